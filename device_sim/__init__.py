@@ -1,0 +1,73 @@
+"""device_sim: an emulated Tenstorrent-style device with a TT-NN-compatible API.
+
+    import device_sim as ttnn
+    device = ttnn.open_device(0)
+    a = ttnn.from_torch(torch.randn(32, 64), layout=ttnn.TILE, device=device, memory=ttnn.L1)
+    out = (a + a).to_torch()
+"""
+
+from device_sim import dtypes
+from device_sim.allocator import Buffer, OutOfMemoryError
+from device_sim.device import Device, DeviceConfig, close_device, manage_device, open_device, synchronize_device
+from device_sim.ops import *  # noqa: F403
+from device_sim.ops import __all__ as _ops_all
+from device_sim.placement import (
+    get_default_memory_config,
+    memory,
+    set_default_memory_config,
+    set_strict,
+    strict,
+)
+from device_sim.registry import (
+    OPS,
+    get_fallback_function,
+    get_golden_function,
+    get_hook,
+    register_op,
+    registered_ops,
+    set_hook,
+)
+from device_sim.tensor import StorageType, Tensor
+from device_sim.types import (
+    DRAM_MEMORY_CONFIG,
+    L1_MEMORY_CONFIG,
+    BufferType,
+    CoreCoord,
+    CoreGrid,
+    CoreRange,
+    CoreRangeSet,
+    DataType,
+    Layout,
+    MemoryConfig,
+    Shape,
+    ShardOrientation,
+    ShardSpec,
+    ShardStrategy,
+    TensorMemoryLayout,
+)
+
+# TT-NN's long names, and the short ones of the concise API.
+TILE_LAYOUT = TILE = Layout.TILE
+ROW_MAJOR_LAYOUT = ROW_MAJOR = Layout.ROW_MAJOR
+L1 = L1_MEMORY_CONFIG
+DRAM = DRAM_MEMORY_CONFIG
+bfloat16 = DataType.BFLOAT16
+float32 = DataType.FLOAT32
+bfloat8_b = DataType.BFLOAT8_B
+bfloat4_b = DataType.BFLOAT4_B
+uint8 = DataType.UINT8
+uint16 = DataType.UINT16
+int32 = DataType.INT32
+uint32 = DataType.UINT32
+
+__all__ = [
+    *_ops_all,
+    "dtypes", "Buffer", "OutOfMemoryError", "Device", "DeviceConfig", "close_device", "manage_device",
+    "open_device", "synchronize_device", "get_default_memory_config", "memory", "set_default_memory_config",
+    "set_strict", "strict", "OPS", "get_fallback_function", "get_golden_function", "get_hook", "register_op",
+    "registered_ops", "set_hook", "StorageType", "Tensor", "DRAM_MEMORY_CONFIG", "L1_MEMORY_CONFIG",
+    "BufferType", "CoreCoord", "CoreGrid", "CoreRange", "CoreRangeSet", "DataType", "Layout", "MemoryConfig",
+    "Shape", "ShardOrientation", "ShardSpec", "ShardStrategy", "TensorMemoryLayout", "TILE_LAYOUT", "TILE",
+    "ROW_MAJOR_LAYOUT", "ROW_MAJOR", "L1", "DRAM", "bfloat16", "float32", "bfloat8_b", "bfloat4_b", "uint8",
+    "uint16", "int32", "uint32",
+]

@@ -1,0 +1,158 @@
+"""A bank allocator that places buffers the way TT-NN's lock-step allocator does.
+
+A buffer occupies the same address range in every bank it touches, so one free list per
+buffer type describes all banks of that type. Interleaved buffers spread their pages
+round-robin over all banks; a sharded buffer takes one shard per core of its grid.
+DRAM is allocated bottom-up (lowest free address first) and L1 top-down (highest first),
+as TT-Metal's allocator does, so that L1 tensors stay clear of circular buffers, which
+grow up from the bottom of L1.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass
+
+from device_sim.types import BufferType, TensorMemoryLayout
+
+
+class OutOfMemoryError(MemoryError):
+    """The device has no free block large enough; the message lists what is using memory."""
+
+
+@dataclass(frozen=True)
+class Buffer:
+    buffer_id: int
+    device_id: int
+    buffer_type: BufferType
+    buffer_layout: TensorMemoryLayout
+    address: int  # offset in each bank
+    max_size_per_bank: int
+    page_size: int
+    num_pages: int
+    num_banks: int  # banks (or shard cores) that hold its pages
+
+    @property
+    def size(self) -> int:
+        return self.page_size * self.num_pages
+
+
+_buffer_ids = itertools.count(1)
+
+
+class BankAllocator:
+    """Free-list allocator for one buffer type; addresses are bank offsets in [base, bank_size)."""
+
+    def __init__(self, buffer_type: BufferType, *, num_banks: int, bank_size: int, base: int,
+                 alignment: int, bottom_up: bool):
+        self.buffer_type = buffer_type
+        self.num_banks = num_banks
+        self.bank_size = bank_size
+        self.base = base
+        self.alignment = alignment
+        self.bottom_up = bottom_up
+        self._free: list[list[int]] = [[base, bank_size]]  # sorted [start, end) blocks
+        self.live: dict[int, Buffer] = {}
+        self.bytes_per_bank_used = 0
+
+    def free_bytes_per_bank(self) -> int:
+        return sum(e - s for s, e in self._free)
+
+    def largest_free_block(self) -> int:
+        return max((e - s for s, e in self._free), default=0)
+
+    def allocate(self, size_per_bank: int) -> int:
+        size = -(-max(size_per_bank, 1) // self.alignment) * self.alignment
+        blocks = self._free if self.bottom_up else reversed(self._free)
+        for block in blocks:
+            start, end = block
+            if end - start < size:
+                continue
+            if self.bottom_up:
+                addr = start
+                block[0] = start + size
+            else:
+                addr = end - size
+                block[1] = addr
+            if block[0] == block[1]:
+                self._free.remove(block)
+            self.bytes_per_bank_used += size
+            return addr
+        raise OutOfMemoryError(size)
+
+    def release(self, addr: int, size_per_bank: int) -> None:
+        size = -(-max(size_per_bank, 1) // self.alignment) * self.alignment
+        self.bytes_per_bank_used -= size
+        start, end = addr, addr + size
+        free = self._free
+        i = 0
+        while i < len(free) and free[i][0] < start:
+            i += 1
+        free.insert(i, [start, end])
+        # Coalesce with the neighbours.
+        if i + 1 < len(free) and free[i][1] == free[i + 1][0]:
+            free[i][1] = free.pop(i + 1)[1]
+        if i > 0 and free[i - 1][1] == free[i][0]:
+            free[i - 1][1] = free.pop(i)[1]
+
+
+class DeviceMemory:
+    """The DRAM and L1 allocators of one device, and every live buffer on it."""
+
+    def __init__(self, device_id: int, allocators: dict[BufferType, BankAllocator]):
+        self.device_id = device_id
+        self.allocators = allocators
+        self._lock = threading.RLock()  # re-entrant: a GC-run Tensor.__del__ may free inside allocate
+        self.listener = None  # called with ("alloc" | "free", Buffer); ttreport's seam
+
+    def allocate(self, buffer_type: BufferType, layout: TensorMemoryLayout, *, page_size: int,
+                 num_pages: int, num_banks: int | None = None, pages_per_bank: int | None = None) -> Buffer:
+        alloc = self.allocators[buffer_type]
+        banks = num_banks or alloc.num_banks
+        per_bank = pages_per_bank if pages_per_bank is not None else -(-num_pages // banks)
+        size_per_bank = per_bank * page_size
+        with self._lock:
+            try:
+                addr = alloc.allocate(size_per_bank)
+            except OutOfMemoryError:
+                raise OutOfMemoryError(self._oom_message(alloc, size_per_bank, num_pages * page_size)) from None
+            buf = Buffer(next(_buffer_ids), self.device_id, buffer_type, layout, addr,
+                         size_per_bank, page_size, num_pages, banks)
+            alloc.live[buf.buffer_id] = buf
+        if self.listener is not None:
+            self.listener("alloc", buf)
+        return buf
+
+    def free(self, buf: Buffer) -> None:
+        alloc = self.allocators[buf.buffer_type]
+        with self._lock:
+            if alloc.live.pop(buf.buffer_id, None) is None:
+                return  # already freed: deallocate() then garbage collection
+            alloc.release(buf.address, buf.max_size_per_bank)
+        if self.listener is not None:
+            self.listener("free", buf)
+
+    def live_buffers(self) -> list[Buffer]:
+        with self._lock:
+            return [b for a in self.allocators.values() for b in a.live.values()]
+
+    def bytes_used(self, buffer_type: BufferType) -> int:
+        """Bytes in use across all banks of one type."""
+        a = self.allocators[buffer_type]
+        return a.bytes_per_bank_used * a.num_banks
+
+    def _oom_message(self, alloc: BankAllocator, size_per_bank: int, total: int) -> str:
+        largest = sorted(alloc.live.values(), key=lambda b: -b.max_size_per_bank)[:5]
+        listing = "; ".join(
+            f"buffer {b.buffer_id} at {b.address:#x}: {b.max_size_per_bank} B/bank ({b.buffer_layout.name})"
+            for b in largest
+        ) or "none"
+        return (
+            f"Out of {alloc.buffer_type.name} memory on device {self.device_id}: requested "
+            f"{size_per_bank} B per bank ({total} B in all) over {alloc.num_banks} banks, but only "
+            f"{alloc.free_bytes_per_bank()} B per bank are free and the largest free block is "
+            f"{alloc.largest_free_block()} B. Largest live buffers: {listing}. "
+            f"Deallocate tensors you no longer need (tensor.deallocate()) or place this one in "
+            f"{'DRAM' if alloc.buffer_type == BufferType.L1 else 'a smaller memory config'}."
+        )

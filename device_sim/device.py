@@ -1,0 +1,114 @@
+"""The emulated device: a Wormhole-class chip by default (8x8 workers, ~1.5 MB L1 each, 12 DRAM banks)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import asdict, dataclass
+
+from device_sim.allocator import BankAllocator, DeviceMemory
+from device_sim.types import BufferType, CoreGrid
+
+
+@dataclass(frozen=True)
+class DeviceConfig:
+    grid_y: int = 8  # worker (compute-with-storage) cores
+    grid_x: int = 8
+    l1_size: int = 1_499_136  # bytes of L1 per worker core (1464 KiB)
+    l1_unreserved_base: int = 98_304  # below this: firmware, kernels, mailboxes
+    l1_alignment: int = 16
+    dram_banks: int = 12
+    dram_bank_size: int = 1 << 30  # 12 GiB in all
+    dram_unreserved_base: int = 32
+    dram_alignment: int = 32
+    cb_limit: int = 1_499_136
+
+
+class Device:
+    def __init__(self, device_id: int = 0, config: DeviceConfig | None = None):
+        self.device_id = device_id
+        self.config = c = config or DeviceConfig()
+        self.memory = DeviceMemory(device_id, {
+            BufferType.DRAM: BankAllocator(BufferType.DRAM, num_banks=c.dram_banks, bank_size=c.dram_bank_size,
+                                           base=c.dram_unreserved_base, alignment=c.dram_alignment,
+                                           bottom_up=True),
+            BufferType.L1: BankAllocator(BufferType.L1, num_banks=c.grid_x * c.grid_y, bank_size=c.l1_size,
+                                         base=c.l1_unreserved_base, alignment=c.l1_alignment,
+                                         bottom_up=False),
+        })
+        self.is_open = True
+
+    def id(self) -> int:
+        return self.device_id
+
+    def compute_with_storage_grid_size(self) -> CoreGrid:
+        return CoreGrid(y=self.config.grid_y, x=self.config.grid_x)
+
+    core_grid = property(compute_with_storage_grid_size)
+
+    def facts(self) -> dict:
+        """The columns of the report's `devices` table."""
+        c = self.config
+        cores = c.grid_x * c.grid_y
+        l1_for_tensors = c.l1_size - c.l1_unreserved_base
+        return {
+            "device_id": self.device_id,
+            "num_y_cores": c.grid_y,
+            "num_x_cores": c.grid_x,
+            "num_y_compute_cores": c.grid_y,
+            "num_x_compute_cores": c.grid_x,
+            "worker_l1_size": c.l1_size,
+            "l1_num_banks": cores,
+            "l1_bank_size": c.l1_size,
+            "address_at_first_l1_bank": c.l1_unreserved_base,
+            "address_at_first_l1_cb_buffer": c.l1_unreserved_base,
+            "num_banks_per_storage_core": 1,
+            "num_compute_cores": cores,
+            "num_storage_cores": 0,
+            "total_l1_memory": c.l1_size * cores,
+            "total_l1_for_tensors": l1_for_tensors * cores,
+            "total_l1_for_interleaved_buffers": l1_for_tensors * cores,
+            "total_l1_for_sharded_buffers": l1_for_tensors * cores,
+            "cb_limit": c.cb_limit,
+        }
+
+    def __repr__(self) -> str:
+        return f"Device(id={self.device_id}, grid={self.config.grid_y}x{self.config.grid_x})"
+
+    def config_dict(self) -> dict:
+        return asdict(self.config)
+
+
+_open_devices: dict[int, Device] = {}
+
+
+def open_device(device_id: int = 0, *, config: DeviceConfig | None = None, **overrides) -> Device:
+    """Open the emulated device `device_id`; keyword overrides set DeviceConfig fields (e.g. l1_size=...).
+
+    TT-NN's own open_device keywords (l1_small_size, trace_region_size, dispatch_core_type, ...)
+    are accepted and ignored, so existing scripts run unchanged.
+    """
+    fields = DeviceConfig.__dataclass_fields__
+    known = {k: v for k, v in overrides.items() if k in fields}
+    if known:
+        config = DeviceConfig(**{**asdict(config or DeviceConfig()), **known})
+    dev = Device(device_id, config)
+    _open_devices[device_id] = dev
+    return dev
+
+
+def close_device(device: Device) -> None:
+    device.is_open = False
+    _open_devices.pop(device.device_id, None)
+
+
+@contextlib.contextmanager
+def manage_device(device_id: int = 0, **kwargs):
+    dev = open_device(device_id, **kwargs)
+    try:
+        yield dev
+    finally:
+        close_device(dev)
+
+
+def synchronize_device(device: Device, *_, **__) -> None:
+    """Ops run synchronously on the emulator; kept so TT-NN scripts run unchanged."""

@@ -1,0 +1,62 @@
+"""The few primitives every op is built from: read inputs, check devices, make the output."""
+
+from __future__ import annotations
+
+import torch
+
+from device_sim import dtypes, placement
+from device_sim.tensor import Tensor
+from device_sim.types import DataType, Layout, MemoryConfig
+
+
+def device_inputs(op_name: str, *tensors) -> list[Tensor]:
+    """The Tensor arguments of an op, checked to live on one device (or all on the host)."""
+    ts = [t for t in tensors if isinstance(t, Tensor)]
+    if len(ts) > 1:
+        dev0 = ts[0]._device
+        for t in ts[1:]:
+            if t._device is not dev0:
+                where = lambda x: f"device {x._device.device_id}" if x._device is not None else "the host"  # noqa: E731
+                raise ValueError(
+                    f"{op_name}: tensor {ts[0].tensor_id} is on {where(ts[0])} but tensor {t.tensor_id} is on "
+                    f"{where(t)}; move both to one device with ttnn.to_device(tensor, device)"
+                )
+    return ts
+
+
+def values(x, op_name: str = "op") -> torch.Tensor:
+    """The float32 (or integer) torch values an op computes on."""
+    if isinstance(x, Tensor):
+        v = x._value_or_raise()
+        return v.float() if v.is_floating_point() else v
+    if isinstance(x, torch.Tensor):
+        raise TypeError(f"{op_name}: got a torch.Tensor; convert it first with ttnn.from_torch(tensor, device=device)")
+    return x
+
+
+def output(value: torch.Tensor, like: Tensor, inputs: list[Tensor], *, op_name: str,
+           dtype: DataType | None = None, layout: Layout | None = None,
+           memory_config: MemoryConfig | None = None) -> Tensor:
+    """The op's output tensor: `value` rounded to the output dtype, placed by the memory rules.
+
+    `like` supplies the defaults (dtype, layout, device) — normally the first input.
+    """
+    dtype = DataType(dtype) if dtype is not None else like.dtype
+    layout = Layout(layout) if layout is not None else like.layout
+    if dtype.is_block_float and layout != Layout.TILE:
+        layout = Layout.TILE
+    device = like._device
+    cfg, source = (placement.resolve(memory_config, [t for t in inputs if t._device is not None], op_name)
+                   if device is not None else (None, None))
+    return Tensor._create(dtypes.to_device_values(value, dtype), dtype, layout, device, cfg, source)
+
+
+def same_shape_or_broadcast(op_name: str, a: torch.Tensor, b) -> None:
+    if isinstance(b, torch.Tensor):
+        try:
+            torch.broadcast_shapes(a.shape, b.shape)
+        except RuntimeError:
+            raise ValueError(
+                f"{op_name}: shapes {list(a.shape)} and {list(b.shape)} do not broadcast; "
+                f"reshape one so that each dimension matches or is 1"
+            ) from None

@@ -1,0 +1,182 @@
+"""Moving tensors between torch, the host and the device, and changing how they are held."""
+
+from __future__ import annotations
+
+import torch
+
+from device_sim import dtypes, placement
+from device_sim.ops.common import device_inputs, output, values
+from device_sim.registry import register_op
+from device_sim.tensor import Tensor
+from device_sim.types import DataType, Layout, MemoryConfig
+
+
+def _identity(t, *_, **__):
+    return t
+
+
+@register_op("ttnn.from_torch", golden=_identity)
+def from_torch(tensor, dtype: DataType | None = None, *, layout: Layout = Layout.ROW_MAJOR, device=None,
+               memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+    """A device_sim tensor from a torch tensor (or anything torch.as_tensor takes).
+
+    TT-NN's mesh_mapper, tile, pad_value and cq_id are accepted and have no effect here.
+    """
+    if isinstance(tensor, Tensor):
+        raise TypeError(f"from_torch got a device_sim tensor (id {tensor.tensor_id}); it is already converted")
+    t = tensor if isinstance(tensor, torch.Tensor) else torch.as_tensor(tensor)
+    t = t.detach()
+    if dtype is None:
+        if t.dtype not in dtypes.FROM_TORCH:
+            raise TypeError(
+                f"from_torch: no device dtype for torch dtype {t.dtype}; pass dtype=ttnn.bfloat16 (or another)"
+            )
+        dtype = dtypes.FROM_TORCH[t.dtype]
+    dtype, layout = DataType(dtype), Layout(layout)
+    dtypes.check_layout(dtype, layout)
+    cfg, source = placement.resolve(memory_config, [], "ttnn.from_torch") if device is not None else (None, None)
+    return Tensor._create(dtypes.to_device_values(t, dtype), dtype, layout, device, cfg, source)
+
+
+@register_op("ttnn.to_torch", golden=_identity)
+def to_torch(tensor: Tensor, dtype=None, **_tt_nn_only) -> torch.Tensor:
+    """The tensor's values as a new torch tensor in its logical shape (tile padding removed)."""
+    if isinstance(tensor, torch.Tensor):
+        return tensor
+    v = tensor._value_or_raise().clone()
+    return v.to(dtype) if dtype is not None else v
+
+
+@register_op("ttnn.to_device", golden=_identity)
+def to_device(tensor: Tensor, device, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+    if tensor._device is device:
+        return tensor
+    if tensor._device is not None:
+        raise ValueError(
+            f"tensor {tensor.tensor_id} is on device {tensor._device.device_id}; "
+            f"bring it to the host first (tensor.cpu()) to move it to device {device.device_id}"
+        )
+    cfg, source = placement.resolve(memory_config, [], "ttnn.to_device")
+    return Tensor._create(tensor._value_or_raise(), tensor.dtype, tensor.layout, device, cfg, source)
+
+
+@register_op("ttnn.from_device", golden=_identity)
+def from_device(tensor: Tensor, **_tt_nn_only) -> Tensor:
+    if tensor._device is None:
+        return tensor
+    return Tensor._create(tensor._value_or_raise(), tensor.dtype, tensor.layout, None, None, None)
+
+
+@register_op("ttnn.to_layout", golden=_identity)
+def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
+              memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+    """Tilize or untilize; the logical shape survives, the padding comes and goes."""
+    layout = Layout(layout)
+    if layout == tensor.layout and dtype in (None, tensor.dtype) and memory_config is None:
+        return tensor
+    ins = device_inputs("ttnn.to_layout", tensor)
+    return output(values(tensor), tensor, ins, op_name="ttnn.to_layout", dtype=dtype, layout=layout,
+                  memory_config=memory_config)
+
+
+@register_op("ttnn.to_memory_config", golden=_identity)
+def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: DataType | None = None) -> Tensor:
+    if tensor._device is None:
+        raise ValueError(
+            f"tensor {tensor.tensor_id} is on the host; ttnn.to_device(tensor, device, memory_config) places it"
+        )
+    if memory_config is None:
+        raise TypeError("to_memory_config needs a memory config, e.g. ttnn.L1 or ttnn.DRAM")
+    return output(values(tensor), tensor, [tensor], op_name="ttnn.to_memory_config", dtype=dtype,
+                  memory_config=memory_config)
+
+
+def _typecast_golden(t, dtype, **_):
+    return t.to(dtypes.TORCH_DTYPE[DataType(dtype)])
+
+
+@register_op("ttnn.typecast", golden=_typecast_golden)
+def typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+    ins = device_inputs("ttnn.typecast", tensor)
+    return output(values(tensor), tensor, ins, op_name="ttnn.typecast", dtype=dtype, memory_config=memory_config)
+
+
+@register_op("ttnn.clone", golden=lambda t, *_, **__: t.clone())
+def clone(tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
+          **_tt_nn_only) -> Tensor:
+    ins = device_inputs("ttnn.clone", tensor)
+    return output(values(tensor), tensor, ins, op_name="ttnn.clone", dtype=dtype, memory_config=memory_config)
+
+
+def _reshape_golden(t, shape, **_):
+    return t.reshape(tuple(shape))
+
+
+@register_op("ttnn.reshape", golden=_reshape_golden)
+def reshape(tensor: Tensor, shape, *, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+    v = values(tensor)
+    shape = tuple(int(s) for s in shape)
+    try:
+        r = v.reshape(shape)
+    except RuntimeError:
+        raise ValueError(
+            f"ttnn.reshape: cannot reshape tensor {tensor.tensor_id} of shape {list(v.shape)} "
+            f"({v.numel()} elements) to {list(shape)}"
+        ) from None
+    ins = device_inputs("ttnn.reshape", tensor)
+    return output(r, tensor, ins, op_name="ttnn.reshape", memory_config=memory_config)
+
+
+def _permute_golden(t, dims, **_):
+    return t.permute(tuple(dims))
+
+
+@register_op("ttnn.permute", golden=_permute_golden)
+def permute(tensor: Tensor, dims, *, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+    v = values(tensor)
+    dims = tuple(int(d) for d in dims)
+    if sorted(d % max(v.dim(), 1) for d in dims) != list(range(v.dim())):
+        raise ValueError(
+            f"ttnn.permute: {list(dims)} is not a permutation of the {v.dim()} dims of shape {list(v.shape)}"
+        )
+    ins = device_inputs("ttnn.permute", tensor)
+    return output(v.permute(dims).contiguous(), tensor, ins, op_name="ttnn.permute", memory_config=memory_config)
+
+
+def _transpose_golden(t, dim0, dim1, **_):
+    return t.transpose(dim0, dim1)
+
+
+@register_op("ttnn.transpose", golden=_transpose_golden)
+def transpose(tensor: Tensor, dim0: int, dim1: int, *, memory_config: MemoryConfig | None = None,
+              **_tt_nn_only) -> Tensor:
+    v = values(tensor)
+    ins = device_inputs("ttnn.transpose", tensor)
+    return output(v.transpose(dim0, dim1).contiguous(), tensor, ins, op_name="ttnn.transpose",
+                  memory_config=memory_config)
+
+
+def _slice_golden(t, index, **_):
+    return t[index]
+
+
+@register_op("ttnn.slice", golden=_slice_golden)
+def slice(tensor: Tensor, index, *, memory_config: MemoryConfig | None = None) -> Tensor:  # noqa: A001
+    """`tensor[index]` with ints and slices, as in torch."""
+    v = values(tensor)
+    try:
+        r = v[index]
+    except (IndexError, TypeError) as e:
+        raise IndexError(
+            f"ttnn.slice: index {index!r} does not fit tensor {tensor.tensor_id} of shape {list(v.shape)}: {e}"
+        ) from None
+    ins = device_inputs("ttnn.slice", tensor)
+    return output(r.contiguous(), tensor, ins, op_name="ttnn.slice", memory_config=memory_config)
+
+
+@register_op("ttnn.deallocate")
+def deallocate(tensor: Tensor, force: bool = True) -> None:
+    """Free the tensor's device buffer now; using it afterwards is an error."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"ttnn.deallocate takes a ttnn tensor, got {type(tensor).__name__}")
+    tensor._free()

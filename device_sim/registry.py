@@ -1,0 +1,117 @@
+"""The op table and the one hook seam that ttreport (or any profiler) plugs into.
+
+Every op is registered once with `@register_op(name, golden=...)`. The wrapper does one
+global read when no hook is installed; with a hook it calls
+
+    token = hook.begin(op, args, kwargs)
+    ... the op runs (nested ops go through the same wrapper) ...
+    hook.end(token, output, exception)    # exactly once, exception None on success
+
+and re-raises the op's exception unchanged. The hook is process-wide so that ops run by
+any thread are seen; a profiler tracks nesting per thread itself.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(eq=False)
+class Op:
+    name: str  # "ttnn.add"
+    function: Callable  # the op's body
+    golden_function: Callable | None = None
+    fallback_function: Callable | None = None
+    category: str = ""
+    wrapper: Callable | None = field(default=None, repr=False)
+
+    @property
+    def short_name(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+
+OPS: dict[str, Op] = {}
+_hook = None
+
+
+def set_hook(hook):
+    """Install `hook` (or None) for all threads; returns the previous one so callers can restore it."""
+    global _hook
+    previous, _hook = _hook, hook
+    return previous
+
+
+def get_hook():
+    return _hook
+
+
+def _rename_memory(kwargs: dict) -> None:
+    if "memory_config" in kwargs and kwargs["memory_config"] is not None and kwargs["memory"] is not None:
+        raise TypeError("give either memory= or memory_config=, not both (they are the same argument)")
+    cfg = kwargs.pop("memory")
+    if cfg is not None or "memory_config" not in kwargs:
+        kwargs["memory_config"] = cfg
+
+
+def register_op(name: str, *, golden: Callable | None = None, fallback: Callable | None = None):
+    """Register an op body under `name` ("ttnn.add"); returns the public, hookable function."""
+
+    def decorate(function: Callable) -> Callable:
+        if name in OPS:
+            raise ValueError(f"op {name!r} is registered twice")
+        op = Op(name, function, golden, fallback, category=function.__module__.rsplit(".", 1)[-1])
+
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            if "memory" in kwargs:
+                _rename_memory(kwargs)
+            hook = _hook
+            if hook is None:
+                return function(*args, **kwargs)
+            token = hook.begin(op, args, kwargs)
+            try:
+                output = function(*args, **kwargs)
+            except BaseException as exc:
+                hook.end(token, None, exc)
+                raise
+            hook.end(token, output, None)
+            return output
+
+        wrapper.op = op
+        wrapper.golden_function = golden
+        op.wrapper = wrapper
+        OPS[name] = op
+        return wrapper
+
+    return decorate
+
+
+def _op_of(fn) -> Op:
+    op = getattr(fn, "op", None)
+    if op is None:
+        op = OPS.get(fn) if isinstance(fn, str) else None
+    if op is None:
+        raise ValueError(f"{fn!r} is not a registered op; ttnn.registered_ops() lists them")
+    return op
+
+
+def get_golden_function(fn) -> Callable:
+    op = _op_of(fn)
+    if op.golden_function is None:
+        raise RuntimeError(f"{op.name} has no golden function")
+    return op.golden_function
+
+
+def get_fallback_function(fn) -> Callable:
+    op = _op_of(fn)
+    if op.fallback_function is not None:
+        return op.fallback_function
+    if op.golden_function is None:
+        raise RuntimeError(f"{op.name} has no fallback function")
+    return op.golden_function
+
+
+def registered_ops() -> list[Op]:
+    return list(OPS.values())

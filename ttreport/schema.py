@@ -1,0 +1,220 @@
+"""The report database schema: TT-NN's tables and columns, plus ttreport's additions.
+
+Tools that read TT-NN reports (ttnn-visualizer) find the tables and columns they know;
+ttreport's additions are extra columns and tables they ignore. Two TT-NN tables are views
+here, so that a report stays small without changing what a reader sees:
+
+- `stack_traces(operation_id, stack_trace)` joins each op to one row of `stack_trace_texts`,
+  since the same trace repeats for every iteration of a model's loop;
+- `buffers(operation_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout)`
+  lists every buffer live after each op, derived from `buffer_lifetimes`: one row per
+  allocation, with the event sequence numbers at which it was allocated and freed, compared
+  with the op's `end_seq`.
+
+This module is the one place the schema is written down. `create_all` (new reports) and the
+alembic migrations (old reports) must produce the same schema; a test holds them together.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import DDL, Column, Float, Index, Integer, MetaData, Table, Text, event
+
+metadata = MetaData()
+
+
+def _id(name: str, **kw) -> Column:
+    return Column(name, Integer, **kw)
+
+
+operations = Table(
+    "operations", metadata,
+    _id("operation_id", primary_key=True, autoincrement=False),
+    Column("name", Text),
+    Column("duration", Float),  # seconds, as TT-NN
+    # ttreport additions
+    Column("start_ns", Integer),  # perf_counter_ns at begin, relative to the capture's start
+    Column("end_ns", Integer),
+    _id("parent_operation_id"),  # the op that called this one; NULL at the top level
+    Column("depth", Integer),  # 0 for ops the model called directly
+    Column("status", Text),  # "ok" | "error"
+    Column("thread", Text),  # the thread's name
+    _id("stack_trace_id"),  # -> stack_trace_texts
+    Column("end_seq", Integer),  # event sequence number at the op's end (see buffer_lifetimes)
+    Column("l1_bytes", Integer),  # L1 bytes live on the device after the op, all banks
+    Column("dram_bytes", Integer),  # DRAM bytes live after the op, all banks
+)
+
+operation_arguments = Table(
+    "operation_arguments", metadata,
+    _id("operation_id"),
+    Column("name", Text),  # '0', '1', ... positional; else the keyword
+    Column("value", Text),
+)
+
+tensors = Table(
+    "tensors", metadata,
+    _id("tensor_id", primary_key=True, autoincrement=False),
+    Column("shape", Text),  # Shape([1, 32, 64])
+    Column("dtype", Text),  # DataType.BFLOAT16
+    Column("layout", Text),  # Layout.TILE
+    Column("memory_config", Text),  # MemoryConfig(...) repr; NULL on the host
+    _id("device_id"),
+    Column("address", Integer),
+    Column("buffer_type", Integer),  # BufferType number; NULL on the host
+    Column("size", Integer),  # bytes of the device buffer (tile padding included)
+    # ttreport additions
+    Column("memory_config_source", Text),  # argument | context | inputs | default
+    _id("producer_operation_id"),  # NULL for tensors made before the capture or on the host
+    Column("file", Text),  # path of the stored tensor, relative to the report folder
+    Column("padded_shape", Text),
+)
+
+input_tensors = Table(
+    "input_tensors", metadata,
+    _id("operation_id"), Column("input_index", Integer), _id("tensor_id"),
+)
+
+output_tensors = Table(
+    "output_tensors", metadata,
+    _id("operation_id"), Column("output_index", Integer), _id("tensor_id"),
+)
+
+devices = Table(
+    "devices", metadata,
+    _id("device_id", primary_key=True, autoincrement=False),
+    *[Column(c, Integer) for c in (
+        "num_y_cores", "num_x_cores", "num_y_compute_cores", "num_x_compute_cores", "worker_l1_size",
+        "l1_num_banks", "l1_bank_size", "address_at_first_l1_bank", "address_at_first_l1_cb_buffer",
+        "num_banks_per_storage_core", "num_compute_cores", "num_storage_cores", "total_l1_memory",
+        "total_l1_for_tensors", "total_l1_for_interleaved_buffers", "total_l1_for_sharded_buffers", "cb_limit",
+    )],
+)
+
+buffer_lifetimes = Table(
+    "buffer_lifetimes", metadata,
+    _id("buffer_id", primary_key=True, autoincrement=False),
+    _id("device_id"),
+    Column("address", Integer),
+    Column("max_size_per_bank", Integer),
+    Column("buffer_type", Integer),
+    Column("buffer_layout", Integer),
+    Column("size", Integer),  # bytes over all banks
+    Column("allocated_seq", Integer),  # 0 when it was live before the capture began
+    Column("freed_seq", Integer),  # NULL while live at the end of the capture
+    _id("allocated_by_operation_id"),  # the innermost op running when it was allocated, if any
+)
+
+buffer_pages = Table(
+    "buffer_pages", metadata,
+    _id("operation_id"), _id("device_id"), Column("address", Integer),
+    Column("core_y", Integer), Column("core_x", Integer), Column("bank_id", Integer),
+    Column("page_index", Integer), Column("page_address", Integer), Column("page_size", Integer),
+    Column("buffer_type", Integer),
+)
+
+device_tensors = Table(
+    "device_tensors", metadata,
+    _id("tensor_id"), _id("device_id"), Column("address", Integer),
+)
+
+stack_trace_texts = Table(
+    "stack_trace_texts", metadata,
+    _id("stack_trace_id", primary_key=True, autoincrement=False),
+    Column("stack_trace", Text),
+)
+
+errors = Table(
+    "errors", metadata,
+    _id("operation_id"),
+    Column("operation_name", Text),
+    Column("error_type", Text),
+    Column("error_message", Text),
+    Column("stack_trace", Text),
+    Column("timestamp", Text),
+)
+
+
+def _comparison_records(name: str) -> Table:
+    return Table(
+        name, metadata,
+        _id("tensor_id"), _id("golden_tensor_id"),
+        Column("matches", Integer), Column("desired_pcc", Float), Column("actual_pcc", Float),
+    )
+
+
+local_tensor_comparison_records = _comparison_records("local_tensor_comparison_records")
+global_tensor_comparison_records = _comparison_records("global_tensor_comparison_records")
+
+tensor_comparisons = Table(
+    "tensor_comparisons", metadata,
+    _id("operation_id"),
+    Column("mode", Text),  # local | global
+    _id("tensor_id"), _id("golden_tensor_id"),
+    Column("status", Text),  # pass | fail | no_golden | golden_error
+    Column("reason", Text),
+    Column("pcc", Float), Column("desired_pcc", Float),
+    Column("max_abs_error", Float), Column("mean_abs_error", Float), Column("max_rel_error", Float),
+    Column("mismatched", Integer), Column("mismatched_fraction", Float), Column("numel", Integer),
+    Column("max_ulp", Float), Column("rtol", Float), Column("atol", Float),
+    Column("worst_index", Text), Column("worst_actual", Float), Column("worst_golden", Float),
+)
+
+report_metadata = Table(
+    "report_metadata", metadata,
+    Column("key", Text, primary_key=True),
+    Column("value", Text),
+)
+
+INDEXES = [
+    Index("ix_operations_name", operations.c.name),
+    Index("ix_operations_parent", operations.c.parent_operation_id),
+    Index("ix_operations_duration", operations.c.duration),
+    Index("ix_operations_l1_bytes", operations.c.l1_bytes),
+    Index("ix_operation_arguments_op", operation_arguments.c.operation_id),
+    Index("ix_tensors_producer", tensors.c.producer_operation_id),
+    Index("ix_input_tensors_op", input_tensors.c.operation_id),
+    Index("ix_input_tensors_tensor", input_tensors.c.tensor_id),
+    Index("ix_output_tensors_op", output_tensors.c.operation_id),
+    Index("ix_output_tensors_tensor", output_tensors.c.tensor_id),
+    Index("ix_buffer_lifetimes_seq", buffer_lifetimes.c.allocated_seq, buffer_lifetimes.c.freed_seq),
+    Index("ix_buffer_pages_op", buffer_pages.c.operation_id),
+    Index("ix_device_tensors_tensor", device_tensors.c.tensor_id),
+    Index("ix_errors_op", errors.c.operation_id),
+    Index("ix_local_cmp_tensor", local_tensor_comparison_records.c.tensor_id),
+    Index("ix_global_cmp_tensor", global_tensor_comparison_records.c.tensor_id),
+    Index("ix_tensor_comparisons_op", tensor_comparisons.c.operation_id),
+    Index("ix_tensor_comparisons_tensor", tensor_comparisons.c.tensor_id),
+]
+
+# Views: the TT-NN tables derived from compact ones, and the documented question views.
+VIEWS: dict[str, str] = {
+    "stack_traces": """
+        SELECT o.operation_id AS operation_id, s.stack_trace AS stack_trace
+        FROM operations o JOIN stack_trace_texts s ON s.stack_trace_id = o.stack_trace_id""",
+    "buffers": """
+        SELECT o.operation_id AS operation_id, b.device_id AS device_id, b.address AS address,
+               b.max_size_per_bank AS max_size_per_bank, b.buffer_type AS buffer_type,
+               b.buffer_layout AS buffer_layout
+        FROM operations o JOIN buffer_lifetimes b
+          ON b.allocated_seq < o.end_seq AND (b.freed_seq IS NULL OR b.freed_seq > o.end_seq)""",
+    # Each op with its tensors, one row per tensor: where each input and output lived.
+    "op_tensors": """
+        SELECT o.operation_id, o.name, 'input' AS direction, i.input_index AS tensor_index, t.*
+        FROM operations o JOIN input_tensors i USING (operation_id) JOIN tensors t USING (tensor_id)
+        UNION ALL
+        SELECT o.operation_id, o.name, 'output', x.output_index, t.*
+        FROM operations o JOIN output_tensors x USING (operation_id) JOIN tensors t USING (tensor_id)""",
+    # L1 and DRAM bytes live on the device after each op.
+    "memory_after_op": """
+        SELECT operation_id, name, l1_bytes, dram_bytes FROM operations""",
+}
+
+SCHEMA_VERSION_KEY = "schema_version"
+
+
+def _view_ddl(name: str, sql: str) -> DDL:
+    return DDL(f"CREATE VIEW IF NOT EXISTS {name} AS {sql}")
+
+
+for _name, _sql in VIEWS.items():
+    event.listen(metadata, "after_create", _view_ddl(_name, _sql))
