@@ -8,7 +8,15 @@
 
 from device_sim import dtypes
 from device_sim.allocator import Buffer, OutOfMemoryError
-from device_sim.device import Device, DeviceConfig, close_device, manage_device, open_device, synchronize_device
+from device_sim.device import (
+    Device,
+    DeviceConfig,
+    close_device,
+    manage_device,
+    open_device,
+    open_devices,
+    synchronize_device,
+)
 from device_sim.ops import *  # noqa: F403
 from device_sim.ops import __all__ as _ops_all
 from device_sim.placement import (
@@ -63,7 +71,8 @@ uint32 = DataType.UINT32
 __all__ = [
     *_ops_all,
     "dtypes", "Buffer", "OutOfMemoryError", "Device", "DeviceConfig", "close_device", "manage_device",
-    "open_device", "synchronize_device", "get_default_memory_config", "memory", "set_default_memory_config",
+    "open_device", "open_devices", "synchronize_device", "get_default_memory_config", "memory",
+    "set_default_memory_config",
     "set_strict", "strict", "OPS", "get_fallback_function", "get_golden_function", "get_hook", "register_op",
     "registered_ops", "set_hook", "StorageType", "Tensor", "DRAM_MEMORY_CONFIG", "L1_MEMORY_CONFIG",
     "BufferType", "CoreCoord", "CoreGrid", "CoreRange", "CoreRangeSet", "DataType", "Layout", "MemoryConfig",

@@ -96,6 +96,11 @@ def open_device(device_id: int = 0, *, config: DeviceConfig | None = None, **ove
     return dev
 
 
+def open_devices() -> list[Device]:
+    """Every device opened and not yet closed."""
+    return list(_open_devices.values())
+
+
 def close_device(device: Device) -> None:
     device.is_open = False
     _open_devices.pop(device.device_id, None)

@@ -91,6 +91,14 @@ class Tensor:
 
     logical_shape = shape
 
+    @property
+    def value(self) -> torch.Tensor:
+        """The values as the device holds them: logical shape, host torch dtype. Read-only by contract.
+
+        Unlike to_torch() this is no op: profilers read it without being recorded.
+        """
+        return self._value_or_raise()
+
     def memory_config(self) -> MemoryConfig | None:
         return self._memory_config
 

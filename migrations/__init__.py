@@ -1,0 +1,1 @@
+"""alembic migrations of the report schema (shipped as ttreport.migrations)."""
