@@ -34,6 +34,11 @@ class StorageType(enum.IntEnum):
 _tensor_ids = itertools.count(0)
 
 
+def next_tensor_id() -> int:
+    """A new process-unique tensor id; profilers use it for tensors they make (goldens)."""
+    return next(_tensor_ids)
+
+
 def padded(shape, layout: Layout) -> tuple[int, ...]:
     if layout != Layout.TILE:
         return tuple(shape)
@@ -76,7 +81,7 @@ class Tensor:
         self._memory_config = memory_config if device is not None else None
         self.memory_config_source = source if device is not None else None
         self.buffer = None
-        self.tensor_id = next(_tensor_ids)
+        self.tensor_id = next_tensor_id()
         if device is not None:
             self.buffer = _allocate(device, value.shape, dtype, layout, memory_config)
 
