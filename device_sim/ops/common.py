@@ -51,12 +51,17 @@ def output(value: torch.Tensor, like: Tensor, inputs: list[Tensor], *, op_name: 
     return Tensor._create(dtypes.to_device_values(value, dtype), dtype, layout, device, cfg, source)
 
 
-def same_shape_or_broadcast(op_name: str, a: torch.Tensor, b) -> None:
-    if isinstance(b, torch.Tensor):
-        try:
-            torch.broadcast_shapes(a.shape, b.shape)
-        except RuntimeError:
-            raise ValueError(
-                f"{op_name}: shapes {list(a.shape)} and {list(b.shape)} do not broadcast; "
-                f"reshape one so that each dimension matches or is 1"
-            ) from None
+def broadcast(op_name: str, fn, a: torch.Tensor, b):
+    """fn(a, b), with a shape error that names both shapes (checked only on failure: it is the slow path)."""
+    try:
+        return fn(a, b)
+    except RuntimeError:
+        if isinstance(b, torch.Tensor):
+            try:
+                torch.broadcast_shapes(a.shape, b.shape)
+            except RuntimeError:
+                raise ValueError(
+                    f"{op_name}: shapes {list(a.shape)} and {list(b.shape)} do not broadcast; "
+                    f"reshape one so that each dimension matches or is 1"
+                ) from None
+        raise

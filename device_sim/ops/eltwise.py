@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from device_sim.ops.common import device_inputs, output, same_shape_or_broadcast, values
+from device_sim.ops.common import broadcast, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, MemoryConfig
@@ -38,8 +38,7 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None):
             raise TypeError(f"{op_name}: the first argument must be a ttnn tensor, got {type(input_tensor_a).__name__}")
         ins = device_inputs(op_name, input_tensor_a, input_tensor_b)
         a, b = values(input_tensor_a, op_name), values(input_tensor_b, op_name)
-        same_shape_or_broadcast(op_name, a, b)
-        return output(fn(a, b), input_tensor_a, ins, op_name=op_name, dtype=dtype or result_dtype,
+        return output(broadcast(op_name, fn, a, b), input_tensor_a, ins, op_name=op_name, dtype=dtype or result_dtype,
                       memory_config=memory_config)
 
     op.__name__ = op.__qualname__ = name
