@@ -38,7 +38,9 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None):
             raise TypeError(f"{op_name}: the first argument must be a ttnn tensor, got {type(input_tensor_a).__name__}")
         ins = device_inputs(op_name, input_tensor_a, input_tensor_b)
         a, b = values(input_tensor_a, op_name), values(input_tensor_b, op_name)
-        return output(broadcast(op_name, fn, a, b), input_tensor_a, ins, op_name=op_name, dtype=dtype or result_dtype,
+        # DataType.BFLOAT16 is 0, so `dtype or result_dtype` would drop an explicit bfloat16.
+        dtype = dtype if dtype is not None else result_dtype
+        return output(broadcast(op_name, fn, a, b), input_tensor_a, ins, op_name=op_name, dtype=dtype,
                       memory_config=memory_config)
 
     op.__name__ = op.__qualname__ = name
