@@ -8,6 +8,7 @@
 
 from device_sim import dtypes
 from device_sim.allocator import Buffer, OutOfMemoryError
+from device_sim.compat import install_as_ttnn
 from device_sim.device import (
     Device,
     DeviceConfig,
@@ -35,6 +36,8 @@ from device_sim.registry import (
     registered_ops,
     set_hook,
 )
+from device_sim.serialization import TensorFileError, dump_tensor, load_tensor
+from device_sim.sharding import create_sharded_memory_config
 from device_sim.tensor import StorageType, Tensor
 from device_sim.types import (
     DRAM_MEMORY_CONFIG,
@@ -74,7 +77,8 @@ __all__ = [
     "open_device", "open_devices", "synchronize_device", "get_default_memory_config", "memory",
     "set_default_memory_config",
     "set_strict", "strict", "OPS", "get_fallback_function", "get_golden_function", "get_hook", "register_op",
-    "registered_ops", "set_hook", "StorageType", "Tensor", "DRAM_MEMORY_CONFIG", "L1_MEMORY_CONFIG",
+    "registered_ops", "set_hook", "install_as_ttnn", "TensorFileError", "dump_tensor", "load_tensor",
+    "create_sharded_memory_config", "StorageType", "Tensor", "DRAM_MEMORY_CONFIG", "L1_MEMORY_CONFIG",
     "BufferType", "CoreCoord", "CoreGrid", "CoreRange", "CoreRangeSet", "DataType", "Layout", "MemoryConfig",
     "Shape", "ShardOrientation", "ShardSpec", "ShardStrategy", "TensorMemoryLayout", "TILE_LAYOUT", "TILE",
     "ROW_MAJOR_LAYOUT", "ROW_MAJOR", "L1", "DRAM", "bfloat16", "float32", "bfloat8_b", "bfloat4_b", "uint8",

@@ -1,0 +1,263 @@
+"""device_sim's portable tensor file (`.bin`): readable on any host, with or without a device.
+
+It fixes each portability fault of TT-NN's own `.bin` (DESIGN.md): nothing in it is a raw
+enum, struct or `size_t`, every integer is little-endian, and device tensors are read back
+and stored as host data with their memory config named in text.
+
+    offset  size  field
+    0       8     MAGIC
+    8       4     format version, uint32 LE
+    12      4     header length H, uint32 LE (at most MAX_HEADER_BYTES)
+    16      H     header: UTF-8 JSON object (see _header)
+    16+H    N     data: the logical-shape values in C order, little-endian, encoded per ENCODING
+    16+H+N  4     CRC-32 (zlib) of every byte before it, uint32 LE
+
+Block floats (bfloat8_b, bfloat4_b) are stored as the bfloat16 bits of the values the
+device holds, which represent them exactly. Tile padding is not stored: it is implied by
+the layout, and `padded_shape` is recorded only so readers need not know the tile rules.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+import tempfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from device_sim import dtypes
+from device_sim.tensor import Tensor, padded
+from device_sim.types import (
+    BufferType,
+    CoreCoord,
+    CoreRange,
+    CoreRangeSet,
+    DataType,
+    Layout,
+    MemoryConfig,
+    ShardOrientation,
+    ShardSpec,
+    TensorMemoryLayout,
+)
+
+# The first byte is non-ASCII and CR LF follow, as in PNG's magic, so a file mangled by a
+# text-mode transfer is caught as "not a device_sim tensor" rather than read as garbage.
+MAGIC = b"\x89TTSIM\r\n"
+FORMAT_VERSION = 1
+MAX_HEADER_BYTES = 1 << 20
+MAX_RANK = 8
+_PRELUDE = struct.Struct("<8sII")  # magic, version, header length
+_CRC = struct.Struct("<I")
+
+# How each device dtype's values are encoded in the data section: (name in the header, numpy dtype).
+ENCODING = {
+    DataType.BFLOAT16: ("bfloat16", "<u2"),
+    DataType.BFLOAT8_B: ("bfloat16", "<u2"),
+    DataType.BFLOAT4_B: ("bfloat16", "<u2"),
+    DataType.FLOAT32: ("float32", "<f4"),
+    DataType.UINT8: ("uint8", "u1"),
+    DataType.UINT16: ("uint16", "<u2"),
+    DataType.INT32: ("int32", "<i4"),
+    DataType.UINT32: ("uint32", "<u4"),
+}
+
+
+_NUMPY_HOST = {torch.float32: np.float32, torch.uint8: np.uint8, torch.int32: np.int32, torch.int64: np.int64}
+
+
+class TensorFileError(ValueError):
+    """A `.bin` tensor file that cannot be read: not one, from a newer device_sim, truncated or corrupt."""
+
+    def __init__(self, path, problem: str):
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+
+
+# -- writing ----------------------------------------------------------------------------------
+def dump_tensor(file_name, tensor: Tensor) -> None:
+    """Write `tensor` to `file_name` in the portable format; a device tensor is read back first.
+
+    The file appears complete or not at all: it is written beside the target and renamed.
+    """
+    if not isinstance(tensor, Tensor):
+        raise TypeError(
+            f"dump_tensor takes a ttnn tensor, got {type(tensor).__name__}; "
+            f"save a torch.Tensor with torch.save instead"
+        )
+    value = tensor.value  # raises if deallocated; reading it is no op, so profilers may call this
+    data = _encode(value, tensor.dtype)
+    header = json.dumps(_header(tensor, value, len(data)), separators=(",", ":")).encode()
+    body = _PRELUDE.pack(MAGIC, FORMAT_VERSION, len(header)) + header + data
+    blob = body + _CRC.pack(zlib.crc32(body))
+    path = Path(file_name)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _encode(value: torch.Tensor, dtype: DataType) -> bytes:
+    _, np_dtype = ENCODING[dtype]
+    v = value.detach().cpu().contiguous()
+    if v.dtype == torch.bfloat16:
+        v = v.view(torch.int16)  # the raw bits; numpy has no bfloat16
+        return v.numpy().view(np.uint16).astype(np_dtype).tobytes()
+    return v.numpy().astype(np_dtype).tobytes()
+
+
+def _header(t: Tensor, value: torch.Tensor, nbytes: int) -> dict:
+    return {
+        "dtype": t.dtype.name,
+        "layout": t.layout.name,
+        "shape": list(value.shape),
+        "padded_shape": list(padded(value.shape, t.layout)),
+        "memory_config": _memory_config_to_json(t.memory_config()),  # null: it was a host tensor
+        "mesh": None,  # a single device or the host; mesh tensors are not emulated yet
+        "data": {"encoding": ENCODING[t.dtype][0], "byte_order": "little", "order": "C", "nbytes": nbytes},
+    }
+
+
+def _memory_config_to_json(cfg: MemoryConfig | None):
+    if cfg is None:
+        return None
+    spec = cfg.shard_spec
+    return {
+        "memory_layout": cfg.memory_layout.name,
+        "buffer_type": cfg.buffer_type.name,
+        "shard_spec": None if spec is None else {
+            "grid": [{"start": [r.start.x, r.start.y], "end": [r.end.x, r.end.y]} for r in spec.grid.ranges],
+            "shape": list(spec.shape),
+            "orientation": spec.orientation.name,
+        },
+    }
+
+
+# -- reading ----------------------------------------------------------------------------------
+def load_tensor(file_name, device=None) -> Tensor:
+    """Read a tensor written by dump_tensor. No device is needed: without `device=` it is a host
+    tensor; with one it is placed there in the memory config it was written with."""
+    path = Path(file_name)
+    try:
+        blob = path.read_bytes()  # bounded by the real file size, never by a length read from it
+    except IsADirectoryError:
+        raise TensorFileError(path, "is a directory, not a tensor file") from None
+    value, dtype, layout, cfg = _parse(path, blob)
+    if device is None:
+        return Tensor._create(value, dtype, layout, None, None, None)
+    if cfg is None:
+        from device_sim import placement
+
+        cfg, source = placement.resolve(None, [], "ttnn.load_tensor")
+    else:
+        source = "argument"  # the file names its memory config as a caller would
+    return Tensor._create(value, dtype, layout, device, cfg, source)
+
+
+def _parse(path: Path, blob: bytes):
+    def fail(problem: str):
+        return TensorFileError(path, problem)
+
+    size = len(blob)
+    if size < _PRELUDE.size or blob[:8] != MAGIC:
+        if blob[:8] != MAGIC[:size]:
+            raise fail(f"not a device_sim tensor file (bad magic {blob[:8]!r}, expected {MAGIC!r})")
+        raise fail(f"truncated: {size} bytes, shorter than the {_PRELUDE.size}-byte prelude")
+    _, version, header_len = _PRELUDE.unpack_from(blob)
+    if version > FORMAT_VERSION:
+        raise fail(f"written in .bin format version {version}, but this device_sim reads up to version "
+                   f"{FORMAT_VERSION}; upgrade device_sim to read it")
+    if version < 1:
+        raise fail(f"unknown .bin format version {version}")
+    if header_len > MAX_HEADER_BYTES:
+        raise fail(f"header length {header_len} exceeds the {MAX_HEADER_BYTES}-byte limit; the file is corrupt")
+    data_start = _PRELUDE.size + header_len
+    if data_start + _CRC.size > size:
+        raise fail(f"truncated: {size} bytes, but its header alone needs {data_start + _CRC.size}")
+    (crc,) = _CRC.unpack_from(blob, size - _CRC.size)
+    if zlib.crc32(memoryview(blob)[: size - _CRC.size]) != crc:
+        raise fail("checksum mismatch: the file is corrupt or truncated")
+    try:
+        header = json.loads(blob[_PRELUDE.size:data_start].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise fail(f"header is not valid JSON: {e}") from None
+    try:
+        dtype, layout, shape, cfg = _read_header(header)
+    except (KeyError, TypeError, ValueError) as e:
+        raise fail(f"bad header: {e}") from None
+    _, np_dtype = ENCODING[dtype]
+    nbytes = math.prod(shape) * np.dtype(np_dtype).itemsize
+    available = size - _CRC.size - data_start
+    if header["data"].get("nbytes") != nbytes or nbytes != available:
+        raise fail(f"data section holds {available} bytes, but shape {shape} of {dtype.name} needs {nbytes}")
+    return _decode(blob[data_start:data_start + nbytes], dtype, shape), dtype, layout, cfg
+
+
+def _read_header(h) -> tuple[DataType, Layout, list[int], MemoryConfig | None]:
+    if not isinstance(h, dict):
+        raise TypeError("header must be a JSON object")
+    dtype, layout = _by_name(DataType, h["dtype"]), _by_name(Layout, h["layout"])
+    dtypes.check_layout(dtype, layout)
+    shape = h["shape"]
+    if not isinstance(shape, list) or len(shape) > MAX_RANK or not all(_is_count(d) for d in shape):
+        raise ValueError(f"shape {shape!r} must be a list of at most {MAX_RANK} non-negative ints")
+    if h["padded_shape"] != list(padded(shape, layout)):
+        raise ValueError(f"padded_shape {h['padded_shape']!r} does not match shape {shape} in {layout!r}")
+    data = h["data"]
+    if not isinstance(data, dict) or data.get("encoding") != ENCODING[dtype][0] or data.get("byte_order") != "little":
+        raise ValueError(f"data {data!r} is not {ENCODING[dtype][0]} little-endian, as {dtype!r} is stored")
+    if h.get("mesh") is not None:
+        raise ValueError(f"mesh placement {h['mesh']!r} is not supported by this device_sim")
+    return dtype, layout, shape, _memory_config_from_json(h["memory_config"])
+
+
+def _memory_config_from_json(j) -> MemoryConfig | None:
+    if j is None:
+        return None
+    spec = j["shard_spec"]
+    if spec is not None:
+        ranges = [CoreRange(_coord(r["start"]), _coord(r["end"])) for r in spec["grid"]]
+        if not ranges:
+            raise ValueError("shard_spec grid has no core ranges")
+        spec = ShardSpec(CoreRangeSet(ranges), _pair(spec["shape"]), _by_name(ShardOrientation, spec["orientation"]))
+    return MemoryConfig(_by_name(TensorMemoryLayout, j["memory_layout"]), _by_name(BufferType, j["buffer_type"]), spec)
+
+
+def _decode(raw: bytes, dtype: DataType, shape: list[int]) -> torch.Tensor:
+    _, np_dtype = ENCODING[dtype]
+    host = dtypes.TORCH_DTYPE[dtype]
+    arr = np.frombuffer(raw, dtype=np_dtype)
+    if host == torch.bfloat16:
+        t = torch.from_numpy(arr.astype(np.uint16).view(np.int16)).view(torch.bfloat16)  # the stored bits
+    else:
+        t = torch.from_numpy(arr.astype(_NUMPY_HOST[host]))  # native byte order, widened as held
+    return t.reshape(shape)
+
+
+def _by_name(enum_type, name):
+    if not isinstance(name, str) or name not in enum_type.__members__:
+        raise ValueError(f"unknown {enum_type.__name__} {name!r}; expected one of {list(enum_type.__members__)}")
+    return enum_type[name]
+
+
+def _is_count(d) -> bool:
+    return isinstance(d, int) and not isinstance(d, bool) and d >= 0
+
+
+def _coord(xy) -> CoreCoord:
+    x, y = _pair(xy)
+    return CoreCoord(x, y)
+
+
+def _pair(v) -> tuple[int, int]:
+    if not isinstance(v, list) or len(v) != 2 or not all(_is_count(d) for d in v):
+        raise ValueError(f"expected two non-negative ints, got {v!r}")
+    return v[0], v[1]
