@@ -42,9 +42,9 @@ def output(value: torch.Tensor, like: Tensor, inputs: list[Tensor], *, op_name: 
     `like` supplies the defaults (dtype, layout, device) — normally the first input.
     """
     dtype = DataType(dtype) if dtype is not None else like.dtype
-    layout = Layout(layout) if layout is not None else like.layout
-    if dtype.is_block_float and layout != Layout.TILE:
-        layout = Layout.TILE
+    # An inherited layout gives way to a block-float dtype; an asked-for ROW_MAJOR one is an error later.
+    inherited = Layout.TILE if dtype.is_block_float else like.layout
+    layout = Layout(layout) if layout is not None else inherited
     device = like._device
     cfg, source = (placement.resolve(memory_config, [t for t in inputs if t._device is not None], op_name)
                    if device is not None else (None, None))
