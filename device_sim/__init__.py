@@ -6,7 +6,7 @@
     out = (a + a).to_torch()
 """
 
-from device_sim import dtypes
+from device_sim import dtypes, model_preprocessing
 from device_sim.allocator import Buffer, OutOfMemoryError
 from device_sim.compat import install_as_ttnn
 from device_sim.device import (
@@ -75,7 +75,7 @@ __all__ = [
     *_ops_all,
     "dtypes", "Buffer", "OutOfMemoryError", "Device", "DeviceConfig", "close_device", "manage_device",
     "open_device", "open_devices", "synchronize_device", "get_default_memory_config", "memory",
-    "set_default_memory_config",
+    "set_default_memory_config", "model_preprocessing",
     "set_strict", "strict", "OPS", "get_fallback_function", "get_golden_function", "get_hook", "register_op",
     "registered_ops", "set_hook", "install_as_ttnn", "TensorFileError", "dump_tensor", "load_tensor",
     "create_sharded_memory_config", "StorageType", "Tensor", "DRAM_MEMORY_CONFIG", "L1_MEMORY_CONFIG",

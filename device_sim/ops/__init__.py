@@ -1,5 +1,6 @@
 """Every op, one module per category. Importing this package registers them all."""
 
+from device_sim.ops import transformer  # noqa: F401  (ttnn.transformer.*)
 from device_sim.ops.core import (  # noqa: F401
     clone,
     deallocate,
@@ -14,6 +15,23 @@ from device_sim.ops.core import (  # noqa: F401
     to_torch,
     transpose,
     typecast,
+)
+from device_sim.ops.creation import (  # noqa: F401
+    arange,
+    concat,
+    empty,
+    empty_like,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    pad,
+    rand,
+    rand_like,
+    repeat,
+    split,
+    zeros,
+    zeros_like,
 )
 from device_sim.ops.eltwise import (  # noqa: F401
     abs,
@@ -49,8 +67,17 @@ from device_sim.ops.eltwise import (  # noqa: F401
     subtract,
     tanh,
 )
+from device_sim.ops.matmul import linear, matmul  # noqa: F401
+from device_sim.ops.normalization import embedding, layer_norm, rms_norm, softmax  # noqa: F401
+from device_sim.ops.reduction import argmax, max, mean, min, std, sum, var  # noqa: F401
 
 __all__ = [
+    "transformer",
+    "arange", "concat", "empty", "empty_like", "full", "full_like", "ones", "ones_like", "pad", "rand",
+    "rand_like", "repeat", "split", "zeros", "zeros_like",
+    "linear", "matmul",
+    "embedding", "layer_norm", "rms_norm", "softmax",
+    "argmax", "max", "mean", "min", "std", "sum", "var",
     "clone",
     "deallocate",
     "from_device",

@@ -1,0 +1,200 @@
+"""Making tensors from nothing (zeros, full, arange, rand, *_like) and moving data between them.
+
+Creation ops take dtype=, layout=, device=, memory_config= as TT-NN's do: with no device the
+tensor stays on the host; the *_like ops default each of those to the input tensor's.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from device_sim import dtypes, placement
+from device_sim.ops.common import device_inputs, output, values
+from device_sim.registry import register_op
+from device_sim.tensor import Tensor
+from device_sim.types import DataType, Layout, MemoryConfig
+
+
+def _torch_dtype(dtype) -> torch.dtype:
+    return dtypes.TORCH_DTYPE[DataType(dtype) if dtype is not None else DataType.BFLOAT16]
+
+
+def _new(value: torch.Tensor, op_name: str, dtype, layout, device, memory_config, inputs=()) -> Tensor:
+    """A tensor over `value` made by a creation op (no input to take dtype, layout or device from)."""
+    dtype = DataType(dtype) if dtype is not None else DataType.BFLOAT16
+    layout = Layout(layout) if layout is not None else Layout.ROW_MAJOR
+    dtypes.check_layout(dtype, layout)
+    cfg, source = (placement.resolve(memory_config, [t for t in inputs if t._device is device], op_name)
+                   if device is not None else (None, None))
+    return Tensor._create(dtypes.to_device_values(value, dtype), dtype, layout, device, cfg, source)
+
+
+def _shape(shape) -> tuple[int, ...]:
+    return tuple(int(s) for s in shape)
+
+
+# -- from nothing ------------------------------------------------------------------------------
+
+def _filled(name: str, fill):
+    def golden(shape, *args, dtype=None, **_):
+        return torch.full(_shape(shape), fill(args), dtype=_torch_dtype(dtype))
+
+    def op(shape, *args, dtype: DataType | None = None, layout: Layout | None = None, device=None,
+           memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+        value = torch.full(_shape(shape), fill(args), dtype=torch.float32)
+        return _new(value, f"ttnn.{name}", dtype, layout, device, memory_config)
+
+    op.__name__ = op.__qualname__ = name
+    op.__module__ = __name__
+    return register_op(f"ttnn.{name}", golden=golden)(op)
+
+
+def _fill_value(args):
+    if len(args) != 1:
+        raise TypeError(f"ttnn.full(shape, fill_value) takes one fill value, got {len(args)}")
+    return float(args[0])
+
+
+zeros = _filled("zeros", lambda _: 0.0)
+ones = _filled("ones", lambda _: 1.0)
+full = _filled("full", _fill_value)
+# device_sim's empty tensors hold zeros, so that a report of the same script is the same every run.
+empty = _filled("empty", lambda _: 0.0)
+
+
+def _arange_bounds(start, end, step):
+    return (0, start, step) if end is None else (start, end, step)
+
+
+def _arange_golden(start=0, end=None, step=1, *_, dtype=None, **__):
+    return torch.arange(*_arange_bounds(start, end, step), dtype=torch.float32).to(_torch_dtype(dtype))
+
+
+@register_op("ttnn.arange", golden=_arange_golden)
+def arange(start=0, end=None, step=1, dtype: DataType | None = None, device=None, *, layout: Layout | None = None,
+           memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+    """[start, end) by step, as a 1-D tensor; `arange(n)` counts from 0 as in torch."""
+    value = torch.arange(*_arange_bounds(start, end, step), dtype=torch.float32)
+    return _new(value, "ttnn.arange", dtype, layout, device, memory_config)
+
+
+# Random values have no golden: nothing else can draw the same numbers. torch.manual_seed makes them repeat.
+@register_op("ttnn.rand")
+def rand(shape, *, dtype: DataType | None = None, layout: Layout | None = None, device=None,
+         memory_config: MemoryConfig | None = None, low: float = 0.0, high: float = 1.0,
+         **_tt_nn_only) -> Tensor:
+    """Uniform values in [low, high), drawn from torch's global generator."""
+    value = torch.rand(_shape(shape)) * (high - low) + low
+    return _new(value, "ttnn.rand", dtype, layout, device, memory_config)
+
+
+# -- like another tensor ---------------------------------------------------------------------
+
+def _like(name: str, make):
+    def golden(t, *args, dtype=None, **_):
+        return make(t.shape, args).to(_torch_dtype(dtype) if dtype is not None else t.dtype)
+
+    def op(input_tensor: Tensor, *args, dtype: DataType | None = None, layout: Layout | None = None,
+           device=None, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+        op_name = f"ttnn.{name}"
+        ins = device_inputs(op_name, input_tensor)
+        device = device if device is not None else input_tensor._device
+        # DataType.BFLOAT16 and Layout.ROW_MAJOR are 0, so `or` would drop them: compare with None.
+        dtype = dtype if dtype is not None else input_tensor.dtype
+        layout = layout if layout is not None else input_tensor.layout
+        return _new(make(input_tensor.shape, args), op_name, dtype, layout, device, memory_config, ins)
+
+    op.__name__ = op.__qualname__ = name
+    op.__module__ = __name__
+    return register_op(f"ttnn.{name}", golden=None if name == "rand_like" else golden)(op)
+
+
+zeros_like = _like("zeros_like", lambda shape, _: torch.zeros(_shape(shape)))
+ones_like = _like("ones_like", lambda shape, _: torch.ones(_shape(shape)))
+full_like = _like("full_like", lambda shape, args: torch.full(_shape(shape), _fill_value(args)))
+empty_like = _like("empty_like", lambda shape, _: torch.zeros(_shape(shape)))
+rand_like = _like("rand_like", lambda shape, _: torch.rand(_shape(shape)))
+
+
+# -- movement --------------------------------------------------------------------------------
+
+def _concat_golden(tensors, dim=0, *_, **__):
+    return torch.cat(list(tensors), dim)
+
+
+@register_op("ttnn.concat", golden=_concat_golden)
+def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("ttnn.concat needs at least one tensor")
+    ins = device_inputs("ttnn.concat", *tensors)
+    vs = [values(t, "ttnn.concat") for t in tensors]
+    try:
+        r = torch.cat(vs, dim)
+    except (RuntimeError, IndexError):
+        raise ValueError(
+            f"ttnn.concat: shapes {[list(v.shape) for v in vs]} cannot be joined along dim {dim}; "
+            f"every other dim must match and dim must be within the rank"
+        ) from None
+    return output(r, tensors[0], ins, op_name="ttnn.concat", memory_config=memory_config)
+
+
+def _split_golden(t, split_size, dim=0, *_, **__):
+    return list(torch.split(t, split_size, dim))
+
+
+@register_op("ttnn.split", golden=_split_golden)
+def split(tensor: Tensor, split_size, dim: int = 0, *, memory_config: MemoryConfig | None = None,
+          **_tt_nn_only) -> list[Tensor]:
+    """Pieces of `split_size` along `dim` (the last may be smaller), or of each size in a list."""
+    ins = device_inputs("ttnn.split", tensor)
+    v = values(tensor)
+    try:
+        pieces = torch.split(v, split_size, dim)
+    except (RuntimeError, IndexError):
+        raise ValueError(
+            f"ttnn.split: cannot split shape {list(v.shape)} into {split_size} along dim {dim}; "
+            f"a list of sizes must add up to that dim's size"
+        ) from None
+    return [output(p.contiguous(), tensor, ins, op_name="ttnn.split", memory_config=memory_config) for p in pieces]
+
+
+def _torch_padding(padding) -> list[int]:
+    # TT-NN gives (before, after) per dim from the first padded dim; F.pad wants them from the last.
+    return [int(p) for pair in reversed(list(padding)) for p in pair]
+
+
+def _pad_golden(t, padding, value=0.0, *_, **__):
+    return torch.nn.functional.pad(t, _torch_padding(padding), value=float(value))
+
+
+@register_op("ttnn.pad", golden=_pad_golden)
+def pad(tensor: Tensor, padding, value: float = 0.0, *, memory_config: MemoryConfig | None = None,
+        **_tt_nn_only) -> Tensor:
+    """Pad with `value`; `padding` is one (before, after) pair per dim, for the last len(padding) dims."""
+    v = values(tensor)
+    padding = [tuple(p) for p in padding]
+    if len(padding) > v.dim() or any(len(p) != 2 or min(p) < 0 for p in padding):
+        raise ValueError(
+            f"ttnn.pad: padding {padding} must be at most {v.dim()} (before, after) pairs of "
+            f"non-negative ints for shape {list(v.shape)}"
+        )
+    ins = device_inputs("ttnn.pad", tensor)
+    return output(_pad_golden(v, padding, value), tensor, ins, op_name="ttnn.pad", memory_config=memory_config)
+
+
+def _repeat_golden(t, repetitions, *_, **__):
+    return t.repeat(_shape(repetitions))
+
+
+@register_op("ttnn.repeat", golden=_repeat_golden)
+def repeat(tensor: Tensor, repetitions, *, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+    """Tile the tensor `repetitions[i]` times along dim i (torch.Tensor.repeat)."""
+    v = values(tensor)
+    reps = _shape(repetitions)
+    if len(reps) < v.dim():
+        raise ValueError(
+            f"ttnn.repeat: repetitions {list(reps)} need one entry per dim of shape {list(v.shape)}"
+        )
+    ins = device_inputs("ttnn.repeat", tensor)
+    return output(v.repeat(reps), tensor, ins, op_name="ttnn.repeat", memory_config=memory_config)

@@ -1,0 +1,97 @@
+"""The per-row ops of a transformer layer: softmax, layer_norm, rms_norm, and embedding lookup."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from device_sim.ops.common import device_inputs, output, values
+from device_sim.registry import register_op
+from device_sim.tensor import Tensor
+from device_sim.types import DataType, Layout, MemoryConfig
+
+
+def _softmax_golden(t, dim=-1, *_, **__):
+    return torch.softmax(t.float(), dim)
+
+
+@register_op("ttnn.softmax", golden=_softmax_golden)
+def softmax(input_tensor: Tensor, dim: int = -1, *, memory_config: MemoryConfig | None = None,
+            **_tt_nn_only) -> Tensor:
+    ins = device_inputs("ttnn.softmax", input_tensor)
+    return output(_softmax_golden(values(input_tensor), dim), input_tensor, ins, op_name="ttnn.softmax",
+                  memory_config=memory_config)
+
+
+def _row(op_name: str, name: str, w, width: int):
+    """A weight or bias as a [width] row; TT-NN passes them as [width], [1, width] or padded to [k, 32]."""
+    if w is None:
+        return None
+    if w.numel() != width:
+        raise ValueError(
+            f"{op_name}: {name} has shape {list(w.shape)} ({w.numel()} values) but the input's last dim is "
+            f"{width}; give one value per element of the last dim"
+        )
+    return w.reshape(width).float()
+
+
+def _layer_norm_golden(t, *_, weight=None, bias=None, epsilon=1e-12, residual_input_tensor=None, **__):
+    x = t.float() if residual_input_tensor is None else t.float() + residual_input_tensor.float()
+    n = x.shape[-1]
+    return F.layer_norm(x, (n,), _row("layer_norm", "weight", weight, n), _row("layer_norm", "bias", bias, n),
+                        epsilon)
+
+
+def _rms_norm_golden(t, *_, weight=None, bias=None, epsilon=1e-12, residual_input_tensor=None, **__):
+    x = t.float() if residual_input_tensor is None else t.float() + residual_input_tensor.float()
+    n = x.shape[-1]
+    y = x * torch.rsqrt(x.square().mean(-1, keepdim=True) + epsilon)
+    w, b = _row("rms_norm", "weight", weight, n), _row("rms_norm", "bias", bias, n)
+    y = y * w if w is not None else y
+    return y + b if b is not None else y
+
+
+def _norm(name: str, golden):
+    def op(input_tensor: Tensor, *, epsilon: float = 1e-12, weight: Tensor | None = None,
+           bias: Tensor | None = None, residual_input_tensor: Tensor | None = None,
+           memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+        op_name = f"ttnn.{name}"
+        ins = device_inputs(op_name, input_tensor, weight, bias, residual_input_tensor)
+        v = lambda t: values(t, op_name) if t is not None else None  # noqa: E731
+        if residual_input_tensor is not None and residual_input_tensor.shape != input_tensor.shape:
+            raise ValueError(f"{op_name}: residual_input_tensor has shape {residual_input_tensor.shape}, the input "
+                             f"{input_tensor.shape}; they are added element by element and must match")
+        r = golden(v(input_tensor), weight=v(weight), bias=v(bias), epsilon=epsilon,
+                   residual_input_tensor=v(residual_input_tensor))
+        return output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (f"{name} over the last dim: (input + residual_input_tensor, if given), normalized, "
+                  f"times weight plus bias.")
+    op.__module__ = __name__
+    return register_op(f"ttnn.{name}", golden=golden)(op)
+
+
+layer_norm = _norm("layer_norm", _layer_norm_golden)
+rms_norm = _norm("rms_norm", _rms_norm_golden)
+
+
+def _embedding_golden(input_ids, weight, *_, **__):
+    return F.embedding(input_ids.long(), weight.reshape(-1, weight.shape[-1]).float())
+
+
+@register_op("ttnn.embedding", golden=_embedding_golden)
+def embedding(input_tensor: Tensor, weight: Tensor, *, layout: Layout = Layout.ROW_MAJOR,
+              dtype: DataType | None = None, memory_config: MemoryConfig | None = None,
+              **_tt_nn_only) -> Tensor:
+    """Rows of `weight` ([vocab, hidden]) picked by the integer ids; output [*ids.shape, hidden]."""
+    ins = device_inputs("ttnn.embedding", input_tensor, weight)
+    ids, w = values(input_tensor, "ttnn.embedding"), values(weight, "ttnn.embedding")
+    if ids.is_floating_point():
+        raise TypeError(f"ttnn.embedding: ids are {input_tensor.dtype!r}; make them with dtype=ttnn.uint32")
+    vocab = w.reshape(-1, w.shape[-1]).shape[0]
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
+        bad = int(ids.max()) if int(ids.max()) >= vocab else int(ids.min())
+        raise IndexError(f"ttnn.embedding: id {bad} is outside the table's {vocab} rows (0..{vocab - 1})")
+    return output(_embedding_golden(ids, w), weight, ins, op_name="ttnn.embedding", dtype=dtype, layout=layout,
+                  memory_config=memory_config)

@@ -1,0 +1,384 @@
+"""Every registered op against its golden torch function, and what a golden comparison can't show."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import device_sim as ttnn
+from device_sim import dtypes
+
+# Ops without a golden, on purpose: deallocate returns nothing, and no golden can draw the same random numbers.
+NO_GOLDEN = {"ttnn.deallocate", "ttnn.rand", "ttnn.rand_like"}
+
+
+def rnd(*shape, low=-2.0, high=2.0, seed=0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed + len(shape) * 100 + sum(shape))
+    return torch.rand(shape, generator=g) * (high - low) + low
+
+
+def dev(t: torch.Tensor, device, dtype=ttnn.bfloat16, layout=ttnn.TILE, **kw) -> ttnn.Tensor:
+    return ttnn.from_torch(t, dtype=dtype, layout=layout, device=device, **kw)
+
+
+def x(device, *shape, **kw):
+    return dev(rnd(*(shape or (2, 32, 64)), **kw), device)
+
+
+def half_equal(device):
+    """(a, b) equal at about half the positions, so comparisons give both answers."""
+    a = rnd(2, 32, 64)
+    b = torch.where(rnd(2, 32, 64, seed=1) > 0, a, rnd(2, 32, 64, seed=2))
+    return dev(a, device), dev(b, device)
+
+
+def unary(**kw):
+    return lambda d: ((x(d, **kw),), {})
+
+
+def binary(**kw):
+    return lambda d: ((x(d), x(d, seed=3, **kw)), {})
+
+
+def case(*args, **kwargs):
+    """A case whose arguments need the device: `args` and `kwargs` values may be functions of it."""
+    call = lambda v, d: v(d) if callable(v) and not isinstance(v, type) else v  # noqa: E731
+    return lambda d: (tuple(call(a, d) for a in args), {k: call(v, d) for k, v in kwargs.items()})
+
+
+pos = dict(low=0.5, high=3.0)
+CASES = {
+    # core
+    "ttnn.from_torch": lambda d: ((rnd(2, 32, 64),), dict(dtype=ttnn.bfloat16, layout=ttnn.TILE, device=d)),
+    "ttnn.to_torch": unary(),
+    "ttnn.to_device": lambda d: ((dev(rnd(4, 64), None), d), {}),
+    "ttnn.from_device": unary(),
+    "ttnn.to_layout": lambda d: ((dev(rnd(3, 40), d, layout=ttnn.ROW_MAJOR), ttnn.TILE), {}),
+    "ttnn.to_memory_config": lambda d: ((x(d), ttnn.L1), {}),
+    "ttnn.typecast": lambda d: ((x(d), ttnn.float32), {}),
+    "ttnn.clone": unary(),
+    "ttnn.reshape": lambda d: ((x(d), (2, 64, 32)), {}),
+    "ttnn.permute": lambda d: ((x(d), (2, 0, 1)), {}),
+    "ttnn.transpose": lambda d: ((x(d), 1, 2), {}),
+    "ttnn.slice": lambda d: ((x(d), (slice(None), slice(3, 19))), {}),
+    # unary
+    **{f"ttnn.{n}": unary() for n in
+       ["neg", "abs", "square", "relu", "gelu", "silu", "sigmoid", "tanh", "sin", "cos", "exp"]},
+    **{f"ttnn.{n}": unary(**pos) for n in ["log", "sqrt", "rsqrt", "reciprocal"]},
+    # binary
+    **{f"ttnn.{n}": binary() for n in ["add", "sub", "rsub", "mul", "maximum", "minimum"]},
+    "ttnn.div": binary(**pos),
+    "ttnn.pow": lambda d: ((x(d, **pos), x(d, seed=3)), {}),
+    **{f"ttnn.{n}": lambda d: (half_equal(d), {}) for n in ["eq", "ne", "gt", "ge", "lt", "le"]},
+    # creation and movement
+    **{f"ttnn.{n}": case((2, 32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=lambda d: d)
+       for n in ["zeros", "ones", "empty"]},
+    "ttnn.full": case((3, 5), 1.5, dtype=ttnn.float32, device=lambda d: d),
+    "ttnn.arange": case(2, 50, 3, device=lambda d: d),
+    **{f"ttnn.{n}": unary() for n in ["zeros_like", "ones_like", "empty_like"]},
+    "ttnn.full_like": lambda d: ((x(d), -2.25), {}),
+    "ttnn.concat": lambda d: (([x(d), x(d, 2, 16, 64), x(d, seed=4)], 1), {}),
+    "ttnn.split": lambda d: ((x(d), 24, 1), {}),
+    "ttnn.pad": lambda d: ((dev(rnd(2, 30, 60), d, layout=ttnn.ROW_MAJOR), [(1, 1), (0, 4)], 0.5), {}),
+    "ttnn.repeat": lambda d: ((x(d), (1, 2, 3)), {}),
+    # matmul
+    "ttnn.matmul": lambda d: ((x(d), x(d, 2, 64, 96)), {}),
+    "ttnn.linear": lambda d: ((x(d), x(d, 64, 96)), dict(bias=x(d, 1, 96), activation="gelu")),
+    # reductions
+    "ttnn.sum": lambda d: ((x(d),), dict(dim=-1)),
+    "ttnn.mean": lambda d: ((x(d),), {}),
+    "ttnn.max": lambda d: ((x(d), 1), {}),
+    "ttnn.min": lambda d: ((x(d), [0, 2]), {}),
+    "ttnn.var": lambda d: ((x(d),), dict(dim=-1, keepdim=True)),
+    "ttnn.std": lambda d: ((x(d),), dict(dim=1, correction=False)),
+    "ttnn.argmax": lambda d: ((x(d),), dict(dim=-1)),
+    # normalization
+    "ttnn.softmax": lambda d: ((x(d), -1), {}),
+    "ttnn.layer_norm": lambda d: ((x(d),), dict(weight=x(d, 64), bias=x(d, 1, 64, seed=5), epsilon=1e-5,
+                                                residual_input_tensor=x(d, seed=6))),
+    "ttnn.rms_norm": lambda d: ((x(d),), dict(weight=x(d, 64), epsilon=1e-6)),
+    "ttnn.embedding": lambda d: ((dev(torch.randint(0, 100, (2, 8), generator=torch.Generator().manual_seed(0)), d,
+                                      dtype=ttnn.uint32, layout=ttnn.ROW_MAJOR), x(d, 100, 64)), {}),
+    # transformer
+    "ttnn.transformer.split_query_key_value_and_split_heads": lambda d: ((x(d, 2, 32, 192),), dict(num_heads=4)),
+    "ttnn.transformer.concatenate_heads": lambda d: ((x(d, 2, 4, 32, 16),), {}),
+    **{f"ttnn.transformer.{n}": lambda d: ((x(d, 2, 4, 32, 32),), dict(head_size=16, attention_mask=x(d, 2, 1, 1, 32)))
+       for n in ["attention_softmax", "attention_softmax_"]},
+    "ttnn.transformer.scaled_dot_product_attention": lambda d: ((x(d, 1, 4, 32, 16), x(d, 1, 2, 32, 16, seed=1),
+                                                                 x(d, 1, 2, 32, 16, seed=2)), {}),
+}
+
+
+def as_golden_input(v):
+    """What a golden function gets: each ttnn tensor replaced by the values the device holds."""
+    if isinstance(v, ttnn.Tensor):
+        return v.value.float() if v.value.is_floating_point() else v.value
+    if isinstance(v, (list, tuple)):
+        return type(v)(as_golden_input(e) for e in v)
+    return v
+
+
+def assert_matches_golden(out, golden):
+    if isinstance(out, (list, tuple)):
+        assert isinstance(golden, (list, tuple)) and len(out) == len(golden)
+        for o, g in zip(out, golden):
+            assert_matches_golden(o, g)
+        return
+    dtype = out.dtype if isinstance(out, ttnn.Tensor) else dtypes.FROM_TORCH[out.dtype]
+    got = out.value if isinstance(out, ttnn.Tensor) else out
+    assert tuple(got.shape) == tuple(golden.shape)
+    if not dtype.is_float:
+        assert torch.equal(got.long(), golden.long())
+    elif dtype == ttnn.float32:
+        torch.testing.assert_close(got, golden.float())
+    else:
+        # bfloat16 rounding is at most half an ulp of 2**-7 relative; allow one ulp for float32 op order.
+        torch.testing.assert_close(got.float(), golden.float(), rtol=2**-7, atol=1e-5)
+
+
+def test_every_registered_op_has_a_golden_case():
+    assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or in NO_GOLDEN)"
+    assert all(ttnn.OPS[n].golden_function is None for n in NO_GOLDEN)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_op_matches_its_golden_function(name, device):
+    op = ttnn.OPS[name]
+    args, kwargs = CASES[name](device)
+    out = op.wrapper(*args, **kwargs)
+    golden = op.golden_function(*as_golden_input(args), **{k: as_golden_input(v) for k, v in kwargs.items()})
+    assert_matches_golden(out, golden)
+
+
+# -- broadcasting and shape errors -----------------------------------------------------------
+
+@pytest.mark.parametrize("other", [(64,), (1, 64), (2, 1, 64), (2, 32, 1), ()])
+def test_binary_ops_broadcast_like_torch(device, other):
+    a, b = rnd(2, 32, 64), rnd(*other, seed=7)
+    out = ttnn.mul(dev(a, device), dev(b, device))
+    assert out.shape == (2, 32, 64)
+    torch.testing.assert_close(out.value.float(), (a.bfloat16().float() * b.bfloat16().float()).bfloat16().float())
+
+
+def test_binary_ops_take_python_numbers_on_either_side(device):
+    a = dev(rnd(2, 32, 64), device)
+    torch.testing.assert_close((2.0 - a).value, (2.0 - a.value.float()).bfloat16())
+    torch.testing.assert_close((a * 3).value, (a.value.float() * 3).bfloat16())
+
+
+def test_shapes_that_do_not_broadcast_name_both(device):
+    with pytest.raises(ValueError, match=r"\[2, 32, 64\] and \[32\] do not broadcast"):
+        ttnn.add(dev(rnd(2, 32, 64), device), dev(rnd(32), device))
+
+
+def test_matmul_shape_mismatch_names_both_shapes(device):
+    with pytest.raises(ValueError, match=r"shapes \[2, 32, 64\] and \[32, 96\] cannot be multiplied.*\(64\).*\(32\)"):
+        ttnn.matmul(x(device), x(device, 32, 96))
+
+
+def test_matmul_batch_dims_that_do_not_broadcast_are_an_error(device):
+    with pytest.raises(ValueError, match=r"\[2, 32, 64\] and \[3, 64, 32\] have batch dims"):
+        ttnn.matmul(x(device), x(device, 3, 64, 32))
+
+
+def test_concat_of_mismatched_shapes_names_them(device):
+    with pytest.raises(ValueError, match=r"\[\[2, 32, 64\], \[2, 16, 32\]\] cannot be joined along dim 1"):
+        ttnn.concat([x(device), x(device, 2, 16, 32)], dim=1)
+
+
+def test_linear_rejects_an_unknown_activation(device):
+    with pytest.raises(ValueError, match="'tanhh' is not one of"):
+        ttnn.linear(x(device), x(device, 64, 32), activation="tanhh")
+
+
+# -- nesting ----------------------------------------------------------------------------------
+
+class DepthHook:
+    """Records (event, op name, depth) as a profiler would see them."""
+
+    def __init__(self):
+        self.events, self.depth = [], 0
+
+    def begin(self, op, args, kwargs):
+        self.events.append(("begin", op.name, self.depth))
+        self.depth += 1
+        return op.name
+
+    def end(self, token, output, exc):
+        self.depth -= 1
+        self.events.append(("end", token, self.depth))
+
+
+def test_linear_runs_matmul_add_and_activation_as_ops_one_level_down(device):
+    a, w, b = x(device), x(device, 64, 96), x(device, 1, 96)
+    hook = DepthHook()
+    previous = ttnn.set_hook(hook)
+    try:
+        out = ttnn.linear(a, w, bias=b, activation="relu")
+    finally:
+        ttnn.set_hook(previous)
+    assert hook.events == [
+        ("begin", "ttnn.linear", 0),
+        ("begin", "ttnn.matmul", 1), ("end", "ttnn.matmul", 1),
+        ("begin", "ttnn.add", 1), ("end", "ttnn.add", 1),
+        ("begin", "ttnn.relu", 1), ("end", "ttnn.relu", 1),
+        ("end", "ttnn.linear", 0),
+    ]
+    assert out.dtype == ttnn.bfloat16
+
+
+def test_linear_rounds_only_its_output_to_the_requested_dtype(device):
+    a, w, b = x(device), x(device, 64, 96), x(device, 1, 96)
+    out = ttnn.linear(a, w, bias=b, dtype=ttnn.bfloat8_b)
+    exact = a.value.float() @ w.value.float() + b.value.float()
+    assert out.dtype == ttnn.bfloat8_b
+    assert torch.equal(out.value, dtypes.to_device_values(exact, ttnn.bfloat8_b))
+
+
+# -- reductions -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "var", "std"])
+@pytest.mark.parametrize(("dim", "keepdim", "shape"), [
+    (None, False, ()), (None, True, (1, 1, 1)), (-1, False, (2, 32)), (1, True, (2, 1, 64)),
+    ([0, 2], True, (1, 32, 1)), ([0, 2], False, (32,)),
+])
+def test_reductions_keep_or_drop_dims(device, op, dim, keepdim, shape):
+    t = x(device)
+    out = getattr(ttnn, op)(t, dim=dim, keepdim=keepdim)
+    assert out.shape == shape
+    ref = getattr(torch, {"max": "amax", "min": "amin"}.get(op, op))(
+        t.value.float(), dim=tuple(range(3)) if dim is None else dim, keepdim=keepdim)
+    torch.testing.assert_close(out.value.float(), ref.bfloat16().float())
+
+
+def test_argmax_over_everything_gives_the_flat_index_as_uint32(device):
+    v = rnd(2, 32, 64)
+    out = ttnn.argmax(dev(v, device))
+    assert out.dtype == ttnn.uint32 and out.shape == ()
+    assert int(out.value) == int(torch.argmax(v.bfloat16()))
+
+
+# -- dtypes -----------------------------------------------------------------------------------
+
+def test_matmul_to_bfloat8_b_rounds_to_block_float_values(device):
+    a, b = x(device), x(device, 64, 96)
+    out16 = ttnn.matmul(a, b)
+    out8 = ttnn.matmul(a, b, dtype=ttnn.bfloat8_b)
+    assert out8.dtype == ttnn.bfloat8_b and out8.layout == ttnn.TILE
+    assert not torch.equal(out8.value, out16.value)
+    v = out8.value.float()
+    assert torch.equal(dtypes.to_device_values(v, ttnn.bfloat8_b).float(), v)  # exactly representable
+    assert torch.equal(v.bfloat16().float(), v)
+    torch.testing.assert_close(v, out16.value.float(), rtol=0, atol=float(v.abs().max()) * 2**-6)
+
+
+# -- creation ---------------------------------------------------------------------------------
+
+def test_creation_ops_without_a_device_make_host_tensors():
+    for t in [ttnn.zeros((2, 3)), ttnn.full((2, 3), 7), ttnn.arange(5), ttnn.rand((4, 4))]:
+        assert t.storage_type() == ttnn.StorageType.HOST and t.device() is None
+    assert ttnn.arange(5).value.tolist() == [0, 1, 2, 3, 4]
+    assert ttnn.zeros((2, 3)).dtype == ttnn.bfloat16 and ttnn.zeros((2, 3)).layout == ttnn.ROW_MAJOR
+
+
+def test_creation_ops_place_their_output_by_the_memory_rules(device):
+    z = ttnn.zeros((32, 32), device=device, layout=ttnn.TILE, memory=ttnn.L1)
+    assert (z.memory_config(), z.memory_config_source) == (ttnn.L1, "argument")
+    assert ttnn.ones((32, 32), device=device).memory_config_source == "default"
+    like = ttnn.full_like(z, 2.0)
+    assert (like.device(), like.layout, like.memory_config(), like.memory_config_source) == (
+        device, ttnn.TILE, ttnn.L1, "inputs")
+    assert ttnn.zeros_like(z, dtype=ttnn.float32, layout=ttnn.ROW_MAJOR).dtype == ttnn.float32
+
+
+def test_block_float_creation_in_row_major_is_a_clear_error(device):
+    with pytest.raises(ValueError, match="only in TILE layout"):
+        ttnn.zeros((32, 32), dtype=ttnn.bfloat8_b, layout=ttnn.ROW_MAJOR, device=device)
+
+
+def test_rand_is_uniform_in_range_and_follows_torch_manual_seed(device):
+    torch.manual_seed(3)
+    a = ttnn.rand((64, 64), low=-1.0, high=3.0, device=device, layout=ttnn.TILE)
+    torch.manual_seed(3)
+    b = ttnn.rand((64, 64), low=-1.0, high=3.0, device=device, layout=ttnn.TILE)
+    assert torch.equal(a.value, b.value)
+    assert float(a.value.min()) >= -1.0 and float(a.value.max()) <= 3.0 and a.value.float().std() > 0.5
+    like = ttnn.rand_like(a)
+    assert (like.shape, like.dtype, like.device()) == (a.shape, a.dtype, device)
+    assert not torch.equal(like.value, a.value)
+
+
+def test_pad_takes_tt_nn_pairs_from_the_first_padded_dim(device):
+    out = ttnn.pad(dev(torch.ones(2, 3), device, layout=ttnn.ROW_MAJOR), [(1, 0), (0, 2)], 0.0)
+    assert out.value.tolist() == [[0] * 5, [1, 1, 1, 0, 0], [1, 1, 1, 0, 0]]
+    with pytest.raises(ValueError, match="at most 2 \\(before, after\\) pairs"):
+        ttnn.pad(dev(torch.ones(2, 3), device, layout=ttnn.ROW_MAJOR), [(0, 1)] * 3, 0.0)
+
+
+# -- normalization, embedding, transformer ----------------------------------------------------
+
+def test_rms_norm_matches_torch(device):
+    t, w = x(device), x(device, 64)
+    out = ttnn.rms_norm(t, weight=w, epsilon=1e-6)
+    ref = F.rms_norm(t.value.float(), (64,), w.value.float(), eps=1e-6)
+    torch.testing.assert_close(out.value.float(), ref.bfloat16().float(), rtol=2**-7, atol=1e-5)
+
+
+def test_embedding_errors_name_the_problem(device):
+    table = x(device, 10, 64)
+    ids = dev(torch.tensor([[1, 12]]), device, dtype=ttnn.uint32, layout=ttnn.ROW_MAJOR)
+    with pytest.raises(IndexError, match=r"id 12 is outside the table's 10 rows"):
+        ttnn.embedding(ids, table)
+    with pytest.raises(TypeError, match="dtype=ttnn.uint32"):
+        ttnn.embedding(dev(torch.tensor([[1.0]]), device), table)
+
+
+def test_split_heads_puts_each_head_where_tt_nn_does(device):
+    B, S, H, KVH, D = 1, 32, 4, 2, 16
+    # Feature f of token s holds 1000*s + f, so every output element says where it came from.
+    qkv = torch.arange(S)[:, None] * 1000.0 + torch.arange((H + 2 * KVH) * D)
+    q, k, v = ttnn.transformer.split_query_key_value_and_split_heads(
+        dev(qkv[None], device, dtype=ttnn.float32), num_heads=H, num_kv_heads=KVH)
+    assert (q.shape, k.shape, v.shape) == ((B, H, S, D), (B, KVH, D, S), (B, KVH, S, D))
+    assert q.value[0, 2, 5, 3] == 5 * 1000 + 2 * D + 3
+    assert k.value[0, 1, 3, 5] == 5 * 1000 + H * D + 1 * D + 3
+    assert v.value[0, 1, 5, 3] == 5 * 1000 + (H + KVH) * D + 1 * D + 3
+    q2, k2, _ = ttnn.transformer.split_query_key_value_and_split_heads(
+        dev(qkv[None, :, : H * D], device, dtype=ttnn.float32), dev(qkv[None, :, H * D:], device, dtype=ttnn.float32),
+        num_heads=H, num_kv_heads=KVH, transpose_key=False)
+    assert torch.equal(q2.value, q.value) and torch.equal(k2.value, k.value.transpose(-2, -1))
+    heads = ttnn.transformer.concatenate_heads(q)
+    assert torch.equal(heads.value[0], qkv[:, : H * D])
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_scaled_dot_product_attention_matches_torch(device, causal):
+    q, k, v = x(device, 1, 4, 32, 16), x(device, 1, 2, 32, 16, seed=1), x(device, 1, 2, 32, 16, seed=2)
+    mask = None if causal else x(device, 1, 1, 32, 32, seed=3)
+    out = ttnn.transformer.scaled_dot_product_attention(q, k, v, is_causal=causal, attn_mask=mask)
+    ref = F.scaled_dot_product_attention(q.value.float(), k.value.float(), v.value.float(), is_causal=causal,
+                                         attn_mask=None if causal else mask.value.float(), enable_gqa=True)
+    torch.testing.assert_close(out.value.float(), ref.bfloat16().float(), rtol=2**-7, atol=1e-5)
+    with pytest.raises(ValueError, match="either is_causal=True or attn_mask"):
+        ttnn.transformer.scaled_dot_product_attention(q, k, v, attn_mask=x(device, 1, 1, 32, 32))
+
+
+def test_attention_softmax_underscore_returns_a_new_tensor_and_keeps_its_input(device):
+    scores = x(device, 1, 2, 32, 32)
+    before = scores.value.clone()
+    out = ttnn.transformer.attention_softmax_(scores, head_size=16)
+    assert out is not scores and torch.equal(scores.value, before)
+    ref = torch.softmax(before.float() / 4, -1)
+    torch.testing.assert_close(out.value.float(), ref.bfloat16().float(), rtol=2**-7, atol=1e-5)
+
+
+def test_preprocessed_linear_parameters_reproduce_torch_linear(device):
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(64, 96)
+    w = ttnn.model_preprocessing.preprocess_linear_weight(layer.weight.detach(), dtype=ttnn.float32)
+    b = ttnn.model_preprocessing.preprocess_linear_bias(layer.bias.detach(), dtype=ttnn.float32)
+    assert (w.shape, b.shape, w.layout, w.storage_type()) == ((64, 96), (1, 96), ttnn.TILE, ttnn.StorageType.HOST)
+    a = rnd(2, 32, 64)
+    out = ttnn.linear(dev(a, device, dtype=ttnn.float32), w.to_device(device), bias=b.to_device(device))
+    torch.testing.assert_close(out.value, layer(a).detach())
