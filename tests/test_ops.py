@@ -74,7 +74,7 @@ CASES = {
     # creation and movement
     **{f"ttnn.{n}": case((2, 32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=lambda d: d)
        for n in ["zeros", "ones", "empty"]},
-    "ttnn.full": case((3, 5), 1.5, dtype=ttnn.float32, device=lambda d: d),
+    "ttnn.full": case((3, 5), fill_value=1.5, dtype=ttnn.float32, device=lambda d: d),
     "ttnn.arange": case(2, 50, 3, device=lambda d: d),
     **{f"ttnn.{n}": unary() for n in ["zeros_like", "ones_like", "empty_like"]},
     "ttnn.full_like": lambda d: ((x(d), -2.25), {}),
@@ -83,7 +83,7 @@ CASES = {
     "ttnn.pad": lambda d: ((dev(rnd(2, 30, 60), d, layout=ttnn.ROW_MAJOR), [(1, 1), (0, 4)], 0.5), {}),
     "ttnn.repeat": lambda d: ((x(d), (1, 2, 3)), {}),
     # matmul
-    "ttnn.matmul": lambda d: ((x(d), x(d, 2, 64, 96)), {}),
+    "ttnn.matmul": lambda d: ((x(d), x(d, 2, 96, 64)), dict(transpose_b=True, activation="silu")),
     "ttnn.linear": lambda d: ((x(d), x(d, 64, 96)), dict(bias=x(d, 1, 96), activation="gelu")),
     # reductions
     "ttnn.sum": lambda d: ((x(d),), dict(dim=-1)),
@@ -282,6 +282,14 @@ def test_creation_ops_without_a_device_make_host_tensors():
     assert ttnn.zeros((2, 3)).dtype == ttnn.bfloat16 and ttnn.zeros((2, 3)).layout == ttnn.ROW_MAJOR
 
 
+def test_creation_ops_take_tt_nn_positional_arguments(device):
+    z = ttnn.zeros((32, 64), ttnn.float32, ttnn.TILE, device, ttnn.L1)
+    assert (z.dtype, z.layout, z.device(), z.memory_config()) == (ttnn.float32, ttnn.TILE, device, ttnn.L1)
+    f = ttnn.full_like(z, 4.0, ttnn.bfloat16)
+    assert f.dtype == ttnn.bfloat16 and float(f.value.max()) == 4.0
+    assert ttnn.arange(1, 7, 2, ttnn.int32, device).value.tolist() == [1, 3, 5]
+
+
 def test_creation_ops_place_their_output_by_the_memory_rules(device):
     z = ttnn.zeros((32, 32), device=device, layout=ttnn.TILE, memory=ttnn.L1)
     assert (z.memory_config(), z.memory_config_source) == (ttnn.L1, "argument")
@@ -304,6 +312,8 @@ def test_rand_is_uniform_in_range_and_follows_torch_manual_seed(device):
     b = ttnn.rand((64, 64), low=-1.0, high=3.0, device=device, layout=ttnn.TILE)
     assert torch.equal(a.value, b.value)
     assert float(a.value.min()) >= -1.0 and float(a.value.max()) <= 3.0 and a.value.float().std() > 0.5
+    seeded = [ttnn.rand((8, 8), seed=5).value for _ in range(2)]
+    assert torch.equal(*seeded)
     like = ttnn.rand_like(a)
     assert (like.shape, like.dtype, like.device()) == (a.shape, a.dtype, device)
     assert not torch.equal(like.value, a.value)

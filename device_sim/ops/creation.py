@@ -34,39 +34,43 @@ def _shape(shape) -> tuple[int, ...]:
 
 
 # -- from nothing ------------------------------------------------------------------------------
+# Positional order as in TT-NN: (shape, [fill_value,] dtype, layout, device, memory_config).
 
-def _filled(name: str, fill):
-    def golden(shape, *args, dtype=None, **_):
-        return torch.full(_shape(shape), fill(args), dtype=_torch_dtype(dtype))
+def _full_golden(shape, fill_value, dtype=None, *_, **__):
+    return torch.full(_shape(shape), float(fill_value), dtype=_torch_dtype(dtype))
 
-    def op(shape, *args, dtype: DataType | None = None, layout: Layout | None = None, device=None,
+
+@register_op("ttnn.full", golden=_full_golden)
+def full(shape, fill_value: float, dtype: DataType | None = None, layout: Layout | None = None, device=None,
+         memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+    value = torch.full(_shape(shape), float(fill_value))
+    return _new(value, "ttnn.full", dtype, layout, device, memory_config)
+
+
+def _constant(name: str, fill: float):
+    def golden(shape, dtype=None, *_, **__):
+        return _full_golden(shape, fill, dtype)
+
+    def op(shape, dtype: DataType | None = None, layout: Layout | None = None, device=None,
            memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
-        value = torch.full(_shape(shape), fill(args), dtype=torch.float32)
-        return _new(value, f"ttnn.{name}", dtype, layout, device, memory_config)
+        return _new(torch.full(_shape(shape), fill), f"ttnn.{name}", dtype, layout, device, memory_config)
 
     op.__name__ = op.__qualname__ = name
     op.__module__ = __name__
     return register_op(f"ttnn.{name}", golden=golden)(op)
 
 
-def _fill_value(args):
-    if len(args) != 1:
-        raise TypeError(f"ttnn.full(shape, fill_value) takes one fill value, got {len(args)}")
-    return float(args[0])
-
-
-zeros = _filled("zeros", lambda _: 0.0)
-ones = _filled("ones", lambda _: 1.0)
-full = _filled("full", _fill_value)
+zeros = _constant("zeros", 0.0)
+ones = _constant("ones", 1.0)
 # device_sim's empty tensors hold zeros, so that a report of the same script is the same every run.
-empty = _filled("empty", lambda _: 0.0)
+empty = _constant("empty", 0.0)
 
 
 def _arange_bounds(start, end, step):
     return (0, start, step) if end is None else (start, end, step)
 
 
-def _arange_golden(start=0, end=None, step=1, *_, dtype=None, **__):
+def _arange_golden(start=0, end=None, step=1, dtype=None, *_, **__):
     return torch.arange(*_arange_bounds(start, end, step), dtype=torch.float32).to(_torch_dtype(dtype))
 
 
@@ -78,42 +82,69 @@ def arange(start=0, end=None, step=1, dtype: DataType | None = None, device=None
     return _new(value, "ttnn.arange", dtype, layout, device, memory_config)
 
 
-# Random values have no golden: nothing else can draw the same numbers. torch.manual_seed makes them repeat.
+def _uniform(shape, low: float, high: float, seed: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed) if seed else None
+    return torch.rand(_shape(shape), generator=generator) * (high - low) + low
+
+
+# Random values have no golden: nothing else can draw the same numbers.
 @register_op("ttnn.rand")
 def rand(shape, *, dtype: DataType | None = None, layout: Layout | None = None, device=None,
-         memory_config: MemoryConfig | None = None, low: float = 0.0, high: float = 1.0,
+         memory_config: MemoryConfig | None = None, low: float = 0.0, high: float = 1.0, seed: int = 0,
          **_tt_nn_only) -> Tensor:
-    """Uniform values in [low, high), drawn from torch's global generator."""
-    value = torch.rand(_shape(shape)) * (high - low) + low
-    return _new(value, "ttnn.rand", dtype, layout, device, memory_config)
+    """Uniform values in [low, high): from `seed`, or with seed=0 from torch's global generator
+    (so torch.manual_seed repeats them)."""
+    return _new(_uniform(shape, low, high, seed), "ttnn.rand", dtype, layout, device, memory_config)
 
 
 # -- like another tensor ---------------------------------------------------------------------
+# dtype, layout, device and memory config default to the input's (the memory rules' "inputs").
 
-def _like(name: str, make):
-    def golden(t, *args, dtype=None, **_):
-        return make(t.shape, args).to(_torch_dtype(dtype) if dtype is not None else t.dtype)
+def _like(op_name: str, input_tensor: Tensor, value: torch.Tensor, dtype, layout, device, memory_config) -> Tensor:
+    ins = device_inputs(op_name, input_tensor)
+    # DataType.BFLOAT16 and Layout.ROW_MAJOR are 0, so `or` would drop them: compare with None.
+    dtype = dtype if dtype is not None else input_tensor.dtype
+    layout = layout if layout is not None else input_tensor.layout
+    device = device if device is not None else input_tensor._device
+    return _new(value, op_name, dtype, layout, device, memory_config, ins)
 
-    def op(input_tensor: Tensor, *args, dtype: DataType | None = None, layout: Layout | None = None,
-           device=None, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
-        op_name = f"ttnn.{name}"
-        ins = device_inputs(op_name, input_tensor)
-        device = device if device is not None else input_tensor._device
-        # DataType.BFLOAT16 and Layout.ROW_MAJOR are 0, so `or` would drop them: compare with None.
-        dtype = dtype if dtype is not None else input_tensor.dtype
-        layout = layout if layout is not None else input_tensor.layout
-        return _new(make(input_tensor.shape, args), op_name, dtype, layout, device, memory_config, ins)
+
+def _full_like_golden(t, fill_value, dtype=None, *_, **__):
+    return torch.full(t.shape, float(fill_value), dtype=_torch_dtype(dtype) if dtype is not None else t.dtype)
+
+
+@register_op("ttnn.full_like", golden=_full_like_golden)
+def full_like(input_tensor: Tensor, fill_value: float, dtype: DataType | None = None, layout: Layout | None = None,
+              device=None, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+    value = torch.full(tuple(input_tensor.shape), float(fill_value))
+    return _like("ttnn.full_like", input_tensor, value, dtype, layout, device, memory_config)
+
+
+def _constant_like(name: str, fill: float):
+    def golden(t, dtype=None, *_, **__):
+        return _full_like_golden(t, fill, dtype)
+
+    def op(input_tensor: Tensor, dtype: DataType | None = None, layout: Layout | None = None, device=None,
+           memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+        value = torch.full(tuple(input_tensor.shape), fill)
+        return _like(f"ttnn.{name}", input_tensor, value, dtype, layout, device, memory_config)
 
     op.__name__ = op.__qualname__ = name
     op.__module__ = __name__
-    return register_op(f"ttnn.{name}", golden=None if name == "rand_like" else golden)(op)
+    return register_op(f"ttnn.{name}", golden=golden)(op)
 
 
-zeros_like = _like("zeros_like", lambda shape, _: torch.zeros(_shape(shape)))
-ones_like = _like("ones_like", lambda shape, _: torch.ones(_shape(shape)))
-full_like = _like("full_like", lambda shape, args: torch.full(_shape(shape), _fill_value(args)))
-empty_like = _like("empty_like", lambda shape, _: torch.zeros(_shape(shape)))
-rand_like = _like("rand_like", lambda shape, _: torch.rand(_shape(shape)))
+zeros_like = _constant_like("zeros_like", 0.0)
+ones_like = _constant_like("ones_like", 1.0)
+empty_like = _constant_like("empty_like", 0.0)
+
+
+@register_op("ttnn.rand_like")
+def rand_like(input_tensor: Tensor, *, dtype: DataType | None = None, layout: Layout | None = None, device=None,
+              memory_config: MemoryConfig | None = None, low: float = 0.0, high: float = 1.0, seed: int = 0,
+              **_tt_nn_only) -> Tensor:
+    value = _uniform(input_tensor.shape, low, high, seed)
+    return _like("ttnn.rand_like", input_tensor, value, dtype, layout, device, memory_config)
 
 
 # -- movement --------------------------------------------------------------------------------

@@ -22,8 +22,15 @@ def _operands(a: torch.Tensor, b: torch.Tensor, transpose_a: bool, transpose_b: 
     return (a.transpose(-2, -1) if transpose_a else a), (b.transpose(-2, -1) if transpose_b else b)
 
 
-def _matmul_golden(a, b, *_, transpose_a=False, transpose_b=False, **__):
-    return torch.matmul(*_operands(a, b, transpose_a, transpose_b))
+def _activation(op_name: str, activation: str | None):
+    if activation is not None and activation not in _ACTIVATIONS:
+        raise ValueError(f"{op_name}: activation {activation!r} is not one of {sorted(_ACTIVATIONS)} or None")
+    return _ACTIVATIONS[activation][1] if activation is not None else (lambda y: y)
+
+
+def _matmul_golden(a, b, *_, transpose_a=False, transpose_b=False, activation=None, **__):
+    out = torch.matmul(*_operands(a.float(), b.float(), transpose_a, transpose_b))
+    return _activation("ttnn.matmul", activation)(out)
 
 
 def _check_shapes(op_name: str, a: torch.Tensor, b: torch.Tensor) -> None:
@@ -43,9 +50,9 @@ def _check_shapes(op_name: str, a: torch.Tensor, b: torch.Tensor) -> None:
 
 @register_op("ttnn.matmul", golden=_matmul_golden)
 def matmul(input_tensor_a: Tensor, input_tensor_b: Tensor, *, transpose_a: bool = False, transpose_b: bool = False,
-           memory_config: MemoryConfig | None = None, dtype: DataType | None = None, core_grid=None,
-           program_config=None, **_tt_nn_only) -> Tensor:
-    """a @ b with torch's batch broadcasting; the output dtype defaults to a's.
+           activation: str | None = None, memory_config: MemoryConfig | None = None,
+           dtype: DataType | None = None, core_grid=None, program_config=None, **_tt_nn_only) -> Tensor:
+    """a @ b with torch's batch broadcasting, then the fused activation; the output dtype defaults to a's.
 
     core_grid, program_config and compute_kernel_config are accepted and have no effect here.
     """
@@ -53,15 +60,14 @@ def matmul(input_tensor_a: Tensor, input_tensor_b: Tensor, *, transpose_a: bool 
     a, b = _operands(values(input_tensor_a, "ttnn.matmul").float(), values(input_tensor_b, "ttnn.matmul").float(),
                      transpose_a, transpose_b)
     _check_shapes("ttnn.matmul", a, b)
-    return output(torch.matmul(a, b), input_tensor_a, ins, op_name="ttnn.matmul", dtype=dtype,
+    act = _activation("ttnn.matmul", activation)
+    return output(act(torch.matmul(a, b)), input_tensor_a, ins, op_name="ttnn.matmul", dtype=dtype,
                   memory_config=memory_config)
 
 
 def _linear_golden(a, b, *_, bias=None, activation=None, transpose_a=False, transpose_b=False, **__):
     out = _matmul_golden(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
-    if bias is not None:
-        out = out + bias
-    return _ACTIVATIONS[activation][1](out) if activation is not None else out
+    return _activation("ttnn.linear", activation)(out if bias is None else out + bias.float())
 
 
 @register_op("ttnn.linear", golden=_linear_golden)
@@ -75,8 +81,7 @@ def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | Non
     [out, in]); bias is [1, out]. Steps before the last keep float32 so that, as in TT-NN's
     fused kernel, only the final output is rounded to `dtype`.
     """
-    if activation is not None and activation not in _ACTIVATIONS:
-        raise ValueError(f"ttnn.linear: activation {activation!r} is not one of {sorted(_ACTIVATIONS)} or None")
+    _activation("ttnn.linear", activation)
     dtype = DataType(dtype) if dtype is not None else input_tensor_a.dtype
     final = activation or ("add" if bias is not None else "matmul")
     last = lambda step: dtype if step == final else DataType.FLOAT32  # noqa: E731
