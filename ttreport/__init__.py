@@ -1,0 +1,24 @@
+"""ttreport: capture a TT-NN model's op history into a SQLite report, and read it back.
+
+    with ttreport.capture("my-run", config=ttreport.Config(tensors="outputs")) as report:
+        model(x)
+"""
+
+from ttreport.capture import Capture, capture, profile
+from ttreport.config import Config
+from ttreport.errors import (
+    CaptureActiveError,
+    ConfigError,
+    NeedsUpgradeError,
+    ReportExistsError,
+    ReportIncompleteWarning,
+    TensorFileError,
+    TTReportError,
+)
+from ttreport.storage import load_tensor
+
+__all__ = [
+    "Capture", "capture", "profile", "Config", "load_tensor",
+    "TTReportError", "ConfigError", "ReportExistsError", "CaptureActiveError", "NeedsUpgradeError",
+    "TensorFileError", "ReportIncompleteWarning",
+]

@@ -1,0 +1,323 @@
+"""capture() and profile(): start a report, install the hook, and always close it cleanly.
+
+    with ttreport.capture("resnet-bs8", config=ttreport.Config(tensors="outputs")) as report:
+        model(x)
+    print(report.path, report.status)
+
+    @ttreport.profile(name="step")
+    def step(): ...
+
+Closing drains the writer and tensor queues, writes the end time and status (complete,
+error, interrupted), checkpoints the WAL, and puts the device hooks back. It happens when the
+block ends, by exception, on SIGINT/SIGTERM and at interpreter exit; only a killed process
+leaves a report whose status stays "running".
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import datetime
+import functools
+import json
+import os
+import platform
+import queue as queue_module
+import shutil
+import signal
+import socket
+import sqlite3
+import threading
+import time
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+
+import torch
+
+import device_sim
+from ttreport import db
+from ttreport.config import Config
+from ttreport.errors import CaptureActiveError, ReportExistsError, ReportIncompleteWarning
+from ttreport.recorder import FLUSH, META, STOP, Recorder
+from ttreport.storage import TensorStore
+from ttreport.writer import Writer
+
+CONFIG_FILE = "config.json"
+_lock = threading.Lock()
+_active: Capture | None = None
+
+
+class Capture(contextlib.ContextDecorator):
+    """One report being captured. `path` is its folder, `db_path` its database, `status` set on close."""
+
+    def __init__(self, target: str | os.PathLike | None = None, *, config: Config | None = None,
+                 base_name: str = "report"):
+        self._target = target
+        self._given = config
+        self._base_name = base_name
+        self.config: Config | None = None
+        self.path: Path | None = None
+        self.db_path: Path | None = None
+        self.status: str | None = None
+        self.recorder: Recorder | None = None
+        self._stop_lock = threading.RLock()
+        self._stopped = False
+        self._signals: dict[int, object] = {}
+
+    def __repr__(self) -> str:
+        return f"<ttreport capture {self.path or self._target!s} status={self.status or 'not started'}>"
+
+    def __enter__(self) -> Capture:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            status = "complete"
+        elif issubclass(exc_type, KeyboardInterrupt) or (issubclass(exc_type, SystemExit) and self._signals):
+            status = "interrupted"
+        else:
+            status = "error"
+        self.stop(status)
+        return False
+
+    def _recreate_cm(self):
+        # Used as a decorator, each call is a new capture (and must name a new report).
+        return Capture(self._target, config=self._given, base_name=self._base_name)
+
+    # -- starting ----------------------------------------------------------------------------
+    def start(self) -> Capture:
+        global _active
+        with _lock:
+            if _active is not None or device_sim.get_hook() is not None:
+                held = f"the capture of {_active.path}" if _active is not None else repr(device_sim.get_hook())
+                raise CaptureActiveError(
+                    f"a capture is already running ({held}); device_sim has one hook for all threads, so "
+                    f"captures cannot nest. Close the running one first, or record both parts in it"
+                )
+            self.config = config = Config.from_env(self._given)
+            golden = _golden_module(config)
+            self.path = path = _resolve(self._target, config.root, self._base_name)
+            _prepare(path, config.overwrite)
+            self.db_path = path / db.DB_FILE
+            db.create(self.db_path)
+            started = _now()
+            facts = {"ttreport_version": _version(), "torch_version": torch.__version__,
+                     "python_version": platform.python_version(), "host": socket.gethostname(),
+                     "started_at": started, "status": "running"}
+            _write_metadata(self.db_path, facts)
+            _write_json(path / CONFIG_FILE, {"config": config.to_json(), "schema_version": db.head_revision(),
+                                             **{k: v for k, v in facts.items() if k != "status"}})
+
+            self._queue = q = queue_module.SimpleQueue()
+            self._storage = TensorStore(path, q)
+            self.recorder = recorder = Recorder(config, q, self._storage)
+            self._writer = Writer(self.db_path, q, recorder, config)
+            recorder.writer = self._writer
+            self._storage.start()
+            self._writer.start()
+            for device in device_sim.open_devices():
+                recorder.add_device(device, before_capture=True)
+            if golden is not None:
+                recorder.golden = golden.make_checker(config, recorder)
+            device_sim.set_hook(recorder)
+            _active = self
+        self._install_signal_handlers()
+        atexit.register(self._at_exit)
+        return self
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # only the main thread may set handlers; the block's own exit still closes the report
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(signum)
+            if previous in (signal.SIG_IGN, None):
+                continue  # ignored (or set outside Python): leave it so
+            self._signals[signum] = previous
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum, frame) -> None:
+        previous = self._signals.get(signum, signal.SIG_DFL)
+        if callable(previous):
+            # Chained: Python's SIGINT handler raises KeyboardInterrupt, and the with-block's exit closes.
+            previous(signum, frame)
+            return
+        # The default action ends the process: close the report first, then end as the signal would.
+        self.stop("interrupted")
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    def _at_exit(self) -> None:
+        self.stop("complete")
+
+    # -- while running ---------------------------------------------------------------------
+    def flush(self, timeout: float | None = 10.0) -> None:
+        """Wait until everything recorded so far is committed (tensor files excepted)."""
+        done = threading.Event()
+        self._queue.put((FLUSH, done))
+        done.wait(timeout)
+
+    # -- closing -------------------------------------------------------------------------
+    def stop(self, status: str = "complete") -> None:
+        global _active
+        with self._stop_lock:
+            if self._stopped or self.recorder is None:
+                return
+            self._stopped = True
+            try:
+                if device_sim.get_hook() is self.recorder:
+                    device_sim.set_hook(None)
+                self.recorder.restore_devices()
+                self._restore_signal_handlers()
+                atexit.unregister(self._at_exit)
+            finally:
+                with _lock:
+                    _active = None
+                self._drain(status)
+                self.status = status
+
+    def _restore_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum, previous in self._signals.items():
+            if signal.getsignal(signum) == self._on_signal:
+                signal.signal(signum, previous)
+
+    def _drain(self, status: str) -> None:
+        self._storage.stop()
+        notes = {"status": status, "ended_at": _now(), **self.recorder.notes()}
+        if self._storage.files_lost:
+            notes.update(tensor_files_lost=self._storage.files_lost, tensor_file_error=repr(self._storage.error))
+        for key, value in notes.items():
+            self._queue.put((META, key, value))
+        self._queue.put((STOP, None))
+        self._writer.join()
+        if self._writer.error is not None:
+            # The writer's connection failed; a fresh one may still get the notes in (or not: then warn).
+            lost = {"records_lost": self._writer.records_lost, "writer_error": repr(self._writer.error), **notes}
+            try:
+                _write_metadata(self.db_path, lost)
+            except (sqlite3.Error, OSError) as e:
+                import warnings
+
+                warnings.warn(f"ttreport: {self.db_path} could not be finalised ({e}); {lost}",
+                              ReportIncompleteWarning, stacklevel=3)
+
+
+class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.profiler.profile)
+    """`@ttreport.profile(name=..., config=...)`: each call of the function is captured into a report.
+
+    Without a name, each call gets a new report named after the function and the time; the
+    decorated function's `.profile.last` is the latest Capture (its `.path`, `.status`).
+    """
+
+    def __init__(self, name: str | os.PathLike | None = None, *, config: Config | None = None):
+        self.name = name
+        self.config = config
+        self.last: Capture | None = None
+        self._base = "profile"
+
+    def __call__(self, func):
+        self._base = func.__name__
+        wrapped = super().__call__(func)
+        functools.update_wrapper(wrapped, func)
+        wrapped.profile = self
+        return wrapped
+
+    def _recreate_cm(self):
+        self.last = Capture(self.name, config=self.config, base_name=self._base)
+        return self.last
+
+    def __enter__(self) -> Capture:
+        return self._recreate_cm().__enter__()
+
+    def __exit__(self, *exc) -> bool:
+        return self.last.__exit__(*exc)
+
+
+def capture(target: str | os.PathLike | None = None, *, config: Config | None = None) -> Capture:
+    """A capture into `<config.root>/<target>` (a name) or into `target` itself (a pathlib.Path).
+
+    The folder must not hold a report already (Config(overwrite=True) replaces it). Without a
+    target, a new name is made from the time.
+    """
+    return Capture(target, config=config)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _golden_module(config: Config):
+    if config.comparison == "off":
+        return None
+    try:
+        from ttreport import golden
+    except ModuleNotFoundError as e:
+        if e.name != "ttreport.golden":
+            raise
+        raise NotImplementedError(
+            f"Config(comparison={config.comparison!r}) needs ttreport.golden, which this install lacks; "
+            f"use comparison='off'"
+        ) from None
+    return golden
+
+
+def _resolve(target, root: Path, base: str) -> Path:
+    if target is None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path, n = root / f"{base}-{stamp}", 1
+        while path.exists():
+            n += 1
+            path = root / f"{base}-{stamp}-{n}"
+        return path
+    if isinstance(target, os.PathLike):
+        return Path(target)
+    if not isinstance(target, str):
+        raise TypeError(f"capture() takes a report name (str) or a pathlib.Path, got {type(target).__name__}")
+    if target in ("", ".", "..") or "/" in target or "\\" in target or os.path.isabs(target):
+        raise ValueError(
+            f"report name {target!r} must be a plain folder name inside Config.root ({root}); "
+            f"to write anywhere else pass a path: ttreport.capture(pathlib.Path({target!r}))"
+        )
+    return root / target
+
+
+def _prepare(path: Path, overwrite: bool) -> None:
+    if path.exists() and not (path.is_dir() and not any(path.iterdir())):
+        if not overwrite:
+            raise ReportExistsError(
+                f"report folder {path} exists already and reports are never overwritten silently; "
+                f"pass a new name, or Config(overwrite=True) to replace it"
+            )
+        if not (path / db.DB_FILE).is_file():
+            raise ReportExistsError(
+                f"{path} exists and is not a report folder (it has no {db.DB_FILE}); overwrite=True replaces "
+                f"only reports, so pick another name"
+            )
+        shutil.rmtree(path)
+    path.mkdir(parents=True, exist_ok=True)
+
+
+def _write_metadata(db_path, items: dict) -> None:
+    con = sqlite3.connect(db_path)
+    try:
+        with con:
+            con.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)",
+                            [(k, str(v)) for k, v in items.items()])
+    finally:
+        con.close()
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _version() -> str:
+    try:
+        return importlib_metadata.version("ttreport")
+    except importlib_metadata.PackageNotFoundError:
+        return "unknown"

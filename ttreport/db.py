@@ -1,0 +1,106 @@
+"""Creating, opening and upgrading report databases (alembic's cookbook, run in-process).
+
+A new report is `metadata.create_all` stamped at the alembic head; an older report is
+upgraded with `command.upgrade` on a connection passed through `cfg.attributes`. Migrations
+ship inside the package as ttreport.migrations, so an installed ttreport finds them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sqlite3
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, event, text
+
+from ttreport import migrations, schema
+from ttreport.errors import NeedsUpgradeError
+
+DB_FILE = "db.sqlite"
+
+
+def _alembic_config() -> AlembicConfig:
+    cfg = AlembicConfig()
+    # The package's own folder, wherever it is installed; never the source tree.
+    cfg.set_main_option("script_location", os.path.dirname(migrations.__file__))
+    return cfg
+
+
+@functools.cache
+def head_revision() -> str:
+    return ScriptDirectory.from_config(_alembic_config()).get_current_head()
+
+
+def _engine(path):
+    engine = create_engine(f"sqlite:///{Path(path)}")
+
+    # pysqlite's own BEGIN handling breaks DDL inside transactions (SQLAlchemy's documented fix).
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection, _):
+        dbapi_connection.isolation_level = None
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn):
+        conn.exec_driver_sql("BEGIN")
+
+    return engine
+
+
+def create(path) -> None:
+    """A new, empty report database at `path`, stamped at the head revision."""
+    engine = _engine(path)
+    try:
+        with engine.begin() as conn:
+            schema.metadata.create_all(conn)
+            MigrationContext.configure(conn).stamp(ScriptDirectory.from_config(_alembic_config()), "head")
+            _set_schema_version(conn)
+    finally:
+        engine.dispose()
+
+
+def current_revision(path) -> str | None:
+    """The alembic revision of the database at `path`; None for one made before alembic stamped it."""
+    con = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    try:
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'alembic_version'").fetchone():
+            return None
+        row = con.execute("SELECT version_num FROM alembic_version").fetchone()
+        return row[0] if row else None
+    finally:
+        con.close()
+
+
+def check_current(path) -> None:
+    """Raise NeedsUpgradeError unless the database at `path` is at the head revision."""
+    rev, head = current_revision(path), head_revision()
+    if rev != head:
+        raise NeedsUpgradeError(
+            f"{path} has schema revision {rev or 'none (a TT-NN report)'} but this ttreport reads {head}; "
+            f"upgrade it in place with `ttreport upgrade {Path(path).parent}` or ttreport.db.upgrade(path)"
+        )
+
+
+def upgrade(path, revision: str = "head") -> None:
+    """Upgrade the database at `path` in place to `revision` (the head by default)."""
+    cfg = _alembic_config()
+    engine = _engine(path)
+    try:
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)
+            if revision == "head":
+                _set_schema_version(conn)
+    finally:
+        engine.dispose()
+
+
+def _set_schema_version(conn) -> None:
+    conn.execute(
+        text("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (:k, :v)"),
+        {"k": schema.SCHEMA_VERSION_KEY, "v": head_revision()},
+    )

@@ -1,0 +1,280 @@
+"""The hook device_sim calls around every op: the only ttreport code on the model's thread.
+
+begin() and end() take ids, clocks, a cheap stack (code objects and line numbers, not text)
+and references to what cannot change later (a tensor's values are immutable torch tensors),
+then make ONE put of a tuple on the writer's queue. Formatting, SQL and file writes happen
+on the writer and tensor threads. Tensor objects themselves are never queued: holding them
+would delay their buffers' frees and change the memory picture being recorded.
+
+The recorder sits in device_sim's single, process-wide hook slot (not in a context variable,
+as STYLE.md suggests), because a capture must record the ops of every thread.
+
+Queue records are tuples tagged by their first item; writer.py unpacks them:
+    (OP, name, op_id, start_ns, end_ns, parent, depth, thread, frames, args, kwargs,
+     input_ids, output_ids, specs, files, end_seq, l1_bytes, dram_bytes, error)
+    (BUFFER, "alloc" | "free", Buffer, seq, op_id)   (DEVICE, facts)   (ROW, table, dict)
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import os
+import sys
+import threading
+import time
+import traceback
+import warnings
+
+import device_sim
+from device_sim.tensor import Tensor, next_tensor_id
+from device_sim.types import BufferType
+from ttreport import schema
+from ttreport.errors import ReportIncompleteWarning
+
+OP, BUFFER, DEVICE, ROW, META, FILE_LOST, FLUSH, STOP = range(8)
+
+# Frames in these folders are the library's, not the user's, and are left out of stack traces.
+_LIBRARY_DIRS = (os.path.dirname(os.path.abspath(device_sim.__file__)) + os.sep,
+                 os.path.dirname(os.path.abspath(__file__)) + os.sep)
+
+
+class TensorArg:
+    """A tensor argument as queued: its id only, so the Tensor (and its buffer) can be freed."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, tensor_id: int):
+        self.id = tensor_id
+
+
+class Recorder:
+    def __init__(self, config, queue, storage=None, *, t0_ns: int | None = None):
+        self.config = config
+        self.queue = queue  # queue.SimpleQueue drained by writer.Writer
+        self.storage = storage  # storage.TensorStore
+        self.writer = None  # set by capture: back-pressure waits only while it is alive
+        self.golden = None  # ttreport.golden's checker when config.comparison != "off"
+        self.t0_ns = t0_ns if t0_ns is not None else time.perf_counter_ns()
+        self._op_ids = itertools.count(1)
+        self._seq = itertools.count(1)  # buffer events and op ends; 0 means "before the capture"
+        self._local = threading.local()
+        self._seen: set[int] = set()  # tensor ids whose spec is queued
+        self._stored: set[int] = set()  # tensor ids whose values are queued for storage
+        self._storage_lock = threading.Lock()
+        self.tensor_bytes = 0
+        self.tensors_skipped = 0
+        self.tensor_bytes_skipped = 0
+        self._devices: dict[object, object] = {}  # Device -> its previous memory listener
+        self._code_is_lib: dict[int, tuple] = {}  # id(code) -> (code, is_library); holding code keeps ids unique
+        self._stack_traces = config.stack_traces
+        self._stack_depth = config.stack_depth
+        self._store_inputs = config.tensors == "all"
+        self._store_outputs = config.tensors != "none"
+        self._suffix = ".pt" if config.detach_saved_tensors else ".bin"
+        self._queue_max = config.queue_max
+
+    # -- the hook --------------------------------------------------------------------------
+    def begin(self, op, args, kwargs):
+        start = time.perf_counter_ns()
+        local = self._local
+        stack = getattr(local, "stack", None)
+        if stack is None:
+            stack = local.stack = []
+            local.thread = threading.current_thread().name
+        op_id = next(self._op_ids)
+        parent = stack[-1] if stack else None
+        stack.append(op_id)
+        frames = self._user_frames() if self._stack_traces else None
+        inputs: list[int] = []
+        specs: list[tuple] = []
+        files: list[tuple] = []
+        strip = self._strip
+        args_q = tuple([strip(a, inputs, specs) for a in args])
+        kwargs_q = {k: strip(v, inputs, specs) for k, v in kwargs.items()} if kwargs else None
+        if self._store_inputs:
+            for a in itertools.chain(args, kwargs.values()):
+                for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                    if isinstance(t, Tensor):
+                        self._plan_storage(t, files)
+        golden_args = (args, kwargs) if self.golden is not None else None
+        return (op, op_id, start, parent, len(stack) - 1, local.thread, frames, args_q, kwargs_q, inputs, specs,
+                files, golden_args)
+
+    def end(self, token, output, exc):
+        end = time.perf_counter_ns()
+        op, op_id, start, parent, depth, thread, frames, args_q, kwargs_q, inputs, specs, files, golden_args = token
+        self._local.stack.pop()
+        outputs: list[int] = []
+        if output is not None:
+            for t in (output if isinstance(output, (list, tuple)) else (output,)):
+                if isinstance(t, Tensor):
+                    self._see(t, op_id, outputs, specs)
+                    if self._store_outputs:
+                        self._plan_storage(t, files)
+        l1 = dram = 0
+        for device in self._devices:
+            memory = device.memory
+            l1 += memory.bytes_used(BufferType.L1)
+            dram += memory.bytes_used(BufferType.DRAM)
+        error = None if exc is None else _error(exc)
+        self._put((OP, op.name, op_id, start - self.t0_ns, end - self.t0_ns, parent, depth, thread, frames, args_q,
+                   kwargs_q, inputs, outputs, specs, files, next(self._seq), l1, dram, error))
+        if files:
+            self.storage.put_many(files)
+        if golden_args is not None and exc is None:
+            # The seam for ttreport.golden: it runs the op's golden function and records the comparison
+            # with emit() and store_tensor(). It must read tensors through `.value`, never call device_sim
+            # ops (those would be recorded as the model's ops).
+            self.golden.after_op(op, golden_args[0], golden_args[1], output, op_id)
+
+    # -- what the hot path snapshots ------------------------------------------------------
+    def _strip(self, x, inputs, specs):
+        if isinstance(x, Tensor):
+            self._see(x, None, inputs, specs)
+            return TensorArg(x.tensor_id)
+        if type(x) in (list, tuple) and any(isinstance(e, Tensor) for e in x):
+            return type(x)(self._strip(e, inputs, specs) for e in x)
+        if isinstance(x, device_sim.Device) and x not in self._devices:
+            self.add_device(x, before_capture=False)
+        return x
+
+    def _see(self, t: Tensor, producer, ids: list, specs: list) -> None:
+        tid = t.tensor_id
+        ids.append(tid)
+        if tid in self._seen:
+            return
+        self._seen.add(tid)
+        device = t.device()
+        if device is not None and device not in self._devices:
+            self.add_device(device, before_capture=False)
+        specs.append((tid, t.value if t.is_allocated() else None, t.dtype, t.layout, t.memory_config(),
+                      t.memory_config_source, None if device is None else device.device_id, t.buffer, producer))
+
+    def _user_frames(self) -> tuple:
+        """(id(code), line, id(code), line, ...) of the innermost user frames: no text, no library frames."""
+        out = []
+        cache = self._code_is_lib
+        f = sys._getframe(2)
+        n = self._stack_depth * 2
+        while f is not None:
+            code = f.f_code
+            entry = cache.get(id(code))
+            if entry is None:
+                entry = cache[id(code)] = (code, code.co_filename.startswith(_LIBRARY_DIRS))
+            if not entry[1]:
+                out.append(id(code))
+                out.append(f.f_lineno)
+                if len(out) >= n:
+                    break
+            f = f.f_back
+        return tuple(out)
+
+    def code(self, code_id: int):
+        """The code object behind an id in a queued stack (for the writer)."""
+        return self._code_is_lib[code_id][0]
+
+    def _put(self, record) -> None:
+        q = self.queue
+        q.put(record)
+        if q.qsize() > self._queue_max:
+            self._wait_for_writer()
+
+    def _wait_for_writer(self) -> None:
+        # Back-pressure, never loss: the model waits until the writer has caught up by half.
+        writer = self.writer
+        while self.queue.qsize() > self._queue_max // 2 and writer is not None and writer.is_alive():
+            time.sleep(0.001)
+
+    # -- buffers and devices ---------------------------------------------------------------
+    def add_device(self, device, *, before_capture: bool) -> None:
+        """Record `device` and follow its buffers: live ones now, then every alloc and free."""
+        memory = device.memory
+        self._devices[device] = memory.listener
+        self.queue.put((DEVICE, device.facts()))
+        if not self.config.buffers:
+            return
+        memory.listener = self._on_buffer
+        seq = 0 if before_capture else next(self._seq)
+        for buf in memory.live_buffers():
+            self.queue.put((BUFFER, "alloc", buf, seq, None))
+
+    def _on_buffer(self, event: str, buf) -> None:
+        stack = getattr(self._local, "stack", None)
+        # Never waits for the writer: a free can run on any thread, the writer's included (GC).
+        self.queue.put((BUFFER, event, buf, next(self._seq), stack[-1] if stack else None))
+
+    def restore_devices(self) -> None:
+        for device, previous in self._devices.items():
+            if device.memory.listener == self._on_buffer:
+                device.memory.listener = previous
+
+    # -- tensor storage ------------------------------------------------------------------
+    def _plan_storage(self, t: Tensor, files: list) -> None:
+        tid = t.tensor_id
+        if tid in self._stored or not t.is_allocated():
+            return
+        value = t.value
+        if self._reserve(value.numel() * value.element_size()):
+            self._stored.add(tid)
+            files.append((tid, f"tensors/{tid}{self._suffix}", value, t.dtype, t.layout, t.memory_config()))
+
+    def _reserve(self, nbytes: int) -> bool:
+        with self._storage_lock:
+            if self.tensor_bytes + nbytes <= self.config.max_tensor_bytes:
+                self.tensor_bytes += nbytes
+                return True
+            first = self.tensors_skipped == 0
+            self.tensors_skipped += 1
+            self.tensor_bytes_skipped += nbytes
+        if first:
+            warnings.warn(
+                f"ttreport: tensor storage reached max_tensor_bytes={self.config.max_tensor_bytes}; later tensors "
+                f"are not stored (their specs still are). Raise Config(max_tensor_bytes=...) to keep them",
+                ReportIncompleteWarning, stacklevel=4,
+            )
+        return False
+
+    # -- for other parts of ttreport (golden comparison) ---------------------------------
+    def emit(self, table: str, row: dict) -> None:
+        """Queue one row for any table of the schema; it is written in the writer's next batch."""
+        t = schema.metadata.tables.get(table)
+        if t is None:
+            raise ValueError(f"no table {table!r} in the report schema; tables: {', '.join(schema.metadata.tables)}")
+        unknown = set(row) - set(t.c.keys())
+        if unknown:
+            raise ValueError(f"table {table!r} has no column(s) {sorted(unknown)}; columns: {list(t.c.keys())}")
+        self._put((ROW, table, row))
+
+    def store_tensor(self, value, device_dtype_name: str | None = None,
+                     producer_operation_id: int | None = None) -> int:
+        """Record (and, within max_tensor_bytes, store as .pt) a torch tensor the capture made; returns its id."""
+        tid = next_tensor_id()
+        self._seen.add(tid)
+        row = {"tensor_id": tid, "shape": f"Shape({list(value.shape)})",
+               "dtype": device_dtype_name or str(value.dtype), "producer_operation_id": producer_operation_id}
+        if self._reserve(value.numel() * value.element_size()):
+            self._stored.add(tid)
+            row["file"] = f"tensors/{tid}.pt"
+            self.emit("tensors", row)
+            self.storage.put_many([(tid, row["file"], value, None, None, None)])
+        else:
+            self.emit("tensors", row)
+        return tid
+
+    def notes(self) -> dict:
+        """What the recorder dropped on purpose, for report_metadata."""
+        if not self.tensors_skipped:
+            return {}
+        return {"tensors_skipped": self.tensors_skipped, "tensor_bytes_skipped": self.tensor_bytes_skipped}
+
+
+def _error(exc: BaseException) -> tuple:
+    # Errors are rare: the traceback is snapshotted here (no frames kept alive) and formatted by the writer.
+    return (_type_name(type(exc)), str(exc),
+            traceback.TracebackException(type(exc), exc, exc.__traceback__, lookup_lines=False),
+            datetime.datetime.now().isoformat(timespec="milliseconds"))
+
+
+def _type_name(cls) -> str:
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
