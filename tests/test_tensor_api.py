@@ -57,6 +57,12 @@ def test_operators_match_torch(x, device):
         assert torch.allclose(got.to_torch(), want, rtol=1e-6), (got, want)
 
 
+def test_matmul_operator(device):
+    a, b = torch.randn(2, 32, 64), torch.randn(64, 96)
+    got = (put(a, device) @ put(b, device)).to_torch()
+    assert got.shape == (2, 32, 96) and torch.allclose(got, a @ b, atol=1e-4)
+
+
 def test_reflected_operators_with_numbers(x, device):
     a = put(x, device)
     assert torch.allclose((2 + a).to_torch(), 2 + x)
