@@ -74,6 +74,8 @@ class TensorFileError(ValueError):
     """A `.bin` tensor file that cannot be read: not one, from a newer device_sim, truncated or corrupt."""
 
     def __init__(self, path, problem: str):
+        if len(problem) > 300:  # a header value quoted in full could run to a megabyte
+            problem = problem[:297] + "..."
         super().__init__(f"{path}: {problem}")
         self.path = path
 
