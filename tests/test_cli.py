@@ -1,0 +1,201 @@
+"""The ttreport command: every command on a real captured report, its help, and its errors."""
+
+import csv
+import io
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+import device_sim as ttnn
+import ttreport
+from ttreport import db
+from ttreport.cli import main
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    """A small real capture: weights made before it, an L1 linear, a default-placed add, a failing reshape."""
+    root = tmp_path_factory.mktemp("reports")
+    g = torch.Generator().manual_seed(0)
+    device = ttnn.open_device(0)
+    try:
+        x = ttnn.from_torch(torch.randn(32, 32, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        w = ttnn.from_torch(torch.randn(32, 32, generator=g), dtype=ttnn.bfloat8_b, layout=ttnn.TILE, device=device)
+        with ttreport.capture("small", config=ttreport.Config(root=root, tensors="all")) as handle:
+            y = ttnn.linear(x, w, memory=ttnn.L1)
+            z = y + x  # L1 + DRAM: the inputs disagree, so the default (DRAM) places it
+            with pytest.raises(ValueError):
+                ttnn.reshape(z, (3, 7))
+        ids = {"x": x.tensor_id, "w": w.tensor_id, "y": y.tensor_id, "z": z.tensor_id}
+    finally:
+        ttnn.close_device(device)
+    with ttreport.open(handle.path) as r:
+        ops = {o.name: o.id for o in r.operations()}
+    return {"path": handle.path, "root": root, "tensors": ids, "ops": ops}
+
+
+@pytest.mark.parametrize("name", sorted(main.commands))
+def test_every_command_has_help_with_an_example(name):
+    command = main.commands[name]
+    assert command.help and len(command.help.split()) > 5, f"`ttreport {name}` has no help text"
+    result = invoke(name, "--help")
+    assert result.exit_code == 0
+    assert "Example: ttreport " in result.output, f"`ttreport {name} --help` shows no Example: line"
+
+
+def test_ls_lists_reports_under_a_root(captured):
+    result = invoke("ls", captured["root"])
+    assert result.exit_code == 0
+    header, _, row = result.output.splitlines()[:3]
+    assert header.split() == ["name", "ops", "status", "size", "started"]
+    assert row.split()[:3] == ["small", "4", "complete"]
+
+
+def test_ops_shows_ids_names_durations_and_where_outputs_live(captured):
+    result = invoke("ops", captured["path"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert [line.split()[1] for line in lines[2:]] == ["ttnn.linear", "ttnn.matmul", "ttnn.add", "ttnn.reshape"]
+    linear = lines[2]
+    assert f"{captured['tensors']['y']}:[32, 32] BFLOAT16 L1@0x" in linear
+    assert "    ttnn.matmul" in lines[3]  # nested under linear
+
+
+def test_ops_filters_sorts_and_limits(captured):
+    lines = invoke("ops", captured["path"], "--name", "matmul").output.splitlines()
+    assert len(lines) == 3 and lines[2].split()[:2] == ["2", "ttnn.matmul"]
+    lines = invoke("ops", captured["path"], "--sort", "duration", "--limit", "2").output.splitlines()
+    assert len(lines) == 5 and lines[4] == "(2 of 4 ops; --limit 0 shows all)"
+    assert lines[2].split()[1] == "ttnn.linear"  # it contains the matmul, so it is the slowest
+
+
+def test_op_shows_arguments_tensors_memory_and_stack_trace(captured):
+    result = invoke("op", captured["path"], captured["ops"]["ttnn.linear"])
+    out = result.output
+    assert result.exit_code == 0, out
+    assert "op 1: ttnn.linear" in out
+    assert "calls     2 ttnn.matmul" in out
+    assert "memory_config = " in out
+    assert "BFLOAT8_B" in out and "L1 at 0x" in out and "(chosen by: argument)" in out
+    assert "made before the capture" in out  # the weight
+    assert "test_cli.py" in out  # the user's frame, not the library's
+
+
+def test_op_shows_the_error_of_an_op_that_raised(captured):
+    out = invoke("op", captured["path"], captured["ops"]["ttnn.reshape"]).output
+    assert "status    error" in out
+    assert "error: ValueError: ttnn.reshape: cannot reshape" in out
+
+
+def test_query_prints_a_table_json_or_csv(captured):
+    sql = "SELECT operation_id, name FROM operations WHERE depth = 0 ORDER BY operation_id"
+    table = invoke("query", captured["path"], sql).output.splitlines()
+    assert table[0].split() == ["operation_id", "name"]
+    assert table[2].split() == ["1", "ttnn.linear"]
+    rows = json.loads(invoke("query", captured["path"], sql, "--json").output)
+    assert rows[0] == {"operation_id": 1, "name": "ttnn.linear"}
+    assert list(csv.reader(io.StringIO(invoke("query", captured["path"], sql, "--csv").output)))[:2] == [
+        ["operation_id", "name"], ["1", "ttnn.linear"]]
+    named = invoke("query", captured["path"], "SELECT name FROM operations WHERE operation_id = :id", "-p", "id", "2")
+    assert named.output.splitlines()[2] == "ttnn.matmul"
+
+
+@pytest.mark.parametrize("sql", ["DELETE FROM operations", "DROP TABLE tensors", "INSERT INTO errors DEFAULT VALUES"])
+def test_query_refuses_writes_with_one_line_and_exit_2(captured, sql):
+    result = invoke("query", captured["path"], sql)
+    assert result.exit_code == 2
+    assert result.output.startswith("Error: reports are read-only") and result.output.count("\n") == 1
+    assert "Traceback" not in result.output
+
+
+def test_summary_shows_time_by_name_peaks_errors_and_status(captured):
+    out = invoke("summary", captured["path"]).output
+    assert "status  complete" in out
+    assert "ops     4" in out
+    for name in ("ttnn.linear", "ttnn.matmul", "ttnn.add", "ttnn.reshape"):
+        assert name in out
+    assert "peak L1   " in out and "peak DRAM " in out
+    assert "errors    1" in out and "ValueError" in out
+
+
+def test_tensor_shows_spec_users_and_stats(captured):
+    y = captured["tensors"]["y"]
+    out = invoke("tensor", captured["path"], y).output
+    assert f"tensor {y}: Shape([32, 32]) DataType.BFLOAT16 Layout.TILE" in out
+    assert "L1 at 0x" in out
+    assert "made by op 2" in out  # the matmul inside the linear: the innermost op that made it
+    assert "used by op 3 (ttnn.add)" in out
+    with ttreport.open(captured["path"]) as r:
+        v = r.load_tensor(y).double()
+    assert f"numel 1024, min {v.min().item():.6g}, max {v.max().item():.6g}, mean {v.mean().item():.6g}" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["ops", "no/such/report"], "no report at no/such/report"),
+    (["op", "{path}", "999"], "no operation 999"),
+    (["tensor", "{path}", "999999"], "no tensor 999999"),
+    (["query", "{path}", "SELECT * FROM nope"], "no such table: nope"),
+    (["query", "{path}", "SELECT :x"], "-p NAME VALUE"),
+    (["ops", "{path}", "--sort", "size"], "Invalid value for '--sort'"),
+])
+def test_bad_input_is_one_clear_line_and_exit_2(captured, args, message):
+    result = invoke(*[a.format(path=captured["path"]) for a in args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_an_old_report_asks_for_upgrade_and_upgrade_fixes_it(tmp_path):
+    old = tmp_path / "old"
+    old.mkdir()
+    db.upgrade(old / "db.sqlite", "0001")  # TT-NN's tables only: what the first revision made
+    result = invoke("summary", old)
+    assert result.exit_code == 2 and f"ttreport upgrade {old}" in result.output
+    assert "needs upgrade" in invoke("ls", tmp_path).output
+    result = invoke("upgrade", old)
+    assert result.exit_code == 0 and f"upgraded {old}: schema 0001 -> {db.head_revision()}" in result.output
+    assert invoke("summary", old).exit_code == 0
+    assert "already at schema" in invoke("upgrade", old).output
+
+
+def test_run_captures_an_existing_ttnn_script(tmp_path):
+    script = tmp_path / "model.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        import torch
+        import ttnn
+
+        device = ttnn.open_device(device_id=0)
+        a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device,
+                            memory_config=ttnn.L1_MEMORY_CONFIG)
+        b = ttnn.relu(ttnn.add(a, a))
+        print("ran with", sys.argv[1:], ttnn.to_torch(b)[0, 0].item())
+        ttnn.close_device(device)
+    """))
+    result = subprocess.run(
+        [sys.executable, "-m", "ttreport.cli", "run", "--name", str(tmp_path / "out"), str(script), "--flag", "x"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "ran with ['--flag', 'x'] 2.0" in result.stdout
+    assert f"report: {tmp_path / 'out'}" in result.stdout
+    with ttreport.open(tmp_path / "out") as r:
+        assert [o.name for o in r.operations(depth=0)] == ["ttnn.from_torch", "ttnn.add", "ttnn.relu",
+                                                          "ttnn.to_torch"]
+
+
+def test_run_passes_on_the_scripts_failure(tmp_path):
+    script = tmp_path / "broken.py"
+    script.write_text("import ttnn\nraise SystemExit(3)\n")
+    result = subprocess.run([sys.executable, "-m", "ttreport.cli", "run", "--name", str(tmp_path / "b"), str(script)],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.returncode == 3
+    assert f"report: {tmp_path / 'b'}" in result.stderr

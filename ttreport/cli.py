@@ -1,0 +1,368 @@
+"""The `ttreport` command: read reports, query them, run scripts under capture.
+
+One click group, one command per job; every command has help text with an `Example:`.
+Errors a user can cause (a wrong path, an unknown op id, a write in `query`) print one line
+and exit with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import runpy
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from ttreport.errors import NeedsUpgradeError, TTReportError
+from ttreport.report import DB_FILE, DEFAULT_ROOT, Report, Summary
+
+BAD_INPUT = 2
+
+
+class Failure(click.ClickException):
+    """A one-line error for the user, exit status 2."""
+
+    exit_code = BAD_INPUT
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except TTReportError as e:
+            raise Failure(str(e)) from None
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="ttreport")
+def main():
+    """Read, query and make ttreport reports: the op history of a TT-NN model run.
+
+    Example: ttreport summary generated/ttreport/reports/demo
+    """
+
+
+# -- formatting -------------------------------------------------------------------------------
+
+def human_bytes(n) -> str:
+    if n is None:
+        return ""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def human_seconds(s) -> str:
+    if s is None or (isinstance(s, float) and math.isnan(s)):
+        return ""
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} us"
+
+
+def format_table(columns, rows) -> str:
+    """An aligned plain-text table; numbers are right-aligned."""
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    widths = [max([len(str(c))] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) and rows
+               for i in range(len(columns))]
+
+    def line(values):
+        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
+
+    return "\n".join([line([str(c) for c in columns]), line(["-" * w for w in widths])] + [line(r) for r in cells])
+
+
+def _tensor_brief(t) -> str:
+    where = f"{t.buffer_type}@{t.address:#x}" if t.buffer_type is not None and t.address is not None else "host"
+    dtype = (t.dtype or "?").removeprefix("DataType.")
+    return f"{t.id}:{list(t.dims)} {dtype} {where}"
+
+
+def format_summary(s: Summary, path) -> str:
+    out = [f"report  {path}", f"status  {s.status or 'unknown'}",
+           f"ops     {s.operations} ({human_seconds(s.top_level_seconds)} in top-level ops)", ""]
+    if s.by_name:
+        rows = [(r["name"], r["count"], human_seconds(r["total_s"]), human_seconds(r["self_s"]),
+                 "" if math.isnan(r["percent"]) else f"{r['percent']:.1f}%") for r in s.by_name]
+        out += ["time by op name (self time excludes the ops it called):",
+                format_table(["name", "count", "total", "self", "self %"], rows), ""]
+    for label, peak in (("peak L1  ", s.peak_l1), ("peak DRAM", s.peak_dram)):
+        if peak is not None:
+            out.append(f"{label} {human_bytes(peak['bytes'])} after op {peak['operation_id']} ({peak['name']})")
+    out.append(f"errors    {len(s.errors)}")
+    for e in s.errors:
+        out.append(f"  op {e.operation_id} {e.operation_name}: {e.error_type}: {e.message}")
+    return "\n".join(out)
+
+
+def _open(path) -> Report:
+    return Report(path)
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+@main.command(name="ls")
+@click.argument("root", required=False, type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_ROOT)
+def ls_command(root: Path):
+    """List the reports under ROOT (default: generated/ttreport/reports).
+
+    Shows each report's name, op count, status, size on disk and start time.
+
+    Example: ttreport ls generated/ttreport/reports
+    """
+    if not root.is_dir():
+        raise Failure(f"{root} is not a folder; give the folder that holds report folders")
+    rows = []
+    for db in sorted(root.glob(f"*/{DB_FILE}")):
+        folder = db.parent
+        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        try:
+            with Report(folder) as r:
+                meta = r.metadata
+                rows.append((folder.name, r.count_operations(), meta.get("status", "?"), human_bytes(size),
+                             meta.get("start_time", "")))
+        except TTReportError as e:
+            status = "needs upgrade" if isinstance(e, NeedsUpgradeError) else "unreadable"
+            rows.append((folder.name, None, status, human_bytes(size), ""))
+    if not rows:
+        click.echo(f"no reports under {root}")
+        return
+    click.echo(format_table(["name", "ops", "status", "size", "started"], rows))
+
+
+@main.command()
+@click.argument("report")
+@click.option("--name", "-n", help="Op name, its last part (matmul) or a glob (*norm*).")
+@click.option("--sort", type=click.Choice(["id", "duration", "start"]), default="id", show_default=True,
+              help="Call order, start time, or slowest first.")
+@click.option("--limit", type=int, default=50, show_default=True, help="At most this many ops (0: all).")
+@click.option("--top-level", is_flag=True, help="Only the ops the model called directly (depth 0).")
+def ops(report, name, sort, limit, top_level):
+    """List the ops of REPORT: id, name, duration, output shapes and where they live.
+
+    Nested ops are indented under the op that called them.
+
+    Example: ttreport ops generated/ttreport/reports/demo --name matmul --sort duration --limit 10
+    """
+    with _open(report) as r:
+        found = r.operations(name, sort=sort, limit=limit or None, depth=0 if top_level else None)
+        total = r.count_operations(name)
+    rows = [(op.id, "  " * (op.depth or 0) * (sort == "id") + op.name, human_seconds(op.duration),
+             op.status or "", ", ".join(_tensor_brief(t) for t in op.output_tensors)) for op in found]
+    click.echo(format_table(["id", "name", "duration", "status", "outputs (id:shape dtype where)"], rows))
+    if len(found) < total and not top_level:
+        click.echo(f"({len(found)} of {total} ops; --limit 0 shows all)")
+
+
+def _tensor_lines(t, label: str) -> list[str]:
+    lines = [f"  {label} tensor {t.id}: {t.shape} {t.dtype} {t.layout}"]
+    if t.buffer_type is not None:
+        lines.append(f"      {t.buffer_type} at {t.address:#x}, {human_bytes(t.size)}, device {t.device_id}")
+        cfg = (t.memory_config or "").replace("TensorMemoryLayout.", "").replace("BufferType.", "")
+        lines.append(f"      {cfg} (chosen by: {t.memory_config_source})")
+    else:
+        lines.append("      on the host")
+    made = f"by op {t.producer}" if t.producer is not None else "before the capture or on the host"
+    lines.append(f"      made {made}")
+    if t.file:
+        lines.append(f"      stored in {t.file}")
+    return lines
+
+
+@main.command()
+@click.argument("report")
+@click.argument("operation_id", type=int)
+def op(report, operation_id):
+    """Everything about one op: arguments, input and output tensors, memory, stack trace, error.
+
+    Example: ttreport op generated/ttreport/reports/demo 12
+    """
+    with _open(report) as r:
+        o = r.operation(operation_id)
+        children = r.children(operation_id)
+    out = [f"op {o.id}: {o.name}", f"  status    {o.status}", f"  duration  {human_seconds(o.duration)}",
+           f"  depth     {o.depth}" + (f" (called by op {o.parent})" if o.parent is not None else ""),
+           f"  thread    {o.thread}", f"  after it  L1 {human_bytes(o.l1_bytes)}, DRAM {human_bytes(o.dram_bytes)}"]
+    if children:
+        out.append("  calls     " + ", ".join(f"{c.id} {c.name}" for c in children))
+    out.append("arguments:")
+    out += [f"  {k} = {v}" for k, v in o.arguments] or ["  (none)"]
+    out.append("inputs:")
+    for i, t in enumerate(o.input_tensors):
+        out += _tensor_lines(t, f"[{i}]")
+    out.append("outputs:")
+    for i, t in enumerate(o.output_tensors):
+        out += _tensor_lines(t, f"[{i}]")
+    if o.stack_trace:
+        out += ["stack trace:", *("  " + line for line in o.stack_trace.rstrip().splitlines())]
+    if o.error is not None:
+        out += [f"error: {o.error.error_type}: {o.error.message}"]
+    click.echo("\n".join(out))
+
+
+@main.command()
+@click.argument("report")
+@click.argument("sql")
+@click.option("--json", "as_json", is_flag=True, help="Rows as a JSON list of objects.")
+@click.option("--csv", "as_csv", is_flag=True, help="Rows as CSV with a header line.")
+@click.option("-p", "--param", "params", type=(str, str), multiple=True,
+              help="A value for a :name in the SQL, e.g. -p tensor_id 42.")
+def query(report, sql, as_json, as_csv, params):
+    """Run a read-only SQL query on REPORT and print the rows.
+
+    docs/queries.md has a cookbook of queries. Statements that write are refused.
+    Values for :name placeholders come from -p NAME VALUE.
+
+    Example: ttreport query generated/ttreport/reports/demo "SELECT * FROM tensors WHERE tensor_id = :id" -p id 3
+    """
+    if as_json and as_csv:
+        raise Failure("give either --json or --csv, not both")
+    with _open(report) as r:
+        cur = r.execute(sql, dict(params))
+        columns = [d[0] for d in cur.description or ()]
+        rows = cur.fetchall()
+    if as_json:
+        click.echo(json.dumps([dict(zip(columns, row)) for row in rows], indent=2))
+    elif as_csv:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+        click.echo(buf.getvalue(), nl=False)
+    elif columns:
+        click.echo(format_table(columns, rows))
+
+
+@main.command()
+@click.argument("report")
+def summary(report):
+    """Time by op name (count, total, self time, %), peak L1 and DRAM with the op, errors, status.
+
+    Example: ttreport summary generated/ttreport/reports/demo
+    """
+    with _open(report) as r:
+        click.echo(format_summary(r.summary(), r.path))
+
+
+@main.command()
+@click.argument("report")
+@click.argument("tensor_id", type=int)
+def tensor(report, tensor_id):
+    """One tensor: its spec, where it lived, who made and used it, and stats of its stored values.
+
+    Example: ttreport tensor generated/ttreport/reports/demo 3
+    """
+    with _open(report) as r:
+        t = r.tensor(tensor_id)
+        consumers = r.consumers(tensor_id)
+        out = _tensor_lines(t, "")
+        out[0] = f"tensor {t.id}: {t.shape} {t.dtype} {t.layout}"
+        if t.padded_shape and t.padded_shape != t.shape:
+            out.insert(1, f"      padded to {t.padded_shape}")
+        out.append("      used by " + (", ".join(f"op {c.id} ({c.name})" for c in consumers) or "no op"))
+        if t.file:
+            values = r.load_tensor(tensor_id)
+            out.append("stats:")
+            out.append(f"  {_stats(values)}")
+        else:
+            out.append("values not stored (capture with ttreport.Config(tensors='all') to keep them)")
+    click.echo("\n".join(out))
+
+
+def _stats(values) -> str:
+    if values.numel() == 0:
+        return "empty"
+    v = values.double()
+    finite = v[v.isfinite()]
+    parts = [f"numel {v.numel()}"]
+    if finite.numel():
+        parts += [f"min {finite.min().item():.6g}", f"max {finite.max().item():.6g}",
+                  f"mean {finite.mean().item():.6g}", f"std {finite.std(unbiased=False).item():.6g}"]
+    n_bad = v.numel() - finite.numel()
+    if n_bad:
+        parts.append(f"{n_bad} non-finite")
+    return ", ".join(parts)
+
+
+@main.command()
+@click.argument("report")
+def upgrade(report):
+    """Upgrade REPORT, written by an older ttreport, to this version's schema (in place).
+
+    Example: ttreport upgrade generated/ttreport/reports/old-run
+    """
+    from ttreport import db
+    from ttreport.report import resolve
+
+    path = resolve(report)
+    before = db.current_revision(path)
+    db.upgrade(path)
+    after = db.current_revision(path)
+    if before == after:
+        click.echo(f"{path.parent} is already at schema {after}")
+    else:
+        click.echo(f"upgraded {path.parent}: schema {before or 'none (TT-NN)'} -> {after}")
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--name", help="Report name under generated/ttreport/reports, or a path; default: SCRIPT-<time>.")
+@click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def run(name, script, args):
+    """Run an existing TT-NN SCRIPT under capture, with `import ttnn` resolving to device_sim.
+
+    Options go before SCRIPT; everything after it is passed to the script as sys.argv[1:].
+
+    Example: ttreport run --name my-run model.py --batch 2
+    """
+    import device_sim
+    from ttreport.capture import Capture
+
+    device_sim.install_as_ttnn()
+    argv, path0 = sys.argv, sys.path[0]
+    sys.argv, sys.path[0] = [str(script), *args], str(script.resolve().parent)
+    # A name makes <root>/<name>; a path is used as it is; no name makes <script>-<time>.
+    target = (Path(name) if os.sep in name or "/" in name else name) if name else None
+    handle, status = None, 0
+    try:
+        with Capture(target, base_name=script.stem) as handle:
+            runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as e:
+        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except Exception:
+        traceback.print_exc()  # the script's own error: its traceback is what the user needs
+        status = 1
+    finally:
+        sys.argv, sys.path[0] = argv, path0
+    if handle is not None:
+        click.echo(f"report: {handle.path}", err=status != 0)
+        click.echo(f"next:   ttreport summary {handle.path}", err=status != 0)
+    sys.exit(status)
+
+
+@main.command()
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder to write the report under (default: generated/ttreport/reports).")
+def demo(root):
+    """Run a small transformer model under capture; print its summary and one SQL query's answer.
+
+    Example: ttreport demo
+    """
+    from ttreport import demo as demo_module
+
+    demo_module.main(root=root, echo=click.echo)
+
+
+if __name__ == "__main__":  # python -m ttreport.cli
+    main()

@@ -1,0 +1,394 @@
+"""Reading a report: `ttreport.open(path)` gives a read-only `Report`.
+
+    report = ttreport.open("generated/ttreport/reports/demo")
+    for op in report.operations(name="matmul", sort="duration", limit=10):
+        print(op.id, op.name, op.duration, [t.shape for t in op.output_tensors])
+    report.sql("SELECT name, COUNT(*) AS n FROM operations GROUP BY name")
+
+The database is opened with SQLite's `mode=ro` and `query_only`, so nothing a reader does can
+change a report. Listing many ops costs a few queries per page of ops (arguments, tensors,
+errors are fetched for the whole page at once), never one query per op.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ttreport import db
+from ttreport.errors import TTReportError
+
+DB_FILE = db.DB_FILE
+DEFAULT_ROOT = Path("generated/ttreport/reports")
+
+# TT-NN's numbering (DESIGN.md), as names for readers.
+BUFFER_TYPES = {0: "DRAM", 1: "L1", 2: "SYSTEM_MEMORY", 3: "L1_SMALL", 4: "TRACE"}
+BUFFER_LAYOUTS = {0: "INTERLEAVED", 2: "HEIGHT_SHARDED", 3: "WIDTH_SHARDED", 4: "BLOCK_SHARDED"}
+
+_CHUNK = 900  # ids per IN (...) list; SQLite builds before 3.32 allow 999 parameters
+_SORTS = {
+    "id": "o.operation_id",
+    "duration": "o.duration DESC, o.operation_id",
+    "start": "o.start_ns, o.operation_id",
+}
+
+
+class ReportError(TTReportError):
+    """A report cannot be opened or read as asked; the message says what to do instead."""
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One row of `tensors`: what a tensor was and where it lived. Text columns are as stored."""
+
+    id: int
+    shape: str | None  # "Shape([1, 32, 64])"
+    dtype: str | None  # "DataType.BFLOAT16"
+    layout: str | None  # "Layout.TILE"
+    memory_config: str | None  # a MemoryConfig repr; None on the host
+    buffer_type: str | None  # "L1", "DRAM", ...; None on the host
+    address: int | None
+    size: int | None  # device bytes, tile padding included
+    memory_config_source: str | None  # argument | context | inputs | default
+    producer: int | None  # operation_id that made it; None if made before the capture or on the host
+    file: str | None  # relative to the report folder; None when not stored
+    device_id: int | None = None
+    padded_shape: str | None = None
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The shape as integers: (1, 32, 64)."""
+        return tuple(int(d) for d in re.findall(r"-?\d+", self.shape or ""))
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    operation_id: int | None
+    operation_name: str | None
+    error_type: str | None
+    message: str | None
+    stack_trace: str | None
+    timestamp: str | None
+
+
+@dataclass(frozen=True)
+class Operation:
+    id: int
+    name: str
+    duration: float | None  # seconds
+    start_ns: int | None  # relative to the capture's start
+    end_ns: int | None
+    parent: int | None  # the op that called this one
+    depth: int | None  # 0 for ops the model called directly
+    status: str | None  # ok | error
+    thread: str | None
+    l1_bytes: int | None  # L1 bytes live after the op
+    dram_bytes: int | None
+    stack_trace: str | None
+    arguments: list[tuple[str, str]] = field(default_factory=list)  # ('0', ...), ('memory_config', ...)
+    input_tensors: list[TensorInfo] = field(default_factory=list)
+    output_tensors: list[TensorInfo] = field(default_factory=list)
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True)
+class BufferInfo:
+    """A device buffer live after an op (a row of the `buffers` view)."""
+
+    operation_id: int
+    device_id: int
+    address: int
+    max_size_per_bank: int
+    buffer_type: str  # "L1", "DRAM", ...
+    buffer_layout: str  # "INTERLEAVED", "HEIGHT_SHARDED", ...
+
+
+@dataclass(frozen=True)
+class Summary:
+    status: str | None
+    operations: int
+    top_level_seconds: float  # the sum of depth-0 durations: the model's time in ops
+    by_name: list[dict]  # name, count, total_s, self_s, percent (of self time), by self time
+    peak_l1: dict | None  # operation_id, name, bytes
+    peak_dram: dict | None
+    errors: list[ErrorInfo]
+
+
+_TENSOR_COLUMNS = ("tensor_id, shape, dtype, layout, memory_config, buffer_type, address, size, "
+                   "memory_config_source, producer_operation_id, file, device_id, padded_shape")
+_OP_COLUMNS = ("o.operation_id, o.name, o.duration, o.start_ns, o.end_ns, o.parent_operation_id, o.depth, "
+               "o.status, o.thread, o.l1_bytes, o.dram_bytes, s.stack_trace")
+_ERROR_COLUMNS = "operation_id, operation_name, error_type, error_message, stack_trace, timestamp"
+
+
+def _tensor(row) -> TensorInfo:
+    tid, shape, dtype, layout, cfg, btype, addr, size, source, producer, file, dev, padded = row
+    return TensorInfo(tid, shape, dtype, layout, cfg, BUFFER_TYPES.get(btype, btype), addr, size, source,
+                      producer, file, dev, padded)
+
+
+def resolve(path: str | os.PathLike) -> Path:
+    """The db.sqlite of a report given as its folder, its db file, or a name under the default root."""
+    p = Path(path)
+    for candidate in (p, DEFAULT_ROOT / p):
+        if candidate.is_dir() and (candidate / DB_FILE).is_file():
+            return candidate / DB_FILE
+        if candidate.is_file():
+            return candidate
+    if p.is_dir():
+        raise ReportError(f"{p} is a folder but holds no {DB_FILE}; give a report folder (`ttreport ls {p}` lists)")
+    raise ReportError(f"no report at {p}; give a report folder or its {DB_FILE} (`ttreport ls` lists reports)")
+
+
+def connect_readonly(db_path: Path) -> sqlite3.Connection:
+    # mode=ro makes the file itself unwritable to us; query_only also refuses temp-table writes.
+    conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def check_schema(conn: sqlite3.Connection, db_path: Path) -> None:
+    """Raise ReportError unless the database is a ttreport report; NeedsUpgradeError if it is older."""
+    try:
+        present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    except sqlite3.DatabaseError as e:
+        raise ReportError(f"{db_path} is not a SQLite database ({e})") from None
+    if "operations" not in present:
+        raise ReportError(f"{db_path} is not a ttreport report: it has no operations table")
+    db.check_current(db_path)
+
+
+class Report:
+    """A read-only view of one report folder. Use `ttreport.open(path)` to make one."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.db_path = resolve(path)
+        self.path = self.db_path.parent  # the report folder
+        try:
+            self._conn = connect_readonly(self.db_path)
+        except sqlite3.OperationalError as e:
+            raise ReportError(f"cannot open {self.db_path} for reading: {e}") from None
+        try:
+            check_schema(self._conn, self.db_path)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- lifetime --------------------------------------------------------------------------
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Report:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Report {self.path}>"
+
+    # -- SQL -------------------------------------------------------------------------------
+    def execute(self, query: str, params=()) -> sqlite3.Cursor:
+        """Run one read-only statement; the cursor's `description` names the columns."""
+        try:
+            return self._conn.execute(query, params)
+        except sqlite3.OperationalError as e:
+            if "readonly" in str(e) or "query_only" in str(e) or "read-only" in str(e):
+                raise ReportError(
+                    f"reports are read-only and this statement writes ({e}); "
+                    f"to change a report, open a copy of {self.db_path} with sqlite3"
+                ) from None
+            raise ReportError(f"SQL error: {e}") from None
+        except sqlite3.ProgrammingError as e:  # a :name or ? without a value, or values for none
+            raise ReportError(f"SQL error: {e} (in the CLI: -p NAME VALUE for each :NAME)") from None
+        except sqlite3.Error as e:
+            raise ReportError(f"SQL error: {e}") from None
+
+    def sql(self, query: str, params=()) -> list[dict]:
+        """The rows of a read-only query, each a dict keyed by column name."""
+        cur = self.execute(query, params)
+        names = [d[0] for d in cur.description or ()]
+        return [dict(zip(names, row)) for row in cur]
+
+    # -- report-wide facts -----------------------------------------------------------------
+    @property
+    def metadata(self) -> dict[str, str]:
+        return dict(self._conn.execute("SELECT key, value FROM report_metadata"))
+
+    @property
+    def status(self) -> str | None:
+        return self.metadata.get("status")
+
+    @property
+    def devices(self) -> list[dict]:
+        return self.sql("SELECT * FROM devices ORDER BY device_id")
+
+    def count_operations(self, name: str | None = None) -> int:
+        where, params = _name_filter(name)
+        return self._conn.execute(f"SELECT COUNT(*) FROM operations o {where}", params).fetchone()[0]
+
+    # -- operations ------------------------------------------------------------------------
+    def operations(self, name: str | None = None, *, sort: str = "id", limit: int | None = None,
+                   offset: int = 0, depth: int | None = None) -> list[Operation]:
+        """Ops in the report, each with its arguments, tensors, stack trace and error.
+
+        `name` is an exact op name ("ttnn.matmul"), its last part ("matmul"), or a glob
+        ("*norm*"). `sort` is "id" (call order), "start" or "duration" (slowest first).
+        `depth=0` keeps only the ops the model called directly.
+        """
+        if sort not in _SORTS:
+            raise ReportError(f"sort must be one of {', '.join(_SORTS)}, not {sort!r}")
+        where, params = _name_filter(name)
+        if depth is not None:
+            where += (" AND" if where else "WHERE") + " o.depth = ?"
+            params.append(depth)
+        page = f"LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else ""
+        rows = self._conn.execute(
+            f"SELECT {_OP_COLUMNS} FROM operations o "
+            f"LEFT JOIN stack_trace_texts s ON s.stack_trace_id = o.stack_trace_id "
+            f"{where} ORDER BY {_SORTS[sort]} {page}", params).fetchall()
+        return self._complete(rows)
+
+    def operation(self, operation_id: int) -> Operation:
+        rows = self._conn.execute(
+            f"SELECT {_OP_COLUMNS} FROM operations o LEFT JOIN stack_trace_texts s "
+            f"ON s.stack_trace_id = o.stack_trace_id WHERE o.operation_id = ?", (int(operation_id),)).fetchall()
+        if not rows:
+            last = self._conn.execute("SELECT MIN(operation_id), MAX(operation_id) FROM operations").fetchone()
+            span = f"ids run from {last[0]} to {last[1]}" if last[0] is not None else "it has no operations"
+            raise ReportError(f"no operation {operation_id} in {self.path}; {span}")
+        return self._complete(rows)[0]
+
+    def children(self, operation_id: int) -> list[Operation]:
+        """The ops that `operation_id` called, in call order."""
+        rows = self._conn.execute(
+            f"SELECT {_OP_COLUMNS} FROM operations o LEFT JOIN stack_trace_texts s "
+            f"ON s.stack_trace_id = o.stack_trace_id WHERE o.parent_operation_id = ? ORDER BY o.operation_id",
+            (int(operation_id),)).fetchall()
+        return self._complete(rows)
+
+    def _complete(self, rows) -> list[Operation]:
+        """Operations for `rows` of _OP_COLUMNS, with everything else fetched a page at a time."""
+        ids = [r[0] for r in rows]
+        args, ins, outs, errs = defaultdict(list), defaultdict(list), defaultdict(list), {}
+        for chunk in _chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            for op_id, name, value in self._conn.execute(
+                    f"SELECT operation_id, name, value FROM operation_arguments "
+                    f"WHERE operation_id IN ({marks}) ORDER BY rowid", chunk):
+                args[op_id].append((name, value))
+            for table, index, into in (("input_tensors", "input_index", ins), ("output_tensors", "output_index", outs)):
+                for row in self._conn.execute(
+                        f"SELECT x.operation_id, x.tensor_id, {_TENSOR_COLUMNS.replace('tensor_id, ', '')} "
+                        f"FROM {table} x LEFT JOIN tensors t ON t.tensor_id = x.tensor_id "
+                        f"WHERE x.operation_id IN ({marks}) ORDER BY x.operation_id, x.{index}", chunk):
+                    into[row[0]].append(_tensor(row[1:]))
+            for row in self._conn.execute(
+                    f"SELECT {_ERROR_COLUMNS} FROM errors WHERE operation_id IN ({marks})", chunk):
+                errs[row[0]] = ErrorInfo(*row)
+        return [Operation(*r, arguments=args[r[0]], input_tensors=ins[r[0]], output_tensors=outs[r[0]],
+                          error=errs.get(r[0])) for r in rows]
+
+    # -- tensors ---------------------------------------------------------------------------
+    def tensors(self, *, limit: int | None = None, offset: int = 0) -> list[TensorInfo]:
+        page = f"LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else ""
+        return [_tensor(r) for r in self._conn.execute(
+            f"SELECT {_TENSOR_COLUMNS} FROM tensors ORDER BY tensor_id {page}")]
+
+    def tensor(self, tensor_id: int) -> TensorInfo:
+        row = self._conn.execute(f"SELECT {_TENSOR_COLUMNS} FROM tensors WHERE tensor_id = ?",
+                                 (int(tensor_id),)).fetchone()
+        if row is None:
+            raise ReportError(f"no tensor {tensor_id} in {self.path}; `ttreport query {self.path} "
+                              f"\"SELECT tensor_id, shape FROM tensors\"` lists them")
+        return _tensor(row)
+
+    def producer(self, tensor_id: int) -> Operation | None:
+        """The op that made the tensor; None for tensors made before the capture or on the host."""
+        producer = self.tensor(tensor_id).producer
+        return self.operation(producer) if producer is not None else None
+
+    def consumers(self, tensor_id: int) -> list[Operation]:
+        """Every op that took the tensor as an input, in call order."""
+        rows = self._conn.execute(
+            f"SELECT {_OP_COLUMNS} FROM operations o LEFT JOIN stack_trace_texts s "
+            f"ON s.stack_trace_id = o.stack_trace_id WHERE o.operation_id IN "
+            f"(SELECT operation_id FROM input_tensors WHERE tensor_id = ?) ORDER BY o.operation_id",
+            (int(tensor_id),)).fetchall()
+        return self._complete(rows)
+
+    def load_tensor(self, tensor_id: int):
+        """The stored tensor as a plain torch.Tensor on the CPU (no device or device_sim needed).
+
+        Raises TensorFileError when the capture did not store it (Config(tensors="none"), the
+        default) or its file is missing or damaged.
+        """
+        from ttreport import storage  # imports torch: only readers that load tensors pay for it
+
+        self.tensor(tensor_id)  # an unknown id is a ReportError naming how to list them
+        return storage.load_tensor(self.path, int(tensor_id))
+
+    # -- memory and errors -----------------------------------------------------------------
+    def buffers(self, operation_id: int) -> list[BufferInfo]:
+        """Every device buffer live right after the op, by address."""
+        end_seq = self._conn.execute("SELECT end_seq FROM operations WHERE operation_id = ?",
+                                     (int(operation_id),)).fetchone()
+        if end_seq is None:
+            self.operation(operation_id)  # raises with the id range
+        if end_seq[0] is None:
+            return []
+        # The same rows as the `buffers` view, without joining every op to every buffer.
+        return [BufferInfo(int(operation_id), dev, addr, size, BUFFER_TYPES.get(bt, bt), BUFFER_LAYOUTS.get(bl, bl))
+                for dev, addr, size, bt, bl in self._conn.execute(
+                    "SELECT device_id, address, max_size_per_bank, buffer_type, buffer_layout FROM buffer_lifetimes "
+                    "WHERE allocated_seq < ?1 AND (freed_seq IS NULL OR freed_seq > ?1) "
+                    "ORDER BY buffer_type, address", (end_seq[0],))]
+
+    def errors(self) -> list[ErrorInfo]:
+        return [ErrorInfo(*r) for r in self._conn.execute(
+            f"SELECT {_ERROR_COLUMNS} FROM errors ORDER BY operation_id")]
+
+    def summary(self) -> Summary:
+        """Time by op name, memory peaks and errors: what `ttreport summary` prints."""
+        by_name = self.sql("""
+            WITH child AS (SELECT parent_operation_id AS id, SUM(duration) AS d FROM operations
+                           WHERE parent_operation_id IS NOT NULL GROUP BY parent_operation_id)
+            SELECT o.name, COUNT(*) AS count, SUM(o.duration) AS total_s,
+                   SUM(MAX(COALESCE(o.duration, 0) - COALESCE(child.d, 0), 0)) AS self_s
+            FROM operations o LEFT JOIN child ON child.id = o.operation_id
+            GROUP BY o.name ORDER BY self_s DESC, o.name""")
+        all_self = sum(r["self_s"] or 0 for r in by_name)
+        for r in by_name:
+            r["percent"] = 100 * (r["self_s"] or 0) / all_self if all_self else math.nan
+        top = self._conn.execute("SELECT COUNT(*), COALESCE(SUM(CASE WHEN depth = 0 THEN duration END), 0) "
+                                 "FROM operations").fetchone()
+        return Summary(self.status, top[0], top[1], by_name, self._peak("l1_bytes"), self._peak("dram_bytes"),
+                       self.errors())
+
+    def _peak(self, column: str) -> dict | None:
+        rows = self.sql(f"SELECT operation_id, name, {column} AS bytes FROM operations WHERE {column} IS NOT NULL "
+                        f"ORDER BY {column} DESC, operation_id LIMIT 1")
+        return rows[0] if rows else None
+
+
+def _name_filter(name: str | None) -> tuple[str, list]:
+    if not name:
+        return "", []
+    if any(c in name for c in "*?["):
+        return "WHERE o.name GLOB ?", [name]
+    return "WHERE (o.name = ? OR o.name GLOB ?)", [name, f"*.{name}"]
+
+
+def _chunks(ids: list[int]):
+    for i in range(0, len(ids), _CHUNK):
+        yield ids[i:i + _CHUNK]
+
+
+def open(path: str | os.PathLike) -> Report:  # noqa: A001 - ttreport.open mirrors the builtin on purpose
+    """Open the report at `path` (its folder, its db.sqlite, or a name under the default root) read-only."""
+    return Report(path)
