@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -392,3 +394,40 @@ def test_preprocessed_linear_parameters_reproduce_torch_linear(device):
     a = rnd(2, 32, 64)
     out = ttnn.linear(dev(a, device, dtype=ttnn.float32), w.to_device(device), bias=b.to_device(device))
     torch.testing.assert_close(out.value, layer(a).detach())
+
+
+# -- keyword arguments: TT-NN-only ones are accepted, typos are errors -----------------------
+
+def takes_tt_nn_only(name):
+    return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(ttnn.OPS[name].function).parameters.values())
+
+
+def test_a_misspelt_keyword_is_an_error_that_names_the_right_one(device):
+    with pytest.raises(TypeError, match=r"ttnn\.sum\(\) got an unexpected keyword argument 'keep_dim'; "
+                                        r"did you mean 'keepdim'\?"):
+        ttnn.sum(x(device), dim=-1, keep_dim=True)
+    with pytest.raises(TypeError, match="'programconfig'; did you mean 'program_config'"):
+        ttnn.layer_norm(x(device), programconfig=None)
+    with pytest.raises(TypeError, match=r"'zzz'; it takes input_tensor, dim, keepdim, correction, memory_config"):
+        ttnn.mean(x(device), zzz=1)
+
+
+def test_output_tensor_is_refused_because_device_sim_would_not_write_into_it(device):
+    a = x(device)
+    with pytest.raises(TypeError, match="'output_tensor': device_sim does not write into a given tensor"):
+        ttnn.add(a, a, output_tensor=ttnn.zeros_like(a))
+
+
+@pytest.mark.parametrize("name", sorted(n for n in CASES if takes_tt_nn_only(n)))
+def test_every_op_accepts_tt_nn_only_keywords_and_rejects_typos(name, device):
+    op = ttnn.OPS[name]
+    args, kwargs = CASES[name](device)
+    plain = op.wrapper(*args, **kwargs)
+    tuned = op.wrapper(*args, **kwargs, program_config=object(), core_grid=ttnn.CoreGrid(y=8, x=8), queue_id=0)
+    for p, t in zip(*(o if isinstance(o, (list, tuple)) else [o] for o in (plain, tuned))):
+        assert torch.equal(ttnn.to_torch(p), ttnn.to_torch(t))
+    # The suggestion comes from the op's own parameters or, for ops without memory_config, from TT_NN_ONLY.
+    own = "memory_config" in inspect.signature(op.function).parameters
+    typo, meant = ("memory_confg", "memory_config") if own else ("queue_idd", "queue_id")
+    with pytest.raises(TypeError, match=rf"{name}\(\) got .* '{typo}'; did you mean '{meant}'\?"):
+        op.wrapper(*args, **kwargs, **{typo: None})

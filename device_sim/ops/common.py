@@ -2,11 +2,59 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
+
 import torch
 
 from device_sim import dtypes, placement
+from device_sim.registry import OPS
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
+
+# TT-NN keywords that every op accepts and ignores. Each one tunes how real hardware runs the op
+# (kernels, cores, queues, devices, tile padding), never the values or logical shape of the result,
+# so a TT-NN script runs unchanged. Keywords that do change the result (output_tensor=, which
+# writes into a given tensor; a binary op's activations=) are left out: ignoring them would be wrong.
+TT_NN_ONLY = frozenset({
+    "program_config", "compute_kernel_config", "core_grid",  # kernel choice and parallelism
+    "sub_core_grids", "sub_device_id", "sub_device_ids", "global_cb", "use_multicore",  # which cores run it
+    "queue_id", "cq_id", "blocking",  # command queues; device_sim runs every op synchronously
+    "mesh_mapper", "mesh_composer",  # spreading over a mesh of devices; device_sim tensors live on one
+    "tile", "output_tile", "pad_value",  # tile shape and the value in tile padding, outside the logical shape
+    "numeric_stable",  # softmax; device_sim's float32 torch softmax is already the stable one
+})
+_NOT_SIMULATED = {
+    "output_tensor": "device_sim does not write into a given tensor; drop it and use the returned tensor",
+    "optional_output_tensor": "device_sim does not write into a given tensor; drop it and use the returned tensor",
+}
+
+
+@functools.cache
+def _parameter_names(op_name: str) -> tuple[str, ...]:
+    # Only the error path needs these, so they are worked out on the first bad call, once per op.
+    params = inspect.signature(OPS[op_name].function).parameters.values()
+    return tuple(p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+
+
+def check_tt_nn_only(op_name: str, kwargs: dict) -> None:
+    """Raise TypeError for a keyword in `kwargs` (an op's **tt_nn_only) that TT_NN_ONLY does not name.
+
+    Ops call it as `if tt_nn_only: check_tt_nn_only(...)`, so the usual call with no extra
+    keywords costs one truthiness check.
+    """
+    if kwargs.keys() <= TT_NN_ONLY:
+        return
+    k = next(k for k in kwargs if k not in TT_NN_ONLY)
+    head = f"{op_name}() got an unexpected keyword argument {k!r}"
+    if k in _NOT_SIMULATED:
+        raise TypeError(f"{head}: {_NOT_SIMULATED[k]}")
+    names = _parameter_names(op_name)
+    closest = difflib.get_close_matches(k, [*names, *sorted(TT_NN_ONLY)], n=1)
+    if closest:
+        raise TypeError(f"{head}; did you mean {closest[0]!r}?")
+    raise TypeError(f"{head}; it takes {', '.join(names)} (and TT-NN's {', '.join(sorted(TT_NN_ONLY))})")
 
 
 def device_inputs(op_name: str, *tensors) -> list[Tensor]:

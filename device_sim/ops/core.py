@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from device_sim import dtypes, placement
-from device_sim.ops.common import device_inputs, output, values
+from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -17,11 +17,13 @@ def _identity(t, *_, **__):
 
 @register_op("ttnn.from_torch", golden=_identity)
 def from_torch(tensor, dtype: DataType | None = None, *, layout: Layout = Layout.ROW_MAJOR, device=None,
-               memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+               memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """A device_sim tensor from a torch tensor (or anything torch.as_tensor takes).
 
     TT-NN's mesh_mapper, tile, pad_value and cq_id are accepted and have no effect here.
     """
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.from_torch", tt_nn_only)
     if isinstance(tensor, Tensor):
         raise TypeError(f"from_torch got a device_sim tensor (id {tensor.tensor_id}); it is already converted")
     t = tensor if isinstance(tensor, torch.Tensor) else torch.as_tensor(tensor)
@@ -39,8 +41,10 @@ def from_torch(tensor, dtype: DataType | None = None, *, layout: Layout = Layout
 
 
 @register_op("ttnn.to_torch", golden=_identity)
-def to_torch(tensor: Tensor, dtype=None, **_tt_nn_only) -> torch.Tensor:
+def to_torch(tensor: Tensor, dtype=None, **tt_nn_only) -> torch.Tensor:
     """The tensor's values as a new torch tensor in its logical shape (tile padding removed)."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.to_torch", tt_nn_only)
     if isinstance(tensor, torch.Tensor):
         return tensor
     v = tensor._value_or_raise().clone()
@@ -48,7 +52,9 @@ def to_torch(tensor: Tensor, dtype=None, **_tt_nn_only) -> torch.Tensor:
 
 
 @register_op("ttnn.to_device", golden=_identity)
-def to_device(tensor: Tensor, device, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+def to_device(tensor: Tensor, device, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.to_device", tt_nn_only)
     if tensor._device is device:
         return tensor
     if tensor._device is not None:
@@ -61,7 +67,9 @@ def to_device(tensor: Tensor, device, memory_config: MemoryConfig | None = None,
 
 
 @register_op("ttnn.from_device", golden=_identity)
-def from_device(tensor: Tensor, **_tt_nn_only) -> Tensor:
+def from_device(tensor: Tensor, **tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.from_device", tt_nn_only)
     if tensor._device is None:
         return tensor
     return Tensor._create(tensor._value_or_raise(), tensor.dtype, tensor.layout, None, None, None)
@@ -69,8 +77,10 @@ def from_device(tensor: Tensor, **_tt_nn_only) -> Tensor:
 
 @register_op("ttnn.to_layout", golden=_identity)
 def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
-              memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+              memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """Tilize or untilize; the logical shape survives, the padding comes and goes."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.to_layout", tt_nn_only)
     layout = Layout(layout)
     if layout == tensor.layout and dtype in (None, tensor.dtype) and memory_config is None:
         return tensor
@@ -96,14 +106,18 @@ def _typecast_golden(t, dtype, **_):
 
 
 @register_op("ttnn.typecast", golden=_typecast_golden)
-def typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+def typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.typecast", tt_nn_only)
     ins = device_inputs("ttnn.typecast", tensor)
     return output(values(tensor), tensor, ins, op_name="ttnn.typecast", dtype=dtype, memory_config=memory_config)
 
 
 @register_op("ttnn.clone", golden=lambda t, *_, **__: t.clone())
 def clone(tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
-          **_tt_nn_only) -> Tensor:
+          **tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.clone", tt_nn_only)
     ins = device_inputs("ttnn.clone", tensor)
     return output(values(tensor), tensor, ins, op_name="ttnn.clone", dtype=dtype, memory_config=memory_config)
 
@@ -113,7 +127,9 @@ def _reshape_golden(t, shape, **_):
 
 
 @register_op("ttnn.reshape", golden=_reshape_golden)
-def reshape(tensor: Tensor, shape, *, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+def reshape(tensor: Tensor, shape, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.reshape", tt_nn_only)
     v = values(tensor)
     shape = tuple(int(s) for s in shape)
     try:
@@ -132,7 +148,9 @@ def _permute_golden(t, dims, **_):
 
 
 @register_op("ttnn.permute", golden=_permute_golden)
-def permute(tensor: Tensor, dims, *, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+def permute(tensor: Tensor, dims, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.permute", tt_nn_only)
     v = values(tensor)
     dims = tuple(int(d) for d in dims)
     if sorted(d % max(v.dim(), 1) for d in dims) != list(range(v.dim())):
@@ -149,7 +167,9 @@ def _transpose_golden(t, dim0, dim1, **_):
 
 @register_op("ttnn.transpose", golden=_transpose_golden)
 def transpose(tensor: Tensor, dim0: int, dim1: int, *, memory_config: MemoryConfig | None = None,
-              **_tt_nn_only) -> Tensor:
+              **tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.transpose", tt_nn_only)
     v = values(tensor)
     ins = device_inputs("ttnn.transpose", tensor)
     return output(v.transpose(dim0, dim1).contiguous(), tensor, ins, op_name="ttnn.transpose",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from device_sim import dtypes, placement
-from device_sim.ops.common import device_inputs, output, values
+from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -42,7 +42,9 @@ def _full_golden(shape, fill_value, dtype=None, *_, **__):
 
 @register_op("ttnn.full", golden=_full_golden)
 def full(shape, fill_value: float, dtype: DataType | None = None, layout: Layout | None = None, device=None,
-         memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+         memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.full", tt_nn_only)
     value = torch.full(_shape(shape), float(fill_value))
     return _new(value, "ttnn.full", dtype, layout, device, memory_config)
 
@@ -52,7 +54,9 @@ def _constant(name: str, fill: float):
         return _full_golden(shape, fill, dtype)
 
     def op(shape, dtype: DataType | None = None, layout: Layout | None = None, device=None,
-           memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+        if tt_nn_only:
+            check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         return _new(torch.full(_shape(shape), fill), f"ttnn.{name}", dtype, layout, device, memory_config)
 
     op.__name__ = op.__qualname__ = name
@@ -76,8 +80,10 @@ def _arange_golden(start=0, end=None, step=1, dtype=None, *_, **__):
 
 @register_op("ttnn.arange", golden=_arange_golden)
 def arange(start=0, end=None, step=1, dtype: DataType | None = None, device=None, *, layout: Layout | None = None,
-           memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """[start, end) by step, as a 1-D tensor; `arange(n)` counts from 0 as in torch."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.arange", tt_nn_only)
     value = torch.arange(*_arange_bounds(start, end, step), dtype=torch.float32)
     return _new(value, "ttnn.arange", dtype, layout, device, memory_config)
 
@@ -91,9 +97,11 @@ def _uniform(shape, low: float, high: float, seed: int) -> torch.Tensor:
 @register_op("ttnn.rand")
 def rand(shape, *, dtype: DataType | None = None, layout: Layout | None = None, device=None,
          memory_config: MemoryConfig | None = None, low: float = 0.0, high: float = 1.0, seed: int = 0,
-         **_tt_nn_only) -> Tensor:
+         **tt_nn_only) -> Tensor:
     """Uniform values in [low, high): from `seed`, or with seed=0 from torch's global generator
     (so torch.manual_seed repeats them)."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.rand", tt_nn_only)
     return _new(_uniform(shape, low, high, seed), "ttnn.rand", dtype, layout, device, memory_config)
 
 
@@ -115,7 +123,9 @@ def _full_like_golden(t, fill_value, dtype=None, *_, **__):
 
 @register_op("ttnn.full_like", golden=_full_like_golden)
 def full_like(input_tensor: Tensor, fill_value: float, dtype: DataType | None = None, layout: Layout | None = None,
-              device=None, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+              device=None, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.full_like", tt_nn_only)
     value = torch.full(tuple(input_tensor.shape), float(fill_value))
     return _like("ttnn.full_like", input_tensor, value, dtype, layout, device, memory_config)
 
@@ -125,7 +135,9 @@ def _constant_like(name: str, fill: float):
         return _full_like_golden(t, fill, dtype)
 
     def op(input_tensor: Tensor, dtype: DataType | None = None, layout: Layout | None = None, device=None,
-           memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+        if tt_nn_only:
+            check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         value = torch.full(tuple(input_tensor.shape), fill)
         return _like(f"ttnn.{name}", input_tensor, value, dtype, layout, device, memory_config)
 
@@ -142,7 +154,9 @@ empty_like = _constant_like("empty_like", 0.0)
 @register_op("ttnn.rand_like")
 def rand_like(input_tensor: Tensor, *, dtype: DataType | None = None, layout: Layout | None = None, device=None,
               memory_config: MemoryConfig | None = None, low: float = 0.0, high: float = 1.0, seed: int = 0,
-              **_tt_nn_only) -> Tensor:
+              **tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.rand_like", tt_nn_only)
     value = _uniform(input_tensor.shape, low, high, seed)
     return _like("ttnn.rand_like", input_tensor, value, dtype, layout, device, memory_config)
 
@@ -154,7 +168,9 @@ def _concat_golden(tensors, dim=0, *_, **__):
 
 
 @register_op("ttnn.concat", golden=_concat_golden)
-def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.concat", tt_nn_only)
     tensors = list(tensors)
     if not tensors:
         raise ValueError("ttnn.concat needs at least one tensor")
@@ -176,8 +192,10 @@ def _split_golden(t, split_size, dim=0, *_, **__):
 
 @register_op("ttnn.split", golden=_split_golden)
 def split(tensor: Tensor, split_size, dim: int = 0, *, memory_config: MemoryConfig | None = None,
-          **_tt_nn_only) -> list[Tensor]:
+          **tt_nn_only) -> list[Tensor]:
     """Pieces of `split_size` along `dim` (the last may be smaller), or of each size in a list."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.split", tt_nn_only)
     ins = device_inputs("ttnn.split", tensor)
     v = values(tensor)
     try:
@@ -201,8 +219,10 @@ def _pad_golden(t, padding, value=0.0, *_, **__):
 
 @register_op("ttnn.pad", golden=_pad_golden)
 def pad(tensor: Tensor, padding, value: float = 0.0, *, memory_config: MemoryConfig | None = None,
-        **_tt_nn_only) -> Tensor:
+        **tt_nn_only) -> Tensor:
     """Pad with `value`; `padding` is one (before, after) pair per dim, for the last len(padding) dims."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.pad", tt_nn_only)
     v = values(tensor)
     padding = [tuple(p) for p in padding]
     if len(padding) > v.dim() or any(len(p) != 2 or min(p) < 0 for p in padding):
@@ -219,8 +239,10 @@ def _repeat_golden(t, repetitions, *_, **__):
 
 
 @register_op("ttnn.repeat", golden=_repeat_golden)
-def repeat(tensor: Tensor, repetitions, *, memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+def repeat(tensor: Tensor, repetitions, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """Tile the tensor `repetitions[i]` times along dim i (torch.Tensor.repeat)."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.repeat", tt_nn_only)
     v = values(tensor)
     reps = _shape(repetitions)
     if len(reps) < v.dim():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from device_sim.ops.common import broadcast, device_inputs, output, values
+from device_sim.ops.common import broadcast, check_tt_nn_only, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, MemoryConfig
@@ -16,7 +16,9 @@ def _unary(name: str, fn):
         return fn(x)
 
     def op(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
-           **_tt_nn_only) -> Tensor:
+           **tt_nn_only) -> Tensor:
+        if tt_nn_only:
+            check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         ins = device_inputs(f"ttnn.{name}", input_tensor)
         return output(fn(values(input_tensor)), input_tensor, ins, op_name=f"ttnn.{name}", dtype=dtype,
                       memory_config=memory_config)
@@ -32,8 +34,10 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None):
         return fn(a, b)
 
     def op(input_tensor_a, input_tensor_b, *, memory_config: MemoryConfig | None = None,
-           dtype: DataType | None = None, **_tt_nn_only) -> Tensor:
+           dtype: DataType | None = None, **tt_nn_only) -> Tensor:
         op_name = f"ttnn.{name}"
+        if tt_nn_only:
+            check_tt_nn_only(op_name, tt_nn_only)
         if not isinstance(input_tensor_a, Tensor):
             raise TypeError(f"{op_name}: the first argument must be a ttnn tensor, got {type(input_tensor_a).__name__}")
         ins = device_inputs(op_name, input_tensor_a, input_tensor_b)

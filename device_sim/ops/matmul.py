@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from device_sim.ops import eltwise
-from device_sim.ops.common import device_inputs, output, values
+from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, MemoryConfig
@@ -51,11 +51,13 @@ def _check_shapes(op_name: str, a: torch.Tensor, b: torch.Tensor) -> None:
 @register_op("ttnn.matmul", golden=_matmul_golden)
 def matmul(input_tensor_a: Tensor, input_tensor_b: Tensor, *, transpose_a: bool = False, transpose_b: bool = False,
            activation: str | None = None, memory_config: MemoryConfig | None = None,
-           dtype: DataType | None = None, core_grid=None, program_config=None, **_tt_nn_only) -> Tensor:
+           dtype: DataType | None = None, core_grid=None, program_config=None, **tt_nn_only) -> Tensor:
     """a @ b with torch's batch broadcasting, then the fused activation; the output dtype defaults to a's.
 
     core_grid, program_config and compute_kernel_config are accepted and have no effect here.
     """
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.matmul", tt_nn_only)
     ins = device_inputs("ttnn.matmul", input_tensor_a, input_tensor_b)
     a, b = _operands(values(input_tensor_a, "ttnn.matmul").float(), values(input_tensor_b, "ttnn.matmul").float(),
                      transpose_a, transpose_b)
@@ -74,13 +76,15 @@ def _linear_golden(a, b, *_, bias=None, activation=None, transpose_a=False, tran
 def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | None = None,
            transpose_a: bool = False, transpose_b: bool = False, activation: str | None = None,
            memory_config: MemoryConfig | None = None, dtype: DataType | None = None, core_grid=None,
-           program_config=None, **_tt_nn_only) -> Tensor:
+           program_config=None, **tt_nn_only) -> Tensor:
     """a @ b + bias, then the activation ("relu", "gelu", "silu" or None).
 
     b is [in, out] (ttnn.model_preprocessing.preprocess_linear_weight makes it from torch's
     [out, in]); bias is [1, out]. Steps before the last keep float32 so that, as in TT-NN's
     fused kernel, only the final output is rounded to `dtype`.
     """
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.linear", tt_nn_only)
     _activation("ttnn.linear", activation)
     dtype = DataType(dtype) if dtype is not None else input_tensor_a.dtype
     final = activation or ("add" if bias is not None else "matmul")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from device_sim.ops.common import device_inputs, output, values
+from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -17,7 +17,9 @@ def _softmax_golden(t, dim=-1, *_, **__):
 
 @register_op("ttnn.softmax", golden=_softmax_golden)
 def softmax(input_tensor: Tensor, dim: int = -1, *, memory_config: MemoryConfig | None = None,
-            **_tt_nn_only) -> Tensor:
+            **tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.softmax", tt_nn_only)
     ins = device_inputs("ttnn.softmax", input_tensor)
     return output(_softmax_golden(values(input_tensor), dim), input_tensor, ins, op_name="ttnn.softmax",
                   memory_config=memory_config)
@@ -54,8 +56,10 @@ def _rms_norm_golden(t, *_, weight=None, bias=None, epsilon=1e-12, residual_inpu
 def _norm(name: str, golden):
     def op(input_tensor: Tensor, *, epsilon: float = 1e-12, weight: Tensor | None = None,
            bias: Tensor | None = None, residual_input_tensor: Tensor | None = None,
-           memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
         op_name = f"ttnn.{name}"
+        if tt_nn_only:
+            check_tt_nn_only(op_name, tt_nn_only)
         ins = device_inputs(op_name, input_tensor, weight, bias, residual_input_tensor)
         v = lambda t: values(t, op_name) if t is not None else None  # noqa: E731
         if residual_input_tensor is not None and residual_input_tensor.shape != input_tensor.shape:
@@ -83,8 +87,10 @@ def _embedding_golden(input_ids, weight, *_, **__):
 @register_op("ttnn.embedding", golden=_embedding_golden)
 def embedding(input_tensor: Tensor, weight: Tensor, *, layout: Layout = Layout.ROW_MAJOR,
               dtype: DataType | None = None, memory_config: MemoryConfig | None = None,
-              **_tt_nn_only) -> Tensor:
+              **tt_nn_only) -> Tensor:
     """Rows of `weight` ([vocab, hidden]) picked by the integer ids; output [*ids.shape, hidden]."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.embedding", tt_nn_only)
     ins = device_inputs("ttnn.embedding", input_tensor, weight)
     ids, w = values(input_tensor, "ttnn.embedding"), values(weight, "ttnn.embedding")
     if ids.is_floating_point():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from device_sim.ops.common import device_inputs, output, values
+from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, MemoryConfig
@@ -27,8 +27,10 @@ def _reduction(name: str, fn, *, result_dtype: DataType | None = None, **fn_kw):
         return _reduce(t.float(), fn, dim, keepdim, **kw, **fn_kw)
 
     def op(input_tensor: Tensor, dim=None, keepdim: bool = False, *, correction: bool = True,
-           memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
         op_name = f"ttnn.{name}"
+        if tt_nn_only:
+            check_tt_nn_only(op_name, tt_nn_only)
         ins = device_inputs(op_name, input_tensor)
         x = values(input_tensor, op_name).float()
         try:

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from device_sim.ops.common import device_inputs, output, values
+from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import MemoryConfig
@@ -30,10 +30,12 @@ def _split_qkv_golden(t, kv=None, *_, num_heads, num_kv_heads=None, transpose_ke
 def split_query_key_value_and_split_heads(input_tensor: Tensor, kv_input_tensor: Tensor | None = None, *,
                                           num_heads: int, num_kv_heads: int | None = None,
                                           transpose_key: bool = True, memory_config: MemoryConfig | None = None,
-                                          **_tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
+                                          **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
     """[B, S, (H + 2*KVH)*D] (or q [B, S, H*D] and kv_input_tensor [B, S, 2*KVH*D]) to
     q [B, H, S, D], k [B, KVH, D, S] (or [B, KVH, S, D] with transpose_key=False), v [B, KVH, S, D]."""
     op_name = "ttnn.transformer.split_query_key_value_and_split_heads"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor, kv_input_tensor)
     x = values(input_tensor, op_name)
     kv = values(kv_input_tensor, op_name) if kv_input_tensor is not None else None
@@ -57,9 +59,11 @@ def _concatenate_heads_golden(t, *_, **__):
 
 @register_op("ttnn.transformer.concatenate_heads", golden=_concatenate_heads_golden)
 def concatenate_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
-                      **_tt_nn_only) -> Tensor:
+                      **tt_nn_only) -> Tensor:
     """[B, H, S, D] to [B, S, H*D]."""
     op_name = "ttnn.transformer.concatenate_heads"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
     x = values(input_tensor, op_name)
     if x.dim() != 4:
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [B, H, S, D]")
@@ -75,8 +79,10 @@ def _attention_softmax_golden(t, *_, head_size=None, attention_mask=None, **__):
 
 def _attention_softmax(name: str):
     def op(input_tensor: Tensor, *, head_size: int | None = None, attention_mask: Tensor | None = None,
-           memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
         op_name = f"ttnn.transformer.{name}"
+        if tt_nn_only:
+            check_tt_nn_only(op_name, tt_nn_only)
         ins = device_inputs(op_name, input_tensor, attention_mask)
         x = values(input_tensor, op_name)
         mask = values(attention_mask, op_name) if attention_mask is not None else None
@@ -118,13 +124,15 @@ def _sdpa_golden(q, k, v, *_, attn_mask=None, is_causal=True, scale=None, **__):
 @register_op("ttnn.transformer.scaled_dot_product_attention", golden=_sdpa_golden)
 def scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor, input_tensor_v: Tensor, *,
                                  attn_mask: Tensor | None = None, is_causal: bool = True, scale: float | None = None,
-                                 memory_config: MemoryConfig | None = None, **_tt_nn_only) -> Tensor:
+                                 memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """softmax(q @ k^T * scale + mask) @ v with q [B, H, S, D], k and v [B, KVH, S, D].
 
     is_causal defaults to True, as in TT-NN (torch's default is False); pass is_causal=False
     with attn_mask. scale defaults to 1/sqrt(D).
     """
     op_name = "ttnn.transformer.scaled_dot_product_attention"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, attn_mask)
     q, k, v = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v))
     if is_causal and attn_mask is not None:
