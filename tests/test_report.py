@@ -1,11 +1,13 @@
 """Reading a report: ttreport.open, the Operation / TensorInfo dataclasses, SQL, tensors, memory."""
 
+import shutil
 import sqlite3
 
 import pytest
 import torch
 from sqlalchemy import create_engine
 
+import device_sim as ttnn
 import ttreport
 from ttreport import db, schema
 from ttreport.errors import NeedsUpgradeError, TensorFileError
@@ -34,7 +36,7 @@ def _write_report(folder):
                 connection.execute(insert, [{c.name: r.get(c.name) for c in insert.table.columns} for r in rows])
 
         conn.execute(t.report_metadata.insert(), [{"key": "status", "value": "complete"},
-                                                  {"key": "start_time", "value": "2025-01-01T00:00:00"}])
+                                                  {"key": "started_at", "value": "2025-01-01T00:00:00.000+00:00"}])
         conn.execute(t.stack_trace_texts.insert(), [{"stack_trace_id": 1, "stack_trace": 'File "model.py", line 3'}])
         op = dict(thread="MainThread", stack_trace_id=1, status="ok")
         conn.execute(t.operations.insert(), [
@@ -234,3 +236,49 @@ def test_reading_leaves_the_report_unchanged(tmp_path):
         r.summary()
     after = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     assert after == before
+
+
+def test_a_real_capture_reads_back_as_it_ran(tmp_path):
+    device = ttnn.open_device(0)
+    try:
+        g = torch.Generator().manual_seed(0)
+        w = ttnn.from_torch(torch.randn(64, 32, generator=g), dtype=ttnn.bfloat8_b, layout=ttnn.TILE, device=device)
+        with ttreport.capture(tmp_path / "run", config=ttreport.Config(tensors="outputs")) as handle:
+            x = ttnn.from_torch(torch.randn(32, 64, generator=g), layout=ttnn.TILE, device=device, memory=ttnn.L1)
+            y = ttnn.linear(x, w, memory=ttnn.L1)
+            with ttnn.memory(ttnn.DRAM):
+                z = ttnn.gelu(y)
+    finally:
+        ttnn.close_device(device)
+    with ttreport.open(handle.path) as r:
+        assert r.status == "complete"
+        ops = r.operations()
+        assert [(o.name, o.depth, o.parent) for o in ops] == [
+            ("ttnn.from_torch", 0, None), ("ttnn.linear", 0, None), ("ttnn.matmul", 1, 2), ("ttnn.gelu", 0, None)]
+        linear = ops[1]
+        assert [t.id for t in linear.input_tensors] == [x.tensor_id, w.tensor_id]
+        assert linear.input_tensors[1].dtype == "DataType.BFLOAT8_B" and linear.input_tensors[1].producer is None
+        assert [t.id for t in linear.output_tensors] == [y.tensor_id]
+        assert dict(linear.arguments)["memory_config"].startswith("MemoryConfig(")
+        assert "test_report.py" in linear.stack_trace
+        out = r.tensor(y.tensor_id)
+        assert (out.buffer_type, out.address, out.memory_config_source) == ("L1", y.buffer.address, "argument")
+        assert r.tensor(z.tensor_id).memory_config_source == "context"
+        assert r.tensor(z.tensor_id).buffer_type == "DRAM"
+        assert torch.equal(r.load_tensor(z.tensor_id), z.value)
+        assert r.producer(y.tensor_id).name == "ttnn.matmul"  # the innermost op that made it
+        assert [o.name for o in r.consumers(y.tensor_id)] == ["ttnn.gelu"]
+        live = r.buffers(ops[3].id)
+        assert {(b.buffer_type, b.address) for b in live} >= {("L1", y.buffer.address), ("DRAM", z.buffer.address)}
+        assert r.summary().peak_l1["bytes"] > 0
+
+
+def test_a_report_copied_elsewhere_opens(tmp_path):
+    folder = _write_report(tmp_path / "r")
+    copy = tmp_path / "elsewhere" / "copied"
+    shutil.copytree(folder, copy)
+    shutil.rmtree(folder)
+    with ttreport.open(copy) as r:
+        assert r.path == copy
+        assert r.count_operations() == 4
+        assert r.load_tensor(10).shape == (32, 32)

@@ -71,16 +71,23 @@ def human_seconds(s) -> str:
 
 
 def format_table(columns, rows) -> str:
-    """An aligned plain-text table; numbers are right-aligned."""
+    """An aligned plain-text table; numbers are right-aligned, a multi-line value takes several lines."""
     cells = [["" if v is None else str(v) for v in row] for row in rows]
-    widths = [max([len(str(c))] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) and rows
+    widths = [max([len(str(c))] + [len(line) for r in cells for line in r[i].splitlines()])
+              for i, c in enumerate(columns)]
+    numeric = [bool(rows) and all(isinstance(row[i], (int, float)) or row[i] is None for row in rows)
                for i in range(len(columns))]
 
-    def line(values):
-        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
+    def lines(values):
+        split = [v.splitlines() or [""] for v in values]
+        for k in range(max(len(s) for s in split)):
+            yield "  ".join((s[k] if k < len(s) else "").rjust(w) if num else (s[k] if k < len(s) else "").ljust(w)
+                            for s, w, num in zip(split, widths, numeric)).rstrip()
 
-    return "\n".join([line([str(c) for c in columns]), line(["-" * w for w in widths])] + [line(r) for r in cells])
+    out = [*lines([str(c) for c in columns]), *lines(["-" * w for w in widths])]
+    for r in cells:
+        out += lines(r)
+    return "\n".join(out)
 
 
 def _tensor_brief(t) -> str:
@@ -131,7 +138,7 @@ def ls_command(root: Path):
             with Report(folder) as r:
                 meta = r.metadata
                 rows.append((folder.name, r.count_operations(), meta.get("status", "?"), human_bytes(size),
-                             meta.get("start_time", "")))
+                             meta.get("started_at", "")[:19].replace("T", " ")))
         except TTReportError as e:
             status = "needs upgrade" if isinstance(e, NeedsUpgradeError) else "unreadable"
             rows.append((folder.name, None, status, human_bytes(size), ""))

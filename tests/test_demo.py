@@ -1,0 +1,75 @@
+"""`ttreport demo`: the model runs right, the report it makes is full, and the committed sample is current."""
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+import ttreport
+from ttreport import demo
+from ttreport.cli import main
+
+SAMPLE = demo.SAMPLE_ROOT / "demo"
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("demo")
+    result = CliRunner().invoke(main, ["demo", "--root", str(root)], catch_exceptions=False)
+    return result, root / "demo"
+
+
+def test_demo_prints_a_summary_a_query_answer_and_where_the_report_is(demo_run):
+    result, path = demo_run
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "status  complete" in out and "time by op name" in out and "peak L1" in out
+    assert "errors    1" in out and "strict mode" in out
+    assert demo.DEMO_QUERY in out
+    assert "ttnn.linear                                             argument" in out  # a row of its answer
+    assert f"report: {path}" in out
+
+
+def test_demo_model_matches_torch():
+    logits, golden = demo.run_model(), demo.golden_logits()
+    assert logits.shape == golden.shape == (1, 32, 64)
+    pcc = torch.corrcoef(torch.stack([logits.float().flatten(), golden.flatten()]))[0, 1]
+    assert pcc > 0.999
+
+
+def test_demo_report_fills_every_table_the_model_touches(demo_run):
+    _, path = demo_run
+    with ttreport.open(path) as r:
+        counts = {t: r.sql(f"SELECT COUNT(*) AS n FROM {t}")[0]["n"] for t in (
+            "operations", "operation_arguments", "tensors", "input_tensors", "output_tensors", "devices",
+            "buffers", "stack_traces", "errors", "report_metadata")}
+        assert all(counts.values()), counts
+        sources = {row["memory_config_source"] for row in r.sql("SELECT DISTINCT memory_config_source FROM tensors")}
+        assert sources >= {"argument", "context", "inputs", "default"}
+        assert {row["buffer_type"] for row in r.sql("SELECT DISTINCT buffer_type FROM tensors")} >= {0, 1}
+        assert r.sql("SELECT COUNT(*) AS n FROM tensors WHERE dtype = 'DataType.BFLOAT8_B'")[0]["n"] == 2
+        assert r.sql("SELECT MAX(depth) AS d FROM operations")[0]["d"] == 1
+        assert r.sql("SELECT COUNT(*) AS n FROM tensors WHERE file IS NULL")[0]["n"] == 0
+
+
+def _shape_of_run(report):
+    """What must not change between two runs of the demo: ops, their outputs' specs, addresses and values."""
+    ops = report.operations()
+    return [(o.name, o.depth, o.status, [(t.shape, t.dtype, t.layout, t.memory_config, t.memory_config_source,
+                                         t.address, t.size) for t in o.output_tensors]) for o in ops], ops
+
+
+def test_the_committed_sample_is_what_the_demo_makes_now(demo_run):
+    """If this fails, the demo changed: regenerate with `python -m ttreport.demo --sample` and commit."""
+    _, path = demo_run
+    with ttreport.open(path) as fresh, ttreport.open(SAMPLE) as sample:
+        (fresh_shape, fresh_ops), (sample_shape, sample_ops) = _shape_of_run(fresh), _shape_of_run(sample)
+        assert sample_shape == fresh_shape
+        for f, s in zip(fresh_ops, sample_ops):
+            for ft, st in zip(f.output_tensors, s.output_tensors):
+                assert torch.equal(fresh.load_tensor(ft.id), sample.load_tensor(st.id)), (f.name, ft.id)
+        assert sample.status == "complete"
+
+
+def test_the_sample_stays_small():
+    size = sum(f.stat().st_size for f in demo.SAMPLE_ROOT.rglob("*") if f.is_file())
+    assert 0 < size < 2 * 1024 * 1024
