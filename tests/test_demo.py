@@ -49,6 +49,9 @@ def test_demo_report_fills_every_table_the_model_touches(demo_run):
         assert r.sql("SELECT COUNT(*) AS n FROM tensors WHERE dtype = 'DataType.BFLOAT8_B'")[0]["n"] == 2
         assert r.sql("SELECT MAX(depth) AS d FROM operations")[0]["d"] == 1
         assert r.sql("SELECT COUNT(*) AS n FROM tensors WHERE file IS NULL")[0]["n"] == 0
+        misnamed = r.sql("SELECT tensor_id, dtype, layout FROM tensors "
+                         "WHERE dtype NOT LIKE 'DataType.%' OR layout NOT LIKE 'Layout.%'")
+        assert misnamed == []
 
 
 def _shape_of_run(report):
@@ -68,6 +71,7 @@ def test_the_committed_sample_is_what_the_demo_makes_now(demo_run):
             for ft, st in zip(f.output_tensors, s.output_tensors):
                 assert torch.equal(fresh.load_tensor(ft.id), sample.load_tensor(st.id)), (f.name, ft.id)
         assert sample.status == "complete"
+        assert sample.sql("SELECT COUNT(*) AS n FROM tensors WHERE dtype NOT LIKE 'DataType.%'")[0]["n"] == 0
 
 
 def test_the_sample_stays_small():
