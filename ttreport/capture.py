@@ -22,7 +22,6 @@ import functools
 import json
 import os
 import platform
-import queue as queue_module
 import shutil
 import signal
 import socket
@@ -38,7 +37,7 @@ import device_sim
 from ttreport import db
 from ttreport.config import Config
 from ttreport.errors import CaptureActiveError, ReportExistsError, ReportIncompleteWarning
-from ttreport.recorder import FLUSH, META, STOP, Recorder
+from ttreport.recorder import FLUSH, META, STOP, Recorder, RecordQueue
 from ttreport.storage import TensorStore
 from ttreport.writer import Writer
 
@@ -100,7 +99,7 @@ class Capture(contextlib.ContextDecorator):
             self.path = path = _resolve(self._target, config.root, self._base_name)
             _prepare(path, config.overwrite)
             self.db_path = path / db.DB_FILE
-            db.create(self.db_path)
+            db.create(self.db_path, indexes=False)
             started = _now()
             facts = {"ttreport_version": _version(), "torch_version": torch.__version__,
                      "python_version": platform.python_version(), "host": socket.gethostname(),
@@ -109,7 +108,7 @@ class Capture(contextlib.ContextDecorator):
             _write_json(path / CONFIG_FILE, {"config": config.to_json(), "schema_version": db.head_revision(),
                                              **{k: v for k, v in facts.items() if k != "status"}})
 
-            self._queue = q = queue_module.SimpleQueue()
+            self._queue = q = RecordQueue(config.flush_ops)
             self._storage = TensorStore(path, q)
             self.recorder = recorder = Recorder(config, q, self._storage)
             self._writer = Writer(self.db_path, q, recorder, config)
@@ -154,7 +153,7 @@ class Capture(contextlib.ContextDecorator):
     def flush(self, timeout: float | None = 10.0) -> None:
         """Wait until everything recorded so far is committed (tensor files excepted)."""
         done = threading.Event()
-        self._queue.put((FLUSH, done))
+        self._queue.put_now((FLUSH, done))
         done.wait(timeout)
 
     # -- closing -------------------------------------------------------------------------
@@ -190,7 +189,7 @@ class Capture(contextlib.ContextDecorator):
             notes.update(tensor_files_lost=self._storage.files_lost, tensor_file_error=repr(self._storage.error))
         for key, value in notes.items():
             self._queue.put((META, key, value))
-        self._queue.put((STOP, None))
+        self._queue.put_now((STOP, None))
         self._writer.join()
         if self._writer.error is not None:
             # The writer's connection failed; a fresh one may still get the notes in (or not: then warn).

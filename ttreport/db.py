@@ -17,6 +17,8 @@ from alembic.config import Config as AlembicConfig
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, event, text
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.schema import CreateIndex
 
 from ttreport import migrations, schema
 from ttreport.errors import NeedsUpgradeError
@@ -51,16 +53,33 @@ def _engine(path):
     return engine
 
 
-def create(path) -> None:
-    """A new, empty report database at `path`, stamped at the head revision."""
+def create(path, *, indexes: bool = True) -> None:
+    """A new, empty report database at `path`, stamped at the head revision.
+
+    A capture passes indexes=False and calls create_indexes() when it closes: keeping a dozen
+    indexes current row by row would cost more than half the writer's time.
+    """
     engine = _engine(path)
     try:
         with engine.begin() as conn:
             schema.metadata.create_all(conn)
+            if not indexes:
+                for index in schema.INDEXES:
+                    conn.exec_driver_sql(f"DROP INDEX {index.name}")
             MigrationContext.configure(conn).stamp(ScriptDirectory.from_config(_alembic_config()), "head")
             _set_schema_version(conn)
     finally:
         engine.dispose()
+
+
+def create_indexes(con: sqlite3.Connection) -> None:
+    """Create the schema's indexes that `con`'s database lacks (a capture's last step)."""
+    for ddl in _INDEX_DDL:
+        con.execute(ddl)
+
+
+_INDEX_DDL = [str(CreateIndex(index, if_not_exists=True).compile(dialect=sqlite_dialect.dialect()))
+              for index in schema.INDEXES]
 
 
 def current_revision(path) -> str | None:
@@ -95,6 +114,8 @@ def upgrade(path, revision: str = "head") -> None:
             command.upgrade(cfg, revision)
             if revision == "head":
                 _set_schema_version(conn)
+                for ddl in _INDEX_DDL:  # a capture killed before it closed has none
+                    conn.exec_driver_sql(ddl)
     finally:
         engine.dispose()
 

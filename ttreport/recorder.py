@@ -17,6 +17,7 @@ Queue records are tuples tagged by their first item; writer.py unpacks them:
 
 from __future__ import annotations
 
+import collections
 import datetime
 import itertools
 import os
@@ -39,6 +40,32 @@ _LIBRARY_DIRS = (os.path.dirname(os.path.abspath(device_sim.__file__)) + os.sep,
                  os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
+class RecordQueue:
+    """What the model's threads append to and the writer drains in batches.
+
+    A deque, because append and popleft are atomic and several times cheaper than
+    queue.Queue; `wake` tells the writer a full batch (or a stop) is waiting.
+    """
+
+    def __init__(self, flush_ops: int):
+        self.items = collections.deque()
+        self.wake = threading.Event()
+        self.flush_ops = flush_ops
+
+    def put(self, record) -> None:
+        self.items.append(record)
+        if len(self.items) >= self.flush_ops:
+            self.wake.set()
+
+    def put_now(self, record) -> None:
+        """Queue `record` and wake the writer now (flush, stop)."""
+        self.items.append(record)
+        self.wake.set()
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
 class TensorArg:
     """A tensor argument as queued: its id only, so the Tensor (and its buffer) can be freed."""
 
@@ -51,7 +78,8 @@ class TensorArg:
 class Recorder:
     def __init__(self, config, queue, storage=None, *, t0_ns: int | None = None):
         self.config = config
-        self.queue = queue  # queue.SimpleQueue drained by writer.Writer
+        self.queue = queue  # a RecordQueue drained by writer.Writer
+        self._items = queue.items
         self.storage = storage  # storage.TensorStore
         self.writer = None  # set by capture: back-pressure waits only while it is alive
         self.golden = None  # ttreport.golden's checker when config.comparison != "off"
@@ -73,6 +101,7 @@ class Recorder:
         self._store_outputs = config.tensors != "none"
         self._suffix = ".pt" if config.detach_saved_tensors else ".bin"
         self._queue_max = config.queue_max
+        self._flush_ops = config.flush_ops
 
     # -- the hook --------------------------------------------------------------------------
     def begin(self, op, args, kwargs):
@@ -175,15 +204,17 @@ class Recorder:
         return self._code_is_lib[code_id][0]
 
     def _put(self, record) -> None:
-        q = self.queue
-        q.put(record)
-        if q.qsize() > self._queue_max:
-            self._wait_for_writer()
+        items = self._items
+        items.append(record)
+        if len(items) >= self._flush_ops:
+            self.queue.wake.set()
+            if len(items) > self._queue_max:
+                self._wait_for_writer()
 
     def _wait_for_writer(self) -> None:
         # Back-pressure, never loss: the model waits until the writer has caught up by half.
         writer = self.writer
-        while self.queue.qsize() > self._queue_max // 2 and writer is not None and writer.is_alive():
+        while len(self._items) > self._queue_max // 2 and writer is not None and writer.is_alive():
             time.sleep(0.001)
 
     # -- buffers and devices ---------------------------------------------------------------
@@ -202,7 +233,7 @@ class Recorder:
     def _on_buffer(self, event: str, buf) -> None:
         stack = getattr(self._local, "stack", None)
         # Never waits for the writer: a free can run on any thread, the writer's included (GC).
-        self.queue.put((BUFFER, event, buf, next(self._seq), stack[-1] if stack else None))
+        self._items.append((BUFFER, event, buf, next(self._seq), stack[-1] if stack else None))
 
     def restore_devices(self) -> None:
         for device, previous in self._devices.items():

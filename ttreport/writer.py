@@ -10,20 +10,23 @@ the loss is counted, and later batches are still tried; close() notes it in repo
 
 from __future__ import annotations
 
+import itertools
 import linecache
-import queue as queue_module
 import sqlite3
 import threading
-import time
 import warnings
 
 import torch
 
 from device_sim.tensor import padded
+from device_sim.types import DataType, Layout
+from ttreport import db
 from ttreport.errors import ReportIncompleteWarning
 from ttreport.recorder import BUFFER, DEVICE, FILE_LOST, FLUSH, META, OP, ROW, STOP, TensorArg
 
 MAX_VALUE_CHARS = 2000  # an argument's text beyond this is cut: reprs of big host arrays add nothing
+MAX_TENSOR_TEXTS = 200_000  # argument texts of tensors kept in memory
+_ARG_NAMES = [str(i) for i in range(64)]
 
 _INSERT = {
     "operations": "INSERT INTO operations (operation_id, name, duration, start_ns, end_ns, parent_operation_id, "
@@ -65,46 +68,35 @@ class Writer(threading.Thread):
         self.records_written = 0
         self._stacks: dict[tuple, int] = {}  # frames key -> stack_trace_id
         self._tensor_text: dict[int, str] = {}  # tensor id -> its argument text
-        self._arg_names = [str(i) for i in range(64)]
+        self._cfgs: dict[int, tuple] = {}  # id(MemoryConfig) -> (it, repr, "L1 INTERLEAVED")
+        self._enum_text = {e: repr(e) for enum in (DataType, Layout) for e in enum}
 
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> None:
         self.con = connect(self.db_path)
         try:
-            stop = False
-            while not stop:
-                batch, stop = self._next_batch()
-                self._write(batch)
+            while not self._write(self._next_batch()):
+                pass
         finally:
             self._close()
 
-    def _next_batch(self) -> tuple[list, bool]:
+    def _next_batch(self) -> list:
         q = self.queue
-        batch = [q.get()]
-        if batch[0][0] in (STOP, FLUSH):
-            return batch, batch[0][0] == STOP
-        deadline = time.monotonic() + self.flush_interval_s
-        while len(batch) < self.flush_ops:
-            try:
-                item = q.get_nowait()
-            except queue_module.Empty:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                try:
-                    item = q.get(timeout=remaining)
-                except queue_module.Empty:
-                    break
-            batch.append(item)
-            if item[0] in (STOP, FLUSH):
-                return batch, item[0] == STOP
-        return batch, False
+        if len(q) < self.flush_ops:
+            q.wake.wait(self.flush_interval_s)
+        q.wake.clear()
+        popleft = q.items.popleft
+        return [popleft() for _ in range(min(len(q), self.flush_ops))]
 
-    def _write(self, batch: list) -> None:
+    def _write(self, batch: list) -> bool:
+        """Commit `batch` in one transaction; True once the stop record is among it."""
+        if not batch:
+            return False
         rows = {name: [] for name in _INSERT}
         rows.update(updates=[], files=[], lost=[], meta=[], other={})
         self._pending: dict[int, list] = {}  # buffer id -> its row in this batch, to merge a free into
         new_stacks: list[tuple] = []
+        waiters = []
         try:
             for item in batch:
                 tag = item[0]
@@ -120,15 +112,19 @@ class Writer(threading.Thread):
                     rows["meta"].append((item[1], str(item[2])))
                 elif tag == FILE_LOST:
                     rows["lost"].append((item[1],))
+                else:
+                    waiters.append(item)  # FLUSH or STOP
             self._commit(rows)
             self.records_written += len(batch)
         except Exception as e:  # the disk, or a bug here: never the model's problem (see module docstring)
             for key in new_stacks:
                 self._stacks.pop(key, None)
             self._fail(e, len(batch))
-        for item in batch:
-            if item[0] in (STOP, FLUSH) and item[1] is not None:
-                item[1].set()  # whoever waits on a flush or stop
+            waiters = [item for item in batch if item[0] in (FLUSH, STOP)]
+        for _, done in waiters:
+            if done is not None:
+                done.set()  # whoever waits on a flush or stop
+        return any(tag == STOP for tag, _ in waiters)
 
     def _commit(self, rows: dict) -> None:
         con = self.con
@@ -170,6 +166,7 @@ class Writer(threading.Thread):
 
     def _close(self) -> None:
         try:
+            db.create_indexes(self.con)
             self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             # A closed report is one plain file: it can be copied alone and read from read-only media.
             self.con.execute("PRAGMA journal_mode=DELETE")
@@ -192,28 +189,25 @@ class Writer(threading.Thread):
         rows["operations"].append((op_id, name, (end - start) * 1e-9, start, end, parent, depth,
                                    "ok" if error is None else "error", thread, stack_id, end_seq, l1, dram))
         if specs:
-            file_of = {f[0]: f[1] for f in files}
+            file_of = {f[0]: f[1] for f in files} if files else None
             tensors = rows["tensors"]
             for spec in specs:
-                tensors.append(self._tensor_row(spec, file_of.pop(spec[0], None)))
-            for tid, rel in file_of.items():  # stored now, spec recorded by an earlier op
-                rows["files"].append((rel, tid))
+                tensors.append(self._tensor_row(spec, file_of.pop(spec[0], None) if file_of else None))
+            if file_of:  # stored now, spec recorded by an earlier op
+                rows["files"].extend((rel, tid) for tid, rel in file_of.items())
         elif files:
-            for tid, rel, *_ in files:
-                rows["files"].append((rel, tid))
+            rows["files"].extend((f[1], f[0]) for f in files)
         arg_rows = rows["operation_arguments"]
-        names = self._arg_names
+        fmt = self.format_value
         for i, a in enumerate(args):
-            arg_rows.append((op_id, names[i] if i < 64 else str(i), self.format_value(a)))
+            arg_rows.append((op_id, _ARG_NAMES[i] if i < 64 else str(i), fmt(a)))
         if kwargs:
             for k, v in kwargs.items():
-                arg_rows.append((op_id, k, self.format_value(v)))
-        ins = rows["input_tensors"]
-        for i, tid in enumerate(inputs):
-            ins.append((op_id, i, tid))
-        outs = rows["output_tensors"]
-        for i, tid in enumerate(outputs):
-            outs.append((op_id, i, tid))
+                arg_rows.append((op_id, k, fmt(v)))
+        if inputs:
+            rows["input_tensors"].extend(zip(itertools.repeat(op_id), itertools.count(), inputs))
+        if outputs:
+            rows["output_tensors"].extend(zip(itertools.repeat(op_id), itertools.count(), outputs))
         if error is not None:
             error_type, message, tb, timestamp = error
             text = f"Op called from (most recent call last):\n{self.format_stack(frames)}\n" if frames else ""
@@ -235,20 +229,55 @@ class Writer(threading.Thread):
 
     def _tensor_row(self, spec, file) -> tuple:
         tid, value, dtype, layout, cfg, source, device_id, buf, producer = spec
-        shape = list(value.shape) if value is not None else None
-        cfg_text = repr(cfg) if cfg is not None else None
-        where = "host" if cfg is None else f"{cfg.buffer_type.name} {cfg.memory_layout.name}"
-        self._tensor_text[tid] = (f"ttnn.Tensor(id={tid}, shape=Shape({shape}), dtype={dtype!r}, "
-                                  f"layout={layout!r}, {where})")
-        return (tid, f"Shape({shape})" if shape is not None else None, repr(dtype), repr(layout), cfg_text, device_id,
-                buf.address if buf is not None else None, int(buf.buffer_type) if buf is not None else None,
-                buf.size if buf is not None else None, source, producer, file,
-                f"Shape({list(padded(shape, layout))})" if shape is not None else None)
+        cfg_text, where = self._cfg_text(cfg)
+        if value is None:
+            shape = pshape = None
+        else:
+            dims = list(value.shape)
+            shape = f"Shape({dims})"
+            pshape = shape if layout == Layout.ROW_MAJOR else f"Shape({list(padded(dims, layout))})"
+        dtype_text, layout_text = self._enum_text[dtype], self._enum_text[layout]
+        text = f"ttnn.Tensor(id={tid}, shape={shape}, dtype={dtype_text}, layout={layout_text}, {where})"
+        self._remember_text(tid, text)
+        if buf is None:
+            return (tid, shape, dtype_text, layout_text, cfg_text, device_id, None, None, None, source, producer, file,
+                    pshape)
+        return (tid, shape, dtype_text, layout_text, cfg_text, device_id, buf.address, int(buf.buffer_type), buf.size,
+                source, producer, file, pshape)
+
+    def _cfg_text(self, cfg) -> tuple[str | None, str]:
+        if cfg is None:
+            return None, "host"
+        hit = self._cfgs.get(id(cfg))  # by id: hashing a MemoryConfig costs more than formatting it once
+        if hit is None or hit[0] is not cfg:
+            hit = self._cfgs[id(cfg)] = (cfg, repr(cfg), f"{cfg.buffer_type.name} {cfg.memory_layout.name}")
+        return hit[1], hit[2]
+
+    def _remember_text(self, tid: int, text: str) -> None:
+        texts = self._tensor_text
+        if len(texts) >= MAX_TENSOR_TEXTS:  # bounded: the oldest half goes; a miss is looked up in the db
+            for key in list(itertools.islice(texts, len(texts) // 2)):
+                del texts[key]
+        texts[tid] = text
+
+    def _tensor_text_of(self, tid: int) -> str:
+        text = self._tensor_text.get(tid)
+        if text is not None:
+            return text
+        row = self.con.execute("SELECT shape, dtype, layout, memory_config FROM tensors WHERE tensor_id = ?",
+                               (tid,)).fetchone()
+        if row is None:
+            return f"ttnn.Tensor(id={tid})"
+        where = "host" if row[3] is None else row[3]
+        return f"ttnn.Tensor(id={tid}, shape={row[0]}, dtype={row[1]}, layout={row[2]}, {where})"
 
     # -- formatting -------------------------------------------------------------------------
     def format_value(self, v) -> str:
-        if isinstance(v, TensorArg):
-            return self._tensor_text.get(v.id) or f"ttnn.Tensor(id={v.id})"
+        t = type(v)
+        if t is int or t is float or t is bool or v is None:
+            return repr(v)
+        if t is TensorArg:
+            return self._tensor_text_of(v.id)
         if type(v) in (list, tuple):
             inner = ", ".join(self.format_value(e) for e in v)
             text = f"[{inner}]" if type(v) is list else f"({inner}{',' if len(v) == 1 else ''})"
