@@ -1,5 +1,7 @@
 """`ttreport demo`: the model runs right, the report it makes is full, and the committed sample is current."""
 
+import re
+
 import pytest
 import torch
 from click.testing import CliRunner
@@ -77,3 +79,17 @@ def test_the_committed_sample_is_what_the_demo_makes_now(demo_run):
 def test_the_sample_stays_small():
     size = sum(f.stat().st_size for f in demo.SAMPLE_ROOT.rglob("*") if f.is_file())
     assert 0 < size < 2 * 1024 * 1024
+
+
+def test_the_readme_examples_run_as_written(tmp_path, monkeypatch):
+    """A newcomer pastes the README's Python blocks in order, in a fresh folder; they must work."""
+    readme = (demo.SAMPLE_ROOT.parent / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    assert len(blocks) >= 2
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)
+    assert (tmp_path / "generated/ttreport/reports/first/db.sqlite").is_file()
+    assert namespace["values"].shape == namespace["op"].output_tensors[0].dims
+    namespace["report"].close()
