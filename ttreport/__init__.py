@@ -8,6 +8,7 @@ from ttreport.capture import Capture, capture, profile
 from ttreport.config import Config
 from ttreport.errors import (
     CaptureActiveError,
+    ComparisonError,
     ConfigError,
     NeedsUpgradeError,
     ReportExistsError,
@@ -15,10 +16,12 @@ from ttreport.errors import (
     TensorFileError,
     TTReportError,
 )
+from ttreport.metrics import Comparison, compare_tensors
 from ttreport.storage import load_tensor
 
 __all__ = [
     "Capture", "capture", "profile", "Config", "load_tensor",
     "TTReportError", "ConfigError", "ReportExistsError", "CaptureActiveError", "NeedsUpgradeError",
-    "TensorFileError", "ReportIncompleteWarning",
+    "TensorFileError", "ReportIncompleteWarning", "ComparisonError",
+    "Comparison", "compare_tensors",
 ]

@@ -29,3 +29,12 @@ class TensorFileError(TTReportError):
 
 class ReportIncompleteWarning(UserWarning):
     """Something was not recorded (disk full, folder unwritable, tensor cap reached); the run went on."""
+
+
+class ComparisonError(TTReportError, AssertionError):
+    """A golden comparison failed during a capture with raise_on_mismatch=True; `.comparison` holds every figure."""
+
+    def __init__(self, message: str, comparison=None, operation_id: int | None = None):
+        super().__init__(message)
+        self.comparison = comparison
+        self.operation_id = operation_id

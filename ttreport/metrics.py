@@ -1,0 +1,439 @@
+"""One function that compares two tensors and returns every figure at once.
+
+    r = compare_tensors(actual, golden)            # torch, numpy or device_sim tensors
+    r.passed, r.reason, r.pcc, r.max_abs_error, r.mismatched_text, r.worst_index ...
+
+The policies, in one place:
+
+- **Pass rule.** A comparison passes when both checks hold:
+  closeness — no element outside ``atol + rtol*|golden|`` (and no NaN/inf mismatch), and
+  correlation — PCC >= ``desired_pcc`` (0.9999 by default) wherever PCC is defined.
+  ``pcc_ok`` and ``close_ok`` keep the two verdicts apart for callers that judge by one
+  (golden mode judges accumulated drift by PCC alone). To judge by PCC alone, pass
+  ``rtol=math.inf``; to judge by closeness alone, pass ``pcc=-1``.
+- **Constant tensors.** PCC is undefined when either tensor has zero variance; the verdict
+  then falls back to closeness and ``pcc`` is reported as 1.0 if every element is close and
+  NaN otherwise, never 1.0 for a mismatch. Empty tensors of equal shape pass the same way.
+- **NaN and inf.** Positions where either value is not finite take no part in the error
+  figures or PCC. There, inf matches only inf of the same sign, and NaN matches NaN only
+  with ``equal_nan=True``; every other pair is a mismatch, counted in ``mismatched``, fails
+  the comparison and makes ``max_abs_error`` NaN (a NaN was involved) or inf. The worst
+  index then points at the first such pair. NaN is never turned into a number.
+- **Shape or dtype-category mismatch** (float vs integer vs bool, or complex) gives a failed
+  result with the reason, not an exception.
+- **Tolerances** default per dtype: ``dtype=`` (a device dtype like ``"bfloat8_b"``, a
+  ``DataType`` or a torch dtype) or else the looser of the two tensors' own dtypes (a
+  device_sim tensor gives its device dtype). torch.testing's defaults for IEEE floats; for
+  block floats, whose small values keep only a few bits relative to the largest value of
+  their 16-value block, ``atol`` scales with the golden's largest magnitude (see TOLERANCES).
+- **max_rel_error** is max ``|a-g|/|g|`` as torch.testing defines it: 0/0 counts as 0 and
+  x/0 as inf. **max_ulp** is max ``|a-g| / ulp(g)`` where ``ulp(g)`` is the spacing of the
+  actual's IEEE dtype at the golden's magnitude (the smallest subnormal spacing at 0); it is
+  None for block floats and integers, where an ULP has no fixed meaning.
+- **worst_index** is where ``|a-g|`` is largest (as torch.testing reports it).
+
+Speed and memory: one pass over fixed-size chunks, with a handful of reused float32 work
+buffers (float64 for float64 or integer inputs); per-chunk sums are merged in float64 with
+Chan's formulas, so PCC keeps about 1e-7 accuracy however large the tensor. Chunks holding
+NaN/inf (found from their sums, not by a mask on every chunk) take a slower exact path.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+DEFAULT_PCC = 0.9999
+CHUNK = 1 << 18  # elements per chunk: four float32 buffers stay in L2-sized memory; see bench/
+
+# dtype name -> (rtol, atol, atol as a fraction of max|golden|)
+TOLERANCES = {
+    "float64": (1e-7, 1e-7, 0.0),
+    "float32": (1.3e-6, 1e-5, 0.0),
+    "float16": (1e-3, 1e-5, 0.0),
+    "bfloat16": (1.6e-2, 1e-5, 0.0),
+    # A block float rounds each value to a step of about 2**-(mantissa bits - 1) of its block's
+    # largest value: 2**-6 (bfloat8_b, 7 bits) and 2**-2 (bfloat4_b, 3 bits). Twice the worst
+    # rounding error of a correctly rounded value, relative to the tensor's largest value.
+    "bfloat8_b": (2.0**-6, 1e-5, 2.0**-6),
+    "bfloat4_b": (2.0**-2, 1e-5, 2.0**-2),
+    "int": (0.0, 0.0, 0.0),
+    "bool": (0.0, 0.0, 0.0),
+}
+# Coarser first; a comparison between two dtypes defaults to the coarser one's tolerances.
+_COARSENESS = ["bfloat4_b", "bfloat8_b", "bfloat16", "float16", "float32", "float64", "int", "bool"]
+# IEEE dtype name -> (mantissa bits without the implicit one, smallest normal exponent)
+_IEEE = {"float64": (52, -1022), "float32": (23, -126), "float16": (10, -14), "bfloat16": (7, -126)}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    passed: bool
+    reason: str
+    pcc: float  # NaN where undefined and not every element is close
+    max_abs_error: float
+    mean_abs_error: float
+    max_rel_error: float
+    mismatched: int  # elements outside atol + rtol*|golden|, NaN/inf mismatches included
+    mismatched_fraction: float
+    numel: int
+    max_ulp: float | None
+    worst_index: tuple[int, ...] | None
+    worst_actual: float | None
+    worst_golden: float | None
+    shapes: tuple[tuple[int, ...], tuple[int, ...]]
+    dtypes: tuple[str, str]
+    rtol: float
+    atol: float
+    desired_pcc: float
+    pcc_ok: bool
+    close_ok: bool
+
+    @property
+    def status(self) -> str:
+        return "pass" if self.passed else "fail"
+
+    @property
+    def mismatched_text(self) -> str:
+        """"3 of 1,048,576 (<0.01%)": a fraction that never rounds a real mismatch to 0%."""
+        return f"{self.mismatched:,} of {self.numel:,} ({format_fraction(self.mismatched, self.numel)})"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["status"] = self.status
+        d["shapes"] = [list(s) for s in self.shapes]
+        d["worst_index"] = list(self.worst_index) if self.worst_index is not None else None
+        d["dtypes"] = list(self.dtypes)
+        return d
+
+    def __str__(self) -> str:
+        return f"{self.status}: {self.reason}"
+
+
+def format_fraction(count: int, total: int) -> str:
+    """A percentage that shows '<0.01%' rather than 0% for a few, and '>99.99%' rather than 100% for most."""
+    if total == 0 or count == 0:
+        return "0%"
+    pct = 100.0 * count / total
+    if count == total:
+        return "100%"
+    if pct < 0.01:
+        return "<0.01%"
+    if pct > 99.99:
+        return ">99.99%"
+    return f"{pct:.2f}%"
+
+
+def dtype_name(dtype) -> str:
+    """'bfloat16', 'bfloat8_b', 'float32', 'int', 'bool', ... from a DataType, a torch dtype or a name."""
+    if isinstance(dtype, torch.dtype):
+        if dtype == torch.bool:
+            return "bool"
+        if dtype.is_floating_point or dtype.is_complex:
+            return str(dtype).removeprefix("torch.")
+        return "int"
+    name = getattr(dtype, "name", dtype)  # device_sim DataType is an IntEnum with .name
+    if not isinstance(name, str):
+        raise TypeError(f"dtype must be a device or torch dtype or its name, got {dtype!r}")
+    name = name.removeprefix("DataType.").removeprefix("torch.").lower()
+    if name in ("uint8", "uint16", "uint32", "int8", "int16", "int32", "int64"):
+        return "int"
+    if name not in TOLERANCES and name not in ("complex64", "complex128"):
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(TOLERANCES)}")
+    return name
+
+
+def coarser_dtype(a: str, b: str) -> str:
+    return min(a, b, key=lambda n: _COARSENESS.index(n) if n in _COARSENESS else len(_COARSENESS))
+
+
+def finer_dtype(a: str, b: str) -> str:
+    return max(a, b, key=lambda n: _COARSENESS.index(n) if n in _COARSENESS else -1)
+
+
+def _as_torch(x, what: str) -> tuple[torch.Tensor, str]:
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu(), dtype_name(x.dtype)
+    if isinstance(x, np.ndarray):
+        t = torch.from_numpy(x if all(s >= 0 for s in x.strides) else np.ascontiguousarray(x))
+        return t, dtype_name(t.dtype)
+    value, dtype = getattr(x, "value", None), getattr(x, "dtype", None)
+    if isinstance(value, torch.Tensor) and dtype is not None:  # a device_sim tensor
+        return value, dtype_name(dtype)
+    raise TypeError(
+        f"compare_tensors: {what} must be a torch tensor, a numpy array or a device_sim tensor, "
+        f"got {type(x).__name__}; wrap data with torch.as_tensor(...)"
+    )
+
+
+def _category(t: torch.Tensor) -> str:
+    if t.dtype == torch.bool:
+        return "bool"
+    if t.is_complex():
+        return "complex"
+    return "float" if t.is_floating_point() else "integer"
+
+
+def compare_tensors(actual, golden, *, rtol: float | None = None, atol: float | None = None,
+                    pcc: float | None = None, equal_nan: bool = True, dtype=None,
+                    chunk_size: int = CHUNK) -> Comparison:
+    """Compare `actual` with `golden` (the reference); see the module docstring for every policy."""
+    a, a_name = _as_torch(actual, "actual")
+    g, g_name = _as_torch(golden, "golden")
+    name = dtype_name(dtype) if dtype is not None else coarser_dtype(a_name, g_name)
+    d_rtol, d_atol, atol_scale = TOLERANCES.get(name, TOLERANCES["float64"])
+    if atol is not None:
+        atol_scale = 0.0
+    rtol = float(d_rtol if rtol is None else rtol)
+    atol = float(d_atol if atol is None else atol)
+    desired = DEFAULT_PCC if pcc is None else float(pcc)
+    base = dict(numel=a.numel(), shapes=(tuple(a.shape), tuple(g.shape)), dtypes=(a_name, g_name),
+                rtol=rtol, atol=atol, desired_pcc=desired)
+
+    if a.shape != g.shape:
+        return _failed(base, f"shape mismatch: actual {list(a.shape)} vs golden {list(g.shape)}")
+    ca, cg = _category(a), _category(g)
+    if ca != cg:
+        return _failed(base, f"dtype mismatch: actual is {ca} ({a_name}), golden is {cg} ({g_name}); "
+                             f"convert one (e.g. golden.to(actual.dtype)) to compare values")
+    if ca == "complex":
+        return _failed(base, "complex tensors are not supported; compare .real and .imag separately")
+    if a.numel() == 0:
+        return Comparison(passed=True, reason=f"both empty, shape {list(a.shape)}", pcc=1.0, max_abs_error=0.0,
+                          mean_abs_error=0.0, max_rel_error=0.0, mismatched=0, mismatched_fraction=0.0,
+                          max_ulp=0.0 if name in _IEEE else None, worst_index=None, worst_actual=None,
+                          worst_golden=None, pcc_ok=True, close_ok=True, **base)
+
+    ulp_name = dtype_name(dtype) if dtype is not None else a_name
+    work = torch.float32 if ca == "float" and max(a.element_size(), g.element_size()) <= 4 else torch.float64
+    # With a scaled atol the threshold is known only after the pass: count in a second pass if needed.
+    acc = _Accumulator(work, rtol, math.inf if atol_scale else atol, equal_nan, _IEEE.get(ulp_name),
+                       max(1, int(chunk_size)), need_max_golden=bool(atol_scale))
+    for lo, xa, xg in _chunks(a, g, acc.chunk):
+        acc.add(xa, xg, lo)
+    if atol_scale:
+        atol = atol + atol_scale * acc.max_abs_golden
+        base["atol"] = atol
+        acc.atol = atol
+        if acc.max_excess > atol:  # rare: the scaled atol was unknown during the pass, count now
+            acc.mismatched = acc.nonfinite_mismatched
+            for _, xa, xg in _chunks(a, g, acc.chunk):
+                acc.count_outside(xa, xg)
+    return _result(acc, a, g, base)
+
+
+def _failed(base: dict, reason: str) -> Comparison:
+    nan = math.nan
+    return Comparison(passed=False, reason=reason, pcc=nan, max_abs_error=nan, mean_abs_error=nan,
+                      max_rel_error=nan, mismatched=base["numel"], mismatched_fraction=1.0 if base["numel"] else 0.0,
+                      max_ulp=None, worst_index=None, worst_actual=None, worst_golden=None,
+                      pcc_ok=False, close_ok=False, **base)
+
+
+def _chunks(a: torch.Tensor, g: torch.Tensor, size: int):
+    """(flat offset, actual chunk, golden chunk), 1-D; only one chunk is ever copied at a time."""
+    n = a.numel()
+    if (a.is_contiguous() and g.is_contiguous()) or a.dim() == 0:
+        fa, fg = a.reshape(-1), g.reshape(-1)
+        for lo in range(0, n, size):
+            yield lo, fa[lo:lo + size], fg[lo:lo + size]
+        return
+    row = n // a.shape[0]  # strided input: whole rows of the first dimension per chunk
+    per = max(1, size // max(row, 1))
+    for r in range(0, a.shape[0], per):
+        yield r * row, a[r:r + per].reshape(-1), g[r:r + per].reshape(-1)
+
+
+class _Accumulator:
+    """Running totals over the finite (actual, golden) pairs, chunk by chunk."""
+
+    def __init__(self, work: torch.dtype, rtol: float, atol: float, equal_nan: bool, ieee, chunk: int, *,
+                 need_max_golden: bool):
+        self.work, self.rtol, self.atol, self.equal_nan, self.chunk = work, rtol, atol, equal_nan, chunk
+        self.need_max_golden = need_max_golden  # for an atol that scales with max|golden|
+        # ulp(g) = max(2**exponent(g), smallest normal) * 2**-mantissa_bits; the last factor is applied at the end
+        self.ulp = (ieee[0], 2.0 ** ieee[1]) if ieee else None
+        self.buffers = None
+        self.n = 0  # finite pairs so far
+        self.mean_a = self.mean_g = self.m2a = self.m2g = self.m2d = 0.0
+        self.sum_abs = 0.0
+        self.max_abs = -1.0
+        self.worst = None  # flat index of max |a-g|
+        self.max_rel = 0.0
+        self.max_ulp = 0.0
+        self.max_excess = -math.inf  # max of |a-g| - rtol*|g|
+        self.max_abs_golden = 0.0
+        self.mismatched = 0
+        self.nonfinite_mismatched = 0
+        self.nonfinite_nan = False  # a NaN took part in a non-finite mismatch
+        self.first_nonfinite = None
+        self.overflow = False
+
+    def _buffers(self, n: int):
+        if self.buffers is None or self.buffers[0].numel() < n:
+            self.buffers = [torch.empty(max(n, self.chunk), dtype=self.work) for _ in range(5)]
+        return [b[:n] for b in self.buffers]
+
+    def add(self, xa: torch.Tensor, xg: torch.Tensor, offset: int) -> None:
+        n = xa.numel()
+        fa, fg, d, ag, e = self._buffers(n)
+        fa.copy_(xa)
+        fg.copy_(xg)
+        if not self._fold(fa, fg, d, ag, e, xa, xg, offset, None):
+            self._add_exact(xa, xg, offset)
+
+    def _add_exact(self, xa: torch.Tensor, xg: torch.Tensor, offset: int) -> None:
+        """The rare chunk with a NaN or inf, or whose float32 sums overflow: float64, with masks."""
+        a, g = xa.to(torch.float64), xg.to(torch.float64)
+        finite = torch.isfinite(a) & torch.isfinite(g)
+        keep = None
+        if not bool(finite.all()):
+            bad = (~finite).nonzero().squeeze(1)
+            va, vg = a[bad], g[bad]
+            same = va == vg  # inf == inf of the same sign; NaN never equals NaN
+            if self.equal_nan:
+                same |= va.isnan() & vg.isnan()
+            wrong = bad[~same]
+            if wrong.numel():
+                self.nonfinite_mismatched += wrong.numel()
+                self.mismatched += wrong.numel()
+                self.nonfinite_nan |= bool((va.isnan() | vg.isnan())[~same].any())
+                if self.first_nonfinite is None:
+                    self.first_nonfinite = offset + int(wrong[0])
+            keep = finite.nonzero().squeeze(1)
+            if keep.numel() == 0:
+                return
+            a, g = a[keep], g[keep]
+        d, ag, e = torch.empty_like(a), torch.empty_like(a), torch.empty_like(a)
+        if not self._fold(a, g, d, ag, e, a, g, offset, keep):
+            self.overflow = True  # only float64 values beyond ~1e150 get here
+
+    def _fold(self, fa, fg, d, ag, e, xa, xg, offset, index) -> bool:
+        """Fold one chunk of finite pairs into the totals; False, folding nothing, if a sum is not finite.
+
+        fa, fg: the chunk in the work dtype; d, ag, e: work buffers; xa, xg: the chunk as given;
+        index: the flat positions of the pairs within the chunk when some were left out.
+        """
+        n = fa.numel()
+        sa, sg = fa.sum().item(), fg.sum().item()
+        saa, sgg = torch.dot(fa, fa).item(), torch.dot(fg, fg).item()
+        torch.sub(fa, fg, out=d).abs_()
+        sdd = torch.dot(d, d).item()
+        if not math.isfinite(sa + sg + saa + sgg + sdd):
+            return False
+        dmax = d.amax().item()
+        if dmax > self.max_abs:
+            i = int(d.argmax())
+            self.max_abs, self.worst = dmax, offset + (int(index[i]) if index is not None else i)
+        self.sum_abs += d.sum().item()
+        torch.abs(fg, out=ag)
+        if self.need_max_golden:
+            self.max_abs_golden = max(self.max_abs_golden, ag.amax().item())
+        if math.isfinite(self.rtol):  # rtol=inf turns the closeness check off
+            torch.add(d, ag, alpha=-self.rtol, out=e)
+            emax = e.amax().item()
+            self.max_excess = max(self.max_excess, emax)
+            if emax > self.atol:  # count: 1 where e > atol, 0 elsewhere (cheaper than a bool mask)
+                self.mismatched += int(e.clamp_min_(self.atol).sub_(self.atol).sign_().sum().item())
+        torch.div(d, ag, out=e).nan_to_num_(nan=0.0, posinf=math.inf)  # 0/0 -> 0, x/0 -> inf
+        self.max_rel = max(self.max_rel, e.amax().item())
+        if self.ulp is not None:
+            bits, mask = (torch.int32, 0x7F800000) if fg.dtype == torch.float32 else (torch.int64, 0x7FF << 52)
+            torch.bitwise_and(fg.view(bits), mask, out=e.view(bits))
+            torch.div(d, e.clamp_min_(self.ulp[1]), out=e)
+            self.max_ulp = max(self.max_ulp, e.amax().item())
+        # PCC from var a, var g and var(a - g): near 1 its error scales with 1 - PCC
+        # rather than with the float32 rounding of a cross product. Raw sums of squares save two
+        # passes; where they cancel badly (spread tiny next to the mean, constants) redo in float64.
+        ma, mg, md = sa / n, sg / n, (sa - sg) / n
+        m2a, m2g, m2d = saa - sa * ma, sgg - sg * mg, max(0.0, sdd - n * md * md)
+        if m2a <= 1e-3 * saa or m2g <= 1e-3 * sgg:
+            ma, mg, m2a, m2g, m2d = _moments64(xa, xg)
+        self._merge(n, ma, mg, m2a, m2g, m2d)
+        return True
+
+    def _merge(self, n, ma, mg, m2a, m2g, m2d) -> None:
+        """Chan et al.'s pairwise update of means and centered sums of squares."""
+        total = self.n + n
+        da, dg = ma - self.mean_a, mg - self.mean_g
+        f = self.n * n / total
+        self.m2a += m2a + da * da * f
+        self.m2g += m2g + dg * dg * f
+        self.m2d += m2d + (da - dg) * (da - dg) * f
+        self.mean_a += da * n / total
+        self.mean_g += dg * n / total
+        self.n = total
+
+    def count_outside(self, xa: torch.Tensor, xg: torch.Tensor) -> None:
+        a, g = xa.to(torch.float64), xg.to(torch.float64)
+        finite = torch.isfinite(a) & torch.isfinite(g)
+        outside = (a - g).abs_() > self.atol + self.rtol * g.abs()
+        self.mismatched += int(torch.count_nonzero(outside & finite))
+
+    @property
+    def pcc(self) -> float | None:
+        if self.n < 2 or self.m2a <= 0.0 or self.m2g <= 0.0:
+            return None
+        sa, sg = math.sqrt(self.m2a), math.sqrt(self.m2g)
+        # 2 cov = m2a + m2g - m2d, so 1 - PCC = (m2d - (sa - sg)**2) / (2 sa sg): no cancellation near 1
+        return max(-1.0, min(1.0, 1.0 - (self.m2d - (sa - sg) * (sa - sg)) / (2.0 * sa * sg)))
+
+
+def _moments64(xa: torch.Tensor, xg: torch.Tensor):
+    a, g = xa.to(torch.float64), xg.to(torch.float64)
+    ma, mg = a.mean().item(), g.mean().item()
+    a, g = a - ma, g - mg
+    d = a - g
+    return ma, mg, torch.dot(a, a).item(), torch.dot(g, g).item(), torch.dot(d, d).item()
+
+
+def _result(acc: _Accumulator, a: torch.Tensor, g: torch.Tensor, base: dict) -> Comparison:
+    numel, desired = base["numel"], base["desired_pcc"]
+    # With no finite pairs left (all NaN/inf, matched or not) there is no error to measure: 0 if
+    # every pair matched, NaN otherwise; a NaN/inf mismatch sets the max error to NaN or inf.
+    none = 0.0 if acc.mismatched == 0 else math.nan
+    max_abs, worst = (acc.max_abs, acc.worst) if acc.n else (none, None)
+    if acc.nonfinite_mismatched:
+        max_abs, worst = (math.nan if acc.nonfinite_nan else math.inf), acc.first_nonfinite
+    close_ok = acc.mismatched == 0 and not acc.overflow
+    pcc = acc.pcc
+    pcc_ok = close_ok if pcc is None else pcc >= desired
+    index = tuple(int(i) for i in np.unravel_index(worst, tuple(a.shape))) if worst is not None else None
+    ulp = None if acc.ulp is None else (acc.max_ulp * 2.0 ** acc.ulp[0] if acc.n else none)
+    r = dict(
+        pcc=(1.0 if close_ok else math.nan) if pcc is None else pcc,
+        max_abs_error=max_abs, mean_abs_error=acc.sum_abs / acc.n if acc.n else none,
+        max_rel_error=acc.max_rel if acc.n else none, mismatched=acc.mismatched,
+        mismatched_fraction=acc.mismatched / numel, max_ulp=ulp, worst_index=index,
+        worst_actual=a[index].item() if index is not None else None,
+        worst_golden=g[index].item() if index is not None else None,
+        pcc_ok=pcc_ok, close_ok=close_ok,
+    )
+    r["reason"] = _reason(acc, r, pcc, desired, base["rtol"], base["atol"], numel)
+    return Comparison(passed=pcc_ok and close_ok, **r, **base)
+
+
+def _reason(acc, r, pcc, desired, rtol, atol, numel) -> str:
+    parts = []
+    tol = f"atol {atol:.3g} + rtol {rtol:.3g}*|golden|"
+    if acc.overflow:
+        parts.append("values too large for float64 sums (beyond ~1e150): rescale both to compare")
+    if acc.nonfinite_mismatched:
+        parts.append(f"{acc.nonfinite_mismatched:,} NaN/inf mismatch{'es' if acc.nonfinite_mismatched > 1 else ''}"
+                     f" (first at {r['worst_index']}: actual {r['worst_actual']}, golden {r['worst_golden']})")
+    outside = acc.mismatched - acc.nonfinite_mismatched
+    if outside:
+        parts.append(f"{outside:,} of {numel:,} ({format_fraction(outside, numel)}) outside {tol}")
+    if pcc is None:
+        why = "no finite pairs" if acc.n == 0 else "a tensor is constant"
+        parts.append(f"PCC undefined ({why}), judged by closeness")
+    elif pcc < desired:
+        parts.append(f"PCC {pcc:.6f} < {desired}")
+    else:
+        parts.append(f"PCC {pcc:.6f} >= {desired}")
+    if not r["close_ok"] or not r["pcc_ok"]:
+        return "; ".join(parts)
+    return f"all {numel:,} within {tol}; {parts[-1]}"
