@@ -19,6 +19,7 @@ import atexit
 import contextlib
 import datetime
 import functools
+import importlib
 import json
 import os
 import platform
@@ -248,7 +249,7 @@ def _golden_module(config: Config):
     if config.comparison == "off":
         return None
     try:
-        from ttreport import golden
+        golden = importlib.import_module("ttreport.golden")
     except ModuleNotFoundError as e:
         if e.name != "ttreport.golden":
             raise

@@ -69,7 +69,9 @@ class Writer(threading.Thread):
         self._stacks: dict[tuple, int] = {}  # frames key -> stack_trace_id
         self._tensor_text: dict[int, str] = {}  # tensor id -> its argument text
         self._cfgs: dict[int, tuple] = {}  # id(MemoryConfig) -> (it, repr, "L1 INTERLEAVED")
-        self._enum_text = {e: repr(e) for enum in (DataType, Layout) for e in enum}
+        # One dict per enum: IntEnum members of different enums compare equal (BFLOAT16 == ROW_MAJOR == 0).
+        self._dtype_text = {e: repr(e) for e in DataType}
+        self._layout_text = {e: repr(e) for e in Layout}
 
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> None:
@@ -236,7 +238,7 @@ class Writer(threading.Thread):
             dims = list(value.shape)
             shape = f"Shape({dims})"
             pshape = shape if layout == Layout.ROW_MAJOR else f"Shape({list(padded(dims, layout))})"
-        dtype_text, layout_text = self._enum_text[dtype], self._enum_text[layout]
+        dtype_text, layout_text = self._dtype_text[dtype], self._layout_text[layout]
         text = f"ttnn.Tensor(id={tid}, shape={shape}, dtype={dtype_text}, layout={layout_text}, {where})"
         self._remember_text(tid, text)
         if buf is None:
