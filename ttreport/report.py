@@ -12,6 +12,7 @@ errors are fetched for the whole page at once), never one query per op.
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import os
 import re
@@ -31,6 +32,7 @@ BUFFER_TYPES = {0: "DRAM", 1: "L1", 2: "SYSTEM_MEMORY", 3: "L1_SMALL", 4: "TRACE
 BUFFER_LAYOUTS = {0: "INTERLEAVED", 2: "HEIGHT_SHARDED", 3: "WIDTH_SHARDED", 4: "BLOCK_SHARDED"}
 
 _CHUNK = 900  # ids per IN (...) list; SQLite builds before 3.32 allow 999 parameters
+_RUN = 50_000  # consecutive ids fetched by one BETWEEN
 _SORTS = {
     "id": "o.operation_id",
     "duration": "o.duration DESC, o.operation_id",
@@ -42,7 +44,9 @@ class ReportError(TTReportError):
     """A report cannot be opened or read as asked; the message says what to do instead."""
 
 
-@dataclass(frozen=True)
+# Plain slotted records (frozen ones build 10x slower, which shows on a page of 100,000 ops).
+# An op's tensors may be shared with the op next to it: treat them as read-only.
+@dataclass(slots=True)
 class TensorInfo:
     """One row of `tensors`: what a tensor was and where it lived. Text columns are as stored."""
 
@@ -66,7 +70,7 @@ class TensorInfo:
         return tuple(int(d) for d in re.findall(r"-?\d+", self.shape or ""))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ErrorInfo:
     operation_id: int | None
     operation_name: str | None
@@ -76,7 +80,7 @@ class ErrorInfo:
     timestamp: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Operation:
     id: int
     name: str
@@ -96,7 +100,7 @@ class Operation:
     error: ErrorInfo | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class BufferInfo:
     """A device buffer live after an op (a row of the `buffers` view)."""
 
@@ -108,7 +112,7 @@ class BufferInfo:
     buffer_layout: str  # "INTERLEAVED", "HEIGHT_SHARDED", ...
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Summary:
     status: str | None
     operations: int
@@ -229,10 +233,27 @@ class Report:
         return self.sql("SELECT * FROM devices ORDER BY device_id")
 
     def count_operations(self, name: str | None = None) -> int:
-        where, params = _name_filter(name)
+        where, params = self._name_filter(name)
         return self._conn.execute(f"SELECT COUNT(*) FROM operations o {where}", params).fetchone()[0]
 
     # -- operations ------------------------------------------------------------------------
+    def op_names(self) -> list[str]:
+        """The distinct op names, sorted; a walk of the name index, not a scan of every op."""
+        return [r[0] for r in self._conn.execute(
+            "WITH RECURSIVE n(name) AS (SELECT MIN(name) FROM operations UNION ALL "
+            "SELECT (SELECT MIN(name) FROM operations WHERE name > n.name) FROM n WHERE n.name IS NOT NULL) "
+            "SELECT name FROM n WHERE name IS NOT NULL")]
+
+    def _name_filter(self, pattern: str | None) -> tuple[str, list]:
+        """A WHERE clause for ops named `pattern`: exact, the last dotted part, or a glob."""
+        if not pattern:
+            return "", []
+        glob = any(c in pattern for c in "*?[")
+        names = [n for n in self.op_names()
+                 if (fnmatch.fnmatchcase(n, pattern) if glob else n == pattern or n.endswith("." + pattern))]
+        # Exact names keep the lookup on the name index however large the report.
+        return f"WHERE o.name IN ({','.join('?' * len(names)) or 'NULL'})", names
+
     def operations(self, name: str | None = None, *, sort: str = "id", limit: int | None = None,
                    offset: int = 0, depth: int | None = None) -> list[Operation]:
         """Ops in the report, each with its arguments, tensors, stack trace and error.
@@ -243,7 +264,7 @@ class Report:
         """
         if sort not in _SORTS:
             raise ReportError(f"sort must be one of {', '.join(_SORTS)}, not {sort!r}")
-        where, params = _name_filter(name)
+        where, params = self._name_filter(name)
         if depth is not None:
             where += (" AND" if where else "WHERE") + " o.depth = ?"
             params.append(depth)
@@ -275,21 +296,24 @@ class Report:
     def _complete(self, rows) -> list[Operation]:
         """Operations for `rows` of _OP_COLUMNS, with everything else fetched a page at a time."""
         ids = [r[0] for r in rows]
-        args, ins, outs, errs = defaultdict(list), defaultdict(list), defaultdict(list), {}
-        for chunk in _chunks(ids):
-            marks = ",".join("?" * len(chunk))
+        args, ins, outs, errs, seen = defaultdict(list), defaultdict(list), defaultdict(list), {}, {}
+        for where, chunk in _id_conditions(ids):
             for op_id, name, value in self._conn.execute(
                     f"SELECT operation_id, name, value FROM operation_arguments "
-                    f"WHERE operation_id IN ({marks}) ORDER BY rowid", chunk):
+                    f"WHERE operation_id {where} ORDER BY operation_id, rowid", chunk):
                 args[op_id].append((name, value))
             for table, index, into in (("input_tensors", "input_index", ins), ("output_tensors", "output_index", outs)):
                 for row in self._conn.execute(
                         f"SELECT x.operation_id, x.tensor_id, {_TENSOR_COLUMNS.replace('tensor_id, ', '')} "
                         f"FROM {table} x LEFT JOIN tensors t ON t.tensor_id = x.tensor_id "
-                        f"WHERE x.operation_id IN ({marks}) ORDER BY x.operation_id, x.{index}", chunk):
-                    into[row[0]].append(_tensor(row[1:]))
+                        f"WHERE x.operation_id {where} ORDER BY x.operation_id, x.{index}", chunk):
+                    # Most tensors are one op's output and the next op's input: build each once.
+                    info = seen.get(row[1])
+                    if info is None:
+                        info = seen[row[1]] = _tensor(row[1:])
+                    into[row[0]].append(info)
             for row in self._conn.execute(
-                    f"SELECT {_ERROR_COLUMNS} FROM errors WHERE operation_id IN ({marks})", chunk):
+                    f"SELECT {_ERROR_COLUMNS} FROM errors WHERE operation_id {where}", chunk):
                 errs[row[0]] = ErrorInfo(*row)
         return [Operation(*r, arguments=args[r[0]], input_tensors=ins[r[0]], output_tensors=outs[r[0]],
                           error=errs.get(r[0])) for r in rows]
@@ -376,17 +400,22 @@ class Report:
         return rows[0] if rows else None
 
 
-def _name_filter(name: str | None) -> tuple[str, list]:
-    if not name:
-        return "", []
-    if any(c in name for c in "*?["):
-        return "WHERE o.name GLOB ?", [name]
-    return "WHERE (o.name = ? OR o.name GLOB ?)", [name, f"*.{name}"]
+def _id_conditions(ids: list[int]):
+    """(condition on operation_id, its parameters) pairs that together select exactly `ids`.
 
-
-def _chunks(ids: list[int]):
-    for i in range(0, len(ids), _CHUNK):
-        yield ids[i:i + _CHUNK]
+    A run of consecutive ids (a page of ops in call order) becomes one BETWEEN, one range scan
+    of the index; scattered ids go in IN lists of at most _CHUNK.
+    """
+    ids = sorted(set(ids))
+    i = 0
+    while i < len(ids):
+        j = min(i + _RUN, len(ids))
+        if ids[j - 1] - ids[i] == j - 1 - i:
+            yield "BETWEEN ? AND ?", (ids[i], ids[j - 1])
+        else:
+            j = min(i + _CHUNK, len(ids))
+            yield f"IN ({','.join('?' * (j - i))})", ids[i:j]
+        i = j
 
 
 def open(path: str | os.PathLike) -> Report:  # noqa: A001 - ttreport.open mirrors the builtin on purpose
