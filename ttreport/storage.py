@@ -119,5 +119,7 @@ def load_tensor(report_dir, tensor_id: int) -> torch.Tensor:
 
         return serialization.load_tensor(path).value
     except Exception as e:
-        raise TensorFileError(f"{path} cannot be read ({type(e).__name__}: {e}); the file is damaged or "
+        # The cause (chained) has the details; torch's own text would suggest weights_only=False, never wanted here.
+        first_line = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+        raise TensorFileError(f"{path} cannot be read ({type(e).__name__}: {first_line}); the file is damaged or "
                               f"was not written by ttreport") from e
