@@ -199,3 +199,19 @@ def test_run_passes_on_the_scripts_failure(tmp_path):
                             capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert result.returncode == 3
     assert f"report: {tmp_path / 'b'}" in result.stderr
+
+
+def test_run_shows_the_scripts_traceback_and_keeps_its_error_in_the_report(tmp_path):
+    script = tmp_path / "raises.py"
+    script.write_text("import torch\nimport ttnn\nd = ttnn.open_device(0)\n"
+                      "a = ttnn.from_torch(torch.ones(4, 4), device=d)\nttnn.reshape(a, (3, 3))\n")
+    result = subprocess.run([sys.executable, "-m", "ttreport.cli", "run", "--name", str(tmp_path / "r"), str(script)],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert lines[1].startswith(f'  File "{script}", line 5')  # the script's frame first, not ttreport's
+    assert "ValueError: ttnn.reshape: cannot reshape" in result.stderr
+    with ttreport.open(tmp_path / "r") as r:
+        assert r.status == "error"
+        assert [(e.operation_name, e.error_type) for e in r.errors()] == [("ttnn.reshape", "ValueError")]

@@ -347,8 +347,12 @@ def run(name, script, args):
             runpy.run_path(str(script), run_name="__main__")
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except Exception:
-        traceback.print_exc()  # the script's own error: its traceback is what the user needs
+    except Exception as e:
+        # The script's own error: show its traceback from the script's first frame, not ttreport's.
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != str(script):
+            tb = tb.tb_next
+        traceback.print_exception(type(e), e, tb or e.__traceback__)
         status = 1
     finally:
         sys.argv, sys.path[0] = argv, path0
