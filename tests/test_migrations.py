@@ -1,0 +1,138 @@
+"""The report schema's migrations: old reports upgrade and read the same; upgrade equals create_all."""
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from ttreport import NeedsUpgradeError, db
+
+REPO = Path(__file__).resolve().parents[1]
+OLD_REPORT = REPO / "tests" / "data" / "report_v0001" / "db.sqlite"
+
+# What a TT-NN reader asks of a report; each must answer the same before and after the upgrade.
+QUERIES = [
+    "SELECT operation_id, name, duration FROM operations",
+    "SELECT operation_id, name, value FROM operation_arguments",
+    "SELECT tensor_id, shape, dtype, layout, memory_config, device_id, address, buffer_type, size FROM tensors",
+    "SELECT operation_id, input_index, tensor_id FROM input_tensors",
+    "SELECT operation_id, output_index, tensor_id FROM output_tensors",
+    "SELECT * FROM devices",
+    "SELECT operation_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout FROM buffers",
+    "SELECT * FROM buffer_pages",
+    "SELECT operation_id, stack_trace FROM stack_traces",
+    "SELECT * FROM errors",
+    "SELECT * FROM local_tensor_comparison_records",
+]
+
+
+def schema_of(path) -> dict:
+    """Tables with their columns (name, type, not null, default, primary key), indexes, and views."""
+    con = sqlite3.connect(path)
+    try:
+        out = {}
+        for kind, name, sql in con.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"):
+            if kind == "table":
+                out[kind, name] = [c[1:] for c in con.execute(f"PRAGMA table_info({name})")]
+            elif kind == "index":
+                out[kind, name] = (sql, [c[2] for c in con.execute(f"PRAGMA index_info({name})")])
+            else:
+                out[kind, name] = " ".join(sql.split())
+        return out
+    finally:
+        con.close()
+
+
+def answers(path) -> dict:
+    con = sqlite3.connect(path)
+    try:
+        return {q: sorted(con.execute(q).fetchall(), key=repr) for q in QUERIES}
+    finally:
+        con.close()
+
+
+def test_upgrading_an_empty_database_gives_the_schema_create_all_gives(tmp_path):
+    db.create(tmp_path / "created.sqlite")
+    sqlite3.connect(tmp_path / "upgraded.sqlite").close()
+    db.upgrade(tmp_path / "upgraded.sqlite")
+    created, upgraded = schema_of(tmp_path / "created.sqlite"), schema_of(tmp_path / "upgraded.sqlite")
+    assert created == upgraded
+    assert {k for k in created if k[0] == "view"} == {("view", v) for v in
+                                                       ("stack_traces", "buffers", "op_tensors", "memory_after_op")}
+    assert len([k for k in created if k[0] == "index"]) == 18
+    assert db.current_revision(tmp_path / "created.sqlite") == db.current_revision(tmp_path / "upgraded.sqlite") \
+        == db.head_revision()
+
+
+def test_a_capture_without_indexes_gets_them_at_close_or_on_upgrade(tmp_path):
+    db.create(tmp_path / "lean.sqlite", indexes=False)
+    assert not [k for k in schema_of(tmp_path / "lean.sqlite") if k[0] == "index"]
+    db.upgrade(tmp_path / "lean.sqlite")  # what `ttreport upgrade` does to a report whose capture was killed
+    db.create(tmp_path / "full.sqlite")
+    assert schema_of(tmp_path / "lean.sqlite") == schema_of(tmp_path / "full.sqlite")
+
+
+def test_the_committed_old_report_upgrades_and_reads_the_same(tmp_path):
+    path = shutil.copy(OLD_REPORT, tmp_path / "db.sqlite")
+    before = answers(path)
+    assert db.current_revision(path) == "0001"
+    db.upgrade(path)
+    assert db.current_revision(path) == db.head_revision()
+    assert answers(path) == before
+    db.check_current(path)  # readable now
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT COUNT(*) FROM stack_trace_texts").fetchone() == (2,)  # four ops, two distinct texts
+    assert con.execute("SELECT value FROM report_metadata WHERE key = 'schema_version'").fetchone() == \
+        (db.head_revision(),)
+    assert con.execute("SELECT start_ns, parent_operation_id, file FROM operations JOIN tensors "
+                       "ON tensor_id = operation_id WHERE operation_id = 1").fetchone() == (None, None, None)
+    con.close()
+    # the upgraded report has the schema a new report has, data aside
+    db.create(tmp_path / "new.sqlite")
+    assert schema_of(path) == schema_of(tmp_path / "new.sqlite")
+    db.upgrade(path)  # a second upgrade is a no-op
+    assert answers(path) == before
+
+
+def test_reading_an_old_report_without_upgrading_says_how(tmp_path):
+    path = shutil.copy(OLD_REPORT, tmp_path / "db.sqlite")
+    with pytest.raises(NeedsUpgradeError, match=r"revision 0001 .* reads 0002; upgrade it in place with "
+                                                r"`ttreport upgrade "):
+        db.check_current(path)
+    assert db.current_revision(path) == "0001"  # checking changed nothing
+
+
+def test_migrations_are_found_from_an_installed_wheel(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src)
+    for name in ("device_sim", "ttreport", "migrations"):
+        shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", str(src), "-w", str(tmp_path / "dist")],
+                   check=True, cwd=tmp_path, timeout=300, capture_output=True)
+    wheel = next((tmp_path / "dist").glob("ttreport-*.whl"))
+    site = tmp_path / "site"
+    subprocess.run([*pip, "install", "--no-deps", "--target", str(site), str(wheel)], check=True, timeout=300,
+                   capture_output=True)
+    report = shutil.copy(OLD_REPORT, tmp_path / "db.sqlite")
+    script = (
+        "import ttreport, ttreport.db, ttreport.migrations, sys\n"
+        f"assert ttreport.migrations.__file__.startswith({str(site)!r}), ttreport.migrations.__file__\n"
+        f"assert {str(REPO)!r} not in sys.path and not any('editable' in m for m in sys.modules)\n"
+        f"ttreport.db.upgrade({str(report)!r})\n"
+        f"print(ttreport.db.current_revision({str(report)!r}))\n"
+    )
+    # -S: the venv's .pth files (among them the editable install of this repo) are not run; its
+    # packages (alembic, torch, ...) come after the wheel's on the path.
+    path = os.pathsep.join([str(site), sysconfig.get_paths()["purelib"]])
+    done = subprocess.run([sys.executable, "-S", "-c", script], cwd=tmp_path, env={"PYTHONPATH": path},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == db.head_revision()
