@@ -419,6 +419,8 @@ def _result(acc: _Accumulator, a: torch.Tensor, g: torch.Tensor, base: dict) -> 
 def _reason(acc, r, pcc, desired, rtol, atol, numel) -> str:
     parts = []
     tol = f"atol {atol:.3g} + rtol {rtol:.3g}*|golden|"
+    if not (math.isfinite(atol) and math.isfinite(rtol)):
+        tol = "no elementwise tolerance (NaN/inf checked)"
     if acc.overflow:
         parts.append("values too large for float64 sums (beyond ~1e150): rescale both to compare")
     if acc.nonfinite_mismatched:
@@ -436,4 +438,5 @@ def _reason(acc, r, pcc, desired, rtol, atol, numel) -> str:
         parts.append(f"PCC {pcc:.6f} >= {desired}")
     if not r["close_ok"] or not r["pcc_ok"]:
         return "; ".join(parts)
-    return f"all {numel:,} within {tol}; {parts[-1]}"
+    within = "no NaN/inf mismatch" if tol.startswith("no ") else f"all {numel:,} within {tol}"
+    return f"{within}; {parts[-1]}"
