@@ -108,8 +108,9 @@ def format_summary(s: Summary, path) -> str:
         if peak is not None:
             out.append(f"{label} {human_bytes(peak['bytes'])} after op {peak['operation_id']} ({peak['name']})")
     out.append(f"errors    {len(s.errors)}")
-    for e in s.errors:
-        out.append(f"  op {e.operation_id} {e.operation_name}: {e.error_type}: {e.message}")
+    for e in s.errors:  # one line each; `ttreport op` shows the whole message
+        line = f"  op {e.operation_id} {e.operation_name}: {e.error_type}: {e.message}".splitlines()[0]
+        out.append(line if len(line) <= 160 else line[:157] + "...")
     return "\n".join(out)
 
 

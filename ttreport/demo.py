@@ -189,15 +189,17 @@ def main(root: Path | None = None, echo=print) -> Path:
 
     path = capture_demo("demo", root=root)
     with Report(path) as report:
-        echo(format_summary(report.summary(), path))
+        summary = report.summary()
+        echo(format_summary(summary, path))
         cur = report.execute(DEMO_QUERY)
-        echo("\nWhich ops put their output in L1, and which rule chose L1? (docs/queries.md has more)\n")
+        echo("\nWhich ops put their output in L1, and which rule chose L1?\n")
         echo(DEMO_QUERY + "\n")
         echo(format_table([d[0] for d in cur.description], cur.fetchall()))
+    refused = summary.errors[0].operation_id if summary.errors else 1
     echo(f"\nreport: {path}")
-    echo(f"next:   ttreport ops {path} --sort duration --limit 10")
-    echo(f"        ttreport op {path} 40")
-    echo(f"        ttreport query {path} \"SELECT name, COUNT(*) FROM operations GROUP BY name\"")
+    echo(f"next:   ttreport ops {path} --sort duration --limit 10   # the slowest ops")
+    echo(f"        ttreport op {path} {refused}   # everything about the op strict mode refused")
+    echo("        docs/queries.md   # more questions answered in SQL, for `ttreport query`")
     return path
 
 
