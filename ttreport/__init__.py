@@ -5,6 +5,7 @@
 """
 
 from ttreport.capture import Capture, capture, profile
+from ttreport.check import check
 from ttreport.config import Config
 from ttreport.errors import (
     CaptureActiveError,
@@ -20,7 +21,7 @@ from ttreport.metrics import Comparison, compare_tensors
 from ttreport.storage import load_tensor
 
 __all__ = [
-    "Capture", "capture", "profile", "Config", "load_tensor",
+    "Capture", "capture", "profile", "Config", "load_tensor", "check",
     "TTReportError", "ConfigError", "ReportExistsError", "CaptureActiveError", "NeedsUpgradeError",
     "TensorFileError", "ReportIncompleteWarning", "ComparisonError",
     "Comparison", "compare_tensors",

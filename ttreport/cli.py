@@ -323,6 +323,25 @@ def upgrade(report):
         click.echo(f"upgraded {path.parent}: schema {before or 'none (TT-NN)'} -> {after}")
 
 
+@main.command()
+@click.argument("report")
+def check(report):
+    """Check REPORT's integrity: the database, ids across tables, tensor files, status.
+
+    Lists each fault and exits with status 1 if there is any; prints "ok" and exits 0 if none.
+
+    Example: ttreport check generated/ttreport/reports/demo
+    """
+    from ttreport.check import check as check_report
+
+    faults = check_report(report)
+    for fault in faults:
+        click.echo(fault)
+    if faults:
+        sys.exit(1)
+    click.echo("ok")
+
+
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--name", help="Report name under generated/ttreport/reports, or a path; default: SCRIPT-<time>.")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -349,6 +368,8 @@ def run(name, script, args):
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except Exception as e:
+        if handle is None and isinstance(e, TTReportError):
+            raise  # the capture never started (a bad TTREPORT_CONFIG, an existing report): one line, exit 2
         # The script's own error: show its traceback from the script's first frame, not ttreport's.
         tb = e.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename != str(script):

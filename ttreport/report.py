@@ -150,10 +150,27 @@ def resolve(path: str | os.PathLike) -> Path:
 
 
 def connect_readonly(db_path: Path) -> sqlite3.Connection:
-    # mode=ro makes the file itself unwritable to us; query_only also refuses temp-table writes.
+    # mode=ro makes the file itself unwritable to us; query_only also refuses temp-table writes. Neither
+    # stops ATTACH or VACUUM INTO from creating a new file, nor `PRAGMA query_only = 0`: the limit and
+    # the authorizer do.
     conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
     conn.execute("PRAGMA query_only = ON")
+    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    conn.set_authorizer(_read_only)
     return conn
+
+
+# Pragmas that take an argument and still only read.
+_READING_PRAGMAS = frozenset({"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+                              "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check"})
+
+
+def _read_only(action, arg1, arg2, _db, _trigger) -> int:
+    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and arg1.lower() not in _READING_PRAGMAS:
+        return sqlite3.SQLITE_DENY  # `PRAGMA x = v` sets x
+    return sqlite3.SQLITE_OK
 
 
 def check_schema(conn: sqlite3.Connection, db_path: Path) -> None:
@@ -201,16 +218,15 @@ class Report:
         """Run one read-only statement; the cursor's `description` names the columns."""
         try:
             return self._conn.execute(query, params)
-        except sqlite3.OperationalError as e:
-            if "readonly" in str(e) or "query_only" in str(e) or "read-only" in str(e):
+        except sqlite3.ProgrammingError as e:  # a :name or ? without a value, or values for none
+            raise ReportError(f"SQL error: {e} (in the CLI: -p NAME VALUE for each :NAME)") from None
+        except sqlite3.Error as e:
+            if any(w in str(e) for w in ("readonly", "query_only", "not authorized", "authorization denied",
+                                         "attached databases")):
                 raise ReportError(
                     f"reports are read-only and this statement writes ({e}); "
                     f"to change a report, open a copy of {self.db_path} with sqlite3"
                 ) from None
-            raise ReportError(f"SQL error: {e}") from None
-        except sqlite3.ProgrammingError as e:  # a :name or ? without a value, or values for none
-            raise ReportError(f"SQL error: {e} (in the CLI: -p NAME VALUE for each :NAME)") from None
-        except sqlite3.Error as e:
             raise ReportError(f"SQL error: {e}") from None
 
     def sql(self, query: str, params=()) -> list[dict]:

@@ -1,0 +1,352 @@
+"""Faults a report survives: SIGKILL at random points, SIGINT, SIGTERM, a model exception, interpreter
+exit, device out of memory, a full disk and a folder that stops being writable.
+
+The capturing processes are real: one "zygote" interpreter imports torch and ttreport once and
+forks a child per run (so 20 runs cost seconds, not minutes); each child writes the id and the
+CLOCK_MONOTONIC time of every op it finished to a log file, and the test kills it with a real
+signal. TTREPORT_STRESS=1 (make stress) runs the kill loop 200 times instead of 20.
+"""
+
+import json
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import device_sim as ttnn
+import ttreport
+from device_sim.allocator import OutOfMemoryError
+
+REPO = Path(__file__).resolve().parent.parent
+STRESS = os.environ.get("TTREPORT_STRESS") == "1"
+KILLS = 200 if STRESS else 20
+FLUSH_INTERVAL_S = 0.05  # Config's default
+# A committed batch lags its ops by flush_interval_s plus the time to write it. On a shared 2-core
+# machine a commit can wait for the CPU; this slack is what the test tolerates on top of the interval.
+COMMIT_SLACK_S = 0.5
+ALLOWED_AFTER_KILL = ("status is 'running'", "is missing")  # tensor files still queued when killed
+
+ZYGOTE = r"""
+import json, os, pathlib, sys, time
+import torch
+import device_sim as ttnn
+import ttreport
+
+def run(job):
+    log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    def done(i):
+        os.write(log, f"{i} {time.monotonic()}\n".encode())
+    dev = ttnn.open_device(0)
+    cfg = ttreport.Config(tensors=job["tensors"], flush_interval_s=job["flush_interval_s"])
+    cap = ttreport.capture(pathlib.Path(job["report"]), config=cfg)
+    def body():
+        a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)  # op 1
+        done(1)
+        for i in range(2, job["ops"] + 2):
+            if i == job.get("raise_at"):
+                raise RuntimeError("the model failed")
+            a = a + 1
+            done(i)
+            if job["pace_s"]:
+                time.sleep(job["pace_s"])
+    if job["end"] == "exit":  # no with-block: the interpreter's exit must close the report
+        cap.start()
+        os.write(log, b"started\n")
+        body()
+        return
+    with cap:
+        os.write(log, b"started\n")
+        body()
+        if job["end"] == "wait":
+            time.sleep(60)
+
+for line in sys.stdin:
+    job = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        out = os.open(job["log"] + ".out", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        if job["end"] == "exit":
+            run(job)
+            sys.exit(0)  # a real interpreter exit: atexit handlers run
+        try:
+            run(job)
+            code = 0
+        except KeyboardInterrupt:
+            code = 130
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    print("pid", pid, flush=True)
+    _, status = os.waitpid(pid, 0)
+    print("exit", os.waitstatus_to_exitcode(status), flush=True)
+"""
+
+
+class Zygote:
+    def __init__(self, folder: Path):
+        script = folder / "zygote.py"
+        script.write_text(ZYGOTE)
+        self.proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, cwd=REPO)
+        self.pid = None
+
+    def start(self, report: Path, *, end="wait", ops=100_000, tensors="none", pace_s=0.0, raise_at=None,
+              flush_interval_s=FLUSH_INTERVAL_S) -> Path:
+        log = report.with_suffix(".log")
+        job = dict(report=str(report), log=str(log), end=end, ops=ops, tensors=tensors, pace_s=pace_s,
+                   raise_at=raise_at, flush_interval_s=flush_interval_s)
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+        self.pid = int(self._line(30).split()[1])
+        return log
+
+    def wait(self, timeout=30) -> int:
+        """The child's exit code (negative: the signal that ended it)."""
+        try:
+            return int(self._line(timeout).split()[1])
+        except TimeoutError:
+            os.kill(self.pid, signal.SIGKILL)
+            raise AssertionError(f"child {self.pid} did not end within {timeout} s (deadlock at close?)") from None
+
+    def _line(self, timeout) -> str:
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            raise TimeoutError
+        line = self.proc.stdout.readline()
+        assert line, f"the zygote died (exit {self.proc.poll()})"
+        return line
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory):
+    z = Zygote(tmp_path_factory.mktemp("zygote"))
+    yield z
+    z.close()
+
+
+def finished_ops(log: Path) -> dict[int, float]:
+    """op id -> when the child saw it return (CLOCK_MONOTONIC, shared by every process on the host)."""
+    ops = {}
+    for line in log.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            ops[int(parts[0])] = float(parts[1])
+    return ops
+
+
+def wait_for(log: Path, predicate, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = log.read_text() if log.exists() else ""
+        if predicate(text):
+            return
+        time.sleep(0.002)
+    out = log.with_suffix(".log.out")
+    raise AssertionError(f"child never got there; its output:\n{out.read_text() if out.exists() else ''}")
+
+
+def recorded(report: Path) -> list[int]:
+    with ttreport.open(report) as r:
+        assert r.sql("PRAGMA integrity_check") == [{"integrity_check": "ok"}]
+        return [row["operation_id"] for row in r.sql("SELECT operation_id FROM operations ORDER BY 1")]
+
+
+def assert_consistent_prefix(report: Path) -> list[int]:
+    ids = recorded(report)
+    assert ids == list(range(1, len(ids) + 1)), "ops are recorded in whole batches, so always a prefix"
+    faults = ttreport.check(report)
+    assert [f for f in faults if not any(a in f for a in ALLOWED_AFTER_KILL)] == [], faults
+    return ids
+
+
+# -- SIGKILL ----------------------------------------------------------------------------------
+def test_sigkill_at_random_points_loses_at_most_the_last_flush_interval(zygote, tmp_path):
+    rng = random.Random(os.environ.get("TTREPORT_SEED", 1234))
+    worst_lag = 0.0
+    for n in range(KILLS):
+        report = tmp_path / f"kill-{n}"
+        tensors = "outputs" if n % 3 == 0 else "none"
+        # Mostly mid-run; every fourth child closes its report on its own, so some kills land while
+        # it closes (indexes, checkpoint) or after.
+        closes = n % 4 == 3
+        log = zygote.start(report, end="close" if closes else "wait", ops=rng.randint(1, 3000), tensors=tensors)
+        wait_for(log, lambda text: "started" in text)
+        time.sleep(rng.uniform(0, 0.3))
+        killed_at = time.monotonic()
+        os.kill(zygote.pid, signal.SIGKILL)
+        code = zygote.wait()
+        done = finished_ops(log)
+        ids = assert_consistent_prefix(report)
+        with ttreport.open(report) as r:
+            status = r.status
+        if code != -signal.SIGKILL:  # it had closed before the kill arrived
+            assert (code, status) == (0, "complete")
+            assert ids == sorted(done)
+            continue
+        assert status in ("running", "complete"), status  # "complete" only when killed after closing
+        assert len(ids) <= max(done, default=0) + 1  # at most the op in flight, which ended but was not logged
+        missing = [i for i in done if i > len(ids)]
+        if missing:
+            lag = killed_at - done[missing[0]]
+            worst_lag = max(worst_lag, lag)
+            assert lag < FLUSH_INTERVAL_S + COMMIT_SLACK_S, (
+                f"run {n}: op {missing[0]} ended {lag:.3f} s before the kill but was not committed; "
+                f"the bound is flush_interval_s={FLUSH_INTERVAL_S} plus one commit")
+    print(f"{KILLS} kills; the oldest op lost had ended {worst_lag * 1e3:.1f} ms before its kill")
+
+
+# -- signals, exceptions, exit: nothing lost ---------------------------------------------------
+@pytest.mark.parametrize("how, status, exit_code", [
+    (signal.SIGINT, "interrupted", 130),
+    (signal.SIGTERM, "interrupted", -signal.SIGTERM),
+])
+def test_a_signal_closes_the_report_with_every_op(zygote, tmp_path, how, status, exit_code):
+    for n in range(3):
+        report = tmp_path / f"sig-{n}"
+        log = zygote.start(report, pace_s=0.0005)
+        wait_for(log, lambda text, n=n: text.count("\n") > 20 + 50 * n)
+        os.kill(zygote.pid, how)
+        assert zygote.wait() == exit_code
+        done = finished_ops(log)
+        ids = recorded(report)
+        assert ids[:len(done)] == sorted(done) and len(ids) - len(done) in (0, 1)  # + the op the signal cut
+        with ttreport.open(report) as r:
+            assert r.status == status
+        assert ttreport.check(report) == [f"{report / 'db.sqlite'}: status is {status!r}, not 'complete': "
+                                          f"the run was interrupted by a signal"]
+
+
+def test_an_exception_in_the_model_closes_the_report_with_every_op(zygote, tmp_path):
+    report = tmp_path / "raises"
+    log = zygote.start(report, end="close", ops=500, raise_at=300, tensors="outputs")
+    assert zygote.wait() == 1
+    assert "RuntimeError: the model failed" in log.with_suffix(".log.out").read_text()
+    assert recorded(report) == sorted(finished_ops(log)) == list(range(1, 300))
+    with ttreport.open(report) as r:
+        assert r.status == "error"
+        assert all(t.file is not None for op in r.operations() for t in op.output_tensors)
+
+
+def test_interpreter_exit_without_closing_records_every_op(zygote, tmp_path):
+    report = tmp_path / "exits"
+    log = zygote.start(report, end="exit", ops=800, tensors="outputs")
+    assert zygote.wait() == 0
+    assert recorded(report) == sorted(finished_ops(log)) == list(range(1, 802))
+    assert ttreport.check(report) == []  # closed at exit: complete, indexed, every tensor file written
+
+
+# -- device out of memory ----------------------------------------------------------------------
+def test_out_of_memory_is_the_ops_error_with_the_live_buffers(device, tmp_path):
+    kept = []
+    with ttreport.capture(tmp_path / "oom") as cap:
+        a = ttnn.from_torch(torch.randn(1024, 1024), dtype=ttnn.float32, layout=ttnn.TILE, device=device,
+                            memory=ttnn.L1)
+        with pytest.raises(OutOfMemoryError):
+            for _ in range(100):
+                kept.append(a + a)
+        live = device.memory.live_buffers()
+    assert cap.status == "complete"  # the model caught it and went on
+    with ttreport.open(cap.path) as r:
+        failed = r.operations()[-1]
+        assert failed.status == "error" and failed.error.error_type.endswith("OutOfMemoryError")
+        assert failed.id == len(kept) + 2
+        # The message lists the largest live buffers by address; the buffers view lists all of them.
+        assert "Largest live buffers: buffer" in failed.error.message
+        for b in sorted(live, key=lambda b: -b.max_size_per_bank)[:5]:
+            assert f"at {b.address:#x}" in failed.error.message
+        after = r.buffers(failed.id)
+        assert sorted((b.address, b.buffer_type) for b in after) == sorted(
+            (b.address, b.buffer_type.name) for b in live)
+        assert r.sql("SELECT COUNT(*) AS n FROM buffers WHERE operation_id = ?", (failed.id,))[0]["n"] == len(live)
+    del kept
+
+
+# -- the disk fills, the folder stops being writable -------------------------------------------
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 1 MiB filesystem (tmpfs): writes past it fail with ENOSPC, as on a full disk."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True,
+                            text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill (needs root or CAP_SYS_ADMIN): {result.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def run_model(device, n=300):
+    a = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    start = a.to_torch()
+    for _ in range(n):
+        a = a + 1
+    torch.testing.assert_close(a.to_torch(), start + n)  # the model's own result is untouched
+
+
+def incomplete_warnings(caught) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, ttreport.ReportIncompleteWarning)]
+
+
+@pytest.mark.xfail(strict=True, reason="H7: tensor files fill the disk, then the db cannot commit or close (WAL left "
+                   "unreadable: disk I/O error) and three warnings are given; fix in storage.py/writer.py/capture.py")
+def test_a_full_disk_keeps_what_it_could_and_warns_once(device, small_disk):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ttreport.capture(small_disk / "full", config=ttreport.Config(tensors="outputs")) as cap:
+            run_model(device)
+    assert len(incomplete_warnings(caught)) == 1, incomplete_warnings(caught)
+    with ttreport.open(cap.path) as r:
+        assert r.sql("PRAGMA integrity_check") == [{"integrity_check": "ok"}]
+        assert r.count_operations() == 301  # the db is small: tensor files are what did not fit
+        meta = r.metadata
+        assert int(meta["tensor_files_lost"]) > 0
+        stored = r.sql("SELECT COUNT(*) AS n FROM tensors WHERE file IS NOT NULL")[0]["n"]
+    assert stored == len(list((cap.path / "tensors").glob("*.pt")))  # rows name only files that exist
+    assert [f for f in ttreport.check(cap.path) if "noted a loss" not in f] == []
+
+
+def test_a_tensors_folder_replaced_by_a_file_loses_only_tensor_files(device, tmp_path):
+    # Root ignores permissions, so "unwritable" is made the way every user hits it: a file where a
+    # folder must be (rm -rf by a cleanup job, then something else took the name).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ttreport.capture(tmp_path / "r", config=ttreport.Config(tensors="outputs")) as cap:
+            run_model(device, 50)
+            cap.flush()
+            folder = cap.path / "tensors"
+            time.sleep(0.2)  # let the tensor thread finish the files queued so far
+            with ttreport.open(cap.path) as r:
+                switch = r.count_operations()
+            for f in folder.iterdir():
+                f.unlink()
+            folder.rmdir()
+            folder.write_text("not a folder")
+            run_model(device, 50)
+    assert len(incomplete_warnings(caught)) == 1, incomplete_warnings(caught)
+    assert "tensors/" in incomplete_warnings(caught)[0]
+    with ttreport.open(cap.path) as r:
+        assert r.count_operations() == 2 * switch and r.status == "complete"
+        assert int(r.metadata["tensor_files_lost"]) >= 50
+        later = r.sql("SELECT t.file FROM output_tensors o JOIN tensors t USING (tensor_id) WHERE o.operation_id > ?",
+                      (switch,))
+        assert len(later) >= 50 and {row["file"] for row in later} == {None}  # no row names a lost file
+        assert all(t.file for op in r.operations(limit=switch) for t in op.output_tensors)
+

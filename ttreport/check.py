@@ -1,0 +1,127 @@
+"""`ttreport.check(path)`: every way a report can be damaged, found and listed.
+
+    faults = ttreport.check("generated/ttreport/reports/demo")
+    for fault in faults:
+        print(fault)
+
+A fault is one line of text naming what is wrong and where. The checks: SQLite's own
+`PRAGMA integrity_check`; the schema revision; the status (a report whose capture was killed
+stays "running"); what the capture itself noted as lost; ids that point at rows that do not
+exist (input/output tensors, producers, parents, stack traces, errors); and every tensor file
+the report names: inside the report folder, present, and loadable. Only a path that holds no
+report raises (ReportError); everything about the report's contents is a fault.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from ttreport.errors import TTReportError
+from ttreport.report import check_schema, connect_readonly, resolve
+
+SHOWN_IDS = 10  # ids quoted per fault; the count says how many there are in all
+
+# (what is checked, SQL selecting the offending ids): each dangling reference in the schema.
+_DANGLING = [
+    ("input_tensors rows name operations that do not exist",
+     "SELECT DISTINCT operation_id FROM input_tensors WHERE operation_id NOT IN (SELECT operation_id FROM operations)"),
+    ("output_tensors rows name operations that do not exist",
+     "SELECT DISTINCT operation_id FROM output_tensors "
+     "WHERE operation_id NOT IN (SELECT operation_id FROM operations)"),
+    ("input_tensors rows name tensors that do not exist",
+     "SELECT DISTINCT tensor_id FROM input_tensors WHERE tensor_id NOT IN (SELECT tensor_id FROM tensors)"),
+    ("output_tensors rows name tensors that do not exist",
+     "SELECT DISTINCT tensor_id FROM output_tensors WHERE tensor_id NOT IN (SELECT tensor_id FROM tensors)"),
+    ("tensors name producer operations that do not exist",
+     "SELECT tensor_id FROM tensors WHERE producer_operation_id IS NOT NULL "
+     "AND producer_operation_id NOT IN (SELECT operation_id FROM operations)"),
+    ("operations name parent operations that do not exist",
+     "SELECT operation_id FROM operations WHERE parent_operation_id IS NOT NULL "
+     "AND parent_operation_id NOT IN (SELECT operation_id FROM operations)"),
+    ("operations name stack traces that do not exist",
+     "SELECT operation_id FROM operations WHERE stack_trace_id IS NOT NULL "
+     "AND stack_trace_id NOT IN (SELECT stack_trace_id FROM stack_trace_texts)"),
+    ("errors rows name operations that do not exist",
+     "SELECT operation_id FROM errors WHERE operation_id IS NOT NULL "
+     "AND operation_id NOT IN (SELECT operation_id FROM operations)"),
+]
+
+# Keys the capture writes to report_metadata when it could not keep everything.
+_LOSS_KEYS = ("records_lost", "tensor_files_lost", "tensors_skipped", "writer_error", "tensor_file_error")
+
+
+def check(path: str | os.PathLike) -> list[str]:
+    """The faults of the report at `path` (its folder, its db.sqlite, or a name); [] when it is sound."""
+    db_path = resolve(path)
+    folder = db_path.parent
+    try:
+        con = connect_readonly(db_path)
+    except sqlite3.Error as e:
+        return [f"{db_path}: cannot be opened ({e})"]
+    try:
+        return _check(con, db_path, folder)
+    finally:
+        con.close()
+
+
+def _check(con: sqlite3.Connection, db_path: Path, folder: Path) -> list[str]:
+    try:
+        problems = [r[0] for r in con.execute("PRAGMA integrity_check")]
+    except sqlite3.DatabaseError as e:
+        return [f"{db_path}: not a readable SQLite database ({e})"]
+    faults = [f"{db_path}: integrity_check: {p}" for p in problems if p != "ok"]
+    try:
+        check_schema(con, db_path)
+    except TTReportError as e:  # not a report, or an older or newer schema: its tables cannot be trusted
+        return [*faults, str(e)]
+    try:
+        meta = dict(con.execute("SELECT key, value FROM report_metadata"))
+        faults += _metadata_faults(meta, db_path)
+        for what, sql in _DANGLING:
+            ids = [r[0] for r in con.execute(sql)]
+            if ids:
+                faults.append(f"{db_path}: {what}: {_ids(ids)}")
+        files = con.execute("SELECT tensor_id, file FROM tensors WHERE file IS NOT NULL ORDER BY tensor_id").fetchall()
+    except sqlite3.DatabaseError as e:
+        return [*faults, f"{db_path}: cannot be read ({e})"]
+    return faults + _file_faults(folder, files)
+
+
+def _metadata_faults(meta: dict, db_path: Path) -> list[str]:
+    faults = []
+    status = meta.get("status")
+    if status != "complete":
+        why = {"running": "the capture never closed (the process was killed, or is still running)",
+               "error": "the model raised an exception", "interrupted": "the run was interrupted by a signal",
+               None: "report_metadata has no status"}.get(status, "not a status ttreport writes")
+        faults.append(f"{db_path}: status is {status!r}, not 'complete': {why}")
+    lost = {k: meta[k] for k in _LOSS_KEYS if k in meta}
+    if lost:
+        faults.append(f"{db_path}: the capture noted a loss: " + ", ".join(f"{k}={v}" for k, v in lost.items()))
+    return faults
+
+
+def _file_faults(folder: Path, files: list[tuple[int, str]]) -> list[str]:
+    from ttreport.storage import load_tensor  # imports torch: only checks of reports with files pay for it
+
+    faults = []
+    root = folder.resolve()
+    for tid, rel in files:
+        path = (folder / rel).resolve()
+        if not path.is_relative_to(root):
+            faults.append(f"tensor {tid}: file {rel!r} points outside the report folder {folder}")
+        elif not path.is_file():
+            faults.append(f"tensor {tid}: file {folder / rel} is missing")
+        else:
+            try:
+                load_tensor(folder, tid)
+            except TTReportError as e:
+                faults.append(f"tensor {tid}: {e}")
+    return faults
+
+
+def _ids(ids: list) -> str:
+    shown = ", ".join(str(i) for i in ids[:SHOWN_IDS])
+    return f"{len(ids)} in all: {shown}" + (", ..." if len(ids) > SHOWN_IDS else "")
