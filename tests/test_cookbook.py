@@ -23,6 +23,8 @@ EXPECTED = {
         (["operation_id", "name", "tensor_id", "shape", "memory_config"], 5),
     "Which ops mixed L1 and DRAM inputs?": (["operation_id", "name", "inputs"], 5),
     "Where does the time go? Time by op name": (["name", "count", "total_s", "self_s"], 10),
+    "Which ops lost the most accuracy against torch?":
+        (["operation_id", "name", "mode", "status", "pcc", "max_abs_error", "mismatched_fraction", "dtype"], 10),
     "Which ops raised, and with what message?":
         (["operation_id", "operation_name", "error_type", "error_message", "stack_trace"], 1),
     "Which tensors are block floats (bfloat8_b, bfloat4_b), and who made them?":

@@ -11,6 +11,8 @@ from ttreport import demo
 from ttreport.cli import main
 
 SAMPLE = demo.SAMPLE_ROOT / "demo"
+# The model's own tensors, not the goldens the comparison stores beside them.
+OP_TENSORS = "SELECT tensor_id FROM input_tensors UNION SELECT tensor_id FROM output_tensors"
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,8 @@ def test_demo_report_fills_every_table_the_model_touches(demo_run):
     with ttreport.open(path) as r:
         counts = {t: r.sql(f"SELECT COUNT(*) AS n FROM {t}")[0]["n"] for t in (
             "operations", "operation_arguments", "tensors", "input_tensors", "output_tensors", "devices",
-            "buffers", "stack_traces", "errors", "report_metadata")}
+            "buffers", "stack_traces", "errors", "report_metadata", "tensor_comparisons",
+            "local_tensor_comparison_records")}
         assert all(counts.values()), counts
         sources = {row["memory_config_source"] for row in r.sql("SELECT DISTINCT memory_config_source FROM tensors")}
         assert sources >= {"argument", "context", "inputs", "default"}
@@ -51,9 +54,11 @@ def test_demo_report_fills_every_table_the_model_touches(demo_run):
         assert r.sql("SELECT COUNT(*) AS n FROM tensors WHERE dtype = 'DataType.BFLOAT8_B'")[0]["n"] == 2
         assert r.sql("SELECT MAX(depth) AS d FROM operations")[0]["d"] == 1
         assert r.sql("SELECT COUNT(*) AS n FROM tensors WHERE file IS NULL")[0]["n"] == 0
-        misnamed = r.sql("SELECT tensor_id, dtype, layout FROM tensors "
-                         "WHERE dtype NOT LIKE 'DataType.%' OR layout NOT LIKE 'Layout.%'")
+        misnamed = r.sql(f"SELECT tensor_id, dtype, layout FROM tensors WHERE tensor_id IN ({OP_TENSORS}) "
+                         f"AND (dtype NOT LIKE 'DataType.%' OR layout NOT LIKE 'Layout.%')")
         assert misnamed == []
+        failed = r.sql("SELECT operation_id, status FROM tensor_comparisons WHERE status != 'pass'")
+        assert failed == []  # each op matches its torch golden on its own inputs
 
 
 def _shape_of_run(report):
@@ -73,7 +78,8 @@ def test_the_committed_sample_is_what_the_demo_makes_now(demo_run):
             for ft, st in zip(f.output_tensors, s.output_tensors):
                 assert torch.equal(fresh.load_tensor(ft.id), sample.load_tensor(st.id)), (f.name, ft.id)
         assert sample.status == "complete"
-        assert sample.sql("SELECT COUNT(*) AS n FROM tensors WHERE dtype NOT LIKE 'DataType.%'")[0]["n"] == 0
+        assert sample.sql(f"SELECT COUNT(*) AS n FROM tensors WHERE tensor_id IN ({OP_TENSORS}) "
+                          f"AND dtype NOT LIKE 'DataType.%'")[0]["n"] == 0
 
 
 def test_the_sample_stays_small():

@@ -107,6 +107,10 @@ def format_summary(s: Summary, path) -> str:
     for label, peak in (("peak L1  ", s.peak_l1), ("peak DRAM", s.peak_dram)):
         if peak is not None:
             out.append(f"{label} {human_bytes(peak['bytes'])} after op {peak['operation_id']} ({peak['name']})")
+    for c in s.comparisons:
+        lowest = c["lowest_pcc"]
+        lowest = f", lowest PCC {lowest:.6f} at op {c['lowest_pcc_operation_id']}" if lowest is not None else ""
+        out.append(f"golden    {c['mode']}: {c['count']} {c['status']}{lowest}")
     out.append(f"errors    {len(s.errors)}")
     for e in s.errors:  # one line each; `ttreport op` shows the whole message
         line = f"  op {e.operation_id} {e.operation_name}: {e.error_type}: {e.message}".splitlines()[0]

@@ -38,8 +38,8 @@ ORDER BY outputs DESC, o.name"""
 class DemoConfig:
     vocab: int = 64  # token ids 0..63
     seq: int = 32  # S: one tile of rows
-    n_embd: int = 64  # C
-    n_head: int = 2  # H; head size D = C / H = 32
+    n_embd: int = 32  # C
+    n_head: int = 2  # H; head size D = C / H = 16, padded to a tile on the device as in TT-NN
     n_layer: int = 2
     seed: int = 0
 
@@ -155,15 +155,15 @@ def golden_logits(cfg: DemoConfig | None = None) -> torch.Tensor:
 
 
 def capture_demo(target, *, root: Path | None = None) -> Path:
-    """Run the model under a capture that stores every tensor; returns the report folder.
+    """Run the model under a capture that stores every tensor and checks each op against torch.
 
-    `target` is a name under `root` (default: Config's root) or a path. The demo's own
-    report is replaced on each run: it is an example, not a record.
+    `target` is a name under `root` (default: Config's root) or a path; returns the report
+    folder. The demo's own report is replaced on each run: it is an example, not a record.
     """
     from ttreport.capture import Capture
     from ttreport.config import Config
 
-    config = Config(tensors="all", overwrite=True, **({"root": root} if root is not None else {}))
+    config = Config(tensors="all", comparison="local", overwrite=True, **({"root": root} if root is not None else {}))
     _warm_up_torch()
     with Capture(target, config=config) as handle:
         run_model()

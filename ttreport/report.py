@@ -121,6 +121,8 @@ class Summary:
     peak_l1: dict | None  # operation_id, name, bytes
     peak_dram: dict | None
     errors: list[ErrorInfo]
+    # Golden checks made during the capture: mode, status, count, lowest pcc, and the op with it.
+    comparisons: list[dict] = field(default_factory=list)
 
 
 _TENSOR_COLUMNS = ("tensor_id, shape, dtype, layout, memory_config, buffer_type, address, size, "
@@ -407,8 +409,13 @@ class Report:
             r["percent"] = 100 * (r["self_s"] or 0) / all_self if all_self else math.nan
         top = self._conn.execute("SELECT COUNT(*), COALESCE(SUM(CASE WHEN depth = 0 THEN duration END), 0) "
                                  "FROM operations").fetchone()
+        comparisons = self.sql("""
+            SELECT mode, status, COUNT(*) AS count, MIN(pcc) AS lowest_pcc,
+                   (SELECT c2.operation_id FROM tensor_comparisons c2 WHERE c2.mode = c.mode
+                    AND c2.status = c.status AND c2.pcc IS NOT NULL ORDER BY c2.pcc LIMIT 1) AS lowest_pcc_operation_id
+            FROM tensor_comparisons c GROUP BY mode, status ORDER BY mode, status""")
         return Summary(self.status, top[0], top[1], by_name, self._peak("l1_bytes"), self._peak("dram_bytes"),
-                       self.errors())
+                       self.errors(), comparisons)
 
     def _peak(self, column: str) -> dict | None:
         rows = self.sql(f"SELECT operation_id, name, {column} AS bytes FROM operations WHERE {column} IS NOT NULL "
