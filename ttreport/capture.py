@@ -19,6 +19,7 @@ import atexit
 import contextlib
 import datetime
 import functools
+import gc
 import importlib
 import json
 import os
@@ -62,6 +63,7 @@ class Capture(contextlib.ContextDecorator):
         self.recorder: Recorder | None = None
         self._stop_lock = threading.RLock()
         self._stopped = False
+        self._froze = False
         self._signals: dict[int, object] = {}
 
     def __repr__(self) -> str:
@@ -120,6 +122,10 @@ class Capture(contextlib.ContextDecorator):
                 recorder.add_device(device, before_capture=True)
             if golden is not None:
                 recorder.golden = golden.make_checker(config, recorder)
+            # Someone else's freeze (a pre-fork server) is left alone, and so is their unfreeze.
+            self._froze = config.gc_freeze and gc.get_freeze_count() == 0
+            if self._froze:
+                gc.freeze()
             device_sim.set_hook(recorder)
             _active = self
         self._install_signal_handlers()
@@ -174,6 +180,8 @@ class Capture(contextlib.ContextDecorator):
                 with _lock:
                     _active = None
                 self._drain(status)
+                if self._froze:
+                    gc.unfreeze()
                 self.status = status
 
     def _restore_signal_handlers(self) -> None:

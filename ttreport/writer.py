@@ -11,6 +11,7 @@ the loss is counted, and later batches are still tried; close() notes it in repo
 from __future__ import annotations
 
 import itertools
+import json
 import linecache
 import sqlite3
 import threading
@@ -28,13 +29,25 @@ MAX_VALUE_CHARS = 2000  # an argument's text beyond this is cut: reprs of big ho
 MAX_TENSOR_TEXTS = 200_000  # argument texts of tensors kept in memory
 _ARG_NAMES = [str(i) for i in range(64)]
 
+# One staging row per op holds its arguments and tensor ids as JSON; SQLite spreads them into
+# operation_arguments / input_tensors / output_tensors itself, without holding the GIL, which
+# costs the model's thread far less than binding each of those rows from Python.
+_OP_COLUMNS = ("operation_id, name, duration, start_ns, end_ns, parent_operation_id, depth, status, thread, "
+               "stack_trace_id, end_seq, l1_bytes, dram_bytes")
+_STAGING = f"CREATE TEMP TABLE op_staging ({_OP_COLUMNS}, arguments, inputs, outputs)"
+_SPREAD = [
+    f"INSERT INTO main.operations ({_OP_COLUMNS}) SELECT {_OP_COLUMNS} FROM op_staging",
+    "INSERT INTO main.operation_arguments (operation_id, name, value) "
+    "SELECT s.operation_id, j.key, j.value FROM op_staging s, json_each(s.arguments) j",
+    "INSERT INTO main.input_tensors (operation_id, input_index, tensor_id) "
+    "SELECT s.operation_id, j.key, j.value FROM op_staging s, json_each(s.inputs) j",
+    "INSERT INTO main.output_tensors (operation_id, output_index, tensor_id) "
+    "SELECT s.operation_id, j.key, j.value FROM op_staging s, json_each(s.outputs) j",
+    "DELETE FROM op_staging",
+]
+
 _INSERT = {
-    "operations": "INSERT INTO operations (operation_id, name, duration, start_ns, end_ns, parent_operation_id, "
-                  "depth, status, thread, stack_trace_id, end_seq, l1_bytes, dram_bytes) "
-                  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    "operation_arguments": "INSERT INTO operation_arguments (operation_id, name, value) VALUES (?,?,?)",
-    "input_tensors": "INSERT INTO input_tensors (operation_id, input_index, tensor_id) VALUES (?,?,?)",
-    "output_tensors": "INSERT INTO output_tensors (operation_id, output_index, tensor_id) VALUES (?,?,?)",
+    "op_staging": f"INSERT INTO op_staging VALUES ({', '.join('?' * 16)})",
     "tensors": "INSERT OR IGNORE INTO tensors (tensor_id, shape, dtype, layout, memory_config, device_id, address, "
                "buffer_type, size, memory_config_source, producer_operation_id, file, padded_shape) "
                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -52,6 +65,8 @@ def connect(db_path) -> sqlite3.Connection:
     con = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=NORMAL")
+    con.execute("PRAGMA temp_store=MEMORY")
+    con.execute(_STAGING)
     return con
 
 
@@ -135,6 +150,9 @@ class Writer(threading.Thread):
             for name, sql in _INSERT.items():
                 if rows[name] and sql is not None:
                     con.executemany(sql, rows[name])
+            if rows["op_staging"]:
+                for sql in _SPREAD:
+                    con.execute(sql)
             for facts in rows["devices"]:
                 cols = ", ".join(facts)
                 con.execute(f"INSERT OR IGNORE INTO devices ({cols}) VALUES ({', '.join('?' * len(facts))})",
@@ -188,8 +206,6 @@ class Writer(threading.Thread):
                 stack_id = self._stacks[frames] = len(self._stacks) + 1
                 new_stacks.append(frames)
                 rows["stack_trace_texts"].append((stack_id, self.format_stack(frames)))
-        rows["operations"].append((op_id, name, (end - start) * 1e-9, start, end, parent, depth,
-                                   "ok" if error is None else "error", thread, stack_id, end_seq, l1, dram))
         if specs:
             file_of = {f[0]: f[1] for f in files} if files else None
             tensors = rows["tensors"]
@@ -199,17 +215,18 @@ class Writer(threading.Thread):
                 rows["files"].extend((rel, tid) for tid, rel in file_of.items())
         elif files:
             rows["files"].extend((f[1], f[0]) for f in files)
-        arg_rows = rows["operation_arguments"]
-        fmt = self.format_value
-        for i, a in enumerate(args):
-            arg_rows.append((op_id, _ARG_NAMES[i] if i < 64 else str(i), fmt(a)))
-        if kwargs:
-            for k, v in kwargs.items():
-                arg_rows.append((op_id, k, fmt(v)))
-        if inputs:
-            rows["input_tensors"].extend(zip(itertools.repeat(op_id), itertools.count(), inputs))
-        if outputs:
-            rows["output_tensors"].extend(zip(itertools.repeat(op_id), itertools.count(), outputs))
+        arguments = None
+        if args or kwargs:
+            fmt = self.format_value
+            arguments = {_ARG_NAMES[i] if i < 64 else str(i): fmt(a) for i, a in enumerate(args)}
+            if kwargs:
+                for k, v in kwargs.items():
+                    arguments[k] = fmt(v)
+            arguments = json.dumps(arguments)
+        # str() of a list of ints is its JSON
+        rows["op_staging"].append((op_id, name, (end - start) * 1e-9, start, end, parent, depth,
+                                   "ok" if error is None else "error", thread, stack_id, end_seq, l1, dram,
+                                   arguments, str(inputs) if inputs else None, str(outputs) if outputs else None))
         if error is not None:
             error_type, message, tb, timestamp = error
             text = f"Op called from (most recent call last):\n{self.format_stack(frames)}\n" if frames else ""
