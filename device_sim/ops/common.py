@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import itertools
 
 import torch
 
@@ -99,17 +100,22 @@ def output(value: torch.Tensor, like: Tensor, inputs: list[Tensor], *, op_name: 
     return Tensor._create(dtypes.to_device_values(value, dtype), dtype, layout, device, cfg, source)
 
 
+def broadcasts(*shapes) -> bool:
+    """Whether the shapes broadcast together (torch.broadcast_shapes imports sympy: ~0.7 s, then ~15 us a call)."""
+    for dims in itertools.zip_longest(*(reversed(tuple(s)) for s in shapes), fillvalue=1):
+        if len({d for d in dims if d != 1}) > 1:
+            return False
+    return True
+
+
 def broadcast(op_name: str, fn, a: torch.Tensor, b):
     """fn(a, b), with a shape error that names both shapes (checked only on failure: it is the slow path)."""
     try:
         return fn(a, b)
     except RuntimeError:
-        if isinstance(b, torch.Tensor):
-            try:
-                torch.broadcast_shapes(a.shape, b.shape)
-            except RuntimeError:
-                raise ValueError(
-                    f"{op_name}: shapes {list(a.shape)} and {list(b.shape)} do not broadcast; "
-                    f"reshape one so that each dimension matches or is 1"
-                ) from None
+        if isinstance(b, torch.Tensor) and not broadcasts(a.shape, b.shape):
+            raise ValueError(
+                f"{op_name}: shapes {list(a.shape)} and {list(b.shape)} do not broadcast; "
+                f"reshape one so that each dimension matches or is 1"
+            ) from None
         raise

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from device_sim.ops import eltwise
-from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, MemoryConfig
@@ -40,12 +40,8 @@ def _check_shapes(op_name: str, a: torch.Tensor, b: torch.Tensor) -> None:
             f"first ({a.shape[-1] if a.dim() else None}) must equal the second-to-last dim of the second "
             f"({b.shape[-2] if b.dim() > 1 else None}); transpose or reshape one of them"
         )
-    try:
-        torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"{op_name}: shapes {list(a.shape)} and {list(b.shape)} have batch dims that do not broadcast"
-        ) from None
+    if not broadcasts(a.shape[:-2], b.shape[:-2]):
+        raise ValueError(f"{op_name}: shapes {list(a.shape)} and {list(b.shape)} have batch dims that do not broadcast")
 
 
 @register_op("ttnn.matmul", golden=_matmul_golden)

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import MemoryConfig
@@ -86,12 +86,9 @@ def _attention_softmax(name: str):
         ins = device_inputs(op_name, input_tensor, attention_mask)
         x = values(input_tensor, op_name)
         mask = values(attention_mask, op_name) if attention_mask is not None else None
-        if mask is not None:
-            try:
-                torch.broadcast_shapes(x.shape, mask.shape)
-            except RuntimeError:
-                raise ValueError(f"{op_name}: attention_mask shape {list(mask.shape)} does not broadcast to the "
-                                 f"scores' {list(x.shape)}") from None
+        if mask is not None and not broadcasts(x.shape, mask.shape):
+            raise ValueError(f"{op_name}: attention_mask shape {list(mask.shape)} does not broadcast to the "
+                             f"scores' {list(x.shape)}")
         r = _attention_softmax_golden(x, head_size=head_size, attention_mask=mask)
         return output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
 
