@@ -279,7 +279,10 @@ def tensor(report, tensor_id):
         t = r.tensor(tensor_id)
         consumers = r.consumers(tensor_id)
         out = _tensor_lines(t, "")
-        out[0] = f"tensor {t.id}: {t.shape} {t.dtype} {t.layout}"
+        out[0] = f"tensor {t.id}: {t.shape} {t.dtype}" + (f" {t.layout}" if t.layout else "")
+        for c in r.sql("SELECT tensor_id, operation_id, mode FROM tensor_comparisons WHERE golden_tensor_id = ?",
+                       (tensor_id,)):
+            out.append(f"      the torch golden ({c['mode']}) of tensor {c['tensor_id']}, op {c['operation_id']}")
         if t.padded_shape and t.padded_shape != t.shape:
             out.insert(1, f"      padded to {t.padded_shape}")
         out.append("      used by " + (", ".join(f"op {c.id} ({c.name})" for c in consumers) or "no op"))
