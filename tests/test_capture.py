@@ -3,6 +3,7 @@
 import importlib.util
 import inspect
 import json
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -137,6 +138,23 @@ def test_buffers_after_each_op_follow_allocations_and_frees(tmp_path, device, we
                                  "ORDER BY allocated_seq", a_row["address"])
     assert first["allocated_by_operation_id"] == ids[0] and first["freed_seq"] < second["allocated_seq"]
     assert second["allocated_by_operation_id"] == ids[3] and second["freed_seq"] is None
+
+
+def test_buffer_pages_list_every_page_of_every_live_l1_buffer_when_asked(tmp_path, device):
+    with ttreport.capture(tmp_path / "r", config=Config(buffer_pages=True)) as report:
+        x = ttnn.from_torch(torch.ones(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                            memory=ttnn.L1)  # 4 tiles of 2 KiB, round-robin over the 64 L1 banks
+        y = ttnn.exp(x, memory=ttnn.DRAM)  # DRAM pages are not listed, as in TT-NN
+    first, second = (o["operation_id"] for o in rows(report, "SELECT operation_id FROM operations ORDER BY 1"))
+    pages = rows(report, "SELECT * FROM buffer_pages WHERE operation_id = ? ORDER BY page_index", first)
+    assert [(p["page_index"], p["bank_id"], p["core_y"], p["core_x"], p["page_address"], p["page_size"])
+            for p in pages] == [(i, i, 0, i, x.buffer_address(), 2048) for i in range(4)]
+    assert {(p["address"], p["buffer_type"], p["device_id"]) for p in pages} == {(x.buffer_address(), 1, 0)}
+    assert len(rows(report, "SELECT * FROM buffer_pages WHERE operation_id = ?", second)) == 4
+    assert y.buffer.buffer_type == ttnn.BufferType.DRAM
+    with ttreport.capture(tmp_path / "off") as off:
+        ttnn.exp(x)
+    assert rows(off, "SELECT * FROM buffer_pages") == []
 
 
 def test_nested_ops_have_parent_and_depth(tmp_path, device, weight):
@@ -317,30 +335,54 @@ def test_a_failing_disk_warns_once_and_the_run_goes_on(tmp_path, device, weight)
     assert len(rows(report, "SELECT * FROM operations")) >= 1
 
 
-def test_sigterm_leaves_a_complete_report_marked_interrupted(tmp_path):
+def run_script(tmp_path, body: str, **popen) -> subprocess.Popen:
     script = textwrap.dedent(f"""
         from pathlib import Path
         import torch
         import device_sim as ttnn, ttreport
         dev = ttnn.open_device(0)
         x = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=dev)
-        with ttreport.capture(Path({str(tmp_path / "r")!r})):
+        report = Path({str(tmp_path / "r")!r})
+    """) + textwrap.dedent(body)
+    return subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, text=True, **popen)
+
+
+def report_state(path):
+    con = sqlite3.connect(path / "db.sqlite")
+    try:
+        return dict(con.execute("SELECT key, value FROM report_metadata")), \
+            con.execute("SELECT COUNT(*) FROM operations").fetchone()[0]
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_leaves_a_complete_report_marked_interrupted(tmp_path, signum):
+    proc = run_script(tmp_path, """
+        with ttreport.capture(report):
             for i in range(10**9):
                 x = ttnn.neg(x)
                 if i == 100:
                     print("running", flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "running"
-    proc.terminate()
-    assert proc.wait(timeout=60) == -15  # it still dies of SIGTERM, as without ttreport
-    con = sqlite3.connect(tmp_path / "r" / "db.sqlite")
-    meta = dict(con.execute("SELECT key, value FROM report_metadata"))
-    n_ops = con.execute("SELECT COUNT(*) FROM operations").fetchone()[0]
-    con.close()
+    proc.send_signal(signum)
+    assert proc.wait(timeout=60) == -signum  # it still ends by the signal, as it would without ttreport
+    meta, n_ops = report_state(tmp_path / "r")
     assert meta["status"] == "interrupted" and "ended_at" in meta
     assert n_ops > 100
     assert not (tmp_path / "r" / "db.sqlite-wal").exists()
+
+
+def test_a_capture_left_open_is_closed_at_interpreter_exit(tmp_path):
+    proc = run_script(tmp_path, """
+        ttreport.capture(report).start()
+        for _ in range(10):
+            x = ttnn.neg(x)
+    """)
+    assert proc.wait(timeout=60) == 0
+    meta, n_ops = report_state(tmp_path / "r")
+    assert (meta["status"], n_ops) == ("complete", 10)
 
 
 def test_the_hook_and_listeners_are_restored(tmp_path, device):

@@ -20,7 +20,7 @@ import warnings
 import torch
 
 from device_sim.tensor import padded
-from device_sim.types import DataType, Layout
+from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
 from ttreport import db
 from ttreport.errors import ReportIncompleteWarning
 from ttreport.recorder import BUFFER, DEVICE, FILE_LOST, FLUSH, META, OP, ROW, STOP, TensorArg
@@ -57,6 +57,8 @@ _INSERT = {
     "buffer_lifetimes": "INSERT OR IGNORE INTO buffer_lifetimes (buffer_id, device_id, address, max_size_per_bank, "
                         "buffer_type, buffer_layout, size, allocated_seq, freed_seq, allocated_by_operation_id) "
                         "VALUES (?,?,?,?,?,?,?,?,?,?)",
+    "buffer_pages": "INSERT INTO buffer_pages (operation_id, device_id, address, core_y, core_x, bank_id, page_index, "
+                    "page_address, page_size, buffer_type) VALUES (?,?,?,?,?,?,?,?,?,?)",
     "devices": None,  # built from the facts' keys
 }
 
@@ -78,6 +80,8 @@ class Writer(threading.Thread):
         self.recorder = recorder
         self.flush_ops = config.flush_ops
         self.flush_interval_s = config.flush_interval_s
+        self._live: dict | None = {} if config.buffer_pages else None  # buffer id -> Buffer, for buffer_pages
+        self._grid_x: dict[int, int] = {}  # device id -> worker columns, to place L1 banks on cores
         self.error: BaseException | None = None  # the first failure, reported at close
         self.records_lost = 0
         self.records_written = 0
@@ -123,6 +127,7 @@ class Writer(threading.Thread):
                     self._buffer(item, rows)
                 elif tag == DEVICE:
                     rows["devices"].append(item[1])
+                    self._grid_x[item[1]["device_id"]] = item[1]["num_x_cores"]
                 elif tag == ROW:
                     rows["other"].setdefault((item[1], tuple(item[2])), []).append(tuple(item[2].values()))
                 elif tag == META:
@@ -227,6 +232,10 @@ class Writer(threading.Thread):
         rows["op_staging"].append((op_id, name, (end - start) * 1e-9, start, end, parent, depth,
                                    "ok" if error is None else "error", thread, stack_id, end_seq, l1, dram,
                                    arguments, str(inputs) if inputs else None, str(outputs) if outputs else None))
+        if self._live is not None:
+            for buf in self._live.values():
+                if buf.buffer_type == BufferType.L1:
+                    rows["buffer_pages"].extend(self._pages(op_id, buf))
         if error is not None:
             error_type, message, tb, timestamp = error
             text = f"Op called from (most recent call last):\n{self.format_stack(frames)}\n" if frames else ""
@@ -235,6 +244,11 @@ class Writer(threading.Thread):
 
     def _buffer(self, item, rows) -> None:
         _, event, buf, seq, op_id = item
+        if self._live is not None:
+            if event == "alloc":
+                self._live[buf.buffer_id] = buf
+            else:
+                self._live.pop(buf.buffer_id, None)
         if event == "alloc":
             rows["buffer_lifetimes"].append([buf.buffer_id, buf.device_id, buf.address, buf.max_size_per_bank,
                                              int(buf.buffer_type), int(buf.buffer_layout), buf.size, seq, None, op_id])
@@ -245,6 +259,17 @@ class Writer(threading.Thread):
             row[8] = seq
         else:
             rows["updates"].append((seq, buf.buffer_id))
+
+    def _pages(self, op_id: int, buf):
+        """Each page of an L1 buffer, where it lies: interleaved round-robin over the banks, or one shard
+        of consecutive pages per bank (core), banks numbered row-major over the worker grid."""
+        grid_x = self._grid_x.get(buf.device_id, 1)
+        per_bank = max(buf.max_size_per_bank // buf.page_size, 1)
+        sharded = buf.buffer_layout != TensorMemoryLayout.INTERLEAVED
+        for i in range(buf.num_pages):
+            bank, slot = (i // per_bank, i % per_bank) if sharded else (i % buf.num_banks, i // buf.num_banks)
+            yield (op_id, buf.device_id, buf.address, bank // grid_x, bank % grid_x, bank, i,
+                   buf.address + slot * buf.page_size, buf.page_size, int(buf.buffer_type))
 
     def _tensor_row(self, spec, file) -> tuple:
         tid, value, dtype, layout, cfg, source, device_id, buf, producer = spec
