@@ -143,6 +143,7 @@ def test_tensor_shows_spec_users_and_stats(captured):
 
 @pytest.mark.parametrize("args, message", [
     (["ops", "no/such/report"], "no report at no/such/report"),
+    (["ls", "no/such/root"], "no/such/root does not exist"),
     (["op", "{path}", "999"], "no operation 999"),
     (["tensor", "{path}", "999999"], "no tensor 999999"),
     (["query", "{path}", "SELECT * FROM nope"], "no such table: nope"),

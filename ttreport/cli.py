@@ -133,8 +133,11 @@ def ls_command(root: Path):
 
     Example: ttreport ls generated/ttreport/reports
     """
+    if not root.exists():
+        raise Failure(f"{root} does not exist: no reports there yet (`ttreport demo` makes one), or give the "
+                      f"folder that holds your report folders")
     if not root.is_dir():
-        raise Failure(f"{root} is not a folder; give the folder that holds report folders")
+        raise Failure(f"{root} is a file; give the folder that holds report folders")
     rows = []
     for db in sorted(root.glob(f"*/{DB_FILE}")):
         folder = db.parent
