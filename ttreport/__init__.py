@@ -18,6 +18,7 @@ from ttreport.errors import (
     TTReportError,
 )
 from ttreport.metrics import Comparison, compare_tensors
+from ttreport.report import Report, open  # noqa: A004
 from ttreport.storage import load_tensor
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "TTReportError", "ConfigError", "ReportExistsError", "CaptureActiveError", "NeedsUpgradeError",
     "TensorFileError", "ReportIncompleteWarning", "ComparisonError",
     "Comparison", "compare_tensors",
+    "Report", "open",
 ]
