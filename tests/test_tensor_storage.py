@@ -150,3 +150,14 @@ def test_damaged_or_foreign_files_are_a_clear_error(tmp_path):
     (tmp_path / "tensors" / "3.bin").write_bytes(b"\x89TTSIM\r\n" + b"\0" * 3)
     with pytest.raises(TensorFileError, match="3.bin cannot be read"):
         load_tensor(tmp_path, 3)
+
+
+def test_an_unwritable_tensor_folder_warns_clears_the_rows_and_the_run_goes_on(tmp_path, device, weight):
+    with pytest.warns(ttreport.ReportIncompleteWarning, match="could not write tensor file"), \
+            ttreport.capture(tmp_path / "r", config=Config(tensors="outputs")) as report:
+        (report.path / "tensors").write_text("a file where the folder should be")
+        outs = [ttnn.neg(weight) for _ in range(3)]
+    assert report.status == "complete"
+    assert all(files(report)[t.tensor_id] is None for t in outs)  # rows say: not stored
+    meta = metadata(report)
+    assert meta["tensor_files_lost"] == "3" and "FileExistsError" in meta["tensor_file_error"]

@@ -74,9 +74,9 @@ class Capture(contextlib.ContextDecorator):
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        if exc_type is None:
+        if exc_type is None or (issubclass(exc_type, SystemExit) and exc.code in (None, 0)):
             status = "complete"
-        elif issubclass(exc_type, KeyboardInterrupt) or (issubclass(exc_type, SystemExit) and self._signals):
+        elif issubclass(exc_type, KeyboardInterrupt):
             status = "interrupted"
         else:
             status = "error"

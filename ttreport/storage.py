@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import queue as queue_module
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from ttreport.errors import ReportIncompleteWarning, TensorFileError
 from ttreport.recorder import FILE_LOST
 
 TENSORS_DIR = "tensors"
+MAX_PENDING_BYTES = 1 << 30  # values waiting for the disk before the model waits (back-pressure, never loss)
 
 
 class TensorStore(threading.Thread):
@@ -33,20 +35,27 @@ class TensorStore(threading.Thread):
         self.writer_queue = writer_queue  # failures become FILE_LOST records: the row's `file` is cleared
         self.error: BaseException | None = None
         self.files_lost = 0
+        self.pending_bytes = 0
+        self._lock = threading.Lock()
 
     def put_many(self, items) -> None:
         for item in items:
+            with self._lock:
+                self.pending_bytes += _nbytes(item[2])
             self.queue.put(item)
+        while self.pending_bytes > MAX_PENDING_BYTES and self.is_alive():
+            time.sleep(0.001)
 
     def stop(self) -> None:
         self.queue.put(None)
         self.join()
 
     def run(self) -> None:
-        (self.report_dir / TENSORS_DIR).mkdir(exist_ok=True)
+        folder = self.report_dir / TENSORS_DIR
         while (item := self.queue.get()) is not None:
             tid, rel = item[0], item[1]
             try:
+                folder.mkdir(exist_ok=True)
                 write_tensor(self.report_dir / rel, *item[2:])
             except Exception as e:  # a full disk must not stop the model; the loss is recorded
                 self.files_lost += 1
@@ -56,6 +65,13 @@ class TensorStore(threading.Thread):
                     warnings.warn(f"ttreport: could not write tensor file {rel} ({type(e).__name__}: {e}); "
                                   f"later tensor files are still tried, and the loss is noted in report_metadata",
                                   ReportIncompleteWarning, stacklevel=1)
+            finally:
+                with self._lock:
+                    self.pending_bytes -= _nbytes(item[2])
+
+
+def _nbytes(value: torch.Tensor) -> int:
+    return value.numel() * value.element_size()
 
 
 def write_tensor(path: Path, value: torch.Tensor, dtype=None, layout=None, memory_config=None) -> None:

@@ -94,12 +94,17 @@ class Writer(threading.Thread):
 
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> None:
-        self.con = connect(self.db_path)
+        try:
+            self.con = connect(self.db_path)
+        except Exception as e:  # an unwritable folder: keep draining, so the queue never grows without bound
+            self.con = None
+            self._fail(e, 0)
         try:
             while not self._write(self._next_batch()):
                 pass
         finally:
-            self._close()
+            if self.con is not None:
+                self._close()
 
     def _next_batch(self) -> list:
         q = self.queue
@@ -113,6 +118,9 @@ class Writer(threading.Thread):
         """Commit `batch` in one transaction; True once the stop record is among it."""
         if not batch:
             return False
+        if self.con is None:
+            self.records_lost += len(batch)
+            return self._release([item for item in batch if item[0] in (FLUSH, STOP)])
         rows = {name: [] for name in _INSERT}
         rows.update(updates=[], files=[], lost=[], meta=[], other={})
         self._pending: dict[int, list] = {}  # buffer id -> its row in this batch, to merge a free into
@@ -143,9 +151,14 @@ class Writer(threading.Thread):
                 self._stacks.pop(key, None)
             self._fail(e, len(batch))
             waiters = [item for item in batch if item[0] in (FLUSH, STOP)]
+        return self._release(waiters)
+
+    @staticmethod
+    def _release(waiters: list) -> bool:
+        """Wake whoever waits on a flush or stop; True when the stop has come."""
         for _, done in waiters:
             if done is not None:
-                done.set()  # whoever waits on a flush or stop
+                done.set()
         return any(tag == STOP for tag, _ in waiters)
 
     def _commit(self, rows: dict) -> None:
