@@ -64,11 +64,11 @@ def test_worst_index_points_at_the_largest_error_with_both_values():
 
 
 def test_chunked_result_equals_unchunked():
-    g = randn(1000, 33)
-    a = g + 0.01 * randn(1000, 33, seed=1)
-    a[500, 3] = nan
-    g[500, 3] = nan
-    for size in (1, 7, 4096):
+    g = randn(300, 33)
+    a = g + 0.01 * randn(300, 33, seed=1)
+    a[150, 3] = nan
+    g[150, 3] = nan
+    for size in (7, 100, 4096):
         whole = compare_tensors(a, g, chunk_size=10**9).to_dict()
         part = compare_tensors(a, g, chunk_size=size).to_dict()
         for key in ("pcc", "mean_abs_error", "max_rel_error", "max_ulp"):  # float32 or float64 sums

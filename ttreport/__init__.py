@@ -6,6 +6,7 @@
 
 from ttreport.capture import Capture, capture, profile
 from ttreport.check import check
+from ttreport.compare import ReportComparison, compare_reports
 from ttreport.config import Config
 from ttreport.errors import (
     CaptureActiveError,
@@ -18,13 +19,11 @@ from ttreport.errors import (
     TTReportError,
 )
 from ttreport.metrics import Comparison, compare_tensors
-from ttreport.report import Report, open  # noqa: A004
 from ttreport.storage import load_tensor
 
 __all__ = [
     "Capture", "capture", "profile", "Config", "load_tensor", "check",
     "TTReportError", "ConfigError", "ReportExistsError", "CaptureActiveError", "NeedsUpgradeError",
     "TensorFileError", "ReportIncompleteWarning", "ComparisonError",
-    "Comparison", "compare_tensors",
-    "Report", "open",
+    "Comparison", "compare_tensors", "ReportComparison", "compare_reports",
 ]

@@ -407,5 +407,91 @@ def demo(root):
     demo_module.main(root=root, echo=click.echo)
 
 
+# -- comparison (ttreport.compare, ttreport.metrics) --------------------------------------------
+
+def _tolerance_options(f):
+    f = click.option("--pcc", type=float, help="Desired PCC (default 0.9999).")(f)
+    f = click.option("--atol", type=float, help="Absolute tolerance (default: by dtype).")(f)
+    return click.option("--rtol", type=float, help="Relative tolerance (default: by dtype).")(f)
+
+
+@main.command()
+@click.argument("a")
+@click.argument("b")
+@_tolerance_options
+@click.option("--ops", "pattern", help="Compare only ops named so: a glob (*matmul*), a name or its last part.")
+@click.option("--json", "json_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write every figure to this JSON file.")
+@click.option("--strict", is_flag=True, help="Ops present in only one report fail the comparison too.")
+@click.option("--all-depths", is_flag=True, help="Align nested ops too, not only the ones the model called.")
+def compare(a, b, rtol, atol, pcc, pattern, json_file, strict, all_depths):
+    """Compare report B with report A op by op and name the first op that diverged.
+
+    Exits 0 when every aligned op matches, 1 when one does not (or, with --strict, when an op
+    has no partner), 2 on bad input. Both runs need stored tensors (Config(tensors="outputs")).
+
+    Example: ttreport compare generated/ttreport/reports/run-a generated/ttreport/reports/run-b --json diff.json
+    """
+    from ttreport.compare import compare_reports
+
+    result = compare_reports(a, b, rtol=rtol, atol=atol, pcc=pcc, ops=pattern, strict=strict,
+                             progress=sys.stderr.isatty(), top_level=not all_depths)
+    click.echo(result.to_table())
+    if json_file is not None:
+        json_file.write_text(result.to_json() + "\n")
+        click.echo(f"json: {json_file}")
+    sys.exit(result.exit_code)
+
+
+def _load_tensor_file(path: Path):
+    if path.suffix == ".pt":
+        import torch
+
+        try:
+            value = torch.load(path, weights_only=True, map_location="cpu")
+        except Exception as e:
+            raise Failure(f"{path} cannot be read as a tensor file ({type(e).__name__}: {e})") from None
+        if not isinstance(value, torch.Tensor):
+            raise Failure(f"{path} holds a {type(value).__name__}, not a tensor")
+        return value
+    if path.suffix == ".bin":
+        from device_sim import serialization
+
+        try:
+            return serialization.load_tensor(path)  # keeps the device dtype (bfloat8_b, ...) for the tolerances
+        except Exception as e:
+            raise Failure(f"{path} cannot be read as a device_sim tensor file ({type(e).__name__}: {e})") from None
+    raise Failure(f"{path} is neither a .pt nor a .bin tensor file")
+
+
+@main.command(name="diff-tensor")
+@click.argument("a", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("b", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_tolerance_options
+@click.option("--json", "as_json", is_flag=True, help="Print every figure as JSON.")
+def diff_tensor(a, b, rtol, atol, pcc, as_json):
+    """Compare two stored tensor files (.pt or .bin): B against A, the reference.
+
+    Exits 0 when they match within tolerance, 1 when they do not, 2 on bad input.
+
+    Example: ttreport diff-tensor run-a/tensors/12.pt run-b/tensors/12.pt
+    """
+    from ttreport.compare import json_safe
+    from ttreport.metrics import compare_tensors
+
+    c = compare_tensors(_load_tensor_file(b), _load_tensor_file(a), rtol=rtol, atol=atol, pcc=pcc)
+    if as_json:
+        click.echo(json.dumps(json_safe(c.to_dict()), indent=2))
+    else:
+        worst = f"{c.worst_index}: {c.worst_actual} vs {c.worst_golden}" if c.worst_index is not None else ""
+        rows = [("status", c.status), ("reason", c.reason), ("PCC", c.pcc), ("max abs error", c.max_abs_error),
+                ("mean abs error", c.mean_abs_error), ("max rel error", c.max_rel_error),
+                ("max ULP", c.max_ulp), ("mismatched", c.mismatched_text), ("worst (B vs A)", worst),
+                ("shapes", f"{list(c.shapes[0])} vs {list(c.shapes[1])}"),
+                ("dtypes", f"{c.dtypes[0]} vs {c.dtypes[1]}"), ("rtol, atol", f"{c.rtol:.3g}, {c.atol:.3g}")]
+        click.echo("\n".join(f"{k:<15} {'' if v is None else v}" for k, v in rows))
+    sys.exit(0 if c.passed else 1)
+
+
 if __name__ == "__main__":  # python -m ttreport.cli
     main()

@@ -69,7 +69,7 @@ _COARSENESS = ["bfloat4_b", "bfloat8_b", "bfloat16", "float16", "float32", "floa
 _IEEE = {"float64": (52, -1022), "float32": (23, -126), "float16": (10, -14), "bfloat16": (7, -126)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Comparison:
     passed: bool
     reason: str

@@ -1,0 +1,357 @@
+"""Report against report: align two runs' ops, compare their stored tensors, name the first divergence.
+
+    result = ttreport.compare_reports("run-a", "run-b")
+    print(result.to_table())          # the root cause on a line of its own
+    sys.exit(result.exit_code)        # 0: every aligned op matches; 1: one does not
+
+A is the reference: each B tensor is compared with its A counterpart by compare_tensors, at
+the tolerances of the finer of the two device dtypes (a run that lowered a dtype is caught),
+or at rtol/atol/pcc when given.
+
+Alignment: ops are keyed by (name, input shapes, output shapes). The common prefix and suffix
+pair up directly; the differing middle is aligned with difflib (no autojunk, so repeated ops
+align), and each gap left over is aligned again by name alone (an op whose shapes changed).
+What still has no partner is listed as unaligned, never dropped. Only top-level ops (depth 0)
+take part unless top_level=False.
+
+Each aligned op is classified from its outputs and inputs:
+  match           every output matches
+  mismatch        an output differs while its inputs matched (or were not stored): a root cause
+  propagated      an output differs and an input already differed: an effect of an earlier cause
+  missing_tensor  an output was not stored in one of the reports, so nothing can be said
+The root cause is the first mismatch, with its stack trace from both reports.
+
+Memory: one pair of tensors is loaded at a time and dropped after its comparison; what is kept
+per op is its comparison figures, and per compared tensor one boolean (to judge later inputs).
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ttreport.errors import TensorFileError
+from ttreport.metrics import Comparison, compare_tensors, dtype_name, finer_dtype
+from ttreport.report import Report
+
+MATCH, MISMATCH, PROPAGATED, MISSING = "match", "mismatch", "propagated", "missing_tensor"
+
+_OPS_SQL = """
+SELECT o.operation_id, o.name,
+  (SELECT group_concat(shape, ';') FROM (SELECT t.shape AS shape FROM input_tensors i
+     JOIN tensors t ON t.tensor_id = i.tensor_id WHERE i.operation_id = o.operation_id ORDER BY i.input_index)),
+  (SELECT group_concat(shape, ';') FROM (SELECT t.shape AS shape FROM output_tensors x
+     JOIN tensors t ON t.tensor_id = x.tensor_id WHERE x.operation_id = o.operation_id ORDER BY x.output_index))
+FROM operations o {where} ORDER BY o.operation_id"""
+
+_TENSORS_SQL = """
+SELECT t.tensor_id, t.dtype, t.file FROM {table} x JOIN tensors t ON t.tensor_id = x.tensor_id
+WHERE x.operation_id = ? ORDER BY x.{index}"""
+
+
+@dataclass(slots=True)
+class OpPair:
+    """One aligned op: A's and B's operation ids, and what comparing their tensors found."""
+
+    status: str
+    name: str  # paired ops have equal names
+    a_id: int
+    b_id: int
+    reason: str
+    outputs: list[Comparison | None] = field(default_factory=list)  # None: not stored
+    inputs_matched: bool | None = None  # None: an input was not stored in one report
+
+    @property
+    def worst(self) -> Comparison | None:
+        """The output comparison that decided the status (the first failing one, else the first)."""
+        found = [c for c in self.outputs if c is not None]
+        return next((c for c in found if not c.passed), found[0] if found else None)
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "name": self.name, "a_operation_id": self.a_id, "b_operation_id": self.b_id,
+                "reason": self.reason, "inputs_matched": self.inputs_matched,
+                "outputs": [c.to_dict() if c is not None else None for c in self.outputs]}
+
+
+@dataclass
+class ReportComparison:
+    a: Path
+    b: Path
+    pairs: list[OpPair]
+    only_a: list[tuple[int, str]]  # (operation_id, name) of ops with no partner in B
+    only_b: list[tuple[int, str]]
+    root_cause: OpPair | None
+    root_cause_stacks: tuple[str | None, str | None]  # A's and B's stack traces of the root cause
+    settings: dict
+    strict: bool = False
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = {s: 0 for s in (MATCH, MISMATCH, PROPAGATED, MISSING)}
+        for p in self.pairs:
+            counts[p.status] += 1
+        counts["unaligned"] = len(self.only_a) + len(self.only_b)
+        return counts
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every aligned op matches (and, with strict, every op aligned); else 1."""
+        if any(p.status != MATCH for p in self.pairs):
+            return 1
+        return 1 if self.strict and (self.only_a or self.only_b) else 0
+
+    def to_dict(self) -> dict:
+        rc = self.root_cause
+        return json_safe({
+            "a": str(self.a), "b": str(self.b), "settings": self.settings, "strict": self.strict,
+            "exit_code": self.exit_code, "counts": self.counts,
+            "root_cause": None if rc is None else {**rc.to_dict(), "stack_trace_a": self.root_cause_stacks[0],
+                                                   "stack_trace_b": self.root_cause_stacks[1]},
+            "ops": [p.to_dict() for p in self.pairs],
+            "unaligned": {"a": [{"operation_id": i, "name": n} for i, n in self.only_a],
+                          "b": [{"operation_id": i, "name": n} for i, n in self.only_b]},
+        })
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_table(self, limit: int = 100) -> str:
+        """A readable table: every op when there are at most `limit`, else the ones that do not match."""
+        shown = self.pairs if len(self.pairs) <= limit else [p for p in self.pairs if p.status != MATCH]
+        lines = [f"A: {self.a}", f"B: {self.b}"]
+        rows = []
+        for p in shown[:limit]:
+            w = p.worst
+            rows.append([str(p.a_id), str(p.b_id), p.name, p.status,
+                         "" if w is None else _num(w.pcc, ".6f"), "" if w is None else _num(w.max_abs_error, ".4g"),
+                         "" if w is None else w.mismatched_text])
+        lines += _table(["A op", "B op", "name", "status", "PCC", "max abs err", "mismatched"], rows)
+        if len(shown) > limit or len(shown) < len(self.pairs):
+            hidden = len(self.pairs) - min(len(shown), limit)
+            lines.append(f"... {hidden:,} more aligned ops not shown (--json FILE writes them all)")
+        for side, ops in (("A", self.only_a), ("B", self.only_b)):
+            if ops:
+                listed = ", ".join(f"{i} {n}" for i, n in ops[:20]) + (" ..." if len(ops) > 20 else "")
+                note = "fails the comparison (--strict)" if self.strict else "not a failure without --strict"
+                lines.append(f"warning: {len(ops)} op(s) only in {side}, unaligned ({note}): {listed}")
+        rc = self.root_cause
+        if rc is not None:
+            lines.append("")
+            lines.append(f"ROOT CAUSE: {rc.name} (A op {rc.a_id}, B op {rc.b_id}): {rc.reason}")
+            for side, stack in zip("AB", self.root_cause_stacks):
+                lines.append(f"  stack trace in {side}:")
+                lines += ["    " + s for s in (stack or "(not recorded)").splitlines()]
+        c = self.counts
+        lines.append("")
+        lines.append(f"{len(self.pairs)} aligned ops: {c[MATCH]} match, {c[MISMATCH]} mismatch, "
+                     f"{c[PROPAGATED]} propagated, {c[MISSING]} missing tensors; {c['unaligned']} unaligned")
+        return "\n".join(lines)
+
+
+def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = None, pcc: float | None = None,
+                    ops: str | None = None, strict: bool = False, progress: bool = False,
+                    top_level: bool = True) -> ReportComparison:
+    """Compare report B with report A (the reference), op by op; see the module docstring.
+
+    a, b: report folders (or their db.sqlite). ops: compare only ops whose name matches (exact,
+    its last dotted part, or a glob); the others are still aligned. progress: a line on stderr.
+    """
+    with Report(a) as ra, Report(b) as rb:
+        seq_a, seq_b = _ops(ra, top_level), _ops(rb, top_level)
+        keys: dict = {}
+        names: dict = {}
+        ka, kb = ([keys.setdefault(k, len(keys)) for _, k in s] for s in (seq_a, seq_b))
+        na, nb = ([names.setdefault(k[0], len(names)) for _, k in s] for s in (seq_a, seq_b))
+        aligned, only_a, only_b = align(ka, kb, na, nb)
+        settings = {"rtol": rtol, "atol": atol, "pcc": pcc, "ops": ops, "top_level": top_level}
+        checker = _Checker(ra, rb, dict(rtol=rtol, atol=atol, pcc=pcc))
+        pairs = []
+        ticker = _Progress(len(aligned)) if progress else None
+        for n, (i, j) in enumerate(aligned):
+            (a_id, a_key), (b_id, _) = seq_a[i], seq_b[j]
+            if ops is None or _name_matches(a_key[0], ops):
+                pairs.append(checker.pair(a_key[0], a_id, b_id))
+            if ticker:
+                ticker.update(n + 1)
+        if ticker:
+            ticker.done()
+        root = next((p for p in pairs if p.status == MISMATCH), None)
+        stacks = (None, None) if root is None else (_stack(ra, root.a_id), _stack(rb, root.b_id))
+        return ReportComparison(ra.path, rb.path, pairs, [(seq_a[i][0], seq_a[i][1][0]) for i in only_a],
+                                [(seq_b[j][0], seq_b[j][1][0]) for j in only_b], root, stacks, settings, strict)
+
+
+def align(ka: list, kb: list, na: list, nb: list) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """Pairs (i, j) of positions with equal keys (ka, kb), then equal names (na, nb) in the gaps; and the rest."""
+    n = min(len(ka), len(kb))
+    p = 0
+    while p < n and ka[p] == kb[p]:
+        p += 1
+    s = 0
+    while s < n - p and ka[len(ka) - 1 - s] == kb[len(kb) - 1 - s]:
+        s += 1
+    pairs = [(i, i) for i in range(p)]
+    only_a, only_b = [], []
+    a_end, b_end = len(ka) - s, len(kb) - s
+    for tag, i1, i2, j1, j2 in _opcodes(ka[p:a_end], kb[p:b_end]):
+        if tag == "equal":
+            pairs += [(p + i1 + k, p + j1 + k) for k in range(i2 - i1)]
+            continue
+        # A gap: pair what has the same name (an op whose shapes changed); the rest is unaligned.
+        for tag2, x1, x2, y1, y2 in _opcodes(na[p + i1:p + i2], nb[p + j1:p + j2]):
+            if tag2 == "equal":
+                pairs += [(p + i1 + x1 + k, p + j1 + y1 + k) for k in range(x2 - x1)]
+            else:
+                only_a += range(p + i1 + x1, p + i1 + x2)
+                only_b += range(p + j1 + y1, p + j1 + y2)
+    pairs += [(a_end + k, b_end + k) for k in range(s)]
+    pairs.sort()
+    return pairs, sorted(only_a), sorted(only_b)
+
+
+def _opcodes(a: list, b: list):
+    if not a or not b:
+        return [("replace", 0, len(a), 0, len(b))] if a or b else []
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+
+
+def _ops(report: Report, top_level: bool) -> list[tuple[int, tuple]]:
+    """(operation_id, (name, input shapes, output shapes)) of each op, in call order."""
+    rows = report.execute(_OPS_SQL.format(where="WHERE o.depth = 0" if top_level else ""))
+    return [(op_id, (name, ins, outs)) for op_id, name, ins, outs in rows]
+
+
+def _name_matches(name: str, pattern: str) -> bool:
+    # As `ttreport ops --name`: a glob, an exact name, or the last dotted part (matmul).
+    if any(c in pattern for c in "*?["):
+        return fnmatch.fnmatchcase(name, pattern)
+    return name == pattern or name.endswith("." + pattern)
+
+
+def _stack(report: Report, operation_id: int) -> str | None:
+    row = report.execute("SELECT stack_trace FROM stack_traces WHERE operation_id = ?", (operation_id,)).fetchone()
+    return row[0] if row else None
+
+
+class _Checker:
+    """Compares aligned ops' tensors one pair at a time, remembering which tensor pairs matched."""
+
+    def __init__(self, ra: Report, rb: Report, tolerances: dict):
+        self.ra, self.rb, self.tolerances = ra, rb, tolerances
+        self.matched: dict[int, tuple[int, bool]] = {}  # A tensor id -> (B tensor id, matched)
+
+    def pair(self, name: str, a_id: int, b_id: int) -> OpPair:
+        outs_a, outs_b = self._tensors(self.ra, "output_tensors", "output_index", a_id), \
+            self._tensors(self.rb, "output_tensors", "output_index", b_id)
+        ins_a, ins_b = self._tensors(self.ra, "input_tensors", "input_index", a_id), \
+            self._tensors(self.rb, "input_tensors", "input_index", b_id)
+        if len(outs_a) != len(outs_b):
+            return OpPair(MISMATCH, name, a_id, b_id, f"A has {len(outs_a)} output(s), B has {len(outs_b)}",
+                          inputs_matched=self._inputs(ins_a, ins_b))
+        outputs = [self._compare(ta, tb) for ta, tb in zip(outs_a, outs_b)]
+        if any(c is None for c in outputs):
+            missing = sum(c is None for c in outputs)
+            return OpPair(MISSING, name, a_id, b_id, f"{missing} output tensor(s) not stored in both reports; "
+                          f"capture with Config(tensors='outputs') to compare them", outputs)
+        failing = next((c for c in outputs if not c.passed), None)
+        if failing is None:
+            return OpPair(MATCH, name, a_id, b_id, "all outputs match", outputs)
+        inputs = self._inputs(ins_a, ins_b)
+        if inputs is False:
+            return OpPair(PROPAGATED, name, a_id, b_id, f"an input already differed; {failing.reason}", outputs,
+                          inputs)
+        if not ins_a:
+            what = "no device inputs, outputs differ"  # from_torch and other ops that make tensors
+        elif inputs:
+            what = "inputs match, outputs do not"
+        else:
+            what = "outputs differ and inputs were not stored (an earlier cause is not ruled out)"
+        return OpPair(MISMATCH, name, a_id, b_id, f"{what}: {failing.reason}", outputs, inputs)
+
+    def _inputs(self, ins_a, ins_b) -> bool | None:
+        if len(ins_a) != len(ins_b):
+            return False
+        known = True
+        for ta, tb in zip(ins_a, ins_b):
+            seen = self.matched.get(ta[0])
+            ok = seen[1] if seen is not None and seen[0] == tb[0] else self._passed(ta, tb)
+            if ok is False:
+                return False
+            known = known and ok is not None
+        return True if known else None
+
+    def _passed(self, ta, tb) -> bool | None:
+        c = self._compare(ta, tb)
+        return None if c is None else c.passed
+
+    def _compare(self, ta, tb) -> Comparison | None:
+        (a_tid, a_dtype, a_file), (b_tid, b_dtype, b_file) = ta, tb
+        if a_file is None or b_file is None:
+            return None
+        try:
+            va, vb = self.ra.load_tensor(a_tid), self.rb.load_tensor(b_tid)
+        except TensorFileError:
+            return None
+        dtype = _finer(a_dtype, b_dtype)
+        c = compare_tensors(vb, va, dtype=dtype, **self.tolerances)
+        del va, vb  # one pair in memory at a time
+        self.matched[a_tid] = (b_tid, c.passed)
+        return c
+
+    @staticmethod
+    def _tensors(report: Report, table: str, index: str, op_id: int) -> list[tuple]:
+        return report.execute(_TENSORS_SQL.format(table=table, index=index), (op_id,)).fetchall()
+
+
+def _finer(a: str | None, b: str | None) -> str | None:
+    try:
+        names = [dtype_name(d) for d in (a, b) if d]
+    except (TypeError, ValueError):
+        return None  # an unknown dtype text: compare_tensors then uses the tensors' own dtypes
+    if not names:
+        return None
+    return names[0] if len(names) == 1 else finer_dtype(*names)
+
+
+class _Progress:
+    def __init__(self, total: int):
+        self.total, self.last = total, 0.0
+
+    def update(self, n: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= 0.2 or n == self.total:
+            self.last = now
+            sys.stderr.write(f"\rcomparing ops: {n:,}/{self.total:,}")
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        sys.stderr.write("\n")
+
+
+def _num(x, spec: str) -> str:
+    if x is None:
+        return ""
+    return f"{x:{spec}}" if math.isfinite(x) else str(x)
+
+
+def _table(columns: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
+    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return [fmt(columns), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
+
+
+def json_safe(x):
+    """NaN -> null and +-inf -> "inf"/"-inf": JSON has neither."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    return x
