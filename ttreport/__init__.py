@@ -19,6 +19,7 @@ from ttreport.errors import (
     TTReportError,
 )
 from ttreport.metrics import Comparison, compare_tensors
+from ttreport.report import Report, open  # noqa: A004
 from ttreport.storage import load_tensor
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "TTReportError", "ConfigError", "ReportExistsError", "CaptureActiveError", "NeedsUpgradeError",
     "TensorFileError", "ReportIncompleteWarning", "ComparisonError",
     "Comparison", "compare_tensors", "ReportComparison", "compare_reports",
+    "Report", "open",
 ]
