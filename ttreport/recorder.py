@@ -28,6 +28,7 @@ import traceback
 import warnings
 
 import device_sim
+from device_sim.device import Device
 from device_sim.tensor import Tensor, next_tensor_id
 from device_sim.types import BufferType
 from ttreport import schema
@@ -66,13 +67,13 @@ class RecordQueue:
         return len(self.items)
 
 
-class TensorArg:
-    """A tensor argument as queued: its id only, so the Tensor (and its buffer) can be freed."""
+class TensorArg(int):
+    """A tensor argument as queued: its id only, so the Tensor (and its buffer) can be freed.
 
-    __slots__ = ("id",)
+    An int subclass without slots: cheap to make, and invisible to the garbage collector.
+    """
 
-    def __init__(self, tensor_id: int):
-        self.id = tensor_id
+    __slots__ = ()
 
 
 class Recorder:
@@ -94,6 +95,7 @@ class Recorder:
         self.tensors_skipped = 0
         self.tensor_bytes_skipped = 0
         self._devices: dict[object, object] = {}  # Device -> its previous memory listener
+        self._allocators: list[tuple] = []  # (L1, DRAM) BankAllocator of each device
         self._code_is_lib: dict[int, tuple] = {}  # id(code) -> (code, is_library); holding code keeps ids unique
         self._stack_traces = config.stack_traces
         self._stack_depth = config.stack_depth
@@ -102,6 +104,7 @@ class Recorder:
         self._suffix = ".pt" if config.detach_saved_tensors else ".bin"
         self._queue_max = config.queue_max
         self._flush_ops = config.flush_ops
+        self._on_buffer = self._buffer_listener()
 
     # -- the hook --------------------------------------------------------------------------
     def begin(self, op, args, kwargs):
@@ -142,10 +145,9 @@ class Recorder:
                     if self._store_outputs:
                         self._plan_storage(t, files)
         l1 = dram = 0
-        for device in self._devices:
-            memory = device.memory
-            l1 += memory.bytes_used(BufferType.L1)
-            dram += memory.bytes_used(BufferType.DRAM)
+        for l1_banks, dram_banks in self._allocators:  # DeviceMemory.bytes_used, without two calls per device
+            l1 += l1_banks.bytes_per_bank_used * l1_banks.num_banks
+            dram += dram_banks.bytes_per_bank_used * dram_banks.num_banks
         error = None if exc is None else _error(exc)
         self._put((OP, op.name, op_id, start - self.t0_ns, end - self.t0_ns, parent, depth, thread, frames, args_q,
                    kwargs_q, inputs, outputs, specs, files, next(self._seq), l1, dram, error))
@@ -164,7 +166,7 @@ class Recorder:
             return TensorArg(x.tensor_id)
         if type(x) in (list, tuple) and any(isinstance(e, Tensor) for e in x):
             return type(x)(self._strip(e, inputs, specs) for e in x)
-        if isinstance(x, device_sim.Device) and x not in self._devices:
+        if isinstance(x, Device) and x not in self._devices:
             self.add_device(x, before_capture=False)
         return x
 
@@ -222,6 +224,7 @@ class Recorder:
         """Record `device` and follow its buffers: live ones now, then every alloc and free."""
         memory = device.memory
         self._devices[device] = memory.listener
+        self._allocators.append((memory.allocators[BufferType.L1], memory.allocators[BufferType.DRAM]))
         self.queue.put((DEVICE, device.facts()))
         if not self.config.buffers:
             return
@@ -230,14 +233,20 @@ class Recorder:
         for buf in memory.live_buffers():
             self.queue.put((BUFFER, "alloc", buf, seq, None))
 
-    def _on_buffer(self, event: str, buf) -> None:
-        stack = getattr(self._local, "stack", None)
-        # Never waits for the writer: a free can run on any thread, the writer's included (GC).
-        self._items.append((BUFFER, event, buf, next(self._seq), stack[-1] if stack else None))
+    def _buffer_listener(self):
+        # A closure over locals: this runs twice per op in a typical model, so every lookup counts.
+        # It never waits for the writer: a free can run on any thread, the writer's included (GC).
+        local, append, seq = self._local, self._items.append, self._seq
+
+        def on_buffer(event: str, buf) -> None:
+            stack = getattr(local, "stack", None)
+            append((BUFFER, event, buf, next(seq), stack[-1] if stack else None))
+
+        return on_buffer
 
     def restore_devices(self) -> None:
         for device, previous in self._devices.items():
-            if device.memory.listener == self._on_buffer:
+            if device.memory.listener is self._on_buffer:
                 device.memory.listener = previous
 
     # -- tensor storage ------------------------------------------------------------------
