@@ -76,6 +76,27 @@ def test_chunked_result_equals_unchunked():
         assert part == whole
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+def test_threads_share_the_chunks_without_changing_the_result(threads):
+    g = randn(200, 50)
+    a = g + 0.01 * randn(200, 50, seed=1)
+    a[7, 7] += 1.0
+    a[150, 3] = nan
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = compare_tensors(a, g, chunk_size=64).to_dict()
+        torch.set_num_threads(threads)
+        many = compare_tensors(a, g, chunk_size=64).to_dict()
+        assert torch.get_num_threads() == threads  # the caller's setting survives
+    finally:
+        torch.set_num_threads(previous)
+    assert many.pop("pcc") == pytest.approx(one.pop("pcc"), abs=1e-12)
+    assert many.pop("mean_abs_error") == pytest.approx(one.pop("mean_abs_error"), rel=1e-12)
+    assert repr(many) == repr(one)  # repr: NaN (the max error here) never equals itself
+    assert math.isnan(one["max_abs_error"]) and one["worst_index"] == [150, 3]
+
+
 def test_strided_input_gives_the_same_result_as_contiguous():
     g = randn(40, 300)
     a = g + 0.01 * randn(40, 300, seed=1)

@@ -36,11 +36,13 @@ Speed and memory: one pass over fixed-size chunks, with a handful of reused floa
 buffers (float64 for float64 or integer inputs); per-chunk sums are merged in float64 with
 Chan's formulas, so PCC keeps about 1e-7 accuracy however large the tensor. Chunks holding
 NaN/inf (found from their sums, not by a mask on every chunk) take a slower exact path.
+Up to torch.get_num_threads() threads take chunks in turn (see _fold_all).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -210,10 +212,10 @@ def compare_tensors(actual, golden, *, rtol: float | None = None, atol: float | 
     ulp_name = dtype_name(dtype) if dtype is not None else a_name
     work = torch.float32 if ca == "float" and max(a.element_size(), g.element_size()) <= 4 else torch.float64
     # With a scaled atol the threshold is known only after the pass: count in a second pass if needed.
-    acc = _Accumulator(work, rtol, math.inf if atol_scale else atol, equal_nan, _IEEE.get(ulp_name),
-                       max(1, int(chunk_size)), need_max_golden=bool(atol_scale))
-    for lo, xa, xg in _chunks(a, g, acc.chunk):
-        acc.add(xa, xg, lo)
+    chunk = max(1, int(chunk_size))
+    acc = _fold_all(a, g, chunk, lambda: _Accumulator(
+        work, rtol, math.inf if atol_scale else atol, equal_nan, _IEEE.get(ulp_name), chunk,
+        need_max_golden=bool(atol_scale)))
     if atol_scale:
         atol = atol + atol_scale * acc.max_abs_golden
         base["atol"] = atol
@@ -231,6 +233,55 @@ def _failed(base: dict, reason: str) -> Comparison:
                       max_rel_error=nan, mismatched=base["numel"], mismatched_fraction=1.0 if base["numel"] else 0.0,
                       max_ulp=None, worst_index=None, worst_actual=None, worst_golden=None,
                       pcc_ok=False, close_ok=False, **base)
+
+
+def _fold_all(a: torch.Tensor, g: torch.Tensor, chunk: int, make) -> _Accumulator:
+    """Fold every chunk into accumulators made by `make`: one per thread, merged at the end.
+
+    Each chunk's ops are small, so torch's own threads would meet at a barrier after every
+    op: little gain on an idle machine, and a collapse when the cores are shared. Instead up
+    to torch.get_num_threads() threads (the caller's among them) take whole chunks in turn,
+    each running torch single-threaded (per thread in torch's OpenMP builds; the caller's
+    setting is restored).
+    """
+    chunks = _chunks(a, g, chunk)
+    n_chunks = -(-a.numel() // chunk)
+    if n_chunks == 1:  # the common small tensor: no threads to start or settings to change
+        acc = make()
+        for lo, xa, xg in chunks:
+            acc.add(xa, xg, lo)
+        return acc
+    lock = threading.Lock()
+    accs = [make() for _ in range(min(torch.get_num_threads(), n_chunks))]
+    errors = []
+
+    def fold(acc: _Accumulator) -> None:
+        try:
+            torch.set_num_threads(1)
+            while True:
+                with lock:  # a strided input copies the chunk here, one at a time
+                    item = next(chunks, None)
+                if item is None:
+                    return
+                acc.add(item[1], item[2], item[0])
+        except BaseException as e:  # re-raised by the caller below
+            errors.append(e)
+
+    threads = [threading.Thread(target=fold, args=(acc,), name="ttreport-compare") for acc in accs[1:]]
+    previous = torch.get_num_threads()
+    for t in threads:
+        t.start()
+    try:
+        fold(accs[0])
+    finally:
+        torch.set_num_threads(previous)
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
+    for other in accs[1:]:
+        accs[0].merge(other)
+    return accs[0]
 
 
 def _chunks(a: torch.Tensor, g: torch.Tensor, size: int):
@@ -274,7 +325,7 @@ class _Accumulator:
 
     def _buffers(self, n: int):
         if self.buffers is None or self.buffers[0].numel() < n:
-            self.buffers = [torch.empty(max(n, self.chunk), dtype=self.work) for _ in range(5)]
+            self.buffers = [torch.empty(n, dtype=self.work) for _ in range(5)]  # the first chunk is the largest
         return [b[:n] for b in self.buffers]
 
     def add(self, xa: torch.Tensor, xg: torch.Tensor, offset: int) -> None:
@@ -355,8 +406,27 @@ class _Accumulator:
         self._merge(n, ma, mg, m2a, m2g, m2d)
         return True
 
+    def merge(self, o: _Accumulator) -> None:
+        """Fold another accumulator's totals (of other chunks of the same tensors) into this one."""
+        self._merge(o.n, o.mean_a, o.mean_g, o.m2a, o.m2g, o.m2d)
+        self.sum_abs += o.sum_abs
+        if o.max_abs > self.max_abs or (o.max_abs == self.max_abs and o.worst is not None
+                                        and (self.worst is None or o.worst < self.worst)):
+            self.max_abs, self.worst = o.max_abs, o.worst
+        self.max_rel, self.max_ulp = max(self.max_rel, o.max_rel), max(self.max_ulp, o.max_ulp)
+        self.max_excess = max(self.max_excess, o.max_excess)
+        self.max_abs_golden = max(self.max_abs_golden, o.max_abs_golden)
+        self.mismatched += o.mismatched
+        self.nonfinite_mismatched += o.nonfinite_mismatched
+        self.nonfinite_nan |= o.nonfinite_nan
+        self.overflow |= o.overflow
+        firsts = [i for i in (self.first_nonfinite, o.first_nonfinite) if i is not None]
+        self.first_nonfinite = min(firsts) if firsts else None
+
     def _merge(self, n, ma, mg, m2a, m2g, m2d) -> None:
         """Chan et al.'s pairwise update of means and centered sums of squares."""
+        if n == 0:
+            return
         total = self.n + n
         da, dg = ma - self.mean_a, mg - self.mean_g
         f = self.n * n / total
