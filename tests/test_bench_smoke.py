@@ -1,0 +1,44 @@
+"""The benchmarks at tiny sizes (`python -m bench --quick`), so that they never rot.
+
+This checks that every benchmark runs and prints every figure; it does not judge the
+targets (tiny sizes say nothing about speed). `make bench` runs the real sizes.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FIGURES = [
+    "ttreport metadata+stacks: added on model thread", "torch.profiler added / ttreport added",
+    "commit-per-insert / ttreport added",
+    "writer: op records per writer-CPU second", "report bytes per op", "report opens, status 'complete'",
+    "model-thread added / raw write time", "stored end to end / raw write+fsync",
+    "op by id: p50", "ops by name (first page of 100): p50", "an op's inputs and outputs: p50",
+    "a tensor's producer and consumers: p50", "10 slowest ops: p50", "peak L1 with its op: p50",
+    "cookbook: 10 slowest matmuls with shapes: p50",
+    "compare_tensors, 0.5 MiB bf16 each", "compare_tensors / naive", "compare_reports",
+    "registry dispatch / direct body",
+]
+
+
+def test_every_benchmark_runs_and_prints_every_figure(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "bench", "--quick"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300, env={"TMPDIR": str(tmp_path), "PATH": ""})
+    assert out.returncode == 0, out.stderr[-3000:]
+    for figure in FIGURES:
+        lines = [line for line in out.stdout.splitlines() if figure in line]
+        assert lines, f"{figure!r} missing from:\n{out.stdout}"
+        assert all(re.search(r"\s-?[\d,.]+(e-?\d+)?\s", line) for line in lines), lines
+    assert "target(s) missed" in out.stdout
+    left = [p.name for p in tmp_path.iterdir() if p.name.startswith("ttreport-bench-")]
+    assert left == [], "the benchmarks left their temporary folder behind"
+
+
+def test_an_unknown_benchmark_is_refused_with_the_choices():
+    out = subprocess.run([sys.executable, "-m", "bench", "--only", "speed"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2
+    assert "unknown benchmark(s) ['speed']" in out.stderr and "capture,persistence" in out.stderr
