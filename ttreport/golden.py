@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import threading
 import traceback
 import weakref
 from collections import OrderedDict
@@ -64,6 +65,9 @@ class GoldenChecker:
         self.carried_bytes = 0
         self.max_carried_bytes = max_carried_bytes
         self._watched: set[int] = set()
+        # Ops on several threads, and weakref callbacks run by the garbage collector in the middle
+        # of any of them, all touch `carried`: a re-entrant lock keeps it whole.
+        self._lock = threading.RLock()
 
     # -- the seam: recorder.end() calls this after each op that returned ------------------------
     def after_op(self, op, args, kwargs, output, operation_id: int) -> None:
@@ -152,30 +156,34 @@ class GoldenChecker:
 
     # -- goldens carried forward (global) -------------------------------------------------------
     def _global_value(self, t: Tensor) -> torch.Tensor:
-        g = self.carried.get(t.tensor_id)
+        with self._lock:
+            g = self.carried.get(t.tensor_id)
         return g if g is not None else _local_value(t)
 
     def _carry(self, t: Tensor, golden: torch.Tensor | None) -> None:
         tid = t.tensor_id
-        self._drop(tid)
-        if golden is None:
-            return
-        self.carried[tid] = golden
-        self.carried_bytes += golden.numel() * golden.element_size()
-        if tid not in self._watched:
-            self._watched.add(tid)
-            weakref.finalize(t, self._forget, tid)
-        while self.carried_bytes > self.max_carried_bytes and len(self.carried) > 1:
-            self._drop(next(iter(self.carried)))
+        with self._lock:
+            self._drop(tid)
+            if golden is None:
+                return
+            self.carried[tid] = golden
+            self.carried_bytes += golden.numel() * golden.element_size()
+            if tid not in self._watched:
+                self._watched.add(tid)
+                weakref.finalize(t, self._forget, tid)
+            while self.carried_bytes > self.max_carried_bytes and len(self.carried) > 1:
+                self._drop(next(iter(self.carried)))
 
     def _drop(self, tid: int) -> None:
-        g = self.carried.pop(tid, None)
-        if g is not None:
-            self.carried_bytes -= g.numel() * g.element_size()
+        with self._lock:
+            g = self.carried.pop(tid, None)
+            if g is not None:
+                self.carried_bytes -= g.numel() * g.element_size()
 
     def _forget(self, tid: int) -> None:
-        self._watched.discard(tid)
-        self._drop(tid)
+        with self._lock:
+            self._watched.discard(tid)
+            self._drop(tid)
 
 
 def _local_value(t: Tensor) -> torch.Tensor:
