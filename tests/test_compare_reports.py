@@ -130,6 +130,18 @@ def test_alignment_pairs_by_key_then_by_name():
     assert pairs[4:] == [(i, i) for i in range(5, 405)]  # a repeated block still aligns (no autojunk)
 
 
+def test_alignment_of_long_runs_that_differ_far_apart():
+    # 5,000 ops repeating a 7-op layer: an op inserted near the start, one removed in the middle and
+    # one whose shapes changed near the end leave a differing stretch too long for difflib.
+    ka = [f"op{i % 7}[{i % 7}]" for i in range(5000)]
+    kb = ka[:100] + ["inserted[0]"] + ka[100:2500] + ka[2501:4900] + ["op0[changed]"] + ka[4901:]
+    na, nb = ([k.split("[")[0] for k in keys] for keys in (ka, kb))
+    pairs, only_a, only_b = align(ka, kb, na, nb)
+    assert len(pairs) == 4999 and only_b == [100] and len(only_a) == 1 and ka[only_a[0]] == ka[2500]
+    assert all(na[i] == nb[j] for i, j in pairs)
+    assert (4900, 4900) in pairs  # paired by name: its shapes changed
+
+
 def test_json_holds_every_figure(run, tmp_path):
     result = compare_reports(run("a"), run("b", matmul_dtype=ttnn.bfloat8_b))
     data = json.loads(result.to_json())

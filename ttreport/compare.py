@@ -33,6 +33,7 @@ import json
 import math
 import sys
 import time
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -163,31 +164,31 @@ def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = Non
     its last dotted part, or a glob); the others are still aligned. progress: a line on stderr.
     """
     with Report(a) as ra, Report(b) as rb:
-        seq_a, seq_b = _ops(ra, top_level), _ops(rb, top_level)
-        keys: dict = {}
-        names: dict = {}
-        ka, kb = ([keys.setdefault(k, len(keys)) for _, k in s] for s in (seq_a, seq_b))
-        na, nb = ([names.setdefault(k[0], len(names)) for _, k in s] for s in (seq_a, seq_b))
+        keys: dict[tuple, int] = {}  # (name, input shapes, output shapes) -> key id, shared by both
+        names: dict[str, int] = {}
+        ids_a, ka, na = _ops(ra, top_level, keys, names)
+        ids_b, kb, nb = _ops(rb, top_level, keys, names)
+        name_of = list(names)
         aligned, only_a, only_b = align(ka, kb, na, nb)
         settings = {"rtol": rtol, "atol": atol, "pcc": pcc, "ops": ops, "top_level": top_level}
         checker = _Checker(ra, rb, dict(rtol=rtol, atol=atol, pcc=pcc))
         pairs = []
         ticker = _Progress(len(aligned)) if progress else None
         for n, (i, j) in enumerate(aligned):
-            (a_id, a_key), (b_id, _) = seq_a[i], seq_b[j]
-            if ops is None or _name_matches(a_key[0], ops):
-                pairs.append(checker.pair(a_key[0], a_id, b_id))
+            name = name_of[na[i]]
+            if ops is None or _name_matches(name, ops):
+                pairs.append(checker.pair(name, ids_a[i], ids_b[j]))
             if ticker:
                 ticker.update(n + 1)
         if ticker:
             ticker.done()
         root = next((p for p in pairs if p.status == MISMATCH), None)
         stacks = (None, None) if root is None else (_stack(ra, root.a_id), _stack(rb, root.b_id))
-        return ReportComparison(ra.path, rb.path, pairs, [(seq_a[i][0], seq_a[i][1][0]) for i in only_a],
-                                [(seq_b[j][0], seq_b[j][1][0]) for j in only_b], root, stacks, settings, strict)
+        return ReportComparison(ra.path, rb.path, pairs, [(ids_a[i], name_of[na[i]]) for i in only_a],
+                                [(ids_b[j], name_of[nb[j]]) for j in only_b], root, stacks, settings, strict)
 
 
-def align(ka: list, kb: list, na: list, nb: list) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+def align(ka, kb, na, nb) -> tuple[list[tuple[int, int]], list[int], list[int]]:
     """Pairs (i, j) of positions with equal keys (ka, kb), then equal names (na, nb) in the gaps; and the rest."""
     n = min(len(ka), len(kb))
     p = 0
@@ -215,16 +216,53 @@ def align(ka: list, kb: list, na: list, nb: list) -> tuple[list[tuple[int, int]]
     return pairs, sorted(only_a), sorted(only_b)
 
 
-def _opcodes(a: list, b: list):
+def _opcodes(a, b) -> list[tuple]:
+    """difflib-style opcodes ("equal" or "replace" blocks) that turn a into b."""
     if not a or not b:
         return [("replace", 0, len(a), 0, len(b))] if a or b else []
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    if len(a) * len(b) <= _DIFFLIB_LIMIT:
+        return difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    return _resync_opcodes(a, b)
 
 
-def _ops(report: Report, top_level: bool) -> list[tuple[int, tuple]]:
-    """(operation_id, (name, input shapes, output shapes)) of each op, in call order."""
-    rows = report.execute(_OPS_SQL.format(where="WHERE o.depth = 0" if top_level else ""))
-    return [(op_id, (name, ins, outs)) for op_id, name, ins, outs in rows]
+_DIFFLIB_LIMIT = 4_000_000  # difflib's cost grows with len(a) * len(b) on repetitive op sequences
+_WINDOW = 256  # how far ahead the greedy alignment looks for the sequences to agree again
+_RUN = 4  # and for how many ops they must agree
+
+
+def _resync_opcodes(a, b) -> list[tuple]:
+    """Greedy alignment for long differing stretches: walk both; where they differ, take the nearest
+    point (fewest ops skipped on both sides, within _WINDOW) where _RUN ops agree again."""
+    codes, i, j, la, lb = [], 0, 0, len(a), len(b)
+
+    def agree(x: int, y: int) -> bool:
+        n = min(_RUN, la - x, lb - y)
+        return all(a[x + k] == b[y + k] for k in range(n))
+
+    while i < la and j < lb:
+        if a[i] == b[j]:
+            i0, j0 = i, j
+            while i < la and j < lb and a[i] == b[j]:
+                i, j = i + 1, j + 1
+            codes.append(("equal", i0, i, j0, j))
+            continue
+        steps = ((x, d - x) for d in range(1, 2 * _WINDOW + 1) for x in range(max(0, d - _WINDOW), min(d, _WINDOW) + 1))
+        skip = next(((x, y) for x, y in steps if i + x < la and j + y < lb and agree(i + x, j + y)), (1, 1))
+        codes.append(("replace", i, i + skip[0], j, j + skip[1]))
+        i, j = i + skip[0], j + skip[1]
+    if i < la or j < lb:
+        codes.append(("replace", i, la, j, lb))
+    return codes
+
+
+def _ops(report: Report, top_level: bool, keys: dict, names: dict) -> tuple[array, array, array]:
+    """Each op's id, key id and name id, in call order: compact arrays, whatever the report's size."""
+    ids, key_ids, name_ids = array("q"), array("q"), array("q")
+    for op_id, name, ins, outs in report.execute(_OPS_SQL.format(where="WHERE o.depth = 0" if top_level else "")):
+        ids.append(op_id)
+        key_ids.append(keys.setdefault((name, ins, outs), len(keys)))
+        name_ids.append(names.setdefault(name, len(names)))
+    return ids, key_ids, name_ids
 
 
 def _name_matches(name: str, pattern: str) -> bool:
