@@ -10,7 +10,9 @@ or at rtol/atol/pcc when given.
 
 Alignment: ops are keyed by (name, input shapes, output shapes). The common prefix and suffix
 pair up directly; the differing middle is aligned with difflib (no autojunk, so repeated ops
-align), and each gap left over is aligned again by name alone (an op whose shapes changed).
+align) when it is short, and greedily when it is long (at each difference, the nearest point
+where the runs agree again); each gap left over is aligned again by name alone (an op whose
+shapes changed).
 What still has no partner is listed as unaligned, never dropped. Only top-level ops (depth 0)
 take part unless top_level=False.
 
