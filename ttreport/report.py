@@ -156,18 +156,18 @@ def connect_readonly(db_path: Path) -> sqlite3.Connection:
     # stops ATTACH or VACUUM INTO from creating a new file, nor `PRAGMA query_only = 0`: the limit and
     # the authorizer do.
     conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-    try:
-        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")
-    except sqlite3.OperationalError as e:
-        left = [db_path.with_name(db_path.name + suffix) for suffix in ("-wal", "-journal")]
-        if "readonly" not in str(e) or not any(p.exists() for p in left):
-            raise
-        # A capture killed mid-write leaves a WAL index or a hot journal that only a writer may recover:
-        # recover it (SQLite's own crash recovery: committed batches stay, the torn one is rolled back),
-        # then read as before.
-        conn.close()
-        sqlite3.connect(db_path).execute("SELECT 1 FROM sqlite_master LIMIT 1").connection.close()
-        conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    if any(db_path.with_name(db_path.name + suffix).exists() for suffix in ("-wal", "-journal")):
+        try:
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")
+        except sqlite3.OperationalError as e:
+            if "readonly" not in str(e):
+                raise
+            # A capture killed mid-write leaves a WAL index or a hot journal that only a writer may
+            # recover: recover it (SQLite's own crash recovery: committed batches stay, the torn one is
+            # rolled back), then read as before.
+            conn.close()
+            sqlite3.connect(db_path).execute("SELECT 1 FROM sqlite_master LIMIT 1").connection.close()
+            conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
     conn.execute("PRAGMA query_only = ON")
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
     conn.set_authorizer(_read_only)
@@ -206,7 +206,7 @@ class Report:
         self.path = self.db_path.parent  # the report folder
         try:
             self._conn = connect_readonly(self.db_path)
-        except sqlite3.OperationalError as e:
+        except sqlite3.Error as e:
             raise ReportError(f"cannot open {self.db_path} for reading: {e}") from None
         try:
             check_schema(self._conn, self.db_path)
