@@ -22,10 +22,19 @@ from ttreport import Config, db
 REPO = Path(__file__).resolve().parents[1]
 
 
-@ttnn.register_op("test.exp_plus_one")
-def exp_plus_one(x):
-    """An op built from two ops, as TT-NN's composite ops are: its children are nested ops."""
-    return ttnn.add(ttnn.exp(x), 1.0)
+@pytest.fixture
+def exp_plus_one():
+    """An op built from two ops, as TT-NN's composite ops are: its children are nested ops.
+
+    Registered for one test only: the op table is global, and other tests check what it holds.
+    """
+    def body(x):
+        return ttnn.add(ttnn.exp(x), 1.0)
+
+    try:
+        yield ttnn.register_op("test.exp_plus_one")(body)
+    finally:
+        del ttnn.OPS["test.exp_plus_one"]
 
 
 def rows(report, sql, *params):
@@ -157,7 +166,7 @@ def test_buffer_pages_list_every_page_of_every_live_l1_buffer_when_asked(tmp_pat
     assert rows(off, "SELECT * FROM buffer_pages") == []
 
 
-def test_nested_ops_have_parent_and_depth(tmp_path, device, weight):
+def test_nested_ops_have_parent_and_depth(tmp_path, device, weight, exp_plus_one):
     with ttreport.capture(tmp_path / "r") as report:
         exp_plus_one(weight)
     ops = rows(report, "SELECT operation_id, name, parent_operation_id, depth FROM operations ORDER BY 1")
