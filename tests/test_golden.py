@@ -2,6 +2,7 @@
 
 import gc
 import sqlite3
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -20,11 +21,20 @@ def _raise(*_, **__):
     raise ZeroDivisionError("this golden is broken on purpose")
 
 
-# Test ops: the same body (x * 2) with goldens that are broken in each way a golden can be.
-double_raising = ttnn.register_op("test_golden.double_raising", golden=_raise)(_double)
-double_wrong = ttnn.register_op("test_golden.double_wrong", golden=lambda x, **_: x * 3)(_double)
-double_not_a_tensor = ttnn.register_op("test_golden.double_not_a_tensor", golden=lambda x, **_: 2.0)(_double)
-double_no_golden = ttnn.register_op("test_golden.double_no_golden")(_double)
+@pytest.fixture
+def broken():
+    """Test ops with the same body (x * 2) and goldens broken in each way a golden can be.
+
+    Registered for one test at a time: the op table is global, and other tests check what it holds.
+    """
+    goldens = {"raising": _raise, "wrong": lambda x, **_: x * 3, "not_a_tensor": lambda x, **_: 2.0,
+               "no_golden": None}
+    try:
+        yield SimpleNamespace(**{kind: ttnn.register_op(f"test_golden.double_{kind}", golden=golden)(_double)
+                                 for kind, golden in goldens.items()})
+    finally:
+        for kind in goldens:
+            ttnn.OPS.pop(f"test_golden.double_{kind}", None)
 
 
 def rows(path, sql, *params):
@@ -101,10 +111,10 @@ def test_local_uses_the_device_inputs_and_global_the_model_inputs(tmp_path, devi
     assert y_goldens["global"][1] < y_goldens["local"][1]
 
 
-def test_a_golden_that_raises_is_an_error_never_a_skip(tmp_path, device):
+def test_a_golden_that_raises_is_an_error_never_a_skip(tmp_path, device, broken):
     with ttreport.capture(tmp_path / "r", config=Config(comparison="both")) as report:
         a = ttnn.from_torch(randn(32, 32), dtype=ttnn.bfloat16, device=device)
-        out = double_raising(a)
+        out = broken.raising(a)
     assert report.status == "complete"
     found = rows(report.path, "SELECT * FROM tensor_comparisons WHERE tensor_id = ?", out.tensor_id)
     assert sorted(c["mode"] for c in found) == ["global", "local"]
@@ -119,16 +129,16 @@ def test_a_golden_that_raises_is_an_error_never_a_skip(tmp_path, device):
     assert rows(report.path, "SELECT * FROM local_tensor_comparison_records WHERE tensor_id = ?", out.tensor_id) == []
 
 
-def test_a_golden_that_returns_no_tensor_is_an_error(tmp_path, device):
+def test_a_golden_that_returns_no_tensor_is_an_error(tmp_path, device, broken):
     with ttreport.capture(tmp_path / "r", config=Config(comparison="local")) as report:
-        out = double_not_a_tensor(ttnn.from_torch(randn(8, 8), device=device))
+        out = broken.not_a_tensor(ttnn.from_torch(randn(8, 8), device=device))
     c = rows(report.path, "SELECT * FROM tensor_comparisons WHERE tensor_id = ?", out.tensor_id)[0]
     assert c["status"] == "golden_error" and "returned (float) for 1 output tensor(s)" in c["reason"]
 
 
-def test_a_wrong_golden_is_a_mismatch_with_its_figures(tmp_path, device):
+def test_a_wrong_golden_is_a_mismatch_with_its_figures(tmp_path, device, broken):
     with ttreport.capture(tmp_path / "r", config=Config(comparison="local")) as report:
-        out = double_wrong(ttnn.from_torch(randn(32, 32), dtype=ttnn.bfloat16, device=device))
+        out = broken.wrong(ttnn.from_torch(randn(32, 32), dtype=ttnn.bfloat16, device=device))
     c = rows(report.path, "SELECT * FROM tensor_comparisons WHERE tensor_id = ?", out.tensor_id)[0]
     assert c["status"] == "fail" and c["mismatched"] > 900 and c["max_abs_error"] > 1
     assert "outside atol" in c["reason"]
@@ -136,21 +146,21 @@ def test_a_wrong_golden_is_a_mismatch_with_its_figures(tmp_path, device):
     assert record[0]["matches"] == 0 and record[0]["actual_pcc"] == pytest.approx(1.0)  # 2x vs 3x: correlated
 
 
-def test_an_op_without_a_golden_is_reported_as_such(tmp_path, device):
+def test_an_op_without_a_golden_is_reported_as_such(tmp_path, device, broken):
     with ttreport.capture(tmp_path / "r", config=Config(comparison="both")) as report:
-        out = double_no_golden(ttnn.from_torch(randn(8, 8), device=device))
+        out = broken.no_golden(ttnn.from_torch(randn(8, 8), device=device))
     found = rows(report.path, "SELECT mode, status, reason FROM tensor_comparisons WHERE tensor_id = ?",
                  out.tensor_id)
     assert found == [{"mode": m, "status": "no_golden", "reason": "test_golden.double_no_golden has no golden function"}
                      for m in ("local", "global")]
 
 
-def test_raise_on_mismatch_stops_at_the_first_failing_op(tmp_path, device):
+def test_raise_on_mismatch_stops_at_the_first_failing_op(tmp_path, device, broken):
     config = Config(comparison="local", raise_on_mismatch=True)
     with pytest.raises(ttreport.ComparisonError) as info, ttreport.capture(tmp_path / "r", config=config) as report:
         a = ttnn.from_torch(randn(32, 32), dtype=ttnn.bfloat16, device=device)
         ttnn.exp(a)
-        double_wrong(a)
+        broken.wrong(a)
         ttnn.exp(a)  # never runs
     err = info.value
     assert "test_golden.double_wrong" in str(err) and "outside atol" in str(err)
