@@ -86,6 +86,7 @@ class Writer(threading.Thread):
         self.records_written = 0
         self._stacks: dict[tuple, int] = {}  # frames key -> stack_trace_id
         self._tensor_text: dict[int, str] = {}  # tensor id -> its argument text
+        self._shape_text: dict[tuple, tuple[str, str]] = {}  # (torch.Size, Layout) -> shape, padded shape
         self._cfgs: dict[int, tuple] = {}  # id(MemoryConfig) -> (it, repr, "L1 INTERLEAVED")
         # One dict per enum: IntEnum members of different enums compare equal (BFLOAT16 == ROW_MAJOR == 0).
         self._dtype_text = {e: repr(e) for e in DataType}
@@ -289,9 +290,12 @@ class Writer(threading.Thread):
         if value is None:
             shape = pshape = None
         else:
-            dims = list(value.shape)
-            shape = f"Shape({dims})"
-            pshape = shape if layout == Layout.ROW_MAJOR else f"Shape({list(padded(dims, layout))})"
+            key = (value.shape, layout)  # a model's shapes repeat: format each (shape, layout) once
+            hit = self._shape_text.get(key)
+            if hit is None:
+                dims = list(value.shape)
+                hit = self._shape_text[key] = (f"Shape({dims})", f"Shape({list(padded(dims, layout))})")
+            shape, pshape = hit
         dtype_text, layout_text = self._dtype_text[dtype], self._layout_text[layout]
         text = f"ttnn.Tensor(id={tid}, shape={shape}, dtype={dtype_text}, layout={layout_text}, {where})"
         self._remember_text(tid, text)
