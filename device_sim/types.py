@@ -10,7 +10,16 @@ import enum
 from dataclasses import dataclass, field
 
 
-class DataType(enum.IntEnum):
+class _TTEnum(enum.IntEnum):
+    """An enum that prints as TT-NN prints it: `DataType.BFLOAT16`, the text reports store."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+    __str__ = __repr__
+
+
+class DataType(_TTEnum):
     BFLOAT16 = 0
     FLOAT32 = 1
     UINT32 = 2
@@ -19,11 +28,6 @@ class DataType(enum.IntEnum):
     UINT8 = 5
     UINT16 = 6
     INT32 = 7
-
-    def __repr__(self) -> str:
-        return f"DataType.{self.name}"
-
-    __str__ = __repr__
 
     @property
     def is_block_float(self) -> bool:
@@ -34,49 +38,29 @@ class DataType(enum.IntEnum):
         return self in (DataType.BFLOAT16, DataType.FLOAT32, DataType.BFLOAT8_B, DataType.BFLOAT4_B)
 
 
-class Layout(enum.IntEnum):
+class Layout(_TTEnum):
     ROW_MAJOR = 0
     TILE = 1
 
-    def __repr__(self) -> str:
-        return f"Layout.{self.name}"
 
-    __str__ = __repr__
-
-
-class BufferType(enum.IntEnum):
+class BufferType(_TTEnum):
     DRAM = 0
     L1 = 1
     SYSTEM_MEMORY = 2
     L1_SMALL = 3
     TRACE = 4
 
-    def __repr__(self) -> str:
-        return f"BufferType.{self.name}"
 
-    __str__ = __repr__
-
-
-class TensorMemoryLayout(enum.IntEnum):
+class TensorMemoryLayout(_TTEnum):
     INTERLEAVED = 0
     HEIGHT_SHARDED = 2
     WIDTH_SHARDED = 3
     BLOCK_SHARDED = 4
 
-    def __repr__(self) -> str:
-        return f"TensorMemoryLayout.{self.name}"
 
-    __str__ = __repr__
-
-
-class ShardOrientation(enum.IntEnum):
+class ShardOrientation(_TTEnum):
     ROW_MAJOR = 0
     COL_MAJOR = 1
-
-    def __repr__(self) -> str:
-        return f"ShardOrientation.{self.name}"
-
-    __str__ = __repr__
 
 
 class ShardStrategy(enum.Enum):
