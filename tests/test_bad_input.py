@@ -114,8 +114,6 @@ def test_a_damaged_or_missing_tensor_file_is_a_one_line_error(sample, tmp_path, 
     assert len(faults) == 1 and f"tensor {tid}" in faults[0], faults
 
 
-@pytest.mark.xfail(strict=True, reason="H7: db.check_current tells the user to upgrade a report from a newer "
-                   "ttreport; fix in db.py (owned by H3)")
 def test_a_report_from_a_newer_ttreport_says_so(report):
     con = sqlite3.connect(report / "db.sqlite")
     with con:
@@ -168,7 +166,6 @@ def test_report_names_cannot_escape_the_root(tmp_path, name):
     assert not (tmp_path / "x").exists() and not Path("/tmp/abs").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="H7: capture writes through a symlinked report folder; fix in capture.py (H3)")
 def test_a_report_name_that_is_a_symlink_out_of_the_root_is_refused(tmp_path):
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()
@@ -178,7 +175,6 @@ def test_a_report_name_that_is_a_symlink_out_of_the_root_is_refused(tmp_path):
     assert list(outside.iterdir()) == []
 
 
-@pytest.mark.xfail(strict=True, reason="H7: load_tensor follows a symlink out of the report; fix in storage.py (H3)")
 def test_a_tensor_file_that_is_a_symlink_out_of_the_report_is_refused(report, tmp_path):
     tid, file = first_stored(report)
     secret = tmp_path / "secret.pt"

@@ -123,8 +123,6 @@ with ttreport.capture(pathlib.Path(sys.argv[1])):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="H7: no lock on a report folder yet; a second capture with overwrite=True "
-                                       "deletes a live report. Needs an fcntl.flock in capture.py (H3)")
 def test_a_second_process_is_refused_until_the_holder_dies(tmp_path):
     report = tmp_path / "shared"
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(report)], stdout=subprocess.PIPE, text=True)
@@ -132,8 +130,9 @@ def test_a_second_process_is_refused_until_the_holder_dies(tmp_path):
         assert holder.stdout.readline().strip() == "capturing"
         again = ttreport.capture(report, config=ttreport.Config(overwrite=True))
         try:
-            with pytest.raises(ttreport.TTReportError, match=f"(?s){report}.*(in use|another process)"):
+            with pytest.raises(ttreport.TTReportError, match=f"(?s){report}.*(in use|another process)") as refused:
                 again.start()
+            assert f"pid {holder.pid}" in str(refused.value)
         finally:
             again.stop()
         assert (report / "db.sqlite").exists()

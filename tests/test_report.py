@@ -221,7 +221,7 @@ def test_missing_or_foreign_paths_say_what_to_give(tmp_path):
 def test_an_older_report_must_be_upgraded_first(tmp_path):
     folder = _write_report(tmp_path / "r")
     con = sqlite3.connect(folder / "db.sqlite")
-    con.execute("UPDATE alembic_version SET version_num = 'an-older-revision'")
+    con.execute("UPDATE alembic_version SET version_num = '0001'")
     con.commit()
     con.close()
     with pytest.raises(NeedsUpgradeError, match="ttreport upgrade"):

@@ -13,8 +13,11 @@ from ttreport.errors import (
     ComparisonError,
     ConfigError,
     NeedsUpgradeError,
+    NewerSchemaError,
     ReportExistsError,
     ReportIncompleteWarning,
+    ReportInUseError,
+    ReportPathError,
     TensorFileError,
     TTReportError,
 )
@@ -25,7 +28,8 @@ from ttreport.storage import load_tensor
 __all__ = [
     "Capture", "capture", "profile", "Config", "load_tensor", "check",
     "TTReportError", "ConfigError", "ReportExistsError", "CaptureActiveError", "NeedsUpgradeError",
-    "TensorFileError", "ReportIncompleteWarning", "ComparisonError",
+    "NewerSchemaError", "ReportInUseError", "ReportPathError", "TensorFileError", "ReportIncompleteWarning",
+    "ComparisonError",
     "Comparison", "compare_tensors", "ReportComparison", "compare_reports",
     "Report", "open",
 ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import datetime
+import fcntl
 import functools
 import gc
 import importlib
@@ -38,12 +39,19 @@ import torch
 import device_sim
 from ttreport import db
 from ttreport.config import Config
-from ttreport.errors import CaptureActiveError, ReportExistsError, ReportIncompleteWarning
+from ttreport.errors import (
+    CaptureActiveError,
+    ReportExistsError,
+    ReportIncompleteWarning,
+    ReportInUseError,
+    ReportPathError,
+)
 from ttreport.recorder import FLUSH, META, STOP, Recorder, RecordQueue
 from ttreport.storage import TensorStore
 from ttreport.writer import Writer
 
 CONFIG_FILE = "config.json"
+LOCK_FILE = ".lock"  # flock'd while a capture writes the folder; holds the capturing pid
 _lock = threading.Lock()
 _active: Capture | None = None
 
@@ -65,6 +73,7 @@ class Capture(contextlib.ContextDecorator):
         self._stopped = False
         self._froze = False
         self._signals: dict[int, object] = {}
+        self._lock_fd: int | None = None
 
     def __repr__(self) -> str:
         return f"<ttreport capture {self.path or self._target!s} status={self.status or 'not started'}>"
@@ -100,37 +109,45 @@ class Capture(contextlib.ContextDecorator):
             self.config = config = Config.from_env(self._given)
             golden = _golden_module(config)
             self.path = path = _resolve(self._target, config.root, self._base_name)
-            _prepare(path, config.overwrite)
-            self.db_path = path / db.DB_FILE
-            db.create(self.db_path, indexes=False)
-            started = _now()
-            facts = {"ttreport_version": _version(), "torch_version": torch.__version__,
-                     "python_version": platform.python_version(), "host": socket.gethostname(),
-                     "started_at": started, "status": "running"}
-            _write_metadata(self.db_path, facts)
-            _write_json(path / CONFIG_FILE, {"config": config.to_json(), "schema_version": db.head_revision(),
-                                             **{k: v for k, v in facts.items() if k != "status"}})
-
-            self._queue = q = RecordQueue(config.flush_ops)
-            self._storage = TensorStore(path, q)
-            self.recorder = recorder = Recorder(config, q, self._storage)
-            self._writer = Writer(self.db_path, q, recorder, config)
-            recorder.writer = self._writer
-            self._storage.start()
-            self._writer.start()
-            for device in device_sim.open_devices():
-                recorder.add_device(device, before_capture=True)
-            if golden is not None:
-                recorder.golden = golden.make_checker(config, recorder)
-            # Someone else's freeze (a pre-fork server) is left alone, and so is their unfreeze.
-            self._froze = config.gc_freeze and gc.get_freeze_count() == 0
-            if self._froze:
-                gc.freeze()
-            device_sim.set_hook(recorder)
+            self._lock_fd = _prepare(path, config.overwrite)
+            try:
+                self._start(config, golden)
+            except BaseException:
+                self._unlock()
+                raise
             _active = self
         self._install_signal_handlers()
         atexit.register(self._at_exit)
         return self
+
+    def _start(self, config: Config, golden) -> None:
+        path = self.path
+        self.db_path = path / db.DB_FILE
+        db.create(self.db_path, indexes=False)
+        started = _now()
+        facts = {"ttreport_version": _version(), "torch_version": torch.__version__,
+                 "python_version": platform.python_version(), "host": socket.gethostname(),
+                 "started_at": started, "status": "running"}
+        _write_metadata(self.db_path, facts)
+        _write_json(path / CONFIG_FILE, {"config": config.to_json(), "schema_version": db.head_revision(),
+                                         **{k: v for k, v in facts.items() if k != "status"}})
+
+        self._queue = q = RecordQueue(config.flush_ops)
+        self._storage = TensorStore(path, q)
+        self.recorder = recorder = Recorder(config, q, self._storage)
+        self._writer = Writer(self.db_path, q, recorder, config)
+        recorder.writer = self._writer
+        self._storage.start()
+        self._writer.start()
+        for device in device_sim.open_devices():
+            recorder.add_device(device, before_capture=True)
+        if golden is not None:
+            recorder.golden = golden.make_checker(config, recorder)
+        # Someone else's freeze (a pre-fork server) is left alone, and so is their unfreeze.
+        self._froze = config.gc_freeze and gc.get_freeze_count() == 0
+        if self._froze:
+            gc.freeze()
+        device_sim.set_hook(recorder)
 
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -179,10 +196,21 @@ class Capture(contextlib.ContextDecorator):
             finally:
                 with _lock:
                     _active = None
-                self._drain(status)
+                try:
+                    self._drain(status)
+                finally:
+                    self._unlock()
                 if self._froze:
                     gc.unfreeze()
                 self.status = status
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            fd, self._lock_fd = self._lock_fd, None
+            # Removed while still held: whoever opened the old file sees it is gone and takes a new one.
+            with contextlib.suppress(OSError):
+                os.unlink(self.path / LOCK_FILE)
+            os.close(fd)
 
     def _restore_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -272,7 +300,7 @@ def _resolve(target, root: Path, base: str) -> Path:
     if target is None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         path, n = root / f"{base}-{stamp}", 1
-        while path.exists():
+        while os.path.lexists(path):
             n += 1
             path = root / f"{base}-{stamp}-{n}"
         return path
@@ -285,23 +313,81 @@ def _resolve(target, root: Path, base: str) -> Path:
             f"report name {target!r} must be a plain folder name inside Config.root ({root}); "
             f"to write anywhere else pass a path: ttreport.capture(pathlib.Path({target!r}))"
         )
-    return root / target
+    path, real = root / target, (root / target).resolve()
+    if not real.is_relative_to(root.resolve()):
+        raise ReportPathError(
+            f"report name {target!r} leads out of Config.root ({root}): {path} is a symbolic link to {real}; "
+            f"remove the link, or to write there on purpose pass the path itself: "
+            f"ttreport.capture(pathlib.Path({str(real)!r}))"
+        )
+    return path
 
 
-def _prepare(path: Path, overwrite: bool) -> None:
-    if path.exists() and not (path.is_dir() and not any(path.iterdir())):
-        if not overwrite:
-            raise ReportExistsError(
-                f"report folder {path} exists already and reports are never overwritten silently; "
-                f"pass a new name, or Config(overwrite=True) to replace it"
-            )
-        if not (path / db.DB_FILE).is_file():
-            raise ReportExistsError(
-                f"{path} exists and is not a report folder (it has no {db.DB_FILE}); overwrite=True replaces "
-                f"only reports, so pick another name"
-            )
-        shutil.rmtree(path)
+def _prepare(path: Path, overwrite: bool) -> int:
+    """Make `path` an empty report folder that this process holds; returns the lock's descriptor.
+
+    The lock is taken before anything in the folder is deleted or written, and the folder is checked
+    again under it: a second capture into a live report is refused, even with overwrite=True. The
+    kernel drops an flock with the last descriptor, so a killed capture never leaves it stuck.
+    """
+    _refuse_existing(path, overwrite)  # before writing anything (even the lock file)
     path.mkdir(parents=True, exist_ok=True)
+    fd = _lock_folder(path)
+    try:
+        _refuse_existing(path, overwrite)
+        for entry in path.iterdir():
+            if entry.name == LOCK_FILE:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _refuse_existing(path: Path, overwrite: bool) -> None:
+    if not os.path.lexists(path):
+        return
+    if path.is_dir() and not [e for e in path.iterdir() if e.name != LOCK_FILE]:
+        return  # empty, or left with only the lock file of a killed capture
+    if not overwrite:
+        raise ReportExistsError(
+            f"report folder {path} exists already and reports are never overwritten silently; "
+            f"pass a new name, or Config(overwrite=True) to replace it"
+        )
+    if not (path.is_dir() and (path / db.DB_FILE).is_file()):
+        raise ReportExistsError(
+            f"{path} exists and is not a report folder (it has no {db.DB_FILE}); overwrite=True replaces "
+            f"only reports, so pick another name"
+        )
+
+
+def _lock_folder(folder: Path) -> int:
+    lock = folder / LOCK_FILE
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            os.close(fd)
+            raise ReportInUseError(
+                f"report folder {folder} is in use: another process "
+                f"({f'pid {holder}' if holder.isdigit() else 'pid unknown'}) is capturing into it; wait for it "
+                f"to close its capture, or capture into another folder"
+            ) from None
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(lock)):
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # its holder removed it as it let go: lock the file that is there now
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
 
 
 def _write_metadata(db_path, items: dict) -> None:

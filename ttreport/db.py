@@ -21,7 +21,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.schema import CreateIndex
 
 from ttreport import migrations, schema
-from ttreport.errors import NeedsUpgradeError
+from ttreport.errors import NeedsUpgradeError, NewerSchemaError
 
 DB_FILE = "db.sqlite"
 
@@ -36,6 +36,12 @@ def _alembic_config() -> AlembicConfig:
 @functools.cache
 def head_revision() -> str:
     return ScriptDirectory.from_config(_alembic_config()).get_current_head()
+
+
+@functools.cache
+def known_revisions() -> frozenset[str]:
+    """Every revision this ttreport's migrations name; any other was made by a newer ttreport."""
+    return frozenset(s.revision for s in ScriptDirectory.from_config(_alembic_config()).walk_revisions())
 
 
 def _engine(path):
@@ -95,8 +101,10 @@ def current_revision(path) -> str | None:
 
 
 def check_current(path) -> None:
-    """Raise NeedsUpgradeError unless the database at `path` is at the head revision."""
+    """Raise NeedsUpgradeError unless the database at `path` is at the head revision (NewerSchemaError
+    when it is past it)."""
     rev, head = current_revision(path), head_revision()
+    _refuse_newer(path, rev)
     if rev != head:
         raise NeedsUpgradeError(
             f"{path} has schema revision {rev or 'none (a TT-NN report)'} but this ttreport reads {head}; "
@@ -104,8 +112,17 @@ def check_current(path) -> None:
         )
 
 
+def _refuse_newer(path, rev: str | None) -> None:
+    if rev is not None and rev not in known_revisions():
+        raise NewerSchemaError(
+            f"{path} was written by a newer ttreport (schema revision {rev}, which this ttreport does not know; "
+            f"it reads up to {head_revision()}); upgrade ttreport to read it: pip install --upgrade ttreport"
+        )
+
+
 def upgrade(path, revision: str = "head") -> None:
     """Upgrade the database at `path` in place to `revision` (the head by default)."""
+    _refuse_newer(path, current_revision(path))
     cfg = _alembic_config()
     engine = _engine(path)
     try:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import warnings
+
 
 class TTReportError(Exception):
     """Base class of ttreport's own errors."""
@@ -23,12 +26,44 @@ class NeedsUpgradeError(TTReportError):
     """A report was written by an older ttreport and must be upgraded before it is read."""
 
 
+class NewerSchemaError(TTReportError):
+    """A report was written by a newer ttreport (a schema revision this one does not know); upgrading
+    the report cannot help, upgrading ttreport does."""
+
+
+class ReportInUseError(TTReportError, RuntimeError):
+    """Another process is capturing into the report folder (it holds the folder's lock)."""
+
+
+class ReportPathError(TTReportError, ValueError):
+    """A report name leads out of Config.root (through a symbolic link)."""
+
+
 class TensorFileError(TTReportError):
     """A stored tensor file is missing or cannot be read."""
 
 
 class ReportIncompleteWarning(UserWarning):
     """Something was not recorded (disk full, folder unwritable, tensor cap reached); the run went on."""
+
+
+class LossWarner:
+    """The one place a capture warns that something was not recorded: the writer thread, the tensor
+    thread and close share one, so a full disk gives the user one warning, not one per part.
+    Every later loss is still counted in report_metadata."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.warned = False
+
+    def warn(self, message: str) -> None:
+        with self._lock:
+            if self.warned:
+                return
+            self.warned = True
+        warnings.warn(f"{message}; the model keeps running, and this and any later loss are noted in "
+                      f"report_metadata (this warning is given once per capture)", ReportIncompleteWarning,
+                      stacklevel=3)
 
 
 class ComparisonError(TTReportError, AssertionError):
