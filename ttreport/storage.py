@@ -125,6 +125,11 @@ def load_tensor(report_dir, tensor_id: int) -> torch.Tensor:
             f"tensor {tensor_id} has no stored file in {Path(report_dir) / TENSORS_DIR}; only tensors captured "
             f"with Config(tensors='outputs' or 'all') and within max_tensor_bytes are stored"
         )
+    # A received report is untrusted: a link planted as a tensor file must not read a file elsewhere.
+    real, folder = path.resolve(), Path(report_dir).resolve()
+    if not real.is_relative_to(folder):
+        raise TensorFileError(f"{path} leads to {real}, outside the report folder {folder}; ttreport reads only "
+                              f"files inside the report (replace the link with the tensor file itself)")
     try:
         if path.suffix == ".pt":
             value = torch.load(path, weights_only=True, map_location="cpu")
