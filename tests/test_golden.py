@@ -190,15 +190,19 @@ def test_goldens_are_stored_with_their_own_ids_only_when_tensors_are(tmp_path, d
 
 def test_carried_goldens_are_dropped_with_their_tensors(tmp_path, device):
     with ttreport.capture(tmp_path / "r", config=Config(comparison="global")) as report:
-        carried = report.recorder.golden.carried
+        checker = report.recorder.golden
+        carried = checker.carried
         a = ttnn.from_torch(randn(32, 32), dtype=ttnn.bfloat16, device=device)
         b = ttnn.exp(a)
+        checker.flush()  # the checks run on the checker's thread, behind the ops
         assert {a.tensor_id, b.tensor_id} <= set(carried)
         ttnn.deallocate(b)
+        checker.flush()
         assert b.tensor_id not in carried
         a_id = a.tensor_id
         del a
         gc.collect()
+        checker.flush()
         assert a_id not in carried
 
 
@@ -207,5 +211,6 @@ def test_carried_goldens_stay_under_their_byte_limit(tmp_path, device):
         checker = report.recorder.golden
         checker.max_carried_bytes = 3 * 32 * 32 * 4  # three float32 goldens of 32x32
         kept = [ttnn.exp(ttnn.from_torch(randn(32, 32, seed=i), device=device)) for i in range(5)]
+        checker.flush()
         assert 0 < checker.carried_bytes <= checker.max_carried_bytes
         assert kept[-1].tensor_id in checker.carried and kept[0].tensor_id not in checker.carried  # oldest go first

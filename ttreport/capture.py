@@ -176,6 +176,8 @@ class Capture(contextlib.ContextDecorator):
     # -- while running ---------------------------------------------------------------------
     def flush(self, timeout: float | None = 10.0) -> None:
         """Wait until everything recorded so far is committed (tensor files excepted)."""
+        if self.recorder.golden is not None:
+            self.recorder.golden.flush(timeout)  # golden checks run behind the ops: their rows come first
         done = threading.Event()
         self._queue.put_now((FLUSH, done))
         done.wait(timeout)
@@ -220,6 +222,8 @@ class Capture(contextlib.ContextDecorator):
                 signal.signal(signum, previous)
 
     def _drain(self, status: str) -> None:
+        if self.recorder.golden is not None:
+            self.recorder.golden.close()  # first: its rows and golden tensors go to the queues drained below
         self._storage.stop()
         notes = {"status": status, "ended_at": _now(), **self.recorder.notes()}
         if self._storage.files_lost:

@@ -20,29 +20,47 @@ columns; `matches` is ttreport's pass) and one in tensor_comparisons with every 
 status: pass, fail, golden_error (the golden raised, or returned something that is not the
 op's outputs; an `errors` row holds the traceback) or no_golden (the op has none; never
 counted as a pass). With tensors stored, golden tensors are stored too, with their own ids.
-`raise_on_mismatch=True` raises ComparisonError from the op that failed, after its rows.
 
-The work runs on the model's thread, in op order, right after each op (golden mode roughly
-doubles a run's time, as Config says). Carried goldens are dropped when their tensor is
+The work runs on one background thread ("ttreport-golden"), in op order (global mode
+carries goldens forward by tensor id). On the model's thread after_op only takes references
+to what cannot change: each tensor's `.value` (immutable), dtype and id, the other arguments,
+and a copy of any torch tensor argument (from_torch's input, which the model may change in
+place later). A golden check therefore never lands inside a parent op's span: a profile with
+comparison on times ops as one without. The queue is bounded by the bytes it keeps alive
+(`max_pending_bytes`); past it the model's thread waits for the checker, never drops a check.
+Capture.stop drains the checker before the writer drains. An error inside the checker (not
+in a golden: that is a golden_error above) is recorded as an `errors` row of type
+golden_checker_error and in report_metadata, and warned about at close.
+
+`raise_on_mismatch=True` keeps the checks on the model's thread, right after each op, so the
+ComparisonError comes from the op that failed (after its rows); such a profile's parent ops
+include their children's checks. Carried goldens are dropped when their tensor is
 deallocated or garbage-collected, and the oldest go first past `max_carried_bytes`.
 """
 
 from __future__ import annotations
 
+import collections
 import datetime
 import math
 import threading
+import time
 import traceback
+import warnings
 import weakref
 from collections import OrderedDict
 
 import torch
 
 from device_sim.tensor import Tensor
-from ttreport.errors import ComparisonError
+from ttreport.errors import ComparisonError, ReportIncompleteWarning
 from ttreport.metrics import Comparison, compare_tensors
+from ttreport.recorder import META
 
 MAX_CARRIED_BYTES = 2 << 30  # global goldens kept at most; past it the oldest are dropped
+MAX_PENDING_BYTES = 1 << 30  # tensor values the checker's queue keeps alive before the model waits
+
+_OP, _DROP, _FLUSH = range(3)  # queue records: (_OP, op, args, kwargs, outputs, op_id), (_DROP, tid), (_FLUSH, event)
 
 
 def make_checker(config, recorder) -> GoldenChecker:
@@ -53,8 +71,24 @@ class GoldenError(Exception):
     """A golden function that raised, or returned something other than the op's outputs."""
 
 
+class Snapshot:
+    """A tensor as the checker sees it: its values (immutable), device dtype and id, never the Tensor.
+
+    Holding the Tensor would keep its buffer allocated and change the memory being recorded.
+    compare_tensors reads `.value` and `.dtype` as it does from a Tensor.
+    """
+
+    __slots__ = ("value", "dtype", "tensor_id")
+
+    def __init__(self, t: Tensor):
+        self.value = t.value if t.is_allocated() else None
+        self.dtype = t.dtype
+        self.tensor_id = t.tensor_id
+
+
 class GoldenChecker:
-    def __init__(self, config, recorder, *, max_carried_bytes: int = MAX_CARRIED_BYTES):
+    def __init__(self, config, recorder, *, max_carried_bytes: int = MAX_CARRIED_BYTES,
+                 max_pending_bytes: int = MAX_PENDING_BYTES):
         self.recorder = recorder
         self.modes = [m for m in ("local", "global") if config.comparison in (m, "both")]
         self.pcc = config.comparison_pcc
@@ -65,18 +99,125 @@ class GoldenChecker:
         self.carried_bytes = 0
         self.max_carried_bytes = max_carried_bytes
         self._watched: set[int] = set()
-        # Ops on several threads, and weakref callbacks run by the garbage collector in the middle
-        # of any of them, all touch `carried`: a re-entrant lock keeps it whole.
+        # The checker thread, and weakref callbacks run by the garbage collector in the middle of
+        # anything, touch `carried`: a re-entrant lock keeps it whole.
         self._lock = threading.RLock()
+        self.failures = 0  # exceptions inside the checker itself (not in goldens)
+        self.first_failure: str | None = None
+        self.max_pending_bytes = max_pending_bytes
+        self._pending_bytes = 0
+        self._pending_lock = threading.Lock()
+        self._items: collections.deque = collections.deque()
+        self._wake = threading.Event()
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        if not self.raise_on_mismatch:  # that one raises at the failing op, so it checks on the model's thread
+            self._thread = threading.Thread(target=self._loop, name="ttreport-golden", daemon=True)
+            self._thread.start()
 
-    # -- the seam: recorder.end() calls this after each op that returned ------------------------
+    # -- the seam: recorder.end() calls this after each op that returned (on the model's thread) --
     def after_op(self, op, args, kwargs, output, operation_id: int) -> None:
         outputs = [t for t in (output if isinstance(output, (list, tuple)) else (output,)) if isinstance(t, Tensor)]
         if op.name == "ttnn.deallocate":
             for t in _tensors_in(args, kwargs):
-                self._drop(t.tensor_id)
+                self._submit((_DROP, t.tensor_id))
         if not outputs:
             return
+        if "global" in self.modes and op.golden_function is not None:
+            for t in outputs:
+                self._watch(t)
+        nbytes = [0]
+        record = (_OP, op, tuple([_snapshot(a, nbytes) for a in args]),
+                  {k: _snapshot(v, nbytes) for k, v in kwargs.items()},
+                  [_snapshot(t, nbytes) for t in outputs], operation_id)
+        self._submit(record, nbytes[0])
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every op queued so far is checked and its rows are queued for the writer."""
+        if self._thread is not None and self._thread.is_alive():
+            done = threading.Event()
+            self._submit((_FLUSH, done))
+            done.wait(timeout)
+
+    def close(self) -> None:
+        """Check every queued op, stop the thread; Capture.stop calls it before the writer drains."""
+        if self._thread is not None:
+            self._closing = True
+            self._wake.set()
+            self._thread.join()
+        with self._lock:
+            self.carried.clear()
+            self.carried_bytes = 0
+        if self.failures:
+            self.recorder.queue.put((META, "golden_checker_errors", self.failures))
+            warnings.warn(
+                f"ttreport: {self.failures} golden check(s) failed inside ttreport, so the report lacks their "
+                f"comparisons (see the errors rows of type golden_checker_error); the first: {self.first_failure}",
+                ReportIncompleteWarning, stacklevel=2,
+            )
+
+    # -- the queue and the checker thread -------------------------------------------------------
+    def _submit(self, record, nbytes: int = 0) -> None:
+        thread = self._thread
+        if thread is None:
+            self._run(record)  # raise_on_mismatch: here and now, so a ComparisonError reaches the model
+            return
+        if self._closing and not thread.is_alive():
+            return  # a tensor collected after close: nothing is carried any more
+        with self._pending_lock:
+            self._pending_bytes += nbytes
+        self._items.append((record, nbytes))
+        if not self._wake.is_set():
+            self._wake.set()
+        if nbytes and self._pending_bytes > self.max_pending_bytes:
+            # Back-pressure, never loss: the model waits until the checker has caught up by half.
+            while self._pending_bytes > self.max_pending_bytes // 2 and thread.is_alive():
+                time.sleep(0.001)
+
+    def _loop(self) -> None:
+        items, wake = self._items, self._wake
+        while True:
+            wake.wait()
+            wake.clear()  # before draining: a record queued during the drain sets it again
+            while items:
+                record, nbytes = items.popleft()
+                try:
+                    self._run(record)
+                except BaseException as exc:  # noqa: BLE001 (kept and reported at close; the thread goes on)
+                    self._failed(record, exc)
+                finally:
+                    with self._pending_lock:
+                        self._pending_bytes -= nbytes
+            if self._closing:
+                return
+
+    def _run(self, record) -> None:
+        tag = record[0]
+        if tag == _DROP:
+            self._drop(record[1])
+        elif tag == _FLUSH:
+            record[1].set()
+        else:
+            self._check_op(*record[1:])
+
+    def _failed(self, record, exc: BaseException) -> None:
+        self.failures += 1
+        what = f"{type(exc).__name__}: {exc}"
+        if self.first_failure is None:
+            self.first_failure = what
+        op, operation_id = (record[1].name, record[5]) if record[0] == _OP else (None, None)
+        try:
+            self.recorder.emit("errors", {
+                "operation_id": operation_id, "operation_name": op, "error_type": "golden_checker_error",
+                "error_message": f"the golden check itself failed: {what}",
+                "stack_trace": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+                "timestamp": datetime.datetime.now().isoformat(timespec="milliseconds"),
+            })
+        except Exception as e:  # noqa: BLE001 (still counted, and warned about at close)
+            self.first_failure += f" (and its errors row could not be queued: {e!r})"
+
+    # -- one op, every mode ---------------------------------------------------------------------
+    def _check_op(self, op, args, kwargs, outputs, operation_id) -> None:
         failed = None
         for mode in self.modes:
             results = self._check(mode, op, args, kwargs, outputs, operation_id)
@@ -110,8 +251,6 @@ class GoldenChecker:
             return []
         results = []
         for t, g in zip(outputs, values):
-            if any(g is a for a in (*args, *kwargs.values())):
-                g = g.clone()  # from_torch's golden is the model's own tensor: keep it from later in-place changes
             c = compare_tensors(t, g, pcc=self.pcc, dtype=t.dtype, **self._tolerances(mode))
             gid = self.recorder.store_tensor(g, None, operation_id) if self.store else None
             self._record(mode, operation_id, t, gid, c.status, c.reason, c)
@@ -139,7 +278,7 @@ class GoldenChecker:
             if mode == "global":
                 self._carry(t, None)
 
-    def _record(self, mode, operation_id, t: Tensor, golden_id, status, reason, c: Comparison | None = None):
+    def _record(self, mode, operation_id, t: Snapshot, golden_id, status, reason, c: Comparison | None = None):
         row = {"operation_id": operation_id, "mode": mode, "tensor_id": t.tensor_id, "golden_tensor_id": golden_id,
                "status": status, "reason": reason, "desired_pcc": self.pcc}
         if c is not None:
@@ -155,12 +294,12 @@ class GoldenChecker:
         self.recorder.emit("tensor_comparisons", row)
 
     # -- goldens carried forward (global) -------------------------------------------------------
-    def _global_value(self, t: Tensor) -> torch.Tensor:
+    def _global_value(self, t: Snapshot) -> torch.Tensor:
         with self._lock:
             g = self.carried.get(t.tensor_id)
         return g if g is not None else _local_value(t)
 
-    def _carry(self, t: Tensor, golden: torch.Tensor | None) -> None:
+    def _carry(self, t: Snapshot, golden: torch.Tensor | None) -> None:
         tid = t.tensor_id
         with self._lock:
             self._drop(tid)
@@ -168,11 +307,15 @@ class GoldenChecker:
                 return
             self.carried[tid] = golden
             self.carried_bytes += golden.numel() * golden.element_size()
-            if tid not in self._watched:
-                self._watched.add(tid)
-                weakref.finalize(t, self._forget, tid)
             while self.carried_bytes > self.max_carried_bytes and len(self.carried) > 1:
                 self._drop(next(iter(self.carried)))
+
+    def _watch(self, t: Tensor) -> None:
+        # On the model's thread, which holds the Tensor. The drop it leads to is queued behind the ops
+        # already queued, so it comes after the carry it undoes.
+        if t.tensor_id not in self._watched:
+            self._watched.add(t.tensor_id)
+            weakref.finalize(t, self._forget, t.tensor_id)
 
     def _drop(self, tid: int) -> None:
         with self._lock:
@@ -181,20 +324,37 @@ class GoldenChecker:
                 self.carried_bytes -= g.numel() * g.element_size()
 
     def _forget(self, tid: int) -> None:
-        with self._lock:
-            self._watched.discard(tid)
-            self._drop(tid)
+        # Called by the garbage collector, on any thread (the checker's too): it never waits.
+        self._watched.discard(tid)
+        self._submit((_DROP, tid))
 
 
-def _local_value(t: Tensor) -> torch.Tensor:
+def _snapshot(x, nbytes: list):
+    """What after_op queues for `x`: a Snapshot for a Tensor, a copy of a torch tensor, the rest as is."""
+    if isinstance(x, Tensor):
+        snap = Snapshot(x)
+        if snap.value is not None:
+            nbytes[0] += snap.value.numel() * snap.value.element_size()
+        return snap
+    if isinstance(x, torch.Tensor):
+        nbytes[0] += x.numel() * x.element_size()
+        return x.detach().clone()  # the model's own tensor (from_torch's input) may change in place later
+    if type(x) in (list, tuple):
+        return type(x)([_snapshot(e, nbytes) for e in x])
+    return x
+
+
+def _local_value(t: Snapshot) -> torch.Tensor:
     v = t.value
+    if v is None:
+        raise RuntimeError(f"tensor {t.tensor_id} was deallocated before this op; its values are gone")
     return v.float() if v.is_floating_point() else v
 
 
 def _convert(x, convert):
-    if isinstance(x, Tensor):
+    if isinstance(x, Snapshot):
         return convert(x)
-    if type(x) in (list, tuple) and any(isinstance(e, Tensor) for e in x):
+    if type(x) in (list, tuple) and any(isinstance(e, Snapshot) for e in x):
         return type(x)(_convert(e, convert) for e in x)
     return x
 
