@@ -2,6 +2,8 @@
 
 import gc
 import sqlite3
+import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -35,6 +37,26 @@ def broken():
     finally:
         for kind in goldens:
             ttnn.OPS.pop(f"test_golden.double_{kind}", None)
+
+
+@pytest.fixture
+def register():
+    """register(name, golden) -> an op doubling its input, registered for this test only."""
+    names = []
+
+    def register(name, golden, body=None):
+        names.append(name)
+
+        def double(x):
+            return output(values(x) * 2, x, device_inputs(name, x), op_name=name)
+
+        return ttnn.register_op(name, golden=golden)(body or double)
+
+    try:
+        yield register
+    finally:
+        for name in names:
+            ttnn.OPS.pop(name, None)
 
 
 def rows(path, sql, *params):
@@ -214,3 +236,78 @@ def test_carried_goldens_stay_under_their_byte_limit(tmp_path, device):
         checker.flush()
         assert 0 < checker.carried_bytes <= checker.max_carried_bytes
         assert kept[-1].tensor_id in checker.carried and kept[0].tensor_id not in checker.carried  # oldest go first
+
+
+def _sleepy_double(x):
+    time.sleep(0.05)
+    return x * 2
+
+
+def test_a_parent_op_is_not_timed_with_its_childrens_golden_checks(tmp_path, device, register):
+    inner = register("test_golden.sleepy_inner", _sleepy_double)
+    outer = register("test_golden.sleepy_outer", lambda x: x * 4, body=lambda x: inner(inner(x)))
+    durations = {}
+    for on_thread in (False, True):  # raise_on_mismatch=True checks each op on the model's thread
+        config = Config(comparison="local", raise_on_mismatch=on_thread)
+        with ttreport.capture(tmp_path / str(on_thread), config=config) as report:
+            outer(ttnn.from_torch(randn(8, 8), device=device))
+        (duration,) = [r["duration"] for r in rows(report.path, "SELECT duration FROM operations WHERE name = ?",
+                                                   "test_golden.sleepy_outer")]
+        durations[on_thread] = duration
+        checks = rows(report.path, "SELECT c.status FROM tensor_comparisons c JOIN operations o USING (operation_id) "
+                                   "WHERE o.name = 'test_golden.sleepy_inner'")
+        assert checks == [{"status": "pass"}] * 2
+    assert durations[False] < 0.05 <= 0.1 <= durations[True]
+
+
+def _comparison_figures(path):
+    # Tensor ids are process-wide, so two captures differ in them; operation ids start at 1 in each.
+    return rows(path, "SELECT operation_id, mode, status, reason, pcc, max_abs_error, mean_abs_error, max_rel_error, "
+                      "mismatched, max_ulp, worst_index, worst_actual, worst_golden FROM tensor_comparisons "
+                      "ORDER BY operation_id, mode, rowid")
+
+
+def test_background_checks_match_checks_on_the_models_thread(tmp_path):
+    found = {}
+    for on_thread in (False, True):
+        config = Config(comparison="both", raise_on_mismatch=on_thread)
+        with ttreport.capture(tmp_path / str(on_thread), config=config) as report:
+            demo.run_model()
+        found[on_thread] = _comparison_figures(report.path)
+    assert len(found[False]) > 100 and {c["mode"] for c in found[False]} == {"local", "global"}
+    assert found[False] == found[True]
+
+
+def test_a_model_changing_its_torch_input_later_does_not_change_the_golden(tmp_path, device, register):
+    gate = threading.Event()  # holds the checker back until the model has changed x
+
+    def held(x):
+        assert gate.wait(10)
+        return x * 2
+
+    x = randn(8, 8)
+    with ttreport.capture(tmp_path / "r", config=Config(comparison="global", tensors="outputs")) as report:
+        register("test_golden.held", held)(ttnn.from_torch(randn(8, 8, seed=1), device=device))
+        before = x.clone()
+        y = ttnn.exp(ttnn.from_torch(x, device=device))
+        x.add_(100)  # before the checker has seen from_torch
+        gate.set()
+    x_golden = rows(report.path, "SELECT golden_tensor_id FROM tensor_comparisons WHERE tensor_id = ?", y.tensor_id)
+    with ttreport.open(report.path) as r:
+        torch.testing.assert_close(r.load_tensor(x_golden[0]["golden_tensor_id"]), torch.exp(before))
+
+
+def test_an_error_inside_the_checker_is_recorded_and_warned_about(tmp_path, device, register):
+    on_meta = register("test_golden.on_meta", lambda x: torch.empty(x.shape, device="meta"))
+    with pytest.warns(ttreport.ReportIncompleteWarning, match="1 golden check.* failed inside ttreport"), \
+            ttreport.capture(tmp_path / "r", config=Config(comparison="local")) as report:
+        a = ttnn.from_torch(randn(8, 8), device=device)
+        on_meta(a)  # the model goes on: the check fails on the checker's thread
+        after = ttnn.exp(a)
+    (error,) = rows(report.path, "SELECT * FROM errors")
+    assert error["error_type"] == "golden_checker_error" and error["operation_name"] == "test_golden.on_meta"
+    assert "meta" in error["error_message"] and "Traceback" in error["stack_trace"]
+    meta = rows(report.path, "SELECT value FROM report_metadata WHERE key = 'golden_checker_errors'")
+    assert meta == [{"value": "1"}]
+    later = rows(report.path, "SELECT status FROM tensor_comparisons WHERE tensor_id = ?", after.tensor_id)
+    assert later == [{"status": "pass"}]  # the checker went on with the next op
