@@ -311,3 +311,18 @@ def test_an_error_inside_the_checker_is_recorded_and_warned_about(tmp_path, devi
     assert meta == [{"value": "1"}]
     later = rows(report.path, "SELECT status FROM tensor_comparisons WHERE tensor_id = ?", after.tensor_id)
     assert later == [{"status": "pass"}]  # the checker went on with the next op
+
+
+def test_the_model_waits_for_a_checker_that_falls_behind_and_no_check_is_lost(tmp_path, device, register):
+    gate = threading.Event()
+    held = register("test_golden.held_back", lambda x: gate.wait(10) and x * 2)
+    with ttreport.capture(tmp_path / "r", config=Config(comparison="local")) as report:
+        report.recorder.golden.max_pending_bytes = 1  # any queued op is too much
+        a = ttnn.from_torch(randn(8, 8), device=device)
+        threading.Timer(0.2, gate.set).start()
+        start = time.perf_counter()
+        outs = [held(a)] + [ttnn.exp(a) for _ in range(3)]
+        waited = time.perf_counter() - start
+    assert waited >= 0.15  # the model's thread waited for the held-back check
+    found = rows(report.path, "SELECT tensor_id, status FROM tensor_comparisons")
+    assert {(r["tensor_id"], r["status"]) for r in found} >= {(t.tensor_id, "pass") for t in outs}

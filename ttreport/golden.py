@@ -25,9 +25,10 @@ The work runs on one background thread ("ttreport-golden"), in op order (global 
 carries goldens forward by tensor id). On the model's thread after_op only takes references
 to what cannot change: each tensor's `.value` (immutable), dtype and id, the other arguments,
 and a copy of any torch tensor argument (from_torch's input, which the model may change in
-place later). A golden check therefore never lands inside a parent op's span: a profile with
-comparison on times ops as one without. The queue is bounded by the bytes it keeps alive
-(`max_pending_bytes`); past it the model's thread waits for the checker, never drops a check.
+place later). A golden check therefore never lands inside a parent op's span, though the
+checker still shares the cores and the GIL with the model. The queue is bounded by the bytes
+it keeps alive (`max_pending_bytes`); past it the model's thread waits for the checker (that
+wait, at an op's end, does land in its parent's span), never drops a check.
 Capture.stop drains the checker before the writer drains. An error inside the checker (not
 in a golden: that is a golden_error above) is recorded as an `errors` row of type
 golden_checker_error and in report_metadata, and warned about at close.
@@ -169,7 +170,7 @@ class GoldenChecker:
         self._items.append((record, nbytes))
         if not self._wake.is_set():
             self._wake.set()
-        if nbytes and self._pending_bytes > self.max_pending_bytes:
+        if nbytes and self._pending_bytes > self.max_pending_bytes and threading.current_thread() is not thread:
             # Back-pressure, never loss: the model waits until the checker has caught up by half.
             while self._pending_bytes > self.max_pending_bytes // 2 and thread.is_alive():
                 time.sleep(0.001)
