@@ -44,8 +44,10 @@ class Config:
     buffers: bool = True
     # Record every page of every live buffer after each op: large, slow; for memory debugging.
     buffer_pages: bool = False
-    # Golden comparison during capture (ttreport.golden): runs each op's torch golden too,
-    # roughly doubling the run time.
+    # Golden comparison during capture (ttreport.golden): runs each op's torch golden too, on
+    # one background thread in op order, so op durations are not inflated; it roughly doubles
+    # the CPU a run needs. raise_on_mismatch=True runs the checks on the model's thread, so the
+    # exception comes from the failing op.
     comparison: str = "off"
     comparison_pcc: float = 0.9999
     comparison_rtol: float | None = None  # None: the default for the output's dtype
