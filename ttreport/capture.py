@@ -41,8 +41,8 @@ from ttreport import db
 from ttreport.config import Config
 from ttreport.errors import (
     CaptureActiveError,
+    LossWarner,
     ReportExistsError,
-    ReportIncompleteWarning,
     ReportInUseError,
     ReportPathError,
 )
@@ -133,9 +133,10 @@ class Capture(contextlib.ContextDecorator):
                                          **{k: v for k, v in facts.items() if k != "status"}})
 
         self._queue = q = RecordQueue(config.flush_ops)
-        self._storage = TensorStore(path, q)
+        self._warner = LossWarner()
+        self._storage = TensorStore(path, q, self._warner)
         self.recorder = recorder = Recorder(config, q, self._storage)
-        self._writer = Writer(self.db_path, q, recorder, config)
+        self._writer = Writer(self.db_path, q, recorder, config, self._warner)
         recorder.writer = self._writer
         self._storage.start()
         self._writer.start()
@@ -238,10 +239,7 @@ class Capture(contextlib.ContextDecorator):
             try:
                 _write_metadata(self.db_path, lost)
             except (sqlite3.Error, OSError) as e:
-                import warnings
-
-                warnings.warn(f"ttreport: {self.db_path} could not be finalised ({e}); {lost}",
-                              ReportIncompleteWarning, stacklevel=3)
+                self._warner.warn(f"ttreport: {self.db_path} could not be finalised ({e}); {lost}")
 
 
 class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.profiler.profile)

@@ -9,26 +9,30 @@ final name.
 
 from __future__ import annotations
 
+import errno
 import os
 import queue as queue_module
 import threading
 import time
-import warnings
 from pathlib import Path
 
 import torch
 
-from ttreport.errors import ReportIncompleteWarning, TensorFileError
+from ttreport.errors import LossWarner, TensorFileError
 from ttreport.recorder import FILE_LOST
 
 TENSORS_DIR = "tensors"
 MAX_PENDING_BYTES = 1 << 30  # values waiting for the disk before the model waits (back-pressure, never loss)
+# Tensor files stop while this much is still free, so the database (small, but it is the report) can
+# keep committing and close: max(64 MiB, 2x the file), but at most three quarters of a small filesystem.
+KEEP_FREE_BYTES = 64 << 20
+KEEP_FREE_FRACTION = 0.75
 
 
 class TensorStore(threading.Thread):
     """Writes queued (tensor_id, relative path, value, dtype, layout, memory config) items, once each."""
 
-    def __init__(self, report_dir, writer_queue):
+    def __init__(self, report_dir, writer_queue, warner: LossWarner | None = None):
         super().__init__(name="ttreport-tensors", daemon=True)
         self.report_dir = Path(report_dir)
         self.queue = queue_module.SimpleQueue()
@@ -36,6 +40,8 @@ class TensorStore(threading.Thread):
         self.error: BaseException | None = None
         self.files_lost = 0
         self.pending_bytes = 0
+        self.warner = warner or LossWarner()
+        self.disk_low: str | None = None  # why tensor files stopped, once the free space ran low
         self._lock = threading.Lock()
 
     def put_many(self, items) -> None:
@@ -56,18 +62,30 @@ class TensorStore(threading.Thread):
             tid, rel = item[0], item[1]
             try:
                 folder.mkdir(exist_ok=True)
+                self._keep_room(_nbytes(item[2]))
                 write_tensor(self.report_dir / rel, *item[2:])
             except Exception as e:  # a full disk must not stop the model; the loss is recorded
                 self.files_lost += 1
                 self.writer_queue.put((FILE_LOST, tid))
                 if self.error is None:
                     self.error = e
-                    warnings.warn(f"ttreport: could not write tensor file {rel} ({type(e).__name__}: {e}); "
-                                  f"later tensor files are still tried, and the loss is noted in report_metadata",
-                                  ReportIncompleteWarning, stacklevel=1)
+                    self.warner.warn(f"ttreport: could not write tensor file {rel} ({type(e).__name__}: {e})")
             finally:
                 with self._lock:
                     self.pending_bytes -= _nbytes(item[2])
+
+
+    def _keep_room(self, nbytes: int) -> None:
+        """Raise ENOSPC (from now on) once writing `nbytes` would leave less than the margin free."""
+        if self.disk_low is None:
+            st = os.statvfs(self.report_dir)
+            free, total = st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
+            keep = min(max(KEEP_FREE_BYTES, 2 * nbytes), int(total * KEEP_FREE_FRACTION))
+            if free - nbytes >= keep:
+                return
+            self.disk_low = (f"{free} bytes free on the filesystem of {self.report_dir}, and {keep} are kept for "
+                             f"the database: tensor files stop here so that every op is still recorded")
+        raise OSError(errno.ENOSPC, self.disk_low)
 
 
 def _nbytes(value: torch.Tensor) -> int:

@@ -14,7 +14,6 @@ import itertools
 import linecache
 import sqlite3
 import threading
-import warnings
 from json.encoder import encode_basestring_ascii as _json_str
 
 import torch
@@ -22,7 +21,7 @@ import torch
 from device_sim.tensor import padded
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
 from ttreport import db
-from ttreport.errors import ReportIncompleteWarning
+from ttreport.errors import LossWarner
 from ttreport.recorder import BUFFER, DEVICE, FILE_LOST, FLUSH, META, OP, ROW, STOP, TensorArg
 
 MAX_VALUE_CHARS = 2000  # an argument's text beyond this is cut: reprs of big host arrays add nothing
@@ -72,8 +71,9 @@ def connect(db_path) -> sqlite3.Connection:
 
 
 class Writer(threading.Thread):
-    def __init__(self, db_path, q, recorder, config):
+    def __init__(self, db_path, q, recorder, config, warner: LossWarner | None = None):
         super().__init__(name="ttreport-writer", daemon=True)
+        self.warner = warner or LossWarner()  # shared with the tensor thread: one warning per capture
         self.db_path = db_path
         self.queue = q
         self.recorder = recorder
@@ -196,11 +196,8 @@ class Writer(threading.Thread):
         self.records_lost += n
         if self.error is None:
             self.error = e
-            warnings.warn(
-                f"ttreport: could not write to {self.db_path} ({type(e).__name__}: {e}); the model keeps running, "
-                f"what was written is kept, and the loss is noted in report_metadata",
-                ReportIncompleteWarning, stacklevel=1,
-            )
+            self.warner.warn(f"ttreport: could not write to {self.db_path} ({type(e).__name__}: {e}); what was "
+                             f"committed is kept")
 
     def _close(self) -> None:
         try:
