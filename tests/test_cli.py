@@ -111,7 +111,7 @@ def test_query_prints_a_table_json_or_csv(captured):
     assert named.output.splitlines()[2] == "ttnn.matmul"
 
 
-@pytest.mark.parametrize("sql", ["DELETE FROM operations", "DROP TABLE tensors", "INSERT INTO errors DEFAULT VALUES"])
+@pytest.mark.parametrize("sql", ["DELETE FROM operations", "DROP TABLE devices", "INSERT INTO errors DEFAULT VALUES"])
 def test_query_refuses_writes_with_one_line_and_exit_2(captured, sql):
     result = invoke("query", captured["path"], sql)
     assert result.exit_code == 2

@@ -62,8 +62,10 @@ def test_upgrading_an_empty_database_gives_the_schema_create_all_gives(tmp_path)
     db.upgrade(tmp_path / "upgraded.sqlite")
     created, upgraded = schema_of(tmp_path / "created.sqlite"), schema_of(tmp_path / "upgraded.sqlite")
     assert created == upgraded
-    assert {k for k in created if k[0] == "view"} == {("view", v) for v in
-                                                       ("stack_traces", "buffers", "op_tensors", "memory_after_op")}
+    assert {k for k in created if k[0] == "view"} == {("view", v) for v in (
+        "stack_traces", "buffers", "op_tensors", "memory_after_op", "tensors", "operation_arguments")}
+    assert {k for k in created if k[0] == "trigger"} == {("trigger", t) for t in (
+        "operation_arguments_insert", "tensors_insert", "tensors_update_file")}
     assert len([k for k in created if k[0] == "index"]) == 18
     assert db.current_revision(tmp_path / "created.sqlite") == db.current_revision(tmp_path / "upgraded.sqlite") \
         == db.head_revision()
@@ -101,7 +103,7 @@ def test_the_committed_old_report_upgrades_and_reads_the_same(tmp_path):
 
 def test_reading_an_old_report_without_upgrading_says_how(tmp_path):
     path = shutil.copy(OLD_REPORT, tmp_path / "db.sqlite")
-    with pytest.raises(NeedsUpgradeError, match=r"revision 0001 .* reads 0002; upgrade it in place with "
+    with pytest.raises(NeedsUpgradeError, match=r"revision 0001 .* reads 0003; upgrade it in place with "
                                                 r"`ttreport upgrade "):
         db.check_current(path)
     assert db.current_revision(path) == "0001"  # checking changed nothing

@@ -12,7 +12,12 @@ as STYLE.md suggests), because a capture must record the ops of every thread.
 Queue records are tuples tagged by their first item; writer.py unpacks them:
     (OP, name, op_id, start_ns, end_ns, parent, depth, thread, frames, args, kwargs,
      input_ids, output_ids, specs, files, end_seq, l1_bytes, dram_bytes, error)
-    (BUFFER, "alloc" | "free", Buffer, seq, op_id)   (DEVICE, facts)   (ROW, table, dict)
+    (ALLOC, buffer_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout, size, seq, op_id
+     [, Buffer when buffer pages are recorded])   (FREE, buffer_id, seq)   (DEVICE, facts)   (ROW, table, dict)
+    (TENSOR, tensor_id, torch.Size, dtype text, producer, file)   a host tensor the capture made (goldens)
+A spec is (tensor_id, torch.Size or None, dtype, layout, MemoryConfig, source, device_id, address,
+buffer_type, size, producer). Records hold ints, strings, enums and long-lived configs, not
+the Buffer or torch tensor objects of each op, so the garbage collector has little to walk.
 """
 
 from __future__ import annotations
@@ -34,11 +39,18 @@ from device_sim.types import BufferType
 from ttreport import schema
 from ttreport.errors import ReportIncompleteWarning
 
-OP, BUFFER, DEVICE, ROW, META, FILE_LOST, FLUSH, STOP = range(8)
+OP, ALLOC, FREE, TENSOR, DEVICE, ROW, META, FILE_LOST, FLUSH, STOP = range(10)
 
-# Frames in these folders are the library's, not the user's, and are left out of stack traces.
+# Frames in these folders are the library's, not the user's, and are left out of stack traces;
+# so are the interpreter's own (`<frozen runpy>` under `python -m`). The example models shipped
+# inside the packages are user code: their traces show the model's lines.
 _LIBRARY_DIRS = (os.path.dirname(os.path.abspath(device_sim.__file__)) + os.sep,
                  os.path.dirname(os.path.abspath(__file__)) + os.sep)
+_EXAMPLE_FILES = frozenset(os.path.join(d, name) for d, name in zip(_LIBRARY_DIRS, ("examples.py", "demo.py")))
+
+
+def _is_library(filename: str) -> bool:
+    return filename.startswith("<frozen ") or (filename.startswith(_LIBRARY_DIRS) and filename not in _EXAMPLE_FILES)
 
 
 class RecordQueue:
@@ -179,8 +191,14 @@ class Recorder:
         device = t.device()
         if device is not None and device not in self._devices:
             self.add_device(device, before_capture=False)
-        specs.append((tid, t.value if t.is_allocated() else None, t.dtype, t.layout, t.memory_config(),
-                      t.memory_config_source, None if device is None else device.device_id, t.buffer, producer))
+        shape = t.value.shape if t.is_allocated() else None
+        buf = t.buffer
+        if buf is None:
+            specs.append((tid, shape, t.dtype, t.layout, t.memory_config(), t.memory_config_source,
+                          None if device is None else device.device_id, None, None, None, producer))
+        else:
+            specs.append((tid, shape, t.dtype, t.layout, t.memory_config(), t.memory_config_source, device.device_id,
+                          buf.address, buf.buffer_type, buf.page_size * buf.num_pages, producer))
 
     def _user_frames(self) -> tuple:
         """(id(code), line, id(code), line, ...) of the innermost user frames: no text, no library frames."""
@@ -192,7 +210,7 @@ class Recorder:
             code = f.f_code
             entry = cache.get(id(code))
             if entry is None:
-                entry = cache[id(code)] = (code, code.co_filename.startswith(_LIBRARY_DIRS))
+                entry = cache[id(code)] = (code, _is_library(code.co_filename))
             if not entry[1]:
                 out.append(id(code))
                 out.append(f.f_lineno)
@@ -231,16 +249,19 @@ class Recorder:
         memory.listener = self._on_buffer
         seq = 0 if before_capture else next(self._seq)
         for buf in memory.live_buffers():
-            self.queue.put((BUFFER, "alloc", buf, seq, None))
+            self.queue.put(_alloc(buf, seq, None, self.config.buffer_pages))
 
     def _buffer_listener(self):
         # A closure over locals: this runs twice per op in a typical model, so every lookup counts.
         # It never waits for the writer: a free can run on any thread, the writer's included (GC).
-        local, append, seq = self._local, self._items.append, self._seq
+        local, append, seq, pages = self._local, self._items.append, self._seq, self.config.buffer_pages
 
         def on_buffer(event: str, buf) -> None:
+            if event == "free":
+                append((FREE, buf.buffer_id, next(seq)))
+                return
             stack = getattr(local, "stack", None)
-            append((BUFFER, event, buf, next(seq), stack[-1] if stack else None))
+            append(_alloc(buf, next(seq), stack[-1] if stack else None, pages))
 
         return on_buffer
 
@@ -278,7 +299,7 @@ class Recorder:
     # -- for other parts of ttreport (golden comparison) ---------------------------------
     def emit(self, table: str, row: dict) -> None:
         """Queue one row for any table of the schema; it is written in the writer's next batch."""
-        t = schema.metadata.tables.get(table)
+        t = schema.metadata.tables.get(table, schema.view_tables.tables.get(table))  # views take rows by trigger
         if t is None:
             raise ValueError(f"no table {table!r} in the report schema; tables: {', '.join(schema.metadata.tables)}")
         unknown = set(row) - set(t.c.keys())
@@ -291,15 +312,13 @@ class Recorder:
         """Record (and, within max_tensor_bytes, store as .pt) a torch tensor the capture made; returns its id."""
         tid = next_tensor_id()
         self._seen.add(tid)
-        row = {"tensor_id": tid, "shape": f"Shape({list(value.shape)})",
-               "dtype": device_dtype_name or str(value.dtype), "producer_operation_id": producer_operation_id}
+        file = None
         if self._reserve(value.numel() * value.element_size()):
             self._stored.add(tid)
-            row["file"] = f"tensors/{tid}.pt"
-            self.emit("tensors", row)
-            self.storage.put_many([(tid, row["file"], value, None, None, None)])
-        else:
-            self.emit("tensors", row)
+            file = f"tensors/{tid}.pt"
+        self._put((TENSOR, tid, value.shape, device_dtype_name or str(value.dtype), producer_operation_id, file))
+        if file is not None:
+            self.storage.put_many([(tid, file, value, None, None, None)])
         return tid
 
     def notes(self) -> dict:
@@ -307,6 +326,12 @@ class Recorder:
         if not self.tensors_skipped:
             return {}
         return {"tensors_skipped": self.tensors_skipped, "tensor_bytes_skipped": self.tensor_bytes_skipped}
+
+
+def _alloc(buf, seq: int, op_id: int | None, pages: bool) -> tuple:
+    row = (ALLOC, buf.buffer_id, buf.device_id, buf.address, buf.max_size_per_bank, buf.buffer_type,
+           buf.buffer_layout, buf.page_size * buf.num_pages, seq, op_id)
+    return row + (buf,) if pages else row  # the writer lays out a buffer's pages after each op
 
 
 def _error(exc: BaseException) -> tuple:

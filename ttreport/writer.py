@@ -22,21 +22,21 @@ from device_sim.tensor import padded
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
 from ttreport import db
 from ttreport.errors import LossWarner
-from ttreport.recorder import BUFFER, DEVICE, FILE_LOST, FLUSH, META, OP, ROW, STOP, TensorArg
+from ttreport.recorder import ALLOC, DEVICE, FILE_LOST, FLUSH, FREE, META, OP, ROW, STOP, TENSOR, TensorArg
 
+CLOSE_WAIT_MS = 200  # how long closing waits for a reader before leaving the report in WAL mode
 MAX_VALUE_CHARS = 2000  # an argument's text beyond this is cut: reprs of big host arrays add nothing
-MAX_TENSOR_TEXTS = 200_000  # argument texts of tensors kept in memory
+MAX_CACHED = 200_000  # entries kept in each per-value cache (tensor specs, argument texts)
 
-# One staging row per op holds its arguments and tensor ids as JSON; SQLite spreads them into
-# operation_arguments / input_tensors / output_tensors itself, without holding the GIL, which
+# One staging row per op holds its arguments and tensor ids as JSON; SQLite spreads the ids into
+# input_tensors / output_tensors and computes the duration itself, without holding the GIL, which
 # costs the model's thread far less than binding each of those rows from Python.
-_OP_COLUMNS = ("operation_id, name, duration, start_ns, end_ns, parent_operation_id, depth, status, thread, "
-               "stack_trace_id, end_seq, l1_bytes, dram_bytes")
-_STAGING = f"CREATE TEMP TABLE op_staging ({_OP_COLUMNS}, arguments, inputs, outputs)"
+_OP_COLUMNS = ("operation_id, name, start_ns, end_ns, parent_operation_id, depth, status, thread, stack_trace_id, "
+               "end_seq, l1_bytes, dram_bytes, arguments")
+_STAGING = f"CREATE TEMP TABLE op_staging ({_OP_COLUMNS}, inputs, outputs)"
 _SPREAD = [
-    f"INSERT INTO main.operations ({_OP_COLUMNS}) SELECT {_OP_COLUMNS} FROM op_staging",
-    "INSERT INTO main.operation_arguments (operation_id, name, value) "
-    "SELECT s.operation_id, j.key, j.value FROM op_staging s, json_each(s.arguments) j",
+    f"INSERT INTO main.operations ({_OP_COLUMNS}, duration) "
+    f"SELECT {_OP_COLUMNS}, (end_ns - start_ns) * 1e-9 FROM op_staging",
     "INSERT INTO main.input_tensors (operation_id, input_index, tensor_id) "
     "SELECT s.operation_id, j.key, j.value FROM op_staging s, json_each(s.inputs) j",
     "INSERT INTO main.output_tensors (operation_id, output_index, tensor_id) "
@@ -44,20 +44,24 @@ _SPREAD = [
     "DELETE FROM op_staging",
 ]
 
+# Buffer events are bound as queued (numbered parameters skip the tag in ?1): no Python per event.
 _INSERT = {
-    "op_staging": f"INSERT INTO op_staging VALUES ({', '.join('?' * 16)})",
-    "tensors": "INSERT OR IGNORE INTO tensors (tensor_id, shape, dtype, layout, memory_config, device_id, address, "
-               "buffer_type, size, memory_config_source, producer_operation_id, file, padded_shape) "
-               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    "op_staging": f"INSERT INTO op_staging VALUES ({', '.join('?' * 15)})",
+    "tensor_specs": "INSERT INTO tensor_specs (spec_id, shape, dtype, layout, memory_config, padded_shape, placement) "
+                    "VALUES (?,?,?,?,?,?,?)",
+    "tensor_records": "INSERT OR IGNORE INTO tensor_records (tensor_id, spec_id, device_id, address, buffer_type, "
+                      "size, memory_config_source, producer_operation_id, file) VALUES (?,?,?,?,?,?,?,?,?)",
     "stack_trace_texts": "INSERT INTO stack_trace_texts (stack_trace_id, stack_trace) VALUES (?,?)",
     "errors": "INSERT INTO errors (operation_id, operation_name, error_type, error_message, stack_trace, timestamp) "
               "VALUES (?,?,?,?,?,?)",
-    "buffer_lifetimes": "INSERT OR IGNORE INTO buffer_lifetimes (buffer_id, device_id, address, max_size_per_bank, "
-                        "buffer_type, buffer_layout, size, allocated_seq, freed_seq, allocated_by_operation_id) "
-                        "VALUES (?,?,?,?,?,?,?,?,?,?)",
+    "allocs": "INSERT OR IGNORE INTO buffer_lifetimes (buffer_id, device_id, address, max_size_per_bank, buffer_type, "
+              "buffer_layout, size, allocated_seq, allocated_by_operation_id) VALUES (?2,?3,?4,?5,?6,?7,?8,?9,?10)",
+    "frees": "UPDATE buffer_lifetimes SET freed_seq = ?3 WHERE buffer_id = ?2",
     "buffer_pages": "INSERT INTO buffer_pages (operation_id, device_id, address, core_y, core_x, bank_id, page_index, "
                     "page_address, page_size, buffer_type) VALUES (?,?,?,?,?,?,?,?,?,?)",
-    "devices": None,  # built from the facts' keys
+    "files": "UPDATE tensor_records SET file = ? WHERE tensor_id = ?",
+    "lost": "UPDATE tensor_records SET file = NULL WHERE tensor_id = ?",
+    "meta": "INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)",
 }
 
 
@@ -85,10 +89,13 @@ class Writer(threading.Thread):
         self.records_lost = 0
         self.records_written = 0
         self._stacks: dict[tuple, int] = {}  # frames key -> stack_trace_id
-        self._tensor_text: dict[int, str] = {}  # tensor id -> its argument text
-        self._shape_text: dict[tuple, tuple[str, str]] = {}  # (torch.Size, Layout) -> shape, padded shape
-        self._cfgs: dict[int, tuple] = {}  # id(MemoryConfig) -> (it, repr, "L1 INTERLEAVED")
-        # One dict per enum: IntEnum members of different enums compare equal (BFLOAT16 == ROW_MAJOR == 0).
+        # (torch.Size, DataType, Layout, id(MemoryConfig)) -> (spec_id, the MemoryConfig, its texts); holding
+        # the config keeps its id from being reused. IntEnums hash as ints, so BFLOAT16 and ROW_MAJOR (both 0)
+        # only ever meet in different positions of the key.
+        self._specs: dict[tuple, tuple] = {}
+        self._spec_ids = itertools.count(1)
+        self._spec_of: dict[int, tuple] = {}  # tensor id -> its spec's texts, for tensors inside list arguments
+        self._texts: dict = {}  # (type, value) or id -> (JSON text of an argument value, the value held)
         self._dtype_text = {e: repr(e) for e in DataType}
         self._layout_text = {e: repr(e) for e in Layout}
 
@@ -122,17 +129,30 @@ class Writer(threading.Thread):
             self.records_lost += len(batch)
             return self._release([item for item in batch if item[0] in (FLUSH, STOP)])
         rows = {name: [] for name in _INSERT}
-        rows.update(updates=[], files=[], lost=[], meta=[], other={})
-        self._pending: dict[int, list] = {}  # buffer id -> its row in this batch, to merge a free into
+        rows.update(devices=[], other={})
+        staging, allocs, frees = rows["op_staging"], rows["allocs"], rows["frees"]
         new_stacks: list[tuple] = []
+        new_specs: list[tuple] = []
         waiters = []
+        op = self._op
+        live = self._live
         try:
             for item in batch:
                 tag = item[0]
                 if tag == OP:
-                    self._op(item, rows, new_stacks)
-                elif tag == BUFFER:
-                    self._buffer(item, rows)
+                    staging.append(op(item, rows, new_stacks, new_specs))
+                elif tag == ALLOC:
+                    if live is None:
+                        allocs.append(item)
+                    else:
+                        allocs.append(item[:10])
+                        live[item[1]] = item[10]
+                elif tag == FREE:
+                    frees.append(item)
+                    if live is not None:
+                        live.pop(item[1], None)
+                elif tag == TENSOR:
+                    rows["tensor_records"].append(self._host_tensor_row(item, rows, new_specs))
                 elif tag == DEVICE:
                     rows["devices"].append(item[1])
                     self._grid_x[item[1]["device_id"]] = item[1]["num_x_cores"]
@@ -149,6 +169,8 @@ class Writer(threading.Thread):
         except Exception as e:  # the disk, or a bug here: never the model's problem (see module docstring)
             for key in new_stacks:
                 self._stacks.pop(key, None)
+            for key in new_specs:
+                self._specs.pop(key, None)
             self._fail(e, len(batch))
             waiters = [item for item in batch if item[0] in (FLUSH, STOP)]
         return self._release(waiters)
@@ -165,27 +187,20 @@ class Writer(threading.Thread):
         con = self.con
         con.execute("BEGIN")
         try:
-            for name, sql in _INSERT.items():
-                if rows[name] and sql is not None:
-                    con.executemany(sql, rows[name])
-            if rows["op_staging"]:
-                for sql in _SPREAD:
-                    con.execute(sql)
+            # Devices and specs first: the ROW records and views that follow may refer to them.
             for facts in rows["devices"]:
                 cols = ", ".join(facts)
                 con.execute(f"INSERT OR IGNORE INTO devices ({cols}) VALUES ({', '.join('?' * len(facts))})",
                             tuple(facts.values()))
-            if rows["updates"]:
-                con.executemany("UPDATE buffer_lifetimes SET freed_seq = ? WHERE buffer_id = ?", rows["updates"])
-            if rows["files"]:
-                con.executemany("UPDATE tensors SET file = ? WHERE tensor_id = ?", rows["files"])
-            if rows["lost"]:
-                con.executemany("UPDATE tensors SET file = NULL WHERE tensor_id = ?", rows["lost"])
+            for name, sql in _INSERT.items():
+                if rows[name]:
+                    con.executemany(sql, rows[name])
+                    if name == "op_staging":
+                        for spread in _SPREAD:
+                            con.execute(spread)
             for (table, cols), values in rows["other"].items():
                 con.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                                 values)
-            if rows["meta"]:
-                con.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)", rows["meta"])
             con.execute("COMMIT")
         except BaseException:
             if con.in_transaction:
@@ -202,16 +217,22 @@ class Writer(threading.Thread):
     def _close(self) -> None:
         try:
             db.create_indexes(self.con)
-            self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            # A closed report is one plain file: it can be copied alone and read from read-only media.
-            self.con.execute("PRAGMA journal_mode=DELETE")
+            # A reader mid-query (ttreport query, a Report) is waited for briefly, not for SQLite's 5 s.
+            self.con.execute(f"PRAGMA busy_timeout = {CLOSE_WAIT_MS}")
+            if self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0:
+                # A closed report is one plain file: it can be copied alone and read from read-only media.
+                self.con.execute("PRAGMA journal_mode=DELETE")
+            # else a reader still holds a snapshot: every batch is committed in the WAL, which stays (readable)
         except sqlite3.Error as e:
-            self._fail(e, 0)
+            # Busy: a reader came in before the journal switch (WAL readers never block the index writes).
+            if getattr(e, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY:
+                self._fail(e, 0)
         finally:
             self.con.close()
 
     # -- records to rows ---------------------------------------------------------------------
-    def _op(self, rec, rows, new_stacks) -> None:
+    def _op(self, rec, rows, new_stacks, new_specs) -> tuple:
+        """The op's staging row; its new tensors, stack text, files and error go to `rows`."""
         (_, name, op_id, start, end, parent, depth, thread, frames, args, kwargs, inputs, outputs, specs, files,
          end_seq, l1, dram, error) = rec
         stack_id = None
@@ -223,52 +244,36 @@ class Writer(threading.Thread):
                 rows["stack_trace_texts"].append((stack_id, self.format_stack(frames)))
         if specs:
             file_of = {f[0]: f[1] for f in files} if files else None
-            tensors = rows["tensors"]
+            tensors = rows["tensor_records"]
             for spec in specs:
-                tensors.append(self._tensor_row(spec, file_of.pop(spec[0], None) if file_of else None))
+                tensors.append(self._tensor_row(spec, file_of.pop(spec[0], None) if file_of else None, rows,
+                                                new_specs))
             if file_of:  # stored now, spec recorded by an earlier op
                 rows["files"].extend((rel, tid) for tid, rel in file_of.items())
         elif files:
             rows["files"].extend((f[1], f[0]) for f in files)
         arguments = None
         if args or kwargs:
-            # A JSON object of name -> text, built from json's C string encoder: json.dumps costs 3x more.
-            fmt = self.format_value
-            parts = [f'"{i}":{_json_str(fmt(a))}' for i, a in enumerate(args)]
+            # A JSON object of name -> text, or name -> tensor id; built from cached pieces: json.dumps costs 3x more.
+            value = self._json_value
+            parts = [f'"{i}":{value(a)}' for i, a in enumerate(args)]
             if kwargs:
-                parts.extend(f"{_json_str(k)}:{_json_str(fmt(v))}" for k, v in kwargs.items())
+                parts.extend(f"{_json_str(k)}:{value(v)}" for k, v in kwargs.items())
             arguments = "{" + ",".join(parts) + "}"
-        # str() of a list of ints is its JSON
-        rows["op_staging"].append((op_id, name, (end - start) * 1e-9, start, end, parent, depth,
-                                   "ok" if error is None else "error", thread, stack_id, end_seq, l1, dram,
-                                   arguments, str(inputs) if inputs else None, str(outputs) if outputs else None))
         if self._live is not None:
             for buf in self._live.values():
                 if buf.buffer_type == BufferType.L1:
                     rows["buffer_pages"].extend(self._pages(op_id, buf))
+        status = "ok"
         if error is not None:
+            status = "error"
             error_type, message, tb, timestamp = error
             text = f"Op called from (most recent call last):\n{self.format_stack(frames)}\n" if frames else ""
             text += "".join(tb.format())
             rows["errors"].append((op_id, name, error_type, message, text, timestamp))
-
-    def _buffer(self, item, rows) -> None:
-        _, event, buf, seq, op_id = item
-        if self._live is not None:
-            if event == "alloc":
-                self._live[buf.buffer_id] = buf
-            else:
-                self._live.pop(buf.buffer_id, None)
-        if event == "alloc":
-            rows["buffer_lifetimes"].append([buf.buffer_id, buf.device_id, buf.address, buf.max_size_per_bank,
-                                             int(buf.buffer_type), int(buf.buffer_layout), buf.size, seq, None, op_id])
-            self._pending[buf.buffer_id] = rows["buffer_lifetimes"][-1]
-            return
-        row = self._pending.pop(buf.buffer_id, None)
-        if row is not None:
-            row[8] = seq
-        else:
-            rows["updates"].append((seq, buf.buffer_id))
+        # str() of a list of ints is its JSON
+        return (op_id, name, start, end, parent, depth, status, thread, stack_id, end_seq, l1, dram, arguments,
+                str(inputs) if inputs else None, str(outputs) if outputs else None)
 
     def _pages(self, op_id: int, buf):
         """Each page of an L1 buffer, where it lies: interleaved round-robin over the banks, or one shard
@@ -281,61 +286,89 @@ class Writer(threading.Thread):
             yield (op_id, buf.device_id, buf.address, bank // grid_x, bank % grid_x, bank, i,
                    buf.address + slot * buf.page_size, buf.page_size, int(buf.buffer_type))
 
-    def _tensor_row(self, spec, file) -> tuple:
-        tid, value, dtype, layout, cfg, source, device_id, buf, producer = spec
-        cfg_text, where = self._cfg_text(cfg)
-        if value is None:
-            shape = pshape = None
+    def _tensor_row(self, spec, file, rows, new_specs) -> tuple:
+        tid, shape, dtype, layout, cfg, source, device_id, address, buffer_type, size, producer = spec
+        key = (shape, dtype, layout, id(cfg))
+        hit = self._specs.get(key)
+        if hit is None or hit[1] is not cfg:
+            hit = self._new_spec(key, shape, dtype, layout, cfg, rows, new_specs)
+        spec_of = self._spec_of
+        if len(spec_of) >= MAX_CACHED:
+            _halve(spec_of)
+        spec_of[tid] = hit[2]
+        return (tid, hit[0], device_id, address, buffer_type, size, source, producer, file)
+
+    def _new_spec(self, key, shape, dtype, layout, cfg, rows, new_specs) -> tuple:
+        if shape is None:
+            shape_text = pshape_text = None
         else:
-            key = (value.shape, layout)  # a model's shapes repeat: format each (shape, layout) once
-            hit = self._shape_text.get(key)
-            if hit is None:
-                dims = list(value.shape)
-                hit = self._shape_text[key] = (f"Shape({dims})", f"Shape({list(padded(dims, layout))})")
-            shape, pshape = hit
-        dtype_text, layout_text = self._dtype_text[dtype], self._layout_text[layout]
-        text = f"ttnn.Tensor(id={tid}, shape={shape}, dtype={dtype_text}, layout={layout_text}, {where})"
-        self._remember_text(tid, text)
-        if buf is None:
-            return (tid, shape, dtype_text, layout_text, cfg_text, device_id, None, None, None, source, producer, file,
-                    pshape)
-        return (tid, shape, dtype_text, layout_text, cfg_text, device_id, buf.address, int(buf.buffer_type), buf.size,
-                source, producer, file, pshape)
+            dims = list(shape)
+            shape_text, pshape_text = f"Shape({dims})", f"Shape({list(padded(dims, layout))})"
+        cfg_text = placement = None
+        if cfg is not None:
+            cfg_text, placement = repr(cfg), f"{cfg.buffer_type.name} {cfg.memory_layout.name}"
+        return self._add_spec(key, cfg, (shape_text, self._dtype_text[dtype], self._layout_text[layout], cfg_text,
+                                         pshape_text, placement), rows, new_specs)
 
-    def _cfg_text(self, cfg) -> tuple[str | None, str]:
-        if cfg is None:
-            return None, "host"
-        hit = self._cfgs.get(id(cfg))  # by id: hashing a MemoryConfig costs more than formatting it once
-        if hit is None or hit[0] is not cfg:
-            hit = self._cfgs[id(cfg)] = (cfg, repr(cfg), f"{cfg.buffer_type.name} {cfg.memory_layout.name}")
-        return hit[1], hit[2]
+    def _add_spec(self, key, cfg, texts: tuple, rows, new_specs) -> tuple:
+        """Number a new spec (shape, dtype, layout, memory config, padded shape, placement texts) and queue its row."""
+        spec_id = next(self._spec_ids)
+        shape, dtype, layout, _, _, placement = texts
+        hit = self._specs[key] = (spec_id, cfg, (shape, dtype, layout, placement or "host"))
+        new_specs.append(key)
+        rows["tensor_specs"].append((spec_id, *texts))
+        return hit
 
-    def _remember_text(self, tid: int, text: str) -> None:
-        texts = self._tensor_text
-        if len(texts) >= MAX_TENSOR_TEXTS:  # bounded: the oldest half goes; a miss is looked up in the db
-            for key in list(itertools.islice(texts, len(texts) // 2)):
-                del texts[key]
-        texts[tid] = text
+    def _host_tensor_row(self, rec, rows, new_specs) -> tuple:
+        _, tid, shape, dtype_text, producer, file = rec
+        key = (shape, dtype_text)
+        hit = self._specs.get(key)
+        if hit is None:
+            hit = self._add_spec(key, None, (f"Shape({list(shape)})", dtype_text, None, None, None, None), rows,
+                                 new_specs)
+        return (tid, hit[0], None, None, None, None, None, producer, file)
 
-    def _tensor_text_of(self, tid: int) -> str:
+    def _tensor_text(self, tid: int) -> str:
+        """A tensor argument's text inside a list argument; the view renders the same for a plain one."""
         tid = int(tid)
-        text = self._tensor_text.get(tid)
-        if text is not None:
-            return text
-        row = self.con.execute("SELECT shape, dtype, layout, memory_config FROM tensors WHERE tensor_id = ?",
-                               (tid,)).fetchone()
-        if row is None:
-            return f"ttnn.Tensor(id={tid})"
-        where = "host" if row[3] is None else row[3]
-        return f"ttnn.Tensor(id={tid}, shape={row[0]}, dtype={row[1]}, layout={row[2]}, {where})"
+        texts = self._spec_of.get(tid)
+        if texts is None:
+            row = self.con.execute(
+                "SELECT shape, dtype, layout, COALESCE(placement, memory_config, 'host') FROM tensor_records r "
+                "JOIN tensor_specs s ON s.spec_id = r.spec_id WHERE r.tensor_id = ?", (tid,)).fetchone()
+            if row is None:
+                return f"ttnn.Tensor(id={tid})"
+            texts = row
+        shape, dtype, layout, where = texts
+        return f"ttnn.Tensor(id={tid}, shape={shape}, dtype={dtype}, layout={layout}, {where})"
 
     # -- formatting -------------------------------------------------------------------------
+    def _json_value(self, v) -> str:
+        """An argument as JSON: a tensor as its id (a number), anything else as its text (a string)."""
+        t = type(v)
+        if t is TensorArg:
+            return int.__repr__(v)
+        # Immutable values are formatted once: by value for the common scalars, by id (the object held,
+        # so the id stays unique) for the rest; lists are formatted each time (they may hold tensors).
+        if t is float:  # 0.0 == -0.0 and nan != nan: never a cache key
+            return _json_str(repr(v))
+        key = (t, v) if t is int or t is bool or t is str or v is None else id(v)
+        hit = self._texts.get(key)
+        if hit is not None and (type(key) is tuple or hit[1] is v):
+            return hit[0]
+        text = _json_str(self.format_value(v))
+        if t is not list and t is not tuple:
+            if len(self._texts) >= MAX_CACHED:
+                _halve(self._texts)
+            self._texts[key] = (text, v)
+        return text
+
     def format_value(self, v) -> str:
         t = type(v)
         if t is int or t is float or t is bool or v is None:
             return repr(v)
         if t is TensorArg:
-            return self._tensor_text_of(v)
+            return self._tensor_text(v)
         if type(v) in (list, tuple):
             inner = ", ".join(self.format_value(e) for e in v)
             text = f"[{inner}]" if type(v) is list else f"({inner}{',' if len(v) == 1 else ''})"
@@ -356,3 +389,9 @@ class Writer(threading.Thread):
             if source:
                 lines.append(f"    {source}")
         return "\n".join(lines)
+
+
+def _halve(cache: dict) -> None:
+    """Drop the older half of a bounded cache (dicts keep insertion order)."""
+    for key in list(itertools.islice(cache, len(cache) // 2)):
+        del cache[key]
