@@ -2,10 +2,12 @@
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -112,6 +114,28 @@ def test_reading_while_writing_sees_a_consistent_prefix(device, tmp_path):
     assert counts == sorted(counts)
     assert len({n for n in seen if 0 < n < 1001}) >= 3, "the reader should have seen the report grow mid-run"
 
+
+
+def test_closing_while_a_reader_is_mid_query_neither_waits_nor_loses_anything(device, tmp_path):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ttreport.capture(tmp_path / "read") as cap:
+            a = ttnn.from_torch(torch.ones(32, 32), device=device)
+            for _ in range(100):
+                a = a + 1
+            cap.flush()
+            # A `ttreport query` in progress: a read transaction holding its snapshot through the close.
+            reader = sqlite3.connect(f"file:{cap.db_path}?mode=ro", uri=True, isolation_level=None)
+            reader.execute("BEGIN")
+            assert reader.execute("SELECT COUNT(*) FROM operations").fetchone()[0] == 101
+            start = time.monotonic()
+    closing = time.monotonic() - start
+    reader.close()
+    assert closing < 2, f"close waited {closing:.1f} s for the reader"
+    assert [str(w.message) for w in caught if issubclass(w.category, ttreport.ReportIncompleteWarning)] == []
+    with ttreport.open(cap.path) as r:
+        assert r.count_operations() == 101 and r.status == "complete"
+    assert ttreport.check(cap.path) == []  # no loss noted: the WAL it kept holds every batch
 
 HOLDER = r"""
 import pathlib, sys, time, torch
