@@ -123,6 +123,7 @@ def test_a_report_from_a_newer_ttreport_says_so(report):
         ttreport.open(report)
     assert "newer ttreport" in str(e.value) and "upgrade it in place" not in str(e.value), "upgrading cannot help"
     assert_one_line_error(invoke("summary", report), "ffff_from_the_future", "newer ttreport")
+    assert_one_line_error(invoke("upgrade", report), "ffff_from_the_future", "newer ttreport")
 
 
 # -- a pickle payload never runs ---------------------------------------------------------------
