@@ -124,6 +124,7 @@ def test_a_report_from_a_newer_ttreport_says_so(report):
     assert "newer ttreport" in str(e.value) and "upgrade it in place" not in str(e.value), "upgrading cannot help"
     assert_one_line_error(invoke("summary", report), "ffff_from_the_future", "newer ttreport")
     assert_one_line_error(invoke("upgrade", report), "ffff_from_the_future", "newer ttreport")
+    assert "needs a newer ttreport" in invoke("ls", report.parent).output
 
 
 # -- a pickle payload never runs ---------------------------------------------------------------

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from ttreport.errors import NeedsUpgradeError, TTReportError
+from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
 from ttreport.report import DB_FILE, DEFAULT_ROOT, Report, Summary
 
 BAD_INPUT = 2
@@ -148,7 +148,8 @@ def ls_command(root: Path):
                 rows.append((folder.name, r.count_operations(), meta.get("status", "?"), human_bytes(size),
                              meta.get("started_at", "")[:19].replace("T", " ")))
         except TTReportError as e:
-            status = "needs upgrade" if isinstance(e, NeedsUpgradeError) else "unreadable"
+            status = ("needs upgrade" if isinstance(e, NeedsUpgradeError)
+                      else "needs a newer ttreport" if isinstance(e, NewerSchemaError) else "unreadable")
             rows.append((folder.name, None, status, human_bytes(size), ""))
     if not rows:
         click.echo(f"no reports under {root}")
