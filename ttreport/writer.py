@@ -28,12 +28,22 @@ CLOSE_WAIT_MS = 200  # how long closing waits for a reader before leaving the re
 MAX_VALUE_CHARS = 2000  # an argument's text beyond this is cut: reprs of big host arrays add nothing
 MAX_CACHED = 200_000  # entries kept in each per-value cache (tensor specs, argument texts)
 
-# One staging row per op holds its arguments and tensor ids as JSON; SQLite spreads the ids into
-# input_tensors / output_tensors and computes the duration itself, without holding the GIL, which
-# costs the model's thread far less than binding each of those rows from Python.
+# One staging row per op holds its arguments and tensor ids as JSON, and, when there is just one
+# of each, the new tensor's row, the buffer allocated before the op ended and the buffer freed
+# before the next op. SQLite spreads it into operations, input_tensors, output_tensors,
+# tensor_records and buffer_lifetimes itself: binding one wide row costs far less Python (and
+# holds the GIL, which the model's thread needs, far less) than binding five narrow ones.
 _OP_COLUMNS = ("operation_id, name, start_ns, end_ns, parent_operation_id, depth, status, thread, stack_trace_id, "
                "end_seq, l1_bytes, dram_bytes, arguments")
-_STAGING = f"CREATE TEMP TABLE op_staging ({_OP_COLUMNS}, inputs, outputs)"
+_TENSOR_COLUMNS = ("tensor_id, spec_id, device_id, address, buffer_type, size, memory_config_source, "
+                   "producer_operation_id, file")
+_BUFFER_COLUMNS = ("buffer_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout, size, allocated_seq, "
+                   "allocated_by_operation_id")
+_STAGING = (f"CREATE TEMP TABLE op_staging ({_OP_COLUMNS}, inputs, outputs, t_tensor_id, t_spec_id, t_device_id, "
+            f"t_address, t_buffer_type, t_size, t_source, t_producer, t_file, b_tag, b_buffer_id, b_device_id, "
+            f"b_address, b_max_size_per_bank, b_buffer_type, b_buffer_layout, b_size, b_seq, b_op, f_tag, f_buffer_id, "
+            f"f_seq)")
+_STAGING_WIDTH = 15 + 9 + 10 + 3
 _SPREAD = [
     f"INSERT INTO main.operations ({_OP_COLUMNS}, duration) "
     f"SELECT {_OP_COLUMNS}, (end_ns - start_ns) * 1e-9 FROM op_staging",
@@ -41,21 +51,27 @@ _SPREAD = [
     "SELECT s.operation_id, j.key, j.value FROM op_staging s, json_each(s.inputs) j",
     "INSERT INTO main.output_tensors (operation_id, output_index, tensor_id) "
     "SELECT s.operation_id, j.key, j.value FROM op_staging s, json_each(s.outputs) j",
-    "DELETE FROM op_staging",
+    f"INSERT OR IGNORE INTO main.tensor_records ({_TENSOR_COLUMNS}) SELECT t_tensor_id, t_spec_id, t_device_id, "
+    f"t_address, t_buffer_type, t_size, t_source, t_producer, t_file FROM op_staging WHERE t_tensor_id IS NOT NULL",
+    f"INSERT OR IGNORE INTO main.buffer_lifetimes ({_BUFFER_COLUMNS}) SELECT b_buffer_id, b_device_id, b_address, "
+    f"b_max_size_per_bank, b_buffer_type, b_buffer_layout, b_size, b_seq, b_op FROM op_staging "
+    f"WHERE b_buffer_id IS NOT NULL",
 ]
+_FREES = ("UPDATE main.buffer_lifetimes SET freed_seq = s.f_seq FROM op_staging s "
+          "WHERE s.f_buffer_id IS NOT NULL AND buffer_lifetimes.buffer_id = s.f_buffer_id")
+_NO_TENSOR = (None,) * 9
+_NO_ALLOC = (None,) * 10
+_NO_FREE = (None,) * 3
 
-# Buffer events are bound as queued (numbered parameters skip the tag in ?1): no Python per event.
+# Events that did not fit an op's row are bound as queued (numbered parameters skip the tag in ?1).
 _INSERT = {
-    "op_staging": f"INSERT INTO op_staging VALUES ({', '.join('?' * 15)})",
     "tensor_specs": "INSERT INTO tensor_specs (spec_id, shape, dtype, layout, memory_config, padded_shape, placement) "
                     "VALUES (?,?,?,?,?,?,?)",
-    "tensor_records": "INSERT OR IGNORE INTO tensor_records (tensor_id, spec_id, device_id, address, buffer_type, "
-                      "size, memory_config_source, producer_operation_id, file) VALUES (?,?,?,?,?,?,?,?,?)",
+    "tensor_records": f"INSERT OR IGNORE INTO tensor_records ({_TENSOR_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
+    "allocs": f"INSERT OR IGNORE INTO buffer_lifetimes ({_BUFFER_COLUMNS}) VALUES (?2,?3,?4,?5,?6,?7,?8,?9,?10)",
     "stack_trace_texts": "INSERT INTO stack_trace_texts (stack_trace_id, stack_trace) VALUES (?,?)",
     "errors": "INSERT INTO errors (operation_id, operation_name, error_type, error_message, stack_trace, timestamp) "
               "VALUES (?,?,?,?,?,?)",
-    "allocs": "INSERT OR IGNORE INTO buffer_lifetimes (buffer_id, device_id, address, max_size_per_bank, buffer_type, "
-              "buffer_layout, size, allocated_seq, allocated_by_operation_id) VALUES (?2,?3,?4,?5,?6,?7,?8,?9,?10)",
     "frees": "UPDATE buffer_lifetimes SET freed_seq = ?3 WHERE buffer_id = ?2",
     "buffer_pages": "INSERT INTO buffer_pages (operation_id, device_id, address, core_y, core_x, bank_id, page_index, "
                     "page_address, page_size, buffer_type) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -130,27 +146,33 @@ class Writer(threading.Thread):
             return self._release([item for item in batch if item[0] in (FLUSH, STOP)])
         rows = {name: [] for name in _INSERT}
         rows.update(devices=[], other={})
-        staging, allocs, frees = rows["op_staging"], rows["allocs"], rows["frees"]
+        staging, allocs, frees = [], rows["allocs"], rows["frees"]
         new_stacks: list[tuple] = []
         new_specs: list[tuple] = []
         waiters = []
         op = self._op
         live = self._live
+        alloc = free = None  # the buffer events waiting for an op's row (one slot each)
         try:
             for item in batch:
                 tag = item[0]
                 if tag == OP:
-                    staging.append(op(item, rows, new_stacks, new_specs))
+                    # The slots take the latest alloc and free before the op's end, whichever op they belong to.
+                    staging.append(op(item, rows, new_stacks, new_specs) + (alloc or _NO_ALLOC) + (free or _NO_FREE))
+                    alloc = free = None
                 elif tag == ALLOC:
-                    if live is None:
-                        allocs.append(item)
-                    else:
-                        allocs.append(item[:10])
+                    if live is not None:
                         live[item[1]] = item[10]
+                        item = item[:10]
+                    if alloc is not None:
+                        allocs.append(alloc)
+                    alloc = item
                 elif tag == FREE:
-                    frees.append(item)
                     if live is not None:
                         live.pop(item[1], None)
+                    if free is not None:
+                        frees.append(free)
+                    free = item
                 elif tag == TENSOR:
                     rows["tensor_records"].append(self._host_tensor_row(item, rows, new_specs))
                 elif tag == DEVICE:
@@ -164,7 +186,11 @@ class Writer(threading.Thread):
                     rows["lost"].append((item[1],))
                 else:
                     waiters.append(item)  # FLUSH or STOP
-            self._commit(rows)
+            if alloc is not None:
+                allocs.append(alloc)
+            if free is not None:
+                frees.append(free)
+            self._commit(staging, rows)
             self.records_written += len(batch)
         except Exception as e:  # the disk, or a bug here: never the model's problem (see module docstring)
             for key in new_stacks:
@@ -183,7 +209,7 @@ class Writer(threading.Thread):
                 done.set()
         return any(tag == STOP for tag, _ in waiters)
 
-    def _commit(self, rows: dict) -> None:
+    def _commit(self, staging: list, rows: dict) -> None:
         con = self.con
         con.execute("BEGIN")
         try:
@@ -192,12 +218,17 @@ class Writer(threading.Thread):
                 cols = ", ".join(facts)
                 con.execute(f"INSERT OR IGNORE INTO devices ({cols}) VALUES ({', '.join('?' * len(facts))})",
                             tuple(facts.values()))
-            for name, sql in _INSERT.items():
+            if staging:
+                con.executemany(f"INSERT INTO op_staging VALUES ({', '.join('?' * _STAGING_WIDTH)})", staging)
+                for spread in _SPREAD:
+                    con.execute(spread)
+            for name, sql in _INSERT.items():  # in order: every insert before the updates that follow it
+                if name == "frees" and staging:
+                    con.execute(_FREES)
                 if rows[name]:
                     con.executemany(sql, rows[name])
-                    if name == "op_staging":
-                        for spread in _SPREAD:
-                            con.execute(spread)
+            if staging:
+                con.execute("DELETE FROM op_staging")
             for (table, cols), values in rows["other"].items():
                 con.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                                 values)
@@ -232,7 +263,8 @@ class Writer(threading.Thread):
 
     # -- records to rows ---------------------------------------------------------------------
     def _op(self, rec, rows, new_stacks, new_specs) -> tuple:
-        """The op's staging row; its new tensors, stack text, files and error go to `rows`."""
+        """The op's staging row up to its buffer slots; its other new tensors, stack text, files and error go
+        to `rows`."""
         (_, name, op_id, start, end, parent, depth, thread, frames, args, kwargs, inputs, outputs, specs, files,
          end_seq, l1, dram, error) = rec
         stack_id = None
@@ -242,12 +274,16 @@ class Writer(threading.Thread):
                 stack_id = self._stacks[frames] = len(self._stacks) + 1
                 new_stacks.append(frames)
                 rows["stack_trace_texts"].append((stack_id, self.format_stack(frames)))
+        tensor = _NO_TENSOR
         if specs:
             file_of = {f[0]: f[1] for f in files} if files else None
-            tensors = rows["tensor_records"]
+            tensor_row = self._tensor_row
             for spec in specs:
-                tensors.append(self._tensor_row(spec, file_of.pop(spec[0], None) if file_of else None, rows,
-                                                new_specs))
+                row = tensor_row(spec, file_of.pop(spec[0], None) if file_of else None, rows, new_specs)
+                if tensor is _NO_TENSOR:
+                    tensor = row  # the op's row carries one; any others are bound on their own
+                else:
+                    rows["tensor_records"].append(row)
             if file_of:  # stored now, spec recorded by an earlier op
                 rows["files"].extend((rel, tid) for tid, rel in file_of.items())
         elif files:
@@ -273,7 +309,7 @@ class Writer(threading.Thread):
             rows["errors"].append((op_id, name, error_type, message, text, timestamp))
         # str() of a list of ints is its JSON
         return (op_id, name, start, end, parent, depth, status, thread, stack_id, end_seq, l1, dram, arguments,
-                str(inputs) if inputs else None, str(outputs) if outputs else None)
+                str(inputs) if inputs else None, str(outputs) if outputs else None, *tensor)
 
     def _pages(self, op_id: int, buf):
         """Each page of an L1 buffer, where it lies: interleaved round-robin over the banks, or one shard
