@@ -15,9 +15,10 @@ Queue records are tuples tagged by their first item; writer.py unpacks them:
     (ALLOC, buffer_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout, size, seq, op_id
      [, Buffer when buffer pages are recorded])   (FREE, buffer_id, seq)   (DEVICE, facts)   (ROW, table, dict)
     (TENSOR, tensor_id, torch.Size, dtype text, producer, file)   a host tensor the capture made (goldens)
-A spec is (tensor_id, torch.Size or None, dtype, layout, MemoryConfig, source, device_id, address,
-buffer_type, size, producer). Records hold ints, strings, enums and long-lived configs, not
-the Buffer or torch tensor objects of each op, so the garbage collector has little to walk.
+A spec is (tensor_id, shape tuple or None, int(dtype), int(layout), id(MemoryConfig) or None,
+source, device_id, address, int(buffer_type), size, producer). Records hold ints and strings,
+not the enums, configs, Buffer or torch tensor objects of each op: the garbage collector
+untracks such tuples, so a queue of thousands of ops costs its collections nothing.
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ class Recorder:
         self._devices: dict[object, object] = {}  # Device -> its previous memory listener
         self._allocators: list[tuple] = []  # (L1, DRAM) BankAllocator of each device
         self._code_is_lib: dict[int, tuple] = {}  # id(code) -> (code, is_library); holding code keeps ids unique
+        self._configs: dict[int, object] = {}  # id(MemoryConfig) -> it: records carry the id, held here
         self._stack_traces = config.stack_traces
         self._stack_depth = config.stack_depth
         self._store_inputs = config.tensors == "all"
@@ -161,8 +163,10 @@ class Recorder:
             l1 += l1_banks.bytes_per_bank_used * l1_banks.num_banks
             dram += dram_banks.bytes_per_bank_used * dram_banks.num_banks
         error = None if exc is None else _error(exc)
+        # Tuples of ints and strings: the collector untracks them, and the queue costs it nothing to walk.
         self._put((OP, op.name, op_id, start - self.t0_ns, end - self.t0_ns, parent, depth, thread, frames, args_q,
-                   kwargs_q, inputs, outputs, specs, files, next(self._seq), l1, dram, error))
+                   kwargs_q, tuple(inputs), tuple(outputs), tuple(specs), files or None, next(self._seq), l1, dram,
+                   error))
         if files:
             self.storage.put_many(files)
         if golden_args is not None and exc is None:
@@ -191,14 +195,19 @@ class Recorder:
         device = t.device()
         if device is not None and device not in self._devices:
             self.add_device(device, before_capture=False)
-        shape = t.value.shape if t.is_allocated() else None
+        shape = tuple(t.value.shape) if t.is_allocated() else None
+        cfg = t.memory_config()
+        if cfg is not None and id(cfg) not in self._configs:
+            self._configs[id(cfg)] = cfg
         buf = t.buffer
         if buf is None:
-            specs.append((tid, shape, t.dtype, t.layout, t.memory_config(), t.memory_config_source,
-                          None if device is None else device.device_id, None, None, None, producer))
+            specs.append((tid, shape, int(t.dtype), int(t.layout), None if cfg is None else id(cfg),
+                          t.memory_config_source, None if device is None else device.device_id, None, None, None,
+                          producer))
         else:
-            specs.append((tid, shape, t.dtype, t.layout, t.memory_config(), t.memory_config_source, device.device_id,
-                          buf.address, buf.buffer_type, buf.page_size * buf.num_pages, producer))
+            specs.append((tid, shape, int(t.dtype), int(t.layout), id(cfg), t.memory_config_source,
+                          device.device_id, buf.address, int(buf.buffer_type), buf.page_size * buf.num_pages,
+                          producer))
 
     def _user_frames(self) -> tuple:
         """(id(code), line, id(code), line, ...) of the innermost user frames: no text, no library frames."""
@@ -222,6 +231,10 @@ class Recorder:
     def code(self, code_id: int):
         """The code object behind an id in a queued stack (for the writer)."""
         return self._code_is_lib[code_id][0]
+
+    def memory_config(self, config_id: int):
+        """The MemoryConfig behind an id in a queued spec (for the writer)."""
+        return self._configs[config_id]
 
     def _put(self, record) -> None:
         items = self._items
@@ -329,8 +342,8 @@ class Recorder:
 
 
 def _alloc(buf, seq: int, op_id: int | None, pages: bool) -> tuple:
-    row = (ALLOC, buf.buffer_id, buf.device_id, buf.address, buf.max_size_per_bank, buf.buffer_type,
-           buf.buffer_layout, buf.page_size * buf.num_pages, seq, op_id)
+    row = (ALLOC, buf.buffer_id, buf.device_id, buf.address, buf.max_size_per_bank, int(buf.buffer_type),
+           int(buf.buffer_layout), buf.page_size * buf.num_pages, seq, op_id)
     return row + (buf,) if pages else row  # the writer lays out a buffer's pages after each op
 
 

@@ -105,15 +105,15 @@ class Writer(threading.Thread):
         self.records_lost = 0
         self.records_written = 0
         self._stacks: dict[tuple, int] = {}  # frames key -> stack_trace_id
-        # (torch.Size, DataType, Layout, id(MemoryConfig)) -> (spec_id, the MemoryConfig, its texts); holding
-        # the config keeps its id from being reused. IntEnums hash as ints, so BFLOAT16 and ROW_MAJOR (both 0)
-        # only ever meet in different positions of the key.
+        # (shape, dtype number, layout number, id(MemoryConfig)) -> (spec_id, None, its texts); the recorder
+        # holds every config it queued an id of, so ids are never reused during a capture.
         self._specs: dict[tuple, tuple] = {}
         self._spec_ids = itertools.count(1)
         self._spec_of: dict[int, tuple] = {}  # tensor id -> its spec's texts, for tensors inside list arguments
         self._texts: dict = {}  # (type, value) or id -> (JSON text of an argument value, the value held)
-        self._dtype_text = {e: repr(e) for e in DataType}
-        self._layout_text = {e: repr(e) for e in Layout}
+        # One dict per enum, keyed by number: BFLOAT16 and ROW_MAJOR are both 0.
+        self._dtype_text = {int(e): repr(e) for e in DataType}
+        self._layout_text = {int(e): repr(e) for e in Layout}
 
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> None:
@@ -309,7 +309,7 @@ class Writer(threading.Thread):
             rows["errors"].append((op_id, name, error_type, message, text, timestamp))
         # str() of a list of ints is its JSON
         return (op_id, name, start, end, parent, depth, status, thread, stack_id, end_seq, l1, dram, arguments,
-                str(inputs) if inputs else None, str(outputs) if outputs else None, *tensor)
+                str(list(inputs)) if inputs else None, str(list(outputs)) if outputs else None, *tensor)
 
     def _pages(self, op_id: int, buf):
         """Each page of an L1 buffer, where it lies: interleaved round-robin over the banks, or one shard
@@ -324,9 +324,9 @@ class Writer(threading.Thread):
 
     def _tensor_row(self, spec, file, rows, new_specs) -> tuple:
         tid, shape, dtype, layout, cfg, source, device_id, address, buffer_type, size, producer = spec
-        key = (shape, dtype, layout, id(cfg))
+        key = (shape, dtype, layout, cfg)
         hit = self._specs.get(key)
-        if hit is None or hit[1] is not cfg:
+        if hit is None:
             hit = self._new_spec(key, shape, dtype, layout, cfg, rows, new_specs)
         spec_of = self._spec_of
         if len(spec_of) >= MAX_CACHED:
@@ -339,11 +339,12 @@ class Writer(threading.Thread):
             shape_text = pshape_text = None
         else:
             dims = list(shape)
-            shape_text, pshape_text = f"Shape({dims})", f"Shape({list(padded(dims, layout))})"
+            shape_text, pshape_text = f"Shape({dims})", f"Shape({list(padded(dims, Layout(layout)))})"
         cfg_text = placement = None
         if cfg is not None:
+            cfg = self.recorder.memory_config(cfg)
             cfg_text, placement = repr(cfg), f"{cfg.buffer_type.name} {cfg.memory_layout.name}"
-        return self._add_spec(key, cfg, (shape_text, self._dtype_text[dtype], self._layout_text[layout], cfg_text,
+        return self._add_spec(key, None, (shape_text, self._dtype_text[dtype], self._layout_text[layout], cfg_text,
                                          pshape_text, placement), rows, new_specs)
 
     def _add_spec(self, key, cfg, texts: tuple, rows, new_specs) -> tuple:
