@@ -46,8 +46,9 @@ operations = Table(
     Column("end_seq", Integer),  # event sequence number at the op's end (see buffer_lifetimes)
     Column("l1_bytes", Integer),  # L1 bytes live on the device after the op, all banks
     Column("dram_bytes", Integer),  # DRAM bytes live after the op, all banks
-    # The op's arguments as a JSON object, name -> text, or name -> tensor id (a JSON integer) for a
-    # tensor argument: the `operation_arguments` view spreads it and renders tensors from their rows.
+    # The op's arguments as JSON: an array when all are positional, else an object of name -> value;
+    # a value is its text, or a tensor's id (a JSON integer). The `operation_arguments` view spreads
+    # it (an array's indexes are the names '0', '1', ...) and renders tensors from their rows.
     Column("arguments", Text),
 )
 
@@ -216,7 +217,7 @@ VIEWS: dict[str, str] = {
         FROM tensor_records r""",
     # Rows in the order the op's arguments were given (SQLite's sort keeps json_each's order on ties).
     "operation_arguments": f"""
-        SELECT o.operation_id AS operation_id, j.key AS name,
+        SELECT o.operation_id AS operation_id, CAST(j.key AS TEXT) AS name,
                CASE j.type WHEN 'integer' THEN COALESCE(
                    (SELECT {_TENSOR_TEXT}
                     FROM tensor_records r LEFT JOIN tensor_specs s ON s.spec_id = r.spec_id

@@ -42,7 +42,7 @@ VIEWS = {
                (SELECT padded_shape FROM tensor_specs WHERE spec_id = r.spec_id) AS padded_shape
         FROM tensor_records r""",
     "operation_arguments": f"""
-        SELECT o.operation_id AS operation_id, j.key AS name,
+        SELECT o.operation_id AS operation_id, CAST(j.key AS TEXT) AS name,
                CASE j.type WHEN 'integer' THEN COALESCE(
                    (SELECT {_TENSOR_TEXT}
                     FROM tensor_records r LEFT JOIN tensor_specs s ON s.spec_id = r.spec_id
