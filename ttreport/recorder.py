@@ -135,8 +135,18 @@ class Recorder:
         inputs: list[int] = []
         specs: list[tuple] = []
         files: list[tuple] = []
+        seen = self._seen
+        args_q = []
+        for a in args:
+            if type(a) is Tensor:  # the common case, inlined: a tensor the capture has seen already
+                tid = a.tensor_id
+                if tid in seen:
+                    inputs.append(tid)
+                    args_q.append(TensorArg(tid))
+                    continue
+            args_q.append(self._strip(a, inputs, specs))
+        args_q = tuple(args_q)
         strip = self._strip
-        args_q = tuple([strip(a, inputs, specs) for a in args])
         kwargs_q = {k: strip(v, inputs, specs) for k, v in kwargs.items()} if kwargs else None
         if self._store_inputs:
             for a in itertools.chain(args, kwargs.values()):
@@ -153,7 +163,8 @@ class Recorder:
         self._local.stack.pop()
         outputs: list[int] = []
         if output is not None:
-            for t in (output if isinstance(output, (list, tuple)) else (output,)):
+            for t in ((output,) if type(output) is Tensor else output if isinstance(output, (list, tuple))
+                      else (output,)):
                 if isinstance(t, Tensor):
                     self._see(t, op_id, outputs, specs)
                     if self._store_outputs:
