@@ -121,8 +121,10 @@ def _refuse_newer(path, rev: str | None) -> None:
 
 
 def upgrade(path, revision: str = "head") -> None:
-    """Upgrade the database at `path` in place to `revision` (the head by default)."""
-    _refuse_newer(path, current_revision(path))
+    """Upgrade the database at `path` in place to `revision` (the head by default); a missing file
+    is created, upgraded from empty."""
+    if Path(path).exists():
+        _refuse_newer(path, current_revision(path))
     cfg = _alembic_config()
     engine = _engine(path)
     try:

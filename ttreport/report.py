@@ -329,8 +329,9 @@ class Report:
         args, ins, outs, errs, seen = defaultdict(list), defaultdict(list), defaultdict(list), {}, {}
         for where, chunk in _id_conditions(ids):
             for op_id, name, value in self._conn.execute(
-                    f"SELECT operation_id, name, value FROM operation_arguments "
-                    f"WHERE operation_id {where} ORDER BY operation_id, rowid", chunk):
+                    # No ORDER BY: the view yields each op's arguments in json_each's (given) order,
+                    # which a sort, having no key for it, would not promise to keep.
+                    f"SELECT operation_id, name, value FROM operation_arguments WHERE operation_id {where}", chunk):
                 args[op_id].append((name, value))
             for table, index, into in (("input_tensors", "input_index", ins), ("output_tensors", "output_index", outs)):
                 for row in self._conn.execute(
