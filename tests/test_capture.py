@@ -1,6 +1,5 @@
 """Capturing real device_sim runs into a report: every table's rows, errors, threads, signals."""
 
-import importlib.util
 import inspect
 import json
 import signal
@@ -317,14 +316,6 @@ def test_emit_and_store_tensor_are_the_seam_for_golden_comparison(tmp_path):
     assert (row["shape"], row["dtype"], row["file"]) == ("Shape([2, 3])", "DataType.FLOAT32", f"tensors/{tid}.pt")
     assert torch.equal(ttreport.load_tensor(report.path, tid), golden)
     assert one(report, "SELECT golden_tensor_id FROM local_tensor_comparison_records")["golden_tensor_id"] == tid
-
-
-@pytest.mark.skipif(importlib.util.find_spec("ttreport.golden") is not None,
-                    reason="ttreport.golden exists; its own tests cover comparison")
-def test_comparison_without_the_golden_module_is_a_clear_error(tmp_path):
-    with pytest.raises(NotImplementedError, match="ttreport.golden"):
-        ttreport.capture(tmp_path / "r", config=Config(comparison="local")).start()
-    assert ttnn.get_hook() is None
 
 
 def test_a_failing_disk_warns_once_and_the_run_goes_on(tmp_path, device, weight):

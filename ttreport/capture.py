@@ -21,7 +21,6 @@ import datetime
 import fcntl
 import functools
 import gc
-import importlib
 import json
 import os
 import platform
@@ -37,7 +36,7 @@ from pathlib import Path
 import torch
 
 import device_sim
-from ttreport import db
+from ttreport import db, golden
 from ttreport.config import Config
 from ttreport.errors import (
     CaptureActiveError,
@@ -107,11 +106,10 @@ class Capture(contextlib.ContextDecorator):
                     f"captures cannot nest. Close the running one first, or record both parts in it"
                 )
             self.config = config = Config.from_env(self._given)
-            golden = _golden_module(config)
             self.path = path = _resolve(self._target, config.root, self._base_name)
             self._lock_fd = _prepare(path, config.overwrite)
             try:
-                self._start(config, golden)
+                self._start(config)
             except BaseException:
                 self._unlock()
                 raise
@@ -120,7 +118,7 @@ class Capture(contextlib.ContextDecorator):
         atexit.register(self._at_exit)
         return self
 
-    def _start(self, config: Config, golden) -> None:
+    def _start(self, config: Config) -> None:
         path = self.path
         self.db_path = path / db.DB_FILE
         db.create(self.db_path, indexes=False)
@@ -142,7 +140,7 @@ class Capture(contextlib.ContextDecorator):
         self._writer.start()
         for device in device_sim.open_devices():
             recorder.add_device(device, before_capture=True)
-        if golden is not None:
+        if config.comparison != "off":
             recorder.golden = golden.make_checker(config, recorder)
         # Someone else's freeze (a pre-fork server) is left alone, and so is their unfreeze.
         self._froze = config.gc_freeze and gc.get_freeze_count() == 0
@@ -283,21 +281,6 @@ def capture(target: str | os.PathLike | None = None, *, config: Config | None = 
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def _golden_module(config: Config):
-    if config.comparison == "off":
-        return None
-    try:
-        golden = importlib.import_module("ttreport.golden")
-    except ModuleNotFoundError as e:
-        if e.name != "ttreport.golden":
-            raise
-        raise NotImplementedError(
-            f"Config(comparison={config.comparison!r}) needs ttreport.golden, which this install lacks; "
-            f"use comparison='off'"
-        ) from None
-    return golden
-
-
 def _resolve(target, root: Path, base: str) -> Path:
     if target is None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
