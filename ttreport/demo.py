@@ -14,6 +14,8 @@ ops, shapes, addresses and values; only timings differ.
 from __future__ import annotations
 
 import math
+import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,8 +180,19 @@ def _warm_up_torch() -> None:
 
 
 def write_sample() -> Path:
-    """Regenerate sample_reports/demo, the committed report the docs and tests read."""
-    return capture_demo(SAMPLE_ROOT / "demo")
+    """Regenerate sample_reports/demo, the committed report the docs and tests read.
+
+    Its stack traces name files relative to the repository, so the committed report carries
+    no path of the machine that made it.
+    """
+    path = capture_demo(SAMPLE_ROOT / "demo")
+    prefix = str(Path(__file__).resolve().parents[1]) + os.sep
+    con = sqlite3.connect(path / "db.sqlite")
+    with con:
+        con.execute("UPDATE stack_trace_texts SET stack_trace = replace(stack_trace, ?, '')", (prefix,))
+        con.execute("UPDATE errors SET stack_trace = replace(stack_trace, ?, '')", (prefix,))
+    con.close()
+    return path
 
 
 def main(root: Path | None = None, echo=print) -> Path:
