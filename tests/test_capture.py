@@ -2,6 +2,7 @@
 
 import inspect
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -403,3 +404,22 @@ def test_no_warning_for_an_ordinary_capture(tmp_path, device, weight):
         warnings.simplefilter("error")
         with ttreport.capture(tmp_path / "r"):
             ttnn.exp(weight)
+
+
+def test_ctrl_c_that_lands_in_a_finalizer_reaches_the_model_at_the_next_op(tmp_path, weight):
+    # A tensor's __del__ runs between any two bytecodes; a KeyboardInterrupt raised there would be
+    # printed and swallowed by Python, and the model would run on as if Ctrl-C never came.
+    class FreedWhileCtrlC:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs at a bytecode boundary: here, inside __del__
+                pass
+
+    ops_after = []
+    with pytest.raises(KeyboardInterrupt), ttreport.capture(tmp_path / "r") as report:
+        x = FreedWhileCtrlC()
+        del x
+        ops_after.append(ttnn.exp(weight))  # raises at its start, before running
+    assert ops_after == []
+    assert one(report, "SELECT value FROM report_metadata WHERE key = 'status'")["value"] == "interrupted"
+    assert rows(report, "SELECT * FROM operations") == []

@@ -162,6 +162,11 @@ class Capture(contextlib.ContextDecorator):
         previous = self._signals.get(signum, signal.SIG_DFL)
         if callable(previous):
             # Chained: Python's SIGINT handler raises KeyboardInterrupt, and the with-block's exit closes.
+            # Raised inside a finalizer (a tensor's __del__ frees its buffer), Python would print and
+            # swallow it and the model would run on: then it is raised at the next op's start instead.
+            if _in_finalizer(frame):
+                self.recorder.deferred_signal = (previous, signum)
+                return
             previous(signum, frame)
             return
         # The default action ends the process: close the report first, then end as the signal would.
@@ -281,6 +286,15 @@ def capture(target: str | os.PathLike | None = None, *, config: Config | None = 
 
 
 # -- helpers ----------------------------------------------------------------------------------
+def _in_finalizer(frame, depth: int = 8) -> bool:
+    """Whether `frame` runs inside a __del__ (within `depth` frames), where an exception is lost."""
+    while frame is not None and depth:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame, depth = frame.f_back, depth - 1
+    return False
+
+
 def _resolve(target, root: Path, base: str) -> Path:
     if target is None:
         stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -119,9 +119,14 @@ class Recorder:
         self._queue_max = config.queue_max
         self._flush_ops = config.flush_ops
         self._on_buffer = self._buffer_listener()
+        # (handler, signum) of a signal that arrived inside a finalizer (see capture._on_signal):
+        # delivered at the next op's start, where its exception reaches the model.
+        self.deferred_signal = None
 
     # -- the hook --------------------------------------------------------------------------
     def begin(self, op, args, kwargs):
+        if self.deferred_signal is not None:
+            self._deliver_signal()
         start = time.perf_counter_ns()
         local = self._local
         stack = getattr(local, "stack", None)
@@ -185,6 +190,11 @@ class Recorder:
             # with emit() and store_tensor(). It must read tensors through `.value`, never call device_sim
             # ops (those would be recorded as the model's ops).
             self.golden.after_op(op, golden_args[0], golden_args[1], output, op_id)
+
+    def _deliver_signal(self) -> None:
+        handler, signum = self.deferred_signal
+        self.deferred_signal = None
+        handler(signum, None)
 
     # -- what the hot path snapshots ------------------------------------------------------
     def _strip(self, x, inputs, specs):
