@@ -12,7 +12,7 @@ import torch
 import device_sim as ttnn
 import ttreport
 from device_sim.ops.common import device_inputs, output, values
-from ttreport import Config, demo
+from ttreport import Config, demo, recorder
 
 
 def _double(x):
@@ -208,6 +208,20 @@ def test_goldens_are_stored_with_their_own_ids_only_when_tensors_are(tmp_path, d
             assert c["golden_tensor_id"] not in (a.tensor_id, out.tensor_id)
             with ttreport.open(report.path) as r:
                 torch.testing.assert_close(r.load_tensor(c["golden_tensor_id"]), torch.exp(a.value.float()))
+
+
+def test_golden_ids_never_take_the_models_tensor_ids(tmp_path, device):
+    # The checker runs on its own thread: ids drawn from device_sim's counter would interleave
+    # with the model's, and the same model would get other tensor ids in every run.
+    with ttreport.capture(tmp_path / "r", config=Config(comparison="both", tensors="outputs")):
+        first = ttnn.from_torch(randn(8, 8), device=device)
+        x = first
+        for _ in range(20):
+            x = ttnn.exp(ttnn.neg(x))
+    goldens = [r["golden_tensor_id"] for r in rows(tmp_path / "r", "SELECT golden_tensor_id FROM tensor_comparisons")]
+    assert goldens and min(goldens) >= recorder.MADE_TENSOR_ID_BASE
+    model_ids = [r["tensor_id"] for r in rows(tmp_path / "r", "SELECT tensor_id FROM output_tensors")]
+    assert model_ids == list(range(first.tensor_id, x.tensor_id + 1))  # consecutive: nothing else took one
 
 
 def test_carried_goldens_are_dropped_with_their_tensors(tmp_path, device):

@@ -35,10 +35,15 @@ import warnings
 
 import device_sim
 from device_sim.device import Device
-from device_sim.tensor import Tensor, next_tensor_id
+from device_sim.tensor import Tensor
 from device_sim.types import BufferType
 from ttreport import schema
 from ttreport.errors import ReportIncompleteWarning
+
+# Ids of tensors the capture makes itself (goldens) start here, far above device_sim's: taken
+# from device_sim's counter by a background thread, they would shift the model's tensor ids
+# from run to run.
+MADE_TENSOR_ID_BASE = 10**12
 
 OP, ALLOC, FREE, TENSOR, DEVICE, ROW, META, FILE_LOST, FLUSH, STOP = range(10)
 
@@ -122,6 +127,7 @@ class Recorder:
         # (handler, signum) of a signal that arrived inside a finalizer (see capture._on_signal):
         # delivered at the next op's start, where its exception reaches the model.
         self.deferred_signal = None
+        self._made_ids = itertools.count(MADE_TENSOR_ID_BASE)
 
     # -- the hook --------------------------------------------------------------------------
     def begin(self, op, args, kwargs):
@@ -344,7 +350,7 @@ class Recorder:
     def store_tensor(self, value, device_dtype_name: str | None = None,
                      producer_operation_id: int | None = None) -> int:
         """Record (and, within max_tensor_bytes, store as .pt) a torch tensor the capture made; returns its id."""
-        tid = next_tensor_id()
+        tid = next(self._made_ids)
         self._seen.add(tid)
         file = None
         if self._reserve(value.numel() * value.element_size()):
