@@ -61,6 +61,8 @@ def register_op(name: str, *, golden: Callable | None = None, fallback: Callable
     def decorate(function: Callable) -> Callable:
         if name in OPS:
             raise ValueError(f"op {name!r} is registered twice")
+        # Ops made by a factory (eltwise's _unary, ...) are all called `op`: name them as registered.
+        function.__name__ = function.__qualname__ = name.rsplit(".", 1)[-1]
         op = Op(name, function, golden, fallback, category=function.__module__.rsplit(".", 1)[-1])
 
         @functools.wraps(function)

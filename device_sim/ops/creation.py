@@ -59,8 +59,6 @@ def _constant(name: str, fill: float):
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         return _new(torch.full(_shape(shape), fill), f"ttnn.{name}", dtype, layout, device, memory_config)
 
-    op.__name__ = op.__qualname__ = name
-    op.__module__ = __name__
     return register_op(f"ttnn.{name}", golden=golden)(op)
 
 
@@ -141,8 +139,6 @@ def _constant_like(name: str, fill: float):
         value = torch.full(tuple(input_tensor.shape), fill)
         return _like(f"ttnn.{name}", input_tensor, value, dtype, layout, device, memory_config)
 
-    op.__name__ = op.__qualname__ = name
-    op.__module__ = __name__
     return register_op(f"ttnn.{name}", golden=golden)(op)
 
 

@@ -23,9 +23,7 @@ def _unary(name: str, fn):
         return output(fn(values(input_tensor)), input_tensor, ins, op_name=f"ttnn.{name}", dtype=dtype,
                       memory_config=memory_config)
 
-    op.__name__ = op.__qualname__ = name
     op.__doc__ = f"Element-wise {name}."
-    op.__module__ = __name__
     return register_op(f"ttnn.{name}", golden=golden)(op)
 
 
@@ -47,9 +45,7 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None):
         return output(broadcast(op_name, fn, a, b), input_tensor_a, ins, op_name=op_name, dtype=dtype,
                       memory_config=memory_config)
 
-    op.__name__ = op.__qualname__ = name
     op.__doc__ = f"Element-wise {name} with broadcasting; the second argument may be a Python number."
-    op.__module__ = __name__
     return register_op(f"ttnn.{name}", golden=golden)(op)
 
 

@@ -69,10 +69,8 @@ def _norm(name: str, golden):
                    residual_input_tensor=v(residual_input_tensor))
         return output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
 
-    op.__name__ = op.__qualname__ = name
     op.__doc__ = (f"{name} over the last dim: (input + residual_input_tensor, if given), normalized, "
                   f"times weight plus bias.")
-    op.__module__ = __name__
     return register_op(f"ttnn.{name}", golden=golden)(op)
 
 

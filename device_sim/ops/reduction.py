@@ -39,9 +39,7 @@ def _reduction(name: str, fn, *, result_dtype: DataType | None = None, **fn_kw):
             raise ValueError(f"{op_name}: cannot reduce shape {list(x.shape)} over dim {dim!r}: {e}") from None
         return output(r, input_tensor, ins, op_name=op_name, dtype=result_dtype, memory_config=memory_config)
 
-    op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name} over `dim` (None: every dim); var and std take TT-NN's correction=True (unbiased)."
-    op.__module__ = __name__
     return register_op(f"ttnn.{name}", golden=golden)(op)
 
 

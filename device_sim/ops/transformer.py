@@ -92,9 +92,7 @@ def _attention_softmax(name: str):
         r = _attention_softmax_golden(x, head_size=head_size, attention_mask=mask)
         return output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
 
-    op.__name__ = op.__qualname__ = name
     op.__doc__ = "softmax(scores / sqrt(head_size) + attention_mask) over the last dim."
-    op.__module__ = __name__
     return register_op(f"ttnn.transformer.{name}", golden=_attention_softmax_golden)(op)
 
 
