@@ -24,7 +24,7 @@ import gc
 import json
 import os
 import platform
-import shutil
+import re
 import signal
 import socket
 import sqlite3
@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 
 import device_sim
-from ttreport import db, golden
+from ttreport import db, golden, schema
 from ttreport.config import Config
 from ttreport.errors import (
     CaptureActiveError,
@@ -46,7 +46,7 @@ from ttreport.errors import (
     ReportPathError,
 )
 from ttreport.recorder import FLUSH, META, STOP, Recorder, RecordQueue
-from ttreport.storage import TensorStore
+from ttreport.storage import TENSORS_DIR, TensorStore
 from ttreport.writer import Writer
 
 CONFIG_FILE = "config.json"
@@ -328,23 +328,46 @@ def _prepare(path: Path, overwrite: bool) -> int:
     The lock is taken before anything in the folder is deleted or written, and the folder is checked
     again under it: a second capture into a live report is refused, even with overwrite=True. The
     kernel drops an flock with the last descriptor, so a killed capture never leaves it stuck.
+    Overwriting deletes only what a capture writes (CAPTURE_FILES, tensor files); anything else the
+    folder holds stays.
     """
     _refuse_existing(path, overwrite)  # before writing anything (even the lock file)
-    path.mkdir(parents=True, exist_ok=True)
-    fd = _lock_folder(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd = _lock_folder(path)
+    except OSError as e:
+        raise ReportPathError(
+            f"cannot create the report folder {path} ({type(e).__name__}: {e.strerror or e}); capture into a "
+            f"writable folder: set Config(root=...) (or TTREPORT_CONFIG's \"root\") or pass another path"
+        ) from None
     try:
         _refuse_existing(path, overwrite)
-        for entry in path.iterdir():
-            if entry.name == LOCK_FILE:
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+        _remove_report_files(path)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+# What a capture writes into its folder (besides tensors/ and LOCK_FILE): all that overwrite=True deletes.
+CAPTURE_FILES = (db.DB_FILE, f"{db.DB_FILE}-wal", f"{db.DB_FILE}-shm", f"{db.DB_FILE}-journal", CONFIG_FILE,
+                 f".{CONFIG_FILE}.tmp")
+# A tensor file (or its temporary name while written): tensors/<id>.pt, tensors/.<id>.pt.tmp, ...
+_TENSOR_FILE = re.compile(r"\.?\d+\.(pt|bin)(\.[A-Za-z0-9_]+)*")
+
+
+def _remove_report_files(path: Path) -> None:
+    for name in CAPTURE_FILES:
+        entry = path / name
+        if entry.is_symlink() or entry.is_file():
+            entry.unlink()
+    tensors = path / TENSORS_DIR
+    if tensors.is_dir() and not tensors.is_symlink():
+        for entry in tensors.iterdir():
+            if _TENSOR_FILE.fullmatch(entry.name) and (entry.is_symlink() or entry.is_file()):
+                entry.unlink()
+        with contextlib.suppress(OSError):  # not empty: it holds something a capture did not write; kept
+            tensors.rmdir()
 
 
 def _refuse_existing(path: Path, overwrite: bool) -> None:
@@ -357,11 +380,38 @@ def _refuse_existing(path: Path, overwrite: bool) -> None:
             f"report folder {path} exists already and reports are never overwritten silently; "
             f"pass a new name, or Config(overwrite=True) to replace it"
         )
-    if not (path.is_dir() and (path / db.DB_FILE).is_file()):
+    why = _not_a_report(path)
+    if why is not None:
         raise ReportExistsError(
-            f"{path} exists and is not a report folder (it has no {db.DB_FILE}); overwrite=True replaces "
-            f"only reports, so pick another name"
+            f"{path} exists and is not a report folder that ttreport made ({why}); overwrite=True replaces only "
+            f"ttreport's reports, so capture into another folder, or empty this one yourself"
         )
+
+
+def _not_a_report(path: Path) -> str | None:
+    """Why `path` is not a folder holding a report that ttreport made; None when it is one."""
+    if path.is_symlink() or not path.is_dir():
+        return "not a folder"
+    db_path = path / db.DB_FILE
+    if db_path.is_symlink() or not db_path.is_file():
+        return f"it has no {db.DB_FILE}"
+    with open(db_path, "rb") as f:
+        if f.read(16) != b"SQLite format 3\x00":
+            return f"its {db.DB_FILE} is not a SQLite database"
+    try:
+        # Read-write only so that SQLite may recover the WAL a killed capture left; nothing is written.
+        con = sqlite3.connect(db_path)
+        try:
+            # Every ttreport report notes its schema_version (reports from before alembic: their status).
+            row = con.execute("SELECT 1 FROM report_metadata WHERE key IN (?, 'status')",
+                              (schema.SCHEMA_VERSION_KEY,)).fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        return f"its {db.DB_FILE} has no ttreport report_metadata ({e})"
+    if row is None:
+        return f"its {db.DB_FILE} has neither a schema_version nor a status in report_metadata"
+    return None
 
 
 def _lock_folder(folder: Path) -> int:
