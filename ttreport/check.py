@@ -19,7 +19,7 @@ import sqlite3
 from pathlib import Path
 
 from ttreport.errors import TTReportError
-from ttreport.report import check_schema, connect_readonly, resolve
+from ttreport.report import check_schema, connect_readonly, expected_file, resolve
 
 SHOWN_IDS = 10  # ids quoted per fault; the count says how many there are in all
 
@@ -67,6 +67,8 @@ def check(path: str | os.PathLike) -> list[str]:
 
 
 def _check(con: sqlite3.Connection, db_path: Path, folder: Path) -> list[str]:
+    # Text that is not UTF-8 is a fault to list, not a reason to stop: read it with replacement marks.
+    con.text_factory = lambda b: b.decode("utf-8", "replace")
     try:
         problems = [r[0] for r in con.execute("PRAGMA integrity_check")]
     except sqlite3.DatabaseError as e:
@@ -76,17 +78,76 @@ def _check(con: sqlite3.Connection, db_path: Path, folder: Path) -> list[str]:
         check_schema(con, db_path)
     except TTReportError as e:  # not a report, or an older or newer schema: its tables cannot be trusted
         return [*faults, str(e)]
+    except sqlite3.DatabaseError as e:  # a damaged schema page: nothing below can be read
+        return [*faults, f"{db_path}: its schema cannot be read ({e})"]
+    # Each step on its own: a damaged page under one table must not hide what the others show.
+    meta, files = {}, []
     try:
         meta = dict(con.execute("SELECT key, value FROM report_metadata"))
-        faults += _metadata_faults(meta, db_path)
-        for what, sql in _DANGLING:
+    except sqlite3.DatabaseError as e:
+        faults.append(f"{db_path}: report_metadata cannot be read ({e})")
+    faults += _metadata_faults(meta, db_path)
+    for what, sql in _DANGLING:
+        try:
             ids = [r[0] for r in con.execute(sql)]
-            if ids:
-                faults.append(f"{db_path}: {what}: {_ids(ids)}")
+        except sqlite3.DatabaseError as e:
+            faults.append(f"{db_path}: {what.split(' name ')[0]} cannot be read ({e})")
+            continue
+        if ids:
+            faults.append(f"{db_path}: {what}: {_ids(ids)}")
+    faults += _value_faults(con, db_path)
+    try:
         files = con.execute("SELECT tensor_id, file FROM tensors WHERE file IS NOT NULL ORDER BY tensor_id").fetchall()
     except sqlite3.DatabaseError as e:
-        return [*faults, f"{db_path}: cannot be read ({e})"]
-    return faults + _file_faults(folder, files)
+        faults.append(f"{db_path}: the tensor files cannot be listed ({e})")
+    return faults + _file_faults(con, folder, files)
+
+
+# The storage classes each declared column type may hold; a damaged record can hold any.
+_TYPES_OF = {"INTEGER": "'integer', 'null'", "FLOAT": "'real', 'integer', 'null'", "REAL": "'real', 'integer', 'null'",
+             "TEXT": "'text', 'null'"}
+
+
+def _value_faults(con: sqlite3.Connection, db_path: Path) -> list[str]:
+    """Values a reader would trip on: text that is not UTF-8, and a value of the wrong type for its column."""
+    faults = []
+    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                        "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    for table in tables:
+        try:
+            columns = [(r[1], (r[2] or "").upper()) for r in con.execute(f'PRAGMA table_info("{table}")')]
+            for column, declared in columns:
+                if declared not in _TYPES_OF:
+                    continue
+                rows = [r[0] for r in con.execute(
+                    f'SELECT rowid FROM "{table}" WHERE typeof("{column}") NOT IN ({_TYPES_OF[declared]}) '
+                    f"ORDER BY rowid")]
+                if rows:
+                    faults.append(f"{db_path}: {table}.{column} holds values that are not {declared} "
+                                  f"(a damaged record), rowids {_ids(rows)}")
+            faults += _undecodable(con, db_path, table, [c for c, _ in columns])
+        except sqlite3.DatabaseError as e:
+            faults.append(f"{db_path}: table {table} cannot be read ({e})")
+    return faults
+
+
+def _undecodable(con: sqlite3.Connection, db_path: Path, table: str, columns: list[str]) -> list[str]:
+    """Text that is not UTF-8 (every reader would fail on it): one fault per column, naming the rows."""
+    bad: dict[str, list] = {}
+    con.text_factory = bytes
+    try:
+        picks = ", ".join(f'CASE typeof("{c}") WHEN \'text\' THEN "{c}" END' for c in columns)
+        for rowid, *values in con.execute(f'SELECT rowid, {picks} FROM "{table}"'):
+            for column, value in zip(columns, values):
+                if isinstance(value, bytes):
+                    try:
+                        value.decode("utf-8")
+                    except UnicodeDecodeError:
+                        bad.setdefault(column, []).append(rowid)
+    finally:
+        con.text_factory = lambda b: b.decode("utf-8", "replace")
+    return [f"{db_path}: {table}.{column} holds text that is not UTF-8, rowids {_ids(rows)}"
+            for column, rows in bad.items()]
 
 
 def _metadata_faults(meta: dict, db_path: Path) -> list[str]:
@@ -103,7 +164,9 @@ def _metadata_faults(meta: dict, db_path: Path) -> list[str]:
     return faults
 
 
-def _file_faults(folder: Path, files: list[tuple[int, str]]) -> list[str]:
+def _file_faults(con: sqlite3.Connection, folder: Path, files: list[tuple[int, str]]) -> list[str]:
+    if not files:
+        return []
     from ttreport.storage import load_tensor  # imports torch: only checks of reports with files pay for it
 
     faults = []
@@ -112,13 +175,16 @@ def _file_faults(folder: Path, files: list[tuple[int, str]]) -> list[str]:
         path = (folder / rel).resolve()
         if not path.is_relative_to(root):
             faults.append(f"tensor {tid}: file {rel!r} points outside the report folder {folder}")
-        elif not path.is_file():
+        elif not path.exists():
             faults.append(f"tensor {tid}: file {folder / rel} is missing")
         else:
+            # Loaded as a reader would: checked against its CRC-32, shape and dtype, bounded, regular files only.
             try:
-                load_tensor(folder, tid)
+                load_tensor(folder, tid, expected_file(con, tid, folder))
             except TTReportError as e:
-                faults.append(f"tensor {tid}: {e}")
+                faults.append(f"tensor {tid}: {e}".replace(f"tensor {tid}: tensor {tid}: ", f"tensor {tid}: "))
+            except sqlite3.DatabaseError as e:
+                faults.append(f"tensor {tid}: its rows cannot be read ({e})")
     return faults
 
 

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import runpy
+import sqlite3
 import sys
 import traceback
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 import click
 
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
-from ttreport.report import DB_FILE, DEFAULT_ROOT, Report, Summary
+from ttreport.report import DB_FILE, DEFAULT_ROOT, Report, Summary, status_text
 
 BAD_INPUT = 2
 
@@ -37,6 +38,12 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except TTReportError as e:
             raise Failure(str(e)) from None
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+            # A damaged page, or text that is not UTF-8, found where a reader looked: the same one line.
+            report = ctx.meta.get("ttreport.report", "REPORT")  # set by _open
+            what = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+            raise Failure(f"{report} cannot be read: its database is damaged ({what}); "
+                          f"`ttreport check {report}` lists the damage") from None
 
 
 @click.group(cls=_Group)
@@ -97,7 +104,7 @@ def _tensor_brief(t) -> str:
 
 
 def format_summary(s: Summary, path) -> str:
-    out = [f"report  {path}", f"status  {s.status or 'unknown'}",
+    out = [f"report  {path}", f"status  {s.status_text or s.status or 'unknown'}",
            f"ops     {s.operations} ({human_seconds(s.top_level_seconds)} in top-level ops)", ""]
     if s.by_name:
         rows = [(r["name"], r["count"], human_seconds(r["total_s"]), human_seconds(r["self_s"]),
@@ -119,6 +126,7 @@ def format_summary(s: Summary, path) -> str:
 
 
 def _open(path) -> Report:
+    click.get_current_context().meta["ttreport.report"] = path  # shared by every context: for _Group's errors
     return Report(path)
 
 
@@ -145,7 +153,7 @@ def ls_command(root: Path):
         try:
             with Report(folder) as r:
                 meta = r.metadata
-                rows.append((folder.name, r.count_operations(), meta.get("status", "?"), human_bytes(size),
+                rows.append((folder.name, r.count_operations(), status_text(meta), human_bytes(size),
                              meta.get("started_at", "")[:19].replace("T", " ")))
         except TTReportError as e:
             status = ("needs upgrade" if isinstance(e, NeedsUpgradeError)

@@ -9,24 +9,23 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sqlite3
+import time
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, event, text
-from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.schema import CreateIndex
+from ttreport import migrations
+from ttreport.errors import NeedsUpgradeError, NewerSchemaError, NotAReportError
 
-from ttreport import migrations, schema
-from ttreport.errors import NeedsUpgradeError, NewerSchemaError
+# alembic and SQLAlchemy (~0.3 s to import) are imported only to create or upgrade a database:
+# readers learn the revisions from the migration files themselves.
 
 DB_FILE = "db.sqlite"
 
 
-def _alembic_config() -> AlembicConfig:
+def _alembic_config():
+    from alembic.config import Config as AlembicConfig
+
     cfg = AlembicConfig()
     # The package's own folder, wherever it is installed; never the source tree.
     cfg.set_main_option("script_location", os.path.dirname(migrations.__file__))
@@ -34,17 +33,38 @@ def _alembic_config() -> AlembicConfig:
 
 
 @functools.cache
+def revisions() -> tuple[str, ...]:
+    """This ttreport's revisions, oldest first, read from the migration files (as alembic reads them:
+    each file's `revision` and `down_revision`; a test holds this equal to alembic's own walk)."""
+    down_of = {}
+    folder = Path(migrations.__file__).parent / "versions"
+    for f in folder.glob("*.py"):
+        text = f.read_text()
+        rev = re.search(r'^revision\s*=\s*["\']([^"\']+)["\']', text, re.M)
+        if rev:
+            down = re.search(r'^down_revision\s*=\s*(?:["\']([^"\']+)["\']|None)', text, re.M)
+            down_of[rev.group(1)] = down.group(1) if down else None
+    after = {down: rev for rev, down in down_of.items()}
+    chain, rev = [], after.get(None)
+    while rev is not None:
+        chain.append(rev)
+        rev = after.get(rev)
+    assert len(chain) == len(down_of), f"migrations in {folder} do not form one chain: {down_of}"
+    return tuple(chain)
+
+
 def head_revision() -> str:
-    return ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    return revisions()[-1]
 
 
-@functools.cache
 def known_revisions() -> frozenset[str]:
     """Every revision this ttreport's migrations name; any other was made by a newer ttreport."""
-    return frozenset(s.revision for s in ScriptDirectory.from_config(_alembic_config()).walk_revisions())
+    return frozenset(revisions())
 
 
 def _engine(path):
+    from sqlalchemy import create_engine, event
+
     engine = create_engine(f"sqlite:///{Path(path)}")
 
     # pysqlite's own BEGIN handling breaks DDL inside transactions (SQLAlchemy's documented fix).
@@ -65,6 +85,11 @@ def create(path, *, indexes: bool = True) -> None:
     A capture passes indexes=False and calls create_indexes() when it closes: keeping a dozen
     indexes current row by row would cost more than half the writer's time.
     """
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    from ttreport import schema
+
     engine = _engine(path)
     try:
         with engine.begin() as conn:
@@ -80,12 +105,24 @@ def create(path, *, indexes: bool = True) -> None:
 
 def create_indexes(con: sqlite3.Connection) -> None:
     """Create the schema's indexes that `con`'s database lacks (a capture's last step)."""
-    for ddl in _INDEX_DDL:
+    for ddl in _index_ddl():
         con.execute(ddl)
 
 
-_INDEX_DDL = [str(CreateIndex(index, if_not_exists=True).compile(dialect=sqlite_dialect.dialect()))
-              for index in schema.INDEXES]
+@functools.cache
+def _index_ddl() -> list[str]:
+    from sqlalchemy.dialects import sqlite as sqlite_dialect
+    from sqlalchemy.schema import CreateIndex
+
+    from ttreport import schema
+
+    return [str(CreateIndex(index, if_not_exists=True).compile(dialect=sqlite_dialect.dialect()))
+            for index in schema.INDEXES]
+
+
+@functools.cache
+def _index_names() -> frozenset[str]:
+    return frozenset(re.search(r"INDEX IF NOT EXISTS (\w+)", ddl).group(1) for ddl in _index_ddl())
 
 
 def current_revision(path) -> str | None:
@@ -116,31 +153,100 @@ def _refuse_newer(path, rev: str | None) -> None:
     if rev is not None and rev not in known_revisions():
         raise NewerSchemaError(
             f"{path} was written by a newer ttreport (schema revision {rev}, which this ttreport does not know; "
-            f"it reads up to {head_revision()}); upgrade ttreport to read it: pip install --upgrade ttreport"
+            f"it reads up to {head_revision()}); upgrade ttreport to read it: `git pull` then `pip install -e .` "
+            f"in a source checkout, else `pip install --upgrade ttreport`"
         )
 
 
-def upgrade(path, revision: str = "head") -> None:
-    """Upgrade the database at `path` in place to `revision` (the head by default); a missing file
-    is created, upgraded from empty."""
-    if Path(path).exists():
+# The tables TT-NN's own reports have (revision 0001); a database without them and without a
+# ttreport revision is something else, and upgrading it would add ttreport's tables to it.
+_TTNN_TABLES = frozenset({"operations", "operation_arguments", "tensors", "input_tensors", "output_tensors"})
+
+
+def _tables(path) -> set[str]:
+    con = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    try:
+        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    finally:
+        con.close()
+
+
+def check_is_report(path) -> None:
+    """Raise NotAReportError unless `path` is a report database: a ttreport revision, or TT-NN's tables."""
+    path = Path(path)
+    if not path.is_file():
+        raise NotAReportError(f"{path} is not a file; give a report folder or its {DB_FILE}")
+    if path.stat().st_size == 0:
+        raise NotAReportError(f"{path} is empty (0 bytes), not a report; nothing to upgrade")
+    try:
+        tables = _tables(path)
+        rev = current_revision(path)
+    except sqlite3.DatabaseError as e:
+        raise NotAReportError(f"{path} is not a SQLite database ({e}); nothing to upgrade") from None
+    if rev is None and not tables >= _TTNN_TABLES:
+        missing = ", ".join(sorted(_TTNN_TABLES - tables))
+        raise NotAReportError(f"{path} is a SQLite database but not a report (no alembic revision, and no "
+                              f"{missing} table); ttreport upgrades only ttreport and TT-NN reports")
+
+
+def is_current(path) -> bool:
+    """True when the database at `path` is at the head revision with every index: upgrading would not change it."""
+    if current_revision(path) != head_revision():
+        return False
+    con = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    try:
+        present = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        version = con.execute("SELECT value FROM report_metadata WHERE key = 'schema_version'").fetchone()
+    finally:
+        con.close()
+    return _index_names() <= present and version == (head_revision(),)
+
+
+def upgrade(path, revision: str = "head", *, progress=None) -> None:
+    """Upgrade the database at `path` in place to `revision` (the head by default); a missing or empty
+    file is created, upgraded from empty. A database that is neither a report nor empty is refused
+    (NotAReportError), and one that is already current is not touched (not even its file's bytes).
+
+    `progress`, when given, is called with one line per revision applied and the seconds it took.
+    """
+    path = Path(path)
+    if path.exists() and path.stat().st_size:
+        check_is_report(path)
         _refuse_newer(path, current_revision(path))
+        if revision == "head" and is_current(path):
+            return
+    from alembic import command
+
     cfg = _alembic_config()
     engine = _engine(path)
     try:
         with engine.begin() as conn:
             cfg.attributes["connection"] = conn
-            command.upgrade(cfg, revision)
+            if progress is None:
+                command.upgrade(cfg, revision)
+            else:
+                # One revision at a time, so that a long upgrade says where it is.
+                from alembic.runtime.migration import MigrationContext
+
+                start = MigrationContext.configure(conn).get_current_revision()
+                targets = revisions() if revision == "head" else revisions()[:revisions().index(revision) + 1]
+                for rev in targets[targets.index(start) + 1 if start in targets else 0:]:
+                    t = time.perf_counter()
+                    command.upgrade(cfg, rev)
+                    progress(f"{start or 'empty'} -> {rev}: {time.perf_counter() - t:.1f} s")
+                    start = rev
             if revision == "head":
                 _set_schema_version(conn)
-                for ddl in _INDEX_DDL:  # a capture killed before it closed has none
+                for ddl in _index_ddl():  # a capture killed before it closed has none
                     conn.exec_driver_sql(ddl)
     finally:
         engine.dispose()
 
 
 def _set_schema_version(conn) -> None:
+    from sqlalchemy import text
+
     conn.execute(
         text("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (:k, :v)"),
-        {"k": schema.SCHEMA_VERSION_KEY, "v": head_revision()},
+        {"k": "schema_version", "v": head_revision()}  # schema.SCHEMA_VERSION_KEY,
     )

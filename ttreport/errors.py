@@ -31,6 +31,10 @@ class NewerSchemaError(TTReportError):
     the report cannot help, upgrading ttreport does."""
 
 
+class NotAReportError(TTReportError, ValueError):
+    """A file given as a report is not one (empty, not SQLite, or another program's database)."""
+
+
 class ReportInUseError(TTReportError, RuntimeError):
     """Another process is capturing into the report folder (it holds the folder's lock)."""
 
@@ -41,6 +45,11 @@ class ReportPathError(TTReportError, ValueError):
 
 class TensorFileError(TTReportError):
     """A stored tensor file is missing or cannot be read."""
+
+
+class TensorFileDamagedError(TensorFileError):
+    """A stored tensor file is there but is not what the capture wrote (changed bytes, another tensor's
+    shape or dtype, too large, not a regular file): its values must not be compared or shown."""
 
 
 class ReportIncompleteWarning(UserWarning):

@@ -13,6 +13,7 @@ errors are fetched for the whole page at once), never one query per op.
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 import os
 import re
@@ -21,7 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ttreport import db
+from ttreport import db, wal
 from ttreport.errors import TTReportError
 
 DB_FILE = db.DB_FILE
@@ -123,6 +124,7 @@ class Summary:
     errors: list[ErrorInfo]
     # Golden checks made during the capture: mode, status, count, lowest pcc, and the op with it.
     comparisons: list[dict] = field(default_factory=list)
+    status_text: str | None = None  # the status with what the capture lost: "complete (lost 4667 ops)"
 
 
 _TENSOR_COLUMNS = ("tensor_id, shape, dtype, layout, memory_config, buffer_type, address, size, "
@@ -130,6 +132,22 @@ _TENSOR_COLUMNS = ("tensor_id, shape, dtype, layout, memory_config, buffer_type,
 _OP_COLUMNS = ("o.operation_id, o.name, o.duration, o.start_ns, o.end_ns, o.parent_operation_id, o.depth, "
                "o.status, o.thread, o.l1_bytes, o.dram_bytes, s.stack_trace")
 _ERROR_COLUMNS = "operation_id, operation_name, error_type, error_message, stack_trace, timestamp"
+
+
+# What a capture notes in report_metadata when it could not keep everything, as shown beside the status.
+_LOSS_NOTES = (("ops_lost", "ops"), ("tensor_files_lost", "tensor files"), ("tensors_skipped", "tensors not stored"))
+
+
+def status_text(meta: dict) -> str:
+    """A report's status as `ls` and `summary` show it: with what the capture lost, if anything
+    ("complete (lost 4667 ops)"; `ttreport check` gives the details)."""
+    status = meta.get("status") or "unknown"
+    lost = [f"{meta[key]} {what}" for key, what in _LOSS_NOTES if meta.get(key) not in (None, "0")]
+    if not meta.get("ops_lost") and meta.get("records_lost") not in (None, "0"):
+        lost.insert(0, f"{meta['records_lost']} records")  # a report from before ops_lost was noted
+    if not lost and meta.get("writer_error"):
+        lost.append("nothing counted, but the writer failed")
+    return f"{status} (lost {', '.join(lost)})" if lost else status
 
 
 def _tensor(row) -> TensorInfo:
@@ -155,6 +173,7 @@ def connect_readonly(db_path: Path) -> sqlite3.Connection:
     # mode=ro makes the file itself unwritable to us; query_only also refuses temp-table writes. Neither
     # stops ATTACH or VACUUM INTO from creating a new file, nor `PRAGMA query_only = 0`: the limit and
     # the authorizer do.
+    wal.fold(db_path)  # a WAL left by a killed or disk-full capture goes back into db.sqlite (ttreport.wal)
     conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
     if any(db_path.with_name(db_path.name + suffix).exists() for suffix in ("-wal", "-journal")):
         try:
@@ -257,6 +276,11 @@ class Report:
     @property
     def status(self) -> str | None:
         return self.metadata.get("status")
+
+    @property
+    def status_text(self) -> str:
+        """The status with what the capture lost, if anything: "complete (lost 4667 ops)"."""
+        return status_text(self.metadata)
 
     @property
     def devices(self) -> list[dict]:
@@ -385,8 +409,11 @@ class Report:
         """
         from ttreport import storage  # imports torch: only readers that load tensors pay for it
 
-        self.tensor(tensor_id)  # an unknown id is a ReportError naming how to list them
-        return storage.load_tensor(self.path, int(tensor_id))
+        return storage.load_tensor(self.path, int(tensor_id), self.expected_file(tensor_id))
+
+    def expected_file(self, tensor_id: int):
+        """What the report says the tensor's file holds (a storage.Expected), checked when it is loaded."""
+        return expected_file(self._conn, tensor_id, self.path)
 
     # -- memory and errors -----------------------------------------------------------------
     def buffers(self, operation_id: int) -> list[BufferInfo]:
@@ -428,12 +455,34 @@ class Report:
                     AND c2.status = c.status AND c2.pcc IS NOT NULL ORDER BY c2.pcc LIMIT 1) AS lowest_pcc_operation_id
             FROM tensor_comparisons c GROUP BY mode, status ORDER BY mode, status""")
         return Summary(self.status, top[0], top[1], by_name, self._peak("l1_bytes"), self._peak("dram_bytes"),
-                       self.errors(), comparisons)
+                       self.errors(), comparisons, self.status_text)
 
     def _peak(self, column: str) -> dict | None:
         rows = self.sql(f"SELECT operation_id, name, {column} AS bytes FROM operations WHERE {column} IS NOT NULL "
                         f"ORDER BY {column} DESC, operation_id LIMIT 1")
         return rows[0] if rows else None
+
+
+def expected_file(conn: sqlite3.Connection, tensor_id: int, where):
+    """The storage.Expected of `tensor_id`'s file from the report on `conn` (a ReportError for an unknown id)."""
+    from ttreport.storage import Expected
+
+    row = conn.execute("SELECT shape FROM tensors WHERE tensor_id = ?", (int(tensor_id),)).fetchone()
+    if row is None:
+        raise ReportError(f"no tensor {tensor_id} in {where}; `ttreport query {where} "
+                          f"\"SELECT tensor_id, shape FROM tensors\"` lists them")
+    dims = tuple(int(d) for d in re.findall(r"-?\d+", row[0])) if isinstance(row[0], str) else None
+    facts = None
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tensor_files'").fetchone():
+        facts = conn.execute("SELECT file_bytes, crc32, shape, dtype FROM tensor_files WHERE tensor_id = ?",
+                             (int(tensor_id),)).fetchone()
+    if facts is None:
+        return Expected(db_shape=dims or None)
+    try:
+        shape = json.loads(facts[2]) if facts[2] is not None else None
+    except (TypeError, ValueError):
+        shape = facts[2]  # not a list: no loaded shape equals it, so the file is refused with both shown
+    return Expected(facts[0], facts[1], shape, facts[3], dims or None)
 
 
 def _id_conditions(ids: list[int]):

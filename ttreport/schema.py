@@ -21,7 +21,7 @@ alembic migrations (old reports) must produce the same schema; a test holds them
 
 from __future__ import annotations
 
-from sqlalchemy import DDL, Column, Float, Index, Integer, MetaData, Table, Text, event
+from sqlalchemy import DDL, Column, Float, Index, Integer, MetaData, PrimaryKeyConstraint, Table, Text, event
 
 metadata = MetaData()
 
@@ -75,6 +75,19 @@ tensor_records = Table(
     Column("memory_config_source", Text),  # argument | context | inputs | default
     _id("producer_operation_id"),  # NULL for tensors made before the capture or on the host
     Column("file", Text),  # path of the stored tensor, relative to the report folder
+)
+
+# What each stored tensor file held when the capture wrote it, so that a reader can tell a damaged or
+# swapped file from a real difference: the file's size and CRC-32, and the shape and torch dtype that
+# loading it gives. Written by the tensor thread; one row per file (a rewrite replaces the row).
+tensor_files = Table(
+    "tensor_files", metadata,
+    _id("tensor_id"),
+    Column("file_bytes", Integer),  # the file's size on disk
+    Column("crc32", Integer),  # zlib.crc32 of the file's bytes
+    Column("shape", Text),  # "[1, 32, 64]": the loaded tensor's shape, a JSON list
+    Column("dtype", Text),  # "torch.bfloat16": the loaded tensor's dtype
+    PrimaryKeyConstraint("tensor_id", sqlite_on_conflict="REPLACE"),
 )
 
 input_tensors = Table(

@@ -10,16 +10,23 @@ final name.
 from __future__ import annotations
 
 import errno
+import io
+import json
+import math
 import os
 import queue as queue_module
+import stat
 import threading
 import time
+import zipfile
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from ttreport.errors import LossWarner, TensorFileError
-from ttreport.recorder import FILE_LOST
+from ttreport.errors import LossWarner, TensorFileDamagedError, TensorFileError
+from ttreport.recorder import FILE_LOST, ROW
 
 TENSORS_DIR = "tensors"
 MAX_PENDING_BYTES = 1 << 30  # values waiting for the disk before the model waits (back-pressure, never loss)
@@ -63,7 +70,10 @@ class TensorStore(threading.Thread):
             try:
                 folder.mkdir(exist_ok=True)
                 self._keep_room(_nbytes(item[2]))
-                write_tensor(self.report_dir / rel, *item[2:])
+                loaded = write_tensor(self.report_dir / rel, *item[2:])
+                # Here, off the model's thread: what a reader verifies the file against.
+                self.writer_queue.put((ROW, "tensor_files", {"tensor_id": tid,
+                                                             **file_facts(self.report_dir / rel, loaded)}))
             except Exception as e:  # a full disk must not stop the model; the loss is recorded
                 self.files_lost += 1
                 self.writer_queue.put((FILE_LOST, tid))
@@ -92,19 +102,22 @@ def _nbytes(value: torch.Tensor) -> int:
     return value.numel() * value.element_size()
 
 
-def write_tensor(path: Path, value: torch.Tensor, dtype=None, layout=None, memory_config=None) -> None:
+def write_tensor(path: Path, value: torch.Tensor, dtype=None, layout=None, memory_config=None) -> torch.Tensor:
+    """Write the file; return a tensor with the shape and dtype that loading it will give."""
     if path.suffix == ".bin":
-        from device_sim import serialization
+        from device_sim import dtypes, serialization
 
         serialization.dump_tensor(path, _host_tensor(value, dtype, layout, memory_config))  # renames itself
-        return
+        return torch.empty(value.shape, dtype=dtypes.TORCH_DTYPE[dtype], device="meta")
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        torch.save(plain(value), tmp)
+        value = plain(value)
+        torch.save(value, tmp)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    return value
 
 
 def plain(value: torch.Tensor) -> torch.Tensor:
@@ -135,8 +148,44 @@ def tensor_path(report_dir, tensor_id: int) -> Path | None:
     return None
 
 
-def load_tensor(report_dir, tensor_id: int) -> torch.Tensor:
-    """The stored values of `tensor_id` as a plain CPU torch.Tensor in its logical shape; no device needed."""
+@dataclass(frozen=True)
+class Expected:
+    """What a report's database says a tensor file holds; load_tensor checks the file against it.
+
+    shape and dtype come from the file's `tensor_files` row (None for reports made before it);
+    db_shape is the logical shape in `tensors`, which bounds how large the file may be.
+    """
+
+    file_bytes: int | None = None
+    crc32: int | None = None
+    shape: list[int] | None = None
+    dtype: str | None = None
+    db_shape: tuple[int, ...] | None = None
+
+    @property
+    def max_file_bytes(self) -> int | None:
+        """The most bytes the file may have: 8 per element of the db's shape (the widest dtype), plus
+        room for the container (a .pt's pickle and zip records, a .bin's header of at most 1 MiB)."""
+        if self.file_bytes is not None:
+            return self.file_bytes
+        if self.db_shape is None:
+            return None
+        return 8 * math.prod(max(d, 0) for d in self.db_shape) + FILE_OVERHEAD_BYTES
+
+
+FILE_OVERHEAD_BYTES = (1 << 20) + (64 << 10)
+
+
+def load_tensor(report_dir, tensor_id: int, expected: Expected | None = None) -> torch.Tensor:
+    """The stored values of `tensor_id` as a plain CPU torch.Tensor in its logical shape; no device needed.
+
+    The file is checked before it is trusted: inside the report folder, a regular file (a FIFO
+    would block), no larger than the db's shape allows, every zip entry of a .pt stored
+    uncompressed (so loading takes no more memory than the file's size), and its CRC-32, shape
+    and dtype those the capture recorded. `expected` is read from the report's database when not given.
+    """
+    if expected is None:
+        expected = _expected_from_db(report_dir, tensor_id)
     path = tensor_path(report_dir, tensor_id)
     if path is None:
         raise TensorFileError(
@@ -148,17 +197,93 @@ def load_tensor(report_dir, tensor_id: int) -> torch.Tensor:
     if not real.is_relative_to(folder):
         raise TensorFileError(f"{path} leads to {real}, outside the report folder {folder}; ttreport reads only "
                               f"files inside the report (replace the link with the tensor file itself)")
+    blob = _read_regular(path, real, tensor_id, expected)
+    if expected.crc32 is not None and zlib.crc32(blob) != expected.crc32:
+        raise TensorFileDamagedError(
+            f"tensor {tensor_id}: {path} has changed since the capture wrote it (CRC-32 {zlib.crc32(blob):08x}, "
+            f"recorded {expected.crc32:08x}): its values cannot be trusted; copy the file again from the source")
     try:
         if path.suffix == ".pt":
-            value = torch.load(path, weights_only=True, map_location="cpu")
+            _check_stored_zip(blob)
+            value = torch.load(io.BytesIO(blob), weights_only=True, map_location="cpu")
             if not isinstance(value, torch.Tensor):
                 raise TypeError(f"holds a {type(value).__name__}, not a tensor")
-            return value
-        from device_sim import serialization
+        else:
+            from device_sim import serialization
 
-        return serialization.load_tensor(path).value
+            value = serialization.load_tensor(real).value
     except Exception as e:
         # The cause (chained) has the details; torch's own text would suggest weights_only=False, never wanted here.
         first_line = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
-        raise TensorFileError(f"{path} cannot be read ({type(e).__name__}: {first_line}); the file is damaged or "
-                              f"was not written by ttreport") from e
+        raise TensorFileDamagedError(f"tensor {tensor_id}: {path} cannot be read ({type(e).__name__}: {first_line}); "
+                                     f"the file is damaged or was not written by ttreport") from e
+    _check_loaded(value, path, tensor_id, expected)
+    return value
+
+
+def _read_regular(path: Path, real: Path, tensor_id: int, expected: Expected) -> bytes:
+    """The file's bytes, read only if it is a regular file no larger than `expected` allows."""
+    try:
+        st = os.stat(real)
+        if not stat.S_ISREG(st.st_mode):
+            raise TensorFileDamagedError(f"tensor {tensor_id}: {path} is not a regular file (a folder, FIFO or "
+                                         f"device); ttreport reads only regular files")
+        limit = expected.max_file_bytes
+        if limit is not None and st.st_size > limit:
+            raise TensorFileDamagedError(
+                f"tensor {tensor_id}: {path} is {st.st_size} bytes, but the report records "
+                + (f"{expected.file_bytes} bytes for it" if expected.file_bytes is not None else
+                   f"shape {list(expected.db_shape)}, which needs at most {limit} bytes")
+                + "; the file is not this tensor's")
+        # O_NONBLOCK: should the file be swapped for a FIFO after the check, open() must not wait for a writer.
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise TensorFileDamagedError(f"tensor {tensor_id}: {path} is not a regular file")
+            return f.read(st.st_size if limit is None else min(st.st_size, limit) + 1)
+    except OSError as e:
+        raise TensorFileError(f"tensor {tensor_id}: {path} cannot be read ({e.strerror or e})") from None
+
+
+def _check_stored_zip(blob: bytes) -> None:
+    """Refuse a .pt whose zip entries are compressed: torch writes them stored, and a deflated entry
+    could expand a small file to gigabytes when loaded."""
+    try:
+        entries = zipfile.ZipFile(io.BytesIO(blob)).infolist()
+    except (zipfile.BadZipFile, ValueError, EOFError) as e:
+        raise ValueError(f"not a torch zip file ({e})") from None
+    packed = [i.filename for i in entries if i.compress_type != zipfile.ZIP_STORED]
+    if packed:
+        raise ValueError(f"compressed entries ({', '.join(packed[:3])}), which torch.save never writes")
+    if sum(i.file_size for i in entries) > len(blob):
+        raise ValueError("its entries claim more bytes than the file holds")
+
+
+def _check_loaded(value: torch.Tensor, path: Path, tensor_id: int, expected: Expected) -> None:
+    shape = list(value.shape)
+    if expected.shape is not None and (shape != expected.shape or str(value.dtype) != expected.dtype):
+        raise TensorFileDamagedError(
+            f"tensor {tensor_id}: {path} holds a {shape} {value.dtype} tensor, but the capture stored a "
+            f"{expected.shape} {expected.dtype} one: the file is not this tensor's")
+    if expected.db_shape is not None and math.prod(shape) != math.prod(expected.db_shape):
+        raise TensorFileDamagedError(
+            f"tensor {tensor_id}: {path} holds a {shape} tensor, but the report says tensor {tensor_id} is "
+            f"{list(expected.db_shape)}: the file is not this tensor's")
+
+
+def _expected_from_db(report_dir, tensor_id: int) -> Expected:
+    from ttreport.report import DB_FILE, Report
+
+    if not (Path(report_dir) / DB_FILE).is_file():
+        return Expected()  # a folder of tensor files alone: checked for what a file can show by itself
+    with Report(report_dir) as r:
+        return r.expected_file(tensor_id)
+
+
+def file_facts(path: Path, value: torch.Tensor) -> dict:
+    """The tensor_files row of a file just written: its size and CRC-32, and what loading it gives."""
+    crc, size = 0, 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+    return {"file_bytes": size, "crc32": crc, "shape": json.dumps(list(value.shape)), "dtype": str(value.dtype)}
