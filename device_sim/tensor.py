@@ -198,7 +198,7 @@ class Tensor:
         ops.deallocate(self, force)
 
     def __getitem__(self, index) -> Tensor:
-        return ops.slice(self, index)
+        return ops.data_movement.getitem(self, index)
 
     # Operators are one-line calls to the registered ops, so a profiler sees them as ops.
     def __add__(self, other): return ops.add(self, other)  # noqa: E704

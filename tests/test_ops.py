@@ -35,6 +35,10 @@ def half_equal(device):
     return dev(a, device), dev(b, device)
 
 
+def indices(high, *shape):
+    return torch.randint(0, high, shape, generator=torch.Generator().manual_seed(0))
+
+
 def unary(**kw):
     return lambda d: ((x(d, **kw),), {})
 
@@ -63,7 +67,7 @@ CASES = {
     "ttnn.reshape": lambda d: ((x(d), (2, 64, 32)), {}),
     "ttnn.permute": lambda d: ((x(d), (2, 0, 1)), {}),
     "ttnn.transpose": lambda d: ((x(d), 1, 2), {}),
-    "ttnn.slice": lambda d: ((x(d), (slice(None), slice(3, 19))), {}),
+    "ttnn.slice": lambda d: ((x(d), [0, 3, 0], [2, 19, 64], [1, 2, 1]), {}),
     # unary
     **{f"ttnn.{n}": unary() for n in
        ["neg", "abs", "square", "relu", "gelu", "silu", "sigmoid", "tanh", "sin", "cos", "exp"]},
@@ -84,6 +88,26 @@ CASES = {
     "ttnn.split": lambda d: ((x(d), 24, 1), {}),
     "ttnn.pad": lambda d: ((dev(rnd(2, 30, 60), d, layout=ttnn.ROW_MAJOR), [(1, 1), (0, 4)], 0.5), {}),
     "ttnn.repeat": lambda d: ((x(d), (1, 2, 3)), {}),
+    # shape and data movement (ops/data_movement.py)
+    "ttnn.squeeze": lambda d: ((dev(rnd(1, 32, 1, 64), d),), {}),
+    "ttnn.unsqueeze": lambda d: ((x(d), 1), {}),
+    "ttnn.unsqueeze_to_4D": unary(),
+    "ttnn.view": lambda d: ((x(d), (2, 64, 32)), {}),
+    "ttnn.stack": lambda d: (([x(d), x(d, seed=3)], 1), {}),
+    "ttnn.repeat_interleave": lambda d: ((x(d), 2, 1), {}),
+    "ttnn.expand": lambda d: ((x(d, 1, 32, 64), [3, -1, -1]), {}),
+    "ttnn.chunk": lambda d: ((x(d), 3, 2), {}),
+    "ttnn.tilize": lambda d: ((dev(rnd(3, 40), d, layout=ttnn.ROW_MAJOR),), {}),
+    "ttnn.untilize": unary(),
+    "ttnn.tilize_with_val_padding": lambda d: ((dev(rnd(3, 40), d, layout=ttnn.ROW_MAJOR), [32, 64], 0.5), {}),
+    "ttnn.tilize_with_zero_padding": lambda d: ((dev(rnd(3, 40), d, layout=ttnn.ROW_MAJOR),), {}),
+    "ttnn.untilize_with_unpadding": lambda d: ((x(d), [1, 20, 39]), {}),
+    "ttnn.sort": lambda d: ((x(d),), dict(dim=1, descending=True)),
+    "ttnn.gather": lambda d: ((x(d), 2, dev(indices(64, 2, 32, 8),
+                                            d, dtype=ttnn.uint32)), {}),
+    # reallocate and move free their input, so this harness (which reuses it) gets a host tensor, which they
+    # return as it is; test_data_movement.py checks them on the device.
+    **{f"ttnn.{n}": lambda d: ((dev(rnd(4, 64), None),), {}) for n in ["reallocate", "move"]},
     # matmul
     "ttnn.matmul": lambda d: ((x(d), x(d, 2, 96, 64)), dict(transpose_b=True, activation="silu")),
     "ttnn.linear": lambda d: ((x(d), x(d, 64, 96)), dict(bias=x(d, 1, 96), activation="gelu")),

@@ -124,3 +124,30 @@ __all__ = [
     "subtract",
     "tanh",
 ]
+
+# Shape and data-movement ops (ops/data_movement.py).
+from device_sim.ops.data_movement import (  # noqa: E402, F401
+    chunk,
+    expand,
+    gather,
+    move,
+    reallocate,
+    repeat_interleave,
+    sort,
+    squeeze,
+    stack,
+    tilize,
+    tilize_with_val_padding,
+    tilize_with_zero_padding,
+    unsqueeze,
+    unsqueeze_to_4D,
+    untilize,
+    untilize_with_unpadding,
+    view,
+)
+
+__all__ += [
+    "chunk", "expand", "gather", "move", "reallocate", "repeat_interleave", "sort", "squeeze", "stack", "tilize",
+    "tilize_with_val_padding", "tilize_with_zero_padding", "unsqueeze", "unsqueeze_to_4D", "untilize",
+    "untilize_with_unpadding", "view",
+]

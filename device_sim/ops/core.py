@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 import torch
 
 from device_sim import dtypes, placement
@@ -122,76 +124,125 @@ def clone(tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: D
     return output(values(tensor), tensor, ins, op_name="ttnn.clone", dtype=dtype, memory_config=memory_config)
 
 
-def _reshape_golden(t, shape, **_):
-    return t.reshape(tuple(shape))
+def _reshape_golden(t, shape, *_, **__):
+    return t.reshape(tuple(int(s) for s in shape))
 
 
 @register_op("ttnn.reshape", golden=_reshape_golden)
-def reshape(tensor: Tensor, shape, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+def reshape(input_tensor: Tensor, shape, padded_shape=None, *, memory_config: MemoryConfig | None = None,
+            reshape_tile_mode=None, skip_padding_fill: bool = False, **tt_nn_only) -> Tensor:
+    """The same values in `shape` (one -1 allowed), as TT-NN's reshape(input_tensor, shape).
+
+    The (logical_shape, padded_shape) form is accepted: `padded_shape` must hold the logical shape
+    (same rank, no dim smaller). device_sim sizes the buffer from the logical shape's own tile
+    padding, so a padded shape larger than that is not modelled. reshape_tile_mode and
+    skip_padding_fill choose how TT-NN fills tile padding and change no value.
+    """
     if tt_nn_only:
         check_tt_nn_only("ttnn.reshape", tt_nn_only)
-    v = values(tensor)
+    v = values(input_tensor)
     shape = tuple(int(s) for s in shape)
     try:
         r = v.reshape(shape)
     except RuntimeError:
         raise ValueError(
-            f"ttnn.reshape: cannot reshape tensor {tensor.tensor_id} of shape {list(v.shape)} "
+            f"ttnn.reshape: cannot reshape tensor {input_tensor.tensor_id} of shape {list(v.shape)} "
             f"({v.numel()} elements) to {list(shape)}"
         ) from None
-    ins = device_inputs("ttnn.reshape", tensor)
-    return output(r, tensor, ins, op_name="ttnn.reshape", memory_config=memory_config)
+    if padded_shape is not None:
+        ps = [int(s) for s in padded_shape]
+        if len(ps) != r.dim() or any(p < s for p, s in zip(ps, r.shape)):
+            raise ValueError(f"ttnn.reshape: padded_shape {ps} must have the rank of the logical shape "
+                             f"{list(r.shape)} and no dim smaller than it")
+    ins = device_inputs("ttnn.reshape", input_tensor)
+    return output(r, input_tensor, ins, op_name="ttnn.reshape", memory_config=memory_config)
 
 
-def _permute_golden(t, dims, **_):
+def _permute_golden(t, dims, *_, **__):
     return t.permute(tuple(dims))
 
 
 @register_op("ttnn.permute", golden=_permute_golden)
-def permute(tensor: Tensor, dims, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+def permute(input_tensor: Tensor, dims, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     if tt_nn_only:
         check_tt_nn_only("ttnn.permute", tt_nn_only)
-    v = values(tensor)
+    v = values(input_tensor)
     dims = tuple(int(d) for d in dims)
     if sorted(d % max(v.dim(), 1) for d in dims) != list(range(v.dim())):
         raise ValueError(
             f"ttnn.permute: {list(dims)} is not a permutation of the {v.dim()} dims of shape {list(v.shape)}"
         )
-    ins = device_inputs("ttnn.permute", tensor)
-    return output(v.permute(dims).contiguous(), tensor, ins, op_name="ttnn.permute", memory_config=memory_config)
-
-
-def _transpose_golden(t, dim0, dim1, **_):
-    return t.transpose(dim0, dim1)
-
-
-@register_op("ttnn.transpose", golden=_transpose_golden)
-def transpose(tensor: Tensor, dim0: int, dim1: int, *, memory_config: MemoryConfig | None = None,
-              **tt_nn_only) -> Tensor:
-    if tt_nn_only:
-        check_tt_nn_only("ttnn.transpose", tt_nn_only)
-    v = values(tensor)
-    ins = device_inputs("ttnn.transpose", tensor)
-    return output(v.transpose(dim0, dim1).contiguous(), tensor, ins, op_name="ttnn.transpose",
+    ins = device_inputs("ttnn.permute", input_tensor)
+    return output(v.permute(dims).contiguous(), input_tensor, ins, op_name="ttnn.permute",
                   memory_config=memory_config)
 
 
-def _slice_golden(t, index, **_):
-    return t[index]
+def _transpose_golden(t, dim1, dim2, *_, **__):
+    return t.transpose(dim1, dim2)
+
+
+@register_op("ttnn.transpose", golden=_transpose_golden)
+def transpose(input_tensor: Tensor, dim1: int, dim2: int, *, memory_config: MemoryConfig | None = None,
+              **tt_nn_only) -> Tensor:
+    """Swap dims `dim1` and `dim2` (TT-NN's names; torch calls them dim0, dim1)."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.transpose", tt_nn_only)
+    v = values(input_tensor)
+    try:
+        r = v.transpose(dim1, dim2)
+    except IndexError:
+        raise IndexError(f"ttnn.transpose: dims {dim1} and {dim2} do not both fit shape {list(v.shape)} "
+                         f"(rank {v.dim()})") from None
+    ins = device_inputs("ttnn.transpose", input_tensor)
+    return output(r.contiguous(), input_tensor, ins, op_name="ttnn.transpose", memory_config=memory_config)
+
+
+def _slice_args(shape, starts, ends, slice_step, steps, slice_start, slice_end) -> list:
+    """One python slice per dim from any of TT-NN's three slice forms; an error names what is wrong."""
+    given = [n for n, v in (("starts", starts), ("slice_start", slice_start)) if v is not None]
+    if len(given) != 1 or (ends is None) == (slice_end is None) or (slice_step is not None and steps is not None):
+        raise TypeError("ttnn.slice takes (input_tensor, starts, ends, slice_step=None) — or the keywords "
+                        "slice_start=/slice_end=/slice_step= or starts=/ends=/steps= — once each")
+    starts = starts if starts is not None else slice_start
+    ends = ends if ends is not None else slice_end
+    step = slice_step if slice_step is not None else steps
+    rank = len(shape)
+    step = [1] * rank if step is None else list(step)
+    if not len(starts) == len(ends) == len(step) == rank:
+        raise ValueError(f"ttnn.slice: starts {list(starts)}, ends {list(ends)} and steps {step} need one entry "
+                         f"per dim of shape {list(shape)}")
+    out = []
+    for d, (b, e, s, n) in enumerate(zip(starts, ends, step, shape)):
+        b, e, s = int(b) + n * (int(b) < 0), int(e) + n * (int(e) < 0), int(s)
+        if not (0 <= b <= e <= n and s >= 1):
+            raise ValueError(f"ttnn.slice: dim {d} of shape {list(shape)} cannot be sliced from {b} to {e} by "
+                             f"step {s}; need 0 <= start <= end <= {n} and step >= 1")
+        out.append(builtins.slice(b, e, s))
+    return out
+
+
+def _slice_golden(t, starts=None, ends=None, slice_step=None, *_, steps=None, slice_start=None, slice_end=None,
+                  **__):
+    return t[tuple(_slice_args(t.shape, starts, ends, slice_step, steps, slice_start, slice_end))]
 
 
 @register_op("ttnn.slice", golden=_slice_golden)
-def slice(tensor: Tensor, index, *, memory_config: MemoryConfig | None = None) -> Tensor:  # noqa: A001
-    """`tensor[index]` with ints and slices, as in torch."""
-    v = values(tensor)
-    try:
-        r = v[index]
-    except (IndexError, TypeError) as e:
-        raise IndexError(
-            f"ttnn.slice: index {index!r} does not fit tensor {tensor.tensor_id} of shape {list(v.shape)}: {e}"
-        ) from None
-    ins = device_inputs("ttnn.slice", tensor)
-    return output(r.contiguous(), tensor, ins, op_name="ttnn.slice", memory_config=memory_config)
+def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # noqa: A001
+          memory_config: MemoryConfig | None = None, steps=None, slice_start=None, slice_end=None,
+          **tt_nn_only) -> Tensor:
+    """input_tensor[starts[i]:ends[i]:step[i] for each dim]; the rank stays.
+
+    TT-NN's forms all work: `slice(t, starts, ends[, slice_step])`, `slice(t, slice_start=, slice_end=,
+    slice_step=)` and `slice(t, starts=, ends=, steps=)`; ends are exclusive, negatives count from the end.
+    `tensor[...]` (Tensor.__getitem__) is built on it.
+    """
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.slice", tt_nn_only)
+    v = values(input_tensor)
+    index = _slice_args(v.shape, starts, ends, slice_step, steps, slice_start, slice_end)
+    ins = device_inputs("ttnn.slice", input_tensor)
+    return output(v[tuple(index)].contiguous(), input_tensor, ins, op_name="ttnn.slice",
+                  memory_config=memory_config)
 
 
 @register_op("ttnn.deallocate")

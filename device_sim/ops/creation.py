@@ -209,41 +209,78 @@ def _torch_padding(padding) -> list[int]:
     return [int(p) for pair in reversed(list(padding)) for p in pair]
 
 
-def _pad_golden(t, padding, value=0.0, *_, **__):
-    return torch.nn.functional.pad(t, _torch_padding(padding), value=float(value))
+def _pad_form(padding, value, rest, output_padded_shape, input_tensor_start):
+    """(padding pairs or None, output_padded_shape, input_tensor_start, value) from either TT-NN pad form."""
+    if rest:  # pad(t, output_padded_shape, input_tensor_start, value)
+        if len(rest) > 1 or output_padded_shape is not None or input_tensor_start is not None:
+            raise TypeError("ttnn.pad takes (input_tensor, padding, value) or "
+                            "(input_tensor, output_padded_shape, input_tensor_start, value)")
+        return None, padding, value, rest[0]
+    if output_padded_shape is not None:
+        return None, output_padded_shape, input_tensor_start, value
+    return padding, None, None, value
+
+
+def _pad_golden(t, padding=None, value=0.0, *rest, output_padded_shape=None, input_tensor_start=None, **__):
+    padding, shape, start, value = _pad_form(padding, value, rest, output_padded_shape, input_tensor_start)
+    value = 0.0 if value is None else float(value)
+    if padding is not None:
+        return torch.nn.functional.pad(t, _torch_padding(padding), value=value)
+    out = torch.full(tuple(int(s) for s in shape), value, dtype=t.dtype)
+    out[tuple(slice(int(b), int(b) + n) for b, n in zip(start, t.shape))] = t
+    return out
 
 
 @register_op("ttnn.pad", golden=_pad_golden)
-def pad(tensor: Tensor, padding, value: float = 0.0, *, memory_config: MemoryConfig | None = None,
+def pad(input_tensor: Tensor, padding=None, value: float | None = None, *rest, output_padded_shape=None,
+        input_tensor_start=None, memory_config: MemoryConfig | None = None, use_multicore: bool = True,
         **tt_nn_only) -> Tensor:
-    """Pad with `value`; `padding` is one (before, after) pair per dim, for the last len(padding) dims."""
+    """Pad with `value`, in either of TT-NN's forms.
+
+    Args:
+        padding: one (before, after) pair per dim, for the last len(padding) dims.
+        value: the fill value (0 when not given).
+        rest: TT-NN's second form, `pad(t, output_padded_shape, input_tensor_start, value)`: the output
+            has `output_padded_shape` and the input is placed at `input_tensor_start`.
+        use_multicore: how TT-NN splits the work; no effect on the values.
+    """
     if tt_nn_only:
         check_tt_nn_only("ttnn.pad", tt_nn_only)
-    v = values(tensor)
-    padding = [tuple(p) for p in padding]
-    if len(padding) > v.dim() or any(len(p) != 2 or min(p) < 0 for p in padding):
+    v = values(input_tensor)
+    pairs, shape, start, _ = _pad_form(padding, value, rest, output_padded_shape, input_tensor_start)
+    if pairs is not None:
+        pairs = [tuple(p) for p in pairs]
+        if len(pairs) > v.dim() or any(len(p) != 2 or min(p) < 0 for p in pairs):
+            raise ValueError(
+                f"ttnn.pad: padding {pairs} must be at most {v.dim()} (before, after) pairs of "
+                f"non-negative ints for shape {list(v.shape)}"
+            )
+    elif (shape is None or start is None or not len(shape) == len(start) == v.dim()
+          or any(int(b) < 0 or int(b) + n > int(s) for s, b, n in zip(shape, start, v.shape))):
         raise ValueError(
-            f"ttnn.pad: padding {padding} must be at most {v.dim()} (before, after) pairs of "
-            f"non-negative ints for shape {list(v.shape)}"
+            f"ttnn.pad: output_padded_shape {shape} and input_tensor_start {start} must give one entry per dim "
+            f"of shape {list(v.shape)}, with the input fitting inside the output from its start"
         )
-    ins = device_inputs("ttnn.pad", tensor)
-    return output(_pad_golden(v, padding, value), tensor, ins, op_name="ttnn.pad", memory_config=memory_config)
+    ins = device_inputs("ttnn.pad", input_tensor)
+    r = _pad_golden(v, padding, value, *rest, output_padded_shape=output_padded_shape,
+                    input_tensor_start=input_tensor_start)
+    return output(r, input_tensor, ins, op_name="ttnn.pad", memory_config=memory_config)
 
 
-def _repeat_golden(t, repetitions, *_, **__):
-    return t.repeat(_shape(repetitions))
+def _repeat_golden(t, repeat_dims, *_, **__):
+    return t.repeat(_shape(repeat_dims))
 
 
 @register_op("ttnn.repeat", golden=_repeat_golden)
-def repeat(tensor: Tensor, repetitions, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
-    """Tile the tensor `repetitions[i]` times along dim i (torch.Tensor.repeat)."""
+def repeat(input_tensor: Tensor, repeat_dims, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """Tile the tensor `repeat_dims[i]` times along dim i (torch.Tensor.repeat)."""
     if tt_nn_only:
         check_tt_nn_only("ttnn.repeat", tt_nn_only)
-    v = values(tensor)
-    reps = _shape(repetitions)
+    v = values(input_tensor)
+    reps = _shape(repeat_dims)
     if len(reps) < v.dim():
         raise ValueError(
-            f"ttnn.repeat: repetitions {list(reps)} need one entry per dim of shape {list(v.shape)}"
+            f"ttnn.repeat: repeat_dims {list(reps)} need one entry per dim of shape {list(v.shape)}"
         )
-    ins = device_inputs("ttnn.repeat", tensor)
-    return output(v.repeat(reps), tensor, ins, op_name="ttnn.repeat", memory_config=memory_config)
+    ins = device_inputs("ttnn.repeat", input_tensor)
+    return output(v.repeat(reps), input_tensor, ins, op_name="ttnn.repeat", memory_config=memory_config)

@@ -1,0 +1,374 @@
+"""Shape and data-movement ops with TT-NN's signatures: squeeze, stack, expand, tilize, sort, reallocate, ...
+
+    import torch, device_sim as ttnn
+    device = ttnn.open_device(0)
+    t = ttnn.from_torch(torch.randn(32, 64), layout=ttnn.TILE, device=device)
+    t4 = ttnn.unsqueeze_to_4D(t)                      # [1, 1, 32, 64]
+    s = ttnn.stack([t, t], dim=0)                     # [2, 32, 64]
+    values, indices = ttnn.sort(t, dim=-1, descending=True)
+    t = ttnn.reallocate(t)                            # same values, moved into the freed space
+
+Each op is one recorded op with one output buffer, as in TT-NN. Where TT-NN makes a
+zero-cost view (squeeze, unsqueeze, view), device_sim still gives the output its own buffer.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import torch
+
+from device_sim import dtypes, ops, placement
+from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.registry import register_op
+from device_sim.tensor import Tensor
+from device_sim.types import DataType, Layout, MemoryConfig
+
+
+def _out(op_name: str, input_tensor: Tensor, value: torch.Tensor, memory_config, tt_nn_only, **kw) -> Tensor:
+    """The common tail of a one-input movement op: check keywords, place `value` like the input."""
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor)
+    return output(value.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config, **kw)
+
+
+def _vals(op_name: str, t) -> torch.Tensor:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op_name}: expected a ttnn tensor, got {type(t).__name__}")
+    return values(t, op_name)
+
+
+def _dim(op_name: str, dim: int, rank: int) -> int:
+    """`dim` made non-negative, or an error naming the rank (torch's message says 'Dimension out of range')."""
+    if not -rank <= int(dim) < rank:
+        raise IndexError(f"{op_name}: dim {dim} is out of range for a tensor of rank {rank} "
+                         f"(use -{rank} .. {rank - 1})")
+    return int(dim) % rank
+
+
+# -- rank changes --------------------------------------------------------------------------------
+
+def _squeeze_golden(t, dim=None, *_, **__):
+    if dim is None:
+        return t.squeeze()
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return t.squeeze(tuple(dims))
+
+
+@register_op("ttnn.squeeze", golden=_squeeze_golden)
+def squeeze(input_tensor: Tensor, dim=None, **tt_nn_only) -> Tensor:
+    """Drop dims of size 1: all of them (dim=None), one (int) or several (list); a dim of another size stays."""
+    v = _vals("ttnn.squeeze", input_tensor)
+    dims = [dim] if isinstance(dim, int) else (list(dim) if dim is not None else None)
+    if dims is not None:
+        dims = [_dim("ttnn.squeeze", d, v.dim()) for d in dims]
+    return _out("ttnn.squeeze", input_tensor, _squeeze_golden(v, dims), None, tt_nn_only)
+
+
+def _unsqueeze_golden(t, dim, *_, **__):
+    return t.unsqueeze(dim)
+
+
+@register_op("ttnn.unsqueeze", golden=_unsqueeze_golden)
+def unsqueeze(input_tensor: Tensor, dim: int, **tt_nn_only) -> Tensor:
+    """Insert a dim of size 1 at `dim` (negative counts from the end of the result, as in torch)."""
+    v = _vals("ttnn.unsqueeze", input_tensor)
+    d = _dim("ttnn.unsqueeze", dim, v.dim() + 1)
+    return _out("ttnn.unsqueeze", input_tensor, v.unsqueeze(d), None, tt_nn_only)
+
+
+def _to_4d(t):
+    if t.dim() > 4:
+        raise ValueError(f"ttnn.unsqueeze_to_4D: shape {list(t.shape)} has rank {t.dim()} > 4; "
+                         f"reshape it to 4 dims first")
+    return t.reshape((1,) * (4 - t.dim()) + tuple(t.shape))
+
+
+@register_op("ttnn.unsqueeze_to_4D", golden=lambda t, *_, **__: _to_4d(t))
+def unsqueeze_to_4D(input_tensor: Tensor, **tt_nn_only) -> Tensor:  # noqa: N802  (TT-NN's name)
+    """Prepend dims of size 1 up to rank 4 ([32, 64] -> [1, 1, 32, 64]); rank 4 is returned as a copy."""
+    return _out("ttnn.unsqueeze_to_4D", input_tensor, _to_4d(_vals("ttnn.unsqueeze_to_4D", input_tensor)),
+                None, tt_nn_only)
+
+
+def _view_golden(t, shape, *_, **__):
+    return t.reshape(tuple(int(s) for s in shape))
+
+
+@register_op("ttnn.view", golden=_view_golden)
+def view(input_tensor: Tensor, shape, **tt_nn_only) -> Tensor:
+    """The same values in `shape` (one -1 allowed), as ttnn.reshape."""
+    v = _vals("ttnn.view", input_tensor)
+    try:
+        r = _view_golden(v, shape)
+    except RuntimeError:
+        raise ValueError(f"ttnn.view: cannot view shape {list(v.shape)} ({v.numel()} elements) as "
+                         f"{list(shape)}") from None
+    return _out("ttnn.view", input_tensor, r, None, tt_nn_only)
+
+
+def getitem(input_tensor: Tensor, index) -> Tensor:
+    """`tensor[index]` as TT-NN's Tensor.__getitem__ does it: ttnn.slice, then ttnn.squeeze for int indices.
+
+    Ints, slices with a positive step, and one Ellipsis are accepted; an int drops its dim, as in torch.
+    """
+    shape = tuple(_vals("ttnn.Tensor.__getitem__", input_tensor).shape)
+    items = list(index) if isinstance(index, tuple) else [index]
+    if items.count(Ellipsis) > 1:
+        raise IndexError("ttnn.Tensor.__getitem__: only one ellipsis ('...') is allowed in an index")
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [builtins.slice(None)] * (len(shape) - len(items) + 1)
+    if len(items) > len(shape):
+        raise IndexError(f"ttnn.Tensor.__getitem__: {len(items)} indices for a tensor of rank {len(shape)}")
+    items += [builtins.slice(None)] * (len(shape) - len(items))
+    starts, ends, steps, dropped = [], [], [], []
+    for d, (item, n) in enumerate(zip(items, shape)):
+        if isinstance(item, int):
+            i = item + n * (item < 0)
+            if not 0 <= i < n:
+                raise IndexError(f"ttnn.Tensor.__getitem__: index {item} is out of range for dim {d} of size {n}")
+            item, dropped = builtins.slice(i, i + 1), dropped + [d]
+        if not isinstance(item, builtins.slice):
+            raise TypeError(f"ttnn.Tensor.__getitem__: index {item!r} is neither an int, a slice nor '...'")
+        b, e, s = item.indices(n)
+        if s < 1:
+            raise IndexError(f"ttnn.Tensor.__getitem__: step {s} in dim {d}; only positive steps are supported")
+        starts, ends, steps = starts + [b], ends + [max(b, e)], steps + [s]
+    out = ops.slice(input_tensor, starts, ends, steps)
+    return ops.squeeze(out, dropped) if dropped else out
+
+
+# -- joining, repeating, broadcasting ------------------------------------------------------------
+
+def _stack_golden(tensors, dim=0, *_, **__):
+    return torch.stack(list(tensors), dim)
+
+
+@register_op("ttnn.stack", golden=_stack_golden)
+def stack(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """Join equal-shaped tensors along a new dim `dim`."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.stack", tt_nn_only)
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("ttnn.stack needs at least one tensor")
+    vs = [_vals("ttnn.stack", t) for t in tensors]
+    if len({tuple(v.shape) for v in vs}) > 1:
+        raise ValueError(f"ttnn.stack: every tensor must have the same shape, got {[list(v.shape) for v in vs]}")
+    d = _dim("ttnn.stack", dim, vs[0].dim() + 1)
+    ins = device_inputs("ttnn.stack", *tensors)
+    return output(torch.stack(vs, d), tensors[0], ins, op_name="ttnn.stack", memory_config=memory_config)
+
+
+def _repeat_interleave_golden(t, repeats, dim, *_, **__):
+    return torch.repeat_interleave(t, repeats, dim)
+
+
+@register_op("ttnn.repeat_interleave", golden=_repeat_interleave_golden)
+def repeat_interleave(input_tensor: Tensor, repeats: int, dim: int, *, memory_config: MemoryConfig | None = None,
+                      **tt_nn_only) -> Tensor:
+    """Repeat each element `repeats` times along `dim` ([a, b] -> [a, a, b, b])."""
+    v = _vals("ttnn.repeat_interleave", input_tensor)
+    d = _dim("ttnn.repeat_interleave", dim, v.dim())
+    if isinstance(repeats, Tensor):
+        repeats = values(repeats).to(torch.int64)
+    return _out("ttnn.repeat_interleave", input_tensor, torch.repeat_interleave(v, repeats, d), memory_config,
+                tt_nn_only)
+
+
+def _expand_golden(t, output_shape, *_, **__):
+    return t.expand(tuple(int(s) for s in output_shape))
+
+
+@register_op("ttnn.expand", golden=_expand_golden)
+def expand(input_tensor: Tensor, output_shape, *, memory_config: MemoryConfig | None = None,
+           **tt_nn_only) -> Tensor:
+    """Broadcast dims of size 1 up to `output_shape` (-1 keeps a dim), as torch.Tensor.expand."""
+    v = _vals("ttnn.expand", input_tensor)
+    try:
+        r = _expand_golden(v, output_shape)
+    except RuntimeError:
+        raise ValueError(f"ttnn.expand: cannot expand shape {list(v.shape)} to {list(output_shape)}; only dims "
+                         f"of size 1 expand, and -1 keeps a dim") from None
+    return _out("ttnn.expand", input_tensor, r, memory_config, tt_nn_only)
+
+
+def _chunk_golden(t, chunks, dim=0, *_, **__):
+    return list(torch.chunk(t, chunks, dim))
+
+
+@register_op("ttnn.chunk", golden=_chunk_golden)
+def chunk(input_tensor: Tensor, chunks: int, dim: int = 0, **tt_nn_only) -> list[Tensor]:
+    """`chunks` near-equal pieces along `dim` (the last may be smaller), as torch.chunk."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.chunk", tt_nn_only)
+    v = _vals("ttnn.chunk", input_tensor)
+    d = _dim("ttnn.chunk", dim, v.dim())
+    ins = device_inputs("ttnn.chunk", input_tensor)
+    return [output(p.contiguous(), input_tensor, ins, op_name="ttnn.chunk") for p in torch.chunk(v, chunks, d)]
+
+
+# -- layout changes ------------------------------------------------------------------------------
+
+def _identity(t, *_, **__):
+    return t
+
+
+@register_op("ttnn.tilize", golden=_identity)
+def tilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
+           **tt_nn_only) -> Tensor:
+    """Row-major to TILE layout; the logical shape stays and the last two dims pad to whole tiles."""
+    return _out("ttnn.tilize", input_tensor, _vals("ttnn.tilize", input_tensor), memory_config, tt_nn_only,
+                dtype=dtype, layout=Layout.TILE)
+
+
+@register_op("ttnn.untilize", golden=_identity)
+def untilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """TILE to row-major layout; the tile padding goes."""
+    return _out("ttnn.untilize", input_tensor, _vals("ttnn.untilize", input_tensor), memory_config, tt_nn_only,
+                layout=Layout.ROW_MAJOR)
+
+
+def _tilize_padded_golden(t, output_tensor_shape, pad_value=0.0, *_, **__):
+    shape = [int(s) for s in output_tensor_shape]
+    if len(shape) != t.dim() or any(s < d for s, d in zip(shape, t.shape)):
+        raise ValueError(f"output_tensor_shape {shape} must have the input's rank {t.dim()} and no dim smaller "
+                         f"than the input's {list(t.shape)}")
+    pad = [p for s, d in zip(reversed(shape), reversed(t.shape)) for p in (0, s - d)]
+    return torch.nn.functional.pad(t, pad, value=float(pad_value))
+
+
+@register_op("ttnn.tilize_with_val_padding", golden=_tilize_padded_golden)
+def tilize_with_val_padding(input_tensor: Tensor, output_tensor_shape, pad_value: float, *,
+                            memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
+                            **tt_nn_only) -> Tensor:
+    """TILE layout padded at the end of each dim to `output_tensor_shape` with `pad_value`."""
+    v = _vals("ttnn.tilize_with_val_padding", input_tensor)
+    try:
+        r = _tilize_padded_golden(v, output_tensor_shape, pad_value)
+    except ValueError as e:
+        raise ValueError(f"ttnn.tilize_with_val_padding: {e}") from None
+    return _out("ttnn.tilize_with_val_padding", input_tensor, r, memory_config, tt_nn_only, dtype=dtype,
+                layout=Layout.TILE)
+
+
+def _tile_padded_shape(shape) -> list[int]:
+    return list(shape[:-2]) + [-(-int(s) // dtypes.TILE_HEIGHT) * dtypes.TILE_HEIGHT for s in shape[-2:]]
+
+
+@register_op("ttnn.tilize_with_zero_padding",
+             golden=lambda t, *_, **__: _tilize_padded_golden(t, _tile_padded_shape(t.shape)))
+def tilize_with_zero_padding(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
+                             dtype: DataType | None = None, **tt_nn_only) -> Tensor:
+    """TILE layout with the last two dims zero-padded to multiples of 32, the padding part of the shape."""
+    v = _vals("ttnn.tilize_with_zero_padding", input_tensor)
+    if v.dim() < 2:
+        raise ValueError(f"ttnn.tilize_with_zero_padding needs rank >= 2, got shape {list(v.shape)}")
+    r = _tilize_padded_golden(v, _tile_padded_shape(v.shape))
+    return _out("ttnn.tilize_with_zero_padding", input_tensor, r, memory_config, tt_nn_only, dtype=dtype,
+                layout=Layout.TILE)
+
+
+def _unpad_golden(t, output_tensor_end, *_, **__):
+    # TT-NN's end is inclusive: the output's shape is output_tensor_end + 1 in every dim.
+    return t[tuple(slice(0, int(e) + 1) for e in output_tensor_end)]
+
+
+@register_op("ttnn.untilize_with_unpadding", golden=_unpad_golden)
+def untilize_with_unpadding(input_tensor: Tensor, output_tensor_end, *, memory_config: MemoryConfig | None = None,
+                            **tt_nn_only) -> Tensor:
+    """Row-major layout, keeping [0, output_tensor_end[i]] (inclusive) of each dim."""
+    v = _vals("ttnn.untilize_with_unpadding", input_tensor)
+    end = [int(e) for e in output_tensor_end]
+    if len(end) != v.dim() or any(not 0 <= e < d for e, d in zip(end, v.shape)):
+        raise ValueError(f"ttnn.untilize_with_unpadding: output_tensor_end {end} must give one inclusive end per "
+                         f"dim of shape {list(v.shape)}, each below that dim's size")
+    return _out("ttnn.untilize_with_unpadding", input_tensor, _unpad_golden(v, end), memory_config, tt_nn_only,
+                layout=Layout.ROW_MAJOR)
+
+
+# -- sorting and indexing ------------------------------------------------------------------------
+
+def index_dtype(size: int) -> DataType:
+    """TT-NN's index dtype for sort/topk: UINT16 while indices fit in it, else UINT32."""
+    return DataType.UINT16 if size <= 2**16 else DataType.UINT32
+
+
+def _sort_golden(t, dim=-1, descending=False, *_, **__):
+    r = torch.sort(t, dim=dim, descending=descending, stable=True)  # ties in input order, as the op sorts them
+    return [r.values, r.indices]
+
+
+@register_op("ttnn.sort", golden=_sort_golden)
+def sort(input_tensor: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
+         memory_config: MemoryConfig | None = None, **tt_nn_only) -> list[Tensor]:
+    """[sorted values, their indices in the input] along `dim`; indices are UINT16 (UINT32 past 65536)."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.sort", tt_nn_only)
+    v = _vals("ttnn.sort", input_tensor)
+    d = _dim("ttnn.sort", dim, v.dim())
+    # A stable sort always: the order of ties is then the same every run, which unstable TT-NN leaves open.
+    r = torch.sort(v, dim=d, descending=descending, stable=True)
+    ins = device_inputs("ttnn.sort", input_tensor)
+    return [output(r.values, input_tensor, ins, op_name="ttnn.sort", memory_config=memory_config),
+            output(r.indices, input_tensor, ins, op_name="ttnn.sort", memory_config=memory_config,
+                   dtype=index_dtype(v.shape[d]))]
+
+
+def _gather_golden(input, dim, index, *_, **__):  # noqa: A002  (TT-NN's name)
+    return torch.gather(input, dim, index.long())
+
+
+@register_op("ttnn.gather", golden=_gather_golden)
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,  # noqa: A002
+           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """input's values picked along `dim` at `index` (UINT16/UINT32), as torch.gather; the result has index's shape."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.gather", tt_nn_only)
+    v, idx = _vals("ttnn.gather", input), _vals("ttnn.gather", index)
+    if idx.is_floating_point():
+        raise TypeError(f"ttnn.gather: index must hold integers (dtype=ttnn.uint32 or ttnn.uint16), "
+                        f"got {index.dtype!r}")
+    d = _dim("ttnn.gather", dim, v.dim())
+    try:
+        r = torch.gather(v, d, idx.long())
+    except RuntimeError as e:
+        raise ValueError(f"ttnn.gather: index of shape {list(idx.shape)} does not fit input of shape "
+                         f"{list(v.shape)} along dim {dim}: {e}") from None
+    ins = device_inputs("ttnn.gather", input, index)
+    return output(r, input, ins, op_name="ttnn.gather", memory_config=memory_config)
+
+
+# -- moving buffers ------------------------------------------------------------------------------
+
+def _move(op_name: str, input_tensor: Tensor, memory_config, tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if not isinstance(input_tensor, Tensor):
+        raise TypeError(f"{op_name} takes a ttnn tensor, got {type(input_tensor).__name__}")
+    if input_tensor._device is None:
+        return input_tensor  # TT-NN moves only device buffers; a host tensor comes back as it is
+    v = input_tensor._value_or_raise()
+    cfg, source = placement.resolve(memory_config, [input_tensor], op_name)
+    dtype, layout, device = input_tensor.dtype, input_tensor.layout, input_tensor._device
+    # TT-NN's move frees the input's buffer first, then allocates the output: DRAM fills bottom-up and L1
+    # top-down, so the new buffer lands at the lowest (DRAM) or highest (L1) free address, closing gaps.
+    input_tensor._free()
+    return Tensor._create(v, dtype, layout, device, cfg, source)
+
+
+@register_op("ttnn.reallocate", golden=_identity)
+def reallocate(input_tensor: Tensor, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """Defragment: free the tensor's buffer and allocate it again, so it lands in the space just freed.
+
+    The input is deallocated; use the returned tensor (a new tensor id, as TT-NN's move makes one).
+    """
+    return _move("ttnn.reallocate", input_tensor, memory_config, tt_nn_only)
+
+
+@register_op("ttnn.move", golden=_identity)
+def move(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """ttnn.reallocate's underlying op: free the input, allocate the output (optionally in `memory_config`)."""
+    return _move("ttnn.move", input_tensor, memory_config, tt_nn_only)
