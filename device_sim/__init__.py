@@ -84,3 +84,20 @@ __all__ = [
     "ROW_MAJOR_LAYOUT", "ROW_MAJOR", "L1", "DRAM", "bfloat16", "float32", "bfloat8_b", "bfloat4_b", "uint8",
     "uint16", "int32", "uint32",
 ]
+
+# Conv configs (issue 9, part C: device_sim/conv_config.py).
+from device_sim.conv_config import (  # noqa: E402
+    Conv2dConfig,
+    Conv2dDRAMSliceHeight,
+    Conv2dDRAMSliceWidth,
+    Conv2dL1Full,
+    Conv2dL1FullSliceConfig,
+    Conv2dSliceConfig,
+    Op2DSliceConfig,
+    get_conv_output_dim,
+)
+
+__all__ += [
+    "Conv2dConfig", "Conv2dDRAMSliceHeight", "Conv2dDRAMSliceWidth", "Conv2dL1Full", "Conv2dL1FullSliceConfig",
+    "Conv2dSliceConfig", "Op2DSliceConfig", "get_conv_output_dim",
+]

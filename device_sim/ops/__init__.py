@@ -151,3 +151,22 @@ __all__ += [
     "tilize_with_val_padding", "tilize_with_zero_padding", "unsqueeze", "unsqueeze_to_4D", "untilize",
     "untilize_with_unpadding", "view",
 ]
+
+# Transformer and vision ops of real models (issue 9, part C): the ttnn.experimental and ttnn.kv_cache
+# namespaces, KV caches, conv and pooling (ops/experimental.py, kv_cache.py, vision.py).
+from device_sim.ops import experimental, kv_cache  # noqa: E402, F401
+from device_sim.ops.kv_cache import fill_cache, update_cache  # noqa: E402, F401
+from device_sim.ops.vision import (  # noqa: E402, F401
+    avg_pool2d,
+    conv2d,
+    global_avg_pool2d,
+    max_pool2d,
+    prepare_conv_bias,
+    prepare_conv_weights,
+    upsample,
+)
+
+__all__ += [
+    "experimental", "kv_cache", "fill_cache", "update_cache", "avg_pool2d", "conv2d", "global_avg_pool2d",
+    "max_pool2d", "prepare_conv_bias", "prepare_conv_weights", "upsample",
+]
