@@ -85,19 +85,59 @@ __all__ = [
     "uint16", "int32", "uint32",
 ]
 
-# Conv configs (issue 9, part C: device_sim/conv_config.py).
-from device_sim.conv_config import (  # noqa: E402
-    Conv2dConfig,
-    Conv2dDRAMSliceHeight,
-    Conv2dDRAMSliceWidth,
-    Conv2dL1Full,
-    Conv2dL1FullSliceConfig,
-    Conv2dSliceConfig,
-    Op2DSliceConfig,
-    get_conv_output_dim,
+# Mesh devices, mesh tensors and fabric settings (issue 11: device_sim/mesh.py, distributed.py, ops/ccl.py).
+from device_sim.distributed import (  # noqa: E402
+    ConcatMesh2dToTensor,
+    ConcatMeshToTensor,
+    MeshComposerConfig,
+    MeshMapperConfig,
+    MeshTensor,
+    MeshToTensor,
+    PlacementReplicate,
+    PlacementShard,
+    ReplicateTensorToMesh,
+    ShardTensor2dMesh,
+    ShardTensorToMesh,
+    TensorToMesh,
+    aggregate_as_tensor,
+    concat_mesh_to_tensor_composer,
+    create_mesh_composer,
+    create_mesh_mapper,
+    get_device_tensors,
+    replicate_tensor_to_mesh_mapper,
+    shard_tensor_to_mesh_mapper,
+)
+from device_sim.mesh import (  # noqa: E402
+    MeshCoordinate,
+    MeshCoordinateRange,
+    MeshDevice,
+    MeshShape,
+    close_mesh_device,
+    create_mesh_device,
+    get_device_ids,
+    get_num_devices,
+    get_num_pcie_devices,
+    get_pcie_device_ids,
+    open_mesh_device,
+)
+from device_sim.ops.ccl import (  # noqa: E402
+    FabricConfig,
+    GlobalSemaphore,
+    ReduceType,
+    Topology,
+    create_global_semaphore,
+    get_fabric_config,
+    reset_global_semaphore_value,
+    set_fabric_config,
 )
 
 __all__ += [
-    "Conv2dConfig", "Conv2dDRAMSliceHeight", "Conv2dDRAMSliceWidth", "Conv2dL1Full", "Conv2dL1FullSliceConfig",
-    "Conv2dSliceConfig", "Op2DSliceConfig", "get_conv_output_dim",
+    "ConcatMesh2dToTensor", "ConcatMeshToTensor", "MeshComposerConfig", "MeshMapperConfig", "MeshTensor",
+    "MeshToTensor", "PlacementReplicate", "PlacementShard", "ReplicateTensorToMesh", "ShardTensor2dMesh",
+    "ShardTensorToMesh", "TensorToMesh", "aggregate_as_tensor", "concat_mesh_to_tensor_composer",
+    "create_mesh_composer", "create_mesh_mapper", "get_device_tensors", "replicate_tensor_to_mesh_mapper",
+    "shard_tensor_to_mesh_mapper", "MeshCoordinate", "MeshCoordinateRange", "MeshDevice", "MeshShape",
+    "close_mesh_device", "create_mesh_device", "get_device_ids", "get_num_devices", "get_num_pcie_devices",
+    "get_pcie_device_ids", "open_mesh_device", "FabricConfig", "GlobalSemaphore", "ReduceType", "Topology",
+    "create_global_semaphore", "get_fabric_config", "reset_global_semaphore_value", "set_fabric_config",
 ]
