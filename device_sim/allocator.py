@@ -32,6 +32,8 @@ class Buffer:
     page_size: int
     num_pages: int
     num_banks: int  # banks (or shard cores) that hold its pages
+    # A sharded buffer's (x, y) core of each shard, in shard order (DRAM shards: (bank, 0)); None if interleaved.
+    cores: tuple[tuple[int, int], ...] | None = None
 
     @property
     def size(self) -> int:
@@ -107,7 +109,8 @@ class DeviceMemory:
         self.listener = None  # called with ("alloc" | "free", Buffer); ttreport's seam
 
     def allocate(self, buffer_type: BufferType, layout: TensorMemoryLayout, *, page_size: int,
-                 num_pages: int, num_banks: int | None = None, pages_per_bank: int | None = None) -> Buffer:
+                 num_pages: int, num_banks: int | None = None, pages_per_bank: int | None = None,
+                 cores: tuple[tuple[int, int], ...] | None = None) -> Buffer:
         alloc = self.allocators[buffer_type]
         banks = num_banks or alloc.num_banks
         per_bank = pages_per_bank if pages_per_bank is not None else -(-num_pages // banks)
@@ -116,9 +119,10 @@ class DeviceMemory:
             try:
                 addr = alloc.allocate(size_per_bank)
             except OutOfMemoryError:
-                raise OutOfMemoryError(self._oom_message(alloc, size_per_bank, num_pages * page_size)) from None
+                where = "" if not cores else f" core (x={cores[0][0]},y={cores[0][1]}) (the first of {len(cores)}):"
+                raise OutOfMemoryError(self._oom_message(alloc, size_per_bank, num_pages * page_size, where)) from None
             buf = Buffer(next(_buffer_ids), self.device_id, buffer_type, layout, addr,
-                         size_per_bank, page_size, num_pages, banks)
+                         size_per_bank, page_size, num_pages, banks, cores)
             alloc.live[buf.buffer_id] = buf
         if self.listener is not None:
             self.listener("alloc", buf)
@@ -142,14 +146,14 @@ class DeviceMemory:
         a = self.allocators[buffer_type]
         return a.bytes_per_bank_used * a.num_banks
 
-    def _oom_message(self, alloc: BankAllocator, size_per_bank: int, total: int) -> str:
+    def _oom_message(self, alloc: BankAllocator, size_per_bank: int, total: int, where: str = "") -> str:
         largest = sorted(alloc.live.values(), key=lambda b: -b.max_size_per_bank)[:5]
         listing = "; ".join(
             f"buffer {b.buffer_id} at {b.address:#x}: {b.max_size_per_bank} B/bank ({b.buffer_layout.name})"
             for b in largest
         ) or "none"
         return (
-            f"Out of {alloc.buffer_type.name} memory on device {self.device_id}: requested "
+            f"Out of {alloc.buffer_type.name} memory on device {self.device_id}:{where} requested "
             f"{size_per_bank} B per bank ({total} B in all) over {alloc.num_banks} banks, but only "
             f"{alloc.free_bytes_per_bank()} B per bank are free and the largest free block is "
             f"{alloc.largest_free_block()} B. Largest live buffers: {listing}. "

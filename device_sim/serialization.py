@@ -136,7 +136,7 @@ def _memory_config_to_json(cfg: MemoryConfig | None):
         "memory_layout": cfg.memory_layout.name,
         "buffer_type": cfg.buffer_type.name,
         "shard_spec": None if spec is None else {
-            "grid": [{"start": [r.start.x, r.start.y], "end": [r.end.x, r.end.y]} for r in spec.grid.ranges],
+            "grid": [{"start": [r.start.x, r.start.y], "end": [r.end.x, r.end.y]} for r in spec.grid.ranges()],
             "shape": list(spec.shape),
             "orientation": spec.orientation.name,
         },
@@ -230,6 +230,8 @@ def _memory_config_from_json(j) -> MemoryConfig | None:
         if not ranges:
             raise ValueError("shard_spec grid has no core ranges")
         spec = ShardSpec(CoreRangeSet(ranges), _pair(spec["shape"]), _by_name(ShardOrientation, spec["orientation"]))
+    elif j["memory_layout"] != "INTERLEAVED":  # a stored tensor was placed, so its sharded config was completed
+        raise ValueError(f"memory_config {j['memory_layout']} needs a shard_spec; this file has none")
     return MemoryConfig(_by_name(TensorMemoryLayout, j["memory_layout"]), _by_name(BufferType, j["buffer_type"]), spec)
 
 

@@ -13,7 +13,7 @@ import itertools
 
 import torch
 
-from device_sim import dtypes, placement
+from device_sim import dtypes, placement, sharding
 from device_sim.device import Device
 from device_sim.types import (
     BufferType,
@@ -21,8 +21,6 @@ from device_sim.types import (
     Layout,
     MemoryConfig,
     Shape,
-    ShardOrientation,
-    TensorMemoryLayout,
 )
 
 
@@ -83,6 +81,9 @@ class Tensor:
         self.buffer = None
         self.tensor_id = next_tensor_id()
         if device is not None:
+            if memory_config.is_sharded() and memory_config.shard_spec is None:  # L1_*_SHARDED_MEMORY_CONFIG
+                self._memory_config = memory_config = sharding.complete(
+                    memory_config, padded(value.shape, layout), layout, device)
             self.buffer = _allocate(device, value.shape, dtype, layout, memory_config)
 
     # -- what it is ------------------------------------------------------------------------
@@ -106,6 +107,9 @@ class Tensor:
 
     def memory_config(self) -> MemoryConfig | None:
         return self._memory_config
+
+    def is_sharded(self) -> bool:
+        return self._memory_config is not None and self._memory_config.is_sharded()
 
     def device(self) -> Device | None:
         return self._device
@@ -232,48 +236,7 @@ def _allocate(device: Device, shape, dtype: DataType, layout: Layout, cfg: Memor
     pages = dtypes.num_pages(layout, pshape)
     if not cfg.is_sharded():
         return device.memory.allocate(cfg.buffer_type, cfg.memory_layout, page_size=page, num_pages=pages)
-    n_cores, pages_per_shard, shard_page = _shard_geometry(device, pshape, dtype, layout, cfg)
-    return device.memory.allocate(cfg.buffer_type, cfg.memory_layout, page_size=shard_page,
-                                  num_pages=pages_per_shard * n_cores, num_banks=n_cores,
-                                  pages_per_bank=pages_per_shard)
-
-
-def _shard_geometry(device: Device, pshape, dtype, layout, cfg: MemoryConfig) -> tuple[int, int, int]:
-    """(cores used, pages per shard, page size) of a sharded buffer, or a clear error if it can't fit."""
-    spec = cfg.shard_spec
-    h, w = spec.shape
-    rows = 1
-    for d in pshape[:-1]:
-        rows *= d
-    cols = pshape[-1] if pshape else 1
-    grid = device.compute_with_storage_grid_size()
-    bbox = spec.grid.bounding_box()
-    if bbox.end.x >= grid.x or bbox.end.y >= grid.y:
-        raise ValueError(f"shard grid {spec.grid!r} reaches past the device's {grid.y}x{grid.x} worker grid")
-    if layout == Layout.TILE and (h % dtypes.TILE_HEIGHT or w % dtypes.TILE_WIDTH):
-        raise ValueError(f"shard shape {list(spec.shape)} must be a multiple of 32x32 tiles in TILE layout")
-    need_y, need_x = -(-rows // h), -(-cols // w)
-    layout_name = cfg.memory_layout
-    n = spec.num_cores
-    fits = {
-        TensorMemoryLayout.HEIGHT_SHARDED: w == cols and need_y <= n,
-        TensorMemoryLayout.WIDTH_SHARDED: h == rows and need_x <= n,
-    }.get(layout_name)
-    if layout_name == TensorMemoryLayout.BLOCK_SHARDED:
-        gy, gx = bbox.end.y - bbox.start.y + 1, bbox.end.x - bbox.start.x + 1
-        if spec.orientation == ShardOrientation.COL_MAJOR:
-            gy, gx = gx, gy
-        fits = need_y <= gy and need_x <= gx
-    if not fits:
-        raise ValueError(
-            f"{layout_name!r} with shard shape {list(spec.shape)} on {n} cores cannot hold a tensor of "
-            f"padded shape {list(pshape)} (as {rows}x{cols}); it needs {need_y}x{need_x} shards. "
-            f"Use ttnn.create_sharded_memory_config(shape, core_grid, strategy) to derive a fitting config"
-        )
-    used = need_y * need_x
-    if layout == Layout.TILE:
-        return used, (h // dtypes.TILE_HEIGHT) * (w // dtypes.TILE_WIDTH), dtypes.tile_size(dtype)
-    return used, h, w * dtypes.ELEMENT_SIZE[dtype]
+    return sharding.allocate(device, pshape, dtype, layout, cfg)
 
 
 def buffer_type_of(t: Tensor) -> BufferType | None:

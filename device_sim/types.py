@@ -69,6 +69,21 @@ class ShardStrategy(enum.Enum):
     BLOCK = "block"
 
 
+class ShardDistributionStrategy(_TTEnum):
+    """How an NdShardSpec deals its shards to the grid's cores (TT-NN's names)."""
+
+    ROUND_ROBIN_1D = 0
+    GRID_2D = 1
+
+
+class ShardSpecError(ValueError, RuntimeError):
+    """A shard spec or sharded memory config that cannot place a tensor.
+
+    TT-NN raises RuntimeError (TT_FATAL) for these; device_sim's is also a ValueError, so
+    code written against either catches it.
+    """
+
+
 @dataclass(frozen=True)
 class CoreCoord:
     x: int
@@ -78,14 +93,20 @@ class CoreCoord:
         return f"(x={self.x},y={self.y})"
 
 
+def _coord(c) -> CoreCoord:
+    return c if isinstance(c, CoreCoord) else CoreCoord(*c)
+
+
 @dataclass(frozen=True)
 class CoreRange:
     start: CoreCoord
     end: CoreCoord  # inclusive, as in TT-NN
 
-    def __post_init__(self):
+    def __init__(self, start, end):
+        object.__setattr__(self, "start", _coord(start))
+        object.__setattr__(self, "end", _coord(end))
         if self.end.x < self.start.x or self.end.y < self.start.y:
-            raise ValueError(f"CoreRange end {self.end} is before start {self.start}")
+            raise ShardSpecError(f"CoreRange end {self.end} is before start {self.start}; give (start, end) in order")
 
     def cores(self) -> list[CoreCoord]:
         return [
@@ -94,35 +115,107 @@ class CoreRange:
             for x in range(self.start.x, self.end.x + 1)
         ]
 
+    def grid_size(self) -> CoreCoord:
+        return CoreCoord(self.end.x - self.start.x + 1, self.end.y - self.start.y + 1)
+
     def num_cores(self) -> int:
-        return (self.end.x - self.start.x + 1) * (self.end.y - self.start.y + 1)
+        g = self.grid_size()
+        return g.x * g.y
+
+    size = num_cores
+
+    def contains(self, other) -> bool:
+        """Whether a CoreCoord or a CoreRange lies inside this range."""
+        if isinstance(other, CoreRange):
+            return self.contains(other.start) and self.contains(other.end)
+        return self.start.x <= other.x <= self.end.x and self.start.y <= other.y <= self.end.y
+
+    def intersects(self, other: CoreRange) -> bool:
+        return not (other.start.x > self.end.x or other.end.x < self.start.x
+                    or other.start.y > self.end.y or other.end.y < self.start.y)
+
+    def __repr__(self) -> str:
+        return f"[{self.start} - {self.end}]"
 
 
 @dataclass(frozen=True)
 class CoreRangeSet:
-    ranges: tuple[CoreRange, ...]
+    """Disjoint CoreRanges, kept sorted by start (TT-NN takes a Python set, which has no order)."""
 
-    def __init__(self, ranges):
-        object.__setattr__(self, "ranges", tuple(ranges))
+    _ranges: tuple[CoreRange, ...]
+
+    def __init__(self, ranges=()):
+        if isinstance(ranges, CoreRange):
+            ranges = [ranges]
+        rs = sorted(ranges, key=lambda r: (r.start.y, r.start.x))
+        for i, a in enumerate(rs):
+            if not isinstance(a, CoreRange):
+                raise TypeError(f"CoreRangeSet takes CoreRanges, got {a!r}")
+            for b in rs[i + 1:]:
+                if a.intersects(b):
+                    raise ShardSpecError(f"CoreRangeSet ranges {a!r} and {b!r} overlap; give disjoint ranges")
+        object.__setattr__(self, "_ranges", tuple(rs))
+
+    def ranges(self) -> list[CoreRange]:
+        return list(self._ranges)
+
+    def size(self) -> int:
+        """The number of ranges (TT-NN's CoreRangeSet.size()); num_cores() counts cores."""
+        return len(self._ranges)
 
     def cores(self, orientation: ShardOrientation = ShardOrientation.ROW_MAJOR) -> list[CoreCoord]:
-        cores = sorted({c for r in self.ranges for c in r.cores()}, key=lambda c: (c.y, c.x))
-        if orientation == ShardOrientation.COL_MAJOR:
-            cores.sort(key=lambda c: (c.x, c.y))
-        return cores
+        key = (lambda c: (c.x, c.y)) if orientation == ShardOrientation.COL_MAJOR else (lambda c: (c.y, c.x))
+        return sorted((c for r in self._ranges for c in r.cores()), key=key)
 
     def num_cores(self) -> int:
-        return len({c for r in self.ranges for c in r.cores()})
+        return sum(r.num_cores() for r in self._ranges)
 
     def bounding_box(self) -> CoreRange:
-        cs = self.cores()
-        return CoreRange(
-            CoreCoord(min(c.x for c in cs), min(c.y for c in cs)),
-            CoreCoord(max(c.x for c in cs), max(c.y for c in cs)),
-        )
+        if not self._ranges:
+            raise ShardSpecError("an empty CoreRangeSet has no bounding box")
+        rs = self._ranges
+        return CoreRange(CoreCoord(min(r.start.x for r in rs), min(r.start.y for r in rs)),
+                         CoreCoord(max(r.end.x for r in rs), max(r.end.y for r in rs)))
+
+    def contains(self, other) -> bool:
+        """Whether a CoreCoord, CoreRange or CoreRangeSet lies inside this set."""
+        if isinstance(other, CoreRangeSet):
+            return all(self.contains(c) for c in other.cores())
+        if isinstance(other, CoreRange):
+            return all(self.contains(c) for c in other.cores())
+        return any(r.contains(other) for r in self._ranges)
+
+    def intersects(self, other) -> bool:
+        others = other._ranges if isinstance(other, CoreRangeSet) else (other,)
+        return any(a.intersects(b) for a in self._ranges for b in others)
+
+    def merge(self, other) -> CoreRangeSet:
+        """The union with a CoreRange or CoreRangeSet, as whole rows of cores joined into ranges."""
+        extra = other.cores() if isinstance(other, (CoreRangeSet, CoreRange)) else [_coord(other)]
+        return _from_cores({*self.cores(), *extra})
 
     def __repr__(self) -> str:
-        return "{" + ", ".join(f"[{r.start} - {r.end}]" for r in self.ranges) + "}"
+        return "{" + ", ".join(repr(r) for r in self._ranges) + "}"
+
+
+def _from_cores(cores) -> CoreRangeSet:
+    """Cores as a CoreRangeSet: runs along each row, then equal runs of adjacent rows stacked."""
+    runs: list[list[int]] = []  # [x0, x1, y0, y1]
+    for y in sorted({c.y for c in cores}):
+        xs = sorted(c.x for c in cores if c.y == y)
+        start = prev = xs[0]
+        for x in [*xs[1:], None]:
+            if x is not None and x == prev + 1:
+                prev = x
+                continue
+            above = next((r for r in runs if r[0] == start and r[1] == prev and r[3] == y - 1), None)
+            if above is not None:
+                above[3] = y
+            else:
+                runs.append([start, prev, y, y])
+            if x is not None:
+                start = prev = x
+    return CoreRangeSet([CoreRange(CoreCoord(x0, y0), CoreCoord(x1, y1)) for x0, x1, y0, y1 in runs])
 
 
 @dataclass(frozen=True)
@@ -138,22 +231,34 @@ class CoreGrid:
         return CoreRangeSet([CoreRange(CoreCoord(0, 0), CoreCoord(self.x - 1, self.y - 1))])
 
 
+def _grid(grid, what: str) -> CoreRangeSet:
+    if isinstance(grid, CoreGrid):
+        return grid.to_core_range_set()
+    if isinstance(grid, CoreRange):
+        return CoreRangeSet([grid])
+    if not isinstance(grid, CoreRangeSet):
+        raise TypeError(f"{what} grid must be a ttnn.CoreRangeSet (or CoreGrid), got {grid!r}")
+    if not grid.num_cores():
+        raise ShardSpecError(f"{what} grid {grid!r} has no cores")
+    return grid
+
+
 @dataclass(frozen=True)
 class ShardSpec:
+    """One shard's shape (height, width in elements) and the cores that hold the shards, as TT-NN's."""
+
     grid: CoreRangeSet
-    shape: tuple[int, int]  # one shard, in elements: (height, width)
+    shape: tuple[int, int]
     orientation: ShardOrientation = ShardOrientation.ROW_MAJOR
 
-    def __init__(self, grid, shape, orientation=ShardOrientation.ROW_MAJOR, *_):
-        if isinstance(grid, CoreGrid):
-            grid = grid.to_core_range_set()
-        object.__setattr__(self, "grid", grid)
-        object.__setattr__(self, "shape", tuple(int(s) for s in shape))
-        object.__setattr__(self, "orientation", ShardOrientation(orientation))
-        if len(self.shape) != 2 or min(self.shape) <= 0:
-            raise ValueError(f"ShardSpec shape must be two positive ints (height, width), got {shape}")
+    def __init__(self, grid, shard_shape, shard_orientation=ShardOrientation.ROW_MAJOR, *_):
+        object.__setattr__(self, "grid", _grid(grid, "ShardSpec"))
+        shape = tuple(shard_shape)
+        if len(shape) != 2 or not all(isinstance(s, int) and s > 0 for s in shape):
+            raise ShardSpecError(f"ShardSpec shape {list(shape)} must be two positive ints [height, width]")
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "orientation", ShardOrientation(shard_orientation))
 
-    @property
     def num_cores(self) -> int:
         return self.grid.num_cores()
 
@@ -162,24 +267,69 @@ class ShardSpec:
 
 
 @dataclass(frozen=True)
+class NdShardSpec:
+    """A shard of any rank: the tensor is cut into `shard_shape` blocks, dealt to the grid's cores."""
+
+    shard_shape: tuple[int, ...]
+    grid: CoreRangeSet
+    orientation: ShardOrientation = ShardOrientation.ROW_MAJOR
+    shard_distribution_strategy: ShardDistributionStrategy = ShardDistributionStrategy.ROUND_ROBIN_1D
+
+    def __init__(self, shard_shape, grid, orientation=ShardOrientation.ROW_MAJOR,
+                 shard_distribution_strategy=ShardDistributionStrategy.ROUND_ROBIN_1D):
+        shape = tuple(shard_shape)
+        if not shape or not all(isinstance(s, int) and s > 0 for s in shape):
+            raise ShardSpecError(f"NdShardSpec shard_shape {list(shape)} must be positive ints")
+        object.__setattr__(self, "shard_shape", shape)
+        object.__setattr__(self, "grid", _grid(grid, "NdShardSpec"))
+        object.__setattr__(self, "orientation", ShardOrientation(orientation))
+        object.__setattr__(self, "shard_distribution_strategy",
+                           ShardDistributionStrategy(shard_distribution_strategy))
+
+    def num_cores(self) -> int:
+        return self.grid.num_cores()
+
+    def __repr__(self) -> str:
+        return (f"NdShardSpec(shard_shape={list(self.shard_shape)},grid={self.grid!r},"
+                f"orientation={self.orientation!r},shard_distribution_strategy={self.shard_distribution_strategy!r})")
+
+
+@dataclass(frozen=True)
 class MemoryConfig:
+    """Where a tensor lives. A *_SHARDED layout without a shard_spec (ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG)
+    is completed by the op that places a tensor in it, from its inputs' spec or the device grid."""
+
     memory_layout: TensorMemoryLayout = TensorMemoryLayout.INTERLEAVED
     buffer_type: BufferType = BufferType.DRAM
     shard_spec: ShardSpec | None = field(default=None)
+    nd_shard_spec: NdShardSpec | None = field(default=None, repr=False)
 
-    def __post_init__(self):
-        object.__setattr__(self, "memory_layout", TensorMemoryLayout(self.memory_layout))
-        object.__setattr__(self, "buffer_type", BufferType(self.buffer_type))
+    def __init__(self, memory_layout=TensorMemoryLayout.INTERLEAVED, buffer_type=BufferType.DRAM,
+                 shard_spec: ShardSpec | None = None, nd_shard_spec: NdShardSpec | None = None):
+        # TT-NN's second form: MemoryConfig(buffer_type, nd_shard_spec).
+        if isinstance(buffer_type, NdShardSpec) and nd_shard_spec is None:
+            memory_layout, buffer_type, nd_shard_spec = TensorMemoryLayout.BLOCK_SHARDED, memory_layout, buffer_type
+        set_ = object.__setattr__
+        set_(self, "memory_layout", TensorMemoryLayout(memory_layout))
+        set_(self, "buffer_type", BufferType(buffer_type))
+        set_(self, "shard_spec", shard_spec)
+        set_(self, "nd_shard_spec", nd_shard_spec)
         sharded = self.memory_layout != TensorMemoryLayout.INTERLEAVED
-        if sharded and self.shard_spec is None:
-            raise ValueError(
-                f"{self.memory_layout!r} needs a shard_spec; use ttnn.create_sharded_memory_config(...) to make one"
-            )
-        if not sharded and self.shard_spec is not None:
-            raise ValueError("an INTERLEAVED MemoryConfig takes no shard_spec; pick a *_SHARDED memory_layout")
+        if shard_spec is not None and not isinstance(shard_spec, ShardSpec):
+            raise TypeError(f"MemoryConfig shard_spec must be a ttnn.ShardSpec, got {shard_spec!r}")
+        if not sharded and (shard_spec is not None or nd_shard_spec is not None):
+            raise ShardSpecError("an INTERLEAVED MemoryConfig takes no shard_spec; pick a *_SHARDED memory_layout")
+        if sharded and self.buffer_type not in (BufferType.L1, BufferType.DRAM):
+            raise ShardSpecError(f"{self.memory_layout!r} needs buffer_type L1 or DRAM, got {self.buffer_type!r}")
 
     def is_sharded(self) -> bool:
         return self.memory_layout != TensorMemoryLayout.INTERLEAVED
+
+    def is_l1(self) -> bool:
+        return self.buffer_type in (BufferType.L1, BufferType.L1_SMALL)
+
+    def is_dram(self) -> bool:
+        return self.buffer_type == BufferType.DRAM
 
     def __repr__(self) -> str:
         return (
@@ -192,6 +342,10 @@ class MemoryConfig:
 
 DRAM_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.INTERLEAVED, BufferType.DRAM)
 L1_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.INTERLEAVED, BufferType.L1)
+# Sharded layouts without a spec: the op that places a tensor in one works the spec out.
+L1_HEIGHT_SHARDED_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.HEIGHT_SHARDED, BufferType.L1)
+L1_WIDTH_SHARDED_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.WIDTH_SHARDED, BufferType.L1)
+L1_BLOCK_SHARDED_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.BLOCK_SHARDED, BufferType.L1)
 
 
 class Shape(tuple):

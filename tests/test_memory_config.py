@@ -159,7 +159,7 @@ def test_shard_shape_given_directly(device):
     grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(2, 3), ttnn.CoreCoord(2, 6))])
     cfg = ttnn.create_sharded_memory_config((64, 96), grid, ttnn.ShardStrategy.HEIGHT,
                                             use_height_and_width_as_shard_shape=True)
-    assert cfg.shard_spec.shape == (64, 96) and cfg.shard_spec.num_cores == 4
+    assert cfg.shard_spec.shape == (64, 96) and cfg.shard_spec.num_cores() == 4
     assert put(device, cfg, shape=(4, 64, 96)).buffer.num_banks == 4
 
 

@@ -13,11 +13,6 @@ from device_sim import dtypes
 
 # Ops without a golden, on purpose: deallocate returns nothing, and no golden can draw the same random numbers.
 NO_GOLDEN = {"ttnn.deallocate", "ttnn.rand", "ttnn.rand_like"}
-# Collectives: a chip's result depends on the other chips' shards, which no golden of one shard's values
-# sees; tests/test_ccl.py checks them against torch on whole meshes.
-NO_GOLDEN |= {"ttnn.all_gather", "ttnn.reduce_scatter", "ttnn.all_reduce", "ttnn.point_to_point",
-              "ttnn.experimental.all_gather_async", "ttnn.experimental.reduce_scatter_minimal_async",
-              "ttnn.experimental.all_reduce_async"}
 
 
 def rnd(*shape, low=-2.0, high=2.0, seed=0) -> torch.Tensor:
@@ -67,6 +62,14 @@ CASES = {
     "ttnn.from_device": unary(),
     "ttnn.to_layout": lambda d: ((dev(rnd(3, 40), d, layout=ttnn.ROW_MAJOR), ttnn.TILE), {}),
     "ttnn.to_memory_config": lambda d: ((x(d), ttnn.L1), {}),
+    # sharded data movement: x(d) is [2, 32, 64], 64 rows of 64 as 2 shards of 32 rows
+    "ttnn.interleaved_to_sharded": lambda d: ((x(d), ttnn.CoreGrid(y=1, x=2), [32, 64],
+                                               ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.ShardOrientation.ROW_MAJOR),
+                                              {}),
+    "ttnn.sharded_to_interleaved": lambda d: ((dev(rnd(2, 32, 64), d, memory=ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG),),
+                                              {}),
+    "ttnn.reshard": lambda d: ((dev(rnd(2, 32, 64), d, memory=ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG),
+                                ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG), {}),
     "ttnn.typecast": lambda d: ((x(d), ttnn.float32), {}),
     "ttnn.clone": unary(),
     "ttnn.reshape": lambda d: ((x(d), (2, 64, 32)), {}),

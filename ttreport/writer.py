@@ -315,12 +315,16 @@ class Writer(threading.Thread):
 
     def _pages(self, op_id: int, buf):
         """Each page of an L1 buffer, where it lies: interleaved round-robin over the banks, or one shard
-        of consecutive pages per bank (core), banks numbered row-major over the worker grid."""
+        of consecutive pages per core of its shard grid (buf.cores), banks numbered row-major over the worker grid."""
         grid_x = self._grid_x.get(buf.device_id, 1)
         per_bank = max(buf.max_size_per_bank // buf.page_size, 1)
         sharded = buf.buffer_layout != TensorMemoryLayout.INTERLEAVED
+        cores = getattr(buf, "cores", None)
         for i in range(buf.num_pages):
             bank, slot = (i // per_bank, i % per_bank) if sharded else (i % buf.num_banks, i // buf.num_banks)
+            if cores:
+                x, y = cores[bank]
+                bank = y * grid_x + x
             yield (op_id, buf.device_id, buf.address, bank // grid_x, bank % grid_x, bank, i,
                    buf.address + slot * buf.page_size, buf.page_size, int(buf.buffer_type))
 

@@ -1,0 +1,119 @@
+"""Moving a tensor into, out of and between sharded layouts: TT-NN's sharded data-movement ops.
+
+    import device_sim as ttnn
+    t = ttnn.from_torch(torch.randn(256, 64), layout=ttnn.TILE, device=device)            # DRAM interleaved
+    s = ttnn.interleaved_to_sharded(t, ttnn.CoreGrid(y=2, x=4), [32, 64],
+                                    ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.ShardOrientation.ROW_MAJOR)
+    r = ttnn.reshard(s, ttnn.create_sharded_memory_config((256, 64), ttnn.CoreGrid(y=1, x=2),
+                                                          ttnn.ShardStrategy.HEIGHT))
+    back = ttnn.sharded_to_interleaved(r, ttnn.DRAM_MEMORY_CONFIG)
+
+Each is one op with one output buffer, as on the device; the values do not change (only an
+output_dtype rounds them). ttnn.to_memory_config moves between any two configs as well.
+"""
+
+from __future__ import annotations
+
+from device_sim.ops.common import check_tt_nn_only, output, values
+from device_sim.registry import register_op
+from device_sim.tensor import Tensor
+from device_sim.types import (
+    DRAM_MEMORY_CONFIG,
+    BufferType,
+    CoreCoord,
+    CoreGrid,
+    CoreRange,
+    CoreRangeSet,
+    DataType,
+    MemoryConfig,
+    ShardOrientation,
+    ShardSpec,
+    ShardSpecError,
+    TensorMemoryLayout,
+)
+
+
+def _identity(t, *_, output_dtype=None, **__):
+    return t
+
+
+def _on_device(op_name: str, tensor) -> Tensor:
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{op_name} takes a ttnn tensor, got {type(tensor).__name__}")
+    if tensor._device is None:
+        raise ValueError(f"{op_name}: tensor {tensor.tensor_id} is on the host; move it with ttnn.to_device first")
+    return tensor
+
+
+def _grid(grid) -> CoreRangeSet:
+    """TT-NN's grid argument: a CoreCoord grid size (x by y from (0, 0)), a CoreGrid or a CoreRangeSet."""
+    if isinstance(grid, CoreCoord):
+        return CoreRangeSet([CoreRange(CoreCoord(0, 0), CoreCoord(grid.x - 1, grid.y - 1))])
+    if isinstance(grid, CoreGrid):
+        return grid.to_core_range_set()
+    if isinstance(grid, CoreRangeSet):
+        return grid
+    raise TypeError(f"grid must be a ttnn.CoreCoord (grid size), ttnn.CoreGrid or ttnn.CoreRangeSet, got {grid!r}")
+
+
+@register_op("ttnn.interleaved_to_sharded", golden=_identity)
+def interleaved_to_sharded(input_tensor: Tensor, grid=None, shard_shape=None, shard_scheme=None,
+                           shard_orientation=None, output_dtype: DataType | None = None, *,
+                           sharded_memory_config: MemoryConfig | None = None, keep_l1_aligned: bool = False,
+                           **tt_nn_only) -> Tensor:
+    """An interleaved tensor as a sharded one, in TT-NN's two forms:
+
+        interleaved_to_sharded(t, sharded_memory_config, output_dtype=None)
+        interleaved_to_sharded(t, grid, shard_shape, shard_scheme, shard_orientation, output_dtype=None)
+    """
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.interleaved_to_sharded", tt_nn_only)
+    t = _on_device("ttnn.interleaved_to_sharded", input_tensor)
+    if isinstance(grid, MemoryConfig):  # the first form: the third positional is output_dtype
+        sharded_memory_config, output_dtype = grid, output_dtype if output_dtype is not None else shard_shape
+    elif sharded_memory_config is None:
+        if grid is None or shard_shape is None or shard_scheme is None:
+            raise TypeError("ttnn.interleaved_to_sharded takes (tensor, sharded_memory_config) or "
+                            "(tensor, grid, shard_shape, shard_scheme, shard_orientation)")
+        orientation = ShardOrientation.ROW_MAJOR if shard_orientation is None else shard_orientation
+        sharded_memory_config = MemoryConfig(shard_scheme, BufferType.L1,
+                                             ShardSpec(_grid(grid), shard_shape, orientation))
+    if t.is_sharded():
+        raise ShardSpecError(f"ttnn.interleaved_to_sharded: input tensor {t.tensor_id} must be interleaved, it is "
+                             f"{t._memory_config!r}; use ttnn.reshard to move between sharded configs")
+    if not sharded_memory_config.is_sharded():
+        raise ShardSpecError(f"ttnn.interleaved_to_sharded: sharded_memory_config must be sharded, got "
+                             f"{sharded_memory_config!r}; ttnn.to_memory_config moves between interleaved configs")
+    return output(values(t), t, [t], op_name="ttnn.interleaved_to_sharded", dtype=output_dtype,
+                  memory_config=sharded_memory_config)
+
+
+@register_op("ttnn.sharded_to_interleaved", golden=_identity)
+def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | None = None,
+                           output_dtype: DataType | None = None, **tt_nn_only) -> Tensor:
+    """A sharded tensor as an interleaved one (DRAM interleaved when no memory_config is given, as TT-NN's)."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.sharded_to_interleaved", tt_nn_only)
+    t = _on_device("ttnn.sharded_to_interleaved", input_tensor)
+    cfg = DRAM_MEMORY_CONFIG if memory_config is None else memory_config
+    if not t.is_sharded():
+        raise ShardSpecError(f"ttnn.sharded_to_interleaved: input tensor {t.tensor_id} must be sharded, it is "
+                             f"{t._memory_config!r}")
+    if cfg.memory_layout != TensorMemoryLayout.INTERLEAVED:
+        raise ShardSpecError(f"ttnn.sharded_to_interleaved: memory_config must be interleaved, got {cfg!r}")
+    return output(values(t), t, [t], op_name="ttnn.sharded_to_interleaved", dtype=output_dtype, memory_config=cfg)
+
+
+@register_op("ttnn.reshard", golden=_identity)
+def reshard(input_tensor: Tensor, output_memory_config: MemoryConfig, **tt_nn_only) -> Tensor:
+    """A sharded tensor in another sharded config (another grid, shard shape or strategy)."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.reshard", tt_nn_only)
+    t = _on_device("ttnn.reshard", input_tensor)
+    if not t.is_sharded():
+        raise ShardSpecError(f"ttnn.reshard: input tensor {t.tensor_id} must be sharded, it is {t._memory_config!r}; "
+                             f"use ttnn.interleaved_to_sharded")
+    if not isinstance(output_memory_config, MemoryConfig) or not output_memory_config.is_sharded():
+        raise ShardSpecError(f"ttnn.reshard: output_memory_config must be a sharded MemoryConfig, got "
+                             f"{output_memory_config!r}; use ttnn.sharded_to_interleaved")
+    return output(values(t), t, [t], op_name="ttnn.reshard", memory_config=output_memory_config)
