@@ -85,6 +85,63 @@ __all__ = [
     "uint16", "int32", "uint32",
 ]
 
+# Mesh devices, mesh tensors and fabric settings (issue 11: device_sim/mesh.py, distributed.py, ops/ccl.py).
+from device_sim.distributed import (  # noqa: E402
+    ConcatMesh2dToTensor,
+    ConcatMeshToTensor,
+    MeshComposerConfig,
+    MeshMapperConfig,
+    MeshTensor,
+    MeshToTensor,
+    PlacementReplicate,
+    PlacementShard,
+    ReplicateTensorToMesh,
+    ShardTensor2dMesh,
+    ShardTensorToMesh,
+    TensorToMesh,
+    aggregate_as_tensor,
+    concat_mesh_to_tensor_composer,
+    create_mesh_composer,
+    create_mesh_mapper,
+    get_device_tensors,
+    replicate_tensor_to_mesh_mapper,
+    shard_tensor_to_mesh_mapper,
+)
+from device_sim.mesh import (  # noqa: E402
+    MeshCoordinate,
+    MeshCoordinateRange,
+    MeshDevice,
+    MeshShape,
+    close_mesh_device,
+    create_mesh_device,
+    get_device_ids,
+    get_num_devices,
+    get_num_pcie_devices,
+    get_pcie_device_ids,
+    open_mesh_device,
+)
+from device_sim.ops.ccl import (  # noqa: E402
+    FabricConfig,
+    GlobalSemaphore,
+    ReduceType,
+    Topology,
+    create_global_semaphore,
+    get_fabric_config,
+    reset_global_semaphore_value,
+    set_fabric_config,
+)
+
+__all__ += [
+    "ConcatMesh2dToTensor", "ConcatMeshToTensor", "MeshComposerConfig", "MeshMapperConfig", "MeshTensor",
+    "MeshToTensor", "PlacementReplicate", "PlacementShard", "ReplicateTensorToMesh", "ShardTensor2dMesh",
+    "ShardTensorToMesh", "TensorToMesh", "aggregate_as_tensor", "concat_mesh_to_tensor_composer",
+    "create_mesh_composer", "create_mesh_mapper", "get_device_tensors", "replicate_tensor_to_mesh_mapper",
+    "shard_tensor_to_mesh_mapper", "MeshCoordinate", "MeshCoordinateRange", "MeshDevice", "MeshShape",
+    "close_mesh_device", "create_mesh_device", "get_device_ids", "get_num_devices", "get_num_pcie_devices",
+    "get_pcie_device_ids", "open_mesh_device", "FabricConfig", "GlobalSemaphore", "ReduceType", "Topology",
+    "create_global_semaphore", "get_fabric_config", "reset_global_semaphore_value", "set_fabric_config",
+]
+
 # Sharding (issue 10): shard specs, core ranges and the configs TT-NN's models build from them.
 from device_sim.sharding import (  # noqa: E402
     corerange_to_cores,

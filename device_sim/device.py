@@ -98,7 +98,10 @@ def open_device(device_id: int = 0, *, config: DeviceConfig | None = None, **ove
     known = {k: v for k, v in overrides.items() if k in fields}
     if known:
         config = DeviceConfig(**{**asdict(config or DeviceConfig()), **known})
-    dev = Device(device_id, config)
+    from device_sim.mesh import MeshDevice, MeshShape  # mesh builds on Device; imported at open, not per op
+
+    # As in TT-NN 0.81 (ttnn.Device is MeshDevice): the device is a 1x1 mesh, and its own only chip.
+    dev = MeshDevice(MeshShape(1, 1), None, device_id=device_id, config=config)
     _open_devices[device_id] = dev
     if dev.config.host_threads is not None:
         torch.set_num_threads(dev.config.host_threads)
@@ -122,6 +125,10 @@ def open_devices() -> list[Device]:
 
 
 def close_device(device: Device) -> None:
+    if len(getattr(device, "_chips", ())) > 1:  # TT-NN closes a whole mesh this way too
+        from device_sim.mesh import close_mesh_device
+        close_mesh_device(device)
+        return
     device.is_open = False
     _open_devices.pop(device.device_id, None)
 

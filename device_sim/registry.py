@@ -26,6 +26,7 @@ class Op:
     fallback_function: Callable | None = None
     category: str = ""
     wrapper: Callable | None = field(default=None, repr=False)
+    mesh_aware: bool = False  # handles mesh tensors itself (collectives, from_torch): never run per chip
 
     @property
     def short_name(self) -> str:
@@ -34,6 +35,17 @@ class Op:
 
 OPS: dict[str, Op] = {}
 _hook = None
+
+
+# Set while a multi-chip mesh is open (device_sim.mesh): given (function, args, kwargs), it returns a
+# callable that runs the op once per chip on each chip's shards, or None when no mesh tensor is involved.
+# None otherwise, so a single-chip op pays one global read for meshes.
+_per_device = None
+
+
+def set_per_device(runner) -> None:
+    global _per_device
+    _per_device = runner
 
 
 def set_hook(hook):
@@ -55,7 +67,8 @@ def _rename_memory(kwargs: dict) -> None:
         kwargs["memory_config"] = cfg
 
 
-def register_op(name: str, *, golden: Callable | None = None, fallback: Callable | None = None):
+def register_op(name: str, *, golden: Callable | None = None, fallback: Callable | None = None,
+                mesh_aware: bool = False):
     """Register an op body under `name` ("ttnn.add"); returns the public, hookable function."""
 
     def decorate(function: Callable) -> Callable:
@@ -63,18 +76,22 @@ def register_op(name: str, *, golden: Callable | None = None, fallback: Callable
             raise ValueError(f"op {name!r} is registered twice")
         # Ops made by a factory (eltwise's _unary, ...) are all called `op`: name them as registered.
         function.__name__ = function.__qualname__ = name.rsplit(".", 1)[-1]
-        op = Op(name, function, golden, fallback, category=function.__module__.rsplit(".", 1)[-1])
+        op = Op(name, function, golden, fallback, category=function.__module__.rsplit(".", 1)[-1],
+                mesh_aware=mesh_aware)
 
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
             if "memory" in kwargs:
                 _rename_memory(kwargs)
+            run = function
+            if _per_device is not None and not mesh_aware:  # one op on a mesh: the hook sees it once
+                run = _per_device(function, args, kwargs) or function
             hook = _hook
             if hook is None:
-                return function(*args, **kwargs)
+                return run(*args, **kwargs)
             token = hook.begin(op, args, kwargs)
             try:
-                output = function(*args, **kwargs)
+                output = run(*args, **kwargs)
             except BaseException as exc:
                 hook.end(token, None, exc)
                 raise

@@ -152,6 +152,11 @@ __all__ += [
     "untilize_with_unpadding", "view",
 ]
 
+# Collectives between the chips of a mesh (ops/ccl.py, issue 11).
+from device_sim.ops.ccl import all_gather, all_reduce, point_to_point, reduce_scatter  # noqa: E402, F401
+
+__all__ += ["all_gather", "all_reduce", "point_to_point", "reduce_scatter"]
+
 # Sharded data movement (ops/sharded.py).
 from device_sim.ops.sharded import interleaved_to_sharded, reshard, sharded_to_interleaved  # noqa: E402, F401
 

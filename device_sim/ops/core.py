@@ -17,7 +17,7 @@ def _identity(t, *_, **__):
     return t
 
 
-@register_op("ttnn.from_torch", golden=_identity)
+@register_op("ttnn.from_torch", golden=_identity, mesh_aware=True)
 def from_torch(tensor, dtype: DataType | None = None, *, layout: Layout = Layout.ROW_MAJOR, device=None,
                memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """A device_sim tensor from a torch tensor (or anything torch.as_tensor takes).
@@ -38,17 +38,27 @@ def from_torch(tensor, dtype: DataType | None = None, *, layout: Layout = Layout
         dtype = dtypes.FROM_TORCH[t.dtype]
     dtype, layout = DataType(dtype), Layout(layout)
     dtypes.check_layout(dtype, layout)
+    mesh_mapper = tt_nn_only.get("mesh_mapper")
+    if mesh_mapper is not None or len(getattr(device, "_chips", ())) > 1:  # several chips: a shard on each
+        from device_sim.distributed import mesh_from_torch
+        return mesh_from_torch(lambda piece, chip: from_torch.op.function(piece, dtype, layout=layout, device=chip,
+                                                                          memory_config=memory_config),
+                               t, mesh_mapper, device)
     cfg, source = placement.resolve(memory_config, [], "ttnn.from_torch") if device is not None else (None, None)
     return Tensor._create(dtypes.to_device_values(t, dtype), dtype, layout, device, cfg, source)
 
 
-@register_op("ttnn.to_torch", golden=_identity)
+@register_op("ttnn.to_torch", golden=_identity, mesh_aware=True)
 def to_torch(tensor: Tensor, dtype=None, **tt_nn_only) -> torch.Tensor:
     """The tensor's values as a new torch tensor in its logical shape (tile padding removed)."""
     if tt_nn_only:
         check_tt_nn_only("ttnn.to_torch", tt_nn_only)
     if isinstance(tensor, torch.Tensor):
         return tensor
+    if tt_nn_only.get("mesh_composer") is not None or hasattr(tensor, "shards"):  # a mesh tensor: join its shards
+        from device_sim.distributed import mesh_to_torch
+        v = mesh_to_torch(tensor, tt_nn_only.get("mesh_composer"))
+        return v.to(dtype) if dtype is not None else v
     v = tensor._value_or_raise().clone()
     return v.to(dtype) if dtype is not None else v
 
@@ -245,7 +255,7 @@ def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # n
                   memory_config=memory_config)
 
 
-@register_op("ttnn.deallocate")
+@register_op("ttnn.deallocate", mesh_aware=True)  # a mesh tensor frees every shard
 def deallocate(tensor: Tensor, force: bool = True) -> None:
     """Free the tensor's device buffer now; using it afterwards is an error."""
     if not isinstance(tensor, Tensor):
