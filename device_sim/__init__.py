@@ -163,3 +163,20 @@ __all__ += [
     "L1_BLOCK_SHARDED_MEMORY_CONFIG", "L1_HEIGHT_SHARDED_MEMORY_CONFIG", "L1_WIDTH_SHARDED_MEMORY_CONFIG",
     "NdShardSpec", "ShardDistributionStrategy", "ShardSpecError",
 ]
+
+# Conv configs (issue 9, part C: device_sim/conv_config.py).
+from device_sim.conv_config import (  # noqa: E402
+    Conv2dConfig,
+    Conv2dDRAMSliceHeight,
+    Conv2dDRAMSliceWidth,
+    Conv2dL1Full,
+    Conv2dL1FullSliceConfig,
+    Conv2dSliceConfig,
+    Op2DSliceConfig,
+    get_conv_output_dim,
+)
+
+__all__ += [
+    "Conv2dConfig", "Conv2dDRAMSliceHeight", "Conv2dDRAMSliceWidth", "Conv2dL1Full", "Conv2dL1FullSliceConfig",
+    "Conv2dSliceConfig", "Op2DSliceConfig", "get_conv_output_dim",
+]

@@ -149,6 +149,60 @@ CASES = {
 }
 
 
+# Transformer, KV-cache and vision ops of real models (issue 9, part C). Shapes: see each op's docstring.
+def _page_table(d):
+    return dev(torch.tensor([[0, 1], [3, 2]]), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)
+
+
+def _conv_kwargs(d, **kw):
+    w = dev(rnd(8, 16, 3, 3, seed=1), None, layout=ttnn.ROW_MAJOR)  # torch's OIHW, on the host as models keep it
+    return dict(input_tensor=x(d, 1, 8, 8, 16), weight_tensor=w, device=d, in_channels=16, out_channels=8,
+                batch_size=1, input_height=8, input_width=8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1),
+                dilation=(1, 1), groups=1, **kw)
+
+
+_conv_geometry = dict(input_memory_config=ttnn.DRAM, input_layout=ttnn.TILE, in_channels=16, out_channels=8,
+                      batch_size=1, input_height=8, input_width=8, kernel_size=(3, 3), stride=(1, 1),
+                      padding=(1, 1), dilation=(1, 1), groups=1, input_dtype=ttnn.bfloat16)
+_pool = dict(batch_size=1, input_h=8, input_w=8, channels=32, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1))
+CASES.update({
+    "ttnn.transformer.scaled_dot_product_attention_decode": lambda d: (
+        (x(d, 1, 2, 4, 32), x(d, 2, 2, 64, 32, seed=1), x(d, 2, 2, 64, 32, seed=2)), dict(cur_pos=[5, 40])),
+    "ttnn.transformer.paged_scaled_dot_product_attention_decode": lambda d: (
+        (x(d, 1, 2, 4, 32), x(d, 4, 2, 32, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), _page_table(d)),
+        dict(cur_pos_tensor=dev(torch.tensor([5, 40]), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR))),
+    "ttnn.experimental.nlp_create_qkv_heads": lambda d: ((x(d, 1, 1, 32, 256),), dict(num_heads=4, num_kv_heads=2)),
+    "ttnn.experimental.nlp_concat_heads": lambda d: ((x(d, 1, 4, 32, 32),), {}),
+    "ttnn.experimental.nlp_create_qkv_heads_decode": lambda d: ((x(d, 1, 1, 8, 256),), dict(num_heads=4,
+                                                                                          num_kv_heads=2)),
+    "ttnn.experimental.nlp_concat_heads_decode": lambda d: ((x(d, 1, 8, 32, 32),), dict(num_heads=4)),
+    "ttnn.experimental.rotary_embedding_llama": lambda d: (
+        (x(d, 1, 4, 32, 64), x(d, 1, 1, 32, 64, seed=1), x(d, 1, 1, 32, 64, seed=2),
+         dev(ttnn.ops.rotary.get_rot_transformation_mat(), d)), {}),
+    "ttnn.experimental.rotary_embedding": lambda d: ((x(d, 1, 4, 32, 64), x(d, 1, 1, 64, 64, seed=1),
+                                                      x(d, 1, 1, 64, 64, seed=2)), {}),
+    **{n: lambda d: ((x(d, 2, 2, 64, 32), x(d, 1, 2, 40, 32, seed=1), 1), {})
+       for n in ["ttnn.fill_cache", "ttnn.kv_cache.fill_cache_for_user_"]},
+    **{n: lambda d: ((x(d, 2, 2, 64, 32), x(d, 1, 2, 32, 32, seed=1), 5), {})
+       for n in ["ttnn.update_cache", "ttnn.kv_cache.update_cache_for_token_"]},
+    "ttnn.experimental.paged_update_cache": lambda d: ((x(d, 4, 2, 32, 32), x(d, 1, 2, 2, 32, seed=1)),
+                                                       dict(update_idxs=[3, 40], page_table=_page_table(d))),
+    "ttnn.experimental.paged_fill_cache": lambda d: ((x(d, 4, 2, 32, 32), x(d, 1, 2, 40, 32, seed=1),
+                                                      _page_table(d)), dict(batch_idx=1)),
+    "ttnn.conv2d": lambda d: ((), _conv_kwargs(d, bias_tensor=dev(rnd(1, 1, 1, 8, seed=2), None,
+                                                                  layout=ttnn.ROW_MAJOR))),
+    "ttnn.prepare_conv_weights": lambda d: ((), dict(weight_tensor=dev(rnd(8, 16, 3, 3), None, layout=ttnn.ROW_MAJOR),
+                                                     weights_format="OIHW", has_bias=True, device=d, **_conv_geometry)),
+    "ttnn.prepare_conv_bias": lambda d: ((), dict(bias_tensor=dev(rnd(1, 1, 1, 8), None, layout=ttnn.ROW_MAJOR),
+                                                  device=d, **_conv_geometry)),
+    "ttnn.max_pool2d": lambda d: ((dev(rnd(1, 1, 64, 32), d, layout=ttnn.ROW_MAJOR),),
+                                  dict(dilation=(1, 1), **_pool)),
+    "ttnn.avg_pool2d": lambda d: ((dev(rnd(1, 1, 64, 32), d, layout=ttnn.ROW_MAJOR),), dict(_pool)),
+    "ttnn.global_avg_pool2d": lambda d: ((x(d, 2, 8, 8, 32),), {}),
+    "ttnn.upsample": lambda d: ((dev(rnd(1, 4, 4, 32), d, layout=ttnn.ROW_MAJOR), 2), {}),
+})
+
+
 def as_golden_input(v):
     """What a golden function gets: each ttnn tensor replaced by the values the device holds."""
     if isinstance(v, ttnn.Tensor):
@@ -185,8 +239,10 @@ def test_every_registered_op_has_a_golden_case():
 def test_op_matches_its_golden_function(name, device):
     op = ttnn.OPS[name]
     args, kwargs = CASES[name](device)
+    # Read the golden's inputs first: an in-place op (ttnn.fill_cache, attention_softmax_) replaces its input's values.
+    golden_args, golden_kwargs = as_golden_input(args), {k: as_golden_input(v) for k, v in kwargs.items()}
     out = op.wrapper(*args, **kwargs)
-    golden = op.golden_function(*as_golden_input(args), **{k: as_golden_input(v) for k, v in kwargs.items()})
+    golden = op.golden_function(*golden_args, **golden_kwargs)
     assert_matches_golden(out, golden)
 
 
@@ -413,13 +469,15 @@ def test_scaled_dot_product_attention_matches_torch(device, causal):
         ttnn.transformer.scaled_dot_product_attention(q, k, v, attn_mask=x(device, 1, 1, 32, 32))
 
 
-def test_attention_softmax_underscore_returns_a_new_tensor_and_keeps_its_input(device):
+def test_attention_softmax_underscore_writes_into_its_input_like_tt_nn(device):
     scores = x(device, 1, 2, 32, 32)
-    before = scores.value.clone()
+    before, tensor_id, address = scores.value.clone(), scores.tensor_id, scores.buffer_address()
     out = ttnn.transformer.attention_softmax_(scores, head_size=16)
-    assert out is not scores and torch.equal(scores.value, before)
+    assert out is scores and (out.tensor_id, out.buffer_address()) == (tensor_id, address)
     ref = torch.softmax(before.float() / 4, -1)
-    torch.testing.assert_close(out.value.float(), ref.bfloat16().float(), rtol=2**-7, atol=1e-5)
+    torch.testing.assert_close(scores.value.float(), ref.bfloat16().float(), rtol=2**-7, atol=1e-5)
+    with pytest.raises(ValueError, match="writes into its input"):
+        ttnn.transformer.attention_softmax_(scores, head_size=16, memory_config=ttnn.L1)
 
 
 def test_preprocessed_linear_parameters_reproduce_torch_linear(device):

@@ -161,3 +161,22 @@ __all__ += ["all_gather", "all_reduce", "point_to_point", "reduce_scatter"]
 from device_sim.ops.sharded import interleaved_to_sharded, reshard, sharded_to_interleaved  # noqa: E402, F401
 
 __all__ += ["interleaved_to_sharded", "reshard", "sharded_to_interleaved"]
+
+# Transformer and vision ops of real models (issue 9, part C): the ttnn.experimental and ttnn.kv_cache
+# namespaces, KV caches, conv and pooling (ops/experimental.py, kv_cache.py, vision.py).
+from device_sim.ops import experimental, kv_cache  # noqa: E402, F401
+from device_sim.ops.kv_cache import fill_cache, update_cache  # noqa: E402, F401
+from device_sim.ops.vision import (  # noqa: E402, F401
+    avg_pool2d,
+    conv2d,
+    global_avg_pool2d,
+    max_pool2d,
+    prepare_conv_bias,
+    prepare_conv_weights,
+    upsample,
+)
+
+__all__ += [
+    "experimental", "kv_cache", "fill_cache", "update_cache", "avg_pool2d", "conv2d", "global_avg_pool2d",
+    "max_pool2d", "prepare_conv_bias", "prepare_conv_weights", "upsample",
+]

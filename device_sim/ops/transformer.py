@@ -1,6 +1,15 @@
 """`ttnn.transformer`: the attention helpers, each one fused op as in TT-NN.
 
-Shapes: B batch, S sequence, H query heads, KVH key/value heads, D head size.
+    import device_sim as ttnn
+    out = ttnn.transformer.scaled_dot_product_attention(q, k, v, is_causal=True)    # prefill
+    tok = ttnn.transformer.scaled_dot_product_attention_decode(q1, k_cache, v_cache, cur_pos=[7, 3])
+
+Shapes: B batch, S sequence, H query heads, KVH key/value heads, D head size. Decode tensors put
+the users where prefill puts the sequence: q [1, B, H, D] against caches [B, KVH, max_seq, D].
+
+attention_softmax_ is in place as in TT-NN: it writes the result into its input tensor (same
+tensor id, same buffer) and returns it. A profiler sees one op whose input and output are that
+one tensor id; stored tensor files keep the values the tensor had when first stored.
 """
 
 from __future__ import annotations
@@ -77,9 +86,9 @@ def _attention_softmax_golden(t, *_, head_size=None, attention_mask=None, **__):
     return torch.softmax(x if attention_mask is None else x + attention_mask.float(), -1)
 
 
-def _attention_softmax(name: str):
+def _attention_softmax(name: str, in_place: bool):
     def op(input_tensor: Tensor, *, head_size: int | None = None, attention_mask: Tensor | None = None,
-           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+           causal_mask: bool = False, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
         op_name = f"ttnn.transformer.{name}"
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
@@ -90,19 +99,25 @@ def _attention_softmax(name: str):
             raise ValueError(f"{op_name}: attention_mask shape {list(mask.shape)} does not broadcast to the "
                              f"scores' {list(x.shape)}")
         r = _attention_softmax_golden(x, head_size=head_size, attention_mask=mask)
+        if in_place:
+            if memory_config is not None and memory_config != input_tensor.memory_config():
+                raise ValueError(f"{op_name} writes into its input, which is in {input_tensor.memory_config()!r}; "
+                                 f"drop memory_config= or use ttnn.transformer.attention_softmax")
+            input_tensor._write(r)
+            return input_tensor
         return output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
 
-    op.__doc__ = "softmax(scores / sqrt(head_size) + attention_mask) over the last dim."
+    # causal_mask says the mask is a full [.., S, S] one rather than one row per key; either is added.
+    op.__doc__ = "softmax(scores / sqrt(head_size) + attention_mask) over the last dim" + (
+        ", written into the input tensor, which it returns." if in_place else ".")
     return register_op(f"ttnn.transformer.{name}", golden=_attention_softmax_golden)(op)
 
 
-attention_softmax = _attention_softmax("attention_softmax")
-# TT-NN's in-place spelling. Here it returns a new tensor and leaves the input as it was: a tensor id
-# names one set of values for its whole life, which a report relies on. Use the returned tensor.
-attention_softmax_ = _attention_softmax("attention_softmax_")
+attention_softmax = _attention_softmax("attention_softmax", in_place=False)
+attention_softmax_ = _attention_softmax("attention_softmax_", in_place=True)
 
 
-def _sdpa_golden(q, k, v, *_, attn_mask=None, is_causal=True, scale=None, **__):
+def _sdpa_golden(q, k, v, *_, attn_mask=None, is_causal=True, scale=None, sliding_window_size=None, **__):
     q, k, v = q.float(), k.float(), v.float()
     # Grouped-query attention: each key/value head serves H / KVH query heads.
     k = k.repeat_interleave(q.shape[-3] // k.shape[-3], -3)
@@ -110,7 +125,10 @@ def _sdpa_golden(q, k, v, *_, attn_mask=None, is_causal=True, scale=None, **__):
     scores = q @ k.transpose(-2, -1) * (scale if scale is not None else 1 / math.sqrt(q.shape[-1]))
     if is_causal:
         L, S = scores.shape[-2:]
-        scores = scores.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(1), float("-inf"))
+        hidden = torch.ones(L, S, dtype=torch.bool).triu(1)
+        if sliding_window_size is not None:  # query i sees keys i - window + 1 .. i
+            hidden |= torch.ones(L, S, dtype=torch.bool).tril(-sliding_window_size)
+        scores = scores.masked_fill(hidden, float("-inf"))
     if attn_mask is not None:
         scores = scores + attn_mask.float()
     return torch.softmax(scores, -1) @ v
@@ -119,11 +137,13 @@ def _sdpa_golden(q, k, v, *_, attn_mask=None, is_causal=True, scale=None, **__):
 @register_op("ttnn.transformer.scaled_dot_product_attention", golden=_sdpa_golden)
 def scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor, input_tensor_v: Tensor, *,
                                  attn_mask: Tensor | None = None, is_causal: bool = True, scale: float | None = None,
-                                 memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                                 sliding_window_size: int | None = None, memory_config: MemoryConfig | None = None,
+                                 **tt_nn_only) -> Tensor:
     """softmax(q @ k^T * scale + mask) @ v with q [B, H, S, D], k and v [B, KVH, S, D].
 
     is_causal defaults to True, as in TT-NN (torch's default is False); pass is_causal=False
-    with attn_mask. scale defaults to 1/sqrt(D).
+    with attn_mask. scale defaults to 1/sqrt(D). sliding_window_size=W (causal only) lets each
+    query see itself and the W - 1 keys before it.
     """
     op_name = "ttnn.transformer.scaled_dot_product_attention"
     if tt_nn_only:
@@ -138,6 +158,126 @@ def scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor,
             f"{op_name}: shapes q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} must be q [B, H, S, D] "
             f"and k, v [B, KVH, S, D] with H a multiple of KVH"
         )
+    _check_window(op_name, sliding_window_size, is_causal)
     mask = values(attn_mask, op_name) if attn_mask is not None else None
-    r = _sdpa_golden(q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale)
+    r = _sdpa_golden(q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale, sliding_window_size=sliding_window_size)
+    return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+
+
+def _check_window(op_name: str, window, is_causal: bool) -> None:
+    if window is not None and (not is_causal or window < 1):
+        raise ValueError(f"{op_name}: sliding_window_size={window} needs is_causal=True and a window >= 1")
+
+
+
+# -- decode: one new token per user against its KV cache ----------------------------------------
+
+def _positions(cur_pos, cur_pos_tensor, B: int, op_name: str) -> torch.Tensor:
+    pos = cur_pos_tensor.reshape(-1).long() if cur_pos_tensor is not None else torch.tensor(list(cur_pos)).long()
+    if pos.numel() != B:
+        raise ValueError(f"{op_name}: {pos.numel()} positions given for {B} users; give cur_pos (a list) or "
+                         f"cur_pos_tensor with one position per user")
+    return pos
+
+
+def _sdpa_decode_golden(q, k, v, *_, is_causal=True, attn_mask=None, cur_pos=(), cur_pos_tensor=None, scale=None,
+                        sliding_window_size=None, **__):
+    # q [1, B, H, D]; k, v [B, KVH, S, D] -> [1, B, H, D]
+    q, k, v = q[0].float(), k.float(), v.float()
+    B, H, D = q.shape
+    k = k.repeat_interleave(H // k.shape[1], 1)
+    v = v.repeat_interleave(H // v.shape[1], 1)
+    scores = torch.einsum("bhd,bhsd->bhs", q, k) * (scale if scale is not None else 1 / math.sqrt(D))
+    skipped = torch.zeros(B, dtype=torch.bool)
+    if is_causal:
+        pos = _positions(cur_pos, cur_pos_tensor, B, "ttnn.transformer.scaled_dot_product_attention_decode")
+        s = torch.arange(k.shape[2])
+        seen = s[None] <= pos[:, None]
+        if sliding_window_size is not None:
+            seen &= s[None] > pos[:, None] - sliding_window_size
+        scores = scores.masked_fill(~seen[:, None, :], float("-inf"))
+        skipped = pos < 0  # TT-NN skips a user at position -1; its output rows are left as zeros here
+    else:
+        scores = scores + attn_mask.float().reshape(-1, *attn_mask.shape[-2:])
+    p = torch.softmax(scores, -1).masked_fill(skipped[:, None, None], 0.0)
+    return torch.einsum("bhs,bhsd->bhd", p, v).unsqueeze(0)
+
+
+def _decode_checks(op_name, q, k, v, is_causal, attn_mask, cur_pos, cur_pos_tensor, window):
+    if (q.dim() != 4 or q.shape[0] != 1 or k.dim() != 4 or k.shape != v.shape or k.shape[0] != q.shape[1]
+            or k.shape[-1] != q.shape[-1] or q.shape[2] % k.shape[1]):
+        raise ValueError(f"{op_name}: shapes q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} must be "
+                         f"q [1, B, H, D] and k, v [B, KVH, S, D] with H a multiple of KVH")
+    _check_window(op_name, window, is_causal)
+    if is_causal:
+        if attn_mask is not None:
+            raise ValueError(f"{op_name}: give either is_causal=True or attn_mask, not both; pass is_causal=False")
+        if (cur_pos_tensor is None) == (not cur_pos):
+            raise ValueError(f"{op_name}: with is_causal=True give exactly one of cur_pos (a list) and cur_pos_tensor")
+    elif attn_mask is None or tuple(attn_mask.shape[-3:]) != (q.shape[1], q.shape[2], k.shape[2]):
+        raise ValueError(f"{op_name}: with is_causal=False give attn_mask [1, B, H, S] = "
+                         f"{[1, q.shape[1], q.shape[2], k.shape[2]]}, got "
+                         f"{None if attn_mask is None else list(attn_mask.shape)}")
+
+
+@register_op("ttnn.transformer.scaled_dot_product_attention_decode", golden=_sdpa_decode_golden)
+def scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tensor_k: Tensor, input_tensor_v: Tensor, *,
+                                        is_causal: bool = True, attn_mask: Tensor | None = None, cur_pos=(),
+                                        cur_pos_tensor: Tensor | None = None, scale: float | None = None,
+                                        sliding_window_size: int | None = None,
+                                        memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """One query token per user, q [1, B, H, D], against caches k, v [B, KVH, S, D]: [1, B, H, D].
+
+    Causal (the default): user b sees cache positions 0..cur_pos[b] (cur_pos a list, or cur_pos_tensor
+    an int32 tensor [B]); -1 skips the user; sliding_window_size=W keeps the last W of them.
+    is_causal=False takes an additive attn_mask [1, B, H, S] instead.
+    """
+    op_name = "ttnn.transformer.scaled_dot_product_attention_decode"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, attn_mask, cur_pos_tensor)
+    q, k, v = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v))
+    mask = values(attn_mask, op_name) if attn_mask is not None else None
+    pos_t = values(cur_pos_tensor, op_name) if cur_pos_tensor is not None else None
+    _decode_checks(op_name, q, k, v, is_causal, mask, cur_pos, pos_t, sliding_window_size)
+    r = _sdpa_decode_golden(q, k, v, is_causal=is_causal, attn_mask=mask, cur_pos=cur_pos, cur_pos_tensor=pos_t,
+                            scale=scale, sliding_window_size=sliding_window_size)
+    return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+
+
+def _unpage(cache: torch.Tensor, page_table: torch.Tensor) -> torch.Tensor:
+    """A paged cache [num_blocks, KVH, block_size, D] as one [B, KVH, blocks_per_user * block_size, D]."""
+    blocks = cache[page_table.long()]  # [B, blocks_per_user, KVH, block_size, D]
+    return blocks.permute(0, 2, 1, 3, 4).flatten(2, 3)
+
+
+def _paged_sdpa_decode_golden(q, k, v, page_table_tensor, *_, **kwargs):
+    return _sdpa_decode_golden(q, _unpage(k, page_table_tensor), _unpage(v, page_table_tensor), **kwargs)
+
+
+@register_op("ttnn.transformer.paged_scaled_dot_product_attention_decode", golden=_paged_sdpa_decode_golden)
+def paged_scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tensor_k: Tensor,
+                                              input_tensor_v: Tensor, page_table_tensor: Tensor, *,
+                                              is_causal: bool = True, attn_mask: Tensor | None = None,
+                                              cur_pos_tensor: Tensor | None = None, scale: float | None = None,
+                                              sliding_window_size: int | None = None,
+                                              memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """scaled_dot_product_attention_decode over paged caches k, v [num_blocks, KVH, block_size, D], user b's
+    position p living in block page_table_tensor[b, p // block_size] (see ttnn.experimental.paged_update_cache)."""
+    op_name = "ttnn.transformer.paged_scaled_dot_product_attention_decode"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor, attn_mask,
+                        cur_pos_tensor)
+    q, k, v, table = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor))
+    if table.dim() != 2 or table.shape[0] != q.shape[1] or k.dim() != 4 or table.is_floating_point() \
+            or (table.numel() and not 0 <= int(table.min()) <= int(table.max()) < k.shape[0]):
+        raise ValueError(f"{op_name}: page_table_tensor {list(table.shape)} must be an integer [B, blocks_per_user] "
+                         f"table of block ids below {k.shape[0] if k.dim() else '?'} for q {list(q.shape)}")
+    k, v = _unpage(k, table), _unpage(v, table)
+    mask = values(attn_mask, op_name) if attn_mask is not None else None
+    pos_t = values(cur_pos_tensor, op_name) if cur_pos_tensor is not None else None
+    _decode_checks(op_name, q, k, v, is_causal, mask, (), pos_t, sliding_window_size)
+    r = _sdpa_decode_golden(q, k, v, is_causal=is_causal, attn_mask=mask, cur_pos_tensor=pos_t, scale=scale,
+                            sliding_window_size=sliding_window_size)
     return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)

@@ -1,0 +1,31 @@
+"""`ttnn.experimental`: the namespace of TT-NN's experimental ops, importable and readable statically.
+
+    import device_sim as ttnn
+    q, k, v = ttnn.experimental.nlp_create_qkv_heads(qkv, num_heads=8, num_kv_heads=2)
+    ttnn.experimental.rotary_embedding_llama(q, cos, sin, trans_mat)
+
+How an op joins it: define the op in the module of its category, registered under its TT-NN name,
+and import it here (one line, in the block of that module):
+
+    # device_sim/ops/ccl.py
+    @register_op("ttnn.experimental.all_gather_async")
+    def all_gather_async(input_tensor, ...): ...
+
+    # here
+
+The registered name is what a report records and what tests/test_ops.py keys its cases by; the
+import is what makes `ttnn.experimental.all_gather_async` resolve. No run-time attribute setting:
+everything in the namespace is listed in this file.
+"""
+
+from device_sim.ops.heads import (  # noqa: F401
+    nlp_concat_heads,
+    nlp_concat_heads_decode,
+    nlp_create_qkv_heads,
+    nlp_create_qkv_heads_decode,
+)
+from device_sim.ops.kv_cache import paged_fill_cache, paged_update_cache  # noqa: F401
+from device_sim.ops.rotary import rotary_embedding, rotary_embedding_llama  # noqa: F401
+
+# Collectives' asynchronous forms (ops/ccl.py, issue 11).
+from device_sim.ops.ccl import all_gather_async, all_reduce_async, reduce_scatter_minimal_async  # noqa: F401, E402

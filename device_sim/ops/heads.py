@@ -1,0 +1,125 @@
+"""`ttnn.experimental`'s head-shuffling ops for LLMs, prefill and decode, each one fused op as in TT-NN.
+
+    import device_sim as ttnn
+    qkv = ttnn.from_torch(torch.randn(1, 1, 32, 8 * 64), layout=ttnn.TILE, device=device)  # H=4, KVH=2, D=64
+    q, k, v = ttnn.experimental.nlp_create_qkv_heads(qkv, num_heads=4, num_kv_heads=2, transpose_k_heads=False)
+    (q.shape, k.shape)                                   # ([1, 4, 32, 64], [1, 2, 32, 64])
+    ttnn.experimental.nlp_concat_heads(q).shape          # [1, 1, 32, 256]
+
+Shapes: B batch, S sequence, H query heads, KVH key/value heads, D head size. A fused QKV row
+holds all query heads, then all key heads, then all value heads ([Q | K | V], D values each), the
+layout of TT-NN's interleaved (non-sharded) kernels. Decode tensors put the batch where prefill
+tensors put the sequence: [1, S=1, B, ...] in, [1, B, heads, D] out; TT-NN pads the heads dim to 32
+rows of a tile, which device_sim keeps in the padded shape only.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.registry import register_op
+from device_sim.tensor import Tensor
+from device_sim.types import MemoryConfig
+
+
+def _split(x: torch.Tensor, n_q: int, n_kv: int, op_name: str):
+    """A [..., (H + 2*KVH)*D] row split into q [..., H, D], k and v [..., KVH, D]."""
+    n = n_q + 2 * n_kv
+    if x.shape[-1] % n:
+        raise ValueError(f"{op_name}: width {x.shape[-1]} of shape {list(x.shape)} is not a multiple of "
+                         f"num_heads + 2 * num_kv_heads = {n}")
+    d = x.shape[-1] // n
+    q, k, v = torch.split(x, [n_q * d, n_kv * d, n_kv * d], -1)
+    return (q.unflatten(-1, (n_q, d)), k.unflatten(-1, (n_kv, d)), v.unflatten(-1, (n_kv, d)))
+
+
+def _create_heads_golden(t, kv=None, *_, num_heads, num_kv_heads=None, transpose_k_heads=True, **__):
+    x = t if kv is None else torch.cat([t, kv], -1)
+    q, k, v = (y.squeeze(1).transpose(1, 2) for y in _split(x, num_heads, num_kv_heads or num_heads,
+                                                             "ttnn.experimental.nlp_create_qkv_heads"))
+    return q, (k.transpose(-2, -1) if transpose_k_heads else k), v
+
+
+@register_op("ttnn.experimental.nlp_create_qkv_heads", golden=_create_heads_golden)
+def nlp_create_qkv_heads(input: Tensor, input_kv: Tensor | None = None, *, num_heads: int,  # noqa: A002
+                         num_kv_heads: int | None = None, transpose_k_heads: bool = True,
+                         memory_config: MemoryConfig | None = None, **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
+    """[B, 1, S, (H + 2*KVH)*D] (or input [B, 1, S, H*D] with input_kv [B, 1, S, 2*KVH*D]) to q [B, H, S, D],
+    k [B, KVH, D, S] (or [B, KVH, S, D] with transpose_k_heads=False) and v [B, KVH, S, D]."""
+    op_name = "ttnn.experimental.nlp_create_qkv_heads"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input, input_kv)
+    x = values(input, op_name)
+    kv = values(input_kv, op_name) if input_kv is not None else None
+    if x.dim() != 4 or x.shape[1] != 1 or (kv is not None and (kv.dim() != 4 or kv.shape[:-1] != x.shape[:-1])):
+        shapes = [list(x.shape)] + ([list(kv.shape)] if kv is not None else [])
+        raise ValueError(f"{op_name}: input shapes {shapes} must be [B, 1, S, width] (and input_kv the same B, S)")
+    outs = _create_heads_golden(x, kv, num_heads=num_heads, num_kv_heads=num_kv_heads,
+                                transpose_k_heads=transpose_k_heads)
+    return tuple(output(o.contiguous(), input, ins, op_name=op_name, memory_config=memory_config) for o in outs)
+
+
+def _concat_heads_golden(t, *_, **__):
+    return t.transpose(1, 2).flatten(-2).unsqueeze(1)
+
+
+@register_op("ttnn.experimental.nlp_concat_heads", golden=_concat_heads_golden)
+def nlp_concat_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """[B, H, S, D] to [B, 1, S, H*D]."""
+    op_name = "ttnn.experimental.nlp_concat_heads"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    x = values(input_tensor, op_name)
+    if x.dim() != 4:
+        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [B, H, S, D]")
+    ins = device_inputs(op_name, input_tensor)
+    return output(_concat_heads_golden(x).contiguous(), input_tensor, ins, op_name=op_name,
+                  memory_config=memory_config)
+
+
+def _create_heads_decode_golden(t, *_, num_heads, num_kv_heads=None, **__):
+    # [1, 1, B, width] -> [1, 1, B, heads, D] -> [1, B, heads, D]: the token dim (S=1) goes.
+    return tuple(y.squeeze(1) for y in
+                 _split(t, num_heads, num_kv_heads or num_heads, "ttnn.experimental.nlp_create_qkv_heads_decode"))
+
+
+@register_op("ttnn.experimental.nlp_create_qkv_heads_decode", golden=_create_heads_decode_golden)
+def nlp_create_qkv_heads_decode(input_tensor: Tensor, *, num_heads: int, num_kv_heads: int | None = None,
+                                overlap_qk_coregrid: bool = True, memory_config: MemoryConfig | None = None,
+                                **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
+    """One decode token per user: [1, 1, B, (H + 2*KVH)*D] to q [1, B, H, D], k and v [1, B, KVH, D].
+
+    overlap_qk_coregrid only chooses which cores hold q and k on hardware.
+    """
+    op_name = "ttnn.experimental.nlp_create_qkv_heads_decode"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    x = values(input_tensor, op_name)
+    if x.dim() != 4 or x.shape[:2] != (1, 1):
+        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [1, 1, B, width] (one token per user)")
+    ins = device_inputs(op_name, input_tensor)
+    outs = _create_heads_decode_golden(x, num_heads=num_heads, num_kv_heads=num_kv_heads)
+    return tuple(output(o.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
+                 for o in outs)
+
+
+def _concat_heads_decode_golden(t, *_, num_heads, **__):
+    return t[:, :, :num_heads].flatten(-2).unsqueeze(1)
+
+
+@register_op("ttnn.experimental.nlp_concat_heads_decode", golden=_concat_heads_decode_golden)
+def nlp_concat_heads_decode(input_tensor: Tensor, *, num_heads: int, memory_config: MemoryConfig | None = None,
+                            **tt_nn_only) -> Tensor:
+    """[1, B, heads, D] (heads >= num_heads, e.g. padded to 32) to [1, 1, B, num_heads*D]."""
+    op_name = "ttnn.experimental.nlp_concat_heads_decode"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    x = values(input_tensor, op_name)
+    if x.dim() != 4 or x.shape[0] != 1 or x.shape[2] < num_heads:
+        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [1, B, heads, D] with at least "
+                         f"num_heads={num_heads} heads")
+    ins = device_inputs(op_name, input_tensor)
+    return output(_concat_heads_decode_golden(x, num_heads=num_heads).contiguous(), input_tensor, ins,
+                  op_name=op_name, memory_config=memory_config)

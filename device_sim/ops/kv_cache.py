@@ -1,0 +1,196 @@
+"""KV-cache ops, in place as in TT-NN: `ttnn.fill_cache`, `ttnn.update_cache`, `ttnn.kv_cache.*` and
+`ttnn.experimental.paged_update_cache` / `paged_fill_cache`.
+
+    import device_sim as ttnn
+    cache = ttnn.zeros((B, KVH, max_seq, D), layout=ttnn.TILE, device=device)
+    ttnn.fill_cache(cache, k_prefill, 0)                  # user 0's prefill keys, positions 0..S-1
+    ttnn.experimental.paged_update_cache(cache, k_token, update_idxs=[S] * B)   # one decode token per user
+
+Each op writes into the cache tensor it is given and returns that same tensor: the same tensor id
+and the same buffer, with new values (Tensor._write). A profiler therefore sees the op with the cache
+among its inputs and as its output, under one tensor id; a report that stores tensors keeps the
+values the cache had when the capture first stored it, not every later version.
+
+Shapes: B users, KVH key/value heads, S tokens, D head size. A plain cache is [B, KVH, max_seq, D];
+a paged cache is [num_blocks, KVH, block_size, D] with a page table [B, blocks_per_user] of block
+ids (a user's position p lives in block page_table[b, p // block_size], row p % block_size).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from device_sim.ops.common import check_tt_nn_only, device_inputs, values
+from device_sim.registry import register_op
+from device_sim.tensor import Tensor
+
+
+def _cache_dims(cache: torch.Tensor, op_name: str):
+    if cache.dim() != 4:
+        raise ValueError(f"{op_name}: cache shape {list(cache.shape)} must be [B, KVH, max_seq, D] (or paged "
+                         f"[num_blocks, KVH, block_size, D])")
+    return cache.shape
+
+
+def _fill_golden(cache, input_tensor, batch_idx, *_, **__):
+    op_name = "ttnn.fill_cache"
+    B, KVH, max_seq, D = _cache_dims(cache, op_name)
+    if input_tensor.dim() != 4 or input_tensor.shape[0] != 1 or input_tensor.shape[1] != KVH \
+            or input_tensor.shape[3] != D or input_tensor.shape[2] > max_seq:
+        raise ValueError(f"{op_name}: input shape {list(input_tensor.shape)} must be [1, {KVH}, S, {D}] with "
+                         f"S <= {max_seq} for cache {list(cache.shape)}")
+    if not 0 <= batch_idx < B:
+        raise IndexError(f"{op_name}: batch_idx={batch_idx} is outside the cache's {B} users")
+    out = cache.clone()
+    out[batch_idx, :, : input_tensor.shape[2]] = input_tensor[0]
+    return out
+
+
+def _update_golden(cache, input_tensor, update_idx, batch_offset=0, *_, **__):
+    op_name = "ttnn.update_cache"
+    B, KVH, max_seq, D = _cache_dims(cache, op_name)
+    if input_tensor.dim() != 4 or input_tensor.shape[:2] != (1, KVH) or input_tensor.shape[3] != D \
+            or input_tensor.shape[2] < batch_offset + B:
+        raise ValueError(f"{op_name}: input shape {list(input_tensor.shape)} must be [1, {KVH}, users, {D}] holding "
+                         f"users batch_offset..batch_offset+{B} for cache {list(cache.shape)}")
+    if not 0 <= update_idx < max_seq:
+        raise IndexError(f"{op_name}: update_idx={update_idx} is outside the cache's {max_seq} positions")
+    out = cache.clone()
+    out[:, :, update_idx] = input_tensor[0, :, batch_offset: batch_offset + B].transpose(0, 1)
+    return out
+
+
+def _in_place(op_name: str, cache: Tensor, inputs, golden, *args) -> Tensor:
+    """Run `golden` on the tensors' values and write the result into `cache`: the op's output is `cache`."""
+    device_inputs(op_name, cache, *inputs)
+    new = golden(values(cache, op_name), *(values(t, op_name) for t in inputs), *args)
+    cache._write(new)
+    return cache
+
+
+@register_op("ttnn.fill_cache", golden=_fill_golden)
+def fill_cache(cache_tensor: Tensor, input_tensor: Tensor, batch_idx: int) -> Tensor:
+    """Write a user's prefill keys or values, input [1, KVH, S, D], into cache positions 0..S-1 of user
+    batch_idx, in place; returns the cache."""
+    return _in_place("ttnn.fill_cache", cache_tensor, [input_tensor], _fill_golden, batch_idx)
+
+
+@register_op("ttnn.update_cache", golden=_update_golden)
+def update_cache(cache: Tensor, input: Tensor, update_idx: int, *, batch_offset: int = 0,  # noqa: A002
+                 **tt_nn_only) -> Tensor:
+    """Write one token per user, input [1, KVH, users, D] (users padded to 32 as on hardware; users
+    batch_offset.. are used), at position update_idx of every user's cache, in place; returns the cache."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.update_cache", tt_nn_only)
+    return _in_place("ttnn.update_cache", cache, [input], _update_golden, update_idx, batch_offset)
+
+
+@register_op("ttnn.kv_cache.fill_cache_for_user_", golden=_fill_golden)
+def fill_cache_for_user_(cache: Tensor, input: Tensor, batch_index: int) -> Tensor:  # noqa: A002
+    """ttnn.fill_cache under its in-place name: TT-NN's ttnn.kv_cache.fill_cache_for_user_."""
+    return _in_place("ttnn.kv_cache.fill_cache_for_user_", cache, [input], _fill_golden, batch_index)
+
+
+@register_op("ttnn.kv_cache.update_cache_for_token_", golden=_update_golden)
+def update_cache_for_token_(cache: Tensor, input: Tensor, update_index: int, batch_offset: int = 0,  # noqa: A002
+                            **tt_nn_only) -> Tensor:
+    """ttnn.update_cache under its in-place name: TT-NN's ttnn.kv_cache.update_cache_for_token_."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.kv_cache.update_cache_for_token_", tt_nn_only)
+    return _in_place("ttnn.kv_cache.update_cache_for_token_", cache, [input], _update_golden, update_index,
+                     batch_offset)
+
+
+# -- paged caches (vLLM-style): ttnn.experimental ----------------------------------------------
+
+def _slot(page_table, b: int, pos: int, block_size: int, op_name: str):
+    """(block, row) holding user b's position pos: the cache's own (b, pos) without a page table."""
+    if page_table is None:
+        return b, pos
+    blocks = page_table.shape[-1]
+    if pos // block_size >= blocks:
+        raise IndexError(f"{op_name}: position {pos} is past user {b}'s {blocks} blocks of {block_size}")
+    return int(page_table[b, pos // block_size]), pos % block_size
+
+
+def _paged_update_golden(cache, input_tensor, *_, update_idxs=(), update_idxs_tensor=None, share_cache=None,
+                         page_table=None, batch_offset=0, **__):
+    op_name = "ttnn.experimental.paged_update_cache"
+    n, KVH, rows, D = _cache_dims(cache, op_name)
+    idxs = [int(i) for i in (update_idxs_tensor.reshape(-1).tolist() if update_idxs_tensor is not None
+                             else update_idxs)]
+    if input_tensor.dim() != 4 or input_tensor.shape[0] != 1 or input_tensor.shape[2] < KVH \
+            or input_tensor.shape[3] != D or input_tensor.shape[1] < len(idxs):
+        raise ValueError(f"{op_name}: input shape {list(input_tensor.shape)} must be [1, B, heads >= {KVH}, {D}] "
+                         f"with one row per update index ({len(idxs)}) for cache {list(cache.shape)}")
+    out = cache.clone()
+    for b, pos in enumerate(idxs):
+        if pos < 0:  # TT-NN skips a user whose position is -1
+            continue
+        user = 0 if share_cache else b + batch_offset
+        block, row = _slot(page_table, user, pos, rows, op_name)
+        if not (0 <= block < n and row < rows):
+            raise IndexError(f"{op_name}: user {user}'s position {pos} is outside cache {list(cache.shape)}")
+        out[block, :, row] = input_tensor[0, b, :KVH]
+    return out
+
+
+@register_op("ttnn.experimental.paged_update_cache", golden=_paged_update_golden)
+def paged_update_cache(cache_tensor: Tensor, input_tensor: Tensor, *, update_idxs=(), update_idxs_tensor=None,
+                       share_cache: bool | None = None, page_table: Tensor | None = None, batch_offset: int = 0,
+                       **tt_nn_only) -> Tensor:
+    """Write one decode token per user, input [1, B, KVH (padded to 32 on hardware), D], at user b's
+    position update_idxs[b] (or update_idxs_tensor[b]; -1 skips the user), in place; returns the cache."""
+    op_name = "ttnn.experimental.paged_update_cache"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if (update_idxs_tensor is None) == (not update_idxs):
+        raise ValueError(f"{op_name}: give exactly one of update_idxs (a list) and update_idxs_tensor")
+    device_inputs(op_name, cache_tensor, input_tensor, update_idxs_tensor, page_table)
+    new = _paged_update_golden(
+        values(cache_tensor, op_name), values(input_tensor, op_name), update_idxs=update_idxs,
+        update_idxs_tensor=values(update_idxs_tensor, op_name) if update_idxs_tensor is not None else None,
+        share_cache=share_cache, page_table=values(page_table, op_name) if page_table is not None else None,
+        batch_offset=batch_offset)
+    cache_tensor._write(new)
+    return cache_tensor
+
+
+def _paged_fill_golden(cache, input_tensor, page_table, *_, batch_idx_tensor=None, batch_idx=0, **__):
+    op_name = "ttnn.experimental.paged_fill_cache"
+    n, KVH, block_size, D = _cache_dims(cache, op_name)
+    if input_tensor.dim() != 4 or input_tensor.shape[1] != KVH or input_tensor.shape[3] != D:
+        raise ValueError(f"{op_name}: input shape {list(input_tensor.shape)} must be [users, {KVH}, S, {D}] for "
+                         f"cache {list(cache.shape)}")
+    users = batch_idx_tensor.reshape(-1).tolist() if batch_idx_tensor is not None else [batch_idx]
+    if len(users) != input_tensor.shape[0]:
+        raise ValueError(f"{op_name}: input holds {input_tensor.shape[0]} users but {len(users)} batch index(es) "
+                         f"were given; without batch_idx_tensor the input must be [1, {KVH}, S, {D}]")
+    S = input_tensor.shape[2]
+    if page_table.shape[-1] * block_size < S:
+        raise IndexError(f"{op_name}: {S} positions do not fit a user's {page_table.shape[-1]} blocks of {block_size}")
+    out = cache.clone()
+    pos = torch.arange(S)
+    for i, user in enumerate(int(u) for u in users):
+        blocks = page_table[user, pos // block_size].long()
+        if blocks.numel() and not 0 <= int(blocks.min()) <= int(blocks.max()) < n:
+            raise IndexError(f"{op_name}: user {user}'s page table names blocks outside the cache's {n}")
+        out[blocks, :, pos % block_size] = input_tensor[i].transpose(0, 1)  # [S, KVH, D]
+    return out
+
+
+@register_op("ttnn.experimental.paged_fill_cache", golden=_paged_fill_golden)
+def paged_fill_cache(cache_tensor: Tensor, input_tensor: Tensor, page_table: Tensor, *,
+                     batch_idx_tensor: Tensor | None = None, batch_idx: int = 0, **tt_nn_only) -> Tensor:
+    """Write a user's prefill keys or values, input [1, KVH, S, D], into the blocks page_table gives
+    user batch_idx (or one user per input row from batch_idx_tensor), in place; returns the cache."""
+    op_name = "ttnn.experimental.paged_fill_cache"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    device_inputs(op_name, cache_tensor, input_tensor, page_table, batch_idx_tensor)
+    new = _paged_fill_golden(
+        values(cache_tensor, op_name), values(input_tensor, op_name), values(page_table, op_name),
+        batch_idx_tensor=values(batch_idx_tensor, op_name) if batch_idx_tensor is not None else None,
+        batch_idx=batch_idx)
+    cache_tensor._write(new)
+    return cache_tensor

@@ -1,0 +1,101 @@
+"""Rotary position embedding: `ttnn.experimental.rotary_embedding_llama` and `rotary_embedding`.
+
+    import device_sim as ttnn
+    from device_sim.ops.rotary import get_rot_transformation_mat
+    mat = ttnn.from_torch(get_rot_transformation_mat(), layout=ttnn.TILE, device=device)
+    q_rot = ttnn.experimental.rotary_embedding_llama(q, cos, sin, mat)   # q [B, H, S, D], cos/sin [1, 1, S, D]
+
+rotary_embedding_llama computes x * cos + (x @ trans_mat) * sin, where the 32x32 trans_mat is
+applied to each 32-wide tile of the head dim, as TT-NN's kernel does. With the usual matrix
+(get_rot_transformation_mat) it rotates adjacent pairs (2k, 2k+1): Meta's Llama layout, with
+cos/sin tables repeated per pair. Prefill: x [B, H, S, D], cos/sin [1, 1 or H, S, D]; decode
+(is_decode_mode=True): x [1, B, H, D], cos/sin [1, B, 1, D]. rotary_embedding is the older
+GPT-NeoX form: x * cos + rotate_half(x) * sin, with cos/sin caches [1, 1, max_seq, D].
+"""
+
+from __future__ import annotations
+
+import torch
+
+from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
+from device_sim.registry import register_op
+from device_sim.tensor import Tensor
+from device_sim.types import MemoryConfig
+
+TILE = 32
+
+
+def get_rot_transformation_mat(dhead: int = TILE) -> torch.Tensor:
+    """The [1, 1, 32, 32] matrix models pass as trans_mat: (x @ M)[2k] = -x[2k+1], (x @ M)[2k+1] = x[2k].
+
+    The kernel works on one 32x32 tile, so the size is 32 whatever `dhead` is (as in TT-NN's models).
+    """
+    m = torch.zeros(1, 1, TILE, TILE)
+    m[..., torch.arange(0, TILE, 2), torch.arange(1, TILE, 2)] = 1
+    m[..., torch.arange(1, TILE, 2), torch.arange(0, TILE, 2)] = -1
+    return m
+
+
+def _llama_golden(x, cos, sin, trans_mat, *_, **__):
+    x = x.float()
+    rotated = (x.unflatten(-1, (-1, TILE)) @ trans_mat.float().reshape(TILE, TILE)).flatten(-2)
+    return x * cos.float() + rotated * sin.float()
+
+
+@register_op("ttnn.experimental.rotary_embedding_llama", golden=_llama_golden)
+def rotary_embedding_llama(input_tensor: Tensor, cos_cache: Tensor, sin_cache: Tensor, trans_mat: Tensor, *,
+                           is_decode_mode: bool = False, memory_config: MemoryConfig | None = None,
+                           **tt_nn_only) -> Tensor:
+    """x * cos + (x @ trans_mat, per 32-wide tile) * sin; the output has the input's shape."""
+    op_name = "ttnn.experimental.rotary_embedding_llama"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor, cos_cache, sin_cache, trans_mat)
+    x, cos, sin, mat = (values(t, op_name) for t in (input_tensor, cos_cache, sin_cache, trans_mat))
+    if x.dim() != 4 or x.shape[-1] % TILE:
+        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be 4D with a head dim that is a multiple "
+                         f"of {TILE}")
+    if tuple(mat.shape) != (1, 1, TILE, TILE):
+        raise ValueError(f"{op_name}: trans_mat shape {list(mat.shape)} must be [1, 1, 32, 32] "
+                         f"(see get_rot_transformation_mat)")
+    if is_decode_mode and x.shape[0] != 1:
+        raise ValueError(f"{op_name}: decode mode takes input [1, B, H, D] (one token); got {list(x.shape)}")
+    want = "[1, B, 1, D]" if is_decode_mode else "[1, 1 or H, S, D]"
+    if cos.shape != sin.shape or cos.dim() != 4 or not broadcasts(x.shape, cos.shape) or cos.shape[-1] != x.shape[-1]:
+        raise ValueError(f"{op_name}: cos {list(cos.shape)} and sin {list(sin.shape)} must both be {want} for "
+                         f"input {list(x.shape)}")
+    return output(_llama_golden(x, cos, sin, mat), input_tensor, ins, op_name=op_name, memory_config=memory_config)
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, -1)
+    return torch.cat([-x2, x1], -1)
+
+
+def _neox_golden(x, cos, sin, token_index=None, *_, **__):
+    x = x.float()
+    rows = slice(0, x.shape[-2]) if token_index is None else slice(token_index, token_index + 1)
+    return x * cos.float()[..., rows, :] + _rotate_half(x) * sin.float()[..., rows, :]
+
+
+@register_op("ttnn.experimental.rotary_embedding", golden=_neox_golden)
+def rotary_embedding(input_tensor: Tensor, cos_cache: Tensor, sin_cache: Tensor, token_index: int | None = None,
+                     *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """x * cos + rotate_half(x) * sin, with cos/sin caches [1, 1, max_seq, D].
+
+    Without token_index, x is [B, H, S, D] and uses cache rows 0..S-1; with it, x is one token
+    per user, [1, 1, B, D], and every row uses cache row token_index.
+    """
+    op_name = "ttnn.experimental.rotary_embedding"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor, cos_cache, sin_cache)
+    x, cos, sin = (values(t, op_name) for t in (input_tensor, cos_cache, sin_cache))
+    need = x.shape[-2] if token_index is None else token_index + 1
+    if x.dim() != 4 or x.shape[-1] % 2 or cos.shape != sin.shape or cos.dim() != 4 or cos.shape[-1] != x.shape[-1]:
+        raise ValueError(f"{op_name}: input {list(x.shape)} must be 4D with an even head dim, and cos {list(cos.shape)}"
+                         f" and sin {list(sin.shape)} the same [1, 1, max_seq, D]")
+    if cos.shape[-2] < need:
+        raise IndexError(f"{op_name}: the cos/sin caches hold {cos.shape[-2]} positions; this call needs {need}")
+    return output(_neox_golden(x, cos, sin, token_index), input_tensor, ins, op_name=op_name,
+                  memory_config=memory_config)
