@@ -282,17 +282,30 @@ def test_out_of_memory_is_the_ops_error_with_the_live_buffers(device, tmp_path):
 
 
 # -- the disk fills, the folder stops being writable -------------------------------------------
-@pytest.fixture
-def small_disk(tmp_path):
-    """A real 1 MiB filesystem (tmpfs): writes past it fail with ENOSPC, as on a full disk."""
-    mount = tmp_path / "small"
+@contextlib.contextmanager
+def tmpfs(mount: Path, size: str):
+    """A real filesystem of `size` (tmpfs): writes past it fail with ENOSPC, as on a full disk."""
     mount.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True,
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True,
                             text=True)
     if result.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs to fill (needs root or CAP_SYS_ADMIN): {result.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    with tmpfs(tmp_path / "small", "1m") as mount:
+        yield mount
+
+
+@pytest.fixture
+def disk_4m(tmp_path):
+    with tmpfs(tmp_path / "4m", "4m") as mount:
+        yield mount
 
 
 def run_model(device, n=300):
@@ -374,3 +387,89 @@ def test_a_tensors_folder_replaced_by_a_file_loses_only_tensor_files(device, tmp
         assert len(later) >= 50 and {row["file"] for row in later} == {None}  # no row names a lost file
         assert all(t.file for op in r.operations(limit=switch) for t in op.output_tensors)
 
+
+
+# -- what a kill or a full disk leaves in the WAL: folded back, and the loss shown beside the status --
+def copied_alone(db_file: Path, folder: Path) -> Path:
+    """db.sqlite copied without its -wal and -shm, as a user mails it or names it to `ttreport`."""
+    folder.mkdir()
+    (folder / "db.sqlite").write_bytes(db_file.read_bytes())
+    return folder / "db.sqlite"
+
+
+def cli(*args):
+    from click.testing import CliRunner
+
+    from ttreport.cli import main
+
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_the_first_reader_folds_a_killed_captures_wal_so_db_sqlite_stands_alone(zygote, tmp_path):
+    report = tmp_path / "killed"
+    log = zygote.start(report, ops=100_000)
+    wait_for(log, lambda text: text.count("\n") > 3000)
+    os.kill(zygote.pid, signal.SIGKILL)
+    assert zygote.wait() == -signal.SIGKILL
+    assert (report / "db.sqlite-wal").stat().st_size > 0  # the committed batches are in the WAL
+    out = cli("ls", tmp_path)  # any reader
+    assert out.exit_code == 0 and "killed" in out.output and "running" in out.output
+    assert not (report / "db.sqlite-wal").exists() and not (report / ".reserve").exists()
+    ids = assert_consistent_prefix(report)
+    assert len(ids) > 1000
+    alone = copied_alone(report / "db.sqlite", tmp_path / "copy")
+    assert recorded(alone) == ids
+
+
+def test_check_repair_folds_the_wal_and_says_so(zygote, tmp_path):
+    report = tmp_path / "killed"
+    log = zygote.start(report, ops=100_000)
+    wait_for(log, lambda text: text.count("\n") > 3000)
+    time.sleep(2 * FLUSH_INTERVAL_S)  # a batch or two committed
+    os.kill(zygote.pid, signal.SIGKILL)
+    zygote.wait()
+    assert (report / "db.sqlite-wal").exists()
+    out = cli("check", "--repair", report)
+    assert "repaired: folded db.sqlite-wal into" in out.output, out.output
+    assert out.exit_code == 1 and "status is 'running'" in out.output  # folded, and still a killed capture
+    assert not (report / "db.sqlite-wal").exists()
+
+
+def test_a_disk_filled_by_the_db_says_how_many_ops_were_lost_wherever_the_status_shows(device, small_disk):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ttreport.capture(small_disk / "full") as cap:
+            run_model(device, 20_000)  # ~1.5 MB of rows in a 1 MiB filesystem
+    assert len(incomplete_warnings(caught)) == 1, incomplete_warnings(caught)
+    with ttreport.open(cap.path) as r:
+        kept, lost = r.count_operations(), int(r.metadata["ops_lost"])
+        assert kept + lost == 20_003 and lost > 0  # every op is either in the db or counted as lost
+        assert r.status == "complete" and r.status_text == f"complete (lost {lost} ops)"
+    assert f"complete (lost {lost} ops)" in cli("ls", small_disk).output
+    assert f"status  complete (lost {lost} ops)" in cli("summary", cap.path).output
+
+
+def test_a_wal_that_a_full_disk_kept_is_folded_once_there_is_room(device, disk_4m, tmp_path):
+    # 4 MiB: room for the WAL of 3000 ops (~0.7 MB) and, once the filler is gone, for folding it.
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        with ttreport.capture(disk_4m / "full") as cap:
+            run_model(device, 3000)
+            cap.flush()
+            fd = os.open(disk_4m / "filler", os.O_WRONLY | os.O_CREAT)
+            with contextlib.suppress(OSError), os.fdopen(fd, "wb", buffering=0) as filler:
+                while filler.write(b"x" * 4096):
+                    pass
+            run_model(device, 2000)
+    wal = cap.path / "db.sqlite-wal"
+    assert wal.stat().st_size > 0  # no room to checkpoint it at close
+    with ttreport.open(cap.path) as r:  # nor now: it is read as it is
+        assert r.count_operations() == 3003 and r.status_text == "complete (lost 2003 ops)"
+    assert wal.exists()
+    (disk_4m / "filler").unlink()
+    with ttreport.open(cap.path) as r:
+        assert r.count_operations() == 3003
+    assert not wal.exists()
+    alone = copied_alone(cap.db_path, tmp_path / "copy")
+    with ttreport.open(alone) as r:
+        assert r.count_operations() == 3003 and r.status_text == "complete (lost 2003 ops)"

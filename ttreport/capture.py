@@ -30,6 +30,7 @@ import socket
 import sqlite3
 import threading
 import time
+import warnings
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 
@@ -42,15 +43,18 @@ from ttreport.errors import (
     CaptureActiveError,
     LossWarner,
     ReportExistsError,
+    ReportIncompleteWarning,
     ReportInUseError,
     ReportPathError,
 )
 from ttreport.recorder import FLUSH, META, STOP, Recorder, RecordQueue
 from ttreport.storage import TENSORS_DIR, TensorStore
+from ttreport.wal import LOCK_FILE, RESERVE_FILE
 from ttreport.writer import Writer
 
 CONFIG_FILE = "config.json"
-LOCK_FILE = ".lock"  # flock'd while a capture writes the folder; holds the capturing pid
+# The notes written at close (status, end time, losses) take a few pages of the WAL: 64 KiB holds them.
+RESERVE_BYTES = 64 << 10
 _lock = threading.Lock()
 _active: Capture | None = None
 
@@ -73,6 +77,7 @@ class Capture(contextlib.ContextDecorator):
         self._froze = False
         self._signals: dict[int, object] = {}
         self._lock_fd: int | None = None
+        self._pid = os.getpid()  # the process that captures: a forked child's exit or signals never close it
 
     def __repr__(self) -> str:
         return f"<ttreport capture {self.path or self._target!s} status={self.status or 'not started'}>"
@@ -99,12 +104,15 @@ class Capture(contextlib.ContextDecorator):
     def start(self) -> Capture:
         global _active
         with _lock:
+            if isinstance(device_sim.get_hook(), _ForkedChildHook):
+                device_sim.set_hook(None)  # a forked child captures its own ops: nothing to warn about then
             if _active is not None or device_sim.get_hook() is not None:
                 held = f"the capture of {_active.path}" if _active is not None else repr(device_sim.get_hook())
                 raise CaptureActiveError(
                     f"a capture is already running ({held}); device_sim has one hook for all threads, so "
                     f"captures cannot nest. Close the running one first, or record both parts in it"
                 )
+            self._pid = os.getpid()
             self.config = config = Config.from_env(self._given)
             self.path = path = _resolve(self._target, config.root, self._base_name)
             self._lock_fd = _prepare(path, config.overwrite)
@@ -127,6 +135,7 @@ class Capture(contextlib.ContextDecorator):
                  "python_version": platform.python_version(), "host": socket.gethostname(),
                  "started_at": started, "status": "running"}
         _write_metadata(self.db_path, facts)
+        _reserve_room(path / RESERVE_FILE)
         _write_json(path / CONFIG_FILE, {"config": config.to_json(), "schema_version": db.head_revision(),
                                          **{k: v for k, v in facts.items() if k != "status"}})
 
@@ -160,6 +169,13 @@ class Capture(contextlib.ContextDecorator):
 
     def _on_signal(self, signum, frame) -> None:
         previous = self._signals.get(signum, signal.SIG_DFL)
+        if os.getpid() != self._pid:  # a forked child that kept the handler: act as it would have without us
+            if callable(previous):
+                previous(signum, frame)
+                return
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
         if callable(previous):
             # Chained: Python's SIGINT handler raises KeyboardInterrupt, and the with-block's exit closes.
             # Raised inside a finalizer (a tensor's __del__ frees its buffer), Python would print and
@@ -175,7 +191,24 @@ class Capture(contextlib.ContextDecorator):
         os.kill(os.getpid(), signum)
 
     def _at_exit(self) -> None:
-        self.stop("complete")
+        self.stop("complete")  # in a forked child that exits, stop() does nothing (see _after_fork_in_child)
+
+    def _forked_child(self) -> None:
+        """In a child forked while this capture runs: let go of everything that belongs to the parent.
+
+        The writer and tensor threads do not survive fork, so the child cannot record into the report;
+        its ops are not recorded and the first one warns (once). Its copy of the folder lock is closed:
+        the lock stays with the parent, and the child can start a capture of its own.
+        """
+        recorder = self.recorder
+        if device_sim.get_hook() is recorder:
+            device_sim.set_hook(_ForkedChildHook(self.path, self._pid))
+        recorder.restore_devices()  # the parent's listeners would queue every buffer event, never drained
+        with contextlib.suppress(ValueError, OSError):
+            self._restore_signal_handlers()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # never unlinks: the file is the parent's
+            self._lock_fd = None
 
     # -- while running ---------------------------------------------------------------------
     def flush(self, timeout: float | None = 10.0) -> None:
@@ -189,6 +222,8 @@ class Capture(contextlib.ContextDecorator):
     # -- closing -------------------------------------------------------------------------
     def stop(self, status: str = "complete") -> None:
         global _active
+        if os.getpid() != self._pid:
+            return  # a forked child: the report belongs to the process that started the capture
         with self._stop_lock:
             if self._stopped or self.recorder is None:
                 return
@@ -236,9 +271,12 @@ class Capture(contextlib.ContextDecorator):
             self._queue.put((META, key, value))
         self._queue.put_now((STOP, None))
         self._writer.join()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path / RESERVE_FILE)  # room for the notes below, if the disk is what failed
         if self._writer.error is not None:
             # The writer's connection failed; a fresh one may still get the notes in (or not: then warn).
-            lost = {"records_lost": self._writer.records_lost, "writer_error": repr(self._writer.error), **notes}
+            lost = {"records_lost": self._writer.records_lost, "ops_lost": self._writer.ops_lost,
+                    "writer_error": repr(self._writer.error), **notes}
             try:
                 _write_metadata(self.db_path, lost)
             except (sqlite3.Error, OSError) as e:
@@ -274,6 +312,37 @@ class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.
 
     def __exit__(self, *exc) -> bool:
         return self.last.__exit__(*exc)
+
+
+class _ForkedChildHook:
+    """device_sim's hook in a child forked during a capture: the first op warns that the child's ops
+    are not recorded, and the hook removes itself (ops then run at full speed, unrecorded)."""
+
+    def __init__(self, path: Path, parent_pid: int):
+        self.message = (
+            f"ttreport: ops run in process {os.getpid()}, forked during the capture into {path} (process "
+            f"{parent_pid}), are not recorded: a capture's writer does not survive fork. To record them, start a "
+            f"capture in the child, e.g. ttreport.capture(pathlib.Path('{path}-child-{os.getpid()}'))"
+        )
+
+    def begin(self, op, args, kwargs):
+        if device_sim.get_hook() is self:
+            device_sim.set_hook(None)
+            warnings.warn(self.message, ReportIncompleteWarning, stacklevel=3)
+
+    def end(self, token, output, exc):
+        pass
+
+
+def _after_fork_in_child() -> None:
+    global _lock, _active
+    _lock = threading.Lock()  # another thread may have held it at the fork
+    if _active is not None:
+        active, _active = _active, None
+        active._forked_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def capture(target: str | os.PathLike | None = None, *, config: Config | None = None) -> Capture:
@@ -351,7 +420,7 @@ def _prepare(path: Path, overwrite: bool) -> int:
 
 # What a capture writes into its folder (besides tensors/ and LOCK_FILE): all that overwrite=True deletes.
 CAPTURE_FILES = (db.DB_FILE, f"{db.DB_FILE}-wal", f"{db.DB_FILE}-shm", f"{db.DB_FILE}-journal", CONFIG_FILE,
-                 f".{CONFIG_FILE}.tmp")
+                 f".{CONFIG_FILE}.tmp", RESERVE_FILE)
 # A tensor file (or its temporary name while written): tensors/<id>.pt, tensors/.<id>.pt.tmp, ...
 _TENSOR_FILE = re.compile(r"\.?\d+\.(pt|bin)(\.[A-Za-z0-9_]+)*")
 
@@ -447,6 +516,18 @@ def _write_metadata(db_path, items: dict) -> None:
                             [(k, str(v)) for k, v in items.items()])
     finally:
         con.close()
+
+
+def _reserve_room(path: Path) -> None:
+    """Hold RESERVE_BYTES of the disk in a file that close deletes before it writes the status: when the
+    disk fills during a capture, the report can still say it is complete and what it lost."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        os.posix_fallocate(fd, 0, RESERVE_BYTES)
+    except OSError:
+        os.ftruncate(fd, 0)  # not even that much room: the capture runs, as it would without the reserve
+    finally:
+        os.close(fd)
 
 
 def _write_json(path: Path, data: dict) -> None:

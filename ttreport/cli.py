@@ -344,7 +344,9 @@ def upgrade(report):
 
 @main.command()
 @click.argument("report")
-def check(report):
+@click.option("--repair", is_flag=True, help="First fold a WAL that a killed or disk-full capture left back into "
+              "db.sqlite, so that the file stands alone (every reader tries to); a fault if it cannot.")
+def check(report, repair):
     """Check REPORT's integrity: the database, ids across tables, tensor files, status.
 
     Lists each fault and exits with status 1 if there is any; prints "ok" and exits 0 if none.
@@ -353,12 +355,29 @@ def check(report):
     """
     from ttreport.check import check as check_report
 
-    faults = check_report(report)
+    faults = _repair(report) if repair else []
+    faults += check_report(report)
     for fault in faults:
         click.echo(fault)
     if faults:
         sys.exit(1)
     click.echo("ok")
+
+
+def _repair(report) -> list[str]:
+    """Fold REPORT's left-over WAL; the fault when it cannot (ttreport.wal)."""
+    from ttreport import wal
+    from ttreport.report import resolve
+
+    db_path = resolve(report)
+    log = wal.wal_path(db_path)
+    if not os.path.lexists(log):
+        return []
+    if wal.fold(db_path):
+        click.echo(f"repaired: folded {log.name} into {db_path}, which now stands alone")
+        return []
+    return [f"{log}: could not be folded into {db_path.name} (a capture is writing the report, a reader holds it, or "
+            f"the folder cannot be written: a full disk?); copy the folder whole, never {db_path.name} alone"]
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

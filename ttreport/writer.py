@@ -103,6 +103,7 @@ class Writer(threading.Thread):
         self._grid_x: dict[int, int] = {}  # device id -> worker columns, to place L1 banks on cores
         self.error: BaseException | None = None  # the first failure, reported at close
         self.records_lost = 0
+        self.ops_lost = 0  # of records_lost, the ops: what ls and summary show beside the status
         self.records_written = 0
         self._stacks: dict[tuple, int] = {}  # frames key -> stack_trace_id
         # (shape, dtype number, layout number, id(MemoryConfig)) -> (spec_id, None, its texts); the recorder
@@ -121,7 +122,7 @@ class Writer(threading.Thread):
             self.con = connect(self.db_path)
         except Exception as e:  # an unwritable folder: keep draining, so the queue never grows without bound
             self.con = None
-            self._fail(e, 0)
+            self._fail(e)
         try:
             while not self._write(self._next_batch()):
                 pass
@@ -142,7 +143,7 @@ class Writer(threading.Thread):
         if not batch:
             return False
         if self.con is None:
-            self.records_lost += len(batch)
+            self._count_lost(batch)
             return self._release([item for item in batch if item[0] in (FLUSH, STOP)])
         rows = {name: [] for name in _INSERT}
         rows.update(devices=[], other={})
@@ -197,7 +198,8 @@ class Writer(threading.Thread):
                 self._stacks.pop(key, None)
             for key in new_specs:
                 self._specs.pop(key, None)
-            self._fail(e, len(batch))
+            self._count_lost(batch)
+            self._fail(e)
             waiters = [item for item in batch if item[0] in (FLUSH, STOP)]
         return self._release(waiters)
 
@@ -238,8 +240,11 @@ class Writer(threading.Thread):
                 con.execute("ROLLBACK")
             raise
 
-    def _fail(self, e: Exception, n: int) -> None:
-        self.records_lost += n
+    def _count_lost(self, batch: list) -> None:
+        self.records_lost += len(batch)
+        self.ops_lost += sum(1 for item in batch if item[0] == OP)
+
+    def _fail(self, e: Exception) -> None:
         if self.error is None:
             self.error = e
             self.warner.warn(f"ttreport: could not write to {self.db_path} ({type(e).__name__}: {e}); what was "
@@ -257,7 +262,7 @@ class Writer(threading.Thread):
         except sqlite3.Error as e:
             # Busy: a reader came in before the journal switch (WAL readers never block the index writes).
             if getattr(e, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY:
-                self._fail(e, 0)
+                self._fail(e)
         finally:
             self.con.close()
 

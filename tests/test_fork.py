@@ -1,0 +1,110 @@
+"""A child forked during a capture: it never closes, unlocks or empties the parent's report, and its
+ops (which the parent's writer cannot receive) are not recorded, with one warning in the child.
+
+Real processes: a script captures, forks with os.fork(), the child runs ops and exits normally
+(atexit handlers run), and meanwhile a second process tries to overwrite the live report.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import ttreport
+
+REPO = Path(__file__).resolve().parent.parent
+
+PARENT = r"""
+import json, os, pathlib, sys, warnings
+import torch
+import device_sim as ttnn
+import ttreport
+
+report = pathlib.Path(sys.argv[1])
+dev = ttnn.open_device(0)
+with ttreport.capture(report) as cap:
+    a = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=dev)
+    for _ in range(10):
+        a = a + 1
+    pid = os.fork()
+    if pid == 0:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            b = a
+            for _ in range(2000):
+                b = b + 1
+        lost = [str(w.message) for w in caught if issubclass(w.category, ttreport.ReportIncompleteWarning)]
+        print(json.dumps({"child": os.getpid(), "warnings": lost, "result": b.to_torch()[0, 0].item()}), flush=True)
+        sys.exit(0)  # a normal exit: SystemExit leaves the with-block, then atexit handlers run
+    _, status = os.waitpid(pid, 0)
+    print(json.dumps({"child_exit": os.waitstatus_to_exitcode(status)}), flush=True)
+    sys.stdin.readline()  # the test tries to overwrite the report now
+    for _ in range(10):
+        a = a + 1
+print(json.dumps({"closed": cap.status}), flush=True)
+"""
+
+SECOND = r"""
+import pathlib, sys
+import ttreport
+try:
+    ttreport.capture(pathlib.Path(sys.argv[1]), config=ttreport.Config(overwrite=True)).start()
+except ttreport.ReportInUseError as e:
+    print("refused:", e)
+    sys.exit(3)
+print("started")
+"""
+
+
+def test_a_forked_child_that_exits_leaves_the_parents_capture_running_and_locked(tmp_path):
+    report = tmp_path / "live"
+    (tmp_path / "parent.py").write_text(PARENT)
+    (tmp_path / "second.py").write_text(SECOND)
+    parent = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), str(report)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        child = json.loads(parent.stdout.readline())
+        assert child["result"] == 2011.0  # the child's ops ran, unrecorded
+        assert len(child["warnings"]) == 1, child["warnings"]  # once, not once per op
+        assert f"process {child['child']}" in child["warnings"][0] and str(report) in child["warnings"][0]
+        assert json.loads(parent.stdout.readline()) == {"child_exit": 0}
+        assert (report / ".lock").read_text().strip() == str(parent.pid)  # the child's exit left the lock
+        second = subprocess.run([sys.executable, str(tmp_path / "second.py"), str(report)], capture_output=True,
+                                text=True, cwd=REPO, timeout=120)
+        assert second.returncode == 3, second.stdout + second.stderr
+        assert f"pid {parent.pid}" in second.stdout
+        parent.stdin.write("go on\n")
+        parent.stdin.flush()
+        assert json.loads(parent.stdout.readline()) == {"closed": "complete"}
+        assert parent.wait(60) == 0, parent.stderr.read()
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+    with ttreport.open(report) as r:
+        assert r.status == "complete" and "writer_error" not in r.metadata
+        assert r.count_operations() == 21  # from_torch and the parent's 20 adds; none of the child's
+    assert ttreport.check(report) == []
+    assert not (report / ".lock").exists()
+
+
+def test_a_forked_child_can_capture_into_a_report_of_its_own(tmp_path, device):
+    import device_sim as ttnn
+
+    with ttreport.capture(tmp_path / "parent") as cap:
+        a = ttnn.ones((32, 32), device=device)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child, which reports through its exit code
+            code = 1
+            try:
+                with ttreport.capture(tmp_path / "child"):
+                    a + 1
+                with ttreport.open(tmp_path / "child") as r:
+                    code = 0 if r.count_operations() == 1 else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        a + 2
+    assert os.waitstatus_to_exitcode(status) == 0
+    with ttreport.open(cap.path) as r:
+        assert r.count_operations() == 2

@@ -1,0 +1,86 @@
+"""Folding a left-over write-ahead log back into db.sqlite, so a report is one file that stands alone.
+
+    from ttreport.wal import fold
+    fold(Path("generated/ttreport/reports/run-1/db.sqlite"))  # True: db.sqlite now holds every commit
+
+A capture writes in WAL mode and folds the log back when it closes. A capture that could not close
+(SIGKILL, power loss) or could not fold (the disk was full) leaves its committed batches in
+`db.sqlite-wal`: then `db.sqlite` copied alone is empty or "malformed". The first reader that may
+write the folder folds it (`ttreport.open`, every CLI command, `ttreport check --repair`): a
+checkpoint(TRUNCATE) and a switch back to the rollback journal, which removes -wal and -shm. That is
+SQLite's own recovery; nothing in the report changes. It is never done while a capture holds the
+folder's lock, and a reader that cannot write (read-only media, another user's files) reads the
+WAL as before.
+
+Imports only the standard library: readers that never import torch use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+from pathlib import Path
+
+LOCK_FILE = ".lock"  # flock'd while a capture writes the folder; holds the capturing pid (capture.py)
+RESERVE_FILE = ".reserve"  # disk space a capture holds for its closing notes; a killed one leaves it
+FOLD_WAIT_MS = 200  # a reader mid-query keeps the fold from completing; it is not waited for longer
+
+
+def wal_path(db_path: Path) -> Path:
+    return db_path.with_name(db_path.name + "-wal")
+
+
+def fold(db_path: str | os.PathLike) -> bool:
+    """Fold `db_path`'s left-over WAL into it; True when db.sqlite now stands alone (or already did).
+
+    False, changing nothing, while a capture holds the folder, while another reader holds a snapshot,
+    or when the folder or file cannot be written (or the disk is still full).
+    """
+    db_path = Path(db_path)
+    if not os.path.lexists(wal_path(db_path)):
+        return True
+    lock_fd = _hold_folder(db_path.parent)
+    if lock_fd is False:
+        return False  # a capture is writing this report
+    try:
+        con = sqlite3.connect(db_path, timeout=FOLD_WAIT_MS / 1000, isolation_level=None)
+        try:
+            if con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
+                return False  # busy: a reader holds an older snapshot
+            # Every commit is in db.sqlite now; the switch removes -wal and -shm, unless another reader
+            # has the file open (then an empty -wal stays, which SQLite ignores).
+            with contextlib.suppress(sqlite3.OperationalError):
+                con.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False  # read-only folder or file, disk still full, a reader in the way: read the WAL as is
+    finally:
+        if lock_fd is not None:  # a killed capture's lock: its reserve is of no more use
+            with contextlib.suppress(OSError):
+                os.unlink(db_path.parent / RESERVE_FILE)
+            os.close(lock_fd)
+    return True
+
+
+def _hold_folder(folder: Path) -> int | None | bool:
+    """The folder's capture lock, taken (its descriptor), None when there is no lock file (no capture
+    runs: close removes it), False when a capture holds it. A reader never creates the lock file."""
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return False  # cannot take it (read-only, a link planted as the lock): do not fold
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    with contextlib.suppress(OSError):
+        if os.path.samestat(os.fstat(fd), os.stat(folder / LOCK_FILE)):
+            return fd
+    os.close(fd)  # its holder removed it as it let go: a capture was closing or starting; leave it be
+    return False
