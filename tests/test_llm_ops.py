@@ -1,0 +1,220 @@
+"""The LLM ops of ttnn.experimental and ttnn.transformer against torch: heads, RoPE, KV caches, decode attention."""
+
+import math
+import sqlite3
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import device_sim as ttnn
+import ttreport
+from device_sim.ops.rotary import get_rot_transformation_mat
+
+
+def dev(t, device, dtype=ttnn.float32, layout=ttnn.TILE):
+    return ttnn.from_torch(t, dtype=dtype, layout=layout, device=device)
+
+
+def randn(*shape, seed=0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+# -- heads -------------------------------------------------------------------------------------
+
+def test_nlp_create_qkv_heads_puts_each_head_where_tt_nn_does(device):
+    B, S, H, KVH, D = 2, 32, 4, 2, 32
+    # Feature f of token s of user b holds 10000*b + 1000*s + f: every output element says where it came from.
+    qkv = (torch.arange(B)[:, None, None, None] * 10000.0 + torch.arange(S)[:, None] * 1000.0
+           + torch.arange((H + 2 * KVH) * D))
+    q, k, v = ttnn.experimental.nlp_create_qkv_heads(dev(qkv, device), num_heads=H, num_kv_heads=KVH)
+    assert (q.shape, k.shape, v.shape) == ((B, H, S, D), (B, KVH, D, S), (B, KVH, S, D))
+    assert all(t.layout == ttnn.TILE and t.dtype == ttnn.float32 for t in (q, k, v))
+    assert q.value[1, 2, 5, 3] == 10000 + 5000 + 2 * D + 3
+    assert k.value[0, 1, 3, 5] == 5000 + H * D + D + 3
+    assert v.value[1, 1, 5, 3] == 10000 + 5000 + (H + KVH) * D + D + 3
+    q2, k2, v2 = ttnn.experimental.nlp_create_qkv_heads(
+        dev(qkv[..., : H * D], device), dev(qkv[..., H * D:], device), num_heads=H, num_kv_heads=KVH,
+        transpose_k_heads=False)
+    assert torch.equal(q2.value, q.value) and torch.equal(k2.value, k.value.transpose(-2, -1))
+    assert torch.equal(v2.value, v.value)
+    assert torch.equal(ttnn.experimental.nlp_concat_heads(q).value, qkv[..., : H * D])
+
+
+def test_decode_heads_split_one_token_per_user_and_concat_back(device):
+    B, H, KVH, D = 8, 4, 1, 32
+    token = randn(1, 1, B, (H + 2 * KVH) * D)
+    q, k, v = ttnn.experimental.nlp_create_qkv_heads_decode(dev(token, device), num_heads=H, num_kv_heads=KVH)
+    assert (q.shape, k.shape, v.shape) == ((1, B, H, D), (1, B, KVH, D), (1, B, KVH, D))
+    assert q.padded_shape == (1, B, 32, D)  # heads padded to a tile's 32 rows, as TT-NN's decode tensors are
+    assert torch.equal(k.value[0, 3, 0], token[0, 0, 3, H * D: (H + 1) * D])
+    back = ttnn.experimental.nlp_concat_heads_decode(q, num_heads=H)
+    assert back.shape == (1, 1, B, H * D) and torch.equal(back.value, token[..., : H * D])
+
+
+def test_head_ops_name_the_shape_they_need(device):
+    with pytest.raises(ValueError, match=r"width 210 .* not a multiple of num_heads \+ 2 \* num_kv_heads = 8"):
+        ttnn.experimental.nlp_create_qkv_heads(dev(randn(1, 1, 32, 210), device), num_heads=4, num_kv_heads=2)
+    with pytest.raises(ValueError, match=r"\[\[1, 32, 256\]\] must be \[B, 1, S, width\]"):
+        ttnn.experimental.nlp_create_qkv_heads(dev(randn(1, 32, 256), device), num_heads=4)
+    with pytest.raises(ValueError, match="at least num_heads=8 heads"):
+        ttnn.experimental.nlp_concat_heads_decode(dev(randn(1, 8, 4, 32), device), num_heads=8)
+
+
+# -- rotary embeddings ------------------------------------------------------------------------
+
+def _angles(positions, D, theta=10000.0):
+    freqs = 1.0 / theta ** (torch.arange(0, D, 2).float() / D)
+    return positions.float()[:, None] * freqs  # [S, D/2]
+
+
+def test_rotary_embedding_llama_rotates_adjacent_pairs_as_meta_llama_does(device):
+    B, H, S, D = 1, 2, 32, 64
+    x = randn(B, H, S, D)
+    ang = _angles(torch.arange(S), D)
+    # TT-NN's models give cos/sin with each pair's value repeated: [c0, c0, c1, c1, ...]
+    cos, sin = (f(ang).repeat_interleave(2, -1)[None, None] for f in (torch.cos, torch.sin))
+    out = ttnn.experimental.rotary_embedding_llama(dev(x, device), dev(cos, device), dev(sin, device),
+                                                   dev(get_rot_transformation_mat(), device))
+    ref = torch.view_as_real(torch.view_as_complex(x.reshape(B, H, S, D // 2, 2)) * torch.polar(torch.ones_like(ang),
+                                                                                             ang)).reshape(B, H, S, D)
+    assert out.shape == (B, H, S, D) and out.dtype == ttnn.float32
+    torch.testing.assert_close(out.value, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_rotary_embedding_llama_decode_mode_takes_one_position_per_user(device):
+    B, H, D = 4, 8, 32
+    x, pos = randn(1, B, H, D), torch.tensor([0, 3, 17, 9])
+    ang = _angles(pos, D)  # [B, D/2]
+    cos, sin = (f(ang).repeat_interleave(2, -1)[None, :, None] for f in (torch.cos, torch.sin))  # [1, B, 1, D]
+    out = ttnn.experimental.rotary_embedding_llama(dev(x, device), dev(cos, device), dev(sin, device),
+                                                   dev(get_rot_transformation_mat(), device), is_decode_mode=True)
+    ref = torch.view_as_real(torch.view_as_complex(x.reshape(1, B, H, D // 2, 2))
+                             * torch.polar(torch.ones_like(ang), ang)[None, :, None]).reshape(1, B, H, D)
+    torch.testing.assert_close(out.value, ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=r"trans_mat shape \[1, 1, 64, 64\] must be \[1, 1, 32, 32\]"):
+        ttnn.experimental.rotary_embedding_llama(dev(x, device), dev(cos, device), dev(sin, device),
+                                                 dev(torch.eye(64)[None, None], device))
+
+
+def test_rotary_embedding_rotates_halves_as_gpt_neox_does(device):
+    H, S, D, max_seq = 2, 32, 64, 128
+    x = randn(1, H, S, D)
+    ang = _angles(torch.arange(max_seq), D)
+    cos, sin = (f(torch.cat([ang, ang], -1))[None, None] for f in (torch.cos, torch.sin))  # [1, 1, max_seq, D]
+    out = ttnn.experimental.rotary_embedding(dev(x, device), dev(cos, device), dev(sin, device))
+    z = torch.complex(x[..., : D // 2], x[..., D // 2:]) * torch.polar(torch.ones_like(ang[:S]), ang[:S])
+    torch.testing.assert_close(out.value, torch.cat([z.real, z.imag], -1), rtol=1e-5, atol=1e-5)
+    one = ttnn.experimental.rotary_embedding(dev(x[:, :1, :1], device), dev(cos, device), dev(sin, device), 100)
+    z = torch.complex(x[0, 0, 0, : D // 2], x[0, 0, 0, D // 2:]) * torch.polar(torch.ones(D // 2), ang[100])
+    torch.testing.assert_close(one.value[0, 0, 0], torch.cat([z.real, z.imag]), rtol=1e-5, atol=1e-5)
+
+
+# -- attention: prefill windows, decode against a KV cache --------------------------------------
+
+def test_sliding_window_prefill_attention_matches_torch_with_a_band_mask(device):
+    q, k, v = randn(1, 4, 64, 32), randn(1, 2, 64, 32, seed=1), randn(1, 2, 64, 32, seed=2)
+    out = ttnn.transformer.scaled_dot_product_attention(dev(q, device), dev(k, device), dev(v, device),
+                                                        is_causal=True, sliding_window_size=8)
+    i = torch.arange(64)
+    band = (i[None] <= i[:, None]) & (i[None] > i[:, None] - 8)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=band, enable_gqa=True)
+    torch.testing.assert_close(out.value, ref, rtol=1e-4, atol=1e-5)
+
+
+def _attention(q, k, v):
+    """Torch's attention of one new token per user: q [B, H, D], k and v [B, KVH, T, D] -> [B, H, D]."""
+    return F.scaled_dot_product_attention(q[:, :, None], k, v, enable_gqa=True)[:, :, 0]
+
+
+def test_a_decode_step_with_a_kv_cache_matches_torch_attention_over_all_tokens(device):
+    B, H, KVH, D, S, max_seq = 2, 4, 2, 32, 40, 128
+    k_prompt, v_prompt = randn(B, KVH, S, D), randn(B, KVH, S, D, seed=1)
+    k_cache = dev(torch.zeros(B, KVH, max_seq, D), device)
+    v_cache = dev(torch.zeros(B, KVH, max_seq, D), device)
+    for b in range(B):  # prefill: one user at a time, as models do
+        ttnn.fill_cache(k_cache, dev(k_prompt[b: b + 1], device), b)
+        ttnn.fill_cache(v_cache, dev(v_prompt[b: b + 1], device), b)
+    # decode: the new token's k/v at position S, then its query attends to positions 0..S
+    q_new, k_new, v_new = randn(1, B, H, D, seed=2), randn(1, B, KVH, D, seed=3), randn(1, B, KVH, D, seed=4)
+    ttnn.experimental.paged_update_cache(k_cache, dev(k_new, device), update_idxs=[S] * B)
+    ttnn.experimental.paged_update_cache(v_cache, dev(v_new, device), update_idxs=[S] * B)
+    out = ttnn.transformer.scaled_dot_product_attention_decode(dev(q_new, device), k_cache, v_cache,
+                                                               cur_pos=[S] * B)
+    k_all = torch.cat([k_prompt, k_new[0][:, :, None]], 2)
+    v_all = torch.cat([v_prompt, v_new[0][:, :, None]], 2)
+    assert out.shape == (1, B, H, D)
+    torch.testing.assert_close(out.value[0], _attention(q_new[0], k_all, v_all), rtol=1e-4, atol=1e-5)
+    # cur_pos_tensor and scale as TT-NN takes them; positions past cur_pos (zeros here) are never seen
+    pos = dev(torch.tensor([S, S], dtype=torch.int32), device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)
+    again = ttnn.transformer.scaled_dot_product_attention_decode(dev(q_new, device), k_cache, v_cache,
+                                                                 cur_pos_tensor=pos, scale=1 / math.sqrt(D))
+    torch.testing.assert_close(again.value, out.value)
+
+
+def test_a_paged_cache_gives_the_same_attention_as_a_plain_one(device):
+    B, KVH, D, block, S = 2, 1, 32, 32, 50
+    k, v, q = randn(B, KVH, S, D), randn(B, KVH, S, D, seed=1), randn(1, B, 8, D, seed=2)
+    table = torch.tensor([[3, 0], [1, 2]])  # user 0 holds blocks 3 then 0; user 1 blocks 1 then 2
+    page_table = dev(table, device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)
+    k_paged, v_paged = (dev(torch.zeros(4, KVH, block, D), device) for _ in range(2))
+    for b in range(B):
+        ttnn.experimental.paged_fill_cache(k_paged, dev(k[b: b + 1, :, : S - 1], device), page_table, batch_idx=b)
+        ttnn.experimental.paged_fill_cache(v_paged, dev(v[b: b + 1, :, : S - 1], device), page_table, batch_idx=b)
+    idx = dev(torch.tensor([S - 1, S - 1], dtype=torch.int32), device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)
+    ttnn.experimental.paged_update_cache(k_paged, dev(k[:, :, S - 1][None], device), update_idxs_tensor=idx,
+                                         page_table=page_table)
+    ttnn.experimental.paged_update_cache(v_paged, dev(v[:, :, S - 1][None], device), update_idxs_tensor=idx,
+                                         page_table=page_table)
+    assert torch.equal(k_paged.value[0, :, S - 1 - block], k[0, :, S - 1])  # user 0's position 49: block 0, row 17
+    out = ttnn.transformer.paged_scaled_dot_product_attention_decode(dev(q, device), k_paged, v_paged, page_table,
+                                                                     cur_pos_tensor=idx)
+    torch.testing.assert_close(out.value[0], _attention(q[0], k, v), rtol=1e-4, atol=1e-5)
+
+
+def test_decode_attention_skips_users_at_minus_one_and_keeps_a_sliding_window(device):
+    B, H, D, T = 2, 2, 32, 64
+    q, k, v = randn(1, B, H, D), randn(B, 1, T, D, seed=1), randn(B, 1, T, D, seed=2)
+    out = ttnn.transformer.scaled_dot_product_attention_decode(dev(q, device), dev(k, device), dev(v, device),
+                                                               cur_pos=[-1, 40], sliding_window_size=16)
+    assert torch.equal(out.value[0, 0], torch.zeros(H, D))
+    window = slice(40 - 15, 41)
+    torch.testing.assert_close(out.value[0, 1], _attention(q[0, 1:], k[1:, :, window], v[1:, :, window])[0],
+                               rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="exactly one of cur_pos"):
+        ttnn.transformer.scaled_dot_product_attention_decode(dev(q, device), dev(k, device), dev(v, device))
+
+
+def test_update_cache_writes_one_position_from_a_padded_batch(device):
+    B, KVH, D = 2, 2, 32
+    cache = dev(torch.zeros(B, KVH, 64, D), device)
+    token = randn(1, KVH, 32, D)  # users padded to 32, as on hardware; users 4 and 5 are ours
+    ttnn.update_cache(cache, dev(token, device), 7, batch_offset=4)
+    assert torch.equal(cache.value[:, :, 7], token[0, :, 4:6].transpose(0, 1))
+    assert int(torch.count_nonzero(cache.value[:, :, :7])) == 0
+    with pytest.raises(IndexError, match="update_idx=64 is outside the cache's 64 positions"):
+        ttnn.update_cache(cache, dev(token, device), 64)
+
+
+# -- in place: one tensor id, one buffer, and what a report records ------------------------------
+
+def test_cache_ops_write_into_the_cache_and_a_report_shows_it_as_their_output(tmp_path, device):
+    cache = dev(torch.zeros(2, 1, 64, 32), device, dtype=ttnn.bfloat16)
+    tensor_id, address = cache.tensor_id, cache.buffer_address()
+    with ttreport.capture(tmp_path / "r") as report:
+        prompt = dev(randn(1, 1, 32, 32), device, dtype=ttnn.bfloat16)
+        live = len(device.memory.live_buffers())
+        out = ttnn.fill_cache(cache, prompt, 1)
+        assert len(device.memory.live_buffers()) == live  # no new buffer: the op writes into the cache's
+    assert out is cache and (cache.tensor_id, cache.buffer_address()) == (tensor_id, address)
+    assert torch.equal(cache.value[1, :, :32], prompt.value[0]) and not cache.value[0].any()
+    con = sqlite3.connect(report.db_path)
+    try:
+        op_id, name = con.execute("SELECT operation_id, name FROM operations ORDER BY operation_id DESC").fetchone()
+        ins = con.execute("SELECT tensor_id FROM input_tensors WHERE operation_id = ? ORDER BY input_index",
+                          (op_id,)).fetchall()
+        outs = con.execute("SELECT tensor_id FROM output_tensors WHERE operation_id = ?", (op_id,)).fetchall()
+    finally:
+        con.close()
+    assert name == "ttnn.fill_cache"
+    assert ins == [(tensor_id,), (prompt.tensor_id,)] and outs == [(tensor_id,)]
