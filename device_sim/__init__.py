@@ -85,6 +85,83 @@ __all__ = [
     "uint16", "int32", "uint32",
 ]
 
+# Tiles and tensor specs (device_sim/tile.py, device_sim/tensor.py).
+from device_sim.tensor import TensorSpec  # noqa: E402
+from device_sim.tile import TILE_SIZE, Tile  # noqa: E402
+
+__all__ += ["TensorSpec", "TILE_SIZE", "Tile"]
+
+# Sharding (issue 10): shard specs, core ranges and the configs TT-NN's models build from them.
+from device_sim.sharding import (  # noqa: E402
+    corerange_to_cores,
+    create_sharded_memory_config_,
+    is_sharded,
+    num_cores_to_corerangeset,
+)
+from device_sim.types import (  # noqa: E402
+    L1_BLOCK_SHARDED_MEMORY_CONFIG,
+    L1_HEIGHT_SHARDED_MEMORY_CONFIG,
+    L1_WIDTH_SHARDED_MEMORY_CONFIG,
+    NdShardSpec,
+    ShardDistributionStrategy,
+    ShardSpecError,
+)
+
+__all__ += [
+    "corerange_to_cores", "create_sharded_memory_config_", "is_sharded", "num_cores_to_corerangeset",
+    "L1_BLOCK_SHARDED_MEMORY_CONFIG", "L1_HEIGHT_SHARDED_MEMORY_CONFIG", "L1_WIDTH_SHARDED_MEMORY_CONFIG",
+    "NdShardSpec", "ShardDistributionStrategy", "ShardSpecError",
+]
+
+# Compute kernel configs, program configs and fused activations (issue 10: configs and numerics).
+from device_sim.compute_config import (  # noqa: E402
+    BlackholeComputeKernelConfig,
+    GrayskullComputeKernelConfig,
+    MathFidelity,
+    ThrottleLevel,
+    WormholeComputeKernelConfig,
+    init_device_compute_kernel_config,
+)
+from device_sim.program_configs import (  # noqa: E402
+    LayerNormDefaultProgramConfig,
+    LayerNormShardedMultiCoreProgramConfig,
+    MatmulMultiCoreReuseMultiCast1DProgramConfig,
+    MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig,
+    MatmulMultiCoreReuseMultiCastProgramConfig,
+    MatmulMultiCoreReuseProgramConfig,
+    SDPAProgramConfig,
+    SoftmaxDefaultProgramConfig,
+    SoftmaxShardedMultiCoreProgramConfig,
+    UnaryOpType,
+    UnaryWithParam,
+)
+
+__all__ += [
+    "BlackholeComputeKernelConfig", "GrayskullComputeKernelConfig", "MathFidelity", "ThrottleLevel",
+    "WormholeComputeKernelConfig", "init_device_compute_kernel_config", "LayerNormDefaultProgramConfig",
+    "LayerNormShardedMultiCoreProgramConfig", "MatmulMultiCoreReuseMultiCast1DProgramConfig",
+    "MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig", "MatmulMultiCoreReuseMultiCastProgramConfig",
+    "MatmulMultiCoreReuseProgramConfig", "SDPAProgramConfig", "SoftmaxDefaultProgramConfig",
+    "SoftmaxShardedMultiCoreProgramConfig", "UnaryOpType", "UnaryWithParam",
+]
+
+# Conv configs (issue 9, part C: device_sim/conv_config.py).
+from device_sim.conv_config import (  # noqa: E402
+    Conv2dConfig,
+    Conv2dDRAMSliceHeight,
+    Conv2dDRAMSliceWidth,
+    Conv2dL1Full,
+    Conv2dL1FullSliceConfig,
+    Conv2dSliceConfig,
+    Op2DSliceConfig,
+    get_conv_output_dim,
+)
+
+__all__ += [
+    "Conv2dConfig", "Conv2dDRAMSliceHeight", "Conv2dDRAMSliceWidth", "Conv2dL1Full", "Conv2dL1FullSliceConfig",
+    "Conv2dSliceConfig", "Op2DSliceConfig", "get_conv_output_dim",
+]
+
 # Mesh devices, mesh tensors and fabric settings (issue 11: device_sim/mesh.py, distributed.py, ops/ccl.py).
 from device_sim.distributed import (  # noqa: E402
     ConcatMesh2dToTensor,
@@ -142,41 +219,10 @@ __all__ += [
     "create_global_semaphore", "get_fabric_config", "reset_global_semaphore_value", "set_fabric_config",
 ]
 
-# Sharding (issue 10): shard specs, core ranges and the configs TT-NN's models build from them.
-from device_sim.sharding import (  # noqa: E402
-    corerange_to_cores,
-    create_sharded_memory_config_,
-    is_sharded,
-    num_cores_to_corerangeset,
-)
-from device_sim.types import (  # noqa: E402
-    L1_BLOCK_SHARDED_MEMORY_CONFIG,
-    L1_HEIGHT_SHARDED_MEMORY_CONFIG,
-    L1_WIDTH_SHARDED_MEMORY_CONFIG,
-    NdShardSpec,
-    ShardDistributionStrategy,
-    ShardSpecError,
-)
+# ttnn.CONFIG (issue 10). Keep this block last: reading TTNN_CONFIG_OVERRIDES may start a report,
+# whose writer (found by entry point) imports device_sim and needs every name above.
+from device_sim import config as _config  # noqa: E402
+from device_sim.config import CONFIG, Config, load_config_from_dictionary, manage_config  # noqa: E402
 
-__all__ += [
-    "corerange_to_cores", "create_sharded_memory_config_", "is_sharded", "num_cores_to_corerangeset",
-    "L1_BLOCK_SHARDED_MEMORY_CONFIG", "L1_HEIGHT_SHARDED_MEMORY_CONFIG", "L1_WIDTH_SHARDED_MEMORY_CONFIG",
-    "NdShardSpec", "ShardDistributionStrategy", "ShardSpecError",
-]
-
-# Conv configs (issue 9, part C: device_sim/conv_config.py).
-from device_sim.conv_config import (  # noqa: E402
-    Conv2dConfig,
-    Conv2dDRAMSliceHeight,
-    Conv2dDRAMSliceWidth,
-    Conv2dL1Full,
-    Conv2dL1FullSliceConfig,
-    Conv2dSliceConfig,
-    Op2DSliceConfig,
-    get_conv_output_dim,
-)
-
-__all__ += [
-    "Conv2dConfig", "Conv2dDRAMSliceHeight", "Conv2dDRAMSliceWidth", "Conv2dL1Full", "Conv2dL1FullSliceConfig",
-    "Conv2dSliceConfig", "Op2DSliceConfig", "get_conv_output_dim",
-]
+__all__ += ["CONFIG", "Config", "load_config_from_dictionary", "manage_config"]
+_config.apply_environment()

@@ -9,11 +9,17 @@ global read when no hook is installed; with a hook it calls
 
 and re-raises the op's exception unchanged. The hook is process-wide so that ops run by
 any thread are seen; a profiler tracks nesting per thread itself.
+
+An op that TT-NN lets write into a given tensor (`ttnn.add(a, b, output_tensor=c)`,
+`ttnn.matmul(a, b, optional_output_tensor=c)`) is handled here once for all such ops: the
+wrapper takes the keyword, the op's output() call writes into that tensor (its buffer and
+tensor id stay), and the hook's `output` is that tensor.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -26,6 +32,7 @@ class Op:
     fallback_function: Callable | None = None
     category: str = ""
     wrapper: Callable | None = field(default=None, repr=False)
+    output_keyword: str | None = None  # "output_tensor" / "optional_output_tensor" where TT-NN takes one
     mesh_aware: bool = False  # handles mesh tensors itself (collectives, from_torch): never run per chip
 
     @property
@@ -35,6 +42,70 @@ class Op:
 
 OPS: dict[str, Op] = {}
 _hook = None
+
+# Which ops TT-NN lets write into a given tensor, and the keyword each takes (TT-NN 0.81: the unary
+# and binary element-wise ops, to_memory_config, typecast, argmax, clamp, fill take output_tensor;
+# matmul and linear take optional_output_tensor). A whole category is named when every op in it does.
+OUTPUT_TENSOR_CATEGORIES = frozenset({"eltwise"})
+OUTPUT_TENSOR_OPS = {
+    "ttnn.matmul": "optional_output_tensor",
+    "ttnn.linear": "optional_output_tensor",
+    "ttnn.to_memory_config": "output_tensor",
+    "ttnn.typecast": "output_tensor",
+    "ttnn.argmax": "output_tensor",
+    "ttnn.clamp": "output_tensor",
+    "ttnn.fill": "output_tensor",
+}
+
+
+class _Writes(threading.local):
+    # (op name, tensor) the running op writes its output into, or None; per thread, as ops nest per thread.
+    target: tuple | None = None
+
+
+_writes = _Writes()
+
+
+def output_target(op_name: str):
+    """The tensor that op `op_name`'s output goes into (its output_tensor=), taken once; else None.
+
+    ops.common.output() asks this, so an op nested inside (linear's matmul) never takes its caller's target.
+    """
+    w = _writes.target
+    if w is None or w[0] != op_name:
+        return None
+    _writes.target = None
+    return w[1]
+
+
+def _call_writing_into(op: Op, function: Callable, args: tuple, kwargs: dict):
+    """Run `op` with its output written into kwargs[op.output_keyword]; the hook sees that tensor as the output."""
+    call_kwargs = dict(kwargs)
+    target = call_kwargs.pop(op.output_keyword)
+    from device_sim.tensor import Tensor  # registry is imported before tensor
+
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{op.name}: {op.output_keyword}= must be a ttnn tensor to write into, "
+                        f"got {type(target).__name__}")
+    hook = _hook
+    token = hook.begin(op, args, kwargs) if hook is not None else None
+    previous, _writes.target = _writes.target, (op.name, target)
+    try:
+        result = function(*args, **call_kwargs)
+        if _writes.target is not None and result is not target:
+            # The op made its result without output() (a composite, or an early return): copy it in.
+            target._write(result.value)
+            if isinstance(result, Tensor) and not any(result is a for a in (*args, *call_kwargs.values())):
+                result._free()
+    except BaseException as exc:
+        if hook is not None:
+            hook.end(token, None, exc)
+        raise
+    finally:
+        _writes.target = previous
+    if hook is not None:
+        hook.end(token, target, None)
+    return target
 
 
 # Set while a multi-chip mesh is open (device_sim.mesh): given (function, args, kwargs), it returns a
@@ -76,13 +147,18 @@ def register_op(name: str, *, golden: Callable | None = None, fallback: Callable
             raise ValueError(f"op {name!r} is registered twice")
         # Ops made by a factory (eltwise's _unary, ...) are all called `op`: name them as registered.
         function.__name__ = function.__qualname__ = name.rsplit(".", 1)[-1]
-        op = Op(name, function, golden, fallback, category=function.__module__.rsplit(".", 1)[-1],
-                mesh_aware=mesh_aware)
+        category = function.__module__.rsplit(".", 1)[-1]
+        out_kw = OUTPUT_TENSOR_OPS.get(name, "output_tensor" if category in OUTPUT_TENSOR_CATEGORIES else None)
+        op = Op(name, function, golden, fallback, category=category, output_keyword=out_kw, mesh_aware=mesh_aware)
 
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
             if "memory" in kwargs:
                 _rename_memory(kwargs)
+            if out_kw is not None and out_kw in kwargs:
+                if kwargs[out_kw] is not None:
+                    return _call_writing_into(op, function, args, kwargs)
+                del kwargs[out_kw]  # output_tensor=None: TT-NN's default, a new tensor
             run = function
             if _per_device is not None and not mesh_aware:  # one op on a mesh: the hook sees it once
                 run = _per_device(function, args, kwargs) or function

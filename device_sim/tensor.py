@@ -8,13 +8,16 @@ float32 on these values and the result is rounded to the output dtype.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import itertools
+import math
 
 import torch
 
-from device_sim import dtypes, placement, sharding
+from device_sim import dtypes, sharding
 from device_sim.device import Device
+from device_sim.tile import DEFAULT_TILE, Tile, as_tile
 from device_sim.types import (
     BufferType,
     DataType,
@@ -37,44 +40,51 @@ def next_tensor_id() -> int:
     return next(_tensor_ids)
 
 
-def padded(shape, layout: Layout) -> tuple[int, ...]:
+def padded(shape, layout: Layout, tile: Tile | None = None) -> tuple[int, ...]:
+    """The shape with its last two dims rounded up to whole tiles (32x32 unless `tile` says otherwise)."""
     if layout != Layout.TILE:
         return tuple(shape)
+    th, tw = (dtypes.TILE_HEIGHT, dtypes.TILE_WIDTH) if tile is None else tile.tile_shape
     s = list(shape) if len(shape) >= 2 else [1] * (2 - len(shape)) + list(shape)
-    s[-1] = -(-s[-1] // dtypes.TILE_WIDTH) * dtypes.TILE_WIDTH
-    s[-2] = -(-s[-2] // dtypes.TILE_HEIGHT) * dtypes.TILE_HEIGHT
+    s[-1] = -(-s[-1] // tw) * tw
+    s[-2] = -(-s[-2] // th) * th
     return tuple(s)
 
 
 class Tensor:
-    __slots__ = ("_value", "dtype", "layout", "_device", "_memory_config", "memory_config_source",
+    __slots__ = ("_value", "dtype", "layout", "tile", "_device", "_memory_config", "memory_config_source",
                  "buffer", "tensor_id", "__weakref__")
 
-    def __init__(self, data, dtype: DataType | None = None, device: Device | None = None,
-                 layout: Layout = Layout.ROW_MAJOR, memory_config: MemoryConfig | None = None, *,
-                 memory: MemoryConfig | None = None):
-        """`ttnn.Tensor(numpy_or_torch_array, dtype=, device=, layout=)` as in TT-NN."""
-        if memory is not None and memory_config is not None:
-            raise TypeError("give either memory= or memory_config=, not both (they are the same argument)")
-        value = data if isinstance(data, torch.Tensor) else torch.as_tensor(data)
-        dtype = DataType(dtype) if dtype is not None else dtypes.FROM_TORCH.get(value.dtype, DataType.FLOAT32)
-        cfg, source = (placement.resolve(memory_config or memory, [], "ttnn.Tensor") if device is not None
-                       else (None, None))
-        self._init(dtypes.to_device_values(value, dtype), dtype, Layout(layout), device, cfg, source)
+    def __new__(cls, *args, **kwargs):
+        """`ttnn.Tensor(...)` in TT-NN's forms (see ops/tensor_io.tensor):
+
+            ttnn.Tensor(numpy_or_torch_array, data_type=None, device=None, layout=None, mem_config=None, tile=None)
+            ttnn.Tensor(flat_list, shape, data_type, layout[, device[, memory_config]], tile=None)
+
+        It is built by the registered op `ttnn.Tensor`, so a capture records a tensor made this way
+        (with its producer and buffer) like any op's output.
+        """
+        if not args and not kwargs:  # _create and copy make an empty one and fill it in
+            return object.__new__(cls)
+        return ops.tensor_io.tensor(*args, **kwargs)
+
+    def __init__(self, *args, **kwargs):
+        pass  # __new__ built the tensor already; Python calls this on its result with the same arguments
 
     @classmethod
     def _create(cls, value: torch.Tensor, dtype: DataType, layout: Layout, device: Device | None,
-                memory_config: MemoryConfig | None, source: str | None) -> Tensor:
+                memory_config: MemoryConfig | None, source: str | None, tile: Tile | None = None) -> Tensor:
         """A tensor over already-rounded `value`; allocates its buffer when `device` is given."""
-        t = cls.__new__(cls)
-        t._init(value, dtype, layout, device, memory_config, source)
+        t = object.__new__(cls)
+        t._init(value, dtype, layout, device, memory_config, source, tile)
         return t
 
-    def _init(self, value, dtype, layout, device, memory_config, source):
+    def _init(self, value, dtype, layout, device, memory_config, source, tile=None):
         dtypes.check_layout(dtype, layout)
         self._value = value
         self.dtype = dtype
         self.layout = layout
+        self.tile = DEFAULT_TILE if tile is None else tile
         self._device = device
         self._memory_config = memory_config if device is not None else None
         self.memory_config_source = source if device is not None else None
@@ -83,8 +93,18 @@ class Tensor:
         if device is not None:
             if memory_config.is_sharded() and memory_config.shard_spec is None:  # L1_*_SHARDED_MEMORY_CONFIG
                 self._memory_config = memory_config = sharding.complete(
-                    memory_config, padded(value.shape, layout), layout, device)
-            self.buffer = _allocate(device, value.shape, dtype, layout, memory_config)
+                    memory_config, padded(value.shape, layout, self.tile), layout, device, self.tile.tile_shape)
+            self.buffer = _allocate(device, value.shape, dtype, layout, memory_config, self.tile)
+
+    def _write(self, value: torch.Tensor) -> None:
+        """Replace the values in place (an op's output_tensor=): same buffer, same tensor id."""
+        self._value_or_raise()
+        if tuple(value.shape) != tuple(self._value.shape):
+            raise ValueError(
+                f"output tensor {self.tensor_id} has shape {list(self._value.shape)} but the op's result has shape "
+                f"{list(value.shape)}; pass an output_tensor of the result's shape"
+            )
+        self._value = dtypes.to_device_values(value, self.dtype)
 
     # -- what it is ------------------------------------------------------------------------
     @property
@@ -93,7 +113,7 @@ class Tensor:
 
     @property
     def padded_shape(self) -> Shape:
-        return Shape(padded(self._value_or_raise().shape, self.layout))
+        return Shape(padded(self._value_or_raise().shape, self.layout, self.tile))
 
     logical_shape = shape
 
@@ -107,9 +127,6 @@ class Tensor:
 
     def memory_config(self) -> MemoryConfig | None:
         return self._memory_config
-
-    def is_sharded(self) -> bool:
-        return self._memory_config is not None and self._memory_config.is_sharded()
 
     def device(self) -> Device | None:
         return self._device
@@ -158,15 +175,35 @@ class Tensor:
             self._device.memory.free(buf)
 
     def __repr__(self) -> str:
-        if self._value is None:
-            return f"ttnn.Tensor(id={self.tensor_id}, deallocated)"
-        where = "host"
-        if self._device is not None:
-            cfg = self._memory_config
-            where = (f"device {self._device.device_id} {cfg.buffer_type.name} {cfg.memory_layout.name} "
-                     f"@{self.buffer.address:#x}")
-        return (f"ttnn.Tensor(id={self.tensor_id}, shape={self.shape!r}, dtype={self.dtype!r}, "
-                f"layout={self.layout!r}, {where})")
+        """TT-NN's text for a tensor: its values, then `shape=Shape([..]), dtype=DataType::X, layout=Layout::Y`."""
+        from device_sim.tensor_text import tensor_text
+
+        return tensor_text(self._value, self.dtype, self.layout)
+
+    def is_sharded(self) -> bool:
+        return self._memory_config is not None and self._memory_config.is_sharded()
+
+    def get_tile(self) -> Tile:
+        return self.tile
+
+    @property
+    def spec(self) -> TensorSpec:
+        v = self._value_or_raise()
+        return TensorSpec(Shape(v.shape), self.dtype, self.layout, self._memory_config, self.tile)
+
+    def item(self):
+        """The one value of a one-element tensor, as a Python number (reads it back, as TT-NN does)."""
+        v = self._value_or_raise()
+        if v.numel() != 1:
+            raise ValueError(f"item() needs a tensor with one element; tensor {self.tensor_id} has shape "
+                             f"{list(v.shape)}")
+        return v.item()
+
+    def to_list(self) -> list:
+        """The values as nested Python lists in the logical shape."""
+        return self._value_or_raise().tolist()
+
+    tolist = to_list
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -183,8 +220,32 @@ class Tensor:
     def to_device(self, device: Device, memory_config: MemoryConfig | None = None, **kwargs) -> Tensor:
         return ops.to_device(self, device, memory_config=memory_config, **kwargs)
 
-    def to(self, device: Device, memory_config: MemoryConfig | None = None, **kwargs) -> Tensor:
-        return self.to_device(device, memory_config, **kwargs)
+    def to(self, target, memory_config: MemoryConfig | None = None, **kwargs) -> Tensor:
+        """`t.to(layout)` (to_layout) or `t.to(device, memory_config)` (to_device), as TT-NN's Tensor.to."""
+        if isinstance(target, Layout):
+            return ops.to_layout(self, target, **kwargs)
+        return self.to_device(target, memory_config, **kwargs)
+
+    def pad_to_tile(self, pad_value: float = 0.0) -> Tensor:
+        """A host copy whose last two dims are padded up to whole tiles with `pad_value` (TT-NN's host pad)."""
+        v = self._value_or_raise()
+        h, w = (v.shape[-2] if v.dim() > 1 else 1), v.shape[-1] if v.dim() else 1
+        th, tw = self.tile.tile_shape
+        pad = (0, -w % tw, 0, -h % th)
+        src = v if v.dim() > 1 else v.reshape(1, -1)
+        out = torch.nn.functional.pad(src.float() if v.is_floating_point() else src, pad, value=pad_value)
+        return Tensor._create(dtypes.to_device_values(out, self.dtype), self.dtype, self.layout, None, None, None,
+                              self.tile)
+
+    def unpad_from_tile(self, output_tensor_shape) -> Tensor:
+        """A host copy cut back to `output_tensor_shape` from the start of each dim (TT-NN's host unpad)."""
+        v = self._value_or_raise()
+        shape = [int(d) for d in output_tensor_shape]
+        if len(shape) != v.dim() or any(d > s for d, s in zip(shape, v.shape)):
+            raise ValueError(f"unpad_from_tile: shape {shape} does not fit inside tensor {self.tensor_id}'s "
+                             f"{list(v.shape)}; give a shape of the same rank, no larger in any dim")
+        out = v[tuple(slice(0, d) for d in shape)].contiguous()
+        return Tensor._create(out, self.dtype, self.layout, None, None, None, self.tile)
 
     def to_layout(self, layout: Layout, **kwargs) -> Tensor:
         return ops.to_layout(self, layout, **kwargs)
@@ -228,15 +289,40 @@ class Tensor:
     __hash__ = object.__hash__
 
 
-def _allocate(device: Device, shape, dtype: DataType, layout: Layout, cfg: MemoryConfig):
+def _allocate(device: Device, shape, dtype: DataType, layout: Layout, cfg: MemoryConfig, tile: Tile = DEFAULT_TILE):
     if not device.is_open:
         raise RuntimeError(f"device {device.device_id} is closed; open it again with ttnn.open_device()")
-    pshape = padded(shape, layout)
-    page = dtypes.page_size(dtype, layout, pshape)
-    pages = dtypes.num_pages(layout, pshape)
+    pshape = padded(shape, layout, tile)
+    if layout == Layout.TILE and tile != DEFAULT_TILE:  # a page is one (smaller) tile
+        page = tile.get_tile_size(dtype)
+        pages = math.prod(pshape[:-1]) // tile.height * (pshape[-1] // tile.width)
+    else:
+        page = dtypes.page_size(dtype, layout, pshape)
+        pages = dtypes.num_pages(layout, pshape)
     if not cfg.is_sharded():
         return device.memory.allocate(cfg.buffer_type, cfg.memory_layout, page_size=page, num_pages=pages)
-    return sharding.allocate(device, pshape, dtype, layout, cfg)
+    return sharding.allocate(device, pshape, dtype, layout, cfg, tile.tile_shape, tile.get_tile_size(dtype))
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    """What a tensor is, without its values: TT-NN's `tensor.spec` (and allocate_tensor_on_device's argument)."""
+
+    shape: Shape
+    dtype: DataType
+    layout: Layout = Layout.ROW_MAJOR
+    memory_config: MemoryConfig | None = None
+    tile: Tile = DEFAULT_TILE
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", Shape(self.shape))
+        object.__setattr__(self, "dtype", DataType(self.dtype))
+        object.__setattr__(self, "layout", Layout(self.layout))
+        object.__setattr__(self, "tile", as_tile(self.tile))
+
+    @property
+    def padded_shape(self) -> Shape:
+        return Shape(padded(self.shape, self.layout, self.tile))
 
 
 def buffer_type_of(t: Tensor) -> BufferType | None:

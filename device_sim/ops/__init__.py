@@ -152,15 +152,16 @@ __all__ += [
     "untilize_with_unpadding", "view",
 ]
 
-# Collectives between the chips of a mesh (ops/ccl.py, issue 11).
-from device_sim.ops.ccl import all_gather, all_reduce, point_to_point, reduce_scatter  # noqa: E402, F401
-
-__all__ += ["all_gather", "all_reduce", "point_to_point", "reduce_scatter"]
-
 # Sharded data movement (ops/sharded.py).
 from device_sim.ops.sharded import interleaved_to_sharded, reshard, sharded_to_interleaved  # noqa: E402, F401
 
 __all__ += ["interleaved_to_sharded", "reshard", "sharded_to_interleaved"]
+
+# Making tensors outside from_torch (ops/tensor_io.py); its `tensor` op is reached as ttnn.Tensor(...).
+from device_sim.ops import tensor_io  # noqa: E402, F401
+from device_sim.ops.tensor_io import allocate_tensor_on_device, as_tensor, copy_host_to_device_tensor  # noqa: E402, F401
+
+__all__ += ["as_tensor", "allocate_tensor_on_device", "copy_host_to_device_tensor"]
 
 # Transformer and vision ops of real models (issue 9, part C): the ttnn.experimental and ttnn.kv_cache
 # namespaces, KV caches, conv and pooling (ops/experimental.py, kv_cache.py, vision.py).
@@ -180,3 +181,73 @@ __all__ += [
     "experimental", "kv_cache", "fill_cache", "update_cache", "avg_pool2d", "conv2d", "global_avg_pool2d",
     "max_pool2d", "prepare_conv_bias", "prepare_conv_weights", "upsample",
 ]
+
+# Collectives between the chips of a mesh (ops/ccl.py, issue 11).
+from device_sim.ops.ccl import all_gather, all_reduce, point_to_point, reduce_scatter  # noqa: E402, F401
+
+__all__ += ["all_gather", "all_reduce", "point_to_point", "reduce_scatter"]
+
+# More element-wise ops (ops/eltwise.py): unary, parameterised unary, binary, ternary, clamp.
+from device_sim.ops.eltwise import (  # noqa: E402, F401
+    acos,
+    addcdiv,
+    addcmul,
+    asin,
+    atan,
+    atan2,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    ceil,
+    celu,
+    clamp,
+    clip,
+    elu,
+    erf,
+    erfc,
+    exp2,
+    expm1,
+    floor,
+    fmod,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    heaviside,
+    isfinite,
+    isinf,
+    isnan,
+    leaky_relu,
+    lerp,
+    log1p,
+    log2,
+    log10,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    mac,
+    mish,
+    relu6,
+    remainder,
+    round,
+    sign,
+    softplus,
+    squared_difference,
+    swish,
+    tan,
+    trunc,
+    where,
+)
+
+__all__ += [
+    "acos", "addcdiv", "addcmul", "asin", "atan", "atan2", "bitwise_and", "bitwise_or", "bitwise_xor", "ceil",
+    "celu", "clamp", "clip", "elu", "erf", "erfc", "exp2", "expm1", "floor", "fmod", "hardsigmoid", "hardswish",
+    "hardtanh", "heaviside", "isfinite", "isinf", "isnan", "leaky_relu", "lerp", "log1p", "log2", "log10",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "mac", "mish", "relu6", "remainder", "round", "sign",
+    "softplus", "squared_difference", "swish", "tan", "trunc", "where",
+]
+
+# More reductions (ops/reduction.py).
+from device_sim.ops.reduction import cumsum, prod, topk  # noqa: E402, F401
+
+__all__ += ["cumsum", "prod", "topk"]

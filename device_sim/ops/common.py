@@ -10,25 +10,27 @@ import itertools
 import torch
 
 from device_sim import dtypes, placement
-from device_sim.registry import OPS
+from device_sim.registry import OPS, output_target
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
 # TT-NN keywords that every op accepts and ignores. Each one tunes how real hardware runs the op
 # (kernels, cores, queues, devices, tile padding), never the values or logical shape of the result,
-# so a TT-NN script runs unchanged. Keywords that do change the result (output_tensor=, which
-# writes into a given tensor; a binary op's activations=) are left out: ignoring them would be wrong.
+# so a TT-NN script runs unchanged. Keywords that do change the result are left out: a binary op's
+# activations= (ignoring it would be wrong), and output_tensor= / optional_output_tensor=, which the
+# registry handles for the ops TT-NN takes them on (registry.OUTPUT_TENSOR_OPS).
 TT_NN_ONLY = frozenset({
     "program_config", "compute_kernel_config", "core_grid",  # kernel choice and parallelism
     "sub_core_grids", "sub_device_id", "sub_device_ids", "global_cb", "use_multicore",  # which cores run it
     "queue_id", "cq_id", "blocking",  # command queues; device_sim runs every op synchronously
+    "use_legacy",  # binary ops: legacy kernel or binary_ng (binary_nanobind: "use legacy implementation")
     "mesh_mapper", "mesh_composer",  # spreading over a mesh of devices; device_sim tensors live on one
     "tile", "output_tile", "pad_value",  # tile shape and the value in tile padding, outside the logical shape
     "numeric_stable",  # softmax; device_sim's float32 torch softmax is already the stable one
 })
 _NOT_SIMULATED = {
-    "output_tensor": "device_sim does not write into a given tensor; drop it and use the returned tensor",
-    "optional_output_tensor": "device_sim does not write into a given tensor; drop it and use the returned tensor",
+    "output_tensor": "TT-NN's op takes no output tensor; drop it and use the returned tensor",
+    "optional_output_tensor": "TT-NN's op takes no output tensor; drop it and use the returned tensor",
 }
 
 
@@ -88,8 +90,12 @@ def output(value: torch.Tensor, like: Tensor, inputs: list[Tensor], *, op_name: 
            memory_config: MemoryConfig | None = None) -> Tensor:
     """The op's output tensor: `value` rounded to the output dtype, placed by the memory rules.
 
-    `like` supplies the defaults (dtype, layout, device) — normally the first input.
+    `like` supplies the defaults (dtype, layout, device, tile) — normally the first input. When the
+    call gave an output_tensor= (registry.output_target), `value` is written into that tensor instead.
     """
+    target = output_target(op_name)
+    if target is not None:
+        return _write_into(target, value, like, op_name)
     dtype = DataType(dtype) if dtype is not None else like.dtype
     # An inherited layout gives way to a block-float dtype; an asked-for ROW_MAJOR one is an error later.
     inherited = Layout.TILE if dtype.is_block_float else like.layout
@@ -97,7 +103,22 @@ def output(value: torch.Tensor, like: Tensor, inputs: list[Tensor], *, op_name: 
     device = like._device
     cfg, source = (placement.resolve(memory_config, [t for t in inputs if t._device is not None], op_name)
                    if device is not None else (None, None))
-    return Tensor._create(dtypes.to_device_values(value, dtype), dtype, layout, device, cfg, source)
+    tile = like.tile if layout == Layout.TILE and like.layout == Layout.TILE else None
+    return Tensor._create(dtypes.to_device_values(value, dtype), dtype, layout, device, cfg, source, tile)
+
+
+def _write_into(target: Tensor, value: torch.Tensor, like: Tensor, op_name: str) -> Tensor:
+    if target._device is not like._device:
+        where = lambda t: "the host" if t._device is None else f"device {t._device.device_id}"  # noqa: E731
+        raise ValueError(f"{op_name}: output_tensor {target.tensor_id} is on {where(target)} but the inputs are on "
+                         f"{where(like)}; give an output tensor on the inputs' device")
+    # The result takes the output tensor's dtype, as TT-NN's kernels write in the given buffer's format;
+    # `dtype` (which ops pass resolved, so an explicit one cannot be told from the default) is not checked.
+    try:
+        target._write(value)
+    except ValueError as e:
+        raise ValueError(f"{op_name}: {e}") from None
+    return target
 
 
 def broadcasts(*shapes) -> bool:

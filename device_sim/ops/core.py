@@ -10,6 +10,7 @@ from device_sim import dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
+from device_sim.tile import as_tile
 from device_sim.types import DataType, Layout, MemoryConfig
 
 
@@ -17,49 +18,116 @@ def _identity(t, *_, **__):
     return t
 
 
-@register_op("ttnn.from_torch", golden=_identity, mesh_aware=True)
-def from_torch(tensor, dtype: DataType | None = None, *, layout: Layout = Layout.ROW_MAJOR, device=None,
-               memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
-    """A device_sim tensor from a torch tensor (or anything torch.as_tensor takes).
+# The device dtype TT-NN infers from a torch dtype (ttnn-nanobind/ttnn_dtype_traits.hpp): int64 becomes
+# uint32 and int16 uint16. float64 (which TT-NN rejects) is kept as float32, device_sim's long-standing rule.
+TORCH_TO_DEVICE_DTYPE = {**dtypes.FROM_TORCH, torch.int64: DataType.UINT32, torch.int16: DataType.UINT16}
 
-    TT-NN's mesh_mapper, tile, pad_value and cq_id are accepted and have no effect here.
+
+def torch_values(data, op_name: str) -> torch.Tensor:
+    """A detached torch tensor from a torch tensor, a numpy array or nested lists."""
+    if isinstance(data, Tensor):
+        raise TypeError(f"{op_name} got a ttnn tensor (id {data.tensor_id}); it is already converted")
+    t = data if isinstance(data, torch.Tensor) else torch.as_tensor(data)
+    return t.detach()
+
+
+def device_dtype(t: torch.Tensor, dtype, op_name: str) -> DataType:
+    if dtype is not None:
+        return DataType(dtype)
+    if t.dtype not in TORCH_TO_DEVICE_DTYPE:
+        raise TypeError(f"{op_name}: no device dtype for torch dtype {t.dtype}; pass dtype=ttnn.bfloat16 (or another)")
+    return TORCH_TO_DEVICE_DTYPE[t.dtype]
+
+
+def place(t: torch.Tensor, dtype: DataType, layout, device, memory_config, tile, mesh_mapper, op_name: str) -> Tensor:
+    """The tensor from_torch, ttnn.Tensor and as_tensor make: `t` rounded to `dtype`, on `device` if given.
+
+    A layout of None is TT-NN's default: TILE for a block-float dtype (it exists only in tiles), else ROW_MAJOR.
+    This is the seam for mesh devices: `mesh_mapper` says how `t` is spread over a mesh's devices. On one
+    device (or the host) every mapper puts the whole tensor there, so it is accepted and changes nothing here.
+    """
+    if mesh_mapper is not None or len(getattr(device, "_chips", ())) > 1:  # several chips: a shard on each
+        from device_sim.distributed import mesh_from_torch
+        return mesh_from_torch(lambda piece, chip: place(piece, dtype, layout, chip, memory_config, tile, None,
+                                                         op_name), t, mesh_mapper, device)
+    layout = Layout(layout) if layout is not None else (Layout.TILE if dtype.is_block_float else Layout.ROW_MAJOR)
+    dtypes.check_layout(dtype, layout)
+    tile = as_tile(tile)
+    cfg, source = placement.resolve(memory_config, [], op_name) if device is not None else (None, None)
+    return Tensor._create(dtypes.to_device_values(t, dtype), dtype, layout, device, cfg, source, tile)
+
+
+@register_op("ttnn.from_torch", golden=_identity, mesh_aware=True)
+def from_torch(tensor, dtype: DataType | None = None, *, spec=None, tile=None, pad_value: float | None = None,
+               layout: Layout | None = None, device=None, memory_config: MemoryConfig | None = None,
+               mesh_mapper=None, cq_id=None, **tt_nn_only) -> Tensor | None:
+    """A ttnn tensor from a torch tensor (or a numpy array, or nested lists); None stays None, as in TT-NN.
+
+    Args:
+        tensor: the values. Without dtype=, the device dtype follows the torch dtype (int64 becomes uint32).
+        dtype: the device dtype (ttnn.bfloat16, ttnn.bfloat8_b, ...).
+        spec: a ttnn.TensorSpec giving dtype, layout, memory config and tile at once (then give none of those).
+        tile: the tile of a TILE tensor, e.g. ttnn.Tile((16, 32)); it sets the padding and the page size.
+        pad_value: the value TT-NN writes into tile padding; device_sim does not materialise padding.
+        layout: ttnn.TILE or ttnn.ROW_MAJOR; None means TILE for bfloat8_b/bfloat4_b, else ROW_MAJOR.
+        device, memory_config: where to put it (the host when device is None).
+        mesh_mapper: how to spread it over a mesh device (see place()); cq_id: TT-NN's command queue.
     """
     if tt_nn_only:
         check_tt_nn_only("ttnn.from_torch", tt_nn_only)
-    if isinstance(tensor, Tensor):
-        raise TypeError(f"from_torch got a device_sim tensor (id {tensor.tensor_id}); it is already converted")
-    t = tensor if isinstance(tensor, torch.Tensor) else torch.as_tensor(tensor)
-    t = t.detach()
-    if dtype is None:
-        if t.dtype not in dtypes.FROM_TORCH:
-            raise TypeError(
-                f"from_torch: no device dtype for torch dtype {t.dtype}; pass dtype=ttnn.bfloat16 (or another)"
-            )
-        dtype = dtypes.FROM_TORCH[t.dtype]
-    dtype, layout = DataType(dtype), Layout(layout)
-    dtypes.check_layout(dtype, layout)
-    mesh_mapper = tt_nn_only.get("mesh_mapper")
-    if mesh_mapper is not None or len(getattr(device, "_chips", ())) > 1:  # several chips: a shard on each
-        from device_sim.distributed import mesh_from_torch
-        return mesh_from_torch(lambda piece, chip: from_torch.op.function(piece, dtype, layout=layout, device=chip,
-                                                                          memory_config=memory_config),
-                               t, mesh_mapper, device)
-    cfg, source = placement.resolve(memory_config, [], "ttnn.from_torch") if device is not None else (None, None)
-    return Tensor._create(dtypes.to_device_values(t, dtype), dtype, layout, device, cfg, source)
+    if tensor is None:
+        return None
+    if spec is not None:
+        given = {k: v for k, v in dict(dtype=dtype, layout=layout, memory_config=memory_config, tile=tile).items()
+                 if v is not None}
+        if given:
+            raise TypeError(f"ttnn.from_torch: give either spec= or {', '.join(given)}=, not both")
+        dtype, layout, memory_config, tile = spec.dtype, spec.layout, spec.memory_config, spec.tile
+    t = torch_values(tensor, "ttnn.from_torch")
+    if spec is not None and tuple(spec.shape) != tuple(t.shape):
+        raise ValueError(f"ttnn.from_torch: spec shape {list(spec.shape)} differs from the tensor's {list(t.shape)}")
+    return place(t, device_dtype(t, dtype, "ttnn.from_torch"), layout, device, memory_config, tile, mesh_mapper,
+                 "ttnn.from_torch")
 
 
-@register_op("ttnn.to_torch", golden=_identity, mesh_aware=True)
-def to_torch(tensor: Tensor, dtype=None, **tt_nn_only) -> torch.Tensor:
-    """The tensor's values as a new torch tensor in its logical shape (tile padding removed)."""
+def _to_torch_golden(tensor, dtype=None, *, torch_rank=None, **_):
+    return _squeeze_to_rank(tensor, torch_rank, "ttnn.to_torch").to(dtype) if dtype is not None else \
+        _squeeze_to_rank(tensor, torch_rank, "ttnn.to_torch")
+
+
+def _squeeze_to_rank(v: torch.Tensor, torch_rank, op_name: str) -> torch.Tensor:
+    if torch_rank is None:
+        return v
+    while v.dim() > torch_rank:
+        if v.shape[0] != 1:
+            raise ValueError(f"{op_name}: cannot squeeze shape {list(v.shape)} to rank {torch_rank}: "
+                             f"the leading dim is {v.shape[0]}, not 1")
+        v = v.squeeze(0)
+    return v
+
+
+@register_op("ttnn.to_torch", golden=_to_torch_golden, mesh_aware=True)
+def to_torch(tensor: Tensor, dtype: torch.dtype | None = None, *, torch_rank: int | None = None,
+             mesh_composer=None, device=None, cq_id=None, **tt_nn_only) -> torch.Tensor:
+    """The tensor's values as a new torch tensor in its logical shape (tile padding removed).
+
+    Args:
+        dtype: the torch dtype to return (default: the one the device dtype is held in).
+        torch_rank: squeeze leading dims of size 1 until the result has this rank.
+        mesh_composer: how a mesh tensor's per-device parts join into one (the mesh seam); on one
+            device there is one part, so it changes nothing here. device, cq_id: TT-NN's, no effect here.
+    """
     if tt_nn_only:
         check_tt_nn_only("ttnn.to_torch", tt_nn_only)
     if isinstance(tensor, torch.Tensor):
         return tensor
-    if tt_nn_only.get("mesh_composer") is not None or hasattr(tensor, "shards"):  # a mesh tensor: join its shards
+    if mesh_composer is not None or hasattr(tensor, "shards"):  # a mesh tensor: join its shards
         from device_sim.distributed import mesh_to_torch
-        v = mesh_to_torch(tensor, tt_nn_only.get("mesh_composer"))
+        v = _squeeze_to_rank(mesh_to_torch(tensor, mesh_composer), torch_rank, "ttnn.to_torch")
         return v.to(dtype) if dtype is not None else v
-    v = tensor._value_or_raise().clone()
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"ttnn.to_torch takes a ttnn tensor, got {type(tensor).__name__}")
+    v = _squeeze_to_rank(tensor._value_or_raise().clone(), torch_rank, "ttnn.to_torch")
     return v.to(dtype) if dtype is not None else v
 
 

@@ -1,0 +1,232 @@
+"""Making tensors outside from_torch: `ttnn.Tensor(...)`, `as_tensor` (with its on-disk cache),
+`allocate_tensor_on_device` and `copy_host_to_device_tensor`.
+
+    import device_sim as ttnn
+    w = ttnn.as_tensor(torch_w, dtype=ttnn.bfloat8_b, layout=ttnn.TILE, device=device,
+                       memory_config=ttnn.DRAM_MEMORY_CONFIG, cache_file_name="cache/w")
+    # first run: converts and writes cache/w_dtype_BFLOAT8_B_layout_TILE.tensorbin
+    # later runs: load that file (no conversion, no preprocess call) and put it on the device
+
+    out = ttnn.allocate_tensor_on_device(ttnn.Shape([1, 32, 64]), ttnn.bfloat16, ttnn.TILE, device)
+    ttnn.copy_host_to_device_tensor(ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE), out)
+
+Each is a registered op, so a capture records the tensor it makes, its buffer and its producer.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import torch
+
+from device_sim import placement, serialization
+from device_sim.device import Device
+from device_sim.ops.common import check_tt_nn_only
+from device_sim.ops.core import device_dtype, from_torch, place, torch_values
+from device_sim.registry import register_op
+from device_sim.tensor import Tensor, TensorSpec
+from device_sim.tile import Tile
+from device_sim.types import DataType, Layout, MemoryConfig, Shape
+
+
+def _tensor_golden(data, *args, **_):
+    if args and isinstance(args[0], (list, tuple, Shape, torch.Size)):
+        return torch.as_tensor(data).reshape(tuple(args[0]))
+    return data if isinstance(data, torch.Tensor) else torch.as_tensor(data)
+
+
+@register_op("ttnn.Tensor", golden=_tensor_golden)
+def tensor(data, *args, data_type: DataType | None = None, dtype: DataType | None = None, device=None,
+           layout: Layout | None = None, mem_config: MemoryConfig | None = None,
+           memory_config: MemoryConfig | None = None, tile: Tile | None = None, pad_value=None, cq_id=None,
+           mesh_mapper=None, **tt_nn_only) -> Tensor:
+    """`ttnn.Tensor(...)` in TT-NN's two forms (ttnn-nanobind/pytensor.cpp):
+
+        Tensor(array, data_type=None, device=None, layout=None, mem_config=None, tile=None, ...)
+            array: a torch tensor or numpy array; the dtype follows it unless given; the layout
+            defaults to TILE for a block-float dtype, else ROW_MAJOR.
+        Tensor(flat_values, shape, data_type, layout[, device[, memory_config]], tile=None, pad_value=0)
+            flat_values: a flat list of numbers, laid out in `shape`.
+
+    `dtype=` and `memory_config=` (device_sim's names) are accepted beside `data_type=` / `mem_config=`.
+    """
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.Tensor", tt_nn_only)
+    for a, b, name in ((data_type, dtype, "data_type"), (mem_config, memory_config, "mem_config")):
+        if a is not None and b is not None:
+            raise TypeError(f"ttnn.Tensor: give {name}= or its alias, not both")
+    dtype = data_type if data_type is not None else dtype
+    cfg = mem_config if mem_config is not None else memory_config
+    if args and isinstance(args[0], (list, tuple, Shape, torch.Size)):  # the (values, shape, dtype, layout, ...) form
+        shape, *rest = args
+        if len(rest) < 2 and (dtype is None or layout is None):
+            raise TypeError("ttnn.Tensor(values, shape, data_type, layout[, device[, memory_config]]): "
+                            "data_type and layout are required in this form")
+        if rest:
+            dtype = rest.pop(0)
+        if rest:
+            layout = rest.pop(0)
+        device, cfg, tile = _by_type(rest, device, cfg, tile)
+        t = torch_values(data, "ttnn.Tensor")
+        if t.numel() != Shape(shape).volume():
+            raise ValueError(f"ttnn.Tensor: {t.numel()} values do not fill shape {list(shape)} "
+                             f"({Shape(shape).volume()} elements)")
+        t = t.reshape(tuple(int(d) for d in shape))
+    else:  # the (array, data_type, device, layout, mem_config, tile) form
+        names = ("dtype", "device", "layout", "cfg", "tile")
+        if len(args) > len(names):
+            raise TypeError(f"ttnn.Tensor takes at most {len(names) + 1} positional arguments in the array form, "
+                            f"got {len(args) + 1}")
+        given = dict(zip(names, args))
+        dtype = given.get("dtype", dtype)
+        device, layout = given.get("device", device), given.get("layout", layout)
+        cfg, tile = given.get("cfg", cfg), given.get("tile", tile)
+        t = torch_values(data, "ttnn.Tensor")
+    if device is not None and not isinstance(device, Device):
+        raise TypeError(f"ttnn.Tensor: device must be a ttnn device from ttnn.open_device, got {device!r}")
+    return place(t, device_dtype(t, dtype, "ttnn.Tensor"), layout, device, cfg, tile, mesh_mapper, "ttnn.Tensor")
+
+
+def _by_type(rest: list, device, cfg, tile):
+    """The optional trailing positionals of the values form, told apart by type as TT-NN's overloads are."""
+    for v in rest:
+        if isinstance(v, Device) or v is None:
+            device = v if v is not None else device
+        elif isinstance(v, MemoryConfig):
+            cfg = v
+        elif isinstance(v, Tile):
+            tile = v
+        elif not isinstance(v, (int, float)):  # a trailing number is the pad value, which is not materialised
+            raise TypeError(f"ttnn.Tensor: unexpected positional argument {v!r}; after data, shape, data_type "
+                            f"and layout come device, memory_config, tile and pad_value")
+    return device, cfg, tile
+
+
+# -- as_tensor ---------------------------------------------------------------------------------------------------
+def cache_path(cache_file_name, dtype: DataType | None, layout: Layout | None) -> pathlib.Path:
+    """TT-NN's cache file for `cache_file_name`: `<name>_dtype_<DTYPE>_layout_<LAYOUT>.tensorbin`."""
+    dtype_name = DataType(dtype).name if dtype is not None else "None"
+    layout_name = Layout(layout).name if layout is not None else "None"
+    return pathlib.Path(f"{cache_file_name}_dtype_{dtype_name}_layout_{layout_name}.tensorbin")
+
+
+def _as_tensor_golden(tensor, dtype=None, *, preprocess=None, **_):
+    return preprocess(tensor) if preprocess is not None else tensor
+
+
+@register_op("ttnn.as_tensor", golden=_as_tensor_golden)
+def as_tensor(tensor, dtype: DataType | None = None, *, layout: Layout | None = Layout.ROW_MAJOR, device=None,
+              memory_config: MemoryConfig | None = None, cache_file_name=None, preprocess=None, mesh_mapper=None,
+              use_device_tilizer: bool = False, **tt_nn_only) -> Tensor:
+    """from_torch with an on-disk cache, as TT-NN's as_tensor.
+
+    Args:
+        tensor: the torch tensor (it may be None on a run where the cache file exists).
+        dtype, layout, device, memory_config, mesh_mapper: as from_torch; memory_config is required with a device.
+        cache_file_name: the cache's stem. The first call converts (preprocess, then from_torch on the host),
+            writes the host tensor to cache_path(cache_file_name, dtype, layout) in device_sim's portable
+            format, then moves it to the device. Later calls (this run or the next) load that file instead,
+            so neither the conversion nor `preprocess` runs again. A file that cannot be read is rebuilt.
+        preprocess: a function torch -> torch applied before conversion (e.g. a transpose of weights).
+        use_device_tilizer: TT-NN tilizes on the device instead of the host; the values are the same here.
+    """
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.as_tensor", tt_nn_only)
+    if device is not None and memory_config is None:
+        raise ValueError("ttnn.as_tensor: memory_config must be given when device is (as in TT-NN), "
+                         "e.g. memory_config=ttnn.DRAM_MEMORY_CONFIG")
+    if use_device_tilizer and (device is None or layout != Layout.TILE):
+        raise ValueError("ttnn.as_tensor: use_device_tilizer=True needs a device and layout=ttnn.TILE")
+
+    def convert(on_device) -> Tensor:
+        t = preprocess(tensor) if preprocess is not None else tensor
+        # The hooked from_torch, so a capture shows it nested in as_tensor, as TT-NN's as_tensor calls it.
+        return from_torch(t, dtype, layout=layout, device=on_device, memory_config=memory_config,
+                          mesh_mapper=mesh_mapper)
+
+    if cache_file_name is None:
+        return convert(device)
+    path = cache_path(cache_file_name, dtype, layout)
+    if path.is_file():
+        try:
+            host = serialization.load_tensor(path)
+        except serialization.TensorFileError:
+            host = None  # unreadable (an interrupted write from before the atomic rename, a newer format): rebuild
+        if host is not None:
+            return _to_device(host, device, memory_config)
+    if tensor is None:
+        raise FileNotFoundError(f"ttnn.as_tensor: no cache file {path} and no tensor to build it from")
+    host = convert(None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    serialization.dump_tensor(path, host)
+    return _to_device(host, device, memory_config)
+
+
+def _to_device(host: Tensor, device, memory_config) -> Tensor:
+    if device is None:
+        return host
+    cfg, source = placement.resolve(memory_config, [], "ttnn.as_tensor")
+    return Tensor._create(host.value, host.dtype, host.layout, device, cfg, source, host.tile)
+
+
+# -- allocate and copy ---------------------------------------------------------------------------------------------
+def _allocate_golden(shape_or_spec, dtype=None, *_, **__):
+    if isinstance(shape_or_spec, TensorSpec):
+        shape_or_spec, dtype = shape_or_spec.shape, shape_or_spec.dtype
+    from device_sim import dtypes
+
+    return torch.zeros(tuple(shape_or_spec), dtype=dtypes.TORCH_DTYPE[DataType(dtype or DataType.BFLOAT16)])
+
+
+@register_op("ttnn.allocate_tensor_on_device", golden=_allocate_golden)
+def allocate_tensor_on_device(shape_or_spec, dtype_or_device=None, layout: Layout | None = None, device=None,
+                              memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """A device tensor with a buffer and no values written yet, in TT-NN's two forms:
+
+        allocate_tensor_on_device(tensor_spec, device)
+        allocate_tensor_on_device(shape, dtype, layout, device, memory_config=None)
+
+    Its values read as zeros until copy_host_to_device_tensor (or an op's output_tensor=) fills them.
+    """
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.allocate_tensor_on_device", tt_nn_only)
+    if isinstance(shape_or_spec, TensorSpec):
+        spec, device = shape_or_spec, dtype_or_device if device is None else device
+    else:
+        if dtype_or_device is None or layout is None:
+            raise TypeError("ttnn.allocate_tensor_on_device(shape, dtype, layout, device, memory_config=None): "
+                            "dtype and layout are required; or pass (ttnn.TensorSpec, device)")
+        spec = TensorSpec(Shape(shape_or_spec), dtype_or_device, layout, memory_config)
+    if not isinstance(device, Device):
+        raise TypeError(f"ttnn.allocate_tensor_on_device: needs a device, got {device!r}")
+    cfg, source = placement.resolve(spec.memory_config, [], "ttnn.allocate_tensor_on_device")
+    from device_sim import dtypes
+
+    zeros = torch.zeros(tuple(spec.shape), dtype=dtypes.TORCH_DTYPE[spec.dtype])
+    return Tensor._create(zeros, spec.dtype, spec.layout, device, cfg, source, spec.tile)
+
+
+@register_op("ttnn.copy_host_to_device_tensor")
+def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id=None, **tt_nn_only) -> None:
+    """Write a host tensor's values into an allocated device tensor (same shape, dtype and layout), in place.
+
+    The device tensor keeps its buffer and id, as a trace's input tensor must. Returns None, as in TT-NN.
+    """
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.copy_host_to_device_tensor", tt_nn_only)
+    for t, where in ((host_tensor, "host_tensor"), (device_tensor, "device_tensor")):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"ttnn.copy_host_to_device_tensor: {where} must be a ttnn tensor, got {type(t).__name__}")
+    if host_tensor.device() is not None:
+        raise ValueError(f"ttnn.copy_host_to_device_tensor: host_tensor {host_tensor.tensor_id} is on a device; "
+                         f"bring it to the host first (ttnn.from_device)")
+    if device_tensor.device() is None:
+        raise ValueError(f"ttnn.copy_host_to_device_tensor: device_tensor {device_tensor.tensor_id} is on the host; "
+                         f"make it with ttnn.allocate_tensor_on_device")
+    h, d = host_tensor, device_tensor
+    if (tuple(h.shape), h.dtype, h.layout) != (tuple(d.shape), d.dtype, d.layout):
+        raise ValueError(
+            f"ttnn.copy_host_to_device_tensor: host tensor is {list(h.shape)} {h.dtype!r} {h.layout!r} but the "
+            f"device tensor is {list(d.shape)} {d.dtype!r} {d.layout!r}; they must match"
+        )
+    d._write(h.value)
