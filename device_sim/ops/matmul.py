@@ -1,36 +1,54 @@
-"""matmul, and linear built from the public matmul, add and activation ops.
+"""matmul and linear on the emulated matrix engine: math fidelity, destination format, fused activation.
 
-linear calls the hooked functions (not their bodies), so a profiler sees matmul, add and
-the activation as ops nested one level inside linear.
+    import device_sim as ttnn
+    y = ttnn.linear(x, w, bias=b, activation="gelu",
+                    compute_kernel_config=ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.LoFi))
+
+matmul is one op: its activation (or its program_config's fused_activation) is applied in the
+same op, before the single rounding to the output dtype. With a compute_kernel_config its values
+come from device_sim.numerics (fidelity, destination format, approx mode; docs/numerics.md);
+without one they are exact float32 products, the fast default. A program_config is validated as
+TT-NN validates it; core_grid only changes which cores run it (and TT-NN's default fidelity).
 """
 
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
+import dataclasses
 
+import torch
+
+from device_sim import activations, numerics
+from device_sim.compute_config import MathFidelity, Numerics, WormholeComputeKernelConfig, resolve
 from device_sim.ops import eltwise
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
+from device_sim.program_configs import UnaryWithParam, tt_fatal, validate_matmul
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, MemoryConfig
 
-_ACTIVATIONS = {"relu": (eltwise.relu, F.relu), "gelu": (eltwise.gelu, F.gelu), "silu": (eltwise.silu, F.silu)}
+_F32 = DataType.FLOAT32
 
 
 def _operands(a: torch.Tensor, b: torch.Tensor, transpose_a: bool, transpose_b: bool):
     return (a.transpose(-2, -1) if transpose_a else a), (b.transpose(-2, -1) if transpose_b else b)
 
 
-def _activation(op_name: str, activation: str | None):
-    if activation is not None and activation not in _ACTIVATIONS:
-        raise ValueError(f"{op_name}: activation {activation!r} is not one of {sorted(_ACTIVATIONS)} or None")
-    return _ACTIVATIONS[activation][1] if activation is not None else (lambda y: y)
+def _golden_activation(op_name: str, activation, program_config):
+    act = activations.resolve(op_name, activation) or activations.resolve(
+        op_name, getattr(program_config, "fused_activation", None))
+    return act or (lambda y, approx=False: y)
 
 
-def _matmul_golden(a, b, *_, transpose_a=False, transpose_b=False, activation=None, **__):
+def _matmul_golden(a, b, *_, transpose_a=False, transpose_b=False, activation=None, program_config=None, **__):
     out = torch.matmul(*_operands(a.float(), b.float(), transpose_a, transpose_b))
-    return _activation("ttnn.matmul", activation)(out)
+    return _golden_activation("ttnn.matmul", activation, program_config)(out)
+
+
+def _linear_golden(a, b, *_, bias=None, activation=None, transpose_a=False, transpose_b=False,
+                   program_config=None, **__):
+    out = torch.matmul(*_operands(a.float(), b.float(), transpose_a, transpose_b))
+    out = out if bias is None else out + bias.float()
+    return _golden_activation("ttnn.linear", activation, program_config)(out)
 
 
 def _check_shapes(op_name: str, a: torch.Tensor, b: torch.Tensor) -> None:
@@ -44,51 +62,126 @@ def _check_shapes(op_name: str, a: torch.Tensor, b: torch.Tensor) -> None:
         raise ValueError(f"{op_name}: shapes {list(a.shape)} and {list(b.shape)} have batch dims that do not broadcast")
 
 
+def kernel_numerics(op_name: str, in_a: Tensor, in_b: Tensor, out_dtype: DataType, compute_kernel_config,
+                    program_config, core_grid) -> Numerics:
+    """The numerics TT-NN's matmul runs with (create_matmul_attributes in matmul_device_operation.cpp).
+
+    Fidelity HiFi2, or LoFi when a program config or core grid is given or both inputs are block
+    floats, HiFi4 when both are float32; approx off; fp32 destination iff the output is float32;
+    packer L1 accumulation otherwise. A given compute_kernel_config replaces all of these.
+    """
+    both_block = in_a.dtype.is_block_float and in_b.dtype.is_block_float
+    fidelity = MathFidelity.HiFi2 if program_config is None and core_grid is None and not both_block \
+        else MathFidelity.LoFi
+    if in_a.dtype == _F32 and in_b.dtype == _F32:
+        fidelity = MathFidelity.HiFi4
+    fp32 = out_dtype == _F32
+    return resolve(op_name, compute_kernel_config, math_fidelity=fidelity, math_approx_mode=False,
+                   fp32_dest_acc_en=fp32, packer_l1_acc=not fp32)
+
+
+def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, transpose_a, transpose_b,
+         activation, memory_config, dtype, program_config, compute_kernel_config, core_grid) -> Tensor:
+    for name, t in (("input_tensor_a", input_tensor_a), ("input_tensor_b", input_tensor_b)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op_name}: {name} must be a ttnn tensor, got {type(t).__name__}; "
+                            f"convert it with ttnn.from_torch(tensor, layout=ttnn.TILE, device=device)")
+    ins = device_inputs(op_name, input_tensor_a, input_tensor_b, bias)
+    out_dtype = DataType(dtype) if dtype is not None else input_tensor_a.dtype
+    a, b = _operands(values(input_tensor_a, op_name), values(input_tensor_b, op_name), transpose_a, transpose_b)
+    _check_shapes(op_name, a, b)
+    n = kernel_numerics(op_name, input_tensor_a, input_tensor_b, out_dtype, compute_kernel_config,
+                        program_config, core_grid)
+    fused = None
+    if program_config is not None:
+        dev = input_tensor_a._device
+        grid = (dev.config.grid_x, dev.config.grid_y) if dev is not None else None
+        validate_matmul(program_config, tuple(a.shape), tuple(b.shape), dest_tiles=n.dest_tiles, device_grid=grid)
+        fused = getattr(program_config, "fused_activation", None)
+        if fused is not None and activation is not None:
+            raise tt_fatal("!(activation && program_config.fused_activation)",
+                           f"{op_name}: activation={activation!r} and program_config.fused_activation={fused!r} "
+                           f"both ask for an activation; give one of them")
+    act = activations.resolve(op_name, activation if activation is not None else fused)
+    # Without a compute_kernel_config the values are exact (float32, torch's matmul): the fast path.
+    y = numerics.matmul(a, b, n) if compute_kernel_config is not None else torch.matmul(a, b)
+    if bias is not None:
+        y = y + values(bias, op_name)
+    if act is not None:
+        y = act(y, n.math_approx_mode)
+    return output(y, input_tensor_a, ins, op_name=op_name, dtype=out_dtype, memory_config=memory_config)
+
+
 @register_op("ttnn.matmul", golden=_matmul_golden)
 def matmul(input_tensor_a: Tensor, input_tensor_b: Tensor, *, transpose_a: bool = False, transpose_b: bool = False,
-           activation: str | None = None, memory_config: MemoryConfig | None = None,
-           dtype: DataType | None = None, core_grid=None, program_config=None, **tt_nn_only) -> Tensor:
+           memory_config: MemoryConfig | None = None, dtype: DataType | None = None, program_config=None,
+           activation=None, compute_kernel_config=None, core_grid=None, **tt_nn_only) -> Tensor:
     """a @ b with torch's batch broadcasting, then the fused activation; the output dtype defaults to a's.
 
-    core_grid, program_config and compute_kernel_config are accepted and have no effect here.
+    Args:
+        activation: "relu", "gelu", "silu", ... or a ttnn.UnaryWithParam, applied in the kernel.
+        program_config: a ttnn.Matmul*ProgramConfig; validated against the shapes and the grid.
+        compute_kernel_config: a ttnn.WormholeComputeKernelConfig; its fidelity, destination format and
+            approx mode set the values (docs/numerics.md). core_grid only picks the default fidelity.
     """
     if tt_nn_only:
         check_tt_nn_only("ttnn.matmul", tt_nn_only)
-    ins = device_inputs("ttnn.matmul", input_tensor_a, input_tensor_b)
-    a, b = _operands(values(input_tensor_a, "ttnn.matmul").float(), values(input_tensor_b, "ttnn.matmul").float(),
-                     transpose_a, transpose_b)
-    _check_shapes("ttnn.matmul", a, b)
-    act = _activation("ttnn.matmul", activation)
-    return output(act(torch.matmul(a, b)), input_tensor_a, ins, op_name="ttnn.matmul", dtype=dtype,
-                  memory_config=memory_config)
-
-
-def _linear_golden(a, b, *_, bias=None, activation=None, transpose_a=False, transpose_b=False, **__):
-    out = _matmul_golden(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
-    return _activation("ttnn.linear", activation)(out if bias is None else out + bias.float())
+    return _run("ttnn.matmul", input_tensor_a, input_tensor_b, None, transpose_a=transpose_a,
+                transpose_b=transpose_b, activation=activation, memory_config=memory_config, dtype=dtype,
+                program_config=program_config, compute_kernel_config=compute_kernel_config, core_grid=core_grid)
 
 
 @register_op("ttnn.linear", golden=_linear_golden)
 def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | None = None,
-           transpose_a: bool = False, transpose_b: bool = False, activation: str | None = None,
-           memory_config: MemoryConfig | None = None, dtype: DataType | None = None, core_grid=None,
-           program_config=None, **tt_nn_only) -> Tensor:
-    """a @ b + bias, then the activation ("relu", "gelu", "silu" or None).
+           transpose_a: bool = False, transpose_b: bool = False, memory_config: MemoryConfig | None = None,
+           dtype: DataType | None = None, program_config=None, activation=None, compute_kernel_config=None,
+           core_grid=None, **tt_nn_only) -> Tensor:
+    """a @ b + bias, then the activation; other arguments as ttnn.matmul.
 
     b is [in, out] (ttnn.model_preprocessing.preprocess_linear_weight makes it from torch's
-    [out, in]); bias is [1, out]. Steps before the last keep float32 so that, as in TT-NN's
-    fused kernel, only the final output is rounded to `dtype`.
+    [out, in]); bias is [1, out]. Runs as the hooked ops matmul, add and the activation, nested
+    one level down (see docs/numerics.md on why this is not yet one fused op). Steps before the
+    last keep float32, so only the final output is rounded to `dtype`, as in TT-NN's fused kernel;
+    the matmul runs with the numerics linear's own output would get.
     """
     if tt_nn_only:
         check_tt_nn_only("ttnn.linear", tt_nn_only)
-    _activation("ttnn.linear", activation)
+    if bias is not None and not isinstance(bias, Tensor):
+        raise TypeError(f"ttnn.linear: bias must be a ttnn tensor or None, got {type(bias).__name__}")
+    activations.resolve("ttnn.linear", activation)  # a bad name fails before any op runs
     dtype = DataType(dtype) if dtype is not None else input_tensor_a.dtype
-    final = activation or ("add" if bias is not None else "matmul")
-    last = lambda step: dtype if step == final else DataType.FLOAT32  # noqa: E731
+    if compute_kernel_config is not None and isinstance(input_tensor_a, Tensor) and isinstance(input_tensor_b, Tensor):
+        # The float32 intermediate must not switch the matmul to an fp32 destination: pin linear's numerics.
+        n = kernel_numerics("ttnn.linear", input_tensor_a, input_tensor_b, dtype, compute_kernel_config,
+                            program_config, core_grid)
+        compute_kernel_config = WormholeComputeKernelConfig(
+            math_fidelity=n.math_fidelity, math_approx_mode=n.math_approx_mode, fp32_dest_acc_en=n.fp32_dest_acc_en,
+            packer_l1_acc=n.packer_l1_acc, dst_full_sync_en=n.dst_full_sync_en)
+    fuse = bias is None  # with no bias the activation fuses into the matmul, as TT-NN fuses it
+    inner_config = program_config
+    if not fuse and getattr(program_config, "fused_activation", None) is not None:
+        inner_config = dataclasses.replace(program_config, fused_activation=None)  # it follows the bias
     out = matmul(input_tensor_a, input_tensor_b, transpose_a=transpose_a, transpose_b=transpose_b,
-                 memory_config=memory_config, dtype=last("matmul"))
-    if bias is not None:
-        out = eltwise.add(out, bias, memory_config=memory_config, dtype=last("add"))
-    if activation is not None:
-        out = _ACTIVATIONS[activation][0](out, memory_config=memory_config, dtype=last(activation))
-    return out
+                 memory_config=memory_config, dtype=dtype if fuse else _F32, program_config=inner_config,
+                 activation=activation if fuse else None, compute_kernel_config=compute_kernel_config,
+                 core_grid=core_grid)
+    if fuse:
+        return out
+    last = activation is None and getattr(program_config, "fused_activation", None) is None
+    out = eltwise.add(out, bias, memory_config=memory_config, dtype=dtype if last else _F32)
+    if last:
+        return out
+    return _activation_op("ttnn.linear", activation if activation is not None else program_config.fused_activation)(
+        out, memory_config=memory_config, dtype=dtype)
+
+
+def _activation_op(op_name: str, activation):
+    """The registered element-wise op that applies `activation` after linear's bias."""
+    t = activation.op_type if isinstance(activation, UnaryWithParam) else activations.NAMES[activation.lower()]
+    params = activation.params if isinstance(activation, UnaryWithParam) else ()
+    fn = getattr(eltwise, t.name.lower(), None)
+    if fn is None or params:
+        raise NotImplementedError(f"{op_name}: device_sim applies {t!r} after a bias only as one of the element-wise "
+                                  f"ops without parameters (relu, gelu, silu, sigmoid, tanh, exp, ...); fuse it "
+                                  f"without bias, or call the op after ttnn.linear")
+    return fn

@@ -1,0 +1,101 @@
+"""Fused activations: the `activation=` / `activations=` / `fused_activation` an op applies in its own kernel.
+
+    import device_sim as ttnn
+    y = ttnn.linear(x, w, activation="gelu")                                     # a string, or
+    y = ttnn.add(a, b, activations=[ttnn.UnaryWithParam(ttnn.UnaryOpType.RELU)])  # TT-NN's struct
+
+`resolve` turns either spelling into a function of (float32 values, approx) that the op calls on
+its result before rounding it, so the fused op stays one op with one output, as in TT-NN.
+`approx` is the kernel's math_approx_mode: exp, gelu, sigmoid, tanh and reciprocal then use the
+SFPU approximations of device_sim.numerics.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from device_sim import numerics
+from device_sim.program_configs import UnaryOpType, UnaryWithParam
+
+T = UnaryOpType
+
+
+def _approximable(name: str, exact):
+    approx = numerics.APPROX[name]
+    return lambda x, p, a: approx(x) if a else exact(x)
+
+
+# UnaryOpType -> f(x, params, approx). Parameters as TT-NN's kernels read them (params[0], ...).
+_FUNCTIONS = {
+    T.RELU: lambda x, p, a: torch.relu(x),
+    T.GELU: _approximable("gelu", F.gelu),
+    T.GELU_TANH: lambda x, p, a: F.gelu(x, approximate="tanh"),
+    T.SILU: lambda x, p, a: x * (numerics.sigmoid_approx(x) if a else torch.sigmoid(x)),
+    T.SIGMOID: _approximable("sigmoid", torch.sigmoid),
+    T.TANH: _approximable("tanh", torch.tanh),
+    T.EXP: _approximable("exp", torch.exp),
+    T.RECIP: _approximable("reciprocal", torch.reciprocal),
+    T.SQRT: lambda x, p, a: torch.sqrt(x),
+    T.RSQRT: lambda x, p, a: torch.rsqrt(x),
+    T.LOG: lambda x, p, a: torch.log(x),
+    T.ABS: lambda x, p, a: torch.abs(x),
+    T.NEG: lambda x, p, a: torch.neg(x),
+    T.SQUARE: lambda x, p, a: torch.square(x),
+    T.SIN: lambda x, p, a: torch.sin(x),
+    T.COS: lambda x, p, a: torch.cos(x),
+    T.ERF: lambda x, p, a: torch.erf(x),
+    T.IDENTITY: lambda x, p, a: x,
+    T.RELU6: lambda x, p, a: torch.clamp(x, 0.0, 6.0),
+    T.LEAKY_RELU: lambda x, p, a: F.leaky_relu(x, p[0]),
+    T.ELU: lambda x, p, a: F.elu(x, p[0]),
+    T.RELU_MAX: lambda x, p, a: torch.clamp(torch.relu(x), max=p[0]),
+    T.RELU_MIN: lambda x, p, a: torch.clamp(x, min=p[0]),
+    T.POWER: lambda x, p, a: torch.pow(x, p[0]),
+    T.SOFTPLUS: lambda x, p, a: F.softplus(x, beta=p[0], threshold=p[1]),
+    T.HARDTANH: lambda x, p, a: torch.clamp(x, p[0], p[1]),
+}
+_NEEDS = {T.LEAKY_RELU: 1, T.ELU: 1, T.RELU_MAX: 1, T.RELU_MIN: 1, T.POWER: 1, T.SOFTPLUS: 2, T.HARDTANH: 2}
+# The strings TT-NN's matmul/linear take for `activation=` (the op's name in lower case).
+NAMES = {t.name.lower(): t for t in _FUNCTIONS if t not in _NEEDS}
+
+
+def resolve(op_name: str, activation):
+    """f(x, approx) for `activation` (None, a name like "gelu", or a UnaryWithParam); None stays None."""
+    if activation is None:
+        return None
+    if isinstance(activation, str):
+        if activation.lower() not in NAMES:
+            raise ValueError(f"{op_name}: activation {activation!r} is not one of {sorted(NAMES)}; "
+                             f"or pass a ttnn.UnaryWithParam")
+        activation = UnaryWithParam(NAMES[activation.lower()])
+    if not isinstance(activation, UnaryWithParam):
+        raise TypeError(f"{op_name}: an activation is a name like 'relu' or a ttnn.UnaryWithParam, got {activation!r}")
+    fn = _FUNCTIONS.get(activation.op_type)
+    if fn is None:
+        raise NotImplementedError(
+            f"{op_name}: device_sim does not emulate fused {activation.op_type!r}; it emulates "
+            f"{', '.join(t.name for t in _FUNCTIONS)}")
+    need = _NEEDS.get(activation.op_type, 0)
+    if len(activation.params) < need:
+        raise ValueError(f"{op_name}: {activation.op_type!r} takes {need} parameter(s), got {list(activation.params)}; "
+                         f"e.g. ttnn.UnaryWithParam({activation.op_type!r}, {', '.join(['0.1'] * need)})")
+    params = activation.params
+    return lambda x, approx=False: fn(x, params, approx)
+
+
+def resolve_all(op_name: str, activations):
+    """One function applying a list (or one) of activations in order; None for None or an empty list."""
+    if activations is None:
+        return None
+    items = activations if isinstance(activations, (list, tuple)) else [activations]
+    fns = [resolve(op_name, a) for a in items]
+    if not fns:
+        return None
+
+    def apply(x, approx=False):
+        for f in fns:
+            x = f(x, approx)
+        return x
+
+    return apply

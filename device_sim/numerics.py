@@ -1,0 +1,168 @@
+"""The emulated FPU and SFPU: what math fidelity, the destination format and approx mode do to values.
+
+    from device_sim import numerics
+    from device_sim.compute_config import MathFidelity, Numerics
+    lofi = Numerics(MathFidelity.LoFi, math_approx_mode=False, fp32_dest_acc_en=False, packer_l1_acc=False)
+    y = numerics.matmul(a, b, lofi)          # float32 values, as a Wormhole matmul would give them
+
+The model (docs/numerics.md gives the sources and what is exact and what is not):
+- The multiplier is 5 x 7 bits. A matmul's in1 sits in srcA (5 bits a pass: the hidden bit and 4
+  mantissa bits), in0 in srcB (7 bits: the hidden bit and 6). LoFi is one pass on the high bits
+  of both; HiFi2 adds a pass on srcA's next 4 bits; HiFi3 adds one on srcB's next 6 bits;
+  HiFi4 adds the pass of both low slices. Source registers hold at most 19-bit floats (10 mantissa bits), so
+  float32 operands lose their low mantissa bits even at HiFi4. Operand bits are truncated.
+- Products of one 16-wide face step are summed exactly (float32 here) and added into the
+  destination register; without fp32_dest_acc_en the destination is bfloat16, so the running
+  sum is rounded to bfloat16 after every 16 values of K.
+- Reductions (sum, mean) run on the same engine: the input in srcA, the scaler (1 or 1/N) in
+  srcB, so LoFi keeps 5 bits of each input and 7 of 1/N.
+- Approx-mode SFPU functions use the approximations below, each with its error figure.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from device_sim.compute_config import MathFidelity, Numerics
+
+FACE_K = 16  # K values a matrix-engine step sums before adding into the destination register
+SRC_BITS = 11  # significant bits a 19-bit source register keeps (hidden bit + 10 mantissa bits)
+SRCA_HI, SRCA_ALL = 5, 9  # srcA: the first pass's bits, and both passes' (hidden + 4 + 4)
+SRCB_HI, SRCB_ALL = 7, 13  # srcB: hidden + 6, then the next 6 (more than a source register holds)
+
+
+def keep_bits(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """float32 x truncated (toward zero) to `bits` significant bits; inf and torch's NaN pass unchanged.
+
+    Clears the low 24-bits mantissa bits of each float32 word: exact for normal numbers; NaN keeps
+    its quiet bit (bit 22), so it stays NaN for any bits >= 2.
+    """
+    if bits >= 24:
+        return x
+    mask = -(1 << (24 - bits))  # ...1110000: keeps sign, exponent and the top bits-1 stored mantissa bits
+    return (x.contiguous().view(torch.int32) & mask).view(torch.float32)
+
+
+def to_bf16(x: torch.Tensor) -> torch.Tensor:
+    """x rounded to bfloat16 (nearest even), as float32."""
+    return x.to(torch.bfloat16).float()
+
+
+def _fidelity_terms(a: torch.Tensor, b: torch.Tensor, fidelity: MathFidelity):
+    """The (in0 part, in1 part) pairs whose products sum to what the multiplier passes compute.
+
+    in0 = a is srcB (7-bit passes), in1 = b is srcA (5-bit passes). A pass multiplies one slice of
+    each; passes distribute, so LoFi..HiFi4 need one or two matmuls, never four.
+    """
+    a_hi = keep_bits(a, SRCB_HI)
+    b_hi = keep_bits(b, SRCA_HI)
+    if fidelity == MathFidelity.LoFi:
+        return [(a_hi, b_hi)]
+    b_all = keep_bits(b, min(SRCA_ALL, SRC_BITS))
+    if fidelity == MathFidelity.HiFi2:  # + srcA low x srcB high
+        return [(a_hi, b_all)]
+    a_all = keep_bits(a, min(SRCB_ALL, SRC_BITS))
+    if fidelity == MathFidelity.HiFi3:  # + srcA high x srcB low
+        return [(a_hi, b_all), (a_all - a_hi, b_hi)]
+    return [(a_all, b_all)]  # HiFi4: all four passes
+
+
+def _accumulate(terms, n: Numerics, k_dim_a: int, k_dim_b: int, contract) -> torch.Tensor:
+    """Sum `contract(a_part, b_part)` over K in the destination format: float32, or bfloat16 per face step."""
+    if n.fp32_dest_acc_en:
+        out = None
+        for ta, tb in terms:
+            p = contract(ta, tb)
+            out = p if out is None else out + p
+        return out
+    K = terms[0][0].shape[k_dim_a]
+    acc = None
+    for k0 in range(0, K, FACE_K):
+        step = None
+        for ta, tb in terms:
+            p = contract(ta.narrow(k_dim_a, k0, min(FACE_K, K - k0)), tb.narrow(k_dim_b, k0, min(FACE_K, K - k0)))
+            step = p if step is None else step + p
+        acc = to_bf16(step if acc is None else acc + step)
+    return acc
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, n: Numerics) -> torch.Tensor:
+    """a @ b (float32, torch's broadcasting and 1-D rules) as the matrix engine computes it under `n`."""
+    squeeze_a, squeeze_b = a.dim() == 1, b.dim() == 1
+    a = a.unsqueeze(0) if squeeze_a else a
+    b = b.unsqueeze(-1) if squeeze_b else b
+    out = _accumulate(_fidelity_terms(a.float(), b.float(), n.math_fidelity), n, -1, -2, torch.matmul)
+    if squeeze_a:
+        out = out.squeeze(-2)
+    if squeeze_b:
+        out = out.squeeze(-1)
+    return out
+
+
+def reduce_sum(x: torch.Tensor, dims: tuple[int, ...], keepdim: bool, n: Numerics, *, mean: bool) -> torch.Tensor:
+    """sum (or mean, as a sum of x * 1/N) over `dims` on the matrix engine: x in srcA, the scaler in srcB."""
+    count = math.prod(x.shape[d] for d in dims) if dims else 1
+    scaler = torch.tensor(1.0 / count if mean else 1.0)
+    # Move the reduced dims last and flatten them: the engine walks them in 16-value face steps.
+    rest = [d for d in range(x.dim()) if d not in dims]
+    flat = x.float().permute(*rest, *dims).reshape(*[x.shape[d] for d in rest], count)
+    terms = [(s.expand(1), v) for v, s in _reduce_terms(flat, scaler, n.math_fidelity)]
+    out = _accumulate(terms, n, -1, -1, lambda s, v: (v * s).sum(-1))
+    if keepdim:
+        for d in sorted(dims):
+            out = out.unsqueeze(d)
+    return out
+
+
+def _reduce_terms(x: torch.Tensor, scaler: torch.Tensor, fidelity: MathFidelity):
+    # The input takes in1's place (srcA), the scaler in0's (srcB); reuse the matmul's pass split.
+    return [(v, s) for s, v in _fidelity_terms(scaler, x, fidelity)]
+
+
+# -- SFPU approximations (math_approx_mode / fast_and_approximate_mode) --------------------------
+
+def exp_approx(x: torch.Tensor) -> torch.Tensor:
+    """2**i * (1 + f) for x/ln2 = i + f: the exponent from the integer part, the mantissa linear in f.
+
+    The SFPU's approximate exp builds the float from its bits this way (Schraudolph's method).
+    Max relative error 6.1% (at f = 1/ln2 - 1), exact at integer multiples of ln2.
+    """
+    y = x.float() / math.log(2.0)
+    i = torch.floor(y)
+    out = torch.ldexp(1.0 + (y - i), i.clamp(-150, 128).to(torch.int32))
+    return torch.where(torch.isnan(x), x.float(), out)
+
+
+def sigmoid_approx(x: torch.Tensor) -> torch.Tensor:
+    """1 / (1 + exp_approx(-x)): max absolute error 0.015."""
+    return 1.0 / (1.0 + exp_approx(-x))
+
+
+def tanh_approx(x: torch.Tensor) -> torch.Tensor:
+    """2 * sigmoid_approx(2x) - 1: max absolute error 0.03."""
+    return 2.0 * sigmoid_approx(2.0 * x) - 1.0
+
+
+def gelu_approx(x: torch.Tensor) -> torch.Tensor:
+    """GELU's tanh form with the approximate tanh: max absolute error 0.02 against the erf form."""
+    x = x.float()
+    return 0.5 * x * (1.0 + tanh_approx(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def reciprocal_approx(x: torch.Tensor) -> torch.Tensor:
+    """1/x by one Newton-Raphson step from a linear seed on the mantissa: max relative error 0.35%.
+
+    x = m * 2**e with m in [0.5, 1); seed 48/17 - 32/17 m (max relative error 1/17), one step
+    r(2 - x r) squares it. The precise SFPU path takes more steps; device_sim then uses torch.
+    """
+    x = x.float()
+    m, e = torch.frexp(x)
+    r = torch.ldexp(48.0 / 17.0 - 32.0 / 17.0 * m.abs(), -e) * torch.sign(m)
+    r = r * (2.0 - m * torch.ldexp(r, e))
+    return torch.where((x == 0) | ~torch.isfinite(x), torch.reciprocal(x), r)
+
+
+APPROX = {"exp": exp_approx, "sigmoid": sigmoid_approx, "tanh": tanh_approx, "gelu": gelu_approx,
+          "reciprocal": reciprocal_approx}
