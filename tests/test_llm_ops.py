@@ -218,3 +218,12 @@ def test_cache_ops_write_into_the_cache_and_a_report_shows_it_as_their_output(tm
         con.close()
     assert name == "ttnn.fill_cache"
     assert ins == [(tensor_id,), (prompt.tensor_id,)] and outs == [(tensor_id,)]
+
+
+def test_paged_cache_ops_write_only_on_the_mesh_coordinates_given(device):
+    cache = dev(torch.zeros(2, 1, 32, 32), device)
+    token = dev(torch.ones(1, 2, 1, 32), device)
+    ttnn.experimental.paged_update_cache(cache, token, update_idxs=[1, 2], mesh_coords={ttnn.MeshCoordinate(0, 1)})
+    assert not cache.value.any()  # this device is the single chip at (0, 0)
+    ttnn.experimental.paged_update_cache(cache, token, update_idxs=[1, 2], mesh_coords={ttnn.MeshCoordinate(0, 0)})
+    assert cache.value[0, 0, 1].eq(1).all() and cache.value[1, 0, 2].eq(1).all() and cache.value.sum() == 64

@@ -241,6 +241,7 @@ CASES.update({
     "ttnn.avg_pool2d": lambda d: ((dev(rnd(1, 1, 64, 32), d, layout=ttnn.ROW_MAJOR),), dict(_pool)),
     "ttnn.global_avg_pool2d": lambda d: ((x(d, 2, 8, 8, 32),), {}),
     "ttnn.upsample": lambda d: ((dev(rnd(1, 4, 4, 32), d, layout=ttnn.ROW_MAJOR), 2), {}),
+    "ttnn.fold": lambda d: ((dev(rnd(2, 6, 8, 16), d, layout=ttnn.ROW_MAJOR), 2, 4), dict(padding=(1, 1, 0, 0))),
 })
 
 

@@ -189,3 +189,16 @@ def test_a_conv_block_is_one_recorded_op_per_call(tmp_path, device):
     assert ops == [("ttnn.from_torch", 0), ("ttnn.conv2d", 0), ("ttnn.max_pool2d", 0)]
     assert spec == ("Shape([1, 1, 64, 8])", "DataType.BFLOAT16", "Layout.TILE")
     assert pooled == ("ttnn.max_pool2d",)
+
+
+def test_fold_moves_each_stride_block_into_channels(device):
+    x = randn(2, 6, 8, 3)  # NHWC
+    out = ttnn.fold(ttnn.from_torch(x, dtype=ttnn.float32, device=device), 2, 4)
+    assert out.shape == (2, 3, 2, 24) and out.layout == ttnn.ROW_MAJOR
+    # pixel (i, j) of the output holds input rows 2i..2i+1, columns 4j..4j+3, in row-major order
+    assert torch.equal(out.value[1, 2, 1], x[1, 4:6, 4:8].reshape(-1))
+    padded = ttnn.fold(ttnn.from_torch(x, dtype=ttnn.float32, device=device), 4, 2, padding=(1, 1, 0, 0),
+                       output_shape=(2, 2, 4, 24))
+    assert padded.shape == (2, 2, 4, 24) and torch.equal(padded.value[0, 0, 0, :3], torch.zeros(3))
+    with pytest.raises(ValueError, match="H=6 and W=8 must be multiples of stride_h=4"):
+        ttnn.fold(ttnn.from_torch(x, dtype=ttnn.float32, device=device), 4, 2)

@@ -170,6 +170,7 @@ from device_sim.ops.kv_cache import fill_cache, update_cache  # noqa: E402, F401
 from device_sim.ops.vision import (  # noqa: E402, F401
     avg_pool2d,
     conv2d,
+    fold,
     global_avg_pool2d,
     max_pool2d,
     prepare_conv_bias,
@@ -179,7 +180,7 @@ from device_sim.ops.vision import (  # noqa: E402, F401
 
 __all__ += [
     "experimental", "kv_cache", "fill_cache", "update_cache", "avg_pool2d", "conv2d", "global_avg_pool2d",
-    "max_pool2d", "prepare_conv_bias", "prepare_conv_weights", "upsample",
+    "max_pool2d", "prepare_conv_bias", "prepare_conv_weights", "upsample", "fold",
 ]
 
 # Collectives between the chips of a mesh (ops/ccl.py, issue 11).

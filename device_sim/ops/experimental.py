@@ -12,12 +12,15 @@ and import it here (one line, in the block of that module):
     def all_gather_async(input_tensor, ...): ...
 
     # here
+    from device_sim.ops.ccl import all_gather_async  # noqa: F401
 
 The registered name is what a report records and what tests/test_ops.py keys its cases by; the
 import is what makes `ttnn.experimental.all_gather_async` resolve. No run-time attribute setting:
 everything in the namespace is listed in this file.
 """
 
+# Collectives' asynchronous forms (ops/ccl.py, issue 11).
+from device_sim.ops.ccl import all_gather_async, all_reduce_async, reduce_scatter_minimal_async  # noqa: F401, E402
 from device_sim.ops.heads import (  # noqa: F401
     nlp_concat_heads,
     nlp_concat_heads_decode,
@@ -26,6 +29,3 @@ from device_sim.ops.heads import (  # noqa: F401
 )
 from device_sim.ops.kv_cache import paged_fill_cache, paged_update_cache  # noqa: F401
 from device_sim.ops.rotary import rotary_embedding, rotary_embedding_llama  # noqa: F401
-
-# Collectives' asynchronous forms (ops/ccl.py, issue 11).
-from device_sim.ops.ccl import all_gather_async, all_reduce_async, reduce_scatter_minimal_async  # noqa: F401, E402

@@ -135,18 +135,34 @@ def _paged_update_golden(cache, input_tensor, *_, update_idxs=(), update_idxs_te
     return out
 
 
+def _runs_here(op_name: str, cache: Tensor, mesh_coords) -> bool:
+    """Whether the chip holding `cache` is among `mesh_coords` (TT-NN: the mesh coordinates to run on)."""
+    if mesh_coords is None:
+        return True
+    chips = getattr(cache.device(), "_chips", None)
+    if chips is None or len(chips) != 1:
+        raise NotImplementedError(f"{op_name}: mesh_coords= on a multi-chip mesh is not emulated; drop it to "
+                                  f"update the cache on every chip")
+    return (0, 0) in {tuple(c) for c in mesh_coords}  # a single chip is coordinate (0, 0)
+
+
 @register_op("ttnn.experimental.paged_update_cache", golden=_paged_update_golden)
 def paged_update_cache(cache_tensor: Tensor, input_tensor: Tensor, *, update_idxs=(), update_idxs_tensor=None,
                        share_cache: bool | None = None, page_table: Tensor | None = None, batch_offset: int = 0,
-                       **tt_nn_only) -> Tensor:
+                       mesh_coords=None, **tt_nn_only) -> Tensor:
     """Write one decode token per user, input [1, B, KVH (padded to 32 on hardware), D], at user b's
-    position update_idxs[b] (or update_idxs_tensor[b]; -1 skips the user), in place; returns the cache."""
+    position update_idxs[b] (or update_idxs_tensor[b]; -1 skips the user), in place; returns the cache.
+
+    mesh_coords (a set of ttnn.MeshCoordinate) limits the write to those chips.
+    """
     op_name = "ttnn.experimental.paged_update_cache"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if (update_idxs_tensor is None) == (not update_idxs):
         raise ValueError(f"{op_name}: give exactly one of update_idxs (a list) and update_idxs_tensor")
     device_inputs(op_name, cache_tensor, input_tensor, update_idxs_tensor, page_table)
+    if not _runs_here(op_name, cache_tensor, mesh_coords):
+        return cache_tensor
     new = _paged_update_golden(
         values(cache_tensor, op_name), values(input_tensor, op_name), update_idxs=update_idxs,
         update_idxs_tensor=values(update_idxs_tensor, op_name) if update_idxs_tensor is not None else None,
@@ -181,13 +197,19 @@ def _paged_fill_golden(cache, input_tensor, page_table, *_, batch_idx_tensor=Non
 
 @register_op("ttnn.experimental.paged_fill_cache", golden=_paged_fill_golden)
 def paged_fill_cache(cache_tensor: Tensor, input_tensor: Tensor, page_table: Tensor, *,
-                     batch_idx_tensor: Tensor | None = None, batch_idx: int = 0, **tt_nn_only) -> Tensor:
+                     batch_idx_tensor: Tensor | None = None, batch_idx: int = 0, mesh_coords=None,
+                     **tt_nn_only) -> Tensor:
     """Write a user's prefill keys or values, input [1, KVH, S, D], into the blocks page_table gives
-    user batch_idx (or one user per input row from batch_idx_tensor), in place; returns the cache."""
+    user batch_idx (or one user per input row from batch_idx_tensor), in place; returns the cache.
+
+    mesh_coords (a set of ttnn.MeshCoordinate) limits the write to those chips.
+    """
     op_name = "ttnn.experimental.paged_fill_cache"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     device_inputs(op_name, cache_tensor, input_tensor, page_table, batch_idx_tensor)
+    if not _runs_here(op_name, cache_tensor, mesh_coords):
+        return cache_tensor
     new = _paged_fill_golden(
         values(cache_tensor, op_name), values(input_tensor, op_name), values(page_table, op_name),
         batch_idx_tensor=values(batch_idx_tensor, op_name) if batch_idx_tensor is not None else None,

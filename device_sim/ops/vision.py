@@ -347,3 +347,41 @@ def upsample(input_tensor: Tensor, scale_factor, *, mode: str = "nearest",
     ins = device_inputs(op_name, input_tensor)
     return _make(_upsample_golden(x, scale_factor, mode=mode), input_tensor.device(), ins, op_name=op_name,
                  dtype=input_tensor.dtype, layout=input_tensor.layout, memory_config=memory_config)
+
+
+def _fold_golden(input, stride_h, stride_w, *_, padding=(0, 0), output_shape=None, **__):  # noqa: A002
+    op_name = "ttnn.fold"
+    if isinstance(padding, (list, tuple)) and len(padding) not in (2, 4):
+        raise ValueError(f"{op_name}: padding={padding!r} must be (pad_h, pad_w) or (top, bottom, left, right)")
+    x = F.pad(input.float().permute(0, 3, 1, 2), _padding(padding, op_name)).permute(0, 2, 3, 1)
+    N, H, W, C = x.shape
+    if H % stride_h or W % stride_w:
+        raise ValueError(f"{op_name}: the padded input's H={H} and W={W} must be multiples of stride_h={stride_h} "
+                         f"and stride_w={stride_w}")
+    # Each stride_h x stride_w block of pixels becomes one pixel with its channels side by side, row by row.
+    y = x.reshape(N, H // stride_h, stride_h, W // stride_w, stride_w, C).permute(0, 1, 3, 2, 4, 5)
+    y = y.reshape(N, H // stride_h, W // stride_w, C * stride_h * stride_w)
+    if output_shape is not None:
+        if y.numel() != torch.Size(tuple(output_shape)).numel():
+            raise ValueError(f"{op_name}: output_shape {list(output_shape)} does not hold the folded {list(y.shape)}")
+        y = y.reshape(tuple(output_shape))
+    return y
+
+
+@register_op("ttnn.fold", golden=_fold_golden)
+def fold(input: Tensor, stride_h: int, stride_w: int, use_transpose_as_fold: bool = False,  # noqa: A002
+         output_shape=None, padding=(0, 0), grid_size=None, override_memory_config: MemoryConfig | None = None,
+         **tt_nn_only) -> Tensor:
+    """Space to depth on NHWC [N, H, W, C] (after zero `padding` of H and W): [N, H/sh, W/sw, C*sh*sw], each
+    block's pixels in row-major order; reshaped to output_shape when given. use_transpose_as_fold and grid_size
+    only choose TT-NN's kernel."""
+    op_name = "ttnn.fold"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    x = values(input, op_name)
+    if x.dim() != 4:
+        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be NHWC [N, H, W, C]")
+    ins = device_inputs(op_name, input)
+    y = _fold_golden(x, stride_h, stride_w, padding=padding, output_shape=output_shape)
+    return _make(y, input.device(), ins, op_name=op_name, dtype=input.dtype, layout=input.layout,
+                 memory_config=override_memory_config)
