@@ -1,0 +1,149 @@
+"""Program configs: TT-NN's fields, checks against the shapes and grid, fused activations, and the report."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+import device_sim as ttnn
+import ttreport
+from ttreport.cli import main
+
+# a [2, 128, 256] x [256, 512] matmul: M = 4 tiles per batch (8 fused), K = 8, N = 16
+M_TILES, K_TILES, N_TILES = 4, 8, 16
+
+
+@pytest.fixture
+def ab(device):
+    g = torch.Generator().manual_seed(0)
+    a = ttnn.from_torch(torch.randn(2, 128, 256, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    b = ttnn.from_torch(torch.randn(256, 512, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    return a, b
+
+
+def mcast(**kw):
+    fields = dict(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), in0_block_w=2, out_subblock_h=1,
+                  out_subblock_w=2, per_core_M=1, per_core_N=2, transpose_mcast=False, fused_activation=None)
+    return ttnn.MatmulMultiCoreReuseMultiCastProgramConfig(**{**fields, **kw})
+
+
+def test_a_valid_config_runs_and_changes_where_not_what(ab):
+    a, b = ab
+    cfg = mcast()
+    assert (cfg.out_block_h, cfg.out_block_w, cfg.fuse_batch) == (1, 2, True)  # TT-NN's binding fills these
+    assert torch.equal(ttnn.matmul(a, b, program_config=cfg).value, ttnn.matmul(a, b).value)
+
+
+@pytest.mark.parametrize(("fields", "named"), [
+    (dict(in0_block_w=3), "in0_block_w"),
+    (dict(out_subblock_w=3), "out_subblock_w"),
+    (dict(compute_with_storage_grid_size=ttnn.CoreCoord(9, 8)), "compute_with_storage_grid_size"),
+    (dict(per_core_N=1, out_subblock_w=1), "per_core_N"),  # 16 blocks of N for 8 columns
+    (dict(in0_block_w=0), "in0_block_w is 0"),
+])
+def test_a_bad_2d_config_raises_tt_nns_kind_of_error_naming_the_field(ab, fields, named):
+    a, b = ab
+    with pytest.raises(RuntimeError, match=r"(?s)TT_FATAL.*info:.*" + named):
+        ttnn.matmul(a, b, program_config=mcast(**fields))
+
+
+def test_subblocks_must_fit_the_destination_register_8_tiles_or_4_with_fp32(ab):
+    a, b = ab
+    cfg = mcast(per_core_M=2, per_core_N=4, out_subblock_h=2, out_subblock_w=4)  # 8 tiles
+    ttnn.matmul(a, b, program_config=cfg)
+    fp32 = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
+    with pytest.raises(RuntimeError, match=r"2 \* 4 = 8 tiles does not fit the destination register \(4 tiles"):
+        ttnn.matmul(a, b, program_config=cfg, compute_kernel_config=fp32)
+
+
+def test_1d_config_puts_all_of_m_on_each_core_when_it_multicasts_in0(ab):
+    a, b = ab
+    one_d = dict(compute_with_storage_grid_size=ttnn.CoreCoord(8, 2), in0_block_w=4, out_subblock_h=1,
+                 out_subblock_w=2, per_core_M=2 * M_TILES, per_core_N=2, fuse_batch=True, fused_activation=None,
+                 mcast_in0=True)
+    config_1d = ttnn.MatmulMultiCoreReuseMultiCast1DProgramConfig
+    ttnn.matmul(a, b, program_config=config_1d(**one_d))
+    with pytest.raises(RuntimeError, match="per_core_M .* must be at least M"):
+        ttnn.matmul(a, b, program_config=config_1d(**{**one_d, "per_core_M": 4}))
+    with pytest.raises(RuntimeError, match="mcast_in0 and gather_in0"):
+        ttnn.matmul(a, b, program_config=config_1d(**{**one_d, "gather_in0": True}))
+
+
+def test_reuse_config_needs_all_of_n_per_core_and_a_fused_batch_needs_an_unbatched_b(ab, device):
+    a, b = ab
+    reuse = dict(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), in0_block_w=2, out_subblock_h=1,
+                 out_subblock_w=4, per_core_M=M_TILES, per_core_N=N_TILES)
+    ttnn.matmul(a, b, program_config=ttnn.MatmulMultiCoreReuseProgramConfig(**reuse))
+    with pytest.raises(RuntimeError, match="N, 16, is not equal to per_core_N, 8"):
+        ttnn.matmul(a, b, program_config=ttnn.MatmulMultiCoreReuseProgramConfig(**{**reuse, "per_core_N": 8}))
+    b3 = ttnn.from_torch(torch.randn(2, 256, 512), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    with pytest.raises(RuntimeError, match="fused batch requires"):
+        ttnn.matmul(a, b3, program_config=mcast(per_core_M=1))
+
+
+def test_constructors_are_keyword_only_and_refuse_floats_as_pybind_noconvert_does():
+    with pytest.raises(TypeError):
+        ttnn.MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig(2, 1, 4, None)  # noqa
+    with pytest.raises(TypeError, match="in0_block_w must be an int"):
+        mcast(in0_block_w=2.0)
+    with pytest.raises(TypeError, match="fused_activation must be a ttnn.UnaryWithParam"):
+        mcast(fused_activation="relu")
+    ln = ttnn.LayerNormShardedMultiCoreProgramConfig(compute_with_storage_grid_size=(8, 8), subblock_w=2, block_h=1,
+                                                     block_w=4, inplace=False)
+    assert (ln.legacy_reduction, ln.legacy_rsqrt, ln.use_welford) == (False, False, False)
+    sdpa = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=64, k_chunk_size=64)
+    assert (sdpa.exp_approx_mode, sdpa.max_cores_per_head_batch) == (None, 16)
+
+
+def test_a_fused_activation_in_the_config_is_applied_in_the_same_op(ab):
+    a, b = ab
+    relu = mcast(fused_activation=ttnn.UnaryWithParam(ttnn.UnaryOpType.RELU))
+    out = ttnn.matmul(a, b, program_config=relu)
+    assert torch.equal(out.value, ttnn.matmul(a, b, activation="relu").value)
+    assert float(out.value.min()) == 0.0
+    with pytest.raises(RuntimeError, match="give one of them"):
+        ttnn.matmul(a, b, program_config=relu, activation="gelu")
+
+
+def test_activations_take_names_or_unary_with_param_and_parameters(ab, device):
+    a, b = ab
+    leaky = ttnn.UnaryWithParam(ttnn.UnaryOpType.LEAKY_RELU, 0.1)
+    y = ttnn.matmul(a, b, activation=leaky, dtype=ttnn.float32).value
+    exact = ttnn.matmul(a, b, dtype=ttnn.float32).value
+    torch.testing.assert_close(y, torch.nn.functional.leaky_relu(exact, 0.1))
+    with pytest.raises(ValueError, match="takes 1 parameter"):
+        ttnn.matmul(a, b, activation=ttnn.UnaryWithParam(ttnn.UnaryOpType.LEAKY_RELU))
+    with pytest.raises(NotImplementedError, match="does not emulate fused UnaryOpType.BITWISE_AND"):
+        ttnn.matmul(a, b, activation=ttnn.UnaryWithParam(ttnn.UnaryOpType.BITWISE_AND))
+
+
+def test_binary_ops_apply_their_fused_activations_in_one_op(device):
+    g = torch.Generator().manual_seed(3)
+    x = ttnn.from_torch(torch.randn(32, 64, generator=g), layout=ttnn.TILE, device=device)
+    y = ttnn.from_torch(torch.randn(32, 64, generator=g), layout=ttnn.TILE, device=device)
+    relu = [ttnn.UnaryWithParam(ttnn.UnaryOpType.RELU)]
+    out = ttnn.add(x, y, activations=relu)
+    torch.testing.assert_close(out.value, torch.relu(x.value + y.value))
+    out = ttnn.mul(x, y, input_tensor_a_activations=relu, input_tensor_b_activations=["sigmoid"])
+    torch.testing.assert_close(out.value, torch.relu(x.value) * torch.sigmoid(y.value))
+    golden = ttnn.get_golden_function(ttnn.add)(x.value, y.value, activations=relu)
+    torch.testing.assert_close(golden, torch.relu(x.value + y.value))
+
+
+def test_configs_are_recorded_as_arguments_and_readable_in_ttreport_op(ab, tmp_path):
+    a, b = ab
+    cfg = mcast(fused_activation=ttnn.UnaryWithParam(ttnn.UnaryOpType.GELU))
+    ckc = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.LoFi)
+    with ttreport.capture("configs", config=ttreport.Config(root=tmp_path)) as handle:
+        ttnn.matmul(a, b, program_config=cfg, compute_kernel_config=ckc)
+    with ttreport.open(handle.path) as r:
+        op_id = next(o.id for o in r.operations() if o.name == "ttnn.matmul")
+        args = {row["name"]: row["value"] for row in r.sql(
+            "SELECT name, value FROM operation_arguments WHERE operation_id = ?", [op_id])}
+    assert args["program_config"].startswith("MatmulMultiCoreReuseMultiCastProgramConfig(")
+    assert "fused_activation=UnaryWithParam(op_type=UnaryOpType.GELU,params=[])" in args["program_config"]
+    assert "math_fidelity=MathFidelity.LoFi" in args["compute_kernel_config"]
+    out = CliRunner().invoke(main, ["op", str(handle.path), str(op_id)], catch_exceptions=False).output
+    assert "program_config = MatmulMultiCoreReuseMultiCastProgramConfig(compute_with_storage_grid_size=" in out
+    assert "compute_kernel_config = WormholeComputeKernelConfig(math_fidelity=MathFidelity.LoFi" in out
