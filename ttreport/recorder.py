@@ -35,6 +35,7 @@ import warnings
 
 import device_sim
 from device_sim.device import Device
+from device_sim.distributed import MeshTensor
 from device_sim.tensor import Tensor
 from device_sim.types import BufferType
 from ttreport import schema
@@ -227,7 +228,9 @@ class Recorder:
         if cfg is not None and id(cfg) not in self._configs:
             self._configs[id(cfg)] = cfg
         buf = t.buffer
-        if buf is None:
+        if type(t) is MeshTensor:
+            self._see_mesh_tensor(t, tid, shape, cfg, producer, specs)
+        elif buf is None:
             specs.append((tid, shape, int(t.dtype), int(t.layout), None if cfg is None else id(cfg),
                           t.memory_config_source, None if device is None else device.device_id, None, None, None,
                           producer))
@@ -235,6 +238,18 @@ class Recorder:
             specs.append((tid, shape, int(t.dtype), int(t.layout), id(cfg), t.memory_config_source,
                           device.device_id, buf.address, int(buf.buffer_type), buf.page_size * buf.num_pages,
                           producer))
+
+    def _see_mesh_tensor(self, t, tid, shape, cfg, producer, specs) -> None:
+        # As TT-NN's report: the logical tensor's row has no device or address (each chip's shard has
+        # its own); device_tensors holds one (tensor, device, address) row per shard. size is one shard's.
+        bufs = [s.buffer for s in t.shards]
+        b0 = bufs[0]
+        specs.append((tid, shape, int(t.dtype), int(t.layout), None if cfg is None else id(cfg),
+                      t.memory_config_source, None, None, None if b0 is None else int(b0.buffer_type),
+                      None if b0 is None else b0.page_size * b0.num_pages, producer))
+        for b in bufs:
+            if b is not None:
+                self._put((ROW, "device_tensors", {"tensor_id": tid, "device_id": b.device_id, "address": b.address}))
 
     def _user_frames(self) -> tuple:
         """(id(code), line, id(code), line, ...) of the innermost user frames: no text, no library frames."""
@@ -279,8 +294,17 @@ class Recorder:
 
     # -- buffers and devices ---------------------------------------------------------------
     def add_device(self, device, *, before_capture: bool) -> None:
-        """Record `device` and follow its buffers: live ones now, then every alloc and free."""
-        memory = device.memory
+        """Record `device` and follow its buffers: live ones now, then every alloc and free.
+
+        A mesh of several chips is recorded as its chips (each has its own memory and `devices` row).
+        """
+        memory = getattr(device, "memory", None)
+        if memory is None:
+            self._devices[device] = None
+            for chip in device.get_devices():
+                if chip not in self._devices:
+                    self.add_device(chip, before_capture=before_capture)
+            return
         self._devices[device] = memory.listener
         self._allocators.append((memory.allocators[BufferType.L1], memory.allocators[BufferType.DRAM]))
         self.queue.put((DEVICE, device.facts()))
@@ -307,7 +331,7 @@ class Recorder:
 
     def restore_devices(self) -> None:
         for device, previous in self._devices.items():
-            if device.memory.listener is self._on_buffer:
+            if getattr(device, "memory", None) is not None and device.memory.listener is self._on_buffer:
                 device.memory.listener = previous
 
     # -- tensor storage ------------------------------------------------------------------
