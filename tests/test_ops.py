@@ -158,6 +158,34 @@ CASES = {
     "ttnn.prod": lambda d: ((x(d, low=0.9, high=1.1),), dict(dim=-1)),
     "ttnn.cumsum": lambda d: ((x(d), 2), dict(reverse_order=True)),
     "ttnn.topk": lambda d: ((x(d), 5), dict(dim=1, largest=False)),
+    # more element-wise ops (ops/eltwise.py) and reductions (ops/reduction.py)
+    **{f"ttnn.{n}": unary() for n in
+       ["floor", "ceil", "trunc", "erf", "erfc", "exp2", "expm1", "sign", "mish", "hardswish", "hardsigmoid", "relu6",
+        "swish", "tan", "atan", "logical_not", "isfinite", "isnan", "isinf"]},
+    **{f"ttnn.{n}": unary(**pos) for n in ["log1p", "log2", "log10"]},
+    **{f"ttnn.{n}": unary(low=-0.9, high=0.9) for n in ["asin", "acos"]},
+    "ttnn.leaky_relu": lambda d: ((x(d), 0.2), {}),
+    "ttnn.elu": lambda d: ((x(d),), dict(alpha=0.5)),
+    "ttnn.celu": lambda d: ((x(d),), dict(alpha=1.5)),
+    "ttnn.softplus": lambda d: ((x(d),), dict(beta=2.0, threshold=3.0)),
+    "ttnn.hardtanh": lambda d: ((x(d), -0.5, 0.75), {}),
+    "ttnn.heaviside": lambda d: ((x(d),), dict(value=0.5)),
+    "ttnn.round": lambda d: ((x(d),), dict(decimals=1)),
+    **{f"ttnn.{n}": binary() for n in ["logical_and", "logical_or", "logical_xor", "atan2", "squared_difference"]},
+    **{f"ttnn.{n}": binary(**pos) for n in ["remainder", "fmod"]},
+    **{f"ttnn.{n}": lambda d: ((dev(indices(1000, 2, 32, 64), d, dtype=ttnn.int32),
+                                dev(indices(1000, 2, 32, 64).flip(-1), d, dtype=ttnn.int32)), {})
+       for n in ["bitwise_and", "bitwise_or", "bitwise_xor"]},
+    "ttnn.where": lambda d: ((dev((rnd(2, 32, 64, seed=5) > 0).float(), d), x(d, seed=3), x(d, seed=4)), {}),
+    "ttnn.lerp": lambda d: ((x(d), x(d, seed=3), 0.25), {}),
+    "ttnn.addcmul": lambda d: ((x(d), x(d, seed=3), x(d, seed=4)), dict(value=0.5)),
+    "ttnn.addcdiv": lambda d: ((x(d), x(d, seed=3), x(d, seed=4, **pos)), dict(value=0.5)),
+    "ttnn.mac": lambda d: ((x(d), x(d, seed=3), x(d, seed=4)), {}),
+    "ttnn.clamp": lambda d: ((x(d),), dict(min=-0.5, max=0.5)),
+    "ttnn.clip": lambda d: ((x(d), -1.0, 1.0), {}),
+    "ttnn.prod": lambda d: ((x(d, low=0.9, high=1.1),), dict(dim=-1)),
+    "ttnn.cumsum": lambda d: ((x(d), 2), dict(reverse_order=True)),
+    "ttnn.topk": lambda d: ((x(d), 5), dict(dim=1, largest=False)),
     # matmul
     # HiFi4 with a float32 destination multiplies bfloat16 inputs exactly, so only the output rounding
     # is left to compare; the default fidelity's loss is tested in test_numerics.py.
@@ -545,7 +573,8 @@ def test_a_misspelt_keyword_is_an_error_that_names_the_right_one(device):
         ttnn.sum(x(device), dim=-1, keep_dim=True)
     with pytest.raises(TypeError, match="'programconfig'; did you mean 'program_config'"):
         ttnn.layer_norm(x(device), programconfig=None)
-    with pytest.raises(TypeError, match=r"'zzz'; it takes input_tensor, dim, keepdim, correction, memory_config"):
+    with pytest.raises(TypeError, match=r"'zzz'; it takes input_tensor, dim, keepdim, correction, scalar, "
+                                        r"memory_config"):
         ttnn.mean(x(device), zzz=1)
 
 

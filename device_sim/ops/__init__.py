@@ -252,3 +252,68 @@ __all__ += [
 from device_sim.ops.reduction import cumsum, prod, topk  # noqa: E402, F401
 
 __all__ += ["cumsum", "prod", "topk"]
+
+# More element-wise ops (ops/eltwise.py): unary, parameterised unary, binary, ternary, clamp.
+from device_sim.ops.eltwise import (  # noqa: E402, F401
+    acos,
+    addcdiv,
+    addcmul,
+    asin,
+    atan,
+    atan2,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    ceil,
+    celu,
+    clamp,
+    clip,
+    elu,
+    erf,
+    erfc,
+    exp2,
+    expm1,
+    floor,
+    fmod,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    heaviside,
+    isfinite,
+    isinf,
+    isnan,
+    leaky_relu,
+    lerp,
+    log1p,
+    log2,
+    log10,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    mac,
+    mish,
+    relu6,
+    remainder,
+    round,
+    sign,
+    softplus,
+    squared_difference,
+    swish,
+    tan,
+    trunc,
+    where,
+)
+
+__all__ += [
+    "acos", "addcdiv", "addcmul", "asin", "atan", "atan2", "bitwise_and", "bitwise_or", "bitwise_xor", "ceil",
+    "celu", "clamp", "clip", "elu", "erf", "erfc", "exp2", "expm1", "floor", "fmod", "hardsigmoid", "hardswish",
+    "hardtanh", "heaviside", "isfinite", "isinf", "isnan", "leaky_relu", "lerp", "log1p", "log2", "log10",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "mac", "mish", "relu6", "remainder", "round", "sign",
+    "softplus", "squared_difference", "swish", "tan", "trunc", "where",
+]
+
+# More reductions (ops/reduction.py).
+from device_sim.ops.reduction import cumsum, prod, topk  # noqa: E402, F401
+
+__all__ += ["cumsum", "prod", "topk"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 import torch.nn.functional as F
 
@@ -41,19 +43,24 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None):
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
         post = _activations.resolve_all(op_name, activations)
-        if not isinstance(input_tensor_a, Tensor):
-            raise TypeError(f"{op_name}: the first argument must be a ttnn tensor, got {type(input_tensor_a).__name__}")
+        # TT-NN takes a number on either side: ttnn.subtract(1.0, t) is 1 - t.
+        like = input_tensor_a if isinstance(input_tensor_a, Tensor) else input_tensor_b
+        if not isinstance(like, Tensor):
+            raise TypeError(f"{op_name}: one of the first two arguments must be a ttnn tensor, got "
+                            f"{type(input_tensor_a).__name__} and {type(input_tensor_b).__name__}")
         ins = device_inputs(op_name, input_tensor_a, input_tensor_b)
         a, b = values(input_tensor_a, op_name), values(input_tensor_b, op_name)
         # Fused activations run in the same kernel, on the inputs as read and on the result before rounding.
         a, b = _pre(op_name, input_tensor_a_activations, a), _pre(op_name, input_tensor_b_activations, b)
+        if like is input_tensor_b:
+            a = torch.as_tensor(a, dtype=torch.float32)  # torch's binary functions want a tensor first
         # DataType.BFLOAT16 is 0, so `dtype or result_dtype` would drop an explicit bfloat16.
         dtype = dtype if dtype is not None else result_dtype
         y = broadcast(op_name, fn, a, b)
-        return output(y if post is None else post(y.float()), input_tensor_a, ins, op_name=op_name, dtype=dtype,
+        return output(y if post is None else post(y.float()), like, ins, op_name=op_name, dtype=dtype,
                       memory_config=memory_config)
 
-    op.__doc__ = f"Element-wise {name} with broadcasting; the second argument may be a Python number."
+    op.__doc__ = f"Element-wise {name} with broadcasting; either argument may be a Python number."
     return register_op(f"ttnn.{name}", golden=golden)(op)
 
 
@@ -121,3 +128,226 @@ lt = _binary("lt", _float_cmp(torch.lt))
 le = _binary("le", _float_cmp(torch.le))
 
 subtract, multiply, divide = sub, mul, div
+
+
+# -- more unary ops -----------------------------------------------------------------------------
+
+def _flag(fn):
+    # Predicates (isnan, logical_not, ...) give 1.0 / 0.0 in the input's dtype, as comparisons do.
+    return lambda x: fn(x).float()
+
+
+floor = _unary("floor", torch.floor)
+ceil = _unary("ceil", torch.ceil)
+trunc = _unary("trunc", torch.trunc)
+erf = _unary("erf", torch.erf)
+erfc = _unary("erfc", torch.erfc)
+exp2 = _unary("exp2", torch.exp2)
+expm1 = _unary("expm1", torch.expm1)
+log1p = _unary("log1p", torch.log1p)
+log2 = _unary("log2", torch.log2)
+log10 = _unary("log10", torch.log10)
+sign = _unary("sign", torch.sign)
+mish = _unary("mish", F.mish)
+hardswish = _unary("hardswish", F.hardswish)
+hardsigmoid = _unary("hardsigmoid", F.hardsigmoid)
+relu6 = _unary("relu6", F.relu6)
+swish = _unary("swish", F.silu)
+tan = _unary("tan", torch.tan)
+atan = _unary("atan", torch.atan)
+asin = _unary("asin", torch.asin)
+acos = _unary("acos", torch.acos)
+logical_not = _unary("logical_not", _flag(torch.logical_not))
+isfinite = _unary("isfinite", _flag(torch.isfinite))
+isnan = _unary("isnan", _flag(torch.isnan))
+isinf = _unary("isinf", _flag(torch.isinf))
+
+
+def _unary_with(name: str, fn, *params: tuple[str, float | None]):
+    """A unary op with TT-NN's numeric parameters after the input, e.g. leaky_relu(t, negative_slope=0.01).
+
+    `fn(x, *params)` computes it; `params` are (name, default) pairs in TT-NN's order.
+    """
+    P = inspect.Parameter
+    sig = inspect.Signature(
+        [P("input_tensor", P.POSITIONAL_OR_KEYWORD)]
+        + [P(p, P.POSITIONAL_OR_KEYWORD, default=d) for p, d in params]
+        + [P("memory_config", P.KEYWORD_ONLY, default=None), P("dtype", P.KEYWORD_ONLY, default=None),
+           P("tt_nn_only", P.VAR_KEYWORD)])
+    names = [p for p, _ in params]
+    op_name = f"ttnn.{name}"
+
+    def bound(args, kwargs):
+        try:
+            b = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{op_name}(): {e}") from None
+        b.apply_defaults()
+        return b.arguments
+
+    def golden(*args, **kwargs):
+        a = bound(args, kwargs)
+        return fn(a["input_tensor"], *(a[p] for p in names))
+
+    def op(*args, **kwargs):
+        a = bound(args, kwargs)
+        if a["tt_nn_only"]:
+            check_tt_nn_only(op_name, a["tt_nn_only"])
+        t = a["input_tensor"]
+        ins = device_inputs(op_name, t)
+        return output(fn(values(t, op_name), *(a[p] for p in names)), t, ins, op_name=op_name, dtype=a["dtype"],
+                      memory_config=a["memory_config"])
+
+    op.__signature__ = sig
+    op.__doc__ = f"Element-wise {name}({', '.join(f'{p}={d}' for p, d in params)})."
+    return register_op(op_name, golden=golden)(op)
+
+
+leaky_relu = _unary_with("leaky_relu", F.leaky_relu, ("negative_slope", 0.01))
+elu = _unary_with("elu", F.elu, ("alpha", 1.0))
+celu = _unary_with("celu", F.celu, ("alpha", 1.0))
+softplus = _unary_with("softplus", lambda x, b, t: F.softplus(x, beta=b, threshold=t), ("beta", 1.0),
+                       ("threshold", 20.0))
+hardtanh = _unary_with("hardtanh", torch.clamp, ("min_val", -1.0), ("max_val", 1.0))
+heaviside = _unary_with("heaviside", lambda x, v: torch.heaviside(x, torch.tensor(float(v))), ("value", 0.0))
+round = _unary_with("round", lambda x, d: torch.round(x, decimals=int(d)), ("decimals", 0))  # noqa: A001
+
+
+def _clamp(x, lo, hi):
+    if lo is None and hi is None:
+        raise ValueError("ttnn.clamp needs min=, max= or both")
+    return torch.clamp(x, min=lo, max=hi)
+
+
+# -- more binary ops ----------------------------------------------------------------------------
+
+def _int_binary(fn):
+    # Bitwise ops work on the integers the device holds; a float tensor is an error, as on TT-NN.
+    def f(a, b):
+        if a.is_floating_point() or (isinstance(b, torch.Tensor) and b.is_floating_point()):
+            raise TypeError("bitwise ops take integer tensors (ttnn.int32, ttnn.uint32, ...); typecast first")
+        return fn(a, torch.as_tensor(b))
+    return f
+
+
+logical_and = _binary("logical_and", _float_cmp(torch.logical_and))
+logical_or = _binary("logical_or", _float_cmp(torch.logical_or))
+logical_xor = _binary("logical_xor", _float_cmp(torch.logical_xor))
+atan2 = _binary("atan2", lambda a, b: torch.atan2(a, torch.as_tensor(b, dtype=a.dtype)))
+remainder = _binary("remainder", torch.remainder)
+fmod = _binary("fmod", torch.fmod)
+squared_difference = _binary("squared_difference", lambda a, b: torch.square(a - b))
+bitwise_and = _binary("bitwise_and", _int_binary(torch.bitwise_and))
+bitwise_or = _binary("bitwise_or", _int_binary(torch.bitwise_or))
+bitwise_xor = _binary("bitwise_xor", _int_binary(torch.bitwise_xor))
+
+
+# -- ternary ops and clamp ----------------------------------------------------------------------
+# The first tensor argument gives the output's dtype, layout and device; any argument may be a number.
+
+def _ternary(name: str, fn, params: tuple[str, str, str], **scalars):
+    """An op of three tensors-or-numbers (where, lerp, addcmul, ...) with TT-NN's parameter names.
+
+    `scalars` are its keyword-only numbers with defaults (addcmul's value=1.0), passed to `fn` by name.
+    """
+    P = inspect.Parameter
+    sig = inspect.Signature(
+        [P(p, P.POSITIONAL_OR_KEYWORD) for p in params]
+        + [P(k, P.KEYWORD_ONLY, default=d) for k, d in scalars.items()]
+        + [P("memory_config", P.KEYWORD_ONLY, default=None), P("dtype", P.KEYWORD_ONLY, default=None),
+           P("tt_nn_only", P.VAR_KEYWORD)])
+    op_name = f"ttnn.{name}"
+
+    def bound(args, kwargs):
+        try:
+            b = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{op_name}(): {e}") from None
+        b.apply_defaults()
+        return b.arguments
+
+    def golden(*args, **kwargs):
+        a = bound(args, kwargs)
+        return fn(*(a[p] for p in params), **{k: a[k] for k in scalars})
+
+    def op(*args, **kwargs):
+        a = bound(args, kwargs)
+        if a["tt_nn_only"]:
+            check_tt_nn_only(op_name, a["tt_nn_only"])
+        xs = [a[p] for p in params]
+        like = next((t for t in xs if isinstance(t, Tensor)), None)
+        if like is None:
+            raise TypeError(f"{op_name}: at least one of {', '.join(params)} must be a ttnn tensor")
+        ins = device_inputs(op_name, *xs)
+        vs = [values(v, op_name) for v in xs]
+        try:
+            r = fn(*vs, **{k: a[k] for k in scalars})
+        except RuntimeError:
+            shapes = [list(v.shape) if isinstance(v, torch.Tensor) else v for v in vs]
+            raise ValueError(f"{op_name}: {', '.join(params)} of shapes {shapes} do not broadcast together") from None
+        return output(r, like, ins, op_name=op_name, dtype=a["dtype"], memory_config=a["memory_config"])
+
+    op.__signature__ = sig
+    op.__doc__ = f"Element-wise {name} of {', '.join(params)} (tensors or numbers), with broadcasting."
+    return register_op(op_name, golden=golden)(op)
+
+
+def _num(x, like):
+    return x if isinstance(x, torch.Tensor) else torch.tensor(float(x), dtype=like.dtype)
+
+
+def _where(p, t, f):
+    like = next(v for v in (t, f, p) if isinstance(v, torch.Tensor))
+    return torch.where(_num(p, like) != 0, _num(t, like).float(), _num(f, like).float())
+
+
+where = _ternary("where", _where, ("predicate", "true_value", "false_value"))
+lerp = _ternary("lerp", lambda a, b, w: torch.lerp(a.float(), _num(b, a).float(), _num(w, a).float()),
+                ("input", "end", "weight"))
+def _torch3(fn):
+    # torch's addcmul/addcdiv want three tensors; TT-NN takes numbers too.
+    def f(a, b, c, **kw):
+        like = next(v for v in (a, b, c) if isinstance(v, torch.Tensor))
+        return fn(*(_num(v, like).float() for v in (a, b, c)), **kw)
+    return f
+
+
+addcmul = _ternary("addcmul", _torch3(torch.addcmul), ("input_tensor_a", "input_tensor_b", "input_tensor_c"),
+                   value=1.0)
+addcdiv = _ternary("addcdiv", _torch3(torch.addcdiv), ("input_tensor_a", "input_tensor_b", "input_tensor_c"),
+                   value=1.0)
+mac = _ternary("mac", lambda a, b, c: a * b + c, ("input_tensor_a", "input_tensor_b", "input_tensor_c"))
+
+
+def _clamp_golden(t, min=None, max=None, *_, **__):  # noqa: A002  (TT-NN's names)
+    return _clamp(t, min, max)
+
+
+def _bound(x, op_name):
+    return values(x, op_name) if isinstance(x, Tensor) else x
+
+
+def _clamp_op(name: str):
+    op_name = f"ttnn.{name}"
+
+    def op(input_tensor: Tensor, min=None, max=None, *, memory_config: MemoryConfig | None = None,  # noqa: A002
+           **tt_nn_only) -> Tensor:
+        if tt_nn_only:
+            check_tt_nn_only(op_name, tt_nn_only)
+        ins = device_inputs(op_name, input_tensor, min, max)
+        x = values(input_tensor, op_name)
+        lo, hi = _bound(min, op_name), _bound(max, op_name)
+        if isinstance(lo, torch.Tensor) != isinstance(hi, torch.Tensor) and lo is not None and hi is not None:
+            raise TypeError(f"{op_name}: give min and max both as numbers or both as tensors")
+        try:
+            r = _clamp(x, lo, hi)
+        except ValueError as e:
+            raise ValueError(str(e).replace("ttnn.clamp", op_name)) from None
+        return output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
+
+    op.__doc__ = f"Limit each value to [min, max]; either bound may be None, a number or a tensor ({name})."
+    return register_op(op_name, golden=_clamp_golden)(op)
+
+
+clamp = _clamp_op("clamp")
+clip = _clamp_op("clip")

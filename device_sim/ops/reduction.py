@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from device_sim import dtypes
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.data_movement import index_dtype
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, MemoryConfig
@@ -22,11 +24,13 @@ def _reduce(x: torch.Tensor, fn, dim, keepdim: bool, **kw) -> torch.Tensor:
 
 
 def _reduction(name: str, fn, *, result_dtype: DataType | None = None, **fn_kw):
-    def golden(t, dim=None, keepdim=False, *_, correction=True, **__):
+    def golden(t, dim=None, keepdim=False, *_, correction=True, scalar=1.0, **__):
         kw = {"correction": int(correction)} if name in ("var", "std") else {}
-        return _reduce(t.float(), fn, dim, keepdim, **kw, **fn_kw)
+        # TT-NN's scalar= scales the input before it is reduced (1.0 leaves it as it is).
+        x = t.float() if scalar == 1.0 else t.float() * scalar
+        return _reduce(x, fn, dim, keepdim, **kw, **fn_kw)
 
-    def op(input_tensor: Tensor, dim=None, keepdim: bool = False, *, correction: bool = True,
+    def op(input_tensor: Tensor, dim=None, keepdim: bool = False, *, correction: bool = True, scalar: float = 1.0,
            memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
         op_name = f"ttnn.{name}"
         if tt_nn_only:
@@ -34,12 +38,13 @@ def _reduction(name: str, fn, *, result_dtype: DataType | None = None, **fn_kw):
         ins = device_inputs(op_name, input_tensor)
         x = values(input_tensor, op_name).float()
         try:
-            r = golden(x, dim, keepdim, correction=correction)
+            r = golden(x, dim, keepdim, correction=correction, scalar=scalar)
         except (IndexError, RuntimeError) as e:
             raise ValueError(f"{op_name}: cannot reduce shape {list(x.shape)} over dim {dim!r}: {e}") from None
         return output(r, input_tensor, ins, op_name=op_name, dtype=result_dtype, memory_config=memory_config)
 
-    op.__doc__ = f"{name} over `dim` (None: every dim); var and std take TT-NN's correction=True (unbiased)."
+    op.__doc__ = (f"{name} over `dim` (None: every dim) of the input times `scalar`; var and std take TT-NN's "
+                  f"correction=True (unbiased).")
     return register_op(f"ttnn.{name}", golden=golden)(op)
 
 
@@ -60,3 +65,74 @@ min = _reduction("min", torch.amin)  # noqa: A001
 var = _reduction("var", torch.var)
 std = _reduction("std", torch.std)
 argmax = _reduction("argmax", _argmax, result_dtype=DataType.UINT32)
+
+
+# -- along one dim: prod, cumsum, topk -----------------------------------------------------------
+
+def _prod(x, dim, keepdim):
+    if dim == tuple(range(x.dim())):
+        r = torch.prod(x)
+        return r.reshape([1] * x.dim()) if keepdim else r
+    if isinstance(dim, tuple):
+        raise ValueError(f"ttnn.prod multiplies over one dim (or all with dim=None), got {list(dim)}")
+    return torch.prod(x, dim=dim, keepdim=keepdim)
+
+
+prod = _reduction("prod", _prod)
+
+
+def _cumsum_golden(input, dim, *_, reverse_order=False, **__):  # noqa: A002  (TT-NN's name)
+    x = input.flip(dim) if reverse_order else input
+    r = torch.cumsum(x.float() if x.is_floating_point() else x, dim)
+    return r.flip(dim) if reverse_order else r
+
+
+@register_op("ttnn.cumsum", golden=_cumsum_golden)
+def cumsum(input: Tensor, dim: int, *, dtype: DataType | None = None, reverse_order: bool = False,  # noqa: A002
+           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """Running sum along `dim` (from the end when reverse_order=True); `dtype` casts the input first."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.cumsum", tt_nn_only)
+    ins = device_inputs("ttnn.cumsum", input)
+    x = values(input, "ttnn.cumsum")
+    if not -x.dim() <= dim < (x.dim() or 1):  # (this module's max is ttnn.max)
+        raise IndexError(f"ttnn.cumsum: dim {dim} is out of range for shape {list(x.shape)}")
+    if dtype is not None:
+        x = dtypes.to_device_values(x, DataType(dtype))
+        x = x.float() if x.is_floating_point() else x
+    return output(_cumsum_golden(x, dim, reverse_order=reverse_order), input, ins, op_name="ttnn.cumsum",
+                  dtype=dtype, memory_config=memory_config)
+
+
+def _topk_golden(input_tensor, k=32, dim=-1, largest=True, sorted=True, *_, indices_tensor=None, **__):  # noqa: A002
+    # Ties keep input order (a stable sort), so the indices are the same every run.
+    order = torch.sort(input_tensor, dim=dim, descending=largest, stable=True).indices.narrow(dim, 0, k)
+    idx = order if indices_tensor is None else torch.gather(indices_tensor, dim, order)
+    return [torch.gather(input_tensor, dim, order), idx]
+
+
+@register_op("ttnn.topk", golden=_topk_golden)
+def topk(input_tensor: Tensor, k: int = 32, dim: int = -1, largest: bool = True, sorted: bool = True,  # noqa: A002
+         *, memory_config: MemoryConfig | None = None, indices_tensor: Tensor | None = None, stable: bool = False,
+         **tt_nn_only) -> list[Tensor]:
+    """[the k largest (or smallest) values along `dim`, their indices], both sorted, as torch.topk.
+
+    Indices are UINT16 while the dim fits (UINT32 past 65536), or come from `indices_tensor` (read at the
+    chosen positions, in its dtype) when given. Ties are broken by input order whether or not stable=True.
+    """
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.topk", tt_nn_only)
+    ins = device_inputs("ttnn.topk", input_tensor, indices_tensor)
+    x = values(input_tensor, "ttnn.topk")
+    n = x.shape[dim] if -x.dim() <= dim < x.dim() else None
+    if n is None or not 1 <= k <= n:
+        raise ValueError(f"ttnn.topk: k={k} along dim {dim} does not fit shape {list(x.shape)}; "
+                         f"k must be between 1 and that dim's size")
+    given = values(indices_tensor, "ttnn.topk") if indices_tensor is not None else None
+    if given is not None and tuple(given.shape) != tuple(x.shape):
+        raise ValueError(f"ttnn.topk: indices_tensor has shape {list(given.shape)}, not the input's {list(x.shape)}")
+    vals, idx = _topk_golden(x, k, dim, largest, indices_tensor=given)
+    like_idx = indices_tensor if indices_tensor is not None else input_tensor
+    idx_dtype = None if indices_tensor is not None else index_dtype(n)
+    return [output(vals, input_tensor, ins, op_name="ttnn.topk", memory_config=memory_config),
+            output(idx, like_idx, ins, op_name="ttnn.topk", memory_config=memory_config, dtype=idx_dtype)]
