@@ -147,6 +147,7 @@ __all__ += [
 
 # Conv configs (issue 9, part C: device_sim/conv_config.py).
 from device_sim.conv_config import (  # noqa: E402
+    Conv1dConfig,
     Conv2dConfig,
     Conv2dDRAMSliceHeight,
     Conv2dDRAMSliceWidth,
@@ -159,7 +160,7 @@ from device_sim.conv_config import (  # noqa: E402
 
 __all__ += [
     "Conv2dConfig", "Conv2dDRAMSliceHeight", "Conv2dDRAMSliceWidth", "Conv2dL1Full", "Conv2dL1FullSliceConfig",
-    "Conv2dSliceConfig", "Op2DSliceConfig", "get_conv_output_dim",
+    "Conv2dSliceConfig", "Op2DSliceConfig", "get_conv_output_dim", "Conv1dConfig",
 ]
 
 # Mesh devices, mesh tensors and fabric settings (issue 11: device_sim/mesh.py, distributed.py, ops/ccl.py).

@@ -104,3 +104,7 @@ Op2DSliceConfig = Conv2dSliceConfig
 def get_conv_output_dim(input, window, stride=1, pad=0, dilation=1) -> int:  # noqa: A002  (TT-NN's names)
     """The output size of a convolution along one dimension, as TT-NN's helper computes it."""
     return (input + 2 * pad - dilation * (window - 1) - 1) // stride + 1
+
+
+# TT-NN's conv1d takes the same config (ttnn.Conv1dConfig is Conv2dConfig).
+Conv1dConfig = Conv2dConfig

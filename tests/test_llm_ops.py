@@ -227,3 +227,39 @@ def test_paged_cache_ops_write_only_on_the_mesh_coordinates_given(device):
     assert not cache.value.any()  # this device is the single chip at (0, 0)
     ttnn.experimental.paged_update_cache(cache, token, update_idxs=[1, 2], mesh_coords={ttnn.MeshCoordinate(0, 0)})
     assert cache.value[0, 0, 1].eq(1).all() and cache.value[1, 0, 2].eq(1).all() and cache.value.sum() == 64
+
+
+def test_chunked_prefill_attention_matches_full_causal_attention_for_its_rows(device):
+    H, KVH, D, block, S, start = 4, 2, 32, 32, 96, 32
+    q, k, v = randn(1, H, S, D), randn(1, KVH, S, D, seed=1), randn(1, KVH, S, D, seed=2)
+    table = torch.tensor([[2, 0, 1]])  # the user's positions 0-31 in block 2, 32-63 in block 0, 64-95 in block 1
+    pages = dev(table, device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)
+    k_paged, v_paged = (dev(torch.zeros(3, KVH, block, D), device) for _ in range(2))
+    ttnn.experimental.paged_fill_cache(k_paged, dev(k, device), pages)
+    ttnn.experimental.paged_fill_cache(v_paged, dev(v, device), pages)
+    chunk = q[:, :, start: start + 32]
+    out = ttnn.transformer.chunked_scaled_dot_product_attention(dev(chunk, device), k_paged, v_paged, pages, start)
+    full = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    assert out.shape == (1, H, 32, D)
+    torch.testing.assert_close(out.value, full[:, :, start: start + 32], rtol=1e-4, atol=1e-5)
+    with pytest.raises(IndexError, match=r"positions 80..111 do not fit a user's 3 blocks of 32"):
+        ttnn.transformer.chunked_scaled_dot_product_attention(dev(chunk, device), k_paged, v_paged, pages, 80)
+
+
+def test_fused_qk_rope_and_fused_cache_update_equal_their_single_forms(device):
+    B, D = 4, 64
+    q, k = dev(randn(1, B, 8, D), device), dev(randn(1, B, 2, D, seed=1), device)
+    cos, sin = dev(randn(1, B, 1, D, seed=2), device), dev(randn(1, B, 1, D, seed=3), device)
+    mat = dev(get_rot_transformation_mat(), device)
+    q_rot, k_rot = ttnn.experimental.rotary_embedding_llama_fused_qk(q, k, cos, sin, mat)
+    for fused, x in ((q_rot, q), (k_rot, k)):
+        single = ttnn.experimental.rotary_embedding_llama(x, cos, sin, mat, is_decode_mode=True)
+        assert fused.shape == x.shape and torch.equal(fused.value, single.value)
+    caches = [dev(torch.zeros(B, 2, 32, D), device) for _ in range(4)]
+    tokens = dev(randn(1, B, 2, D, seed=4), device), dev(randn(1, B, 2, D, seed=5), device)
+    both = ttnn.experimental.paged_fused_update_cache(caches[0], tokens[0], caches[1], tokens[1],
+                                                      update_idxs=[0, 5, 9, 31])
+    assert both[0] is caches[0] and both[1] is caches[1]
+    for cache, token in zip(caches[2:], tokens):
+        ttnn.experimental.paged_update_cache(cache, token, update_idxs=[0, 5, 9, 31])
+    assert torch.equal(caches[0].value, caches[2].value) and torch.equal(caches[1].value, caches[3].value)

@@ -270,6 +270,17 @@ CASES.update({
     "ttnn.global_avg_pool2d": lambda d: ((x(d, 2, 8, 8, 32),), {}),
     "ttnn.upsample": lambda d: ((dev(rnd(1, 4, 4, 32), d, layout=ttnn.ROW_MAJOR), 2), {}),
     "ttnn.fold": lambda d: ((dev(rnd(2, 6, 8, 16), d, layout=ttnn.ROW_MAJOR), 2, 4), dict(padding=(1, 1, 0, 0))),
+    "ttnn.conv1d": lambda d: ((), dict(input_tensor=x(d, 2, 16, 8), weight_tensor=dev(rnd(4, 8, 3), None,
+                                       layout=ttnn.ROW_MAJOR), device=d, in_channels=8, out_channels=4, batch_size=2,
+                                       input_length=16, kernel_size=3, stride=2, padding=1)),
+    "ttnn.transformer.chunked_scaled_dot_product_attention": lambda d: (
+        (x(d, 2, 4, 32, 32), x(d, 4, 2, 32, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), _page_table(d), 16), {}),
+    "ttnn.experimental.rotary_embedding_llama_fused_qk": lambda d: (
+        (x(d, 1, 8, 4, 64), x(d, 1, 8, 1, 64, seed=3), x(d, 1, 8, 1, 64, seed=1), x(d, 1, 8, 1, 64, seed=2),
+         dev(ttnn.ops.rotary.get_rot_transformation_mat(), d)), {}),
+    "ttnn.experimental.paged_fused_update_cache": lambda d: (
+        (x(d, 4, 2, 32, 32), x(d, 1, 2, 2, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), x(d, 1, 2, 2, 32, seed=3)),
+        dict(update_idxs=[3, 40], page_table=_page_table(d))),
 })
 
 

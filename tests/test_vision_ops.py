@@ -202,3 +202,15 @@ def test_fold_moves_each_stride_block_into_channels(device):
     assert padded.shape == (2, 2, 4, 24) and torch.equal(padded.value[0, 0, 0, :3], torch.zeros(3))
     with pytest.raises(ValueError, match="H=6 and W=8 must be multiples of stride_h=4"):
         ttnn.fold(ttnn.from_torch(x, dtype=ttnn.float32, device=device), 4, 2)
+
+
+def test_conv1d_matches_torch_and_returns_its_output_length(device):
+    x, w, b = randn(2, 8, 20), randn(4, 8, 3, seed=1), randn(4, seed=2)  # NCL, torch's layout
+    t = ttnn.from_torch(x.transpose(1, 2), dtype=ttnn.float32, device=device)  # NLC, as TT-NN takes it
+    out, length = ttnn.conv1d(input_tensor=t, weight_tensor=host(w), bias_tensor=host(b.reshape(1, 1, 1, 4)),
+                              device=device, in_channels=8, out_channels=4, batch_size=2, input_length=20,
+                              kernel_size=3, stride=2, padding=1, conv_config=ttnn.Conv1dConfig(),
+                              return_output_dim=True)
+    ref = F.conv1d(x, w, b, stride=2, padding=1)  # [N, OC, OL]
+    assert length == ref.shape[2] == 10 and out.shape == (1, 1, 2 * 10, 4)
+    torch.testing.assert_close(out.value.reshape(2, 10, 4).transpose(1, 2), ref, rtol=1e-4, atol=1e-4)

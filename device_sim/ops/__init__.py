@@ -169,6 +169,7 @@ from device_sim.ops import experimental, kv_cache  # noqa: E402, F401
 from device_sim.ops.kv_cache import fill_cache, update_cache  # noqa: E402, F401
 from device_sim.ops.vision import (  # noqa: E402, F401
     avg_pool2d,
+    conv1d,
     conv2d,
     fold,
     global_avg_pool2d,
@@ -180,7 +181,7 @@ from device_sim.ops.vision import (  # noqa: E402, F401
 
 __all__ += [
     "experimental", "kv_cache", "fill_cache", "update_cache", "avg_pool2d", "conv2d", "global_avg_pool2d",
-    "max_pool2d", "prepare_conv_bias", "prepare_conv_weights", "upsample", "fold",
+    "max_pool2d", "prepare_conv_bias", "prepare_conv_weights", "upsample", "fold", "conv1d",
 ]
 
 # Collectives between the chips of a mesh (ops/ccl.py, issue 11).

@@ -27,5 +27,9 @@ from device_sim.ops.heads import (  # noqa: F401
     nlp_create_qkv_heads,
     nlp_create_qkv_heads_decode,
 )
-from device_sim.ops.kv_cache import paged_fill_cache, paged_update_cache  # noqa: F401
-from device_sim.ops.rotary import rotary_embedding, rotary_embedding_llama  # noqa: F401
+from device_sim.ops.kv_cache import paged_fill_cache, paged_fused_update_cache, paged_update_cache  # noqa: F401
+from device_sim.ops.rotary import (  # noqa: F401
+    rotary_embedding,
+    rotary_embedding_llama,
+    rotary_embedding_llama_fused_qk,
+)

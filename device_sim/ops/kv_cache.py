@@ -216,3 +216,30 @@ def paged_fill_cache(cache_tensor: Tensor, input_tensor: Tensor, page_table: Ten
         batch_idx=batch_idx)
     cache_tensor._write(new)
     return cache_tensor
+
+
+def _paged_fused_update_golden(cache1, input1, cache2, input2, *_, **kwargs):
+    return _paged_update_golden(cache1, input1, **kwargs), _paged_update_golden(cache2, input2, **kwargs)
+
+
+@register_op("ttnn.experimental.paged_fused_update_cache", golden=_paged_fused_update_golden)
+def paged_fused_update_cache(cache_tensor1: Tensor, input_tensor1: Tensor, cache_tensor2: Tensor,
+                             input_tensor2: Tensor, *, update_idxs=(), update_idxs_tensor=None,
+                             share_cache: bool | None = None, page_table: Tensor | None = None,
+                             batch_offset: int = 0, mesh_coords=None, **tt_nn_only) -> tuple[Tensor, Tensor]:
+    """paged_update_cache of the keys and the values cache in one fused op; returns both caches."""
+    op_name = "ttnn.experimental.paged_fused_update_cache"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if (update_idxs_tensor is None) == (not update_idxs):
+        raise ValueError(f"{op_name}: give exactly one of update_idxs (a list) and update_idxs_tensor")
+    device_inputs(op_name, cache_tensor1, input_tensor1, cache_tensor2, input_tensor2, update_idxs_tensor, page_table)
+    if _runs_here(op_name, cache_tensor1, mesh_coords):
+        kw = dict(update_idxs=update_idxs, share_cache=share_cache, batch_offset=batch_offset,
+                  update_idxs_tensor=values(update_idxs_tensor, op_name) if update_idxs_tensor is not None else None,
+                  page_table=values(page_table, op_name) if page_table is not None else None)
+        new1, new2 = _paged_fused_update_golden(*(values(t, op_name) for t in (cache_tensor1, input_tensor1,
+                                                                                cache_tensor2, input_tensor2)), **kw)
+        cache_tensor1._write(new1)
+        cache_tensor2._write(new2)
+    return cache_tensor1, cache_tensor2

@@ -99,3 +99,28 @@ def rotary_embedding(input_tensor: Tensor, cos_cache: Tensor, sin_cache: Tensor,
         raise IndexError(f"{op_name}: the cos/sin caches hold {cos.shape[-2]} positions; this call needs {need}")
     return output(_neox_golden(x, cos, sin, token_index), input_tensor, ins, op_name=op_name,
                   memory_config=memory_config)
+
+
+def _fused_qk_golden(q, k, cos, sin, trans_mat, *_, **__):
+    return _llama_golden(q, cos, sin, trans_mat), _llama_golden(k, cos, sin, trans_mat)
+
+
+@register_op("ttnn.experimental.rotary_embedding_llama_fused_qk", golden=_fused_qk_golden)
+def rotary_embedding_llama_fused_qk(q_input_tensor: Tensor, k_input_tensor: Tensor, cos_cache: Tensor,
+                                    sin_cache: Tensor, trans_mat: Tensor, **tt_nn_only) -> tuple[Tensor, Tensor]:
+    """rotary_embedding_llama in decode mode on q [1, B, H, D] and k [1, B, KVH, D] at once (one fused op)."""
+    op_name = "ttnn.experimental.rotary_embedding_llama_fused_qk"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, q_input_tensor, k_input_tensor, cos_cache, sin_cache, trans_mat)
+    q, k, cos, sin, mat = (values(t, op_name) for t in (q_input_tensor, k_input_tensor, cos_cache, sin_cache,
+                                                         trans_mat))
+    for name, x in (("q", q), ("k", k)):
+        if x.dim() != 4 or x.shape[0] != 1 or x.shape[-1] % TILE or not broadcasts(x.shape, cos.shape):
+            raise ValueError(f"{op_name}: {name} {list(x.shape)} must be [1, B, heads, D] (D a multiple of {TILE}) "
+                             f"with cos/sin {list(cos.shape)} [1, B, 1, D]")
+    if cos.shape != sin.shape or tuple(mat.shape) != (1, 1, TILE, TILE):
+        raise ValueError(f"{op_name}: cos {list(cos.shape)} and sin {list(sin.shape)} must match and trans_mat "
+                         f"{list(mat.shape)} be [1, 1, 32, 32]")
+    return (output(_llama_golden(q, cos, sin, mat), q_input_tensor, ins, op_name=op_name),
+            output(_llama_golden(k, cos, sin, mat), k_input_tensor, ins, op_name=op_name))

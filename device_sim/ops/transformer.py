@@ -281,3 +281,45 @@ def paged_scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tens
     r = _sdpa_decode_golden(q, k, v, is_causal=is_causal, attn_mask=mask, cur_pos_tensor=pos_t, scale=scale,
                             sliding_window_size=sliding_window_size)
     return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+
+
+# -- chunked prefill: a chunk of the prompt against the paged cache that holds everything before it --------
+
+def _chunked_sdpa_golden(q, k, v, page_table_tensor, chunk_start_idx=None, *_, chunk_start_idx_tensor=None,
+                         scale=None, **__):
+    start = int(chunk_start_idx_tensor.reshape(-1)[0]) if chunk_start_idx_tensor is not None else chunk_start_idx
+    L = q.shape[-2]
+    k, v = _unpage(k, page_table_tensor)[..., : start + L, :], _unpage(v, page_table_tensor)[..., : start + L, :]
+    # Query i sits at position start + i and sees keys 0..start + i.
+    hidden = torch.ones(L, start + L, dtype=torch.bool).triu(start + 1)
+    mask = torch.zeros(L, start + L).masked_fill(hidden, float("-inf"))
+    return _sdpa_golden(q, k, v, attn_mask=mask, is_causal=False, scale=scale)
+
+
+@register_op("ttnn.transformer.chunked_scaled_dot_product_attention", golden=_chunked_sdpa_golden)
+def chunked_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor, input_tensor_v: Tensor,
+                                         page_table_tensor: Tensor, chunk_start_idx: int | None = None, *,
+                                         chunk_start_idx_tensor: Tensor | None = None, scale: float | None = None,
+                                         memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """Causal attention of a prompt chunk q [B, H, L, D] at positions chunk_start_idx.. against paged caches
+    k, v [num_blocks, KVH, block_size, D] that already hold positions 0..chunk_start_idx + L - 1: [B, H, L, D]."""
+    op_name = "ttnn.transformer.chunked_scaled_dot_product_attention"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor,
+                        chunk_start_idx_tensor)
+    q, k, v, table = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor))
+    start_t = values(chunk_start_idx_tensor, op_name) if chunk_start_idx_tensor is not None else None
+    if (chunk_start_idx is None) == (start_t is None):
+        raise ValueError(f"{op_name}: give exactly one of chunk_start_idx (an int) and chunk_start_idx_tensor")
+    start = int(start_t.reshape(-1)[0]) if start_t is not None else chunk_start_idx
+    if (q.dim() != 4 or k.dim() != 4 or k.shape != v.shape or table.dim() != 2 or table.shape[0] != q.shape[0]
+            or q.shape[1] % k.shape[1] or q.shape[-1] != k.shape[-1]):
+        raise ValueError(f"{op_name}: shapes q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}, page table "
+                         f"{list(table.shape)} must be q [B, H, L, D], k, v [num_blocks, KVH, block_size, D] and "
+                         f"page_table_tensor [B, blocks_per_user]")
+    if start < 0 or start + q.shape[-2] > table.shape[1] * k.shape[2]:
+        raise IndexError(f"{op_name}: positions {start}..{start + q.shape[-2] - 1} do not fit a user's "
+                         f"{table.shape[1]} blocks of {k.shape[2]}")
+    r = _chunked_sdpa_golden(q, k, v, table, start, scale=scale)
+    return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)

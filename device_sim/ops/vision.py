@@ -385,3 +385,46 @@ def fold(input: Tensor, stride_h: int, stride_w: int, use_transpose_as_fold: boo
     y = _fold_golden(x, stride_h, stride_w, padding=padding, output_shape=output_shape)
     return _make(y, input.device(), ins, op_name=op_name, dtype=input.dtype, layout=input.layout,
                  memory_config=override_memory_config)
+
+
+def _conv1d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, batch_size, input_length,
+                   kernel_size, stride=1, padding=0, dilation=1, groups=1, bias_tensor=None, conv_config=None, **__):
+    # A 1D conv is conv2d over [N, L, 1, C] with a [K, 1] kernel.
+    w = weight_tensor if weight_tensor.dim() != 3 else weight_tensor.unsqueeze(-1)
+    return _conv2d_golden(input_tensor=input_tensor, weight_tensor=w, in_channels=in_channels,
+                          out_channels=out_channels, batch_size=batch_size, input_height=input_length, input_width=1,
+                          kernel_size=(kernel_size, 1), stride=(stride, 1), padding=(padding, 0),
+                          dilation=(dilation, 1), groups=groups, bias_tensor=bias_tensor, conv_config=conv_config)
+
+
+@register_op("ttnn.conv1d", golden=_conv1d_golden)
+def conv1d(*, input_tensor: Tensor, weight_tensor: Tensor, device, in_channels: int, out_channels: int,
+           batch_size: int, input_length: int, kernel_size: int, stride: int = 1, padding: int = 0,
+           dilation: int = 1, groups: int = 1, dtype: DataType | None = None, bias_tensor: Tensor | None = None,
+           conv_config: Conv2dConfig | None = None, compute_config=None, memory_config: MemoryConfig | None = None,
+           return_output_dim: bool = False, return_weights_and_bias: bool = False, **tt_nn_only):
+    """1D convolution of an NLC input ([N, L, C] or [1, 1, N*L, C]) with weights [out_channels,
+    in_channels/groups, K]: [1, 1, N*OL, out_channels]. Returns the output, then OL if return_output_dim, then
+    the prepared (weights, bias) if return_weights_and_bias, as conv2d does."""
+    op_name = "ttnn.conv1d"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    _check_conv_args(in_channels, out_channels, groups, conv_config, None, op_name)
+    device_inputs(op_name, *(t for t in (input_tensor, weight_tensor, bias_tensor)
+                             if isinstance(t, Tensor) and t.device() is not None))
+    w = values(weight_tensor, op_name)
+    args = dict(input_tensor=values(input_tensor, op_name), weight_tensor=w, in_channels=in_channels,
+                out_channels=out_channels, batch_size=batch_size, input_length=input_length, kernel_size=kernel_size,
+                stride=stride, padding=padding, dilation=dilation, groups=groups, conv_config=conv_config,
+                bias_tensor=values(bias_tensor, op_name) if bias_tensor is not None else None)
+    y = _conv1d_golden(**args)
+    layout = conv_config.output_layout if conv_config is not None else Layout.TILE
+    out = _make(y, device, [input_tensor], op_name=op_name, dtype=dtype or input_tensor.dtype, layout=layout,
+                memory_config=memory_config)
+    result = [out]
+    if return_output_dim:
+        result.append(y.shape[2] // batch_size)
+    if return_weights_and_bias:
+        args2d = dict(args, weight_tensor=w if w.dim() != 3 else w.unsqueeze(-1), kernel_size=(kernel_size, 1))
+        result.append(_weights_on_device(weight_tensor, bias_tensor, args2d, device, conv_config, op_name))
+    return out if len(result) == 1 else tuple(result)
