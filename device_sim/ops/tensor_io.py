@@ -29,14 +29,15 @@ from device_sim.tile import Tile
 from device_sim.types import DataType, Layout, MemoryConfig, Shape
 
 
-def _tensor_golden(data, *args, **_):
+def _tensor_golden(data=None, *args, tensor=None, **_):
+    data = tensor if data is None else data
     if args and isinstance(args[0], (list, tuple, Shape, torch.Size)):
         return torch.as_tensor(data).reshape(tuple(args[0]))
     return data if isinstance(data, torch.Tensor) else torch.as_tensor(data)
 
 
 @register_op("ttnn.Tensor", golden=_tensor_golden)
-def tensor(data, *args, data_type: DataType | None = None, dtype: DataType | None = None, device=None,
+def tensor(data=None, *args, tensor=None, data_type: DataType | None = None, dtype: DataType | None = None, device=None,
            layout: Layout | None = None, mem_config: MemoryConfig | None = None,
            memory_config: MemoryConfig | None = None, tile: Tile | None = None, pad_value=None, cq_id=None,
            mesh_mapper=None, **tt_nn_only) -> Tensor:
@@ -48,10 +49,14 @@ def tensor(data, *args, data_type: DataType | None = None, dtype: DataType | Non
         Tensor(flat_values, shape, data_type, layout[, device[, memory_config]], tile=None, pad_value=0)
             flat_values: a flat list of numbers, laid out in `shape`.
 
-    `dtype=` and `memory_config=` (device_sim's names) are accepted beside `data_type=` / `mem_config=`.
+    The array may be given as `tensor=`, as TT-NN names it. `dtype=` and `memory_config=` (device_sim's
+    names) are accepted beside `data_type=` / `mem_config=`.
     """
     if tt_nn_only:
         check_tt_nn_only("ttnn.Tensor", tt_nn_only)
+    if (data is None) == (tensor is None):
+        raise TypeError("ttnn.Tensor takes its values once: as the first argument or as tensor=")
+    data = tensor if data is None else data
     for a, b, name in ((data_type, dtype, "data_type"), (mem_config, memory_config, "mem_config")):
         if a is not None and b is not None:
             raise TypeError(f"ttnn.Tensor: give {name}= or its alias, not both")

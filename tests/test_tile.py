@@ -1,0 +1,56 @@
+"""ttnn.Tile: a tiny tile changes a TILE tensor's padding and buffer size, as on the device."""
+
+import pytest
+import torch
+
+import device_sim as ttnn
+
+
+def test_the_default_tile_is_32_by_32():
+    assert ttnn.TILE_SIZE == 32 and ttnn.Tile().tile_shape == [32, 32]
+    t = ttnn.from_torch(torch.ones(16, 40), dtype=ttnn.bfloat16, layout=ttnn.TILE)
+    assert t.tile == ttnn.Tile((32, 32)) and t.get_tile() is t.tile and t.padded_shape == (32, 64)
+
+
+@pytest.mark.parametrize("tile, padded", [((16, 32), (16, 64)), ((1, 32), (16, 64)), ((32, 16), (32, 48)),
+                                          ((8, 16), (16, 48))])
+def test_a_tiny_tile_pads_to_its_own_shape(device, tile, padded):
+    t = ttnn.from_torch(torch.randn(16, 40), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                        tile=ttnn.Tile(tile))
+    assert t.padded_shape == padded and t.spec.padded_shape == padded
+    h, w = tile
+    assert (t.buffer.page_size, t.buffer.num_pages) == (h * w * 2, padded[0] // h * padded[1] // w)
+    assert t.buffer.size == padded[0] * padded[1] * 2  # no padding beyond the tile's own
+
+
+def test_a_16_row_tile_halves_the_buffer_of_a_16_row_tensor(device):
+    x = torch.randn(1, 16, 256)
+    full = ttnn.from_torch(x, dtype=ttnn.bfloat8_b, layout=ttnn.TILE, device=device)
+    half = ttnn.from_torch(x, dtype=ttnn.bfloat8_b, layout=ttnn.TILE, device=device, tile=ttnn.Tile((16, 32)))
+    assert full.buffer.size == 8 * (1024 + 64) and half.buffer.size == 8 * (512 + 32)
+    assert torch.equal(full.to_torch(), half.to_torch())  # the values are the logical ones either way
+
+
+def test_ops_keep_their_inputs_tile(device):
+    t = ttnn.from_torch(torch.randn(16, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                        tile=ttnn.Tile((16, 32)))
+    out = ttnn.exp(t)
+    assert out.tile == ttnn.Tile((16, 32)) and out.padded_shape == (16, 64)
+
+
+def test_a_tile_the_device_has_no_faces_for_is_an_error():
+    with pytest.raises(ValueError, match=r"Tile\(\[24, 32\]\) is not a tile the device has"):
+        ttnn.Tile((24, 32))
+    with pytest.raises(TypeError, match=r"Tile takes a \(height, width\) pair"):
+        ttnn.Tile(16)
+    with pytest.raises(ValueError, match="a transposed tile must be 16 or 32 rows high"):
+        ttnn.Tile((8, 32), transpose_tile=True)
+
+
+def test_pad_to_tile_and_unpad_from_tile_use_the_tensors_tile():
+    t = ttnn.from_torch(torch.ones(3, 5), dtype=ttnn.float32, layout=ttnn.TILE, tile=ttnn.Tile((16, 16)))
+    p = t.pad_to_tile(-1.0)
+    assert p.shape == (16, 16) and p.to_torch()[3:, :].eq(-1).all() and p.to_torch()[:3, :5].eq(1).all()
+    assert torch.equal(p.unpad_from_tile([3, 5]).to_torch(), torch.ones(3, 5))
+    with pytest.raises(ValueError, match=r"shape \[17, 5\] does not fit inside"):
+        p.unpad_from_tile([17, 5])
