@@ -263,3 +263,22 @@ def test_fused_qk_rope_and_fused_cache_update_equal_their_single_forms(device):
     for cache, token in zip(caches[2:], tokens):
         ttnn.experimental.paged_update_cache(cache, token, update_idxs=[0, 5, 9, 31])
     assert torch.equal(caches[0].value, caches[2].value) and torch.equal(caches[1].value, caches[3].value)
+
+
+def test_attention_sinks_join_the_softmax_as_gpt_oss_computes_them(device):
+    H, S, D = 4, 32, 32
+    q, k, v, sink = randn(1, H, S, D), randn(1, H, S, D, seed=1), randn(1, H, S, D, seed=2), randn(1, H, 1, 1, seed=3)
+    out = ttnn.transformer.scaled_dot_product_attention(dev(q, device), dev(k, device), dev(v, device),
+                                                        attention_sink=dev(sink, device))
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(D)).masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1),
+                                                                   float("-inf"))
+    weights = torch.softmax(torch.cat([scores, sink.expand(1, H, S, 1)], -1), -1)[..., :-1]
+    torch.testing.assert_close(out.value, weights @ v, rtol=1e-4, atol=1e-5)
+    # decode: the last query row, against the cache through position S - 1
+    dec = ttnn.transformer.scaled_dot_product_attention_decode(
+        dev(q[:, :, -1][None], device), dev(k, device), dev(v, device), cur_pos=[S - 1],
+        attention_sink=dev(sink, device))
+    torch.testing.assert_close(dec.value[0, 0], (weights @ v)[0, :, -1], rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match=r"attention_sink shape \[1, 2, 1, 1\] must hold one value per query head"):
+        ttnn.transformer.scaled_dot_product_attention(dev(q, device), dev(k, device), dev(v, device),
+                                                      attention_sink=dev(sink[:, :2], device))

@@ -117,7 +117,18 @@ attention_softmax = _attention_softmax("attention_softmax", in_place=False)
 attention_softmax_ = _attention_softmax("attention_softmax_", in_place=True)
 
 
-def _sdpa_golden(q, k, v, *_, attn_mask=None, is_causal=True, scale=None, sliding_window_size=None, **__):
+def _softmax(scores: torch.Tensor, sink) -> torch.Tensor:
+    """softmax over the last dim; an attention sink (one logit per head, [1, H, 1, 1]) joins the
+    normalisation as an extra key whose weight is then dropped (gpt-oss's sinks)."""
+    if sink is None:
+        return torch.softmax(scores, -1)
+    s = sink.float().reshape(-1, 1).expand(*scores.shape[:-1], 1) if scores.dim() == 3 else \
+        sink.float().reshape(1, -1, 1, 1).expand(*scores.shape[:-1], 1)
+    return torch.softmax(torch.cat([scores, s], -1), -1)[..., :-1]
+
+
+def _sdpa_golden(q, k, v, *_, attn_mask=None, is_causal=True, scale=None, sliding_window_size=None,
+                 attention_sink=None, **__):
     q, k, v = q.float(), k.float(), v.float()
     # Grouped-query attention: each key/value head serves H / KVH query heads.
     k = k.repeat_interleave(q.shape[-3] // k.shape[-3], -3)
@@ -131,25 +142,27 @@ def _sdpa_golden(q, k, v, *_, attn_mask=None, is_causal=True, scale=None, slidin
         scores = scores.masked_fill(hidden, float("-inf"))
     if attn_mask is not None:
         scores = scores + attn_mask.float()
-    return torch.softmax(scores, -1) @ v
+    return _softmax(scores, attention_sink) @ v
 
 
 @register_op("ttnn.transformer.scaled_dot_product_attention", golden=_sdpa_golden)
 def scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor, input_tensor_v: Tensor, *,
                                  attn_mask: Tensor | None = None, is_causal: bool = True, scale: float | None = None,
-                                 sliding_window_size: int | None = None, memory_config: MemoryConfig | None = None,
-                                 **tt_nn_only) -> Tensor:
+                                 sliding_window_size: int | None = None, attention_sink: Tensor | None = None,
+                                 memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """softmax(q @ k^T * scale + mask) @ v with q [B, H, S, D], k and v [B, KVH, S, D].
 
     is_causal defaults to True, as in TT-NN (torch's default is False); pass is_causal=False
     with attn_mask. scale defaults to 1/sqrt(D). sliding_window_size=W (causal only) lets each
-    query see itself and the W - 1 keys before it.
+    query see itself and the W - 1 keys before it. attention_sink [1, H, 1, 1] adds one logit per
+    head to each softmax's normalisation (gpt-oss).
     """
     op_name = "ttnn.transformer.scaled_dot_product_attention"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
-    ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, attn_mask)
+    ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, attn_mask, attention_sink)
     q, k, v = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v))
+    sink = _sink(op_name, attention_sink, q.shape[1])
     if is_causal and attn_mask is not None:
         raise ValueError(f"{op_name}: give either is_causal=True or attn_mask, not both; pass is_causal=False")
     if (q.dim() != 4 or k.shape != v.shape or k.dim() != 4 or q.shape[0] != k.shape[0]
@@ -160,8 +173,19 @@ def scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor,
         )
     _check_window(op_name, sliding_window_size, is_causal)
     mask = values(attn_mask, op_name) if attn_mask is not None else None
-    r = _sdpa_golden(q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale, sliding_window_size=sliding_window_size)
+    r = _sdpa_golden(q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale, sliding_window_size=sliding_window_size,
+                     attention_sink=sink)
     return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+
+
+def _sink(op_name: str, attention_sink, n_heads: int):
+    if attention_sink is None:
+        return None
+    sink = values(attention_sink, op_name)
+    if sink.numel() != n_heads:
+        raise ValueError(f"{op_name}: attention_sink shape {list(sink.shape)} must hold one value per query head "
+                         f"([1, {n_heads}, 1, 1])")
+    return sink
 
 
 def _check_window(op_name: str, window, is_causal: bool) -> None:
@@ -181,7 +205,7 @@ def _positions(cur_pos, cur_pos_tensor, B: int, op_name: str) -> torch.Tensor:
 
 
 def _sdpa_decode_golden(q, k, v, *_, is_causal=True, attn_mask=None, cur_pos=(), cur_pos_tensor=None, scale=None,
-                        sliding_window_size=None, **__):
+                        sliding_window_size=None, attention_sink=None, **__):
     # q [1, B, H, D]; k, v [B, KVH, S, D] -> [1, B, H, D]
     q, k, v = q[0].float(), k.float(), v.float()
     B, H, D = q.shape
@@ -199,7 +223,7 @@ def _sdpa_decode_golden(q, k, v, *_, is_causal=True, attn_mask=None, cur_pos=(),
         skipped = pos < 0  # TT-NN skips a user at position -1; its output rows are left as zeros here
     else:
         scores = scores + attn_mask.float().reshape(-1, *attn_mask.shape[-2:])
-    p = torch.softmax(scores, -1).masked_fill(skipped[:, None, None], 0.0)
+    p = _softmax(scores, attention_sink).masked_fill(skipped[:, None, None], 0.0)
     return torch.einsum("bhs,bhsd->bhd", p, v).unsqueeze(0)
 
 
@@ -224,24 +248,27 @@ def _decode_checks(op_name, q, k, v, is_causal, attn_mask, cur_pos, cur_pos_tens
 def scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tensor_k: Tensor, input_tensor_v: Tensor, *,
                                         is_causal: bool = True, attn_mask: Tensor | None = None, cur_pos=(),
                                         cur_pos_tensor: Tensor | None = None, scale: float | None = None,
-                                        sliding_window_size: int | None = None,
+                                        sliding_window_size: int | None = None, attention_sink: Tensor | None = None,
                                         memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """One query token per user, q [1, B, H, D], against caches k, v [B, KVH, S, D]: [1, B, H, D].
 
     Causal (the default): user b sees cache positions 0..cur_pos[b] (cur_pos a list, or cur_pos_tensor
     an int32 tensor [B]); -1 skips the user; sliding_window_size=W keeps the last W of them.
-    is_causal=False takes an additive attn_mask [1, B, H, S] instead.
+    is_causal=False takes an additive attn_mask [1, B, H, S] instead. attention_sink [1, H, 1, 1] as in
+    scaled_dot_product_attention.
     """
     op_name = "ttnn.transformer.scaled_dot_product_attention_decode"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
-    ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, attn_mask, cur_pos_tensor)
+    ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, attn_mask, cur_pos_tensor,
+                        attention_sink)
     q, k, v = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v))
+    sink = _sink(op_name, attention_sink, q.shape[2])
     mask = values(attn_mask, op_name) if attn_mask is not None else None
     pos_t = values(cur_pos_tensor, op_name) if cur_pos_tensor is not None else None
     _decode_checks(op_name, q, k, v, is_causal, mask, cur_pos, pos_t, sliding_window_size)
     r = _sdpa_decode_golden(q, k, v, is_causal=is_causal, attn_mask=mask, cur_pos=cur_pos, cur_pos_tensor=pos_t,
-                            scale=scale, sliding_window_size=sliding_window_size)
+                            scale=scale, sliding_window_size=sliding_window_size, attention_sink=sink)
     return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
 
 
@@ -261,6 +288,7 @@ def paged_scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tens
                                               is_causal: bool = True, attn_mask: Tensor | None = None,
                                               cur_pos_tensor: Tensor | None = None, scale: float | None = None,
                                               sliding_window_size: int | None = None,
+                                              attention_sink: Tensor | None = None,
                                               memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """scaled_dot_product_attention_decode over paged caches k, v [num_blocks, KVH, block_size, D], user b's
     position p living in block page_table_tensor[b, p // block_size] (see ttnn.experimental.paged_update_cache)."""
@@ -268,7 +296,7 @@ def paged_scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tens
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor, attn_mask,
-                        cur_pos_tensor)
+                        cur_pos_tensor, attention_sink)
     q, k, v, table = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor))
     if table.dim() != 2 or table.shape[0] != q.shape[1] or k.dim() != 4 or table.is_floating_point() \
             or (table.numel() and not 0 <= int(table.min()) <= int(table.max()) < k.shape[0]):
@@ -279,7 +307,8 @@ def paged_scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tens
     pos_t = values(cur_pos_tensor, op_name) if cur_pos_tensor is not None else None
     _decode_checks(op_name, q, k, v, is_causal, mask, (), pos_t, sliding_window_size)
     r = _sdpa_decode_golden(q, k, v, is_causal=is_causal, attn_mask=mask, cur_pos_tensor=pos_t, scale=scale,
-                            sliding_window_size=sliding_window_size)
+                            sliding_window_size=sliding_window_size,
+                            attention_sink=_sink(op_name, attention_sink, q.shape[2]))
     return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
 
 
