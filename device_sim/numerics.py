@@ -101,24 +101,28 @@ def matmul(a: torch.Tensor, b: torch.Tensor, n: Numerics) -> torch.Tensor:
     return out
 
 
-def reduce_sum(x: torch.Tensor, dims: tuple[int, ...], keepdim: bool, n: Numerics, *, mean: bool) -> torch.Tensor:
-    """sum (or mean, as a sum of x * 1/N) over `dims` on the matrix engine: x in srcA, the scaler in srcB."""
+def reduce_sum(x: torch.Tensor, dims: tuple[int, ...], keepdim: bool, n: Numerics, *, mean: bool,
+               scaler: float = 1.0) -> torch.Tensor:
+    """sum of x * scaler (mean: x * scaler/N) over `dims` on the matrix engine: x in srcA, the scaler in srcB."""
     count = math.prod(x.shape[d] for d in dims) if dims else 1
-    scaler = torch.tensor(1.0 / count if mean else 1.0)
+    s = torch.tensor(scaler / count if mean else scaler, dtype=torch.float32)
     # Move the reduced dims last and flatten them: the engine walks them in 16-value face steps.
     rest = [d for d in range(x.dim()) if d not in dims]
     flat = x.float().permute(*rest, *dims).reshape(*[x.shape[d] for d in rest], count)
-    terms = [(s.expand(1), v) for v, s in _reduce_terms(flat, scaler, n.math_fidelity)]
-    out = _accumulate(terms, n, -1, -1, lambda s, v: (v * s).sum(-1))
+    # The input takes in1's place (srcA), the scaler in0's (srcB): the matmul's pass split, elementwise.
+    products = sum(s_part * x_part for s_part, x_part in _fidelity_terms(s, flat, n.math_fidelity))
+    if n.fp32_dest_acc_en:
+        out = products.sum(-1)
+    else:
+        out = None
+        for k0 in range(0, count, FACE_K):
+            step = products[..., k0:k0 + FACE_K].sum(-1)
+            out = to_bf16(step if out is None else out + step)
+        out = products.sum(-1) if out is None else out  # count == 0: an empty sum
     if keepdim:
         for d in sorted(dims):
             out = out.unsqueeze(d)
     return out
-
-
-def _reduce_terms(x: torch.Tensor, scaler: torch.Tensor, fidelity: MathFidelity):
-    # The input takes in1's place (srcA), the scaler in0's (srcB); reuse the matmul's pass split.
-    return [(v, s) for s, v in _fidelity_terms(scaler, x, fidelity)]
 
 
 # -- SFPU approximations (math_approx_mode / fast_and_approximate_mode) --------------------------

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from device_sim import dtypes
+from device_sim import dtypes, numerics
+from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.data_movement import index_dtype
 from device_sim.registry import register_op
@@ -31,7 +32,7 @@ def _reduction(name: str, fn, *, result_dtype: DataType | None = None, **fn_kw):
         return _reduce(x, fn, dim, keepdim, **kw, **fn_kw)
 
     def op(input_tensor: Tensor, dim=None, keepdim: bool = False, *, correction: bool = True, scalar: float = 1.0,
-           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+           memory_config: MemoryConfig | None = None, compute_kernel_config=None, **tt_nn_only) -> Tensor:
         op_name = f"ttnn.{name}"
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
@@ -41,11 +42,27 @@ def _reduction(name: str, fn, *, result_dtype: DataType | None = None, **fn_kw):
             r = golden(x, dim, keepdim, correction=correction, scalar=scalar)
         except (IndexError, RuntimeError) as e:
             raise ValueError(f"{op_name}: cannot reduce shape {list(x.shape)} over dim {dim!r}: {e}") from None
+        if compute_kernel_config is not None and name in ("sum", "mean"):
+            r = _on_the_fpu(op_name, x, dim, keepdim, compute_kernel_config, mean=name == "mean", scaler=scalar)
         return output(r, input_tensor, ins, op_name=op_name, dtype=result_dtype, memory_config=memory_config)
 
     op.__doc__ = (f"{name} over `dim` (None: every dim) of the input times `scalar`; var and std take TT-NN's "
                   f"correction=True (unbiased).")
     return register_op(f"ttnn.{name}", golden=golden)(op)
+
+
+def _on_the_fpu(op_name: str, x: torch.Tensor, dim, keepdim: bool, config, *, mean: bool,
+                scaler: float) -> torch.Tensor:
+    """sum/mean as the matrix engine reduces: fidelity passes and destination format (docs/numerics.md).
+
+    The other reductions take a compute_kernel_config and do not depend on it (max/min do not use
+    the multiplier; var/std are left exact here).
+    """
+    # TT-NN's reductions default to HiFi4 (init_device_compute_kernel_config(..., MathFidelity::HiFi4)).
+    n = resolve(op_name, config, math_fidelity=MathFidelity.HiFi4, math_approx_mode=True, fp32_dest_acc_en=False)
+    dims = tuple(range(x.dim())) if dim is None else _dims(dim)
+    dims = tuple(sorted({d % x.dim() for d in (dims if isinstance(dims, tuple) else (dims,))}))
+    return numerics.reduce_sum(x, dims, keepdim, n, mean=mean, scaler=scaler)
 
 
 def _argmax(x, dim, keepdim):
