@@ -225,3 +225,41 @@ def test_reallocate_is_one_recorded_op_that_frees_its_input_and_makes_one_buffer
     assert names == ["ttnn.deallocate", "ttnn.reallocate"]
     assert out_id == b.tensor_id and address == b.buffer_address()
     assert live == [(b.buffer_address(),)]  # the input's buffer is gone, no temporary was made
+
+
+# -- writing and picking values ------------------------------------------------------------------
+
+def test_copy_writes_input_a_into_input_b_in_b_dtype(device):
+    a = dev(rnd(32, 64), device, dtype=ttnn.float32)
+    b = dev(torch.zeros(32, 64), device)
+    tensor_id, address = b.tensor_id, b.buffer_address()
+    assert ttnn.copy(a, b) is b and (b.tensor_id, b.buffer_address(), b.dtype) == (tensor_id, address, ttnn.bfloat16)
+    assert torch.equal(b.value, a.value.bfloat16())
+    with pytest.raises(ValueError, match=r"input_a has shape \[32, 64\] but input_b has \[32, 32\]"):
+        ttnn.copy(a, dev(torch.zeros(32, 32), device))
+
+
+def test_fill_makes_a_tensor_like_its_input_holding_one_value(device):
+    t = dev(rnd(2, 32, 64), device, memory_config=ttnn.L1)
+    out = ttnn.fill(t, 1.5)
+    assert (out.shape, out.dtype, out.layout, out.memory_config()) == (t.shape, t.dtype, t.layout, ttnn.L1)
+    assert bool((out.value == 1.5).all()) and out.tensor_id != t.tensor_id
+
+
+def test_scatter_writes_src_at_index_along_a_dim(device):
+    v, src = rnd(4, 16), rnd(4, 3, seed=1)
+    idx = torch.argsort(rnd(4, 16, seed=2), -1)[:, :3]
+    out = ttnn.scatter(dev(v, device), 1, dev(idx, device, dtype=ttnn.uint32), dev(src, device))
+    assert torch.equal(out.value, held(v).scatter(1, idx, held(src)))
+    summed = ttnn.scatter(dev(v, device), 1, dev(idx, device, dtype=ttnn.uint32), dev(src, device), reduce="sum")
+    torch.testing.assert_close(summed.value.float(), held(v).float().scatter_add(1, idx, held(src).float()).bfloat16()
+                               .float())
+
+
+def test_narrow_and_reshape_on_device_match_torch(device):
+    v = rnd(2, 32, 64)
+    t = dev(v, device)
+    assert torch.equal(ttnn.narrow(t, -1, 8, 16).value, held(v).narrow(-1, 8, 16))
+    with pytest.raises(ValueError, match=r"\[60, 70\) does not fit dim 2"):
+        ttnn.narrow(t, 2, 60, 10)
+    assert torch.equal(ttnn.reshape_on_device(t, 1, 2, 32, 64).value, held(v).reshape(1, 2, 32, 64))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import inspect
+import sqlite3
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import device_sim as ttnn
+import ttreport
 
 
 def rnd(*shape, seed=0):
@@ -133,3 +135,42 @@ def test_an_elementwise_op_keeps_the_inputs_dtype_unless_told(device):
     assert ttnn.floor(t).dtype == ttnn.float32
     out = ttnn.erf(t, dtype=ttnn.bfloat8_b)
     assert (out.dtype, out.layout) == (ttnn.bfloat8_b, ttnn.TILE)
+
+
+def test_in_place_ops_write_into_their_first_input_and_return_it(device):
+    a, b = dev(rnd(2, 32, 64), device), dev(rnd(2, 32, 64, seed=1), device)
+    before, tensor_id, address = f32(a), a.tensor_id, a.buffer_address()
+    out = ttnn.add_(a, b)
+    assert out is a and (a.tensor_id, a.buffer_address()) == (tensor_id, address)
+    assert torch.equal(f32(a), rounded(before + f32(b)))
+    ttnn.multiply_(a, 2.0)
+    assert torch.equal(f32(a), rounded(rounded(before + f32(b)) * 2))
+    with pytest.raises(ValueError, match=r"ttnn.sub_: the result has shape \[2, 32, 64\] but input_tensor_a"):
+        ttnn.sub_(dev(rnd(1, 32, 64), device), b)
+
+
+def test_plus_one_steps_a_position_tensor_in_place_and_can_skip_negatives(device):
+    pos = dev(torch.tensor([[5, -1, 0]]), device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)
+    assert ttnn.plus_one(pos, skip_negative_entries=True) is pos and pos.value.tolist() == [[6, -1, 1]]
+    ttnn.plus_one(pos)
+    assert pos.value.tolist() == [[7, 0, 2]]
+
+
+def test_tril_and_triu_keep_a_triangle_from_a_diagonal(device):
+    t = dev(rnd(32, 32), device)
+    assert torch.equal(ttnn.tril(t).value, torch.tril(t.value))
+    assert torch.equal(ttnn.triu(t, diagonal=1).value, torch.triu(t.value, 1))
+
+
+def test_an_in_place_op_is_recorded_with_its_input_as_its_output_and_no_new_buffer(tmp_path, device):
+    a, b = dev(rnd(2, 32, 64), device), dev(rnd(2, 32, 64, seed=1), device)
+    with ttreport.capture(tmp_path / "r") as report:
+        ttnn.add_(a, b)
+    con = sqlite3.connect(report.db_path)
+    try:
+        (op_id,) = con.execute("SELECT operation_id FROM operations WHERE name = 'ttnn.add_'").fetchone()
+        outs = con.execute("SELECT tensor_id FROM output_tensors WHERE operation_id = ?", (op_id,)).fetchall()
+        live = con.execute("SELECT COUNT(*) FROM buffers WHERE operation_id = ?", (op_id,)).fetchone()[0]
+    finally:
+        con.close()
+    assert outs == [(a.tensor_id,)] and live == 2

@@ -318,3 +318,22 @@ __all__ += [
 from device_sim.ops.reduction import cumsum, prod, topk  # noqa: E402, F401
 
 __all__ += ["cumsum", "prod", "topk"]
+
+# In-place, indexing and fill ops (ops/eltwise.py, ops/data_movement.py, ops/creation.py).
+from device_sim.ops.creation import fill  # noqa: E402, F401
+from device_sim.ops.data_movement import copy, narrow, reshape_on_device, scatter  # noqa: E402, F401
+from device_sim.ops.eltwise import (  # noqa: E402, F401
+    add_,
+    div_,
+    divide_,
+    mul_,
+    multiply_,
+    plus_one,
+    sub_,
+    subtract_,
+    tril,
+    triu,
+)
+
+__all__ += ["fill", "copy", "narrow", "reshape_on_device", "scatter", "add_", "div_", "divide_", "mul_", "multiply_",
+            "plus_one", "sub_", "subtract_", "tril", "triu"]

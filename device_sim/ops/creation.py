@@ -128,6 +128,21 @@ def full_like(input_tensor: Tensor, fill_value: float, dtype: DataType | None = 
     return _like("ttnn.full_like", input_tensor, value, dtype, layout, device, memory_config)
 
 
+def _fill_golden(t, fill_value, *_, **__):
+    return torch.full(t.shape, float(fill_value), dtype=t.dtype)
+
+
+@register_op("ttnn.fill", golden=_fill_golden)
+def fill(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig | None = None,
+         **tt_nn_only) -> Tensor:
+    """A tensor like `input_tensor` (shape, dtype, layout, device) holding `fill_value` everywhere."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.fill", tt_nn_only)
+    ins = device_inputs("ttnn.fill", input_tensor)
+    return output(torch.full(tuple(input_tensor.shape), float(fill_value)), input_tensor, ins, op_name="ttnn.fill",
+                  memory_config=memory_config)
+
+
 def _constant_like(name: str, fill: float):
     def golden(t, dtype=None, *_, **__):
         return _full_like_golden(t, fill, dtype)

@@ -372,3 +372,79 @@ def reallocate(input_tensor: Tensor, memory_config: MemoryConfig | None = None, 
 def move(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """ttnn.reallocate's underlying op: free the input, allocate the output (optionally in `memory_config`)."""
     return _move("ttnn.move", input_tensor, memory_config, tt_nn_only)
+
+
+# -- more shape and indexing ops -----------------------------------------------------------------
+
+def _narrow_golden(t, dim, start, length, *_, **__):
+    return t.narrow(dim, start, length)
+
+
+@register_op("ttnn.narrow", golden=_narrow_golden)
+def narrow(input_tensor: Tensor, dim: int, start: int, length: int, **tt_nn_only) -> Tensor:
+    """`length` entries of `dim` from `start`, as torch.narrow; the rank stays."""
+    v = _vals("ttnn.narrow", input_tensor)
+    d = _dim("ttnn.narrow", dim, v.dim())
+    if not (start >= 0 and length >= 0 and start + length <= v.shape[d]):
+        raise ValueError(f"ttnn.narrow: [{start}, {start + length}) does not fit dim {dim} of shape {list(v.shape)}")
+    return _out("ttnn.narrow", input_tensor, v.narrow(d, start, length), None, tt_nn_only)
+
+
+def _reshape_on_device_golden(t, W, Z, Y, X, *_, **__):  # noqa: N803  (TT-NN's names)
+    return t.reshape(W, Z, Y, X)
+
+
+@register_op("ttnn.reshape_on_device", golden=_reshape_on_device_golden)
+def reshape_on_device(input_tensor: Tensor, W: int, Z: int, Y: int, X: int, *,  # noqa: N803
+                      memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """TT-NN's older 4-D reshape: the same values as [W, Z, Y, X] (one -1 allowed)."""
+    v = _vals("ttnn.reshape_on_device", input_tensor)
+    try:
+        r = v.reshape(W, Z, Y, X)
+    except RuntimeError:
+        raise ValueError(f"ttnn.reshape_on_device: cannot reshape shape {list(v.shape)} ({v.numel()} elements) to "
+                         f"{[W, Z, Y, X]}") from None
+    return _out("ttnn.reshape_on_device", input_tensor, r, memory_config, tt_nn_only)
+
+
+def _scatter_golden(input, dim, index, src, *_, reduce=None, **__):  # noqa: A002  (TT-NN's name)
+    src = src if isinstance(src, torch.Tensor) else torch.full(index.shape, float(src), dtype=input.dtype)
+    if reduce is None:
+        return torch.scatter(input, dim, index.long(), src.to(input.dtype))
+    return torch.scatter_reduce(input, dim, index.long(), src.to(input.dtype), reduce=str(reduce))
+
+
+@register_op("ttnn.scatter", golden=_scatter_golden)
+def scatter(input: Tensor, dim: int, index: Tensor, src, *, reduce: str | None = None,  # noqa: A002
+            memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """A copy of `input` with `src` (a tensor or a number) written at `index` along `dim`, as torch.scatter;
+    reduce='sum', 'prod', 'amax', 'amin' or 'mean' combines instead of overwriting (torch.scatter_reduce)."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.scatter", tt_nn_only)
+    v, idx = _vals("ttnn.scatter", input), _vals("ttnn.scatter", index)
+    if idx.is_floating_point():
+        raise TypeError(f"ttnn.scatter: index must hold integers (dtype=ttnn.uint32 or ttnn.int32), "
+                        f"got {index.dtype!r}")
+    d = _dim("ttnn.scatter", dim, v.dim())
+    s = values(src, "ttnn.scatter")
+    try:
+        r = _scatter_golden(v, d, idx, s, reduce=reduce)
+    except RuntimeError as e:
+        raise ValueError(f"ttnn.scatter: index {list(idx.shape)} and src {list(getattr(s, 'shape', []))} do not "
+                         f"fit input {list(v.shape)} along dim {dim}: {e}") from None
+    ins = device_inputs("ttnn.scatter", input, index, src)
+    return output(r, input, ins, op_name="ttnn.scatter", memory_config=memory_config)
+
+
+@register_op("ttnn.copy", golden=lambda input_a, input_b, *_, **__: input_a.clone())
+def copy(input_a: Tensor, input_b: Tensor, **tt_nn_only) -> Tensor:
+    """Write input_a's values into input_b (same buffer and tensor id), in input_b's dtype; returns input_b."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.copy", tt_nn_only)
+    device_inputs("ttnn.copy", input_a, input_b)
+    a, b = _vals("ttnn.copy", input_a), _vals("ttnn.copy", input_b)
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(f"ttnn.copy: input_a has shape {list(a.shape)} but input_b has {list(b.shape)}; "
+                         f"copy needs equal shapes")
+    input_b._write(a)
+    return input_b

@@ -351,3 +351,60 @@ def _clamp_op(name: str):
 
 clamp = _clamp_op("clamp")
 clip = _clamp_op("clip")
+
+
+# -- in place -----------------------------------------------------------------------------------
+# TT-NN's add_, mul_, ... write the result into input_tensor_a (same buffer, same tensor id) and return it.
+
+def _inplace(name: str, fn):
+    op_name = f"ttnn.{name}"
+
+    def golden(a, b, *_, activations=None, input_tensor_a_activations=None, input_tensor_b_activations=None, **__):
+        a, b = _pre(op_name, input_tensor_a_activations, a), _pre(op_name, input_tensor_b_activations, b)
+        return _pre(op_name, activations, fn(a, b))
+
+    def op(input_tensor_a: Tensor, input_tensor_b, *, activations=None, input_tensor_a_activations=None,
+           input_tensor_b_activations=None, **tt_nn_only) -> Tensor:
+        if tt_nn_only:
+            check_tt_nn_only(op_name, tt_nn_only)
+        if not isinstance(input_tensor_a, Tensor):
+            raise TypeError(f"{op_name}: input_tensor_a must be a ttnn tensor (it takes the result), "
+                            f"got {type(input_tensor_a).__name__}")
+        device_inputs(op_name, input_tensor_a, input_tensor_b)
+        y = golden(values(input_tensor_a, op_name), values(input_tensor_b, op_name), activations=activations,
+                   input_tensor_a_activations=input_tensor_a_activations,
+                   input_tensor_b_activations=input_tensor_b_activations)
+        if tuple(y.shape) != tuple(input_tensor_a.shape):
+            raise ValueError(f"{op_name}: the result has shape {list(y.shape)} but input_tensor_a, which takes it in "
+                             f"place, has {list(input_tensor_a.shape)}; broadcast only input_tensor_b")
+        input_tensor_a._write(y)
+        return input_tensor_a
+
+    op.__doc__ = f"input_tensor_a = {name[:-1]}(input_tensor_a, input_tensor_b), in place (same buffer and tensor id)."
+    return register_op(op_name, golden=golden)(op)
+
+
+add_ = _inplace("add_", torch.add)
+sub_ = _inplace("sub_", torch.sub)
+mul_ = _inplace("mul_", torch.mul)
+div_ = _inplace("div_", torch.div)
+subtract_, multiply_, divide_ = sub_, mul_, div_
+
+
+def _plus_one(x, *_, skip_negative_entries=False, **__):
+    return torch.where(x < 0, x, x + 1) if skip_negative_entries else x + 1
+
+
+@register_op("ttnn.plus_one", golden=_plus_one)
+def plus_one(input_tensor: Tensor, *, skip_negative_entries: bool = False, **tt_nn_only) -> Tensor:
+    """Add 1 to every entry in place (decode loops step their position tensor with it); negatives stay
+    when skip_negative_entries=True."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.plus_one", tt_nn_only)
+    device_inputs("ttnn.plus_one", input_tensor)
+    input_tensor._write(_plus_one(values(input_tensor, "ttnn.plus_one"), skip_negative_entries=skip_negative_entries))
+    return input_tensor
+
+
+tril = _unary_with("tril", lambda x, d: torch.tril(x, int(d)), ("diagonal", 0))
+triu = _unary_with("triu", lambda x, d: torch.triu(x, int(d)), ("diagonal", 0))
