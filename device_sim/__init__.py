@@ -220,6 +220,24 @@ __all__ += [
     "create_global_semaphore", "get_fabric_config", "reset_global_semaphore_value", "set_fabric_config",
 ]
 
+# Traces and events (issue 10).
+from device_sim.trace import (  # noqa: E402
+    MeshEvent,
+    MeshTraceId,
+    begin_trace_capture,
+    end_trace_capture,
+    event_synchronize,
+    execute_trace,
+    record_event,
+    release_trace,
+    wait_for_event,
+)
+
+__all__ += [
+    "MeshEvent", "MeshTraceId", "begin_trace_capture", "end_trace_capture", "event_synchronize", "execute_trace",
+    "record_event", "release_trace", "wait_for_event",
+]
+
 # ttnn.CONFIG (issue 10). Keep this block last: reading TTNN_CONFIG_OVERRIDES may start a report,
 # whose writer (found by entry point) imports device_sim and needs every name above.
 from device_sim import config as _config  # noqa: E402
