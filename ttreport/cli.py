@@ -114,6 +114,11 @@ def format_summary(s: Summary, path) -> str:
     for label, peak in (("peak L1  ", s.peak_l1), ("peak DRAM", s.peak_dram)):
         if peak is not None:
             out.append(f"{label} {human_bytes(peak['bytes'])} after op {peak['operation_id']} ({peak['name']})")
+    if len(s.peak_l1_by_device) > 1:  # a mesh: which chip runs out of L1 first
+        top = s.peak_l1_by_device[0]
+        out.append(f"peak L1 by device (buffer bytes; highest: device {top['device_id']}):")
+        out += [f"  device {p['device_id']}: {human_bytes(p['bytes'])} after op {p['operation_id']} ({p['name']})"
+                for p in sorted(s.peak_l1_by_device, key=lambda p: p["device_id"])]
     for c in s.comparisons:
         lowest = c["lowest_pcc"]
         lowest = f", lowest PCC {lowest:.6f} at op {c['lowest_pcc_operation_id']}" if lowest is not None else ""
@@ -218,6 +223,9 @@ def op(report, operation_id):
     out = [f"op {o.id}: {o.name}", f"  status    {o.status}", f"  duration  {human_seconds(o.duration)}",
            f"  depth     {o.depth}" + (f" (called by op {o.parent})" if o.parent is not None else ""),
            f"  thread    {o.thread}", f"  after it  L1 {human_bytes(o.l1_bytes)}, DRAM {human_bytes(o.dram_bytes)}"]
+    by_device = r.l1_by_device(o.id) if o.l1_bytes is not None else []
+    if len(by_device) > 1:  # a mesh: each chip's L1 after the op
+        out.append("  L1 by device  " + ", ".join(f"{d['device_id']}: {human_bytes(d['bytes'])}" for d in by_device))
     if children:
         out.append("  calls     " + ", ".join(f"{c.id} {c.name}" for c in children))
     out.append("arguments:")

@@ -125,6 +125,8 @@ class Summary:
     # Golden checks made during the capture: mode, status, count, lowest pcc, and the op with it.
     comparisons: list[dict] = field(default_factory=list)
     status_text: str | None = None  # the status with what the capture lost: "complete (lost 4667 ops)"
+    # On a mesh: each device's highest L1 (device_id, bytes, operation_id, name), from its buffers' own sizes.
+    peak_l1_by_device: list[dict] = field(default_factory=list)
 
 
 _TENSOR_COLUMNS = ("tensor_id, shape, dtype, layout, memory_config, buffer_type, address, size, "
@@ -455,7 +457,44 @@ class Report:
                     AND c2.status = c.status AND c2.pcc IS NOT NULL ORDER BY c2.pcc LIMIT 1) AS lowest_pcc_operation_id
             FROM tensor_comparisons c GROUP BY mode, status ORDER BY mode, status""")
         return Summary(self.status, top[0], top[1], by_name, self._peak("l1_bytes"), self._peak("dram_bytes"),
-                       self.errors(), comparisons, self.status_text)
+                       self.errors(), comparisons, self.status_text, peak_l1_by_device=self.peak_l1_by_device())
+
+    def l1_by_device(self, operation_id: int) -> list[dict]:
+        """L1 bytes (buffers' own sizes) live on each device after op `operation_id`: device_id, bytes."""
+        return self.sql("""
+            SELECT b.device_id AS device_id, SUM(b.size) AS bytes
+            FROM operations o JOIN buffer_lifetimes b
+              ON b.allocated_seq < o.end_seq AND (b.freed_seq IS NULL OR b.freed_seq > o.end_seq)
+            WHERE o.operation_id = ? AND b.buffer_type = 1 GROUP BY b.device_id ORDER BY b.device_id""",
+                        (int(operation_id),))
+
+    def peak_l1_by_device(self) -> list[dict]:
+        """Each device's highest L1 after any op (device_id, bytes, operation_id, name), highest first.
+
+        One pass over the L1 buffers' alloc and free events in sequence order, so a report of many ops and
+        devices costs one read of buffer_lifetimes, not a query per op.
+        """
+        events = []
+        for dev, size, alloc, freed in self._conn.execute(
+                "SELECT device_id, size, allocated_seq, freed_seq FROM buffer_lifetimes WHERE buffer_type = 1"):
+            events.append((alloc or 0, dev, size or 0))
+            if freed is not None:
+                events.append((freed, dev, -(size or 0)))
+        if not events:
+            return []
+        events.sort(key=lambda e: e[0])
+        live: dict[int, int] = {}
+        peak: dict[int, dict] = {}
+        i = 0
+        for op_id, name, end in self._conn.execute(
+                "SELECT operation_id, name, end_seq FROM operations WHERE end_seq IS NOT NULL ORDER BY end_seq"):
+            while i < len(events) and events[i][0] < end:
+                live[events[i][1]] = live.get(events[i][1], 0) + events[i][2]
+                i += 1
+            for dev, n in live.items():
+                if n > peak.get(dev, {"bytes": -1})["bytes"]:
+                    peak[dev] = {"device_id": dev, "bytes": n, "operation_id": op_id, "name": name}
+        return sorted(peak.values(), key=lambda p: (-p["bytes"], p["device_id"]))
 
     def _peak(self, column: str) -> dict | None:
         rows = self.sql(f"SELECT operation_id, name, {column} AS bytes FROM operations WHERE {column} IS NOT NULL "

@@ -1,0 +1,66 @@
+"""A report of a mesh run: one op per call, each chip's tensors and buffers, and per-device L1 peaks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+import device_sim as ttnn
+import ttreport
+from ttreport.cli import main
+
+
+@pytest.fixture
+def mesh_report(tmp_path):
+    """A 1x4 mesh run where chip 2 alone holds an extra 64 KiB L1 tensor after op 3."""
+    path = tmp_path / "mesh"
+    mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 4))
+    try:
+        with ttreport.capture(path):
+            x = ttnn.from_torch(torch.randn(1, 1, 32, 128), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh,
+                                memory_config=ttnn.L1, mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))
+            y = ttnn.relu(x)
+            extra = ttnn.from_torch(torch.ones(128, 256), dtype=ttnn.bfloat16, layout=ttnn.TILE,  # op 3
+                                    device=mesh.get_devices()[2], memory_config=ttnn.L1)
+            ttnn.all_gather(y, dim=3)
+            del extra
+    finally:
+        ttnn.close_mesh_device(mesh)
+    return path
+
+
+def test_an_op_on_a_mesh_is_recorded_once_with_a_device_tensor_per_chip(mesh_report):
+    r = ttreport.Report(mesh_report)
+    assert [o["name"] for o in r.sql("SELECT name FROM operations ORDER BY operation_id")] == [
+        "ttnn.from_torch", "ttnn.relu", "ttnn.from_torch", "ttnn.all_gather"]
+    relu_out = r.sql("SELECT tensor_id FROM output_tensors WHERE operation_id = 2")[0]["tensor_id"]
+    row = r.sql("SELECT shape, device_id, address FROM tensors WHERE tensor_id = ?", (relu_out,))[0]
+    assert row["shape"] == "Shape([1, 1, 32, 32])" and row["device_id"] is None and row["address"] is None
+    shards = r.sql("SELECT device_id, address FROM device_tensors WHERE tensor_id = ? ORDER BY device_id",
+                   (relu_out,))
+    assert [s["device_id"] for s in shards] == [0, 1, 2, 3]
+    assert len({s["address"] for s in shards}) == 1  # separate allocators hand out the same first address
+    assert [d["device_id"] for d in r.devices] == [0, 1, 2, 3]
+    assert {b["device_id"] for b in r.sql("SELECT device_id FROM buffers WHERE operation_id = 2")} == {0, 1, 2, 3}
+
+
+def test_the_per_device_l1_peak_names_the_device_that_hit_it(mesh_report):
+    s = ttreport.Report(mesh_report).summary()
+    top = s.peak_l1_by_device[0]
+    assert top["device_id"] == 2 and top["bytes"] - s.peak_l1_by_device[1]["bytes"] == 128 * 256 * 2
+    assert {p["device_id"] for p in s.peak_l1_by_device} == {0, 1, 2, 3}
+
+
+def test_the_cli_shows_l1_per_device_in_summary_and_op(mesh_report):
+    summary = CliRunner().invoke(main, ["summary", str(mesh_report)], catch_exceptions=False).output
+    assert "highest: device 2" in summary and "device 3:" in summary
+    op = CliRunner().invoke(main, ["op", str(mesh_report), "4"], catch_exceptions=False).output
+    assert "L1 by device  0: " in op and ", 3: " in op
+
+
+def test_a_single_device_report_shows_no_per_device_lines(tmp_path, device):
+    with ttreport.capture(tmp_path / "one"):
+        ttnn.relu(ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device, memory_config=ttnn.L1))
+    summary = CliRunner().invoke(main, ["summary", str(tmp_path / "one")], catch_exceptions=False).output
+    assert "by device" not in summary
