@@ -69,23 +69,47 @@ def _fidelity_terms(a: torch.Tensor, b: torch.Tensor, fidelity: MathFidelity):
     return [(a_all, b_all)]  # HiFi4: all four passes
 
 
-def _accumulate(terms, n: Numerics, k_dim_a: int, k_dim_b: int, contract) -> torch.Tensor:
-    """Sum `contract(a_part, b_part)` over K in the destination format: float32, or bfloat16 per face step."""
+PARTIALS_MAX = 1 << 23  # float32 face-step partial products held at once (32 MiB) in the bfloat16 path
+
+
+def _face_partials(a: torch.Tensor, b: torch.Tensor, k0: int, steps: int) -> torch.Tensor:
+    """The products of `steps` face steps from k0 on, one [..., M, N] slab per step: [..., steps, M, N]."""
+    k1 = min(k0 + steps * FACE_K, a.shape[-1])
+    pad = (-(k1 - k0)) % FACE_K  # a last partial face step, zero-padded (adds nothing)
+    sa, sb = a[..., k0:k1], b[..., k0:k1, :]
+    if pad:
+        sa = torch.nn.functional.pad(sa, (0, pad))
+        sb = torch.nn.functional.pad(sb, (0, 0, 0, pad))
+    n_steps = sa.shape[-1] // FACE_K
+    sa = sa.reshape(*sa.shape[:-1], n_steps, FACE_K).movedim(-2, -3)  # [..., steps, M, 16]
+    sb = sb.reshape(*sb.shape[:-2], n_steps, FACE_K, sb.shape[-1])  # [..., steps, 16, N]
+    return torch.matmul(sa, sb)
+
+
+def _accumulate(terms, n: Numerics) -> torch.Tensor:
+    """Sum a_part @ b_part over K in the destination format: float32, or bfloat16 after every face step.
+
+    The bfloat16 path forms a batch of face steps' products with one matmul, then adds them into
+    the running sum one by one, rounding each time: the rounding is sequential, the products are not.
+    """
     if n.fp32_dest_acc_en:
         out = None
         for ta, tb in terms:
-            p = contract(ta, tb)
+            p = torch.matmul(ta, tb)
             out = p if out is None else out + p
         return out
-    K = terms[0][0].shape[k_dim_a]
+    a0, b0 = terms[0]
+    K = a0.shape[-1]
+    out_numel = max(1, torch.broadcast_shapes(a0.shape[:-1], b0.shape[:-2]).numel() * b0.shape[-1])
+    group = max(1, PARTIALS_MAX // out_numel)  # face steps per batched matmul
     acc = None
-    for k0 in range(0, K, FACE_K):
-        step = None
-        for ta, tb in terms:
-            p = contract(ta.narrow(k_dim_a, k0, min(FACE_K, K - k0)), tb.narrow(k_dim_b, k0, min(FACE_K, K - k0)))
-            step = p if step is None else step + p
-        acc = to_bf16(step if acc is None else acc + step)
-    return acc
+    for k0 in range(0, K, group * FACE_K):
+        partials = _face_partials(*terms[0], k0, group)
+        for ta, tb in terms[1:]:  # HiFi3's second pass
+            partials += _face_partials(ta, tb, k0, group)
+        for step in partials.unbind(-3):
+            acc = to_bf16(step if acc is None else acc + step)
+    return acc if acc is not None else torch.matmul(a0, b0)  # K == 0: zeros of the right shape
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, n: Numerics) -> torch.Tensor:
@@ -93,7 +117,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, n: Numerics) -> torch.Tensor:
     squeeze_a, squeeze_b = a.dim() == 1, b.dim() == 1
     a = a.unsqueeze(0) if squeeze_a else a
     b = b.unsqueeze(-1) if squeeze_b else b
-    out = _accumulate(_fidelity_terms(a.float(), b.float(), n.math_fidelity), n, -1, -2, torch.matmul)
+    out = _accumulate(_fidelity_terms(a.float(), b.float(), n.math_fidelity), n)
     if squeeze_a:
         out = out.squeeze(-2)
     if squeeze_b:
