@@ -282,3 +282,21 @@ def test_attention_sinks_join_the_softmax_as_gpt_oss_computes_them(device):
     with pytest.raises(ValueError, match=r"attention_sink shape \[1, 2, 1, 1\] must hold one value per query head"):
         ttnn.transformer.scaled_dot_product_attention(dev(q, device), dev(k, device), dev(v, device),
                                                       attention_sink=dev(sink[:, :2], device))
+
+
+def test_golden_checks_of_in_place_ops_see_their_inputs_as_they_were_before(tmp_path, device):
+    # The golden runs on the arguments snapshotted before the op: an in-place op has replaced them by then.
+    with ttreport.capture(tmp_path / "r", config=ttreport.Config(comparison="both")) as report:
+        scores = dev(randn(1, 2, 32, 32), device, dtype=ttnn.bfloat16)
+        ttnn.transformer.attention_softmax_(scores, head_size=16)
+        cache = dev(torch.zeros(2, 1, 64, 32), device, dtype=ttnn.bfloat16)
+        ttnn.update_cache(cache, dev(randn(1, 1, 32, 32), device, dtype=ttnn.bfloat16), 3)
+    con = sqlite3.connect(report.db_path)
+    try:
+        rows = con.execute("SELECT o.name, c.mode, c.status FROM tensor_comparisons c JOIN operations o "
+                           "USING (operation_id) WHERE o.name NOT LIKE '%from_torch'").fetchall()
+    finally:
+        con.close()
+    assert sorted(rows) == [("ttnn.transformer.attention_softmax_", "global", "pass"),
+                            ("ttnn.transformer.attention_softmax_", "local", "pass"),
+                            ("ttnn.update_cache", "global", "pass"), ("ttnn.update_cache", "local", "pass")]

@@ -22,10 +22,11 @@ op's outputs; an `errors` row holds the traceback) or no_golden (the op has none
 counted as a pass). With tensors stored, golden tensors are stored too, with their own ids.
 
 The work runs on one background thread ("ttreport-golden"), in op order (global mode
-carries goldens forward by tensor id). On the model's thread after_op only takes references
-to what cannot change: each tensor's `.value` (immutable), dtype and id, the other arguments,
-and a copy of any torch tensor argument (from_torch's input, which the model may change in
-place later). A golden check therefore never lands inside a parent op's span, though the
+carries goldens forward by tensor id). On the model's thread before_op (the arguments, before
+the op runs, as an in-place op replaces its input's values) and after_op (the outputs) only take
+references to what cannot change: each tensor's `.value` (immutable), dtype and id, the other
+arguments, and a copy of any torch tensor argument (from_torch's input, which the model may
+change in place later). A golden check therefore never lands inside a parent op's span, though the
 checker still shares the cores and the GIL with the model. The queue is bounded by the bytes
 it keeps alive (`max_pending_bytes`); past it the model's thread waits for the checker (that
 wait, at an op's end, does land in its parent's span), never drops a check.
@@ -116,7 +117,13 @@ class GoldenChecker:
             self._thread = threading.Thread(target=self._loop, name="ttreport-golden", daemon=True)
             self._thread.start()
 
-    # -- the seam: recorder.end() calls this after each op that returned (on the model's thread) --
+    # -- the seam: recorder.begin() calls before_op, recorder.end() after_op (on the model's thread) --
+    def before_op(self, args, kwargs) -> tuple:
+        """The op's arguments as its golden will see them, taken before the op runs: an op that writes
+        into an input (attention_softmax_, ttnn.fill_cache, ...) gives that tensor new values."""
+        nbytes = [0]
+        return tuple([_snapshot(a, nbytes) for a in args]), {k: _snapshot(v, nbytes) for k, v in kwargs.items()}
+
     def after_op(self, op, args, kwargs, output, operation_id: int) -> None:
         outputs = [t for t in (output if isinstance(output, (list, tuple)) else (output,)) if isinstance(t, Tensor)]
         if op.name == "ttnn.deallocate":
@@ -332,8 +339,8 @@ class GoldenChecker:
 
 def _snapshot(x, nbytes: list):
     """What after_op queues for `x`: a Snapshot for a Tensor, a copy of a torch tensor, the rest as is."""
-    if isinstance(x, Tensor):
-        snap = Snapshot(x)
+    if isinstance(x, (Tensor, Snapshot)):
+        snap = Snapshot(x) if isinstance(x, Tensor) else x  # before_op took it already
         if snap.value is not None:
             nbytes[0] += snap.value.numel() * snap.value.element_size()
         return snap
@@ -363,7 +370,7 @@ def _convert(x, convert):
 def _tensors_in(args, kwargs):
     for a in (*args, *kwargs.values()):
         for t in (a if type(a) in (list, tuple) else (a,)):
-            if isinstance(t, Tensor):
+            if isinstance(t, (Tensor, Snapshot)):
                 yield t
 
 

@@ -165,7 +165,8 @@ class Recorder:
                 for t in (a if isinstance(a, (list, tuple)) else (a,)):
                     if isinstance(t, Tensor):
                         self._plan_storage(t, files)
-        golden_args = (args, kwargs) if self.golden is not None else None
+        # Snapshotted before the op runs: an in-place op (attention_softmax_, the KV-cache ops) changes its input.
+        golden_args = self.golden.before_op(args, kwargs) if self.golden is not None else None
         return (op, op_id, start, parent, len(stack) - 1, local.thread, frames, args_q, kwargs_q, inputs, specs,
                 files, golden_args)
 
