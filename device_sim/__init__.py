@@ -238,6 +238,15 @@ __all__ += [
     "record_event", "release_trace", "wait_for_event",
 ]
 
+
+
+def __getattr__(name: str):
+    # A name device_sim lacks: under install_as_ttnn() the error says `module 'ttnn'`, as the script wrote it.
+    from device_sim.compat import missing_attribute
+
+    raise missing_attribute(__name__, name)
+
+
 # ttnn.CONFIG (issue 10). Keep this block last: reading TTNN_CONFIG_OVERRIDES may start a report,
 # whose writer (found by entry point) imports device_sim and needs every name above.
 from device_sim import config as _config  # noqa: E402

@@ -82,4 +82,22 @@ def is_installed() -> bool:
     return any(isinstance(f, _TtnnFinder) for f in sys.meta_path)
 
 
-__all__ = ["install_as_ttnn", "is_installed"]
+def public_name(module_name: str) -> str:
+    """`device_sim.x` as the user's script spells it: `ttnn.x` once install_as_ttnn() has run."""
+    if is_installed() and (module_name == "device_sim" or module_name.startswith("device_sim.")):
+        return "ttnn" + module_name[len("device_sim"):]
+    return module_name
+
+
+def missing_attribute(module_name: str, name: str) -> AttributeError:
+    """The error for `ttnn.<name>` that device_sim does not have, naming the module as the script does."""
+    where = public_name(module_name)
+    if name.startswith("__"):  # Python's own probes (__path__, __wrapped__, ...): the plain message
+        return AttributeError(f"module {where!r} has no attribute {name!r}")
+    return AttributeError(
+        f"module {where!r} has no attribute {name!r}: device_sim does not provide {where}.{name} "
+        f"(device_sim.registered_ops() and README.md list what it emulates)"
+    )
+
+
+__all__ = ["install_as_ttnn", "is_installed", "missing_attribute", "public_name"]

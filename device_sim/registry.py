@@ -200,12 +200,48 @@ def get_golden_function(fn) -> Callable:
 
 
 def get_fallback_function(fn) -> Callable:
+    """The op run on the host as TT-NN's fallback: ttnn tensors in, ttnn tensors out.
+
+    An op's own fallback is returned as it is. Otherwise, as TT-NN's decorators.get_fallback_function,
+    its golden is wrapped: each ttnn tensor argument (also inside lists) goes through ttnn.to_torch, the
+    golden runs, and each torch tensor it returns goes through ttnn.from_torch with the first tensor
+    argument's dtype, layout and device. Both conversions are ops, so a capture shows them.
+    """
     op = _op_of(fn)
     if op.fallback_function is not None:
         return op.fallback_function
-    if op.golden_function is None:
-        raise RuntimeError(f"{op.name} has no fallback function")
-    return op.golden_function
+    golden = get_golden_function(op.wrapper)
+
+    def fallback(*args, **kwargs):
+        import torch
+
+        from device_sim.ops import from_torch, to_torch  # the registry is imported before the ops
+        from device_sim.tensor import Tensor
+
+        first = []
+
+        def to_host(v):
+            if isinstance(v, Tensor):
+                first.append(v)
+                return to_torch(v)
+            return type(v)(to_host(e) for e in v) if isinstance(v, (list, tuple)) else v
+
+        out = golden(*(to_host(a) for a in args), **{k: to_host(v) for k, v in kwargs.items()})
+        like = first[0] if first else None
+        place = {} if like is None else dict(dtype=like.dtype, layout=like.layout, device=like.device())
+
+        def to_device(v):
+            if isinstance(v, (list, tuple)):
+                return type(v)(to_device(e) for e in v)
+            if not isinstance(v, torch.Tensor):
+                raise RuntimeError(f"{op.name}'s fallback: its golden returned a {type(v).__name__}, not a "
+                                   f"torch tensor or a list of them")
+            return from_torch(v, **place)
+
+        return to_device(out)
+
+    fallback.__name__ = f"{op.short_name}_fallback"
+    return fallback
 
 
 def registered_ops() -> list[Op]:

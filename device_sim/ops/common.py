@@ -54,10 +54,13 @@ def check_tt_nn_only(op_name: str, kwargs: dict) -> None:
     if k in _NOT_SIMULATED:
         raise TypeError(f"{head}: {_NOT_SIMULATED[k]}")
     names = _parameter_names(op_name)
-    closest = difflib.get_close_matches(k, [*names, *sorted(TT_NN_ONLY)], n=1)
+    out_kw = OPS[op_name].output_keyword
+    own = [*names, *([out_kw] if out_kw else [])]
+    closest = difflib.get_close_matches(k, [*own, *sorted(TT_NN_ONLY)], n=1)
     if closest:
         raise TypeError(f"{head}; did you mean {closest[0]!r}?")
-    raise TypeError(f"{head}; it takes {', '.join(names)} (and TT-NN's {', '.join(sorted(TT_NN_ONLY))})")
+    # The op's own keywords only: the TT-NN tuning knobs every op ignores would bury them.
+    raise TypeError(f"{head}; it takes {', '.join(own)}")
 
 
 def device_inputs(op_name: str, *tensors) -> list[Tensor]:
