@@ -132,13 +132,3 @@ def test_numerics_matmul_keeps_torchs_vector_rules():
     a, b = torch.randn(3, 64), torch.randn(64)
     assert numerics.matmul(a, b, n).shape == (3,)
     assert numerics.matmul(b, a.T, n).shape == (3,)
-
-
-def test_conv2d_runs_as_an_im2col_matmul_on_the_engine():
-    g = torch.Generator().manual_seed(4)
-    x, w, b = (torch.randn(*s, generator=g).bfloat16().float() for s in ((2, 8, 10, 10), (6, 4, 3, 3), (6,)))
-    exact = torch.nn.functional.conv2d(x, w, b, stride=(2, 1), dilation=(1, 2), groups=2)
-    hifi4 = numerics.conv2d(x, w, b, (2, 1), (1, 2), 2, Numerics(F.HiFi4, False, True, False))
-    lofi = numerics.conv2d(x, w, b, (2, 1), (1, 2), 2, Numerics(F.LoFi, False, False, False))
-    torch.testing.assert_close(hifi4, exact)  # bfloat16 operands: HiFi4 multiplies them exactly
-    assert 0.999 < pcc(lofi, exact) < pcc(hifi4, exact)

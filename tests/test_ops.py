@@ -158,6 +158,8 @@ CASES = {
     "ttnn.prod": lambda d: ((x(d, low=0.9, high=1.1),), dict(dim=-1)),
     "ttnn.cumsum": lambda d: ((x(d), 2), dict(reverse_order=True)),
     "ttnn.topk": lambda d: ((x(d), 5), dict(dim=1, largest=False)),
+    "ttnn.group_norm": lambda d: ((x(d, 2, 1, 64, 64),), dict(num_groups=8, epsilon=1e-5, weight=x(d, 64, seed=1),
+                                                              bias=x(d, 64, seed=2))),
     # in place (the harness reads golden inputs before the op writes into them), indexing and fill
     **{f"ttnn.{n}": binary() for n in ["add_", "sub_", "mul_"]},
     "ttnn.div_": binary(**pos),

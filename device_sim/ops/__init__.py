@@ -337,3 +337,12 @@ from device_sim.ops.eltwise import (  # noqa: E402, F401
 
 __all__ += ["fill", "copy", "narrow", "reshape_on_device", "scatter", "add_", "div_", "divide_", "mul_", "multiply_",
             "plus_one", "sub_", "subtract_", "tril", "triu"]
+
+# Group norm and TT-NN's helpers for its weights and mask (ops/group_norm.py).
+from device_sim.ops.group_norm import (  # noqa: E402, F401
+    create_group_norm_input_mask,
+    create_group_norm_weight_bias_rm,
+    group_norm,
+)
+
+__all__ += ["create_group_norm_input_mask", "create_group_norm_weight_bias_rm", "group_norm"]

@@ -1,0 +1,122 @@
+"""ttnn.group_norm on channels-last activations, and TT-NN's two helpers that lay out its weights and mask.
+
+    import torch, device_sim as ttnn
+    device = ttnn.open_device(0)
+    N, HW, C, G = 1, 64, 64, 8
+    x = ttnn.from_torch(torch.randn(N, 1, HW, C), layout=ttnn.TILE, device=device)       # [N, 1, H*W, C]
+    gamma = ttnn.create_group_norm_weight_bias_rm(torch.ones(C), C, 1)                   # TT-NN's [1, 1, -1, 32]
+    mask = ttnn.create_group_norm_input_mask(C, G, 1)
+    y = ttnn.group_norm(x, num_groups=G, input_mask=ttnn.from_torch(mask, layout=ttnn.TILE, device=device),
+                        weight=ttnn.from_torch(gamma, device=device), epsilon=1e-5)
+
+As TT-NN's models use it, the input holds channels last ([N, 1, H*W, C], or any [N, ..., C]);
+each group's statistics run over its C/G channels and every other non-batch position, as
+torch.nn.functional.group_norm does on the same data with channels first.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.registry import register_op
+from device_sim.tensor import Tensor
+from device_sim.types import DataType, Layout, MemoryConfig
+
+
+def _ceil32(n: int) -> int:
+    return -(-n // 32) * 32
+
+
+def create_group_norm_weight_bias_rm(input_tensor: torch.Tensor, num_channels: int, num_cores_x: int) -> torch.Tensor:
+    """A gamma or beta of `num_channels` values in TT-NN's row-major layout for group_norm: split into
+    `num_cores_x` equal chunks, each zero-padded to a multiple of 32, as [1, 1, rows, 32]. A torch tensor."""
+    per_chunk = num_channels // num_cores_x
+    if num_channels % num_cores_x or input_tensor.numel() != num_channels:
+        raise ValueError(f"create_group_norm_weight_bias_rm: {input_tensor.numel()} values for num_channels="
+                         f"{num_channels} split over num_cores_x={num_cores_x}; need num_channels values and "
+                         f"num_channels divisible by num_cores_x")
+    chunks = F.pad(input_tensor.reshape(num_cores_x, per_chunk), (0, _ceil32(per_chunk) - per_chunk))
+    return chunks.reshape(1, 1, -1, 32)
+
+
+def create_group_norm_input_mask(num_channel: int, num_groups: int, num_cores_across_channel: int) -> torch.Tensor:
+    """TT-NN's group_norm input mask: [1, num_groups, 32, 32 * tiles a group can span], ones over each
+    group's columns within the tiles it spans on its core. A torch bfloat16 tensor."""
+    if num_channel % num_groups or num_groups % num_cores_across_channel:
+        raise ValueError(f"create_group_norm_input_mask: num_channel={num_channel} must divide into "
+                         f"num_groups={num_groups}, and those over num_cores_across_channel="
+                         f"{num_cores_across_channel}")
+    width = num_channel // num_groups
+    # The most 32-wide tiles one group touches, over the groups laid end to end.
+    span = max((g * width + width - 1) // 32 - (g * width) // 32 + 1 for g in range(num_groups))
+    mask = torch.zeros((1, num_groups, 32, 32 * span), dtype=torch.bfloat16)
+    per_core = num_groups // num_cores_across_channel
+    for g in range(num_groups):
+        start = (g % per_core) * width % 32  # where the group starts inside its first tile, on its core
+        mask[:, g, :, start:min(start + width, mask.shape[3])] = 1
+    return mask
+
+
+def _affine(op_name: str, name: str, w, channels: int):
+    """gamma/beta as `channels` values: given plainly, or in create_group_norm_weight_bias_rm's padded layout."""
+    if w is None:
+        return None
+    flat = w.reshape(-1).float()
+    if flat.numel() == channels:
+        return flat
+    # Padded chunks: the chunk width whose 32-padding gives this many values and whose padding holds zeros.
+    # Several widths can give the same count (96 channels: 4 x 24 and 2 x 48 both pad to 128), the zeros decide.
+    fits = [c for c in range(1, channels + 1) if channels % c == 0 and channels // c * _ceil32(c) == flat.numel()
+            and not flat.reshape(channels // c, _ceil32(c))[:, c:].any()]
+    if len(fits) != 1:
+        raise ValueError(f"{op_name}: {name} has {flat.numel()} values, which is neither the {channels} channels "
+                         f"nor one padded layout of them (ttnn.create_group_norm_weight_bias_rm); "
+                         f"pass the {channels} values as they are")
+    c = fits[0]
+    return flat.reshape(channels // c, _ceil32(c))[:, :c].reshape(-1)
+
+
+def _group_norm(x, num_groups, epsilon, weight, bias):
+    shape = x.shape
+    channels_first = x.reshape(shape[0], -1, shape[-1]).transpose(1, 2)  # [N, C, positions]
+    y = F.group_norm(channels_first.float(), num_groups, weight, bias, eps=epsilon)
+    return y.transpose(1, 2).reshape(shape)
+
+
+def _group_norm_golden(input_tensor, *_, num_groups, epsilon=1e-12, weight=None, bias=None, **__):
+    c = input_tensor.shape[-1]
+    return _group_norm(input_tensor, num_groups, epsilon, _affine("ttnn.group_norm", "weight", weight, c),
+                       _affine("ttnn.group_norm", "bias", bias, c))
+
+
+@register_op("ttnn.group_norm", golden=_group_norm_golden)
+def group_norm(input_tensor: Tensor, *, num_groups: int, epsilon: float = 1e-12, input_mask: Tensor | None = None,
+               weight: Tensor | None = None, bias: Tensor | None = None, reciprocals: Tensor | None = None,
+               memory_config: MemoryConfig | None = None, dtype: DataType | None = None, inplace: bool = True,
+               output_layout: Layout | None = None, num_out_blocks: int | None = None,
+               negative_mask: Tensor | None = None, use_welford: bool = False, **tt_nn_only) -> Tensor:
+    """Normalise each of `num_groups` channel groups of a channels-last input, then scale and shift.
+
+    Args:
+        input_tensor: [N, 1, H*W, C] (or [N, ..., C]); C must divide into num_groups.
+        weight, bias: C values, plainly or as ttnn.create_group_norm_weight_bias_rm lays them out.
+        input_mask, negative_mask, reciprocals: the tiles TT-NN's kernel reads to find each group and
+            its statistics; device_sim finds the groups from num_groups and checks only that they are
+            tensors on the same device.
+        inplace, num_out_blocks, use_welford: how TT-NN's kernel runs; the output is a new tensor here.
+        output_layout, dtype: the output's layout and dtype (the input's by default).
+    """
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.group_norm", tt_nn_only)
+    ins = device_inputs("ttnn.group_norm", input_tensor, input_mask, weight, bias, reciprocals, negative_mask)
+    x = values(input_tensor, "ttnn.group_norm").float()
+    c = x.shape[-1]
+    if x.dim() < 2 or num_groups < 1 or c % num_groups:
+        raise ValueError(f"ttnn.group_norm: the last dim of shape {list(x.shape)} holds the channels and must "
+                         f"divide into num_groups={num_groups}")
+    w = _affine("ttnn.group_norm", "weight", values(weight, "ttnn.group_norm") if weight is not None else None, c)
+    b = _affine("ttnn.group_norm", "bias", values(bias, "ttnn.group_norm") if bias is not None else None, c)
+    return output(_group_norm(x, num_groups, epsilon, w, b), input_tensor, ins, op_name="ttnn.group_norm",
+                  dtype=dtype, layout=output_layout, memory_config=memory_config)
