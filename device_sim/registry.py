@@ -19,6 +19,7 @@ tensor id stay), and the hook's `output` is that tensor.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -174,6 +175,8 @@ def register_op(name: str, *, golden: Callable | None = None, fallback: Callable
             hook.end(token, output, None)
             return output
 
+        if out_kw is not None:
+            wrapper.__signature__ = _with_output_keyword(function, out_kw)
         wrapper.op = op
         wrapper.golden_function = golden
         op.wrapper = wrapper
@@ -181,6 +184,17 @@ def register_op(name: str, *, golden: Callable | None = None, fallback: Callable
         return wrapper
 
     return decorate
+
+
+def _with_output_keyword(function: Callable, keyword: str) -> inspect.Signature:
+    """The op's signature as callers see it: the body's, plus the output keyword the wrapper takes."""
+    sig = inspect.signature(function)
+    params = list(sig.parameters.values())
+    if keyword in sig.parameters:
+        return sig
+    at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+    params.insert(at, inspect.Parameter(keyword, inspect.Parameter.KEYWORD_ONLY, default=None))
+    return sig.replace(parameters=params)
 
 
 def _op_of(fn) -> Op:

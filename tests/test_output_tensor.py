@@ -1,5 +1,6 @@
 """output_tensor= / optional_output_tensor=: the op writes into the given tensor, and the report says so."""
 
+import inspect
 import sqlite3
 
 import pytest
@@ -97,3 +98,9 @@ def test_the_report_records_the_given_tensor_as_the_ops_output(tmp_path, device,
         assert row == (out.buffer_address(), "Shape([2, 32, 64])")
     finally:
         con.close()
+
+
+def test_the_public_signature_shows_the_output_keyword_the_op_takes():
+    assert inspect.signature(ttnn.add).parameters["output_tensor"].default is None
+    assert "optional_output_tensor" in inspect.signature(ttnn.matmul).parameters
+    assert "output_tensor" not in inspect.signature(ttnn.reshape).parameters
