@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from bench import capture_overhead, comparison, dispatch, persistence, queries, tensor_storage
+from bench import upgrade as upgrade_bench
 
 FULL = dict(
     capture=dict(n_ops=20_000, repeats=3, commit_ops=100),
@@ -28,6 +29,7 @@ FULL = dict(
     storage=dict(sizes_mib=[1, 4, 16, 64, 256], total_mib=256),
     comparison=dict(tensor_mib=64, repeats=3, report_tensors=16, report_tensor_mib=64),
     dispatch=dict(n_ops=20_000, repeats=7),
+    upgrade=dict(sizes=[20_000, 40_000, 200_000], startup_repeats=5),
 )
 QUICK = dict(
     capture=dict(n_ops=200, repeats=1, commit_ops=5),
@@ -36,6 +38,7 @@ QUICK = dict(
     storage=dict(sizes_mib=[0.0625, 0.25], total_mib=0.25),
     comparison=dict(tensor_mib=0.5, repeats=1, report_tensors=2, report_tensor_mib=0.0625),
     dispatch=dict(n_ops=200, repeats=3),
+    upgrade=dict(sizes=[200, 400], startup_repeats=1),
 )
 TITLES = {
     "capture": "1. Capture overhead (model thread)",
@@ -44,6 +47,7 @@ TITLES = {
     "queries": "4. Queries on the big report",
     "comparison": "5. Comparison",
     "dispatch": "6. Dispatch with no capture",
+    "upgrade": "7. Upgrading an old report; reading commands' start-up",
 }
 
 
@@ -83,6 +87,8 @@ def main(argv=None) -> int:
                 figures = comparison.run(tmp, **sizes[key])
             elif key == "dispatch":
                 figures = dispatch.run(tmp, **sizes[key])
+            elif key == "upgrade":
+                figures = upgrade_bench.run(tmp, **sizes[key])
             for f in figures:
                 print(f.line(), flush=True)
                 misses += f.ok is False

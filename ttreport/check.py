@@ -172,6 +172,9 @@ def _file_faults(con: sqlite3.Connection, folder: Path, files: list[tuple[int, s
     faults = []
     root = folder.resolve()
     for tid, rel in files:
+        if not isinstance(rel, str):
+            faults.append(f"tensor {tid}: its file column holds {rel!r}, not a path")
+            continue
         path = (folder / rel).resolve()
         if not path.is_relative_to(root):
             faults.append(f"tensor {tid}: file {rel!r} points outside the report folder {folder}")

@@ -8,7 +8,6 @@ and exit with status 2, never a traceback.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import os
@@ -39,6 +38,8 @@ class _Group(click.Group):
         except TTReportError as e:
             raise Failure(str(e)) from None
         except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+            if isinstance(e, sqlite3.OperationalError) and str(e) == "interrupted":
+                raise KeyboardInterrupt from None  # Ctrl-C stopped a statement: click says "Aborted!"
             # A damaged page, or text that is not UTF-8, found where a reader looked: the same one line.
             report = ctx.meta.get("ttreport.report", "REPORT")  # set by _open
             what = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
@@ -57,9 +58,13 @@ def main():
 
 # -- formatting -------------------------------------------------------------------------------
 
+# A damaged report can hold text or a BLOB where a number belongs: it is shown as it is (`ttreport check`
+# names it), never a TypeError from the formatting.
 def human_bytes(n) -> str:
     if n is None:
         return ""
+    if not isinstance(n, (int, float)):
+        return _cell(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":
             return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -70,6 +75,8 @@ def human_bytes(n) -> str:
 def human_seconds(s) -> str:
     if s is None or (isinstance(s, float) and math.isnan(s)):
         return ""
+    if not isinstance(s, (int, float)):
+        return _cell(s)
     if s >= 1:
         return f"{s:.2f} s"
     if s >= 1e-3:
@@ -79,10 +86,18 @@ def human_seconds(s) -> str:
 
 def format_table(columns, rows) -> str:
     """An aligned plain-text table; numbers are right-aligned, a multi-line value takes several lines."""
-    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    return "\n".join(table_lines(columns, rows))
+
+
+def table_lines(columns, rows, *, sample: int = 1000):
+    """The lines of format_table, made as `rows` (any iterable) is read: the widths come from the first
+    `sample` rows, and a longer value later only runs past its column. Memory stays bounded."""
+    rows = iter(rows)
+    first = [r for _, r in zip(range(sample), rows)]
+    cells = [[_cell(v) for v in row] for row in first]
     widths = [max([len(str(c))] + [len(line) for r in cells for line in r[i].splitlines()])
               for i, c in enumerate(columns)]
-    numeric = [bool(rows) and all(isinstance(row[i], (int, float)) or row[i] is None for row in rows)
+    numeric = [bool(first) and all(isinstance(row[i], (int, float)) or row[i] is None for row in first)
                for i in range(len(columns))]
 
     def lines(values):
@@ -91,15 +106,34 @@ def format_table(columns, rows) -> str:
             yield "  ".join((s[k] if k < len(s) else "").rjust(w) if num else (s[k] if k < len(s) else "").ljust(w)
                             for s, w, num in zip(split, widths, numeric)).rstrip()
 
-    out = [*lines([str(c) for c in columns]), *lines(["-" * w for w in widths])]
+    yield from lines([str(c) for c in columns])
+    yield from lines(["-" * w for w in widths])
     for r in cells:
-        out += lines(r)
-    return "\n".join(out)
+        yield from lines(r)
+    del first, cells
+    for row in rows:
+        yield from lines([_cell(v) for v in row])
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bytes):  # a BLOB: shown, not decoded
+        return f"<{len(v)} bytes>"
+    return str(v)
+
+
+def _number(x, spec: str) -> str:
+    return format(x, spec) if isinstance(x, (int, float)) else _cell(x)
+
+
+def _address(a) -> str:
+    return f"{a:#x}" if isinstance(a, int) else _cell(a)
 
 
 def _tensor_brief(t) -> str:
-    where = f"{t.buffer_type}@{t.address:#x}" if t.buffer_type is not None and t.address is not None else "host"
-    dtype = (t.dtype or "?").removeprefix("DataType.")
+    where = f"{t.buffer_type}@{_address(t.address)}" if t.buffer_type is not None and t.address is not None else "host"
+    dtype = _cell(t.dtype or "?").removeprefix("DataType.")
     return f"{t.id}:{list(t.dims)} {dtype} {where}"
 
 
@@ -121,11 +155,13 @@ def format_summary(s: Summary, path) -> str:
                 for p in sorted(s.peak_l1_by_device, key=lambda p: p["device_id"])]
     for c in s.comparisons:
         lowest = c["lowest_pcc"]
-        lowest = f", lowest PCC {lowest:.6f} at op {c['lowest_pcc_operation_id']}" if lowest is not None else ""
+        lowest = f", lowest PCC {_number(lowest, '.6f')} at op {c['lowest_pcc_operation_id']}" \
+            if lowest is not None else ""
         out.append(f"golden    {c['mode']}: {c['count']} {c['status']}{lowest}")
     out.append(f"errors    {len(s.errors)}")
     for e in s.errors:  # one line each; `ttreport op` shows the whole message
-        line = f"  op {e.operation_id} {e.operation_name}: {e.error_type}: {e.message}".splitlines()[0]
+        where = f"op {e.operation_id} {e.operation_name}" if e.operation_id is not None else "the model raised"
+        line = f"  {where}: {e.error_type}: {e.message}".splitlines()[0]
         out.append(line if len(line) <= 160 else line[:157] + "...")
     return "\n".join(out)
 
@@ -185,21 +221,42 @@ def ops(report, name, sort, limit, top_level):
     Example: ttreport ops generated/ttreport/reports/demo --name matmul --sort duration --limit 10
     """
     with _open(report) as r:
-        found = r.operations(name, sort=sort, limit=limit or None, depth=0 if top_level else None)
         total = r.count_operations(name)
-    rows = [(op.id, "  " * (op.depth or 0) * (sort == "id") + op.name, human_seconds(op.duration),
-             op.status or "", ", ".join(_tensor_brief(t) for t in op.output_tensors)) for op in found]
-    click.echo(format_table(["id", "name", "duration", "status", "outputs (id:shape dtype where)"], rows))
-    if len(found) < total and not top_level:
-        click.echo(f"({len(found)} of {total} ops; --limit 0 shows all)")
+        shown = 0
+
+        def rows():  # made as they are printed: `--limit 0` on millions of ops takes little memory
+            nonlocal shown
+            for op in r.iter_operations(name, sort=sort, limit=limit or None, depth=0 if top_level else None):
+                shown += 1
+                indent = "  " * op.depth if isinstance(op.depth, int) and 0 < op.depth < 64 and sort == "id" else ""
+                yield (op.id, indent + _cell(op.name), human_seconds(op.duration),
+                       op.status or "", ", ".join(_tensor_brief(t) for t in op.output_tensors))
+
+        for line in table_lines(["id", "name", "duration", "status", "outputs (id:shape dtype where)"], rows()):
+            click.echo(line)
+    if shown < total and not top_level:
+        click.echo(f"({shown} of {total} ops; --limit 0 shows all)")
 
 
-def _tensor_lines(t, label: str) -> list[str]:
+def _rounding(t, r: Report | None) -> str:
+    """Why a small tensor takes more device memory than its size: whole pages in every bank."""
+    if r is None or not isinstance(t.size, int):
+        return ""
+    per_bank, banks = r.per_bank_bytes(t), r.banks(t.buffer_type)
+    if per_bank is None or banks is None or per_bank * banks <= t.size:
+        return ""
+    return (f"; allocated {human_bytes(per_bank * banks)} (bank rounding: an interleaved buffer takes "
+            f"{human_bytes(per_bank)} in each of {banks} banks)")
+
+
+def _tensor_lines(t, label: str, r: Report | None = None) -> list[str]:
     lines = [f"  {label} tensor {t.id}: {t.shape} {t.dtype} {t.layout}"]
     if t.buffer_type is not None:
-        lines.append(f"      {t.buffer_type} at {t.address:#x}, {human_bytes(t.size)}, device {t.device_id}")
-        cfg = (t.memory_config or "").replace("TensorMemoryLayout.", "").replace("BufferType.", "")
-        lines.append(f"      {cfg} (chosen by: {t.memory_config_source})")
+        address = _address(t.address)
+        lines.append(f"      {t.buffer_type} at {address}, {human_bytes(t.size)}{_rounding(t, r)}, "
+                     f"device {t.device_id}")
+        cfg = _cell(t.memory_config).replace("TensorMemoryLayout.", "").replace("BufferType.", "")
+        lines.append(f"      {cfg}" + (f" (chosen by: {t.memory_config_source})" if t.memory_config_source else ""))
     else:
         lines.append("      on the host")
     made = f"by op {t.producer}" if t.producer is not None else "before the capture or on the host"
@@ -218,11 +275,22 @@ def op(report, operation_id):
     Example: ttreport op generated/ttreport/reports/demo 12
     """
     with _open(report) as r:
-        o = r.operation(operation_id)
-        children = r.children(operation_id)
-    out = [f"op {o.id}: {o.name}", f"  status    {o.status}", f"  duration  {human_seconds(o.duration)}",
-           f"  depth     {o.depth}" + (f" (called by op {o.parent})" if o.parent is not None else ""),
-           f"  thread    {o.thread}", f"  after it  L1 {human_bytes(o.l1_bytes)}, DRAM {human_bytes(o.dram_bytes)}"]
+        _echo_op(r, r.operation(operation_id), r.children(operation_id))
+
+
+def _echo_op(r: Report, o, children) -> None:
+    # A TT-NN report (or one upgraded from it) records no status, depth, thread or memory: those lines go.
+    out = [f"op {o.id}: {o.name}"]
+    if o.status is not None:
+        out.append(f"  status    {o.status}")
+    out.append(f"  duration  {human_seconds(o.duration) or 'not recorded'}")
+    if o.depth is not None:
+        out.append(f"  depth     {o.depth}" + (f" (called by op {o.parent})" if o.parent is not None else ""))
+    if o.thread is not None:
+        out.append(f"  thread    {o.thread}")
+    if o.l1_bytes is not None or o.dram_bytes is not None:
+        out.append(f"  after it  L1 {human_bytes(o.l1_bytes) or '?'}, DRAM {human_bytes(o.dram_bytes) or '?'} "
+                   f"allocated (bank rounding: each buffer takes whole pages in each of its banks)")
     by_device = r.l1_by_device(o.id) if o.l1_bytes is not None else []
     if len(by_device) > 1:  # a mesh: each chip's L1 after the op
         out.append("  L1 by device  " + ", ".join(f"{d['device_id']}: {human_bytes(d['bytes'])}" for d in by_device))
@@ -232,12 +300,12 @@ def op(report, operation_id):
     out += [f"  {k} = {v}" for k, v in o.arguments] or ["  (none)"]
     out.append("inputs:")
     for i, t in enumerate(o.input_tensors):
-        out += _tensor_lines(t, f"[{i}]")
+        out += _tensor_lines(t, f"[{i}]", r)
     out.append("outputs:")
     for i, t in enumerate(o.output_tensors):
-        out += _tensor_lines(t, f"[{i}]")
+        out += _tensor_lines(t, f"[{i}]", r)
     if o.stack_trace:
-        out += ["stack trace:", *("  " + line for line in o.stack_trace.rstrip().splitlines())]
+        out += ["stack trace:", *("  " + line for line in _cell(o.stack_trace).rstrip().splitlines())]
     if o.error is not None:
         out += [f"error: {o.error.error_type}: {o.error.message}"]
     click.echo("\n".join(out))
@@ -249,31 +317,69 @@ def op(report, operation_id):
 @click.option("--json", "as_json", is_flag=True, help="Rows as a JSON list of objects.")
 @click.option("--csv", "as_csv", is_flag=True, help="Rows as CSV with a header line.")
 @click.option("-p", "--param", "params", type=(str, str), multiple=True,
-              help="A value for a :name in the SQL, e.g. -p tensor_id 42.")
-def query(report, sql, as_json, as_csv, params):
+              help="A value for a :name in the SQL, e.g. -p tensor_id 42. A number is bound as a number; "
+                   "CAST(:name AS TEXT) in the SQL takes it as text.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=300.0,
+              show_default=True, help="Stop the query after this many seconds.")
+def query(report, sql, as_json, as_csv, params, timeout_s):
     """Run a read-only SQL query on REPORT and print the rows.
 
     docs/queries.md has a cookbook of queries. Statements that write are refused.
-    Values for :name placeholders come from -p NAME VALUE.
+    Values for :name placeholders come from -p NAME VALUE. Rows are printed as they are read,
+    so a query over millions of rows starts at once and takes little memory; Ctrl-C stops it.
 
     Example: ttreport query generated/ttreport/reports/demo "SELECT * FROM tensors WHERE tensor_id = :id" -p id 3
     """
     if as_json and as_csv:
         raise Failure("give either --json or --csv, not both")
     with _open(report) as r:
-        cur = r.execute(sql, dict(params))
-        columns = [d[0] for d in cur.description or ()]
-        rows = cur.fetchall()
-    if as_json:
-        click.echo(json.dumps([dict(zip(columns, row)) for row in rows], indent=2))
-    elif as_csv:
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(rows)
-        click.echo(buf.getvalue(), nl=False)
-    elif columns:
-        click.echo(format_table(columns, rows))
+        columns, rows = r.rows(sql, {k: _param(v) for k, v in params}, timeout_s=timeout_s)
+        if as_json:
+            _echo_json_rows(columns, rows)
+        elif as_csv:
+            writer = csv.writer(_Echo(), lineterminator="\n")
+            writer.writerow(columns)
+            for row in rows:
+                writer.writerow(row)
+        elif columns:
+            for line in table_lines(columns, rows):
+                click.echo(line)
+
+
+class _Echo:
+    """A file-like sink that hands each write to click.echo (what csv.writer needs to stream rows)."""
+
+    def write(self, text: str) -> None:
+        click.echo(text, nl=False)
+
+
+def _param(value: str):
+    """A -p value as SQLite should compare it: an integer or a real when it reads as one, else text."""
+    for kind in (int, float):
+        try:
+            number = kind(value)
+        except ValueError:
+            continue
+        if kind is float and not math.isfinite(number):
+            break  # "nan", "inf": text, as given
+        return number
+    return value
+
+
+def _echo_json_rows(columns, rows) -> None:
+    """A JSON list of objects, written one row at a time (the same text json.dumps(indent=2) gives)."""
+    first = True
+    for row in rows:
+        item = json.dumps(dict(zip(columns, row)), indent=2, default=_json_default)
+        click.echo(("[\n" if first else ",\n") + "\n".join("  " + line for line in item.splitlines()), nl=False)
+        first = False
+    click.echo("[]" if first else "\n]")
+
+
+def _json_default(value):
+    if isinstance(value, bytes):
+        return value.hex()  # a BLOB, as hex
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 @main.command()
@@ -298,7 +404,7 @@ def tensor(report, tensor_id):
     with _open(report) as r:
         t = r.tensor(tensor_id)
         consumers = r.consumers(tensor_id)
-        out = _tensor_lines(t, "")
+        out = _tensor_lines(t, "", r)
         out[0] = f"tensor {t.id}: {t.shape} {t.dtype}" + (f" {t.layout}" if t.layout else "")
         for c in r.sql("SELECT tensor_id, operation_id, mode FROM tensor_comparisons WHERE golden_tensor_id = ?",
                        (tensor_id,)):
@@ -333,21 +439,31 @@ def _stats(values) -> str:
 @main.command()
 @click.argument("report")
 def upgrade(report):
-    """Upgrade REPORT, written by an older ttreport, to this version's schema (in place).
+    """Upgrade REPORT, written by an older ttreport (or by TT-NN), to this version's schema (in place).
+
+    A report already at this version is left as it is, byte for byte; a file that is not a
+    report (empty, not SQLite, another program's database) is refused. Each step is printed
+    with its time as it completes.
 
     Example: ttreport upgrade generated/ttreport/reports/old-run
     """
+    from sqlalchemy.exc import DBAPIError
+
     from ttreport import db
     from ttreport.report import resolve
 
+    click.get_current_context().meta["ttreport.report"] = report
     path = resolve(report)
+    db.check_is_report(path)
     before = db.current_revision(path)
-    db.upgrade(path)
-    after = db.current_revision(path)
-    if before == after:
-        click.echo(f"{path.parent} is already at schema {after}")
-    else:
-        click.echo(f"upgraded {path.parent}: schema {before or 'none (TT-NN)'} -> {after}")
+    if db.is_current(path):
+        click.echo(f"{path.parent} is already at schema {before}")
+        return
+    try:
+        db.upgrade(path, progress=lambda line: click.echo(f"  {line}", err=True))
+    except DBAPIError as e:  # SQLAlchemy's wrapper of a damaged page; the upgrade was rolled back
+        raise e.orig from None
+    click.echo(f"upgraded {path.parent}: schema {before or 'none (TT-NN)'} -> {db.current_revision(path)}")
 
 
 @main.command()
@@ -363,6 +479,7 @@ def check(report, repair):
     """
     from ttreport.check import check as check_report
 
+    click.get_current_context().meta["ttreport.report"] = report
     faults = _repair(report) if repair else []
     faults += check_report(report)
     for fault in faults:

@@ -260,7 +260,8 @@ def _resync_opcodes(a, b) -> list[tuple]:
 def _ops(report: Report, top_level: bool, keys: dict, names: dict) -> tuple[array, array, array]:
     """Each op's id, key id and name id, in call order: compact arrays, whatever the report's size."""
     ids, key_ids, name_ids = array("q"), array("q"), array("q")
-    for op_id, name, ins, outs in report.execute(_OPS_SQL.format(where="WHERE o.depth = 0" if top_level else "")):
+    where = "WHERE COALESCE(o.depth, 0) = 0" if top_level else ""  # a TT-NN report records no depth
+    for op_id, name, ins, outs in report.execute(_OPS_SQL.format(where=where)):
         ids.append(op_id)
         key_ids.append(keys.setdefault((name, ins, outs), len(keys)))
         name_ids.append(names.setdefault(name, len(names)))

@@ -18,6 +18,7 @@ import math
 import os
 import re
 import sqlite3
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ DEFAULT_ROOT = Path("generated/ttreport/reports")
 BUFFER_TYPES = {0: "DRAM", 1: "L1", 2: "SYSTEM_MEMORY", 3: "L1_SMALL", 4: "TRACE"}
 BUFFER_LAYOUTS = {0: "INTERLEAVED", 2: "HEIGHT_SHARDED", 3: "WIDTH_SHARDED", 4: "BLOCK_SHARDED"}
 
+_TICK = 100_000  # SQLite steps between checks of a query's timeout and of Ctrl-C (well under 10 ms)
 _CHUNK = 900  # ids per IN (...) list; SQLite builds before 3.32 allow 999 parameters
 _RUN = 50_000  # consecutive ids fetched by one BETWEEN
 _SORTS = {
@@ -43,6 +45,10 @@ _SORTS = {
 
 class ReportError(TTReportError):
     """A report cannot be opened or read as asked; the message says what to do instead."""
+
+
+class QueryTimeoutError(ReportError, TimeoutError):
+    """A query ran past its timeout and was stopped."""
 
 
 # Plain slotted records (frozen ones build 10x slower, which shows on a page of 100,000 ops).
@@ -176,7 +182,10 @@ def connect_readonly(db_path: Path) -> sqlite3.Connection:
     # stops ATTACH or VACUUM INTO from creating a new file, nor `PRAGMA query_only = 0`: the limit and
     # the authorizer do.
     wal.fold(db_path)  # a WAL left by a killed or disk-full capture goes back into db.sqlite (ttreport.wal)
-    conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    # isolation_level=None: no implicit BEGIN before a statement that writes (and is then refused), which
+    # would leave the connection in a transaction, reading one frozen snapshot of a live report.
+    conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
+                           isolation_level=None)
     if any(db_path.with_name(db_path.name + suffix).exists() for suffix in ("-wal", "-journal")):
         try:
             conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")
@@ -188,7 +197,8 @@ def connect_readonly(db_path: Path) -> sqlite3.Connection:
             # rolled back), then read as before.
             conn.close()
             sqlite3.connect(db_path).execute("SELECT 1 FROM sqlite_master LIMIT 1").connection.close()
-            conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+            conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
+                                   isolation_level=None)
     conn.execute("PRAGMA query_only = ON")
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
     conn.set_authorizer(_read_only)
@@ -234,6 +244,9 @@ class Report:
         except BaseException:
             self._conn.close()
             raise
+        self._deadline = self._timeout_s = None
+        self._timed_out = False
+        self._conn.set_progress_handler(self._tick, _TICK)
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:
@@ -249,26 +262,67 @@ class Report:
         return f"<Report {self.path}>"
 
     # -- SQL -------------------------------------------------------------------------------
-    def execute(self, query: str, params=()) -> sqlite3.Cursor:
-        """Run one read-only statement; the cursor's `description` names the columns."""
+    def execute(self, query: str, params=(), *, timeout_s: float | None = None) -> sqlite3.Cursor:
+        """Run one read-only statement; the cursor's `description` names the columns.
+
+        `timeout_s` bounds the statement's time, fetching its rows included: past it, reading the
+        cursor raises ReportError (QueryTimeoutError). Ctrl-C stops a running statement too.
+        """
+        self._deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        self._timeout_s = timeout_s
         try:
             return self._conn.execute(query, params)
-        except sqlite3.ProgrammingError as e:  # a :name or ? without a value, or values for none
-            raise ReportError(f"SQL error: {e} (in the CLI: -p NAME VALUE for each :NAME)") from None
         except sqlite3.Error as e:
-            if any(w in str(e) for w in ("readonly", "query_only", "not authorized", "authorization denied",
-                                         "attached databases")):
-                raise ReportError(
-                    f"reports are read-only and this statement writes ({e}); "
-                    f"to change a report, open a copy of {self.db_path} with sqlite3"
-                ) from None
-            raise ReportError(f"SQL error: {e}") from None
+            raise self._error(e) from None
 
-    def sql(self, query: str, params=()) -> list[dict]:
+    def _error(self, e: sqlite3.Error) -> Exception:
+        """The ReportError (or KeyboardInterrupt) that `e`, raised by a statement, stands for."""
+        if self._conn.in_transaction:  # a BEGIN the user gave, or a statement that failed halfway
+            self._conn.rollback()
+        if isinstance(e, sqlite3.ProgrammingError):  # a :name or ? without a value, or values for none
+            return ReportError(f"SQL error: {e} (in the CLI: -p NAME VALUE for each :NAME)")
+        if isinstance(e, sqlite3.OperationalError) and str(e) == "interrupted":
+            if self._timed_out:
+                self._timed_out = False
+                return QueryTimeoutError(f"the query ran past its timeout of {self._timeout_s:g} s and was "
+                                         f"stopped; narrow it (WHERE, LIMIT) or give a longer timeout "
+                                         f"(ttreport query --timeout SECONDS)")
+            return KeyboardInterrupt()
+        if any(w in str(e) for w in ("readonly", "query_only", "not authorized", "authorization denied",
+                                     "attached databases")):
+            return ReportError(f"reports are read-only and this statement writes ({e}); "
+                               f"to change a report, open a copy of {self.db_path} with sqlite3")
+        if isinstance(e, sqlite3.DatabaseError) and not isinstance(e, sqlite3.OperationalError):
+            return e  # a damaged page: the CLI names the report and `ttreport check`
+        return ReportError(f"SQL error: {e}")
+
+    def _tick(self) -> int:
+        # SQLite calls this every _TICK virtual-machine steps of a statement; non-zero stops it. Being
+        # Python, it also lets a pending Ctrl-C run (its KeyboardInterrupt stops the statement).
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            self._timed_out = True
+            return 1
+        return 0
+
+    def rows(self, query: str, params=(), *, timeout_s: float | None = None):
+        """(column names, an iterator of row tuples): rows are read from SQLite as they are consumed."""
+        cur = self.execute(query, params, timeout_s=timeout_s)
+
+        def stream():
+            try:
+                while batch := cur.fetchmany(1000):
+                    yield from batch
+            except sqlite3.Error as e:
+                raise self._error(e) from None
+            finally:
+                self._deadline = None  # the timeout was this query's; later reads have none
+
+        return [d[0] for d in cur.description or ()], stream()
+
+    def sql(self, query: str, params=(), *, timeout_s: float | None = None) -> list[dict]:
         """The rows of a read-only query, each a dict keyed by column name."""
-        cur = self.execute(query, params)
-        names = [d[0] for d in cur.description or ()]
-        return [dict(zip(names, row)) for row in cur]
+        names, rows = self.rows(query, params, timeout_s=timeout_s)
+        return [dict(zip(names, row)) for row in rows]
 
     # -- report-wide facts -----------------------------------------------------------------
     @property
@@ -316,20 +370,29 @@ class Report:
 
         `name` is an exact op name ("ttnn.matmul"), its last part ("matmul"), or a glob
         ("*norm*"). `sort` is "id" (call order), "start" or "duration" (slowest first).
-        `depth=0` keeps only the ops the model called directly.
+        `depth=0` keeps only the ops the model called directly (and those of a TT-NN report,
+        which records no depth).
         """
+        return list(self.iter_operations(name, sort=sort, limit=limit, offset=offset, depth=depth))
+
+    def iter_operations(self, name: str | None = None, *, sort: str = "id", limit: int | None = None,
+                        offset: int = 0, depth: int | None = None, page: int = 1000):
+        """The same ops as operations(), made `page` at a time as they are consumed: memory stays
+        bounded however many ops the report holds."""
         if sort not in _SORTS:
             raise ReportError(f"sort must be one of {', '.join(_SORTS)}, not {sort!r}")
         where, params = self._name_filter(name)
         if depth is not None:
-            where += (" AND" if where else "WHERE") + " o.depth = ?"
+            where += (" AND" if where else "WHERE") + " COALESCE(o.depth, 0) = ?"
             params.append(depth)
-        page = f"LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else ""
-        rows = self._conn.execute(
+        window = f"LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else \
+            (f"LIMIT -1 OFFSET {int(offset)}" if offset else "")
+        cur = self._conn.execute(
             f"SELECT {_OP_COLUMNS} FROM operations o "
             f"LEFT JOIN stack_trace_texts s ON s.stack_trace_id = o.stack_trace_id "
-            f"{where} ORDER BY {_SORTS[sort]} {page}", params).fetchall()
-        return self._complete(rows)
+            f"{where} ORDER BY {_SORTS[sort]} {window}", params)
+        while rows := cur.fetchmany(page):
+            yield from self._complete(rows)
 
     def operation(self, operation_id: int) -> Operation:
         rows = self._conn.execute(
@@ -433,6 +496,33 @@ class Report:
                     "WHERE allocated_seq < ?1 AND (freed_seq IS NULL OR freed_seq > ?1) "
                     "ORDER BY buffer_type, address", (end_seq[0],))]
 
+    def per_bank_bytes(self, t: TensorInfo) -> int | None:
+        """Bytes the tensor's buffer takes in each bank it is interleaved over (None when not recorded)."""
+        if t.buffer_type is None or t.address is None:
+            return None
+        btype = next((k for k, v in BUFFER_TYPES.items() if v == t.buffer_type), t.buffer_type)
+        row = self._conn.execute(
+            "SELECT max_size_per_bank FROM buffer_lifetimes WHERE device_id IS ? AND address = ? AND buffer_type = ? "
+            "ORDER BY allocated_by_operation_id IS NOT ? LIMIT 1",
+            (t.device_id, t.address, btype, t.producer)).fetchone()
+        return row[0] if row and isinstance(row[0], int) else None
+
+    def banks(self, buffer_type: str) -> int | None:
+        """How many banks an interleaved buffer of `buffer_type` ("L1", "DRAM") spreads over on this report's
+        device: L1's from `devices`; DRAM's from the first op's DRAM bytes over its live buffers' per-bank sizes."""
+        if buffer_type == "L1":
+            row = self._conn.execute("SELECT MIN(l1_num_banks) FROM devices").fetchone()
+            return row[0] if row and isinstance(row[0], int) and row[0] > 0 else None
+        if buffer_type != "DRAM":
+            return None
+        row = self._conn.execute("SELECT operation_id, dram_bytes FROM operations WHERE dram_bytes > 0 "
+                                 "ORDER BY operation_id LIMIT 1").fetchone()
+        if row is None:
+            return None
+        per_bank = sum(b.max_size_per_bank for b in self.buffers(row[0]) if b.buffer_type == "DRAM"
+                       and isinstance(b.max_size_per_bank, int))
+        return round(row[1] / per_bank) if per_bank and isinstance(row[1], int) else None
+
     def errors(self) -> list[ErrorInfo]:
         return [ErrorInfo(*r) for r in self._conn.execute(
             f"SELECT {_ERROR_COLUMNS} FROM errors ORDER BY operation_id")]
@@ -449,8 +539,9 @@ class Report:
         all_self = sum(r["self_s"] or 0 for r in by_name)
         for r in by_name:
             r["percent"] = 100 * (r["self_s"] or 0) / all_self if all_self else math.nan
-        top = self._conn.execute("SELECT COUNT(*), COALESCE(SUM(CASE WHEN depth = 0 THEN duration END), 0) "
-                                 "FROM operations").fetchone()
+        # A TT-NN report (upgraded from 0001) records no depth: its ops count as top-level.
+        top = self._conn.execute("SELECT COUNT(*), COALESCE(SUM(CASE WHEN COALESCE(depth, 0) = 0 THEN duration END), "
+                                 "0) FROM operations").fetchone()
         comparisons = self.sql("""
             SELECT mode, status, COUNT(*) AS count, MIN(pcc) AS lowest_pcc,
                    (SELECT c2.operation_id FROM tensor_comparisons c2 WHERE c2.mode = c.mode
@@ -518,10 +609,17 @@ def expected_file(conn: sqlite3.Connection, tensor_id: int, where):
     if facts is None:
         return Expected(db_shape=dims or None)
     try:
-        shape = json.loads(facts[2]) if facts[2] is not None else None
+        shape = json.loads(facts[2])
     except (TypeError, ValueError):
-        shape = facts[2]  # not a list: no loaded shape equals it, so the file is refused with both shown
-    return Expected(facts[0], facts[1], shape, facts[3], dims or None)
+        shape = None
+    file_bytes, crc, dtype = facts[0], facts[1], facts[3]
+    if not (isinstance(file_bytes, int) and isinstance(crc, int) and isinstance(dtype, str)
+            and isinstance(shape, list) and all(isinstance(d, int) for d in shape)):
+        from ttreport.errors import TensorFileDamagedError
+
+        raise TensorFileDamagedError(f"tensor {tensor_id}: its tensor_files row in {where} is damaged "
+                                     f"({facts!r}), so its file cannot be verified")
+    return Expected(file_bytes, crc, shape, dtype, dims or None)
 
 
 def _id_conditions(ids: list[int]):

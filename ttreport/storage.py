@@ -26,7 +26,6 @@ from pathlib import Path
 import torch
 
 from ttreport.errors import LossWarner, TensorFileDamagedError, TensorFileError
-from ttreport.recorder import FILE_LOST, ROW
 
 TENSORS_DIR = "tensors"
 MAX_PENDING_BYTES = 1 << 30  # values waiting for the disk before the model waits (back-pressure, never loss)
@@ -64,6 +63,8 @@ class TensorStore(threading.Thread):
         self.join()
 
     def run(self) -> None:
+        from ttreport.recorder import FILE_LOST, ROW  # imports device_sim: readers of tensor files do without
+
         folder = self.report_dir / TENSORS_DIR
         while (item := self.queue.get()) is not None:
             tid, rel = item[0], item[1]

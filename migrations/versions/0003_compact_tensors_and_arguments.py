@@ -110,6 +110,9 @@ def upgrade() -> None:
     op.execute(f"""
         INSERT INTO tensor_specs (spec_id, {_SPEC_COLUMNS})
         SELECT ROW_NUMBER() OVER (ORDER BY MIN(tensor_id)), {_SPEC_COLUMNS} FROM tensors GROUP BY {_SPEC_COLUMNS}""")
+    # Each tensor finds its spec through an index: without it, a report whose tensors have many
+    # distinct specs upgraded in quadratic time.
+    op.execute(f"CREATE INDEX ix_upgrade_specs ON tensor_specs ({_SPEC_COLUMNS})")
     op.execute("""
         INSERT INTO tensor_records (tensor_id, spec_id, device_id, address, buffer_type, size, memory_config_source,
                                     producer_operation_id, file)
@@ -118,6 +121,7 @@ def upgrade() -> None:
                                AND s.memory_config IS t.memory_config AND s.padded_shape IS t.padded_shape),
                t.device_id, t.address, t.buffer_type, t.size, t.memory_config_source, t.producer_operation_id, t.file
         FROM tensors t""")
+    op.execute("DROP INDEX ix_upgrade_specs")
     op.drop_table("tensors")  # its index ix_tensors_producer goes with it, and is made again on tensor_records
     op.execute("CREATE INDEX ix_tensors_producer ON tensor_records (producer_operation_id)")
 
