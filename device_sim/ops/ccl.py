@@ -91,23 +91,23 @@ def reset_global_semaphore_value(semaphore: GlobalSemaphore, value: int) -> None
 
 
 # -- what every collective checks ----------------------------------------------------------
-_IGNORED = frozenset({"subdevice_id", "sub_core_grids", "chunks_per_sync", "num_workers_per_link",
-                      "num_buffers_per_channel", "use_l1_small_for_semaphores", "compute_kernel_config",
-                      "intermediate_memory_config", "use_optimal_ccl_for_llama", "use_noc1_only",
-                      "barrier_semaphore", "barrier_semaphores", "rs_global_semaphores", "ag_global_semaphores"})
-
-
-def _check_fabric_args(op_name: str, topology, num_links, extra: dict) -> None:
+# The tuning keywords TT-NN's CCL ops take (subdevice_id, chunks_per_sync, num_workers_per_link, ...)
+# are named in each signature, so a script's call binds as it does in TT-NN; they change how real
+# fabric moves the data, never the result, and are not used here.
+def _check_fabric_args(op_name: str, topology, num_links, tt_nn_only: dict, barrier_semaphore=None,
+                       mesh_device=None, tensor=None) -> None:
     if topology is not None and not isinstance(topology, Topology):
         raise TypeError(f"{op_name}: topology={topology!r}; give ttnn.Topology.Linear or ttnn.Topology.Ring")
     if num_links is not None and (not isinstance(num_links, int) or num_links < 1):
         raise ValueError(f"{op_name}: num_links={num_links!r}; give a positive number of ethernet links")
-    unknown = {k: v for k, v in extra.items() if k not in _IGNORED}
-    if unknown:
-        check_tt_nn_only(op_name, unknown)
-    for name in ("barrier_semaphore",):
-        if extra.get(name) is not None:
-            _check_semaphores(op_name, name, extra[name])
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if barrier_semaphore is not None:
+        _check_semaphores(op_name, "barrier_semaphore", barrier_semaphore)
+    if mesh_device is not None and isinstance(tensor, Tensor):
+        chips = tensor.mesh.get_devices() if isinstance(tensor, MeshTensor) else [tensor._device]
+        if mesh_device.get_devices() != chips:
+            raise ValueError(f"{op_name}: mesh_device={mesh_device!r} is not the mesh tensor {tensor.tensor_id} is on")
 
 
 def _check_semaphores(op_name: str, name: str, sems) -> None:
@@ -211,17 +211,26 @@ def _sum(parts: list[torch.Tensor]) -> torch.Tensor:
 
 @register_op("ttnn.all_gather", mesh_aware=True)
 def all_gather(input_tensor, dim: int, *, cluster_axis: int | None = None, memory_config: MemoryConfig | None = None,
-               output_tensor=None, num_links: int | None = None, topology: Topology | None = None, **tt_nn_only):
-    """Every chip gets the shards of its group joined along `dim` (shape[dim] x group size)."""
-    _check_fabric_args("ttnn.all_gather", topology, num_links, tt_nn_only)
+               output_tensor=None, subdevice_id=None, sub_core_grids=None, num_links: int | None = None,
+               topology: Topology | None = None, chunks_per_sync=None, num_workers_per_link=None,
+               num_buffers_per_channel=None, use_l1_small_for_semaphores: bool = False, mesh_device=None,
+               **tt_nn_only):
+    """Every chip gets the shards of its group joined along `dim` (shape[dim] x group size).
+
+    mesh_device= is the older TT-NN spelling's; when given it must be the tensor's mesh.
+    """
+    _check_fabric_args("ttnn.all_gather", topology, num_links, tt_nn_only, mesh_device=mesh_device,
+                       tensor=input_tensor)
     _no_output_tensor("ttnn.all_gather", output_tensor)
     return _gather("ttnn.all_gather", input_tensor, dim, cluster_axis, memory_config)
 
 
 @register_op("ttnn.reduce_scatter", mesh_aware=True)
-def reduce_scatter(input_tensor, dim: int, *, cluster_axis: int | None = None,
-                   memory_config: MemoryConfig | None = None, output_tensor=None, num_links: int | None = None,
-                   topology: Topology | None = None, **tt_nn_only):
+def reduce_scatter(input_tensor, dim: int, *, cluster_axis: int | None = None, subdevice_id=None,
+                   memory_config: MemoryConfig | None = None, intermediate_memory_config=None, output_tensor=None,
+                   num_links: int | None = None, topology: Topology | None = None, chunks_per_sync=None,
+                   num_workers_per_link=None, num_buffers_per_channel=None, compute_kernel_config=None,
+                   use_l1_small_for_semaphores: bool = False, **tt_nn_only):
     """The group's shards summed, then split along `dim`: the k-th chip of the group keeps the k-th part."""
     _check_fabric_args("ttnn.reduce_scatter", topology, num_links, tt_nn_only)
     _no_output_tensor("ttnn.reduce_scatter", output_tensor)
@@ -229,8 +238,9 @@ def reduce_scatter(input_tensor, dim: int, *, cluster_axis: int | None = None,
 
 
 @register_op("ttnn.all_reduce", mesh_aware=True)
-def all_reduce(input_tensor, *, cluster_axis: int | None = None, memory_config: MemoryConfig | None = None,
-               num_links: int | None = None, topology: Topology | None = None, **tt_nn_only):
+def all_reduce(input_tensor, *, cluster_axis: int | None = None, subdevice_id=None,
+               memory_config: MemoryConfig | None = None, num_links: int | None = None,
+               topology: Topology | None = None, compute_kernel_config=None, **tt_nn_only):
     """Every chip gets the sum of its group's shards."""
     _check_fabric_args("ttnn.all_reduce", topology, num_links, tt_nn_only)
     return _all_reduce("ttnn.all_reduce", input_tensor, cluster_axis, memory_config)
@@ -257,7 +267,9 @@ def point_to_point(input_tensor, sender_coord, receiver_coord, *, output_tensor=
 def all_gather_async(input_tensor, *args, dim: int | None = None, multi_device_global_semaphore=None,
                      cluster_axis: int | None = None, mesh_device=None, topology: Topology = Topology.Ring,
                      persistent_output_buffer=None, persistent_output_tensor=None, num_links: int | None = 1,
-                     memory_config: MemoryConfig | None = None, **tt_nn_only):
+                     memory_config: MemoryConfig | None = None, subdevice_id=None, use_optimal_ccl_for_llama=False,
+                     barrier_semaphore=None, chunks_per_sync=None, num_workers_per_link=None,
+                     num_buffers_per_channel=None, sub_core_grids=None, **tt_nn_only):
     """TT-NN's three overloads: (t, dim, sems), (t, persistent_output_buffer, dim, sems) and
     (t, dim, cluster_axis, mesh_device, topology, sems); the rest by keyword."""
     op_name = "ttnn.experimental.all_gather_async"
@@ -273,7 +285,8 @@ def all_gather_async(input_tensor, *args, dim: int | None = None, multi_device_g
     if dim is None:
         raise TypeError(f"{op_name}() missing the dim to gather along")
     _check_semaphores(op_name, "multi_device_global_semaphore", sems)
-    _check_fabric_args(op_name, topology, num_links, tt_nn_only)
+    _check_fabric_args(op_name, topology, num_links, tt_nn_only, barrier_semaphore,
+                       given.get("mesh_device", mesh_device), input_tensor)
     _no_output_tensor(op_name, persistent_output_buffer if persistent_output_buffer is not None
                       else persistent_output_tensor)
     return _gather(op_name, input_tensor, dim, cluster_axis, memory_config)
@@ -281,14 +294,17 @@ def all_gather_async(input_tensor, *args, dim: int | None = None, multi_device_g
 
 @register_op("ttnn.experimental.reduce_scatter_minimal_async", mesh_aware=True)
 def reduce_scatter_minimal_async(input_tensor, persistent_output_buffers=None, dim: int | None = None,
-                                 multi_device_global_semaphore=None, *, num_links: int | None = 1,
-                                 memory_config: MemoryConfig | None = None, topology: Topology = Topology.Ring,
-                                 cluster_axis: int | None = None, **tt_nn_only):
+                                 multi_device_global_semaphore=None, *, barrier_semaphore=None,
+                                 num_links: int | None = 1, memory_config: MemoryConfig | None = None,
+                                 intermediate_memory_config=None, topology: Topology = Topology.Ring,
+                                 subdevice_id=None, cluster_axis: int | None = None, chunks_per_sync=None,
+                                 num_workers_per_link=None, num_buffers_per_channel=None, compute_kernel_config=None,
+                                 **tt_nn_only):
     op_name = "ttnn.experimental.reduce_scatter_minimal_async"
     if dim is None:
         raise TypeError(f"{op_name}() missing the dim to scatter along")
     _check_semaphores(op_name, "multi_device_global_semaphore", multi_device_global_semaphore)
-    _check_fabric_args(op_name, topology, num_links, tt_nn_only)
+    _check_fabric_args(op_name, topology, num_links, tt_nn_only, barrier_semaphore)
     _no_output_tensor(op_name, persistent_output_buffers if persistent_output_buffers else None)
     return _reduce_scatter(op_name, input_tensor, dim, cluster_axis, memory_config)
 
@@ -296,7 +312,9 @@ def reduce_scatter_minimal_async(input_tensor, persistent_output_buffers=None, d
 @register_op("ttnn.experimental.all_reduce_async", mesh_aware=True)
 def all_reduce_async(input_tensor, *args, cluster_axis: int | None = None, mesh_device=None, math_op=None,
                      memory_config: MemoryConfig | None = None, topology: Topology = Topology.Linear,
-                     num_links: int | None = None, dtype=None, multi_device_global_semaphore=None, **tt_nn_only):
+                     num_links: int | None = None, dtype=None, multi_device_global_semaphore=None,
+                     barrier_semaphores=None, rs_global_semaphores=None, ag_global_semaphores=None, subdevice_id=None,
+                     use_noc1_only: bool = False, use_optimal_ccl_for_llama: bool = False, **tt_nn_only):
     """TT-NN's overloads: (t, num_devices, barrier_sems, rs_sems, ag_sems, math_op),
     (t, cluster_axis, mesh_device, barrier_sems, rs_sems, ag_sems, math_op) and
     (t, buffer_tensor, cluster_axis, mesh_device, sem)."""
@@ -317,7 +335,8 @@ def all_reduce_async(input_tensor, *args, cluster_axis: int | None = None, mesh_
     math_op = given.get("math_op", math_op)
     if math_op is not None and ReduceType(math_op) != ReduceType.Sum:
         raise ValueError(f"{op_name}: math_op={math_op!r}; TT-NN's all_reduce_async sums (ttnn.ReduceType.Sum)")
-    _check_fabric_args(op_name, topology, num_links, tt_nn_only)
+    _check_fabric_args(op_name, topology, num_links, tt_nn_only, mesh_device=given.get("mesh_device", mesh_device),
+                       tensor=input_tensor)
     shards, mesh = _shards(op_name, input_tensor)
     if num_devices is not None and num_devices != len(shards):
         raise ValueError(f"{op_name}: num_devices={num_devices} but the tensor has {len(shards)} shards")
