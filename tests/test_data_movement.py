@@ -263,3 +263,12 @@ def test_narrow_and_reshape_on_device_match_torch(device):
     with pytest.raises(ValueError, match=r"\[60, 70\) does not fit dim 2"):
         ttnn.narrow(t, 2, 60, 10)
     assert torch.equal(ttnn.reshape_on_device(t, 1, 2, 32, 64).value, held(v).reshape(1, 2, 32, 64))
+
+
+def test_to_dtype_converts_host_tensors_and_sends_device_ones_to_typecast(device):
+    host = ttnn.from_torch(torch.linspace(-1, 1, 64).reshape(2, 32))
+    out = ttnn.to_dtype(host, ttnn.bfloat8_b)
+    assert (out.dtype, out.layout, out.storage_type()) == (ttnn.bfloat8_b, ttnn.TILE, ttnn.StorageType.HOST)
+    assert ttnn.to_dtype(host, ttnn.float32).value.dtype == torch.float32
+    with pytest.raises(ValueError, match="use ttnn.typecast"):
+        ttnn.to_dtype(dev(rnd(32, 32), device), ttnn.float32)

@@ -158,6 +158,10 @@ CASES = {
     "ttnn.prod": lambda d: ((x(d, low=0.9, high=1.1),), dict(dim=-1)),
     "ttnn.cumsum": lambda d: ((x(d), 2), dict(reverse_order=True)),
     "ttnn.topk": lambda d: ((x(d), 5), dict(dim=1, largest=False)),
+    "ttnn.softmax_in_place": unary(),
+    **{f"ttnn.{n}": lambda d: ((x(d, 2, 4, 32, 32), 0.25, x(d, 2, 1, 1, 32, seed=3)), {})
+       for n in ["scale_mask_softmax_in_place", "scale_causal_mask_hw_dims_softmax_in_place"]},
+    "ttnn.to_dtype": lambda d: ((dev(rnd(4, 64), None, layout=ttnn.ROW_MAJOR), ttnn.float32), {}),
     "ttnn.group_norm": lambda d: ((x(d, 2, 1, 64, 64),), dict(num_groups=8, epsilon=1e-5, weight=x(d, 64, seed=1),
                                                               bias=x(d, 64, seed=2))),
     # in place (the harness reads golden inputs before the op writes into them), indexing and fill

@@ -346,3 +346,14 @@ from device_sim.ops.group_norm import (  # noqa: E402, F401
 )
 
 __all__ += ["create_group_norm_input_mask", "create_group_norm_weight_bias_rm", "group_norm"]
+
+# In-place softmax (ops/normalization.py) and host dtype conversion (ops/data_movement.py).
+from device_sim.ops.data_movement import to_dtype  # noqa: E402, F401
+from device_sim.ops.normalization import (  # noqa: E402, F401
+    scale_causal_mask_hw_dims_softmax_in_place,
+    scale_mask_softmax_in_place,
+    softmax_in_place,
+)
+
+__all__ += ["to_dtype", "scale_causal_mask_hw_dims_softmax_in_place", "scale_mask_softmax_in_place",
+            "softmax_in_place"]

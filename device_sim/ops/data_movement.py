@@ -448,3 +448,18 @@ def copy(input_a: Tensor, input_b: Tensor, **tt_nn_only) -> Tensor:
                          f"copy needs equal shapes")
     input_b._write(a)
     return input_b
+
+
+@register_op("ttnn.to_dtype", golden=lambda t, dtype, *_, **__: t.to(dtypes.TORCH_DTYPE[DataType(dtype)]))
+def to_dtype(input_tensor: Tensor, dtype: DataType, **tt_nn_only) -> Tensor:
+    """A host tensor's values in another dtype (block floats come out in TILE layout); on the device, use
+    ttnn.typecast."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.to_dtype", tt_nn_only)
+    v = _vals("ttnn.to_dtype", input_tensor)
+    if input_tensor._device is not None:
+        raise ValueError(f"ttnn.to_dtype converts host tensors; tensor {input_tensor.tensor_id} is on device "
+                         f"{input_tensor._device.device_id}: use ttnn.typecast(tensor, dtype) there")
+    dtype = DataType(dtype)
+    layout = Layout.TILE if dtype.is_block_float else input_tensor.layout
+    return Tensor._create(dtypes.to_device_values(v, dtype), dtype, layout, None, None, None)

@@ -99,3 +99,50 @@ def embedding(input_tensor: Tensor, weight: Tensor, *, layout: Layout = Layout.R
         raise IndexError(f"ttnn.embedding: id {bad} is outside the table's {vocab} rows (0..{vocab - 1})")
     return output(_embedding_golden(ids, w), weight, ins, op_name="ttnn.embedding", dtype=dtype, layout=layout,
                   memory_config=memory_config)
+
+
+# -- in-place softmax: TT-NN's kernels write the result over the input and return it -------------
+
+def _scale_mask_softmax_golden(t, scale=None, mask=None, *_, **__):
+    x = t.float() if scale is None else t.float() * scale
+    return torch.softmax(x if mask is None else x + mask.float(), -1)  # an additive mask, as TT-NN's
+
+
+def _in_place(op_name: str, input_tensor: Tensor, value: torch.Tensor) -> Tensor:
+    device_inputs(op_name, input_tensor)
+    input_tensor._write(value)
+    return input_tensor
+
+
+@register_op("ttnn.softmax_in_place", golden=_softmax_golden)
+def softmax_in_place(input_tensor: Tensor, dim: int = -1, **tt_nn_only) -> Tensor:
+    """Softmax over `dim`, written over the input (same buffer and tensor id), which is returned."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.softmax_in_place", tt_nn_only)
+    return _in_place("ttnn.softmax_in_place", input_tensor,
+                     _softmax_golden(values(input_tensor, "ttnn.softmax_in_place"), dim))
+
+
+def _scale_mask(name: str):
+    op_name = f"ttnn.{name}"
+
+    def op(input_tensor: Tensor, scale: float | None = None, mask: Tensor | None = None, *,
+           is_causal_mask: bool = False, **tt_nn_only) -> Tensor:
+        if tt_nn_only:
+            check_tt_nn_only(op_name, tt_nn_only)
+        device_inputs(op_name, input_tensor, mask)
+        x, m = values(input_tensor, op_name), values(mask, op_name) if mask is not None else None
+        try:
+            y = _scale_mask_softmax_golden(x, scale, m)
+        except RuntimeError:
+            raise ValueError(f"{op_name}: mask of shape {list(m.shape)} does not broadcast to the input's "
+                             f"{list(x.shape)}") from None
+        return _in_place(op_name, input_tensor, y)
+
+    op.__doc__ = ("softmax(input * scale + mask) over the last dim, written over the input and returned; "
+                  "is_causal_mask says how TT-NN's kernel reads the mask and changes no value.")
+    return register_op(op_name, golden=_scale_mask_softmax_golden)(op)
+
+
+scale_mask_softmax_in_place = _scale_mask("scale_mask_softmax_in_place")
+scale_causal_mask_hw_dims_softmax_in_place = _scale_mask("scale_causal_mask_hw_dims_softmax_in_place")
