@@ -212,7 +212,8 @@ class Tensor:
     def to_torch(self, **kwargs) -> torch.Tensor:
         return ops.to_torch(self, **kwargs)
 
-    def cpu(self) -> Tensor:
+    def cpu(self, blocking: bool = True, cq_id=None) -> Tensor:
+        """The tensor read back to the host (TT-NN's blocking and cq_id change nothing: ops run synchronously)."""
         return ops.from_device(self)
 
     from_device = cpu

@@ -133,3 +133,20 @@ def test_copy_into_a_tensor_of_another_spec_names_both(device):
         ttnn.copy_host_to_device_tensor(host, out)
     with pytest.raises(ValueError, match="is on the host; make it with ttnn.allocate_tensor_on_device"):
         ttnn.copy_host_to_device_tensor(host, host)
+
+
+def test_as_tensor_caches_the_whole_tensor_and_shards_it_over_a_mesh_on_load(tmp_path):
+    mesh = ttnn.open_mesh_device(ttnn.MeshShape(1, 2))
+    try:
+        w = torch.randn(32, 64)
+        kw = dict(dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh, memory_config=ttnn.DRAM,
+                  cache_file_name=tmp_path / "w", mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=1))
+        ttnn.as_tensor(w, **kw)
+        cached = ttnn.load_tensor(cache_path(tmp_path / "w", ttnn.bfloat16, ttnn.TILE))
+        assert cached.shape == (32, 64)  # one file, unsharded: it serves a mesh of any size
+        loaded = ttnn.as_tensor(None, **kw)
+        assert [t.shape for t in ttnn.get_device_tensors(loaded)] == [(32, 32), (32, 32)]
+        joined = ttnn.to_torch(loaded, mesh_composer=ttnn.ConcatMeshToTensor(mesh, dim=1))
+        assert torch.equal(joined, w.bfloat16())
+    finally:
+        ttnn.close_mesh_device(mesh)

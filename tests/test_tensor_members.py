@@ -42,3 +42,9 @@ def test_shape_indexes_and_slices_like_a_tuple(device):
     t = ttnn.from_torch(torch.ones(2, 3, 4), dtype=ttnn.bfloat16, device=device)
     assert (t.shape[0], t.shape[-1], t.shape[1:]) == (2, 4, ttnn.Shape([3, 4]))
     assert t.shape.rank == 3 and list(t.shape) == [2, 3, 4]
+
+
+def test_cpu_takes_tt_nns_blocking_and_queue_arguments(device):
+    t = ttnn.from_torch(torch.ones(2, 2), dtype=ttnn.bfloat16, device=device)
+    host = t.cpu(blocking=False, cq_id=0)
+    assert host.device() is None and torch.equal(host.to_torch(), t.to_torch())

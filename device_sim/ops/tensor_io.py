@@ -36,7 +36,7 @@ def _tensor_golden(data=None, *args, tensor=None, **_):
     return data if isinstance(data, torch.Tensor) else torch.as_tensor(data)
 
 
-@register_op("ttnn.Tensor", golden=_tensor_golden)
+@register_op("ttnn.Tensor", golden=_tensor_golden, mesh_aware=True)  # place() spreads it over a mesh
 def tensor(data=None, *args, tensor=None, data_type: DataType | None = None, dtype: DataType | None = None, device=None,
            layout: Layout | None = None, mem_config: MemoryConfig | None = None,
            memory_config: MemoryConfig | None = None, tile: Tile | None = None, pad_value=None, cq_id=None,
@@ -119,7 +119,7 @@ def _as_tensor_golden(tensor, dtype=None, *, preprocess=None, **_):
     return preprocess(tensor) if preprocess is not None else tensor
 
 
-@register_op("ttnn.as_tensor", golden=_as_tensor_golden)
+@register_op("ttnn.as_tensor", golden=_as_tensor_golden, mesh_aware=True)
 def as_tensor(tensor, dtype: DataType | None = None, *, layout: Layout | None = Layout.ROW_MAJOR, device=None,
               memory_config: MemoryConfig | None = None, cache_file_name=None, preprocess=None, mesh_mapper=None,
               use_device_tilizer: bool = False, **tt_nn_only) -> Tensor:
@@ -143,35 +143,33 @@ def as_tensor(tensor, dtype: DataType | None = None, *, layout: Layout | None = 
     if use_device_tilizer and (device is None or layout != Layout.TILE):
         raise ValueError("ttnn.as_tensor: use_device_tilizer=True needs a device and layout=ttnn.TILE")
 
-    def convert(on_device) -> Tensor:
+    def convert(on_device, mapper) -> Tensor:
         t = preprocess(tensor) if preprocess is not None else tensor
         # The hooked from_torch, so a capture shows it nested in as_tensor, as TT-NN's as_tensor calls it.
-        return from_torch(t, dtype, layout=layout, device=on_device, memory_config=memory_config,
-                          mesh_mapper=mesh_mapper)
+        return from_torch(t, dtype, layout=layout, device=on_device, memory_config=memory_config, mesh_mapper=mapper)
 
     if cache_file_name is None:
-        return convert(device)
+        return convert(device, mesh_mapper)
     path = cache_path(cache_file_name, dtype, layout)
+    host = None
     if path.is_file():
         try:
             host = serialization.load_tensor(path)
         except serialization.TensorFileError:
-            host = None  # unreadable (an interrupted write from before the atomic rename, a newer format): rebuild
-        if host is not None:
-            return _to_device(host, device, memory_config)
-    if tensor is None:
-        raise FileNotFoundError(f"ttnn.as_tensor: no cache file {path} and no tensor to build it from")
-    host = convert(None)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    serialization.dump_tensor(path, host)
-    return _to_device(host, device, memory_config)
-
-
-def _to_device(host: Tensor, device, memory_config) -> Tensor:
-    if device is None:
+            host = None  # unreadable (a newer format, a damaged file): rebuilt below
+    if host is None:
+        if tensor is None:
+            raise FileNotFoundError(f"ttnn.as_tensor: no cache file {path} and no tensor to build it from")
+        # The whole tensor, unsharded, so one cache file serves any mesh (TT-NN caches a replicated one so).
+        host = convert(None, None)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        serialization.dump_tensor(path, host)
+    if device is None and mesh_mapper is None:
         return host
-    cfg, source = placement.resolve(memory_config, [], "ttnn.as_tensor")
-    return Tensor._create(host.value, host.dtype, host.layout, device, cfg, source, host.tile)
+    # The values are already the device's (rounding them again changes nothing); place() spreads them
+    # over a mesh when there is one.
+    return place(host.value, host.dtype, host.layout, device, memory_config, host.tile, mesh_mapper,
+                 "ttnn.as_tensor")
 
 
 # -- allocate and copy ---------------------------------------------------------------------------------------------
