@@ -214,3 +214,16 @@ def test_conv1d_matches_torch_and_returns_its_output_length(device):
     ref = F.conv1d(x, w, b, stride=2, padding=1)  # [N, OC, OL]
     assert length == ref.shape[2] == 10 and out.shape == (1, 1, 2 * 10, 4)
     torch.testing.assert_close(out.value.reshape(2, 10, 4).transpose(1, 2), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_runs_tt_nn_tutorial_calls_without_device_and_with_groups_0(device):
+    # ttnn/tutorials/basic_python/ttnn_basic_conv.py: device-resident weights, no device=, groups=0, a 1 x N*H*W image
+    x, w = randn(1, 4, 3), randn(4, 3, 3, 3, seed=1)
+    out = ttnn.conv2d(input_tensor=ttnn.from_torch(x.reshape(1, 1, 4, 3), device=device),
+                      weight_tensor=ttnn.from_torch(w, device=device),
+                      bias_tensor=ttnn.zeros((1, 1, 1, 4), device=device), in_channels=3, out_channels=4,
+                      kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), batch_size=1, input_height=1, input_width=4,
+                      conv_config=ttnn.Conv2dConfig(weights_dtype=ttnn.bfloat16), groups=0)
+    ref = F.conv2d(x.permute(2, 0, 1)[None], w, padding=1)  # [1, 4, 1, 4]
+    assert out.device() == device and out.shape == (1, 1, 4, 4)
+    torch.testing.assert_close(out.value.float().reshape(1, 1, 4, 4).permute(0, 3, 1, 2), ref, rtol=1e-4, atol=1e-4)

@@ -95,7 +95,14 @@ def _prepared(w_oihw: torch.Tensor) -> torch.Tensor:
     return w_oihw.permute(2, 3, 1, 0).reshape(1, 1, kh * kw * cg, oc)
 
 
+def _groups(groups: int) -> int:
+    # TT-NN's own tutorials (ttnn_basic_conv.py, ttnn_simplecnn_inference.py) pass groups=0 meaning "no
+    # groups", and run; device_sim reads 0 as 1 (not checked against TT-NN's C++, which was not run).
+    return 1 if groups == 0 else groups
+
+
 def _check_conv_args(in_channels, out_channels, groups, conv_config, slice_config, op_name):
+    groups = _groups(groups)
     if groups < 1 or in_channels % groups or out_channels % groups:
         raise ValueError(f"{op_name}: groups={groups} must divide in_channels={in_channels} and "
                          f"out_channels={out_channels}")
@@ -110,7 +117,7 @@ def _conv2d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, b
                    input_width, kernel_size, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1,
                    bias_tensor=None, conv_config=None, **__):
     op_name = "ttnn.conv2d"
-    kernel = _pair(kernel_size, "kernel_size", op_name)
+    kernel, groups = _pair(kernel_size, "kernel_size", op_name), _groups(groups)
     x = _nchw(input_tensor, batch_size, input_height, input_width, in_channels, op_name)
     w = _conv_weight(weight_tensor, in_channels, out_channels, kernel, groups, op_name)
     b = bias_tensor.float().reshape(-1) if bias_tensor is not None else None
@@ -121,7 +128,7 @@ def _conv2d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, b
 
 
 @register_op("ttnn.conv2d", golden=_conv2d_golden)
-def conv2d(*, input_tensor: Tensor, weight_tensor: Tensor, device, in_channels: int, out_channels: int,
+def conv2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_channels: int, out_channels: int,
            batch_size: int, input_height: int, input_width: int, kernel_size, stride=(1, 1), padding=(0, 0),
            dilation=(1, 1), groups: int = 1, dtype: DataType | None = None, bias_tensor: Tensor | None = None,
            conv_config: Conv2dConfig | None = None, compute_config=None, memory_config: MemoryConfig | None = None,
@@ -133,11 +140,12 @@ def conv2d(*, input_tensor: Tensor, weight_tensor: Tensor, device, in_channels: 
     weight_tensor is [out_channels, in_channels/groups, KH, KW] (torch's layout, normally on the host)
     or prepared by ttnn.prepare_conv_weights / an earlier return_weights_and_bias=True. padding is
     (h, w) or (top, bottom, left, right). Returns the output, then (OH, OW) if return_output_dim, then
-    (weights, bias) prepared on the device if return_weights_and_bias.
+    (weights, bias) prepared on the device if return_weights_and_bias. device defaults to the input's.
     """
     op_name = "ttnn.conv2d"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
+    device = device if device is not None else input_tensor.device()
     _check_conv_args(in_channels, out_channels, groups, conv_config, slice_config, op_name)
     device_inputs(op_name, *(t for t in (input_tensor, weight_tensor, bias_tensor)
                              if isinstance(t, Tensor) and t.device() is not None))
@@ -167,11 +175,11 @@ def conv2d(*, input_tensor: Tensor, weight_tensor: Tensor, device, in_channels: 
 
 def _weights_on_device(weight_tensor, bias_tensor, args, device, conv_config, op_name):
     """The prepared (weights, bias) conv2d returns: the given tensors when already prepared on the device."""
-    kernel = _pair(args["kernel_size"], "kernel_size", op_name)
+    kernel, groups = _pair(args["kernel_size"], "kernel_size", op_name), _groups(args["groups"])
     w_dtype = conv_config.weights_dtype if conv_config is not None and conv_config.weights_dtype else None
     if weight_tensor.device() is None:
         w = _prepared(_conv_weight(args["weight_tensor"], args["in_channels"], args["out_channels"], kernel,
-                                   args["groups"], op_name))
+                                   groups, op_name))
         weight_tensor = _make(w, device, [], op_name=op_name, dtype=w_dtype or weight_tensor.dtype,
                               layout=Layout.TILE, memory_config=placement.get_default_memory_config())
     if bias_tensor is not None and bias_tensor.device() is None:
@@ -183,7 +191,7 @@ def _weights_on_device(weight_tensor, bias_tensor, args, device, conv_config, op
 
 def _prepare_conv_weights_golden(*_, weight_tensor, in_channels, out_channels, kernel_size, groups, **__):
     kernel = _pair(kernel_size, "kernel_size", "ttnn.prepare_conv_weights")
-    return _prepared(_conv_weight(weight_tensor, in_channels, out_channels, kernel, groups,
+    return _prepared(_conv_weight(weight_tensor, in_channels, out_channels, kernel, _groups(groups),
                                   "ttnn.prepare_conv_weights"))
 
 
@@ -398,7 +406,7 @@ def _conv1d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, b
 
 
 @register_op("ttnn.conv1d", golden=_conv1d_golden)
-def conv1d(*, input_tensor: Tensor, weight_tensor: Tensor, device, in_channels: int, out_channels: int,
+def conv1d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_channels: int, out_channels: int,
            batch_size: int, input_length: int, kernel_size: int, stride: int = 1, padding: int = 0,
            dilation: int = 1, groups: int = 1, dtype: DataType | None = None, bias_tensor: Tensor | None = None,
            conv_config: Conv2dConfig | None = None, compute_config=None, memory_config: MemoryConfig | None = None,
@@ -409,6 +417,7 @@ def conv1d(*, input_tensor: Tensor, weight_tensor: Tensor, device, in_channels: 
     op_name = "ttnn.conv1d"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
+    device = device if device is not None else input_tensor.device()
     _check_conv_args(in_channels, out_channels, groups, conv_config, None, op_name)
     device_inputs(op_name, *(t for t in (input_tensor, weight_tensor, bias_tensor)
                              if isinstance(t, Tensor) and t.device() is not None))
