@@ -64,3 +64,12 @@ def test_a_single_device_report_shows_no_per_device_lines(tmp_path, device):
         ttnn.relu(ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device, memory_config=ttnn.L1))
     summary = CliRunner().invoke(main, ["summary", str(tmp_path / "one")], catch_exceptions=False).output
     assert "by device" not in summary
+
+
+def test_a_mesh_report_carries_the_cluster_descriptor_tt_nn_writes(mesh_report, tmp_path, device):
+    text = (mesh_report / "cluster_descriptor.yaml").read_text()
+    assert "ethernet_connections: [" in text and "   7: Wormhole," in text  # the whole 2x4 system
+    assert "[{chip: 0, chan: 8}, {chip: 1, chan: 0}]," in text  # chip 0 to its east neighbour
+    with ttreport.capture(tmp_path / "one"):
+        ttnn.relu(ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device))
+    assert not (tmp_path / "one" / "cluster_descriptor.yaml").exists()  # one chip: no topology

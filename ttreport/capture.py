@@ -37,6 +37,7 @@ from pathlib import Path
 import torch
 
 import device_sim
+import device_sim.mesh
 from ttreport import db, golden, schema
 from ttreport.config import Config
 from ttreport.errors import (
@@ -234,6 +235,7 @@ class Capture(contextlib.ContextDecorator):
                 self.recorder.restore_devices()
                 self._restore_signal_handlers()
                 atexit.unregister(self._at_exit)
+                _write_cluster_descriptor(self.path, self.recorder)
             finally:
                 with _lock:
                     _active = None
@@ -418,9 +420,17 @@ def _prepare(path: Path, overwrite: bool) -> int:
     return fd
 
 
+def _write_cluster_descriptor(path: Path, recorder) -> None:
+    # TT-NN's reports carry the machine's cluster descriptor, which ttnn-visualizer's topology view reads.
+    # Written when the run used several chips (a mesh): one chip has no topology to show.
+    if len(recorder.chips()) > 1:
+        (path / CLUSTER_DESCRIPTOR_FILE).write_text(device_sim.mesh.cluster_descriptor_yaml())
+
+
+CLUSTER_DESCRIPTOR_FILE = "cluster_descriptor.yaml"
 # What a capture writes into its folder (besides tensors/ and LOCK_FILE): all that overwrite=True deletes.
 CAPTURE_FILES = (db.DB_FILE, f"{db.DB_FILE}-wal", f"{db.DB_FILE}-shm", f"{db.DB_FILE}-journal", CONFIG_FILE,
-                 f".{CONFIG_FILE}.tmp", RESERVE_FILE)
+                 f".{CONFIG_FILE}.tmp", RESERVE_FILE, CLUSTER_DESCRIPTOR_FILE)
 # A tensor file (or its temporary name while written): tensors/<id>.pt, tensors/.<id>.pt.tmp, ...
 _TENSOR_FILE = re.compile(r"\.?\d+\.(pt|bin)(\.[A-Za-z0-9_]+)*")
 

@@ -316,6 +316,10 @@ class Recorder:
         for buf in memory.live_buffers():
             self.queue.put(_alloc(buf, seq, None, self.config.buffer_pages))
 
+    def chips(self) -> list:
+        """The chips the capture recorded (devices with their own memory; a mesh counts as its chips)."""
+        return [d for d in self._devices if getattr(d, "memory", None) is not None]
+
     def _buffer_listener(self):
         # A closure over locals: this runs twice per op in a typical model, so every lookup counts.
         # It never waits for the writer: a free can run on any thread, the writer's included (GC).
