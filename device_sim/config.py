@@ -10,9 +10,10 @@ script, into `root_report_path/<report_name>_<mondd>_<HHMM>` (TT-NN's report_pat
 device_sim never imports ttreport (DESIGN.md). The report comes from whichever package
 registers a `device_sim.reporters` entry point (ttreport does, in pyproject.toml): it is
 looked up and imported only when logging is switched on, and is called as
-`start(ttnn.CONFIG)`, returning an object whose `stop()` closes the report. Switching
-`ttnn.CONFIG.enable_logging` (or `ttnn.manage_config("enable_logging", ...)`) on and off at
-run time starts and stops it too.
+`start(ttnn.CONFIG)`, returning an object whose `stop()` closes the report (and whose
+`status` is None while it runs). As in TT-NN, switching `ttnn.CONFIG.enable_logging` (or
+`ttnn.manage_config("enable_logging", ...)`) off and on again pauses and resumes logging
+into the same report; `device_sim.config.stop_reporting()` or interpreter exit closes it.
 
 One departure from TT-NN 0.81: TT-NN logs nothing while `enable_fast_runtime_mode` is true
 (its default) and only warns. device_sim has no separate fast path, so `enable_logging`
@@ -28,6 +29,8 @@ import os
 import re
 import warnings
 from pathlib import Path
+
+from device_sim import registry
 
 ENV_VAR = "TTNN_CONFIG_OVERRIDES"
 PATH_ENV_VAR = "TTNN_CONFIG_PATH"
@@ -193,20 +196,33 @@ def apply_environment(environ=None) -> None:
 
 
 # -- the reporter -------------------------------------------------------------------------------
-_reporter = None  # what the reporter's start() returned while logging is on
+_reporter = None  # what the reporter's start() returned: an object with stop() and `status` (None while running)
+_reporter_hook = None  # the device_sim hook it installed, taken out while logging is paused
 
 
 def _sync_reporter() -> None:
-    global _reporter
-    if CONFIG.enable_logging and _reporter is None:
-        _reporter = _load_reporter()(CONFIG)
-    elif not CONFIG.enable_logging and _reporter is not None:
-        reporter, _reporter = _reporter, None
+    """enable_logging on: start the report (or resume it); off: pause it. TT-NN toggles logging into one report."""
+    global _reporter, _reporter_hook
+    if CONFIG.enable_logging:
+        if _reporter is None or getattr(_reporter, "status", None) is not None:
+            _reporter = _load_reporter()(CONFIG)
+            _reporter_hook = registry.get_hook()
+        elif registry.get_hook() is None:
+            registry.set_hook(_reporter_hook)
+    elif _reporter is not None and registry.get_hook() is _reporter_hook:
+        registry.set_hook(None)
+
+
+def stop_reporting() -> None:
+    """Close the report enable_logging started (it also closes at interpreter exit)."""
+    global _reporter, _reporter_hook
+    reporter, _reporter, _reporter_hook = _reporter, None, None
+    if reporter is not None:
         reporter.stop()
 
 
 def active_reporter():
-    """The running report that ttnn.CONFIG.enable_logging started, or None."""
+    """The report that ttnn.CONFIG.enable_logging started and that is still open, or None."""
     return _reporter
 
 

@@ -120,20 +120,29 @@ def test_tt_nn_settings_map_onto_ttreports_config(tmp_path):
     assert (plain.buffer_pages, plain.tensors, plain.comparison) == (False, "none", "off")
 
 
-def test_manage_config_turns_logging_on_for_a_block_and_closes_the_report(tmp_path, device, restore_config):
+def test_logging_switched_off_and_on_pauses_and_resumes_one_report(tmp_path, device, restore_config):
     restore_config.root_report_path = tmp_path
     restore_config.report_name = "block"
-    with ttnn.manage_config("enable_logging", True):
-        capture = ttnn_config.active_reporter()
-        ttnn.exp(ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device))
-    assert ttnn_config.active_reporter() is None and ttnn.get_hook() is None
+    x = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device)
+    try:
+        with ttnn.manage_config("enable_logging", True):
+            capture = ttnn_config.active_reporter()
+            ttnn.exp(x)
+            with ttnn.manage_config("enable_logging", False):  # as model preprocessing does
+                ttnn.neg(x)
+            assert ttnn_config.active_reporter() is capture
+            ttnn.sin(x)
+        assert ttnn.get_hook() is None and capture.status is None  # paused, still open
+        ttnn.cos(x)
+    finally:
+        ttnn_config.stop_reporting()
     assert capture.status == "complete" and capture.path.parent == tmp_path
     con = sqlite3.connect(capture.db_path)
     try:
         names = [r[0] for r in con.execute("SELECT name FROM operations ORDER BY operation_id")]
     finally:
         con.close()
-    assert names == ["ttnn.from_torch", "ttnn.exp"] and ttnn.CONFIG.enable_logging is False
+    assert names == ["ttnn.exp", "ttnn.sin"] and ttnn.CONFIG.enable_logging is False
 
 
 def test_a_detailed_report_without_logging_warns_as_tt_nn_does(restore_config):
