@@ -29,7 +29,7 @@ def test_group_norm_matches_torch_with_tt_nns_padded_weights_and_mask(device, ch
     x, g, b = rnd(2, 1, 64, channels), rnd(channels, seed=1), rnd(channels, seed=2)
     out = ttnn.group_norm(
         dev(x, device), num_groups=groups, epsilon=1e-5,
-        input_mask=dev(ttnn.create_group_norm_input_mask(channels, groups, cores), device, dtype=ttnn.bfloat16),
+        input_mask=ttnn.to_device(ttnn.create_group_norm_input_mask(channels, groups, cores), device),
         weight=dev(ttnn.create_group_norm_weight_bias_rm(g, channels, cores), device, layout=ttnn.ROW_MAJOR),
         bias=dev(ttnn.create_group_norm_weight_bias_rm(b, channels, cores), device, layout=ttnn.ROW_MAJOR))
     torch.testing.assert_close(out.value, torch_group_norm(x, groups, g, b), rtol=1e-5, atol=1e-5)
@@ -51,8 +51,11 @@ def test_tt_nns_weight_layout_pads_each_core_chunk_to_32(device):
 
 
 def test_tt_nns_input_mask_marks_each_groups_columns_in_the_tiles_it_spans():
-    mask = ttnn.create_group_norm_input_mask(96, 8, 1)  # 12 channels a group; group 2 spans columns 24..35
-    assert mask.shape == (1, 8, 32, 64)
+    tensor = ttnn.create_group_norm_input_mask(96, 8, 1)  # 12 channels a group; group 2 spans columns 24..35
+    assert (tensor.shape, tensor.dtype, tensor.layout) == ((1, 8, 32, 64), ttnn.bfloat16, ttnn.TILE)
+    assert tensor.storage_type() == ttnn.StorageType.HOST
+    assert ttnn.create_group_norm_input_mask(96, 8, 1, ttnn.bfloat8_b).dtype == ttnn.bfloat8_b
+    mask = tensor.value
     assert mask[0, 2, 0].nonzero().flatten().tolist() == list(range(24, 36))
     assert bool((mask[0, 2] == mask[0, 2, :1]).all())  # every row of the tile alike
 

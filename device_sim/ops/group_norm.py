@@ -5,8 +5,8 @@
     N, HW, C, G = 1, 64, 64, 8
     x = ttnn.from_torch(torch.randn(N, 1, HW, C), layout=ttnn.TILE, device=device)       # [N, 1, H*W, C]
     gamma = ttnn.create_group_norm_weight_bias_rm(torch.ones(C), C, 1)                   # TT-NN's [1, 1, -1, 32]
-    mask = ttnn.create_group_norm_input_mask(C, G, 1)
-    y = ttnn.group_norm(x, num_groups=G, input_mask=ttnn.from_torch(mask, layout=ttnn.TILE, device=device),
+    mask = ttnn.to_device(ttnn.create_group_norm_input_mask(C, G, 1), device)            # a host tensor, as TT-NN's
+    y = ttnn.group_norm(x, num_groups=G, input_mask=mask,
                         weight=ttnn.from_torch(gamma, device=device), epsilon=1e-5)
 
 As TT-NN's models use it, the input holds channels last ([N, 1, H*W, C], or any [N, ..., C]);
@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from device_sim import dtypes
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
@@ -41,9 +42,11 @@ def create_group_norm_weight_bias_rm(input_tensor: torch.Tensor, num_channels: i
     return chunks.reshape(1, 1, -1, 32)
 
 
-def create_group_norm_input_mask(num_channel: int, num_groups: int, num_cores_across_channel: int) -> torch.Tensor:
+def create_group_norm_input_mask(num_channel: int, num_groups: int, num_cores_across_channel: int,
+                                 data_type: DataType = DataType.BFLOAT16) -> Tensor:
     """TT-NN's group_norm input mask: [1, num_groups, 32, 32 * tiles a group can span], ones over each
-    group's columns within the tiles it spans on its core. A torch bfloat16 tensor."""
+    group's columns within the tiles it spans on its core. A host tensor in TILE layout, as TT-NN's
+    (move it with ttnn.to_device)."""
     if num_channel % num_groups or num_groups % num_cores_across_channel:
         raise ValueError(f"create_group_norm_input_mask: num_channel={num_channel} must divide into "
                          f"num_groups={num_groups}, and those over num_cores_across_channel="
@@ -51,12 +54,13 @@ def create_group_norm_input_mask(num_channel: int, num_groups: int, num_cores_ac
     width = num_channel // num_groups
     # The most 32-wide tiles one group touches, over the groups laid end to end.
     span = max((g * width + width - 1) // 32 - (g * width) // 32 + 1 for g in range(num_groups))
-    mask = torch.zeros((1, num_groups, 32, 32 * span), dtype=torch.bfloat16)
+    mask = torch.zeros((1, num_groups, 32, 32 * span))
     per_core = num_groups // num_cores_across_channel
     for g in range(num_groups):
         start = (g % per_core) * width % 32  # where the group starts inside its first tile, on its core
         mask[:, g, :, start:min(start + width, mask.shape[3])] = 1
-    return mask
+    dtype = DataType(data_type)
+    return Tensor._create(dtypes.to_device_values(mask, dtype), dtype, Layout.TILE, None, None, None)
 
 
 def _affine(op_name: str, name: str, w, channels: int):
