@@ -114,6 +114,7 @@ __all__ += [
 ]
 
 # Compute kernel configs, program configs and fused activations (issue 10: configs and numerics).
+from device_sim.activations import SigmoidMode  # noqa: E402
 from device_sim.compute_config import (  # noqa: E402
     BlackholeComputeKernelConfig,
     GrayskullComputeKernelConfig,
@@ -142,7 +143,7 @@ __all__ += [
     "LayerNormShardedMultiCoreProgramConfig", "MatmulMultiCoreReuseMultiCast1DProgramConfig",
     "MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig", "MatmulMultiCoreReuseMultiCastProgramConfig",
     "MatmulMultiCoreReuseProgramConfig", "SDPAProgramConfig", "SoftmaxDefaultProgramConfig",
-    "SoftmaxShardedMultiCoreProgramConfig", "UnaryOpType", "UnaryWithParam",
+    "SoftmaxShardedMultiCoreProgramConfig", "UnaryOpType", "UnaryWithParam", "SigmoidMode",
 ]
 
 # Conv configs (issue 9, part C: device_sim/conv_config.py).

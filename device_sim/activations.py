@@ -17,8 +17,17 @@ import torch.nn.functional as F
 
 from device_sim import numerics
 from device_sim.program_configs import UnaryOpType, UnaryWithParam
+from device_sim.types import _TTEnum
 
 T = UnaryOpType
+
+
+class SigmoidMode(_TTEnum):
+    """ttnn.sigmoid's mode= (TT-NN's SigmoidMode): both faster modes use numerics.sigmoid_approx here."""
+
+    Accurate = 0
+    AccurateWithFastExp = 1
+    FastApproximate = 2
 
 
 def _approximable(name: str, exact):

@@ -151,7 +151,7 @@ class MatmulMultiCoreReuseMultiCast1DProgramConfig:
     per_core_M: int
     per_core_N: int
     fuse_batch: bool
-    fused_activation: UnaryWithParam | None
+    fused_activation: UnaryWithParam | None = None  # optional in 0.81: model code leaves it out
     mcast_in0: bool
     gather_in0: bool = False
     hop_cores: CoreRangeSet = field(default_factory=lambda: CoreRangeSet([]))
@@ -172,7 +172,7 @@ class MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig:
     in0_block_w: int
     per_core_M: int
     per_core_N: int
-    fused_activation: UnaryWithParam | None
+    fused_activation: UnaryWithParam | None = None
 
     def __post_init__(self):
         _positive_ints(self, ("in0_block_w", "per_core_M", "per_core_N"))

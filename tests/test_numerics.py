@@ -132,3 +132,23 @@ def test_numerics_matmul_keeps_torchs_vector_rules():
     a, b = torch.randn(3, 64), torch.randn(64)
     assert numerics.matmul(a, b, n).shape == (3,)
     assert numerics.matmul(b, a.T, n).shape == (3,)
+
+
+def test_conv2d_runs_as_an_im2col_matmul_on_the_engine():
+    g = torch.Generator().manual_seed(4)
+    x, w, b = (torch.randn(*s, generator=g).bfloat16().float() for s in ((2, 8, 10, 10), (6, 4, 3, 3), (6,)))
+    exact = torch.nn.functional.conv2d(x, w, b, stride=(2, 1), dilation=(1, 2), groups=2)
+    hifi4 = numerics.conv2d(x, w, b, (2, 1), (1, 2), 2, Numerics(F.HiFi4, False, True, False))
+    lofi = numerics.conv2d(x, w, b, (2, 1), (1, 2), 2, Numerics(F.LoFi, False, False, False))
+    torch.testing.assert_close(hifi4, exact)  # bfloat16 operands: HiFi4 multiplies them exactly
+    assert 0.999 < pcc(lofi, exact) < pcc(hifi4, exact)
+
+
+def test_sigmoid_takes_tt_nns_mode_and_refuses_partial_tile_vector_modes(device):
+    x = ttnn.from_torch(torch.linspace(-4, 4, 32 * 32).reshape(32, 32), dtype=ttnn.float32, layout=ttnn.TILE,
+                        device=device)
+    for mode in (ttnn.SigmoidMode.FastApproximate, ttnn.SigmoidMode.AccurateWithFastExp):
+        torch.testing.assert_close(ttnn.sigmoid(x, mode=mode).value, numerics.sigmoid_approx(x.value))
+    torch.testing.assert_close(ttnn.sigmoid(x, mode=ttnn.SigmoidMode.Accurate).value, torch.sigmoid(x.value))
+    with pytest.raises(NotImplementedError, match="vector_mode=1"):
+        ttnn.sigmoid(x, vector_mode=1)

@@ -92,6 +92,9 @@ def test_constructors_are_keyword_only_and_refuse_floats_as_pybind_noconvert_doe
     ln = ttnn.LayerNormShardedMultiCoreProgramConfig(compute_with_storage_grid_size=(8, 8), subblock_w=2, block_h=1,
                                                      block_w=4, inplace=False)
     assert (ln.legacy_reduction, ln.legacy_rsqrt, ln.use_welford) == (False, False, False)
+    # model code of TT-NN 0.81 leaves fused_activation out of the 1D and DRAM-sharded configs
+    assert ttnn.MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig(in0_block_w=2, per_core_M=1,
+                                                                     per_core_N=4).fused_activation is None
     sdpa = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=64, k_chunk_size=64)
     assert (sdpa.exp_approx_mode, sdpa.max_cores_per_head_batch) == (None, 16)
 

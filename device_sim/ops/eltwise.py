@@ -107,7 +107,32 @@ square = _unary("square", torch.square)
 relu = _unary("relu", torch.relu)
 gelu = _approximable_unary("gelu", F.gelu)
 silu = _unary("silu", F.silu)
-sigmoid = _approximable_unary("sigmoid", torch.sigmoid)
+
+
+def _sigmoid_golden(x, *_, **__):
+    return torch.sigmoid(x)
+
+
+@register_op("ttnn.sigmoid", golden=_sigmoid_golden)
+def sigmoid(input_tensor: Tensor, *, vector_mode: int = 4, mode=_activations.SigmoidMode.Accurate,
+            fast_and_approximate_mode: bool = False, memory_config: MemoryConfig | None = None,
+            dtype: DataType | None = None, **tt_nn_only) -> Tensor:
+    """Element-wise sigmoid; mode=ttnn.SigmoidMode.FastApproximate (or AccurateWithFastExp, or
+    fast_and_approximate_mode=True) uses the SFPU's approximation (docs/numerics.md). vector_mode=4
+    (all faces of each tile) is the only one emulated."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.sigmoid", tt_nn_only)
+    if vector_mode != 4:
+        raise NotImplementedError(f"ttnn.sigmoid: vector_mode={vector_mode!r} (part of each tile) is not emulated; "
+                                  f"device_sim applies it to whole tiles (vector_mode=4)")
+    mode = _activations.SigmoidMode(mode)
+    ins = device_inputs("ttnn.sigmoid", input_tensor)
+    approx = fast_and_approximate_mode or mode != _activations.SigmoidMode.Accurate
+    f = numerics.sigmoid_approx if approx else torch.sigmoid
+    return output(f(values(input_tensor)), input_tensor, ins, op_name="ttnn.sigmoid", dtype=dtype,
+                  memory_config=memory_config)
+
+
 tanh = _approximable_unary("tanh", torch.tanh)
 sin = _unary("sin", torch.sin)
 cos = _unary("cos", torch.cos)
