@@ -300,3 +300,24 @@ def test_golden_checks_of_in_place_ops_see_their_inputs_as_they_were_before(tmp_
     assert sorted(rows) == [("ttnn.transformer.attention_softmax_", "global", "pass"),
                             ("ttnn.transformer.attention_softmax_", "local", "pass"),
                             ("ttnn.update_cache", "global", "pass"), ("ttnn.update_cache", "local", "pass")]
+
+
+def test_berts_split_heads_reads_interleaved_and_block_sharded_fused_qkv_as_tt_nn_does(device):
+    B, S, H, D = 2, 64, 4, 32
+    a = randn(B, 1, S, 3 * H * D)
+    q, k, v = ttnn.experimental.split_query_key_value_and_split_heads(dev(a, device), ttnn.CoreCoord(4, 2),
+                                                                      num_heads=H)
+    # TT-NN's unit test reference for an interleaved input: [Q | K | V]
+    ref_q, ref_k, ref_v = (t.reshape(B, S, H, D).transpose(1, 2) for t in torch.split(a[:, 0], H * D, -1))
+    assert (q.shape, k.shape, v.shape) == ((B, H, S, D), (B, H, D, S), (B, H, S, D))
+    assert torch.equal(q.value, ref_q) and torch.equal(k.value, ref_k.transpose(-2, -1)) and torch.equal(v.value, ref_v)
+    # block sharded over 4 core columns: each column's 96 values are [Q | K | V] of one head
+    sharded = ttnn.create_sharded_memory_config((B * S, 3 * H * D), core_grid=ttnn.CoreGrid(y=2, x=4),
+                                                strategy=ttnn.ShardStrategy.BLOCK)
+    qs, ks, vs = ttnn.experimental.split_query_key_value_and_split_heads(
+        ttnn.from_torch(a, dtype=ttnn.float32, layout=ttnn.TILE, device=device, memory_config=sharded),
+        ttnn.CoreCoord(4, 2), num_heads=H, memory_config=ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG)
+    cols = [torch.chunk(c, 3, -1) for c in torch.chunk(a, 4, -1)]
+    heads = lambda i: torch.cat([c[i] for c in cols], -1).reshape(B, S, H, D).transpose(1, 2)  # noqa: E731
+    assert torch.equal(qs.value, heads(0)) and torch.equal(ks.value, heads(1).transpose(-2, -1))
+    assert torch.equal(vs.value, heads(2))

@@ -268,6 +268,8 @@ CASES.update({
     "ttnn.experimental.rotary_embedding_llama_fused_qk": lambda d: (
         (x(d, 1, 8, 4, 64), x(d, 1, 8, 1, 64, seed=3), x(d, 1, 8, 1, 64, seed=1), x(d, 1, 8, 1, 64, seed=2),
          dev(ttnn.ops.rotary.get_rot_transformation_mat(), d)), {}),
+    "ttnn.experimental.split_query_key_value_and_split_heads": lambda d: ((x(d, 2, 1, 32, 384), ttnn.CoreCoord(4, 2)),
+                                                                         dict(num_heads=4)),
     "ttnn.experimental.paged_fused_update_cache": lambda d: (
         (x(d, 4, 2, 32, 32), x(d, 1, 2, 2, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), x(d, 1, 2, 2, 32, seed=3)),
         dict(update_idxs=[3, 40], page_table=_page_table(d))),

@@ -123,3 +123,37 @@ def nlp_concat_heads_decode(input_tensor: Tensor, *, num_heads: int, memory_conf
     ins = device_inputs(op_name, input_tensor)
     return output(_concat_heads_decode_golden(x, num_heads=num_heads).contiguous(), input_tensor, ins,
                   op_name=op_name, memory_config=memory_config)
+
+
+def _split_qkv_sharded_golden(t, *_, num_heads=16, shard_columns=1, **__):
+    # The fused width holds `shard_columns` groups, each [Q part | K part | V part] of its heads: with a
+    # block-sharded input each core column holds one group (TT-NN's unit test builds its reference so).
+    groups = [torch.chunk(g, 3, -1) for g in torch.chunk(t, shard_columns, -1)]
+    q, k, v = (torch.cat([g[i] for g in groups], -1) for i in range(3))
+    heads = lambda y: y.squeeze(1).unflatten(-1, (num_heads, -1)).transpose(1, 2)  # noqa: E731  [B, H, S, D]
+    return heads(q), heads(k).transpose(-2, -1), heads(v)
+
+
+@register_op("ttnn.experimental.split_query_key_value_and_split_heads", golden=_split_qkv_sharded_golden)
+def split_query_key_value_and_split_heads(input_tensor: Tensor, compute_with_storage_grid_size=None, *,
+                                          memory_config: MemoryConfig | None = None, num_heads: int = 16,
+                                          **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
+    """BERT's fused QKV [B, 1, S, 3*H*D] to q [B, H, S, D], k [B, H, D, S], v [B, H, S, D].
+
+    Interleaved input: the width is [Q | K | V]. Block-sharded input: each shard column holds
+    [Q | K | V] of its share of the heads, as TT-NN's sharded kernel reads it. (A golden check
+    sees only values, so it assumes the interleaved layout.)
+    """
+    op_name = "ttnn.experimental.split_query_key_value_and_split_heads"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    x = values(input_tensor, op_name)
+    cfg = input_tensor.memory_config()
+    shard = cfg.shard_spec if cfg is not None and cfg.is_sharded() else None
+    columns = x.shape[-1] // shard.shape[1] if shard is not None and x.shape[-1] % shard.shape[1] == 0 else 1
+    if x.dim() != 4 or x.shape[1] != 1 or x.shape[-1] % (3 * columns) or (x.shape[-1] // 3) % num_heads:
+        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [B, 1, S, 3 * num_heads * D] with "
+                         f"num_heads={num_heads}")
+    ins = device_inputs(op_name, input_tensor)
+    outs = _split_qkv_sharded_golden(x, num_heads=num_heads, shard_columns=columns)
+    return tuple(output(o.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config) for o in outs)
