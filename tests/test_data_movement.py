@@ -272,3 +272,21 @@ def test_to_dtype_converts_host_tensors_and_sends_device_ones_to_typecast(device
     assert ttnn.to_dtype(host, ttnn.float32).value.dtype == torch.float32
     with pytest.raises(ValueError, match="use ttnn.typecast"):
         ttnn.to_dtype(dev(rnd(32, 32), device), ttnn.float32)
+
+
+def test_pad_takes_its_second_form_with_the_value_by_keyword(device):
+    t = dev(torch.ones(2, 3), device, layout=ttnn.ROW_MAJOR)
+    out = ttnn.pad(t, [3, 4], [1, 0], value=5.0)
+    assert out.value.tolist() == [[5] * 4, [1, 1, 1, 5], [1, 1, 1, 5]]
+    assert ttnn.pad(t, [(0, 1)], value=2.0).value.tolist() == [[1, 1, 1, 2], [1, 1, 1, 2]]
+    with pytest.raises(TypeError, match="ttnn.pad got value both by position and by keyword"):
+        ttnn.pad(t, [(0, 1)], 1.0, value=2.0)
+
+
+def test_concat_groups_interleaves_each_inputs_parts(device):
+    a = dev(torch.arange(4.0).reshape(1, 4), device, layout=ttnn.ROW_MAJOR)
+    b = dev(torch.arange(10.0, 14.0).reshape(1, 4), device, layout=ttnn.ROW_MAJOR)
+    assert ttnn.concat([a, b], dim=1, groups=2).value.tolist() == [[0, 1, 10, 11, 2, 3, 12, 13]]
+    assert ttnn.concat([a, b], 1).value.tolist() == [[0, 1, 2, 3, 10, 11, 12, 13]]
+    with pytest.raises(ValueError, match="must divide into groups=3"):
+        ttnn.concat([a, b], dim=1, groups=3)

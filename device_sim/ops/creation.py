@@ -174,12 +174,21 @@ def rand_like(input_tensor: Tensor, *, dtype: DataType | None = None, layout: La
 
 # -- movement --------------------------------------------------------------------------------
 
-def _concat_golden(tensors, dim=0, *_, **__):
-    return torch.cat(list(tensors), dim)
+def _concat_golden(tensors, dim=0, *_, groups=1, **__):
+    if groups == 1:
+        return torch.cat(list(tensors), dim)
+    parts = [torch.tensor_split(t, groups, dim) for t in tensors]
+    if any(t.shape[dim] % groups for t in tensors):
+        raise ValueError(f"ttnn.concat: each input's dim {dim} must divide into groups={groups}, got shapes "
+                         f"{[list(t.shape) for t in tensors]}")
+    return torch.cat([p[g] for g in range(groups) for p in parts], dim)
 
 
 @register_op("ttnn.concat", golden=_concat_golden)
-def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, groups: int = 1,
+           **tt_nn_only) -> Tensor:
+    """Join tensors along `dim`. groups=g splits each input into g parts along `dim` and interleaves them
+    (a0 b0 a1 b1 ... for two inputs), as TT-NN recombines grouped-convolution outputs."""
     if tt_nn_only:
         check_tt_nn_only("ttnn.concat", tt_nn_only)
     tensors = list(tensors)
@@ -188,7 +197,7 @@ def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, 
     ins = device_inputs("ttnn.concat", *tensors)
     vs = [values(t, "ttnn.concat") for t in tensors]
     try:
-        r = torch.cat(vs, dim)
+        r = _concat_golden(vs, dim, groups=groups)
     except (RuntimeError, IndexError):
         raise ValueError(
             f"ttnn.concat: shapes {[list(v.shape) for v in vs]} cannot be joined along dim {dim}; "
@@ -224,20 +233,29 @@ def _torch_padding(padding) -> list[int]:
     return [int(p) for pair in reversed(list(padding)) for p in pair]
 
 
-def _pad_form(padding, value, rest, output_padded_shape, input_tensor_start):
-    """(padding pairs or None, output_padded_shape, input_tensor_start, value) from either TT-NN pad form."""
-    if rest:  # pad(t, output_padded_shape, input_tensor_start, value)
-        if len(rest) > 1 or output_padded_shape is not None or input_tensor_start is not None:
-            raise TypeError("ttnn.pad takes (input_tensor, padding, value) or "
-                            "(input_tensor, output_padded_shape, input_tensor_start, value)")
-        return None, padding, value, rest[0]
-    if output_padded_shape is not None:
-        return None, output_padded_shape, input_tensor_start, value
-    return padding, None, None, value
+def _is_pairs(x) -> bool:
+    return isinstance(x, (list, tuple)) and len(x) > 0 and all(isinstance(p, (list, tuple)) for p in x)
 
 
-def _pad_golden(t, padding=None, value=0.0, *rest, output_padded_shape=None, input_tensor_start=None, **__):
-    padding, shape, start, value = _pad_form(padding, value, rest, output_padded_shape, input_tensor_start)
+def _pad_form(args, padding, value, output_padded_shape, input_tensor_start):
+    """(padding pairs or None, output_padded_shape, input_tensor_start, value) from TT-NN's two pad forms:
+    pad(t, padding, value) and pad(t, output_padded_shape, input_tensor_start, value), positional or by keyword."""
+    names = (("padding", "value") if args and _is_pairs(args[0]) or padding is not None
+             else ("output_padded_shape", "input_tensor_start", "value"))
+    given = {"padding": padding, "value": value, "output_padded_shape": output_padded_shape,
+             "input_tensor_start": input_tensor_start}
+    if len(args) > len(names):
+        raise TypeError(f"ttnn.pad takes at most {len(names)} arguments after the tensor in the form "
+                        f"({', '.join(names)}), got {len(args)}")
+    for name, arg in zip(names, args):
+        if given[name] is not None:
+            raise TypeError(f"ttnn.pad got {name} both by position and by keyword")
+        given[name] = arg
+    return given["padding"], given["output_padded_shape"], given["input_tensor_start"], given["value"]
+
+
+def _pad_golden(t, *args, padding=None, value=None, output_padded_shape=None, input_tensor_start=None, **__):
+    padding, shape, start, value = _pad_form(args, padding, value, output_padded_shape, input_tensor_start)
     value = 0.0 if value is None else float(value)
     if padding is not None:
         return torch.nn.functional.pad(t, _torch_padding(padding), value=value)
@@ -247,22 +265,21 @@ def _pad_golden(t, padding=None, value=0.0, *rest, output_padded_shape=None, inp
 
 
 @register_op("ttnn.pad", golden=_pad_golden)
-def pad(input_tensor: Tensor, padding=None, value: float | None = None, *rest, output_padded_shape=None,
+def pad(input_tensor: Tensor, *args, padding=None, value: float | None = None, output_padded_shape=None,
         input_tensor_start=None, memory_config: MemoryConfig | None = None, use_multicore: bool = True,
         **tt_nn_only) -> Tensor:
-    """Pad with `value`, in either of TT-NN's forms.
+    """Pad with `value` (0 when not given), in either of TT-NN's two forms (its two overloads):
 
-    Args:
-        padding: one (before, after) pair per dim, for the last len(padding) dims.
-        value: the fill value (0 when not given).
-        rest: TT-NN's second form, `pad(t, output_padded_shape, input_tensor_start, value)`: the output
-            has `output_padded_shape` and the input is placed at `input_tensor_start`.
-        use_multicore: how TT-NN splits the work; no effect on the values.
+        ttnn.pad(t, padding, value)       padding: one (before, after) pair per dim, for the last len(padding) dims
+        ttnn.pad(t, output_padded_shape, input_tensor_start, value)
+                                          the output has output_padded_shape, the input sits at input_tensor_start
+
+    Each argument may be given by position or by its name. use_multicore splits TT-NN's work and changes no value.
     """
     if tt_nn_only:
         check_tt_nn_only("ttnn.pad", tt_nn_only)
     v = values(input_tensor)
-    pairs, shape, start, _ = _pad_form(padding, value, rest, output_padded_shape, input_tensor_start)
+    pairs, shape, start, value = _pad_form(args, padding, value, output_padded_shape, input_tensor_start)
     if pairs is not None:
         pairs = [tuple(p) for p in pairs]
         if len(pairs) > v.dim() or any(len(p) != 2 or min(p) < 0 for p in pairs):
@@ -277,8 +294,7 @@ def pad(input_tensor: Tensor, padding=None, value: float | None = None, *rest, o
             f"of shape {list(v.shape)}, with the input fitting inside the output from its start"
         )
     ins = device_inputs("ttnn.pad", input_tensor)
-    r = _pad_golden(v, padding, value, *rest, output_padded_shape=output_padded_shape,
-                    input_tensor_start=input_tensor_start)
+    r = _pad_golden(v, padding=pairs, value=value, output_padded_shape=shape, input_tensor_start=start)
     return output(r, input_tensor, ins, op_name="ttnn.pad", memory_config=memory_config)
 
 
