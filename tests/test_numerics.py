@@ -152,3 +152,18 @@ def test_sigmoid_takes_tt_nns_mode_and_refuses_partial_tile_vector_modes(device)
     torch.testing.assert_close(ttnn.sigmoid(x, mode=ttnn.SigmoidMode.Accurate).value, torch.sigmoid(x.value))
     with pytest.raises(NotImplementedError, match="vector_mode=1"):
         ttnn.sigmoid(x, vector_mode=1)
+
+
+def test_softmax_with_a_config_uses_approx_exp_and_reciprocal_and_the_row_sums_fidelity(device):
+    g = torch.Generator().manual_seed(5)
+    x = ttnn.from_torch(torch.randn(2, 32, 128, generator=g) * 3, dtype=ttnn.float32, layout=ttnn.TILE,
+                        device=device)
+    exact = torch.softmax(x.value, -1)
+    assert torch.equal(ttnn.softmax(x).value, exact)  # no config: torch's softmax
+    precise = ttnn.softmax(x, compute_kernel_config=ttnn.WormholeComputeKernelConfig(
+        math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=True)).value
+    approx = ttnn.softmax(x, compute_kernel_config=ttnn.WormholeComputeKernelConfig(
+        math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=True, fp32_dest_acc_en=False)).value
+    torch.testing.assert_close(precise, exact, rtol=2**-9, atol=1e-6)  # the row sum's 19-bit source register
+    assert 0.999 < pcc(approx, exact) < pcc(precise, exact)  # exp within 6%: a visible, bounded loss
+    torch.testing.assert_close(approx.sum(-1), torch.ones(2, 32), rtol=0, atol=0.02)  # still about normalised

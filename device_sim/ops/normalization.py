@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from device_sim import numerics
+from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
@@ -15,14 +17,37 @@ def _softmax_golden(t, dim=-1, *_, **__):
     return torch.softmax(t.float(), dim)
 
 
+def _softmax_on_the_engine(x: torch.Tensor, dim: int, config) -> torch.Tensor:
+    """softmax as TT-NN's kernel computes it under `config` (docs/numerics.md).
+
+    exp and the reciprocal of the row sum on the SFPU (approximate with math_approx_mode), the
+    exps held in the destination format, the row sum on the matrix engine at the config's
+    fidelity (TT-NN's default HiFi4). The row max is subtracted first, as numeric_stable=True does;
+    without it an approximate exp overflows sooner than torch's.
+    """
+    n = resolve("ttnn.softmax", config, math_fidelity=MathFidelity.HiFi4, math_approx_mode=True,
+                fp32_dest_acc_en=False)
+    x = x.movedim(dim, -1)
+    shifted = x - x.amax(-1, keepdim=True)
+    e = numerics.exp_approx(shifted) if n.math_approx_mode else torch.exp(shifted)
+    e = e if n.fp32_dest_acc_en else numerics.to_bf16(e)
+    total = numerics.reduce_sum(e, (e.dim() - 1,), True, n, mean=False)
+    r = numerics.reciprocal_approx(total) if n.math_approx_mode else torch.reciprocal(total)
+    return (e * r).movedim(-1, dim)
+
+
 @register_op("ttnn.softmax", golden=_softmax_golden)
 def softmax(input_tensor: Tensor, dim: int = -1, *, memory_config: MemoryConfig | None = None,
-            **tt_nn_only) -> Tensor:
+            compute_kernel_config=None, **tt_nn_only) -> Tensor:
+    """softmax over `dim`; with a compute_kernel_config, as TT-NN's kernel computes it (approx exp and
+    reciprocal with math_approx_mode, the row sum at the config's fidelity and destination format)."""
     if tt_nn_only:
         check_tt_nn_only("ttnn.softmax", tt_nn_only)
     ins = device_inputs("ttnn.softmax", input_tensor)
-    return output(_softmax_golden(values(input_tensor), dim), input_tensor, ins, op_name="ttnn.softmax",
-                  memory_config=memory_config)
+    x = values(input_tensor)
+    y = _softmax_golden(x, dim) if compute_kernel_config is None else _softmax_on_the_engine(x.float(), dim,
+                                                                                              compute_kernel_config)
+    return output(y, input_tensor, ins, op_name="ttnn.softmax", memory_config=memory_config)
 
 
 def _row(op_name: str, name: str, w, width: int):
