@@ -198,6 +198,7 @@ from device_sim.mesh import (  # noqa: E402
     get_num_pcie_devices,
     get_pcie_device_ids,
     open_mesh_device,
+    visualize_mesh_device,
 )
 from device_sim.ops.ccl import (  # noqa: E402
     FabricConfig,
@@ -206,6 +207,7 @@ from device_sim.ops.ccl import (  # noqa: E402
     Topology,
     create_global_semaphore,
     get_fabric_config,
+    get_global_semaphore_address,
     reset_global_semaphore_value,
     set_fabric_config,
 )
@@ -219,6 +221,7 @@ __all__ += [
     "close_mesh_device", "create_mesh_device", "get_device_ids", "get_num_devices", "get_num_pcie_devices",
     "get_pcie_device_ids", "open_mesh_device", "FabricConfig", "GlobalSemaphore", "ReduceType", "Topology",
     "create_global_semaphore", "get_fabric_config", "reset_global_semaphore_value", "set_fabric_config",
+    "get_global_semaphore_address", "visualize_mesh_device",
 ]
 
 # Traces and events (issue 10).

@@ -341,6 +341,19 @@ def create_mesh_device(*args, **kwargs):
         close_mesh_device(mesh)
 
 
+def visualize_mesh_device(mesh_device: MeshDevice) -> None:
+    """Print the mesh as a grid of its chips: coordinates and device ids."""
+    rows, cols = _as_2d(mesh_device.shape)
+    cells = [[f"({r}, {c}) dev {mesh_device.get_device_ids()[r * cols + c]}" for c in range(cols)] for r in range(rows)]
+    width = max(len(x) for row in cells for x in row)
+    rule = "+" + "+".join("-" * (width + 2) for _ in range(cols)) + "+"
+    print(f"MeshDevice(rows={rows}, cols={cols})")
+    print(rule)
+    for row in cells:
+        print("| " + " | ".join(x.ljust(width) for x in row) + " |")
+        print(rule)
+
+
 def cluster_descriptor_yaml() -> str:
     """The emulated system as UMD's cluster_descriptor.yaml (what TT-NN's reports carry for the visualizer).
 

@@ -126,3 +126,38 @@ def test_set_fabric_config_is_recorded():
         assert ttnn.get_fabric_config() == ttnn.FabricConfig.FABRIC_1D
     finally:
         ttnn.set_fabric_config(before)
+
+
+def test_mesh_partition_undoes_all_gather(mesh):
+    t, parts = distinct(mesh)
+    back = per_chip(ttnn.mesh_partition(ttnn.all_gather(t, dim=3, cluster_axis=1), 3, cluster_axis=1))
+    for got, want in zip(back, parts):
+        assert torch.equal(got, want)
+
+
+def test_distributed_rms_norm_over_a_row_matches_rms_norm_of_the_whole(mesh):
+    x, g = torch.randn(1, 1, 32, 256), torch.randn(256)
+    slices = ttnn.ShardTensor2dMesh(mesh, mesh_shape=(2, 4), dims=(None, 3))
+    tx = ttnn.from_torch(x, layout=ttnn.TILE, device=mesh, mesh_mapper=slices)
+    tg = ttnn.from_torch(g.view(1, 1, 1, 256), layout=ttnn.TILE, device=mesh, mesh_mapper=slices)
+    stats = ttnn.all_gather(ttnn.rms_norm_pre_all_gather(tx, dtype=ttnn.float32), dim=3, cluster_axis=1)
+    assert tuple(stats.shape) == (1, 1, 32, 128)  # one tile column per chip of the row
+    y = ttnn.rms_norm_post_all_gather(tx, stats, epsilon=1e-5, weight=tg)
+    got = ttnn.to_torch(y, mesh_composer=ttnn.ConcatMesh2dToTensor(mesh, mesh_shape=(2, 4), dims=(0, 3)))[:1]
+    torch.testing.assert_close(got, x * torch.rsqrt(x.square().mean(-1, keepdim=True) + 1e-5) * g)
+
+
+def test_a_global_semaphore_holds_l1_at_one_address_on_every_chip(mesh):
+    before = [c.memory.bytes_used(ttnn.BufferType.L1) for c in mesh.get_devices()]
+    sem = ttnn.create_global_semaphore(mesh, ttnn.CoreRangeSet([]), 0)
+    addresses = {b.address for b in sem.buffers}
+    assert addresses == {ttnn.get_global_semaphore_address(sem)}
+    assert all(c.memory.bytes_used(ttnn.BufferType.L1) > b for c, b in zip(mesh.get_devices(), before))
+    del sem
+    assert [c.memory.bytes_used(ttnn.BufferType.L1) for c in mesh.get_devices()] == before
+
+
+def test_visualize_mesh_device_prints_each_chip_at_its_coordinate(mesh, capsys):
+    ttnn.visualize_mesh_device(mesh)
+    out = capsys.readouterr().out
+    assert "MeshDevice(rows=2, cols=4)" in out and "(1, 3) dev 7" in out

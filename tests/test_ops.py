@@ -16,6 +16,7 @@ NO_GOLDEN = {"ttnn.deallocate", "ttnn.rand", "ttnn.rand_like"}
 # Collectives: a chip's result depends on the other chips' shards, which no golden of one shard's values
 # sees; tests/test_ccl.py checks them against torch on whole meshes.
 NO_GOLDEN |= {"ttnn.all_gather", "ttnn.reduce_scatter", "ttnn.all_reduce", "ttnn.point_to_point",
+              "ttnn.mesh_partition",
               "ttnn.experimental.all_gather_async", "ttnn.experimental.reduce_scatter_minimal_async",
               "ttnn.experimental.all_reduce_async"}
 # copy_host_to_device_tensor writes into its second argument and returns None, as in TT-NN (tests/test_tensor_io.py).
@@ -273,6 +274,21 @@ CASES.update({
     "ttnn.experimental.paged_fused_update_cache": lambda d: (
         (x(d, 4, 2, 32, 32), x(d, 1, 2, 2, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), x(d, 1, 2, 2, 32, seed=3)),
         dict(update_idxs=[3, 40], page_table=_page_table(d))),
+})
+
+
+# Distributed RMSNorm's two halves (issue 11): stats as if gathered from two chips (columns 0 and 32).
+def _gathered_stats(d):
+    s = torch.zeros(1, 1, 32, 64)
+    s[..., 0], s[..., 32] = rnd(1, 1, 32, low=20, high=40), rnd(1, 1, 32, low=20, high=40, seed=1)
+    return dev(s, d)
+
+
+CASES.update({
+    "ttnn.rms_norm_pre_all_gather": lambda d: ((x(d, 1, 1, 32, 64),), dict(residual_input_tensor=x(d, 1, 1, 32, 64,
+                                                                                                   seed=1))),
+    "ttnn.rms_norm_post_all_gather": lambda d: ((x(d, 1, 1, 32, 64), _gathered_stats(d)),
+                                                dict(epsilon=1e-5, weight=x(d, 64), bias=x(d, 64, seed=2))),
 })
 
 

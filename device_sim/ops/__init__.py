@@ -185,9 +185,11 @@ __all__ += [
 ]
 
 # Collectives between the chips of a mesh (ops/ccl.py, issue 11).
-from device_sim.ops.ccl import all_gather, all_reduce, point_to_point, reduce_scatter  # noqa: E402, F401
+from device_sim.ops.ccl import all_gather, all_reduce, mesh_partition, point_to_point, reduce_scatter  # noqa: E402, F401
+from device_sim.ops.distributed_norm import rms_norm_post_all_gather, rms_norm_pre_all_gather  # noqa: E402, F401
 
-__all__ += ["all_gather", "all_reduce", "point_to_point", "reduce_scatter"]
+__all__ += ["all_gather", "all_reduce", "mesh_partition", "point_to_point", "reduce_scatter",
+            "rms_norm_post_all_gather", "rms_norm_pre_all_gather"]
 
 # More element-wise ops (ops/eltwise.py): unary, parameterised unary, binary, ternary, clamp.
 from device_sim.ops.eltwise import (  # noqa: E402, F401

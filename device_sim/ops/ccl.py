@@ -22,7 +22,7 @@ from device_sim.mesh import MeshCoordinate, MeshDevice, _as_2d
 from device_sim.ops.common import check_tt_nn_only, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import MemoryConfig, _TTEnum
+from device_sim.types import BufferType, MemoryConfig, TensorMemoryLayout, _TTEnum
 
 
 class Topology(_TTEnum):
@@ -70,20 +70,43 @@ def get_fabric_config() -> FabricConfig:
 
 
 class GlobalSemaphore:
-    """A semaphore at one L1 address on `cores` of every chip; CCL ops take them to synchronise."""
+    """A semaphore at one L1 address on every core of every chip; CCL ops take them to synchronise.
 
-    def __init__(self, mesh_device, cores, initial_value: int):
+    As in TT-NN it occupies L1: one aligned word per core (an interleaved page in each L1 bank) on
+    each chip, so it shows among the chips' buffers and its address is the same everywhere.
+    """
+
+    def __init__(self, mesh_device: MeshDevice, cores, initial_value: int, buffer_type: BufferType):
         self.mesh_device, self.cores, self.initial_value = mesh_device, cores, int(initial_value)
         self.value = self.initial_value
+        self.buffers = []
+        for chip in mesh_device.get_devices():
+            banks = chip.memory.allocators[buffer_type].num_banks
+            self.buffers.append(chip.memory.allocate(buffer_type, TensorMemoryLayout.INTERLEAVED,
+                                                     page_size=chip.config.l1_alignment, num_pages=banks))
+
+    def address(self) -> int:
+        return self.buffers[0].address
+
+    def __del__(self):
+        for chip, buf in zip(self.mesh_device.get_devices(), getattr(self, "buffers", ())):
+            chip.memory.free(buf)
 
     def __repr__(self) -> str:
-        return f"GlobalSemaphore(value={self.value})"
+        return f"GlobalSemaphore(value={self.value}, address={self.address():#x})"
 
 
-def create_global_semaphore(mesh_device, cores, initial_value: int, buffer_type=None) -> GlobalSemaphore:
+def create_global_semaphore(mesh_device, cores, initial_value: int, buffer_type=BufferType.L1) -> GlobalSemaphore:
     if not isinstance(mesh_device, MeshDevice):
         raise TypeError(f"create_global_semaphore takes a mesh device first, got {type(mesh_device).__name__}")
-    return GlobalSemaphore(mesh_device, cores, initial_value)
+    if BufferType(buffer_type) not in (BufferType.L1, BufferType.L1_SMALL):
+        raise ValueError(f"create_global_semaphore: buffer_type={buffer_type!r}; a semaphore lives in L1")
+    # L1_SMALL is a reserved corner of L1 on real chips; the emulator's L1 allocator stands for both.
+    return GlobalSemaphore(mesh_device, cores, initial_value, BufferType.L1)
+
+
+def get_global_semaphore_address(semaphore: GlobalSemaphore) -> int:
+    return semaphore.address()
 
 
 def reset_global_semaphore_value(semaphore: GlobalSemaphore, value: int) -> None:
@@ -260,6 +283,26 @@ def point_to_point(input_tensor, sender_coord, receiver_coord, *, output_tensor=
     new = [values(s) for s in shards]
     new[dst] = new[src]
     return _results(op_name, shards, mesh, new, None)
+
+
+@register_op("ttnn.mesh_partition", mesh_aware=True)
+def mesh_partition(input_tensor, dim: int, cluster_axis: int | None = None, *,
+                   memory_config: MemoryConfig | None = None, **tt_nn_only):
+    """The inverse of all_gather: the k-th chip of each group keeps the k-th part of its shard along `dim`."""
+    op_name = "ttnn.mesh_partition"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    shards, mesh = _shards(op_name, input_tensor)
+    d = _check_dim(op_name, dim, len(shards[0].shape))
+    new = [None] * len(shards)
+    for group in _groups(op_name, mesh, cluster_axis):
+        for k, i in enumerate(group):
+            v = values(shards[i])
+            if v.shape[d] % len(group):
+                raise ValueError(f"{op_name}: dim {dim} of shape {list(v.shape)} does not split evenly over the "
+                                 f"{len(group)} chips of the group; pad it to a multiple of {len(group)}")
+            new[i] = torch.chunk(v, len(group), d)[k]
+    return _results(op_name, shards, mesh, new, memory_config)
 
 
 # -- ttnn.experimental's asynchronous forms (same results; the overloads TT-NN binds) ---------
