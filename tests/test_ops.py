@@ -264,6 +264,10 @@ CASES.update({
     "ttnn.conv1d": lambda d: ((), dict(input_tensor=x(d, 2, 16, 8), weight_tensor=dev(rnd(4, 8, 3), None,
                                        layout=ttnn.ROW_MAJOR), device=d, in_channels=8, out_channels=4, batch_size=2,
                                        input_length=16, kernel_size=3, stride=2, padding=1)),
+    "ttnn.conv_transpose2d": lambda d: ((), dict(input_tensor=x(d, 1, 5, 6, 8), weight_tensor=dev(rnd(8, 4, 3, 3), None,
+                                                 layout=ttnn.ROW_MAJOR), device=d, in_channels=8, out_channels=4,
+                                                 batch_size=1, input_height=5, input_width=6, kernel_size=(3, 3),
+                                                 stride=(2, 2), padding=(1, 1), output_padding=(1, 1))),
     "ttnn.transformer.chunked_scaled_dot_product_attention": lambda d: (
         (x(d, 2, 4, 32, 32), x(d, 4, 2, 32, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), _page_table(d), 16), {}),
     "ttnn.experimental.rotary_embedding_llama_fused_qk": lambda d: (

@@ -227,3 +227,24 @@ def test_conv2d_runs_tt_nn_tutorial_calls_without_device_and_with_groups_0(devic
     ref = F.conv2d(x.permute(2, 0, 1)[None], w, padding=1)  # [1, 4, 1, 4]
     assert out.device() == device and out.shape == (1, 1, 4, 4)
     torch.testing.assert_close(out.value.float().reshape(1, 1, 4, 4).permute(0, 3, 1, 2), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("padding", [(1, 1), (0, 2, 1, 0)])
+def test_conv_transpose2d_matches_torch(device, padding):
+    x, w, b = randn(2, 8, 5, 6), randn(8, 2, 3, 3, seed=1), randn(4, seed=2)  # weights [C, O/groups, KH, KW]
+    out, (oh, ow), (w_dev, b_dev) = ttnn.conv_transpose2d(
+        input_tensor=nhwc(x, device), weight_tensor=host(w), bias_tensor=host(b), device=device, in_channels=8,
+        out_channels=4, batch_size=2, input_height=5, input_width=6, kernel_size=(3, 3), stride=(2, 2),
+        padding=padding, output_padding=(1, 1), groups=2, return_output_dim=True, return_weights_and_bias=True)
+    if len(padding) == 2:
+        ref = F.conv_transpose2d(x, w, b, stride=2, padding=padding, output_padding=1, groups=2)
+    else:  # uneven (top, bottom, left, right) padding crops torch's unpadded output
+        top, bottom, left, right = padding
+        full = F.conv_transpose2d(x, w, b, stride=2, output_padding=1, groups=2)
+        ref = full[..., top: full.shape[-2] - bottom, left: full.shape[-1] - right]
+    assert (oh, ow) == tuple(ref.shape[2:]) and out.shape == (1, 1, 2 * oh * ow, 4)
+    torch.testing.assert_close(as_nchw(out, 2, oh, ow), ref, rtol=1e-4, atol=1e-4)
+    again = ttnn.conv_transpose2d(input_tensor=nhwc(x, device), weight_tensor=w_dev, bias_tensor=b_dev, device=device,
+                                  in_channels=8, out_channels=4, batch_size=2, input_height=5, input_width=6,
+                                  kernel_size=(3, 3), stride=(2, 2), padding=padding, output_padding=(1, 1), groups=2)
+    assert torch.equal(again.value, out.value)

@@ -171,6 +171,7 @@ from device_sim.ops.vision import (  # noqa: E402, F401
     avg_pool2d,
     conv1d,
     conv2d,
+    conv_transpose2d,
     fold,
     global_avg_pool2d,
     max_pool2d,
@@ -182,6 +183,7 @@ from device_sim.ops.vision import (  # noqa: E402, F401
 __all__ += [
     "experimental", "kv_cache", "fill_cache", "update_cache", "avg_pool2d", "conv2d", "global_avg_pool2d",
     "max_pool2d", "prepare_conv_bias", "prepare_conv_weights", "upsample", "fold", "conv1d",
+    "conv_transpose2d",
 ]
 
 # Collectives between the chips of a mesh (ops/ccl.py, issue 11).

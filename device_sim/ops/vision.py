@@ -437,3 +437,69 @@ def conv1d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_chann
         args2d = dict(args, weight_tensor=w if w.dim() != 3 else w.unsqueeze(-1), kernel_size=(kernel_size, 1))
         result.append(_weights_on_device(weight_tensor, bias_tensor, args2d, device, conv_config, op_name))
     return out if len(result) == 1 else tuple(result)
+
+
+def _conv_transpose2d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, batch_size, input_height,
+                             input_width, kernel_size, stride=(1, 1), padding=(0, 0), output_padding=(0, 0),
+                             dilation=(1, 1), groups=1, bias_tensor=None, conv_config=None, mirror_kernel=True, **__):
+    op_name = "ttnn.conv_transpose2d"
+    (kh, kw), groups = _pair(kernel_size, "kernel_size", op_name), _groups(groups)
+    if tuple(weight_tensor.shape) != (in_channels, out_channels // groups, kh, kw):
+        raise ValueError(f"{op_name}: weight shape {list(weight_tensor.shape)} must be [in_channels, "
+                         f"out_channels/groups, KH, KW] = {[in_channels, out_channels // groups, kh, kw]}")
+    x = _nchw(input_tensor, batch_size, input_height, input_width, in_channels, op_name)
+    # mirror_kernel=False says the caller's kernel is mirrored already; torch's formula takes it unmirrored.
+    w = weight_tensor.float() if mirror_kernel else weight_tensor.float().flip(-2, -1)
+    b = bias_tensor.float().reshape(-1) if bias_tensor is not None else None
+    left, right, top, bottom = _padding(padding, op_name)
+    y = F.conv_transpose2d(x, w, b, _pair(stride, "stride", op_name), 0, _pair(output_padding, "output_padding",
+                           op_name), groups, _pair(dilation, "dilation", op_name))
+    y = y[..., top: y.shape[-2] - bottom, left: y.shape[-1] - right]  # padding crops the full output
+    act = activation_name(conv_config.activation) if conv_config is not None else None
+    return _flat(_ACTIVATIONS[act](y) if act else y)
+
+
+@register_op("ttnn.conv_transpose2d", golden=_conv_transpose2d_golden)
+def conv_transpose2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_channels: int,
+                     out_channels: int, batch_size: int, input_height: int, input_width: int, kernel_size,
+                     stride=(1, 1), padding=(0, 0), output_padding=(0, 0), dilation=(1, 1), groups: int = 1,
+                     dtype: DataType | None = None, bias_tensor: Tensor | None = None,
+                     conv_config: Conv2dConfig | None = None, compute_config=None,
+                     memory_config: MemoryConfig | None = None, dram_slice_config: Conv2dSliceConfig | None = None,
+                     mirror_kernel: bool = True, return_output_dim: bool = False,
+                     return_weights_and_bias: bool = False, **tt_nn_only):
+    """Transposed convolution of an NHWC input with weights [in_channels, out_channels/groups, KH, KW], as
+    torch's conv_transpose2d: [1, 1, N*OH*OW, out_channels]. Returns like conv2d; the weights and bias
+    returned with return_weights_and_bias are the given ones on the device, in TILE, in the same layout."""
+    op_name = "ttnn.conv_transpose2d"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    device = device if device is not None else input_tensor.device()
+    _check_conv_args(in_channels, out_channels, groups, conv_config, dram_slice_config, op_name)
+    device_inputs(op_name, *(t for t in (input_tensor, weight_tensor, bias_tensor)
+                             if isinstance(t, Tensor) and t.device() is not None))
+    y = _conv_transpose2d_golden(
+        input_tensor=values(input_tensor, op_name), weight_tensor=values(weight_tensor, op_name),
+        in_channels=in_channels, out_channels=out_channels, batch_size=batch_size, input_height=input_height,
+        input_width=input_width, kernel_size=kernel_size, stride=stride, padding=padding,
+        output_padding=output_padding, dilation=dilation, groups=groups, conv_config=conv_config,
+        bias_tensor=values(bias_tensor, op_name) if bias_tensor is not None else None, mirror_kernel=mirror_kernel)
+    layout = conv_config.output_layout if conv_config is not None else Layout.TILE
+    out = _make(y, device, [input_tensor], op_name=op_name, dtype=dtype or input_tensor.dtype, layout=layout,
+                memory_config=memory_config)
+    result = [out]
+    if return_output_dim:
+        pairs = ((kernel_size, "kernel_size"), (stride, "stride"), (dilation, "dilation"),
+                 (output_padding, "output_padding"))
+        (kh, kw), (sh, sw), (dh, dw), (oph, opw) = (_pair(v, n, op_name) for v, n in pairs)
+        left, right, top, bottom = _padding(padding, op_name)
+        result.append(((input_height - 1) * sh - top - bottom + dh * (kh - 1) + oph + 1,
+                       (input_width - 1) * sw - left - right + dw * (kw - 1) + opw + 1))
+    if return_weights_and_bias:
+        w_dtype = conv_config.weights_dtype if conv_config is not None and conv_config.weights_dtype else None
+        on_device = [t if t is None or t.device() is not None else
+                     _make(values(t, op_name), device, [], op_name=op_name, dtype=w_dtype or t.dtype,
+                           layout=Layout.TILE, memory_config=placement.get_default_memory_config())
+                     for t in (weight_tensor, bias_tensor)]
+        result.append(tuple(on_device))
+    return out if len(result) == 1 else tuple(result)
