@@ -174,3 +174,13 @@ def test_an_in_place_op_is_recorded_with_its_input_as_its_output_and_no_new_buff
     finally:
         con.close()
     assert outs == [(a.tensor_id,)] and live == 2
+
+
+@pytest.mark.parametrize(("dim", "take"), [(ttnn.BcastOpDim.H, (slice(0, 1), slice(None))),
+                                           (ttnn.BcastOpDim.W, (slice(None), slice(0, 1))),
+                                           (ttnn.BcastOpDim.HW, (slice(0, 1), slice(0, 1)))])
+def test_bcast_applies_b_first_row_column_or_value_to_all_of_a(device, dim, take):
+    a, b = dev(rnd(2, 32, 64), device), dev(rnd(2, 32, 64, seed=1), device)
+    out = ttnn.bcast(a, b, ttnn.BcastOpMath.SUB, dim)
+    assert torch.equal(f32(out), rounded(f32(a) - f32(b)[(..., *take)]))
+    assert ttnn.bcast(a, b, math_op=ttnn.BcastOpMath.MUL, dim=dim).shape == (2, 32, 64)

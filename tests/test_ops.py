@@ -159,6 +159,7 @@ CASES = {
     "ttnn.prod": lambda d: ((x(d, low=0.9, high=1.1),), dict(dim=-1)),
     "ttnn.cumsum": lambda d: ((x(d), 2), dict(reverse_order=True)),
     "ttnn.topk": lambda d: ((x(d), 5), dict(dim=1, largest=False)),
+    "ttnn.bcast": lambda d: ((x(d), x(d, 2, 1, 64, seed=3), ttnn.BcastOpMath.SUB, ttnn.BcastOpDim.H), {}),
     "ttnn.softmax_in_place": unary(),
     **{f"ttnn.{n}": lambda d: ((x(d, 2, 4, 32, 32), 0.25, x(d, 2, 1, 1, 32, seed=3)), {})
        for n in ["scale_mask_softmax_in_place", "scale_causal_mask_hw_dims_softmax_in_place"]},

@@ -361,3 +361,8 @@ from device_sim.ops.normalization import (  # noqa: E402, F401
 
 __all__ += ["to_dtype", "scale_causal_mask_hw_dims_softmax_in_place", "scale_mask_softmax_in_place",
             "softmax_in_place"]
+
+# TT-NN's older broadcast op and its enums (ops/eltwise.py).
+from device_sim.ops.eltwise import BcastOpDim, BcastOpMath, bcast  # noqa: E402, F401
+
+__all__ += ["BcastOpDim", "BcastOpMath", "bcast"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import inspect
 
 import torch
@@ -433,3 +434,41 @@ def plus_one(input_tensor: Tensor, *, skip_negative_entries: bool = False, **tt_
 
 tril = _unary_with("tril", lambda x, d: torch.tril(x, int(d)), ("diagonal", 0))
 triu = _unary_with("triu", lambda x, d: torch.triu(x, int(d)), ("diagonal", 0))
+
+
+# -- bcast: TT-NN's older broadcast op, b's first row / column / element against all of a --------
+
+class BcastOpMath(enum.IntEnum):
+    ADD = 0
+    SUB = 1
+    MUL = 2
+
+
+class BcastOpDim(enum.IntEnum):
+    H = 0  # b holds one row (its first), broadcast down a's rows
+    W = 1  # b holds one column, broadcast across a's columns
+    HW = 2  # b holds one value
+
+
+_BCAST_MATH = {BcastOpMath.ADD: torch.add, BcastOpMath.SUB: torch.sub, BcastOpMath.MUL: torch.mul}
+_BCAST_TAKE = {BcastOpDim.H: (slice(0, 1), slice(None)), BcastOpDim.W: (slice(None), slice(0, 1)),
+               BcastOpDim.HW: (slice(0, 1), slice(0, 1))}
+
+
+def _bcast_golden(input_a, input_b, math_op, dim, *_, **__):
+    rows, cols = _BCAST_TAKE[BcastOpDim(dim)]
+    return _BCAST_MATH[BcastOpMath(math_op)](input_a, input_b[..., rows, cols])
+
+
+@register_op("ttnn.bcast", golden=_bcast_golden)
+def bcast(input_a: Tensor, input_b: Tensor, math_op: BcastOpMath, dim: BcastOpDim, *,
+          memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """input_a (+ - *) input_b's first row (dim=H), first column (W) or first value (HW), broadcast over a."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.bcast", tt_nn_only)
+    ins = device_inputs("ttnn.bcast", input_a, input_b)
+    a, b = values(input_a, "ttnn.bcast"), values(input_b, "ttnn.bcast")
+    if a.dim() < 2 or b.dim() < 2:
+        raise ValueError(f"ttnn.bcast works on the last two dims; got shapes {list(a.shape)} and {list(b.shape)}")
+    y = broadcast("ttnn.bcast", lambda x, z: _bcast_golden(x, z, math_op, dim), a, b)
+    return output(y, input_a, ins, op_name="ttnn.bcast", memory_config=memory_config)
