@@ -92,7 +92,12 @@ def dump_tensor(file_name, tensor: Tensor) -> None:
             f"save a torch.Tensor with torch.save instead"
         )
     value = tensor.value  # raises if deallocated; reading it is no op, so profilers may call this
-    data = _encode(value, tensor.dtype)
+    shards = getattr(tensor, "shards", None)  # a mesh tensor: every chip's shard, back to back, in chip order
+    if shards is not None and any(tuple(s.value.shape) != tuple(value.shape) for s in shards):
+        raise ValueError(f"dump_tensor: tensor {tensor.tensor_id}'s shards differ in shape; the format holds "
+                         f"equal shards")
+    data = b"".join(_encode(s.value, tensor.dtype) for s in shards) if shards is not None else \
+        _encode(value, tensor.dtype)
     header = json.dumps(_header(tensor, value, len(data)), separators=(",", ":")).encode()
     body = _PRELUDE.pack(MAGIC, FORMAT_VERSION, len(header)) + header + data
     blob = body + _CRC.pack(zlib.crc32(body))
@@ -123,7 +128,9 @@ def _header(t: Tensor, value: torch.Tensor, nbytes: int) -> dict:
         "shape": list(value.shape),
         "padded_shape": list(padded(value.shape, t.layout)),
         "memory_config": _memory_config_to_json(t.memory_config()),  # null: it was a host tensor
-        "mesh": None,  # a single device or the host; mesh tensors are not emulated yet
+        # A mesh tensor's shards follow each other in the data, chip by chip (row-major); `shape` is one shard's.
+        "mesh": None if getattr(t, "shards", None) is None else {"shape": list(t.mesh.shape),
+                                                                 "shards": len(t.shards)},
         "data": {"encoding": ENCODING[t.dtype][0], "byte_order": "little", "order": "C", "nbytes": nbytes},
     }
 
@@ -152,7 +159,9 @@ def load_tensor(file_name, device=None) -> Tensor:
         blob = path.read_bytes()  # bounded by the real file size, never by a length read from it
     except IsADirectoryError:
         raise TensorFileError(path, "is a directory, not a tensor file") from None
-    value, dtype, layout, cfg = _parse(path, blob)
+    value, dtype, layout, cfg, mesh = _parse(path, blob)
+    if mesh is not None:
+        return _load_mesh_tensor(path, value, dtype, layout, cfg, mesh, device)
     if device is None:
         return Tensor._create(value, dtype, layout, None, None, None)
     if cfg is None:
@@ -162,6 +171,19 @@ def load_tensor(file_name, device=None) -> Tensor:
     else:
         source = "argument"  # the file names its memory config as a caller would
     return Tensor._create(value, dtype, layout, device, cfg, source)
+
+
+def _load_mesh_tensor(path, values: torch.Tensor, dtype, layout, cfg, mesh: dict, device) -> Tensor:
+    from device_sim.distributed import MeshTensor
+    from device_sim.placement import resolve
+
+    chips = getattr(device, "_chips", None)
+    if chips is None or len(chips) != mesh["shards"]:
+        raise ValueError(f"{path} holds a tensor of {mesh['shards']} shards from a {mesh['shape']} mesh; load it "
+                         f"with device= an open mesh of {mesh['shards']} chips")
+    cfg, source = (cfg, "argument") if cfg is not None else resolve(None, [], "ttnn.load_tensor")
+    return MeshTensor._assemble([Tensor._create(v, dtype, layout, c, cfg, source) for v, c in zip(values, chips)],
+                                device)
 
 
 def _parse(path: Path, blob: bytes):
@@ -192,18 +214,20 @@ def _parse(path: Path, blob: bytes):
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise fail(f"header is not valid JSON: {e}") from None
     try:
-        dtype, layout, shape, cfg = _read_header(header)
+        dtype, layout, shape, cfg, mesh = _read_header(header)
     except (KeyError, TypeError, ValueError) as e:
         raise fail(f"bad header: {e}") from None
     _, np_dtype = ENCODING[dtype]
+    if mesh is not None:
+        shape = [mesh["shards"], *shape]  # the shards, stacked
     nbytes = math.prod(shape) * np.dtype(np_dtype).itemsize
     available = size - _CRC.size - data_start
     if header["data"].get("nbytes") != nbytes or nbytes != available:
         raise fail(f"data section holds {available} bytes, but shape {shape} of {dtype.name} needs {nbytes}")
-    return _decode(blob[data_start:data_start + nbytes], dtype, shape), dtype, layout, cfg
+    return _decode(blob[data_start:data_start + nbytes], dtype, shape), dtype, layout, cfg, mesh
 
 
-def _read_header(h) -> tuple[DataType, Layout, list[int], MemoryConfig | None]:
+def _read_header(h) -> tuple[DataType, Layout, list[int], MemoryConfig | None, dict | None]:
     if not isinstance(h, dict):
         raise TypeError("header must be a JSON object")
     dtype, layout = _by_name(DataType, h["dtype"]), _by_name(Layout, h["layout"])
@@ -216,9 +240,13 @@ def _read_header(h) -> tuple[DataType, Layout, list[int], MemoryConfig | None]:
     data = h["data"]
     if not isinstance(data, dict) or data.get("encoding") != ENCODING[dtype][0] or data.get("byte_order") != "little":
         raise ValueError(f"data {data!r} is not {ENCODING[dtype][0]} little-endian, as {dtype!r} is stored")
-    if h.get("mesh") is not None:
-        raise ValueError(f"mesh placement {h['mesh']!r} is not supported by this device_sim")
-    return dtype, layout, shape, _memory_config_from_json(h["memory_config"])
+    mesh = h.get("mesh")
+    if mesh is not None:
+        mesh_shape, shards = (mesh.get("shape"), mesh.get("shards")) if isinstance(mesh, dict) else (None, None)
+        if (not isinstance(mesh_shape, list) or not all(_is_count(d) and d > 0 for d in mesh_shape) or
+                not _is_count(shards) or shards != math.prod(mesh_shape) or len(mesh_shape) > 2):
+            raise ValueError(f"mesh placement {mesh!r} must name a mesh shape [rows, cols] and its number of shards")
+    return dtype, layout, shape, _memory_config_from_json(h["memory_config"]), mesh
 
 
 def _memory_config_from_json(j) -> MemoryConfig | None:

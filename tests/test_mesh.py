@@ -190,3 +190,16 @@ def test_tensors_on_two_different_meshes_in_one_op_are_an_error(mesh):
     b = ttnn.from_torch(torch.ones(32, 32), device=bottom)
     with pytest.raises(ValueError, match="is on device 0 but tensor .* is on device 4"):
         ttnn.add(a, b)
+
+
+def test_a_mesh_tensor_is_dumped_shard_by_shard_and_loads_onto_a_mesh(mesh, tmp_path):
+    x = torch.randn(32, 256)
+    t = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh, memory_config=ttnn.L1,
+                        mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=1))
+    ttnn.dump_tensor(tmp_path / "w.bin", t)
+    back = ttnn.load_tensor(tmp_path / "w.bin", device=mesh)
+    assert isinstance(back, ttnn.MeshTensor) and back.memory_config().buffer_type == ttnn.BufferType.L1
+    composer = ttnn.ConcatMeshToTensor(mesh, dim=1)
+    assert torch.equal(ttnn.to_torch(back, mesh_composer=composer), ttnn.to_torch(t, mesh_composer=composer))
+    with pytest.raises(ValueError, match="holds a tensor of 8 shards from a \\[2, 4\\] mesh"):
+        ttnn.load_tensor(tmp_path / "w.bin")
