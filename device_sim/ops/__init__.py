@@ -164,21 +164,17 @@ from device_sim.ops.tensor_io import allocate_tensor_on_device, as_tensor, copy_
 __all__ += ["as_tensor", "allocate_tensor_on_device", "copy_host_to_device_tensor"]
 
 # Transformer and vision ops of real models (issue 9, part C): the ttnn.experimental and ttnn.kv_cache
-# namespaces, KV caches, conv and pooling (ops/experimental.py, kv_cache.py, vision.py).
+# namespaces, KV caches, convolutions and pooling (ops/experimental.py, kv_cache.py, conv.py, vision.py).
 from device_sim.ops import experimental, kv_cache  # noqa: E402, F401
-from device_sim.ops.kv_cache import fill_cache, update_cache  # noqa: E402, F401
-from device_sim.ops.vision import (  # noqa: E402, F401
-    avg_pool2d,
+from device_sim.ops.conv import (  # noqa: E402, F401
     conv1d,
     conv2d,
     conv_transpose2d,
-    fold,
-    global_avg_pool2d,
-    max_pool2d,
     prepare_conv_bias,
     prepare_conv_weights,
-    upsample,
 )
+from device_sim.ops.kv_cache import fill_cache, update_cache  # noqa: E402, F401
+from device_sim.ops.vision import avg_pool2d, fold, global_avg_pool2d, max_pool2d, upsample  # noqa: E402, F401
 
 __all__ += [
     "experimental", "kv_cache", "fill_cache", "update_cache", "avg_pool2d", "conv2d", "global_avg_pool2d",

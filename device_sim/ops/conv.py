@@ -1,0 +1,307 @@
+"""Convolutions: conv2d, conv1d, conv_transpose2d and conv2d's weight preparation, as TT-NN runs them.
+
+    import device_sim as ttnn
+    x = ttnn.from_torch(torch.randn(1, 8, 8, 16), dtype=ttnn.bfloat16, device=device)   # NHWC
+    w = ttnn.from_torch(torch.randn(32, 16, 3, 3), dtype=ttnn.bfloat16)                  # OIHW, on the host
+    y, (h, w_out) = ttnn.conv2d(input_tensor=x, weight_tensor=w, device=device, in_channels=16,
+                                out_channels=32, batch_size=1, input_height=8, input_width=8,
+                                kernel_size=(3, 3), padding=(1, 1), return_output_dim=True)
+    y.shape   # [1, 1, 64, 32]: [1, 1, N*OH*OW, OC], TILE unless conv_config.output_layout says otherwise
+
+Each call is one recorded op with one output buffer (the fused activation included). Approximate:
+the output memory config follows the memory rules, and the halo and weight-preparation buffers real
+hardware allocates and frees inside the op are not allocated unless the prepared weights are
+returned (return_weights_and_bias=True). Prepared weights are [1, 1, KH*KW*C/groups, OC] in TILE,
+rows in (kh, kw, c) order; conv2d takes them back.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from device_sim import placement
+from device_sim.conv_config import Conv2dConfig, Conv2dSliceConfig, activation_name
+from device_sim.ops.common import check_tt_nn_only, device_inputs, values
+from device_sim.ops.vision import _flat, _make, _nchw, _padding, _pair
+from device_sim.registry import register_op
+from device_sim.tensor import Tensor
+from device_sim.types import DataType, Layout, MemoryConfig
+
+_ACTIVATIONS = {"relu": torch.relu, "relu6": lambda y: y.clamp(0, 6), "silu": F.silu, "gelu": F.gelu,
+                "sigmoid": torch.sigmoid, "tanh": torch.tanh}
+
+
+# -- conv2d and its weights ------------------------------------------------------------------
+
+def _conv_weight(w: torch.Tensor, in_channels: int, out_channels: int, kernel, groups: int, op_name: str):
+    """The weights as OIHW, from either TT-NN's torch layout [OC, C/groups, KH, KW] or prepared [1, 1, K, OC]."""
+    kh, kw = kernel
+    cg = in_channels // groups
+    if tuple(w.shape) == (out_channels, cg, kh, kw):
+        return w.float()
+    if tuple(w.shape) == (1, 1, kh * kw * cg, out_channels):
+        return w.float().reshape(kh, kw, cg, out_channels).permute(3, 2, 0, 1)
+    raise ValueError(
+        f"{op_name}: weight shape {list(w.shape)} is neither [out_channels, in_channels/groups, KH, KW] = "
+        f"{[out_channels, cg, kh, kw]} nor prepared [1, 1, KH*KW*in_channels/groups, out_channels] = "
+        f"{[1, 1, kh * kw * cg, out_channels]}"
+    )
+
+
+def _prepared(w_oihw: torch.Tensor) -> torch.Tensor:
+    oc, cg, kh, kw = w_oihw.shape
+    return w_oihw.permute(2, 3, 1, 0).reshape(1, 1, kh * kw * cg, oc)
+
+
+def _groups(groups: int) -> int:
+    # TT-NN's own tutorials (ttnn_basic_conv.py, ttnn_simplecnn_inference.py) pass groups=0 meaning "no
+    # groups", and run; device_sim reads 0 as 1 (not checked against TT-NN's C++, which was not run).
+    return 1 if groups == 0 else groups
+
+
+def _check_conv_args(in_channels, out_channels, groups, conv_config, slice_config, op_name):
+    groups = _groups(groups)
+    if groups < 1 or in_channels % groups or out_channels % groups:
+        raise ValueError(f"{op_name}: groups={groups} must divide in_channels={in_channels} and "
+                         f"out_channels={out_channels}")
+    if conv_config is not None and not isinstance(conv_config, Conv2dConfig):
+        raise TypeError(f"{op_name}: conv_config must be a ttnn.Conv2dConfig, got {conv_config!r}")
+    if slice_config is not None and not isinstance(slice_config, Conv2dSliceConfig):
+        raise TypeError(f"{op_name}: slice_config must be a ttnn.Conv2dSliceConfig (or ttnn.Conv2dL1FullSliceConfig), "
+                        f"got {slice_config!r}")
+
+
+def _conv2d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, batch_size, input_height,
+                   input_width, kernel_size, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1,
+                   bias_tensor=None, conv_config=None, **__):
+    op_name = "ttnn.conv2d"
+    kernel, groups = _pair(kernel_size, "kernel_size", op_name), _groups(groups)
+    x = _nchw(input_tensor, batch_size, input_height, input_width, in_channels, op_name)
+    w = _conv_weight(weight_tensor, in_channels, out_channels, kernel, groups, op_name)
+    b = bias_tensor.float().reshape(-1) if bias_tensor is not None else None
+    x = F.pad(x, _padding(padding, op_name))
+    y = F.conv2d(x, w, b, _pair(stride, "stride", op_name), 0, _pair(dilation, "dilation", op_name), groups)
+    act = activation_name(conv_config.activation) if conv_config is not None else None
+    return _flat(_ACTIVATIONS[act](y) if act else y)
+
+
+@register_op("ttnn.conv2d", golden=_conv2d_golden)
+def conv2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_channels: int, out_channels: int,
+           batch_size: int, input_height: int, input_width: int, kernel_size, stride=(1, 1), padding=(0, 0),
+           dilation=(1, 1), groups: int = 1, dtype: DataType | None = None, bias_tensor: Tensor | None = None,
+           conv_config: Conv2dConfig | None = None, compute_config=None, memory_config: MemoryConfig | None = None,
+           slice_config: Conv2dSliceConfig | None = None, return_output_dim: bool = False,
+           return_weights_and_bias: bool = False, **tt_nn_only):
+    """2D convolution of an NHWC input; the output is [1, 1, N*OH*OW, out_channels] (TILE unless
+    conv_config.output_layout says otherwise), in `dtype` (default: the input's).
+
+    weight_tensor is [out_channels, in_channels/groups, KH, KW] (torch's layout, normally on the host)
+    or prepared by ttnn.prepare_conv_weights / an earlier return_weights_and_bias=True. padding is
+    (h, w) or (top, bottom, left, right). Returns the output, then (OH, OW) if return_output_dim, then
+    (weights, bias) prepared on the device if return_weights_and_bias. device defaults to the input's.
+    """
+    op_name = "ttnn.conv2d"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    device = device if device is not None else input_tensor.device()
+    _check_conv_args(in_channels, out_channels, groups, conv_config, slice_config, op_name)
+    device_inputs(op_name, *(t for t in (input_tensor, weight_tensor, bias_tensor)
+                             if isinstance(t, Tensor) and t.device() is not None))
+    args = dict(input_tensor=values(input_tensor, op_name), weight_tensor=values(weight_tensor, op_name),
+                in_channels=in_channels, out_channels=out_channels, batch_size=batch_size,
+                input_height=input_height, input_width=input_width, kernel_size=kernel_size, stride=stride,
+                padding=padding, dilation=dilation, groups=groups, conv_config=conv_config,
+                bias_tensor=values(bias_tensor, op_name) if bias_tensor is not None else None)
+    y = _conv2d_golden(**args)
+    n_out = y.shape[2] // batch_size
+    kernel, st, dil = (_pair(v, n, op_name) for v, n in ((kernel_size, "kernel_size"), (stride, "stride"),
+                                                          (dilation, "dilation")))
+    pl, pr, pt, pb = _padding(padding, op_name)
+    oh = (input_height + pt + pb - dil[0] * (kernel[0] - 1) - 1) // st[0] + 1
+    ow = (input_width + pl + pr - dil[1] * (kernel[1] - 1) - 1) // st[1] + 1
+    assert oh * ow == n_out, (oh, ow, n_out)
+    layout = conv_config.output_layout if conv_config is not None else Layout.TILE
+    out = _make(y, device, [input_tensor], op_name=op_name, dtype=dtype or input_tensor.dtype, layout=layout,
+                memory_config=memory_config)
+    result = [out]
+    if return_output_dim:
+        result.append((oh, ow))
+    if return_weights_and_bias:
+        result.append(_weights_on_device(weight_tensor, bias_tensor, args, device, conv_config, op_name))
+    return out if len(result) == 1 else tuple(result)
+
+
+def _weights_on_device(weight_tensor, bias_tensor, args, device, conv_config, op_name):
+    """The prepared (weights, bias) conv2d returns: the given tensors when already prepared on the device."""
+    kernel, groups = _pair(args["kernel_size"], "kernel_size", op_name), _groups(args["groups"])
+    w_dtype = conv_config.weights_dtype if conv_config is not None and conv_config.weights_dtype else None
+    if weight_tensor.device() is None:
+        w = _prepared(_conv_weight(args["weight_tensor"], args["in_channels"], args["out_channels"], kernel,
+                                   groups, op_name))
+        weight_tensor = _make(w, device, [], op_name=op_name, dtype=w_dtype or weight_tensor.dtype,
+                              layout=Layout.TILE, memory_config=placement.get_default_memory_config())
+    if bias_tensor is not None and bias_tensor.device() is None:
+        b = args["bias_tensor"].reshape(1, 1, 1, -1)
+        bias_tensor = _make(b, device, [], op_name=op_name, dtype=w_dtype or bias_tensor.dtype,
+                            layout=Layout.TILE, memory_config=placement.get_default_memory_config())
+    return weight_tensor, bias_tensor
+
+
+def _prepare_conv_weights_golden(*_, weight_tensor, in_channels, out_channels, kernel_size, groups, **__):
+    kernel = _pair(kernel_size, "kernel_size", "ttnn.prepare_conv_weights")
+    return _prepared(_conv_weight(weight_tensor, in_channels, out_channels, kernel, _groups(groups),
+                                  "ttnn.prepare_conv_weights"))
+
+
+@register_op("ttnn.prepare_conv_weights", golden=_prepare_conv_weights_golden)
+def prepare_conv_weights(*, weight_tensor: Tensor, input_memory_config: MemoryConfig, input_layout: Layout,
+                         weights_format: str, in_channels: int, out_channels: int, batch_size: int,
+                         input_height: int, input_width: int, kernel_size, stride, padding, dilation,
+                         has_bias: bool, groups: int, device, input_dtype: DataType,
+                         output_dtype: DataType | None = None, conv_config: Conv2dConfig | None = None,
+                         compute_config=None, slice_config: Conv2dSliceConfig | None = None) -> Tensor:
+    """The weights conv2d uses, on `device`: [1, 1, KH*KW*in_channels/groups, out_channels] in TILE.
+
+    weights_format names the given layout; only "OIHW" (torch's) exists in TT-NN.
+    """
+    op_name = "ttnn.prepare_conv_weights"
+    if weights_format != "OIHW":
+        raise ValueError(f"{op_name}: weights_format={weights_format!r}; TT-NN takes only 'OIHW'")
+    _check_conv_args(in_channels, out_channels, groups, conv_config, slice_config, op_name)
+    w = _prepare_conv_weights_golden(weight_tensor=values(weight_tensor, op_name), in_channels=in_channels,
+                                     out_channels=out_channels, kernel_size=kernel_size, groups=groups)
+    dtype = output_dtype or (conv_config.weights_dtype if conv_config is not None else None) or weight_tensor.dtype
+    return _make(w, device, [], op_name=op_name, dtype=dtype, layout=Layout.TILE,
+                 memory_config=placement.get_default_memory_config())
+
+
+def _prepare_conv_bias_golden(*_, bias_tensor, out_channels, **__):
+    if bias_tensor.numel() != out_channels:
+        raise ValueError(f"ttnn.prepare_conv_bias: bias shape {list(bias_tensor.shape)} does not hold "
+                         f"out_channels={out_channels} values")
+    return bias_tensor.float().reshape(1, 1, 1, out_channels)
+
+
+@register_op("ttnn.prepare_conv_bias", golden=_prepare_conv_bias_golden)
+def prepare_conv_bias(*, bias_tensor: Tensor, input_memory_config: MemoryConfig, input_layout: Layout,
+                      in_channels: int, out_channels: int, batch_size: int, input_height: int, input_width: int,
+                      kernel_size, stride, padding, dilation, groups: int, device, input_dtype: DataType,
+                      output_dtype: DataType | None = None, conv_config: Conv2dConfig | None = None,
+                      compute_config=None, slice_config: Conv2dSliceConfig | None = None) -> Tensor:
+    """The bias conv2d uses, on `device`: [1, 1, 1, out_channels] in TILE."""
+    op_name = "ttnn.prepare_conv_bias"
+    b = _prepare_conv_bias_golden(bias_tensor=values(bias_tensor, op_name), out_channels=out_channels)
+    dtype = output_dtype or (conv_config.weights_dtype if conv_config is not None else None) or bias_tensor.dtype
+    return _make(b, device, [], op_name=op_name, dtype=dtype, layout=Layout.TILE,
+                 memory_config=placement.get_default_memory_config())
+
+
+def _conv1d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, batch_size, input_length,
+                   kernel_size, stride=1, padding=0, dilation=1, groups=1, bias_tensor=None, conv_config=None, **__):
+    # A 1D conv is conv2d over [N, L, 1, C] with a [K, 1] kernel.
+    w = weight_tensor if weight_tensor.dim() != 3 else weight_tensor.unsqueeze(-1)
+    return _conv2d_golden(input_tensor=input_tensor, weight_tensor=w, in_channels=in_channels,
+                          out_channels=out_channels, batch_size=batch_size, input_height=input_length, input_width=1,
+                          kernel_size=(kernel_size, 1), stride=(stride, 1), padding=(padding, 0),
+                          dilation=(dilation, 1), groups=groups, bias_tensor=bias_tensor, conv_config=conv_config)
+
+
+@register_op("ttnn.conv1d", golden=_conv1d_golden)
+def conv1d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_channels: int, out_channels: int,
+           batch_size: int, input_length: int, kernel_size: int, stride: int = 1, padding: int = 0,
+           dilation: int = 1, groups: int = 1, dtype: DataType | None = None, bias_tensor: Tensor | None = None,
+           conv_config: Conv2dConfig | None = None, compute_config=None, memory_config: MemoryConfig | None = None,
+           return_output_dim: bool = False, return_weights_and_bias: bool = False, **tt_nn_only):
+    """1D convolution of an NLC input ([N, L, C] or [1, 1, N*L, C]) with weights [out_channels,
+    in_channels/groups, K]: [1, 1, N*OL, out_channels]. Returns the output, then OL if return_output_dim, then
+    the prepared (weights, bias) if return_weights_and_bias, as conv2d does."""
+    op_name = "ttnn.conv1d"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    device = device if device is not None else input_tensor.device()
+    _check_conv_args(in_channels, out_channels, groups, conv_config, None, op_name)
+    device_inputs(op_name, *(t for t in (input_tensor, weight_tensor, bias_tensor)
+                             if isinstance(t, Tensor) and t.device() is not None))
+    w = values(weight_tensor, op_name)
+    args = dict(input_tensor=values(input_tensor, op_name), weight_tensor=w, in_channels=in_channels,
+                out_channels=out_channels, batch_size=batch_size, input_length=input_length, kernel_size=kernel_size,
+                stride=stride, padding=padding, dilation=dilation, groups=groups, conv_config=conv_config,
+                bias_tensor=values(bias_tensor, op_name) if bias_tensor is not None else None)
+    y = _conv1d_golden(**args)
+    layout = conv_config.output_layout if conv_config is not None else Layout.TILE
+    out = _make(y, device, [input_tensor], op_name=op_name, dtype=dtype or input_tensor.dtype, layout=layout,
+                memory_config=memory_config)
+    result = [out]
+    if return_output_dim:
+        result.append(y.shape[2] // batch_size)
+    if return_weights_and_bias:
+        args2d = dict(args, weight_tensor=w if w.dim() != 3 else w.unsqueeze(-1), kernel_size=(kernel_size, 1))
+        result.append(_weights_on_device(weight_tensor, bias_tensor, args2d, device, conv_config, op_name))
+    return out if len(result) == 1 else tuple(result)
+
+
+def _conv_transpose2d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, batch_size, input_height,
+                             input_width, kernel_size, stride=(1, 1), padding=(0, 0), output_padding=(0, 0),
+                             dilation=(1, 1), groups=1, bias_tensor=None, conv_config=None, mirror_kernel=True, **__):
+    op_name = "ttnn.conv_transpose2d"
+    (kh, kw), groups = _pair(kernel_size, "kernel_size", op_name), _groups(groups)
+    if tuple(weight_tensor.shape) != (in_channels, out_channels // groups, kh, kw):
+        raise ValueError(f"{op_name}: weight shape {list(weight_tensor.shape)} must be [in_channels, "
+                         f"out_channels/groups, KH, KW] = {[in_channels, out_channels // groups, kh, kw]}")
+    x = _nchw(input_tensor, batch_size, input_height, input_width, in_channels, op_name)
+    # mirror_kernel=False says the caller's kernel is mirrored already; torch's formula takes it unmirrored.
+    w = weight_tensor.float() if mirror_kernel else weight_tensor.float().flip(-2, -1)
+    b = bias_tensor.float().reshape(-1) if bias_tensor is not None else None
+    left, right, top, bottom = _padding(padding, op_name)
+    y = F.conv_transpose2d(x, w, b, _pair(stride, "stride", op_name), 0, _pair(output_padding, "output_padding",
+                           op_name), groups, _pair(dilation, "dilation", op_name))
+    y = y[..., top: y.shape[-2] - bottom, left: y.shape[-1] - right]  # padding crops the full output
+    act = activation_name(conv_config.activation) if conv_config is not None else None
+    return _flat(_ACTIVATIONS[act](y) if act else y)
+
+
+@register_op("ttnn.conv_transpose2d", golden=_conv_transpose2d_golden)
+def conv_transpose2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_channels: int,
+                     out_channels: int, batch_size: int, input_height: int, input_width: int, kernel_size,
+                     stride=(1, 1), padding=(0, 0), output_padding=(0, 0), dilation=(1, 1), groups: int = 1,
+                     dtype: DataType | None = None, bias_tensor: Tensor | None = None,
+                     conv_config: Conv2dConfig | None = None, compute_config=None,
+                     memory_config: MemoryConfig | None = None, dram_slice_config: Conv2dSliceConfig | None = None,
+                     mirror_kernel: bool = True, return_output_dim: bool = False,
+                     return_weights_and_bias: bool = False, **tt_nn_only):
+    """Transposed convolution of an NHWC input with weights [in_channels, out_channels/groups, KH, KW], as
+    torch's conv_transpose2d: [1, 1, N*OH*OW, out_channels]. Returns like conv2d; the weights and bias
+    returned with return_weights_and_bias are the given ones on the device, in TILE, in the same layout."""
+    op_name = "ttnn.conv_transpose2d"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    device = device if device is not None else input_tensor.device()
+    _check_conv_args(in_channels, out_channels, groups, conv_config, dram_slice_config, op_name)
+    device_inputs(op_name, *(t for t in (input_tensor, weight_tensor, bias_tensor)
+                             if isinstance(t, Tensor) and t.device() is not None))
+    y = _conv_transpose2d_golden(
+        input_tensor=values(input_tensor, op_name), weight_tensor=values(weight_tensor, op_name),
+        in_channels=in_channels, out_channels=out_channels, batch_size=batch_size, input_height=input_height,
+        input_width=input_width, kernel_size=kernel_size, stride=stride, padding=padding,
+        output_padding=output_padding, dilation=dilation, groups=groups, conv_config=conv_config,
+        bias_tensor=values(bias_tensor, op_name) if bias_tensor is not None else None, mirror_kernel=mirror_kernel)
+    layout = conv_config.output_layout if conv_config is not None else Layout.TILE
+    out = _make(y, device, [input_tensor], op_name=op_name, dtype=dtype or input_tensor.dtype, layout=layout,
+                memory_config=memory_config)
+    result = [out]
+    if return_output_dim:
+        pairs = ((kernel_size, "kernel_size"), (stride, "stride"), (dilation, "dilation"),
+                 (output_padding, "output_padding"))
+        (kh, kw), (sh, sw), (dh, dw), (oph, opw) = (_pair(v, n, op_name) for v, n in pairs)
+        left, right, top, bottom = _padding(padding, op_name)
+        result.append(((input_height - 1) * sh - top - bottom + dh * (kh - 1) + oph + 1,
+                       (input_width - 1) * sw - left - right + dw * (kw - 1) + opw + 1))
+    if return_weights_and_bias:
+        w_dtype = conv_config.weights_dtype if conv_config is not None and conv_config.weights_dtype else None
+        on_device = [t if t is None or t.device() is not None else
+                     _make(values(t, op_name), device, [], op_name=op_name, dtype=w_dtype or t.dtype,
+                           layout=Layout.TILE, memory_config=placement.get_default_memory_config())
+                     for t in (weight_tensor, bias_tensor)]
+        result.append(tuple(on_device))
+    return out if len(result) == 1 else tuple(result)
