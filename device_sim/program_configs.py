@@ -7,15 +7,14 @@
     out = ttnn.matmul(a, b, program_config=cfg)   # a bad split raises RuntimeError naming the field
 
 Fields and keyword defaults follow TT-NN's Python bindings (matmul_pybind.cpp, normalization and
-transformer bindings); the checks follow MatmulDeviceOperation::validate (matmul_device_operation.cpp)
-and name the field to change. A config changes where the work runs, never the values, so
-device_sim computes the same result with any valid config; a fused activation is applied.
-An invalid one raises RuntimeError with TT_FATAL's shape of message, as TT-NN does.
+transformer bindings). device_sim.program_config_checks checks a config against an op's operands
+as TT-NN does and names the field to change (RuntimeError worded as TT_FATAL's). A config changes
+where the work runs, never the values, so any valid config gives the same result; a fused
+activation is applied.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from device_sim.types import CoreCoord, CoreRangeSet, _TTEnum
@@ -67,16 +66,6 @@ class UnaryWithParam:
 
     def __repr__(self) -> str:
         return f"UnaryWithParam(op_type={self.op_type!r},params={list(self.params)})"
-
-
-def tt_fatal(condition: str, message: str) -> RuntimeError:
-    """A RuntimeError worded as TT-NN's TT_FATAL: the condition that failed, then what to do."""
-    return RuntimeError(f"TT_FATAL @ device_sim/program_configs.py: {condition}\ninfo:\n{message}")
-
-
-def _check(ok: bool, condition: str, message: str) -> None:
-    if not ok:
-        raise tt_fatal(condition, message)
 
 
 def _grid_xy(grid) -> tuple[int, int]:
@@ -236,97 +225,3 @@ class SDPAProgramConfig:
     def __post_init__(self):
         _grid_xy(self.compute_with_storage_grid_size)
         _positive_ints(self, ("q_chunk_size", "k_chunk_size", "max_cores_per_head_batch"))
-
-
-# -- validation against an op's shapes --------------------------------------------------------
-
-def check_grid(cfg, device_grid: tuple[int, int]) -> None:
-    """The config's grid fits the device's compute grid (x columns, y rows)."""
-    x, y = _grid_xy(cfg.compute_with_storage_grid_size)
-    dx, dy = device_grid
-    _check(x <= dx and y <= dy, "compute_with_storage_grid_size <= device.compute_with_storage_grid_size()",
-           f"{type(cfg).__name__}: compute_with_storage_grid_size {CoreCoord(x, y)} does not fit the device's "
-           f"{CoreCoord(dx, dy)} grid; use at most x={dx}, y={dy}")
-
-
-def validate_matmul(cfg, a_shape, b_shape, *, dest_tiles: int, device_grid: tuple[int, int] | None) -> None:
-    """TT-NN's checks of a matmul program config for a [..., M, K] x [..., K, N] matmul (shapes after transposes)."""
-    name = type(cfg).__name__
-    if not isinstance(cfg, MATMUL_PROGRAM_CONFIGS):
-        raise TypeError(f"ttnn.matmul: program_config must be one of {[c.__name__ for c in MATMUL_PROGRAM_CONFIGS]}, "
-                        f"got {type(cfg).__name__}")
-    tiles = lambda n: math.ceil(n / TILE)  # noqa: E731
-    batch_a = math.prod(a_shape[:-2]) if len(a_shape) > 2 else 1
-    M_one, K, N = tiles(a_shape[-2] if len(a_shape) > 1 else 1), tiles(a_shape[-1]), tiles(b_shape[-1])
-    fuse_batch = getattr(cfg, "fuse_batch", False)
-    M = M_one * batch_a if fuse_batch else M_one
-    for f in ("in0_block_w", "out_subblock_h", "out_subblock_w", "out_block_h", "out_block_w", "per_core_M",
-              "per_core_N"):
-        if hasattr(cfg, f):
-            _check(getattr(cfg, f) != 0, f"program_config.{f} != 0", f"{f} is 0, which is not valid")
-    _check(K % cfg.in0_block_w == 0, "K % program_config.in0_block_w == 0",
-           f"{name}: in0_block_w ({cfg.in0_block_w}) must divide K in tiles ({K}); use a divisor of {K}")
-    if fuse_batch:
-        batch_b = math.prod(b_shape[:-2]) if len(b_shape) > 2 else 1
-        _check(batch_b == 1, "get_batch_size(b_shape_padded) == 1",
-               "Matmul with fused batch requires input tensors of shapes BCMK*11KN=BCMN or equivalent. "
-               "Please change the second input tensor or adjust the program config (fuse_batch=False).")
-    if hasattr(cfg, "out_block_h"):
-        splits = (("per_core_M", "out_block_h"), ("per_core_N", "out_block_w"),
-                  ("out_block_h", "out_subblock_h"), ("out_block_w", "out_subblock_w"))
-    else:
-        splits = (("per_core_M", "out_subblock_h"), ("per_core_N", "out_subblock_w")) if hasattr(
-            cfg, "out_subblock_h") else ()
-    for whole, part in splits:
-        w, p = getattr(cfg, whole), getattr(cfg, part)
-        _check(w % p == 0, f"program_config.{whole} % program_config.{part} == 0",
-               f"{name}: {part} ({p}) must divide {whole} ({w})")
-    if hasattr(cfg, "out_subblock_h"):
-        sub = cfg.out_subblock_h * cfg.out_subblock_w
-        _check(sub <= dest_tiles, "out_subblock_h * out_subblock_w <= dest register tiles",
-               f"{name}: out_subblock_h * out_subblock_w = {cfg.out_subblock_h} * {cfg.out_subblock_w} = {sub} tiles "
-               f"does not fit the destination register ({dest_tiles} tiles with this compute_kernel_config; "
-               f"4 with fp32_dest_acc_en=True, 8 without); choose smaller subblocks")
-    if isinstance(cfg, MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig):
-        return  # its grid is the input's shard grid, checked with the shard spec
-    if device_grid is not None:
-        check_grid(cfg, device_grid)
-    gx, gy = _grid_xy(cfg.compute_with_storage_grid_size)
-    blocks_m, blocks_n = math.ceil(M / cfg.per_core_M), math.ceil(N / cfg.per_core_N)
-    if isinstance(cfg, MatmulMultiCoreReuseProgramConfig):
-        M_all = M_one * batch_a
-        _check(cfg.per_core_N == N, "N == per_core_N",
-               f"{name}: N, {N}, is not equal to per_core_N, {cfg.per_core_N}")
-        if cfg.per_core_M > M_one:
-            _check(cfg.per_core_M % M_one == 0 and M_all % cfg.per_core_M == 0, "per_core_M % M == 0",
-                   f"{name}: per_core_M, {cfg.per_core_M}, must be a multiple of M, {M_one}, and divide the total "
-                   f"height {M_all} if per_core_M > M")
-        else:
-            _check(M_one % cfg.per_core_M == 0, "M % per_core_M == 0",
-                   f"{name}: per_core_M, {cfg.per_core_M}, must divide M, {M_one}, if per_core_M < M")
-        cores = math.ceil(M_all / cfg.per_core_M)
-        _check(cores <= gx * gy, "num_blocks <= num_cores",
-               f"{name}: {cores} blocks of per_core_M={cfg.per_core_M} tiles need more cores than the "
-               f"{gx}x{gy} grid has; raise per_core_M")
-    elif isinstance(cfg, MatmulMultiCoreReuseMultiCastProgramConfig):
-        rows, cols = (gx, gy) if cfg.transpose_mcast else (gy, gx)
-        _check(blocks_m <= rows, "num_blocks_y <= num_cores_y",
-               f"{name}: per_core_M={cfg.per_core_M} splits M={M} tiles into {blocks_m} blocks, more than the "
-               f"grid's {rows} {'columns' if cfg.transpose_mcast else 'rows'}; raise per_core_M to at least "
-               f"{math.ceil(M / rows)}")
-        _check(blocks_n <= cols, "num_blocks_x <= num_cores_x",
-               f"{name}: per_core_N={cfg.per_core_N} splits N={N} tiles into {blocks_n} blocks, more than the "
-               f"grid's {cols} {'rows' if cfg.transpose_mcast else 'columns'}; raise per_core_N to at least "
-               f"{math.ceil(N / cols)}")
-    elif isinstance(cfg, MatmulMultiCoreReuseMultiCast1DProgramConfig):
-        _check(not (cfg.mcast_in0 and cfg.gather_in0), "!(mcast_in0 && gather_in0)",
-               "Matmul1D does not support mcast_in0 and gather_in0 at the same time.")
-        blocks = blocks_n if cfg.mcast_in0 else blocks_m
-        along = ("N", N, "per_core_N", cfg.per_core_N) if cfg.mcast_in0 else ("M", M, "per_core_M", cfg.per_core_M)
-        _check(blocks <= gx * gy, "num_blocks <= num_cores",
-               f"{name}: {along[2]}={along[3]} splits {along[0]}={along[1]} tiles into {blocks} blocks, more than "
-               f"the {gx}x{gy} grid's {gx * gy} cores; raise {along[2]} to at least {math.ceil(along[1] / (gx * gy))}")
-        other = ("M", M, "per_core_M", cfg.per_core_M) if cfg.mcast_in0 else ("N", N, "per_core_N", cfg.per_core_N)
-        _check(other[3] >= other[1], f"{other[2]} >= {other[0]}",
-               f"{name}: with mcast_in0={cfg.mcast_in0} every core computes all of {other[0]}, so {other[2]} "
-               f"({other[3]}) must be at least {other[0]} in tiles ({other[1]})")

@@ -150,3 +150,44 @@ def test_configs_are_recorded_as_arguments_and_readable_in_ttreport_op(ab, tmp_p
     out = CliRunner().invoke(main, ["op", str(handle.path), str(op_id)], catch_exceptions=False).output
     assert "program_config = MatmulMultiCoreReuseMultiCastProgramConfig(compute_with_storage_grid_size=" in out
     assert "compute_kernel_config = WormholeComputeKernelConfig(math_fidelity=MathFidelity.LoFi" in out
+
+
+@pytest.fixture
+def block_sharded(device):
+    """[1, 256, 512] block-sharded on 8x8 cores (shards of [32, 64]) and an interleaved [512, 512] weight."""
+    g = torch.Generator().manual_seed(1)
+    cfg = ttnn.create_sharded_memory_config((1, 256, 512), core_grid=ttnn.CoreGrid(y=8, x=8),
+                                            strategy=ttnn.ShardStrategy.BLOCK)
+    a = ttnn.from_torch(torch.randn(1, 256, 512, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                        memory_config=cfg)
+    b = ttnn.from_torch(torch.randn(512, 512, generator=g), dtype=ttnn.bfloat8_b, layout=ttnn.TILE, device=device)
+    return a, b
+
+
+def test_a_2d_config_must_match_the_block_shards_of_its_input(block_sharded):
+    a, b = block_sharded
+    ok = mcast(per_core_M=1, per_core_N=2)
+    out = ttnn.matmul(a, b, program_config=ok, memory_config=ttnn.L1_BLOCK_SHARDED_MEMORY_CONFIG)
+    assert out.memory_config().memory_layout == ttnn.TensorMemoryLayout.BLOCK_SHARDED
+    with pytest.raises(RuntimeError, match=r"per_core_M \(2\) must equal shard_shape\[0\] / in0_tile.get_height\(\) "
+                                           r"\(1\) of input_tensor_a's shard \[32, 64\]"):
+        ttnn.matmul(a, b, program_config=mcast(per_core_M=2, per_core_N=2))
+    with pytest.raises(RuntimeError, match="must have COL_MAJOR shard orientation for transpose MCAST"):
+        ttnn.matmul(a, b, program_config=mcast(per_core_M=1, per_core_N=2, transpose_mcast=True))
+    with pytest.raises(RuntimeError, match="Output memory layout must be BLOCK_SHARDED"):
+        ttnn.matmul(a, b, program_config=ok, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG)
+    with pytest.raises(RuntimeError, match="Tensor shard spec grid must be within config grid"):
+        ttnn.matmul(a, b, program_config=mcast(per_core_M=1, per_core_N=4,
+                                               compute_with_storage_grid_size=ttnn.CoreCoord(4, 8)))
+
+
+def test_a_1d_or_dram_sharded_config_names_the_layout_its_input_needs(block_sharded):
+    a, b = block_sharded
+    one_d = ttnn.MatmulMultiCoreReuseMultiCast1DProgramConfig(
+        compute_with_storage_grid_size=(8, 8), in0_block_w=2, out_subblock_h=1, out_subblock_w=1, per_core_M=8,
+        per_core_N=1, fuse_batch=True, mcast_in0=True)
+    with pytest.raises(RuntimeError, match="input_tensor_a must be width sharded with mcast_in0=True"):
+        ttnn.matmul(a, b, program_config=one_d)
+    dram = ttnn.MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig(in0_block_w=2, per_core_M=8, per_core_N=1)
+    with pytest.raises(RuntimeError, match="Output memory config must be sharded for DRAM sharded program config"):
+        ttnn.matmul(a, b, program_config=dram)

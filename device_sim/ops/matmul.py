@@ -21,7 +21,8 @@ from device_sim import activations, numerics
 from device_sim.compute_config import MathFidelity, Numerics, WormholeComputeKernelConfig, resolve
 from device_sim.ops import eltwise
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
-from device_sim.program_configs import UnaryWithParam, tt_fatal, validate_matmul
+from device_sim.program_config_checks import tt_fatal, validate_matmul, validate_matmul_sharding
+from device_sim.program_configs import UnaryWithParam
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, MemoryConfig
@@ -97,6 +98,8 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
         dev = input_tensor_a._device
         grid = (dev.config.grid_x, dev.config.grid_y) if dev is not None else None
         validate_matmul(program_config, tuple(a.shape), tuple(b.shape), dest_tiles=n.dest_tiles, device_grid=grid)
+        validate_matmul_sharding(program_config, tuple(a.shape), tuple(b.shape), input_tensor_a.memory_config(),
+                                 input_tensor_b.memory_config(), memory_config)
         fused = getattr(program_config, "fused_activation", None)
         if fused is not None and activation is not None:
             raise tt_fatal("!(activation && program_config.fused_activation)",

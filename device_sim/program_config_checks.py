@@ -1,0 +1,256 @@
+"""Program configs checked against an op's operands as TT-NN checks them, with TT_FATAL-style errors.
+
+    from device_sim.program_config_checks import validate_matmul
+    validate_matmul(cfg, (2, 128, 256), (256, 512), dest_tiles=8, device_grid=(8, 8))  # or RuntimeError
+
+The checks follow MatmulDeviceOperation::validate_on_program_cache_miss (tt-metal's
+matmul_device_operation.cpp): zero fields, in0_block_w dividing K, blocks and subblocks dividing
+the per-core tiles, subblocks fitting the destination register (get_dest_reg_count), the grid
+fitting the device, the per-core blocks covering M and N on the grid, and the sharded operands'
+layouts and shard shapes matching the config. Each error names the field to change.
+"""
+
+from __future__ import annotations
+
+import math
+
+from device_sim.program_configs import (
+    MATMUL_PROGRAM_CONFIGS,
+    TILE,
+    MatmulMultiCoreReuseMultiCast1DProgramConfig,
+    MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig,
+    MatmulMultiCoreReuseMultiCastProgramConfig,
+    MatmulMultiCoreReuseProgramConfig,
+    _grid_xy,
+)
+from device_sim.types import BufferType, CoreCoord, ShardOrientation, TensorMemoryLayout
+
+
+def tt_fatal(condition: str, message: str) -> RuntimeError:
+    """A RuntimeError worded as TT-NN's TT_FATAL: the condition that failed, then what to do."""
+    return RuntimeError(f"TT_FATAL @ device_sim/program_config_checks.py: {condition}\ninfo:\n{message}")
+
+
+def _check(ok: bool, condition: str, message: str) -> None:
+    if not ok:
+        raise tt_fatal(condition, message)
+
+
+def check_grid(cfg, device_grid: tuple[int, int]) -> None:
+    """The config's grid fits the device's compute grid (x columns, y rows)."""
+    x, y = _grid_xy(cfg.compute_with_storage_grid_size)
+    dx, dy = device_grid
+    _check(x <= dx and y <= dy, "compute_with_storage_grid_size <= device.compute_with_storage_grid_size()",
+           f"{type(cfg).__name__}: compute_with_storage_grid_size {CoreCoord(x, y)} does not fit the device's "
+           f"{CoreCoord(dx, dy)} grid; use at most x={dx}, y={dy}")
+
+
+def validate_matmul(cfg, a_shape, b_shape, *, dest_tiles: int, device_grid: tuple[int, int] | None) -> None:
+    """TT-NN's checks of a matmul program config for a [..., M, K] x [..., K, N] matmul (shapes after transposes)."""
+    name = type(cfg).__name__
+    if not isinstance(cfg, MATMUL_PROGRAM_CONFIGS):
+        raise TypeError(f"ttnn.matmul: program_config must be one of {[c.__name__ for c in MATMUL_PROGRAM_CONFIGS]}, "
+                        f"got {type(cfg).__name__}")
+    tiles = lambda n: math.ceil(n / TILE)  # noqa: E731
+    batch_a = math.prod(a_shape[:-2]) if len(a_shape) > 2 else 1
+    M_one, K, N = tiles(a_shape[-2] if len(a_shape) > 1 else 1), tiles(a_shape[-1]), tiles(b_shape[-1])
+    fuse_batch = getattr(cfg, "fuse_batch", False)
+    M = M_one * batch_a if fuse_batch else M_one
+    for f in ("in0_block_w", "out_subblock_h", "out_subblock_w", "out_block_h", "out_block_w", "per_core_M",
+              "per_core_N"):
+        if hasattr(cfg, f):
+            _check(getattr(cfg, f) != 0, f"program_config.{f} != 0", f"{f} is 0, which is not valid")
+    _check(K % cfg.in0_block_w == 0, "K % program_config.in0_block_w == 0",
+           f"{name}: in0_block_w ({cfg.in0_block_w}) must divide K in tiles ({K}); use a divisor of {K}")
+    if fuse_batch:
+        batch_b = math.prod(b_shape[:-2]) if len(b_shape) > 2 else 1
+        _check(batch_b == 1, "get_batch_size(b_shape_padded) == 1",
+               "Matmul with fused batch requires input tensors of shapes BCMK*11KN=BCMN or equivalent. "
+               "Please change the second input tensor or adjust the program config (fuse_batch=False).")
+    if hasattr(cfg, "out_block_h"):
+        splits = (("per_core_M", "out_block_h"), ("per_core_N", "out_block_w"),
+                  ("out_block_h", "out_subblock_h"), ("out_block_w", "out_subblock_w"))
+    else:
+        splits = (("per_core_M", "out_subblock_h"), ("per_core_N", "out_subblock_w")) if hasattr(
+            cfg, "out_subblock_h") else ()
+    for whole, part in splits:
+        w, p = getattr(cfg, whole), getattr(cfg, part)
+        _check(w % p == 0, f"program_config.{whole} % program_config.{part} == 0",
+               f"{name}: {part} ({p}) must divide {whole} ({w})")
+    if hasattr(cfg, "out_subblock_h"):
+        sub = cfg.out_subblock_h * cfg.out_subblock_w
+        _check(sub <= dest_tiles, "out_subblock_h * out_subblock_w <= dest register tiles",
+               f"{name}: out_subblock_h * out_subblock_w = {cfg.out_subblock_h} * {cfg.out_subblock_w} = {sub} tiles "
+               f"does not fit the destination register ({dest_tiles} tiles with this compute_kernel_config; "
+               f"4 with fp32_dest_acc_en=True, 8 without); choose smaller subblocks")
+    if isinstance(cfg, MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig):
+        return  # its grid is the input's shard grid, checked with the shard spec
+    if device_grid is not None:
+        check_grid(cfg, device_grid)
+    gx, gy = _grid_xy(cfg.compute_with_storage_grid_size)
+    blocks_m, blocks_n = math.ceil(M / cfg.per_core_M), math.ceil(N / cfg.per_core_N)
+    if isinstance(cfg, MatmulMultiCoreReuseProgramConfig):
+        M_all = M_one * batch_a
+        _check(cfg.per_core_N == N, "N == per_core_N",
+               f"{name}: N, {N}, is not equal to per_core_N, {cfg.per_core_N}")
+        if cfg.per_core_M > M_one:
+            _check(cfg.per_core_M % M_one == 0 and M_all % cfg.per_core_M == 0, "per_core_M % M == 0",
+                   f"{name}: per_core_M, {cfg.per_core_M}, must be a multiple of M, {M_one}, and divide the total "
+                   f"height {M_all} if per_core_M > M")
+        else:
+            _check(M_one % cfg.per_core_M == 0, "M % per_core_M == 0",
+                   f"{name}: per_core_M, {cfg.per_core_M}, must divide M, {M_one}, if per_core_M < M")
+        cores = math.ceil(M_all / cfg.per_core_M)
+        _check(cores <= gx * gy, "num_blocks <= num_cores",
+               f"{name}: {cores} blocks of per_core_M={cfg.per_core_M} tiles need more cores than the "
+               f"{gx}x{gy} grid has; raise per_core_M")
+    elif isinstance(cfg, MatmulMultiCoreReuseMultiCastProgramConfig):
+        rows, cols = (gx, gy) if cfg.transpose_mcast else (gy, gx)
+        _check(blocks_m <= rows, "num_blocks_y <= num_cores_y",
+               f"{name}: per_core_M={cfg.per_core_M} splits M={M} tiles into {blocks_m} blocks, more than the "
+               f"grid's {rows} {'columns' if cfg.transpose_mcast else 'rows'}; raise per_core_M to at least "
+               f"{math.ceil(M / rows)}")
+        _check(blocks_n <= cols, "num_blocks_x <= num_cores_x",
+               f"{name}: per_core_N={cfg.per_core_N} splits N={N} tiles into {blocks_n} blocks, more than the "
+               f"grid's {cols} {'rows' if cfg.transpose_mcast else 'columns'}; raise per_core_N to at least "
+               f"{math.ceil(N / cols)}")
+    elif isinstance(cfg, MatmulMultiCoreReuseMultiCast1DProgramConfig):
+        _check(not (cfg.mcast_in0 and cfg.gather_in0), "!(mcast_in0 && gather_in0)",
+               "Matmul1D does not support mcast_in0 and gather_in0 at the same time.")
+        blocks = blocks_n if cfg.mcast_in0 else blocks_m
+        along = ("N", N, "per_core_N", cfg.per_core_N) if cfg.mcast_in0 else ("M", M, "per_core_M", cfg.per_core_M)
+        _check(blocks <= gx * gy, "num_blocks <= num_cores",
+               f"{name}: {along[2]}={along[3]} splits {along[0]}={along[1]} tiles into {blocks} blocks, more than "
+               f"the {gx}x{gy} grid's {gx * gy} cores; raise {along[2]} to at least {math.ceil(along[1] / (gx * gy))}")
+        other = ("M", M, "per_core_M", cfg.per_core_M) if cfg.mcast_in0 else ("N", N, "per_core_N", cfg.per_core_N)
+        _check(other[3] >= other[1], f"{other[2]} >= {other[0]}",
+               f"{name}: with mcast_in0={cfg.mcast_in0} every core computes all of {other[0]}, so {other[2]} "
+               f"({other[3]}) must be at least {other[0]} in tiles ({other[1]})")
+
+
+def validate_matmul_sharding(cfg, a_shape, b_shape, a_mem, b_mem, out_mem) -> None:
+    """TT-NN's checks that tie a matmul program config to its sharded operands (memory configs may be None).
+
+    Shapes are after transposes; a memory config without a shard_spec (ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
+    completed by the op) is checked for its layout only. Messages are TT-NN's, after the field's name.
+    """
+    name = type(cfg).__name__
+    L = TensorMemoryLayout
+    sharded = lambda m: m is not None and m.memory_layout != L.INTERLEAVED  # noqa: E731
+    shard = lambda m: m.shard_spec.shape if m.shard_spec is not None else None  # noqa: E731
+    tiles = lambda n: math.ceil(n / TILE)  # noqa: E731
+    batch_a = math.prod(a_shape[:-2]) if len(a_shape) > 2 else 1
+    fuse = getattr(cfg, "fuse_batch", False)
+    M, K, N = tiles(a_shape[-2]) * (batch_a if fuse else 1), tiles(a_shape[-1]), tiles(b_shape[-1])
+    if hasattr(cfg, "compute_with_storage_grid_size"):
+        gx, gy = _grid_xy(cfg.compute_with_storage_grid_size)
+        for label, m in (("input_tensor_a", a_mem), ("input_tensor_b", b_mem)):
+            if sharded(m) and m.buffer_type != BufferType.DRAM and m.shard_spec is not None:
+                box = m.shard_spec.grid.bounding_box()
+                _check(box.end.x <= gx and box.end.y <= gy, "range.contains(shard_grid)",
+                       f"{name}: Tensor shard spec grid must be within config grid! {label}'s shard grid: "
+                       f"{m.shard_spec.grid!r}, config compute_with_storage_grid_size: {CoreCoord(gx, gy)}")
+
+    def a_shard_rows(per_core_M):
+        s = shard(a_mem)
+        if s is not None:
+            _check(per_core_M == s[0] // TILE, "per_core_M == shard_shape[0] / in0_tile.get_height()",
+                   f"{name}: per_core_M ({per_core_M}) must equal shard_shape[0] / in0_tile.get_height() "
+                   f"({s[0] // TILE}) of input_tensor_a's shard {list(s)}")
+        return s
+
+    def out_subblocks(layout):
+        if not sharded(out_mem):
+            return
+        _check(out_mem.memory_layout == layout, f"output memory layout == {layout!r}",
+               f"{name}: Output memory layout must be {layout.name}, got: {out_mem.memory_layout!r}")
+        _check(cfg.out_subblock_w == cfg.per_core_N or cfg.out_subblock_h == 1,
+               "out_subblock_w == per_core_N || out_subblock_h == 1",
+               "Error: out_subblock_w must be equal to per_core_N or out_subblock_h must be equal to 1.")
+        if hasattr(cfg, "out_block_w"):
+            _check(cfg.out_block_w == cfg.per_core_N or cfg.out_block_h == 1,
+                   "out_block_w == per_core_N || out_block_h == 1",
+                   "Error: out_block_w must be equal to per_core_N or out_block_h must be equal to 1.")
+
+    if isinstance(cfg, MatmulMultiCoreReuseMultiCastProgramConfig):
+        if sharded(a_mem):
+            _check(cfg.fuse_batch, "program_config.fuse_batch", f"{name}: Batch fusion is required when input A "
+                   f"is sharded (fuse_batch=True)")
+            _check(a_mem.memory_layout in (L.BLOCK_SHARDED, L.HEIGHT_SHARDED), "A is BLOCK or HEIGHT sharded",
+                   f"{name}: Unsupported memory layout {a_mem.memory_layout!r}.")
+            s = a_shard_rows(cfg.per_core_M)
+            if a_mem.memory_layout == L.BLOCK_SHARDED and a_mem.shard_spec is not None:
+                want = ShardOrientation.COL_MAJOR if cfg.transpose_mcast else ShardOrientation.ROW_MAJOR
+                _check(a_mem.shard_spec.orientation == want, "shard orientation matches transpose_mcast",
+                       f"{name}: Input tensor A must have {want.name} shard orientation for "
+                       f"{'' if cfg.transpose_mcast else 'non-'}transpose MCAST, got: {a_mem.shard_spec.orientation!r}")
+            if a_mem.memory_layout == L.HEIGHT_SHARDED:
+                _check(not cfg.transpose_mcast, "!transpose_mcast",
+                       f"{name}: Transpose MCAST not supported with HEIGHT_SHARDED layout")
+                _check(cfg.in0_block_w == K, "K == in0_block_w",
+                       f"{name}: K ({K}) must equal in0_block_w ({cfg.in0_block_w})")
+            if s is not None:
+                _check((s[1] // TILE) % cfg.in0_block_w == 0, "shard_shape[1] / 32 % in0_block_w == 0",
+                       f"{name}: shard_shape[1] / in0_tile.get_width() ({s[1] // TILE}) must be divisible by "
+                       f"in0_block_w ({cfg.in0_block_w})")
+        if sharded(b_mem):
+            _check(not cfg.transpose_mcast, "!transpose_mcast",
+                   f"{name}: Transpose MCAST not supported when input B is sharded")
+            _check(b_mem.memory_layout == L.WIDTH_SHARDED, "B is WIDTH_SHARDED",
+                   f"{name}: Input B memory layout must be WIDTH_SHARDED, got: {b_mem.memory_layout!r}")
+        out_subblocks(L.BLOCK_SHARDED)
+    elif isinstance(cfg, MatmulMultiCoreReuseMultiCast1DProgramConfig) and not cfg.gather_in0:
+        a_layout, out_layout = (L.WIDTH_SHARDED, L.WIDTH_SHARDED) if cfg.mcast_in0 else (
+            L.HEIGHT_SHARDED, L.HEIGHT_SHARDED)
+        if sharded(a_mem):
+            _check(cfg.fuse_batch, "program_config.fuse_batch", "Error: Batch fusion must be enabled.")
+            _check(a_mem.memory_layout == a_layout, f"A is {a_layout.name}",
+                   f"{name}: Error: input_tensor_a must be {a_layout.name.lower().replace('_', ' ')} with "
+                   f"mcast_in0={cfg.mcast_in0}. Provided tensor memory layout: {a_mem.memory_layout!r}")
+            s = a_shard_rows(cfg.per_core_M)
+            if s is not None and cfg.mcast_in0:
+                _check((s[1] // TILE) % cfg.in0_block_w == 0, "shard_shape[1] / 32 % in0_block_w == 0",
+                       f"{name}: Error: shard_shape[1] ({s[1]}) / in0_tile.get_width() ({TILE}) must be divisible "
+                       f"by in0_block_w ({cfg.in0_block_w}).")
+            elif s is not None:
+                _check(s[1] // TILE == K, "K == shard_shape[1] / in0_tile.get_width()",
+                       f"{name}: Error: K must be equal to shard_shape[1] / in0_tile.get_width() "
+                       f"({K} != {s[1] // TILE}).")
+        if sharded(out_mem):
+            if cfg.mcast_in0:
+                _check(cfg.per_core_M == M, "M == per_core_M",
+                       f"{name}: Error: M {M} must be equal to per_core_M {cfg.per_core_M}.")
+            else:
+                _check(cfg.per_core_N == N, "N == per_core_N", f"{name}: Error: N must be equal to per_core_N.")
+        out_subblocks(out_layout)
+        if not cfg.mcast_in0:
+            _check(not sharded(b_mem), "B is INTERLEAVED", f"{name}: Error: Operand B must be interleaved.")
+        elif sharded(b_mem) and b_mem.buffer_type == BufferType.L1:
+            _check(b_mem.memory_layout == L.WIDTH_SHARDED, "B is WIDTH_SHARDED",
+                   f"{name}: Operand B can only be interleaved or L1 width sharded.")
+            s = shard(b_mem)
+            if s is not None:
+                _check(cfg.per_core_N == s[1] // TILE, "per_core_N == shard_shape[1] / 32",
+                       f"{name}: Shard width must match per core N ({cfg.per_core_N} != {s[1] // TILE}).")
+    elif isinstance(cfg, MatmulMultiCoreReuseProgramConfig) and sharded(a_mem):
+        _check(a_mem.memory_layout != L.WIDTH_SHARDED, "A is not WIDTH_SHARDED",
+               f"{name}: Error: memory layout, {a_mem.memory_layout!r}, is not width sharded")
+        s = shard(a_mem)
+        if s is not None:
+            _check(a_shape[-1] == s[1], "K == shard_shape[1]",
+                   f"{name}: Error: K, {a_shape[-1]}, needs to be equal to {s[1]}")
+            _check(s[1] == cfg.in0_block_w * TILE, "shard_shape[1] == in0_block_w * 32",
+                   f"{name}: Error: {s[1]} needs to equal {cfg.in0_block_w} * {TILE} (in0_block_w)")
+            _check(cfg.per_core_M * TILE == s[0], "per_core_M * 32 == shard_shape[0]",
+                   f"{name}: Error: {cfg.per_core_M} * {TILE} needs to equal {s[0]} (per_core_M)")
+    elif isinstance(cfg, MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig):
+        _check(sharded(a_mem), "input_tensor_a.is_sharded()",
+               f"{name}: Input tensor A must be sharded for DRAM sharded program config")
+        _check(sharded(out_mem), "output_mem_config.is_sharded()",
+               f"{name}: Output memory config must be sharded for DRAM sharded program config")
+        _check(a_mem.memory_layout == L.WIDTH_SHARDED, "A is WIDTH_SHARDED",
+               f"{name}: Input A memory layout must be WIDTH_SHARDED, got: {a_mem.memory_layout!r}")
+        _check(cfg.per_core_M == M, "M == per_core_M", f"{name}: M ({M}) must equal per_core_M ({cfg.per_core_M})")
+        _check(sharded(b_mem) and b_mem.memory_layout == L.WIDTH_SHARDED, "B is WIDTH_SHARDED",
+               f"{name}: Input B memory layout must be WIDTH_SHARDED (in DRAM), got: "
+               f"{b_mem.memory_layout if b_mem is not None else None!r}")
