@@ -100,7 +100,7 @@ def _accumulate(terms, n: Numerics) -> torch.Tensor:
         return out
     a0, b0 = terms[0]
     K = a0.shape[-1]
-    out_numel = max(1, torch.broadcast_shapes(a0.shape[:-1], b0.shape[:-2]).numel() * b0.shape[-1])
+    out_numel = max(1, torch.broadcast_shapes(a0.shape[:-2], b0.shape[:-2]).numel() * a0.shape[-2] * b0.shape[-1])
     group = max(1, PARTIALS_MAX // out_numel)  # face steps per batched matmul
     acc = None
     for k0 in range(0, K, group * FACE_K):
@@ -123,6 +123,25 @@ def matmul(a: torch.Tensor, b: torch.Tensor, n: Numerics) -> torch.Tensor:
     if squeeze_b:
         out = out.squeeze(-1)
     return out
+
+
+def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, stride, dilation, groups: int,
+           n: Numerics) -> torch.Tensor:
+    """torch's conv2d (padding already applied to x, NCHW) as TT-NN runs it: an im2col matmul on the engine.
+
+    The unfolded activations are in0 (srcB) and the weights in1 (srcA), K = C/groups * kh * kw,
+    so a conv loses what a matmul of that K loses at the same fidelity and destination format.
+    """
+    N, C, H, W = x.shape
+    O, Cg, kh, kw = weight.shape
+    sh, sw = (stride, stride) if isinstance(stride, int) else stride
+    dh, dw = (dilation, dilation) if isinstance(dilation, int) else dilation
+    oh, ow = (H - dh * (kh - 1) - 1) // sh + 1, (W - dw * (kw - 1) - 1) // sw + 1
+    cols = torch.nn.functional.unfold(x.float(), (kh, kw), dilation=(dh, dw), stride=(sh, sw))  # [N, C*kh*kw, L]
+    cols = cols.reshape(N, groups, Cg * kh * kw, oh * ow).transpose(-1, -2)  # [N, g, L, K]
+    w = weight.float().reshape(groups, O // groups, Cg * kh * kw).transpose(-1, -2)  # [g, K, O/g]
+    y = matmul(cols, w, n).transpose(-1, -2).reshape(N, O, oh, ow)
+    return y if bias is None else y + bias.float().reshape(1, O, 1, 1)
 
 
 def reduce_sum(x: torch.Tensor, dims: tuple[int, ...], keepdim: bool, n: Numerics, *, mean: bool,
