@@ -16,11 +16,13 @@ multi-chip mesh is open); profilers see one op whose output is a MeshTensor.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import torch
 
 from device_sim import mesh as mesh_module
+from device_sim import registry
 from device_sim.mesh import MeshDevice, MeshShape, _as_2d
 from device_sim.tensor import Tensor, next_tensor_id
 
@@ -108,8 +110,18 @@ def _on_chip(x, i: int):
     return x
 
 
-def per_device_runner(function, args: tuple, kwargs: dict):
-    """A callable running `function` on each chip's shards, or None when no argument is on a multi-chip mesh."""
+_chip = threading.local()  # `index`: the chip whose shards an op body is running on, during a per-chip run
+
+
+def per_device_runner(op, function, args: tuple, kwargs: dict):
+    """The registry's mesh seam: None for an ordinary call, else a callable that makes the call.
+
+    An op given a mesh tensor (or a multi-chip mesh) runs once per chip on that chip's shards and is
+    recorded once, its output a MeshTensor. An op its body calls (linear's matmul) runs per chip too;
+    chip 0's call is recorded as the nested op, the other chips' are not, so the report nests it once.
+    """
+    if getattr(_chip, "index", None):
+        return function
     mesh = None
     for a in args:
         mesh = _mesh_of(a)
@@ -129,8 +141,23 @@ def per_device_runner(function, args: tuple, kwargs: dict):
                              f"an op's mesh tensors must share one mesh")
 
     def run(*args, **kwargs):
-        outs = [function(*_on_chip(args, i), **{k: _on_chip(v, i) for k, v in kwargs.items()}) for i in range(n)]
-        return _assemble_outputs(outs, mesh)
+        hook = registry.get_hook()
+        token = hook.begin(op, args, kwargs) if hook is not None else None
+        try:
+            outs = []
+            for i in range(n):
+                _chip.index = i
+                outs.append(function(*_on_chip(args, i), **{k: _on_chip(v, i) for k, v in kwargs.items()}))
+            result = _assemble_outputs(outs, mesh)
+        except BaseException as exc:
+            if hook is not None:
+                hook.end(token, None, exc)
+            raise
+        finally:
+            _chip.index = None
+        if hook is not None:
+            hook.end(token, result, None)
+        return result
 
     return run
 

@@ -109,9 +109,10 @@ def _call_writing_into(op: Op, function: Callable, args: tuple, kwargs: dict):
     return target
 
 
-# Set while a multi-chip mesh is open (device_sim.mesh): given (function, args, kwargs), it returns a
-# callable that runs the op once per chip on each chip's shards, or None when no mesh tensor is involved.
-# None otherwise, so a single-chip op pays one global read for meshes.
+# Set while a multi-chip mesh is open (device_sim.mesh): given (op, function, args, kwargs) it returns
+# None for an ordinary call, or a callable that runs the call itself and calls the hook once: an op on
+# mesh tensors (run once per chip on each chip's shards), or an op nested in one on a chip after the
+# first (not recorded: chip 0's call is). None otherwise, so a single-chip op pays one global read.
 _per_device = None
 
 
@@ -160,15 +161,16 @@ def register_op(name: str, *, golden: Callable | None = None, fallback: Callable
                 if kwargs[out_kw] is not None:
                     return _call_writing_into(op, function, args, kwargs)
                 del kwargs[out_kw]  # output_tensor=None: TT-NN's default, a new tensor
-            run = function
-            if _per_device is not None and not mesh_aware:  # one op on a mesh: the hook sees it once
-                run = _per_device(function, args, kwargs) or function
+            if _per_device is not None and not mesh_aware:
+                run = _per_device(op, function, args, kwargs)
+                if run is not None:  # one op on a mesh: it calls the hook once itself
+                    return run(*args, **kwargs)
             hook = _hook
             if hook is None:
-                return run(*args, **kwargs)
+                return function(*args, **kwargs)
             token = hook.begin(op, args, kwargs)
             try:
-                output = run(*args, **kwargs)
+                output = function(*args, **kwargs)
             except BaseException as exc:
                 hook.end(token, None, exc)
                 raise

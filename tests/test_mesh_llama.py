@@ -122,6 +122,9 @@ def test_the_report_of_a_2x4_run_has_every_chips_buffers_and_the_collectives_as_
     names = [r["name"] for r in report.sql("SELECT name FROM operations ORDER BY operation_id")]
     assert names.count("ttnn.all_gather") == 2 and names.count("ttnn.reduce_scatter") == 1
     assert names.count("ttnn.linear") == 7  # each op recorded once, not once per chip
+    run((1, 1), pathlib.Path(tmp_path) / "llama-1x1")  # ops nested in an op (linear's matmul, if any) too:
+    one_chip = ttreport.Report(pathlib.Path(tmp_path) / "llama-1x1")
+    assert names == [r["name"] for r in one_chip.sql("SELECT name FROM operations ORDER BY operation_id")]
     assert [r["device_id"] for r in report.sql("SELECT device_id FROM devices ORDER BY device_id")] == list(range(8))
     per_device = report.sql("SELECT device_id, COUNT(*) AS n FROM buffers WHERE operation_id = "
                             "(SELECT MAX(operation_id) FROM operations) GROUP BY device_id")
