@@ -321,3 +321,13 @@ def test_berts_split_heads_reads_interleaved_and_block_sharded_fused_qkv_as_tt_n
     heads = lambda i: torch.cat([c[i] for c in cols], -1).reshape(B, S, H, D).transpose(1, 2)  # noqa: E731
     assert torch.equal(qs.value, heads(0)) and torch.equal(ks.value, heads(1).transpose(-2, -1))
     assert torch.equal(vs.value, heads(2))
+
+
+def test_falcon7b_heads_split_71_query_heads_and_one_key_value_head(device):
+    fused = randn(2, 1, 32, 73 * 64)
+    q, k, v = ttnn.experimental.nlp_create_qkv_heads_falcon7b(dev(fused, device))
+    assert (q.shape, k.shape, v.shape) == ((2, 71, 32, 64), (2, 1, 32, 64), (2, 1, 32, 64))
+    # HF Falcon's multi-query split: view(B, S, 73, 64); q = heads 0..70, k = head 71, v = head 72
+    heads = fused[:, 0].reshape(2, 32, 73, 64).transpose(1, 2)
+    assert torch.equal(q.value, heads[:, :71]) and torch.equal(k.value, heads[:, 71:72])
+    assert torch.equal(v.value, heads[:, 72:])

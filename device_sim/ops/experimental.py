@@ -26,6 +26,7 @@ from device_sim.ops.heads import (  # noqa: F401
     nlp_concat_heads_decode,
     nlp_create_qkv_heads,
     nlp_create_qkv_heads_decode,
+    nlp_create_qkv_heads_falcon7b,
     split_query_key_value_and_split_heads,
 )
 from device_sim.ops.kv_cache import paged_fill_cache, paged_fused_update_cache, paged_update_cache  # noqa: F401

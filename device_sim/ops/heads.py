@@ -157,3 +157,23 @@ def split_query_key_value_and_split_heads(input_tensor: Tensor, compute_with_sto
     ins = device_inputs(op_name, input_tensor)
     outs = _split_qkv_sharded_golden(x, num_heads=num_heads, shard_columns=columns)
     return tuple(output(o.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config) for o in outs)
+
+
+def _falcon7b_golden(t, *_, **__):
+    return _create_heads_golden(t, num_heads=71, num_kv_heads=1, transpose_k_heads=False)
+
+
+@register_op("ttnn.experimental.nlp_create_qkv_heads_falcon7b", golden=_falcon7b_golden)
+def nlp_create_qkv_heads_falcon7b(input: Tensor, *, memory_config: MemoryConfig | None = None,  # noqa: A002
+                                  **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
+    """Falcon-7B's fused QKV [B, 1, S, 4672] ([71 query heads | 1 key head | 1 value head] of 64) to
+    q [B, 71, S, 64], k [B, 1, S, 64], v [B, 1, S, 64]: the shape TT-NN hard-codes for this op."""
+    op_name = "ttnn.experimental.nlp_create_qkv_heads_falcon7b"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    x = values(input, op_name)
+    if x.dim() != 4 or x.shape[1] != 1 or x.shape[-1] != 73 * 64:
+        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [B, 1, S, 4672] (Falcon-7B's fused QKV)")
+    ins = device_inputs(op_name, input)
+    return tuple(output(o.contiguous(), input, ins, op_name=op_name, memory_config=memory_config)
+                 for o in _falcon7b_golden(x))
