@@ -112,6 +112,17 @@ __all__ += [
     "L1_BLOCK_SHARDED_MEMORY_CONFIG", "L1_HEIGHT_SHARDED_MEMORY_CONFIG", "L1_WIDTH_SHARDED_MEMORY_CONFIG",
     "NdShardSpec", "ShardDistributionStrategy", "ShardSpecError",
 ]
+from device_sim import core  # noqa: E402  (ttnn.core, TT-NN's helpers module)
+from device_sim.core import (  # noqa: E402
+    get_memory_config,
+    has_storage_type_of,
+    has_tile_padding,
+    is_tensor_storage_on_device,
+    num_cores_to_corerangeset_in_subcoregrids,
+)
+
+__all__ += ["core", "get_memory_config", "has_storage_type_of", "has_tile_padding", "is_tensor_storage_on_device",
+            "num_cores_to_corerangeset_in_subcoregrids"]
 
 # Compute kernel configs, program configs and fused activations (issue 10: configs and numerics).
 from device_sim.activations import SigmoidMode  # noqa: E402

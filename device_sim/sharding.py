@@ -331,3 +331,19 @@ def _split(size: int, parts: int, what: str, over: str) -> int:
 def is_sharded(tensor) -> bool:
     """`ttnn.is_sharded(tensor)`: whether a device tensor's memory config is sharded."""
     return tensor.is_sharded()
+
+
+def num_cores_to_corerangeset_in_subcoregrids(start_core, target_num_cores: int, sub_core_grids: CoreRangeSet,
+                                              row_wise: bool = False) -> CoreRangeSet:
+    """`target_num_cores` cores of `sub_core_grids`, taken in order from `start_core` (row by row if row_wise)."""
+    key = (lambda c: (c.y, c.x)) if row_wise else (lambda c: (c.x, c.y))
+    cores = [c for r in sub_core_grids.ranges() for c in sorted(r.cores(), key=key)]
+    start = CoreCoord(start_core.x, start_core.y)
+    if start not in cores:
+        raise ShardSpecError(f"num_cores_to_corerangeset_in_subcoregrids: start_core {start} is not in "
+                             f"sub_core_grids {sub_core_grids!r}")
+    cores = cores[cores.index(start):]
+    if not 0 < target_num_cores <= len(cores):
+        raise ShardSpecError(f"num_cores_to_corerangeset_in_subcoregrids: target_num_cores {target_num_cores} must "
+                             f"be between 1 and the {len(cores)} cores from {start} on")
+    return CoreRangeSet([]).merge(CoreRangeSet([CoreRange(c, c) for c in cores[:target_num_cores]]))

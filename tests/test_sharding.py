@@ -195,3 +195,49 @@ def test_the_reports_buffer_pages_show_each_shard_on_its_core(tmp_path, device):
     a = t.buffer_address()
     # 2x2 shards of 2x1 tiles: shard (i, j) on core (5 + j, 6 + i), its two tiles one after the other.
     assert pages == [(x, y, y * 8 + x, a + k * 2048) for y in (6, 7) for x in (5, 6) for k in (0, 1)]
+
+
+def test_reshard_into_a_given_tensor_writes_in_place(device):
+    s = tile((128, 64), device, memory_config=ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG)
+    target = tile((128, 64), device, memory_config=ttnn.L1_BLOCK_SHARDED_MEMORY_CONFIG)
+    address = target.buffer_address()
+    out = ttnn.reshard(s, target.memory_config(), target)  # TT-NN's three positional arguments
+    assert out is target and target.buffer_address() == address
+    torch.testing.assert_close(target.to_torch(), s.to_torch())
+
+
+def test_partial_sharding_streams_slices_of_a_tall_tensor_through_l1(device):
+    full = tile((1, 1, 256, 64), device)
+    cache = ttnn.from_torch(torch.zeros(1, 1, 256, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    for i in range(4):  # 4 slices of 64 rows, each height-sharded over 2 cores
+        part = ttnn.interleaved_to_sharded_partial(full, ttnn.CoreGrid(y=1, x=2), [32, 64], 4, i,
+                                                   ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+                                                   ttnn.ShardOrientation.ROW_MAJOR)
+        assert part.shape == (1, 1, 64, 64) and part.is_sharded() and len(part.buffer.cores) == 2
+        assert ttnn.sharded_to_interleaved_partial(ttnn.neg(part), cache, 4, i) is cache
+    torch.testing.assert_close(cache.to_torch(), -full.to_torch())
+    with pytest.raises(ShardSpecError, match="slice_index 4 of num_slices 4 must pick one of 4 equal slices"):
+        ttnn.interleaved_to_sharded_partial(full, ttnn.CoreGrid(y=1, x=2), [32, 64], 4, 4,
+                                            ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.ShardOrientation.ROW_MAJOR)
+
+
+def test_to_memory_config_moves_between_any_two_configs(device):
+    t = tile((2, 64, 128), device)
+    cfgs = [ttnn.L1_MEMORY_CONFIG, ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
+            ttnn.create_sharded_memory_config((2, 64, 128), ttnn.CoreGrid(y=2, x=2), ttnn.ShardStrategy.BLOCK),
+            ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG, ttnn.DRAM_MEMORY_CONFIG]
+    for cfg in cfgs:
+        t = ttnn.to_memory_config(t, cfg)
+        assert t.memory_config().memory_layout == cfg.memory_layout and t.is_sharded() == cfg.is_sharded()
+    torch.testing.assert_close(t.to_torch(), tile((2, 64, 128), device).to_torch())
+
+
+def test_tt_nns_core_helpers(device):
+    t = tile((2, 30, 40), device)
+    assert (ttnn.core.roundup(100, 32), ttnn.core.divup(100, 32)) == (128, 4)
+    assert ttnn.is_tensor_storage_on_device(t) and ttnn.get_memory_config(t) == ttnn.DRAM_MEMORY_CONFIG
+    assert ttnn.get_memory_config(t.cpu()) is None and not ttnn.is_tensor_storage_on_device(t.cpu())
+    assert ttnn.has_tile_padding(t) and not ttnn.has_tile_padding(t, dim=0)
+    grid = ttnn.CoreRangeSet([cr(1, 0, 3, 1), cr(5, 0, 6, 1)])
+    got = ttnn.num_cores_to_corerangeset_in_subcoregrids(ttnn.CoreCoord(2, 0), 5, grid, row_wise=True)
+    assert got.ranges() == [cr(2, 0, 3, 0), cr(1, 1, 3, 1)]

@@ -153,9 +153,16 @@ __all__ += [
 ]
 
 # Sharded data movement (ops/sharded.py).
-from device_sim.ops.sharded import interleaved_to_sharded, reshard, sharded_to_interleaved  # noqa: E402, F401
+from device_sim.ops.sharded import (  # noqa: E402, F401
+    interleaved_to_sharded,
+    interleaved_to_sharded_partial,
+    reshard,
+    sharded_to_interleaved,
+    sharded_to_interleaved_partial,
+)
 
-__all__ += ["interleaved_to_sharded", "reshard", "sharded_to_interleaved"]
+__all__ += ["interleaved_to_sharded", "interleaved_to_sharded_partial", "reshard", "sharded_to_interleaved",
+            "sharded_to_interleaved_partial"]
 
 # Making tensors outside from_torch (ops/tensor_io.py); its `tensor` op is reached as ttnn.Tensor(...).
 from device_sim.ops import tensor_io  # noqa: E402, F401

@@ -105,8 +105,12 @@ def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | N
 
 
 @register_op("ttnn.reshard", golden=_identity)
-def reshard(input_tensor: Tensor, output_memory_config: MemoryConfig, **tt_nn_only) -> Tensor:
-    """A sharded tensor in another sharded config (another grid, shard shape or strategy)."""
+def reshard(input_tensor: Tensor, output_memory_config: MemoryConfig, output_tensor: Tensor | None = None,
+            **tt_nn_only) -> Tensor:
+    """A sharded tensor in another sharded config (another grid, shard shape or strategy).
+
+    With `output_tensor` (a sharded tensor of the same shape) the values are written into it, in place.
+    """
     if tt_nn_only:
         check_tt_nn_only("ttnn.reshard", tt_nn_only)
     t = _on_device("ttnn.reshard", input_tensor)
@@ -116,4 +120,71 @@ def reshard(input_tensor: Tensor, output_memory_config: MemoryConfig, **tt_nn_on
     if not isinstance(output_memory_config, MemoryConfig) or not output_memory_config.is_sharded():
         raise ShardSpecError(f"ttnn.reshard: output_memory_config must be a sharded MemoryConfig, got "
                              f"{output_memory_config!r}; use ttnn.sharded_to_interleaved")
+    if output_tensor is not None:
+        out = _on_device("ttnn.reshard", output_tensor)
+        if not out.is_sharded():
+            raise ShardSpecError(f"ttnn.reshard: output_tensor {out.tensor_id} must be sharded, it is "
+                                 f"{out._memory_config!r}")
+        out._write(values(t))
+        return out
     return output(values(t), t, [t], op_name="ttnn.reshard", memory_config=output_memory_config)
+
+
+# -- the partial forms: one slice of a tall tensor at a time (how tt-metal's conv models stream activations) --
+def _rows(op_name: str, t: Tensor, num_slices: int, slice_index: int) -> tuple[int, int]:
+    """(rows per slice, first row) of slice `slice_index` of `num_slices` over t's flattened height."""
+    v = t._value_or_raise()
+    rows = v.numel() // v.shape[-1]
+    if not 0 <= slice_index < num_slices or rows % num_slices:
+        raise ShardSpecError(f"{op_name}: slice_index {slice_index} of num_slices {num_slices} must pick one of "
+                             f"{num_slices} equal slices of the tensor's {rows} rows")
+    per = rows // num_slices
+    return per, slice_index * per
+
+
+def _i2s_partial_golden(t, grid, shard_shape, num_slices, slice_index, *_, **__):
+    flat = t.reshape(-1, t.shape[-1])
+    per = flat.shape[0] // num_slices
+    return flat[slice_index * per:(slice_index + 1) * per].reshape(*(1,) * (t.dim() - 2), per, t.shape[-1])
+
+
+@register_op("ttnn.interleaved_to_sharded_partial", golden=_i2s_partial_golden)
+def interleaved_to_sharded_partial(input_tensor: Tensor, grid, shard_shape, num_slices: int, slice_index: int,
+                                   shard_scheme: TensorMemoryLayout, shard_orientation: ShardOrientation,
+                                   output_dtype: DataType | None = None, **tt_nn_only) -> Tensor:
+    """Slice `slice_index` of `num_slices` equal slices of an interleaved tensor's rows, sharded."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.interleaved_to_sharded_partial", tt_nn_only)
+    t = _on_device("ttnn.interleaved_to_sharded_partial", input_tensor)
+    per, first = _rows("ttnn.interleaved_to_sharded_partial", t, num_slices, slice_index)
+    v = values(t)
+    part = v.reshape(-1, v.shape[-1])[first:first + per].reshape(*(1,) * (v.dim() - 2), per, v.shape[-1])
+    cfg = MemoryConfig(shard_scheme, BufferType.L1, ShardSpec(_grid(grid), shard_shape, shard_orientation))
+    return output(part, t, [t], op_name="ttnn.interleaved_to_sharded_partial", dtype=output_dtype, memory_config=cfg)
+
+
+def _s2i_partial_golden(t, cache, num_slices, slice_index, *_, **__):
+    out = cache.clone().reshape(-1, cache.shape[-1])
+    per = out.shape[0] // num_slices
+    out[slice_index * per:(slice_index + 1) * per] = t.reshape(-1, t.shape[-1])
+    return out.reshape(cache.shape)
+
+
+@register_op("ttnn.sharded_to_interleaved_partial", golden=_s2i_partial_golden)
+def sharded_to_interleaved_partial(input_tensor: Tensor, cache_tensor: Tensor, num_slices: int, slice_index: int, *,
+                                   memory_config: MemoryConfig | None = None, output_dtype: DataType | None = None,
+                                   **tt_nn_only) -> Tensor:
+    """Write a sharded slice back into rows `slice_index` of `num_slices` of `cache_tensor`, in place; returns it."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.sharded_to_interleaved_partial", tt_nn_only)
+    t = _on_device("ttnn.sharded_to_interleaved_partial", input_tensor)
+    cache = _on_device("ttnn.sharded_to_interleaved_partial", cache_tensor)
+    per, first = _rows("ttnn.sharded_to_interleaved_partial", cache, num_slices, slice_index)
+    v, c = values(t), values(cache).clone()
+    if v.numel() != per * c.shape[-1]:
+        raise ShardSpecError(f"ttnn.sharded_to_interleaved_partial: input shape {list(v.shape)} is not one of "
+                             f"{num_slices} slices of cache_tensor shape {list(c.shape)}")
+    flat = c.reshape(-1, c.shape[-1])
+    flat[first:first + per] = v.reshape(per, -1)
+    cache._write(flat.reshape(c.shape))
+    return cache
