@@ -21,11 +21,37 @@ The model (docs/numerics.md gives the sources and what is exact and what is not)
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 
 import torch
 
 from device_sim.compute_config import MathFidelity, Numerics
+
+# Off: ops given no compute_kernel_config compute exactly (the fast default). On: they run TT-NN's
+# default kernel for the op, as if given an empty config. Per thread and asyncio task, like ttnn.memory.
+_TT_NN_DEFAULTS = contextvars.ContextVar("device_sim_tt_nn_default_kernels", default=False)
+
+
+@contextlib.contextmanager
+def tt_nn_default_kernels(enabled: bool = True):
+    """Within the block, ops without a compute_kernel_config emulate TT-NN's default one for the op.
+
+        with device_sim.numerics.tt_nn_default_kernels():
+            y = model(x)   # matmul at HiFi2 with a bfloat16 destination, softmax with approx exp, ...
+    """
+    token = _TT_NN_DEFAULTS.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _TT_NN_DEFAULTS.reset(token)
+
+
+def emulating(compute_kernel_config) -> bool:
+    """Whether an op given `compute_kernel_config` (None: none) runs the emulated kernel."""
+    return compute_kernel_config is not None or _TT_NN_DEFAULTS.get()
+
 
 FACE_K = 16  # K values a matrix-engine step sums before adding into the destination register
 SRC_BITS = 11  # significant bits a 19-bit source register keeps (hidden bit + 10 mantissa bits)

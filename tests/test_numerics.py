@@ -167,3 +167,21 @@ def test_softmax_with_a_config_uses_approx_exp_and_reciprocal_and_the_row_sums_f
     torch.testing.assert_close(precise, exact, rtol=2**-9, atol=1e-6)  # the row sum's 19-bit source register
     assert 0.999 < pcc(approx, exact) < pcc(precise, exact)  # exp within 6%: a visible, bounded loss
     torch.testing.assert_close(approx.sum(-1), torch.ones(2, 32), rtol=0, atol=0.02)  # still about normalised
+
+
+def test_tt_nn_default_kernels_makes_ops_without_a_config_run_tt_nns_default(device):
+    g = torch.Generator().manual_seed(6)
+    a = ttnn.from_torch(torch.randn(64, 512, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    b = ttnn.from_torch(torch.randn(512, 64, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    hifi2 = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi2, math_approx_mode=False,
+                                             fp32_dest_acc_en=False, packer_l1_acc=True)
+    exact = ttnn.matmul(a, b)
+    with numerics.tt_nn_default_kernels():
+        default = ttnn.matmul(a, b)  # TT-NN: HiFi2, bfloat16 destination for a bfloat16 output
+        soft = ttnn.softmax(a)
+        with numerics.tt_nn_default_kernels(False):
+            assert torch.equal(ttnn.matmul(a, b).value, exact.value)
+    assert torch.equal(default.value, ttnn.matmul(a, b, compute_kernel_config=hifi2).value)
+    assert not torch.equal(default.value, exact.value)
+    assert torch.equal(soft.value, ttnn.softmax(a, compute_kernel_config=ttnn.WormholeComputeKernelConfig()).value)
+    assert torch.equal(ttnn.matmul(a, b).value, exact.value)  # the block ended

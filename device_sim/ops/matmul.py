@@ -7,7 +7,8 @@
 matmul is one op: its activation (or its program_config's fused_activation) is applied in the
 same op, before the single rounding to the output dtype. With a compute_kernel_config its values
 come from device_sim.numerics (fidelity, destination format, approx mode; docs/numerics.md);
-without one they are exact float32 products, the fast default. A program_config is validated as
+without one they are exact float32 products, the fast default (numerics.tt_nn_default_kernels()
+switches ops without a config to TT-NN's default kernel). A program_config is validated as
 TT-NN validates it; core_grid only changes which cores run it (and TT-NN's default fidelity).
 """
 
@@ -107,7 +108,7 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
                            f"both ask for an activation; give one of them")
     act = activations.resolve(op_name, activation if activation is not None else fused)
     # Without a compute_kernel_config the values are exact (float32, torch's matmul): the fast path.
-    y = numerics.matmul(a, b, n) if compute_kernel_config is not None else torch.matmul(a, b)
+    y = numerics.matmul(a, b, n) if numerics.emulating(compute_kernel_config) else torch.matmul(a, b)
     if bias is not None:
         y = y + values(bias, op_name)
     if act is not None:
@@ -153,7 +154,8 @@ def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | Non
         raise TypeError(f"ttnn.linear: bias must be a ttnn tensor or None, got {type(bias).__name__}")
     activations.resolve("ttnn.linear", activation)  # a bad name fails before any op runs
     dtype = DataType(dtype) if dtype is not None else input_tensor_a.dtype
-    if compute_kernel_config is not None and isinstance(input_tensor_a, Tensor) and isinstance(input_tensor_b, Tensor):
+    if numerics.emulating(compute_kernel_config) and isinstance(input_tensor_a, Tensor) and isinstance(
+            input_tensor_b, Tensor):
         # The float32 intermediate must not switch the matmul to an fp32 destination: pin linear's numerics.
         n = kernel_numerics("ttnn.linear", input_tensor_a, input_tensor_b, dtype, compute_kernel_config,
                             program_config, core_grid)

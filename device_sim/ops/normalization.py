@@ -45,8 +45,8 @@ def softmax(input_tensor: Tensor, dim: int = -1, *, memory_config: MemoryConfig 
         check_tt_nn_only("ttnn.softmax", tt_nn_only)
     ins = device_inputs("ttnn.softmax", input_tensor)
     x = values(input_tensor)
-    y = _softmax_golden(x, dim) if compute_kernel_config is None else _softmax_on_the_engine(x.float(), dim,
-                                                                                              compute_kernel_config)
+    emulate = numerics.emulating(compute_kernel_config)
+    y = _softmax_on_the_engine(x.float(), dim, compute_kernel_config) if emulate else _softmax_golden(x, dim)
     return output(y, input_tensor, ins, op_name="ttnn.softmax", memory_config=memory_config)
 
 

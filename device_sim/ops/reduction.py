@@ -42,7 +42,7 @@ def _reduction(name: str, fn, *, result_dtype: DataType | None = None, **fn_kw):
             r = golden(x, dim, keepdim, correction=correction, scalar=scalar)
         except (IndexError, RuntimeError) as e:
             raise ValueError(f"{op_name}: cannot reduce shape {list(x.shape)} over dim {dim!r}: {e}") from None
-        if compute_kernel_config is not None and name in ("sum", "mean"):
+        if name in ("sum", "mean") and numerics.emulating(compute_kernel_config):
             r = _on_the_fpu(op_name, x, dim, keepdim, compute_kernel_config, mean=name == "mean", scaler=scalar)
         return output(r, input_tensor, ins, op_name=op_name, dtype=result_dtype, memory_config=memory_config)
 
