@@ -23,7 +23,7 @@ import torch
 
 from device_sim import mesh as mesh_module
 from device_sim import registry
-from device_sim.mesh import MeshDevice, MeshShape, _as_2d
+from device_sim.mesh import MeshDevice, MeshShape
 from device_sim.tensor import Tensor, next_tensor_id
 
 
@@ -369,7 +369,3 @@ def _mesh_holding(devices: list) -> MeshDevice:
     ids = [d.device_id for d in devices]
     raise ValueError(f"aggregate_as_tensor: no open mesh has exactly the chips {ids} in this order; give one "
                      f"tensor per chip of the mesh, row-major (as ttnn.get_device_tensors returns them)")
-
-
-def mesh_rows_cols(mesh: MeshDevice) -> tuple[int, int]:
-    return _as_2d(mesh.shape)

@@ -104,7 +104,13 @@ class MeshCoordinateRange:
 
 
 def _as_2d(coord) -> tuple[int, int]:
+    """(row, col) of a coordinate; a 1-D one is in row 0."""
     return (0, coord[0]) if len(coord) == 1 else (coord[0], coord[1])
+
+
+def rows_cols(shape) -> tuple[int, int]:
+    """(rows, cols) of a mesh shape; a 1-D mesh of n chips is one row of n."""
+    return (1, shape[0]) if len(shape) == 1 else (shape[0], shape[1])
 
 
 class _NoMemory(AttributeError):
@@ -177,16 +183,16 @@ class MeshDevice(Device):
         return index
 
     def coordinate_of(self, index: int) -> MeshCoordinate:
-        rows, cols = _as_2d(self._shape)
+        rows, cols = rows_cols(self._shape)
         return MeshCoordinate(divmod(index, cols)) if len(self._shape) == 2 else MeshCoordinate(index)
 
     @property
     def num_rows(self) -> int:
-        return _as_2d(self._shape)[0]
+        return rows_cols(self._shape)[0]
 
     @property
     def num_cols(self) -> int:
-        return _as_2d(self._shape)[1]
+        return rows_cols(self._shape)[1]
 
     def id(self) -> int:
         return self._chips[0].device_id
@@ -206,8 +212,8 @@ class MeshDevice(Device):
     def create_submesh(self, submesh_shape, offset=None) -> MeshDevice:
         """The chips of `submesh_shape` starting at `offset` (default the origin), as a mesh of their own."""
         shape = MeshShape(submesh_shape)
-        rows, cols = _as_2d(self._shape)
-        sr, sc = _as_2d(shape)
+        rows, cols = rows_cols(self._shape)
+        sr, sc = rows_cols(shape)
         r0, c0 = _as_2d(MeshCoordinate(offset)) if offset is not None else (0, 0)
         if len(shape) != len(self._shape) or r0 + sr > rows or c0 + sc > cols:
             raise ValueError(f"a {shape!r} submesh at {offset!r} does not fit in this {self._shape!r} mesh")
@@ -221,8 +227,8 @@ class MeshDevice(Device):
     def create_submeshes(self, submesh_shape) -> list[MeshDevice]:
         """Tile the mesh with submeshes of `submesh_shape` (row-major); it must divide the mesh."""
         shape = MeshShape(submesh_shape)
-        rows, cols = _as_2d(self._shape)
-        sr, sc = _as_2d(shape)
+        rows, cols = rows_cols(self._shape)
+        sr, sc = rows_cols(shape)
         if rows % sr or cols % sc:
             raise ValueError(f"{shape!r} does not tile this {self._shape!r} mesh evenly")
         offsets = [(r, c) for r in range(0, rows, sr) for c in range(0, cols, sc)]
@@ -296,8 +302,8 @@ def open_mesh_device(mesh_shape=None, l1_small_size=None, trace_region_size=None
     elif offset is None:  # chips 0..n-1: a 1x8 line over a 2x4 system is fine, as TT-NN maps lines onto rings
         ids = list(range(n))
     else:  # the rectangle of system chips under this mesh, placed at `offset`
-        _, sys_cols = _as_2d(system_mesh_shape())
-        (rows, cols), (r0, c0) = _as_2d(shape), _as_2d(MeshCoordinate(offset))
+        _, sys_cols = rows_cols(system_mesh_shape())
+        (rows, cols), (r0, c0) = rows_cols(shape), _as_2d(MeshCoordinate(offset))
         if c0 + cols > sys_cols:
             raise ValueError(f"a {shape!r} mesh at offset {offset!r} reaches past the system's {sys_cols} columns")
         ids = [(r0 + r) * sys_cols + c0 + c for r in range(rows) for c in range(cols)]
@@ -343,7 +349,7 @@ def create_mesh_device(*args, **kwargs):
 
 def visualize_mesh_device(mesh_device: MeshDevice) -> None:
     """Print the mesh as a grid of its chips: coordinates and device ids."""
-    rows, cols = _as_2d(mesh_device.shape)
+    rows, cols = rows_cols(mesh_device.shape)
     cells = [[f"({r}, {c}) dev {mesh_device.get_device_ids()[r * cols + c]}" for c in range(cols)] for r in range(rows)]
     width = max(len(x) for row in cells for x in row)
     rule = "+" + "+".join("-" * (width + 2) for _ in range(cols)) + "+"
@@ -360,7 +366,7 @@ def cluster_descriptor_yaml() -> str:
     Wormhole chips on the DEVICE_SIM_SYSTEM_MESH grid; chips [x, y, rack, shelf] at their column and
     row; two ethernet links to each east and south neighbour, as a T3000 wires its 2x4 grid.
     """
-    rows, cols = _as_2d(system_mesh_shape())
+    rows, cols = rows_cols(system_mesh_shape())
     ids = range(rows * cols)
     links = []
     for i in ids:

@@ -203,3 +203,15 @@ def test_a_mesh_tensor_is_dumped_shard_by_shard_and_loads_onto_a_mesh(mesh, tmp_
     assert torch.equal(ttnn.to_torch(back, mesh_composer=composer), ttnn.to_torch(t, mesh_composer=composer))
     with pytest.raises(ValueError, match="holds a tensor of 8 shards from a \\[2, 4\\] mesh"):
         ttnn.load_tensor(tmp_path / "w.bin")
+
+
+def test_a_one_dimensional_mesh_is_one_row_of_chips():
+    line = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(4))
+    try:
+        assert (line.num_rows, line.num_cols) == (1, 4)
+        assert [m.get_device_ids() for m in line.create_submeshes(ttnn.MeshShape(2))] == [[0, 1], [2, 3]]
+        t = ttnn.from_torch(torch.arange(4.0).view(1, 4), device=line, mesh_mapper=ttnn.ShardTensorToMesh(line, dim=1))
+        gathered = ttnn.all_gather(t, dim=1, cluster_axis=0)
+        assert torch.equal(ttnn.get_device_tensors(gathered)[3].to_torch(), torch.arange(4.0).view(1, 4))
+    finally:
+        ttnn.close_mesh_device(line)

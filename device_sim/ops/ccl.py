@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from device_sim.distributed import MeshTensor
-from device_sim.mesh import MeshCoordinate, MeshDevice, _as_2d
+from device_sim.mesh import MeshCoordinate, MeshDevice, rows_cols
 from device_sim.ops.common import check_tt_nn_only, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
@@ -160,7 +160,7 @@ def _groups(op_name: str, mesh: MeshDevice | None, cluster_axis) -> list[list[in
         raise ValueError(f"{op_name}: cluster_axis={cluster_axis!r}, but the mesh {list(shape)} has axes "
                          f"{list(range(len(shape)))} (0: along a column of chips, 1: along a row); or give None "
                          f"for all chips")
-    rows, cols = _as_2d(shape)
+    rows, cols = rows_cols(shape)
     if cluster_axis is None:
         return [list(range(rows * cols))]
     if len(shape) == 1 or cluster_axis == 1:
