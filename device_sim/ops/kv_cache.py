@@ -60,10 +60,16 @@ def _update_golden(cache, input_tensor, update_idx, batch_offset=0, *_, **__):
     return out
 
 
+def _held(cache: Tensor) -> torch.Tensor:
+    # The cache's values in its own host dtype: copying a bfloat16 cache as float32 would double the bytes
+    # each write moves, and a cache is the biggest tensor a decode step touches.
+    return cache._value_or_raise()
+
+
 def _in_place(op_name: str, cache: Tensor, inputs, golden, *args) -> Tensor:
     """Run `golden` on the tensors' values and write the result into `cache`: the op's output is `cache`."""
     device_inputs(op_name, cache, *inputs)
-    new = golden(values(cache, op_name), *(values(t, op_name) for t in inputs), *args)
+    new = golden(_held(cache), *(values(t, op_name) for t in inputs), *args)
     cache._write(new)
     return cache
 
@@ -164,7 +170,7 @@ def paged_update_cache(cache_tensor: Tensor, input_tensor: Tensor, *, update_idx
     if not _runs_here(op_name, cache_tensor, mesh_coords):
         return cache_tensor
     new = _paged_update_golden(
-        values(cache_tensor, op_name), values(input_tensor, op_name), update_idxs=update_idxs,
+        _held(cache_tensor), values(input_tensor, op_name), update_idxs=update_idxs,
         update_idxs_tensor=values(update_idxs_tensor, op_name) if update_idxs_tensor is not None else None,
         share_cache=share_cache, page_table=values(page_table, op_name) if page_table is not None else None,
         batch_offset=batch_offset)
@@ -211,7 +217,7 @@ def paged_fill_cache(cache_tensor: Tensor, input_tensor: Tensor, page_table: Ten
     if not _runs_here(op_name, cache_tensor, mesh_coords):
         return cache_tensor
     new = _paged_fill_golden(
-        values(cache_tensor, op_name), values(input_tensor, op_name), values(page_table, op_name),
+        _held(cache_tensor), values(input_tensor, op_name), values(page_table, op_name),
         batch_idx_tensor=values(batch_idx_tensor, op_name) if batch_idx_tensor is not None else None,
         batch_idx=batch_idx)
     cache_tensor._write(new)
@@ -238,8 +244,8 @@ def paged_fused_update_cache(cache_tensor1: Tensor, input_tensor1: Tensor, cache
         kw = dict(update_idxs=update_idxs, share_cache=share_cache, batch_offset=batch_offset,
                   update_idxs_tensor=values(update_idxs_tensor, op_name) if update_idxs_tensor is not None else None,
                   page_table=values(page_table, op_name) if page_table is not None else None)
-        new1, new2 = _paged_fused_update_golden(*(values(t, op_name) for t in (cache_tensor1, input_tensor1,
-                                                                                cache_tensor2, input_tensor2)), **kw)
+        new1, new2 = _paged_fused_update_golden(_held(cache_tensor1), values(input_tensor1, op_name),
+                                                _held(cache_tensor2), values(input_tensor2, op_name), **kw)
         cache_tensor1._write(new1)
         cache_tensor2._write(new2)
     return cache_tensor1, cache_tensor2
