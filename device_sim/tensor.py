@@ -66,6 +66,8 @@ class Tensor:
         """
         if not args and not kwargs:  # _create and copy make an empty one and fill it in
             return object.__new__(cls)
+        if cls is not Tensor:
+            raise TypeError(f"{cls.__name__}(...) is made by its own factory; ttnn.Tensor(...) makes a tensor")
         return ops.tensor_io.tensor(*args, **kwargs)
 
     def __init__(self, *args, **kwargs):

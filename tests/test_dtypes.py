@@ -90,7 +90,7 @@ def test_block_float_in_row_major_is_a_clear_error(dtype, device):
     with pytest.raises(ValueError, match=r"exists only in TILE layout.*layout=ttnn.TILE"):
         ttnn.from_torch(torch.randn(32, 32), dtype=dtype, layout=ttnn.ROW_MAJOR, device=device)
     with pytest.raises(ValueError, match="exists only in TILE layout"):
-        ttnn.Tensor(torch.randn(32, 32), dtype=dtype)  # ROW_MAJOR is ttnn.Tensor's default layout
+        ttnn.Tensor(torch.randn(32, 32), dtype=dtype, layout=ttnn.ROW_MAJOR)  # without a layout, TILE (as TT-NN)
     tiled = ttnn.from_torch(torch.randn(32, 32), dtype=dtype, layout=ttnn.TILE, device=device)
     with pytest.raises(ValueError, match="exists only in TILE layout"):
         ttnn.to_layout(tiled, ttnn.ROW_MAJOR)
@@ -99,6 +99,6 @@ def test_block_float_in_row_major_is_a_clear_error(dtype, device):
 def test_torch_dtypes_map_to_device_dtypes():
     assert ttnn.from_torch(torch.zeros(2, dtype=torch.bfloat16)).dtype == ttnn.bfloat16
     assert ttnn.from_torch(torch.zeros(2)).dtype == ttnn.float32
-    assert ttnn.from_torch(torch.zeros(2, dtype=torch.int64)).dtype == ttnn.int32
+    assert ttnn.from_torch(torch.zeros(2, dtype=torch.int64)).dtype == ttnn.uint32  # as TT-NN infers it
     with pytest.raises(TypeError, match="dtype=ttnn.bfloat16"):
         ttnn.from_torch(torch.zeros(2, dtype=torch.complex64))
