@@ -17,6 +17,8 @@ import math
 from device_sim.program_configs import (
     MATMUL_PROGRAM_CONFIGS,
     TILE,
+    LayerNormDefaultProgramConfig,
+    LayerNormShardedMultiCoreProgramConfig,
     MatmulMultiCoreReuseMultiCast1DProgramConfig,
     MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig,
     MatmulMultiCoreReuseMultiCastProgramConfig,
@@ -254,3 +256,74 @@ def validate_matmul_sharding(cfg, a_shape, b_shape, a_mem, b_mem, out_mem) -> No
         _check(sharded(b_mem) and b_mem.memory_layout == L.WIDTH_SHARDED, "B is WIDTH_SHARDED",
                f"{name}: Input B memory layout must be WIDTH_SHARDED (in DRAM), got: "
                f"{b_mem.memory_layout if b_mem is not None else None!r}")
+
+
+def validate_layer_norm(cfg, op_name: str, shape, a_mem, out_mem, residual_mem) -> None:
+    """TT-NN's checks of a layer_norm / rms_norm program config (LayerNormDeviceOperation::validate).
+
+    `shape` is the input's padded shape (whole tiles), as TT-NN checks it.
+    """
+    if isinstance(cfg, LayerNormDefaultProgramConfig):
+        _check(not (cfg.use_welford and op_name == "ttnn.rms_norm"), "!use_welford",
+               "Welford's algorithm is not supported for RMSNorm")
+        return
+    if not isinstance(cfg, LayerNormShardedMultiCoreProgramConfig):
+        raise TypeError(f"{op_name}: program_config must be a ttnn.LayerNormDefaultProgramConfig or "
+                        f"ttnn.LayerNormShardedMultiCoreProgramConfig, got {type(cfg).__name__}")
+    name = type(cfg).__name__
+    L = TensorMemoryLayout
+    _check(not (cfg.use_welford and op_name == "ttnn.rms_norm"), "!use_welford",
+           "Welford's algorithm is not supported for RMSNorm")
+    _check(a_mem is not None and a_mem.memory_layout != L.INTERLEAVED and a_mem.shard_spec is not None,
+           "a.is_sharded()", f"{op_name}: {name} needs a sharded input (with a shard spec), got "
+           f"{a_mem!r}; shard it first (ttnn.to_memory_config / ttnn.interleaved_to_sharded) or use "
+           f"ttnn.LayerNormDefaultProgramConfig()")
+    if out_mem is not None:
+        if cfg.inplace:
+            _check(out_mem.memory_layout != L.INTERLEAVED, "output_mem_config.is_sharded()",
+                   "Output memory config must be sharded for inplace operation")
+        _check(a_mem.buffer_type == out_mem.buffer_type, "input buffer type == output buffer type",
+               f"Input and output buffer types must match, got input: {a_mem.buffer_type!r} vs output: "
+               f"{out_mem.buffer_type!r}")
+        _check(a_mem.memory_layout == out_mem.memory_layout, "input memory layout == output memory layout",
+               f"Input and output memory layouts must match, got input: {a_mem.memory_layout!r} vs output: "
+               f"{out_mem.memory_layout!r}")
+    M, K = math.prod(shape[:-1]), shape[-1]
+    _check(cfg.block_w % cfg.subblock_w == 0, "block_w % subblock_w == 0",
+           f"{name}: block_w must be divisible by subblock_w ({cfg.block_w} % {cfg.subblock_w}).")
+    _check(M % TILE == 0, "M % TILE_HEIGHT == 0", f"M ({M}) must be divisible by tile height ({TILE})")
+    _check(K % TILE == 0, "K % TILE_WIDTH == 0", f"K ({K}) must be divisible by tile width ({TILE})")
+    spec = a_mem.shard_spec
+    box = spec.grid.bounding_box()
+    gx, gy = _grid_xy(cfg.compute_with_storage_grid_size)
+    _check(box.end.x - box.start.x < gx and box.end.y - box.start.y < gy, "bbox within compute grid",
+           f"{name}: Bounding box dimensions must be smaller than compute grid size, got bbox x: {box.start.x} to "
+           f"{box.end.x}, y: {box.start.y} to {box.end.y} vs grid size x: {gx}, y: {gy} "
+           f"(compute_with_storage_grid_size)")
+    Mt, Kt = M // TILE, K // TILE
+    if cfg.block_h * TILE == M:  # one row of shards: the statistics are multicast along it
+        cores = spec.grid.num_cores()
+        _check(cfg.block_w == math.ceil(Kt / cores), "block_w == K / num_cores",
+               f"{name}: block_w ({cfg.block_w}) must equal to K (in tiles) / num_cores ({math.ceil(Kt / cores)})")
+        _check(cfg.block_h == Mt, "block_h == M", f"{name}: block_h ({cfg.block_h}) must equal to M (in tiles) ({Mt})")
+        _check(a_mem.memory_layout != L.HEIGHT_SHARDED, "not HEIGHT_SHARDED",
+               f"Height sharded memory layout is not supported, got: {a_mem.memory_layout!r}")
+    else:
+        row_wise = spec.orientation == ShardOrientation.ROW_MAJOR
+        across, down = (box.end.x + 1, box.end.y + 1) if row_wise else (box.end.y + 1, box.end.x + 1)
+        _check(cfg.block_w == math.ceil(Kt / across), "block_w == K / num_cores_c",
+               f"{name}: block_w ({cfg.block_w}) must equal to K (in tiles) / num_cores_c ({math.ceil(Kt / across)})")
+        _check(cfg.block_h == Mt // down, "block_h == M / num_cores_r",
+               f"{name}: block_h ({cfg.block_h}) must equal to M (in tiles)/ num_cores_r ({Mt // down})")
+    if residual_mem is not None:
+        _check(residual_mem.memory_layout != L.INTERLEAVED, "residual.is_sharded()",
+               "Residual tensor must be sharded when input is sharded")
+        _check(residual_mem.shard_spec == spec, "residual shard spec == input shard spec",
+               f"Residual tensor shard spec must match input shard spec, got residual: {residual_mem.shard_spec!r} "
+               f"vs input: {spec!r}")
+    _check(cfg.block_h * TILE == spec.shape[0], "block_h * TILE_HEIGHT == shard_shape[0]",
+           f"{name}: Block height * TILE_HEIGHT must match shard shape[0], got {cfg.block_h * TILE} vs "
+           f"{spec.shape[0]} (block_h)")
+    _check(cfg.block_w * TILE == spec.shape[1], "block_w * TILE_WIDTH == shard_shape[1]",
+           f"{name}: Block width * TILE_WIDTH must match shard shape[1], got {cfg.block_w * TILE} vs "
+           f"{spec.shape[1]} (block_w)")

@@ -191,3 +191,30 @@ def test_a_1d_or_dram_sharded_config_names_the_layout_its_input_needs(block_shar
     dram = ttnn.MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig(in0_block_w=2, per_core_M=8, per_core_N=1)
     with pytest.raises(RuntimeError, match="Output memory config must be sharded for DRAM sharded program config"):
         ttnn.matmul(a, b, program_config=dram)
+
+
+def layer_norm_config(**kw):
+    fields = dict(compute_with_storage_grid_size=(8, 8), subblock_w=2, block_h=1, block_w=2, inplace=False)
+    return ttnn.LayerNormShardedMultiCoreProgramConfig(**{**fields, **kw})
+
+
+def test_a_sharded_layer_norm_config_must_match_its_inputs_shards(block_sharded):
+    a, _ = block_sharded  # [1, 256, 512] in [32, 64] shards on 8x8: block_h 1, block_w 2
+    out = ttnn.layer_norm(a, program_config=layer_norm_config(), memory_config=ttnn.L1_BLOCK_SHARDED_MEMORY_CONFIG)
+    torch.testing.assert_close(out.value.float(), torch.nn.functional.layer_norm(a.value.float(), (512,), eps=1e-12),
+                               rtol=2**-7, atol=2**-6)
+    with pytest.raises(RuntimeError, match=r"block_w \(4\) must equal to K \(in tiles\) / num_cores_c \(2\)"):
+        ttnn.layer_norm(a, program_config=layer_norm_config(block_w=4))
+    with pytest.raises(RuntimeError, match=r"block_w must be divisible by subblock_w \(2 % 4\)"):
+        ttnn.layer_norm(a, program_config=layer_norm_config(subblock_w=4))
+    with pytest.raises(RuntimeError, match="Input and output memory layouts must match"):
+        ttnn.layer_norm(a, program_config=layer_norm_config(), memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG)
+    with pytest.raises(RuntimeError, match="Welford's algorithm is not supported for RMSNorm"):
+        ttnn.rms_norm(a, program_config=layer_norm_config(use_welford=True))
+
+
+def test_a_sharded_layer_norm_config_on_an_interleaved_input_says_how_to_shard_it(device):
+    x = ttnn.from_torch(torch.randn(1, 256, 512), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    with pytest.raises(RuntimeError, match="needs a sharded input .* shard it first"):
+        ttnn.layer_norm(x, program_config=layer_norm_config())
+    ttnn.layer_norm(x, program_config=ttnn.LayerNormDefaultProgramConfig())

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from device_sim import numerics
 from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.program_config_checks import validate_layer_norm
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -81,10 +82,13 @@ def _rms_norm_golden(t, *_, weight=None, bias=None, epsilon=1e-12, residual_inpu
 def _norm(name: str, golden):
     def op(input_tensor: Tensor, *, epsilon: float = 1e-12, weight: Tensor | None = None,
            bias: Tensor | None = None, residual_input_tensor: Tensor | None = None,
-           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+           memory_config: MemoryConfig | None = None, program_config=None, **tt_nn_only) -> Tensor:
         op_name = f"ttnn.{name}"
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
+        if program_config is not None:  # checked as TT-NN checks it; it changes where, not what, is computed
+            validate_layer_norm(program_config, op_name, tuple(input_tensor.padded_shape), input_tensor.memory_config(),
+                                memory_config, residual_input_tensor.memory_config() if residual_input_tensor else None)
         ins = device_inputs(op_name, input_tensor, weight, bias, residual_input_tensor)
         v = lambda t: values(t, op_name) if t is not None else None  # noqa: E731
         if residual_input_tensor is not None and residual_input_tensor.shape != input_tensor.shape:
