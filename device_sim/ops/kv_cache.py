@@ -197,7 +197,7 @@ def _paged_fill_golden(cache, input_tensor, page_table, *_, batch_idx_tensor=Non
         blocks = page_table[user, pos // block_size].long()
         if blocks.numel() and not 0 <= int(blocks.min()) <= int(blocks.max()) < n:
             raise IndexError(f"{op_name}: user {user}'s page table names blocks outside the cache's {n}")
-        out[blocks, :, pos % block_size] = input_tensor[i].transpose(0, 1)  # [S, KVH, D]
+        out[blocks, :, pos % block_size] = input_tensor[i].transpose(0, 1).to(out.dtype)  # [S, KVH, D]
     return out
 
 
