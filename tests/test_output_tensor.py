@@ -104,3 +104,26 @@ def test_the_public_signature_shows_the_output_keyword_the_op_takes():
     assert inspect.signature(ttnn.add).parameters["output_tensor"].default is None
     assert "optional_output_tensor" in inspect.signature(ttnn.matmul).parameters
     assert "output_tensor" not in inspect.signature(ttnn.reshape).parameters
+
+
+@pytest.mark.parametrize("call", [
+    lambda a, w, out: ttnn.linear(a, w, optional_output_tensor=out),
+    lambda a, w, out: ttnn.matmul(a, w, optional_output_tensor=out),
+])
+def test_linear_and_matmul_write_what_they_would_return(device, call):
+    a = dev(torch.randn(32, 64), device)
+    w = dev(torch.randn(64, 32), device)
+    out = dev(torch.zeros(32, 32), device)
+    fresh = call(a, w, None)
+    assert call(a, w, out) is out and torch.equal(out.to_torch(), fresh.to_torch())
+
+
+def test_to_memory_config_and_typecast_write_into_the_given_tensor(device, ab):
+    _, _, ta, _ = ab
+    l1 = ttnn.from_torch(torch.zeros(2, 32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                         memory_config=ttnn.L1)
+    assert ttnn.to_memory_config(ta, ttnn.L1, output_tensor=l1) is l1
+    assert torch.equal(l1.to_torch(), ta.to_torch()) and l1.memory_config() == ttnn.L1
+    f32 = dev(torch.zeros(2, 32, 64), device, dtype=ttnn.float32)
+    assert ttnn.typecast(ta, ttnn.float32, output_tensor=f32) is f32
+    assert torch.equal(f32.to_torch(), ta.to_torch().float())
