@@ -73,3 +73,20 @@ def test_a_mesh_report_carries_the_cluster_descriptor_tt_nn_writes(mesh_report, 
     with ttreport.capture(tmp_path / "one"):
         ttnn.relu(ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device))
     assert not (tmp_path / "one" / "cluster_descriptor.yaml").exists()  # one chip: no topology
+
+
+def test_a_one_chip_submesh_is_recorded_as_its_chip_once(tmp_path):
+    mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 4))
+    try:
+        sub = mesh.create_submesh(ttnn.MeshShape(1, 1), offset=ttnn.MeshCoordinate(0, 2))
+        chip = mesh.get_devices()[2]
+        with ttreport.capture(tmp_path / "sub"):
+            x = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=sub, memory_config=ttnn.L1)
+            t = ttnn.relu(x)
+            l1_now = chip.memory.bytes_used(ttnn.BufferType.L1)
+        del x, t
+    finally:
+        ttnn.close_mesh_device(mesh)
+    r = ttreport.Report(tmp_path / "sub")
+    assert [d["device_id"] for d in r.devices] == [0, 1, 2, 3]  # the open chips, each once
+    assert r.sql("SELECT l1_bytes FROM operations WHERE operation_id = 2")[0]["l1_bytes"] == l1_now  # not twice

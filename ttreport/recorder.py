@@ -47,6 +47,7 @@ from ttreport.errors import ReportIncompleteWarning
 MADE_TENSOR_ID_BASE = 10**12
 
 OP, ALLOC, FREE, TENSOR, DEVICE, ROW, META, FILE_LOST, FLUSH, STOP = range(10)
+_MESH = object()  # Recorder._devices' value for a mesh: it is recorded as its chips
 
 # Frames in these folders are the library's, not the user's, and are left out of stack traces;
 # so are the interpreter's own (`<frozen runpy>` under `python -m`). The example models shipped
@@ -299,13 +300,14 @@ class Recorder:
 
         A mesh of several chips is recorded as its chips (each has its own memory and `devices` row).
         """
-        memory = getattr(device, "memory", None)
-        if memory is None:
-            self._devices[device] = None
-            for chip in device.get_devices():
+        chips = getattr(device, "_chips", None)
+        if chips is not None and chips != [device]:  # a mesh (even a submesh of one chip) is its chips
+            self._devices[device] = _MESH
+            for chip in chips:
                 if chip not in self._devices:
                     self.add_device(chip, before_capture=before_capture)
             return
+        memory = device.memory
         self._devices[device] = memory.listener
         self._allocators.append((memory.allocators[BufferType.L1], memory.allocators[BufferType.DRAM]))
         self.queue.put((DEVICE, device.facts()))
@@ -318,7 +320,7 @@ class Recorder:
 
     def chips(self) -> list:
         """The chips the capture recorded (devices with their own memory; a mesh counts as its chips)."""
-        return [d for d in self._devices if getattr(d, "memory", None) is not None]
+        return [d for d, previous in self._devices.items() if previous is not _MESH]
 
     def _buffer_listener(self):
         # A closure over locals: this runs twice per op in a typical model, so every lookup counts.
@@ -336,7 +338,7 @@ class Recorder:
 
     def restore_devices(self) -> None:
         for device, previous in self._devices.items():
-            if getattr(device, "memory", None) is not None and device.memory.listener is self._on_buffer:
+            if previous is not _MESH and device.memory.listener is self._on_buffer:
                 device.memory.listener = previous
 
     # -- tensor storage ------------------------------------------------------------------
