@@ -185,3 +185,13 @@ def test_tt_nn_default_kernels_makes_ops_without_a_config_run_tt_nns_default(dev
     assert not torch.equal(default.value, exact.value)
     assert torch.equal(soft.value, ttnn.softmax(a, compute_kernel_config=ttnn.WormholeComputeKernelConfig()).value)
     assert torch.equal(ttnn.matmul(a, b).value, exact.value)  # the block ended
+
+
+def test_divide_with_fast_and_approximate_mode_multiplies_by_the_approximate_reciprocal(device):
+    g = torch.Generator().manual_seed(8)
+    a = ttnn.from_torch(torch.randn(32, 64, generator=g), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    b = ttnn.from_torch(torch.rand(32, 64, generator=g) + 0.5, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    fast = ttnn.divide(a, b, fast_and_approximate_mode=True).value
+    torch.testing.assert_close(fast, a.value * numerics.reciprocal_approx(b.value))
+    assert torch.equal(ttnn.divide(a, b).value, a.value / b.value)
+    assert torch.equal(ttnn.add(a, b, fast_and_approximate_mode=True).value, (a.value + b.value))  # exact anyway

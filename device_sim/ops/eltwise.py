@@ -39,7 +39,7 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None):
 
     def op(input_tensor_a, input_tensor_b, *, memory_config: MemoryConfig | None = None,
            dtype: DataType | None = None, activations=None, input_tensor_a_activations=None,
-           input_tensor_b_activations=None, **tt_nn_only) -> Tensor:
+           input_tensor_b_activations=None, fast_and_approximate_mode: bool = False, **tt_nn_only) -> Tensor:
         op_name = f"ttnn.{name}"
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
@@ -57,7 +57,8 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None):
             a = torch.as_tensor(a, dtype=torch.float32)  # torch's binary functions want a tensor first
         # DataType.BFLOAT16 is 0, so `dtype or result_dtype` would drop an explicit bfloat16.
         dtype = dtype if dtype is not None else result_dtype
-        y = broadcast(op_name, fn, a, b)
+        # fast_and_approximate_mode changes only the ops the SFPU approximates (divide: a * approximate 1/b).
+        y = broadcast(op_name, _APPROX_BINARY.get(name, fn) if fast_and_approximate_mode else fn, a, b)
         return output(y if post is None else post(y.float()), like, ins, op_name=op_name, dtype=dtype,
                       memory_config=memory_config)
 
@@ -74,6 +75,9 @@ def _pre(op_name: str, acts, x):
     """x after a binary op's fused activations (a list of names or ttnn.UnaryWithParam); numbers pass."""
     f = _activations.resolve_all(op_name, acts)
     return x if f is None or not isinstance(x, torch.Tensor) else f(x.float())
+
+
+_APPROX_BINARY = {"div": lambda a, b: a * numerics.reciprocal_approx(torch.as_tensor(b, dtype=torch.float32))}
 
 
 def _approximable_unary(name: str, fn):
