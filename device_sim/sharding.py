@@ -179,6 +179,39 @@ def complete(cfg: MemoryConfig, padded_shape, layout: Layout, device, tile_hw=(3
     return MemoryConfig(cfg.memory_layout, cfg.buffer_type, spec)
 
 
+def complete_from_inputs(cfg: MemoryConfig, shape, layout: Layout, inputs, tile_hw=(32, 32)) -> MemoryConfig:
+    """`cfg` completed over the grid and orientation of the first sharded input it divides evenly over.
+
+    TT-NN's ops put a spec-less sharded output on the cores their sharded input is on; an output
+    that no input's grid divides is left for complete() to spread over the device grid.
+    """
+    if cfg.shard_spec is not None or cfg.nd_shard_spec is not None:
+        return cfg
+    th, tw = tile_hw if layout == Layout.TILE else (1, 1)
+    dims = list(shape) if len(shape) >= 2 else [1] * (2 - len(shape)) + list(shape)
+    rows = math.prod(dims[:-2]) * -(-dims[-2] // th)  # in tiles (elements in ROW_MAJOR)
+    cols = -(-dims[-1] // tw)
+    for t in inputs:
+        c = getattr(t, "_memory_config", None)
+        spec = c.shard_spec if c is not None else None
+        if spec is None:
+            continue
+        n, orient = spec.num_cores(), spec.orientation
+        if cfg.memory_layout == TensorMemoryLayout.BLOCK_SHARDED:
+            size = spec.grid.bounding_box().grid_size()
+            gy, gx = (size.y, size.x) if orient == ShardOrientation.ROW_MAJOR else (size.x, size.y)
+            if size.x * size.y == n and rows % gy == 0 and cols % gx == 0:
+                shard = (rows // gy * th, cols // gx * tw)
+                return MemoryConfig(cfg.memory_layout, cfg.buffer_type, ShardSpec(spec.grid, shard, orient))
+        elif cfg.memory_layout == TensorMemoryLayout.HEIGHT_SHARDED and rows % n == 0:
+            shard = (rows // n * th, cols * tw)
+            return MemoryConfig(cfg.memory_layout, cfg.buffer_type, ShardSpec(spec.grid, shard, orient))
+        elif cfg.memory_layout == TensorMemoryLayout.WIDTH_SHARDED and cols % n == 0:
+            shard = (rows * th, cols // n * tw)
+            return MemoryConfig(cfg.memory_layout, cfg.buffer_type, ShardSpec(spec.grid, shard, orient))
+    return cfg
+
+
 def _divisor(size: int, most: int) -> int:
     return next(n for n in range(min(size, most), 0, -1) if size % n == 0)
 

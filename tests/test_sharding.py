@@ -241,3 +241,13 @@ def test_tt_nns_core_helpers(device):
     grid = ttnn.CoreRangeSet([cr(1, 0, 3, 1), cr(5, 0, 6, 1)])
     got = ttnn.num_cores_to_corerangeset_in_subcoregrids(ttnn.CoreCoord(2, 0), 5, grid, row_wise=True)
     assert got.ranges() == [cr(2, 0, 3, 0), cr(1, 1, 3, 1)]
+
+
+def test_a_spec_less_sharded_output_lands_on_its_sharded_inputs_cores(device):
+    cfg = ttnn.create_sharded_memory_config((64, 128), ttnn.CoreGrid(y=2, x=2), ttnn.ShardStrategy.BLOCK,
+                                            ttnn.ShardOrientation.COL_MAJOR)
+    t = tile((64, 128), device, memory_config=cfg)
+    assert ttnn.exp(t, memory_config=ttnn.L1_BLOCK_SHARDED_MEMORY_CONFIG).memory_config() == cfg
+    # 2 tile rows do not divide over the input's 4 cores: the device grid is used instead (2 cores).
+    h = ttnn.exp(t, memory_config=ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG).memory_config().shard_spec
+    assert h.num_cores() == 2 and h.shape == (32, 128)

@@ -9,7 +9,7 @@ import itertools
 
 import torch
 
-from device_sim import dtypes, placement
+from device_sim import dtypes, placement, sharding
 from device_sim.registry import OPS, output_target
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -107,6 +107,8 @@ def output(value: torch.Tensor, like: Tensor, inputs: list[Tensor], *, op_name: 
     cfg, source = (placement.resolve(memory_config, [t for t in inputs if t._device is not None], op_name)
                    if device is not None else (None, None))
     tile = like.tile if layout == Layout.TILE and like.layout == Layout.TILE else None
+    if cfg is not None and cfg.shard_spec is None and cfg.is_sharded():  # L1_*_SHARDED_MEMORY_CONFIG: inputs' cores
+        cfg = sharding.complete_from_inputs(cfg, value.shape, layout, inputs, tile.tile_shape if tile else (32, 32))
     return Tensor._create(dtypes.to_device_values(value, dtype), dtype, layout, device, cfg, source, tile)
 
 
