@@ -36,6 +36,9 @@ EXPECTED = {
     "How did L1 and DRAM use change over the run?": (["operation_id", "name", "l1_bytes", "dram_bytes"], 40),
     "Where in my code is the slowest op called?": (["operation_id", "name", "duration_us", "stack_trace"], 1),
     "Which tensors' values were stored, and where?": (["tensor_id", "shape", "dtype", "file"], 50),
+    "Each chip's L1 after every op (on a mesh, one row per chip)": (["operation_id", "name", "device_id",
+                                                                    "l1_bytes"], 40),
+    "Where does each shard of a mesh tensor live?": (["tensor_id", "shape", "device_id", "address"], 0),
 }
 
 

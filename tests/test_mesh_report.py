@@ -90,3 +90,15 @@ def test_a_one_chip_submesh_is_recorded_as_its_chip_once(tmp_path):
     r = ttreport.Report(tmp_path / "sub")
     assert [d["device_id"] for d in r.devices] == [0, 1, 2, 3]  # the open chips, each once
     assert r.sql("SELECT l1_bytes FROM operations WHERE operation_id = 2")[0]["l1_bytes"] == l1_now  # not twice
+
+
+def test_the_cookbooks_mesh_queries_answer_on_a_mesh_report(mesh_report):
+    from test_cookbook import cookbook_queries
+
+    sql = dict(cookbook_queries())
+    r = ttreport.Report(mesh_report)
+    shards = r.sql(sql["Where does each shard of a mesh tensor live?"])
+    assert {s["device_id"] for s in shards} == {0, 1, 2, 3}
+    per_chip = r.sql(sql["Each chip's L1 after every op (on a mesh, one row per chip)"])
+    after_op3 = {row["device_id"]: row["l1_bytes"] for row in per_chip if row["operation_id"] == 3}
+    assert after_op3[2] - after_op3[0] == 128 * 256 * 2  # chip 2's extra tensor
