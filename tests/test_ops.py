@@ -531,6 +531,18 @@ def test_rms_norm_matches_torch(device):
     torch.testing.assert_close(out.value.float(), ref.bfloat16().float(), rtol=2**-7, atol=1e-5)
 
 
+def test_embedding_takes_padding_idx_and_embeddings_type_which_change_no_value(device):
+    table = x(device, 10, 64)
+    ids = dev(torch.tensor([[1, 0, 7]]), device, dtype=ttnn.uint32, layout=ttnn.ROW_MAJOR)
+    plain = ttnn.embedding(ids, table)
+    padded = ttnn.embedding(ids, table, padding_idx=0, embeddings_type=ttnn.EmbeddingsType.PADDED)
+    assert torch.equal(padded.value, plain.value) and torch.equal(plain.value[0, 1], table.value[0])
+    with pytest.raises(IndexError, match="padding_idx 10 is outside the table's 10 rows"):
+        ttnn.embedding(ids, table, padding_idx=10)
+    with pytest.raises(ValueError, match="BINARY takes a two-row weight, got 10 rows"):
+        ttnn.embedding(ids, table, embeddings_type=ttnn.EmbeddingsType.BINARY)
+
+
 def test_embedding_errors_name_the_problem(device):
     table = x(device, 10, 64)
     ids = dev(torch.tensor([[1, 12]]), device, dtype=ttnn.uint32, layout=ttnn.ROW_MAJOR)

@@ -369,3 +369,8 @@ __all__ += ["to_dtype", "scale_causal_mask_hw_dims_softmax_in_place", "scale_mas
 from device_sim.ops.eltwise import BcastOpDim, BcastOpMath, bcast  # noqa: E402, F401
 
 __all__ += ["BcastOpDim", "BcastOpMath", "bcast"]
+
+# Embedding's kernel choice (ops/normalization.py).
+from device_sim.ops.normalization import EmbeddingsType  # noqa: E402, F401
+
+__all__ += ["EmbeddingsType"]

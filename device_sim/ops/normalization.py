@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+
 import torch
 import torch.nn.functional as F
 
@@ -111,18 +113,35 @@ def _embedding_golden(input_ids, weight, *_, **__):
     return F.embedding(input_ids.long(), weight.reshape(-1, weight.shape[-1]).float())
 
 
+class EmbeddingsType(enum.IntEnum):
+    """How TT-NN's embedding kernel fetches rows; the values are the same for all three."""
+    GENERIC = 0
+    PADDED = 1  # the padding_idx row is served from a cached copy (given padding_idx, TT-NN picks this)
+    BINARY = 2  # a two-row table, both rows cached
+
+
 @register_op("ttnn.embedding", golden=_embedding_golden)
-def embedding(input_tensor: Tensor, weight: Tensor, *, layout: Layout = Layout.ROW_MAJOR,
+def embedding(input_tensor: Tensor, weight: Tensor, *, padding_idx: int | None = None,
+              layout: Layout = Layout.ROW_MAJOR, embeddings_type: EmbeddingsType = EmbeddingsType.GENERIC,
               dtype: DataType | None = None, memory_config: MemoryConfig | None = None,
               **tt_nn_only) -> Tensor:
-    """Rows of `weight` ([vocab, hidden]) picked by the integer ids; output [*ids.shape, hidden]."""
+    """Rows of `weight` ([vocab, hidden]) picked by the integer ids; output [*ids.shape, hidden].
+
+    padding_idx and embeddings_type choose how TT-NN's kernel reads rows (a padding id still gets
+    its row, as in torch's forward); BINARY needs a two-row table.
+    """
     if tt_nn_only:
         check_tt_nn_only("ttnn.embedding", tt_nn_only)
+    rows = weight.shape[0] if weight.rank == 2 else None
+    if EmbeddingsType(embeddings_type) == EmbeddingsType.BINARY and rows not in (None, 2):
+        raise ValueError(f"ttnn.embedding: embeddings_type=BINARY takes a two-row weight, got {rows} rows")
     ins = device_inputs("ttnn.embedding", input_tensor, weight)
     ids, w = values(input_tensor, "ttnn.embedding"), values(weight, "ttnn.embedding")
     if ids.is_floating_point():
         raise TypeError(f"ttnn.embedding: ids are {input_tensor.dtype!r}; make them with dtype=ttnn.uint32")
     vocab = w.reshape(-1, w.shape[-1]).shape[0]
+    if padding_idx is not None and not 0 <= padding_idx < vocab:
+        raise IndexError(f"ttnn.embedding: padding_idx {padding_idx} is outside the table's {vocab} rows")
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
         bad = int(ids.max()) if int(ids.max()) >= vocab else int(ids.min())
         raise IndexError(f"ttnn.embedding: id {bad} is outside the table's {vocab} rows (0..{vocab - 1})")
