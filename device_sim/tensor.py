@@ -8,7 +8,6 @@ float32 on these values and the result is rounded to the output dtype.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import itertools
 import math
@@ -23,7 +22,9 @@ from device_sim.types import (
     DataType,
     Layout,
     MemoryConfig,
+    NdShardSpec,
     Shape,
+    TensorMemoryLayout,
 )
 
 
@@ -191,7 +192,7 @@ class Tensor:
     @property
     def spec(self) -> TensorSpec:
         v = self._value_or_raise()
-        return TensorSpec(Shape(v.shape), self.dtype, self.layout, self._memory_config, self.tile)
+        return TensorSpec(Shape(v.shape), self.dtype, self.layout, memory_config=self._memory_config, tile=self.tile)
 
     def item(self):
         """The one value of a one-element tensor, as a Python number (reads it back, as TT-NN does)."""
@@ -307,25 +308,64 @@ def _allocate(device: Device, shape, dtype: DataType, layout: Layout, cfg: Memor
     return sharding.allocate(device, pshape, dtype, layout, cfg, tile.tile_shape, tile.get_tile_size(dtype))
 
 
-@dataclasses.dataclass(frozen=True)
 class TensorSpec:
-    """What a tensor is, without its values: TT-NN's `tensor.spec` (and allocate_tensor_on_device's argument)."""
+    """What a tensor is, without its values: TT-NN's `tensor.spec` and allocate_tensor_on_device's argument.
 
-    shape: Shape
-    dtype: DataType
-    layout: Layout = Layout.ROW_MAJOR
-    memory_config: MemoryConfig | None = None
-    tile: Tile = DEFAULT_TILE
+    TT-NN's constructor forms (ttnn-nanobind's TensorSpec):
+        TensorSpec(shape, dtype, layout, buffer_type=DRAM, tile=None)                       interleaved
+        TensorSpec(shape, dtype, layout, memory_layout, shard_spec=None, buffer_type=DRAM, tile=None)
+        TensorSpec(shape, dtype, layout, nd_shard_spec, buffer_type=DRAM, tile=None)        ND sharded
+    and device_sim's `memory_config=` keyword, which gives the whole config at once.
+    """
 
-    def __post_init__(self):
-        object.__setattr__(self, "shape", Shape(self.shape))
-        object.__setattr__(self, "dtype", DataType(self.dtype))
-        object.__setattr__(self, "layout", Layout(self.layout))
-        object.__setattr__(self, "tile", as_tile(self.tile))
+    __slots__ = ("shape", "dtype", "layout", "memory_config", "tile")
+
+    def __init__(self, shape, dtype, layout, *rest, memory_layout=None, shard_spec=None, nd_shard_spec=None,
+                 buffer_type=None, tile=None, memory_config: MemoryConfig | None = None):
+        rest = list(rest)
+        if rest and isinstance(rest[0], TensorMemoryLayout):
+            memory_layout = rest.pop(0)
+            if rest and not isinstance(rest[0], (BufferType, Tile)):
+                shard_spec = rest.pop(0)
+        elif rest and isinstance(rest[0], NdShardSpec):
+            nd_shard_spec = rest.pop(0)
+        elif rest and isinstance(rest[0], MemoryConfig):
+            memory_config = rest.pop(0)
+        if rest and isinstance(rest[0], BufferType):
+            buffer_type = rest.pop(0)
+        if rest and (isinstance(rest[0], Tile) or rest[0] is None):
+            tile = rest.pop(0)
+        if rest:
+            raise TypeError(f"TensorSpec: unexpected argument {rest[0]!r}; after shape, dtype and layout come "
+                            f"buffer_type and tile, or memory_layout, shard_spec, buffer_type and tile")
+        if memory_config is None:
+            buffer_type = BufferType.DRAM if buffer_type is None else buffer_type
+            if nd_shard_spec is not None:
+                memory_config = MemoryConfig(buffer_type, nd_shard_spec)
+            else:
+                memory_config = MemoryConfig(memory_layout or TensorMemoryLayout.INTERLEAVED, buffer_type, shard_spec)
+        self.shape = Shape(shape)
+        self.dtype = DataType(dtype)
+        self.layout = Layout(layout)
+        self.memory_config = memory_config
+        self.tile = as_tile(tile)
 
     @property
     def padded_shape(self) -> Shape:
         return Shape(padded(self.shape, self.layout, self.tile))
+
+    def _key(self) -> tuple:
+        return (self.shape, self.dtype, self.layout, self.memory_config, self.tile)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TensorSpec) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"TensorSpec(shape={self.shape!r}, dtype={self.dtype!r}, layout={self.layout!r}, "
+                f"memory_config={self.memory_config!r}, tile={self.tile!r})")
 
 
 def buffer_type_of(t: Tensor) -> BufferType | None:

@@ -49,6 +49,30 @@ class Tile:
     def width(self) -> int:
         return self.tile_shape[1]
 
+    @property
+    def face_shape(self) -> list[int]:
+        """A tile is made of faces 16 wide, 16 high (or the tile's own height when it is under 16)."""
+        return [min(self.height, 16), 16]
+
+    @property
+    def num_faces(self) -> int:
+        fh, fw = self.face_shape
+        return self.height * self.width // (fh * fw)
+
+    @property
+    def partial_face(self) -> bool:
+        return self.height < 16
+
+    @property
+    def narrow_tile(self) -> bool:
+        return self.width < 32
+
+    @property
+    def transpose_within_face(self) -> bool:
+        return self.transpose_tile
+
+    transpose_of_faces = transpose_within_face
+
     def get_tile_size(self, dtype) -> int:
         """Bytes of one tile of `dtype`; block floats add one shared exponent byte per 16 values."""
         from device_sim import dtypes
@@ -67,7 +91,7 @@ class Tile:
         return hash((tuple(self.tile_shape), self.transpose_tile))
 
     def __repr__(self) -> str:
-        return f"Tile(({self.height}, {self.width}), transpose_tile={self.transpose_tile})"
+        return f"Tile with shape: [{self.height}, {self.width}]"  # TT-NN's text
 
 
 DEFAULT_TILE = Tile()

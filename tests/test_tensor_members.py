@@ -48,3 +48,17 @@ def test_cpu_takes_tt_nns_blocking_and_queue_arguments(device):
     t = ttnn.from_torch(torch.ones(2, 2), dtype=ttnn.bfloat16, device=device)
     host = t.cpu(blocking=False, cq_id=0)
     assert host.device() is None and torch.equal(host.to_torch(), t.to_torch())
+
+
+def test_tensor_spec_takes_tt_nns_constructor_forms():
+    plain = ttnn.TensorSpec(ttnn.Shape([2, 64]), ttnn.bfloat16, ttnn.TILE)
+    assert plain.memory_config == ttnn.DRAM and plain.tile == ttnn.Tile() and plain.padded_shape == (32, 64)
+    l1 = ttnn.TensorSpec([2, 64], ttnn.bfloat16, ttnn.TILE, ttnn.BufferType.L1, ttnn.Tile((16, 32)))
+    assert l1.memory_config == ttnn.L1 and l1.padded_shape == (16, 64)
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 1))])
+    shard = ttnn.ShardSpec(grid, (32, 64), ttnn.ShardOrientation.ROW_MAJOR)
+    sharded = ttnn.TensorSpec([64, 64], ttnn.bfloat16, ttnn.TILE, ttnn.TensorMemoryLayout.HEIGHT_SHARDED, shard,
+                              ttnn.BufferType.L1)
+    assert sharded.memory_config.is_sharded() and sharded.memory_config.shard_spec == shard
+    with pytest.raises(TypeError, match="TensorSpec: unexpected argument 'x'"):
+        ttnn.TensorSpec([2], ttnn.bfloat16, ttnn.TILE, "x")

@@ -54,3 +54,11 @@ def test_pad_to_tile_and_unpad_from_tile_use_the_tensors_tile():
     assert torch.equal(p.unpad_from_tile([3, 5]).to_torch(), torch.ones(3, 5))
     with pytest.raises(ValueError, match=r"shape \[17, 5\] does not fit inside"):
         p.unpad_from_tile([17, 5])
+
+
+def test_a_tile_describes_its_faces_and_prints_as_tt_nn():
+    tiny = ttnn.Tile((8, 16))
+    assert (tiny.face_shape, tiny.num_faces, tiny.partial_face, tiny.narrow_tile) == ([8, 16], 1, True, True)
+    assert (ttnn.Tile().face_shape, ttnn.Tile().num_faces) == ([16, 16], 4)
+    assert repr(ttnn.Tile((16, 32))) == "Tile with shape: [16, 32]"
+    assert tiny.get_tile_size(ttnn.bfloat16) == 8 * 16 * 2 and ttnn.Tile().get_tile_size(ttnn.bfloat8_b) == 1088

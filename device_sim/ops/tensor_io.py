@@ -197,14 +197,16 @@ def allocate_tensor_on_device(shape_or_spec, dtype_or_device=None, layout: Layou
         check_tt_nn_only("ttnn.allocate_tensor_on_device", tt_nn_only)
     if isinstance(shape_or_spec, TensorSpec):
         spec, device = shape_or_spec, dtype_or_device if device is None else device
+        memory_config = spec.memory_config
     else:
         if dtype_or_device is None or layout is None:
             raise TypeError("ttnn.allocate_tensor_on_device(shape, dtype, layout, device, memory_config=None): "
                             "dtype and layout are required; or pass (ttnn.TensorSpec, device)")
-        spec = TensorSpec(Shape(shape_or_spec), dtype_or_device, layout, memory_config)
+        spec = TensorSpec(Shape(shape_or_spec), dtype_or_device, layout)
     if not isinstance(device, Device):
         raise TypeError(f"ttnn.allocate_tensor_on_device: needs a device, got {device!r}")
-    cfg, source = placement.resolve(spec.memory_config, [], "ttnn.allocate_tensor_on_device")
+    # Without a memory_config the usual rules choose one (a `with ttnn.memory(...)` block, then the default).
+    cfg, source = placement.resolve(memory_config, [], "ttnn.allocate_tensor_on_device")
     from device_sim import dtypes
 
     zeros = torch.zeros(tuple(spec.shape), dtype=dtypes.TORCH_DTYPE[spec.dtype])
