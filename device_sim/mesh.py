@@ -238,8 +238,9 @@ class MeshDevice(Device):
     def get_submeshes(self) -> list[MeshDevice]:
         return list(self._submeshes)
 
-    def __repr__(self) -> str:
-        return f"MeshDevice({'x'.join(map(str, self._shape))}, device_ids={self.get_device_ids()})"
+    def __repr__(self) -> str:  # TT-NN's text, which reports store for a device argument
+        rows, cols = rows_cols(self._shape)
+        return f"MeshDevice({rows}x{cols} grid, {len(self._chips)} devices)"
 
     __hash__ = object.__hash__
 
