@@ -92,8 +92,11 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
     out_dtype = DataType(dtype) if dtype is not None else input_tensor_a.dtype
     a, b = _operands(values(input_tensor_a, op_name), values(input_tensor_b, op_name), transpose_a, transpose_b)
     _check_shapes(op_name, a, b)
-    n = kernel_numerics(op_name, input_tensor_a, input_tensor_b, out_dtype, compute_kernel_config,
-                        program_config, core_grid)
+    # Without a compute_kernel_config (and outside numerics.tt_nn_default_kernels()) the values are exact
+    # float32 products, torch's matmul: the fast default, which skips working out the kernel's numerics.
+    emulate = numerics.emulating(compute_kernel_config)
+    n = kernel_numerics(op_name, input_tensor_a, input_tensor_b, out_dtype, compute_kernel_config, program_config,
+                        core_grid) if emulate or program_config is not None else None
     fused = None
     if program_config is not None:
         dev = input_tensor_a._device
@@ -107,12 +110,11 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
                            f"{op_name}: activation={activation!r} and program_config.fused_activation={fused!r} "
                            f"both ask for an activation; give one of them")
     act = activations.resolve(op_name, activation if activation is not None else fused)
-    # Without a compute_kernel_config the values are exact (float32, torch's matmul): the fast path.
-    y = numerics.matmul(a, b, n) if numerics.emulating(compute_kernel_config) else torch.matmul(a, b)
+    y = numerics.matmul(a, b, n) if emulate else torch.matmul(a, b)
     if bias is not None:
         y = y + values(bias, op_name)
     if act is not None:
-        y = act(y, n.math_approx_mode)
+        y = act(y, emulate and n.math_approx_mode)
     return output(y, input_tensor_a, ins, op_name=op_name, dtype=out_dtype, memory_config=memory_config)
 
 
