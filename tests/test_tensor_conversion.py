@@ -47,3 +47,14 @@ def test_to_torch_squeezes_to_a_rank_and_casts(device):
     assert got.dtype == torch.float32 and torch.equal(got, torch.arange(6.0).reshape(2, 3))
     with pytest.raises(ValueError, match=r"cannot squeeze shape \[2, 3\] to rank 1: the leading dim is 2"):
         ttnn.to_torch(t, torch_rank=1)
+
+
+def test_col_tilize_packs_the_transpose_so_exponents_run_down_columns():
+    x = torch.ones(32, 64)
+    x[:, 0] = 1000.0  # one large column: sharing exponents along rows would flush the ones in those rows
+    t = ttnn.from_torch(x, dtype=ttnn.bfloat8_b, col_tilize=True)
+    assert t.shape == (64, 32) and t.layout == ttnn.TILE
+    assert torch.equal(t.to_torch().float(), x.T)  # each packed row is one original column: nothing lost
+    assert not torch.equal(ttnn.from_torch(x, dtype=ttnn.bfloat8_b).to_torch().float(), x)
+    with pytest.raises(ValueError, match="col_tilize=True needs dtype bfloat8_b or bfloat4_b"):
+        ttnn.from_torch(x, dtype=ttnn.bfloat16, col_tilize=True)

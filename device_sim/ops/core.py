@@ -60,7 +60,8 @@ def place(t: torch.Tensor, dtype: DataType, layout, device, memory_config, tile,
 @register_op("ttnn.from_torch", golden=_identity, mesh_aware=True)
 def from_torch(tensor, dtype: DataType | None = None, *, spec=None, tile=None, pad_value: float | None = None,
                layout: Layout | None = None, device=None, memory_config: MemoryConfig | None = None,
-               mesh_mapper=None, cq_id=None, **tt_nn_only) -> Tensor | None:
+               mesh_mapper=None, cq_id=None, preserve_nan_values: bool = False, col_tilize: bool = False,
+               enable_bfloat_opt: bool = False, **tt_nn_only) -> Tensor | None:
     """A ttnn tensor from a torch tensor (or a numpy array, or nested lists); None stays None, as in TT-NN.
 
     Args:
@@ -72,6 +73,11 @@ def from_torch(tensor, dtype: DataType | None = None, *, spec=None, tile=None, p
         layout: ttnn.TILE or ttnn.ROW_MAJOR; None means TILE for bfloat8_b/bfloat4_b, else ROW_MAJOR.
         device, memory_config: where to put it (the host when device is None).
         mesh_mapper: how to spread it over a mesh device (see place()); cq_id: TT-NN's command queue.
+        preserve_nan_values: keep NaN through block-float packing; device_sim always does.
+        col_tilize: for bfloat8_b/bfloat4_b, pack the transpose of the last two dims, so the shared
+            exponents run down columns; the result's shape is (..., N, K), as in TT-NN.
+        enable_bfloat_opt: TT-NN's faster on-device block-float conversion, which rounds differently;
+            device_sim rounds as the host conversion does (nearest even), so values may differ in the last bit.
     """
     if tt_nn_only:
         check_tt_nn_only("ttnn.from_torch", tt_nn_only)
@@ -86,6 +92,12 @@ def from_torch(tensor, dtype: DataType | None = None, *, spec=None, tile=None, p
     t = torch_values(tensor, "ttnn.from_torch")
     if spec is not None and tuple(spec.shape) != tuple(t.shape):
         raise ValueError(f"ttnn.from_torch: spec shape {list(spec.shape)} differs from the tensor's {list(t.shape)}")
+    if col_tilize:
+        if spec is not None or dtype is None or not DataType(dtype).is_block_float or t.dim() < 2 \
+                or layout not in (None, Layout.TILE):
+            raise ValueError("ttnn.from_torch: col_tilize=True needs dtype bfloat8_b or bfloat4_b, a tensor of rank "
+                             "2 or more, layout None or TILE, and no spec")
+        t = t.transpose(-2, -1).contiguous()
     return place(t, device_dtype(t, dtype, "ttnn.from_torch"), layout, device, memory_config, tile, mesh_mapper,
                  "ttnn.from_torch")
 
