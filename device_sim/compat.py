@@ -76,6 +76,19 @@ def install_as_ttnn() -> None:
         )
     if not any(isinstance(f, _TtnnFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _TtnnFinder())
+    _name_errors_as_ttnn(sys.modules["device_sim"])
+
+
+def _name_errors_as_ttnn(package) -> None:
+    """device_sim's exported exceptions print as `ttnn.OutOfMemoryError`, the name the script can catch them by.
+
+    A traceback's last line (and a report's errors.error_type) is the class's module and name; under the
+    alias the script knows no `device_sim`. Each is exported at the top, so `ttnn.<Name>` resolves to it.
+    """
+    for name in getattr(package, "__all__", ()):
+        obj = getattr(package, name, None)
+        if isinstance(obj, type) and issubclass(obj, BaseException) and obj.__module__.startswith("device_sim"):
+            obj.__module__ = "ttnn"
 
 
 def is_installed() -> bool:

@@ -49,3 +49,20 @@ def test_an_unknown_keyword_lists_only_the_ops_own_keywords():
     takes = message.split("it takes ", 1)[1].split(", ")
     assert takes[0] == "input_tensor" and "output_tensor" in takes
     assert "program_config" not in takes and "queue_id" not in takes  # the ignored TT-NN knobs are not listed
+
+
+def test_device_sims_exceptions_print_as_ttnn_names_under_the_alias(tmp_path):
+    result = run(tmp_path, """
+        import torch
+        import device_sim
+        device_sim.install_as_ttnn()
+        import ttnn
+        device = ttnn.open_device(0)
+        try:
+            ttnn.from_torch(torch.zeros(1 << 20, 1024), dtype=ttnn.float32, layout=ttnn.TILE, device=device,
+                            memory_config=ttnn.L1_MEMORY_CONFIG)
+        except ttnn.OutOfMemoryError as e:
+            print(type(e).__module__ + "." + type(e).__qualname__)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ttnn.OutOfMemoryError"
