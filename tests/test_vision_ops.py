@@ -248,3 +248,24 @@ def test_conv_transpose2d_matches_torch(device, padding):
                                   in_channels=8, out_channels=4, batch_size=2, input_height=5, input_width=6,
                                   kernel_size=(3, 3), stride=(2, 2), padding=padding, output_padding=(1, 1), groups=2)
     assert torch.equal(again.value, out.value)
+
+
+def test_a_report_records_the_weights_conv2d_returns_as_its_outputs(tmp_path, device):
+    w, b = host(randn(8, 16, 3, 3, seed=1)), host(randn(1, 1, 1, 8, seed=2))
+    with ttreport.capture(tmp_path / "r") as report:
+        x = nhwc(randn(1, 16, 8, 8), device)
+        out, _, (w_dev, b_dev) = ttnn.conv2d(input_tensor=x, weight_tensor=w, bias_tensor=b, device=device,
+                                             in_channels=16, out_channels=8, batch_size=1, input_height=8,
+                                             input_width=8, kernel_size=(3, 3), padding=(1, 1),
+                                             return_output_dim=True, return_weights_and_bias=True)
+    con = sqlite3.connect(report.db_path)
+    try:
+        outs = con.execute("SELECT tensor_id FROM output_tensors JOIN operations USING (operation_id) "
+                           "WHERE name = 'ttnn.conv2d' ORDER BY output_index").fetchall()
+        producer = con.execute("SELECT producer_operation_id FROM tensors WHERE tensor_id = ?",
+                               (w_dev.tensor_id,)).fetchone()
+        conv_id = con.execute("SELECT operation_id FROM operations WHERE name = 'ttnn.conv2d'").fetchone()
+    finally:
+        con.close()
+    assert outs == [(out.tensor_id,), (w_dev.tensor_id,), (b_dev.tensor_id,)]
+    assert producer == conv_id
