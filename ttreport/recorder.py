@@ -179,12 +179,16 @@ class Recorder:
         if output is not None:
             for t in ((output,) if type(output) is Tensor else output if isinstance(output, (list, tuple))
                       else (output,)):
-                # One level down too: conv2d returns (output, (h, w), (weights, bias)).
-                for u in (t,) if not isinstance(t, (list, tuple)) else t:
-                    if isinstance(u, Tensor):
-                        self._see(u, op_id, outputs, specs)
-                        if self._store_outputs:
-                            self._plan_storage(u, files)
+                if isinstance(t, Tensor):
+                    self._see(t, op_id, outputs, specs)
+                    if self._store_outputs:
+                        self._plan_storage(t, files)
+                elif type(t) in (list, tuple):  # one level down too: conv2d returns (out, (h, w), (weights, bias))
+                    for u in t:
+                        if isinstance(u, Tensor):
+                            self._see(u, op_id, outputs, specs)
+                            if self._store_outputs:
+                                self._plan_storage(u, files)
         l1 = dram = 0
         for l1_banks, dram_banks in self._allocators:  # DeviceMemory.bytes_used, without two calls per device
             l1 += l1_banks.bytes_per_bank_used * l1_banks.num_banks
