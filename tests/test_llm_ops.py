@@ -331,3 +331,14 @@ def test_falcon7b_heads_split_71_query_heads_and_one_key_value_head(device):
     heads = fused[:, 0].reshape(2, 32, 73, 64).transpose(1, 2)
     assert torch.equal(q.value, heads[:, :71]) and torch.equal(k.value, heads[:, 71:72])
     assert torch.equal(v.value, heads[:, 72:])
+
+
+def test_kv_cache_load_slice_gives_positions_height_sharded_one_shard_per_user_head(device):
+    cache = randn(2, 4, 128, 64)
+    out = ttnn.experimental.nlp_kv_cache_load_slice(dev(cache, device), seq_len_start=32, seq_len_end=96)
+    assert out.shape == (2, 4, 64, 64) and torch.equal(out.value, cache[:, :, 32:96])
+    cfg = out.memory_config()
+    assert cfg.memory_layout == ttnn.TensorMemoryLayout.HEIGHT_SHARDED and cfg.buffer_type == ttnn.BufferType.L1
+    assert cfg.shard_spec.shape == (64, 64) and cfg.shard_spec.num_cores() == 8
+    with pytest.raises(ValueError, match="seq_len_start=10 and seq_len_end=96 must be multiples of 32"):
+        ttnn.experimental.nlp_kv_cache_load_slice(dev(cache, device), seq_len_start=10, seq_len_end=96)

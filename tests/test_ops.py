@@ -283,6 +283,8 @@ CASES.update({
     "ttnn.experimental.split_query_key_value_and_split_heads": lambda d: ((x(d, 2, 1, 32, 384), ttnn.CoreCoord(4, 2)),
                                                                          dict(num_heads=4)),
     "ttnn.experimental.nlp_create_qkv_heads_falcon7b": lambda d: ((x(d, 1, 1, 32, 4672),), {}),
+    "ttnn.experimental.nlp_kv_cache_load_slice": lambda d: ((x(d, 2, 2, 128, 32),), dict(seq_len_start=32,
+                                                                                      seq_len_end=96)),
     "ttnn.experimental.paged_fused_update_cache": lambda d: (
         (x(d, 4, 2, 32, 32), x(d, 1, 2, 2, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), x(d, 1, 2, 2, 32, seed=3)),
         dict(update_idxs=[3, 40], page_table=_page_table(d))),

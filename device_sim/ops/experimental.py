@@ -29,7 +29,12 @@ from device_sim.ops.heads import (  # noqa: F401
     nlp_create_qkv_heads_falcon7b,
     split_query_key_value_and_split_heads,
 )
-from device_sim.ops.kv_cache import paged_fill_cache, paged_fused_update_cache, paged_update_cache  # noqa: F401
+from device_sim.ops.kv_cache import (  # noqa: F401
+    nlp_kv_cache_load_slice,
+    paged_fill_cache,
+    paged_fused_update_cache,
+    paged_update_cache,
+)
 from device_sim.ops.rotary import (  # noqa: F401
     rotary_embedding,
     rotary_embedding_llama,

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import torch
 
-from device_sim.ops.common import check_tt_nn_only, device_inputs, values
+from device_sim import sharding
+from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
+from device_sim.types import BufferType, MemoryConfig, ShardSpec, TensorMemoryLayout
 
 
 def _cache_dims(cache: torch.Tensor, op_name: str):
@@ -249,3 +251,33 @@ def paged_fused_update_cache(cache_tensor1: Tensor, input_tensor1: Tensor, cache
         cache_tensor1._write(new1)
         cache_tensor2._write(new2)
     return cache_tensor1, cache_tensor2
+
+
+def _load_slice_golden(t, *_, seq_len_start, seq_len_end, **__):
+    return t[:, :, seq_len_start:seq_len_end]
+
+
+@register_op("ttnn.experimental.nlp_kv_cache_load_slice", golden=_load_slice_golden)
+def nlp_kv_cache_load_slice(input_tensor: Tensor, *, seq_len_start: int, seq_len_end: int,
+                            memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """Positions seq_len_start..seq_len_end - 1 (multiples of 32) of a cache [B, KVH, max_seq, D]: [B, KVH, S, D].
+
+    As TT-NN, the output is height-sharded in L1 over B*KVH cores, one [S, D] shard each, unless
+    memory_config says otherwise.
+    """
+    op_name = "ttnn.experimental.nlp_kv_cache_load_slice"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    x = values(input_tensor, op_name)
+    B, KVH, max_seq, D = _cache_dims(x, op_name)
+    if seq_len_start % 32 or seq_len_end % 32 or not 0 <= seq_len_start < seq_len_end <= max_seq:
+        raise ValueError(f"{op_name}: seq_len_start={seq_len_start} and seq_len_end={seq_len_end} must be multiples "
+                         f"of 32 with 0 <= start < end <= {max_seq}")
+    ins = device_inputs(op_name, input_tensor)
+    if memory_config is None and input_tensor.device() is not None:
+        grid = sharding.num_cores_to_corerangeset(B * KVH, input_tensor.device().compute_with_storage_grid_size(),
+                                                  row_wise=True)
+        memory_config = MemoryConfig(TensorMemoryLayout.HEIGHT_SHARDED, BufferType.L1,
+                                     ShardSpec(grid, (seq_len_end - seq_len_start, D)))
+    return output(_load_slice_golden(x, seq_len_start=seq_len_start, seq_len_end=seq_len_end).contiguous(),
+                  input_tensor, ins, op_name=op_name, memory_config=memory_config)
