@@ -262,8 +262,11 @@ class ShardSpec:
     def num_cores(self) -> int:
         return self.grid.num_cores()
 
-    def __repr__(self) -> str:
-        return f"ShardSpec(grid={self.grid!r},shape={list(self.shape)},orientation={self.orientation!r})"
+    def __repr__(self) -> str:  # TT-NN 0.81's text (C++ `::` enums), which reports store and the visualizer reads
+        h, w = self.shape
+        return (f"ShardSpec(grid={self.grid!r},shape={{{h}, {w}}},"
+                f"orientation=ShardOrientation::{self.orientation.name},"
+                f"mode=ShardMode::PHYSICAL,physical_shard_shape=std::nullopt)")
 
 
 @dataclass(frozen=True)
@@ -331,10 +334,14 @@ class MemoryConfig:
     def is_dram(self) -> bool:
         return self.buffer_type == BufferType.DRAM
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # TT-NN 0.81's text (C++ `::` enums), which reports store and the visualizer reads
+        nd = self.nd_shard_spec
         return (
-            f"MemoryConfig(memory_layout={self.memory_layout!r},buffer_type={self.buffer_type!r},"
-            f"shard_spec={self.shard_spec!r})"
+            f"MemoryConfig(memory_layout=TensorMemoryLayout::{self.memory_layout.name},"
+            f"buffer_type=BufferType::{self.buffer_type.name},"
+            f"shard_spec={'std::nullopt' if self.shard_spec is None else repr(self.shard_spec)},"
+            f"nd_shard_spec={'std::nullopt' if nd is None else repr(nd)},"
+            f"created_with_nd_shard_spec={int(nd is not None)})"
         )
 
     __str__ = __repr__

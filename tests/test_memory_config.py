@@ -115,7 +115,7 @@ def test_strict_mode_names_both_inputs(device):
         ttnn.add(a, b)
     message = str(info.value)
     assert f"tensor {a.tensor_id}" in message and f"tensor {b.tensor_id}" in message
-    assert "BufferType.L1" in message and "BufferType.DRAM" in message
+    assert "BufferType::L1" in message and "BufferType::DRAM" in message
     assert placed(a + b)[1] == "default"  # outside the block the same op is allowed
 
 

@@ -13,8 +13,9 @@ from ttreport import db, schema
 from ttreport.errors import NeedsUpgradeError, TensorFileError
 from ttreport.report import Report, ReportError
 
-L1_CFG = "MemoryConfig(memory_layout=TensorMemoryLayout.INTERLEAVED,buffer_type=BufferType.L1,shard_spec=None)"
-DRAM_CFG = L1_CFG.replace("BufferType.L1", "BufferType.DRAM")
+L1_CFG = ("MemoryConfig(memory_layout=TensorMemoryLayout::INTERLEAVED,buffer_type=BufferType::L1,"
+          "shard_spec=std::nullopt,nd_shard_spec=std::nullopt,created_with_nd_shard_spec=0)")
+DRAM_CFG = L1_CFG.replace("BufferType::L1", "BufferType::DRAM")
 
 
 def _write_report(folder):
