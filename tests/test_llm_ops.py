@@ -342,3 +342,18 @@ def test_kv_cache_load_slice_gives_positions_height_sharded_one_shard_per_user_h
     assert cfg.shard_spec.shape == (64, 64) and cfg.shard_spec.num_cores() == 8
     with pytest.raises(ValueError, match="seq_len_start=10 and seq_len_end=96 must be multiples of 32"):
         ttnn.experimental.nlp_kv_cache_load_slice(dev(cache, device), seq_len_start=10, seq_len_end=96)
+
+
+def test_windowed_attention_is_attention_inside_each_window(device):
+    q, k, v = randn(1, 2, 64, 32), randn(1, 2, 64, 32, seed=1), randn(1, 2, 64, 32, seed=2)
+    bounds = [0, 16, 40, 64]
+    out = ttnn.transformer.windowed_scaled_dot_product_attention(
+        dev(q, device), dev(k, device), dev(v, device),
+        dev(torch.tensor(bounds), device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR))
+    for lo, hi in zip(bounds, bounds[1:]):
+        ref = F.scaled_dot_product_attention(q[:, :, lo:hi], k[:, :, lo:hi], v[:, :, lo:hi])
+        torch.testing.assert_close(out.value[:, :, lo:hi], ref, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match=r"an increasing integer list from 0 to S \(got \[0, 16, 60\]\)"):
+        ttnn.transformer.windowed_scaled_dot_product_attention(
+            dev(q, device), dev(k, device), dev(v, device),
+            dev(torch.tensor([0, 16, 60]), device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR))

@@ -275,6 +275,9 @@ CASES.update({
                                                  layout=ttnn.ROW_MAJOR), device=d, in_channels=8, out_channels=4,
                                                  batch_size=1, input_height=5, input_width=6, kernel_size=(3, 3),
                                                  stride=(2, 2), padding=(1, 1), output_padding=(1, 1))),
+    "ttnn.transformer.windowed_scaled_dot_product_attention": lambda d: (
+        (x(d, 1, 2, 64, 32), x(d, 1, 2, 64, 32, seed=1), x(d, 1, 2, 64, 32, seed=2),
+         dev(torch.tensor([0, 16, 40, 64]), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)), {}),
     "ttnn.transformer.chunked_scaled_dot_product_attention": lambda d: (
         (x(d, 2, 4, 32, 32), x(d, 4, 2, 32, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), _page_table(d), 16), {}),
     "ttnn.experimental.rotary_embedding_llama_fused_qk": lambda d: (

@@ -352,3 +352,36 @@ def chunked_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k:
                          f"{table.shape[1]} blocks of {k.shape[2]}")
     r = _chunked_sdpa_golden(q, k, v, table, start, scale=scale)
     return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+
+
+# -- windowed: block-diagonal attention inside windows (vision transformers' window attention) -------------
+
+def _windowed_sdpa_golden(q, k, v, cu_window_seqlens, *_, scale=None, **__):
+    bounds = [int(b) for b in cu_window_seqlens.reshape(-1).tolist()]
+    window = torch.zeros(k.shape[-2], dtype=torch.long)
+    for i, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        window[lo:hi] = i
+    mask = torch.zeros(q.shape[-2], k.shape[-2]).masked_fill(window[: q.shape[-2], None] != window[None], float("-inf"))
+    return _sdpa_golden(q, k, v, attn_mask=mask, is_causal=False, scale=scale)
+
+
+@register_op("ttnn.transformer.windowed_scaled_dot_product_attention", golden=_windowed_sdpa_golden)
+def windowed_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor, input_tensor_v: Tensor,
+                                          cu_window_seqlens: Tensor, *, scale: float | None = None,
+                                          memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """Each token attends only to the tokens of its own window, windows given by their cumulative bounds
+    cu_window_seqlens [0, w1, w1 + w2, ..., S] (an integer tensor); not causal. q [B, H, S, D], k, v [B, KVH, S, D]."""
+    op_name = "ttnn.transformer.windowed_scaled_dot_product_attention"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, cu_window_seqlens)
+    q, k, v, cu = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v, cu_window_seqlens))
+    bounds = cu.reshape(-1).tolist()
+    if (q.dim() != 4 or k.shape != v.shape or k.dim() != 4 or q.shape[1] % k.shape[1] or q.shape[-2] != k.shape[-2]
+            or cu.is_floating_point() or len(bounds) < 2 or bounds[0] != 0 or bounds[-1] != k.shape[-2]
+            or any(a >= b for a, b in zip(bounds, bounds[1:]))):
+        raise ValueError(f"{op_name}: q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} must be [B, H, S, D] "
+                         f"and [B, KVH, S, D], and cu_window_seqlens an increasing integer list from 0 to S "
+                         f"(got {bounds})")
+    r = _windowed_sdpa_golden(q, k, v, cu, scale=scale)
+    return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
