@@ -7,6 +7,7 @@ Enum values follow TT-NN's numbering (DESIGN.md): reports store them as readable
 from __future__ import annotations
 
 import enum
+import numbers
 from dataclasses import dataclass, field
 
 
@@ -253,7 +254,7 @@ class ShardSpec:
 
     def __init__(self, grid, shard_shape, shard_orientation=ShardOrientation.ROW_MAJOR, *_):
         object.__setattr__(self, "grid", _grid(grid, "ShardSpec"))
-        shape = tuple(shard_shape)
+        shape = tuple(int(s) if isinstance(s, numbers.Integral) else s for s in shard_shape)
         if len(shape) != 2 or not all(isinstance(s, int) and s > 0 for s in shape):
             raise ShardSpecError(f"ShardSpec shape {list(shape)} must be two positive ints [height, width]")
         object.__setattr__(self, "shape", shape)
@@ -280,7 +281,7 @@ class NdShardSpec:
 
     def __init__(self, shard_shape, grid, orientation=ShardOrientation.ROW_MAJOR,
                  shard_distribution_strategy=ShardDistributionStrategy.ROUND_ROBIN_1D):
-        shape = tuple(shard_shape)
+        shape = tuple(int(s) if isinstance(s, numbers.Integral) else s for s in shard_shape)
         if not shape or not all(isinstance(s, int) and s > 0 for s in shape):
             raise ShardSpecError(f"NdShardSpec shard_shape {list(shape)} must be positive ints")
         object.__setattr__(self, "shard_shape", shape)

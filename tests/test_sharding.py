@@ -2,6 +2,7 @@
 
 import sqlite3
 
+import numpy
 import pytest
 import torch
 
@@ -90,6 +91,7 @@ def test_create_sharded_memory_config_underscore_rounds_uneven_shards_up():
 def test_shard_spec_has_tt_nns_fields():
     spec = ttnn.ShardSpec(ttnn.CoreRangeSet({cr(0, 0, 1, 0)}), [32, 64], ttnn.ShardOrientation.COL_MAJOR)
     assert (spec.shape, spec.orientation, spec.num_cores()) == ((32, 64), ttnn.ShardOrientation.COL_MAJOR, 2)
+    assert ttnn.ShardSpec(spec.grid, (numpy.int64(64), 32)).shape == (64, 32)  # shapes computed with numpy
     with pytest.raises(ShardSpecError, match=r"ShardSpec shape \[32\] must be two positive ints"):
         ttnn.ShardSpec(spec.grid, [32], ttnn.ShardOrientation.ROW_MAJOR)
 
