@@ -190,12 +190,19 @@ from device_sim.distributed import (  # noqa: E402
     ShardTensorToMesh,
     TensorToMesh,
     aggregate_as_tensor,
+    combine_device_tensors,
     concat_mesh_to_tensor_composer,
     create_mesh_composer,
     create_mesh_mapper,
+    distributed_context_barrier,
+    distributed_context_get_rank,
+    distributed_context_get_size,
+    from_host_shards,
     get_device_tensors,
+    init_distributed_context,
     replicate_tensor_to_mesh_mapper,
     shard_tensor_to_mesh_mapper,
+    using_distributed_env,
 )
 from device_sim.mesh import (  # noqa: E402
     MeshCoordinate,
@@ -232,7 +239,9 @@ __all__ += [
     "close_mesh_device", "create_mesh_device", "get_device_ids", "get_num_devices", "get_num_pcie_devices",
     "get_pcie_device_ids", "open_mesh_device", "FabricConfig", "GlobalSemaphore", "ReduceType", "Topology",
     "create_global_semaphore", "get_fabric_config", "reset_global_semaphore_value", "set_fabric_config",
-    "get_global_semaphore_address", "visualize_mesh_device",
+    "get_global_semaphore_address", "visualize_mesh_device", "combine_device_tensors",
+    "distributed_context_barrier", "distributed_context_get_rank", "distributed_context_get_size", "from_host_shards",
+    "init_distributed_context", "using_distributed_env",
 ]
 
 # Traces and events (issue 10).

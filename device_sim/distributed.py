@@ -369,3 +369,44 @@ def _mesh_holding(devices: list) -> MeshDevice:
     ids = [d.device_id for d in devices]
     raise ValueError(f"aggregate_as_tensor: no open mesh has exactly the chips {ids} in this order; give one "
                      f"tensor per chip of the mesh, row-major (as ttnn.get_device_tensors returns them)")
+
+
+def combine_device_tensors(*, tensors: list[Tensor]) -> Tensor:
+    """TT-NN's other name for aggregate_as_tensor: one mesh tensor from one device tensor per chip."""
+    return aggregate_as_tensor(tensors)
+
+
+def from_host_shards(tensors: list[Tensor], mesh_shape) -> Tensor:
+    """A host mesh tensor from one host tensor per chip of an open mesh of `mesh_shape` (row-major)."""
+    tensors, shape = list(tensors), MeshShape(mesh_shape)
+    if any(not isinstance(t, Tensor) or t.device() is not None for t in tensors):
+        raise TypeError("from_host_shards takes host ttnn tensors (from_torch without device=), one per chip")
+    if len(tensors) != shape.mesh_size():
+        raise ValueError(f"from_host_shards: {len(tensors)} tensors for a {shape!r} mesh of {shape.mesh_size()}")
+    for mesh in reversed(mesh_module.open_meshes):
+        if tuple(mesh.shape) == tuple(shape):
+            return MeshTensor._assemble(tensors, mesh)
+    raise ValueError(f"from_host_shards: no open mesh has shape {tuple(shape)}; open it first with "
+                     f"ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape{tuple(shape)})")
+
+
+# -- the multi-host context. device_sim is one process on one host: rank 0 of 1. -----------------
+def using_distributed_env() -> bool:
+    """Whether the run is one of several processes (TT-NN's tt-run / MPI): never, for device_sim."""
+    return False
+
+
+def init_distributed_context() -> None:
+    """Nothing to set up for a single process."""
+
+
+def distributed_context_get_rank() -> int:
+    return 0
+
+
+def distributed_context_get_size() -> int:
+    return 1
+
+
+def distributed_context_barrier() -> None:
+    """Every process of one has arrived."""

@@ -215,3 +215,20 @@ def test_a_one_dimensional_mesh_is_one_row_of_chips():
         assert torch.equal(ttnn.get_device_tensors(gathered)[3].to_torch(), torch.arange(4.0).view(1, 4))
     finally:
         ttnn.close_mesh_device(line)
+
+
+def test_host_shards_join_into_a_host_mesh_tensor_of_an_open_mesh(mesh):
+    parts = [ttnn.from_torch(torch.full((2, 2), float(i))) for i in range(8)]
+    t = ttnn.from_host_shards(parts, ttnn.MeshShape(2, 4))
+    assert t.device() is None and t.mesh is mesh
+    on_mesh = ttnn.to_device(t, mesh)
+    assert ttnn.get_device_tensors(on_mesh)[5].to_torch()[0, 0] == 5.0
+    assert ttnn.combine_device_tensors(tensors=ttnn.get_device_tensors(on_mesh)).mesh is mesh
+    with pytest.raises(ValueError, match=r"no open mesh has shape \(4, 2\)"):
+        ttnn.from_host_shards(parts, ttnn.MeshShape(4, 2))
+
+
+def test_device_sim_is_one_process_rank_0_of_1():
+    assert not ttnn.using_distributed_env()
+    assert (ttnn.distributed_context_get_rank(), ttnn.distributed_context_get_size()) == (0, 1)
+    ttnn.distributed_context_barrier()
