@@ -218,3 +218,15 @@ def test_a_sharded_layer_norm_config_on_an_interleaved_input_says_how_to_shard_i
     with pytest.raises(RuntimeError, match="needs a sharded input .* shard it first"):
         ttnn.layer_norm(x, program_config=layer_norm_config())
     ttnn.layer_norm(x, program_config=ttnn.LayerNormDefaultProgramConfig())
+
+
+def test_linear_applies_a_configs_fused_activation_after_its_bias(ab, device):
+    a, b = ab
+    bias = ttnn.from_torch(torch.full((1, 512), -50.0), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    relu = mcast(fused_activation=ttnn.UnaryWithParam(ttnn.UnaryOpType.RELU))
+    out = ttnn.linear(a, b, bias=bias, program_config=relu, dtype=ttnn.float32).value
+    exact = a.value.float() @ b.value.float() + bias.value.float()
+    torch.testing.assert_close(out, torch.relu(exact), rtol=2**-8, atol=2**-6)  # not relu(x @ w) - 50
+    leaky = ttnn.linear(a, b, bias=bias, activation=ttnn.UnaryWithParam(ttnn.UnaryOpType.LEAKY_RELU, 0.1),
+                        dtype=ttnn.float32).value
+    torch.testing.assert_close(leaky, torch.nn.functional.leaky_relu(exact, 0.1), rtol=2**-8, atol=2**-6)

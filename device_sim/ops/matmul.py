@@ -23,7 +23,6 @@ from device_sim.compute_config import MathFidelity, Numerics, WormholeComputeKer
 from device_sim.ops import eltwise
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.program_config_checks import tt_fatal, validate_matmul, validate_matmul_sharding
-from device_sim.program_configs import UnaryWithParam
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, MemoryConfig
@@ -145,10 +144,10 @@ def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | Non
     """a @ b + bias, then the activation; other arguments as ttnn.matmul.
 
     b is [in, out] (ttnn.model_preprocessing.preprocess_linear_weight makes it from torch's
-    [out, in]); bias is [1, out]. Runs as the hooked ops matmul, add and the activation, nested
-    one level down (see docs/numerics.md on why this is not yet one fused op). Steps before the
-    last keep float32, so only the final output is rounded to `dtype`, as in TT-NN's fused kernel;
-    the matmul runs with the numerics linear's own output would get.
+    [out, in]); bias is [1, out]. Runs as the hooked ops matmul and (with a bias) add, nested one
+    level down; the activation is fused into the last of them. The matmul keeps float32 when an
+    add follows, so only the final output is rounded to `dtype`, as in TT-NN's fused kernel, and
+    it runs with the numerics linear's own output would get.
     """
     if tt_nn_only:
         check_tt_nn_only("ttnn.linear", tt_nn_only)
@@ -174,21 +173,7 @@ def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | Non
                  core_grid=core_grid)
     if fuse:
         return out
-    last = activation is None and getattr(program_config, "fused_activation", None) is None
-    out = eltwise.add(out, bias, memory_config=memory_config, dtype=dtype if last else _F32)
-    if last:
-        return out
-    return _activation_op("ttnn.linear", activation if activation is not None else program_config.fused_activation)(
-        out, memory_config=memory_config, dtype=dtype)
-
-
-def _activation_op(op_name: str, activation):
-    """The registered element-wise op that applies `activation` after linear's bias."""
-    t = activation.op_type if isinstance(activation, UnaryWithParam) else activations.NAMES[activation.lower()]
-    params = activation.params if isinstance(activation, UnaryWithParam) else ()
-    fn = getattr(eltwise, t.name.lower(), None)
-    if fn is None or params:
-        raise NotImplementedError(f"{op_name}: device_sim applies {t!r} after a bias only as one of the element-wise "
-                                  f"ops without parameters (relu, gelu, silu, sigmoid, tanh, exp, ...); fuse it "
-                                  f"without bias, or call the op after ttnn.linear")
-    return fn
+    # The activation follows the bias: fused into the add, as TT-NN's binary ops fuse `activations=`.
+    act = activation if activation is not None else getattr(program_config, "fused_activation", None)
+    fused = {} if act is None else {"activations": [act]}  # no keyword when none: the recorded add stays plain
+    return eltwise.add(out, bias, memory_config=memory_config, dtype=dtype, **fused)
