@@ -269,3 +269,15 @@ def test_a_report_records_the_weights_conv2d_returns_as_its_outputs(tmp_path, de
         con.close()
     assert outs == [(out.tensor_id,), (w_dev.tensor_id,), (b_dev.tensor_id,)]
     assert producer == conv_id
+
+
+@pytest.mark.parametrize("output_size", [[1, 1], [2, 3], [3, 4]])
+def test_adaptive_avg_pool2d_matches_torch_in_tt_nns_flattened_layout(device, output_size):
+    x = randn(2, 16, 6, 8)
+    flat = ttnn.from_torch(x.permute(0, 2, 3, 1).reshape(1, 1, 2 * 6 * 8, 16), dtype=ttnn.float32, device=device)
+    out = ttnn.adaptive_avg_pool2d(input_tensor=flat, batch_size=2, input_h=6, input_w=8, channels=16,
+                                   output_size=output_size)
+    oh, ow = output_size
+    assert (out.shape, out.dtype, out.layout) == ((1, 1, 2 * oh * ow, 16), ttnn.bfloat16, ttnn.ROW_MAJOR)
+    ref = F.adaptive_avg_pool2d(x, output_size)
+    torch.testing.assert_close(as_nchw(out, 2, oh, ow), ref.bfloat16().float())

@@ -181,12 +181,19 @@ from device_sim.ops.conv import (  # noqa: E402, F401
     prepare_conv_weights,
 )
 from device_sim.ops.kv_cache import fill_cache, update_cache  # noqa: E402, F401
-from device_sim.ops.vision import avg_pool2d, fold, global_avg_pool2d, max_pool2d, upsample  # noqa: E402, F401
+from device_sim.ops.vision import (  # noqa: E402, F401
+    adaptive_avg_pool2d,
+    avg_pool2d,
+    fold,
+    global_avg_pool2d,
+    max_pool2d,
+    upsample,
+)
 
 __all__ += [
     "experimental", "kv_cache", "fill_cache", "update_cache", "avg_pool2d", "conv2d", "global_avg_pool2d",
     "max_pool2d", "prepare_conv_bias", "prepare_conv_weights", "upsample", "fold", "conv1d",
-    "conv_transpose2d",
+    "conv_transpose2d", "adaptive_avg_pool2d",
 ]
 
 # Collectives between the chips of a mesh (ops/ccl.py, issue 11).

@@ -218,3 +218,28 @@ def fold(input: Tensor, stride_h: int, stride_w: int, use_transpose_as_fold: boo
     y = _fold_golden(x, stride_h, stride_w, padding=padding, output_shape=output_shape)
     return _make(y, input.device(), ins, op_name=op_name, dtype=input.dtype, layout=input.layout,
                  memory_config=override_memory_config)
+
+
+def _adaptive_avg_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels, output_size, *_, **__):
+    x = _nchw(input_tensor, batch_size, input_h, input_w, channels, "ttnn.adaptive_avg_pool2d")
+    return _flat(F.adaptive_avg_pool2d(x, _pair(tuple(output_size), "output_size", "ttnn.adaptive_avg_pool2d")))
+
+
+@register_op("ttnn.adaptive_avg_pool2d", golden=_adaptive_avg_pool2d_golden)
+def adaptive_avg_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int, channels: int,
+                        output_size, *, memory_config: MemoryConfig | None = None, applied_shard_scheme=None,
+                        in_place_halo: bool = False, deallocate_input: bool = False, reallocate_output: bool = True,
+                        **tt_nn_only) -> Tensor:
+    """Average pooling to a given (OH, OW) over torch's adaptive regions (the same as a plain pool when the
+    sizes divide); output [1, 1, N*OH*OW, C] in ROW_MAJOR bfloat16, as TT-NN's pools."""
+    op_name = "ttnn.adaptive_avg_pool2d"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor)
+    y = _adaptive_avg_pool2d_golden(values(input_tensor, op_name), batch_size, input_h, input_w, channels,
+                                    output_size)
+    out = _make(y, input_tensor.device(), ins, op_name=op_name, dtype=DataType.BFLOAT16, layout=Layout.ROW_MAJOR,
+                memory_config=memory_config)
+    if deallocate_input:
+        input_tensor._free()
+    return out
