@@ -101,11 +101,55 @@ def test_reports_with_bin_tensors_compare_like_pt(run):
     assert result.root_cause is result.pairs[3]
 
 
-def test_reports_without_tensors_say_so(run):
-    result = compare_reports(run("a", tensors="none"), run("b", tensors="none"))
-    assert {p.status for p in result.pairs} == {"missing_tensor"}
-    assert "Config(tensors='outputs')" in result.pairs[0].reason
-    assert result.exit_code == 1
+def test_reports_without_tensors_say_so_before_aligning(run):
+    a, b = run("a"), run("b", tensors="none")
+    with pytest.raises(ttreport.TTReportError, match=rf"{b} has no stored tensors, so no op can be compared; "
+                                                     r"capture both runs with Config\(tensors='all'\)"):
+        compare_reports(a, b)
+    result = invoke("compare", b, a)
+    assert result.exit_code == 2 and "has no stored tensors" in result.output
+
+
+def test_an_op_whose_outputs_were_lost_is_missing_not_a_mismatch(run):
+    a, b = run("a"), run("b")
+    with ttreport.open(b) as r:
+        lost = r.operations()[3].output_tensors[0]
+    (b / lost.file).unlink()  # the db still names the file
+    result = compare_reports(a, b)
+    assert result.pairs[3].status == "missing_tensor" and result.root_cause is None
+
+
+def test_a_damaged_tensor_file_is_named_and_no_op_is_blamed(run):
+    a, b = run("a"), run("b")
+    with ttreport.open(b) as r:
+        victim = r.operations()[3].output_tensors[0]  # the first matmul's output
+    path = b / victim.file
+    blob = bytearray(path.read_bytes())
+    blob[len(blob) // 2] ^= 0x40  # one bit of one value: the file still loads, with a wrong number in it
+    path.write_bytes(bytes(blob))
+    with pytest.raises(ttreport.TensorFileError, match=rf"tensor {victim.id}: {path} has changed since the capture"):
+        compare_reports(a, b)
+    result = invoke("compare", a, b)
+    assert result.exit_code == 2 and f"tensor {victim.id}" in result.output and "ROOT CAUSE" not in result.output
+
+
+def test_a_tensor_file_swapped_for_another_tensors_is_named(run):
+    a, b = run("a"), run("b")
+    with ttreport.open(b) as r:
+        ops = r.operations()
+    victim, other = ops[3].output_tensors[0], ops[6].output_tensors[0]  # [64, 128] and [64, 64]
+    (b / victim.file).write_bytes((b / other.file).read_bytes())
+    with pytest.raises(ttreport.TensorFileError, match=rf"tensor {victim.id}: .* has changed since the capture"):
+        compare_reports(a, b)
+
+
+def test_a_report_compared_with_itself_says_identical(run):
+    a = run("a")
+    result = invoke("compare", a, a)
+    assert result.exit_code == 0
+    assert "identical: every one of the 7 aligned ops matches (A and B are the same report)" in result.output
+    table = compare_reports(a, a).to_table(limit=3)  # more ops than the table shows: no empty table
+    assert "identical" in table and "A op" not in table
 
 
 def test_ops_pattern_and_tolerances(run):

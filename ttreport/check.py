@@ -21,6 +21,9 @@ from pathlib import Path
 from ttreport.errors import TTReportError
 from ttreport.report import check_schema, connect_readonly, expected_file, resolve
 
+# What reading a damaged database raises: SQLite's errors, and a UnicodeDecodeError when SQLite's own
+# message quotes a damaged schema text that is not UTF-8.
+_UNREADABLE = (sqlite3.DatabaseError, UnicodeDecodeError)
 SHOWN_IDS = 10  # ids quoted per fault; the count says how many there are in all
 
 # (what is checked, SQL selecting the offending ids): each dangling reference in the schema.
@@ -58,7 +61,7 @@ def check(path: str | os.PathLike) -> list[str]:
     folder = db_path.parent
     try:
         con = connect_readonly(db_path)
-    except sqlite3.Error as e:
+    except (sqlite3.Error, UnicodeDecodeError) as e:
         return [f"{db_path}: cannot be opened ({e})"]
     try:
         return _check(con, db_path, folder)
@@ -71,26 +74,26 @@ def _check(con: sqlite3.Connection, db_path: Path, folder: Path) -> list[str]:
     con.text_factory = lambda b: b.decode("utf-8", "replace")
     try:
         problems = [r[0] for r in con.execute("PRAGMA integrity_check")]
-    except sqlite3.DatabaseError as e:
+    except _UNREADABLE as e:
         return [f"{db_path}: not a readable SQLite database ({e})"]
     faults = [f"{db_path}: integrity_check: {p}" for p in problems if p != "ok"]
     try:
         check_schema(con, db_path)
     except TTReportError as e:  # not a report, or an older or newer schema: its tables cannot be trusted
-        return [*faults, str(e)]
-    except sqlite3.DatabaseError as e:  # a damaged schema page: nothing below can be read
-        return [*faults, f"{db_path}: its schema cannot be read ({e})"]
+        return [*faults, str(e), *_value_faults(con, db_path)]  # though its values may say why
+    except _UNREADABLE as e:  # a damaged schema page or revision: the tables cannot be trusted
+        return [*faults, f"{db_path}: cannot be read as a report ({e})", *_value_faults(con, db_path)]
     # Each step on its own: a damaged page under one table must not hide what the others show.
     meta, files = {}, []
     try:
         meta = dict(con.execute("SELECT key, value FROM report_metadata"))
-    except sqlite3.DatabaseError as e:
+    except _UNREADABLE as e:
         faults.append(f"{db_path}: report_metadata cannot be read ({e})")
     faults += _metadata_faults(meta, db_path)
     for what, sql in _DANGLING:
         try:
             ids = [r[0] for r in con.execute(sql)]
-        except sqlite3.DatabaseError as e:
+        except _UNREADABLE as e:
             faults.append(f"{db_path}: {what.split(' name ')[0]} cannot be read ({e})")
             continue
         if ids:
@@ -98,7 +101,7 @@ def _check(con: sqlite3.Connection, db_path: Path, folder: Path) -> list[str]:
     faults += _value_faults(con, db_path)
     try:
         files = con.execute("SELECT tensor_id, file FROM tensors WHERE file IS NOT NULL ORDER BY tensor_id").fetchall()
-    except sqlite3.DatabaseError as e:
+    except _UNREADABLE as e:
         faults.append(f"{db_path}: the tensor files cannot be listed ({e})")
     return faults + _file_faults(con, folder, files)
 
@@ -111,12 +114,15 @@ _TYPES_OF = {"INTEGER": "'integer', 'null'", "FLOAT": "'real', 'integer', 'null'
 def _value_faults(con: sqlite3.Connection, db_path: Path) -> list[str]:
     """Values a reader would trip on: text that is not UTF-8, and a value of the wrong type for its column."""
     faults = []
-    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                        "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    try:
+        tables = _tables(con)
+    except _UNREADABLE as e:
+        return [f"{db_path}: its tables cannot be listed ({e})"]
     for table in tables:
         try:
             columns = [(r[1], (r[2] or "").upper()) for r in con.execute(f'PRAGMA table_info("{table}")')]
             for column, declared in columns:
+                declared = "TEXT" if declared.startswith("VARCHAR") else declared
                 if declared not in _TYPES_OF:
                     continue
                 rows = [r[0] for r in con.execute(
@@ -126,9 +132,14 @@ def _value_faults(con: sqlite3.Connection, db_path: Path) -> list[str]:
                     faults.append(f"{db_path}: {table}.{column} holds values that are not {declared} "
                                   f"(a damaged record), rowids {_ids(rows)}")
             faults += _undecodable(con, db_path, table, [c for c, _ in columns])
-        except sqlite3.DatabaseError as e:
+        except _UNREADABLE as e:
             faults.append(f"{db_path}: table {table} cannot be read ({e})")
     return faults
+
+
+def _tables(con: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                      "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
 
 
 def _undecodable(con: sqlite3.Connection, db_path: Path, table: str, columns: list[str]) -> list[str]:
@@ -186,7 +197,7 @@ def _file_faults(con: sqlite3.Connection, folder: Path, files: list[tuple[int, s
                 load_tensor(folder, tid, expected_file(con, tid, folder))
             except TTReportError as e:
                 faults.append(f"tensor {tid}: {e}".replace(f"tensor {tid}: tensor {tid}: ", f"tensor {tid}: "))
-            except sqlite3.DatabaseError as e:
+            except _UNREADABLE as e:
                 faults.append(f"tensor {tid}: its rows cannot be read ({e})")
     return faults
 

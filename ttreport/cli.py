@@ -31,18 +31,24 @@ class Failure(click.ClickException):
     exit_code = BAD_INPUT
 
 
+def one_line(text: str) -> str:
+    """`text` with each line break or control character escaped ("\\x1e"): a damaged database's error
+    can quote its bytes, and the error must stay one line."""
+    return "".join(repr(c)[1:-1] if c.isspace() and c != " " or not c.isprintable() else c for c in text)
+
+
 class _Group(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except TTReportError as e:
-            raise Failure(str(e)) from None
+            raise Failure(one_line(str(e))) from None
         except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             if isinstance(e, sqlite3.OperationalError) and str(e) == "interrupted":
                 raise KeyboardInterrupt from None  # Ctrl-C stopped a statement: click says "Aborted!"
             # A damaged page, or text that is not UTF-8, found where a reader looked: the same one line.
             report = ctx.meta.get("ttreport.report", "REPORT")  # set by _open
-            what = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+            what = one_line(str(e))[:200] if str(e) else type(e).__name__
             raise Failure(f"{report} cannot be read: its database is damaged ({what}); "
                           f"`ttreport check {report}` lists the damage") from None
 
@@ -200,6 +206,8 @@ def ls_command(root: Path):
             status = ("needs upgrade" if isinstance(e, NeedsUpgradeError)
                       else "needs a newer ttreport" if isinstance(e, NewerSchemaError) else "unreadable")
             rows.append((folder.name, None, status, human_bytes(size), ""))
+        except (sqlite3.DatabaseError, UnicodeDecodeError):
+            rows.append((folder.name, None, "damaged (ttreport check)", human_bytes(size), ""))
     if not rows:
         click.echo(f"no reports under {root}")
         return
@@ -483,7 +491,7 @@ def check(report, repair):
     faults = _repair(report) if repair else []
     faults += check_report(report)
     for fault in faults:
-        click.echo(fault)
+        click.echo(one_line(fault))
     if faults:
         sys.exit(1)
     click.echo("ok")

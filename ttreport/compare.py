@@ -39,9 +39,9 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ttreport.errors import TensorFileError
+from ttreport.errors import TensorFileDamagedError, TensorFileError
 from ttreport.metrics import Comparison, compare_tensors, dtype_name, finer_dtype
-from ttreport.report import Report
+from ttreport.report import Report, ReportError
 
 MATCH, MISMATCH, PROPAGATED, MISSING = "match", "mismatch", "propagated", "missing_tensor"
 
@@ -134,8 +134,15 @@ class ReportComparison:
             rows.append([str(p.a_id), str(p.b_id), p.name, p.status,
                          "" if w is None else _num(w.pcc, ".6f"), "" if w is None else _num(w.max_abs_error, ".4g"),
                          "" if w is None else w.mismatched_text])
-        lines += _table(["A op", "B op", "name", "status", "PCC", "max abs err", "mismatched"], rows)
-        if len(shown) > limit or len(shown) < len(self.pairs):
+        c = self.counts
+        if c[MATCH] == len(self.pairs) and not c["unaligned"]:
+            lines.append(f"identical: every one of the {len(self.pairs):,} aligned ops matches"
+                         + (" (A and B are the same report)" if Path(self.a).resolve() == Path(self.b).resolve()
+                            else ""))
+            rows = rows if len(self.pairs) <= limit else []
+        if rows:
+            lines += _table(["A op", "B op", "name", "status", "PCC", "max abs err", "mismatched"], rows)
+        if rows and (len(shown) > limit or len(shown) < len(self.pairs)):
             hidden = len(self.pairs) - min(len(shown), limit)
             lines.append(f"... {hidden:,} more aligned ops not shown (--json FILE writes them all)")
         for side, ops in (("A", self.only_a), ("B", self.only_b)):
@@ -150,7 +157,6 @@ class ReportComparison:
             for side, stack in zip("AB", self.root_cause_stacks):
                 lines.append(f"  stack trace in {side}:")
                 lines += ["    " + s for s in (stack or "(not recorded)").splitlines()]
-        c = self.counts
         lines.append("")
         lines.append(f"{len(self.pairs)} aligned ops: {c[MATCH]} match, {c[MISMATCH]} mismatch, "
                      f"{c[PROPAGATED]} propagated, {c[MISSING]} missing tensors; {c['unaligned']} unaligned")
@@ -166,6 +172,10 @@ def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = Non
     its last dotted part, or a glob); the others are still aligned. progress: a line on stderr.
     """
     with Report(a) as ra, Report(b) as rb:
+        for r in (ra, rb):  # said at once, not after aligning and visiting every op
+            if not r.execute("SELECT 1 FROM tensor_records WHERE file IS NOT NULL LIMIT 1").fetchone():
+                raise ReportError(f"{r.path} has no stored tensors, so no op can be compared; capture both runs "
+                                  f"with Config(tensors='all') (or 'outputs', the least that works)")
         keys: dict[tuple, int] = {}  # (name, input shapes, output shapes) -> key id, shared by both
         names: dict[str, int] = {}
         ids_a, ka, na = _ops(ra, top_level, keys, names)
@@ -337,8 +347,10 @@ class _Checker:
             return None
         try:
             va, vb = self.ra.load_tensor(a_tid), self.rb.load_tensor(b_tid)
+        except TensorFileDamagedError:
+            raise  # a changed or swapped file: its values would blame an innocent op; the error names it
         except TensorFileError:
-            return None
+            return None  # not stored after all (the file was lost): nothing can be said of this pair
         dtype = _finer(a_dtype, b_dtype)
         c = compare_tensors(vb, va, dtype=dtype, **self.tolerances)
         del va, vb  # one pair in memory at a time

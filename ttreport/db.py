@@ -132,6 +132,9 @@ def current_revision(path) -> str | None:
         if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'alembic_version'").fetchone():
             return None
         row = con.execute("SELECT version_num FROM alembic_version").fetchone()
+        if row is not None and not isinstance(row[0], str):
+            raise NotAReportError(f"{path}: alembic_version holds {row[0]!r}, not a schema revision: the database "
+                                  f"is damaged (`ttreport check` lists the damage)")
         return row[0] if row else None
     finally:
         con.close()

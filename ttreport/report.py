@@ -292,8 +292,9 @@ class Report:
                                      "attached databases")):
             return ReportError(f"reports are read-only and this statement writes ({e}); "
                                f"to change a report, open a copy of {self.db_path} with sqlite3")
-        if isinstance(e, sqlite3.DatabaseError) and not isinstance(e, sqlite3.OperationalError):
-            return e  # a damaged page: the CLI names the report and `ttreport check`
+        if (isinstance(e, sqlite3.DatabaseError) and not isinstance(e, sqlite3.OperationalError)) \
+                or str(e).startswith("Could not decode to UTF-8"):
+            return e  # a damaged page or text: the CLI names the report and `ttreport check`
         return ReportError(f"SQL error: {e}")
 
     def _tick(self) -> int:
@@ -327,7 +328,10 @@ class Report:
     # -- report-wide facts -----------------------------------------------------------------
     @property
     def metadata(self) -> dict[str, str]:
-        return dict(self._conn.execute("SELECT key, value FROM report_metadata"))
+        # Values are text; a damaged one (a number, a BLOB) is shown as text rather than break the readers,
+        # and a NULL one is a key not written.
+        return {k: v if isinstance(v, str) else repr(v)
+                for k, v in self._conn.execute("SELECT key, value FROM report_metadata") if v is not None}
 
     @property
     def status(self) -> str | None:
@@ -567,7 +571,10 @@ class Report:
         """
         events = []
         for dev, size, alloc, freed in self._conn.execute(
-                "SELECT device_id, size, allocated_seq, freed_seq FROM buffer_lifetimes WHERE buffer_type = 1"):
+                # A damaged row (text or a BLOB for a number) is left out here; `ttreport check` names it.
+                "SELECT device_id, size, allocated_seq, freed_seq FROM buffer_lifetimes WHERE buffer_type = 1 "
+                "AND typeof(size) IN ('integer', 'null') AND typeof(allocated_seq) IN ('integer', 'null') "
+                "AND typeof(freed_seq) IN ('integer', 'null')"):
             events.append((alloc or 0, dev, size or 0))
             if freed is not None:
                 events.append((freed, dev, -(size or 0)))
@@ -578,7 +585,8 @@ class Report:
         peak: dict[int, dict] = {}
         i = 0
         for op_id, name, end in self._conn.execute(
-                "SELECT operation_id, name, end_seq FROM operations WHERE end_seq IS NOT NULL ORDER BY end_seq"):
+                "SELECT operation_id, name, end_seq FROM operations WHERE typeof(end_seq) = 'integer' "
+                "ORDER BY end_seq"):
             while i < len(events) and events[i][0] < end:
                 live[events[i][1]] = live.get(events[i][1], 0) + events[i][2]
                 i += 1
