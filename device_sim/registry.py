@@ -79,6 +79,15 @@ def output_target(op_name: str):
     return w[1]
 
 
+def pending_output_target(op_name: str):
+    """The tensor op `op_name` will write into (its output_tensor=), without taking it; else None.
+
+    For an op whose numerics depend on the output dtype (matmul's accumulation): common.output_dtype.
+    """
+    w = _writes.target
+    return w[1] if w is not None and w[0] == op_name else None
+
+
 def _call_writing_into(op: Op, function: Callable, args: tuple, kwargs: dict):
     """Run `op` with its output written into kwargs[op.output_keyword]; the hook sees that tensor as the output."""
     call_kwargs = dict(kwargs)

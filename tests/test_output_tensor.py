@@ -127,3 +127,31 @@ def test_to_memory_config_and_typecast_write_into_the_given_tensor(device, ab):
     f32 = dev(torch.zeros(2, 32, 64), device, dtype=ttnn.float32)
     assert ttnn.typecast(ta, ttnn.float32, output_tensor=f32) is f32
     assert torch.equal(f32.to_torch(), ta.to_torch().float())
+
+
+@pytest.fixture
+def dtype_seeing_op():
+    """An op that reports the output dtype it would compute for, registered for one test only."""
+    from device_sim import registry
+    from device_sim.ops.common import output, output_dtype, values
+
+    seen = []
+
+    def body(x, *, dtype=None):
+        seen.append(output_dtype("test.dtype_seeing", dtype, x))
+        return output(values(x), x, [x], op_name="test.dtype_seeing", dtype=dtype)
+
+    registry.OUTPUT_TENSOR_OPS["test.dtype_seeing"] = "output_tensor"
+    try:
+        yield ttnn.register_op("test.dtype_seeing")(body), seen
+    finally:
+        del ttnn.OPS["test.dtype_seeing"], registry.OUTPUT_TENSOR_OPS["test.dtype_seeing"]
+
+
+def test_an_op_can_ask_the_dtype_its_output_tensor_will_hold(device, dtype_seeing_op):
+    op, seen = dtype_seeing_op
+    x = dev(torch.randn(32, 32), device)
+    op(x)
+    op(x, dtype=ttnn.bfloat8_b)
+    op(x, output_tensor=dev(torch.zeros(32, 32), device, dtype=ttnn.float32))
+    assert seen == [ttnn.bfloat16, ttnn.bfloat8_b, ttnn.float32]

@@ -10,7 +10,7 @@ import itertools
 import torch
 
 from device_sim import dtypes, placement, sharding
-from device_sim.registry import OPS, output_target
+from device_sim.registry import OPS, output_target, pending_output_target
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
@@ -110,6 +110,16 @@ def output(value: torch.Tensor, like: Tensor, inputs: list[Tensor], *, op_name: 
     if cfg is not None and cfg.shard_spec is None and cfg.is_sharded():  # L1_*_SHARDED_MEMORY_CONFIG: inputs' cores
         cfg = sharding.complete_from_inputs(cfg, value.shape, layout, inputs, tile.tile_shape if tile else (32, 32))
     return Tensor._create(dtypes.to_device_values(value, dtype), dtype, layout, device, cfg, source, tile)
+
+
+def output_dtype(op_name: str, dtype, like: Tensor) -> DataType:
+    """The dtype op `op_name`'s result will have: its output_tensor's when it was given one, else `dtype`
+    (None: `like`'s). An op whose math depends on it (a matmul accumulating in float32 for a float32
+    output) asks this before computing, so writing into a float32 tensor computes as a float32 output."""
+    target = pending_output_target(op_name)
+    if target is not None:
+        return target.dtype
+    return DataType(dtype) if dtype is not None else like.dtype
 
 
 def _write_into(target: Tensor, value: torch.Tensor, like: Tensor, op_name: str) -> Tensor:
