@@ -23,6 +23,7 @@ from device_sim.program_configs import (
     MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig,
     MatmulMultiCoreReuseMultiCastProgramConfig,
     MatmulMultiCoreReuseProgramConfig,
+    SDPAProgramConfig,
     _grid_xy,
 )
 from device_sim.types import BufferType, CoreCoord, ShardOrientation, TensorMemoryLayout
@@ -327,3 +328,13 @@ def validate_layer_norm(cfg, op_name: str, shape, a_mem, out_mem, residual_mem) 
     _check(cfg.block_w * TILE == spec.shape[1], "block_w * TILE_WIDTH == shard_shape[1]",
            f"{name}: Block width * TILE_WIDTH must match shard shape[1], got {cfg.block_w * TILE} vs "
            f"{spec.shape[1]} (block_w)")
+
+
+def validate_sdpa(cfg, op_name: str) -> None:
+    """TT-NN's checks of an SDPAProgramConfig (sdpa_device_operation.cpp): chunk sizes in whole tiles."""
+    if not isinstance(cfg, SDPAProgramConfig):
+        raise TypeError(f"{op_name}: program_config must be a ttnn.SDPAProgramConfig, got {type(cfg).__name__}")
+    for field in ("q_chunk_size", "k_chunk_size"):
+        size = getattr(cfg, field)
+        _check(size % TILE == 0, f"{field} % TILE_WIDTH == 0",
+               f"{op_name}: {field} must be divisible by TILE_SIZE. Got {field}: {size}, TILE_SIZE: {TILE}")

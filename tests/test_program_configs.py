@@ -230,3 +230,13 @@ def test_linear_applies_a_configs_fused_activation_after_its_bias(ab, device):
     leaky = ttnn.linear(a, b, bias=bias, activation=ttnn.UnaryWithParam(ttnn.UnaryOpType.LEAKY_RELU, 0.1),
                         dtype=ttnn.float32).value
     torch.testing.assert_close(leaky, torch.nn.functional.leaky_relu(exact, 0.1), rtol=2**-8, atol=2**-6)
+
+
+def test_sdpa_chunk_sizes_must_be_whole_tiles(device):
+    q = ttnn.from_torch(torch.randn(1, 2, 64, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    sdpa = ttnn.transformer.scaled_dot_product_attention
+    ok = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=32, k_chunk_size=64)
+    assert torch.equal(sdpa(q, q, q, program_config=ok).value, sdpa(q, q, q).value)
+    bad = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=48, k_chunk_size=64)
+    with pytest.raises(RuntimeError, match="q_chunk_size must be divisible by TILE_SIZE. Got q_chunk_size: 48"):
+        sdpa(q, q, q, program_config=bad)

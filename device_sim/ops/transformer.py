@@ -19,6 +19,7 @@ import math
 import torch
 
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
+from device_sim.program_config_checks import validate_sdpa
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import MemoryConfig
@@ -149,7 +150,8 @@ def _sdpa_golden(q, k, v, *_, attn_mask=None, is_causal=True, scale=None, slidin
 def scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor, input_tensor_v: Tensor, *,
                                  attn_mask: Tensor | None = None, is_causal: bool = True, scale: float | None = None,
                                  sliding_window_size: int | None = None, attention_sink: Tensor | None = None,
-                                 memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                                 memory_config: MemoryConfig | None = None, program_config=None,
+                                 **tt_nn_only) -> Tensor:
     """softmax(q @ k^T * scale + mask) @ v with q [B, H, S, D], k and v [B, KVH, S, D].
 
     is_causal defaults to True, as in TT-NN (torch's default is False); pass is_causal=False
@@ -160,6 +162,8 @@ def scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor,
     op_name = "ttnn.transformer.scaled_dot_product_attention"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
+    if program_config is not None:  # chunking changes where, not what, is computed: checked, then exact
+        validate_sdpa(program_config, op_name)
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, attn_mask, attention_sink)
     q, k, v = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v))
     sink = _sink(op_name, attention_sink, q.shape[1])
