@@ -98,8 +98,12 @@ def open_device(device_id: int = 0, *, config: DeviceConfig | None = None, **ove
     known = {k: v for k, v in overrides.items() if k in fields}
     if known:
         config = DeviceConfig(**{**asdict(config or DeviceConfig()), **known})
-    from device_sim.mesh import MeshDevice, MeshShape  # mesh builds on Device; imported at open, not per op
+    from device_sim.mesh import MeshDevice, MeshShape, mesh_holding  # mesh builds on Device; imported at open
 
+    holder = mesh_holding(device_id)
+    if holder is not None:
+        raise RuntimeError(f"device {device_id} is a chip of the open {holder!r}; use mesh.get_devices() to reach "
+                           f"it, or close the mesh (ttnn.close_mesh_device) first")
     # As in TT-NN 0.81 (ttnn.Device is MeshDevice): the device is a 1x1 mesh, and its own only chip.
     dev = MeshDevice(MeshShape(1, 1), None, device_id=device_id, config=config)
     _open_devices[device_id] = dev

@@ -272,6 +272,14 @@ get_pcie_device_ids = get_device_ids
 open_meshes: list[MeshDevice] = []
 
 
+def mesh_holding(device_id: int) -> MeshDevice | None:
+    """The open multi-chip mesh that has chip `device_id`, if any."""
+    for mesh in open_meshes:
+        if any(c.device_id == device_id for c in mesh._chips):
+            return mesh
+    return None
+
+
 def _multi_chip_opened(mesh: MeshDevice) -> None:
     from device_sim import distributed
     open_meshes.append(mesh)

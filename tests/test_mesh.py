@@ -232,3 +232,8 @@ def test_device_sim_is_one_process_rank_0_of_1():
     assert not ttnn.using_distributed_env()
     assert (ttnn.distributed_context_get_rank(), ttnn.distributed_context_get_size()) == (0, 1)
     ttnn.distributed_context_barrier()
+
+
+def test_a_chip_of_an_open_mesh_cannot_be_opened_again_as_a_device(mesh):
+    with pytest.raises(RuntimeError, match="device 3 is a chip of the open MeshDevice"):
+        ttnn.open_device(3)
