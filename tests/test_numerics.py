@@ -195,3 +195,12 @@ def test_divide_with_fast_and_approximate_mode_multiplies_by_the_approximate_rec
     torch.testing.assert_close(fast, a.value * numerics.reciprocal_approx(b.value))
     assert torch.equal(ttnn.divide(a, b).value, a.value / b.value)
     assert torch.equal(ttnn.add(a, b, fast_and_approximate_mode=True).value, (a.value + b.value))  # exact anyway
+
+
+def test_in_place_binary_ops_take_fast_and_approximate_mode(device):
+    a = ttnn.from_torch(torch.full((32, 32), 3.0), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    b = ttnn.from_torch(torch.full((32, 32), 1.7), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    assert torch.equal(ttnn.mul_(a, b, fast_and_approximate_mode=True).value, torch.full((32, 32), 3.0) * 1.7)
+    c = ttnn.from_torch(torch.full((32, 32), 3.0), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    got = ttnn.div_(c, b, fast_and_approximate_mode=True).value
+    torch.testing.assert_close(got, 3.0 * numerics.reciprocal_approx(b.value))

@@ -406,16 +406,18 @@ def _inplace(name: str, fn):
         return _pre(op_name, activations, fn(a, b))
 
     def op(input_tensor_a: Tensor, input_tensor_b, *, activations=None, input_tensor_a_activations=None,
-           input_tensor_b_activations=None, **tt_nn_only) -> Tensor:
+           input_tensor_b_activations=None, fast_and_approximate_mode: bool = False, **tt_nn_only) -> Tensor:
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
         if not isinstance(input_tensor_a, Tensor):
             raise TypeError(f"{op_name}: input_tensor_a must be a ttnn tensor (it takes the result), "
                             f"got {type(input_tensor_a).__name__}")
         device_inputs(op_name, input_tensor_a, input_tensor_b)
-        y = golden(values(input_tensor_a, op_name), values(input_tensor_b, op_name), activations=activations,
-                   input_tensor_a_activations=input_tensor_a_activations,
-                   input_tensor_b_activations=input_tensor_b_activations)
+        # fast_and_approximate_mode: div_ multiplies by the SFPU's approximate reciprocal; the others are exact.
+        approx = _APPROX_BINARY.get(name[:-1]) if fast_and_approximate_mode else None
+        a = _pre(op_name, input_tensor_a_activations, values(input_tensor_a, op_name))
+        b = _pre(op_name, input_tensor_b_activations, values(input_tensor_b, op_name))
+        y = _pre(op_name, activations, (approx or fn)(a, b))
         if tuple(y.shape) != tuple(input_tensor_a.shape):
             raise ValueError(f"{op_name}: the result has shape {list(y.shape)} but input_tensor_a, which takes it in "
                              f"place, has {list(input_tensor_a.shape)}; broadcast only input_tensor_b")
