@@ -31,6 +31,9 @@ bench: $(STAMP)
 stress: $(STAMP)
 	# 200 SIGKILLs at random points and ~20,000 fuzzed .bin files (RELIABILITY.md): about 5 minutes.
 	TTREPORT_STRESS=1 $(PY) -m pytest tests/test_crash.py tests/test_fuzz_bin.py -k "sigkill or fuzz or tensor_file_error"
+	# 600 byte flips of a report's db, 300 of a tensor file and 6 crafted values in every column, each read by
+	# check and every reader (tests/test_fuzz_report.py), and the tensor file checks: about 15 minutes.
+	TTREPORT_STRESS=1 $(PY) -m pytest tests/test_fuzz_report.py tests/test_tensor_file_checks.py
 
 clean:
 	rm -rf $(VENV) generated .pytest_cache

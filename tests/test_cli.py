@@ -141,6 +141,20 @@ def test_tensor_shows_spec_users_and_stats(captured):
     assert f"numel 1024, min {v.min().item():.6g}, max {v.max().item():.6g}, mean {v.mean().item():.6g}" in out
 
 
+def test_a_small_tensor_in_interleaved_memory_names_its_bank_rounding(captured):
+    # x is [32, 32] bfloat16 in DRAM: one 2 KiB tile, and an interleaved buffer takes a page in each bank.
+    x = captured["tensors"]["x"]
+    with ttreport.open(captured["path"]) as r:
+        t = r.tensor(x)
+        per_bank, banks = r.per_bank_bytes(t), r.banks("DRAM")
+    assert (t.size, per_bank, banks) == (2048, 2048, 12)  # device_sim's 12 DRAM banks, found from the report
+    out = invoke("tensor", captured["path"], x).output
+    assert ("DRAM at 0x" in out and "2.0 KiB; allocated 24.0 KiB (bank rounding: an interleaved buffer takes "
+            "2.0 KiB in each of 12 banks)") in out
+    op = invoke("op", captured["path"], captured["ops"]["ttnn.add"]).output
+    assert "allocated (bank rounding: each buffer takes whole pages in each of its banks)" in op
+
+
 @pytest.mark.parametrize("args, message", [
     (["ops", "no/such/report"], "no report at no/such/report"),
     (["ls", "no/such/root"], "no/such/root does not exist"),

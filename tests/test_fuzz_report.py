@@ -8,8 +8,12 @@ BLOB, text that is not UTF-8). Each copy is then read by `summary`, `ops`, `op`,
 exit 2 (`check`: a list of faults and exit 1), never a traceback; `ttreport.check()` must
 return its faults, never raise.
 
-Under `make test` 48 seeded flips and one crafted value per column run (about 40 s on 2 busy cores);
-`make stress` (TTREPORT_STRESS=1) runs 600 flips and six values per column.
+Stored tensor files get the same treatment: bytes flipped in a .pt must make `tensor` and `check`
+name the tensor and its file, and `compare` must never blame an op for it.
+
+Under `make test` 48 seeded flips of the db, 16 of a tensor file and one crafted value per column
+run (about a minute on 2 busy cores); `make stress` (TTREPORT_STRESS=1) runs 600 and 300 flips and
+six values per column.
 """
 
 import os
@@ -144,3 +148,24 @@ def test_a_damaged_page_is_one_line_and_check_lists_it(copy):
         [r.output for r in results]
     faults = ttreport.check(folder)
     assert any("integrity_check" in f or "malformed" in f for f in faults), faults
+
+
+TENSOR_FLIPS = 300 if STRESS else 16
+
+
+@pytest.mark.parametrize("seed", range(TENSOR_FLIPS))
+def test_flipped_bytes_in_a_tensor_file_are_named_by_every_reader(copy, seed):
+    folder = copy()
+    rng = random.Random(seed)
+    file = folder / "tensors" / f"{TENSOR_ID}.pt"
+    blob = bytearray(file.read_bytes())
+    for _ in range(rng.choice([1, 2, 8])):
+        blob[rng.randrange(len(blob))] ^= rng.randrange(1, 256)  # always a change
+    file.write_bytes(bytes(blob))
+    result = CliRunner().invoke(main, ["tensor", str(folder), str(TENSOR_ID)])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"Error: tensor {TENSOR_ID}: {file}") and len(result.output.splitlines()) == 1
+    assert any(f.startswith(f"tensor {TENSOR_ID}: {file}") for f in ttreport.check(folder))
+    compared = CliRunner().invoke(main, ["compare", str(SAMPLE), str(folder)])
+    assert compared.exception is None or isinstance(compared.exception, SystemExit), compared.output
+    assert compared.exit_code in (0, 2) and "ROOT CAUSE" not in compared.output  # never an op blamed for it

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import ttreport
+import ttreport.errors
 from ttreport import NeedsUpgradeError, db
 
 REPO = Path(__file__).resolve().parents[1]
@@ -138,3 +140,100 @@ def test_migrations_are_found_from_an_installed_wheel(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == db.head_revision()
+
+
+SAMPLE = REPO / "sample_reports" / "demo" / "db.sqlite"
+
+
+def sha256(path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def test_upgrade_leaves_a_current_report_byte_identical(tmp_path):
+    committed = sha256(SAMPLE)
+    path = shutil.copy(SAMPLE, tmp_path / "db.sqlite")
+    db.upgrade(path)
+    assert sha256(path) == committed
+    from click.testing import CliRunner
+
+    from ttreport.cli import main
+
+    result = CliRunner().invoke(main, ["upgrade", str(tmp_path)])
+    assert result.exit_code == 0 and "is already at schema" in result.output
+    assert sha256(path) == committed and sha256(SAMPLE) == committed  # nor did anything touch the sample
+
+
+@pytest.mark.parametrize("kind", ["empty", "other sqlite", "text"])
+def test_upgrade_refuses_what_is_not_a_report(tmp_path, kind):
+    path = tmp_path / "db.sqlite"
+    if kind == "empty":
+        path.touch()
+    elif kind == "other sqlite":
+        con = sqlite3.connect(path)
+        con.execute("CREATE TABLE notes (body TEXT)")
+        con.commit()
+        con.close()
+    else:
+        path.write_text("my notes\n")
+    before = path.read_bytes()
+    from click.testing import CliRunner
+
+    from ttreport.cli import main
+
+    result = CliRunner().invoke(main, ["upgrade", str(path)])
+    assert result.exit_code == 2, result.output
+    assert {"empty": "is empty (0 bytes), not a report", "other sqlite": "is a SQLite database but not a report",
+            "text": "is not a SQLite database"}[kind] in result.output
+    assert path.read_bytes() == before  # not one table added
+    if kind == "other sqlite":
+        with pytest.raises(ttreport.errors.NotAReportError):
+            db.upgrade(path)  # the library refuses it too
+        assert path.read_bytes() == before
+
+
+def test_an_upgraded_tt_nn_report_reads_well(tmp_path):
+    from click.testing import CliRunner
+
+    from ttreport.cli import main
+
+    shutil.copytree(OLD_REPORT.parent, tmp_path / "old")
+    db.upgrade(tmp_path / "old" / "db.sqlite")
+    summary = CliRunner().invoke(main, ["summary", str(tmp_path / "old")]).output
+    assert "ops     5 (12.00 ms in top-level ops)" in summary  # its ops record no depth: all count
+    op = CliRunner().invoke(main, ["op", str(tmp_path / "old"), "2"]).output
+    assert [line for line in op.splitlines() if "None" in line and "shard_spec=None" not in line] == []
+    assert "duration  3.00 ms" in op and "status" not in op and "chosen by" not in op
+    with ttreport.open(tmp_path / "old") as r:
+        assert [o.id for o in r.operations(depth=0)] == [0, 1, 2, 3, 4]
+
+
+def test_revisions_read_from_the_files_are_alembics(tmp_path):
+    from alembic.script import ScriptDirectory
+
+    walked = [s.revision for s in ScriptDirectory.from_config(db._alembic_config()).walk_revisions()]
+    assert list(db.revisions()) == walked[::-1]
+
+
+def test_a_newer_report_advises_a_source_checkout_too(tmp_path):
+    path = shutil.copy(SAMPLE, tmp_path / "db.sqlite")
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("UPDATE alembic_version SET version_num = '9999'")
+    con.close()
+    with pytest.raises(ttreport.NewerSchemaError, match=r"`git pull` then `pip install -e \.` in a source "
+                                                        r"checkout, else `pip install --upgrade ttreport`"):
+        db.check_current(path)
+
+
+def test_upgrading_a_large_old_report_prints_each_step(tmp_path):
+    from bench.upgrade import make_v0001
+
+    path = tmp_path / "db.sqlite"
+    make_v0001(path, 2000)
+    lines = []
+    db.upgrade(path, progress=lines.append)
+    revs = db.revisions()
+    assert [line.split(":")[0] for line in lines] == [f"{a} -> {b}" for a, b in zip(revs, revs[1:])]
+    assert db.is_current(path)

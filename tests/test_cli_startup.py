@@ -1,0 +1,45 @@
+"""The reading commands start without importing torch (or alembic): a user waits ~0.1 s, not ~2 s.
+
+Wall times are measured by bench/upgrade.py (`python -m bench --only upgrade`), never here.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
+
+# Runs one command in a fresh interpreter, then says which heavy modules it imported.
+PROBE = """
+import sys
+from ttreport.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as e:
+    code = e.code
+print("HEAVY", sorted(m for m in ("torch", "device_sim", "alembic", "sqlalchemy", "numpy") if m in sys.modules),
+      file=sys.stderr)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("args", [["--version"], ["ls", str(SAMPLE.parent)], ["summary", str(SAMPLE)],
+                                  ["ops", str(SAMPLE)], ["op", str(SAMPLE), "12"],
+                                  ["query", str(SAMPLE), "SELECT COUNT(*) FROM operations"]])
+def test_reading_commands_import_neither_torch_nor_alembic(args):
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "HEAVY []", done.stderr
+
+
+def test_the_package_still_offers_every_public_name():
+    done = subprocess.run([sys.executable, "-c", "import sys, ttreport\n"
+                          "assert 'torch' not in sys.modules\n"
+                          "missing = [n for n in ttreport.__all__ if not hasattr(ttreport, n)]\n"
+                          "import ttreport.capture, ttreport.check\n"
+                          "assert callable(ttreport.capture) and callable(ttreport.check)\n"
+                          "print(missing)"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
