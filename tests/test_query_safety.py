@@ -31,7 +31,8 @@ def make_report(folder, n_ops: int, *, wal: bool = False):
     if wal:
         con.execute("PRAGMA journal_mode=WAL")
     with con:
-        con.execute("INSERT INTO stack_trace_texts VALUES (1, ?)", ('  File "model.py", line 12\n    y = x + w',))
+        con.execute("INSERT INTO stack_trace_texts (stack_trace_id, stack_trace) VALUES (1, ?)",
+                    ('  File "model.py", line 12\n    y = x + w',))
         con.execute(f"""WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {n_ops - 1})
             INSERT INTO operations (operation_id, name, duration, depth, status, stack_trace_id, arguments)
             SELECT i, 'ttnn.add', 1e-5, 0, 'ok', 1,
