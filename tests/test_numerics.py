@@ -204,3 +204,23 @@ def test_in_place_binary_ops_take_fast_and_approximate_mode(device):
     c = ttnn.from_torch(torch.full((32, 32), 3.0), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
     got = ttnn.div_(c, b, fast_and_approximate_mode=True).value
     torch.testing.assert_close(got, 3.0 * numerics.reciprocal_approx(b.value))
+
+
+def test_layer_norm_with_a_bfloat16_destination_loses_what_an_fp32_one_keeps(device):
+    g = torch.Generator().manual_seed(9)
+    # rows of mean 10: a bfloat16 running sum near 40960 steps by 256, so the statistics are swamped
+    x = ttnn.from_torch(torch.randn(1, 64, 4096, generator=g) + 10, dtype=ttnn.bfloat16, layout=ttnn.TILE,
+                        device=device)
+    exact = torch.nn.functional.layer_norm(x.value.float(), (4096,), eps=1e-5)
+
+    def run(fp32):
+        return ttnn.layer_norm(x, epsilon=1e-5, compute_kernel_config=ttnn.WormholeComputeKernelConfig(
+            math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=fp32)).value.float()
+
+    err32, err16 = (float((run(f) - exact).abs().mean()) for f in (True, False))
+    assert err32 < 0.002  # the output's own bfloat16 rounding
+    assert err16 > 0.1  # the reason TT-NN's models run norms with fp32_dest_acc_en=True
+    rms = ttnn.rms_norm(x, epsilon=1e-5, compute_kernel_config=ttnn.WormholeComputeKernelConfig(
+        math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)).value.float()
+    golden = x.value.float() * torch.rsqrt(x.value.float().square().mean(-1, keepdim=True) + 1e-5)
+    torch.testing.assert_close(rms, golden, rtol=2**-7, atol=0)  # within the output's bfloat16 rounding

@@ -84,7 +84,8 @@ def _rms_norm_golden(t, *_, weight=None, bias=None, epsilon=1e-12, residual_inpu
 def _norm(name: str, golden):
     def op(input_tensor: Tensor, *, epsilon: float = 1e-12, weight: Tensor | None = None,
            bias: Tensor | None = None, residual_input_tensor: Tensor | None = None,
-           memory_config: MemoryConfig | None = None, program_config=None, **tt_nn_only) -> Tensor:
+           memory_config: MemoryConfig | None = None, program_config=None, compute_kernel_config=None,
+           **tt_nn_only) -> Tensor:
         op_name = f"ttnn.{name}"
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
@@ -96,13 +97,38 @@ def _norm(name: str, golden):
         if residual_input_tensor is not None and residual_input_tensor.shape != input_tensor.shape:
             raise ValueError(f"{op_name}: residual_input_tensor has shape {residual_input_tensor.shape}, the input "
                              f"{input_tensor.shape}; they are added element by element and must match")
-        r = golden(v(input_tensor), weight=v(weight), bias=v(bias), epsilon=epsilon,
-                   residual_input_tensor=v(residual_input_tensor))
+        if numerics.emulating(compute_kernel_config):
+            r = _norm_on_the_engine(name, v(input_tensor), v(weight), v(bias), epsilon, v(residual_input_tensor),
+                                    compute_kernel_config)
+        else:
+            r = golden(v(input_tensor), weight=v(weight), bias=v(bias), epsilon=epsilon,
+                       residual_input_tensor=v(residual_input_tensor))
         return output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
 
     op.__doc__ = (f"{name} over the last dim: (input + residual_input_tensor, if given), normalized, "
-                  f"times weight plus bias.")
+                  f"times weight plus bias; with a compute_kernel_config, as TT-NN's kernel computes it.")
     return register_op(f"ttnn.{name}", golden=golden)(op)
+
+
+def _norm_on_the_engine(name: str, x, weight, bias, epsilon: float, residual, config) -> torch.Tensor:
+    """layer_norm / rms_norm as TT-NN's kernel computes it under `config` (docs/numerics.md).
+
+    The row statistics are means on the matrix engine (input in srcA, 1/N in srcB) at the config's
+    fidelity (TT-NN's default HiFi4), accumulated in the destination format; the centred values and
+    squares are held in that format too (bfloat16 unless fp32_dest_acc_en). 1/sqrt stays precise.
+    """
+    n = resolve(f"ttnn.{name}", config, math_fidelity=MathFidelity.HiFi4, math_approx_mode=True,
+                fp32_dest_acc_en=False)
+    held = (lambda t: t) if n.fp32_dest_acc_en else numerics.to_bf16  # noqa: E731
+    last = (x.dim() - 1,)
+    x = x.float() if residual is None else held(x.float() + residual.float())
+    xc = held(x - numerics.reduce_sum(x, last, True, n, mean=True)) if name == "layer_norm" else x
+    var = numerics.reduce_sum(held(xc * xc), last, True, n, mean=True)
+    y = held(xc * torch.rsqrt(var + epsilon))
+    width = x.shape[-1]
+    w, b = _row(name, "weight", weight, width), _row(name, "bias", bias, width)
+    y = y * w if w is not None else y
+    return y + b if b is not None else y
 
 
 layer_norm = _norm("layer_norm", _layer_norm_golden)
