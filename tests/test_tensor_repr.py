@@ -50,3 +50,20 @@ def test_block_float_values_print_as_the_device_holds_them(device):
     assert repr(t) == (f"ttnn.Tensor([[{held[0]:7.4f}, {held[1]:7.4f}, {held[2]:7.4f}, {held[3]:7.4f}]], "
                        f"shape=Shape([1, 4]), dtype=DataType::BFLOAT8_B, layout=Layout::TILE)")
     assert held[0] != 0.1  # rounded by the shared exponent, and the text shows the rounded value
+
+
+def test_zeros_inf_and_nan_do_not_count_toward_scientific_notation():
+    inf, nan = float("inf"), float("nan")
+    plain = ttnn.from_torch(torch.tensor([0.0, inf, nan, 2.0, 3.0]), dtype=ttnn.float32)
+    assert repr(plain).startswith("ttnn.Tensor([ 0.0000,     inf,  ...,  2.0000,  3.0000], ")
+    tiny = ttnn.from_torch(torch.tensor([0.0, -inf, 2.0, 1e-6]), dtype=ttnn.float32)
+    assert repr(tiny).startswith("ttnn.Tensor([ 0.0000e+00,        -inf,  2.0000e+00,  1.0000e-06], ")
+
+
+def test_only_the_corner_entries_of_a_large_tensor_are_shown():
+    t = ttnn.from_torch(torch.arange(7 * 9, dtype=torch.float32).reshape(7, 9), dtype=ttnn.float32)
+    lines = repr(t).split("\n")
+    assert lines[0] == "ttnn.Tensor([[ 0.0000,  1.0000,  ...,  7.0000,  8.0000],"
+    assert lines[1] == "             [ 9.0000, 10.0000,  ..., 16.0000, 17.0000],"
+    assert lines[2] == "             ...,"
+    assert lines[4].startswith("             [54.0000, 55.0000,  ..., 61.0000, 62.0000]], shape=Shape([7, 9])")
