@@ -239,3 +239,11 @@ def test_cli_diff_tensor(tmp_path, device):
     (tmp_path / "bad.pt").write_text("not a tensor")
     bad = invoke("diff-tensor", tmp_path / "a.pt", tmp_path / "bad.pt")
     assert bad.exit_code == 2 and "cannot be read" in bad.output
+
+
+def test_readme_and_compare_help_give_the_same_tensors_advice():
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    helptext = " ".join(invoke("compare", "--help").output.split())
+    for advice in ('Config(tensors="all")', 'tensors="outputs"` is the least that works'):
+        assert advice in readme
+        assert advice.replace("`", "") in helptext

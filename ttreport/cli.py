@@ -589,7 +589,9 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, strict, all_depths):
     """Compare report B with report A op by op and name the first op that diverged.
 
     Exits 0 when every aligned op matches, 1 when one does not (or, with --strict, when an op
-    has no partner), 2 on bad input. Both runs need stored tensors (Config(tensors="outputs")).
+    has no partner), 2 on bad input. Both runs need stored tensors: Config(tensors="all") (inputs
+    made before the capture too, so a root cause is told from its effects; tensors="outputs" is
+    the least that works).
 
     Example: ttreport compare generated/ttreport/reports/run-a generated/ttreport/reports/run-b --json diff.json
     """
