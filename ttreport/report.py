@@ -266,7 +266,9 @@ class Report:
         """Run one read-only statement; the cursor's `description` names the columns.
 
         `timeout_s` bounds the statement's time, fetching its rows included: past it, reading the
-        cursor raises ReportError (QueryTimeoutError). Ctrl-C stops a running statement too.
+        cursor raises ReportError (QueryTimeoutError). Ctrl-C stops a running statement too. With
+        execute() the deadline also holds for other reads on this Report until the next execute();
+        sql() and rows() drop it once their rows are read.
         """
         self._deadline = None if timeout_s is None else time.monotonic() + timeout_s
         self._timeout_s = timeout_s
