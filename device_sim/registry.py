@@ -88,31 +88,54 @@ def pending_output_target(op_name: str):
     return w[1] if w is not None and w[0] == op_name else None
 
 
-def _call_writing_into(op: Op, function: Callable, args: tuple, kwargs: dict):
-    """Run `op` with its output written into kwargs[op.output_keyword]; the hook sees that tensor as the output."""
-    call_kwargs = dict(kwargs)
-    target = call_kwargs.pop(op.output_keyword)
+def _write_body(op: Op, function: Callable) -> Callable:
+    """`function` with its result written into the call's output keyword; returns that tensor."""
     from device_sim.tensor import Tensor  # registry is imported before tensor
 
+    def body(*args, **kwargs):
+        target = kwargs.pop(op.output_keyword)
+        previous, _writes.target = _writes.target, (op.name, target)
+        try:
+            result = function(*args, **kwargs)
+            if _writes.target is not None and result is not target:
+                # The op made its result without output() (a composite, or an early return): copy it in.
+                target._write(result.value)
+                if isinstance(result, Tensor) and not any(result is a for a in (*args, *kwargs.values())):
+                    result._free()
+        finally:
+            _writes.target = previous
+        return target
+
+    return body
+
+
+def _call_writing_into(op: Op, function: Callable, args: tuple, kwargs: dict):
+    """Run `op` with its output written into kwargs[op.output_keyword]; the hook sees that tensor as the output."""
+    from device_sim.tensor import Tensor  # registry is imported before tensor
+
+    target = kwargs[op.output_keyword]
     if not isinstance(target, Tensor):
         raise TypeError(f"{op.name}: {op.output_keyword}= must be a ttnn tensor to write into, "
                         f"got {type(target).__name__}")
+    body = _write_body(op, function)
+    if _per_device is not None and not op.mesh_aware:
+        per_chip = _per_device(op, body, args, kwargs)
+        if per_chip is not None:
+            # Each chip writes into its own shard of the target; the mesh runner records the op once.
+            # (It records the mesh tensor it assembles over those shards, which is not the target's id.)
+            per_chip(*args, **kwargs)
+            shards = getattr(target, "shards", None)
+            if shards:
+                target._value = shards[0]._value  # a mesh tensor keeps its first shard's values as its own
+            return target
     hook = _hook
     token = hook.begin(op, args, kwargs) if hook is not None else None
-    previous, _writes.target = _writes.target, (op.name, target)
     try:
-        result = function(*args, **call_kwargs)
-        if _writes.target is not None and result is not target:
-            # The op made its result without output() (a composite, or an early return): copy it in.
-            target._write(result.value)
-            if isinstance(result, Tensor) and not any(result is a for a in (*args, *call_kwargs.values())):
-                result._free()
+        body(*args, **kwargs)
     except BaseException as exc:
         if hook is not None:
             hook.end(token, None, exc)
         raise
-    finally:
-        _writes.target = previous
     if hook is not None:
         hook.end(token, target, None)
     return target

@@ -155,3 +155,19 @@ def test_an_op_can_ask_the_dtype_its_output_tensor_will_hold(device, dtype_seein
     op(x, dtype=ttnn.bfloat8_b)
     op(x, output_tensor=dev(torch.zeros(32, 32), device, dtype=ttnn.float32))
     assert seen == [ttnn.bfloat16, ttnn.bfloat8_b, ttnn.float32]
+
+
+def test_on_a_mesh_each_chip_writes_into_its_shard_of_the_output_tensor():
+    mesh = ttnn.open_mesh_device(ttnn.MeshShape(1, 2))
+    try:
+        x = torch.randn(32, 64)
+        put = lambda v: ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh,  # noqa: E731
+                                        mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=1))
+        a, out = put(x), put(torch.zeros(32, 64))
+        addresses = [s.buffer_address() for s in ttnn.get_device_tensors(out)]
+        assert ttnn.add(a, a, output_tensor=out) is out
+        assert [s.buffer_address() for s in ttnn.get_device_tensors(out)] == addresses
+        joined = ttnn.to_torch(out, mesh_composer=ttnn.ConcatMeshToTensor(mesh, dim=1))
+        assert torch.equal(joined, x.bfloat16() * 2)
+    finally:
+        ttnn.close_mesh_device(mesh)
