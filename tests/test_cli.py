@@ -232,3 +232,27 @@ def test_run_shows_the_scripts_traceback_and_keeps_its_error_in_the_report(tmp_p
     with ttreport.open(tmp_path / "r") as r:
         assert r.status == "error"
         assert [(e.operation_name, e.error_type) for e in r.errors()] == [("ttnn.reshape", "ValueError")]
+
+
+def test_run_overwrite_replaces_the_named_report_and_traces_start_at_the_script(tmp_path):
+    script = tmp_path / "model.py"
+    script.write_text("import torch\nimport ttnn\n\n\ndef block(a):\n    return ttnn.relu(a)  # the op's line\n\n\n"
+                      "d = ttnn.open_device(0)\nx = ttnn.from_torch(torch.ones(4, 4), device=d)\nblock(x)\n"
+                      "raise RuntimeError('the model broke')\n")
+
+    def run(*options):
+        return subprocess.run([sys.executable, "-m", "ttreport.cli", "run", "--name", str(tmp_path / "r"), *options,
+                               str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+
+    assert run().returncode == 1
+    again = run()
+    assert again.returncode == 2 and "--overwrite" in again.stderr and "Traceback" not in again.stderr
+    assert run("--overwrite").returncode == 1  # the script's own failure, in a new report
+    with ttreport.open(tmp_path / "r") as r:
+        relu = r.operations("relu")[0]
+        frames = [line for line in relu.stack_trace.splitlines() if line.lstrip().startswith("File ")]
+        # The script's frames only: not click's, the console script's, runpy's or ttreport's.
+        assert frames == [f'  File "{script}", line 11, in <module>', f'  File "{script}", line 6, in block'], frames
+        [error] = [e for e in r.errors() if e.operation_id is None]
+        assert error.error_type == "RuntimeError" and error.message == "the model broke"
+        assert error.stack_trace.splitlines()[1] == f'  File "{script}", line 12, in <module>'

@@ -1,5 +1,6 @@
 """ttreport.Config: keyword-only, validated, and overridable by the TTREPORT_CONFIG environment variable."""
 
+import dataclasses
 import json
 
 import pytest
@@ -26,9 +27,9 @@ def test_fields_are_keyword_only():
     ("stack_depth", 0, "an integer >= 1"),
     ("max_tensor_bytes", -1, "an integer >= 0"),
     ("flush_ops", 1.5, "an integer >= 1"),
-    ("flush_interval_s", 0, "a number of seconds > 0"),
+    ("flush_interval_s", 0, "a number of seconds from 0.001 to 3600"),
     ("comparison_pcc", 1.5, "a number between 0 and 1"),
-    ("comparison_atol", -1e-3, "null or a number >= 0"),
+    ("comparison_atol", -1e-3, "null or a finite number >= 0"),
     ("stack_traces", "yes", "true or false"),
 ])
 def test_a_bad_value_names_the_field_the_value_and_what_is_allowed(field, value, allowed):
@@ -72,3 +73,49 @@ def test_capture_applies_the_environment_and_saves_the_config_it_used(tmp_path, 
     with pytest.raises(ConfigError, match="nope"):
         ttreport.capture(tmp_path / "r2").start()
     assert not (tmp_path / "r2").exists()
+
+
+# Every value TTREPORT_CONFIG can carry that is wrong: one line naming the variable, the key and the fix.
+@pytest.mark.parametrize("text, key, allowed", [
+    ('{"root": 5}', "root", "a folder path"),
+    ('{"root": null}', "root", "a folder path"),
+    ('{"root": ["a"]}', "root", "a folder path"),
+    ('{"flush_interval_s": NaN}', "flush_interval_s", "from 0.001 to 3600"),
+    ('{"flush_interval_s": Infinity}', "flush_interval_s", "from 0.001 to 3600"),
+    ('{"flush_interval_s": -1}', "flush_interval_s", "from 0.001 to 3600"),
+    ('{"flush_interval_s": 1e-9}', "flush_interval_s", "from 0.001 to 3600"),
+    ('{"flush_interval_s": true}', "flush_interval_s", "from 0.001 to 3600"),
+    ('{"comparison_rtol": NaN}', "comparison_rtol", "finite number"),
+    ('{"comparison_atol": Infinity}', "comparison_atol", "finite number"),
+    ('{"comparison_pcc": NaN}', "comparison_pcc", "between 0 and 1"),
+    ('{"flush_ops": 1.5}', "flush_ops", "an integer >= 1"),
+    ('{"queue_max": "many"}', "queue_max", "an integer >= 1"),
+    ('{"max_tensor_bytes": 1e9}', "max_tensor_bytes", "an integer >= 0"),
+    ('{"stack_depth": -3}', "stack_depth", "an integer >= 1"),
+    ('{"gc_freeze": 1}', "gc_freeze", "true or false"),
+    ('{"tensors": ["all"]}', "tensors", "'none' | 'outputs' | 'all'"),
+    ('{"comparison": {}}', "comparison", "'off' | 'local'"),
+])
+def test_every_bad_environment_value_is_one_line_naming_the_key(text, key, allowed):
+    with pytest.raises(ConfigError) as e:
+        Config.from_env(environ={"TTREPORT_CONFIG": text})
+    message = str(e.value)
+    assert message.startswith(f"TTREPORT_CONFIG: Config {key}=") and allowed in message and "\n" not in message
+
+
+def test_a_root_that_is_not_writable_is_one_line_when_the_capture_starts(monkeypatch):
+    monkeypatch.setenv("TTREPORT_CONFIG", '{"root": "/proc"}')
+    with pytest.raises(ttreport.ReportPathError) as e:
+        ttreport.capture("run-1").start()
+    assert "/proc/run-1" in str(e.value) and "Config(root=" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_help_shows_every_option_with_its_default_and_cost():
+    import pydoc
+
+    text = " ".join(" ".join(line.strip(" |") for line in pydoc.render_doc(Config, renderer=pydoc.plaintext)
+                             .splitlines()).split())  # one line: a phrase may wrap
+    for f in dataclasses.fields(Config):
+        assert f"{f.name}:" in text or f"{f.name}," in text, f"help(ttreport.Config) does not document {f.name}"
+    for cost in ("1-3 us per op", "doubles the CPU", "10-20 us per op", "disk", "large and slow"):
+        assert cost in text

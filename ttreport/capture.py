@@ -28,6 +28,7 @@ import re
 import signal
 import socket
 import sqlite3
+import sys
 import threading
 import time
 import warnings
@@ -48,7 +49,7 @@ from ttreport.errors import (
     ReportInUseError,
     ReportPathError,
 )
-from ttreport.recorder import FLUSH, META, STOP, Recorder, RecordQueue
+from ttreport.recorder import FLUSH, META, STOP, Recorder, RecordQueue, outer_boundary
 from ttreport.storage import TENSORS_DIR, TensorStore
 from ttreport.wal import LOCK_FILE, RESERVE_FILE
 from ttreport.writer import Writer
@@ -94,6 +95,8 @@ class Capture(contextlib.ContextDecorator):
             status = "interrupted"
         else:
             status = "error"
+            if self.recorder is not None and not self._stopped and os.getpid() == self._pid:
+                self.recorder.model_error(exc)  # its type, message and traceback: an errors row with no op
         self.stop(status)
         return False
 
@@ -114,6 +117,7 @@ class Capture(contextlib.ContextDecorator):
                     f"captures cannot nest. Close the running one first, or record both parts in it"
                 )
             self._pid = os.getpid()
+            self._boundary = outer_boundary(_opener())
             self.config = config = Config.from_env(self._given)
             self.path = path = _resolve(self._target, config.root, self._base_name)
             self._lock_fd = _prepare(path, config.overwrite)
@@ -144,6 +148,7 @@ class Capture(contextlib.ContextDecorator):
         self._warner = LossWarner()
         self._storage = TensorStore(path, q, self._warner)
         self.recorder = recorder = Recorder(config, q, self._storage)
+        recorder.boundary = self._boundary
         self._writer = Writer(self.db_path, q, recorder, config, self._warner)
         recorder.writer = self._writer
         self._storage.start()
@@ -286,17 +291,27 @@ class Capture(contextlib.ContextDecorator):
 
 
 class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.profiler.profile)
-    """`@ttreport.profile(name=..., config=...)`: each call of the function is captured into a report.
+    """`@ttreport.profile`, or `@ttreport.profile(name=..., config=...)`: each call of the function is
+    captured into a report of its own.
 
-    Without a name, each call gets a new report named after the function and the time; the
-    decorated function's `.profile.last` is the latest Capture (its `.path`, `.status`).
+    Without a name, each call gets a new report named after the function and the time. With one, the
+    first call makes `name`, and later calls in the same process `name-2`, `name-3`, ... (a function
+    called in a loop gets a report per call; a report already there is never replaced silently, as for
+    capture(): pass Config(overwrite=True) to replace them run after run). The decorated function's
+    `.profile.last` is the latest Capture (its `.path`, `.status`).
     """
+
+    def __new__(cls, name=None, *, config: Config | None = None):
+        if callable(name) and not isinstance(name, (str, os.PathLike)):
+            return cls()(name)  # used without parentheses: `name` is the function itself
+        return super().__new__(cls)
 
     def __init__(self, name: str | os.PathLike | None = None, *, config: Config | None = None):
         self.name = name
         self.config = config
         self.last: Capture | None = None
         self._base = "profile"
+        self._calls = 0
 
     def __call__(self, func):
         self._base = func.__name__
@@ -306,7 +321,8 @@ class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.
         return wrapped
 
     def _recreate_cm(self):
-        self.last = Capture(self.name, config=self.config, base_name=self._base)
+        self._calls += 1
+        self.last = Capture(_numbered(self.name, self._calls), config=self.config, base_name=self._base)
         return self.last
 
     def __enter__(self) -> Capture:
@@ -336,19 +352,40 @@ class _ForkedChildHook:
         pass
 
 
+# A fork while the writer thread is inside SQLite (or the tensor thread inside torch.save) would give the
+# child those libraries' mutexes held by a thread that does not exist there: its first SQLite call hangs.
+# So a fork waits until neither is (at most one batch's commit or one file), and they wait for the fork.
+_held_for_fork: list[threading.Lock] = []
+
+
+def _before_fork() -> None:
+    active = _active
+    if active is not None and active.recorder is not None and not active._stopped:
+        for busy in (active._writer.busy, active._storage.busy):
+            busy.acquire()
+            _held_for_fork.append(busy)
+
+
+def _after_fork_in_parent() -> None:
+    while _held_for_fork:
+        _held_for_fork.pop().release()
+
+
 def _after_fork_in_child() -> None:
     global _lock, _active
+    _after_fork_in_parent()
     _lock = threading.Lock()  # another thread may have held it at the fork
     if _active is not None:
         active, _active = _active, None
         active._forked_child()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 
 def capture(target: str | os.PathLike | None = None, *, config: Config | None = None) -> Capture:
-    """A capture into `<config.root>/<target>` (a name) or into `target` itself (a pathlib.Path).
+    """A capture into `<config.root>/<target>` (a plain name) or into `target` itself (a pathlib.Path, or
+    a string that is clearly a path: absolute, or holding a separator).
 
     The folder must not hold a report already (Config(overwrite=True) replaces it). Without a
     target, a new name is made from the time.
@@ -357,6 +394,24 @@ def capture(target: str | os.PathLike | None = None, *, config: Config | None = 
 
 
 # -- helpers ----------------------------------------------------------------------------------
+def _numbered(name, n: int):
+    """`name` for the first call, `name-n` for the n-th (a plain name or a path alike)."""
+    if name is None or n == 1:
+        return name
+    if isinstance(name, os.PathLike):
+        path = Path(name)
+        return path.with_name(f"{path.name}-{n}")
+    return f"{name}-{n}"
+
+
+def _opener():
+    """The frame that opened the capture: the first one outside this module (with-block, start(), decorator)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename == __file__:
+        f = f.f_back
+    return f
+
+
 def _in_finalizer(frame, depth: int = 8) -> bool:
     """Whether `frame` runs inside a __del__ (within `depth` frames), where an exception is lost."""
     while frame is not None and depth:
@@ -377,11 +432,14 @@ def _resolve(target, root: Path, base: str) -> Path:
     if isinstance(target, os.PathLike):
         return Path(target)
     if not isinstance(target, str):
-        raise TypeError(f"capture() takes a report name (str) or a pathlib.Path, got {type(target).__name__}")
-    if target in ("", ".", "..") or "/" in target or "\\" in target or os.path.isabs(target):
+        raise TypeError(f"capture() takes a report name (str) or a path (str or pathlib.Path), got "
+                        f"{type(target).__name__} {target!r}")
+    if os.path.isabs(target) or os.sep in target or (os.altsep and os.altsep in target):
+        return Path(target)  # clearly a path ("/abs/run", "out/run"), used as given, like a pathlib.Path
+    if target in ("", ".", ".."):
         raise ValueError(
-            f"report name {target!r} must be a plain folder name inside Config.root ({root}); "
-            f"to write anywhere else pass a path: ttreport.capture(pathlib.Path({target!r}))"
+            f"report name {target!r} must be a plain folder name inside Config.root ({root}), such as 'run-1'; "
+            f"to write to a folder given by path, include a separator: ttreport.capture('./{target}/run-1')"
         )
     path, real = root / target, (root / target).resolve()
     if not real.is_relative_to(root.resolve()):
@@ -457,7 +515,7 @@ def _refuse_existing(path: Path, overwrite: bool) -> None:
     if not overwrite:
         raise ReportExistsError(
             f"report folder {path} exists already and reports are never overwritten silently; "
-            f"pass a new name, or Config(overwrite=True) to replace it"
+            f"pass a new name, or Config(overwrite=True) (`ttreport run --overwrite`) to replace it"
         )
     why = _not_a_report(path)
     if why is not None:

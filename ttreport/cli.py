@@ -469,8 +469,9 @@ def upgrade(report):
         return
     try:
         db.upgrade(path, progress=lambda line: click.echo(f"  {line}", err=True))
-    except DBAPIError as e:  # SQLAlchemy's wrapper of a damaged page; the upgrade was rolled back
-        raise e.orig from None
+    except DBAPIError as e:  # SQLAlchemy's wrapper of SQLite's error; the upgrade was rolled back
+        raise Failure(one_line(f"cannot upgrade {path.parent}: {e.orig} (the file is as it was; "
+                               f"`ttreport check {report}` lists any damage)")) from None
     click.echo(f"upgraded {path.parent}: schema {before or 'none (TT-NN)'} -> {db.current_revision(path)}")
 
 
@@ -515,9 +516,11 @@ def _repair(report) -> list[str]:
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--name", help="Report name under generated/ttreport/reports, or a path; default: SCRIPT-<time>.")
+@click.option("--overwrite", is_flag=True, help="Replace the report of that name if there is one (only a report "
+              "that ttreport made; files of yours beside it stay).")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def run(name, script, args):
+def run(name, overwrite, script, args):
     """Run an existing TT-NN SCRIPT under capture, with `import ttnn` resolving to device_sim.
 
     Options go before SCRIPT; everything after it is passed to the script as sys.argv[1:].
@@ -526,6 +529,7 @@ def run(name, script, args):
     """
     import device_sim
     from ttreport.capture import Capture
+    from ttreport.config import Config
 
     device_sim.install_as_ttnn()
     argv, path0 = sys.argv, sys.path[0]
@@ -534,7 +538,7 @@ def run(name, script, args):
     target = (Path(name) if os.sep in name or "/" in name else name) if name else None
     handle, status = None, 0
     try:
-        with Capture(target, base_name=script.stem) as handle:
+        with Capture(target, config=Config(overwrite=True) if overwrite else None, base_name=script.stem) as handle:
             runpy.run_path(str(script), run_name="__main__")
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)

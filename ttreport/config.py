@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,12 +21,55 @@ from pathlib import Path
 from ttreport.errors import ConfigError
 
 ENV_VAR = "TTREPORT_CONFIG"
+MIN_FLUSH_INTERVAL_S = 0.001
+MAX_FLUSH_INTERVAL_S = 3600
 TENSOR_MODES = ("none", "outputs", "all")
 COMPARISON_MODES = ("off", "local", "global", "both")
 
 
 @dataclass(kw_only=True)
 class Config:
+    """How a capture records, and what each choice costs (keyword-only; all values are checked).
+
+    Args:
+        root: where a report given by plain name is made: <root>/<name>/. Default
+            generated/ttreport/reports. Must be a folder the process can create and write.
+        tensors: which tensors' values are written to tensors/. "none" (default: only their specs
+            go in the db; free), "outputs" (every op output once: a copy to disk per output, off
+            the model's thread, and disk space), "all" (inputs too, so weights made before the
+            capture are kept: more disk).
+        detach_saved_tensors: True (default) writes plain torch .pt files readable anywhere;
+            False writes device_sim's .bin. Same cost.
+        max_tensor_bytes: total bytes of tensor files (default 8 GiB); past it storage stops
+            with one warning and the run goes on.
+        stack_traces: record the user's call site of each op (default True): about 1-3 us per op
+            on the model's thread.
+        stack_depth: user frames kept per stack trace, innermost first (default 16); deeper
+            costs a little more per op.
+        buffers: record buffer allocations and frees (default True): one queue put per event.
+        buffer_pages: record every page of every live L1 buffer after each op (default False):
+            large and slow (rows per page per op); for memory debugging only.
+        comparison: golden comparison during capture: "off" (default), "local", "global",
+            "both". Runs each op's torch golden too on a background thread: roughly doubles the
+            CPU a run needs (op durations are not inflated).
+        comparison_pcc: the PCC a golden comparison must reach (default 0.9999).
+        comparison_rtol, comparison_atol: tolerances (default None: by the output's dtype).
+        raise_on_mismatch: raise ComparisonError from the failing op (default False); runs the
+            checks on the model's thread, so every op waits for its golden.
+        flush_interval_s: the writer commits a batch at least this often (default 0.05 s,
+            between 0.001 and 3600): at most what a killed process loses. Shorter costs more commits.
+        flush_ops: ... or after this many queue records (default 2000), whichever is first.
+        queue_max: records waiting for the writer before the model's thread waits for it
+            (default 100,000; never drops): memory, about 200 B per record.
+        overwrite: replace an existing report of the same name (default False); only a folder
+            holding a report that ttreport made, and only what a capture writes there.
+        gc_freeze: gc.freeze() what exists when the capture starts, unfreeze at close (default
+            True): saves 10-20 us per op of full collections; garbage cycles made before the
+            capture are collected only after it ends.
+
+    TTREPORT_CONFIG='{"tensors": "all"}' overrides any of them from the environment.
+    """
+
     # Where a report given by name is created: <root>/<name>/.
     root: Path = Path("generated/ttreport/reports")
     # Which tensors' values are written to tensors/: "none" (only their specs go in the db),
@@ -68,6 +112,8 @@ class Config:
     gc_freeze: bool = True
 
     def __post_init__(self):
+        if isinstance(self.root, bool) or not isinstance(self.root, (str, os.PathLike)):
+            _fail("root", self.root, "a folder path (a string)")
         self.root = Path(self.root)
         _choice("tensors", self.tensors, TENSOR_MODES)
         _choice("comparison", self.comparison, COMPARISON_MODES)
@@ -79,14 +125,17 @@ class Config:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 _fail(name, value, f"an integer >= {low}")
-        if not _number(self.flush_interval_s) or self.flush_interval_s <= 0:
-            _fail("flush_interval_s", self.flush_interval_s, "a number of seconds > 0")
+        # Below 1 ms the writer spins (NaN did: the model ran 3x slower); past an hour, a crash loses too much.
+        interval = self.flush_interval_s
+        if not _number(interval) or not MIN_FLUSH_INTERVAL_S <= interval <= MAX_FLUSH_INTERVAL_S:
+            _fail("flush_interval_s", self.flush_interval_s,
+                  f"a number of seconds from {MIN_FLUSH_INTERVAL_S} to {MAX_FLUSH_INTERVAL_S}")
         if not _number(self.comparison_pcc) or not 0 <= self.comparison_pcc <= 1:
             _fail("comparison_pcc", self.comparison_pcc, "a number between 0 and 1")
         for name in ("comparison_rtol", "comparison_atol"):
             value = getattr(self, name)
-            if value is not None and (not _number(value) or value < 0):
-                _fail(name, value, "null or a number >= 0")
+            if value is not None and (not _number(value) or not 0 <= value < math.inf):
+                _fail(name, value, "null or a finite number >= 0")
 
     @classmethod
     def from_env(cls, base: Config | None = None, environ=None) -> Config:
@@ -106,7 +155,10 @@ class Config:
         for key in overrides:
             if key not in names:
                 raise ConfigError(f"{ENV_VAR} has unknown key {key!r}; the keys are: {', '.join(names)}")
-        return dataclasses.replace(base, **overrides)
+        try:
+            return dataclasses.replace(base, **overrides)
+        except ConfigError as e:
+            raise ConfigError(f"{ENV_VAR}: {e}") from None
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -115,7 +167,8 @@ class Config:
 
 
 def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A real number: not a bool, not NaN (every comparison with NaN is False, so range checks pass it)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
 
 
 def _choice(name: str, value, allowed: tuple[str, ...]) -> None:

@@ -27,6 +27,7 @@ import collections
 import datetime
 import itertools
 import os
+import runpy
 import sys
 import threading
 import time
@@ -47,6 +48,13 @@ from ttreport.errors import ReportIncompleteWarning
 MADE_TENSOR_ID_BASE = 10**12
 
 OP, ALLOC, FREE, TENSOR, DEVICE, ROW, META, FILE_LOST, FLUSH, STOP = range(10)
+
+# Tensor ids the recorder remembers having queued a spec for. A run makes millions of tensors, and a
+# set of every id grew ~110 B per tensor for the whole run. Past MAX_SEEN, the older half is forgotten:
+# a tensor seen again after that (a weight used all run long) has its spec queued once more, and the
+# writer's INSERT OR IGNORE keeps its first row. The cost: one extra spec per such tensor per
+# MAX_SEEN // 2 new tensors; memory stays under ~7 MB.
+MAX_SEEN = 1 << 16
 _MESH = object()  # Recorder._devices' value for a mesh: it is recorded as its chips
 
 # Frames in these folders are the library's, not the user's, and are left out of stack traces;
@@ -57,8 +65,25 @@ _LIBRARY_DIRS = (os.path.dirname(os.path.abspath(device_sim.__file__)) + os.sep,
 _EXAMPLE_FILES = frozenset(os.path.join(d, name) for d, name in zip(_LIBRARY_DIRS, ("examples.py", "demo.py")))
 
 
+_RUNNER_FILES = frozenset({runpy.__file__})  # `ttreport run` and `python -m` run the user's script through it
+
+
 def _is_library(filename: str) -> bool:
-    return filename.startswith("<frozen ") or (filename.startswith(_LIBRARY_DIRS) and filename not in _EXAMPLE_FILES)
+    return filename.startswith("<frozen ") or filename in _RUNNER_FILES or (
+        filename.startswith(_LIBRARY_DIRS) and filename not in _EXAMPLE_FILES)
+
+
+def outer_boundary(frame):
+    """The code of the first library frame at or outside `frame` (the one that opened a capture), or None.
+
+    When ttreport itself runs the user's code (`ttreport run`, `ttreport demo`), nothing outside that
+    frame is the user's (click, the console script): stack traces stop there.
+    """
+    while frame is not None:
+        if _is_library(frame.f_code.co_filename):
+            return frame.f_code
+        frame = frame.f_back
+    return None
 
 
 class RecordQueue:
@@ -108,7 +133,7 @@ class Recorder:
         self._op_ids = itertools.count(1)
         self._seq = itertools.count(1)  # buffer events and op ends; 0 means "before the capture"
         self._local = threading.local()
-        self._seen: set[int] = set()  # tensor ids whose spec is queued
+        self._seen: dict[int, None] = {}  # tensor ids whose spec is queued, oldest first; at most MAX_SEEN
         self._stored: set[int] = set()  # tensor ids whose values are queued for storage
         self._storage_lock = threading.Lock()
         self.tensor_bytes = 0
@@ -130,6 +155,8 @@ class Recorder:
         # delivered at the next op's start, where its exception reaches the model.
         self.deferred_signal = None
         self._made_ids = itertools.count(MADE_TENSOR_ID_BASE)
+        self.boundary = None  # stack traces stop at this code object's frame (see outer_boundary)
+        self._last_op_exception = None  # id() of the latest exception an op raised: recorded with the op
 
     # -- the hook --------------------------------------------------------------------------
     def begin(self, op, args, kwargs):
@@ -193,7 +220,10 @@ class Recorder:
         for l1_banks, dram_banks in self._allocators:  # DeviceMemory.bytes_used, without two calls per device
             l1 += l1_banks.bytes_per_bank_used * l1_banks.num_banks
             dram += dram_banks.bytes_per_bank_used * dram_banks.num_banks
-        error = None if exc is None else _error(exc)
+        error = None
+        if exc is not None:
+            error = _error(exc)
+            self._last_op_exception = id(exc)
         # Tuples of ints and strings: the collector untracks them, and the queue costs it nothing to walk.
         self._put((OP, op.name, op_id, start - self.t0_ns, end - self.t0_ns, parent, depth, thread, frames, args_q,
                    kwargs_q, tuple(inputs), tuple(outputs), tuple(specs), files or None, next(self._seq), l1, dram,
@@ -225,9 +255,12 @@ class Recorder:
     def _see(self, t: Tensor, producer, ids: list, specs: list) -> None:
         tid = t.tensor_id
         ids.append(tid)
-        if tid in self._seen:
+        seen = self._seen
+        if tid in seen:
             return
-        self._seen.add(tid)
+        if len(seen) >= MAX_SEEN:
+            _forget_older_half(seen)
+        seen[tid] = None
         device = t.device()
         if device is not None and device not in self._devices:
             self.add_device(device, before_capture=False)
@@ -265,8 +298,11 @@ class Recorder:
         cache = self._code_is_lib
         f = sys._getframe(2)
         n = self._stack_depth * 2
+        stop = self.boundary
         while f is not None:
             code = f.f_code
+            if code is stop:
+                break
             entry = cache.get(id(code))
             if entry is None:
                 entry = cache[id(code)] = (code, _is_library(code.co_filename))
@@ -388,7 +424,7 @@ class Recorder:
                      producer_operation_id: int | None = None) -> int:
         """Record (and, within max_tensor_bytes, store as .pt) a torch tensor the capture made; returns its id."""
         tid = next(self._made_ids)
-        self._seen.add(tid)
+        self._seen[tid] = None
         file = None
         if self._reserve(value.numel() * value.element_size()):
             self._stored.add(tid)
@@ -398,11 +434,32 @@ class Recorder:
             self.storage.put_many([(tid, file, value, None, None, None)])
         return tid
 
+    def model_error(self, exc: BaseException) -> None:
+        """Queue an `errors` row with no op for an exception the model's own code raised out of the capture.
+
+        One that an op raised (and its op's row holds) is not repeated. The traceback starts at the
+        user's first frame: ttreport's and the script runner's frames are left out.
+        """
+        if id(exc) == self._last_op_exception:
+            return
+        tb = exc.__traceback__
+        while tb is not None and (_is_library(tb.tb_frame.f_code.co_filename) or tb.tb_frame.f_code is self.boundary):
+            tb = tb.tb_next
+        text = "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+        self._put((ROW, "errors", {"operation_id": None, "operation_name": None, "error_type": _type_name(type(exc)),
+                                   "error_message": str(exc), "stack_trace": text,
+                                   "timestamp": datetime.datetime.now().isoformat(timespec="milliseconds")}))
+
     def notes(self) -> dict:
         """What the recorder dropped on purpose, for report_metadata."""
         if not self.tensors_skipped:
             return {}
         return {"tensors_skipped": self.tensors_skipped, "tensor_bytes_skipped": self.tensor_bytes_skipped}
+
+
+def _forget_older_half(ids: dict) -> None:
+    for key in list(itertools.islice(ids, len(ids) // 2)):  # dicts keep insertion order: the oldest first
+        ids.pop(key, None)  # another model thread may be forgetting it too
 
 
 def _alloc(buf, seq: int, op_id: int | None, pages: bool) -> tuple:

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import queue as queue_module
+import re
 import stat
 import threading
 import time
@@ -49,6 +50,7 @@ class TensorStore(threading.Thread):
         self.warner = warner or LossWarner()
         self.disk_low: str | None = None  # why tensor files stopped, once the free space ran low
         self._lock = threading.Lock()
+        self.busy = threading.Lock()  # held while a file is written
 
     def put_many(self, items) -> None:
         for item in items:
@@ -71,7 +73,8 @@ class TensorStore(threading.Thread):
             try:
                 folder.mkdir(exist_ok=True)
                 self._keep_room(_nbytes(item[2]))
-                loaded = write_tensor(self.report_dir / rel, *item[2:])
+                with self.busy:  # a fork waits for it: torch's state is whole in the child (capture.py)
+                    loaded = write_tensor(self.report_dir / rel, *item[2:])
                 # Here, off the model's thread: what a reader verifies the file against.
                 self.writer_queue.put((ROW, "tensor_files", {"tensor_id": tid,
                                                              **file_facts(self.report_dir / rel, loaded)}))
@@ -214,12 +217,23 @@ def load_tensor(report_dir, tensor_id: int, expected: Expected | None = None) ->
 
             value = serialization.load_tensor(real).value
     except Exception as e:
-        # The cause (chained) has the details; torch's own text would suggest weights_only=False, never wanted here.
-        first_line = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
-        raise TensorFileDamagedError(f"tensor {tensor_id}: {path} cannot be read ({type(e).__name__}: {first_line}); "
+        raise TensorFileDamagedError(f"tensor {tensor_id}: {path} cannot be read ({_reason(e)}); "
                                      f"the file is damaged or was not written by ttreport") from e
     _check_loaded(value, path, tensor_id, expected)
     return value
+
+
+def _reason(e: Exception) -> str:
+    """Why a file did not load, in one line (the chained cause has the rest). torch's refusal of pickled
+    objects advises re-running with weights_only=False, which would run them: that advice is dropped,
+    and what torch refused is kept."""
+    text = str(e).strip()
+    if text.startswith("Weights only load failed"):
+        found = re.search(r"GLOBAL [\w.]+|Unsupported operand \d+", text)
+        refused = found.group(0) if found else ""
+        return (f"{type(e).__name__}: it holds pickled objects besides tensor data, and ttreport never loads "
+                f"those (loading them could run arbitrary code)" + (f": {refused}" if refused else ""))
+    return f"{type(e).__name__}: {text.splitlines()[0][:200]}" if text else type(e).__name__
 
 
 def _read_regular(path: Path, real: Path, tensor_id: int, expected: Expected) -> bytes:

@@ -27,6 +27,9 @@ from ttreport.recorder import ALLOC, DEVICE, FILE_LOST, FLUSH, FREE, META, OP, R
 CLOSE_WAIT_MS = 200  # how long closing waits for a reader before leaving the report in WAL mode
 MAX_VALUE_CHARS = 2000  # an argument's text beyond this is cut: reprs of big host arrays add nothing
 MAX_CACHED = 200_000  # entries kept in each per-value cache (tensor specs, argument texts)
+# Tensor id -> spec texts, only for tensors inside list arguments (concat's inputs): a miss reads the
+# row back from the db. Bounded like the recorder's seen ids: it grew by one entry per tensor.
+MAX_SPEC_OF = 1 << 16
 
 # One staging row per op holds its arguments and tensor ids as JSON, and, when there is just one
 # of each, the new tensor's row, the buffer allocated before the op ended and the buffer freed
@@ -102,6 +105,7 @@ class Writer(threading.Thread):
         self._live: dict | None = {} if config.buffer_pages else None  # buffer id -> Buffer, for buffer_pages
         self._grid_x: dict[int, int] = {}  # device id -> worker columns, to place L1 banks on cores
         self.error: BaseException | None = None  # the first failure, reported at close
+        self.busy = threading.Lock()  # held while this thread is inside SQLite (see run)
         self.records_lost = 0
         self.ops_lost = 0  # of records_lost, the ops: what ls and summary show beside the status
         self.records_written = 0
@@ -118,17 +122,25 @@ class Writer(threading.Thread):
 
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> None:
+        # Every SQLite call is made holding `busy`, which a fork waits for (capture.py's at-fork handler):
+        # a child forked while this thread was inside SQLite would inherit its mutexes held, and hang on
+        # its first SQLite call.
         try:
-            self.con = connect(self.db_path)
+            with self.busy:
+                self.con = connect(self.db_path)
         except Exception as e:  # an unwritable folder: keep draining, so the queue never grows without bound
             self.con = None
             self._fail(e)
         try:
-            while not self._write(self._next_batch()):
-                pass
+            while True:
+                batch = self._next_batch()
+                with self.busy:
+                    if self._write(batch):
+                        break
         finally:
             if self.con is not None:
-                self._close()
+                with self.busy:
+                    self._close()
 
     def _next_batch(self) -> list:
         q = self.queue
@@ -340,7 +352,7 @@ class Writer(threading.Thread):
         if hit is None:
             hit = self._new_spec(key, shape, dtype, layout, cfg, rows, new_specs)
         spec_of = self._spec_of
-        if len(spec_of) >= MAX_CACHED:
+        if len(spec_of) >= MAX_SPEC_OF:
             _halve(spec_of)
         spec_of[tid] = hit[2]
         return (tid, hit[0], device_id, address, buffer_type, size, source, producer, file)
