@@ -237,3 +237,16 @@ def test_upgrading_a_large_old_report_prints_each_step(tmp_path):
     revs = db.revisions()
     assert [line.split(":")[0] for line in lines] == [f"{a} -> {b}" for a, b in zip(revs, revs[1:])]
     assert db.is_current(path)
+
+
+def test_a_report_tt_nn_wrote_without_an_alembic_revision_upgrades(tmp_path):
+    path = shutil.copy(OLD_REPORT, tmp_path / "db.sqlite")
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("DROP TABLE alembic_version")  # TT-NN's own reports have none: only its tables
+    con.close()
+    before = answers(path)
+    assert db.current_revision(path) is None
+    db.upgrade(path)
+    assert db.current_revision(path) == db.head_revision()
+    assert answers(path) == before

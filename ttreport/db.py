@@ -213,11 +213,14 @@ def upgrade(path, revision: str = "head", *, progress=None) -> None:
     `progress`, when given, is called with one line per revision applied and the seconds it took.
     """
     path = Path(path)
+    tt_nn = False  # a report TT-NN wrote: its tables, and no alembic revision
     if path.exists() and path.stat().st_size:
         check_is_report(path)
-        _refuse_newer(path, current_revision(path))
+        rev = current_revision(path)
+        _refuse_newer(path, rev)
         if revision == "head" and is_current(path):
             return
+        tt_nn = rev is None
     from alembic import command
 
     cfg = _alembic_config()
@@ -225,6 +228,8 @@ def upgrade(path, revision: str = "head", *, progress=None) -> None:
     try:
         with engine.begin() as conn:
             cfg.attributes["connection"] = conn
+            if tt_nn:
+                command.stamp(cfg, revisions()[0])  # 0001 is TT-NN's own tables: they are there already
             if progress is None:
                 command.upgrade(cfg, revision)
             else:
