@@ -15,6 +15,8 @@ import device_sim as ttnn
 from device_sim import config as ttnn_config
 from ttreport.ttnn_config import config_for
 
+REPO = Path(__file__).resolve().parents[1]
+
 SCRIPT = textwrap.dedent("""
     import torch
     import device_sim as ttnn
@@ -30,6 +32,7 @@ def run(tmp_path, overrides=None, **env):
     script = tmp_path / "model.py"
     script.write_text(SCRIPT)
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("TTNN_", "TTREPORT_"))}
+    environ["PYTHONPATH"] = str(REPO)  # this checkout's device_sim and ttreport, not another installed one
     if overrides is not None:
         environ["TTNN_CONFIG_OVERRIDES"] = overrides if isinstance(overrides, str) else json.dumps(overrides)
     environ.update(env)
@@ -47,7 +50,8 @@ def restore_config():
 def test_the_overrides_alone_turn_an_unchanged_script_into_a_report(tmp_path):
     root = tmp_path / "reports"
     done = run(tmp_path, {"enable_fast_runtime_mode": False, "enable_logging": True, "report_name": "BERT run/1",
-                          "root_report_path": str(root), "enable_detailed_buffer_report": True})
+                          "root_report_path": str(root), "enable_detailed_buffer_report": True,
+                          "enable_comparison_mode": True, "comparison_mode_pcc": 0.99})
     assert done.returncode == 0, done.stderr
     (report,) = root.iterdir()
     assert report.name.startswith("bert_run_1_")  # TT-NN's report_path: snake-cased name, then _mondd_HHMM
@@ -56,10 +60,12 @@ def test_the_overrides_alone_turn_an_unchanged_script_into_a_report(tmp_path):
         ops = [r[0] for r in con.execute("SELECT name FROM operations ORDER BY operation_id")]
         status = con.execute("SELECT value FROM report_metadata WHERE key = 'status'").fetchone()[0]
         pages = con.execute("SELECT COUNT(*) FROM buffer_pages").fetchone()[0]
+        checks = con.execute("SELECT desired_pcc, matches FROM local_tensor_comparison_records").fetchall()
     finally:
         con.close()
     assert ops[:3] == ["ttnn.from_torch", "ttnn.exp", "ttnn.add"] and status == "complete"
     assert pages > 0  # enable_detailed_buffer_report is ttreport's buffer_pages
+    assert checks and all(pcc == 0.99 and matches for pcc, matches in checks)  # comparison mode: local goldens
 
 
 def test_reports_go_under_tt_nns_default_root_and_only_when_logging_is_on(tmp_path):
