@@ -253,3 +253,15 @@ def test_a_spec_less_sharded_output_lands_on_its_sharded_inputs_cores(device):
     # 2 tile rows do not divide over the input's 4 cores: the device grid is used instead (2 cores).
     h = ttnn.exp(t, memory_config=ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG).memory_config().shard_spec
     assert h.num_cores() == 2 and h.shape == (32, 128)
+
+
+def test_dram_sharding_puts_one_shard_in_each_dram_bank(device):
+    banks = ttnn.CoreRangeSet([cr(0, 0, 11, 0)])  # a DRAM shard grid numbers the 12 DRAM banks along x
+    cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.WIDTH_SHARDED, ttnn.BufferType.DRAM,
+                            ttnn.ShardSpec(banks, (32, 64)))
+    w = tile((32, 768), device, memory_config=cfg)
+    assert w.buffer.buffer_type == ttnn.BufferType.DRAM and w.buffer.cores == tuple((x, 0) for x in range(12))
+    too_many = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.WIDTH_SHARDED, ttnn.BufferType.DRAM,
+                                 ttnn.ShardSpec(ttnn.CoreRangeSet([cr(0, 0, 12, 0)]), (32, 64)))
+    with pytest.raises(ShardSpecError, match="reaches past the device's 12 DRAM banks"):
+        tile((32, 832), device, memory_config=too_many)
