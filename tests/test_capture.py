@@ -187,8 +187,8 @@ def test_stack_traces_show_the_users_line_not_the_library(tmp_path, device, weig
     assert len(traces) == 3 and len({t["stack_trace"] for t in traces}) == 1
     assert len(rows(report, "SELECT * FROM stack_trace_texts")) == 1  # stored once
     text = traces[0]["stack_trace"]
-    last = text.splitlines()[-2:]
-    assert last == [f'  File "{__file__}", line {line_of("marker: STACK-LINE")}, '
+    first = text.splitlines()[:2]  # innermost first, as TT-NN stores it: the visualizer labels the op with it
+    assert first == [f'  File "{__file__}", line {line_of("marker: STACK-LINE")}, '
                     f"in {inspect.currentframe().f_code.co_name}",
                     "    weight + weight  # the op's call site (marker: STACK-LINE)"]
     assert "device_sim" not in text and "ttreport" + "/" not in text

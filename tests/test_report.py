@@ -77,6 +77,12 @@ def _write_report(folder):
             dict(buffer_id=4, device_id=0, address=9000, max_size_per_bank=64, buffer_type=0, buffer_layout=0,
                  size=64, allocated_seq=3, freed_seq=6),  # a scratch buffer inside linear
         ])
+        # TT-NN's buffers table lists what is live after each op, as a capture's writer fills it.
+        connection.exec_driver_sql(
+            "INSERT INTO buffers (operation_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout) "
+            "SELECT o.operation_id, b.device_id, b.address, b.max_size_per_bank, b.buffer_type, b.buffer_layout "
+            "FROM operations o JOIN buffer_lifetimes b ON b.allocated_seq < o.end_seq "
+            "AND (b.freed_seq IS NULL OR b.freed_seq > o.end_seq) ORDER BY o.operation_id, b.buffer_id")
         conn.execute(t.errors.insert(), [dict(operation_id=4, operation_name="ttnn.add", error_type="ValueError",
                                               error_message="shapes do not broadcast", stack_trace="...",
                                               timestamp="2025-01-01T00:00:01")])

@@ -412,7 +412,7 @@ class Recorder:
     # -- for other parts of ttreport (golden comparison) ---------------------------------
     def emit(self, table: str, row: dict) -> None:
         """Queue one row for any table of the schema; it is written in the writer's next batch."""
-        t = schema.metadata.tables.get(table, schema.view_tables.tables.get(table))  # views take rows by trigger
+        t = schema.metadata.tables.get(table)
         if t is None:
             raise ValueError(f"no table {table!r} in the report schema; tables: {', '.join(schema.metadata.tables)}")
         unknown = set(row) - set(t.c.keys())

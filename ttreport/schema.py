@@ -1,19 +1,25 @@
 """The report database schema: TT-NN's tables and columns, plus ttreport's additions.
 
-Tools that read TT-NN reports (ttnn-visualizer) find the tables and columns they know;
-ttreport's additions are extra columns and tables they ignore. Four TT-NN tables are views
-here, so that a report stays small without changing what a reader sees:
+Tools that read TT-NN reports (ttnn-visualizer) find the tables and columns they know, as real
+tables (the visualizer looks tables up in sqlite_master by type), with rows in id order;
+ttreport's additions are extra columns and tables they ignore. Behind three of them sits
+compact storage that the writer keeps and fills them from, with SQL, on its own thread:
 
-- `stack_traces(operation_id, stack_trace)` joins each op to one row of `stack_trace_texts`,
-  since the same trace repeats for every iteration of a model's loop;
-- `buffers(operation_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout)`
-  lists every buffer live after each op, derived from `buffer_lifetimes`: one row per
-  allocation, with the event sequence numbers at which it was allocated and freed, compared
-  with the op's `end_seq`;
-- `tensors` joins each `tensor_records` row to its `tensor_specs` row (shape, dtype, layout,
-  memory config: a model repeats a few of them over thousands of tensors);
-- `operation_arguments(operation_id, name, value)` spreads `operations.arguments` (JSON), and
-  renders a tensor argument, stored as its id, from the tensor's row.
+- `stack_trace_texts` holds each distinct stack once (a model's loop repeats a few); the writer
+  copies an op's text into `stack_traces`, innermost frame first as TT-NN stores it;
+- `buffer_lifetimes` holds one row per allocation with the event sequence numbers at which it
+  was allocated and freed; the writer lists every buffer live after each op in `buffers`;
+- `tensor_specs` holds each distinct (shape, dtype, layout, memory config) once: the writer
+  numbers them, and `tensors` rows carry the texts (and the spec's id).
+
+`operations.arguments` keeps each op's arguments as JSON (a tensor as its id), and
+`operation_arguments` their texts, one row per argument. `source_files`, `tensor_lifetime`,
+`buffer_chunks` and the `rank` columns are TT-NN 0.81's (ttnn-visualizer 0.108 reads them);
+`captured_graph`, `nodes` and `edges` are TT-NN's tables for an op's device work.
+
+    >>> from ttreport import schema
+    >>> sorted(t for t in ("stack_traces", "tensors", "buffers") if t in schema.metadata.tables)
+    ['buffers', 'stack_traces', 'tensors']
 
 This module is the one place the schema is written down. `create_all` (new reports) and the
 alembic migrations (old reports) must produce the same schema; a test holds them together.
@@ -21,13 +27,18 @@ alembic migrations (old reports) must produce the same schema; a test holds them
 
 from __future__ import annotations
 
-from sqlalchemy import DDL, Column, Float, Index, Integer, MetaData, PrimaryKeyConstraint, Table, Text, event
+from sqlalchemy import DDL, Column, Float, Index, Integer, MetaData, PrimaryKeyConstraint, Table, Text, event, text
 
 metadata = MetaData()
 
 
 def _id(name: str, **kw) -> Column:
     return Column(name, Integer, **kw)
+
+
+def _rank() -> Column:
+    """TT-NN 0.81's host rank of a multi-host run; ttreport captures one process: always 0."""
+    return Column("rank", Integer, server_default="0")
 
 
 operations = Table(
@@ -47,9 +58,18 @@ operations = Table(
     Column("l1_bytes", Integer),  # L1 bytes live on the device after the op, all banks
     Column("dram_bytes", Integer),  # DRAM bytes live after the op, all banks
     # The op's arguments as JSON: an array when all are positional, else an object of name -> value;
-    # a value is its text, or a tensor's id (a JSON integer). The `operation_arguments` view spreads
-    # it (an array's indexes are the names '0', '1', ...) and renders tensors from their rows.
+    # a value is its text, or a tensor's id (a JSON integer). `operation_arguments` holds the same
+    # spread out (an array's indexes are the names '0', '1', ...), with tensors rendered from their rows.
     Column("arguments", Text),
+    _rank(),
+)
+
+operation_arguments = Table(
+    "operation_arguments", metadata,
+    _id("operation_id"),
+    Column("name", Text),  # '0', '1', ... positional; else the keyword
+    Column("value", Text),
+    _rank(),
 )
 
 # What a tensor's row shares with many others (a model's shapes and configs repeat), stored once.
@@ -64,17 +84,25 @@ tensor_specs = Table(
     Column("placement", Text),  # "L1 INTERLEAVED", as a tensor argument's text shows it; NULL on the host
 )
 
-tensor_records = Table(
-    "tensor_records", metadata,
+tensors = Table(
+    "tensors", metadata,
     _id("tensor_id", primary_key=True, autoincrement=False),
-    _id("spec_id"),  # -> tensor_specs
+    Column("shape", Text),  # Shape([1, 32, 64]); NULL when the tensor held no values
+    Column("dtype", Text),  # DataType.BFLOAT16
+    Column("layout", Text),  # Layout.TILE
+    Column("memory_config", Text),  # MemoryConfig(memory_layout=TensorMemoryLayout::...) as TT-NN prints it
     _id("device_id"),
     Column("address", Integer),
     Column("buffer_type", Integer),  # BufferType number; NULL on the host
     Column("size", Integer),  # bytes of the device buffer (tile padding included)
+    # ttreport additions
     Column("memory_config_source", Text),  # argument | context | inputs | default
     _id("producer_operation_id"),  # NULL for tensors made before the capture or on the host
     Column("file", Text),  # path of the stored tensor, relative to the report folder
+    Column("padded_shape", Text),
+    Column("storage_type", Text),  # StorageType.DEVICE | StorageType.HOST
+    _id("spec_id"),  # -> tensor_specs, the texts above
+    _rank(),
 )
 
 # What each stored tensor file held when the capture wrote it, so that a reader can tell a damaged or
@@ -92,12 +120,12 @@ tensor_files = Table(
 
 input_tensors = Table(
     "input_tensors", metadata,
-    _id("operation_id"), Column("input_index", Integer), _id("tensor_id"),
+    _id("operation_id"), Column("input_index", Integer), _id("tensor_id"), _rank(),
 )
 
 output_tensors = Table(
     "output_tensors", metadata,
-    _id("operation_id"), Column("output_index", Integer), _id("tensor_id"),
+    _id("operation_id"), Column("output_index", Integer), _id("tensor_id"), _rank(),
 )
 
 devices = Table(
@@ -125,23 +153,82 @@ buffer_lifetimes = Table(
     _id("allocated_by_operation_id"),  # the innermost op running when it was allocated, if any
 )
 
+# Every buffer live on a device after each op, as TT-NN lists them (filled from buffer_lifetimes).
+buffers = Table(
+    "buffers", metadata,
+    _id("operation_id"), _id("device_id"), Column("address", Integer), Column("max_size_per_bank", Integer),
+    Column("buffer_type", Integer), Column("buffer_layout", Integer), _rank(),
+)
+
 buffer_pages = Table(
     "buffer_pages", metadata,
     _id("operation_id"), _id("device_id"), Column("address", Integer),
     Column("core_y", Integer), Column("core_x", Integer), Column("bank_id", Integer),
     Column("page_index", Integer), Column("page_address", Integer), Column("page_size", Integer),
-    Column("buffer_type", Integer),
+    Column("buffer_type", Integer), _rank(),
+)
+
+# buffer_pages collapsed per (op, buffer, bank): the run of pages a buffer holds on one core, which
+# the visualizer's L1 views draw (it aggregates buffer_pages the same way when this table is absent).
+buffer_chunks = Table(
+    "buffer_chunks", metadata,
+    _id("operation_id"), _id("device_id"), Column("address", Integer), Column("bank_id", Integer),
+    Column("core_x", Integer), Column("core_y", Integer), Column("chunk_address", Integer),
+    Column("chunk_size", Integer), Column("page_size", Integer), Column("num_pages", Integer),
+    Column("buffer_type", Integer), _rank(),
 )
 
 device_tensors = Table(
     "device_tensors", metadata,
-    _id("tensor_id"), _id("device_id"), Column("address", Integer),
+    _id("tensor_id"), _id("device_id"), Column("address", Integer), _rank(),
+)
+
+# The source file of each stack's innermost frame, once per path (TT-NN's Source button reads it).
+source_files = Table(
+    "source_files", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("path", Text, unique=True, nullable=False),
+    Column("contents", Text),
 )
 
 stack_trace_texts = Table(
     "stack_trace_texts", metadata,
     _id("stack_trace_id", primary_key=True, autoincrement=False),
     Column("stack_trace", Text),
+    _id("source_file_id"),  # -> source_files: the innermost frame's file
+)
+
+stack_traces = Table(
+    "stack_traces", metadata,
+    _id("operation_id"),
+    Column("stack_trace", Text),  # TT-NN's text: innermost frame first, '  File "...", line N, in f' + source
+    _id("source_file_id"),
+    _rank(),
+)
+
+# When each tensor was made, last read and deallocated, and the user's line for each (filled at close).
+tensor_lifetime = Table(
+    "tensor_lifetime", metadata,
+    _id("tensor_id", primary_key=True, autoincrement=False),
+    _id("producer_operation_id"), _id("last_use_operation_id"), _id("deallocate_operation_id"),
+    Column("producer_source_file", Text), Column("producer_source_line", Integer),
+    Column("last_use_source_file", Text), Column("last_use_source_line", Integer),
+)
+
+# TT-NN's record of an op's device work (its captured graph, and that graph's nodes and edges).
+# device_sim does not model device programs yet: the tables are here, empty, for that work to fill.
+captured_graph = Table(
+    "captured_graph", metadata,
+    _id("operation_id"), Column("captured_graph", Text), _rank(),
+)
+nodes = Table(
+    "nodes", metadata,
+    _id("operation_id"), _id("unique_id"), _id("node_operation_id"), Column("name", Text), _rank(),
+)
+edges = Table(
+    "edges", metadata,
+    _id("operation_id"), _id("source_unique_id"), _id("sink_unique_id"), Column("source_output_index", Integer),
+    Column("sink_input_index", Integer), Column("key", Integer), _rank(),
 )
 
 errors = Table(
@@ -152,6 +239,7 @@ errors = Table(
     Column("error_message", Text),
     Column("stack_trace", Text),
     Column("timestamp", Text),
+    _rank(),
 )
 
 
@@ -186,22 +274,35 @@ report_metadata = Table(
     Column("value", Text),
 )
 
+def _set(column) -> dict:
+    """A partial index's condition: rows where `column` is set. A query that compares the column
+    (`name = 'ttnn.matmul'`) can use the index; a plain SELECT cannot, so it reads the table in id
+    order instead of in the index's order (the visualizer's unsorted reads rely on that order)."""
+    return {"sqlite_where": text(f"{column.name} IS NOT NULL")}
+
+
 INDEXES = [
-    Index("ix_operations_name", operations.c.name),
+    Index("ix_operations_name", operations.c.name, **_set(operations.c.name)),
     # "The 10 slowest matmuls": one name's ops by duration without sorting all of them.
-    Index("ix_operations_name_duration", operations.c.name, operations.c.duration),
-    Index("ix_operations_parent", operations.c.parent_operation_id),
+    Index("ix_operations_name_duration", operations.c.name, operations.c.duration, **_set(operations.c.name)),
+    Index("ix_operations_parent", operations.c.parent_operation_id, **_set(operations.c.parent_operation_id)),
     Index("ix_operations_duration", operations.c.duration),
     # DESC, so that "peak L1, first op to reach it" (l1_bytes DESC, operation_id) reads one entry.
     Index("ix_operations_l1_bytes", operations.c.l1_bytes.desc()),
-    Index("ix_tensors_producer", tensor_records.c.producer_operation_id),
+    Index("ix_operation_arguments_op", operation_arguments.c.operation_id),
+    Index("ix_tensors_producer", tensors.c.producer_operation_id, **_set(tensors.c.producer_operation_id)),
     Index("ix_input_tensors_op", input_tensors.c.operation_id),
     Index("ix_input_tensors_tensor", input_tensors.c.tensor_id),
     Index("ix_output_tensors_op", output_tensors.c.operation_id),
     Index("ix_output_tensors_tensor", output_tensors.c.tensor_id),
     Index("ix_buffer_lifetimes_seq", buffer_lifetimes.c.allocated_seq, buffer_lifetimes.c.freed_seq),
+    Index("ix_buffers_op", buffers.c.operation_id),
     Index("ix_buffer_pages_op", buffer_pages.c.operation_id),
+    Index("ix_buffer_chunks_op", buffer_chunks.c.operation_id),
     Index("ix_device_tensors_tensor", device_tensors.c.tensor_id),
+    Index("ix_stack_traces_op", stack_traces.c.operation_id),
+    # TT-NN's name for it (graph_report.py's CREATE_INDEX_STACK_TRACES_SOURCE_FILE_SQL)
+    Index("idx_stack_traces_source_file_id", stack_traces.c.source_file_id),
     Index("ix_errors_op", errors.c.operation_id),
     Index("ix_local_cmp_tensor", local_tensor_comparison_records.c.tensor_id),
     Index("ix_global_cmp_tensor", global_tensor_comparison_records.c.tensor_id),
@@ -209,44 +310,8 @@ INDEXES = [
     Index("ix_tensor_comparisons_tensor", tensor_comparisons.c.tensor_id),
 ]
 
-# A tensor argument's text, as ttreport has always written it, rendered from the tensor's row.
-_TENSOR_TEXT = """'ttnn.Tensor(id=' || r.tensor_id || ', shape=' || COALESCE(s.shape, 'None') || ', dtype=' || s.dtype
-            || ', layout=' || s.layout || ', ' || COALESCE(s.placement, s.memory_config, 'host') || ')'"""
-
-# Views: the TT-NN tables derived from compact ones, and the documented question views.
+# ttreport's question views.
 VIEWS: dict[str, str] = {
-    # One scalar subquery per spec column, not a join: SQLite flattens this view into a reader's
-    # (LEFT) JOIN and looks each row up by key, where a join inside the view would be materialized.
-    "tensors": """
-        SELECT r.tensor_id AS tensor_id,
-               (SELECT shape FROM tensor_specs WHERE spec_id = r.spec_id) AS shape,
-               (SELECT dtype FROM tensor_specs WHERE spec_id = r.spec_id) AS dtype,
-               (SELECT layout FROM tensor_specs WHERE spec_id = r.spec_id) AS layout,
-               (SELECT memory_config FROM tensor_specs WHERE spec_id = r.spec_id) AS memory_config,
-               r.device_id AS device_id, r.address AS address, r.buffer_type AS buffer_type, r.size AS size,
-               r.memory_config_source AS memory_config_source, r.producer_operation_id AS producer_operation_id,
-               r.file AS file,
-               (SELECT padded_shape FROM tensor_specs WHERE spec_id = r.spec_id) AS padded_shape
-        FROM tensor_records r""",
-    # Rows in the order the op's arguments were given (SQLite's sort keeps json_each's order on ties).
-    "operation_arguments": f"""
-        SELECT o.operation_id AS operation_id, CAST(j.key AS TEXT) AS name,
-               CASE j.type WHEN 'integer' THEN COALESCE(
-                   (SELECT {_TENSOR_TEXT}
-                    FROM tensor_records r LEFT JOIN tensor_specs s ON s.spec_id = r.spec_id
-                    WHERE r.tensor_id = j.value),
-                   'ttnn.Tensor(id=' || j.value || ')')
-               ELSE j.value END AS value
-        FROM operations o, json_each(o.arguments) j""",
-    "stack_traces": """
-        SELECT o.operation_id AS operation_id, s.stack_trace AS stack_trace
-        FROM operations o JOIN stack_trace_texts s ON s.stack_trace_id = o.stack_trace_id""",
-    "buffers": """
-        SELECT o.operation_id AS operation_id, b.device_id AS device_id, b.address AS address,
-               b.max_size_per_bank AS max_size_per_bank, b.buffer_type AS buffer_type,
-               b.buffer_layout AS buffer_layout
-        FROM operations o JOIN buffer_lifetimes b
-          ON b.allocated_seq < o.end_seq AND (b.freed_seq IS NULL OR b.freed_seq > o.end_seq)""",
     # Each op with its tensors, one row per tensor: where each input and output lived.
     "op_tensors": """
         SELECT o.operation_id, o.name, 'input' AS direction, i.input_index AS tensor_index, t.*
@@ -259,59 +324,17 @@ VIEWS: dict[str, str] = {
         SELECT operation_id, name, l1_bytes, dram_bytes FROM operations""",
 }
 
-# Writes to the two TT-NN tables that are views here go to the tables behind them, so that code
-# written for TT-NN's tables (and ttreport's own tests) can still insert rows and set `file`.
-# Specs made here are numbered downwards from -1: a capture's writer numbers its own upwards.
+# A spec's texts, changed in place (a repair, a test that damages a report), change its tensors' rows.
 TRIGGERS: dict[str, str] = {
-    "operation_arguments_insert": """
-        INSTEAD OF INSERT ON operation_arguments BEGIN
-            SELECT RAISE(ABORT, 'insert the operations row before its arguments')
-            WHERE NOT EXISTS (SELECT 1 FROM operations WHERE operation_id = NEW.operation_id);
-            UPDATE operations SET arguments = json_insert(COALESCE(arguments, '{}'), '$.' || json_quote(NEW.name),
-                                                          CAST(NEW.value AS TEXT))
-            WHERE operation_id = NEW.operation_id;
-        END""",
-    "tensors_insert": """
-        INSTEAD OF INSERT ON tensors BEGIN
-            INSERT INTO tensor_specs (spec_id, shape, dtype, layout, memory_config, padded_shape)
-            SELECT (SELECT MIN(COALESCE(MIN(spec_id), 0), 0) - 1 FROM tensor_specs), NEW.shape, NEW.dtype, NEW.layout,
-                   NEW.memory_config, NEW.padded_shape
-            WHERE NOT EXISTS (SELECT 1 FROM tensor_specs WHERE shape IS NEW.shape AND dtype IS NEW.dtype
-                               AND layout IS NEW.layout AND memory_config IS NEW.memory_config
-                               AND padded_shape IS NEW.padded_shape AND placement IS NULL);
-            INSERT INTO tensor_records (tensor_id, spec_id, device_id, address, buffer_type, size,
-                                        memory_config_source, producer_operation_id, file)
-            VALUES (NEW.tensor_id, (SELECT spec_id FROM tensor_specs WHERE shape IS NEW.shape AND dtype IS NEW.dtype
-                                    AND layout IS NEW.layout AND memory_config IS NEW.memory_config
-                                    AND padded_shape IS NEW.padded_shape AND placement IS NULL),
-                    NEW.device_id, NEW.address, NEW.buffer_type, NEW.size, NEW.memory_config_source,
-                    NEW.producer_operation_id, NEW.file);
-        END""",
-    "tensors_update_file": """
-        INSTEAD OF UPDATE OF file ON tensors BEGIN
-            UPDATE tensor_records SET file = NEW.file WHERE tensor_id = OLD.tensor_id;
+    "tensor_specs_update": """
+        AFTER UPDATE ON tensor_specs BEGIN
+            UPDATE tensors SET shape = NEW.shape, dtype = NEW.dtype, layout = NEW.layout,
+                               memory_config = NEW.memory_config, padded_shape = NEW.padded_shape
+            WHERE spec_id = OLD.spec_id;
         END""",
 }
 
 SCHEMA_VERSION_KEY = "schema_version"
-
-# The views that stand in for TT-NN tables, described as tables (outside `metadata`, which
-# create_all makes), so that `schema.tensors.insert()` and column lists still work.
-view_tables = MetaData()
-operation_arguments = Table(
-    "operation_arguments", view_tables,
-    _id("operation_id"),
-    Column("name", Text),  # '0', '1', ... positional; else the keyword
-    Column("value", Text),
-)
-tensors = Table(
-    "tensors", view_tables,
-    _id("tensor_id", primary_key=True, autoincrement=False),
-    *[Column(c, Text) for c in ("shape", "dtype", "layout", "memory_config")],
-    *[Column(c, Integer) for c in ("device_id", "address", "buffer_type", "size")],
-    Column("memory_config_source", Text), _id("producer_operation_id"), Column("file", Text),
-    Column("padded_shape", Text),
-)
 
 for _name, _sql in VIEWS.items():
     event.listen(metadata, "after_create", DDL(f"CREATE VIEW IF NOT EXISTS {_name} AS {_sql}"))

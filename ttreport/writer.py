@@ -34,12 +34,15 @@ MAX_SPEC_OF = 1 << 16
 # One staging row per op holds its arguments and tensor ids as JSON, and, when there is just one
 # of each, the new tensor's row, the buffer allocated before the op ended and the buffer freed
 # before the next op. SQLite spreads it into operations, input_tensors, output_tensors,
-# tensor_records and buffer_lifetimes itself: binding one wide row costs far less Python (and
+# tensors and buffer_lifetimes itself: binding one wide row costs far less Python (and
 # holds the GIL, which the model's thread needs, far less) than binding five narrow ones.
 _OP_COLUMNS = ("operation_id, name, start_ns, end_ns, parent_operation_id, depth, status, thread, stack_trace_id, "
                "end_seq, l1_bytes, dram_bytes, arguments")
 _TENSOR_COLUMNS = ("tensor_id, spec_id, device_id, address, buffer_type, size, memory_config_source, "
-                   "producer_operation_id, file")
+                   "producer_operation_id, file, shape, dtype, layout, memory_config, padded_shape, storage_type")
+# A tensor row's texts, from its spec (inserted before the tensors of its batch). NULL memory config: on the host.
+_SPEC_TEXTS = ("s.shape, s.dtype, s.layout, s.memory_config, s.padded_shape, "
+               "CASE WHEN s.memory_config IS NULL THEN 'StorageType.HOST' ELSE 'StorageType.DEVICE' END")
 _BUFFER_COLUMNS = ("buffer_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout, size, allocated_seq, "
                    "allocated_by_operation_id")
 _STAGING = (f"CREATE TEMP TABLE op_staging ({_OP_COLUMNS}, inputs, outputs, t_tensor_id, t_spec_id, t_device_id, "
@@ -54,32 +57,94 @@ _SPREAD = [
     "SELECT s.operation_id, j.key, j.value FROM op_staging s, json_each(s.inputs) j",
     "INSERT INTO main.output_tensors (operation_id, output_index, tensor_id) "
     "SELECT s.operation_id, j.key, j.value FROM op_staging s, json_each(s.outputs) j",
-    f"INSERT OR IGNORE INTO main.tensor_records ({_TENSOR_COLUMNS}) SELECT t_tensor_id, t_spec_id, t_device_id, "
-    f"t_address, t_buffer_type, t_size, t_source, t_producer, t_file FROM op_staging WHERE t_tensor_id IS NOT NULL",
+    f"INSERT OR IGNORE INTO main.tensors ({_TENSOR_COLUMNS}) SELECT t_tensor_id, t_spec_id, t_device_id, "
+    f"t_address, t_buffer_type, t_size, t_source, t_producer, t_file, {_SPEC_TEXTS} FROM op_staging "
+    f"LEFT JOIN main.tensor_specs s ON s.spec_id = t_spec_id WHERE t_tensor_id IS NOT NULL",
     f"INSERT OR IGNORE INTO main.buffer_lifetimes ({_BUFFER_COLUMNS}) SELECT b_buffer_id, b_device_id, b_address, "
     f"b_max_size_per_bank, b_buffer_type, b_buffer_layout, b_size, b_seq, b_op FROM op_staging "
     f"WHERE b_buffer_id IS NOT NULL",
 ]
 _FREES = ("UPDATE main.buffer_lifetimes SET freed_seq = s.f_seq FROM op_staging s "
           "WHERE s.f_buffer_id IS NOT NULL AND buffer_lifetimes.buffer_id = s.f_buffer_id")
+
+# A tensor argument's text, as ttreport has always written it, rendered from the tensor's row.
+_TENSOR_TEXT = ("'ttnn.Tensor(id=' || r.tensor_id || ', shape=' || COALESCE(s.shape, 'None') || ', dtype=' "
+                "|| s.dtype || ', layout=' || s.layout || ', ' "
+                "|| COALESCE(s.placement, s.memory_config, 'host') || ')'")
+# The TT-NN tables filled from this batch's ops once everything else is in (the tensors an argument
+# names, the stack texts, the allocations and frees), in op order. `buffers` lists what is live after
+# each op: the candidates are the buffers live after the last batch plus those allocated since
+# (temp.live_buffers, so no op scans every allocation of the capture), checked against the op's end_seq.
+_AFTER_OPS = [
+    "INSERT INTO main.operation_arguments (operation_id, name, value) "
+    "SELECT o.operation_id, CAST(j.key AS TEXT), CASE j.type WHEN 'integer' THEN COALESCE("
+    f"(SELECT {_TENSOR_TEXT} FROM main.tensors r LEFT JOIN main.tensor_specs s ON s.spec_id = r.spec_id "
+    "WHERE r.tensor_id = j.value), 'ttnn.Tensor(id=' || j.value || ')') ELSE j.value END "
+    "FROM op_staging o, json_each(o.arguments) j",
+    "INSERT INTO main.stack_traces (operation_id, stack_trace, source_file_id) "
+    "SELECT o.operation_id, t.stack_trace, t.source_file_id FROM op_staging o "
+    "JOIN main.stack_trace_texts t ON t.stack_trace_id = o.stack_trace_id ORDER BY o.rowid",
+    "INSERT OR IGNORE INTO temp.live_buffers SELECT buffer_id FROM main.buffer_lifetimes WHERE buffer_id > ?",
+    "INSERT INTO main.buffers (operation_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout) "
+    "SELECT o.operation_id, b.device_id, b.address, b.max_size_per_bank, b.buffer_type, b.buffer_layout "
+    "FROM op_staging o JOIN temp.live_buffers l JOIN main.buffer_lifetimes b ON b.buffer_id = l.buffer_id "
+    "WHERE b.allocated_seq < o.end_seq AND (b.freed_seq IS NULL OR b.freed_seq > o.end_seq) "
+    "ORDER BY o.rowid, b.buffer_id",
+    "DELETE FROM temp.live_buffers WHERE buffer_id IN (SELECT l.buffer_id FROM temp.live_buffers l "
+    "JOIN main.buffer_lifetimes b ON b.buffer_id = l.buffer_id WHERE b.freed_seq IS NOT NULL)",
+]
 _NO_TENSOR = (None,) * 9
 _NO_ALLOC = (None,) * 10
 _NO_FREE = (None,) * 3
+
+# Tables worked out once the capture is over, from the whole history (also by migration 0005).
+# The file and line of an op's user code: its stack text's first '  File "<path>", line <n>, in ...'.
+_PATH = 'substr(st.stack_trace, 9, instr(st.stack_trace, \'", line \') - 9)'
+_LINE = ('CAST(substr(st.stack_trace, instr(st.stack_trace, \'", line \') + 8, '
+         'instr(st.stack_trace, \', in \') - instr(st.stack_trace, \'", line \') - 8) AS INTEGER)')
+AT_CLOSE = [
+    "DELETE FROM tensor_lifetime",
+    f"""INSERT INTO tensor_lifetime (tensor_id, producer_operation_id, last_use_operation_id, deallocate_operation_id,
+                                    producer_source_file, producer_source_line, last_use_source_file,
+                                    last_use_source_line)
+        SELECT l.tensor_id, l.producer, l.last_use, l.dealloc,
+               (SELECT {_PATH} FROM stack_traces st WHERE st.operation_id = l.producer),
+               (SELECT {_LINE} FROM stack_traces st WHERE st.operation_id = l.producer),
+               (SELECT {_PATH} FROM stack_traces st WHERE st.operation_id = l.last_use),
+               (SELECT {_LINE} FROM stack_traces st WHERE st.operation_id = l.last_use)
+        FROM (SELECT t.tensor_id, t.producer_operation_id AS producer,
+                     (SELECT MAX(i.operation_id) FROM input_tensors i JOIN operations o USING (operation_id)
+                      WHERE i.tensor_id = t.tensor_id AND o.name != 'ttnn.deallocate') AS last_use,
+                     (SELECT MIN(i.operation_id) FROM input_tensors i JOIN operations o USING (operation_id)
+                      WHERE i.tensor_id = t.tensor_id AND o.name = 'ttnn.deallocate') AS dealloc
+              FROM tensors t) l
+        ORDER BY l.tensor_id""",
+    "DELETE FROM buffer_chunks",
+    # As the visualizer aggregates buffer_pages itself when this table is absent (queries.py).
+    """INSERT INTO buffer_chunks (operation_id, device_id, address, bank_id, core_x, core_y, chunk_address, chunk_size,
+                                  page_size, num_pages, buffer_type)
+        SELECT operation_id, device_id, address, bank_id, core_x, core_y, MIN(page_address),
+               MAX(page_address + page_size) - MIN(page_address), MAX(page_size), COUNT(*), buffer_type
+        FROM buffer_pages GROUP BY operation_id, device_id, address, bank_id, core_x, core_y, buffer_type
+        ORDER BY operation_id, device_id, address, bank_id""",
+]
 
 # Events that did not fit an op's row are bound as queued (numbered parameters skip the tag in ?1).
 _INSERT = {
     "tensor_specs": "INSERT INTO tensor_specs (spec_id, shape, dtype, layout, memory_config, padded_shape, placement) "
                     "VALUES (?,?,?,?,?,?,?)",
-    "tensor_records": f"INSERT OR IGNORE INTO tensor_records ({_TENSOR_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
+    "tensor_records": f"INSERT OR IGNORE INTO tensors ({_TENSOR_COLUMNS}) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9, "
+                      f"{_SPEC_TEXTS} FROM (SELECT 1) LEFT JOIN tensor_specs s ON s.spec_id = ?2",
     "allocs": f"INSERT OR IGNORE INTO buffer_lifetimes ({_BUFFER_COLUMNS}) VALUES (?2,?3,?4,?5,?6,?7,?8,?9,?10)",
-    "stack_trace_texts": "INSERT INTO stack_trace_texts (stack_trace_id, stack_trace) VALUES (?,?)",
+    "source_files": "INSERT INTO source_files (id, path, contents) VALUES (?,?,?)",
+    "stack_trace_texts": "INSERT INTO stack_trace_texts (stack_trace_id, stack_trace, source_file_id) VALUES (?,?,?)",
     "errors": "INSERT INTO errors (operation_id, operation_name, error_type, error_message, stack_trace, timestamp) "
               "VALUES (?,?,?,?,?,?)",
     "frees": "UPDATE buffer_lifetimes SET freed_seq = ?3 WHERE buffer_id = ?2",
     "buffer_pages": "INSERT INTO buffer_pages (operation_id, device_id, address, core_y, core_x, bank_id, page_index, "
                     "page_address, page_size, buffer_type) VALUES (?,?,?,?,?,?,?,?,?,?)",
-    "files": "UPDATE tensor_records SET file = ? WHERE tensor_id = ?",
-    "lost": "UPDATE tensor_records SET file = NULL WHERE tensor_id = ?",
+    "files": "UPDATE tensors SET file = ? WHERE tensor_id = ?",
+    "lost": "UPDATE tensors SET file = NULL WHERE tensor_id = ?",
     "meta": "INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)",
 }
 
@@ -90,6 +155,7 @@ def connect(db_path) -> sqlite3.Connection:
     con.execute("PRAGMA synchronous=NORMAL")
     con.execute("PRAGMA temp_store=MEMORY")
     con.execute(_STAGING)
+    con.execute("CREATE TEMP TABLE live_buffers (buffer_id INTEGER PRIMARY KEY)")
     return con
 
 
@@ -110,6 +176,8 @@ class Writer(threading.Thread):
         self.ops_lost = 0  # of records_lost, the ops: what ls and summary show beside the status
         self.records_written = 0
         self._stacks: dict[tuple, int] = {}  # frames key -> stack_trace_id
+        self._source_files: dict[str, int | None] = {}  # path -> source_files id (None: not readable)
+        self._max_buffer_id = 0  # the highest buffer id committed: later ones join temp.live_buffers
         # (shape, dtype number, layout number, id(MemoryConfig)) -> (spec_id, None, its texts); the recorder
         # holds every config it queued an id of, so ids are never reused during a capture.
         self._specs: dict[tuple, tuple] = {}
@@ -210,6 +278,8 @@ class Writer(threading.Thread):
                 self._stacks.pop(key, None)
             for key in new_specs:
                 self._specs.pop(key, None)
+            for _, path, _ in rows["source_files"]:
+                self._source_files.pop(path, None)
             self._count_lost(batch)
             self._fail(e)
             waiters = [item for item in batch if item[0] in (FLUSH, STOP)]
@@ -227,11 +297,13 @@ class Writer(threading.Thread):
         con = self.con
         con.execute("BEGIN")
         try:
-            # Devices and specs first: the ROW records and views that follow may refer to them.
+            # Devices and specs first: the ROW records and tensor rows that follow may refer to them.
             for facts in rows["devices"]:
                 cols = ", ".join(facts)
                 con.execute(f"INSERT OR IGNORE INTO devices ({cols}) VALUES ({', '.join('?' * len(facts))})",
                             tuple(facts.values()))
+            if rows["tensor_specs"]:
+                con.executemany(_INSERT["tensor_specs"], rows["tensor_specs"])
             if staging:
                 con.executemany(f"INSERT INTO op_staging VALUES ({', '.join('?' * _STAGING_WIDTH)})", staging)
                 for spread in _SPREAD:
@@ -239,14 +311,19 @@ class Writer(threading.Thread):
             for name, sql in _INSERT.items():  # in order: every insert before the updates that follow it
                 if name == "frees" and staging:
                     con.execute(_FREES)
-                if rows[name]:
+                if rows[name] and name != "tensor_specs":
                     con.executemany(sql, rows[name])
+            max_buffer_id = self._max_buffer_id
             if staging:
+                for sql in _AFTER_OPS:
+                    con.execute(sql, (max_buffer_id,) if "?" in sql else ())
+                max_buffer_id = con.execute("SELECT MAX(buffer_id) FROM main.buffer_lifetimes").fetchone()[0] or 0
                 con.execute("DELETE FROM op_staging")
             for (table, cols), values in rows["other"].items():
                 con.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                                 values)
             con.execute("COMMIT")
+            self._max_buffer_id = max(max_buffer_id, self._max_buffer_id)
         except BaseException:
             if con.in_transaction:
                 con.execute("ROLLBACK")
@@ -265,6 +342,9 @@ class Writer(threading.Thread):
     def _close(self) -> None:
         try:
             db.create_indexes(self.con)
+            with self.con:  # after the indexes, which their joins use
+                for sql in AT_CLOSE:
+                    self.con.execute(sql)
             # A reader mid-query (ttreport query, a Report) is waited for briefly, not for SQLite's 5 s.
             self.con.execute(f"PRAGMA busy_timeout = {CLOSE_WAIT_MS}")
             if self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0:
@@ -290,7 +370,7 @@ class Writer(threading.Thread):
             if stack_id is None:
                 stack_id = self._stacks[frames] = len(self._stacks) + 1
                 new_stacks.append(frames)
-                rows["stack_trace_texts"].append((stack_id, self.format_stack(frames)))
+                rows["stack_trace_texts"].append((stack_id, self.format_stack(frames), self._source_file(frames, rows)))
         tensor = _NO_TENSOR
         if specs:
             file_of = {f[0]: f[1] for f in files} if files else None
@@ -323,7 +403,8 @@ class Writer(threading.Thread):
         if error is not None:
             status = "error"
             error_type, message, tb, timestamp = error
-            text = f"Op called from (most recent call last):\n{self.format_stack(frames)}\n" if frames else ""
+            text = (f"Op called from (most recent call last):\n{self.format_stack(frames, innermost_first=False)}\n"
+                    if frames else "")
             text += "".join(tb.format())
             rows["errors"].append((op_id, name, error_type, message, text, timestamp))
         # str() of a list of ints is its JSON
@@ -394,7 +475,7 @@ class Writer(threading.Thread):
         texts = self._spec_of.get(tid)
         if texts is None:
             row = self.con.execute(
-                "SELECT shape, dtype, layout, COALESCE(placement, memory_config, 'host') FROM tensor_records r "
+                "SELECT s.shape, s.dtype, s.layout, COALESCE(s.placement, s.memory_config, 'host') FROM tensors r "
                 "JOIN tensor_specs s ON s.spec_id = r.spec_id WHERE r.tensor_id = ?", (tid,)).fetchone()
             if row is None:
                 return f"ttnn.Tensor(id={tid})"
@@ -438,17 +519,37 @@ class Writer(threading.Thread):
             text = repr(v)
         return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "..."
 
-    def format_stack(self, frames: tuple) -> str:
-        """Text like a Python traceback's, outermost frame first."""
-        lines = []
-        for i in range(len(frames) - 2, -1, -2):
+    def format_stack(self, frames: tuple, *, innermost_first: bool = True) -> str:
+        """The frames as TT-NN stores an op's stack: traceback.format_stack()'s entries ('  File "...", line N,
+        in f' and the source line), innermost first, joined by newlines (so the user's line that called the op
+        comes first: the visualizer labels the op with the first File and line). innermost_first=False gives a
+        Python traceback's order, for an error's text."""
+        entries = []
+        for i in range(0, len(frames), 2):
             code = self.recorder.code(frames[i])
             lineno = frames[i + 1]
-            lines.append(f'  File "{code.co_filename}", line {lineno}, in {code.co_name}')
+            entry = f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n'
             source = linecache.getline(code.co_filename, lineno).strip()
             if source:
-                lines.append(f"    {source}")
-        return "\n".join(lines)
+                entry += f"    {source}\n"
+            entries.append(entry)
+        if innermost_first:
+            return "\n".join(entries)
+        return "".join(reversed(entries)).rstrip("\n")
+
+    def _source_file(self, frames: tuple, rows) -> int | None:
+        """The source_files id of the innermost frame's file, adding its row (path and contents) the first time
+        the file is seen; None when it cannot be read (an interactive session's '<stdin>')."""
+        path = self.recorder.code(frames[0]).co_filename
+        if path in self._source_files:
+            return self._source_files[path]
+        lines = linecache.getlines(path)
+        file_id = None
+        if lines:
+            file_id = len(self._source_files) + 1
+            rows["source_files"].append((file_id, path, "".join(lines)))
+        self._source_files[path] = file_id
+        return file_id
 
 
 def _halve(cache: dict) -> None:
