@@ -166,6 +166,8 @@ def test_flipped_bytes_in_a_tensor_file_are_named_by_every_reader(copy, seed):
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"Error: tensor {TENSOR_ID}: {file}") and len(result.output.splitlines()) == 1
     assert any(f.startswith(f"tensor {TENSOR_ID}: {file}") for f in ttreport.check(folder))
+    if seed >= 16:
+        return  # a compare reads all 160 tensors (~2 s): 16 seeds show it, the rest fuzz the file reader
     compared = CliRunner().invoke(main, ["compare", str(SAMPLE), str(folder)])
     assert compared.exception is None or isinstance(compared.exception, SystemExit), compared.output
     assert compared.exit_code in (0, 2) and "ROOT CAUSE" not in compared.output  # never an op blamed for it

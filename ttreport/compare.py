@@ -173,7 +173,7 @@ def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = Non
     """
     with Report(a) as ra, Report(b) as rb:
         for r in (ra, rb):  # said at once, not after aligning and visiting every op
-            if not r.execute("SELECT 1 FROM tensor_records WHERE file IS NOT NULL LIMIT 1").fetchone():
+            if not r.execute("SELECT 1 FROM tensors WHERE file IS NOT NULL LIMIT 1").fetchone():
                 raise ReportError(f"{r.path} has no stored tensors, so no op can be compared; capture both runs "
                                   f"with Config(tensors='all') (or 'outputs', the least that works)")
         keys: dict[tuple, int] = {}  # (name, input shapes, output shapes) -> key id, shared by both
