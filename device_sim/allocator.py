@@ -64,6 +64,16 @@ class BankAllocator:
     def largest_free_block(self) -> int:
         return max((e - s for s, e in self._free), default=0)
 
+    def lowest_occupied_address(self) -> int | None:
+        """The lowest address any live buffer holds (every bank alike: lock-step), or None if none is live.
+
+        O(1) from the sorted free list: circular buffers (device_work.launch) must end below it.
+        """
+        if not self.live:
+            return None
+        free = self._free
+        return free[0][1] if free and free[0][0] == self.base else self.base
+
     def allocate(self, size_per_bank: int) -> int:
         size = -(-max(size_per_bank, 1) // self.alignment) * self.alignment
         blocks = self._free if self.bottom_up else reversed(self._free)

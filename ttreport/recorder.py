@@ -48,6 +48,7 @@ from ttreport.errors import ReportIncompleteWarning
 MADE_TENSOR_ID_BASE = 10**12
 
 OP, ALLOC, FREE, TENSOR, DEVICE, ROW, META, FILE_LOST, FLUSH, STOP = range(10)
+PROGRAM = 10  # a device program an op launched (device_sim.device_work): the writer builds its captured graph
 
 # Tensor ids the recorder remembers having queued a spec for. A run makes millions of tensors, and a
 # set of every id grew ~110 B per tensor for the whole run. Past MAX_SEEN, the older half is forgotten:
@@ -374,6 +375,9 @@ class Recorder:
                 append((FREE, buf.buffer_id, next(seq)))
                 return
             stack = getattr(local, "stack", None)
+            if event == "program":  # buf is a device_work.Program
+                append((PROGRAM, stack[-1] if stack else None, buf))
+                return
             append(_alloc(buf, next(seq), stack[-1] if stack else None, pages))
 
         return on_buffer

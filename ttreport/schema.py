@@ -216,7 +216,8 @@ tensor_lifetime = Table(
 )
 
 # TT-NN's record of an op's device work (its captured graph, and that graph's nodes and edges).
-# device_sim does not model device programs yet: the tables are here, empty, for that work to fill.
+# captured_graph holds one row per op that launched device programs (device_sim.device_work; device_graph.py
+# builds the JSON); nodes and edges stay empty.
 captured_graph = Table(
     "captured_graph", metadata,
     _id("operation_id"), Column("captured_graph", Text), _rank(),

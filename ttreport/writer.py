@@ -20,9 +20,9 @@ import torch
 
 from device_sim.tensor import padded
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
-from ttreport import db
+from ttreport import db, device_graph
 from ttreport.errors import LossWarner
-from ttreport.recorder import ALLOC, DEVICE, FILE_LOST, FLUSH, FREE, META, OP, ROW, STOP, TENSOR, TensorArg
+from ttreport.recorder import ALLOC, DEVICE, FILE_LOST, FLUSH, FREE, META, OP, PROGRAM, ROW, STOP, TENSOR, TensorArg
 
 CLOSE_WAIT_MS = 200  # how long closing waits for a reader before leaving the report in WAL mode
 MAX_VALUE_CHARS = 2000  # an argument's text beyond this is cut: reprs of big host arrays add nothing
@@ -170,6 +170,7 @@ class Writer(threading.Thread):
         self.flush_interval_s = config.flush_interval_s
         self._live: dict | None = {} if config.buffer_pages else None  # buffer id -> Buffer, for buffer_pages
         self._grid_x: dict[int, int] = {}  # device id -> worker columns, to place L1 banks on cores
+        self._programs: dict[int, list] = {}  # op id -> the device programs it launched, until its row comes
         self.error: BaseException | None = None  # the first failure, reported at close
         self.busy = threading.Lock()  # held while this thread is inside SQLite (see run)
         self.records_lost = 0
@@ -238,6 +239,8 @@ class Writer(threading.Thread):
             for item in batch:
                 tag = item[0]
                 if tag == OP:
+                    if self._programs:
+                        self._captured_graph(item, rows)
                     # The slots take the latest alloc and free before the op's end, whichever op they belong to.
                     staging.append(op(item, rows, new_stacks, new_specs) + (alloc or _NO_ALLOC) + (free or _NO_FREE))
                     alloc = free = None
@@ -261,6 +264,8 @@ class Writer(threading.Thread):
                     self._grid_x[item[1]["device_id"]] = item[1]["num_x_cores"]
                 elif tag == ROW:
                     rows["other"].setdefault((item[1], tuple(item[2])), []).append(tuple(item[2].values()))
+                elif tag == PROGRAM:
+                    self._programs.setdefault(item[1], []).append(item[2])
                 elif tag == META:
                     rows["meta"].append((item[1], str(item[2])))
                 elif tag == FILE_LOST:
@@ -359,6 +364,13 @@ class Writer(threading.Thread):
             self.con.close()
 
     # -- records to rows ---------------------------------------------------------------------
+    def _captured_graph(self, rec, rows) -> None:
+        """The op's captured graph row, from the programs it launched (none: no row, as for a host op)."""
+        programs = self._programs.pop(rec[2], None)
+        if programs is not None:
+            rows["other"].setdefault(("captured_graph", ("operation_id", "captured_graph")), []).append(
+                (rec[2], device_graph.captured_graph(rec[1], programs)))
+
     def _op(self, rec, rows, new_stacks, new_specs) -> tuple:
         """The op's staging row up to its buffer slots; its other new tensors, stack text, files and error go
         to `rows`."""

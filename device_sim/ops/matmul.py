@@ -18,7 +18,7 @@ import dataclasses
 
 import torch
 
-from device_sim import activations, numerics
+from device_sim import activations, device_work, numerics
 from device_sim.compute_config import MathFidelity, Numerics, WormholeComputeKernelConfig, resolve
 from device_sim.ops import eltwise
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
@@ -114,7 +114,24 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
         y = y + values(bias, op_name)
     if act is not None:
         y = act(y, emulate and n.math_approx_mode)
-    return output(y, input_tensor_a, ins, op_name=op_name, dtype=out_dtype, memory_config=memory_config)
+    out = output(y, input_tensor_a, ins, op_name=op_name, dtype=out_dtype, memory_config=memory_config)
+    _launch(out, input_tensor_a, input_tensor_b, bias, out.dtype, program_config, n)
+    return out
+
+
+def _launch(out: Tensor, a: Tensor, b: Tensor, bias, out_dtype, program_config, n) -> None:
+    """Launch the matmul program on a's device once the output exists (its L1 counts against the CBs)."""
+    if a._device is None:
+        return
+    program = device_work.matmul_program(
+        a, b, bias, out_dtype, program_config, fp32_dest_acc_en=n.fp32_dest_acc_en if n is not None else None,
+        packer_l1_acc=n.packer_l1_acc if n is not None else None)
+    try:
+        device_work.launch(a._device, program)
+    except RuntimeError:
+        if not any(out is t for t in (a, b, bias)):  # a program that cannot launch leaves no output behind
+            out._free()
+        raise
 
 
 @register_op("ttnn.matmul", golden=_matmul_golden)
@@ -167,13 +184,19 @@ def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | Non
     inner_config = program_config
     if not fuse and getattr(program_config, "fused_activation", None) is not None:
         inner_config = dataclasses.replace(program_config, fused_activation=None)  # it follows the bias
-    out = matmul(input_tensor_a, input_tensor_b, transpose_a=transpose_a, transpose_b=transpose_b,
-                 memory_config=memory_config, dtype=dtype if fuse else _F32, program_config=inner_config,
-                 activation=activation if fuse else None, compute_kernel_config=compute_kernel_config,
-                 core_grid=core_grid)
     if fuse:
-        return out
-    # The activation follows the bias: fused into the add, as TT-NN's binary ops fuse `activations=`.
-    act = activation if activation is not None else getattr(program_config, "fused_activation", None)
-    fused = {} if act is None else {"activations": [act]}  # no keyword when none: the recorded add stays plain
-    return eltwise.add(out, bias, memory_config=memory_config, dtype=dtype, **fused)
+        return matmul(input_tensor_a, input_tensor_b, transpose_a=transpose_a, transpose_b=transpose_b,
+                      memory_config=memory_config, dtype=dtype, program_config=inner_config, activation=activation,
+                      compute_kernel_config=compute_kernel_config, core_grid=core_grid)
+    # With a bias TT-NN runs one matmul program with a bias CB: the nested matmul and add launch none.
+    with device_work.fused():
+        out = matmul(input_tensor_a, input_tensor_b, transpose_a=transpose_a, transpose_b=transpose_b,
+                     memory_config=memory_config, dtype=_F32, program_config=inner_config,
+                     compute_kernel_config=compute_kernel_config, core_grid=core_grid)
+        # The activation follows the bias: fused into the add, as TT-NN's binary ops fuse `activations=`.
+        act = activation if activation is not None else getattr(program_config, "fused_activation", None)
+        fused = {} if act is None else {"activations": [act]}  # no keyword when none: the recorded add stays plain
+        result = eltwise.add(out, bias, memory_config=memory_config, dtype=dtype, **fused)
+    del out  # the float32 intermediate is the emulator's, not the device's: gone before the program's check
+    _launch(result, input_tensor_a, input_tensor_b, bias, result.dtype, program_config, None)
+    return result

@@ -1,0 +1,235 @@
+"""Device work: the programs (TT-NN's device operations) an op launches, and their circular buffers.
+
+A TT-NN op runs one or more device operations; each is a program whose factory creates circular
+buffers (CBs) in the L1 of every core it runs on. CBs are laid out from the bottom of L1's
+unreserved region upwards, while L1 tensors are allocated from the top down (allocator.py). When
+the CB region of a program reaches the lowest live L1 buffer, TT-Metal refuses to launch it with
+"Statically allocated circular buffers in program N clash with L1 buffers on core range ...";
+device_sim raises the same error, as the hardware would fail.
+
+launch() checks the region (a few integer operations: cheap enough to run on every op) and tells
+the device's memory listener (ttreport's seam, the same one buffer events use) about the program,
+which the report turns into TT-NN's captured graph. Ops describe their programs with the
+program-factory models below (matmul_program), which follow TT-NN's factories' CB sizes.
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim import device_work
+    >>> dev = ttnn.open_device()
+    >>> a = ttnn.from_torch(torch.ones(64, 128), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> b = ttnn.from_torch(torch.ones(128, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> p = device_work.matmul_program(a, b, None, ttnn.bfloat16, None)
+    >>> p.name, [(cb.indices, cb.num_pages, cb.page_size) for cb in p.cbs]
+    ('MatmulDeviceOperation', [((0,), 4, 2048), ((1,), 4, 2048), ((4, 5), 1, 2048)])
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass
+
+from device_sim.dtypes import tile_size
+from device_sim.types import BufferType, CoreCoord, CoreRange, CoreRangeSet, DataType
+
+TILE = 32
+
+
+@dataclass(frozen=True, slots=True)
+class CircularBuffer:
+    indices: tuple[int, ...]  # the CB indices (c_0, c_4, ...) that share this buffer (output and interm0 may)
+    num_pages: int  # tiles
+    page_size: int  # bytes of one tile in the CB's data format
+
+    @property
+    def size(self) -> int:
+        return self.num_pages * self.page_size
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    name: str  # the device operation, as TT-NN's graph capture names it ("MatmulDeviceOperation")
+    factory: str  # the program factory (or program config) whose CBs these are
+    cbs: tuple[CircularBuffer, ...]
+    cores: CoreRangeSet  # where the CBs live
+    program_id: int = 0
+    device_id: int = 0
+    cb_base: int = 0  # L1 address of the first CB (the device's unreserved base)
+
+    def cb_addresses(self) -> list[tuple[CircularBuffer, int]]:
+        """Each CB with its L1 address: packed upwards from cb_base, each aligned as L1 buffers are."""
+        out, addr = [], self.cb_base
+        for cb in self.cbs:
+            out.append((cb, addr))
+            addr += _align(cb.size)
+        return out
+
+    @property
+    def cb_region_end(self) -> int:
+        return self.cb_base + sum(_align(cb.size) for cb in self.cbs)
+
+    @property
+    def l1_bytes_per_core(self) -> int:
+        return sum(cb.size for cb in self.cbs)
+
+
+def _align(n: int, alignment: int = 16) -> int:
+    return -(-n // alignment) * alignment
+
+
+_program_ids = itertools.count(1)
+
+
+class _Fused(threading.local):
+    depth = 0  # > 0 inside an op that launches one program for the ops it calls (linear's matmul and add)
+
+
+_fused = _Fused()
+
+
+class fused:
+    """A block whose nested ops launch no programs: the calling op launches the one program TT-NN runs."""
+
+    def __enter__(self):
+        _fused.depth += 1
+
+    def __exit__(self, *exc):
+        _fused.depth -= 1
+
+
+def launch(device, program: Program) -> None:
+    """Run `program` on `device`: report it to the memory listener, then check its CBs against L1.
+
+    Raises RuntimeError with TT-Metal's text when the CB region passes the end of L1 or reaches the
+    lowest live L1 buffer. The listener hears the program first, as TT-NN's graph capture records the
+    CBs before the check, so a report shows the CBs of a program that failed.
+    """
+    if _fused.depth or device is None:
+        return
+    memory = getattr(device, "memory", None)
+    if memory is None:
+        return
+    c = device.config
+    program = Program(program.name, program.factory, program.cbs, program.cores, next(_program_ids),
+                      device.device_id, c.l1_unreserved_base)
+    if memory.listener is not None:
+        memory.listener("program", program)
+    end = program.cb_region_end
+    where = range_text(program.cores.ranges()[0])  # TT-Metal names the first core range whose CBs fail
+    if end > c.l1_size:
+        raise RuntimeError(f"TT_THROW @ device_sim/device_work.py: tt::exception\ninfo:\nStatically allocated circular "
+                           f"buffers on core range {where} grow to {end} B which is beyond max L1 size of "
+                           f"{c.l1_size} B")
+    lowest = memory.allocators[BufferType.L1].lowest_occupied_address()
+    if lowest is not None and lowest < end:
+        raise RuntimeError(f"TT_THROW @ device_sim/device_work.py: tt::exception\ninfo:\nStatically allocated circular "
+                           f"buffers in program {program.program_id} clash with L1 buffers on core range {where}. "
+                           f"L1 buffer allocated at {lowest} and static circular buffer region ends at {end}")
+
+
+def range_text(r: CoreRange) -> str:
+    """A core range as TT-Metal's CoreRange::str() writes it in its errors and graphs: '[0-0 - 7-7]' (x-y)."""
+    return f"[{r.start.x}-{r.start.y} - {r.end.x}-{r.end.y}]"
+
+
+def cores_text(cores: CoreRangeSet) -> str:
+    """A CoreRangeSet as CoreRangeSet::str(): '{[0-0 - 7-7], [0-1 - 3-1]}'."""
+    return "{" + ", ".join(range_text(r) for r in cores.ranges()) + "}"
+
+
+def cores_row_major(n: int, grid_x: int) -> CoreRangeSet:
+    """The first n cores of a grid of grid_x columns, row by row (TT-Metal's num_cores_to_corerangeset)."""
+    full, rest = divmod(n, grid_x)
+    ranges = [CoreRange(CoreCoord(0, 0), CoreCoord(grid_x - 1, full - 1))] if full else []
+    if rest:
+        ranges.append(CoreRange(CoreCoord(0, full), CoreCoord(rest - 1, full)))
+    return CoreRangeSet(ranges)
+
+
+# -- matmul ------------------------------------------------------------------------------------
+_F32 = DataType.FLOAT32
+
+
+def _tiles(n: int) -> int:
+    return -(-n // TILE)
+
+
+def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, fp32_dest_acc_en: bool | None = None,
+                   packer_l1_acc: bool | None = None) -> Program:
+    """MatmulDeviceOperation's CBs as TT-NN's multicast program factories create them.
+
+    The blocking (per_core_M, per_core_N, in0_block_w, grid) is the program config's, or, without one,
+    what create_matmul_program_config picks for interleaved operands: a 1D systolic config when the
+    output is more than 8x taller than wide (or the reverse) or a dimension fits in one tile, else a
+    2D one with per_core_M = ceil(B*Mt / grid_y), per_core_N = ceil(Nt / grid_x) and the largest
+    in0_block_w <= 4 that divides Kt. CBs (matmul_multicore_reuse_mcast_*_program_factory.cpp):
+    c_0 in0 per_core_M*in0_block_w tiles and c_1 in1 per_core_N*in0_block_w tiles, each doubled when
+    there is more than one K block; c_3 the bias, per_core_N tiles; c_4 output and c_5 the
+    intermediate, per_core_M*per_core_N tiles, one shared buffer when their data formats agree.
+    Defaults as TT-NN's matmul: fp32 destination iff the output is float32, packer L1 accumulation
+    otherwise.
+    """
+    ashape, bshape = a.padded_shape, b.padded_shape
+    Mt, Kt, Nt = _tiles(ashape[-2]), _tiles(ashape[-1]), _tiles(bshape[-1])
+    B = 1
+    for d in tuple(ashape)[:-2]:
+        B *= d
+    dev = a._device
+    gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
+    fp32 = out_dtype == _F32 if fp32_dest_acc_en is None else fp32_dest_acc_en
+    packer = (not fp32) if packer_l1_acc is None else packer_l1_acc
+    cfg = program_config
+    kind = type(cfg).__name__ if cfg is not None else None
+    if cfg is not None and hasattr(cfg, "per_core_M"):
+        per_M, per_N, kw = cfg.per_core_M, cfg.per_core_N, cfg.in0_block_w
+        grid = getattr(cfg, "compute_with_storage_grid_size", None)
+        if grid is not None:
+            gx, gy = (grid.x, grid.y) if hasattr(grid, "x") else tuple(grid)
+        two_d = kind == "MatmulMultiCoreReuseMultiCastProgramConfig"
+        transpose = bool(getattr(cfg, "transpose_mcast", False))
+    elif any(d > 1 for d in tuple(bshape)[:-2]):  # a batched b: one whole output matrix per core
+        per_M, per_N, kw, two_d, transpose = Mt, Nt, 1, False, False
+        kind = "MatmulMultiCoreReuseProgramConfig"
+    else:
+        height, width = B * Mt, Nt
+        ratio = max(height, width) // max(min(height, width), 1)
+        if ratio > 8 or Kt <= 1 or Mt <= 1 or Nt <= 1:
+            cores = gx * gy
+            if height > width:  # tall: in1 is multicast, each core a band of rows
+                per_M, per_N = -(-height // cores), Nt
+            else:
+                per_M, per_N = height, -(-Nt // cores)
+            kw = -(-Kt // cores)
+            while Kt % kw:
+                kw -= 1
+            two_d, kind = False, "MatmulMultiCoreReuseMultiCast1DProgramConfig"
+        else:
+            per_M, per_N = -(-height // gy), -(-Nt // gx)
+            kw = 4
+            while Kt % kw:
+                kw -= 1
+            two_d, kind = True, "MatmulMultiCoreReuseMultiCastProgramConfig"
+        transpose = False
+    num_blocks = max(Kt // max(kw, 1), 1)
+    depth = 2 if B * num_blocks > 1 else 1
+    in0_tile, in1_tile, out_tile = tile_size(a.dtype), tile_size(b.dtype), tile_size(out_dtype)
+    cbs = [CircularBuffer((0,), per_M * kw * depth, in0_tile), CircularBuffer((1,), per_N * kw * depth, in1_tile)]
+    if bias is not None:
+        cbs.append(CircularBuffer((3,), per_N, tile_size(bias.dtype)))
+    packer_on = packer and num_blocks > 1
+    interm = (DataType.FLOAT32 if fp32 else DataType.BFLOAT16) if packer_on else (DataType.FLOAT32 if fp32
+                                                                                  else out_dtype)
+    if interm == out_dtype:
+        cbs.append(CircularBuffer((4, 5), per_M * per_N, out_tile))
+    else:
+        cbs += [CircularBuffer((4,), per_M * per_N, out_tile), CircularBuffer((5,), per_M * per_N, tile_size(interm))]
+    # MatmulMultiCoreReuse's blocks do not span batches; the multicast factories fold batches into M.
+    blocks_y = B * -(-Mt // per_M) if kind == "MatmulMultiCoreReuseProgramConfig" else -(-B * Mt // per_M)
+    blocks_x = -(-Nt // per_N)
+    if two_d:
+        x, y = (blocks_y, blocks_x) if transpose else (blocks_x, blocks_y)
+        cores = CoreRangeSet(CoreRange(CoreCoord(0, 0), CoreCoord(min(x, gx) - 1, min(y, gy) - 1)))
+    else:
+        cores = cores_row_major(min(blocks_y * blocks_x, gx * gy), gx)
+    return Program("MatmulDeviceOperation", kind, tuple(cbs), cores)

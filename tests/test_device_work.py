@@ -1,0 +1,147 @@
+"""Device work: the programs an op launches, their circular buffers, the CB/L1 clash, and the captured graph."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import device_sim as ttnn
+import ttreport
+from device_sim import device_work
+
+TILE_BF16 = 2048  # bytes of a 32x32 bfloat16 tile
+TILE_BF8 = 1088  # 1024 mantissas + one shared exponent per 16 values
+
+
+def tt(device, shape, dtype=ttnn.bfloat16, memory_config=None):
+    return ttnn.from_torch(torch.randn(*shape), dtype=dtype, layout=ttnn.TILE, device=device,
+                           memory_config=memory_config)
+
+
+def cbs(program) -> list[tuple]:
+    return [(cb.indices, cb.num_pages, cb.page_size) for cb in program.cbs]
+
+
+def test_a_square_matmul_gets_the_2d_multicast_factorys_cbs(device):
+    # 256x256 @ 256x256: Mt = Kt = Nt = 8 on an 8x8 grid -> per_core_M = per_core_N = 1, in0_block_w = 4,
+    # two K blocks, so in0 and in1 are double-buffered; with packer L1 accumulation the intermediate is
+    # bfloat16, the output's format, so c_4 and c_5 share one buffer.
+    a, b = tt(device, (256, 256)), tt(device, (256, 256))
+    p = device_work.matmul_program(a, b, None, ttnn.bfloat16, None)
+    assert p.name == "MatmulDeviceOperation"
+    assert p.factory == "MatmulMultiCoreReuseMultiCastProgramConfig"
+    assert cbs(p) == [((0,), 8, TILE_BF16), ((1,), 8, TILE_BF16), ((4, 5), 1, TILE_BF16)]
+    assert p.cores.num_cores() == 64
+    assert p.l1_bytes_per_core == 17 * TILE_BF16
+
+
+def test_a_wide_matmul_is_1d_and_its_cbs_follow_dtypes_and_fp32_accumulation(device):
+    # 32x256 @ 256x1024 bfloat8_b -> float32: M is one tile, so a 1D config; N = 32 tiles over 64 cores
+    # -> per_core_N = 1, K = 8 tiles -> in0_block_w = 1, eight K blocks; a float32 output accumulates in
+    # float32 with no packer accumulation, so the intermediate is float32 too and c_4/c_5 still share.
+    a, b = tt(device, (32, 256), ttnn.bfloat8_b), tt(device, (256, 1024), ttnn.bfloat8_b)
+    p = device_work.matmul_program(a, b, None, ttnn.float32, None)
+    assert p.factory == "MatmulMultiCoreReuseMultiCast1DProgramConfig"
+    assert cbs(p) == [((0,), 2, TILE_BF8), ((1,), 2, TILE_BF8), ((4, 5), 1, 4096)]
+    assert p.cores.num_cores() == 32
+    # bfloat16 output with fp32 accumulation asked for: the intermediate is float32, so c_5 is its own CB
+    p = device_work.matmul_program(a, b, None, ttnn.bfloat16, None, fp32_dest_acc_en=True)
+    assert cbs(p)[2:] == [((4,), 1, TILE_BF16), ((5,), 1, 4096)]
+
+
+def test_a_program_config_sets_the_blocking(device):
+    a, b = tt(device, (2, 128, 256)), tt(device, (256, 512))
+    cfg = ttnn.MatmulMultiCoreReuseMultiCastProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), in0_block_w=2, out_subblock_h=1, out_subblock_w=2,
+        per_core_M=1, per_core_N=2, transpose_mcast=False, fused_activation=None)
+    p = device_work.matmul_program(a, b, None, ttnn.bfloat16, cfg)
+    # in0: 1 x 2 tiles, in1: 2 x 2 tiles, both doubled (4 K blocks); 8 rows of M blocks x 8 columns of N blocks
+    assert cbs(p) == [((0,), 4, TILE_BF16), ((1,), 8, TILE_BF16), ((4, 5), 2, TILE_BF16)]
+    assert device_work.cores_text(p.cores) == "{[0-0 - 7-7]}"
+
+
+def test_a_linear_with_bias_is_one_matmul_program_with_a_bias_cb(device, tmp_path):
+    x, w, bias = tt(device, (256, 256)), tt(device, (256, 256)), tt(device, (1, 256))
+    with ttreport.capture("linear", config=ttreport.Config(root=tmp_path)) as handle:
+        ttnn.linear(x, w, bias=bias)
+    with ttreport.open(handle.path) as r:
+        rows = r.sql("SELECT o.name, g.captured_graph FROM captured_graph g JOIN operations o USING (operation_id)")
+    assert [row["name"] for row in rows] == ["ttnn.linear"]  # its nested matmul and add launch nothing
+    graph = json.loads(rows[0]["captured_graph"])
+    device_ops = [n["params"]["name"] for n in graph if n["node_type"] == "function_start"]
+    assert device_ops == ["ttnn::linear", "MatmulDeviceOperation"]
+    sizes = [int(n["params"]["size"]) for n in graph if n["node_type"] == "circular_buffer_allocate"]
+    assert sizes == [8 * TILE_BF16, 8 * TILE_BF16, 1 * TILE_BF16, 1 * TILE_BF16]  # in0, in1, bias, out
+
+
+def test_a_captured_matmul_shows_its_device_operation_cbs_and_addresses(device, tmp_path):
+    a, b = tt(device, (256, 256)), tt(device, (256, 256))
+    with ttreport.capture("mm", config=ttreport.Config(root=tmp_path)) as handle:
+        ttnn.matmul(a, b)
+        ttnn.to_torch(a)  # a host op: no device program, no captured graph
+    with ttreport.open(handle.path) as r:
+        rows = r.sql("SELECT o.name, g.captured_graph FROM captured_graph g JOIN operations o USING (operation_id)")
+    assert [row["name"] for row in rows] == ["ttnn.matmul"]
+    graph = json.loads(rows[0]["captured_graph"])
+    assert [n["counter"] for n in graph] == list(range(len(graph)))
+    cb_nodes = [n["params"] for n in graph if n["node_type"] == "circular_buffer_allocate"]
+    base = device.config.l1_unreserved_base
+    assert [(int(p["address"]), int(p["size"])) for p in cb_nodes] == [
+        (base, 8 * TILE_BF16), (base + 8 * TILE_BF16, 8 * TILE_BF16), (base + 16 * TILE_BF16, TILE_BF16)]
+    assert {p["core_range_set"] for p in cb_nodes} == {"{[0-0 - 7-7]}"}
+
+
+@pytest.fixture
+def small_l1():
+    # 64 KiB of L1 above the reserved base per core, so one tensor and a matmul's CBs meet quickly
+    dev = ttnn.open_device(0, l1_size=98_304 + 65_536)
+    yield dev
+    ttnn.close_device(dev)
+
+
+def test_cbs_that_reach_an_l1_tensor_fail_with_tt_metals_clash_error(small_l1):
+    a, b = tt(small_l1, (256, 256)), tt(small_l1, (256, 256))
+    ttnn.matmul(a, b)  # fits while L1 is empty: the CBs (34 KiB per core) end below the top of L1
+    # 48 KiB per core (3 MiB over 64 banks) at the top of L1 leaves 16 KiB above the CBs' base
+    held = tt(small_l1, (49_152, 32), memory_config=ttnn.L1_MEMORY_CONFIG)
+    addr = held.buffer_address()
+    end = small_l1.config.l1_unreserved_base + 17 * TILE_BF16
+    live = len(small_l1.memory.live_buffers())
+    with pytest.raises(RuntimeError) as err:
+        ttnn.matmul(a, b)
+    assert ("Statically allocated circular buffers in program" in str(err.value)
+            and f"clash with L1 buffers on core range [0-0 - 7-7]. L1 buffer allocated at {addr} and static "
+                f"circular buffer region ends at {end}" in str(err.value))
+    assert len(small_l1.memory.live_buffers()) == live  # the failed op's output was freed
+    held.deallocate()
+    ttnn.matmul(a, b)  # room again
+
+
+def test_cbs_beyond_the_end_of_l1_fail_with_tt_metals_message(small_l1):
+    # 1024x1024 @ 1024x1024 bfloat16 on 8x8 cores: per_core_M = per_core_N = in0_block_w = 4, so in0 and in1
+    # hold 4x4 tiles each, doubled (64 KiB apiece), and the output 4x4 tiles (32 KiB): 160 KiB from the base
+    a, b = tt(small_l1, (1024, 1024)), tt(small_l1, (1024, 1024))
+    with pytest.raises(RuntimeError, match=r"Statically allocated circular buffers on core range \[0-0 - 7-7\] "
+                                           r"grow to 262144 B which is beyond max L1 size of 163840 B"):
+        ttnn.matmul(a, b)
+
+
+def test_a_report_shows_the_cbs_and_the_tensor_that_clashed(small_l1, tmp_path):
+    a, b = tt(small_l1, (256, 256)), tt(small_l1, (256, 256))
+    with ttreport.capture("clash", config=ttreport.Config(root=tmp_path)) as handle:
+        held = ttnn.to_memory_config(tt(small_l1, (49_152, 32)), ttnn.L1_MEMORY_CONFIG)
+        with pytest.raises(RuntimeError, match="clash with L1 buffers"):
+            ttnn.matmul(a, b)
+    with ttreport.open(handle.path) as r:
+        op = r.sql("SELECT operation_id FROM operations WHERE name = 'ttnn.matmul'")[0]["operation_id"]
+        error = r.sql("SELECT error_message FROM errors WHERE operation_id = ?", [op])[0]["error_message"]
+        graph = json.loads(r.sql("SELECT captured_graph FROM captured_graph WHERE operation_id = ?",
+                                 [op])[0]["captured_graph"])
+        clashed = r.sql("SELECT tensor_id FROM tensors WHERE address = ? AND buffer_type = 1",
+                        [held.buffer_address()])
+    assert f"L1 buffer allocated at {held.buffer_address()}" in error
+    assert [int(n["params"]["size"]) for n in graph if n["node_type"] == "circular_buffer_allocate"] == [
+        8 * TILE_BF16, 8 * TILE_BF16, TILE_BF16]
+    assert [row["tensor_id"] for row in clashed] == [held.tensor_id]

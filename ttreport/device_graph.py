@@ -1,0 +1,60 @@
+"""An op's device work as TT-NN's graph capture writes it: the `captured_graph` JSON the visualizer reads.
+
+device_sim tells the recorder about each program an op launches (device_sim.device_work.Program:
+the device operation's name, its circular buffers, their cores). The writer turns an op's programs
+into one JSON array of TT-NN's graph nodes (graph_processor.cpp): `counter`, `node_type`, `params`
+(every value a string), `arguments` and `connections`. The op is a `function_start` named as C++
+names it (`ttnn::matmul`), each program a nested `function_start` (`MatmulDeviceOperation`) holding a
+`circular_buffer_deallocate_all` (TT-Metal frees the previous program's CBs first) and one
+`circular_buffer_allocate` per CB. ttnn-visualizer counts the nested names as "Device operations"
+and sums the CB sizes per core into "Peak L1 memory load per core".
+
+Example:
+    >>> from device_sim.device_work import CircularBuffer, Program, cores_row_major
+    >>> p = Program("MatmulDeviceOperation", "1D", (CircularBuffer((0,), 2, 2048),), cores_row_major(2, 8),
+    ...             program_id=1, device_id=0, cb_base=98304)
+    >>> import json
+    >>> [n["node_type"] for n in json.loads(captured_graph("ttnn.matmul", [p]))]  # doctest: +NORMALIZE_WHITESPACE
+    ['capture_start', 'function_start', 'function_start', 'circular_buffer_deallocate_all',
+     'circular_buffer_allocate', 'function_end', 'function_end', 'capture_end']
+"""
+
+from __future__ import annotations
+
+import json
+
+from device_sim.device_work import cores_text
+
+
+def cpp_name(op_name: str) -> str:
+    """'ttnn.experimental.rotary_embedding' -> 'ttnn::experimental::rotary_embedding', as TT-NN's graph names ops."""
+    return op_name.replace(".", "::")
+
+
+def captured_graph(op_name: str, programs: list) -> str:
+    """The JSON text of one op's captured graph, its programs in launch order."""
+    nodes: list[dict] = []
+
+    def node(node_type: str, params: dict, parent: int | None) -> int:
+        counter = len(nodes)
+        nodes.append({"counter": counter, "node_type": node_type, "params": params, "arguments": [],
+                      "connections": []})
+        if parent is not None:
+            nodes[parent]["connections"].append(counter)
+        return counter
+
+    top = node("capture_start", {}, None)
+    name = cpp_name(op_name)
+    op = node("function_start", {"name": name, "inputs": "0"}, top)
+    for p in programs:
+        device = str(p.device_id)
+        start = node("function_start", {"name": p.name, "inputs": "0", "device_id": device}, op)
+        node("circular_buffer_deallocate_all", {"device_id": device}, start)
+        cores = cores_text(p.cores)
+        for cb, address in p.cb_addresses():
+            node("circular_buffer_allocate", {"size": str(cb.size), "address": str(address), "core_range_set": cores,
+                                              "globally_allocated": "0", "device_id": device}, start)
+        node("function_end", {"name": p.name}, start)
+    node("function_end", {"name": name}, op)
+    node("capture_end", {}, top)
+    return json.dumps(nodes, separators=(",", ":"))
