@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from device_sim.dtypes import tile_size
 from device_sim.types import BufferType, CoreCoord, CoreRange, CoreRangeSet, DataType
@@ -36,8 +36,8 @@ from device_sim.types import BufferType, CoreCoord, CoreRange, CoreRangeSet, Dat
 TILE = 32
 
 
-@dataclass(frozen=True, slots=True)
-class CircularBuffer:
+# NamedTuples, not dataclasses: a matmul makes a program and its CBs on every call (a few us matter).
+class CircularBuffer(NamedTuple):
     indices: tuple[int, ...]  # the CB indices (c_0, c_4, ...) that share this buffer (output and interm0 may)
     num_pages: int  # tiles
     page_size: int  # bytes of one tile in the CB's data format
@@ -47,12 +47,11 @@ class CircularBuffer:
         return self.num_pages * self.page_size
 
 
-@dataclass(frozen=True, slots=True)
-class Program:
+class Program(NamedTuple):
     name: str  # the device operation, as TT-NN's graph capture names it ("MatmulDeviceOperation")
     factory: str  # the program factory (or program config) whose CBs these are
     cbs: tuple[CircularBuffer, ...]
-    cores: CoreRangeSet  # where the CBs live
+    ranges: tuple[tuple[int, int, int, int], ...]  # where the CBs live: (x0, y0, x1, y1) core ranges, inclusive
     program_id: int = 0
     device_id: int = 0
     cb_base: int = 0  # L1 address of the first CB (the device's unreserved base)
@@ -72,6 +71,10 @@ class Program:
     @property
     def l1_bytes_per_core(self) -> int:
         return sum(cb.size for cb in self.cbs)
+
+    @property
+    def cores(self) -> CoreRangeSet:
+        return CoreRangeSet([CoreRange(CoreCoord(x0, y0), CoreCoord(x1, y1)) for x0, y0, x1, y1 in self.ranges])
 
 
 def _align(n: int, alignment: int = 16) -> int:
@@ -111,12 +114,16 @@ def launch(device, program: Program) -> None:
     if memory is None:
         return
     c = device.config
-    program = Program(program.name, program.factory, program.cbs, program.cores, next(_program_ids),
+    program = Program(program.name, program.factory, program.cbs, program.ranges, next(_program_ids),
                       device.device_id, c.l1_unreserved_base)
     if memory.listener is not None:
         memory.listener("program", program)
     end = program.cb_region_end
-    where = range_text(program.cores.ranges()[0])  # TT-Metal names the first core range whose CBs fail
+    if end <= c.l1_size:
+        lowest = memory.allocators[BufferType.L1].lowest_occupied_address()
+        if lowest is None or lowest >= end:
+            return
+    where = range_text(program.ranges[0])  # TT-Metal names the first core range whose CBs fail
     if end > c.l1_size:
         raise RuntimeError(f"TT_THROW @ device_sim/device_work.py: tt::exception\ninfo:\nStatically allocated circular "
                            f"buffers on core range {where} grow to {end} B which is beyond max L1 size of "
@@ -128,35 +135,35 @@ def launch(device, program: Program) -> None:
                            f"L1 buffer allocated at {lowest} and static circular buffer region ends at {end}")
 
 
-def range_text(r: CoreRange) -> str:
+def range_text(r: tuple[int, int, int, int]) -> str:
     """A core range as TT-Metal's CoreRange::str() writes it in its errors and graphs: '[0-0 - 7-7]' (x-y)."""
-    return f"[{r.start.x}-{r.start.y} - {r.end.x}-{r.end.y}]"
+    return f"[{r[0]}-{r[1]} - {r[2]}-{r[3]}]"
 
 
-def cores_text(cores: CoreRangeSet) -> str:
-    """A CoreRangeSet as CoreRangeSet::str(): '{[0-0 - 7-7], [0-1 - 3-1]}'."""
-    return "{" + ", ".join(range_text(r) for r in cores.ranges()) + "}"
+def cores_text(ranges: tuple) -> str:
+    """Core ranges as CoreRangeSet::str(): '{[0-0 - 7-7], [0-1 - 3-1]}'."""
+    return "{" + ", ".join(range_text(r) for r in ranges) + "}"
 
 
-def cores_row_major(n: int, grid_x: int) -> CoreRangeSet:
+def cores_row_major(n: int, grid_x: int) -> tuple:
     """The first n cores of a grid of grid_x columns, row by row (TT-Metal's num_cores_to_corerangeset)."""
     full, rest = divmod(n, grid_x)
-    ranges = [CoreRange(CoreCoord(0, 0), CoreCoord(grid_x - 1, full - 1))] if full else []
-    if rest:
-        ranges.append(CoreRange(CoreCoord(0, full), CoreCoord(rest - 1, full)))
-    return CoreRangeSet(ranges)
+    ranges = ((0, 0, grid_x - 1, full - 1),) if full else ()
+    return ranges + ((0, full, rest - 1, full),) if rest else ranges
 
 
 # -- matmul ------------------------------------------------------------------------------------
 _F32 = DataType.FLOAT32
+_BF16 = DataType.BFLOAT16
+_TILE_BYTES = {dt: tile_size(dt) for dt in DataType}
 
 
 def _tiles(n: int) -> int:
     return -(-n // TILE)
 
 
-def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, fp32_dest_acc_en: bool | None = None,
-                   packer_l1_acc: bool | None = None) -> Program:
+def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, shapes: tuple | None = None,
+                   fp32_dest_acc_en: bool | None = None, packer_l1_acc: bool | None = None) -> Program:
     """MatmulDeviceOperation's CBs as TT-NN's multicast program factories create them.
 
     The blocking (per_core_M, per_core_N, in0_block_w, grid) is the program config's, or, without one,
@@ -168,12 +175,33 @@ def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, fp32_dest
     there is more than one K block; c_3 the bias, per_core_N tiles; c_4 output and c_5 the
     intermediate, per_core_M*per_core_N tiles, one shared buffer when their data formats agree.
     Defaults as TT-NN's matmul: fp32 destination iff the output is float32, packer L1 accumulation
-    otherwise.
+    otherwise. `shapes` are the operands' shapes after transpose_a/transpose_b (default: a's and b's).
     """
-    ashape, bshape = a.padded_shape, b.padded_shape
+    ashape, bshape = shapes if shapes is not None else (a._value.shape, b._value.shape)
+    if program_config is not None:
+        return _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_dest_acc_en,
+                               packer_l1_acc)
+    # A model repeats a few shapes: the default program of each is worked out once (~10 us a time otherwise).
+    dev = a._device
+    key = (tuple(ashape), tuple(bshape), a.dtype, b.dtype, bias.dtype if bias is not None else None, out_dtype,
+           dev.config.grid_x if dev is not None else 8, dev.config.grid_y if dev is not None else 8,
+           fp32_dest_acc_en, packer_l1_acc)
+    program = _default_programs.get(key)
+    if program is None:
+        if len(_default_programs) >= 4096:
+            _default_programs.clear()
+        program = _default_programs[key] = _matmul_program(a, b, bias, out_dtype, None, ashape, bshape,
+                                                           fp32_dest_acc_en, packer_l1_acc)
+    return program
+
+
+_default_programs: dict[tuple, Program] = {}
+
+
+def _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_dest_acc_en, packer_l1_acc):
     Mt, Kt, Nt = _tiles(ashape[-2]), _tiles(ashape[-1]), _tiles(bshape[-1])
     B = 1
-    for d in tuple(ashape)[:-2]:
+    for d in ashape[:-2]:
         B *= d
     dev = a._device
     gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
@@ -188,7 +216,7 @@ def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, fp32_dest
             gx, gy = (grid.x, grid.y) if hasattr(grid, "x") else tuple(grid)
         two_d = kind == "MatmulMultiCoreReuseMultiCastProgramConfig"
         transpose = bool(getattr(cfg, "transpose_mcast", False))
-    elif any(d > 1 for d in tuple(bshape)[:-2]):  # a batched b: one whole output matrix per core
+    elif any(d > 1 for d in bshape[:-2]):  # a batched b: one whole output matrix per core
         per_M, per_N, kw, two_d, transpose = Mt, Nt, 1, False, False
         kind = "MatmulMultiCoreReuseProgramConfig"
     else:
@@ -213,23 +241,23 @@ def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, fp32_dest
         transpose = False
     num_blocks = max(Kt // max(kw, 1), 1)
     depth = 2 if B * num_blocks > 1 else 1
-    in0_tile, in1_tile, out_tile = tile_size(a.dtype), tile_size(b.dtype), tile_size(out_dtype)
+    sizes = _TILE_BYTES
+    in0_tile, in1_tile, out_tile = sizes[a.dtype], sizes[b.dtype], sizes[out_dtype]
     cbs = [CircularBuffer((0,), per_M * kw * depth, in0_tile), CircularBuffer((1,), per_N * kw * depth, in1_tile)]
     if bias is not None:
-        cbs.append(CircularBuffer((3,), per_N, tile_size(bias.dtype)))
+        cbs.append(CircularBuffer((3,), per_N, sizes[bias.dtype]))
     packer_on = packer and num_blocks > 1
-    interm = (DataType.FLOAT32 if fp32 else DataType.BFLOAT16) if packer_on else (DataType.FLOAT32 if fp32
-                                                                                  else out_dtype)
+    interm = (_F32 if fp32 else _BF16) if packer_on else (_F32 if fp32 else out_dtype)
     if interm == out_dtype:
         cbs.append(CircularBuffer((4, 5), per_M * per_N, out_tile))
     else:
-        cbs += [CircularBuffer((4,), per_M * per_N, out_tile), CircularBuffer((5,), per_M * per_N, tile_size(interm))]
+        cbs += [CircularBuffer((4,), per_M * per_N, out_tile), CircularBuffer((5,), per_M * per_N, sizes[interm])]
     # MatmulMultiCoreReuse's blocks do not span batches; the multicast factories fold batches into M.
     blocks_y = B * -(-Mt // per_M) if kind == "MatmulMultiCoreReuseProgramConfig" else -(-B * Mt // per_M)
     blocks_x = -(-Nt // per_N)
     if two_d:
         x, y = (blocks_y, blocks_x) if transpose else (blocks_x, blocks_y)
-        cores = CoreRangeSet(CoreRange(CoreCoord(0, 0), CoreCoord(min(x, gx) - 1, min(y, gy) - 1)))
+        ranges = ((0, 0, min(x, gx) - 1, min(y, gy) - 1),)
     else:
-        cores = cores_row_major(min(blocks_y * blocks_x, gx * gy), gx)
-    return Program("MatmulDeviceOperation", kind, tuple(cbs), cores)
+        ranges = cores_row_major(min(blocks_y * blocks_x, gx * gy), gx)
+    return Program("MatmulDeviceOperation", kind, tuple(cbs), ranges)

@@ -59,7 +59,7 @@ def test_a_program_config_sets_the_blocking(device):
     p = device_work.matmul_program(a, b, None, ttnn.bfloat16, cfg)
     # in0: 1 x 2 tiles, in1: 2 x 2 tiles, both doubled (4 K blocks); 8 rows of M blocks x 8 columns of N blocks
     assert cbs(p) == [((0,), 4, TILE_BF16), ((1,), 8, TILE_BF16), ((4, 5), 2, TILE_BF16)]
-    assert device_work.cores_text(p.cores) == "{[0-0 - 7-7]}"
+    assert device_work.cores_text(p.ranges) == "{[0-0 - 7-7]}"
 
 
 def test_a_linear_with_bias_is_one_matmul_program_with_a_bias_cb(device, tmp_path):

@@ -50,7 +50,7 @@ def captured_graph(op_name: str, programs: list) -> str:
         device = str(p.device_id)
         start = node("function_start", {"name": p.name, "inputs": "0", "device_id": device}, op)
         node("circular_buffer_deallocate_all", {"device_id": device}, start)
-        cores = cores_text(p.cores)
+        cores = cores_text(p.ranges)
         for cb, address in p.cb_addresses():
             node("circular_buffer_allocate", {"size": str(cb.size), "address": str(address), "core_range_set": cores,
                                               "globally_allocated": "0", "device_id": device}, start)

@@ -115,16 +115,17 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
     if act is not None:
         y = act(y, emulate and n.math_approx_mode)
     out = output(y, input_tensor_a, ins, op_name=op_name, dtype=out_dtype, memory_config=memory_config)
-    _launch(out, input_tensor_a, input_tensor_b, bias, out.dtype, program_config, n)
+    _launch(out, input_tensor_a, input_tensor_b, bias, out.dtype, program_config, n, (a.shape, b.shape))
     return out
 
 
-def _launch(out: Tensor, a: Tensor, b: Tensor, bias, out_dtype, program_config, n) -> None:
+def _launch(out: Tensor, a: Tensor, b: Tensor, bias, out_dtype, program_config, n, shapes=None) -> None:
     """Launch the matmul program on a's device once the output exists (its L1 counts against the CBs)."""
     if a._device is None:
         return
     program = device_work.matmul_program(
-        a, b, bias, out_dtype, program_config, fp32_dest_acc_en=n.fp32_dest_acc_en if n is not None else None,
+        a, b, bias, out_dtype, program_config, shapes=shapes,
+        fp32_dest_acc_en=n.fp32_dest_acc_en if n is not None else None,
         packer_l1_acc=n.packer_l1_acc if n is not None else None)
     try:
         device_work.launch(a._device, program)
@@ -198,5 +199,7 @@ def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | Non
         fused = {} if act is None else {"activations": [act]}  # no keyword when none: the recorded add stays plain
         result = eltwise.add(out, bias, memory_config=memory_config, dtype=dtype, **fused)
     del out  # the float32 intermediate is the emulator's, not the device's: gone before the program's check
-    _launch(result, input_tensor_a, input_tensor_b, bias, result.dtype, program_config, None)
+    sa, sb = input_tensor_a._value.shape, input_tensor_b._value.shape
+    shapes = ((*sa[:-2], sa[-1], sa[-2]) if transpose_a else sa, (*sb[:-2], sb[-1], sb[-2]) if transpose_b else sb)
+    _launch(result, input_tensor_a, input_tensor_b, bias, result.dtype, program_config, None, shapes)
     return result
