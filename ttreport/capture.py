@@ -136,12 +136,15 @@ class Capture(contextlib.ContextDecorator):
         self.db_path = path / db.DB_FILE
         db.create(self.db_path, indexes=False)
         started = _now()
+        # capture_timestamp_ns: with the op count, ttnn-visualizer's fingerprint of this run (a later run
+        # written to the same folder name reads as another run).
         facts = {"ttreport_version": _version(), "torch_version": torch.__version__,
                  "python_version": platform.python_version(), "host": socket.gethostname(),
-                 "started_at": started, "status": "running"}
+                 "started_at": started, "capture_timestamp_ns": time.time_ns(), "status": "running"}
         _write_metadata(self.db_path, facts)
         _reserve_room(path / RESERVE_FILE)
-        _write_json(path / CONFIG_FILE, {"config": config.to_json(), "schema_version": db.head_revision(),
+        _write_json(path / CONFIG_FILE, {**_ttnn_config_keys(config, path), "config": config.to_json(),
+                                         "schema_version": db.head_revision(),
                                          **{k: v for k, v in facts.items() if k != "status"}})
 
         self._queue = q = RecordQueue(config.flush_ops)
@@ -596,6 +599,16 @@ def _reserve_room(path: Path) -> None:
         os.ftruncate(fd, 0)  # not even that much room: the capture runs, as it would without the reserve
     finally:
         os.close(fd)
+
+
+def _ttnn_config_keys(config: Config, path: Path) -> dict:
+    """TT-NN's flat config.json keys (its ttnn.CONFIG dump) for what this capture records: the visualizer
+    lists a report by `report_name`."""
+    return {"report_name": path.name, "report_path": str(path), "root_report_path": str(config.root),
+            "enable_logging": True, "enable_detailed_buffer_report": config.buffer_pages,
+            "enable_detailed_tensor_report": config.tensors != "none",
+            "enable_comparison_mode": config.comparison != "off", "comparison_mode_pcc": config.comparison_pcc,
+            "comparison_mode_should_raise_exception": config.raise_on_mismatch}
 
 
 def _write_json(path: Path, data: dict) -> None:
