@@ -13,6 +13,7 @@ ops, shapes, addresses and values; only timings differ.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sqlite3
@@ -182,16 +183,24 @@ def _warm_up_torch() -> None:
 def write_sample() -> Path:
     """Regenerate sample_reports/demo, the committed report the docs and tests read.
 
-    Its stack traces name files relative to the repository, so the committed report carries
-    no path of the machine that made it.
+    Its stack traces, source files and config.json name paths relative to the repository, so the
+    committed report carries no path of the machine that made it.
     """
     path = capture_demo(SAMPLE_ROOT / "demo")
-    prefix = str(Path(__file__).resolve().parents[1]) + os.sep
+    repo = Path(__file__).resolve().parents[1]
+    prefix = str(repo) + os.sep
     con = sqlite3.connect(path / "db.sqlite")
     with con:
-        con.execute("UPDATE stack_trace_texts SET stack_trace = replace(stack_trace, ?, '')", (prefix,))
-        con.execute("UPDATE errors SET stack_trace = replace(stack_trace, ?, '')", (prefix,))
+        for table, column in (("stack_trace_texts", "stack_trace"), ("stack_traces", "stack_trace"),
+                              ("errors", "stack_trace"), ("source_files", "path"),
+                              ("tensor_lifetime", "producer_source_file"), ("tensor_lifetime", "last_use_source_file")):
+            con.execute(f"UPDATE {table} SET {column} = replace({column}, ?, '')", (prefix,))
+    con.execute("VACUUM")
     con.close()
+    config = json.loads((path / "config.json").read_text())
+    for key in ("report_path", "root_report_path"):
+        config[key] = os.path.relpath(config[key], repo)
+    (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     return path
 
 
