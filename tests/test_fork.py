@@ -18,7 +18,7 @@ import ttreport
 REPO = Path(__file__).resolve().parent.parent
 
 PARENT = r"""
-import json, os, pathlib, sys, warnings
+import json, os, pathlib, signal, sys, time, warnings
 import torch
 import device_sim as ttnn
 import ttreport
@@ -39,6 +39,14 @@ with ttreport.capture(report) as cap:
         lost = [str(w.message) for w in caught if issubclass(w.category, ttreport.ReportIncompleteWarning)]
         print(json.dumps({"child": os.getpid(), "warnings": lost, "result": b.to_torch()[0, 0].item()}), flush=True)
         sys.exit(0)  # a normal exit: SystemExit leaves the with-block, then atexit handlers run
+    _, status = os.waitpid(pid, 0)
+    print(json.dumps({"child_exit": os.waitstatus_to_exitcode(status)}), flush=True)
+    pid = os.fork()
+    if pid == 0:  # a second child, ended by SIGTERM: it must end as SIGTERM ends it, closing nothing
+        time.sleep(60)
+        os._exit(0)
+    time.sleep(0.5)
+    os.kill(pid, signal.SIGTERM)
     _, status = os.waitpid(pid, 0)
     print(json.dumps({"child_exit": os.waitstatus_to_exitcode(status)}), flush=True)
     sys.stdin.readline()  # the test tries to overwrite the report now
@@ -71,6 +79,7 @@ def test_a_forked_child_that_exits_leaves_the_parents_capture_running_and_locked
         assert len(child["warnings"]) == 1, child["warnings"]  # once, not once per op
         assert f"process {child['child']}" in child["warnings"][0] and str(report) in child["warnings"][0]
         assert json.loads(parent.stdout.readline()) == {"child_exit": 0}
+        assert json.loads(parent.stdout.readline()) == {"child_exit": -signal.SIGTERM}
         assert (report / ".lock").read_text().strip() == str(parent.pid)  # the child's exit left the lock
         second = subprocess.run([sys.executable, str(tmp_path / "second.py"), str(report)], capture_output=True,
                                 text=True, cwd=REPO, timeout=120)

@@ -7,8 +7,11 @@
 A fault is one line of text naming what is wrong and where. The checks: SQLite's own
 `PRAGMA integrity_check`; the schema revision; the status (a report whose capture was killed
 stays "running"); what the capture itself noted as lost; ids that point at rows that do not
-exist (input/output tensors, producers, parents, stack traces, errors); and every tensor file
-the report names: inside the report folder, present, and loadable. Only a path that holds no
+exist (input/output tensors, producers, parents, stack traces, errors); values a reader would
+trip on (a BLOB or text where a number belongs, text that is not UTF-8), in every table; and
+every tensor file the report names: inside the report folder, a regular file, no larger than
+its shape allows, and loadable with the CRC-32, shape and dtype the capture recorded for it.
+A damaged page or schema never stops the checks that can still run. Only a path that holds no
 report raises (ReportError); everything about the report's contents is a fault.
 """
 
@@ -52,7 +55,7 @@ _DANGLING = [
 ]
 
 # Keys the capture writes to report_metadata when it could not keep everything.
-_LOSS_KEYS = ("records_lost", "tensor_files_lost", "tensors_skipped", "writer_error", "tensor_file_error")
+_LOSS_KEYS = ("ops_lost", "records_lost", "tensor_files_lost", "tensors_skipped", "writer_error", "tensor_file_error")
 
 
 def check(path: str | os.PathLike) -> list[str]:
