@@ -4,7 +4,10 @@
 own storage), so `torch.load(path, weights_only=True)` reads it on any machine with torch and
 neither device_sim nor ttreport. `tensors/<id>.bin` is device_sim's portable format. Each file
 is written under a temporary name and renamed, so a crash never leaves half a file under the
-final name.
+final name. The tensor thread then records the file's size, CRC-32, shape and dtype in
+`tensor_files`, and load_tensor() checks a file against them before trusting it:
+
+    value = load_tensor("generated/ttreport/reports/demo", 3)   # TensorFileDamagedError if changed
 """
 
 from __future__ import annotations
