@@ -1,0 +1,88 @@
+"""ttnn-visualizer's own queries and parsers (its package, a dev dependency) read a fresh report as a user sees it.
+
+In process, on the report's SQLite file: ops in id order, every op labelled with the file and line
+that called it, memory layouts parsed from TT-NN's MemoryConfig text, buffers in op order, the
+report's name from config.json, a run fingerprint with its timestamp. The REST server is asked the
+same in tests that start it (tests/visualizer.py).
+"""
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+import torch
+
+# Imported, not skipped when missing: `pip install -e .[dev]` installs it, and a report the
+# visualizer cannot read is what these tests are for.
+from ttnn_visualizer.models import Tensor as VisualizerTensor
+from ttnn_visualizer.queries import DatabaseQueries
+from ttnn_visualizer.report_fingerprint import profiler_run_fingerprint
+from ttnn_visualizer.utils import read_profiler_report_name
+
+import device_sim as ttnn
+import ttreport
+
+FIRST_FRAME = re.compile(r'File "([^"]+)", line (\d+)')  # the visualizer's label: the first frame named
+
+
+def model(device):
+    x = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)  # line A
+    for _ in range(2):
+        y = ttnn.relu(x)  # line B
+        x = ttnn.add(x, y)  # line C
+        ttnn.deallocate(y)  # line D
+    sharded = ttnn.create_sharded_memory_config((64, 64), ttnn.CoreGrid(y=2, x=1), ttnn.ShardStrategy.HEIGHT)
+    return ttnn.to_memory_config(x, sharded)  # line E
+
+
+def line_of(tag: str) -> int:
+    lines = Path(__file__).read_text().splitlines()
+    return next(i for i, text in enumerate(lines, 1) if text.endswith(f"# {tag}"))
+
+
+@pytest.fixture
+def queries(tmp_path, device):
+    with ttreport.capture(tmp_path / "visualized") as cap:
+        model(device)
+    con = sqlite3.connect(cap.db_path)
+    yield DatabaseQueries(connection=con), cap
+    con.close()
+
+
+def test_ops_come_in_id_order_each_labelled_with_the_line_that_called_it(queries):
+    q, _ = queries
+    ops = list(q.query_operations())
+    assert [o.operation_id for o in ops] == sorted(o.operation_id for o in ops)
+    assert [o.name for o in ops] == ["ttnn.from_torch", "ttnn.relu", "ttnn.add", "ttnn.deallocate", "ttnn.relu",
+                                     "ttnn.add", "ttnn.deallocate", "ttnn.to_memory_config"]
+    stacks = {s.operation_id: s for s in q.query_stack_traces()}
+    labels = [FIRST_FRAME.search(stacks[o.operation_id].stack_trace).groups() for o in ops]
+    expected = ["line A", "line B", "line C", "line D", "line B", "line C", "line D", "line E"]
+    assert labels == [(__file__, str(line_of(tag))) for tag in expected]
+    # the Source button: the file behind the label is in the report
+    (source,) = q.query_source_files()
+    assert source.path == __file__ and {s.source_file_id for s in stacks.values()} == {source.id}
+
+
+def test_memory_layouts_parse_from_tt_nns_text(queries):
+    q, _ = queries
+    tensors = {t.tensor_id: t for t in q.query_tensors()}
+    assert all(isinstance(t, VisualizerTensor) for t in tensors.values())
+    layouts = {t.memory_config["memory_layout"] for t in tensors.values() if t.memory_config}
+    assert layouts == {"TensorMemoryLayout::INTERLEAVED", "TensorMemoryLayout::HEIGHT_SHARDED"}
+
+
+def test_buffers_come_in_op_order(queries):
+    q, _ = queries
+    ids = [b.operation_id for b in q.query_buffers()]
+    assert ids and ids == sorted(ids)
+
+
+def test_the_report_has_a_name_and_a_fingerprint_with_its_time(queries):
+    _, cap = queries
+    assert read_profiler_report_name(cap.path) == "visualized"
+    fingerprint = profiler_run_fingerprint(cap.path)
+    stamp = sqlite3.connect(cap.db_path).execute(
+        "SELECT value FROM report_metadata WHERE key = 'capture_timestamp_ns'").fetchone()[0]
+    assert fingerprint.endswith(f":8:{stamp}")  # op count, then the capture's timestamp
