@@ -1,4 +1,4 @@
-"""Fixtures shared by every test file: a fresh device, and no hook left behind."""
+"""Fixtures shared by every test file: a fresh device, no hook left behind, the real ttnn-visualizer."""
 
 import pytest
 
@@ -23,3 +23,16 @@ def _no_leaked_state():
     ttnn.set_hook(None)
     ttnn.set_default_memory_config(default)
     assert leaked is None, f"test left a device_sim hook installed: {leaked!r}"
+
+
+@pytest.fixture(scope="session")
+def visualizer(tmp_path_factory):
+    """The real ttnn-visualizer on 127.0.0.1, one server for the session (tests/visualizer.py)."""
+    import visualizer as _visualizer  # tests/ is on sys.path, as for every test module here
+
+    try:
+        vis = _visualizer.start(tmp_path_factory.mktemp("visualizer"))
+    except FileNotFoundError as e:  # not installed: the dev extras bring it
+        pytest.skip(str(e))
+    yield vis
+    _visualizer.stop(vis)

@@ -25,14 +25,31 @@ import json
 
 from device_sim.device_work import cores_text
 
+# TensorMemoryLayout numbers -> the names graph_processor.cpp writes
+_LAYOUTS = {0: "INTERLEAVED", 1: "SINGLE_BANK", 2: "HEIGHT_SHARDED", 3: "WIDTH_SHARDED", 4: "BLOCK_SHARDED"}
+
+
+def _buffer_params(a: tuple) -> dict:
+    """A recorder ALLOC record (tag, buffer id, device, address, size per bank, type, layout, size, ...) as
+    track_allocate's params; num_cores is 0 for an interleaved buffer, as TT-NN writes it."""
+    _, _, device_id, address, per_bank, _, layout, size = a[:8]
+    cores = 0 if layout == 0 else -(-size // max(per_bank, 1))
+    return {"size": str(size), "address": str(address), "type": "L1", "layout": _LAYOUTS.get(layout, "UNKNOWN"),
+            "num_cores": str(cores), "device_id": str(device_id)}
+
 
 def cpp_name(op_name: str) -> str:
     """'ttnn.experimental.rotary_embedding' -> 'ttnn::experimental::rotary_embedding', as TT-NN's graph names ops."""
     return op_name.replace(".", "::")
 
 
-def captured_graph(op_name: str, programs: list) -> str:
-    """The JSON text of one op's captured graph, its programs in launch order."""
+def captured_graph(op_name: str, programs: list, l1_allocs=()) -> str:
+    """The JSON text of one op's captured graph, its programs in launch order.
+
+    `l1_allocs` are the recorder's ALLOC records of the L1 buffers the op made (its outputs): TT-NN
+    allocates them inside the device operation before its program's CBs, so they appear there, as
+    `buffer_allocate` nodes the visualizer adds (per core) to the CBs' load.
+    """
     nodes: list[dict] = []
 
     def node(node_type: str, params: dict, parent: int | None) -> int:
@@ -46,9 +63,12 @@ def captured_graph(op_name: str, programs: list) -> str:
     top = node("capture_start", {}, None)
     name = cpp_name(op_name)
     op = node("function_start", {"name": name, "inputs": "0"}, top)
-    for p in programs:
+    for i, p in enumerate(programs):
         device = str(p.device_id)
         start = node("function_start", {"name": p.name, "inputs": "0", "device_id": device}, op)
+        if i == 0:
+            for a in l1_allocs:
+                node("buffer_allocate", _buffer_params(a), start)
         node("circular_buffer_deallocate_all", {"device_id": device}, start)
         cores = cores_text(p.ranges)
         for cb, address in p.cb_addresses():

@@ -171,6 +171,8 @@ class Writer(threading.Thread):
         self._live: dict | None = {} if config.buffer_pages else None  # buffer id -> Buffer, for buffer_pages
         self._grid_x: dict[int, int] = {}  # device id -> worker columns, to place L1 banks on cores
         self._programs: dict[int, list] = {}  # op id -> the device programs it launched, until its row comes
+        self._l1_allocs: dict[int, list] = {}  # op id -> the L1 buffers it allocated, until its row comes
+        self._l1_owner: dict[int, int] = {}  # buffer id -> the op id whose _l1_allocs holds it
         self.error: BaseException | None = None  # the first failure, reported at close
         self.busy = threading.Lock()  # held while this thread is inside SQLite (see run)
         self.records_lost = 0
@@ -239,7 +241,7 @@ class Writer(threading.Thread):
             for item in batch:
                 tag = item[0]
                 if tag == OP:
-                    if self._programs:
+                    if self._programs or self._l1_allocs:
                         self._captured_graph(item, rows)
                     # The slots take the latest alloc and free before the op's end, whichever op they belong to.
                     staging.append(op(item, rows, new_stacks, new_specs) + (alloc or _NO_ALLOC) + (free or _NO_FREE))
@@ -248,10 +250,15 @@ class Writer(threading.Thread):
                     if live is not None:
                         live[item[1]] = item[10]
                         item = item[:10]
+                    if item[5] == 1 and item[9] is not None:  # an op's L1 buffer: in its graph if it launches
+                        self._l1_allocs.setdefault(item[9], []).append(item)
+                        self._l1_owner[item[1]] = item[9]
                     if alloc is not None:
                         allocs.append(alloc)
                     alloc = item
                 elif tag == FREE:
+                    if self._l1_owner:
+                        self._drop_l1_alloc(item[1])
                     if live is not None:
                         live.pop(item[1], None)
                     if free is not None:
@@ -367,9 +374,24 @@ class Writer(threading.Thread):
     def _captured_graph(self, rec, rows) -> None:
         """The op's captured graph row, from the programs it launched (none: no row, as for a host op)."""
         programs = self._programs.pop(rec[2], None)
+        l1 = self._l1_allocs.pop(rec[2], ())
+        parent = rec[5]
+        for a in l1:
+            if programs is None and parent is not None:  # a nested op's buffers are its caller's (linear's add)
+                self._l1_allocs.setdefault(parent, []).append(a)
+                self._l1_owner[a[1]] = parent
+            else:
+                self._l1_owner.pop(a[1], None)
         if programs is not None:
             rows["other"].setdefault(("captured_graph", ("operation_id", "captured_graph")), []).append(
-                (rec[2], device_graph.captured_graph(rec[1], programs)))
+                (rec[2], device_graph.captured_graph(rec[1], programs, l1)))
+
+    def _drop_l1_alloc(self, buffer_id: int) -> None:
+        """A buffer freed before its op's graph is written is not in it (linear's float32 intermediate)."""
+        op = self._l1_owner.pop(buffer_id, None)
+        if op is not None:
+            pending = self._l1_allocs.get(op, [])
+            pending[:] = [a for a in pending if a[1] != buffer_id]
 
     def _op(self, rec, rows, new_stacks, new_specs) -> tuple:
         """The op's staging row up to its buffer slots; its other new tensors, stack text, files and error go
