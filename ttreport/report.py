@@ -516,6 +516,12 @@ class Report:
     def banks(self, buffer_type: str) -> int | None:
         """How many banks an interleaved buffer of `buffer_type` ("L1", "DRAM") spreads over on this report's
         device: L1's from `devices`; DRAM's from the first op's DRAM bytes over its live buffers' per-bank sizes."""
+        cache = self.__dict__.setdefault("_bank_counts", {})  # asked once per tensor shown: worked out once
+        if buffer_type not in cache:
+            cache[buffer_type] = self._banks(buffer_type)
+        return cache[buffer_type]
+
+    def _banks(self, buffer_type: str) -> int | None:
         if buffer_type == "L1":
             row = self._conn.execute("SELECT MIN(l1_num_banks) FROM devices").fetchone()
             return row[0] if row and isinstance(row[0], int) and row[0] > 0 else None
