@@ -135,6 +135,17 @@ def launch(device, program: Program) -> None:
                            f"L1 buffer allocated at {lowest} and static circular buffer region ends at {end}")
 
 
+def launch_for(out, inputs: tuple, device, program: Program) -> None:
+    """launch(), for an op whose output `out` exists already: if the program cannot launch, the output's
+    buffer is freed (unless it is one of `inputs`, an in-place op's) before the error goes on."""
+    try:
+        launch(device, program)
+    except RuntimeError:
+        if not any(out is t for t in inputs):
+            out._free()
+        raise
+
+
 def range_text(r: tuple[int, int, int, int]) -> str:
     """A core range as TT-Metal's CoreRange::str() writes it in its errors and graphs: '[0-0 - 7-7]' (x-y)."""
     return f"[{r[0]}-{r[1]} - {r[2]}-{r[3]}]"
@@ -261,3 +272,45 @@ def _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_
     else:
         ranges = cores_row_major(min(blocks_y * blocks_x, gx * gy), gx)
     return Program("MatmulDeviceOperation", kind, tuple(cbs), ranges)
+
+
+# -- softmax -----------------------------------------------------------------------------------
+def _max_divisor(n: int, cap: int) -> int:
+    return next(d for d in range(min(cap, n), 0, -1) if n % d == 0)
+
+
+def softmax_program(x, out_dtype: DataType, *, fp32_dest_acc_en: bool = False, numeric_stable: bool = True) -> Program:
+    """SoftmaxDeviceOperation over the last dim of an interleaved tensor, as
+    softmax_program_factory_attention_optimized.cpp creates its CBs, on every core of the grid.
+
+    Wt tiles per row; block = the largest divisor of Wt up to 8 (4 with an fp32 destination). c_0 the
+    input (the whole row when numeric_stable, else two blocks), c_11 the output (two blocks), c_7 the
+    1/sum tile, c_2 the reduce scaler, c_6 the row's exps, c_5 a mask tile; numeric_stable adds c_8
+    (the row max) and c_10 (the row, Wt tiles). Intermediates are float32 with an fp32 destination,
+    else bfloat16. When these pass 90% of L1 the factory switches to its large-tensor kernel, whose
+    row CBs hold 80 tiles.
+    """
+    Wt = _tiles(x._value.shape[-1]) if x._value.dim() else 1
+    block = _max_divisor(Wt, 4 if fp32_dest_acc_en else 8)
+    sizes = _TILE_BYTES
+    in_tile, out_tile, im = sizes[x.dtype], sizes[out_dtype], sizes[_F32 if fp32_dest_acc_en else _BF16]
+    scalar = mask = sizes[_BF16]
+    in0_t = Wt if numeric_stable else 2 * block
+    im0_t = im4_t = Wt
+    estimate = in0_t * in_tile + im0_t * im + 2 * block * out_tile + 5 * im + (Wt * im if numeric_stable else 0)
+    dev = x._device
+    large = dev is not None and estimate > 0.9 * dev.config.l1_size
+    if large:
+        in0_t = im0_t = im4_t = 80
+    cbs = [CircularBuffer((0,), in0_t, in_tile), CircularBuffer((11,), 2 * block, out_tile),
+           CircularBuffer((7,), 1, im)]
+    if large:
+        cbs += [CircularBuffer((12,), 1, im), CircularBuffer((15,), 1, im), CircularBuffer((16,), 1, im)]
+    cbs += [CircularBuffer((2,), 1, scalar), CircularBuffer((6,), im0_t, im), CircularBuffer((5,), 1, mask)]
+    if numeric_stable:
+        cbs.append(CircularBuffer((8,), 1, im))
+    if numeric_stable or large:
+        cbs.append(CircularBuffer((10,), im4_t, im))
+    gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
+    return Program("SoftmaxDeviceOperation", "SoftmaxProgramFactoryAttentionOptimized", tuple(cbs),
+                   ((0, 0, gx - 1, gy - 1),))

@@ -145,3 +145,31 @@ def test_a_report_shows_the_cbs_and_the_tensor_that_clashed(small_l1, tmp_path):
     assert [int(n["params"]["size"]) for n in graph if n["node_type"] == "circular_buffer_allocate"] == [
         8 * TILE_BF16, 8 * TILE_BF16, TILE_BF16]
     assert [row["tensor_id"] for row in clashed] == [held.tensor_id]
+
+
+def test_a_softmax_over_the_last_dim_is_one_softmax_program_on_every_core(device):
+    # [1, 1, 64, 256] bfloat16: Wt = 8, block = 8; numeric_stable (TT-NN's default) keeps the whole row in c_0
+    # and c_10, the exps in c_6; bfloat16 intermediates without an fp32 destination
+    x = tt(device, (1, 1, 64, 256))
+    p = device_work.softmax_program(x, ttnn.bfloat16)
+    assert p.name == "SoftmaxDeviceOperation"
+    assert cbs(p) == [((0,), 8, TILE_BF16), ((11,), 16, TILE_BF16), ((7,), 1, TILE_BF16), ((2,), 1, TILE_BF16),
+                      ((6,), 8, TILE_BF16), ((5,), 1, TILE_BF16), ((8,), 1, TILE_BF16), ((10,), 8, TILE_BF16)]
+    assert p.ranges == ((0, 0, 7, 7),)
+    # an fp32 destination: blocks of at most 4 tiles, float32 intermediates; without numeric_stable c_0 is two blocks
+    p = device_work.softmax_program(x, ttnn.bfloat16, fp32_dest_acc_en=True, numeric_stable=False)
+    assert cbs(p) == [((0,), 8, TILE_BF16), ((11,), 8, TILE_BF16), ((7,), 1, 4096), ((2,), 1, TILE_BF16),
+                      ((6,), 8, 4096), ((5,), 1, TILE_BF16)]
+
+
+def test_a_captured_softmax_shows_its_device_operation(device, tmp_path):
+    x = tt(device, (1, 1, 64, 256))
+    with ttreport.capture("sm", config=ttreport.Config(root=tmp_path)) as handle:
+        ttnn.softmax(x, dim=-1)
+        ttnn.softmax(x, dim=2)  # not the last dim: a program device_sim does not model, so no graph
+    with ttreport.open(handle.path) as r:
+        rows = r.sql("SELECT operation_id, captured_graph FROM captured_graph")
+    assert [row["operation_id"] for row in rows] == [1]
+    graph = json.loads(rows[0]["captured_graph"])
+    assert [n["params"]["name"] for n in graph if n["node_type"] == "function_start"] == [
+        "ttnn::softmax", "SoftmaxDeviceOperation"]

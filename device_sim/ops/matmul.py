@@ -127,12 +127,7 @@ def _launch(out: Tensor, a: Tensor, b: Tensor, bias, out_dtype, program_config, 
         a, b, bias, out_dtype, program_config, shapes=shapes,
         fp32_dest_acc_en=n.fp32_dest_acc_en if n is not None else None,
         packer_l1_acc=n.packer_l1_acc if n is not None else None)
-    try:
-        device_work.launch(a._device, program)
-    except RuntimeError:
-        if not any(out is t for t in (a, b, bias)):  # a program that cannot launch leaves no output behind
-            out._free()
-        raise
+    device_work.launch_for(out, (a, b, bias), a._device, program)
 
 
 @register_op("ttnn.matmul", golden=_matmul_golden)

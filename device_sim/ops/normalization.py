@@ -7,7 +7,7 @@ import enum
 import torch
 import torch.nn.functional as F
 
-from device_sim import numerics
+from device_sim import device_work, numerics
 from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.program_config_checks import validate_layer_norm
@@ -50,7 +50,15 @@ def softmax(input_tensor: Tensor, dim: int = -1, *, memory_config: MemoryConfig 
     x = values(input_tensor)
     emulate = numerics.emulating(compute_kernel_config)
     y = _softmax_on_the_engine(x.float(), dim, compute_kernel_config) if emulate else _softmax_golden(x, dim)
-    return output(y, input_tensor, ins, op_name="ttnn.softmax", memory_config=memory_config)
+    out = output(y, input_tensor, ins, op_name="ttnn.softmax", memory_config=memory_config)
+    if input_tensor._device is not None and dim in (-1, x.dim() - 1) and not input_tensor.is_sharded():
+        # The last-dim, interleaved case: one SoftmaxDeviceOperation (other dims and sharded inputs run
+        # programs device_sim does not model yet, so they launch none).
+        program = device_work.softmax_program(
+            input_tensor, out.dtype, fp32_dest_acc_en=bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False)),
+            numeric_stable=tt_nn_only.get("numeric_stable", True))
+        device_work.launch_for(out, (input_tensor,), input_tensor._device, program)
+    return out
 
 
 def _row(op_name: str, name: str, w, width: int):
