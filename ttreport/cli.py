@@ -572,6 +572,49 @@ def demo(root):
     demo_module.main(root=root, echo=click.echo)
 
 
+# -- exports (ttreport.export) ------------------------------------------------------------------
+
+@main.command()
+@click.argument("report")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The trace file to write: .json, or .json.gz compressed.")
+def trace(report, out):
+    """Write the run as a Chrome trace-event / Perfetto JSON file: ops as nested slices per thread,
+    L1 and DRAM in use per device as counter tracks, arrows from each tensor's producer to its readers.
+
+    Example: ttreport trace generated/ttreport/reports/demo -o demo.json
+    """
+    with _open(report) as r:
+        path = r.export_chrome_trace(out)
+    click.echo(f"trace: {path}")
+    click.echo("open:  drag it onto https://ui.perfetto.dev or chrome://tracing (both read it in the browser)")
+
+
+@main.command()
+@click.argument("report")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The .html file to write.")
+@click.option("--limit", type=click.IntRange(min=0), default=0, show_default=True,
+              help="At most this many ops in the timeline and the op table, in call order (0: all).")
+@click.option("--against", help="Another report of the same model: B is REPORT, A this one; draws the PCC "
+              "of each op against it and marks the first divergence (both need stored tensors).")
+def html(report, out, limit, against):
+    """Write the run as one self-contained HTML file (opens offline): summary, timeline, L1 and DRAM
+    per device with the peaks, time by op name, slowest ops, golden PCC, a searchable op table.
+
+    Example: ttreport html generated/ttreport/reports/demo -o demo.html
+    """
+    comparison = None
+    if against is not None:
+        from ttreport.compare import compare_reports
+
+        comparison = compare_reports(against, report)
+    with _open(report) as r:
+        path = r.export_html(out, limit=limit or None, comparison=comparison)
+    click.echo(f"html: {path}")
+    click.echo(f"open: {path.resolve().as_uri()} in a browser (no network needed)")
+
+
 # -- comparison (ttreport.compare, ttreport.metrics) --------------------------------------------
 
 def _tolerance_options(f):

@@ -603,6 +603,24 @@ class Report:
                     peak[dev] = {"device_id": dev, "bytes": n, "operation_id": op_id, "name": name}
         return sorted(peak.values(), key=lambda p: (-p["bytes"], p["device_id"]))
 
+    # -- exports (ttreport.export; like torch.profiler's export_chrome_trace) ------------------
+    def export_chrome_trace(self, path: str | os.PathLike) -> Path:
+        """Write the run as a Chrome trace-event / Perfetto JSON file (.json, or .json.gz compressed)
+        that ui.perfetto.dev and chrome://tracing open: ops as nested slices, L1/DRAM counters per
+        device, producer -> consumer flows. Returns the path."""
+        from ttreport.export.trace import export_chrome_trace
+
+        return export_chrome_trace(self, path)
+
+    def export_html(self, path: str | os.PathLike, *, limit: int | None = None, comparison=None) -> Path:
+        """Write the run as one self-contained .html report (summary, timeline, memory per device,
+        time by op name, slowest ops, a searchable op table, golden PCC); no network needed to open it.
+        `limit` caps the ops in the timeline and the op table (None: every op); `comparison`, a
+        ReportComparison whose B is this report, adds its PCC per op and root cause. Returns the path."""
+        from ttreport.export.html import export_html
+
+        return export_html(self, path, limit=limit, comparison=comparison)
+
     def _peak(self, column: str) -> dict | None:
         rows = self.sql(f"SELECT operation_id, name, {column} AS bytes FROM operations WHERE {column} IS NOT NULL "
                         f"ORDER BY {column} DESC, operation_id LIMIT 1")

@@ -1,0 +1,144 @@
+"""A report as a Chrome trace-event / Perfetto JSON file (ui.perfetto.dev, chrome://tracing, speedscope).
+
+    with ttreport.open("generated/ttreport/reports/demo") as r:
+        r.export_chrome_trace("demo.json")          # or "demo.json.gz"
+
+What the file holds (the Trace Event Format's JSON object form):
+- each op a complete ("X") slice on its thread, so an op's nested ops sit inside it; its args carry
+  the op id, its arguments, each input and output tensor (shape, dtype, layout, memory config,
+  buffer), the golden PCC checks made on it and its error;
+- an op that raised is coloured "terrible" (red) and has an instant ("i") event "error: <type>";
+- one counter ("C") track per device, "device N memory", with series "L1" and "DRAM": bytes in use
+  after each op (ttreport.export.memory);
+- a flow arrow ("s" -> "f", category "tensor") from the op that produced a tensor to each op that
+  took it as an input.
+
+Events are written as they are read from SQL (ops a page at a time), never held whole.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from ttreport.export.golden import golden_checks
+from ttreport.export.memory import memory_timeline
+
+PID = 1
+SUFFIXES = (".json", ".json.gz")
+
+
+def export_chrome_trace(report, path) -> Path:
+    """Write `report` (an open Report) as a trace to `path` (.json, or .json.gz compressed); return the path."""
+    path = Path(path)
+    if not any(path.name.endswith(s) for s in SUFFIXES):
+        from ttreport.report import ReportError
+
+        raise ReportError(f"a trace is written as .json or .json.gz, not {path.name!r}; "
+                          f"name the file e.g. {path.with_suffix('.json').name}")
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "wt", encoding="utf-8") as f:
+        first = True
+        other = {"report": str(report.path), "status": report.status_text, "exporter": "ttreport"}
+        f.write('{"displayTimeUnit": "ns", "otherData": ' + json.dumps(other) + ', "traceEvents": [\n')
+        for event in trace_events(report):
+            if not first:
+                f.write(",\n")
+            f.write(json.dumps(event, default=str))
+            first = False
+        f.write("\n]}\n")
+    return path
+
+
+def trace_events(report):
+    """Every event of the trace, as dicts, in the order they are read (a generator)."""
+    yield {"ph": "M", "pid": PID, "name": "process_name", "args": {"name": f"ttreport {report.path.name}"}}
+    tids: dict = {}
+    pcc = golden_checks(report)
+    for op in report.iter_operations(sort="id"):
+        if op.start_ns is None:
+            continue  # no time was recorded for it (a TT-NN report): nothing to place
+        tid = tids.get(op.thread)
+        if tid is None:
+            tid = tids[op.thread] = len(tids) + 1
+            yield {"ph": "M", "pid": PID, "tid": tid, "name": "thread_name", "args": {"name": op.thread or "main"}}
+            yield {"ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}
+        dur_ns = (op.end_ns - op.start_ns) if op.end_ns is not None else round((op.duration or 0) * 1e9)
+        event = {"ph": "X", "pid": PID, "tid": tid, "name": op.name, "cat": "op",
+                 "ts": op.start_ns / 1000, "dur": max(dur_ns, 0) / 1000, "args": _args(op, pcc.get(op.id))}
+        if op.status == "error" or op.error is not None:
+            event["cname"] = "terrible"
+            yield event
+            yield {"ph": "i", "s": "t", "pid": PID, "tid": tid, "ts": op.start_ns / 1000, "cat": "error",
+                   "name": f"error: {op.error.error_type if op.error else 'unknown'}",
+                   "args": {"operation_id": op.id, "message": op.error.message if op.error else None}}
+        else:
+            yield event
+    yield from _counters(report)
+    yield from _flows(report, tids)
+
+
+def _tensor(t) -> dict:
+    return {"tensor_id": t.id, "shape": t.shape, "dtype": t.dtype, "layout": t.layout,
+            "memory_config": t.memory_config, "buffer_type": t.buffer_type, "device_id": t.device_id,
+            "address": t.address, "size": t.size}
+
+
+def _args(op, checks) -> dict:
+    args = {"operation_id": op.id, "depth": op.depth, "arguments": dict(op.arguments),
+            "inputs": [_tensor(t) for t in op.input_tensors], "outputs": [_tensor(t) for t in op.output_tensors],
+            "l1_bytes_after": op.l1_bytes, "dram_bytes_after": op.dram_bytes}
+    if op.parent is not None:
+        args["parent_operation_id"] = op.parent
+    if checks:
+        args["golden"] = checks
+        found = [c["pcc"] for c in checks if isinstance(c["pcc"], float)]
+        if found:
+            args["golden_pcc"] = min(found)
+    if op.error is not None:
+        args["error"] = {"type": op.error.error_type, "message": op.error.message}
+    if op.stack_trace:
+        args["source"] = op.stack_trace.strip().splitlines()[0].strip()  # the user's line: innermost first
+    return args
+
+
+def _counters(report):
+    last: dict = {}
+    for point in memory_timeline(report):
+        if point.end_ns is None:
+            continue
+        by_device: dict = {}
+        for (device, kind), n in point.bytes.items():
+            by_device.setdefault(device, {})[kind] = n
+        for device, values in sorted(by_device.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
+            full = {"L1": values.get("L1", 0), "DRAM": values.get("DRAM", 0)}
+            if last.get(device) == full:
+                continue  # a counter holds its value: write it only when it changes
+            last[device] = full
+            name = f"device {device} memory" if device is not None else "memory (all devices)"
+            yield {"ph": "C", "pid": PID, "name": name, "ts": point.end_ns / 1000, "args": full}
+
+
+def _flows(report, tids: dict):
+    """Producer -> consumer arrows, one per (tensor, consuming op), read as one streamed join."""
+    cur = report.execute(
+        "SELECT i.tensor_id, p.operation_id, p.end_ns, p.thread, c.operation_id, c.start_ns, c.thread "
+        "FROM input_tensors i JOIN tensors t ON t.tensor_id = i.tensor_id "
+        "JOIN operations p ON p.operation_id = t.producer_operation_id "
+        "JOIN operations c ON c.operation_id = i.operation_id "
+        "WHERE p.operation_id != c.operation_id AND typeof(p.end_ns) = 'integer' "
+        "AND typeof(c.start_ns) = 'integer' ORDER BY i.operation_id, i.input_index")
+    flow_id = 0
+    while batch := cur.fetchmany(1000):
+        for tensor_id, p_id, p_end, p_thread, c_id, c_start, c_thread in batch:
+            if p_thread not in tids or c_thread not in tids:
+                continue
+            flow_id += 1
+            name = f"tensor {tensor_id}"
+            # The start binds to the slice open at its ts on that thread: 1 ns before the producer's end,
+            # so the producer (whose nested ops have all ended) holds it rather than its parent.
+            yield {"ph": "s", "id": flow_id, "pid": PID, "tid": tids[p_thread], "ts": max(p_end - 1, 0) / 1000,
+                   "cat": "tensor", "name": name, "args": {"tensor_id": tensor_id, "producer": p_id}}
+            yield {"ph": "f", "bp": "e", "id": flow_id, "pid": PID, "tid": tids[c_thread], "ts": c_start / 1000,
+                   "cat": "tensor", "name": name, "args": {"tensor_id": tensor_id, "consumer": c_id}}
