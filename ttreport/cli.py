@@ -19,6 +19,7 @@ from pathlib import Path
 
 import click
 
+from ttreport import terminal
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
 from ttreport.report import DB_FILE, DEFAULT_ROOT, Report, Summary, status_text
 
@@ -64,69 +65,15 @@ def main():
 
 # -- formatting -------------------------------------------------------------------------------
 
-# A damaged report can hold text or a BLOB where a number belongs: it is shown as it is (`ttreport check`
-# names it), never a TypeError from the formatting.
-def human_bytes(n) -> str:
-    if n is None:
-        return ""
-    if not isinstance(n, (int, float)):
-        return _cell(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
-def human_seconds(s) -> str:
-    if s is None or (isinstance(s, float) and math.isnan(s)):
-        return ""
-    if not isinstance(s, (int, float)):
-        return _cell(s)
-    if s >= 1:
-        return f"{s:.2f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s * 1e6:.1f} us"
+# Units, cells and plain tables live in ttreport.terminal (shared with the other commands' modules); a
+# damaged report's text or BLOB where a number belongs is shown as it is, never a TypeError.
+human_bytes, human_seconds, _cell = terminal.human_bytes, terminal.human_seconds, terminal.cell
+table_lines = terminal.plain_table
 
 
 def format_table(columns, rows) -> str:
     """An aligned plain-text table; numbers are right-aligned, a multi-line value takes several lines."""
     return "\n".join(table_lines(columns, rows))
-
-
-def table_lines(columns, rows, *, sample: int = 1000):
-    """The lines of format_table, made as `rows` (any iterable) is read: the widths come from the first
-    `sample` rows, and a longer value later only runs past its column. Memory stays bounded."""
-    rows = iter(rows)
-    first = [r for _, r in zip(range(sample), rows)]
-    cells = [[_cell(v) for v in row] for row in first]
-    widths = [max([len(str(c))] + [len(line) for r in cells for line in r[i].splitlines()])
-              for i, c in enumerate(columns)]
-    numeric = [bool(first) and all(isinstance(row[i], (int, float)) or row[i] is None for row in first)
-               for i in range(len(columns))]
-
-    def lines(values):
-        split = [v.splitlines() or [""] for v in values]
-        for k in range(max(len(s) for s in split)):
-            yield "  ".join((s[k] if k < len(s) else "").rjust(w) if num else (s[k] if k < len(s) else "").ljust(w)
-                            for s, w, num in zip(split, widths, numeric)).rstrip()
-
-    yield from lines([str(c) for c in columns])
-    yield from lines(["-" * w for w in widths])
-    for r in cells:
-        yield from lines(r)
-    del first, cells
-    for row in rows:
-        yield from lines([_cell(v) for v in row])
-
-
-def _cell(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, bytes):  # a BLOB: shown, not decoded
-        return f"<{len(v)} bytes>"
-    return str(v)
 
 
 def _number(x, spec: str) -> str:
@@ -211,7 +158,7 @@ def ls_command(root: Path):
     if not rows:
         click.echo(f"no reports under {root}")
         return
-    click.echo(format_table(["name", "ops", "status", "size", "started"], rows))
+    terminal.echo_table(["name", "ops", "status", "size", "started"], rows)
 
 
 @main.command()
@@ -240,8 +187,7 @@ def ops(report, name, sort, limit, top_level):
                 yield (op.id, indent + _cell(op.name), human_seconds(op.duration),
                        op.status or "", ", ".join(_tensor_brief(t) for t in op.output_tensors))
 
-        for line in table_lines(["id", "name", "duration", "status", "outputs (id:shape dtype where)"], rows()):
-            click.echo(line)
+        terminal.echo_table(["id", "name", "duration", "status", "outputs (id:shape dtype where)"], rows())
     if shown < total and not top_level:
         click.echo(f"({shown} of {total} ops; --limit 0 shows all)")
 
@@ -350,8 +296,7 @@ def query(report, sql, as_json, as_csv, params, timeout_s):
             for row in rows:
                 writer.writerow(row)
         elif columns:
-            for line in table_lines(columns, rows):
-                click.echo(line)
+            terminal.echo_table(columns, rows)
 
 
 class _Echo:
@@ -467,8 +412,16 @@ def upgrade(report):
     if db.is_current(path):
         click.echo(f"{path.parent} is already at schema {before}")
         return
+    revisions = db.revisions()
+    steps = len(revisions) - 1 - (revisions.index(before) if before in revisions else 0)
+
+    def step_done(line: str, advance) -> None:
+        click.echo(f"  {line}", err=True)
+        advance()
+
     try:
-        db.upgrade(path, progress=lambda line: click.echo(f"  {line}", err=True))
+        with terminal.progress("upgrading", total=steps, unit="schema steps") as advance:
+            db.upgrade(path, progress=lambda line: step_done(line, advance))
     except DBAPIError as e:  # SQLAlchemy's wrapper of SQLite's error; the upgrade was rolled back
         raise Failure(one_line(f"cannot upgrade {path.parent}: {e.orig} (the file is as it was; "
                                f"`ttreport check {report}` lists any damage)")) from None
@@ -538,7 +491,9 @@ def run(name, overwrite, script, args):
     target = (Path(name) if os.sep in name or "/" in name else name) if name else None
     handle, status = None, 0
     try:
-        with Capture(target, config=Config(overwrite=True) if overwrite else None, base_name=script.stem) as handle:
+        with Capture(target, config=Config(overwrite=True) if overwrite else None, base_name=script.stem) as handle, \
+                terminal.progress(f"running {script.name}", count=lambda: handle.recorder.writer.records_written,
+                                  unit="records written"):
             runpy.run_path(str(script), run_name="__main__")
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -632,7 +587,11 @@ def _tolerance_options(f):
               help="Also write every figure to this JSON file.")
 @click.option("--strict", is_flag=True, help="Ops present in only one report fail the comparison too.")
 @click.option("--all-depths", is_flag=True, help="Align nested ops too, not only the ones the model called.")
-def compare(a, b, rtol, atol, pcc, pattern, json_file, strict, all_depths):
+@click.option("--timing", is_flag=True, help="Instead of values: each aligned op's duration and L1/DRAM after it "
+              "in A and B side by side, biggest slowdown first (needs no stored tensors).")
+@click.option("--limit", type=int, default=50, show_default=True, help="With --timing: at most this many ops "
+              "(0: all).")
+def compare(a, b, rtol, atol, pcc, pattern, json_file, strict, all_depths, timing, limit):
     """Compare report B with report A op by op and name the first op that diverged.
 
     Exits 0 when every aligned op matches, 1 when one does not (or, with --strict, when an op
@@ -640,8 +599,14 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, strict, all_depths):
     made before the capture too, so a root cause is told from its effects; tensors="outputs" is
     the least that works).
 
+    With --timing it compares how long each aligned op took and the memory after it instead, and
+    exits 0.
+
     Example: ttreport compare generated/ttreport/reports/run-a generated/ttreport/reports/run-b --json diff.json
     """
+    if timing:
+        _compare_timing(a, b, pattern, json_file, all_depths, limit)
+        return
     from ttreport.compare import compare_reports
 
     result = compare_reports(a, b, rtol=rtol, atol=atol, pcc=pcc, ops=pattern, strict=strict,
@@ -651,6 +616,40 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, strict, all_depths):
         json_file.write_text(result.to_json() + "\n")
         click.echo(f"json: {json_file}")
     sys.exit(result.exit_code)
+
+
+def _compare_timing(a, b, pattern, json_file, all_depths, limit) -> None:
+    from ttreport.timing import compare_timing
+
+    t = compare_timing(a, b, ops=pattern, top_level=not all_depths)
+    click.echo(f"A: {t.a}\nB: {t.b}")
+    shown = t.rows[:limit] if limit else t.rows
+
+    def change(r) -> str:
+        if r.delta_s is None:
+            return ""
+        sign = "+" if r.delta_s >= 0 else "-"
+        return f"{sign}{human_seconds(abs(r.delta_s))}" + (f" ({r.ratio:.2f}x)" if r.ratio is not None else "")
+
+    terminal.echo_table(
+        ["A op", "B op", "name", "A time", "B time", "B - A", "A L1 after", "B L1 after", "A DRAM after",
+         "B DRAM after"],
+        ((r.a_id, r.b_id, r.name, human_seconds(r.a_s), human_seconds(r.b_s), change(r), human_bytes(r.a_l1_bytes),
+          human_bytes(r.b_l1_bytes), human_bytes(r.a_dram_bytes), human_bytes(r.b_dram_bytes)) for r in shown))
+    if len(shown) < len(t.rows):
+        click.echo(f"... {len(t.rows) - len(shown):,} more aligned ops not shown (--limit 0 shows all)")
+    for side, only in (("A", t.only_a), ("B", t.only_b)):
+        if only:
+            listed = ", ".join(f"{i} {n}" for i, n in only[:20]) + (" ..." if len(only) > 20 else "")
+            click.echo(f"{len(only)} op(s) only in {side}, unaligned: {listed}")
+    ta, tb = t.totals["a"], t.totals["b"]
+    click.echo(f"{len(t.rows)} aligned ops: A {human_seconds(ta['seconds'])}, B {human_seconds(tb['seconds'])}; "
+               f"peak L1 A {human_bytes(ta['peak_l1_bytes']) or '?'}, B {human_bytes(tb['peak_l1_bytes']) or '?'}; "
+               f"peak DRAM A {human_bytes(ta['peak_dram_bytes']) or '?'}, "
+               f"B {human_bytes(tb['peak_dram_bytes']) or '?'}")
+    if json_file is not None:
+        json_file.write_text(t.to_json() + "\n")
+        click.echo(f"json: {json_file}")
 
 
 def _load_tensor_file(path: Path):

@@ -33,12 +33,11 @@ import difflib
 import fnmatch
 import json
 import math
-import sys
-import time
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ttreport import terminal
 from ttreport.errors import TensorFileDamagedError, TensorFileError
 from ttreport.metrics import Comparison, compare_tensors, dtype_name, finer_dtype
 from ttreport.report import Report, ReportError
@@ -169,7 +168,8 @@ def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = Non
     """Compare report B with report A (the reference), op by op; see the module docstring.
 
     a, b: report folders (or their db.sqlite). ops: compare only ops whose name matches (exact,
-    its last dotted part, or a glob); the others are still aligned. progress: a line on stderr.
+    its last dotted part, or a glob); the others are still aligned. progress: a bar on stderr
+    (ttreport.terminal.progress; True draws it only when stderr is a terminal).
     """
     with Report(a) as ra, Report(b) as rb:
         for r in (ra, rb):  # said at once, not after aligning and visiting every op
@@ -185,15 +185,13 @@ def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = Non
         settings = {"rtol": rtol, "atol": atol, "pcc": pcc, "ops": ops, "top_level": top_level}
         checker = _Checker(ra, rb, dict(rtol=rtol, atol=atol, pcc=pcc))
         pairs = []
-        ticker = _Progress(len(aligned)) if progress else None
-        for n, (i, j) in enumerate(aligned):
-            name = name_of[na[i]]
-            if ops is None or _name_matches(name, ops):
-                pairs.append(checker.pair(name, ids_a[i], ids_b[j]))
-            if ticker:
-                ticker.update(n + 1)
-        if ticker:
-            ticker.done()
+        shown = None if progress else False  # None: drawn when stderr is a terminal
+        with terminal.progress("comparing ops", total=len(aligned), unit="ops", enabled=shown) as advance:
+            for i, j in aligned:
+                name = name_of[na[i]]
+                if ops is None or _name_matches(name, ops):
+                    pairs.append(checker.pair(name, ids_a[i], ids_b[j]))
+                advance()
         root = next((p for p in pairs if p.status == MISMATCH), None)
         stacks = (None, None) if root is None else (_stack(ra, root.a_id), _stack(rb, root.b_id))
         return ReportComparison(ra.path, rb.path, pairs, [(ids_a[i], name_of[na[i]]) for i in only_a],
@@ -370,21 +368,6 @@ def _finer(a: str | None, b: str | None) -> str | None:
     if not names:
         return None
     return names[0] if len(names) == 1 else finer_dtype(*names)
-
-
-class _Progress:
-    def __init__(self, total: int):
-        self.total, self.last = total, 0.0
-
-    def update(self, n: int) -> None:
-        now = time.monotonic()
-        if now - self.last >= 0.2 or n == self.total:
-            self.last = now
-            sys.stderr.write(f"\rcomparing ops: {n:,}/{self.total:,}")
-            sys.stderr.flush()
-
-    def done(self) -> None:
-        sys.stderr.write("\n")
 
 
 def _num(x, spec: str) -> str:
