@@ -75,6 +75,10 @@ _TENSOR_TEXT = ("'ttnn.Tensor(id=' || r.tensor_id || ', shape=' || COALESCE(s.sh
 # names, the stack texts, the allocations and frees), in op order. `buffers` lists what is live after
 # each op: the candidates are the buffers live after the last batch plus those allocated since
 # (temp.live_buffers, so no op scans every allocation of the capture), checked against the op's end_seq.
+# CROSS JOIN fixes the join order: buffer_lifetimes has no index until close, and SQLite would otherwise
+# scan all of it (every allocation of the capture) once per batch; each candidate then finds the ops it
+# outlived by a range of op_staging's end_seq index, not by testing every op of the batch (a batch
+# allocates about as many buffers as it has ops).
 _AFTER_OPS = [
     "INSERT INTO main.operation_arguments (operation_id, name, value) "
     "SELECT o.operation_id, CAST(j.key AS TEXT), CASE j.type WHEN 'integer' THEN COALESCE("
@@ -83,15 +87,15 @@ _AFTER_OPS = [
     "FROM op_staging o, json_each(o.arguments) j",
     "INSERT INTO main.stack_traces (operation_id, stack_trace, source_file_id) "
     "SELECT o.operation_id, t.stack_trace, t.source_file_id FROM op_staging o "
-    "JOIN main.stack_trace_texts t ON t.stack_trace_id = o.stack_trace_id ORDER BY o.rowid",
+    "CROSS JOIN main.stack_trace_texts t ON t.stack_trace_id = o.stack_trace_id ORDER BY o.rowid",
     "INSERT OR IGNORE INTO temp.live_buffers SELECT buffer_id FROM main.buffer_lifetimes WHERE buffer_id > ?",
     "INSERT INTO main.buffers (operation_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout) "
     "SELECT o.operation_id, b.device_id, b.address, b.max_size_per_bank, b.buffer_type, b.buffer_layout "
-    "FROM op_staging o JOIN temp.live_buffers l JOIN main.buffer_lifetimes b ON b.buffer_id = l.buffer_id "
-    "WHERE b.allocated_seq < o.end_seq AND (b.freed_seq IS NULL OR b.freed_seq > o.end_seq) "
+    "FROM temp.live_buffers l CROSS JOIN main.buffer_lifetimes b ON b.buffer_id = l.buffer_id "
+    "CROSS JOIN op_staging o ON o.end_seq BETWEEN b.allocated_seq + 1 AND COALESCE(b.freed_seq - 1, 1 << 62) "
     "ORDER BY o.rowid, b.buffer_id",
     "DELETE FROM temp.live_buffers WHERE buffer_id IN (SELECT l.buffer_id FROM temp.live_buffers l "
-    "JOIN main.buffer_lifetimes b ON b.buffer_id = l.buffer_id WHERE b.freed_seq IS NOT NULL)",
+    "CROSS JOIN main.buffer_lifetimes b ON b.buffer_id = l.buffer_id WHERE b.freed_seq IS NOT NULL)",
 ]
 _NO_TENSOR = (None,) * 9
 _NO_ALLOC = (None,) * 10
@@ -155,6 +159,7 @@ def connect(db_path) -> sqlite3.Connection:
     con.execute("PRAGMA synchronous=NORMAL")
     con.execute("PRAGMA temp_store=MEMORY")
     con.execute(_STAGING)
+    con.execute("CREATE INDEX temp.op_staging_end_seq ON op_staging (end_seq)")
     con.execute("CREATE TEMP TABLE live_buffers (buffer_id INTEGER PRIMARY KEY)")
     return con
 
