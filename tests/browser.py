@@ -20,7 +20,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,19 +94,22 @@ def screenshot(url: str | Path, png: Path, *, size=(1280, 1800), wait_ms: int = 
 
 def blank_fraction(png: Path) -> float:
     """The share of pixels that have the image's most common colour (1.0: a blank page)."""
-    from PIL import Image
 
-    with Image.open(png) as im:
-        pixels = list(im.convert("RGB").resize((320, 450)).getdata())
-    return Counter(pixels).most_common(1)[0][1] / len(pixels)
+    counts = _colour_counts(png)
+    return max(counts.values()) / sum(counts.values())
 
 
 def colours(png: Path) -> int:
     """How many distinct colours the (downscaled) screenshot holds: charts bring many."""
+    return len(_colour_counts(png))
+
+
+def _colour_counts(png: Path) -> dict:
     from PIL import Image
 
     with Image.open(png) as im:
-        return len(set(im.convert("RGB").resize((320, 450)).getdata()))
+        small = im.convert("RGB").resize((320, 450))
+    return {colour: n for n, colour in small.getcolors(maxcolors=320 * 450)}
 
 
 def speedscope_url(trace: Path, work: Path, *, view: str = "sandwich") -> str:

@@ -34,7 +34,8 @@ text-align: left; vertical-align: top; } th { background: #f4f4f4; position: sti
 td.num { text-align: right; font-variant-numeric: tabular-nums; } tr.error td { background: #fde8e8; }
 tr.fail td { background: #fff3d6; } tr:target td { outline: 2px solid #2a6df4; } pre { margin: 0;
 white-space: pre-wrap; font-size: 11px; } .chart { width: 100%; height: 380px; } dl { display: grid;
-grid-template-columns: max-content auto; gap: 2px 1em; } dt { font-weight: 600; } #search { width: 30em;
+grid-template-columns: max-content auto; gap: 2px 1em; } dt { font-weight: 600; }
+dd { margin: 0; overflow-wrap: anywhere; } #search { width: 30em;
 padding: 4px; } .note { color: #666; } nav a { margin-right: 1em; }
 """
 
@@ -60,6 +61,9 @@ search.addEventListener('input', () => {
   });
   document.getElementById('shown').textContent = shown;
 });
+// ?q=words opens the page with the op table filtered (a link can share a search).
+const q = new URLSearchParams(location.search).get('q');
+if (q) { search.value = q; search.dispatchEvent(new Event('input')); }
 """
 
 
@@ -99,8 +103,9 @@ def export_html(report, path, *, limit: int | None = None, comparison=None) -> P
         w("<h2 id='timeline'>Timeline</h2><p class='note'>Each op is a bar from its start to its end; "
           "nested ops sit on the rows below the op that called them. Click a bar for its row in the op table.</p>")
         _chart(w, "timeline-chart", _timeline(report, summary, limit))
-        w("<h2 id='memory'>Memory in use</h2><p class='note'>Bytes of device buffers live after each op, per "
-          "device; the peak of each is marked.</p>")
+        w("<h2 id='memory'>Memory in use</h2><p class='note'>Bytes of the device buffers live after each op "
+          "(each buffer's own size, as Report.peak_l1_by_device counts them), per device; the peak of each is "
+          "marked. Click a point for its op.</p>")
         for kind in ("L1", "DRAM"):
             _chart(w, f"memory-{kind.lower()}", _memory(report, kind))
         w("<h2 id='by-name'>Time by op name</h2><p class='note'>Self time: an op's time less the ops it "
@@ -177,7 +182,7 @@ def _timeline(report, summary, limit) -> dict:
         t["hovertext"].append(f"op {op.id} {op.name} {_seconds((end - op.start_ns) / 1e9)}")
     data = sorted(traces.values(), key=lambda t: named.index(t["name"]) if t["name"] in named else len(named))
     return {"data": data, "layout": {"barmode": "overlay", "xaxis": {"title": {"text": "time (ms)"}},
-                                     "yaxis": {"autorange": "reversed", "type": "category"},
+                                     "yaxis": {"autorange": "reversed", "type": "category", "automargin": True},
                                      "margin": {"t": 20}, "legend": {"font": {"size": 10}}}}
 
 
@@ -203,7 +208,7 @@ def _memory(report, kind: str) -> dict:
         i = max(range(len(s["y"])), key=lambda j: s["y"][j])
         data.append({"type": "scatter", "mode": "markers+text", "name": f"{label} peak",
                      "x": [s["x"][i]], "y": [s["y"][i]], "customdata": [s["customdata"][i]],
-                     "marker": {"size": 11, "symbol": "star"}, "textposition": "top center",
+                     "marker": {"size": 11, "symbol": "star"}, "textposition": "top right", "cliponaxis": False,
                      "text": [f"peak {_bytes(s['y'][i])} (op {s['customdata'][i]} {s['names'][i]})"]})
     title = f"{kind} in use" + ("" if data else " (no buffers recorded)")
     return {"data": data, "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "time (ms)"}},
