@@ -52,6 +52,7 @@ class Program(NamedTuple):
     factory: str  # the program factory (or program config) whose CBs these are
     cbs: tuple[CircularBuffer, ...]
     ranges: tuple[tuple[int, int, int, int], ...]  # where the CBs live: (x0, y0, x1, y1) core ranges, inclusive
+    cb_bytes: int = -1  # the CB region's bytes per core, alignment included (-1: work it out from cbs)
     program_id: int = 0
     device_id: int = 0
     cb_base: int = 0  # L1 address of the first CB (the device's unreserved base)
@@ -66,7 +67,7 @@ class Program(NamedTuple):
 
     @property
     def cb_region_end(self) -> int:
-        return self.cb_base + sum(_align(cb.size) for cb in self.cbs)
+        return self.cb_base + (self.cb_bytes if self.cb_bytes >= 0 else sum(_align(cb.size) for cb in self.cbs))
 
     @property
     def l1_bytes_per_core(self) -> int:
@@ -79,6 +80,12 @@ class Program(NamedTuple):
 
 def _align(n: int, alignment: int = 16) -> int:
     return -(-n // alignment) * alignment
+
+
+def make_program(name: str, factory: str, cbs, ranges: tuple) -> Program:
+    """A Program with its CB region's size worked out once (launch reads it on every run)."""
+    cbs = tuple(cbs)
+    return Program(name, factory, cbs, ranges, sum(_align(cb.num_pages * cb.page_size) for cb in cbs))
 
 
 _program_ids = itertools.count(1)
@@ -114,11 +121,12 @@ def launch(device, program: Program) -> None:
     if memory is None:
         return
     c = device.config
-    program = Program(program.name, program.factory, program.cbs, program.ranges, next(_program_ids),
-                      device.device_id, c.l1_unreserved_base)
+    base = c.l1_unreserved_base
+    program_id = next(_program_ids)
     if memory.listener is not None:
-        memory.listener("program", program)
-    end = program.cb_region_end
+        memory.listener("program", Program(program.name, program.factory, program.cbs, program.ranges,
+                                           program.cb_bytes, program_id, device.device_id, base))
+    end = base + (program.cb_bytes if program.cb_bytes >= 0 else sum(_align(cb.size) for cb in program.cbs))
     if end <= c.l1_size:
         lowest = memory.allocators[BufferType.L1].lowest_occupied_address()
         if lowest is None or lowest >= end:
@@ -131,17 +139,18 @@ def launch(device, program: Program) -> None:
     lowest = memory.allocators[BufferType.L1].lowest_occupied_address()
     if lowest is not None and lowest < end:
         raise RuntimeError(f"TT_THROW @ device_sim/device_work.py: tt::exception\ninfo:\nStatically allocated circular "
-                           f"buffers in program {program.program_id} clash with L1 buffers on core range {where}. "
+                           f"buffers in program {program_id} clash with L1 buffers on core range {where}. "
                            f"L1 buffer allocated at {lowest} and static circular buffer region ends at {end}")
 
 
-def launch_for(out, inputs: tuple, device, program: Program) -> None:
-    """launch(), for an op whose output `out` exists already: if the program cannot launch, the output's
-    buffer is freed (unless it is one of `inputs`, an in-place op's) before the error goes on."""
+def launch_for(out, fresh: bool, device, program: Program) -> None:
+    """launch(), for an op whose output `out` exists already (its L1 counts, as TT-NN allocates outputs
+    before the program runs). If the program cannot launch, a `fresh` output (not an input written in
+    place, not a given output_tensor) is freed before the error goes on."""
     try:
         launch(device, program)
     except RuntimeError:
-        if not any(out is t for t in inputs):
+        if fresh:
             out._free()
         raise
 
@@ -271,7 +280,7 @@ def _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_
         ranges = ((0, 0, min(x, gx) - 1, min(y, gy) - 1),)
     else:
         ranges = cores_row_major(min(blocks_y * blocks_x, gx * gy), gx)
-    return Program("MatmulDeviceOperation", kind, tuple(cbs), ranges)
+    return make_program("MatmulDeviceOperation", kind, cbs, ranges)
 
 
 # -- softmax -----------------------------------------------------------------------------------
@@ -312,5 +321,61 @@ def softmax_program(x, out_dtype: DataType, *, fp32_dest_acc_en: bool = False, n
     if numeric_stable or large:
         cbs.append(CircularBuffer((10,), im4_t, im))
     gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
-    return Program("SoftmaxDeviceOperation", "SoftmaxProgramFactoryAttentionOptimized", tuple(cbs),
+    return make_program("SoftmaxDeviceOperation", "SoftmaxProgramFactoryAttentionOptimized", cbs,
                    ((0, 0, gx - 1, gy - 1),))
+
+
+# -- element-wise ------------------------------------------------------------------------------
+def cores_col_major(n: int, grid_x: int, grid_y: int) -> tuple:
+    """The first n cores column by column: split_work_to_cores' default (row_wise=false) order."""
+    full, rest = divmod(min(n, grid_x * grid_y), grid_y)
+    ranges = ((0, 0, full - 1, grid_y - 1),) if full else ()
+    return ranges + ((full, 0, full, rest - 1),) if rest else ranges
+
+
+_eltwise_programs: dict[tuple, Program] = {}
+
+
+def unary_program(x, out_dtype: DataType) -> Program:
+    """UnaryDeviceOperation on a TILE tensor (unary_program_factory.cpp): c_0 and c_2 hold two tiles each
+    (the input's and the output's formats), on the cores split_work_to_cores gives its tiles."""
+    dev = x._device
+    gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
+    shape = x._value.shape
+    tiles = 1
+    for d in shape[:-2]:
+        tiles *= d
+    tiles *= _tiles(shape[-2]) * _tiles(shape[-1]) if len(shape) >= 2 else _tiles(shape[-1]) if shape else 1
+    key = ("unary", x.dtype, out_dtype, min(tiles, gx * gy), gx, gy)
+    program = _eltwise_programs.get(key)
+    if program is None:
+        sizes = _TILE_BYTES
+        program = make_program("UnaryDeviceOperation", "UnaryProgramFactory",
+                               (CircularBuffer((0,), 2, sizes[x.dtype]), CircularBuffer((2,), 2, sizes[out_dtype])),
+                               cores_col_major(tiles, gx, gy))
+        _eltwise_programs[key] = program
+    return program
+
+
+def binary_program(a, b_dtype: DataType | None, out_dtype: DataType, *, lhs_activations: bool = False,
+                   rhs_activations: bool = False) -> Program:
+    """BinaryNgDeviceOperation (binary_ng_program_factory.cpp) on every core: c_0 a, c_2 the output and
+    c_1 b, two tiles each (b a scalar: one tile in a's format; b_dtype None), plus one-tile c_3 / c_4 when
+    a's / b's fused activations run before the op."""
+    dev = a._device
+    gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
+    key = ("binary", a.dtype, b_dtype, out_dtype, lhs_activations, rhs_activations, gx, gy)
+    program = _eltwise_programs.get(key)
+    if program is None:
+        sizes = _TILE_BYTES
+        cbs = [CircularBuffer((0,), 2, sizes[a.dtype])]
+        if lhs_activations:
+            cbs.append(CircularBuffer((3,), 1, sizes[a.dtype]))
+        cbs.append(CircularBuffer((2,), 2, sizes[out_dtype]))
+        cbs.append(CircularBuffer((1,), 2, sizes[b_dtype]) if b_dtype is not None
+                   else CircularBuffer((1,), 1, sizes[a.dtype]))
+        if rhs_activations:
+            cbs.append(CircularBuffer((4,), 1, sizes[b_dtype if b_dtype is not None else a.dtype]))
+        program = _eltwise_programs[key] = make_program("BinaryNgDeviceOperation", "BinaryNgProgramFactory", cbs,
+                                                        ((0, 0, gx - 1, gy - 1),))
+    return program

@@ -173,3 +173,36 @@ def test_a_captured_softmax_shows_its_device_operation(device, tmp_path):
     graph = json.loads(rows[0]["captured_graph"])
     assert [n["params"]["name"] for n in graph if n["node_type"] == "function_start"] == [
         "ttnn::softmax", "SoftmaxDeviceOperation"]
+
+
+def test_element_wise_ops_are_unary_and_binary_ng_programs(device, tmp_path):
+    a, b = tt(device, (1, 1, 64, 320)), tt(device, (1, 1, 64, 320), ttnn.bfloat8_b)
+    # 2 x 10 = 20 tiles: split_work_to_cores fills columns of 8 cores first
+    u = device_work.unary_program(a, ttnn.bfloat16)
+    assert (u.name, cbs(u), u.ranges) == ("UnaryDeviceOperation", [((0,), 2, TILE_BF16), ((2,), 2, TILE_BF16)],
+                                          ((0, 0, 1, 7), (2, 0, 2, 3)))
+    with ttreport.capture("eltwise", config=ttreport.Config(root=tmp_path)) as handle:
+        ttnn.add(a, b)
+        ttnn.mul(a, 2.0, input_tensor_a_activations=[ttnn.UnaryWithParam(ttnn.UnaryOpType.RELU)])
+        ttnn.exp(a)
+    with ttreport.open(handle.path) as r:
+        graphs = [json.loads(row["captured_graph"]) for row in r.sql("SELECT captured_graph FROM captured_graph")]
+    names = [[n["params"]["name"] for n in g if n["node_type"] == "function_start"] for g in graphs]
+    assert names == [["ttnn::add", "BinaryNgDeviceOperation"], ["ttnn::mul", "BinaryNgDeviceOperation"],
+                     ["ttnn::exp", "UnaryDeviceOperation"]]
+    sizes = [[int(n["params"]["size"]) for n in g if n["node_type"] == "circular_buffer_allocate"] for g in graphs]
+    # add: c_0 a, c_2 out, c_1 b (bfloat8_b tiles); mul by a scalar with a's activation: c_0, c_3 the
+    # activated a, c_2, and one tile of the scalar in c_1
+    assert sizes == [[2 * TILE_BF16, 2 * TILE_BF16, 2 * TILE_BF8], [2 * TILE_BF16, TILE_BF16, 2 * TILE_BF16, TILE_BF16],
+                     [2 * TILE_BF16, 2 * TILE_BF16]]
+
+
+def test_an_element_wise_op_writing_into_a_given_tensor_keeps_it_when_its_cbs_clash(small_l1):
+    a = tt(small_l1, (64, 64))
+    target = tt(small_l1, (64, 64))
+    held = tt(small_l1, (32 * 64 * 31, 32), memory_config=ttnn.L1_MEMORY_CONFIG)  # 62 KiB per core: 2 KiB left
+    with pytest.raises(RuntimeError, match="clash with L1 buffers"):
+        ttnn.add(a, a, output_tensor=target)  # c_0, c_2, c_1: 12 KiB
+    assert target.is_allocated()  # the caller's tensor, not the op's to free
+    held.deallocate()
+    ttnn.add(a, a, output_tensor=target)

@@ -55,7 +55,8 @@ def report(tmp_path, device):
     with ttreport.capture(tmp_path / "run", config=ttreport.Config()) as handle:
         ttnn.matmul(a, a)  # DRAM output: the peak is the CBs alone
         ttnn.linear(a, a, bias=bias, memory_config=ttnn.L1_MEMORY_CONFIG)  # an L1 output adds its share per core
-        ttnn.relu(a)  # no program modelled for it: no device operations
+        ttnn.relu(a)  # UnaryDeviceOperation: two tiles in, two out
+        ttnn.to_torch(a)  # a read back to the host runs no program
     return handle.path
 
 
@@ -76,7 +77,10 @@ def test_a_matmul_shows_its_device_operation_cbs_and_peak_l1_per_core(visualizer
     assert peak_l1_per_core(lin) == (8 + 8 + 1 + 1) * TILE_BF16 + 256 * 256 * 2 / 64
 
     relu = visualizer.get(f"/api/operations/{ops['ttnn.relu']}", instance)["device_operations"]
-    assert device_op_names(relu) == []
+    assert device_op_names(relu) == ["UnaryDeviceOperation"]
+    assert peak_l1_per_core(relu) == 4 * TILE_BF16  # its DRAM output adds nothing per core
+    host = visualizer.get(f"/api/operations/{ops['ttnn.to_torch']}", instance)["device_operations"]
+    assert device_op_names(host) == []
 
 
 def test_a_clash_shows_the_error_and_the_cbs_that_clashed(visualizer, tmp_path):

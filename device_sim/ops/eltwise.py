@@ -9,11 +9,20 @@ import torch
 import torch.nn.functional as F
 
 from device_sim import activations as _activations
-from device_sim import numerics
+from device_sim import device_work, numerics
 from device_sim.ops.common import broadcast, check_tt_nn_only, device_inputs, output, values
-from device_sim.registry import register_op
+from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
-from device_sim.types import DataType, MemoryConfig
+from device_sim.types import DataType, Layout, MemoryConfig
+
+
+def _unary_output(y: torch.Tensor, t: Tensor, ins: list, op_name: str, dtype, memory_config) -> Tensor:
+    """A unary op's output, then its UnaryDeviceOperation (a TILE tensor on a device: device_work)."""
+    fresh = pending_output_target(op_name) is None  # a given output_tensor is the caller's, kept if the op fails
+    out = output(y, t, ins, op_name=op_name, dtype=dtype, memory_config=memory_config)
+    if t._device is not None and t.layout == Layout.TILE:
+        device_work.launch_for(out, fresh, t._device, device_work.unary_program(t, out.dtype))
+    return out
 
 
 def _unary(name: str, fn):
@@ -25,8 +34,7 @@ def _unary(name: str, fn):
         if tt_nn_only:
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         ins = device_inputs(f"ttnn.{name}", input_tensor)
-        return output(fn(values(input_tensor)), input_tensor, ins, op_name=f"ttnn.{name}", dtype=dtype,
-                      memory_config=memory_config)
+        return _unary_output(fn(values(input_tensor)), input_tensor, ins, f"ttnn.{name}", dtype, memory_config)
 
     op.__doc__ = f"Element-wise {name}."
     return register_op(f"ttnn.{name}", golden=golden)(op)
@@ -59,8 +67,16 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None):
         dtype = dtype if dtype is not None else result_dtype
         # fast_and_approximate_mode changes only the ops the SFPU approximates (divide: a * approximate 1/b).
         y = broadcast(op_name, _APPROX_BINARY.get(name, fn) if fast_and_approximate_mode else fn, a, b)
-        return output(y if post is None else post(y.float()), like, ins, op_name=op_name, dtype=dtype,
-                      memory_config=memory_config)
+        fresh = pending_output_target(op_name) is None
+        out = output(y if post is None else post(y.float()), like, ins, op_name=op_name, dtype=dtype,
+                     memory_config=memory_config)
+        if like._device is not None and like.layout == Layout.TILE:
+            other = input_tensor_b if like is input_tensor_a else input_tensor_a
+            program = device_work.binary_program(
+                like, other.dtype if isinstance(other, Tensor) else None, out.dtype,
+                lhs_activations=bool(input_tensor_a_activations), rhs_activations=bool(input_tensor_b_activations))
+            device_work.launch_for(out, fresh, like._device, program)
+        return out
 
     op.__doc__ = f"Element-wise {name} with broadcasting; either argument may be a Python number."
     return register_op(f"ttnn.{name}", golden=golden)(op)
@@ -93,8 +109,7 @@ def _approximable_unary(name: str, fn):
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         ins = device_inputs(f"ttnn.{name}", input_tensor)
         f = approx if fast_and_approximate_mode else fn
-        return output(f(values(input_tensor)), input_tensor, ins, op_name=f"ttnn.{name}", dtype=dtype,
-                      memory_config=memory_config)
+        return _unary_output(f(values(input_tensor)), input_tensor, ins, f"ttnn.{name}", dtype, memory_config)
 
     op.__doc__ = (f"Element-wise {name}; fast_and_approximate_mode=True uses the SFPU's approximation "
                   f"(docs/numerics.md gives its error).")
@@ -247,8 +262,8 @@ def _unary_with(name: str, fn, *params: tuple[str, float | None]):
             check_tt_nn_only(op_name, extra)
         t = a["input_tensor"]
         ins = device_inputs(op_name, t)
-        return output(fn(values(t, op_name), *(a[p] for p in names)), t, ins, op_name=op_name, dtype=a["dtype"],
-                      memory_config=a["memory_config"])
+        return _unary_output(fn(values(t, op_name), *(a[p] for p in names)), t, ins, op_name, a["dtype"],
+                             a["memory_config"])
 
     op.__signature__ = sig
     op.__doc__ = f"Element-wise {name}({', '.join(f'{p}={d}' for p, d in params)})."

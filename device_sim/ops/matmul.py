@@ -23,7 +23,7 @@ from device_sim.compute_config import MathFidelity, Numerics, WormholeComputeKer
 from device_sim.ops import eltwise
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.program_config_checks import tt_fatal, validate_matmul, validate_matmul_sharding
-from device_sim.registry import register_op
+from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, MemoryConfig
 
@@ -114,12 +114,14 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
         y = y + values(bias, op_name)
     if act is not None:
         y = act(y, emulate and n.math_approx_mode)
+    fresh = pending_output_target(op_name) is None
     out = output(y, input_tensor_a, ins, op_name=op_name, dtype=out_dtype, memory_config=memory_config)
-    _launch(out, input_tensor_a, input_tensor_b, bias, out.dtype, program_config, n, (a.shape, b.shape))
+    _launch(out, fresh, input_tensor_a, input_tensor_b, bias, out.dtype, program_config, n, (a.shape, b.shape))
     return out
 
 
-def _launch(out: Tensor, a: Tensor, b: Tensor, bias, out_dtype, program_config, n, shapes=None) -> None:
+def _launch(out: Tensor, fresh: bool, a: Tensor, b: Tensor, bias, out_dtype, program_config, n,
+            shapes=None) -> None:
     """Launch the matmul program on a's device once the output exists (its L1 counts against the CBs)."""
     if a._device is None:
         return
@@ -127,7 +129,7 @@ def _launch(out: Tensor, a: Tensor, b: Tensor, bias, out_dtype, program_config, 
         a, b, bias, out_dtype, program_config, shapes=shapes,
         fp32_dest_acc_en=n.fp32_dest_acc_en if n is not None else None,
         packer_l1_acc=n.packer_l1_acc if n is not None else None)
-    device_work.launch_for(out, (a, b, bias), a._device, program)
+    device_work.launch_for(out, fresh, a._device, program)
 
 
 @register_op("ttnn.matmul", golden=_matmul_golden)
@@ -196,5 +198,6 @@ def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | Non
     del out  # the float32 intermediate is the emulator's, not the device's: gone before the program's check
     sa, sb = input_tensor_a._value.shape, input_tensor_b._value.shape
     shapes = ((*sa[:-2], sa[-1], sa[-2]) if transpose_a else sa, (*sb[:-2], sb[-1], sb[-2]) if transpose_b else sb)
-    _launch(result, input_tensor_a, input_tensor_b, bias, result.dtype, program_config, None, shapes)
+    # `result` is the nested add's own output: linear's output_tensor (if any) is written after it returns
+    _launch(result, True, input_tensor_a, input_tensor_b, bias, result.dtype, program_config, None, shapes)
     return result

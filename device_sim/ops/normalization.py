@@ -57,7 +57,7 @@ def softmax(input_tensor: Tensor, dim: int = -1, *, memory_config: MemoryConfig 
         program = device_work.softmax_program(
             input_tensor, out.dtype, fp32_dest_acc_en=bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False)),
             numeric_stable=tt_nn_only.get("numeric_stable", True))
-        device_work.launch_for(out, (input_tensor,), input_tensor._device, program)
+        device_work.launch_for(out, True, input_tensor._device, program)  # softmax takes no output_tensor
     return out
 
 
