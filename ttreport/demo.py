@@ -1,7 +1,7 @@
 """The demo: a tiny GPT-style model on device_sim, run under capture, and what `ttreport demo` prints.
 
 It is written the way the concise TT-NN API reads (`import device_sim as ttnn`) and touches
-each part of a report: nested ops (linear calls matmul and add), tensors in L1 and in DRAM
+each part of a report: fused ops (a bias-linear is one op, as in TT-NN), tensors in L1 and in DRAM
 chosen by each of the four rules (argument, `with ttnn.memory`, inputs, default), a
 bfloat8_b weight, an op that strict mode refuses (so the errors table has a row), and
 stored tensors. Everything is seeded, so each run records the same
@@ -222,6 +222,12 @@ def main(root: Path | None = None, echo=print) -> Path:
     echo(f"next:   ttreport ops {path} --sort duration --limit 10   # the slowest ops")
     echo(f"        ttreport op {path} {refused}   # everything about the op strict mode refused")
     echo("        docs/queries.md   # more questions answered in SQL, for `ttreport query`")
+    # The pictures of the run (ttreport trace / ttreport html), next to the report folder.
+    with Report(path) as report:
+        trace = report.export_chrome_trace(path.with_name(path.name + ".trace.json"))
+        page = report.export_html(path.with_name(path.name + ".html"))
+    echo(f"\ntrace:  {trace}   # drag onto https://ui.perfetto.dev or chrome://tracing")
+    echo(f"html:   {page.resolve().as_uri()}   # open in a browser; needs no network")
     return path
 
 

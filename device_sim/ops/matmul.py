@@ -14,13 +14,10 @@ TT-NN validates it; core_grid only changes which cores run it (and TT-NN's defau
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 
 from device_sim import activations, device_work, numerics
-from device_sim.compute_config import MathFidelity, Numerics, WormholeComputeKernelConfig, resolve
-from device_sim.ops import eltwise
+from device_sim.compute_config import MathFidelity, Numerics, resolve
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.program_config_checks import tt_fatal, validate_matmul, validate_matmul_sharding
 from device_sim.registry import pending_output_target, register_op
@@ -111,7 +108,11 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
     act = activations.resolve(op_name, activation if activation is not None else fused)
     y = numerics.matmul(a, b, n) if emulate else torch.matmul(a, b)
     if bias is not None:
-        y = y + values(bias, op_name)
+        bv = values(bias, op_name)
+        if not broadcasts(y.shape, bv.shape):
+            raise ValueError(f"{op_name}: bias shape {list(bv.shape)} does not broadcast to the product's shape "
+                             f"{list(y.shape)}; give a bias of shape [1, {y.shape[-1]}]")
+        y = y + bv
     if act is not None:
         y = act(y, emulate and n.math_approx_mode)
     fresh = pending_output_target(op_name) is None
@@ -159,45 +160,14 @@ def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | Non
     """a @ b + bias, then the activation; other arguments as ttnn.matmul.
 
     b is [in, out] (ttnn.model_preprocessing.preprocess_linear_weight makes it from torch's
-    [out, in]); bias is [1, out]. Runs as the hooked ops matmul and (with a bias) add, nested one
-    level down; the activation is fused into the last of them. The matmul keeps float32 when an
-    add follows, so only the final output is rounded to `dtype`, as in TT-NN's fused kernel, and
-    it runs with the numerics linear's own output would get.
+    [out, in]); bias is [1, out]. One op, as TT-NN's fused kernel: the bias is added to the
+    float32 products in the destination and the activation follows it, so only the final value is
+    rounded to `dtype`, into the one output buffer; the program reads the bias through its c_3 CB.
     """
     if tt_nn_only:
         check_tt_nn_only("ttnn.linear", tt_nn_only)
     if bias is not None and not isinstance(bias, Tensor):
         raise TypeError(f"ttnn.linear: bias must be a ttnn tensor or None, got {type(bias).__name__}")
-    activations.resolve("ttnn.linear", activation)  # a bad name fails before any op runs
-    dtype = DataType(dtype) if dtype is not None else input_tensor_a.dtype
-    if numerics.emulating(compute_kernel_config) and isinstance(input_tensor_a, Tensor) and isinstance(
-            input_tensor_b, Tensor):
-        # The float32 intermediate must not switch the matmul to an fp32 destination: pin linear's numerics.
-        n = kernel_numerics("ttnn.linear", input_tensor_a, input_tensor_b, dtype, compute_kernel_config,
-                            program_config, core_grid)
-        compute_kernel_config = WormholeComputeKernelConfig(
-            math_fidelity=n.math_fidelity, math_approx_mode=n.math_approx_mode, fp32_dest_acc_en=n.fp32_dest_acc_en,
-            packer_l1_acc=n.packer_l1_acc, dst_full_sync_en=n.dst_full_sync_en)
-    fuse = bias is None  # with no bias the activation fuses into the matmul, as TT-NN fuses it
-    inner_config = program_config
-    if not fuse and getattr(program_config, "fused_activation", None) is not None:
-        inner_config = dataclasses.replace(program_config, fused_activation=None)  # it follows the bias
-    if fuse:
-        return matmul(input_tensor_a, input_tensor_b, transpose_a=transpose_a, transpose_b=transpose_b,
-                      memory_config=memory_config, dtype=dtype, program_config=inner_config, activation=activation,
-                      compute_kernel_config=compute_kernel_config, core_grid=core_grid)
-    # With a bias TT-NN runs one matmul program with a bias CB: the nested matmul and add launch none.
-    with device_work.fused():
-        out = matmul(input_tensor_a, input_tensor_b, transpose_a=transpose_a, transpose_b=transpose_b,
-                     memory_config=memory_config, dtype=_F32, program_config=inner_config,
-                     compute_kernel_config=compute_kernel_config, core_grid=core_grid)
-        # The activation follows the bias: fused into the add, as TT-NN's binary ops fuse `activations=`.
-        act = activation if activation is not None else getattr(program_config, "fused_activation", None)
-        fused = {} if act is None else {"activations": [act]}  # no keyword when none: the recorded add stays plain
-        result = eltwise.add(out, bias, memory_config=memory_config, dtype=dtype, **fused)
-    del out  # the float32 intermediate is the emulator's, not the device's: gone before the program's check
-    sa, sb = input_tensor_a._value.shape, input_tensor_b._value.shape
-    shapes = ((*sa[:-2], sa[-1], sa[-2]) if transpose_a else sa, (*sb[:-2], sb[-1], sb[-2]) if transpose_b else sb)
-    # `result` is the nested add's own output: linear's output_tensor (if any) is written after it returns
-    _launch(result, True, input_tensor_a, input_tensor_b, bias, result.dtype, program_config, None, shapes)
-    return result
+    return _run("ttnn.linear", input_tensor_a, input_tensor_b, bias, transpose_a=transpose_a,
+                transpose_b=transpose_b, activation=activation, memory_config=memory_config, dtype=dtype,
+                program_config=program_config, compute_kernel_config=compute_kernel_config, core_grid=core_grid)
