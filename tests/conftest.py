@@ -4,6 +4,9 @@ import pytest
 
 import device_sim as ttnn
 
+# pytester runs small suites in a subprocess (tests/test_pytest_plugin.py: ttreport's pytest plugin).
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture
 def device():

@@ -1,0 +1,144 @@
+"""The pytest plugin: `pytest --ttreport` on a small real suite (in a subprocess) writes one report per test
+and a table, a marker sets a test's config, and a divergence from a baseline fails exactly that test."""
+
+import json
+import re
+from importlib import metadata
+from pathlib import Path
+
+import ttreport
+from ttreport.pytest_plugin import report_name
+
+REPO = Path(__file__).resolve().parents[1]
+
+SUITE = '''
+import pytest
+import torch
+import device_sim as ttnn
+import ttreport
+
+SCALE = {scale}
+
+
+@pytest.fixture
+def device():
+    dev = ttnn.open_device(0)
+    yield dev
+    ttnn.close_device(dev)
+
+
+def tensor(device, *shape):
+    g = torch.Generator().manual_seed(0)
+    return ttnn.from_torch(torch.randn(*shape, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+
+
+def test_add(device):
+    x = tensor(device, 32, 64)
+    ttnn.add(x, x)
+
+
+def test_matmul_relu(device):
+    x, w = tensor(device, 32, 64), tensor(device, 64, 32)
+    h = ttnn.matmul(x, w)
+    h = ttnn.mul(h, SCALE)  # the planted divergence when SCALE is not 1
+    ttnn.relu(h)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.ttreport(config=ttreport.Config(tensors="all", stack_traces=False))
+def test_softmax(device, n):
+    for _ in range(n):
+        ttnn.softmax(tensor(device, 32, 32), dim=-1)
+
+
+def test_no_device_ops():
+    assert 1 + 1 == 2
+'''
+
+
+def plugin_args() -> list[str]:
+    """-p loads the plugin unless the installed entry point does already (loading it twice is an error)."""
+    installed = any(e.value == "ttreport.pytest_plugin" for e in metadata.entry_points(group="pytest11"))
+    return [] if installed else ["-p", "ttreport.pytest_plugin"]
+
+
+def run_suite(pytester, root, *args, scale=1.0):
+    pytester.makepyfile(test_suite=SUITE.format(scale=scale))
+    return pytester.runpytest_subprocess(*plugin_args(), "--ttreport", f"--ttreport-root={root}", "-p",
+                                         "no:cacheprovider", *args, timeout=300)
+
+
+def test_each_test_gets_its_own_report_and_the_table_lists_them(pytester, tmp_path):
+    root = tmp_path / "reports"
+    result = run_suite(pytester, root)
+    result.assert_outcomes(passed=5)
+    names = ["test_suite.test_add", "test_suite.test_matmul_relu", "test_suite.test_softmax[1]",
+             "test_suite.test_softmax[2]", "test_suite.test_no_device_ops"]
+    assert sorted(p.name for p in root.iterdir()) == sorted(names)
+    with ttreport.open(root / "test_suite.test_matmul_relu") as r:
+        assert [op.name for op in r.operations(depth=0)][-3:] == ["ttnn.matmul", "ttnn.mul", "ttnn.relu"]
+    with ttreport.open(root / "test_suite.test_softmax[2]") as r:
+        assert sum(op.name == "ttnn.softmax" for op in r.operations(depth=0)) == 2
+    out = result.stdout.str()
+    assert "ttreport: 5 test report(s) under" in out
+    header = next(line for line in result.stdout.lines if line.startswith("test "))
+    assert header.split() == ["test", "ops", "time", "peak", "L1", "errors", "report"]
+    row = next(line for line in result.stdout.lines if line.startswith("test_suite.test_add "))
+    assert str(root / "test_suite.test_add") in row and row.split()[1] == "2"  # from_torch, add
+
+
+def test_the_marker_sets_the_config_and_the_default_stores_outputs(pytester, tmp_path):
+    root = tmp_path / "reports"
+    run_suite(pytester, root).assert_outcomes(passed=5)
+    marked = json.loads((root / "test_suite.test_softmax[1]" / "config.json").read_text())["config"]
+    plain = json.loads((root / "test_suite.test_add" / "config.json").read_text())["config"]
+    assert marked["tensors"] == "all" and marked["stack_traces"] is False
+    assert plain["tensors"] == "outputs" and plain["stack_traces"] is True
+    with ttreport.open(root / "test_suite.test_add") as r:
+        assert r.sql("SELECT COUNT(*) AS n FROM tensors WHERE file IS NOT NULL")[0]["n"] > 0
+
+
+def test_a_planted_divergence_fails_exactly_that_test_naming_the_op(pytester, tmp_path):
+    baseline, current = tmp_path / "baseline", tmp_path / "current"
+    run_suite(pytester, baseline).assert_outcomes(passed=5)
+    same = run_suite(pytester, current, f"--ttreport-baseline={baseline}")
+    same.assert_outcomes(passed=5)
+    assert same.stdout.str().count(" match ") >= 4
+
+    result = run_suite(pytester, current, f"--ttreport-baseline={baseline}", scale=1.5)
+    result.assert_outcomes(passed=4, failed=1)
+    out = result.stdout.str()
+    assert "FAILED test_suite.py::test_matmul_relu" in out
+    assert "ttreport: ttnn.mul diverged from the baseline" in out
+    row = next(line for line in result.stdout.lines if line.startswith("test_suite.test_matmul_relu "))
+    assert "diverged at op" in row and "(ttnn.mul)" in row
+
+
+def test_a_test_without_a_baseline_report_fails_saying_how_to_make_one(pytester, tmp_path):
+    baseline = tmp_path / "baseline"
+    baseline.mkdir()
+    result = run_suite(pytester, tmp_path / "current", f"--ttreport-baseline={baseline}", "-k", "test_add")
+    result.assert_outcomes(failed=1, deselected=4)
+    assert f"no baseline report {baseline / 'test_suite.test_add'}" in result.stdout.str()
+    assert f"pytest --ttreport --ttreport-root {baseline}" in result.stdout.str()
+
+
+def test_without_the_flag_nothing_is_captured(pytester, tmp_path):
+    pytester.makepyfile(test_suite=SUITE.format(scale=1.0))
+    result = pytester.runpytest_subprocess(*plugin_args(), "-p", "no:cacheprovider", timeout=300)
+    result.assert_outcomes(passed=5)
+    assert "ttreport:" not in result.stdout.str()
+    assert not (pytester.path / "generated").exists()
+
+
+def test_report_names_are_plain_folder_names_from_the_node_id():
+    assert report_name("tests/test_x.py::test_a") == "tests.test_x.test_a"
+    assert report_name("tests/test_x.py::TestA::test_b[2-x]") == "tests.test_x.TestA.test_b[2-x]"
+    assert report_name("t.py::test_c[a/b c]") == "t.test_c[a_b_c]"
+
+
+def test_the_plugin_is_a_pytest11_entry_point():
+    text = (REPO / "pyproject.toml").read_text()  # tomllib is not in Python 3.10
+    section = re.search(r"^\[project\.entry-points\.pytest11\]\n(.*?)(?=^\[)", text, re.M | re.S)
+    assert section and re.findall(r"^(\w+) = \"([\w.]+)\"", section.group(1), re.M) == [
+        ("ttreport", "ttreport.pytest_plugin")]
