@@ -33,6 +33,15 @@ def test_demo_prints_a_summary_a_query_answer_and_where_the_report_is(demo_run):
     assert f"report: {path}" in out
 
 
+def test_demo_ends_with_its_trace_and_html_report_and_how_to_open_them(demo_run):
+    result, path = demo_run
+    trace, page = path.with_name("demo.trace.json"), path.with_name("demo.html")
+    lines = result.output.splitlines()
+    assert lines[-2] == f"trace:  {trace}   # drag onto https://ui.perfetto.dev or chrome://tracing"
+    assert lines[-1] == f"html:   {page.resolve().as_uri()}   # open in a browser; needs no network"
+    assert trace.stat().st_size > 10_000 and page.stat().st_size > 3_000_000
+
+
 def test_demo_model_matches_torch():
     logits, golden = demo.run_model(), demo.golden_logits()
     assert logits.shape == golden.shape == (1, 32, 64)

@@ -91,14 +91,17 @@ def test_the_demo_report_loads_with_no_console_errors_and_every_op_in_its_table(
 
 
 @needs_browser
-def test_the_charts_are_drawn(demo):
-    _, page = demo
+def test_the_charts_are_drawn_with_each_devices_peak_marked(demo):
+    folder, page = demo
     dom = browser.load(page).dom
     for chart in CHARTS:
         drawn = _drawn(dom, chart)
         assert 'class="main-svg"' in drawn, f"{chart} was not drawn"
         assert re.search(r'class="(point|trace bars|js-line)', drawn), f"{chart} has no data drawn"
-    assert "peak 40.1 KiB (op 56 ttnn.add)" in _drawn(dom, "memory-l1")
+    with ttreport.open(folder) as r:
+        peak = r.peak_l1_by_device()[0]
+    assert re.search(rf'>peak [\d.]+ KiB \(op {peak["operation_id"]} {re.escape(peak["name"])}\)<',
+                     _drawn(dom, "memory-l1"))
 
 
 @needs_browser

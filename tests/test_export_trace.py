@@ -4,30 +4,39 @@ checked against the report it came from, and opened in a real offline viewer (sp
 import gzip
 import json
 import re
-import shutil
 import subprocess
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import browser
 import pytest
 
 import device_sim as ttnn
 import ttreport
+from ttreport import Config
+from ttreport import demo as demo_model
 from ttreport.report import ReportError
-
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    """The committed demo report, copied (opening it may fold a WAL), and its trace."""
+    """The demo model under a golden-mode capture (its strict-mode error included), then a composite
+    op (exp then add, as TT-NN composes ops) whose two ops are nested in it; and the run's trace."""
     root = tmp_path_factory.mktemp("trace")
-    shutil.copytree(SAMPLE, root / "demo")
-    with ttreport.open(root / "demo") as r:
+    composite = ttnn.register_op("test_export.exp_plus_one")(lambda x: ttnn.add(ttnn.exp(x), 1.0))
+    try:
+        with ttreport.capture(root / "demo", config=Config(comparison="local")) as cap:
+            logits = demo_model.run_model()
+            dev = ttnn.open_device(0)
+            try:
+                composite(composite(ttnn.from_torch(logits, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)))
+            finally:
+                ttnn.close_device(dev)
+    finally:
+        del ttnn.OPS["test_export.exp_plus_one"]
+    with ttreport.open(cap.path) as r:
         path = r.export_chrome_trace(root / "demo.json")
-    return root / "demo", path, json.loads(path.read_text())["traceEvents"]
+    return cap.path, path, json.loads(path.read_text())["traceEvents"]
 
 
 def _ops(report):
@@ -52,7 +61,7 @@ def test_nested_ops_lie_inside_their_parent_on_the_same_thread(demo):
     _, _, events = demo
     slices = {e["args"]["operation_id"]: e for e in events if e["ph"] == "X"}
     nested = [s for s in slices.values() if "parent_operation_id" in s["args"]]
-    assert len(nested) > 10  # linear's matmul and add, the layer norms' parts, ...
+    assert len(nested) >= 4  # each composite's exp and add
     for s in nested:
         p = slices[s["args"]["parent_operation_id"]]
         assert p["tid"] == s["tid"] and p["ts"] <= s["ts"] and s["ts"] + s["dur"] <= p["ts"] + p["dur"]
@@ -185,13 +194,15 @@ def test_speedscope_opens_the_trace_and_shows_the_ops_nested(demo, tmp_path):
     # The sandwich view lists each frame with its total and self time: a parent op holds its nested
     # ops' time (total > self), a leaf op only its own.
     with ttreport.open(folder) as r:
-        linear = max(r.operations(name="ttnn.linear"), key=lambda o: o.duration)
-        kids = r.children(linear.id)
+        outer = max(r.operations(name="test_export.exp_plus_one"), key=lambda o: o.duration)
+        kids = r.children(outer.id)
     rows = re.findall(r"([\d.]+)(ms|µs|s) \([\d.]+%\) ([\d.]+)(ms|µs|s) \([\d.]+%\) (\S+) \{\"operation_id\":(\d+)",
                       text)
     scale = {"s": 1.0, "ms": 1e-3, "µs": 1e-6}
     shown = {int(r[5]): (float(r[0]) * scale[r[1]], float(r[2]) * scale[r[3]], r[4]) for r in rows}
-    total, self_, name = shown[linear.id]
-    assert name == "ttnn.linear" and total == pytest.approx(linear.duration, rel=0.01)
-    assert self_ == pytest.approx(linear.duration - sum(k.duration for k in kids), rel=0.05, abs=2e-6)
-    assert self_ < total
+    total, self_, name = shown[outer.id]
+    assert name == "test_export.exp_plus_one" and total == pytest.approx(outer.duration, rel=0.01, abs=2e-6)
+    assert self_ == pytest.approx(outer.duration - sum(k.duration for k in kids), rel=0.05, abs=2e-6)
+    assert self_ < total and [k.name for k in kids] == ["ttnn.exp", "ttnn.add"]
+    for k in kids:  # a leaf op: all its time is its own
+        assert shown[k.id][0] == shown[k.id][1] == pytest.approx(k.duration, rel=0.01, abs=2e-6)
