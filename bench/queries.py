@@ -30,7 +30,7 @@ QUERIES = {
     "10 slowest ops": "SELECT operation_id, name, duration FROM operations ORDER BY duration DESC LIMIT 10",
     "peak L1 with its op":
         "SELECT operation_id, name, l1_bytes FROM operations ORDER BY l1_bytes DESC, operation_id LIMIT 1",
-    # docs/queries.md, "The 10 slowest matmuls, with their shapes"
+    # docs/queries.md, "The 10 slowest matmuls and linears, with their shapes" (matmuls only here)
     "cookbook: 10 slowest matmuls with shapes": """
         SELECT o.operation_id, o.duration * 1e6 AS duration_us,
                a.shape AS a_shape, b.shape AS b_shape, y.shape AS output_shape
