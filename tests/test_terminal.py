@@ -96,3 +96,30 @@ def _read_all(fd: int) -> str:
         chunks.append(data)
     os.close(fd)
     return b"".join(chunks).decode(errors="replace")
+
+
+MODEL = """
+import time
+import torch
+import ttnn
+device = ttnn.open_device(0)
+for _ in range(20):
+    ttnn.relu(ttnn.from_torch(torch.randn(32, 32), layout=ttnn.TILE, device=device))
+    time.sleep(0.05)
+print("model done")
+"""
+
+
+def test_ttreport_run_shows_progress_on_a_terminal_and_the_script_output_stays_on_stdout(tmp_path):
+    script = tmp_path / "model.py"
+    script.write_text(MODEL)
+    main, child = pty.openpty()
+    done = subprocess.run([sys.executable, "-m", "ttreport.cli", "run", "--name", str(tmp_path / "rep"), str(script)],
+                          stdout=subprocess.PIPE, stderr=child, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "TERM": "xterm", "COLUMNS": "120"})
+    os.close(child)
+    drawn = _read_all(main)
+    assert done.returncode == 0, drawn
+    assert done.stdout.decode().splitlines()[0] == "model done"  # piped stdout is the script's, untouched
+    assert "running model.py" in drawn and "records written" in drawn
+    assert "model done" not in drawn

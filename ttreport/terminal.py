@@ -184,8 +184,11 @@ def progress(description: str, total: int | None = None, *, count: Callable[[], 
     if unit:
         columns.append(TextColumn(unit))
     columns.append(TimeElapsedColumn())
-    # transient: the bar leaves no line behind; output printed meanwhile goes above it.
-    bar = Progress(*columns, console=_console(stderr=True), transient=True, refresh_per_second=8)
+    # transient: the bar leaves no line behind. What the program prints meanwhile goes above the bar, and
+    # stdout is taken over for that only when it is the terminal too: `ttreport run x.py > out.txt` still
+    # writes the script's output to out.txt.
+    bar = Progress(*columns, console=_console(stderr=True), transient=True, refresh_per_second=8,
+                   redirect_stdout=is_terminal(sys.stdout))
     task = bar.add_task(description, total=total)
     shown = [False]
     started = time.monotonic()
