@@ -131,11 +131,11 @@ def main(argv: list[str]) -> None:
     report, out = argv
     with tempfile.TemporaryDirectory() as tmp, ttreport.open(report) as r:
         page = r.export_html(Path(tmp) / "report.html")
-        screenshot(page, Path(out), size=(1280, 1500))
+        screenshot(page, Path(out), size=(1280, 1400))
     from PIL import Image
 
-    with Image.open(out) as im:  # half size keeps the committed picture small
-        im.convert("RGB").resize((im.width // 2, im.height // 2), Image.LANCZOS).save(out, optimize=True)
+    with Image.open(out) as im:  # 256 colours keep the committed picture small and the text sharp
+        im.convert("RGB").quantize(colors=256).save(out, optimize=True)
     print(f"wrote {out}")
 
 

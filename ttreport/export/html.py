@@ -24,7 +24,11 @@ from ttreport.export.memory import memory_timeline
 
 SUFFIXES = (".html", ".htm")
 SLOWEST = 20  # rows in the slowest-ops table
-NAMES_IN_LEGEND = 12  # the timeline colours the op names with the most self time; the rest are "other"
+NAMES_IN_LEGEND = 19  # the timeline colours the op names with the most self time; the rest are "other"
+# 20 distinguishable colours (d3's category20 reordered: strong hues first), one per name and "other" (grey).
+_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
+            "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5",
+            "#393b79", "#7f7f7f"]
 
 _CSS = """
 body { font: 14px system-ui, sans-serif; margin: 0 2em 3em; color: #222; }
@@ -105,7 +109,8 @@ def export_html(report, path, *, limit: int | None = None, comparison=None) -> P
         _chart(w, "timeline-chart", _timeline(report, summary, limit))
         w("<h2 id='memory'>Memory in use</h2><p class='note'>Bytes of the device buffers live after each op "
           "(each buffer's own size, as Report.peak_l1_by_device counts them), per device; the peak of each is "
-          "marked. Click a point for its op.</p>")
+          "marked. The summary's peak L1 and DRAM count what the allocator holds in every bank (the ops' "
+          "l1_bytes, dram_bytes), so they are larger. Click a point for its op.</p>")
         for kind in ("L1", "DRAM"):
             _chart(w, f"memory-{kind.lower()}", _memory(report, kind))
         w("<h2 id='by-name'>Time by op name</h2><p class='note'>Self time: an op's time less the ops it "
@@ -181,6 +186,8 @@ def _timeline(report, summary, limit) -> dict:
         t["customdata"].append(op.id)
         t["hovertext"].append(f"op {op.id} {op.name} {_seconds((end - op.start_ns) / 1e9)}")
     data = sorted(traces.values(), key=lambda t: named.index(t["name"]) if t["name"] in named else len(named))
+    for i, t in enumerate(data):
+        t["marker"] = {"color": _COLOURS[i] if t["name"] != "other" else _COLOURS[-1]}
     return {"data": data, "layout": {"barmode": "overlay", "xaxis": {"title": {"text": "time (ms)"}},
                                      "yaxis": {"autorange": "reversed", "type": "category", "automargin": True},
                                      "margin": {"t": 20}, "legend": {"font": {"size": 10}}}}
@@ -208,7 +215,9 @@ def _memory(report, kind: str) -> dict:
         i = max(range(len(s["y"])), key=lambda j: s["y"][j])
         data.append({"type": "scatter", "mode": "markers+text", "name": f"{label} peak",
                      "x": [s["x"][i]], "y": [s["y"][i]], "customdata": [s["customdata"][i]],
-                     "marker": {"size": 11, "symbol": "star"}, "textposition": "top right", "cliponaxis": False,
+                     "marker": {"size": 11, "symbol": "star"}, "cliponaxis": False,
+                     # the label on the side with room: left of a peak in the run's second half
+                     "textposition": "top left" if i > len(s["y"]) / 2 else "top right",
                      "text": [f"peak {_bytes(s['y'][i])} (op {s['customdata'][i]} {s['names'][i]})"]})
     title = f"{kind} in use" + ("" if data else " (no buffers recorded)")
     return {"data": data, "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "time (ms)"}},
