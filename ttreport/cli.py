@@ -21,7 +21,7 @@ import click
 
 from ttreport import terminal
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
-from ttreport.report import DB_FILE, DEFAULT_ROOT, Report, Summary, status_text
+from ttreport.report import DB_FILE, DEFAULT_ROOT, Report, Summary
 
 BAD_INPUT = 2
 
@@ -147,7 +147,7 @@ def ls_command(root: Path):
         try:
             with Report(folder) as r:
                 meta = r.metadata
-                rows.append((folder.name, r.count_operations(), status_text(meta), human_bytes(size),
+                rows.append((folder.name, r.count_operations(), r.status_text, human_bytes(size),
                              meta.get("started_at", "")[:19].replace("T", " ")))
         except TTReportError as e:
             status = ("needs upgrade" if isinstance(e, NeedsUpgradeError)

@@ -341,8 +341,13 @@ class Report:
 
     @property
     def status_text(self) -> str:
-        """The status with what the capture lost, if anything: "complete (lost 4667 ops)"."""
-        return status_text(self.metadata)
+        """The status with what the capture lost, if anything: "complete (lost 4667 ops)"; a report left
+        "running" that no capture holds says so (its process was killed: ops after its last commit are lost)."""
+        meta = self.metadata
+        text = status_text(meta)
+        if meta.get("status") == "running" and not wal.capture_holds(self.path):
+            text = text.replace("running", "running, but no process is capturing it (killed?)", 1)
+        return text
 
     @property
     def devices(self) -> list[dict]:

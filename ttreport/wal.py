@@ -65,6 +65,22 @@ def fold(db_path: str | os.PathLike) -> bool:
     return True
 
 
+def capture_holds(folder: str | os.PathLike) -> bool:
+    """Whether a capture is writing the report in `folder` now: it holds the folder's lock. A report whose
+    status is still "running" and that no capture holds was killed before it closed."""
+    try:
+        fd = os.open(Path(folder) / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False  # closing removes the lock file
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # released by the close below
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def _hold_folder(folder: Path) -> int | None | bool:
     """The folder's capture lock, taken (its descriptor), None when there is no lock file (no capture
     runs: close removes it), False when a capture holds it. A reader never creates the lock file."""
