@@ -263,6 +263,10 @@ __all__ += [
 ]
 
 
+from device_sim.device import CloseDevice, CreateDevice  # noqa: E402  (TT-NN's older device spellings)
+
+__all__ += ["CreateDevice", "CloseDevice"]
+
 
 def __getattr__(name: str):
     # A name device_sim lacks: under install_as_ttnn() the error says `module 'ttnn'`, as the script wrote it.

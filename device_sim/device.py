@@ -113,6 +113,19 @@ def open_device(device_id: int = 0, *, config: DeviceConfig | None = None, **ove
     return dev
 
 
+def CreateDevice(device_id: int, num_command_queues: int = 1, l1_small_size: int | None = None,  # noqa: N802
+                 trace_region_size: int | None = None, dispatch_core_config=None, *,
+                 worker_l1_size: int | None = None) -> Device:
+    """TT-NN's older spelling of open_device (its positional order as TT-NN binds it); the queue count,
+    region sizes and dispatch cores are TT-NN knobs the emulator takes and does not model."""
+    return open_device(device_id)
+
+
+def CloseDevice(device: Device) -> None:  # noqa: N802
+    """TT-NN's older spelling of close_device."""
+    close_device(device)
+
+
 @functools.cache
 def _warm_up_host_kernels() -> None:
     # torch initialises its matmul backend on first use (~1 s here). Paying that when the device
