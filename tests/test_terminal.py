@@ -6,6 +6,7 @@ import os
 import pty
 import subprocess
 import sys
+from pathlib import Path
 
 from rich.console import Console
 
@@ -123,3 +124,26 @@ def test_ttreport_run_shows_progress_on_a_terminal_and_the_script_output_stays_o
     assert done.stdout.decode().splitlines()[0] == "model done"  # piped stdout is the script's, untouched
     assert "running model.py" in drawn and "records written" in drawn
     assert "model done" not in drawn
+
+
+def test_figures_with_units_are_right_aligned_on_a_terminal():
+    text = _strip(_table_of([(1, "1.25 ms"), (2, "12.0 us"), (3, "")]))
+    ends = {line.rstrip().__len__() for line in text.splitlines() if " ms" in line or " us" in line}
+    assert len(ends) == 1  # both figures end in the same column
+
+
+def test_summary_on_a_narrow_terminal_fits_it():
+    sample = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
+    main, child = pty.openpty()
+    done = subprocess.run([sys.executable, "-m", "ttreport.cli", "summary", str(sample)], stdout=child, stderr=child,
+                          timeout=120, env={**os.environ, "COLUMNS": "70", "TERM": "xterm"})
+    os.close(child)
+    shown = _strip(_read_all(main))
+    assert done.returncode == 0, shown
+    lines = shown.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("time by op name"))
+    end = next(i for i, line in enumerate(lines) if line.startswith("peak L1"))
+    table = lines[start + 1:end]
+    assert max(len(line) for line in table) <= 70  # the table is fitted (an error's one line may run longer)
+    assert any("ttnn.add" in line for line in table)
+    assert any("─" in line for line in table)  # drawn by rich (its header rule), not the plain dashes

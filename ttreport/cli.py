@@ -90,14 +90,14 @@ def _tensor_brief(t) -> str:
     return f"{t.id}:{list(t.dims)} {dtype} {where}"
 
 
-def format_summary(s: Summary, path) -> str:
+def format_summary(s: Summary, path, *, table=format_table) -> str:
     out = [f"report  {path}", f"status  {s.status_text or s.status or 'unknown'}",
            f"ops     {s.operations} ({human_seconds(s.top_level_seconds)} in top-level ops)", ""]
     if s.by_name:
         rows = [(r["name"], r["count"], human_seconds(r["total_s"]), human_seconds(r["self_s"]),
                  "" if math.isnan(r["percent"]) else f"{r['percent']:.1f}%") for r in s.by_name]
         out += ["time by op name (self time excludes the ops it called):",
-                format_table(["name", "count", "total", "self", "self %"], rows), ""]
+                table(["name", "count", "total", "self", "self %"], rows), ""]
     for label, peak in (("peak L1  ", s.peak_l1), ("peak DRAM", s.peak_dram)):
         if peak is not None:
             out.append(f"{label} {human_bytes(peak['bytes'])} after op {peak['operation_id']} ({peak['name']})")
@@ -343,7 +343,7 @@ def summary(report):
     Example: ttreport summary generated/ttreport/reports/demo
     """
     with _open(report) as r:
-        click.echo(format_summary(r.summary(), r.path))
+        click.echo(format_summary(r.summary(), r.path, table=terminal.table_text))
 
 
 @main.command()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -129,19 +130,39 @@ def echo_table(columns, rows: Iterable, *, title: str | None = None, console=Non
             return
 
 
+def table_text(columns, rows) -> str:
+    """A whole table as text for a report that is printed at once (`ttreport summary`): drawn by rich for
+    the terminal's width when stdout is a terminal, else plain aligned text."""
+    if not is_terminal():
+        return "\n".join(plain_table(columns, rows))
+    import io
+
+    from rich.console import Console
+
+    width = _console(stderr=False).width  # the terminal's, read before drawing into a buffer
+    buffer = io.StringIO()
+    Console(file=buffer, force_terminal=True, width=width, highlight=False).print(rich_table(columns, list(rows)))
+    return buffer.getvalue().rstrip("\n")
+
+
 def rich_table(columns, rows: list, *, title: str | None = None, header: bool = True):
-    """A rich Table of `rows`; a column whose values are all numbers is right-aligned."""
+    """A rich Table of `rows`; a column whose values are all numbers (or figures with units) is right-aligned."""
     from rich import box
     from rich.table import Table
 
     table = Table(title=title, box=box.SIMPLE_HEAD, show_header=header, header_style="bold cyan",
                   pad_edge=False, title_justify="left")
     for i, c in enumerate(columns):
-        numeric = bool(rows) and all(isinstance(r[i], (int, float)) or r[i] is None for r in rows)
+        numeric = bool(rows) and all(isinstance(r[i], (int, float)) or r[i] is None
+                                     or isinstance(r[i], str) and _FIGURE.match(r[i]) for r in rows)
         table.add_column(str(c), justify="right" if numeric else "left", overflow="fold")
     for r in rows:
         table.add_row(*(_escape(cell(v)) for v in r))
     return table
+
+
+# A figure with its unit ("14.14 ms", "1.5 KiB", "73.0%", "+2.00 ms (1.50x)"): right-aligned like a number.
+_FIGURE = re.compile(r"^$|^[+-]?[\d.,]+ ?(B|KiB|MiB|GiB|s|ms|us|%)?( \([\d.]+x\))?$")
 
 
 def _escape(text: str) -> str:
