@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from bench import capture_overhead, comparison, dispatch, persistence, queries, tensor_storage
+from bench import exports as exports_bench
 from bench import upgrade as upgrade_bench
 
 FULL = dict(
@@ -30,6 +31,7 @@ FULL = dict(
     comparison=dict(tensor_mib=64, repeats=3, report_tensors=16, report_tensor_mib=64),
     dispatch=dict(n_ops=20_000, repeats=7),
     upgrade=dict(sizes=[20_000, 40_000, 200_000], startup_repeats=5),
+    exports=dict(n_ops=40_000),
 )
 QUICK = dict(
     capture=dict(n_ops=200, repeats=1, commit_ops=5),
@@ -39,6 +41,7 @@ QUICK = dict(
     comparison=dict(tensor_mib=0.5, repeats=1, report_tensors=2, report_tensor_mib=0.0625),
     dispatch=dict(n_ops=200, repeats=3),
     upgrade=dict(sizes=[200, 400], startup_repeats=1),
+    exports=dict(n_ops=400),
 )
 TITLES = {
     "capture": "1. Capture overhead (model thread)",
@@ -48,6 +51,7 @@ TITLES = {
     "comparison": "5. Comparison",
     "dispatch": "6. Dispatch with no capture",
     "upgrade": "7. Upgrading an old report; reading commands' start-up",
+    "exports": "8. Exports: trace and HTML",
 }
 
 
@@ -89,6 +93,8 @@ def main(argv=None) -> int:
                 figures = dispatch.run(tmp, **sizes[key])
             elif key == "upgrade":
                 figures = upgrade_bench.run(tmp, **sizes[key])
+            elif key == "exports":
+                figures = exports_bench.run(tmp, **sizes[key])
             for f in figures:
                 print(f.line(), flush=True)
                 misses += f.ok is False

@@ -5,22 +5,43 @@
         checks = golden_checks(r)          # {operation_id: [{"mode", "tensor_id", "status", "pcc", "desired_pcc"}]}
         print(first_divergence(checks))    # (operation_id, check) of the first failure in call order, or None
 
-Only a golden-mode capture has checks, at most a few per op; they are read at once and the exporters'
-op streams look each op up by id.
+Only a golden-mode capture has checks, at most a few per op. golden_checks reads them all (the HTML
+draws them all); GoldenStream reads them in id order beside an op stream in the same order, so the
+trace's memory stays bounded however many ops were checked.
 """
 
 from __future__ import annotations
 
+_SQL = ("SELECT operation_id, mode, tensor_id, status, pcc, desired_pcc FROM tensor_comparisons "
+        "WHERE typeof(operation_id) = 'integer' ORDER BY operation_id, mode, tensor_id")
+
+
+def _check(mode, tid, status, pcc, desired) -> dict:
+    pcc = pcc if isinstance(pcc, float) and pcc == pcc else None  # NaN is no JSON number
+    return {"mode": mode, "tensor_id": tid, "status": status, "pcc": pcc, "desired_pcc": desired}
+
 
 def golden_checks(report) -> dict:
     found: dict = {}
-    for op_id, mode, tid, status, pcc, desired in report.execute(
-            "SELECT operation_id, mode, tensor_id, status, pcc, desired_pcc FROM tensor_comparisons "
-            "ORDER BY operation_id, mode, tensor_id"):
-        pcc = pcc if isinstance(pcc, float) and pcc == pcc else None  # NaN is no JSON number
-        found.setdefault(op_id, []).append({"mode": mode, "tensor_id": tid, "status": status, "pcc": pcc,
-                                            "desired_pcc": desired})
+    for op_id, *rest in report.execute(_SQL):
+        found.setdefault(op_id, []).append(_check(*rest))
     return found
+
+
+class GoldenStream:
+    """stream.get(op_id) -> that op's checks, for op ids asked in increasing order (one cursor, read once)."""
+
+    def __init__(self, report):
+        self._cur = report.execute(_SQL)
+        self._row = self._cur.fetchone()
+
+    def get(self, op_id: int) -> list:
+        found = []
+        while self._row is not None and self._row[0] <= op_id:
+            if self._row[0] == op_id:
+                found.append(_check(*self._row[1:]))
+            self._row = self._cur.fetchone()
+        return found
 
 
 def first_divergence(checks: dict):

@@ -22,7 +22,7 @@ import gzip
 import json
 from pathlib import Path
 
-from ttreport.export.golden import golden_checks
+from ttreport.export.golden import GoldenStream
 from ttreport.export.memory import memory_timeline
 
 PID = 1
@@ -55,7 +55,7 @@ def trace_events(report):
     """Every event of the trace, as dicts, in the order they are read (a generator)."""
     yield {"ph": "M", "pid": PID, "name": "process_name", "args": {"name": f"ttreport {report.path.name}"}}
     tids: dict = {}
-    pcc = golden_checks(report)
+    golden = GoldenStream(report)
     for op in report.iter_operations(sort="id"):
         if op.start_ns is None:
             continue  # no time was recorded for it (a TT-NN report): nothing to place
@@ -66,7 +66,7 @@ def trace_events(report):
             yield {"ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}
         dur_ns = (op.end_ns - op.start_ns) if op.end_ns is not None else round((op.duration or 0) * 1e9)
         event = {"ph": "X", "pid": PID, "tid": tid, "name": op.name, "cat": "op",
-                 "ts": op.start_ns / 1000, "dur": max(dur_ns, 0) / 1000, "args": _args(op, pcc.get(op.id))}
+                 "ts": op.start_ns / 1000, "dur": max(dur_ns, 0) / 1000, "args": _args(op, golden.get(op.id))}
         if op.status == "error" or op.error is not None:
             event["cname"] = "terrible"
             yield event
