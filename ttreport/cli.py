@@ -539,7 +539,7 @@ def trace(report, out):
 
     Example: ttreport trace generated/ttreport/reports/demo -o demo.json
     """
-    with _open(report) as r:
+    with _open(report) as r, terminal.progress("writing the trace"):
         path = r.export_chrome_trace(out)
     click.echo(f"trace: {path}")
     click.echo("open:  drag it onto https://ui.perfetto.dev or chrome://tracing (both read it in the browser)")
@@ -563,8 +563,8 @@ def html(report, out, limit, against):
     if against is not None:
         from ttreport.compare import compare_reports
 
-        comparison = compare_reports(against, report)
-    with _open(report) as r:
+        comparison = compare_reports(against, report, progress=True)
+    with _open(report) as r, terminal.progress("writing the page"):
         path = r.export_html(out, limit=limit or None, comparison=comparison)
     click.echo(f"html: {path}")
     click.echo(f"open: {path.resolve().as_uri()} in a browser (no network needed)")
