@@ -19,7 +19,7 @@ try:
     main(sys.argv[1:])
 except SystemExit as e:
     code = e.code
-print("HEAVY", sorted(m for m in ("torch", "device_sim", "alembic", "sqlalchemy", "numpy") if m in sys.modules),
+print("HEAVY", sorted(m for m in ("torch", "device_sim", "alembic", "sqlalchemy", "numpy", "rich") if m in sys.modules),
       file=sys.stderr)
 sys.exit(code)
 """
@@ -29,6 +29,7 @@ sys.exit(code)
                                   ["ops", str(SAMPLE)], ["op", str(SAMPLE), "12"],
                                   ["query", str(SAMPLE), "SELECT COUNT(*) FROM operations"]])
 def test_reading_commands_import_neither_torch_nor_alembic(args):
+    # Nor rich: output to a pipe is plain text, and rich (~55 ms to import) is loaded only to draw on a terminal.
     done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "HEAVY []", done.stderr
