@@ -55,7 +55,7 @@ def run(tmp: Path, n_ops: int) -> list:
             t = time.perf_counter()
             path = export(tmp / out)
             seconds = time.perf_counter() - t
-            figures.append(info(f"{what}: {ops:,} ops exported per second", ops / seconds, "ops/s"))
+            figures.append(info(f"{what}: ops exported per second ({ops:,} ops)", ops / seconds, "ops/s"))
             figures.append(info(f"{what}: file bytes per op", path.stat().st_size / ops, "B/op"))
         peak_big = peak_bytes(lambda: r.export_chrome_trace(tmp / "m.json"))
         html_big = peak_bytes(lambda: r.export_html(tmp / "m.html"))

@@ -21,6 +21,7 @@ FIGURES = [
     "cookbook: 10 slowest matmuls with shapes: p50",
     "compare_tensors, 0.5 MiB bf16 each", "compare_tensors / naive", "compare_reports",
     "registry dispatch / direct body",
+    "trace: ops exported per second", "html: ops exported per second", "trace peak memory, 2N ops / N ops",
 ]
 
 
