@@ -17,7 +17,9 @@ _SQL = ("SELECT operation_id, mode, tensor_id, status, pcc, desired_pcc FROM ten
 
 
 def _check(mode, tid, status, pcc, desired) -> dict:
-    pcc = pcc if isinstance(pcc, float) and pcc == pcc else None  # NaN is no JSON number
+    # NaN (undefined PCC, or a damaged value) is no JSON number: None
+    pcc = float(pcc) if isinstance(pcc, (int, float)) and pcc == pcc else None
+    desired = desired if isinstance(desired, (int, float)) and desired == desired else None
     return {"mode": mode, "tensor_id": tid, "status": status, "pcc": pcc, "desired_pcc": desired}
 
 

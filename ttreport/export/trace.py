@@ -45,7 +45,7 @@ def export_chrome_trace(report, path) -> Path:
         for event in trace_events(report):
             if not first:
                 f.write(",\n")
-            f.write(json.dumps(event, default=str))
+            f.write(json.dumps(event, default=str, allow_nan=False))  # NaN would make the file unreadable
             first = False
         f.write("\n]}\n")
     return path
