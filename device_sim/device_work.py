@@ -27,7 +27,6 @@ Example:
 from __future__ import annotations
 
 import itertools
-import threading
 from typing import NamedTuple
 
 from device_sim.dtypes import tile_size
@@ -91,23 +90,6 @@ def make_program(name: str, factory: str, cbs, ranges: tuple) -> Program:
 _program_ids = itertools.count(1)
 
 
-class _Fused(threading.local):
-    depth = 0  # > 0 inside an op that launches one program for the ops it calls (linear's matmul and add)
-
-
-_fused = _Fused()
-
-
-class fused:
-    """A block whose nested ops launch no programs: the calling op launches the one program TT-NN runs."""
-
-    def __enter__(self):
-        _fused.depth += 1
-
-    def __exit__(self, *exc):
-        _fused.depth -= 1
-
-
 def launch(device, program: Program) -> None:
     """Run `program` on `device`: report it to the memory listener, then check its CBs against L1.
 
@@ -115,7 +97,7 @@ def launch(device, program: Program) -> None:
     lowest live L1 buffer. The listener hears the program first, as TT-NN's graph capture records the
     CBs before the check, so a report shows the CBs of a program that failed.
     """
-    if _fused.depth or device is None:
+    if device is None:
         return
     memory = getattr(device, "memory", None)
     if memory is None:
