@@ -4,16 +4,18 @@ checked against the report it came from, and opened in a real offline viewer (sp
 import gzip
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 import browser
 import pytest
 
 import device_sim as ttnn
 import ttreport
-from ttreport import Config
+from ttreport import Config, db
 from ttreport import demo as demo_model
 from ttreport.report import ReportError
 
@@ -206,3 +208,17 @@ def test_speedscope_opens_the_trace_and_shows_the_ops_nested(demo, tmp_path):
     assert self_ < total and [k.name for k in kids] == ["ttnn.exp", "ttnn.add"]
     for k in kids:  # a leaf op: all its time is its own
         assert shown[k.id][0] == shown[k.id][1] == pytest.approx(k.duration, rel=0.01, abs=2e-6)
+
+
+def test_a_tt_nn_reports_ops_with_durations_only_are_laid_end_to_end(tmp_path):
+    shutil.copytree(Path(__file__).parent / "data" / "report_v0001", tmp_path / "r")
+    db.upgrade(tmp_path / "r" / "db.sqlite")
+    with ttreport.open(tmp_path / "r") as r:
+        ops = r.operations()
+        slices = [e for e in _events(r, tmp_path) if e["ph"] == "X"]
+    assert [s["args"]["operation_id"] for s in slices] == [o.id for o in ops] and ops[0].start_ns is None
+    clock = 0.0
+    for s, o in zip(slices, ops):
+        assert s["ts"] == pytest.approx(clock) and s["dur"] == pytest.approx(o.duration * 1e6)
+        assert s["args"]["placed"].startswith("no start time recorded")
+        clock += s["dur"]

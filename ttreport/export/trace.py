@@ -56,21 +56,31 @@ def trace_events(report):
     yield {"ph": "M", "pid": PID, "name": "process_name", "args": {"name": f"ttreport {report.path.name}"}}
     tids: dict = {}
     golden = GoldenStream(report)
+    clock_ns = 0  # where an op with no recorded start goes: right after the previous op
     for op in report.iter_operations(sort="id"):
-        if op.start_ns is None:
-            continue  # no time was recorded for it (a TT-NN report): nothing to place
+        start_ns = op.start_ns
+        if start_ns is None:
+            # A TT-NN report records durations only (and no nesting): its ops are laid end to end, in call
+            # order, as ttnn-visualizer lists them; the args say the times are placed, not measured.
+            if not isinstance(op.duration, (int, float)) or op.duration != op.duration:
+                continue
+            start_ns = clock_ns
         tid = tids.get(op.thread)
         if tid is None:
             tid = tids[op.thread] = len(tids) + 1
             yield {"ph": "M", "pid": PID, "tid": tid, "name": "thread_name", "args": {"name": op.thread or "main"}}
             yield {"ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}
-        dur_ns = (op.end_ns - op.start_ns) if op.end_ns is not None else round((op.duration or 0) * 1e9)
+        dur_ns = (op.end_ns - start_ns) if op.end_ns is not None and op.start_ns is not None \
+            else round((op.duration or 0) * 1e9)
+        clock_ns = max(clock_ns, start_ns + max(dur_ns, 0))
         event = {"ph": "X", "pid": PID, "tid": tid, "name": op.name, "cat": "op",
-                 "ts": op.start_ns / 1000, "dur": max(dur_ns, 0) / 1000, "args": _args(op, golden.get(op.id))}
+                 "ts": start_ns / 1000, "dur": max(dur_ns, 0) / 1000, "args": _args(op, golden.get(op.id))}
+        if op.start_ns is None:
+            event["args"]["placed"] = "no start time recorded: placed after the previous op"
         if op.status == "error" or op.error is not None:
             event["cname"] = "terrible"
             yield event
-            yield {"ph": "i", "s": "t", "pid": PID, "tid": tid, "ts": op.start_ns / 1000, "cat": "error",
+            yield {"ph": "i", "s": "t", "pid": PID, "tid": tid, "ts": start_ns / 1000, "cat": "error",
                    "name": f"error: {op.error.error_type if op.error else 'unknown'}",
                    "args": {"operation_id": op.id, "message": op.error.message if op.error else None}}
         else:
