@@ -179,3 +179,23 @@ def test_against_another_report_draws_the_pcc_per_op_and_marks_the_root_cause(tm
     drawn = _drawn(loaded.dom, "pcc-chart")
     assert f"first divergence: op {add}" in drawn
     assert drawn.count('<path class="point') == 3  # from_torch, add, relu: one PCC each
+
+
+def test_top_level_keeps_only_the_ops_the_model_called(tmp_path):
+    dev = ttnn.open_device(0)
+    composite = ttnn.register_op("test_export.exp_plus_one")(lambda x: ttnn.add(ttnn.exp(x), 1.0))
+    try:
+        with ttreport.capture(tmp_path / "r") as cap:
+            composite(ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev))
+    finally:
+        del ttnn.OPS["test_export.exp_plus_one"]
+        ttnn.close_device(dev)
+    out = tmp_path / "r.html"
+    done = subprocess.run([sys.executable, "-m", "ttreport.cli", "html", str(cap.path), "-o", str(out),
+                           "--top-level"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    with ttreport.open(cap.path) as r:
+        top = [o.id for o in r.operations(depth=0)]
+        assert len(top) < r.count_operations()
+    text = out.read_text()
+    assert _rows(text.replace("'", '"')) == top and "(top-level ops only)" in text

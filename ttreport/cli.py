@@ -551,9 +551,11 @@ def trace(report, out):
               help="The .html file to write.")
 @click.option("--limit", type=click.IntRange(min=0), default=0, show_default=True,
               help="At most this many ops in the timeline and the op table, in call order (0: all).")
+@click.option("--top-level", is_flag=True, help="Only the ops the model called directly (depth 0) in the timeline "
+              "and the op table.")
 @click.option("--against", help="Another report of the same model: B is REPORT, A this one; draws the PCC "
               "of each op against it and marks the first divergence (both need stored tensors).")
-def html(report, out, limit, against):
+def html(report, out, limit, top_level, against):
     """Write the run as one self-contained HTML file (opens offline): summary, timeline, L1 and DRAM
     per device with the peaks, time by op name, slowest ops, golden PCC, a searchable op table.
 
@@ -565,7 +567,7 @@ def html(report, out, limit, against):
 
         comparison = compare_reports(against, report, progress=True)
     with _open(report) as r, terminal.progress("writing the page"):
-        path = r.export_html(out, limit=limit or None, comparison=comparison)
+        path = r.export_html(out, limit=limit or None, top_level=top_level, comparison=comparison)
     click.echo(f"html: {path}")
     click.echo(f"open: {path.resolve().as_uri()} in a browser (no network needed)")
 

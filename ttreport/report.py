@@ -617,14 +617,16 @@ class Report:
 
         return export_chrome_trace(self, path)
 
-    def export_html(self, path: str | os.PathLike, *, limit: int | None = None, comparison=None) -> Path:
+    def export_html(self, path: str | os.PathLike, *, limit: int | None = None, top_level: bool = False,
+                    comparison=None) -> Path:
         """Write the run as one self-contained .html report (summary, timeline, memory per device,
         time by op name, slowest ops, a searchable op table, golden PCC); no network needed to open it.
-        `limit` caps the ops in the timeline and the op table (None: every op); `comparison`, a
+        `limit` caps the ops in the timeline and the op table (None: every op), `top_level` keeps only the
+        ops the model called there; `comparison`, a
         ReportComparison whose B is this report, adds its PCC per op and root cause. Returns the path."""
         from ttreport.export.html import export_html
 
-        return export_html(self, path, limit=limit, comparison=comparison)
+        return export_html(self, path, limit=limit, top_level=top_level, comparison=comparison)
 
     def _peak(self, column: str) -> dict | None:
         rows = self.sql(f"SELECT operation_id, name, {column} AS bytes FROM operations WHERE {column} IS NOT NULL "

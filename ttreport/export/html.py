@@ -71,11 +71,12 @@ if (q) { search.value = q; search.dispatchEvent(new Event('input')); }
 """
 
 
-def export_html(report, path, *, limit: int | None = None, comparison=None) -> Path:
+def export_html(report, path, *, limit: int | None = None, top_level: bool = False, comparison=None) -> Path:
     """Write `report` (an open Report) as a self-contained HTML file at `path` (.html); return the path.
 
     Args:
         limit: at most this many ops (in call order) in the timeline and the op table; None for all.
+        top_level: only the ops the model called directly (depth 0) in the timeline and the op table.
         comparison: a ttreport.compare.ReportComparison whose B is this report: its PCC per op and
             its root cause are drawn beside the golden checks.
     """
@@ -106,7 +107,8 @@ def export_html(report, path, *, limit: int | None = None, comparison=None) -> P
         _summary(w, report, summary)
         w("<h2 id='timeline'>Timeline</h2><p class='note'>Each op is a bar from its start to its end; "
           "nested ops sit on the rows below the op that called them. Click a bar for its row in the op table.</p>")
-        _chart(w, "timeline-chart", _timeline(report, summary, limit))
+        depth = 0 if top_level else None
+        _chart(w, "timeline-chart", _timeline(report, summary, limit, depth))
         w("<h2 id='memory'>Memory in use</h2><p class='note'>Bytes of the device buffers live after each op "
           "(each buffer's own size, as Report.peak_l1_by_device counts them), per device; the peak of each is "
           "marked. The summary's peak L1 and DRAM count what the allocator holds in every bank (the ops' "
@@ -118,7 +120,7 @@ def export_html(report, path, *, limit: int | None = None, comparison=None) -> P
         _chart(w, "by-name-chart", _by_name(summary))
         _slowest(w, report)
         _pcc(w, report, checks, comparison)
-        _ops(w, report, checks, limit)
+        _ops(w, report, checks, limit, depth)
         _tensors(w, report)
         w(f"<script>{_JS}</script></body></html>\n")
     return path
@@ -170,10 +172,10 @@ def _summary(w, report, s) -> None:
     w("<h2 id='summary'>Summary</h2><dl>" + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>\n")
 
 
-def _timeline(report, summary, limit) -> dict:
+def _timeline(report, summary, limit, depth) -> dict:
     named = [r["name"] for r in summary.by_name[:NAMES_IN_LEGEND]]
     traces: dict = {}
-    for op in report.iter_operations(sort="id", limit=limit):
+    for op in report.iter_operations(sort="id", limit=limit, depth=depth):
         if op.start_ns is None:
             continue
         name = op.name if op.name in named else "other"
@@ -305,17 +307,19 @@ def _dims(t) -> str:
     return f"{list(t.dims)} {dtype} {where}"
 
 
-def _ops(w, report, checks: dict, limit) -> None:
+def _ops(w, report, checks: dict, limit, depth) -> None:
     e = html.escape
-    total = report.count_operations()
+    total = report.count_operations() if depth is None else \
+        report.execute("SELECT COUNT(*) FROM operations WHERE COALESCE(depth, 0) = 0").fetchone()[0]
     shown = total if limit is None else min(limit, total)
     w(f"<h2 id='ops'>Ops</h2><p><input id='search' type='search' placeholder='filter: words in the name, "
       f"tensors, error, source...'> <span id='shown'>{shown}</span> of {shown} ops shown"
+      f"{' (top-level ops only)' if depth is not None else ''}"
       f"{'' if shown == total else f' (the first {shown} of {total}; export with a larger limit for more)'}</p>"
       "<table id='ops'><thead><tr><th>op</th><th>name</th><th>depth</th><th>start</th><th>duration</th>"
       "<th>inputs</th><th>outputs</th><th>L1 after</th><th>DRAM after</th><th>PCC</th><th>details</th>"
       "</tr></thead><tbody>\n")
-    for op in report.iter_operations(sort="id", limit=limit):
+    for op in report.iter_operations(sort="id", limit=limit, depth=depth):
         op_checks = checks.get(op.id, [])
         pccs = [c["pcc"] for c in op_checks if c["pcc"] is not None]
         failed = any(c["status"] == "fail" for c in op_checks)
