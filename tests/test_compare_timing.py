@@ -86,6 +86,7 @@ def test_the_cli_prints_the_slowest_change_first_and_writes_json(run, tmp_path):
     lines = result.output.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("A op"))
     assert "ttnn.matmul" in lines[header + 2] and "+250.00 ms" in lines[header + 2]
+    assert " / " not in lines[header + 2]  # the copy's memory is the same: one figure, not "A / B"
     assert "aligned ops: A" in result.output and "peak DRAM" in result.output
     data = json.loads(out.read_text())
     assert data["ops"][0]["name"] == "ttnn.matmul" and data["ops"][0]["delta_s"] == pytest.approx(0.25)

@@ -613,7 +613,7 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, strict, all_depths, timin
 
     result = compare_reports(a, b, rtol=rtol, atol=atol, pcc=pcc, ops=pattern, strict=strict,
                              progress=sys.stderr.isatty(), top_level=not all_depths)
-    click.echo(result.to_table())
+    click.echo(result.to_table(table=terminal.table_text))
     if json_file is not None:
         json_file.write_text(result.to_json() + "\n")
         click.echo(f"json: {json_file}")
@@ -633,11 +633,13 @@ def _compare_timing(a, b, pattern, json_file, all_depths, limit) -> None:
         sign = "+" if r.delta_s >= 0 else "-"
         return f"{sign}{human_seconds(abs(r.delta_s))}" + (f" ({r.ratio:.2f}x)" if r.ratio is not None else "")
 
+    def both(a, b) -> str:  # one figure when the runs agree, "A / B" when they do not: fewer columns to read
+        return human_bytes(a) if a == b else f"{human_bytes(a) or '?'} / {human_bytes(b) or '?'}"
+
     terminal.echo_table(
-        ["A op", "B op", "name", "A time", "B time", "B - A", "A L1 after", "B L1 after", "A DRAM after",
-         "B DRAM after"],
-        ((r.a_id, r.b_id, r.name, human_seconds(r.a_s), human_seconds(r.b_s), change(r), human_bytes(r.a_l1_bytes),
-          human_bytes(r.b_l1_bytes), human_bytes(r.a_dram_bytes), human_bytes(r.b_dram_bytes)) for r in shown))
+        ["A op", "B op", "name", "A time", "B time", "B - A", "L1 after (A / B)", "DRAM after (A / B)"],
+        ((r.a_id, r.b_id, r.name, human_seconds(r.a_s), human_seconds(r.b_s), change(r),
+          both(r.a_l1_bytes, r.b_l1_bytes), both(r.a_dram_bytes, r.b_dram_bytes)) for r in shown))
     if len(shown) < len(t.rows):
         click.echo(f"... {len(t.rows) - len(shown):,} more aligned ops not shown (--limit 0 shows all)")
     for side, only in (("A", t.only_a), ("B", t.only_b)):

@@ -123,8 +123,9 @@ class ReportComparison:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
-    def to_table(self, limit: int = 100) -> str:
-        """A readable table: every op when there are at most `limit`, else the ones that do not match."""
+    def to_table(self, limit: int = 100, *, table=None) -> str:
+        """A readable table: every op when there are at most `limit`, else the ones that do not match.
+        `table(columns, rows)` draws the op table as text (ttreport.terminal.table_text on a terminal)."""
         shown = self.pairs if len(self.pairs) <= limit else [p for p in self.pairs if p.status != MATCH]
         lines = [f"A: {self.a}", f"B: {self.b}"]
         rows = []
@@ -140,7 +141,8 @@ class ReportComparison:
                             else ""))
             rows = rows if len(self.pairs) <= limit else []
         if rows:
-            lines += _table(["A op", "B op", "name", "status", "PCC", "max abs err", "mismatched"], rows)
+            columns = ["A op", "B op", "name", "status", "PCC", "max abs err", "mismatched"]
+            lines += _table(columns, rows) if table is None else [table(columns, rows)]
         if rows and (len(shown) > limit or len(shown) < len(self.pairs)):
             hidden = len(self.pairs) - min(len(shown), limit)
             lines.append(f"... {hidden:,} more aligned ops not shown (--json FILE writes them all)")

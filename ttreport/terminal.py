@@ -161,8 +161,10 @@ def rich_table(columns, rows: list, *, title: str | None = None, header: bool = 
     return table
 
 
-# A figure with its unit ("14.14 ms", "1.5 KiB", "73.0%", "+2.00 ms (1.50x)"): right-aligned like a number.
-_FIGURE = re.compile(r"^$|^[+-]?[\d.,]+ ?(B|KiB|MiB|GiB|s|ms|us|%)?( \([\d.]+x\))?$")
+# A figure with its unit ("14.14 ms", "1.5 KiB", "73.0%", "+2.00 ms (1.50x)", "48.0 KiB / 96.0 KiB"): right-aligned
+# like a number.
+_FIGURE = re.compile(r"^$|^[+-]?[\d.,]+ ?(B|KiB|MiB|GiB|s|ms|us|%)?( \([\d.]+x\))?"
+                     r"( / ([\d.,]+ ?(B|KiB|MiB|GiB)?|\?))?$")
 
 
 def _escape(text: str) -> str:
