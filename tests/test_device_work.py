@@ -206,3 +206,16 @@ def test_an_element_wise_op_writing_into_a_given_tensor_keeps_it_when_its_cbs_cl
     assert target.is_allocated()  # the caller's tensor, not the op's to free
     held.deallocate()
     ttnn.add(a, a, output_tensor=target)
+
+
+def test_device_graphs_can_be_left_out_of_a_report_but_the_device_still_checks_its_cbs(small_l1, tmp_path):
+    a = tt(small_l1, (256, 256))
+    with ttreport.capture("nographs", config=ttreport.Config(root=tmp_path, device_graphs=False)) as handle:
+        ttnn.matmul(a, a)
+        held = tt(small_l1, (49_152, 32), memory_config=ttnn.L1_MEMORY_CONFIG)
+        with pytest.raises(RuntimeError, match="clash with L1 buffers"):
+            ttnn.matmul(a, a)
+        held.deallocate()
+    with ttreport.open(handle.path) as r:
+        assert r.sql("SELECT COUNT(*) AS n FROM captured_graph")[0]["n"] == 0
+        assert r.sql("SELECT COUNT(*) AS n FROM errors")[0]["n"] == 1

@@ -369,6 +369,7 @@ class Recorder:
         # A closure over locals: this runs twice per op in a typical model, so every lookup counts.
         # It never waits for the writer: a free can run on any thread, the writer's included (GC).
         local, append, seq, pages = self._local, self._items.append, self._seq, self.config.buffer_pages
+        graphs = self.config.device_graphs
 
         def on_buffer(event: str, buf) -> None:
             if event == "free":
@@ -376,7 +377,8 @@ class Recorder:
                 return
             stack = getattr(local, "stack", None)
             if event == "program":  # buf is a device_work.Program
-                append((PROGRAM, stack[-1] if stack else None, buf))
+                if graphs:
+                    append((PROGRAM, stack[-1] if stack else None, buf))
                 return
             append(_alloc(buf, next(seq), stack[-1] if stack else None, pages))
 

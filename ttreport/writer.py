@@ -178,6 +178,7 @@ class Writer(threading.Thread):
         self._programs: dict[int, list] = {}  # op id -> the device programs it launched, until its row comes
         self._l1_allocs: dict[int, list] = {}  # op id -> the L1 buffers it allocated, until its row comes
         self._l1_owner: dict[int, int] = {}  # buffer id -> the op id whose _l1_allocs holds it
+        self._graphs = config.device_graphs  # captured_graph rows wanted (their L1 buffers are gathered for them)
         self.error: BaseException | None = None  # the first failure, reported at close
         self.busy = threading.Lock()  # held while this thread is inside SQLite (see run)
         self.records_lost = 0
@@ -255,7 +256,7 @@ class Writer(threading.Thread):
                     if live is not None:
                         live[item[1]] = item[10]
                         item = item[:10]
-                    if item[5] == 1 and item[9] is not None:  # an op's L1 buffer: in its graph if it launches
+                    if item[5] == 1 and item[9] is not None and self._graphs:  # in its op's graph, if it launches
                         self._l1_allocs.setdefault(item[9], []).append(item)
                         self._l1_owner[item[1]] = item[9]
                     if alloc is not None:
