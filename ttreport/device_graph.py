@@ -43,6 +43,11 @@ def cpp_name(op_name: str) -> str:
     return op_name.replace(".", "::")
 
 
+# A model repeats a few graphs (same op, programs and output placement): each text is built once.
+_texts: dict[tuple, str] = {}
+MAX_TEXTS = 4096
+
+
 def captured_graph(op_name: str, programs: list, l1_allocs=()) -> str:
     """The JSON text of one op's captured graph, its programs in launch order.
 
@@ -50,6 +55,18 @@ def captured_graph(op_name: str, programs: list, l1_allocs=()) -> str:
     allocates them inside the device operation before its program's CBs, so they appear there, as
     `buffer_allocate` nodes the visualizer adds (per core) to the CBs' load.
     """
+    # The program id is not in the text (TT-NN's graph has none), so it stays out of the key.
+    key = (op_name, tuple((p.name, p.cbs, p.ranges, p.device_id, p.cb_base) for p in programs),
+           tuple(a[2:8] for a in l1_allocs))
+    text = _texts.get(key)
+    if text is None:
+        if len(_texts) >= MAX_TEXTS:
+            _texts.clear()
+        text = _texts[key] = _build(op_name, programs, l1_allocs)
+    return text
+
+
+def _build(op_name: str, programs: list, l1_allocs) -> str:
     nodes: list[dict] = []
 
     def node(node_type: str, params: dict, parent: int | None) -> int:
