@@ -28,9 +28,11 @@ import re
 import signal
 import socket
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
+import uuid
 import warnings
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -140,7 +142,9 @@ class Capture(contextlib.ContextDecorator):
         # written to the same folder name reads as another run).
         facts = {"ttreport_version": _version(), "torch_version": torch.__version__,
                  "python_version": platform.python_version(), "host": socket.gethostname(),
-                 "started_at": started, "capture_timestamp_ns": time.time_ns(), "status": "running"}
+                 "started_at": started, "capture_timestamp_ns": time.time_ns(), "status": "running",
+                 # the report's identity in a store (ttreport push): a second push of it is a no-op
+                 "report_id": str(uuid.uuid4()), **_git_commit()}
         _write_metadata(self.db_path, facts)
         _reserve_room(path / RESERVE_FILE)
         _write_json(path / CONFIG_FILE, {**_ttnn_config_keys(config, path), "config": config.to_json(),
@@ -615,6 +619,16 @@ def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n")
     os.replace(tmp, path)
+
+
+def _git_commit() -> dict:
+    """{"git_commit": sha} when the working directory is in a git checkout (a store's runs show it), else {}."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return {}  # no git, or it hung: the run is recorded without a commit
+    sha = out.stdout.strip()
+    return {"git_commit": sha} if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", sha) else {}
 
 
 def _now() -> str:

@@ -39,6 +39,17 @@ def one_line(text: str) -> str:
 
 
 class _Group(click.Group):
+    def parse_args(self, ctx, args):
+        # A store URL and its --run stand for that run's folder (ttreport.store.cli.store_args).
+        if any(a.startswith(("postgresql://", "postgres://")) for a in args):
+            from ttreport.store.cli import store_args
+
+            try:
+                args = store_args(list(args))
+            except TTReportError as e:
+                raise Failure(one_line(str(e))) from None
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
@@ -704,6 +715,17 @@ def diff_tensor(a, b, rtol, atol, pcc, as_json):
                 ("dtypes", f"{c.dtypes[0]} vs {c.dtypes[1]}"), ("rtol, atol", f"{c.rtol:.3g}, {c.atol:.3g}")]
         click.echo("\n".join(f"{k:<15} {'' if v is None else v}" for k, v in rows))
     sys.exit(0 if c.passed else 1)
+
+
+def _store_commands() -> None:
+    """push, runs, history: the store's commands (ttreport.store.cli; psycopg is imported only when one runs)."""
+    from ttreport.store import cli as store_cli
+
+    for command in (store_cli.push, store_cli.runs, store_cli.history):
+        main.add_command(command)
+
+
+_store_commands()
 
 
 if __name__ == "__main__":  # python -m ttreport.cli

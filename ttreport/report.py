@@ -681,6 +681,14 @@ def _id_conditions(ids: list[int]):
         i = j
 
 
-def open(path: str | os.PathLike) -> Report:  # noqa: A001 - ttreport.open mirrors the builtin on purpose
-    """Open the report at `path` (its folder, its db.sqlite, or a name under the default root) read-only."""
+def open(path: str | os.PathLike, run=None) -> Report:  # noqa: A001 - ttreport.open mirrors the builtin on purpose
+    """Open the report at `path` (its folder, its db.sqlite, or a name under the default root) read-only;
+    or, given a store URL (postgresql://...), the run `run` of that store (its name, run id or UUID)."""
+    if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
+        from ttreport.store import open_run
+
+        return open_run(path, run)
+    if run is not None:
+        raise ReportError(f"run={run!r} names a run of a store, but {path} is a report folder: give a store URL "
+                          f"(postgresql://...) or leave run out")
     return Report(path)

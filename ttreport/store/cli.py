@@ -1,0 +1,114 @@
+"""The store's commands: `ttreport push`, `ttreport runs`, `ttreport history`; and `--run` for the rest.
+
+Every command that reads a REPORT also takes a store URL followed by `--run NAME` (run id or UUID):
+`ttreport ops postgresql://db/ttreport --run nightly-1234`. store_args() swaps each URL for the local
+folder that holds that run (pull.py), before the command parses its arguments, so the commands read
+a run with the same code as a folder. `compare URL --run a URL --run b` compares two runs.
+
+    ttreport push generated/ttreport/reports/demo --to postgresql:///ttreport --name nightly-1
+    ttreport history postgresql:///ttreport --op ttnn.matmul --shape 1x32x64
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ttreport.store.connection import StoreError, is_store_url
+
+STORE_COMMANDS = frozenset({"push", "runs", "history"})  # they take the URL itself
+
+
+def store_args(args: list[str]) -> list[str]:
+    """`args` with each store URL (and the --run after it) replaced by the folder holding that run."""
+    if not any(is_store_url(a) for a in args) or (args and args[0] in STORE_COMMANDS):
+        return args
+    from ttreport.store.pull import materialize
+
+    out, runs, urls = [], [], []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--run" and i + 1 < len(args):
+            runs.append(args[i + 1])
+            i += 2
+            continue
+        if a.startswith("--run="):
+            runs.append(a[len("--run="):])
+        elif is_store_url(a):
+            urls.append(len(out))
+            out.append(a)
+        else:
+            out.append(a)
+        i += 1
+    if len(runs) != len(urls):
+        raise StoreError(f"{len(urls)} store URL(s) and {len(runs)} --run: give one --run NAME after each store URL "
+                         f"(`ttreport runs URL` lists the runs)")
+    for place, run in zip(urls, runs):
+        out[place] = str(materialize(out[place], run))
+    return out
+
+
+@click.command()
+@click.argument("reports", nargs=-1, required=True)
+@click.option("--to", "url", required=True, help="the store: postgresql://[user@]host[:port]/db[?tensors=DIR]")
+@click.option("--name", default=None, help="the run's name (default: the report folder's name); one report only")
+@click.option("--model", default=None, help="the model's name for `runs` (default: the report folder's name)")
+def push(reports, url, name, model):
+    """Upload REPORT folders into the store at --to, each in one transaction (a pushed report is skipped)."""
+    from ttreport.store.push import push as push_one
+
+    if name and len(reports) > 1:
+        raise StoreError(f"--name {name!r} names one run, and {len(reports)} reports were given: push them one by one")
+    for report in reports:
+        run_id, added = push_one(report, url, name=name, model=model)
+        click.echo(f"{report}: {'pushed as' if added else 'already in the store as'} run {run_id}")
+
+
+@click.command()
+@click.argument("url")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="only the newest N runs")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per run")
+def runs(url, limit, as_json):
+    """List the runs in the store at URL, oldest first: name, model, host, git commit, start, status, ops."""
+    from ttreport.store.history import runs as list_runs
+    from ttreport.terminal import plain_table
+
+    rows = list_runs(url, limit=limit)
+    if as_json:
+        for r in rows:
+            click.echo(json.dumps(r))
+        return
+    cols = ["run_id", "name", "model", "host", "git_commit", "started_at", "status", "operations"]
+    click.echo("\n".join(plain_table(cols, [[("" if r[c] is None else r[c] if c != "git_commit" else r[c][:12])
+                                             for c in cols] for r in rows])))
+
+
+@click.command()
+@click.argument("url")
+@click.option("--op", "op", required=True, help="the op's name, e.g. ttnn.matmul")
+@click.option("--shape", default=None, help="only calls whose first input has these dims: 1x32x64 or [1, 32, 64]")
+@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=0.10, show_default=True,
+              help="flag a run whose mean duration or peak L1 moved more than this fraction from the run before")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per run")
+def history(url, op, shape, threshold, as_json):
+    """Show op --op run by run from the store at URL (calls, mean and max time, peak L1, lowest PCC), with flags."""
+    from ttreport.store.history import history as op_history
+    from ttreport.terminal import human_bytes, human_seconds, plain_table
+
+    rows = op_history(url, op, shape=shape, threshold=threshold)
+    if as_json:
+        for r in rows:
+            click.echo(json.dumps(r))
+        return
+    if not rows:
+        raise StoreError(f"no run in the store calls {op!r}{f' with shape {shape}' if shape else ''}; "
+                         f"op names are as `ttreport summary` shows them (ttnn.matmul)")
+    cols = ["run_id", "run", "started_at", "commit", "calls", "mean", "max", "peak L1", "min PCC", "changed"]
+    table = [[r["run_id"], r["run"], r["started_at"] or "", (r["git_commit"] or "")[:12], r["count"],
+              human_seconds(r["mean_s"]) if r["mean_s"] is not None else "",
+              human_seconds(r["max_s"]) if r["max_s"] is not None else "",
+              human_bytes(r["peak_l1"]) if r["peak_l1"] is not None else "",
+              f"{r['min_pcc']:.6f}" if r["min_pcc"] is not None else "", "; ".join(r["flags"])] for r in rows]
+    click.echo("\n".join(plain_table(cols, table)))

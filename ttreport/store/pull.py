@@ -1,0 +1,115 @@
+"""A run of the store as a report folder: `ttreport.open(URL, run=...)` reads it with the same Report.
+
+The run's rows are copied once into a SQLite report in a local cache folder (a run never changes
+once pushed: the cache is keyed by its UUID), built under a temporary name and renamed into place,
+so every reader, the CLI's commands and exports included, answers from the same code as for a
+folder. Its tensor files are reached through links into the tensor store.
+
+    from ttreport.store import open_run
+    report = open_run("postgresql:///ttreport", run="nightly-1234")
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+from ttreport import db
+from ttreport.store.connection import StoreError, connect, ensure_schema, shown, split_url
+
+CACHE_ENV = "TTREPORT_STORE_CACHE"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "ttreport" / "store")
+
+
+def find_run(conn, url: str, run) -> tuple:
+    """The `runs` row (run_id, report_uuid, name, tensor_dir) that `run` names: a run_id, a UUID or a name."""
+    if run is None or str(run).strip() == "":
+        raise StoreError(f"name a run of {shown(url)} with --run (run=...); `ttreport runs {shown(url)}` lists them")
+    text = str(run)
+    sql = "SELECT run_id, report_uuid, name, tensor_dir FROM runs WHERE "
+    rows = conn.execute(sql + "report_uuid = %s", (text,)).fetchall()
+    if not rows and text.isdigit():
+        rows = conn.execute(sql + "run_id = %s", (int(text),)).fetchall()
+    if not rows:
+        rows = conn.execute(sql + "name = %s ORDER BY run_id", (text,)).fetchall()
+    if not rows:
+        raise StoreError(f"no run {text!r} in {shown(url)}: give a name, run id or UUID that "
+                         f"`ttreport runs {shown(url)}` lists")
+    if len(rows) > 1:
+        ids = ", ".join(f"{r[0]} ({r[1]})" for r in rows)
+        raise StoreError(f"{len(rows)} runs of {shown(url)} are named {text!r}: runs {ids}; give one's run id or UUID")
+    return rows[0]
+
+
+def materialize(url: str, run) -> Path:
+    """The local report folder holding run `run` of the store at `url` (made on first use)."""
+    conn = connect(url)
+    try:
+        ensure_schema(conn)
+        run_id, ident, _, tensor_dir = find_run(conn, url, run)
+        folder = cache_root() / ident
+        if (folder / db.DB_FILE).is_file():
+            return folder
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = folder.parent / f".{ident}.{os.getpid()}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            _fill(conn, run_id, tmp / db.DB_FILE)
+            if tensor_dir is not None:
+                _link_tensors(url, tensor_dir, tmp)
+            try:
+                os.rename(tmp, folder)
+            except OSError:
+                if not (folder / db.DB_FILE).is_file():  # else another reader made it first: the same run
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return folder
+    finally:
+        conn.close()
+
+
+def _fill(conn, run_id: int, path: Path) -> None:
+    from ttreport.store import tables  # SQLAlchemy: imported only to make a run's cache
+
+    db.create(path, indexes=False)
+    out = sqlite3.connect(path)
+    try:
+        with conn.transaction():
+            conn.execute("SET TRANSACTION READ ONLY")
+            with out:
+                for table in tables.REPORT_TABLES:
+                    cols = tables.report_columns(table.name)
+                    if table.name == "report_metadata":  # the new file's own schema_version stays
+                        continue
+                    names = ", ".join(f'"{c}"' for c in cols)
+                    order = ", ".join(tables.order_by(table.name))
+                    cur = conn.cursor(name=f"pull_{table.name}")  # server-side: a big run is not held at once
+                    cur.execute(f"SELECT {names} FROM {table.name} WHERE run_id = %s ORDER BY {order}", (run_id,))
+                    marks = ", ".join("?" * len(cols))
+                    while batch := cur.fetchmany(10_000):
+                        out.executemany(f"INSERT INTO {table.name} ({names}) VALUES ({marks})", batch)
+                    cur.close()
+                cur = conn.execute("SELECT key, value FROM report_metadata WHERE run_id = %s AND key <> %s",
+                                   (run_id, "schema_version"))
+                out.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)", cur.fetchall())
+            db.create_indexes(out)
+            out.commit()
+    finally:
+        out.close()
+
+
+def _link_tensors(url: str, tensor_dir: str, folder: Path) -> None:
+    _, store = split_url(url)
+    if store is None:
+        return  # readers find no files and say so per tensor, as for a folder whose files were removed
+    source = Path(store) / tensor_dir
+    if source.is_dir():
+        for entry in source.iterdir():
+            (folder / entry.name).symlink_to(entry.resolve())

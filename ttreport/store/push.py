@@ -1,0 +1,166 @@
+"""`ttreport push REPORT... --to URL`: upload report folders into a store, each in one transaction.
+
+A report is known by its UUID (report_metadata's report_id, written at capture): pushing it again
+finds its row in `runs` and writes nothing. Its rows go in with COPY; its tensor files are copied
+to the tensor store under the UUID, and renamed into place just before the commit, so a killed push
+leaves neither rows nor a run's tensor folder (at most a hidden `.UUID.PID.tmp` folder).
+
+    from ttreport.store import push
+    run_id, new = push("generated/ttreport/reports/demo", "postgresql:///ttreport?tensors=/mnt/t")
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+import uuid
+from pathlib import Path
+
+from ttreport import db
+from ttreport.store.connection import StoreError, connect, ensure_schema, split_url
+
+# For a report captured before capture wrote report_id: an identity from what the capture did write.
+_LEGACY_NAMESPACE = uuid.UUID("6f1c2a4e-2d0b-4c55-9b0e-7d2f1e7c4a10")
+
+_STATS_SQL = """
+    SELECT o.name, t.shape, COUNT(*), SUM(o.duration), MAX(o.duration), MAX(o.l1_bytes), MIN(c.pcc)
+    FROM operations o
+    LEFT JOIN input_tensors i ON i.operation_id = o.operation_id AND i.input_index = 0
+    LEFT JOIN tensors t ON t.tensor_id = i.tensor_id
+    LEFT JOIN (SELECT operation_id, MIN(pcc) AS pcc FROM tensor_comparisons GROUP BY operation_id) c
+           ON c.operation_id = o.operation_id
+    WHERE o.name IS NOT NULL
+    GROUP BY o.name, t.shape"""
+
+
+def shape_key(shape_text) -> str:
+    """A shape's dims joined by 'x' ("Shape([1, 32, 64])", "[1,32,64]", "1x32x64" -> "1x32x64")."""
+    return "x".join(re.findall(r"-?\d+", shape_text or ""))
+
+
+def report_uuid(meta: dict) -> str:
+    if meta.get("report_id"):
+        return str(uuid.UUID(meta["report_id"]))
+    basis = "|".join(str(meta.get(k)) for k in ("host", "started_at", "capture_timestamp_ns"))
+    return str(uuid.uuid5(_LEGACY_NAMESPACE, basis))
+
+
+def push(report, url: str, *, name: str | None = None, model: str | None = None) -> tuple[int, bool]:
+    """Push the report folder `report` into the store at `url`: (its run_id, True if this push added it)."""
+    from ttreport.report import resolve
+
+    db_path = resolve(report)
+    db.check_current(db_path)  # NeedsUpgradeError names `ttreport upgrade`
+    folder = db_path.parent
+    src = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        meta = dict(src.execute("SELECT key, value FROM report_metadata"))
+        if meta.get("status") == "running":
+            from ttreport import wal
+
+            if wal.capture_holds(folder):
+                raise StoreError(f"{folder} is still being captured; push it after its capture closes")
+        ident = report_uuid(meta)
+        files = [f for (f,) in src.execute("SELECT DISTINCT file FROM tensors WHERE file IS NOT NULL")]
+        _, tensor_store = split_url(url)
+        if files and tensor_store is None:
+            raise StoreError(f"{folder} holds {len(files)} tensor files and the store has no tensor store: add "
+                             f"?tensors=/a/shared/dir to the URL or set TTREPORT_TENSOR_STORE")
+        conn = connect(url)
+        try:
+            ensure_schema(conn)
+            return _push(conn, src, folder, meta, ident, files, tensor_store, name or folder.name, model)
+        finally:
+            conn.close()
+    finally:
+        src.close()
+
+
+def _push(conn, src, folder: Path, meta: dict, ident: str, files, tensor_store, name, model):
+    staged = final = None
+    try:
+        with conn.transaction():
+            row = conn.execute(
+                "INSERT INTO runs (report_uuid, name, model, host, git_commit, started_at, status, operations, "
+                "ttreport_version, tensor_dir) VALUES (%s, %s, %s, %s, %s, %s, %s, "
+                "%s, %s, %s) ON CONFLICT (report_uuid) DO NOTHING RETURNING run_id",
+                (ident, name, model or meta.get("model") or folder.name, meta.get("host"), meta.get("git_commit"),
+                 meta.get("started_at"), meta.get("status"),
+                 src.execute("SELECT COUNT(*) FROM operations").fetchone()[0], meta.get("ttreport_version"),
+                 ident if files else None)).fetchone()
+            if row is None:  # pushed before (or by a push that committed while this one waited)
+                (run_id,) = conn.execute("SELECT run_id FROM runs WHERE report_uuid = %s", (ident,)).fetchone()
+                return run_id, False
+            (run_id,) = row
+            from ttreport.store import tables  # SQLAlchemy: imported only to push
+
+            for table in tables.REPORT_TABLES:
+                _copy_table(conn, src, table.name, run_id)
+            _copy_stats(conn, src, run_id)
+            if files:
+                staged, final = _stage_files(folder, files, Path(tensor_store), ident)
+                os.rename(staged, final)
+                staged = None
+        return run_id, True
+    except BaseException:
+        if staged is not None:
+            shutil.rmtree(staged, ignore_errors=True)
+        if final is not None and final.exists():  # renamed, then the commit failed: the rows are gone too
+            shutil.rmtree(final, ignore_errors=True)
+        raise
+
+
+def _copy_table(conn, src, name: str, run_id: int) -> None:
+    from ttreport.store import tables
+
+    cols = tables.report_columns(name)
+    order = tables.ROW_ORDER in tables.order_by(name)
+    select = ", ".join(f'"{c}"' for c in cols) + (", rowid" if order else "")
+    target = ", ".join(["run_id", *cols, *([tables.ROW_ORDER] if order else [])])
+    with conn.cursor().copy(f"COPY {name} ({target}) FROM STDIN") as copy:
+        for row in src.execute(f"SELECT {select} FROM {name}"):
+            copy.write_row((run_id, *row))
+
+
+def _copy_stats(conn, src, run_id: int) -> None:
+    merged: dict[tuple, list] = {}
+    for name, shape, count, total, longest, l1, pcc in src.execute(_STATS_SQL):
+        key = (name, shape_key(shape))
+        m = merged.setdefault(key, [0, None, None, None, None])
+        m[0] += count
+        m[1] = _fold(sum, m[1], total)
+        m[2] = _fold(max, m[2], longest)
+        m[3] = _fold(max, m[3], l1)
+        m[4] = _fold(min, m[4], pcc)
+    with conn.cursor().copy("COPY run_op_stats (run_id, name, shape, count, total_s, max_s, peak_l1, min_pcc) "
+                            "FROM STDIN") as copy:
+        for (name, shape), values in merged.items():
+            copy.write_row((run_id, name, shape, *values))
+
+
+def _fold(f, a, b):
+    """f over a and b, NULLs skipped (two shape texts with the same dims fold into one row)."""
+    values = [x for x in (a, b) if x is not None]
+    return f(values) if values else None
+
+
+def _stage_files(folder: Path, files, store: Path, ident: str) -> tuple[Path, Path]:
+    if not store.is_dir():
+        raise StoreError(f"the tensor store {store} is not a directory; create it (on a disk every host mounts)")
+    final = store / ident
+    if final.exists():  # left by a push whose transaction never committed (its run is not in `runs`)
+        shutil.rmtree(final)
+    staged = store / f".{ident}.{os.getpid()}.tmp"
+    for rel in files:
+        source = folder / rel
+        if not source.is_file():
+            continue  # the report's row says it was lost or deleted; readers say so the same way
+        target = staged / rel
+        if not target.resolve().is_relative_to(staged.resolve()):
+            raise StoreError(f"{folder}: tensor file {rel!r} is outside the report folder; `ttreport check` it")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    staged.mkdir(parents=True, exist_ok=True)
+    return staged, final
