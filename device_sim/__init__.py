@@ -267,6 +267,14 @@ from device_sim.device import CloseDevice, CreateDevice  # noqa: E402  (TT-NN's 
 
 __all__ += ["CreateDevice", "CloseDevice"]
 
+# ttnn.operations.<family>.<op>, the Python names TT-NN gives some ops (ttnn.operations.moreh.norm).
+import types as _types  # noqa: E402
+
+from device_sim.ops import moreh as _moreh  # noqa: E402
+
+operations = _types.SimpleNamespace(moreh=_moreh)
+__all__ += ["operations"]
+
 
 def __getattr__(name: str):
     # A name device_sim lacks: under install_as_ttnn() the error says `module 'ttnn'`, as the script wrote it.

@@ -56,6 +56,7 @@ OUTPUT_TENSOR_OPS = {
     "ttnn.argmax": "output_tensor",
     "ttnn.clamp": "output_tensor",
     "ttnn.fill": "output_tensor",
+    "ttnn.moreh_norm": "output",
 }
 
 

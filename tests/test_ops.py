@@ -312,6 +312,9 @@ CASES.update({
 })
 
 
+CASES.update({"ttnn.moreh_norm": lambda d: ((x(d), 2.0), dict(dim=1, keepdim=True))})  # ttnn.operations.moreh.norm
+
+
 def as_golden_input(v):
     """What a golden function gets: each ttnn tensor replaced by the values the device holds."""
     if isinstance(v, ttnn.Tensor):

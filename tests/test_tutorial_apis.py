@@ -3,6 +3,7 @@
     .venv/bin/python -m pytest tests/test_tutorial_apis.py -q
 """
 
+import pytest
 import torch
 
 import device_sim as ttnn
@@ -18,3 +19,33 @@ def test_create_device_opens_a_device_that_runs_ops_and_close_device_closes_it()
     finally:
         ttnn.CloseDevice(device)
     assert not device.is_open and device not in ttnn.open_devices()
+
+
+def test_moreh_norm_turns_rows_into_unit_vectors_as_a_cosine_similarity_needs(device):
+    g = torch.Generator().manual_seed(3)
+    feats = torch.randn(4, 96, generator=g) * 5
+    t = ttnn.from_torch(feats, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    norms = ttnn.operations.moreh.norm(t, p=2.0, dim=1, keepdim=True)
+    assert norms.shape == (4, 1) and norms.dtype == ttnn.bfloat16
+    want = torch.linalg.vector_norm(t.value.float(), dim=1, keepdim=True)
+    torch.testing.assert_close(ttnn.to_torch(norms).float(), want, rtol=2 ** -8, atol=0)
+    unit = ttnn.to_torch(ttnn.divide(t, norms)).float()
+    torch.testing.assert_close(unit.norm(dim=1), torch.ones(4), rtol=0.02, atol=0)
+
+
+def test_moreh_norm_takes_other_orders_every_dim_and_an_output_tensor(device):
+    t = ttnn.from_torch(torch.tensor([[3.0, -4.0], [1.0, 2.0]]), dtype=ttnn.bfloat16, device=device)
+    assert ttnn.to_torch(ttnn.moreh_norm(t, 1.0, dim=[0, 1])).item() == 10.0
+    assert ttnn.to_torch(ttnn.moreh_norm(t, float("inf"))).item() == 4.0
+    out = ttnn.from_torch(torch.zeros(2), dtype=ttnn.bfloat16, device=device)
+    got = ttnn.moreh_norm(t, 2.0, dim=-1, output=out)
+    want = torch.tensor([5.0, 5.0 ** 0.5]).bfloat16()  # rows [3, -4] and [1, 2]
+    assert got is out and torch.equal(ttnn.to_torch(out), want)
+
+
+def test_moreh_norm_names_a_bad_order_or_dim(device):
+    t = ttnn.from_torch(torch.ones(2, 2), device=device)
+    with pytest.raises(TypeError, match=r"ttnn.moreh_norm: p must be a number .*got 'fro'"):
+        ttnn.moreh_norm(t, "fro")
+    with pytest.raises(ValueError, match=r"ttnn.moreh_norm: dim 5 is not a dim .* rank-2 tensor"):
+        ttnn.moreh_norm(t, 2.0, dim=5)
