@@ -10,7 +10,8 @@ device_sim raises the same error, as the hardware would fail.
 launch() checks the region (a few integer operations: cheap enough to run on every op) and tells
 the device's memory listener (ttreport's seam, the same one buffer events use) about the program,
 which the report turns into TT-NN's captured graph. Ops describe their programs with the
-program-factory models below (matmul_program), which follow TT-NN's factories' CB sizes.
+program-factory models below (matmul_program, softmax_program, binary_program, unary_program),
+which follow TT-NN's factories' CB sizes; an op with no model launches nothing.
 
 Example:
     >>> import torch, device_sim as ttnn
