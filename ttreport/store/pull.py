@@ -3,7 +3,7 @@
 The run's rows are copied once into a SQLite report in a local cache folder (a run never changes
 once pushed: the cache is keyed by its UUID), built under a temporary name and renamed into place,
 so every reader, the CLI's commands and exports included, answers from the same code as for a
-folder. Its tensor files are reached through links into the tensor store.
+folder. Its tensor files are hard links into the tensor store (copies across filesystems).
 
     from ttreport.store import open_run
     report = open_run("postgresql:///ttreport", run="nightly-1234")
@@ -110,6 +110,17 @@ def _link_tensors(url: str, tensor_dir: str, folder: Path) -> None:
     if store is None:
         return  # readers find no files and say so per tensor, as for a folder whose files were removed
     source = Path(store) / tensor_dir
-    if source.is_dir():
-        for entry in source.iterdir():
-            (folder / entry.name).symlink_to(entry.resolve())
+    if not source.is_dir():
+        return
+    # Hard links where the tensor store shares the cache's filesystem, else copies: a reader trusts
+    # only files inside the report folder, never a symbolic link out of it (storage.load_tensor).
+    for path in source.rglob("*"):
+        target = folder / path.relative_to(source)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, target)
+        except OSError:
+            shutil.copyfile(path, target)
