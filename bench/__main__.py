@@ -21,6 +21,7 @@ import torch
 
 from bench import capture_overhead, comparison, dispatch, persistence, queries, tensor_storage
 from bench import exports as exports_bench
+from bench import store as store_bench
 from bench import upgrade as upgrade_bench
 
 FULL = dict(
@@ -32,6 +33,7 @@ FULL = dict(
     dispatch=dict(n_ops=20_000, repeats=7),
     upgrade=dict(sizes=[20_000, 40_000, 200_000], startup_repeats=5),
     exports=dict(n_ops=40_000),
+    store=dict(runs=1_000, ops=10_000, repeats=30),
 )
 QUICK = dict(
     capture=dict(n_ops=200, repeats=1, commit_ops=5),
@@ -42,6 +44,7 @@ QUICK = dict(
     dispatch=dict(n_ops=200, repeats=3),
     upgrade=dict(sizes=[200, 400], startup_repeats=1),
     exports=dict(n_ops=400),
+    store=dict(runs=20, ops=200, repeats=3),
 )
 TITLES = {
     "capture": "1. Capture overhead (model thread)",
@@ -52,6 +55,7 @@ TITLES = {
     "dispatch": "6. Dispatch with no capture",
     "upgrade": "7. Upgrading an old report; reading commands' start-up",
     "exports": "8. Exports: trace and HTML",
+    "store": "9. The PostgreSQL store: history and runs over 1,000 runs",
 }
 
 
@@ -95,6 +99,8 @@ def main(argv=None) -> int:
                 figures = upgrade_bench.run(tmp, **sizes[key])
             elif key == "exports":
                 figures = exports_bench.run(tmp, **sizes[key])
+            elif key == "store":
+                figures = store_bench.run(tmp, **sizes[key])
             for f in figures:
                 print(f.line(), flush=True)
                 misses += f.ok is False

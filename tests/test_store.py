@@ -20,9 +20,7 @@ import device_sim as ttnn
 import ttreport
 from ttreport import store
 from ttreport.cli import main
-
-sys.path.insert(0, str(Path(__file__).parent))
-import postgres  # noqa: E402
+from ttreport.store import throwaway as postgres
 
 REPO = Path(__file__).resolve().parents[1]
 

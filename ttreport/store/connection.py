@@ -82,6 +82,15 @@ def ensure_schema(conn) -> None:
     from ttreport.store.tables import VERSION_KEY
 
     head = db.head_revision()
+    import psycopg
+
+    try:  # the usual case, one round trip: the store is there, at this ttreport's revision
+        row = conn.execute("SELECT value FROM store_meta WHERE key = %s", (VERSION_KEY,)).fetchone()
+    except psycopg.errors.UndefinedTable:
+        row = None
+    conn.rollback()  # end the check's transaction: the caller's next one may be READ ONLY
+    if row and row[0] == head:
+        return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('ttreport.store.schema'))")
         exists = conn.execute("SELECT to_regclass('store_meta') IS NOT NULL").fetchone()[0]

@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL cluster for the store's tests: initdb + pg_ctl, on a unix socket only.
+"""A throwaway PostgreSQL cluster for the store's tests and benchmark: initdb + pg_ctl, on a unix socket only.
 
 Debian's postgresql package (what .ci/run installs) puts initdb under /usr/lib/postgresql/N/bin.
 PostgreSQL refuses to run as root, so as root the cluster runs as the `postgres` user the package
@@ -6,7 +6,8 @@ creates (runuser), in a folder it owns; clients connect over the socket as the `
 with trust authentication, which only this machine's users can reach. No binaries, no psycopg, or
 root without a `postgres` user: start() raises Unavailable, whose message the tests skip with.
 
-    cluster = start()          # then cluster.url("mydb"), and cluster.stop()
+    from ttreport.store import throwaway
+    cluster = throwaway.start()   # then cluster.new_database() (a URL), and cluster.stop()
 """
 
 from __future__ import annotations
@@ -47,8 +48,16 @@ class Cluster:
                 self.user = pwd.getpwnam("postgres")
             except KeyError:
                 raise Unavailable("running as root and no `postgres` user to run the server as") from None
-        # A short path: a unix socket's path must stay under ~100 bytes.
-        self.dir = Path(tempfile.mkdtemp(prefix="ttpg-"))
+        self.runuser = None
+        if self.user:
+            found = shutil.which("runuser") or next((p for p in ("/usr/sbin/runuser", "/sbin/runuser")
+                                                     if os.path.exists(p)), None)
+            if found is None:
+                raise Unavailable("running as root and no runuser to start the server as the `postgres` user")
+            self.runuser = found
+        # A short path (a unix socket's path must stay under ~100 bytes); as root, in /tmp itself, which
+        # the `postgres` user can reach (a root-only TMPDIR would keep it out).
+        self.dir = Path(tempfile.mkdtemp(prefix="ttpg-", dir="/tmp" if self.user else None))
         if self.user:
             os.chown(self.dir, self.user.pw_uid, self.user.pw_gid)
         self._run("initdb", "-D", str(self.dir / "data"), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
@@ -59,7 +68,7 @@ class Cluster:
     def _run(self, tool: str, *args: str) -> None:
         cmd = [str(self.bindir / tool), *args]
         if self.user:
-            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+            cmd = [self.runuser, "-u", "postgres", "--", *cmd]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if out.returncode:
             raise Unavailable(f"{tool} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
