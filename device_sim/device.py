@@ -24,6 +24,11 @@ class DeviceConfig:
     dram_unreserved_base: int = 32
     dram_alignment: int = 32
     cb_limit: int = 1_499_136
+    # The performance model's chip (device_sim/perf_model.py, docs/perf_model.md): Wormhole B0 as TT-NN's
+    # OpPerformanceModel has it. Timing only: values and memory are unaffected.
+    clock_ghz: float = 1.0
+    dram_gib_per_s: float = 258.0  # 6 channels x 2 banks x 21.5
+    pcie_gb_per_s: float = 32.0  # PCIe 4.0 x16
     # torch intra-op threads for the emulator's host math. One keeps small ops fast and their
     # durations steady: on a busy machine a 32x32 matmul on two threads was seen taking 47 ms
     # (threads waiting on each other) against 10 us on one. None leaves torch's setting alone.

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from ttreport import terminal
+from ttreport import device_time, terminal
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
 from ttreport.report import DB_FILE, DEFAULT_ROOT, Report, Summary
 
@@ -101,14 +101,20 @@ def _tensor_brief(t) -> str:
     return f"{t.id}:{list(t.dims)} {dtype} {where}"
 
 
-def format_summary(s: Summary, path, *, table=format_table) -> str:
+def format_summary(s: Summary, path, *, table=format_table, device=None, device_by_name=None) -> str:
     out = [f"report  {path}", f"status  {s.status_text or s.status or 'unknown'}",
-           f"ops     {s.operations} ({human_seconds(s.top_level_seconds)} in top-level ops)", ""]
+           f"ops     {s.operations} ({human_seconds(s.top_level_seconds)} in top-level ops)"]
+    if device is not None:  # device_time.DeviceTotal: the performance model's estimate
+        out.append(f"device  {device_time.human_ns(device.ideal_ns)} estimated on the device in top-level ops "
+                   f"({device.compute_bound} compute-bound, {device.bandwidth_bound} bandwidth-bound)")
+    out.append("")
     if s.by_name:
+        dev = device_by_name or {}
         rows = [(r["name"], r["count"], human_seconds(r["total_s"]), human_seconds(r["self_s"]),
-                 "" if math.isnan(r["percent"]) else f"{r['percent']:.1f}%") for r in s.by_name]
-        out += ["time by op name (self time excludes the ops it called):",
-                table(["name", "count", "total", "self", "self %"], rows), ""]
+                 "" if math.isnan(r["percent"]) else f"{r['percent']:.1f}%", device_time.human_ns(dev.get(r["name"])))
+                for r in s.by_name]
+        out += ["time by op name (self time excludes the ops it called; device: estimated, all calls):",
+                table(["name", "count", "total", "self", "self %", "device"], rows), ""]
     for label, peak in (("peak L1  ", s.peak_l1), ("peak DRAM", s.peak_dram)):
         if peak is not None:
             out.append(f"{label} {human_bytes(peak['bytes'])} after op {peak['operation_id']} ({peak['name']})")
@@ -196,9 +202,11 @@ def ops(report, name, sort, limit, top_level):
                 shown += 1
                 indent = "  " * op.depth if isinstance(op.depth, int) and 0 < op.depth < 64 and sort == "id" else ""
                 yield (op.id, indent + _cell(op.name), human_seconds(op.duration),
-                       op.status or "", ", ".join(_tensor_brief(t) for t in op.output_tensors))
+                       device_time.text(device_time.of_op(r, op.id)), op.status or "",
+                       ", ".join(_tensor_brief(t) for t in op.output_tensors))
 
-        terminal.echo_table(["id", "name", "duration", "status", "outputs (id:shape dtype where)"], rows())
+        terminal.echo_table(["id", "name", "duration", "device (est.)", "status", "outputs (id:shape dtype where)"],
+                            rows())
     if shown < total and not top_level:
         click.echo(f"({shown} of {total} ops; --limit 0 shows all)")
 
@@ -249,6 +257,11 @@ def _echo_op(r: Report, o, children) -> None:
     if o.status is not None:
         out.append(f"  status    {o.status}")
     out.append(f"  duration  {human_seconds(o.duration) or 'not recorded'}")
+    p = device_time.of_op(r, o.id)
+    if p is not None:
+        fidelity = f", {p.math_fidelity}" if p.math_fidelity else ""
+        out.append(f"  device    {device_time.human_ns(p.ideal_ns)} estimated, {p.bound}-bound (compute "
+                   f"{device_time.human_ns(p.compute_ns)}, bandwidth {device_time.human_ns(p.bandwidth_ns)}{fidelity})")
     if o.depth is not None:
         out.append(f"  depth     {o.depth}" + (f" (called by op {o.parent})" if o.parent is not None else ""))
     if o.thread is not None:
@@ -354,7 +367,8 @@ def summary(report):
     Example: ttreport summary generated/ttreport/reports/demo
     """
     with _open(report) as r:
-        click.echo(format_summary(r.summary(), r.path, table=terminal.table_text))
+        click.echo(format_summary(r.summary(), r.path, table=terminal.table_text, device=device_time.total(r),
+                                  device_by_name=device_time.by_name(r)))
 
 
 @main.command()
@@ -721,7 +735,7 @@ def _store_commands() -> None:
     """push, runs, history: the store's commands (ttreport.store.cli; psycopg is imported only when one runs)."""
     from ttreport.store import cli as store_cli
 
-    for command in (store_cli.push, store_cli.runs, store_cli.history):
+    for command in (store_cli.push, store_cli.runs, store_cli.history, store_cli.query_store):
         main.add_command(command)
 
 

@@ -35,6 +35,7 @@ import traceback
 import warnings
 
 import device_sim
+from device_sim import perf_model
 from device_sim.device import Device
 from device_sim.distributed import MeshTensor
 from device_sim.tensor import Tensor
@@ -197,11 +198,12 @@ class Recorder:
         # Snapshotted before the op runs: an in-place op (attention_softmax_, the KV-cache ops) changes its input.
         golden_args = self.golden.before_op(args, kwargs) if self.golden is not None else None
         return (op, op_id, start, parent, len(stack) - 1, local.thread, frames, args_q, kwargs_q, inputs, specs,
-                files, golden_args)
+                files, golden_args, args, kwargs)
 
     def end(self, token, output, exc):
         end = time.perf_counter_ns()
-        op, op_id, start, parent, depth, thread, frames, args_q, kwargs_q, inputs, specs, files, golden_args = token
+        (op, op_id, start, parent, depth, thread, frames, args_q, kwargs_q, inputs, specs, files, golden_args, args,
+         kwargs) = token
         self._local.stack.pop()
         outputs: list[int] = []
         if output is not None:
@@ -231,6 +233,13 @@ class Recorder:
                    error))
         if files:
             self.storage.put_many(files)
+        if exc is None:
+            # device_sim's performance model: shapes and dtypes only, a few microseconds (docs/perf_model.md).
+            est = perf_model.estimate_op(op, args, kwargs, output)
+            if est is not None:
+                self._put((ROW, "device_perf", {"operation_id": op_id, "compute_ns": est.compute_ns,
+                                                "bandwidth_ns": est.bandwidth_ns, "ideal_ns": est.ideal_ns,
+                                                "bound": est.bound, "math_fidelity": est.math_fidelity}))
         if golden_args is not None and exc is None:
             # The seam for ttreport.golden: it runs the op's golden function and records the comparison
             # with emit() and store_tensor(). It must read tensors through `.value`, never call device_sim

@@ -269,6 +269,18 @@ tensor_comparisons = Table(
     Column("worst_index", Text), Column("worst_actual", Float), Column("worst_golden", Float),
 )
 
+# The performance model's estimate of each op's device kernel time (device_sim/perf_model.py,
+# docs/perf_model.md): TT-NN's "PM COMPUTE / PM BANDWIDTH / PM IDEAL [ns]". No row: no device work.
+device_perf = Table(
+    "device_perf", metadata,
+    Column("operation_id", Integer, primary_key=True),
+    Column("compute_ns", Integer),
+    Column("bandwidth_ns", Integer),
+    Column("ideal_ns", Integer),  # the larger of the two: the estimate
+    Column("bound", Text),  # "compute" | "bandwidth": which one dominates
+    Column("math_fidelity", Text),  # the fidelity the compute figure assumes ("HiFi2"); NULL: no matrix work
+)
+
 report_metadata = Table(
     "report_metadata", metadata,
     Column("key", Text, primary_key=True),

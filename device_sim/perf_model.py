@@ -1,0 +1,240 @@
+"""Estimated device kernel time of an op on the emulated chip: compute-bound, bandwidth-bound, their max.
+
+    import device_sim as ttnn
+    from device_sim import perf_model
+    dev = ttnn.open_device(device_id=0)
+    a = ttnn.from_torch(torch.randn(1024, 1024), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=dev)
+    c = ttnn.matmul(a, a)
+    e = perf_model.estimate_op(ttnn.matmul, (a, a), {}, c)
+    print(e.ideal_ns, e.bound)   # 262 compute ... the larger of the two bounds
+
+The model follows TT-NN's own (OpPerformanceModelGeneral in ttnn/api/ttnn/operation.hpp and
+matmul's create_op_performance_model): compute cycles = multiply-accumulates over the grid's
+matrix engines times the fidelity's passes, bandwidth = bytes over the memory they live in,
+ideal = the larger. Where TT-NN's model stops (it counts L1 as 1 ns and element-wise compute as
+1 cycle) this one goes on with the constants below; docs/perf_model.md gives each its source.
+Everything here is arithmetic on shapes and dtypes: a few microseconds an op, no tensor values read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from device_sim.compute_config import MathFidelity
+from device_sim.distributed import MeshTensor
+from device_sim.dtypes import ELEMENT_SIZE, tile_size
+from device_sim.tensor import Tensor
+from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
+
+# -- constants (Wormhole B0; docs/perf_model.md cites each) --------------------------------------------
+CLOCK_GHZ = 1.0  # OpPerformanceModelGeneral: clock_rate_ghz = 1.0 on WORMHOLE_B0
+MUL_ADDS_PER_CYCLE_LOFI = 4096  # per core: 8x16 by 16x16 in one cycle, 2*8*16*16 (matmul's perf model)
+DRAM_GIB_PER_S = 6 * 2 * 21.5  # 258: "21.5 GB/s * 6 channels * 2 banks", divided by 1024^3 as TT-NN does
+NOC_BYTES_PER_CYCLE = 32  # one NoC link; the L1 bisection is sqrt(64) * 32 B/cycle * 2 = 512 B/cycle
+L1_LOCAL_BYTES_PER_CYCLE = 64  # a core reading or writing its own L1 (assumed: two 32 B NoC ports' width)
+PCIE_GB_PER_S = 32.0  # host <-> device, PCIe 4.0 x16 (Wormhole n150/n300 boards)
+# Element-wise work per 32x32 tile on one core (not in TT-NN's model, which gives such ops 1 cycle):
+# the FPU's 8x16 lanes take 1024 / 128 = 8 cycles a tile per pass; the SFPU's 32 lanes take 32 a pass,
+# and a transcendental a few passes (assumed 4).
+FPU_CYCLES_PER_TILE = 8
+SFPU_CYCLES_PER_TILE = 128
+FIDELITY_PASSES = {MathFidelity.LoFi: 1, MathFidelity.HiFi2: 2, MathFidelity.HiFi3: 3, MathFidelity.HiFi4: 4}
+
+_FPU_BINARY = frozenset({"add", "sub", "mul", "add_", "sub_", "mul_", "rsub", "subtract", "multiply"})
+_MOVES = frozenset({"to_memory_config", "interleaved_to_sharded", "sharded_to_interleaved", "reshard", "clone",
+                    "copy", "move", "reallocate", "to_device", "from_device", "typecast", "to_layout", "tilize",
+                    "untilize", "permute", "transpose", "reshape", "slice", "concat", "to_dtype"})
+_FREE = frozenset({"deallocate", "view", "squeeze", "unsqueeze", "unsqueeze_to_4D"})
+# Ops that cross PCIe: the device side's bytes go over it once more (from_torch only when given a device).
+_HOST_MOVES = frozenset({"from_torch", "to_torch", "to_device", "from_device", "cpu"})
+
+
+@dataclass(frozen=True)
+class PerfConfig:
+    """The chip the estimates are for; defaults are a Wormhole n150. Make one for another chip."""
+
+    grid_x: int = 8
+    grid_y: int = 8
+    clock_ghz: float = CLOCK_GHZ
+    dram_gib_per_s: float = DRAM_GIB_PER_S
+    pcie_gb_per_s: float = PCIE_GB_PER_S
+
+    def __post_init__(self):
+        for name in ("grid_x", "grid_y", "clock_ghz", "dram_gib_per_s", "pcie_gb_per_s"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ValueError(f"PerfConfig.{name} must be a positive number, got {v!r}")
+
+    @property
+    def cores(self) -> int:
+        return self.grid_x * self.grid_y
+
+    @classmethod
+    def of(cls, device) -> PerfConfig:
+        """The config of a device_sim Device (its grid; clock and bandwidths from its DeviceConfig if set)."""
+        c = device.config
+        return cls(c.grid_x, c.grid_y, getattr(c, "clock_ghz", CLOCK_GHZ),
+                   getattr(c, "dram_gib_per_s", DRAM_GIB_PER_S), getattr(c, "pcie_gb_per_s", PCIE_GB_PER_S))
+
+
+DEFAULT = PerfConfig()
+
+
+@dataclass(frozen=True)
+class Operand:
+    """What the model needs of a tensor: its bytes on the device and where they live."""
+
+    bytes: int
+    location: str  # "dram" | "l1" | "l1_sharded" | "dram_sharded" | "host"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    compute_ns: int
+    bandwidth_ns: int
+    math_fidelity: str | None  # the fidelity the compute figure assumes ("HiFi2"), None for no FPU work
+
+    @property
+    def ideal_ns(self) -> int:
+        return max(self.compute_ns, self.bandwidth_ns)
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_ns > self.bandwidth_ns else "bandwidth"
+
+
+def operand_bytes(shape, dtype: DataType, layout: Layout) -> int:
+    """Bytes a tensor occupies on the device: whole tiles in TILE layout (block floats' exponents included)."""
+    if layout == Layout.TILE:
+        rows = math.prod(shape[:-1]) if len(shape) > 1 else 1
+        h = shape[-2] if len(shape) > 1 else 1
+        w = shape[-1] if len(shape) else 1
+        tiles = (rows // max(h, 1)) * math.ceil(h / 32) * math.ceil(w / 32)
+        return tiles * tile_size(dtype)
+    return math.prod(shape) * ELEMENT_SIZE[dtype]
+
+
+def location(buffer_type, memory_layout) -> str:
+    if buffer_type is None:
+        return "host"
+    sharded = memory_layout is not None and memory_layout != TensorMemoryLayout.INTERLEAVED
+    kind = "l1" if buffer_type == BufferType.L1 else "dram"
+    return kind + "_sharded" if sharded else kind
+
+
+def bandwidth_ns(operands, cfg: PerfConfig = DEFAULT) -> int:
+    """Nanoseconds to read or write every operand once, each over the path its memory has.
+
+    DRAM and host bytes share one channel each, so they add up; interleaved L1 pages cross the NoC
+    (bisection 2 * sqrt(cores) * 32 B/cycle); a sharded L1 tensor is read locally by every core at once.
+    """
+    dram = host = noc = local = 0
+    for o in operands:
+        if o.location in ("dram", "dram_sharded"):
+            dram += o.bytes
+        elif o.location == "host":
+            host += o.bytes
+        elif o.location == "l1":
+            noc += o.bytes
+        else:
+            local += o.bytes
+    ns = dram / (cfg.dram_gib_per_s * 2**30) * 1e9 + host / (cfg.pcie_gb_per_s * 1e9) * 1e9
+    ns += noc / (2 * math.sqrt(cfg.cores) * NOC_BYTES_PER_CYCLE * cfg.clock_ghz)
+    ns += local / (cfg.cores * L1_LOCAL_BYTES_PER_CYCLE * cfg.clock_ghz)
+    return math.ceil(ns)
+
+
+def matmul_compute_ns(m: int, k: int, n: int, batch: int, fidelity: MathFidelity, cfg: PerfConfig = DEFAULT) -> int:
+    """TT-NN's matmul relation: ceil(2*K*M*N*batch / (cores * 4096) * passes) cycles, over the clock."""
+    mul_adds = 2 * k * m * n * batch
+    cycles = math.ceil(mul_adds / (cfg.cores * MUL_ADDS_PER_CYCLE_LOFI) * FIDELITY_PASSES[fidelity])
+    return math.ceil(cycles / cfg.clock_ghz)
+
+
+def eltwise_compute_ns(tiles: int, cycles_per_tile: int, cfg: PerfConfig = DEFAULT, passes: int = 1) -> int:
+    """Tiles spread over the grid's cores, each taking cycles_per_tile per pass."""
+    return math.ceil(math.ceil(tiles / cfg.cores) * cycles_per_tile * passes / cfg.clock_ghz)
+
+
+_config_of: dict[int, tuple] = {}  # id(device) -> (its DeviceConfig, its PerfConfig): made once per device
+
+# -- from live device_sim tensors (what the profiler's hook calls) --------------------------------------------
+def _operand(t) -> Operand | None:
+    value = t._value
+    if value is None:
+        return None
+    buf = t.buffer
+    if buf is not None:
+        cfg = t.memory_config()
+        return Operand(buf.page_size * buf.num_pages, location(buf.buffer_type, cfg.memory_layout if cfg else None))
+    return Operand(operand_bytes(tuple(value.shape), t.dtype, t.layout), "host")
+
+
+def _tensors(x, out: list) -> None:
+    if isinstance(x, Tensor):
+        out.append(x)
+    elif type(x) in (list, tuple):
+        for e in x:
+            _tensors(e, out)
+
+
+def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Estimate | None:
+    """The estimate for one call of `op` (a registry Op or its public function); None for ops with no device work.
+
+    Mesh tensors are not modelled yet (None): their shards and the collectives' links need their own terms.
+    """
+    name = getattr(op, "name", getattr(op, "__name__", "")).rsplit(".", 1)[-1]
+    if name in _FREE:
+        return None
+    ins: list = []
+    outs: list = []
+    for a in args:
+        if type(a) is Tensor:  # the common case, without the walk
+            ins.append(a)
+        else:
+            _tensors(a, ins)
+    if kwargs:
+        _tensors(tuple(kwargs.values()), ins)
+    if type(output) is Tensor:
+        outs.append(output)
+    else:
+        _tensors(output, outs)
+    if (not outs and name not in _HOST_MOVES) or any(type(t) is MeshTensor for t in ins + outs):
+        return None
+    device = next((t._device for t in outs + ins if t._device is not None), None)
+    if device is None:
+        return None
+    if cfg is None:
+        cfg = _config_of.get(id(device))
+        if cfg is None or cfg[0] is not device.config:
+            cfg = _config_of[id(device)] = (device.config, PerfConfig.of(device))
+        cfg = cfg[1]
+    operands = [o for o in map(_operand, ins + outs) if o is not None]
+    if name in _HOST_MOVES:
+        # The device tensor's bytes cross PCIe once. Its host side (a torch tensor, or a host ttnn tensor)
+        # is not always an operand here, so it is counted from the device side, in the device's format.
+        on_device = [o for o in operands if o.location != "host"]
+        operands = on_device + [Operand(o.bytes, "host") for o in on_device]
+    bw = bandwidth_ns(operands, cfg)
+    if name in ("matmul", "linear") and len(ins) >= 2:
+        from device_sim.ops.matmul import kernel_numerics
+
+        a, b, c = ins[0], ins[1], outs[0]
+        num = kernel_numerics("ttnn." + name, a, b, c.dtype, kwargs.get("compute_kernel_config"),
+                              kwargs.get("program_config"), kwargs.get("core_grid"))
+        shape = tuple(c._value.shape)
+        k = a._value.shape[-1]
+        if kwargs.get("transpose_a"):
+            k = a._value.shape[-2]
+        batch = math.prod(shape[:-2]) if len(shape) > 2 else 1
+        m = shape[-2] if len(shape) > 1 else 1
+        return Estimate(matmul_compute_ns(m, k, shape[-1], batch, num.math_fidelity, cfg), bw, num.math_fidelity.name)
+    if name in _MOVES or name in _HOST_MOVES:
+        return Estimate(0, bw, None)
+    tiles = math.ceil(outs[0]._value.numel() / 1024) if outs and outs[0]._value is not None else 0
+    if name in _FPU_BINARY:
+        return Estimate(eltwise_compute_ns(tiles, FPU_CYCLES_PER_TILE, cfg), bw, None)
+    # Everything else (unary, reductions, softmax, norms, ...): SFPU work per tile of its largest input.
+    tiles = max([tiles] + [math.ceil(t._value.numel() / 1024) for t in ins if t._value is not None])
+    return Estimate(eltwise_compute_ns(tiles, SFPU_CYCLES_PER_TILE, cfg), bw, None)
