@@ -1,12 +1,13 @@
 """Estimated device kernel time of an op on the emulated chip: compute-bound, bandwidth-bound, their max.
 
+    import torch
     import device_sim as ttnn
     from device_sim import perf_model
     dev = ttnn.open_device(device_id=0)
     a = ttnn.from_torch(torch.randn(1024, 1024), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=dev)
     c = ttnn.matmul(a, a)
     e = perf_model.estimate_op(ttnn.matmul, (a, a), {}, c)
-    print(e.ideal_ns, e.bound)   # 262 compute ... the larger of the two bounds
+    print(e.compute_ns, e.bandwidth_ns, e.bound)   # 16384 22711 bandwidth: three 2 MiB DRAM tensors
 
 The model follows TT-NN's own (OpPerformanceModelGeneral in ttnn/api/ttnn/operation.hpp and
 matmul's create_op_performance_model): compute cycles = multiply-accumulates over the grid's
