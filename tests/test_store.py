@@ -215,3 +215,19 @@ def test_a_password_in_the_url_is_never_shown():
     with pytest.raises(store.StoreError) as e:
         store.runs(bad)
     assert "s3cret" not in str(e.value) and "u:***@" in str(e.value)
+
+
+def test_query_without_a_run_reads_across_the_store_and_cannot_write(url, captured, tmp_path):
+    store.push(captured, url, name="a")
+    store.push(copy_report(captured, tmp_path / "b"), url, name="b")
+    sql = ("SELECT r.name, COUNT(*) AS n FROM operations o JOIN runs r USING (run_id) "
+           "WHERE o.name = :op GROUP BY r.name ORDER BY r.name")
+    r = CliRunner().invoke(main, ["query", url, sql, "-p", "op", "ttnn.matmul", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output) == [{"name": "a", "n": 1}, {"name": "b", "n": 1}]
+    before = counts(url)
+    r = CliRunner().invoke(main, ["query", url, "DELETE FROM runs"])
+    assert r.exit_code == 2 and "read-only transaction" in r.output
+    r = CliRunner().invoke(main, ["query", url, "SELECT pg_sleep(5)", "--timeout", "0.2"])
+    assert r.exit_code == 2 and "statement timeout" in r.output
+    assert counts(url) == before

@@ -17,13 +17,15 @@ import click
 
 from ttreport.store.connection import StoreError, is_store_url
 
-STORE_COMMANDS = frozenset({"push", "runs", "history"})  # they take the URL itself
+STORE_COMMANDS = frozenset({"push", "runs", "history", "query-store"})  # they take the URL itself
 
 
 def store_args(args: list[str]) -> list[str]:
     """`args` with each store URL (and the --run after it) replaced by the folder holding that run."""
     if not any(is_store_url(a) for a in args) or (args and args[0] in STORE_COMMANDS):
         return args
+    if args and args[0] == "query" and not any(a == "--run" or a.startswith("--run=") for a in args):
+        return ["query-store", *args[1:]]  # SQL across the whole store
     from ttreport.store.pull import materialize
 
     out, runs, urls = [], [], []
@@ -112,3 +114,33 @@ def history(url, op, shape, threshold, as_json):
               human_bytes(r["peak_l1"]) if r["peak_l1"] is not None else "",
               f"{r['min_pcc']:.6f}" if r["min_pcc"] is not None else "", "; ".join(r["flags"])] for r in rows]
     click.echo("\n".join(plain_table(cols, table)))
+
+
+@click.command(name="query-store", hidden=True)  # `ttreport query URL SQL` without --run comes here
+@click.argument("url")
+@click.argument("sql")
+@click.option("--json", "as_json", is_flag=True, help="Rows as a JSON list of objects.")
+@click.option("--csv", "as_csv", is_flag=True, help="Rows as CSV with a header line.")
+@click.option("-p", "--param", "params", type=(str, str), multiple=True, help="A value for a :name in the SQL.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=300.0,
+              show_default=True, help="Stop the query after this many seconds.")
+def query_store(url, sql, as_json, as_csv, params, timeout_s):
+    """Run SQL over every run of the store at URL, in a read-only transaction (tables have a run_id column)."""
+    import csv
+    import sys
+
+    from ttreport.cli import _param
+    from ttreport.store.query import query
+    from ttreport.terminal import echo_table
+
+    if as_json and as_csv:
+        raise StoreError("give either --json or --csv, not both")
+    columns, rows = query(url, sql, {k: _param(v) for k, v in params}, timeout_s=timeout_s)
+    if as_json:
+        click.echo(json.dumps([dict(zip(columns, r)) for r in rows], default=str, indent=1))
+    elif as_csv:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+    elif columns:
+        echo_table(columns, rows)
