@@ -275,6 +275,10 @@ from device_sim.ops import moreh as _moreh  # noqa: E402
 operations = _types.SimpleNamespace(moreh=_moreh)
 __all__ += ["operations"]
 
+from device_sim.dispatch_core import DispatchCoreAxis, DispatchCoreConfig, DispatchCoreType  # noqa: E402
+
+__all__ += ["DispatchCoreAxis", "DispatchCoreConfig", "DispatchCoreType"]
+
 
 def __getattr__(name: str):
     # A name device_sim lacks: under install_as_ttnn() the error says `module 'ttnn'`, as the script wrote it.

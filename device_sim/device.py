@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from device_sim.allocator import BankAllocator, DeviceMemory
+from device_sim.dispatch_core import DispatchCoreAxis, DispatchCoreConfig, DispatchCoreType  # noqa: F401 (ttnn.device.*)
 from device_sim.types import BufferType, CoreGrid
 
 

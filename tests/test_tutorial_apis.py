@@ -49,3 +49,23 @@ def test_moreh_norm_names_a_bad_order_or_dim(device):
         ttnn.moreh_norm(t, "fro")
     with pytest.raises(ValueError, match=r"ttnn.moreh_norm: dim 5 is not a dim .* rank-2 tensor"):
         ttnn.moreh_norm(t, 2.0, dim=5)
+
+
+def test_open_device_takes_a_dispatch_core_config_from_ttnn_or_ttnn_device():
+    cfg = ttnn.device.DispatchCoreConfig(ttnn.device.DispatchCoreType.ETH, ttnn.DispatchCoreAxis.ROW)
+    assert (cfg.type, cfg.axis) == (ttnn.DispatchCoreType.ETH, ttnn.DispatchCoreAxis.ROW)
+    assert cfg == ttnn.DispatchCoreConfig(type=ttnn.DispatchCoreType.ETH, axis=ttnn.DispatchCoreAxis.ROW)
+    assert ttnn.DispatchCoreConfig().type == ttnn.DispatchCoreType.WORKER and ttnn.DispatchCoreConfig().axis is None
+    device = ttnn.open_device(device_id=0, l1_small_size=8192, dispatch_core_config=cfg)
+    try:
+        t = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE_LAYOUT, device=device)
+        assert torch.equal(ttnn.to_torch(ttnn.add(t, t)).float(), torch.full((32, 32), 2.0))
+    finally:
+        ttnn.close_device(device)
+
+
+def test_a_dispatch_core_config_names_a_wrong_type_or_axis():
+    with pytest.raises(TypeError, match=r"type must be a ttnn.DispatchCoreType \(WORKER or ETH\), got 'eth'"):
+        ttnn.DispatchCoreConfig("eth")
+    with pytest.raises(TypeError, match=r"axis must be a ttnn.DispatchCoreAxis \(ROW or COL\) or None"):
+        ttnn.DispatchCoreConfig(ttnn.DispatchCoreType.ETH, "row")
