@@ -196,6 +196,9 @@ def test_a_0004_report_upgrades_to_the_same_rows_in_tt_nns_forms(tmp_path):
                       "JOIN operations o3 ON o3.operation_id = l.deallocate_operation_id") == \
         [("ttnn.matmul", "ttnn.relu", "ttnn.deallocate")]
     assert rows(path, "SELECT COUNT(*) FROM buffer_chunks")[0][0] > 0
+    # upgrading reads no file the report's stacks name (the report may come from elsewhere)
+    assert rows(path, "SELECT COUNT(*) FROM source_files")[0][0] == 0
+    assert rows(path, "SELECT COUNT(*) FROM stack_traces WHERE source_file_id IS NOT NULL")[0][0] == 0
     # and a new report has the schema the upgraded one has
     db.create(tmp_path / "new.sqlite")
     assert columns(path) == columns(tmp_path / "new.sqlite")

@@ -15,9 +15,9 @@ entries reversed and joined by newlines, as TT-NN's database.py stores them): th
 `File "...", line N` is the user's line that called the op, which the visualizer shows.
 
 Added from TT-NN 0.81's report schema (graph_report.py, ttnn-visualizer 0.108's models):
-`source_files` (the innermost frame's file, read from disk here when it still exists) and
-`stack_traces.source_file_id`; `tensor_lifetime` and `buffer_chunks` (worked out from the
-history); `captured_graph`, `nodes`, `edges` (empty: device work is not recorded yet);
+`source_files` and `stack_traces.source_file_id` (empty and NULL here: a capture fills them);
+`tensor_lifetime` and `buffer_chunks` (worked out from the history); `captured_graph`, `nodes`,
+`edges` (empty: an older report recorded no device work);
 `tensors.storage_type`; a `rank` column (0) on the tables the visualizer filters by rank.
 
 The `(name, duration)`, `name` and `parent_operation_id` indexes become partial (`WHERE ...
@@ -26,8 +26,6 @@ IS NOT NULL`): a query that compares the column still uses them, but an unsorted
 
 Frozen like 0001: the DDL and SQL are written here, not read from ttreport.schema.
 """
-
-import os
 
 import sqlalchemy as sa
 from alembic import op
@@ -97,13 +95,6 @@ def innermost_first(text: str) -> str:
     return "\n".join(reversed(entries))
 
 
-def _first_path(text: str) -> str | None:
-    if not text.startswith('  File "'):
-        return None
-    end = text.find('", line ')
-    return text[8:end] if end > 8 else None
-
-
 def _stack_traces(bind) -> None:
     op.add_column("stack_trace_texts", sa.Column("source_file_id", sa.Integer))
     op.create_table(
@@ -112,22 +103,12 @@ def _stack_traces(bind) -> None:
         sa.Column("path", sa.Text, unique=True, nullable=False),
         sa.Column("contents", sa.Text),
     )
-    file_ids: dict[str, int | None] = {}
+    # source_files stays empty for an older report: upgrading never reads the files its stacks name (a
+    # report from elsewhere could name any file of this machine); the visualizer reads the model's file itself.
     rows = bind.exec_driver_sql("SELECT stack_trace_id, stack_trace FROM stack_trace_texts").fetchall()
     for stack_id, text in rows:
-        text = innermost_first(text or "")
-        path = _first_path(text)
-        if path is not None and path not in file_ids:
-            file_ids[path] = None
-            if os.path.isfile(path):  # the model's file, where it still is: what the Source button shows
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    contents = f.read()
-                file_ids[path] = len(file_ids)
-                bind.exec_driver_sql("INSERT INTO source_files (id, path, contents) VALUES (?, ?, ?)",
-                                     (file_ids[path], path, contents))
-        bind.exec_driver_sql("UPDATE stack_trace_texts SET stack_trace = ?, source_file_id = ? "
-                             "WHERE stack_trace_id = ?",
-                             (text, file_ids.get(path) if path else None, stack_id))
+        bind.exec_driver_sql("UPDATE stack_trace_texts SET stack_trace = ? WHERE stack_trace_id = ?",
+                             (innermost_first(text or ""), stack_id))
     op.create_table(
         "stack_traces_0005",
         sa.Column("operation_id", sa.Integer), sa.Column("stack_trace", sa.Text),
