@@ -211,6 +211,7 @@ def test_bad_run_names_and_missing_tensor_store_are_named(url, captured, cluster
 
 
 def test_a_password_in_the_url_is_never_shown():
+    pytest.importorskip("psycopg", reason="the store needs psycopg")
     bad = "postgresql://u:s3cret@127.0.0.1:1/db"
     with pytest.raises(store.StoreError) as e:
         store.runs(bad)

@@ -58,7 +58,13 @@ def store_args(args: list[str]) -> list[str]:
 @click.option("--name", default=None, help="the run's name (default: the report folder's name); one report only")
 @click.option("--model", default=None, help="the model's name for `runs` (default: the report folder's name)")
 def push(reports, url, name, model):
-    """Upload REPORT folders into the store at --to, each in one transaction (a pushed report is skipped)."""
+    """Upload REPORT folders into the store at --to, each in one transaction (a pushed report is skipped).
+
+    Every reading command then takes the store's URL and --run NAME in place of a folder.
+    Credentials: in the URL, PGPASSWORD/PGUSER, or ~/.pgpass; none is written into a report or the store.
+
+    Example: ttreport push generated/ttreport/reports/demo --to "postgresql://ci@db/ttreport?tensors=/mnt/t"
+    """
     from ttreport.store.push import push as push_one
 
     if name and len(reports) > 1:
@@ -73,7 +79,10 @@ def push(reports, url, name, model):
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="only the newest N runs")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per run")
 def runs(url, limit, as_json):
-    """List the runs in the store at URL, oldest first: name, model, host, git commit, start, status, ops."""
+    """List the runs in the store at URL, oldest first: name, model, host, git commit, start, status, ops.
+
+    Example: ttreport runs postgresql://ci@db/ttreport --limit 20
+    """
     from ttreport.store.history import runs as list_runs
     from ttreport.terminal import plain_table
 
@@ -95,7 +104,13 @@ def runs(url, limit, as_json):
               help="flag a run whose mean duration or peak L1 moved more than this fraction from the run before")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per run")
 def history(url, op, shape, threshold, as_json):
-    """Show op --op run by run from the store at URL (calls, mean and max time, peak L1, lowest PCC), with flags."""
+    """Show op --op run by run from the store at URL (calls, mean and max time, peak L1, lowest PCC), with flags.
+
+    A run is flagged where the op's mean duration or peak L1 moved more than --threshold from the
+    previous run that called it, or its lowest golden PCC fell by more than 0.001.
+
+    Example: ttreport history postgresql://ci@db/ttreport --op ttnn.matmul --shape 1x32x64
+    """
     from ttreport.store.history import history as op_history
     from ttreport.terminal import human_bytes, human_seconds, plain_table
 
@@ -125,7 +140,10 @@ def history(url, op, shape, threshold, as_json):
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=300.0,
               show_default=True, help="Stop the query after this many seconds.")
 def query_store(url, sql, as_json, as_csv, params, timeout_s):
-    """Run SQL over every run of the store at URL, in a read-only transaction (tables have a run_id column)."""
+    """Run SQL over every run of the store at URL, in a read-only transaction (tables have a run_id column).
+
+    Example: ttreport query postgresql:///ttreport "SELECT run_id, COUNT(*) FROM operations GROUP BY run_id"
+    """
     import csv
     import sys
 
