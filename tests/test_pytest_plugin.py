@@ -3,6 +3,8 @@ and a table, a marker sets a test's config, and a divergence from a baseline fai
 
 import json
 import re
+import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -142,3 +144,12 @@ def test_the_plugin_is_a_pytest11_entry_point():
     section = re.search(r"^\[project\.entry-points\.pytest11\]\n(.*?)(?=^\[)", text, re.M | re.S)
     assert section and re.findall(r"^(\w+) = \"([\w.]+)\"", section.group(1), re.M) == [
         ("ttreport", "ttreport.pytest_plugin")]
+
+
+def test_loading_the_plugin_imports_neither_torch_nor_device_sim():
+    # Every pytest run of an environment with ttreport installed loads it: it must cost nothing until --ttreport.
+    probe = ("import sys, ttreport.pytest_plugin\n"
+             "print(sorted(m for m in ('torch', 'device_sim', 'sqlalchemy', 'rich') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
