@@ -49,6 +49,7 @@ _MOVES = frozenset({"to_memory_config", "interleaved_to_sharded", "sharded_to_in
 _FREE = frozenset({"deallocate", "view", "squeeze", "unsqueeze", "unsqueeze_to_4D"})
 # Ops that cross PCIe: the device side's bytes go over it once more (from_torch only when given a device).
 _HOST_MOVES = frozenset({"from_torch", "to_torch", "to_device", "from_device", "cpu"})
+_MATMULS = frozenset({"matmul", "linear"})
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class Operand:
 
     bytes: int
     location: str  # "dram" | "l1" | "l1_sharded" | "dram_sharded" | "host"
+    shape: tuple = ()  # logical shape: a matmul's M, K, N and an element-wise op's tiles come from it
 
 
 @dataclass(frozen=True)
@@ -165,11 +167,13 @@ def _operand(t) -> Operand | None:
     value = t._value
     if value is None:
         return None
+    shape = tuple(value.shape)
     buf = t.buffer
     if buf is not None:
         cfg = t.memory_config()
-        return Operand(buf.page_size * buf.num_pages, location(buf.buffer_type, cfg.memory_layout if cfg else None))
-    return Operand(operand_bytes(tuple(value.shape), t.dtype, t.layout), "host")
+        return Operand(buf.page_size * buf.num_pages, location(buf.buffer_type, cfg.memory_layout if cfg else None),
+                       shape)
+    return Operand(operand_bytes(shape, t.dtype, t.layout), "host", shape)
 
 
 def _tensors(x, out: list) -> None:
@@ -201,7 +205,7 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
         outs.append(output)
     else:
         _tensors(output, outs)
-    if (not outs and name not in _HOST_MOVES) or any(type(t) is MeshTensor for t in ins + outs):
+    if any(type(t) is MeshTensor for t in ins + outs):
         return None
     device = next((t._device for t in outs + ins if t._device is not None), None)
     if device is None:
@@ -211,31 +215,47 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
         if cfg is None or cfg[0] is not device.config:
             cfg = _config_of[id(device)] = (device.config, PerfConfig.of(device))
         cfg = cfg[1]
-    operands = [o for o in map(_operand, ins + outs) if o is not None]
+    fidelity = None
+    if name in _MATMULS and len(ins) >= 2 and outs:
+        from device_sim.ops.matmul import kernel_numerics
+
+        fidelity = kernel_numerics("ttnn." + name, ins[0], ins[1], outs[0].dtype, kwargs.get("compute_kernel_config"),
+                                   kwargs.get("program_config"), kwargs.get("core_grid")).math_fidelity
+    in_ops = [o for o in map(_operand, ins) if o is not None]
+    out_ops = [o for o in map(_operand, outs) if o is not None]
+    return estimate(name, in_ops, out_ops, fidelity, cfg, transpose_a=bool(kwargs.get("transpose_a")))
+
+
+def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | None, cfg: PerfConfig = DEFAULT, *,
+             transpose_a: bool = False) -> Estimate | None:
+    """The estimate for op `name` ("matmul") from its operands; what estimate_op and a report's what-if call.
+
+    `fidelity` is the one a matmul runs with (None elsewhere: it has no matrix work).
+    """
+    name = name.rsplit(".", 1)[-1]
+    if name in _FREE or (not outputs and name not in _HOST_MOVES):
+        return None
+    operands = [*inputs, *outputs]
     if name in _HOST_MOVES:
         # The device tensor's bytes cross PCIe once. Its host side (a torch tensor, or a host ttnn tensor)
         # is not always an operand here, so it is counted from the device side, in the device's format.
         on_device = [o for o in operands if o.location != "host"]
+        if not on_device:
+            return None
         operands = on_device + [Operand(o.bytes, "host") for o in on_device]
     bw = bandwidth_ns(operands, cfg)
-    if name in ("matmul", "linear") and len(ins) >= 2:
-        from device_sim.ops.matmul import kernel_numerics
-
-        a, b, c = ins[0], ins[1], outs[0]
-        num = kernel_numerics("ttnn." + name, a, b, c.dtype, kwargs.get("compute_kernel_config"),
-                              kwargs.get("program_config"), kwargs.get("core_grid"))
-        shape = tuple(c._value.shape)
-        k = a._value.shape[-1]
-        if kwargs.get("transpose_a"):
-            k = a._value.shape[-2]
+    if name in _MATMULS and len(inputs) >= 2 and outputs and fidelity is not None:
+        shape = outputs[0].shape
+        a = inputs[0].shape
+        k = a[-2] if transpose_a else a[-1]
         batch = math.prod(shape[:-2]) if len(shape) > 2 else 1
         m = shape[-2] if len(shape) > 1 else 1
-        return Estimate(matmul_compute_ns(m, k, shape[-1], batch, num.math_fidelity, cfg), bw, num.math_fidelity.name)
+        return Estimate(matmul_compute_ns(m, k, shape[-1], batch, fidelity, cfg), bw, fidelity.name)
     if name in _MOVES or name in _HOST_MOVES:
         return Estimate(0, bw, None)
-    tiles = math.ceil(outs[0]._value.numel() / 1024) if outs and outs[0]._value is not None else 0
+    tiles = math.ceil(math.prod(outputs[0].shape) / 1024)
     if name in _FPU_BINARY:
         return Estimate(eltwise_compute_ns(tiles, FPU_CYCLES_PER_TILE, cfg), bw, None)
-    # Everything else (unary, reductions, softmax, norms, ...): SFPU work per tile of its largest input.
-    tiles = max([tiles] + [math.ceil(t._value.numel() / 1024) for t in ins if t._value is not None])
+    # Everything else (unary, reductions, softmax, norms, ...): SFPU work per tile of its largest operand.
+    tiles = max([tiles] + [math.ceil(math.prod(o.shape) / 1024) for o in inputs])
     return Estimate(eltwise_compute_ns(tiles, SFPU_CYCLES_PER_TILE, cfg), bw, None)

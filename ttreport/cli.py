@@ -731,6 +731,43 @@ def diff_tensor(a, b, rtol, atol, pcc, as_json):
     sys.exit(0 if c.passed else 1)
 
 
+@main.command()
+@click.argument("report")
+@click.option("--tensor", "tensor_id", type=int, help="The tensor to change (ids: `ttreport ops REPORT`).")
+@click.option("--memory", type=click.Choice(["L1", "DRAM"], case_sensitive=False), help="Put it in this memory.")
+@click.option("--dtype", type=click.Choice(["bfloat16", "bfloat8_b", "bfloat4_b", "float32"], case_sensitive=False),
+              help="Give it this dtype.")
+@click.option("--math-fidelity", type=click.Choice(["LoFi", "HiFi2", "HiFi3", "HiFi4"]),
+              help="Run the matmuls (those reading --tensor, if given) at this fidelity.")
+@click.option("--limit", type=int, default=20, show_default=True, help="At most this many changed ops (0: all).")
+def whatif(report, tensor_id, memory, dtype, math_fidelity, limit):
+    """Re-estimate device time (and peak L1) with one change, without rerunning the model.
+
+    Each op's estimated device time (docs/perf_model.md) is worked out again from its tensors with the
+    change; the ops whose estimate moves are listed, then the totals.
+
+    Example: ttreport whatif generated/ttreport/reports/demo --tensor 45 --memory L1
+    """
+    from ttreport import whatif as whatif_module  # reads device_sim's model: loaded only for this command
+
+    with _open(report) as r:
+        w = whatif_module.whatif(r, tensor_id=tensor_id, memory=memory, dtype=dtype, math_fidelity=math_fidelity)
+    ns = device_time.human_ns
+    rows = [(c.operation_id, _cell(c.name), ns(c.before_ns), ns(c.after_ns), f"{c.after_ns - c.before_ns:+,d} ns",
+             c.bound_after) for c in (w.changed[:limit] if limit else w.changed)]
+    if rows:
+        terminal.echo_table(["id", "name", "device before", "after", "change", "bound after"], rows)
+    else:
+        click.echo("no op's estimate changes")
+    if limit and len(w.changed) > limit:
+        click.echo(f"({limit} of {len(w.changed)} changed ops; --limit 0 shows all)")
+    pct = f" ({(w.after_ns - w.before_ns) / w.before_ns:+.1%})" if w.before_ns else ""
+    click.echo(f"device time (top-level ops)  {ns(w.before_ns)} -> {ns(w.after_ns)}{pct}")
+    if w.peak_l1_before is not None:
+        click.echo(f"peak L1 (all banks)          {human_bytes(w.peak_l1_before)} -> {human_bytes(w.peak_l1_after)} "
+                   f"({w.peak_l1_after - w.peak_l1_before:+,d} B)")
+
+
 def _store_commands() -> None:
     """push, runs, history: the store's commands (ttreport.store.cli; psycopg is imported only when one runs)."""
     from ttreport.store import cli as store_cli

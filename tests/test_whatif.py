@@ -1,0 +1,113 @@
+"""ttreport whatif: a report re-estimated with one change, without rerunning the model.
+
+    .venv/bin/python -m pytest tests/test_whatif.py -q
+
+The demo's figures are predicted from docs/perf_model.md: a one-tile (2048 B) bfloat16 tensor costs
+2048 / 258 GiB/s = 7.39 ns a use in DRAM and 2048 / 512 B/ns = 4 ns over the NoC in L1, so moving
+it to L1 saves 3.4 ns in each bandwidth-bound op that reads or writes it; a [32, 96] bfloat16 weight
+is 3 tiles, 6144 B, and 3264 B as bfloat8_b (1088 B a tile): 2880 B less, 10.4 ns, per read.
+"""
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+import device_sim as ttnn
+import ttreport
+from ttreport import db, whatif
+from ttreport.cli import main
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("whatif")
+    shutil.copytree(SAMPLE, root / "demo")
+    db.upgrade(root / "demo" / "db.sqlite")  # a no-op unless the schema moved on since the sample was made
+    return root / "demo"
+
+
+def test_without_a_change_every_op_is_estimated_as_the_capture_stored_it(demo):
+    with ttreport.open(demo) as r:
+        interleaved = r.execute("SELECT tensor_id, buffer_type FROM tensors WHERE buffer_type IS NOT NULL "
+                                "AND memory_config LIKE '%INTERLEAVED%'").fetchall()
+        assert len(interleaved) > 30
+        touched = set()
+        for tid, buffer_type in interleaved:  # each tensor "moved" to where it is: every op it touches re-estimated
+            w = whatif.whatif(r, tensor_id=tid, memory="L1" if buffer_type == 1 else "DRAM")
+            assert w.changed == [] and w.after_ns == w.before_ns and w.peak_l1_after == w.peak_l1_before
+            touched.update(op for (op,) in r.execute(
+                "SELECT operation_id FROM input_tensors WHERE tensor_id = ? UNION "
+                "SELECT operation_id FROM output_tensors WHERE tensor_id = ?", (tid, tid)))
+        estimated = {op for (op,) in r.execute("SELECT operation_id FROM device_perf")}
+        assert len(estimated & touched) >= 0.9 * len(estimated)
+        assert whatif.whatif(r, math_fidelity="HiFi2").changed == []  # the demo's matmuls run at HiFi2
+
+
+def test_moving_the_demos_dram_activation_to_l1_saves_the_predicted_bandwidth(demo):
+    with ttreport.open(demo) as r:
+        # the first layer_norm's output, left in DRAM by the inputs rule and read by a linear
+        [(tid,)] = r.execute(
+            "SELECT t.tensor_id FROM operations o JOIN output_tensors x USING (operation_id) JOIN tensors t "
+            "USING (tensor_id) WHERE o.name = 'ttnn.layer_norm' AND t.buffer_type = 0 ORDER BY o.operation_id "
+            "LIMIT 1").fetchall()
+        w = whatif.whatif(r, tensor_id=tid, memory="L1")
+    saved = 2048 * 1e9 / (258 * 2**30) - 2048 / 512
+    assert w.changed, "the linear reading it is bandwidth-bound: its estimate must move"
+    for c in w.changed:
+        assert c.after_ns < c.before_ns
+        assert abs((c.before_ns - c.after_ns) - saved) <= 1  # estimates are whole ns, rounded up
+    assert w.after_ns < w.before_ns
+    assert w.peak_l1_after >= w.peak_l1_before
+
+
+def test_a_bfloat8_b_weight_saves_the_predicted_bytes_in_the_linear_that_reads_it(demo):
+    with ttreport.open(demo) as r:
+        [(op_id, tid, shape)] = r.execute(
+            "SELECT o.operation_id, t.tensor_id, t.shape FROM operations o JOIN input_tensors i USING (operation_id) "
+            "JOIN tensors t USING (tensor_id) WHERE o.name = 'ttnn.linear' AND i.input_index = 1 "
+            "AND t.dtype = 'DataType.BFLOAT16' AND t.shape = 'Shape([32, 96])' ORDER BY o.operation_id LIMIT 1"
+        ).fetchall()
+        w = whatif.whatif(r, tensor_id=tid, dtype="bfloat8_b")
+    # the from_torch that uploaded it (its bytes cross PCIe and land in DRAM), and the linear that reads it
+    upload, c = w.changed
+    assert (upload.name, c.operation_id) == ("ttnn.from_torch", op_id)
+    assert abs((c.before_ns - c.after_ns) - 2880 * 1e9 / (258 * 2**30)) <= 1
+    assert abs((upload.before_ns - upload.after_ns) - 2880 * 1e9 / (258 * 2**30) - 2880 / 32) <= 1
+    assert w.after_ns == w.before_ns - sum(x.before_ns - x.after_ns for x in w.changed)
+
+
+def test_lofi_halves_a_compute_bound_matmul_and_moving_a_live_tensor_to_l1_raises_peak_l1(tmp_path, device):
+    a = ttnn.from_torch(torch.randn(1024, 1024), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                        memory=ttnn.L1)
+    with ttreport.capture(tmp_path / "r") as handle:
+        d = ttnn.from_torch(torch.randn(1024, 1024), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                            memory=ttnn.DRAM)
+        c = ttnn.matmul(a, a, memory=ttnn.L1)
+    with ttreport.open(handle.path) as r:
+        w = whatif.whatif(r, math_fidelity="LoFi")
+        [mm] = w.changed
+        assert (mm.name, mm.before_ns, mm.after_ns) == ("ttnn.matmul", 16384, 3 * 4096)  # now bandwidth-bound
+        moved = whatif.whatif(r, tensor_id=d.tensor_id, memory="L1")
+        assert moved.peak_l1_after - moved.peak_l1_before == d.buffer.size
+        host_up = math.ceil(2**21 * 1e9 / (258 * 2**30) + 2**21 / 32)
+        [up] = moved.changed
+        assert (up.before_ns, up.after_ns) == (host_up, math.ceil(4096 + 2**21 / 32))
+    del c
+
+
+def test_the_whatif_command_prints_the_changes_and_refuses_a_bad_request(demo):
+    runner = CliRunner()
+    out = runner.invoke(main, ["whatif", str(demo), "--math-fidelity", "LoFi"])
+    assert out.exit_code == 0 and "device time (top-level ops)" in out.output and "peak L1" in out.output
+    bad = runner.invoke(main, ["whatif", str(demo), "--tensor", "3", "--memory", "L1", "--dtype", "bfloat8_b"])
+    assert bad.exit_code == 2 and "give exactly one change (--memory, --dtype or --math-fidelity), got 2" in bad.output
+    bad = runner.invoke(main, ["whatif", str(demo), "--memory", "L1"])
+    assert bad.exit_code == 2 and "give its id with --tensor ID" in bad.output
+    bad = runner.invoke(main, ["whatif", str(demo), "--tensor", "999999", "--memory", "L1"])
+    assert bad.exit_code == 2 and "tensor 999999 is not in this report" in bad.output
