@@ -206,17 +206,18 @@ def write_sample() -> Path:
 
 def main(root: Path | None = None, echo=print) -> Path:
     """What `ttreport demo` does: capture the demo, then show its summary and one query's answer."""
-    from ttreport.cli import format_summary, format_table
+    from ttreport import terminal
+    from ttreport.cli import format_summary
     from ttreport.report import Report
 
     path = capture_demo("demo", root=root)
     with Report(path) as report:
         summary = report.summary()
-        echo(format_summary(summary, path))
+        echo(format_summary(summary, path, table=terminal.table_text))  # rich on a terminal, else plain
         cur = report.execute(DEMO_QUERY)
         echo("\nWhich ops put their output in L1, and which rule chose L1?\n")
         echo(DEMO_QUERY + "\n")
-        echo(format_table([d[0] for d in cur.description], cur.fetchall()))
+        echo(terminal.table_text([d[0] for d in cur.description], cur.fetchall()))
     refused = summary.errors[0].operation_id if summary.errors else 1
     echo(f"\nreport: {path}")
     echo(f"next:   ttreport ops {path} --sort duration --limit 10   # the slowest ops")
