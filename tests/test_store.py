@@ -232,3 +232,25 @@ def test_query_without_a_run_reads_across_the_store_and_cannot_write(url, captur
     r = CliRunner().invoke(main, ["query", url, "SELECT pg_sleep(5)", "--timeout", "0.2"])
     assert r.exit_code == 2 and "statement timeout" in r.output
     assert counts(url) == before
+
+
+def test_a_store_made_by_an_older_ttreport_gains_the_new_columns(url, captured):
+    import psycopg
+
+    from ttreport import db
+    from ttreport.store.connection import split_url
+
+    store.push(captured, url)
+    older = db.revisions()[-2]
+    with psycopg.connect(split_url(url)[0]) as conn:  # as a store of the revision before would be
+        conn.execute("ALTER TABLE operations DROP COLUMN arguments")
+        conn.execute("DROP TABLE tensor_files")
+        conn.execute("UPDATE store_meta SET value = %s", (older,))
+    assert store.runs(url)[0]["name"] == "base"  # any use upgrades it
+    with psycopg.connect(split_url(url)[0]) as conn:
+        assert conn.execute("SELECT value FROM store_meta").fetchone() == (db.head_revision(),)
+        assert conn.execute("SELECT COUNT(*) FROM operations WHERE arguments IS NULL").fetchone()[0] > 0
+        assert conn.execute("SELECT to_regclass('tensor_files') IS NOT NULL").fetchone() == (True,)
+        conn.execute("UPDATE store_meta SET value = 'ffff'")
+    with pytest.raises(store.StoreError, match="revision ffff, which this ttreport does not know"):
+        store.runs(url)

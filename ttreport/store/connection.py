@@ -76,8 +76,9 @@ def _ddl() -> list[str]:
 
 
 def ensure_schema(conn) -> None:
-    """Create the store's tables if they are missing, and refuse a store of another schema revision.
-    Several pushes may start on an empty store at once: an advisory lock lets one create it."""
+    """Create the store's tables if they are missing; bring a store of an older revision to this one (its new
+    tables and columns); refuse one of a newer revision. Several processes may find an empty or older
+    store at once: an advisory lock lets one change it."""
     from ttreport import db
     from ttreport.store.tables import VERSION_KEY
 
@@ -101,10 +102,33 @@ def ensure_schema(conn) -> None:
             if row and row[0] not in db.known_revisions():
                 raise StoreError(f"the store holds schema revision {row[0]}, which this ttreport does not know "
                                  f"(it writes {head}): upgrade ttreport")
-            if row:
-                raise StoreError(f"the store holds schema revision {row[0]}, this ttreport writes {head}; "
-                                 f"upgrading a store is not supported yet: push into a new database")
-        for ddl in _ddl():
+        for ddl in _ddl():  # on an older store: the tables a later migration added
             conn.execute(ddl)
-        conn.execute("INSERT INTO store_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
-                     (VERSION_KEY, head))
+        if exists and row:
+            _add_columns(conn, row[0], head)
+        conn.execute("INSERT INTO store_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
+                     "SET value = EXCLUDED.value", (VERSION_KEY, head))
+
+
+def _add_columns(conn, revision: str, head: str) -> None:
+    """Bring a store made by an older ttreport to `head`: the columns later migrations added to the report's
+    tables, added to the store's. A migration that dropped or renamed a column cannot be applied so: refused."""
+    from sqlalchemy.dialects import postgresql
+
+    from ttreport.store import tables
+
+    have: dict[str, set[str]] = {}
+    for table, column in conn.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                      "WHERE table_schema = current_schema()"):
+        have.setdefault(table, set()).add(column)
+    for table in tables.store_metadata.sorted_tables:
+        present = have.get(table.name, set())
+        gone = present - {c.name for c in table.columns}
+        if gone:
+            raise StoreError(f"the store holds schema revision {revision} and its {table.name} has column(s) "
+                             f"{', '.join(sorted(gone))} that this ttreport's schema ({head}) lacks; such a store "
+                             f"cannot be upgraded in place: push into a new database")
+        for c in table.columns:
+            if present and c.name not in present:
+                kind = c.type.compile(dialect=postgresql.dialect())
+                conn.execute(f'ALTER TABLE {table.name} ADD COLUMN "{c.name}" {kind}')
