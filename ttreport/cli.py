@@ -768,6 +768,24 @@ def whatif(report, tensor_id, memory, dtype, math_fidelity, limit):
                    f"({w.peak_l1_after - w.peak_l1_before:+,d} B)")
 
 
+@main.command(name="perf-csv")
+@click.argument("report")
+@click.argument("folder", required=False)
+def perf_csv(report, folder):
+    """Write TT-NN's performance report files (ops_perf_results.csv, profile_log_device.csv) from the estimates.
+
+    Into the report's folder unless FOLDER is given; ttnn-visualizer's Performance tab reads them.
+    Each op's PM IDEAL/COMPUTE/BANDWIDTH [ns] are the performance model's (docs/perf_model.md).
+
+    Example: ttreport perf-csv generated/ttreport/reports/demo
+    """
+    from ttreport.export.ops_perf import export_ops_perf
+
+    with _open(report) as r:
+        path = export_ops_perf(r, folder or r.path)
+    click.echo(f"wrote {path} and {path.with_name('profile_log_device.csv').name} beside it")
+
+
 def _store_commands() -> None:
     """push, runs, history: the store's commands (ttreport.store.cli; psycopg is imported only when one runs)."""
     from ttreport.store import cli as store_cli

@@ -1,0 +1,113 @@
+"""TT-NN's performance report files for a capture: ops_perf_results.csv and profile_log_device.csv.
+
+    import ttreport
+    from ttreport.export.ops_perf import export_ops_perf
+    with ttreport.open("sample_reports/demo") as r:
+        export_ops_perf(r, "/tmp/demo_perf")     # or `ttreport perf-csv REPORT [FOLDER]`
+
+`ops_perf_results.csv` has the columns tt-metal's tools/tracy/process_ops_logs.py writes
+(OPS_CSV_HEADER, with INPUT_i_* / OUTPUT_i_* per tensor), one row per op with a device time
+estimate (docs/perf_model.md): its "PM IDEAL/COMPUTE/BANDWIDTH [ns]" are the model's figures and,
+as device_sim has no device clock, "DEVICE KERNEL DURATION [ns]" is the model's ideal time too.
+`profile_log_device.csv` is the device log ttnn-visualizer requires beside it (its ARCH line, then
+a zone start and end per op, laid end to end on core (1, 1), joined to the CSV by "run host ID").
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from pathlib import Path
+
+# tt-metal's OPS_CSV_HEADER, in its order; INPUTS/OUTPUTS are replaced by the per-tensor columns.
+OPS_CSV_HEADER = [
+    "OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "ATTRIBUTES", "MATH FIDELITY", "CORE COUNT",
+    "PARALLELIZATION STRATEGY", "HOST START TS", "HOST END TS", "HOST DURATION [ns]", "DEVICE FW START CYCLE",
+    "DEVICE FW END CYCLE", "DEVICE FW DURATION [ns]", "DEVICE KERNEL DURATION [ns]",
+    "DEVICE BRISC KERNEL DURATION [ns]", "DEVICE NCRISC KERNEL DURATION [ns]", "DEVICE TRISC0 KERNEL DURATION [ns]",
+    "DEVICE TRISC1 KERNEL DURATION [ns]", "DEVICE TRISC2 KERNEL DURATION [ns]", "DEVICE ERISC KERNEL DURATION [ns]",
+    "DEVICE COMPUTE CB WAIT FRONT [ns]", "DEVICE COMPUTE CB RESERVE BACK [ns]", "INPUTS", "OUTPUTS",
+    "COMPUTE KERNEL PATH", "COMPUTE KERNEL HASH", "DATA MOVEMENT KERNEL PATH", "DATA MOVEMENT KERNEL HASH",
+    "PM IDEAL [ns]", "PM COMPUTE [ns]", "PM BANDWIDTH [ns]", "PM REQ I BW", "PM REQ O BW",
+]
+TENSOR_FIELDS = ("W", "Z", "Y", "X", "LAYOUT", "DATATYPE", "MEMORY")
+DEVICE_LOG_HEADER = ["PCIe slot", "core_x", "core_y", "RISC processor type", "timer_id", "time[cycles since reset]",
+                     "stat value", "run ID", "run host ID", "zone name", "type", "source line", "source file"]
+PERF_FILE = "ops_perf_results.csv"
+DEVICE_LOG_FILE = "profile_log_device.csv"
+
+
+def _tensor_fields(shape, layout, dtype, buffer_type, memory_config, device_id) -> list:
+    dims = [int(n) for n in re.findall(r"\d+", shape or "")]
+    dims = ([1] * (4 - len(dims)) + dims)[-4:] if len(dims) <= 4 else [_prod(dims[:-3]), *dims[-3:]]
+    if buffer_type is None:
+        memory = "HOST"
+    else:
+        kind = re.search(r"TensorMemoryLayout::(\w+)", memory_config or "")
+        memory = f"DEV_{device_id}_{'L1' if buffer_type == 1 else 'DRAM'}_{kind.group(1) if kind else 'INTERLEAVED'}"
+    return [*dims, (layout or "").rsplit(".", 1)[-1], (dtype or "").rsplit(".", 1)[-1], memory]
+
+
+def _prod(xs) -> int:
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def export_ops_perf(r, folder: str | os.PathLike) -> Path:
+    """Write ops_perf_results.csv and profile_log_device.csv for report `r` into `folder`; returns the CSV's path."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    ops = r.execute("SELECT o.operation_id, o.name, o.start_ns, o.end_ns, p.compute_ns, p.bandwidth_ns, p.ideal_ns, "
+                    "p.math_fidelity FROM operations o JOIN device_perf p USING (operation_id) "
+                    "ORDER BY o.operation_id").fetchall()
+    cores = r.execute("SELECT MAX(num_x_compute_cores * num_y_compute_cores) FROM devices").fetchone()[0] or 64
+    tensors: dict[int, tuple[list, list]] = {}
+    for table, index, side in (("input_tensors", "input_index", 0), ("output_tensors", "output_index", 1)):
+        for row in r.execute(f"SELECT x.operation_id, t.shape, t.layout, t.dtype, t.buffer_type, t.memory_config, "
+                             f"t.device_id FROM {table} x JOIN tensors t USING (tensor_id) "
+                             f"ORDER BY x.operation_id, x.{index}"):
+            tensors.setdefault(row[0], ([], []))[side].append(_tensor_fields(*row[1:]))
+    n_in = max((len(v[0]) for v in tensors.values()), default=0)
+    n_out = max((len(v[1]) for v in tensors.values()), default=0)
+    io = [f"{side}_{i}_{f}" for side, n in (("INPUT", n_in), ("OUTPUT", n_out)) for i in range(n)
+          for f in TENSOR_FIELDS]
+    at = OPS_CSV_HEADER.index("INPUTS")
+    header = OPS_CSV_HEADER[:at] + io + OPS_CSV_HEADER[at + 2:]
+    path = folder / PERF_FILE
+    cycle = 0  # the device log's clock: ops laid end to end at 1 GHz (1 cycle = 1 ns)
+    log_rows = []
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=header)
+        w.writeheader()
+        for op_id, name, start, end, compute, bandwidth, ideal, fidelity in ops:
+            ins, outs = tensors.get(op_id, ([], []))
+            row = {"OP CODE": name.removeprefix("ttnn."), "OP TYPE": "tt_dnn_device", "GLOBAL CALL COUNT": op_id,
+                   "DEVICE ID": _device_of(ins + outs), "MATH FIDELITY": fidelity or "", "CORE COUNT": cores,
+                   "HOST START TS": start, "HOST END TS": end,
+                   "HOST DURATION [ns]": None if end is None else end - start,
+                   "DEVICE FW START CYCLE": cycle, "DEVICE FW END CYCLE": cycle + ideal,
+                   "DEVICE FW DURATION [ns]": ideal, "DEVICE KERNEL DURATION [ns]": ideal,
+                   "PM IDEAL [ns]": ideal, "PM COMPUTE [ns]": compute, "PM BANDWIDTH [ns]": bandwidth}
+            for side, ts in (("INPUT", ins), ("OUTPUT", outs)):
+                for i, fields in enumerate(ts):
+                    row.update({f"{side}_{i}_{k}": v for k, v in zip(TENSOR_FIELDS, fields)})
+            w.writerow(row)
+            for kind, t in (("ZONE_START", cycle), ("ZONE_END", cycle + ideal)):
+                log_rows.append([0, 1, 1, "BRISC", 0, t, 0, op_id, op_id, "BRISC-FW", kind, 0, "device_sim"])
+            cycle += ideal
+    with open(folder / DEVICE_LOG_FILE, "w", newline="") as f:
+        f.write("ARCH: wormhole_b0, CHIP_FREQ[MHz]: 1000\n")
+        f.write(", ".join(DEVICE_LOG_HEADER) + "\n")  # as tt-metal writes it: a space after each comma
+        csv.writer(f).writerows(log_rows)
+    return path
+
+
+def _device_of(fields: list) -> int:
+    for f in fields:
+        m = re.match(r"DEV_(\d+)_", f[-1])
+        if m:
+            return int(m.group(1))
+    return 0
