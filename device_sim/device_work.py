@@ -41,6 +41,8 @@ class CircularBuffer(NamedTuple):
     indices: tuple[int, ...]  # the CB indices (c_0, c_4, ...) that share this buffer (output and interm0 may)
     num_pages: int  # tiles
     page_size: int  # bytes of one tile in the CB's data format
+    # Backed by a tensor's own L1 buffer (a sharded output): not in the program's static CB region.
+    globally_allocated: bool = False
 
     @property
     def size(self) -> int:
@@ -61,13 +63,16 @@ class Program(NamedTuple):
         """Each CB with its L1 address: packed upwards from cb_base, each aligned as L1 buffers are."""
         out, addr = [], self.cb_base
         for cb in self.cbs:
+            if cb.globally_allocated:  # at its tensor's address, which the program does not hold: shown as 0
+                out.append((cb, 0))
+                continue
             out.append((cb, addr))
             addr += _align(cb.size)
         return out
 
     @property
     def cb_region_end(self) -> int:
-        return self.cb_base + (self.cb_bytes if self.cb_bytes >= 0 else sum(_align(cb.size) for cb in self.cbs))
+        return self.cb_base + (self.cb_bytes if self.cb_bytes >= 0 else _region(self.cbs))
 
     @property
     def l1_bytes_per_core(self) -> int:
@@ -85,7 +90,11 @@ def _align(n: int, alignment: int = 16) -> int:
 def make_program(name: str, factory: str, cbs, ranges: tuple) -> Program:
     """A Program with its CB region's size worked out once (launch reads it on every run)."""
     cbs = tuple(cbs)
-    return Program(name, factory, cbs, ranges, sum(_align(cb.num_pages * cb.page_size) for cb in cbs))
+    return Program(name, factory, cbs, ranges, _region(cbs))
+
+
+def _region(cbs) -> int:
+    return sum(_align(cb.num_pages * cb.page_size) for cb in cbs if not cb.globally_allocated)
 
 
 _program_ids = itertools.count(1)
@@ -109,7 +118,7 @@ def launch(device, program: Program) -> None:
     if memory.listener is not None:
         memory.listener("program", Program(program.name, program.factory, program.cbs, program.ranges,
                                            program.cb_bytes, program_id, device.device_id, base))
-    end = base + (program.cb_bytes if program.cb_bytes >= 0 else sum(_align(cb.size) for cb in program.cbs))
+    end = base + (program.cb_bytes if program.cb_bytes >= 0 else _region(program.cbs))
     if end <= c.l1_size:
         lowest = memory.allocators[BufferType.L1].lowest_occupied_address()
         if lowest is None or lowest >= end:
@@ -166,7 +175,8 @@ def _tiles(n: int) -> int:
 
 
 def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, shapes: tuple | None = None,
-                   fp32_dest_acc_en: bool | None = None, packer_l1_acc: bool | None = None) -> Program:
+                   fp32_dest_acc_en: bool | None = None, packer_l1_acc: bool | None = None,
+                   out_sharded: bool = False) -> Program:
     """MatmulDeviceOperation's CBs as TT-NN's multicast program factories create them.
 
     The blocking (per_core_M, per_core_N, in0_block_w, grid) is the program config's, or, without one,
@@ -179,29 +189,32 @@ def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, shapes: t
     intermediate, per_core_M*per_core_N tiles, one shared buffer when their data formats agree.
     Defaults as TT-NN's matmul: fp32 destination iff the output is float32, packer L1 accumulation
     otherwise. `shapes` are the operands' shapes after transpose_a/transpose_b (default: a's and b's).
+    A sharded output backs the output CB (and c_5 when it shares it) with its own buffer: globally
+    allocated, outside the static region.
     """
     ashape, bshape = shapes if shapes is not None else (a._value.shape, b._value.shape)
     if program_config is not None:
         return _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_dest_acc_en,
-                               packer_l1_acc)
+                               packer_l1_acc, out_sharded)
     # A model repeats a few shapes: the default program of each is worked out once (~10 us a time otherwise).
     dev = a._device
     key = (tuple(ashape), tuple(bshape), a.dtype, b.dtype, bias.dtype if bias is not None else None, out_dtype,
            dev.config.grid_x if dev is not None else 8, dev.config.grid_y if dev is not None else 8,
-           fp32_dest_acc_en, packer_l1_acc)
+           fp32_dest_acc_en, packer_l1_acc, out_sharded)
     program = _default_programs.get(key)
     if program is None:
         if len(_default_programs) >= 4096:
             _default_programs.clear()
         program = _default_programs[key] = _matmul_program(a, b, bias, out_dtype, None, ashape, bshape,
-                                                           fp32_dest_acc_en, packer_l1_acc)
+                                                           fp32_dest_acc_en, packer_l1_acc, out_sharded)
     return program
 
 
 _default_programs: dict[tuple, Program] = {}
 
 
-def _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_dest_acc_en, packer_l1_acc):
+def _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_dest_acc_en, packer_l1_acc,
+                    out_sharded=False):
     Mt, Kt, Nt = _tiles(ashape[-2]), _tiles(ashape[-1]), _tiles(bshape[-1])
     B = 1
     for d in ashape[:-2]:
@@ -252,9 +265,10 @@ def _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_
     packer_on = packer and num_blocks > 1
     interm = (_F32 if fp32 else _BF16) if packer_on else (_F32 if fp32 else out_dtype)
     if interm == out_dtype:
-        cbs.append(CircularBuffer((4, 5), per_M * per_N, out_tile))
+        cbs.append(CircularBuffer((4, 5), per_M * per_N, out_tile, out_sharded))
     else:
-        cbs += [CircularBuffer((4,), per_M * per_N, out_tile), CircularBuffer((5,), per_M * per_N, sizes[interm])]
+        cbs += [CircularBuffer((4,), per_M * per_N, out_tile, out_sharded),
+                CircularBuffer((5,), per_M * per_N, sizes[interm])]
     # MatmulMultiCoreReuse's blocks do not span batches; the multicast factories fold batches into M.
     blocks_y = B * -(-Mt // per_M) if kind == "MatmulMultiCoreReuseProgramConfig" else -(-B * Mt // per_M)
     blocks_x = -(-Nt // per_N)

@@ -10,6 +10,7 @@ import torch
 import device_sim as ttnn
 import ttreport
 from device_sim import device_work
+from ttreport import device_graph
 
 TILE_BF16 = 2048  # bytes of a 32x32 bfloat16 tile
 TILE_BF8 = 1088  # 1024 mantissas + one shared exponent per 16 values
@@ -219,3 +220,14 @@ def test_device_graphs_can_be_left_out_of_a_report_but_the_device_still_checks_i
     with ttreport.open(handle.path) as r:
         assert r.sql("SELECT COUNT(*) AS n FROM captured_graph")[0]["n"] == 0
         assert r.sql("SELECT COUNT(*) AS n FROM errors")[0]["n"] == 1
+
+
+def test_a_sharded_output_backs_the_output_cb_outside_the_static_region(device):
+    a, b = tt(device, (256, 256)), tt(device, (256, 256))
+    p = device_work.make_program(*device_work.matmul_program(a, b, None, ttnn.bfloat16, None, out_sharded=True)[:4])
+    assert cbs(p) == [((0,), 8, TILE_BF16), ((1,), 8, TILE_BF16), ((4, 5), 1, TILE_BF16)]
+    assert [cb.globally_allocated for cb in p.cbs] == [False, False, True]
+    assert p.cb_region_end == 16 * TILE_BF16  # cb_base 0 here: in0 and in1 only
+    graph = json.loads(device_graph.captured_graph("ttnn.matmul", [p]))
+    assert [n["params"]["globally_allocated"] for n in graph if n["node_type"] == "circular_buffer_allocate"] == [
+        "0", "0", "1"]

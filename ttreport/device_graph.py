@@ -90,7 +90,8 @@ def _build(op_name: str, programs: list, l1_allocs) -> str:
         cores = cores_text(p.ranges)
         for cb, address in p.cb_addresses():
             node("circular_buffer_allocate", {"size": str(cb.size), "address": str(address), "core_range_set": cores,
-                                              "globally_allocated": "0", "device_id": device}, start)
+                                              "globally_allocated": "1" if cb.globally_allocated else "0",
+                                              "device_id": device}, start)
         node("function_end", {"name": p.name}, start)
     node("function_end", {"name": name}, op)
     node("capture_end", {}, top)

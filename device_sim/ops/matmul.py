@@ -127,7 +127,7 @@ def _launch(out: Tensor, fresh: bool, a: Tensor, b: Tensor, bias, out_dtype, pro
     if a._device is None:
         return
     program = device_work.matmul_program(
-        a, b, bias, out_dtype, program_config, shapes=shapes,
+        a, b, bias, out_dtype, program_config, shapes=shapes, out_sharded=out.is_sharded(),
         fp32_dest_acc_en=n.fp32_dest_acc_en if n is not None else None,
         packer_l1_acc=n.packer_l1_acc if n is not None else None)
     device_work.launch_for(out, fresh, a._device, program)
