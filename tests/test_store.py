@@ -254,3 +254,11 @@ def test_a_store_made_by_an_older_ttreport_gains_the_new_columns(url, captured):
         conn.execute("UPDATE store_meta SET value = 'ffff'")
     with pytest.raises(store.StoreError, match="revision ffff, which this ttreport does not know"):
         store.runs(url)
+
+
+def test_without_postgresql_binaries_the_cluster_says_why(monkeypatch):
+    pytest.importorskip("psycopg", reason="the store needs psycopg")
+    monkeypatch.setattr(postgres.shutil, "which", lambda name: None)
+    monkeypatch.setattr(postgres.glob, "glob", lambda pattern: [])
+    with pytest.raises(postgres.Unavailable, match="no PostgreSQL server binaries .*apt-get install postgresql"):
+        postgres.start()
