@@ -31,6 +31,8 @@ def test_demo_prints_a_summary_a_query_answer_and_where_the_report_is(demo_run):
     assert demo.DEMO_QUERY in out
     assert "ttnn.linear                                             argument" in out  # a row of its answer
     assert f"report: {path}" in out
+    assert "estimated on the device in top-level ops" in out  # the performance model's device time
+    assert (path / "ops_perf_results.csv").is_file() and (path / "profile_log_device.csv").is_file()
 
 
 def test_demo_ends_with_its_trace_and_html_report_and_how_to_open_them(demo_run):
@@ -55,7 +57,7 @@ def test_demo_report_fills_every_table_the_model_touches(demo_run):
         counts = {t: r.sql(f"SELECT COUNT(*) AS n FROM {t}")[0]["n"] for t in (
             "operations", "operation_arguments", "tensors", "input_tensors", "output_tensors", "devices",
             "buffers", "stack_traces", "errors", "report_metadata", "tensor_comparisons",
-            "local_tensor_comparison_records")}
+            "local_tensor_comparison_records", "device_perf")}
         assert all(counts.values()), counts
         sources = {row["memory_config_source"] for row in r.sql("SELECT DISTINCT memory_config_source FROM tensors")}
         assert sources >= {"argument", "context", "inputs", "default"}

@@ -206,14 +206,17 @@ def write_sample() -> Path:
 
 def main(root: Path | None = None, echo=print) -> Path:
     """What `ttreport demo` does: capture the demo, then show its summary and one query's answer."""
-    from ttreport import terminal
+    from ttreport import device_time, terminal
     from ttreport.cli import format_summary
+    from ttreport.export.ops_perf import export_ops_perf
     from ttreport.report import Report
 
     path = capture_demo("demo", root=root)
     with Report(path) as report:
         summary = report.summary()
-        echo(format_summary(summary, path, table=terminal.table_text))  # rich on a terminal, else plain
+        echo(format_summary(summary, path, table=terminal.table_text, device=device_time.total(report),
+                            device_by_name=device_time.by_name(report)))  # rich on a terminal, else plain
+        export_ops_perf(report, path)  # TT-NN's ops_perf_results.csv, for ttnn-visualizer's Performance tab
         cur = report.execute(DEMO_QUERY)
         echo("\nWhich ops put their output in L1, and which rule chose L1?\n")
         echo(DEMO_QUERY + "\n")
@@ -223,6 +226,8 @@ def main(root: Path | None = None, echo=print) -> Path:
     echo(f"next:   ttreport ops {path} --sort duration --limit 10   # the slowest ops")
     echo(f"        ttreport op {path} {refused}   # everything about the op strict mode refused")
     echo("        docs/queries.md   # more questions answered in SQL, for `ttreport query`")
+    echo(f"        ttreport whatif {path} --math-fidelity LoFi   # estimated device time with one change "
+         f"(docs/perf_model.md)")
     # The pictures of the run (ttreport trace / ttreport html), next to the report folder.
     with Report(path) as report:
         trace = report.export_chrome_trace(path.with_name(path.name + ".trace.json"))
