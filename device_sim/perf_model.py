@@ -245,8 +245,8 @@ def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | No
         operands = on_device + [Operand(o.bytes, "host") for o in on_device]
     bw = bandwidth_ns(operands, cfg)
     if name in _MATMULS and len(inputs) >= 2 and outputs and fidelity is not None:
-        shape = outputs[0].shape
-        a = inputs[0].shape
+        shape = outputs[0].shape or (1,)  # a dot product of two vectors is a scalar
+        a = inputs[0].shape or (1,)
         k = a[-2] if transpose_a else a[-1]
         batch = math.prod(shape[:-2]) if len(shape) > 2 else 1
         m = shape[-2] if len(shape) > 1 else 1
