@@ -1,8 +1,11 @@
 """Fixtures shared by every test file: a fresh device, no hook left behind, the real ttnn-visualizer."""
 
+import warnings
+
 import pytest
 
 import device_sim as ttnn
+from device_sim import mesh
 
 # pytester runs small suites in a subprocess (tests/test_pytest_plugin.py: ttreport's pytest plugin).
 pytest_plugins = ["pytester"]
@@ -18,10 +21,19 @@ def device():
 
 
 @pytest.fixture(autouse=True)
-def _no_leaked_state():
-    """A test that leaves a hook installed or changes the default memory config would skew the next."""
+def _no_leaked_state(request):
+    """A test that leaves a hook installed, a device open or the default memory config changed would skew
+    the next: a report lists every live buffer of every open device after each op, so one device left open
+    with 50 tensors made a later test's report 25x larger (and its 4 MiB disk too small to fold the WAL)."""
     default = ttnn.get_default_memory_config()
+    opened = {id(d) for d in [*ttnn.open_devices(), *mesh.open_meshes]}
     yield
+    left_open = [d for d in [*mesh.open_meshes, *ttnn.open_devices()] if id(d) not in opened and d.is_open]
+    for d in left_open:
+        if d.is_open:  # a mesh's chips close with it
+            ttnn.close_device(d)
+    if left_open:
+        warnings.warn(f"{request.node.nodeid} left {left_open} open; closed after it", stacklevel=1)
     leaked = ttnn.get_hook()
     ttnn.set_hook(None)
     ttnn.set_default_memory_config(default)
