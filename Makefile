@@ -5,7 +5,7 @@ TORCH  ?= torch==2.13.0
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench stress clean
+.PHONY: demo test lint bench stress clean visualizer-check
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+visualizer-check: $(STAMP)
+	# the real ttnn-visualizer's operations page for a fresh demo report, screenshotted by headless chromium
+	# and checked not blank; prints the PNG's path (skips, saying why, without chromium)
+	$(PY) tests/visualizer_check.py
 
 bench: $(STAMP)
 	$(PY) -m bench
