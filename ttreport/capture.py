@@ -41,7 +41,7 @@ import torch
 
 import device_sim
 import device_sim.mesh
-from ttreport import db, golden, schema
+from ttreport import db, golden, merge, schema
 from ttreport.config import Config
 from ttreport.errors import (
     CaptureActiveError,
@@ -145,6 +145,7 @@ class Capture(contextlib.ContextDecorator):
                  "started_at": started, "capture_timestamp_ns": time.time_ns(), "status": "running",
                  # the report's identity in a store (ttreport push): a second push of it is a no-op
                  "report_id": str(uuid.uuid4()), **_git_commit()}
+        self._rank = facts["rank"] = merge.host_rank(config.rank)
         _write_metadata(self.db_path, facts)
         _reserve_room(path / RESERVE_FILE)
         _write_json(path / CONFIG_FILE, {**_ttnn_config_keys(config, path), "config": config.to_json(),
@@ -285,6 +286,8 @@ class Capture(contextlib.ContextDecorator):
             self._queue.put((META, key, value))
         self._queue.put_now((STOP, None))
         self._writer.join()
+        if self._rank and self._writer.error is None:
+            merge.set_rank(self.db_path, self._rank)  # one UPDATE per table at close, nothing per op
         with contextlib.suppress(OSError):
             os.unlink(self.path / RESERVE_FILE)  # room for the notes below, if the disk is what failed
         if self._writer.error is not None:

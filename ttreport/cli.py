@@ -552,6 +552,22 @@ def demo(root):
     demo_module.main(root=root, echo=click.echo)
 
 
+@main.command("merge")
+@click.argument("reports", nargs=-1, required=True)
+@click.option("-o", "--output", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="The new report folder to write (must not exist).")
+def merge_command(reports, out):
+    """Join the reports of a multi-host run's ranks (one per rank) into one report of the run: ids made
+    unique, each row keeping its rank, tensor files copied.
+
+    Example: ttreport merge reports/rank0 reports/rank1 -o reports/run
+    """
+    from ttreport.merge import merge
+
+    path = merge(reports, out)
+    click.echo(f"merged {len(reports)} reports into {path.parent}")
+
+
 # -- exports (ttreport.export) ------------------------------------------------------------------
 
 @main.command()

@@ -69,6 +69,8 @@ class Config:
         gc_freeze: gc.freeze() what exists when the capture starts, unfreeze at close (default
             True): saves 10-20 us per op of full collections; garbage cycles made before the
             capture are collected only after it ends.
+        rank: this process's rank in a multi-host run, written to every row's `rank` column (default
+            None: OMPI_COMM_WORLD_RANK, as mpirun sets it, else 0); `ttreport merge` joins the ranks' reports.
 
     TTREPORT_CONFIG='{"tensors": "all"}' overrides any of them from the environment.
     """
@@ -115,6 +117,8 @@ class Config:
     # full pass over the whole heap (torch's included): 10-20 us per op. The cost of freezing:
     # garbage cycles made before the capture are collected only after it ends.
     gc_freeze: bool = True
+    # This process's rank in a multi-host run (None: OMPI_COMM_WORLD_RANK, else 0); ttreport.merge.
+    rank: int | None = None
 
     def __post_init__(self):
         if isinstance(self.root, bool) or not isinstance(self.root, (str, os.PathLike)):
@@ -137,6 +141,8 @@ class Config:
                   f"a number of seconds from {MIN_FLUSH_INTERVAL_S} to {MAX_FLUSH_INTERVAL_S}")
         if not _number(self.comparison_pcc) or not 0 <= self.comparison_pcc <= 1:
             _fail("comparison_pcc", self.comparison_pcc, "a number between 0 and 1")
+        if self.rank is not None and (isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 0):
+            _fail("rank", self.rank, "null or an integer >= 0")
         for name in ("comparison_rtol", "comparison_atol"):
             value = getattr(self, name)
             if value is not None and (not _number(value) or not 0 <= value < math.inf):

@@ -35,6 +35,10 @@ class NotAReportError(TTReportError, ValueError):
     """A file given as a report is not one (empty, not SQLite, or another program's database)."""
 
 
+class MergeError(TTReportError, ValueError):
+    """Reports that cannot be merged into one run: different schemas, a rank given twice, too few."""
+
+
 class ReportInUseError(TTReportError, RuntimeError):
     """Another process is capturing into the report folder (it holds the folder's lock)."""
 

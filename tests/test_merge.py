@@ -1,0 +1,127 @@
+"""A multi-host run: two real rank processes each capture a report, and `ttreport merge` joins them."""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ttreport
+from ttreport import merge
+from ttreport.check import check
+from ttreport.cli import main
+from ttreport.errors import MergeError
+
+REPO = Path(__file__).resolve().parent.parent
+
+# One rank of a distributed run: the rank comes from OMPI_COMM_WORLD_RANK, as mpirun sets it.
+# Rank r runs 2 + r adds, so each rank's op count tells the ranks apart.
+RANK_SCRIPT = r"""
+import sys, torch
+import device_sim as ttnn
+import ttreport
+
+out = sys.argv[1]
+device = ttnn.open_device(device_id=0)
+with ttreport.capture(__import__("pathlib").Path(out), config=ttreport.Config(tensors="outputs")):
+    rank = int(__import__("os").environ["OMPI_COMM_WORLD_RANK"])
+    x = ttnn.from_torch(torch.full((32, 32), float(rank)), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT,
+                        device=device)
+    for _ in range(2 + rank):
+        x = ttnn.add(x, x)
+    ttnn.to_torch(x)
+ttnn.close_device(device)
+"""
+
+
+def _run_rank(tmp_path, rank: int) -> Path:
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_SCRIPT)
+    out = tmp_path / f"rank{rank}"
+    env = {**os.environ, "OMPI_COMM_WORLD_RANK": str(rank), "PYTHONPATH": str(REPO)}
+    env.pop("TTREPORT_CONFIG", None)
+    subprocess.run([sys.executable, str(script), str(out)], env=env, check=True, cwd=tmp_path, timeout=120)
+    return out
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ranks")
+    return _run_rank(tmp, 0), _run_rank(tmp, 1)
+
+
+def _rows(path, sql):
+    con = sqlite3.connect(path / "db.sqlite")
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_each_rank_process_writes_its_rank_into_every_row(ranks):
+    for rank, path in enumerate(ranks):
+        for table in merge.RANK_TABLES:
+            assert {r[0] for r in _rows(path, f"SELECT DISTINCT rank FROM {table}")} <= {rank}, table
+        assert _rows(path, "SELECT DISTINCT rank FROM operations") == [(rank,)]
+        assert _rows(path, "SELECT value FROM report_metadata WHERE key = 'rank'") == [(str(rank),)]
+
+
+def test_merged_report_answers_per_rank_and_passes_check(ranks, tmp_path):
+    out = tmp_path / "run"
+    result = main.main(["merge", str(ranks[0]), str(ranks[1]), "-o", str(out)], standalone_mode=False)
+    assert result is None
+    per_rank = dict(_rows(out, "SELECT rank, count(*) FROM operations GROUP BY rank"))
+    expected = {r: _rows(p, "SELECT count(*) FROM operations")[0][0] for r, p in enumerate(ranks)}
+    assert per_rank == expected and expected[1] == expected[0] + 1  # rank 1 ran one more add
+    assert check(out) == []
+    assert json.loads(_rows(out, "SELECT value FROM report_metadata WHERE key = 'ranks'")[0][0]) == [0, 1]
+
+
+def test_merged_ids_do_not_clash_and_keep_their_links(ranks, tmp_path):
+    out = tmp_path / "run"
+    merge.merge(ranks, out)
+    total = sum(_rows(p, "SELECT count(*) FROM operations")[0][0] for p in ranks)
+    assert _rows(out, "SELECT count(DISTINCT operation_id), count(*) FROM operations") == [(total, total)]
+    # every output tensor's producer is an op of the same rank
+    bad = _rows(out, "SELECT count(*) FROM output_tensors x JOIN tensors t USING (tensor_id) "
+                     "JOIN operations o ON o.operation_id = t.producer_operation_id WHERE o.rank != x.rank")
+    assert bad == [(0,)]
+    assert _rows(out, "SELECT count(*) FROM output_tensors x LEFT JOIN tensors t USING (tensor_id) "
+                      "WHERE t.tensor_id IS NULL") == [(0,)]
+    # rank 1's last output holds 1.0 doubled 3 times, read through its copied file under its new id
+    with ttreport.open(out) as r:
+        (tid,) = _rows(out, "SELECT max(tensor_id) FROM output_tensors x JOIN tensors t USING (tensor_id) "
+                            "WHERE x.rank = 1 AND t.file IS NOT NULL")[0]
+        assert float(r.load_tensor(tid).float().mean()) == 8.0
+        assert len(r.operations()) == total
+
+
+def test_merging_one_rank_twice_is_an_error_naming_the_rank(ranks, tmp_path):
+    with pytest.raises(MergeError, match="rank 0 is in both"):
+        merge.merge([ranks[0], ranks[0]], tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_merging_reports_of_different_schemas_is_an_error(ranks, tmp_path):
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "db.sqlite").write_bytes((ranks[1] / "db.sqlite").read_bytes())
+    con = sqlite3.connect(old / "db.sqlite")
+    with con:
+        con.execute("UPDATE alembic_version SET version_num = '0004'")
+    con.close()
+    with pytest.raises(MergeError, match="different schemas.*ttreport upgrade"):
+        merge.merge([ranks[0], old], tmp_path / "run")
+
+
+def test_rank_comes_from_config_then_mpi_then_zero():
+    assert merge.host_rank(3, environ={"OMPI_COMM_WORLD_RANK": "1"}) == 3
+    assert merge.host_rank(None, environ={"OMPI_COMM_WORLD_RANK": "1"}) == 1
+    assert merge.host_rank(None, environ={}) == 0
+    with pytest.raises(MergeError, match="'x' is not a rank"):
+        merge.host_rank(None, environ={"OMPI_COMM_WORLD_RANK": "x"})
+    with pytest.raises(ttreport.ConfigError, match="rank=-1"):
+        ttreport.Config(rank=-1)

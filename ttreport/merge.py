@@ -1,0 +1,226 @@
+"""Multi-host runs: each rank's report, and `merge`, which joins them into one report of the whole run.
+
+A run split across processes (one per rank, as TT-NN's distributed runs launched by tt-run/mpirun)
+captures one report per rank; every row of a TT-NN table carries that rank in its `rank` column.
+The rank is `Config(rank=)`, else the MPI launcher's OMPI_COMM_WORLD_RANK, else 0. `merge` copies
+each rank's rows into a new report with its ids moved past the ones before it (operations, tensors,
+stack traces, specs, buffers, sequence numbers), so nothing clashes and each row keeps its rank:
+
+    ttreport.merge.merge(["reports/rank0", "reports/rank1"], "reports/run")
+    # SELECT rank, count(*) FROM operations GROUP BY rank  ->  (0, n0), (1, n1)
+
+Device ids are each host's own (rank 1's device 0 is another chip than rank 0's): (rank, device_id)
+names a chip; the `devices` table, which has no rank column, keeps one row per device id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import uuid
+from pathlib import Path
+
+from ttreport import db, schema
+from ttreport.errors import MergeError
+
+RANK_ENV_VAR = "OMPI_COMM_WORLD_RANK"  # set by mpirun, which TT-NN's tt-run launches ranks with
+RANK_TABLES = tuple(t.name for t in schema.metadata.sorted_tables if "rank" in t.c)
+
+# Which id each column holds: a merged rank's ids of one kind move past all earlier ranks' ids of it.
+_KINDS = {
+    "operation_id": "op", "parent_operation_id": "op", "producer_operation_id": "op",
+    "last_use_operation_id": "op", "deallocate_operation_id": "op", "allocated_by_operation_id": "op",
+    "node_operation_id": "op",
+    "tensor_id": "tensor", "golden_tensor_id": "tensor",
+    "stack_trace_id": "stack", "spec_id": "spec", "buffer_id": "buffer",
+    "end_seq": "seq", "allocated_seq": "seq", "freed_seq": "seq",
+}
+_SKIP = {"report_metadata"}
+
+
+def host_rank(rank: int | None = None, environ=None) -> int:
+    """`rank` when given, else the MPI launcher's OMPI_COMM_WORLD_RANK, else 0 (a one-process run)."""
+    if rank is not None:
+        return rank
+    text = (os.environ if environ is None else environ).get(RANK_ENV_VAR, "").strip()
+    if not text:
+        return 0
+    if not text.isdigit():
+        raise MergeError(f"{RANK_ENV_VAR}={text!r} is not a rank (an integer >= 0); unset it or pass Config(rank=N)")
+    return int(text)
+
+
+def set_rank(db_path, rank: int) -> None:
+    """Write `rank` into every row of every table with a rank column (once, when a capture closes)."""
+    con = sqlite3.connect(db_path)
+    try:
+        with con:
+            for table in RANK_TABLES:
+                con.execute(f"UPDATE {table} SET rank = ?", (rank,))
+    finally:
+        con.close()
+
+
+def _db_path(report) -> Path:
+    path = Path(report)
+    return path / db.DB_FILE if path.is_dir() else path
+
+
+def _ranks(con: sqlite3.Connection) -> set[int]:
+    ranks = {r[0] for r in con.execute("SELECT DISTINCT rank FROM operations")}
+    if not ranks:  # a report without ops: its capture's rank
+        row = con.execute("SELECT value FROM report_metadata WHERE key = 'rank'").fetchone()
+        ranks = {int(row[0]) if row else 0}
+    return ranks
+
+
+def merge(reports, out) -> Path:
+    """Join the reports of one run's ranks into a new report folder `out`; returns its db.sqlite path.
+
+    Raises MergeError when fewer than two reports are given, when they differ in schema revision, when
+    two hold the same rank, or when `out` exists.
+    """
+    sources = [_db_path(r) for r in reports]
+    if len(sources) < 2:
+        raise MergeError(f"merge needs two or more reports, got {len(sources)}: {[str(s) for s in sources]}")
+    out = Path(out)
+    if out.exists():
+        raise MergeError(f"{out} exists; give a new folder for the merged report")
+    revisions, seen = {}, {}
+    for src in sources:
+        db.check_is_report(src)
+        revisions[src] = db.current_revision(src)
+        con = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+        try:
+            ranks = _ranks(con)
+        finally:
+            con.close()
+        for rank in ranks:
+            if rank in seen:
+                raise MergeError(f"rank {rank} is in both {seen[rank]} and {src}; each rank's report is merged "
+                                 f"once (capture each rank with Config(rank=N) or under mpirun)")
+            seen[rank] = src
+    if len(set(revisions.values())) > 1:
+        listed = ", ".join(f"{s}: {r}" for s, r in revisions.items())
+        raise MergeError(f"the reports have different schemas ({listed}); run `ttreport upgrade` on each first")
+
+    out.mkdir(parents=True)
+    (out / "tensors").mkdir()
+    target = out / db.DB_FILE
+    db.create(target)
+    con = sqlite3.connect(target)
+    con.create_function("remap_arguments", 2, _remap_arguments, deterministic=True)
+    try:
+        offsets = dict.fromkeys(set(_KINDS.values()), 0)
+        metas = []
+        for src in sources:
+            con.execute("ATTACH DATABASE ? AS src", (f"file:{src}?mode=ro",))
+            try:
+                with con:
+                    _copy(con, offsets)
+                    _copy_tensor_files(con, src.parent, out, offsets["tensor"])
+                    metas.append(dict(con.execute("SELECT key, value FROM src.report_metadata")))
+                    for kind, top in _maxima(con).items():
+                        offsets[kind] += top + 1
+            finally:
+                con.execute("DETACH DATABASE src")
+        with con:
+            con.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)",
+                            _merged_metadata(metas, sorted(seen)).items())
+    finally:
+        con.close()
+    config = sources[0].parent / "config.json"
+    if config.is_file():
+        data = json.loads(config.read_text())
+        data.update(report_name=out.name, report_path=str(out))
+        (out / "config.json").write_text(json.dumps(data, indent=2))
+    return target
+
+
+def _copy(con: sqlite3.Connection, offsets: dict) -> None:
+    for table in schema.metadata.sorted_tables:
+        if table.name in _SKIP:
+            continue
+        cols = [c.name for c in table.c]
+        exprs = []
+        for c in cols:
+            kind = _KINDS.get(c)
+            if table.name == "source_files" and c == "id":
+                # one row per path: the same script on two ranks is one file
+                exprs.append("(SELECT coalesce(max(id), -1) FROM main.source_files) + row_number() OVER ()")
+            elif c == "source_file_id":
+                exprs.append("(SELECT m.id FROM main.source_files m JOIN src.source_files s ON s.path = m.path "
+                             f"WHERE s.id = t.{c})")
+            elif kind == "seq":  # 0: live before the capture began, in every rank
+                exprs.append(f"CASE WHEN t.{c} = 0 THEN 0 ELSE t.{c} + {offsets['seq']} END")
+            elif kind is not None:
+                exprs.append(f"t.{c} + {offsets[kind]}")
+            elif table.name == "operations" and c == "arguments":
+                exprs.append(f"remap_arguments(t.{c}, {offsets['tensor']})")
+            else:
+                exprs.append(f"t.{c}")
+        where = ""
+        if table.name == "source_files":
+            where = " WHERE t.path NOT IN (SELECT path FROM main.source_files)"
+        verb = "INSERT OR IGNORE" if table.name == "devices" else "INSERT"  # see the module docstring
+        con.execute(f"{verb} INTO main.{table.name} ({', '.join(cols)}) "
+                    f"SELECT {', '.join(exprs)} FROM src.{table.name} t{where}")
+
+
+def _maxima(con: sqlite3.Connection) -> dict:
+    """The largest id of each kind in the attached report (-1 for none)."""
+    top = dict.fromkeys(set(_KINDS.values()), -1)
+    for table in schema.metadata.sorted_tables:
+        for c in table.c:
+            kind = _KINDS.get(c.name)
+            if kind is not None:
+                value = con.execute(f"SELECT max({c.name}) FROM src.{table.name}").fetchone()[0]
+                if value is not None:
+                    top[kind] = max(top[kind], value)
+    return top
+
+
+def _copy_tensor_files(con: sqlite3.Connection, src_folder: Path, out: Path, offset: int) -> None:
+    """Copy each stored tensor under its new id, and point its row at the copy."""
+    rows = con.execute("SELECT tensor_id, file FROM src.tensors WHERE file IS NOT NULL").fetchall()
+    for tensor_id, file in rows:
+        source = src_folder / file
+        if not source.is_file():
+            continue  # its row says a file that the rank's capture lost; `ttreport check` reports it
+        name = f"tensors/{tensor_id + offset}{source.suffix}"
+        shutil.copyfile(source, out / name)
+        con.execute("UPDATE main.tensors SET file = ? WHERE tensor_id = ?", (name, tensor_id + offset))
+
+
+def _remap_arguments(text, offset):
+    """operations.arguments with its tensor ids (the JSON integers) moved by `offset`."""
+    if text is None or offset == 0:
+        return text
+    value = json.loads(text)
+
+    def move(v):
+        return v + offset if isinstance(v, int) and not isinstance(v, bool) else v
+
+    if isinstance(value, list):
+        value = [move(v) for v in value]
+    elif isinstance(value, dict):
+        value = {k: move(v) for k, v in value.items()}
+    return json.dumps(value)
+
+
+def _merged_metadata(metas: list[dict], ranks: list[int]) -> dict:
+    merged = dict(metas[0])
+    statuses = [m.get("status", "complete") for m in metas]
+    merged.update(
+        report_id=str(uuid.uuid4()),
+        ranks=json.dumps(ranks),
+        merged_from=json.dumps([m.get("report_id") for m in metas]),
+        status=next((s for s in statuses if s != "complete"), "complete"),
+    )
+    for key in ("ops_lost", "records_lost", "tensor_files_lost"):  # a loss in any rank is the run's
+        if any(key in m for m in metas):
+            merged[key] = str(sum(int(m.get(key) or 0) for m in metas))
+    merged.pop("rank", None)
+    return merged
