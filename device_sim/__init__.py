@@ -280,6 +280,35 @@ from device_sim.dispatch_core import DispatchCoreAxis, DispatchCoreConfig, Dispa
 __all__ += ["DispatchCoreAxis", "DispatchCoreConfig", "DispatchCoreType"]
 
 
+# TT-Metal's custom-kernel API: present so scripts import, refusing with a reason where used.
+from device_sim.not_emulated import (  # noqa: E402
+    NOC,
+    NOC_MODE,
+    NOT_EMULATED,
+    CBDescriptor,
+    CBFormatDescriptor,
+    ComputeConfigDescriptor,
+    DataMovementConfigDescriptor,
+    KernelDescriptor,
+    MeshProgramDescriptor,
+    NotEmulatedError,
+    ProgramDescriptor,
+    ReaderConfigDescriptor,
+    SemaphoreDescriptor,
+    TileDescriptor,
+    WriterConfigDescriptor,
+    cb_descriptor_from_sharded_tensor,
+    generic_op,
+)
+
+__all__ += [
+    "NOT_EMULATED", "NotEmulatedError", "generic_op", "ProgramDescriptor", "MeshProgramDescriptor", "KernelDescriptor",
+    "CBDescriptor", "CBFormatDescriptor", "SemaphoreDescriptor", "ComputeConfigDescriptor", "ReaderConfigDescriptor",
+    "WriterConfigDescriptor", "DataMovementConfigDescriptor", "TileDescriptor", "cb_descriptor_from_sharded_tensor",
+    "NOC", "NOC_MODE",
+]
+
+
 def __getattr__(name: str):
     # A name device_sim lacks: under install_as_ttnn() the error says `module 'ttnn'`, as the script wrote it.
     from device_sim.compat import missing_attribute
