@@ -40,9 +40,11 @@ class Visualizer:
         with urllib.request.urlopen(req, timeout=30) as resp:
             return json.loads(resp.read())
 
-    def open(self, report: Path) -> str:
-        """Open a report folder (holding db.sqlite) as a new instance; returns its instance id."""
-        return self._request("/api/instance/local-paths", {"profiler_path": str(report)})["instance_id"]
+    def open(self, report: Path, performance: bool = False) -> str:
+        """Open a report folder (holding db.sqlite) as a new instance; returns its instance id. With
+        `performance`, the same folder is its performance report too (ops_perf_results.csv beside db.sqlite)."""
+        paths = {"profiler_path": str(report), **({"performance_path": str(report)} if performance else {})}
+        return self._request("/api/instance/local-paths", paths)["instance_id"]
 
     def get(self, path: str, instance: str, **params):
         """GET an API path for the instance's report; the decoded JSON."""

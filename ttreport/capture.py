@@ -51,6 +51,7 @@ from ttreport.errors import (
     ReportInUseError,
     ReportPathError,
 )
+from ttreport.export import ops_perf
 from ttreport.recorder import FLUSH, META, STOP, Recorder, RecordQueue, outer_boundary
 from ttreport.storage import TENSORS_DIR, TensorStore
 from ttreport.wal import LOCK_FILE, RESERVE_FILE
@@ -298,6 +299,21 @@ class Capture(contextlib.ContextDecorator):
                 _write_metadata(self.db_path, lost)
             except (sqlite3.Error, OSError) as e:
                 self._warner.warn(f"ttreport: {self.db_path} could not be finalised ({e}); {lost}")
+        elif self.config.perf_files:
+            self._write_perf_files()
+
+    def _write_perf_files(self) -> None:
+        """TT-NN's performance report files (ops_perf_results.csv, profile_log_device.csv) beside db.sqlite,
+        from the committed db by the reading side's exporter: once, at close, never on the model's thread."""
+        from ttreport.report import Report
+
+        try:
+            with Report(self.path) as r:
+                ops_perf.export_ops_perf(r, self.path)
+        except (sqlite3.Error, OSError) as e:  # the report itself is whole: say what is missing and how to get it
+            warnings.warn(f"ttreport: the performance report files of {self.path} were not written ({e}); the "
+                          f"report is complete: write them with `ttreport perf-csv {self.path}`",
+                          ReportIncompleteWarning, stacklevel=2)
 
 
 class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.profiler.profile)
@@ -498,7 +514,8 @@ def _write_cluster_descriptor(path: Path, recorder) -> None:
 CLUSTER_DESCRIPTOR_FILE = "cluster_descriptor.yaml"
 # What a capture writes into its folder (besides tensors/ and LOCK_FILE): all that overwrite=True deletes.
 CAPTURE_FILES = (db.DB_FILE, f"{db.DB_FILE}-wal", f"{db.DB_FILE}-shm", f"{db.DB_FILE}-journal", CONFIG_FILE,
-                 f".{CONFIG_FILE}.tmp", RESERVE_FILE, CLUSTER_DESCRIPTOR_FILE)
+                 f".{CONFIG_FILE}.tmp", RESERVE_FILE, CLUSTER_DESCRIPTOR_FILE, ops_perf.PERF_FILE,
+                 ops_perf.DEVICE_LOG_FILE)
 # A tensor file (or its temporary name while written): tensors/<id>.pt, tensors/.<id>.pt.tmp, ...
 _TENSOR_FILE = re.compile(r"\.?\d+\.(pt|bin)(\.[A-Za-z0-9_]+)*")
 

@@ -52,6 +52,9 @@ class Config:
         device_graphs: record each op's device operations and circular buffers in `captured_graph`
             (default True; needs buffers), which ttnn-visualizer shows with the op's peak L1 per
             core: about 1.4 KB of report per element-wise op, nothing extra on the model's thread.
+        perf_files: write TT-NN's performance report files (ops_perf_results.csv, profile_log_device.csv:
+            ttnn-visualizer's Performance tab) into the report folder at close (default True): read back
+            from the db after the model's last op, about 30 ms per 1,000 ops at close, nothing per op.
         comparison: golden comparison during capture: "off" (default), "local", "global",
             "both". Runs each op's torch golden too on a background thread: roughly doubles the
             CPU a run needs (op durations are not inflated).
@@ -95,6 +98,9 @@ class Config:
     buffer_pages: bool = False
     # Each op's device operations and CBs as TT-NN's captured graph (ttreport.device_graph): ~1.4 KB per op.
     device_graphs: bool = True
+    # TT-NN's ops_perf_results.csv and profile_log_device.csv, written from the db at close (not per op):
+    # about 30 ms per 1,000 ops (measured: docs/perf_model.md), so on by default.
+    perf_files: bool = True
     # Golden comparison during capture (ttreport.golden): runs each op's torch golden too, on
     # one background thread in op order, so op durations are not inflated; it roughly doubles
     # the CPU a run needs. raise_on_mismatch=True runs the checks on the model's thread, so the
@@ -127,7 +133,7 @@ class Config:
         _choice("tensors", self.tensors, TENSOR_MODES)
         _choice("comparison", self.comparison, COMPARISON_MODES)
         for name in ("detach_saved_tensors", "stack_traces", "buffers", "buffer_pages", "device_graphs",
-                     "raise_on_mismatch", "overwrite", "gc_freeze"):
+                     "perf_files", "raise_on_mismatch", "overwrite", "gc_freeze"):
             if not isinstance(getattr(self, name), bool):
                 _fail(name, getattr(self, name), "true or false")
         for name, low in (("max_tensor_bytes", 0), ("stack_depth", 1), ("flush_ops", 1), ("queue_max", 1)):
