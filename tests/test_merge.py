@@ -13,12 +13,14 @@ import ttreport
 from ttreport import merge
 from ttreport.check import check
 from ttreport.cli import main
+from ttreport.compare import compare_reports
 from ttreport.errors import MergeError
 
 REPO = Path(__file__).resolve().parent.parent
 
 # One rank of a distributed run: the rank comes from OMPI_COMM_WORLD_RANK, as mpirun sets it.
-# Rank r runs 2 + r adds, so each rank's op count tells the ranks apart.
+# Rank r runs 2 + r multiplies by 2, so each rank's op count tells the ranks apart; PLANT_RANK=r makes
+# rank r's last multiply use 3 instead: a divergence whose inputs still match.
 RANK_SCRIPT = r"""
 import sys, torch
 import device_sim as ttnn
@@ -30,18 +32,19 @@ with ttreport.capture(__import__("pathlib").Path(out), config=ttreport.Config(te
     rank = int(__import__("os").environ["OMPI_COMM_WORLD_RANK"])
     x = ttnn.from_torch(torch.full((32, 32), float(rank)), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT,
                         device=device)
-    for _ in range(2 + rank):
-        x = ttnn.add(x, x)
+    planted = __import__("os").environ.get("PLANT_RANK") == str(rank)
+    for i in range(2 + rank):
+        x = ttnn.multiply(x, 3.0 if planted and i == 1 + rank else 2.0)
     ttnn.to_torch(x)
 ttnn.close_device(device)
 """
 
 
-def _run_rank(tmp_path, rank: int) -> Path:
+def _run_rank(tmp_path, rank: int, plant: int | None = None) -> Path:
     script = tmp_path / "rank.py"
     script.write_text(RANK_SCRIPT)
-    out = tmp_path / f"rank{rank}"
-    env = {**os.environ, "OMPI_COMM_WORLD_RANK": str(rank), "PYTHONPATH": str(REPO)}
+    out = tmp_path / f"rank{rank}{'' if plant is None else '-planted'}"
+    env = {**os.environ, "OMPI_COMM_WORLD_RANK": str(rank), "PYTHONPATH": str(REPO), "PLANT_RANK": str(plant)}
     env.pop("TTREPORT_CONFIG", None)
     subprocess.run([sys.executable, str(script), str(out)], env=env, check=True, cwd=tmp_path, timeout=120)
     return out
@@ -75,7 +78,7 @@ def test_merged_report_answers_per_rank_and_passes_check(ranks, tmp_path):
     assert result is None
     per_rank = dict(_rows(out, "SELECT rank, count(*) FROM operations GROUP BY rank"))
     expected = {r: _rows(p, "SELECT count(*) FROM operations")[0][0] for r, p in enumerate(ranks)}
-    assert per_rank == expected and expected[1] == expected[0] + 1  # rank 1 ran one more add
+    assert per_rank == expected and expected[1] == expected[0] + 1  # rank 1 ran one more multiply
     assert check(out) == []
     assert json.loads(_rows(out, "SELECT value FROM report_metadata WHERE key = 'ranks'")[0][0]) == [0, 1]
 
@@ -97,6 +100,20 @@ def test_merged_ids_do_not_clash_and_keep_their_links(ranks, tmp_path):
                             "WHERE x.rank = 1 AND t.file IS NOT NULL")[0]
         assert float(r.load_tensor(tid).float().mean()) == 8.0
         assert len(r.operations()) == total
+
+
+def test_compare_of_two_merged_runs_names_the_rank_of_a_planted_divergence(ranks, tmp_path):
+    good = merge.merge(ranks, tmp_path / "good").parent
+    planted = _run_rank(tmp_path, 1, plant=1)
+    bad = merge.merge([ranks[0], planted], tmp_path / "bad").parent
+    result = compare_reports(good, bad)
+    # the root cause is rank 1's last multiply (the planted one), and the table names its rank
+    last = _rows(bad, "SELECT max(operation_id) FROM operations WHERE rank = 1 AND depth = 0 AND name LIKE '%mul%'")
+    assert result.root_cause is not None and result.root_cause.b_id == last[0][0]
+    assert result.root_cause_rank == 1
+    assert f"ROOT CAUSE: {result.root_cause.name} on rank 1 (" in result.to_table()
+    assert result.to_dict()["root_cause"]["rank"] == 1
+    assert compare_reports(ranks[0], planted).root_cause_rank is None  # one rank each: no rank named
 
 
 def test_merging_one_rank_twice_is_an_error_naming_the_rank(ranks, tmp_path):

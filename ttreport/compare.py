@@ -92,6 +92,7 @@ class ReportComparison:
     root_cause_stacks: tuple[str | None, str | None]  # A's and B's stack traces of the root cause
     settings: dict
     strict: bool = False
+    root_cause_rank: int | None = None  # B's rank of the root cause in a merged multi-host run; None: one rank
 
     @property
     def counts(self) -> dict[str, int]:
@@ -114,7 +115,8 @@ class ReportComparison:
             "a": str(self.a), "b": str(self.b), "settings": self.settings, "strict": self.strict,
             "exit_code": self.exit_code, "counts": self.counts,
             "root_cause": None if rc is None else {**rc.to_dict(), "stack_trace_a": self.root_cause_stacks[0],
-                                                   "stack_trace_b": self.root_cause_stacks[1]},
+                                                   "stack_trace_b": self.root_cause_stacks[1],
+                                                   "rank": self.root_cause_rank},
             "ops": [p.to_dict() for p in self.pairs],
             "unaligned": {"a": [{"operation_id": i, "name": n} for i, n in self.only_a],
                           "b": [{"operation_id": i, "name": n} for i, n in self.only_b]},
@@ -154,7 +156,8 @@ class ReportComparison:
         rc = self.root_cause
         if rc is not None:
             lines.append("")
-            lines.append(f"ROOT CAUSE: {rc.name} (A op {rc.a_id}, B op {rc.b_id}): {rc.reason}")
+            rank = "" if self.root_cause_rank is None else f" on rank {self.root_cause_rank}"
+            lines.append(f"ROOT CAUSE: {rc.name}{rank} (A op {rc.a_id}, B op {rc.b_id}): {rc.reason}")
             for side, stack in zip("AB", self.root_cause_stacks):
                 lines.append(f"  stack trace in {side}:")
                 lines += ["    " + s for s in (stack or "(not recorded)").splitlines()]
@@ -197,7 +200,8 @@ def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = Non
         root = next((p for p in pairs if p.status == MISMATCH), None)
         stacks = (None, None) if root is None else (_stack(ra, root.a_id), _stack(rb, root.b_id))
         return ReportComparison(ra.path, rb.path, pairs, [(ids_a[i], name_of[na[i]]) for i in only_a],
-                                [(ids_b[j], name_of[nb[j]]) for j in only_b], root, stacks, settings, strict)
+                                [(ids_b[j], name_of[nb[j]]) for j in only_b], root, stacks, settings, strict,
+                                None if root is None else _rank(rb, root.b_id))
 
 
 def align(ka, kb, na, nb) -> tuple[list[tuple[int, int]], list[int], list[int]]:
@@ -283,6 +287,13 @@ def _name_matches(name: str, pattern: str) -> bool:
     if any(c in pattern for c in "*?["):
         return fnmatch.fnmatchcase(name, pattern)
     return name == pattern or name.endswith("." + pattern)
+
+
+def _rank(report: Report, operation_id: int) -> int | None:
+    """The op's rank when the report holds more than one rank (a merged multi-host run, ttreport.merge)."""
+    if len(report.execute("SELECT DISTINCT rank FROM operations LIMIT 2").fetchall()) < 2:
+        return None
+    return report.execute("SELECT rank FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()[0]
 
 
 def _stack(report: Report, operation_id: int) -> str | None:
