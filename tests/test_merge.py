@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -142,3 +143,15 @@ def test_rank_comes_from_config_then_mpi_then_zero():
         merge.host_rank(None, environ={"OMPI_COMM_WORLD_RANK": "x"})
     with pytest.raises(ttreport.ConfigError, match="rank=-1"):
         ttreport.Config(rank=-1)
+
+
+def test_a_merge_that_fails_part_way_leaves_no_folder(ranks, tmp_path):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(ranks[1], damaged)
+    con = sqlite3.connect(damaged / "db.sqlite")
+    with con:
+        con.execute("DROP TABLE device_perf")
+    con.close()
+    with pytest.raises(sqlite3.OperationalError, match="device_perf"):
+        merge.merge([ranks[0], damaged], tmp_path / "run")
+    assert not (tmp_path / "run").exists()

@@ -68,6 +68,11 @@ def _db_path(report) -> Path:
     return path / db.DB_FILE if path.is_dir() else path
 
 
+def _read_only(path: Path) -> str:
+    """A read-only SQLite URI of `path` (percent-encoded, so a '?' or '#' in a folder name stays a name)."""
+    return f"{path.resolve().as_uri()}?mode=ro"
+
+
 def _ranks(con: sqlite3.Connection) -> set[int]:
     ranks = {r[0] for r in con.execute("SELECT DISTINCT rank FROM operations")}
     if not ranks:  # a report without ops: its capture's rank
@@ -92,7 +97,12 @@ def merge(reports, out) -> Path:
     for src in sources:
         db.check_is_report(src)
         revisions[src] = db.current_revision(src)
-        con = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    if len(set(revisions.values())) > 1:
+        listed = ", ".join(f"{s}: {r}" for s, r in revisions.items())
+        raise MergeError(f"the reports have different schemas ({listed}); run `ttreport upgrade` on each first")
+    db.check_current(sources[0])  # all at one revision: this one's, an older one's or a newer one's error
+    for src in sources:
+        con = sqlite3.connect(_read_only(src), uri=True)
         try:
             ranks = _ranks(con)
         finally:
@@ -102,21 +112,26 @@ def merge(reports, out) -> Path:
                 raise MergeError(f"rank {rank} is in both {seen[rank]} and {src}; each rank's report is merged "
                                  f"once (capture each rank with Config(rank=N) or under mpirun)")
             seen[rank] = src
-    if len(set(revisions.values())) > 1:
-        listed = ", ".join(f"{s}: {r}" for s, r in revisions.items())
-        raise MergeError(f"the reports have different schemas ({listed}); run `ttreport upgrade` on each first")
-
     out.mkdir(parents=True)
+    try:
+        _write(sources, out, sorted(seen))
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)  # the folder is ours, made above: no half-merged report stays
+        raise
+    return out / db.DB_FILE
+
+
+def _write(sources: list[Path], out: Path, ranks: list[int]) -> None:
     (out / "tensors").mkdir()
     target = out / db.DB_FILE
     db.create(target)
-    con = sqlite3.connect(target)
+    con = sqlite3.connect(target.resolve().as_uri(), uri=True)  # uri: so that ATTACH reads _read_only's URIs
     con.create_function("remap_arguments", 2, _remap_arguments, deterministic=True)
     try:
         offsets = dict.fromkeys(set(_KINDS.values()), 0)
         metas = []
         for src in sources:
-            con.execute("ATTACH DATABASE ? AS src", (f"file:{src}?mode=ro",))
+            con.execute("ATTACH DATABASE ? AS src", (_read_only(src),))
             try:
                 with con:
                     _copy(con, offsets)
@@ -128,7 +143,7 @@ def merge(reports, out) -> Path:
                 con.execute("DETACH DATABASE src")
         with con:
             con.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)",
-                            _merged_metadata(metas, sorted(seen)).items())
+                            _merged_metadata(metas, ranks).items())
     finally:
         con.close()
     config = sources[0].parent / "config.json"
@@ -136,7 +151,6 @@ def merge(reports, out) -> Path:
         data = json.loads(config.read_text())
         data.update(report_name=out.name, report_path=str(out))
         (out / "config.json").write_text(json.dumps(data, indent=2))
-    return target
 
 
 def _copy(con: sqlite3.Connection, offsets: dict) -> None:
