@@ -155,3 +155,22 @@ def test_a_merge_that_fails_part_way_leaves_no_folder(ranks, tmp_path):
     with pytest.raises(sqlite3.OperationalError, match="device_perf"):
         merge.merge([ranks[0], damaged], tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_ttnn_visualizer_reads_the_merged_run_as_one_with_its_ranks(ranks, tmp_path):
+    from ttnn_visualizer.queries import DatabaseQueries
+
+    path = merge.merge(ranks, tmp_path / "run")
+    con = sqlite3.connect(path)
+    try:
+        q = DatabaseQueries(connection=con)
+        assert q.query_operation_ranks() == [0, 1]
+        ops = list(q.query_operations())
+        assert [o.operation_id for o in ops] == sorted({o.operation_id for o in ops})  # id order, no clash
+        assert len(ops) == sum(_rows(p, "SELECT count(*) FROM operations")[0][0] for p in ranks)
+        stacks = {s.operation_id for s in q.query_stack_traces()}
+        assert {o.operation_id for o in ops if o.name != "ttnn.from_torch"} <= stacks
+        tensor_ids = {t.tensor_id for t in q.query_tensors()}
+        assert {t.tensor_id for t in q.query_output_tensors()} <= tensor_ids
+    finally:
+        con.close()
