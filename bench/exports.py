@@ -6,7 +6,9 @@ A run of N small ops (an add and the deallocate of its output, so memory moves e
 captured, then exported as a trace and as HTML. Figures: ops exported per second, bytes per op of
 each file, and the trace export's peak Python memory (tracemalloc) at N and 2N ops: the events are
 streamed from SQL to the file, so doubling the ops must not double the memory (target: at most
-1.5x). The HTML keeps its chart series (a few numbers per op) in memory, shown for context.
+1.5x). The HTML keeps its chart series (a few numbers per op) in memory, shown for context. TT-NN's perf
+files (ops_perf_results.csv, profile_log_device.csv), which every capture writes at close, are timed
+per 1,000 estimated ops (target: at most 50 ms, the bar for Config.perf_files to default on).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import device_sim as ttnn
 import ttreport
 from bench.common import at_most, info, small_inputs
+from ttreport.export.ops_perf import export_ops_perf
 
 
 def capture(tmp: Path, n_ops: int) -> Path:
@@ -57,6 +60,12 @@ def run(tmp: Path, n_ops: int) -> list:
             seconds = time.perf_counter() - t
             figures.append(info(f"{what}: ops exported per second ({ops:,} ops)", ops / seconds, "ops/s"))
             figures.append(info(f"{what}: file bytes per op", path.stat().st_size / ops, "B/op"))
+        # TT-NN's perf files, as every capture writes them at close (Config.perf_files defaults on below 50 ms)
+        t = time.perf_counter()
+        export_ops_perf(r, tmp / "perf")
+        per_1000 = (time.perf_counter() - t) * 1e3 * 1000 / r.execute("SELECT COUNT(*) FROM device_perf").fetchone()[0]
+        figures.append(at_most("perf files (ops_perf_results.csv, profile_log_device.csv) per 1,000 ops", per_1000,
+                               "ms", 50))
         peak_big = peak_bytes(lambda: r.export_chrome_trace(tmp / "m.json"))
         html_big = peak_bytes(lambda: r.export_html(tmp / "m.html"))
     with ttreport.open(small) as r:
