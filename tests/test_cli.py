@@ -264,3 +264,16 @@ def test_run_overwrite_replaces_the_named_report_and_traces_start_at_the_script(
         [error] = [e for e in r.errors() if e.operation_id is None]
         assert error.error_type == "RuntimeError" and error.message == "the model broke"
         assert error.stack_trace.splitlines()[1] == f'  File "{script}", line 12, in <module>'
+
+
+@pytest.mark.parametrize("folder", ["run?1", "a#b", "50% done"])
+def test_a_report_whose_path_holds_uri_characters_reads_and_upgrades(captured, tmp_path, folder):
+    import shutil
+
+    copy = tmp_path / folder
+    shutil.copytree(captured["path"], copy)
+    summary = invoke("summary", copy)
+    assert summary.exit_code == 0 and "ttnn.linear" in summary.output, summary.output
+    result = invoke("upgrade", copy)
+    assert result.exit_code == 0, result.output
+    assert db.is_current(copy / "db.sqlite")

@@ -125,9 +125,14 @@ def _index_names() -> frozenset[str]:
     return frozenset(re.search(r"INDEX IF NOT EXISTS (\w+)", ddl).group(1) for ddl in _index_ddl())
 
 
+def _connect_ro(path) -> sqlite3.Connection:
+    # as_uri() percent-encodes the path: a folder named "run?1" or "a#b" is a path, not a URI query or fragment.
+    return sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+
+
 def current_revision(path) -> str | None:
     """The alembic revision of the database at `path`; None for one made before alembic stamped it."""
-    con = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    con = _connect_ro(path)
     try:
         if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'alembic_version'").fetchone():
             return None
@@ -167,7 +172,7 @@ _TTNN_TABLES = frozenset({"operations", "operation_arguments", "tensors", "input
 
 
 def _tables(path) -> set[str]:
-    con = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    con = _connect_ro(path)
     try:
         return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
     finally:
@@ -196,7 +201,7 @@ def is_current(path) -> bool:
     """True when the database at `path` is at the head revision with every index: upgrading would not change it."""
     if current_revision(path) != head_revision():
         return False
-    con = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    con = _connect_ro(path)
     try:
         present = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         version = con.execute("SELECT value FROM report_metadata WHERE key = 'schema_version'").fetchone()
