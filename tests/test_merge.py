@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 import ttreport
@@ -174,3 +175,63 @@ def test_ttnn_visualizer_reads_the_merged_run_as_one_with_its_ranks(ranks, tmp_p
         assert {t.tensor_id for t in q.query_output_tensors()} <= tensor_ids
     finally:
         con.close()
+
+
+# A rank killed before its capture closed: its rows keep rank 0, as the rank is written at close.
+KILLED_RANK_SCRIPT = r"""
+import sys, time, torch
+import device_sim as ttnn
+import ttreport
+
+device = ttnn.open_device(device_id=0)
+cap = ttreport.capture(sys.argv[1], config=ttreport.Config(tensors="outputs"))
+cap.start()
+x = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+ttnn.multiply(x, 2.0)
+cap.flush()
+print("flushed", flush=True)
+time.sleep(60)
+"""
+
+
+def _killed_rank(tmp_path, rank: int) -> Path:
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED_RANK_SCRIPT)
+    out = tmp_path / f"rank{rank}-killed"
+    env = {**os.environ, "OMPI_COMM_WORLD_RANK": str(rank), "PYTHONPATH": str(REPO)}
+    env.pop("TTREPORT_CONFIG", None)
+    child = subprocess.Popen([sys.executable, str(script), str(out)], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert child.stdout.readline().strip() == "flushed"
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+    return out
+
+
+def test_a_rank_killed_before_closing_merges_under_the_rank_given_to_it(ranks, tmp_path):
+    killed = _killed_rank(tmp_path, 1)
+    assert _rows(killed, "SELECT DISTINCT rank FROM operations") == [(0,)]  # its rank never reached its rows
+    with pytest.raises(MergeError, match="rank 0 is in both"):
+        merge.merge([ranks[0], killed], tmp_path / "refused")
+    out = tmp_path / "run"
+    main.main(["merge", str(ranks[0]), str(killed), "-o", str(out), "--rank", f"{killed}=1"], standalone_mode=False)
+    per_rank = dict(_rows(out, "SELECT rank, count(*) FROM operations GROUP BY rank"))
+    assert per_rank == {0: _rows(ranks[0], "SELECT count(*) FROM operations")[0][0],
+                        1: _rows(killed, "SELECT count(*) FROM operations")[0][0]}
+    for table in merge.RANK_TABLES:  # every row of the killed rank, not only its ops
+        assert {r[0] for r in _rows(out, f"SELECT DISTINCT rank FROM {table}")} <= {0, 1}, table
+    assert _rows(out, "SELECT DISTINCT rank FROM tensors WHERE tensor_id > (SELECT max(tensor_id) FROM tensors "
+                      "WHERE rank = 0)") == [(1,)]
+
+
+def test_a_rank_given_for_a_report_not_merged_or_not_a_rank_is_an_error(ranks, tmp_path):
+    with pytest.raises(MergeError, match="not among the reports merged"):
+        merge.merge(ranks, tmp_path / "run", ranks={tmp_path / "elsewhere": 1})
+    with pytest.raises(MergeError, match="rank -1 .* is not a rank"):
+        merge.merge(ranks, tmp_path / "run", ranks={ranks[1]: -1})
+    with pytest.raises(click.BadParameter, match="not REPORT=N"):
+        main.main(["merge", str(ranks[0]), str(ranks[1]), "-o", str(tmp_path / "run"), "--rank", "1"],
+                  standalone_mode=False)
+    assert not (tmp_path / "run").exists()

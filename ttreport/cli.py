@@ -556,15 +556,25 @@ def demo(root):
 @click.argument("reports", nargs=-1, required=True)
 @click.option("-o", "--output", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="The new report folder to write (must not exist).")
-def merge_command(reports, out):
+@click.option("--rank", "ranks", multiple=True, metavar="REPORT=N",
+              help="Merge REPORT as rank N, whatever rank its rows hold (a rank killed before its capture "
+                   "closed keeps rank 0). Repeatable.")
+def merge_command(reports, out, ranks):
     """Join the reports of a multi-host run's ranks (one per rank) into one report of the run: ids made
     unique, each row keeping its rank, tensor files copied.
 
-    Example: ttreport merge reports/rank0 reports/rank1 -o reports/run
+    Example: ttreport merge reports/rank0 reports/rank1 -o reports/run --rank reports/rank1=1
     """
     from ttreport.merge import merge
 
-    path = merge(reports, out)
+    given = {}
+    for item in ranks:
+        report, sep, rank = item.rpartition("=")
+        if not sep or not report or not rank.strip().isdigit():
+            raise click.BadParameter(f"{item!r} is not REPORT=N (a report folder and a rank >= 0, e.g. "
+                                     f"reports/rank1=1)", param_hint="--rank")
+        given[report] = int(rank)
+    path = merge(reports, out, ranks=given)
     click.echo(f"merged {len(reports)} reports into {path.parent}")
 
 

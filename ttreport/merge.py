@@ -81,15 +81,21 @@ def _ranks(con: sqlite3.Connection) -> set[int]:
     return ranks
 
 
-def merge(reports, out) -> Path:
+def merge(reports, out, *, ranks: dict | None = None) -> Path:
     """Join the reports of one run's ranks into a new report folder `out`; returns its db.sqlite path.
 
+    ranks: {report: rank} for reports whose rows hold the wrong rank. A rank taken from the environment
+    is written into the rows when the capture closes, so a rank killed before that keeps rank 0 in every
+    row; `ranks={"reports/rank1": 1}` merges it as rank 1 (the report must hold one rank).
+
     Raises MergeError when fewer than two reports are given, when they differ in schema revision, when
-    two hold the same rank, or when `out` exists.
+    two hold the same rank, when `ranks` names a report not merged or one holding several ranks, or when
+    `out` exists.
     """
     sources = [_db_path(r) for r in reports]
     if len(sources) < 2:
         raise MergeError(f"merge needs two or more reports, got {len(sources)}: {[str(s) for s in sources]}")
+    overrides = _rank_overrides(ranks or {}, sources)
     out = Path(out)
     if out.exists():
         raise MergeError(f"{out} exists; give a new folder for the merged report")
@@ -104,24 +110,44 @@ def merge(reports, out) -> Path:
     for src in sources:
         con = sqlite3.connect(_read_only(src), uri=True)
         try:
-            ranks = _ranks(con)
+            held = _ranks(con)
         finally:
             con.close()
-        for rank in ranks:
+        if src in overrides:
+            if len(held) > 1:
+                raise MergeError(f"{src} holds ranks {sorted(held)} (a merged run): a rank can be given only to a "
+                                 f"report of one rank; leave it out of --rank")
+            held = {overrides[src]}
+        for rank in held:
             if rank in seen:
                 raise MergeError(f"rank {rank} is in both {seen[rank]} and {src}; each rank's report is merged "
                                  f"once (capture each rank with Config(rank=N) or under mpirun)")
             seen[rank] = src
     out.mkdir(parents=True)
     try:
-        _write(sources, out, sorted(seen))
+        _write(sources, out, sorted(seen), overrides)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)  # the folder is ours, made above: no half-merged report stays
         raise
     return out / db.DB_FILE
 
 
-def _write(sources: list[Path], out: Path, ranks: list[int]) -> None:
+def _rank_overrides(ranks: dict, sources: list[Path]) -> dict[Path, int]:
+    """{source db path: rank} from {report as given: rank}, each report named by any path to it."""
+    by_real = {s.resolve(): s for s in sources}
+    out = {}
+    for report, rank in ranks.items():
+        src = by_real.get(_db_path(report).resolve())
+        if src is None:
+            raise MergeError(f"a rank is given for {report}, which is not among the reports merged "
+                             f"({', '.join(str(s.parent) for s in sources)}); name it as one of them")
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise MergeError(f"rank {rank!r} for {report} is not a rank (an integer >= 0)")
+        out[src] = rank
+    return out
+
+
+def _write(sources: list[Path], out: Path, ranks: list[int], overrides: dict[Path, int]) -> None:
     (out / "tensors").mkdir()
     target = out / db.DB_FILE
     db.create(target)
@@ -134,7 +160,7 @@ def _write(sources: list[Path], out: Path, ranks: list[int]) -> None:
             con.execute("ATTACH DATABASE ? AS src", (_read_only(src),))
             try:
                 with con:
-                    _copy(con, offsets)
+                    _copy(con, offsets, overrides.get(src))
                     _copy_tensor_files(con, src.parent, out, offsets["tensor"])
                     metas.append(dict(con.execute("SELECT key, value FROM src.report_metadata")))
                     for kind, top in _maxima(con).items():
@@ -153,7 +179,7 @@ def _write(sources: list[Path], out: Path, ranks: list[int]) -> None:
         (out / "config.json").write_text(json.dumps(data, indent=2))
 
 
-def _copy(con: sqlite3.Connection, offsets: dict) -> None:
+def _copy(con: sqlite3.Connection, offsets: dict, rank: int | None = None) -> None:
     for table in schema.metadata.sorted_tables:
         if table.name in _SKIP:
             continue
@@ -171,6 +197,8 @@ def _copy(con: sqlite3.Connection, offsets: dict) -> None:
                 exprs.append(f"CASE WHEN t.{c} = 0 THEN 0 ELSE t.{c} + {offsets['seq']} END")
             elif kind is not None:
                 exprs.append(f"t.{c} + {offsets[kind]}")
+            elif c == "rank" and rank is not None:  # the rank the user gave this report (merge's ranks=)
+                exprs.append(str(int(rank)))
             elif table.name == "operations" and c == "arguments":
                 exprs.append(f"remap_arguments(t.{c}, {offsets['tensor']})")
             else:
