@@ -38,7 +38,9 @@ def _approximable(name: str, exact):
 # UnaryOpType -> f(x, params, approx). Parameters as TT-NN's kernels read them (params[0], ...).
 _FUNCTIONS = {
     T.RELU: lambda x, p, a: torch.relu(x),
-    T.GELU: _approximable("gelu", F.gelu),
+    # GELU's parameter is its kernel's fast-approximation flag (UnaryWithParam(GELU, 1.0), or the pair
+    # (UnaryOpType.GELU, True) in matmul program configs): either it or the kernel's approx mode picks it.
+    T.GELU: lambda x, p, a: (numerics.APPROX["gelu"] if a or (p and p[0]) else F.gelu)(x),
     T.GELU_TANH: lambda x, p, a: F.gelu(x, approximate="tanh"),
     T.SILU: lambda x, p, a: x * (numerics.sigmoid_approx(x) if a else torch.sigmoid(x)),
     T.SIGMOID: _approximable("sigmoid", torch.sigmoid),

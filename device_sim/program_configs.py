@@ -86,10 +86,24 @@ def _positive_ints(cfg, names) -> None:
             raise TypeError(f"{type(cfg).__name__}: {name} must be >= 0, got {v}")
 
 
+def as_unary_with_param(value, where: str) -> UnaryWithParam:
+    """`value` as TT-NN's nanobind converts it to a UnaryWithParam (activation.cpp's init_implicit):
+    a UnaryWithParam as is, a UnaryOpType, or a pair (UnaryOpType, float | int | bool) whose second item is
+    the parameter, a bool as 1.0/0.0 (tt-metal models write `fused_activation=(ttnn.UnaryOpType.GELU, True)`)."""
+    if isinstance(value, UnaryWithParam):
+        return value
+    if isinstance(value, UnaryOpType):
+        return UnaryWithParam(value)
+    if (isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[0], UnaryOpType)
+            and isinstance(value[1], (bool, int, float))):
+        return UnaryWithParam(value[0], float(value[1]))
+    raise TypeError(f"{where} must be a ttnn.UnaryWithParam, a ttnn.UnaryOpType or a pair "
+                    f"(ttnn.UnaryOpType, number), or None; got {value!r}")
+
+
 def _check_activation(cfg) -> None:
-    if cfg.fused_activation is not None and not isinstance(cfg.fused_activation, UnaryWithParam):
-        raise TypeError(f"{type(cfg).__name__}: fused_activation must be a ttnn.UnaryWithParam or None, "
-                        f"got {cfg.fused_activation!r}")
+    if cfg.fused_activation is not None:
+        cfg.fused_activation = as_unary_with_param(cfg.fused_activation, f"{type(cfg).__name__}: fused_activation")
 
 
 @dataclass(kw_only=True)

@@ -109,6 +109,24 @@ def test_a_fused_activation_in_the_config_is_applied_in_the_same_op(ab):
         ttnn.matmul(a, b, program_config=relu, activation="gelu")
 
 
+def test_a_fused_activation_given_as_a_pair_converts_as_tt_nns_binding_does(ab):
+    # tt-metal's models write fused_activation=(ttnn.UnaryOpType.GELU, True): nanobind makes it
+    # UnaryWithParam(GELU, 1.0), GELU's fast-approximation flag; a bare UnaryOpType converts too.
+    a, b = ab
+    pair = mcast(fused_activation=(ttnn.UnaryOpType.GELU, True))
+    assert pair.fused_activation == ttnn.UnaryWithParam(ttnn.UnaryOpType.GELU, 1.0)
+    assert mcast(fused_activation=ttnn.UnaryOpType.RELU).fused_activation == ttnn.UnaryWithParam(ttnn.UnaryOpType.RELU)
+    out = ttnn.matmul(a, b, program_config=pair, dtype=ttnn.float32).value
+    exact = ttnn.matmul(a, b, dtype=ttnn.float32).value
+    torch.testing.assert_close(out, ttnn.numerics.APPROX["gelu"](exact))
+    assert not torch.equal(out, torch.nn.functional.gelu(exact))  # the flag picks the approximation
+    plain = ttnn.matmul(a, b, program_config=mcast(fused_activation=(ttnn.UnaryOpType.GELU, False)),
+                        dtype=ttnn.float32).value
+    torch.testing.assert_close(plain, torch.nn.functional.gelu(exact))
+    with pytest.raises(TypeError, match=r"pair \(ttnn.UnaryOpType, number\)"):
+        mcast(fused_activation=(ttnn.UnaryOpType.GELU, "fast"))
+
+
 def test_activations_take_names_or_unary_with_param_and_parameters(ab, device):
     a, b = ab
     leaky = ttnn.UnaryWithParam(ttnn.UnaryOpType.LEAKY_RELU, 0.1)
