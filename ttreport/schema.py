@@ -118,6 +118,15 @@ tensor_files = Table(
     PrimaryKeyConstraint("tensor_id", sqlite_on_conflict="REPLACE"),
 )
 
+# A mesh tensor is stored as one file per device shard, tensors/<tensor_id>/<device_id>.pt (its `tensors`
+# row's file is the folder, "tensors/<tensor_id>/"): the same facts as tensor_files, per shard.
+device_tensor_files = Table(
+    "device_tensor_files", metadata,
+    _id("tensor_id"), _id("device_id"),
+    Column("file_bytes", Integer), Column("crc32", Integer), Column("shape", Text), Column("dtype", Text),
+    PrimaryKeyConstraint("tensor_id", "device_id", sqlite_on_conflict="REPLACE"),
+)
+
 input_tensors = Table(
     "input_tensors", metadata,
     _id("operation_id"), Column("input_index", Integer), _id("tensor_id"), _rank(),
@@ -267,6 +276,8 @@ tensor_comparisons = Table(
     Column("mismatched", Integer), Column("mismatched_fraction", Float), Column("numel", Integer),
     Column("max_ulp", Float), Column("rtol", Float), Column("atol", Float),
     Column("worst_index", Text), Column("worst_actual", Float), Column("worst_golden", Float),
+    # An op on a mesh is compared per device shard: one row per device; NULL for a one-device tensor.
+    _id("device_id"),
 )
 
 # The performance model's estimate of each op's device kernel time (device_sim/perf_model.py,
