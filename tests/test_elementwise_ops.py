@@ -184,3 +184,25 @@ def test_bcast_applies_b_first_row_column_or_value_to_all_of_a(device, dim, take
     out = ttnn.bcast(a, b, ttnn.BcastOpMath.SUB, dim)
     assert torch.equal(f32(out), rounded(f32(a) - f32(b)[(..., *take)]))
     assert ttnn.bcast(a, b, math_op=ttnn.BcastOpMath.MUL, dim=dim).shape == (2, 32, 64)
+
+
+def test_divide_and_div_are_two_ops_and_the_report_names_the_one_called(tmp_path, device):
+    # TT-NN 0.81 registers ttnn.divide (binary.hpp) and ttnn.div (binary_composite.hpp, with rounding_mode).
+    a, b = dev(rnd(2, 32, 64) * 4, device), dev(rnd(2, 32, 64, seed=1).abs() + 0.5, device)
+    with ttreport.capture(tmp_path / "r") as report:
+        ttnn.divide(a, b)
+        ttnn.div(a, b)
+        trunc = ttnn.div(a, b, rounding_mode="trunc")
+        floor = ttnn.div(a, b, rounding_mode="floor")
+    con = sqlite3.connect(report.db_path)
+    try:
+        names = [n for (n,) in con.execute("SELECT name FROM operations ORDER BY operation_id")]
+    finally:
+        con.close()
+    assert names == ["ttnn.divide", "ttnn.div", "ttnn.div", "ttnn.div"]
+    q = f32(a) / f32(b)
+    assert torch.equal(f32(trunc), rounded(torch.trunc(q))) and torch.equal(f32(floor), rounded(torch.floor(q)))
+    assert not torch.equal(f32(trunc), f32(floor))  # negative quotients tell them apart
+    assert "rounding_mode" not in inspect.signature(ttnn.divide).parameters
+    with pytest.raises(ValueError, match="rounding_mode='round' is not one of None, 'trunc', 'floor'"):
+        ttnn.div(a, b, rounding_mode="round")

@@ -104,6 +104,7 @@ CASES = {
     # binary
     **{f"ttnn.{n}": binary() for n in ["add", "sub", "rsub", "mul", "maximum", "minimum"]},
     "ttnn.div": binary(**pos),
+    "ttnn.divide": binary(**pos),
     "ttnn.pow": lambda d: ((x(d, **pos), x(d, seed=3)), {}),
     **{f"ttnn.{n}": lambda d: (half_equal(d), {}) for n in ["eq", "ne", "gt", "ge", "lt", "le"]},
     # creation and movement

@@ -40,14 +40,15 @@ def _unary(name: str, fn):
     return register_op(f"ttnn.{name}", golden=golden)(op)
 
 
-def _binary(name: str, fn, *, result_dtype: DataType | None = None):
-    def golden(a, b, *_, activations=None, input_tensor_a_activations=None, input_tensor_b_activations=None, **__):
+def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bool = False):
+    """Register ttnn.<name>; `rounding`: it also takes TT-NN div's rounding_mode (None, "trunc" or "floor")."""
+    def golden(a, b, *_, activations=None, input_tensor_a_activations=None, input_tensor_b_activations=None,
+               rounding_mode=None, **__):
         a, b = _pre(name, input_tensor_a_activations, a), _pre(name, input_tensor_b_activations, b)
-        return _pre(name, activations, fn(a, b))
+        return _pre(name, activations, _rounded(name, fn(a, b), rounding_mode))
 
-    def op(input_tensor_a, input_tensor_b, *, memory_config: MemoryConfig | None = None,
-           dtype: DataType | None = None, activations=None, input_tensor_a_activations=None,
-           input_tensor_b_activations=None, fast_and_approximate_mode: bool = False, **tt_nn_only) -> Tensor:
+    def run(input_tensor_a, input_tensor_b, memory_config, dtype, activations, input_tensor_a_activations,
+            input_tensor_b_activations, fast_and_approximate_mode, rounding_mode, tt_nn_only) -> Tensor:
         op_name = f"ttnn.{name}"
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
@@ -67,6 +68,7 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None):
         dtype = dtype if dtype is not None else result_dtype
         # fast_and_approximate_mode changes only the ops the SFPU approximates (divide: a * approximate 1/b).
         y = broadcast(op_name, _APPROX_BINARY.get(name, fn) if fast_and_approximate_mode else fn, a, b)
+        y = _rounded(op_name, y, rounding_mode)
         fresh = pending_output_target(op_name) is None
         out = output(y if post is None else post(y.float()), like, ins, op_name=op_name, dtype=dtype,
                      memory_config=memory_config)
@@ -78,8 +80,35 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None):
             device_work.launch_for(out, fresh, like._device, program)
         return out
 
+    if rounding:
+        def op(input_tensor_a, input_tensor_b, *, fast_and_approximate_mode: bool = False, rounding_mode=None,
+               memory_config: MemoryConfig | None = None, dtype: DataType | None = None, activations=None,
+               input_tensor_a_activations=None, input_tensor_b_activations=None, **tt_nn_only) -> Tensor:
+            return run(input_tensor_a, input_tensor_b, memory_config, dtype, activations, input_tensor_a_activations,
+                       input_tensor_b_activations, fast_and_approximate_mode, rounding_mode, tt_nn_only)
+    else:
+        def op(input_tensor_a, input_tensor_b, *, memory_config: MemoryConfig | None = None,
+               dtype: DataType | None = None, activations=None, input_tensor_a_activations=None,
+               input_tensor_b_activations=None, fast_and_approximate_mode: bool = False, **tt_nn_only) -> Tensor:
+            return run(input_tensor_a, input_tensor_b, memory_config, dtype, activations, input_tensor_a_activations,
+                       input_tensor_b_activations, fast_and_approximate_mode, None, tt_nn_only)
+
     op.__doc__ = f"Element-wise {name} with broadcasting; either argument may be a Python number."
+    if rounding:
+        op.__doc__ += ' rounding_mode="trunc" or "floor" rounds the quotient toward zero or down (None: exact).'
     return register_op(f"ttnn.{name}", golden=golden)(op)
+
+
+_ROUNDING = {None: None, "trunc": torch.trunc, "floor": torch.floor}
+
+
+def _rounded(op_name: str, y, rounding_mode):
+    """y rounded as ttnn.div's rounding_mode says; the other binary ops pass None."""
+    if rounding_mode is None:
+        return y
+    if rounding_mode not in _ROUNDING:
+        raise ValueError(f"{op_name}: rounding_mode={rounding_mode!r} is not one of None, 'trunc', 'floor'")
+    return _ROUNDING[rounding_mode](y)
 
 
 def _float_cmp(fn):
@@ -94,6 +123,7 @@ def _pre(op_name: str, acts, x):
 
 
 _APPROX_BINARY = {"div": lambda a, b: a * numerics.reciprocal_approx(torch.as_tensor(b, dtype=torch.float32))}
+_APPROX_BINARY["divide"] = _APPROX_BINARY["div"]
 
 
 def _approximable_unary(name: str, fn):
@@ -161,7 +191,10 @@ add = _binary("add", torch.add)
 sub = _binary("sub", torch.sub)
 rsub = _binary("rsub", lambda a, b: torch.sub(b, a))
 mul = _binary("mul", torch.mul)
-div = _binary("div", torch.div)
+# TT-NN 0.81 registers both: ttnn.divide (binary.hpp, BinaryOpType DIV) and ttnn.div (binary_composite.hpp,
+# which adds rounding_mode); a report names the one the user called.
+div = _binary("div", torch.div, rounding=True)
+divide = _binary("divide", torch.div)
 pow = _binary("pow", torch.pow)  # noqa: A001
 maximum = _binary("maximum", lambda a, b: torch.maximum(a, torch.as_tensor(b, dtype=a.dtype)))
 minimum = _binary("minimum", lambda a, b: torch.minimum(a, torch.as_tensor(b, dtype=a.dtype)))
@@ -172,7 +205,7 @@ ge = _binary("ge", _float_cmp(torch.ge))
 lt = _binary("lt", _float_cmp(torch.lt))
 le = _binary("le", _float_cmp(torch.le))
 
-subtract, multiply, divide = sub, mul, div
+subtract, multiply = sub, mul
 
 
 # -- more unary ops -----------------------------------------------------------------------------
