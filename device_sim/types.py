@@ -7,6 +7,7 @@ Enum values follow TT-NN's numbering (DESIGN.md): reports store them as readable
 from __future__ import annotations
 
 import enum
+import math
 import numbers
 from dataclasses import dataclass, field
 
@@ -263,11 +264,14 @@ class ShardSpec:
     def num_cores(self) -> int:
         return self.grid.num_cores()
 
-    def __repr__(self) -> str:  # TT-NN 0.81's text (C++ `::` enums), which reports store and the visualizer reads
+    def __repr__(self) -> str:
+        # TT-NN 0.81's text, which reports store: ShardSpec's attribute_names are ("grid", "shape", "orientation")
+        # (tt_metal/api/tt-metalium/buffer.hpp; ShardMode and physical_shard_shape are gone), printed by
+        # tt_stl/reflection.hpp as Name(a=v,b=v): the grid by CoreRangeSet::str(), the std::array as {h, w},
+        # the enum scoped (docs/shard_spec_text.md).
         h, w = self.shape
         return (f"ShardSpec(grid={self.grid!r},shape={{{h}, {w}}},"
-                f"orientation=ShardOrientation::{self.orientation.name},"
-                f"mode=ShardMode::PHYSICAL,physical_shard_shape=std::nullopt)")
+                f"orientation=ShardOrientation::{self.orientation.name})")
 
 
 @dataclass(frozen=True)
@@ -293,9 +297,8 @@ class NdShardSpec:
     def num_cores(self) -> int:
         return self.grid.num_cores()
 
-    def __repr__(self) -> str:
-        return (f"NdShardSpec(shard_shape={list(self.shard_shape)},grid={self.grid!r},"
-                f"orientation={self.orientation!r},shard_distribution_strategy={self.shard_distribution_strategy!r})")
+    def __repr__(self) -> str:  # TT-NN's operator<< text, which a report's memory_config holds
+        return _nd_text(list(self.shard_shape), self.grid.ranges(), self.orientation, self.shard_distribution_strategy)
 
 
 @dataclass(frozen=True)
@@ -347,6 +350,55 @@ class MemoryConfig:
         )
 
     __str__ = __repr__
+
+    def tensor_text(self, padded_shape) -> str:
+        """The text TT-NN 0.81 writes for a tensor placed with this config (a report's tensors.memory_config).
+
+        A tensor's TensorSpec completes a 2D ShardSpec with the NdShardSpec it implies
+        (ttnn/core/tensor/tensor_spec.cpp, populate_nd_shard_spec_from_legacy), so a sharded tensor's text
+        carries both; the config a user passes (an op argument) keeps nd_shard_spec=std::nullopt (repr).
+        """
+        nd = None if self.nd_shard_spec is not None else _nd_from_legacy(self, list(padded_shape))
+        if nd is None:
+            return repr(self)
+        return repr(self).replace(",nd_shard_spec=std::nullopt,", f",nd_shard_spec={nd},", 1)
+
+
+def _nd_from_legacy(cfg: MemoryConfig, padded: list) -> str | None:
+    """The NdShardSpec TT-NN's TensorSpec derives from a 2D ShardSpec, as its operator<< prints it
+    (ttnn/core/tensor/types.cpp: JSON-like, not the reflection form); None where TT-NN derives none."""
+    spec = cfg.shard_spec
+    if spec is None or not cfg.is_sharded() or not padded:
+        return None
+    h, w = spec.shape
+    layout = cfg.memory_layout
+    ranges = spec.grid.ranges()
+    if layout == TensorMemoryLayout.WIDTH_SHARDED:
+        shard = [*padded[:-1], w]
+    else:
+        if len(padded) >= 2 and padded[-2] % h:  # a shard would cut across a higher dim: TT-NN derives none
+            return None
+        shard = [1] * len(padded)
+        if len(padded) >= 2:
+            shard[-2] = h
+        shard[-1] = w
+        if layout == TensorMemoryLayout.BLOCK_SHARDED:  # the grid shrinks to the shards there are
+            rows = max(-(-math.prod(padded[:-1]) // h), 1)
+            cols = max(-(-padded[-1] // w), 1)
+            if spec.orientation != ShardOrientation.ROW_MAJOR:
+                rows, cols = cols, rows
+            s = ranges[0].start
+            ranges = [CoreRange(s, CoreCoord(s.x + cols - 1, s.y + rows - 1))]
+    return _nd_text(shard, ranges, spec.orientation, ShardDistributionStrategy.ROUND_ROBIN_1D)
+
+
+def _nd_text(shard: list, ranges, orientation, strategy) -> str:
+    """An NdShardSpec as TT-NN's operator<< prints it (ttnn/core/tensor/types.cpp): JSON-like, not reflection."""
+    grid = ", ".join(f'{{"start":{{"x":{r.start.x},"y":{r.start.y}}},"end":{{"x":{r.end.x},"y":{r.end.y}}}}}'
+                     for r in ranges)
+    return (f'{{"shard_shape":[{", ".join(map(str, shard))}],"grid":[{grid}],'
+            f'"orientation":"ShardOrientation::{orientation.name}",'
+            f'"shard_distribution_strategy":"ShardDistributionStrategy::{strategy.name}"}}')
 
 
 DRAM_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.INTERLEAVED, BufferType.DRAM)

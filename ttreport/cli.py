@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from ttreport import device_time, terminal
+from ttreport import device_time, memory_text, terminal
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
 from ttreport.report import DB_FILE, DEFAULT_ROOT, Report, Summary
 
@@ -228,7 +228,8 @@ def _tensor_lines(t, label: str, r: Report | None = None) -> list[str]:
         address = _address(t.address)
         lines.append(f"      {t.buffer_type} at {address}, {human_bytes(t.size)}{_rounding(t, r)}, "
                      f"device {t.device_id}")
-        cfg = _cell(t.memory_config).replace("TensorMemoryLayout.", "").replace("BufferType.", "")
+        # The shard spec said in words (grid, shard shape, orientation): the visualizer's regex misses TT-NN's text.
+        cfg = _cell(memory_text.readable(t.memory_config))
         lines.append(f"      {cfg}" + (f" (chosen by: {t.memory_config_source})" if t.memory_config_source else ""))
     else:
         lines.append("      on the host")

@@ -19,6 +19,7 @@ import html
 import json
 from pathlib import Path
 
+from ttreport import memory_text
 from ttreport.export.golden import first_divergence, golden_checks
 from ttreport.export.memory import memory_timeline
 
@@ -331,7 +332,7 @@ def _ops(w, report, checks: dict, limit, depth) -> None:
             if tensors:
                 details.append(f"<b>{label}</b><pre>" + "\n".join(
                     f"<a href='#tensor-{t.id}'>tensor {t.id}</a> {e(str(t.shape))} {e(str(t.dtype))} "
-                    f"{e(str(t.layout))} {e(str(t.memory_config))}" for t in tensors) + "</pre>")
+                    f"{e(str(t.layout))} {e(str(memory_text.readable(t.memory_config)))}" for t in tensors) + "</pre>")
         if op_checks:
             details.append("<b>golden</b><pre>" + e("\n".join(
                 f"{c['mode']} tensor {c['tensor_id']}: {c['status']}, PCC {_pcc_text(c['pcc'])} "
@@ -375,5 +376,5 @@ def _tensors(w, report) -> None:
               f"<td>{e(str(layout))}</td><td>{e(str(BUFFER_TYPES.get(btype, btype) or 'host'))}</td>"
               f"<td>{'' if dev is None else dev}</td><td class='num'>{f'{addr:#x}' if isinstance(addr, int) else ''}"
               f"</td><td class='num'>{_bytes(size)}</td><td>{made}</td><td>{read}</td>"
-              f"<td><pre>{e(str(cfg or ''))}</pre></td></tr>\n")
+              f"<td>{e(memory_text.readable(cfg) or '')}<pre>{e(str(cfg or ''))}</pre></td></tr>\n")
     w("</tbody></table>\n")
