@@ -32,6 +32,7 @@ import torch
 
 from device_sim import dtypes
 from device_sim.tensor import Tensor, padded
+from device_sim.tile import DEFAULT_TILE, Tile
 from device_sim.types import (
     BufferType,
     CoreCoord,
@@ -48,7 +49,9 @@ from device_sim.types import (
 # The first byte is non-ASCII and CR LF follow, as in PNG's magic, so a file mangled by a
 # text-mode transfer is caught as "not a device_sim tensor" rather than read as garbage.
 MAGIC = b"\x89TTSIM\r\n"
-FORMAT_VERSION = 1
+# Version 2 adds the header's "tile" (a tile other than 32x32 changes the padded shape); version 1 files,
+# which have none, are read with the 32x32 tile they were written with.
+FORMAT_VERSION = 2
 MAX_HEADER_BYTES = 1 << 20
 MAX_RANK = 8
 _PRELUDE = struct.Struct("<8sII")  # magic, version, header length
@@ -122,11 +125,16 @@ def _encode(value: torch.Tensor, dtype: DataType) -> bytes:
 
 
 def _header(t: Tensor, value: torch.Tensor, nbytes: int) -> dict:
+    # ttreport's stand-in for a stored tensor (storage._host_tensor) has no tile: it is written as 32x32.
+    tile = getattr(t, "tile", None) or DEFAULT_TILE
     return {
         "dtype": t.dtype.name,
         "layout": t.layout.name,
         "shape": list(value.shape),
-        "padded_shape": list(padded(value.shape, t.layout)),
+        "padded_shape": list(padded(value.shape, t.layout, tile)),
+        # As TT-NN's TensorSpec flatbuffer (tensor_spec.fbs: Tile {tile_shape_h, tile_shape_w, transpose_tile}).
+        "tile": None if t.layout != Layout.TILE else {"tile_shape": list(tile.tile_shape),
+                                                       "transpose_tile": tile.transpose_tile},
         "memory_config": _memory_config_to_json(t.memory_config()),  # null: it was a host tensor
         # A mesh tensor's shards follow each other in the data, chip by chip (row-major); `shape` is one shard's.
         "mesh": None if getattr(t, "shards", None) is None else {"shape": list(t.mesh.shape),
@@ -159,21 +167,21 @@ def load_tensor(file_name, device=None) -> Tensor:
         blob = path.read_bytes()  # bounded by the real file size, never by a length read from it
     except IsADirectoryError:
         raise TensorFileError(path, "is a directory, not a tensor file") from None
-    value, dtype, layout, cfg, mesh = _parse(path, blob)
+    value, dtype, layout, cfg, mesh, tile = _parse(path, blob)
     if mesh is not None:
-        return _load_mesh_tensor(path, value, dtype, layout, cfg, mesh, device)
+        return _load_mesh_tensor(path, value, dtype, layout, cfg, mesh, device, tile)
     if device is None:
-        return Tensor._create(value, dtype, layout, None, None, None)
+        return Tensor._create(value, dtype, layout, None, None, None, tile)
     if cfg is None:
         from device_sim import placement
 
         cfg, source = placement.resolve(None, [], "ttnn.load_tensor")
     else:
         source = "argument"  # the file names its memory config as a caller would
-    return Tensor._create(value, dtype, layout, device, cfg, source)
+    return Tensor._create(value, dtype, layout, device, cfg, source, tile)
 
 
-def _load_mesh_tensor(path, values: torch.Tensor, dtype, layout, cfg, mesh: dict, device) -> Tensor:
+def _load_mesh_tensor(path, values: torch.Tensor, dtype, layout, cfg, mesh: dict, device, tile) -> Tensor:
     from device_sim.distributed import MeshTensor
     from device_sim.placement import resolve
 
@@ -182,7 +190,7 @@ def _load_mesh_tensor(path, values: torch.Tensor, dtype, layout, cfg, mesh: dict
         raise ValueError(f"{path} holds a tensor of {mesh['shards']} shards from a {mesh['shape']} mesh; load it "
                          f"with device= an open mesh of {mesh['shards']} chips")
     cfg, source = (cfg, "argument") if cfg is not None else resolve(None, [], "ttnn.load_tensor")
-    return MeshTensor._assemble([Tensor._create(v, dtype, layout, c, cfg, source) for v, c in zip(values, chips)],
+    return MeshTensor._assemble([Tensor._create(v, dtype, layout, c, cfg, source, tile) for v, c in zip(values, chips)],
                                 device)
 
 
@@ -214,7 +222,7 @@ def _parse(path: Path, blob: bytes):
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise fail(f"header is not valid JSON: {e}") from None
     try:
-        dtype, layout, shape, cfg, mesh = _read_header(header)
+        dtype, layout, shape, cfg, mesh, tile = _read_header(header)
     except (KeyError, TypeError, ValueError) as e:
         raise fail(f"bad header: {e}") from None
     _, np_dtype = ENCODING[dtype]
@@ -224,10 +232,10 @@ def _parse(path: Path, blob: bytes):
     available = size - _CRC.size - data_start
     if header["data"].get("nbytes") != nbytes or nbytes != available:
         raise fail(f"data section holds {available} bytes, but shape {shape} of {dtype.name} needs {nbytes}")
-    return _decode(blob[data_start:data_start + nbytes], dtype, shape), dtype, layout, cfg, mesh
+    return _decode(blob[data_start:data_start + nbytes], dtype, shape), dtype, layout, cfg, mesh, tile
 
 
-def _read_header(h) -> tuple[DataType, Layout, list[int], MemoryConfig | None, dict | None]:
+def _read_header(h) -> tuple[DataType, Layout, list[int], MemoryConfig | None, dict | None, Tile | None]:
     if not isinstance(h, dict):
         raise TypeError("header must be a JSON object")
     dtype, layout = _by_name(DataType, h["dtype"]), _by_name(Layout, h["layout"])
@@ -235,8 +243,10 @@ def _read_header(h) -> tuple[DataType, Layout, list[int], MemoryConfig | None, d
     shape = h["shape"]
     if not isinstance(shape, list) or len(shape) > MAX_RANK or not all(_is_count(d) for d in shape):
         raise ValueError(f"shape {shape!r} must be a list of at most {MAX_RANK} non-negative ints")
-    if h["padded_shape"] != list(padded(shape, layout)):
-        raise ValueError(f"padded_shape {h['padded_shape']!r} does not match shape {shape} in {layout!r}")
+    tile = _tile_from_json(h.get("tile"), layout)  # absent in version 1: the 32x32 tile
+    if h["padded_shape"] != list(padded(shape, layout, tile)):
+        raise ValueError(f"padded_shape {h['padded_shape']!r} does not match shape {shape} in {layout!r}"
+                         + ("" if tile is None else f" with {tile!r}"))
     data = h["data"]
     if not isinstance(data, dict) or data.get("encoding") != ENCODING[dtype][0] or data.get("byte_order") != "little":
         raise ValueError(f"data {data!r} is not {ENCODING[dtype][0]} little-endian, as {dtype!r} is stored")
@@ -246,7 +256,18 @@ def _read_header(h) -> tuple[DataType, Layout, list[int], MemoryConfig | None, d
         if (not isinstance(mesh_shape, list) or not all(_is_count(d) and d > 0 for d in mesh_shape) or
                 not _is_count(shards) or shards != math.prod(mesh_shape) or len(mesh_shape) > 2):
             raise ValueError(f"mesh placement {mesh!r} must name a mesh shape [rows, cols] and its number of shards")
-    return dtype, layout, shape, _memory_config_from_json(h["memory_config"]), mesh
+    return dtype, layout, shape, _memory_config_from_json(h["memory_config"]), mesh, tile
+
+
+def _tile_from_json(j, layout: Layout) -> Tile | None:
+    if j is None:
+        return None
+    if layout != Layout.TILE or not isinstance(j, dict):
+        raise ValueError(f"tile {j!r} must be an object naming tile_shape and transpose_tile, on a TILE tensor")
+    transpose = j.get("transpose_tile")
+    if not isinstance(transpose, bool):
+        raise ValueError(f"tile's transpose_tile {transpose!r} must be true or false")
+    return Tile(_pair(j.get("tile_shape")), transpose)  # Tile raises ValueError for a shape the device lacks
 
 
 def _memory_config_from_json(j) -> MemoryConfig | None:

@@ -108,7 +108,7 @@ def test_the_header_names_everything_in_text(device, tmp_path):
     assert header == {
         "dtype": "BFLOAT16", "layout": "TILE", "shape": [3, 40], "padded_shape": [32, 64],
         "memory_config": {"memory_layout": "INTERLEAVED", "buffer_type": "L1", "shard_spec": None},
-        "mesh": None,
+        "mesh": None, "tile": {"tile_shape": [32, 32], "transpose_tile": False},
         "data": {"encoding": "bfloat16", "byte_order": "little", "order": "C", "nbytes": 240},
     }
     assert data == t.value.view(torch.int16).numpy().astype("<i2").tobytes()
@@ -246,3 +246,22 @@ def test_mutated_headers_with_good_checksums_raise_only_tensor_file_error(tmp_pa
     _, header, data = split(VALID)
     header[key] = text
     only_tensor_file_errors(tmp_path, assemble(header, data))
+
+
+def test_a_version_1_file_has_no_tile_and_reads_with_the_32_by_32_one(device, tmp_path):
+    t = ttnn.from_torch(torch.randn(3, 40), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    _, header, data = split(written(tmp_path, t).read_bytes())
+    del header["tile"]
+    (tmp_path / "v1.bin").write_bytes(assemble(header, data, version=1))
+    back = ttnn.load_tensor(tmp_path / "v1.bin")
+    assert back.tile == ttnn.Tile() and torch.equal(back.value, t.value)
+
+
+def test_a_tile_that_disagrees_with_the_padded_shape_is_rejected(device, tmp_path):
+    t = ttnn.from_torch(torch.randn(3, 40), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    _, header, data = split(written(tmp_path, t).read_bytes())
+    header["tile"] = {"tile_shape": [16, 32], "transpose_tile": False}  # pads 3 rows to 16, not 32
+    rejects(tmp_path, assemble(header, data),
+            r"padded_shape \[32, 64\] does not match .* with Tile with shape: \[16, 32\]")
+    header["tile"] = {"tile_shape": [3, 32], "transpose_tile": False}
+    rejects(tmp_path, assemble(header, data), r"Tile\(\[3, 32\]\) is not a tile the device has")

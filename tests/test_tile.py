@@ -62,3 +62,13 @@ def test_a_tile_describes_its_faces_and_prints_as_tt_nn():
     assert (ttnn.Tile().face_shape, ttnn.Tile().num_faces) == ([16, 16], 4)
     assert repr(ttnn.Tile((16, 32))) == "Tile with shape: [16, 32]"
     assert tiny.get_tile_size(ttnn.bfloat16) == 8 * 16 * 2 and ttnn.Tile().get_tile_size(ttnn.bfloat8_b) == 1088
+
+
+@pytest.mark.parametrize("tile", [ttnn.Tile((16, 32)), ttnn.Tile((32, 16), transpose_tile=True), ttnn.Tile()])
+def test_dump_and_load_tensor_keep_the_tile(tmp_path, device, tile):
+    # TT-NN's tensor file keeps it too (tensor_spec.fbs: Tile {tile_shape_h, tile_shape_w, transpose_tile}).
+    t = ttnn.from_torch(torch.randn(2, 16, 40), dtype=ttnn.bfloat8_b, layout=ttnn.TILE, device=device, tile=tile)
+    ttnn.dump_tensor(tmp_path / "t.bin", t)
+    for back in (ttnn.load_tensor(tmp_path / "t.bin"), ttnn.load_tensor(tmp_path / "t.bin", device=device)):
+        assert back.tile == tile and back.padded_shape == t.padded_shape and torch.equal(back.value, t.value)
+    assert ttnn.load_tensor(tmp_path / "t.bin", device=device).buffer.size == t.buffer.size
