@@ -1,16 +1,14 @@
-"""A sharded tensor's shard spec, as a fresh report stores it and as ttnn-visualizer 0.108's own parser
-(`ttnn_visualizer.utils.parse_memory_config`) reads it.
+"""A sharded tensor's memory_config, as a fresh report stores it and as ttnn-visualizer 0.108 reads it.
 
-The report stores TT-NN's text: `ShardSpec(grid={...},shape={h, w},orientation=ShardOrientation::...,
-mode=ShardMode::PHYSICAL,physical_shard_shape=std::nullopt)` inside a MemoryConfig that ends
-`nd_shard_spec=std::nullopt,created_with_nd_shard_spec=0`, exactly as TT-NN prints it (tt-metal's
-profiler tests name a matmul case by this very text). The visualizer's regex reads only the older
-`...,orientation=ShardOrientation::...,halo=N)` form, printed before MemoryConfig had an nd_shard_spec
-(its own fixtures use it); tt-metal's newest ShardSpec prints grid, shape and orientation only. No text
-is both what TT-NN 0.81 writes and what that regex reads, so
-the visualizer shows our shard spec, as it shows TT-NN's, as std::nullopt (DESIGN.md, departure). The
-last test is a strict xfail: when a visualizer release reads TT-NN's current text it passes, fails as
-XPASS, and says to drop the marker.
+The report stores the text TT-NN 0.81 writes for the same tensor (docs/shard_spec_text.md has the sources):
+MemoryConfig and ShardSpec printed by tt_stl's reflection (`Name(a=v,b=v)`), ShardSpec's fields being grid,
+shape and orientation, and the NdShardSpec a tensor's TensorSpec derives from it printed in TT-NN's JSON-like
+form. The strings below are written out by hand from that format, not made by device_sim.
+
+ttnn-visualizer 0.108's server-side parser (`ttnn_visualizer.utils.parse_memory_config`) reads a shard spec
+only in the older `...,halo=N)` form, so for TT-NN 0.81's text it gives shard_spec "std::nullopt", for a real
+TT-NN report as for ours: the parity test holds the visualizer's view of our tensor equal to its view of
+TT-NN's text, layouts included. `ttreport tensor` says the shard spec in words instead.
 
     .venv/bin/python -m pytest tests/test_visualizer_shard_spec.py -q
 """
@@ -19,51 +17,99 @@ import sqlite3
 
 import pytest
 import torch
+from click.testing import CliRunner
 from ttnn_visualizer.utils import parse_memory_config
 
 import device_sim as ttnn
 import ttreport
-
-GRID = "[(x=0,y=0) - (x=0,y=1)]"  # two cores in a column: a 64-row tensor height-sharded over y=2
-SHARD = [32, 64]
-TT_NN_TEXT = ("MemoryConfig(memory_layout=TensorMemoryLayout::HEIGHT_SHARDED,buffer_type=BufferType::L1,"
-              f"shard_spec=ShardSpec(grid={{{GRID}}},shape={{32, 64}},orientation=ShardOrientation::ROW_MAJOR,"
-              "mode=ShardMode::PHYSICAL,physical_shard_shape=std::nullopt),nd_shard_spec=std::nullopt,"
-              "created_with_nd_shard_spec=0)")
+from ttreport.cli import main
 
 
-@pytest.fixture
-def sharded_memory_config(tmp_path, device) -> str:
-    """The memory_config text a fresh report stores for a height-sharded tensor."""
-    with ttreport.capture(tmp_path / "sharded") as cap:
-        x = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
-        config = ttnn.create_sharded_memory_config((64, 64), ttnn.CoreGrid(y=2, x=1), ttnn.ShardStrategy.HEIGHT)
-        ttnn.to_memory_config(x, config)
+def _nd(shard_shape: list, x1: int, y1: int) -> str:
+    """An NdShardSpec over one core range from (0, 0), as TT-NN's operator<< prints it (ttnn/core/tensor/types.cpp)."""
+    return (f'{{"shard_shape":{shard_shape},"grid":[{{"start":{{"x":0,"y":0}},"end":{{"x":{x1},"y":{y1}}}}}],'
+            '"orientation":"ShardOrientation::ROW_MAJOR",'
+            '"shard_distribution_strategy":"ShardDistributionStrategy::ROUND_ROBIN_1D"}')
+
+
+def _tt_nn(layout: str, buffer: str, shard: str, nd: str) -> str:
+    return (f"MemoryConfig(memory_layout=TensorMemoryLayout::{layout},buffer_type=BufferType::{buffer},"
+            f"shard_spec={shard},nd_shard_spec={nd},created_with_nd_shard_spec=0)")
+
+
+def _shard(x1: int, y1: int, h: int, w: int) -> str:
+    return (f"ShardSpec(grid={{[(x=0,y=0) - (x={x1},y={y1})]}},shape={{{h}, {w}}},"
+            "orientation=ShardOrientation::ROW_MAJOR)")
+
+
+# What TT-NN 0.81 writes for each tensor the fixture places (torch shape, layout -> text).
+TT_NN_TEXT = {
+    "INTERLEAVED": _tt_nn("INTERLEAVED", "L1", "std::nullopt", "std::nullopt"),
+    # 64x64 over 2 cores in a column: one 32x64 shard each
+    "HEIGHT_SHARDED": _tt_nn("HEIGHT_SHARDED", "L1", _shard(0, 1, 32, 64), _nd([32, 64], 0, 1)),
+    # 32x128 over 4 cores in a row: one 32x32 shard each (the NdShardSpec keeps the full height)
+    "WIDTH_SHARDED": _tt_nn("WIDTH_SHARDED", "L1", _shard(3, 0, 32, 32), _nd([32, 32], 3, 0)),
+    # 64x128 over a 4x2 block: 32x32 shards
+    "BLOCK_SHARDED": _tt_nn("BLOCK_SHARDED", "L1", _shard(3, 1, 32, 32), _nd([32, 32], 3, 1)),
+}
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory) -> tuple:
+    """The report and the memory_config text it stores for an L1 tensor of each layout."""
+    device = ttnn.open_device(device_id=0)
+    try:
+        with ttreport.capture(tmp_path_factory.mktemp("shards") / "r") as cap:
+            def place(shape, config):
+                x = ttnn.from_torch(torch.randn(*shape), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+                return ttnn.to_memory_config(x, config)
+
+            place((64, 64), ttnn.L1_MEMORY_CONFIG)
+            place((64, 64), ttnn.create_sharded_memory_config((64, 64), ttnn.CoreGrid(y=2, x=1),
+                                                              ttnn.ShardStrategy.HEIGHT))
+            place((32, 128), ttnn.create_sharded_memory_config((32, 128), ttnn.CoreGrid(y=1, x=4),
+                                                               ttnn.ShardStrategy.WIDTH))
+            place((64, 128), ttnn.create_sharded_memory_config((64, 128), ttnn.CoreGrid(y=2, x=4),
+                                                               ttnn.ShardStrategy.BLOCK))
+    finally:
+        ttnn.close_device(device)
     with sqlite3.connect(cap.db_path) as con:
-        (text,) = con.execute("SELECT DISTINCT memory_config FROM tensors WHERE memory_config LIKE "
-                              "'%HEIGHT_SHARDED%'").fetchone()
-    return text
+        rows = con.execute("SELECT t.tensor_id, t.memory_config FROM tensors t JOIN output_tensors o USING (tensor_id) "
+                           "JOIN operations p USING (operation_id) WHERE p.name = 'ttnn.to_memory_config' "
+                           "ORDER BY t.tensor_id").fetchall()
+    by_layout = {parse_memory_config(text)["memory_layout"].removeprefix("TensorMemoryLayout::"): (tid, text)
+                 for tid, text in rows}
+    return cap.path, by_layout
 
 
-def test_a_sharded_tensors_memory_config_is_stored_as_tt_nn_prints_it(sharded_memory_config):
-    assert sharded_memory_config == TT_NN_TEXT
+@pytest.mark.parametrize("layout", list(TT_NN_TEXT))
+def test_the_visualizer_reads_our_tensor_as_it_reads_tt_nns(stored, layout):
+    ours = parse_memory_config(stored[1][layout][1])
+    assert ours == parse_memory_config(TT_NN_TEXT[layout])
+    assert ours["memory_layout"] == f"TensorMemoryLayout::{layout}"
 
 
-def test_the_visualizer_reads_the_layout_of_a_sharded_tensor(sharded_memory_config):
-    assert parse_memory_config(sharded_memory_config)["memory_layout"] == "TensorMemoryLayout::HEIGHT_SHARDED"
-
-
-def test_the_visualizers_parser_reads_shape_and_grid_from_the_older_halo_form():
-    # What the xfail below expects is what this parser returns for the one form it reads.
-    older = TT_NN_TEXT.replace(",mode=ShardMode::PHYSICAL,physical_shard_shape=std::nullopt", ",halo=0")
-    older = older.replace(",nd_shard_spec=std::nullopt,created_with_nd_shard_spec=0", "")
+def test_the_visualizers_parser_reads_a_shard_spec_only_in_the_older_halo_form():
+    # Why the parity above shows shard_spec std::nullopt: the same spec in the form TT-NN printed before its
+    # ShardSpec lost halo (and MemoryConfig gained nd_shard_spec) is read in full.
+    older = ("MemoryConfig(memory_layout=TensorMemoryLayout::HEIGHT_SHARDED,buffer_type=BufferType::L1,"
+             "shard_spec=ShardSpec(grid={[(x=0,y=0) - (x=0,y=1)]},shape={32, 64},"
+             "orientation=ShardOrientation::ROW_MAJOR,halo=0))")
     spec = parse_memory_config(older)["shard_spec"]
-    assert (spec["grid"], spec["shape"], spec["orientation"]) == (GRID, SHARD, "ROW_MAJOR")
+    assert (spec["grid"], spec["shape"], spec["orientation"]) == ("[(x=0,y=0) - (x=0,y=1)]", [32, 64], "ROW_MAJOR")
+    assert parse_memory_config(TT_NN_TEXT["HEIGHT_SHARDED"])["shard_spec"] == "std::nullopt"
 
 
-@pytest.mark.xfail(strict=True, reason="ttnn-visualizer 0.108's SHARD_SPEC_PATTERN needs `halo=N)`, which TT-NN "
-                                       "no longer prints; it reads TT-NN's current ShardSpec text as std::nullopt")
-def test_the_visualizer_reads_shard_shape_and_grid_from_a_fresh_report(sharded_memory_config):
-    spec = parse_memory_config(sharded_memory_config)["shard_spec"]
-    assert isinstance(spec, dict), f"the visualizer read no shard spec from {sharded_memory_config}"
-    assert (spec["grid"], spec["shape"]) == (GRID, SHARD)
+def test_ttreport_tensor_says_the_shard_spec_in_words(stored):
+    path, by_layout = stored
+    out = CliRunner().invoke(main, ["tensor", str(path), str(by_layout["BLOCK_SHARDED"][0])])
+    assert out.exit_code == 0, out.output
+    assert "L1 BLOCK_SHARDED, shards of 32x32 on 8 cores {[(x=0,y=0) - (x=3,y=1)]}, ROW_MAJOR" in out.output
+
+
+def test_the_html_export_says_the_shard_spec_in_words(stored, tmp_path):
+    path, _ = stored
+    with ttreport.open(path) as r:
+        r.export_html(tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert "L1 HEIGHT_SHARDED, shards of 32x64 on 2 cores {[(x=0,y=0) - (x=0,y=1)]}, ROW_MAJOR" in page
