@@ -147,6 +147,16 @@ def launch_for(out, fresh: bool, device, program: Program) -> None:
         raise
 
 
+def launch_after(out, fresh: bool, x, programs) -> None:
+    """launch_for() each of `programs` (a Program, a tuple of them, or None: nothing modelled) on the device of
+    the op's input `x`; nothing for a host tensor."""
+    device = getattr(x, "_device", None)
+    if device is None or programs is None:
+        return
+    for program in (programs,) if isinstance(programs, Program) else programs:
+        launch_for(out, fresh, device, program)
+
+
 def range_text(r: tuple[int, int, int, int]) -> str:
     """A core range as TT-Metal's CoreRange::str() writes it in its errors and graphs: '[0-0 - 7-7]' (x-y)."""
     return f"[{r[0]}-{r[1]} - {r[2]}-{r[3]}]"
@@ -320,6 +330,49 @@ def softmax_program(x, out_dtype: DataType, *, fp32_dest_acc_en: bool = False, n
     gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
     return make_program("SoftmaxDeviceOperation", "SoftmaxProgramFactoryAttentionOptimized", cbs,
                    ((0, 0, gx - 1, gy - 1),))
+
+
+# -- shared by the program models (device_sim/programs/) ---------------------------------------
+TILE_BYTES = _TILE_BYTES  # bytes of one 32x32 tile per dtype, block-float exponents included
+max_divisor = _max_divisor  # TT-NN's find_max_divisor(n, cap): the largest divisor of n up to cap
+
+
+def tiles(n: int) -> int:
+    """Tiles of 32 that hold n rows or columns."""
+    return -(-n // TILE)
+
+
+def grid_of(device) -> tuple[int, int]:
+    """The device's worker grid (x, y); TT-Metal's compute_with_storage_grid_size()."""
+    return (device.config.grid_x, device.config.grid_y) if device is not None else (8, 8)
+
+
+def split_work(units: int, grid_x: int, grid_y: int, row_wise: bool = False) -> tuple:
+    """The cores TT-Metal's split_work_to_cores gives `units` of work: one unit or more per core, the first
+    min(units, cores) cores, column by column (its default) or row by row."""
+    n = min(max(units, 1), grid_x * grid_y)
+    return cores_row_major(n, grid_x) if row_wise else cores_col_major(n, grid_x, grid_y)
+
+
+def split_blocks(blocks: int, grid_x: int, grid_y: int) -> tuple:
+    """The cores split_blocks_for_tilize (work_split_tilize.hpp) gives `blocks` rows of tiles: ceil(blocks /
+    cores) blocks a core, so ceil(blocks / that) cores, row by row."""
+    per_core = -(-max(blocks, 1) // (grid_x * grid_y))
+    return cores_row_major(-(-max(blocks, 1) // per_core), grid_x)
+
+
+_built: dict[tuple, Program] = {}
+
+
+def cached(key: tuple, build) -> Program:
+    """The program `build()` makes for `key`, built once: a model repeats a few shapes, and the per-op cost
+    is then one dict lookup (a build is ~10 us)."""
+    program = _built.get(key)
+    if program is None:
+        if len(_built) >= 4096:
+            _built.clear()
+        program = _built[key] = build()
+    return program
 
 
 # -- element-wise ------------------------------------------------------------------------------

@@ -6,9 +6,10 @@ import builtins
 
 import torch
 
-from device_sim import dtypes, placement
+from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
-from device_sim.registry import register_op
+from device_sim.programs import data_movement as programs
+from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.tile import as_tile
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -177,8 +178,10 @@ def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
     if layout == tensor.layout and dtype in (None, tensor.dtype) and memory_config is None:
         return tensor
     ins = device_inputs("ttnn.to_layout", tensor)
-    return output(values(tensor), tensor, ins, op_name="ttnn.to_layout", dtype=dtype, layout=layout,
-                  memory_config=memory_config)
+    out = output(values(tensor), tensor, ins, op_name="ttnn.to_layout", dtype=dtype, layout=layout,
+                 memory_config=memory_config)
+    device_work.launch_after(out, True, tensor, programs.layout_program(tensor, out))  # tilize / untilize
+    return out
 
 
 @register_op("ttnn.to_memory_config", golden=_identity)
@@ -189,8 +192,11 @@ def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: DataTyp
         )
     if memory_config is None:
         raise TypeError("to_memory_config needs a memory config, e.g. ttnn.L1 or ttnn.DRAM")
-    return output(values(tensor), tensor, [tensor], op_name="ttnn.to_memory_config", dtype=dtype,
-                  memory_config=memory_config)
+    fresh = pending_output_target("ttnn.to_memory_config") is None
+    out = output(values(tensor), tensor, [tensor], op_name="ttnn.to_memory_config", dtype=dtype,
+                 memory_config=memory_config)
+    device_work.launch_after(out, fresh, tensor, programs.memory_move_program(tensor, out))
+    return out
 
 
 def _typecast_golden(t, dtype, **_):
@@ -202,7 +208,11 @@ def typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | N
     if tt_nn_only:
         check_tt_nn_only("ttnn.typecast", tt_nn_only)
     ins = device_inputs("ttnn.typecast", tensor)
-    return output(values(tensor), tensor, ins, op_name="ttnn.typecast", dtype=dtype, memory_config=memory_config)
+    fresh = pending_output_target("ttnn.typecast") is None
+    out = output(values(tensor), tensor, ins, op_name="ttnn.typecast", dtype=dtype, memory_config=memory_config)
+    if tensor._device is not None and not tensor.is_sharded():
+        device_work.launch_after(out, fresh, tensor, programs.typecast_program(tensor, out.dtype))
+    return out
 
 
 @register_op("ttnn.clone", golden=lambda t, *_, **__: t.clone())
@@ -211,7 +221,10 @@ def clone(tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: D
     if tt_nn_only:
         check_tt_nn_only("ttnn.clone", tt_nn_only)
     ins = device_inputs("ttnn.clone", tensor)
-    return output(values(tensor), tensor, ins, op_name="ttnn.clone", dtype=dtype, memory_config=memory_config)
+    out = output(values(tensor), tensor, ins, op_name="ttnn.clone", dtype=dtype, memory_config=memory_config)
+    if tensor._device is not None and not tensor.is_sharded() and out.layout == tensor.layout:
+        device_work.launch_after(out, True, tensor, programs.copy_program(tensor, out.dtype))
+    return out
 
 
 def _reshape_golden(t, shape, *_, **__):
@@ -284,7 +297,12 @@ def transpose(input_tensor: Tensor, dim1: int, dim2: int, *, memory_config: Memo
         raise IndexError(f"ttnn.transpose: dims {dim1} and {dim2} do not both fit shape {list(v.shape)} "
                          f"(rank {v.dim()})") from None
     ins = device_inputs("ttnn.transpose", input_tensor)
-    return output(r.contiguous(), input_tensor, ins, op_name="ttnn.transpose", memory_config=memory_config)
+    out = output(r.contiguous(), input_tensor, ins, op_name="ttnn.transpose", memory_config=memory_config)
+    if (input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded()
+            and v.dim() >= 2 and {dim1 % v.dim(), dim2 % v.dim()} == {v.dim() - 2, v.dim() - 1}):
+        # WH, the case models transpose most; HC and CN run other factories, not modelled
+        device_work.launch_after(out, True, input_tensor, programs.transpose_wh_program(input_tensor, out.dtype))
+    return out
 
 
 def _slice_args(shape, starts, ends, slice_step, steps, slice_start, slice_end) -> list:

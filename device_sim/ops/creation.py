@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import torch
 
-from device_sim import dtypes, placement
+from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.programs import data_movement as data_movement_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -203,7 +204,11 @@ def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, 
             f"ttnn.concat: shapes {[list(v.shape) for v in vs]} cannot be joined along dim {dim}; "
             f"every other dim must match and dim must be within the rank"
         ) from None
-    return output(r, tensors[0], ins, op_name="ttnn.concat", memory_config=memory_config)
+    out = output(r, tensors[0], ins, op_name="ttnn.concat", memory_config=memory_config)
+    interleaved_tiles = all(t.layout == Layout.TILE and not t.is_sharded() for t in (*tensors, out))
+    if out._device is not None and interleaved_tiles:  # the interleaved factory; sharded concat is not modelled
+        device_work.launch_after(out, True, out, data_movement_programs.concat_program(out))
+    return out
 
 
 def _split_golden(t, split_size, dim=0, *_, **__):

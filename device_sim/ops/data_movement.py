@@ -18,8 +18,9 @@ import builtins
 
 import torch
 
-from device_sim import dtypes, ops, placement
+from device_sim import device_work, dtypes, ops, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.programs import data_movement as programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -30,7 +31,11 @@ def _out(op_name: str, input_tensor: Tensor, value: torch.Tensor, memory_config,
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor)
-    return output(value.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config, **kw)
+    out = output(value.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config, **kw)
+    if "layout" in kw:  # the tilize / untilize family: their device operation (device_sim.programs)
+        program = programs.layout_program(input_tensor, out, padded=op_name.endswith("padding"))
+        device_work.launch_after(out, True, input_tensor, program)
+    return out
 
 
 def _vals(op_name: str, t) -> torch.Tensor:

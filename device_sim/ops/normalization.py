@@ -11,6 +11,8 @@ from device_sim import device_work, numerics
 from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.program_config_checks import validate_layer_norm
+from device_sim.program_configs import LayerNormShardedMultiCoreProgramConfig
+from device_sim.programs import normalization
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -111,11 +113,29 @@ def _norm(name: str, golden):
         else:
             r = golden(v(input_tensor), weight=v(weight), bias=v(bias), epsilon=epsilon,
                        residual_input_tensor=v(residual_input_tensor))
-        return output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
+        out = output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
+        if input_tensor._device is not None and input_tensor.layout == Layout.TILE:
+            _launch_norm(name, out, input_tensor, weight, bias, residual_input_tensor, program_config,
+                         compute_kernel_config)
+        return out
 
     op.__doc__ = (f"{name} over the last dim: (input + residual_input_tensor, if given), normalized, "
                   f"times weight plus bias; with a compute_kernel_config, as TT-NN's kernel computes it.")
     return register_op(f"ttnn.{name}", golden=golden)(op)
+
+
+def _launch_norm(name: str, out: Tensor, x: Tensor, weight, bias, residual, program_config, config) -> None:
+    """The op's LayerNormDeviceOperation (device_sim.programs.normalization): the sharded factory for a
+    sharded input with its sharded program config, else the interleaved one (an interleaved input)."""
+    kw = dict(rms=name == "rms_norm", gamma=weight, beta=bias, residual=residual,
+              fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False)))
+    if x.is_sharded():
+        if not isinstance(program_config, LayerNormShardedMultiCoreProgramConfig) or not out.is_sharded():
+            return  # validate_layer_norm names what a sharded input needs; other mixes run no modelled program
+        program = normalization.sharded_layer_norm_program(x, out.dtype, program_config, **kw)
+    else:
+        program = normalization.layer_norm_program(x, out.dtype, **kw)
+    device_work.launch_for(out, True, x._device, program)  # layer_norm takes no output_tensor
 
 
 def _norm_on_the_engine(name: str, x, weight, bias, epsilon: float, residual, config) -> torch.Tensor:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import torch
 
-from device_sim import dtypes, numerics
+from device_sim import device_work, dtypes, numerics
 from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.data_movement import index_dtype
+from device_sim.programs import reduction
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import DataType, MemoryConfig
+from device_sim.types import DataType, Layout, MemoryConfig
+
+# The reductions TT-NN runs as ReduceDeviceOperation (reduce_op.cpp's ReduceOpMath SUM / MAX / MIN; mean is a
+# sum scaled by 1/N); var, std and prod run other programs, not modelled.
+_REDUCE_OPS = frozenset({"sum", "mean", "max", "min"})
 
 
 def _dims(dim):
@@ -44,7 +49,14 @@ def _reduction(name: str, fn, *, result_dtype: DataType | None = None, **fn_kw):
             raise ValueError(f"{op_name}: cannot reduce shape {list(x.shape)} over dim {dim!r}: {e}") from None
         if name in ("sum", "mean") and numerics.emulating(compute_kernel_config):
             r = _on_the_fpu(op_name, x, dim, keepdim, compute_kernel_config, mean=name == "mean", scaler=scalar)
-        return output(r, input_tensor, ins, op_name=op_name, dtype=result_dtype, memory_config=memory_config)
+        out = output(r, input_tensor, ins, op_name=op_name, dtype=result_dtype, memory_config=memory_config)
+        if name in _REDUCE_OPS and input_tensor._device is not None and input_tensor.layout == Layout.TILE \
+                and not input_tensor.is_sharded():
+            rank = x.dim()
+            dims = range(rank) if dim is None else [d % rank for d in ((dim,) if isinstance(dim, int) else dim)]
+            device_work.launch_after(out, True, input_tensor, reduction.reduce_programs(input_tensor, out.dtype,
+                                                                                         tuple(dims)))
+        return out
 
     op.__doc__ = (f"{name} over `dim` (None: every dim) of the input times `scalar`; var and std take TT-NN's "
                   f"correction=True (unbiased).")

@@ -1,0 +1,24 @@
+"""Program-factory models of TT-NN's op families beyond matmul, softmax and element-wise (device_work.py).
+
+Each module models one family's device operations as TT-NN 0.81's program factories build them: the
+device operation's name (as graph capture writes it), the circular buffers the factory creates (count,
+page size from the dtypes' tile sizes, pages from the blocking and double buffering the factory picks)
+and the cores they live on. Ops call them after making their output and launch the result with
+device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error) and tells the report.
+
+- normalization: layer_norm / rms_norm, interleaved and sharded (LayerNormDeviceOperation)
+- data_movement: tilize / untilize (+ padding), transpose, concat, copy, typecast, the sharding moves
+- reduction: sum / mean / max / min (ReduceDeviceOperation)
+
+Every builder is cached on the facts its CBs depend on, so a model's repeated op costs one dict lookup.
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs import normalization
+    >>> dev = ttnn.open_device()
+    >>> x = ttnn.from_torch(torch.ones(64, 256), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> p = normalization.layer_norm_program(x, ttnn.bfloat16)
+    >>> p.name, len(p.cbs), p.l1_bytes_per_core
+    ('LayerNormDeviceOperation', 9, 114688)
+    >>> ttnn.close_device(dev)
+"""

@@ -1,0 +1,241 @@
+"""Data movement device operations: layout changes, copies, concat, transpose, typecast, sharding moves.
+
+Each builder follows one tt-metal program factory (named in its docstring, under
+ttnn/cpp/ttnn/operations/data_movement/ unless said otherwise). Pages are tiles for a TILE tensor and
+rows (padded width x element size) for a ROW_MAJOR one, as the factories page them.
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs import data_movement
+    >>> dev = ttnn.open_device()
+    >>> x = ttnn.from_torch(torch.ones(64, 320), dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR, device=dev)
+    >>> p = data_movement.tilize_program(x, ttnn.bfloat16)
+    >>> p.name, [(cb.indices, cb.num_pages) for cb in p.cbs], p.ranges
+    ('TilizeDeviceOperation', [((0,), 10), ((16,), 10)], ((0, 0, 1, 0),))
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+from device_sim import dtypes
+from device_sim.device_work import (
+    TILE,
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cached,
+    grid_of,
+    make_program,
+    split_blocks,
+    split_work,
+)
+from device_sim.types import DataType, Layout
+
+
+def _round32(n: int) -> int:
+    return -(-n // 32) * 32
+
+
+def _tile_padded(shape) -> tuple:
+    return (*shape[:-2], *(-(-int(d) // TILE) * TILE for d in shape[-2:]))
+
+
+def _rows_and_wt(shape) -> tuple[int, int]:
+    """(rows of tiles, tiles per row) of a padded shape."""
+    rows = 1
+    for d in shape[:-1]:
+        rows *= d
+    return -(-rows // TILE), -(-shape[-1] // TILE)
+
+
+def _shard_ranges(spec) -> tuple:
+    return tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in spec.grid.ranges())
+
+
+def layout_program(x, out, *, padded: bool = False) -> Program | None:
+    """The program that changes `x`'s layout into `out`'s: tilize (ROW_MAJOR to TILE) or untilize (TILE to
+    ROW_MAJOR), their padding variants when `padded`; None when the layout stays or for a sharded tilize."""
+    if x.layout == out.layout or x._device is None:
+        return None
+    if out.layout == Layout.TILE:
+        if x.is_sharded():
+            return None
+        name = "TilizeWithValPaddingDeviceOperation" if padded else "TilizeDeviceOperation"
+        return tilize_program(x, out.dtype, name=name, shape=tuple(out.padded_shape))
+    return untilize_program(x, out.dtype, name="UntilizeWithUnpaddingDeviceOperation" if padded else
+                            "UntilizeDeviceOperation")
+
+
+def memory_move_program(x, out) -> Program | None:
+    """to_memory_config's device operation: InterleavedToSharded, ShardedToInterleaved, or a copy between
+    interleaved configs; None for a sharded-to-sharded move (ReshardDeviceOperation, not modelled)."""
+    if x._device is None:
+        return None
+    if out.is_sharded():
+        return None if x.is_sharded() else interleaved_to_sharded_program(x, out)
+    return sharded_to_interleaved_program(x, out) if x.is_sharded() else copy_program(x, out.dtype)
+
+
+def tilize_program(x, out_dtype: DataType, *, name: str = "TilizeDeviceOperation", shape=None) -> Program:
+    """tilize_multi_core_interleaved_program_factory.cpp: a whole row of tiles (Wt) in c_0 (the input's
+    format) and in c_16 (the output's), on the cores split_blocks_for_tilize gives the rows of tiles.
+
+    tilize_with_val_padding is modelled the same way on the padded shape (its interleaved factory reads a
+    row of tiles at a time too). A row wider than 32 tiles may go to the block factory in TT-NN; not modelled.
+    """
+    dev = x._device
+    shape = tuple(shape if shape is not None else _tile_padded(x.padded_shape))
+    return cached((name, shape, x.dtype, out_dtype, grid_of(dev)), lambda: _tilize(dev, shape, x.dtype, out_dtype,
+                                                                                   name))
+
+
+def _tilize(dev, shape, in_dtype, out_dtype, name) -> Program:
+    rows, wt = _rows_and_wt(shape)
+    cbs = (CircularBuffer((0,), wt, TILE_BYTES[in_dtype]), CircularBuffer((16,), wt, TILE_BYTES[out_dtype]))
+    return make_program(name, "TilizeMultiCoreInterleavedProgramFactory", cbs, split_blocks(rows, *grid_of(dev)))
+
+
+def untilize_program(x, out_dtype: DataType, *, name: str = "UntilizeDeviceOperation") -> Program:
+    """untilize_multi_core_program_factory.cpp: rows of tiles split as split_blocks_for_tilize splits them;
+    c_0 (input format) and c_16 (output format) hold a row of tiles, doubled when a core takes two rows
+    or more. A sharded input's c_0 is its shard (globally allocated) and c_16 a shard-wide row, on the
+    shard grid."""
+    dev = x._device
+    shape = tuple(x.padded_shape)
+    spec = x.memory_config().shard_spec if x.is_sharded() else None
+    key = (name, shape, x.dtype, out_dtype, grid_of(dev), spec)
+    return cached(key, lambda: _untilize(dev, shape, x.dtype, out_dtype, spec, name))
+
+
+def _untilize(dev, shape, in_dtype, out_dtype, spec, name) -> Program:
+    in_t, out_t = TILE_BYTES[in_dtype], TILE_BYTES[out_dtype]
+    if spec is not None:
+        h, w = spec.shape
+        blocks_per_core, wt = -(-h // TILE), -(-w // TILE)
+        depth = 1 if blocks_per_core == 1 else 2
+        cbs = (CircularBuffer((0,), wt * blocks_per_core, in_t, True), CircularBuffer((16,), wt * depth, out_t))
+        return make_program(name, "UntilizeMultiCoreProgramFactory", cbs, _shard_ranges(spec))
+    rows, wt = _rows_and_wt(shape)
+    gx, gy = grid_of(dev)
+    per_core = -(-rows // (gx * gy))
+    depth = 1 if per_core == 1 else 2
+    cbs = (CircularBuffer((0,), wt * depth, in_t), CircularBuffer((16,), wt * depth, out_t))
+    return make_program(name, "UntilizeMultiCoreProgramFactory", cbs, split_blocks(rows, gx, gy))
+
+
+def transpose_wh_program(x, out_dtype: DataType) -> Program:
+    """transpose_wh_program_factory.cpp (the last two dims of an interleaved TILE tensor): two tiles in c_0
+    and two in c_16, on the cores split_work_to_cores gives the tiles."""
+    dev = x._device
+    shape = tuple(x.padded_shape)
+    return cached(("TransposeDeviceOperation", shape, x.dtype, out_dtype, grid_of(dev)),
+                  lambda: _streaming("TransposeDeviceOperation", "TransposeWHProgramFactory", dev, shape, x.dtype,
+                                     out_dtype, Layout.TILE, out_index=16, always_out=True))
+
+
+def _pages(shape, layout: Layout) -> int:
+    return dtypes.num_pages(layout, shape)
+
+
+def _streaming(name: str, factory: str, dev, shape, in_dtype, out_dtype, layout, *, out_index: int,
+               always_out: bool, row_wise: bool = False, align32: bool = False) -> Program:
+    """The factories that stream pages through two-page CBs: c_0 in, and an output CB (c_<out_index>)
+    always or only when the dtype changes, split_work_to_cores over the pages."""
+    if layout == Layout.TILE:
+        in_p, out_p = TILE_BYTES[in_dtype], TILE_BYTES[out_dtype]
+    else:
+        in_p = shape[-1] * dtypes.ELEMENT_SIZE[in_dtype]
+        out_p = shape[-1] * dtypes.ELEMENT_SIZE[out_dtype]
+    if align32:
+        in_p, out_p = _round32(in_p), _round32(out_p)
+    cbs = [CircularBuffer((0,), 2, in_p)]
+    if always_out or in_dtype != out_dtype:
+        cbs.append(CircularBuffer((out_index,), 2, out_p))
+    gx, gy = grid_of(dev)
+    return make_program(name, factory, cbs, split_work(_pages(shape, layout), gx, gy, row_wise=row_wise))
+
+
+def copy_program(x, out_dtype: DataType) -> Program:
+    """copy_program_factory.cpp (clone, and to_memory_config between interleaved configs): two pages in c_0,
+    each rounded up to 32 B, and two in c_16 only when the dtype changes; split_work_to_cores over the pages."""
+    dev = x._device
+    shape = tuple(x.padded_shape)
+    return cached(("CopyDeviceOperation", shape, x.dtype, out_dtype, x.layout, grid_of(dev)),
+                  lambda: _streaming("CopyDeviceOperation", "CopyProgramFactory", dev, shape, x.dtype, out_dtype,
+                                     x.layout, out_index=16, always_out=False, align32=True))
+
+
+def typecast_program(x, out_dtype: DataType) -> Program:
+    """copy/typecast/device/typecast_program_factory.cpp: two pages in c_0 and two in c_2, over the pages
+    (row by row for a ROW_MAJOR tensor, column by column for tiles)."""
+    dev = x._device
+    shape = tuple(x.padded_shape)
+    rm = x.layout == Layout.ROW_MAJOR
+    return cached(("TypecastDeviceOperation", shape, x.dtype, out_dtype, x.layout, grid_of(dev)),
+                  lambda: _streaming("TypecastDeviceOperation", "TypecastProgramFactory", dev, shape, x.dtype,
+                                     out_dtype, x.layout, out_index=2, always_out=True, row_wise=rm))
+
+
+def concat_program(out) -> Program:
+    """concat_program_factory.cpp's interleaved concat: one two-page CB (c_0, the output's page) that every
+    input streams through, split_work_to_cores over the output's pages (row-wise for ROW_MAJOR)."""
+    dev = out._device
+    shape = tuple(out.padded_shape)
+    key = ("ConcatDeviceOperation", shape, out.dtype, out.layout, grid_of(dev))
+
+    def build():
+        page = dtypes.page_size(out.dtype, out.layout, shape)
+        gx, gy = grid_of(dev)
+        return make_program("ConcatDeviceOperation", "ConcatProgramFactory", (CircularBuffer((0,), 2, page),),
+                            split_work(_pages(shape, out.layout), gx, gy, row_wise=out.layout == Layout.ROW_MAJOR))
+
+    return cached(key, build)
+
+
+# DRAM alignment (hal::get_dram_alignment on Wormhole) and the read transaction ids the reader keeps in flight
+_DRAM_ALIGNMENT, _TRIDS = 32, 4
+
+
+def interleaved_to_sharded_program(x, out) -> Program:
+    """InterleavedToShardedDeviceOperation, with the CBs to_memory_config_op.cpp's L1 check counts: a scratch
+    CB of 4 pages of align(page + 32, 32), the input's pages again when the dtype changes, and the output CB
+    over the L1 shard itself (globally allocated), on the output's shard grid."""
+    spec = out.memory_config().shard_spec
+    key = ("InterleavedToShardedDeviceOperation", x.dtype, out.dtype, x.layout, spec)
+
+    def build():
+        tile = x.layout == Layout.TILE
+        h, w = spec.shape
+        units = (-(-h // TILE) * -(-w // TILE)) if tile else h
+        in_unit = TILE_BYTES[x.dtype] if tile else w * dtypes.ELEMENT_SIZE[x.dtype]
+        out_unit = TILE_BYTES[out.dtype] if tile else w * dtypes.ELEMENT_SIZE[out.dtype]
+        scratch = -(-(in_unit + _DRAM_ALIGNMENT) // _DRAM_ALIGNMENT) * _DRAM_ALIGNMENT
+        cbs = [CircularBuffer((24,), _TRIDS, scratch)]
+        if x.dtype != out.dtype:
+            cbs.append(CircularBuffer((0,), units, -(-in_unit // 16) * 16))
+        cbs.append(CircularBuffer((16,), units, out_unit, True))
+        return make_program("InterleavedToShardedDeviceOperation", "InterleavedToShardedProgramFactory", cbs,
+                            _shard_ranges(spec))
+
+    return cached(key, build)
+
+
+def sharded_to_interleaved_program(x, out) -> Program:
+    """ShardedToInterleavedDeviceOperation: the input CB is the shard itself (globally allocated); an output
+    CB of a shard's pages only when the dtype changes (to_memory_config_op.cpp's check), on the shard grid."""
+    spec = x.memory_config().shard_spec
+    key = ("ShardedToInterleavedDeviceOperation", x.dtype, out.dtype, x.layout, spec)
+
+    def build():
+        tile = x.layout == Layout.TILE
+        h, w = spec.shape
+        units = (-(-h // TILE) * -(-w // TILE)) if tile else h
+        in_unit = TILE_BYTES[x.dtype] if tile else w * dtypes.ELEMENT_SIZE[x.dtype]
+        cbs = [CircularBuffer((0,), units, in_unit, True)]
+        if x.dtype != out.dtype:
+            out_unit = TILE_BYTES[out.dtype] if tile else w * dtypes.ELEMENT_SIZE[out.dtype]
+            cbs.append(CircularBuffer((16,), units, -(-out_unit // 16) * 16))
+        return make_program("ShardedToInterleavedDeviceOperation", "ShardedToInterleavedProgramFactory", cbs,
+                            _shard_ranges(spec))
+
+    return cached(key, build)

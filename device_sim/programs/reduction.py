@@ -1,0 +1,58 @@
+"""ReduceDeviceOperation (sum, mean, max, min over the last two dims) as TT-NN's reduce factories build it.
+
+A reduction over W is reduce_op_multi_core_w.cpp, over H reduce_op_multi_core_h.cpp (tt-metal's
+ttnn/cpp/ttnn/operations/reduction/generic/device/); over both, TT-NN runs W then H: two programs.
+Reductions over the outer dims (a transpose first in TT-NN) are not modelled.
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs.reduction import reduce_programs
+    >>> dev = ttnn.open_device()
+    >>> x = ttnn.from_torch(torch.ones(1, 1, 64, 256), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> [[cb.num_pages for cb in p.cbs] for p in reduce_programs(x, ttnn.bfloat16, (3,))]
+    [[2, 2, 2, 1]]
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, split_work
+from device_sim.types import DataType
+
+NAME = "ReduceDeviceOperation"
+_BF16 = DataType.BFLOAT16
+
+
+def reduce_programs(x, out_dtype: DataType, dims: tuple[int, ...]) -> tuple[Program, ...]:
+    """The programs reducing `x` (TILE, interleaved) over `dims` (non-negative), () when TT-NN would
+    first move other dims into place (not modelled). W: c_0 two input tiles, c_2 two bfloat16 scaler
+    tiles, c_3 two output tiles, c_4 one accumulator tile, split_work_to_cores over the NC*Ht rows of
+    tiles. H: c_0 two input tiles, c_2 one scaler tile, c_16 two output tiles, over the NC*Wt columns."""
+    rank = len(x.padded_shape)
+    dims = tuple(sorted(set(dims)))
+    if not dims or any(d < rank - 2 and x.padded_shape[d] != 1 for d in dims):
+        return ()
+    shape = tuple(x.padded_shape)
+    dev = x._device
+    key = (NAME, shape, x.dtype, out_dtype, dims, grid_of(dev))
+    return cached(key, lambda: _build(dev, shape, x.dtype, out_dtype, dims))
+
+
+def _build(dev, shape, in_dtype, out_dtype, dims) -> tuple[Program, ...]:
+    rank = len(shape)
+    nc = 1
+    for d in shape[:-2]:
+        nc *= d
+    ht, wt = shape[-2] // TILE, shape[-1] // TILE
+    gx, gy = grid_of(dev)
+    in_t, out_t, scaler = TILE_BYTES[in_dtype], TILE_BYTES[out_dtype], TILE_BYTES[_BF16]
+    programs = []
+    if rank - 1 in dims:
+        cbs = (CircularBuffer((0,), 2, in_t), CircularBuffer((2,), 2, scaler), CircularBuffer((3,), 2, out_t),
+               CircularBuffer((4,), 1, out_t))
+        programs.append(make_program(NAME, "ReduceMultiCoreWProgramFactory", cbs, split_work(nc * ht, gx, gy)))
+        in_t, wt = out_t, 1  # H then reads W's output, one tile wide
+    if rank - 2 in dims:
+        cbs = (CircularBuffer((0,), 2, in_t), CircularBuffer((2,), 1, scaler), CircularBuffer((16,), 2, out_t))
+        programs.append(make_program(NAME, "ReduceMultiCoreHProgramFactory", cbs, split_work(nc * wt, gx, gy)))
+    return tuple(programs)

@@ -1,0 +1,179 @@
+"""Device work of the op families beyond matmul/softmax/element-wise: layer_norm, data movement, reductions.
+
+Each test builds a known shape and checks the device operation and its CBs against the program
+factory's formula, worked out by hand in the comments (device_sim/programs/ cites the factories).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import device_sim as ttnn
+import ttreport
+from device_sim.programs import data_movement, normalization, reduction
+
+BF16, BF8, F32 = 2048, 1088, 4096  # bytes of one 32x32 tile
+
+
+def tt(device, shape, dtype=ttnn.bfloat16, layout=ttnn.TILE, memory_config=None):
+    return ttnn.from_torch(torch.randn(*shape), dtype=dtype, layout=layout, device=device,
+                           memory_config=memory_config)
+
+
+def cbs(program) -> list[tuple]:
+    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
+
+
+def test_an_interleaved_layer_norm_with_gamma_and_beta_holds_whole_rows_of_tiles(device):
+    # [1, 1, 64, 256]: Wt = 8, block = 8 (no fp32 destination). x, x-mean and (x-mean)^2 keep a row (8 tiles);
+    # the output two blocks (16); gamma and beta a row each in their dtype; 2 rows of tiles on 2 cores (row-wise).
+    x, w, b = tt(device, (1, 1, 64, 256)), tt(device, (1, 256)), tt(device, (1, 256), ttnn.bfloat8_b)
+    p = normalization.layer_norm_program(x, ttnn.bfloat16, gamma=w, beta=b)
+    assert p.name == "LayerNormDeviceOperation"
+    assert cbs(p) == [(0, 8, BF16), (16, 16, BF16), (18, 2, BF16), (2, 2, BF16), (3, 2, BF16), (19, 2, BF16),
+                      (24, 8, BF16), (20, 8, BF16), (21, 8, BF16), (22, 16, BF16), (5, 8, BF16), (6, 8, BF8)]
+    assert p.ranges == ((0, 0, 1, 0),)
+
+
+def test_rms_norm_with_a_residual_and_an_fp32_destination(device):
+    # rms_norm drops c_18 and keeps c_24 only because of the residual (no c_23); the residual streams through
+    # c_1 in two blocks. fp32_dest_acc_en: block = 4 (the largest divisor of 8 up to 4), float32 intermediates.
+    x, res = tt(device, (1, 1, 32, 256)), tt(device, (1, 1, 32, 256))
+    p = normalization.layer_norm_program(x, ttnn.bfloat16, rms=True, residual=res, fp32_dest_acc_en=True)
+    assert cbs(p) == [(0, 8, BF16), (16, 8, BF16), (2, 2, BF16), (3, 2, BF16), (19, 2, F32), (24, 8, F32),
+                      (20, 8, F32), (21, 8, F32), (1, 8, BF16)]
+
+
+def test_a_layer_norm_too_wide_for_l1_takes_the_large_tensor_kernels_buffers(device):
+    # Wt = 160: five 160-tile row buffers (counted even without gamma/beta) pass 95% of L1, so the factory
+    # caps the row buffers at 120 tiles (no weights, bfloat16 input)
+    x = tt(device, (1, 1, 32, 160 * 32))
+    p = normalization.layer_norm_program(x, ttnn.bfloat16)
+    assert [c for c in cbs(p) if c[0] in (0, 24, 20)] == [(0, 120, BF16), (24, 120, BF16), (20, 120, BF16)]
+
+
+def test_a_block_sharded_layer_norm_backs_input_and_output_cbs_with_the_shards(device):
+    # [256, 1024] on 8x8 cores: block_h = 1, block_w = 4 tiles; 8 blocks across (row-wise), so the partial
+    # statistics from the other cores take ceil(32 / 4) = 8 tiles (c_10, c_13); one row per all-to-all worker
+    cfg = ttnn.create_sharded_memory_config((1, 1, 256, 1024), core_grid=ttnn.CoreGrid(y=8, x=8),
+                                            strategy=ttnn.ShardStrategy.BLOCK)
+    x = ttnn.to_memory_config(tt(device, (1, 1, 256, 1024)), cfg)
+    pc = ttnn.LayerNormShardedMultiCoreProgramConfig(compute_with_storage_grid_size=(8, 8), subblock_w=4,
+                                                     block_h=1, block_w=4, inplace=False)
+    p = normalization.sharded_layer_norm_program(x, ttnn.bfloat16, pc)
+    assert cbs(p) == [(0, 4, BF16), (2, 1, BF16), (4, 1, BF16), (3, 1, BF16), (24, 4, BF16), (18, 4, BF16),
+                      (8, 1, BF16), (9, 1, BF16), (10, 8, BF16), (11, 1, BF16), (12, 1, BF16), (13, 8, BF16),
+                      (15, 1, BF16), (20, 1, BF16), (16, 4, BF16)]
+    assert [cb.globally_allocated for cb in p.cbs if cb.indices[0] in (0, 16)] == [True, True]
+    assert p.cb_region_end == 33 * BF16 and p.ranges == ((0, 0, 7, 7),)
+    y = ttnn.layer_norm(x, program_config=pc, memory_config=cfg)  # runs, launching that program
+    assert y.is_sharded()
+
+
+def test_tilize_and_untilize_hold_rows_of_tiles(device):
+    # tilize [64, 320] row-major: 2 rows of 10 tiles on 2 cores; untilize [4096, 64]: 128 rows of 2 tiles over
+    # 64 cores, two rows a core, so c_0 and c_16 double-buffer the row (4 tiles)
+    rm = tt(device, (1, 1, 64, 320), layout=ttnn.ROW_MAJOR)
+    p = data_movement.layout_program(rm, ttnn.to_layout(rm, ttnn.TILE))
+    assert (p.name, cbs(p), p.ranges) == ("TilizeDeviceOperation", [(0, 10, BF16), (16, 10, BF16)], ((0, 0, 1, 0),))
+    t = tt(device, (1, 1, 4096, 64))
+    p = data_movement.layout_program(t, ttnn.to_layout(t, ttnn.ROW_MAJOR))
+    assert (p.name, cbs(p), p.cores.num_cores()) == ("UntilizeDeviceOperation", [(0, 4, BF16), (16, 4, BF16)], 64)
+    small = tt(device, (1, 1, 2048, 64))  # one row a core: no double buffering
+    assert cbs(data_movement.untilize_program(small, ttnn.bfloat16)) == [(0, 2, BF16), (16, 2, BF16)]
+
+
+def test_streaming_data_movement_ops_use_two_page_cbs(device):
+    x = tt(device, (1, 1, 64, 320))  # 20 tiles: 20 cores, column by column (split_work_to_cores)
+    tc = data_movement.typecast_program(x, ttnn.bfloat8_b)
+    assert (tc.name, cbs(tc), tc.ranges) == ("TypecastDeviceOperation", [(0, 2, BF16), (2, 2, BF8)],
+                                             ((0, 0, 1, 7), (2, 0, 2, 3)))
+    assert cbs(data_movement.copy_program(x, ttnn.bfloat16)) == [(0, 2, BF16)]  # no dtype change: one CB
+    assert cbs(data_movement.copy_program(x, ttnn.float32)) == [(0, 2, BF16), (16, 2, F32)]
+    rm = tt(device, (1, 1, 4, 100), layout=ttnn.ROW_MAJOR)  # 200 B rows, rounded to 224 B pages
+    assert cbs(data_movement.copy_program(rm, ttnn.bfloat16)) == [(0, 2, 224)]
+    tr = data_movement.transpose_wh_program(x, ttnn.bfloat16)
+    assert (tr.name, cbs(tr)) == ("TransposeDeviceOperation", [(0, 2, BF16), (16, 2, BF16)])
+
+
+def test_moving_to_and_from_l1_shards(device):
+    x = tt(device, (1, 1, 64, 256))
+    cfg = ttnn.create_sharded_memory_config((64, 32), core_grid=ttnn.CoreGrid(y=1, x=8),
+                                            strategy=ttnn.ShardStrategy.WIDTH, use_height_and_width_as_shard_shape=True)
+    s = ttnn.to_memory_config(x, cfg)
+    i2s = data_movement.memory_move_program(x, s)
+    # a 4-page scratch CB of align(2048 + 32, 32) = 2080 B, and the 2-tile shard itself as the output CB
+    assert (i2s.name, cbs(i2s)) == ("InterleavedToShardedDeviceOperation", [(24, 4, 2080), (16, 2, BF16)])
+    assert [cb.globally_allocated for cb in i2s.cbs] == [False, True] and i2s.ranges == ((0, 0, 7, 0),)
+    back = ttnn.to_memory_config(s, ttnn.DRAM_MEMORY_CONFIG)
+    s2i = data_movement.memory_move_program(s, back)
+    assert (s2i.name, cbs(s2i), s2i.cb_region_end) == ("ShardedToInterleavedDeviceOperation", [(0, 2, BF16)], 0)
+
+
+def test_reductions_over_w_h_and_both(device):
+    x = tt(device, (1, 1, 64, 256))  # Ht = 2, Wt = 8
+    (w,) = reduction.reduce_programs(x, ttnn.bfloat16, (3,))
+    assert (w.name, cbs(w), w.ranges) == ("ReduceDeviceOperation", [(0, 2, BF16), (2, 2, BF16), (3, 2, BF16),
+                                                                    (4, 1, BF16)], ((0, 0, 0, 1),))
+    (h,) = reduction.reduce_programs(x, ttnn.bfloat16, (2,))
+    assert (cbs(h), h.cores.num_cores()) == ([(0, 2, BF16), (2, 1, BF16), (16, 2, BF16)], 8)  # one per column
+    both = reduction.reduce_programs(x, ttnn.bfloat16, (0, 1, 2, 3))
+    assert [p.factory for p in both] == ["ReduceMultiCoreWProgramFactory", "ReduceMultiCoreHProgramFactory"]
+    assert both[1].cores.num_cores() == 1  # H reads W's one-tile-wide output
+    assert reduction.reduce_programs(tt(device, (2, 3, 32, 32)), ttnn.bfloat16, (1,)) == ()  # not modelled
+
+
+def test_every_op_of_a_small_model_launches_its_device_operations(device, tmp_path):
+    x, w, b = tt(device, (1, 1, 64, 256)), tt(device, (256, 256)), tt(device, (1, 256))
+    rm = tt(device, (1, 1, 64, 256), layout=ttnn.ROW_MAJOR)
+    with ttreport.capture("model", config=ttreport.Config(root=tmp_path)) as handle:
+        h = ttnn.layer_norm(x, weight=b, bias=b)
+        h = ttnn.linear(h, w, bias=b)
+        h = ttnn.gelu(h)
+        h = ttnn.add(h, x)
+        h = ttnn.softmax(h, dim=-1)
+        h = ttnn.transpose(h, -2, -1)
+        h = ttnn.to_memory_config(h, ttnn.L1_MEMORY_CONFIG)
+        h = ttnn.typecast(h, ttnn.bfloat8_b)
+        h = ttnn.concat([h, h], dim=-1)
+        ttnn.sum(h, dim=-1)
+        ttnn.to_layout(rm, ttnn.TILE)
+    with ttreport.open(handle.path) as r:
+        rows = r.sql("SELECT o.name, g.captured_graph FROM operations o LEFT JOIN captured_graph g "
+                     "USING (operation_id) WHERE o.parent_operation_id IS NULL ORDER BY o.operation_id")
+    names = {row["name"]: [n["params"]["name"] for n in json.loads(row["captured_graph"] or "[]")
+                           if n["node_type"] == "function_start"][1:] for row in rows}
+    assert names == {
+        "ttnn.layer_norm": ["LayerNormDeviceOperation"], "ttnn.linear": ["MatmulDeviceOperation"],
+        "ttnn.gelu": ["UnaryDeviceOperation"], "ttnn.add": ["BinaryNgDeviceOperation"],
+        "ttnn.softmax": ["SoftmaxDeviceOperation"], "ttnn.transpose": ["TransposeDeviceOperation"],
+        "ttnn.to_memory_config": ["CopyDeviceOperation"], "ttnn.typecast": ["TypecastDeviceOperation"],
+        "ttnn.concat": ["ConcatDeviceOperation"], "ttnn.sum": ["ReduceDeviceOperation"],
+        "ttnn.to_layout": ["TilizeDeviceOperation"]}
+
+
+@pytest.fixture
+def small_l1():
+    dev = ttnn.open_device(0, l1_size=98_304 + 65_536)  # 64 KiB above the CB base per core
+    yield dev
+    ttnn.close_device(dev)
+
+
+def test_a_layer_norm_whose_cbs_reach_an_l1_tensor_fails_with_tt_metals_clash_error(small_l1):
+    # [32, 64]: Wt = 2, block = 2; c_0 2, c_16 4, c_18 2, c_2 2, c_3 2, c_19 2, c_24 2, c_20 2, c_21 8 = 26 tiles
+    x = tt(small_l1, (1, 1, 32, 64))
+    ttnn.layer_norm(x)  # fits while L1 is empty
+    held = tt(small_l1, (32 * 64 * 16, 32), memory_config=ttnn.L1_MEMORY_CONFIG)  # 32 KiB per core at the top
+    end = small_l1.config.l1_unreserved_base + 26 * BF16
+    live = len(small_l1.memory.live_buffers())
+    with pytest.raises(RuntimeError, match=rf"Statically allocated circular buffers in program \d+ clash with L1 "
+                                           rf"buffers on core range \[0-0 - 0-0\]. L1 buffer allocated at "
+                                           rf"{held.buffer_address()} and static circular buffer region ends at "
+                                           rf"{end}"):
+        ttnn.layer_norm(x)
+    assert len(small_l1.memory.live_buffers()) == live  # the failed op's output was freed
+    held.deallocate()
+    ttnn.layer_norm(x)
