@@ -27,6 +27,28 @@ def held(t: torch.Tensor) -> torch.Tensor:
 
 # -- slice, reshape, transpose: every call shape the models use -----------------------------------
 
+def test_slice_takes_starts_and_ends_as_device_tensors_with_slice_dim_and_num_devices(device):
+    # tt-metal's models call ttnn.slice(input_tensor=, starts=, ends=, slice_dim=, num_devices=) with 1-D
+    # uint32 device tensors: a TILE input keeps 1/num_devices of dim slice_dim from each start (slice.cpp).
+    v = rnd(1, 1, 64, 128)
+    t = dev(v, device)
+    idx = lambda xs: ttnn.from_torch(torch.tensor(xs), dtype=ttnn.uint32, device=device)  # noqa: E731
+    out = ttnn.slice(input_tensor=t, starts=idx([0, 0, 32, 0]), ends=idx([1, 1, 64, 128]), slice_dim=2,
+                     num_devices=2)
+    assert torch.equal(out.value, held(v)[:, :, 32:64, :])
+    assert (out.shape, out.dtype, out.layout, out.memory_config()) == ((1, 1, 32, 128), t.dtype, ttnn.TILE,
+                                                                       t.memory_config())
+    # A ROW_MAJOR input is read back and sliced from starts to ends, as TT-NN's host path does.
+    rm = dev(v, device, layout=ttnn.ROW_MAJOR)
+    assert torch.equal(ttnn.slice(rm, idx([0, 0, 8, 4]), idx([1, 1, 24, 100])).value, held(v)[:, :, 8:24, 4:100])
+    with pytest.raises(ValueError, match="slice_dim and num_devices must be provided"):
+        ttnn.slice(t, idx([0, 0, 0, 0]), idx([1, 1, 64, 128]))
+    with pytest.raises(ValueError, match="must be evenly divisible by num_devices \\(3\\)"):
+        ttnn.slice(t, idx([0, 0, 0, 0]), idx([1, 1, 64, 128]), slice_dim=2, num_devices=3)
+    with pytest.raises(TypeError, match="slice_dim= and num_devices= belong to the form"):
+        ttnn.slice(t, [0, 0, 0, 0], [1, 1, 64, 128], slice_dim=2, num_devices=2)
+
+
 def test_slice_takes_starts_ends_and_steps_positionally_or_by_any_of_tt_nns_keywords(device):
     v = rnd(2, 32, 64)
     t = dev(v, device)

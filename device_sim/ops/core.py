@@ -329,25 +329,77 @@ def _slice_args(shape, starts, ends, slice_step, steps, slice_start, slice_end) 
     return out
 
 
+def _tensor_slice_args(shape, starts, ends, step, slice_dim, num_devices, on_device: bool) -> list:
+    """Python slices for TT-NN's tensor-args slice: `starts`/`ends` are 1-D integer tensors (torch values here).
+
+    TT-NN (slice.cpp) runs a TILE tensor with unit steps on the device: the output keeps the input's shape
+    but for dim `slice_dim`, divided by `num_devices`, and each dim starts at its entry of `starts` (each
+    device of a mesh reads its own); otherwise the two tensors are read back and it is an ordinary slice.
+    """
+    for name, t in (("start", starts), ("end", ends)):
+        if t.dim() != 1:
+            raise ValueError(f"ttnn.slice: the {name} tensor for slicing must be in 1D shape, but got {t.dim()}D "
+                             f"(shape {list(t.shape)})")
+    b, e = [int(x) for x in starts.tolist()], [int(x) for x in ends.tolist()]
+    if not on_device:
+        return _slice_args(shape, b, e, step, None, None, None)
+    if slice_dim is None or num_devices is None:
+        raise ValueError("ttnn.slice: slice_dim and num_devices must be provided for device-only tensor args slice "
+                         "(a TILE input with unit steps); give slice_dim=<dim> and num_devices=<parts>")
+    rank = len(shape)
+    if not 0 <= int(slice_dim) < rank or int(num_devices) < 1 or shape[int(slice_dim)] % int(num_devices):
+        raise ValueError(f"ttnn.slice: input dimension {slice_dim} of shape {list(shape)} must be evenly divisible "
+                         f"by num_devices ({num_devices}), and slice_dim less than the rank ({rank})")
+    if len(b) != rank:
+        raise ValueError(f"ttnn.slice: the start tensor {b} needs one entry per dim of shape {list(shape)}")
+    size = [n // int(num_devices) if d == int(slice_dim) else n for d, n in enumerate(shape)]
+    out = []
+    for d, (first, n, total) in enumerate(zip(b, size, shape)):
+        if not 0 <= first <= total - n:
+            raise ValueError(f"ttnn.slice: dim {d} of shape {list(shape)} cannot take {n} from start {first}")
+        out.append(builtins.slice(first, first + n))
+    return out
+
+
 def _slice_golden(t, starts=None, ends=None, slice_step=None, *_, steps=None, slice_start=None, slice_end=None,
-                  **__):
+                  slice_dim=None, num_devices=None, **__):
+    if isinstance(starts, torch.Tensor):
+        on_device = slice_dim is not None and num_devices is not None  # the golden sees no layout: its keywords
+        return t[tuple(_tensor_slice_args(t.shape, starts, ends, slice_step, slice_dim, num_devices, on_device))]
     return t[tuple(_slice_args(t.shape, starts, ends, slice_step, steps, slice_start, slice_end))]
 
 
 @register_op("ttnn.slice", golden=_slice_golden)
 def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # noqa: A001
           memory_config: MemoryConfig | None = None, steps=None, slice_start=None, slice_end=None,
-          **tt_nn_only) -> Tensor:
+          slice_dim: int | None = None, num_devices: int | None = None, **tt_nn_only) -> Tensor:
     """input_tensor[starts[i]:ends[i]:step[i] for each dim]; the rank stays.
 
     TT-NN's forms all work: `slice(t, starts, ends[, slice_step])`, `slice(t, slice_start=, slice_end=,
     slice_step=)` and `slice(t, starts=, ends=, steps=)`; ends are exclusive, negatives count from the end.
-    `tensor[...]` (Tensor.__getitem__) is built on it.
+    `tensor[...]` (Tensor.__getitem__) is built on it. `starts` and `ends` may also be 1-D ttnn tensors
+    (TT-NN's tensor-args form): a TILE input with unit steps then takes `slice_dim=` and `num_devices=`
+    and keeps 1/num_devices of dim slice_dim from each start (_tensor_slice_args).
     """
     if tt_nn_only:
         check_tt_nn_only("ttnn.slice", tt_nn_only)
     v = values(input_tensor)
-    index = _slice_args(v.shape, starts, ends, slice_step, steps, slice_start, slice_end)
+    if isinstance(starts, Tensor) or isinstance(ends, Tensor):
+        if not (isinstance(starts, Tensor) and isinstance(ends, Tensor)) or steps is not None:
+            raise TypeError("ttnn.slice: the tensor-args form takes starts and ends both as ttnn tensors, and "
+                            "slice_step= (not steps=)")
+        if input_tensor._device is None:
+            raise ValueError("ttnn.slice: input tensor must be on device for tensor args slice; "
+                             "move it with ttnn.to_device(tensor, device)")
+        unit = slice_step is None or all(int(s) == 1 for s in slice_step)
+        on_device = input_tensor.layout == Layout.TILE and unit
+        index = _tensor_slice_args(v.shape, values(starts), values(ends), slice_step, slice_dim, num_devices,
+                                   on_device)
+    elif slice_dim is not None or num_devices is not None:
+        raise TypeError("ttnn.slice: slice_dim= and num_devices= belong to the form whose starts and ends are "
+                        "ttnn tensors; with lists, give starts, ends (and slice_step) only")
+    else:
+        index = _slice_args(v.shape, starts, ends, slice_step, steps, slice_start, slice_end)
     ins = device_inputs("ttnn.slice", input_tensor)
     return output(v[tuple(index)].contiguous(), input_tensor, ins, op_name="ttnn.slice",
                   memory_config=memory_config)
