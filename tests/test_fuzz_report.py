@@ -99,16 +99,39 @@ def _columns() -> list[tuple[str, str]]:
         con.close()
 
 
+def _rowid_alias(con, table: str, column: str) -> bool:
+    """SQLite's rule: the table's only primary-key column, declared exactly INTEGER, in a rowid table."""
+    info = con.execute(f'PRAGMA table_info("{table}")').fetchall()
+    pk = [c for c in info if c[5]]
+    without_rowid = "WITHOUT ROWID" in con.execute("SELECT upper(sql) FROM sqlite_master WHERE name = ?",
+                                                   (table,)).fetchone()[0]
+    return len(pk) == 1 and pk[0][1] == column and pk[0][2].upper() == "INTEGER" and not without_rowid
+
+
+def _unique(con, table: str, column: str) -> bool:
+    """Whether the column alone is a primary key or has a unique index (all rows cannot take one value)."""
+    info = con.execute(f'PRAGMA table_info("{table}")').fetchall()
+    if [c[1] for c in info if c[5]] == [column]:
+        return True
+    return any(u and [r[2] for r in con.execute(f'PRAGMA index_info("{name}")')] == [column]
+               for _, name, u, *_ in con.execute(f'PRAGMA index_list("{table}")'))
+
+
 @pytest.mark.parametrize("value", VALUES)
 @pytest.mark.parametrize(("table", "column"), _columns())
 def test_a_crafted_value_in_any_column_never_crashes_a_reader_and_check_names_it(copy, table, column, value):
     folder = copy()
     con = sqlite3.connect(folder / "db.sqlite")
     try:
+        if _rowid_alias(con, table, column):  # SQLite keeps integers only there: nothing else can be written
+            pytest.skip(f"{table}.{column} is a rowid alias (INTEGER PRIMARY KEY)")
+        notnull = any(c[1] == column and c[3] for c in con.execute(f'PRAGMA table_info("{table}")'))
+        if value == "NULL" and notnull:
+            pytest.skip(f"{table}.{column} is NOT NULL: SQLite refuses a NULL there")
+        # A unique column cannot hold one value in every row: the crafted value goes into its first row.
+        where = f' WHERE rowid = (SELECT MIN(rowid) FROM "{table}")' if _unique(con, table, column) else ""
         with con:
-            con.execute(f'UPDATE "{table}" SET "{column}" = {value}')
-    except sqlite3.IntegrityError:  # an INTEGER PRIMARY KEY takes integers only: nothing to craft
-        pytest.skip(f"{table}.{column} is a rowid alias")
+            con.execute(f'UPDATE "{table}" SET "{column}" = {value}{where}')
     finally:
         con.close()
     faults = read_everything(folder)
