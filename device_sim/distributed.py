@@ -48,7 +48,7 @@ class MeshTensor(Tensor):
                                  f"{s.dtype!r}/{s.layout!r}; convert them to one dtype and layout first")
         t = cls.__new__(cls)
         t._value = first._value
-        t.dtype, t.layout = first.dtype, first.layout
+        t.dtype, t.layout, t.tile = first.dtype, first.layout, first.tile
         on_device = first._device is not None
         t._device = mesh if on_device else None
         t._memory_config = first._memory_config

@@ -23,6 +23,10 @@ Each aligned op is classified from its outputs and inputs:
   missing_tensor  an output was not stored in one of the reports, so nothing can be said
 The root cause is the first mismatch, with its stack trace from both reports.
 
+A tensor on a mesh is stored per device shard and compared shard by shard (device by device, as its
+op ran); an output's figures are those of its first differing device (else its lowest PCC), and the
+devices that differ are named: the root cause says "on rank N, device D" in a merged multi-host run.
+
 Memory: one pair of tensors is loaded at a time and dropped after its comparison; what is kept
 per op is its comparison figures, and per compared tensor one boolean (to judge later inputs).
 """
@@ -68,17 +72,42 @@ class OpPair:
     reason: str
     outputs: list[Comparison | None] = field(default_factory=list)  # None: not stored
     inputs_matched: bool | None = None  # None: an input was not stored in one report
+    # Per output of a mesh tensor: (device_id, Comparison) for each device shard; None for a one-device tensor.
+    shards: list[list[tuple[int, Comparison]] | None] = field(default_factory=list)
 
     @property
     def worst(self) -> Comparison | None:
         """The output comparison that decided the status (the first failing one, else the first)."""
-        found = [c for c in self.outputs if c is not None]
-        return next((c for c in found if not c.passed), found[0] if found else None)
+        k = self._worst_output()
+        return None if k is None else self.outputs[k]
+
+    @property
+    def devices(self) -> list[int]:
+        """The devices whose shard of the deciding output differs (the device the output's figures are from,
+        when none differs); [] for a one-device output."""
+        k = self._worst_output()
+        shards = self.shards[k] if k is not None and k < len(self.shards) else None
+        if not shards:
+            return []
+        failing = [d for d, c in shards if not c.passed]
+        return failing or [d for d, c in shards if c is self.outputs[k]]
+
+    def _worst_output(self) -> int | None:
+        found = [k for k, c in enumerate(self.outputs) if c is not None]
+        return next((k for k in found if not self.outputs[k].passed), found[0] if found else None)
 
     def to_dict(self) -> dict:
+        outputs = []
+        for k, c in enumerate(self.outputs):
+            shards = self.shards[k] if k < len(self.shards) else None
+            d = None if c is None else c.to_dict()
+            if d is not None and shards:
+                d["device_id"] = next(dev for dev, x in shards if x is c)
+                d["devices"] = [{"device_id": dev, **x.to_dict()} for dev, x in shards]
+            outputs.append(d)
         return {"status": self.status, "name": self.name, "a_operation_id": self.a_id, "b_operation_id": self.b_id,
-                "reason": self.reason, "inputs_matched": self.inputs_matched,
-                "outputs": [c.to_dict() if c is not None else None for c in self.outputs]}
+                "reason": self.reason, "inputs_matched": self.inputs_matched, "devices": self.devices,
+                "outputs": outputs}
 
 
 @dataclass
@@ -116,7 +145,8 @@ class ReportComparison:
             "exit_code": self.exit_code, "counts": self.counts,
             "root_cause": None if rc is None else {**rc.to_dict(), "stack_trace_a": self.root_cause_stacks[0],
                                                    "stack_trace_b": self.root_cause_stacks[1],
-                                                   "rank": self.root_cause_rank},
+                                                   "rank": self.root_cause_rank,
+                                                   "device": rc.devices[0] if rc.devices else None},
             "ops": [p.to_dict() for p in self.pairs],
             "unaligned": {"a": [{"operation_id": i, "name": n} for i, n in self.only_a],
                           "b": [{"operation_id": i, "name": n} for i, n in self.only_b]},
@@ -131,11 +161,12 @@ class ReportComparison:
         shown = self.pairs if len(self.pairs) <= limit else [p for p in self.pairs if p.status != MATCH]
         lines = [f"A: {self.a}", f"B: {self.b}"]
         rows = []
+        mesh = any(p.shards and any(p.shards) for p in shown[:limit])  # a device column only when a tensor has shards
         for p in shown[:limit]:
             w = p.worst
             rows.append([str(p.a_id), str(p.b_id), p.name, p.status,
                          "" if w is None else _num(w.pcc, ".6f"), "" if w is None else _num(w.max_abs_error, ".4g"),
-                         "" if w is None else w.mismatched_text])
+                         "" if w is None else w.mismatched_text] + ([_devices_text(p.devices)] if mesh else []))
         c = self.counts
         if c[MATCH] == len(self.pairs) and not c["unaligned"]:
             lines.append(f"identical: every one of the {len(self.pairs):,} aligned ops matches"
@@ -143,7 +174,7 @@ class ReportComparison:
                             else ""))
             rows = rows if len(self.pairs) <= limit else []
         if rows:
-            columns = ["A op", "B op", "name", "status", "PCC", "max abs err", "mismatched"]
+            columns = ["A op", "B op", "name", "status", "PCC", "max abs err", "mismatched"] + (["device"] * mesh)
             lines += _table(columns, rows) if table is None else [table(columns, rows)]
         if rows and (len(shown) > limit or len(shown) < len(self.pairs)):
             hidden = len(self.pairs) - min(len(shown), limit)
@@ -156,8 +187,10 @@ class ReportComparison:
         rc = self.root_cause
         if rc is not None:
             lines.append("")
-            rank = "" if self.root_cause_rank is None else f" on rank {self.root_cause_rank}"
-            lines.append(f"ROOT CAUSE: {rc.name}{rank} (A op {rc.a_id}, B op {rc.b_id}): {rc.reason}")
+            where = [] if self.root_cause_rank is None else [f"rank {self.root_cause_rank}"]
+            where += [_devices_text(rc.devices, word=True)] if rc.devices else []
+            where = f" on {', '.join(where)}" if where else ""
+            lines.append(f"ROOT CAUSE: {rc.name}{where} (A op {rc.a_id}, B op {rc.b_id}): {rc.reason}")
             for side, stack in zip("AB", self.root_cause_stacks):
                 lines.append(f"  stack trace in {side}:")
                 lines += ["    " + s for s in (stack or "(not recorded)").splitlines()]
@@ -316,25 +349,29 @@ class _Checker:
         if len(outs_a) != len(outs_b):
             return OpPair(MISMATCH, name, a_id, b_id, f"A has {len(outs_a)} output(s), B has {len(outs_b)}",
                           inputs_matched=self._inputs(ins_a, ins_b))
-        outputs = [self._compare(ta, tb) for ta, tb in zip(outs_a, outs_b)]
+        compared = [self._compare(ta, tb) for ta, tb in zip(outs_a, outs_b)]
+        outputs, shards = [c for c, _ in compared], [sh for _, sh in compared]
         if any(c is None for c in outputs):
             missing = sum(c is None for c in outputs)
             return OpPair(MISSING, name, a_id, b_id, f"{missing} output tensor(s) not stored in both reports; "
-                          f"capture with Config(tensors='outputs') to compare them", outputs)
-        failing = next((c for c in outputs if not c.passed), None)
-        if failing is None:
-            return OpPair(MATCH, name, a_id, b_id, "all outputs match", outputs)
+                          f"capture with Config(tensors='outputs') to compare them", outputs, shards=shards)
+        k = next((k for k, c in enumerate(outputs) if not c.passed), None)
+        if k is None:
+            return OpPair(MATCH, name, a_id, b_id, "all outputs match", outputs, shards=shards)
+        failing = outputs[k].reason
+        if shards[k]:
+            failing = f"{_devices_text([d for d, c in shards[k] if not c.passed], word=True)}: {failing}"
         inputs = self._inputs(ins_a, ins_b)
         if inputs is False:
-            return OpPair(PROPAGATED, name, a_id, b_id, f"an input already differed; {failing.reason}", outputs,
-                          inputs)
+            return OpPair(PROPAGATED, name, a_id, b_id, f"an input already differed; {failing}", outputs,
+                          inputs, shards)
         if not ins_a:
             what = "no device inputs, outputs differ"  # from_torch and other ops that make tensors
         elif inputs:
             what = "inputs match, outputs do not"
         else:
             what = "outputs differ and inputs were not stored (an earlier cause is not ruled out)"
-        return OpPair(MISMATCH, name, a_id, b_id, f"{what}: {failing.reason}", outputs, inputs)
+        return OpPair(MISMATCH, name, a_id, b_id, f"{what}: {failing}", outputs, inputs, shards)
 
     def _inputs(self, ins_a, ins_b) -> bool | None:
         if len(ins_a) != len(ins_b):
@@ -349,28 +386,49 @@ class _Checker:
         return True if known else None
 
     def _passed(self, ta, tb) -> bool | None:
-        c = self._compare(ta, tb)
+        c, _ = self._compare(ta, tb)
         return None if c is None else c.passed
 
-    def _compare(self, ta, tb) -> Comparison | None:
+    def _compare(self, ta, tb) -> tuple[Comparison | None, list[tuple[int, Comparison]] | None]:
+        """The pair's comparison (None: not stored in both), and for mesh tensors each device shard's."""
         (a_tid, a_dtype, a_file), (b_tid, b_dtype, b_file) = ta, tb
         if a_file is None or b_file is None:
-            return None
+            return None, None
+        devices = self.ra.tensor_devices(a_tid)
+        if devices != self.rb.tensor_devices(b_tid):
+            return None, None  # on other devices (or a mesh tensor against a one-device one): no shard pairs up
+        dtype = _finer(a_dtype, b_dtype)
+        shards = []
         try:
-            va, vb = self.ra.load_tensor(a_tid), self.rb.load_tensor(b_tid)
+            for device in devices or [None]:  # one pair of shards in memory at a time
+                va = self.ra.load_tensor(a_tid, device=device)
+                vb = self.rb.load_tensor(b_tid, device=device)
+                shards.append((device, compare_tensors(vb, va, dtype=dtype, **self.tolerances)))
+                del va, vb
         except TensorFileDamagedError:
             raise  # a changed or swapped file: its values would blame an innocent op; the error names it
         except TensorFileError:
-            return None  # not stored after all (the file was lost): nothing can be said of this pair
-        dtype = _finer(a_dtype, b_dtype)
-        c = compare_tensors(vb, va, dtype=dtype, **self.tolerances)
-        del va, vb  # one pair in memory at a time
-        self.matched[a_tid] = (b_tid, c.passed)
-        return c
+            return None, None  # not stored after all (the file was lost): nothing can be said of this pair
+        passed = all(c.passed for _, c in shards)
+        self.matched[a_tid] = (b_tid, passed)
+        if not devices:
+            return shards[0][1], None
+        # The figures shown: the first differing device's, else the lowest PCC's (NaN last).
+        deciding = next((c for _, c in shards if not c.passed), None) or \
+            min((c for _, c in shards), key=lambda c: (math.isnan(c.pcc), c.pcc))
+        return deciding, shards
 
     @staticmethod
     def _tensors(report: Report, table: str, index: str, op_id: int) -> list[tuple]:
         return report.execute(_TENSORS_SQL.format(table=table, index=index), (op_id,)).fetchall()
+
+
+def _devices_text(devices: list[int], *, word: bool = False) -> str:
+    """"3" or "3, 5" (word: "device 3", "devices 3, 5"); "" for none."""
+    text = ", ".join(str(d) for d in devices)
+    if not word or not devices:
+        return text
+    return f"device {text}" if len(devices) == 1 else f"devices {text}"
 
 
 def _finer(a: str | None, b: str | None) -> str | None:

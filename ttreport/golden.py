@@ -15,6 +15,12 @@ Config.comparison_pcc/rtol/atol. Global comparisons judge by PCC alone unless
 comparison_rtol or comparison_atol is set: one op's elementwise tolerances do not bound
 error accumulated over many ops (NaN/inf mismatches still fail).
 
+An op on a mesh ran once per device, each on its own shards, and is checked the same way: per device,
+the golden runs on that device's shards of the inputs and is compared with that device's shard of the
+output, giving one row per device (tensor_comparisons.device_id; NULL for a one-device tensor). An op
+that spreads a torch tensor over the mesh itself (from_torch, with its mesh_mapper) has its golden split
+by the same mapper. Global mode carries a mesh tensor's goldens per device.
+
 Each compared output gives a row in local_/global_tensor_comparison_records (TT-NN's
 columns; `matches` is ttreport's pass) and one in tensor_comparisons with every metric and a
 status: pass, fail, golden_error (the golden raised, or returned something that is not the
@@ -54,6 +60,7 @@ from collections import OrderedDict
 
 import torch
 
+from device_sim.distributed import MeshTensor
 from device_sim.tensor import Tensor
 from ttreport.errors import ComparisonError, ReportIncompleteWarning
 from ttreport.metrics import Comparison, compare_tensors
@@ -86,6 +93,22 @@ class Snapshot:
         self.value = t.value if t.is_allocated() else None
         self.dtype = t.dtype
         self.tensor_id = t.tensor_id
+
+
+class MeshSnapshot(Snapshot):
+    """A mesh tensor as the checker sees it: a Snapshot per device shard, and each shard's device id."""
+
+    __slots__ = ("shards", "device_ids")
+
+    def __init__(self, t: MeshTensor):
+        super().__init__(t)
+        self.shards = [Snapshot(s) for s in t.shards]
+        for s in self.shards:
+            s.tensor_id = t.tensor_id  # a shard's rows name the mesh tensor (and the device)
+        self.device_ids = [chip.device_id for chip in t.mesh._chips]  # a host mesh tensor's shard i is chip i's
+
+    def nbytes(self) -> int:
+        return sum(s.value.numel() * s.value.element_size() for s in self.shards if s.value is not None)
 
 
 class GoldenChecker:
@@ -229,11 +252,12 @@ class GoldenChecker:
         failed = None
         for mode in self.modes:
             results = self._check(mode, op, args, kwargs, outputs, operation_id)
-            failed = failed or next(((t, c) for t, c in results if not c.passed), None)
+            failed = failed or next((r for r in results if not r[1].passed), None)
         if failed is not None and self.raise_on_mismatch:
-            tensor, c = failed
+            tensor, c, device_id = failed
+            on = "" if device_id is None else f" (its shard on device {device_id})"
             raise ComparisonError(
-                f"{op.name} (operation {operation_id}) output tensor {tensor.tensor_id} does not match its golden: "
+                f"{op.name} (operation {operation_id}) output tensor {tensor.tensor_id}{on} does not match its golden: "
                 f"{c.reason}; max abs error {c.max_abs_error:.4g} at {c.worst_index}. "
                 f"Config(raise_on_mismatch=False) records mismatches and goes on",
                 comparison=c, operation_id=operation_id,
@@ -248,24 +272,44 @@ class GoldenChecker:
                 if mode == "global":
                     self._carry(t, None)
             return []
-        convert = _local_value if mode == "local" else self._global_value
+        mesh = next((t for t in outputs if isinstance(t, MeshSnapshot)), None)
         try:
-            gargs = tuple(_convert(a, convert) for a in args)
-            gkwargs = {k: _convert(v, convert) for k, v in kwargs.items()}
-            result = golden(*gargs, **gkwargs)
-            values = _golden_outputs(result, len(outputs), op.name)
+            if mesh is None:
+                per_device = [self._golden(mode, op, args, kwargs, len(outputs), None)]
+            elif op.mesh_aware:  # it spread whole tensors over the mesh itself: its golden is split the same way
+                whole = self._golden(mode, op, args, kwargs, len(outputs), None)
+                per_device = _spread(whole, kwargs.get("mesh_mapper"), len(mesh.shards))
+            else:  # it ran once per device on that device's shards: so does its golden
+                per_device = [self._golden(mode, op, args, kwargs, len(outputs), i) for i in range(len(mesh.shards))]
         except Exception as exc:
             self._golden_error(mode, op, operation_id, outputs, exc)
             return []
         results = []
-        for t, g in zip(outputs, values):
-            c = compare_tensors(t, g, pcc=self.pcc, dtype=t.dtype, **self._tolerances(mode))
-            gid = self.recorder.store_tensor(g, None, operation_id) if self.store else None
-            self._record(mode, operation_id, t, gid, c.status, c.reason, c)
+        for k, t in enumerate(outputs):
+            goldens = [values[k] for values in per_device]
+            if not isinstance(t, MeshSnapshot):
+                results.append((t, self._compare(mode, operation_id, t, goldens[0], None), None))
+                if mode == "global":
+                    self._carry(t, goldens[0])
+                continue
+            for i, (shard, device_id) in enumerate(zip(t.shards, t.device_ids)):
+                results.append((t, self._compare(mode, operation_id, shard, goldens[i], device_id), device_id))
             if mode == "global":
-                self._carry(t, g)
-            results.append((t, c))
+                self._carry(t, _DeviceGoldens(goldens))
         return results
+
+    def _golden(self, mode, op, args, kwargs, n: int, device: int | None) -> list[torch.Tensor]:
+        """The op's golden outputs on its inputs as `mode` sees them; device: on that device's shards."""
+        convert = _local_value if mode == "local" else self._global_value
+        gargs = tuple(_convert(a, convert, device) for a in args)
+        gkwargs = {k: _convert(v, convert, device) for k, v in kwargs.items()}
+        return _golden_outputs(op.golden_function(*gargs, **gkwargs), n, op.name)
+
+    def _compare(self, mode, operation_id, t: Snapshot, g: torch.Tensor, device_id: int | None) -> Comparison:
+        c = compare_tensors(t, g, pcc=self.pcc, dtype=t.dtype, **self._tolerances(mode))
+        gid = self.recorder.store_tensor(g, None, operation_id) if self.store else None
+        self._record(mode, operation_id, t, gid, c.status, c.reason, c, device_id)
+        return c
 
     def _tolerances(self, mode: str) -> dict:
         if mode == "global" and self.rtol is None and self.atol is None:
@@ -286,9 +330,10 @@ class GoldenChecker:
             if mode == "global":
                 self._carry(t, None)
 
-    def _record(self, mode, operation_id, t: Snapshot, golden_id, status, reason, c: Comparison | None = None):
+    def _record(self, mode, operation_id, t: Snapshot, golden_id, status, reason, c: Comparison | None = None,
+                device_id: int | None = None):
         row = {"operation_id": operation_id, "mode": mode, "tensor_id": t.tensor_id, "golden_tensor_id": golden_id,
-               "status": status, "reason": reason, "desired_pcc": self.pcc}
+               "status": status, "reason": reason, "desired_pcc": self.pcc, "device_id": device_id}
         if c is not None:
             row.update(pcc=c.pcc, max_abs_error=c.max_abs_error, mean_abs_error=c.mean_abs_error,
                        max_rel_error=c.max_rel_error, mismatched=c.mismatched,
@@ -302,10 +347,12 @@ class GoldenChecker:
         self.recorder.emit("tensor_comparisons", row)
 
     # -- goldens carried forward (global) -------------------------------------------------------
-    def _global_value(self, t: Snapshot) -> torch.Tensor:
+    def _global_value(self, t: Snapshot, device: int | None = None) -> torch.Tensor:
         with self._lock:
             g = self.carried.get(t.tensor_id)
-        return g if g is not None else _local_value(t)
+        if isinstance(g, _DeviceGoldens):  # a mesh tensor's: the one of the device whose shards the op read
+            g = g.values[device] if device is not None and device < len(g.values) else None
+        return g if g is not None else _local_value(t, device)
 
     def _carry(self, t: Snapshot, golden: torch.Tensor | None) -> None:
         tid = t.tensor_id
@@ -314,7 +361,7 @@ class GoldenChecker:
             if golden is None:
                 return
             self.carried[tid] = golden
-            self.carried_bytes += golden.numel() * golden.element_size()
+            self.carried_bytes += _carried_bytes(golden)
             while self.carried_bytes > self.max_carried_bytes and len(self.carried) > 1:
                 self._drop(next(iter(self.carried)))
 
@@ -329,7 +376,7 @@ class GoldenChecker:
         with self._lock:
             g = self.carried.pop(tid, None)
             if g is not None:
-                self.carried_bytes -= g.numel() * g.element_size()
+                self.carried_bytes -= _carried_bytes(g)
 
     def _forget(self, tid: int) -> None:
         # Called by the garbage collector, on any thread (the checker's too): it never waits.
@@ -337,11 +384,38 @@ class GoldenChecker:
         self._submit((_DROP, tid))
 
 
+class _DeviceGoldens:
+    """A mesh tensor's carried goldens (global mode): one per device, in the mesh's order."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: list[torch.Tensor]):
+        self.values = values
+
+
+def _carried_bytes(g) -> int:
+    values = g.values if isinstance(g, _DeviceGoldens) else [g]
+    return sum(v.numel() * v.element_size() for v in values)
+
+
+def _spread(whole: list[torch.Tensor], mapper, n: int) -> list[list[torch.Tensor]]:
+    """Per device, the outputs of a golden computed on whole tensors, split as the op's mesh_mapper split its
+    input (each device's piece; without a mapper, TT-NN replicates: the whole golden on every device)."""
+    pieces = [mapper.map(g) if mapper is not None else [g] * n for g in whole]
+    for p in pieces:
+        if len(p) != n:
+            raise GoldenError(f"the mesh mapper split the golden into {len(p)} pieces for {n} devices")
+    return [[p[i] for p in pieces] for i in range(n)]
+
+
 def _snapshot(x, nbytes: list):
     """What after_op queues for `x`: a Snapshot for a Tensor, a copy of a torch tensor, the rest as is."""
     if isinstance(x, (Tensor, Snapshot)):
-        snap = Snapshot(x) if isinstance(x, Tensor) else x  # before_op took it already
-        if snap.value is not None:
+        # before_op took it already when it is a Snapshot
+        snap = x if isinstance(x, Snapshot) else MeshSnapshot(x) if type(x) is MeshTensor else Snapshot(x)
+        if isinstance(snap, MeshSnapshot):
+            nbytes[0] += snap.nbytes()
+        elif snap.value is not None:
             nbytes[0] += snap.value.numel() * snap.value.element_size()
         return snap
     if isinstance(x, torch.Tensor):
@@ -352,18 +426,19 @@ def _snapshot(x, nbytes: list):
     return x
 
 
-def _local_value(t: Snapshot) -> torch.Tensor:
-    v = t.value
+def _local_value(t: Snapshot, device: int | None = None) -> torch.Tensor:
+    """The values the op read: a mesh tensor's shard on device index `device` when given."""
+    v = t.shards[device].value if device is not None and isinstance(t, MeshSnapshot) else t.value
     if v is None:
         raise RuntimeError(f"tensor {t.tensor_id} was deallocated before this op; its values are gone")
     return v.float() if v.is_floating_point() else v
 
 
-def _convert(x, convert):
+def _convert(x, convert, device: int | None = None):
     if isinstance(x, Snapshot):
-        return convert(x)
+        return convert(x, device)
     if type(x) in (list, tuple) and any(isinstance(e, Snapshot) for e in x):
-        return type(x)(_convert(e, convert) for e in x)
+        return type(x)(_convert(e, convert, device) for e in x)
     return x
 
 

@@ -229,10 +229,14 @@ def _copy_tensor_files(con: sqlite3.Connection, src_folder: Path, out: Path, off
     rows = con.execute("SELECT tensor_id, file FROM src.tensors WHERE file IS NOT NULL").fetchall()
     for tensor_id, file in rows:
         source = src_folder / file
-        if not source.is_file():
+        if source.is_dir() and not source.is_symlink():  # a mesh tensor: tensors/<id>/<device>.pt, a file per shard
+            name = f"tensors/{tensor_id + offset}/"
+            shutil.copytree(source, out / name, symlinks=True)
+        elif source.is_file():
+            name = f"tensors/{tensor_id + offset}{source.suffix}"
+            shutil.copyfile(source, out / name)
+        else:
             continue  # its row says a file that the rank's capture lost; `ttreport check` reports it
-        name = f"tensors/{tensor_id + offset}{source.suffix}"
-        shutil.copyfile(source, out / name)
         con.execute("UPDATE main.tensors SET file = ? WHERE tensor_id = ?", (name, tensor_id + offset))
 
 

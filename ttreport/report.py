@@ -477,19 +477,54 @@ class Report:
             (int(tensor_id),)).fetchall()
         return self._complete(rows)
 
-    def load_tensor(self, tensor_id: int):
+    def load_tensor(self, tensor_id: int, *, device: int | None = None, dims=None, mesh_shape=None):
         """The stored tensor as a plain torch.Tensor on the CPU (no device or device_sim needed).
 
+        A tensor on a mesh is stored as one file per device shard. device: that device's shard. Without
+        it, the shards joined as TT-NN's mesh composers join them: dims=None stacks them on a new first
+        dimension in device order, dims=d concatenates them along d (ConcatMeshToTensor), and
+        dims=(d0, d1) with mesh_shape=(rows, cols) joins each row's along d1, then the rows along d0
+        (ConcatMesh2dToTensor). A report keeps no mesh mapper, so how shards form the logical tensor is
+        the reader's to say, as it is to_torch's.
+
         Raises TensorFileError when the capture did not store it (Config(tensors="none"), the
-        default) or its file is missing or damaged.
+        default) or its file is missing or damaged; ReportError for a device that holds no shard of it.
         """
         from ttreport import storage  # imports torch: only readers that load tensors pay for it
 
-        return storage.load_tensor(self.path, int(tensor_id), self.expected_file(tensor_id))
+        tensor_id = int(tensor_id)
+        devices = self.tensor_devices(tensor_id)
+        if not devices:
+            if dims is not None or mesh_shape is not None:
+                raise ReportError(f"tensor {tensor_id} is not a mesh tensor: dims= and mesh_shape= join the device "
+                                  f"shards of a mesh tensor; leave them out")
+            if device is not None and device != self.tensor(tensor_id).device_id:
+                raise ReportError(f"tensor {tensor_id} is not on device {device} (it is one tensor, on device "
+                                  f"{self.tensor(tensor_id).device_id}); leave device= out")
+            return storage.load_tensor(self.path, tensor_id, self.expected_file(tensor_id))
+        if device is not None:
+            if device not in devices:
+                raise ReportError(f"tensor {tensor_id} has no stored shard on device {device}; its devices: {devices}")
+            return storage.load_tensor(self.path, tensor_id, self.expected_file(tensor_id, device=device),
+                                       device=device)
+        shards = [storage.load_tensor(self.path, tensor_id, self.expected_file(tensor_id, device=d), device=d)
+                  for d in devices]
+        return _compose(shards, dims, mesh_shape, tensor_id)
 
-    def expected_file(self, tensor_id: int):
-        """What the report says the tensor's file holds (a storage.Expected), checked when it is loaded."""
-        return expected_file(self._conn, tensor_id, self.path)
+    def tensor_devices(self, tensor_id: int) -> list[int]:
+        """The devices whose shard of a mesh tensor the report stores, in order; [] for a one-device tensor."""
+        if not self._has_table("device_tensor_files"):
+            return []  # a report from before schema 0007 stored a mesh tensor's first shard alone
+        return [r[0] for r in self._conn.execute(
+            "SELECT device_id FROM device_tensor_files WHERE tensor_id = ? ORDER BY device_id", (int(tensor_id),))]
+
+    def _has_table(self, name: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+    def expected_file(self, tensor_id: int, *, device: int | None = None):
+        """What the report says the tensor's file (or `device`'s shard file) holds (a storage.Expected),
+        checked when it is loaded."""
+        return expected_file(self._conn, tensor_id, self.path, device)
 
     # -- memory and errors -----------------------------------------------------------------
     def buffers(self, operation_id: int) -> list[BufferInfo]:
@@ -634,8 +669,28 @@ class Report:
         return rows[0] if rows else None
 
 
-def expected_file(conn: sqlite3.Connection, tensor_id: int, where):
-    """The storage.Expected of `tensor_id`'s file from the report on `conn` (a ReportError for an unknown id)."""
+def _compose(shards: list, dims, mesh_shape, tensor_id: int):
+    """A mesh tensor's device shards joined (see Report.load_tensor)."""
+    import torch
+
+    if dims is None:
+        if mesh_shape is not None:
+            raise ReportError("mesh_shape= goes with dims=(d0, d1); give both, or neither to stack the shards")
+        return torch.stack(shards)
+    if isinstance(dims, int):
+        return torch.cat(shards, dims)
+    dims, shape = tuple(dims), tuple(mesh_shape or ())
+    if len(dims) != 2 or len(shape) != 2 or shape[0] * shape[1] != len(shards):
+        raise ReportError(f"tensor {tensor_id} has {len(shards)} device shards: join them with dims=d, or with "
+                          f"dims=(d0, d1) and mesh_shape=(rows, cols) of {len(shards)} devices "
+                          f"(got dims={dims}, mesh_shape={mesh_shape})")
+    rows = [torch.cat(shards[r * shape[1]:(r + 1) * shape[1]], dims[1]) for r in range(shape[0])]
+    return torch.cat(rows, dims[0])
+
+
+def expected_file(conn: sqlite3.Connection, tensor_id: int, where, device: int | None = None):
+    """The storage.Expected of `tensor_id`'s file (or of `device`'s shard file of a mesh tensor) from the
+    report on `conn` (a ReportError for an unknown id)."""
     from ttreport.storage import Expected
 
     row = conn.execute("SELECT shape FROM tensors WHERE tensor_id = ?", (int(tensor_id),)).fetchone()
@@ -644,7 +699,11 @@ def expected_file(conn: sqlite3.Connection, tensor_id: int, where):
                           f"\"SELECT tensor_id, shape FROM tensors\"` lists them")
     dims = tuple(int(d) for d in re.findall(r"-?\d+", row[0])) if isinstance(row[0], str) else None
     facts = None
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tensor_files'").fetchone():
+    if device is not None:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'device_tensor_files'").fetchone():
+            facts = conn.execute("SELECT file_bytes, crc32, shape, dtype FROM device_tensor_files "
+                                 "WHERE tensor_id = ? AND device_id = ?", (int(tensor_id), int(device))).fetchone()
+    elif conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tensor_files'").fetchone():
         facts = conn.execute("SELECT file_bytes, crc32, shape, dtype FROM tensor_files WHERE tensor_id = ?",
                              (int(tensor_id),)).fetchone()
     if facts is None:

@@ -75,12 +75,19 @@ class TensorStore(threading.Thread):
             tid, rel = item[0], item[1]
             try:
                 folder.mkdir(exist_ok=True)
+                path, shard = self.report_dir / rel, len(item) > 6  # a mesh tensor's device shard: see below
+                if shard:  # (..., file name in the tensor's folder, device id)
+                    path.mkdir(exist_ok=True)
+                    path = path / item[6]
                 self._keep_room(_nbytes(item[2]))
                 with self.busy:  # a fork waits for it: torch's state is whole in the child (capture.py)
-                    loaded = write_tensor(self.report_dir / rel, *item[2:])
+                    loaded = write_tensor(path, *item[2:6])
                 # Here, off the model's thread: what a reader verifies the file against.
-                self.writer_queue.put((ROW, "tensor_files", {"tensor_id": tid,
-                                                             **file_facts(self.report_dir / rel, loaded)}))
+                facts = {"tensor_id": tid, **file_facts(path, loaded)}
+                if shard:
+                    self.writer_queue.put((ROW, "device_tensor_files", {**facts, "device_id": item[7]}))
+                else:
+                    self.writer_queue.put((ROW, "tensor_files", facts))
             except Exception as e:  # a full disk must not stop the model; the loss is recorded
                 self.files_lost += 1
                 self.writer_queue.put((FILE_LOST, tid))
@@ -146,13 +153,21 @@ def _host_tensor(value, dtype, layout, memory_config):
     return t
 
 
-def tensor_path(report_dir, tensor_id: int) -> Path | None:
-    """The stored file of `tensor_id` (.pt or .bin), or None when it was not stored."""
+def tensor_path(report_dir, tensor_id: int, device: int | None = None) -> Path | None:
+    """The stored file of `tensor_id` (.pt or .bin), or None when it was not stored. device: the file of
+    that device's shard of a mesh tensor (tensors/<tensor_id>/<device>.pt)."""
+    folder = Path(report_dir) / TENSORS_DIR
+    stem = f"{tensor_id}" if device is None else f"{tensor_id}/{int(device)}"
     for suffix in (".pt", ".bin"):
-        p = Path(report_dir) / TENSORS_DIR / f"{tensor_id}{suffix}"
+        p = folder / f"{stem}{suffix}"
         if p.exists():
             return p
     return None
+
+
+def is_mesh_tensor(report_dir, tensor_id: int) -> bool:
+    """Whether `tensor_id` is stored as one file per device shard (a tensor on a mesh of devices)."""
+    return (Path(report_dir) / TENSORS_DIR / f"{int(tensor_id)}").is_dir()
 
 
 @dataclass(frozen=True)
@@ -183,21 +198,31 @@ class Expected:
 FILE_OVERHEAD_BYTES = (1 << 20) + (64 << 10)
 
 
-def load_tensor(report_dir, tensor_id: int, expected: Expected | None = None) -> torch.Tensor:
+def load_tensor(report_dir, tensor_id: int, expected: Expected | None = None, *,
+                device: int | None = None) -> torch.Tensor:
     """The stored values of `tensor_id` as a plain CPU torch.Tensor in its logical shape; no device needed.
 
     The file is checked before it is trusted: inside the report folder, a regular file (a FIFO
     would block), no larger than the db's shape allows, every zip entry of a .pt stored
     uncompressed (so loading takes no more memory than the file's size), and its CRC-32, shape
     and dtype those the capture recorded. `expected` is read from the report's database when not given.
+    A tensor on a mesh is stored per device shard: `device` gives that device's shard; without it,
+    every shard stacked on a new first dimension, in device order (Report.load_tensor can also join them).
     """
+    if device is None and is_mesh_tensor(report_dir, tensor_id):
+        from ttreport.report import Report
+
+        with Report(report_dir) as r:
+            return r.load_tensor(tensor_id)
     if expected is None:
-        expected = _expected_from_db(report_dir, tensor_id)
-    path = tensor_path(report_dir, tensor_id)
+        expected = _expected_from_db(report_dir, tensor_id, device)
+    path = tensor_path(report_dir, tensor_id, device)
     if path is None:
+        where = Path(report_dir) / TENSORS_DIR / (f"{tensor_id}" if device is not None else "")
         raise TensorFileError(
-            f"tensor {tensor_id} has no stored file in {Path(report_dir) / TENSORS_DIR}; only tensors captured "
-            f"with Config(tensors='outputs' or 'all') and within max_tensor_bytes are stored"
+            f"tensor {tensor_id} has no stored file" + (f" of device {device}'s shard" if device is not None else "")
+            + f" in {where}; only tensors captured with Config(tensors='outputs' or 'all') and within "
+            f"max_tensor_bytes are stored" + (", and only a mesh tensor per device" if device is not None else "")
         )
     # A received report is untrusted: a link planted as a tensor file must not read a file elsewhere.
     real, folder = path.resolve(), Path(report_dir).resolve()
@@ -289,13 +314,13 @@ def _check_loaded(value: torch.Tensor, path: Path, tensor_id: int, expected: Exp
             f"{list(expected.db_shape)}: the file is not this tensor's")
 
 
-def _expected_from_db(report_dir, tensor_id: int) -> Expected:
+def _expected_from_db(report_dir, tensor_id: int, device: int | None = None) -> Expected:
     from ttreport.report import DB_FILE, Report
 
     if not (Path(report_dir) / DB_FILE).is_file():
         return Expected()  # a folder of tensor files alone: checked for what a file can show by itself
     with Report(report_dir) as r:
-        return r.expected_file(tensor_id)
+        return r.expected_file(tensor_id, device=device)
 
 
 def file_facts(path: Path, value: torch.Tensor) -> dict:
