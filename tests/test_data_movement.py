@@ -312,3 +312,15 @@ def test_concat_groups_interleaves_each_inputs_parts(device):
     assert ttnn.concat([a, b], 1).value.tolist() == [[0, 1, 2, 3, 10, 11, 12, 13]]
     with pytest.raises(ValueError, match="must divide into groups=3"):
         ttnn.concat([a, b], dim=1, groups=3)
+
+
+def test_the_like_ops_name_their_template_tensor_as_tt_nn_does(device):
+    # creation_nanobind: ones_like(tensor, dtype, layout, device, memory_config), as models call it by keyword.
+    t = dev(rnd(2, 30, 40), device, layout=ttnn.ROW_MAJOR)
+    out = ttnn.ones_like(tensor=t, dtype=ttnn.bfloat8_b, layout=ttnn.TILE, device=device, memory_config=ttnn.L1)
+    assert torch.equal(out.value.float(), torch.ones(2, 30, 40))
+    assert (out.dtype, out.layout, out.memory_config(), out.padded_shape) == (ttnn.bfloat8_b, ttnn.TILE, ttnn.L1,
+                                                                             (2, 32, 64))
+    assert torch.equal(ttnn.full_like(tensor=t, fill_value=-1.5).value.float(), torch.full((2, 30, 40), -1.5))
+    for op in (ttnn.zeros_like, ttnn.ones_like, ttnn.empty_like, ttnn.full_like):
+        assert next(iter(inspect.signature(op).parameters)) == "tensor"

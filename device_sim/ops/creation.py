@@ -121,12 +121,13 @@ def _full_like_golden(t, fill_value, dtype=None, *_, **__):
 
 
 @register_op("ttnn.full_like", golden=_full_like_golden)
-def full_like(input_tensor: Tensor, fill_value: float, dtype: DataType | None = None, layout: Layout | None = None,
+def full_like(tensor: Tensor, fill_value: float, dtype: DataType | None = None, layout: Layout | None = None,
               device=None, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    # TT-NN names the template `tensor` in full_like, zeros_like, ones_like and empty_like (creation_nanobind).
     if tt_nn_only:
         check_tt_nn_only("ttnn.full_like", tt_nn_only)
-    value = torch.full(tuple(input_tensor.shape), float(fill_value))
-    return _like("ttnn.full_like", input_tensor, value, dtype, layout, device, memory_config)
+    value = torch.full(tuple(tensor.shape), float(fill_value))
+    return _like("ttnn.full_like", tensor, value, dtype, layout, device, memory_config)
 
 
 def _fill_golden(t, fill_value, *_, **__):
@@ -148,12 +149,12 @@ def _constant_like(name: str, fill: float):
     def golden(t, dtype=None, *_, **__):
         return _full_like_golden(t, fill, dtype)
 
-    def op(input_tensor: Tensor, dtype: DataType | None = None, layout: Layout | None = None, device=None,
+    def op(tensor: Tensor, dtype: DataType | None = None, layout: Layout | None = None, device=None,
            memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
         if tt_nn_only:
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
-        value = torch.full(tuple(input_tensor.shape), fill)
-        return _like(f"ttnn.{name}", input_tensor, value, dtype, layout, device, memory_config)
+        value = torch.full(tuple(tensor.shape), fill)
+        return _like(f"ttnn.{name}", tensor, value, dtype, layout, device, memory_config)
 
     return register_op(f"ttnn.{name}", golden=golden)(op)
 
