@@ -86,10 +86,20 @@ class ShardSpecError(ValueError, RuntimeError):
     """
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class CoreCoord:
     x: int
     y: int
+
+    def __init__(self, x, y=None):
+        # TT-NN's binding takes CoreCoord(x, y) and CoreCoord((x, y)), a pair (its tuple constructor).
+        if y is None:
+            try:
+                x, y = x
+            except (TypeError, ValueError):
+                raise TypeError(f"CoreCoord takes x and y, or a pair (x, y); got {x!r}") from None
+        object.__setattr__(self, "x", x)
+        object.__setattr__(self, "y", y)
 
     def __repr__(self) -> str:
         return f"(x={self.x},y={self.y})"

@@ -265,3 +265,13 @@ def test_dram_sharding_puts_one_shard_in_each_dram_bank(device):
                                  ttnn.ShardSpec(ttnn.CoreRangeSet([cr(0, 0, 12, 0)]), (32, 64)))
     with pytest.raises(ShardSpecError, match="reaches past the device's 12 DRAM banks"):
         tile((32, 832), device, memory_config=too_many)
+
+
+def test_a_core_coord_is_made_from_x_and_y_or_from_a_pair_as_in_tt_nn():
+    # TT-NN's CoreCoord binding has an (x, y) constructor and a tuple one: models write CoreCoord((8, 8)).
+    assert ttnn.CoreCoord((8, 4)) == ttnn.CoreCoord(8, 4) == ttnn.CoreCoord(x=8, y=4)
+    assert hash(ttnn.CoreCoord((1, 2))) == hash(ttnn.CoreCoord(1, 2)) and repr(ttnn.CoreCoord((1, 2))) == "(x=1,y=2)"
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord((0, 0)), ttnn.CoreCoord((3, 1)))])
+    assert grid.num_cores() == 8
+    with pytest.raises(TypeError, match=r"CoreCoord takes x and y, or a pair \(x, y\); got 8"):
+        ttnn.CoreCoord(8)
