@@ -162,6 +162,8 @@ def capture_demo(target, *, root: Path | None = None) -> Path:
 
     `target` is a name under `root` (default: Config's root) or a path; returns the report
     folder. The demo's own report is replaced on each run: it is an example, not a record.
+    The capture writes TT-NN's perf files (ops_perf_results.csv, profile_log_device.csv, for
+    ttnn-visualizer's Performance tab) into that folder at close (Config.perf_files, on by default).
     """
     from ttreport.capture import Capture
     from ttreport.config import Config
@@ -208,7 +210,6 @@ def main(root: Path | None = None, echo=print) -> Path:
     """What `ttreport demo` does: capture the demo, then show its summary and one query's answer."""
     from ttreport import device_time, terminal
     from ttreport.cli import format_summary
-    from ttreport.export.ops_perf import export_ops_perf
     from ttreport.report import Report
 
     path = capture_demo("demo", root=root)
@@ -216,7 +217,6 @@ def main(root: Path | None = None, echo=print) -> Path:
         summary = report.summary()
         echo(format_summary(summary, path, table=terminal.table_text, device=device_time.total(report),
                             device_by_name=device_time.by_name(report)))  # rich on a terminal, else plain
-        export_ops_perf(report, path)  # TT-NN's ops_perf_results.csv, for ttnn-visualizer's Performance tab
         cur = report.execute(DEMO_QUERY)
         echo("\nWhich ops put their output in L1, and which rule chose L1?\n")
         echo(DEMO_QUERY + "\n")

@@ -38,7 +38,8 @@ PERF_FILE = "ops_perf_results.csv"
 DEVICE_LOG_FILE = "profile_log_device.csv"
 
 
-def _tensor_fields(shape, layout, dtype, buffer_type, memory_config, device_id) -> list:
+def _tensor_fields(shape, layout, dtype, buffer_type, memory_config, device_id) -> tuple:
+    """A tensor's seven INPUT_i_*/OUTPUT_i_* values (TENSOR_FIELDS), from its `tensors` row's texts."""
     dims = [int(n) for n in re.findall(r"\d+", shape or "")]
     dims = ([1] * (4 - len(dims)) + dims)[-4:] if len(dims) <= 4 else [_prod(dims[:-3]), *dims[-3:]]
     if buffer_type is None:
@@ -46,7 +47,7 @@ def _tensor_fields(shape, layout, dtype, buffer_type, memory_config, device_id) 
     else:
         kind = re.search(r"TensorMemoryLayout::(\w+)", memory_config or "")
         memory = f"DEV_{device_id}_{'L1' if buffer_type == 1 else 'DRAM'}_{kind.group(1) if kind else 'INTERLEAVED'}"
-    return [*dims, (layout or "").rsplit(".", 1)[-1], (dtype or "").rsplit(".", 1)[-1], memory]
+    return (*dims, (layout or "").rsplit(".", 1)[-1], (dtype or "").rsplit(".", 1)[-1], memory)
 
 
 def _prod(xs) -> int:
@@ -54,6 +55,29 @@ def _prod(xs) -> int:
     for x in xs:
         p *= x
     return p
+
+
+class _Fields:
+    """Each tensor's fields, worked out once per distinct (spec, buffer type, device): a run's tens of
+    thousands of tensors share a handful of specs, and parsing their texts per tensor was most of the
+    export's time (47 ms of the 50 ms budget per 1,000 ops). A spec's texts are one `tensor_specs` row,
+    copied into every `tensors` row that names it, so the first tensor of a key speaks for the rest."""
+
+    def __init__(self, r):
+        self.r = r
+        self.cache: dict[tuple, tuple[tuple, int | None]] = {}
+
+    def of(self, tensor_id, spec_id, buffer_type, device_id) -> tuple[tuple, int | None]:
+        """(the tensor's fields, its device id when it is on a device) for one `tensors` row."""
+        key = (spec_id, buffer_type, device_id) if spec_id is not None else (None, tensor_id)
+        hit = self.cache.get(key)
+        if hit is None:
+            row = self.r.execute("SELECT shape, layout, dtype, buffer_type, memory_config, device_id FROM tensors "
+                                 "WHERE tensor_id = ?", (tensor_id,)).fetchone()
+            fields = _tensor_fields(*row)
+            on = re.match(r"DEV_(\d+)_", fields[-1])
+            hit = self.cache[key] = (fields, int(on.group(1)) if on else None)
+        return hit
 
 
 def export_ops_perf(r, folder: str | os.PathLike) -> Path:
@@ -64,50 +88,45 @@ def export_ops_perf(r, folder: str | os.PathLike) -> Path:
                     "p.math_fidelity FROM operations o JOIN device_perf p USING (operation_id) "
                     "ORDER BY o.operation_id").fetchall()
     cores = r.execute("SELECT MAX(num_x_compute_cores * num_y_compute_cores) FROM devices").fetchone()[0] or 64
-    tensors: dict[int, tuple[list, list]] = {}
+    fields = _Fields(r)
+    tensors: dict[int, tuple[list, list]] = {}  # op id -> ([(fields, device) of each input], [... outputs])
     for table, index, side in (("input_tensors", "input_index", 0), ("output_tensors", "output_index", 1)):
-        for row in r.execute(f"SELECT x.operation_id, t.shape, t.layout, t.dtype, t.buffer_type, t.memory_config, "
-                             f"t.device_id FROM {table} x JOIN tensors t USING (tensor_id) "
-                             f"ORDER BY x.operation_id, x.{index}"):
-            tensors.setdefault(row[0], ([], []))[side].append(_tensor_fields(*row[1:]))
+        for op_id, *tensor in r.execute(f"SELECT x.operation_id, t.tensor_id, t.spec_id, t.buffer_type, t.device_id "
+                                        f"FROM {table} x JOIN tensors t USING (tensor_id) "
+                                        f"ORDER BY x.operation_id, x.{index}"):
+            tensors.setdefault(op_id, ([], []))[side].append(fields.of(*tensor))
     n_in = max((len(v[0]) for v in tensors.values()), default=0)
     n_out = max((len(v[1]) for v in tensors.values()), default=0)
     io = [f"{side}_{i}_{f}" for side, n in (("INPUT", n_in), ("OUTPUT", n_out)) for i in range(n)
           for f in TENSOR_FIELDS]
     at = OPS_CSV_HEADER.index("INPUTS")
     header = OPS_CSV_HEADER[:at] + io + OPS_CSV_HEADER[at + 2:]
+    empty = ("",) * len(TENSOR_FIELDS)  # the columns of a tensor slot this op does not fill
     path = folder / PERF_FILE
     cycle = 0  # the device log's clock: ops laid end to end at 1 GHz (1 cycle = 1 ns)
     log_rows = []
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=header)
-        w.writeheader()
+        w = csv.writer(f)
+        w.writerow(header)
         for op_id, name, start, end, compute, bandwidth, ideal, fidelity in ops:
-            ins, outs = tensors.get(op_id, ([], []))
-            row = {"OP CODE": name.removeprefix("ttnn."), "OP TYPE": "tt_dnn_device", "GLOBAL CALL COUNT": op_id,
-                   "DEVICE ID": _device_of(ins + outs), "MATH FIDELITY": fidelity or "", "CORE COUNT": cores,
-                   "HOST START TS": start, "HOST END TS": end,
-                   "HOST DURATION [ns]": None if end is None else end - start,
-                   "DEVICE FW START CYCLE": cycle, "DEVICE FW END CYCLE": cycle + ideal,
-                   "DEVICE FW DURATION [ns]": ideal, "DEVICE KERNEL DURATION [ns]": ideal,
-                   "PM IDEAL [ns]": ideal, "PM COMPUTE [ns]": compute, "PM BANDWIDTH [ns]": bandwidth}
-            for side, ts in (("INPUT", ins), ("OUTPUT", outs)):
-                for i, fields in enumerate(ts):
-                    row.update({f"{side}_{i}_{k}": v for k, v in zip(TENSOR_FIELDS, fields)})
+            ins, outs = tensors.get(op_id, ((), ()))
+            device = next((d for _, d in (*ins, *outs) if d is not None), 0)
+            # The values in OPS_CSV_HEADER's order, the tensor slots where INPUTS/OUTPUTS stand.
+            row = [name.removeprefix("ttnn."), "tt_dnn_device", op_id, device, "", fidelity or "", cores, "",
+                   start, end, None if end is None else end - start, cycle, cycle + ideal, ideal, ideal,
+                   "", "", "", "", "", "", "", ""]
+            for ts, n in ((ins, n_in), (outs, n_out)):
+                for t, _ in ts:
+                    row += t
+                for _ in range(n - len(ts)):
+                    row += empty
+            row += ("", "", "", "", ideal, compute, bandwidth, "", "")
             w.writerow(row)
             for kind, t in (("ZONE_START", cycle), ("ZONE_END", cycle + ideal)):
-                log_rows.append([0, 1, 1, "BRISC", 0, t, 0, op_id, op_id, "BRISC-FW", kind, 0, "device_sim"])
+                log_rows.append((0, 1, 1, "BRISC", 0, t, 0, op_id, op_id, "BRISC-FW", kind, 0, "device_sim"))
             cycle += ideal
     with open(folder / DEVICE_LOG_FILE, "w", newline="") as f:
         f.write("ARCH: wormhole_b0, CHIP_FREQ[MHz]: 1000\n")
         f.write(", ".join(DEVICE_LOG_HEADER) + "\n")  # as tt-metal writes it: a space after each comma
         csv.writer(f).writerows(log_rows)
     return path
-
-
-def _device_of(fields: list) -> int:
-    for f in fields:
-        m = re.match(r"DEV_(\d+)_", f[-1])
-        if m:
-            return int(m.group(1))
-    return 0
