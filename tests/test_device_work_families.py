@@ -177,3 +177,39 @@ def test_a_layer_norm_whose_cbs_reach_an_l1_tensor_fails_with_tt_metals_clash_er
     assert len(small_l1.memory.live_buffers()) == live  # the failed op's output was freed
     held.deallocate()
     ttnn.layer_norm(x)
+
+
+def test_a_height_sharded_conv2d_shards_its_input_gathers_the_halo_and_runs_the_conv_program(device):
+    from device_sim.programs import conv
+
+    # 1x16x16x32 -> 64 channels, 3x3, padding 1: 256 output rows = 8 tiles over 8 cores (the largest divisor of 8
+    # up to 64 cores wasting less than a share), a 32-row shard each, channels kept at 32 (a tiled input)
+    shard, halo, conv_p = conv.conv2d_programs(
+        batch=1, height=16, width=16, in_channels=32, out_channels=64, kernel=(3, 3), stride=(1, 1),
+        padding=(1, 1, 1, 1), dilation=(1, 1), in_dtype=ttnn.bfloat16, in_tile=True, in_sharded=False,
+        out_dtype=ttnn.bfloat16, weights_dtype=ttnn.bfloat16, bias=True, grid=(8, 8))
+    assert shard.name == "InterleavedToShardedDeviceOperation" and shard.ranges == ((0, 0, 7, 0),)
+    # each core's 32 outputs (two output rows) read 72 padded input rows: (32 - 1) + 2 rows of 18 + 2 columns + 1
+    assert (halo.name, cbs(halo)) == ("HaloDeviceOperation", [(0, 1, BF16), (1, 72, 64), (2, 1, 64), (3, 1, 64),
+                                                             (4, 2, BF16), (5, 2, BF16)])
+    # weights: 2 output tiles wide x act_block_w 3 (32 channels x 3 columns); partials and output 1 x 2 tiles;
+    # activation and its tilized copy 1 x 3; bias 2; reader indices 32 rows x 2 B; 64 B scratch; the halo'd shard
+    assert (conv_p.name, cbs(conv_p)) == ("Conv2dDeviceOperation", [
+        (0, 6, BF16), (1, 2, BF16), (2, 3, BF16), (3, 3, BF16), (4, 2, BF16), (5, 2, BF16), (6, 1, 64), (7, 1, 64),
+        (8, 72, 64)])
+    assert [cb.globally_allocated for cb in conv_p.cbs] == [False, True, False, False, False, True, True, False,
+                                                            True]
+    assert conv_p.cb_region_end == 14 * BF16 + 64
+
+
+def test_a_conv2d_whose_cbs_reach_an_l1_tensor_fails_with_tt_metals_clash_error(small_l1):
+    image = tt(small_l1, (1, 16, 16, 32))
+    w = ttnn.from_torch(torch.randn(64, 32, 3, 3), dtype=ttnn.bfloat16)
+    kw = dict(input_tensor=image, weight_tensor=w, device=small_l1, in_channels=32, out_channels=64, batch_size=1,
+              input_height=16, input_width=16, kernel_size=(3, 3), padding=(1, 1))
+    ttnn.conv2d(**kw)
+    held = tt(small_l1, (32 * 64 * 28, 32), memory_config=ttnn.L1_MEMORY_CONFIG)  # 56 KiB per core: 8 KiB left
+    with pytest.raises(RuntimeError, match="Statically allocated circular buffers in program .* clash with L1 "
+                                           r"buffers on core range \[0-0 - 7-0\]"):
+        ttnn.conv2d(**kw)  # sharding the input needs 8,320 B of scratch CB, the conv program itself 24,640 B
+    held.deallocate()

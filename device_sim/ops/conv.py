@@ -20,13 +20,14 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from device_sim import placement
+from device_sim import device_work, placement
 from device_sim.conv_config import Conv2dConfig, Conv2dSliceConfig, activation_name
 from device_sim.ops.common import check_tt_nn_only, device_inputs, values
 from device_sim.ops.vision import _flat, _make, _nchw, _padding, _pair
+from device_sim.programs import conv as conv_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import DataType, Layout, MemoryConfig
+from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 
 _ACTIVATIONS = {"relu": torch.relu, "relu6": lambda y: y.clamp(0, 6), "silu": F.silu, "gelu": F.gelu,
                 "sigmoid": torch.sigmoid, "tanh": torch.tanh}
@@ -124,12 +125,37 @@ def conv2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_chann
     layout = conv_config.output_layout if conv_config is not None else Layout.TILE
     out = _make(y, device, [input_tensor], op_name=op_name, dtype=dtype or input_tensor.dtype, layout=layout,
                 memory_config=memory_config)
+    _launch_conv2d(out, input_tensor, weight_tensor, bias_tensor, conv_config, args, (pt, pb, pl, pr))
     result = [out]
     if return_output_dim:
         result.append((oh, ow))
     if return_weights_and_bias:
         result.append(_weights_on_device(weight_tensor, bias_tensor, args, device, conv_config, op_name))
     return out if len(result) == 1 else tuple(result)
+
+
+def _launch_conv2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor, conv_config, args, padding) -> None:
+    """conv2d's device operations (device_sim.programs.conv): a height-sharded, non-matmul, ungrouped conv on a
+    device; other layouts, 1x1 matmul convs and grouped convs run programs not modelled, so launch none."""
+    if out._device is None:
+        return
+    op_name = "ttnn.conv2d"
+    kernel, st, dil = (_pair(args[k], k, op_name) for k in ("kernel_size", "stride", "dilation"))
+    shard_layout = conv_config.shard_layout if conv_config is not None else None
+    matmul_conv = kernel == (1, 1) and st == (1, 1) and dil == (1, 1) and not any(padding)
+    if _groups(args["groups"]) != 1 or matmul_conv or shard_layout not in (None, TensorMemoryLayout.HEIGHT_SHARDED):
+        return
+    cfg = conv_config if conv_config is not None else Conv2dConfig()
+    programs = conv_programs.conv2d_programs(
+        batch=args["batch_size"], height=args["input_height"], width=args["input_width"],
+        in_channels=args["in_channels"], out_channels=args["out_channels"], kernel=kernel, stride=st,
+        padding=padding, dilation=dil, in_dtype=x.dtype, in_tile=x.layout == Layout.TILE,
+        in_sharded=x._device is not None and x.is_sharded(), out_dtype=out.dtype,
+        weights_dtype=cfg.weights_dtype or weight_tensor.dtype, bias=bias_tensor is not None,
+        grid=(out._device.config.grid_x, out._device.config.grid_y), act_block_h_override=cfg.act_block_h_override,
+        out_tile=out.layout == Layout.TILE, act_double_buffer=cfg.enable_act_double_buffer,
+        weights_double_buffer=cfg.enable_weights_double_buffer)
+    device_work.launch_after(out, True, out, programs)
 
 
 def _weights_on_device(weight_tensor, bias_tensor, args, device, conv_config, op_name):

@@ -196,28 +196,28 @@ def concat_program(out) -> Program:
 _DRAM_ALIGNMENT, _TRIDS = 32, 4
 
 
+def i2s_cbs(in_dtype: DataType, out_dtype: DataType, tile: bool, shard_h: int, shard_w: int) -> list:
+    """InterleavedToShardedDeviceOperation's CBs for one [shard_h, shard_w] shard, as to_memory_config_op.cpp's
+    L1 check counts them: a scratch CB of 4 pages of align(page + 32, 32), the input's pages again when the
+    dtype changes, and the output CB over the L1 shard itself (globally allocated)."""
+    units = (-(-shard_h // TILE) * -(-shard_w // TILE)) if tile else shard_h
+    in_unit = TILE_BYTES[in_dtype] if tile else shard_w * dtypes.ELEMENT_SIZE[in_dtype]
+    out_unit = TILE_BYTES[out_dtype] if tile else shard_w * dtypes.ELEMENT_SIZE[out_dtype]
+    scratch = -(-(in_unit + _DRAM_ALIGNMENT) // _DRAM_ALIGNMENT) * _DRAM_ALIGNMENT
+    cbs = [CircularBuffer((24,), _TRIDS, scratch)]
+    if in_dtype != out_dtype:
+        cbs.append(CircularBuffer((0,), units, -(-in_unit // 16) * 16))
+    cbs.append(CircularBuffer((16,), units, out_unit, True))
+    return cbs
+
+
 def interleaved_to_sharded_program(x, out) -> Program:
-    """InterleavedToShardedDeviceOperation, with the CBs to_memory_config_op.cpp's L1 check counts: a scratch
-    CB of 4 pages of align(page + 32, 32), the input's pages again when the dtype changes, and the output CB
-    over the L1 shard itself (globally allocated), on the output's shard grid."""
+    """InterleavedToShardedDeviceOperation (i2s_cbs) on the output's shard grid."""
     spec = out.memory_config().shard_spec
     key = ("InterleavedToShardedDeviceOperation", x.dtype, out.dtype, x.layout, spec)
-
-    def build():
-        tile = x.layout == Layout.TILE
-        h, w = spec.shape
-        units = (-(-h // TILE) * -(-w // TILE)) if tile else h
-        in_unit = TILE_BYTES[x.dtype] if tile else w * dtypes.ELEMENT_SIZE[x.dtype]
-        out_unit = TILE_BYTES[out.dtype] if tile else w * dtypes.ELEMENT_SIZE[out.dtype]
-        scratch = -(-(in_unit + _DRAM_ALIGNMENT) // _DRAM_ALIGNMENT) * _DRAM_ALIGNMENT
-        cbs = [CircularBuffer((24,), _TRIDS, scratch)]
-        if x.dtype != out.dtype:
-            cbs.append(CircularBuffer((0,), units, -(-in_unit // 16) * 16))
-        cbs.append(CircularBuffer((16,), units, out_unit, True))
-        return make_program("InterleavedToShardedDeviceOperation", "InterleavedToShardedProgramFactory", cbs,
-                            _shard_ranges(spec))
-
-    return cached(key, build)
+    return cached(key, lambda: make_program(
+        "InterleavedToShardedDeviceOperation", "InterleavedToShardedProgramFactory",
+        i2s_cbs(x.dtype, out.dtype, x.layout == Layout.TILE, *spec.shape), _shard_ranges(spec)))
 
 
 def sharded_to_interleaved_program(x, out) -> Program:

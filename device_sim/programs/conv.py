@@ -1,0 +1,166 @@
+"""conv2d's device operations: the input sharded into L1, HaloDeviceOperation, then Conv2dDeviceOperation.
+
+Height sharding only (TT-NN's conv2d picks height, block or width sharding by estimated L1 use when
+conv_config.shard_layout is unset; device_sim takes height sharding then, and models no other layout).
+A 1x1, stride-1, unpadded conv runs as a matmul in TT-NN: not modelled here. Sources in tt-metal:
+
+- sharding: ttnn/cpp/ttnn/operations/conv/conv2d/conv2d_utils.cpp (determine_parallel_config,
+  determine_input_memory_config, create_sharded_memory_config_from_parallel_config,
+  determine_per_core_conv_block_config, get_input_channels_alignment)
+- halo: ttnn/cpp/ttnn/operations/sliding_window/halo/device/untilize_with_halo_program_factory.cpp
+  (UNTILIZE_BLOCK_SIZE = 32, double-buffered untilize CBs)
+- conv: ttnn/cpp/ttnn/operations/conv/conv2d/conv2d_op_program_factory_common.cpp (get_cb_info,
+  allocate_cbs: CB indices in order, zero-page CBs skipped)
+
+Approximate: split reader and activation reuse are taken as off; the halo's four config CBs (backed
+by their own L1 tensors, sized by the gather schedule) are left out; conv2d's default compute config
+(packer_l1_acc off) makes the partials the output's format.
+
+Example:
+    >>> from device_sim.programs.conv import conv2d_programs
+    >>> from device_sim.types import DataType
+    >>> bf16 = DataType.BFLOAT16
+    >>> ps = conv2d_programs(batch=1, height=16, width=16, in_channels=32, out_channels=64, kernel=(3, 3),
+    ...                      stride=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1), in_dtype=bf16, in_tile=True,
+    ...                      in_sharded=False, out_dtype=bf16, weights_dtype=bf16, bias=False, grid=(8, 8))
+    >>> [p.name for p in ps]
+    ['InterleavedToShardedDeviceOperation', 'HaloDeviceOperation', 'Conv2dDeviceOperation']
+"""
+
+from __future__ import annotations
+
+from device_sim.device_work import (
+    TILE,
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cached,
+    cores_row_major,
+    make_program,
+)
+from device_sim.types import DataType
+
+_F32, _BF16 = DataType.FLOAT32, DataType.BFLOAT16
+L1_ALIGNMENT = 16  # bytes (hal::get_l1_alignment on Wormhole): a row-major input's channels align to 8 bf16
+UNTILIZE_BLOCK_SIZE = 32  # halo's untilize block height in rows
+L1_SCRATCHPAD = 64  # conv's L1_ARRAY CB, bytes
+
+
+def _round(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def closest_divisor_with_padding(num: int, start: int) -> int:
+    """find_closest_largest_divisor_with_num_padding_and_mult(num, start, 1): the largest divisor d <= start
+    for which padding num up to a multiple of d wastes less than one share."""
+    d = start
+    padded = _round(num, d)
+    while padded - num >= padded // d and d > 1:
+        d -= 1
+        padded = _round(num, d)
+    return d
+
+
+def max_out_sticks_per_core(batch, height, width, out_h, out_w, kernel, stride, padding, dilation,
+                            sticks_per_core: int) -> int:
+    """The most input rows (sticks) any core's halo gathers: from the first window of its output rows to the
+    end of the last one, in the padded input (the span sliding_window's shard boundaries give each core)."""
+    top, bottom, left, right = padding
+    hp, wp = height + top + bottom, width + left + right
+    total = batch * out_h * out_w
+    extent = (kernel[0] - 1) * dilation[0] * wp + (kernel[1] - 1) * dilation[1]
+
+    def start(o: int) -> int:
+        n, r = divmod(o, out_h * out_w)
+        oh, ow = divmod(r, out_w)
+        return n * hp * wp + oh * stride[0] * wp + ow * stride[1]
+
+    most = 0
+    for first in range(0, total, sticks_per_core):
+        last = min(first + sticks_per_core, total) - 1
+        most = max(most, start(last) + extent - start(first) + 1)
+    return most
+
+
+def conv2d_programs(*, batch, height, width, in_channels, out_channels, kernel, stride, padding, dilation,
+                    in_dtype, in_tile, in_sharded, out_dtype, weights_dtype, bias, grid, act_block_h_override=0,
+                    out_tile=True, act_double_buffer=False, weights_double_buffer=False) -> tuple[Program, ...]:
+    """The programs of one height-sharded conv2d, in launch order. `padding` is (top, bottom, left, right)."""
+    key = ("conv2d", batch, height, width, in_channels, out_channels, kernel, stride, padding, dilation, in_dtype,
+           in_tile, in_sharded, out_dtype, weights_dtype, bias, grid, act_block_h_override, out_tile,
+           act_double_buffer, weights_double_buffer)
+    return cached(key, lambda: _build(batch, height, width, in_channels, out_channels, kernel, stride, padding,
+                                      dilation, in_dtype, in_tile, in_sharded, out_dtype, weights_dtype, bias, grid,
+                                      act_block_h_override, out_tile, act_double_buffer, weights_double_buffer))
+
+
+def _build(batch, height, width, in_channels, out_channels, kernel, stride, padding, dilation, in_dtype, in_tile,
+           in_sharded, out_dtype, weights_dtype, bias, grid, act_block_h_override, out_tile, act_double_buffer,
+           weights_double_buffer) -> tuple[Program, ...]:
+    top, bottom, left, right = padding
+    out_h = (height + top + bottom - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+    out_w = (width + left + right - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
+    gx, gy = grid
+    # determine_parallel_config(HEIGHT_SHARDED): cores over the output's rows of tiles, row by row
+    out_nhw = batch * out_h * out_w
+    ncores = closest_divisor_with_padding(-(-out_nhw // TILE), gx * gy)
+    ranges = cores_row_major(ncores, gx)
+    # get_input_channels_alignment: a row-major input's channels align to 8 (16 B of bfloat16), a tiled one to 32
+    channels = _round(in_channels, TILE if in_tile else L1_ALIGNMENT // 2)
+    in_shard_h = _round(batch * height * width, ncores * TILE) // ncores
+    out_shard_h = _round(out_nhw, ncores * TILE) // ncores
+    out_w_ntiles = -(-out_channels // TILE)
+    per_core_h_ntiles = out_shard_h // TILE
+    programs = []
+    if not in_sharded:
+        programs.append(_interleaved_to_sharded(in_dtype, in_tile, in_shard_h, channels, ranges))
+    # Halo: rows as bfloat16 (float32 stays), one row per input stick
+    halo_dtype = _F32 if in_dtype == _F32 else _BF16
+    datum = 4 if halo_dtype == _F32 else 2
+    stick = channels * datum
+    sticks = max_out_sticks_per_core(batch, height, width, out_h, out_w, kernel, stride, padding, dilation,
+                                     out_shard_h)
+    ntiles_w = -(-channels // TILE)
+    halo_cbs = [CircularBuffer((0,), ntiles_w * -(-in_shard_h // TILE) if in_tile else in_shard_h,
+                               TILE_BYTES[in_dtype] if in_tile else stick, True),
+                CircularBuffer((1,), sticks, stick, True),
+                CircularBuffer((2,), 1, stick), CircularBuffer((3,), 1, stick)]
+    if in_tile:  # untilized 32 rows at a time, double-buffered, one CB per reader
+        block = UNTILIZE_BLOCK_SIZE // TILE * ntiles_w * 2
+        halo_cbs += [CircularBuffer((4,), block, TILE_BYTES[halo_dtype]),
+                     CircularBuffer((5,), block, TILE_BYTES[halo_dtype])]
+    programs.append(make_program("HaloDeviceOperation", "UntilizeWithHaloProgramFactory", halo_cbs, ranges))
+    # Conv2dDeviceOperation (get_cb_info, HEIGHT_SHARDED)
+    act_h = per_core_h_ntiles
+    if act_block_h_override:
+        want = act_block_h_override // TILE
+        act_h = want if per_core_h_ntiles % want == 0 else next(d for d in range(want, 0, -1)
+                                                                if per_core_h_ntiles % d == 0)
+    act_w = _round(channels * kernel[1], TILE) // TILE
+    in_t, out_t, w_t = TILE_BYTES[halo_dtype], TILE_BYTES[out_dtype], TILE_BYTES[weights_dtype]
+    weights = out_w_ntiles * act_w
+    if per_core_h_ntiles // act_h > 1:
+        weights *= kernel[0]  # fully buffered weights: every kernel row stays while act blocks go by
+    elif weights_double_buffer:
+        weights *= 2
+    out_ntiles = per_core_h_ntiles * out_w_ntiles
+    act = act_h * act_w * (2 if act_double_buffer else 1)
+    infos = [(weights, w_t, False), (out_ntiles, out_t, out_tile),  # partials share the output when it is tiled
+             (act, in_t, False), (act_h * act_w, out_t, False), (out_w_ntiles if bias else 0, w_t, False),
+             (out_ntiles, out_t, True), (1, per_core_h_ntiles * TILE * 2, True), (1, L1_SCRATCHPAD, False),
+             (sticks, stick, True)]
+    cbs, index = [], 0
+    for pages, page, global_ in infos:
+        if pages:
+            cbs.append(CircularBuffer((index,), pages, page, global_))
+            index += 1
+    programs.append(make_program("Conv2dDeviceOperation", "Conv2dShardedProgramFactory", cbs, ranges))
+    return tuple(programs)
+
+
+def _interleaved_to_sharded(dtype, tile: bool, shard_h: int, channels: int, ranges) -> Program:
+    """The input's to_memory_config into its height shards (programs.data_movement's model of the factory)."""
+    from device_sim.programs.data_movement import i2s_cbs
+
+    return make_program("InterleavedToShardedDeviceOperation", "InterleavedToShardedProgramFactory",
+                        i2s_cbs(dtype, dtype, tile, shard_h, channels), ranges)
