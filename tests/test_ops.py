@@ -577,6 +577,12 @@ def test_split_heads_puts_each_head_where_tt_nn_does(device):
     assert torch.equal(q2.value, q.value) and torch.equal(k2.value, k.value.transpose(-2, -1))
     heads = ttnn.transformer.concatenate_heads(q)
     assert torch.equal(heads.value[0], qkv[:, : H * D])
+    # TT-NN's binding also takes use_falcon7b_backend= (its Falcon-7B kernel for the same split), as models pass it.
+    q3, k3, v3 = ttnn.transformer.split_query_key_value_and_split_heads(
+        dev(qkv[None], device, dtype=ttnn.float32), num_heads=H, num_kv_heads=KVH, transpose_key=True,
+        memory_config=ttnn.L1, use_falcon7b_backend=True)
+    assert torch.equal(q3.value, q.value) and torch.equal(k3.value, k.value) and torch.equal(v3.value, v.value)
+    assert q3.memory_config() == ttnn.L1
 
 
 @pytest.mark.parametrize("causal", [True, False])

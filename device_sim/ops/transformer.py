@@ -40,12 +40,17 @@ def _split_qkv_golden(t, kv=None, *_, num_heads, num_kv_heads=None, transpose_ke
 def split_query_key_value_and_split_heads(input_tensor: Tensor, kv_input_tensor: Tensor | None = None, *,
                                           num_heads: int, num_kv_heads: int | None = None,
                                           transpose_key: bool = True, memory_config: MemoryConfig | None = None,
+                                          use_falcon7b_backend: bool = False,
                                           **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
     """[B, S, (H + 2*KVH)*D] (or q [B, S, H*D] and kv_input_tensor [B, S, 2*KVH*D]) to
-    q [B, H, S, D], k [B, KVH, D, S] (or [B, KVH, S, D] with transpose_key=False), v [B, KVH, S, D]."""
+    q [B, H, S, D], k [B, KVH, D, S] (or [B, KVH, S, D] with transpose_key=False), v [B, KVH, S, D].
+
+    use_falcon7b_backend picks TT-NN's Falcon-7B kernel for the same split (its binding's keyword): same values."""
     op_name = "ttnn.transformer.split_query_key_value_and_split_heads"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
+    if not isinstance(use_falcon7b_backend, bool):
+        raise TypeError(f"{op_name}: use_falcon7b_backend must be True or False, got {use_falcon7b_backend!r}")
     ins = device_inputs(op_name, input_tensor, kv_input_tensor)
     x = values(input_tensor, op_name)
     kv = values(kv_input_tensor, op_name) if kv_input_tensor is not None else None
