@@ -125,8 +125,9 @@ def format_summary(s: Summary, path, *, table=format_table, device=None, device_
                 for p in sorted(s.peak_l1_by_device, key=lambda p: p["device_id"])]
     for c in s.comparisons:
         lowest = c["lowest_pcc"]
+        device = c.get("lowest_pcc_device_id")
         lowest = f", lowest PCC {_number(lowest, '.6f')} at op {c['lowest_pcc_operation_id']}" \
-            if lowest is not None else ""
+            + (f" (device {device})" if device is not None else "") if lowest is not None else ""
         out.append(f"golden    {c['mode']}: {c['count']} {c['status']}{lowest}")
     out.append(f"errors    {len(s.errors)}")
     for e in s.errors:  # one line each; `ttreport op` shows the whole message
@@ -273,6 +274,7 @@ def _echo_op(r: Report, o, children) -> None:
     by_device = r.l1_by_device(o.id) if o.l1_bytes is not None else []
     if len(by_device) > 1:  # a mesh: each chip's L1 after the op
         out.append("  L1 by device  " + ", ".join(f"{d['device_id']}: {human_bytes(d['bytes'])}" for d in by_device))
+    out += _golden_lines(r.golden_checks(o.id))
     if children:
         out.append("  calls     " + ", ".join(f"{c.id} {c.name}" for c in children))
     out.append("arguments:")
@@ -288,6 +290,24 @@ def _echo_op(r: Report, o, children) -> None:
     if o.error is not None:
         out += [f"error: {o.error.error_type}: {o.error.message}"]
     click.echo("\n".join(out))
+
+
+def _golden_lines(checks: list[dict]) -> list[str]:
+    """One line per mode of an op's golden checks; on a mesh, which devices failed and the worst one."""
+    lines = []
+    for mode in dict.fromkeys(c["mode"] for c in checks):
+        rows = [c for c in checks if c["mode"] == mode]  # worst first
+        worst, failed = rows[0], [c for c in rows if c["status"] == "fail"]
+        pcc = f", lowest PCC {_number(worst['pcc'], '.6f')}" if worst["pcc"] is not None else ""
+        devices = sorted({c["device_id"] for c in rows if c["device_id"] is not None})
+        if not devices:
+            lines.append(f"  golden    {mode}: " + ", ".join(c["status"] for c in rows) + pcc)
+            continue
+        bad = sorted({c["device_id"] for c in failed})
+        verdict = f"fail on device(s) {', '.join(map(str, bad))}" if bad else worst["status"]
+        lines.append(f"  golden    {mode}: {verdict} of {len(devices)} devices{pcc} (worst: device "
+                     f"{worst['device_id']})")
+    return lines
 
 
 @main.command()
@@ -375,7 +395,9 @@ def summary(report):
 @main.command()
 @click.argument("report")
 @click.argument("tensor_id", type=int)
-def tensor(report, tensor_id):
+@click.option("--device", type=int, default=None,
+              help="A tensor on a mesh: the stats of this device's shard only (default: each device's).")
+def tensor(report, tensor_id, device):
     """One tensor: its spec, where it lived, who made and used it, and stats of its stored values.
 
     Example: ttreport tensor generated/ttreport/reports/demo 3
@@ -391,7 +413,18 @@ def tensor(report, tensor_id):
         if t.padded_shape and t.padded_shape != t.shape:
             out.insert(1, f"      padded to {t.padded_shape}")
         out.append("      used by " + (", ".join(f"op {c.id} ({c.name})" for c in consumers) or "no op"))
-        if t.file:
+        devices = r.tensor_devices(tensor_id) if t.file else []
+        if devices:  # a mesh tensor: a file and stats per device shard
+            out.append(f"      one file per device shard: devices {', '.join(map(str, devices))}")
+            if device is not None and device not in devices:
+                raise Failure(f"tensor {tensor_id} has no shard on device {device}; its devices: {devices}")
+            out.append("stats:")
+            out += [f"  device {d}: {_stats(r.load_tensor(tensor_id, device=d))}"
+                    for d in ([device] if device is not None else devices)]
+        elif device is not None:
+            raise Failure(f"tensor {tensor_id} is not stored per device (it is not a mesh tensor, or its values "
+                          f"were not stored); leave --device out")
+        elif t.file:
             values = r.load_tensor(tensor_id)
             out.append("stats:")
             out.append(f"  {_stats(values)}")

@@ -521,6 +521,17 @@ class Report:
     def _has_table(self, name: str) -> bool:
         return self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
 
+    def _column_exists(self, table: str, column: str) -> bool:
+        return any(r[1] == column for r in self._conn.execute(f"PRAGMA table_info({table})"))
+
+    def golden_checks(self, operation_id: int) -> list[dict]:
+        """The op's golden comparisons (mode, tensor_id, device_id, status, pcc, max_abs_error), one per output
+        and mode, or one per device shard on a mesh; worst first (failures, then the lowest PCC)."""
+        device = "device_id" if self._column_exists("tensor_comparisons", "device_id") else "NULL AS device_id"
+        return self.sql(f"SELECT mode, tensor_id, {device}, status, pcc, max_abs_error FROM tensor_comparisons "
+                        f"WHERE operation_id = ? ORDER BY mode, status = 'pass', pcc IS NULL, pcc, device_id",
+                        (int(operation_id),))
+
     def expected_file(self, tensor_id: int, *, device: int | None = None):
         """What the report says the tensor's file (or `device`'s shard file) holds (a storage.Expected),
         checked when it is loaded."""
@@ -594,10 +605,14 @@ class Report:
         # A TT-NN report (upgraded from 0001) records no depth: its ops count as top-level.
         top = self._conn.execute("SELECT COUNT(*), COALESCE(SUM(CASE WHEN COALESCE(depth, 0) = 0 THEN duration END), "
                                  "0) FROM operations").fetchone()
-        comparisons = self.sql("""
+        # On a mesh each device's shard has its row: the lowest PCC's device is the op's worst device.
+        device = "device_id" if self._column_exists("tensor_comparisons", "device_id") else "NULL"
+        comparisons = self.sql(f"""
             SELECT mode, status, COUNT(*) AS count, MIN(pcc) AS lowest_pcc,
                    (SELECT c2.operation_id FROM tensor_comparisons c2 WHERE c2.mode = c.mode
-                    AND c2.status = c.status AND c2.pcc IS NOT NULL ORDER BY c2.pcc LIMIT 1) AS lowest_pcc_operation_id
+                    AND c2.status = c.status AND c2.pcc IS NOT NULL ORDER BY c2.pcc LIMIT 1) AS lowest_pcc_operation_id,
+                   (SELECT c2.{device} FROM tensor_comparisons c2 WHERE c2.mode = c.mode
+                    AND c2.status = c.status AND c2.pcc IS NOT NULL ORDER BY c2.pcc LIMIT 1) AS lowest_pcc_device_id
             FROM tensor_comparisons c GROUP BY mode, status ORDER BY mode, status""")
         return Summary(self.status, top[0], top[1], by_name, self._peak("l1_bytes"), self._peak("dram_bytes"),
                        self.errors(), comparisons, self.status_text, peak_l1_by_device=self.peak_l1_by_device())
