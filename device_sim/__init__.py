@@ -316,6 +316,12 @@ def __getattr__(name: str):
     raise missing_attribute(__name__, name)
 
 
+# ttnn.tracer: TT-NN's graph of what a `with trace():` block ran (networkx is imported only when one starts).
+from device_sim import tracer  # noqa: E402
+
+__all__ += ["tracer"]
+
+
 # ttnn.CONFIG (issue 10). Keep this block last: reading TTNN_CONFIG_OVERRIDES may start a report,
 # whose writer (found by entry point) imports device_sim and needs every name above.
 from device_sim import config as _config  # noqa: E402

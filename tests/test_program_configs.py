@@ -258,3 +258,13 @@ def test_sdpa_chunk_sizes_must_be_whole_tiles(device):
     bad = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=48, k_chunk_size=64)
     with pytest.raises(RuntimeError, match="q_chunk_size must be divisible by TILE_SIZE. Got q_chunk_size: 48"):
         sdpa(q, q, q, program_config=bad)
+
+
+def test_a_core_grid_wider_than_the_device_fails_as_tt_nns_validate_does(ab, device):
+    # optimized BERT's CoreGrid(y=8, x=12) was written for Grayskull's 12-wide grid; an 8x8 Wormhole refuses it.
+    a, b = ab
+    with pytest.raises(RuntimeError, match=r"compute_with_storage_grid_size \(12, 8\) must fit within device grid "
+                                           r"\(8, 8\).*ttnn.CoreGrid\(y=8, x=8\)"):
+        ttnn.linear(a, b, core_grid=ttnn.CoreGrid(y=8, x=12))
+    out = ttnn.matmul(a, b, core_grid=ttnn.CoreGrid(y=8, x=8))
+    assert out.shape == ttnn.Shape([2, 128, 512])
