@@ -213,3 +213,38 @@ def test_a_conv2d_whose_cbs_reach_an_l1_tensor_fails_with_tt_metals_clash_error(
                                            r"buffers on core range \[0-0 - 7-0\]"):
         ttnn.conv2d(**kw)  # sharding the input needs 8,320 B of scratch CB, the conv program itself 24,640 B
     held.deallocate()
+
+
+def test_embedding_row_major_and_tiled_factories(device):
+    from device_sim.programs.embedding import embedding_program
+
+    ids = ttnn.from_torch(torch.zeros(2, 64, dtype=torch.int32), dtype=ttnn.uint32, device=device)
+    w = ttnn.from_torch(torch.ones(512, 256), dtype=ttnn.bfloat16, device=device)
+    # ROW_MAJOR: 128 rows over 64 cores, two each, so the 512 B weights row (DRAM-aligned to 32 B) is doubled;
+    # the ids CB holds 32 B / 4 B = 8 ids, each rounded to 32 B
+    rm = embedding_program(ids, w, ttnn.bfloat16, ttnn.ROW_MAJOR)
+    assert (rm.name, cbs(rm), rm.cores.num_cores()) == ("EmbeddingsDeviceOperation", [(0, 2, 512), (1, 1, 256)], 64)
+    # TILE: blocks of 32 rows (4, on 4 cores); 8 tiles a row, double-buffered in the weights' and the output's
+    # format, and 32 ids of 4 B
+    tile = embedding_program(ids, w, ttnn.bfloat16, ttnn.TILE, padded=True)
+    assert cbs(tile) == [(0, 16, BF16), (1, 1, 128), (2, 16, BF16), (3, 1, 512)]  # c_3 caches the pad row
+    assert tile.cores.num_cores() == 4
+
+
+def test_attention_heads_and_sdpa(device):
+    from device_sim.programs import transformer
+
+    x = tt(device, (1, 1, 128, 3 * 4 * 64))
+    heads = transformer.create_heads_program(x, transpose_k_heads=True)  # four tiles around the transpose
+    assert (heads.name, cbs(heads)) == ("NlpCreateHeadsDeviceOperation", [(1, 4, BF16), (0, 4, BF16),
+                                                                          (16, 4, BF16)])
+    q, k, v = tt(device, (1, 4, 128, 64)), tt(device, (1, 4, 128, 64)), tt(device, (1, 4, 128, 64))
+    # chunks of 32: one tile of rows, D = 2 tiles; 4 q chunks per head, one a core (1 batch x 4 heads x 4), so
+    # Q is not doubled; K and V are; a causal mask chunk pair in bfloat4_b (576 B), doubled
+    p = transformer.sdpa_program(q, k, v, ttnn.bfloat16, is_causal=True)
+    assert (p.name, p.ranges) == ("SDPAOperation", ((0, 0, 7, 7),))
+    assert cbs(p) == [(0, 2, BF16), (1, 4, BF16), (2, 4, BF16), (3, 2, 576), (5, 1, BF16), (7, 1, BF16),
+                      (24, 1, BF16), (25, 2, BF16), (26, 2, BF16), (27, 1, BF16), (28, 1, BF16), (29, 1, BF16),
+                      (30, 1, BF16), (31, 1, BF16), (16, 2, BF16)]
+    cat = transformer.concat_heads_program(q)  # a row of tiles of all 4 heads (4 x 2), doubled
+    assert (cat.name, cbs(cat), cat.cores.num_cores()) == ("NLPConcatHeadsDeviceOperation", [(0, 16, BF16)], 4)

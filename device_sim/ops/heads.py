@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import torch
 
+from device_sim import device_work
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import MemoryConfig
+from device_sim.types import Layout, MemoryConfig
 
 
 def _split(x: torch.Tensor, n_q: int, n_kv: int, op_name: str):
@@ -58,7 +60,16 @@ def nlp_create_qkv_heads(input: Tensor, input_kv: Tensor | None = None, *, num_h
         raise ValueError(f"{op_name}: input shapes {shapes} must be [B, 1, S, width] (and input_kv the same B, S)")
     outs = _create_heads_golden(x, kv, num_heads=num_heads, num_kv_heads=num_kv_heads,
                                 transpose_k_heads=transpose_k_heads)
-    return tuple(output(o.contiguous(), input, ins, op_name=op_name, memory_config=memory_config) for o in outs)
+    outs = tuple(output(o.contiguous(), input, ins, op_name=op_name, memory_config=memory_config) for o in outs)
+    if input._device is not None and input.layout == Layout.TILE and not input.is_sharded() and input_kv is None:
+        try:  # the interleaved factory, one program for q, k and v (a separate input_kv is not modelled)
+            device_work.launch(input._device, transformer_programs.create_heads_program(
+                input, transpose_k_heads=transpose_k_heads))
+        except RuntimeError:
+            for o in outs:
+                o._free()
+            raise
+    return outs
 
 
 def _concat_heads_golden(t, *_, **__):
@@ -75,8 +86,11 @@ def nlp_concat_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None
     if x.dim() != 4:
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [B, H, S, D]")
     ins = device_inputs(op_name, input_tensor)
-    return output(_concat_heads_golden(x).contiguous(), input_tensor, ins, op_name=op_name,
-                  memory_config=memory_config)
+    out = output(_concat_heads_golden(x).contiguous(), input_tensor, ins, op_name=op_name,
+                 memory_config=memory_config)
+    if input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded():
+        device_work.launch_after(out, True, input_tensor, transformer_programs.concat_heads_program(input_tensor))
+    return out
 
 
 def _create_heads_decode_golden(t, *_, num_heads, num_kv_heads=None, **__):

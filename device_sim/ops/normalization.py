@@ -13,6 +13,7 @@ from device_sim.ops.common import check_tt_nn_only, device_inputs, output, value
 from device_sim.program_config_checks import validate_layer_norm
 from device_sim.program_configs import LayerNormShardedMultiCoreProgramConfig
 from device_sim.programs import normalization
+from device_sim.programs.embedding import embedding_program
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -199,8 +200,14 @@ def embedding(input_tensor: Tensor, weight: Tensor, *, padding_idx: int | None =
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
         bad = int(ids.max()) if int(ids.max()) >= vocab else int(ids.min())
         raise IndexError(f"ttnn.embedding: id {bad} is outside the table's {vocab} rows (0..{vocab - 1})")
-    return output(_embedding_golden(ids, w), weight, ins, op_name="ttnn.embedding", dtype=dtype, layout=layout,
-                  memory_config=memory_config)
+    out = output(_embedding_golden(ids, w), weight, ins, op_name="ttnn.embedding", dtype=dtype, layout=layout,
+                 memory_config=memory_config)
+    if input_tensor._device is not None and not out.is_sharded():  # a sharded output's factory is not modelled
+        kind = EmbeddingsType(embeddings_type)
+        padded = kind == EmbeddingsType.PADDED or padding_idx is not None  # TT-NN picks PADDED for a padding_idx
+        device_work.launch_after(out, True, input_tensor, embedding_program(
+            input_tensor, weight, out.dtype, out.layout, padded=padded, binary=kind == EmbeddingsType.BINARY))
+    return out
 
 
 # -- in-place softmax: TT-NN's kernels write the result over the input and return it -------------

@@ -18,11 +18,13 @@ import math
 
 import torch
 
+from device_sim import device_work
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.program_config_checks import validate_sdpa
+from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import MemoryConfig
+from device_sim.types import Layout, MemoryConfig
 
 
 def _split_qkv_golden(t, kv=None, *_, num_heads, num_kv_heads=None, transpose_key=True, **__):
@@ -184,7 +186,14 @@ def scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor,
     mask = values(attn_mask, op_name) if attn_mask is not None else None
     r = _sdpa_golden(q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale, sliding_window_size=sliding_window_size,
                      attention_sink=sink)
-    return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+    out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+    if input_tensor_q._device is not None and input_tensor_q.layout == Layout.TILE and not input_tensor_q.is_sharded():
+        config = tt_nn_only.get("compute_kernel_config")
+        device_work.launch_after(out, True, input_tensor_q, transformer_programs.sdpa_program(
+            input_tensor_q, input_tensor_k, input_tensor_v, out.dtype, is_causal=is_causal, mask=attn_mask,
+            sink=attention_sink, program_config=program_config,
+            fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False))))
+    return out
 
 
 def _sink(op_name: str, attention_sink, n_heads: int):

@@ -1,0 +1,114 @@
+"""Attention's device operations: SDPAOperation, NlpCreateHeadsDeviceOperation, NLPConcatHeadsDeviceOperation.
+
+Interleaved TILE inputs only. Sources in tt-metal: ttnn/cpp/ttnn/operations/transformer/sdpa/device/
+sdpa_program_factory.cpp and ttnn/cpp/ttnn/operations/experimental/transformer/{nlp_create_qkv_heads,
+nlp_concat_heads}/device/*_program_factory.cpp.
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs.transformer import concat_heads_program
+    >>> dev = ttnn.open_device()
+    >>> x = ttnn.from_torch(torch.ones(1, 4, 128, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> [(cb.indices, cb.num_pages) for cb in concat_heads_program(x).cbs]  # 4 heads x 2 tiles, doubled
+    [((0,), 16)]
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, split_work
+from device_sim.types import DataType
+
+_BF16, _BFP4 = DataType.BFLOAT16, DataType.BFLOAT4_B
+
+
+def sdpa_program(q, k, v, out_dtype: DataType, *, is_causal: bool, mask=None, sink=None, program_config=None,
+                 fp32_dest_acc_en: bool = False) -> Program | None:
+    """SDPAOperation (SDPAProgramFactory) over q [B, H, Sq, D], k, v [B, KVH, Sk, D], on every core of the grid.
+
+    q_chunk_size / k_chunk_size from the program config (default 32): Sq_chunk_t, Sk_chunk_t tiles. c_0 Q
+    (a chunk, doubled when a core takes two or more), c_1 K and c_2 V (a chunk, doubled), c_3 the mask
+    (Sq_chunk_t x Sk_chunk_t, doubled; bfloat4_b unless a mask is given) when causal, masked or padded,
+    c_4 the attention sink, c_5 and c_7 one bfloat16 scalar tile each, c_24 QK^T (a chunk pair), c_25 and
+    c_26 the output accumulators, c_27..c_31 the running max/sum statistics (Sq_chunk_t each), c_16 the
+    output chunk; intermediates bfloat16. None for the streaming kernel (a non-causal, unmasked SDPA with
+    q chunks of 2+ tiles), which allocates other CBs and is not modelled.
+    """
+    dev = q._device
+    q_chunk = program_config.q_chunk_size if program_config is not None else 32
+    k_chunk = program_config.k_chunk_size if program_config is not None else 32
+    grid = getattr(program_config, "compute_with_storage_grid_size", None)
+    gx, gy = (grid.x, grid.y) if grid is not None and hasattr(grid, "x") else (tuple(grid) if grid else grid_of(dev))
+    key = ("SDPAOperation", tuple(q.shape), tuple(k.shape), q.dtype, k.dtype, v.dtype, out_dtype,
+           is_causal, mask.dtype if mask is not None else None, sink.dtype if sink is not None else None, q_chunk,
+           k_chunk, gx, gy, fp32_dest_acc_en)
+    streaming = not is_causal and mask is None and sink is None and not fp32_dest_acc_en and q_chunk // TILE > 1
+    if streaming:
+        return None
+    return cached(key, lambda: _sdpa(tuple(q.shape), tuple(k.shape), q.dtype, k.dtype, v.dtype,
+                                     out_dtype, is_causal, mask, sink, q_chunk, k_chunk, gx, gy))
+
+
+def _sdpa(q_shape, k_shape, q_dt, k_dt, v_dt, out_dt, is_causal, mask, sink, q_chunk, k_chunk, gx, gy) -> Program:
+    B, NQH, Sq, DH = q_shape
+    Sk = k_shape[2]
+    padded_sq, padded_sk = -(-Sq // q_chunk) * q_chunk, -(-Sk // k_chunk) * k_chunk
+    sq_t, sk_t, dht = q_chunk // TILE, k_chunk // TILE, DH // TILE
+    q_chunks = padded_sq // q_chunk
+    cores = gx * gy
+    # parallelise over batch, then heads, then q chunks
+    batch_pf = min(B, cores)
+    nh_pf = min(cores // batch_pf, NQH)
+    q_pf = min(cores // (batch_pf * nh_pf), q_chunks)
+    q_per_core = -(-q_chunks // q_pf)
+    padded_mask = not is_causal and (padded_sk != Sk or padded_sq != Sq)
+    im, bf16 = TILE_BYTES[_BF16], TILE_BYTES[_BF16]
+    cbs = [CircularBuffer((0,), sq_t * dht * (2 if q_per_core > 1 else 1), TILE_BYTES[q_dt]),
+           CircularBuffer((1,), sk_t * dht * 2, TILE_BYTES[k_dt]),
+           CircularBuffer((2,), sk_t * dht * 2, TILE_BYTES[v_dt])]
+    if mask is not None or is_causal or padded_mask:
+        cbs.append(CircularBuffer((3,), sq_t * sk_t * 2, TILE_BYTES[mask.dtype if mask is not None else _BFP4]))
+    cbs += [CircularBuffer((5,), 1, bf16), CircularBuffer((7,), 1, bf16)]
+    if sink is not None:
+        cbs.append(CircularBuffer((4,), sq_t, TILE_BYTES[sink.dtype]))
+    cbs += [CircularBuffer((24,), sq_t * sk_t, im), CircularBuffer((25,), sq_t * dht, im),
+            CircularBuffer((26,), sq_t * dht, im)]
+    cbs += [CircularBuffer((i,), sq_t, im) for i in range(27, 32)]
+    cbs.append(CircularBuffer((16,), sq_t * dht, TILE_BYTES[out_dt]))
+    return make_program("SDPAOperation", "SDPAProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
+
+
+def create_heads_program(x, *, transpose_k_heads: bool) -> Program:
+    """NlpCreateHeadsDeviceOperation's interleaved factory on x [B, 1, S, width]: c_1 four tiles (reader to
+    writer), and with transpose_k_heads c_0 and c_16 four tiles each around the transpose; split_work_to_cores
+    over the B*S/32 rows of tiles."""
+    dev = x._device
+    shape = tuple(x.padded_shape)
+    key = ("NlpCreateHeadsDeviceOperation", shape, x.dtype, transpose_k_heads, grid_of(dev))
+
+    def build():
+        tile = TILE_BYTES[x.dtype]
+        cbs = [CircularBuffer((1,), 4, tile)]
+        if transpose_k_heads:
+            cbs += [CircularBuffer((0,), 4, tile), CircularBuffer((16,), 4, tile)]
+        blocks = shape[0] * shape[1] * shape[2] // TILE
+        return make_program("NlpCreateHeadsDeviceOperation", "NlpCreateHeadsInterleaved", cbs,
+                            split_work(blocks, *grid_of(dev)))
+
+    return cached(key, build)
+
+
+def concat_heads_program(x) -> Program:
+    """NLPConcatHeadsDeviceOperation's interleaved factory on x [B, H, S, D]: c_0 holds one row of tiles of
+    every head (H*D/32), doubled; split_work_to_cores over the B*S/32 rows of tiles."""
+    dev = x._device
+    shape = tuple(x.padded_shape)
+    key = ("NLPConcatHeadsDeviceOperation", shape, x.dtype, grid_of(dev))
+
+    def build():
+        per_row = shape[1] * shape[3] // TILE
+        return make_program("NLPConcatHeadsDeviceOperation", "NLPConcatHeadsProgramFactory",
+                            (CircularBuffer((0,), 2 * per_row, TILE_BYTES[x.dtype]),),
+                            split_work(shape[0] * shape[2] // TILE, *grid_of(dev)))
+
+    return cached(key, build)
