@@ -9,6 +9,11 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - normalization: layer_norm / rms_norm, interleaved and sharded (LayerNormDeviceOperation)
 - data_movement: tilize / untilize (+ padding), transpose, concat, copy, typecast, the sharding moves
 - reduction: sum / mean / max / min (ReduceDeviceOperation)
+- embedding: EmbeddingsDeviceOperation (row-major and tilized outputs)
+- conv: conv2d's input sharding, HaloDeviceOperation and Conv2dDeviceOperation (height sharding)
+- transformer: SDPAOperation, NlpCreateHeadsDeviceOperation, NLPConcatHeadsDeviceOperation
+
+docs/device_work.md lists what is modelled, what is approximate and what is not yet.
 
 Every builder is cached on the facts its CBs depend on, so a model's repeated op costs one dict lookup.
 
