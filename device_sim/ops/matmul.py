@@ -94,8 +94,6 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
     n = kernel_numerics(op_name, input_tensor_a, input_tensor_b, out_dtype, compute_kernel_config, program_config,
                         core_grid) if emulate or program_config is not None else None
     fused = None
-    if core_grid is not None and program_config is None and input_tensor_a._device is not None:
-        _check_core_grid(op_name, core_grid, input_tensor_a._device)
     if program_config is not None:
         dev = input_tensor_a._device
         grid = (dev.config.grid_x, dev.config.grid_y) if dev is not None else None
@@ -121,17 +119,6 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
     out = output(y, input_tensor_a, ins, op_name=op_name, dtype=out_dtype, memory_config=memory_config)
     _launch(out, fresh, input_tensor_a, input_tensor_b, bias, out.dtype, program_config, n, (a.shape, b.shape))
     return out
-
-
-def _check_core_grid(op_name: str, core_grid, device) -> None:
-    """TT-NN builds its program config on core_grid's x by y cores (matmul_program_config.cpp), then its validate
-    requires that grid to fit the device's: a CoreGrid(x=12) written for Grayskull fails on an 8x8 Wormhole."""
-    x, y, dx, dy = core_grid.x, core_grid.y, device.config.grid_x, device.config.grid_y
-    if x > dx or y > dy:
-        raise tt_fatal("grid.x <= device_grid.x && grid.y <= device_grid.y",
-                       f"{op_name}: compute_with_storage_grid_size ({x}, {y}) must fit within device grid ({dx}, "
-                       f"{dy}): core_grid=ttnn.CoreGrid(y={y}, x={x}) asks for more cores than this device has; "
-                       f"use at most ttnn.CoreGrid(y={dy}, x={dx}) (device.compute_with_storage_grid_size())")
 
 
 def _launch(out: Tensor, fresh: bool, a: Tensor, b: Tensor, bias, out_dtype, program_config, n,
