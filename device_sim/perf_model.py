@@ -35,6 +35,9 @@ DRAM_GIB_PER_S = 6 * 2 * 21.5  # 258: "21.5 GB/s * 6 channels * 2 banks", divide
 NOC_BYTES_PER_CYCLE = 32  # one NoC link; the L1 bisection is sqrt(64) * 32 B/cycle * 2 = 512 B/cycle
 L1_LOCAL_BYTES_PER_CYCLE = 64  # a core reading or writing its own L1 (assumed: two 32 B NoC ports' width)
 PCIE_GB_PER_S = 32.0  # host <-> device, PCIe 4.0 x16 (Wormhole n150/n300 boards)
+# One Wormhole ethernet link: "a theoretical 100Gbps per direction", 12.5 GB/s (tt-metal's
+# tech_reports/EthernetMultichip/BasicEthernetGuide.md); a GB/s is a byte per ns.
+ETH_GB_PER_S = 12.5
 # Element-wise work per 32x32 tile on one core (not in TT-NN's model, which gives such ops 1 cycle):
 # the FPU's 8x16 lanes take 1024 / 128 = 8 cycles a tile per pass; the SFPU's 32 lanes take 32 a pass,
 # and a transcendental a few passes (assumed 4).
@@ -50,6 +53,10 @@ _FREE = frozenset({"deallocate", "view", "squeeze", "unsqueeze", "unsqueeze_to_4
 # Ops that cross PCIe: the device side's bytes go over it once more (from_torch only when given a device).
 _HOST_MOVES = frozenset({"from_torch", "to_torch", "to_device", "from_device", "cpu"})
 _MATMULS = frozenset({"matmul", "linear"})
+# Collectives by what crosses the busiest link (collective_link_ns).
+_COLLECTIVES = {"all_gather": "gather", "all_gather_async": "gather", "reduce_scatter": "reduce_scatter",
+                "reduce_scatter_minimal_async": "reduce_scatter", "all_reduce": "all_reduce",
+                "all_reduce_async": "all_reduce", "point_to_point": "point_to_point"}
 
 
 @dataclass(frozen=True)
@@ -160,6 +167,26 @@ def eltwise_compute_ns(tiles: int, cycles_per_tile: int, cfg: PerfConfig = DEFAU
     return math.ceil(math.ceil(tiles / cfg.cores) * cycles_per_tile * passes / cfg.clock_ghz)
 
 
+def collective_link_ns(kind: str, shard_bytes: int, group: int, *, ring: bool = False, num_links: int = 1,
+                       eth_gb_per_s: float = ETH_GB_PER_S) -> int:
+    """Nanoseconds the busiest ethernet link direction of a collective over `group` chips is busy.
+
+    shard_bytes is one chip's input. On a line the end chip's one link carries the most: an all_gather
+    brings it the other group - 1 shards; a reduce_scatter's partial sums for the group - 1 slices of
+    the other chips pass it ((group - 1) / group of a shard); an all_reduce is both, of a 1/group slice
+    gathered; point_to_point sends the shard once. A ring has two links at every chip: half as much.
+    """
+    if group <= 1:
+        return 0
+    per_direction = {"gather": (group - 1) * shard_bytes,
+                     "reduce_scatter": (group - 1) * shard_bytes / group,
+                     "all_reduce": 2 * (group - 1) * shard_bytes / group,
+                     "point_to_point": shard_bytes}[kind]
+    if ring and kind != "point_to_point":
+        per_direction /= 2
+    return math.ceil(per_direction / (num_links * eth_gb_per_s))
+
+
 _config_of: dict[int, tuple] = {}  # id(device) -> (its DeviceConfig, its PerfConfig): made once per device
 
 # -- from live device_sim tensors (what the profiler's hook calls) --------------------------------------------
@@ -187,7 +214,9 @@ def _tensors(x, out: list) -> None:
 def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Estimate | None:
     """The estimate for one call of `op` (a registry Op or its public function); None for ops with no device work.
 
-    Mesh tensors are not modelled yet (None): their shards and the collectives' links need their own terms.
+    An op on a mesh runs on every chip at once, each on its shard (equal shards: the mappers split
+    evenly), so its estimate is one chip's on its shards; a collective's adds its ethernet links'
+    time (collective_link_ns) to the chip's own memory traffic.
     """
     name = getattr(op, "name", getattr(op, "__name__", "")).rsplit(".", 1)[-1]
     if name in _FREE:
@@ -205,8 +234,10 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
         outs.append(output)
     else:
         _tensors(output, outs)
-    if any(type(t) is MeshTensor for t in ins + outs):
-        return None
+    mesh = next((t for t in ins + outs if type(t) is MeshTensor), None)
+    if mesh is not None:
+        ins = [t.shards[0] if type(t) is MeshTensor else t for t in ins]
+        outs = [t.shards[0] if type(t) is MeshTensor else t for t in outs]
     device = next((t._device for t in outs + ins if t._device is not None), None)
     if device is None:
         return None
@@ -223,7 +254,25 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
                                    kwargs.get("program_config"), kwargs.get("core_grid")).math_fidelity
     in_ops = [o for o in map(_operand, ins) if o is not None]
     out_ops = [o for o in map(_operand, outs) if o is not None]
+    kind = _COLLECTIVES.get(name)
+    if kind is not None and mesh is not None and in_ops:
+        return Estimate(0, max(bandwidth_ns([*in_ops, *out_ops], cfg), _link_ns(kind, in_ops[0].bytes, mesh.mesh,
+                                                                              name, kwargs)), None)
     return estimate(name, in_ops, out_ops, fidelity, cfg, transpose_a=bool(kwargs.get("transpose_a")))
+
+
+def _link_ns(kind: str, shard_bytes: int, mesh, name: str, kwargs: dict) -> int:
+    # The group: the chips along cluster_axis (a row for 1, a column for 0), else the whole mesh. Only
+    # keyword settings are read; a missing topology is the async ops' default Ring, else Linear (the
+    # slower of the two, so an estimate is never flattering), and num_links defaults to one link.
+    axis = kwargs.get("cluster_axis")
+    shape = tuple(mesh.shape)
+    group = shape[axis] if isinstance(axis, int) and 0 <= axis < len(shape) else math.prod(shape)
+    topology = kwargs.get("topology")
+    ring = getattr(topology, "name", None) == "Ring" if topology is not None else name.endswith("_async")
+    links = kwargs.get("num_links")
+    return collective_link_ns(kind, shard_bytes, group, ring=ring, num_links=links if isinstance(links, int) and
+                              links > 0 else 1)
 
 
 def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | None, cfg: PerfConfig = DEFAULT, *,
@@ -233,8 +282,8 @@ def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | No
     `fidelity` is the one a matmul runs with (None elsewhere: it has no matrix work).
     """
     name = name.rsplit(".", 1)[-1]
-    if name in _FREE or (not outputs and name not in _HOST_MOVES):
-        return None
+    if name in _FREE or name in _COLLECTIVES or (not outputs and name not in _HOST_MOVES):
+        return None  # a collective's links need its mesh and settings: estimate_op costs it
     operands = [*inputs, *outputs]
     if name in _HOST_MOVES:
         # The device tensor's bytes cross PCIe once. Its host side (a torch tensor, or a host ttnn tensor)

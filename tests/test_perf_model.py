@@ -138,3 +138,51 @@ def test_a_capture_stores_each_ops_estimate_and_the_cli_shows_it(tmp_path, devic
     assert "22.7 us bw" in out and "11.7 us bw" in out
     out = runner.invoke(main, ["op", str(handle.path), str(mm.id)]).output
     assert "device    22.7 us estimated, bandwidth-bound (compute 16.4 us, bandwidth 22.7 us, HiFi2)" in out
+
+
+# -- meshes: one chip's time on its shards, and the collectives' ethernet links -------------------------------
+# A 32x32 bfloat16 tile is 2048 B; an ethernet link moves 12.5 B/ns each way. On a 2x4 mesh a row is 4 chips:
+#   all_gather of one tile per chip along a row, Linear: the end chip receives 3 tiles over one link
+#       3 * 2048 / 12.5 = 491.52 -> 492 ns; Ring (two links a chip): half, 245.76 -> 246 ns
+#   reduce_scatter of 4 tiles (8192 B) per chip along a row, Linear: 3/4 of 8192 B = 6144 B -> 492 ns
+#   all_reduce of the same: twice that, 12288 B -> 983.04 -> 984 ns; with num_links=2: 492 ns
+#   the chip's own DRAM traffic is far less (all_gather: 2048 + 8192 B / 258 GiB/s = 37 ns)
+@pytest.fixture
+def mesh():
+    m = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(2, 4))
+    yield m
+    ttnn.close_mesh_device(m)
+
+
+def _on_mesh(mesh, cols: int):
+    return ttnn.from_torch(torch.randn(1, 1, 32, 32 * cols), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh,
+                           mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3) if cols == 8 else
+                           ttnn.ReplicateTensorToMesh(mesh))
+
+
+def test_collectives_cost_their_busiest_ethernet_link_by_hand(mesh):
+    x = _on_mesh(mesh, 8)  # one tile per chip
+    for topology, want in ((ttnn.Topology.Linear, 492), (ttnn.Topology.Ring, 246)):
+        kw = dict(dim=3, cluster_axis=1, topology=topology)
+        e = _est(ttnn.all_gather, (x,), kw, ttnn.all_gather(x, **kw))
+        assert (e.compute_ns, e.bandwidth_ns, e.bound) == (0, want, "bandwidth")
+    full = _on_mesh(mesh, 4)  # 4 tiles on every chip
+    kw = dict(dim=3, cluster_axis=1, topology=ttnn.Topology.Linear)
+    assert _est(ttnn.reduce_scatter, (full,), kw, ttnn.reduce_scatter(full, **kw)).bandwidth_ns == 492
+    kw = dict(cluster_axis=1, topology=ttnn.Topology.Linear)
+    assert _est(ttnn.all_reduce, (full,), kw, ttnn.all_reduce(full, **kw)).bandwidth_ns == 984
+    kw["num_links"] = 2
+    assert _est(ttnn.all_reduce, (full,), kw, ttnn.all_reduce(full, **kw)).bandwidth_ns == 492
+    # over the whole mesh (no cluster_axis): 8 chips, the end of the line receives 7 tiles
+    assert _est(ttnn.all_gather, (x,), {"dim": 3}, ttnn.all_gather(x, dim=3)).bandwidth_ns == math.ceil(7 * 2048 / 12.5)
+    assert perf_model.collective_link_ns("gather", 2048, 1) == 0  # a group of one chip moves nothing
+
+
+def test_an_op_on_a_mesh_costs_one_chips_time_on_its_shard(mesh):
+    # relu of one tile per chip: 128 SFPU cycles on one core; a tile read and one written, 4096 B of DRAM
+    x = _on_mesh(mesh, 8)
+    e = _est(ttnn.relu, (x,), {}, ttnn.relu(x))
+    assert (e.compute_ns, e.bandwidth_ns) == (128, math.ceil(4096 * 1e9 / (258 * 2**30)))
+    whole = _on_mesh(mesh, 4)  # 4 tiles on every chip: 4 cores busy at once, 4x the bytes
+    e = _est(ttnn.relu, (whole,), {}, ttnn.relu(whole))
+    assert (e.compute_ns, e.bandwidth_ns) == (128, math.ceil(4 * 4096 * 1e9 / (258 * 2**30)))
