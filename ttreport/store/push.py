@@ -155,12 +155,15 @@ def _stage_files(folder: Path, files, store: Path, ident: str) -> tuple[Path, Pa
     staged = store / f".{ident}.{os.getpid()}.tmp"
     for rel in files:
         source = folder / rel
-        if not source.is_file():
-            continue  # the report's row says it was lost or deleted; readers say so the same way
-        target = staged / rel
-        if not target.resolve().is_relative_to(staged.resolve()):
-            raise StoreError(f"{folder}: tensor file {rel!r} is outside the report folder; `ttreport check` it")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        # A mesh tensor's row names its folder, which holds a file per device shard (tensors/<id>/<device>.pt).
+        shards = source.is_dir() and not source.is_symlink()
+        for path in sorted(source.iterdir()) if shards else [source]:
+            if not path.is_file():
+                continue  # the report's row says it was lost or deleted; readers say so the same way
+            target = staged / path.relative_to(folder)
+            if not target.resolve().is_relative_to(staged.resolve()):
+                raise StoreError(f"{folder}: tensor file {rel!r} is outside the report folder; `ttreport check` it")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
     staged.mkdir(parents=True, exist_ok=True)
     return staged, final
