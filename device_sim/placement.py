@@ -63,6 +63,19 @@ def get_memory_config_context() -> MemoryConfig | None:
     return _context.get()
 
 
+def inputs_config(inputs) -> MemoryConfig | None:
+    """The config rule 3 ("inputs") gives an op called with no memory= whose `inputs` are all in the very
+    same config object (the usual case), outside any `with ttnn.memory` block and strict mode; else None,
+    and resolve() decides. Two context reads and an identity check per input: the hot path's test."""
+    if _context.get() is not None or _strict.get():
+        return None
+    cfg = inputs[0]._memory_config
+    for t in inputs:
+        if t._memory_config is not cfg:
+            return None
+    return cfg
+
+
 def resolve(explicit, inputs, op_name: str = "op") -> tuple[MemoryConfig, str]:
     """The output memory config of an op and the rule that chose it.
 

@@ -188,19 +188,21 @@ def register_op(name: str, *, golden: Callable | None = None, fallback: Callable
 
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
-            if "memory" in kwargs:
-                _rename_memory(kwargs)
-            if out_kw is not None and out_kw in kwargs:
-                if kwargs[out_kw] is not None:
-                    return _call_writing_into(op, function, args, kwargs)
-                del kwargs[out_kw]  # output_tensor=None: TT-NN's default, a new tensor
+            if kwargs:
+                if "memory" in kwargs:
+                    _rename_memory(kwargs)
+                if out_kw is not None and out_kw in kwargs:
+                    if kwargs[out_kw] is not None:
+                        return _call_writing_into(op, function, args, kwargs)
+                    del kwargs[out_kw]  # output_tensor=None: TT-NN's default, a new tensor
             if _per_device is not None and not mesh_aware:
                 run = _per_device(op, function, args, kwargs)
                 if run is not None:  # one op on a mesh: it calls the hook once itself
                     return run(*args, **kwargs)
             hook = _hook
             if hook is None:
-                return function(*args, **kwargs)
+                # Positional only when there are no keywords: **{} still builds a dict (~0.3 us of a small op).
+                return function(*args, **kwargs) if kwargs else function(*args)
             token = hook.begin(op, args, kwargs)
             try:
                 output = function(*args, **kwargs)

@@ -9,10 +9,11 @@ import itertools
 
 import torch
 
-from device_sim import dtypes, placement, sharding
+from device_sim import dtypes, placement, sharding, views
 from device_sim.registry import OPS, output_target, pending_output_target
-from device_sim.tensor import Tensor
-from device_sim.types import DataType, Layout, MemoryConfig
+from device_sim.tensor import Tensor, next_tensor_id
+from device_sim.tile import DEFAULT_TILE
+from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 
 # TT-NN keywords that every op accepts and ignores. Each one tunes how real hardware runs the op
 # (kernels, cores, queues, devices, tile padding), never the values or logical shape of the result,
@@ -28,6 +29,9 @@ TT_NN_ONLY = frozenset({
     "tile", "output_tile", "pad_value",  # tile shape and the value in tile padding, outside the logical shape
     "numeric_stable",  # softmax; device_sim's float32 torch softmax is already the stable one
 })
+_INTERLEAVED = TensorMemoryLayout.INTERLEAVED
+_BF16, _F32 = DataType.BFLOAT16, DataType.FLOAT32
+_TORCH_BF16, _TORCH_F32 = torch.bfloat16, torch.float32
 _NOT_SIMULATED = {
     "output_tensor": "TT-NN's op takes no output tensor; drop it and use the returned tensor",
     "optional_output_tensor": "TT-NN's op takes no output tensor; drop it and use the returned tensor",
@@ -99,6 +103,10 @@ def output(value: torch.Tensor, like: Tensor, inputs: list[Tensor], *, op_name: 
     target = output_target(op_name)
     if target is not None:
         return _write_into(target, value, like, op_name)
+    if (dtype is None or dtype is like.dtype) and layout is None and memory_config is None:
+        out = like_output(value, like, inputs)
+        if out is not None:
+            return out
     dtype = DataType(dtype) if dtype is not None else like.dtype
     # An inherited layout gives way to a block-float dtype; an asked-for ROW_MAJOR one is an error later.
     inherited = Layout.TILE if dtype.is_block_float else like.layout
@@ -110,6 +118,36 @@ def output(value: torch.Tensor, like: Tensor, inputs: list[Tensor], *, op_name: 
     if cfg is not None and cfg.shard_spec is None and cfg.is_sharded():  # L1_*_SHARDED_MEMORY_CONFIG: inputs' cores
         cfg = sharding.complete_from_inputs(cfg, value.shape, layout, inputs, tile.tile_shape if tile else (32, 32))
     return Tensor._create(dtypes.to_device_values(value, dtype), dtype, layout, device, cfg, source, tile)
+
+
+def like_output(value: torch.Tensor, like: Tensor, inputs: list[Tensor]) -> Tensor | None:
+    """output()'s usual case, in a few checks: an element-wise result with `like`'s spec (dtype, layout, tile,
+    shape, interleaved memory config) placed by the "inputs" rule; None when it is not that case.
+
+    For output() and for ops' fast paths that have checked that no output_tensor= is pending.
+    """
+    buf = like.buffer
+    if (buf is None or not inputs or inputs[0] is not like or value.shape != like._value.shape
+            or like._memory_config.memory_layout is not _INTERLEAVED or placement.inputs_config(inputs) is None
+            or (views.SHARED and buf.buffer_id in views.SHARED)):  # a view's buffer may be sized for another shape
+        return None
+    device = like._device
+    if not device.is_open:
+        return None  # Tensor._create says so
+    # bfloat16 or float32 values already in that torch dtype (a bfloat16 kernel's result) are what
+    # to_device_values would return; every other dtype rounds (block floats) or clamps (integers) as ever.
+    d, held = like.dtype, value.dtype
+    if not ((d is _BF16 and held is _TORCH_BF16) or (d is _F32 and held is _TORCH_F32)):
+        value = dtypes.to_device_values(value, d)
+    # Built as Tensor._create would build it from like's spec, which passed _create's checks already; the
+    # buffer is a copy of like's geometry, without the page arithmetic (allocator.allocate_like).
+    t = object.__new__(Tensor)
+    layout = like.layout
+    t._value, t.dtype, t.layout, t.tile = value, d, layout, like.tile if layout == Layout.TILE else DEFAULT_TILE
+    t._device, t._memory_config, t.memory_config_source = device, like._memory_config, "inputs"
+    t.buffer, t.tensor_id = None, next_tensor_id()
+    t.buffer = device.memory.allocate_like(buf)
+    return t
 
 
 def output_dtype(op_name: str, dtype, like: Tensor) -> DataType:

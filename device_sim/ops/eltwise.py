@@ -10,8 +10,8 @@ import torch.nn.functional as F
 
 from device_sim import activations as _activations
 from device_sim import device_work, numerics
-from device_sim.ops.common import broadcast, check_tt_nn_only, device_inputs, output, values
-from device_sim.registry import pending_output_target, register_op
+from device_sim.ops.common import broadcast, check_tt_nn_only, device_inputs, like_output, output, values
+from device_sim.registry import _writes, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
@@ -80,16 +80,54 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
             device_work.launch_for(out, fresh, like._device, program)
         return out
 
+    op_name = f"ttnn.{name}"
+    native = name in _NATIVE_BF16 and result_dtype is None
+
+    def plain(a: Tensor, b: Tensor) -> Tensor | None:
+        """The plain call (two tensors, no keywords) with the same values and device work as run(), fewer steps;
+        None when it is not one (host tensors, a deallocated one, two devices): run() works it out."""
+        av, bv, device = a._value, b._value, a._device
+        if av is None or bv is None or device is None or b._device is not device or _writes.target is not None:
+            return None
+        if not (native and a.dtype is _BF16 and av.dtype is _TORCH_BF16 and bv.dtype is _TORCH_BF16):
+            av = av.float() if av.is_floating_point() else av
+            bv = bv.float() if bv.is_floating_point() else bv
+        try:
+            y = fn(av, bv)  # native: torch's bfloat16 kernel, float32 math rounded once
+        except RuntimeError:
+            return None  # run() says what is wrong (shapes that do not broadcast)
+        inputs = [a, b]
+        out = like_output(y, a, inputs)
+        if out is None:  # a broadcast result, or a config the "inputs" rule does not give
+            out = output(y, a, inputs, op_name=op_name)
+        if a.layout == Layout.TILE:
+            device_work.launch_for(out, True, device, device_work.binary_program(a, b.dtype, out.dtype))
+        return out
+
     if rounding:
         def op(input_tensor_a, input_tensor_b, *, fast_and_approximate_mode: bool = False, rounding_mode=None,
                memory_config: MemoryConfig | None = None, dtype: DataType | None = None, activations=None,
                input_tensor_a_activations=None, input_tensor_b_activations=None, **tt_nn_only) -> Tensor:
+            if (type(input_tensor_a) is Tensor and type(input_tensor_b) is Tensor and rounding_mode is None
+                    and memory_config is None and dtype is None and result_dtype is None and activations is None
+                    and input_tensor_a_activations is None and input_tensor_b_activations is None
+                    and not fast_and_approximate_mode and not tt_nn_only):
+                out = plain(input_tensor_a, input_tensor_b)
+                if out is not None:
+                    return out
             return run(input_tensor_a, input_tensor_b, memory_config, dtype, activations, input_tensor_a_activations,
                        input_tensor_b_activations, fast_and_approximate_mode, rounding_mode, tt_nn_only)
     else:
         def op(input_tensor_a, input_tensor_b, *, memory_config: MemoryConfig | None = None,
                dtype: DataType | None = None, activations=None, input_tensor_a_activations=None,
                input_tensor_b_activations=None, fast_and_approximate_mode: bool = False, **tt_nn_only) -> Tensor:
+            if (type(input_tensor_a) is Tensor and type(input_tensor_b) is Tensor and memory_config is None
+                    and dtype is None and result_dtype is None and activations is None
+                    and input_tensor_a_activations is None and input_tensor_b_activations is None
+                    and not fast_and_approximate_mode and not tt_nn_only):
+                out = plain(input_tensor_a, input_tensor_b)
+                if out is not None:
+                    return out
             return run(input_tensor_a, input_tensor_b, memory_config, dtype, activations, input_tensor_a_activations,
                        input_tensor_b_activations, fast_and_approximate_mode, None, tt_nn_only)
 
@@ -109,6 +147,14 @@ def _rounded(op_name: str, y, rounding_mode):
     if rounding_mode not in _ROUNDING:
         raise ValueError(f"{op_name}: rounding_mode={rounding_mode!r} is not one of None, 'trunc', 'floor'")
     return _ROUNDING[rounding_mode](y)
+
+
+# Binary ops whose torch bfloat16 kernel gives exactly the float32 result rounded to bfloat16 (it computes
+# in float32 and rounds once): on two bfloat16 inputs with a bfloat16 output they skip both conversions to
+# float32 and the rounding back, the same values (tests/test_fast_paths.py holds them to it, NaN and
+# denormals included). Not pow and the transcendental ones: their bfloat16 kernels need not match.
+_NATIVE_BF16 = frozenset({"add", "sub", "rsub", "mul", "div", "divide", "maximum", "minimum"})
+_BF16, _TORCH_BF16 = DataType.BFLOAT16, torch.bfloat16
 
 
 def _float_cmp(fn):

@@ -1,0 +1,160 @@
+"""device_sim's fast paths (issue 14) give the values, buffers and records of the general path, bit for bit.
+
+The element-wise fast path computes bfloat16 add/sub/mul/div/maximum/minimum in torch's bfloat16 kernels
+(float32 math, rounded once) instead of converting to float32 and rounding back, and builds the output from
+its input's spec. Held to: the outputs saved before it existed (tests/data/sim_corpus.pt), the float32
+formula it replaces over many random shapes and values and over every bfloat16 bit pattern, and the
+general path's buffers and placement. Bits are compared, except a NaN's sign and payload (NaN stays NaN).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+import device_sim as ttnn
+from device_sim import dtypes
+
+DATA = Path(__file__).parent / "data"
+NATIVE = {  # op -> the float32 formula the general path computes before rounding to bfloat16
+    "add": torch.add, "sub": torch.sub, "rsub": lambda a, b: torch.sub(b, a), "mul": torch.mul,
+    "div": torch.div, "divide": torch.div, "maximum": torch.maximum, "minimum": torch.minimum,
+}
+
+
+def _corpus_module():
+    spec = importlib.util.spec_from_file_location("make_sim_corpus", DATA / "make_sim_corpus.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """The raw bits of a tensor, so that -0.0 != 0.0."""
+    if t.dtype in (torch.bfloat16, torch.float16):
+        return t.view(torch.int16)
+    if t.dtype == torch.float32:
+        return t.view(torch.int32)
+    return t
+
+
+def assert_same_bits(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
+    """Every value the same bits (so -0.0 != 0.0), and NaN where the other is NaN.
+
+    A NaN's sign and payload bits are not compared: torch's own bfloat16 kernels write 0x7FC0 in their
+    scalar loops (broadcasts, a vector's tail) and 0xFFFF in vector lanes, so they are not a value either path
+    keeps (docs: bench/README.md, "What the fast paths keep").
+    """
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, want.dtype, got.shape, want.shape)
+    diff = bits(got) != bits(want)
+    if got.is_floating_point():
+        diff &= ~(got.isnan() & want.isnan())
+    if diff.any():
+        i = diff.nonzero()[0].tolist()
+        raise AssertionError(f"{what}: {int(diff.sum())} of {diff.numel()} values differ; first at {i}: "
+                             f"{got[tuple(i)].item()!r} against {want[tuple(i)].item()!r}")
+
+
+def test_outputs_match_those_saved_before_the_fast_paths(device):
+    corpus = torch.load(DATA / "sim_corpus.pt", weights_only=True)
+    make = _corpus_module()
+    assert len(corpus["cases"]) > 200
+    for op, args, kwargs, want in corpus["cases"]:
+        got = make.run((op, args, kwargs), device)
+        assert_same_bits(got, want, f"ttnn.{op} on {[a[1] if isinstance(a, tuple) else a for a in args]} {kwargs}")
+
+
+def awkward(shape, g: torch.Generator) -> torch.Tensor:
+    return _corpus_module().awkward(shape, g)
+
+
+SHAPES = [((32, 32), (32, 32)), ((1, 1), (1, 1)), ((7, 45), (7, 45)), ((3, 33, 65), (3, 33, 65)),
+          ((2, 64, 96), (1, 96)), ((1, 3, 32, 32), (1, 1, 32, 1)), ((5, 1), (5, 70)), ((4, 31, 17), (4, 31, 17)),
+          ((1, 1, 1024), (1, 1, 1024)), ((2, 2, 40, 40), (2, 2, 40, 40))]
+
+
+@pytest.mark.parametrize("name", sorted(NATIVE))
+def test_bfloat16_ops_equal_the_float32_result_rounded_over_random_shapes_and_values(device, name):
+    g = torch.Generator().manual_seed(sorted(NATIVE).index(name))
+    op = getattr(ttnn, name)
+    for layout in (ttnn.TILE, ttnn.ROW_MAJOR):
+        for sa, sb in SHAPES:
+            for _ in range(3):
+                a = ttnn.from_torch(awkward(sa, g), dtype=ttnn.bfloat16, layout=layout, device=device)
+                b = ttnn.from_torch(awkward(sb, g), dtype=ttnn.bfloat16, layout=layout, device=device)
+                want = NATIVE[name](a.value.float(), b.value.float()).to(torch.bfloat16)
+                assert_same_bits(op(a, b).value, want, f"ttnn.{name} {sa} {sb} {layout!r}")
+
+
+def test_every_bfloat16_pair_adds_and_multiplies_as_float32_rounded(device):
+    # Every bfloat16 bit pattern against a spread of others: all exponents, denormals, NaNs and infinities.
+    every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).reshape(256, 256)
+    for shift in (1, 97, 255, 4096, 30001):
+        other = every.reshape(-1).roll(shift).reshape(256, 256)
+        a = ttnn.from_torch(every, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        b = ttnn.from_torch(other, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        for name in sorted(NATIVE):
+            want = NATIVE[name](a.value.float(), b.value.float()).to(torch.bfloat16)
+            assert_same_bits(getattr(ttnn, name)(a, b).value, want, f"ttnn.{name}, roll {shift}")
+
+
+def _spec(t):
+    b = t.buffer
+    return (t.dtype, t.layout, t.tile, t.memory_config(), tuple(t.shape), b.buffer_type, b.buffer_layout,
+            b.max_size_per_bank, b.page_size, b.num_pages, b.num_banks, b.cores)
+
+
+@pytest.mark.parametrize("memory", [ttnn.DRAM_MEMORY_CONFIG, ttnn.L1_MEMORY_CONFIG], ids=["dram", "l1"])
+@pytest.mark.parametrize("dtype", [ttnn.bfloat16, ttnn.float32, ttnn.bfloat8_b, ttnn.int32])
+def test_an_element_wise_output_gets_the_buffer_its_spec_allocates(device, memory, dtype):
+    for shape in [(32, 32), (1, 1), (3, 5, 70), (2, 1, 33, 100), (1, 1, 32, 2048)]:
+        layouts = [ttnn.TILE] if dtype == ttnn.bfloat8_b else [ttnn.TILE, ttnn.ROW_MAJOR]
+        for layout in layouts:
+            values = torch.randint(-3, 4, shape).float()
+            a = ttnn.from_torch(values, dtype=dtype, layout=layout, device=device, memory_config=memory)
+            b = ttnn.from_torch(values, dtype=dtype, layout=layout, device=device, memory_config=memory)
+            fast = ttnn.add(a, b)
+            general = ttnn.add(a, b, memory_config=memory)  # an explicit config: the general path
+            assert _spec(fast) == _spec(general), (shape, layout)
+            assert fast.memory_config_source == "inputs" and general.memory_config_source == "argument"
+            assert_same_bits(fast.value, general.value, f"{shape} {layout!r}")
+            assert fast.buffer.address != general.buffer.address
+
+
+def test_the_fast_path_keeps_the_placement_rules(device):
+    a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    b = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                        memory_config=ttnn.L1_MEMORY_CONFIG)
+    with ttnn.memory(ttnn.L1_MEMORY_CONFIG):
+        inside = ttnn.add(a, a)
+    assert inside.memory_config() == ttnn.L1_MEMORY_CONFIG and inside.memory_config_source == "context"
+    mixed = ttnn.add(a, b)  # inputs disagree: the process default
+    assert mixed.memory_config_source == "default"
+    with ttnn.strict(), pytest.raises(ValueError, match="strict mode: inputs differ"):
+        ttnn.add(a, b)
+    assert ttnn.add(b, b).memory_config() == ttnn.L1_MEMORY_CONFIG
+
+
+def test_the_fast_path_keeps_the_errors_and_output_tensor(device):
+    a = ttnn.from_torch(torch.ones(32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    b = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    with pytest.raises(ValueError, match=r"shapes \[32, 64\] and \[32, 32\] do not broadcast"):
+        ttnn.add(a, b)
+    target = ttnn.from_torch(torch.zeros(32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    address = target.buffer.address
+    assert ttnn.add(a, a, output_tensor=target) is target
+    assert target.buffer.address == address and torch.equal(target.value, torch.full((32, 64), 2.0).bfloat16())
+    c = ttnn.add(a, a)
+    c.deallocate()
+    with pytest.raises(RuntimeError, match="was deallocated"):
+        ttnn.add(c, a)
+
+
+def test_a_broadcast_result_shaped_unlike_its_first_input_takes_the_general_path(device):
+    a = ttnn.from_torch(torch.ones(1, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    b = ttnn.from_torch(torch.ones(64, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    out = ttnn.add(a, b)
+    assert tuple(out.shape) == (64, 32) and out.buffer.num_pages == dtypes.num_pages(ttnn.TILE, (64, 32))
