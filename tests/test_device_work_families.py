@@ -248,3 +248,33 @@ def test_attention_heads_and_sdpa(device):
                       (30, 1, BF16), (31, 1, BF16), (16, 2, BF16)]
     cat = transformer.concat_heads_program(q)  # a row of tiles of all 4 heads (4 x 2), doubled
     assert (cat.name, cbs(cat), cat.cores.num_cores()) == ("NLPConcatHeadsDeviceOperation", [(0, 16, BF16)], 4)
+
+
+def test_kv_cache_fill_and_update_programs(device):
+    from device_sim.programs import kv_cache
+
+    cache, x = tt(device, (4, 2, 256, 64)), tt(device, (1, 2, 32, 64))
+    # Wt = 2, g = min(2, 4 users) = 2: cache rows 2*2*2 = 8 tiles; input 2*Wt = 4; c_24/c_25 share one CB; c_16 holds
+    # all 32 (padded) users' tiles of one head: 32 * 2; 2 heads x 1 row of users = 2 batched heads on 2 cores
+    p = kv_cache.update_cache_program(cache, x)
+    assert (p.name, cbs(p), p.ranges) == ("UpdateKVCacheOperation", [(0, 8, BF16), (1, 4, BF16), (24, 8, BF16),
+                                                                     (26, 8, BF16), (16, 64, BF16)], ((0, 0, 1, 0),))
+    assert p.cbs[2].indices == (24, 25)
+    fill = kv_cache.fill_cache_program(tt(device, (1, 2, 128, 64)))  # 2 heads x 4 rows of tiles, row by row
+    assert (cbs(fill), fill.ranges) == ([(0, 2, BF16)], ((0, 0, 7, 0),))
+
+
+def test_an_update_cache_whose_cbs_clash_leaves_the_cache_unchanged():
+    dev = ttnn.open_device(0, l1_size=98_304 + 262_144)  # 256 KiB above the CB base per core
+    try:
+        cache, x = tt(dev, (4, 2, 256, 64)), tt(dev, (1, 2, 32, 64))
+        before = ttnn.to_torch(cache).clone()
+        held = tt(dev, (32 * 64 * 64, 32), memory_config=ttnn.L1_MEMORY_CONFIG)  # 128 KiB per core at the top
+        with pytest.raises(RuntimeError, match="clash with L1 buffers"):
+            ttnn.update_cache(cache, x, 5)  # its CBs take 92 tiles (184 KiB)
+        assert torch.equal(ttnn.to_torch(cache), before)
+        held.deallocate()
+        ttnn.update_cache(cache, x, 5)
+        assert not torch.equal(ttnn.to_torch(cache), before)
+    finally:
+        ttnn.close_device(dev)

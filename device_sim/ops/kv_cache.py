@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import torch
 
-from device_sim import sharding
+from device_sim import device_work, sharding
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.programs import kv_cache as kv_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import BufferType, MemoryConfig, ShardSpec, TensorMemoryLayout
+from device_sim.types import BufferType, Layout, MemoryConfig, ShardSpec, TensorMemoryLayout
 
 
 def _cache_dims(cache: torch.Tensor, op_name: str):
@@ -68,10 +69,17 @@ def _held(cache: Tensor) -> torch.Tensor:
     return cache._value_or_raise()
 
 
-def _in_place(op_name: str, cache: Tensor, inputs, golden, *args) -> Tensor:
-    """Run `golden` on the tensors' values and write the result into `cache`: the op's output is `cache`."""
+def _in_place(op_name: str, cache: Tensor, inputs, golden, *args, program=None) -> Tensor:
+    """Run `golden` on the tensors' values and write the result into `cache`: the op's output is `cache`.
+
+    `program()` gives the op's device program (device_sim.programs.kv_cache), launched after the values are
+    checked and before the cache is written, so a program whose CBs clash leaves the cache as it was.
+    """
     device_inputs(op_name, cache, *inputs)
     new = golden(_held(cache), *(values(t, op_name) for t in inputs), *args)
+    if program is not None and cache._device is not None and cache.layout == Layout.TILE \
+            and all(t.layout == Layout.TILE for t in inputs) and not cache.is_sharded():
+        device_work.launch(cache._device, program())
     cache._write(new)
     return cache
 
@@ -80,7 +88,8 @@ def _in_place(op_name: str, cache: Tensor, inputs, golden, *args) -> Tensor:
 def fill_cache(cache_tensor: Tensor, input_tensor: Tensor, batch_idx: int) -> Tensor:
     """Write a user's prefill keys or values, input [1, KVH, S, D], into cache positions 0..S-1 of user
     batch_idx, in place; returns the cache."""
-    return _in_place("ttnn.fill_cache", cache_tensor, [input_tensor], _fill_golden, batch_idx)
+    return _in_place("ttnn.fill_cache", cache_tensor, [input_tensor], _fill_golden, batch_idx,
+                     program=lambda: kv_programs.fill_cache_program(input_tensor))
 
 
 @register_op("ttnn.update_cache", golden=_update_golden)
@@ -90,13 +99,15 @@ def update_cache(cache: Tensor, input: Tensor, update_idx: int, *, batch_offset:
     batch_offset.. are used), at position update_idx of every user's cache, in place; returns the cache."""
     if tt_nn_only:
         check_tt_nn_only("ttnn.update_cache", tt_nn_only)
-    return _in_place("ttnn.update_cache", cache, [input], _update_golden, update_idx, batch_offset)
+    return _in_place("ttnn.update_cache", cache, [input], _update_golden, update_idx, batch_offset,
+                     program=lambda: _update_program(cache, input, tt_nn_only))
 
 
 @register_op("ttnn.kv_cache.fill_cache_for_user_", golden=_fill_golden)
 def fill_cache_for_user_(cache: Tensor, input: Tensor, batch_index: int) -> Tensor:  # noqa: A002
     """ttnn.fill_cache under its in-place name: TT-NN's ttnn.kv_cache.fill_cache_for_user_."""
-    return _in_place("ttnn.kv_cache.fill_cache_for_user_", cache, [input], _fill_golden, batch_index)
+    return _in_place("ttnn.kv_cache.fill_cache_for_user_", cache, [input], _fill_golden, batch_index,
+                     program=lambda: kv_programs.fill_cache_program(input))
 
 
 @register_op("ttnn.kv_cache.update_cache_for_token_", golden=_update_golden)
@@ -106,7 +117,13 @@ def update_cache_for_token_(cache: Tensor, input: Tensor, update_index: int, bat
     if tt_nn_only:
         check_tt_nn_only("ttnn.kv_cache.update_cache_for_token_", tt_nn_only)
     return _in_place("ttnn.kv_cache.update_cache_for_token_", cache, [input], _update_golden, update_index,
-                     batch_offset)
+                     batch_offset, program=lambda: _update_program(cache, input, tt_nn_only))
+
+
+def _update_program(cache: Tensor, x: Tensor, tt_nn_only: dict):
+    config = tt_nn_only.get("compute_kernel_config")
+    return kv_programs.update_cache_program(cache, x, fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en",
+                                                                                     False)))
 
 
 # -- paged caches (vLLM-style): ttnn.experimental ----------------------------------------------

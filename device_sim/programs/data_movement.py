@@ -155,6 +155,16 @@ def _streaming(name: str, factory: str, dev, shape, in_dtype, out_dtype, layout,
     return make_program(name, factory, cbs, split_work(_pages(shape, layout), gx, gy, row_wise=row_wise))
 
 
+def slice_program(x, out) -> Program:
+    """slice_program_factory_tile.cpp (a step-1, tile-aligned slice of an interleaved TILE tensor): one two-tile
+    CB, c_0 in the input's format, that reader and writer share; split_work_to_cores over the output's tiles."""
+    dev = x._device
+    shape = tuple(out.padded_shape)
+    return cached(("SliceDeviceOperation", shape, x.dtype, grid_of(dev)), lambda: make_program(
+        "SliceDeviceOperation", "SliceTileProgramFactory", (CircularBuffer((0,), 2, TILE_BYTES[x.dtype]),),
+        split_work(_pages(shape, Layout.TILE), *grid_of(dev))))
+
+
 def copy_program(x, out_dtype: DataType) -> Program:
     """copy_program_factory.cpp (clone, and to_memory_config between interleaved configs): two pages in c_0,
     each rounded up to 32 B, and two in c_16 only when the dtype changes; split_work_to_cores over the pages."""

@@ -1,0 +1,78 @@
+"""UpdateKVCacheOperation: fill_cache and update_cache as TT-NN's two KV-cache factories build them.
+
+tt-metal's ttnn/cpp/ttnn/operations/kv_cache/device/fill_cache_multi_core_program_factory.cpp and
+update_cache_multi_core_program_factory.cpp; the paged cache ops run other programs, not modelled.
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs.kv_cache import fill_cache_program
+    >>> dev = ttnn.open_device()
+    >>> x = ttnn.from_torch(torch.ones(1, 2, 128, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> p = fill_cache_program(x)
+    >>> [(cb.indices, cb.num_pages) for cb in p.cbs], p.cores.num_cores()  # 2 heads x 4 rows of tiles
+    ([((0,), 2)], 8)
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, split_work
+from device_sim.types import DataType
+
+NAME = "UpdateKVCacheOperation"
+
+
+def _ranges(spec) -> tuple:
+    return tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in spec.grid.ranges())
+
+
+def fill_cache_program(x) -> Program:
+    """FillCacheMultiCoreProgramFactory for input x [1, KVH, S, D]: c_0 two tiles (the input shard itself, when
+    sharded), split_work_to_cores row by row over the KVH * S/32 rows of tiles."""
+    dev = x._device
+    shape = tuple(x.padded_shape)
+    spec = x.memory_config().shard_spec if x.is_sharded() else None
+    key = (NAME, "fill", shape, x.dtype, spec, grid_of(dev))
+
+    def build():
+        tile = TILE_BYTES[x.dtype]
+        if spec is not None:
+            h, w = spec.shape
+            return make_program(NAME, "FillCacheMultiCoreProgramFactory",
+                                (CircularBuffer((0,), h * w // (TILE * TILE), tile, True),), _ranges(spec))
+        blocks = shape[1] * shape[-2] // TILE
+        return make_program(NAME, "FillCacheMultiCoreProgramFactory", (CircularBuffer((0,), 2, tile),),
+                            split_work(blocks, *grid_of(dev), row_wise=True))
+
+    return cached(key, build)
+
+
+def update_cache_program(cache, x, *, fp32_dest_acc_en: bool = False) -> Program:
+    """UpdateCacheMultiCoreProgramFactory for cache [B, KVH, max_seq, D] and input x [1, KVH, users, D].
+
+    Wt = D/32 tiles a row, g = min(2, B) users at a time: c_0 the cache rows (2*g*Wt, the cache's format),
+    c_1 the input (2*Wt; the shard itself when sharded), c_24/c_25 one shared CB and c_26 the untilized rows
+    (2*g*Wt each, float32 with an fp32 destination, else bfloat16), c_16 a head's tiles for all users
+    (users * Wt); split_work_to_cores row by row over the KVH * users/32 batched heads."""
+    dev = x._device
+    shape, cache_shape = tuple(x.padded_shape), tuple(cache.padded_shape)
+    spec = x.memory_config().shard_spec if x.is_sharded() else None
+    key = (NAME, "update", shape, cache_shape, x.dtype, cache.dtype, spec, fp32_dest_acc_en, grid_of(dev))
+
+    def build():
+        wt = cache_shape[-1] // TILE
+        g = min(2, cache_shape[0])
+        users = shape[-2]
+        c_t, in_t = TILE_BYTES[cache.dtype], TILE_BYTES[x.dtype]
+        im_t = TILE_BYTES[DataType.FLOAT32 if fp32_dest_acc_en else DataType.BFLOAT16]
+        if spec is not None:
+            h, w = spec.shape
+            src1, ranges = CircularBuffer((1,), h * w // (TILE * TILE), in_t, True), _ranges(spec)
+        else:
+            src1 = CircularBuffer((1,), 2 * wt, in_t)
+            ranges = split_work(shape[1] * users // TILE, *grid_of(dev), row_wise=True)
+        cbs = (CircularBuffer((0,), 2 * g * wt, c_t), src1, CircularBuffer((24, 25), 2 * g * wt, im_t),
+               CircularBuffer((26,), 2 * g * wt, im_t), CircularBuffer((16,), users * wt, c_t))
+        return make_program(NAME, "UpdateCacheMultiCoreProgramFactory", cbs, ranges)
+
+    return cached(key, build)
