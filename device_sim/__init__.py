@@ -322,6 +322,12 @@ from device_sim import tracer  # noqa: E402
 __all__ += ["tracer"]
 
 
+# dump_tensor's mode= (TT-NN's DumpTensorMode).
+from device_sim.serialization import DumpTensorMode  # noqa: E402
+
+__all__ += ["DumpTensorMode"]
+
+
 # ttnn.CONFIG (issue 10). Keep this block last: reading TTNN_CONFIG_OVERRIDES may start a report,
 # whose writer (found by entry point) imports device_sim and needs every name above.
 from device_sim import config as _config  # noqa: E402

@@ -19,6 +19,7 @@ the layout, and `padded_shape` is recorded only so readers need not know the til
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import os
@@ -84,7 +85,15 @@ class TensorFileError(ValueError):
 
 
 # -- writing ----------------------------------------------------------------------------------
-def dump_tensor(file_name, tensor: Tensor) -> None:
+class DumpTensorMode(enum.Enum):
+    """TT-NN's dump_tensor(mode=) (serialization.hpp): DISTRIBUTED_GATHER writes from rank 0 after gathering
+    every host's shards, LOCAL writes each host's own. device_sim runs one host, so both write the same file."""
+
+    DISTRIBUTED_GATHER = 0
+    LOCAL = 1
+
+
+def dump_tensor(file_name, tensor: Tensor, *, mode: DumpTensorMode = DumpTensorMode.DISTRIBUTED_GATHER) -> None:
     """Write `tensor` to `file_name` in the portable format; a device tensor is read back first.
 
     The file appears complete or not at all: it is written beside the target and renamed.
@@ -94,6 +103,8 @@ def dump_tensor(file_name, tensor: Tensor) -> None:
             f"dump_tensor takes a ttnn tensor, got {type(tensor).__name__}; "
             f"save a torch.Tensor with torch.save instead"
         )
+    if not isinstance(mode, DumpTensorMode):
+        raise TypeError(f"dump_tensor: mode must be a ttnn.DumpTensorMode (LOCAL or DISTRIBUTED_GATHER), got {mode!r}")
     value = tensor.value  # raises if deallocated; reading it is no op, so profilers may call this
     shards = getattr(tensor, "shards", None)  # a mesh tensor: every chip's shard, back to back, in chip order
     if shards is not None and any(tuple(s.value.shape) != tuple(value.shape) for s in shards):

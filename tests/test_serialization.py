@@ -265,3 +265,13 @@ def test_a_tile_that_disagrees_with_the_padded_shape_is_rejected(device, tmp_pat
             r"padded_shape \[32, 64\] does not match .* with Tile with shape: \[16, 32\]")
     header["tile"] = {"tile_shape": [3, 32], "transpose_tile": False}
     rejects(tmp_path, assemble(header, data), r"Tile\(\[3, 32\]\) is not a tile the device has")
+
+
+@pytest.mark.parametrize("mode", [ttnn.DumpTensorMode.LOCAL, ttnn.DumpTensorMode.DISTRIBUTED_GATHER])
+def test_dump_tensor_takes_tt_nns_mode_keyword(device, tmp_path, mode):
+    # Models write ttnn.dump_tensor(path, t, mode=ttnn.DumpTensorMode.LOCAL); on one host both modes write alike.
+    t = ttnn.from_torch(torch.randn(3, 40), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    ttnn.dump_tensor(tmp_path / "t.bin", t, mode=mode)
+    assert torch.equal(ttnn.load_tensor(tmp_path / "t.bin").value, t.value)
+    with pytest.raises(TypeError, match="mode must be a ttnn.DumpTensorMode"):
+        ttnn.dump_tensor(tmp_path / "u.bin", t, mode="local")
