@@ -278,3 +278,19 @@ def test_an_update_cache_whose_cbs_clash_leaves_the_cache_unchanged():
         assert not torch.equal(ttnn.to_torch(cache), before)
     finally:
         ttnn.close_device(dev)
+
+
+def test_rotary_embedding_llama_prefill_program(device):
+    from device_sim.programs import transformer
+
+    x, cos, sin, mat = tt(device, (1, 8, 128, 64)), tt(device, (1, 1, 128, 64)), tt(device, (1, 1, 128, 64)), \
+        tt(device, (1, 1, 32, 32))
+    # St = 4 rows of tiles over min(64, 4) cores: one row each, x 8 heads = 8 rows a core (not over 8), cos/sin
+    # broadcast over heads: the fast kernel keeps a row of 2 * Dt = 4 tiles of input, cos and sin
+    p = transformer.rotary_llama_program(x, cos, sin, mat, ttnn.bfloat16)
+    assert (p.name, cbs(p), p.ranges) == ("RotaryEmbeddingLlamaDeviceOperation", [
+        (0, 4, BF16), (1, 4, BF16), (2, 4, BF16), (3, 1, BF16), (24, 2, BF16), (25, 2, BF16), (26, 2, BF16),
+        (16, 4, BF16)], ((0, 0, 7, 7),))
+    long = tt(device, (1, 8, 32 * 128, 64))  # 128 rows of tiles over 64 cores: 2 x 8 heads > 8 rows: reload kernel
+    assert cbs(transformer.rotary_llama_program(long, cos, sin, mat, ttnn.bfloat16))[:3] == [
+        (0, 4, BF16), (1, 4, BF16), (2, 4, BF16)]

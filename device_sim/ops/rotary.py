@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import torch
 
+from device_sim import device_work
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
+from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import MemoryConfig
@@ -64,7 +66,12 @@ def rotary_embedding_llama(input_tensor: Tensor, cos_cache: Tensor, sin_cache: T
     if cos.shape != sin.shape or cos.dim() != 4 or not broadcasts(x.shape, cos.shape) or cos.shape[-1] != x.shape[-1]:
         raise ValueError(f"{op_name}: cos {list(cos.shape)} and sin {list(sin.shape)} must both be {want} for "
                          f"input {list(x.shape)}")
-    return output(_llama_golden(x, cos, sin, mat), input_tensor, ins, op_name=op_name, memory_config=memory_config)
+    out = output(_llama_golden(x, cos, sin, mat), input_tensor, ins, op_name=op_name, memory_config=memory_config)
+    interleaved = not any(t.is_sharded() for t in (input_tensor, cos_cache, sin_cache, trans_mat, out))
+    if input_tensor._device is not None and not is_decode_mode and interleaved:  # the prefill factory
+        device_work.launch_after(out, True, input_tensor, transformer_programs.rotary_llama_program(
+            input_tensor, cos_cache, sin_cache, trans_mat, out.dtype))
+    return out
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:

@@ -1,8 +1,8 @@
-"""Attention's device operations: SDPAOperation, NlpCreateHeadsDeviceOperation, NLPConcatHeadsDeviceOperation.
+"""Attention's device operations: SDPAOperation, NlpCreateHeads / NLPConcatHeads, RotaryEmbeddingLlama.
 
 Interleaved TILE inputs only. Sources in tt-metal: ttnn/cpp/ttnn/operations/transformer/sdpa/device/
 sdpa_program_factory.cpp and ttnn/cpp/ttnn/operations/experimental/transformer/{nlp_create_qkv_heads,
-nlp_concat_heads}/device/*_program_factory.cpp.
+nlp_concat_heads,rotary_embedding_llama}/device/*_program_factory.cpp.
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -110,5 +110,39 @@ def concat_heads_program(x) -> Program:
         return make_program("NLPConcatHeadsDeviceOperation", "NLPConcatHeadsProgramFactory",
                             (CircularBuffer((0,), 2 * per_row, TILE_BYTES[x.dtype]),),
                             split_work(shape[0] * shape[2] // TILE, *grid_of(dev)))
+
+    return cached(key, build)
+
+
+def rotary_llama_program(x, cos, sin, trans_mat, out_dtype: DataType) -> Program:
+    """RotaryEmbeddingLlamaDeviceOperation's prefill factory (rotary_embedding_llama_multi_core_program_factory.cpp)
+    for an interleaved x [B, H, S, D] with interleaved cos/sin [1, 1 or H, S, D], on every core of the grid.
+
+    Each core takes ceil(St / min(cores / B, St)) rows of tiles of every head; c_0 the input (those rows of
+    2*Dt tiles), c_1 cos and c_2 sin (2*Dt tiles a row), c_3 one trans_mat tile, c_24 / c_25 / c_26 the rotated
+    input and the cos / sin products (Dt tiles each), c_16 the output (2*Dt). With more than 8 rows a core or
+    cos/sin per head, the reload kernel keeps only 2*Dt tiles of input, cos and sin."""
+    dev = x._device
+    shape, cos_heads = tuple(x.padded_shape), cos.padded_shape[1]
+    key = ("RotaryEmbeddingLlamaDeviceOperation", shape, cos_heads, x.dtype, cos.dtype, sin.dtype, trans_mat.dtype,
+           out_dtype, grid_of(dev))
+
+    def build():
+        batch, heads, st, dt = shape[0], shape[1], shape[2] // TILE, shape[3] // TILE
+        gx, gy = grid_of(dev)
+        cores = gx * gy
+        seq_pf = min(cores // min(batch, cores), st)
+        rows = -(-st // seq_pf)
+        reload = rows * heads > 8 or cos_heads == heads
+        per_row = 2 * dt
+        in_tiles, cos_sin_tiles = (per_row, per_row) if reload else (rows * per_row, rows * per_row)
+        cbs = (CircularBuffer((0,), in_tiles, TILE_BYTES[x.dtype]),
+               CircularBuffer((1,), cos_sin_tiles, TILE_BYTES[cos.dtype]),
+               CircularBuffer((2,), cos_sin_tiles, TILE_BYTES[sin.dtype]),
+               CircularBuffer((3,), 1, TILE_BYTES[trans_mat.dtype]), CircularBuffer((24,), dt, TILE_BYTES[x.dtype]),
+               CircularBuffer((25,), dt, TILE_BYTES[cos.dtype]), CircularBuffer((26,), dt, TILE_BYTES[sin.dtype]),
+               CircularBuffer((16,), per_row, TILE_BYTES[out_dtype]))
+        return make_program("RotaryEmbeddingLlamaDeviceOperation", "RotaryEmbeddingLlamaMultiCore", cbs,
+                            ((0, 0, gx - 1, gy - 1),))
 
     return cached(key, build)
