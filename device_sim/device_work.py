@@ -193,10 +193,12 @@ def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, shapes: t
     what create_matmul_program_config picks for interleaved operands: a 1D systolic config when the
     output is more than 8x taller than wide (or the reverse) or a dimension fits in one tile, else a
     2D one with per_core_M = ceil(B*Mt / grid_y), per_core_N = ceil(Nt / grid_x) and the largest
-    in0_block_w <= 4 that divides Kt. CBs (matmul_multicore_reuse_mcast_*_program_factory.cpp):
-    c_0 in0 per_core_M*in0_block_w tiles and c_1 in1 per_core_N*in0_block_w tiles, each doubled when
-    there is more than one K block; c_3 the bias, per_core_N tiles; c_4 output and c_5 the
-    intermediate, per_core_M*per_core_N tiles, one shared buffer when their data formats agree.
+    in0_block_w <= 4 that divides Kt; its output block (out_block_h x out_block_w) is the whole per-core
+    output when TT-NN's CB estimate fits below the lowest L1 tensor, else the biggest, squarest divisor
+    block that fits (get_multi_dim_per_core_factor). CBs (matmul_multicore_reuse_mcast_*_program_factory.cpp):
+    c_0 in0 out_block_h*in0_block_w tiles and c_1 in1 out_block_w*in0_block_w tiles, each doubled when
+    there is more than one K block; c_3 the bias, out_block_w tiles; c_4 output and c_5 the
+    intermediate, out_block_h*out_block_w tiles, one shared buffer when their data formats agree.
     Defaults as TT-NN's matmul: fp32 destination iff the output is float32, packer L1 accumulation
     otherwise. `shapes` are the operands' shapes after transpose_a/transpose_b (default: a's and b's).
     A sharded output backs the output CB (and c_5 when it shares it) with its own buffer: globally
@@ -211,20 +213,69 @@ def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, shapes: t
     key = (tuple(ashape), tuple(bshape), a.dtype, b.dtype, bias.dtype if bias is not None else None, out_dtype,
            dev.config.grid_x if dev is not None else 8, dev.config.grid_y if dev is not None else 8,
            fp32_dest_acc_en, packer_l1_acc, out_sharded)
-    program = _default_programs.get(key)
-    if program is None:
+    cached = _default_programs.get(key)
+    if cached is None:
         if len(_default_programs) >= 4096:
             _default_programs.clear()
-        program = _default_programs[key] = _matmul_program(a, b, bias, out_dtype, None, ashape, bshape,
-                                                           fp32_dest_acc_en, packer_l1_acc, out_sharded)
-    return program
+        cached = _default_programs[key] = _matmul_program(a, b, bias, out_dtype, None, ashape, bshape,
+                                                          fp32_dest_acc_en, packer_l1_acc, out_sharded)
+    program, estimate = cached
+    room = _max_l1_space(dev)
+    if estimate < room:  # the whole per-core output fits: one block per core, the common case
+        return program
+    # TT-NN's get_multi_dim_per_core_factor shrinks the output blocks until its estimate fits below the
+    # lowest L1 tensor: the program depends on what L1 holds now, so it is cached by that room too.
+    key += (room,)
+    cached = _default_programs.get(key)
+    if cached is None:
+        cached = _default_programs[key] = _matmul_program(a, b, bias, out_dtype, None, ashape, bshape,
+                                                          fp32_dest_acc_en, packer_l1_acc, out_sharded, room=room)
+    return cached[0]
 
 
-_default_programs: dict[tuple, Program] = {}
+_default_programs: dict[tuple, tuple[Program, int]] = {}  # key -> (program, TT-NN's CB estimate of whole blocks)
+
+
+def _max_l1_space(device) -> int:
+    """TT-NN's get_max_l1_space (matmul_utilities.cpp): from the L1 base to the lowest L1 tensor, or to the top."""
+    if device is None or getattr(device, "memory", None) is None:
+        return 1 << 62
+    c = device.config
+    lowest = device.memory.allocators[BufferType.L1].lowest_occupied_address()
+    return (lowest if lowest is not None else c.l1_size) - c.l1_unreserved_base
+
+
+def _cb_estimate(m: int, n: int, k: int, in0_tile: int, in1_tile: int, interm_tile: int, bias_tile: int) -> int:
+    """TT-NN's get_estimated_size_of_cbs for m x n output tiles per core and k-tile blocks (interleaved in0:
+    no c_2). Its output CB is estimated at in0's tile size."""
+    return 2 * m * k * in0_tile + 2 * n * k * in1_tile + m * n * in0_tile + m * n * interm_tile + k * bias_tile
+
+
+def _out_blocks(per_m: int, per_n: int, k: int, room: int, sizes: tuple) -> tuple[int, int]:
+    """TT-NN's get_multi_dim_per_core_factor (adjust_in0_block_w false): the largest out_block_h x out_block_w,
+    each dividing per_core_M / per_core_N and closest to square, whose CB estimate fits in `room`; else 1 x 1."""
+    if _cb_estimate(per_m, per_n, k, *sizes) < room:
+        return per_m, per_n
+    ms = [per_m, 1, *(f for f in range(per_m // 2, 1, -1) if per_m % f == 0)]
+    ns = [per_n, 1, *(f for f in range(per_n // 2, 1, -1) if per_n % f == 0)]
+    best: dict[int, tuple[int, int]] = {}  # tiles per block -> (h, w), a later one of the same squareness wins
+    for m in ms:
+        for n in ns:
+            ratio = max(m, n) / min(m, n)
+            old = best.get(m * n)
+            if old is None or not max(old) / min(old) < ratio:
+                best[m * n] = (m, n)
+    for tiles in sorted(best, reverse=True):
+        m, n = best[tiles]
+        if _cb_estimate(m, n, k, *sizes) < room:
+            return m, n
+    return 1, 1
 
 
 def _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_dest_acc_en, packer_l1_acc,
-                    out_sharded=False):
+                    out_sharded=False, room=None):
+    """The program, or for the default config (program_config None) (program, TT-NN's CB estimate of whole
+    blocks); `room` (bytes of L1 below the lowest tensor) shrinks the default config's output blocks to fit."""
     Mt, Kt, Nt = _tiles(ashape[-2]), _tiles(ashape[-1]), _tiles(bshape[-1])
     B = 1
     for d in ashape[:-2]:
@@ -269,16 +320,25 @@ def _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_
     depth = 2 if B * num_blocks > 1 else 1
     sizes = _TILE_BYTES
     in0_tile, in1_tile, out_tile = sizes[a.dtype], sizes[b.dtype], sizes[out_dtype]
-    cbs = [CircularBuffer((0,), per_M * kw * depth, in0_tile), CircularBuffer((1,), per_N * kw * depth, in1_tile)]
+    # The factories size their CBs by the output block (out_block_h x out_block_w), a config's or, without
+    # one, what TT-NN's create_matmul_program_config fits into L1 (estimate_interm_tile_size's intermediate).
+    estimate_sizes = (in0_tile, in1_tile, sizes[_F32] if fp32 else max(sizes[_BF16], out_tile),
+                      sizes[bias.dtype] if bias is not None else 0)
+    block_h = getattr(cfg, "out_block_h", None) or per_M
+    block_w = getattr(cfg, "out_block_w", None) or per_N
+    if cfg is None and room is not None and kind != "MatmulMultiCoreReuseProgramConfig":
+        block_h, block_w = _out_blocks(per_M, per_N, kw, room, estimate_sizes)
+    cbs = [CircularBuffer((0,), block_h * kw * depth, in0_tile), CircularBuffer((1,), block_w * kw * depth, in1_tile)]
     if bias is not None:
-        cbs.append(CircularBuffer((3,), per_N, sizes[bias.dtype]))
+        cbs.append(CircularBuffer((3,), block_w, sizes[bias.dtype]))
     packer_on = packer and num_blocks > 1
     interm = (_F32 if fp32 else _BF16) if packer_on else (_F32 if fp32 else out_dtype)
+    out_tiles = per_M * per_N if out_sharded else block_h * block_w  # a sharded output's CB is its whole shard
     if interm == out_dtype:
-        cbs.append(CircularBuffer((4, 5), per_M * per_N, out_tile, out_sharded))
+        cbs.append(CircularBuffer((4, 5), out_tiles, out_tile, out_sharded))
     else:
-        cbs += [CircularBuffer((4,), per_M * per_N, out_tile, out_sharded),
-                CircularBuffer((5,), per_M * per_N, sizes[interm])]
+        cbs += [CircularBuffer((4,), out_tiles, out_tile, out_sharded),
+                CircularBuffer((5,), block_h * block_w, sizes[interm])]
     # MatmulMultiCoreReuse's blocks do not span batches; the multicast factories fold batches into M.
     blocks_y = B * -(-Mt // per_M) if kind == "MatmulMultiCoreReuseProgramConfig" else -(-B * Mt // per_M)
     blocks_x = -(-Nt // per_N)
@@ -287,7 +347,8 @@ def _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_
         ranges = ((0, 0, min(x, gx) - 1, min(y, gy) - 1),)
     else:
         ranges = cores_row_major(min(blocks_y * blocks_x, gx * gy), gx)
-    return make_program("MatmulDeviceOperation", kind, cbs, ranges)
+    program = make_program("MatmulDeviceOperation", kind, cbs, ranges)
+    return program if cfg is not None else (program, _cb_estimate(per_M, per_N, kw, *estimate_sizes))
 
 
 # -- softmax -----------------------------------------------------------------------------------

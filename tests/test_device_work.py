@@ -121,12 +121,35 @@ def test_cbs_that_reach_an_l1_tensor_fail_with_tt_metals_clash_error(small_l1):
 
 
 def test_cbs_beyond_the_end_of_l1_fail_with_tt_metals_message(small_l1):
-    # 1024x1024 @ 1024x1024 bfloat16 on 8x8 cores: per_core_M = per_core_N = in0_block_w = 4, so in0 and in1
-    # hold 4x4 tiles each, doubled (64 KiB apiece), and the output 4x4 tiles (32 KiB): 160 KiB from the base
+    # 1024x1024 @ 1024x1024 bfloat16 on 8x8 cores with a config of per_core_M = per_core_N = in0_block_w = 4
+    # (a given config's blocks are used as they are): in0 and in1 hold 4x4 tiles each, doubled (64 KiB
+    # apiece), and the output 4x4 tiles (32 KiB): 160 KiB from the base
     a, b = tt(small_l1, (1024, 1024)), tt(small_l1, (1024, 1024))
+    cfg = ttnn.MatmulMultiCoreReuseMultiCastProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), in0_block_w=4, out_subblock_h=2, out_subblock_w=4,
+        per_core_M=4, per_core_N=4, transpose_mcast=False, fused_activation=None)
     with pytest.raises(RuntimeError, match=r"Statically allocated circular buffers on core range \[0-0 - 7-7\] "
                                            r"grow to 262144 B which is beyond max L1 size of 163840 B"):
+        ttnn.matmul(a, b, program_config=cfg)
+
+
+def test_without_a_config_the_output_blocks_shrink_until_the_cbs_fit_below_l1_tensors(small_l1):
+    # TT-NN's create_matmul_program_config keeps per_core_M = per_core_N = 4 but picks out_block_h x out_block_w
+    # with get_multi_dim_per_core_factor: the biggest, squarest block whose CB estimate (in0, in1 doubled; out
+    # and intermediate; in0's tile size for the output) fits below the lowest L1 tensor. 64 KiB of room:
+    # 4x4 needs 192 KiB and 2x2 80 KiB; 2x1 (the later of 2x1 / 1x2, as TT-NN's map keeps it) needs 56 KiB.
+    a, b = tt(small_l1, (1024, 1024)), tt(small_l1, (1024, 1024))
+    p = device_work.matmul_program(a, b, None, ttnn.bfloat16, None)
+    assert cbs(p) == [((0,), 2 * 4 * 2, TILE_BF16), ((1,), 1 * 4 * 2, TILE_BF16), ((4, 5), 2, TILE_BF16)]
+    ttnn.matmul(a, b)  # so it launches
+    # Less room, smaller blocks: a tensor holding 32 KiB per core at the top of L1 leaves 32 KiB, where even a
+    # 1x1 block (36 KiB) does not fit: TT-NN then takes 1x1, and the launch clashes.
+    held = tt(small_l1, (32_768, 32), memory_config=ttnn.L1_MEMORY_CONFIG)
+    assert cbs(device_work.matmul_program(a, b, None, ttnn.bfloat16, None))[-1] == ((4, 5), 1, TILE_BF16)
+    with pytest.raises(RuntimeError, match="clash with L1 buffers"):
         ttnn.matmul(a, b)
+    held.deallocate()
+    assert cbs(device_work.matmul_program(a, b, None, ttnn.bfloat16, None)) == cbs(p)
 
 
 def test_a_report_shows_the_cbs_and_the_tensor_that_clashed(small_l1, tmp_path):
