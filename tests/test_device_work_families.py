@@ -294,3 +294,16 @@ def test_rotary_embedding_llama_prefill_program(device):
     long = tt(device, (1, 8, 32 * 128, 64))  # 128 rows of tiles over 64 cores: 2 x 8 heads > 8 rows: reload kernel
     assert cbs(transformer.rotary_llama_program(long, cos, sin, mat, ttnn.bfloat16))[:3] == [
         (0, 4, BF16), (1, 4, BF16), (2, 4, BF16)]
+
+
+def test_nearest_upsample_streams_rows_or_rows_of_tiles(device):
+    from device_sim.programs.vision import upsample_program
+
+    # ROW_MAJOR [1, 16, 16, 64]: 256 rows of 128 B (DRAM-aligned) over 64 cores, four each: doubled
+    rm = ttnn.from_torch(torch.randn(1, 16, 16, 64), dtype=ttnn.bfloat16, device=device)
+    p = upsample_program(rm, ttnn.bfloat16)
+    assert (p.name, cbs(p), p.cores.num_cores()) == ("UpsampleOperation", [(0, 2, 128)], 64)
+    # TILE [1, 4, 8, 64]: 32 rows = one row of 2 tiles on one core: untilized from c_0 into c_1, not doubled
+    tile = ttnn.from_torch(torch.randn(1, 4, 8, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert cbs(upsample_program(tile, ttnn.bfloat16)) == [(0, 2, BF16), (1, 2, BF16)]
+    ttnn.upsample(rm, 2)  # launches it

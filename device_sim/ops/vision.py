@@ -15,8 +15,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from device_sim import dtypes, placement
+from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, values
+from device_sim.programs import vision as vision_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -178,8 +179,11 @@ def upsample(input_tensor: Tensor, scale_factor, *, mode: str = "nearest",
     if x.dim() != 4:
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be NHWC [N, H, W, C]")
     ins = device_inputs(op_name, input_tensor)
-    return _make(_upsample_golden(x, scale_factor, mode=mode), input_tensor.device(), ins, op_name=op_name,
-                 dtype=input_tensor.dtype, layout=input_tensor.layout, memory_config=memory_config)
+    out = _make(_upsample_golden(x, scale_factor, mode=mode), input_tensor.device(), ins, op_name=op_name,
+                dtype=input_tensor.dtype, layout=input_tensor.layout, memory_config=memory_config)
+    if mode == "nearest" and not input_tensor.is_sharded() and not out.is_sharded():  # the interleaved factory
+        device_work.launch_after(out, True, input_tensor, vision_programs.upsample_program(input_tensor, out.dtype))
+    return out
 
 
 def _fold_golden(input, stride_h, stride_w, *_, padding=(0, 0), output_shape=None, **__):  # noqa: A002
