@@ -672,13 +672,15 @@ def _tolerance_options(f):
 @click.option("--ops", "pattern", help="Compare only ops named so: a glob (*matmul*), a name or its last part.")
 @click.option("--json", "json_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write every figure to this JSON file.")
+@click.option("--csv", "csv_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write one row per aligned op (status, rank, differing devices, figures) to this CSV file.")
 @click.option("--strict", is_flag=True, help="Ops present in only one report fail the comparison too.")
 @click.option("--all-depths", is_flag=True, help="Align nested ops too, not only the ones the model called.")
 @click.option("--timing", is_flag=True, help="Instead of values: each aligned op's duration and L1/DRAM after it "
               "in A and B side by side, biggest slowdown first (needs no stored tensors).")
 @click.option("--limit", type=int, default=50, show_default=True, help="With --timing: at most this many ops "
               "(0: all).")
-def compare(a, b, rtol, atol, pcc, pattern, json_file, strict, all_depths, timing, limit):
+def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_depths, timing, limit):
     """Compare report B with report A op by op and name the first op that diverged.
 
     Exits 0 when every aligned op matches, 1 when one does not (or, with --strict, when an op
@@ -702,6 +704,9 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, strict, all_depths, timin
     if json_file is not None:
         json_file.write_text(result.to_json() + "\n")
         click.echo(f"json: {json_file}")
+    if csv_file is not None:
+        csv_file.write_text(result.to_csv())
+        click.echo(f"csv: {csv_file}")
     sys.exit(result.exit_code)
 
 

@@ -33,8 +33,10 @@ per op is its comparison figures, and per compared tensor one boolean (to judge 
 
 from __future__ import annotations
 
+import csv
 import difflib
 import fnmatch
+import io
 import json
 import math
 from array import array
@@ -53,7 +55,8 @@ SELECT o.operation_id, o.name,
   (SELECT group_concat(shape, ';') FROM (SELECT t.shape AS shape FROM input_tensors i
      JOIN tensors t ON t.tensor_id = i.tensor_id WHERE i.operation_id = o.operation_id ORDER BY i.input_index)),
   (SELECT group_concat(shape, ';') FROM (SELECT t.shape AS shape FROM output_tensors x
-     JOIN tensors t ON t.tensor_id = x.tensor_id WHERE x.operation_id = o.operation_id ORDER BY x.output_index))
+     JOIN tensors t ON t.tensor_id = x.tensor_id WHERE x.operation_id = o.operation_id ORDER BY x.output_index)),
+  o.rank
 FROM operations o {where} ORDER BY o.operation_id"""
 
 _TENSORS_SQL = """
@@ -74,6 +77,7 @@ class OpPair:
     inputs_matched: bool | None = None  # None: an input was not stored in one report
     # Per output of a mesh tensor: (device_id, Comparison) for each device shard; None for a one-device tensor.
     shards: list[list[tuple[int, Comparison]] | None] = field(default_factory=list)
+    rank: int | None = None  # B's rank of the op in a merged multi-host run; None: one rank
 
     @property
     def worst(self) -> Comparison | None:
@@ -106,8 +110,8 @@ class OpPair:
                 d["devices"] = [{"device_id": dev, **x.to_dict()} for dev, x in shards]
             outputs.append(d)
         return {"status": self.status, "name": self.name, "a_operation_id": self.a_id, "b_operation_id": self.b_id,
-                "reason": self.reason, "inputs_matched": self.inputs_matched, "devices": self.devices,
-                "outputs": outputs}
+                "reason": self.reason, "inputs_matched": self.inputs_matched, "rank": self.rank,
+                "devices": self.devices, "outputs": outputs}
 
 
 @dataclass
@@ -154,6 +158,21 @@ class ReportComparison:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
+
+    def to_csv(self) -> str:
+        """One row per aligned op: its ids, name, status, rank and differing devices (space-separated), the
+        deciding output's figures, and the reason."""
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(["a_operation_id", "b_operation_id", "name", "status", "rank", "devices", "pcc", "max_abs_error",
+                    "mismatched", "reason"])
+        for p in self.pairs:
+            c = p.worst
+            w.writerow([p.a_id, p.b_id, p.name, p.status, "" if p.rank is None else p.rank,
+                        " ".join(map(str, p.devices)), "" if c is None else _num(c.pcc, ".9g"),
+                        "" if c is None else _num(c.max_abs_error, ".9g"), "" if c is None else c.mismatched,
+                        p.reason])
+        return out.getvalue()
 
     def to_table(self, limit: int = 100, *, table=None) -> str:
         """A readable table: every op when there are at most `limit`, else the ones that do not match.
@@ -216,8 +235,9 @@ def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = Non
                                   f"with Config(tensors='all') (or 'outputs', the least that works)")
         keys: dict[tuple, int] = {}  # (name, input shapes, output shapes) -> key id, shared by both
         names: dict[str, int] = {}
-        ids_a, ka, na = _ops(ra, top_level, keys, names)
-        ids_b, kb, nb = _ops(rb, top_level, keys, names)
+        ids_a, ka, na, _ = _ops(ra, top_level, keys, names)
+        ids_b, kb, nb, ranks_b = _ops(rb, top_level, keys, names)
+        several_ranks = len(set(ranks_b)) > 1  # a merged multi-host run: each op says its rank
         name_of = list(names)
         aligned, only_a, only_b = align(ka, kb, na, nb)
         settings = {"rtol": rtol, "atol": atol, "pcc": pcc, "ops": ops, "top_level": top_level}
@@ -229,6 +249,8 @@ def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = Non
                 name = name_of[na[i]]
                 if ops is None or _name_matches(name, ops):
                     pairs.append(checker.pair(name, ids_a[i], ids_b[j]))
+                    if several_ranks:
+                        pairs[-1].rank = ranks_b[j]
                 advance()
         root = next((p for p in pairs if p.status == MISMATCH), None)
         stacks = (None, None) if root is None else (_stack(ra, root.a_id), _stack(rb, root.b_id))
@@ -304,15 +326,16 @@ def _resync_opcodes(a, b) -> list[tuple]:
     return codes
 
 
-def _ops(report: Report, top_level: bool, keys: dict, names: dict) -> tuple[array, array, array]:
-    """Each op's id, key id and name id, in call order: compact arrays, whatever the report's size."""
-    ids, key_ids, name_ids = array("q"), array("q"), array("q")
+def _ops(report: Report, top_level: bool, keys: dict, names: dict) -> tuple[array, array, array, array]:
+    """Each op's id, key id, name id and rank, in call order: compact arrays, whatever the report's size."""
+    ids, key_ids, name_ids, ranks = array("q"), array("q"), array("q"), array("q")
     where = "WHERE COALESCE(o.depth, 0) = 0" if top_level else ""  # a TT-NN report records no depth
-    for op_id, name, ins, outs in report.execute(_OPS_SQL.format(where=where)):
+    for op_id, name, ins, outs, rank in report.execute(_OPS_SQL.format(where=where)):
         ids.append(op_id)
         key_ids.append(keys.setdefault((name, ins, outs), len(keys)))
         name_ids.append(names.setdefault(name, len(names)))
-    return ids, key_ids, name_ids
+        ranks.append(rank or 0)
+    return ids, key_ids, name_ids, ranks
 
 
 def _name_matches(name: str, pattern: str) -> bool:
