@@ -5,7 +5,8 @@ stored with tensors="outputs"):
 - model-thread cost per tensor = the op's time captured minus uncaptured (medians), judged
   against that tensor's raw write+fsync time;
 - end-to-end throughput = bytes stored / (captured loop + close - uncaptured loop), judged
-  against a raw sequential write+fsync of the same bytes in the same run.
+  against a raw sequential write+fsync of the same bytes right after it (after an untimed raw
+  pass, so both write into page cache that was used before); the median of three such pairs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import torch
 import device_sim as ttnn
 import ttreport
 from bench.common import Figure, MiB, at_least, at_most, info, median
+
+REPEATS = 3  # capture/raw pairs per size: the machine is shared, so one pair can land on a busy moment
 
 
 def run(tmp, *, sizes_mib: list[float], total_mib: float) -> list[Figure]:
@@ -48,29 +51,38 @@ def _one_size(tmp, size_mib: float, count: int) -> list[Figure]:
     make_all(bare_times)
     bare_loop = time.perf_counter() - t
 
-    path = tmp / f"storage-{size_mib:g}"
+    # On this VM a page the guest has not used lately costs ~4x a reused one to fill (the host maps it
+    # on first touch): an untimed raw pass leaves freed page cache behind, so the capture's files and
+    # the raw files after it both land in reused pages. Without it, whichever writes first pays alone
+    # (0.6 s against 0.08 for 256 MiB to the page cache, measured side by side).
+    _raw_write(tmp / "raw", sources)
     cap_times: list[float] = []
-    cap = ttreport.capture(path, config=ttreport.Config(tensors="outputs", max_tensor_bytes=nbytes * 2))
-    cap.start()
-    t = time.perf_counter()
-    try:
-        make_all(cap_times)
-    finally:
-        cap.stop()
-    end_to_end = time.perf_counter() - t - bare_loop
-    stored = sum(f.stat().st_size for f in (path / "tensors").iterdir())
-    if stored < nbytes:
-        raise AssertionError(f"{path}: {stored} bytes of tensor files, expected at least {nbytes}")
-    shutil.rmtree(path)
+    ratios, raws = [], []
+    for rep in range(REPEATS):  # capture, then raw, side by side; the median pair's ratio is the figure
+        path = tmp / f"storage-{size_mib:g}-{rep}"
+        cap = ttreport.capture(path, config=ttreport.Config(tensors="outputs", max_tensor_bytes=nbytes * 2))
+        cap.start()
+        t = time.perf_counter()
+        try:
+            make_all(cap_times)
+        finally:
+            cap.stop()
+        end_to_end = time.perf_counter() - t - bare_loop
+        stored = sum(f.stat().st_size for f in (path / "tensors").iterdir())
+        if stored < nbytes:
+            raise AssertionError(f"{path}: {stored} bytes of tensor files, expected at least {nbytes}")
+        shutil.rmtree(path)
+        raws.append(_raw_write(tmp / "raw", sources))
+        ratios.append(raws[-1] / end_to_end)
 
-    raw = _raw_write(tmp / "raw", sources)
+    raw = median(raws)
     added = median(cap_times) - median(bare_times)
     raw_per_tensor = raw / count
     return [
         info(f"{label}: raw write+fsync", nbytes / raw / MiB, "MiB/s"),
         info(f"{label}: model thread added per tensor", added * 1e3, "ms"),
         at_most(f"{label}: model-thread added / raw write time", added / raw_per_tensor * 100, "%", 10),
-        at_least(f"{label}: stored end to end / raw write+fsync", raw / end_to_end, "x", 0.8),
+        at_least(f"{label}: stored end to end / raw write+fsync", median(ratios), "x", 0.8),
     ]
 
 

@@ -29,7 +29,9 @@ from pathlib import Path
 
 import torch
 
+from ttreport import ptfile
 from ttreport.errors import LossWarner, TensorFileDamagedError, TensorFileError
+from ttreport.ptfile import plain  # noqa: F401 (storage.plain: a view's file holds only its own elements)
 
 TENSORS_DIR = "tensors"
 MAX_PENDING_BYTES = 1 << 30  # values waiting for the disk before the model waits (back-pressure, never loss)
@@ -81,9 +83,8 @@ class TensorStore(threading.Thread):
                     path = path / item[6]
                 self._keep_room(_nbytes(item[2]))
                 with self.busy:  # a fork waits for it: torch's state is whole in the child (capture.py)
-                    loaded = write_tensor(path, *item[2:6])
-                # Here, off the model's thread: what a reader verifies the file against.
-                facts = {"tensor_id": tid, **file_facts(path, loaded)}
+                    # Here, off the model's thread: what a reader verifies the file against.
+                    facts = {"tensor_id": tid, **write_tensor(path, *item[2:6])}
                 if shard:
                     self.writer_queue.put((ROW, "device_tensor_files", {**facts, "device_id": item[7]}))
                 else:
@@ -116,30 +117,23 @@ def _nbytes(value: torch.Tensor) -> int:
     return value.numel() * value.element_size()
 
 
-def write_tensor(path: Path, value: torch.Tensor, dtype=None, layout=None, memory_config=None) -> torch.Tensor:
-    """Write the file; return a tensor with the shape and dtype that loading it will give."""
+def write_tensor(path: Path, value: torch.Tensor, dtype=None, layout=None, memory_config=None) -> dict:
+    """Write the file; return its `tensor_files` facts: size, CRC-32, and the shape and dtype loading it gives."""
     if path.suffix == ".bin":
         from device_sim import dtypes, serialization
 
         serialization.dump_tensor(path, _host_tensor(value, dtype, layout, memory_config))  # renames itself
-        return torch.empty(value.shape, dtype=dtypes.TORCH_DTYPE[dtype], device="meta")
+        return file_facts(path, torch.empty(value.shape, dtype=dtypes.TORCH_DTYPE[dtype], device="meta"))
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         value = plain(value)
-        torch.save(value, tmp)
+        # torch.save's own zip writer and CRC ran at a third of the disk's speed (bench/README.md, 3).
+        written = ptfile.save_tensor(value, tmp, archive=path.stem)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return value
-
-
-def plain(value: torch.Tensor) -> torch.Tensor:
-    """A detached CPU tensor that owns exactly its elements (torch.save writes a view's whole storage)."""
-    v = value.detach().cpu()
-    if v.is_contiguous() and v.storage_offset() == 0 and v.untyped_storage().nbytes() == v.numel() * v.element_size():
-        return v
-    return v.contiguous().clone()
+    return _facts(written.file_bytes, written.crc32, value)
 
 
 def _host_tensor(value, dtype, layout, memory_config):
@@ -324,9 +318,10 @@ def _expected_from_db(report_dir, tensor_id: int, device: int | None = None) -> 
 
 
 def file_facts(path: Path, value: torch.Tensor) -> dict:
-    """The tensor_files row of a file just written: its size and CRC-32, and what loading it gives."""
-    crc, size = 0, 0
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            crc, size = zlib.crc32(chunk, crc), size + len(chunk)
-    return {"file_bytes": size, "crc32": crc, "shape": json.dumps(list(value.shape)), "dtype": str(value.dtype)}
+    """The tensor_files row of a file just written, read back for its size and CRC-32, and what loading it gives."""
+    written = ptfile.checksum_file(path)
+    return _facts(written.file_bytes, written.crc32, value)
+
+
+def _facts(file_bytes: int, crc32: int, value: torch.Tensor) -> dict:
+    return {"file_bytes": file_bytes, "crc32": crc32, "shape": json.dumps(list(value.shape)), "dtype": str(value.dtype)}
