@@ -25,6 +25,7 @@ MIN_FLUSH_INTERVAL_S = 0.001
 MAX_FLUSH_INTERVAL_S = 3600
 TENSOR_MODES = ("none", "outputs", "all")
 COMPARISON_MODES = ("off", "local", "global", "both")
+WRITER_MODES = ("thread", "process")
 
 
 @dataclass(kw_only=True)
@@ -74,6 +75,12 @@ class Config:
             capture are collected only after it ends.
         rank: this process's rank in a multi-host run, written to every row's `rank` column (default
             None: OMPI_COMM_WORLD_RANK, as mpirun sets it, else 0); `ttreport merge` joins the ranks' reports.
+        writer: "thread" (default: a writer thread in the model's process; a kill loses at most the
+            last flush_interval_s) or "process": the model's threads append each record to an op log
+            in the report folder (on disk when the op returns) and a writer process writes SQLite from
+            it, so a SIGKILL loses no recorded op (ttreport.writer_process). Costs ~1.3 s of the
+            writer process's start-up at close of a short capture, and the log's disk (~300 B an op)
+            until close.
 
     TTREPORT_CONFIG='{"tensors": "all"}' overrides any of them from the environment.
     """
@@ -125,6 +132,8 @@ class Config:
     gc_freeze: bool = True
     # This process's rank in a multi-host run (None: OMPI_COMM_WORLD_RANK, else 0); ttreport.merge.
     rank: int | None = None
+    # Who writes SQLite: a thread of this process, or a writer process fed by the op log (kill -9 safe).
+    writer: str = "thread"
 
     def __post_init__(self):
         if isinstance(self.root, bool) or not isinstance(self.root, (str, os.PathLike)):
@@ -132,6 +141,7 @@ class Config:
         self.root = Path(self.root)
         _choice("tensors", self.tensors, TENSOR_MODES)
         _choice("comparison", self.comparison, COMPARISON_MODES)
+        _choice("writer", self.writer, WRITER_MODES)
         for name in ("detach_saved_tensors", "stack_traces", "buffers", "buffer_pages", "device_graphs",
                      "perf_files", "raise_on_mismatch", "overwrite", "gc_freeze"):
             if not isinstance(getattr(self, name), bool):

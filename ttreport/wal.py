@@ -24,6 +24,7 @@ import sqlite3
 from pathlib import Path
 
 LOCK_FILE = ".lock"  # flock'd while a capture writes the folder; holds the capturing pid (capture.py)
+OPLOG_DIR = "oplog"  # a process writer's op log (ttreport.oplog): what a killed one leaves to finish from
 RESERVE_FILE = ".reserve"  # disk space a capture holds for its closing notes; a killed one leaves it
 FOLD_WAIT_MS = 200  # a reader mid-query keeps the fold from completing; it is not waited for longer
 
@@ -39,12 +40,20 @@ def fold(db_path: str | os.PathLike) -> bool:
     or when the folder or file cannot be written (or the disk is still full).
     """
     db_path = Path(db_path)
-    if not os.path.lexists(wal_path(db_path)):
+    log = os.path.isdir(db_path.parent / OPLOG_DIR)  # a process writer's op log: the report is rebuilt from it
+    if not log and not os.path.lexists(wal_path(db_path)):
         return True
     lock_fd = _hold_folder(db_path.parent)
     if lock_fd is False:
         return False  # a capture is writing this report
     try:
+        if log:
+            from ttreport.writer_process import finish_from_log  # imports torch: only for a killed capture's log
+
+            if not finish_from_log(db_path.parent):
+                return False
+            if not os.path.lexists(wal_path(db_path)):
+                return True
         con = sqlite3.connect(db_path, timeout=FOLD_WAIT_MS / 1000, isolation_level=None)
         try:
             if con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:

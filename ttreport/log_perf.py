@@ -1,0 +1,93 @@
+"""device_perf rows made by the writer process from what the op log carries, not on the model's thread.
+
+    perf = LogPerf()
+    perf.add_device(0, (8, 8, 1.0, 288.0, 32.0))              # a (PERF_CONFIG, ...) definition of the log
+    row = perf.row(op_record, configs)                         # {"operation_id": ..., "compute_ns": ...} or None
+
+device_sim's estimate (perf_model.estimate_op) takes ~6 µs an op from live tensors; everything it
+reads of them is in the specs the recorder already sends (shape, dtype, layout, buffer bytes, memory
+config, device), so the writer process keeps each tensor's operand and costs the op with
+perf_model.estimate, the same function estimate_op ends in. Matmuls need the math fidelity their
+kernel config resolves to, which only the live call knows: the capture estimates those on the
+model's thread as before (ON_MODEL_THREAD), and this module leaves them out.
+"""
+
+from __future__ import annotations
+
+from device_sim import perf_model
+from device_sim.types import BufferType, DataType, Layout
+
+ON_MODEL_THREAD = perf_model._MATMULS  # their fidelity comes from the live call (kernel_numerics)
+MAX_TENSORS = 1 << 18  # operands kept, newest first: 4x the specs the recorder can remember (recorder.MAX_SEEN)
+
+
+def estimate_on_model_thread(op, args, kwargs, output):
+    """The recorder's estimate with a process writer: matmuls' only (the writer process costs the rest)."""
+    if op.name.rsplit(".", 1)[-1] in ON_MODEL_THREAD:
+        return perf_model.estimate_op(op, args, kwargs, output)
+    return None
+
+
+def device_fields(device) -> tuple:
+    """What LogPerf.add_device takes: the device's PerfConfig as estimate_op makes it."""
+    c = perf_model.PerfConfig.of(device)
+    return (c.grid_x, c.grid_y, c.clock_ghz, c.dram_gib_per_s, c.pcie_gb_per_s)
+
+
+class LogPerf:
+    def __init__(self):
+        self.tensors: dict[int, tuple] = {}  # tensor id -> (Operand or None, device id, on a mesh)
+        self.devices: dict[int, perf_model.PerfConfig] = {}
+        self.mesh: set[int] = set()  # tensor ids with per-device shards (device_tensors rows): not estimated
+
+    def add_device(self, device_id: int, fields: tuple) -> None:
+        self.devices[device_id] = perf_model.PerfConfig(*fields)
+
+    def note(self, spec, configs) -> None:
+        """Keep a tensor's operand from its spec (tensor id, shape, dtype, layout, config id, source, device id,
+        address, buffer type, size, producer)."""
+        tid, shape, dtype, layout, cfg_id, _, device_id, address, buffer_type, size, _ = spec
+        mesh = device_id is None and buffer_type is not None  # a mesh tensor: its row has a type, no device
+        if shape is None:
+            operand = None
+        elif address is not None:  # in a device buffer
+            cfg = configs.get(cfg_id) if cfg_id is not None else None
+            operand = perf_model.Operand(size, perf_model.location(BufferType(buffer_type),
+                                                                   cfg.memory_layout if cfg else None), shape)
+        else:
+            layout = layout[0] if type(layout) is tuple else layout
+            operand = perf_model.Operand(perf_model.operand_bytes(shape, DataType(dtype), Layout(layout)), "host",
+                                         shape)
+        tensors = self.tensors
+        tensors.pop(tid, None)  # re-sent after the recorder forgot it: newest again
+        if len(tensors) >= MAX_TENSORS:
+            for key in list(tensors)[:len(tensors) // 2]:
+                del tensors[key]
+        tensors[tid] = (operand, device_id, mesh)
+
+    def row(self, rec) -> dict | None:
+        """The op's device_perf row, as the recorder would have queued it; None when estimate_op gives none."""
+        name, op_id, kwargs, inputs, outputs = rec[1], rec[2], rec[10], rec[11], rec[12]
+        short = name.rsplit(".", 1)[-1]
+        if short in ON_MODEL_THREAD or short in perf_model._FREE:
+            return None
+        tensors, mesh = self.tensors, self.mesh
+        ins, outs = [], []
+        device_id = None
+        for ids, ops in ((outputs, outs), (inputs, ins)):
+            for tid in ids:
+                t = tensors.get(tid)
+                if t is None or t[2] or tid in mesh:
+                    return None  # a mesh tensor (not modelled), or one whose spec is gone (never: see MAX_TENSORS)
+                if device_id is None:
+                    device_id = t[1]
+                ops.append(t[0])
+        cfg = self.devices.get(device_id) if device_id is not None else None
+        if cfg is None:
+            return None
+        est = perf_model.estimate(name, [o for o in ins if o is not None], [o for o in outs if o is not None], None,
+                                  cfg, transpose_a=bool(kwargs.get("transpose_a")) if kwargs else False)
+        if est is None:
+            return None
+        return {"operation_id": op_id, "compute_ns": est.compute_ns, "bandwidth_ns": est.bandwidth_ns,
+                "ideal_ns": est.ideal_ns, "bound": est.bound, "math_fidelity": est.math_fidelity}

@@ -1,0 +1,491 @@
+"""The op log: what the model's threads append to, on disk the moment an op returns, for the writer process.
+
+    from ttreport.oplog import LogSink, LogTail
+    sink = LogSink(Path("run/oplog"))                                 # the capturing process
+    sink.append((META, "status", "complete"))                         # a recorder record, as recorder.py makes it
+    tail = LogTail(Path("run/oplog"))                                 # the writer process
+    records, more = tail.read(2000)                                   # the same records, for writer.Writer
+
+Records are the recorder's tuples (recorder.py), marshalled: ints, strings and tuples only. What a
+record refers to by id is defined once, before the first record that uses it: a code object of a
+stack trace as (CODE, id, filename, name), a MemoryConfig as (CFG, id, the config pickled), any
+other argument value as (OBJ, n, its text). Values are never sent twice.
+
+The log is a folder of segment files (`000001.seg`, ...), each created at its full size (zeros) and
+mmap'ed shared: a record's bytes are in the page cache as soon as they are copied in, so SIGKILL of
+the model loses nothing it appended. A record is 4 bytes of length then its payload; the payload is
+copied first and the length last, so a record whose length reads 0 is not written yet, and a tail
+torn by a kill (a length with half a payload) fails to unmarshal and ends the log. END in a length
+slot means "continued in the next segment".
+
+The whole log is kept until the report is closed: the writer process, or a reader after it was
+killed too, can always rebuild the report from it (ttreport.writer_process.finish_from_log).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import mmap
+import os
+import pickle
+import re
+import struct
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+from ttreport.recorder import ALLOC, FLUSH, FREE, OP, PROGRAM, ROW, STOP, TensorArg
+from ttreport.wal import OPLOG_DIR  # noqa: F401 (the log's folder name, defined with the lock's)
+
+CODE, CFG, OBJ, DEVICE_PERF = 20, 21, 22, 23  # definitions: only in the log, never handed to the writer
+SEGMENT_BYTES = 32 << 20  # a 1M-op capture of small ops fills ~9 of them (~280 B an op)
+END = 0xFFFFFFFF
+_LEN = struct.Struct("<I")
+MAX_OBJECTS = 200_000  # argument objects whose text is remembered by id (the writer's cache bound)
+_PRIMITIVE = (int, float, bool, str, type(None))
+_WIRED = (bytes, list, tuple)  # what may hold a tensor or an object by reference
+# Buffer events, programs and rows between ops wait for the next op's record (one write an op). A kill can
+# lose those of the ops after the last one (a free), never an op; anything else is written at once.
+_WITH_NEXT_OP = frozenset({ALLOC, FREE, PROGRAM, ROW})
+_PLAIN_TAGS = frozenset({ALLOC, FREE})  # ints only: marshalled as they are
+
+
+def segment_path(folder: Path, n: int) -> Path:
+    return folder / f"{n:06d}.seg"
+
+
+class LogSink:
+    """The capturing process's end: append(record) from any thread; len() is 0 (nothing waits in memory)."""
+
+    def __init__(self, folder: Path, *, lag_segments: int = 4):
+        self.folder = Path(folder)
+        self.folder.mkdir(exist_ok=True)
+        self._code = None  # id -> code object: the recorder's code(), for CODE definitions (set by the capture)
+        self._memory_config = None  # id -> MemoryConfig: the recorder's memory_config()
+        self._lock = threading.Lock()
+        self._sent_codes: set[int] = set()
+        self._sent_frames: dict[tuple, None] = {}  # stacks whose code objects are all defined already
+        self._sent_cfgs: set[int] = set()
+        self._sent_devices: set[int] = set()
+        self._devices = list  # () -> the devices the capture follows (set by the capture)
+        self._objects: dict[int, tuple] = {}  # id(value) -> (n, value): held, so the id stays unique
+        self._n = 0
+        self._pending: list = []  # records that go into the log with the next op's (buffer events, rows)
+        self._segment = 0
+        self._mm = None
+        self._off = 0
+        self.lag_segments = lag_segments
+        self.writer_alive = lambda: False  # set by the capture: back-pressure waits only while it runs
+        self._new_segment(SEGMENT_BYTES)
+
+    def __len__(self) -> int:
+        return 0  # the recorder's queue checks: nothing is held in memory, so it never wakes or waits
+
+    def close(self) -> None:
+        with self._lock:
+            if self._mm is not None:
+                self._mm.close()
+                self._mm = None
+
+    # -- writing -------------------------------------------------------------------------
+    def append(self, record) -> None:
+        tag = record[0]
+        if tag == OP:
+            with self._lock:  # definitions and the records that use them go in, in order, from any thread
+                pending = self._pending
+                pending.append(self._op(record, pending))
+                self._pending = []
+                self._write(marshal.dumps(pending))
+            return
+        if tag == ALLOC and len(record) > 10:  # a Buffer kept for buffer_pages: its attributes
+            b = record[10]
+            record = record[:10] + ({"device_id": b.device_id, "max_size_per_bank": b.max_size_per_bank,
+                                     "page_size": b.page_size, "buffer_layout": int(b.buffer_layout),
+                                     "cores": _plain(getattr(b, "cores", None)), "num_pages": b.num_pages,
+                                     "num_banks": b.num_banks, "address": b.address,
+                                     "buffer_type": int(b.buffer_type)},)
+        elif tag == PROGRAM:
+            p = record[2]
+            record = (PROGRAM, record[1], (p.name, p.factory, tuple(tuple(c) for c in p.cbs),
+                                           tuple(tuple(r) for r in p.ranges), p.cb_bytes, p.program_id, p.device_id,
+                                           p.cb_base))
+        elif tag in (FLUSH, STOP):
+            record = (tag, record[1] if type(record[1]) is int else None)
+        elif tag not in _PLAIN_TAGS:
+            record = _plain(record)  # a torch.Size, an enum or a numpy number in a row: as plain values
+        with self._lock:
+            self._pending.append(record)
+            if tag not in _WITH_NEXT_OP:
+                pending, self._pending = self._pending, []
+                self._write(marshal.dumps(pending))
+
+    def _write(self, data: bytes) -> None:
+        # Holding the lock. One write an op: its record with the buffer events, programs and rows before it.
+        n = len(data)
+        mm, off = self._mm, self._off
+        if off + 4 + n + 4 > len(mm):  # room for this record and a following END
+            self._roll(n)
+            mm, off = self._mm, self._off
+        mm[off + 4:off + 4 + n] = data
+        _LEN.pack_into(mm, off, n)  # last: the record is whole once its length is there
+        self._off = off + 4 + n
+
+    def _roll(self, n: int) -> None:
+        old, old_off = self._mm, self._off
+        self._new_segment(max(SEGMENT_BYTES, n + 8))
+        _LEN.pack_into(old, old_off, END)  # after the next segment exists: a reader finds it
+        old.close()
+        self._back_pressure()
+
+    def _new_segment(self, size: int) -> None:
+        self._segment += 1
+        path = segment_path(self.folder, self._segment)
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            os.ftruncate(fd, size)
+            self._mm = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)  # appears whole, at its full size
+        self._off = 0
+
+    def _back_pressure(self) -> None:
+        # Never loss: the model waits while the writer is more than lag_segments behind (a few ms per segment
+        # of small ops normally; only a writer that cannot keep up at all makes it wait).
+        while self.writer_alive() and self._segment - read_progress(self.folder) > self.lag_segments:
+            time.sleep(0.001)
+
+    # -- what a record refers to -------------------------------------------------------------
+    def _op(self, r, out: list) -> tuple:
+        frames, args, kwargs, specs, files, error = r[8], r[9], r[10], r[13], r[14], r[18]
+        if frames and frames not in self._sent_frames:
+            self._define_codes(frames, out)
+        if specs:
+            sent = self._sent_cfgs
+            for s in specs:
+                if s[6] is not None and s[6] not in self._sent_devices:
+                    self._define_device(s[6], out)
+                if s[4] is not None and s[4] not in sent:
+                    cfg = self._memory_config(s[4])
+                    sent.add(s[4])
+                    try:  # the config itself: the writer may ask it anything (its text for a placed tensor)
+                        out.append((CFG, s[4], pickle.dumps(cfg)))
+                    except (pickle.PicklingError, TypeError, AttributeError):
+                        out.append((CFG, s[4], repr(cfg), cfg.buffer_type.name, cfg.memory_layout.name))
+        wire = self._wire
+        if args:
+            args = tuple([b"t%d" % a if type(a) is TensorArg else a if type(a) in _PRIMITIVE else wire(a, out)
+                          for a in args])
+        if kwargs:
+            kwargs = {k: wire(v, out) for k, v in kwargs.items()}
+        if files:
+            files = tuple((f[0], f[1]) for f in files)
+        if error is not None:
+            error = (error[0], error[1], "".join(error[2].format()), error[3])
+        return r[:9] + (args, kwargs) + r[11:14] + (files,) + r[15:18] + (error,)
+
+    def _define_device(self, device_id: int, out: list) -> None:
+        # Its PerfConfig, for the estimates the writer process makes (ttreport.log_perf).
+        from ttreport.log_perf import device_fields
+
+        self._sent_devices.add(device_id)
+        device = next((d for d in self._devices() if d.device_id == device_id), None)
+        if device is not None:
+            out.append((DEVICE_PERF, device_id, device_fields(device)))
+
+    def _define_codes(self, frames: tuple, out: list) -> None:
+        sent = self._sent_codes
+        for code_id in frames[::2]:
+            if code_id not in sent:
+                code = self._code(code_id)
+                sent.add(code_id)
+                out.append((CODE, code_id, code.co_filename, code.co_name))
+        if len(self._sent_frames) >= MAX_OBJECTS:
+            self._sent_frames.clear()
+        self._sent_frames[frames] = None
+
+    def _wire(self, v, out: list):
+        """An argument as marshal holds it: a tensor as b"t<id>", a value that is not a plain int, float, bool,
+        str or None (nor a list or tuple of such) as b"o<n>" with its text defined once."""
+        t = type(v)
+        if t is TensorArg:
+            return b"t%d" % v
+        if t in _PRIMITIVE:
+            return v
+        if t is list or t is tuple:
+            return t(self._wire(e, out) for e in v)
+        hit = self._objects.get(id(v))
+        if hit is None or hit[1] is not v:
+            if len(self._objects) >= MAX_OBJECTS:
+                self._objects.clear()  # redefined under new numbers when seen again
+            self._n += 1
+            hit = self._objects[id(v)] = (self._n, v)
+            out.append((OBJ, self._n, value_text(v)))
+        return b"o%d" % hit[0]
+
+
+class LogQueue:
+    """The recorder's queue (recorder.RecordQueue's interface) over a LogSink: every put goes to the log."""
+
+    def __init__(self, sink: LogSink, flush_ops: int):
+        self.items = sink
+        self.wake = threading.Event()  # never waited on: the writer process polls the log
+        self.flush_ops = flush_ops
+
+    def put(self, record) -> None:
+        self.items.append(record)
+
+    put_now = put
+
+    def __len__(self) -> int:
+        return 0
+
+
+def value_text(v) -> str:
+    """An argument value's text, as writer.Writer.format_value makes it for a value that is not a tensor, list
+    or tuple (the writer process formats it no further: its repr is this text)."""
+    from ttreport.writer import MAX_VALUE_CHARS
+
+    text = f"torch.Tensor(shape={list(v.shape)}, dtype={v.dtype})" if _is_torch_tensor(v) else repr(v)
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "..."
+
+
+def _is_torch_tensor(v) -> bool:
+    import torch
+
+    return isinstance(v, torch.Tensor)
+
+
+def _plain(x):
+    """`x` with tuple and list subclasses (torch.Size, named tuples) made plain, and other values that marshal
+    cannot hold (an enum, a numpy number) made their int/float/str."""
+    t = type(x)
+    if t in _PRIMITIVE or t is bytes:
+        return x
+    if isinstance(x, (list, tuple)):
+        return (list if isinstance(x, list) else tuple)(_plain(e) for e in x)
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    for kind in (bool, int, float, str):
+        if isinstance(x, kind):
+            return kind(x)
+    item = getattr(x, "item", None)
+    return item() if callable(item) else str(x)
+
+
+_OWN = re.compile(r"\d+\.(seg|tmp)|\.progress(\.tmp)?")  # what a capture writes into the log's folder
+
+
+def remove_log(folder: Path) -> None:
+    """Delete a log's segments and progress note, and its folder unless something else is in it."""
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    for entry in folder.iterdir():
+        if _OWN.fullmatch(entry.name) and entry.is_file() and not entry.is_symlink():
+            entry.unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+def write_progress(folder: Path, segment: int) -> None:
+    """The writer process's note of the segment it reads (back-pressure reads it)."""
+    tmp = folder / ".progress.tmp"
+    tmp.write_text(str(segment))
+    os.replace(tmp, folder / ".progress")
+
+
+def read_progress(folder: Path) -> int:
+    try:
+        return int((folder / ".progress").read_text() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+# -- reading ------------------------------------------------------------------------------------
+class _Text:
+    """An argument value by its text: what the writer's format_value prints for it (its repr)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+class _Config(_Text):
+    """A MemoryConfig as the writer reads it: its repr and the names of its buffer type and layout."""
+
+    __slots__ = ("buffer_type", "memory_layout")
+
+    def __init__(self, text: str, buffer_type: str, memory_layout: str):
+        super().__init__(text)
+        self.buffer_type, self.memory_layout = SimpleNamespace(name=buffer_type), SimpleNamespace(name=memory_layout)
+
+    def is_sharded(self) -> bool:
+        return self.memory_layout.name != "INTERLEAVED"
+
+    def tensor_text(self, padded_shape) -> str:
+        return self.text
+
+
+class _Traceback:
+    """An op's formatted traceback, as the writer calls it (tb.format())."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def format(self):
+        return [self.text]
+
+
+class Definitions:
+    """What the log defined, for writer.Writer in place of the recorder: code(id), memory_config(id)."""
+
+    def __init__(self):
+        self.codes: dict[int, SimpleNamespace] = {}
+        self.configs: dict[int, _Config] = {}
+        self.objects: dict[int, _Text] = {}
+
+    def code(self, code_id: int):
+        return self.codes[code_id]
+
+    def memory_config(self, config_id: int):
+        return self.configs[config_id]
+
+
+class LogTail:
+    """The writer process's end: read(n) -> (up to n records for writer.Writer, whether more may follow now)."""
+
+    def __init__(self, folder: Path, on_flush=None):
+        self.folder = Path(folder)
+        self.defs = Definitions()
+        from ttreport.log_perf import LogPerf
+
+        self.perf = LogPerf()  # device_perf rows of the ops not estimated on the model's thread
+        self.on_flush = on_flush or (lambda token: None)  # a FLUSH record's waiter is told through this
+        self.segment = 1
+        self.off = 0
+        self._mm = None
+        self.torn = False  # a record that could not be read: the log ends there
+
+    def close(self) -> None:
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+
+    def _open(self) -> bool:
+        path = segment_path(self.folder, self.segment)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False
+        try:
+            self._mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        return True
+
+    def read(self, n: int) -> tuple[list, bool]:
+        out: list = []
+        while len(out) < n:
+            mm = self._mm
+            if mm is None:
+                if not self._open():
+                    return out, False
+                mm = self._mm
+            off = self.off
+            size = len(mm)
+            length = _LEN.unpack_from(mm, off)[0] if off + 4 <= size else END
+            if length == 0 or self.torn:
+                return out, False
+            if length == END:
+                if not os.path.exists(segment_path(self.folder, self.segment + 1)):
+                    return out, False
+                self.close()
+                self.segment += 1
+                self.off = 0
+                continue
+            try:
+                if off + 4 + length > size:
+                    raise ValueError("a record runs past its segment")
+                records = marshal.loads(mm[off + 4:off + 4 + length])
+            except (ValueError, EOFError, TypeError):
+                self.torn = True  # a kill tore it: nothing after it was recorded either
+                return out, False
+            self.off = off + 4 + length
+            self._decode(records, out)
+        return out, True
+
+    def _decode(self, records: list, out: list) -> None:
+        defs = self.defs
+        for rec in records:
+            tag = rec[0]
+            if tag == OP:
+                out.append(self._op(rec))
+                if rec[13]:
+                    for spec in rec[13]:
+                        self.perf.note(spec, defs.configs)
+                if rec[18] is None:
+                    row = self.perf.row(rec)
+                    if row is not None:
+                        out.append((ROW, "device_perf", row))
+            elif tag == ROW and rec[1] == "device_tensors":
+                self.perf.mesh.add(rec[2]["tensor_id"])
+                out.append(rec)
+            elif tag >= CODE:
+                if tag == DEVICE_PERF:
+                    self.perf.add_device(rec[1], rec[2])
+                elif tag == CODE:
+                    defs.codes[rec[1]] = SimpleNamespace(co_filename=rec[2], co_name=rec[3])
+                elif tag == CFG:
+                    defs.configs[rec[1]] = pickle.loads(rec[2]) if len(rec) == 3 else _Config(*rec[2:])
+                else:
+                    defs.objects[rec[1]] = _Text(rec[2])
+            elif tag == FLUSH:
+                out.append((FLUSH, _Waiter(self.on_flush, rec[1])))
+            elif tag == PROGRAM:
+                from device_sim.device_work import CircularBuffer, Program
+
+                name, factory, cbs, ranges, cb_bytes, program_id, device_id, cb_base = rec[2]
+                out.append((PROGRAM, rec[1], Program(name, factory, tuple(CircularBuffer(*c) for c in cbs), ranges,
+                                                     cb_bytes, program_id, device_id, cb_base)))
+            elif tag == ALLOC and len(rec) > 10:
+                out.append(rec[:10] + (SimpleNamespace(**rec[10]),))
+            else:
+                out.append(rec)
+
+    def _op(self, r) -> tuple:
+        args, kwargs, error = r[9], r[10], r[18]
+        unwire = self._unwire
+        if args:
+            args = tuple([unwire(a) if type(a) in _WIRED else a for a in args])
+        if kwargs:
+            kwargs = {k: unwire(v) for k, v in kwargs.items()}
+        if error is not None:
+            error = (error[0], error[1], _Traceback(error[2]), error[3])
+        return r[:9] + (args, kwargs) + r[11:18] + (error,)
+
+    def _unwire(self, v):
+        t = type(v)
+        if t is bytes:
+            if v[0] == 0x74:  # b"t"
+                return TensorArg(int(v[1:]))
+            return self.defs.objects[int(v[1:])]
+        if t is list or t is tuple:
+            return t(self._unwire(e) for e in v)
+        return v
+
+
+class _Waiter:
+    """A FLUSH record's waiter in the writer process: set() tells the capture its token is committed."""
+
+    def __init__(self, tell, token):
+        self.tell, self.token = tell, token
+
+    def set(self) -> None:
+        self.tell(self.token)

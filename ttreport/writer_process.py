@@ -1,0 +1,273 @@
+"""The writer process: tails a capture's op log (ttreport.oplog) and writes the SQLite report from it.
+
+    from ttreport.writer_process import finish_from_log
+    finish_from_log(Path("generated/ttreport/reports/run-1"))  # a report whose capture and writer were killed
+
+With Config(writer="process") a capture starts `python -m ttreport.writer_process` beside the model:
+the model's threads only append records to the log, and this process turns them into rows with
+writer.Writer's own code (its records are the recorder's tuples; what they refer to by id, the
+log defines). It shares the capture's folder lock (the descriptor is passed to it), so no reader
+folds or rebuilds the report while it writes. It tells the capture through its stdout: a line
+`flushed <token>` per committed flush, then one JSON line of what it wrote and lost.
+
+When the capturing process dies (SIGKILL), this process notices (its parent changes), writes
+what the log holds (every op appended before the kill) and closes the report, whose status stays
+"running": readers show that the run was killed. When this process is killed too, the log stays,
+and the next `ttreport.open`, CLI command or `ttreport check --repair` rebuilds the report from the
+whole log with finish_from_log (ttreport.wal calls it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import select
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+from ttreport.oplog import OPLOG_DIR, LogTail, remove_log, write_progress
+from ttreport.recorder import FLUSH, META, STOP
+
+DB_FILE = "db.sqlite"
+IDLE_SLEEP_S = 0.0005  # between looks at an idle log: a few hundred µs of latency, ~nothing of CPU
+REBUILD_SUFFIX = ".rebuild"
+_OPTIONS = ("flush_ops", "flush_interval_s", "buffer_pages", "device_graphs")
+
+
+# -- the capturing process's handle ---------------------------------------------------------------
+class WriterProcess:
+    """Starts the writer process and waits for its flushes and its end; Writer's interface for capture.py."""
+
+    def __init__(self, folder: Path, config, lock_fd: int):
+        self.folder = Path(folder)
+        self.options = {k: getattr(config, k) for k in _OPTIONS}
+        self.lock_fd = lock_fd
+        self.busy = threading.Lock()  # the capture's at-fork handler takes it; nothing to wait for here
+        self.error: Exception | None = None
+        self.records_lost = self.ops_lost = self.records_written = 0
+        self._proc: subprocess.Popen | None = None
+        self._flushed = 0
+        self._buffer = b""
+        self._tokens = itertools.count(1)
+        self._read_lock = threading.Lock()
+        self.result: dict | None = None
+
+    def start(self) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "ttreport.writer_process", str(self.folder), str(os.getpid()),
+             json.dumps(self.options)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, pass_fds=(self.lock_fd,),
+            start_new_session=True,  # Ctrl-C in a terminal reaches the model, which closes the capture, not this
+        )
+
+    def is_alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def next_token(self) -> int:
+        return next(self._tokens)
+
+    def wait_flushed(self, token: int, timeout: float | None) -> bool:
+        """Wait until the writer process has committed flush `token` (False on timeout or its death)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._read_lock:
+            while self._flushed < token:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                if not self._read_line(left):
+                    return False
+        return True
+
+    def _read_line(self, timeout: float | None) -> bool:
+        fd = self._proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([fd], [], [], timeout)
+            if not ready:
+                return False
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return False  # it ended
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        text = line.decode()
+        if text.startswith("flushed "):
+            self._flushed = max(self._flushed, int(text.split()[1]))
+        elif text.startswith("{"):
+            self.result = json.loads(text)
+        return True
+
+    def join(self) -> None:
+        """Wait for the writer process to end; note what it reported (or that it died, and rebuild from the log)."""
+        with self._read_lock:
+            while self._read_line(None):
+                pass
+        self._proc.wait()
+        self._proc.stdout.close()
+        result = self.result
+        if result is None:  # killed (or crashed) before it finished: the log still holds everything
+            how = f"exit status {self._proc.returncode}"
+            if not finish_from_log(self.folder):
+                self.error = RuntimeError(f"the writer process ended ({how}) and the report could not be rebuilt from "
+                                          f"its log; ttreport check --repair tries again")
+            return
+        self.error = None if result.get("error") is None else RuntimeError(result["error"])
+        self.records_lost, self.ops_lost = result["records_lost"], result["ops_lost"]
+        self.records_written = result["records_written"]
+
+
+# -- the writer process itself ---------------------------------------------------------------------
+def _writer(db_path: Path, tail: LogTail, options: dict):
+    from ttreport.errors import LossWarner
+    from ttreport.writer import Writer, connect
+
+    writer = Writer(db_path, None, tail.defs, SimpleNamespace(**options), LossWarner())
+    try:
+        writer.con = connect(db_path)
+    except (sqlite3.Error, OSError) as e:  # an unwritable folder: the log is read to its end all the same
+        writer.con = None
+        writer._fail(e)
+    return writer
+
+
+def pump(writer, tail: LogTail, options: dict, parent_alive) -> bool:
+    """Write the log's records in batches until its STOP (True) or, once `parent_alive()` is False, its end."""
+    flush_ops, interval = options["flush_ops"], options["flush_interval_s"]
+    segment = 0
+    while True:
+        batch: list = []
+        started = time.monotonic()
+        dead = False
+        while len(batch) < flush_ops:
+            records, more = tail.read(flush_ops - len(batch))
+            batch += records
+            if records and records[-1][0] in (FLUSH, STOP):  # someone waits for it: commit now
+                break
+            if not more:
+                if not parent_alive():
+                    dead = True  # the next round reads what it appended before it died, to the end
+                    break
+                if batch and time.monotonic() - started >= interval:
+                    break
+                time.sleep(IDLE_SLEEP_S)
+        if tail.segment != segment:
+            segment = tail.segment
+            write_progress(tail.folder, segment)
+        if batch and writer._write(batch):
+            return True
+        if dead and not batch:
+            return False
+
+
+def _finish(writer, tail: LogTail, stopped: bool) -> None:
+    if not stopped and writer.con is not None:
+        writer._write([(META, "log_finished", "by the writer process: the capturing process ended without "
+                                               "closing the report (killed); every op it recorded is here")])
+    if writer.con is not None:
+        writer._close()
+    tail.close()
+
+
+def main(argv: list[str]) -> int:
+    folder, parent, options = Path(argv[0]), int(argv[1]), json.loads(argv[2])
+    out = sys.stdout
+
+    def tell(token) -> None:
+        if token is not None:
+            out.write(f"flushed {token}\n")
+            out.flush()
+
+    tail = LogTail(folder / OPLOG_DIR, on_flush=tell)
+    writer = _writer(folder / DB_FILE, tail, options)
+    stopped = pump(writer, tail, options, lambda: os.getppid() == parent)
+    _finish(writer, tail, stopped)
+    if writer.error is None:
+        remove_log(folder / OPLOG_DIR)  # the report holds it all now
+    out.write(json.dumps({"error": None if writer.error is None else repr(writer.error),
+                          "records_lost": writer.records_lost, "ops_lost": writer.ops_lost,
+                          "records_written": writer.records_written}) + "\n")
+    out.flush()
+    return 0
+
+
+# -- rebuilding a report from its log ----------------------------------------------------------------
+def finish_from_log(folder: str | os.PathLike) -> bool:
+    """Rebuild `folder`'s db.sqlite from the op log its capture left (True: done, or no log to do it from).
+
+    The caller holds the folder's lock (no capture or writer process is writing it). The report is
+    rebuilt beside the old db from the whole log, with the old db's report_metadata, and replaces it
+    only when whole; the log is deleted last. A failure leaves the old db and the log as they were.
+    """
+    folder = Path(folder)
+    log = folder / OPLOG_DIR
+    if not log.is_dir():
+        return True
+    from ttreport import db
+
+    db_path = folder / DB_FILE
+    meta = _old_metadata(db_path)
+    tmp = folder / (DB_FILE + REBUILD_SUFFIX)
+    for leftover in (tmp, *_sidecars(tmp)):
+        with contextlib.suppress(FileNotFoundError):
+            leftover.unlink()
+    try:
+        db.create(tmp, indexes=False)
+        con = sqlite3.connect(tmp)
+        with con:
+            con.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)", meta.items())
+        con.close()
+    except (sqlite3.Error, OSError):
+        return False
+    options = {"flush_ops": 2000, "flush_interval_s": 0.05, "buffer_pages": False, "device_graphs": True}
+    config = _old_options(folder)
+    options.update({k: config[k] for k in _OPTIONS if k in config})
+    tail = LogTail(log)
+    writer = _writer(tmp, tail, options)
+    stopped = pump(writer, tail, options, lambda: False)
+    if not stopped and writer.con is not None:
+        writer._write([(META, "log_finished", "from the op log by a reader: the capture and its writer process "
+                                               "were killed; every op the capture recorded is here")])
+    if writer.con is not None:
+        writer._close()
+    tail.close()
+    if writer.error is not None:
+        return False
+    for sidecar in _sidecars(db_path):  # the old WAL must not be replayed into the new file
+        with contextlib.suppress(FileNotFoundError):
+            sidecar.unlink()
+    os.replace(tmp, db_path)
+    remove_log(log)
+    return True
+
+
+def _sidecars(db_path: Path) -> list[Path]:
+    return [db_path.with_name(db_path.name + s) for s in ("-wal", "-shm", "-journal")]
+
+
+def _old_metadata(db_path: Path) -> dict:
+    """The report_metadata a capture wrote at its start (versions, status, ids), from the old db if it reads."""
+    try:
+        con = sqlite3.connect(db_path)
+        try:
+            return dict(con.execute("SELECT key, value FROM report_metadata"))
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return {}
+
+
+def _old_options(folder: Path) -> dict:
+    try:
+        return json.loads((folder / "config.json").read_text()).get("config", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
