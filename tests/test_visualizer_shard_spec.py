@@ -83,6 +83,11 @@ def stored(tmp_path_factory) -> tuple:
 
 
 @pytest.mark.parametrize("layout", list(TT_NN_TEXT))
+def test_a_tensors_memory_config_is_stored_as_tt_nn_writes_it(stored, layout):
+    assert stored[1][layout][1] == TT_NN_TEXT[layout]
+
+
+@pytest.mark.parametrize("layout", list(TT_NN_TEXT))
 def test_the_visualizer_reads_our_tensor_as_it_reads_tt_nns(stored, layout):
     ours = parse_memory_config(stored[1][layout][1])
     assert ours == parse_memory_config(TT_NN_TEXT[layout])

@@ -226,7 +226,7 @@ tensor_lifetime = Table(
 
 # TT-NN's record of an op's device work (its captured graph, and that graph's nodes and edges).
 # captured_graph holds one row per op that launched device programs (device_sim.device_work; device_graph.py
-# builds the JSON); nodes and edges stay empty.
+# builds the JSON); nodes and edges hold that graph's nodes and connections (device_graph.nodes_and_edges).
 captured_graph = Table(
     "captured_graph", metadata,
     _id("operation_id"), Column("captured_graph", Text), _rank(),
@@ -328,6 +328,8 @@ INDEXES = [
     # TT-NN's name for it (graph_report.py's CREATE_INDEX_STACK_TRACES_SOURCE_FILE_SQL)
     Index("idx_stack_traces_source_file_id", stack_traces.c.source_file_id),
     Index("ix_errors_op", errors.c.operation_id),
+    Index("ix_nodes_op", nodes.c.operation_id),
+    Index("ix_edges_op", edges.c.operation_id),
     Index("ix_local_cmp_tensor", local_tensor_comparison_records.c.tensor_id),
     Index("ix_global_cmp_tensor", global_tensor_comparison_records.c.tensor_id),
     Index("ix_tensor_comparisons_op", tensor_comparisons.c.operation_id),

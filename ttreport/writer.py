@@ -19,6 +19,7 @@ from json.encoder import encode_basestring_ascii as _json_str
 import torch
 
 from device_sim.tensor import padded
+from device_sim.tile import Tile
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
 from ttreport import db, device_graph
 from ttreport.errors import LossWarner
@@ -38,6 +39,8 @@ MAX_SPEC_OF = 1 << 16
 # holds the GIL, which the model's thread needs, far less) than binding five narrow ones.
 _OP_COLUMNS = ("operation_id, name, start_ns, end_ns, parent_operation_id, depth, status, thread, stack_trace_id, "
                "end_seq, l1_bytes, dram_bytes, arguments")
+_NODE_COLUMNS = ("operation_id", "unique_id", "node_operation_id", "name")
+_EDGE_COLUMNS = ("operation_id", "source_unique_id", "sink_unique_id", "source_output_index", "sink_input_index", "key")
 _TENSOR_COLUMNS = ("tensor_id, spec_id, device_id, address, buffer_type, size, memory_config_source, "
                    "producer_operation_id, file, shape, dtype, layout, memory_config, padded_shape, storage_type")
 # A tensor row's texts, from its spec (inserted before the tensors of its batch). NULL memory config: on the host.
@@ -389,8 +392,12 @@ class Writer(threading.Thread):
             else:
                 self._l1_owner.pop(a[1], None)
         if programs is not None:
-            rows["other"].setdefault(("captured_graph", ("operation_id", "captured_graph")), []).append(
-                (rec[2], device_graph.captured_graph(rec[1], programs, l1)))
+            text = device_graph.captured_graph(rec[1], programs, l1)
+            other = rows["other"]
+            other.setdefault(("captured_graph", ("operation_id", "captured_graph")), []).append((rec[2], text))
+            nodes, edges = device_graph.nodes_and_edges(rec[2], text)
+            other.setdefault(("nodes", _NODE_COLUMNS), []).extend(nodes)
+            other.setdefault(("edges", _EDGE_COLUMNS), []).extend(edges)
 
     def _drop_l1_alloc(self, buffer_id: int) -> None:
         """A buffer freed before its op's graph is written is not in it (linear's float32 intermediate)."""
@@ -479,15 +486,21 @@ class Writer(threading.Thread):
         return (tid, hit[0], device_id, address, buffer_type, size, source, producer, file)
 
     def _new_spec(self, key, shape, dtype, layout, cfg, rows, new_specs) -> tuple:
+        tile = None
+        if type(layout) is tuple:  # (layout, tile height, width): a tile other than 32x32 (recorder._layout_key)
+            layout, tile = layout[0], Tile(layout[1:])
         if shape is None:
-            shape_text = pshape_text = None
+            shape_text = pshape_text = pdims = None
         else:
             dims = list(shape)
-            shape_text, pshape_text = f"Shape({dims})", f"Shape({list(padded(dims, Layout(layout)))})"
+            pdims = list(padded(dims, Layout(layout), tile))
+            shape_text, pshape_text = f"Shape({dims})", f"Shape({pdims})"
         cfg_text = placement = None
         if cfg is not None:
             cfg = self.recorder.memory_config(cfg)
-            cfg_text, placement = repr(cfg), f"{cfg.buffer_type.name} {cfg.memory_layout.name}"
+            # A placed sharded tensor's text carries the NdShardSpec its TensorSpec derives, as TT-NN 0.81's does.
+            cfg_text = repr(cfg) if pdims is None or not cfg.is_sharded() else cfg.tensor_text(pdims)
+            placement = f"{cfg.buffer_type.name} {cfg.memory_layout.name}"
         return self._add_spec(key, None, (shape_text, self._dtype_text[dtype], self._layout_text[layout], cfg_text,
                                          pshape_text, placement), rows, new_specs)
 
