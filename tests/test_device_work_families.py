@@ -307,3 +307,35 @@ def test_nearest_upsample_streams_rows_or_rows_of_tiles(device):
     tile = ttnn.from_torch(torch.randn(1, 4, 8, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     assert cbs(upsample_program(tile, ttnn.bfloat16)) == [(0, 2, BF16), (1, 2, BF16)]
     ttnn.upsample(rm, 2)  # launches it
+
+
+def test_sharded_attention_programs(device):
+    from device_sim.programs import normalization, transformer
+
+    # fused QKV [2, 128, 3 * 8 * 64] block-sharded COL_MAJOR on x 0..1 (height) by y 0..7 (width): 4 rows of 6
+    # tiles a core, one kv group a width core: q, k, v shards of 4 x 2 tiles; the transpose of k needs c_24
+    qkv = ttnn.to_memory_config(tt(device, (2, 128, 1536)), ttnn.create_sharded_memory_config(
+        (2, 128, 1536), core_grid=ttnn.CoreGrid(y=8, x=2), strategy=ttnn.ShardStrategy.BLOCK,
+        orientation=ttnn.ShardOrientation.COL_MAJOR))
+    p = transformer.create_qkv_heads_program(qkv, num_q_heads=8, num_kv_heads=8, head_dim=64, transpose_k_heads=True,
+                                             shape=(2, 1, 128, 1536))
+    assert (p.name, cbs(p)) == ("CreateQKVHeadsDeviceOperation", [(0, 24, BF16), (16, 8, BF16), (17, 8, BF16),
+                                                                  (18, 8, BF16), (24, 8, BF16)])
+    assert [cb.globally_allocated for cb in p.cbs] == [True, True, True, True, False]
+    assert transformer.create_qkv_heads_program(qkv, num_q_heads=4, num_kv_heads=4, head_dim=128,
+                                                transpose_k_heads=True, shape=(2, 1, 128, 1536)) is None  # 4 % 8
+    # scores [2, 8, 128, 128] height-sharded over 16 cores (8 x 2): 128 x 128 a core, block_h = block_w = 4; a mask,
+    # numeric_stable
+    scores = ttnn.to_memory_config(tt(device, (2, 8, 128, 128)), ttnn.create_sharded_memory_config(
+        (2, 8, 128, 128), core_grid=ttnn.CoreGrid(y=8, x=2), strategy=ttnn.ShardStrategy.HEIGHT))
+    mask = tt(device, (2, 1, 1, 128))
+    cfg = ttnn.SoftmaxShardedMultiCoreProgramConfig(compute_with_storage_grid_size=(2, 8), subblock_w=4, block_h=4,
+                                                    block_w=4)
+    sm = normalization.sharded_softmax_program(scores, ttnn.bfloat16, cfg, mask=mask)
+    # in0 16 (the shard), 2 scalers, scaled mask 4, fused scale 1, mask 4, out 16 (the shard), exps 4, 1/sum 1,
+    # max 1, x - max 4
+    assert [c[1] for c in cbs(sm)] == [16, 1, 1, 4, 1, 4, 16, 4, 1, 1, 4]
+    assert sm.cb_region_end == (1 + 1 + 4 + 1 + 4 + 4 + 1 + 1 + 4) * BF16 and sm.ranges == ((0, 0, 1, 7),)
+    # concat of height-sharded heads: input and output shards back c_0 and c_16
+    cat = transformer.concat_heads_program(scores, out_sharded=True, name="ConcatenateHeads")
+    assert (cat.name, cbs(cat), cat.cb_region_end) == ("ConcatenateHeads", [(0, 16, BF16), (16, 16, BF16)], 0)

@@ -7,6 +7,7 @@ frontend's reading, in test_visualizer_device_ops.py).
 
 import pytest
 import torch
+from test_sharded_model import layer, run_layer  # noqa: F401  (layer: a fixture, the BERT layer's weights)
 from test_visualizer_device_ops import device_op_names, peak_l1_per_core
 
 import device_sim as ttnn
@@ -58,3 +59,28 @@ def test_peak_l1_per_core_of_a_layer_norm_and_a_conv2d(visualizer, report):
     # (3 tiles) and its tilized copy (3), and the 64 B scratchpad; partials, output, reader indices and the
     # halo'd activation live in their own buffers (globally allocated: not counted)
     assert peak_l1_per_core(conv) == (6 + 3 + 3) * TILE_BF16 + 64
+
+
+def test_the_device_ops_of_a_sharded_bert_encoder_layer_show_their_device_operations(
+        visualizer, tmp_path, device, layer):  # noqa: F811  (the imported fixture)
+    _, p, x, mask = layer
+    with ttreport.capture(tmp_path / "bert", config=ttreport.Config()) as handle:
+        run_layer(device, p, x, mask)
+    instance = visualizer.open(handle.path)
+    shown = [(o["name"], device_op_names(visualizer.get(f"/api/operations/{o['id']}", instance)["device_operations"]))
+             for o in visualizer.get("/api/operations", instance)]
+    mm, ln = ["MatmulDeviceOperation"], ["LayerNormDeviceOperation"]
+    assert shown == [
+        ("ttnn.from_torch", []),  # host ops: no program runs on the device
+        ("ttnn.to_memory_config", ["InterleavedToShardedDeviceOperation"]),
+        ("ttnn.from_torch", []),
+        ("ttnn.linear", mm),
+        # the layer's 4 heads cannot split over its 8 width cores (create_qkv_heads' factory refuses that shape),
+        # so device_sim models no program for it; the test below shows the program of a shape it takes
+        ("ttnn.transformer.split_query_key_value_and_split_heads", []),
+        ("ttnn.deallocate", []),
+        ("ttnn.matmul", mm),
+        ("ttnn.transformer.attention_softmax_", ["SoftmaxDeviceOperation"]),
+        ("ttnn.matmul", mm),
+        ("ttnn.transformer.concatenate_heads", ["ConcatenateHeads"]),
+        ("ttnn.linear", mm), ("ttnn.layer_norm", ln), ("ttnn.linear", mm), ("ttnn.linear", mm), ("ttnn.layer_norm", ln)]

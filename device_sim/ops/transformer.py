@@ -21,6 +21,8 @@ import torch
 from device_sim import device_work
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.program_config_checks import validate_sdpa
+from device_sim.program_configs import SoftmaxShardedMultiCoreProgramConfig
+from device_sim.programs import normalization as normalization_programs
 from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
@@ -65,8 +67,33 @@ def split_query_key_value_and_split_heads(input_tensor: Tensor, kv_input_tensor:
             f"multiple of num_heads + 2 * num_kv_heads = {n}"
         )
     outs = _split_qkv_golden(x, kv, num_heads=num_heads, num_kv_heads=num_kv_heads, transpose_key=transpose_key)
-    return tuple(output(o.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
+    outs = tuple(output(o.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
                  for o in outs)
+    _launch_split(input_tensor, kv_input_tensor, outs, num_heads, num_kv_heads, transpose_key, hidden)
+    return outs
+
+
+def _launch_split(x: Tensor, kv, outs, num_heads: int, num_kv_heads, transpose_key: bool, hidden: int) -> None:
+    """TT-NN views the [B, S, width] input as [B, 1, S, width] and runs create_qkv_heads on a sharded input,
+    nlp_create_qkv_heads on an interleaved one (device_sim.programs.transformer); a separate kv input or
+    num_kv_heads (the Falcon-7B kernel) runs programs not modelled."""
+    if x._device is None or x.layout != Layout.TILE or kv is not None or num_kv_heads is not None:
+        return
+    B, S, width = x.padded_shape
+    if x.is_sharded():
+        program = transformer_programs.create_qkv_heads_program(
+            x, num_q_heads=num_heads, num_kv_heads=num_heads, head_dim=hidden // (3 * num_heads),
+            transpose_k_heads=transpose_key, shape=(B, 1, S, width))
+    else:
+        program = transformer_programs.create_heads_program(x, transpose_k_heads=transpose_key, shape=(B, 1, S, width))
+    if program is None:  # a sharded shape create_qkv_heads' factory refuses
+        return
+    try:
+        device_work.launch(x._device, program)
+    except RuntimeError:
+        for o in outs:
+            o._free()
+        raise
 
 
 def _concatenate_heads_golden(t, *_, **__):
@@ -85,8 +112,13 @@ def concatenate_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | Non
     if x.dim() != 4:
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [B, H, S, D]")
     ins = device_inputs(op_name, input_tensor)
-    return output(_concatenate_heads_golden(x).contiguous(), input_tensor, ins, op_name=op_name,
-                  memory_config=memory_config)
+    out = output(_concatenate_heads_golden(x).contiguous(), input_tensor, ins, op_name=op_name,
+                 memory_config=memory_config)
+    if input_tensor._device is not None and input_tensor.layout == Layout.TILE:
+        # TT-NN's ConcatenateHeads is NLPConcatHeadsDeviceOperation's program under its own name
+        device_work.launch_after(out, True, input_tensor, transformer_programs.concat_heads_program(
+            input_tensor, out_sharded=out.is_sharded(), name="ConcatenateHeads"))
+    return out
 
 
 def _attention_softmax_golden(t, *_, head_size=None, attention_mask=None, **__):
@@ -107,6 +139,15 @@ def _attention_softmax(name: str, in_place: bool):
             raise ValueError(f"{op_name}: attention_mask shape {list(mask.shape)} does not broadcast to the "
                              f"scores' {list(x.shape)}")
         r = _attention_softmax_golden(x, head_size=head_size, attention_mask=mask)
+        program_config = tt_nn_only.get("program_config")
+        if in_place and isinstance(program_config, SoftmaxShardedMultiCoreProgramConfig) \
+                and input_tensor.is_sharded() and attention_mask is not None:
+            # scale_mask_softmax_in_place's sharded factory, numeric_stable as attention_softmax_ asks; launched
+            # before the write, so CBs that clash leave the scores as they were
+            config = tt_nn_only.get("compute_kernel_config")
+            device_work.launch(input_tensor._device, normalization_programs.sharded_softmax_program(
+                input_tensor, input_tensor.dtype, program_config, mask=attention_mask, causal_mask=causal_mask,
+                fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False))))
         if in_place:
             if memory_config is not None and memory_config != input_tensor.memory_config():
                 raise ValueError(f"{op_name} writes into its input, which is in {input_tensor.memory_config()!r}; "

@@ -172,3 +172,44 @@ def _sharded(dev, shape, in_dtype, out_dtype, cfg, spec, rms, gamma, beta, resid
             CircularBuffer((20,), rows_per_worker, cb_t), CircularBuffer((16,), block, out_t, True)]
     ranges = tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in spec.grid.ranges())
     return make_program(NAME, "LayerNormShardedProgramFactory", cbs, ranges)
+
+
+def sharded_softmax_program(x, out_dtype: DataType, program_config, *, mask=None, causal_mask: bool = False,
+                            numeric_stable: bool = True, fp32_dest_acc_en: bool = False) -> Program:
+    """SoftmaxDeviceOperation's sharded factory (softmax_program_factory_attention_optimized_sharded.cpp) for a
+    sharded input with a SoftmaxShardedMultiCoreProgramConfig, on the config's whole grid.
+
+    Its buffers are named, not numbered, in that factory; device_sim numbers them in the order it creates them:
+    the input block (block_w x block_h, the input's own shard: globally allocated), the max and sum scalers (one
+    tile each, float32 for a float32 input / destination), with a mask the scaled mask (block_w intermediate
+    tiles), the fused scale (one bfloat16 tile) and the mask (block_w tiles in its dtype; a causal interleaved
+    mask double-buffered, a causal sharded one the whole block), the output block (the output's shard), the
+    exps (block_w), 1/sum (one tile) and, numeric_stable, the row max (one) and x - max (block_w).
+    """
+    gx, gy = (program_config.compute_with_storage_grid_size.x, program_config.compute_with_storage_grid_size.y) \
+        if hasattr(program_config.compute_with_storage_grid_size, "x") else tuple(
+            program_config.compute_with_storage_grid_size)
+    bw, bh = program_config.block_w, program_config.block_h
+    mask_sharded = mask is not None and mask.is_sharded()
+    key = ("SoftmaxDeviceOperation", "sharded", x.dtype, out_dtype, bw, bh, gx, gy,
+           mask.dtype if mask is not None else None, mask_sharded, causal_mask, numeric_stable, fp32_dest_acc_en)
+
+    def build():
+        sizes = TILE_BYTES
+        im = _F32 if fp32_dest_acc_en else _BF16
+        im_t = sizes[im]
+        cbs = [CircularBuffer((0,), bw * bh, sizes[x.dtype], True),
+               CircularBuffer((1,), 1, sizes[_F32 if x.dtype == _F32 else _BF16]), CircularBuffer((2,), 1, im_t)]
+        if mask is not None:
+            entries = (bw * bh if mask_sharded else 2 * bw) if causal_mask else bw
+            cbs += [CircularBuffer((3,), bw, im_t), CircularBuffer((4,), 1, sizes[_BF16]),
+                    CircularBuffer((5,), entries, sizes[mask.dtype])]
+        n = len(cbs)
+        cbs += [CircularBuffer((n,), bw * bh, sizes[out_dtype], True), CircularBuffer((n + 1,), bw, im_t),
+                CircularBuffer((n + 2,), 1, im_t)]
+        if numeric_stable:
+            cbs += [CircularBuffer((n + 3,), 1, im_t), CircularBuffer((n + 4,), bw, im_t)]
+        return make_program("SoftmaxDeviceOperation", "SoftmaxShardedProgramFactoryAttentionOptimized", cbs,
+                            ((0, 0, gx - 1, gy - 1),))
+
+    return cached(key, build)

@@ -78,12 +78,13 @@ def _sdpa(q_shape, k_shape, q_dt, k_dt, v_dt, out_dt, is_causal, mask, sink, q_c
     return make_program("SDPAOperation", "SDPAProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
 
 
-def create_heads_program(x, *, transpose_k_heads: bool) -> Program:
-    """NlpCreateHeadsDeviceOperation's interleaved factory on x [B, 1, S, width]: c_1 four tiles (reader to
-    writer), and with transpose_k_heads c_0 and c_16 four tiles each around the transpose; split_work_to_cores
+def create_heads_program(x, *, transpose_k_heads: bool, shape: tuple | None = None) -> Program:
+    """NlpCreateHeadsDeviceOperation's interleaved factory on x [B, 1, S, width] (`shape`: x viewed so, as
+    ttnn.transformer.split_query_key_value_and_split_heads views its [B, S, width] input): c_1 four tiles (reader
+    to writer), and with transpose_k_heads c_0 and c_16 four tiles each around the transpose; split_work_to_cores
     over the B*S/32 rows of tiles."""
     dev = x._device
-    shape = tuple(x.padded_shape)
+    shape = tuple(shape if shape is not None else x.padded_shape)
     key = ("NlpCreateHeadsDeviceOperation", shape, x.dtype, transpose_k_heads, grid_of(dev))
 
     def build():
@@ -98,18 +99,66 @@ def create_heads_program(x, *, transpose_k_heads: bool) -> Program:
     return cached(key, build)
 
 
-def concat_heads_program(x) -> Program:
-    """NLPConcatHeadsDeviceOperation's interleaved factory on x [B, H, S, D]: c_0 holds one row of tiles of
-    every head (H*D/32), doubled; split_work_to_cores over the B*S/32 rows of tiles."""
+def concat_heads_program(x, *, out_sharded: bool = False, name: str = "NLPConcatHeadsDeviceOperation") -> Program:
+    """NLPConcatHeadsDeviceOperation's factory on x [B, H, S, D] (ttnn.transformer.concatenate_heads runs it as
+    its own device operation, ConcatenateHeads). Interleaved: c_0 holds one row of tiles of every head
+    (H*D/32), doubled; split_work_to_cores over the B*S/32 rows of tiles. Sharded: c_0 is the input shard and
+    c_16 the output shard (when sharded), both globally allocated, on the input's shard grid."""
     dev = x._device
     shape = tuple(x.padded_shape)
-    key = ("NLPConcatHeadsDeviceOperation", shape, x.dtype, grid_of(dev))
+    spec = x.memory_config().shard_spec if x.is_sharded() else None
+    key = (name, shape, x.dtype, spec, out_sharded, grid_of(dev))
 
     def build():
+        tile = TILE_BYTES[x.dtype]
+        if spec is not None:
+            shard_tiles = spec.shape[0] * spec.shape[1] // (TILE * TILE)
+            cbs = [CircularBuffer((0,), shard_tiles, tile, True)]
+            if out_sharded:
+                cbs.append(CircularBuffer((16,), shard_tiles, tile, True))
+            ranges = tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in spec.grid.ranges())
+            return make_program(name, "NLPConcatHeadsProgramFactory", cbs, ranges)
         per_row = shape[1] * shape[3] // TILE
-        return make_program("NLPConcatHeadsDeviceOperation", "NLPConcatHeadsProgramFactory",
-                            (CircularBuffer((0,), 2 * per_row, TILE_BYTES[x.dtype]),),
+        return make_program(name, "NLPConcatHeadsProgramFactory", (CircularBuffer((0,), 2 * per_row, tile),),
                             split_work(shape[0] * shape[2] // TILE, *grid_of(dev)))
+
+    return cached(key, build)
+
+
+def create_qkv_heads_program(x, *, num_q_heads: int, num_kv_heads: int, head_dim: int,
+                             transpose_k_heads: bool, shape: tuple | None = None) -> Program | None:
+    """CreateQKVHeadsDeviceOperation (create_qkv_heads_program_factory.cpp) on a block-sharded fused QKV
+    [B, 1, S, width]: each core's block is block_ht = B*S/32 / (cores along height) rows of width/32 / (cores
+    along width) tiles, its kv groups split across the width cores. c_0 is the input shard and c_16 / c_17 /
+    c_18 the q / k / v shards (all globally allocated); with transpose_k_heads c_24 holds the k block for the
+    transpose. None when the factory refuses the shape (its TT_FATALs: the kv groups must divide evenly over the
+    width cores, the rows over the height cores): device_sim models no program for it."""
+    spec = x.memory_config().shard_spec
+    shape = tuple(shape if shape is not None else x.padded_shape)  # [B, 1, S, width], as TT-NN views the input
+    key = ("CreateQKVHeadsDeviceOperation", shape, x.dtype, spec, num_q_heads, num_kv_heads, head_dim,
+           transpose_k_heads)
+
+    box = spec.grid.bounding_box()
+    row_major = spec.orientation.name == "ROW_MAJOR"
+    h_cores = (box.end.y if row_major else box.end.x) + 1
+    w_cores = (box.end.x if row_major else box.end.y) + 1
+    mt, kt = shape[0] * shape[2] // TILE, shape[3] // TILE
+    if num_kv_heads % w_cores or mt % h_cores or kt % w_cores:
+        return None
+
+    def build():
+        block_ht, block_wt = mt // h_cores, kt // w_cores
+        groups_per_block = num_kv_heads // w_cores
+        dt = head_dim // TILE
+        q_tiles = block_ht * (num_q_heads // num_kv_heads) * dt * groups_per_block
+        kv_tiles = block_ht * dt * groups_per_block
+        tile = TILE_BYTES[x.dtype]
+        cbs = [CircularBuffer((0,), block_ht * block_wt, tile, True), CircularBuffer((16,), q_tiles, tile, True),
+               CircularBuffer((17,), kv_tiles, tile, True), CircularBuffer((18,), kv_tiles, tile, True)]
+        if transpose_k_heads:
+            cbs.append(CircularBuffer((24,), kv_tiles, tile))
+        ranges = tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in spec.grid.ranges())
+        return make_program("CreateQKVHeadsDeviceOperation", "CreateQKVHeadsShardedProgramFactory", cbs, ranges)
 
     return cached(key, build)
 
