@@ -339,3 +339,18 @@ def test_sharded_attention_programs(device):
     # concat of height-sharded heads: input and output shards back c_0 and c_16
     cat = transformer.concat_heads_program(scores, out_sharded=True, name="ConcatenateHeads")
     assert (cat.name, cbs(cat), cat.cb_region_end) == ("ConcatenateHeads", [(0, 16, BF16), (16, 16, BF16)], 0)
+
+
+def test_permute_runs_the_transpose_tt_nn_composes_it_from(device):
+    x = tt(device, (1, 12, 64, 64))
+    # (0, 2, 1, 3): an HC transpose; 12 channels are not whole tiles, so a 16x16 bfloat16 padding CB (512 B) joins
+    # the two input tiles; output [1, 64, 32 (12 padded), 64]: 128 padded tile rows beat 48 input tiles: 64 cores
+    hc = data_movement.permute_program(x, ttnn.permute(x, (0, 2, 1, 3)), (0, 2, 1, 3))
+    assert (hc.name, hc.factory, cbs(hc), hc.cores.num_cores()) == (
+        "TransposeDeviceOperation", "TransposeHCTiledInterleavedProgramFactory", [(0, 2, BF16), (1, 1, 512)], 64)
+    wh = data_movement.permute_program(x, ttnn.permute(x, (0, 1, 3, 2)), (0, 1, 3, 2))
+    assert wh.factory == "TransposeWHProgramFactory"
+    assert data_movement.permute_program(x, ttnn.permute(x, (3, 2, 1, 0)), (3, 2, 1, 0)) is None  # not modelled
+    three = tt(device, (12, 64, 64))  # rank 3: TT-NN takes it to 4D, (0, 2, 1) -> (0, 1, 3, 2): WH
+    assert data_movement.permute_program(three, ttnn.permute(three, (0, 2, 1)), (0, 2, 1)).factory == \
+        "TransposeWHProgramFactory"

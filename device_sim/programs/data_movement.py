@@ -133,6 +133,44 @@ def transpose_wh_program(x, out_dtype: DataType) -> Program:
                                      out_dtype, Layout.TILE, out_index=16, always_out=True))
 
 
+def transpose_hc_program(x, out) -> Program:
+    """transpose_hc_tiled_interleaved_program_factory.cpp (dims 1 and 2 of an interleaved 4D TILE tensor): two
+    input tiles, plus a 16x16-value padding CB when C is not a whole number of tiles; on the larger of
+    split_work_to_cores' splits of the input's tiles and of the output's padded tile rows."""
+    dev = x._device
+    in_shape, out_shape = tuple(x.padded_shape), tuple(out.padded_shape)
+    channels = x.shape[1]
+    key = ("TransposeDeviceOperation", "hc", in_shape, out_shape, channels, x.dtype, grid_of(dev))
+
+    def build():
+        gx, gy = grid_of(dev)
+        cbs = [CircularBuffer((0,), 2, TILE_BYTES[x.dtype])]
+        if channels % TILE:
+            cbs.append(CircularBuffer((1,), 1, 16 * 16 * dtypes.ELEMENT_SIZE.get(x.dtype, 2)))
+        tiles = _pages(in_shape, Layout.TILE)
+        padded = _pages(out_shape, Layout.TILE) // (out_shape[2] // TILE)
+        return make_program("TransposeDeviceOperation", "TransposeHCTiledInterleavedProgramFactory", cbs,
+                            split_work(max(tiles, padded), gx, gy))
+
+    return cached(key, build)
+
+
+def permute_program(x, out, dims) -> Program | None:
+    """The program TT-NN's permute (permute.cpp) runs for an interleaved TILE tensor of rank <= 4: the dims are
+    taken to 4D; (0, 1, 3, 2) is a WH transpose and (0, 2, 1, 3) an HC one (TransposeDeviceOperation). CN and
+    the general PermuteDeviceOperation factories are not modelled (None), nor a bfloat8_b permute other than
+    WH, which TT-NN wraps in typecasts."""
+    rank = len(dims)
+    if rank > 4 or x.layout != Layout.TILE or x.is_sharded() or out.is_sharded():
+        return None
+    order = tuple(range(4 - rank)) + tuple(int(d) % rank + 4 - rank for d in dims)
+    if order == (0, 1, 3, 2):
+        return transpose_wh_program(x, out.dtype)
+    if order == (0, 2, 1, 3) and rank == 4 and x.dtype != DataType.BFLOAT8_B:
+        return transpose_hc_program(x, out)
+    return None
+
+
 def _pages(shape, layout: Layout) -> int:
     return dtypes.num_pages(layout, shape)
 
