@@ -8,15 +8,20 @@ form. The strings below are written out by hand from that format, not made by de
 ttnn-visualizer 0.108's server-side parser (`ttnn_visualizer.utils.parse_memory_config`) reads a shard spec
 only in the older `...,halo=N)` form, so for TT-NN 0.81's text it gives shard_spec "std::nullopt", for a real
 TT-NN report as for ours: the parity test holds the visualizer's view of our tensor equal to its view of
-TT-NN's text, layouts included. `ttreport tensor` says the shard spec in words instead.
+TT-NN's text, layouts included. Its web page reads a memory_config *argument* with a looser regex (taken
+from its bundle here), which finds grid, shape and orientation in ours. `ttreport tensor` and the HTML say
+the shard spec in words.
 
     .venv/bin/python -m pytest tests/test_visualizer_shard_spec.py -q
 """
 
+import re
 import sqlite3
+from pathlib import Path
 
 import pytest
 import torch
+import ttnn_visualizer
 from click.testing import CliRunner
 from ttnn_visualizer.utils import parse_memory_config
 
@@ -103,6 +108,22 @@ def test_the_visualizers_parser_reads_a_shard_spec_only_in_the_older_halo_form()
     spec = parse_memory_config(older)["shard_spec"]
     assert (spec["grid"], spec["shape"], spec["orientation"]) == ("[(x=0,y=0) - (x=0,y=1)]", [32, 64], "ROW_MAJOR")
     assert parse_memory_config(TT_NN_TEXT["HEIGHT_SHARDED"])["shard_spec"] == "std::nullopt"
+
+
+def _page_shard_spec_pattern() -> re.Pattern:
+    """The regex ttnn-visualizer's web page reads a memory_config argument's shard spec with, from its bundle."""
+    bundle = next((Path(ttnn_visualizer.__file__).parent / "static" / "assets").glob("index-*.js")).read_text()
+    return re.compile(re.search(r"=/(shard_spec=ShardSpec\\\(.*?)/,", bundle).group(1))
+
+
+def test_the_visualizers_page_reads_grid_shape_and_orientation_from_a_sharded_argument(stored):
+    path, _ = stored
+    with sqlite3.connect(path / "db.sqlite") as con:
+        (text,) = con.execute("SELECT value FROM operation_arguments WHERE value LIKE 'MemoryConfig(%BLOCK_SHARDED%'"
+                              ).fetchone()
+    assert ",nd_shard_spec=std::nullopt," in text  # an argument is the config the user passed
+    grid, h, w, orientation = _page_shard_spec_pattern().search(text).groups()[:4]
+    assert (grid, h, w, orientation) == ("[(x=0,y=0) - (x=3,y=1)]", "32", "32", "ROW_MAJOR")
 
 
 def test_ttreport_tensor_says_the_shard_spec_in_words(stored):
