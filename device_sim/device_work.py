@@ -403,6 +403,12 @@ def tiles(n: int) -> int:
     return -(-n // TILE)
 
 
+def shape_of(t) -> tuple:
+    """A tensor's torch shape, layout and tile: what its padded shape follows, as a cache key. ~0.2 us to read,
+    where Tensor.padded_shape builds a Shape (~4 us), too slow to pay on every op."""
+    return t._value.shape, t.layout, t.tile
+
+
 def grid_of(device) -> tuple[int, int]:
     """The device's worker grid (x, y); TT-Metal's compute_with_storage_grid_size()."""
     return (device.config.grid_x, device.config.grid_y) if device is not None else (8, 8)

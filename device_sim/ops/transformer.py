@@ -79,13 +79,13 @@ def _launch_split(x: Tensor, kv, outs, num_heads: int, num_kv_heads, transpose_k
     num_kv_heads (the Falcon-7B kernel) runs programs not modelled."""
     if x._device is None or x.layout != Layout.TILE or kv is not None or num_kv_heads is not None:
         return
-    B, S, width = x.padded_shape
     if x.is_sharded():
+        B, S, width = x.padded_shape
         program = transformer_programs.create_qkv_heads_program(
             x, num_q_heads=num_heads, num_kv_heads=num_heads, head_dim=hidden // (3 * num_heads),
             transpose_k_heads=transpose_key, shape=(B, 1, S, width))
     else:
-        program = transformer_programs.create_heads_program(x, transpose_k_heads=transpose_key, shape=(B, 1, S, width))
+        program = transformer_programs.create_heads_program(x, transpose_k_heads=transpose_key)
     if program is None:  # a sharded shape create_qkv_heads' factory refuses
         return
     try:

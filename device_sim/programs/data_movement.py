@@ -26,6 +26,7 @@ from device_sim.device_work import (
     cached,
     grid_of,
     make_program,
+    shape_of,
     split_blocks,
     split_work,
 )
@@ -61,7 +62,7 @@ def layout_program(x, out, *, padded: bool = False) -> Program | None:
         if x.is_sharded():
             return None
         name = "TilizeWithValPaddingDeviceOperation" if padded else "TilizeDeviceOperation"
-        return tilize_program(x, out.dtype, name=name, shape=tuple(out.padded_shape))
+        return tilize_program(x, out.dtype, name=name, out=out)
     return untilize_program(x, out.dtype, name="UntilizeWithUnpaddingDeviceOperation" if padded else
                             "UntilizeDeviceOperation")
 
@@ -76,17 +77,18 @@ def memory_move_program(x, out) -> Program | None:
     return sharded_to_interleaved_program(x, out) if x.is_sharded() else copy_program(x, out.dtype)
 
 
-def tilize_program(x, out_dtype: DataType, *, name: str = "TilizeDeviceOperation", shape=None) -> Program:
+def tilize_program(x, out_dtype: DataType, *, name: str = "TilizeDeviceOperation", out=None) -> Program:
     """tilize_multi_core_interleaved_program_factory.cpp: a whole row of tiles (Wt) in c_0 (the input's
     format) and in c_16 (the output's), on the cores split_blocks_for_tilize gives the rows of tiles.
 
     tilize_with_val_padding is modelled the same way on the padded shape (its interleaved factory reads a
-    row of tiles at a time too). A row wider than 32 tiles may go to the block factory in TT-NN; not modelled.
+    row of tiles at a time too; `out`, the output, gives the padded shape). A row wider than 32 tiles may go to
+    the block factory in TT-NN; not modelled.
     """
     dev = x._device
-    shape = tuple(shape if shape is not None else _tile_padded(x.padded_shape))
-    return cached((name, shape, x.dtype, out_dtype, grid_of(dev)), lambda: _tilize(dev, shape, x.dtype, out_dtype,
-                                                                                   name))
+    key = (name, shape_of(out if out is not None else x), x.dtype, out_dtype, grid_of(dev))
+    return cached(key, lambda: _tilize(dev, tuple(out.padded_shape) if out is not None else _tile_padded(
+        x.padded_shape), x.dtype, out_dtype, name))
 
 
 def _tilize(dev, shape, in_dtype, out_dtype, name) -> Program:
@@ -101,10 +103,9 @@ def untilize_program(x, out_dtype: DataType, *, name: str = "UntilizeDeviceOpera
     or more. A sharded input's c_0 is its shard (globally allocated) and c_16 a shard-wide row, on the
     shard grid."""
     dev = x._device
-    shape = tuple(x.padded_shape)
     spec = x.memory_config().shard_spec if x.is_sharded() else None
-    key = (name, shape, x.dtype, out_dtype, grid_of(dev), spec)
-    return cached(key, lambda: _untilize(dev, shape, x.dtype, out_dtype, spec, name))
+    key = (name, shape_of(x), x.dtype, out_dtype, grid_of(dev), spec)
+    return cached(key, lambda: _untilize(dev, tuple(x.padded_shape), x.dtype, out_dtype, spec, name))
 
 
 def _untilize(dev, shape, in_dtype, out_dtype, spec, name) -> Program:
@@ -127,10 +128,10 @@ def transpose_wh_program(x, out_dtype: DataType) -> Program:
     """transpose_wh_program_factory.cpp (the last two dims of an interleaved TILE tensor): two tiles in c_0
     and two in c_16, on the cores split_work_to_cores gives the tiles."""
     dev = x._device
-    shape = tuple(x.padded_shape)
-    return cached(("TransposeDeviceOperation", shape, x.dtype, out_dtype, grid_of(dev)),
-                  lambda: _streaming("TransposeDeviceOperation", "TransposeWHProgramFactory", dev, shape, x.dtype,
-                                     out_dtype, Layout.TILE, out_index=16, always_out=True))
+    return cached(("TransposeDeviceOperation", shape_of(x), x.dtype, out_dtype, grid_of(dev)),
+                  lambda: _streaming("TransposeDeviceOperation", "TransposeWHProgramFactory", dev,
+                                     tuple(x.padded_shape), x.dtype, out_dtype, Layout.TILE, out_index=16,
+                                     always_out=True))
 
 
 def transpose_hc_program(x, out) -> Program:
@@ -138,11 +139,10 @@ def transpose_hc_program(x, out) -> Program:
     input tiles, plus a 16x16-value padding CB when C is not a whole number of tiles; on the larger of
     split_work_to_cores' splits of the input's tiles and of the output's padded tile rows."""
     dev = x._device
-    in_shape, out_shape = tuple(x.padded_shape), tuple(out.padded_shape)
-    channels = x.shape[1]
-    key = ("TransposeDeviceOperation", "hc", in_shape, out_shape, channels, x.dtype, grid_of(dev))
+    key = ("TransposeDeviceOperation", "hc", shape_of(x), shape_of(out), x.dtype, grid_of(dev))
 
     def build():
+        in_shape, out_shape, channels = tuple(x.padded_shape), tuple(out.padded_shape), x.shape[1]
         gx, gy = grid_of(dev)
         cbs = [CircularBuffer((0,), 2, TILE_BYTES[x.dtype])]
         if channels % TILE:
@@ -197,41 +197,38 @@ def slice_program(x, out) -> Program:
     """slice_program_factory_tile.cpp (a step-1, tile-aligned slice of an interleaved TILE tensor): one two-tile
     CB, c_0 in the input's format, that reader and writer share; split_work_to_cores over the output's tiles."""
     dev = x._device
-    shape = tuple(out.padded_shape)
-    return cached(("SliceDeviceOperation", shape, x.dtype, grid_of(dev)), lambda: make_program(
+    return cached(("SliceDeviceOperation", shape_of(out), x.dtype, grid_of(dev)), lambda: make_program(
         "SliceDeviceOperation", "SliceTileProgramFactory", (CircularBuffer((0,), 2, TILE_BYTES[x.dtype]),),
-        split_work(_pages(shape, Layout.TILE), *grid_of(dev))))
+        split_work(_pages(tuple(out.padded_shape), Layout.TILE), *grid_of(dev))))
 
 
 def copy_program(x, out_dtype: DataType) -> Program:
     """copy_program_factory.cpp (clone, and to_memory_config between interleaved configs): two pages in c_0,
     each rounded up to 32 B, and two in c_16 only when the dtype changes; split_work_to_cores over the pages."""
     dev = x._device
-    shape = tuple(x.padded_shape)
-    return cached(("CopyDeviceOperation", shape, x.dtype, out_dtype, x.layout, grid_of(dev)),
-                  lambda: _streaming("CopyDeviceOperation", "CopyProgramFactory", dev, shape, x.dtype, out_dtype,
-                                     x.layout, out_index=16, always_out=False, align32=True))
+    return cached(("CopyDeviceOperation", shape_of(x), x.dtype, out_dtype, grid_of(dev)),
+                  lambda: _streaming("CopyDeviceOperation", "CopyProgramFactory", dev, tuple(x.padded_shape),
+                                     x.dtype, out_dtype, x.layout, out_index=16, always_out=False, align32=True))
 
 
 def typecast_program(x, out_dtype: DataType) -> Program:
     """copy/typecast/device/typecast_program_factory.cpp: two pages in c_0 and two in c_2, over the pages
     (row by row for a ROW_MAJOR tensor, column by column for tiles)."""
     dev = x._device
-    shape = tuple(x.padded_shape)
     rm = x.layout == Layout.ROW_MAJOR
-    return cached(("TypecastDeviceOperation", shape, x.dtype, out_dtype, x.layout, grid_of(dev)),
-                  lambda: _streaming("TypecastDeviceOperation", "TypecastProgramFactory", dev, shape, x.dtype,
-                                     out_dtype, x.layout, out_index=2, always_out=True, row_wise=rm))
+    return cached(("TypecastDeviceOperation", shape_of(x), x.dtype, out_dtype, grid_of(dev)),
+                  lambda: _streaming("TypecastDeviceOperation", "TypecastProgramFactory", dev, tuple(x.padded_shape),
+                                     x.dtype, out_dtype, x.layout, out_index=2, always_out=True, row_wise=rm))
 
 
 def concat_program(out) -> Program:
     """concat_program_factory.cpp's interleaved concat: one two-page CB (c_0, the output's page) that every
     input streams through, split_work_to_cores over the output's pages (row-wise for ROW_MAJOR)."""
     dev = out._device
-    shape = tuple(out.padded_shape)
-    key = ("ConcatDeviceOperation", shape, out.dtype, out.layout, grid_of(dev))
+    key = ("ConcatDeviceOperation", shape_of(out), out.dtype, grid_of(dev))
 
     def build():
+        shape = tuple(out.padded_shape)
         page = dtypes.page_size(out.dtype, out.layout, shape)
         gx, gy = grid_of(dev)
         return make_program("ConcatDeviceOperation", "ConcatProgramFactory", (CircularBuffer((0,), 2, page),),

@@ -35,9 +35,11 @@ def embedding_program(ids, weight, out_dtype: DataType, out_layout: Layout, *, p
     factory not modelled (a TILE output whose rows are not whole tiles). `padded` / `binary`: the
     embeddings_type PADDED / BINARY cache the pad row / both rows in one more CB."""
     dev = ids._device
-    shape = tuple(ids.padded_shape)
+    # padded shapes, read cheaply: a row-major tensor's is its logical shape (Tensor.padded_shape costs ~4 us)
+    shape = ids._value.shape if ids.layout == Layout.ROW_MAJOR else tuple(ids.padded_shape)
     rows = shape[-1] * (shape[0] if len(shape) > 1 else 1)
-    hidden = weight.padded_shape[-1]
+    width = weight._value.shape[-1]
+    hidden = width if weight.layout == Layout.ROW_MAJOR else -(-width // TILE) * TILE
     ids_in_l1 = ids.memory_config() is not None and ids.memory_config().buffer_type == BufferType.L1
     key = (NAME, rows, hidden, ids.dtype, weight.dtype, out_dtype, out_layout, padded, binary, ids_in_l1,
            grid_of(dev))

@@ -16,7 +16,17 @@ Example:
 
 from __future__ import annotations
 
-from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, split_work
+from device_sim.device_work import (
+    TILE,
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cached,
+    grid_of,
+    make_program,
+    shape_of,
+    split_work,
+)
 from device_sim.types import DataType
 
 NAME = "UpdateKVCacheOperation"
@@ -30,11 +40,11 @@ def fill_cache_program(x) -> Program:
     """FillCacheMultiCoreProgramFactory for input x [1, KVH, S, D]: c_0 two tiles (the input shard itself, when
     sharded), split_work_to_cores row by row over the KVH * S/32 rows of tiles."""
     dev = x._device
-    shape = tuple(x.padded_shape)
     spec = x.memory_config().shard_spec if x.is_sharded() else None
-    key = (NAME, "fill", shape, x.dtype, spec, grid_of(dev))
+    key = (NAME, "fill", shape_of(x), x.dtype, spec, grid_of(dev))
 
     def build():
+        shape = tuple(x.padded_shape)
         tile = TILE_BYTES[x.dtype]
         if spec is not None:
             h, w = spec.shape
@@ -55,11 +65,11 @@ def update_cache_program(cache, x, *, fp32_dest_acc_en: bool = False) -> Program
     (2*g*Wt each, float32 with an fp32 destination, else bfloat16), c_16 a head's tiles for all users
     (users * Wt); split_work_to_cores row by row over the KVH * users/32 batched heads."""
     dev = x._device
-    shape, cache_shape = tuple(x.padded_shape), tuple(cache.padded_shape)
     spec = x.memory_config().shard_spec if x.is_sharded() else None
-    key = (NAME, "update", shape, cache_shape, x.dtype, cache.dtype, spec, fp32_dest_acc_en, grid_of(dev))
+    key = (NAME, "update", shape_of(x), shape_of(cache), x.dtype, cache.dtype, spec, fp32_dest_acc_en, grid_of(dev))
 
     def build():
+        shape, cache_shape = tuple(x.padded_shape), tuple(cache.padded_shape)
         wt = cache_shape[-1] // TILE
         g = min(2, cache_shape[0])
         users = shape[-2]

@@ -25,6 +25,7 @@ from device_sim.device_work import (
     grid_of,
     make_program,
     max_divisor,
+    shape_of,
     split_work,
 )
 from device_sim.types import DataType, Layout, ShardOrientation
@@ -47,11 +48,10 @@ def layer_norm_program(x, out_dtype: DataType, *, rms: bool = False, gamma=None,
     buffer with gamma, beta or a float32 input, else 120.
     """
     dev = x._device
-    shape = tuple(x.padded_shape)
-    key = (NAME, shape, x.dtype, out_dtype, rms, _dt(gamma), _dt(beta), _dt(residual), _layout(gamma),
+    key = (NAME, shape_of(x), x.dtype, out_dtype, rms, _dt(gamma), _dt(beta), _dt(residual), _layout(gamma),
            _layout(beta), fp32_dest_acc_en, grid_of(dev), dev.config.l1_size if dev is not None else 0)
-    return cached(key, lambda: _interleaved(dev, shape, x.dtype, out_dtype, rms, gamma, beta, residual,
-                                            fp32_dest_acc_en))
+    return cached(key, lambda: _interleaved(dev, tuple(x.padded_shape), x.dtype, out_dtype, rms, gamma, beta,
+                                            residual, fp32_dest_acc_en))
 
 
 def _dt(t):
@@ -123,12 +123,11 @@ def sharded_layer_norm_program(x, out_dtype: DataType, program_config, *, rms: b
     """
     dev = x._device
     spec = x.memory_config().shard_spec
-    shape = tuple(x.padded_shape)
-    key = (NAME, "sharded", shape, x.dtype, out_dtype, rms, _dt(gamma), _dt(beta), _dt(residual),
+    key = (NAME, "sharded", shape_of(x), x.dtype, out_dtype, rms, _dt(gamma), _dt(beta), _dt(residual),
            program_config.block_h, program_config.block_w, spec.grid, spec.orientation, fp32_dest_acc_en,
            grid_of(dev))
-    return cached(key, lambda: _sharded(dev, shape, x.dtype, out_dtype, program_config, spec, rms, gamma, beta,
-                                        residual, fp32_dest_acc_en))
+    return cached(key, lambda: _sharded(dev, tuple(x.padded_shape), x.dtype, out_dtype, program_config, spec, rms,
+                                        gamma, beta, residual, fp32_dest_acc_en))
 
 
 def _sharded(dev, shape, in_dtype, out_dtype, cfg, spec, rms, gamma, beta, residual, fp32) -> Program:

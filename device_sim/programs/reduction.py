@@ -16,7 +16,17 @@ Example:
 
 from __future__ import annotations
 
-from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, split_work
+from device_sim.device_work import (
+    TILE,
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cached,
+    grid_of,
+    make_program,
+    shape_of,
+    split_work,
+)
 from device_sim.types import DataType
 
 NAME = "ReduceDeviceOperation"
@@ -28,14 +38,14 @@ def reduce_programs(x, out_dtype: DataType, dims: tuple[int, ...]) -> tuple[Prog
     first move other dims into place (not modelled). W: c_0 two input tiles, c_2 two bfloat16 scaler
     tiles, c_3 two output tiles, c_4 one accumulator tile, split_work_to_cores over the NC*Ht rows of
     tiles. H: c_0 two input tiles, c_2 one scaler tile, c_16 two output tiles, over the NC*Wt columns."""
-    rank = len(x.padded_shape)
+    torch_shape = x._value.shape
+    rank = len(torch_shape)
     dims = tuple(sorted(set(dims)))
-    if not dims or any(d < rank - 2 and x.padded_shape[d] != 1 for d in dims):
+    if not dims or any(d < rank - 2 and torch_shape[d] != 1 for d in dims):
         return ()
-    shape = tuple(x.padded_shape)
     dev = x._device
-    key = (NAME, shape, x.dtype, out_dtype, dims, grid_of(dev))
-    return cached(key, lambda: _build(dev, shape, x.dtype, out_dtype, dims))
+    key = (NAME, shape_of(x), x.dtype, out_dtype, dims, grid_of(dev))
+    return cached(key, lambda: _build(dev, tuple(x.padded_shape), x.dtype, out_dtype, dims))
 
 
 def _build(dev, shape, in_dtype, out_dtype, dims) -> tuple[Program, ...]:

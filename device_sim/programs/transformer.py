@@ -16,7 +16,17 @@ Example:
 
 from __future__ import annotations
 
-from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, split_work
+from device_sim.device_work import (
+    TILE,
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cached,
+    grid_of,
+    make_program,
+    shape_of,
+    split_work,
+)
 from device_sim.types import DataType
 
 _BF16, _BFP4 = DataType.BFLOAT16, DataType.BFLOAT4_B
@@ -39,13 +49,13 @@ def sdpa_program(q, k, v, out_dtype: DataType, *, is_causal: bool, mask=None, si
     k_chunk = program_config.k_chunk_size if program_config is not None else 32
     grid = getattr(program_config, "compute_with_storage_grid_size", None)
     gx, gy = (grid.x, grid.y) if grid is not None and hasattr(grid, "x") else (tuple(grid) if grid else grid_of(dev))
-    key = ("SDPAOperation", tuple(q.shape), tuple(k.shape), q.dtype, k.dtype, v.dtype, out_dtype,
+    key = ("SDPAOperation", q._value.shape, k._value.shape, q.dtype, k.dtype, v.dtype, out_dtype,
            is_causal, mask.dtype if mask is not None else None, sink.dtype if sink is not None else None, q_chunk,
            k_chunk, gx, gy, fp32_dest_acc_en)
     streaming = not is_causal and mask is None and sink is None and not fp32_dest_acc_en and q_chunk // TILE > 1
     if streaming:
         return None
-    return cached(key, lambda: _sdpa(tuple(q.shape), tuple(k.shape), q.dtype, k.dtype, v.dtype,
+    return cached(key, lambda: _sdpa(tuple(q._value.shape), tuple(k._value.shape), q.dtype, k.dtype, v.dtype,
                                      out_dtype, is_causal, mask, sink, q_chunk, k_chunk, gx, gy))
 
 
@@ -78,16 +88,18 @@ def _sdpa(q_shape, k_shape, q_dt, k_dt, v_dt, out_dt, is_causal, mask, sink, q_c
     return make_program("SDPAOperation", "SDPAProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
 
 
-def create_heads_program(x, *, transpose_k_heads: bool, shape: tuple | None = None) -> Program:
-    """NlpCreateHeadsDeviceOperation's interleaved factory on x [B, 1, S, width] (`shape`: x viewed so, as
-    ttnn.transformer.split_query_key_value_and_split_heads views its [B, S, width] input): c_1 four tiles (reader
-    to writer), and with transpose_k_heads c_0 and c_16 four tiles each around the transpose; split_work_to_cores
-    over the B*S/32 rows of tiles."""
+def create_heads_program(x, *, transpose_k_heads: bool) -> Program:
+    """NlpCreateHeadsDeviceOperation's interleaved factory on x [B, 1, S, width] (or [B, S, width], which
+    ttnn.transformer.split_query_key_value_and_split_heads views as that): c_1 four tiles (reader to writer), and
+    with transpose_k_heads c_0 and c_16 four tiles each around the transpose; split_work_to_cores over the
+    B*S/32 rows of tiles."""
     dev = x._device
-    shape = tuple(shape if shape is not None else x.padded_shape)
-    key = ("NlpCreateHeadsDeviceOperation", shape, x.dtype, transpose_k_heads, grid_of(dev))
+    key = ("NlpCreateHeadsDeviceOperation", shape_of(x), x.dtype, transpose_k_heads, grid_of(dev))
 
     def build():
+        shape = tuple(x.padded_shape)
+        if len(shape) == 3:
+            shape = (shape[0], 1, *shape[1:])
         tile = TILE_BYTES[x.dtype]
         cbs = [CircularBuffer((1,), 4, tile)]
         if transpose_k_heads:
@@ -105,11 +117,11 @@ def concat_heads_program(x, *, out_sharded: bool = False, name: str = "NLPConcat
     (H*D/32), doubled; split_work_to_cores over the B*S/32 rows of tiles. Sharded: c_0 is the input shard and
     c_16 the output shard (when sharded), both globally allocated, on the input's shard grid."""
     dev = x._device
-    shape = tuple(x.padded_shape)
     spec = x.memory_config().shard_spec if x.is_sharded() else None
-    key = (name, shape, x.dtype, spec, out_sharded, grid_of(dev))
+    key = (name, shape_of(x), x.dtype, spec, out_sharded, grid_of(dev))
 
     def build():
+        shape = tuple(x.padded_shape)
         tile = TILE_BYTES[x.dtype]
         if spec is not None:
             shard_tiles = spec.shape[0] * spec.shape[1] // (TILE * TILE)
@@ -172,11 +184,12 @@ def rotary_llama_program(x, cos, sin, trans_mat, out_dtype: DataType) -> Program
     input and the cos / sin products (Dt tiles each), c_16 the output (2*Dt). With more than 8 rows a core or
     cos/sin per head, the reload kernel keeps only 2*Dt tiles of input, cos and sin."""
     dev = x._device
-    shape, cos_heads = tuple(x.padded_shape), cos.padded_shape[1]
-    key = ("RotaryEmbeddingLlamaDeviceOperation", shape, cos_heads, x.dtype, cos.dtype, sin.dtype, trans_mat.dtype,
-           out_dtype, grid_of(dev))
+    cos_heads = cos._value.shape[1]
+    key = ("RotaryEmbeddingLlamaDeviceOperation", shape_of(x), cos_heads, x.dtype, cos.dtype, sin.dtype,
+           trans_mat.dtype, out_dtype, grid_of(dev))
 
     def build():
+        shape = tuple(x.padded_shape)
         batch, heads, st, dt = shape[0], shape[1], shape[2] // TILE, shape[3] // TILE
         gx, gy = grid_of(dev)
         cores = gx * gy

@@ -15,7 +15,17 @@ Example:
 from __future__ import annotations
 
 from device_sim import dtypes
-from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, split_work
+from device_sim.device_work import (
+    TILE,
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cached,
+    grid_of,
+    make_program,
+    shape_of,
+    split_work,
+)
 from device_sim.types import DataType, Layout
 
 
@@ -24,10 +34,10 @@ def upsample_program(x, out_dtype: DataType) -> Program:
     repeats; a TILE input untilizes a row of tiles from c_0 into c_1. Either CB doubles when a core takes two
     units or more (rows, or rows of tiles), split_work_to_cores over them."""
     dev = x._device
-    shape = tuple(x.padded_shape)
-    key = ("UpsampleOperation", shape, x.dtype, out_dtype, x.layout, grid_of(dev))
+    key = ("UpsampleOperation", shape_of(x), x.dtype, out_dtype, grid_of(dev))
 
     def build():
+        shape = tuple(x.padded_shape)
         gx, gy = grid_of(dev)
         rows = 1
         for d in shape[:-1]:
