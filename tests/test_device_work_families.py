@@ -354,3 +354,20 @@ def test_permute_runs_the_transpose_tt_nn_composes_it_from(device):
     three = tt(device, (12, 64, 64))  # rank 3: TT-NN takes it to 4D, (0, 2, 1) -> (0, 1, 3, 2): WH
     assert data_movement.permute_program(three, ttnn.permute(three, (0, 2, 1)), (0, 2, 1)).factory == \
         "TransposeWHProgramFactory"
+
+
+def test_a_paged_update_cache_runs_its_sharded_factory(device):
+    from device_sim.programs import kv_cache
+
+    cache = tt(device, (8, 1, 128, 64))  # 8 users, 1 kv head, 128 positions, head dim 64
+    # one token per user, [1, 8, 32 (heads padded), 64], one user's [32, 64] on each of 8 cores
+    token = ttnn.to_memory_config(tt(device, (1, 8, 32, 64)), ttnn.create_sharded_memory_config(
+        (32, 64), core_grid=ttnn.CoreGrid(y=1, x=8), strategy=ttnn.ShardStrategy.HEIGHT,
+        use_height_and_width_as_shard_shape=True))
+    idx = ttnn.from_torch(torch.arange(8, dtype=torch.int32), dtype=ttnn.int32, device=device)
+    p = kv_cache.paged_update_cache_program(cache, token, index=idx)
+    # Wt = 2: cache rows 2*2, the input shard (2 tiles, its own buffer), c_24/c_25 and c_26 2*2 bfloat16, c_16 8 users
+    # x 2 tiles, one int32 index tile
+    assert (p.name, cbs(p), p.ranges) == ("PagedUpdateCacheDeviceOperation", [
+        (0, 4, BF16), (1, 2, BF16), (24, 4, BF16), (26, 4, BF16), (16, 16, BF16), (2, 1, F32)], ((0, 0, 7, 0),))
+    ttnn.experimental.paged_update_cache(cache, token, update_idxs_tensor=idx)  # launches it

@@ -193,6 +193,12 @@ def paged_update_cache(cache_tensor: Tensor, input_tensor: Tensor, *, update_idx
         update_idxs_tensor=values(update_idxs_tensor, op_name) if update_idxs_tensor is not None else None,
         share_cache=share_cache, page_table=values(page_table, op_name) if page_table is not None else None,
         batch_offset=batch_offset)
+    if cache_tensor._device is not None and input_tensor.is_sharded() and cache_tensor.layout == Layout.TILE:
+        # the sharded-input factory TT-NN requires; launched before the write, so a CB clash leaves the cache
+        config = tt_nn_only.get("compute_kernel_config")
+        device_work.launch(cache_tensor._device, kv_programs.paged_update_cache_program(
+            cache_tensor, input_tensor, index=update_idxs_tensor, page_table=page_table,
+            fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False))))
     cache_tensor._write(new)
     return cache_tensor
 

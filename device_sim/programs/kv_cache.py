@@ -1,7 +1,8 @@
 """UpdateKVCacheOperation: fill_cache and update_cache as TT-NN's two KV-cache factories build them.
 
 tt-metal's ttnn/cpp/ttnn/operations/kv_cache/device/fill_cache_multi_core_program_factory.cpp and
-update_cache_multi_core_program_factory.cpp; the paged cache ops run other programs, not modelled.
+update_cache_multi_core_program_factory.cpp, and the paged update (experimental/paged_cache); the paged fill
+and fused updates run other programs, not modelled.
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -16,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from device_sim import dtypes
 from device_sim.device_work import (
     TILE,
     TILE_BYTES,
@@ -84,5 +86,37 @@ def update_cache_program(cache, x, *, fp32_dest_acc_en: bool = False) -> Program
         cbs = (CircularBuffer((0,), 2 * g * wt, c_t), src1, CircularBuffer((24, 25), 2 * g * wt, im_t),
                CircularBuffer((26,), 2 * g * wt, im_t), CircularBuffer((16,), users * wt, c_t))
         return make_program(NAME, "UpdateCacheMultiCoreProgramFactory", cbs, ranges)
+
+    return cached(key, build)
+
+
+def paged_update_cache_program(cache, x, *, index=None, page_table=None, fp32_dest_acc_en: bool = False) -> Program:
+    """PagedUpdateCacheDeviceOperation (experimental/paged_cache/device/update_cache/
+    paged_update_cache_program_factory.cpp) for a sharded input x [1, B, heads, D], on the input's shard grid.
+
+    Wt = D/32: c_0 the cache rows (2*Wt, the cache's format), c_1 the input shard (globally allocated),
+    c_24/c_25 one shared CB and c_26 the untilized rows (2*Wt each, float32 with an fp32 destination, else
+    bfloat16), c_16 B*Wt cache tiles; c_2 one index tile with update_idxs_tensor, c_3 one page-table row (its
+    padded width x element size) with a page table."""
+    spec = x.memory_config().shard_spec
+    key = (NAME, "paged", shape_of(x), shape_of(cache), x.dtype, cache.dtype, spec, fp32_dest_acc_en,
+           index.dtype if index is not None else None, shape_of(page_table) if page_table is not None else None,
+           page_table.dtype if page_table is not None else None)
+
+    def build():
+        shape = tuple(x.padded_shape)
+        wt, users = shape[-1] // TILE, shape[1]
+        c_t, in_t = TILE_BYTES[cache.dtype], TILE_BYTES[x.dtype]
+        im_t = TILE_BYTES[DataType.FLOAT32 if fp32_dest_acc_en else DataType.BFLOAT16]
+        h, w = spec.shape
+        cbs = [CircularBuffer((0,), 2 * wt, c_t), CircularBuffer((1,), h * w // (TILE * TILE), in_t, True),
+               CircularBuffer((24, 25), 2 * wt, im_t), CircularBuffer((26,), 2 * wt, im_t),
+               CircularBuffer((16,), users * wt, c_t)]
+        if index is not None:
+            cbs.append(CircularBuffer((2,), 1, TILE_BYTES[index.dtype]))
+        if page_table is not None:
+            width = tuple(page_table.padded_shape)[-1]
+            cbs.append(CircularBuffer((3,), 1, width * dtypes.ELEMENT_SIZE[page_table.dtype]))
+        return make_program("PagedUpdateCacheDeviceOperation", "PagedUpdateCacheProgramFactory", cbs, _ranges(spec))
 
     return cached(key, build)
