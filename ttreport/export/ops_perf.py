@@ -61,23 +61,27 @@ class _Fields:
     """Each tensor's fields, worked out once per distinct (spec, buffer type, device): a run's tens of
     thousands of tensors share a handful of specs, and parsing their texts per tensor was most of the
     export's time (47 ms of the 50 ms budget per 1,000 ops). A spec's texts are one `tensor_specs` row,
-    copied into every `tensors` row that names it, so the first tensor of a key speaks for the rest."""
+    copied into every `tensors` row that names it, so the first tensor of a key speaks for the rest.
+    Each distinct tensor is a small number; an op's inputs and outputs, a tuple of them."""
 
     def __init__(self, r):
         self.r = r
-        self.cache: dict[tuple, tuple[tuple, int | None]] = {}
+        self.numbers: dict[tuple, int] = {}
+        self.fields: list[tuple] = []  # by number: the seven TENSOR_FIELDS values
+        self.devices: list[int | None] = []  # by number: the device id of a tensor on a device
 
-    def of(self, tensor_id, spec_id, buffer_type, device_id) -> tuple[tuple, int | None]:
-        """(the tensor's fields, its device id when it is on a device) for one `tensors` row."""
+    def number(self, tensor_id, spec_id, buffer_type, device_id) -> int:
         key = (spec_id, buffer_type, device_id) if spec_id is not None else (None, tensor_id)
-        hit = self.cache.get(key)
-        if hit is None:
+        n = self.numbers.get(key)
+        if n is None:
             row = self.r.execute("SELECT shape, layout, dtype, buffer_type, memory_config, device_id FROM tensors "
                                  "WHERE tensor_id = ?", (tensor_id,)).fetchone()
             fields = _tensor_fields(*row)
             on = re.match(r"DEV_(\d+)_", fields[-1])
-            hit = self.cache[key] = (fields, int(on.group(1)) if on else None)
-        return hit
+            n = self.numbers[key] = len(self.fields)
+            self.fields.append(fields)
+            self.devices.append(int(on.group(1)) if on else None)
+        return n
 
 
 def export_ops_perf(r, folder: str | os.PathLike) -> Path:
@@ -89,19 +93,21 @@ def export_ops_perf(r, folder: str | os.PathLike) -> Path:
                     "ORDER BY o.operation_id").fetchall()
     cores = r.execute("SELECT MAX(num_x_compute_cores * num_y_compute_cores) FROM devices").fetchone()[0] or 64
     fields = _Fields(r)
-    tensors: dict[int, tuple[list, list]] = {}  # op id -> ([(fields, device) of each input], [... outputs])
+    # One scan of `tensors`, then the link tables alone: cheaper than joining them row by row.
+    number = {tid: fields.number(tid, *rest) for tid, *rest in
+              r.execute("SELECT tensor_id, spec_id, buffer_type, device_id FROM tensors")}
+    tensors: dict[int, tuple[list, list]] = {}  # op id -> (numbers of its inputs, of its outputs), in index order
     for table, index, side in (("input_tensors", "input_index", 0), ("output_tensors", "output_index", 1)):
-        for op_id, *tensor in r.execute(f"SELECT x.operation_id, t.tensor_id, t.spec_id, t.buffer_type, t.device_id "
-                                        f"FROM {table} x JOIN tensors t USING (tensor_id) "
-                                        f"ORDER BY x.operation_id, x.{index}"):
-            tensors.setdefault(op_id, ([], []))[side].append(fields.of(*tensor))
+        for op_id, tid in r.execute(f"SELECT operation_id, tensor_id FROM {table} ORDER BY operation_id, {index}"):
+            if tid in number:  # as the join did: a link to no `tensors` row names no tensor
+                tensors.setdefault(op_id, ([], []))[side].append(number[tid])
     n_in = max((len(v[0]) for v in tensors.values()), default=0)
     n_out = max((len(v[1]) for v in tensors.values()), default=0)
     io = [f"{side}_{i}_{f}" for side, n in (("INPUT", n_in), ("OUTPUT", n_out)) for i in range(n)
           for f in TENSOR_FIELDS]
     at = OPS_CSV_HEADER.index("INPUTS")
     header = OPS_CSV_HEADER[:at] + io + OPS_CSV_HEADER[at + 2:]
-    empty = ("",) * len(TENSOR_FIELDS)  # the columns of a tensor slot this op does not fill
+    slots: dict[tuple, tuple[tuple, int]] = {}  # (inputs, outputs) -> (their columns, the op's DEVICE ID)
     path = folder / PERF_FILE
     cycle = 0  # the device log's clock: ops laid end to end at 1 GHz (1 cycle = 1 ns)
     log_rows = []
@@ -110,18 +116,12 @@ def export_ops_perf(r, folder: str | os.PathLike) -> Path:
         w.writerow(header)
         for op_id, name, start, end, compute, bandwidth, ideal, fidelity in ops:
             ins, outs = tensors.get(op_id, ((), ()))
-            device = next((d for _, d in (*ins, *outs) if d is not None), 0)
-            # The values in OPS_CSV_HEADER's order, the tensor slots where INPUTS/OUTPUTS stand.
-            row = [name.removeprefix("ttnn."), "tt_dnn_device", op_id, device, "", fidelity or "", cores, "",
-                   start, end, None if end is None else end - start, cycle, cycle + ideal, ideal, ideal,
-                   "", "", "", "", "", "", "", ""]
-            for ts, n in ((ins, n_in), (outs, n_out)):
-                for t, _ in ts:
-                    row += t
-                for _ in range(n - len(ts)):
-                    row += empty
-            row += ("", "", "", "", ideal, compute, bandwidth, "", "")
-            w.writerow(row)
+            key = (tuple(ins), tuple(outs))
+            columns, device = slots.get(key) or slots.setdefault(key, _slots(fields, *key, n_in, n_out))
+            # The values in OPS_CSV_HEADER's order, the tensor columns where INPUTS/OUTPUTS stand.
+            w.writerow((name.removeprefix("ttnn."), "tt_dnn_device", op_id, device, "", fidelity or "", cores, "",
+                        start, end, None if end is None else end - start, cycle, cycle + ideal, ideal, ideal,
+                        "", "", "", "", "", "", "", "", *columns, "", "", "", "", ideal, compute, bandwidth, "", ""))
             for kind, t in (("ZONE_START", cycle), ("ZONE_END", cycle + ideal)):
                 log_rows.append((0, 1, 1, "BRISC", 0, t, 0, op_id, op_id, "BRISC-FW", kind, 0, "device_sim"))
             cycle += ideal
@@ -130,3 +130,13 @@ def export_ops_perf(r, folder: str | os.PathLike) -> Path:
         f.write(", ".join(DEVICE_LOG_HEADER) + "\n")  # as tt-metal writes it: a space after each comma
         csv.writer(f).writerows(log_rows)
     return path
+
+
+def _slots(fields: _Fields, ins: tuple, outs: tuple, n_in: int, n_out: int) -> tuple[tuple, int]:
+    """The INPUT_i_*/OUTPUT_i_* columns of an op with these tensors (empty where it has fewer than the most),
+    and its DEVICE ID: that of its first tensor on a device, else 0."""
+    empty = ("",) * len(TENSOR_FIELDS)
+    columns = [v for side, n in ((ins, n_in), (outs, n_out))
+               for slot in [*(fields.fields[t] for t in side), *[empty] * (n - len(side))] for v in slot]
+    device = next((fields.devices[t] for t in (*ins, *outs) if fields.devices[t] is not None), 0)
+    return tuple(columns), device
