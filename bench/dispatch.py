@@ -11,10 +11,13 @@ once (bit-identical to that), which is the kernel it has to run.
 
 from __future__ import annotations
 
+import gc
+import time
+
 import torch
 
 import device_sim as ttnn
-from bench.common import Figure, at_most, info, median, small_inputs, timed
+from bench.common import Figure, at_most, info, median, small_inputs
 
 
 def _pairs(ours, theirs, n: int, repeats: int) -> tuple[float, float, float]:
@@ -31,9 +34,16 @@ def _pairs(ours, theirs, n: int, repeats: int) -> tuple[float, float, float]:
     ours_loop(), theirs_loop()
     ratios, o_times, t_times = [], [], []
     for _ in range(repeats):
-        o, t = timed(ours_loop), timed(theirs_loop)
+        gc.collect()  # once a pair (a full collection takes ~0.1-0.4 s here): neither side pays for the other's garbage
+        o, t = _seconds(ours_loop), _seconds(theirs_loop)
         ratios.append(o / t), o_times.append(o / n), t_times.append(t / n)
     return median(o_times), median(t_times), median(ratios)
+
+
+def _seconds(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
 
 
 def run(tmp, *, n_ops: int, repeats: int, big_ops: int = 40, matmul_ops: int = 8, big: int = 1024) -> list[Figure]:

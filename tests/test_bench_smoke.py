@@ -20,7 +20,9 @@ FIGURES = [
     "a tensor's producer and consumers: p50", "10 slowest ops: p50", "peak L1 with its op: p50",
     "cookbook: 10 slowest matmuls with shapes: p50",
     "compare_tensors, 0.5 MiB bf16 each", "compare_tensors / naive", "compare_reports",
-    "registry dispatch / direct body",
+    "registry dispatch / direct body", "ttnn.add 32x32 bf16 / torch.add (median of pairs)",
+    "ttnn.add 256x256 bf16 / torch.add (median of pairs)", "ttnn.matmul 256^3 bf16 / torch.matmul bf16",
+    "ttnn.matmul / torch.matmul float32, same values",
     "trace: ops exported per second", "html: ops exported per second", "trace peak memory, 2N ops / N ops",
 ]
 # Benchmark 9 needs a PostgreSQL server; where none can start it says "skipped: ..." instead.
