@@ -17,6 +17,7 @@ import torch
 
 import device_sim as ttnn
 from device_sim import dtypes
+from device_sim.allocator import OutOfMemoryError
 
 DATA = Path(__file__).parent / "data"
 NATIVE = {  # op -> the float32 formula the general path computes before rounding to bfloat16
@@ -158,3 +159,14 @@ def test_a_broadcast_result_shaped_unlike_its_first_input_takes_the_general_path
     b = ttnn.from_torch(torch.ones(64, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     out = ttnn.add(a, b)
     assert tuple(out.shape) == (64, 32) and out.buffer.num_pages == dtypes.num_pages(ttnn.TILE, (64, 32))
+
+
+def test_an_output_that_does_not_fit_says_so_and_leaves_memory_as_it_was(device):
+    # L1 holds 1,400,832 B per bank over 64 banks; two inputs of ~40 % each leave no room for the sum.
+    big = torch.ones(32 * 64, 32 * 340)
+    a = ttnn.from_torch(big, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device, memory_config=ttnn.L1_MEMORY_CONFIG)
+    b = ttnn.from_torch(big, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device, memory_config=ttnn.L1_MEMORY_CONFIG)
+    live = sorted(buf.buffer_id for buf in device.memory.live_buffers())
+    with pytest.raises(OutOfMemoryError, match=r"Out of L1 memory on device 0: requested \d+ B per bank"):
+        ttnn.add(a, b)
+    assert sorted(buf.buffer_id for buf in device.memory.live_buffers()) == live
