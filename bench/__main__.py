@@ -63,6 +63,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes; seconds, for the smoke test")
     parser.add_argument("--only", default=",".join(TITLES), help=f"comma-separated subset of {','.join(TITLES)}")
+    parser.add_argument("--capture-ops", type=int, default=0,
+                        help="also capture this many ops with writer=process (1000000: issue 14's close target)")
     args = parser.parse_args(argv)
     chosen = args.only.split(",")
     unknown = set(chosen) - set(TITLES)
@@ -86,7 +88,7 @@ def main(argv=None) -> int:
                 if key == "queries":
                     figures = []
             if key == "capture":
-                figures = capture_overhead.run(tmp, **sizes[key])
+                figures = capture_overhead.run(tmp, **sizes[key], big_ops=args.capture_ops)
             elif key == "queries":
                 figures = queries.run(big_report, **sizes[key])
             elif key == "storage":

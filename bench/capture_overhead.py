@@ -1,6 +1,13 @@
 """1. Capture overhead: the same loop of small ops bare, under ttreport, under torch.profiler,
 and its records written the way TT-NN's original report writer did (a commit per INSERT).
 
+The judged capture is Config(writer="process") (issue 14): the model's threads append to the op
+log, a writer process writes SQLite. Its rate is ops per second of the writer process's own CPU
+(RUSAGE_CHILDREN once it is reaped), less the CPU of a capture with no ops (its start-up: Python,
+torch and ttreport imported, ~1.3 s). The thread writer's figures are shown beside it.
+`python -m bench --only capture --capture-ops 1000000` adds one capture of that many ops and
+judges its close (<= 2 s after the loop) and the writer's rate over it.
+
 Model-thread time is the loop's wall time inside the capture; closing (draining the queues)
 is timed on its own and shown, not judged.
 
@@ -12,6 +19,7 @@ with_stack records next to nothing there: shown, not judged.
 
 from __future__ import annotations
 
+import resource
 import sqlite3
 import time
 
@@ -23,15 +31,15 @@ import ttreport
 from bench.common import Figure, at_least, at_most, info, median, small_inputs, timed
 
 
-def run(tmp, *, n_ops: int, repeats: int, commit_ops: int) -> list[Figure]:
+def run(tmp, *, n_ops: int, repeats: int, commit_ops: int, big_ops: int = 0) -> list[Figure]:
     device = ttnn.open_device(0)
     try:
-        return _run(tmp, device, n_ops, repeats, commit_ops)
+        return _run(tmp, device, n_ops, repeats, commit_ops, big_ops)
     finally:
         ttnn.close_device(device)
 
 
-def _run(tmp, device, n_ops, repeats, commit_ops) -> list[Figure]:
+def _run(tmp, device, n_ops, repeats, commit_ops, big_ops) -> list[Figure]:
     a, b = small_inputs(device)
     x, y = a.value.clone(), b.value.clone()  # the same 32x32 bfloat16 values, as plain torch tensors
 
@@ -53,6 +61,20 @@ def _run(tmp, device, n_ops, repeats, commit_ops) -> list[Figure]:
             cap.stop()
         return loop, time.perf_counter() - t
 
+    def process_captured(name, n_loops=1):
+        """(loop s, close s, writer process CPU s) of a capture with Config(writer="process")."""
+        cap = ttreport.capture(tmp / name, config=ttreport.Config(tensors="none", stack_traces=True,
+                                                                  writer="process"))
+        cap.start()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)  # after start: its `git rev-parse` is reaped
+        try:
+            loop = timed(lambda: [device_loop() for _ in range(n_loops)])
+        finally:
+            t = time.perf_counter()
+            cap.stop()  # reaps the writer process: its CPU is in RUSAGE_CHILDREN now
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return loop, time.perf_counter() - t, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
     def profiled(loop_fn):
         with torch.profiler.profile(record_shapes=True, with_stack=True) as prof:
             loop = timed(loop_fn)
@@ -61,8 +83,12 @@ def _run(tmp, device, n_ops, repeats, commit_ops) -> list[Figure]:
 
     device_loop(), torch_loop()  # warm-up: first calls, caches
     bare, meta, meta_close, full, full_close, dprof, tbare, tprof = ([] for _ in range(8))
+    proc, proc_close, proc_cpu = [], [], []
+    idle_cpu = process_captured("process-idle", 0)[2]  # the writer process's start-up and close, no ops
     for r in range(repeats):
         bare.append(timed(device_loop))
+        loop, close, cpu = process_captured(f"process-{r}")
+        proc.append(loop), proc_close.append(close), proc_cpu.append(cpu)
         loop, close = captured(f"meta-{r}", "none")
         meta.append(loop), meta_close.append(close)
         loop, close = captured(f"tensors-{r}", "outputs")
@@ -78,9 +104,16 @@ def _run(tmp, device, n_ops, repeats, commit_ops) -> list[Figure]:
     torch_prof_added = (median(tprof) - median(tbare)) * us
     commit_us = _commit_per_insert_us(tmp / "meta-0" / "db.sqlite", tmp / "commit-per-insert.sqlite", commit_ops)
     floor = 0.05  # µs: a ratio against an overhead measured as ~0 would be noise over noise
-    return [
+    proc_added = median(proc) * us - bare_us
+    writer_rate = n_ops / max(median(proc_cpu) - idle_cpu, 1e-9)
+    figures = [
         info("device_sim add 32x32 bf16, uncaptured", bare_us, "µs/op"),
-        at_most("ttreport metadata+stacks: added on model thread", added, "µs/op", 10),
+        at_most("writer=process, metadata+stacks: added on model thread", proc_added, "µs/op", 10),
+        at_least("torch.profiler added / writer=process added", prof_added / max(proc_added, floor), "x", 3),
+        at_least("writer process: ops per second of its CPU", writer_rate, "ops/s", 150_000),
+        info("writer process: start-up and close CPU (no ops)", idle_cpu, "s"),
+        at_most(f"writer=process: close after a {n_ops:,}-op loop", median(proc_close), "s", 2),
+        info("ttreport metadata+stacks: added on model thread", added, "µs/op"),  # the thread writer
         info("ttreport metadata+stacks: close (drain) per op", median(meta_close) * us, "µs/op"),
         info("ttreport with tensors: added on model thread", added_full, "µs/op"),
         info("ttreport with tensors: close (drain) per op", median(full_close) * us, "µs/op"),
@@ -88,9 +121,29 @@ def _run(tmp, device, n_ops, repeats, commit_ops) -> list[Figure]:
         info("torch.add 32x32 bf16 (plain torch loop), uncaptured", median(tbare) * us, "µs/op"),
         info("torch.profiler on the plain torch loop: added", torch_prof_added, "µs/op"),
         info(f"commit-per-insert writer ({commit_ops} ops): per op", commit_us, "µs/op"),
-        at_least("torch.profiler added / ttreport added", prof_added / max(added, floor), "x", 3),
+        info("torch.profiler added / ttreport added", prof_added / max(added, floor), "x"),  # the thread writer
         at_least("commit-per-insert / ttreport added", commit_us / max(added, floor), "x", 100),
     ]
+    if big_ops:
+        figures += _big_capture(tmp, device_loop, n_ops, big_ops)
+    return figures
+
+
+def _big_capture(tmp, device_loop, n_ops: int, big_ops: int) -> list[Figure]:
+    """`--capture-ops N` (e.g. 1,000,000): one writer=process capture of N ops; its close is judged."""
+    cap = ttreport.capture(tmp / "process-big", config=ttreport.Config(tensors="none", writer="process"))
+    cap.start()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    loop = timed(lambda: [device_loop() for _ in range(big_ops // n_ops)])
+    t = time.perf_counter()
+    cap.stop()
+    close = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    done = big_ops // n_ops * n_ops
+    return [info(f"writer=process, {done:,} ops: loop", loop, "s"),
+            at_most(f"writer=process, {done:,} ops: close after the loop", close, "s", 2),
+            at_least(f"writer process, {done:,} ops: ops per second of its CPU", done / cpu, "ops/s", 150_000)]
 
 
 # TT-NN's original report writer: plain tables, default journal (DELETE, synchronous FULL),

@@ -52,10 +52,13 @@ from ttreport.errors import (
     ReportPathError,
 )
 from ttreport.export import ops_perf
+from ttreport.log_perf import estimate_on_model_thread
+from ttreport.oplog import OPLOG_DIR, LogQueue, LogSink, remove_log
 from ttreport.recorder import FLUSH, META, STOP, Recorder, RecordQueue, outer_boundary
 from ttreport.storage import TENSORS_DIR, TensorStore
 from ttreport.wal import LOCK_FILE, RESERVE_FILE
 from ttreport.writer import Writer
+from ttreport.writer_process import WriterProcess
 
 CONFIG_FILE = "config.json"
 # The notes written at close (status, end time, losses) take a few pages of the WAL: 64 KiB holds them.
@@ -153,15 +156,26 @@ class Capture(contextlib.ContextDecorator):
                                          "schema_version": db.head_revision(),
                                          **{k: v for k, v in facts.items() if k != "status"}})
 
-        self._queue = q = RecordQueue(config.flush_ops)
         self._warner = LossWarner()
+        if config.writer == "process":
+            # The model's threads append to the op log; a writer process writes SQLite (ttreport.writer_process).
+            sink = LogSink(path / OPLOG_DIR)
+            self._queue = q = LogQueue(sink, config.flush_ops)
+            self._writer = WriterProcess(path, config, self._lock_fd)
+            sink.writer_alive = self._writer.is_alive
+        else:
+            self._queue = q = RecordQueue(config.flush_ops)
         self._storage = TensorStore(path, q, self._warner)
         self.recorder = recorder = Recorder(config, q, self._storage)
         recorder.boundary = self._boundary
-        self._writer = Writer(self.db_path, q, recorder, config, self._warner)
+        if config.writer == "process":
+            sink._code, sink._memory_config, sink._devices = recorder.code, recorder.memory_config, recorder.chips
+            recorder.estimate = estimate_on_model_thread  # the writer process estimates the rest (log_perf)
+        else:
+            self._writer = Writer(self.db_path, q, recorder, config, self._warner)
         recorder.writer = self._writer
+        self._writer.start()  # first: a writer process forks while the tensor thread does not run yet
         self._storage.start()
-        self._writer.start()
         for device in device_sim.open_devices():
             recorder.add_device(device, before_capture=True)
         if config.comparison != "off":
@@ -230,6 +244,11 @@ class Capture(contextlib.ContextDecorator):
         """Wait until everything recorded so far is committed (tensor files excepted)."""
         if self.recorder.golden is not None:
             self.recorder.golden.flush(timeout)  # golden checks run behind the ops: their rows come first
+        if isinstance(self._writer, WriterProcess):
+            token = self._writer.next_token()
+            self._queue.put_now((FLUSH, token))
+            self._writer.wait_flushed(token, timeout)
+            return
         done = threading.Event()
         self._queue.put_now((FLUSH, done))
         done.wait(timeout)
@@ -287,6 +306,8 @@ class Capture(contextlib.ContextDecorator):
             self._queue.put((META, key, value))
         self._queue.put_now((STOP, None))
         self._writer.join()
+        if isinstance(self._queue, LogQueue):
+            self._queue.items.close()
         if self._rank and self._writer.error is None:
             merge.set_rank(self.db_path, self._rank)  # one UPDATE per table at close, nothing per op
         with contextlib.suppress(OSError):
@@ -514,8 +535,8 @@ def _write_cluster_descriptor(path: Path, recorder) -> None:
 CLUSTER_DESCRIPTOR_FILE = "cluster_descriptor.yaml"
 # What a capture writes into its folder (besides tensors/ and LOCK_FILE): all that overwrite=True deletes.
 CAPTURE_FILES = (db.DB_FILE, f"{db.DB_FILE}-wal", f"{db.DB_FILE}-shm", f"{db.DB_FILE}-journal", CONFIG_FILE,
-                 f".{CONFIG_FILE}.tmp", RESERVE_FILE, CLUSTER_DESCRIPTOR_FILE, ops_perf.PERF_FILE,
-                 ops_perf.DEVICE_LOG_FILE)
+                 f"{db.DB_FILE}.rebuild", f".{CONFIG_FILE}.tmp", RESERVE_FILE, CLUSTER_DESCRIPTOR_FILE,
+                 ops_perf.PERF_FILE, ops_perf.DEVICE_LOG_FILE)
 # A tensor file (or its temporary name while written): tensors/<id>.pt, tensors/.<id>.pt.tmp, ...
 _TENSOR_FILE = re.compile(r"\.?\d+\.(pt|bin)(\.[A-Za-z0-9_]+)*")
 
@@ -525,11 +546,18 @@ def _remove_report_files(path: Path) -> None:
         entry = path / name
         if entry.is_symlink() or entry.is_file():
             entry.unlink()
+    remove_log(path / OPLOG_DIR)  # a process writer's op log (its segments and progress note only)
     tensors = path / TENSORS_DIR
     if tensors.is_dir() and not tensors.is_symlink():
         for entry in tensors.iterdir():
             if _TENSOR_FILE.fullmatch(entry.name) and (entry.is_symlink() or entry.is_file()):
                 entry.unlink()
+            elif entry.name.isdigit() and entry.is_dir() and not entry.is_symlink():  # a mesh tensor's shards
+                for shard in entry.iterdir():
+                    if _TENSOR_FILE.fullmatch(shard.name) and (shard.is_symlink() or shard.is_file()):
+                        shard.unlink()
+                with contextlib.suppress(OSError):  # kept when it holds something else, as below
+                    entry.rmdir()
         with contextlib.suppress(OSError):  # not empty: it holds something a capture did not write; kept
             tensors.rmdir()
 

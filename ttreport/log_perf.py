@@ -23,9 +23,13 @@ MAX_TENSORS = 1 << 18  # operands kept, newest first: 4x the specs the recorder 
 
 def estimate_on_model_thread(op, args, kwargs, output):
     """The recorder's estimate with a process writer: matmuls' only (the writer process costs the rest)."""
-    if op.name.rsplit(".", 1)[-1] in ON_MODEL_THREAD:
-        return perf_model.estimate_op(op, args, kwargs, output)
-    return None
+    here = _here.get(op.name)
+    if here is None:
+        here = _here[op.name] = op.name.rsplit(".", 1)[-1] in ON_MODEL_THREAD
+    return perf_model.estimate_op(op, args, kwargs, output) if here else None
+
+
+_here: dict[str, bool] = {}  # op name -> estimated on the model's thread (one dict lookup an op)
 
 
 def device_fields(device) -> tuple:

@@ -8,8 +8,11 @@
 
 Records are the recorder's tuples (recorder.py), marshalled: ints, strings and tuples only. What a
 record refers to by id is defined once, before the first record that uses it: a code object of a
-stack trace as (CODE, id, filename, name), a MemoryConfig as (CFG, id, the config pickled), any
-other argument value as (OBJ, n, its text). Values are never sent twice.
+stack trace as (CODE, id, filename, name), a stack (the recorder's code ids and lines) as (STACK, n,
+frames), a program's circular buffers as (CBS, n, ...), a MemoryConfig as (CFG, id, the config
+pickled), a device's performance config as (DEVICE_PERF, id, ...), any other argument value as
+(OBJ, n, its text). Values are never sent twice. An op is one write: its record with the buffer
+events, programs and rows that came before it (and after the op before it).
 
 The log is a folder of segment files (`000001.seg`, ...), each created at its full size (zeros) and
 mmap'ed shared: a record's bytes are in the page cache as soon as they are copied in, so SIGKILL of
@@ -36,10 +39,11 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from device_sim.device_work import CircularBuffer, Program
 from ttreport.recorder import ALLOC, FLUSH, FREE, OP, PROGRAM, ROW, STOP, TensorArg
 from ttreport.wal import OPLOG_DIR  # noqa: F401 (the log's folder name, defined with the lock's)
 
-CODE, CFG, OBJ, DEVICE_PERF = 20, 21, 22, 23  # definitions: only in the log, never handed to the writer
+CODE, CFG, OBJ, DEVICE_PERF, STACK, CBS = 20, 21, 22, 23, 24, 25  # definitions: only in the log
 SEGMENT_BYTES = 32 << 20  # a 1M-op capture of small ops fills ~9 of them (~280 B an op)
 END = 0xFFFFFFFF
 _LEN = struct.Struct("<I")
@@ -66,9 +70,10 @@ class LogSink:
         self._memory_config = None  # id -> MemoryConfig: the recorder's memory_config()
         self._lock = threading.Lock()
         self._sent_codes: set[int] = set()
-        self._sent_frames: dict[tuple, None] = {}  # stacks whose code objects are all defined already
+        self._sent_frames: dict[tuple, int] = {}  # stack (code ids and lines) -> its number in the log
         self._sent_cfgs: set[int] = set()
         self._sent_devices: set[int] = set()
+        self._cbs: dict[int, tuple] = {}  # id(a program's CB tuple) -> (number, the tuple held)
         self._devices = list  # () -> the devices the capture follows (set by the capture)
         self._objects: dict[int, tuple] = {}  # id(value) -> (n, value): held, so the id stays unique
         self._n = 0
@@ -108,8 +113,11 @@ class LogSink:
                                      "buffer_type": int(b.buffer_type)},)
         elif tag == PROGRAM:
             p = record[2]
-            record = (PROGRAM, record[1], (p.name, p.factory, tuple(tuple(c) for c in p.cbs),
-                                           tuple(tuple(r) for r in p.ranges), p.cb_bytes, p.program_id, p.device_id,
+            ranges = p.ranges if type(p.ranges) is tuple and all(type(r) is tuple for r in p.ranges) else \
+                tuple(tuple(r) for r in p.ranges)
+            with self._lock:
+                cbs = self._cbs_number(p.cbs)
+            record = (PROGRAM, record[1], (p.name, p.factory, cbs, ranges, p.cb_bytes, p.program_id, p.device_id,
                                            p.cb_base))
         elif tag in (FLUSH, STOP):
             record = (tag, record[1] if type(record[1]) is int else None)
@@ -161,8 +169,11 @@ class LogSink:
     # -- what a record refers to -------------------------------------------------------------
     def _op(self, r, out: list) -> tuple:
         frames, args, kwargs, specs, files, error = r[8], r[9], r[10], r[13], r[14], r[18]
-        if frames and frames not in self._sent_frames:
-            self._define_codes(frames, out)
+        stack = None
+        if frames:
+            stack = self._sent_frames.get(frames)
+            if stack is None:
+                stack = self._define_stack(frames, out)
         if specs:
             sent = self._sent_cfgs
             for s in specs:
@@ -181,11 +192,15 @@ class LogSink:
                           for a in args])
         if kwargs:
             kwargs = {k: wire(v, out) for k, v in kwargs.items()}
+        rec = list(r)  # marshal takes a list as well as a tuple; the reader hands the writer a tuple
+        if frames:
+            rec[8] = stack
+        rec[9], rec[10] = args, kwargs
         if files:
-            files = tuple((f[0], f[1]) for f in files)
+            rec[14] = tuple((f[0], f[1]) for f in files)
         if error is not None:
-            error = (error[0], error[1], "".join(error[2].format()), error[3])
-        return r[:9] + (args, kwargs) + r[11:14] + (files,) + r[15:18] + (error,)
+            rec[18] = (error[0], error[1], "".join(error[2].format()), error[3])
+        return rec
 
     def _define_device(self, device_id: int, out: list) -> None:
         # Its PerfConfig, for the estimates the writer process makes (ttreport.log_perf).
@@ -196,7 +211,7 @@ class LogSink:
         if device is not None:
             out.append((DEVICE_PERF, device_id, device_fields(device)))
 
-    def _define_codes(self, frames: tuple, out: list) -> None:
+    def _define_stack(self, frames: tuple, out: list) -> int:
         sent = self._sent_codes
         for code_id in frames[::2]:
             if code_id not in sent:
@@ -204,8 +219,23 @@ class LogSink:
                 sent.add(code_id)
                 out.append((CODE, code_id, code.co_filename, code.co_name))
         if len(self._sent_frames) >= MAX_OBJECTS:
-            self._sent_frames.clear()
-        self._sent_frames[frames] = None
+            self._sent_frames.clear()  # stacks seen again are defined again, under new numbers
+        self._n += 1
+        self._sent_frames[frames] = self._n
+        out.append((STACK, self._n, frames))
+        return self._n
+
+    def _cbs_number(self, cbs: tuple) -> int:
+        # A program's CBs: the same tuple each launch of an op's factory (defined once), else by value.
+        hit = self._cbs.get(id(cbs))
+        if hit is not None and hit[1] is cbs:
+            return hit[0]
+        if len(self._cbs) >= MAX_OBJECTS:
+            self._cbs.clear()
+        self._n += 1
+        self._cbs[id(cbs)] = (self._n, cbs)
+        self._pending.append((CBS, self._n, tuple(tuple(c) for c in cbs)))
+        return self._n
 
     def _wire(self, v, out: list):
         """An argument as marshal holds it: a tensor as b"t<id>", a value that is not a plain int, float, bool,
@@ -350,6 +380,8 @@ class Definitions:
         self.codes: dict[int, SimpleNamespace] = {}
         self.configs: dict[int, _Config] = {}
         self.objects: dict[int, _Text] = {}
+        self.stacks: dict[int, tuple] = {}  # number -> (code id, line, ...): the recorder's frames
+        self.cbs: dict[int, tuple] = {}  # number -> a program's CircularBuffers
 
     def code(self, code_id: int):
         return self.codes[code_id]
@@ -438,7 +470,11 @@ class LogTail:
                 self.perf.mesh.add(rec[2]["tensor_id"])
                 out.append(rec)
             elif tag >= CODE:
-                if tag == DEVICE_PERF:
+                if tag == STACK:
+                    defs.stacks[rec[1]] = rec[2]
+                elif tag == CBS:
+                    defs.cbs[rec[1]] = tuple(CircularBuffer(*c) for c in rec[2])
+                elif tag == DEVICE_PERF:
                     self.perf.add_device(rec[1], rec[2])
                 elif tag == CODE:
                     defs.codes[rec[1]] = SimpleNamespace(co_filename=rec[2], co_name=rec[3])
@@ -449,17 +485,17 @@ class LogTail:
             elif tag == FLUSH:
                 out.append((FLUSH, _Waiter(self.on_flush, rec[1])))
             elif tag == PROGRAM:
-                from device_sim.device_work import CircularBuffer, Program
-
                 name, factory, cbs, ranges, cb_bytes, program_id, device_id, cb_base = rec[2]
-                out.append((PROGRAM, rec[1], Program(name, factory, tuple(CircularBuffer(*c) for c in cbs), ranges,
-                                                     cb_bytes, program_id, device_id, cb_base)))
+                out.append((PROGRAM, rec[1], Program(name, factory, defs.cbs[cbs], ranges, cb_bytes, program_id,
+                                                     device_id, cb_base)))
             elif tag == ALLOC and len(rec) > 10:
                 out.append(rec[:10] + (SimpleNamespace(**rec[10]),))
             else:
                 out.append(rec)
 
     def _op(self, r) -> tuple:
+        if r[8] is not None:
+            r[8] = self.defs.stacks[r[8]]
         args, kwargs, error = r[9], r[10], r[18]
         unwire = self._unwire
         if args:
@@ -468,7 +504,8 @@ class LogTail:
             kwargs = {k: unwire(v) for k, v in kwargs.items()}
         if error is not None:
             error = (error[0], error[1], _Traceback(error[2]), error[3])
-        return r[:9] + (args, kwargs) + r[11:18] + (error,)
+        r[9], r[10], r[18] = args, kwargs, error
+        return tuple(r)
 
     def _unwire(self, v):
         t = type(v)

@@ -15,8 +15,10 @@ Queue records are tuples tagged by their first item; writer.py unpacks them:
     (ALLOC, buffer_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout, size, seq, op_id
      [, Buffer when buffer pages are recorded])   (FREE, buffer_id, seq)   (DEVICE, facts)   (ROW, table, dict)
     (TENSOR, tensor_id, torch.Size, dtype text, producer, file)   a host tensor the capture made (goldens)
-A spec is (tensor_id, shape tuple or None, int(dtype), int(layout), id(MemoryConfig) or None,
-source, device_id, address, int(buffer_type), size, producer). Records hold ints and strings,
+A spec is (tensor_id, shape tuple or None, int(dtype), layout key, id(MemoryConfig) or None,
+source, device_id, address, int(buffer_type), size, producer); the layout key is int(layout), or
+(int(layout), tile height, tile width) for a tile other than 32x32 (ttnn.Tile((16, 32)) pads to 16 rows).
+Records hold ints and strings,
 not the enums, configs, Buffer or torch tensor objects of each op: the garbage collector
 untracks such tuples, so a queue of thousands of ops costs its collections nothing.
 """
@@ -39,7 +41,7 @@ from device_sim import perf_model
 from device_sim.device import Device
 from device_sim.distributed import MeshTensor
 from device_sim.tensor import Tensor
-from device_sim.types import BufferType
+from device_sim.types import BufferType, Layout
 from ttreport import schema
 from ttreport.errors import ReportIncompleteWarning
 
@@ -57,6 +59,7 @@ PROGRAM = 10  # a device program an op launched (device_sim.device_work): the wr
 # writer's INSERT OR IGNORE keeps its first row. The cost: one extra spec per such tensor per
 # MAX_SEEN // 2 new tensors; memory stays under ~7 MB.
 MAX_SEEN = 1 << 16
+_DEFAULT_TILE_SHAPE = [32, 32]  # a spec names any other tile (_layout_key)
 _MESH = object()  # Recorder._devices' value for a mesh: it is recorded as its chips
 
 # Frames in these folders are the library's, not the user's, and are left out of stack traces;
@@ -123,6 +126,15 @@ class TensorArg(int):
     __slots__ = ()
 
 
+
+def _layout_key(t) -> int | tuple:
+    """A spec's layout: int(layout), with the tile's height and width if not 32x32 (its padded shape differs)."""
+    tile = t.tile
+    if tile is None or tile.tile_shape == _DEFAULT_TILE_SHAPE or t.layout != Layout.TILE:
+        return int(t.layout)
+    return (int(t.layout), *tile.tile_shape)
+
+
 class Recorder:
     def __init__(self, config, queue, storage=None, *, t0_ns: int | None = None):
         self.config = config
@@ -159,6 +171,8 @@ class Recorder:
         self._made_ids = itertools.count(MADE_TENSOR_ID_BASE)
         self.boundary = None  # stack traces stop at this code object's frame (see outer_boundary)
         self._last_op_exception = None  # id() of the latest exception an op raised: recorded with the op
+        # device_sim's estimate of each op; a process writer makes most of them itself (ttreport.log_perf)
+        self.estimate = perf_model.estimate_op
 
     # -- the hook --------------------------------------------------------------------------
     def begin(self, op, args, kwargs):
@@ -200,6 +214,10 @@ class Recorder:
         return (op, op_id, start, parent, len(stack) - 1, local.thread, frames, args_q, kwargs_q, inputs, specs,
                 files, golden_args, args, kwargs)
 
+    def operation_id(self, token) -> int:
+        """The report's operation_id for the op begin() returned `token` for (ttnn.tracer labels its nodes so)."""
+        return token[1]
+
     def end(self, token, output, exc):
         end = time.perf_counter_ns()
         (op, op_id, start, parent, depth, thread, frames, args_q, kwargs_q, inputs, specs, files, golden_args, args,
@@ -235,7 +253,7 @@ class Recorder:
             self.storage.put_many(files)
         if exc is None:
             # device_sim's performance model: shapes and dtypes only, a few microseconds (docs/perf_model.md).
-            est = perf_model.estimate_op(op, args, kwargs, output)
+            est = self.estimate(op, args, kwargs, output)
             if est is not None:
                 self._put((ROW, "device_perf", {"operation_id": op_id, "compute_ns": est.compute_ns,
                                                 "bandwidth_ns": est.bandwidth_ns, "ideal_ns": est.ideal_ns,
@@ -282,11 +300,11 @@ class Recorder:
         if type(t) is MeshTensor:
             self._see_mesh_tensor(t, tid, shape, cfg, producer, specs)
         elif buf is None:
-            specs.append((tid, shape, int(t.dtype), int(t.layout), None if cfg is None else id(cfg),
+            specs.append((tid, shape, int(t.dtype), _layout_key(t), None if cfg is None else id(cfg),
                           t.memory_config_source, None if device is None else device.device_id, None, None, None,
                           producer))
         else:
-            specs.append((tid, shape, int(t.dtype), int(t.layout), id(cfg), t.memory_config_source,
+            specs.append((tid, shape, int(t.dtype), _layout_key(t), id(cfg), t.memory_config_source,
                           device.device_id, buf.address, int(buf.buffer_type), buf.page_size * buf.num_pages,
                           producer))
 
@@ -295,7 +313,7 @@ class Recorder:
         # its own); device_tensors holds one (tensor, device, address) row per shard. size is one shard's.
         bufs = [s.buffer for s in t.shards]
         b0 = bufs[0]
-        specs.append((tid, shape, int(t.dtype), int(t.layout), None if cfg is None else id(cfg),
+        specs.append((tid, shape, int(t.dtype), _layout_key(t), None if cfg is None else id(cfg),
                       t.memory_config_source, None, None, None if b0 is None else int(b0.buffer_type),
                       None if b0 is None else b0.page_size * b0.num_pages, producer))
         for b in bufs:
@@ -403,10 +421,24 @@ class Recorder:
         tid = t.tensor_id
         if tid in self._stored or not t.is_allocated():
             return
+        if type(t) is MeshTensor:
+            self._plan_shards(t, files)
+            return
         value = t.value
         if self._reserve(value.numel() * value.element_size()):
             self._stored.add(tid)
             files.append((tid, f"tensors/{tid}{self._suffix}", value, t.dtype, t.layout, t.memory_config()))
+
+    def _plan_shards(self, t: MeshTensor, files: list) -> None:
+        # One file per device shard, tensors/<id>/<device_id>.pt: each item's path is the folder (what the
+        # writer puts in the tensors row), then come the shard's file name in it and its device id.
+        shards = t.shards
+        if self._reserve(sum(s.value.numel() * s.value.element_size() for s in shards)):
+            self._stored.add(t.tensor_id)
+            folder = f"tensors/{t.tensor_id}/"
+            for s, chip in zip(shards, t.mesh._chips):  # a host mesh tensor's shard i is still chip i's
+                files.append((t.tensor_id, folder, s.value, s.dtype, s.layout, s.memory_config(),
+                              f"{chip.device_id}{self._suffix}", chip.device_id))
 
     def _reserve(self, nbytes: int) -> bool:
         with self._storage_lock:

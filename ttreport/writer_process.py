@@ -3,11 +3,11 @@
     from ttreport.writer_process import finish_from_log
     finish_from_log(Path("generated/ttreport/reports/run-1"))  # a report whose capture and writer were killed
 
-With Config(writer="process") a capture starts `python -m ttreport.writer_process` beside the model:
+With Config(writer="process") a capture forks this writer process beside the model:
 the model's threads only append records to the log, and this process turns them into rows with
 writer.Writer's own code (its records are the recorder's tuples; what they refer to by id, the
-log defines). It shares the capture's folder lock (the descriptor is passed to it), so no reader
-folds or rebuilds the report while it writes. It tells the capture through its stdout: a line
+log defines). It shares the capture's folder lock (the descriptor is inherited), so no reader
+folds or rebuilds the report while it writes. It tells the capture through a pipe: a line
 `flushed <token>` per committed flush, then one JSON line of what it wrote and lost.
 
 When the capturing process dies (SIGKILL), this process notices (its parent changes), writes
@@ -20,15 +20,16 @@ whole log with finish_from_log (ttreport.wal calls it).
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import json
 import os
 import select
+import signal
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -48,11 +49,13 @@ class WriterProcess:
     def __init__(self, folder: Path, config, lock_fd: int):
         self.folder = Path(folder)
         self.options = {k: getattr(config, k) for k in _OPTIONS}
-        self.lock_fd = lock_fd
+        self.lock_fd = lock_fd  # inherited by the fork: the folder stays locked until both have let go
         self.busy = threading.Lock()  # the capture's at-fork handler takes it; nothing to wait for here
         self.error: Exception | None = None
         self.records_lost = self.ops_lost = self.records_written = 0
-        self._proc: subprocess.Popen | None = None
+        self.pid: int | None = None
+        self.returncode: int | None = None
+        self._fd: int | None = None  # the read end of the pipe it reports on
         self._flushed = 0
         self._buffer = b""
         self._tokens = itertools.count(1)
@@ -60,15 +63,37 @@ class WriterProcess:
         self.result: dict | None = None
 
     def start(self) -> None:
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "ttreport.writer_process", str(self.folder), str(os.getpid()),
-             json.dumps(self.options)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, pass_fds=(self.lock_fd,),
-            start_new_session=True,  # Ctrl-C in a terminal reaches the model, which closes the capture, not this
-        )
+        """Fork the writer process. A fork, not a new interpreter: it has ttreport, device_sim and torch
+        imported already (a fresh `python -m` takes ~1.3 s of CPU to import them, which a short capture's
+        close would wait for). It uses none of the parent's threads or locks: only the log, SQLite (its own
+        connection) and pure-Python row building, and it leaves by os._exit."""
+        parent = os.getpid()
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the writer process
+            code = 1
+            try:
+                os.close(read_fd)
+                os.setsid()  # Ctrl-C in a terminal reaches the model, which closes the capture; not this
+                for signum in (signal.SIGINT, signal.SIGTERM):
+                    signal.signal(signum, signal.SIG_DFL)
+                gc.freeze()  # the model's objects, inherited: never walked by this process's collections
+                code = main(self.folder, parent, self.options, write_fd)
+            except BaseException:  # noqa: BLE001 - said on stderr; the capture rebuilds from the log
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        self.pid, self._fd = pid, read_fd
 
     def is_alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        if self.pid is None or self.returncode is not None:
+            return False
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        if pid == 0:
+            return True
+        self.returncode = os.waitstatus_to_exitcode(status)
+        return False
 
     def next_token(self) -> int:
         return next(self._tokens)
@@ -86,7 +111,7 @@ class WriterProcess:
         return True
 
     def _read_line(self, timeout: float | None) -> bool:
-        fd = self._proc.stdout.fileno()
+        fd = self._fd
         while b"\n" not in self._buffer:
             ready, _, _ = select.select([fd], [], [], timeout)
             if not ready:
@@ -108,11 +133,12 @@ class WriterProcess:
         with self._read_lock:
             while self._read_line(None):
                 pass
-        self._proc.wait()
-        self._proc.stdout.close()
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        os.close(self._fd)
         result = self.result
         if result is None:  # killed (or crashed) before it finished: the log still holds everything
-            how = f"exit status {self._proc.returncode}"
+            how = f"exit status {self.returncode}"
             if not finish_from_log(self.folder):
                 self.error = RuntimeError(f"the writer process ended ({how}) and the report could not be rebuilt from "
                                           f"its log; ttreport check --repair tries again")
@@ -174,14 +200,18 @@ def _finish(writer, tail: LogTail, stopped: bool) -> None:
     tail.close()
 
 
-def main(argv: list[str]) -> int:
-    folder, parent, options = Path(argv[0]), int(argv[1]), json.loads(argv[2])
-    out = sys.stdout
+def main(folder: Path, parent: int, options: dict, out_fd: int) -> int:
+    """The writer process's work: write the log of the report in `folder` until its STOP, or until process
+    `parent` has died and the log is read to its end; report on `out_fd`."""
+
+    def say(text: str) -> None:
+        data = (text + "\n").encode()
+        while data:
+            data = data[os.write(out_fd, data):]
 
     def tell(token) -> None:
         if token is not None:
-            out.write(f"flushed {token}\n")
-            out.flush()
+            say(f"flushed {token}")
 
     tail = LogTail(folder / OPLOG_DIR, on_flush=tell)
     writer = _writer(folder / DB_FILE, tail, options)
@@ -189,10 +219,9 @@ def main(argv: list[str]) -> int:
     _finish(writer, tail, stopped)
     if writer.error is None:
         remove_log(folder / OPLOG_DIR)  # the report holds it all now
-    out.write(json.dumps({"error": None if writer.error is None else repr(writer.error),
-                          "records_lost": writer.records_lost, "ops_lost": writer.ops_lost,
-                          "records_written": writer.records_written}) + "\n")
-    out.flush()
+    say(json.dumps({"error": None if writer.error is None else repr(writer.error),
+                    "records_lost": writer.records_lost, "ops_lost": writer.ops_lost,
+                    "records_written": writer.records_written}))
     return 0
 
 
@@ -268,6 +297,3 @@ def _old_options(folder: Path) -> dict:
     except (OSError, ValueError, AttributeError):
         return {}
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

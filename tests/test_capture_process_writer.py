@@ -1,0 +1,238 @@
+"""Config(writer="process"): the op log and the writer process (ttreport.oplog, ttreport.writer_process).
+
+The model's process appends records to the op log; a real writer process writes SQLite. These tests
+run real captures in real subprocesses, kill them with real SIGKILLs, and read the reports back.
+"""
+
+import json
+import marshal
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import ttreport
+from ttreport.oplog import LogSink, LogTail
+from ttreport.recorder import META, OP, STOP
+
+REPO = Path(__file__).resolve().parent.parent
+
+MODEL = r"""
+import json, os, pathlib, sys
+import torch
+import device_sim as ttnn
+import ttreport
+
+job = json.loads(sys.argv[1])
+torch.manual_seed(0)
+dev = ttnn.open_device(0)
+cfg = ttreport.Config(writer=job["writer"], tensors=job.get("tensors", "none"), buffer_pages=job.get("pages", False))
+with ttreport.capture(pathlib.Path(job["report"]), config=cfg) as cap:
+    if job.get("tell_pids"):
+        print("pids", os.getpid(), cap._writer.pid, flush=True)
+    a = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    b = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    print("op", 2, flush=True)
+    for i in range(job["ops"]):
+        c = ttnn.add(a, b, memory_config=ttnn.L1_MEMORY_CONFIG)
+        hifi2 = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi2)
+        d = ttnn.matmul(c, b, compute_kernel_config=hifi2)
+        e = ttnn.softmax(d, dim=-1)
+        f = ttnn.concat([e, a], dim=0)
+        g = ttnn.reshape(f, (2, 64, 64))
+        ttnn.deallocate(c)
+        print("op", 2 + 6 * (i + 1), flush=True)  # after the ops returned: each is recorded by now
+    try:
+        ttnn.add(a, torch.zeros(3))
+    except TypeError:
+        pass
+ttnn.close_device(dev)
+"""
+
+# Columns that differ between two runs of the same model: clocks, and a .pt file's CRC (torch's zip holds a
+# random serialization id; the tensor thread that writes the files is the same in both modes).
+VOLATILE = {"operations": {"duration", "start_ns", "end_ns"}, "errors": {"timestamp"}, "tensor_files": {"crc32"}}
+
+
+def _start(tmp_path: Path, report: Path, **job) -> subprocess.Popen:
+    job = {"report": str(report), "ops": 20, **job}
+    script = tmp_path / "model.py"
+    script.write_text(MODEL)
+    return subprocess.Popen([sys.executable, str(script), json.dumps(job)], cwd=REPO, stdout=subprocess.PIPE,
+                            text=True)
+
+
+def _run(tmp_path: Path, report: Path, **job) -> None:
+    proc = _start(tmp_path, report, **job)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+
+
+def _tables(db: Path) -> dict:
+    con = sqlite3.connect(db)
+    out = {}
+    for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'report_metadata'"):
+        cur = con.execute(f"SELECT * FROM {table}")
+        keep = [i for i, d in enumerate(cur.description) if d[0] not in VOLATILE.get(table, ())]
+        out[table] = [tuple(row[i] for i in keep) for row in cur]
+    con.close()
+    return out
+
+
+def _ops(report: Path) -> int:
+    with ttreport.open(report) as r:
+        return r.count_operations()
+
+
+def _wait_unlocked(report: Path, timeout_s: float = 60) -> None:
+    from ttreport.wal import capture_holds
+
+    deadline = time.monotonic() + timeout_s
+    while capture_holds(report):
+        assert time.monotonic() < deadline, f"{report} still locked after {timeout_s} s"
+        time.sleep(0.05)
+
+
+def test_the_process_writer_writes_the_same_rows_as_the_thread_writer(tmp_path):
+    for writer in ("thread", "process"):
+        _run(tmp_path, tmp_path / writer, writer=writer, tensors="outputs", pages=True)
+    thread, process = _tables(tmp_path / "thread" / "db.sqlite"), _tables(tmp_path / "process" / "db.sqlite")
+    assert thread.keys() == process.keys()
+    for table in thread:
+        assert process[table] == thread[table], table
+    assert len(thread["operations"]) == 2 + 6 * 20 + 1
+    assert thread["errors"] and thread["device_perf"] and thread["captured_graph"] and thread["buffer_pages"]
+    assert not (tmp_path / "process" / "oplog").exists()  # the log is deleted once the report holds it all
+    with ttreport.open(tmp_path / "process") as r:
+        assert r.status == "complete"
+
+
+def test_flush_makes_every_op_so_far_readable_while_the_process_writer_runs(tmp_path):
+    import torch
+
+    import device_sim as ttnn
+
+    dev = ttnn.open_device(0)
+    try:
+        with ttreport.capture(tmp_path / "r", config=ttreport.Config(writer="process", flush_interval_s=60)) as cap:
+            a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+            for _ in range(30):
+                a = a + 1
+            cap.flush(timeout=60)
+            con = sqlite3.connect(f"file:{tmp_path / 'r' / 'db.sqlite'}?mode=ro", uri=True)
+            assert con.execute("SELECT COUNT(*) FROM operations").fetchone()[0] == 31
+            con.close()
+    finally:
+        ttnn.close_device(dev)
+    assert cap.status == "complete"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sigkill_at_a_random_op_loses_no_op_recorded_before_it(tmp_path, seed):
+    report = tmp_path / "r"
+    proc = _start(tmp_path, report, writer="process", ops=400)
+    kill_after = random.Random(seed).randint(3, 300)
+    seen = 0
+    for line in proc.stdout:
+        seen = int(line.split()[1])
+        if seen >= kill_after:
+            proc.send_signal(signal.SIGKILL)  # the ops printed so far have returned: they must all be there
+            break
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    _wait_unlocked(report)  # the writer process finishes the report from the log, then lets the folder go
+    assert not (report / "oplog").exists()
+    con = sqlite3.connect(report / "db.sqlite")
+    ops = con.execute("SELECT COUNT(*) FROM operations").fetchone()[0]
+    meta = dict(con.execute("SELECT key, value FROM report_metadata"))
+    con.close()
+    assert ops >= seen
+    assert meta["status"] == "running" and "killed" in meta["log_finished"]
+    with ttreport.open(report) as r:
+        assert "no process is capturing it" in r.status_text
+        assert r.count_operations() == ops
+
+
+def test_a_report_whose_writer_process_was_killed_too_is_rebuilt_from_the_log_on_open(tmp_path):
+    report = tmp_path / "r"
+    proc = _start(tmp_path, report, writer="process", ops=400, tell_pids=True)
+    model_pid, writer_pid = map(int, proc.stdout.readline().split()[1:])
+    seen = 0
+    for line in proc.stdout:
+        seen = int(line.split()[1])
+        if seen >= 150:
+            os.kill(writer_pid, signal.SIGKILL)
+            os.kill(model_pid, signal.SIGKILL)
+            break
+    proc.wait(timeout=60)
+    _wait_unlocked(report)
+    assert (report / "oplog").is_dir()  # nobody finished it
+    assert _ops(report) >= seen  # opening it rebuilt the db from the whole log
+    assert not (report / "oplog").exists()
+    with ttreport.open(report) as r:
+        assert r.status == "running" and "reader" in r.metadata["log_finished"]
+        assert r.sql("SELECT COUNT(*) AS n FROM stack_traces")[0]["n"] == r.count_operations()
+
+
+def test_a_torn_record_at_the_end_of_the_log_is_ignored(tmp_path):
+    sink = LogSink(tmp_path / "log")
+    for i in range(5):
+        sink.append((META, f"key{i}", i))
+    sink.close()
+    segment = tmp_path / "log" / "000001.seg"
+    data = bytearray(segment.read_bytes())
+    payload = marshal.dumps([(META, "key5", 5)])
+    end = data.index(b"\x00" * 64)
+    data[end:end + 4] = len(payload).to_bytes(4, "little")  # a length whose payload the kill cut short
+    data[end + 4:end + 8] = payload[:4]
+    segment.write_bytes(bytes(data))
+    tail = LogTail(tmp_path / "log")
+    records, more = tail.read(100)
+    assert [r[1] for r in records] == [f"key{i}" for i in range(5)]
+    assert not more and tail.torn
+
+
+def test_records_continue_across_log_segments(tmp_path, monkeypatch):
+    monkeypatch.setattr("ttreport.oplog.SEGMENT_BYTES", 4096)
+    sink = LogSink(tmp_path / "log")
+    for i in range(1000):
+        sink.append((META, "k", "x" * (i % 50)))
+    sink.append((STOP, None))
+    sink.close()
+    assert len(list((tmp_path / "log").glob("*.seg"))) > 5
+    records, _ = LogTail(tmp_path / "log").read(5000)
+    assert len(records) == 1001 and records[-1][0] == STOP and records[999] == (META, "k", "x" * 49)
+    assert all(r[0] != OP for r in records)
+
+
+def test_overwrite_removes_a_killed_process_writers_log(tmp_path):
+    report = tmp_path / "r"
+    _run(tmp_path, report, writer="thread", ops=1)
+    (report / "oplog").mkdir()
+    (report / "oplog" / "000001.seg").write_bytes(b"\x00" * 64)
+    (report / "oplog" / "notes.txt").write_text("mine")
+    with ttreport.capture(report, config=ttreport.Config(writer="process", overwrite=True)):
+        pass
+    assert sorted(p.name for p in (report / "oplog").iterdir()) == ["notes.txt"]  # only what a capture wrote
+
+
+def test_the_demo_with_golden_checks_writes_the_same_report_through_either_writer(tmp_path):
+    for writer in ("thread", "process"):
+        code = f"from ttreport.demo import capture_demo; capture_demo({str(tmp_path / writer)!r})"
+        env = {**os.environ, "TTREPORT_CONFIG": json.dumps({"writer": writer})}
+        subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, capture_output=True, timeout=300)
+    thread, process = _tables(tmp_path / "thread" / "db.sqlite"), _tables(tmp_path / "process" / "db.sqlite")
+    # The golden thread's host tensors number their specs in the order its records meet the ops' (timing, in
+    # both writers): the specs' texts must match, not their numbers.
+    for tables in (thread, process):
+        tables["tensor_specs"] = sorted(row[1:] for row in tables.pop("tensor_specs"))
+        tables["tensors"] = [row[:-2] + row[-1:] for row in tables["tensors"]]  # spec_id: second from the end
+    for table in thread:
+        assert process[table] == thread[table], table
+    assert thread["device_perf"] and thread["local_tensor_comparison_records"] and thread["errors"]
