@@ -64,6 +64,19 @@ def test_a_tile_describes_its_faces_and_prints_as_tt_nn():
     assert tiny.get_tile_size(ttnn.bfloat16) == 8 * 16 * 2 and ttnn.Tile().get_tile_size(ttnn.bfloat8_b) == 1088
 
 
+def test_a_tiny_tile_shows_its_own_padded_shape_in_the_report(tmp_path, device):
+    import ttreport
+
+    x = torch.randn(1, 16, 40)
+    with ttreport.capture(tmp_path / "r") as report:
+        tiny = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device, tile=ttnn.Tile((16, 32)))
+        full = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    rows = {t.id: t for t in ttreport.open(report.path).tensors()}
+    assert rows[tiny.tensor_id].padded_shape == "Shape([1, 16, 64])" == f"Shape({list(tiny.padded_shape)})"
+    assert rows[full.tensor_id].padded_shape == "Shape([1, 32, 64])"
+    assert rows[tiny.tensor_id].size == tiny.buffer.size == full.buffer.size // 2
+
+
 @pytest.mark.parametrize("tile", [ttnn.Tile((16, 32)), ttnn.Tile((32, 16), transpose_tile=True), ttnn.Tile()])
 def test_dump_and_load_tensor_keep_the_tile(tmp_path, device, tile):
     # TT-NN's tensor file keeps it too (tensor_spec.fbs: Tile {tile_shape_h, tile_shape_w, transpose_tile}).
