@@ -236,3 +236,38 @@ def test_the_demo_with_golden_checks_writes_the_same_report_through_either_write
     for table in thread:
         assert process[table] == thread[table], table
     assert thread["device_perf"] and thread["local_tensor_comparison_records"] and thread["errors"]
+
+
+FORKING = r"""
+import json, os, pathlib, sys
+import torch
+import device_sim as ttnn
+import ttreport
+
+dev = ttnn.open_device(0)
+with ttreport.capture(pathlib.Path(sys.argv[1]), config=ttreport.Config(writer="process")) as cap:
+    a = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=dev)
+    for _ in range(10):
+        a = a + 1
+    pid = os.fork()
+    if pid == 0:  # its ops must not reach the parent's log (the log's mmap is shared with the parent)
+        b = a
+        for _ in range(500):
+            b = b + 1
+        os._exit(0 if b.to_torch()[0, 0].item() == 511.0 else 1)
+    child_exit = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    for _ in range(10):
+        a = a + 1
+print(json.dumps({"child_exit": child_exit, "status": cap.status}), flush=True)
+"""
+
+
+def test_a_child_forked_during_a_process_writer_capture_leaves_the_parents_log_alone(tmp_path):
+    (tmp_path / "forking.py").write_text(FORKING)
+    out = subprocess.run([sys.executable, str(tmp_path / "forking.py"), str(tmp_path / "r")], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout) == {"child_exit": 0, "status": "complete"}
+    with ttreport.open(tmp_path / "r") as r:
+        assert r.count_operations() == 21  # from_torch and 20 adds: the parent's, none of the child's
+        assert [o["operation_id"] for o in r.sql("SELECT operation_id FROM operations")] == list(range(1, 22))
