@@ -1,6 +1,6 @@
 """device_sim's fast paths (issue 14) give the values, buffers and records of the general path, bit for bit.
 
-The element-wise fast path computes bfloat16 add/sub/mul/div/maximum/minimum in torch's bfloat16 kernels
+The element-wise fast path computes bfloat16 add/sub/mul/div in torch's bfloat16 kernels
 (float32 math, rounded once) instead of converting to float32 and rounding back, and builds the output from
 its input's spec. Held to: the outputs saved before it existed (tests/data/sim_corpus.pt), the float32
 formula it replaces over many random shapes and values and over every bfloat16 bit pattern, and the
@@ -22,7 +22,7 @@ from device_sim.allocator import OutOfMemoryError
 DATA = Path(__file__).parent / "data"
 NATIVE = {  # op -> the float32 formula the general path computes before rounding to bfloat16
     "add": torch.add, "sub": torch.sub, "rsub": lambda a, b: torch.sub(b, a), "mul": torch.mul,
-    "div": torch.div, "divide": torch.div, "maximum": torch.maximum, "minimum": torch.minimum,
+    "div": torch.div, "divide": torch.div,
 }
 
 
@@ -74,7 +74,8 @@ def awkward(shape, g: torch.Generator) -> torch.Tensor:
 
 SHAPES = [((32, 32), (32, 32)), ((1, 1), (1, 1)), ((7, 45), (7, 45)), ((3, 33, 65), (3, 33, 65)),
           ((2, 64, 96), (1, 96)), ((1, 3, 32, 32), (1, 1, 32, 1)), ((5, 1), (5, 70)), ((4, 31, 17), (4, 31, 17)),
-          ((1, 1, 1024), (1, 1, 1024)), ((2, 2, 40, 40), (2, 2, 40, 40))]
+          ((1, 1, 1024), (1, 1, 1024)), ((2, 2, 40, 40), (2, 2, 40, 40)),
+          ((7, 45), (1, 1)), ((3, 33, 65), (1,)), ((1, 1), (33, 65))]  # one-element operands: torch's scalar loops
 
 
 @pytest.mark.parametrize("name", sorted(NATIVE))

@@ -152,8 +152,9 @@ def _rounded(op_name: str, y, rounding_mode):
 # Binary ops whose torch bfloat16 kernel gives exactly the float32 result rounded to bfloat16 (it computes
 # in float32 and rounds once): on two bfloat16 inputs with a bfloat16 output they skip both conversions to
 # float32 and the rounding back, the same values (tests/test_fast_paths.py holds them to it, NaN and
-# denormals included). Not pow and the transcendental ones: their bfloat16 kernels need not match.
-_NATIVE_BF16 = frozenset({"add", "sub", "rsub", "mul", "div", "divide", "maximum", "minimum"})
+# denormals included). Not pow and the transcendental ones: their bfloat16 kernels need not match; not
+# maximum/minimum: the sign of max(-0.0, 0.0) differs between torch's vector and scalar loops.
+_NATIVE_BF16 = frozenset({"add", "sub", "rsub", "mul", "div", "divide"})
 _BF16, _TORCH_BF16 = DataType.BFLOAT16, torch.bfloat16
 
 
