@@ -75,8 +75,8 @@ def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True) -> T
     with Report(a) as ra, Report(b) as rb:
         keys: dict[tuple, int] = {}
         names: dict[str, int] = {}
-        ids_a, ka, na = _ops(ra, top_level, keys, names)
-        ids_b, kb, nb = _ops(rb, top_level, keys, names)
+        ids_a, ka, na, _ = _ops(ra, top_level, keys, names)
+        ids_b, kb, nb, _ = _ops(rb, top_level, keys, names)
         name_of = list(names)
         aligned, only_a, only_b = align(ka, kb, na, nb)
         rows = []
