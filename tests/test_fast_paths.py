@@ -91,6 +91,22 @@ def test_bfloat16_ops_equal_the_float32_result_rounded_over_random_shapes_and_va
                 assert_same_bits(op(a, b).value, want, f"ttnn.{name} {sa} {sb} {layout!r}")
 
 
+SCALARS = [0.1, 3, -2.5, 7, 0, -0.0, 1e-40, 3.4e38, 1e39, float("nan"), float("inf"), -float("inf"), 2**40, 1 / 3]
+
+
+@pytest.mark.parametrize("name", sorted(NATIVE))
+def test_bfloat16_ops_with_a_python_number_equal_the_float32_result_rounded(device, name):
+    g = torch.Generator().manual_seed(99)
+    op = getattr(ttnn, name)
+    for shape in [(32, 32), (3, 7, 45), (1,)]:
+        a = ttnn.from_torch(awkward(shape, g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        for number in SCALARS:
+            want = NATIVE[name](a.value.float(), number).to(torch.bfloat16)
+            out = op(a, number)
+            assert_same_bits(out.value, want, f"ttnn.{name}(a {shape}, {number!r})")
+            assert out.memory_config_source == "inputs" and out.buffer.num_pages == a.buffer.num_pages
+
+
 def test_every_bfloat16_pair_adds_and_multiplies_as_float32_rounded(device):
     # Every bfloat16 bit pattern against a spread of others: all exponents, denormals, NaNs and infinities.
     every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).reshape(256, 256)

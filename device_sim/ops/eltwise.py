@@ -82,33 +82,43 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
 
     op_name = f"ttnn.{name}"
     native = name in _NATIVE_BF16 and result_dtype is None
+    number_native = native and name in _NATIVE_BF16_NUMBER
 
-    def plain(a: Tensor, b: Tensor) -> Tensor | None:
-        """The plain call (two tensors, no keywords) with the same values and device work as run(), fewer steps;
-        None when it is not one (host tensors, a deallocated one, two devices): run() works it out."""
-        av, bv, device = a._value, b._value, a._device
-        if av is None or bv is None or device is None or b._device is not device or _writes.target is not None:
+    def plain(a: Tensor, b) -> Tensor | None:
+        """The plain call (a tensor and a tensor or a Python number, no keywords) with the same values and
+        device work as run(), fewer steps; None when it is not one (host tensors, a deallocated one, two
+        devices): run() works it out."""
+        av, device = a._value, a._device
+        if av is None or device is None or _writes.target is not None:
             return None
-        if not (native and a.dtype is _BF16 and av.dtype is _TORCH_BF16 and bv.dtype is _TORCH_BF16):
+        bf16 = native and a.dtype is _BF16 and av.dtype is _TORCH_BF16
+        if type(b) is Tensor:
+            bv = b._value
+            if bv is None or b._device is not device:
+                return None
+            b_dtype, inputs = b.dtype, [a, b]
+            if not (bf16 and bv.dtype is _TORCH_BF16):
+                bf16, bv = False, bv.float() if bv.is_floating_point() else bv
+        else:  # a number: only mul and div take it as float32 in their bfloat16 kernels (add rounds it to bf16)
+            bv, b_dtype, inputs, bf16 = b, None, [a], bf16 and number_native
+        if not bf16:
             av = av.float() if av.is_floating_point() else av
-            bv = bv.float() if bv.is_floating_point() else bv
         try:
-            y = fn(av, bv)  # native: torch's bfloat16 kernel, float32 math rounded once
+            y = fn(av, bv)  # bf16: torch's bfloat16 kernel, float32 math rounded once
         except RuntimeError:
             return None  # run() says what is wrong (shapes that do not broadcast)
-        inputs = [a, b]
         out = like_output(y, a, inputs)
         if out is None:  # a broadcast result, or a config the "inputs" rule does not give
             out = output(y, a, inputs, op_name=op_name)
         if a.layout == Layout.TILE:
-            device_work.launch_for(out, True, device, device_work.binary_program(a, b.dtype, out.dtype))
+            device_work.launch_for(out, True, device, device_work.binary_program(a, b_dtype, out.dtype))
         return out
 
     if rounding:
         def op(input_tensor_a, input_tensor_b, *, fast_and_approximate_mode: bool = False, rounding_mode=None,
                memory_config: MemoryConfig | None = None, dtype: DataType | None = None, activations=None,
                input_tensor_a_activations=None, input_tensor_b_activations=None, **tt_nn_only) -> Tensor:
-            if (type(input_tensor_a) is Tensor and type(input_tensor_b) is Tensor and rounding_mode is None
+            if (type(input_tensor_a) is Tensor and type(input_tensor_b) in _PLAIN and rounding_mode is None
                     and memory_config is None and dtype is None and result_dtype is None and activations is None
                     and input_tensor_a_activations is None and input_tensor_b_activations is None
                     and not fast_and_approximate_mode and not tt_nn_only):
@@ -121,7 +131,7 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         def op(input_tensor_a, input_tensor_b, *, memory_config: MemoryConfig | None = None,
                dtype: DataType | None = None, activations=None, input_tensor_a_activations=None,
                input_tensor_b_activations=None, fast_and_approximate_mode: bool = False, **tt_nn_only) -> Tensor:
-            if (type(input_tensor_a) is Tensor and type(input_tensor_b) is Tensor and memory_config is None
+            if (type(input_tensor_a) is Tensor and type(input_tensor_b) in _PLAIN and memory_config is None
                     and dtype is None and result_dtype is None and activations is None
                     and input_tensor_a_activations is None and input_tensor_b_activations is None
                     and not fast_and_approximate_mode and not tt_nn_only):
@@ -156,6 +166,8 @@ def _rounded(op_name: str, y, rounding_mode):
 # maximum/minimum: the sign of max(-0.0, 0.0) differs between torch's vector and scalar loops.
 _NATIVE_BF16 = frozenset({"add", "sub", "rsub", "mul", "div", "divide"})
 _BF16, _TORCH_BF16 = DataType.BFLOAT16, torch.bfloat16
+_NATIVE_BF16_NUMBER = frozenset({"mul", "div", "divide"})  # ... also with a Python number (float32 in the kernel)
+_PLAIN = frozenset({Tensor, float, int})  # a binary op's second argument on its fast path (not bool: int's subclass)
 
 
 def _float_cmp(fn):
