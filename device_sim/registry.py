@@ -8,7 +8,9 @@ global read when no hook is installed; with a hook it calls
     hook.end(token, output, exception)    # exactly once, exception None on success
 
 and re-raises the op's exception unchanged. The hook is process-wide so that ops run by
-any thread are seen; a profiler tracks nesting per thread itself.
+any thread are seen; a profiler tracks nesting per thread itself. A hook may also offer
+`operation_id(token)`, the id it gave that op (ttreport's report row): ttnn.tracer, which
+installs itself in front of the hook it finds and hands every call on, labels its nodes so.
 
 An op that TT-NN lets write into a given tensor (`ttnn.add(a, b, output_tensor=c)`,
 `ttnn.matmul(a, b, optional_output_tensor=c)`) is handled here once for all such ops: the

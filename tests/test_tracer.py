@@ -3,15 +3,22 @@
     .venv/bin/python -m pytest tests/test_tracer.py -q
 """
 
+import os
 import shutil
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 import torch
 
 import device_sim as ttnn
+import ttreport
 from device_sim import tracer
 from device_sim.tracer import get_graph, trace, visualize
+
+SCRIPT = Path(__file__).parent / "data" / "tracer_script.py"
 
 
 @pytest.fixture(autouse=True)
@@ -137,6 +144,22 @@ def test_a_flattened_graph_is_the_functions_the_modules_ran_wired_straight_throu
         ("add", "layer_norm"), ("torch_parameter", "layer_norm")}
 
 
+def test_under_a_capture_the_ops_are_still_recorded_and_each_node_carries_its_report_operation_id(device, tmp_path):
+    with ttreport.capture(tmp_path / "r") as handle:
+        a = ttnn.from_torch(torch.rand(32, 32), layout=ttnn.TILE, device=device)
+        with trace():
+            b = ttnn.linear(a, a)
+            c = (b + a).to_torch()
+            assert ttnn.get_hook() is not handle.recorder  # the tracer's, in front of it
+        assert ttnn.get_hook() is handle.recorder  # given back when the trace ends
+    with ttreport.open(handle.path) as report:
+        ops = [(op.id, op.name) for op in report.operations()]
+    traced = sorted((d["operation_id"], d["operation"].pretty_name) for _, d in get_graph(c).nodes(data=True)
+                    if "operation_id" in d)
+    assert ops[0][1] == "ttnn.from_torch" and traced == ops[1:]  # from_torch ran before the trace
+    assert [name for _, name in traced] == ["ttnn.linear", "ttnn.add", "ttnn.to_torch"]
+
+
 def test_tracing_refuses_fast_runtime_mode_and_nesting_with_tt_nns_errors():
     with ttnn.manage_config("enable_fast_runtime_mode", True), pytest.raises(ValueError) as info, trace():
         pass
@@ -208,3 +231,20 @@ def test_visualize_with_graphvizs_dot_draws_an_svg(tmp_path):
         t = torch.exp(torch.ones(2))
     visualize(t, file_name=tmp_path / "graph.svg")
     assert "<svg" in (tmp_path / "graph.svg").read_text()
+
+
+def test_a_tracer_script_run_by_ttreport_run_records_every_op_the_graph_shows(tmp_path):
+    env = {**os.environ, "TTNN_CONFIG_OVERRIDES": '{"enable_fast_runtime_mode": false}'}
+    done = subprocess.run([sys.executable, "-m", "ttreport.cli", "run", "--name", str(tmp_path / "r"), str(SCRIPT),
+                           str(tmp_path / "graph.dot")], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    traced = [line.split()[1:] for line in done.stdout.splitlines() if line.startswith("traced ")]
+    with ttreport.open(tmp_path / "r") as report:
+        ops = [[op.name, str(op.id)] for op in report.operations()]
+    # The script's ops, in order: each traced node is one report row, and carries its operation_id.
+    assert [name for name, _ in ops] == ["ttnn.from_torch", "ttnn.to_layout", "ttnn.exp", "ttnn.reshape",
+                                         "ttnn.to_torch"]
+    assert traced == ops
+    source = (tmp_path / "graph.dot").read_text()
+    assert "3: ttnn.exp" in source and "torch.Tensor.sum" in source and "torch.randint" in source
