@@ -371,3 +371,16 @@ def test_a_paged_update_cache_runs_its_sharded_factory(device):
     assert (p.name, cbs(p), p.ranges) == ("PagedUpdateCacheDeviceOperation", [
         (0, 4, BF16), (1, 2, BF16), (24, 4, BF16), (26, 4, BF16), (16, 16, BF16), (2, 1, F32)], ((0, 0, 7, 0),))
     ttnn.experimental.paged_update_cache(cache, token, update_idxs_tensor=idx)  # launches it
+
+
+def test_the_explicit_sharding_ops_launch_the_sharding_programs(device, tmp_path):
+    x = tt(device, (1, 1, 64, 256))
+    cfg = ttnn.create_sharded_memory_config((64, 32), core_grid=ttnn.CoreGrid(y=1, x=8),
+                                            strategy=ttnn.ShardStrategy.WIDTH, use_height_and_width_as_shard_shape=True)
+    with ttreport.capture("shard", config=ttreport.Config(root=tmp_path)) as handle:
+        s = ttnn.interleaved_to_sharded(x, cfg)
+        ttnn.sharded_to_interleaved(s, ttnn.DRAM_MEMORY_CONFIG)
+    with ttreport.open(handle.path) as r:
+        graphs = [json.loads(row["captured_graph"]) for row in r.sql("SELECT captured_graph FROM captured_graph")]
+    assert [[n["params"]["name"] for n in g if n["node_type"] == "function_start"][1:] for g in graphs] == [
+        ["InterleavedToShardedDeviceOperation"], ["ShardedToInterleavedDeviceOperation"]]

@@ -14,7 +14,9 @@ output_dtype rounds them). ttnn.to_memory_config moves between any two configs a
 
 from __future__ import annotations
 
+from device_sim import device_work
 from device_sim.ops.common import check_tt_nn_only, output, values
+from device_sim.programs import data_movement as programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import (
@@ -84,8 +86,10 @@ def interleaved_to_sharded(input_tensor: Tensor, grid=None, shard_shape=None, sh
     if not sharded_memory_config.is_sharded():
         raise ShardSpecError(f"ttnn.interleaved_to_sharded: sharded_memory_config must be sharded, got "
                              f"{sharded_memory_config!r}; ttnn.to_memory_config moves between interleaved configs")
-    return output(values(t), t, [t], op_name="ttnn.interleaved_to_sharded", dtype=output_dtype,
-                  memory_config=sharded_memory_config)
+    out = output(values(t), t, [t], op_name="ttnn.interleaved_to_sharded", dtype=output_dtype,
+                 memory_config=sharded_memory_config)
+    device_work.launch_after(out, True, t, programs.interleaved_to_sharded_program(t, out))
+    return out
 
 
 @register_op("ttnn.sharded_to_interleaved", golden=_identity)
@@ -101,7 +105,9 @@ def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | N
                              f"{t._memory_config!r}")
     if cfg.memory_layout != TensorMemoryLayout.INTERLEAVED:
         raise ShardSpecError(f"ttnn.sharded_to_interleaved: memory_config must be interleaved, got {cfg!r}")
-    return output(values(t), t, [t], op_name="ttnn.sharded_to_interleaved", dtype=output_dtype, memory_config=cfg)
+    out = output(values(t), t, [t], op_name="ttnn.sharded_to_interleaved", dtype=output_dtype, memory_config=cfg)
+    device_work.launch_after(out, True, t, programs.sharded_to_interleaved_program(t, out))
+    return out
 
 
 @register_op("ttnn.reshard", golden=_identity)
