@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from device_sim import dtypes, sharding
+from device_sim import dtypes, sharding, views
 from device_sim.device import Device
 from device_sim.tile import DEFAULT_TILE, Tile, as_tile
 from device_sim.types import (
@@ -108,6 +108,8 @@ class Tensor:
                 f"{list(value.shape)}; pass an output_tensor of the result's shape"
             )
         self._value = dtypes.to_device_values(value, self.dtype)
+        if views.SHARED and self.buffer is not None:  # a view over the same buffer sees the write
+            views.propagate(self)
 
     # -- what it is ------------------------------------------------------------------------
     @property
@@ -170,11 +172,13 @@ class Tensor:
     def _free(self) -> None:
         buf, self.buffer, self._value = self.buffer, None, None
         if buf is not None and self._device is not None:
+            if views.SHARED:  # a view shares it: every holder loses it (deallocate, force=True)
+                views.drop_all(self, buf)
             self._device.memory.free(buf)
 
     def __del__(self):
         buf = getattr(self, "buffer", None)
-        if buf is not None:
+        if buf is not None and (not views.SHARED or views.release(buf)):  # the last holder of a shared buffer
             self._device.memory.free(buf)
 
     def __repr__(self) -> str:

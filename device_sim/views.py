@@ -61,6 +61,8 @@ def make_view(t, value):
         if entry is None:
             entry = SHARED[t.buffer.buffer_id] = [1, [weakref.ref(t)]]
         entry[0] += 1
+        if len(entry[1]) > 2 * entry[0] + 8:  # views made and dropped in a loop: forget the dead ones
+            entry[1] = [r for r in entry[1] if r() is not None]
         entry[1].append(weakref.ref(v))
     return v
 
@@ -72,10 +74,11 @@ def release(buf) -> bool:
         if entry is None:
             return True
         entry[0] -= 1
-        if entry[0] > 0:
+        if entry[0] > 1:
             return False
+        # One holder left (or none): the buffer is its own again, as if never shared; SHARED stays small.
         del SHARED[buf.buffer_id]
-        return True
+        return entry[0] == 0
 
 
 def others(t) -> list:
@@ -107,3 +110,16 @@ def propagate(t) -> None:
     """t's values were replaced in place: each other holder of its buffer sees them, in its own shape."""
     for o in others(t):
         o._value = t._value.reshape(o._value.shape)
+
+
+def reshaped(t, shape, memory_config=None):
+    """`t` reshaped as TT-NN's reshape does it without a copy: t itself for its own shape (reshape.cpp returns
+    the tensor when nothing changes), a view for a shape is_view allows; None when TT-NN copies instead."""
+    from device_sim.tensor import Tensor
+
+    if type(t) is not Tensor or t.buffer is None or not is_view(t, shape, memory_config):
+        return None
+    shape = tuple(shape)
+    if shape == tuple(t._value.shape):
+        return t
+    return make_view(t, t._value.reshape(shape))

@@ -122,7 +122,7 @@ CASES = {
     "ttnn.squeeze": lambda d: ((dev(rnd(1, 32, 1, 64), d),), {}),
     "ttnn.unsqueeze": lambda d: ((x(d), 1), {}),
     "ttnn.unsqueeze_to_4D": unary(),
-    "ttnn.view": lambda d: ((x(d), (2, 64, 32)), {}),
+    "ttnn.view": lambda d: ((x(d), (1, 64, 64)), {}),
     "ttnn.stack": lambda d: (([x(d), x(d, seed=3)], 1), {}),
     "ttnn.repeat_interleave": lambda d: ((x(d), 2, 1), {}),
     "ttnn.expand": lambda d: ((x(d, 1, 32, 64), [3, -1, -1]), {}),

@@ -6,7 +6,7 @@ import builtins
 
 import torch
 
-from device_sim import device_work, dtypes, placement
+from device_sim import device_work, dtypes, placement, views
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.programs import data_movement as programs
 from device_sim.registry import pending_output_target, register_op
@@ -257,6 +257,10 @@ def reshape(input_tensor: Tensor, shape, padded_shape=None, *, memory_config: Me
         if len(ps) != r.dim() or any(p < s for p, s in zip(ps, r.shape)):
             raise ValueError(f"ttnn.reshape: padded_shape {ps} must have the rank of the logical shape "
                              f"{list(r.shape)} and no dim smaller than it")
+    # Where TT-NN's reshape is a view (device_sim.views.is_view) the result shares the input's buffer.
+    view = views.reshaped(input_tensor, r.shape, memory_config)
+    if view is not None:
+        return view
     ins = device_inputs("ttnn.reshape", input_tensor)
     return output(r, input_tensor, ins, op_name="ttnn.reshape", memory_config=memory_config)
 
@@ -276,8 +280,11 @@ def permute(input_tensor: Tensor, dims, *, memory_config: MemoryConfig | None = 
             f"ttnn.permute: {list(dims)} is not a permutation of the {v.dim()} dims of shape {list(v.shape)}"
         )
     ins = device_inputs("ttnn.permute", input_tensor)
-    return output(v.permute(dims).contiguous(), input_tensor, ins, op_name="ttnn.permute",
-                  memory_config=memory_config)
+    out = output(v.permute(dims).contiguous(), input_tensor, ins, op_name="ttnn.permute",
+                 memory_config=memory_config)
+    if input_tensor._device is not None:  # the WH / HC transposes permute.cpp composes (device_sim.programs)
+        device_work.launch_after(out, True, input_tensor, programs.permute_program(input_tensor, out, dims))
+    return out
 
 
 def _transpose_golden(t, dim1, dim2, *_, **__):
@@ -299,9 +306,12 @@ def transpose(input_tensor: Tensor, dim1: int, dim2: int, *, memory_config: Memo
     ins = device_inputs("ttnn.transpose", input_tensor)
     out = output(r.contiguous(), input_tensor, ins, op_name="ttnn.transpose", memory_config=memory_config)
     if (input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded()
-            and v.dim() >= 2 and {dim1 % v.dim(), dim2 % v.dim()} == {v.dim() - 2, v.dim() - 1}):
-        # WH, the case models transpose most; HC and CN run other factories, not modelled
-        device_work.launch_after(out, True, input_tensor, programs.transpose_wh_program(input_tensor, out.dtype))
+            and v.dim() >= 2):
+        swapped = {dim1 % v.dim(), dim2 % v.dim()}
+        if swapped == {v.dim() - 2, v.dim() - 1}:  # WH, the case models transpose most
+            device_work.launch_after(out, True, input_tensor, programs.transpose_wh_program(input_tensor, out.dtype))
+        elif v.dim() == 4 and swapped == {1, 2} and not out.is_sharded():  # HC; CN runs a factory not modelled
+            device_work.launch_after(out, True, input_tensor, programs.transpose_hc_program(input_tensor, out))
     return out
 
 
@@ -401,8 +411,14 @@ def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # n
     else:
         index = _slice_args(v.shape, starts, ends, slice_step, steps, slice_start, slice_end)
     ins = device_inputs("ttnn.slice", input_tensor)
-    return output(v[tuple(index)].contiguous(), input_tensor, ins, op_name="ttnn.slice",
-                  memory_config=memory_config)
+    out = output(v[tuple(index)].contiguous(), input_tensor, ins, op_name="ttnn.slice", memory_config=memory_config)
+    # TT-NN's tile factory takes a step-1 slice whose last two dims start and end on tile edges (or at the end)
+    aligned = all(i.step == 1 for i in index) and all(
+        i.start % 32 == 0 and (i.stop % 32 == 0 or i.stop == n) for i, n in zip(index[-2:], v.shape[-2:]))
+    if input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded() \
+            and not out.is_sharded() and aligned and v.dim() >= 2:
+        device_work.launch_after(out, True, input_tensor, programs.slice_program(input_tensor, out))
+    return out
 
 
 @register_op("ttnn.deallocate", mesh_aware=True)  # a mesh tensor frees every shard
@@ -410,4 +426,7 @@ def deallocate(tensor: Tensor, force: bool = True) -> None:
     """Free the tensor's device buffer now; using it afterwards is an error."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"ttnn.deallocate takes a ttnn tensor, got {type(tensor).__name__}")
+    if not force and views.SHARED and views.others(tensor):
+        views.let_go(tensor)  # TT-NN frees a shared buffer only when forced; this tensor drops its hold
+        return
     tensor._free()

@@ -18,7 +18,7 @@ import builtins
 
 import torch
 
-from device_sim import device_work, dtypes, ops, placement
+from device_sim import device_work, dtypes, ops, placement, views
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.programs import data_movement as programs
 from device_sim.registry import register_op
@@ -68,7 +68,7 @@ def squeeze(input_tensor: Tensor, dim=None, **tt_nn_only) -> Tensor:
     dims = [dim] if isinstance(dim, int) else (list(dim) if dim is not None else None)
     if dims is not None:
         dims = [_dim("ttnn.squeeze", d, v.dim()) for d in dims]
-    return _out("ttnn.squeeze", input_tensor, _squeeze_golden(v, dims), None, tt_nn_only)
+    return _reshape_like_tt_nn("ttnn.squeeze", input_tensor, _squeeze_golden(v, dims), tt_nn_only)
 
 
 def _unsqueeze_golden(t, dim, *_, **__):
@@ -80,7 +80,15 @@ def unsqueeze(input_tensor: Tensor, dim: int, **tt_nn_only) -> Tensor:
     """Insert a dim of size 1 at `dim` (negative counts from the end of the result, as in torch)."""
     v = _vals("ttnn.unsqueeze", input_tensor)
     d = _dim("ttnn.unsqueeze", dim, v.dim() + 1)
-    return _out("ttnn.unsqueeze", input_tensor, v.unsqueeze(d), None, tt_nn_only)
+    return _reshape_like_tt_nn("ttnn.unsqueeze", input_tensor, v.unsqueeze(d), tt_nn_only)
+
+
+def _reshape_like_tt_nn(op_name: str, input_tensor: Tensor, value: torch.Tensor, tt_nn_only) -> Tensor:
+    """squeeze and unsqueeze call ttnn::reshape in TT-NN (unsqueeze.cpp): a view where reshape makes one."""
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    view = views.reshaped(input_tensor, value.shape)
+    return view if view is not None else _out(op_name, input_tensor, value, None, None)
 
 
 def _to_4d(t):
@@ -103,14 +111,26 @@ def _view_golden(t, shape, *_, **__):
 
 @register_op("ttnn.view", golden=_view_golden)
 def view(input_tensor: Tensor, shape, **tt_nn_only) -> Tensor:
-    """The same values in `shape` (one -1 allowed), as ttnn.reshape."""
+    """The same values in `shape` (one -1 allowed), over the input's own buffer: TT-NN's view never copies.
+
+    TT-NN's doc names when a view keeps the data whole (the last dim unchanged; in TILE, the second-last
+    too or no padding in it); outside that it silently scrambles a device tensor, so device_sim raises."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.view", tt_nn_only)
     v = _vals("ttnn.view", input_tensor)
     try:
         r = _view_golden(v, shape)
     except RuntimeError:
         raise ValueError(f"ttnn.view: cannot view shape {list(v.shape)} ({v.numel()} elements) as "
                          f"{list(shape)}") from None
-    return _out("ttnn.view", input_tensor, r, None, tt_nn_only)
+    if input_tensor.buffer is None:  # a host tensor: its values, in the new shape
+        return _out("ttnn.view", input_tensor, r, None, None)
+    out = views.reshaped(input_tensor, r.shape, None)
+    if out is None:
+        raise ValueError(f"ttnn.view: viewing {input_tensor.layout!r} tensor {input_tensor.tensor_id} of shape "
+                         f"{list(v.shape)} as {list(r.shape)} would scramble it on the device (TT-NN's view keeps the "
+                         f"last dim, and in TILE the second-last or its lack of padding); use ttnn.reshape")
+    return out
 
 
 def getitem(input_tensor: Tensor, index) -> Tensor:
