@@ -105,9 +105,12 @@ def test_moving_to_and_from_l1_shards(device):
                                             strategy=ttnn.ShardStrategy.WIDTH, use_height_and_width_as_shard_shape=True)
     s = ttnn.to_memory_config(x, cfg)
     i2s = data_movement.memory_move_program(x, s)
-    # a 4-page scratch CB of align(2048 + 32, 32) = 2080 B, and the 2-tile shard itself as the output CB
-    assert (i2s.name, cbs(i2s)) == ("InterleavedToShardedDeviceOperation", [(24, 4, 2080), (16, 2, BF16)])
-    assert [cb.globally_allocated for cb in i2s.cbs] == [False, True] and i2s.ranges == ((0, 0, 7, 0),)
+    # no dtype change: the output CB c_0 is the 2-tile shard itself; c_1 the 4-page scratchpad of align(2048 + 32, 32)
+    assert (i2s.name, cbs(i2s)) == ("InterleavedToShardedDeviceOperation", [(0, 2, BF16), (1, 4, 2080)])
+    assert [cb.globally_allocated for cb in i2s.cbs] == [True, False] and i2s.ranges == ((0, 0, 7, 0),)
+    # to bfloat8_b: the input streams through c_0 (its pages, DRAM-aligned) and the shard is c_16
+    conv = data_movement.interleaved_to_sharded_program(x, ttnn.to_memory_config(x, cfg, dtype=ttnn.bfloat8_b))
+    assert cbs(conv) == [(0, 2, BF16), (16, 2, BF8), (1, 4, 2080)]
     back = ttnn.to_memory_config(s, ttnn.DRAM_MEMORY_CONFIG)
     s2i = data_movement.memory_move_program(s, back)
     assert (s2i.name, cbs(s2i), s2i.cb_region_end) == ("ShardedToInterleavedDeviceOperation", [(0, 2, BF16)], 0)

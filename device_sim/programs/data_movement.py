@@ -30,7 +30,7 @@ from device_sim.device_work import (
     split_blocks,
     split_work,
 )
-from device_sim.types import DataType, Layout
+from device_sim.types import BufferType, DataType, Layout
 
 
 def _round32(n: int) -> int:
@@ -241,35 +241,43 @@ def concat_program(out) -> Program:
 _DRAM_ALIGNMENT, _TRIDS = 32, 4
 
 
-def i2s_cbs(in_dtype: DataType, out_dtype: DataType, tile: bool, shard_h: int, shard_w: int) -> list:
-    """InterleavedToShardedDeviceOperation's CBs for one [shard_h, shard_w] shard, as to_memory_config_op.cpp's
-    L1 check counts them: a scratch CB of 4 pages of align(page + 32, 32), the input's pages again when the
-    dtype changes, and the output CB over the L1 shard itself (globally allocated)."""
+def i2s_cbs(in_dtype: DataType, out_dtype: DataType, tile: bool, shard_h: int, shard_w: int,
+            src_alignment: int = _DRAM_ALIGNMENT) -> list:
+    """InterleavedToShardedProgramFactory's CBs for one [shard_h, shard_w] shard, in the order it creates them:
+    with a dtype change c_0 streams the input's pages (aligned to the source buffer's alignment) and the output
+    is c_16, else the output is c_0; the output CB spans the L1 shard itself (globally allocated); c_1, the
+    scratchpad that re-aligns DRAM reads for L1 (keep_l1_aligned, always on), holds 4 pages of
+    align(page + 32, 32)."""
     units = (-(-shard_h // TILE) * -(-shard_w // TILE)) if tile else shard_h
     in_unit = TILE_BYTES[in_dtype] if tile else shard_w * dtypes.ELEMENT_SIZE[in_dtype]
     out_unit = TILE_BYTES[out_dtype] if tile else shard_w * dtypes.ELEMENT_SIZE[out_dtype]
+    convert = in_dtype != out_dtype
+    cbs = [CircularBuffer((0,), units, -(-in_unit // src_alignment) * src_alignment)] if convert else []
+    cbs.append(CircularBuffer((16 if convert else 0,), units, -(-out_unit // 16) * 16, True))
     scratch = -(-(in_unit + _DRAM_ALIGNMENT) // _DRAM_ALIGNMENT) * _DRAM_ALIGNMENT
-    cbs = [CircularBuffer((24,), _TRIDS, scratch)]
-    if in_dtype != out_dtype:
-        cbs.append(CircularBuffer((0,), units, -(-in_unit // 16) * 16))
-    cbs.append(CircularBuffer((16,), units, out_unit, True))
+    cbs.append(CircularBuffer((1,), _TRIDS, scratch))
     return cbs
 
 
 def interleaved_to_sharded_program(x, out) -> Program:
-    """InterleavedToShardedDeviceOperation (i2s_cbs) on the output's shard grid."""
+    """InterleavedToShardedDeviceOperation (interleaved_to_sharded_program_factory.cpp, i2s_cbs) on the output's
+    shard grid."""
     spec = out.memory_config().shard_spec
-    key = ("InterleavedToShardedDeviceOperation", x.dtype, out.dtype, x.layout, spec)
+    in_l1 = x.memory_config().buffer_type == BufferType.L1
+    key = ("InterleavedToShardedDeviceOperation", x.dtype, out.dtype, x.layout, spec, in_l1)
     return cached(key, lambda: make_program(
         "InterleavedToShardedDeviceOperation", "InterleavedToShardedProgramFactory",
-        i2s_cbs(x.dtype, out.dtype, x.layout == Layout.TILE, *spec.shape), _shard_ranges(spec)))
+        i2s_cbs(x.dtype, out.dtype, x.layout == Layout.TILE, *spec.shape, src_alignment=16 if in_l1 else 32),
+        _shard_ranges(spec)))
 
 
 def sharded_to_interleaved_program(x, out) -> Program:
     """ShardedToInterleavedDeviceOperation: the input CB is the shard itself (globally allocated); an output
-    CB of a shard's pages only when the dtype changes (to_memory_config_op.cpp's check), on the shard grid."""
+    CB of a shard's pages, aligned as the output buffer (32 B in DRAM, 16 B in L1), only when the dtype changes
+    (to_memory_config_op.cpp's L1 check counts these), on the shard grid."""
     spec = x.memory_config().shard_spec
-    key = ("ShardedToInterleavedDeviceOperation", x.dtype, out.dtype, x.layout, spec)
+    out_l1 = out.memory_config().buffer_type == BufferType.L1
+    key = ("ShardedToInterleavedDeviceOperation", x.dtype, out.dtype, x.layout, spec, out_l1)
 
     def build():
         tile = x.layout == Layout.TILE
@@ -279,7 +287,8 @@ def sharded_to_interleaved_program(x, out) -> Program:
         cbs = [CircularBuffer((0,), units, in_unit, True)]
         if x.dtype != out.dtype:
             out_unit = TILE_BYTES[out.dtype] if tile else w * dtypes.ELEMENT_SIZE[out.dtype]
-            cbs.append(CircularBuffer((16,), units, -(-out_unit // 16) * 16))
+            alignment = 16 if out_l1 else _DRAM_ALIGNMENT
+            cbs.append(CircularBuffer((16,), units, -(-out_unit // alignment) * alignment))
         return make_program("ShardedToInterleavedDeviceOperation", "ShardedToInterleavedProgramFactory", cbs,
                             _shard_ranges(spec))
 
