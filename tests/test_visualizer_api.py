@@ -5,34 +5,17 @@ HEIGHT_SHARDED, the Buffers page gets its ops in id order, and the report has it
 """
 
 import re
-from pathlib import Path
 
 import pytest
-import torch
+from visualizer import LABELLED_FILE, LABELLED_OPS, labelled_model, line_of  # tests/visualizer.py
 
-import device_sim as ttnn
 import ttreport
-
-
-def model(device):
-    x = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)  # line A
-    for _ in range(2):
-        y = ttnn.relu(x)  # line B
-        x = ttnn.add(x, y)  # line C
-        ttnn.deallocate(y)  # line D
-    sharded = ttnn.create_sharded_memory_config((64, 64), ttnn.CoreGrid(y=2, x=1), ttnn.ShardStrategy.HEIGHT)
-    return ttnn.to_memory_config(x, sharded)  # line E
-
-
-def line_of(tag: str) -> int:
-    lines = Path(__file__).read_text().splitlines()
-    return next(i for i, text in enumerate(lines, 1) if text.endswith(f"# {tag}"))
 
 
 @pytest.fixture
 def opened(tmp_path, device, visualizer):
     with ttreport.capture(tmp_path / "as-a-user-sees-it") as cap:
-        model(device)
+        labelled_model(device)
     return visualizer, visualizer.open(cap.path)
 
 
@@ -41,8 +24,7 @@ def test_each_op_is_labelled_with_the_line_that_called_it(opened):
     ops = vis.get("/api/operations", instance)
     assert [o["id"] for o in ops] == list(range(1, 9))
     labels = [re.search(r'File "([^"]+)", line (\d+)', o["stack_trace"]).groups() for o in ops]
-    tags = ["line A", "line B", "line C", "line D", "line B", "line C", "line D", "line E"]
-    assert labels == [(__file__, str(line_of(t))) for t in tags]
+    assert labels == [(LABELLED_FILE, str(line_of(t))) for t in LABELLED_OPS]
     assert all(o["stack_trace_source_file_id"] == ops[0]["stack_trace_source_file_id"] is not None for o in ops)
 
 

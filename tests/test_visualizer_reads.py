@@ -8,10 +8,8 @@ same in tests that start it (tests/visualizer.py).
 
 import re
 import sqlite3
-from pathlib import Path
 
 import pytest
-import torch
 
 # Imported, not skipped when missing: `pip install -e .[dev]` installs it, and a report the
 # visualizer cannot read is what these tests are for.
@@ -19,32 +17,17 @@ from ttnn_visualizer.models import Tensor as VisualizerTensor
 from ttnn_visualizer.queries import DatabaseQueries
 from ttnn_visualizer.report_fingerprint import profiler_run_fingerprint
 from ttnn_visualizer.utils import read_profiler_report_name
+from visualizer import LABELLED_FILE, LABELLED_OPS, labelled_model, line_of  # tests/visualizer.py
 
-import device_sim as ttnn
 import ttreport
 
 FIRST_FRAME = re.compile(r'File "([^"]+)", line (\d+)')  # the visualizer's label: the first frame named
 
 
-def model(device):
-    x = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)  # line A
-    for _ in range(2):
-        y = ttnn.relu(x)  # line B
-        x = ttnn.add(x, y)  # line C
-        ttnn.deallocate(y)  # line D
-    sharded = ttnn.create_sharded_memory_config((64, 64), ttnn.CoreGrid(y=2, x=1), ttnn.ShardStrategy.HEIGHT)
-    return ttnn.to_memory_config(x, sharded)  # line E
-
-
-def line_of(tag: str) -> int:
-    lines = Path(__file__).read_text().splitlines()
-    return next(i for i, text in enumerate(lines, 1) if text.endswith(f"# {tag}"))
-
-
 @pytest.fixture
 def queries(tmp_path, device):
     with ttreport.capture(tmp_path / "visualized") as cap:
-        model(device)
+        labelled_model(device)
     con = sqlite3.connect(cap.db_path)
     yield DatabaseQueries(connection=con), cap
     con.close()
@@ -58,11 +41,10 @@ def test_ops_come_in_id_order_each_labelled_with_the_line_that_called_it(queries
                                      "ttnn.add", "ttnn.deallocate", "ttnn.to_memory_config"]
     stacks = {s.operation_id: s for s in q.query_stack_traces()}
     labels = [FIRST_FRAME.search(stacks[o.operation_id].stack_trace).groups() for o in ops]
-    expected = ["line A", "line B", "line C", "line D", "line B", "line C", "line D", "line E"]
-    assert labels == [(__file__, str(line_of(tag))) for tag in expected]
+    assert labels == [(LABELLED_FILE, str(line_of(tag))) for tag in LABELLED_OPS]
     # the Source button: the file behind the label is in the report
     (source,) = q.query_source_files()
-    assert source.path == __file__ and {s.source_file_id for s in stacks.values()} == {source.id}
+    assert source.path == LABELLED_FILE and {s.source_file_id for s in stacks.values()} == {source.id}
 
 
 def test_memory_layouts_parse_from_tt_nns_text(queries):

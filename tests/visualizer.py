@@ -93,3 +93,32 @@ def stop(vis: Visualizer) -> None:
     except subprocess.TimeoutExpired:
         vis.process.kill()
         vis.process.wait()
+
+
+# -- the small model both visualizer test files capture ------------------------------------------
+# Its ops' stack traces end at the tagged lines below, so a test can check the label the visualizer
+# shows for each op (file and line) against this file: line_of("line B") is the line of ttnn.relu.
+LABELLED_OPS = ["line A", "line B", "line C", "line D", "line B", "line C", "line D", "line E"]
+LABELLED_FILE = __file__  # where those lines are: the file a label names
+
+
+def labelled_model(device):
+    """Eight ops (from_torch, relu, add, deallocate twice, a height-sharding to_memory_config), each on a
+    line tagged `# line X`; returns the sharded result."""
+    import torch
+
+    import device_sim as ttnn
+
+    x = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)  # line A
+    for _ in range(2):
+        y = ttnn.relu(x)  # line B
+        x = ttnn.add(x, y)  # line C
+        ttnn.deallocate(y)  # line D
+    sharded = ttnn.create_sharded_memory_config((64, 64), ttnn.CoreGrid(y=2, x=1), ttnn.ShardStrategy.HEIGHT)
+    return ttnn.to_memory_config(x, sharded)  # line E
+
+
+def line_of(tag: str) -> int:
+    """The line of this file that ends with `# <tag>`."""
+    lines = Path(__file__).read_text().splitlines()
+    return next(i for i, text in enumerate(lines, 1) if text.endswith(f"# {tag}"))

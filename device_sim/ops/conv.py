@@ -103,12 +103,8 @@ def conv2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_chann
     (weights, bias) prepared on the device if return_weights_and_bias. device defaults to the input's.
     """
     op_name = "ttnn.conv2d"
-    if tt_nn_only:
-        check_tt_nn_only(op_name, tt_nn_only)
-    device = device if device is not None else input_tensor.device()
-    _check_conv_args(in_channels, out_channels, groups, conv_config, slice_config, op_name)
-    device_inputs(op_name, *(t for t in (input_tensor, weight_tensor, bias_tensor)
-                             if isinstance(t, Tensor) and t.device() is not None))
+    device = _conv_inputs(op_name, tt_nn_only, (input_tensor, weight_tensor, bias_tensor), device, in_channels,
+                          out_channels, groups, conv_config, slice_config)
     args = dict(input_tensor=values(input_tensor, op_name), weight_tensor=values(weight_tensor, op_name),
                 in_channels=in_channels, out_channels=out_channels, batch_size=batch_size,
                 input_height=input_height, input_width=input_width, kernel_size=kernel_size, stride=stride,
@@ -122,16 +118,35 @@ def conv2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_chann
     oh = (input_height + pt + pb - dil[0] * (kernel[0] - 1) - 1) // st[0] + 1
     ow = (input_width + pl + pr - dil[1] * (kernel[1] - 1) - 1) // st[1] + 1
     assert oh * ow == n_out, (oh, ow, n_out)
-    layout = conv_config.output_layout if conv_config is not None else Layout.TILE
-    out = _make(y, device, [input_tensor], op_name=op_name, dtype=dtype or input_tensor.dtype, layout=layout,
-                memory_config=memory_config)
+    out = _conv_output(y, device, input_tensor, op_name, dtype, conv_config, memory_config)
     _launch_conv2d(out, input_tensor, weight_tensor, bias_tensor, conv_config, args, (pt, pb, pl, pr))
-    result = [out]
-    if return_output_dim:
-        result.append((oh, ow))
-    if return_weights_and_bias:
-        result.append(_weights_on_device(weight_tensor, bias_tensor, args, device, conv_config, op_name))
-    return out if len(result) == 1 else tuple(result)
+    return _returned(out, (oh, ow) if return_output_dim else None,
+                     _weights_on_device(weight_tensor, bias_tensor, args, device, conv_config, op_name)
+                     if return_weights_and_bias else None)
+
+
+def _conv_inputs(op_name, tt_nn_only, tensors, device, in_channels, out_channels, groups, conv_config,
+                 slice_config):
+    """The checks every conv op makes before its math; returns the device the output goes to (default: the
+    input's). tensors: (input, weight, bias); those already on a device are the op's device inputs."""
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    _check_conv_args(in_channels, out_channels, groups, conv_config, slice_config, op_name)
+    device_inputs(op_name, *(t for t in tensors if isinstance(t, Tensor) and t.device() is not None))
+    return device if device is not None else tensors[0].device()
+
+
+def _conv_output(y, device, input_tensor, op_name, dtype, conv_config, memory_config) -> Tensor:
+    """A conv's output tensor: TILE unless conv_config.output_layout says otherwise, in dtype or the input's."""
+    layout = conv_config.output_layout if conv_config is not None else Layout.TILE
+    return _make(y, device, [input_tensor], op_name=op_name, dtype=dtype or input_tensor.dtype, layout=layout,
+                 memory_config=memory_config)
+
+
+def _returned(out: Tensor, *extras):
+    """TT-NN's conv return: the output alone, or a tuple of it and each extra asked for (None: not asked)."""
+    asked = [e for e in extras if e is not None]
+    return (out, *asked) if asked else out
 
 
 def _launch_conv2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor, conv_config, args, padding) -> None:
@@ -243,28 +258,20 @@ def conv1d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_chann
     in_channels/groups, K]: [1, 1, N*OL, out_channels]. Returns the output, then OL if return_output_dim, then
     the prepared (weights, bias) if return_weights_and_bias, as conv2d does."""
     op_name = "ttnn.conv1d"
-    if tt_nn_only:
-        check_tt_nn_only(op_name, tt_nn_only)
-    device = device if device is not None else input_tensor.device()
-    _check_conv_args(in_channels, out_channels, groups, conv_config, None, op_name)
-    device_inputs(op_name, *(t for t in (input_tensor, weight_tensor, bias_tensor)
-                             if isinstance(t, Tensor) and t.device() is not None))
+    device = _conv_inputs(op_name, tt_nn_only, (input_tensor, weight_tensor, bias_tensor), device, in_channels,
+                          out_channels, groups, conv_config, None)
     w = values(weight_tensor, op_name)
     args = dict(input_tensor=values(input_tensor, op_name), weight_tensor=w, in_channels=in_channels,
                 out_channels=out_channels, batch_size=batch_size, input_length=input_length, kernel_size=kernel_size,
                 stride=stride, padding=padding, dilation=dilation, groups=groups, conv_config=conv_config,
                 bias_tensor=values(bias_tensor, op_name) if bias_tensor is not None else None)
     y = _conv1d_golden(**args)
-    layout = conv_config.output_layout if conv_config is not None else Layout.TILE
-    out = _make(y, device, [input_tensor], op_name=op_name, dtype=dtype or input_tensor.dtype, layout=layout,
-                memory_config=memory_config)
-    result = [out]
-    if return_output_dim:
-        result.append(y.shape[2] // batch_size)
+    out = _conv_output(y, device, input_tensor, op_name, dtype, conv_config, memory_config)
+    weights = None
     if return_weights_and_bias:
         args2d = dict(args, weight_tensor=w if w.dim() != 3 else w.unsqueeze(-1), kernel_size=(kernel_size, 1))
-        result.append(_weights_on_device(weight_tensor, bias_tensor, args2d, device, conv_config, op_name))
-    return out if len(result) == 1 else tuple(result)
+        weights = _weights_on_device(weight_tensor, bias_tensor, args2d, device, conv_config, op_name)
+    return _returned(out, y.shape[2] // batch_size if return_output_dim else None, weights)
 
 
 def _conv_transpose2d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, batch_size, input_height,
@@ -300,34 +307,27 @@ def conv_transpose2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None
     torch's conv_transpose2d: [1, 1, N*OH*OW, out_channels]. Returns like conv2d; the weights and bias
     returned with return_weights_and_bias are the given ones on the device, in TILE, in the same layout."""
     op_name = "ttnn.conv_transpose2d"
-    if tt_nn_only:
-        check_tt_nn_only(op_name, tt_nn_only)
-    device = device if device is not None else input_tensor.device()
-    _check_conv_args(in_channels, out_channels, groups, conv_config, dram_slice_config, op_name)
-    device_inputs(op_name, *(t for t in (input_tensor, weight_tensor, bias_tensor)
-                             if isinstance(t, Tensor) and t.device() is not None))
+    device = _conv_inputs(op_name, tt_nn_only, (input_tensor, weight_tensor, bias_tensor), device, in_channels,
+                          out_channels, groups, conv_config, dram_slice_config)
     y = _conv_transpose2d_golden(
         input_tensor=values(input_tensor, op_name), weight_tensor=values(weight_tensor, op_name),
         in_channels=in_channels, out_channels=out_channels, batch_size=batch_size, input_height=input_height,
         input_width=input_width, kernel_size=kernel_size, stride=stride, padding=padding,
         output_padding=output_padding, dilation=dilation, groups=groups, conv_config=conv_config,
         bias_tensor=values(bias_tensor, op_name) if bias_tensor is not None else None, mirror_kernel=mirror_kernel)
-    layout = conv_config.output_layout if conv_config is not None else Layout.TILE
-    out = _make(y, device, [input_tensor], op_name=op_name, dtype=dtype or input_tensor.dtype, layout=layout,
-                memory_config=memory_config)
-    result = [out]
+    out = _conv_output(y, device, input_tensor, op_name, dtype, conv_config, memory_config)
+    dims = weights = None
     if return_output_dim:
         pairs = ((kernel_size, "kernel_size"), (stride, "stride"), (dilation, "dilation"),
                  (output_padding, "output_padding"))
         (kh, kw), (sh, sw), (dh, dw), (oph, opw) = (_pair(v, n, op_name) for v, n in pairs)
         left, right, top, bottom = _padding(padding, op_name)
-        result.append(((input_height - 1) * sh - top - bottom + dh * (kh - 1) + oph + 1,
-                       (input_width - 1) * sw - left - right + dw * (kw - 1) + opw + 1))
+        dims = ((input_height - 1) * sh - top - bottom + dh * (kh - 1) + oph + 1,
+                (input_width - 1) * sw - left - right + dw * (kw - 1) + opw + 1)
     if return_weights_and_bias:
         w_dtype = conv_config.weights_dtype if conv_config is not None and conv_config.weights_dtype else None
-        on_device = [t if t is None or t.device() is not None else
-                     _make(values(t, op_name), device, [], op_name=op_name, dtype=w_dtype or t.dtype,
-                           layout=Layout.TILE, memory_config=placement.get_default_memory_config())
-                     for t in (weight_tensor, bias_tensor)]
-        result.append(tuple(on_device))
-    return out if len(result) == 1 else tuple(result)
+        weights = tuple(t if t is None or t.device() is not None else
+                        _make(values(t, op_name), device, [], op_name=op_name, dtype=w_dtype or t.dtype,
+                              layout=Layout.TILE, memory_config=placement.get_default_memory_config())
+                        for t in (weight_tensor, bias_tensor))
+    return _returned(out, dims, weights)

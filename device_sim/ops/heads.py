@@ -72,6 +72,19 @@ def nlp_create_qkv_heads(input: Tensor, input_kv: Tensor | None = None, *, num_h
     return outs
 
 
+def concat_heads_output(op_name: str, input_tensor: Tensor, golden, memory_config: MemoryConfig | None,
+                        tt_nn_only: dict) -> Tensor:
+    """The output of a concat-heads op (this module's and ttnn.transformer's): a [B, H, S, D] input
+    checked, its heads joined by `golden`, placed as the op's one output."""
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    x = values(input_tensor, op_name)
+    if x.dim() != 4:
+        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [B, H, S, D]")
+    ins = device_inputs(op_name, input_tensor)
+    return output(golden(x).contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
+
+
 def _concat_heads_golden(t, *_, **__):
     return t.transpose(1, 2).flatten(-2).unsqueeze(1)
 
@@ -79,15 +92,8 @@ def _concat_heads_golden(t, *_, **__):
 @register_op("ttnn.experimental.nlp_concat_heads", golden=_concat_heads_golden)
 def nlp_concat_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """[B, H, S, D] to [B, 1, S, H*D]."""
-    op_name = "ttnn.experimental.nlp_concat_heads"
-    if tt_nn_only:
-        check_tt_nn_only(op_name, tt_nn_only)
-    x = values(input_tensor, op_name)
-    if x.dim() != 4:
-        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [B, H, S, D]")
-    ins = device_inputs(op_name, input_tensor)
-    out = output(_concat_heads_golden(x).contiguous(), input_tensor, ins, op_name=op_name,
-                 memory_config=memory_config)
+    out = concat_heads_output("ttnn.experimental.nlp_concat_heads", input_tensor, _concat_heads_golden,
+                              memory_config, tt_nn_only)
     if input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded():
         device_work.launch_after(out, True, input_tensor, transformer_programs.concat_heads_program(input_tensor))
     return out

@@ -20,6 +20,7 @@ import torch
 
 from device_sim import device_work
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.heads import concat_heads_output
 from device_sim.program_config_checks import validate_sdpa
 from device_sim.program_configs import SoftmaxShardedMultiCoreProgramConfig
 from device_sim.programs import normalization as normalization_programs
@@ -105,15 +106,8 @@ def _concatenate_heads_golden(t, *_, **__):
 def concatenate_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
                       **tt_nn_only) -> Tensor:
     """[B, H, S, D] to [B, S, H*D]."""
-    op_name = "ttnn.transformer.concatenate_heads"
-    if tt_nn_only:
-        check_tt_nn_only(op_name, tt_nn_only)
-    x = values(input_tensor, op_name)
-    if x.dim() != 4:
-        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [B, H, S, D]")
-    ins = device_inputs(op_name, input_tensor)
-    out = output(_concatenate_heads_golden(x).contiguous(), input_tensor, ins, op_name=op_name,
-                 memory_config=memory_config)
+    out = concat_heads_output("ttnn.transformer.concatenate_heads", input_tensor, _concatenate_heads_golden,
+                              memory_config, tt_nn_only)
     if input_tensor._device is not None and input_tensor.layout == Layout.TILE:
         # TT-NN's ConcatenateHeads is NLPConcatHeadsDeviceOperation's program under its own name
         device_work.launch_after(out, True, input_tensor, transformer_programs.concat_heads_program(
