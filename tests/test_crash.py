@@ -316,6 +316,20 @@ def run_model(device, n=300):
     torch.testing.assert_close(a.to_torch(), start + n)  # the model's own result is untouched
 
 
+def commit_then_fill_the_disk(cap, device, n: int, disk: Path) -> int:
+    """Runs n ops, waits until the writer has committed them, then fills `disk` with a filler file to its
+    last block; returns how many ops the db held before the disk filled."""
+    run_model(device, n)
+    cap.flush(timeout=120)
+    with ttreport.open(cap.path) as r:
+        committed = r.count_operations()
+    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+    with contextlib.suppress(OSError), os.fdopen(fd, "wb", buffering=0) as filler:  # ENOSPC ends the loop
+        while filler.write(b"x" * 4096):
+            pass
+    return committed
+
+
 def incomplete_warnings(caught) -> list[str]:
     return [str(w.message) for w in caught if issubclass(w.category, ttreport.ReportIncompleteWarning)]
 
@@ -343,14 +357,7 @@ def test_a_disk_filled_by_something_else_keeps_every_committed_op(device, disk_4
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with ttreport.capture(disk_4m / "full") as cap:
-            run_model(device, 100)
-            cap.flush(timeout=120)
-            with ttreport.open(cap.path) as r:
-                committed = r.count_operations()
-            fd = os.open(disk_4m / "filler", os.O_WRONLY | os.O_CREAT)
-            with contextlib.suppress(OSError), os.fdopen(fd, "wb", buffering=0) as filler:
-                while filler.write(b"x" * 4096):
-                    pass
+            committed = commit_then_fill_the_disk(cap, device, 100, disk_4m)
             run_model(device, 2000)
     assert len(incomplete_warnings(caught)) == 1, incomplete_warnings(caught)
     assert "database or disk is full" in incomplete_warnings(caught)[0]
@@ -461,14 +468,7 @@ def test_a_wal_that_a_full_disk_kept_is_folded_once_there_is_room(device, disk_4
         warnings.simplefilter("always")
         # (nor device graphs: ~1.4 KB of captured_graph per add would not leave room to fold the WAL)
         with ttreport.capture(disk_4m / "full", config=ttreport.Config(stack_traces=False, device_graphs=False)) as cap:
-            run_model(device, 1000)
-            cap.flush(timeout=120)
-            with ttreport.open(cap.path) as r:
-                committed = r.count_operations()
-            fd = os.open(disk_4m / "filler", os.O_WRONLY | os.O_CREAT)
-            with contextlib.suppress(OSError), os.fdopen(fd, "wb", buffering=0) as filler:
-                while filler.write(b"x" * 4096):
-                    pass
+            committed = commit_then_fill_the_disk(cap, device, 1000, disk_4m)
             run_model(device, 2000)
     wal = cap.path / "db.sqlite-wal"
     assert wal.stat().st_size > 0  # no room to checkpoint it at close

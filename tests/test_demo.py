@@ -6,6 +6,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+import device_sim as ttnn
 import ttreport
 from ttreport import demo
 from ttreport.cli import main
@@ -106,8 +107,13 @@ def test_the_readme_examples_run_as_written(tmp_path, monkeypatch):
     assert len(blocks) >= 2
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    for block in blocks:
-        exec(compile(block, "README.md", "exec"), namespace)
-    assert (tmp_path / "generated/ttreport/reports/first/db.sqlite").is_file()
-    assert namespace["values"].shape == namespace["op"].output_tensors[0].dims
-    namespace["report"].close()
+    try:
+        for block in blocks:
+            exec(compile(block, "README.md", "exec"), namespace)
+        assert (tmp_path / "generated/ttreport/reports/first/db.sqlite").is_file()
+        assert namespace["values"].shape == namespace["op"].output_tensors[0].dims
+    finally:  # a pasted script ends with its process; here the test closes what the README opened
+        if "report" in namespace:
+            namespace["report"].close()
+        if "device" in namespace:
+            ttnn.close_device(namespace["device"])
