@@ -387,3 +387,26 @@ def test_the_explicit_sharding_ops_launch_the_sharding_programs(device, tmp_path
         graphs = [json.loads(row["captured_graph"]) for row in r.sql("SELECT captured_graph FROM captured_graph")]
     assert [[n["params"]["name"] for n in g if n["node_type"] == "function_start"][1:] for g in graphs] == [
         ["InterleavedToShardedDeviceOperation"], ["ShardedToInterleavedDeviceOperation"]]
+
+
+def test_reshard_between_sharded_layouts(device):
+    x = tt(device, (1, 1, 256, 64))
+    rows8 = ttnn.create_sharded_memory_config((32, 64), core_grid=ttnn.CoreGrid(y=1, x=8),
+                                              strategy=ttnn.ShardStrategy.HEIGHT,
+                                              use_height_and_width_as_shard_shape=True)
+    rows4 = ttnn.create_sharded_memory_config((64, 64), core_grid=ttnn.CoreGrid(y=1, x=4),
+                                              strategy=ttnn.ShardStrategy.HEIGHT,
+                                              use_height_and_width_as_shard_shape=True)
+    a = ttnn.to_memory_config(x, rows8)
+    b = ttnn.reshard(a, rows4)
+    # height to height, output in L1: the same-width factory's c_0 over the output's shard, sized by the input's
+    # shard (2 tiles), on the output's 4 cores
+    p = data_movement.reshard_program(a, b)
+    assert (p.name, p.factory, cbs(p), p.ranges) == ("ReshardDeviceOperation", "ReshardSameWidthFactory",
+                                                     [(0, 2, BF16)], ((0, 0, 3, 0),))
+    cols = ttnn.create_sharded_memory_config((256, 32), core_grid=ttnn.CoreGrid(y=1, x=2),
+                                             strategy=ttnn.ShardStrategy.WIDTH,
+                                             use_height_and_width_as_shard_shape=True)
+    c = ttnn.to_memory_config(a, cols)  # to_memory_config between sharded configs reshards
+    g = data_movement.memory_move_program(a, c)
+    assert (g.factory, cbs(g), g.cb_region_end) == ("ReshardGenericFactory", [(16, 8, BF16)], 0)

@@ -131,9 +131,12 @@ def reshard(input_tensor: Tensor, output_memory_config: MemoryConfig, output_ten
         if not out.is_sharded():
             raise ShardSpecError(f"ttnn.reshard: output_tensor {out.tensor_id} must be sharded, it is "
                                  f"{out._memory_config!r}")
+        device_work.launch(t._device, programs.reshard_program(t, out))  # before the write: a clash keeps it
         out._write(values(t))
         return out
-    return output(values(t), t, [t], op_name="ttnn.reshard", memory_config=output_memory_config)
+    out = output(values(t), t, [t], op_name="ttnn.reshard", memory_config=output_memory_config)
+    device_work.launch_after(out, True, t, programs.reshard_program(t, out))
+    return out
 
 
 # -- the partial forms: one slice of a tall tensor at a time (how tt-metal's conv models stream activations) --

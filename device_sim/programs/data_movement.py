@@ -30,7 +30,7 @@ from device_sim.device_work import (
     split_blocks,
     split_work,
 )
-from device_sim.types import BufferType, DataType, Layout
+from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
 
 
 def _round32(n: int) -> int:
@@ -68,13 +68,43 @@ def layout_program(x, out, *, padded: bool = False) -> Program | None:
 
 
 def memory_move_program(x, out) -> Program | None:
-    """to_memory_config's device operation: InterleavedToSharded, ShardedToInterleaved, or a copy between
-    interleaved configs; None for a sharded-to-sharded move (ReshardDeviceOperation, not modelled)."""
+    """to_memory_config's device operation (to_memory_config_op.cpp): InterleavedToSharded, ShardedToInterleaved,
+    a copy between interleaved configs, or a reshard between sharded ones; None for a sharded-to-sharded move
+    that changes the dtype (a sharded copy, not modelled)."""
     if x._device is None:
         return None
     if out.is_sharded():
-        return None if x.is_sharded() else interleaved_to_sharded_program(x, out)
+        if not x.is_sharded():
+            return interleaved_to_sharded_program(x, out)
+        return reshard_program(x, out) if x.dtype == out.dtype else None
     return sharded_to_interleaved_program(x, out) if x.is_sharded() else copy_program(x, out.dtype)
+
+
+def reshard_program(x, out) -> Program:
+    """ReshardDeviceOperation (sharded/reshard/device/reshard_program_factory.cpp). Height to height sharding:
+    the same-width factory, one CB (c_0) over the L1 side's own shard (the output's when it is in L1, else the
+    input's), sized by the other side's shard (its pages x the page), on the L1 side's grid. Otherwise the
+    generic factory: c_16 over the output shard, on the output's grid. Pages are tiles, or shard-wide rows."""
+    in_spec, out_spec = x.memory_config().shard_spec, out.memory_config().shard_spec
+    in_layout, out_layout = x.memory_config().memory_layout, out.memory_config().memory_layout
+    out_l1 = out.memory_config().buffer_type == BufferType.L1
+    key = ("ReshardDeviceOperation", x.dtype, x.layout, in_spec, out_spec, in_layout, out_layout, out_l1)
+
+    def build():
+        tile = x.layout == Layout.TILE
+        height = TensorMemoryLayout.HEIGHT_SHARDED
+        if in_layout == height and out_layout == height:
+            local, remote = (out_spec, in_spec) if out_l1 else (in_spec, out_spec)
+            unit = TILE_BYTES[x.dtype] if tile else local.shape[1] * dtypes.ELEMENT_SIZE[x.dtype]
+            pages = remote.shape[0] * remote.shape[1] // (TILE * TILE) if tile else remote.shape[0]
+            return make_program("ReshardDeviceOperation", "ReshardSameWidthFactory",
+                                (CircularBuffer((0,), pages, unit, True),), _shard_ranges(local))
+        unit = TILE_BYTES[x.dtype] if tile else out_spec.shape[1] * dtypes.ELEMENT_SIZE[x.dtype]
+        pages = out_spec.shape[0] * out_spec.shape[1] // (TILE * TILE) if tile else out_spec.shape[0]
+        return make_program("ReshardDeviceOperation", "ReshardGenericFactory",
+                            (CircularBuffer((16,), pages, unit, True),), _shard_ranges(out_spec))
+
+    return cached(key, build)
 
 
 def tilize_program(x, out_dtype: DataType, *, name: str = "TilizeDeviceOperation", out=None) -> Program:
