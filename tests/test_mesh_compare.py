@@ -149,6 +149,14 @@ def test_golden_mode_flags_exactly_the_faulty_chip_of_the_faulty_rank(runs):
         assert r.sql(failing) == []
 
 
+def test_the_html_export_names_the_device_of_the_first_golden_divergence(runs, tmp_path):
+    _, bad = runs
+    with ttreport.open(bad) as r:
+        (op_id,), = r.execute("SELECT operation_id FROM operations WHERE name = 'model.swiglu' AND rank = 1").fetchall()
+        html = r.export_html(tmp_path / "bad.html").read_text()
+    assert f"op {op_id}</a> (local, tensor " in html and ", device 5, PCC " in html
+
+
 def test_the_cli_shows_per_device_checks_and_shards(runs):
     from click.testing import CliRunner
 

@@ -2,7 +2,7 @@
 
     from ttreport.export.golden import golden_checks, first_divergence
     with ttreport.open("generated/ttreport/reports/demo") as r:
-        checks = golden_checks(r)          # {operation_id: [{"mode", "tensor_id", "status", "pcc", "desired_pcc"}]}
+        checks = golden_checks(r)  # {op id: [{"mode", "tensor_id", "status", "pcc", "desired_pcc", "device_id"}]}
         print(first_divergence(checks))    # (operation_id, check) of the first failure in call order, or None
 
 Only a golden-mode capture has checks, at most a few per op. golden_checks reads them all (the HTML
@@ -12,15 +12,17 @@ trace's memory stays bounded however many ops were checked.
 
 from __future__ import annotations
 
-_SQL = ("SELECT operation_id, mode, tensor_id, status, pcc, desired_pcc FROM tensor_comparisons "
-        "WHERE typeof(operation_id) = 'integer' ORDER BY operation_id, mode, tensor_id")
+# device_id: the device shard a check judged, on a mesh (one check per device); None for a one-device tensor.
+_SQL = ("SELECT operation_id, mode, tensor_id, status, pcc, desired_pcc, device_id FROM tensor_comparisons "
+        "WHERE typeof(operation_id) = 'integer' ORDER BY operation_id, mode, tensor_id, device_id")
 
 
-def _check(mode, tid, status, pcc, desired) -> dict:
+def _check(mode, tid, status, pcc, desired, device) -> dict:
     # NaN (undefined PCC, or a damaged value) is no JSON number: None
     pcc = float(pcc) if isinstance(pcc, (int, float)) and pcc == pcc else None
     desired = desired if isinstance(desired, (int, float)) and desired == desired else None
-    return {"mode": mode, "tensor_id": tid, "status": status, "pcc": pcc, "desired_pcc": desired}
+    device = device if isinstance(device, int) else None
+    return {"mode": mode, "tensor_id": tid, "status": status, "pcc": pcc, "desired_pcc": desired, "device_id": device}
 
 
 def golden_checks(report) -> dict:

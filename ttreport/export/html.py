@@ -264,7 +264,9 @@ def _pcc(w, report, checks: dict, comparison) -> None:
     first = first_divergence(checks)
     if first is not None:
         notes.append(f"First golden divergence: <a href='#op-{first[0]}'>op {first[0]}</a> ({first[1]['mode']}, "
-                     f"tensor {first[1]['tensor_id']}, PCC {_pcc_text(first[1]['pcc'])} below "
+                     f"tensor {first[1]['tensor_id']}"
+                     + (f", device {first[1]['device_id']}" if first[1].get("device_id") is not None else "")
+                     + f", PCC {_pcc_text(first[1]['pcc'])} below "
                      f"{first[1]['desired_pcc']})")
         shapes.append(first[0])
     if comparison is not None:
