@@ -199,7 +199,8 @@ def test_a_torn_record_at_the_end_of_the_log_is_ignored(tmp_path):
 
 
 def test_records_continue_across_log_segments(tmp_path, monkeypatch):
-    monkeypatch.setattr("ttreport.oplog.SEGMENT_BYTES", 4096)
+    for name, value in (("SEGMENT_BYTES", 4096), ("MIN_SEGMENT_BYTES", 4096), ("RESERVE_BYTES", 512)):
+        monkeypatch.setattr(f"ttreport.oplog.{name}", value)
     sink = LogSink(tmp_path / "log")
     for i in range(1000):
         sink.append((META, "k", "x" * (i % 50)))
@@ -271,3 +272,37 @@ def test_a_child_forked_during_a_process_writer_capture_leaves_the_parents_log_a
     with ttreport.open(tmp_path / "r") as r:
         assert r.count_operations() == 21  # from_torch and 20 adds: the parent's, none of the child's
         assert [o["operation_id"] for o in r.sql("SELECT operation_id FROM operations")] == list(range(1, 22))
+
+
+def test_a_full_disk_stops_the_op_log_without_crashing_the_model_and_counts_the_loss(tmp_path, device):
+    import contextlib
+    import warnings
+
+    import torch
+    from test_crash import tmpfs
+
+    import device_sim as ttnn
+
+    with tmpfs(tmp_path / "4m", "4m") as disk, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ttreport.capture(disk / "full", config=ttreport.Config(writer="process", device_graphs=False)) as cap:
+            a = ttnn.from_torch(torch.zeros(64, 64), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+            for _ in range(100):
+                a = a + 1
+            cap.flush(timeout=120)
+            fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+            with contextlib.suppress(OSError), os.fdopen(fd, "wb", buffering=0) as filler:
+                while filler.write(b"x" * 4096):
+                    pass
+            for _ in range(20_000):  # a page of a sparse log written on a full disk would be SIGBUS here
+                a = a + 1
+        assert a.to_torch()[0, 0].item() == 20_100  # the model ran to its end
+        lost = [str(w.message) for w in caught if issubclass(w.category, ttreport.ReportIncompleteWarning)]
+        assert len(lost) == 1 and "op log" in lost[0], lost
+        (disk / "filler").unlink()
+        with ttreport.open(cap.path) as r:
+            kept, meta = r.count_operations(), r.metadata
+        assert kept >= 101 and kept + int(meta["ops_lost"]) == 20_101, (kept, meta)
+        # Whichever met the full disk first: the db (the writer process's SQLite) or the log (this process).
+        assert meta["status"] == "complete" and ("full" in meta["writer_error"] or "No space" in meta["writer_error"])
+        assert not (cap.path / "oplog").exists()  # the writer process reached STOP: its losses are counted

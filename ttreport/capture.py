@@ -162,7 +162,7 @@ class Capture(contextlib.ContextDecorator):
             sink = LogSink(path / OPLOG_DIR)
             self._queue = q = LogQueue(sink, config.flush_ops)
             self._writer = WriterProcess(path, config, self._lock_fd)
-            sink.writer_alive = self._writer.is_alive
+            sink.writer_alive, sink.warner, self._writer.sink = self._writer.is_alive, self._warner, sink
         else:
             self._queue = q = RecordQueue(config.flush_ops)
         self._storage = TensorStore(path, q, self._warner)

@@ -40,7 +40,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from device_sim.device_work import CircularBuffer, Program
-from ttreport.recorder import ALLOC, FLUSH, FREE, OP, PROGRAM, ROW, STOP, TensorArg
+from ttreport.errors import LossWarner
+from ttreport.recorder import ALLOC, FLUSH, FREE, META, OP, PROGRAM, ROW, STOP, TensorArg
 from ttreport.wal import OPLOG_DIR  # noqa: F401 (the log's folder name, defined with the lock's)
 
 CODE, CFG, OBJ, DEVICE_PERF, STACK, CBS = 20, 21, 22, 23, 24, 25  # definitions: only in the log
@@ -54,6 +55,10 @@ _WIRED = (bytes, list, tuple)  # what may hold a tensor or an object by referenc
 # lose those of the ops after the last one (a free), never an op; anything else is written at once.
 _WITH_NEXT_OP = frozenset({ALLOC, FREE, PROGRAM, ROW})
 _PLAIN_TAGS = frozenset({ALLOC, FREE})  # ints only: marshalled as they are
+_CLOSING = frozenset({META, FLUSH, STOP})  # may go into a segment's reserve
+MIN_SEGMENT_BYTES = 256 << 10
+RESERVE_BYTES = 64 << 10  # the end of each segment kept for the closing notes (capture.RESERVE_BYTES' reason)
+RETRY_EVERY = 1000  # records lost between two tries to make a new segment on a full disk
 
 
 def segment_path(folder: Path, n: int) -> Path:
@@ -83,7 +88,11 @@ class LogSink:
         self._off = 0
         self.lag_segments = lag_segments
         self.writer_alive = lambda: False  # set by the capture: back-pressure waits only while it runs
-        self._new_segment(SEGMENT_BYTES)
+        self.warner = LossWarner()  # the capture's, shared with the tensor thread: one warning a capture
+        self.error: OSError | None = None  # why the log could not grow (a full disk)
+        self.records_lost = self.ops_lost = 0
+        self.stop_lost = False
+        self._new_segment(0)
 
     def __len__(self) -> int:
         return 0  # the recorder's queue checks: nothing is held in memory, so it never wakes or waits
@@ -127,38 +136,70 @@ class LogSink:
             self._pending.append(record)
             if tag not in _WITH_NEXT_OP:
                 pending, self._pending = self._pending, []
-                self._write(marshal.dumps(pending))
+                self._write(marshal.dumps(pending), closing=tag in _CLOSING)
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes, closing: bool = False) -> None:
         # Holding the lock. One write an op: its record with the buffer events, programs and rows before it.
+        # The last RESERVE_BYTES of a segment are kept for the closing notes, flushes and STOP: when the disk
+        # is full and no next segment can be made, the report can still be closed and say what it lost.
         n = len(data)
         mm, off = self._mm, self._off
-        if off + 4 + n + 4 > len(mm):  # room for this record and a following END
-            self._roll(n)
+        if off + 4 + n + 4 > len(mm) - (0 if closing else RESERVE_BYTES):
+            if not self._roll(n):
+                if closing and off + 4 + n + 4 <= len(mm):
+                    pass  # into the reserve
+                else:
+                    self._lose(data)
+                    return
             mm, off = self._mm, self._off
         mm[off + 4:off + 4 + n] = data
         _LEN.pack_into(mm, off, n)  # last: the record is whole once its length is there
         self._off = off + 4 + n
 
-    def _roll(self, n: int) -> None:
+    def _roll(self, n: int) -> bool:
+        """Continue in a new segment; False (nothing changed) when the disk has no room for one."""
+        if self.error is not None and self.records_lost % RETRY_EVERY:
+            return False  # the disk was full: tried again every RETRY_EVERY lost records, not every one
         old, old_off = self._mm, self._off
-        self._new_segment(max(SEGMENT_BYTES, n + 8))
+        try:
+            self._new_segment(n + 8 + RESERVE_BYTES)
+        except OSError as e:
+            if self.error is None:
+                self.error = e
+                self.warner.warn(f"ttreport: the op log in {self.folder} cannot grow ({type(e).__name__}: {e}); "
+                                 f"ops from here on are not recorded, and are counted")
+            return False
         _LEN.pack_into(old, old_off, END)  # after the next segment exists: a reader finds it
         old.close()
         self._back_pressure()
+        return True
 
-    def _new_segment(self, size: int) -> None:
-        self._segment += 1
-        path = segment_path(self.folder, self._segment)
+    def _lose(self, data: bytes) -> None:
+        records = marshal.loads(data)
+        self.records_lost += len(records)
+        self.ops_lost += sum(1 for r in records if r[0] == OP)
+        self.stop_lost = self.stop_lost or records[-1][0] == STOP  # the writer process must be told otherwise
+
+    def _new_segment(self, needed: int) -> None:
+        # On a small or nearly full disk, segments of an eighth of what is free (at least MIN_SEGMENT_BYTES):
+        # the db the writer process makes from them needs room too.
+        st = os.statvfs(self.folder)
+        size = max(min(SEGMENT_BYTES, st.f_bavail * st.f_frsize // 8), MIN_SEGMENT_BYTES, needed)
+        path = segment_path(self.folder, self._segment + 1)
         tmp = path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
         try:
-            os.ftruncate(fd, size)
-            self._mm = mmap.mmap(fd, size)
-        finally:
+            # Its blocks taken now: a page of a sparse file written through mmap on a full disk is SIGBUS.
+            os.posix_fallocate(fd, 0, size)
+            mm = mmap.mmap(fd, size)
+        except OSError:
             os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
         os.replace(tmp, path)  # appears whole, at its full size
-        self._off = 0
+        self._segment += 1
+        self._mm, self._off = mm, 0
 
     def _back_pressure(self) -> None:
         # Never loss: the model waits while the writer is more than lag_segments behind (a few ms per segment

@@ -61,6 +61,7 @@ class WriterProcess:
         self._tokens = itertools.count(1)
         self._read_lock = threading.Lock()
         self.result: dict | None = None
+        self.sink = None  # the capture's LogSink: its losses are added to the writer's at the end
 
     def start(self) -> None:
         """Fork the writer process. A fork, not a new interpreter: it has ttreport, device_sim and torch
@@ -130,6 +131,8 @@ class WriterProcess:
 
     def join(self) -> None:
         """Wait for the writer process to end; note what it reported (or that it died, and rebuild from the log)."""
+        if self.sink is not None and self.sink.stop_lost and self.is_alive():
+            os.kill(self.pid, signal.SIGTERM)  # the log had no room for its STOP: it ends here, as if killed
         with self._read_lock:
             while self._read_line(None):
                 pass
@@ -142,10 +145,19 @@ class WriterProcess:
             if not finish_from_log(self.folder):
                 self.error = RuntimeError(f"the writer process ended ({how}) and the report could not be rebuilt from "
                                           f"its log; ttreport check --repair tries again")
+            self._add_log_losses()
             return
         self.error = None if result.get("error") is None else RuntimeError(result["error"])
         self.records_lost, self.ops_lost = result["records_lost"], result["ops_lost"]
         self.records_written = result["records_written"]
+        self._add_log_losses()
+
+    def _add_log_losses(self) -> None:
+        sink = self.sink  # what the op log could not take (a full disk) is lost as the writer's losses are
+        if sink is not None and sink.error is not None:
+            self.records_lost += sink.records_lost
+            self.ops_lost += sink.ops_lost
+            self.error = self.error or sink.error
 
 
 # -- the writer process itself ---------------------------------------------------------------------
@@ -217,8 +229,10 @@ def main(folder: Path, parent: int, options: dict, out_fd: int) -> int:
     writer = _writer(folder / DB_FILE, tail, options)
     stopped = pump(writer, tail, options, lambda: os.getppid() == parent)
     _finish(writer, tail, stopped)
-    if writer.error is None:
-        remove_log(folder / OPLOG_DIR)  # the report holds it all now
+    if stopped or writer.error is None:
+        # The report holds it all now, or what it could not take is counted in it, as the thread writer's
+        # losses are (a full disk). Kept only when this process could not finish: a reader rebuilds from it.
+        remove_log(folder / OPLOG_DIR)
     say(json.dumps({"error": None if writer.error is None else repr(writer.error),
                     "records_lost": writer.records_lost, "ops_lost": writer.ops_lost,
                     "records_written": writer.records_written}))
@@ -258,6 +272,8 @@ def finish_from_log(folder: str | os.PathLike) -> bool:
     options.update({k: config[k] for k in _OPTIONS if k in config})
     tail = LogTail(log)
     writer = _writer(tmp, tail, options)
+    if writer.con is not None:  # a file thrown away on any failure: no WAL, half the room on a small disk
+        writer.con.execute("PRAGMA journal_mode=MEMORY")
     stopped = pump(writer, tail, options, lambda: False)
     if not stopped and writer.con is not None:
         writer._write([(META, "log_finished", "from the op log by a reader: the capture and its writer process "
@@ -266,6 +282,9 @@ def finish_from_log(folder: str | os.PathLike) -> bool:
         writer._close()
     tail.close()
     if writer.error is not None:
+        for leftover in (tmp, *_sidecars(tmp)):  # the old db and the log stay as they were
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
         return False
     for sidecar in _sidecars(db_path):  # the old WAL must not be replayed into the new file
         with contextlib.suppress(FileNotFoundError):
