@@ -22,6 +22,7 @@ import warnings
 from pathlib import Path
 
 from device_sim import tracer as _t
+from device_sim.tracer_graph import TorchModule, TorchModuleInput, module_sink, module_source
 
 # TT-NN's colours for module clusters, one per nesting level.
 LEVEL_COLORS = ["#0000ff80", "#ee00ee80", "#ff000080", "#eeee0080", "#00ff0080", "#00eeee80"]
@@ -92,7 +93,7 @@ def visualize_node(graphviz_graph, graph, node, max_depth, visualize_node, visua
     inputs = [_tensor_lines(graph.nodes[source], data["source_output_index"])
               for source, _, data in sorted(graph.in_edges(node, data=True), key=lambda e: e[2]["sink_input_index"])]
     outputs = [_tensor_lines(attributes, i) for i in range(len(attributes["shapes"]))]
-    if isinstance(operation, _t.TorchModule):
+    if isinstance(operation, TorchModule):
         color = LEVEL_COLORS[level % len(LEVEL_COLORS)]
         if max_depth is None or level < max_depth - 1:
             with graphviz_graph.subgraph(name=f"cluster_{node.name}") as cluster:
@@ -111,10 +112,10 @@ def visualize_edge(graphviz_graph, graph, edge, max_depth, level):
     """Draw one edge, from inside a drawn module cluster to inside another where the edge's ends are modules."""
     source, sink, _, data = edge
     levels = None if max_depth is None else max_depth - level - 1
-    _, source, source_index = _t.module_source(graph, source, data["source_output_index"], levels)
-    sink_graph, sink, sink_index = _t.module_sink(graph, sink, data["sink_input_index"], levels)
+    _, source, source_index = module_source(graph, source, data["source_output_index"], levels)
+    sink_graph, sink, sink_index = module_sink(graph, sink, data["sink_input_index"], levels)
     sink_name = f"{sink.name}:${sink_index}"
-    if isinstance(sink_graph.nodes[sink]["operation"], _t.TorchModuleInput):
+    if isinstance(sink_graph.nodes[sink]["operation"], TorchModuleInput):
         sink_name = sink.name  # a module input's table has no input cells
     graphviz_graph.edge(f"{source.name}:#{source_index}", sink_name,
                         label=f"{source_index} -> {sink_index}", fontcolor="black" if level == 0 else "white")
