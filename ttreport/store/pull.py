@@ -3,7 +3,8 @@
 The run's rows are copied once into a SQLite report in a local cache folder (a run never changes
 once pushed: the cache is keyed by its UUID), built under a temporary name and renamed into place,
 so every reader, the CLI's commands and exports included, answers from the same code as for a
-folder. Its tensor files are hard links into the tensor store (copies across filesystems).
+folder. Its tensor files are hard links into the tensor store (copies across filesystems). The
+cache is bounded, least recently used run out first (cache.py: TTREPORT_STORE_CACHE_RUNS / _BYTES).
 
     from ttreport.store import open_run
     report = open_run("postgresql:///ttreport", run="nightly-1234")
@@ -17,13 +18,11 @@ import sqlite3
 from pathlib import Path
 
 from ttreport import db
+from ttreport.store import cache
 from ttreport.store.connection import StoreError, connect, ensure_schema, shown, split_url
 
-CACHE_ENV = "TTREPORT_STORE_CACHE"
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "ttreport" / "store")
+CACHE_ENV = cache.ROOT_ENV
+cache_root = cache.root
 
 
 def find_run(conn, url: str, run) -> tuple:
@@ -47,13 +46,16 @@ def find_run(conn, url: str, run) -> tuple:
 
 
 def materialize(url: str, run) -> Path:
-    """The local report folder holding run `run` of the store at `url` (made on first use)."""
+    """The local report folder holding run `run` of the store at `url` (made on first use; making one
+    evicts the least recently used others past the cache's limits)."""
+    limits = cache.Limits.from_env()  # a bad limit is said before any copying
     conn = connect(url)
     try:
         ensure_schema(conn)
         run_id, ident, _, tensor_dir = find_run(conn, url, run)
         folder = cache_root() / ident
         if (folder / db.DB_FILE).is_file():
+            cache.touch(folder)
             return folder
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = folder.parent / f".{ident}.{os.getpid()}.tmp"
@@ -70,6 +72,8 @@ def materialize(url: str, run) -> Path:
                     raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+        cache.touch(folder)
+        cache.prune(max_runs=limits.max_runs, max_bytes=limits.max_bytes, keep=folder)
         return folder
     finally:
         conn.close()
