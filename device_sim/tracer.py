@@ -26,7 +26,8 @@ through torch's global forward hooks. Which node made a tensor is remembered wea
 Departures from TT-NN 0.81, each a fix: an exception inside `with trace():` ends the trace; a tensor's
 graph from an earlier trace is merged in place rather than copied; non-tensor outputs (conv2d's sizes)
 are skipped rather than raising. visualize() without graphviz's `dot` returns the graph and writes
-its DOT source (TT-NN warns and returns None). `codegen` is not provided.
+its DOT source (TT-NN warns and returns None). `codegen` is not provided, and a traced tensor has no
+`.graph` attribute (ask get_graph(tensor)).
 
 The graph's node types and walks are in tracer_graph.py; drawing is tracer_draw.py.
 """
