@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 import ttreport
 from ttreport import merge
@@ -235,3 +236,15 @@ def test_a_rank_given_for_a_report_not_merged_or_not_a_rank_is_an_error(ranks, t
         main.main(["merge", str(ranks[0]), str(ranks[1]), "-o", str(tmp_path / "run"), "--rank", "1"],
                   standalone_mode=False)
     assert not (tmp_path / "run").exists()
+
+
+def test_merge_takes_reports_by_name_as_every_command_does(ranks, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "generated/ttreport/reports"
+    for rank, path in enumerate(ranks):
+        shutil.copytree(path, root / f"r{rank}")
+    result = CliRunner().invoke(main, ["merge", "r0", "r1", "-o", "run", "--rank", "r1=1"])
+    assert result.exit_code == 0, result.output
+    assert _rows(tmp_path / "run", "SELECT DISTINCT rank FROM operations ORDER BY rank") == [(0,), (1,)]
+    missing = CliRunner().invoke(main, ["merge", "r0", "r9", "-o", "run2"])
+    assert missing.exit_code == 2 and "no report at r9" in missing.output and not (tmp_path / "run2").exists()

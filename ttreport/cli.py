@@ -600,6 +600,7 @@ def merge_command(reports, out, ranks):
     Example: ttreport merge reports/rank0 reports/rank1 -o reports/run --rank reports/rank1=1
     """
     from ttreport.merge import merge
+    from ttreport.report import resolve
 
     given = {}
     for item in ranks:
@@ -607,8 +608,9 @@ def merge_command(reports, out, ranks):
         if not sep or not report or not rank.strip().isdigit():
             raise click.BadParameter(f"{item!r} is not REPORT=N (a report folder and a rank >= 0, e.g. "
                                      f"reports/rank1=1)", param_hint="--rank")
-        given[report] = int(rank)
-    path = merge(reports, out, ranks=given)
+        given[resolve(report)] = int(rank)
+    # each REPORT as every command reads one: a folder, its db.sqlite or a name under the default root
+    path = merge([resolve(r) for r in reports], out, ranks=given)
     click.echo(f"merged {len(reports)} reports into {path.parent}")
 
 
