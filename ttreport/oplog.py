@@ -362,10 +362,14 @@ def remove_log(folder: Path) -> None:
 
 
 def write_progress(folder: Path, segment: int) -> None:
-    """The writer process's note of the segment it reads (back-pressure reads it)."""
+    """The writer process's note of the segment it reads (back-pressure reads it). On a full disk the note
+    stays as it was: the model then waits only while this process lives, and it goes on writing."""
     tmp = folder / ".progress.tmp"
-    tmp.write_text(str(segment))
-    os.replace(tmp, folder / ".progress")
+    try:
+        tmp.write_text(str(segment))
+        os.replace(tmp, folder / ".progress")
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def read_progress(folder: Path) -> int:

@@ -265,7 +265,10 @@ def finish_from_log(folder: str | os.PathLike) -> bool:
         with con:
             con.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)", meta.items())
         con.close()
-    except (sqlite3.Error, OSError):
+    except Exception:  # noqa: BLE001 - SQLAlchemy's or SQLite's (a full disk): the old db and the log stay
+        for leftover in (tmp, *_sidecars(tmp)):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
         return False
     options = {"flush_ops": 2000, "flush_interval_s": 0.05, "buffer_pages": False, "device_graphs": True}
     config = _old_options(folder)
