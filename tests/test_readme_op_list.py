@@ -1,0 +1,45 @@
+"""README's op list stays true to the registry: every op family is listed, every op it names runs.
+
+    .venv/bin/python -m pytest tests/test_readme_op_list.py -q
+"""
+
+import re
+from pathlib import Path
+
+import device_sim
+from device_sim import registry
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def op_section() -> str:
+    text = README.read_text()
+    start = text.index("## The ops device_sim runs")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def table_rows() -> list[tuple[str, str]]:
+    rows = [line.split("|")[1:3] for line in op_section().splitlines() if line.startswith("| ")]
+    return [(family.strip(), ops.strip()) for family, ops in rows[1:]]  # the header row left out
+
+
+def test_every_module_that_registers_ops_is_a_family_in_the_readme():
+    listed = {m for family, _ in table_rows() for m in re.findall(r"`(\w+)`", family)}
+    modules = {op.function.__module__.rsplit(".", 1)[-1] for op in registry.registered_ops()}
+    assert modules - listed == set(), "add these device_sim/ops modules to README's op table"
+    assert listed - modules == set(), "README's op table names modules that register no op"
+
+
+def test_every_op_the_readme_names_is_registered():
+    names = {op.name.removeprefix("ttnn.") for op in registry.registered_ops()}
+    named = [n for _, ops in table_rows() for n in re.findall(r"`([\w.]+)`", ops)]
+    assert len(named) > 40
+    unknown = [n for n in named if not any(r == n or r.endswith("." + n) for r in names)]
+    assert unknown == []
+
+
+def test_what_is_not_emulated_is_named_where_the_readme_says():
+    section = op_section()
+    assert "device_sim.NOT_EMULATED" in section and "generic_op" in device_sim.NOT_EMULATED
+    for doc in re.findall(r"docs/\w+\.md", section):
+        assert (README.parent / doc).is_file(), doc
