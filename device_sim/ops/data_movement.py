@@ -342,6 +342,17 @@ def sort(input_tensor: Tensor, dim: int = -1, descending: bool = False, stable: 
                    dtype=index_dtype(v.shape[d]))]
 
 
+def _indexed(op_name: str, input: Tensor, index: Tensor, dim: int, index_dtypes: str, tt_nn_only):  # noqa: A002
+    """gather's and scatter's checks: (input's values, index's values, dim made non-negative); index must
+    hold integers (`index_dtypes` names the dtypes TT-NN takes for it)."""
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    v, idx = _vals(op_name, input), _vals(op_name, index)
+    if idx.is_floating_point():
+        raise TypeError(f"{op_name}: index must hold integers (dtype={index_dtypes}), got {index.dtype!r}")
+    return v, idx, _dim(op_name, dim, v.dim())
+
+
 def _gather_golden(input, dim, index, *_, **__):  # noqa: A002  (TT-NN's name)
     return torch.gather(input, dim, index.long())
 
@@ -350,13 +361,7 @@ def _gather_golden(input, dim, index, *_, **__):  # noqa: A002  (TT-NN's name)
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,  # noqa: A002
            memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """input's values picked along `dim` at `index` (UINT16/UINT32), as torch.gather; the result has index's shape."""
-    if tt_nn_only:
-        check_tt_nn_only("ttnn.gather", tt_nn_only)
-    v, idx = _vals("ttnn.gather", input), _vals("ttnn.gather", index)
-    if idx.is_floating_point():
-        raise TypeError(f"ttnn.gather: index must hold integers (dtype=ttnn.uint32 or ttnn.uint16), "
-                        f"got {index.dtype!r}")
-    d = _dim("ttnn.gather", dim, v.dim())
+    v, idx, d = _indexed("ttnn.gather", input, index, dim, "ttnn.uint32 or ttnn.uint16", tt_nn_only)
     try:
         r = torch.gather(v, d, idx.long())
     except RuntimeError as e:
@@ -444,13 +449,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src, *, reduce: str | None =
             memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """A copy of `input` with `src` (a tensor or a number) written at `index` along `dim`, as torch.scatter;
     reduce='sum', 'prod', 'amax', 'amin' or 'mean' combines instead of overwriting (torch.scatter_reduce)."""
-    if tt_nn_only:
-        check_tt_nn_only("ttnn.scatter", tt_nn_only)
-    v, idx = _vals("ttnn.scatter", input), _vals("ttnn.scatter", index)
-    if idx.is_floating_point():
-        raise TypeError(f"ttnn.scatter: index must hold integers (dtype=ttnn.uint32 or ttnn.int32), "
-                        f"got {index.dtype!r}")
-    d = _dim("ttnn.scatter", dim, v.dim())
+    v, idx, d = _indexed("ttnn.scatter", input, index, dim, "ttnn.uint32 or ttnn.int32", tt_nn_only)
     s = values(src, "ttnn.scatter")
     try:
         r = _scatter_golden(v, d, idx, s, reduce=reduce)
