@@ -39,8 +39,10 @@ ALIGNMENT = 64  # torch's storage alignment (torch.utils.serialization.config.sa
 PICKLE_PROTOCOL = 2  # torch.serialization.DEFAULT_PROTOCOL
 FORMAT_VERSION = b"1"  # storages in numeric key order
 FILE_VERSION = b"3\n"  # what torch 2.x's writer puts in the `version` record
-# Entries at or past 4 GiB need zip64 local fields; torch.save writes those files (see save_tensor).
-ZIP64_BYTES = 0xFFFFFFFF
+# Sizes or offsets at or past 4 GiB need zip64 fields (miniz adds them to any record whose size or start
+# reaches 0xFFFFFFFF, so also to the small records after a tensor just under 4 GiB); torch.save writes
+# those files. 1 MiB of margin covers the records and the directory after the data.
+ZIP64_BYTES = 0xFFFFFFFF - (1 << 20)
 
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")  # signature, version, flags, method, time, date, crc, sizes, name, extra
 _DESCRIPTOR = struct.Struct("<4sIII")  # signature, crc, compressed and uncompressed size
@@ -78,7 +80,7 @@ def save_tensor(value: torch.Tensor, path, *, archive: str | None = None, fallba
         path: the file to write (replaced if it exists; the caller renames a temporary into place).
         archive: the folder name inside the zip (default: the file's stem, as torch.save names it);
             torch.load ignores it.
-        fallback: for a tensor of 4 GiB or more, called as fallback(value, path) to write it instead
+        fallback: for a tensor of 4 GiB or more (less 1 MiB), called as fallback(value, path) to write it
             (default torch.save); the file is then read once to checksum it.
     """
     value, path = plain(value), Path(path)
