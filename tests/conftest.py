@@ -1,4 +1,5 @@
-"""Fixtures shared by every test file: a fresh device, no hook left behind, the real ttnn-visualizer."""
+"""Fixtures shared by every test file: a fresh device, no hook left behind, the real ttnn-visualizer, a
+throwaway PostgreSQL cluster."""
 
 import warnings
 
@@ -51,3 +52,17 @@ def visualizer(tmp_path_factory):
         pytest.skip(str(e))
     yield vis
     _visualizer.stop(vis)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """A throwaway PostgreSQL cluster (ttreport.store.throwaway), one for the session; each test makes its own
+    database with .new_database(). Skips, saying why, where no server can be started."""
+    from ttreport.store import throwaway
+
+    try:
+        cluster = throwaway.start()
+    except throwaway.Unavailable as e:
+        pytest.skip(f"no PostgreSQL server for the store tests: {e}")
+    yield cluster
+    cluster.stop()

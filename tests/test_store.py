@@ -1,5 +1,5 @@
 """The PostgreSQL store (issue 15): push, re-push, concurrent and killed pushes, runs, history, and the
-same answers from a run in the store as from its folder. Against a real server (tests/postgres.py):
+same answers from a run in the store as from its folder. Against a real server (conftest.py's postgres_cluster):
 skipped, saying why, where no PostgreSQL server can be started."""
 
 import json
@@ -25,22 +25,12 @@ from ttreport.store import throwaway as postgres
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    try:
-        c = postgres.start()
-    except postgres.Unavailable as e:
-        pytest.skip(f"no PostgreSQL server for the store tests: {e}")
-    yield c
-    c.stop()
-
-
 @pytest.fixture
-def url(cluster, tmp_path, monkeypatch):
+def url(postgres_cluster, tmp_path, monkeypatch):
     """A fresh database with a tensor store; runs are cached under tmp_path."""
     monkeypatch.setenv("TTREPORT_STORE_CACHE", str(tmp_path / "cache"))
     (tmp_path / "tensor-store").mkdir()
-    return f"{cluster.new_database()}&tensors={tmp_path / 'tensor-store'}"
+    return f"{postgres_cluster.new_database()}&tensors={tmp_path / 'tensor-store'}"
 
 
 def model(device, scale=1.0):
@@ -198,14 +188,14 @@ def test_a_push_killed_half_way_leaves_the_store_as_it_was(url, captured, tmp_pa
     assert store.push(report, url)[1]  # and the report can still be pushed
 
 
-def test_bad_run_names_and_missing_tensor_store_are_named(url, captured, cluster):
+def test_bad_run_names_and_missing_tensor_store_are_named(url, captured, postgres_cluster):
     store.push(captured, url, name="x")
     with pytest.raises(store.StoreError, match="no run 'nope'.*ttreport runs"):
         ttreport.open(url, run="nope")
     with pytest.raises(store.StoreError, match="--run"):
         ttreport.open(url)
     with pytest.raises(store.StoreError, match="tensor store"):
-        store.push(captured, cluster.new_database())
+        store.push(captured, postgres_cluster.new_database())
     r = CliRunner().invoke(main, ["ops", url])
     assert r.exit_code == 2 and "--run" in r.output
 

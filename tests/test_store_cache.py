@@ -1,6 +1,6 @@
 """The store's local cache of runs is bounded: least recently used runs go first (ttreport/store/cache.py).
 
-Against a real throwaway PostgreSQL cluster (ttreport.store.throwaway), as tests/test_store.py; skipped,
+Against a real throwaway PostgreSQL cluster (conftest's postgres_cluster), as tests/test_store.py; skipped,
 saying why, where none can be started.
 """
 
@@ -20,17 +20,6 @@ import ttreport
 from ttreport import store
 from ttreport.cli import main
 from ttreport.store import cache
-from ttreport.store import throwaway as postgres
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    try:
-        c = postgres.start()
-    except postgres.Unavailable as e:
-        pytest.skip(f"no PostgreSQL server for the store tests: {e}")
-    yield c
-    c.stop()
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +36,12 @@ def captured(tmp_path_factory):
 
 
 @pytest.fixture
-def runs(cluster, captured, tmp_path, monkeypatch):
+def runs(postgres_cluster, captured, tmp_path, monkeypatch):
     """A fresh store holding runs a, b and c (copies of one capture under their own UUIDs); the cache
     under tmp_path/cache. Returns the store's URL."""
     monkeypatch.setenv("TTREPORT_STORE_CACHE", str(tmp_path / "cache"))
     (tmp_path / "tensor-store").mkdir()
-    url = f"{cluster.new_database()}&tensors={tmp_path / 'tensor-store'}"
+    url = f"{postgres_cluster.new_database()}&tensors={tmp_path / 'tensor-store'}"
     for name in "abc":
         copy = tmp_path / name
         shutil.copytree(captured, copy)
