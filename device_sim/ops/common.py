@@ -92,6 +92,17 @@ def values(x, op_name: str = "op") -> torch.Tensor:
     return x
 
 
+def four_d_input(op_name: str, tensor: Tensor, form: str, tt_nn_only: dict) -> tuple[torch.Tensor, list[Tensor]]:
+    """An op's one 4D input checked (`form` names its dims in the error: "[B, H, S, D]"): its values and
+    device inputs, after the op's keywords are checked."""
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    x = values(tensor, op_name)
+    if x.dim() != 4:
+        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be {form}")
+    return x, device_inputs(op_name, tensor)
+
+
 def output(value: torch.Tensor, like: Tensor, inputs: list[Tensor], *, op_name: str,
            dtype: DataType | None = None, layout: Layout | None = None,
            memory_config: MemoryConfig | None = None) -> Tensor:

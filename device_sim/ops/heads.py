@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from device_sim import device_work
-from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.common import check_tt_nn_only, device_inputs, four_d_input, output, values
 from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
@@ -76,12 +76,7 @@ def concat_heads_output(op_name: str, input_tensor: Tensor, golden, memory_confi
                         tt_nn_only: dict) -> Tensor:
     """The output of a concat-heads op (this module's and ttnn.transformer's): a [B, H, S, D] input
     checked, its heads joined by `golden`, placed as the op's one output."""
-    if tt_nn_only:
-        check_tt_nn_only(op_name, tt_nn_only)
-    x = values(input_tensor, op_name)
-    if x.dim() != 4:
-        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [B, H, S, D]")
-    ins = device_inputs(op_name, input_tensor)
+    x, ins = four_d_input(op_name, input_tensor, "[B, H, S, D]", tt_nn_only)
     return output(golden(x).contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
 
 

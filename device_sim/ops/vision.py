@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from device_sim import device_work, dtypes, placement
-from device_sim.ops.common import check_tt_nn_only, device_inputs, values
+from device_sim.ops.common import check_tt_nn_only, device_inputs, four_d_input, values
 from device_sim.programs import vision as vision_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
@@ -145,12 +145,7 @@ def global_avg_pool2d(input_tensor: Tensor, *, memory_config: MemoryConfig | Non
                       dtype: DataType | None = None, **tt_nn_only) -> Tensor:
     """The mean over H and W of an NHWC [N, H, W, C] input: [N, 1, 1, C]."""
     op_name = "ttnn.global_avg_pool2d"
-    if tt_nn_only:
-        check_tt_nn_only(op_name, tt_nn_only)
-    x = values(input_tensor, op_name)
-    if x.dim() != 4:
-        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be NHWC [N, H, W, C]")
-    ins = device_inputs(op_name, input_tensor)
+    x, ins = four_d_input(op_name, input_tensor, "NHWC [N, H, W, C]", tt_nn_only)
     return _make(_global_avg_pool2d_golden(x), input_tensor.device(), ins, op_name=op_name,
                  dtype=dtype or input_tensor.dtype, layout=input_tensor.layout, memory_config=memory_config)
 
@@ -213,12 +208,7 @@ def fold(input: Tensor, stride_h: int, stride_w: int, use_transpose_as_fold: boo
     block's pixels in row-major order; reshaped to output_shape when given. use_transpose_as_fold and grid_size
     only choose TT-NN's kernel."""
     op_name = "ttnn.fold"
-    if tt_nn_only:
-        check_tt_nn_only(op_name, tt_nn_only)
-    x = values(input, op_name)
-    if x.dim() != 4:
-        raise ValueError(f"{op_name}: input shape {list(x.shape)} must be NHWC [N, H, W, C]")
-    ins = device_inputs(op_name, input)
+    x, ins = four_d_input(op_name, input, "NHWC [N, H, W, C]", tt_nn_only)
     y = _fold_golden(x, stride_h, stride_w, padding=padding, output_shape=output_shape)
     return _make(y, input.device(), ins, op_name=op_name, dtype=input.dtype, layout=input.layout,
                  memory_config=override_memory_config)
