@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,17 +62,25 @@ class Limits:
         return cls(_limit(RUNS_ENV, DEFAULT_RUNS, False), _limit(BYTES_ENV, DEFAULT_BYTES, True))
 
 
-def touch(folder: Path) -> None:
-    """Mark a cached run used now: its place in the least-recently-used order."""
-    os.utime(folder)
+def touch(folder: Path) -> bool:
+    """Mark a cached run used now (its place in the least-recently-used order); False if another process
+    has just evicted it, so the caller copies it in again."""
+    try:
+        os.utime(folder)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def size(folder: Path) -> int:
     """The bytes removing `folder` gives back (files hard-linked elsewhere are not counted)."""
     total = 0
     for path in folder.rglob("*"):
-        st = path.lstat()
-        if path.is_file() and st.st_nlink == 1:
+        try:
+            st = path.lstat()
+        except FileNotFoundError:  # the folder is being evicted by another process: nothing to give back
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
             total += st.st_size
     return total
 
@@ -81,8 +90,17 @@ def cached_runs(where: Path | None = None) -> list[Path]:
     where = where or root()
     if not where.is_dir():
         return []
-    runs = [p for p in where.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    return sorted(runs, key=lambda p: p.stat().st_mtime_ns)
+    used = {}
+    for p in where.iterdir():
+        if p.name.startswith("."):
+            continue
+        try:
+            st = p.stat()
+        except FileNotFoundError:  # evicted by another process since the listing
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            used[p] = st.st_mtime_ns
+    return sorted(used, key=used.get)
 
 
 def prune(*, max_runs: int | None = None, max_bytes: int | None = None, keep: Path | None = None) -> list[Path]:

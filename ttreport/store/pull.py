@@ -54,8 +54,7 @@ def materialize(url: str, run) -> Path:
         ensure_schema(conn)
         run_id, ident, _, tensor_dir = find_run(conn, url, run)
         folder = cache_root() / ident
-        if (folder / db.DB_FILE).is_file():
-            cache.touch(folder)
+        if (folder / db.DB_FILE).is_file() and cache.touch(folder):
             return folder
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = folder.parent / f".{ident}.{os.getpid()}.tmp"
