@@ -1,6 +1,6 @@
-"""README's op list stays true to the registry: every op family is listed, every op it names runs.
+"""README's lists stay true to the code: every op family and every CLI command is listed, every op it names runs.
 
-    .venv/bin/python -m pytest tests/test_readme_op_list.py -q
+    .venv/bin/python -m pytest tests/test_readme_lists.py -q
 """
 
 import re
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import device_sim
 from device_sim import registry
+from ttreport.cli import main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -43,3 +44,11 @@ def test_what_is_not_emulated_is_named_where_the_readme_says():
     assert "device_sim.NOT_EMULATED" in section and "generic_op" in device_sim.NOT_EMULATED
     for doc in re.findall(r"docs/\w+\.md", section):
         assert (README.parent / doc).is_file(), doc
+
+
+def test_every_cli_command_is_in_the_readmes_command_table():
+    text = README.read_text()
+    table = text[text.index("| command | what it shows |"):text.index("REPORT is a report folder")]
+    listed = set(re.findall(r"`ttreport ([a-z-]+)", table))
+    shown = {name for name, command in main.commands.items() if not command.hidden}  # as `ttreport --help` lists
+    assert shown - listed == set(), "add these commands to README's command table"
