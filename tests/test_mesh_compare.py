@@ -180,27 +180,19 @@ def test_the_cli_shows_per_device_checks_and_shards(runs):
     assert missing.exit_code == 2 and "no shard on device 9" in missing.output
 
 
-def test_a_store_keeps_every_device_shard_of_a_pushed_run(runs, tmp_path, monkeypatch):
+def test_a_store_keeps_every_device_shard_of_a_pushed_run(runs, tmp_path, monkeypatch, postgres_cluster):
     from ttreport import store
-    from ttreport.store import throwaway as postgres
 
-    try:
-        cluster = postgres.start()
-    except postgres.Unavailable as e:
-        pytest.skip(f"no PostgreSQL server for the store: {e}")
-    try:
-        monkeypatch.setenv("TTREPORT_STORE_CACHE", str(tmp_path / "cache"))
-        (tmp_path / "tensor-store").mkdir()
-        url = f"{cluster.new_database()}&tensors={tmp_path / 'tensor-store'}"
-        _, bad = runs
-        store.push(bad, url, name="bad")
-        with ttreport.open(bad) as local, ttreport.open(url, run="bad") as pulled:
-            (tid,), = local.execute("SELECT x.tensor_id FROM operations o JOIN output_tensors x USING (operation_id) "
-                                    "WHERE o.name = 'model.swiglu' AND o.rank = 1").fetchall()
-            assert pulled.tensor_devices(tid) == list(range(8))
-            assert torch.equal(pulled.load_tensor(tid, device=5), local.load_tensor(tid, device=5))
-    finally:
-        cluster.stop()
+    monkeypatch.setenv("TTREPORT_STORE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "tensor-store").mkdir()
+    url = f"{postgres_cluster.new_database()}&tensors={tmp_path / 'tensor-store'}"
+    _, bad = runs
+    store.push(bad, url, name="bad")
+    with ttreport.open(bad) as local, ttreport.open(url, run="bad") as pulled:
+        (tid,), = local.execute("SELECT x.tensor_id FROM operations o JOIN output_tensors x USING (operation_id) "
+                                "WHERE o.name = 'model.swiglu' AND o.rank = 1").fetchall()
+        assert pulled.tensor_devices(tid) == list(range(8))
+        assert torch.equal(pulled.load_tensor(tid, device=5), local.load_tensor(tid, device=5))
 
 
 def test_global_mode_carries_each_devices_golden_and_a_raised_mismatch_names_the_device(tmp_path):
