@@ -187,3 +187,14 @@ def test_an_output_that_does_not_fit_says_so_and_leaves_memory_as_it_was(device)
     with pytest.raises(OutOfMemoryError, match=r"Out of L1 memory on device 0: requested \d+ B per bank"):
         ttnn.add(a, b)
     assert sorted(buf.buffer_id for buf in device.memory.live_buffers()) == live
+
+
+@pytest.mark.parametrize("name", ["neg", "abs"])
+def test_sign_ops_on_bfloat16_equal_the_float32_result_rounded_for_every_bit_pattern(device, name):
+    every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    fn = getattr(torch, name)
+    for shape in [(256, 256), (1, 65536), (8192, 8)]:  # tile-aligned rows, one long row, short rows
+        for layout in (ttnn.TILE, ttnn.ROW_MAJOR):
+            a = ttnn.from_torch(every.reshape(shape), dtype=ttnn.bfloat16, layout=layout, device=device)
+            want = fn(a.value.float()).to(torch.bfloat16)
+            assert_same_bits(getattr(ttnn, name)(a).value, want, f"ttnn.{name} {shape} {layout!r}")

@@ -29,12 +29,19 @@ def _unary(name: str, fn):
     def golden(x, *_, **__):
         return fn(x)
 
+    exact = name in _EXACT_BF16
+
     def op(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
            **tt_nn_only) -> Tensor:
         if tt_nn_only:
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         ins = device_inputs(f"ttnn.{name}", input_tensor)
-        return _unary_output(fn(values(input_tensor)), input_tensor, ins, f"ttnn.{name}", dtype, memory_config)
+        v = input_tensor._value if exact and dtype is None and type(input_tensor) is Tensor else None
+        if v is not None and input_tensor.dtype is _BF16 and v.dtype is _TORCH_BF16:
+            y = fn(v)  # exact in bfloat16: no conversion to float32 and back
+        else:
+            y = fn(values(input_tensor))
+        return _unary_output(y, input_tensor, ins, f"ttnn.{name}", dtype, memory_config)
 
     op.__doc__ = f"Element-wise {name}."
     return register_op(f"ttnn.{name}", golden=golden)(op)
@@ -166,6 +173,9 @@ def _rounded(op_name: str, y, rounding_mode):
 # maximum/minimum: the sign of max(-0.0, 0.0) differs between torch's vector and scalar loops.
 _NATIVE_BF16 = frozenset({"add", "sub", "rsub", "mul", "div", "divide"})
 _BF16, _TORCH_BF16 = DataType.BFLOAT16, torch.bfloat16
+# Unary ops whose result is one of the input's own values with its sign changed or kept: exact in
+# bfloat16, so they run on the bfloat16 values (held to the float32 path over every bfloat16 bit pattern).
+_EXACT_BF16 = frozenset({"neg", "abs"})
 _NATIVE_BF16_NUMBER = frozenset({"mul", "div", "divide"})  # ... also with a Python number (float32 in the kernel)
 _PLAIN = frozenset({Tensor, float, int})  # a binary op's second argument on its fast path (not bool: int's subclass)
 
