@@ -104,6 +104,10 @@ def _check(con: sqlite3.Connection, db_path: Path, folder: Path) -> list[str]:
     faults += _value_faults(con, db_path)
     try:
         files = con.execute("SELECT tensor_id, file FROM tensors WHERE file IS NOT NULL ORDER BY tensor_id").fetchall()
+        if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'tensor_writes'").fetchone():
+            # what ops wrote into stored tensors (schema 0009): each file checked against its own row
+            files += [(tid, rel, facts) for tid, rel, *facts in con.execute(
+                "SELECT tensor_id, file, file_bytes, crc32, shape, dtype FROM tensor_writes ORDER BY operation_id")]
     except _UNREADABLE as e:
         faults.append(f"{db_path}: the tensor files cannot be listed ({e})")
     return faults + _file_faults(con, folder, files)
@@ -178,14 +182,15 @@ def _metadata_faults(meta: dict, db_path: Path) -> list[str]:
     return faults
 
 
-def _file_faults(con: sqlite3.Connection, folder: Path, files: list[tuple[int, str]]) -> list[str]:
+def _file_faults(con: sqlite3.Connection, folder: Path, files: list[tuple]) -> list[str]:
+    """Faults of each (tensor_id, file) of `tensors`, and each (tensor_id, file, facts) of `tensor_writes`."""
     if not files:
         return []
     from ttreport.storage import load_tensor  # imports torch: only checks of reports with files pay for it
 
     faults = []
     root = folder.resolve()
-    for tid, rel in files:
+    for tid, rel, *write in files:
         if not isinstance(rel, str):
             faults.append(f"tensor {tid}: its file column holds {rel!r}, not a path")
             continue
@@ -197,7 +202,10 @@ def _file_faults(con: sqlite3.Connection, folder: Path, files: list[tuple[int, s
         else:
             # Loaded as a reader would: checked against its CRC-32, shape and dtype, bounded, regular files only.
             try:
-                load_tensor(folder, tid, expected_file(con, tid, folder))
+                if write:
+                    load_tensor(folder, tid, expected_file(con, tid, folder, write=write[0]), file=rel)
+                else:
+                    load_tensor(folder, tid, expected_file(con, tid, folder))
             except TTReportError as e:
                 faults.append(f"tensor {tid}: {e}".replace(f"tensor {tid}: tensor {tid}: ", f"tensor {tid}: "))
             except _UNREADABLE as e:

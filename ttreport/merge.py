@@ -162,6 +162,7 @@ def _write(sources: list[Path], out: Path, ranks: list[int], overrides: dict[Pat
                 with con:
                     _copy(con, offsets, overrides.get(src))
                     _copy_tensor_files(con, src.parent, out, offsets["tensor"])
+                    _copy_tensor_writes(con, src.parent, out, offsets["tensor"], offsets["op"])
                     metas.append(dict(con.execute("SELECT key, value FROM src.report_metadata")))
                     for kind, top in _maxima(con).items():
                         offsets[kind] += top + 1
@@ -238,6 +239,18 @@ def _copy_tensor_files(con: sqlite3.Connection, src_folder: Path, out: Path, off
         else:
             continue  # its row says a file that the rank's capture lost; `ttreport check` reports it
         con.execute("UPDATE main.tensors SET file = ? WHERE tensor_id = ?", (name, tensor_id + offset))
+
+
+def _copy_tensor_writes(con: sqlite3.Connection, src_folder: Path, out: Path, offset: int, op_offset: int) -> None:
+    """Copy each file an op wrote into a stored tensor (tensor_writes) under its new ids, and point its row at it."""
+    for op_id, tensor_id, file in con.execute("SELECT operation_id, tensor_id, file FROM src.tensor_writes").fetchall():
+        source = src_folder / file if file else None
+        if source is None or not source.is_file():
+            continue  # a write the rank's capture could not keep: its row has no file to copy
+        name = f"tensors/{tensor_id + offset}@{op_id + op_offset}{source.suffix}"
+        shutil.copyfile(source, out / name)
+        con.execute("UPDATE main.tensor_writes SET file = ? WHERE tensor_id = ? AND operation_id = ?",
+                    (name, tensor_id + offset, op_id + op_offset))
 
 
 def _remap_arguments(text, offset):

@@ -35,6 +35,7 @@ import threading
 import time
 import traceback
 import warnings
+import weakref
 
 import device_sim
 from device_sim import perf_model
@@ -149,6 +150,7 @@ class Recorder:
         self._local = threading.local()
         self._seen: dict[int, None] = {}  # tensor ids whose spec is queued, oldest first; at most MAX_SEEN
         self._stored: set[int] = set()  # tensor ids whose values are queued for storage
+        self._stored_values: dict[int, weakref.ref] = {}  # tensor id -> the values last queued for it
         self._storage_lock = threading.Lock()
         self.tensor_bytes = 0
         self.tensors_skipped = 0
@@ -224,19 +226,20 @@ class Recorder:
          kwargs) = token
         self._local.stack.pop()
         outputs: list[int] = []
+        writes: list[tuple] = []  # values this op wrote into already-stored tensors: files for storage only
         if output is not None:
             for t in ((output,) if type(output) is Tensor else output if isinstance(output, (list, tuple))
                       else (output,)):
                 if isinstance(t, Tensor):
                     self._see(t, op_id, outputs, specs)
                     if self._store_outputs:
-                        self._plan_storage(t, files)
+                        self._plan_storage(t, files, op_id, writes)
                 elif type(t) in (list, tuple):  # one level down too: conv2d returns (out, (h, w), (weights, bias))
                     for u in t:
                         if isinstance(u, Tensor):
                             self._see(u, op_id, outputs, specs)
                             if self._store_outputs:
-                                self._plan_storage(u, files)
+                                self._plan_storage(u, files, op_id, writes)
         l1 = dram = 0
         for l1_banks, dram_banks in self._allocators:  # DeviceMemory.bytes_used, without two calls per device
             l1 += l1_banks.bytes_per_bank_used * l1_banks.num_banks
@@ -251,6 +254,8 @@ class Recorder:
                    error))
         if files:
             self.storage.put_many(files)
+        if writes:
+            self.storage.put_many(writes)
         if exc is None:
             # device_sim's performance model: shapes and dtypes only, a few microseconds (docs/perf_model.md).
             est = self.estimate(op, args, kwargs, output)
@@ -417,9 +422,11 @@ class Recorder:
                 device.memory.listener = previous
 
     # -- tensor storage ------------------------------------------------------------------
-    def _plan_storage(self, t: Tensor, files: list) -> None:
+    def _plan_storage(self, t: Tensor, files: list, op_id: int | None = None, writes: list | None = None) -> None:
         tid = t.tensor_id
         if tid in self._stored or not t.is_allocated():
+            if writes is not None and tid in self._stored and type(t) is not MeshTensor and t.is_allocated():
+                self._plan_write(t, writes, op_id)
             return
         if type(t) is MeshTensor:
             self._plan_shards(t, files)
@@ -427,7 +434,21 @@ class Recorder:
         value = t.value
         if self._reserve(value.numel() * value.element_size()):
             self._stored.add(tid)
+            self._stored_values[tid] = weakref.ref(value)
             files.append((tid, f"tensors/{tid}{self._suffix}", value, t.dtype, t.layout, t.memory_config()))
+
+    def _plan_write(self, t: Tensor, writes: list, op_id: int) -> None:
+        # Op `op_id` output a tensor whose values were stored already: it wrote into it (output_tensor=, an
+        # in-place op). Its new values get a file of their own (schema.tensor_writes); the same values
+        # (an op that hands back its input unchanged) get none.
+        tid, value = t.tensor_id, t.value
+        last = self._stored_values.get(tid)
+        if last is not None and last() is value:
+            return
+        if self._reserve(value.numel() * value.element_size()):
+            self._stored_values[tid] = weakref.ref(value)
+            writes.append((tid, f"tensors/{tid}@{op_id}{self._suffix}", value, t.dtype, t.layout, t.memory_config(),
+                           op_id))
 
     def _plan_shards(self, t: MeshTensor, files: list) -> None:
         # One file per device shard, tensors/<id>/<device_id>.pt: each item's path is the folder (what the

@@ -477,8 +477,13 @@ class Report:
             (int(tensor_id),)).fetchall()
         return self._complete(rows)
 
-    def load_tensor(self, tensor_id: int, *, device: int | None = None, dims=None, mesh_shape=None):
+    def load_tensor(self, tensor_id: int, *, device: int | None = None, dims=None, mesh_shape=None,
+                    after_operation: int | None = None):
         """The stored tensor as a plain torch.Tensor on the CPU (no device or device_sim needed).
+
+        after_operation: the values it held right after that op. An op that wrote into a stored tensor
+        (output_tensor=, an in-place op) left a file of its own (the tensor_writes table); without it, or
+        before any such write, the tensor's first stored values.
 
         A tensor on a mesh is stored as one file per device shard. device: that device's shard. Without
         it, the shards joined as TT-NN's mesh composers join them: dims=None stacks them on a new first
@@ -501,6 +506,12 @@ class Report:
             if device is not None and device != self.tensor(tensor_id).device_id:
                 raise ReportError(f"tensor {tensor_id} is not on device {device} (it is one tensor, on device "
                                   f"{self.tensor(tensor_id).device_id}); leave device= out")
+            if after_operation is not None:
+                write = self._newest_write(tensor_id, after_operation)
+                if write is not None:  # an op at or before after_operation wrote into it: that file
+                    facts = write[1:]
+                    return storage.load_tensor(self.path, tensor_id, expected_file(
+                        self._conn, tensor_id, self.path, write=facts), file=write[0])
             return storage.load_tensor(self.path, tensor_id, self.expected_file(tensor_id))
         if device is not None:
             if device not in devices:
@@ -531,6 +542,14 @@ class Report:
         return self.sql(f"SELECT mode, tensor_id, {device}, status, pcc, max_abs_error FROM tensor_comparisons "
                         f"WHERE operation_id = ? ORDER BY mode, status = 'pass', pcc IS NULL, pcc, device_id",
                         (int(operation_id),))
+
+    def _newest_write(self, tensor_id: int, operation_id: int):
+        """(file, file_bytes, crc32, shape, dtype) of the newest write into `tensor_id` at or before the op."""
+        if not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tensor_writes'").fetchone():
+            return None  # a report made before schema 0009
+        return self._conn.execute(
+            "SELECT file, file_bytes, crc32, shape, dtype FROM tensor_writes WHERE tensor_id = ? AND operation_id <= ? "
+            "ORDER BY operation_id DESC LIMIT 1", (int(tensor_id), int(operation_id))).fetchone()
 
     def expected_file(self, tensor_id: int, *, device: int | None = None):
         """What the report says the tensor's file (or `device`'s shard file) holds (a storage.Expected),
@@ -703,9 +722,10 @@ def _compose(shards: list, dims, mesh_shape, tensor_id: int):
     return torch.cat(rows, dims[0])
 
 
-def expected_file(conn: sqlite3.Connection, tensor_id: int, where, device: int | None = None):
-    """The storage.Expected of `tensor_id`'s file (or of `device`'s shard file of a mesh tensor) from the
-    report on `conn` (a ReportError for an unknown id)."""
+def expected_file(conn: sqlite3.Connection, tensor_id: int, where, device: int | None = None, write=None):
+    """The storage.Expected of `tensor_id`'s file (or of `device`'s shard file of a mesh tensor, or the
+    `write` row's facts (file_bytes, crc32, shape, dtype) of a tensor_writes file) from the report on
+    `conn` (a ReportError for an unknown id)."""
     from ttreport.storage import Expected
 
     row = conn.execute("SELECT shape FROM tensors WHERE tensor_id = ?", (int(tensor_id),)).fetchone()
@@ -713,12 +733,12 @@ def expected_file(conn: sqlite3.Connection, tensor_id: int, where, device: int |
         raise ReportError(f"no tensor {tensor_id} in {where}; `ttreport query {where} "
                           f"\"SELECT tensor_id, shape FROM tensors\"` lists them")
     dims = tuple(int(d) for d in re.findall(r"-?\d+", row[0])) if isinstance(row[0], str) else None
-    facts = None
-    if device is not None:
+    facts = write
+    if facts is None and device is not None:
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'device_tensor_files'").fetchone():
             facts = conn.execute("SELECT file_bytes, crc32, shape, dtype FROM device_tensor_files "
                                  "WHERE tensor_id = ? AND device_id = ?", (int(tensor_id), int(device))).fetchone()
-    elif conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tensor_files'").fetchone():
+    elif facts is None and conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tensor_files'").fetchone():
         facts = conn.execute("SELECT file_bytes, crc32, shape, dtype FROM tensor_files WHERE tensor_id = ?",
                              (int(tensor_id),)).fetchone()
     if facts is None:

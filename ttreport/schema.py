@@ -127,6 +127,17 @@ device_tensor_files = Table(
     PrimaryKeyConstraint("tensor_id", "device_id", sqlite_on_conflict="REPLACE"),
 )
 
+# The values an op wrote into a tensor that already had a stored file (output_tensor=, an in-place op):
+# each such write is its own file, tensors/<tensor_id>@<operation_id>.pt, with the facts tensor_files
+# holds. A tensor's values after op N are its newest write at or before N, else its tensor_files file.
+tensor_writes = Table(
+    "tensor_writes", metadata,
+    _id("operation_id"), _id("tensor_id"),
+    Column("file", Text),  # relative to the report folder
+    Column("file_bytes", Integer), Column("crc32", Integer), Column("shape", Text), Column("dtype", Text),
+    PrimaryKeyConstraint("operation_id", "tensor_id", sqlite_on_conflict="REPLACE"),
+)
+
 input_tensors = Table(
     "input_tensors", metadata,
     _id("operation_id"), Column("input_index", Integer), _id("tensor_id"), _rank(),
@@ -324,6 +335,7 @@ INDEXES = [
     Index("ix_buffer_pages_op", buffer_pages.c.operation_id),
     Index("ix_buffer_chunks_op", buffer_chunks.c.operation_id),
     Index("ix_device_tensors_tensor", device_tensors.c.tensor_id),
+    Index("ix_tensor_writes_tensor", tensor_writes.c.tensor_id, tensor_writes.c.operation_id),
     Index("ix_stack_traces_op", stack_traces.c.operation_id),
     # TT-NN's name for it (graph_report.py's CREATE_INDEX_STACK_TRACES_SOURCE_FILE_SQL)
     Index("idx_stack_traces_source_file_id", stack_traces.c.source_file_id),

@@ -42,7 +42,9 @@ KEEP_FREE_FRACTION = 0.75
 
 
 class TensorStore(threading.Thread):
-    """Writes queued (tensor_id, relative path, value, dtype, layout, memory config) items, once each."""
+    """Writes queued (tensor_id, relative path, value, dtype, layout, memory config) items, once each; a mesh
+    shard's item adds (file name in the tensor's folder, device id), an op's write into a stored tensor
+    (operation_id,)."""
 
     def __init__(self, report_dir, writer_queue, warner: LossWarner | None = None):
         super().__init__(name="ttreport-tensors", daemon=True)
@@ -75,9 +77,10 @@ class TensorStore(threading.Thread):
         folder = self.report_dir / TENSORS_DIR
         while (item := self.queue.get()) is not None:
             tid, rel = item[0], item[1]
+            write = len(item) == 7  # (..., operation_id): the values an op wrote into a stored tensor
             try:
                 folder.mkdir(exist_ok=True)
-                path, shard = self.report_dir / rel, len(item) > 6  # a mesh tensor's device shard: see below
+                path, shard = self.report_dir / rel, len(item) > 7  # a mesh tensor's device shard: see below
                 if shard:  # (..., file name in the tensor's folder, device id)
                     path.mkdir(exist_ok=True)
                     path = path / item[6]
@@ -87,11 +90,14 @@ class TensorStore(threading.Thread):
                     facts = {"tensor_id": tid, **write_tensor(path, *item[2:6])}
                 if shard:
                     self.writer_queue.put((ROW, "device_tensor_files", {**facts, "device_id": item[7]}))
+                elif write:
+                    self.writer_queue.put((ROW, "tensor_writes", {**facts, "operation_id": item[6], "file": rel}))
                 else:
                     self.writer_queue.put((ROW, "tensor_files", facts))
             except Exception as e:  # a full disk must not stop the model; the loss is recorded
                 self.files_lost += 1
-                self.writer_queue.put((FILE_LOST, tid))
+                if not write:  # a lost write leaves the tensor's first file (and its row) as they were
+                    self.writer_queue.put((FILE_LOST, tid))
                 if self.error is None:
                     self.error = e
                     self.warner.warn(f"ttreport: could not write tensor file {rel} ({type(e).__name__}: {e})")
@@ -193,7 +199,7 @@ FILE_OVERHEAD_BYTES = (1 << 20) + (64 << 10)
 
 
 def load_tensor(report_dir, tensor_id: int, expected: Expected | None = None, *,
-                device: int | None = None) -> torch.Tensor:
+                device: int | None = None, file: str | None = None) -> torch.Tensor:
     """The stored values of `tensor_id` as a plain CPU torch.Tensor in its logical shape; no device needed.
 
     The file is checked before it is trusted: inside the report folder, a regular file (a FIFO
@@ -203,6 +209,8 @@ def load_tensor(report_dir, tensor_id: int, expected: Expected | None = None, *,
     A tensor on a mesh is stored per device shard: `device` gives that device's shard; without it,
     every shard stacked on a new first dimension, in device order (Report.load_tensor can also join them).
     """
+    if file is not None:  # a tensor_writes file (Report.load_tensor(after_operation=)), checked as any other
+        return _load_path(report_dir, Path(report_dir) / file, tensor_id, expected or Expected())
     if device is None and is_mesh_tensor(report_dir, tensor_id):
         from ttreport.report import Report
 
@@ -218,6 +226,10 @@ def load_tensor(report_dir, tensor_id: int, expected: Expected | None = None, *,
             + f" in {where}; only tensors captured with Config(tensors='outputs' or 'all') and within "
             f"max_tensor_bytes are stored" + (", and only a mesh tensor per device" if device is not None else "")
         )
+    return _load_path(report_dir, path, tensor_id, expected)
+
+
+def _load_path(report_dir, path: Path, tensor_id: int, expected: Expected) -> torch.Tensor:
     # A received report is untrusted: a link planted as a tensor file must not read a file elsewhere.
     real, folder = path.resolve(), Path(report_dir).resolve()
     if not real.is_relative_to(folder):
