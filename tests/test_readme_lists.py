@@ -1,4 +1,4 @@
-"""README's lists stay true to the code: every op family and every CLI command is listed, every op it names runs.
+"""README's lists stay true to the code: every op family, CLI command and doc is listed, every op it names runs.
 
     .venv/bin/python -m pytest tests/test_readme_lists.py -q
 """
@@ -52,3 +52,10 @@ def test_every_cli_command_is_in_the_readmes_command_table():
     listed = set(re.findall(r"`ttreport ([a-z-]+)", table))
     shown = {name for name, command in main.commands.items() if not command.hidden}  # as `ttreport --help` lists
     assert shown - listed == set(), "add these commands to README's command table"
+
+
+def test_every_doc_is_in_the_readmes_table_of_where_things_are():
+    text = README.read_text()
+    table = text[text.index("## Where things are"):]
+    docs = {f"docs/{p.name}" for p in (README.parent / "docs").glob("*.md")}
+    assert docs - set(re.findall(r"`(docs/\w+\.md)`", table)) == set(), "add these docs to README's table"
