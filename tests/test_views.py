@@ -75,6 +75,13 @@ def test_squeeze_and_unsqueeze_follow_reshape(device):
     assert last.buffer_address() != x.buffer_address() and torch.equal(last.value, x.value.unsqueeze(-1))
 
 
+def test_unsqueeze_to_4d_is_a_view_and_gives_a_rank_4_tensor_back_itself(device):
+    x = dev(rnd(30, 64), device)
+    four = ttnn.unsqueeze_to_4D(x)
+    assert four.shape == (1, 1, 30, 64) and four.buffer_address() == x.buffer_address()
+    assert ttnn.unsqueeze_to_4D(four) is four
+
+
 def test_view_never_copies_and_refuses_what_would_scramble_the_device_data(device):
     x = dev(rnd(2, 32, 64), device)
     assert ttnn.view(x, (1, 64, 64)).buffer_address() == x.buffer_address()

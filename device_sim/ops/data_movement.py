@@ -100,9 +100,10 @@ def _to_4d(t):
 
 @register_op("ttnn.unsqueeze_to_4D", golden=lambda t, *_, **__: _to_4d(t))
 def unsqueeze_to_4D(input_tensor: Tensor, **tt_nn_only) -> Tensor:  # noqa: N802  (TT-NN's name)
-    """Prepend dims of size 1 up to rank 4 ([32, 64] -> [1, 1, 32, 64]); rank 4 is returned as a copy."""
-    return _out("ttnn.unsqueeze_to_4D", input_tensor, _to_4d(_vals("ttnn.unsqueeze_to_4D", input_tensor)),
-                None, tt_nn_only)
+    """Prepend dims of size 1 up to rank 4 ([32, 64] -> [1, 1, 32, 64]). TT-NN (core.cpp) returns a rank-4
+    tensor itself and reshapes the others, so on a device this is a view of the input's buffer."""
+    return _reshape_like_tt_nn("ttnn.unsqueeze_to_4D", input_tensor,
+                               _to_4d(_vals("ttnn.unsqueeze_to_4D", input_tensor)), tt_nn_only)
 
 
 def _view_golden(t, shape, *_, **__):
