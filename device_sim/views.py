@@ -30,7 +30,7 @@ from device_sim.types import BufferType, Layout
 # buffer_id -> [number of live tensors holding it, weak references to them]; only buffers a view shares
 # are here, so a tensor's __del__ costs one dict truthiness check while no view exists.
 SHARED: dict[int, list] = {}
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: the garbage collector may run a Tensor.__del__ (release) inside make_view
 _L1_TYPES = (BufferType.L1, BufferType.L1_SMALL)
 
 
@@ -64,6 +64,7 @@ def make_view(t, value):
         if len(entry[1]) > 2 * entry[0] + 8:  # views made and dropped in a loop: forget the dead ones
             entry[1] = [r for r in entry[1] if r() is not None]
         entry[1].append(weakref.ref(v))
+        SHARED[t.buffer.buffer_id] = entry  # again: a release run by the collector just now may have dropped it
     return v
 
 
