@@ -157,18 +157,19 @@ def golden_logits(cfg: DemoConfig | None = None) -> torch.Tensor:
     return ln(x) @ lm_head
 
 
-def capture_demo(target, *, root: Path | None = None) -> Path:
+def capture_demo(target, *, root: Path | None = None, perf_files: bool = True) -> Path:
     """Run the model under a capture that stores every tensor and checks each op against torch.
 
     `target` is a name under `root` (default: Config's root) or a path; returns the report
     folder. The demo's own report is replaced on each run: it is an example, not a record.
     The capture writes TT-NN's perf files (ops_perf_results.csv, profile_log_device.csv, for
-    ttnn-visualizer's Performance tab) into that folder at close (Config.perf_files, on by default).
+    ttnn-visualizer's Performance tab) into that folder at close unless `perf_files` is False.
     """
     from ttreport.capture import Capture
     from ttreport.config import Config
 
-    config = Config(tensors="all", comparison="local", overwrite=True, **({"root": root} if root is not None else {}))
+    config = Config(tensors="all", comparison="local", overwrite=True, perf_files=perf_files,
+                    **({"root": root} if root is not None else {}))
     _warm_up_torch()
     with Capture(target, config=config) as handle:
         run_model()
@@ -188,7 +189,9 @@ def write_sample() -> Path:
     Its stack traces, source files and config.json name paths relative to the repository, so the
     committed report carries no path of the machine that made it.
     """
-    path = capture_demo(SAMPLE_ROOT / "demo")
+    # Without the perf CSVs: the committed sample never carried them (`ttreport perf-csv` writes them from
+    # the db), and regenerating it would leave them untracked beside it.
+    path = capture_demo(SAMPLE_ROOT / "demo", perf_files=False)
     repo = Path(__file__).resolve().parents[1]
     prefix = str(repo) + os.sep
     con = sqlite3.connect(path / "db.sqlite")
