@@ -243,7 +243,11 @@ def _parse(path: Path, blob: bytes):
     available = size - _CRC.size - data_start
     if header["data"].get("nbytes") != nbytes or nbytes != available:
         raise fail(f"data section holds {available} bytes, but shape {shape} of {dtype.name} needs {nbytes}")
-    return _decode(blob[data_start:data_start + nbytes], dtype, shape), dtype, layout, cfg, mesh, tile
+    try:
+        value = _decode(blob[data_start:data_start + nbytes], dtype, shape)
+    except RuntimeError as e:  # an empty tensor whose other dims are too large to stride ("Stride ... overflowed")
+        raise fail(f"shape {shape} cannot be held: {e}") from None
+    return value, dtype, layout, cfg, mesh, tile
 
 
 def _read_header(h) -> tuple[DataType, Layout, list[int], MemoryConfig | None, dict | None, Tile | None]:

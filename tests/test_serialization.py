@@ -275,3 +275,11 @@ def test_dump_tensor_takes_tt_nns_mode_keyword(device, tmp_path, mode):
     assert torch.equal(ttnn.load_tensor(tmp_path / "t.bin").value, t.value)
     with pytest.raises(TypeError, match="mode must be a ttnn.DumpTensorMode"):
         ttnn.dump_tensor(tmp_path / "u.bin", t, mode="local")
+
+
+def test_an_empty_shape_too_large_to_stride_is_a_tensor_file_error(tmp_path):
+    # Found by tests/test_fuzz_bin.py: zero elements, but torch cannot compute strides for the other dims.
+    shape = [0, 2147483646, 4294967301]
+    header = {"dtype": "BFLOAT16", "layout": "ROW_MAJOR", "shape": shape, "padded_shape": shape, "memory_config": None,
+              "mesh": None, "data": {"encoding": "bfloat16", "byte_order": "little", "order": "C", "nbytes": 0}}
+    rejects(tmp_path, assemble(header, b""), r"shape \[0, 2147483646, 4294967301\] cannot be held")
