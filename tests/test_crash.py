@@ -421,6 +421,10 @@ def test_the_first_reader_folds_a_killed_captures_wal_so_db_sqlite_stands_alone(
     wait_for(log, lambda text: text.count("\n") > 3000)
     with ttreport.open(report) as r:
         assert r.status_text == "running"  # live: the capture holds the folder
+    deadline = time.monotonic() + 60
+    while len(recorded(report)) <= 1000:  # under load the writer lags the model: wait for its batches
+        assert time.monotonic() < deadline, "the writer committed no more than 1000 ops in 60 s"
+        time.sleep(0.05)
     os.kill(zygote.pid, signal.SIGKILL)
     assert zygote.wait() == -signal.SIGKILL
     assert (report / "db.sqlite-wal").stat().st_size > 0  # the committed batches are in the WAL
