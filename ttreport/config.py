@@ -55,7 +55,7 @@ class Config:
             core: about 1.4 KB of report per element-wise op, nothing extra on the model's thread.
         perf_files: write TT-NN's performance report files (ops_perf_results.csv, profile_log_device.csv:
             ttnn-visualizer's Performance tab) into the report folder at close (default True): read back
-            from the db after the model's last op, about 30 ms per 1,000 ops at close, nothing per op.
+            from the db after the model's last op, about 40 ms per 1,000 ops at close, nothing per op.
         comparison: golden comparison during capture: "off" (default), "local", "global",
             "both". Runs each op's torch golden too on a background thread: roughly doubles the
             CPU a run needs (op durations are not inflated).
@@ -106,7 +106,7 @@ class Config:
     # Each op's device operations and CBs as TT-NN's captured graph (ttreport.device_graph): ~1.4 KB per op.
     device_graphs: bool = True
     # TT-NN's ops_perf_results.csv and profile_log_device.csv, written from the db at close (not per op):
-    # about 30 ms per 1,000 ops (measured: docs/perf_model.md), so on by default.
+    # about 40 ms per 1,000 ops (bench/README.md, `python -m bench --only exports`), so on by default.
     perf_files: bool = True
     # Golden comparison during capture (ttreport.golden): runs each op's torch golden too, on
     # one background thread in op order, so op durations are not inflated; it roughly doubles
