@@ -245,6 +245,10 @@ def paged_fill_cache(cache_tensor: Tensor, input_tensor: Tensor, page_table: Ten
         _held(cache_tensor), values(input_tensor, op_name), values(page_table, op_name),
         batch_idx_tensor=values(batch_idx_tensor, op_name) if batch_idx_tensor is not None else None,
         batch_idx=batch_idx)
+    if cache_tensor._device is not None and cache_tensor.layout == Layout.TILE and input_tensor.layout == Layout.TILE:
+        # launched before the write, so a CB clash leaves the cache as it was
+        device_work.launch(cache_tensor._device, kv_programs.paged_fill_cache_program(
+            input_tensor, page_table, batch_idx_tensor))
     cache_tensor._write(new)
     return cache_tensor
 
@@ -271,6 +275,13 @@ def paged_fused_update_cache(cache_tensor1: Tensor, input_tensor1: Tensor, cache
                   page_table=values(page_table, op_name) if page_table is not None else None)
         new1, new2 = _paged_fused_update_golden(_held(cache_tensor1), values(input_tensor1, op_name),
                                                 _held(cache_tensor2), values(input_tensor2, op_name), **kw)
+        if cache_tensor1._device is not None and cache_tensor1.layout == Layout.TILE and all(
+                t.is_sharded() and t.layout == Layout.TILE for t in (input_tensor1, input_tensor2)):
+            # the tiled factory (sharded TILE inputs, as TT-NN requires); before the writes, as above
+            config = tt_nn_only.get("compute_kernel_config")
+            device_work.launch(cache_tensor1._device, kv_programs.paged_fused_update_cache_program(
+                cache_tensor1, input_tensor1, input_tensor2, index=update_idxs_tensor, page_table=page_table,
+                fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False))))
         cache_tensor1._write(new1)
         cache_tensor2._write(new2)
     return cache_tensor1, cache_tensor2

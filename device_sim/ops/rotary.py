@@ -19,10 +19,11 @@ import torch
 
 from device_sim import device_work
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
+from device_sim.programs import rotary as rotary_programs
 from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import MemoryConfig
+from device_sim.types import Layout, MemoryConfig
 
 TILE = 32
 
@@ -104,8 +105,13 @@ def rotary_embedding(input_tensor: Tensor, cos_cache: Tensor, sin_cache: Tensor,
                          f" and sin {list(sin.shape)} the same [1, 1, max_seq, D]")
     if cos.shape[-2] < need:
         raise IndexError(f"{op_name}: the cos/sin caches hold {cos.shape[-2]} positions; this call needs {need}")
-    return output(_neox_golden(x, cos, sin, token_index), input_tensor, ins, op_name=op_name,
-                  memory_config=memory_config)
+    out = output(_neox_golden(x, cos, sin, token_index), input_tensor, ins, op_name=op_name,
+                 memory_config=memory_config)
+    if input_tensor._device is not None and all(t.layout == Layout.TILE for t in (input_tensor, cos_cache, sin_cache)):
+        out_spec = out.memory_config().shard_spec if out.is_sharded() else None
+        device_work.launch_after(out, True, input_tensor, rotary_programs.rotary_embedding_program(
+            input_tensor, cos_cache, sin_cache, out.dtype, token_index=token_index, out_spec=out_spec))
+    return out
 
 
 def _fused_qk_golden(q, k, cos, sin, trans_mat, *_, **__):

@@ -1,8 +1,8 @@
 """UpdateKVCacheOperation: fill_cache and update_cache as TT-NN's two KV-cache factories build them.
 
 tt-metal's ttnn/cpp/ttnn/operations/kv_cache/device/fill_cache_multi_core_program_factory.cpp and
-update_cache_multi_core_program_factory.cpp, and the paged update (experimental/paged_cache); the paged fill
-and fused updates run other programs, not modelled.
+update_cache_multi_core_program_factory.cpp, and the paged fill, update and fused update (experimental/paged_cache;
+the fused update's row-major factory is not modelled).
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -29,7 +29,7 @@ from device_sim.device_work import (
     shape_of,
     split_work,
 )
-from device_sim.types import DataType
+from device_sim.types import BufferType, DataType
 
 NAME = "UpdateKVCacheOperation"
 
@@ -118,5 +118,73 @@ def paged_update_cache_program(cache, x, *, index=None, page_table=None, fp32_de
             width = tuple(page_table.padded_shape)[-1]
             cbs.append(CircularBuffer((3,), 1, width * dtypes.ELEMENT_SIZE[page_table.dtype]))
         return make_program("PagedUpdateCacheDeviceOperation", "PagedUpdateCacheProgramFactory", cbs, _ranges(spec))
+
+    return cached(key, build)
+
+
+def _aligned_page(t) -> int:
+    """TT-Metal's Buffer::aligned_page_size(): the tensor's page rounded up to its memory's alignment."""
+    c = t._device.config
+    alignment = c.l1_alignment if t.buffer.buffer_type == BufferType.L1 else c.dram_alignment
+    return -(-t.buffer.page_size // alignment) * alignment
+
+
+def paged_fill_cache_program(x, page_table, batch_idx_tensor=None) -> Program:
+    """PagedFillCacheDeviceOperation (experimental/paged_cache/device/fill_cache/paged_fill_cache_program_factory.cpp)
+    for input x [users, KVH, S, D]: c_0 the input rows (2*Wt tiles, Wt = D/32), c_1 one page-table row (the page
+    table's aligned page), c_2 the batch indices (one element each) with a batch_idx_tensor; split_work_to_cores
+    row by row over the KVH * S/32 rows of tiles of each user."""
+    dev = x._device
+    key = ("PagedFillCacheDeviceOperation", shape_of(x), x.dtype, shape_of(page_table), page_table.dtype,
+           page_table.buffer.buffer_type, None if batch_idx_tensor is None else
+           (shape_of(batch_idx_tensor), batch_idx_tensor.dtype), grid_of(dev))
+
+    def build():
+        shape = tuple(x.padded_shape)
+        wt = shape[-1] // TILE
+        cbs = [CircularBuffer((0,), 2 * wt, TILE_BYTES[x.dtype]), CircularBuffer((1,), 1, _aligned_page(page_table))]
+        if batch_idx_tensor is not None:
+            cbs.append(CircularBuffer((2,), batch_idx_tensor._value.numel(),
+                                      dtypes.ELEMENT_SIZE[batch_idx_tensor.dtype]))
+        return make_program("PagedFillCacheDeviceOperation", "PagedFillCacheProgramFactory", cbs,
+                            split_work(shape[0] * shape[1] * shape[2] // TILE, *grid_of(dev), row_wise=True))
+
+    return cached(key, build)
+
+
+def paged_fused_update_cache_program(cache, x1, x2, *, index=None, page_table=None,
+                                     fp32_dest_acc_en: bool = False) -> Program:
+    """PagedFusedUpdateCacheDeviceOperation's tiled factory (paged_tiled_fused_update_cache_program_factory.cpp)
+    for sharded inputs x1 (keys) and x2 (values) [1, B, heads, D] on two disjoint shard grids, run on the
+    bounding box of both.
+
+    Wt = D/32: c_0 the cache rows (2*Wt, the cache's format), c_1 / c_2 the x1 / x2 shards (globally allocated;
+    TT-Metal creates each on its own input's cores), c_24/c_25 one shared CB and c_26 the untilized rows (2*Wt
+    each, float32 with an fp32 destination, else bfloat16), c_16 B*Wt cache tiles; c_3 one index row (the index
+    tensor's aligned page; its own buffer when sharded) with update_idxs_tensor, c_4 the page table's rows (one,
+    or B when the page table is sharded and backs the CB) with a page table."""
+    s1, s2 = x1.memory_config().shard_spec, x2.memory_config().shard_spec
+    key = ("PagedFusedUpdateCacheDeviceOperation", shape_of(x1), shape_of(cache), x1.dtype, cache.dtype, s1, s2,
+           fp32_dest_acc_en, None if index is None else (shape_of(index), index.dtype, index.is_sharded()),
+           None if page_table is None else (shape_of(page_table), page_table.dtype, page_table.is_sharded()))
+
+    def build():
+        shape = tuple(x1.padded_shape)
+        wt, users = tuple(cache.padded_shape)[-1] // TILE, shape[1]
+        c_t, in_t = TILE_BYTES[cache.dtype], TILE_BYTES[x1.dtype]
+        im_t = TILE_BYTES[DataType.FLOAT32 if fp32_dest_acc_en else DataType.BFLOAT16]
+        shard_tiles = s1.shape[0] * s1.shape[1] // (TILE * TILE)
+        cbs = [CircularBuffer((0,), 2 * wt, c_t), CircularBuffer((1,), shard_tiles, in_t, True),
+               CircularBuffer((2,), shard_tiles, in_t, True), CircularBuffer((24, 25), 2 * wt, im_t),
+               CircularBuffer((26,), 2 * wt, im_t), CircularBuffer((16,), users * wt, c_t)]
+        if index is not None:
+            cbs.append(CircularBuffer((3,), 1, _aligned_page(index), index.is_sharded()))
+        if page_table is not None:
+            sharded = page_table.is_sharded()
+            cbs.append(CircularBuffer((4,), users if sharded else 1, _aligned_page(page_table), sharded))
+        box = [*_ranges(s1), *_ranges(s2)]
+        bbox = (min(r[0] for r in box), min(r[1] for r in box), max(r[2] for r in box), max(r[3] for r in box))
+        return make_program("PagedFusedUpdateCacheDeviceOperation", "PagedTiledFusedUpdateCacheProgramFactory", cbs,
+                            (bbox,))
 
     return cached(key, build)

@@ -1,0 +1,80 @@
+"""RotaryEmbeddingDeviceOperation: the GPT-NeoX rotary embedding (ttnn.experimental.rotary_embedding).
+
+tt-metal's ttnn/cpp/ttnn/operations/experimental/transformer/rotary_embedding/device/
+rotary_embedding_program_factory.cpp (RotaryEmbeddingProgramFactory), prefill and decode (token_idx) alike.
+The Llama prefill factory lives in transformer.py.
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs.rotary import rotary_embedding_program
+    >>> dev = ttnn.open_device()
+    >>> x = ttnn.from_torch(torch.ones(1, 2, 64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> c = ttnn.from_torch(torch.ones(1, 1, 64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> p = rotary_embedding_program(x, c, c, ttnn.bfloat16)
+    >>> [(cb.indices, cb.num_pages) for cb in p.cbs][:3], p.cores.num_cores()  # Wt = 2; 2 heads x 2 rows
+    ([((0,), 4), ((1,), 4), ((2,), 4)], 4)
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+from device_sim.device_work import (
+    TILE,
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cached,
+    grid_of,
+    make_program,
+    shape_of,
+    split_work,
+)
+from device_sim.types import DataType
+
+NAME = "RotaryEmbeddingDeviceOperation"
+_BF16 = DataType.BFLOAT16
+
+
+def _ranges(spec) -> tuple:
+    return tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in spec.grid.ranges())
+
+
+def rotary_embedding_program(x, cos, sin, out_dtype: DataType, *, token_index: int | None = None,
+                             out_spec=None) -> Program:
+    """RotaryEmbeddingProgramFactory for a TILE x [..., S, D] (Wt = D/32 tiles a row).
+
+    c_0 the input and c_1 its rotated half (2*Wt tiles each; c_0 is the input shard when x is sharded), c_2 cos
+    and c_3 sin (2*Wt, or Wt in decode), c_4 one bfloat16 tile holding the -1 scalar, c_24 / c_25 / c_26 one
+    tile each (input, cos, sin formats), c_16 the output (2*Wt, or its shard). Decode (a token_index) adds c_29
+    / c_30, the retilized cos / sin row (Wt each), and the untilized cos / sin rows, c_27 sharing its buffer
+    with c_5 and c_28 with c_6 (Wt bfloat16 tiles each). Interleaved, split_work_to_cores gives the rows of
+    tiles row by row; sharded, the shard grid runs it (the input's shard spec, else the output's)."""
+    dev = x._device
+    in_spec = x.memory_config().shard_spec if x.is_sharded() else None
+    spec = in_spec if in_spec is not None else out_spec
+    decode = token_index is not None
+    key = (NAME, shape_of(x), x.dtype, cos.dtype, sin.dtype, out_dtype, decode, in_spec, out_spec, grid_of(dev))
+
+    def build():
+        shape = tuple(x.padded_shape)
+        wt = shape[-1] // TILE
+        rows = 1
+        for d in shape[:-1]:
+            rows *= d
+        rows //= TILE
+        in_t, cos_t, sin_t, out_t = (TILE_BYTES[d] for d in (x.dtype, cos.dtype, sin.dtype, out_dtype))
+        shard_tiles = spec.shape[0] * spec.shape[1] // (TILE * TILE) if spec is not None else 0
+        cos_sin = wt if decode else 2 * wt
+        cbs = [CircularBuffer((0,), shard_tiles if in_spec is not None else 2 * wt, in_t, in_spec is not None),
+               CircularBuffer((1,), 2 * wt, in_t), CircularBuffer((2,), cos_sin, cos_t),
+               CircularBuffer((3,), cos_sin, sin_t), CircularBuffer((4,), 1, TILE_BYTES[_BF16]),
+               CircularBuffer((24,), 1, in_t), CircularBuffer((25,), 1, cos_t), CircularBuffer((26,), 1, sin_t),
+               CircularBuffer((16,), shard_tiles if out_spec is not None else 2 * wt, out_t, out_spec is not None)]
+        if decode:
+            bf16 = TILE_BYTES[_BF16]
+            cbs += [CircularBuffer((29,), wt, cos_t), CircularBuffer((30,), wt, sin_t),
+                    CircularBuffer((27, 5), wt, bf16), CircularBuffer((28, 6), wt, bf16)]
+        ranges = _ranges(spec) if spec is not None else split_work(rows, *grid_of(dev), row_wise=True)
+        return make_program(NAME, "RotaryEmbeddingProgramFactory", cbs, ranges)
+
+    return cached(key, build)
