@@ -56,8 +56,7 @@ NOT_MODELLED_YET = {
     "ttnn.transformer.attention_softmax", "ttnn.transformer.attention_softmax_",
     "ttnn.experimental.nlp_create_qkv_heads_falcon7b", "ttnn.experimental.nlp_kv_cache_load_slice",
     "ttnn.experimental.split_query_key_value_and_split_heads",
-    "ttnn.add_", "ttnn.sub_", "ttnn.mul_", "ttnn.div_", "ttnn.sigmoid", "ttnn.clamp", "ttnn.clip", "ttnn.fill",
-    "ttnn.where", "ttnn.lerp", "ttnn.mac", "ttnn.addcmul", "ttnn.addcdiv", "ttnn.bcast", "ttnn.plus_one",
+    "ttnn.bcast", "ttnn.plus_one",
     "ttnn.zeros", "ttnn.ones", "ttnn.full", "ttnn.zeros_like", "ttnn.ones_like", "ttnn.full_like", "ttnn.arange",
     "ttnn.rand", "ttnn.rand_like",
 }

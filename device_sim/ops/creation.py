@@ -11,7 +11,7 @@ import torch
 from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.programs import data_movement as data_movement_programs
-from device_sim.registry import register_op
+from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
@@ -141,8 +141,12 @@ def fill(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig
     if tt_nn_only:
         check_tt_nn_only("ttnn.fill", tt_nn_only)
     ins = device_inputs("ttnn.fill", input_tensor)
-    return output(torch.full(tuple(input_tensor.shape), float(fill_value)), input_tensor, ins, op_name="ttnn.fill",
-                  memory_config=memory_config)
+    fresh = pending_output_target("ttnn.fill") is None
+    out = output(torch.full(tuple(input_tensor.shape), float(fill_value)), input_tensor, ins, op_name="ttnn.fill",
+                 memory_config=memory_config)
+    if input_tensor._device is not None and input_tensor.layout == Layout.TILE:  # TT-NN's FILL unary op type
+        device_work.launch_for(out, fresh, input_tensor._device, device_work.unary_program(input_tensor, out.dtype))
+    return out
 
 
 def _constant_like(name: str, fill: float):

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from device_sim import activations as _activations
 from device_sim import device_work, numerics
 from device_sim.ops.common import broadcast, check_tt_nn_only, device_inputs, like_output, output, values
+from device_sim.programs import eltwise as ternary_programs
 from device_sim.registry import _writes, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -248,8 +249,7 @@ def sigmoid(input_tensor: Tensor, *, vector_mode: int = 4, mode=_activations.Sig
     ins = device_inputs("ttnn.sigmoid", input_tensor)
     approx = fast_and_approximate_mode or mode != _activations.SigmoidMode.Accurate
     f = numerics.sigmoid_approx if approx else torch.sigmoid
-    return output(f(values(input_tensor)), input_tensor, ins, op_name="ttnn.sigmoid", dtype=dtype,
-                  memory_config=memory_config)
+    return _unary_output(f(values(input_tensor)), input_tensor, ins, "ttnn.sigmoid", dtype, memory_config)
 
 
 tanh = _approximable_unary("tanh", torch.tanh)
@@ -442,11 +442,27 @@ def _ternary(name: str, fn, params: tuple[str, str, str], **scalars):
         except RuntimeError:
             shapes = [list(v.shape) if isinstance(v, torch.Tensor) else v for v in vs]
             raise ValueError(f"{op_name}: {', '.join(params)} of shapes {shapes} do not broadcast together") from None
-        return output(r, like, ins, op_name=op_name, dtype=a["dtype"], memory_config=a["memory_config"])
+        fresh = pending_output_target(op_name) is None
+        out = output(r, like, ins, op_name=op_name, dtype=a["dtype"], memory_config=a["memory_config"])
+        if like._device is not None:
+            device_work.launch_after(out, fresh, like, _ternary_programs(name, xs, out))
+        return out
 
     op.__signature__ = sig
     op.__doc__ = f"Element-wise {name} of {', '.join(params)} (tensors or numbers), with broadcasting."
     return register_op(op_name, golden=golden)(op)
+
+
+def _ternary_programs(name: str, xs: list, out: Tensor):
+    """where, lerp, addcmul and addcdiv are one TernaryDeviceOperation in TT-NN; mac is TT-NN's composite
+    add(multiply(a, b), c): two BinaryNgDeviceOperations. None (nothing modelled) for other operand kinds."""
+    if name != "mac":
+        return ternary_programs.ternary_program(tuple(xs), out)
+    a, b, _ = xs
+    if not (isinstance(a, Tensor) and a.layout == Layout.TILE and out.layout == Layout.TILE):
+        return None
+    product = device_work.binary_program(a, b.dtype if isinstance(b, Tensor) else None, a.dtype)
+    return (product, device_work.binary_program(a, xs[2].dtype if isinstance(xs[2], Tensor) else None, out.dtype))
 
 
 def _num(x, like):
@@ -502,7 +518,10 @@ def _clamp_op(name: str):
             r = _clamp(x, lo, hi)
         except ValueError as e:
             raise ValueError(str(e).replace("ttnn.clamp", op_name)) from None
-        return output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
+        if isinstance(lo, torch.Tensor) or isinstance(hi, torch.Tensor):  # TT-NN's composite of tensor bounds
+            return output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
+        # number bounds: one UnaryDeviceOperation (TT-NN's clamp unary op type)
+        return _unary_output(r, input_tensor, ins, op_name, None, memory_config)
 
     op.__doc__ = f"Limit each value to [min, max]; either bound may be None, a number or a tensor ({name})."
     return register_op(op_name, golden=_clamp_golden)(op)
@@ -538,6 +557,13 @@ def _inplace(name: str, fn):
         if tuple(y.shape) != tuple(input_tensor_a.shape):
             raise ValueError(f"{op_name}: the result has shape {list(y.shape)} but input_tensor_a, which takes it in "
                              f"place, has {list(input_tensor_a.shape)}; broadcast only input_tensor_b")
+        if input_tensor_a._device is not None and input_tensor_a.layout == Layout.TILE:
+            # binary_ng writing into input_tensor_a's own buffer; launched before the write, so a CB clash keeps
+            # the tensor's values
+            device_work.launch(input_tensor_a._device, device_work.binary_program(
+                input_tensor_a, input_tensor_b.dtype if isinstance(input_tensor_b, Tensor) else None,
+                input_tensor_a.dtype, lhs_activations=bool(input_tensor_a_activations),
+                rhs_activations=bool(input_tensor_b_activations)))
         input_tensor_a._write(y)
         return input_tensor_a
 

@@ -12,6 +12,7 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - embedding: EmbeddingsDeviceOperation (row-major and tilized outputs)
 - conv: conv2d's input sharding, HaloDeviceOperation and Conv2dDeviceOperation (height sharding)
 - transformer: SDPAOperation, NlpCreateHeadsDeviceOperation, NLPConcatHeadsDeviceOperation
+- eltwise: TernaryDeviceOperation (where, lerp, addcmul, addcdiv)
 - rotary: RotaryEmbeddingDeviceOperation (GPT-NeoX, prefill and decode)
 - kv_cache: UpdateKVCacheOperation and the paged fill / update / fused update
 

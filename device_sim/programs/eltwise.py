@@ -1,0 +1,60 @@
+"""TernaryDeviceOperation (where, lerp, addcmul, addcdiv) as TT-NN's ternary program factory builds it.
+
+tt-metal's ttnn/cpp/ttnn/operations/eltwise/ternary/device/ternary_program_factory.cpp: the first operand
+(the predicate of where) streams through c_0, the second through c_1 and the third through c_2, two tiles
+each in their own formats; a number in the second or third place is a kernel argument, not a CB (the TTS and
+TST variants: the remaining tensor takes c_1). The output is c_3, two tiles. A TTT op with a row broadcast
+(an operand one row high against taller ones) adds c_4, c_5 and c_6, two tiles each, for the broadcast rows.
+The program runs on the device's whole worker grid. A sharded operand's CB is its shard; not modelled here
+(interleaved operands only), nor the TSS variant (two numbers).
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs.eltwise import ternary_program
+    >>> dev = ttnn.open_device()
+    >>> a = ttnn.from_torch(torch.ones(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> p = ternary_program((a, a, 2.0), a)
+    >>> p.name, [(cb.indices, cb.num_pages, cb.page_size) for cb in p.cbs]
+    ('TernaryDeviceOperation', [((0,), 2, 2048), ((1,), 2, 2048), ((3,), 2, 2048)])
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+from device_sim.device_work import TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program
+from device_sim.tensor import Tensor
+from device_sim.types import Layout
+
+NAME = "TernaryDeviceOperation"
+
+
+def ternary_program(operands: tuple, out) -> Program | None:
+    """The TernaryDeviceOperation of `operands` (three tensors or numbers; the first a tensor) into `out`; None
+    when the factory's CBs are not modelled: a number first, two numbers, a ROW_MAJOR or sharded operand."""
+    first, *rest = operands
+    tensors = [t for t in rest if isinstance(t, Tensor)]
+    if not isinstance(first, Tensor) or not tensors or out.layout != Layout.TILE:
+        return None
+    if any(t.layout != Layout.TILE or t.is_sharded() for t in (first, *tensors)) or out.is_sharded():
+        return None
+    shapes = tuple(tuple(t._value.shape) for t in (first, *tensors))
+    key = (NAME, tuple(t.dtype for t in (first, *tensors)), out.dtype, shapes, grid_of(out._device))
+    return cached(key, lambda: _build(first, tensors, out, shapes))
+
+
+def _build(first, tensors, out, shapes) -> Program:
+    formats = [first.dtype, *(t.dtype for t in tensors)]
+    cbs = [CircularBuffer((i,), 2, TILE_BYTES[dt]) for i, dt in enumerate(formats)]
+    if len(tensors) == 2 and _row_broadcast(shapes):
+        cbs += [CircularBuffer((4 + i,), 2, TILE_BYTES[dt]) for i, dt in enumerate(formats)]
+    cbs.append(CircularBuffer((3,), 2, TILE_BYTES[out.dtype]))
+    gx, gy = grid_of(out._device)
+    return make_program(NAME, "TernaryProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
+
+
+def _row_broadcast(shapes) -> bool:
+    """TernaryBroadcastType::ROW_BCAST: the same width everywhere and an operand one row high against taller."""
+    if any(len(s) < 2 for s in shapes) or len({s[-1] for s in shapes}) != 1:
+        return False
+    heights = [s[-2] for s in shapes]
+    return 1 in heights and max(heights) > 1

@@ -1,0 +1,99 @@
+"""The element-wise ops beyond unary/binary launch TT-NN's device operations: ternary, in place, clamp, fill.
+
+CBs are hand-checked against ternary_program_factory.cpp (device_sim/programs/eltwise.py cites it), the
+unary factory and binary_ng's (device_work.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import device_sim as ttnn
+from device_sim import device_work
+
+BF16, BF8, F32 = 2048, 1088, 4096  # bytes of one 32x32 tile
+
+
+def tt(device, shape, dtype=ttnn.bfloat16, **kw):
+    return ttnn.from_torch(torch.randn(*shape), dtype=dtype, layout=ttnn.TILE, device=device, **kw)
+
+
+def launched(device, call) -> list:
+    """The programs `call()` launches on `device` (the memory listener, as the report hears them)."""
+    seen, old = [], device.memory.listener
+    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
+    try:
+        call()
+    finally:
+        device.memory.listener = old
+    return seen
+
+
+def cbs(program) -> list[tuple]:
+    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
+
+
+def test_where_of_three_tensors_streams_each_through_two_tile_cbs_on_every_core(device):
+    p, t, f = tt(device, (2, 32, 64)), tt(device, (2, 32, 64), ttnn.bfloat8_b), tt(device, (2, 32, 64))
+    [prog] = launched(device, lambda: ttnn.where(p, t, f))
+    # predicate c_0, true c_1 (its own format), false c_2, output c_3 (the predicate's dtype)
+    assert (prog.name, cbs(prog)) == ("TernaryDeviceOperation", [(0, 2, BF16), (1, 2, BF8), (2, 2, BF16),
+                                                                 (3, 2, BF16)])
+    assert prog.ranges == ((0, 0, 7, 7),)
+
+
+def test_a_number_operand_is_a_kernel_argument_not_a_cb(device):
+    a, b = tt(device, (64, 64)), tt(device, (64, 64))
+    [lerp] = launched(device, lambda: ttnn.lerp(a, b, 0.25))  # TTS: the weight is a number
+    assert cbs(lerp) == [(0, 2, BF16), (1, 2, BF16), (3, 2, BF16)]
+    [where] = launched(device, lambda: ttnn.where(a, 1.0, b))  # TST: the false tensor takes c_1
+    assert cbs(where) == [(0, 2, BF16), (1, 2, BF16), (3, 2, BF16)]
+
+
+def test_a_row_broadcast_operand_adds_the_three_broadcast_cbs(device):
+    a, row, c = tt(device, (1, 64, 64)), tt(device, (1, 1, 64)), tt(device, (1, 64, 64))
+    [prog] = launched(device, lambda: ttnn.addcmul(a, row, c, value=0.5))
+    assert [i for i, _, _ in cbs(prog)] == [0, 1, 2, 4, 5, 6, 3]
+
+
+def test_mac_is_tt_nns_composite_of_a_multiply_and_an_add(device):
+    a, b, c = tt(device, (64, 64)), tt(device, (64, 64)), tt(device, (64, 64))
+    assert [p.name for p in launched(device, lambda: ttnn.mac(a, b, c))] == ["BinaryNgDeviceOperation"] * 2
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: ttnn.sigmoid(t), lambda t: ttnn.clamp(t, min=-0.5, max=0.5), lambda t: ttnn.clip(t, -1.0, 1.0),
+    lambda t: ttnn.fill(t, 3.5)], ids=["sigmoid", "clamp", "clip", "fill"])
+def test_sigmoid_clamp_and_fill_are_one_unary_program(device, call):
+    t = tt(device, (64, 64))
+    [prog] = launched(device, lambda: call(t))
+    assert (prog.name, cbs(prog)) == ("UnaryDeviceOperation", [(0, 2, BF16), (2, 2, BF16)])
+
+
+def test_clamp_with_tensor_bounds_is_a_composite_device_sim_does_not_model(device):
+    t, lo, hi = tt(device, (64, 64)), tt(device, (64, 64)), tt(device, (64, 64))
+    assert launched(device, lambda: ttnn.clamp(t, lo, hi)) == []
+
+
+def test_an_in_place_add_runs_binary_ng_into_its_first_input(device):
+    a, b = tt(device, (64, 64)), tt(device, (64, 64), ttnn.bfloat8_b)
+    [prog] = launched(device, lambda: ttnn.add_(a, b))
+    assert (prog.name, cbs(prog)) == ("BinaryNgDeviceOperation", [(0, 2, BF16), (2, 2, BF16), (1, 2, BF8)])
+
+
+def test_an_in_place_op_whose_cbs_clash_keeps_the_tensors_values(device):
+    # binary_ng's 6 tiles of CBs need 12 KiB at the bottom of L1; an L1 tensor filling all but 8 KiB of each
+    # core's L1 makes them clash, as on hardware; the in-place op fails before it writes
+    c = device.config
+    room = c.l1_size - c.l1_unreserved_base
+    rows = (room - 8 * 1024) * 64 // (32 * 2) // 32 * 32  # interleaved over 64 cores: rows of 32 bf16 values
+    a, b = tt(device, (64, 32)), tt(device, (64, 32))
+    before = a.to_torch().clone()
+    blocker = ttnn.from_torch(torch.zeros(rows, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                              memory_config=ttnn.L1_MEMORY_CONFIG)
+    with pytest.raises(RuntimeError, match="clash with L1 buffers"):
+        ttnn.add_(a, b)
+    assert torch.equal(a.to_torch(), before)
+    ttnn.deallocate(blocker)
+    assert device_work.binary_program(a, b.dtype, a.dtype).cb_region_end == 6 * BF16
