@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test lint bench stress clean visualizer-check
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py device_sim/_native.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH)"

@@ -6,11 +6,23 @@ round-robin over all banks; a sharded buffer takes one shard per core of its gri
 DRAM is allocated bottom-up (lowest free address first) and L1 top-down (highest first),
 as TT-Metal's allocator does, so that L1 tensors stay clear of circular buffers, which
 grow up from the bottom of L1.
+
+The bookkeeping runs in C (device_sim/_native.c: NativeBankAllocator, NativeDeviceMemory) when that
+optional extension was built by `pip install`; otherwise, or with DEVICE_SIM_PURE=1 in the environment
+(or `allocator.NATIVE = False` before a device opens), in the pure-Python classes below. Both give the
+same addresses, buffers, listener events and errors for the same calls (tests/test_native_allocator.py).
+
+    >>> from device_sim.allocator import device_memory, BufferType
+    >>> memory = device_memory(0, {BufferType.DRAM: dict(num_banks=12, bank_size=1 << 30, base=0,
+    ...                                                   alignment=32, bottom_up=True)})
+    >>> memory.allocate(BufferType.DRAM, TensorMemoryLayout.INTERLEAVED, page_size=2048, num_pages=24).address
+    0
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from typing import NamedTuple
 
@@ -62,6 +74,10 @@ class BankAllocator:
 
     def free_bytes_per_bank(self) -> int:
         return sum(e - s for s, e in self._free)
+
+    def free_blocks(self) -> list[list[int]]:
+        """The free list: [start, end) pairs in address order."""
+        return [list(b) for b in self._free]
 
     def largest_free_block(self) -> int:
         return max((e - s for s, e in self._free), default=0)
@@ -148,7 +164,7 @@ class DeviceMemory:
             try:
                 addr = alloc.allocate(like.max_size_per_bank)
             except OutOfMemoryError:
-                raise OutOfMemoryError(self._oom_message(alloc, like.max_size_per_bank, like.size)) from None
+                self._raise_oom_like(like)
             # Field by field as allocate() makes them (_replace is 2x slower): id, device, type, layout, address, rest.
             buf = _new_buffer(Buffer, (next(_buffer_ids), like[1], like[2], like[3], addr, *like[5:]))
             alloc.live[buf.buffer_id] = buf
@@ -174,6 +190,10 @@ class DeviceMemory:
         a = self.allocators[buffer_type]
         return a.bytes_per_bank_used * a.num_banks
 
+    def _raise_oom_like(self, like: Buffer):
+        alloc = self.allocators[like.buffer_type]
+        raise OutOfMemoryError(self._oom_message(alloc, like.max_size_per_bank, like.size)) from None
+
     def _oom_message(self, alloc: BankAllocator, size_per_bank: int, total: int, where: str = "") -> str:
         largest = sorted(alloc.live.values(), key=lambda b: -b.max_size_per_bank)[:5]
         listing = "; ".join(
@@ -188,3 +208,46 @@ class DeviceMemory:
             f"Deallocate tensors you no longer need (tensor.deallocate()) or place this one in "
             f"{'DRAM' if alloc.buffer_type == BufferType.L1 else 'a smaller memory config'}."
         )
+
+
+try:
+    from device_sim import _native
+except ImportError:  # built without a C compiler (setup.py's extension is optional): the pure classes
+    _native = None
+
+# Read when a device opens (device_memory), so a test can open one device of each kind in one process.
+NATIVE = _native is not None and os.environ.get("DEVICE_SIM_PURE", "") in ("", "0")
+
+if _native is not None:
+    _native.configure(OutOfMemoryError, Buffer, _buffer_ids)
+
+    class NativeBankAllocator(_native.Banks):
+        """BankAllocator with its free list, live buffers and byte count held in C: the same methods and
+        attributes, the same results call for call."""
+
+        def __init__(self, buffer_type: BufferType, *, num_banks: int, bank_size: int, base: int,
+                     alignment: int, bottom_up: bool):
+            super().__init__(base, bank_size, alignment, bottom_up)
+            self.buffer_type = buffer_type
+            self.num_banks = num_banks
+
+        @property
+        def _free(self) -> list[list[int]]:
+            return self.free_blocks()
+
+    class NativeDeviceMemory(_native.Memory, DeviceMemory):
+        """DeviceMemory whose allocate_like() and free() (every element-wise op's output and its free) run in
+        C over NativeBankAllocators; the rest is DeviceMemory's own Python."""
+
+        def __init__(self, device_id: int, allocators: dict[BufferType, NativeBankAllocator]):
+            DeviceMemory.__init__(self, device_id, allocators)
+            self._attach(allocators)
+
+
+def device_memory(device_id: int, banks: dict[BufferType, dict]) -> DeviceMemory:
+    """One device's memory: a bank allocator per buffer type, made from `banks` (BankAllocator's keyword
+    arguments for each type); the C classes when NATIVE is set, else the pure-Python ones."""
+    native = NATIVE
+    make = NativeBankAllocator if native else BankAllocator
+    allocators = {buffer_type: make(buffer_type, **kw) for buffer_type, kw in banks.items()}
+    return (NativeDeviceMemory if native else DeviceMemory)(device_id, allocators)

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from device_sim.allocator import BankAllocator, DeviceMemory
+from device_sim.allocator import device_memory
 from device_sim.dispatch_core import DispatchCoreAxis, DispatchCoreConfig, DispatchCoreType  # noqa: F401 (ttnn.device.*)
 from device_sim.types import BufferType, CoreGrid
 
@@ -40,13 +40,11 @@ class Device:
     def __init__(self, device_id: int = 0, config: DeviceConfig | None = None):
         self.device_id = device_id
         self.config = c = config or DeviceConfig()
-        self.memory = DeviceMemory(device_id, {
-            BufferType.DRAM: BankAllocator(BufferType.DRAM, num_banks=c.dram_banks, bank_size=c.dram_bank_size,
-                                           base=c.dram_unreserved_base, alignment=c.dram_alignment,
-                                           bottom_up=True),
-            BufferType.L1: BankAllocator(BufferType.L1, num_banks=c.grid_x * c.grid_y, bank_size=c.l1_size,
-                                         base=c.l1_unreserved_base, alignment=c.l1_alignment,
-                                         bottom_up=False),
+        self.memory = device_memory(device_id, {
+            BufferType.DRAM: dict(num_banks=c.dram_banks, bank_size=c.dram_bank_size, base=c.dram_unreserved_base,
+                                  alignment=c.dram_alignment, bottom_up=True),
+            BufferType.L1: dict(num_banks=c.grid_x * c.grid_y, bank_size=c.l1_size, base=c.l1_unreserved_base,
+                                alignment=c.l1_alignment, bottom_up=False),
         })
         self.is_open = True
 

@@ -30,6 +30,7 @@ TT_NN_ONLY = frozenset({
     "numeric_stable",  # softmax; device_sim's float32 torch softmax is already the stable one
 })
 _INTERLEAVED = TensorMemoryLayout.INTERLEAVED
+_TILE = Layout.TILE  # a module name: an enum member read through its class costs 0.06 us a time
 _BF16, _F32 = DataType.BFLOAT16, DataType.FLOAT32
 _TORCH_BF16, _TORCH_F32 = torch.bfloat16, torch.float32
 _NOT_SIMULATED = {
@@ -154,7 +155,7 @@ def like_output(value: torch.Tensor, like: Tensor, inputs: list[Tensor]) -> Tens
     # buffer is a copy of like's geometry, without the page arithmetic (allocator.allocate_like).
     t = object.__new__(Tensor)
     layout = like.layout
-    t._value, t.dtype, t.layout, t.tile = value, d, layout, like.tile if layout == Layout.TILE else DEFAULT_TILE
+    t._value, t.dtype, t.layout, t.tile = value, d, layout, like.tile if layout == _TILE else DEFAULT_TILE
     t._device, t._memory_config, t.memory_config_source = device, like._memory_config, "inputs"
     t.buffer, t.tensor_id = None, next_tensor_id()
     t.buffer = device.memory.allocate_like(buf)

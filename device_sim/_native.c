@@ -1,0 +1,531 @@
+/* device_sim._native: the bank allocator's first-fit bookkeeping and an op output's buffer, in C.
+ *
+ * The optional accelerator of device_sim/allocator.py (which documents the allocator and selects this
+ * module or the pure-Python classes; DEVICE_SIM_PURE=1 selects the pure ones). Two types:
+ *
+ *   Banks   one buffer type's sorted free list of [start, end) blocks, its live buffers and bytes used:
+ *           the state and methods of allocator.BankAllocator, with the same results call for call.
+ *   Memory  the base of allocator.NativeDeviceMemory: allocate_like() and free(), the two calls every
+ *           element-wise op makes (its output's buffer, and the free when the tensor dies).
+ *
+ * Why no lock here, where the pure path holds DeviceMemory's RLock: the pure path's free-list edits take
+ * several bytecodes, so another thread, or a Tensor.__del__ run by the garbage collector inside an
+ * allocation, could see a half-edited list. Here each edit runs under the GIL without calling back into
+ * Python, and Python code (a collection triggered by building the Buffer tuple, the listener) only runs
+ * once the free list and the live dict agree again.
+ *
+ *   >>> import device_sim as ttnn
+ *   >>> device = ttnn.open_device(0)
+ *   >>> type(device.memory).__name__   # 'NativeDeviceMemory' when this module is built
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+/* Set once by configure() from allocator.py: the error class, the Buffer NamedTuple and the buffer-id
+ * counter, shared with the pure path so ids stay unique in a process that uses both. */
+static PyObject *OutOfMemory = NULL;
+static PyTypeObject *BufferType = NULL;
+static PyObject *BufferIds = NULL;
+static PyObject *S_alloc = NULL, *S_free = NULL, *S_raise_oom_like = NULL;
+
+#define N_BUFFER_TYPES 8 /* BufferType values: DRAM 0, L1 1, SYSTEM_MEMORY 2, L1_SMALL 3, TRACE 4 */
+#define BUFFER_FIELDS 10 /* Buffer's fields: buffer_id, device_id, type, layout, address, per bank, ... */
+
+typedef struct {
+    long long start, end;
+} Block;
+
+typedef struct {
+    PyObject_HEAD
+    long long base, bank_size, alignment, used;
+    char bottom_up;
+    Py_ssize_t n, cap;
+    Block *blocks; /* sorted by start, never empty blocks */
+    PyObject *live; /* dict: buffer_id -> Buffer */
+} Banks;
+
+/* size_per_bank rounded up to the alignment, as the pure path: -(-max(size, 1) // alignment) * alignment.
+ * -1 (no error set) when it does not fit in 62 bits: no bank is that large, so it cannot be placed. */
+static long long rounded(Banks *s, PyObject *size_obj) {
+    int overflow = 0;
+    long long size = PyLong_AsLongLongAndOverflow(size_obj, &overflow);
+    if (size == -1 && PyErr_Occurred())
+        return -2;
+    if (overflow > 0 || size > (1LL << 62))
+        return -1;
+    if (size < 1)
+        size = 1;
+    return (size + s->alignment - 1) / s->alignment * s->alignment;
+}
+
+static void remove_block(Banks *s, Py_ssize_t i) {
+    memmove(&s->blocks[i], &s->blocks[i + 1], (size_t)(s->n - i - 1) * sizeof(Block));
+    s->n--;
+}
+
+/* First fit: DRAM takes the lowest free block's bottom, L1 the highest block's top. -1 if none fits. */
+static long long take(Banks *s, long long size) {
+    if (s->bottom_up) {
+        for (Py_ssize_t i = 0; i < s->n; i++) {
+            Block *b = &s->blocks[i];
+            if (b->end - b->start < size)
+                continue;
+            long long addr = b->start;
+            b->start += size;
+            if (b->start == b->end)
+                remove_block(s, i);
+            s->used += size;
+            return addr;
+        }
+    } else {
+        for (Py_ssize_t i = s->n - 1; i >= 0; i--) {
+            Block *b = &s->blocks[i];
+            if (b->end - b->start < size)
+                continue;
+            long long addr = b->end - size;
+            b->end = addr;
+            if (b->start == b->end)
+                remove_block(s, i);
+            s->used += size;
+            return addr;
+        }
+    }
+    return -1;
+}
+
+/* Give [addr, addr + size) back, merged with its neighbours (the pure path's release, step for step). */
+static int give_back(Banks *s, long long addr, long long size) {
+    if (s->n == s->cap) {
+        Py_ssize_t cap = s->cap ? s->cap * 2 : 8;
+        Block *grown = PyMem_Realloc(s->blocks, (size_t)cap * sizeof(Block));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        s->blocks = grown;
+        s->cap = cap;
+    }
+    s->used -= size;
+    Py_ssize_t i = 0;
+    while (i < s->n && s->blocks[i].start < addr)
+        i++;
+    memmove(&s->blocks[i + 1], &s->blocks[i], (size_t)(s->n - i) * sizeof(Block));
+    s->blocks[i].start = addr;
+    s->blocks[i].end = addr + size;
+    s->n++;
+    if (i + 1 < s->n && s->blocks[i].end == s->blocks[i + 1].start) {
+        s->blocks[i].end = s->blocks[i + 1].end;
+        remove_block(s, i + 1);
+    }
+    if (i > 0 && s->blocks[i - 1].end == s->blocks[i].start) {
+        s->blocks[i - 1].end = s->blocks[i].end;
+        remove_block(s, i);
+    }
+    return 0;
+}
+
+static int Banks_init(Banks *s, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"base", "bank_size", "alignment", "bottom_up", NULL};
+    long long base, bank_size, alignment;
+    int bottom_up;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "LLLp", kwlist, &base, &bank_size, &alignment, &bottom_up))
+        return -1;
+    if (alignment < 1 || base < 0 || bank_size < base) {
+        PyErr_Format(PyExc_ValueError, "Banks: need 0 <= base <= bank_size and alignment >= 1, got base=%lld, "
+                     "bank_size=%lld, alignment=%lld", base, bank_size, alignment);
+        return -1;
+    }
+    PyObject *live = PyDict_New();
+    if (live == NULL)
+        return -1;
+    Py_XSETREF(s->live, live);
+    s->base = base;
+    s->bank_size = bank_size;
+    s->alignment = alignment;
+    s->bottom_up = (char)bottom_up;
+    s->used = 0;
+    s->n = 0;
+    if (bank_size > base) {
+        if (s->cap == 0) {
+            s->blocks = PyMem_Malloc(8 * sizeof(Block));
+            if (s->blocks == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            s->cap = 8;
+        }
+        s->blocks[0].start = base;
+        s->blocks[0].end = bank_size;
+        s->n = 1;
+    }
+    return 0;
+}
+
+/* Static types: a Python subclass's own traverse and dealloc visit and release the subclass itself. */
+static int Banks_traverse(Banks *s, visitproc visit, void *arg) {
+    Py_VISIT(s->live);
+    return 0;
+}
+
+static int Banks_clear(Banks *s) {
+    Py_CLEAR(s->live);
+    return 0;
+}
+
+static void Banks_dealloc(Banks *s) {
+    PyObject_GC_UnTrack(s);
+    Banks_clear(s);
+    PyMem_Free(s->blocks);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static PyObject *Banks_allocate(Banks *s, PyObject *size_obj) {
+    long long size = rounded(s, size_obj);
+    if (size == -2)
+        return NULL;
+    long long addr = size < 0 ? -1 : take(s, size);
+    if (addr < 0) {
+        PyObject *arg = size < 0 ? (Py_INCREF(size_obj), size_obj) : PyLong_FromLongLong(size);
+        if (arg != NULL) {
+            PyErr_SetObject(OutOfMemory, arg);
+            Py_DECREF(arg);
+        }
+        return NULL;
+    }
+    return PyLong_FromLongLong(addr);
+}
+
+static PyObject *Banks_release(Banks *s, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "release(addr, size_per_bank) takes two arguments");
+        return NULL;
+    }
+    long long addr = PyLong_AsLongLong(args[0]);
+    if (addr == -1 && PyErr_Occurred())
+        return NULL;
+    long long size = rounded(s, args[1]);
+    if (size == -2)
+        return NULL;
+    if (size < 0) {
+        PyErr_Format(PyExc_ValueError, "release: size_per_bank %R is larger than any bank", args[1]);
+        return NULL;
+    }
+    if (give_back(s, addr, size) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Banks_free_bytes_per_bank(Banks *s, PyObject *unused) {
+    long long total = 0;
+    for (Py_ssize_t i = 0; i < s->n; i++)
+        total += s->blocks[i].end - s->blocks[i].start;
+    return PyLong_FromLongLong(total);
+}
+
+static PyObject *Banks_largest_free_block(Banks *s, PyObject *unused) {
+    long long largest = 0;
+    for (Py_ssize_t i = 0; i < s->n; i++)
+        if (s->blocks[i].end - s->blocks[i].start > largest)
+            largest = s->blocks[i].end - s->blocks[i].start;
+    return PyLong_FromLongLong(largest);
+}
+
+static PyObject *Banks_lowest_occupied_address(Banks *s, PyObject *unused) {
+    if (PyDict_GET_SIZE(s->live) == 0)
+        Py_RETURN_NONE;
+    if (s->n > 0 && s->blocks[0].start == s->base)
+        return PyLong_FromLongLong(s->blocks[0].end);
+    return PyLong_FromLongLong(s->base);
+}
+
+static PyObject *Banks_free_blocks(Banks *s, PyObject *unused) {
+    PyObject *out = PyList_New(s->n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < s->n; i++) {
+        PyObject *pair = Py_BuildValue("[LL]", s->blocks[i].start, s->blocks[i].end);
+        if (pair == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, pair);
+    }
+    return out;
+}
+
+static PyMethodDef Banks_methods[] = {
+    {"allocate", (PyCFunction)Banks_allocate, METH_O,
+     "allocate(size_per_bank) -> the address of a free block of that size (rounded up to the alignment), "
+     "first fit; raises OutOfMemoryError(rounded size) when none is large enough."},
+    {"release", (PyCFunction)(void (*)(void))Banks_release, METH_FASTCALL,
+     "release(addr, size_per_bank): give the block back, merged with its free neighbours."},
+    {"free_bytes_per_bank", (PyCFunction)Banks_free_bytes_per_bank, METH_NOARGS, "Free bytes in each bank."},
+    {"largest_free_block", (PyCFunction)Banks_largest_free_block, METH_NOARGS, "The largest free block, 0 if none."},
+    {"lowest_occupied_address", (PyCFunction)Banks_lowest_occupied_address, METH_NOARGS,
+     "The lowest address a live buffer holds, or None when none is live."},
+    {"free_blocks", (PyCFunction)Banks_free_blocks, METH_NOARGS, "The free list: [start, end) pairs, sorted."},
+    {NULL},
+};
+
+static PyMemberDef Banks_members[] = {
+    {"base", T_LONGLONG, offsetof(Banks, base), READONLY, NULL},
+    {"bank_size", T_LONGLONG, offsetof(Banks, bank_size), READONLY, NULL},
+    {"alignment", T_LONGLONG, offsetof(Banks, alignment), READONLY, NULL},
+    {"bottom_up", T_BOOL, offsetof(Banks, bottom_up), READONLY, NULL},
+    {"bytes_per_bank_used", T_LONGLONG, offsetof(Banks, used), READONLY, NULL},
+    {"live", T_OBJECT, offsetof(Banks, live), READONLY, "buffer_id -> Buffer of every live buffer"},
+    {NULL},
+};
+
+static PyTypeObject Banks_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "device_sim._native.Banks",
+    .tp_doc = "Banks(base, bank_size, alignment, bottom_up): one buffer type's free list and live buffers.",
+    .tp_basicsize = sizeof(Banks),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Banks_init,
+    .tp_dealloc = (destructor)Banks_dealloc,
+    .tp_traverse = (traverseproc)Banks_traverse,
+    .tp_clear = (inquiry)Banks_clear,
+    .tp_methods = Banks_methods,
+    .tp_members = Banks_members,
+};
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *listener; /* called with ("alloc" | "free", Buffer); ttreport's seam */
+    PyObject *banks[N_BUFFER_TYPES]; /* Banks by BufferType value, NULL where the device has none */
+} Memory;
+
+static int Memory_traverse(Memory *m, visitproc visit, void *arg) {
+    Py_VISIT(m->listener);
+    for (int i = 0; i < N_BUFFER_TYPES; i++)
+        Py_VISIT(m->banks[i]);
+    return 0;
+}
+
+static int Memory_clear(Memory *m) {
+    Py_CLEAR(m->listener);
+    for (int i = 0; i < N_BUFFER_TYPES; i++)
+        Py_CLEAR(m->banks[i]);
+    return 0;
+}
+
+static void Memory_dealloc(Memory *m) {
+    PyObject_GC_UnTrack(m);
+    Memory_clear(m);
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+/* The Banks of a Buffer's type (its field 2, a BufferType IntEnum), or NULL with the KeyError a dict gives. */
+static Banks *banks_of(Memory *m, PyObject *buffer_type) {
+    long i = PyLong_AsLong(buffer_type);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (i < 0 || i >= N_BUFFER_TYPES || m->banks[i] == NULL) {
+        PyErr_SetObject(PyExc_KeyError, buffer_type);
+        return NULL;
+    }
+    return (Banks *)m->banks[i];
+}
+
+static int is_buffer(PyObject *buf) {
+    if (Py_TYPE(buf) != BufferType || PyTuple_GET_SIZE(buf) != BUFFER_FIELDS) {
+        PyErr_Format(PyExc_TypeError, "expected a device_sim Buffer, got %.100s", Py_TYPE(buf)->tp_name);
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *Memory_attach(Memory *m, PyObject *allocators) {
+    if (!PyDict_Check(allocators)) {
+        PyErr_SetString(PyExc_TypeError, "_attach(allocators): a dict of BufferType -> Banks");
+        return NULL;
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(allocators, &pos, &key, &value)) {
+        long i = PyLong_AsLong(key);
+        if (i == -1 && PyErr_Occurred())
+            return NULL;
+        if (i < 0 || i >= N_BUFFER_TYPES || !PyObject_TypeCheck(value, &Banks_Type)) {
+            PyErr_Format(PyExc_TypeError, "_attach: %R -> %R is not a BufferType -> Banks", key, value);
+            return NULL;
+        }
+        Py_INCREF(value);
+        Py_XSETREF(m->banks[i], value);
+    }
+    Py_RETURN_NONE;
+}
+
+static int tell_listener(Memory *m, PyObject *event, PyObject *buf) {
+    PyObject *listener = m->listener;
+    if (listener == NULL || listener == Py_None)
+        return 0;
+    Py_INCREF(listener);
+    PyObject *args[2] = {event, buf};
+    PyObject *r = PyObject_Vectorcall(listener, args, 2, NULL);
+    Py_DECREF(listener);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* DeviceMemory.allocate_like: a new interleaved buffer of `like`'s type, layout and size. */
+static PyObject *Memory_allocate_like(Memory *m, PyObject *like) {
+    if (!is_buffer(like))
+        return NULL;
+    Banks *s = banks_of(m, PyTuple_GET_ITEM(like, 2));
+    if (s == NULL)
+        return NULL;
+    long long size = rounded(s, PyTuple_GET_ITEM(like, 5));
+    if (size == -2)
+        return NULL;
+    long long addr = size < 0 ? -1 : take(s, size);
+    if (addr < 0)  /* the pure path's message, made by the same Python method */
+        return PyObject_CallMethodOneArg((PyObject *)m, S_raise_oom_like, like);
+    /* The block is taken: from here Python code may run (a collection), so the state is consistent. */
+    PyObject *addr_obj = PyLong_FromLongLong(addr);
+    PyObject *id = addr_obj ? PyIter_Next(BufferIds) : NULL;
+    PyObject *buf = id ? BufferType->tp_alloc(BufferType, BUFFER_FIELDS) : NULL;
+    if (buf == NULL) {
+        Py_XDECREF(addr_obj);
+        Py_XDECREF(id);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the buffer id counter is exhausted");
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        give_back(s, addr, size);
+        PyErr_Restore(type, value, tb);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(buf, 0, id);
+    PyTuple_SET_ITEM(buf, 4, addr_obj);
+    for (int i = 1; i < BUFFER_FIELDS; i++) {
+        if (i == 4)
+            continue;
+        PyObject *v = PyTuple_GET_ITEM(like, i);
+        Py_INCREF(v);
+        PyTuple_SET_ITEM(buf, i, v);
+    }
+    if (PyDict_SetItem(s->live, id, buf) < 0) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        give_back(s, addr, size);
+        PyErr_Restore(type, value, tb);
+        Py_DECREF(buf);
+        return NULL;
+    }
+    if (tell_listener(m, S_alloc, buf) < 0) {
+        Py_DECREF(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* DeviceMemory.free: give a live buffer back (a second free of one buffer does nothing). */
+static PyObject *Memory_free(Memory *m, PyObject *buf) {
+    if (!is_buffer(buf))
+        return NULL;
+    Banks *s = banks_of(m, PyTuple_GET_ITEM(buf, 2));
+    if (s == NULL)
+        return NULL;
+    PyObject *id = PyTuple_GET_ITEM(buf, 0);
+    PyObject *held = PyDict_GetItemWithError(s->live, id);
+    if (held == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;  /* already freed: deallocate() then garbage collection */
+    }
+    long long addr = PyLong_AsLongLong(PyTuple_GET_ITEM(buf, 4));
+    if (addr == -1 && PyErr_Occurred())
+        return NULL;
+    long long size = rounded(s, PyTuple_GET_ITEM(buf, 5));
+    if (size < 0) {
+        if (size == -1)
+            PyErr_Format(PyExc_ValueError, "free: buffer %R has an impossible size", id);
+        return NULL;
+    }
+    /* The dict holds one reference to the Buffer and `buf` (the caller's) another: deleting frees nothing. */
+    if (PyDict_DelItem(s->live, id) < 0)
+        return NULL;
+    if (give_back(s, addr, size) < 0)
+        return NULL;
+    if (tell_listener(m, S_free, buf) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Memory_methods[] = {
+    {"_attach", (PyCFunction)Memory_attach, METH_O, "_attach({BufferType: Banks}): the banks this memory uses."},
+    {"allocate_like", (PyCFunction)Memory_allocate_like, METH_O,
+     "allocate_like(like) -> a new Buffer of like's type, layout and size, at a free address."},
+    {"free", (PyCFunction)Memory_free, METH_O, "free(buf): give a live buffer back; a freed one is ignored."},
+    {NULL},
+};
+
+static PyMemberDef Memory_members[] = {
+    {"listener", T_OBJECT, offsetof(Memory, listener), 0, "called with ('alloc' | 'free', Buffer), or None"},
+    {NULL},
+};
+
+static PyTypeObject Memory_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "device_sim._native.Memory",
+    .tp_doc = "The hot half of allocator.DeviceMemory: allocate_like() and free() over Banks.",
+    .tp_basicsize = sizeof(Memory),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)Memory_dealloc,
+    .tp_traverse = (traverseproc)Memory_traverse,
+    .tp_clear = (inquiry)Memory_clear,
+    .tp_methods = Memory_methods,
+    .tp_members = Memory_members,
+};
+
+static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyType_Check(args[1]) || !PyType_IsSubtype((PyTypeObject *)args[1], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "configure(OutOfMemoryError, Buffer, buffer_ids)");
+        return NULL;
+    }
+    Py_INCREF(args[0]);
+    Py_XSETREF(OutOfMemory, args[0]);
+    Py_INCREF(args[1]);
+    Py_XSETREF(BufferType, (PyTypeObject *)args[1]);
+    Py_INCREF(args[2]);
+    Py_XSETREF(BufferIds, args[2]);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
+     "configure(OutOfMemoryError, Buffer, buffer_ids): the Python classes and counter this module uses."},
+    {NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "device_sim._native",
+    "The bank allocator's bookkeeping in C (see device_sim/allocator.py).", -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    S_alloc = PyUnicode_InternFromString("alloc");
+    S_free = PyUnicode_InternFromString("free");
+    S_raise_oom_like = PyUnicode_InternFromString("_raise_oom_like");
+    if (!S_alloc || !S_free || !S_raise_oom_like || PyType_Ready(&Banks_Type) < 0 || PyType_Ready(&Memory_Type) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&Banks_Type);
+    Py_INCREF(&Memory_Type);
+    if (PyModule_AddObject(m, "Banks", (PyObject *)&Banks_Type) < 0 ||
+        PyModule_AddObject(m, "Memory", (PyObject *)&Memory_Type) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

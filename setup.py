@@ -1,0 +1,11 @@
+"""Native accelerators, each optional: without a C compiler `pip install` still succeeds and the pure-Python
+paths run (device_sim/allocator.py says which it uses). Everything else is declared in pyproject.toml."""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        # device_sim's bank allocator and an op output's buffer (device_sim/_native.c).
+        Extension("device_sim._native", ["device_sim/_native.c"], optional=True, extra_compile_args=["-O2"]),
+    ],
+)

@@ -1,0 +1,252 @@
+"""The C bank allocator (device_sim/_native.c) against the pure-Python one: same calls, same results.
+
+Each test drives both with one sequence of allocations and frees and compares addresses, free lists,
+buffers, listener events and error texts; then whole op sequences on a device of each kind compare
+outputs bit for bit. DEVICE_SIM_PURE=1 (or allocator.NATIVE = False) selects the pure classes.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import random
+import re
+import subprocess
+import sys
+import sysconfig
+import threading
+
+import pytest
+import torch
+
+import device_sim as ttnn
+from device_sim import allocator
+from device_sim.allocator import BankAllocator, Buffer, DeviceMemory, OutOfMemoryError, device_memory
+from device_sim.types import BufferType, TensorMemoryLayout
+
+native = pytest.mark.skipif(allocator._native is None, reason="device_sim._native was not built (no C compiler)")
+INTERLEAVED = TensorMemoryLayout.INTERLEAVED
+BANKS = {
+    BufferType.DRAM: dict(num_banks=12, bank_size=1 << 20, base=0x4000, alignment=32, bottom_up=True),
+    BufferType.L1: dict(num_banks=64, bank_size=64 << 10, base=0x2000, alignment=16, bottom_up=False),
+}
+
+
+def _both(monkeypatch) -> tuple[DeviceMemory, DeviceMemory]:
+    memories = []
+    for flag in (False, True):
+        monkeypatch.setattr(allocator, "NATIVE", flag)
+        memories.append(device_memory(0, BANKS))
+    return memories[0], memories[1]
+
+
+def _without_ids(text: str) -> str:
+    return re.sub(r"buffer \d+", "buffer N", text)
+
+
+def test_the_native_allocator_is_built_where_a_c_compiler_is():
+    if not sysconfig.get_config_var("CC"):
+        pytest.skip("this Python knows no C compiler")
+    assert allocator._native is not None, "pip install -e . should have built device_sim._native (setup.py)"
+
+
+@native
+def test_the_two_bank_allocators_give_the_same_addresses_for_the_same_allocations_and_frees():
+    for kw in BANKS.values():
+        pure = BankAllocator(BufferType.L1, **kw)
+        fast = allocator.NativeBankAllocator(BufferType.L1, **kw)
+        rng = random.Random(7)
+        held: list[tuple[int, int]] = []
+        for step in range(3000):
+            if held and rng.random() < 0.45:
+                addr, size = held.pop(rng.randrange(len(held)))
+                pure.release(addr, size)
+                fast.release(addr, size)
+            else:
+                size = rng.choice([0, 1, 31, 32, 33, 2048, 4096, 30000, rng.randrange(1, 200000)])
+                outcomes = []
+                for a in (pure, fast):
+                    try:
+                        outcomes.append(a.allocate(size))
+                    except OutOfMemoryError as e:
+                        outcomes.append(("oom", e.args))
+                assert outcomes[0] == outcomes[1], f"step {step}: allocate({size})"
+                if not isinstance(outcomes[0], tuple):
+                    held.append((outcomes[0], size))
+            assert fast.free_blocks() == pure.free_blocks() == pure._free, f"step {step}"
+            assert fast.bytes_per_bank_used == pure.bytes_per_bank_used
+            assert fast.free_bytes_per_bank() == pure.free_bytes_per_bank()
+            assert fast.largest_free_block() == pure.largest_free_block()
+        assert (fast.base, fast.bank_size, fast.alignment, fast.bottom_up) == (pure.base, pure.bank_size,
+                                                                                 pure.alignment, pure.bottom_up)
+
+
+@native
+def test_the_two_device_memories_give_the_same_buffers_events_and_errors(monkeypatch):
+    pure, fast = _both(monkeypatch)
+    events = {id(pure): [], id(fast): []}
+    for m in (pure, fast):
+        log = events[id(m)]
+        m.listener = lambda kind, buf, log=log: log.append((kind, buf[1:]))  # every field but the id
+    assert type(fast).__name__ == "NativeDeviceMemory" and type(pure) is DeviceMemory
+    rng = random.Random(3)
+    held = {id(pure): [], id(fast): []}
+    for step in range(2000):
+        bt = rng.choice([BufferType.DRAM, BufferType.L1])
+        choice = rng.random()
+        results = []
+        for m in (pure, fast):
+            mine = held[id(m)]
+            try:
+                if mine and choice < 0.4:
+                    m.free(mine.pop(random.Random(step).randrange(len(mine))))  # the same index for both
+                    results.append("freed")
+                elif mine and choice < 0.7:
+                    like = mine[random.Random(step).randrange(len(mine))]
+                    mine.append(m.allocate_like(like))
+                    results.append(mine[-1][1:])
+                else:
+                    pages = random.Random(step).choice([1, 3, 64, 500, 4000])
+                    mine.append(m.allocate(bt, INTERLEAVED, page_size=2048, num_pages=pages))
+                    results.append(mine[-1][1:])
+            except OutOfMemoryError as e:
+                results.append(_without_ids(str(e)))
+        assert results[0] == results[1], f"step {step}"
+    assert events[id(pure)] == events[id(fast)] and len(events[id(fast)]) > 1000
+    assert [b[1:] for b in pure.live_buffers()] == [b[1:] for b in fast.live_buffers()]
+    for bt in BANKS:
+        assert pure.bytes_used(bt) == fast.bytes_used(bt)
+        assert pure.allocators[bt].lowest_occupied_address() == fast.allocators[bt].lowest_occupied_address()
+    # A second free of a buffer does nothing in both, and tells the listener nothing.
+    for m in (pure, fast):
+        buf = held[id(m)][0]
+        m.free(buf)
+        before = len(events[id(m)])
+        m.free(buf)
+        assert len(events[id(m)]) == before
+
+
+@native
+def test_an_allocate_like_that_does_not_fit_raises_the_pure_paths_out_of_memory_text(monkeypatch):
+    pure, fast = _both(monkeypatch)
+    texts = []
+    for m in (pure, fast):
+        big = m.allocate(BufferType.L1, INTERLEAVED, page_size=2048, num_pages=64 * 20)
+        with pytest.raises(OutOfMemoryError) as e:
+            m.allocate_like(big)
+        texts.append(_without_ids(str(e.value)))
+        assert e.value.__cause__ is None
+    assert texts[0] == texts[1]
+    assert "Out of L1 memory on device 0: requested 40960 B per bank" in texts[1]
+
+
+@native
+def test_the_native_memory_rejects_what_is_not_a_buffer_of_its_banks(monkeypatch):
+    _, fast = _both(monkeypatch)
+    with pytest.raises(TypeError, match="expected a device_sim Buffer, got tuple"):
+        fast.free((1, 0, BufferType.L1))
+    stray = Buffer(1, 0, BufferType.TRACE, INTERLEAVED, 0, 32, 32, 1, 1)
+    with pytest.raises(KeyError):
+        fast.allocate_like(stray)
+
+
+@native
+def test_threads_and_the_garbage_collector_freeing_inside_allocations_leave_the_free_list_whole(monkeypatch):
+    _, fast = _both(monkeypatch)
+    like = fast.allocate(BufferType.DRAM, INTERLEAVED, page_size=2048, num_pages=12)
+    errors = []
+
+    class Holder:  # a cycle, so only the collector frees its buffer: inside some later allocation
+        def __init__(self, buf):
+            self.buf, self.me = buf, self
+
+        def __del__(self):
+            fast.free(self.buf)
+
+    def work(seed):
+        try:
+            churn(seed)
+        except BaseException as e:  # noqa: BLE001  (the main thread fails the test with it)
+            errors.append(e)
+
+    def churn(seed):
+        rng = random.Random(seed)
+        mine = []
+        for _ in range(3000):
+            if mine and rng.random() < 0.5:
+                fast.free(mine.pop(rng.randrange(len(mine))))
+            else:
+                buf = fast.allocate_like(like)
+                if rng.random() < 0.3:
+                    Holder(buf)
+                else:
+                    mine.append(buf)
+        for buf in mine:
+            fast.free(buf)
+
+    old = gc.get_threshold()
+    gc.set_threshold(50)  # collections often, so many land inside allocate_like's Buffer
+    try:
+        threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        gc.collect()
+    finally:
+        gc.set_threshold(*old)
+    assert not errors
+    fast.free(like)
+    dram = fast.allocators[BufferType.DRAM]
+    assert dram.free_blocks() == [[BANKS[BufferType.DRAM]["base"], BANKS[BufferType.DRAM]["bank_size"]]]
+    assert dram.bytes_per_bank_used == 0 and not dram.live
+
+
+def _run_model(device) -> tuple[list, list]:
+    """A few ops of each memory kind; their outputs and every buffer event's fields but the id."""
+    events = []
+
+    def listen(kind, what):  # every field but the process-wide counters' (buffer id, program id)
+        events.append((kind, what[:5] + what[6:] if kind == "program" else what[1:]))
+
+    device.memory.listener = listen
+    g = torch.Generator().manual_seed(0)
+    x = ttnn.from_torch(torch.randn(64, 96, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    w = ttnn.from_torch(torch.randn(96, 64, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                        memory_config=ttnn.L1_MEMORY_CONFIG)
+    outs = []
+    for i in range(20):
+        y = ttnn.add(x, x) if i % 2 else ttnn.mul(x, 0.5)
+        z = ttnn.matmul(y, w, memory_config=ttnn.L1_MEMORY_CONFIG)
+        outs += [ttnn.to_torch(y), ttnn.to_torch(ttnn.relu(z))]
+        if i % 3 == 0:
+            ttnn.deallocate(z)
+        x = ttnn.sub(y, 1.0)
+    device.memory.listener = None
+    return outs, events
+
+
+@native
+def test_a_model_on_the_native_allocator_matches_the_pure_one_bit_for_bit(monkeypatch):
+    results = []
+    for flag in (False, True):
+        monkeypatch.setattr(allocator, "NATIVE", flag)
+        device = ttnn.open_device(0)
+        try:
+            assert (type(device.memory).__name__ == "NativeDeviceMemory") == flag
+            results.append(_run_model(device))
+        finally:
+            ttnn.close_device(device)
+    (pure_outs, pure_events), (fast_outs, fast_events) = results
+    assert len(pure_outs) == len(fast_outs) == 40
+    for p, f in zip(pure_outs, fast_outs):
+        assert p.dtype == f.dtype and torch.equal(p.view(torch.int16), f.view(torch.int16))
+    assert pure_events == fast_events and any(kind == "free" for kind, _ in fast_events)
+
+
+def test_device_sim_pure_in_the_environment_selects_the_pure_classes():
+    code = "import device_sim as ttnn; d = ttnn.open_device(0); print(type(d.memory).__name__)"
+    env = {**os.environ, "DEVICE_SIM_PURE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "DeviceMemory"
