@@ -65,12 +65,12 @@ def _make_report(path, count: int, numel: int, noise: float) -> None:
 # VmHWM, not getrusage's ru_maxrss: that one keeps the forking parent's peak across exec.
 _CHILD = """
 import json, sys, time
-import ttreport.compare
+import ttreport.read.compare
 def hwm():
     return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
 base = hwm()
 t = time.perf_counter()
-ttreport.compare.compare_reports(sys.argv[1], sys.argv[2])
+ttreport.read.compare.compare_reports(sys.argv[1], sys.argv[2])
 print(json.dumps({"wall_s": time.perf_counter() - t, "base_kib": base, "peak_kib": hwm()}))
 """
 
@@ -78,9 +78,9 @@ print(json.dumps({"wall_s": time.perf_counter() - t, "base_kib": base, "peak_kib
 def _compare_reports(tmp, count: int, tensor_mib: float) -> list[Figure]:
     label = f"compare_reports, 2 reports of {count} x {tensor_mib:g} MiB"
     try:
-        import ttreport.compare  # noqa: F401
+        import ttreport.read.compare  # noqa: F401
     except ModuleNotFoundError:
-        return [Figure(f"{label}: ttreport.compare is missing", math.nan, "", "exists", False)]
+        return [Figure(f"{label}: ttreport.read.compare is missing", math.nan, "", "exists", False)]
     numel = int(tensor_mib * MiB) // 2
     t = time.perf_counter()
     _make_report(tmp / "cmp-a", count, numel, 0.0)

@@ -1,4 +1,4 @@
-"""Config(writer="process"): the op log and the writer process (ttreport.oplog, ttreport.writer_process).
+"""Config(writer="process"): the op log and the writer process (ttreport.capture: oplog, writer_process).
 
 The model's process appends records to the op log; a real writer process writes SQLite. These tests
 run real captures in real subprocesses, kill them with real SIGKILLs, and read the reports back.
@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 import ttreport
-from ttreport.oplog import LogSink, LogTail
-from ttreport.recorder import META, OP, STOP
+from ttreport.capture import oplog
+from ttreport.capture.oplog import LogSink, LogTail
+from ttreport.capture.recorder import META, OP, STOP
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -200,7 +201,7 @@ def test_a_torn_record_at_the_end_of_the_log_is_ignored(tmp_path):
 
 def test_records_continue_across_log_segments(tmp_path, monkeypatch):
     for name, value in (("SEGMENT_BYTES", 4096), ("MIN_SEGMENT_BYTES", 4096), ("RESERVE_BYTES", 512)):
-        monkeypatch.setattr(f"ttreport.oplog.{name}", value)
+        monkeypatch.setattr(oplog, name, value)
     sink = LogSink(tmp_path / "log")
     for i in range(1000):
         sink.append((META, "k", "x" * (i % 50)))

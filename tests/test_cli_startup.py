@@ -39,8 +39,31 @@ def test_the_package_still_offers_every_public_name():
     done = subprocess.run([sys.executable, "-c", "import sys, ttreport\n"
                           "assert 'torch' not in sys.modules\n"
                           "missing = [n for n in ttreport.__all__ if not hasattr(ttreport, n)]\n"
-                          "import ttreport.capture, ttreport.check\n"
                           "assert callable(ttreport.capture) and callable(ttreport.check)\n"
                           "print(missing)"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_importing_a_capture_module_first_leaves_ttreport_capture_the_function():
+    # The subpackage ttreport.capture shares its name with the function; a module of it imported before
+    # the function is used (the writer process, storage's constants) must not shadow the function.
+    done = subprocess.run([sys.executable, "-c", "import sys\n"
+                          "from ttreport.capture import oplog  # noqa: F401\n"
+                          "import ttreport\n"
+                          "assert 'ttreport.capture.session' not in sys.modules, 'the session was imported eagerly'\n"
+                          "assert callable(ttreport.capture), ttreport.capture\n"
+                          "print(ttreport.capture.__module__, ttreport.read.check.__module__)"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ttreport.capture.session", "ttreport.read.faults"]
+
+
+def test_opening_and_checking_through_the_reading_side_import_neither_torch_nor_device_sim():
+    # compare_reports and compare_timing compare tensors (torch); opening and checking a report do not.
+    done = subprocess.run([sys.executable, "-c", "import sys\n"
+                          "from ttreport.read import Report, check, open, terminal, device_time  # noqa: F401\n"
+                          "print(sorted(m for m in ('torch', 'device_sim') if m in sys.modules))"],
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 import device_sim as ttnn
 import ttreport
 from ttreport.cli import main
-from ttreport.compare import align, compare_reports
+from ttreport.read.compare import align, compare_reports
 
 
 def model(device, *, matmul_dtype=None, weight_dtype=ttnn.bfloat16, extra_op=False):

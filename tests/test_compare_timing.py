@@ -11,8 +11,8 @@ from click.testing import CliRunner
 import device_sim as ttnn
 import ttreport
 from ttreport.cli import main
-from ttreport.compare import compare_reports
-from ttreport.timing import compare_timing
+from ttreport.read.compare import compare_reports
+from ttreport.read.timing import compare_timing
 
 
 def model(device, *, extra_op=False):

@@ -14,7 +14,7 @@ import torch
 import device_sim as ttnn
 import ttreport
 from ttreport import Config, db
-from ttreport.report import ReportError
+from ttreport.read.report import ReportError
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
 needs_browser = pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing()))

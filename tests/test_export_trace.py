@@ -17,7 +17,7 @@ import device_sim as ttnn
 import ttreport
 from ttreport import Config, db
 from ttreport import demo as demo_model
-from ttreport.report import ReportError
+from ttreport.read.report import ReportError
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ import torch
 import device_sim as ttnn
 import ttreport
 from device_sim.ops.common import device_inputs, output, values
-from ttreport import Config, demo, recorder
+from ttreport import Config, demo
+from ttreport.capture import recorder
 
 
 def _double(x):

@@ -9,7 +9,7 @@ import torch
 
 import device_sim as ttnn
 import ttreport
-from ttreport import recorder, writer
+from ttreport.capture import recorder, writer
 
 
 def test_the_ids_kept_per_tensor_stay_bounded_and_the_report_stays_whole(tmp_path, device, monkeypatch):

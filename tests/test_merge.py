@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 import ttreport
-from ttreport import merge
-from ttreport.check import check
 from ttreport.cli import main
-from ttreport.compare import compare_reports
 from ttreport.errors import MergeError
+from ttreport.read import merge
+from ttreport.read.compare import compare_reports
+from ttreport.read.faults import check
 
 REPO = Path(__file__).resolve().parent.parent
 

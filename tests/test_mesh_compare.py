@@ -20,11 +20,11 @@ import torch
 
 import device_sim as ttnn
 import ttreport
-from ttreport import merge
 from ttreport.cli import main
-from ttreport.compare import compare_reports
 from ttreport.errors import ComparisonError
-from ttreport.report import ReportError
+from ttreport.read import merge
+from ttreport.read.compare import compare_reports
+from ttreport.read.report import ReportError
 
 REPO = Path(__file__).resolve().parent.parent
 PLANTED_RANK, PLANTED_DEVICE = 1, 5

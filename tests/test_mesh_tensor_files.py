@@ -8,9 +8,9 @@ import torch
 
 import device_sim as ttnn
 import ttreport
-from ttreport.check import check
 from ttreport.errors import TensorFileDamagedError
-from ttreport.report import ReportError
+from ttreport.read.faults import check
+from ttreport.read.report import ReportError
 
 X = torch.arange(32 * 128, dtype=torch.float32).reshape(32, 128) / 64
 XB = X.bfloat16().float()  # what the device holds

@@ -19,7 +19,7 @@ import torch
 import device_sim as ttnn
 import ttreport
 from device_sim import perf_model
-from ttreport import device_time
+from ttreport.read import device_time
 
 DRAM_2MIB = 2**21 * 1e9 / (258 * 2**30)
 

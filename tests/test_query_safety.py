@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import ttreport
 from ttreport import db
 from ttreport.cli import main
-from ttreport.report import QueryTimeoutError, ReportError
+from ttreport.read.report import QueryTimeoutError, ReportError
 
 RUNAWAY = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT MAX(x) FROM c"
 

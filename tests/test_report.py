@@ -11,7 +11,7 @@ import device_sim as ttnn
 import ttreport
 from ttreport import db, schema
 from ttreport.errors import NeedsUpgradeError, TensorFileError
-from ttreport.report import Report, ReportError
+from ttreport.read.report import Report, ReportError
 
 L1_CFG = ("MemoryConfig(memory_layout=TensorMemoryLayout::INTERLEAVED,buffer_type=BufferType::L1,"
           "shard_spec=std::nullopt,nd_shard_spec=std::nullopt,created_with_nd_shard_spec=0)")

@@ -68,7 +68,7 @@ def test_a_write_file_that_cannot_be_written_leaves_the_first_file_and_its_row(t
 
 
 def test_a_merged_run_keeps_each_ranks_writes_under_their_new_ids(tmp_path, device):
-    from ttreport.merge import merge
+    from ttreport.read.merge import merge
 
     def rank(name, fill):
         a = dev(torch.full((32, 32), fill), device)

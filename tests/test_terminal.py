@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ttreport import terminal
+from ttreport.read import terminal
 
 ROWS = [(1, "ttnn.matmul", "1.25 ms", "a long output description " * 4), (22, "ttnn.add", "12.0 us", "x")]
 
@@ -44,7 +44,7 @@ def test_units_are_human_sized():
 
 PROGRESS = """
 import time
-from ttreport import terminal
+from ttreport.read import terminal
 with terminal.progress("working", total=3, unit="steps") as advance:
     for _ in range(3):
         time.sleep(0.4)

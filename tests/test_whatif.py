@@ -18,8 +18,9 @@ from click.testing import CliRunner
 
 import device_sim as ttnn
 import ttreport
-from ttreport import db, whatif
+from ttreport import db
 from ttreport.cli import main
+from ttreport.read import whatif
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
 

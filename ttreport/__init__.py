@@ -24,19 +24,18 @@ from ttreport.errors import (
 
 if TYPE_CHECKING:  # what each name is; at run time the module is imported on first use (below)
     from ttreport.capture import Capture, capture, profile
-    from ttreport.check import check
-    from ttreport.compare import ReportComparison, compare_reports
     from ttreport.config import Config
     from ttreport.metrics import Comparison, compare_tensors
-    from ttreport.report import Report, open  # noqa: A004
+    from ttreport.read import Report, ReportComparison, check, compare_reports, open  # noqa: A004
     from ttreport.storage import load_tensor
 
-# Where each public name lives. Importing device_sim or torch takes ~1.5 s, so `ttreport summary`
-# and `import ttreport.report` import neither: a name is imported the first time it is used (PEP 562).
+# Where each public name lives: the capture side's entry point (ttreport.capture), the reading side's
+# (ttreport.read), or a shared module. Importing device_sim or torch takes ~1.5 s, so `ttreport summary`
+# and `import ttreport.read` import neither: a name is imported the first time it is used (PEP 562).
 _LAZY = {
-    "Capture": "capture", "capture": "capture", "profile": "capture", "check": "check",
-    "ReportComparison": "compare", "compare_reports": "compare", "Config": "config",
-    "Comparison": "metrics", "compare_tensors": "metrics", "Report": "report", "open": "report",
+    "Capture": "capture", "capture": "capture", "profile": "capture", "check": "read",
+    "ReportComparison": "read", "compare_reports": "read", "Config": "config",
+    "Comparison": "metrics", "compare_tensors": "metrics", "Report": "read", "open": "read",
     "load_tensor": "storage",
 }
 
@@ -57,11 +56,12 @@ def __dir__():
 
 
 class _Package(types.ModuleType):
-    # Importing the submodule ttreport.capture (or .check) sets the package's attribute of that name to
-    # the module; the public name is the function of the same name, so that is what is kept.
+    # Importing the subpackage ttreport.capture (even for one of its modules) sets the package's attribute
+    # `capture` to it; the public name is the function, so the module is not kept there, and __getattr__
+    # finds the function on first use (importing the subpackage alone imports neither torch nor device_sim).
     def __setattr__(self, name, value):
         if isinstance(value, types.ModuleType) and _LAZY.get(name) == name:
-            value = getattr(value, name)
+            return
         super().__setattr__(name, value)
 
 

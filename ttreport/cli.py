@@ -19,9 +19,10 @@ from pathlib import Path
 
 import click
 
-from ttreport import device_time, memory_text, terminal
+from ttreport import memory_text
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
-from ttreport.report import DB_FILE, DEFAULT_ROOT, Report, Summary
+from ttreport.read import device_time, terminal
+from ttreport.read.report import DB_FILE, DEFAULT_ROOT, Report, Summary
 
 BAD_INPUT = 2
 
@@ -76,7 +77,7 @@ def main():
 
 # -- formatting -------------------------------------------------------------------------------
 
-# Units, cells and plain tables live in ttreport.terminal (shared with the other commands' modules); a
+# Units, cells and plain tables live in ttreport.read.terminal (shared with the other commands' modules); a
 # damaged report's text or BLOB where a number belongs is shown as it is, never a TypeError.
 human_bytes, human_seconds, _cell = terminal.human_bytes, terminal.human_seconds, terminal.cell
 table_lines = terminal.plain_table
@@ -462,7 +463,7 @@ def upgrade(report):
     from sqlalchemy.exc import DBAPIError
 
     from ttreport import db
-    from ttreport.report import resolve
+    from ttreport.read.report import resolve
 
     click.get_current_context().meta["ttreport.report"] = report
     path = resolve(report)
@@ -498,7 +499,7 @@ def check(report, repair):
 
     Example: ttreport check generated/ttreport/reports/demo
     """
-    from ttreport.check import check as check_report
+    from ttreport.read.faults import check as check_report
 
     click.get_current_context().meta["ttreport.report"] = report
     faults = _repair(report) if repair else []
@@ -513,7 +514,7 @@ def check(report, repair):
 def _repair(report) -> list[str]:
     """Fold REPORT's left-over WAL; the fault when it cannot (ttreport.wal)."""
     from ttreport import wal
-    from ttreport.report import resolve
+    from ttreport.read.report import resolve
 
     db_path = resolve(report)
     log = wal.wal_path(db_path)
@@ -599,8 +600,8 @@ def merge_command(reports, out, ranks):
 
     Example: ttreport merge reports/rank0 reports/rank1 -o reports/run --rank reports/rank1=1
     """
-    from ttreport.merge import merge
-    from ttreport.report import resolve
+    from ttreport.read.merge import merge
+    from ttreport.read.report import resolve
 
     given = {}
     for item in ranks:
@@ -650,7 +651,7 @@ def html(report, out, limit, top_level, against):
     """
     comparison = None
     if against is not None:
-        from ttreport.compare import compare_reports
+        from ttreport.read.compare import compare_reports
 
         comparison = compare_reports(against, report, progress=True)
     with _open(report) as r, terminal.progress("writing the page"):
@@ -659,7 +660,7 @@ def html(report, out, limit, top_level, against):
     click.echo(f"open: {path.resolve().as_uri()} in a browser (no network needed)")
 
 
-# -- comparison (ttreport.compare, ttreport.metrics) --------------------------------------------
+# -- comparison (ttreport.read.compare, ttreport.metrics) --------------------------------------------
 
 def _tolerance_options(f):
     f = click.option("--pcc", type=float, help="Desired PCC (default 0.9999).")(f)
@@ -698,7 +699,7 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_dep
     if timing:
         _compare_timing(a, b, pattern, json_file, all_depths, limit)
         return
-    from ttreport.compare import compare_reports
+    from ttreport.read.compare import compare_reports
 
     result = compare_reports(a, b, rtol=rtol, atol=atol, pcc=pcc, ops=pattern, strict=strict,
                              progress=sys.stderr.isatty(), top_level=not all_depths)
@@ -713,7 +714,7 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_dep
 
 
 def _compare_timing(a, b, pattern, json_file, all_depths, limit) -> None:
-    from ttreport.timing import compare_timing
+    from ttreport.read.timing import compare_timing
 
     t = compare_timing(a, b, ops=pattern, top_level=not all_depths)
     click.echo(f"A: {t.a}\nB: {t.b}")
@@ -781,8 +782,8 @@ def diff_tensor(a, b, rtol, atol, pcc, as_json):
 
     Example: ttreport diff-tensor run-a/tensors/12.pt run-b/tensors/12.pt
     """
-    from ttreport.compare import json_safe
     from ttreport.metrics import compare_tensors
+    from ttreport.read.compare import json_safe
 
     c = compare_tensors(_load_tensor_file(b), _load_tensor_file(a), rtol=rtol, atol=atol, pcc=pcc)
     if as_json:
@@ -815,7 +816,7 @@ def whatif(report, tensor_id, memory, dtype, math_fidelity, limit):
 
     Example: ttreport whatif generated/ttreport/reports/demo --tensor 45 --memory L1
     """
-    from ttreport import whatif as whatif_module  # reads device_sim's model: loaded only for this command
+    from ttreport.read import whatif as whatif_module  # reads device_sim's model: loaded only for this command
 
     with _open(report) as r:
         w = whatif_module.whatif(r, tensor_id=tensor_id, memory=memory, dtype=dtype, math_fidelity=math_fidelity)

@@ -78,7 +78,7 @@ class Config:
         writer: "thread" (default: a writer thread in the model's process; a kill loses at most the
             last flush_interval_s) or "process": the model's threads append each record to an op log
             in the report folder (on disk when the op returns) and a writer process writes SQLite from
-            it, so a SIGKILL loses no recorded op (ttreport.writer_process). Costs ~1.3 s of the
+            it, so a SIGKILL loses no recorded op (ttreport.capture.writer_process). Costs ~1.3 s of the
             writer process's start-up at close of a short capture, and the log's disk (~300 B an op)
             until close.
 
@@ -103,12 +103,12 @@ class Config:
     buffers: bool = True
     # Record every page of every live buffer after each op: large, slow; for memory debugging.
     buffer_pages: bool = False
-    # Each op's device operations and CBs as TT-NN's captured graph (ttreport.device_graph): ~1.4 KB per op.
+    # Each op's device operations and CBs as TT-NN's captured graph (ttreport.capture.device_graph): ~1.4 KB per op.
     device_graphs: bool = True
     # TT-NN's ops_perf_results.csv and profile_log_device.csv, written from the db at close (not per op):
     # about 40 ms per 1,000 ops (bench/README.md, `python -m bench --only exports`), so on by default.
     perf_files: bool = True
-    # Golden comparison during capture (ttreport.golden): runs each op's torch golden too, on
+    # Golden comparison during capture (ttreport.capture.golden): runs each op's torch golden too, on
     # one background thread in op order, so op durations are not inflated; it roughly doubles
     # the CPU a run needs. raise_on_mismatch=True runs the checks on the model's thread, so the
     # exception comes from the failing op.
@@ -130,7 +130,7 @@ class Config:
     # full pass over the whole heap (torch's included): 10-20 us per op. The cost of freezing:
     # garbage cycles made before the capture are collected only after it ends.
     gc_freeze: bool = True
-    # This process's rank in a multi-host run (None: OMPI_COMM_WORLD_RANK, else 0); ttreport.merge.
+    # This process's rank in a multi-host run (None: OMPI_COMM_WORLD_RANK, else 0); ttreport.read.merge.
     rank: int | None = None
     # Who writes SQLite: a thread of this process, or a writer process fed by the op log (kill -9 safe).
     writer: str = "thread"

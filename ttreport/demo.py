@@ -211,9 +211,9 @@ def write_sample() -> Path:
 
 def main(root: Path | None = None, echo=print) -> Path:
     """What `ttreport demo` does: capture the demo, then show its summary and one query's answer."""
-    from ttreport import device_time, terminal
     from ttreport.cli import format_summary
-    from ttreport.report import Report
+    from ttreport.read import device_time, terminal
+    from ttreport.read.report import Report
 
     path = capture_demo("demo", root=root)
     with Report(path) as report:

@@ -49,7 +49,7 @@ def pytest_configure(config) -> None:
                             "under --ttreport")
     baseline = config.getoption("ttreport_baseline")
     if config.getoption("ttreport") or baseline:
-        from ttreport.report import DEFAULT_ROOT
+        from ttreport.read.report import DEFAULT_ROOT
 
         root = Path(config.getoption("ttreport_root") or DEFAULT_ROOT)
         if baseline is not None and not Path(baseline).is_dir():
@@ -122,7 +122,7 @@ class _Session:
         return dataclasses.replace(base, root=self.root, overwrite=True)
 
     def _result(self, name: str, path: Path) -> _Result:
-        from ttreport.report import Report
+        from ttreport.read.report import Report
 
         with Report(path) as r:
             s = r.summary()
@@ -130,9 +130,9 @@ class _Session:
                        len(s.errors), path)
 
     def _check_baseline(self, result: _Result) -> None:
-        from ttreport.compare import compare_reports
         from ttreport.errors import TTReportError
-        from ttreport.report import Report
+        from ttreport.read.compare import compare_reports
+        from ttreport.read.report import Report
 
         reference = self.baseline / result.name
         if not reference.is_dir():
@@ -160,7 +160,7 @@ class _Session:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.results:
             return
-        from ttreport import terminal
+        from ttreport.read import terminal
 
         tr = terminalreporter
         tr.write_sep("=", f"ttreport: {len(self.results)} test report(s) under {self.root}")

@@ -72,7 +72,7 @@ class TensorStore(threading.Thread):
         self.join()
 
     def run(self) -> None:
-        from ttreport.recorder import FILE_LOST, ROW  # imports device_sim: readers of tensor files do without
+        from ttreport.capture.recorder import FILE_LOST, ROW  # imports device_sim: readers of tensor files do without
 
         folder = self.report_dir / TENSORS_DIR
         while (item := self.queue.get()) is not None:
@@ -85,7 +85,7 @@ class TensorStore(threading.Thread):
                     path.mkdir(exist_ok=True)
                     path = path / item[6]
                 self._keep_room(_nbytes(item[2]))
-                with self.busy:  # a fork waits for it: torch's state is whole in the child (capture.py)
+                with self.busy:  # a fork waits for it: torch's state is whole in the child (capture/session.py)
                     # Here, off the model's thread: what a reader verifies the file against.
                     facts = {"tensor_id": tid, **write_tensor(path, *item[2:6])}
                 if shard:
@@ -212,7 +212,7 @@ def load_tensor(report_dir, tensor_id: int, expected: Expected | None = None, *,
     if file is not None:  # a tensor_writes file (Report.load_tensor(after_operation=)), checked as any other
         return _load_path(report_dir, Path(report_dir) / file, tensor_id, expected or Expected())
     if device is None and is_mesh_tensor(report_dir, tensor_id):
-        from ttreport.report import Report
+        from ttreport.read.report import Report
 
         with Report(report_dir) as r:
             return r.load_tensor(tensor_id)
@@ -321,7 +321,7 @@ def _check_loaded(value: torch.Tensor, path: Path, tensor_id: int, expected: Exp
 
 
 def _expected_from_db(report_dir, tensor_id: int, device: int | None = None) -> Expected:
-    from ttreport.report import DB_FILE, Report
+    from ttreport.read.report import DB_FILE, Report
 
     if not (Path(report_dir) / DB_FILE).is_file():
         return Expected()  # a folder of tensor files alone: checked for what a file can show by itself

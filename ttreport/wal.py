@@ -23,8 +23,8 @@ import os
 import sqlite3
 from pathlib import Path
 
-LOCK_FILE = ".lock"  # flock'd while a capture writes the folder; holds the capturing pid (capture.py)
-OPLOG_DIR = "oplog"  # a process writer's op log (ttreport.oplog): what a killed one leaves to finish from
+LOCK_FILE = ".lock"  # flock'd while a capture writes the folder; holds the capturing pid (capture/session.py)
+OPLOG_DIR = "oplog"  # a process writer's op log (ttreport.capture.oplog): what a killed one leaves to finish from
 RESERVE_FILE = ".reserve"  # disk space a capture holds for its closing notes; a killed one leaves it
 FOLD_WAIT_MS = 200  # a reader mid-query keeps the fold from completing; it is not waited for longer
 
@@ -48,7 +48,8 @@ def fold(db_path: str | os.PathLike) -> bool:
         return False  # a capture is writing this report
     try:
         if log:
-            from ttreport.writer_process import finish_from_log  # imports torch: only for a killed capture's log
+            # Imports torch: only for a killed capture's log.
+            from ttreport.capture.writer_process import finish_from_log
 
             if not finish_from_log(db_path.parent):
                 return False

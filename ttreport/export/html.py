@@ -78,19 +78,19 @@ def export_html(report, path, *, limit: int | None = None, top_level: bool = Fal
     Args:
         limit: at most this many ops (in call order) in the timeline and the op table; None for all.
         top_level: only the ops the model called directly (depth 0) in the timeline and the op table.
-        comparison: a ttreport.compare.ReportComparison whose B is this report: its PCC per op and
+        comparison: a ttreport.read.compare.ReportComparison whose B is this report: its PCC per op and
             its root cause are drawn beside the golden checks.
     """
     from plotly.offline import get_plotlyjs  # only the html export needs plotly
 
     path = Path(path)
     if not path.name.endswith(SUFFIXES):
-        from ttreport.report import ReportError
+        from ttreport.read.report import ReportError
 
         raise ReportError(f"an HTML report is written as .html, not {path.name!r}; "
                           f"name the file e.g. {path.with_suffix('.html').name}")
     if limit is not None and limit < 1:
-        from ttreport.report import ReportError
+        from ttreport.read.report import ReportError
 
         raise ReportError(f"limit must be at least 1 (or None for every op), not {limit!r}")
     summary = report.summary()
@@ -368,7 +368,7 @@ def _tensors(w, report) -> None:
         "t.producer_operation_id, t.memory_config, (SELECT group_concat(operation_id) FROM "
         "(SELECT DISTINCT operation_id FROM input_tensors i WHERE i.tensor_id = t.tensor_id ORDER BY operation_id)) "
         "FROM tensors t ORDER BY t.tensor_id")
-    from ttreport.report import BUFFER_TYPES
+    from ttreport.read.report import BUFFER_TYPES
 
     while batch := cur.fetchmany(1000):
         for tid, shape, dtype, layout, btype, dev, addr, size, producer, cfg, readers in batch:

@@ -33,7 +33,7 @@ def export_chrome_trace(report, path) -> Path:
     """Write `report` (an open Report) as a trace to `path` (.json, or .json.gz compressed); return the path."""
     path = Path(path)
     if not any(path.name.endswith(s) for s in SUFFIXES):
-        from ttreport.report import ReportError
+        from ttreport.read.report import ReportError
 
         raise ReportError(f"a trace is written as .json or .json.gz, not {path.name!r}; "
                           f"name the file e.g. {path.with_suffix('.json').name}")

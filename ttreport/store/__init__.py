@@ -22,7 +22,7 @@ from ttreport.store.push import push
 
 def open_run(url: str, run):
     """Run `run` (its name, run id or UUID) of the store at `url`, as a read-only ttreport Report."""
-    from ttreport.report import Report
+    from ttreport.read.report import Report
 
     return Report(materialize(url, run))
 

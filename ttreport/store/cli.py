@@ -83,8 +83,8 @@ def runs(url, limit, as_json):
 
     Example: ttreport runs postgresql://ci@db/ttreport --limit 20
     """
+    from ttreport.read.terminal import plain_table
     from ttreport.store.history import runs as list_runs
-    from ttreport.terminal import plain_table
 
     rows = list_runs(url, limit=limit)
     if as_json:
@@ -111,8 +111,8 @@ def history(url, op, shape, threshold, as_json):
 
     Example: ttreport history postgresql://ci@db/ttreport --op ttnn.matmul --shape 1x32x64
     """
+    from ttreport.read.terminal import human_bytes, human_seconds, plain_table
     from ttreport.store.history import history as op_history
-    from ttreport.terminal import human_bytes, human_seconds, plain_table
 
     rows = op_history(url, op, shape=shape, threshold=threshold)
     if as_json:
@@ -148,8 +148,8 @@ def query_store(url, sql, as_json, as_csv, params, timeout_s):
     import sys
 
     from ttreport.cli import _param
+    from ttreport.read.terminal import echo_table
     from ttreport.store.query import query
-    from ttreport.terminal import echo_table
 
     if as_json and as_csv:
         raise StoreError("give either --json or --csv, not both")

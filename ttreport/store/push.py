@@ -49,7 +49,7 @@ def report_uuid(meta: dict) -> str:
 
 def push(report, url: str, *, name: str | None = None, model: str | None = None) -> tuple[int, bool]:
     """Push the report folder `report` into the store at `url`: (its run_id, True if this push added it)."""
-    from ttreport.report import resolve
+    from ttreport.read.report import resolve
 
     db_path = resolve(report)
     db.check_current(db_path)  # NeedsUpgradeError names `ttreport upgrade`

@@ -41,7 +41,13 @@ import torch
 
 import device_sim
 import device_sim.mesh
-from ttreport import db, golden, merge, schema
+from ttreport import db, schema
+from ttreport.capture import golden
+from ttreport.capture.log_perf import estimate_on_model_thread
+from ttreport.capture.oplog import OPLOG_DIR, LogQueue, LogSink, remove_log
+from ttreport.capture.recorder import FLUSH, META, STOP, Recorder, RecordQueue, outer_boundary
+from ttreport.capture.writer import Writer
+from ttreport.capture.writer_process import WriterProcess
 from ttreport.config import Config
 from ttreport.errors import (
     CaptureActiveError,
@@ -52,13 +58,9 @@ from ttreport.errors import (
     ReportPathError,
 )
 from ttreport.export import ops_perf
-from ttreport.log_perf import estimate_on_model_thread
-from ttreport.oplog import OPLOG_DIR, LogQueue, LogSink, remove_log
-from ttreport.recorder import FLUSH, META, STOP, Recorder, RecordQueue, outer_boundary
+from ttreport.read import merge
 from ttreport.storage import TENSORS_DIR, TensorStore
 from ttreport.wal import LOCK_FILE, RESERVE_FILE
-from ttreport.writer import Writer
-from ttreport.writer_process import WriterProcess
 
 CONFIG_FILE = "config.json"
 # The notes written at close (status, end time, losses) take a few pages of the WAL: 64 KiB holds them.
@@ -158,7 +160,7 @@ class Capture(contextlib.ContextDecorator):
 
         self._warner = LossWarner()
         if config.writer == "process":
-            # The model's threads append to the op log; a writer process writes SQLite (ttreport.writer_process).
+            # The model's threads append to the op log; a writer process writes SQLite (writer_process.py).
             sink = LogSink(path / OPLOG_DIR)
             self._queue = q = LogQueue(sink, config.flush_ops)
             self._writer = WriterProcess(path, config, self._lock_fd)
@@ -326,7 +328,7 @@ class Capture(contextlib.ContextDecorator):
     def _write_perf_files(self) -> None:
         """TT-NN's performance report files (ops_perf_results.csv, profile_log_device.csv) beside db.sqlite,
         from the committed db by the reading side's exporter: once, at close, never on the model's thread."""
-        from ttreport.report import Report
+        from ttreport.read.report import Report
 
         try:
             with Report(self.path) as r:

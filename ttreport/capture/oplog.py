@@ -1,6 +1,6 @@
 """The op log: what the model's threads append to, on disk the moment an op returns, for the writer process.
 
-    from ttreport.oplog import LogSink, LogTail
+    from ttreport.capture.oplog import LogSink, LogTail
     sink = LogSink(Path("run/oplog"))                                 # the capturing process
     sink.append((META, "status", "complete"))                         # a recorder record, as recorder.py makes it
     tail = LogTail(Path("run/oplog"))                                 # the writer process
@@ -22,7 +22,7 @@ torn by a kill (a length with half a payload) fails to unmarshal and ends the lo
 slot means "continued in the next segment".
 
 The whole log is kept until the report is closed: the writer process, or a reader after it was
-killed too, can always rebuild the report from it (ttreport.writer_process.finish_from_log).
+killed too, can always rebuild the report from it (ttreport.capture.writer_process.finish_from_log).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from device_sim.device_work import CircularBuffer, Program
+from ttreport.capture.recorder import ALLOC, FLUSH, FREE, META, OP, PROGRAM, ROW, STOP, TensorArg
 from ttreport.errors import LossWarner
-from ttreport.recorder import ALLOC, FLUSH, FREE, META, OP, PROGRAM, ROW, STOP, TensorArg
 from ttreport.wal import OPLOG_DIR  # noqa: F401 (the log's folder name, defined with the lock's)
 
 CODE, CFG, OBJ, DEVICE_PERF, STACK, CBS = 20, 21, 22, 23, 24, 25  # definitions: only in the log
@@ -244,8 +244,8 @@ class LogSink:
         return rec
 
     def _define_device(self, device_id: int, out: list) -> None:
-        # Its PerfConfig, for the estimates the writer process makes (ttreport.log_perf).
-        from ttreport.log_perf import device_fields
+        # Its PerfConfig, for the estimates the writer process makes (ttreport.capture.log_perf).
+        from ttreport.capture.log_perf import device_fields
 
         self._sent_devices.add(device_id)
         device = next((d for d in self._devices() if d.device_id == device_id), None)
@@ -318,7 +318,7 @@ class LogQueue:
 def value_text(v) -> str:
     """An argument value's text, as writer.Writer.format_value makes it for a value that is not a tensor, list
     or tuple (the writer process formats it no further: its repr is this text)."""
-    from ttreport.writer import MAX_VALUE_CHARS
+    from ttreport.capture.writer import MAX_VALUE_CHARS
 
     text = f"torch.Tensor(shape={list(v.shape)}, dtype={v.dtype})" if _is_torch_tensor(v) else repr(v)
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "..."
@@ -441,7 +441,7 @@ class LogTail:
     def __init__(self, folder: Path, on_flush=None):
         self.folder = Path(folder)
         self.defs = Definitions()
-        from ttreport.log_perf import LogPerf
+        from ttreport.capture.log_perf import LogPerf
 
         self.perf = LogPerf()  # device_perf rows of the ops not estimated on the model's thread
         self.on_flush = on_flush or (lambda token: None)  # a FLUSH record's waiter is told through this

@@ -1,7 +1,7 @@
 """Terminal output shared by the commands: tables through rich on a terminal, plain text elsewhere, and
 progress bars on stderr.
 
-    from ttreport import terminal
+    from ttreport.read import terminal
     with terminal.progress("comparing ops", total=len(pairs)) as advance:
         for pair in pairs:
             ...

@@ -21,9 +21,23 @@ import torch
 from device_sim.tensor import padded
 from device_sim.tile import Tile
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
-from ttreport import db, device_graph
+from ttreport import db
+from ttreport.capture import device_graph
+from ttreport.capture.recorder import (
+    ALLOC,
+    DEVICE,
+    FILE_LOST,
+    FLUSH,
+    FREE,
+    META,
+    OP,
+    PROGRAM,
+    ROW,
+    STOP,
+    TENSOR,
+    TensorArg,
+)
 from ttreport.errors import LossWarner
-from ttreport.recorder import ALLOC, DEVICE, FILE_LOST, FLUSH, FREE, META, OP, PROGRAM, ROW, STOP, TENSOR, TensorArg
 
 CLOSE_WAIT_MS = 200  # how long closing waits for a reader before leaving the report in WAL mode
 MAX_VALUE_CHARS = 2000  # an argument's text beyond this is cut: reprs of big host arrays add nothing
@@ -202,7 +216,7 @@ class Writer(threading.Thread):
 
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> None:
-        # Every SQLite call is made holding `busy`, which a fork waits for (capture.py's at-fork handler):
+        # Every SQLite call is made holding `busy`, which a fork waits for (session.py's at-fork handler):
         # a child forked while this thread was inside SQLite would inherit its mutexes held, and hang on
         # its first SQLite call.
         try:

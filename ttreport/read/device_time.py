@@ -1,7 +1,7 @@
 """Reading the performance model's device time estimates from a report (the `device_perf` table).
 
     import ttreport
-    from ttreport import device_time
+    from ttreport.read import device_time
     with ttreport.open("sample_reports/demo") as r:
         print(device_time.total(r))            # DeviceTotal(ideal_ns=..., compute_bound=..., bandwidth_bound=...)
         print(device_time.of_op(r, 37))        # DevicePerf(compute_ns=2, bandwidth_ns=64, ideal_ns=64, ...)

@@ -62,9 +62,9 @@ import torch
 
 from device_sim.distributed import MeshTensor
 from device_sim.tensor import Tensor
+from ttreport.capture.recorder import META
 from ttreport.errors import ComparisonError, ReportIncompleteWarning
 from ttreport.metrics import Comparison, compare_tensors
-from ttreport.recorder import META
 
 MAX_CARRIED_BYTES = 2 << 30  # global goldens kept at most; past it the oldest are dropped
 MAX_PENDING_BYTES = 1 << 30  # tensor values the checker's queue keeps alive before the model waits

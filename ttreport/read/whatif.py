@@ -1,7 +1,7 @@
 """What if one tensor lived elsewhere, or had another dtype, or matmuls ran at another fidelity?
 
     import ttreport
-    from ttreport import whatif
+    from ttreport.read import whatif
     with ttreport.open("sample_reports/demo") as r:
         w = whatif.whatif(r, tensor_id=45, memory="L1")
         print(w.before_ns, w.after_ns, w.peak_l1_before, w.peak_l1_after)

@@ -43,10 +43,10 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ttreport import terminal
 from ttreport.errors import TensorFileDamagedError, TensorFileError
 from ttreport.metrics import Comparison, compare_tensors, dtype_name, finer_dtype
-from ttreport.report import Report, ReportError
+from ttreport.read import terminal
+from ttreport.read.report import Report, ReportError
 
 MATCH, MISMATCH, PROPAGATED, MISSING = "match", "mismatch", "propagated", "missing_tensor"
 
@@ -176,7 +176,7 @@ class ReportComparison:
 
     def to_table(self, limit: int = 100, *, table=None) -> str:
         """A readable table: every op when there are at most `limit`, else the ones that do not match.
-        `table(columns, rows)` draws the op table as text (ttreport.terminal.table_text on a terminal)."""
+        `table(columns, rows)` draws the op table as text (ttreport.read.terminal.table_text on a terminal)."""
         shown = self.pairs if len(self.pairs) <= limit else [p for p in self.pairs if p.status != MATCH]
         lines = [f"A: {self.a}", f"B: {self.b}"]
         rows = []
@@ -226,7 +226,7 @@ def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = Non
 
     a, b: report folders (or their db.sqlite). ops: compare only ops whose name matches (exact,
     its last dotted part, or a glob); the others are still aligned. progress: a bar on stderr
-    (ttreport.terminal.progress; True draws it only when stderr is a terminal).
+    (ttreport.read.terminal.progress; True draws it only when stderr is a terminal).
     """
     with Report(a) as ra, Report(b) as rb:
         for r in (ra, rb):  # said at once, not after aligning and visiting every op
@@ -346,7 +346,7 @@ def _name_matches(name: str, pattern: str) -> bool:
 
 
 def _rank(report: Report, operation_id: int) -> int | None:
-    """The op's rank when the report holds more than one rank (a merged multi-host run, ttreport.merge)."""
+    """The op's rank when the report holds more than one rank (a merged multi-host run, ttreport.read.merge)."""
     if len(report.execute("SELECT DISTINCT rank FROM operations LIMIT 2").fetchall()) < 2:
         return None
     return report.execute("SELECT rank FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()[0]

@@ -1,11 +1,12 @@
 """Two runs' op durations and memory side by side, ops aligned as the value comparison aligns them.
 
-    t = ttreport.timing.compare_timing("run-a", "run-b")
+    from ttreport.read import compare_timing
+    t = compare_timing("run-a", "run-b")
     for row in t.rows[:5]:             # biggest slowdowns first
         print(row.name, row.a_s, row.b_s, row.delta_s)
 
 A is the reference: delta = B - A (positive: B is slower), ratio = B / A. Ops pair up through
-ttreport.compare.align (same name and shapes, then same name in the gaps), so a timing row and a
+compare.align (same name and shapes, then same name in the gaps), so a timing row and a
 value row speak of the same two ops. No stored tensors are needed. Memory is what each op's row
 records: the L1 and DRAM bytes allocated after it ran.
 """
@@ -16,8 +17,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ttreport.compare import _name_matches, _ops, align, json_safe
-from ttreport.report import Report
+from ttreport.read.compare import _name_matches, _ops, align, json_safe
+from ttreport.read.report import Report
 
 
 @dataclass(slots=True)

@@ -38,6 +38,7 @@ import warnings
 import weakref
 
 import device_sim
+import ttreport
 from device_sim import perf_model
 from device_sim.device import Device
 from device_sim.distributed import MeshTensor
@@ -67,7 +68,7 @@ _MESH = object()  # Recorder._devices' value for a mesh: it is recorded as its c
 # so are the interpreter's own (`<frozen runpy>` under `python -m`). The example models shipped
 # inside the packages are user code: their traces show the model's lines.
 _LIBRARY_DIRS = (os.path.dirname(os.path.abspath(device_sim.__file__)) + os.sep,
-                 os.path.dirname(os.path.abspath(__file__)) + os.sep)
+                 os.path.dirname(os.path.abspath(ttreport.__file__)) + os.sep)  # all of ttreport, not capture/ alone
 _EXAMPLE_FILES = frozenset(os.path.join(d, name) for d, name in zip(_LIBRARY_DIRS, ("examples.py", "demo.py")))
 
 
@@ -143,7 +144,7 @@ class Recorder:
         self._items = queue.items
         self.storage = storage  # storage.TensorStore
         self.writer = None  # set by capture: back-pressure waits only while it is alive
-        self.golden = None  # ttreport.golden's checker when config.comparison != "off"
+        self.golden = None  # ttreport.capture.golden's checker when config.comparison != "off"
         self.t0_ns = t0_ns if t0_ns is not None else time.perf_counter_ns()
         self._op_ids = itertools.count(1)
         self._seq = itertools.count(1)  # buffer events and op ends; 0 means "before the capture"
@@ -173,7 +174,7 @@ class Recorder:
         self._made_ids = itertools.count(MADE_TENSOR_ID_BASE)
         self.boundary = None  # stack traces stop at this code object's frame (see outer_boundary)
         self._last_op_exception = None  # id() of the latest exception an op raised: recorded with the op
-        # device_sim's estimate of each op; a process writer makes most of them itself (ttreport.log_perf)
+        # device_sim's estimate of each op; a process writer makes most of them itself (ttreport.capture.log_perf)
         self.estimate = perf_model.estimate_op
 
     # -- the hook --------------------------------------------------------------------------
@@ -264,7 +265,7 @@ class Recorder:
                                                 "bandwidth_ns": est.bandwidth_ns, "ideal_ns": est.ideal_ns,
                                                 "bound": est.bound, "math_fidelity": est.math_fidelity}))
         if golden_args is not None and exc is None:
-            # The seam for ttreport.golden: it runs the op's golden function and records the comparison
+            # The seam for ttreport.capture.golden: it runs the op's golden function and records the comparison
             # with emit() and store_tensor(). It must read tensors through `.value`, never call device_sim
             # ops (those would be recorded as the model's ops).
             self.golden.after_op(op, golden_args[0], golden_args[1], output, op_id)

@@ -1,6 +1,6 @@
-"""The writer process: tails a capture's op log (ttreport.oplog) and writes the SQLite report from it.
+"""The writer process: tails a capture's op log (ttreport.capture.oplog) and writes the SQLite report from it.
 
-    from ttreport.writer_process import finish_from_log
+    from ttreport.capture.writer_process import finish_from_log
     finish_from_log(Path("generated/ttreport/reports/run-1"))  # a report whose capture and writer were killed
 
 With Config(writer="process") a capture forks this writer process beside the model:
@@ -33,8 +33,8 @@ import traceback
 from pathlib import Path
 from types import SimpleNamespace
 
-from ttreport.oplog import OPLOG_DIR, LogTail, remove_log, write_progress
-from ttreport.recorder import FLUSH, META, STOP
+from ttreport.capture.oplog import OPLOG_DIR, LogTail, remove_log, write_progress
+from ttreport.capture.recorder import FLUSH, META, STOP
 
 DB_FILE = "db.sqlite"
 IDLE_SLEEP_S = 0.0005  # between looks at an idle log: a few hundred µs of latency, ~nothing of CPU
@@ -44,7 +44,7 @@ _OPTIONS = ("flush_ops", "flush_interval_s", "buffer_pages", "device_graphs")
 
 # -- the capturing process's handle ---------------------------------------------------------------
 class WriterProcess:
-    """Starts the writer process and waits for its flushes and its end; Writer's interface for capture.py."""
+    """Starts the writer process and waits for its flushes and its end; Writer's interface for session.py."""
 
     def __init__(self, folder: Path, config, lock_fd: int):
         self.folder = Path(folder)
@@ -162,8 +162,8 @@ class WriterProcess:
 
 # -- the writer process itself ---------------------------------------------------------------------
 def _writer(db_path: Path, tail: LogTail, options: dict):
+    from ttreport.capture.writer import Writer, connect
     from ttreport.errors import LossWarner
-    from ttreport.writer import Writer, connect
 
     writer = Writer(db_path, None, tail.defs, SimpleNamespace(**options), LossWarner())
     try:

@@ -22,7 +22,7 @@ import sqlite3
 from pathlib import Path
 
 from ttreport.errors import TTReportError
-from ttreport.report import check_schema, connect_readonly, expected_file, resolve
+from ttreport.read.report import check_schema, connect_readonly, expected_file, resolve
 
 # What reading a damaged database raises: SQLite's errors, and a UnicodeDecodeError when SQLite's own
 # message quotes a damaged schema text that is not UTF-8.
