@@ -10,7 +10,7 @@ import torch
 import device_sim as ttnn
 import ttreport
 from device_sim import device_work
-from ttreport import device_graph
+from ttreport.capture import device_graph
 
 TILE_BF16 = 2048  # bytes of a 32x32 bfloat16 tile
 TILE_BF8 = 1088  # 1024 mantissas + one shared exponent per 16 values
