@@ -6,7 +6,8 @@
  *   Banks   one buffer type's sorted free list of [start, end) blocks, its live buffers and bytes used:
  *           the state and methods of allocator.BankAllocator, with the same results call for call.
  *   Memory  the base of allocator.NativeDeviceMemory: allocate_like() and free(), the two calls every
- *           element-wise op makes (its output's buffer, and the free when the tensor dies).
+ *           element-wise op makes (its output's buffer, and the free when the tensor dies), and
+ *           tensor_like(), the whole output tensor of ops.common.like_output.
  *
  * Why no lock here, where the pure path holds DeviceMemory's RLock: the pure path's free-list edits take
  * several bytecodes, so another thread, or a Tensor.__del__ run by the garbage collector inside an
@@ -459,7 +460,94 @@ static PyObject *Memory_free(Memory *m, PyObject *buf) {
     Py_RETURN_NONE;
 }
 
+/* Tensor's slots, read and written at their offsets as CPython's own slot descriptors do (configure_tensor). */
+static PyTypeObject *TensorType = NULL;
+static PyObject *DefaultTile = NULL, *TileLayout = NULL, *TensorIds = NULL, *S_inputs = NULL;
+static const char *const slot_names[] = {"_value", "dtype", "layout", "tile", "_device", "_memory_config",
+                                         "memory_config_source", "buffer", "tensor_id"};
+enum { S_VALUE, S_DTYPE, S_LAYOUT, S_TILE, S_DEVICE, S_CONFIG, S_SOURCE, S_BUFFER, S_ID, N_SLOTS };
+static Py_ssize_t slot_offset[N_SLOTS];
+#define SLOT(obj, i) (*(PyObject **)((char *)(obj) + slot_offset[i]))
+
+/* common.like_output's new tensor, once its checks passed: `value` (already in like's dtype), like's dtype,
+ * layout, tile (TILE layout; else the default tile), device and memory config, source "inputs", a new
+ * tensor id, and a buffer of like's geometry (allocate_like). One call where Python made ten steps. */
+static PyObject *Memory_tensor_like(Memory *m, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || TensorType == NULL || Py_TYPE(args[1]) != TensorType) {
+        PyErr_SetString(PyExc_TypeError, "tensor_like(value, like): like must be a device_sim Tensor "
+                        "(and configure_tensor called)");
+        return NULL;
+    }
+    PyObject *value = args[0], *like = args[1];
+    PyObject *like_buffer = SLOT(like, S_BUFFER);
+    if (like_buffer == NULL || SLOT(like, S_DTYPE) == NULL || SLOT(like, S_LAYOUT) == NULL ||
+        SLOT(like, S_TILE) == NULL || SLOT(like, S_DEVICE) == NULL || SLOT(like, S_CONFIG) == NULL) {
+        PyErr_SetString(PyExc_ValueError, "tensor_like: like is not a whole device tensor");
+        return NULL;
+    }
+    PyObject *layout = SLOT(like, S_LAYOUT);
+    int tiled = layout == TileLayout ? 1 : PyObject_RichCompareBool(layout, TileLayout, Py_EQ);
+    if (tiled < 0)
+        return NULL;
+    PyObject *id = PyIter_Next(TensorIds);
+    if (id == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the tensor id counter is exhausted");
+        return NULL;
+    }
+    PyObject *t = TensorType->tp_alloc(TensorType, 0);
+    if (t == NULL) {
+        Py_DECREF(id);
+        return NULL;
+    }
+    PyObject *fields[N_SLOTS] = {value, SLOT(like, S_DTYPE), layout, tiled ? SLOT(like, S_TILE) : DefaultTile,
+                                 SLOT(like, S_DEVICE), SLOT(like, S_CONFIG), S_inputs, Py_None, NULL};
+    for (int i = 0; i < S_ID; i++)
+        SLOT(t, i) = Py_NewRef(fields[i]);
+    SLOT(t, S_ID) = id;
+    /* As in Python: the buffer is None until allocate_like returns, so an out-of-memory error drops a
+     * tensor that frees nothing. like's buffer is held across the call, which may run Python code. */
+    Py_INCREF(like_buffer);
+    PyObject *buf = Memory_allocate_like(m, like_buffer);
+    Py_DECREF(like_buffer);
+    if (buf == NULL) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    Py_SETREF(SLOT(t, S_BUFFER), buf);
+    return t;
+}
+
+static PyObject *configure_tensor(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "configure_tensor(Tensor, DEFAULT_TILE, Layout.TILE, tensor_ids)");
+        return NULL;
+    }
+    PyTypeObject *cls = (PyTypeObject *)args[0];
+    for (int i = 0; i < N_SLOTS; i++) {
+        PyObject *d = PyDict_GetItemString(cls->tp_dict, slot_names[i]);
+        if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type) ||
+            ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+            PyErr_Format(PyExc_TypeError, "configure_tensor: %s.%s is not a __slots__ slot", cls->tp_name,
+                         slot_names[i]);
+            return NULL;
+        }
+        slot_offset[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+    }
+    Py_INCREF(cls);
+    Py_XSETREF(TensorType, cls);
+    Py_INCREF(args[1]);
+    Py_XSETREF(DefaultTile, args[1]);
+    Py_INCREF(args[2]);
+    Py_XSETREF(TileLayout, args[2]);
+    Py_INCREF(args[3]);
+    Py_XSETREF(TensorIds, args[3]);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Memory_methods[] = {
+    {"tensor_like", (PyCFunction)(void (*)(void))Memory_tensor_like, METH_FASTCALL,
+     "tensor_like(value, like) -> a new Tensor with like's spec over `value`, in a buffer like like's."},
     {"_attach", (PyCFunction)Memory_attach, METH_O, "_attach({BufferType: Banks}): the banks this memory uses."},
     {"allocate_like", (PyCFunction)Memory_allocate_like, METH_O,
      "allocate_like(like) -> a new Buffer of like's type, layout and size, at a free address."},
@@ -501,6 +589,8 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
 }
 
 static PyMethodDef module_methods[] = {
+    {"configure_tensor", (PyCFunction)(void (*)(void))configure_tensor, METH_FASTCALL,
+     "configure_tensor(Tensor, DEFAULT_TILE, Layout.TILE, tensor_ids): what Memory.tensor_like builds."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(OutOfMemoryError, Buffer, buffer_ids): the Python classes and counter this module uses."},
     {NULL},
@@ -515,7 +605,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     S_alloc = PyUnicode_InternFromString("alloc");
     S_free = PyUnicode_InternFromString("free");
     S_raise_oom_like = PyUnicode_InternFromString("_raise_oom_like");
-    if (!S_alloc || !S_free || !S_raise_oom_like || PyType_Ready(&Banks_Type) < 0 || PyType_Ready(&Memory_Type) < 0)
+    S_inputs = PyUnicode_InternFromString("inputs");
+    if (!S_inputs || !S_alloc || !S_free || !S_raise_oom_like || PyType_Ready(&Banks_Type) < 0 || PyType_Ready(&Memory_Type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)

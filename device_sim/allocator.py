@@ -12,7 +12,7 @@ optional extension was built by `pip install`; otherwise, or with DEVICE_SIM_PUR
 (or `allocator.NATIVE = False` before a device opens), in the pure-Python classes below. Both give the
 same addresses, buffers, listener events and errors for the same calls (tests/test_native_allocator.py).
 
-    >>> from device_sim.allocator import device_memory, BufferType
+    >>> from device_sim.allocator import BufferType, TensorMemoryLayout, device_memory
     >>> memory = device_memory(0, {BufferType.DRAM: dict(num_banks=12, bank_size=1 << 30, base=0,
     ...                                                   alignment=32, bottom_up=True)})
     >>> memory.allocate(BufferType.DRAM, TensorMemoryLayout.INTERLEAVED, page_size=2048, num_pages=24).address

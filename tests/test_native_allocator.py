@@ -250,3 +250,55 @@ def test_device_sim_pure_in_the_environment_selects_the_pure_classes():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "DeviceMemory"
+
+
+def _outputs_of_each_kind(device) -> list[tuple]:
+    """ttnn.add's output on TILE and ROW_MAJOR, bfloat16 and float32, DRAM and L1: every field of its spec."""
+    seen = []
+    g = torch.Generator().manual_seed(1)
+    for layout in (ttnn.TILE, ttnn.ROW_MAJOR):
+        for dtype in (ttnn.bfloat16, ttnn.float32):
+            for memory in (ttnn.DRAM_MEMORY_CONFIG, ttnn.L1_MEMORY_CONFIG):
+                x = ttnn.from_torch(torch.randn(40, 72, generator=g), dtype=dtype, layout=layout, device=device,
+                                    memory_config=memory)
+                y = ttnn.add(x, x)
+                assert y.tensor_id > x.tensor_id
+                seen.append((y.dtype, y.layout, y.tile, y.memory_config(), y.memory_config_source, y.buffer[1:],
+                             y.value.dtype, y.value.view(torch.int16 if dtype == ttnn.bfloat16 else torch.int32)))
+    return seen
+
+
+@native
+def test_an_element_wise_output_tensor_made_in_c_has_every_field_the_pure_path_gives(monkeypatch):
+    results = []
+    for flag in (False, True):
+        monkeypatch.setattr(allocator, "NATIVE", flag)
+        device = ttnn.open_device(0)
+        try:
+            results.append(_outputs_of_each_kind(device))
+        finally:
+            ttnn.close_device(device)
+    for pure, fast in zip(*results):
+        assert pure[:-1] == fast[:-1]
+        assert torch.equal(pure[-1], fast[-1])
+
+
+@native
+def test_an_output_that_does_not_fit_in_l1_raises_and_frees_nothing_on_the_native_memory(monkeypatch):
+    monkeypatch.setattr(allocator, "NATIVE", True)
+    device = ttnn.open_device(0)
+    try:
+        l1 = device.memory.allocators[BufferType.L1]
+        x = ttnn.from_torch(torch.ones(1024, 1024), dtype=ttnn.float32, layout=ttnn.TILE, device=device,
+                            memory_config=ttnn.L1_MEMORY_CONFIG)
+        ys = []
+        with pytest.raises(OutOfMemoryError, match="Out of L1 memory on device 0"):
+            for _ in range(100):
+                ys.append(ttnn.add(x, x))
+        used = l1.bytes_per_bank_used
+        assert len(l1.live) == len(ys) + 1  # the failed output holds no buffer
+        del ys
+        gc.collect()
+        assert l1.bytes_per_bank_used < used and len(l1.live) == 1
+    finally:
+        ttnn.close_device(device)

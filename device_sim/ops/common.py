@@ -9,9 +9,9 @@ import itertools
 
 import torch
 
-from device_sim import dtypes, placement, sharding, views
+from device_sim import allocator, dtypes, placement, sharding, views
 from device_sim.registry import OPS, output_target, pending_output_target
-from device_sim.tensor import Tensor, next_tensor_id
+from device_sim.tensor import Tensor, _tensor_ids
 from device_sim.tile import DEFAULT_TILE
 from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 
@@ -31,6 +31,10 @@ TT_NN_ONLY = frozenset({
 })
 _INTERLEAVED = TensorMemoryLayout.INTERLEAVED
 _TILE = Layout.TILE  # a module name: an enum member read through its class costs 0.06 us a time
+# like_output's tensor is made in C on a device whose memory is the C one (allocator.NATIVE).
+_NATIVE_MEMORY = getattr(allocator, "NativeDeviceMemory", None)
+if _NATIVE_MEMORY is not None:
+    allocator._native.configure_tensor(Tensor, DEFAULT_TILE, _TILE, _tensor_ids)
 _BF16, _F32 = DataType.BFLOAT16, DataType.FLOAT32
 _TORCH_BF16, _TORCH_F32 = torch.bfloat16, torch.float32
 _NOT_SIMULATED = {
@@ -153,12 +157,15 @@ def like_output(value: torch.Tensor, like: Tensor, inputs: list[Tensor]) -> Tens
         value = dtypes.to_device_values(value, d)
     # Built as Tensor._create would build it from like's spec, which passed _create's checks already; the
     # buffer is a copy of like's geometry, without the page arithmetic (allocator.allocate_like).
+    memory = device.memory
+    if type(memory) is _NATIVE_MEMORY:
+        return memory.tensor_like(value, like)  # the lines below in C, one call (0.2 us less)
     t = object.__new__(Tensor)
     layout = like.layout
     t._value, t.dtype, t.layout, t.tile = value, d, layout, like.tile if layout == _TILE else DEFAULT_TILE
     t._device, t._memory_config, t.memory_config_source = device, like._memory_config, "inputs"
-    t.buffer, t.tensor_id = None, next_tensor_id()
-    t.buffer = device.memory.allocate_like(buf)
+    t.buffer, t.tensor_id = None, next(_tensor_ids)  # next_tensor_id(), a call less
+    t.buffer = memory.allocate_like(buf)
     return t
 
 
