@@ -6,7 +6,8 @@ The rank is `Config(rank=)`, else the MPI launcher's OMPI_COMM_WORLD_RANK, else 
 each rank's rows into a new report with its ids moved past the ones before it (operations, tensors,
 stack traces, specs, buffers, sequence numbers), so nothing clashes and each row keeps its rank:
 
-    ttreport.read.merge.merge(["reports/rank0", "reports/rank1"], "reports/run")
+    from ttreport.read.merge import merge
+    merge(["reports/rank0", "reports/rank1"], "reports/run")
     # SELECT rank, count(*) FROM operations GROUP BY rank  ->  (0, n0), (1, n1)
 
 Device ids are each host's own (rank 1's device 0 is another chip than rank 0's): (rank, device_id)
