@@ -42,18 +42,17 @@ NOT_MODELLED_YET = {
     "ttnn.transformer.chunked_scaled_dot_product_attention", "ttnn.transformer.windowed_scaled_dot_product_attention",
     "ttnn.experimental.paged_fused_update_cache",
     "ttnn.experimental.paged_update_cache",
-    "ttnn.all_gather", "ttnn.reduce_scatter", "ttnn.all_reduce", "ttnn.point_to_point", "ttnn.mesh_partition",
-    "ttnn.experimental.all_gather_async", "ttnn.experimental.reduce_scatter_minimal_async",
+    "ttnn.reduce_scatter", "ttnn.all_reduce", "ttnn.point_to_point", "ttnn.mesh_partition",
+    "ttnn.experimental.reduce_scatter_minimal_async",
     "ttnn.experimental.all_reduce_async",
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
-    "ttnn.reshape", "ttnn.reshape_on_device", "ttnn.pad", "ttnn.repeat", "ttnn.repeat_interleave", "ttnn.expand",
-    "ttnn.slice", "ttnn.narrow", "ttnn.split", "ttnn.chunk", "ttnn.stack", "ttnn.permute", "ttnn.copy",
-    "ttnn.move", "ttnn.reallocate", "ttnn.interleaved_to_sharded_partial", "ttnn.sharded_to_interleaved_partial",
-    "ttnn.argmax", "ttnn.topk", "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",
-    "ttnn.mean", "ttnn.min", "ttnn.var", "ttnn.std", "ttnn.moreh_norm",
+    "ttnn.reshape_on_device", "ttnn.repeat", "ttnn.repeat_interleave", "ttnn.expand",
+    "ttnn.narrow", "ttnn.split", "ttnn.chunk", "ttnn.permute",
+    "ttnn.interleaved_to_sharded_partial", "ttnn.sharded_to_interleaved_partial",
+    "ttnn.topk", "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",
+    "ttnn.var", "ttnn.std", "ttnn.moreh_norm",
     "ttnn.group_norm", "ttnn.rms_norm_pre_all_gather", "ttnn.rms_norm_post_all_gather",
-    "ttnn.softmax_in_place", "ttnn.scale_mask_softmax_in_place", "ttnn.scale_causal_mask_hw_dims_softmax_in_place",
-    "ttnn.transformer.attention_softmax", "ttnn.transformer.attention_softmax_",
+    "ttnn.scale_causal_mask_hw_dims_softmax_in_place",
     "ttnn.experimental.nlp_create_qkv_heads_falcon7b", "ttnn.experimental.nlp_kv_cache_load_slice",
     "ttnn.experimental.split_query_key_value_and_split_heads",
     "ttnn.bcast", "ttnn.plus_one",
@@ -92,6 +91,8 @@ def _cases() -> dict:
     cases["ttnn.deallocate"] = lambda d: ((x(d),), {}, None)
     cases["ttnn.rand"] = lambda d: (((64, 64),), dict(device=d, layout=ttnn.TILE), None)
     cases["ttnn.rand_like"] = lambda d: ((x(d),), {}, None)
+    # test_ops.py moves a host tensor (its harness reuses inputs that these ops free), which TT-NN returns as is
+    cases["ttnn.move"] = cases["ttnn.reallocate"] = lambda d: ((x(d),), {}, None)
     cases["ttnn.copy_host_to_device_tensor"] = lambda d: (
         (ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE),
          ttnn.allocate_tensor_on_device(ttnn.Shape([32, 32]), ttnn.bfloat16, ttnn.TILE, d)), {}, None)

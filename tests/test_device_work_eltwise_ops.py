@@ -97,3 +97,40 @@ def test_an_in_place_op_whose_cbs_clash_keeps_the_tensors_values(device):
     assert torch.equal(a.to_torch(), before)
     ttnn.deallocate(blocker)
     assert device_work.binary_program(a, b.dtype, a.dtype).cb_region_end == 6 * BF16
+
+
+# -- softmax variants: the attention-optimized factory (device_work.softmax_program) -------------
+
+def test_scale_mask_softmax_in_place_adds_the_mask_cbs(device):
+    # [1, 1, 64, 256]: Wt = 8, block 8. Numeric-stable row CBs as ttnn.softmax's (c_0 8, c_11 16, c_7, c_2, c_6 8),
+    # then the mask's: c_9 Wt + block = 16, c_3 the scale tile, c_4 the mask row (8 tiles, bfloat8_b), and c_5 in
+    # the mask's format; c_8 the row max and c_10 the row
+    x, mask = tt(device, (1, 1, 64, 256)), tt(device, (1, 1, 1, 256), ttnn.bfloat8_b)
+    [prog] = launched(device, lambda: ttnn.scale_mask_softmax_in_place(x, 0.125, mask))
+    assert (prog.name, cbs(prog)) == ("SoftmaxDeviceOperation", [
+        (0, 8, BF16), (11, 16, BF16), (7, 1, BF16), (2, 1, BF16), (6, 8, BF16), (9, 16, BF16), (3, 1, BF16),
+        (4, 8, BF8), (5, 1, BF8), (8, 1, BF16), (10, 8, BF16)])
+
+
+def test_softmax_in_place_and_attention_softmax_without_a_mask_run_plain_softmax(device):
+    x = tt(device, (1, 2, 32, 64))
+    plain = device_work.softmax_program(x, ttnn.bfloat16)
+    assert [cbs(p) for p in launched(device, lambda: ttnn.softmax_in_place(x))] == [cbs(plain)]
+    assert [cbs(p) for p in launched(device, lambda: ttnn.transformer.attention_softmax(x, head_size=16))] == \
+        [cbs(plain)]
+
+
+def test_attention_softmax_in_place_with_a_mask_that_clashes_keeps_the_scores(device):
+    x, mask = tt(device, (1, 1, 32, 64)), tt(device, (1, 1, 32, 64))
+    [prog] = launched(device, lambda: ttnn.transformer.attention_softmax_(x, head_size=16, attention_mask=mask))
+    assert [i for i, _, _ in cbs(prog)] == [0, 11, 7, 2, 6, 9, 3, 4, 5, 8, 10]
+    y = tt(device, (1, 1, 32, 64))
+    c = device.config
+    rows = (c.l1_size - c.l1_unreserved_base - 4 * 1024) * 64 // 64 // 32 * 32  # leaves 4 KiB a core
+    blocker = ttnn.from_torch(torch.zeros(rows, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                              memory_config=ttnn.L1_MEMORY_CONFIG)
+    before = y.to_torch().clone()
+    with pytest.raises(RuntimeError, match="clash with L1 buffers"):
+        ttnn.transformer.attention_softmax_(y, head_size=16, attention_mask=mask)
+    assert torch.equal(y.to_torch(), before)
+    ttnn.deallocate(blocker)

@@ -9,6 +9,7 @@ import torch
 from device_sim import device_work, dtypes, placement, views
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.programs import data_movement as programs
+from device_sim.programs import shape as shape_programs
 from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.tile import as_tile
@@ -262,7 +263,9 @@ def reshape(input_tensor: Tensor, shape, padded_shape=None, *, memory_config: Me
     if view is not None:
         return view
     ins = device_inputs("ttnn.reshape", input_tensor)
-    return output(r, input_tensor, ins, op_name="ttnn.reshape", memory_config=memory_config)
+    out = output(r, input_tensor, ins, op_name="ttnn.reshape", memory_config=memory_config)
+    device_work.launch_after(out, True, input_tensor, shape_programs.reshape_program(input_tensor, out))  # a copy
+    return out
 
 
 def _permute_golden(t, dims, *_, **__):
@@ -418,6 +421,9 @@ def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # n
     if input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded() \
             and not out.is_sharded() and aligned and v.dim() >= 2:
         device_work.launch_after(out, True, input_tensor, programs.slice_program(input_tensor, out))
+    elif input_tensor._device is not None and v.dim() >= 2 and not isinstance(starts, Tensor):
+        # strided, unaligned or ROW_MAJOR: the row-major factories (a TILE input goes through ROW_MAJOR and back)
+        device_work.launch_after(out, True, input_tensor, shape_programs.slice_programs(input_tensor, out, index))
     return out
 
 

@@ -11,6 +11,7 @@ import torch
 from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.programs import data_movement as data_movement_programs
+from device_sim.programs import shape as shape_programs
 from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -305,7 +306,13 @@ def pad(input_tensor: Tensor, *args, padding=None, value: float | None = None, o
         )
     ins = device_inputs("ttnn.pad", input_tensor)
     r = _pad_golden(v, padding=pairs, value=value, output_padded_shape=shape, input_tensor_start=start)
-    return output(r, input_tensor, ins, op_name="ttnn.pad", memory_config=memory_config)
+    out = output(r, input_tensor, ins, op_name="ttnn.pad", memory_config=memory_config)
+    front = [int(p[0]) for p in pairs] if pairs is not None else [int(b) for b in start]
+    # TT-NN's tiled pad pads only after the input in each dim; a front-padded TILE tensor is not modelled
+    if input_tensor.layout != Layout.TILE or not any(front):
+        device_work.launch_after(out, True, input_tensor, shape_programs.pad_program(
+            input_tensor, out, front[-1]))  # the last pair (or start) is the last dim's
+    return out
 
 
 def _repeat_golden(t, repeat_dims, *_, **__):

@@ -21,6 +21,7 @@ import torch
 from device_sim import device_work, dtypes, ops, placement, views
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.programs import data_movement as programs
+from device_sim.programs import shape as shape_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -185,7 +186,13 @@ def stack(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, *
         raise ValueError(f"ttnn.stack: every tensor must have the same shape, got {[list(v.shape) for v in vs]}")
     d = _dim("ttnn.stack", dim, vs[0].dim() + 1)
     ins = device_inputs("ttnn.stack", *tensors)
-    return output(torch.stack(vs, d), tensors[0], ins, op_name="ttnn.stack", memory_config=memory_config)
+    out = output(torch.stack(vs, d), tensors[0], ins, op_name="ttnn.stack", memory_config=memory_config)
+    # TT-NN's stack unsqueezes each input (a view when the new dim is outside the last two) and concatenates:
+    # one ConcatDeviceOperation (interleaved TILE; a new dim among the last two would reshape first: not modelled)
+    if out._device is not None and d < out._value.dim() - 2 and all(
+            t.layout == Layout.TILE and not t.is_sharded() for t in (*tensors, out)):
+        device_work.launch_after(out, True, out, programs.concat_program(out))
+    return out
 
 
 def _repeat_interleave_golden(t, repeats, dim, *_, **__):
@@ -384,10 +391,13 @@ def _move(op_name: str, input_tensor: Tensor, memory_config, tt_nn_only) -> Tens
     v = input_tensor._value_or_raise()
     cfg, source = placement.resolve(memory_config, [input_tensor], op_name)
     dtype, layout, device = input_tensor.dtype, input_tensor.layout, input_tensor._device
+    program = shape_programs.move_program(input_tensor, cfg is not None and cfg.is_sharded())
     # TT-NN's move frees the input's buffer first, then allocates the output: DRAM fills bottom-up and L1
     # top-down, so the new buffer lands at the lowest (DRAM) or highest (L1) free address, closing gaps.
     input_tensor._free()
-    return Tensor._create(v, dtype, layout, device, cfg, source)
+    out = Tensor._create(v, dtype, layout, device, cfg, source)
+    device_work.launch_after(out, True, out, program)  # MoveDeviceOperation
+    return out
 
 
 @register_op("ttnn.reallocate", golden=_identity)
@@ -471,6 +481,9 @@ def copy(input_a: Tensor, input_b: Tensor, **tt_nn_only) -> Tensor:
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"ttnn.copy: input_a has shape {list(a.shape)} but input_b has {list(b.shape)}; "
                          f"copy needs equal shapes")
+    if input_a._device is not None and not input_a.is_sharded() and not input_b.is_sharded():
+        # CopyDeviceOperation into input_b's buffer, launched before the write (a CB clash keeps input_b's values)
+        device_work.launch(input_a._device, programs.copy_program(input_a, input_b.dtype))
     input_b._write(a)
     return input_b
 

@@ -217,10 +217,36 @@ def _scale_mask_softmax_golden(t, scale=None, mask=None, *_, **__):
     return torch.softmax(x if mask is None else x + mask.float(), -1)  # an additive mask, as TT-NN's
 
 
-def _in_place(op_name: str, input_tensor: Tensor, value: torch.Tensor) -> Tensor:
+def _in_place(op_name: str, input_tensor: Tensor, value: torch.Tensor, program=None) -> Tensor:
+    """Write `value` over the input; `program` (a Program or None) is launched first, so CBs that clash leave
+    the input as it was."""
     device_inputs(op_name, input_tensor)
+    if program is not None:
+        device_work.launch(input_tensor._device, program)
     input_tensor._write(value)
     return input_tensor
+
+
+def in_place_softmax_program(x: Tensor, mask: Tensor | None, tt_nn_only: dict, *, causal_mask: bool = False):
+    """The SoftmaxDeviceOperation an in-place softmax over the last dim runs (scale_mask_softmax_in_place,
+    attention_softmax_): the sharded factory for a sharded input with a SoftmaxShardedMultiCoreProgramConfig,
+    the interleaved attention-optimized one for an interleaved TILE input; None otherwise (not modelled).
+    numeric_stable defaults to True, as ttnn.softmax's does here."""
+    if x._device is None or x.layout != Layout.TILE:
+        return None
+    config = tt_nn_only.get("compute_kernel_config")
+    fp32 = bool(getattr(config, "fp32_dest_acc_en", False))
+    stable = tt_nn_only.get("numeric_stable", True)
+    program_config = tt_nn_only.get("program_config")
+    if x.is_sharded():
+        if type(program_config).__name__ != "SoftmaxShardedMultiCoreProgramConfig":
+            return None
+        return normalization.sharded_softmax_program(x, x.dtype, program_config, mask=mask, causal_mask=causal_mask,
+                                                     numeric_stable=stable, fp32_dest_acc_en=fp32)
+    if mask is not None and mask.is_sharded():
+        return None
+    return device_work.softmax_program(x, x.dtype, fp32_dest_acc_en=fp32, numeric_stable=stable,
+                                       mask_dtype=mask.dtype if mask is not None else None)
 
 
 @register_op("ttnn.softmax_in_place", golden=_softmax_golden)
@@ -228,12 +254,15 @@ def softmax_in_place(input_tensor: Tensor, dim: int = -1, **tt_nn_only) -> Tenso
     """Softmax over `dim`, written over the input (same buffer and tensor id), which is returned."""
     if tt_nn_only:
         check_tt_nn_only("ttnn.softmax_in_place", tt_nn_only)
-    return _in_place("ttnn.softmax_in_place", input_tensor,
-                     _softmax_golden(values(input_tensor, "ttnn.softmax_in_place"), dim))
+    x = values(input_tensor, "ttnn.softmax_in_place")
+    last = dim in (-1, x.dim() - 1)
+    return _in_place("ttnn.softmax_in_place", input_tensor, _softmax_golden(x, dim),
+                     in_place_softmax_program(input_tensor, None, tt_nn_only) if last else None)
 
 
 def _scale_mask(name: str):
     op_name = f"ttnn.{name}"
+    causal = "causal" in name
 
     def op(input_tensor: Tensor, scale: float | None = None, mask: Tensor | None = None, *,
            is_causal_mask: bool = False, **tt_nn_only) -> Tensor:
@@ -246,7 +275,10 @@ def _scale_mask(name: str):
         except RuntimeError:
             raise ValueError(f"{op_name}: mask of shape {list(m.shape)} does not broadcast to the input's "
                              f"{list(x.shape)}") from None
-        return _in_place(op_name, input_tensor, y)
+        # TT-NN runs the causal hw-dims variant on sharded inputs only: an interleaved one launches nothing here
+        program = in_place_softmax_program(input_tensor, mask, tt_nn_only, causal_mask=is_causal_mask or causal) \
+            if input_tensor.is_sharded() or not causal else None
+        return _in_place(op_name, input_tensor, y, program)
 
     op.__doc__ = ("softmax(input * scale + mask) over the last dim, written over the input and returned; "
                   "is_causal_mask says how TT-NN's kernel reads the mask and changes no value.")

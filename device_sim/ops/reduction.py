@@ -8,8 +8,8 @@ from device_sim import device_work, dtypes, numerics
 from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.data_movement import index_dtype
-from device_sim.programs import reduction
-from device_sim.registry import register_op
+from device_sim.programs import indexing, reduction, reduction_nd
+from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
@@ -49,13 +49,19 @@ def _reduction(name: str, fn, *, result_dtype: DataType | None = None, **fn_kw):
             raise ValueError(f"{op_name}: cannot reduce shape {list(x.shape)} over dim {dim!r}: {e}") from None
         if name in ("sum", "mean") and numerics.emulating(compute_kernel_config):
             r = _on_the_fpu(op_name, x, dim, keepdim, compute_kernel_config, mean=name == "mean", scaler=scalar)
+        fresh = pending_output_target(op_name) is None  # argmax may write into a given output_tensor
         out = output(r, input_tensor, ins, op_name=op_name, dtype=result_dtype, memory_config=memory_config)
         if name in _REDUCE_OPS and input_tensor._device is not None and input_tensor.layout == Layout.TILE \
                 and not input_tensor.is_sharded():
             rank = x.dim()
             dims = range(rank) if dim is None else [d % rank for d in ((dim,) if isinstance(dim, int) else dim)]
-            device_work.launch_after(out, True, input_tensor, reduction.reduce_programs(input_tensor, out.dtype,
-                                                                                         tuple(dims)))
+            programs = reduction.reduce_programs(input_tensor, out.dtype, tuple(dims))
+            # over outer dims: TT-NN's reduce_nd_loop, except a bfloat16/bfloat8_b sum (fast_reduce_nc: not modelled)
+            if not programs and (name != "sum" or input_tensor.dtype not in (DataType.BFLOAT16, DataType.BFLOAT8_B)):
+                programs = reduction_nd.reduce_nd_programs(input_tensor, out.dtype, tuple(dims))
+            device_work.launch_after(out, True, input_tensor, programs)
+        elif name == "argmax" and isinstance(dim, (int, type(None))):
+            device_work.launch_after(out, fresh, input_tensor, indexing.argmax_program(input_tensor, dim, keepdim))
         return out
 
     op.__doc__ = (f"{name} over `dim` (None: every dim) of the input times `scalar`; var and std take TT-NN's "

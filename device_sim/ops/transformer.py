@@ -21,6 +21,7 @@ import torch
 from device_sim import device_work
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.heads import concat_heads_output
+from device_sim.ops.normalization import in_place_softmax_program
 from device_sim.program_config_checks import validate_sdpa
 from device_sim.program_configs import SoftmaxShardedMultiCoreProgramConfig
 from device_sim.programs import normalization as normalization_programs
@@ -133,22 +134,31 @@ def _attention_softmax(name: str, in_place: bool):
             raise ValueError(f"{op_name}: attention_mask shape {list(mask.shape)} does not broadcast to the "
                              f"scores' {list(x.shape)}")
         r = _attention_softmax_golden(x, head_size=head_size, attention_mask=mask)
+        if in_place and memory_config is not None and memory_config != input_tensor.memory_config():
+            raise ValueError(f"{op_name} writes into its input, which is in {input_tensor.memory_config()!r}; "
+                             f"drop memory_config= or use ttnn.transformer.attention_softmax")
         program_config = tt_nn_only.get("program_config")
         if in_place and isinstance(program_config, SoftmaxShardedMultiCoreProgramConfig) \
                 and input_tensor.is_sharded() and attention_mask is not None:
-            # scale_mask_softmax_in_place's sharded factory, numeric_stable as attention_softmax_ asks; launched
-            # before the write, so CBs that clash leave the scores as they were
+            # scale_mask_softmax_in_place's sharded factory, numeric_stable as attention_softmax_ asks
             config = tt_nn_only.get("compute_kernel_config")
-            device_work.launch(input_tensor._device, normalization_programs.sharded_softmax_program(
+            program = normalization_programs.sharded_softmax_program(
                 input_tensor, input_tensor.dtype, program_config, mask=attention_mask, causal_mask=causal_mask,
-                fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False))))
+                fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False)))
+        elif not input_tensor.is_sharded():
+            # TT-NN's attention_softmax is scale_mask_softmax(_in_place): the interleaved factory, with the mask's
+            # CBs when a mask is given
+            program = in_place_softmax_program(input_tensor, attention_mask, tt_nn_only)
+        else:
+            program = None  # a sharded input without a sharded program config: not modelled
         if in_place:
-            if memory_config is not None and memory_config != input_tensor.memory_config():
-                raise ValueError(f"{op_name} writes into its input, which is in {input_tensor.memory_config()!r}; "
-                                 f"drop memory_config= or use ttnn.transformer.attention_softmax")
+            if program is not None:  # launched before the write, so CBs that clash leave the scores as they were
+                device_work.launch(input_tensor._device, program)
             input_tensor._write(r)
             return input_tensor
-        return output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
+        out = output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
+        device_work.launch_after(out, True, input_tensor, program)
+        return out
 
     # causal_mask says the mask is a full [.., S, S] one rather than one row per key; either is added.
     op.__doc__ = "softmax(scores / sqrt(head_size) + attention_mask) over the last dim" + (

@@ -1,0 +1,90 @@
+"""Reductions over outer dims: the programs TT-NN's reduce_impl runs one axis at a time.
+
+tt-metal's ttnn/cpp/ttnn/operations/reduction/generic/generic_reductions.cpp: a reduction that is not W, H or
+H and W together goes through reduce_nd_loop, from the last reduced dim to the first, keeping dims: W and H
+are one ReduceDeviceOperation each (device_sim.programs.reduction), and an outer dim i is transposed to H
+(ttnn::transpose(t, i, -2)), reduced over H and transposed back. mean, max and min take this path; sum
+does too except for bfloat16 / bfloat8_b inputs, which TT-NN reduces over the outer dims with
+fast_reduce_nc (FastReduceNCDeviceOperation, not modelled). The transposes are modelled where they are
+TT-NN's HC transpose (the outer dim is C of the 4-D view: dim 0 of a rank-3 tensor, dim 1 of a rank-4
+one); another outer dim returns () (not modelled).
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs.reduction_nd import reduce_nd_programs
+    >>> dev = ttnn.open_device()
+    >>> x = ttnn.from_torch(torch.ones(2, 32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> [p.name for p in reduce_nd_programs(x, ttnn.bfloat16, (0, 1, 2))]  # doctest: +NORMALIZE_WHITESPACE
+    ['ReduceDeviceOperation', 'ReduceDeviceOperation', 'TransposeDeviceOperation', 'ReduceDeviceOperation',
+     'TransposeDeviceOperation']
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+from device_sim import dtypes
+from device_sim.device_work import (
+    TILE,
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cached,
+    grid_of,
+    make_program,
+    shape_of,
+    split_work,
+)
+from device_sim.programs import reduction
+from device_sim.types import DataType, Layout
+
+
+def _padded4(shape: list) -> tuple:
+    """The 4-D padded shape TT-NN's kernels see (unsqueezed to rank 4, the last two dims in whole tiles)."""
+    s = [1] * (4 - len(shape)) + list(shape)
+    return (*s[:2], -(-s[2] // TILE) * TILE, -(-s[3] // TILE) * TILE)
+
+
+def _transpose_hc(dev, shape4: list, dtype: DataType) -> Program:
+    """transpose_hc_tiled_interleaved_program_factory.cpp on a 4-D logical shape (the same CBs and cores as
+    data_movement.transpose_hc_program builds from tensors)."""
+    out4 = [shape4[0], shape4[2], shape4[1], shape4[3]]
+    in_p, out_p = _padded4(shape4), _padded4(out4)
+    cbs = [CircularBuffer((0,), 2, TILE_BYTES[dtype])]
+    if shape4[1] % TILE:
+        cbs.append(CircularBuffer((1,), 1, 16 * 16 * dtypes.ELEMENT_SIZE.get(dtype, 2)))
+    tiles = dtypes.num_pages(Layout.TILE, in_p)
+    padded_rows = dtypes.num_pages(Layout.TILE, out_p) // (out_p[2] // TILE)
+    return make_program("TransposeDeviceOperation", "TransposeHCTiledInterleavedProgramFactory", cbs,
+                        split_work(max(tiles, padded_rows), *grid_of(dev)))
+
+
+def reduce_nd_programs(x, out_dtype: DataType, dims: tuple[int, ...]) -> tuple[Program, ...]:
+    """The programs reduce_nd_loop runs to reduce `x` (interleaved TILE) over `dims` (non-negative, at least one
+    outer dim), intermediates in `out_dtype`; () where a transpose is not TT-NN's HC one."""
+    shape = list(x._value.shape)
+    rank = len(shape)
+    dims = tuple(sorted(set(dims)))
+    if rank > 4 or any(d < rank - 2 and d + 4 - rank != 1 for d in dims):
+        return ()
+    dev = x._device
+    key = ("reduce_nd", shape_of(x), x.dtype, out_dtype, dims, grid_of(dev))
+
+    def build():
+        s = [1] * (4 - rank) + shape  # the 4-D view: dim d of x is dim d + 4 - rank
+        programs, dtype = [], x.dtype
+        for d in sorted(dims, reverse=True):
+            d4 = d + 4 - rank
+            if d4 == 1:  # an outer dim: to H, reduce H, back
+                programs.append(_transpose_hc(dev, s, dtype))
+                s[1], s[2] = s[2], s[1]
+                programs += reduction._build(dev, _padded4(s), dtype, out_dtype, (2,))
+                s[2] = 1
+                programs.append(_transpose_hc(dev, s, out_dtype))
+                s[1], s[2] = s[2], s[1]
+            else:
+                programs += reduction._build(dev, _padded4(s), dtype, out_dtype, (d4,))
+                s[d4] = 1
+            dtype = out_dtype
+        return tuple(programs)
+
+    return cached(key, build)

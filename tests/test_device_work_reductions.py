@@ -1,0 +1,79 @@
+"""argmax and the other reductions past W/H launch the device operations TT-NN runs for them.
+
+CBs are hand-checked against the factories device_sim/programs/indexing.py and reduction.py cite.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import device_sim as ttnn
+
+BF16 = 2048  # bytes of one bfloat16 tile
+
+
+def tt(device, shape, dtype=ttnn.bfloat16, layout=ttnn.TILE):
+    return ttnn.from_torch(torch.randn(*shape), dtype=dtype, layout=layout, device=device)
+
+
+def launched(device, call) -> list:
+    """The programs `call()` launches on `device`, as the report hears them (the memory listener)."""
+    seen, old = [], device.memory.listener
+    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
+    try:
+        call()
+    finally:
+        device.memory.listener = old
+    return seen
+
+
+def cbs(program) -> list[tuple]:
+    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
+
+
+def test_a_tiled_argmax_runs_the_single_core_factory_one_page_each_way(device):
+    x = tt(device, (2, 32, 64))
+    [p] = launched(device, lambda: ttnn.argmax(x, dim=-1))
+    # one input tile in c_0; the uint32 ROW_MAJOR output [2, 32] pages by its last dim: 32 x 4 B
+    assert (p.name, p.factory, cbs(p), p.ranges) == (
+        "ArgMaxDeviceOperation", "ArgMaxSingleCoreProgramFactory", [(0, 1, BF16), (1, 1, 128)], ((0, 0, 0, 0),))
+    [h] = launched(device, lambda: ttnn.argmax(x, dim=1, keepdim=True))
+    assert cbs(h) == [(0, 1, BF16), (1, 1, 64 * 4)]  # output [2, 1, 64]
+
+
+def test_argmax_where_tt_nn_takes_the_multi_core_factory_launches_nothing_modelled(device):
+    rm = tt(device, (2, 32, 64), layout=ttnn.ROW_MAJOR)
+    assert launched(device, lambda: ttnn.argmax(rm, dim=-1)) == []
+
+
+def test_a_mean_over_every_dim_reduces_w_then_h_then_the_outer_dim_through_hc_transposes(device):
+    x = tt(device, (2, 32, 64))  # as [1, 2, 32, 64]
+    programs = launched(device, lambda: ttnn.mean(x))
+    assert [(p.name, p.factory) for p in programs] == [
+        ("ReduceDeviceOperation", "ReduceMultiCoreWProgramFactory"),
+        ("ReduceDeviceOperation", "ReduceMultiCoreHProgramFactory"),
+        ("TransposeDeviceOperation", "TransposeHCTiledInterleavedProgramFactory"),
+        ("ReduceDeviceOperation", "ReduceMultiCoreHProgramFactory"),
+        ("TransposeDeviceOperation", "TransposeHCTiledInterleavedProgramFactory")]
+    w, h, to_h, outer, back = programs
+    assert cbs(w) == [(0, 2, BF16), (2, 2, BF16), (3, 2, BF16), (4, 1, BF16)] and w.ranges == ((0, 0, 0, 1),)
+    assert cbs(h) == [(0, 2, BF16), (2, 1, BF16), (16, 2, BF16)] and h.ranges == ((0, 0, 0, 1),)
+    # [1, 2, 1, 1] -> [1, 1, 2, 1]: two input tiles; C = 2 is no whole tile, so the 16x16 padding CB (512 B)
+    assert cbs(to_h) == [(0, 2, BF16), (1, 1, 512)] and to_h.ranges == ((0, 0, 0, 1),)
+    assert outer.ranges == back.ranges == ((0, 0, 0, 0),)  # one tile left
+
+
+def test_min_over_an_outer_and_the_last_dim(device):
+    x = tt(device, (2, 32, 64))
+    names = [p.name for p in launched(device, lambda: ttnn.min(x, [0, 2]))]
+    assert names == ["ReduceDeviceOperation", "TransposeDeviceOperation", "ReduceDeviceOperation",
+                     "TransposeDeviceOperation"]
+
+
+def test_outer_reductions_tt_nn_runs_otherwise_launch_nothing_modelled(device):
+    x = tt(device, (2, 3, 32, 64))
+    assert launched(device, lambda: ttnn.mean(x, 0)) == []  # dim 0 of rank 4: not an HC transpose
+    assert launched(device, lambda: ttnn.sum(x, 1)) == []  # a bfloat16 sum: fast_reduce_nc
+    f32 = tt(device, (2, 3, 32, 64), ttnn.float32)
+    assert [p.name for p in launched(device, lambda: ttnn.sum(f32, 1))] == [
+        "TransposeDeviceOperation", "ReduceDeviceOperation", "TransposeDeviceOperation"]

@@ -1,0 +1,152 @@
+"""reshape (its copy case), pad, move/reallocate and copy launch the device operations TT-NN runs for them.
+
+CBs are hand-checked against the factories device_sim/programs/shape.py cites; the arithmetic is in the
+comments (bfloat16 rows of W values are 2W bytes; Wormhole aligns L1 to 16 B and DRAM to 32 B).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import device_sim as ttnn
+
+BF16, BF8 = 2048, 1088  # bytes of one 32x32 tile
+
+
+def tt(device, shape, dtype=ttnn.bfloat16, layout=ttnn.TILE, **kw):
+    return ttnn.from_torch(torch.randn(*shape), dtype=dtype, layout=layout, device=device, **kw)
+
+
+def launched(device, call) -> list:
+    """The programs `call()` launches on `device`, as the report hears them (the memory listener)."""
+    seen, old = [], device.memory.listener
+    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
+    try:
+        call()
+    finally:
+        device.memory.listener = old
+    return seen
+
+
+def cbs(program) -> list[tuple]:
+    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
+
+
+def test_a_tiled_reshape_that_is_no_view_copies_one_tile_at_a_time_on_the_whole_grid(device):
+    x = tt(device, (2, 32, 64))
+    [p] = launched(device, lambda: ttnn.reshape(x, (2, 64, 32)))  # the last dim changes: a copy
+    assert (p.name, p.factory, cbs(p), p.ranges) == (
+        "ReshapeDeviceOperation", "ReshapeTiledProgramFactory", [(1, 1, BF16), (2, 1, BF16)], ((0, 0, 7, 7),))
+    assert launched(device, lambda: ttnn.reshape(x, (1, 2, 32, 64))) == []  # a view: no program
+
+
+def test_a_row_major_reshape_reads_through_64_byte_windows(device):
+    x = tt(device, (1, 4, 64), layout=ttnn.ROW_MAJOR)
+    [p] = launched(device, lambda: ttnn.reshape(x, (1, 8, 32)))
+    # input rows of 128 B: ((128 - 1) & ~63) + 128 = 192; output rows of 64 B: ((64 - 1) & ~63) + 80 = 80
+    assert (p.factory, cbs(p)) == ("ReshapeRMProgramFactory", [(0, 2, 192), (1, 1, 80)])
+
+
+def test_a_tiled_pad_streams_output_pages_beside_one_pad_value_tile(device):
+    x = tt(device, (1, 1, 32, 32))
+    [p] = launched(device, lambda: ttnn.pad(x, [(0, 32), (0, 32)], 0.0))
+    assert (p.name, p.factory, cbs(p), p.ranges) == (
+        "PadDeviceOperation", "PadTileMulticoreProgramFactory", [(0, 2, BF16), (1, 2, BF16), (2, 1, BF16)],
+        ((0, 0, 7, 7),))
+
+
+@pytest.mark.parametrize("shape, padding, expected", [
+    # 64 values a row: 128 B, DRAM-aligned already, no front padding: the pad row and the stream only. 2 KiB per
+    # barrier is 16 rows; half of L1 above the reserved base (651,264 B) holds 318 barriers, capped at 16
+    ((2, 30, 60), [(1, 1), (0, 4)], [(1, 1, 128), (0, 16 * 16, 128)]),
+    # front padding along W adds the realignment row
+    ((1, 1, 4, 30), [(0, 0), (2, 0)], [(1, 1, 64), (2, 1, 64), (0, 32 * 16, 64)]),
+    # 40 values: 80 B rows (L1-aligned), 96 B DRAM-aligned, so realigned too; ceil(2048 / 80) = 26 rows a barrier
+    ((1, 1, 4, 36), [(0, 0), (0, 4)], [(1, 1, 96), (2, 1, 96), (0, 26 * 16, 80)]),
+])
+def test_a_row_major_pad_sizes_its_rows_and_barriers_as_the_default_factory(device, shape, padding, expected):
+    x = tt(device, shape, layout=ttnn.ROW_MAJOR)
+    [p] = launched(device, lambda: ttnn.pad(x, padding, 0.5))
+    assert (p.factory, cbs(p)) == ("PadRmReaderWriterMultiCoreDefaultProgramFactory", expected)
+
+
+def test_the_pad_streams_rows_over_the_cores_split_work_to_cores_gives_them(device):
+    x = tt(device, (2, 30, 60), layout=ttnn.ROW_MAJOR)
+    [p] = launched(device, lambda: ttnn.pad(x, [(1, 1), (0, 4)], 0.0))
+    assert p.ranges == ((0, 0, 7, 7),)  # 2 x 32 output rows: one per core of the 8x8 grid
+    small = tt(device, (1, 1, 3, 30), layout=ttnn.ROW_MAJOR)
+    [q] = launched(device, lambda: ttnn.pad(small, [(0, 0), (0, 2)], 0.0))
+    assert q.ranges == ((0, 0, 0, 2),)  # 3 rows: 3 cores, column by column
+
+
+def test_move_and_reallocate_run_the_copy_factory_as_move_device_operation(device):
+    x = tt(device, (2, 32, 64))  # 4 tiles: 4 cores
+    [p] = launched(device, lambda: ttnn.move(x))
+    assert (p.name, cbs(p), p.ranges) == ("MoveDeviceOperation", [(0, 2, BF16)], ((0, 0, 0, 3),))
+    y = tt(device, (2, 32, 64))
+    assert [q.name for q in launched(device, lambda: ttnn.reallocate(y))] == ["MoveDeviceOperation"]
+
+
+def test_a_sharded_move_backs_both_cbs_with_the_shards(device):
+    cfg = ttnn.create_sharded_memory_config((64, 64), core_grid=ttnn.CoreGrid(y=1, x=2),
+                                            strategy=ttnn.ShardStrategy.HEIGHT,
+                                            use_height_and_width_as_shard_shape=True)
+    x = ttnn.to_memory_config(tt(device, (128, 64)), cfg)
+    [p] = launched(device, lambda: ttnn.move(x))
+    assert (cbs(p), [cb.globally_allocated for cb in p.cbs], p.cb_region_end) == (
+        [(0, 4, BF16), (1, 4, BF16)], [True, True], p.cb_base)  # nothing in the static region
+
+
+def test_copy_writes_through_the_copy_factory_converting_to_the_destination_dtype(device):
+    a, b = tt(device, (2, 32, 64)), tt(device, (2, 32, 64), ttnn.bfloat8_b)
+    [p] = launched(device, lambda: ttnn.copy(a, b))
+    assert (p.name, cbs(p)) == ("CopyDeviceOperation", [(0, 2, BF16), (16, 2, BF8)])
+
+
+# -- slice past the tile-aligned case, and stack --------------------------------------------------
+
+def test_a_row_major_slice_double_buffers_merged_reads_of_its_rows(device):
+    x = tt(device, (1, 1, 64, 64), layout=ttnn.ROW_MAJOR)
+    [p] = launched(device, lambda: ttnn.slice(x, [0, 0, 0, 8], [1, 1, 64, 40]))
+    # 64 output rows of 32 values (64 B) over 64 cores: one row a core, padded to 32 rows; 32 x 64 B = 2 KiB is one
+    # read (at most 4 KiB), so a read is 32 rows, double-buffered: 64 pages. Column 8 starts 16 B in, misaligned in
+    # DRAM (32 B), so the page is the row aligned to twice 32 B: 64 B
+    assert (p.name, p.factory, cbs(p), p.ranges) == (
+        "SliceDeviceOperation", "SliceRmProgramFactory", [(0, 64, 64)], ((0, 0, 7, 7),))
+
+
+def test_a_row_major_slice_merges_reads_up_to_4_kib(device):
+    x = tt(device, (1, 1, 4096, 64), layout=ttnn.ROW_MAJOR)
+    [p] = launched(device, lambda: ttnn.slice(x, [0, 0, 0, 0], [1, 1, 4096, 48]))
+    # 4096 rows over 64 cores: 64 a core (a multiple of 32). Rows of 96 B; the largest read of whole rows up to
+    # 4 KiB that divides 64 x 96 B is 32 rows (3 KiB): two reads of 32 rows, double-buffered: 64 pages of 96 B
+    assert cbs(p) == [(0, 64, 96)]
+    wide = tt(device, (1, 1, 64, 1024), layout=ttnn.ROW_MAJOR)
+    [q] = launched(device, lambda: ttnn.slice(wide, [0, 0, 0, 0], [1, 1, 64, 1000]))
+    # rows of 2000 B (2016 aligned): 32 padded rows a core; reads of 2 rows (4032 B) divide 32 x 2016: 2 x 2 pages
+    assert cbs(q) == [(0, 4, 2016)]
+
+
+def test_a_strided_row_major_slice_streams_whole_input_rows(device):
+    x = tt(device, (1, 1, 32, 100), layout=ttnn.ROW_MAJOR)
+    [p] = launched(device, lambda: ttnn.slice(x, [0, 0, 0, 0], [1, 1, 32, 100], [1, 1, 2, 3]))
+    # input rows of 200 B aligned to 32 B (both buffers in DRAM): 224; 16 output rows on 16 cores
+    assert (p.factory, cbs(p), p.ranges) == ("SliceRmStrideProgramFactory", [(0, 2, 224)], ((0, 0, 1, 7),))
+
+
+def test_an_unaligned_tiled_slice_goes_through_row_major_and_back(device):
+    x = tt(device, (1, 12, 64, 64))
+    shown = [p.name for p in launched(device, lambda: ttnn.slice(x, [0, 0, 3, 0], [1, 12, 64, 64]))]
+    # 61 rows are no whole tiles: the result is tilized with padding
+    assert shown == ["UntilizeDeviceOperation", "SliceDeviceOperation", "TilizeWithValPaddingDeviceOperation"]
+    padded = tt(device, (1, 1, 40, 64))  # a padded input untilizes with unpadding
+    assert launched(device, lambda: ttnn.slice(padded, [0, 0, 0, 0], [1, 1, 40, 64], [1, 1, 2, 1]))[0].name == \
+        "UntilizeWithUnpaddingDeviceOperation"
+
+
+def test_stack_along_an_outer_dim_is_one_concat(device):
+    a, b = tt(device, (2, 32, 64)), tt(device, (2, 32, 64))
+    [p] = launched(device, lambda: ttnn.stack([a, b], 1))
+    # the output [2, 2, 32, 64] has 8 tiles: the concat factory's two-page CB over 8 cores
+    assert (p.name, cbs(p), p.ranges) == ("ConcatDeviceOperation", [(0, 2, BF16)], ((0, 0, 0, 7),))
