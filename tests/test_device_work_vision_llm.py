@@ -86,6 +86,46 @@ def test_a_height_sharded_rotary_embedding_backs_input_and_output_with_their_sha
     assert cbs(p)[0] == ((0,), 2, BF16, True) and cbs(p)[8] == ((16,), 2, BF16, True)
 
 
+def test_a_decode_rotary_embedding_llama_runs_the_sharded_factory_on_the_users_cores(device):
+    # 8 users, one a core on (0..7, 0): x [1, 8, 32 (heads padded), 64] in [32, 64] shards, Ht = 1, Wt = 2.
+    # c_0 / c_16 the shards (2 tiles), c_1 / c_2 cos / sin (Wt x ceil(8 users / 8 cores) = 2 tiles), c_3 one
+    # trans_mat tile, all globally allocated; c_24 / c_25 / c_26 Wt = 2 tiles each (cos in bfloat8_b).
+    grid = row_of_cores(0, 8)
+    x = height_sharded(device, tt(device, (1, 8, 32, 64)), grid, (32, 64))
+    cos = height_sharded(device, tt(device, (1, 8, 32, 64), ttnn.bfloat8_b), grid, (32, 64))
+    sin = height_sharded(device, tt(device, (1, 8, 32, 64)), grid, (32, 64))
+    mat = height_sharded(device, tt(device, (1, 1, 32, 32)), row_of_cores(0, 1), (32, 32))
+    p = rotary.rotary_llama_decode_program(x, cos, sin, mat, ttnn.bfloat16)
+    assert (p.name, p.factory, p.ranges) == ("RotaryEmbeddingLlamaDeviceOperation",
+                                             "RotaryEmbeddingLlamaMultiCoreSharded", ((0, 0, 7, 0),))
+    assert cbs(p) == [((0,), 2, BF16, True), ((1,), 2, BF8, True), ((2,), 2, BF16, True), ((3,), 1, BF16, True),
+                      ((24,), 2, BF16, False), ((25,), 2, BF8, False), ((26,), 2, BF16, False),
+                      ((16,), 2, BF16, True)]
+    assert p.l1_bytes_per_core - sum(cb.size for cb in p.cbs if cb.globally_allocated) == 4 * BF16 + 2 * BF8
+    [launched] = heard(device, lambda: ttnn.experimental.rotary_embedding_llama(
+        x, cos, sin, mat, is_decode_mode=True, memory_config=x.memory_config()))
+    assert launched.cbs == p.cbs
+
+
+def test_a_fused_qk_rotary_embedding_holds_q_and_k_shards_and_three_intermediates(device):
+    # 4 users: q [1, 4, 32, 64] on (0..3, 0), k [1, 4, 32, 64] on (0..3, 1), cos / sin on all 8 cores (one user a
+    # core): the bounding box (0, 0)-(3, 1) runs it. Wt = 2: every CB but c_24..c_26 is a tensor's own shard.
+    q = height_sharded(device, tt(device, (1, 4, 32, 64)), row_of_cores(0, 4), (32, 64))
+    k = height_sharded(device, tt(device, (1, 4, 32, 64)), row_of_cores(1, 4), (32, 64))
+    both = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(3, 1))])
+    cos = height_sharded(device, tt(device, (1, 8, 32, 64)), both, (32, 64))
+    mat = height_sharded(device, tt(device, (1, 1, 32, 32)), row_of_cores(0, 1), (32, 32))
+    p = rotary.rotary_llama_fused_qk_program(q, k, cos, cos, mat, ttnn.bfloat16)
+    assert (p.name, p.ranges) == ("RotaryEmbeddingLlamaFusedQKDeviceOperation", ((0, 0, 3, 1),))
+    assert cbs(p) == [((0,), 2, BF16, True), ((1,), 2, BF16, True), ((2,), 2, BF16, True), ((3,), 2, BF16, True),
+                      ((4,), 1, BF16, True), ((24,), 2, BF16, False), ((25,), 2, BF16, False),
+                      ((26,), 2, BF16, False), ((16,), 2, BF16, True), ((17,), 2, BF16, True)]
+    # the op itself, with cos / sin [1, 4, 32, 64] on q's cores: (0, 0)-(3, 0) runs it
+    cos4 = height_sharded(device, tt(device, (1, 4, 32, 64)), row_of_cores(0, 4), (32, 64))
+    [launched] = heard(device, lambda: ttnn.experimental.rotary_embedding_llama_fused_qk(q, k, cos4, cos4, mat))
+    assert (launched.name, launched.ranges) == ("RotaryEmbeddingLlamaFusedQKDeviceOperation", ((0, 0, 3, 0),))
+
+
 # -- paged caches --------------------------------------------------------------------------------
 def test_a_paged_fill_cache_holds_two_rows_of_input_tiles_and_one_page_table_row(device):
     # input [1, 2, 128, 64]: Wt = 2, c_0 2*Wt = 4 tiles; 2 heads x 4 rows of tiles = 8 blocks of work, one a core
@@ -120,3 +160,86 @@ def test_a_paged_fused_update_cache_runs_on_the_bounding_box_of_both_inputs_shar
     [launched] = heard(device, lambda: ttnn.experimental.paged_fused_update_cache(c1, k, c2, v,
                                                                                    update_idxs_tensor=idx))
     assert launched.cbs == p.cbs
+
+
+# -- collectives on a mesh -------------------------------------------------------------------------
+def test_an_all_gather_program_holds_three_packets_of_pages_on_its_sender_cores():
+    from device_sim.programs.ccl import all_gather_program
+
+    # A packet is 4 bfloat8_b tiles of payload + a 64 B header = 4 x 1088 + 64 = 4416 B, at most 4 pages:
+    # bfloat16 tiles 4416 // 2048 = 2 a packet, bfloat8_b 4, float32 1; c_0 holds 3 packets.
+    def pages(page_size):
+        return cbs(all_gather_program(page_size, 4096, ring_size=2, num_links=1, ring=False, grid=(8, 8)))
+
+    assert [pages(BF16), pages(BF8), pages(F32)] == [[((0,), 6, BF16, False)], [((0,), 12, BF8, False)],
+                                                     [((0,), 3, F32, False)]]
+    # 4 KiB out over 2 chips moves 2 KiB a link: one sender a direction, after each direction's mux core
+    small = all_gather_program(BF16, 4096, ring_size=2, num_links=1, ring=False, grid=(8, 8))
+    assert small.ranges == ((1, 0, 1, 0), (3, 0, 3, 0))
+    # 1 MiB out over 8 chips on a line moves 1 MiB x 7/8 = 896 KiB a link (> 256 KiB): 4 senders a direction,
+    # 2 x (4 + 1) = 10 cores from (0, 0) row by row, the muxes at 0 and 5
+    big = all_gather_program(BF16, 1 << 20, ring_size=8, num_links=1, ring=False, grid=(8, 8))
+    assert big.ranges == ((1, 0, 1, 0), (2, 0, 2, 0), (3, 0, 3, 0), (4, 0, 4, 0), (6, 0, 6, 0), (7, 0, 7, 0),
+                          (0, 1, 0, 1), (1, 1, 1, 1))
+    # on a ring each direction carries half: 448 KiB, still 4 senders; 64 KiB over 2 chips on a ring is 16 KiB: 2
+    assert len(all_gather_program(BF16, 1 << 16, ring_size=2, num_links=1, ring=True, grid=(8, 8)).ranges) == 4
+
+
+def _mesh_input(mesh, shape=(1, 1, 32, 256)):
+    return ttnn.from_torch(torch.randn(*shape), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh,
+                           mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))
+
+
+def test_each_chips_report_rows_carry_the_all_gathers_cbs_and_semaphores_under_its_device_id(tmp_path):
+    import json
+
+    import ttreport
+
+    mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
+    try:
+        x = _mesh_input(mesh)  # [1, 1, 32, 128] a chip
+        with ttreport.capture(tmp_path / "ag") as handle:
+            ttnn.all_gather(x, dim=3)
+    finally:
+        ttnn.close_mesh_device(mesh)
+    report = ttreport.open(handle.path)
+    [row] = report.sql("SELECT captured_graph FROM captured_graph")
+    graph = json.loads(row["captured_graph"])
+    device_ops = [n["params"]["device_id"] for n in graph
+                  if n["node_type"] == "function_start" and n["params"]["name"] == "AllGatherDeviceOperation"]
+    assert device_ops == ["0", "1"]  # one program on each chip
+    # each chip gathers 2 x 4 bfloat16 tiles = 16 KiB, 8 KiB a link (> 4 KiB): 2 senders a direction, each with
+    # c_0 of 3 packets x 2 tiles = 6 x 2048 = 12288 B, on cores (1, 0), (2, 0), (4, 0), (5, 0)
+    per_chip = {}
+    for n in graph:
+        if n["node_type"] == "circular_buffer_allocate":
+            per_chip.setdefault(n["params"]["device_id"], []).append(
+                (n["params"]["size"], n["params"]["core_range_set"]))
+    cores = "{[1-0 - 1-0], [2-0 - 2-0], [4-0 - 4-0], [5-0 - 5-0]}"
+    assert per_chip == {"0": [("12288", cores)], "1": [("12288", cores)]}
+    # the 3 global semaphores TT-NN's all_gather makes with its program stay in each chip's L1 after the op
+    l1 = report.sql("SELECT device_id, COUNT(*) AS n FROM buffers WHERE operation_id = 1 AND buffer_type = 1 "
+                    "GROUP BY device_id ORDER BY device_id")
+    assert [(r["device_id"], r["n"]) for r in l1] == [(0, 3), (1, 3)]
+
+
+def test_all_gather_without_a_cluster_axis_on_a_2d_mesh_gathers_rows_then_columns(tmp_path):
+    mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(2, 2))
+    try:
+        x = _mesh_input(mesh, (1, 1, 32, 128))  # one tile a chip
+        chip = mesh.get_devices()[3]
+        held = len(chip.memory.live_buffers())  # x's shard
+        seen = heard(chip, lambda: ttnn.all_gather(x, dim=3))
+        # TT-NN's all_gather calls itself along axis 1 (2 chips: 2 tiles out, 2 KiB a link), then axis 0 (4 tiles
+        # out, 4 KiB a link): one sender a direction each, c_0 6 bfloat16 tiles
+        assert [(p.name, p.device_id, cbs(p), p.ranges) for p in seen] == [
+            ("AllGatherDeviceOperation", chip.device_id, [((0,), 6, BF16, False)], ((1, 0, 1, 0), (3, 0, 3, 0)))] * 2
+        # each gather's program holds 3 global semaphores; the output is freed with the tensor, they stay
+        assert len(chip.memory.live_buffers()) == held + 2 * 3
+        ttnn.all_gather(x, dim=3)  # the same programs again: no new semaphores
+        assert len(chip.memory.live_buffers()) == held + 2 * 3
+        async_ = heard(chip, lambda: ttnn.experimental.all_gather_async(
+            x, 3, [ttnn.create_global_semaphore(mesh, ttnn.CoreRangeSet([]), 0)] * 2, cluster_axis=1))
+        assert [p.name for p in async_] == ["AllGatherAsyncDeviceOperation"]
+    finally:
+        ttnn.close_mesh_device(mesh)

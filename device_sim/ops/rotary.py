@@ -72,6 +72,10 @@ def rotary_embedding_llama(input_tensor: Tensor, cos_cache: Tensor, sin_cache: T
     if input_tensor._device is not None and not is_decode_mode and interleaved:  # the prefill factory
         device_work.launch_after(out, True, input_tensor, transformer_programs.rotary_llama_program(
             input_tensor, cos_cache, sin_cache, trans_mat, out.dtype))
+    elif input_tensor._device is not None and is_decode_mode and all(  # decode: the sharded factory TT-NN requires
+            t.is_sharded() for t in (input_tensor, cos_cache, sin_cache, trans_mat)):
+        device_work.launch_after(out, True, input_tensor, rotary_programs.rotary_llama_decode_program(
+            input_tensor, cos_cache, sin_cache, trans_mat, out.dtype))
     return out
 
 
@@ -135,5 +139,18 @@ def rotary_embedding_llama_fused_qk(q_input_tensor: Tensor, k_input_tensor: Tens
     if cos.shape != sin.shape or tuple(mat.shape) != (1, 1, TILE, TILE):
         raise ValueError(f"{op_name}: cos {list(cos.shape)} and sin {list(sin.shape)} must match and trans_mat "
                          f"{list(mat.shape)} be [1, 1, 32, 32]")
-    return (output(_llama_golden(q, cos, sin, mat), q_input_tensor, ins, op_name=op_name),
-            output(_llama_golden(k, cos, sin, mat), k_input_tensor, ins, op_name=op_name))
+    q_out = output(_llama_golden(q, cos, sin, mat), q_input_tensor, ins, op_name=op_name)
+    k_out = output(_llama_golden(k, cos, sin, mat), k_input_tensor, ins, op_name=op_name)
+    # The sharded factory TT-NN requires (its outputs take q's and k's shard specs; device_sim's follow the memory
+    # rules, and the program is TT-NN's either way)
+    tensors = (q_input_tensor, k_input_tensor, cos_cache, sin_cache, trans_mat)
+    if q_input_tensor._device is not None and all(t.is_sharded() for t in tensors):
+        program = rotary_programs.rotary_llama_fused_qk_program(q_input_tensor, k_input_tensor, cos_cache,
+                                                                sin_cache, trans_mat, q_out.dtype)
+        try:
+            device_work.launch(q_input_tensor._device, program)
+        except RuntimeError:  # both outputs are fresh: free them before the error goes on
+            q_out._free()
+            k_out._free()
+            raise
+    return q_out, k_out

@@ -13,7 +13,8 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - conv: conv2d's input sharding, HaloDeviceOperation and Conv2dDeviceOperation (height sharding)
 - transformer: SDPAOperation, NlpCreateHeadsDeviceOperation, NLPConcatHeadsDeviceOperation
 - eltwise: TernaryDeviceOperation (where, lerp, addcmul, addcdiv)
-- rotary: RotaryEmbeddingDeviceOperation (GPT-NeoX, prefill and decode)
+- rotary: RotaryEmbeddingDeviceOperation (GPT-NeoX, prefill and decode), Llama's sharded decode and fused QK
+- ccl: all_gather's program on each chip of a mesh (AllGatherDeviceOperation, AllGatherAsyncDeviceOperation)
 - kv_cache: UpdateKVCacheOperation and the paged fill / update / fused update
 
 docs/device_work.md lists what is modelled, what is approximate and what is not yet.

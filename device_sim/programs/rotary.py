@@ -1,8 +1,9 @@
-"""RotaryEmbeddingDeviceOperation: the GPT-NeoX rotary embedding (ttnn.experimental.rotary_embedding).
+"""Rotary embeddings' device operations: GPT-NeoX (RotaryEmbeddingDeviceOperation) and Llama's decode forms.
 
 tt-metal's ttnn/cpp/ttnn/operations/experimental/transformer/rotary_embedding/device/
-rotary_embedding_program_factory.cpp (RotaryEmbeddingProgramFactory), prefill and decode (token_idx) alike.
-The Llama prefill factory lives in transformer.py.
+rotary_embedding_program_factory.cpp (RotaryEmbeddingProgramFactory), prefill and decode (token_idx) alike, and
+rotary_embedding_llama's sharded decode factory and rotary_embedding_llama_fused_qk's factory. The Llama prefill
+factory lives in transformer.py.
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -76,5 +77,64 @@ def rotary_embedding_program(x, cos, sin, out_dtype: DataType, *, token_index: i
                     CircularBuffer((27, 5), wt, bf16), CircularBuffer((28, 6), wt, bf16)]
         ranges = _ranges(spec) if spec is not None else split_work(rows, *grid_of(dev), row_wise=True)
         return make_program(NAME, "RotaryEmbeddingProgramFactory", cbs, ranges)
+
+    return cached(key, build)
+
+
+def rotary_llama_decode_program(x, cos, sin, trans_mat, out_dtype: DataType) -> Program:
+    """RotaryEmbeddingLlamaDeviceOperation in decode mode: RotaryEmbeddingLlamaMultiCoreSharded
+    (rotary_embedding_llama_sharded_program_factory.cpp) for a height-sharded x [1, B, heads, D], one user's
+    [heads (padded to 32), D] shard a core, with sharded cos / sin [1, B, 32, D] and trans_mat.
+
+    Every CB but the three intermediates is a tensor's own shard (globally allocated): c_0 the input (Ht x Wt
+    tiles of its shard), c_1 cos and c_2 sin (Wt tiles for each of ceil(B / cores) users a core), c_3 one trans_mat
+    tile, c_16 the output (as c_0); c_24 / c_25 / c_26 hold Wt tiles each in the input / cos / sin formats. It runs
+    on the bounding box of the input's shard grid."""
+    spec = x.memory_config().shard_spec
+    key = ("RotaryEmbeddingLlamaDeviceOperation", "decode", shape_of(x), x.dtype, cos.dtype, sin.dtype,
+           trans_mat.dtype, out_dtype, spec)
+
+    def build():
+        users = tuple(x.padded_shape)[1]
+        ht, wt = spec.shape[0] // TILE, spec.shape[1] // TILE
+        box = spec.grid.bounding_box()
+        cores = (box.end.x - box.start.x + 1) * (box.end.y - box.start.y + 1)
+        per_core = -(-users // min(users, cores))
+        in_t, cos_t, sin_t = TILE_BYTES[x.dtype], TILE_BYTES[cos.dtype], TILE_BYTES[sin.dtype]
+        cbs = (CircularBuffer((0,), ht * wt, in_t, True), CircularBuffer((1,), wt * per_core, cos_t, True),
+               CircularBuffer((2,), wt * per_core, sin_t, True),
+               CircularBuffer((3,), 1, TILE_BYTES[trans_mat.dtype], True), CircularBuffer((24,), wt, in_t),
+               CircularBuffer((25,), wt, cos_t), CircularBuffer((26,), wt, sin_t),
+               CircularBuffer((16,), ht * wt, TILE_BYTES[out_dtype], True))
+        return make_program("RotaryEmbeddingLlamaDeviceOperation", "RotaryEmbeddingLlamaMultiCoreSharded", cbs,
+                            ((box.start.x, box.start.y, box.end.x, box.end.y),))
+
+    return cached(key, build)
+
+
+def rotary_llama_fused_qk_program(q, k, cos, sin, trans_mat, out_dtype: DataType) -> Program:
+    """RotaryEmbeddingLlamaFusedQKDeviceOperation (rotary_embedding_llama_fused_qk_program_factory.cpp): q [1, B, H,
+    D] and k [1, B, KVH, D] height sharded on two disjoint grids, one user a core, cos / sin sharded on both.
+
+    On the bounding box of cos's shard grid: c_0 / c_1 the q / k shards, c_2 / c_3 cos / sin (Wt tiles: one user a
+    core), c_4 one trans_mat tile, c_16 / c_17 the q / k outputs, all globally allocated; c_24 / c_25 / c_26 Wt
+    tiles each, sized in the input's tile (the factory sizes all three so; c_25 / c_26 page in cos / sin)."""
+    sq, sk, sc = (t.memory_config().shard_spec for t in (q, k, cos))
+    key = ("RotaryEmbeddingLlamaFusedQKDeviceOperation", q.dtype, cos.dtype, sin.dtype, trans_mat.dtype, out_dtype,
+           sq, sk, sc)
+
+    def build():
+        wt = sq.shape[1] // TILE
+        q_tiles, k_tiles = sq.shape[0] // TILE * wt, sk.shape[0] // TILE * wt
+        in_t, out_t = TILE_BYTES[q.dtype], TILE_BYTES[out_dtype]
+        box = sc.grid.bounding_box()
+        cbs = (CircularBuffer((0,), q_tiles, in_t, True), CircularBuffer((1,), k_tiles, in_t, True),
+               CircularBuffer((2,), wt, TILE_BYTES[cos.dtype], True),
+               CircularBuffer((3,), wt, TILE_BYTES[sin.dtype], True),
+               CircularBuffer((4,), 1, TILE_BYTES[trans_mat.dtype], True), CircularBuffer((24,), wt, in_t),
+               CircularBuffer((25,), wt, in_t), CircularBuffer((26,), wt, in_t),
+               CircularBuffer((16,), q_tiles, out_t, True), CircularBuffer((17,), k_tiles, out_t, True))
+        return make_program("RotaryEmbeddingLlamaFusedQKDeviceOperation", "RotaryEmbeddingLlamaFusedQKProgramFactory",
+                            cbs, ((box.start.x, box.start.y, box.end.x, box.end.y),))
 
     return cached(key, build)

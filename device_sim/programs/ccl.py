@@ -1,0 +1,61 @@
+"""The collectives' device operations: all_gather's minimal default program, as each chip of the mesh runs it.
+
+tt-metal's build_all_gather_async_minimal_default_program_artifacts (ttnn/cpp/ttnn/operations/experimental/ccl/
+all_gather_async/device/all_gather_async_default_program_factory.cpp), which both ttnn.all_gather
+(AllGatherDeviceOperation, ccl/all_gather/device/all_gather_program_factory.cpp) and ttnn.experimental.all_gather_async
+(AllGatherAsyncDeviceOperation, DefaultMeshWorkloadFactory) build on every chip. Per link and direction (forward,
+backward) the program takes one fabric-mux core and `workers` sender cores, the first cores of the grid row by row
+(ccl_common.cpp's choose_worker_cores); only the senders hold a CB.
+
+Example:
+    >>> from device_sim.programs.ccl import all_gather_program
+    >>> p = all_gather_program(2048, 4096, ring_size=2, num_links=1, ring=False, grid=(8, 8))  # bfloat16 tiles
+    >>> p.name, [(cb.indices, cb.num_pages, cb.page_size) for cb in p.cbs], p.ranges  # 2 tiles a packet, x3
+    ('AllGatherDeviceOperation', [((0,), 6, 2048)], ((1, 0, 1, 0), (3, 0, 3, 0)))
+"""
+
+from __future__ import annotations
+
+from device_sim.device_work import TILE_BYTES, CircularBuffer, Program, cached, make_program
+from device_sim.types import DataType
+
+# A fabric packet: 4 bfloat8_b tiles of payload (FabricEriscDatamoverBuilder::default_packet_payload_size_bytes)
+# and a 1D packet header, get_tt_fabric_channel_buffer_size_bytes(). The header is taken as 64 B: it changes the
+# pages a packet holds only for row-major pages within 64 B of a divisor of the payload.
+PACKET_BYTES = 4 * TILE_BYTES[DataType.BFLOAT8_B] + 64
+MAX_PAGES_PER_PACKET = 4  # scatter writes reach at most 4 NoC addresses a packet
+DIRECTIONS = 2  # forward and backward, each with its own mux core
+
+
+def default_workers(output_bytes: int, ring_size: int, num_links: int, ring: bool, cores: int) -> int:
+    """default_workers(): 1 sender per direction for at most one packet (4 KiB) a link, 4 above 256 KiB, else 2;
+    fewer when the grid cannot hold (workers + 1 mux) x 2 directions x links cores."""
+    per_link = output_bytes * (ring_size - 1) / ring_size / num_links / (2 if ring else 1)
+    candidates = (4, 2, 1) if per_link > 256 * 1024 else (1,) if per_link <= 4 * 1024 else (2, 1)
+    for workers in candidates:
+        if cores >= num_links * (workers + 1) * DIRECTIONS:
+            return workers
+    raise RuntimeError(f"TT_THROW: Not enough cores available on the subdevice or device for the requested match "
+                       f"the number of links {num_links}")
+
+
+def all_gather_program(page_size: int, output_bytes: int, *, ring_size: int, num_links: int, ring: bool,
+                       grid: tuple[int, int], name: str = "AllGatherDeviceOperation") -> Program:
+    """One chip's all_gather program for an input of `page_size`-byte pages (a tile, or a row-major row) and an
+    output of `output_bytes` on that chip.
+
+    c_0 (reader to writer, on the sender cores) holds 3 packets' worth of pages (triple buffering), a packet
+    min(4, PACKET_BYTES // page_size) pages, in the input's data format (its page size says which)."""
+    key = ("ccl", name, page_size, output_bytes, ring_size, num_links, ring, grid)
+
+    def build():
+        gx, gy = grid
+        workers = default_workers(output_bytes, ring_size, num_links, ring, gx * gy)
+        per_packet = min(MAX_PAGES_PER_PACKET, PACKET_BYTES // page_size)
+        # cores in choose_worker_cores' row-major order: per link and direction, a mux core, then the senders
+        order = [(i % gx, i // gx) for i in range(num_links * DIRECTIONS * (workers + 1))]
+        senders = tuple((x, y, x, y) for i, (x, y) in enumerate(order) if i % (workers + 1))
+        factory = "AllGatherProgram" if name == "AllGatherDeviceOperation" else "DefaultMeshWorkloadFactory"
+        return make_program(name, factory, (CircularBuffer((0,), 3 * per_packet, page_size),), senders)
+
+    return cached(key, build)
