@@ -27,13 +27,13 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "device_work.md"
 HOST_ONLY = {
     "ttnn.Tensor", "ttnn.from_torch", "ttnn.to_torch", "ttnn.from_device", "ttnn.to_device", "ttnn.as_tensor",
     "ttnn.to_dtype", "ttnn.deallocate", "ttnn.allocate_tensor_on_device", "ttnn.empty", "ttnn.empty_like",
-    "ttnn.copy_host_to_device_tensor",
+    "ttnn.copy_host_to_device_tensor", "ttnn.zeros", "ttnn.ones", "ttnn.full", "ttnn.arange",
 }
 VIEWS = {"ttnn.view", "ttnn.squeeze", "ttnn.unsqueeze", "ttnn.unsqueeze_to_4D"}
 # Ops TT-NN runs programs for that device_sim does not model yet; the comment says whose work they are.
 NOT_MODELLED_YET = {
     # vision, transformer decode, rotary NeoX, paged cache, collectives (work_b, issue 12)
-    "ttnn.max_pool2d", "ttnn.avg_pool2d", "ttnn.adaptive_avg_pool2d", "ttnn.global_avg_pool2d", "ttnn.conv1d",
+    "ttnn.max_pool2d", "ttnn.avg_pool2d", "ttnn.adaptive_avg_pool2d", "ttnn.conv1d",
     "ttnn.conv_transpose2d", "ttnn.fold", "ttnn.prepare_conv_weights", "ttnn.prepare_conv_bias",
     "ttnn.experimental.rotary_embedding_llama_fused_qk",
     "ttnn.experimental.nlp_concat_heads_decode", "ttnn.experimental.nlp_create_qkv_heads_decode",
@@ -56,8 +56,6 @@ NOT_MODELLED_YET = {
     "ttnn.experimental.nlp_create_qkv_heads_falcon7b", "ttnn.experimental.nlp_kv_cache_load_slice",
     "ttnn.experimental.split_query_key_value_and_split_heads",
     "ttnn.bcast", "ttnn.plus_one",
-    "ttnn.zeros", "ttnn.ones", "ttnn.full", "ttnn.zeros_like", "ttnn.ones_like", "ttnn.full_like", "ttnn.arange",
-    "ttnn.rand", "ttnn.rand_like",
 }
 
 

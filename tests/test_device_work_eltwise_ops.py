@@ -134,3 +134,25 @@ def test_attention_softmax_in_place_with_a_mask_that_clashes_keeps_the_scores(de
         ttnn.transformer.attention_softmax_(y, head_size=16, attention_mask=mask)
     assert torch.equal(y.to_torch(), before)
     ttnn.deallocate(blocker)
+
+
+# -- creation: full_like and its kin fill on the device; full, zeros, ones, arange are written from the host ------
+
+def test_full_like_of_a_tiled_tensor_is_tt_nns_fill(device):
+    t = tt(device, (64, 64))
+    for call in (lambda: ttnn.full_like(t, 2.0), lambda: ttnn.zeros_like(t), lambda: ttnn.ones_like(t)):
+        [prog] = launched(device, call)
+        assert (prog.name, cbs(prog)) == ("UnaryDeviceOperation", [(0, 2, BF16), (2, 2, BF16)])
+    rm = ttnn.from_torch(torch.ones(4, 4), dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR, device=device)
+    assert launched(device, lambda: ttnn.zeros_like(rm)) == []  # made on the host and written
+    assert launched(device, lambda: ttnn.empty_like(t)) == []  # allocation only
+    assert launched(device, lambda: ttnn.full((64, 64), 1.0, device=device, layout=ttnn.TILE)) == []
+
+
+def test_rand_draws_float32_tiles_and_writes_the_output_format(device):
+    [prog] = launched(device, lambda: ttnn.rand((64, 128), device=device, layout=ttnn.TILE))
+    # 8 output tiles over 8 cores; two float32 tiles drawn, one bfloat16 tile written
+    assert (prog.name, cbs(prog), prog.ranges) == ("RandDeviceOperation", [(0, 2, F32), (1, 1, BF16)],
+                                                   ((0, 0, 0, 7),))
+    t = tt(device, (64, 64))
+    assert [p.name for p in launched(device, lambda: ttnn.rand_like(t))] == ["RandDeviceOperation"]

@@ -10,6 +10,7 @@ import torch
 
 from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.programs import creation as creation_programs
 from device_sim.programs import data_movement as data_movement_programs
 from device_sim.programs import shape as shape_programs
 from device_sim.registry import pending_output_target, register_op
@@ -102,19 +103,31 @@ def rand(shape, *, dtype: DataType | None = None, layout: Layout | None = None, 
     (so torch.manual_seed repeats them)."""
     if tt_nn_only:
         check_tt_nn_only("ttnn.rand", tt_nn_only)
-    return _new(_uniform(shape, low, high, seed), "ttnn.rand", dtype, layout, device, memory_config)
+    out = _new(_uniform(shape, low, high, seed), "ttnn.rand", dtype, layout, device, memory_config)
+    device_work.launch_after(out, True, out, creation_programs.rand_program(out))  # RandDeviceOperation
+    return out
 
 
 # -- like another tensor ---------------------------------------------------------------------
 # dtype, layout, device and memory config default to the input's (the memory rules' "inputs").
 
-def _like(op_name: str, input_tensor: Tensor, value: torch.Tensor, dtype, layout, device, memory_config) -> Tensor:
+def _like(op_name: str, input_tensor: Tensor, value: torch.Tensor, dtype, layout, device, memory_config, *,
+          fills: bool = True) -> Tensor:
     ins = device_inputs(op_name, input_tensor)
     # DataType.BFLOAT16 and Layout.ROW_MAJOR are 0, so `or` would drop them: compare with None.
     dtype = dtype if dtype is not None else input_tensor.dtype
     layout = layout if layout is not None else input_tensor.layout
     device = device if device is not None else input_tensor._device
-    return _new(value, op_name, dtype, layout, device, memory_config, ins)
+    out = _new(value, op_name, dtype, layout, device, memory_config, ins)
+    # TT-NN's full_like_impl: a TILE device tensor to a TILE bfloat8_b / bfloat16 / float32 result runs ttnn::fill
+    # (one UnaryDeviceOperation); otherwise the values are made on the host and written (no program)
+    if fills and input_tensor._device is not None and input_tensor._device is device and input_tensor.layout == \
+            Layout.TILE and out.layout == Layout.TILE and out.dtype in _FILL_DTYPES:
+        device_work.launch_for(out, True, device, device_work.unary_program(input_tensor, out.dtype))
+    return out
+
+
+_FILL_DTYPES = frozenset({DataType.BFLOAT8_B, DataType.BFLOAT16, DataType.FLOAT32})
 
 
 def _full_like_golden(t, fill_value, dtype=None, *_, **__):
@@ -159,7 +172,8 @@ def _constant_like(name: str, fill: float):
         if tt_nn_only:
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         value = torch.full(tuple(tensor.shape), fill)
-        return _like(f"ttnn.{name}", tensor, value, dtype, layout, device, memory_config)
+        # empty_like only allocates (create_device_tensor)
+        return _like(f"ttnn.{name}", tensor, value, dtype, layout, device, memory_config, fills=name != "empty_like")
 
     return register_op(f"ttnn.{name}", golden=golden)(op)
 
@@ -176,7 +190,9 @@ def rand_like(input_tensor: Tensor, *, dtype: DataType | None = None, layout: La
     if tt_nn_only:
         check_tt_nn_only("ttnn.rand_like", tt_nn_only)
     value = _uniform(input_tensor.shape, low, high, seed)
-    return _like("ttnn.rand_like", input_tensor, value, dtype, layout, device, memory_config)
+    out = _like("ttnn.rand_like", input_tensor, value, dtype, layout, device, memory_config, fills=False)
+    device_work.launch_after(out, True, out, creation_programs.rand_program(out))  # as ttnn.rand of its shape
+    return out
 
 
 # -- movement --------------------------------------------------------------------------------

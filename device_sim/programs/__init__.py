@@ -13,6 +13,9 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - conv: conv2d's input sharding, HaloDeviceOperation and Conv2dDeviceOperation (height sharding)
 - transformer: SDPAOperation, NlpCreateHeadsDeviceOperation, NLPConcatHeadsDeviceOperation
 - eltwise: TernaryDeviceOperation (where, lerp, addcmul, addcdiv)
+- shape: ReshapeDeviceOperation, PadDeviceOperation, MoveDeviceOperation, the row-major SliceDeviceOperation
+- indexing: ArgMaxDeviceOperation (single core); reduction_nd: reductions over outer dims (reduce_nd_loop)
+- creation: RandDeviceOperation
 - rotary: RotaryEmbeddingDeviceOperation (GPT-NeoX, prefill and decode), Llama's sharded decode and fused QK
 - ccl: all_gather's program on each chip of a mesh (AllGatherDeviceOperation, AllGatherAsyncDeviceOperation)
 - kv_cache: UpdateKVCacheOperation and the paged fill / update / fused update

@@ -1,0 +1,46 @@
+"""RandDeviceOperation, the one creation op TT-NN runs as a program (full, zeros, ones and arange fill a host
+tensor and write it to the device; full_like and its kin run ttnn::fill, a UnaryDeviceOperation).
+
+tt-metal's ttnn/cpp/ttnn/operations/rand/device/rand_program_factory.cpp: the compute kernel draws two float32
+tiles at a time ("rand_tiles") and the writer converts one tile into the output's format ("rand_out"), on
+the cores split_work_to_cores gives the output's tiles. The factory names these dataflow buffers; device_sim
+numbers them in creation order (c_0, c_1). Its writer takes bfloat16 and float32 TILE outputs only.
+
+Example:
+    >>> import device_sim as ttnn
+    >>> from device_sim.programs.creation import rand_program
+    >>> dev = ttnn.open_device()
+    >>> p = rand_program(ttnn.rand((64, 64), device=dev, layout=ttnn.TILE))
+    >>> p.name, [(cb.indices, cb.num_pages, cb.page_size) for cb in p.cbs], p.ranges
+    ('RandDeviceOperation', [((0,), 2, 4096), ((1,), 1, 2048)], ((0, 0, 0, 3),))
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+from device_sim import dtypes
+from device_sim.device_work import (
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cached,
+    grid_of,
+    make_program,
+    shape_of,
+    split_work,
+)
+from device_sim.types import DataType, Layout
+
+
+def rand_program(out) -> Program | None:
+    """The RandDeviceOperation that fills `out` (a device tensor); None for a ROW_MAJOR or sharded output or a dtype
+    the writer does not take."""
+    if out._device is None or out.layout != Layout.TILE or out.is_sharded() or \
+            out.dtype not in (DataType.BFLOAT16, DataType.FLOAT32):
+        return None
+    dev = out._device
+    key = ("RandDeviceOperation", shape_of(out), out.dtype, grid_of(dev))
+    return cached(key, lambda: make_program(
+        "RandDeviceOperation", "RandProgramFactory",
+        (CircularBuffer((0,), 2, TILE_BYTES[DataType.FLOAT32]), CircularBuffer((1,), 1, TILE_BYTES[out.dtype])),
+        split_work(dtypes.num_pages(Layout.TILE, tuple(out.padded_shape)), *grid_of(dev))))
