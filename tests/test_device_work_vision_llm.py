@@ -162,6 +162,22 @@ def test_a_paged_fused_update_cache_runs_on_the_bounding_box_of_both_inputs_shar
     assert launched.cbs == p.cbs
 
 
+# -- vision ---------------------------------------------------------------------------------------
+def test_global_avg_pool2d_is_one_reduction_over_the_viewed_rows(device):
+    # x [2, 8, 8, 64] (TILE: padded [2, 8, 32, 64]) viewed as [2, 1, 8 x 32, 64] and summed over H: reduce H over
+    # N x C/32 = 2 x 2 = 4 columns of tiles, split_work_to_cores column by column: cores (0, 0)-(0, 3).
+    # c_0 two bfloat8_b input tiles, c_2 one bfloat16 scaler tile, c_16 two output tiles in the input's format.
+    x = tt(device, (2, 8, 8, 64), ttnn.bfloat8_b)
+    from device_sim.programs.vision import global_avg_pool_program
+
+    p = global_avg_pool_program(x)
+    assert (p.name, p.factory, p.ranges) == ("ReduceDeviceOperation", "ReduceMultiCoreHProgramFactory",
+                                             ((0, 0, 0, 3),))
+    assert cbs(p) == [((0,), 2, BF8, False), ((2,), 1, BF16, False), ((16,), 2, BF8, False)]
+    [launched] = heard(device, lambda: ttnn.global_avg_pool2d(x, dtype=ttnn.bfloat16))
+    assert launched.cbs == p.cbs  # the dtype asked for does not change TT-NN's program
+
+
 # -- collectives on a mesh -------------------------------------------------------------------------
 def test_an_all_gather_program_holds_three_packets_of_pages_on_its_sender_cores():
     from device_sim.programs.ccl import all_gather_program

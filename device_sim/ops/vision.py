@@ -146,8 +146,11 @@ def global_avg_pool2d(input_tensor: Tensor, *, memory_config: MemoryConfig | Non
     """The mean over H and W of an NHWC [N, H, W, C] input: [N, 1, 1, C]."""
     op_name = "ttnn.global_avg_pool2d"
     x, ins = four_d_input(op_name, input_tensor, "NHWC [N, H, W, C]", tt_nn_only)
-    return _make(_global_avg_pool2d_golden(x), input_tensor.device(), ins, op_name=op_name,
-                 dtype=dtype or input_tensor.dtype, layout=input_tensor.layout, memory_config=memory_config)
+    out = _make(_global_avg_pool2d_golden(x), input_tensor.device(), ins, op_name=op_name,
+                dtype=dtype or input_tensor.dtype, layout=input_tensor.layout, memory_config=memory_config)
+    if input_tensor.layout == Layout.TILE and not input_tensor.is_sharded():  # TT-NN's reduction (a TILE op)
+        device_work.launch_after(out, True, input_tensor, vision_programs.global_avg_pool_program(input_tensor))
+    return out
 
 
 def _upsample_golden(input_tensor, scale_factor, *_, mode="nearest", **__):

@@ -1,6 +1,6 @@
 """UpsampleOperation (nearest, integer scale, interleaved) as upsample_program_factory_multicore_interleaved.cpp
-(tt-metal's ttnn/cpp/ttnn/operations/pool/upsample/device/) builds it; bilinear and sharded upsampling run
-other factories, not modelled, and so do the pools.
+(tt-metal's ttnn/cpp/ttnn/operations/pool/upsample/device/) builds it, and global_avg_pool2d's reduction; bilinear
+and sharded upsampling run other factories, not modelled, and so do max_pool2d and avg_pool2d.
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -55,5 +55,24 @@ def upsample_program(x, out_dtype: DataType) -> Program:
             cbs.append(CircularBuffer((1,), pages * depth, TILE_BYTES[out_dtype]))
         return make_program("UpsampleOperation", "UpsampleMultiCoreInterleavedProgramFactory", cbs,
                             split_work(units, gx, gy))
+
+    return cached(key, build)
+
+
+def global_avg_pool_program(x) -> Program:
+    """global_avg_pool2d (pool/global_avg_pool/global_avg_pool.cpp) views x [N, H, W, C] as [N, 1, H*W, C] (its
+    padded dims) and sums over H scaled by 1/H: one ReduceDeviceOperation, reduce_op_multi_core_h's CBs (as
+    programs.reduction): c_0 two input tiles, c_2 one bfloat16 scaler tile, c_16 two output tiles in the input's
+    format (pool_sum ignores the dtype asked for), split_work_to_cores over the N x C/32 columns of tiles."""
+    dev = x._device
+    key = ("ReduceDeviceOperation", "global_avg_pool2d", shape_of(x), x.dtype, grid_of(dev))
+
+    def build():
+        n, _, _, c = tuple(x.padded_shape)
+        tile = TILE_BYTES[x.dtype]
+        cbs = (CircularBuffer((0,), 2, tile), CircularBuffer((2,), 1, TILE_BYTES[DataType.BFLOAT16]),
+               CircularBuffer((16,), 2, tile))
+        return make_program("ReduceDeviceOperation", "ReduceMultiCoreHProgramFactory", cbs,
+                            split_work(n * c // TILE, *grid_of(dev)))
 
     return cached(key, build)
