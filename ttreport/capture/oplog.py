@@ -6,13 +6,21 @@
     tail = LogTail(Path("run/oplog"))                                 # the writer process
     records, more = tail.read(2000)                                   # the same records, for writer.Writer
 
-Records are the recorder's tuples (recorder.py), marshalled: ints, strings and tuples only. What a
-record refers to by id is defined once, before the first record that uses it: a code object of a
-stack trace as (CODE, id, filename, name), a stack (the recorder's code ids and lines) as (STACK, n,
-frames), a program's circular buffers as (CBS, n, ...), a MemoryConfig as (CFG, id, the config
-pickled), a device's performance config as (DEVICE_PERF, id, ...), any other argument value as
-(OBJ, n, its text). Values are never sent twice. An op is one write: its record with the buffer
-events, programs and rows that came before it (and after the op before it).
+Records are the recorder's tuples (recorder.py), made by it as they are written here: ints,
+strings, bytes and tuples only, marshalled (version 2: no reference table to build). What a record
+refers to by id or number is defined once, before the first record that uses it, when the recorder
+first sees it (define_stack, define_config, define_device, wire): a code object of a stack trace as
+(CODE, id, filename, name), a stack (the recorder's code ids and lines) as (STACK, n, frames), a
+MemoryConfig as (CFG, id, the config pickled), a device's performance config as (DEVICE_PERF, id,
+...), any other argument value as (OBJ, n, its text), a program's static part as (PROG, n, name,
+factory, CBs, core ranges, CB bytes). In an OP record a stack is its number, a tensor argument
+b"t<id>", another object b"o<n>"; a launch is (PROGRAM, op_id, n, program_id, device_id, cb_base).
+Values are never sent twice. An op is one write: its record with the definitions, buffer events,
+programs and rows that came before it (and after the op before it). Those wait in a list that any
+thread appends to without a lock (list.append is atomic); the op's write takes what is there.
+LogTail.read hands writer.Writer the recorder's thread-writer form: frames as code ids and lines,
+TensorArg, argument texts, Program objects. (It still reads a log written before PROG: (CBS, n,
+CBs) and (PROGRAM, op_id, (name, factory, cbs n, ranges, cb_bytes, program_id, device_id, cb_base)).)
 
 The log is a folder of segment files (`000001.seg`, ...), each created at its full size (zeros) and
 mmap'ed shared: a record's bytes are in the page cache as soon as they are copied in, so SIGKILL of
@@ -28,6 +36,7 @@ killed too, can always rebuild the report from it (ttreport.capture.writer_proce
 from __future__ import annotations
 
 import contextlib
+import itertools
 import marshal
 import mmap
 import os
@@ -44,7 +53,7 @@ from ttreport.capture.recorder import ALLOC, FLUSH, FREE, META, OP, PROGRAM, ROW
 from ttreport.errors import LossWarner
 from ttreport.wal import OPLOG_DIR  # noqa: F401 (the log's folder name, defined with the lock's)
 
-CODE, CFG, OBJ, DEVICE_PERF, STACK, CBS = 20, 21, 22, 23, 24, 25  # definitions: only in the log
+CODE, CFG, OBJ, DEVICE_PERF, STACK, CBS, PROG = 20, 21, 22, 23, 24, 25, 26  # definitions: only in the log
 SEGMENT_BYTES = 32 << 20  # a 1M-op capture of small ops fills ~9 of them (~280 B an op)
 END = 0xFFFFFFFF
 _LEN = struct.Struct("<I")
@@ -72,17 +81,14 @@ class LogSink:
         self.folder = Path(folder)
         self.folder.mkdir(exist_ok=True)
         self._code = None  # id -> code object: the recorder's code(), for CODE definitions (set by the capture)
-        self._memory_config = None  # id -> MemoryConfig: the recorder's memory_config()
         self._lock = threading.Lock()
         self._sent_codes: set[int] = set()
-        self._sent_frames: dict[tuple, int] = {}  # stack (code ids and lines) -> its number in the log
-        self._sent_cfgs: set[int] = set()
-        self._sent_devices: set[int] = set()
-        self._cbs: dict[int, tuple] = {}  # id(a program's CB tuple) -> (number, the tuple held)
-        self._devices = list  # () -> the devices the capture follows (set by the capture)
+        self._programs: dict[tuple, tuple] = {}  # a program's static part (see program()) -> (number, CBs, ranges)
         self._objects: dict[int, tuple] = {}  # id(value) -> (n, value): held, so the id stays unique
-        self._n = 0
-        self._pending: list = []  # records that go into the log with the next op's (buffer events, rows)
+        self._numbers = itertools.count(1)  # of stacks, programs and objects: next() is atomic, no lock needed
+        # Records that go into the log with the next op's (buffer events, rows). Appended without the lock (one
+        # list.append, atomic), taken under it by slicing what is there: an append meanwhile lands after it.
+        self._pending: list = []
         self._segment = 0
         self._mm = None
         self._off = 0
@@ -107,11 +113,13 @@ class LogSink:
     def append(self, record) -> None:
         tag = record[0]
         if tag == OP:
-            with self._lock:  # definitions and the records that use them go in, in order, from any thread
-                pending = self._pending
-                pending.append(self._op(record, pending))
-                self._pending = []
-                self._write(marshal.dumps(pending))
+            if record[18] is not None:  # an error: its traceback as text
+                e = record[18]
+                record = record[:18] + ((e[0], e[1], "".join(e[2].format()), e[3]),)
+            with self._lock:  # the definitions before it (appended when first seen) and the op: one write
+                out = self._take_pending()
+                out.append(record)
+                self._write(marshal.dumps(out, 2))
             return
         if tag == ALLOC and len(record) > 10:  # a Buffer kept for buffer_pages: its attributes
             b = record[10]
@@ -121,22 +129,47 @@ class LogSink:
                                      "num_banks": b.num_banks, "address": b.address,
                                      "buffer_type": int(b.buffer_type)},)
         elif tag == PROGRAM:
-            p = record[2]
-            ranges = p.ranges if type(p.ranges) is tuple and all(type(r) is tuple for r in p.ranges) else \
-                tuple(tuple(r) for r in p.ranges)
-            with self._lock:
-                cbs = self._cbs_number(p.cbs)
-            record = (PROGRAM, record[1], (p.name, p.factory, cbs, ranges, p.cb_bytes, p.program_id, p.device_id,
-                                           p.cb_base))
+            self.program(record[1], record[2])
+            return
         elif tag in (FLUSH, STOP):
             record = (tag, record[1] if type(record[1]) is int else None)
         elif tag not in _PLAIN_TAGS:
             record = _plain(record)  # a torch.Size, an enum or a numpy number in a row: as plain values
-        with self._lock:
+        if tag in _WITH_NEXT_OP:
             self._pending.append(record)
-            if tag not in _WITH_NEXT_OP:
-                pending, self._pending = self._pending, []
-                self._write(marshal.dumps(pending), closing=tag in _CLOSING)
+            return
+        with self._lock:
+            out = self._take_pending()
+            out.append(record)
+            self._write(marshal.dumps(out, 2), closing=tag in _CLOSING)
+
+    def event(self, record: tuple) -> None:
+        """A buffer event of ints only (ALLOC without pages, FREE): it goes into the log with the next op."""
+        self._pending.append(record)
+
+    def program(self, op_id, p) -> None:
+        """A device program op `op_id` launched: its static part (name, factory, CBs, core ranges, CB bytes) is
+        defined once as (PROG, n, ...), each launch is (PROGRAM, op_id, n, program_id, device_id, cb_base)."""
+        cbs, ranges = p.cbs, p.ranges
+        key = (id(cbs), id(ranges), p.name, p.factory, p.cb_bytes)
+        hit = self._programs.get(key)
+        if hit is None or hit[1] is not cbs or hit[2] is not ranges:
+            if len(self._programs) >= MAX_OBJECTS:
+                self._programs.clear()  # redefined under new numbers when launched again
+            n = next(self._numbers)
+            plain = ranges if type(ranges) is tuple and all(type(r) is tuple for r in ranges) else \
+                tuple(tuple(r) for r in ranges)
+            self._pending.append((PROG, n, p.name, p.factory, tuple(tuple(c) for c in cbs), plain, p.cb_bytes))
+            hit = self._programs[key] = (n, cbs, ranges)  # held: their ids stay theirs
+        self._pending.append((PROGRAM, op_id, hit[0], p.program_id, p.device_id, p.cb_base))
+
+    def _take_pending(self) -> list:
+        # Holding the lock. Two atomic steps: what another thread appends in between stays for the next write.
+        pending = self._pending
+        n = len(pending)
+        out = pending[:n]
+        del pending[:n]
+        return out
 
     def _write(self, data: bytes, closing: bool = False) -> None:
         # Holding the lock. One write an op: its record with the buffer events, programs and rows before it.
@@ -208,82 +241,42 @@ class LogSink:
             time.sleep(0.001)
 
     # -- what a record refers to -------------------------------------------------------------
-    def _op(self, r, out: list) -> tuple:
-        frames, args, kwargs, specs, files, error = r[8], r[9], r[10], r[13], r[14], r[18]
-        stack = None
-        if frames:
-            stack = self._sent_frames.get(frames)
-            if stack is None:
-                stack = self._define_stack(frames, out)
-        if specs:
-            sent = self._sent_cfgs
-            for s in specs:
-                if s[6] is not None and s[6] not in self._sent_devices:
-                    self._define_device(s[6], out)
-                if s[4] is not None and s[4] not in sent:
-                    cfg = self._memory_config(s[4])
-                    sent.add(s[4])
-                    try:  # the config itself: the writer may ask it anything (its text for a placed tensor)
-                        out.append((CFG, s[4], pickle.dumps(cfg)))
-                    except (pickle.PicklingError, TypeError, AttributeError):
-                        out.append((CFG, s[4], repr(cfg), cfg.buffer_type.name, cfg.memory_layout.name))
-        wire = self._wire
-        if args:
-            args = tuple([b"t%d" % a if type(a) is TensorArg else a if type(a) in _PRIMITIVE else wire(a, out)
-                          for a in args])
-        if kwargs:
-            kwargs = {k: wire(v, out) for k, v in kwargs.items()}
-        rec = list(r)  # marshal takes a list as well as a tuple; the reader hands the writer a tuple
-        if frames:
-            rec[8] = stack
-        rec[9], rec[10] = args, kwargs
-        if files:
-            rec[14] = tuple((f[0], f[1]) for f in files)
-        if error is not None:
-            rec[18] = (error[0], error[1], "".join(error[2].format()), error[3])
-        return rec
-
-    def _define_device(self, device_id: int, out: list) -> None:
-        # Its PerfConfig, for the estimates the writer process makes (ttreport.capture.log_perf).
-        from ttreport.capture.log_perf import device_fields
-
-        self._sent_devices.add(device_id)
-        device = next((d for d in self._devices() if d.device_id == device_id), None)
-        if device is not None:
-            out.append((DEVICE_PERF, device_id, device_fields(device)))
-
-    def _define_stack(self, frames: tuple, out: list) -> int:
-        sent = self._sent_codes
+    def define_stack(self, frames: tuple) -> int:
+        """The number records carry for a stack (the recorder's code ids and lines): defined here, once."""
+        code, sent, out = self._code, self._sent_codes, []
         for code_id in frames[::2]:
             if code_id not in sent:
-                code = self._code(code_id)
+                c = code(code_id)
                 sent.add(code_id)
-                out.append((CODE, code_id, code.co_filename, code.co_name))
-        if len(self._sent_frames) >= MAX_OBJECTS:
-            self._sent_frames.clear()  # stacks seen again are defined again, under new numbers
-        self._n += 1
-        self._sent_frames[frames] = self._n
-        out.append((STACK, self._n, frames))
-        return self._n
+                out.append((CODE, code_id, c.co_filename, c.co_name))
+        n = next(self._numbers)
+        out.append((STACK, n, frames))
+        self._pending.extend(out)  # one call: the code objects and the stack stay together
+        return n
 
-    def _cbs_number(self, cbs: tuple) -> int:
-        # A program's CBs: the same tuple each launch of an op's factory (defined once), else by value.
-        hit = self._cbs.get(id(cbs))
-        if hit is not None and hit[1] is cbs:
-            return hit[0]
-        if len(self._cbs) >= MAX_OBJECTS:
-            self._cbs.clear()
-        self._n += 1
-        self._cbs[id(cbs)] = (self._n, cbs)
-        self._pending.append((CBS, self._n, tuple(tuple(c) for c in cbs)))
-        return self._n
+    def define_config(self, config_id: int, cfg) -> None:
+        """A MemoryConfig the recorder's specs name by id: the config itself, pickled (the writer may ask it
+        anything: its text for a placed tensor), or its text and names if it does not pickle."""
+        try:
+            self._pending.append((CFG, config_id, pickle.dumps(cfg)))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            self._pending.append((CFG, config_id, repr(cfg), cfg.buffer_type.name, cfg.memory_layout.name))
+
+    def define_device(self, device) -> None:
+        """A chip's PerfConfig, for the estimates the writer process makes (ttreport.capture.log_perf)."""
+        from ttreport.capture.log_perf import device_fields
+
+        self._pending.append((DEVICE_PERF, device.device_id, device_fields(device)))
+
+    def wire(self, v):
+        """An argument value that is not an int, float, bool, str, None or tensor, as b"o<n>" (its text defined
+        once), or a list or tuple of values so."""
+        return self._wire(v, self._pending)
 
     def _wire(self, v, out: list):
         """An argument as marshal holds it: a tensor as b"t<id>", a value that is not a plain int, float, bool,
         str or None (nor a list or tuple of such) as b"o<n>" with its text defined once."""
         t = type(v)
-        if t is TensorArg:
-            return b"t%d" % v
         if t in _PRIMITIVE:
             return v
         if t is list or t is tuple:
@@ -292,19 +285,24 @@ class LogSink:
         if hit is None or hit[1] is not v:
             if len(self._objects) >= MAX_OBJECTS:
                 self._objects.clear()  # redefined under new numbers when seen again
-            self._n += 1
-            hit = self._objects[id(v)] = (self._n, v)
-            out.append((OBJ, self._n, value_text(v)))
+            n = next(self._numbers)
+            out.append((OBJ, n, value_text(v)))  # before the number is known to other threads
+            hit = self._objects[id(v)] = (n, v)
         return b"o%d" % hit[0]
 
 
 class LogQueue:
     """The recorder's queue (recorder.RecordQueue's interface) over a LogSink: every put goes to the log."""
 
+    in_memory = False  # the recorder appends to the log itself: nothing to count or wake
+
     def __init__(self, sink: LogSink, flush_ops: int):
         self.items = sink
         self.wake = threading.Event()  # never waited on: the writer process polls the log
         self.flush_ops = flush_ops
+        self.event, self.program = sink.event, sink.program
+        self.define_stack, self.define_config, self.define_device, self.wire = (
+            sink.define_stack, sink.define_config, sink.define_device, sink.wire)
 
     def put(self, record) -> None:
         self.items.append(record)
@@ -427,6 +425,7 @@ class Definitions:
         self.objects: dict[int, _Text] = {}
         self.stacks: dict[int, tuple] = {}  # number -> (code id, line, ...): the recorder's frames
         self.cbs: dict[int, tuple] = {}  # number -> a program's CircularBuffers
+        self.programs: dict[int, tuple] = {}  # number -> a program's (name, factory, CBs, ranges, cb_bytes)
 
     def code(self, code_id: int):
         return self.codes[code_id]
@@ -517,7 +516,10 @@ class LogTail:
             elif tag >= CODE:
                 if tag == STACK:
                     defs.stacks[rec[1]] = rec[2]
-                elif tag == CBS:
+                elif tag == PROG:
+                    defs.programs[rec[1]] = (rec[2], rec[3], tuple(CircularBuffer(*c) for c in rec[4]), rec[5],
+                                             rec[6])
+                elif tag == CBS:  # a log written before PROG (a report killed then, finished by this version)
                     defs.cbs[rec[1]] = tuple(CircularBuffer(*c) for c in rec[2])
                 elif tag == DEVICE_PERF:
                     self.perf.add_device(rec[1], rec[2])
@@ -529,6 +531,8 @@ class LogTail:
                     defs.objects[rec[1]] = _Text(rec[2])
             elif tag == FLUSH:
                 out.append((FLUSH, _Waiter(self.on_flush, rec[1])))
+            elif tag == PROGRAM and len(rec) == 6:
+                out.append((PROGRAM, rec[1], Program(*defs.programs[rec[2]], rec[3], rec[4], rec[5])))
             elif tag == PROGRAM:
                 name, factory, cbs, ranges, cb_bytes, program_id, device_id, cb_base = rec[2]
                 out.append((PROGRAM, rec[1], Program(name, factory, defs.cbs[cbs], ranges, cb_bytes, program_id,
@@ -539,6 +543,7 @@ class LogTail:
                 out.append(rec)
 
     def _op(self, r) -> tuple:
+        r = list(r)
         if r[8] is not None:
             r[8] = self.defs.stacks[r[8]]
         args, kwargs, error = r[9], r[10], r[18]
@@ -555,7 +560,7 @@ class LogTail:
     def _unwire(self, v):
         t = type(v)
         if t is bytes:
-            if v[0] == 0x74:  # b"t"
+            if v[0] == 0x74:  # b"t<id>"
                 return TensorArg(int(v[1:]))
             return self.defs.objects[int(v[1:])]
         if t is list or t is tuple:

@@ -10,8 +10,14 @@ The recorder sits in device_sim's single, process-wide hook slot (not in a conte
 as STYLE.md suggests), because a capture must record the ops of every thread.
 
 Queue records are tuples tagged by their first item; writer.py unpacks them:
-    (OP, name, op_id, start_ns, end_ns, parent, depth, thread, frames, args, kwargs,
+    (OP, name, op_id, start_ns, end_ns, parent, depth, thread, stack, args, kwargs,
      input_ids, output_ids, specs, files, end_seq, l1_bytes, dram_bytes, error)
+With an op log (oplog.LogQueue) they are made as the log writes them, so that appending one is a
+marshal and a copy: a stack is the number the log defined it under (the thread writer's queue holds
+the interned tuple of code ids and lines), a tensor argument is b"t<id>" (TensorArg for the thread
+writer), any other object the log's b"o<n>", files are (tensor_id, path) pairs; what a record
+names by id (a stack's code objects, a MemoryConfig, a device's perf config) the queue defines when
+the recorder first sees it (define_stack, define_config, define_device), before the record.
     (ALLOC, buffer_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout, size, seq, op_id
      [, Buffer when buffer pages are recorded])   (FREE, buffer_id, seq)   (DEVICE, facts)   (ROW, table, dict)
     (TENSOR, tensor_id, torch.Size, dtype text, producer, file)   a host tensor the capture made (goldens)
@@ -42,7 +48,7 @@ import ttreport
 from device_sim import perf_model
 from device_sim.device import Device
 from device_sim.distributed import MeshTensor
-from device_sim.tensor import Tensor
+from device_sim.tensor import DEFAULT_TILE, Tensor
 from device_sim.types import BufferType, Layout
 from ttreport import schema
 from ttreport.errors import ReportIncompleteWarning
@@ -61,6 +67,8 @@ PROGRAM = 10  # a device program an op launched (device_sim.device_work): the wr
 # writer's INSERT OR IGNORE keeps its first row. The cost: one extra spec per such tensor per
 # MAX_SEEN // 2 new tensors; memory stays under ~7 MB.
 MAX_SEEN = 1 << 16
+MAX_STACKS = 200_000  # distinct stacks remembered (a log defines one seen again after that once more)
+_PRIMITIVE = frozenset({int, float, bool, str, type(None)})  # argument types recorded as they are
 _DEFAULT_TILE_SHAPE = [32, 32]  # a spec names any other tile (_layout_key)
 _MESH = object()  # Recorder._devices' value for a mesh: it is recorded as its chips
 
@@ -100,10 +108,31 @@ class RecordQueue:
     queue.Queue; `wake` tells the writer a full batch (or a stop) is waiting.
     """
 
+    in_memory = True
+
     def __init__(self, flush_ops: int):
         self.items = collections.deque()
         self.wake = threading.Event()
         self.flush_ops = flush_ops
+        self.event = self.items.append  # a buffer event (ALLOC, FREE): the writer is woken by the next op's
+
+    def program(self, op_id, program) -> None:
+        self.items.append((PROGRAM, op_id, program))
+
+    # What an op log defines once (oplog.LogQueue) the thread writer reads from the recorder itself.
+    @staticmethod
+    def define_stack(frames: tuple):
+        return frames  # the interned tuple is the record's stack
+
+    @staticmethod
+    def wire(value):
+        return value  # formatted by the writer
+
+    def define_config(self, config_id: int, config) -> None:
+        pass
+
+    def define_device(self, device) -> None:
+        pass
 
     def put(self, record) -> None:
         self.items.append(record)
@@ -120,10 +149,8 @@ class RecordQueue:
 
 
 class TensorArg(int):
-    """A tensor argument as queued: its id only, so the Tensor (and its buffer) can be freed.
-
-    An int subclass without slots: cheap to make, and invisible to the garbage collector.
-    """
+    """A tensor argument as the thread writer's queue holds it: its id only, so the Tensor (and its buffer) can
+    be freed. (An op log holds b"t<id>", which marshal writes as it is.)"""
 
     __slots__ = ()
 
@@ -160,6 +187,9 @@ class Recorder:
         self._allocators: list[tuple] = []  # (L1, DRAM) BankAllocator of each device
         self._code_is_lib: dict[int, tuple] = {}  # id(code) -> (code, is_library); holding code keeps ids unique
         self._configs: dict[int, object] = {}  # id(MemoryConfig) -> it: records carry the id, held here
+        self._stacks: dict[tuple, object] = {}  # stack (code ids and lines) -> what records carry for it
+        self._wire = queue.wire
+        self._to_log = not queue.in_memory  # an op log (oplog.LogQueue): records as it writes them
         self._stack_traces = config.stack_traces
         self._stack_depth = config.stack_depth
         self._store_inputs = config.tensors == "all"
@@ -167,6 +197,8 @@ class Recorder:
         self._suffix = ".pt" if config.detach_saved_tensors else ".bin"
         self._queue_max = config.queue_max
         self._flush_ops = config.flush_ops
+        if not queue.in_memory:  # an op log (oplog.LogQueue): records go straight to it, nothing waits in memory
+            self._put = queue.items.append
         self._on_buffer = self._buffer_listener()
         # (handler, signum) of a signal that arrived inside a finalizer (see capture._on_signal):
         # delivered at the next op's start, where its exception reaches the model.
@@ -190,22 +222,29 @@ class Recorder:
         op_id = next(self._op_ids)
         parent = stack[-1] if stack else None
         stack.append(op_id)
-        frames = self._user_frames() if self._stack_traces else None
+        if self._stack_traces:  # interned: the same stack is the same number (tuple) every time
+            frames = self._user_frames()
+            stack_ref = self._stacks.get(frames)
+            if stack_ref is None:
+                stack_ref = self._define_stack(frames)
+        else:
+            stack_ref = None
         inputs: list[int] = []
         specs: list[tuple] = []
         files: list[tuple] = []
         seen = self._seen
+        strip = self._strip
+        to_log = self._to_log
         args_q = []
         for a in args:
             if type(a) is Tensor:  # the common case, inlined: a tensor the capture has seen already
                 tid = a.tensor_id
                 if tid in seen:
                     inputs.append(tid)
-                    args_q.append(TensorArg(tid))
+                    args_q.append(b"t%d" % tid if to_log else TensorArg(tid))
                     continue
-            args_q.append(self._strip(a, inputs, specs))
+            args_q.append(a if type(a) in _PRIMITIVE else strip(a, inputs, specs))
         args_q = tuple(args_q)
-        strip = self._strip
         kwargs_q = {k: strip(v, inputs, specs) for k, v in kwargs.items()} if kwargs else None
         if self._store_inputs:
             for a in itertools.chain(args, kwargs.values()):
@@ -214,7 +253,7 @@ class Recorder:
                         self._plan_storage(t, files)
         # Snapshotted before the op runs: an in-place op (attention_softmax_, the KV-cache ops) changes its input.
         golden_args = self.golden.before_op(args, kwargs) if self.golden is not None else None
-        return (op, op_id, start, parent, len(stack) - 1, local.thread, frames, args_q, kwargs_q, inputs, specs,
+        return (op, op_id, start, parent, len(stack) - 1, local.thread, stack_ref, args_q, kwargs_q, inputs, specs,
                 files, golden_args, args, kwargs)
 
     def operation_id(self, token) -> int:
@@ -226,21 +265,19 @@ class Recorder:
         (op, op_id, start, parent, depth, thread, frames, args_q, kwargs_q, inputs, specs, files, golden_args, args,
          kwargs) = token
         self._local.stack.pop()
-        outputs: list[int] = []
         writes: list[tuple] = []  # values this op wrote into already-stored tensors: files for storage only
-        if output is not None:
-            for t in ((output,) if type(output) is Tensor else output if isinstance(output, (list, tuple))
-                      else (output,)):
-                if isinstance(t, Tensor):
-                    self._see(t, op_id, outputs, specs)
-                    if self._store_outputs:
-                        self._plan_storage(t, files, op_id, writes)
-                elif type(t) in (list, tuple):  # one level down too: conv2d returns (out, (h, w), (weights, bias))
-                    for u in t:
-                        if isinstance(u, Tensor):
-                            self._see(u, op_id, outputs, specs)
-                            if self._store_outputs:
-                                self._plan_storage(u, files, op_id, writes)
+        if type(output) is Tensor:  # the common case: one new tensor
+            tid = output.tensor_id
+            outputs = (tid,)
+            if tid not in self._seen:
+                self._see(output, op_id, [], specs)
+            if self._store_outputs:
+                self._plan_storage(output, files, op_id, writes)
+        else:
+            outputs = []
+            if output is not None:
+                self._see_outputs(output, op_id, outputs, specs, files, writes)
+            outputs = tuple(outputs)
         l1 = dram = 0
         for l1_banks, dram_banks in self._allocators:  # DeviceMemory.bytes_used, without two calls per device
             l1 += l1_banks.bytes_per_bank_used * l1_banks.num_banks
@@ -250,9 +287,10 @@ class Recorder:
             error = _error(exc)
             self._last_op_exception = id(exc)
         # Tuples of ints and strings: the collector untracks them, and the queue costs it nothing to walk.
-        self._put((OP, op.name, op_id, start - self.t0_ns, end - self.t0_ns, parent, depth, thread, frames, args_q,
-                   kwargs_q, tuple(inputs), tuple(outputs), tuple(specs), files or None, next(self._seq), l1, dram,
-                   error))
+        t0 = self.t0_ns
+        self._put((OP, op.name, op_id, start - t0, end - t0, parent, depth, thread, frames, args_q, kwargs_q,
+                   tuple(inputs), outputs, tuple(specs), files and tuple([(f[0], f[1]) for f in files]) or None,
+                   next(self._seq), l1, dram, error))
         if files:
             self.storage.put_many(files)
         if writes:
@@ -264,11 +302,24 @@ class Recorder:
                 self._put((ROW, "device_perf", {"operation_id": op_id, "compute_ns": est.compute_ns,
                                                 "bandwidth_ns": est.bandwidth_ns, "ideal_ns": est.ideal_ns,
                                                 "bound": est.bound, "math_fidelity": est.math_fidelity}))
-        if golden_args is not None and exc is None:
-            # The seam for ttreport.capture.golden: it runs the op's golden function and records the comparison
-            # with emit() and store_tensor(). It must read tensors through `.value`, never call device_sim
-            # ops (those would be recorded as the model's ops).
-            self.golden.after_op(op, golden_args[0], golden_args[1], output, op_id)
+            if golden_args is not None:
+                # The seam for ttreport.capture.golden: it runs the op's golden function and records the
+                # comparison with emit() and store_tensor(). It must read tensors through `.value`, never call
+                # device_sim ops (those would be recorded as the model's ops).
+                self.golden.after_op(op, golden_args[0], golden_args[1], output, op_id)
+
+    def _see_outputs(self, output, op_id, outputs, specs, files, writes) -> None:
+        for t in output if isinstance(output, (list, tuple)) else (output,):
+            if isinstance(t, Tensor):
+                self._see(t, op_id, outputs, specs)
+                if self._store_outputs:
+                    self._plan_storage(t, files, op_id, writes)
+            elif type(t) in (list, tuple):  # one level down too: conv2d returns (out, (h, w), (weights, bias))
+                for u in t:
+                    if isinstance(u, Tensor):
+                        self._see(u, op_id, outputs, specs)
+                        if self._store_outputs:
+                            self._plan_storage(u, files, op_id, writes)
 
     def _deliver_signal(self) -> None:
         handler, signum = self.deferred_signal
@@ -277,14 +328,20 @@ class Recorder:
 
     # -- what the hot path snapshots ------------------------------------------------------
     def _strip(self, x, inputs, specs):
+        """An argument as recorded: a tensor as b"t<id>" for a log, a TensorArg for the thread writer (its spec
+        noted); a list or tuple item by item; an int, float, bool, str or None as it is; anything else as the
+        queue wires it (a log: b"o<n>", its text defined once)."""
+        t = type(x)
+        if t in _PRIMITIVE:
+            return x
         if isinstance(x, Tensor):
             self._see(x, None, inputs, specs)
-            return TensorArg(x.tensor_id)
-        if type(x) in (list, tuple) and any(isinstance(e, Tensor) for e in x):
-            return type(x)(self._strip(e, inputs, specs) for e in x)
+            return b"t%d" % x.tensor_id if self._to_log else TensorArg(x.tensor_id)
+        if t is list or t is tuple:
+            return t([self._strip(e, inputs, specs) for e in x])
         if isinstance(x, Device) and x not in self._devices:
             self.add_device(x, before_capture=False)
-        return x
+        return self._wire(x)
 
     def _see(self, t: Tensor, producer, ids: list, specs: list) -> None:
         tid = t.tensor_id
@@ -302,17 +359,19 @@ class Recorder:
         cfg = t.memory_config()
         if cfg is not None and id(cfg) not in self._configs:
             self._configs[id(cfg)] = cfg
+            self.queue.define_config(id(cfg), cfg)
         buf = t.buffer
-        if type(t) is MeshTensor:
+        layout = int(t.layout) if t.tile is DEFAULT_TILE else _layout_key(t)
+        if buf is not None and type(t) is Tensor:
+            specs.append((tid, shape, int(t.dtype), layout, id(cfg), t.memory_config_source, device.device_id,
+                          buf.address, int(buf.buffer_type), buf.page_size * buf.num_pages, producer))
+        elif type(t) is MeshTensor:
             self._see_mesh_tensor(t, tid, shape, cfg, producer, specs)
-        elif buf is None:
-            specs.append((tid, shape, int(t.dtype), _layout_key(t), None if cfg is None else id(cfg),
-                          t.memory_config_source, None if device is None else device.device_id, None, None, None,
-                          producer))
         else:
-            specs.append((tid, shape, int(t.dtype), _layout_key(t), id(cfg), t.memory_config_source,
-                          device.device_id, buf.address, int(buf.buffer_type), buf.page_size * buf.num_pages,
-                          producer))
+            specs.append((tid, shape, int(t.dtype), layout, None if cfg is None else id(cfg),
+                          t.memory_config_source, None if device is None else device.device_id,
+                          None if buf is None else buf.address, None if buf is None else int(buf.buffer_type),
+                          None if buf is None else buf.page_size * buf.num_pages, producer))
 
     def _see_mesh_tensor(self, t, tid, shape, cfg, producer, specs) -> None:
         # As TT-NN's report: the logical tensor's row has no device or address (each chip's shard has
@@ -347,6 +406,12 @@ class Recorder:
                     break
             f = f.f_back
         return tuple(out)
+
+    def _define_stack(self, frames: tuple):
+        if len(self._stacks) >= MAX_STACKS:
+            self._stacks.clear()  # a log defines the stacks seen again once more, under new numbers
+        ref = self._stacks[frames] = self.queue.define_stack(frames)
+        return ref
 
     def code(self, code_id: int):
         """The code object behind an id in a queued stack (for the writer)."""
@@ -387,6 +452,7 @@ class Recorder:
         self._devices[device] = memory.listener
         self._allocators.append((memory.allocators[BufferType.L1], memory.allocators[BufferType.DRAM]))
         self.queue.put((DEVICE, device.facts()))
+        self.queue.define_device(device)
         if not self.config.buffers:
             return
         memory.listener = self._on_buffer
@@ -401,7 +467,8 @@ class Recorder:
     def _buffer_listener(self):
         # A closure over locals: this runs twice per op in a typical model, so every lookup counts.
         # It never waits for the writer: a free can run on any thread, the writer's included (GC).
-        local, append, seq, pages = self._local, self._items.append, self._seq, self.config.buffer_pages
+        local, seq, pages = self._local, self._seq, self.config.buffer_pages
+        append, program, put = self.queue.event, self.queue.program, self.queue.put
         graphs = self.config.device_graphs
 
         def on_buffer(event: str, buf) -> None:
@@ -411,9 +478,14 @@ class Recorder:
             stack = getattr(local, "stack", None)
             if event == "program":  # buf is a device_work.Program
                 if graphs:
-                    append((PROGRAM, stack[-1] if stack else None, buf))
+                    program(stack[-1] if stack else None, buf)
                 return
-            append(_alloc(buf, next(seq), stack[-1] if stack else None, pages))
+            if pages:  # the Buffer itself goes with it: the queue makes it what its writer reads
+                put(_alloc(buf, next(seq), stack[-1] if stack else None, True))
+            else:
+                append((ALLOC, buf.buffer_id, buf.device_id, buf.address, buf.max_size_per_bank,
+                        int(buf.buffer_type), int(buf.buffer_layout), buf.page_size * buf.num_pages, next(seq),
+                        stack[-1] if stack else None))
 
         return on_buffer
 
