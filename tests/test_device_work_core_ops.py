@@ -17,7 +17,7 @@ def test_slice_permute_and_transpose_launch_their_device_operations(device, tmp_
         ttnn.slice(x, [0, 0, 3, 0], [1, 12, 64, 64])  # not tile-aligned: through ROW_MAJOR and back
         ttnn.permute(x, (0, 2, 1, 3))  # an HC transpose in TT-NN
         ttnn.permute(x, (0, 1, 3, 2))  # a WH transpose
-        ttnn.permute(x, (3, 2, 1, 0))  # PermuteDeviceOperation: not modelled
+        ttnn.permute(x, (3, 2, 1, 0))  # PermuteDeviceOperation (its tiled generic factory)
         ttnn.transpose(x, 1, 2)
     with ttreport.open(handle.path) as r:
         rows = r.sql("SELECT o.name, g.captured_graph FROM operations o LEFT JOIN captured_graph g "
@@ -28,4 +28,4 @@ def test_slice_permute_and_transpose_launch_their_device_operations(device, tmp_
                      ("ttnn.slice", ["UntilizeDeviceOperation", "SliceDeviceOperation",
                                      "TilizeWithValPaddingDeviceOperation"]),
                      ("ttnn.permute", ["TransposeDeviceOperation"]), ("ttnn.permute", ["TransposeDeviceOperation"]),
-                     ("ttnn.permute", []), ("ttnn.transpose", ["TransposeDeviceOperation"])]
+                     ("ttnn.permute", ["PermuteDeviceOperation"]), ("ttnn.transpose", ["TransposeDeviceOperation"])]

@@ -150,3 +150,49 @@ def test_stack_along_an_outer_dim_is_one_concat(device):
     [p] = launched(device, lambda: ttnn.stack([a, b], 1))
     # the output [2, 2, 32, 64] has 8 tiles: the concat factory's two-page CB over 8 cores
     assert (p.name, cbs(p), p.ranges) == ("ConcatDeviceOperation", [(0, 2, BF16)], ((0, 0, 0, 7),))
+
+
+# -- permute and the CN transpose ------------------------------------------------------------------
+
+@pytest.mark.parametrize("dims, factory, expected", [
+    # N and C swap, H and W swap: the tiled dims stay tiled; the swap adds the transposed copy c_16
+    ((1, 0, 3, 2), "MultiCoreTileInvariant", [(0, 2, BF16), (16, 2, BF16)]),
+    # W stays last, H moves: the new H (C = 3) is no whole tile, so one face row of padding (16 bfloat16 values)
+    ((0, 2, 1, 3), None, None),  # an HC transpose, checked below
+    ((2, 0, 1, 3), "MultiCoreTileRowInvariant", [(0, 2, BF16), (1, 1, 32)]),
+    # both tiled dims move: three two-tile buffers, and the padding row as the new H (2) is no whole tile
+    ((3, 2, 1, 0), "MultiCoreTiledGeneric", [(0, 2, BF16), (1, 2, BF16), (2, 2, BF16), (3, 1, 32)]),
+])
+def test_permute_picks_the_factory_by_which_tiled_dims_move(device, dims, factory, expected):
+    x = tt(device, (2, 3, 64, 64))
+    programs = launched(device, lambda: ttnn.permute(x, dims))
+    if factory is None:
+        assert [(p.name, p.factory) for p in programs] == [
+            ("TransposeDeviceOperation", "TransposeHCTiledInterleavedProgramFactory")]
+        return
+    [p] = programs
+    assert (p.name, p.factory, cbs(p)) == ("PermuteDeviceOperation", factory, expected)
+
+
+def test_a_cn_transpose_streams_pages_through_one_two_page_buffer(device):
+    x = tt(device, (2, 3, 64, 64))  # 24 tiles: 24 cores, three columns of the 8x8 grid
+    for call in (lambda: ttnn.transpose(x, 0, 1), lambda: ttnn.permute(x, (1, 0, 2, 3))):
+        [p] = launched(device, call)
+        assert (p.name, p.factory, cbs(p), p.ranges) == (
+            "TransposeDeviceOperation", "TransposeCNProgramFactory", [(0, 2, BF16)], ((0, 0, 2, 7),))
+
+
+def test_a_bfloat8_b_permute_runs_in_bfloat16_between_two_typecasts(device):
+    x = tt(device, (2, 3, 64, 64), ttnn.bfloat8_b)
+    programs = launched(device, lambda: ttnn.permute(x, (2, 0, 1, 3)))
+    assert [p.name for p in programs] == ["TypecastDeviceOperation", "PermuteDeviceOperation",
+                                          "TypecastDeviceOperation"]
+    assert cbs(programs[1])[0] == (0, 2, BF16)  # the permute reads the bfloat16 copy
+    assert [p.name for p in launched(device, lambda: ttnn.permute(x, (1, 0, 2, 3)))] == ["TransposeDeviceOperation"]
+
+
+def test_a_permute_that_moves_only_unit_dims_runs_nothing(device):
+    x = tt(device, (1, 1, 64, 64))
+    assert launched(device, lambda: ttnn.permute(x, (1, 0, 2, 3))) == []  # the shape stays: a no-op in TT-NN
+    y = tt(device, (1, 3, 64, 64))  # [3, 1, 64, 64] is another shape: the CN transpose runs
+    assert [p.factory for p in launched(device, lambda: ttnn.permute(y, (1, 0, 2, 3)))] == ["TransposeCNProgramFactory"]

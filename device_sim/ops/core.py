@@ -285,8 +285,8 @@ def permute(input_tensor: Tensor, dims, *, memory_config: MemoryConfig | None = 
     ins = device_inputs("ttnn.permute", input_tensor)
     out = output(v.permute(dims).contiguous(), input_tensor, ins, op_name="ttnn.permute",
                  memory_config=memory_config)
-    if input_tensor._device is not None:  # the WH / HC transposes permute.cpp composes (device_sim.programs)
-        device_work.launch_after(out, True, input_tensor, programs.permute_program(input_tensor, out, dims))
+    if input_tensor._device is not None:  # permute.cpp's transposes or PermuteDeviceOperation (programs.shape)
+        device_work.launch_after(out, True, input_tensor, shape_programs.permute_programs(input_tensor, out, dims))
     return out
 
 
@@ -313,8 +313,13 @@ def transpose(input_tensor: Tensor, dim1: int, dim2: int, *, memory_config: Memo
         swapped = {dim1 % v.dim(), dim2 % v.dim()}
         if swapped == {v.dim() - 2, v.dim() - 1}:  # WH, the case models transpose most
             device_work.launch_after(out, True, input_tensor, programs.transpose_wh_program(input_tensor, out.dtype))
-        elif v.dim() == 4 and swapped == {1, 2} and not out.is_sharded():  # HC; CN runs a factory not modelled
+        elif v.dim() == 4 and swapped == {1, 2} and not out.is_sharded():  # HC
             device_work.launch_after(out, True, input_tensor, programs.transpose_hc_program(input_tensor, out))
+        elif v.dim() == 4 and swapped == {0, 1} and not out.is_sharded():  # CN
+            device_work.launch_after(out, True, input_tensor, shape_programs.transpose_cn_program(input_tensor))
+        elif v.dim() == 3 and swapped == {0, 1} and not out.is_sharded():  # HC of the 4-D view
+            device_work.launch_after(out, True, input_tensor, shape_programs.transpose_hc_shape_program(
+                input_tensor._device, [1, *v.shape], input_tensor.dtype))
     return out
 
 

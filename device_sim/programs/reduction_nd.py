@@ -22,40 +22,22 @@ Example:
 
 from __future__ import annotations
 
-from device_sim import dtypes
 from device_sim.device_work import (
     TILE,
-    TILE_BYTES,
-    CircularBuffer,
     Program,
     cached,
     grid_of,
-    make_program,
     shape_of,
-    split_work,
 )
 from device_sim.programs import reduction
-from device_sim.types import DataType, Layout
+from device_sim.programs.shape import transpose_hc_shape_program
+from device_sim.types import DataType
 
 
 def _padded4(shape: list) -> tuple:
     """The 4-D padded shape TT-NN's kernels see (unsqueezed to rank 4, the last two dims in whole tiles)."""
     s = [1] * (4 - len(shape)) + list(shape)
     return (*s[:2], -(-s[2] // TILE) * TILE, -(-s[3] // TILE) * TILE)
-
-
-def _transpose_hc(dev, shape4: list, dtype: DataType) -> Program:
-    """transpose_hc_tiled_interleaved_program_factory.cpp on a 4-D logical shape (the same CBs and cores as
-    data_movement.transpose_hc_program builds from tensors)."""
-    out4 = [shape4[0], shape4[2], shape4[1], shape4[3]]
-    in_p, out_p = _padded4(shape4), _padded4(out4)
-    cbs = [CircularBuffer((0,), 2, TILE_BYTES[dtype])]
-    if shape4[1] % TILE:
-        cbs.append(CircularBuffer((1,), 1, 16 * 16 * dtypes.ELEMENT_SIZE.get(dtype, 2)))
-    tiles = dtypes.num_pages(Layout.TILE, in_p)
-    padded_rows = dtypes.num_pages(Layout.TILE, out_p) // (out_p[2] // TILE)
-    return make_program("TransposeDeviceOperation", "TransposeHCTiledInterleavedProgramFactory", cbs,
-                        split_work(max(tiles, padded_rows), *grid_of(dev)))
 
 
 def reduce_nd_programs(x, out_dtype: DataType, dims: tuple[int, ...]) -> tuple[Program, ...]:
@@ -75,11 +57,11 @@ def reduce_nd_programs(x, out_dtype: DataType, dims: tuple[int, ...]) -> tuple[P
         for d in sorted(dims, reverse=True):
             d4 = d + 4 - rank
             if d4 == 1:  # an outer dim: to H, reduce H, back
-                programs.append(_transpose_hc(dev, s, dtype))
+                programs.append(transpose_hc_shape_program(dev, s, dtype))
                 s[1], s[2] = s[2], s[1]
                 programs += reduction._build(dev, _padded4(s), dtype, out_dtype, (2,))
                 s[2] = 1
-                programs.append(_transpose_hc(dev, s, out_dtype))
+                programs.append(transpose_hc_shape_program(dev, s, out_dtype))
                 s[1], s[2] = s[2], s[1]
             else:
                 programs += reduction._build(dev, _padded4(s), dtype, out_dtype, (d4,))

@@ -29,7 +29,7 @@ from device_sim.device_work import (
     shape_of,
     split_work,
 )
-from device_sim.types import Layout
+from device_sim.types import DataType, Layout
 
 _L1_ALIGNMENT, _DRAM_ALIGNMENT = 16, 32
 
@@ -211,3 +211,139 @@ def slice_programs(x, out, index) -> tuple[Program, ...] | None:
     tilize = data_movement.tilize_program(x, out.dtype, out=out, name="TilizeWithValPaddingDeviceOperation"
                                           if padded_out else "TilizeDeviceOperation")
     return untilize, rm, tilize
+
+
+def transpose_cn_program(x) -> Program | None:
+    """TransposeDeviceOperation's CN factory (transpose/device/transpose_cn_program_factory.cpp; ttnn.transpose of
+    dims 0 and 1, and permute (1, 0, 2, 3)): one two-page buffer of the input's pages (tiles, or rows of a
+    ROW_MAJOR tensor), over the cores split_work_to_cores gives the pages. Interleaved only."""
+    if x._device is None or x.is_sharded():
+        return None
+    dev = x._device
+    key = ("TransposeDeviceOperation", "cn", shape_of(x), x.dtype, grid_of(dev))
+
+    def build():
+        shape = tuple(x.padded_shape)
+        tile = x.layout == Layout.TILE
+        page = TILE_BYTES[x.dtype] if tile else shape[-1] * dtypes.ELEMENT_SIZE[x.dtype]
+        return make_program("TransposeDeviceOperation", "TransposeCNProgramFactory", (CircularBuffer((0,), 2, page),),
+                            split_work(dtypes.num_pages(x.layout, shape), *grid_of(dev)))
+
+    return cached(key, build)
+
+
+def permute_device_program(x, out, order: tuple) -> Program | None:
+    """PermuteDeviceOperation for an interleaved TILE tensor of rank 4 (`order`: the 4-D permutation), as
+    permute_device_operation.cpp picks its factory (permute_tiled_program_factory.cpp): the tiled dims kept or
+    swapped, MultiCoreTileInvariant (c_0 two tiles, c_16 two more when H and W swap, over the output's tiles);
+    one of them kept as the last dim, MultiCoreTileRowInvariant (c_0 two tiles, a face-row padding buffer c_1
+    when the new H is not whole tiles, c_16 when the old H becomes W, over the larger of split_work_to_cores'
+    splits of the input tiles and of the output's last tile rows); both moved, MultiCoreTiledGeneric (c_0, c_1,
+    c_2 two tiles each, widened by the read misalignment, and c_3 one padding face row when the new H is not
+    whole tiles, over the larger split of the XW blocks and the last tile rows). None for ROW_MAJOR (not modelled).
+    """
+    if x._device is None or x.is_sharded() or out.is_sharded() or x.layout != Layout.TILE or len(order) != 4:
+        return None
+    dev = x._device
+    key = ("PermuteDeviceOperation", shape_of(x), x.dtype, order, x.memory_config().buffer_type, grid_of(dev))
+
+    def build():
+        shape = [1] * (4 - x._value.dim()) + list(x._value.shape)
+        out_shape = [shape[d] for d in order]
+        tile, size = TILE_BYTES[x.dtype], dtypes.ELEMENT_SIZE.get(x.dtype, 2)
+        gx, gy = grid_of(dev)
+        out_p = (*out_shape[:2], _align(out_shape[2], 32), _align(out_shape[3], 32))
+        out_tiles = dtypes.num_pages(Layout.TILE, out_p)
+        last_rows = out_tiles // (out_p[2] // 32)  # the output's last row of tiles along H, which holds padding
+        if order[2:] in ((2, 3), (3, 2)):
+            cbs = [CircularBuffer((0,), 2, tile)] + ([CircularBuffer((16,), 2, tile)] if order[2:] == (3, 2) else [])
+            return make_program("PermuteDeviceOperation", "MultiCoreTileInvariant", cbs, split_work(out_tiles, gx, gy))
+        in_p = (*shape[:2], _align(shape[2], 32), _align(shape[3], 32))
+        if order[3] in (2, 3):
+            swap = order[3] == 2
+            new_h = shape[order[2]]  # the output's H, padded to whole tiles where it is not
+            cbs = [CircularBuffer((0,), 2, tile)]
+            if new_h % 32:
+                cbs.append(CircularBuffer((1,), 1, 16 * size))
+            if swap:
+                cbs.append(CircularBuffer((16,), 2, tile))
+            if swap:  # the factory swaps the output's H and W (and the dims) before counting its last tile rows
+                last_rows = out_tiles // (out_p[3] // 32)
+            units = max(dtypes.num_pages(Layout.TILE, in_p), last_rows)
+            return make_program("PermuteDeviceOperation", "MultiCoreTileRowInvariant", cbs, split_work(units, gx, gy))
+        src_align = _DRAM_ALIGNMENT if x.memory_config().buffer_type.name == "DRAM" else _L1_ALIGNMENT
+        page = tile + max(src_align - 16 * size, 0)
+        xw = _align(shape[order[3]], 32) * _align(shape[3], 32)
+        for i in range(3):
+            if i != order[3]:
+                xw *= shape[i]
+        cbs = [CircularBuffer((i,), 2, page) for i in range(3)]
+        if out_shape[2] % 32:
+            cbs.append(CircularBuffer((3,), 1, 16 * size))
+        return make_program("PermuteDeviceOperation", "MultiCoreTiledGeneric", cbs,
+                            split_work(max(xw // (32 * 32), last_rows), gx, gy))
+
+    return cached(key, build)
+
+
+def transpose_hc_shape_program(dev, shape4: list, dtype) -> Program:
+    """transpose_hc_tiled_interleaved_program_factory.cpp on a 4-D logical shape (the CBs and cores
+    data_movement.transpose_hc_program builds from tensors), for the transposes TT-NN composes inside other ops
+    and for tensors of rank < 4 (unsqueezed to 4-D)."""
+    key = ("TransposeDeviceOperation", "hc", tuple(shape4), dtype, grid_of(dev))
+    return cached(key, lambda: _transpose_hc(dev, shape4, dtype))
+
+
+def _transpose_hc(dev, shape4: list, dtype) -> Program:
+    out4 = [shape4[0], shape4[2], shape4[1], shape4[3]]
+    in_p = (*shape4[:2], _align(shape4[2], 32), _align(shape4[3], 32))
+    out_p = (*out4[:2], _align(out4[2], 32), _align(out4[3], 32))
+    cbs = [CircularBuffer((0,), 2, TILE_BYTES[dtype])]
+    if shape4[1] % 32:
+        cbs.append(CircularBuffer((1,), 1, 16 * 16 * dtypes.ELEMENT_SIZE.get(dtype, 2)))
+    tiles = dtypes.num_pages(Layout.TILE, in_p)
+    padded_rows = dtypes.num_pages(Layout.TILE, out_p) // (out_p[2] // 32)
+    return make_program("TransposeDeviceOperation", "TransposeHCTiledInterleavedProgramFactory", cbs,
+                        split_work(max(tiles, padded_rows), *grid_of(dev)))
+
+
+def permute_programs(x, out, dims) -> tuple[Program, ...] | None:
+    """The programs TT-NN's permute (permute.cpp) runs for an interleaved TILE tensor of rank <= 4, on its 4-D
+    view: none for a permutation that keeps the shape and moves only dims of one element (a no-op there), a
+    WH transpose for (0, 1, 3, 2), HC for (0, 2, 1, 3), CN for (1, 0, 2, 3), else PermuteDeviceOperation; a
+    bfloat8_b input other than WH, CN or CN+WH is typecast to bfloat16 and back around it. None where not
+    modelled (ROW_MAJOR, sharded, rank > 4)."""
+    from device_sim.programs import data_movement  # the transposes: data_movement imports nothing of this
+
+    rank = len(dims)
+    if x._device is None or rank > 4 or x.layout != Layout.TILE or x.is_sharded() or out.is_sharded():
+        return None
+    order = tuple(range(4 - rank)) + tuple(int(d) % rank + 4 - rank for d in dims)
+    shape4 = [1] * (4 - rank) + list(x._value.shape)
+    if order[2:] == (2, 3) and [shape4[d] for d in order] == shape4 and all(
+            d == i or shape4[i] == 1 for i, d in enumerate(order)):
+        return ()  # permute.cpp's is_permute_nop: the shape stays and only dims of one element move
+    if order == (0, 1, 3, 2):
+        return (data_movement.transpose_wh_program(x, out.dtype),)
+    bf8 = x.dtype == DataType.BFLOAT8_B and order not in ((1, 0, 2, 3), (1, 0, 3, 2))
+    if order == (0, 2, 1, 3):
+        core = transpose_hc_shape_program(x._device, shape4, DataType.BFLOAT16 if bf8 else x.dtype)
+    elif order == (1, 0, 2, 3):
+        core = transpose_cn_program(x)
+    else:
+        core = permute_device_program(x, out, order)
+        if core is not None and bf8:  # its factory then reads the bfloat16 copy
+            core = cached(("PermuteDeviceOperation", "bf16", core), lambda: make_program(
+                core.name, core.factory, tuple(CircularBuffer(cb.indices, cb.num_pages, TILE_BYTES[DataType.BFLOAT16]
+                                                              if cb.page_size == TILE_BYTES[x.dtype] else cb.page_size)
+                                               for cb in core.cbs), core.ranges))
+    if core is None:
+        return None
+    if not bf8:
+        return (core,)
+    to_bf16 = data_movement.typecast_program(x, DataType.BFLOAT16)
+    back = cached(("TypecastDeviceOperation", "permute", shape_of(out), grid_of(x._device)),
+                  lambda: data_movement._streaming("TypecastDeviceOperation", "TypecastProgramFactory", x._device,
+                                                   tuple(out.padded_shape), DataType.BFLOAT16, out.dtype, Layout.TILE,
+                                                   out_index=2, always_out=True))
+    return to_bf16, core, back
