@@ -36,7 +36,7 @@ NOT_MODELLED_YET = {
     "ttnn.max_pool2d", "ttnn.avg_pool2d", "ttnn.adaptive_avg_pool2d", "ttnn.conv1d",
     "ttnn.conv_transpose2d", "ttnn.fold", "ttnn.prepare_conv_weights", "ttnn.prepare_conv_bias",
     "ttnn.experimental.rotary_embedding_llama_fused_qk",
-    "ttnn.experimental.nlp_concat_heads_decode", "ttnn.experimental.nlp_create_qkv_heads_decode",
+    "ttnn.experimental.nlp_concat_heads_decode",
     "ttnn.transformer.scaled_dot_product_attention_decode",
     "ttnn.transformer.paged_scaled_dot_product_attention_decode",
     "ttnn.transformer.chunked_scaled_dot_product_attention", "ttnn.transformer.windowed_scaled_dot_product_attention",

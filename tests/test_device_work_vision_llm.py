@@ -126,6 +126,29 @@ def test_a_fused_qk_rotary_embedding_holds_q_and_k_shards_and_three_intermediate
     assert (launched.name, launched.ranges) == ("RotaryEmbeddingLlamaFusedQKDeviceOperation", ((0, 0, 3, 0),))
 
 
+def test_the_decode_head_shuffles_write_straight_into_their_output_shards(device):
+    # create: fused QKV [1, 1, 8 users, (4 + 2 x 4) x 32]: q, k, v one user a core on the first 8 cores of the grid,
+    # each shard [4 heads padded to 32, 32] = 1 tile; c_16 / c_17 / c_18 are those shards (globally allocated)
+    fused = tt(device, (1, 1, 8, 12 * 32))
+    [create] = heard(device, lambda: ttnn.experimental.nlp_create_qkv_heads_decode(fused, num_heads=4))
+    assert (create.name, create.factory, create.ranges) == (
+        "NLPCreateQKVHeadsDecodeDeviceOperation", "NLPCreateQKVHeadsDecodeInterleavedProgramFactory", ((0, 0, 7, 0),))
+    assert cbs(create) == [((16,), 1, BF16, True), ((17,), 1, BF16, True), ((18,), 1, BF16, True)]
+    assert create.cb_region_end == create.cb_base  # no L1 of its own
+    # an output grid from memory_config: 12 users on a 5-wide grid from (1, 2) fill (1..5, 2), (1..5, 3), (1..2, 4)
+    from device_sim.programs.decode_heads import create_qkv_heads_decode_program
+
+    assert create_qkv_heads_decode_program(ttnn.bfloat16, users=12, num_heads=4, head_dim=32,
+                                           grid=(1, 2, 5, 6)).ranges == ((1, 2, 5, 2), (1, 3, 5, 3), (1, 4, 2, 4))
+    # concat: 8 users' [32 heads, 64] shards on (0..7, 0) to [1, 1, 32, 4 x 64] width sharded one head a core:
+    # c_16 the [32, 64] output shard, 2 tiles, on the first 4 cores
+    heads = height_sharded(device, tt(device, (1, 8, 32, 64)), row_of_cores(0, 8), (32, 64))
+    [concat] = heard(device, lambda: ttnn.experimental.nlp_concat_heads_decode(heads, num_heads=4,
+                                                                                memory_config=ttnn.L1_MEMORY_CONFIG))
+    assert (concat.name, cbs(concat), concat.ranges) == ("NLPConcatHeadsDecodeDeviceOperation",
+                                                         [((16,), 2, BF16, True)], ((0, 0, 3, 0),))
+
+
 # -- paged caches --------------------------------------------------------------------------------
 def test_a_paged_fill_cache_holds_two_rows_of_input_tiles_and_one_page_table_row(device):
     # input [1, 2, 128, 64]: Wt = 2, c_0 2*Wt = 4 tiles; 2 heads x 4 rows of tiles = 8 blocks of work, one a core

@@ -19,6 +19,7 @@ import torch
 
 from device_sim import device_work
 from device_sim.ops.common import check_tt_nn_only, device_inputs, four_d_input, output, values
+from device_sim.programs import decode_heads
 from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
@@ -116,8 +117,25 @@ def nlp_create_qkv_heads_decode(input_tensor: Tensor, *, num_heads: int, num_kv_
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [1, 1, B, width] (one token per user)")
     ins = device_inputs(op_name, input_tensor)
     outs = _create_heads_decode_golden(x, num_heads=num_heads, num_kv_heads=num_kv_heads)
-    return tuple(output(o.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
+    outs = tuple(output(o.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
                  for o in outs)
+    dev = input_tensor._device
+    if dev is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded():
+        # the interleaved-input factory, on the first B cores of TT-NN's output shard grid (memory_config's, or
+        # the whole grid); a sharded input runs another factory, not modelled
+        spec = memory_config.shard_spec if memory_config is not None and memory_config.is_sharded() else None
+        ranges = spec.grid.ranges() if spec is not None else []
+        grid = ((ranges[0].start.x, ranges[0].start.y, ranges[0].end.x, ranges[0].end.y) if len(ranges) == 1
+                else (0, 0, dev.config.grid_x - 1, dev.config.grid_y - 1))
+        program = decode_heads.create_qkv_heads_decode_program(
+            input_tensor.dtype, users=x.shape[2], num_heads=num_heads, head_dim=outs[0].shape[-1], grid=grid)
+        try:
+            device_work.launch(dev, program)
+        except RuntimeError:  # the three outputs are fresh: free them before the error goes on
+            for o in outs:
+                o._free()
+            raise
+    return outs
 
 
 def _concat_heads_decode_golden(t, *_, num_heads, **__):
@@ -136,8 +154,17 @@ def nlp_concat_heads_decode(input_tensor: Tensor, *, num_heads: int, memory_conf
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [1, B, heads, D] with at least "
                          f"num_heads={num_heads} heads")
     ins = device_inputs(op_name, input_tensor)
-    return output(_concat_heads_decode_golden(x, num_heads=num_heads).contiguous(), input_tensor, ins,
-                  op_name=op_name, memory_config=memory_config)
+    out = output(_concat_heads_decode_golden(x, num_heads=num_heads).contiguous(), input_tensor, ins,
+                 op_name=op_name, memory_config=memory_config)
+    spec = input_tensor.memory_config().shard_spec if input_tensor.is_sharded() else None
+    ranges = spec.grid.ranges() if spec is not None else []
+    if input_tensor.layout == Layout.TILE and len(ranges) == 1 and (ranges[0].start.x, ranges[0].start.y) == (0, 0):
+        # TT-NN's factory for a height-sharded input on a grid from (0, 0) (any other grid: its sub-core-grid one)
+        dev = input_tensor._device
+        device_work.launch_after(out, True, input_tensor, decode_heads.concat_heads_decode_program(
+            input_tensor.dtype, users=x.shape[1], head_dim=tuple(input_tensor.padded_shape)[-1], num_heads=num_heads,
+            grid=(dev.config.grid_x, dev.config.grid_y)))
+    return out
 
 
 def _split_qkv_sharded_golden(t, *_, num_heads=16, shard_columns=1, **__):
