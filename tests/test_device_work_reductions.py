@@ -77,3 +77,12 @@ def test_outer_reductions_tt_nn_runs_otherwise_launch_nothing_modelled(device):
     f32 = tt(device, (2, 3, 32, 64), ttnn.float32)
     assert [p.name for p in launched(device, lambda: ttnn.sum(f32, 1))] == [
         "TransposeDeviceOperation", "ReduceDeviceOperation", "TransposeDeviceOperation"]
+
+
+def test_plus_one_steps_through_rows_of_its_last_dim_on_one_core(device):
+    pos = ttnn.from_torch(torch.zeros(1, 7, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.ROW_MAJOR, device=device)
+    [p] = launched(device, lambda: ttnn.plus_one(pos))
+    # a row of 7 int32 values (28 B) rounded up to 32 B, on core (0, 0)
+    assert (p.name, cbs(p), p.ranges) == ("PlusOneDeviceOperation", [(0, 1, 32)], ((0, 0, 0, 0),))
+    tiled = ttnn.from_torch(torch.zeros(2, 40, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.TILE, device=device)
+    assert cbs(launched(device, lambda: ttnn.plus_one(tiled))[0]) == [(0, 1, 64 * 4)]  # padded to 64 wide

@@ -12,6 +12,7 @@ from device_sim import activations as _activations
 from device_sim import device_work, numerics
 from device_sim.ops.common import broadcast, check_tt_nn_only, device_inputs, like_output, output, values
 from device_sim.programs import eltwise as ternary_programs
+from device_sim.programs import indexing as indexing_programs
 from device_sim.registry import _writes, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -602,7 +603,11 @@ def plus_one(input_tensor: Tensor, *, skip_negative_entries: bool = False, **tt_
     if tt_nn_only:
         check_tt_nn_only("ttnn.plus_one", tt_nn_only)
     device_inputs("ttnn.plus_one", input_tensor)
-    input_tensor._write(_plus_one(values(input_tensor, "ttnn.plus_one"), skip_negative_entries=skip_negative_entries))
+    y = _plus_one(values(input_tensor, "ttnn.plus_one"), skip_negative_entries=skip_negative_entries)
+    program = indexing_programs.plus_one_program(input_tensor)
+    if program is not None:  # before the write: a CB clash keeps the tensor's values
+        device_work.launch(input_tensor._device, program)
+    input_tensor._write(y)
     return input_tensor
 
 

@@ -1,4 +1,4 @@
-"""ArgMaxDeviceOperation as TT-NN's argmax device operation picks and builds it.
+"""ArgMaxDeviceOperation as TT-NN's argmax device operation picks and builds it, and PlusOneDeviceOperation.
 
 tt-metal's ttnn/cpp/ttnn/operations/reduction/argmax/device/: argmax_device_operation.cpp sends a
 ROW_MAJOR input reduced over its last dim (or over everything) to the multi-core factory and every other
@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+from device_sim import dtypes
 from device_sim.device_work import TILE_BYTES, CircularBuffer, Program, cached, make_program, shape_of
 from device_sim.types import Layout
 
@@ -43,5 +44,22 @@ def argmax_program(x, dim: int | None, keepdim: bool) -> Program | None:
         out_row = (out_shape[-1] if out_shape else 1) * _UINT32_BYTES
         cbs = (CircularBuffer((0,), 1, TILE_BYTES[x.dtype]), CircularBuffer((1,), 1, out_row))
         return make_program("ArgMaxDeviceOperation", "ArgMaxSingleCoreProgramFactory", cbs, ((0, 0, 0, 0),))
+
+    return cached(key, build)
+
+
+def plus_one_program(x) -> Program | None:
+    """PlusOneDeviceOperation (experimental/plusone/device/plusone_program_factory.cpp): one core, (0, 0), holds
+    one row of the last dim (padded width x element size, rounded up to 32 B) in c_0 and steps through the rows;
+    a sharded input's CB is its own buffer (globally allocated)."""
+    if x._device is None:
+        return None
+    key = ("PlusOneDeviceOperation", shape_of(x), x.dtype, x.is_sharded())
+
+    def build():
+        width = tuple(x.padded_shape)[-1] if x._value.dim() else 1
+        row = -(-width * dtypes.ELEMENT_SIZE[x.dtype] // 32) * 32
+        return make_program("PlusOneDeviceOperation", "PlusOneProgramFactory",
+                            (CircularBuffer((0,), 1, row, x.is_sharded()),), ((0, 0, 0, 0),))
 
     return cached(key, build)
