@@ -201,6 +201,31 @@ def test_global_avg_pool2d_is_one_reduction_over_the_viewed_rows(device):
     assert launched.cbs == p.cbs  # the dtype asked for does not change TT-NN's program
 
 
+def test_a_grouped_conv2d_runs_the_programs_of_the_dense_conv_tt_nn_expands_it_to(device):
+    # groups=2: TT-NN zero-pads the [64, 16, 3, 3] weights to [64, 32, 3, 3] and runs the ordinary height-sharded
+    # conv, so its programs are those of a 32 -> 64 channel 3x3 conv (device_sim.programs.conv's own tests check them)
+    from device_sim.programs.conv import conv2d_programs
+
+    image = tt(device, (1, 16, 16, 32))
+    w = ttnn.from_torch(torch.randn(64, 16, 3, 3), dtype=ttnn.bfloat16)
+    launched = heard(device, lambda: ttnn.conv2d(
+        input_tensor=image, weight_tensor=w, device=device, in_channels=32, out_channels=64, batch_size=1,
+        input_height=16, input_width=16, kernel_size=(3, 3), padding=(1, 1), groups=2))
+    dense = conv2d_programs(batch=1, height=16, width=16, in_channels=32, out_channels=64, kernel=(3, 3),
+                            stride=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1), in_dtype=ttnn.bfloat16,
+                            in_tile=True, in_sharded=False, out_dtype=ttnn.bfloat16, weights_dtype=ttnn.bfloat16,
+                            bias=False, grid=(8, 8))
+    assert [(p.name, p.cbs, p.ranges) for p in launched] == [(p.name, p.cbs, p.ranges) for p in dense]
+    assert [p.name for p in launched] == ["InterleavedToShardedDeviceOperation", "HaloDeviceOperation",
+                                          "Conv2dDeviceOperation"]
+    # a 1-D depthwise conv (width-1 input and kernel, groups = channels, no bias) has its own weight layout: none
+    column = tt(device, (1, 16, 1, 32))
+    dw = ttnn.from_torch(torch.randn(32, 1, 3, 1), dtype=ttnn.bfloat16)
+    assert heard(device, lambda: ttnn.conv2d(
+        input_tensor=column, weight_tensor=dw, device=device, in_channels=32, out_channels=32, batch_size=1,
+        input_height=16, input_width=1, kernel_size=(3, 1), padding=(1, 0), groups=32)) == []
+
+
 # -- collectives on a mesh -------------------------------------------------------------------------
 def test_an_all_gather_program_holds_three_packets_of_pages_on_its_sender_cores():
     from device_sim.programs.ccl import all_gather_program

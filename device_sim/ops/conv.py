@@ -150,15 +150,20 @@ def _returned(out: Tensor, *extras):
 
 
 def _launch_conv2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor, conv_config, args, padding) -> None:
-    """conv2d's device operations (device_sim.programs.conv): a height-sharded, non-matmul, ungrouped conv on a
-    device; other layouts, 1x1 matmul convs and grouped convs run programs not modelled, so launch none."""
+    """conv2d's device operations (device_sim.programs.conv): a height-sharded, non-matmul conv on a device. A
+    grouped conv runs the same programs: TT-NN expands its weights to [out, in, kh, kw], zero off the groups'
+    blocks (convert_conv_weight_tensor_to_grouped_layout). Other layouts, 1x1 matmul convs and the 1-D depthwise
+    conv (a width-1 input and kernel: its own weight layout) run programs not modelled, so launch none."""
     if out._device is None:
         return
     op_name = "ttnn.conv2d"
     kernel, st, dil = (_pair(args[k], k, op_name) for k in ("kernel_size", "stride", "dilation"))
     shard_layout = conv_config.shard_layout if conv_config is not None else None
     matmul_conv = kernel == (1, 1) and st == (1, 1) and dil == (1, 1) and not any(padding)
-    if _groups(args["groups"]) != 1 or matmul_conv or shard_layout not in (None, TensorMemoryLayout.HEIGHT_SHARDED):
+    groups = _groups(args["groups"])
+    depthwise_1d = (groups > 1 and groups == args["in_channels"] == args["out_channels"] and args["input_width"] == 1
+                    and kernel[1] == 1 and bias_tensor is None)  # conv2d_utils' is_1d_deptwise_conv
+    if depthwise_1d or matmul_conv or shard_layout not in (None, TensorMemoryLayout.HEIGHT_SHARDED):
         return
     cfg = conv_config if conv_config is not None else Conv2dConfig()
     programs = conv_programs.conv2d_programs(
