@@ -2,6 +2,11 @@
 
     with ttreport.capture("my-run", config=ttreport.Config(tensors="outputs")) as report:
         model(x)
+    ttreport.open(report.path).summary()
+
+Two sides, each a package with one entry point: ttreport.capture (what runs while a model runs) and
+ttreport.read (what opens a finished report); what both use (config, errors, schema, db, tensor files)
+sits at the top, beside the command line, the pytest plugin and the demo.
 """
 
 import sys
