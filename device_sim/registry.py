@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,16 @@ class Op:
 
 OPS: dict[str, Op] = {}
 _hook = None
+
+# device_sim/_native.c's Dispatch: an op's public function that calls the body at once when there are no
+# keywords, no hook and no mesh runner (the wrapper's own test, in C), else the wrapper. Absent when the
+# extension was not built, or with DEVICE_SIM_PURE=1: the wrapper itself is then the public function.
+try:
+    from device_sim import _native
+except ImportError:
+    _native = None
+if os.environ.get("DEVICE_SIM_PURE", "") not in ("", "0"):
+    _native = None
 
 # Which ops TT-NN lets write into a given tensor, and the keyword each takes (TT-NN 0.81: the unary
 # and binary element-wise ops, to_memory_config, typecast, argmax, clamp, fill take output_tensor;
@@ -218,9 +229,10 @@ def register_op(name: str, *, golden: Callable | None = None, fallback: Callable
             wrapper.__signature__ = _with_output_keyword(function, out_kw)
         wrapper.op = op
         wrapper.golden_function = golden
-        op.wrapper = wrapper
+        public = wrapper if _native is None else _native.Dispatch(function, wrapper, globals())
+        op.wrapper = public
         OPS[name] = op
-        return wrapper
+        return public
 
     return decorate
 

@@ -1,0 +1,131 @@
+"""A registered op's public function in C (device_sim/_native.c's Dispatch): a plain call with no hook goes
+straight to the op's body; every other call, and every attribute, is registry's Python wrapper's.
+
+DEVICE_SIM_PURE=1 (or a build without a C compiler) makes the Python wrapper itself the public function.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import os
+import pickle
+import subprocess
+import sys
+import types
+import weakref
+
+import pytest
+import torch
+
+import device_sim as ttnn
+from device_sim import registry
+
+native = pytest.mark.skipif(registry._native is None, reason="device_sim._native was not built, or DEVICE_SIM_PURE")
+
+
+class _Recorder:
+    """A hook that notes each op it sees begin and end."""
+
+    def __init__(self):
+        self.seen = []
+
+    def begin(self, op, args, kwargs):
+        self.seen.append(("begin", op.name, len(args), sorted(kwargs)))
+        return op.name
+
+    def end(self, token, output, exception):
+        self.seen.append(("end", token, type(exception).__name__ if exception else None))
+
+
+@pytest.fixture
+def inputs(device):
+    g = torch.Generator().manual_seed(0)
+    x = ttnn.from_torch(torch.randn(32, 32, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    return x, ttnn.from_torch(torch.randn(32, 32, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+
+
+@native
+def test_every_registered_op_is_dispatched_by_the_c_function():
+    for op in registry.registered_ops():
+        assert type(op.wrapper).__name__ == "Dispatch", op.name
+    assert ttnn.add is registry.OPS["ttnn.add"].wrapper
+
+
+@native
+def test_a_call_with_a_hook_installed_goes_through_the_hook_with_and_without_keywords(inputs):
+    a, b = inputs
+    hook = _Recorder()
+    previous = ttnn.set_hook(hook)
+    try:
+        plain = ttnn.add(a, b)
+        keyworded = ttnn.add(a, b, memory_config=ttnn.DRAM_MEMORY_CONFIG)
+        with pytest.raises(TypeError):
+            ttnn.add(a, torch.ones(32, 32))
+    finally:
+        ttnn.set_hook(previous)
+    assert hook.seen == [
+        ("begin", "ttnn.add", 2, []), ("end", "ttnn.add", None),
+        ("begin", "ttnn.add", 2, ["memory_config"]), ("end", "ttnn.add", None),
+        ("begin", "ttnn.add", 2, []), ("end", "ttnn.add", "TypeError"),
+    ]
+    assert torch.equal(plain.value, keyworded.value)
+    # With the hook gone, the same calls reach no hook at all.
+    ttnn.add(a, b)
+    assert len(hook.seen) == 6
+
+
+@native
+def test_the_direct_call_and_the_wrappers_call_give_the_same_values_and_errors(inputs):
+    a, b = inputs
+    direct = ttnn.mul(a, b)  # no keywords: the body at once
+    wrapped = ttnn.mul(a, b, memory=None)  # a keyword: registry's Python wrapper
+    assert torch.equal(direct.value.view(torch.int16), wrapped.value.view(torch.int16))
+    messages = []
+    for call in (lambda: ttnn.mul(a, torch.ones(2)), lambda: ttnn.mul(a, torch.ones(2), memory=None)):
+        with pytest.raises(TypeError) as e:
+            call()
+        messages.append(str(e.value))
+    assert messages[0] == messages[1] and "convert it first with ttnn.from_torch" in messages[0]
+
+
+@native
+def test_the_public_function_shows_the_wrappers_name_doc_signature_and_attributes():
+    op = registry.OPS["ttnn.add"]
+    assert (ttnn.add.__name__, ttnn.add.__qualname__, ttnn.add.__module__) == ("add", "add", "device_sim.ops.eltwise")
+    assert ttnn.add.__doc__ == op.function.__doc__ and ttnn.add.__doc__.startswith("Element-wise add")
+    assert ttnn.add.__wrapped__ is op.function
+    assert ttnn.add.op is op and ttnn.add.golden_function is op.golden_function
+    assert str(inspect.signature(ttnn.add)) == str(registry._with_output_keyword(op.function, "output_tensor"))
+    assert "output_tensor=None" in str(inspect.signature(ttnn.add))
+    assert repr(ttnn.add).startswith("<function add at ")
+    ttnn.add.note_for_this_test = 1  # attributes are set on (and read from) the wrapper
+    try:
+        assert ttnn.add.note_for_this_test == 1
+    finally:
+        del ttnn.add.note_for_this_test
+
+
+@native
+def test_an_op_pickles_copies_weakrefs_and_binds_as_a_function_does(inputs):
+    assert pickle.loads(pickle.dumps(ttnn.add)) is ttnn.add
+    assert copy.copy(ttnn.add) is ttnn.add and copy.deepcopy(ttnn.add) is ttnn.add
+    assert weakref.ref(ttnn.add)() is ttnn.add
+
+    class Holder:
+        plus = ttnn.add
+
+    a, b = inputs
+    bound = Holder().plus
+    assert isinstance(bound, types.MethodType) and bound.__func__ is ttnn.add
+    assert Holder.plus is ttnn.add
+    with pytest.raises(TypeError, match="one of the first two arguments must be a ttnn tensor"):
+        bound(3)  # the Holder instance went in as the first argument, as a function's would
+
+
+def test_device_sim_pure_makes_the_python_wrapper_the_public_function():
+    code = "import device_sim as ttnn, types; print(isinstance(ttnn.add, types.FunctionType), type(ttnn.add).__name__)"
+    env = {**os.environ, "DEVICE_SIM_PURE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "function"]
