@@ -237,7 +237,7 @@ tensor_lifetime = Table(
 
 # TT-NN's record of an op's device work (its captured graph, and that graph's nodes and edges).
 # captured_graph holds one row per op that launched device programs (device_sim.device_work; capture/device_graph.py
-# builds the JSON); nodes and edges hold that graph's nodes and connections (device_graph.nodes_and_edges).
+# builds the JSON); nodes and edges hold that graph's nodes and connections (device_graph.graph_rows).
 captured_graph = Table(
     "captured_graph", metadata,
     _id("operation_id"), Column("captured_graph", Text), _rank(),

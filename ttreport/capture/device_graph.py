@@ -66,32 +66,23 @@ def captured_graph(op_name: str, programs: list, l1_allocs=()) -> str:
     return text
 
 
-# The nodes and edges rows of each distinct graph text, without the op id (a model repeats a few graphs).
-_rows: dict[str, tuple] = {}
+def graph_rows(text: str) -> tuple[list, list]:
+    """The `nodes` and `edges` rows of a captured graph's JSON text, less the op's id (the writer keeps them once
+    per distinct graph and copies them under each op's id in SQL).
 
-
-def nodes_and_edges(operation_id: int, text: str) -> tuple[list, list]:
-    """The op's `nodes` and `edges` rows, from its captured graph's JSON text.
-
-    edges as TT-NN 0.81's graph_report.py writes them from a captured graph: one row per connection,
-    (operation_id, source counter, sink counter, connection index, 0, connection index). nodes hold every node
-    of the graph under the op's id (unique_id its counter, the one edges join on; node_operation_id the op's id
-    on a function_start, the op or a device operation; name the C++ name or the node type), so that TT-NN's
+    nodes: (unique_id, is a function_start, name); edges: (source, sink, connection index, 0, connection index).
+    edges as TT-NN 0.81's graph_report.py writes them from a captured graph: one row per connection, (operation_id,
+    source counter, sink counter, connection index, 0, connection index). nodes hold every node of the graph under
+    the op's id (unique_id its counter, the one edges join on; node_operation_id the op's id on a function_start,
+    the op or a device operation; name the C++ name or the node type), so that TT-NN's
     database.load_graph(report, operation_id) rebuilds the op's graph; graph_report.py itself writes one row per
     top-level op, under its report's base id (docs/schema_parity.md).
     """
-    cached = _rows.get(text)
-    if cached is None:
-        if len(_rows) >= MAX_TEXTS:
-            _rows.clear()
-        graph = json.loads(text)
-        nodes = [(n["counter"], n["node_type"] == "function_start",
-                  n.get("params", {}).get("name", n["node_type"])) for n in graph]
-        edges = [(n["counter"], sink, index, 0, index) for n in graph for index, sink in enumerate(n["connections"])]
-        cached = _rows[text] = (nodes, edges)
-    nodes, edges = cached
-    return ([(operation_id, u, operation_id if op else None, name) for u, op, name in nodes],
-            [(operation_id, *e) for e in edges])
+    graph = json.loads(text)
+    nodes = [(n["counter"], n["node_type"] == "function_start", n.get("params", {}).get("name", n["node_type"]))
+             for n in graph]
+    edges = [(n["counter"], sink, index, 0, index) for n in graph for index, sink in enumerate(n["connections"])]
+    return nodes, edges
 
 
 def _build(op_name: str, programs: list, l1_allocs) -> str:

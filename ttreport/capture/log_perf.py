@@ -43,6 +43,11 @@ class LogPerf:
         self.tensors: dict[int, tuple] = {}  # tensor id -> (Operand or None, device id, on a mesh)
         self.devices: dict[int, perf_model.PerfConfig] = {}
         self.mesh: set[int] = set()  # tensor ids with per-device shards (device_tensors rows): not estimated
+        # One operand object per distinct spec, so an estimate is remembered by the op's name and its operands'
+        # identities: a model repeats a few specs, and making operands and estimates took a fifth of the writer
+        # process's Python.
+        self._operands: dict[tuple, perf_model.Operand | None] = {}
+        self._estimates: dict[tuple, tuple] = {}  # key -> (the estimate's fields or None, the operands)
 
     def add_device(self, device_id: int, fields: tuple) -> None:
         self.devices[device_id] = perf_model.PerfConfig(*fields)
@@ -52,16 +57,24 @@ class LogPerf:
         address, buffer type, size, producer)."""
         tid, shape, dtype, layout, cfg_id, _, device_id, address, buffer_type, size, _ = spec
         mesh = device_id is None and buffer_type is not None  # a mesh tensor: its row has a type, no device
-        if shape is None:
-            operand = None
-        elif address is not None:  # in a device buffer
-            cfg = configs.get(cfg_id) if cfg_id is not None else None
-            operand = perf_model.Operand(size, perf_model.location(BufferType(buffer_type),
-                                                                   cfg.memory_layout if cfg else None), shape)
-        else:
-            layout = layout[0] if type(layout) is tuple else layout
-            operand = perf_model.Operand(perf_model.operand_bytes(shape, DataType(dtype), Layout(layout)), "host",
-                                         shape)
+        # A config id names one config for the whole capture (the recorder holds each it numbered).
+        key = (shape, dtype, layout, cfg_id, buffer_type, size, address is None)
+        operands = self._operands
+        operand = operands.get(key, _MISSING)
+        if operand is _MISSING:
+            if shape is None:
+                operand = None
+            elif address is not None:  # in a device buffer
+                cfg = configs.get(cfg_id) if cfg_id is not None else None
+                operand = perf_model.Operand(size, perf_model.location(BufferType(buffer_type),
+                                                                       cfg.memory_layout if cfg else None), shape)
+            else:
+                layout = layout[0] if type(layout) is tuple else layout
+                operand = perf_model.Operand(perf_model.operand_bytes(shape, DataType(dtype), Layout(layout)),
+                                             "host", shape)
+            if len(operands) >= MAX_TENSORS:
+                operands.clear()  # the estimates hold the operands their keys name: they stay right
+            operands[key] = operand
         tensors = self.tensors
         tensors.pop(tid, None)  # re-sent after the recorder forgot it: newest again
         if len(tensors) >= MAX_TENSORS:
@@ -76,22 +89,48 @@ class LogPerf:
         if short in ON_MODEL_THREAD or short in perf_model._FREE:
             return None
         tensors, mesh = self.tensors, self.mesh
-        ins, outs = [], []
+        key = [name, None]
         device_id = None
-        for ids, ops in ((outputs, outs), (inputs, ins)):
-            for tid in ids:
-                t = tensors.get(tid)
-                if t is None or t[2] or tid in mesh:
-                    return None  # a mesh tensor (not modelled), or one whose spec is gone (never: see MAX_TENSORS)
-                if device_id is None:
-                    device_id = t[1]
-                ops.append(t[0])
+        for tid in outputs:
+            t = tensors.get(tid)
+            if t is None or t[2] or tid in mesh:
+                return None  # a mesh tensor (not modelled), or one whose spec is gone (never: see MAX_TENSORS)
+            if device_id is None:
+                device_id = t[1]
+            key.append(id(t[0]))
+        key.append(None)  # outputs, then inputs
+        for tid in inputs:
+            t = tensors.get(tid)
+            if t is None or t[2] or tid in mesh:
+                return None
+            if device_id is None:
+                device_id = t[1]
+            key.append(id(t[0]))
+        key[1] = (device_id, bool(kwargs.get("transpose_a")) if kwargs else False)
+        key = tuple(key)
+        hit = self._estimates.get(key)
+        if hit is None:
+            # The operands are held beside the estimate: the ids in its key stay theirs while it is kept.
+            hit = (self._estimate(name, outputs, inputs, *key[1]), [tensors[t][0] for t in (*outputs, *inputs)])
+            if len(self._estimates) >= MAX_TENSORS:
+                self._estimates.clear()
+            self._estimates[key] = hit
+        est = hit[0]
+        if est is None:
+            return None
+        return {"operation_id": op_id, **est}
+
+    def _estimate(self, name, outputs, inputs, device_id, transpose_a) -> dict | None:
         cfg = self.devices.get(device_id) if device_id is not None else None
         if cfg is None:
             return None
-        est = perf_model.estimate(name, [o for o in ins if o is not None], [o for o in outs if o is not None], None,
-                                  cfg, transpose_a=bool(kwargs.get("transpose_a")) if kwargs else False)
+        ins = [o for o in (self.tensors[t][0] for t in inputs) if o is not None]
+        outs = [o for o in (self.tensors[t][0] for t in outputs) if o is not None]
+        est = perf_model.estimate(name, ins, outs, None, cfg, transpose_a=transpose_a)
         if est is None:
             return None
-        return {"operation_id": op_id, "compute_ns": est.compute_ns, "bandwidth_ns": est.bandwidth_ns,
-                "ideal_ns": est.ideal_ns, "bound": est.bound, "math_fidelity": est.math_fidelity}
+        return {"compute_ns": est.compute_ns, "bandwidth_ns": est.bandwidth_ns, "ideal_ns": est.ideal_ns,
+                "bound": est.bound, "math_fidelity": est.math_fidelity}
+
+
+_MISSING = object()

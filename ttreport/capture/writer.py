@@ -45,6 +45,7 @@ MAX_CACHED = 200_000  # entries kept in each per-value cache (tensor specs, argu
 # Tensor id -> spec texts, only for tensors inside list arguments (concat's inputs): a miss reads the
 # row back from the db. Bounded like the recorder's seen ids: it grew by one entry per tensor.
 MAX_SPEC_OF = 1 << 16
+MAX_GRAPHS = 4096  # distinct captured graphs kept in the temp tables (a model repeats a few; all are dropped past it)
 
 # One staging row per op holds its arguments and tensor ids as JSON, and, when there is just one
 # of each, the new tensor's row, the buffer allocated before the op ended and the buffer freed
@@ -53,8 +54,6 @@ MAX_SPEC_OF = 1 << 16
 # holds the GIL, which the model's thread needs, far less) than binding five narrow ones.
 _OP_COLUMNS = ("operation_id, name, start_ns, end_ns, parent_operation_id, depth, status, thread, stack_trace_id, "
                "end_seq, l1_bytes, dram_bytes, arguments")
-_NODE_COLUMNS = ("operation_id", "unique_id", "node_operation_id", "name")
-_EDGE_COLUMNS = ("operation_id", "source_unique_id", "sink_unique_id", "source_output_index", "sink_input_index", "key")
 _TENSOR_COLUMNS = ("tensor_id, spec_id, device_id, address, buffer_type, size, memory_config_source, "
                    "producer_operation_id, file, shape, dtype, layout, memory_config, padded_shape, storage_type")
 # A tensor row's texts, from its spec (inserted before the tensors of its batch). NULL memory config: on the host.
@@ -65,8 +64,16 @@ _BUFFER_COLUMNS = ("buffer_id, device_id, address, max_size_per_bank, buffer_typ
 _STAGING = (f"CREATE TEMP TABLE op_staging ({_OP_COLUMNS}, inputs, outputs, t_tensor_id, t_spec_id, t_device_id, "
             f"t_address, t_buffer_type, t_size, t_source, t_producer, t_file, b_tag, b_buffer_id, b_device_id, "
             f"b_address, b_max_size_per_bank, b_buffer_type, b_buffer_layout, b_size, b_seq, b_op, f_tag, f_buffer_id, "
-            f"f_seq)")
-_STAGING_WIDTH = 15 + 9 + 10 + 3
+            f"f_seq, g_id)")
+_STAGING_WIDTH = 15 + 9 + 10 + 3 + 1
+# Each distinct captured graph (a model repeats a few) is kept once in temp tables with its nodes and edges
+# rows less the op id; an op's staging row names it (g_id) and SQL copies the rows under the op's id. Binding
+# ~20 narrow rows an op from Python took a third of the writer process's time.
+_GRAPH_TABLES = [
+    "CREATE TEMP TABLE graph_texts (graph_id INTEGER PRIMARY KEY, captured_graph TEXT)",
+    "CREATE TEMP TABLE graph_nodes (graph_id, unique_id, fn, name, PRIMARY KEY (graph_id, unique_id)) WITHOUT ROWID",
+    "CREATE TEMP TABLE graph_edges (graph_id, source, sink, i, PRIMARY KEY (graph_id, source, i)) WITHOUT ROWID",
+]
 _SPREAD = [
     f"INSERT INTO main.operations ({_OP_COLUMNS}, duration) "
     f"SELECT {_OP_COLUMNS}, (end_ns - start_ns) * 1e-9 FROM op_staging",
@@ -80,6 +87,14 @@ _SPREAD = [
     f"INSERT OR IGNORE INTO main.buffer_lifetimes ({_BUFFER_COLUMNS}) SELECT b_buffer_id, b_device_id, b_address, "
     f"b_max_size_per_bank, b_buffer_type, b_buffer_layout, b_size, b_seq, b_op FROM op_staging "
     f"WHERE b_buffer_id IS NOT NULL",
+    "INSERT INTO main.captured_graph (operation_id, captured_graph) SELECT s.operation_id, g.captured_graph "
+    "FROM op_staging s CROSS JOIN temp.graph_texts g ON g.graph_id = s.g_id WHERE s.g_id IS NOT NULL ORDER BY s.rowid",
+    "INSERT INTO main.nodes (operation_id, unique_id, node_operation_id, name) SELECT s.operation_id, n.unique_id, "
+    "CASE WHEN n.fn THEN s.operation_id END, n.name FROM op_staging s CROSS JOIN temp.graph_nodes n "
+    "ON n.graph_id = s.g_id WHERE s.g_id IS NOT NULL ORDER BY s.rowid, n.unique_id",
+    "INSERT INTO main.edges (operation_id, source_unique_id, sink_unique_id, source_output_index, sink_input_index, "
+    "key) SELECT s.operation_id, e.source, e.sink, e.i, 0, e.i FROM op_staging s CROSS JOIN temp.graph_edges e "
+    "ON e.graph_id = s.g_id WHERE s.g_id IS NOT NULL ORDER BY s.rowid, e.source, e.i",
 ]
 _FREES = ("UPDATE main.buffer_lifetimes SET freed_seq = s.f_seq FROM op_staging s "
           "WHERE s.f_buffer_id IS NOT NULL AND buffer_lifetimes.buffer_id = s.f_buffer_id")
@@ -119,27 +134,33 @@ _NO_ALLOC = (None,) * 10
 _NO_FREE = (None,) * 3
 
 # Tables worked out once the capture is over, from the whole history (also by migration 0005).
-# The file and line of an op's user code: its stack text's first '  File "<path>", line <n>, in ...'.
+# The file and line of an op's user code (stack_traces are stack_trace_texts by operations.stack_trace_id):
+# its stack text's first '  File "<path>", line <n>, in ...'.
 _PATH = 'substr(st.stack_trace, 9, instr(st.stack_trace, \'", line \') - 9)'
 _LINE = ('CAST(substr(st.stack_trace, instr(st.stack_trace, \'", line \') + 8, '
          'instr(st.stack_trace, \', in \') - instr(st.stack_trace, \'", line \') - 8) AS INTEGER)')
 AT_CLOSE = [
     "DELETE FROM tensor_lifetime",
-    f"""INSERT INTO tensor_lifetime (tensor_id, producer_operation_id, last_use_operation_id, deallocate_operation_id,
+    # Each distinct stack's file and line once, and every tensor's uses in one pass over input_tensors (its
+    # tensor_id index gives them grouped): 4x faster than a correlated lookup per tensor.
+    "DROP TABLE IF EXISTS temp.stack_lines",
+    "CREATE TEMP TABLE stack_lines (stack_trace_id INTEGER PRIMARY KEY, path, line)",
+    f"INSERT INTO temp.stack_lines SELECT st.stack_trace_id, {_PATH}, {_LINE} FROM stack_trace_texts st",
+    """INSERT INTO tensor_lifetime (tensor_id, producer_operation_id, last_use_operation_id, deallocate_operation_id,
                                     producer_source_file, producer_source_line, last_use_source_file,
                                     last_use_source_line)
-        SELECT l.tensor_id, l.producer, l.last_use, l.dealloc,
-               (SELECT {_PATH} FROM stack_traces st WHERE st.operation_id = l.producer),
-               (SELECT {_LINE} FROM stack_traces st WHERE st.operation_id = l.producer),
-               (SELECT {_PATH} FROM stack_traces st WHERE st.operation_id = l.last_use),
-               (SELECT {_LINE} FROM stack_traces st WHERE st.operation_id = l.last_use)
-        FROM (SELECT t.tensor_id, t.producer_operation_id AS producer,
-                     (SELECT MAX(i.operation_id) FROM input_tensors i JOIN operations o USING (operation_id)
-                      WHERE i.tensor_id = t.tensor_id AND o.name != 'ttnn.deallocate') AS last_use,
-                     (SELECT MIN(i.operation_id) FROM input_tensors i JOIN operations o USING (operation_id)
-                      WHERE i.tensor_id = t.tensor_id AND o.name = 'ttnn.deallocate') AS dealloc
-              FROM tensors t) l
-        ORDER BY l.tensor_id""",
+        SELECT t.tensor_id, t.producer_operation_id, u.last_use, u.dealloc, pl.path, pl.line, ll.path, ll.line
+        FROM tensors t
+        LEFT JOIN (SELECT i.tensor_id, MAX(CASE WHEN o.name != 'ttnn.deallocate' THEN i.operation_id END) AS last_use,
+                          MIN(CASE WHEN o.name = 'ttnn.deallocate' THEN i.operation_id END) AS dealloc
+                   FROM input_tensors i JOIN operations o USING (operation_id) GROUP BY i.tensor_id) u
+               ON u.tensor_id = t.tensor_id
+        LEFT JOIN operations po ON po.operation_id = t.producer_operation_id
+        LEFT JOIN temp.stack_lines pl ON pl.stack_trace_id = po.stack_trace_id
+        LEFT JOIN operations lo ON lo.operation_id = u.last_use
+        LEFT JOIN temp.stack_lines ll ON ll.stack_trace_id = lo.stack_trace_id
+        ORDER BY t.tensor_id""",
+    "DROP TABLE temp.stack_lines",
     "DELETE FROM buffer_chunks",
     # As the visualizer aggregates buffer_pages itself when this table is absent (queries.py).
     """INSERT INTO buffer_chunks (operation_id, device_id, address, bank_id, core_x, core_y, chunk_address, chunk_size,
@@ -178,6 +199,8 @@ def connect(db_path) -> sqlite3.Connection:
     con.execute(_STAGING)
     con.execute("CREATE INDEX temp.op_staging_end_seq ON op_staging (end_seq)")
     con.execute("CREATE TEMP TABLE live_buffers (buffer_id INTEGER PRIMARY KEY)")
+    for ddl in _GRAPH_TABLES:
+        con.execute(ddl)
     return con
 
 
@@ -196,6 +219,8 @@ class Writer(threading.Thread):
         self._l1_allocs: dict[int, list] = {}  # op id -> the L1 buffers it allocated, until its row comes
         self._l1_owner: dict[int, int] = {}  # buffer id -> the op id whose _l1_allocs holds it
         self._graphs = config.device_graphs  # captured_graph rows wanted (their L1 buffers are gathered for them)
+        self._graph_ids: dict[str, int] = {}  # a captured graph's text -> its graph_id in temp.graph_texts
+        self._graph_numbers = itertools.count(1)
         self.error: BaseException | None = None  # the first failure, reported at close
         self.busy = threading.Lock()  # held while this thread is inside SQLite (see run)
         self.records_lost = 0
@@ -252,7 +277,7 @@ class Writer(threading.Thread):
             self._count_lost(batch)
             return self._release([item for item in batch if item[0] in (FLUSH, STOP)])
         rows = {name: [] for name in _INSERT}
-        rows.update(devices=[], other={})
+        rows.update(devices=[], other={}, graphs=[], graph_nodes=[], graph_edges=[])
         staging, allocs, frees = [], rows["allocs"], rows["frees"]
         new_stacks: list[tuple] = []
         new_specs: list[tuple] = []
@@ -264,10 +289,10 @@ class Writer(threading.Thread):
             for item in batch:
                 tag = item[0]
                 if tag == OP:
-                    if self._programs or self._l1_allocs:
-                        self._captured_graph(item, rows)
+                    graph = self._captured_graph(item, rows) if self._programs or self._l1_allocs else None
                     # The slots take the latest alloc and free before the op's end, whichever op they belong to.
-                    staging.append(op(item, rows, new_stacks, new_specs) + (alloc or _NO_ALLOC) + (free or _NO_FREE))
+                    staging.append(op(item, rows, new_stacks, new_specs) + (alloc or _NO_ALLOC) + (free or _NO_FREE)
+                                   + (graph,))
                     alloc = free = None
                 elif tag == ALLOC:
                     if live is not None:
@@ -315,6 +340,8 @@ class Writer(threading.Thread):
                 self._specs.pop(key, None)
             for _, path, _ in rows["source_files"]:
                 self._source_files.pop(path, None)
+            for _, text in rows["graphs"]:  # rolled back with the batch: defined again when seen again
+                self._graph_ids.pop(text, None)
             self._count_lost(batch)
             self._fail(e)
             waiters = [item for item in batch if item[0] in (FLUSH, STOP)]
@@ -339,6 +366,10 @@ class Writer(threading.Thread):
                             tuple(facts.values()))
             if rows["tensor_specs"]:
                 con.executemany(_INSERT["tensor_specs"], rows["tensor_specs"])
+            if rows["graphs"]:
+                con.executemany("INSERT INTO temp.graph_texts VALUES (?, ?)", rows["graphs"])
+                con.executemany("INSERT INTO temp.graph_nodes VALUES (?, ?, ?, ?)", rows["graph_nodes"])
+                con.executemany("INSERT INTO temp.graph_edges VALUES (?, ?, ?, ?)", rows["graph_edges"])
             if staging:
                 con.executemany(f"INSERT INTO op_staging VALUES ({', '.join('?' * _STAGING_WIDTH)})", staging)
                 for spread in _SPREAD:
@@ -357,7 +388,13 @@ class Writer(threading.Thread):
             for (table, cols), values in rows["other"].items():
                 con.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                                 values)
+            forget = len(self._graph_ids) > MAX_GRAPHS
+            if forget:
+                for table in ("graph_texts", "graph_nodes", "graph_edges"):
+                    con.execute(f"DELETE FROM temp.{table}")
             con.execute("COMMIT")
+            if forget:
+                self._graph_ids.clear()
             self._max_buffer_id = max(max_buffer_id, self._max_buffer_id)
         except BaseException:
             if con.in_transaction:
@@ -394,8 +431,9 @@ class Writer(threading.Thread):
             self.con.close()
 
     # -- records to rows ---------------------------------------------------------------------
-    def _captured_graph(self, rec, rows) -> None:
-        """The op's captured graph row, from the programs it launched (none: no row, as for a host op)."""
+    def _captured_graph(self, rec, rows) -> int | None:
+        """The graph_id of the op's captured graph, from the programs it launched (None: no row, as for a host op);
+        a graph not seen before is queued for the temp tables."""
         programs = self._programs.pop(rec[2], None)
         l1 = self._l1_allocs.pop(rec[2], ())
         parent = rec[5]
@@ -405,13 +443,17 @@ class Writer(threading.Thread):
                 self._l1_owner[a[1]] = parent
             else:
                 self._l1_owner.pop(a[1], None)
-        if programs is not None:
-            text = device_graph.captured_graph(rec[1], programs, l1)
-            other = rows["other"]
-            other.setdefault(("captured_graph", ("operation_id", "captured_graph")), []).append((rec[2], text))
-            nodes, edges = device_graph.nodes_and_edges(rec[2], text)
-            other.setdefault(("nodes", _NODE_COLUMNS), []).extend(nodes)
-            other.setdefault(("edges", _EDGE_COLUMNS), []).extend(edges)
+        if programs is None:
+            return None
+        text = device_graph.captured_graph(rec[1], programs, l1)
+        graph_id = self._graph_ids.get(text)
+        if graph_id is None:
+            graph_id = self._graph_ids[text] = next(self._graph_numbers)
+            rows["graphs"].append((graph_id, text))
+            nodes, edges = device_graph.graph_rows(text)
+            rows["graph_nodes"].extend((graph_id, *n) for n in nodes)
+            rows["graph_edges"].extend((graph_id, source, sink, i) for source, sink, i, _, _ in edges)
+        return graph_id
 
     def _drop_l1_alloc(self, buffer_id: int) -> None:
         """A buffer freed before its op's graph is written is not in it (linear's float32 intermediate)."""
