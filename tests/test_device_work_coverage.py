@@ -47,7 +47,7 @@ NOT_MODELLED_YET = {
     "ttnn.experimental.all_reduce_async",
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
     "ttnn.reshape_on_device", "ttnn.repeat", "ttnn.repeat_interleave", "ttnn.expand",
-    "ttnn.narrow", "ttnn.split", "ttnn.chunk",
+    "ttnn.narrow",
     "ttnn.interleaved_to_sharded_partial", "ttnn.sharded_to_interleaved_partial",
     "ttnn.topk", "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",
     "ttnn.var", "ttnn.std", "ttnn.moreh_norm",

@@ -196,3 +196,22 @@ def test_a_permute_that_moves_only_unit_dims_runs_nothing(device):
     assert launched(device, lambda: ttnn.permute(x, (1, 0, 2, 3))) == []  # the shape stays: a no-op in TT-NN
     y = tt(device, (1, 3, 64, 64))  # [3, 1, 64, 64] is another shape: the CN transpose runs
     assert [p.factory for p in launched(device, lambda: ttnn.permute(y, (1, 0, 2, 3)))] == ["TransposeCNProgramFactory"]
+
+
+# -- split and chunk: one slice per piece ------------------------------------------------------------
+
+def test_chunk_along_an_outer_dim_runs_one_tile_slice_per_piece(device):
+    x = tt(device, (2, 32, 64))
+    programs = launched(device, lambda: ttnn.chunk(x, 2, 0))
+    assert [(p.name, p.factory) for p in programs] == [("SliceDeviceOperation", "SliceTileProgramFactory")] * 2
+
+
+def test_split_into_unaligned_rows_slices_each_piece_through_row_major(device):
+    x = tt(device, (2, 32, 64))
+    names = [p.name for p in launched(device, lambda: ttnn.split(x, 24, 1))]  # 24 and 8 rows: no whole tiles
+    assert names == ["UntilizeDeviceOperation", "SliceDeviceOperation", "TilizeWithValPaddingDeviceOperation"] * 2
+
+
+def test_splitting_the_last_dim_in_two_is_tt_nns_split_device_operation_not_modelled(device):
+    x = tt(device, (1, 1, 64, 64))
+    assert launched(device, lambda: ttnn.split(x, 32, 3)) == []

@@ -252,7 +252,10 @@ def split(tensor: Tensor, split_size, dim: int = 0, *, memory_config: MemoryConf
             f"ttnn.split: cannot split shape {list(v.shape)} into {split_size} along dim {dim}; "
             f"a list of sizes must add up to that dim's size"
         ) from None
-    return [output(p.contiguous(), tensor, ins, op_name="ttnn.split", memory_config=memory_config) for p in pieces]
+    outs = [output(p.contiguous(), tensor, ins, op_name="ttnn.split", memory_config=memory_config) for p in pieces]
+    for out, piece in zip(outs, shape_programs.split_programs(tensor, outs, dim, split_op=True) or ()):
+        device_work.launch_after(out, True, tensor, piece)  # one slice per piece, as split.cpp runs them
+    return outs
 
 
 def _torch_padding(padding) -> list[int]:

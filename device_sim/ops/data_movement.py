@@ -240,7 +240,10 @@ def chunk(input_tensor: Tensor, chunks: int, dim: int = 0, **tt_nn_only) -> list
     v = _vals("ttnn.chunk", input_tensor)
     d = _dim("ttnn.chunk", dim, v.dim())
     ins = device_inputs("ttnn.chunk", input_tensor)
-    return [output(p.contiguous(), input_tensor, ins, op_name="ttnn.chunk") for p in torch.chunk(v, chunks, d)]
+    outs = [output(p.contiguous(), input_tensor, ins, op_name="ttnn.chunk") for p in torch.chunk(v, chunks, d)]
+    for out, piece in zip(outs, shape_programs.split_programs(input_tensor, outs, d, split_op=False) or ()):
+        device_work.launch_after(out, True, input_tensor, piece)  # one slice per piece, as chunk.cpp runs them
+    return outs
 
 
 # -- layout changes ------------------------------------------------------------------------------

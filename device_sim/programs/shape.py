@@ -347,3 +347,40 @@ def permute_programs(x, out, dims) -> tuple[Program, ...] | None:
                                                    tuple(out.padded_shape), DataType.BFLOAT16, out.dtype, Layout.TILE,
                                                    out_index=2, always_out=True))
     return to_bf16, core, back
+
+
+def slice_piece_programs(x, out, index) -> tuple[Program, ...] | None:
+    """The programs TT-NN's slice runs for x[index] (unit steps) into `out`: the tile factory for a tile-aligned
+    slice of a TILE tensor, else slice_programs' row-major path."""
+    from device_sim.programs import data_movement
+
+    shape = x._value.shape
+    aligned = x.layout == Layout.TILE and len(shape) >= 2 and all(
+        i.start % 32 == 0 and (i.stop % 32 == 0 or i.stop == n) for i, n in zip(index[-2:], shape[-2:]))
+    if aligned and x._device is not None and not x.is_sharded() and not out.is_sharded():
+        return (data_movement.slice_program(x, out),)
+    return slice_programs(x, out, index)
+
+
+def split_programs(x, pieces: list, dim: int, *, split_op: bool) -> list | None:
+    """The programs of each piece of TT-NN's split (split.cpp) or chunk (chunk.cpp) of `x` along `dim`: one slice
+    per piece (slice_piece_programs). split's special case, two pieces along the last dim of a TILE tensor whose
+    first two dims fit the grid's width and whose last two span two tiles or more, runs SplitDeviceOperation
+    instead: not modelled (None)."""
+    if x._device is None or len(x._value.shape) < 2:
+        return None
+    shape = x._value.shape
+    rank = len(shape)
+    d = dim % rank
+    gx, _ = grid_of(x._device)
+    if split_op and len(pieces) == 2 and d == rank - 1 and x.layout == Layout.TILE and \
+            shape[0] * shape[1] < gx + 1 and shape[-2] // 32 >= 2 and shape[-1] // 32 >= 2:
+        return None
+    programs, start = [], 0
+    for piece in pieces:
+        n = piece._value.shape[d]
+        index = [slice(0, s, 1) for s in shape]
+        index[d] = slice(start, start + n, 1)
+        programs.append(slice_piece_programs(x, piece, index))
+        start += n
+    return programs
