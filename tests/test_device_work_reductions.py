@@ -86,3 +86,15 @@ def test_plus_one_steps_through_rows_of_its_last_dim_on_one_core(device):
     assert (p.name, cbs(p), p.ranges) == ("PlusOneDeviceOperation", [(0, 1, 32)], ((0, 0, 0, 0),))
     tiled = ttnn.from_torch(torch.zeros(2, 40, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.TILE, device=device)
     assert cbs(launched(device, lambda: ttnn.plus_one(tiled))[0]) == [(0, 1, 64 * 4)]  # padded to 64 wide
+
+
+def test_var_and_std_over_one_dim_run_the_welford_reduction(device):
+    x = tt(device, (2, 64, 96))  # NC = 2, Ht = 2, Wt = 3
+    [w] = launched(device, lambda: ttnn.var(x, dim=-1, keepdim=True))
+    # over W: the destination scratch c_19 (bfloat16 without fp32_dest_acc_en); 4 rows of tiles on 4 cores
+    assert (w.name, cbs(w), w.ranges) == ("WelfordReduceDeviceOperation",
+                                          [(0, 2, BF16), (2, 1, BF16), (16, 2, BF16), (19, 1, BF16)], ((0, 0, 0, 3),))
+    [h] = launched(device, lambda: ttnn.std(x, dim=1, scalar=2.0))
+    # over H: no c_19; a scalar other than 1 adds the scaled-input tile c_20; 6 columns of tiles on 6 cores
+    assert (cbs(h), h.ranges) == ([(0, 2, BF16), (2, 1, BF16), (16, 2, BF16), (20, 1, BF16)], ((0, 0, 0, 5),))
+    assert launched(device, lambda: ttnn.var(x, dim=0)) == []  # permuted to H first in TT-NN: not modelled

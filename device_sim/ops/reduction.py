@@ -60,6 +60,11 @@ def _reduction(name: str, fn, *, result_dtype: DataType | None = None, **fn_kw):
             if not programs and (name != "sum" or input_tensor.dtype not in (DataType.BFLOAT16, DataType.BFLOAT8_B)):
                 programs = reduction_nd.reduce_nd_programs(input_tensor, out.dtype, tuple(dims))
             device_work.launch_after(out, True, input_tensor, programs)
+        elif name in ("var", "std") and (isinstance(_dims(dim), int) or len(_dims(dim) or ()) == 1):
+            one = _dims(dim) if isinstance(_dims(dim), int) else _dims(dim)[0]  # one dim: W or H
+            fp32 = bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False))
+            device_work.launch_after(out, True, input_tensor, reduction_nd.welford_program(
+                input_tensor, out.dtype, one, scalar=scalar, fp32_dest_acc_en=fp32))
         elif name == "argmax" and isinstance(dim, (int, type(None))):
             device_work.launch_after(out, fresh, input_tensor, indexing.argmax_program(input_tensor, dim, keepdim))
         return out

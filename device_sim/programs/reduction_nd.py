@@ -1,4 +1,4 @@
-"""Reductions over outer dims: the programs TT-NN's reduce_impl runs one axis at a time.
+"""Reductions over outer dims: the programs TT-NN's reduce_impl runs one axis at a time; and var / std.
 
 tt-metal's ttnn/cpp/ttnn/operations/reduction/generic/generic_reductions.cpp: a reduction that is not W, H or
 H and W together goes through reduce_nd_loop, from the last reduced dim to the first, keeping dims: W and H
@@ -24,14 +24,18 @@ from __future__ import annotations
 
 from device_sim.device_work import (
     TILE,
+    TILE_BYTES,
+    CircularBuffer,
     Program,
     cached,
     grid_of,
+    make_program,
     shape_of,
+    split_work,
 )
 from device_sim.programs import reduction
 from device_sim.programs.shape import transpose_hc_shape_program
-from device_sim.types import DataType
+from device_sim.types import DataType, Layout
 
 
 def _padded4(shape: list) -> tuple:
@@ -68,5 +72,40 @@ def reduce_nd_programs(x, out_dtype: DataType, dims: tuple[int, ...]) -> tuple[P
                 s[d4] = 1
             dtype = out_dtype
         return tuple(programs)
+
+    return cached(key, build)
+
+
+def welford_program(x, out_dtype: DataType, dim: int, *, scalar: float = 1.0, fp32_dest_acc_en: bool = False) \
+        -> Program | None:
+    """WelfordReduceDeviceOperation, which TT-NN's var and std run over one dim (generic_reductions.cpp's
+    std_var_impl; reduction/generic/device/welford_reduce_program_factory.cpp) for W or H of an interleaved TILE
+    tensor: c_0 two input tiles, c_2 one bfloat16 scaler tile, c_16 two output tiles; over W also c_19, one tile
+    in the destination's format (float32 with fp32_dest_acc_en), and with a scalar other than 1 c_20, one input
+    tile. split_work_to_cores over the NC*Ht rows (W) or NC*Wt columns (H) of tiles. None for another dim (TT-NN
+    permutes it to H first: not modelled)."""
+    rank = x._value.dim()
+    if x._device is None or x.is_sharded() or x.layout != Layout.TILE or rank < 2 or dim % rank < rank - 2:
+        return None
+    dev = x._device
+    reduce_w = dim % rank == rank - 1
+    key = ("WelfordReduceDeviceOperation", shape_of(x), x.dtype, out_dtype, reduce_w, scalar != 1.0,
+           fp32_dest_acc_en, grid_of(dev))
+
+    def build():
+        shape = tuple(x.padded_shape)
+        nc = 1
+        for d in shape[:-2]:
+            nc *= d
+        ht, wt = shape[-2] // TILE, shape[-1] // TILE
+        cbs = [CircularBuffer((0,), 2, TILE_BYTES[x.dtype]), CircularBuffer((2,), 1, TILE_BYTES[DataType.BFLOAT16]),
+               CircularBuffer((16,), 2, TILE_BYTES[out_dtype])]
+        if reduce_w:
+            scratch = DataType.FLOAT32 if fp32_dest_acc_en else DataType.BFLOAT16  # the destination's format
+            cbs.append(CircularBuffer((19,), 1, TILE_BYTES[scratch]))
+        if scalar != 1.0:
+            cbs.append(CircularBuffer((20,), 1, TILE_BYTES[x.dtype]))
+        return make_program("WelfordReduceDeviceOperation", "WelfordReduceProgramFactory", cbs,
+                            split_work(nc * (ht if reduce_w else wt), *grid_of(dev)))
 
     return cached(key, build)
