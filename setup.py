@@ -7,5 +7,8 @@ setup(
     ext_modules=[
         # device_sim's bank allocator and an op output's buffer (device_sim/_native.c).
         Extension("device_sim._native", ["device_sim/_native.c"], optional=True, extra_compile_args=["-O2"]),
+        # the recorder's walk over an op's caller frames (ttreport/capture/_stacks.c; stacks.py says which runs).
+        Extension("ttreport.capture._stacks", ["ttreport/capture/_stacks.c"], optional=True,
+                  extra_compile_args=["-O2"]),
     ],
 )

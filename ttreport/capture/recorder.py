@@ -36,7 +36,6 @@ import datetime
 import itertools
 import os
 import runpy
-import sys
 import threading
 import time
 import traceback
@@ -51,6 +50,7 @@ from device_sim.distributed import MeshTensor
 from device_sim.tensor import DEFAULT_TILE, Tensor
 from device_sim.types import BufferType, Layout
 from ttreport import schema
+from ttreport.capture import stacks
 from ttreport.errors import ReportIncompleteWarning
 
 # Ids of tensors the capture makes itself (goldens) start here, far above device_sim's: taken
@@ -191,7 +191,8 @@ class Recorder:
         self._wire = queue.wire
         self._to_log = not queue.in_memory  # an op log (oplog.LogQueue): records as it writes them
         self._stack_traces = config.stack_traces
-        self._stack_depth = config.stack_depth
+        self._stack_items = config.stack_depth * 2
+        self._walk = stacks.walker(config.stack_depth)
         self._store_inputs = config.tensors == "all"
         self._store_outputs = config.tensors != "none"
         self._suffix = ".pt" if config.detach_saved_tensors else ".bin"
@@ -223,7 +224,8 @@ class Recorder:
         parent = stack[-1] if stack else None
         stack.append(op_id)
         if self._stack_traces:  # interned: the same stack is the same number (tuple) every time
-            frames = self._user_frames()
+            # (id(code), line, ...) of the innermost user frames, from the op's caller out: no text, no library.
+            frames = self._walk(1, self.boundary, self._stack_items, self._code_is_lib, self._classify)
             stack_ref = self._stacks.get(frames)
             if stack_ref is None:
                 stack_ref = self._define_stack(frames)
@@ -385,27 +387,10 @@ class Recorder:
             if b is not None:
                 self._put((ROW, "device_tensors", {"tensor_id": tid, "device_id": b.device_id, "address": b.address}))
 
-    def _user_frames(self) -> tuple:
-        """(id(code), line, id(code), line, ...) of the innermost user frames: no text, no library frames."""
-        out = []
-        cache = self._code_is_lib
-        f = sys._getframe(2)
-        n = self._stack_depth * 2
-        stop = self.boundary
-        while f is not None:
-            code = f.f_code
-            if code is stop:
-                break
-            entry = cache.get(id(code))
-            if entry is None:
-                entry = cache[id(code)] = (code, _is_library(code.co_filename))
-            if not entry[1]:
-                out.append(id(code))
-                out.append(f.f_lineno)
-                if len(out) >= n:
-                    break
-            f = f.f_back
-        return tuple(out)
+    def _classify(self, code) -> tuple:
+        """The stack walk's cache entry for a code object it has not seen: (code, is_library)."""
+        entry = self._code_is_lib[id(code)] = (code, _is_library(code.co_filename))
+        return entry
 
     def _define_stack(self, frames: tuple):
         if len(self._stacks) >= MAX_STACKS:
