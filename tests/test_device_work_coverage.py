@@ -48,7 +48,6 @@ NOT_MODELLED_YET = {
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
     "ttnn.reshape_on_device", "ttnn.repeat", "ttnn.repeat_interleave", "ttnn.expand",
     "ttnn.narrow",
-    "ttnn.interleaved_to_sharded_partial", "ttnn.sharded_to_interleaved_partial",
     "ttnn.topk", "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",
     "ttnn.moreh_norm",
     "ttnn.group_norm", "ttnn.rms_norm_pre_all_gather", "ttnn.rms_norm_post_all_gather",

@@ -215,3 +215,35 @@ def test_split_into_unaligned_rows_slices_each_piece_through_row_major(device):
 def test_splitting_the_last_dim_in_two_is_tt_nns_split_device_operation_not_modelled(device):
     x = tt(device, (1, 1, 64, 64))
     assert launched(device, lambda: ttnn.split(x, 32, 3)) == []
+
+
+# -- the partial sharding moves --------------------------------------------------------------------
+
+def test_interleaved_to_sharded_partial_backs_its_output_cb_with_the_shard(device):
+    x = tt(device, (1, 1, 128, 64))
+    [p] = launched(device, lambda: ttnn.interleaved_to_sharded_partial(
+        x, ttnn.CoreGrid(y=1, x=2), [32, 64], 2, 1, ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+        ttnn.ShardOrientation.ROW_MAJOR))
+    # a [32, 64] shard: 2 tiles; bfloat16 tiles (2048 B) need no DRAM scratch
+    assert (p.name, cbs(p), [cb.globally_allocated for cb in p.cbs], p.ranges) == (
+        "InterleavedToShardedPartialDeviceOperation", [(0, 2, BF16)], [True], ((0, 0, 1, 0),))
+    [q] = launched(device, lambda: ttnn.interleaved_to_sharded_partial(
+        x, ttnn.CoreGrid(y=1, x=2), [32, 64], 2, 0, ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+        ttnn.ShardOrientation.ROW_MAJOR, output_dtype=ttnn.bfloat8_b))
+    assert cbs(q) == [(0, 2, BF16), (16, 2, BF8)]  # the input pages stream through c_0; the shard is c_16
+    rm = tt(device, (1, 1, 64, 40), layout=ttnn.ROW_MAJOR)  # 80 B rows from DRAM: not 32 B-aligned, so c_1
+    [r] = launched(device, lambda: ttnn.interleaved_to_sharded_partial(
+        rm, ttnn.CoreGrid(y=1, x=2), [16, 40], 2, 0, ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+        ttnn.ShardOrientation.ROW_MAJOR))
+    assert cbs(r) == [(0, 16, 80), (1, 4, 96)]
+
+
+def test_sharded_to_interleaved_partial_reads_the_shard_in_place(device):
+    s = ttnn.from_torch(torch.randn(1, 1, 64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                        memory_config=ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG)
+    cache = tt(device, (1, 1, 128, 64))
+    [p] = launched(device, lambda: ttnn.sharded_to_interleaved_partial(s, cache, 2, 1))
+    shard = s.memory_config().shard_spec.shape
+    tiles = shard[0] // 32 * (shard[1] // 32)
+    assert (p.name, cbs(p), [cb.globally_allocated for cb in p.cbs]) == (
+        "ShardedToInterleavedPartialDeviceOperation", [(0, tiles, BF16)], [True])

@@ -17,6 +17,7 @@ from __future__ import annotations
 from device_sim import device_work
 from device_sim.ops.common import check_tt_nn_only, output, values
 from device_sim.programs import data_movement as programs
+from device_sim.programs import shape as shape_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import (
@@ -169,7 +170,9 @@ def interleaved_to_sharded_partial(input_tensor: Tensor, grid, shard_shape, num_
     v = values(t)
     part = v.reshape(-1, v.shape[-1])[first:first + per].reshape(*(1,) * (v.dim() - 2), per, v.shape[-1])
     cfg = MemoryConfig(shard_scheme, BufferType.L1, ShardSpec(_grid(grid), shard_shape, shard_orientation))
-    return output(part, t, [t], op_name="ttnn.interleaved_to_sharded_partial", dtype=output_dtype, memory_config=cfg)
+    out = output(part, t, [t], op_name="ttnn.interleaved_to_sharded_partial", dtype=output_dtype, memory_config=cfg)
+    device_work.launch_after(out, True, t, shape_programs.i2s_partial_program(t, out))
+    return out
 
 
 def _s2i_partial_golden(t, cache, num_slices, slice_index, *_, **__):
@@ -195,5 +198,8 @@ def sharded_to_interleaved_partial(input_tensor: Tensor, cache_tensor: Tensor, n
                              f"{num_slices} slices of cache_tensor shape {list(c.shape)}")
     flat = c.reshape(-1, c.shape[-1])
     flat[first:first + per] = v.reshape(per, -1)
+    program = shape_programs.s2i_partial_program(t, cache)
+    if program is not None:  # into the cache's own buffer, before the write: a CB clash keeps the cache
+        device_work.launch(t._device, program)
     cache._write(flat.reshape(c.shape))
     return cache

@@ -384,3 +384,64 @@ def split_programs(x, pieces: list, dim: int, *, split_op: bool) -> list | None:
         programs.append(slice_piece_programs(x, piece, index))
         start += n
     return programs
+
+
+def _shard_grid(spec) -> tuple:
+    return tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in spec.grid.ranges())
+
+
+def i2s_partial_program(x, out) -> Program | None:
+    """InterleavedToShardedPartialDeviceOperation (sharded_partial/interleaved_to_sharded_partial/device/
+    interleaved_to_sharded_partial_program_factory.cpp, keep_l1_aligned off), on the output's shard grid: with a
+    dtype change c_0 holds the input's pages of a shard (aligned to the input buffer), and the shard itself is c_16,
+    else c_0 (its pages aligned to the output buffer; the L1 shard's own buffer, globally allocated); c_1, four
+    DRAM-aligned scratch pages, only when a DRAM input's page is not a multiple of 32 B (Wormhole)."""
+    spec = out.memory_config().shard_spec if out.is_sharded() else None
+    if x._device is None or spec is None:
+        return None
+    src_dram = x.memory_config().buffer_type.name == "DRAM"
+    key = ("InterleavedToShardedPartialDeviceOperation", x.dtype, out.dtype, x.layout, spec, src_dram)
+
+    def build():
+        h, w = spec.shape
+        tile = x.layout == Layout.TILE
+        units = (h // 32) * (w // 32) if tile else h
+        in_unit = TILE_BYTES[x.dtype] if tile else w * dtypes.ELEMENT_SIZE[x.dtype]
+        out_unit = TILE_BYTES[out.dtype] if tile else w * dtypes.ELEMENT_SIZE[out.dtype]
+        src_align = _DRAM_ALIGNMENT if src_dram else _L1_ALIGNMENT
+        cbs = []
+        if x.dtype != out.dtype:
+            cbs.append(CircularBuffer((0,), units, _align(in_unit, src_align)))
+        cbs.append(CircularBuffer((16 if x.dtype != out.dtype else 0,), units, _align(out_unit, _L1_ALIGNMENT), True))
+        if src_dram and in_unit % _DRAM_ALIGNMENT:
+            cbs.append(CircularBuffer((1,), 4, _align(in_unit, _DRAM_ALIGNMENT)))
+        return make_program("InterleavedToShardedPartialDeviceOperation", "InterleavedToShardedPartialProgramFactory",
+                            cbs, _shard_grid(spec))
+
+    return cached(key, build)
+
+
+def s2i_partial_program(x, out) -> Program | None:
+    """ShardedToInterleavedPartialDeviceOperation (sharded_partial/sharded_to_interleaved_partial/device/
+    sharded_to_interleaved_partial_program_factory.cpp) writing x's shards into `out` (interleaved): c_0 the shard
+    (its pages aligned to L1, globally allocated), and with a dtype change c_16, the shard's pages in the output's
+    format aligned to the output buffer; on the shard grid."""
+    spec = x.memory_config().shard_spec if x.is_sharded() else None
+    if x._device is None or spec is None or out.is_sharded():
+        return None
+    dst_dram = out.memory_config().buffer_type.name == "DRAM"
+    key = ("ShardedToInterleavedPartialDeviceOperation", x.dtype, out.dtype, x.layout, spec, dst_dram)
+
+    def build():
+        h, w = spec.shape
+        tile = x.layout == Layout.TILE
+        units = (h // 32) * (w // 32) if tile else h
+        in_unit = TILE_BYTES[x.dtype] if tile else w * dtypes.ELEMENT_SIZE[x.dtype]
+        cbs = [CircularBuffer((0,), units, _align(in_unit, _L1_ALIGNMENT), True)]
+        if x.dtype != out.dtype:
+            out_unit = TILE_BYTES[out.dtype] if tile else w * dtypes.ELEMENT_SIZE[out.dtype]
+            cbs.append(CircularBuffer((16,), units, _align(out_unit, _DRAM_ALIGNMENT if dst_dram else _L1_ALIGNMENT)))
+        return make_program("ShardedToInterleavedPartialDeviceOperation", "ShardedToInterleavedPartialProgramFactory",
+                            cbs, _shard_grid(spec))
+
+    return cached(key, build)
