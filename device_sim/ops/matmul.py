@@ -14,6 +14,8 @@ TT-NN validates it; core_grid only changes which cores run it (and TT-NN's defau
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 from device_sim import activations, device_work, numerics
@@ -25,6 +27,36 @@ from device_sim.tensor import Tensor
 from device_sim.types import DataType, MemoryConfig
 
 _F32 = DataType.FLOAT32
+# Operands up to this many float32 bytes are widened into a buffer kept per thread and operand (_float32):
+# 2 x 16 MiB at most stays allocated between calls.
+_SCRATCH_BYTES = 16 << 20
+
+
+class _Scratch(threading.local):
+    a: torch.Tensor | None = None
+    b: torch.Tensor | None = None
+
+
+_scratch = _Scratch()
+
+
+def _float32(t: Tensor, which: str, op_name: str) -> torch.Tensor:
+    """values(t) for the product: a bfloat16 tensor's values widened to float32 (the same exact conversion as
+    .float()) into this thread's buffer for operand `which`, "a" or "b", when they fit in _SCRATCH_BYTES.
+
+    A fresh float32 copy of each operand cost ~1,000 page faults per 4 MiB once glibc had trimmed its heap
+    (3.3 ms of system time in a 15 ms 1024^3 matmul against a 10.3 ms float32 torch.matmul; bench/README.md
+    section 6). The buffer lives only until the product is computed: nothing returned refers to it.
+    """
+    v = t._value_or_raise()
+    n = v.numel()
+    if v.dtype is not torch.bfloat16 or n * 4 > _SCRATCH_BYTES:
+        return values(t, op_name)
+    buf = getattr(_scratch, which)
+    if buf is None or buf.numel() < n:
+        buf = torch.empty(n, dtype=torch.float32)
+        setattr(_scratch, which, buf)
+    return buf[:n].view(v.shape).copy_(v)
 
 
 def _operands(a: torch.Tensor, b: torch.Tensor, transpose_a: bool, transpose_b: bool):
@@ -86,7 +118,8 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
                             f"convert it with ttnn.from_torch(tensor, layout=ttnn.TILE, device=device)")
     ins = device_inputs(op_name, input_tensor_a, input_tensor_b, bias)
     out_dtype = DataType(dtype) if dtype is not None else input_tensor_a.dtype
-    a, b = _operands(values(input_tensor_a, op_name), values(input_tensor_b, op_name), transpose_a, transpose_b)
+    a, b = _operands(_float32(input_tensor_a, "a", op_name), _float32(input_tensor_b, "b", op_name), transpose_a,
+                     transpose_b)
     _check_shapes(op_name, a, b)
     # Without a compute_kernel_config (and outside numerics.tt_nn_default_kernels()) the values are exact
     # float32 products, torch's matmul: the fast default, which skips working out the kernel's numerics.
