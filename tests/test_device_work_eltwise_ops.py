@@ -156,3 +156,10 @@ def test_rand_draws_float32_tiles_and_writes_the_output_format(device):
                                                    ((0, 0, 0, 7),))
     t = tt(device, (64, 64))
     assert [p.name for p in launched(device, lambda: ttnn.rand_like(t))] == ["RandDeviceOperation"]
+
+
+def test_bcast_streams_a_b_and_the_output_through_two_tile_cbs_on_every_core(device):
+    a, row = tt(device, (2, 64, 64)), tt(device, (2, 1, 64), ttnn.bfloat8_b)
+    [prog] = launched(device, lambda: ttnn.bcast(a, row, ttnn.BcastOpMath.ADD, ttnn.BcastOpDim.H))
+    assert (prog.name, cbs(prog), prog.ranges) == ("BcastDeviceOperation", [(0, 2, BF16), (1, 2, BF8), (16, 2, BF16)],
+                                                   ((0, 0, 7, 7),))

@@ -650,4 +650,6 @@ def bcast(input_a: Tensor, input_b: Tensor, math_op: BcastOpMath, dim: BcastOpDi
     if a.dim() < 2 or b.dim() < 2:
         raise ValueError(f"ttnn.bcast works on the last two dims; got shapes {list(a.shape)} and {list(b.shape)}")
     y = broadcast("ttnn.bcast", lambda x, z: _bcast_golden(x, z, math_op, dim), a, b)
-    return output(y, input_a, ins, op_name="ttnn.bcast", memory_config=memory_config)
+    out = output(y, input_a, ins, op_name="ttnn.bcast", memory_config=memory_config)
+    device_work.launch_after(out, True, input_a, ternary_programs.bcast_program(input_a, input_b, out))
+    return out

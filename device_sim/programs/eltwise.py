@@ -1,4 +1,5 @@
-"""TernaryDeviceOperation (where, lerp, addcmul, addcdiv) as TT-NN's ternary program factory builds it.
+"""TernaryDeviceOperation (where, lerp, addcmul, addcdiv) as TT-NN's ternary program factory builds it; and
+BcastDeviceOperation (ttnn.bcast).
 
 tt-metal's ttnn/cpp/ttnn/operations/eltwise/ternary/device/ternary_program_factory.cpp: the first operand
 (the predicate of where) streams through c_0, the second through c_1 and the third through c_2, two tiles
@@ -58,3 +59,20 @@ def _row_broadcast(shapes) -> bool:
         return False
     heights = [s[-2] for s in shapes]
     return 1 in heights and max(heights) > 1
+
+
+def bcast_program(a, b, out) -> Program | None:
+    """BcastDeviceOperation (data_movement/bcast/device: the multi-core H, W and HW factories) for interleaved TILE
+    tensors: c_0 two tiles of a, c_1 two tiles of b, c_16 two output tiles, each in its own format, created on the
+    whole worker grid. Sharded inputs and outputs (the sharded H factories) are not modelled (None)."""
+    if any(t._device is None or t.layout != Layout.TILE or t.is_sharded() for t in (a, b, out)):
+        return None
+    key = ("BcastDeviceOperation", a.dtype, b.dtype, out.dtype, grid_of(out._device))
+
+    def build():
+        gx, gy = grid_of(out._device)
+        cbs = (CircularBuffer((0,), 2, TILE_BYTES[a.dtype]), CircularBuffer((1,), 2, TILE_BYTES[b.dtype]),
+               CircularBuffer((16,), 2, TILE_BYTES[out.dtype]))
+        return make_program("BcastDeviceOperation", "BcastMultiCoreProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
+
+    return cached(key, build)
