@@ -42,9 +42,7 @@ NOT_MODELLED_YET = {
     "ttnn.transformer.chunked_scaled_dot_product_attention", "ttnn.transformer.windowed_scaled_dot_product_attention",
     "ttnn.experimental.paged_fused_update_cache",
     "ttnn.experimental.paged_update_cache",
-    "ttnn.reduce_scatter", "ttnn.all_reduce", "ttnn.point_to_point", "ttnn.mesh_partition",
-    "ttnn.experimental.reduce_scatter_minimal_async",
-    "ttnn.experimental.all_reduce_async",
+    "ttnn.point_to_point", "ttnn.mesh_partition",
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
     "ttnn.reshape_on_device", "ttnn.repeat", "ttnn.repeat_interleave", "ttnn.expand",
     "ttnn.narrow",

@@ -10,22 +10,21 @@ A collective works on groups of chips: with `cluster_axis=None` every chip of th
 0 each column of chips (the chips that differ only in row), with 1 each row. Sums are taken
 in float32 over the group's shards in group order and rounded to the output dtype once.
 Fabric settings (topology, num_links, semaphores, ...) are checked for type; the emulator moves
-the data in host memory. all_gather and all_gather_async launch each chip's device program
-(device_sim.programs.ccl), whose workers follow topology and num_links.
+the data in host memory. all_gather, reduce_scatter and all_reduce (and their async forms) launch
+each chip's device programs (device_sim.ops.ccl_work), whose workers follow topology and num_links.
 """
 
 from __future__ import annotations
 
 import torch
 
-from device_sim import device_work
 from device_sim.distributed import MeshTensor
 from device_sim.mesh import MeshCoordinate, MeshDevice, rows_cols
+from device_sim.ops import ccl_work
 from device_sim.ops.common import check_tt_nn_only, output, values
-from device_sim.programs import ccl as ccl_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import BufferType, CoreCoord, CoreRange, CoreRangeSet, MemoryConfig, TensorMemoryLayout, _TTEnum
+from device_sim.types import BufferType, MemoryConfig, TensorMemoryLayout, _TTEnum
 
 
 class Topology(_TTEnum):
@@ -201,55 +200,12 @@ def _gather(op_name, input_tensor, dim, cluster_axis, memory_config):
     return _results(op_name, shards, mesh, new, memory_config)
 
 
-def _program_semaphores(mesh: MeshDevice, key: tuple, count: int) -> list[GlobalSemaphore]:
-    """The `count` global semaphores TT-NN's ttnn.all_gather creates when it builds its program (2 for the forward
-    and backward links, 1 barrier) and its program cache then holds: made once per program on the mesh, and held
-    by the mesh (as its program cache is), so they stay in every chip's L1 after the op as on hardware."""
-    held = vars(mesh).setdefault("_program_semaphores", {})
-    if key not in held:
-        cores = mesh.compute_with_storage_grid_size()
-        grid = CoreRangeSet([CoreRange(CoreCoord(0, 0), CoreCoord(cores.x - 1, cores.y - 1))])
-        held[key] = [GlobalSemaphore(mesh, grid, 0, BufferType.L1) for _ in range(count)]
-    return held[key]
-
-
-def _launch_gather(op_name: str, input_tensor, out, cluster_axis, num_links, topology, *, name: str) -> None:
-    """Each chip's all_gather program (device_sim.programs.ccl), launched on that chip after the outputs exist.
-    ttnn.all_gather without a cluster_axis on a mesh that is not one line gathers along axis 1, then axis 0 (two
-    device operations); its programs hold 3 global semaphores. A program that cannot launch on a chip frees
-    every chip's output before the error goes on."""
-    shards, mesh = _shards(op_name, input_tensor)
-    if mesh is None or len(shards) < 2:
-        return
-    rows, cols = rows_cols(tuple(mesh.shape))
-    if cluster_axis is not None:
-        steps = [rows if cluster_axis == 0 and len(tuple(mesh.shape)) == 2 else cols]
-    else:
-        steps = [cols, rows] if rows > 1 and cols > 1 and name == "AllGatherDeviceOperation" else [rows * cols]
-    if steps == [1]:
-        return
-    ring = (topology if topology is not None else Topology.Ring if _fabric["config"] == FabricConfig.FABRIC_1D_RING
-            else Topology.Linear) == Topology.Ring
-    links = num_links or 1
-    config = shards[0]._device.config
-    page = shards[0].buffer.page_size
-    in_bytes = page * shards[0].buffer.num_pages
-    programs, gathered = [], in_bytes
-    for step, size in enumerate(s for s in steps if s > 1):
-        gathered *= size
-        programs.append(ccl_programs.all_gather_program(page, gathered, ring_size=size, num_links=links, ring=ring,
-                                                        grid=(config.grid_x, config.grid_y), name=name))
-        if name == "AllGatherDeviceOperation":  # one program cache entry per gather (its axis, sizes, cores)
-            _program_semaphores(mesh, (step, size, gathered, programs[-1], tuple(mesh.get_device_ids())), 3)
-    outs = out.shards
-    try:
-        for shard in outs:
-            for p in programs:
-                device_work.launch(shard._device, p)
-    except RuntimeError:
-        for shard in outs:
-            shard._free()
-        raise
+def _is_ring(topology) -> bool:
+    """TT-NN's topology for a collective: the one given, else Ring on a FABRIC_1D_RING fabric, else Linear
+    (get_usable_topology)."""
+    if topology is None:
+        return _fabric["config"] == FabricConfig.FABRIC_1D_RING
+    return topology == Topology.Ring
 
 
 def _reduce_scatter(op_name, input_tensor, dim, cluster_axis, memory_config):
@@ -300,8 +256,8 @@ def all_gather(input_tensor, dim: int, *, cluster_axis: int | None = None, memor
                        tensor=input_tensor)
     _no_output_tensor("ttnn.all_gather", output_tensor)
     out = _gather("ttnn.all_gather", input_tensor, dim, cluster_axis, memory_config)
-    _launch_gather("ttnn.all_gather", input_tensor, out, cluster_axis, num_links, topology,
-                   name="AllGatherDeviceOperation")
+    ccl_work.launch_gather(input_tensor, out, cluster_axis, _is_ring(topology), num_links,
+                           name="AllGatherDeviceOperation")
     return out
 
 
@@ -314,7 +270,10 @@ def reduce_scatter(input_tensor, dim: int, *, cluster_axis: int | None = None, s
     """The group's shards summed, then split along `dim`: the k-th chip of the group keeps the k-th part."""
     _check_fabric_args("ttnn.reduce_scatter", topology, num_links, tt_nn_only)
     _no_output_tensor("ttnn.reduce_scatter", output_tensor)
-    return _reduce_scatter("ttnn.reduce_scatter", input_tensor, dim, cluster_axis, memory_config)
+    out = _reduce_scatter("ttnn.reduce_scatter", input_tensor, dim, cluster_axis, memory_config)
+    ccl_work.launch_reduce_scatter(input_tensor, out, dim, cluster_axis, _is_ring(topology), num_links,
+                                   name="ReduceScatterDeviceOperation")
+    return out
 
 
 @register_op("ttnn.all_reduce", mesh_aware=True)
@@ -323,7 +282,9 @@ def all_reduce(input_tensor, *, cluster_axis: int | None = None, subdevice_id=No
                topology: Topology | None = None, compute_kernel_config=None, **tt_nn_only):
     """Every chip gets the sum of its group's shards."""
     _check_fabric_args("ttnn.all_reduce", topology, num_links, tt_nn_only)
-    return _all_reduce("ttnn.all_reduce", input_tensor, cluster_axis, memory_config)
+    out = _all_reduce("ttnn.all_reduce", input_tensor, cluster_axis, memory_config)
+    ccl_work.launch_all_reduce(input_tensor, out, cluster_axis, _is_ring(topology), num_links)
+    return out
 
 
 @register_op("ttnn.point_to_point", mesh_aware=True)
@@ -391,8 +352,8 @@ def all_gather_async(input_tensor, *args, dim: int | None = None, multi_device_g
                       else persistent_output_tensor)
     out = _gather(op_name, input_tensor, dim, cluster_axis, memory_config)
     if not use_optimal_ccl_for_llama:  # the Llama variant runs its own sharded factory (not modelled)
-        _launch_gather(op_name, input_tensor, out, cluster_axis, num_links, topology,
-                       name="AllGatherAsyncDeviceOperation")
+        ccl_work.launch_gather(input_tensor, out, cluster_axis, _is_ring(topology), num_links,
+                               name="AllGatherAsyncDeviceOperation")
     return out
 
 
@@ -410,7 +371,10 @@ def reduce_scatter_minimal_async(input_tensor, persistent_output_buffers=None, d
     _check_semaphores(op_name, "multi_device_global_semaphore", multi_device_global_semaphore)
     _check_fabric_args(op_name, topology, num_links, tt_nn_only, barrier_semaphore)
     _no_output_tensor(op_name, persistent_output_buffers if persistent_output_buffers else None)
-    return _reduce_scatter(op_name, input_tensor, dim, cluster_axis, memory_config)
+    out = _reduce_scatter(op_name, input_tensor, dim, cluster_axis, memory_config)
+    ccl_work.launch_reduce_scatter(input_tensor, out, dim, cluster_axis, _is_ring(topology), num_links,
+                                   name="ReduceScatterMinimalAsyncDeviceOperation")
+    return out
 
 
 @register_op("ttnn.experimental.all_reduce_async", mesh_aware=True)
@@ -444,4 +408,7 @@ def all_reduce_async(input_tensor, *args, cluster_axis: int | None = None, mesh_
     shards, mesh = _shards(op_name, input_tensor)
     if num_devices is not None and num_devices != len(shards):
         raise ValueError(f"{op_name}: num_devices={num_devices} but the tensor has {len(shards)} shards")
-    return _all_reduce(op_name, input_tensor, cluster_axis, memory_config, dtype)
+    out = _all_reduce(op_name, input_tensor, cluster_axis, memory_config, dtype)
+    if "buffer_tensor" not in given and not use_optimal_ccl_for_llama:  # the Llama-sharded forms: not modelled
+        ccl_work.launch_all_reduce(input_tensor, out, cluster_axis, _is_ring(topology), num_links)
+    return out

@@ -17,7 +17,7 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - indexing: ArgMaxDeviceOperation (single core); reduction_nd: reductions over outer dims (reduce_nd_loop)
 - creation: RandDeviceOperation
 - rotary: RotaryEmbeddingDeviceOperation (GPT-NeoX, prefill and decode), Llama's sharded decode and fused QK
-- ccl: all_gather's program on each chip of a mesh (AllGatherDeviceOperation, AllGatherAsyncDeviceOperation)
+- ccl: all_gather's and reduce_scatter's programs on each chip of a mesh (device_sim.ops.ccl_work launches them)
 - kv_cache: UpdateKVCacheOperation and the paged fill / update / fused update
 
 docs/device_work.md lists what is modelled, what is approximate and what is not yet.

@@ -1,11 +1,13 @@
-"""The collectives' device operations: all_gather's minimal default program, as each chip of the mesh runs it.
+"""The collectives' device operations as each chip of the mesh runs them: all_gather's and reduce_scatter's programs.
 
 tt-metal's build_all_gather_async_minimal_default_program_artifacts (ttnn/cpp/ttnn/operations/experimental/ccl/
 all_gather_async/device/all_gather_async_default_program_factory.cpp), which both ttnn.all_gather
 (AllGatherDeviceOperation, ccl/all_gather/device/all_gather_program_factory.cpp) and ttnn.experimental.all_gather_async
 (AllGatherAsyncDeviceOperation, DefaultMeshWorkloadFactory) build on every chip. Per link and direction (forward,
 backward) the program takes one fabric-mux core and `workers` sender cores, the first cores of the grid row by row
-(ccl_common.cpp's choose_worker_cores); only the senders hold a CB.
+(ccl_common.cpp's choose_worker_cores); only the senders hold CBs. reduce_scatter (ReduceScatterDeviceOperation,
+ccl/reduce_scatter/device/reduce_scatter_program_factory.cpp, and ReduceScatterMinimalAsyncDeviceOperation) builds
+the ring or line minimal async artifacts (experimental/ccl/reduce_scatter_minimal_async/device/) the same way.
 
 Example:
     >>> from device_sim.programs.ccl import all_gather_program
@@ -57,5 +59,44 @@ def all_gather_program(page_size: int, output_bytes: int, *, ring_size: int, num
         senders = tuple((x, y, x, y) for i, (x, y) in enumerate(order) if i % (workers + 1))
         factory = "AllGatherProgram" if name == "AllGatherDeviceOperation" else "DefaultMeshWorkloadFactory"
         return make_program(name, factory, (CircularBuffer((0,), 3 * per_packet, page_size),), senders)
+
+    return cached(key, build)
+
+
+def reduce_scatter_workers(input_bytes: int, ring_size: int, num_links: int, ring: bool, cores: int) -> int:
+    """reduce_scatter_minimal_async_program_common.cpp's default_workers, as written: it compares the bytes a link
+    moves against thresholds named in MB but given as plain numbers (ring 50 and 1, line 4 and 0.5), so any real
+    tensor takes 8 senders a direction, fewer when (senders + 1 mux) x 2 directions x links cores do not fit."""
+    per_link = input_bytes * (ring_size - 1) / ring_size / num_links / (2 if ring else 1)
+    high, low = (50.0, 1.0) if ring else (4.0, 0.5)
+    candidates = (8, 4, 2, 1) if per_link > high else (2, 1) if per_link < low else (4, 2, 1)
+    for workers in candidates:
+        if cores >= num_links * (workers + 1) * DIRECTIONS:
+            return workers
+    raise RuntimeError(f"TT_THROW: Not enough cores available on the subdevice or device for the requested match "
+                       f"the number of links {num_links}")
+
+
+def reduce_scatter_program(page_size: int, input_bytes: int, *, ring_size: int, num_links: int, ring: bool,
+                           grid: tuple[int, int], name: str = "ReduceScatterDeviceOperation") -> Program:
+    """One chip's reduce_scatter program (the ring or line minimal async factory; both size their CBs alike) for an
+    input of `page_size`-byte pages and `input_bytes` on that chip.
+
+    A packet holds n = min(2, PACKET_BYTES // page_size) pages and a chunk tile_granularity = 4n pages (8 at most);
+    c_0 the input, c_1 the intermediate (the partial from the neighbour), c_2 the reader's output and c_3 the
+    reduction's output each hold 3 chunks (triple buffering), on the sender cores."""
+    key = ("ccl", name, page_size, input_bytes, ring_size, num_links, ring, grid)
+
+    def build():
+        gx, gy = grid
+        workers = reduce_scatter_workers(input_bytes, ring_size, num_links, ring, gx * gy)
+        per_packet = min(2, PACKET_BYTES // page_size)
+        granularity = 4 * per_packet if per_packet < 4 else 8
+        order = [(i % gx, i // gx) for i in range(num_links * DIRECTIONS * (workers + 1))]
+        senders = tuple((x, y, x, y) for i, (x, y) in enumerate(order) if i % (workers + 1))
+        factory = "ReduceScatterProgram" if name == "ReduceScatterDeviceOperation" else (
+            "RingReduceScatterMeshWorkloadFactory" if ring else "LineReduceScatterMeshWorkloadFactory")
+        return make_program(name, factory, [CircularBuffer((i,), 3 * granularity, page_size) for i in range(4)],
+                            senders)
 
     return cached(key, build)
