@@ -226,6 +226,23 @@ def test_a_grouped_conv2d_runs_the_programs_of_the_dense_conv_tt_nn_expands_it_t
         input_height=16, input_width=1, kernel_size=(3, 1), padding=(1, 0), groups=32)) == []
 
 
+def test_conv1d_runs_the_conv2d_programs_of_its_length_by_one_image(device):
+    # conv1d.cpp calls conv2d on [N, L, 1, C] with a (K, 1) kernel, (stride, 1) and padding (p, p, 0, 0)
+    from device_sim.programs.conv import conv2d_programs
+
+    x = tt(device, (2, 16, 8))
+    w = ttnn.from_torch(torch.randn(4, 8, 3), dtype=ttnn.bfloat16)
+    launched = heard(device, lambda: ttnn.conv1d(
+        input_tensor=x, weight_tensor=w, device=device, in_channels=8, out_channels=4, batch_size=2, input_length=16,
+        kernel_size=3, stride=2, padding=1))
+    as_2d = conv2d_programs(batch=2, height=16, width=1, in_channels=8, out_channels=4, kernel=(3, 1), stride=(2, 1),
+                            padding=(1, 1, 0, 0), dilation=(1, 1), in_dtype=ttnn.bfloat16, in_tile=True,
+                            in_sharded=False, out_dtype=ttnn.bfloat16, weights_dtype=ttnn.bfloat16, bias=False,
+                            grid=(8, 8))
+    assert [(p.name, p.cbs, p.ranges) for p in launched] == [(p.name, p.cbs, p.ranges) for p in as_2d]
+    assert [p.name for p in launched][-1] == "Conv2dDeviceOperation"
+
+
 # -- collectives on a mesh -------------------------------------------------------------------------
 def test_an_all_gather_program_holds_three_packets_of_pages_on_its_sender_cores():
     from device_sim.programs.ccl import all_gather_program

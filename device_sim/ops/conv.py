@@ -272,6 +272,12 @@ def conv1d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_chann
                 bias_tensor=values(bias_tensor, op_name) if bias_tensor is not None else None)
     y = _conv1d_golden(**args)
     out = _conv_output(y, device, input_tensor, op_name, dtype, conv_config, memory_config)
+    # TT-NN's conv1d is conv2d over [N, L, 1, C] with a (K, 1) kernel (conv1d.cpp): the same device operations
+    top, bottom = (padding, padding) if isinstance(padding, int) else tuple(padding)
+    _launch_conv2d(out, input_tensor, weight_tensor, bias_tensor, conv_config,
+                   dict(kernel_size=(kernel_size, 1), stride=(stride, 1), dilation=(dilation, 1), groups=groups,
+                        batch_size=batch_size, input_height=input_length, input_width=1, in_channels=in_channels,
+                        out_channels=out_channels), (top, bottom, 0, 0))
     weights = None
     if return_weights_and_bias:
         args2d = dict(args, weight_tensor=w if w.dim() != 3 else w.unsqueeze(-1), kernel_size=(kernel_size, 1))
