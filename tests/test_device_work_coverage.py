@@ -28,13 +28,14 @@ HOST_ONLY = {
     "ttnn.Tensor", "ttnn.from_torch", "ttnn.to_torch", "ttnn.from_device", "ttnn.to_device", "ttnn.as_tensor",
     "ttnn.to_dtype", "ttnn.deallocate", "ttnn.allocate_tensor_on_device", "ttnn.empty", "ttnn.empty_like",
     "ttnn.copy_host_to_device_tensor", "ttnn.zeros", "ttnn.ones", "ttnn.full", "ttnn.arange",
+    "ttnn.prepare_conv_weights", "ttnn.prepare_conv_bias",
 }
 VIEWS = {"ttnn.view", "ttnn.squeeze", "ttnn.unsqueeze", "ttnn.unsqueeze_to_4D"}
 # Ops TT-NN runs programs for that device_sim does not model yet; the comment says whose work they are.
 NOT_MODELLED_YET = {
     # vision, transformer decode, rotary NeoX, paged cache, collectives (work_b, issue 12)
     "ttnn.max_pool2d", "ttnn.avg_pool2d", "ttnn.adaptive_avg_pool2d",
-    "ttnn.conv_transpose2d", "ttnn.fold", "ttnn.prepare_conv_weights", "ttnn.prepare_conv_bias",
+    "ttnn.conv_transpose2d", "ttnn.fold",
     "ttnn.experimental.rotary_embedding_llama_fused_qk",
     "ttnn.experimental.nlp_concat_heads_decode",
     "ttnn.transformer.scaled_dot_product_attention_decode",
