@@ -600,6 +600,7 @@ typedef struct {
     PyObject *body;     /* the op's function */
     PyObject *wrapper;  /* registry's Python wrapper: hooks, keywords, meshes */
     PyObject *globals;  /* registry's module dict, where _hook and _per_device live */
+    PyObject *plain;    /* register_op(plain=): (tensor, tensor or number) -> output or None; or NULL */
     PyObject *weakrefs;
     vectorcallfunc vectorcall;
 } Dispatch;
@@ -610,8 +611,18 @@ static PyObject *Dispatch_vectorcall(Dispatch *d, PyObject *const *args, size_t 
     if (kwnames == NULL) {
         PyObject *hook = PyDict_GetItemWithError(d->globals, S_hook);
         PyObject *per_device = hook == Py_None ? PyDict_GetItemWithError(d->globals, S_per_device) : NULL;
-        if (per_device == Py_None)
+        if (per_device == Py_None) {
+            /* A binary op's usual call, ttnn.add(a, b): its plain() at once, the body only if it declines. */
+            if (d->plain != NULL && PyVectorcall_NARGS(nargsf) == 2 && TensorType != NULL &&
+                Py_TYPE(args[0]) == TensorType &&
+                (Py_TYPE(args[1]) == TensorType || PyFloat_CheckExact(args[1]) || PyLong_CheckExact(args[1]))) {
+                PyObject *out = PyObject_Vectorcall(d->plain, args, 2, NULL);
+                if (out != Py_None)
+                    return out;  /* the output, or NULL with its error */
+                Py_DECREF(out);
+            }
             return PyObject_Vectorcall(d->body, args, nargsf, NULL);
+        }
         if (PyErr_Occurred())
             return NULL;
     }
@@ -619,11 +630,12 @@ static PyObject *Dispatch_vectorcall(Dispatch *d, PyObject *const *args, size_t 
 }
 
 static PyObject *Dispatch_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    PyObject *body, *wrapper, *globals;
-    if (kwds != NULL || !PyArg_ParseTuple(args, "OOO!:Dispatch", &body, &wrapper, &PyDict_Type, &globals))
+    PyObject *body, *wrapper, *globals, *plain = Py_None;
+    if (kwds != NULL || !PyArg_ParseTuple(args, "OOO!|O:Dispatch", &body, &wrapper, &PyDict_Type, &globals, &plain))
         return NULL;
-    if (!PyCallable_Check(body) || !PyCallable_Check(wrapper)) {
-        PyErr_SetString(PyExc_TypeError, "Dispatch(body, wrapper, registry_globals): body and wrapper must be callable");
+    if (!PyCallable_Check(body) || !PyCallable_Check(wrapper) || (plain != Py_None && !PyCallable_Check(plain))) {
+        PyErr_SetString(PyExc_TypeError, "Dispatch(body, wrapper, registry_globals, plain=None): body, wrapper "
+                        "and plain must be callable");
         return NULL;
     }
     Dispatch *d = (Dispatch *)type->tp_alloc(type, 0);
@@ -632,6 +644,7 @@ static PyObject *Dispatch_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     d->body = Py_NewRef(body);
     d->wrapper = Py_NewRef(wrapper);
     d->globals = Py_NewRef(globals);
+    d->plain = plain == Py_None ? NULL : Py_NewRef(plain);
     d->vectorcall = (vectorcallfunc)Dispatch_vectorcall;
     return (PyObject *)d;
 }
@@ -640,6 +653,7 @@ static int Dispatch_traverse(Dispatch *d, visitproc visit, void *arg) {
     Py_VISIT(d->body);
     Py_VISIT(d->wrapper);
     Py_VISIT(d->globals);
+    Py_VISIT(d->plain);
     return 0;
 }
 
@@ -647,6 +661,7 @@ static int Dispatch_clear(Dispatch *d) {
     Py_CLEAR(d->body);
     Py_CLEAR(d->wrapper);
     Py_CLEAR(d->globals);
+    Py_CLEAR(d->plain);
     return 0;
 }
 

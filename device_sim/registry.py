@@ -187,8 +187,14 @@ def _rename_memory(kwargs: dict) -> None:
 
 
 def register_op(name: str, *, golden: Callable | None = None, fallback: Callable | None = None,
-                mesh_aware: bool = False):
-    """Register an op body under `name` ("ttnn.add"); returns the public, hookable function."""
+                mesh_aware: bool = False, plain: Callable | None = None):
+    """Register an op body under `name` ("ttnn.add"); returns the public, hookable function.
+
+    `plain(a, b)`, for a binary op: the body's own fast path for a call with two positional arguments and no
+    keywords, a Tensor and a Tensor or a Python number (float or int); it returns the output, or None to let
+    the body decide. With device_sim._native built, such a call with no hook runs it without the body's
+    keyword checks; the body must give the same result for the same call.
+    """
 
     def decorate(function: Callable) -> Callable:
         if name in OPS:
@@ -229,7 +235,7 @@ def register_op(name: str, *, golden: Callable | None = None, fallback: Callable
             wrapper.__signature__ = _with_output_keyword(function, out_kw)
         wrapper.op = op
         wrapper.golden_function = golden
-        public = wrapper if _native is None else _native.Dispatch(function, wrapper, globals())
+        public = wrapper if _native is None else _native.Dispatch(function, wrapper, globals(), plain)
         op.wrapper = public
         OPS[name] = op
         return public

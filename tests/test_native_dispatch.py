@@ -129,3 +129,38 @@ def test_device_sim_pure_makes_the_python_wrapper_the_public_function():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "function"]
+
+
+@native
+def test_a_binary_ops_plain_path_runs_from_the_dispatcher_and_declines_to_the_body(device, inputs):
+    a, b = inputs
+    calls = []
+    add = registry.OPS["ttnn.add"]
+    cells = dict(zip(add.function.__code__.co_freevars, add.function.__closure__))
+    plain = cells["plain"].cell_contents  # eltwise._binary's fast path, as register_op was given it
+
+    def counting(x, y):
+        calls.append((type(x).__name__, type(y).__name__))
+        return plain(x, y)
+
+    public = registry._native.Dispatch(add.function, add.wrapper, vars(registry), counting)
+    same = public(a, b)
+    assert torch.equal(same.value, ttnn.add(a, b, memory=None).value)
+    assert public(a, 2.5).value.dtype == torch.bfloat16 and public(a, 2).shape == a.shape
+    assert calls == [("Tensor", "Tensor"), ("Tensor", "float"), ("Tensor", "int")]
+    # Not a plain call (a bool, a number first, a host tensor's values, keywords): the body alone decides.
+    host = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16)
+    assert torch.equal(public(a, True).value, ttnn.add(a, 1.0).value)
+    assert torch.equal(public(1.0, a).value, ttnn.add(a, 1.0).value)
+    public(a, b, memory_config=None)
+    assert len(calls) == 3
+    with pytest.raises(ValueError, match="is on device 0 but tensor"):
+        public(a, host)  # plain declines (two places): the body's run() names both
+    assert calls[-1] == ("Tensor", "Tensor")
+    hook = _Recorder()
+    previous = ttnn.set_hook(hook)
+    try:
+        public(a, b)  # a hook: the wrapper, never plain
+    finally:
+        ttnn.set_hook(previous)
+    assert len(calls) == 4 and [s[0] for s in hook.seen] == ["begin", "end"]

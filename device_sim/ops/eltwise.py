@@ -165,7 +165,8 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
     op.__doc__ = f"Element-wise {name} with broadcasting; either argument may be a Python number."
     if rounding:
         op.__doc__ += ' rounding_mode="trunc" or "floor" rounds the quotient toward zero or down (None: exact).'
-    return register_op(f"ttnn.{name}", golden=golden)(op)
+    # The dispatcher may call plain() itself for ttnn.add(a, b) (registry.register_op), as op() would.
+    return register_op(f"ttnn.{name}", golden=golden, plain=plain if result_dtype is None else None)(op)
 
 
 _ROUNDING = {None: None, "trunc": torch.trunc, "floor": torch.floor}
