@@ -45,7 +45,7 @@ NOT_MODELLED_YET = {
     "ttnn.experimental.paged_update_cache",
     "ttnn.point_to_point", "ttnn.mesh_partition",
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
-    "ttnn.reshape_on_device", "ttnn.repeat", "ttnn.repeat_interleave", "ttnn.expand",
+    "ttnn.repeat", "ttnn.repeat_interleave", "ttnn.expand",
     "ttnn.narrow",
     "ttnn.topk", "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",
     "ttnn.moreh_norm",

@@ -247,3 +247,13 @@ def test_sharded_to_interleaved_partial_reads_the_shard_in_place(device):
     tiles = shard[0] // 32 * (shard[1] // 32)
     assert (p.name, cbs(p), [cb.globally_allocated for cb in p.cbs]) == (
         "ShardedToInterleavedPartialDeviceOperation", [(0, tiles, BF16)], [True])
+
+
+def test_reshape_on_device_streams_tiles_on_one_core(device):
+    x = tt(device, (1, 2, 32, 64))
+    [p] = launched(device, lambda: ttnn.reshape_on_device(x, 1, 1, 64, 64))
+    # bfloat16 face rows are 32 B, as wide as DRAM's alignment: no landing pad
+    assert (p.name, p.factory, cbs(p), p.ranges) == (
+        "ReshapeDeviceOperation", "ReshapeTileProgramFactory", [(0, 2, BF16)], ((0, 0, 0, 0),))
+    b8 = tt(device, (1, 2, 32, 64), ttnn.bfloat8_b)  # 16 B face rows: a 32 B landing pad for DRAM reads
+    assert cbs(launched(device, lambda: ttnn.reshape_on_device(b8, 1, 1, 64, 64))[0]) == [(0, 2, BF8), (1, 1, 32)]

@@ -448,7 +448,9 @@ def reshape_on_device(input_tensor: Tensor, W: int, Z: int, Y: int, X: int, *,  
     except RuntimeError:
         raise ValueError(f"ttnn.reshape_on_device: cannot reshape shape {list(v.shape)} ({v.numel()} elements) to "
                          f"{[W, Z, Y, X]}") from None
-    return _out("ttnn.reshape_on_device", input_tensor, r, memory_config, tt_nn_only)
+    out = _out("ttnn.reshape_on_device", input_tensor, r, memory_config, tt_nn_only)
+    device_work.launch_after(out, True, input_tensor, shape_programs.reshape_on_device_program(input_tensor, out))
+    return out
 
 
 def _scatter_golden(input, dim, index, src, *_, reduce=None, **__):  # noqa: A002  (TT-NN's name)

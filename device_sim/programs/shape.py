@@ -445,3 +445,22 @@ def s2i_partial_program(x, out) -> Program | None:
                             cbs, _shard_grid(spec))
 
     return cached(key, build)
+
+
+def reshape_on_device_program(x, out) -> Program | None:
+    """ReshapeDeviceOperation of TT-NN's older 4-D reshape_on_device (reshape_on_device/device/
+    reshape_tile_program_factory.cpp) for an interleaved TILE tensor: one core, (0, 0), streams two tiles through
+    c_0, and adds c_1, one alignment-sized landing pad, when the input buffer's alignment (DRAM 32 B, L1 16 B) is
+    wider than a face row (16 elements; block floats count 1 B an element). The ROW_MAJOR factory is not modelled."""
+    if x._device is None or x.layout != Layout.TILE or x.is_sharded() or out.is_sharded():
+        return None
+    align = _DRAM_ALIGNMENT if x.memory_config().buffer_type.name == "DRAM" else _L1_ALIGNMENT
+    key = ("ReshapeDeviceOperation", "on_device", x.dtype, align)
+
+    def build():
+        cbs = [CircularBuffer((0,), 2, TILE_BYTES[x.dtype])]
+        if align > 16 * dtypes.ELEMENT_SIZE.get(x.dtype, 1):
+            cbs.append(CircularBuffer((1,), 1, align))
+        return make_program("ReshapeDeviceOperation", "ReshapeTileProgramFactory", cbs, ((0, 0, 0, 0),))
+
+    return cached(key, build)
