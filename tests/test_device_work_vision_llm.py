@@ -362,3 +362,18 @@ def test_reduce_scatter_and_all_reduce_run_their_programs_on_every_chip():
         assert heard(chip, lambda: ttnn.reduce_scatter(odd, dim=3)) == []
     finally:
         ttnn.close_mesh_device(mesh)
+
+
+def test_mesh_partition_runs_the_slice_factory_on_each_chip():
+    mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
+    try:
+        x = ttnn.from_torch(torch.randn(1, 1, 64, 256), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh,
+                            mesh_mapper=ttnn.ReplicateTensorToMesh(mesh))
+        chip = mesh.get_devices()[0]
+        # each chip keeps [64, 128] of its [64, 256]: 2 x 4 = 8 output tiles, split_work_to_cores column by column,
+        # c_0 two tiles (slice_program_factory_tile.cpp, which mesh_partition_program_factory.cpp runs)
+        [p] = heard(chip, lambda: ttnn.mesh_partition(x, 3, cluster_axis=1))
+        assert (p.name, p.factory, cbs(p), p.ranges) == ("MeshPartitionDeviceOperation", "SliceTileProgramFactory",
+                                                         [((0,), 2, BF16, False)], ((0, 0, 0, 7),))
+    finally:
+        ttnn.close_mesh_device(mesh)

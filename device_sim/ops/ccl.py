@@ -320,7 +320,9 @@ def mesh_partition(input_tensor, dim: int, cluster_axis: int | None = None, *,
                 raise ValueError(f"{op_name}: dim {dim} of shape {list(v.shape)} does not split evenly over the "
                                  f"{len(group)} chips of the group; pad it to a multiple of {len(group)}")
             new[i] = torch.chunk(v, len(group), d)[k]
-    return _results(op_name, shards, mesh, new, memory_config)
+    out = _results(op_name, shards, mesh, new, memory_config)
+    ccl_work.launch_partition(input_tensor, out, d, cluster_axis)
+    return out
 
 
 # -- ttnn.experimental's asynchronous forms (same results; the overloads TT-NN binds) ---------

@@ -3,10 +3,10 @@
 ops/ccl.py computes each collective's values; this module launches, on every chip, the device operations TT-NN
 0.81 runs for it (the program models are device_sim.programs.ccl): all_gather's minimal default program
 (ttnn.all_gather gathers a 2-D mesh along axis 1, then axis 0, without a cluster_axis), reduce_scatter's minimal
-program, and all_reduce as a reduce-scatter then an all-gather. ttnn.all_gather and ttnn.reduce_scatter make
-their own global semaphores (3 and 4) when TT-NN builds their program; TT-NN's program cache holds them, so they
-are made once per program and held by the mesh, and stay in every chip's L1 after the op. The async forms use
-the caller's semaphores, which are L1 buffers already.
+program, all_reduce as a reduce-scatter then an all-gather, and mesh_partition as each chip's slice.
+ttnn.all_gather and ttnn.reduce_scatter make their own global semaphores (3 and 4) when TT-NN builds their
+program; TT-NN's program cache holds them, so they are made once per program and held by the mesh, and stay in
+every chip's L1 after the op. The async forms use the caller's semaphores, which are L1 buffers already.
 
     import device_sim as ttnn
     mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
@@ -20,6 +20,7 @@ from __future__ import annotations
 from device_sim import device_work
 from device_sim.mesh import MeshDevice, rows_cols
 from device_sim.programs import ccl as ccl_programs
+from device_sim.programs import data_movement
 from device_sim.types import BufferType, CoreCoord, CoreRange, CoreRangeSet, Layout
 
 
@@ -139,3 +140,20 @@ def launch_all_reduce(inp, out, cluster_axis, ring: bool, num_links) -> None:
                                             name="ReduceScatterMinimalAsyncDeviceOperation"),
         ccl_programs.all_gather_program(page, in_bytes, ring_size=size, num_links=links, ring=ring, grid=grid,
                                         name="AllGatherAsyncDeviceOperation")])
+
+
+def launch_partition(inp, out, dim: int, cluster_axis) -> None:
+    """MeshPartitionDeviceOperation: each chip runs the slice factory on its part of its shard
+    (mesh_partition_program_factory.cpp); modelled for an interleaved TILE tensor split into whole tiles (the
+    tile factory: c_0 two tiles over the output's tiles)."""
+    mesh = getattr(inp, "mesh", None)
+    if mesh is None:
+        return
+    size = line_size(mesh, cluster_axis)
+    x = inp.shards[0]
+    shape = tuple(x.shape)
+    if size < 2 or x.layout != Layout.TILE or x.is_sharded() or out.shards[0].is_sharded() or (
+            dim >= len(shape) - 2 and (shape[dim] // size) % 32):
+        return
+    program = data_movement.slice_program(x, out.shards[0])
+    launch_on_chips(out, [program._replace(name="MeshPartitionDeviceOperation")])
