@@ -19,6 +19,8 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - rotary: RotaryEmbeddingDeviceOperation (GPT-NeoX, prefill and decode), Llama's sharded decode and fused QK
 - ccl: all_gather's and reduce_scatter's programs on each chip of a mesh (device_sim.ops.ccl_work launches them)
 - kv_cache: UpdateKVCacheOperation and the paged fill / update / fused update
+- decode_heads: NLPCreateQKVHeadsDecodeDeviceOperation, NLPConcatHeadsDecodeDeviceOperation
+- vision: UpsampleOperation (nearest), global_avg_pool2d's ReduceDeviceOperation
 
 docs/device_work.md lists what is modelled, what is approximate and what is not yet.
 
