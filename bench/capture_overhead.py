@@ -19,6 +19,7 @@ with_stack records next to nothing there: shown, not judged.
 
 from __future__ import annotations
 
+import gc
 import resource
 import sqlite3
 import time
@@ -124,9 +125,55 @@ def _run(tmp, device, n_ops, repeats, commit_ops, big_ops) -> list[Figure]:
         info("torch.profiler added / ttreport added", prof_added / max(added, floor), "x"),  # the thread writer
         at_least("commit-per-insert / ttreport added", commit_us / max(added, floor), "x", 100),
     ]
+    figures += _model_thread_cpu(tmp, device_loop, n_ops, repeats)
     if big_ops:
         figures += _big_capture(tmp, device_loop, n_ops, big_ops)
     return figures
+
+
+def _model_thread_cpu(tmp, device_loop, n_ops: int, repeats: int) -> list[Figure]:
+    """The model thread's own CPU (time.thread_time) under writer="process", min of `repeats`: what the
+    recorder and the log cost it, without the waits for a core that a loaded machine adds to wall time.
+    With tensors="outputs" that is set against the tensor thread's CPU for the same ops (its write time:
+    the clock of that thread, read once its queue is empty)."""
+    def cpu(fn) -> float:
+        gc.collect()
+        t = time.thread_time()
+        fn()
+        return (time.thread_time() - t) * 1e6 / n_ops
+
+    bare, meta, outputs, write, prof = [], [], [], [], []
+    for r in range(repeats):
+        bare.append(cpu(device_loop))
+        with torch.profiler.profile(record_shapes=True, with_stack=True):
+            prof.append(cpu(device_loop))
+        for tensors, out in (("none", meta), ("outputs", outputs)):
+            cap = ttreport.capture(tmp / f"cpu-{tensors}-{r}", config=ttreport.Config(
+                tensors=tensors, stack_traces=True, writer="process"))
+            cap.start()
+            try:
+                store = cap._storage
+                clock = time.pthread_getcpuclockid(store.ident)
+                before = time.clock_gettime(clock)
+                out.append(cpu(device_loop))
+                while store.pending_bytes > 0 and store.is_alive():
+                    time.sleep(0.01)
+                time.sleep(0.05)  # the last file's row is queued after its bytes are counted off
+                if tensors == "outputs":
+                    write.append((time.clock_gettime(clock) - before) * 1e6 / n_ops)
+            finally:
+                cap.stop()
+    added, added_outputs = min(meta) - min(bare), min(outputs) - min(bare)
+    prof_added = min(prof) - min(bare)
+    return [
+        info("writer=process, metadata+stacks: model-thread CPU added", added, "µs/op"),
+        info("torch.profiler(record_shapes, with_stack): model-thread CPU added", prof_added, "µs/op"),
+        info("torch.profiler CPU added / writer=process CPU added", prof_added / max(added, 0.05), "x"),
+        info("writer=process, tensors=outputs: model-thread CPU added", added_outputs, "µs/op"),
+        info("writer=process, tensors=outputs: tensor thread CPU (write time)", min(write), "µs/op"),
+        at_most("tensors=outputs: model-thread CPU added / write time", added_outputs / max(min(write), 1e-9), "x",
+                0.10),
+    ]
 
 
 def _big_capture(tmp, device_loop, n_ops: int, big_ops: int) -> list[Figure]:
