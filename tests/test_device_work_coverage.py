@@ -30,7 +30,7 @@ HOST_ONLY = {
     "ttnn.copy_host_to_device_tensor", "ttnn.zeros", "ttnn.ones", "ttnn.full", "ttnn.arange",
     "ttnn.prepare_conv_weights", "ttnn.prepare_conv_bias",
 }
-VIEWS = {"ttnn.view", "ttnn.squeeze", "ttnn.unsqueeze", "ttnn.unsqueeze_to_4D"}
+VIEWS = {"ttnn.view", "ttnn.squeeze", "ttnn.unsqueeze", "ttnn.unsqueeze_to_4D", "ttnn.narrow"}
 # Ops TT-NN runs programs for that device_sim does not model yet; the comment says whose work they are.
 NOT_MODELLED_YET = {
     # vision, transformer decode, rotary NeoX, paged cache, collectives (work_b, issue 12)
@@ -46,7 +46,6 @@ NOT_MODELLED_YET = {
     "ttnn.point_to_point",
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
     "ttnn.repeat", "ttnn.repeat_interleave", "ttnn.expand",
-    "ttnn.narrow",
     "ttnn.topk", "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",
     "ttnn.moreh_norm",
     "ttnn.group_norm", "ttnn.rms_norm_pre_all_gather", "ttnn.rms_norm_post_all_gather",
