@@ -53,7 +53,7 @@ def test_importing_a_capture_module_first_leaves_ttreport_capture_the_function()
                           "import ttreport\n"
                           "assert 'ttreport.capture.session' not in sys.modules, 'the session was imported eagerly'\n"
                           "assert callable(ttreport.capture), ttreport.capture\n"
-                          "print(ttreport.capture.__module__, ttreport.read.check.__module__)"],
+                          "print(ttreport.capture.__module__, ttreport.check.__module__)"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ttreport.capture.session", "ttreport.read.faults"]

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import ttreport
+from ttreport.capture.rank import RANK_TABLES, host_rank
 from ttreport.cli import main
 from ttreport.errors import MergeError
 from ttreport.read import merge
@@ -69,7 +70,7 @@ def _rows(path, sql):
 
 def test_each_rank_process_writes_its_rank_into_every_row(ranks):
     for rank, path in enumerate(ranks):
-        for table in merge.RANK_TABLES:
+        for table in RANK_TABLES:
             assert {r[0] for r in _rows(path, f"SELECT DISTINCT rank FROM {table}")} <= {rank}, table
         assert _rows(path, "SELECT DISTINCT rank FROM operations") == [(rank,)]
         assert _rows(path, "SELECT value FROM report_metadata WHERE key = 'rank'") == [(str(rank),)]
@@ -138,11 +139,11 @@ def test_merging_reports_of_different_schemas_is_an_error(ranks, tmp_path):
 
 
 def test_rank_comes_from_config_then_mpi_then_zero():
-    assert merge.host_rank(3, environ={"OMPI_COMM_WORLD_RANK": "1"}) == 3
-    assert merge.host_rank(None, environ={"OMPI_COMM_WORLD_RANK": "1"}) == 1
-    assert merge.host_rank(None, environ={}) == 0
+    assert host_rank(3, environ={"OMPI_COMM_WORLD_RANK": "1"}) == 3
+    assert host_rank(None, environ={"OMPI_COMM_WORLD_RANK": "1"}) == 1
+    assert host_rank(None, environ={}) == 0
     with pytest.raises(MergeError, match="'x' is not a rank"):
-        merge.host_rank(None, environ={"OMPI_COMM_WORLD_RANK": "x"})
+        host_rank(None, environ={"OMPI_COMM_WORLD_RANK": "x"})
     with pytest.raises(ttreport.ConfigError, match="rank=-1"):
         ttreport.Config(rank=-1)
 
@@ -221,7 +222,7 @@ def test_a_rank_killed_before_closing_merges_under_the_rank_given_to_it(ranks, t
     per_rank = dict(_rows(out, "SELECT rank, count(*) FROM operations GROUP BY rank"))
     assert per_rank == {0: _rows(ranks[0], "SELECT count(*) FROM operations")[0][0],
                         1: _rows(killed, "SELECT count(*) FROM operations")[0][0]}
-    for table in merge.RANK_TABLES:  # every row of the killed rank, not only its ops
+    for table in RANK_TABLES:  # every row of the killed rank, not only its ops
         assert {r[0] for r in _rows(out, f"SELECT DISTINCT rank FROM {table}")} <= {0, 1}, table
     assert _rows(out, "SELECT DISTINCT rank FROM tensors WHERE tensor_id > (SELECT max(tensor_id) FROM tensors "
                       "WHERE rank = 0)") == [(1,)]

@@ -51,3 +51,11 @@ def test_every_package_folder_is_in_pyprojects_packages_list():
                for top in ("ttreport", "device_sim") for p in (REPO / top).rglob("__init__.py")}
     assert {"ttreport.capture", "ttreport.read"} <= folders
     assert sorted(folders - listed) == []
+
+
+def test_the_capture_side_imports_the_reading_side_only_inside_a_function():
+    # A capture's close reads its own committed db once (TT-NN's perf files, through Report); nothing of
+    # the reading side is loaded when a capture starts.
+    found = sorted(f"{p.relative_to(REPO)} imports {m}" for p in (PACKAGE / "capture").rglob("*.py")
+                   for m in _imports(p, module_level=True) if m == "ttreport.read" or m.startswith("ttreport.read."))
+    assert found == []

@@ -42,7 +42,7 @@ import torch
 import device_sim
 import device_sim.mesh
 from ttreport import db, schema
-from ttreport.capture import golden
+from ttreport.capture import golden, rank
 from ttreport.capture.log_perf import estimate_on_model_thread
 from ttreport.capture.oplog import OPLOG_DIR, LogQueue, LogSink, remove_log
 from ttreport.capture.recorder import FLUSH, META, STOP, Recorder, RecordQueue, outer_boundary
@@ -58,7 +58,6 @@ from ttreport.errors import (
     ReportPathError,
 )
 from ttreport.export import ops_perf
-from ttreport.read import merge
 from ttreport.storage import TENSORS_DIR, TensorStore
 from ttreport.wal import LOCK_FILE, RESERVE_FILE
 
@@ -158,7 +157,7 @@ class Capture(contextlib.ContextDecorator):
                  "started_at": started, "capture_timestamp_ns": time.time_ns(), "status": "running",
                  # the report's identity in a store (ttreport push): a second push of it is a no-op
                  "report_id": str(uuid.uuid4()), **_git_commit()}
-        self._rank = facts["rank"] = merge.host_rank(config.rank)
+        self._rank = facts["rank"] = rank.host_rank(config.rank)
         _write_metadata(self.db_path, facts)
         _reserve_room(path / RESERVE_FILE)
         _write_json(path / CONFIG_FILE, {**_ttnn_config_keys(config, path), "config": config.to_json(),
@@ -318,7 +317,7 @@ class Capture(contextlib.ContextDecorator):
         if isinstance(self._queue, LogQueue):
             self._queue.items.close()
         if self._rank and self._writer.error is None:
-            merge.set_rank(self.db_path, self._rank)  # one UPDATE per table at close, nothing per op
+            rank.set_rank(self.db_path, self._rank)  # one UPDATE per table at close, nothing per op
         with contextlib.suppress(OSError):
             os.unlink(self.path / RESERVE_FILE)  # room for the notes below, if the disk is what failed
         if self._writer.error is not None:

@@ -1,8 +1,8 @@
-"""Multi-host runs: each rank's report, and `merge`, which joins them into one report of the whole run.
+"""Multi-host runs: `merge` joins each rank's report into one report of the whole run.
 
 A run split across processes (one per rank, as TT-NN's distributed runs launched by tt-run/mpirun)
-captures one report per rank; every row of a TT-NN table carries that rank in its `rank` column.
-The rank is `Config(rank=)`, else the MPI launcher's OMPI_COMM_WORLD_RANK, else 0. `merge` copies
+captures one report per rank; every row of a TT-NN table carries that rank in its `rank` column
+(written at close: ttreport/capture/rank.py). `merge` copies
 each rank's rows into a new report with its ids moved past the ones before it (operations, tensors,
 stack traces, specs, buffers, sequence numbers), so nothing clashes and each row keeps its rank:
 
@@ -17,7 +17,6 @@ names a chip; the `devices` table, which has no rank column, keeps one row per d
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
 import uuid
@@ -25,9 +24,6 @@ from pathlib import Path
 
 from ttreport import db, schema
 from ttreport.errors import MergeError
-
-RANK_ENV_VAR = "OMPI_COMM_WORLD_RANK"  # set by mpirun, which TT-NN's tt-run launches ranks with
-RANK_TABLES = tuple(t.name for t in schema.metadata.sorted_tables if "rank" in t.c)
 
 # Which id each column holds: a merged rank's ids of one kind move past all earlier ranks' ids of it.
 _KINDS = {
@@ -39,29 +35,6 @@ _KINDS = {
     "end_seq": "seq", "allocated_seq": "seq", "freed_seq": "seq",
 }
 _SKIP = {"report_metadata"}
-
-
-def host_rank(rank: int | None = None, environ=None) -> int:
-    """`rank` when given, else the MPI launcher's OMPI_COMM_WORLD_RANK, else 0 (a one-process run)."""
-    if rank is not None:
-        return rank
-    text = (os.environ if environ is None else environ).get(RANK_ENV_VAR, "").strip()
-    if not text:
-        return 0
-    if not text.isdigit():
-        raise MergeError(f"{RANK_ENV_VAR}={text!r} is not a rank (an integer >= 0); unset it or pass Config(rank=N)")
-    return int(text)
-
-
-def set_rank(db_path, rank: int) -> None:
-    """Write `rank` into every row of every table with a rank column (once, when a capture closes)."""
-    con = sqlite3.connect(db_path)
-    try:
-        with con:
-            for table in RANK_TABLES:
-                con.execute(f"UPDATE {table} SET rank = ?", (rank,))
-    finally:
-        con.close()
 
 
 def _db_path(report) -> Path:
