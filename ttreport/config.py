@@ -130,7 +130,7 @@ class Config:
     # full pass over the whole heap (torch's included): 10-20 us per op. The cost of freezing:
     # garbage cycles made before the capture are collected only after it ends.
     gc_freeze: bool = True
-    # This process's rank in a multi-host run (None: OMPI_COMM_WORLD_RANK, else 0); ttreport.read.merge.
+    # This process's rank in a multi-host run (None: OMPI_COMM_WORLD_RANK, else 0): capture/rank.py.
     rank: int | None = None
     # Who writes SQLite: a thread of this process, or a writer process fed by the op log (kill -9 safe).
     writer: str = "thread"

@@ -6,7 +6,8 @@
 
 session.py opens the report and closes it in every case; recorder.py is the hook on the model's thread;
 oplog.py, writer.py and writer_process.py turn its records into rows; golden.py, log_perf.py and
-device_graph.py add the golden checks, device time estimates and captured graphs. The session imports
+device_graph.py add the golden checks, device time estimates and captured graphs; rank.py writes a
+multi-host run's rank into the rows at close. The session imports
 torch and device_sim, so it is imported on first use (PEP 562): the writer process and the readers that
 import one of these modules for a constant do not pay for it.
 """
