@@ -117,9 +117,20 @@ class LogSink:
                 e = record[18]
                 record = record[:18] + ((e[0], e[1], "".join(e[2].format()), e[3]),)
             with self._lock:  # the definitions before it (appended when first seen) and the op: one write
-                out = self._take_pending()
+                pending = self._pending  # _take_pending() and _write(), inlined: this runs for every op
+                k = len(pending)
+                out = pending[:k]
+                del pending[:k]
                 out.append(record)
-                self._write(marshal.dumps(out, 2))
+                data = marshal.dumps(out, 2)
+                n, off = len(data), self._off
+                if off + n + 8 > self._room:  # past the segment, less its reserve: roll or lose it there
+                    self._write(data)
+                    return
+                mm = self._mm
+                mm[off + 4:off + 4 + n] = data
+                _LEN.pack_into(mm, off, n)  # last: the record is whole once its length is there
+                self._off = off + 4 + n
             return
         if tag == ALLOC and len(record) > 10:  # a Buffer kept for buffer_pages: its attributes
             b = record[10]
@@ -233,6 +244,7 @@ class LogSink:
         os.replace(tmp, path)  # appears whole, at its full size
         self._segment += 1
         self._mm, self._off = mm, 0
+        self._room = size - RESERVE_BYTES  # where an op's write stops (the rest is the closing notes')
 
     def _back_pressure(self) -> None:
         # Never loss: the model waits while the writer is more than lag_segments behind (a few ms per segment
