@@ -6,11 +6,19 @@ from __future__ import annotations
 import importlib
 import threading
 
+import pytest
 import torch
 
 import device_sim as ttnn
 
 matmul_module = importlib.import_module("device_sim.ops.matmul")
+
+
+@pytest.fixture(autouse=True)
+def buffers_for_every_size(monkeypatch):
+    """Every operand through the buffers (by default only 256 KiB to 16 MiB), starting from none."""
+    monkeypatch.setattr(matmul_module, "_SCRATCH_MIN_BYTES", 0)
+    monkeypatch.setattr(matmul_module, "_scratch", matmul_module._Scratch())
 
 
 def _bf16(device, shape, seed, **kw):
@@ -35,6 +43,7 @@ def test_products_of_growing_and_shrinking_shapes_equal_the_float32_product_roun
         kept.append((y, y.value.clone()))
     for y, values in kept:  # later products (in the same buffers) changed no earlier output
         assert torch.equal(y.value, values)
+    assert matmul_module._scratch.a.numel() == 256 * 512  # grown to the largest a, kept
 
 
 def test_transposed_operands_and_a_float32_output_use_the_same_values(device):
@@ -50,12 +59,22 @@ def test_transposed_operands_and_a_float32_output_use_the_same_values(device):
 
 def test_an_operand_larger_than_the_buffer_limit_is_widened_in_a_fresh_tensor(device, monkeypatch):
     monkeypatch.setattr(matmul_module, "_SCRATCH_BYTES", 64 * 64 * 4)
-    monkeypatch.setattr(matmul_module, "_scratch", matmul_module._Scratch())
     ta, a = _bf16(device, (64, 128), 3)  # 32 KiB of float32: over the limit
     tb, b = _bf16(device, (128, 64), 4)
     y = ttnn.matmul(a, b)
     assert torch.equal(y.value, _expected(ta, tb))
     assert matmul_module._scratch.a is None and matmul_module._scratch.b is None
+
+
+def test_operands_under_the_lower_limit_are_widened_in_a_fresh_tensor(device, monkeypatch):
+    monkeypatch.setattr(matmul_module, "_SCRATCH_MIN_BYTES", 256 << 10)
+    ta, a = _bf16(device, (32, 64), 5)
+    tb, b = _bf16(device, (64, 32), 6)
+    assert torch.equal(ttnn.matmul(a, b).value, _expected(ta, tb))
+    assert matmul_module._scratch.a is None and matmul_module._scratch.b is None
+    ta, a = _bf16(device, (256, 256), 7)  # 256 KiB as float32: the buffer
+    assert torch.equal(ttnn.matmul(a, a).value, _expected(ta, ta))
+    assert matmul_module._scratch.a.numel() == matmul_module._scratch.b.numel() == 256 * 256
 
 
 def test_threads_multiplying_at_once_each_get_their_own_products(device):

@@ -27,9 +27,10 @@ from device_sim.tensor import Tensor
 from device_sim.types import DataType, MemoryConfig
 
 _F32 = DataType.FLOAT32
-# Operands up to this many float32 bytes are widened into a buffer kept per thread and operand (_float32):
-# 2 x 16 MiB at most stays allocated between calls.
-_SCRATCH_BYTES = 16 << 20
+# Operands of 256 KiB to 16 MiB as float32 are widened into a buffer kept per thread and operand (_float32):
+# 2 x 16 MiB at most stays allocated between calls. Below 256 KiB malloc reuses its heap without page faults,
+# and the buffer's three torch calls cost more than .float()'s one (a 32x32 matmul: 17 -> 22 us).
+_SCRATCH_MIN_BYTES, _SCRATCH_BYTES = 256 << 10, 16 << 20
 
 
 class _Scratch(threading.local):
@@ -42,7 +43,7 @@ _scratch = _Scratch()
 
 def _float32(t: Tensor, which: str, op_name: str) -> torch.Tensor:
     """values(t) for the product: a bfloat16 tensor's values widened to float32 (the same exact conversion as
-    .float()) into this thread's buffer for operand `which`, "a" or "b", when they fit in _SCRATCH_BYTES.
+    .float()) into this thread's buffer for operand `which`, "a" or "b", when their size is in the range above.
 
     A fresh float32 copy of each operand cost ~1,000 page faults per 4 MiB once glibc had trimmed its heap
     (3.3 ms of system time in a 15 ms 1024^3 matmul against a 10.3 ms float32 torch.matmul; bench/README.md
@@ -50,7 +51,7 @@ def _float32(t: Tensor, which: str, op_name: str) -> torch.Tensor:
     """
     v = t._value_or_raise()
     n = v.numel()
-    if v.dtype is not torch.bfloat16 or n * 4 > _SCRATCH_BYTES:
+    if v.dtype is not torch.bfloat16 or not _SCRATCH_MIN_BYTES <= n * 4 <= _SCRATCH_BYTES:
         return values(t, op_name)
     buf = getattr(_scratch, which)
     if buf is None or buf.numel() < n:
