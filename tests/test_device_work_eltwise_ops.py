@@ -163,3 +163,15 @@ def test_bcast_streams_a_b_and_the_output_through_two_tile_cbs_on_every_core(dev
     [prog] = launched(device, lambda: ttnn.bcast(a, row, ttnn.BcastOpMath.ADD, ttnn.BcastOpDim.H))
     assert (prog.name, cbs(prog), prog.ranges) == ("BcastDeviceOperation", [(0, 2, BF16), (1, 2, BF8), (16, 2, BF16)],
                                                    ((0, 0, 7, 7),))
+
+
+def test_a_sharded_unary_op_uses_its_shards_as_cbs(device):
+    cfg = ttnn.create_sharded_memory_config((32, 64), core_grid=ttnn.CoreGrid(y=1, x=2),
+                                            strategy=ttnn.ShardStrategy.HEIGHT,
+                                            use_height_and_width_as_shard_shape=True)
+    x = ttnn.to_memory_config(tt(device, (64, 64)), cfg)
+    [prog] = launched(device, lambda: ttnn.relu(x))
+    # the [32, 64] shard is 2 tiles: c_0 the input's shard, c_2 the output's, both globally allocated
+    assert (prog.factory, cbs(prog), [cb.globally_allocated for cb in prog.cbs], prog.ranges) == (
+        "UnaryShardedProgramFactory", [(0, 2, BF16), (2, 2, BF16)], [True, True], ((0, 0, 1, 0),))
+    assert prog.cb_region_end == prog.cb_base  # nothing in the static region

@@ -23,7 +23,10 @@ def _unary_output(y: torch.Tensor, t: Tensor, ins: list, op_name: str, dtype, me
     fresh = pending_output_target(op_name) is None  # a given output_tensor is the caller's, kept if the op fails
     out = output(y, t, ins, op_name=op_name, dtype=dtype, memory_config=memory_config)
     if t._device is not None and t.layout == Layout.TILE:
-        device_work.launch_for(out, fresh, t._device, device_work.unary_program(t, out.dtype))
+        if t._memory_config.shard_spec is None:
+            device_work.launch_for(out, fresh, t._device, device_work.unary_program(t, out.dtype))
+        else:  # TT-NN's sharded unary factory: the shards themselves are its CBs
+            device_work.launch_after(out, fresh, t, ternary_programs.sharded_unary_program(t, out))
     return out
 
 

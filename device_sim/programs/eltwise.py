@@ -76,3 +76,24 @@ def bcast_program(a, b, out) -> Program | None:
         return make_program("BcastDeviceOperation", "BcastMultiCoreProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
 
     return cached(key, build)
+
+
+def sharded_unary_program(x, out) -> Program | None:
+    """UnaryDeviceOperation's sharded factory (eltwise/unary/device/unary_sharded_program_factory.cpp), which TT-NN
+    picks for a sharded input: c_0 is the input's shard and c_2 the output's (both globally allocated: no static
+    CB region), a shard's tiles of the input's tile size rounded up to 32 B, on the shard grid. None unless the
+    output is sharded too (TT-NN's factory requires it)."""
+    spec = x.memory_config().shard_spec if x.is_sharded() else None
+    if spec is None or not out.is_sharded() or x.layout != Layout.TILE:
+        return None
+    key = ("UnaryDeviceOperation", "sharded", x.dtype, out.dtype, spec)
+
+    def build():
+        h, w = spec.shape
+        tiles = -(-h // 32) * -(-w // 32)
+        page = -(-TILE_BYTES[x.dtype] // 32) * 32
+        ranges = tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in spec.grid.ranges())
+        return make_program("UnaryDeviceOperation", "UnaryShardedProgramFactory",
+                            (CircularBuffer((0,), tiles, page, True), CircularBuffer((2,), tiles, page, True)), ranges)
+
+    return cached(key, build)
