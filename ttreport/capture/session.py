@@ -144,11 +144,10 @@ class Capture(contextlib.ContextDecorator):
         db.create(self.db_path, indexes=False)
         if config.writer == "process":
             # A writer process keeps the indexes current as it goes (its own CPU; building them at close took as
-            # long, and a 1M-op close must not wait for it); the thread writer builds them at close, off the
-            # model's GIL. Made now as the close makes them, in the same order: SQLite's planner breaks ties
-            # between covering indexes by that order, so a plain SELECT comes back in the same order either way.
+            # long, and a 1M-op close must not wait for it), but those on keys in no order (db.LATE_INDEXES),
+            # which its close makes; the thread writer makes them all at close, off the model's GIL.
             with contextlib.closing(sqlite3.connect(self.db_path)) as con:
-                db.create_indexes(con)
+                db.create_indexes(con, skip=db.LATE_INDEXES)
         started = _now()
         # capture_timestamp_ns: with the op count, ttnn-visualizer's fingerprint of this run (a later run
         # written to the same folder name reads as another run).
