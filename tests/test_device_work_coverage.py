@@ -34,7 +34,7 @@ VIEWS = {"ttnn.view", "ttnn.squeeze", "ttnn.unsqueeze", "ttnn.unsqueeze_to_4D", 
 # Ops TT-NN runs programs for that device_sim does not model yet; the comment says whose work they are.
 NOT_MODELLED_YET = {
     # vision, transformer decode, rotary NeoX, paged cache, collectives (work_b, issue 12)
-    "ttnn.max_pool2d", "ttnn.avg_pool2d", "ttnn.adaptive_avg_pool2d",
+    "ttnn.adaptive_avg_pool2d",
     "ttnn.conv_transpose2d", "ttnn.fold",
     "ttnn.experimental.rotary_embedding_llama_fused_qk",
     "ttnn.experimental.nlp_concat_heads_decode",

@@ -17,10 +17,11 @@ import torch.nn.functional as F
 
 from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, four_d_input, values
+from device_sim.programs import pool as pool_programs
 from device_sim.programs import vision as vision_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import DataType, Layout, MemoryConfig
+from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 
 
 def _pair(v, name: str, op_name: str) -> tuple[int, int]:
@@ -94,6 +95,11 @@ def max_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int
                            stride, padding, dilation, ceil_mode)
     out = _make(y, input_tensor.device(), ins, op_name=op_name, dtype=dtype, layout=output_layout,
                 memory_config=memory_config)
+    _launch_pool(out, input_tensor, op_name, avg=False, batch=batch_size, height=input_h, width=input_w,
+                 channels=channels, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+                 ceil_mode=ceil_mode, count_include_pad=True, divisor_override=None,
+                 applied_shard_scheme=applied_shard_scheme, dram_slice_config=dram_slice_config,
+                 reallocate_halo_output=reallocate_halo_output)
     if deallocate_input:
         input_tensor._free()
     return out
@@ -131,9 +137,44 @@ def avg_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int
                            stride, padding, ceil_mode, count_include_pad, divisor_override)
     out = _make(y, input_tensor.device(), ins, op_name=op_name, dtype=dtype, layout=output_layout,
                 memory_config=memory_config)
+    _launch_pool(out, input_tensor, op_name, avg=True, batch=batch_size, height=input_h, width=input_w,
+                 channels=channels, kernel_size=kernel_size, stride=stride, padding=padding, dilation=(1, 1),
+                 ceil_mode=ceil_mode, count_include_pad=count_include_pad, divisor_override=divisor_override,
+                 applied_shard_scheme=applied_shard_scheme, dram_slice_config=dram_slice_config,
+                 reallocate_halo_output=reallocate_halo_output)
     if deallocate_input:
         input_tensor._free()
     return out
+
+
+def _launch_pool(out: Tensor, x: Tensor, op_name: str, *, avg: bool, batch, height, width, channels, kernel_size,
+                 stride, padding, dilation, ceil_mode, count_include_pad, divisor_override, applied_shard_scheme,
+                 dram_slice_config, reallocate_halo_output) -> None:
+    """The pool's device operations (device_sim.programs.pool), launched once its output exists: height sharding,
+    from an interleaved input or a height-sharded one. Width or block sharding (asked for, or the input's) and
+    DRAM slicing (dram_slice_config) run programs not modelled, so launch none."""
+    if x._device is None or dram_slice_config is not None:
+        return
+    if applied_shard_scheme not in (None, TensorMemoryLayout.HEIGHT_SHARDED):
+        return
+    in_shard = None
+    if x.is_sharded():
+        cfg = x.memory_config()
+        if cfg.memory_layout != TensorMemoryLayout.HEIGHT_SHARDED:
+            return
+        spec = cfg.shard_spec
+        in_shard = (spec.shape[0], spec.shape[1],
+                    tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in spec.grid.ranges()))
+    left, right, top, bottom = _padding(padding, op_name)
+    programs = pool_programs.pool2d_programs(
+        avg=avg, batch=batch, height=height, width=width, channels=channels,
+        kernel=_pair(kernel_size, "kernel_size", op_name), stride=_pair(stride, "stride", op_name),
+        padding=(top, bottom, left, right), dilation=_pair(dilation, "dilation", op_name), ceil_mode=bool(ceil_mode),
+        count_include_pad=bool(count_include_pad), divisor_override=divisor_override, in_dtype=x.dtype,
+        in_tile=x.layout == Layout.TILE, in_sharded=in_shard is not None, out_dtype=out.dtype,
+        out_tile=out.layout == Layout.TILE, reallocate_halo=bool(reallocate_halo_output),
+        grid=(x._device.config.grid_x, x._device.config.grid_y), in_shard=in_shard)
+    device_work.launch_after(out, True, x, programs)
 
 
 def _global_avg_pool2d_golden(input_tensor, *_, **__):

@@ -114,22 +114,12 @@ def _build(batch, height, width, in_channels, out_channels, kernel, stride, padd
     programs = []
     if not in_sharded:
         programs.append(_interleaved_to_sharded(in_dtype, in_tile, in_shard_h, channels, ranges))
-    # Halo: rows as bfloat16 (float32 stays), one row per input stick
-    halo_dtype = _F32 if in_dtype == _F32 else _BF16
-    datum = 4 if halo_dtype == _F32 else 2
-    stick = channels * datum
+    halo_dtype = _F32 if in_dtype == _F32 else _BF16  # halo rows are bfloat16 (float32 stays), one an input stick
+    stick = channels * (4 if halo_dtype == _F32 else 2)
     sticks = max_out_sticks_per_core(batch, height, width, out_h, out_w, kernel, stride, padding, dilation,
                                      out_shard_h)
-    ntiles_w = -(-channels // TILE)
-    halo_cbs = [CircularBuffer((0,), ntiles_w * -(-in_shard_h // TILE) if in_tile else in_shard_h,
-                               TILE_BYTES[in_dtype] if in_tile else stick, True),
-                CircularBuffer((1,), sticks, stick, True),
-                CircularBuffer((2,), 1, stick), CircularBuffer((3,), 1, stick)]
-    if in_tile:  # untilized 32 rows at a time, double-buffered, one CB per reader
-        block = UNTILIZE_BLOCK_SIZE // TILE * ntiles_w * 2
-        halo_cbs += [CircularBuffer((4,), block, TILE_BYTES[halo_dtype]),
-                     CircularBuffer((5,), block, TILE_BYTES[halo_dtype])]
-    programs.append(make_program("HaloDeviceOperation", "UntilizeWithHaloProgramFactory", halo_cbs, ranges))
+    programs.append(make_program("HaloDeviceOperation", "UntilizeWithHaloProgramFactory",
+                                 halo_cbs(in_dtype, in_tile, in_shard_h, channels, sticks), ranges))
     # Conv2dDeviceOperation (get_cb_info, HEIGHT_SHARDED)
     act_h = per_core_h_ntiles
     if act_block_h_override:
@@ -156,6 +146,23 @@ def _build(batch, height, width, in_channels, out_channels, kernel, stride, padd
             index += 1
     programs.append(make_program("Conv2dDeviceOperation", "Conv2dShardedProgramFactory", cbs, ranges))
     return tuple(programs)
+
+
+def halo_cbs(in_dtype, in_tile: bool, in_shard_h: int, channels: int, sticks: int) -> list:
+    """HaloDeviceOperation's CBs: c_0 the input shard, c_1 the `sticks` rows of the halo output (both globally
+    allocated), c_2 / c_3 a pad row each; a tiled input adds c_4 / c_5, 32 rows of tiles untilized at a time,
+    double-buffered, one CB per reader. Rows are bfloat16 (float32 stays), `channels` (aligned) wide."""
+    halo_dtype = _F32 if in_dtype == _F32 else _BF16
+    stick = channels * (4 if halo_dtype == _F32 else 2)
+    ntiles_w = -(-channels // TILE)
+    cbs = [CircularBuffer((0,), ntiles_w * -(-in_shard_h // TILE) if in_tile else in_shard_h,
+                          TILE_BYTES[in_dtype] if in_tile else stick, True),
+           CircularBuffer((1,), sticks, stick, True),
+           CircularBuffer((2,), 1, stick), CircularBuffer((3,), 1, stick)]
+    if in_tile:
+        block = UNTILIZE_BLOCK_SIZE // TILE * ntiles_w * 2
+        cbs += [CircularBuffer((i,), block, TILE_BYTES[halo_dtype]) for i in (4, 5)]
+    return cbs
 
 
 def _interleaved_to_sharded(dtype, tile: bool, shard_h: int, channels: int, ranges) -> Program:

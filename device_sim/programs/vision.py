@@ -1,6 +1,6 @@
 """UpsampleOperation (nearest, integer scale, interleaved) as upsample_program_factory_multicore_interleaved.cpp
 (tt-metal's ttnn/cpp/ttnn/operations/pool/upsample/device/) builds it, and global_avg_pool2d's reduction; bilinear
-and sharded upsampling run other factories, not modelled, and so do max_pool2d and avg_pool2d.
+and sharded upsampling run other factories, not modelled (max_pool2d and avg_pool2d: programs/pool.py).
 
 Example:
     >>> import torch, device_sim as ttnn
