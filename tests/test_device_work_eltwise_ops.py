@@ -175,3 +175,16 @@ def test_a_sharded_unary_op_uses_its_shards_as_cbs(device):
     assert (prog.factory, cbs(prog), [cb.globally_allocated for cb in prog.cbs], prog.ranges) == (
         "UnaryShardedProgramFactory", [(0, 2, BF16), (2, 2, BF16)], [True, True], ((0, 0, 1, 0),))
     assert prog.cb_region_end == prog.cb_base  # nothing in the static region
+
+
+def test_a_binary_op_on_operands_sharded_alike_uses_the_shards_as_cbs(device):
+    cfg = ttnn.create_sharded_memory_config((32, 64), core_grid=ttnn.CoreGrid(y=1, x=2),
+                                            strategy=ttnn.ShardStrategy.HEIGHT,
+                                            use_height_and_width_as_shard_shape=True)
+    a, b = (ttnn.to_memory_config(tt(device, (64, 64)), cfg) for _ in range(2))
+    [prog] = launched(device, lambda: ttnn.add(a, b))
+    # 2-tile shards: c_0 a's, c_1 b's, c_2 the output's, all globally allocated
+    assert (cbs(prog), [cb.globally_allocated for cb in prog.cbs]) == (
+        [(0, 2, BF16), (1, 2, BF16), (2, 2, BF16)], [True, True, True])
+    [scalar] = launched(device, lambda: ttnn.mul(a, 0.5))
+    assert cbs(scalar) == [(0, 2, BF16), (1, 1, BF16), (2, 2, BF16)]  # a number: one tile of b

@@ -86,9 +86,14 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
                      memory_config=memory_config)
         if like._device is not None and like.layout == Layout.TILE:
             other = input_tensor_b if like is input_tensor_a else input_tensor_a
-            program = device_work.binary_program(
-                like, other.dtype if isinstance(other, Tensor) else None, out.dtype,
-                lhs_activations=bool(input_tensor_a_activations), rhs_activations=bool(input_tensor_b_activations))
+            program = ternary_programs.sharded_binary_program(  # operands sharded alike: the shards are the CBs
+                like, other, out, lhs_activations=bool(input_tensor_a_activations),
+                rhs_activations=bool(input_tensor_b_activations)) if like._memory_config.shard_spec else None
+            if program is None:
+                program = device_work.binary_program(
+                    like, other.dtype if isinstance(other, Tensor) else None, out.dtype,
+                    lhs_activations=bool(input_tensor_a_activations),
+                    rhs_activations=bool(input_tensor_b_activations))
             device_work.launch_for(out, fresh, like._device, program)
         return out
 
@@ -125,6 +130,11 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         out = like_output(y, a, inputs)
         if out is None:  # a broadcast result, or a config the "inputs" rule does not give
             out = output(y, a, inputs, op_name=op_name)
+            if a._memory_config.shard_spec is not None and a.layout == _TILE:  # operands sharded alike: the shards
+                sharded = ternary_programs.sharded_binary_program(a, b, out)  # are binary_ng's CBs
+                if sharded is not None:
+                    device_work.launch_for(out, True, device, sharded)
+                    return out
         if a.layout == _TILE:
             c = device.config
             key = (a.dtype, b_dtype, c.grid_x, c.grid_y)

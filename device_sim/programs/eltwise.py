@@ -97,3 +97,39 @@ def sharded_unary_program(x, out) -> Program | None:
                             (CircularBuffer((0,), tiles, page, True), CircularBuffer((2,), tiles, page, True)), ranges)
 
     return cached(key, build)
+
+
+def sharded_binary_program(a, b, out, *, lhs_activations: bool = False, rhs_activations: bool = False) \
+        -> Program | None:
+    """BinaryNgDeviceOperation when its operands are L1 shards of one spec (binary_ng_program_factory.cpp's native
+    sharding): c_0 is a's shard, c_1 b's (a number: one tile in a's format) and c_2 the output's, each a shard's
+    tiles and globally allocated, plus one-tile c_3 / c_4 for fused input activations; created on the whole
+    worker grid as the factory creates them. None (the interleaved model applies) unless a and the output are
+    sharded alike and b is a number or sharded alike too."""
+    if not (a.is_sharded() and out.is_sharded()) or a.layout != Layout.TILE:
+        return None
+    spec = a.memory_config().shard_spec
+    b_tensor = isinstance(b, Tensor)
+    if spec is None or out.memory_config().shard_spec != spec or tuple(out._value.shape) != tuple(a._value.shape):
+        return None
+    if b_tensor and (not b.is_sharded() or b.memory_config().shard_spec != spec
+                     or tuple(b._value.shape) != tuple(a._value.shape)):
+        return None
+    b_dtype = b.dtype if b_tensor else None
+    key = ("BinaryNgDeviceOperation", "sharded", a.dtype, b_dtype, out.dtype, spec, lhs_activations, rhs_activations,
+           grid_of(out._device))
+
+    def build():
+        tiles = spec.shape[0] * spec.shape[1] // (32 * 32)
+        cbs = [CircularBuffer((0,), tiles, TILE_BYTES[a.dtype], True)]
+        if lhs_activations:
+            cbs.append(CircularBuffer((3,), 1, TILE_BYTES[a.dtype]))
+        cbs.append(CircularBuffer((1,), tiles, TILE_BYTES[b_dtype], True) if b_tensor
+                   else CircularBuffer((1,), 1, TILE_BYTES[a.dtype]))
+        if rhs_activations:
+            cbs.append(CircularBuffer((4,), 1, TILE_BYTES[b_dtype if b_tensor else a.dtype]))
+        cbs.append(CircularBuffer((2,), tiles, TILE_BYTES[out.dtype], True))
+        gx, gy = grid_of(out._device)
+        return make_program("BinaryNgDeviceOperation", "BinaryNgProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
+
+    return cached(key, build)
