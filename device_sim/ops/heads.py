@@ -19,7 +19,7 @@ import torch
 
 from device_sim import device_work
 from device_sim.ops.common import check_tt_nn_only, device_inputs, four_d_input, output, values
-from device_sim.programs import decode_heads
+from device_sim.programs import decode_heads, falcon_heads
 from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
@@ -217,5 +217,14 @@ def nlp_create_qkv_heads_falcon7b(input: Tensor, *, memory_config: MemoryConfig 
     if x.dim() != 4 or x.shape[1] != 1 or x.shape[-1] != 73 * 64:
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [B, 1, S, 4672] (Falcon-7B's fused QKV)")
     ins = device_inputs(op_name, input)
-    return tuple(output(o.contiguous(), input, ins, op_name=op_name, memory_config=memory_config)
+    outs = tuple(output(o.contiguous(), input, ins, op_name=op_name, memory_config=memory_config)
                  for o in _falcon7b_golden(x))
+    program = falcon_heads.falcon7b_heads_program(input)
+    if program is not None:  # after q, k and v exist, as TT-NN allocates its outputs first
+        try:
+            device_work.launch(input._device, program)
+        except RuntimeError:
+            for o in outs:
+                o._free()
+            raise
+    return outs

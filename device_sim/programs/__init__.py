@@ -15,7 +15,7 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - eltwise: TernaryDeviceOperation (where, lerp, addcmul, addcdiv)
 - shape: ReshapeDeviceOperation, PadDeviceOperation, MoveDeviceOperation, the row-major SliceDeviceOperation
 - indexing: ArgMaxDeviceOperation (single core); reduction_nd: reductions over outer dims (reduce_nd_loop)
-- creation: RandDeviceOperation
+- creation: RandDeviceOperation; falcon_heads: NlpCreateHeadsFalcon7BDeviceOperation
 - rotary: RotaryEmbeddingDeviceOperation (GPT-NeoX, prefill and decode), Llama's sharded decode and fused QK
 - ccl: all_gather's and reduce_scatter's programs on each chip of a mesh (device_sim.ops.ccl_work launches them)
 - kv_cache: UpdateKVCacheOperation and the paged fill / update / fused update

@@ -1,0 +1,41 @@
+"""NlpCreateHeadsFalcon7BDeviceOperation: Falcon-7B's fused QKV split into heads.
+
+tt-metal's ttnn/cpp/ttnn/operations/experimental/transformer/nlp_create_qkv_heads_falcon7b/device/
+nlp_create_qkv_heads_falcon7b_program_factory.cpp: a block is one row of tiles of the [B, 1, S, 4672] input
+(146 tiles: 142 of the 71 query heads, 2 each of the key and value heads); c_0 double-buffers a block (2 x 146
+tiles in the input's format), on the cores split_work_to_cores gives the B * S / 32 blocks. Interleaved TILE
+input only.
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs.falcon_heads import falcon7b_heads_program
+    >>> dev = ttnn.open_device()
+    >>> x = ttnn.from_torch(torch.ones(1, 1, 64, 4672), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> p = falcon7b_heads_program(x)
+    >>> p.name, [(cb.indices, cb.num_pages, cb.page_size) for cb in p.cbs], p.ranges
+    ('NlpCreateHeadsFalcon7BDeviceOperation', [((0,), 292, 2048)], ((0, 0, 0, 1),))
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, split_work
+from device_sim.types import Layout
+
+
+def falcon7b_heads_program(x) -> Program | None:
+    """The factory's program for input `x` ([B, 1, S, 4672], interleaved TILE); None otherwise."""
+    if x._device is None or x.layout != Layout.TILE or x.is_sharded():
+        return None
+    shape = tuple(x._value.shape)
+    dev = x._device
+    key = ("NlpCreateHeadsFalcon7BDeviceOperation", shape, x.dtype, grid_of(dev))
+
+    def build():
+        per_block = -(-shape[-1] // TILE)  # 146 tiles a row of tiles
+        blocks = shape[0] * shape[1] * -(-shape[2] // TILE)
+        return make_program("NlpCreateHeadsFalcon7BDeviceOperation", "NlpCreateQkvHeadsFalcon7BProgramFactory",
+                            (CircularBuffer((0,), 2 * per_block, TILE_BYTES[x.dtype]),),
+                            split_work(blocks, *grid_of(dev)))
+
+    return cached(key, build)

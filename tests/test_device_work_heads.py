@@ -1,0 +1,45 @@
+"""The head-splitting ops outside the decode family launch TT-NN's device operations for them.
+
+CBs are hand-checked against the factories device_sim/programs/falcon_heads.py cites.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import device_sim as ttnn
+
+BF16 = 2048  # bytes of one bfloat16 tile
+
+
+def launched(device, call) -> list:
+    """The programs `call()` launches on `device`, as the report hears them (the memory listener)."""
+    seen, old = [], device.memory.listener
+    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
+    try:
+        call()
+    finally:
+        device.memory.listener = old
+    return seen
+
+
+def test_falcon7b_heads_double_buffer_one_row_of_tiles_per_block(device):
+    x = ttnn.from_torch(torch.randn(2, 1, 96, 4672), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    [p] = launched(device, lambda: ttnn.experimental.nlp_create_qkv_heads_falcon7b(x))
+    # 4672 / 32 = 146 tiles a block, twice; 2 x 96 / 32 = 6 blocks on 6 cores, column by column
+    assert (p.name, [(cb.indices[0], cb.num_pages, cb.page_size) for cb in p.cbs], p.ranges) == (
+        "NlpCreateHeadsFalcon7BDeviceOperation", [(0, 292, BF16)], ((0, 0, 0, 5),))
+
+
+def test_falcon7b_heads_whose_cbs_clash_free_q_k_and_v(device):
+    c = device.config
+    rows = (c.l1_size - c.l1_unreserved_base - 64 * 1024) * 64 // 64 // 32 * 32  # leaves 64 KiB a core
+    blocker = ttnn.from_torch(torch.zeros(rows, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                              memory_config=ttnn.L1_MEMORY_CONFIG)
+    x = ttnn.from_torch(torch.randn(1, 1, 32, 4672), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    live = len(device.memory.live_buffers())
+    with pytest.raises(RuntimeError, match="clash with L1 buffers"):  # 292 tiles of 2 KiB pass 64 KiB
+        ttnn.experimental.nlp_create_qkv_heads_falcon7b(x)
+    assert len(device.memory.live_buffers()) == live  # q, k and v were freed
+    ttnn.deallocate(blocker)
