@@ -302,3 +302,19 @@ def test_an_output_that_does_not_fit_in_l1_raises_and_frees_nothing_on_the_nativ
         assert l1.bytes_per_bank_used < used and len(l1.live) == 1
     finally:
         ttnn.close_device(device)
+
+
+def test_device_sim_runs_on_the_pure_classes_when_the_extension_is_missing():
+    code = (
+        "import sys; sys.modules['device_sim._native'] = None  # as if pip had no C compiler\n"
+        "import torch, types, device_sim as ttnn\n"
+        "from device_sim import allocator\n"
+        "d = ttnn.open_device(0)\n"
+        "x = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=d)\n"
+        "y = ttnn.add(x, x)\n"
+        "print(allocator.NATIVE, type(d.memory).__name__, isinstance(ttnn.add, types.FunctionType), "
+        "float(y.value[0, 0]), y.buffer.address == x.buffer.address + x.buffer.max_size_per_bank)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "DeviceMemory", "True", "2.0", "True"]
