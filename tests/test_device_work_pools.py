@@ -1,4 +1,5 @@
-"""Device work of max_pool2d and avg_pool2d: the input's sharding, the halo, its move and Pool2D's CBs.
+"""Device work of max_pool2d and avg_pool2d (the input's sharding, the halo, its move and Pool2D's CBs) and of
+bilinear upsampling (the input's sharding, the halo and UpsampleOperation's bilinear factory).
 
 Each test builds a known shape and checks the programs against the factories' arithmetic (device_sim/programs/pool.py
 cites them), with the arithmetic in the comments.
@@ -159,3 +160,36 @@ def test_a_pool_whose_cbs_reach_an_l1_tensor_fails_with_tt_metals_clash_error():
         ttnn.deallocate(held)
     finally:
         ttnn.close_device(dev)
+
+
+def test_a_bilinear_upsample_shards_its_input_gathers_2x2_windows_and_writes_scaled_shards(device):
+    # [2, 8, 16, 64] bfloat16 ROW_MAJOR: 256 sticks over min(64 cores, 256) = 64 shards of 4 sticks (128 B each)
+    x = ttnn.from_torch(torch.randn(2, 8, 16, 64), dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR, device=device)
+    i2s, halo, up = heard(device, lambda: ttnn.upsample(x, (2, 3), mode="bilinear"))
+    assert [p.ranges for p in (i2s, halo, up)] == [((0, 0, 7, 7),)] * 3
+    assert cbs(i2s) == [((0,), 4, 128, True), ((1,), 4, 160, False)]
+    # halo: a core's 4 windows (2x2, stride 1) in the 10 x 18 padded input: 3 + (18 + 1) + 1 = 23 sticks
+    assert cbs(halo) == [((0,), 4, 128, True), ((1,), 23, 128, True), ((2,), 1, 128, False), ((3,), 1, 128, False)]
+    # UpsampleOperation: c_0 the halo shard; c_1 / c_2 4 pixels x 2 buffers of min(8 tiles x 32 x 2 B, 128 B);
+    # c_3 / c_4 two scalar tiles; c_5 the output shard: 4 sticks x 2 x 3 = 24 sticks x 2 channel tiles of 64 B
+    assert (up.name, up.factory, cbs(up)) == ("UpsampleOperation", "UpsampleBilinearProgramFactory", [
+        ((0,), 23, 128, True), ((1,), 8, 128, False), ((2,), 8, 128, False), ((3,), 2, BF16, False),
+        ((4,), 2, BF16, False), ((5,), 48, 64, True)])
+    assert up.cb_region_end - up.cb_base == 2 * 8 * 128 + 2 * 2 * BF16
+
+
+def test_a_bilinear_upsample_of_a_height_sharded_input_uses_its_shards_and_others_launch_nothing(device):
+    spec = ttnn.ShardSpec(ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(3, 0))]), (16, 32),
+                          ttnn.ShardOrientation.ROW_MAJOR)
+    cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec)
+    x = ttnn.from_torch(torch.randn(1, 8, 8, 32), dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR, device=device,
+                        memory_config=cfg)
+    # device_sim's output follows the memory rules: a DRAM output (TT-NN's own output stays sharded, then moves)
+    halo, up = heard(device, lambda: ttnn.upsample(x, 2, mode="bilinear", memory_config=ttnn.DRAM_MEMORY_CONFIG))
+    # 16 sticks a core (two image rows): windows from (r, 0) to (r + 1, 7) in the 10 x 10 padded input:
+    # 10 + 7 + (10 + 1) + 1 = 29 sticks; output shard 16 x 4 = 64 sticks of 1 channel tile
+    assert halo.ranges == up.ranges == ((0, 0, 3, 0),)
+    assert cbs(up)[0] == ((0,), 29, 64, True) and cbs(up)[-1] == ((5,), 64, 64, True)
+    # TT-NN's bilinear path takes bfloat16 ROW_MAJOR only
+    tiled = ttnn.from_torch(torch.randn(1, 8, 8, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert heard(device, lambda: ttnn.upsample(tiled, 2, mode="bilinear")) == []

@@ -222,7 +222,28 @@ def upsample(input_tensor: Tensor, scale_factor, *, mode: str = "nearest",
                 dtype=input_tensor.dtype, layout=input_tensor.layout, memory_config=memory_config)
     if mode == "nearest" and not input_tensor.is_sharded() and not out.is_sharded():  # the interleaved factory
         device_work.launch_after(out, True, input_tensor, vision_programs.upsample_program(input_tensor, out.dtype))
+    elif mode == "bilinear":
+        _launch_bilinear(out, input_tensor, _pair(scale_factor, "scale_factor", op_name))
     return out
+
+
+def _launch_bilinear(out: Tensor, x: Tensor, scale: tuple[int, int]) -> None:
+    """Bilinear upsample's programs (device_sim.programs.vision) for the inputs TT-NN's bilinear path takes: bfloat16,
+    ROW_MAJOR, channels a multiple of 32, interleaved (sharded by the op) or height sharded. Others launch none."""
+    if x._device is None or x.dtype != DataType.BFLOAT16 or x.layout != Layout.ROW_MAJOR or x.shape[-1] % 32:
+        return
+    in_shard = None
+    if x.is_sharded():
+        cfg = x.memory_config()
+        if cfg.memory_layout != TensorMemoryLayout.HEIGHT_SHARDED:
+            return
+        in_shard = (cfg.shard_spec.shape[0],
+                    tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in cfg.shard_spec.grid.ranges()))
+    n, h, w, c = x.shape
+    programs = vision_programs.upsample_bilinear_programs(batch=n, height=h, width=w, channels=c, scale=scale,
+                                                          grid=(x._device.config.grid_x, x._device.config.grid_y),
+                                                          in_shard=in_shard)
+    device_work.launch_after(out, True, x, programs)
 
 
 def _fold_golden(input, stride_h, stride_w, *_, padding=(0, 0), output_shape=None, **__):  # noqa: A002

@@ -1,6 +1,7 @@
 """UpsampleOperation (nearest, integer scale, interleaved) as upsample_program_factory_multicore_interleaved.cpp
-(tt-metal's ttnn/cpp/ttnn/operations/pool/upsample/device/) builds it, and global_avg_pool2d's reduction; bilinear
-and sharded upsampling run other factories, not modelled (max_pool2d and avg_pool2d: programs/pool.py).
+(tt-metal's ttnn/cpp/ttnn/operations/pool/upsample/device/) builds it, and global_avg_pool2d's reduction, and bilinear
+upsampling's input sharding, halo and UpsampleOperation (upsample_bilinear_program_factory_multicore.cpp); sharded
+nearest upsampling runs another factory, not modelled (max_pool2d and avg_pool2d: programs/pool.py).
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -21,11 +22,14 @@ from device_sim.device_work import (
     CircularBuffer,
     Program,
     cached,
+    cores_row_major,
     grid_of,
     make_program,
     shape_of,
     split_work,
 )
+from device_sim.programs.conv import halo_cbs, max_out_sticks_per_core
+from device_sim.programs.data_movement import i2s_cbs
 from device_sim.types import DataType, Layout
 
 
@@ -74,5 +78,44 @@ def global_avg_pool_program(x) -> Program:
                CircularBuffer((16,), 2, tile))
         return make_program("ReduceDeviceOperation", "ReduceMultiCoreHProgramFactory", cbs,
                             split_work(n * c // TILE, *grid_of(dev)))
+
+    return cached(key, build)
+
+
+def upsample_bilinear_programs(*, batch: int, height: int, width: int, channels: int, scale: tuple[int, int],
+                               grid: tuple[int, int], in_shard=None) -> tuple[Program, ...]:
+    """Bilinear upsample as upsample.cpp runs it (bfloat16, ROW_MAJOR, channels a multiple of 32): an interleaved
+    input is height sharded first (compute_bilinear_autoshard_memory_config: min(cores, N*H*W) shards of
+    ceil(N*H*W / shards) sticks, row by row), then HaloDeviceOperation gathers each core's 2x2 windows over the input
+    padded by 1 (stride 1, as many windows as input sticks), then UpsampleOperation runs
+    upsample_bilinear_program_factory_multicore.cpp: c_0 the halo shard, c_1 / c_2 four pixels a page, double-buffered
+    (c_1's page at most 8 tiles wide), c_3 / c_4 two scalar tiles each, c_5 the output shard of the input shard's
+    sticks x scale_h x scale_w, one 32-channel page each. `in_shard` is a height-sharded input's (shard height,
+    core ranges)."""
+    key = ("upsample_bilinear", batch, height, width, channels, scale, grid, in_shard)
+
+    def build():
+        stick = channels * 2  # bfloat16
+        programs = []
+        if in_shard is None:
+            sticks = batch * height * width
+            shards = min(grid[0] * grid[1], sticks)
+            shard_h = -(-sticks // shards)
+            ranges = cores_row_major(shards, grid[0])
+            programs.append(make_program("InterleavedToShardedDeviceOperation", "InterleavedToShardedProgramFactory",
+                                         i2s_cbs(DataType.BFLOAT16, DataType.BFLOAT16, False, shard_h, channels),
+                                         ranges))
+        else:
+            shard_h, ranges = in_shard
+        halo = max_out_sticks_per_core(batch, height, width, height, width, (2, 2), (1, 1), (1, 1, 1, 1), (1, 1),
+                                       shard_h)
+        programs.append(make_program("HaloDeviceOperation", "UntilizeWithHaloProgramFactory",
+                                     halo_cbs(DataType.BFLOAT16, False, shard_h, channels, halo), ranges))
+        tile = TILE_BYTES[DataType.BFLOAT16]
+        cbs = (CircularBuffer((0,), halo, stick, True), CircularBuffer((1,), 4 * 2, min(TILE * 2 * 8, stick)),
+               CircularBuffer((2,), 4 * 2, stick), CircularBuffer((3,), 2, tile), CircularBuffer((4,), 2, tile),
+               CircularBuffer((5,), shard_h * scale[0] * scale[1] * -(-channels // TILE), TILE * 2, True))
+        programs.append(make_program("UpsampleOperation", "UpsampleBilinearProgramFactory", cbs, ranges))
+        return tuple(programs)
 
     return cached(key, build)
