@@ -50,7 +50,6 @@ NOT_MODELLED_YET = {
     "ttnn.moreh_norm",
     "ttnn.group_norm", "ttnn.rms_norm_pre_all_gather", "ttnn.rms_norm_post_all_gather",
     "ttnn.scale_causal_mask_hw_dims_softmax_in_place",
-    "ttnn.experimental.nlp_kv_cache_load_slice",
     "ttnn.experimental.split_query_key_value_and_split_heads",
 }
 

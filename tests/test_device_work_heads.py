@@ -43,3 +43,11 @@ def test_falcon7b_heads_whose_cbs_clash_free_q_k_and_v(device):
         ttnn.experimental.nlp_create_qkv_heads_falcon7b(x)
     assert len(device.memory.live_buffers()) == live  # q, k and v were freed
     ttnn.deallocate(blocker)
+
+
+def test_a_kv_cache_slice_load_writes_straight_into_its_sharded_output(device):
+    cache = ttnn.from_torch(torch.randn(2, 2, 128, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    [p] = launched(device, lambda: ttnn.experimental.nlp_kv_cache_load_slice(cache, seq_len_start=32, seq_len_end=96))
+    # one [64, 32] shard per user and head (B * KVH = 4 cores, row by row): 2 tiles, the output's own buffer
+    assert (p.name, [(cb.indices[0], cb.num_pages, cb.page_size, cb.globally_allocated) for cb in p.cbs],
+            p.ranges) == ("NlpKVCacheLoadSliceDeviceOperation", [(0, 2, BF16, True)], ((0, 0, 3, 0),))

@@ -22,6 +22,7 @@ import torch
 
 from device_sim import device_work, sharding
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.programs import falcon_heads
 from device_sim.programs import kv_cache as kv_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
@@ -313,5 +314,7 @@ def nlp_kv_cache_load_slice(input_tensor: Tensor, *, seq_len_start: int, seq_len
                                                   row_wise=True)
         memory_config = MemoryConfig(TensorMemoryLayout.HEIGHT_SHARDED, BufferType.L1,
                                      ShardSpec(grid, (seq_len_end - seq_len_start, D)))
-    return output(_load_slice_golden(x, seq_len_start=seq_len_start, seq_len_end=seq_len_end).contiguous(),
-                  input_tensor, ins, op_name=op_name, memory_config=memory_config)
+    out = output(_load_slice_golden(x, seq_len_start=seq_len_start, seq_len_end=seq_len_end).contiguous(),
+                 input_tensor, ins, op_name=op_name, memory_config=memory_config)
+    device_work.launch_after(out, True, input_tensor, falcon_heads.kv_cache_load_slice_program(input_tensor, out))
+    return out

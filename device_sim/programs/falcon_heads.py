@@ -1,4 +1,4 @@
-"""NlpCreateHeadsFalcon7BDeviceOperation: Falcon-7B's fused QKV split into heads.
+"""NlpCreateHeadsFalcon7BDeviceOperation (Falcon-7B's fused QKV split into heads) and the KV-cache slice load.
 
 tt-metal's ttnn/cpp/ttnn/operations/experimental/transformer/nlp_create_qkv_heads_falcon7b/device/
 nlp_create_qkv_heads_falcon7b_program_factory.cpp: a block is one row of tiles of the [B, 1, S, 4672] input
@@ -37,5 +37,24 @@ def falcon7b_heads_program(x) -> Program | None:
         return make_program("NlpCreateHeadsFalcon7BDeviceOperation", "NlpCreateQkvHeadsFalcon7BProgramFactory",
                             (CircularBuffer((0,), 2 * per_block, TILE_BYTES[x.dtype]),),
                             split_work(blocks, *grid_of(dev)))
+
+    return cached(key, build)
+
+
+def kv_cache_load_slice_program(x, out) -> Program | None:
+    """NlpKVCacheLoadSliceDeviceOperation (experimental/transformer/nlp_kv_cache_load_slice/device/
+    nlp_kv_cache_load_slice_program_factory.cpp): its one CB, c_0, is the sharded output itself (a shard's tiles in
+    the input's format, globally allocated), on the output's shard grid. None for an output that is not sharded
+    (TT-NN's factory requires a sharded one)."""
+    spec = out.memory_config().shard_spec if out.is_sharded() else None
+    if x._device is None or spec is None or x.layout != Layout.TILE:
+        return None
+    key = ("NlpKVCacheLoadSliceDeviceOperation", x.dtype, spec)
+
+    def build():
+        tiles = (spec.shape[0] // TILE) * (spec.shape[1] // TILE)
+        ranges = tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in spec.grid.ranges())
+        return make_program("NlpKVCacheLoadSliceDeviceOperation", "NlpKVCacheLoadSliceProgramFactory",
+                            (CircularBuffer((0,), tiles, TILE_BYTES[x.dtype], True),), ranges)
 
     return cached(key, build)
