@@ -10,6 +10,10 @@ device_graph.py add the golden checks, device time estimates and captured graphs
 multi-host run's rank into the rows at close. The session imports
 torch and device_sim, so it is imported on first use (PEP 562): the writer process and the readers that
 import one of these modules for a constant do not pay for it.
+
+`ttreport.capture` itself is the function, not this package (the public API predates the package): import
+a module as `from ttreport.capture import recorder`, and patch it in a test as `monkeypatch.setattr(recorder,
+"NAME", value)`; `import ttreport.capture.recorder as r` and the dotted-string forms reach the function.
 """
 
 from typing import TYPE_CHECKING
