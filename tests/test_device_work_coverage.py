@@ -38,8 +38,6 @@ NOT_MODELLED_YET = {
     "ttnn.conv_transpose2d", "ttnn.fold",
     "ttnn.experimental.rotary_embedding_llama_fused_qk",
     "ttnn.experimental.nlp_concat_heads_decode",
-    "ttnn.transformer.scaled_dot_product_attention_decode",
-    "ttnn.transformer.paged_scaled_dot_product_attention_decode",
     "ttnn.transformer.chunked_scaled_dot_product_attention", "ttnn.transformer.windowed_scaled_dot_product_attention",
     "ttnn.experimental.paged_fused_update_cache",
     "ttnn.experimental.paged_update_cache",
@@ -50,7 +48,6 @@ NOT_MODELLED_YET = {
     "ttnn.moreh_norm",
     "ttnn.group_norm", "ttnn.rms_norm_pre_all_gather", "ttnn.rms_norm_post_all_gather",
     "ttnn.scale_causal_mask_hw_dims_softmax_in_place",
-    "ttnn.experimental.split_query_key_value_and_split_heads",
 }
 
 

@@ -51,3 +51,19 @@ def test_a_kv_cache_slice_load_writes_straight_into_its_sharded_output(device):
     # one [64, 32] shard per user and head (B * KVH = 4 cores, row by row): 2 tiles, the output's own buffer
     assert (p.name, [(cb.indices[0], cb.num_pages, cb.page_size, cb.globally_allocated) for cb in p.cbs],
             p.ranges) == ("NlpKVCacheLoadSliceDeviceOperation", [(0, 2, BF16, True)], ((0, 0, 3, 0),))
+
+
+def test_bert_fused_qkv_split_takes_a_core_per_row_of_tiles(device):
+    x = ttnn.from_torch(torch.randn(2, 1, 32, 384), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    [p] = launched(device, lambda: ttnn.experimental.split_query_key_value_and_split_heads(
+        x, ttnn.CoreCoord(4, 2), num_heads=2))
+    # 384 / 32 = 12 tiles a row, 4 a tensor: c_0 8 (K, double-buffered), c_1 16 (Q and V, double-buffered), c_16 4;
+    # S / 32 = 1 core along x, B = 2 along y
+    assert (p.name, [(cb.indices[0], cb.num_pages, cb.page_size) for cb in p.cbs], p.ranges) == (
+        "SplitFusedQKVAndSplitHeadsDeviceOperation", [(0, 8, BF16), (1, 16, BF16), (16, 4, BF16)], ((0, 0, 0, 1),))
+
+
+def test_bert_fused_qkv_split_past_the_given_grid_launches_nothing(device):
+    x = ttnn.from_torch(torch.randn(3, 1, 32, 384), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert launched(device, lambda: ttnn.experimental.split_query_key_value_and_split_heads(
+        x, ttnn.CoreCoord(4, 2), num_heads=2)) == []  # B = 3 rows of cores on a grid 2 high: TT-NN asserts

@@ -197,8 +197,19 @@ def split_query_key_value_and_split_heads(input_tensor: Tensor, compute_with_sto
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [B, 1, S, 3 * num_heads * D] with "
                          f"num_heads={num_heads}")
     ins = device_inputs(op_name, input_tensor)
-    outs = _split_qkv_sharded_golden(x, num_heads=num_heads, shard_columns=columns)
-    return tuple(output(o.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config) for o in outs)
+    outs = tuple(output(o.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
+                 for o in _split_qkv_sharded_golden(x, num_heads=num_heads, shard_columns=columns))
+    grid = compute_with_storage_grid_size
+    grid = (grid.x, grid.y) if hasattr(grid, "x") else tuple(grid) if grid is not None else None
+    program = falcon_heads.split_fused_qkv_program(input_tensor, grid)
+    if program is not None:  # after q, k and v exist, as TT-NN allocates its outputs first
+        try:
+            device_work.launch(input_tensor._device, program)
+        except RuntimeError:
+            for o in outs:
+                o._free()
+            raise
+    return outs
 
 
 def _falcon7b_golden(t, *_, **__):

@@ -1,4 +1,5 @@
-"""NlpCreateHeadsFalcon7BDeviceOperation (Falcon-7B's fused QKV split into heads) and the KV-cache slice load.
+"""NlpCreateHeadsFalcon7BDeviceOperation (Falcon-7B's fused QKV split into heads), BERT's fused QKV split
+(SplitFusedQKVAndSplitHeadsDeviceOperation, interleaved) and the KV-cache slice load.
 
 tt-metal's ttnn/cpp/ttnn/operations/experimental/transformer/nlp_create_qkv_heads_falcon7b/device/
 nlp_create_qkv_heads_falcon7b_program_factory.cpp: a block is one row of tiles of the [B, 1, S, 4672] input
@@ -37,6 +38,34 @@ def falcon7b_heads_program(x) -> Program | None:
         return make_program("NlpCreateHeadsFalcon7BDeviceOperation", "NlpCreateQkvHeadsFalcon7BProgramFactory",
                             (CircularBuffer((0,), 2 * per_block, TILE_BYTES[x.dtype]),),
                             split_work(blocks, *grid_of(dev)))
+
+    return cached(key, build)
+
+
+def split_fused_qkv_program(x, grid=None) -> Program | None:
+    """SplitFusedQKVAndSplitHeadsDeviceOperation's interleaved factory (experimental/transformer/
+    split_query_key_value_and_split_heads/device/split_query_key_value_and_split_heads_program_factory.cpp) for
+    input `x` [B, 1, S, W]: one core a row of tiles, S / 32 cores along x and B along y from (0, 0); a tensor's share
+    of the row is n = W / 32 / 3 tiles; c_0 double-buffers n (the K heads, which the compute kernel transposes into
+    c_16, n tiles), c_1 holds 4 n (Q and V, double-buffered), all in the input's format. None for a sharded or
+    ROW_MAJOR input (the sharded factory is not modelled) or where the cores pass `grid`
+    (compute_with_storage_grid_size, the device's grid by default), which TT-NN's factory asserts against."""
+    if x._device is None or x.layout != Layout.TILE or x.is_sharded():
+        return None
+    shape = tuple(x.padded_shape)
+    gx, gy = grid if grid is not None else grid_of(x._device)
+    cores_x, cores_y = shape[2] // TILE, shape[0]
+    if not 0 < cores_x <= gx or not 0 < cores_y <= gy:
+        return None
+    key = ("SplitFusedQKVAndSplitHeadsDeviceOperation", shape, x.dtype)
+
+    def build():
+        n = shape[-1] // TILE // 3  # tiles of one tensor in a core's row
+        size = TILE_BYTES[x.dtype]
+        return make_program("SplitFusedQKVAndSplitHeadsDeviceOperation", "SplitFusedQKVAndSplitHeadsProgramFactory",
+                            (CircularBuffer((0,), 2 * n, size), CircularBuffer((1,), 4 * n, size),
+                             CircularBuffer((16,), n, size)),
+                            ((0, 0, cores_x - 1, cores_y - 1),))
 
     return cached(key, build)
 
