@@ -18,17 +18,18 @@ import math
 
 import torch
 
-from device_sim import device_work
+from device_sim import device_work, dtypes
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.heads import concat_heads_output
 from device_sim.ops.normalization import in_place_softmax_program
 from device_sim.program_config_checks import validate_sdpa
 from device_sim.program_configs import SoftmaxShardedMultiCoreProgramConfig
 from device_sim.programs import normalization as normalization_programs
+from device_sim.programs import sdpa_decode as sdpa_programs
 from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import Layout, MemoryConfig
+from device_sim.types import BufferType, Layout, MemoryConfig
 
 
 def _split_qkv_golden(t, kv=None, *_, num_heads, num_kv_heads=None, transpose_key=True, **__):
@@ -332,7 +333,48 @@ def scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tensor_k: 
     _decode_checks(op_name, q, k, v, is_causal, mask, cur_pos, pos_t, sliding_window_size)
     r = _sdpa_decode_golden(q, k, v, is_causal=is_causal, attn_mask=mask, cur_pos=cur_pos, cur_pos_tensor=pos_t,
                             scale=scale, sliding_window_size=sliding_window_size, attention_sink=sink)
-    return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+    out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+    _launch_decode(out, input_tensor_q, input_tensor_k, input_tensor_v, None, is_causal=is_causal,
+                   attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
+                   sliding_window_size=sliding_window_size, tt_nn_only=tt_nn_only)
+    return out
+
+
+def _aligned_page(t: Tensor) -> int:
+    """A ROW_MAJOR tensor's page (one row) in bytes, aligned as its buffer aligns pages (L1 16 B, DRAM 32 B)."""
+    c = t._device.config
+    align = c.l1_alignment if t.memory_config().buffer_type == BufferType.L1 else c.dram_alignment
+    return -(-t.shape[-1] * dtypes.ELEMENT_SIZE[t.dtype] // align) * align
+
+
+def _launch_decode(out: Tensor, q: Tensor, k: Tensor, v: Tensor, page_table: Tensor | None, *, is_causal, attn_mask,
+                   cur_pos_tensor, attention_sink, sliding_window_size, tt_nn_only) -> None:
+    """SdpaDecodeDeviceOperation (device_sim.programs.sdpa_decode) for TILE caches on a device; others launch none
+    (TT-NN refuses ROW_MAJOR caches)."""
+    if q._device is None or k.layout != Layout.TILE or v.layout != Layout.TILE:
+        return
+    config = tt_nn_only.get("program_config")
+    kernel = tt_nn_only.get("compute_kernel_config")
+    grid = getattr(config, "compute_with_storage_grid_size", None)
+    grid = (grid.x, grid.y) if grid is not None else (q._device.config.grid_x, q._device.config.grid_y)
+    _, batch, heads, head_dim = q.shape
+    kv_heads, rows = k.padded_shape[1], k.padded_shape[2]
+    chunk = getattr(config, "k_chunk_size", 0) or None  # None: sdpa_decode.cpp's default
+    if page_table is not None:
+        rows *= page_table.padded_shape[-1]  # blocks a user x block_size
+        chunk = chunk or 0  # the paged form sizes chunks in its kernels
+    program = sdpa_programs.sdpa_decode_program(
+        batch=batch, q_heads=heads, head_dim=head_dim, kv_heads=kv_heads, seq_len=rows, q_dtype=q.dtype,
+        k_dtype=k.dtype, v_dtype=v.dtype, out_dtype=out.dtype, grid=grid, is_causal=bool(is_causal),
+        k_chunk_size=chunk, max_cores_per_head_batch=getattr(config, "max_cores_per_head_batch", None),
+        fp32_dest_acc_en=bool(getattr(kernel, "fp32_dest_acc_en", False)),
+        mask_dtype=attn_mask.dtype if attn_mask is not None else None, sink=attention_sink is not None,
+        cur_pos_page=_aligned_page(cur_pos_tensor) if cur_pos_tensor is not None else 0,
+        cur_pos_sharded=cur_pos_tensor is not None and cur_pos_tensor.is_sharded(),
+        page_table_page=_aligned_page(page_table) if page_table is not None else 0,
+        page_table_sharded=page_table is not None and page_table.is_sharded(),
+        sliding_window=sliding_window_size or 0, out_sharded=out.is_sharded())
+    device_work.launch_after(out, True, q, program)
 
 
 def _unpage(cache: torch.Tensor, page_table: torch.Tensor) -> torch.Tensor:
@@ -372,7 +414,11 @@ def paged_scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tens
     r = _sdpa_decode_golden(q, k, v, is_causal=is_causal, attn_mask=mask, cur_pos_tensor=pos_t, scale=scale,
                             sliding_window_size=sliding_window_size,
                             attention_sink=_sink(op_name, attention_sink, q.shape[2]))
-    return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+    out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+    _launch_decode(out, input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor, is_causal=is_causal,
+                   attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
+                   sliding_window_size=sliding_window_size, tt_nn_only=tt_nn_only)
+    return out
 
 
 # -- chunked prefill: a chunk of the prompt against the paged cache that holds everything before it --------
