@@ -1,0 +1,43 @@
+"""The writer process takes its batches out of the cyclic collector's sight (gc.freeze() after each);
+rebuilding a report from its log in a reader's process only pauses the collector (freezing would take
+the reader's own objects out of its sight too).
+
+    .venv/bin/python -m pytest tests/test_writer_process_gc.py -q
+"""
+
+import gc
+import sqlite3
+
+import torch
+
+import device_sim as ttnn
+import ttreport
+from ttreport.capture import writer_process
+
+
+def test_rebuilding_a_report_from_its_log_freezes_none_of_the_readers_objects(tmp_path, device, monkeypatch):
+    monkeypatch.setattr(writer_process, "remove_log", lambda folder: None)  # the log stays, as after a kill
+    a = ttnn.from_torch(torch.randn(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    with ttreport.capture(tmp_path / "run", config=ttreport.Config(writer="process", perf_files=False)) as cap:
+        for _ in range(50):
+            a = ttnn.add(a, a)
+    (tmp_path / "run" / "db.sqlite").unlink()  # rebuilt from the log alone
+    frozen = gc.get_freeze_count()
+    assert writer_process.finish_from_log(cap.path)
+    assert gc.get_freeze_count() == frozen and gc.isenabled()  # paused while it ran, on again
+    with sqlite3.connect(cap.db_path) as con:
+        assert con.execute("SELECT COUNT(*) FROM operations").fetchone()[0] == 50
+
+
+def test_the_writer_process_writes_every_batch_with_its_caches_frozen(tmp_path, device):
+    # flush_ops=3: dozens of batches, each frozen after it; the report is whole and the writer process said so
+    a = ttnn.from_torch(torch.randn(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    config = ttreport.Config(writer="process", perf_files=False, flush_ops=3)
+    with ttreport.capture(tmp_path / "run", config=config) as cap:
+        for _ in range(60):
+            a = ttnn.add(a, a)
+    assert cap.status == "complete"
+    assert cap._writer.result == {"error": None, "records_lost": 0, "ops_lost": 0,
+                                  "records_written": cap._writer.records_written}
+    with sqlite3.connect(cap.db_path) as con:
+        assert con.execute("SELECT COUNT(*) FROM operations").fetchone()[0] == 60
