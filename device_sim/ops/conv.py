@@ -152,8 +152,10 @@ def _returned(out: Tensor, *extras):
 def _launch_conv2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor, conv_config, args, padding) -> None:
     """conv2d's device operations (device_sim.programs.conv): a height-sharded, non-matmul conv on a device. A
     grouped conv runs the same programs: TT-NN expands its weights to [out, in, kh, kw], zero off the groups'
-    blocks (convert_conv_weight_tensor_to_grouped_layout). Other layouts, 1x1 matmul convs and the 1-D depthwise
-    conv (a width-1 input and kernel: its own weight layout) run programs not modelled, so launch none."""
+    blocks (convert_conv_weight_tensor_to_grouped_layout). A 1x1 matmul conv from an interleaved input without a
+    shard_layout runs TT-NN's interleaved matmul (programs.conv.matmul_conv_programs). Other layouts, sharded 1x1
+    matmul convs and the 1-D depthwise conv (a width-1 input and kernel: its own weight layout) run programs not
+    modelled, so launch none."""
     if out._device is None:
         return
     op_name = "ttnn.conv2d"
@@ -163,9 +165,18 @@ def _launch_conv2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor, conv_conf
     groups = _groups(args["groups"])
     depthwise_1d = (groups > 1 and groups == args["in_channels"] == args["out_channels"] and args["input_width"] == 1
                     and kernel[1] == 1 and bias_tensor is None)  # conv2d_utils' is_1d_deptwise_conv
+    cfg = conv_config if conv_config is not None else Conv2dConfig()
+    if matmul_conv and shard_layout is None and not x.is_sharded():  # TT-NN's auto-sharded 1x1: an interleaved matmul
+        programs = conv_programs.matmul_conv_programs(
+            x, batch=args["batch_size"], height=args["input_height"], width=args["input_width"],
+            in_channels=args["in_channels"], out_channels=args["out_channels"],
+            weights_dtype=cfg.weights_dtype or weight_tensor.dtype,
+            bias_dtype=(cfg.weights_dtype or bias_tensor.dtype) if bias_tensor is not None else None,
+            out_dtype=out.dtype)
+        device_work.launch_after(out, True, out, programs)
+        return
     if depthwise_1d or matmul_conv or shard_layout not in (None, TensorMemoryLayout.HEIGHT_SHARDED):
         return
-    cfg = conv_config if conv_config is not None else Conv2dConfig()
     programs = conv_programs.conv2d_programs(
         batch=args["batch_size"], height=args["input_height"], width=args["input_width"],
         in_channels=args["in_channels"], out_channels=args["out_channels"], kernel=kernel, stride=st,

@@ -2,7 +2,8 @@
 
 Height sharding only (TT-NN's conv2d picks height, block or width sharding by estimated L1 use when
 conv_config.shard_layout is unset; device_sim takes height sharding then, and models no other layout).
-A 1x1, stride-1, unpadded conv runs as a matmul in TT-NN: not modelled here. Sources in tt-metal:
+A 1x1, stride-1, unpadded conv runs as a matmul in TT-NN: matmul_conv_programs models its auto-sharded form (an
+interleaved matmul); its sharded form (a matmul with a sharded in0) is not modelled. Sources in tt-metal:
 
 - sharding: ttnn/cpp/ttnn/operations/conv/conv2d/conv2d_utils.cpp (determine_parallel_config,
   determine_input_memory_config, create_sharded_memory_config_from_parallel_config,
@@ -29,6 +30,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from device_sim.device_work import (
     TILE,
     TILE_BYTES,
@@ -37,8 +40,10 @@ from device_sim.device_work import (
     cached,
     cores_row_major,
     make_program,
+    matmul_program,
 )
-from device_sim.types import DataType
+from device_sim.programs.data_movement import tilize_shape_program
+from device_sim.types import DataType, Layout
 
 _F32, _BF16 = DataType.FLOAT32, DataType.BFLOAT16
 L1_ALIGNMENT = 16  # bytes (hal::get_l1_alignment on Wormhole): a row-major input's channels align to 8 bf16
@@ -145,6 +150,36 @@ def _build(batch, height, width, in_channels, out_channels, kernel, stride, padd
             cbs.append(CircularBuffer((index,), pages, page, global_))
             index += 1
     programs.append(make_program("Conv2dDeviceOperation", "Conv2dShardedProgramFactory", cbs, ranges))
+    return tuple(programs)
+
+
+class _Prepared(NamedTuple):
+    """The prepared weights or bias TT-NN makes inside conv2d (no device_sim tensor): matmul_program reads only
+    their dtype, the shapes coming from `shapes`."""
+
+    dtype: DataType
+
+
+def matmul_conv_programs(x, *, batch, height, width, in_channels, out_channels, weights_dtype, bias_dtype,
+                         out_dtype) -> tuple[Program, ...]:
+    """A 1x1, stride-1, unpadded conv from an interleaved input without conv_config.shard_layout: TT-NN's
+    auto-sharded matmul path (shard_or_reshard_tensor_if_required: "run the matmul out of interleaved tensor").
+    A ROW_MAJOR input is tilized first, as [1, 1, N*H*W, C] (TilizeWithValPadding when that is not whole tiles),
+    then ttnn.linear of [1, 1, N*H*W, C] by the prepared [1, 1, C, OC padded to 32] weights runs
+    MatmulDeviceOperation with the default program config (device_work.matmul_program) and conv2d's compute
+    config (packer_l1_acc and fp32_dest_acc_en off)."""
+    rows = batch * height * width
+    programs = []
+    if x.layout != Layout.TILE:
+        padded = rows % TILE or in_channels % TILE
+        programs.append(tilize_shape_program(x._device, (1, 1, rows, in_channels), x.dtype, x.dtype,
+                                             name="TilizeWithValPaddingDeviceOperation" if padded
+                                             else "TilizeDeviceOperation"))
+    shapes = ((1, 1, _round(rows, TILE), _round(in_channels, TILE)),
+              (1, 1, _round(in_channels, TILE), _round(out_channels, TILE)))
+    bias = _Prepared(bias_dtype) if bias_dtype is not None else None
+    programs.append(matmul_program(x, _Prepared(weights_dtype), bias, out_dtype, None, shapes=shapes,
+                                   fp32_dest_acc_en=False, packer_l1_acc=False))
     return tuple(programs)
 
 

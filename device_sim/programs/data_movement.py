@@ -121,6 +121,14 @@ def tilize_program(x, out_dtype: DataType, *, name: str = "TilizeDeviceOperation
         x.padded_shape), x.dtype, out_dtype, name))
 
 
+def tilize_shape_program(dev, shape: tuple, in_dtype: DataType, out_dtype: DataType, *,
+                         name: str = "TilizeDeviceOperation") -> Program:
+    """tilize_program for the input viewed as `shape` (padded to whole tiles), as an op that flattens its input
+    before tilizing it (conv2d's [1, 1, N*H*W, C]) runs it."""
+    key = (name, "view", tuple(shape), in_dtype, out_dtype, grid_of(dev))
+    return cached(key, lambda: _tilize(dev, _tile_padded(shape), in_dtype, out_dtype, name))
+
+
 def _tilize(dev, shape, in_dtype, out_dtype, name) -> Program:
     rows, wt = _rows_and_wt(shape)
     cbs = (CircularBuffer((0,), wt, TILE_BYTES[in_dtype]), CircularBuffer((16,), wt, TILE_BYTES[out_dtype]))
