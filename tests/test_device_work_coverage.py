@@ -41,7 +41,6 @@ NOT_MODELLED_YET = {
     "ttnn.transformer.chunked_scaled_dot_product_attention", "ttnn.transformer.windowed_scaled_dot_product_attention",
     "ttnn.experimental.paged_fused_update_cache",
     "ttnn.experimental.paged_update_cache",
-    "ttnn.point_to_point",
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
     "ttnn.repeat", "ttnn.repeat_interleave", "ttnn.expand",
     "ttnn.topk", "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",

@@ -300,7 +300,9 @@ def point_to_point(input_tensor, sender_coord, receiver_coord, *, output_tensor=
     src, dst = mesh.index_of(MeshCoordinate(sender_coord)), mesh.index_of(MeshCoordinate(receiver_coord))
     new = [values(s) for s in shards]
     new[dst] = new[src]
-    return _results(op_name, shards, mesh, new, None)
+    out = _results(op_name, shards, mesh, new, None)
+    ccl_work.launch_point_to_point(input_tensor, out, src, dst)
+    return out
 
 
 @register_op("ttnn.mesh_partition", mesh_aware=True)

@@ -3,7 +3,8 @@
 ops/ccl.py computes each collective's values; this module launches, on every chip, the device operations TT-NN
 0.81 runs for it (the program models are device_sim.programs.ccl): all_gather's minimal default program
 (ttnn.all_gather gathers a 2-D mesh along axis 1, then axis 0, without a cluster_axis), reduce_scatter's minimal
-program, all_reduce as a reduce-scatter then an all-gather, and mesh_partition as each chip's slice.
+program, all_reduce as a reduce-scatter then an all-gather, mesh_partition as each chip's slice, and point_to_point
+as a send program on the sender chip and a receive program on the receiver.
 ttnn.all_gather and ttnn.reduce_scatter make their own global semaphores (3 and 4) when TT-NN builds their
 program; TT-NN's program cache holds them, so they are made once per program and held by the mesh, and stay in
 every chip's L1 after the op. The async forms use the caller's semaphores, which are L1 buffers already.
@@ -21,7 +22,7 @@ from device_sim import device_work
 from device_sim.mesh import MeshDevice, rows_cols
 from device_sim.programs import ccl as ccl_programs
 from device_sim.programs import data_movement
-from device_sim.types import BufferType, CoreCoord, CoreRange, CoreRangeSet, Layout
+from device_sim.types import BufferType, CoreCoord, CoreRange, CoreRangeSet, DataType, Layout
 
 
 def program_semaphores(mesh: MeshDevice, key: tuple, count: int) -> list:
@@ -157,3 +158,25 @@ def launch_partition(inp, out, dim: int, cluster_axis) -> None:
         return
     program = data_movement.slice_program(x, out.shards[0])
     launch_on_chips(out, [program._replace(name="MeshPartitionDeviceOperation")])
+
+
+def launch_point_to_point(inp, out, src: int, dst: int) -> None:
+    """PointToPointOp: the send program on the sender chip and the receive program on the receiver chip (the other
+    chips run nothing), once the outputs exist; its one global semaphore (made with the program, on every chip) is
+    held by the mesh as TT-NN's program cache holds it. TT-NN refuses a sharded input, so none is launched for one."""
+    mesh = getattr(inp, "mesh", None)
+    if mesh is None or src == dst:
+        return
+    x = inp.shards[src]
+    if x.is_sharded():
+        return
+    send, receive = ccl_programs.point_to_point_programs(x.buffer.page_size, x.buffer.num_pages,
+                                                         x.dtype == DataType.BFLOAT16)
+    program_semaphores(mesh, (send, receive, tuple(mesh.get_device_ids())), 1)
+    try:
+        device_work.launch(out.shards[src]._device, send)
+        device_work.launch(out.shards[dst]._device, receive)
+    except RuntimeError:
+        for shard in out.shards:
+            shard._free()
+        raise

@@ -1,4 +1,5 @@
-"""The collectives' device operations as each chip of the mesh runs them: all_gather's and reduce_scatter's programs.
+"""The collectives' device operations as each chip of the mesh runs them: all_gather's, reduce_scatter's and
+point_to_point's programs.
 
 tt-metal's build_all_gather_async_minimal_default_program_artifacts (ttnn/cpp/ttnn/operations/experimental/ccl/
 all_gather_async/device/all_gather_async_default_program_factory.cpp), which both ttnn.all_gather
@@ -98,5 +99,41 @@ def reduce_scatter_program(page_size: int, input_bytes: int, *, ring_size: int, 
             "RingReduceScatterMeshWorkloadFactory" if ring else "LineReduceScatterMeshWorkloadFactory")
         return make_program(name, factory, [CircularBuffer((i,), 3 * granularity, page_size) for i in range(4)],
                             senders)
+
+    return cached(key, build)
+
+
+PACKET_HEADER_BYTES = 64  # get_tt_fabric_packet_header_size_bytes(), taken as PACKET_BYTES takes it
+L1_ALIGNMENT = 16  # hal::get_l1_alignment on Wormhole
+
+
+def point_to_point_packets(page_size: int, num_pages: int, bfloat16: bool) -> tuple[int, int]:
+    """compute_aligned_packet_dims: (packet bytes, pages a packet). A bfloat16 packet is the largest power of two
+    within the fabric's channel buffer; a page bigger than a packet goes in segments of one packet each."""
+    most = 1 << (PACKET_BYTES.bit_length() - 1) if bfloat16 else PACKET_BYTES
+    page = -(-page_size // L1_ALIGNMENT) * L1_ALIGNMENT
+    if page > most:
+        return most, 1
+    per_packet = min(most // page, num_pages)
+    return page * per_packet, per_packet
+
+
+def point_to_point_programs(page_size: int, num_pages: int, bfloat16: bool) -> tuple[Program, Program]:
+    """PointToPointOp's (sender's, receiver's) programs (point_to_point/device/host/send_program_factory.cpp and
+    receive_program_factory.cpp), each on core (0, 0) alone (use_cores {1, 1}). The sender: c_0 two input pages
+    (aligned to L1's 16 B), c_1 four packet headers (two, double-buffered), c_2 one packet to coalesce pages into;
+    the receiver: c_0 four packet headers, c_1 one packet, c_2 three packets' worth of output pages."""
+    key = ("PointToPointOp", page_size, num_pages, bfloat16)
+
+    def build():
+        packet, per_packet = point_to_point_packets(page_size, num_pages, bfloat16)
+        page = -(-page_size // L1_ALIGNMENT) * L1_ALIGNMENT
+        headers = CircularBuffer((1,), 2 * 2, PACKET_HEADER_BYTES)
+        send = make_program("PointToPointOp", "SendReceive", (
+            CircularBuffer((0,), 2, page), headers, CircularBuffer((2,), 1, packet)), ((0, 0, 0, 0),))
+        receive = make_program("PointToPointOp", "SendReceive", (
+            headers._replace(indices=(0,)), CircularBuffer((1,), 1, packet),
+            CircularBuffer((2,), 3 * per_packet, page_size)), ((0, 0, 0, 0),))
+        return send, receive
 
     return cached(key, build)
