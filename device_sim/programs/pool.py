@@ -18,9 +18,10 @@ get_factory_parameters, in creation order (CB indices counted up from c_0):
 - the output shard (globally allocated): 16-element pages (ROW_MAJOR), or its tiles.
 
 Which tt-metal version: the stored history holds hundreds of versions of the factory. device_sim follows the one
-whose signature matches TT-NN 0.81's max_pool2d (output_layout, config_tensor_in_dram, reallocate_halo_output): the
-factory at commit 002a3f412aeb6ef4694a16b4a0b4cea32d60281e with its 9-argument get_factory_parameters (no index
-dtype choice: return_indices is not part of 0.81's call). docs/device_work.md lists what is approximate.
+whose signature matches TT-NN 0.81's max_pool2d (output_layout, config_tensor_in_dram, reallocate_halo_output,
+return_indices): the factory at commit 002a3f412aeb6ef4694a16b4a0b4cea32d60281e with its 9-argument
+get_factory_parameters. return_indices' CBs are not modelled (device_sim's max_pool2d does not take it).
+docs/device_work.md lists what is approximate.
 
 Example:
     >>> from device_sim.programs.pool import pool2d_programs
