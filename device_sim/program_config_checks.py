@@ -29,9 +29,12 @@ from device_sim.program_configs import (
 from device_sim.types import BufferType, CoreCoord, ShardOrientation, TensorMemoryLayout
 
 
-def tt_fatal(condition: str, message: str) -> RuntimeError:
-    """A RuntimeError worded as TT-NN's TT_FATAL: the condition that failed, then what to do."""
-    return RuntimeError(f"TT_FATAL @ device_sim/program_config_checks.py: {condition}\ninfo:\n{message}")
+def tt_fatal(condition: str, message: str, where: str = "device_sim/program_config_checks.py") -> RuntimeError:
+    """A RuntimeError worded as TT-NN's TT_FATAL: the condition that failed, then what to do.
+
+    `where` names the device_sim module that checked (TT-NN names its C++ file and line there).
+    """
+    return RuntimeError(f"TT_FATAL @ {where}: {condition}\ninfo:\n{message}")
 
 
 def _check(ok: bool, condition: str, message: str) -> None:

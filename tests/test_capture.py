@@ -196,17 +196,17 @@ def test_stack_traces_show_the_users_line_not_the_library(tmp_path, device, weig
 
 def test_an_op_that_raises_is_recorded_and_its_exception_propagates_unchanged(tmp_path, device, weight):
     other = ttnn.from_torch(torch.ones(64, 32), layout=ttnn.TILE, device=device)
-    with pytest.raises(ValueError) as caught, ttreport.capture(tmp_path / "r") as report:
+    with pytest.raises(RuntimeError) as caught, ttreport.capture(tmp_path / "r") as report:
         ok = ttnn.exp(weight)
         ttnn.add(ok, other)  # marker: RAISING-OP
     op = one(report, "SELECT * FROM operations WHERE name = 'ttnn.add'")
     assert op["status"] == "error"
     err = one(report, "SELECT * FROM errors")
     assert (err["operation_id"], err["operation_name"], err["error_type"]) == (op["operation_id"], "ttnn.add",
-                                                                               "ValueError")
+                                                                               "RuntimeError")
     assert err["error_message"] == str(caught.value)
     assert f'line {line_of("marker: RAISING-OP")}' in err["stack_trace"]
-    assert err["stack_trace"].rstrip().endswith(f"ValueError: {caught.value}")
+    assert err["stack_trace"].rstrip().endswith(f"RuntimeError: {caught.value}")
     assert err["timestamp"][:2] == "20"
     assert report.status == "error"
     assert one(report, "SELECT value FROM report_metadata WHERE key = 'status'")["value"] == "error"

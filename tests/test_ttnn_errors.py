@@ -66,3 +66,55 @@ def test_device_sims_exceptions_print_as_ttnn_names_under_the_alias(tmp_path):
     """)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ttnn.OutOfMemoryError"
+
+
+def _device_tensor(device, *shape):
+    return ttnn.from_torch(torch.ones(*shape), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+
+
+def test_a_matmul_of_mismatched_inner_dims_is_tt_nns_tt_fatal_runtime_error(device):
+    # TT-NN 0.81: MatmulDeviceOperation's TT_FATAL(a_shape[-1] == b_shape[-2], "The width of the first tensor ...")
+    for op in (ttnn.matmul, ttnn.linear):
+        with pytest.raises(RuntimeError) as caught:
+            op(_device_tensor(device, 2, 32, 64), _device_tensor(device, 32, 96))
+        lines = str(caught.value).splitlines()
+        assert lines[0] == "TT_FATAL @ device_sim/ops/matmul.py: a_shape[-1] == b_shape[-2]" and lines[1] == "info:"
+        assert lines[2] == ("The width of the first tensor must be equal to the height of the second tensor. "
+                            "Mismatch: width=64 height=32")
+        assert lines[3] == (f"ttnn.{op.__name__.rsplit('.', 1)[-1]}: shapes [2, 32, 64] and [32, 96] cannot be "
+                            f"multiplied; transpose or reshape one of them")
+
+
+def test_a_matmul_whose_batch_dims_differ_is_tt_nns_bmm_error(device):
+    with pytest.raises(RuntimeError, match=r"a_shape\[i\] == b_shape\[i\]\ninfo:\nbmm \(non-bcast matmul\) expects "
+                                           r"input tensors of shapes BCMK\*BCKN=BCMN or equivalent\n"):
+        ttnn.matmul(_device_tensor(device, 2, 32, 64), _device_tensor(device, 3, 64, 32))
+
+
+def test_a_linear_bias_of_the_wrong_width_is_tt_nns_bias_error(device):
+    with pytest.raises(RuntimeError, match=r"bias_shape\[-1\] >= b_shape\[-1\]\ninfo:\nUnsupported bias shape: last "
+                                           r"dimension of bias, 48, not equal to or greater than second input's last "
+                                           r"dimension, 96\.\n.*give a bias of shape \[1, 96\]"):
+        ttnn.linear(_device_tensor(device, 32, 64), _device_tensor(device, 64, 96), bias=_device_tensor(device, 1, 48))
+
+
+def test_a_binary_op_of_shapes_that_do_not_broadcast_is_tt_nns_broadcasting_rule_violation(device):
+    # TT-NN 0.81: BinaryNgDeviceOperation's TT_FATAL(a_dim == b_dim || a_dim == 1 || b_dim == 1, "Broadcasting ...")
+    with pytest.raises(RuntimeError) as caught:
+        ttnn.add(_device_tensor(device, 2, 32, 64), _device_tensor(device, 3, 32, 64))
+    assert str(caught.value).splitlines()[1:] == [
+        "info:", "Broadcasting rule violation for rank -3, dim a: 2, dim b: 3",
+        "ttnn.add: shapes [2, 32, 64] and [3, 32, 64] do not broadcast; reshape one so that each dimension matches "
+        "or is 1"]
+    with pytest.raises(RuntimeError, match=r"(?s)^TT_FATAL @ .*\ninfo:\nBroadcasting rule violation: .*\nttnn.where: "):
+        ttnn.where(_device_tensor(device, 2, 32, 64), _device_tensor(device, 2, 32, 32), 0.0)
+
+
+def test_a_refused_matmul_is_recorded_with_tt_nns_error_type(device, tmp_path):
+    import ttreport
+
+    a, b = _device_tensor(device, 32, 64), _device_tensor(device, 32, 96)
+    with ttreport.capture(tmp_path / "bad"), pytest.raises(RuntimeError):
+        ttnn.matmul(a, b)
+    error = ttreport.open(tmp_path / "bad").errors()[0]
+    assert error.error_type == "RuntimeError" and "The width of the first tensor" in error.message

@@ -10,6 +10,7 @@ import itertools
 import torch
 
 from device_sim import allocator, dtypes, placement, sharding, views
+from device_sim.program_config_checks import tt_fatal
 from device_sim.registry import OPS, output_target, pending_output_target
 from device_sim.tensor import Tensor, _tensor_ids
 from device_sim.tile import DEFAULT_TILE
@@ -207,8 +208,20 @@ def broadcast(op_name: str, fn, a: torch.Tensor, b):
         return fn(a, b)
     except RuntimeError:
         if isinstance(b, torch.Tensor) and not broadcasts(a.shape, b.shape):
-            raise ValueError(
-                f"{op_name}: shapes {list(a.shape)} and {list(b.shape)} do not broadcast; "
-                f"reshape one so that each dimension matches or is 1"
-            ) from None
+            raise broadcast_error(op_name, a.shape, b.shape) from None
         raise
+
+
+def broadcast_error(op_name: str, shape_a, shape_b) -> RuntimeError:
+    """TT-NN's binary_ng check (TT_FATAL, a RuntimeError) for the first dim from the right that does not
+    broadcast, in its words, then device_sim's line naming both shapes and the fix."""
+    rank = max(len(shape_a), len(shape_b))
+    for i in range(-1, -rank - 1, -1):
+        dim_a = shape_a[i] if i >= -len(shape_a) else 1
+        dim_b = shape_b[i] if i >= -len(shape_b) else 1
+        if dim_a != dim_b and 1 not in (dim_a, dim_b):
+            break
+    return tt_fatal("a_dim == b_dim || a_dim == 1 || b_dim == 1",
+                    f"Broadcasting rule violation for rank {i}, dim a: {dim_a}, dim b: {dim_b}\n{op_name}: shapes "
+                    f"{list(shape_a)} and {list(shape_b)} do not broadcast; reshape one so that each dimension "
+                    f"matches or is 1", where="device_sim/ops/common.py")

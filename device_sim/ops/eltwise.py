@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from device_sim import activations as _activations
 from device_sim import device_work, numerics
 from device_sim.ops.common import broadcast, check_tt_nn_only, device_inputs, like_output, output, values
+from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import eltwise as ternary_programs
 from device_sim.programs import indexing as indexing_programs
 from device_sim.registry import _writes, pending_output_target, register_op
@@ -469,7 +470,10 @@ def _ternary(name: str, fn, params: tuple[str, str, str], **scalars):
             r = fn(*vs, **{k: a[k] for k in scalars})
         except RuntimeError:
             shapes = [list(v.shape) if isinstance(v, torch.Tensor) else v for v in vs]
-            raise ValueError(f"{op_name}: {', '.join(params)} of shapes {shapes} do not broadcast together") from None
+            # TT-NN's ternary ops check broadcasting with TT_FATAL (a RuntimeError), in these words.
+            raise tt_fatal("compatible", f"Broadcasting rule violation: dims of a, b, c: {shapes}\n{op_name}: "
+                           f"{', '.join(params)} of shapes {shapes} do not broadcast together; reshape them so that "
+                           f"each dimension matches or is 1", where="device_sim/ops/eltwise.py") from None
         fresh = pending_output_target(op_name) is None
         out = output(r, like, ins, op_name=op_name, dtype=a["dtype"], memory_config=a["memory_config"])
         if like._device is not None:

@@ -60,6 +60,9 @@ def _float32(t: Tensor, which: str, op_name: str) -> torch.Tensor:
     return buf[:n].view(v.shape).copy_(v)
 
 
+_WHERE = "device_sim/ops/matmul.py"  # named in a TT_FATAL, where TT-NN names its C++ file
+
+
 def _operands(a: torch.Tensor, b: torch.Tensor, transpose_a: bool, transpose_b: bool):
     return (a.transpose(-2, -1) if transpose_a else a), (b.transpose(-2, -1) if transpose_b else b)
 
@@ -83,14 +86,20 @@ def _linear_golden(a, b, *_, bias=None, activation=None, transpose_a=False, tran
 
 
 def _check_shapes(op_name: str, a: torch.Tensor, b: torch.Tensor) -> None:
-    if a.dim() < 1 or b.dim() < 1 or a.shape[-1] != b.shape[-2 if b.dim() > 1 else -1]:
-        raise ValueError(
-            f"{op_name}: shapes {list(a.shape)} and {list(b.shape)} cannot be multiplied: the last dim of the "
-            f"first ({a.shape[-1] if a.dim() else None}) must equal the second-to-last dim of the second "
-            f"({b.shape[-2] if b.dim() > 1 else None}); transpose or reshape one of them"
-        )
+    # TT-NN's MatmulDeviceOperation checks these with TT_FATAL (a RuntimeError) and these conditions and
+    # words (matmul_device_operation.cpp, 0.81); the last line is device_sim's: the shapes and the fix.
+    k_a = a.shape[-1] if a.dim() else None
+    k_b = b.shape[-2 if b.dim() > 1 else -1] if b.dim() else None
+    if k_a is None or k_a != k_b:
+        raise tt_fatal("a_shape[-1] == b_shape[-2]",
+                       f"The width of the first tensor must be equal to the height of the second tensor. "
+                       f"Mismatch: width={k_a} height={k_b}\n{op_name}: shapes {list(a.shape)} and {list(b.shape)} "
+                       f"cannot be multiplied; transpose or reshape one of them", where=_WHERE)
     if not broadcasts(a.shape[:-2], b.shape[:-2]):
-        raise ValueError(f"{op_name}: shapes {list(a.shape)} and {list(b.shape)} have batch dims that do not broadcast")
+        raise tt_fatal("a_shape[i] == b_shape[i]",
+                       f"bmm (non-bcast matmul) expects input tensors of shapes BCMK*BCKN=BCMN or equivalent\n"
+                       f"{op_name}: shapes {list(a.shape)} and {list(b.shape)} have batch dims that do not broadcast; "
+                       f"make the second's batch dims equal the first's, or 1", where=_WHERE)
 
 
 def kernel_numerics(op_name: str, in_a: Tensor, in_b: Tensor, out_dtype: DataType, compute_kernel_config,
@@ -144,8 +153,16 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
     if bias is not None:
         bv = values(bias, op_name)
         if not broadcasts(y.shape, bv.shape):
-            raise ValueError(f"{op_name}: bias shape {list(bv.shape)} does not broadcast to the product's shape "
-                             f"{list(y.shape)}; give a bias of shape [1, {y.shape[-1]}]")
+            # TT-NN's bias checks (matmul_device_operation.cpp): TT_FATAL on the last dim, then on the batch.
+            n_bias = bv.shape[-1] if bv.dim() else 1
+            condition, words = ("bias_batch_size == 1", "Unsupported bias shape: batch size not equal to 1.")
+            if n_bias not in (1, y.shape[-1]):
+                condition, words = ("bias_shape[-1] >= b_shape[-1]",
+                                    f"Unsupported bias shape: last dimension of bias, {n_bias}, not equal to or "
+                                    f"greater than second input's last dimension, {y.shape[-1]}.")
+            raise tt_fatal(condition, f"{words}\n{op_name}: bias shape {list(bv.shape)} does not broadcast to the "
+                                      f"product's shape {list(y.shape)}; give a bias of shape [1, {y.shape[-1]}]",
+                           where=_WHERE)
         y = y + bv
     if act is not None:
         y = act(y, emulate and n.math_approx_mode)
