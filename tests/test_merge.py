@@ -246,6 +246,31 @@ def test_merge_takes_reports_by_name_as_every_command_does(ranks, tmp_path, monk
         shutil.copytree(path, root / f"r{rank}")
     result = CliRunner().invoke(main, ["merge", "r0", "r1", "-o", "run", "--rank", "r1=1"])
     assert result.exit_code == 0, result.output
-    assert _rows(tmp_path / "run", "SELECT DISTINCT rank FROM operations ORDER BY rank") == [(0,), (1,)]
+    assert _rows(root / "run", "SELECT DISTINCT rank FROM operations ORDER BY rank") == [(0,), (1,)]
     missing = CliRunner().invoke(main, ["merge", "r0", "r9", "-o", "run2"])
-    assert missing.exit_code == 2 and "no report at r9" in missing.output and not (tmp_path / "run2").exists()
+    assert missing.exit_code == 2 and "no report at r9" in missing.output and not (root / "run2").exists()
+
+
+def test_merge_names_its_output_as_capture_does_a_plain_name_under_the_root_a_path_as_given(ranks, tmp_path,
+                                                                                           monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TTREPORT_CONFIG", raising=False)
+    a, b = (str(p) for p in ranks)
+    plain = CliRunner().invoke(main, ["merge", a, b, "-o", "run", "--rank", f"{b}=1"])
+    assert plain.exit_code == 0, plain.output
+    assert (tmp_path / "generated/ttreport/reports/run/db.sqlite").is_file() and not (tmp_path / "run").exists()
+    assert "generated/ttreport/reports/run" in plain.output
+    # `ttreport ls` and every command's REPORT-by-name find it, as they find a capture's report
+    assert "run" in CliRunner().invoke(main, ["ls"]).output
+    assert CliRunner().invoke(main, ["summary", "run"]).exit_code == 0
+    dotted = CliRunner().invoke(main, ["merge", a, b, "-o", "./here", "--rank", f"{b}=1"])
+    assert dotted.exit_code == 0 and (tmp_path / "here/db.sqlite").is_file(), dotted.output
+    monkeypatch.setenv("TTREPORT_CONFIG", json.dumps({"root": str(tmp_path / "elsewhere")}))
+    moved = CliRunner().invoke(main, ["merge", a, b, "-o", "run", "--rank", f"{b}=1"])
+    assert moved.exit_code == 0 and (tmp_path / "elsewhere/run/db.sqlite").is_file(), moved.output
+    again = CliRunner().invoke(main, ["merge", a, b, "-o", "run", "--rank", f"{b}=1"])
+    assert again.exit_code == 2 and "exists" in again.output
+    dot = CliRunner().invoke(main, ["merge", a, b, "-o", "."])
+    assert dot.exit_code == 2 and "'.' is not a report name" in dot.output
+    helped = " ".join(CliRunner().invoke(main, ["merge", "--help"]).output.split())
+    assert "a plain name is made under Config.root" in helped

@@ -589,8 +589,10 @@ def demo(root):
 
 @main.command("merge")
 @click.argument("reports", nargs=-1, required=True)
-@click.option("-o", "--output", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="The new report folder to write (must not exist).")
+@click.option("-o", "--output", "out", type=click.Path(file_okay=False), required=True,
+              help="The new report to write (must not exist), named as a capture is: a plain name is made under "
+                   "Config.root (generated/ttreport/reports unless TTREPORT_CONFIG's \"root\" says), a path "
+                   "(absolute, or holding a separator: ./run, out/run) is used as given.")
 @click.option("--rank", "ranks", multiple=True, metavar="REPORT=N",
               help="Merge REPORT as rank N, whatever rank its rows hold (a rank killed before its capture "
                    "closed keeps rank 0). Repeatable.")
@@ -600,8 +602,17 @@ def merge_command(reports, out, ranks):
 
     Example: ttreport merge reports/rank0 reports/rank1 -o reports/run --rank reports/rank1=1
     """
+    from ttreport.config import Config
     from ttreport.read.merge import merge
     from ttreport.read.report import resolve
+
+    # -o names the report as capture("run") or capture("out/run") does, so `merge r0 r1 -o run` lands beside
+    # r0 and r1 under the root, where `ttreport ls` and every command's REPORT-by-name find it.
+    if out in ("", ".", ".."):
+        raise click.BadParameter(f"{out!r} is not a report name; give a new name (run) or a path (./run)",
+                                 param_hint="-o")
+    plain = not (os.path.isabs(out) or os.sep in out or "/" in out)
+    out = Config.from_env().root / out if plain else Path(out)
 
     given = {}
     for item in ranks:
