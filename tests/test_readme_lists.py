@@ -4,7 +4,12 @@
 """
 
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 import device_sim
 from device_sim import registry
@@ -59,3 +64,14 @@ def test_every_doc_is_in_the_readmes_table_of_where_things_are():
     table = text[text.index("## Where things are"):]
     docs = {f"docs/{p.name}" for p in (README.parent / "docs").glob("*.md")}
     assert docs - set(re.findall(r"`(docs/\w+\.md)`", table)) == set(), "add these docs to README's table"
+
+
+def test_the_readmes_ttnn_visualizer_command_uses_flags_the_installed_visualizer_has():
+    command = next(line.strip() for line in README.read_text().splitlines() if "ttnn-visualizer --" in line)
+    flags = re.findall(r"\s(--[a-z-]+)", command)
+    assert {"--profiler-path", "--performance-path", "--host"} <= set(flags)
+    exe = shutil.which("ttnn-visualizer", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("ttnn-visualizer is not installed here (pip install -e '.[dev]' brings it)")
+    usage = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=120).stdout
+    assert [f for f in flags if f not in usage] == []
