@@ -176,7 +176,7 @@ class Capture(contextlib.ContextDecorator):
         self.recorder = recorder = Recorder(config, q, self._storage)
         recorder.boundary = self._boundary
         if config.writer == "process":
-            sink._code, sink._memory_config, sink._devices = recorder.code, recorder.memory_config, recorder.chips
+            sink._code = recorder.code  # for the CODE definitions of a stack (the recorder defines the rest)
             recorder.estimate = estimate_on_model_thread  # the writer process estimates the rest (log_perf)
         else:
             self._writer = Writer(self.db_path, q, recorder, config, self._warner)
