@@ -164,3 +164,33 @@ def test_a_missing_config_file_is_written_with_the_defaults_and_unknown_file_key
     with pytest.warns(UserWarning, match="Unknown configuration key: old_key"):
         ttnn_config.apply_environment({"TTNN_CONFIG_PATH": str(path)})
     assert ttnn.CONFIG.enable_model_cache is True
+
+
+def test_ttreport_run_gives_an_import_ttnn_script_the_report_its_overrides_ask_for(tmp_path):
+    # A script written for TT-NN says `import ttnn`: only `ttreport run` makes that device_sim, and the
+    # capture enable_logging starts is the run's own (it used to fail: "a capture is already running").
+    script = tmp_path / "model.py"
+    script.write_text(SCRIPT.replace("import device_sim as ttnn", "import ttnn"))
+    root = tmp_path / "reports"
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("TTNN_", "TTREPORT_"))}
+    environ.update(PYTHONPATH=str(REPO), TTNN_CONFIG_OVERRIDES=json.dumps(
+        {"enable_logging": True, "report_name": "run1", "root_report_path": str(root)}))
+
+    def ttreport_run(*options):
+        return subprocess.run([sys.executable, "-m", "ttreport.cli", "run", *options, str(script)], cwd=tmp_path,
+                              env=environ, capture_output=True, text=True, timeout=120)
+
+    done = ttreport_run()
+    assert done.returncode == 0, done.stderr
+    (report,) = root.iterdir()
+    assert report.name.startswith("run1_") and f"report: {report}" in done.stdout
+    con = sqlite3.connect(report / "db.sqlite")
+    try:
+        ops = [r[0] for r in con.execute("SELECT name FROM operations ORDER BY operation_id")]
+        status = con.execute("SELECT value FROM report_metadata WHERE key = 'status'").fetchone()[0]
+    finally:
+        con.close()
+    assert ops == ["ttnn.from_torch", "ttnn.exp", "ttnn.add", "ttnn.to_torch"] and status == "complete"
+    named = ttreport_run("--name", "mine")
+    assert named.returncode == 2 and "enable_logging already captures this run into" in named.stderr
+    assert "leave out --name/--overwrite" in named.stderr and not (tmp_path / "generated").exists()

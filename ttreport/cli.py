@@ -536,22 +536,35 @@ def _repair(report) -> list[str]:
 def run(name, overwrite, script, args):
     """Run an existing TT-NN SCRIPT under capture, with `import ttnn` resolving to device_sim.
 
-    Options go before SCRIPT; everything after it is passed to the script as sys.argv[1:].
+    Options go before SCRIPT; everything after it is passed to the script as sys.argv[1:]. With
+    TTNN_CONFIG_OVERRIDES' enable_logging on, the run goes into the report that starts (TT-NN's
+    root_report_path and report_name), and --name is refused.
 
     Example: ttreport run --name my-run model.py --batch 2
     """
+    import contextlib
+
     import device_sim
+    from device_sim import config as ttnn_config
     from ttreport.capture import Capture
     from ttreport.config import Config
 
     device_sim.install_as_ttnn()
+    # TTNN_CONFIG_OVERRIDES' enable_logging started a capture as ttnn was installed (TT-NN's own switch, into
+    # root_report_path): the script runs in that one, as it would under TT-NN; captures cannot nest.
+    logging = ttnn_config.active_reporter()
+    if logging is not None and (name or overwrite):
+        raise Failure(f"TTNN_CONFIG_OVERRIDES' enable_logging already captures this run into {logging.path}; leave "
+                      f"out --name/--overwrite (report_name and root_report_path name it), or turn logging off")
     argv, path0 = sys.argv, sys.path[0]
     sys.argv, sys.path[0] = [str(script), *args], str(script.resolve().parent)
     # A name makes <root>/<name>; a path is used as it is; no name makes <script>-<time>.
     target = (Path(name) if os.sep in name or "/" in name else name) if name else None
     handle, status = None, 0
     try:
-        with Capture(target, config=Config(overwrite=True) if overwrite else None, base_name=script.stem) as handle, \
+        opened = contextlib.nullcontext(logging) if logging is not None else \
+            Capture(target, config=Config(overwrite=True) if overwrite else None, base_name=script.stem)
+        with opened as handle, \
                 terminal.progress(f"running {script.name}", count=lambda: handle.recorder.writer.records_written,
                                   unit="records written"):
             runpy.run_path(str(script), run_name="__main__")
