@@ -8,6 +8,7 @@ import torch
 
 from device_sim import device_work, dtypes, placement, views
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import data_movement as programs
 from device_sim.programs import shape as shape_programs
 from device_sim.registry import pending_output_target, register_op
@@ -249,10 +250,12 @@ def reshape(input_tensor: Tensor, shape, padded_shape=None, *, memory_config: Me
     try:
         r = v.reshape(shape)
     except RuntimeError:
-        raise ValueError(
-            f"ttnn.reshape: cannot reshape tensor {input_tensor.tensor_id} of shape {list(v.shape)} "
-            f"({v.numel()} elements) to {list(shape)}"
-        ) from None
+        # TT-NN's infer_dims_for_reshape (reshape_common.cpp): TT_FATAL, "Invalid arguments to reshape"; then
+        # device_sim's line with the shapes.
+        raise tt_fatal("new_volume == old_volume" if -1 not in shape else "old_volume % new_volume == 0",
+                       f"Invalid arguments to reshape\nttnn.reshape: cannot reshape tensor {input_tensor.tensor_id} "
+                       f"of shape {list(v.shape)} ({v.numel()} elements) to {list(shape)}",
+                       where="device_sim/ops/core.py") from None
     if padded_shape is not None:
         ps = [int(s) for s in padded_shape]
         if len(ps) != r.dim() or any(p < s for p, s in zip(ps, r.shape)):
