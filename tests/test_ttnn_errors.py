@@ -118,3 +118,23 @@ def test_a_refused_matmul_is_recorded_with_tt_nns_error_type(device, tmp_path):
         ttnn.matmul(a, b)
     error = ttreport.open(tmp_path / "bad").errors()[0]
     assert error.error_type == "RuntimeError" and "The width of the first tensor" in error.message
+
+
+def test_a_reshape_to_another_volume_is_tt_nns_invalid_arguments_error(device):
+    # TT-NN 0.81: infer_dims_for_reshape's TT_FATAL(new_volume == old_volume, "Invalid arguments to reshape")
+    t = _device_tensor(device, 2, 32, 64)
+    with pytest.raises(RuntimeError, match=r"new_volume == old_volume\ninfo:\nInvalid arguments to reshape\n"
+                                           rf"ttnn.reshape: cannot reshape tensor {t.tensor_id} of shape \[2, 32, 64\] "
+                                           r"\(4096 elements\) to \[3, 64\]"):
+        ttnn.reshape(t, (3, 64))
+    with pytest.raises(RuntimeError, match=r"old_volume % new_volume == 0\ninfo:\nInvalid arguments to reshape"):
+        ttnn.reshape(t, (-1, 3, 64))
+
+
+def test_a_concat_of_tensors_whose_other_dims_differ_is_tt_nns_shapes_match_error(device):
+    with pytest.raises(RuntimeError, match=r"shapes_match\ninfo:\nAll dimensions must be the same size except for the "
+                                           r"dimension along which the contenation is taking place\.\nttnn.concat: "
+                                           r"shapes \[\[2, 32, 64\], \[2, 16, 32\]\] cannot be joined along dim 1"):
+        ttnn.concat([_device_tensor(device, 2, 32, 64), _device_tensor(device, 2, 16, 32)], dim=1)
+    with pytest.raises(ValueError, match="dim must be within the rank"):  # a dim past the rank: not TT_FATAL's case
+        ttnn.concat([_device_tensor(device, 2, 32, 64), _device_tensor(device, 2, 32, 64)], dim=3)

@@ -10,6 +10,7 @@ import torch
 
 from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import creation as creation_programs
 from device_sim.programs import data_movement as data_movement_programs
 from device_sim.programs import shape as shape_programs
@@ -222,10 +223,15 @@ def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, 
     try:
         r = _concat_golden(vs, dim, groups=groups)
     except (RuntimeError, IndexError):
-        raise ValueError(
-            f"ttnn.concat: shapes {[list(v.shape) for v in vs]} cannot be joined along dim {dim}; "
-            f"every other dim must match and dim must be within the rank"
-        ) from None
+        shapes = [list(v.shape) for v in vs]
+        rank = len(shapes[0])
+        if all(len(sh) == rank for sh in shapes) and -rank <= dim < rank:
+            # TT-NN's concat checks the other dims with TT_FATAL (a RuntimeError), in these words (its spelling).
+            raise tt_fatal("shapes_match", f"All dimensions must be the same size except for the dimension along "
+                           f"which the contenation is taking place.\nttnn.concat: shapes {shapes} cannot be joined "
+                           f"along dim {dim}; every other dim must match", where="device_sim/ops/creation.py") from None
+        raise ValueError(f"ttnn.concat: shapes {shapes} cannot be joined along dim {dim}; every other dim must "
+                         f"match and dim must be within the rank") from None
     out = output(r, tensors[0], ins, op_name="ttnn.concat", memory_config=memory_config)
     interleaved_tiles = all(t.layout == Layout.TILE and not t.is_sharded() for t in (*tensors, out))
     if out._device is not None and interleaved_tiles:  # the interleaved factory; sharded concat is not modelled
