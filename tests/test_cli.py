@@ -133,7 +133,7 @@ def test_summary_shows_time_by_name_peaks_errors_and_status(captured):
     for name in ("ttnn.linear", "ttnn.add", "ttnn.reshape"):
         assert name in out
     assert "peak L1   " in out and "peak DRAM " in out
-    assert "errors    1" in out and "RuntimeError" in out
+    assert "errors    1" in out and "RuntimeError: TT_FATAL: Invalid arguments to reshape / ttnn.reshape: cannot" in out
 
 
 def test_tensor_shows_spec_users_and_stats(captured):

@@ -133,9 +133,19 @@ def format_summary(s: Summary, path, *, table=format_table, device=None, device_
     out.append(f"errors    {len(s.errors)}")
     for e in s.errors:  # one line each; `ttreport op` shows the whole message
         where = f"op {e.operation_id} {e.operation_name}" if e.operation_id is not None else "the model raised"
-        line = f"  {where}: {e.error_type}: {e.message}".splitlines()[0]
+        line = f"  {where}: {e.error_type}: {_one_line(e.message)}"
         out.append(line if len(line) <= 160 else line[:157] + "...")
     return "\n".join(out)
+
+
+def _one_line(message) -> str:
+    """An error message's line for the summary: its first line, or for a TT_FATAL (TT-NN's and device_sim's
+    "TT_FATAL @ where: condition\ninfo:\nwhat") the text after info:, which says what is wrong."""
+    lines = ("" if message is None else str(message)).splitlines() or [""]  # a damaged row may hold any type
+    if lines[0].startswith("TT_FATAL @") and "info:" in lines[1:3]:
+        rest = lines[lines.index("info:", 1) + 1:]
+        return "TT_FATAL: " + " / ".join(x.strip() for x in rest if x.strip()) if rest else lines[0]
+    return lines[0]
 
 
 def _open(path) -> Report:
