@@ -104,3 +104,25 @@ def test_check_verifies_each_write_file_against_its_row(tmp_path, device):
     (report.path / rel).write_bytes(bytes(raw))
     faults = ttreport.check(report.path)
     assert len(faults) == 1 and f"tensor {out.tensor_id}" in faults[0] and "changed since the capture" in faults[0]
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_write_through_a_view_is_a_write_into_the_tensor_it_views_too(tmp_path, device, writer):
+    # ttnn.view / a reshape-view shares its input's buffer (device_sim/views.py): an in-place op on the view
+    # changes both, so both stored tensors get a file, and after_operation= reads 2.0 in each.
+    with ttreport.capture(tmp_path / "r", config=ttreport.Config(tensors="outputs", writer=writer)) as report:
+        base = ttnn.add(dev(torch.full((1, 64, 32), 0.5), device), 0.5)  # 1.0, stored
+        view = ttnn.reshape(base, (2, 32, 32))  # a view over base's buffer: no write, no new file for base
+        assert view.buffer_address() == base.buffer_address()
+        ttnn.add_(view, 1.0)  # 2.0 in both
+        ttnn.multiply(base, 3.0, output_tensor=base)  # 6.0 in both: a write into base shows through the view
+    ops = [op for (op,) in rows(report, "SELECT operation_id FROM operations ORDER BY 1")]
+    add_, mul = ops[-2], ops[-1]
+    assert rows(report, "SELECT operation_id, tensor_id FROM tensor_writes ORDER BY 1, 2") == sorted(
+        [(add_, base.tensor_id), (add_, view.tensor_id), (mul, base.tensor_id), (mul, view.tensor_id)])
+    with ttreport.open(report.path) as r:
+        for tid, shape in ((base.tensor_id, (1, 64, 32)), (view.tensor_id, (2, 32, 32))):
+            held = [r.load_tensor(tid, after_operation=op) for op in (ops[1], add_, mul)]
+            assert [tuple(v.shape) for v in held] == [shape] * 3
+            assert [float(v.unique()) for v in held] == [1.0, 2.0, 6.0]
+    assert ttreport.check(report.path) == []

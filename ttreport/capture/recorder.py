@@ -44,7 +44,7 @@ import weakref
 
 import device_sim
 import ttreport
-from device_sim import perf_model
+from device_sim import perf_model, views
 from device_sim.device import Device
 from device_sim.distributed import MeshTensor
 from device_sim.tensor import DEFAULT_TILE, Tensor
@@ -482,6 +482,13 @@ class Recorder:
     # -- tensor storage ------------------------------------------------------------------
     def _plan_storage(self, t: Tensor, files: list, op_id: int | None = None, writes: list | None = None) -> None:
         tid = t.tensor_id
+        if views.SHARED and writes is not None and type(t) is Tensor and t.buffer is not None:
+            # A write through a view is a write into every tensor over its buffer (device_sim/views.py): each
+            # stored one gets a file too, so load_tensor(after_operation=) is true for all of them. The
+            # identity check in _plan_write leaves out those the op did not change (a view just made).
+            for other in views.others(t):
+                if other.tensor_id in self._stored and type(other) is not MeshTensor:
+                    self._plan_write(other, writes, op_id)
         if tid in self._stored or not t.is_allocated():
             if writes is not None and tid in self._stored and type(t) is not MeshTensor and t.is_allocated():
                 self._plan_write(t, writes, op_id)
