@@ -103,10 +103,14 @@ def test_ttreport_upgrade_brings_a_0003_report_to_the_new_schema_and_the_visuali
     folder = tmp_path / "old"
     folder.mkdir()
     shutil.copy(V0003, folder / "db.sqlite")
+    (folder / "config.json").write_text(json.dumps({"report_name": "old", "schema_version": "0003"}))
     assert db.current_revision(folder / "db.sqlite") == "0003"
     result = CliRunner().invoke(main, ["upgrade", str(folder)])
     assert result.exit_code == 0, result.output
     assert db.current_revision(folder / "db.sqlite") == db.head_revision()
+    # config.json's schema_version follows; the rest of it is kept
+    assert json.loads((folder / "config.json").read_text()) == {"report_name": "old",
+                                                               "schema_version": db.head_revision()}
     kinds = dict(rows(folder / "db.sqlite", "SELECT name, type FROM sqlite_master WHERE name IN "
                                             "('tensors', 'operation_arguments', 'nodes', 'edges')"))
     assert kinds == dict.fromkeys(("tensors", "operation_arguments", "nodes", "edges"), "table")

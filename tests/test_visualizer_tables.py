@@ -89,6 +89,58 @@ def test_unsorted_selects_come_back_in_id_order(report):
     assert "ix_operations_name" in plan
 
 
+def out_of_table_order(path) -> list:
+    """(table, index) for each index whose columns, selected without ORDER BY, come back in another order
+    than the table's own (NOT INDEXED): SQLite answers such a SELECT from a covering index when it can."""
+    found = []
+    tables = [r[0] for r in rows(path, "SELECT name FROM sqlite_master WHERE type = 'table' "
+                                       "AND name NOT LIKE 'sqlite_%'")]
+    for table in tables:
+        for _, index, _unique, origin, _ in rows(path, f"PRAGMA index_list('{table}')"):
+            if origin == "pk":  # a TEXT or composite primary key: its order is the table's id order
+                continue
+            columns = ", ".join(f'"{c[2]}"' for c in rows(path, f"PRAGMA index_info('{index}')") if c[2])
+            plain = rows(path, f'SELECT {columns} FROM "{table}"')
+            if plain != rows(path, f'SELECT {columns} FROM "{table}" NOT INDEXED'):
+                found.append((table, index))
+    return found
+
+
+def test_no_index_reorders_an_unsorted_select(report, tmp_path):
+    # `SELECT operation_id FROM operations` used to come back in l1_bytes order (the covering index)
+    assert out_of_table_order(report.db_path) == []
+    sample = shutil.copytree(REPO / "sample_reports" / "demo", tmp_path / "sample")
+    assert out_of_table_order(sample / "db.sqlite") == []
+    old = shutil.copy(V0004, tmp_path / "db.sqlite")
+    db.upgrade(old)
+    assert out_of_table_order(old) == []
+    # the lookups still use them
+    plans = {sql: " ".join(r[3] for r in rows(report.db_path, "EXPLAIN QUERY PLAN " + sql)) for sql in (
+        "SELECT operation_id FROM operations WHERE l1_bytes IS NOT NULL ORDER BY l1_bytes DESC LIMIT 1",
+        "SELECT operation_id FROM operations WHERE duration IS NOT NULL ORDER BY duration DESC LIMIT 1",
+        "SELECT operation_id FROM input_tensors WHERE tensor_id = 3")}
+    assert [("ix_" in plan) for plan in plans.values()] == [True] * 3, plans
+
+
+def test_the_slowest_ops_come_first_and_untimed_ones_last_in_id_order(report):
+    with ttreport.open(report.path) as r:
+        every = r.operations(sort="duration")
+        ids = [o.id for o in r.operations()]
+    con = sqlite3.connect(report.db_path)
+    con.execute("UPDATE operations SET duration = NULL WHERE operation_id IN (?, ?)", (ids[1], ids[3]))
+    con.commit()
+    con.close()
+    with ttreport.open(report.path) as r:
+        by_duration = [o.id for o in r.operations(sort="duration")]
+        timed = [o for o in every if o.id not in (ids[1], ids[3])]
+        assert by_duration == [o.id for o in timed] + [ids[1], ids[3]]
+        assert [o.duration for o in timed] == sorted((o.duration for o in timed), reverse=True)
+        # every window of the order is that slice of it
+        for offset, limit in ((0, 2), (len(timed) - 1, 2), (len(timed), 1), (len(timed) + 1, 5), (3, None)):
+            window = [o.id for o in r.operations(sort="duration", offset=offset, limit=limit)]
+            assert window == by_duration[offset:None if limit is None else offset + limit], (offset, limit)
+
+
 def test_buffers_lists_what_is_live_after_each_op(report):
     with ttreport.open(report.path) as r:
         for op in r.operations():

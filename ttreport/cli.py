@@ -495,7 +495,23 @@ def upgrade(report):
     except DBAPIError as e:  # SQLAlchemy's wrapper of SQLite's error; the upgrade was rolled back
         raise Failure(one_line(f"cannot upgrade {path.parent}: {e.orig} (the file is as it was; "
                                f"`ttreport check {report}` lists any damage)")) from None
-    click.echo(f"upgraded {path.parent}: schema {before or 'none (TT-NN)'} -> {db.current_revision(path)}")
+    after = db.current_revision(path)
+    _restamp_config(path.parent / "config.json", after)
+    click.echo(f"upgraded {path.parent}: schema {before or 'none (TT-NN)'} -> {after}")
+
+
+def _restamp_config(path: Path, revision: str) -> None:
+    """config.json's schema_version (ttreport's key beside TT-NN's config) follows the upgraded db; a
+    config.json that is not ttreport's JSON object is left as it is."""
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    if isinstance(config, dict) and config.get("schema_version") not in (None, revision):
+        config["schema_version"] = revision
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(config, indent=2) + "\n")
+        os.replace(tmp, path)
 
 
 @main.command()

@@ -114,9 +114,8 @@ LATE_INDEXES = frozenset({"ix_operations_duration", "ix_operations_name_duration
 def create_indexes(con: sqlite3.Connection, *, skip: frozenset = frozenset()) -> None:
     """Create the schema's indexes that `con`'s database lacks (a capture's last step), but those named in `skip`.
 
-    Each call makes them in the schema's order. SQLite's planner breaks a tie between covering indexes by
-    the order they were made, and a plain `SELECT operation_id FROM operations` must come back in the same
-    order from every report: the two it can scan (duration, l1_bytes) are both late, so they keep their order."""
+    Each call makes them in the schema's order. An index whose order is not the table's is partial
+    (schema.INDEXES), so a plain `SELECT operation_id FROM operations` reads the table, in id order."""
     for ddl in _index_ddl():
         if not skip or re.search(r"INDEX IF NOT EXISTS (\w+)", ddl).group(1) not in skip:
             con.execute(ddl)

@@ -311,41 +311,49 @@ report_metadata = Table(
 
 def _set(column) -> dict:
     """A partial index's condition: rows where `column` is set. A query that compares the column
-    (`name = 'ttnn.matmul'`) can use the index; a plain SELECT cannot, so it reads the table in id
-    order instead of in the index's order (the visualizer's unsorted reads rely on that order)."""
+    (`name = 'ttnn.matmul'`, a join on it) can use the index; a plain SELECT cannot, so it reads the table
+    in id order instead of in the index's order (the visualizer's unsorted reads rely on that order)."""
     return {"sqlite_where": text(f"{column.name} IS NOT NULL")}
 
 
+# A table's default row order is its id order (SELECT without ORDER BY, as the visualizer reads): every
+# index on a key that does not rise with the rowid is partial, since SQLite scans a covering index rather
+# than the table for `SELECT operation_id FROM operations`. Those on operation_id rise with it (rows are
+# written in op order) and stay whole, so that ORDER BY operation_id reads them without a sort.
 INDEXES = [
     Index("ix_operations_name", operations.c.name, **_set(operations.c.name)),
     # "The 10 slowest matmuls": one name's ops by duration without sorting all of them.
     Index("ix_operations_name_duration", operations.c.name, operations.c.duration, **_set(operations.c.name)),
     Index("ix_operations_parent", operations.c.parent_operation_id, **_set(operations.c.parent_operation_id)),
-    Index("ix_operations_duration", operations.c.duration),
+    Index("ix_operations_duration", operations.c.duration, **_set(operations.c.duration)),
     # DESC, so that "peak L1, first op to reach it" (l1_bytes DESC, operation_id) reads one entry.
-    Index("ix_operations_l1_bytes", operations.c.l1_bytes.desc()),
+    Index("ix_operations_l1_bytes", operations.c.l1_bytes.desc(), **_set(operations.c.l1_bytes)),
     Index("ix_operation_arguments_op", operation_arguments.c.operation_id),
     Index("ix_tensors_producer", tensors.c.producer_operation_id, **_set(tensors.c.producer_operation_id)),
     Index("ix_input_tensors_op", input_tensors.c.operation_id),
-    Index("ix_input_tensors_tensor", input_tensors.c.tensor_id),
+    Index("ix_input_tensors_tensor", input_tensors.c.tensor_id, **_set(input_tensors.c.tensor_id)),
     Index("ix_output_tensors_op", output_tensors.c.operation_id),
-    Index("ix_output_tensors_tensor", output_tensors.c.tensor_id),
-    Index("ix_buffer_lifetimes_seq", buffer_lifetimes.c.allocated_seq, buffer_lifetimes.c.freed_seq),
+    Index("ix_output_tensors_tensor", output_tensors.c.tensor_id, **_set(output_tensors.c.tensor_id)),
+    Index("ix_buffer_lifetimes_seq", buffer_lifetimes.c.allocated_seq, buffer_lifetimes.c.freed_seq,
+          **_set(buffer_lifetimes.c.allocated_seq)),
     Index("ix_buffers_op", buffers.c.operation_id),
     Index("ix_buffer_pages_op", buffer_pages.c.operation_id),
     Index("ix_buffer_chunks_op", buffer_chunks.c.operation_id),
-    Index("ix_device_tensors_tensor", device_tensors.c.tensor_id),
-    Index("ix_tensor_writes_tensor", tensor_writes.c.tensor_id, tensor_writes.c.operation_id),
+    Index("ix_device_tensors_tensor", device_tensors.c.tensor_id, **_set(device_tensors.c.tensor_id)),
+    Index("ix_tensor_writes_tensor", tensor_writes.c.tensor_id, tensor_writes.c.operation_id,
+          **_set(tensor_writes.c.tensor_id)),
     Index("ix_stack_traces_op", stack_traces.c.operation_id),
     # TT-NN's name for it (graph_report.py's CREATE_INDEX_STACK_TRACES_SOURCE_FILE_SQL)
-    Index("idx_stack_traces_source_file_id", stack_traces.c.source_file_id),
+    Index("idx_stack_traces_source_file_id", stack_traces.c.source_file_id, **_set(stack_traces.c.source_file_id)),
     Index("ix_errors_op", errors.c.operation_id),
     Index("ix_nodes_op", nodes.c.operation_id),
     Index("ix_edges_op", edges.c.operation_id),
-    Index("ix_local_cmp_tensor", local_tensor_comparison_records.c.tensor_id),
-    Index("ix_global_cmp_tensor", global_tensor_comparison_records.c.tensor_id),
+    Index("ix_local_cmp_tensor", local_tensor_comparison_records.c.tensor_id,
+          **_set(local_tensor_comparison_records.c.tensor_id)),
+    Index("ix_global_cmp_tensor", global_tensor_comparison_records.c.tensor_id,
+          **_set(global_tensor_comparison_records.c.tensor_id)),
     Index("ix_tensor_comparisons_op", tensor_comparisons.c.operation_id),
-    Index("ix_tensor_comparisons_tensor", tensor_comparisons.c.tensor_id),
+    Index("ix_tensor_comparisons_tensor", tensor_comparisons.c.tensor_id, **_set(tensor_comparisons.c.tensor_id)),
 ]
 
 # ttreport's question views.

@@ -396,12 +396,33 @@ class Report:
         if depth is not None:
             where += (" AND" if where else "WHERE") + " COALESCE(o.depth, 0) = ?"
             params.append(depth)
+        if sort != "duration":
+            yield from self._op_pages(where, params, _SORTS[sort], limit, offset, page)
+            return
+        # Slowest first, ops with no duration last: the timed ones come from the duration index (partial,
+        # schema.INDEXES), which an ORDER BY over every row could not use, then the others in id order.
+        timed = (where + " AND" if where else "WHERE") + " o.duration IS NOT NULL"
+        shown = 0
+        for op in self._op_pages(timed, params, _SORTS[sort], limit, offset, page):
+            shown += 1
+            yield op
+        if limit is not None and shown >= limit:
+            return
+        if offset and not shown:  # the offset may have skipped all the timed ones, or only some
+            offset -= self._conn.execute(f"SELECT COUNT(*) FROM operations o {timed}", params).fetchone()[0]
+        else:
+            offset = 0
+        untimed = (where + " AND" if where else "WHERE") + " o.duration IS NULL"
+        yield from self._op_pages(untimed, params, "o.operation_id", None if limit is None else limit - shown,
+                                  max(offset, 0), page)
+
+    def _op_pages(self, where: str, params: list, order: str, limit: int | None, offset: int, page: int):
         window = f"LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else \
             (f"LIMIT -1 OFFSET {int(offset)}" if offset else "")
         cur = self._conn.execute(
             f"SELECT {_OP_COLUMNS} FROM operations o "
             f"LEFT JOIN stack_trace_texts s ON s.stack_trace_id = o.stack_trace_id "
-            f"{where} ORDER BY {_SORTS[sort]} {window}", params)
+            f"{where} ORDER BY {order} {window}", params)
         while rows := cur.fetchmany(page):
             yield from self._complete(rows)
 
