@@ -45,7 +45,7 @@ NOT_MODELLED_YET = {
     "ttnn.repeat", "ttnn.repeat_interleave", "ttnn.expand",
     "ttnn.topk", "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",
     "ttnn.moreh_norm",
-    "ttnn.group_norm", "ttnn.rms_norm_pre_all_gather", "ttnn.rms_norm_post_all_gather",
+    "ttnn.rms_norm_pre_all_gather", "ttnn.rms_norm_post_all_gather",
     "ttnn.scale_causal_mask_hw_dims_softmax_in_place",
 }
 

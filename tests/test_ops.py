@@ -171,8 +171,10 @@ CASES = {
     **{f"ttnn.{n}": lambda d: ((x(d, 2, 4, 32, 32), 0.25, x(d, 2, 1, 1, 32, seed=3)), {})
        for n in ["scale_mask_softmax_in_place", "scale_causal_mask_hw_dims_softmax_in_place"]},
     "ttnn.to_dtype": lambda d: ((dev(rnd(4, 64), None, layout=ttnn.ROW_MAJOR), ttnn.float32), {}),
-    "ttnn.group_norm": lambda d: ((x(d, 2, 1, 64, 64),), dict(num_groups=8, epsilon=1e-5, weight=x(d, 64, seed=1),
-                                                              bias=x(d, 64, seed=2))),
+    # weights as TT-NN's factories take them: create_group_norm_weight_bias_rm's ROW_MAJOR [1, 1, rows, 32]
+    "ttnn.group_norm": lambda d: ((x(d, 2, 1, 64, 64),), dict(num_groups=8, epsilon=1e-5, **{
+        k: dev(ttnn.create_group_norm_weight_bias_rm(rnd(64, seed=s), 64, 2), d, layout=ttnn.ROW_MAJOR)
+        for k, s in (("weight", 1), ("bias", 2))})),
     # in place (the harness reads golden inputs before the op writes into them), indexing and fill
     **{f"ttnn.{n}": binary() for n in ["add_", "sub_", "mul_"]},
     "ttnn.div_": binary(**pos),

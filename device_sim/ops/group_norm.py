@@ -19,8 +19,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from device_sim import dtypes
+from device_sim import device_work, dtypes
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.programs import group_norm as group_norm_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -122,5 +123,11 @@ def group_norm(input_tensor: Tensor, *, num_groups: int, epsilon: float = 1e-12,
                          f"divide into num_groups={num_groups}")
     w = _affine("ttnn.group_norm", "weight", values(weight, "ttnn.group_norm") if weight is not None else None, c)
     b = _affine("ttnn.group_norm", "bias", values(bias, "ttnn.group_norm") if bias is not None else None, c)
-    return output(_group_norm(x, num_groups, epsilon, w, b), input_tensor, ins, op_name="ttnn.group_norm",
-                  dtype=dtype, layout=output_layout, memory_config=memory_config)
+    out = output(_group_norm(x, num_groups, epsilon, w, b), input_tensor, ins, op_name="ttnn.group_norm",
+                 dtype=dtype, layout=output_layout, memory_config=memory_config)
+    if group_norm_programs.supported(input_tensor, num_groups, weight, bias, out.dtype, out.layout):
+        device_work.launch_after(out, True, input_tensor, group_norm_programs.group_norm_program(
+            input_tensor, num_groups, gamma=weight, beta=bias, input_mask=input_mask,
+            core_grid=tt_nn_only.get("core_grid"), num_out_blocks=num_out_blocks, use_welford=use_welford,
+            reciprocals=reciprocals))
+    return out

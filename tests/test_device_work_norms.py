@@ -1,0 +1,101 @@
+"""group_norm and the distributed norms launch the device operations TT-NN runs for them.
+
+CBs are hand-checked against the factories device_sim/programs/group_norm.py and distributed_norm.py cite:
+each expected size below is worked out from the factory's formula in the comment beside it.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import device_sim as ttnn
+
+BF16 = 2048  # bytes of one bfloat16 tile
+
+
+def tt(device, shape, dtype=ttnn.bfloat16, layout=ttnn.TILE):
+    return ttnn.from_torch(torch.randn(*shape), dtype=dtype, layout=layout, device=device)
+
+
+def launched(device, call) -> list:
+    """The programs `call()` launches on `device`, as the report hears them (the memory listener)."""
+    seen, old = [], device.memory.listener
+    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
+    try:
+        call()
+    finally:
+        device.memory.listener = old
+    return seen
+
+
+def cbs(program) -> list[tuple]:
+    return [(cb.indices, cb.num_pages, cb.page_size) for cb in program.cbs]
+
+
+def gamma_rm(device, channels, cores_x):
+    """A gamma / beta as TT-NN's models pass it: create_group_norm_weight_bias_rm's [1, 1, rows, 32], ROW_MAJOR."""
+    return ttnn.from_torch(ttnn.create_group_norm_weight_bias_rm(torch.randn(channels), channels, cores_x),
+                           dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR, device=device)
+
+
+def test_a_small_batch_group_norm_runs_the_multicast_factory_on_the_grid_tt_nn_derives(device):
+    # [2, 1, 64, 64], 8 groups: Ht = 2*64/32 = 4 rows of tiles. find_expected_dram_grid from x = 8: nvc = 2
+    # (64/8 = 8 channels is not whole tiles, 64/2 = 32 is, and 8 % 2 == 0), so 8 // 2 = 4 virtual rows a
+    # core row and gy = min(4 // 4, 8) = 1: grid 8 x 1, 4 virtual rows. Batch 2 < 4: the multicast factory.
+    x = tt(device, (2, 1, 64, 64))
+    g, b = gamma_rm(device, 64, 2), gamma_rm(device, 64, 2)
+    [p] = launched(device, lambda: ttnn.group_norm(x, num_groups=8, weight=g, bias=b, epsilon=1e-5))
+    assert (p.name, p.factory, p.ranges) == ("GroupNormDeviceOperation", "GroupNormMcastProgramFactory",
+                                             ((0, 0, 7, 0),))  # (8 // 2) * 2 * 1 = 8 cores
+    # per_core_Mt = 4 / 4 = 1, per_core_N = 32 (1 tile); a group of 8 channels spans 1 tile: block 1 x 1;
+    # num_out_blocks from the heuristic: 64*64 / (65536 * 2*4) = 0 -> 1. Senders every
+    # cores_per_batch = (128/32) / 2 = 2 cores and every 4 (a channel block): groups of 2 cores, c_10 = 2 * 2.
+    assert cbs(p) == [((0,), 1, BF16), ((16,), 1, BF16), ((29,), 1, BF16), ((2,), 1, BF16), ((3,), 1, BF16),
+                      ((4,), 1, BF16), ((5,), 1, BF16), ((6,), 1, BF16), ((28,), 2, BF16),  # mask: 2 * block_wt
+                      ((24,), 1, BF16), ((25,), 1, BF16), ((23,), 1, BF16), ((22,), 1, BF16), ((8,), 1, BF16),
+                      ((21,), 1, BF16), ((10,), 4, BF16), ((15, 9), 1, BF16), ((14, 13), 1, BF16),
+                      ((27,), 1, BF16)]
+
+
+def test_a_batch_that_fills_the_virtual_rows_runs_the_no_multicast_factory_and_core_grid_sets_the_grid(device):
+    # core_grid 4 x 2, 320 channels in 32 groups: nvc = 4 gives 80 channels (not whole tiles), 3 does not divide
+    # 32 groups, 2 gives 160 = 5 tiles: virtual rows (4 // 2) * 2 = 4 <= batch 4, so no multicast.
+    x = tt(device, (4, 1, 256, 320))
+    [p] = launched(device, lambda: ttnn.group_norm(x, num_groups=32, core_grid=ttnn.CoreGrid(y=2, x=4),
+                                                   num_out_blocks=2, epsilon=1e-5))
+    assert (p.factory, p.ranges) == ("GroupNormNoMcastProgramFactory", ((0, 0, 3, 1),))  # 4 * 2 cores
+    # Ht = 4*256/32 = 32, per_core_Mt = 32 / 4 = 8, one batch a core: block_ht 8, over 2 out blocks: 4 rows;
+    # 10-channel groups over 160 channels span at most 2 tiles (group 3 spans 30..39): block 4 x 2 = 8 tiles.
+    sizes = dict((cb.indices, cb.num_pages) for cb in p.cbs)
+    assert [sizes[(i,)] for i in (0, 16, 29, 24, 25, 23, 22)] == [8] * 7
+    # the mask two block widths; a sender every core (one batch a core, 2 channel blocks): groups of one core
+    assert (sizes[(28,)], sizes[(10,)]) == (2 * 2, 2 * 1)
+    assert (5,) not in sizes and (6,) not in sizes  # no gamma, no beta
+
+
+def test_group_norm_forms_tt_nn_refuses_launch_nothing(device):
+    float_input = tt(device, (1, 1, 32, 64), dtype=ttnn.float32)  # "Input tensor must be BFLOAT16"
+    assert launched(device, lambda: ttnn.group_norm(float_input, num_groups=4)) == []
+    plain = tt(device, (64,))  # a TILE gamma: "Gamma tensor must have ROW_MAJOR layout" in the factory
+    x = tt(device, (1, 1, 32, 64))
+    assert launched(device, lambda: ttnn.group_norm(x, num_groups=4, weight=plain)) == []
+
+
+def test_a_group_norm_whose_cbs_reach_an_l1_tensor_fails_with_tt_metals_clash_error():
+    dev = ttnn.open_device(0, l1_size=98_304 + 65_536)  # 64 KiB above the CB base per core
+    try:
+        x = tt(dev, (2, 1, 64, 64))
+        g = gamma_rm(dev, 64, 2)
+        ttnn.group_norm(x, num_groups=8, weight=g, epsilon=1e-5)  # fits while L1 is empty
+        held = ttnn.from_torch(torch.zeros(32 * 64 * 28, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev,
+                               memory_config=ttnn.L1_MEMORY_CONFIG)  # 28 tiles = 56 KiB per core: 8 KiB left
+        # the multicast factory's static CBs (first test, no beta): 22 tiles = 44 KiB
+        live = len(dev.memory.live_buffers())
+        with pytest.raises(RuntimeError, match="Statically allocated circular buffers in program .* clash with L1 "
+                                               "buffers on core range"):
+            ttnn.group_norm(x, num_groups=8, weight=g, epsilon=1e-5)
+        assert len(dev.memory.live_buffers()) == live  # the fresh output was freed; the held tensor stays
+        ttnn.deallocate(held)
+    finally:
+        ttnn.close_device(dev)
