@@ -42,7 +42,7 @@ NOT_MODELLED_YET = {
     "ttnn.experimental.paged_fused_update_cache",
     "ttnn.experimental.paged_update_cache",
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
-    "ttnn.repeat", "ttnn.repeat_interleave", "ttnn.expand",
+    "ttnn.repeat_interleave",
     "ttnn.topk", "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",
     "ttnn.moreh_norm",
     "ttnn.rms_norm_pre_all_gather", "ttnn.rms_norm_post_all_gather",

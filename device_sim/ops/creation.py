@@ -13,6 +13,7 @@ from device_sim.ops.common import check_tt_nn_only, device_inputs, output, value
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import creation as creation_programs
 from device_sim.programs import data_movement as data_movement_programs
+from device_sim.programs import repeat as repeat_programs
 from device_sim.programs import shape as shape_programs
 from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
@@ -356,4 +357,7 @@ def repeat(input_tensor: Tensor, repeat_dims, *, memory_config: MemoryConfig | N
             f"ttnn.repeat: repeat_dims {list(reps)} need one entry per dim of shape {list(v.shape)}"
         )
     ins = device_inputs("ttnn.repeat", input_tensor)
-    return output(v.repeat(reps), input_tensor, ins, op_name="ttnn.repeat", memory_config=memory_config)
+    out = output(v.repeat(reps), input_tensor, ins, op_name="ttnn.repeat", memory_config=memory_config)
+    # RepeatDeviceOperation per repeated dim (tile-native, or through ROW_MAJOR: device_sim.programs.repeat)
+    device_work.launch_after(out, True, input_tensor, repeat_programs.repeat_programs(input_tensor, reps, out))
+    return out

@@ -21,6 +21,7 @@ import torch
 from device_sim import device_work, dtypes, ops, placement, views
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.programs import data_movement as programs
+from device_sim.programs import repeat as repeat_programs
 from device_sim.programs import shape as shape_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
@@ -225,7 +226,12 @@ def expand(input_tensor: Tensor, output_shape, *, memory_config: MemoryConfig | 
     except RuntimeError:
         raise ValueError(f"ttnn.expand: cannot expand shape {list(v.shape)} to {list(output_shape)}; only dims "
                          f"of size 1 expand, and -1 keeps a dim") from None
-    return _out("ttnn.expand", input_tensor, r, memory_config, tt_nn_only)
+    out = _out("ttnn.expand", input_tensor, r, memory_config, tt_nn_only)
+    # TT-NN's expand is ttnn::repeat by output / input per dim (the input's dims aligned to the right, as torch)
+    have = (1,) * (r.dim() - v.dim()) + tuple(v.shape)
+    reps = tuple(n // h if h else 1 for n, h in zip(r.shape, have))
+    device_work.launch_after(out, True, input_tensor, repeat_programs.repeat_programs(input_tensor, reps, out))
+    return out
 
 
 def _chunk_golden(t, chunks, dim=0, *_, **__):
