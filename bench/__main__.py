@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes; seconds, for the smoke test")
     parser.add_argument("--only", default=",".join(TITLES), help=f"comma-separated subset of {','.join(TITLES)}")
     parser.add_argument("--capture-ops", type=int, default=0,
-                        help="also capture this many ops with writer=process (1000000: issue 14's close target)")
+                        help="also capture this many ops with each writer (1000000: issue 14's close target)")
     args = parser.parse_args(argv)
     chosen = args.only.split(",")
     unknown = set(chosen) - set(TITLES)

@@ -87,6 +87,9 @@ class Capture(contextlib.ContextDecorator):
         self._signals: dict[int, object] = {}
         self._lock_fd: int | None = None
         self._pid = os.getpid()  # the process that captures: a forked child's exit or signals never close it
+        # Seconds of the close by phase, once closed ("writer": its drain and close, "perf_files"): what
+        # bench/capture_overhead.py shows of a long capture's close. Two clock reads, nothing per op.
+        self.close_s: dict[str, float] = {}
 
     def __repr__(self) -> str:
         return f"<ttreport capture {self.path or self._target!s} status={self.status or 'not started'}>"
@@ -312,7 +315,9 @@ class Capture(contextlib.ContextDecorator):
         for key, value in notes.items():
             self._queue.put((META, key, value))
         self._queue.put_now((STOP, None))
+        started = time.perf_counter()
         self._writer.join()
+        self.close_s["writer"] = time.perf_counter() - started
         if isinstance(self._queue, LogQueue):
             self._queue.items.close()
         if self._rank and self._writer.error is None:
@@ -328,7 +333,9 @@ class Capture(contextlib.ContextDecorator):
             except (sqlite3.Error, OSError) as e:
                 self._warner.warn(f"ttreport: {self.db_path} could not be finalised ({e}); {lost}")
         elif self.config.perf_files:
+            started = time.perf_counter()
             self._write_perf_files()
+            self.close_s["perf_files"] = time.perf_counter() - started
 
     def _write_perf_files(self) -> None:
         """TT-NN's performance report files (ops_perf_results.csv, profile_log_device.csv) beside db.sqlite,
