@@ -36,8 +36,6 @@ NOT_MODELLED_YET = {
     # vision, transformer decode, rotary NeoX, paged cache, collectives (work_b, issue 12)
     "ttnn.adaptive_avg_pool2d",
     "ttnn.conv_transpose2d", "ttnn.fold",
-    "ttnn.experimental.rotary_embedding_llama_fused_qk",
-    "ttnn.experimental.nlp_concat_heads_decode",
     "ttnn.transformer.chunked_scaled_dot_product_attention", "ttnn.transformer.windowed_scaled_dot_product_attention",
     "ttnn.experimental.paged_fused_update_cache",
     "ttnn.experimental.paged_update_cache",

@@ -16,6 +16,15 @@ def dev(t, device, dtype=ttnn.float32, layout=ttnn.TILE):
     return ttnn.from_torch(t, dtype=dtype, layout=layout, device=device)
 
 
+def height_sharded(t, grid: ttnn.CoreRangeSet, shard: tuple[int, int]):
+    spec = ttnn.ShardSpec(grid, shard, ttnn.ShardOrientation.ROW_MAJOR)
+    return ttnn.to_memory_config(t, ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec))
+
+
+def row_of_cores(y: int, n: int) -> ttnn.CoreRangeSet:
+    return ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, y), ttnn.CoreCoord(n - 1, y))])
+
+
 def randn(*shape, seed=0):
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
 
@@ -48,8 +57,38 @@ def test_decode_heads_split_one_token_per_user_and_concat_back(device):
     assert (q.shape, k.shape, v.shape) == ((1, B, H, D), (1, B, KVH, D), (1, B, KVH, D))
     assert q.padded_shape == (1, B, 32, D)  # heads padded to a tile's 32 rows, as TT-NN's decode tensors are
     assert torch.equal(k.value[0, 3, 0], token[0, 0, 3, H * D: (H + 1) * D])
-    back = ttnn.experimental.nlp_concat_heads_decode(q, num_heads=H)
+    # TT-NN concatenates only a height-sharded q, one user's [32 padded heads, D] a core from core (0, 0)
+    back = ttnn.experimental.nlp_concat_heads_decode(height_sharded(q, row_of_cores(0, B), (32, D)), num_heads=H)
     assert back.shape == (1, 1, B, H * D) and torch.equal(back.value, token[..., : H * D])
+    # its output is TT-NN's: width-sharded in L1, one head's [32 users padded, D] on each of the first H cores
+    cfg = back.memory_config()
+    assert (cfg.memory_layout, cfg.buffer_type) == (ttnn.TensorMemoryLayout.WIDTH_SHARDED, ttnn.BufferType.L1)
+    assert (cfg.shard_spec.grid, tuple(cfg.shard_spec.shape)) == (row_of_cores(0, H), (32, D))
+
+
+def test_decode_ops_refuse_interleaved_inputs_with_tt_nns_errors(device):
+    # nlp_concat_heads_decode_device_operation.cpp and rotary_embedding_llama_fused_qk_device_operation.cpp
+    # validate: TT_FATAL (a RuntimeError), raised before any output is allocated
+    def refused(call, match):
+        live = len(device.memory.live_buffers())
+        with pytest.raises(RuntimeError, match=match):
+            call()
+        assert len(device.memory.live_buffers()) == live
+
+    heads = dev(randn(1, 8, 4, 32), device, dtype=ttnn.bfloat16)
+    refused(lambda: ttnn.experimental.nlp_concat_heads_decode(heads, num_heads=4),
+            r"(?s)TT_FATAL .*input_tensor.is_sharded\(\).*Input tensor must be sharded\n.*HEIGHT_SHARDED")
+    on_two = height_sharded(heads, row_of_cores(0, 2), (128, 32))  # 4 users a core
+    refused(lambda: ttnn.experimental.nlp_concat_heads_decode(on_two, num_heads=4),
+            "Input core grid num_cores must be equal to num users")
+    q, k = dev(randn(1, 4, 8, 64), device, dtype=ttnn.bfloat16), dev(randn(1, 4, 8, 64), device, dtype=ttnn.bfloat16)
+    cos = dev(randn(1, 4, 1, 64), device, dtype=ttnn.bfloat16)
+    mat = dev(get_rot_transformation_mat(), device, dtype=ttnn.bfloat16)
+    refused(lambda: ttnn.experimental.rotary_embedding_llama_fused_qk(q, k, cos, cos, mat),
+            r"(?s)TT_FATAL .*Q input tensor must be HEIGHT_SHARDED\.\n.*INTERLEAVED")
+    q32 = height_sharded(dev(randn(1, 4, 8, 64), device), row_of_cores(0, 4), (32, 64))  # float32
+    refused(lambda: ttnn.experimental.rotary_embedding_llama_fused_qk(q32, k, cos, cos, mat),
+            "Q input tensor must be bfloat16")
 
 
 def test_head_ops_name_the_shape_they_need(device):
@@ -248,9 +287,13 @@ def test_chunked_prefill_attention_matches_full_causal_attention_for_its_rows(de
 
 def test_fused_qk_rope_and_fused_cache_update_equal_their_single_forms(device):
     B, D = 4, 64
-    q, k = dev(randn(1, B, 8, D), device), dev(randn(1, B, 2, D, seed=1), device)
-    cos, sin = dev(randn(1, B, 1, D, seed=2), device), dev(randn(1, B, 1, D, seed=3), device)
-    mat = dev(get_rot_transformation_mat(), device)
+
+    def sharded(t, y, shard=(32, D)):  # TT-NN's fused RoPE takes only height-sharded bfloat16 inputs
+        return height_sharded(dev(t, device, dtype=ttnn.bfloat16), row_of_cores(y, t.shape[1]), shard)
+
+    q, k = sharded(randn(1, B, 8, D), 0), sharded(randn(1, B, 2, D, seed=1), 1)
+    cos, sin = sharded(randn(1, B, 1, D, seed=2), 2), sharded(randn(1, B, 1, D, seed=3), 2)
+    mat = sharded(get_rot_transformation_mat(), 3, (32, 32))
     q_rot, k_rot = ttnn.experimental.rotary_embedding_llama_fused_qk(q, k, cos, sin, mat)
     for fused, x in ((q_rot, q), (k_rot, k)):
         single = ttnn.experimental.rotary_embedding_llama(x, cos, sin, mat, is_decode_mode=True)

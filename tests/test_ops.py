@@ -224,6 +224,13 @@ def _page_table(d):
     return dev(torch.tensor([[0, 1], [3, 2]]), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)
 
 
+def _height_sharded(t, y: int, n: int, shard=(32, 32)):
+    """t height-sharded in L1 over cores (0..n-1, y), one shard each (TT-NN's decode ops take only these)."""
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, y), ttnn.CoreCoord(n - 1, y))])
+    spec = ttnn.ShardSpec(grid, shard, ttnn.ShardOrientation.ROW_MAJOR)
+    return ttnn.to_memory_config(t, ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec))
+
+
 def _conv_kwargs(d, **kw):
     w = dev(rnd(8, 16, 3, 3, seed=1), None, layout=ttnn.ROW_MAJOR)  # torch's OIHW, on the host as models keep it
     return dict(input_tensor=x(d, 1, 8, 8, 16), weight_tensor=w, device=d, in_channels=16, out_channels=8,
@@ -245,7 +252,9 @@ CASES.update({
     "ttnn.experimental.nlp_concat_heads": lambda d: ((x(d, 1, 4, 32, 32),), {}),
     "ttnn.experimental.nlp_create_qkv_heads_decode": lambda d: ((x(d, 1, 1, 8, 256),), dict(num_heads=4,
                                                                                           num_kv_heads=2)),
-    "ttnn.experimental.nlp_concat_heads_decode": lambda d: ((x(d, 1, 8, 32, 32),), dict(num_heads=4)),
+    # one user's [32 heads, 32] a core on (0..7, 0): TT-NN takes only a height-sharded input
+    "ttnn.experimental.nlp_concat_heads_decode": lambda d: ((_height_sharded(x(d, 1, 8, 32, 32), 0, 8),),
+                                                            dict(num_heads=4)),
     "ttnn.experimental.rotary_embedding_llama": lambda d: (
         (x(d, 1, 4, 32, 64), x(d, 1, 1, 32, 64, seed=1), x(d, 1, 1, 32, 64, seed=2),
          dev(ttnn.ops.rotary.get_rot_transformation_mat(), d)), {}),
@@ -286,9 +295,12 @@ CASES.update({
          dev(torch.tensor([0, 16, 40, 64]), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)), {}),
     "ttnn.transformer.chunked_scaled_dot_product_attention": lambda d: (
         (x(d, 2, 4, 32, 32), x(d, 4, 2, 32, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), _page_table(d), 16), {}),
+    # every input height-sharded, as TT-NN requires: q, k one user a core on rows 0 and 1, cos, sin on row 2
     "ttnn.experimental.rotary_embedding_llama_fused_qk": lambda d: (
-        (x(d, 1, 8, 4, 64), x(d, 1, 8, 1, 64, seed=3), x(d, 1, 8, 1, 64, seed=1), x(d, 1, 8, 1, 64, seed=2),
-         dev(ttnn.ops.rotary.get_rot_transformation_mat(), d)), {}),
+        (_height_sharded(x(d, 1, 8, 4, 64), 0, 8, (32, 64)), _height_sharded(x(d, 1, 8, 1, 64, seed=3), 1, 8, (32, 64)),
+         _height_sharded(x(d, 1, 8, 1, 64, seed=1), 2, 8, (32, 64)),
+         _height_sharded(x(d, 1, 8, 1, 64, seed=2), 2, 8, (32, 64)),
+         _height_sharded(dev(ttnn.ops.rotary.get_rot_transformation_mat(), d), 3, 1)), {}),
     "ttnn.experimental.split_query_key_value_and_split_heads": lambda d: ((x(d, 2, 1, 32, 384), ttnn.CoreCoord(4, 2)),
                                                                          dict(num_heads=4)),
     "ttnn.experimental.nlp_create_qkv_heads_falcon7b": lambda d: ((x(d, 1, 1, 32, 4672),), {}),

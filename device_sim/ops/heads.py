@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import torch
 
-from device_sim import device_work
+from device_sim import device_work, sharding
 from device_sim.ops.common import check_tt_nn_only, device_inputs, four_d_input, output, values
+from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import decode_heads, falcon_heads
 from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import Layout, MemoryConfig
+from device_sim.types import BufferType, DataType, Layout, MemoryConfig, ShardSpec, TensorMemoryLayout
 
 
 def _split(x: torch.Tensor, n_q: int, n_kv: int, op_name: str):
@@ -142,6 +143,55 @@ def _concat_heads_decode_golden(t, *_, num_heads, **__):
     return t[:, :, :num_heads].flatten(-2).unsqueeze(1)
 
 
+def _concat_heads_decode_checks(op_name: str, t: Tensor, *, users: int) -> None:
+    """TT-NN 0.81's NLPConcatHeadsDecodeDeviceOperation::validate_on_program_cache_miss, in its order (the
+    TT_FATAL conditions and words of nlp_concat_heads_decode_device_operation.cpp), then device_sim's line with
+    the fix. Checked before the output exists, so a refusal allocates nothing."""
+    where = "device_sim/ops/heads.py"
+    if t.dtype not in (DataType.FLOAT32, DataType.BFLOAT16):
+        raise tt_fatal("input_tensor.dtype() == tt::tt_metal::DataType::FLOAT32 || input_tensor.dtype() == "
+                       "tt::tt_metal::DataType::BFLOAT16", f"Unsupported data format\n{op_name}: input dtype "
+                       f"{t.dtype}; typecast it to bfloat16 or float32 first", where=where)
+    if t.layout != Layout.TILE:
+        raise tt_fatal("input_tensor.layout() == tt::tt_metal::Layout::TILE", f"Input tensor layout must be TILE but "
+                       f"got {t.layout.name}\n{op_name}: convert it with ttnn.to_layout(x, ttnn.TILE_LAYOUT)",
+                       where=where)
+    fix = (f"{op_name}: shard the input [1, B, heads, D] one user a core, e.g. ttnn.to_memory_config(x, "
+           f"ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, ttnn.ShardSpec(<{users} "
+           f"cores from (0, 0)>, (32, D), ttnn.ShardOrientation.ROW_MAJOR)))")
+    if not t.is_sharded():
+        raise tt_fatal("input_tensor.is_sharded()", f"Input tensor must be sharded\n{fix}", where=where)
+    layout = t.memory_config().memory_layout
+    if layout != TensorMemoryLayout.HEIGHT_SHARDED:
+        raise tt_fatal("input_tensor.memory_config().memory_layout() == tt::tt_metal::TensorMemoryLayout::"
+                       "HEIGHT_SHARDED", f"Input tensor memory layout must be HEIGHT_SHARDED but got {layout.name}"
+                       f"\n{fix}", where=where)
+    cores = t.memory_config().shard_spec.grid.num_cores()
+    if cores != users:
+        raise tt_fatal("num_cores == input_shape[1]", f"Input core grid num_cores must be equal to num users\n"
+                       f"{fix} (its shard grid has {cores} cores for {users} users)", where=where)
+
+
+def _concat_heads_decode_output_config(op_name: str, t: Tensor, num_heads: int, sub_core_grids) -> MemoryConfig:
+    """TT-NN's own output config (compute_output_specs): [1, 1, B, num_heads*D] width-sharded in L1, one head's
+    [max(B, 32), D] a core, on the first num_heads cores of the grid (row by row), or of sub_core_grids from the
+    input's first core when the input's grid does not start at (0, 0) or sub_core_grids is given."""
+    ranges = t.memory_config().shard_spec.grid.ranges()
+    users, head_dim = t._value.shape[1], tuple(t.padded_shape)[-1]
+    start = ranges[0].start
+    if len(ranges) > 1 or (start.x, start.y) != (0, 0) or sub_core_grids is not None:
+        if sub_core_grids is None:
+            raise tt_fatal("args.sub_core_grids.has_value()", f"Subcoregrids must be provided if on_subcoregrids is "
+                           f"true\n{op_name}: the input's shard grid does not start at core (0, 0); pass "
+                           f"sub_core_grids= (a CoreRangeSet), or shard the input from (0, 0)",
+                           where="device_sim/ops/heads.py")
+        grid = sharding.num_cores_to_corerangeset_in_subcoregrids(start, num_heads, sub_core_grids, row_wise=True)
+    else:
+        grid = sharding.num_cores_to_corerangeset(num_heads, t._device.compute_with_storage_grid_size(),
+                                                  row_wise=True)
+    return MemoryConfig(TensorMemoryLayout.WIDTH_SHARDED, BufferType.L1, ShardSpec(grid, (max(users, 32), head_dim)))
+
+
 @register_op("ttnn.experimental.nlp_concat_heads_decode", golden=_concat_heads_decode_golden)
 def nlp_concat_heads_decode(input_tensor: Tensor, *, num_heads: int, memory_config: MemoryConfig | None = None,
                             **tt_nn_only) -> Tensor:
@@ -154,11 +204,17 @@ def nlp_concat_heads_decode(input_tensor: Tensor, *, num_heads: int, memory_conf
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [1, B, heads, D] with at least "
                          f"num_heads={num_heads} heads")
     ins = device_inputs(op_name, input_tensor)
+    if input_tensor._device is not None:
+        _concat_heads_decode_checks(op_name, input_tensor, users=x.shape[1])
+        if memory_config is None:
+            memory_config = _concat_heads_decode_output_config(op_name, input_tensor, num_heads,
+                                                               tt_nn_only.get("sub_core_grids"))
     out = output(_concat_heads_decode_golden(x, num_heads=num_heads).contiguous(), input_tensor, ins,
                  op_name=op_name, memory_config=memory_config)
-    spec = input_tensor.memory_config().shard_spec if input_tensor.is_sharded() else None
-    ranges = spec.grid.ranges() if spec is not None else []
-    if input_tensor.layout == Layout.TILE and len(ranges) == 1 and (ranges[0].start.x, ranges[0].start.y) == (0, 0):
+    if input_tensor._device is None:
+        return out
+    ranges = input_tensor.memory_config().shard_spec.grid.ranges()
+    if len(ranges) == 1 and (ranges[0].start.x, ranges[0].start.y) == (0, 0):
         # TT-NN's factory for a height-sharded input on a grid from (0, 0) (any other grid: its sub-core-grid one)
         dev = input_tensor._device
         device_work.launch_after(out, True, input_tensor, decode_heads.concat_heads_decode_program(

@@ -19,11 +19,12 @@ import torch
 
 from device_sim import device_work
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
+from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import rotary as rotary_programs
 from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import Layout, MemoryConfig
+from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 
 TILE = 32
 
@@ -122,6 +123,24 @@ def _fused_qk_golden(q, k, cos, sin, trans_mat, *_, **__):
     return _llama_golden(q, cos, sin, trans_mat), _llama_golden(k, cos, sin, trans_mat)
 
 
+def _fused_qk_checks(op_name: str, tensors) -> None:
+    """TT-NN 0.81's RotaryEmbeddingLlamaFusedQKDeviceOperation::validate_on_program_cache_miss (tt-metal
+    9538e8d8f2b4's rotary_embedding_llama_fused_qk_device_operation.cpp): every input height-sharded and
+    bfloat16, checked tensor by tensor in its order, as TT_FATAL; then device_sim's line with the fix."""
+    for name, t in zip(("Q input", "K input", "Cos", "Sin", "Trans mat"), tensors):
+        layout = t.memory_config().memory_layout
+        if layout != TensorMemoryLayout.HEIGHT_SHARDED:
+            raise tt_fatal("tensor.memory_config().memory_layout() == TensorMemoryLayout::HEIGHT_SHARDED",
+                           f"{name} tensor must be HEIGHT_SHARDED.\n{op_name}: the {name.lower()} tensor is "
+                           f"{layout.name}; height-shard it in L1 (ttnn.to_memory_config with a HEIGHT_SHARDED "
+                           f"MemoryConfig: q and k one user a core on disjoint grids, trans_mat one tile a core)",
+                           where="device_sim/ops/rotary.py")
+        if t.dtype != DataType.BFLOAT16:
+            raise tt_fatal("tensor.dtype() == DataType::BFLOAT16", f"{name} tensor must be bfloat16\n{op_name}: "
+                           f"the {name.lower()} tensor is {t.dtype}; typecast it to ttnn.bfloat16",
+                           where="device_sim/ops/rotary.py")
+
+
 @register_op("ttnn.experimental.rotary_embedding_llama_fused_qk", golden=_fused_qk_golden)
 def rotary_embedding_llama_fused_qk(q_input_tensor: Tensor, k_input_tensor: Tensor, cos_cache: Tensor,
                                     sin_cache: Tensor, trans_mat: Tensor, **tt_nn_only) -> tuple[Tensor, Tensor]:
@@ -130,8 +149,10 @@ def rotary_embedding_llama_fused_qk(q_input_tensor: Tensor, k_input_tensor: Tens
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, q_input_tensor, k_input_tensor, cos_cache, sin_cache, trans_mat)
-    q, k, cos, sin, mat = (values(t, op_name) for t in (q_input_tensor, k_input_tensor, cos_cache, sin_cache,
-                                                         trans_mat))
+    tensors = (q_input_tensor, k_input_tensor, cos_cache, sin_cache, trans_mat)
+    if q_input_tensor._device is not None:
+        _fused_qk_checks(op_name, tensors)
+    q, k, cos, sin, mat = (values(t, op_name) for t in tensors)
     for name, x in (("q", q), ("k", k)):
         if x.dim() != 4 or x.shape[0] != 1 or x.shape[-1] % TILE or not broadcasts(x.shape, cos.shape):
             raise ValueError(f"{op_name}: {name} {list(x.shape)} must be [1, B, heads, D] (D a multiple of {TILE}) "
@@ -143,8 +164,7 @@ def rotary_embedding_llama_fused_qk(q_input_tensor: Tensor, k_input_tensor: Tens
     k_out = output(_llama_golden(k, cos, sin, mat), k_input_tensor, ins, op_name=op_name)
     # The sharded factory TT-NN requires (its outputs take q's and k's shard specs; device_sim's follow the memory
     # rules, and the program is TT-NN's either way)
-    tensors = (q_input_tensor, k_input_tensor, cos_cache, sin_cache, trans_mat)
-    if q_input_tensor._device is not None and all(t.is_sharded() for t in tensors):
+    if q_input_tensor._device is not None:
         program = rotary_programs.rotary_llama_fused_qk_program(q_input_tensor, k_input_tensor, cos_cache,
                                                                 sin_cache, trans_mat, q_out.dtype)
         try:
