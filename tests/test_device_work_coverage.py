@@ -43,7 +43,6 @@ NOT_MODELLED_YET = {
     "ttnn.repeat_interleave",
     "ttnn.topk", "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",
     "ttnn.moreh_norm",
-    "ttnn.rms_norm_pre_all_gather", "ttnn.rms_norm_post_all_gather",
     "ttnn.scale_causal_mask_hw_dims_softmax_in_place",
 }
 

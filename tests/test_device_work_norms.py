@@ -99,3 +99,43 @@ def test_a_group_norm_whose_cbs_reach_an_l1_tensor_fails_with_tt_metals_clash_er
         ttnn.deallocate(held)
     finally:
         ttnn.close_device(dev)
+
+
+def test_rms_norm_pre_all_gather_sums_squares_a_row_of_tiles_a_core(device):
+    x, residual = tt(device, (1, 1, 64, 256)), tt(device, (1, 1, 64, 256))
+    [p] = launched(device, lambda: ttnn.rms_norm_pre_all_gather(x, residual_input_tensor=residual))
+    # 64 / 32 = 2 rows of tiles over split_work_to_cores row by row: cores (0, 0) and (1, 0); Wt = 256 / 32 = 8:
+    # the input and x**2 double-buffered (2 * 8), the scaler one tile, one output tile a row (RMSNorm)
+    assert (p.name, p.factory, p.ranges) == ("LayerNormPreAllGatherDeviceOperation",
+                                             "LayerNormPreAllGatherProgramFactory", ((0, 0, 1, 0),))
+    assert cbs(p) == [((0,), 16, BF16), ((1,), 1, BF16), ((6,), 16, BF16), ((14,), 1, BF16)]
+    assert launched(device, lambda: ttnn.rms_norm_pre_all_gather(x, use_2d_core_grid=True)) == []  # 2-D: none
+
+
+def test_rms_norm_post_all_gather_normalizes_a_row_of_tiles_a_core_with_the_gathered_stats(device):
+    x, stats = tt(device, (1, 1, 96, 128)), tt(device, (1, 1, 96, 64))  # stats of 2 chips: 2 tiles wide
+    w, b = tt(device, (128,), dtype=ttnn.bfloat8_b), tt(device, (128,))
+    [p] = launched(device, lambda: ttnn.rms_norm_post_all_gather(x, stats, epsilon=1e-5, weight=w, bias=b))
+    assert (p.name, p.factory, p.ranges) == ("LayerNormPostAllGatherDeviceOperation",
+                                             "LayerNormPostAllGatherProgramFactory", ((0, 0, 2, 0),))  # 3 rows
+    bf8 = 1088  # a bfloat8_b tile: 1024 mantissas + 64 shared exponents
+    # Wt = 4: input, gamma (bfloat8_b), beta, x * 1/rms (c_12) and the output a row each; stats 2 tiles
+    assert cbs(p) == [((0,), 4, BF16), ((1,), 2, BF16), ((2,), 4, bf8), ((3,), 4, BF16), ((4,), 1, BF16),
+                      ((5,), 1, BF16), ((6,), 1, BF16), ((8,), 1, BF16), ((9,), 1, BF16), ((10,), 1, BF16),
+                      ((12,), 4, BF16), ((14,), 4, BF16)]
+    # 2-D: 3 rows over cores_x = 3 (3 divides 3), Wt = 4 over cores_y = 4: one tile of a row a core
+    [p2] = launched(device, lambda: ttnn.rms_norm_post_all_gather(x, stats, epsilon=1e-5, use_2d_core_grid=True))
+    pages = {cb.indices[0]: cb.num_pages for cb in p2.cbs}
+    assert p2.ranges == ((0, 0, 2, 3),) and (pages[0], pages[12], pages[14]) == (1, 1, 1)
+
+
+def test_a_post_all_gather_row_past_95_percent_of_free_l1_is_cut_as_the_factory_cuts_it():
+    dev = ttnn.open_device(0, l1_size=98_304 + 65_536)  # 64 KiB free per core
+    try:
+        x, stats = tt(dev, (1, 1, 32, 32 * 40)), tt(dev, (1, 1, 32, 32))
+        [p] = launched(dev, lambda: ttnn.rms_norm_post_all_gather(x, stats))
+        # 40 tiles * 2048 B > 0.95 * 65536: the row is cut to (65536 / 2048) * 0.95 / 7 = 4.34 -> 4 tiles
+        pages = {cb.indices[0]: cb.num_pages for cb in p.cbs}
+        assert (pages[0], pages[12], pages[14]) == (4, 4, 4)
+    finally:
+        ttnn.close_device(dev)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import torch
 
+from device_sim import device_work
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.programs import distributed_norm as programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -55,8 +57,11 @@ def rms_norm_pre_all_gather(input_tensor: Tensor, *, dtype: DataType = DataType.
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor, residual_input_tensor)
     r = values(residual_input_tensor, op_name) if residual_input_tensor is not None else None
-    return output(_pre_golden(values(input_tensor, op_name), residual_input_tensor=r), input_tensor, ins,
-                  op_name=op_name, dtype=dtype, layout=Layout.TILE, memory_config=memory_config)
+    out = output(_pre_golden(values(input_tensor, op_name), residual_input_tensor=r), input_tensor, ins,
+                 op_name=op_name, dtype=dtype, layout=Layout.TILE, memory_config=memory_config)
+    if programs.supported(input_tensor) and not use_2d_core_grid:  # the 2-D factory is not modelled
+        device_work.launch_after(out, True, input_tensor, programs.rms_pre_program(input_tensor, out.dtype))
+    return out
 
 
 @register_op("ttnn.rms_norm_post_all_gather", golden=_post_golden)
@@ -77,4 +82,10 @@ def rms_norm_post_all_gather(input_tensor: Tensor, stats: Tensor, *, epsilon: fl
         if t is not None and t.volume() != input_tensor.shape[-1]:
             raise ValueError(f"{op_name}: {name} has {t.volume()} values for a slice {input_tensor.shape[-1]} wide")
     y = _post_golden(v(input_tensor), v(stats), epsilon=epsilon, weight=v(weight), bias=v(bias))
-    return output(y, input_tensor, ins, op_name=op_name, dtype=dtype, memory_config=memory_config)
+    out = output(y, input_tensor, ins, op_name=op_name, dtype=dtype, memory_config=memory_config)
+    if programs.supported(input_tensor):
+        config = tt_nn_only.get("compute_kernel_config")
+        device_work.launch_after(out, True, input_tensor, programs.rms_post_program(
+            input_tensor, stats, out.dtype, weight=weight, bias=bias, use_2d_core_grid=bool(use_2d_core_grid),
+            fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False))))
+    return out

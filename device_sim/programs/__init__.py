@@ -7,6 +7,7 @@ and the cores they live on. Ops call them after making their output and launch t
 device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error) and tells the report.
 
 - normalization: layer_norm / rms_norm, interleaved and sharded (LayerNormDeviceOperation)
+- distributed_norm: rms_norm_pre_all_gather / _post_all_gather's interleaved factories
 - group_norm: GroupNormDeviceOperation's DRAM-interleaved factories (multicast and not)
 - data_movement: tilize / untilize (+ padding), transpose, concat, copy, typecast, the sharding moves
 - reduction: sum / mean / max / min (ReduceDeviceOperation)

@@ -1,0 +1,109 @@
+"""The distributed RMSNorm's two device operations, as TT-NN's interleaved program factories build them.
+
+rms_norm_pre_all_gather runs LayerNormPreAllGatherDeviceOperation, rms_norm_post_all_gather
+LayerNormPostAllGatherDeviceOperation (rmsnorm_distributed/rmsnorm_{pre,post}_all_gather.cpp send an
+interleaved input there; a sharded one goes to LayerNormDeviceOperation's distributed stages, not modelled).
+The CBs follow layernorm_distributed/device/layernorm_{pre,post}_all_gather_program_factory.cpp in tt-metal,
+in their CreateCircularBuffer form (ttnn::prim, before the dataflow-buffer rewrite).
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs.distributed_norm import rms_pre_program
+    >>> dev = ttnn.open_device()
+    >>> x = ttnn.from_torch(torch.ones(1, 1, 64, 128), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> p = rms_pre_program(x, ttnn.bfloat16)
+    >>> p.name, p.ranges, [(cb.indices, cb.num_pages) for cb in p.cbs]
+    ('LayerNormPreAllGatherDeviceOperation', ((0, 0, 1, 0),), [((0,), 8), ((1,), 1), ((6,), 8), ((14,), 1)])
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, cached, grid_of, make_program, shape_of, split_work
+from device_sim.types import DataType, Layout
+
+_BF16, _F32 = DataType.BFLOAT16, DataType.FLOAT32
+
+
+def supported(x) -> bool:
+    """An interleaved TILE input on a device: what the interleaved factories take."""
+    return x._device is not None and x.layout == Layout.TILE and not x.is_sharded()
+
+
+def _rows_and_wt(shape) -> tuple[int, int]:
+    rows = 1
+    for d in shape[:-1]:
+        rows *= d
+    return rows // TILE, shape[-1] // TILE
+
+
+def rms_pre_program(x, out_dtype: DataType):
+    """LayerNormPreAllGatherProgramFactory for an RMSNorm, on split_work_to_cores' rows of tiles (row by row).
+
+    c_0 the input (two rows of Wt tiles), c_1 the reduce scaler (one bfloat16 tile), c_6 x**2 (two rows,
+    bfloat16), c_14 the output (one tile a row: the sum of squares in column 0).
+    """
+    dev = x._device
+    key = ("LayerNormPreAllGatherDeviceOperation", shape_of(x), x.dtype, out_dtype, grid_of(dev))
+
+    def build():
+        rows, Wt = _rows_and_wt(tuple(x.padded_shape))
+        bf16 = TILE_BYTES[_BF16]
+        cbs = [CircularBuffer((0,), 2 * Wt, TILE_BYTES[x.dtype]), CircularBuffer((1,), 1, bf16),
+               CircularBuffer((6,), 2 * Wt, bf16), CircularBuffer((14,), 1, TILE_BYTES[out_dtype])]
+        return make_program("LayerNormPreAllGatherDeviceOperation", "LayerNormPreAllGatherProgramFactory", cbs,
+                            split_work(rows, *grid_of(dev), row_wise=True))
+
+    return cached(key, build)
+
+
+def rms_post_program(x, stats, out_dtype: DataType, *, weight=None, bias=None, use_2d_core_grid: bool = False,
+                     fp32_dest_acc_en: bool = False):
+    """LayerNormPostAllGatherProgramFactory for an RMSNorm.
+
+    Cores: split_work_to_cores' rows of tiles (row by row); with use_2d_core_grid, cores_x (the largest
+    divisor of the rows up to grid_y) by cores_y (of Wt, up to grid_y) from (0, 0), each core Wt / cores_y
+    tiles of a row. A core's row length L is those tiles, cut to (free L1 / input tile) * 0.95 / 7 when
+    one row would pass 95% of free L1 (1D only). c_0 input, c_2 / c_3 gamma / beta, c_12 and c_14 (the
+    output) L tiles; c_1 the gathered stats (their width in tiles); c_4 epsilon and c_5 the scaler (one
+    bfloat16 tile each); c_6 the per-device sums (1), c_8, c_9, c_10 (1 each). Intermediates are float32
+    with an fp32 destination, else bfloat16.
+    """
+    dev = x._device
+    key = ("LayerNormPostAllGatherDeviceOperation", shape_of(x), x.dtype, stats.dtype, tuple(stats.padded_shape),
+           out_dtype, weight.dtype if weight is not None else None, bias.dtype if bias is not None else None,
+           use_2d_core_grid, fp32_dest_acc_en, grid_of(dev), dev.config.l1_size, dev.config.l1_unreserved_base)
+
+    def build():
+        rows, Wt = _rows_and_wt(tuple(x.padded_shape))
+        gx, gy = grid_of(dev)
+        in_t = TILE_BYTES[x.dtype]
+        if use_2d_core_grid:
+            cores_x = min(gy, rows)
+            while rows % cores_x and cores_x > 1:
+                cores_x -= 1
+            cores_y = min(gy, Wt)
+            while Wt % cores_y and cores_y > 1:
+                cores_y -= 1
+            length = Wt // cores_y
+            ranges = ((0, 0, cores_x - 1, cores_y - 1),)
+        else:
+            length = Wt
+            free = dev.config.l1_size - dev.config.l1_unreserved_base
+            if length * in_t > free * 0.95:  # the factory's double arithmetic, truncated to whole tiles
+                length = int(free / in_t * 0.95 / 7)
+            ranges = split_work(rows, gx, gy, row_wise=True)
+        cb_t, bf16 = TILE_BYTES[_F32 if fp32_dest_acc_en else _BF16], TILE_BYTES[_BF16]
+        cbs = [CircularBuffer((0,), length, in_t),
+               CircularBuffer((1,), stats.padded_shape[-1] // TILE, TILE_BYTES[stats.dtype])]
+        if weight is not None:
+            cbs.append(CircularBuffer((2,), length, TILE_BYTES[weight.dtype]))
+        if bias is not None:
+            cbs.append(CircularBuffer((3,), length, TILE_BYTES[bias.dtype]))
+        cbs += [CircularBuffer((4,), 1, bf16), CircularBuffer((5,), 1, bf16), CircularBuffer((6,), 1, cb_t),
+                CircularBuffer((8,), 1, cb_t), CircularBuffer((9,), 1, cb_t), CircularBuffer((10,), 1, cb_t),
+                CircularBuffer((12,), length, cb_t), CircularBuffer((14,), length, TILE_BYTES[out_dtype])]
+        factory = "LayerNormPostAllGatherProgramFactory"
+        return make_program("LayerNormPostAllGatherDeviceOperation", factory, cbs, ranges)
+
+    return cached(key, build)
