@@ -41,7 +41,7 @@ NOT_MODELLED_YET = {
     "ttnn.experimental.paged_update_cache",
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
     "ttnn.repeat_interleave",
-    "ttnn.topk", "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",
+    "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",
     "ttnn.moreh_norm",
     "ttnn.scale_causal_mask_hw_dims_softmax_in_place",
 }
@@ -77,6 +77,9 @@ def _cases() -> dict:
     cases["ttnn.deallocate"] = lambda d: ((x(d),), {}, None)
     cases["ttnn.rand"] = lambda d: (((64, 64),), dict(device=d, layout=ttnn.TILE), None)
     cases["ttnn.rand_like"] = lambda d: ((x(d),), {}, None)
+    # test_ops.py's k=5 over a 32-long dim takes TT-NN's pad and slices around TopK (not modelled): k a whole
+    # tile over a dim of 64 is TopK between its transposes (docs/device_work.md)
+    cases["ttnn.topk"] = lambda d: ((x(d, 2, 64, 64), 32), dict(dim=1, largest=False), None)
     # test_ops.py moves a host tensor (its harness reuses inputs that these ops free), which TT-NN returns as is
     cases["ttnn.move"] = cases["ttnn.reallocate"] = lambda d: ((x(d),), {}, None)
     cases["ttnn.copy_host_to_device_tensor"] = lambda d: (

@@ -9,6 +9,7 @@ from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.data_movement import index_dtype
 from device_sim.programs import indexing, reduction, reduction_nd
+from device_sim.programs import topk as topk_programs
 from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -174,5 +175,13 @@ def topk(input_tensor: Tensor, k: int = 32, dim: int = -1, largest: bool = True,
     vals, idx = _topk_golden(x, k, dim, largest, indices_tensor=given)
     like_idx = indices_tensor if indices_tensor is not None else input_tensor
     idx_dtype = None if indices_tensor is not None else index_dtype(n)
-    return [output(vals, input_tensor, ins, op_name="ttnn.topk", memory_config=memory_config),
+    outs = [output(vals, input_tensor, ins, op_name="ttnn.topk", memory_config=memory_config),
             output(idx, like_idx, ins, op_name="ttnn.topk", memory_config=memory_config, dtype=idx_dtype)]
+    # TopKDeviceOperation, with the transposes around it for the second-to-last dim (device_sim.programs.topk)
+    programs = topk_programs.topk_programs(input_tensor, k, dim)
+    try:
+        device_work.launch_after(outs[0], True, input_tensor, programs)
+    except RuntimeError:
+        outs[1]._free()  # a clash: neither fresh output is kept
+        raise
+    return outs

@@ -25,6 +25,7 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - vision: UpsampleOperation (nearest), global_avg_pool2d's ReduceDeviceOperation
 - pool: max_pool2d / avg_pool2d (input sharding, halo, its move, Pool2D)
 - repeat: RepeatDeviceOperation per repeated dim (repeat, expand), tile-native or through ROW_MAJOR
+- topk: TopKDeviceOperation (its single-core factory) between topk's WH transposes
 
 docs/device_work.md lists what is modelled, what is approximate and what is not yet.
 

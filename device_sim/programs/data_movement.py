@@ -172,6 +172,15 @@ def transpose_wh_program(x, out_dtype: DataType) -> Program:
                                      always_out=True))
 
 
+def transpose_wh_shape_program(dev, shape: tuple, dtype: DataType) -> Program:
+    """transpose_wh_program for an intermediate tensor of `shape` (padded to whole tiles) that a composite op
+    transposes (topk's result, transposed back), which device_sim does not make."""
+    key = ("TransposeDeviceOperation", "view", tuple(shape), dtype, grid_of(dev))
+    return cached(key, lambda: _streaming("TransposeDeviceOperation", "TransposeWHProgramFactory", dev,
+                                          _tile_padded(shape), dtype, dtype, Layout.TILE, out_index=16,
+                                          always_out=True))
+
+
 def transpose_hc_program(x, out) -> Program:
     """transpose_hc_tiled_interleaved_program_factory.cpp (dims 1 and 2 of an interleaved 4D TILE tensor): two
     input tiles, plus a 16x16-value padding CB when C is not a whole number of tiles; on the larger of

@@ -1,0 +1,94 @@
+"""topk launches TopKDeviceOperation as TT-NN's topk.cpp runs it: its single-core factory, with a WH transpose before
+and two after (values, indices) for the second-to-last dim.
+
+CBs are hand-checked against tt-metal's reduction/topk/device/topk_single_core_program_factory.cpp: with Kt = k / 32,
+c_0 2 input tiles, c_1 2 index tiles, c_2 4 compute tiles, c_3 4 index tiles, c_4 2 Kt compute tiles, c_5 2 Kt index
+tiles, c_6 Kt value tiles, c_7 Kt index tiles; the compute format is bfloat16 for a bfloat8_b input. The Ht rows of
+tiles go to the first Ht cores of the grid, row by row.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import device_sim as ttnn
+
+BF16, BF8, U16 = 2048, 1088, 2048  # bytes of one 32x32 tile (UINT16: 2 B a value)
+
+
+def tt(device, shape, dtype=ttnn.bfloat16, layout=ttnn.TILE, **kw):
+    return ttnn.from_torch(torch.randn(*shape), dtype=dtype, layout=layout, device=device, **kw)
+
+
+def launched(device, call) -> list:
+    """The programs `call()` launches on `device`, as the report hears them (the memory listener)."""
+    seen, old = [], device.memory.listener
+    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
+    try:
+        call()
+    finally:
+        device.memory.listener = old
+    return seen
+
+
+def cbs(program) -> list[tuple]:
+    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
+
+
+def test_topk_over_the_last_dim_is_one_program_over_the_rows_of_tiles(device):
+    x = tt(device, (1, 3, 64, 256))
+    [p] = launched(device, lambda: ttnn.topk(x, 64, dim=-1))
+    kt = 64 // 32
+    assert (p.name, p.factory) == ("TopKDeviceOperation", "TopKSingleCoreProgramFactory")
+    assert cbs(p) == [(0, 2, BF16), (1, 2, U16), (2, 4, BF16), (3, 4, U16), (4, 2 * kt, BF16), (5, 2 * kt, U16),
+                      (6, kt, BF16), (7, kt, U16)]
+    assert p.ranges == ((0, 0, 5, 0),)  # 3 x 64 rows = 6 rows of tiles: the first 6 cores of row 0
+
+
+def test_a_bfloat8_b_input_sorts_in_bfloat16(device):
+    x = tt(device, (32, 128), dtype=ttnn.bfloat8_b)
+    [p] = launched(device, lambda: ttnn.topk(x, 32))
+    assert cbs(p) == [(0, 2, BF8), (1, 2, U16), (2, 4, BF16), (3, 4, U16), (4, 2, BF16), (5, 2, U16), (6, 1, BF8),
+                      (7, 1, U16)]
+
+
+def test_more_rows_of_tiles_than_cores_fill_the_grid_row_by_row(device):
+    x = tt(device, (1, 1, 70 * 32, 64))
+    [p] = launched(device, lambda: ttnn.topk(x, 32))
+    assert p.ranges == ((0, 0, 7, 7),)  # 70 rows of tiles over 64 cores
+
+
+def test_topk_over_the_second_to_last_dim_transposes_before_and_both_results_after(device):
+    x = tt(device, (2, 64, 64))
+    programs = launched(device, lambda: ttnn.topk(x, 32, dim=1, largest=False))
+    wh = ("TransposeDeviceOperation", "TransposeWHProgramFactory")
+    assert [(p.name, p.factory) for p in programs] == [
+        wh, ("TopKDeviceOperation", "TopKSingleCoreProgramFactory"), wh, wh]
+    # the input's 8 tiles, then TopK over the 2 x 64 transposed rows (4 rows of tiles), then [2, 64, 32] twice: 4 tiles
+    assert [p.ranges for p in programs] == [((0, 0, 0, 7),), ((0, 0, 3, 0),), ((0, 0, 0, 3),), ((0, 0, 0, 3),)]
+    assert cbs(programs[3]) == [(0, 2, U16), (16, 2, U16)]  # the indices, transposed in their own format
+
+
+@pytest.mark.parametrize("shape, k, dim", [
+    ((2, 32, 64), 5, -1),   # k not whole tiles: TT-NN slices the results (not modelled)
+    ((2, 32, 32), 32, -1),  # a dim under 64: TT-NN pads it first (not modelled)
+    ((64, 16384), 32, -1),  # 16384 wide, a power of two, k <= 64: the multi-core factory (not modelled)
+    ((64, 32, 64), 32, 0),  # an outer dim: a permute, not a WH transpose (not modelled)
+])
+def test_forms_whose_surrounding_programs_are_not_modelled_launch_nothing(device, shape, k, dim):
+    x = tt(device, shape)
+    assert launched(device, lambda: ttnn.topk(x, k, dim=dim)) == []
+
+
+def test_a_topk_whose_cbs_clash_with_an_l1_tensor_fails_and_frees_both_outputs():
+    dev = ttnn.open_device(0, l1_size=98_304 + 32_768)  # 32 KiB above the reserved base per core
+    try:
+        x = tt(dev, (32, 64))
+        # the CBs: 2 + 2 + 4 + 4 + 2 + 2 + 1 + 1 = 18 tiles of 2 KiB, 36 KiB: past the end of L1 already
+        live = len(dev.memory.live_buffers())
+        with pytest.raises(RuntimeError, match="beyond max L1 size"):
+            ttnn.topk(x, 32)
+        assert len(dev.memory.live_buffers()) == live
+    finally:
+        ttnn.close_device(dev)
