@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, four_d_input, values
+from device_sim.programs import adaptive_pool as adaptive_pool_programs
 from device_sim.programs import pool as pool_programs
 from device_sim.programs import vision as vision_programs
 from device_sim.registry import register_op
@@ -295,10 +296,19 @@ def adaptive_avg_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, inp
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor)
+    out_h, out_w = _pair(tuple(output_size), "output_size", op_name)
+    adaptive_pool_programs.check_feasible(input_h, input_w, out_h, out_w)  # TT-NN refuses what padding can't fix
     y = _adaptive_avg_pool2d_golden(values(input_tensor, op_name), batch_size, input_h, input_w, channels,
                                     output_size)
     out = _make(y, input_tensor.device(), ins, op_name=op_name, dtype=DataType.BFLOAT16, layout=Layout.ROW_MAJOR,
                 memory_config=memory_config)
+    # adaptive_pools.cpp runs avg_pool2d with the derived kernel, stride and padding, ignoring the padding
+    kernel, stride, padding = adaptive_pool_programs.adaptive_pool_params(input_h, input_w, out_h, out_w)
+    _launch_pool(out, input_tensor, op_name, avg=True, batch=batch_size, height=input_h, width=input_w,
+                 channels=channels, kernel_size=kernel, stride=stride, padding=padding, dilation=(1, 1),
+                 ceil_mode=False, count_include_pad=False, divisor_override=None,
+                 applied_shard_scheme=applied_shard_scheme, dram_slice_config=None,
+                 reallocate_halo_output=reallocate_output)
     if deallocate_input:
         input_tensor._free()
     return out
