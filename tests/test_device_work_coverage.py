@@ -42,7 +42,6 @@ NOT_MODELLED_YET = {
     "ttnn.repeat_interleave",
     "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",
     "ttnn.moreh_norm",
-    "ttnn.scale_causal_mask_hw_dims_softmax_in_place",
 }
 
 

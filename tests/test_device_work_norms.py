@@ -1,6 +1,7 @@
-"""group_norm and the distributed norms launch the device operations TT-NN runs for them.
+"""group_norm, the distributed norms and the hw-dims causal softmax launch the device operations TT-NN runs for them.
 
-CBs are hand-checked against the factories device_sim/programs/group_norm.py and distributed_norm.py cite:
+CBs are hand-checked against the factories device_sim/programs/group_norm.py, distributed_norm.py and
+normalization.py (the sharded softmax) cite:
 each expected size below is worked out from the factory's formula in the comment beside it.
 """
 
@@ -139,3 +140,46 @@ def test_a_post_all_gather_row_past_95_percent_of_free_l1_is_cut_as_the_factory_
         assert (pages[0], pages[12], pages[14]) == (4, 4, 4)
     finally:
         ttnn.close_device(dev)
+
+
+def _height_sharded(device, t, n):
+    """t height-sharded in L1 over cores (0..n-1, 0), ROW_MAJOR orientation, one 32-row shard a core."""
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(n - 1, 0))])
+    spec = ttnn.ShardSpec(grid, (32, t.shape[-1]), ttnn.ShardOrientation.ROW_MAJOR)
+    return ttnn.to_memory_config(t, ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1,
+                                                      spec))
+
+
+def test_the_hw_dims_causal_softmax_runs_the_sharded_factory_with_a_single_buffered_mask(device):
+    # scores [2, 4, 32, 32]: 256 rows over 8 cores, a 32 x 32 shard each: block_h = block_w = 1
+    scores = _height_sharded(device, tt(device, (2, 4, 32, 32)), 8)
+    mask = tt(device, (1, 1, 32, 32))  # interleaved [1, 1, H, W]: the hw dims only
+    cfg = ttnn.SoftmaxShardedMultiCoreProgramConfig(compute_with_storage_grid_size=(8, 1), subblock_w=1, block_h=1,
+                                                    block_w=1)
+    [p] = launched(device, lambda: ttnn.scale_causal_mask_hw_dims_softmax_in_place(scores, 0.25, mask,
+                                                                                     program_config=cfg))
+    assert (p.name, p.factory, p.ranges) == ("SoftmaxDeviceOperation", "SoftmaxShardedProgramFactoryAttentionOptimized",
+                                             ((0, 0, 7, 0),))
+    # in0 = the shard (1 x 1), two scalers, the scaled mask (block_w), the fused scale, the causal mask block_w
+    # tiles single-buffered (in3_CB_size is doubled for every causal interleaved mask but this variant's), the
+    # output shard, exps (block_w), 1/sum, the row max and x - max (numeric_stable)
+    assert [(cb.num_pages, cb.globally_allocated) for cb in p.cbs] == [
+        (1, True), (1, False), (1, False), (1, False), (1, False), (1, False), (1, True), (1, False), (1, False),
+        (1, False), (1, False)]
+    [causal] = launched(device, lambda: ttnn.scale_mask_softmax_in_place(scores, 0.25, mask, is_causal_mask=True,
+                                                                         program_config=cfg))
+    assert causal.cbs[5].num_pages == 2  # the plain causal variant double-buffers the same mask
+
+
+def test_the_hw_dims_causal_softmax_of_an_interleaved_input_is_refused_as_tt_nn_refuses_it(device):
+    x, mask = tt(device, (2, 4, 32, 32)), tt(device, (1, 1, 32, 32))
+    before = ttnn.to_torch(x)
+    with pytest.raises(RuntimeError, match=r"TT_FATAL @ .*!attributes.is_scale_causal_mask_hw_dims_softmax\n"
+                                           r"info:\nScale causal mask HW dims softmax not supported in default "
+                                           r"program config"):
+        ttnn.scale_causal_mask_hw_dims_softmax_in_place(x, 0.25, mask)
+    assert torch.equal(ttnn.to_torch(x), before)  # refused before the in-place write
+    cfg = ttnn.SoftmaxShardedMultiCoreProgramConfig(compute_with_storage_grid_size=(8, 1), subblock_w=1, block_h=1,
+                                                    block_w=1)
+    with pytest.raises(RuntimeError, match="Input tensor must be sharded when using SoftmaxSharded"):
+        ttnn.scale_causal_mask_hw_dims_softmax_in_place(x, 0.25, mask, program_config=cfg)

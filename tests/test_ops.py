@@ -168,8 +168,13 @@ CASES = {
     "ttnn.topk": lambda d: ((x(d), 5), dict(dim=1, largest=False)),
     "ttnn.bcast": lambda d: ((x(d), x(d, 2, 1, 64, seed=3), ttnn.BcastOpMath.SUB, ttnn.BcastOpDim.H), {}),
     "ttnn.softmax_in_place": unary(),
-    **{f"ttnn.{n}": lambda d: ((x(d, 2, 4, 32, 32), 0.25, x(d, 2, 1, 1, 32, seed=3)), {})
-       for n in ["scale_mask_softmax_in_place", "scale_causal_mask_hw_dims_softmax_in_place"]},
+    "ttnn.scale_mask_softmax_in_place": lambda d: ((x(d, 2, 4, 32, 32), 0.25, x(d, 2, 1, 1, 32, seed=3)), {}),
+    # TT-NN runs the hw-dims variant only on a ROW_MAJOR-sharded input with a sharded program config and an
+    # interleaved [1, 1, H, W] mask: 2 x 4 x 32 rows of 32, one 32 x 32 shard a core on (0..7, 0)
+    "ttnn.scale_causal_mask_hw_dims_softmax_in_place": lambda d: (
+        (_height_sharded(x(d, 2, 4, 32, 32), 0, 8), 0.25, x(d, 1, 1, 32, 32, seed=3)),
+        dict(program_config=ttnn.SoftmaxShardedMultiCoreProgramConfig(compute_with_storage_grid_size=(8, 1),
+                                                                      subblock_w=1, block_h=1, block_w=1))),
     "ttnn.to_dtype": lambda d: ((dev(rnd(4, 64), None, layout=ttnn.ROW_MAJOR), ttnn.float32), {}),
     # weights as TT-NN's factories take them: create_group_norm_weight_bias_rm's ROW_MAJOR [1, 1, rows, 32]
     "ttnn.group_norm": lambda d: ((x(d, 2, 1, 64, 64),), dict(num_groups=8, epsilon=1e-5, **{

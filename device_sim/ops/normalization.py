@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from device_sim import device_work, numerics
 from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
-from device_sim.program_config_checks import validate_layer_norm
+from device_sim.program_config_checks import tt_fatal, validate_layer_norm
 from device_sim.program_configs import LayerNormShardedMultiCoreProgramConfig
 from device_sim.programs import normalization
 from device_sim.programs.embedding import embedding_program
@@ -227,7 +227,8 @@ def _in_place(op_name: str, input_tensor: Tensor, value: torch.Tensor, program=N
     return input_tensor
 
 
-def in_place_softmax_program(x: Tensor, mask: Tensor | None, tt_nn_only: dict, *, causal_mask: bool = False):
+def in_place_softmax_program(x: Tensor, mask: Tensor | None, tt_nn_only: dict, *, causal_mask: bool = False,
+                             hw_dims: bool = False):
     """The SoftmaxDeviceOperation an in-place softmax over the last dim runs (scale_mask_softmax_in_place,
     attention_softmax_): the sharded factory for a sharded input with a SoftmaxShardedMultiCoreProgramConfig,
     the interleaved attention-optimized one for an interleaved TILE input; None otherwise (not modelled).
@@ -242,7 +243,7 @@ def in_place_softmax_program(x: Tensor, mask: Tensor | None, tt_nn_only: dict, *
         if type(program_config).__name__ != "SoftmaxShardedMultiCoreProgramConfig":
             return None
         return normalization.sharded_softmax_program(x, x.dtype, program_config, mask=mask, causal_mask=causal_mask,
-                                                     numeric_stable=stable, fp32_dest_acc_en=fp32)
+                                                     numeric_stable=stable, fp32_dest_acc_en=fp32, hw_dims=hw_dims)
     if mask is not None and mask.is_sharded():
         return None
     return device_work.softmax_program(x, x.dtype, fp32_dest_acc_en=fp32, numeric_stable=stable,
@@ -264,7 +265,7 @@ def _scale_mask(name: str):
     op_name = f"ttnn.{name}"
     causal = "causal" in name
 
-    def op(input_tensor: Tensor, scale: float | None = None, mask: Tensor | None = None, *,
+    def op(input_tensor: Tensor, scale: float | None = None, mask: Tensor | None = None, *, program_config=None,
            is_causal_mask: bool = False, **tt_nn_only) -> Tensor:
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
@@ -275,14 +276,48 @@ def _scale_mask(name: str):
         except RuntimeError:
             raise ValueError(f"{op_name}: mask of shape {list(m.shape)} does not broadcast to the input's "
                              f"{list(x.shape)}") from None
-        # TT-NN runs the causal hw-dims variant on sharded inputs only: an interleaved one launches nothing here
-        program = in_place_softmax_program(input_tensor, mask, tt_nn_only, causal_mask=is_causal_mask or causal) \
-            if input_tensor.is_sharded() or not causal else None
+        if causal:  # TT-NN runs the hw-dims variant only sharded, with a sharded program config
+            _check_hw_dims(input_tensor, scale, mask, program_config)
+        program = in_place_softmax_program(input_tensor, mask, {**tt_nn_only, "program_config": program_config},
+                                           causal_mask=is_causal_mask or causal, hw_dims=causal)
         return _in_place(op_name, input_tensor, y, program)
 
     op.__doc__ = ("softmax(input * scale + mask) over the last dim, written over the input and returned; "
                   "is_causal_mask says how TT-NN's kernel reads the mask and changes no value.")
     return register_op(op_name, golden=_scale_mask_softmax_golden)(op)
+
+
+def _check_hw_dims(x: Tensor, scale, mask: Tensor | None, program_config) -> None:
+    """SoftmaxDeviceOperation::validate_on_program_cache_miss for scale_causal_mask_hw_dims_softmax_in_place (with
+    a mask): the default program config refuses it; the sharded one wants a ROW_MAJOR-sharded TILE input, an
+    interleaved TILE mask and a scale. Raised before anything is written, so the input keeps its values."""
+    if mask is None:
+        return
+    sharded_config = type(program_config).__name__ == "SoftmaxShardedMultiCoreProgramConfig"
+    where = "device_sim/ops/normalization.py"
+    if not mask.is_sharded() and not sharded_config:
+        raise tt_fatal("!attributes.is_scale_causal_mask_hw_dims_softmax",
+                       "Scale causal mask HW dims softmax not supported in default program config\n"
+                       "ttnn.scale_causal_mask_hw_dims_softmax_in_place: shard the input (ROW_MAJOR orientation) and "
+                       "pass program_config=ttnn.SoftmaxShardedMultiCoreProgramConfig(...)", where)
+    if not sharded_config:
+        return
+    checks = [
+        (x.is_sharded(), "input_tensor.is_sharded() && input_tensor.shard_spec().has_value()",
+         "Input tensor must be sharded when using SoftmaxShardedMultiCoreProgramConfig"),
+        (mask.layout == Layout.TILE, "mask.layout() == Layout::TILE",
+         "Mask must have TILE layout for scale causal mask HW dims softmax"),
+        (not mask.is_sharded(), "mask.is_sharded() == false",
+         "Mask must not be sharded for scale causal mask HW dims softmax"),
+        (not x.is_sharded() or x.memory_config().shard_spec.orientation.name == "ROW_MAJOR",
+         "input_tensor.shard_spec()->orientation == tt::tt_metal::ShardOrientation::ROW_MAJOR",
+         "Input must have ROW_MAJOR shard orientation for scale causal mask HW dims softmax"),
+        (scale is not None, "attributes.scale.has_value()",
+         "Scale value is required for scale causal mask HW dims softmax"),
+    ]
+    for ok, condition, message in checks:
+        if not ok:
+            raise tt_fatal(condition, message, where)
 
 
 scale_mask_softmax_in_place = _scale_mask("scale_mask_softmax_in_place")

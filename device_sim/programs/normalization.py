@@ -174,7 +174,8 @@ def _sharded(dev, shape, in_dtype, out_dtype, cfg, spec, rms, gamma, beta, resid
 
 
 def sharded_softmax_program(x, out_dtype: DataType, program_config, *, mask=None, causal_mask: bool = False,
-                            numeric_stable: bool = True, fp32_dest_acc_en: bool = False) -> Program:
+                            numeric_stable: bool = True, fp32_dest_acc_en: bool = False,
+                            hw_dims: bool = False) -> Program:
     """SoftmaxDeviceOperation's sharded factory (softmax_program_factory_attention_optimized_sharded.cpp) for a
     sharded input with a SoftmaxShardedMultiCoreProgramConfig, on the config's whole grid.
 
@@ -182,7 +183,8 @@ def sharded_softmax_program(x, out_dtype: DataType, program_config, *, mask=None
     the input block (block_w x block_h, the input's own shard: globally allocated), the max and sum scalers (one
     tile each, float32 for a float32 input / destination), with a mask the scaled mask (block_w intermediate
     tiles), the fused scale (one bfloat16 tile) and the mask (block_w tiles in its dtype; a causal interleaved
-    mask double-buffered, a causal sharded one the whole block), the output block (the output's shard), the
+    mask double-buffered but for the hw-dims variant (scale_causal_mask_hw_dims_softmax_in_place), a causal
+    sharded one the whole block), the output block (the output's shard), the
     exps (block_w), 1/sum (one tile) and, numeric_stable, the row max (one) and x - max (block_w).
     """
     gx, gy = (program_config.compute_with_storage_grid_size.x, program_config.compute_with_storage_grid_size.y) \
@@ -191,7 +193,8 @@ def sharded_softmax_program(x, out_dtype: DataType, program_config, *, mask=None
     bw, bh = program_config.block_w, program_config.block_h
     mask_sharded = mask is not None and mask.is_sharded()
     key = ("SoftmaxDeviceOperation", "sharded", x.dtype, out_dtype, bw, bh, gx, gy,
-           mask.dtype if mask is not None else None, mask_sharded, causal_mask, numeric_stable, fp32_dest_acc_en)
+           mask.dtype if mask is not None else None, mask_sharded, causal_mask, numeric_stable, fp32_dest_acc_en,
+           hw_dims)
 
     def build():
         sizes = TILE_BYTES
@@ -200,7 +203,8 @@ def sharded_softmax_program(x, out_dtype: DataType, program_config, *, mask=None
         cbs = [CircularBuffer((0,), bw * bh, sizes[x.dtype], True),
                CircularBuffer((1,), 1, sizes[_F32 if x.dtype == _F32 else _BF16]), CircularBuffer((2,), 1, im_t)]
         if mask is not None:
-            entries = (bw * bh if mask_sharded else 2 * bw) if causal_mask else bw
+            # the hw-dims variant single-buffers its interleaved causal mask ("~20% faster", the factory says)
+            entries = (bw * bh if mask_sharded else (bw if hw_dims else 2 * bw)) if causal_mask else bw
             cbs += [CircularBuffer((3,), bw, im_t), CircularBuffer((4,), 1, sizes[_BF16]),
                     CircularBuffer((5,), entries, sizes[mask.dtype])]
         n = len(cbs)
