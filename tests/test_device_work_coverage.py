@@ -39,8 +39,7 @@ NOT_MODELLED_YET = {
     "ttnn.experimental.paged_fused_update_cache",
     "ttnn.experimental.paged_update_cache",
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
-    "ttnn.repeat_interleave",
-    "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.cumsum", "ttnn.prod",
+    "ttnn.sort", "ttnn.gather", "ttnn.scatter", "ttnn.prod",
     "ttnn.moreh_norm",
 }
 

@@ -112,3 +112,44 @@ def test_a_repeat_whose_cbs_clash_with_an_l1_tensor_fails_and_frees_its_output()
         assert len(launched(dev, lambda: ttnn.repeat(x, (2, 1, 1)))) == 1  # room again
     finally:
         ttnn.close_device(dev)
+
+
+# -- repeat_interleave: TT-NN's composite (repeat_interleave.cpp) -------------------------------------------------
+
+def test_repeat_interleave_untilizes_concats_the_copies_and_tilizes_back(device):
+    x = tt(device, (2, 32, 64))
+    programs = launched(device, lambda: ttnn.repeat_interleave(x, 2, 1))
+    assert [p.name for p in programs] == ["UntilizeDeviceOperation", "ConcatDeviceOperation", "TilizeDeviceOperation"]
+    untilize, concat, tilize = programs
+    # untilize: 2 rows of tiles 2 tiles wide, one row a core (single-buffered) on 2 cores
+    assert (cbs(untilize), untilize.ranges) == ([(0, 2, BF16), (16, 2, BF16)], ((0, 0, 1, 0),))
+    # concat into [2, 32, 2, 64] ROW_MAJOR: rows of 64 bfloat16 values (128 B), 128 rows over the 64 cores
+    assert (cbs(concat), concat.ranges) == ([(0, 2, 128)], ((0, 0, 7, 7),))
+    # tilize [2, 64, 64]: 4 rows of tiles, each a core's row of 2 tiles
+    assert (cbs(tilize), tilize.ranges) == ([(0, 2, BF16), (16, 2, BF16)], ((0, 0, 3, 0),))
+
+
+def test_repeat_interleave_over_the_last_dim_runs_between_two_transposes(device):
+    x = tt(device, (2, 32, 64))
+    programs = launched(device, lambda: ttnn.repeat_interleave(x, 2, -1))
+    assert [p.name for p in programs] == ["TransposeDeviceOperation", "UntilizeDeviceOperation",
+                                          "ConcatDeviceOperation", "TilizeDeviceOperation", "TransposeDeviceOperation"]
+    # over [2, 64, 32] transposed: the copies are rows of 32 values (64 B); the result [2, 128, 32] is 8 tiles
+    assert cbs(programs[2]) == [(0, 2, 64)]
+    assert programs[4].ranges == ((0, 0, 0, 7),)
+
+
+def test_more_than_32_repeats_concat_in_batches_of_32_then_join_them(device):
+    x = tt(device, (1, 32, 32), layout=ttnn.ROW_MAJOR)
+    programs = launched(device, lambda: ttnn.repeat_interleave(x, 40, 0))
+    # batches of 32 and 8 copies, then both joined: ROW_MAJOR needs no untilize or tilize
+    assert [p.name for p in programs] == ["ConcatDeviceOperation"] * 3
+    assert [cbs(p) for p in programs] == [[(0, 2, 64)]] * 3
+    assert [p.ranges for p in programs] == [((0, 0, 7, 7),), ((0, 0, 7, 7),), ((0, 0, 7, 7),)]  # 1024, 256, 1280 rows
+
+
+def test_repeat_interleave_once_or_on_l1_runs_nothing_modelled(device):
+    x = tt(device, (2, 32, 64))
+    assert launched(device, lambda: ttnn.repeat_interleave(x, 1, 0)) == []  # to_memory_config to the same config
+    l1 = tt(device, (2, 32, 64), memory_config=ttnn.L1_MEMORY_CONFIG)
+    assert launched(device, lambda: ttnn.repeat_interleave(l1, 2, 0)) == []  # concat's DRAM copies: not modelled

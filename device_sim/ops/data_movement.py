@@ -208,8 +208,12 @@ def repeat_interleave(input_tensor: Tensor, repeats: int, dim: int, *, memory_co
     d = _dim("ttnn.repeat_interleave", dim, v.dim())
     if isinstance(repeats, Tensor):
         repeats = values(repeats).to(torch.int64)
-    return _out("ttnn.repeat_interleave", input_tensor, torch.repeat_interleave(v, repeats, d), memory_config,
-                tt_nn_only)
+    out = _out("ttnn.repeat_interleave", input_tensor, torch.repeat_interleave(v, repeats, d), memory_config,
+               tt_nn_only)
+    if isinstance(repeats, int):  # TT-NN takes one count; its composite's programs (device_sim.programs.repeat)
+        device_work.launch_after(out, True, input_tensor,
+                                 repeat_programs.repeat_interleave_programs(input_tensor, repeats, d, out))
+    return out
 
 
 def _expand_golden(t, output_shape, *_, **__):

@@ -8,7 +8,7 @@ from device_sim import device_work, dtypes, numerics
 from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.data_movement import index_dtype
-from device_sim.programs import indexing, reduction, reduction_nd
+from device_sim.programs import accumulation, indexing, reduction, reduction_nd
 from device_sim.programs import topk as topk_programs
 from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
@@ -141,8 +141,11 @@ def cumsum(input: Tensor, dim: int, *, dtype: DataType | None = None, reverse_or
     if dtype is not None:
         x = dtypes.to_device_values(x, DataType(dtype))
         x = x.float() if x.is_floating_point() else x
-    return output(_cumsum_golden(x, dim, reverse_order=reverse_order), input, ins, op_name="ttnn.cumsum",
-                  dtype=dtype, memory_config=memory_config)
+    out = output(_cumsum_golden(x, dim, reverse_order=reverse_order), input, ins, op_name="ttnn.cumsum",
+                 dtype=dtype, memory_config=memory_config)
+    # AccumulationDeviceOperation between the permutes that bring the dim to the front (programs.accumulation)
+    device_work.launch_after(out, True, input, accumulation.accumulation_programs(input, dim, out.dtype))
+    return out
 
 
 def _topk_golden(input_tensor, k=32, dim=-1, largest=True, sorted=True, *_, indices_tensor=None, **__):  # noqa: A002

@@ -25,8 +25,10 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - vision: UpsampleOperation (nearest), global_avg_pool2d's ReduceDeviceOperation
 - pool: max_pool2d / avg_pool2d (input sharding, halo, its move, Pool2D)
 - adaptive_pool: adaptive_avg_pool2d's derived kernel, stride and padding (then pool's programs)
-- repeat: RepeatDeviceOperation per repeated dim (repeat, expand), tile-native or through ROW_MAJOR
+- repeat: RepeatDeviceOperation per repeated dim (repeat, expand), tile-native or through ROW_MAJOR; the
+  repeat_interleave composite (untilize, concat, tilize)
 - topk: TopKDeviceOperation (its single-core factory) between topk's WH transposes
+- accumulation: cumsum's AccumulationDeviceOperation between the permutes to dim 0
 
 docs/device_work.md lists what is modelled, what is approximate and what is not yet.
 

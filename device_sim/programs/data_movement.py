@@ -162,6 +162,13 @@ def _untilize(dev, shape, in_dtype, out_dtype, spec, name) -> Program:
     return make_program(name, "UntilizeMultiCoreProgramFactory", cbs, split_blocks(rows, gx, gy))
 
 
+def untilize_shape_program(dev, shape: tuple, dtype: DataType, *, name: str = "UntilizeDeviceOperation") -> Program:
+    """untilize_program for an interleaved intermediate tensor of `shape` that a composite op untilizes
+    (repeat_interleave's transposed input), which device_sim does not make."""
+    key = (name, "view", tuple(shape), dtype, grid_of(dev))
+    return cached(key, lambda: _untilize(dev, _tile_padded(shape), dtype, dtype, None, name))
+
+
 def transpose_wh_program(x, out_dtype: DataType) -> Program:
     """transpose_wh_program_factory.cpp (the last two dims of an interleaved TILE tensor): two tiles in c_0
     and two in c_16, on the cores split_work_to_cores gives the tiles."""
@@ -280,6 +287,21 @@ def concat_program(out) -> Program:
         gx, gy = grid_of(dev)
         return make_program("ConcatDeviceOperation", "ConcatProgramFactory", (CircularBuffer((0,), 2, page),),
                             split_work(_pages(shape, out.layout), gx, gy, row_wise=out.layout == Layout.ROW_MAJOR))
+
+    return cached(key, build)
+
+
+def concat_shape_program(dev, shape: tuple, dtype: DataType, layout: Layout) -> Program:
+    """concat_program for an interleaved output of `shape` that a composite op concatenates (repeat_interleave's
+    copies), which device_sim does not make."""
+    key = ("ConcatDeviceOperation", "view", tuple(shape), dtype, layout, grid_of(dev))
+
+    def build():
+        padded = _tile_padded(shape) if layout == Layout.TILE else tuple(shape)
+        gx, gy = grid_of(dev)
+        return make_program("ConcatDeviceOperation", "ConcatProgramFactory",
+                            (CircularBuffer((0,), 2, dtypes.page_size(dtype, layout, padded)),),
+                            split_work(_pages(padded, layout), gx, gy, row_wise=layout == Layout.ROW_MAJOR))
 
     return cached(key, build)
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from device_sim import dtypes
 from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, shape_of
-from device_sim.types import DataType, Layout
+from device_sim.types import BufferType, DataType, Layout
 
 NAME = "RepeatDeviceOperation"
 _READ_ALIGNMENT = 64  # repeat_program_factory_common.hpp
@@ -67,6 +67,64 @@ def repeat_programs(x, reps, out=None) -> tuple[Program, ...] | None:
     tilize = data_movement.tilize_program(x, x.dtype, out=out, name="TilizeWithValPaddingDeviceOperation"
                                           if padded_out else "TilizeDeviceOperation")
     return (untilize, *rm, tilize)
+
+
+def repeat_interleave_programs(x, repeats: int, dim: int, out) -> tuple[Program, ...] | None:
+    """The programs of TT-NN's repeat_interleave composite (repeat_interleave.cpp) repeating each entry of `x`
+    `repeats` times along `dim` into `out`: over the last dim, a WH transpose before and after the rest, which is
+    to_layout ROW_MAJOR (an untilize, with unpadding when x is not whole tiles), the input unsqueezed after `dim`
+    (a view) and concatenated `repeats` times there, 32 copies a ConcatDeviceOperation (then one more joining the
+    batches), reshaped (a view), and tilized back. () for one repeat (TT-NN's to_memory_config to the same config).
+    None where not modelled: a host or sharded tensor, an L1 input or output (concat's DRAM default then costs
+    copies), rank 1, a dtype TT-NN typecasts to bfloat16 first (bfloat8_b, bfloat4_b, uint8), a ROW_MAJOR input
+    over its last dim (the row-major transpose)."""
+    if x._device is None or x.is_sharded() or out.is_sharded() or x._value.dim() < 2:
+        return None
+    if x.memory_config().buffer_type != BufferType.DRAM or out.memory_config().buffer_type != BufferType.DRAM:
+        return None
+    rank = x._value.dim()
+    d = dim % rank
+    tile = x.layout == Layout.TILE
+    if x.dtype not in _ROW_MAJOR_DTYPES or (d == rank - 1 and not tile):
+        return None
+    if repeats == 1:
+        return ()
+    key = ("repeat_interleave", tuple(x._value.shape), x.dtype, x.layout, repeats, d, grid_of(x._device))
+    return cached(key, lambda: _interleave(x._device, tuple(x._value.shape), x.dtype, tile, repeats, d))
+
+
+def _interleave(dev, shape, dtype, tile, repeats, d) -> tuple[Program, ...]:
+    from device_sim.programs import data_movement  # the layout and concat builders (they import nothing of this)
+
+    def padded(s):
+        return s[-1] % TILE or s[-2] % TILE
+
+    programs = []
+    last = d == len(shape) - 1
+    if last:  # transpose(-1, -2), then the composite over -2
+        programs.append(data_movement.transpose_wh_shape_program(dev, shape, dtype))
+        shape, d = (*shape[:-2], shape[-1], shape[-2]), d - 1
+    if tile:
+        programs.append(data_movement.untilize_shape_program(
+            dev, shape, dtype, name="UntilizeWithUnpaddingDeviceOperation" if padded(shape) else
+            "UntilizeDeviceOperation"))
+    unsqueezed = (*shape[:d + 1], 1, *shape[d + 1:])
+    batches = [min(32, repeats - i) for i in range(0, repeats, 32)]
+    for b in batches:  # a batch of one is concat's to_memory_config to DRAM: a DRAM input as it is
+        if b > 1:
+            programs.append(data_movement.concat_shape_program(
+                dev, (*unsqueezed[:d + 1], b, *unsqueezed[d + 2:]), dtype, Layout.ROW_MAJOR))
+    if len(batches) > 1:
+        programs.append(data_movement.concat_shape_program(
+            dev, (*unsqueezed[:d + 1], repeats, *unsqueezed[d + 2:]), dtype, Layout.ROW_MAJOR))
+    final = (*shape[:d], shape[d] * repeats, *shape[d + 1:])
+    if tile:
+        programs.append(data_movement.tilize_shape_program(
+            dev, final, dtype, dtype, name="TilizeWithValPaddingDeviceOperation" if padded(final) else
+            "TilizeDeviceOperation"))
+    if last:
+        programs.append(data_movement.transpose_wh_shape_program(dev, final, dtype))
+    return tuple(programs)
 
 
 def _build(grid, shape, dtype, reps, tile_native) -> tuple[Program, ...]:

@@ -1,0 +1,107 @@
+"""AccumulationDeviceOperation as TT-NN's cumsum runs it, with the permutes around it.
+
+tt-metal's ttnn/cpp/ttnn/operations/reduction/accumulation/: accumulation_common.cpp's accumulation_invoke
+typecasts to `dtype` when one is given, and when the scanned dim is among the last three of the input
+(rank - dim < 4) views the input as 4-D and permutes the dim to the front (ttnn::permute swapping it with dim 0),
+scans dim 0 and permutes back; a dim further out is scanned where it is. The scan's factory
+(device/accumulation_program_factory.cpp) creates four CBs of four tiles each on the cores split_work_to_cores
+gives its rows (the tiles that are not along the scanned dim): c_0 in the input's format, then c_3 (the
+accumulator), c_2 (the start value) and c_1 (the output) in the output's.
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs.accumulation import accumulation_programs
+    >>> dev = ttnn.open_device()
+    >>> x = ttnn.from_torch(torch.ones(4, 2, 32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> [(p.name, [cb.indices[0] for cb in p.cbs], p.ranges) for p in accumulation_programs(x, 0, ttnn.bfloat16)]
+    [('AccumulationDeviceOperation', [0, 3, 2, 1], ((0, 0, 0, 3),))]
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+import torch
+
+from device_sim.device_work import (
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cached,
+    grid_of,
+    make_program,
+    shape_of,
+    split_work,
+)
+from device_sim.programs import data_movement, shape
+from device_sim.tensor import padded
+from device_sim.types import DataType, Layout
+
+NAME = "AccumulationDeviceOperation"
+
+
+class _Intermediate:
+    """A tensor TT-NN makes inside the composite (the typecast or permuted input, the scan's output) and device_sim
+    does not: the attributes the permute builders read, on a meta tensor (no data)."""
+
+    def __init__(self, like, dims, dtype: DataType):
+        self._device, self.layout, self.tile, self.dtype = like._device, like.layout, like.tile, dtype
+        self._value = torch.empty(tuple(dims), device="meta")
+        self._memory_config = like.memory_config()
+
+    @property
+    def padded_shape(self) -> tuple:
+        return padded(self._value.shape, self.layout, self.tile)
+
+    def memory_config(self):
+        return self._memory_config
+
+    def is_sharded(self) -> bool:
+        return False
+
+
+def accumulation_programs(x, dim: int, out_dtype: DataType) -> tuple[Program, ...] | None:
+    """The programs TT-NN's cumsum runs over `dim` of `x` into `out_dtype`, in order; () for an empty or 0-D
+    tensor (TT-NN returns it); None where not modelled: a host, sharded or ROW_MAJOR tensor, rank over 4 with the
+    dim among its last three (a 5-D permute), or a permute device_sim does not model."""
+    if x._device is None or x.is_sharded() or x.layout != Layout.TILE:
+        return None
+    rank = x._value.dim()
+    if rank == 0 or x._value.numel() == 0:
+        return ()
+    axis = dim % rank
+    if rank - axis < 4 and rank > 4:
+        return None
+    key = (NAME, shape_of(x), x.dtype, out_dtype, axis, x.memory_config().buffer_type, grid_of(x._device))
+    return cached(key, lambda: _build(x, axis, out_dtype))
+
+
+def _build(x, axis: int, out_dtype: DataType) -> tuple[Program, ...] | None:
+    programs = []
+    dtype = x.dtype
+    if out_dtype != x.dtype:  # ttnn::typecast first
+        programs.append(data_movement.typecast_program(x, out_dtype))
+        dtype = out_dtype
+    dims, rank = tuple(x._value.shape), x._value.dim()
+    if rank - axis >= 4:  # scanned where it is
+        return (*programs, _scan(x._device, x, dims, dtype, out_dtype, axis))
+    dims4, axis4 = (1,) * (4 - rank) + dims, axis + 4 - rank  # the reshape to 4-D: a view
+    order = [0, 1, 2, 3]
+    order[0], order[axis4] = axis4, 0
+    moved = tuple(dims4[d] for d in order)
+    forward = shape.permute_programs(_Intermediate(x, dims4, dtype), _Intermediate(x, moved, dtype), order)
+    back = shape.permute_programs(_Intermediate(x, moved, out_dtype), _Intermediate(x, dims4, out_dtype), order)
+    if forward is None or back is None:
+        return None
+    return (*programs, *forward, _scan(x._device, x, moved, dtype, out_dtype, 0), *back)
+
+
+def _scan(dev, like, dims, in_dtype, out_dtype, axis: int) -> Program:
+    pad = padded(dims, Layout.TILE, like.tile)
+    tiles = 1
+    for d in pad:
+        tiles *= d
+    tiles //= 32 * 32
+    rows = tiles // pad[axis]  # the work units: every tile but those along the scanned dim
+    cbs = (CircularBuffer((0,), 4, TILE_BYTES[in_dtype]), CircularBuffer((3,), 4, TILE_BYTES[out_dtype]),
+           CircularBuffer((2,), 4, TILE_BYTES[out_dtype]), CircularBuffer((1,), 4, TILE_BYTES[out_dtype]))
+    return make_program(NAME, "AccumulationProgramFactory", cbs, split_work(rows, *grid_of(dev)))
