@@ -34,7 +34,7 @@ VIEWS = {"ttnn.view", "ttnn.squeeze", "ttnn.unsqueeze", "ttnn.unsqueeze_to_4D", 
 # Ops TT-NN runs programs for that device_sim does not model yet; the comment says whose work they are.
 NOT_MODELLED_YET = {
     # vision, transformer decode, rotary NeoX, paged cache, collectives (work_b, issue 12)
-    "ttnn.conv_transpose2d", "ttnn.fold",
+    "ttnn.conv_transpose2d",
     "ttnn.transformer.chunked_scaled_dot_product_attention", "ttnn.transformer.windowed_scaled_dot_product_attention",
     "ttnn.experimental.paged_fused_update_cache",
     "ttnn.experimental.paged_update_cache",

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, four_d_input, values
 from device_sim.programs import adaptive_pool as adaptive_pool_programs
+from device_sim.programs import fold as fold_programs
 from device_sim.programs import pool as pool_programs
 from device_sim.programs import vision as vision_programs
 from device_sim.registry import register_op
@@ -276,8 +277,13 @@ def fold(input: Tensor, stride_h: int, stride_w: int, use_transpose_as_fold: boo
     op_name = "ttnn.fold"
     x, ins = four_d_input(op_name, input, "NHWC [N, H, W, C]", tt_nn_only)
     y = _fold_golden(x, stride_h, stride_w, padding=padding, output_shape=output_shape)
-    return _make(y, input.device(), ins, op_name=op_name, dtype=input.dtype, layout=input.layout,
-                 memory_config=override_memory_config)
+    out = _make(y, input.device(), ins, op_name=op_name, dtype=input.dtype, layout=input.layout,
+                memory_config=override_memory_config)
+    if not use_transpose_as_fold:  # the legacy transpose-based fold (pads, permutes, reshapes): not modelled
+        left, right, top, bottom = _padding(padding, op_name)
+        device_work.launch_after(out, True, input, fold_programs.fold_programs(input, stride_h, stride_w,
+                                                                               (top, bottom, left, right)))
+    return out
 
 
 def _adaptive_avg_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels, output_size, *_, **__):

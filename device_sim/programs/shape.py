@@ -73,7 +73,7 @@ def reshape_program(x, out) -> Program | None:
     return cached(key, build)
 
 
-def pad_program(x, out, front_w: int = 0) -> Program | None:
+def pad_program(x, out, front_w: int = 0, *, out_shape: tuple | None = None) -> Program | None:
     """PadDeviceOperation as pad_device_operation.cpp's select_program_factory picks it (use_multicore, TT-NN's
     default) for an interleaved input of rank <= 4; `front_w` is the padding before the input along the last dim.
 
@@ -83,12 +83,14 @@ def pad_program(x, out, front_w: int = 0) -> Program | None:
     along W or the L1-aligned row is not DRAM-aligned, and the streaming buffer: rows per barrier (2 KiB of
     L1-aligned rows, at least one) times min(16, what fits in half of L1 above the reserved base), on the cores
     split_work_to_cores gives the output's rows. The factory names these buffers; device_sim numbers them as
-    the factory's earlier version did (c_1, c_2, c_0).
+    the factory's earlier version did (c_1, c_2, c_0). `out_shape` stands for `out` when the padded tensor is
+    another op's intermediate (fold pads before folding), which device_sim does not allocate.
     """
-    if not _interleaved(x, out) or x._value.dim() > 4:
+    if not _interleaved(x, *([out] if out_shape is None else [])) or x._value.dim() > 4:
         return None
     dev = x._device
-    key = ("PadDeviceOperation", shape_of(x), shape_of(out), x.dtype, front_w, grid_of(dev))
+    shape = out._value.shape if out_shape is None else tuple(out_shape)
+    key = ("PadDeviceOperation", shape_of(x), shape, x.dtype, front_w, grid_of(dev))
 
     def build():
         if x.layout == Layout.TILE:
@@ -96,7 +98,7 @@ def pad_program(x, out, front_w: int = 0) -> Program | None:
             cbs = (CircularBuffer((0,), 2, page), CircularBuffer((1,), 2, page), CircularBuffer((2,), 1, page))
             return make_program("PadDeviceOperation", "PadTileMulticoreProgramFactory", cbs, _whole_grid(dev))
         size = dtypes.ELEMENT_SIZE[x.dtype]
-        padded = out._value.shape[-1] * size
+        padded = shape[-1] * size
         l1_row, dram_row = _align(padded, _L1_ALIGNMENT), _align(padded, _DRAM_ALIGNMENT)
         cbs = [CircularBuffer((1,), 1, dram_row)]
         if front_w or l1_row % _DRAM_ALIGNMENT:
@@ -106,7 +108,7 @@ def pad_program(x, out, front_w: int = 0) -> Program | None:
         depth = min(max(budget // (per_barrier * l1_row), 1), 16)
         cbs.append(CircularBuffer((0,), depth * per_barrier, l1_row))
         rows = 1
-        for d in out._value.shape[:-1]:
+        for d in shape[:-1]:
             rows *= d
         return make_program("PadDeviceOperation", "PadRmReaderWriterMultiCoreDefaultProgramFactory", cbs,
                             split_work(rows, *grid_of(dev)))

@@ -1,0 +1,64 @@
+"""ttnn.fold's device work on an interleaved ROW_MAJOR input, as TT-NN's fold.cpp runs it.
+
+A DRAM input is padded first when asked (ttnn::pad: PadDeviceOperation's row-major factory, on the padded
+shape), then folded by the Fold device operation's MultiCoreDRAMFold factory, whose row-major program
+(fold_multi_core_row_major_interleaved in data_movement/fold/device/fold_multi_core_dram_program_factory.cpp)
+streams one patch (stride_h x stride_w sticks) at a time. An L1-interleaved input goes to the same factory
+(fold.cpp's fallback), which ignores padding.
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs.fold import fold_programs
+    >>> dev = ttnn.open_device()
+    >>> x = ttnn.from_torch(torch.ones(1, 4, 4, 16), dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR, device=dev)
+    >>> [(p.name, [(cb.indices, cb.num_pages, cb.page_size) for cb in p.cbs]) for p in fold_programs(x, 2, 2, (0,) * 4)]
+    [('Fold', [((0,), 2, 128)])]
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+from device_sim import dtypes
+from device_sim.device_work import CircularBuffer, cached, grid_of, make_program
+from device_sim.programs.shape import pad_program
+from device_sim.types import BufferType, Layout
+
+_DRAM_ALIGNMENT = 32  # hal::get_dram_alignment() on Wormhole: DRAM reads of a stick land 32 B-aligned
+
+
+def fold_programs(x, stride_h: int, stride_w: int, padding: tuple[int, int, int, int]):
+    """The programs of one fold of an interleaved ROW_MAJOR NHWC input; `padding` is (top, bottom, left, right).
+    None for what is not modelled: a sharded or TILE input (the sharded factory and halo; the tiled factory and
+    its reshape), or padding on an L1 input (TT-NN's fallback drops it; device_sim pads)."""
+    if x._device is None or x.is_sharded() or x.layout != Layout.ROW_MAJOR or x._value.dim() != 4:
+        return None
+    dram = x.memory_config().buffer_type == BufferType.DRAM
+    if any(padding) and not dram:
+        return None
+    n, h, w, c = x._value.shape
+    top, bottom, left, right = padding
+    padded = (n, h + top + bottom, w + left + right, c)
+    programs = []
+    if any(padding):  # ttnn::pad with a PadSpecDim per dim, nothing before C: no front padding of the last dim
+        programs.append(pad_program(x, None, 0, out_shape=padded))
+    programs.append(_fold_rm(x._device, x.dtype, c, stride_h, stride_w))
+    return tuple(p for p in programs if p is not None)
+
+
+def _fold_rm(dev, dtype, channels: int, stride_h: int, stride_w: int):
+    """fold_multi_core_row_major_interleaved: on the whole grid, c_0 two patches of stride_h * stride_w sticks,
+    each stick rounded up to the DRAM alignment; when a stick is not aligned, c_1 one unaligned patch (the
+    reader's L1 scratch)."""
+    key = ("Fold", dtype, channels, stride_h, stride_w, grid_of(dev))
+
+    def build():
+        stick = channels * dtypes.ELEMENT_SIZE[dtype]
+        aligned = -(-stick // _DRAM_ALIGNMENT) * _DRAM_ALIGNMENT
+        patch = stride_h * stride_w
+        cbs = [CircularBuffer((0,), 2, aligned * patch)]
+        if stick != aligned:
+            cbs.append(CircularBuffer((1,), 1, stick * patch))
+        gx, gy = grid_of(dev)
+        return make_program("Fold", "MultiCoreDRAMFold", cbs, ((0, 0, gx - 1, gy - 1),))
+
+    return cached(key, build)
