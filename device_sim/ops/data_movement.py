@@ -21,6 +21,7 @@ import torch
 from device_sim import device_work, dtypes, ops, placement, views
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.programs import data_movement as programs
+from device_sim.programs import gather as gather_programs
 from device_sim.programs import repeat as repeat_programs
 from device_sim.programs import shape as shape_programs
 from device_sim.registry import register_op
@@ -389,7 +390,10 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
         raise ValueError(f"ttnn.gather: index of shape {list(idx.shape)} does not fit input of shape "
                          f"{list(v.shape)} along dim {dim}: {e}") from None
     ins = device_inputs("ttnn.gather", input, index)
-    return output(r, input, ins, op_name="ttnn.gather", memory_config=memory_config)
+    out = output(r, input, ins, op_name="ttnn.gather", memory_config=memory_config)
+    # GatherDeviceOperation, between transposes for the second-to-last dim (device_sim.programs.gather)
+    device_work.launch_after(out, True, input, gather_programs.gather_programs(input, index, d))
+    return out
 
 
 # -- moving buffers ------------------------------------------------------------------------------
