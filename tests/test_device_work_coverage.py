@@ -35,9 +35,6 @@ VIEWS = {"ttnn.view", "ttnn.squeeze", "ttnn.unsqueeze", "ttnn.unsqueeze_to_4D", 
 NOT_MODELLED_YET = {
     # vision, transformer decode, rotary NeoX, paged cache, collectives (work_b, issue 12)
     "ttnn.conv_transpose2d",
-    "ttnn.transformer.chunked_scaled_dot_product_attention", "ttnn.transformer.windowed_scaled_dot_product_attention",
-    "ttnn.experimental.paged_fused_update_cache",
-    "ttnn.experimental.paged_update_cache",
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
     "ttnn.sort", "ttnn.scatter", "ttnn.prod",
     "ttnn.moreh_norm",

@@ -185,6 +185,30 @@ def test_a_paged_fused_update_cache_runs_on_the_bounding_box_of_both_inputs_shar
     assert launched.cbs == p.cbs
 
 
+def test_a_row_major_paged_fused_update_cache_runs_the_row_major_factory(device):
+    # Llama-70B's row-major tokens [1, 4 users, 8 heads, 128]: keys one user's [8, 128] shard a core on (0..3, 0),
+    # values on (0..3, 1); caches [4, 8, 64, 128] bfloat8_b. Wt = 128/32 = 4. c_0 2*Wt = 8 cache tiles; c_1 / c_2
+    # the shards, 8 x 128 / 1024 = 1 bfloat16 tile each (globally allocated); c_5/c_6 one shared CB of 2*Wt = 8
+    # bfloat16 tiles (no c_26: the input is rows already); c_7 4 users x Wt = 16 cache tiles.
+    def rows(y):
+        t = ttnn.from_torch(torch.randn(1, 4, 8, 128), dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR, device=device)
+        return height_sharded(device, t, row_of_cores(y, 4), (8, 128))
+
+    k, v = rows(0), rows(1)
+    c1, c2 = tt(device, (4, 8, 64, 128), ttnn.bfloat8_b), tt(device, (4, 8, 64, 128), ttnn.bfloat8_b)
+    p = kv_cache.paged_fused_update_cache_program(c1, k, v)
+    assert (p.name, p.factory, p.ranges) == ("PagedFusedUpdateCacheDeviceOperation",
+                                             "PagedRowMajorFusedUpdateCacheProgramFactory", ((0, 0, 3, 1),))
+    assert cbs(p) == [((0,), 8, BF8, False), ((1,), 1, BF16, True), ((2,), 1, BF16, True),
+                      ((5, 6), 8, BF16, False), ((7,), 16, BF8, False)]
+    assert p.l1_bytes_per_core - sum(cb.size for cb in p.cbs if cb.globally_allocated) == 8 * BF8 + 8 * BF16 + 16 * BF8
+    [launched] = heard(device, lambda: ttnn.experimental.paged_fused_update_cache(c1, k, c2, v,
+                                                                                   update_idxs=[0, 5, 9, 63]))
+    assert (launched.factory, launched.cbs) == (p.factory, p.cbs)
+    # user 3's position 63 now holds its keys (to bfloat8_b's precision)
+    torch.testing.assert_close(c1.value[3, :, 63].float(), k.value[0, 3].float(), atol=0.07, rtol=0.02)
+
+
 # -- vision ---------------------------------------------------------------------------------------
 def test_global_avg_pool2d_is_one_reduction_over_the_viewed_rows(device):
     # x [2, 8, 8, 64] (TILE: padded [2, 8, 32, 64]) viewed as [2, 1, 8 x 32, 64] and summed over H: reduce H over

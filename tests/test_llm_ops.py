@@ -25,6 +25,12 @@ def row_of_cores(y: int, n: int) -> ttnn.CoreRangeSet:
     return ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, y), ttnn.CoreCoord(n - 1, y))])
 
 
+def token(t, device, y: int = 0):
+    """A decode token [1, B, heads, D] as TT-NN's paged cache updates take it: height-sharded in L1, one user's
+    [heads padded to 32, D] a core on cores (0..B-1, y)."""
+    return height_sharded(dev(t, device), row_of_cores(y, t.shape[1]), (32, t.shape[-1]))
+
+
 def randn(*shape, seed=0):
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
 
@@ -176,8 +182,8 @@ def test_a_decode_step_with_a_kv_cache_matches_torch_attention_over_all_tokens(d
         ttnn.fill_cache(v_cache, dev(v_prompt[b: b + 1], device), b)
     # decode: the new token's k/v at position S, then its query attends to positions 0..S
     q_new, k_new, v_new = randn(1, B, H, D, seed=2), randn(1, B, KVH, D, seed=3), randn(1, B, KVH, D, seed=4)
-    ttnn.experimental.paged_update_cache(k_cache, dev(k_new, device), update_idxs=[S] * B)
-    ttnn.experimental.paged_update_cache(v_cache, dev(v_new, device), update_idxs=[S] * B)
+    ttnn.experimental.paged_update_cache(k_cache, token(k_new, device), update_idxs=[S] * B)
+    ttnn.experimental.paged_update_cache(v_cache, token(v_new, device), update_idxs=[S] * B)
     out = ttnn.transformer.scaled_dot_product_attention_decode(dev(q_new, device), k_cache, v_cache,
                                                                cur_pos=[S] * B)
     k_all = torch.cat([k_prompt, k_new[0][:, :, None]], 2)
@@ -201,9 +207,9 @@ def test_a_paged_cache_gives_the_same_attention_as_a_plain_one(device):
         ttnn.experimental.paged_fill_cache(k_paged, dev(k[b: b + 1, :, : S - 1], device), page_table, batch_idx=b)
         ttnn.experimental.paged_fill_cache(v_paged, dev(v[b: b + 1, :, : S - 1], device), page_table, batch_idx=b)
     idx = dev(torch.tensor([S - 1, S - 1], dtype=torch.int32), device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)
-    ttnn.experimental.paged_update_cache(k_paged, dev(k[:, :, S - 1][None], device), update_idxs_tensor=idx,
+    ttnn.experimental.paged_update_cache(k_paged, token(k[:, :, S - 1][None], device), update_idxs_tensor=idx,
                                          page_table=page_table)
-    ttnn.experimental.paged_update_cache(v_paged, dev(v[:, :, S - 1][None], device), update_idxs_tensor=idx,
+    ttnn.experimental.paged_update_cache(v_paged, token(v[:, :, S - 1][None], device), update_idxs_tensor=idx,
                                          page_table=page_table)
     assert torch.equal(k_paged.value[0, :, S - 1 - block], k[0, :, S - 1])  # user 0's position 49: block 0, row 17
     out = ttnn.transformer.paged_scaled_dot_product_attention_decode(dev(q, device), k_paged, v_paged, page_table,
@@ -261,11 +267,34 @@ def test_cache_ops_write_into_the_cache_and_a_report_shows_it_as_their_output(tm
 
 def test_paged_cache_ops_write_only_on_the_mesh_coordinates_given(device):
     cache = dev(torch.zeros(2, 1, 32, 32), device)
-    token = dev(torch.ones(1, 2, 1, 32), device)
-    ttnn.experimental.paged_update_cache(cache, token, update_idxs=[1, 2], mesh_coords={ttnn.MeshCoordinate(0, 1)})
+    ones = token(torch.ones(1, 2, 1, 32), device)
+    ttnn.experimental.paged_update_cache(cache, ones, update_idxs=[1, 2], mesh_coords={ttnn.MeshCoordinate(0, 1)})
     assert not cache.value.any()  # this device is the single chip at (0, 0)
-    ttnn.experimental.paged_update_cache(cache, token, update_idxs=[1, 2], mesh_coords={ttnn.MeshCoordinate(0, 0)})
+    ttnn.experimental.paged_update_cache(cache, ones, update_idxs=[1, 2], mesh_coords={ttnn.MeshCoordinate(0, 0)})
     assert cache.value[0, 0, 1].eq(1).all() and cache.value[1, 0, 2].eq(1).all() and cache.value.sum() == 64
+
+
+def test_paged_cache_updates_refuse_interleaved_tokens_with_tt_nns_errors_and_keep_the_cache(device):
+    # paged_update_cache_device_operation.cpp / paged_fused_update_cache_device_operation.cpp validate: TT_FATAL
+    caches = [dev(torch.zeros(2, 1, 32, 32), device) for _ in range(2)]
+    interleaved = dev(torch.ones(1, 2, 1, 32), device)
+    with pytest.raises(RuntimeError, match=r"(?s)TT_FATAL .*input_tensor.is_sharded\(\).*Expect input_tensor to be "
+                                           r"sharded\n.*HEIGHT_SHARDED"):
+        ttnn.experimental.paged_update_cache(caches[0], interleaved, update_idxs=[1, 2])
+    rows = token(torch.ones(1, 2, 1, 32), device)
+    with pytest.raises(RuntimeError, match="Input tensor in non-fused update_cache must be tilized"):
+        ttnn.experimental.paged_update_cache(caches[0], ttnn.to_layout(rows, ttnn.ROW_MAJOR), update_idxs=[1, 2])
+    with pytest.raises(RuntimeError, match="Expect input_tensor to be sharded"):
+        ttnn.experimental.paged_fused_update_cache(caches[0], interleaved, caches[1], interleaved, update_idxs=[1, 2])
+    with pytest.raises(RuntimeError, match=r"input_tensor1 \(.*\) and input_tensor2 \(.*\) must not overlap"):
+        ttnn.experimental.paged_fused_update_cache(caches[0], rows, caches[1], token(torch.ones(1, 2, 1, 32), device),
+                                                   update_idxs=[1, 2])
+    # row-major tokens: only Llama-70B's [.., 8, 128]
+    rm = [height_sharded(dev(torch.ones(1, 2, 4, 32), device, layout=ttnn.ROW_MAJOR), row_of_cores(y, 2), (4, 32))
+          for y in (0, 1)]
+    with pytest.raises(RuntimeError, match="only Llama70b tensor shapes are supported"):
+        ttnn.experimental.paged_fused_update_cache(caches[0], rm[0], caches[1], rm[1], update_idxs=[1, 2])
+    assert not any(c.value.any() for c in caches)  # no refused call wrote anything
 
 
 def test_chunked_prefill_attention_matches_full_causal_attention_for_its_rows(device):
@@ -281,8 +310,8 @@ def test_chunked_prefill_attention_matches_full_causal_attention_for_its_rows(de
     full = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
     assert out.shape == (1, H, 32, D)
     torch.testing.assert_close(out.value, full[:, :, start: start + 32], rtol=1e-4, atol=1e-5)
-    with pytest.raises(IndexError, match=r"positions 80..111 do not fit a user's 3 blocks of 32"):
-        ttnn.transformer.chunked_scaled_dot_product_attention(dev(chunk, device), k_paged, v_paged, pages, 80)
+    with pytest.raises(IndexError, match=r"positions 96..127 do not fit a user's 3 blocks of 32"):
+        ttnn.transformer.chunked_scaled_dot_product_attention(dev(chunk, device), k_paged, v_paged, pages, 96)
 
 
 def test_fused_qk_rope_and_fused_cache_update_equal_their_single_forms(device):
@@ -299,12 +328,13 @@ def test_fused_qk_rope_and_fused_cache_update_equal_their_single_forms(device):
         single = ttnn.experimental.rotary_embedding_llama(x, cos, sin, mat, is_decode_mode=True)
         assert fused.shape == x.shape and torch.equal(fused.value, single.value)
     caches = [dev(torch.zeros(B, 2, 32, D), device) for _ in range(4)]
-    tokens = dev(randn(1, B, 2, D, seed=4), device), dev(randn(1, B, 2, D, seed=5), device)
+    # keys one user a core on row 0, values on row 1 (TT-NN's fused update takes disjoint shard grids)
+    tokens = token(randn(1, B, 2, D, seed=4), device, y=0), token(randn(1, B, 2, D, seed=5), device, y=1)
     both = ttnn.experimental.paged_fused_update_cache(caches[0], tokens[0], caches[1], tokens[1],
                                                       update_idxs=[0, 5, 9, 31])
     assert both[0] is caches[0] and both[1] is caches[1]
-    for cache, token in zip(caches[2:], tokens):
-        ttnn.experimental.paged_update_cache(cache, token, update_idxs=[0, 5, 9, 31])
+    for cache, t in zip(caches[2:], tokens):
+        ttnn.experimental.paged_update_cache(cache, t, update_idxs=[0, 5, 9, 31])
     assert torch.equal(caches[0].value, caches[2].value) and torch.equal(caches[1].value, caches[3].value)
 
 

@@ -269,7 +269,9 @@ CASES.update({
        for n in ["ttnn.fill_cache", "ttnn.kv_cache.fill_cache_for_user_"]},
     **{n: lambda d: ((x(d, 2, 2, 64, 32), x(d, 1, 2, 32, 32, seed=1), 5), {})
        for n in ["ttnn.update_cache", "ttnn.kv_cache.update_cache_for_token_"]},
-    "ttnn.experimental.paged_update_cache": lambda d: ((x(d, 4, 2, 32, 32), x(d, 1, 2, 2, 32, seed=1)),
+    # the token height-sharded one user a core, as TT-NN takes it
+    "ttnn.experimental.paged_update_cache": lambda d: ((x(d, 4, 2, 32, 32), _height_sharded(x(d, 1, 2, 2, 32, seed=1),
+                                                                                              0, 2)),
                                                        dict(update_idxs=[3, 40], page_table=_page_table(d))),
     "ttnn.experimental.paged_fill_cache": lambda d: ((x(d, 4, 2, 32, 32), x(d, 1, 2, 40, 32, seed=1),
                                                       _page_table(d)), dict(batch_idx=1)),
@@ -299,7 +301,8 @@ CASES.update({
         (x(d, 1, 2, 64, 32), x(d, 1, 2, 64, 32, seed=1), x(d, 1, 2, 64, 32, seed=2),
          dev(torch.tensor([0, 16, 40, 64]), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)), {}),
     "ttnn.transformer.chunked_scaled_dot_product_attention": lambda d: (
-        (x(d, 2, 4, 32, 32), x(d, 4, 2, 32, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), _page_table(d), 16), {}),
+        # chunk_start_idx a multiple of q_chunk_size (32), as TT-NN requires
+        (x(d, 2, 4, 32, 32), x(d, 4, 2, 32, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), _page_table(d), 32), {}),
     # every input height-sharded, as TT-NN requires: q, k one user a core on rows 0 and 1, cos, sin on row 2
     "ttnn.experimental.rotary_embedding_llama_fused_qk": lambda d: (
         (_height_sharded(x(d, 1, 8, 4, 64), 0, 8, (32, 64)), _height_sharded(x(d, 1, 8, 1, 64, seed=3), 1, 8, (32, 64)),
@@ -312,7 +315,8 @@ CASES.update({
     "ttnn.experimental.nlp_kv_cache_load_slice": lambda d: ((x(d, 2, 2, 128, 32),), dict(seq_len_start=32,
                                                                                       seq_len_end=96)),
     "ttnn.experimental.paged_fused_update_cache": lambda d: (
-        (x(d, 4, 2, 32, 32), x(d, 1, 2, 2, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), x(d, 1, 2, 2, 32, seed=3)),
+        (x(d, 4, 2, 32, 32), _height_sharded(x(d, 1, 2, 2, 32, seed=1), 0, 2), x(d, 4, 2, 32, 32, seed=2),
+         _height_sharded(x(d, 1, 2, 2, 32, seed=3), 1, 2)),  # keys and values sharded on disjoint grids
         dict(update_idxs=[3, 40], page_table=_page_table(d))),
 })
 

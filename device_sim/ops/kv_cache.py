@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 
 from device_sim import device_work, sharding
+from device_sim.ops import paged_cache_checks
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.programs import falcon_heads
 from device_sim.programs import kv_cache as kv_programs
@@ -187,6 +188,8 @@ def paged_update_cache(cache_tensor: Tensor, input_tensor: Tensor, *, update_idx
     if (update_idxs_tensor is None) == (not update_idxs):
         raise ValueError(f"{op_name}: give exactly one of update_idxs (a list) and update_idxs_tensor")
     device_inputs(op_name, cache_tensor, input_tensor, update_idxs_tensor, page_table)
+    if cache_tensor._device is not None:
+        paged_cache_checks.check_update_input(op_name, input_tensor, cache_tensor)
     if not _runs_here(op_name, cache_tensor, mesh_coords):
         return cache_tensor
     new = _paged_update_golden(
@@ -194,7 +197,7 @@ def paged_update_cache(cache_tensor: Tensor, input_tensor: Tensor, *, update_idx
         update_idxs_tensor=values(update_idxs_tensor, op_name) if update_idxs_tensor is not None else None,
         share_cache=share_cache, page_table=values(page_table, op_name) if page_table is not None else None,
         batch_offset=batch_offset)
-    if cache_tensor._device is not None and input_tensor.is_sharded() and cache_tensor.layout == Layout.TILE:
+    if cache_tensor._device is not None:
         # the sharded-input factory TT-NN requires; launched before the write, so a CB clash leaves the cache
         config = tt_nn_only.get("compute_kernel_config")
         device_work.launch(cache_tensor._device, kv_programs.paged_update_cache_program(
@@ -270,15 +273,16 @@ def paged_fused_update_cache(cache_tensor1: Tensor, input_tensor1: Tensor, cache
     if (update_idxs_tensor is None) == (not update_idxs):
         raise ValueError(f"{op_name}: give exactly one of update_idxs (a list) and update_idxs_tensor")
     device_inputs(op_name, cache_tensor1, input_tensor1, cache_tensor2, input_tensor2, update_idxs_tensor, page_table)
+    if cache_tensor1._device is not None:
+        paged_cache_checks.check_fused_inputs(op_name, cache_tensor1, input_tensor1, cache_tensor2, input_tensor2)
     if _runs_here(op_name, cache_tensor1, mesh_coords):
         kw = dict(update_idxs=update_idxs, share_cache=share_cache, batch_offset=batch_offset,
                   update_idxs_tensor=values(update_idxs_tensor, op_name) if update_idxs_tensor is not None else None,
                   page_table=values(page_table, op_name) if page_table is not None else None)
         new1, new2 = _paged_fused_update_golden(_held(cache_tensor1), values(input_tensor1, op_name),
                                                 _held(cache_tensor2), values(input_tensor2, op_name), **kw)
-        if cache_tensor1._device is not None and cache_tensor1.layout == Layout.TILE and all(
-                t.is_sharded() and t.layout == Layout.TILE for t in (input_tensor1, input_tensor2)):
-            # the tiled factory (sharded TILE inputs, as TT-NN requires); before the writes, as above
+        if cache_tensor1._device is not None:
+            # the tiled or the row-major factory (sharded inputs, as TT-NN requires); before the writes, as above
             config = tt_nn_only.get("compute_kernel_config")
             device_work.launch(cache_tensor1._device, kv_programs.paged_fused_update_cache_program(
                 cache_tensor1, input_tensor1, input_tensor2, index=update_idxs_tensor, page_table=page_table,

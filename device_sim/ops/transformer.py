@@ -22,14 +22,15 @@ from device_sim import device_work, dtypes
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.heads import concat_heads_output
 from device_sim.ops.normalization import in_place_softmax_program
-from device_sim.program_config_checks import validate_sdpa
+from device_sim.program_config_checks import tt_fatal, validate_sdpa
 from device_sim.program_configs import SoftmaxShardedMultiCoreProgramConfig
 from device_sim.programs import normalization as normalization_programs
 from device_sim.programs import sdpa_decode as sdpa_programs
+from device_sim.programs import sdpa_windowed
 from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import BufferType, Layout, MemoryConfig
+from device_sim.types import BufferType, DataType, Layout, MemoryConfig
 
 
 def _split_qkv_golden(t, kv=None, *_, num_heads, num_kv_heads=None, transpose_key=True, **__):
@@ -438,7 +439,8 @@ def _chunked_sdpa_golden(q, k, v, page_table_tensor, chunk_start_idx=None, *_, c
 def chunked_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor, input_tensor_v: Tensor,
                                          page_table_tensor: Tensor, chunk_start_idx: int | None = None, *,
                                          chunk_start_idx_tensor: Tensor | None = None, scale: float | None = None,
-                                         memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                                         memory_config: MemoryConfig | None = None, program_config=None,
+                                         **tt_nn_only) -> Tensor:
     """Causal attention of a prompt chunk q [B, H, L, D] at positions chunk_start_idx.. against paged caches
     k, v [num_blocks, KVH, block_size, D] that already hold positions 0..chunk_start_idx + L - 1: [B, H, L, D]."""
     op_name = "ttnn.transformer.chunked_scaled_dot_product_attention"
@@ -459,8 +461,34 @@ def chunked_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k:
     if start < 0 or start + q.shape[-2] > table.shape[1] * k.shape[2]:
         raise IndexError(f"{op_name}: positions {start}..{start + q.shape[-2] - 1} do not fit a user's "
                          f"{table.shape[1]} blocks of {k.shape[2]}")
+    if program_config is not None:
+        validate_sdpa(program_config, op_name)
+    q_chunk = program_config.q_chunk_size if program_config is not None else 32
+    if start_t is None and start % q_chunk:
+        # sdpa_device_operation.cpp: the kernels place the chunk in whole q chunks (chunk_start_idx / q_chunk_size)
+        raise tt_fatal("operation_attributes.chunk_start_idx.value() % q_chunk_size == 0",
+                       f"chunk_start_idx must be a multiple of q_chunk_size. Got chunk_start_idx: {start}, "
+                       f"q_chunk_size: {q_chunk}\n{op_name}: start the chunk at a multiple of {q_chunk}, or give "
+                       f"an SDPAProgramConfig whose q_chunk_size divides {start}",
+                       where="device_sim/ops/transformer.py")
+    launch = input_tensor_q._device is not None and input_tensor_q.layout == Layout.TILE \
+        and not input_tensor_q.is_sharded()
+    if launch:  # the page-table CB holds one row: the buffer's aligned page, or blocks_per_user int32 for a start
+        # tensor, which the factory requires to be a multiple of 32 B (checked before the output exists)
+        page = _aligned_page(page_table_tensor) if start_t is None else 4 * tuple(page_table_tensor.padded_shape)[-1]
+        if page % 32:
+            raise tt_fatal("page_table_stick_size % 32 == 0", f"page table stick size must be a multiple of 32\n"
+                           f"{op_name}: a page table of {table.shape[1]} int32 blocks a user is {page} B a row; pad "
+                           f"it to a multiple of 8 blocks", where="device_sim/ops/transformer.py")
     r = _chunked_sdpa_golden(q, k, v, table, start, scale=scale)
-    return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+    out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+    if launch:  # SDPAOperation's factory in chunked mode: causal over the cache's first start + L positions
+        config = tt_nn_only.get("compute_kernel_config")
+        device_work.launch_after(out, True, input_tensor_q, transformer_programs.sdpa_program(
+            input_tensor_q, input_tensor_k, input_tensor_v, out.dtype, is_causal=True, program_config=program_config,
+            fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False)), page_table_page=page,
+            start_tensor=start_t is not None))
+    return out
 
 
 # -- windowed: block-diagonal attention inside windows (vision transformers' window attention) -------------
@@ -477,7 +505,8 @@ def _windowed_sdpa_golden(q, k, v, cu_window_seqlens, *_, scale=None, **__):
 @register_op("ttnn.transformer.windowed_scaled_dot_product_attention", golden=_windowed_sdpa_golden)
 def windowed_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor, input_tensor_v: Tensor,
                                           cu_window_seqlens: Tensor, *, scale: float | None = None,
-                                          memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                                          memory_config: MemoryConfig | None = None, program_config=None,
+                                          **tt_nn_only) -> Tensor:
     """Each token attends only to the tokens of its own window, windows given by their cumulative bounds
     cu_window_seqlens [0, w1, w1 + w2, ..., S] (an integer tensor); not causal. q [B, H, S, D], k, v [B, KVH, S, D]."""
     op_name = "ttnn.transformer.windowed_scaled_dot_product_attention"
@@ -492,5 +521,17 @@ def windowed_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k
         raise ValueError(f"{op_name}: q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} must be [B, H, S, D] "
                          f"and [B, KVH, S, D], and cu_window_seqlens an increasing integer list from 0 to S "
                          f"(got {bounds})")
+    if program_config is not None:
+        validate_sdpa(program_config, op_name)
     r = _windowed_sdpa_golden(q, k, v, cu, scale=scale)
-    return output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+    out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
+    qkv = (input_tensor_q, input_tensor_k, input_tensor_v)
+    if input_tensor_q._device is not None and all(  # the inputs TT-NN's validate takes: DRAM, TILE, bfloat formats
+            t.layout == Layout.TILE and t.memory_config().buffer_type == BufferType.DRAM and not t.is_sharded()
+            and t.dtype in _WINDOWED_DTYPES for t in qkv) and cu_window_seqlens.layout == Layout.ROW_MAJOR:
+        device_work.launch_after(out, True, input_tensor_q, sdpa_windowed.windowed_sdpa_program(
+            *qkv, cu_window_seqlens, out.dtype, program_config=program_config))
+    return out
+
+
+_WINDOWED_DTYPES = (DataType.BFLOAT16, DataType.BFLOAT8_B, DataType.BFLOAT4_B)

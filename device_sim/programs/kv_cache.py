@@ -1,8 +1,8 @@
 """UpdateKVCacheOperation: fill_cache and update_cache as TT-NN's two KV-cache factories build them.
 
 tt-metal's ttnn/cpp/ttnn/operations/kv_cache/device/fill_cache_multi_core_program_factory.cpp and
-update_cache_multi_core_program_factory.cpp, and the paged fill, update and fused update (experimental/paged_cache;
-the fused update's row-major factory is not modelled).
+update_cache_multi_core_program_factory.cpp, and the paged fill, update and fused update (experimental/paged_cache:
+the fused update's tiled and row-major factories).
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -29,7 +29,7 @@ from device_sim.device_work import (
     shape_of,
     split_work,
 )
-from device_sim.types import BufferType, DataType
+from device_sim.types import BufferType, DataType, Layout
 
 NAME = "UpdateKVCacheOperation"
 
@@ -154,18 +154,23 @@ def paged_fill_cache_program(x, page_table, batch_idx_tensor=None) -> Program:
 
 def paged_fused_update_cache_program(cache, x1, x2, *, index=None, page_table=None,
                                      fp32_dest_acc_en: bool = False) -> Program:
-    """PagedFusedUpdateCacheDeviceOperation's tiled factory (paged_tiled_fused_update_cache_program_factory.cpp)
-    for sharded inputs x1 (keys) and x2 (values) [1, B, heads, D] on two disjoint shard grids, run on the
-    bounding box of both.
+    """PagedFusedUpdateCacheDeviceOperation for sharded inputs x1 (keys) and x2 (values) [1, B, heads, D] on two
+    disjoint shard grids, run on the bounding box of both: the tiled factory
+    (paged_tiled_fused_update_cache_program_factory.cpp) for TILE inputs, the row-major one
+    (paged_row_major_fused_update_cache_program_factory.cpp, tt-metal 5c2587a0770b) for ROW_MAJOR inputs.
 
     Wt = D/32: c_0 the cache rows (2*Wt, the cache's format), c_1 / c_2 the x1 / x2 shards (globally allocated;
-    TT-Metal creates each on its own input's cores), c_24/c_25 one shared CB and c_26 the untilized rows (2*Wt
-    each, float32 with an fp32 destination, else bfloat16), c_16 B*Wt cache tiles; c_3 one index row (the index
-    tensor's aligned page; its own buffer when sharded) with update_idxs_tensor, c_4 the page table's rows (one,
-    or B when the page table is sharded and backs the CB) with a page table."""
+    TT-Metal creates each on its own input's cores; shard elements / 1024 pages of the input's tile size), one
+    shared intermediate CB of 2*Wt tiles (float32 with an fp32 destination, else bfloat16), then the output,
+    B*Wt cache tiles. Tiled: the shared CB is c_24/c_25, c_26 the untilized rows (2*Wt) and c_16 the output;
+    row-major (its input is already rows): c_5/c_6 the shared CB and c_7 the output. Then c_3 one index row
+    (the index tensor's aligned page; its own buffer when sharded) with update_idxs_tensor, c_4 the page table's
+    rows (one, or B when the page table is sharded and backs the CB) with a page table."""
     s1, s2 = x1.memory_config().shard_spec, x2.memory_config().shard_spec
+    row_major = x1.layout == Layout.ROW_MAJOR
     key = ("PagedFusedUpdateCacheDeviceOperation", shape_of(x1), shape_of(cache), x1.dtype, cache.dtype, s1, s2,
-           fp32_dest_acc_en, None if index is None else (shape_of(index), index.dtype, index.is_sharded()),
+           row_major, fp32_dest_acc_en,
+           None if index is None else (shape_of(index), index.dtype, index.is_sharded()),
            None if page_table is None else (shape_of(page_table), page_table.dtype, page_table.is_sharded()))
 
     def build():
@@ -175,8 +180,12 @@ def paged_fused_update_cache_program(cache, x1, x2, *, index=None, page_table=No
         im_t = TILE_BYTES[DataType.FLOAT32 if fp32_dest_acc_en else DataType.BFLOAT16]
         shard_tiles = s1.shape[0] * s1.shape[1] // (TILE * TILE)
         cbs = [CircularBuffer((0,), 2 * wt, c_t), CircularBuffer((1,), shard_tiles, in_t, True),
-               CircularBuffer((2,), shard_tiles, in_t, True), CircularBuffer((24, 25), 2 * wt, im_t),
-               CircularBuffer((26,), 2 * wt, im_t), CircularBuffer((16,), users * wt, c_t)]
+               CircularBuffer((2,), shard_tiles, in_t, True)]
+        if row_major:
+            cbs += [CircularBuffer((5, 6), 2 * wt, im_t), CircularBuffer((7,), users * wt, c_t)]
+        else:
+            cbs += [CircularBuffer((24, 25), 2 * wt, im_t), CircularBuffer((26,), 2 * wt, im_t),
+                    CircularBuffer((16,), users * wt, c_t)]
         if index is not None:
             cbs.append(CircularBuffer((3,), 1, _aligned_page(index), index.is_sharded()))
         if page_table is not None:
@@ -184,7 +193,8 @@ def paged_fused_update_cache_program(cache, x1, x2, *, index=None, page_table=No
             cbs.append(CircularBuffer((4,), users if sharded else 1, _aligned_page(page_table), sharded))
         box = [*_ranges(s1), *_ranges(s2)]
         bbox = (min(r[0] for r in box), min(r[1] for r in box), max(r[2] for r in box), max(r[3] for r in box))
-        return make_program("PagedFusedUpdateCacheDeviceOperation", "PagedTiledFusedUpdateCacheProgramFactory", cbs,
-                            (bbox,))
+        factory = "PagedRowMajorFusedUpdateCacheProgramFactory" if row_major else \
+            "PagedTiledFusedUpdateCacheProgramFactory"
+        return make_program("PagedFusedUpdateCacheDeviceOperation", factory, cbs, (bbox,))
 
     return cached(key, build)

@@ -33,7 +33,8 @@ _BF16, _BFP4 = DataType.BFLOAT16, DataType.BFLOAT4_B
 
 
 def sdpa_program(q, k, v, out_dtype: DataType, *, is_causal: bool, mask=None, sink=None, program_config=None,
-                 fp32_dest_acc_en: bool = False) -> Program | None:
+                 fp32_dest_acc_en: bool = False, page_table_page: int = 0,
+                 start_tensor: bool = False) -> Program | None:
     """SDPAOperation (SDPAProgramFactory) over q [B, H, Sq, D], k, v [B, KVH, Sk, D], on every core of the grid.
 
     q_chunk_size / k_chunk_size from the program config (default 32): Sq_chunk_t, Sk_chunk_t tiles. c_0 Q
@@ -43,6 +44,10 @@ def sdpa_program(q, k, v, out_dtype: DataType, *, is_causal: bool, mask=None, si
     c_26 the output accumulators, c_27..c_31 the running max/sum statistics (Sq_chunk_t each), c_16 the
     output chunk; intermediates bfloat16. None for the streaming kernel (a non-causal, unmasked SDPA with
     q chunks of 2+ tiles), which allocates other CBs and is not modelled.
+
+    Chunked prefill (chunked_scaled_dot_product_attention: causal, K and V a paged cache) adds c_6, one page-table
+    row of page_table_page bytes, after c_7; with the start position in a tensor (start_tensor) also c_8 and c_9,
+    one 32 B int32 page each.
     """
     dev = q._device
     q_chunk = program_config.q_chunk_size if program_config is not None else 32
@@ -51,15 +56,17 @@ def sdpa_program(q, k, v, out_dtype: DataType, *, is_causal: bool, mask=None, si
     gx, gy = (grid.x, grid.y) if grid is not None and hasattr(grid, "x") else (tuple(grid) if grid else grid_of(dev))
     key = ("SDPAOperation", q._value.shape, k._value.shape, q.dtype, k.dtype, v.dtype, out_dtype,
            is_causal, mask.dtype if mask is not None else None, sink.dtype if sink is not None else None, q_chunk,
-           k_chunk, gx, gy, fp32_dest_acc_en)
+           k_chunk, gx, gy, fp32_dest_acc_en, page_table_page, start_tensor)
     streaming = not is_causal and mask is None and sink is None and not fp32_dest_acc_en and q_chunk // TILE > 1
     if streaming:
         return None
     return cached(key, lambda: _sdpa(tuple(q._value.shape), tuple(k._value.shape), q.dtype, k.dtype, v.dtype,
-                                     out_dtype, is_causal, mask, sink, q_chunk, k_chunk, gx, gy))
+                                     out_dtype, is_causal, mask, sink, q_chunk, k_chunk, gx, gy, page_table_page,
+                                     start_tensor))
 
 
-def _sdpa(q_shape, k_shape, q_dt, k_dt, v_dt, out_dt, is_causal, mask, sink, q_chunk, k_chunk, gx, gy) -> Program:
+def _sdpa(q_shape, k_shape, q_dt, k_dt, v_dt, out_dt, is_causal, mask, sink, q_chunk, k_chunk, gx, gy,
+          page_table_page=0, start_tensor=False) -> Program:
     B, NQH, Sq, DH = q_shape
     Sk = k_shape[2]
     padded_sq, padded_sk = -(-Sq // q_chunk) * q_chunk, -(-Sk // k_chunk) * k_chunk
@@ -79,6 +86,10 @@ def _sdpa(q_shape, k_shape, q_dt, k_dt, v_dt, out_dt, is_causal, mask, sink, q_c
     if mask is not None or is_causal or padded_mask:
         cbs.append(CircularBuffer((3,), sq_t * sk_t * 2, TILE_BYTES[mask.dtype if mask is not None else _BFP4]))
     cbs += [CircularBuffer((5,), 1, bf16), CircularBuffer((7,), 1, bf16)]
+    if page_table_page:  # chunked: one page-table row for the reader
+        cbs.append(CircularBuffer((6,), 1, page_table_page))
+    if start_tensor:  # the start position read on device, for the compute and the writer kernels
+        cbs += [CircularBuffer((8,), 1, 32), CircularBuffer((9,), 1, 32)]
     if sink is not None:
         cbs.append(CircularBuffer((4,), sq_t, TILE_BYTES[sink.dtype]))
     cbs += [CircularBuffer((24,), sq_t * sk_t, im), CircularBuffer((25,), sq_t * dht, im),
