@@ -37,7 +37,6 @@ NOT_MODELLED_YET = {
     "ttnn.conv_transpose2d",
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
     "ttnn.sort", "ttnn.scatter", "ttnn.prod",
-    "ttnn.moreh_norm",
 }
 
 

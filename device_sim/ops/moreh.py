@@ -14,7 +14,9 @@ import numbers
 
 import torch
 
+from device_sim import device_work
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.programs import moreh as moreh_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import MemoryConfig
@@ -50,8 +52,13 @@ def moreh_norm(input: Tensor, p: float, *, dim=None, keepdim: bool = False, memo
         raise TypeError(f"{op_name}: p must be a number (2.0 for the L2 norm), got {p!r}")
     ins = device_inputs(op_name, input)
     x = values(input, op_name).float()
-    y = torch.linalg.vector_norm(x, ord=float(p), dim=_dims(dim, x.dim(), op_name), keepdim=keepdim)
-    return output(y, input, ins, op_name=op_name, memory_config=memory_config)
+    dims = _dims(dim, x.dim(), op_name)
+    y = torch.linalg.vector_norm(x, ord=float(p), dim=dims, keepdim=keepdim)
+    out = output(y, input, ins, op_name=op_name, memory_config=memory_config)
+    device_work.launch_after(out, True, input, moreh_programs.moreh_norm_programs(
+        input, float(p), dims, keepdim, fp32_dest_acc_en=bool(getattr(compute_kernel_config, "fp32_dest_acc_en",
+                                                                      False))))
+    return out
 
 
 norm = moreh_norm  # ttnn.operations.moreh.norm, as TT-NN's Python names it

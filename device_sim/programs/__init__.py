@@ -24,6 +24,7 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - decode_heads: NLPCreateQKVHeadsDecodeDeviceOperation, NLPConcatHeadsDecodeDeviceOperation
 - vision: UpsampleOperation (nearest), global_avg_pool2d's ReduceDeviceOperation
 - pool: max_pool2d / avg_pool2d (input sharding, halo, its move, Pool2D)
+- moreh: moreh_norm's moreh_abs_pow / moreh_sum composite
 - fold: ttnn.fold's pad and Fold (row-major DRAM factory)
 - adaptive_pool: adaptive_avg_pool2d's derived kernel, stride and padding (then pool's programs)
 - repeat: RepeatDeviceOperation per repeated dim (repeat, expand), tile-native or through ROW_MAJOR; the

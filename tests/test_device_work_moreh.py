@@ -1,0 +1,73 @@
+"""moreh_norm launches the three programs TT-NN composes a finite p-norm over a tile dim from.
+
+moreh_norm.cpp: |x|^p (MorehAbsPowOperation), the sum over the dim (MorehSumOperation's W or H factory), then
+the 1/p-th power; the CB sizes are worked out in the comments from the factories device_sim/programs/moreh.py cites.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+import device_sim as ttnn
+
+BF16, F32 = 2048, 4096  # bytes of one tile
+
+
+def heard(device, call) -> list:
+    """The programs `call()` launches on `device`, through the memory listener ttreport's report hears."""
+    seen, old = [], device.memory.listener
+    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
+    try:
+        call()
+    finally:
+        device.memory.listener = old
+    return seen
+
+
+def tt(device, *shape):
+    return ttnn.from_torch(torch.randn(*shape), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+
+
+def cbs(program) -> list[tuple]:
+    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
+
+
+ABS_POW = [(0, 1, BF16), (1, 1, BF16), (2, 1, BF16), (3, 1, BF16), (16, 1, BF16), (24, 1, BF16), (25, 1, BF16),
+           (26, 1, BF16), (27, 1, BF16)]  # input, one, 1/p's decimal, the W mask, output, four intermediates
+
+
+def test_an_l2_norm_over_h_is_abs_pow_then_the_h_sum_then_the_root(device):
+    x = tt(device, 2, 32, 64)
+    first, total, root = heard(device, lambda: ttnn.moreh_norm(x, 2.0, dim=1, keepdim=True))
+    assert [(p.name, p.factory) for p in (first, total, root)] == [
+        ("MorehAbsPowOperation", "MorehAbsPowFactory"), ("MorehSumOperation", "MorehSumHFactory"),
+        ("MorehAbsPowOperation", "MorehAbsPowFactory")]
+    # |x|^p: 2 x 1 rows of tiles, one a core down the first column
+    assert (cbs(first), first.ranges) == (ABS_POW, ((0, 0, 0, 1),))
+    # sum over H: 2 x Wt = 2 x 2 columns of tiles; two input tiles, one scaler and one mask tile, the accumulator
+    # and its bfloat16 copy, two output tiles
+    assert (cbs(total), total.ranges) == ([(0, 2, BF16), (2, 1, BF16), (3, 1, BF16), (24, 1, BF16), (25, 1, BF16),
+                                           (16, 2, BF16)], ((0, 0, 0, 3),))
+    assert (cbs(root), root.ranges) == (ABS_POW, ((0, 0, 0, 1),))  # the sum keeps H as one padded tile
+
+
+def test_a_norm_over_w_uses_the_w_sum_and_an_fp32_destination_widens_the_intermediates(device):
+    x = tt(device, 2, 64, 96)
+    config = ttnn.WormholeComputeKernelConfig(fp32_dest_acc_en=True)
+    first, total, root = heard(device, lambda: ttnn.moreh_norm(x, 3.0, dim=-1, compute_kernel_config=config))
+    # 2 x 2 rows of tiles for every program: cores (0, 0)..(0, 3)
+    assert {p.ranges for p in (first, total, root)} == {((0, 0, 0, 3),)}
+    assert [c[2] for c in cbs(first)] == [BF16] * 5 + [F32] * 4
+    # over W the scaler holds two tiles and c_25 is sized as the float32 accumulator
+    assert (total.factory, cbs(total)) == ("MorehSumWFactory", [(0, 2, BF16), (2, 2, BF16), (3, 1, BF16),
+                                                                (24, 1, F32), (25, 1, F32), (16, 2, BF16)])
+
+
+def test_norms_tt_nn_runs_other_factories_for_launch_nothing_modelled(device):
+    x = tt(device, 2, 32, 64)
+    assert heard(device, lambda: ttnn.moreh_norm(x, math.inf, dim=1)) == []  # MorehNormOperation
+    assert heard(device, lambda: ttnn.moreh_norm(x, 0.0, dim=1)) == []
+    assert heard(device, lambda: ttnn.moreh_norm(x, 2.0, dim=0)) == []  # moreh_sum's NC factory
+    assert heard(device, lambda: ttnn.moreh_norm(x, 2.0)) == []  # every dim: a sum per dim
