@@ -385,10 +385,10 @@ def test_emit_and_store_tensor_are_the_seam_for_golden_comparison(tmp_path):
 
 def test_a_failing_disk_warns_once_and_the_run_goes_on(tmp_path, device, weight):
     with pytest.warns(ttreport.ReportIncompleteWarning, match="could not write"), \
-            ttreport.capture(tmp_path / "r", config=Config(flush_ops=10)) as report:
+            ttreport.capture(tmp_path / "r", config=Config(flush_ops=10, writer="thread")) as report:
         ttnn.exp(weight)
         report.flush()
-        # SQLite's own "database or disk is full", as a full disk gives it
+        # SQLite's own "database or disk is full", as a full disk gives it (the writer thread's connection)
         report._writer.con.execute("PRAGMA max_page_count = 1")
         for _ in range(500):  # enough rows to need a new page
             ttnn.exp(weight)

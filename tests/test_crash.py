@@ -25,6 +25,7 @@ import torch
 import device_sim as ttnn
 import ttreport
 from device_sim.allocator import OutOfMemoryError
+from ttreport.wal import capture_holds
 
 REPO = Path(__file__).resolve().parent.parent
 STRESS = os.environ.get("TTREPORT_STRESS") == "1"
@@ -46,7 +47,7 @@ def run(job):
     def done(i):
         os.write(log, f"{i} {time.monotonic()}\n".encode())
     dev = ttnn.open_device(0)
-    cfg = ttreport.Config(tensors=job["tensors"], flush_interval_s=job["flush_interval_s"])
+    cfg = ttreport.Config(tensors=job["tensors"], flush_interval_s=job["flush_interval_s"], writer=job["writer"])
     cap = ttreport.capture(pathlib.Path(job["report"]), config=cfg)
     def body():
         a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)  # op 1
@@ -106,10 +107,10 @@ class Zygote:
         self.pid = None
 
     def start(self, report: Path, *, end="wait", ops=100_000, tensors="none", pace_s=0.0, raise_at=None,
-              flush_interval_s=FLUSH_INTERVAL_S) -> Path:
+              flush_interval_s=FLUSH_INTERVAL_S, writer="process") -> Path:
         log = report.with_suffix(".log")
         job = dict(report=str(report), log=str(log), end=end, ops=ops, tensors=tensors, pace_s=pace_s,
-                   raise_at=raise_at, flush_interval_s=flush_interval_s)
+                   raise_at=raise_at, flush_interval_s=flush_interval_s, writer=writer)
         self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
         self.pid = int(self._line(30).split()[1])
@@ -179,7 +180,8 @@ def assert_consistent_prefix(report: Path) -> list[int]:
 
 
 # -- SIGKILL ----------------------------------------------------------------------------------
-def test_sigkill_at_random_points_loses_at_most_the_last_flush_interval(zygote, tmp_path):
+def test_sigkill_at_random_points_loses_nothing_with_the_process_writer_and_at_most_the_flush_bound_with_the_thread(
+        zygote, tmp_path):
     rng = random.Random(os.environ.get("TTREPORT_SEED", 1234))
     worst_lag = 0.0
     for n in range(KILLS):
@@ -188,7 +190,10 @@ def test_sigkill_at_random_points_loses_at_most_the_last_flush_interval(zygote, 
         # Mostly mid-run; every fourth child closes its report on its own, so some kills land while
         # it closes (indexes, checkpoint) or after.
         closes = n % 4 == 3
-        log = zygote.start(report, end="close" if closes else "wait", ops=rng.randint(1, 3000), tensors=tensors)
+        # Both writers: the process writer (the default) loses nothing, the thread writer at most the bound.
+        writer = "thread" if n % 2 else "process"
+        log = zygote.start(report, end="close" if closes else "wait", ops=rng.randint(1, 3000), tensors=tensors,
+                           writer=writer)
         wait_for(log, lambda text: "started" in text)
         time.sleep(rng.uniform(0, 0.3))
         killed_at = time.monotonic()
@@ -196,6 +201,11 @@ def test_sigkill_at_random_points_loses_at_most_the_last_flush_interval(zygote, 
             os.kill(zygote.pid, signal.SIGKILL)
         code = zygote.wait()
         done = finished_ops(log)
+        if writer == "process":  # its writer process outlives the model: the report is whole once it lets go
+            deadline = time.monotonic() + 60
+            while capture_holds(report):
+                assert time.monotonic() < deadline, f"run {n}: the writer process did not finish in 60 s"
+                time.sleep(0.02)
         ids = assert_consistent_prefix(report)
         with ttreport.open(report) as r:
             status = r.status
@@ -205,6 +215,9 @@ def test_sigkill_at_random_points_loses_at_most_the_last_flush_interval(zygote, 
             continue
         assert status in ("running", "complete"), status  # "complete" only when killed after closing
         assert len(ids) <= max(done, default=0) + 1  # at most the op in flight, which ended but was not logged
+        if writer == "process":
+            assert len(ids) >= max(done, default=0), f"run {n}: the process writer lost ops recorded before the kill"
+            continue
         missing = [i for i in done if i > len(ids)]
         if missing:
             lag = killed_at - done[missing[0]]
@@ -356,7 +369,8 @@ def test_a_disk_filled_by_something_else_keeps_every_committed_op(device, disk_4
     # first reader folds the WAL, so db.sqlite stands alone.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with ttreport.capture(disk_4m / "full") as cap:
+        # The thread writer's SQLite meets the full disk (the process writer's log: test_capture_process_writer).
+        with ttreport.capture(disk_4m / "full", config=ttreport.Config(writer="thread")) as cap:
             committed = commit_then_fill_the_disk(cap, device, 100, disk_4m)
             run_model(device, 2000)
     assert len(incomplete_warnings(caught)) == 1, incomplete_warnings(caught)
@@ -416,8 +430,9 @@ def cli(*args):
 
 
 def test_the_first_reader_folds_a_killed_captures_wal_so_db_sqlite_stands_alone(zygote, tmp_path):
+    # A killed thread writer leaves its WAL (a process writer outlives the model and folds its own).
     report = tmp_path / "killed"
-    log = zygote.start(report, ops=100_000)
+    log = zygote.start(report, ops=100_000, writer="thread")
     wait_for(log, lambda text: text.count("\n") > 3000)
     with ttreport.open(report) as r:
         assert r.status_text == "running"  # live: the capture holds the folder
@@ -439,7 +454,7 @@ def test_the_first_reader_folds_a_killed_captures_wal_so_db_sqlite_stands_alone(
 
 def test_check_repair_folds_the_wal_and_says_so(zygote, tmp_path):
     report = tmp_path / "killed"
-    log = zygote.start(report, ops=100_000)
+    log = zygote.start(report, ops=100_000, writer="thread")
     wait_for(log, lambda text: text.count("\n") > 3000)
     time.sleep(2 * FLUSH_INTERVAL_S)  # a batch or two committed
     os.kill(zygote.pid, signal.SIGKILL)

@@ -16,7 +16,7 @@ def test_the_ids_kept_per_tensor_stay_bounded_and_the_report_stays_whole(tmp_pat
     monkeypatch.setattr(recorder, "MAX_SEEN", 1000)
     monkeypatch.setattr(writer, "MAX_SPEC_OF", 1000)
     w = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device)  # used all run long
-    with ttreport.capture(tmp_path / "r") as cap:
+    with ttreport.capture(tmp_path / "r", config=ttreport.Config(writer="thread")) as cap:  # its caches are read here
         a = ttnn.from_torch(torch.zeros(32, 32), layout=ttnn.TILE, device=device)
         most = 0
         for i in range(6000):

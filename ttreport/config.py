@@ -64,10 +64,11 @@ class Config:
         raise_on_mismatch: raise ComparisonError from the failing op (default False); runs the
             checks on the model's thread, so every op waits for its golden.
         flush_interval_s: the writer commits a batch at least this often (default 0.05 s,
-            between 0.001 and 3600): at most what a killed process loses. Shorter costs more commits.
+            between 0.001 and 3600): with writer="thread", at most what a killed process loses (the
+            process writer's log loses nothing). Shorter costs more commits.
         flush_ops: ... or after this many queue records (default 2000), whichever is first.
-        queue_max: records waiting for the writer before the model's thread waits for it
-            (default 100,000; never drops): memory, about 200 B per record.
+        queue_max: with writer="thread", records waiting for the writer before the model's thread
+            waits for it (default 100,000; never drops): memory, about 200 B per record.
         overwrite: replace an existing report of the same name (default False); only a folder
             holding a report that ttreport made, and only what a capture writes there.
         gc_freeze: gc.freeze() what exists when the capture starts, unfreeze at close (default
@@ -75,12 +76,13 @@ class Config:
             capture are collected only after it ends.
         rank: this process's rank in a multi-host run, written to every row's `rank` column (default
             None: OMPI_COMM_WORLD_RANK, as mpirun sets it, else 0); `ttreport merge` joins the ranks' reports.
-        writer: "thread" (default: a writer thread in the model's process; a kill loses at most the
-            last flush_interval_s) or "process": the model's threads append each record to an op log
-            in the report folder (on disk when the op returns) and a writer process writes SQLite from
-            it, so a SIGKILL loses no recorded op (ttreport.capture.writer_process). Costs ~1.3 s of the
-            writer process's start-up at close of a short capture, and the log's disk (~300 B an op)
-            until close.
+        writer: "process" (default): the model's threads append each record to an op log in the
+            report folder (on disk when the op returns) and a forked writer process writes SQLite from
+            it, so a SIGKILL loses no recorded op (ttreport.capture.writer_process); costs the log's
+            disk (~330 B an op) until close and a second core's CPU while it runs. Or "thread": a
+            writer thread in the model's process, whose Python holds the GIL the model needs (about 3x
+            the process writer's added time per op, bench/README.md); a kill loses at most the last
+            flush_interval_s.
 
     TTREPORT_CONFIG='{"tensors": "all"}' overrides any of them from the environment.
     """
@@ -132,8 +134,9 @@ class Config:
     gc_freeze: bool = True
     # This process's rank in a multi-host run (None: OMPI_COMM_WORLD_RANK, else 0): capture/rank.py.
     rank: int | None = None
-    # Who writes SQLite: a thread of this process, or a writer process fed by the op log (kill -9 safe).
-    writer: str = "thread"
+    # Who writes SQLite: a writer process fed by the op log (kill -9 safe; off the model's GIL), or a thread
+    # of this process (its Python shares the model's GIL: ~3x the added time per op, bench/README.md).
+    writer: str = "process"
 
     def __post_init__(self):
         if isinstance(self.root, bool) or not isinstance(self.root, (str, os.PathLike)):

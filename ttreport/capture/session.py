@@ -64,6 +64,9 @@ from ttreport.wal import LOCK_FILE, RESERVE_FILE
 CONFIG_FILE = "config.json"
 # The notes written at close (status, end time, losses) take a few pages of the WAL: 64 KiB holds them.
 RESERVE_BYTES = 64 << 10
+# A killed capture's writer process holds the folder's lock while it writes the rest of the op log: a new
+# capture into the folder waits this long for it (a 20,000-op backlog takes ~1 s) before it is refused.
+ORPHAN_WAIT_S = 10.0
 _lock = threading.Lock()
 _active: Capture | None = None
 
@@ -622,6 +625,7 @@ def _not_a_report(path: Path) -> str | None:
 
 def _lock_folder(folder: Path) -> int:
     lock = folder / LOCK_FILE
+    deadline = time.monotonic() + ORPHAN_WAIT_S
     while True:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
@@ -629,6 +633,17 @@ def _lock_folder(folder: Path) -> int:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
             os.close(fd)
+            if holder.isdigit() and not _alive(int(holder)):
+                # The capturing process is gone but the lock is held: its writer process is writing the rest of
+                # the op log into the report. Wait for it (briefly) rather than refuse a re-run after a kill.
+                if time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                raise ReportInUseError(
+                    f"report folder {folder} is in use: the process that captured into it (pid {holder}) has "
+                    f"ended, and its writer process is still writing the report from its op log after "
+                    f"{ORPHAN_WAIT_S:g} s; try again once it has finished, or capture into another folder"
+                ) from None
             raise ReportInUseError(
                 f"report folder {folder} is in use: another process "
                 f"({f'pid {holder}' if holder.isdigit() else 'pid unknown'}) is capturing into it; wait for it "
@@ -643,6 +658,16 @@ def _lock_folder(folder: Path) -> int:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def _write_metadata(db_path, items: dict) -> None:

@@ -35,6 +35,7 @@ from types import SimpleNamespace
 
 from ttreport.capture.oplog import OPLOG_DIR, LogTail, remove_log, write_progress
 from ttreport.capture.recorder import FLUSH, META, STOP
+from ttreport.wal import RESERVE_FILE
 
 DB_FILE = "db.sqlite"
 IDLE_SLEEP_S = 0.0005  # between looks at an idle log: a few hundred µs of latency, ~nothing of CPU
@@ -239,6 +240,9 @@ def main(folder: Path, parent: int, options: dict, out_fd: int) -> int:
     writer = _writer(folder / DB_FILE, tail, options)
     stopped = pump(writer, tail, options, lambda: os.getppid() == parent, freeze=True)
     _finish(writer, tail, stopped)
+    if not stopped:  # the capture was killed: the room it kept for its closing notes is of no more use
+        with contextlib.suppress(OSError):
+            os.unlink(folder / RESERVE_FILE)
     if stopped or writer.error is None:
         # The report holds it all now, or what it could not take is counted in it, as the thread writer's
         # losses are (a full disk). Kept only when this process could not finish: a reader rebuilds from it.
