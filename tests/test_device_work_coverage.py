@@ -36,7 +36,7 @@ NOT_MODELLED_YET = {
     # vision, transformer decode, rotary NeoX, paged cache, collectives (work_b, issue 12)
     "ttnn.conv_transpose2d",
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
-    "ttnn.sort", "ttnn.scatter", "ttnn.prod",
+    "ttnn.sort", "ttnn.prod",
 }
 
 

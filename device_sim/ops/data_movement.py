@@ -23,6 +23,7 @@ from device_sim.ops.common import check_tt_nn_only, device_inputs, output, value
 from device_sim.programs import data_movement as programs
 from device_sim.programs import gather as gather_programs
 from device_sim.programs import repeat as repeat_programs
+from device_sim.programs import scatter as scatter_programs
 from device_sim.programs import shape as shape_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
@@ -487,7 +488,10 @@ def scatter(input: Tensor, dim: int, index: Tensor, src, *, reduce: str | None =
         raise ValueError(f"ttnn.scatter: index {list(idx.shape)} and src {list(getattr(s, 'shape', []))} do not "
                          f"fit input {list(v.shape)} along dim {dim}: {e}") from None
     ins = device_inputs("ttnn.scatter", input, index, src)
-    return output(r, input, ins, op_name="ttnn.scatter", memory_config=memory_config)
+    out = output(r, input, ins, op_name="ttnn.scatter", memory_config=memory_config)
+    if reduce is None and isinstance(src, Tensor):  # ScatterDeviceOperation in ROW_MAJOR (programs.scatter)
+        device_work.launch_after(out, True, input, scatter_programs.scatter_programs(input, index, src, d, out))
+    return out
 
 
 @register_op("ttnn.copy", golden=lambda input_a, input_b, *_, **__: input_a.clone())

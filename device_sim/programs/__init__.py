@@ -32,6 +32,7 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - topk: TopKDeviceOperation (its single-core factory) between topk's WH transposes
 - accumulation: cumsum's AccumulationDeviceOperation between the permutes to dim 0
 - gather: GatherDeviceOperation (single-row single- and multi-core factories) between gather's WH transposes
+- scatter: ScatterDeviceOperation in ROW_MAJOR, between untilizes and a tilize
 
 docs/device_work.md lists what is modelled, what is approximate and what is not yet.
 
