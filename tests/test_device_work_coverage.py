@@ -33,8 +33,6 @@ HOST_ONLY = {
 VIEWS = {"ttnn.view", "ttnn.squeeze", "ttnn.unsqueeze", "ttnn.unsqueeze_to_4D", "ttnn.narrow"}
 # Ops TT-NN runs programs for that device_sim does not model yet; the comment says whose work they are.
 NOT_MODELLED_YET = {
-    # vision, transformer decode, rotary NeoX, paged cache, collectives (work_b, issue 12)
-    "ttnn.conv_transpose2d",
     # data movement, reductions, normalization, element-wise (work_a, issue 12)
     "ttnn.sort", "ttnn.prod",
 }

@@ -189,6 +189,38 @@ def _launch_conv2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor, conv_conf
     device_work.launch_after(out, True, out, programs)
 
 
+def _launch_conv_transpose2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor, conv_config, dram_slice_config,
+                             args) -> None:
+    """conv_transpose2d's device operations as conv_transpose2d.cpp runs them (conv_transpose2d_L1): the input
+    sharded on the cores the output's rows pick, the halo that spreads it out (stride - 1 zeros between rows and
+    columns, dilation * (kernel - 1) - padding around, output_padding more at the bottom and right), then
+    Conv2dDeviceOperation with stride 1 and no padding over that full input. Height sharding only, as for conv2d;
+    the 1x1 matmul path, other shard layouts and DRAM slicing launch none."""
+    if out._device is None or dram_slice_config is not None:
+        return
+    op_name = "ttnn.conv_transpose2d"
+    (kh, kw), (sh, sw), (dh, dw), (oph, opw) = (_pair(args[k], k, op_name) for k in (
+        "kernel_size", "stride", "dilation", "output_padding"))
+    left, right, top, bottom = _padding(args["padding"], op_name)
+    pads = (dh * (kh - 1) - top, dh * (kh - 1) - bottom + oph, dw * (kw - 1) - left, dw * (kw - 1) - right + opw)
+    shard_layout = conv_config.shard_layout if conv_config is not None else None
+    mm_conv = (kh, kw) == (1, 1) and (sh, sw) == (1, 1) and not (top or bottom or left or right)
+    if mm_conv or min(pads) < 0 or shard_layout not in (None, TensorMemoryLayout.HEIGHT_SHARDED):
+        return
+    h, w = args["input_height"], args["input_width"]
+    cfg = conv_config if conv_config is not None else Conv2dConfig()
+    programs = conv_programs.conv2d_programs(
+        batch=args["batch_size"], height=(h - 1) * sh + 1 + pads[0] + pads[1],
+        width=(w - 1) * sw + 1 + pads[2] + pads[3], in_channels=args["in_channels"],
+        out_channels=args["out_channels"], kernel=(kh, kw), stride=(1, 1), padding=(0, 0, 0, 0), dilation=(dh, dw),
+        in_dtype=x.dtype, in_tile=x.layout == Layout.TILE, in_sharded=x._device is not None and x.is_sharded(),
+        out_dtype=out.dtype, weights_dtype=cfg.weights_dtype or weight_tensor.dtype, bias=bias_tensor is not None,
+        grid=(out._device.config.grid_x, out._device.config.grid_y), act_block_h_override=cfg.act_block_h_override,
+        out_tile=out.layout == Layout.TILE, act_double_buffer=cfg.enable_act_double_buffer,
+        weights_double_buffer=cfg.enable_weights_double_buffer, input_hw=(h, w))
+    device_work.launch_after(out, True, out, programs)
+
+
 def _weights_on_device(weight_tensor, bias_tensor, args, device, conv_config, op_name):
     """The prepared (weights, bias) conv2d returns: the given tensors when already prepared on the device."""
     kernel, groups = _pair(args["kernel_size"], "kernel_size", op_name), _groups(args["groups"])
@@ -338,6 +370,10 @@ def conv_transpose2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None
         output_padding=output_padding, dilation=dilation, groups=groups, conv_config=conv_config,
         bias_tensor=values(bias_tensor, op_name) if bias_tensor is not None else None, mirror_kernel=mirror_kernel)
     out = _conv_output(y, device, input_tensor, op_name, dtype, conv_config, memory_config)
+    _launch_conv_transpose2d(out, input_tensor, weight_tensor, bias_tensor, conv_config, dram_slice_config, dict(
+        batch_size=batch_size, input_height=input_height, input_width=input_width, in_channels=in_channels,
+        out_channels=out_channels, kernel_size=kernel_size, stride=stride, padding=padding,
+        output_padding=output_padding, dilation=dilation))
     dims = weights = None
     if return_output_dim:
         pairs = ((kernel_size, "kernel_size"), (stride, "stride"), (dilation, "dilation"),

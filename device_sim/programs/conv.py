@@ -89,19 +89,23 @@ def max_out_sticks_per_core(batch, height, width, out_h, out_w, kernel, stride, 
 
 def conv2d_programs(*, batch, height, width, in_channels, out_channels, kernel, stride, padding, dilation,
                     in_dtype, in_tile, in_sharded, out_dtype, weights_dtype, bias, grid, act_block_h_override=0,
-                    out_tile=True, act_double_buffer=False, weights_double_buffer=False) -> tuple[Program, ...]:
-    """The programs of one height-sharded conv2d, in launch order. `padding` is (top, bottom, left, right)."""
+                    out_tile=True, act_double_buffer=False, weights_double_buffer=False,
+                    input_hw: tuple | None = None) -> tuple[Program, ...]:
+    """The programs of one height-sharded conv2d, in launch order. `padding` is (top, bottom, left, right).
+    `input_hw` is the tensor's own (H, W) when the conv reads a larger virtual input (conv_transpose2d: the halo
+    inserts zeros between rows and columns and pads, so `height` / `width` are that full input's, stride 1)."""
     key = ("conv2d", batch, height, width, in_channels, out_channels, kernel, stride, padding, dilation, in_dtype,
            in_tile, in_sharded, out_dtype, weights_dtype, bias, grid, act_block_h_override, out_tile,
-           act_double_buffer, weights_double_buffer)
+           act_double_buffer, weights_double_buffer, input_hw)
     return cached(key, lambda: _build(batch, height, width, in_channels, out_channels, kernel, stride, padding,
                                       dilation, in_dtype, in_tile, in_sharded, out_dtype, weights_dtype, bias, grid,
-                                      act_block_h_override, out_tile, act_double_buffer, weights_double_buffer))
+                                      act_block_h_override, out_tile, act_double_buffer, weights_double_buffer,
+                                      input_hw or (height, width)))
 
 
 def _build(batch, height, width, in_channels, out_channels, kernel, stride, padding, dilation, in_dtype, in_tile,
            in_sharded, out_dtype, weights_dtype, bias, grid, act_block_h_override, out_tile, act_double_buffer,
-           weights_double_buffer) -> tuple[Program, ...]:
+           weights_double_buffer, input_hw) -> tuple[Program, ...]:
     top, bottom, left, right = padding
     out_h = (height + top + bottom - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
     out_w = (width + left + right - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
@@ -112,7 +116,7 @@ def _build(batch, height, width, in_channels, out_channels, kernel, stride, padd
     ranges = cores_row_major(ncores, gx)
     # get_input_channels_alignment: a row-major input's channels align to 8 (16 B of bfloat16), a tiled one to 32
     channels = _round(in_channels, TILE if in_tile else L1_ALIGNMENT // 2)
-    in_shard_h = _round(batch * height * width, ncores * TILE) // ncores
+    in_shard_h = _round(batch * input_hw[0] * input_hw[1], ncores * TILE) // ncores
     out_shard_h = _round(out_nhw, ncores * TILE) // ncores
     out_w_ntiles = -(-out_channels // TILE)
     per_core_h_ntiles = out_shard_h // TILE
