@@ -25,6 +25,7 @@ from device_sim.programs import gather as gather_programs
 from device_sim.programs import repeat as repeat_programs
 from device_sim.programs import scatter as scatter_programs
 from device_sim.programs import shape as shape_programs
+from device_sim.programs import sort as sort_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -360,9 +361,17 @@ def sort(input_tensor: Tensor, dim: int = -1, descending: bool = False, stable: 
     # A stable sort always: the order of ties is then the same every run, which unstable TT-NN leaves open.
     r = torch.sort(v, dim=d, descending=descending, stable=True)
     ins = device_inputs("ttnn.sort", input_tensor)
-    return [output(r.values, input_tensor, ins, op_name="ttnn.sort", memory_config=memory_config),
+    outs = [output(r.values, input_tensor, ins, op_name="ttnn.sort", memory_config=memory_config),
             output(r.indices, input_tensor, ins, op_name="ttnn.sort", memory_config=memory_config,
                    dtype=index_dtype(v.shape[d]))]
+    # SortDeviceOperation, with the transposes around it for the second-to-last dim (device_sim.programs.sort)
+    try:
+        device_work.launch_after(outs[0], True, input_tensor, sort_programs.sort_programs(input_tensor, d,
+                                                                                          outs[1].dtype))
+    except RuntimeError:
+        outs[1]._free()  # a clash: neither fresh output is kept
+        raise
+    return outs
 
 
 def _indexed(op_name: str, input: Tensor, index: Tensor, dim: int, index_dtypes: str, tt_nn_only):  # noqa: A002

@@ -33,6 +33,7 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - accumulation: cumsum's AccumulationDeviceOperation between the permutes to dim 0
 - gather: GatherDeviceOperation (single-row single- and multi-core factories) between gather's WH transposes
 - scatter: ScatterDeviceOperation in ROW_MAJOR, between untilizes and a tilize
+- sort: SortDeviceOperation (its single-row single-core factory) between sort's WH transposes
 
 docs/device_work.md lists what is modelled, what is approximate and what is not yet.
 
