@@ -72,6 +72,32 @@ def test_decode_heads_split_one_token_per_user_and_concat_back(device):
     assert (cfg.shard_spec.grid, tuple(cfg.shard_spec.shape)) == (row_of_cores(0, H), (32, D))
 
 
+def test_a_decode_step_keeps_tt_nns_sharded_tensors_from_the_heads_to_the_cache_update(device):
+    # TT-NN's output configs: nlp_create_qkv_heads_decode puts q, k, v one user a core on the first B cores of the
+    # memory_config's grid; rotary_embedding_llama's output takes its input's config (not cos / sin / trans_mat's),
+    # so the rotated k goes to paged_update_cache sharded, as that op requires, with no to_memory_config between.
+    B, H, KVH, D = 8, 8, 1, 64
+    fused = dev(randn(1, 1, B, (H + 2 * KVH) * D), device, dtype=ttnn.bfloat16)
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 3))])  # 32 cores
+    cfg = ttnn.create_sharded_memory_config((32, D), grid, ttnn.ShardStrategy.HEIGHT,
+                                            use_height_and_width_as_shard_shape=True)
+    q, k, v = ttnn.experimental.nlp_create_qkv_heads_decode(fused, num_heads=H, num_kv_heads=KVH, memory_config=cfg)
+    for t in (q, k, v):
+        spec = t.memory_config().shard_spec
+        assert (spec.grid, tuple(spec.shape)) == (row_of_cores(0, B), (32, D))
+    _, k_apart, _ = ttnn.experimental.nlp_create_qkv_heads_decode(fused, num_heads=H, num_kv_heads=KVH,
+                                                                   memory_config=cfg, overlap_qk_coregrid=False)
+    # k on the B cores after q's and one more: from (0, 1)
+    assert k_apart.memory_config().shard_spec.grid == row_of_cores(1, B)
+    cos = height_sharded(dev(randn(1, B, 1, D, seed=1), device, dtype=ttnn.bfloat16), row_of_cores(2, B), (32, D))
+    mat = height_sharded(dev(get_rot_transformation_mat(), device, dtype=ttnn.bfloat16), row_of_cores(3, 1), (32, 32))
+    k_rot = ttnn.experimental.rotary_embedding_llama(k, cos, cos, mat, is_decode_mode=True)
+    assert k_rot.memory_config() == k.memory_config()
+    cache = dev(torch.zeros(B, KVH, 64, D), device, dtype=ttnn.bfloat16)
+    ttnn.experimental.paged_update_cache(cache, k_rot, update_idxs=[5] * B)
+    assert torch.equal(cache.value[:, 0, 5], k_rot.value[0, :, 0])
+
+
 def test_decode_ops_refuse_interleaved_inputs_with_tt_nns_errors(device):
     # nlp_concat_heads_decode_device_operation.cpp and rotary_embedding_llama_fused_qk_device_operation.cpp
     # validate: TT_FATAL (a RuntimeError), raised before any output is allocated
@@ -324,6 +350,8 @@ def test_fused_qk_rope_and_fused_cache_update_equal_their_single_forms(device):
     cos, sin = sharded(randn(1, B, 1, D, seed=2), 2), sharded(randn(1, B, 1, D, seed=3), 2)
     mat = sharded(get_rot_transformation_mat(), 3, (32, 32))
     q_rot, k_rot = ttnn.experimental.rotary_embedding_llama_fused_qk(q, k, cos, sin, mat)
+    # TT-NN's outputs take q's and k's own configs
+    assert (q_rot.memory_config(), k_rot.memory_config()) == (q.memory_config(), k.memory_config())
     for fused, x in ((q_rot, q), (k_rot, k)):
         single = ttnn.experimental.rotary_embedding_llama(x, cos, sin, mat, is_decode_mode=True)
         assert fused.shape == x.shape and torch.equal(fused.value, single.value)

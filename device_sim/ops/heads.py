@@ -118,8 +118,12 @@ def nlp_create_qkv_heads_decode(input_tensor: Tensor, *, num_heads: int, num_kv_
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [1, 1, B, width] (one token per user)")
     ins = device_inputs(op_name, input_tensor)
     outs = _create_heads_decode_golden(x, num_heads=num_heads, num_kv_heads=num_kv_heads)
-    outs = tuple(output(o.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
-                 for o in outs)
+    configs = (_create_heads_decode_output_configs(memory_config, users=x.shape[2], num_heads=num_heads,
+                                                   head_dim=outs[0].shape[-1], overlap_qk_coregrid=overlap_qk_coregrid)
+               if memory_config is not None and memory_config.is_sharded() and memory_config.shard_spec is not None
+               else (memory_config,) * 3)
+    outs = tuple(output(o.contiguous(), input_tensor, ins, op_name=op_name, memory_config=cfg)
+                 for o, cfg in zip(outs, configs))
     dev = input_tensor._device
     if dev is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded():
         # the interleaved-input factory, on the first B cores of TT-NN's output shard grid (memory_config's, or
@@ -137,6 +141,24 @@ def nlp_create_qkv_heads_decode(input_tensor: Tensor, *, num_heads: int, num_kv_
                 o._free()
             raise
     return outs
+
+
+def _create_heads_decode_output_configs(cfg: MemoryConfig, *, users: int, num_heads: int, head_dim: int,
+                                        overlap_qk_coregrid: bool) -> tuple[MemoryConfig, MemoryConfig, MemoryConfig]:
+    """q's, k's and v's configs as TT-NN's compute_output_specs makes them from a sharded memory_config: one user's
+    [heads padded to 32, D] a core on the first B cores of its grid, row by row from the grid's first core (k on
+    the B cores after q's when overlap_qk_coregrid is False); TT-NN pads the kv shards by the q heads too."""
+    grid = cfg.shard_spec.grid
+    start = grid.ranges()[0].start
+    q_grid = sharding.num_cores_to_corerangeset_in_subcoregrids(start, users, grid, row_wise=True)
+    k_grid = q_grid
+    if not overlap_qk_coregrid:
+        k_start = sharding.num_cores_to_corerangeset_in_subcoregrids(start, users + 1, grid, row_wise=True)
+        k_grid = sharding.num_cores_to_corerangeset_in_subcoregrids(k_start.ranges()[-1].end, users, grid,
+                                                                    row_wise=True)
+    shard = (-(-num_heads // 32) * 32, head_dim)
+    return tuple(MemoryConfig(cfg.memory_layout, cfg.buffer_type, ShardSpec(g, shard))
+                 for g in (q_grid, k_grid, q_grid))
 
 
 def _concat_heads_decode_golden(t, *_, num_heads, **__):

@@ -54,7 +54,7 @@ def rotary_embedding_llama(input_tensor: Tensor, cos_cache: Tensor, sin_cache: T
     op_name = "ttnn.experimental.rotary_embedding_llama"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
-    ins = device_inputs(op_name, input_tensor, cos_cache, sin_cache, trans_mat)
+    device_inputs(op_name, input_tensor, cos_cache, sin_cache, trans_mat)
     x, cos, sin, mat = (values(t, op_name) for t in (input_tensor, cos_cache, sin_cache, trans_mat))
     if x.dim() != 4 or x.shape[-1] % TILE:
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be 4D with a head dim that is a multiple "
@@ -68,7 +68,9 @@ def rotary_embedding_llama(input_tensor: Tensor, cos_cache: Tensor, sin_cache: T
     if cos.shape != sin.shape or cos.dim() != 4 or not broadcasts(x.shape, cos.shape) or cos.shape[-1] != x.shape[-1]:
         raise ValueError(f"{op_name}: cos {list(cos.shape)} and sin {list(sin.shape)} must both be {want} for "
                          f"input {list(x.shape)}")
-    out = output(_llama_golden(x, cos, sin, mat), input_tensor, ins, op_name=op_name, memory_config=memory_config)
+    # TT-NN's default output config is the input's (rotary_embedding_llama.cpp), whatever cos / sin / trans_mat use
+    out = output(_llama_golden(x, cos, sin, mat), input_tensor, [input_tensor], op_name=op_name,
+                 memory_config=memory_config)
     interleaved = not any(t.is_sharded() for t in (input_tensor, cos_cache, sin_cache, trans_mat, out))
     if input_tensor._device is not None and not is_decode_mode and interleaved:  # the prefill factory
         device_work.launch_after(out, True, input_tensor, transformer_programs.rotary_llama_program(
@@ -148,7 +150,7 @@ def rotary_embedding_llama_fused_qk(q_input_tensor: Tensor, k_input_tensor: Tens
     op_name = "ttnn.experimental.rotary_embedding_llama_fused_qk"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
-    ins = device_inputs(op_name, q_input_tensor, k_input_tensor, cos_cache, sin_cache, trans_mat)
+    device_inputs(op_name, q_input_tensor, k_input_tensor, cos_cache, sin_cache, trans_mat)
     tensors = (q_input_tensor, k_input_tensor, cos_cache, sin_cache, trans_mat)
     if q_input_tensor._device is not None:
         _fused_qk_checks(op_name, tensors)
@@ -160,8 +162,9 @@ def rotary_embedding_llama_fused_qk(q_input_tensor: Tensor, k_input_tensor: Tens
     if cos.shape != sin.shape or tuple(mat.shape) != (1, 1, TILE, TILE):
         raise ValueError(f"{op_name}: cos {list(cos.shape)} and sin {list(sin.shape)} must match and trans_mat "
                          f"{list(mat.shape)} be [1, 1, 32, 32]")
-    q_out = output(_llama_golden(q, cos, sin, mat), q_input_tensor, ins, op_name=op_name)
-    k_out = output(_llama_golden(k, cos, sin, mat), k_input_tensor, ins, op_name=op_name)
+    # TT-NN's outputs take q's and k's own memory configs (rotary_embedding_llama_fused_qk.cpp)
+    q_out = output(_llama_golden(q, cos, sin, mat), q_input_tensor, [q_input_tensor], op_name=op_name)
+    k_out = output(_llama_golden(k, cos, sin, mat), k_input_tensor, [k_input_tensor], op_name=op_name)
     # The sharded factory TT-NN requires (its outputs take q's and k's shard specs; device_sim's follow the memory
     # rules, and the program is TT-NN's either way)
     if q_input_tensor._device is not None:
