@@ -16,6 +16,7 @@ a zone start and end per op, laid end to end on core (1, 1), joined to the CSV b
 from __future__ import annotations
 
 import csv
+import io
 import os
 import re
 from pathlib import Path
@@ -93,9 +94,13 @@ def export_ops_perf(r, folder: str | os.PathLike) -> Path:
                     "ORDER BY o.operation_id").fetchall()
     cores = r.execute("SELECT MAX(num_x_compute_cores * num_y_compute_cores) FROM devices").fetchone()[0] or 64
     fields = _Fields(r)
-    # One scan of `tensors`, then the link tables alone: cheaper than joining them row by row.
-    number = {tid: fields.number(tid, *rest) for tid, *rest in
-              r.execute("SELECT tensor_id, spec_id, buffer_type, device_id FROM tensors")}
+    # One scan of `tensors`, then the link tables alone: cheaper than joining them row by row. A tensor's
+    # number is looked up by its key first: the method call per tensor was a tenth of the export.
+    by_key, number = fields.numbers, {}
+    for tid, spec_id, buffer_type, device_id in r.execute("SELECT tensor_id, spec_id, buffer_type, device_id "
+                                                          "FROM tensors"):
+        n = by_key.get((spec_id, buffer_type, device_id)) if spec_id is not None else None
+        number[tid] = n if n is not None else fields.number(tid, spec_id, buffer_type, device_id)
     tensors: dict[int, tuple[list, list]] = {}  # op id -> (numbers of its inputs, of its outputs), in index order
     for table, index, side in (("input_tensors", "input_index", 0), ("output_tensors", "output_index", 1)):
         for op_id, tid in r.execute(f"SELECT operation_id, tensor_id FROM {table} ORDER BY operation_id, {index}"):
@@ -107,36 +112,65 @@ def export_ops_perf(r, folder: str | os.PathLike) -> Path:
           for f in TENSOR_FIELDS]
     at = OPS_CSV_HEADER.index("INPUTS")
     header = OPS_CSV_HEADER[:at] + io + OPS_CSV_HEADER[at + 2:]
-    slots: dict[tuple, tuple[tuple, int]] = {}  # (inputs, outputs) -> (their columns, the op's DEVICE ID)
+    # (inputs, outputs) -> (their columns as CSV text with a leading comma, the op's DEVICE ID)
+    slots: dict[tuple, tuple[str, int]] = {}
     path = folder / PERF_FILE
     cycle = 0  # the device log's clock: ops laid end to end at 1 GHz (1 cycle = 1 ns)
-    log_rows = []
+    # Each row is one f-string in csv.writer's own output (QUOTE_MINIMAL, "\r\n"): formatting ~60 fields a
+    # row through csv.writer was half of the export. Text that csv would quote goes through it (_cell); the
+    # tensor columns are rendered by csv once per distinct (inputs, outputs); numbers print as csv prints them.
+    # tests/test_ops_perf_identical.py holds the bytes to the plain exporter's.
+    lines, log = [], []
+    for op_id, name, start, end, compute, bandwidth, ideal, fidelity in ops:
+        ins, outs = tensors.get(op_id, ((), ()))
+        key = (tuple(ins), tuple(outs))
+        columns, device = slots.get(key) or slots.setdefault(key, _slots(fields, *key, n_in, n_out))
+        end_cycle = cycle + ideal
+        lines.append(f"{_cell(name.removeprefix('ttnn.'))},tt_dnn_device,{op_id},{device},,{_cell(fidelity)},"
+                     f"{cores},,{_cell(start)},{_cell(end)},{'' if end is None else end - start},{cycle},{end_cycle},"
+                     f"{_cell(ideal)},{_cell(ideal)},,,,,,,,{columns},,,,,{_cell(ideal)},{_cell(compute)},"
+                     f"{_cell(bandwidth)},,\r\n")
+        log.append(f"0,1,1,BRISC,0,{cycle},0,{op_id},{op_id},BRISC-FW,ZONE_START,0,device_sim\r\n"
+                   f"0,1,1,BRISC,0,{end_cycle},0,{op_id},{op_id},BRISC-FW,ZONE_END,0,device_sim\r\n")
+        cycle = end_cycle
     with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        for op_id, name, start, end, compute, bandwidth, ideal, fidelity in ops:
-            ins, outs = tensors.get(op_id, ((), ()))
-            key = (tuple(ins), tuple(outs))
-            columns, device = slots.get(key) or slots.setdefault(key, _slots(fields, *key, n_in, n_out))
-            # The values in OPS_CSV_HEADER's order, the tensor columns where INPUTS/OUTPUTS stand.
-            w.writerow((name.removeprefix("ttnn."), "tt_dnn_device", op_id, device, "", fidelity or "", cores, "",
-                        start, end, None if end is None else end - start, cycle, cycle + ideal, ideal, ideal,
-                        "", "", "", "", "", "", "", "", *columns, "", "", "", "", ideal, compute, bandwidth, "", ""))
-            for kind, t in (("ZONE_START", cycle), ("ZONE_END", cycle + ideal)):
-                log_rows.append((0, 1, 1, "BRISC", 0, t, 0, op_id, op_id, "BRISC-FW", kind, 0, "device_sim"))
-            cycle += ideal
+        csv.writer(f).writerow(header)
+        f.writelines(lines)
     with open(folder / DEVICE_LOG_FILE, "w", newline="") as f:
         f.write("ARCH: wormhole_b0, CHIP_FREQ[MHz]: 1000\n")
         f.write(", ".join(DEVICE_LOG_HEADER) + "\n")  # as tt-metal writes it: a space after each comma
-        csv.writer(f).writerows(log_rows)
+        f.writelines(log)
     return path
 
 
-def _slots(fields: _Fields, ins: tuple, outs: tuple, n_in: int, n_out: int) -> tuple[tuple, int]:
-    """The INPUT_i_*/OUTPUT_i_* columns of an op with these tensors (empty where it has fewer than the most),
-    and its DEVICE ID: that of its first tensor on a device, else 0."""
+_PLAIN = re.compile(r'[^,"\r\n]*')  # text csv.writer writes as it is (QUOTE_MINIMAL quotes the rest)
+
+
+def _cell(v) -> str:
+    """`v` as csv.writer writes it in a row of several fields: None empty, text quoted where it must be."""
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        if _PLAIN.fullmatch(v):
+            return v
+        out = io.StringIO()
+        csv.writer(out).writerow((v, ""))  # two fields: a lone empty field would be quoted
+        return out.getvalue()[:-3]  # less the empty field's comma and "\r\n"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def _slots(fields: _Fields, ins: tuple, outs: tuple, n_in: int, n_out: int) -> tuple[str, int]:
+    """The INPUT_i_*/OUTPUT_i_* columns of an op with these tensors (empty where it has fewer than the most) as
+    csv.writer writes them, each after a comma (nothing when there are none), and its DEVICE ID: that of its
+    first tensor on a device, else 0."""
     empty = ("",) * len(TENSOR_FIELDS)
     columns = [v for side, n in ((ins, n_in), (outs, n_out))
                for slot in [*(fields.fields[t] for t in side), *[empty] * (n - len(side))] for v in slot]
     device = next((fields.devices[t] for t in (*ins, *outs) if fields.devices[t] is not None), 0)
-    return tuple(columns), device
+    if not columns:
+        return "", device
+    out = io.StringIO()
+    csv.writer(out).writerow(("", *columns))  # the leading empty field gives the comma before the first column
+    return out.getvalue()[:-2], device
