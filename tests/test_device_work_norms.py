@@ -83,6 +83,42 @@ def test_group_norm_forms_tt_nn_refuses_launch_nothing(device):
     assert launched(device, lambda: ttnn.group_norm(x, num_groups=4, weight=plain)) == []
 
 
+
+def sharded(t, layout, grid_x, grid_y, shard):
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(grid_x - 1, grid_y - 1))])
+    spec = ttnn.ShardSpec(grid, shard, ttnn.ShardOrientation.ROW_MAJOR)
+    return ttnn.to_memory_config(t, ttnn.MemoryConfig(layout, ttnn.BufferType.L1, spec))
+
+
+def test_a_block_sharded_group_norm_runs_the_sharded_factory_on_the_shard_grid(device):
+    # [1, 1, 256, 128] block-sharded over 2 columns x 4 rows: 64 x 64 shards (2 x 2 tiles); 32 groups of 4 channels,
+    # 16 a core; a group never crosses a tile (block_wt 1); one batch over 4 rows of cores: block_ht = 2
+    x = sharded(tt(device, (1, 1, 256, 128)), ttnn.TensorMemoryLayout.BLOCK_SHARDED, 2, 4, (64, 64))
+    g = gamma_rm(device, 128, 2)
+    [p] = launched(device, lambda: ttnn.group_norm(x, num_groups=32, weight=g, epsilon=1e-5))
+    assert (p.name, p.factory, p.ranges) == ("GroupNormDeviceOperation", "GroupNormShardedProgramFactory",
+                                             ((0, 0, 1, 3),))
+    assert [(cb.indices, cb.num_pages, cb.page_size, cb.globally_allocated) for cb in p.cbs] == [
+        ((0,), 4, BF16, True), ((16,), 4, BF16, True),  # the input's and the output's 2 x 2-tile shards
+        ((1,), 4, BF16, False),  # the tilized input
+        ((2,), 1, BF16, False), ((3,), 1, BF16, False), ((4,), 1, BF16, False),  # scalers, epsilon
+        ((5,), 2, BF16, False),  # gamma: per_core_Nt = 2 tiles
+        ((7,), 2, BF16, False),  # the mask TT-NN makes: 2 x block_wt
+        ((13,), 2, BF16, False),  # x: block_ht x block_wt = 2 x 1
+        ((8,), 1, BF16, False), ((10,), 1, BF16, False), ((15, 9), 1, BF16, False), ((17,), 1, BF16, False),
+        ((26,), 1, BF16, False)]
+
+
+def test_a_row_major_height_sharded_group_norm_tilizes_in_and_untilizes_out(device):
+    # [1, 1, 256, 64] ROW_MAJOR height-sharded over 8 cores: 32 x 64 shards = 32 x 64 x 2 B = 2 tiles' bytes
+    x = sharded(ttnn.from_torch(torch.randn(1, 1, 256, 64), dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR,
+                                device=device), ttnn.TensorMemoryLayout.HEIGHT_SHARDED, 8, 1, (32, 64))
+    [p] = launched(device, lambda: ttnn.group_norm(x, num_groups=8, epsilon=1e-5))
+    pages = {cb.indices: cb.num_pages for cb in p.cbs}
+    assert (p.ranges, pages[(0,)], pages[(1,)], pages[(30,)], pages[(13,)]) == (((0, 0, 7, 0),), 2, 2, 2, 1)
+    width = sharded(tt(device, (1, 1, 64, 256)), ttnn.TensorMemoryLayout.WIDTH_SHARDED, 8, 1, (64, 32))
+    assert launched(device, lambda: ttnn.group_norm(width, num_groups=8)) == []  # TT-NN refuses width sharding
+
 def test_a_group_norm_whose_cbs_reach_an_l1_tensor_fails_with_tt_metals_clash_error():
     dev = ttnn.open_device(0, l1_size=98_304 + 65_536)  # 64 KiB above the CB base per core
     try:

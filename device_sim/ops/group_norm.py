@@ -125,9 +125,16 @@ def group_norm(input_tensor: Tensor, *, num_groups: int, epsilon: float = 1e-12,
     b = _affine("ttnn.group_norm", "bias", values(bias, "ttnn.group_norm") if bias is not None else None, c)
     out = output(_group_norm(x, num_groups, epsilon, w, b), input_tensor, ins, op_name="ttnn.group_norm",
                  dtype=dtype, layout=output_layout, memory_config=memory_config)
-    if group_norm_programs.supported(input_tensor, num_groups, weight, bias, out.dtype, out.layout):
-        device_work.launch_after(out, True, input_tensor, group_norm_programs.group_norm_program(
+    if not group_norm_programs.supported(input_tensor, num_groups, weight, bias, out.dtype, out.layout):
+        return out
+    if input_tensor.is_sharded():
+        program = group_norm_programs.sharded_group_norm_program(
+            input_tensor, num_groups, gamma=weight, beta=bias, input_mask=input_mask, negative_mask=negative_mask,
+            out_layout=out.layout, use_welford=use_welford)
+    else:
+        program = group_norm_programs.group_norm_program(
             input_tensor, num_groups, gamma=weight, beta=bias, input_mask=input_mask,
             core_grid=tt_nn_only.get("core_grid"), num_out_blocks=num_out_blocks, use_welford=use_welford,
-            reciprocals=reciprocals))
+            reciprocals=reciprocals)
+    device_work.launch_after(out, True, input_tensor, program)
     return out

@@ -1,9 +1,10 @@
-"""GroupNormDeviceOperation (ttnn.group_norm) as TT-NN's DRAM-interleaved program factories build it.
+"""GroupNormDeviceOperation (ttnn.group_norm) as TT-NN's program factories build it.
 
-groupnorm.cpp picks the core grid (core_grid=, else find_expected_dram_grid on the device's grid), and
+A sharded input runs GroupNormShardedProgramFactory on its shard grid. For an interleaved one groupnorm.cpp
+picks the core grid (core_grid=, else find_expected_dram_grid on the device's grid), and
 GroupNormDeviceOperation::select_program_factory runs GroupNormNoMcastProgramFactory when the batch
 fills the virtual rows (batch >= num_virtual_rows), else GroupNormMcastProgramFactory; both create the
-same CBs (groupnorm_{mcast,no_mcast}_program_factory.cpp under
+same CBs (groupnorm_{sharded,mcast,no_mcast}_program_factory.cpp under
 ttnn/cpp/ttnn/operations/normalization/groupnorm/device/ in tt-metal).
 
 Example:
@@ -20,7 +21,7 @@ Example:
 from __future__ import annotations
 
 from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, cached, cores_col_major, grid_of, make_program
-from device_sim.types import DataType, Layout
+from device_sim.types import DataType, Layout, TensorMemoryLayout
 
 NAME = "GroupNormDeviceOperation"
 _BF16 = DataType.BFLOAT16
@@ -64,14 +65,20 @@ def max_tile_span(width: int, group_size: int) -> int:
 
 
 def supported(x, num_groups: int, gamma, beta, out_dtype, out_layout) -> bool:
-    """Whether TT-NN 0.81 runs its interleaved factories for this call (others it refuses, or device_sim takes a
-    form TT-NN does not): a bfloat16 TILE interleaved [N, 1, H*W, C] input with whole tiles of channels, the same
-    dtype and TILE out, gamma / beta absent or ROW_MAJOR bfloat16 rows of 32 (create_group_norm_weight_bias_rm)."""
+    """Whether TT-NN 0.81 runs its factories for this call (others it refuses, or device_sim takes a form TT-NN
+    does not): a bfloat16 [N, 1, H*W, C] input with whole tiles of channels, TILE and interleaved with a TILE
+    output, or height / block sharded (either layout, H*W whole tiles); the same dtype out; gamma / beta absent
+    or ROW_MAJOR bfloat16 rows of 32 (create_group_norm_weight_bias_rm)."""
     shape = tuple(x.padded_shape)
-    if (x._device is None or x.is_sharded() or x.layout != Layout.TILE or x.dtype != _BF16 or len(shape) != 4
-            or shape[1] != 1 or shape[-1] % TILE or shape[-1] % num_groups or (shape[0] * shape[2]) % TILE):
+    if (x._device is None or x.dtype != _BF16 or len(shape) != 4 or shape[1] != 1 or shape[-1] % TILE
+            or shape[-1] % num_groups or (shape[0] * shape[2]) % TILE or out_dtype != x.dtype):
         return False
-    if out_dtype != x.dtype or out_layout != Layout.TILE:
+    if x.is_sharded():
+        layout = x.memory_config().memory_layout
+        if layout not in (TensorMemoryLayout.HEIGHT_SHARDED, TensorMemoryLayout.BLOCK_SHARDED) or \
+                x.shape[2] % TILE or len(x.memory_config().shard_spec.grid.ranges()) != 1:
+            return False  # width sharding is refused; unaligned H*W adds pad-correction CBs (not modelled)
+    elif x.layout != Layout.TILE or out_layout != Layout.TILE:
         return False
     return all(w is None or (w.layout == Layout.ROW_MAJOR and w.dtype == _BF16 and w.padded_shape[-1] == TILE)
                for w in (gamma, beta))
@@ -178,3 +185,70 @@ def _interleaved(dev, shape, G, gamma, beta, mask, core_grid, num_out_blocks, we
         per_bank = spec.shape[0] * spec.shape[1] * 4  # float32 (validate_on_program_cache_miss)
         cbs.append(CircularBuffer((18,), 1, per_bank, True))
     return make_program(NAME, factory, cbs, cores_col_major(num_cores, gx, gy))
+
+
+def sharded_group_norm_program(x, num_groups: int, *, gamma=None, beta=None, input_mask=None, negative_mask=None,
+                               out_layout=Layout.TILE, use_welford: bool = False):
+    """GroupNormShardedProgramFactory on the input's shard grid (height or block sharded).
+
+    A shard is per_core_M x per_core_N: per_core_Mt x per_core_Nt tiles; block_wt is the most tiles a group spans
+    in a core's channels, block_ht the rows of tiles of one batch. c_0 the input's shard and c_16 the output's
+    (globally allocated; device_sim's output is a new tensor, so not in place), c_1 the tilized input (the
+    shard's tiles), c_30 for a ROW_MAJOR output (the same), c_2 (1; Welford 3), c_3 (1), c_4 (1, not Welford)
+    scalers and epsilon; c_5 / c_6 gamma / beta (per_core_Nt tiles); c_7 the mask (2 x block_wt, Welford one
+    block_wt a group); c_14 a negative mask (2 x block_wt); c_11 / c_12 a repack of two rows when the shard is
+    not whole tiles wide; c_13 x (block_ht x block_wt, Welford 1); c_8 (1, Welford 2); c_10 (1, not Welford);
+    c_15 / c_9 (1, Welford 2 a group); c_17 (1, Welford one a group); c_26 ones (1).
+    """
+    spec = x.memory_config().shard_spec
+    key = (NAME, "sharded", tuple(x.padded_shape), x.layout, num_groups, spec.shape, spec.grid, gamma is not None,
+           beta is not None, input_mask.dtype if input_mask is not None else None, negative_mask is not None,
+           out_layout, use_welford)
+    return cached(key, lambda: _sharded(x, num_groups, spec, gamma, beta, input_mask, negative_mask, out_layout,
+                                        use_welford))
+
+
+def _sharded(x, G, spec, gamma, beta, mask, negative_mask, out_layout, welford):
+    shape = tuple(x.padded_shape)
+    N, W = shape[0], shape[3]
+    H = shape[2] * N
+    per_core_M, per_core_N = spec.shape
+    per_core_Mt, per_core_Nt = per_core_M // TILE, -(-per_core_N // TILE)
+    shards_r, shards_c = H // per_core_M, W // per_core_N
+    batches_per_core = N // shards_r if shards_r < N else 1
+    groups_per_core = G // shards_c if shards_c < G else 1
+    block_wt = max_tile_span(per_core_N, W // G)
+    block_ht = per_core_Mt // batches_per_core
+    if mask is not None and mask.padded_shape[3] != block_wt * TILE:
+        return None  # TT_FATAL "input mask width ... must have the same width as block_wt * tile_width"
+    tile = TILE_BYTES[_BF16]  # input, output and statistics: bfloat16 (validate_on_program_cache_miss)
+    mask_tile = TILE_BYTES[mask.dtype if mask is not None else _BF16]
+    block = per_core_Mt * per_core_Nt
+    # c_0 is the input buffer's own shard (aligned_size_per_bank), in pages of one tile
+    shard_pages = per_core_Mt * per_core_Nt if x.layout == Layout.TILE else -(-per_core_M * per_core_N * 2 // tile)
+    cbs = [CircularBuffer((0,), shard_pages, tile, True), CircularBuffer((16,), block, tile, True),
+           CircularBuffer((1,), block, tile)]
+    if out_layout == Layout.ROW_MAJOR and negative_mask is None:
+        cbs.append(CircularBuffer((30,), block, tile))
+    cbs += [CircularBuffer((2,), 3 if welford else 1, tile), CircularBuffer((3,), 1, tile)]
+    if not welford:
+        cbs.append(CircularBuffer((4,), 1, tile))
+    if gamma is not None:
+        cbs.append(CircularBuffer((5,), per_core_Nt, tile))
+    if beta is not None:
+        cbs.append(CircularBuffer((6,), per_core_Nt, tile))
+    # TT-NN makes the mask itself when neither mask is given (get_mask_tensor), so c_7 is there then too.
+    if mask is not None or negative_mask is None:
+        cbs.append(CircularBuffer((7,), block_wt * (groups_per_core if welford else 2), mask_tile))
+    if negative_mask is not None:
+        cbs.append(CircularBuffer((14,), 2 * block_wt, TILE_BYTES[negative_mask.dtype]))
+    if per_core_N % TILE:
+        cbs.append(CircularBuffer((11, 12), 2 * per_core_Nt, tile))
+    cbs += [CircularBuffer((13,), 1 if welford else block_ht * block_wt, tile),
+            CircularBuffer((8,), 2 if welford else 1, tile)]
+    if not welford:
+        cbs.append(CircularBuffer((10,), 1, tile))
+    cbs += [CircularBuffer((15, 9), 2 * groups_per_core if welford else 1, tile),
+            CircularBuffer((17,), groups_per_core if welford else 1, tile), CircularBuffer((26,), 1, tile)]
+    r = spec.grid.ranges()[0]
+    return make_program(NAME, "GroupNormShardedProgramFactory", cbs, ((r.start.x, r.start.y, r.end.x, r.end.y),))
