@@ -158,14 +158,25 @@ def test_rotary_embedding_llama_decode_mode_takes_one_position_per_user(device):
     x, pos = randn(1, B, H, D), torch.tensor([0, 3, 17, 9])
     ang = _angles(pos, D)  # [B, D/2]
     cos, sin = (f(ang).repeat_interleave(2, -1)[None, :, None] for f in (torch.cos, torch.sin))  # [1, B, 1, D]
-    out = ttnn.experimental.rotary_embedding_llama(dev(x, device), dev(cos, device), dev(sin, device),
-                                                   dev(get_rot_transformation_mat(), device), is_decode_mode=True)
+    # decode mode runs TT-NN's sharded factory only: one user's [heads padded to 32, D] a core, trans_mat a tile
+    users = lambda t: height_sharded(dev(t, device), row_of_cores(0, B), (32, D))  # noqa: E731
+    mat = height_sharded(dev(get_rot_transformation_mat(), device), row_of_cores(1, 1), (32, 32))
+    out = ttnn.experimental.rotary_embedding_llama(users(x), users(cos), users(sin), mat, is_decode_mode=True)
     ref = torch.view_as_real(torch.view_as_complex(x.reshape(1, B, H, D // 2, 2))
                              * torch.polar(torch.ones_like(ang), ang)[None, :, None]).reshape(1, B, H, D)
     torch.testing.assert_close(out.value, ref, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match=r"trans_mat shape \[1, 1, 64, 64\] must be \[1, 1, 32, 32\]"):
         ttnn.experimental.rotary_embedding_llama(dev(x, device), dev(cos, device), dev(sin, device),
                                                  dev(torch.eye(64)[None, None], device))
+    # interleaved inputs: TT-NN's TT_FATAL, input first, then cos, sin, trans_mat; nothing is allocated
+    flat_x, flat_mat, xs, coss, sins = (dev(x, device), dev(get_rot_transformation_mat(), device), users(x),
+                                        users(cos), users(sin))
+    live = len(device.memory.live_buffers())
+    with pytest.raises(RuntimeError, match=r"(?s)TT_FATAL .*Sharded inputs for RoPE must be HEIGHT_SHARDED\.\n"):
+        ttnn.experimental.rotary_embedding_llama(flat_x, coss, sins, mat, is_decode_mode=True)
+    with pytest.raises(RuntimeError, match=r"transformation matrix for RoPE must be HEIGHT_SHARDED\."):
+        ttnn.experimental.rotary_embedding_llama(xs, coss, sins, flat_mat, is_decode_mode=True)
+    assert len(device.memory.live_buffers()) == live
 
 
 def test_rotary_embedding_rotates_halves_as_gpt_neox_does(device):

@@ -68,6 +68,8 @@ def rotary_embedding_llama(input_tensor: Tensor, cos_cache: Tensor, sin_cache: T
     if cos.shape != sin.shape or cos.dim() != 4 or not broadcasts(x.shape, cos.shape) or cos.shape[-1] != x.shape[-1]:
         raise ValueError(f"{op_name}: cos {list(cos.shape)} and sin {list(sin.shape)} must both be {want} for "
                          f"input {list(x.shape)}")
+    if is_decode_mode and input_tensor._device is not None:
+        _decode_checks(op_name, input_tensor, cos_cache, sin_cache, trans_mat)
     # TT-NN's default output config is the input's (rotary_embedding_llama.cpp), whatever cos / sin / trans_mat use
     out = output(_llama_golden(x, cos, sin, mat), input_tensor, [input_tensor], op_name=op_name,
                  memory_config=memory_config)
@@ -80,6 +82,20 @@ def rotary_embedding_llama(input_tensor: Tensor, cos_cache: Tensor, sin_cache: T
         device_work.launch_after(out, True, input_tensor, rotary_programs.rotary_llama_decode_program(
             input_tensor, cos_cache, sin_cache, trans_mat, out.dtype))
     return out
+
+
+def _decode_checks(op_name: str, x: Tensor, cos: Tensor, sin: Tensor, trans_mat: Tensor) -> None:
+    """TT-NN 0.81's decode-mode checks (rotary_embedding_llama_device_operation.cpp): the sharded factory is the only
+    decode one, so every input must be height-sharded; TT_FATAL in TT-NN's words, then device_sim's fix."""
+    for words, t, name in (("Sharded inputs", x, "input_tensor"), ("cos tensor", cos, "cos"),
+                           ("sin tensor", sin, "sin"), ("transformation matrix", trans_mat, "trans_mat")):
+        layout = t.memory_config().memory_layout
+        if layout != TensorMemoryLayout.HEIGHT_SHARDED:
+            raise tt_fatal(f"({name}.memory_config().memory_layout() == TensorMemoryLayout::HEIGHT_SHARDED)",
+                           f"{words} for RoPE must be HEIGHT_SHARDED.\n{op_name}: {name} is {layout.name}; decode "
+                           f"mode runs only on height-sharded L1 tensors: x and cos / sin one user's [32, D] a core, "
+                           f"trans_mat one [32, 32] tile a core (or pass is_decode_mode=False)",
+                           where="device_sim/ops/rotary.py")
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
