@@ -9,13 +9,14 @@ from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.data_movement import index_dtype
 from device_sim.programs import accumulation, indexing, reduction, reduction_nd
+from device_sim.programs import prod as prod_programs
 from device_sim.programs import topk as topk_programs
 from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
 # The reductions TT-NN runs as ReduceDeviceOperation (reduce_op.cpp's ReduceOpMath SUM / MAX / MIN; mean is a
-# sum scaled by 1/N); var, std and prod run other programs, not modelled.
+# sum scaled by 1/N); var, std and prod run other programs (welford, prod: below).
 _REDUCE_OPS = frozenset({"sum", "mean", "max", "min"})
 
 
@@ -66,6 +67,8 @@ def _reduction(name: str, fn, *, result_dtype: DataType | None = None, **fn_kw):
             fp32 = bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False))
             device_work.launch_after(out, True, input_tensor, reduction_nd.welford_program(
                 input_tensor, out.dtype, one, scalar=scalar, fp32_dest_acc_en=fp32))
+        elif name == "prod" and isinstance(dim, (int, type(None))):  # ProdAll, or ProdNc over dim 0 / 1 of 4-D
+            device_work.launch_after(out, True, input_tensor, prod_programs.prod_programs(input_tensor, dim))
         elif name == "argmax" and isinstance(dim, (int, type(None))):
             device_work.launch_after(out, fresh, input_tensor, indexing.argmax_program(input_tensor, dim, keepdim))
         return out

@@ -34,6 +34,7 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - gather: GatherDeviceOperation (single-row single- and multi-core factories) between gather's WH transposes
 - scatter: ScatterDeviceOperation in ROW_MAJOR, between untilizes and a tilize
 - sort: SortDeviceOperation (its single-row single-core factory) between sort's WH transposes
+- prod: ProdAllDeviceOperation and ProdNcDeviceOperation
 
 docs/device_work.md lists what is modelled, what is approximate and what is not yet.
 
