@@ -70,14 +70,30 @@ def test_topk_over_the_second_to_last_dim_transposes_before_and_both_results_aft
     assert cbs(programs[3]) == [(0, 2, U16), (16, 2, U16)]  # the indices, transposed in their own format
 
 
-@pytest.mark.parametrize("shape, k, dim", [
-    ((2, 32, 64), 5, -1),   # k not whole tiles: TT-NN slices the results (not modelled)
-    ((2, 32, 32), 32, -1),  # a dim under 64: TT-NN pads it first (not modelled)
-    ((64, 16384), 32, -1),  # 16384 wide, a power of two, k <= 64: the multi-core factory (not modelled)
-    ((64, 32, 64), 32, 0),  # an outer dim: a permute, not a WH transpose (not modelled)
+def test_k_off_whole_tiles_and_a_short_dim_add_the_pad_and_both_slices(device):
+    x = tt(device, (2, 32, 64))
+    programs = launched(device, lambda: ttnn.topk(x, 5, dim=1, largest=False))
+    # transposed to [2, 64, 32]: under 64, so padded to [1, 2, 64, 64] (+inf); TopK keeps a whole tile (k = 32);
+    # values and indices are each sliced to 5 through ROW_MAJOR (tests/test_device_work_shape_ops.py's slices)
+    slice_trip = ["UntilizeDeviceOperation", "SliceDeviceOperation", "TilizeWithValPaddingDeviceOperation"]
+    assert [p.name for p in programs] == ["TransposeDeviceOperation", "PadDeviceOperation", "TopKDeviceOperation",
+                                          *slice_trip, *slice_trip, "TransposeDeviceOperation",
+                                          "TransposeDeviceOperation"]
+    pad, topk = programs[1], programs[2]
+    assert (pad.factory, cbs(pad)) == ("PadTileMulticoreProgramFactory", [(0, 2, BF16), (1, 2, BF16), (2, 1, BF16)])
+    assert cbs(topk)[4:] == [(4, 2, BF16), (5, 2, U16), (6, 1, BF16), (7, 1, U16)]  # Kt = 1
+    assert topk.ranges == ((0, 0, 3, 0),)  # 2 x 64 rows: 4 rows of tiles
+    assert cbs(programs[4])[0][2] == 32  # the values' slice: rows of 5 bfloat16 (10 B), DRAM-aligned to 32 B
+
+
+@pytest.mark.parametrize("shape, dtype, k, dim", [
+    ((2, 32, 48), ttnn.bfloat16, 5, -1),   # a dim that is not whole tiles: TT-NN fills the padding (not modelled)
+    ((2, 32, 32), ttnn.bfloat8_b, 8, -1),  # a bfloat8_b pad is not pad_multicore (its factory not modelled)
+    ((64, 16384), ttnn.bfloat16, 32, -1),  # 16384 wide, a power of two, k <= 64: the multi-core factory
+    ((64, 32, 64), ttnn.bfloat16, 32, 0),  # an outer dim: a permute, not a WH transpose
 ])
-def test_forms_whose_surrounding_programs_are_not_modelled_launch_nothing(device, shape, k, dim):
-    x = tt(device, shape)
+def test_forms_whose_surrounding_programs_are_not_modelled_launch_nothing(device, shape, dtype, k, dim):
+    x = tt(device, shape, dtype=dtype)
     assert launched(device, lambda: ttnn.topk(x, k, dim=dim)) == []
 
 

@@ -20,8 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import torch
-
 from device_sim.device_work import (
     TILE_BYTES,
     CircularBuffer,
@@ -33,30 +31,11 @@ from device_sim.device_work import (
     split_work,
 )
 from device_sim.programs import data_movement, shape
+from device_sim.programs.intermediate import Intermediate
 from device_sim.tensor import padded
 from device_sim.types import DataType, Layout
 
 NAME = "AccumulationDeviceOperation"
-
-
-class _Intermediate:
-    """A tensor TT-NN makes inside the composite (the typecast or permuted input, the scan's output) and device_sim
-    does not: the attributes the permute builders read, on a meta tensor (no data)."""
-
-    def __init__(self, like, dims, dtype: DataType):
-        self._device, self.layout, self.tile, self.dtype = like._device, like.layout, like.tile, dtype
-        self._value = torch.empty(tuple(dims), device="meta")
-        self._memory_config = like.memory_config()
-
-    @property
-    def padded_shape(self) -> tuple:
-        return padded(self._value.shape, self.layout, self.tile)
-
-    def memory_config(self):
-        return self._memory_config
-
-    def is_sharded(self) -> bool:
-        return False
 
 
 def accumulation_programs(x, dim: int, out_dtype: DataType) -> tuple[Program, ...] | None:
@@ -88,8 +67,8 @@ def _build(x, axis: int, out_dtype: DataType) -> tuple[Program, ...] | None:
     order = [0, 1, 2, 3]
     order[0], order[axis4] = axis4, 0
     moved = tuple(dims4[d] for d in order)
-    forward = shape.permute_programs(_Intermediate(x, dims4, dtype), _Intermediate(x, moved, dtype), order)
-    back = shape.permute_programs(_Intermediate(x, moved, out_dtype), _Intermediate(x, dims4, out_dtype), order)
+    forward = shape.permute_programs(Intermediate(x, dims4, dtype), Intermediate(x, moved, dtype), order)
+    back = shape.permute_programs(Intermediate(x, moved, out_dtype), Intermediate(x, dims4, out_dtype), order)
     if forward is None or back is None:
         return None
     return (*programs, *forward, _scan(x._device, x, moved, dtype, out_dtype, 0), *back)

@@ -13,8 +13,10 @@ find_topk_core_config finds a core split), else its "single-core" factory
     bfloat8_b input, else the input's), c_3 4 and c_5 2 x Kt index tiles, c_6 Kt value tiles, c_7 Kt index tiles
 
 Modelled: an interleaved bfloat16 / bfloat8_b TILE input of rank <= 4 reduced over its last or second-to-last dim,
-both of its last two dims whole tiles, the reduced dim at least 64 long (no pad, no padding fill) and k a multiple
-of 32 (no slice); the single-core factory. Anything else launches nothing (None): see docs/device_work.md.
+both of its last two dims whole tiles (no padding fill); a dim under 64 padded with the multi-core pad (bfloat16
+outside L1, as topk.cpp picks pad_multicore); a k off whole tiles sliced back (the slice programs of
+device_sim.programs.shape, on stand-ins for TopK's outputs); the single-core factory. Anything else launches
+nothing (None): see docs/device_work.md.
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -30,7 +32,9 @@ from __future__ import annotations
 
 from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, split_work
 from device_sim.programs import data_movement
-from device_sim.types import DataType, Layout
+from device_sim.programs import shape as shape_programs
+from device_sim.programs.intermediate import Intermediate
+from device_sim.types import BufferType, DataType, Layout
 
 NAME = "TopKDeviceOperation"
 _MULTI_CORE_MIN_WIDTH = 8192  # topk_constants.hpp
@@ -44,41 +48,59 @@ def index_dtype(width: int) -> DataType:
 
 
 def topk_programs(x, k: int, dim: int) -> tuple[Program, ...] | None:
-    """The programs TT-NN's topk runs for the k best of `x` along `dim`, in order (a transpose first and two after
-    when `dim` is the second-to-last); None where not modelled (see the module docstring)."""
+    """The programs TT-NN's topk runs for the k best of `x` along `dim`, in order: for the second-to-last dim a
+    transpose first, a pad for a dim under 64, TopK with k rounded up to whole tiles, the slices of both results
+    back to k, and for the second-to-last dim their transposes back; None where not modelled (see the module
+    docstring)."""
     if x._device is None or x.is_sharded() or x.layout != Layout.TILE or x.dtype not in _DTYPES:
         return None
     shape = tuple(x._value.shape)
     rank = len(shape)
-    if not 2 <= rank <= 4 or dim % rank < rank - 2 or shape[-1] % TILE or shape[-2] % TILE or k % TILE:
-        return None
+    if not 2 <= rank <= 4 or dim % rank < rank - 2 or shape[-1] % TILE or shape[-2] % TILE:
+        return None  # an outer dim (a permute) or tile padding to fill first (not modelled)
     last = dim % rank == rank - 1
     width = shape[-1] if last else shape[-2]
-    if width < _MIN_DIM_PER_CORE:
-        return None  # TT-NN pads the dim to 64 first (not modelled)
-    if width >= _MULTI_CORE_MIN_WIDTH and width & (width - 1) == 0 and k <= 64:
+    in_l1 = x.memory_config().buffer_type == BufferType.L1
+    if width < _MIN_DIM_PER_CORE and (x.dtype != DataType.BFLOAT16 or in_l1):
+        return None  # topk.cpp's pad without pad_multicore (not modelled)
+    width, kt = max(width, _MIN_DIM_PER_CORE), -(-k // TILE)
+    if width >= _MULTI_CORE_MIN_WIDTH and width & (width - 1) == 0 and kt * TILE <= 64:
         return None  # the multi-core factory (not modelled)
     dev = x._device
-    key = (NAME, shape, x.dtype, k, last, grid_of(dev))
-    return cached(key, lambda: _build(dev, shape, x.dtype, k, last))
+    key = (NAME, shape, x.dtype, k, last, in_l1, grid_of(dev))
+    return cached(key, lambda: _build(x, shape, k, last))
 
 
-def _build(dev, shape, dtype, k, last) -> tuple[Program, ...]:
+def _build(x, shape, k, last) -> tuple[Program, ...] | None:
+    dev, dtype = x._device, x.dtype
     moved = shape if last else (*shape[:-2], shape[-1], shape[-2])  # the reduced dim last
-    rows = 1
-    for d in moved[:-1]:
-        rows *= d
-    ht, kt = rows // TILE, k // TILE
-    idx = index_dtype(moved[-1])
+    moved4 = (1,) * (4 - len(moved)) + moved
+    programs = [] if last else [data_movement.transpose_wh_shape_program(dev, shape, dtype)]
+    if moved4[-1] < _MIN_DIM_PER_CORE:  # padded to 64 with -inf (+inf for the smallest)
+        padded4 = (*moved4[:-1], _MIN_DIM_PER_CORE)
+        programs.append(shape_programs.pad_program(Intermediate(x, moved4, dtype), None, 0, out_shape=padded4))
+        moved4 = padded4
+    rows = moved4[0] * moved4[1] * moved4[2]
+    ht, kt = rows // TILE, -(-k // TILE)
+    idx = index_dtype(moved4[-1])
     value, index = TILE_BYTES[dtype], TILE_BYTES[idx]
     compute = TILE_BYTES[DataType.BFLOAT16] if dtype == DataType.BFLOAT8_B else value
     cbs = (CircularBuffer((0,), 2, value), CircularBuffer((1,), 2, index), CircularBuffer((2,), 4, compute),
            CircularBuffer((3,), 4, index), CircularBuffer((4,), 2 * kt, compute), CircularBuffer((5,), 2 * kt, index),
            CircularBuffer((6,), kt, value), CircularBuffer((7,), kt, index))
-    topk = make_program(NAME, "TopKSingleCoreProgramFactory", cbs, split_work(ht, *grid_of(dev), row_wise=True))
-    if last:
-        return (topk,)
-    result = (*moved[:-1], k)  # TopK's outputs, transposed back: values, then indices
-    return (data_movement.transpose_wh_shape_program(dev, shape, dtype), topk,
-            data_movement.transpose_wh_shape_program(dev, result, dtype),
-            data_movement.transpose_wh_shape_program(dev, result, idx))
+    programs.append(make_program(NAME, "TopKSingleCoreProgramFactory", cbs,
+                                 split_work(ht, *grid_of(dev), row_wise=True)))
+    if kt * TILE != k:  # both results sliced from the whole tiles back to k
+        whole, cut = (*moved4[:-1], kt * TILE), (*moved4[:-1], k)
+        index_of_cut = tuple(slice(0, n) for n in cut)
+        for dt in (dtype, idx):
+            sliced = shape_programs.slice_piece_programs(Intermediate(x, whole, dt), Intermediate(x, cut, dt),
+                                                         index_of_cut)
+            if sliced is None:
+                return None
+            programs += sliced
+    if not last:
+        result = (*moved[:-1], k)  # TopK's outputs, transposed back: values, then indices
+        programs += [data_movement.transpose_wh_shape_program(dev, result, dtype),
+                     data_movement.transpose_wh_shape_program(dev, result, idx)]
+    return tuple(programs)

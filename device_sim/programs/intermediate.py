@@ -1,0 +1,41 @@
+"""Stand-ins for the tensors TT-NN makes inside a composite op and device_sim does not (a transposed, padded or
+permuted copy, a device operation's output before it is sliced), so the program builders that read a tensor's
+shape, dtype, layout and memory config can size those steps' programs too.
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs.intermediate import Intermediate
+    >>> dev = ttnn.open_device()
+    >>> x = ttnn.from_torch(torch.ones(2, 32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> t = Intermediate(x, (2, 64, 5), ttnn.uint16)
+    >>> tuple(t._value.shape), t.padded_shape, t.dtype
+    ((2, 64, 5), (2, 64, 32), DataType.UINT16)
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+import torch
+
+from device_sim.tensor import padded
+from device_sim.types import DataType
+
+
+class Intermediate:
+    """A tensor of `dims` and `dtype` laid out and placed like `like`: the attributes the builders read, over a
+    meta tensor (no data, no buffer)."""
+
+    def __init__(self, like, dims, dtype: DataType):
+        self._device, self.layout, self.tile, self.dtype = like._device, like.layout, like.tile, dtype
+        self._value = torch.empty(tuple(dims), device="meta")
+        self._memory_config = like.memory_config()
+
+    @property
+    def padded_shape(self) -> tuple:
+        return padded(self._value.shape, self.layout, self.tile)
+
+    def memory_config(self):
+        return self._memory_config
+
+    def is_sharded(self) -> bool:
+        return False
