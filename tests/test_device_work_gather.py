@@ -70,11 +70,25 @@ def test_a_gather_along_the_second_to_last_dim_transposes_index_input_and_output
     assert cbs(programs[2]) == [(0, 2, BF16), (1, 1, U32), (2, 1, BF16)]  # [2, 32, 64] moved: rows of 2 tiles
 
 
+def test_an_index_that_is_not_whole_tiles_gets_its_padding_filled_first(device):
+    x, i = tt(device, (2, 32, 64)), idx(device, 64, (2, 32, 8))
+    fill, gather = launched(device, lambda: ttnn.gather(x, -1, i))
+    # fill_pad_program_factory.cpp: two pages of a uint32 face row (16 x 4 B) + 2 B; one [32, 8] matrix a core
+    assert (fill.name, cbs(fill), fill.ranges) == ("FillPadDeviceOperation", [(0, 2, 66)], ((0, 0, 0, 1),))
+    assert cbs(gather) == [(0, 2, BF16), (1, 1, U32), (2, 1, BF16)]  # the index padded to one tile along W
+
+
+def test_an_input_that_is_not_whole_tiles_is_filled_after_the_index(device):
+    x, i = tt(device, (32, 40)), idx(device, 40, (32, 8))
+    names = [p.name for p in launched(device, lambda: ttnn.gather(x, -1, i))]
+    assert names == ["FillPadDeviceOperation", "FillPadDeviceOperation", "GatherDeviceOperation"]
+
+
 @pytest.mark.parametrize("shape, index_shape, dim", [
-    ((2, 32, 64), (2, 32, 8), -1),    # an index that is not whole tiles: TT-NN fills its padding (not modelled)
     ((2, 64, 64), (2, 32, 64), -1),   # a smaller index: TT-NN slices the input first (not modelled)
+    ((2, 30, 64), (2, 30, 8), -1),    # rows that are not whole tiles: the slice to the index's padded rows
     ((64, 32, 64), (64, 32, 64), 0),  # an outer dim (a permute)
 ])
-def test_forms_with_a_fill_slice_or_permute_around_the_gather_launch_nothing(device, shape, index_shape, dim):
+def test_forms_with_a_slice_or_permute_around_the_gather_launch_nothing(device, shape, index_shape, dim):
     x, i = tt(device, shape), idx(device, 8, index_shape)
     assert launched(device, lambda: ttnn.gather(x, dim, i)) == []

@@ -33,6 +33,7 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - accumulation: cumsum's AccumulationDeviceOperation between the permutes to dim 0
 - intermediate: stand-ins for the tensors a composite makes inside (its transposed, padded or sliced copies)
 - gather: GatherDeviceOperation (single-row single- and multi-core factories) between gather's WH transposes
+- fill_pad: FillPadDeviceOperation (fill_implicit_tile_padding, before gather / topk / sort)
 - scatter: ScatterDeviceOperation in ROW_MAJOR, between untilizes and a tilize
 - sort: SortDeviceOperation (its single-row single-core factory) between sort's WH transposes
 - prod: ProdAllDeviceOperation and ProdNcDeviceOperation

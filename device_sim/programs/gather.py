@@ -11,8 +11,9 @@ index's Wt tiles); else GatherProgramFactorySingleRowSingleCore (c_0 a whole inp
 tile each, over the index's Ht rows of tiles); both split the work over the grid row by row.
 
 Modelled: interleaved TILE input and index of the same rank <= 4, gathered along the last or the second-to-last dim,
-whose moved shapes agree but for the last dim and are whole tiles in their last two dims (no fill, no slice).
-Anything else launches nothing (None): see docs/device_work.md.
+whose moved shapes agree but for the last dim, the rows whole tiles (no slice of the input); a last dim that is not
+whole tiles gets its FillPadDeviceOperation (device_sim.programs.fill_pad). Anything else launches nothing (None):
+see docs/device_work.md.
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, split_work
 from device_sim.programs import data_movement
+from device_sim.programs.fill_pad import fill_pad_program, needs_fill
 from device_sim.types import DataType, Layout
 
 NAME = "GatherDeviceOperation"
@@ -37,9 +39,10 @@ _INDEX_DTYPES = {DataType.UINT32, DataType.UINT16}
 
 
 def gather_programs(x, index, dim: int) -> tuple[Program, ...] | None:
-    """The programs TT-NN's gather runs to pick `x`'s values at `index` along `dim`, in order (for the
-    second-to-last dim: the index's transpose, the input's, the gather, the output's transpose); None where not
-    modelled (see the module docstring)."""
+    """The programs TT-NN's gather runs to pick `x`'s values at `index` along `dim`, in order: for the second-to-last
+    dim the index's transpose, a FillPad of the index when it is not whole tiles, the input's transpose, a FillPad
+    of the input when it is not whole tiles, the gather, and for the second-to-last dim the output's transpose;
+    None where not modelled (see the module docstring)."""
     if x._device is None or index._device is None or x.is_sharded() or index.is_sharded():
         return None
     if x.layout != Layout.TILE or index.layout != Layout.TILE or index.dtype not in _INDEX_DTYPES:
@@ -51,18 +54,25 @@ def gather_programs(x, index, dim: int) -> tuple[Program, ...] | None:
     last = dim % rank == rank - 1
     moved = shape if last else (*shape[:-2], shape[-1], shape[-2])
     imoved = ishape if last else (*ishape[:-2], ishape[-1], ishape[-2])
-    if moved[:-1] != imoved[:-1] or any(d % TILE for d in (*moved[-2:], *imoved[-2:])):
-        return None  # TT-NN slices the input or fills tile padding first (not modelled)
+    # the input is sliced to the index's padded rows: nothing to slice when they are the input's own (whole tiles)
+    if moved[:-1] != imoved[:-1] or moved[-2] % TILE:
+        return None  # TT-NN slices the input first (not modelled)
+    if x.dtype.is_block_float and needs_fill(moved):
+        return None  # a bfloat8_b fill is typecast around (not modelled)
     dev = x._device
     key = (NAME, shape, ishape, x.dtype, index.dtype, last, grid_of(dev))
     return cached(key, lambda: _build(dev, shape, ishape, moved, imoved, x.dtype, index.dtype, last))
+
+
+def _four(shape) -> tuple:
+    return (1,) * (4 - len(shape)) + tuple(shape)
 
 
 def _build(dev, shape, ishape, moved, imoved, dtype, idx_dtype, last) -> tuple[Program, ...]:
     rows = 1
     for d in imoved[:-1]:
         rows *= d
-    ht, wt_in, wt_idx = rows // TILE, moved[-1] // TILE, imoved[-1] // TILE
+    ht, wt_in, wt_idx = -(-rows // TILE), -(-moved[-1] // TILE), -(-imoved[-1] // TILE)
     value, index = TILE_BYTES[dtype], TILE_BYTES[idx_dtype]
     gx, gy = grid_of(dev)
     if wt_in > _WT_THRESHOLD or wt_idx > _WT_THRESHOLD:
@@ -73,8 +83,14 @@ def _build(dev, shape, ishape, moved, imoved, dtype, idx_dtype, last) -> tuple[P
         gather = make_program(NAME, "GatherProgramFactorySingleRowSingleCore", (
             CircularBuffer((0,), wt_in, value), CircularBuffer((1,), 1, index), CircularBuffer((2,), 1, value)),
             split_work(ht, gx, gy, row_wise=True))
-    if last:
-        return (gather,)
-    return (data_movement.transpose_wh_shape_program(dev, ishape, idx_dtype),
-            data_movement.transpose_wh_shape_program(dev, shape, dtype), gather,
-            data_movement.transpose_wh_shape_program(dev, imoved, dtype))
+    programs = [] if last else [data_movement.transpose_wh_shape_program(dev, ishape, idx_dtype)]
+    if needs_fill(imoved):  # the index's tile padding filled with 0
+        programs.append(fill_pad_program(dev, _four(imoved), idx_dtype))
+    if not last:
+        programs.append(data_movement.transpose_wh_shape_program(dev, shape, dtype))
+    if needs_fill(moved):  # the input's with the float minimum
+        programs.append(fill_pad_program(dev, _four(moved), dtype))
+    programs.append(gather)
+    if not last:
+        programs.append(data_movement.transpose_wh_shape_program(dev, imoved, dtype))
+    return tuple(programs)
