@@ -60,12 +60,27 @@ def test_a_sort_along_the_second_to_last_dim_transposes_before_and_both_results_
     assert cbs(programs[3]) == [(0, 2, U16), (16, 2, U16)]  # the indices, transposed in their own format
 
 
+def test_a_dim_off_a_power_of_two_is_padded_and_both_results_sliced_back(device):
+    x = tt(device, (2, 32, 96))
+    programs = launched(device, lambda: ttnn.sort(x))
+    # 96 pads to 128 (the next power of two); the results [1, 2, 32, 128] slice back to 96: tile-aligned slices
+    assert [p.name for p in programs] == ["PadDeviceOperation", "SortDeviceOperation", "SliceDeviceOperation",
+                                          "SliceDeviceOperation"]
+    assert cbs(programs[1])[2:4] == [(2, 4, BF16), (3, 4, U16)]  # Wt = 128 / 32
+
+
+def test_a_dim_that_is_not_whole_tiles_is_filled_and_sorted_in_its_padded_tiles(device):
+    x = tt(device, (2, 30, 48))
+    fill, sort = launched(device, lambda: ttnn.sort(x))
+    # 48 pads to 64 in its tiles, already a power of two: no pad, no slice; fill: a bfloat16 face row + 2 B
+    assert (fill.name, cbs(fill), fill.ranges) == ("FillPadDeviceOperation", [(0, 2, 34)], ((0, 0, 0, 1),))
+    assert (cbs(sort)[2], sort.ranges) == ((2, 2, BF16), ((0, 0, 1, 0),))
+
+
 @pytest.mark.parametrize("shape, dim", [
-    ((2, 32, 64), 1),     # 32 along the dim: TT-NN pads to 64 first (not modelled)
-    ((2, 32, 96), -1),    # not a power of two: padded to 128 first
     ((32, 4096), -1),     # 128 tiles along the dim: a multi-core factory
     ((64, 32, 64), 0),    # an outer dim (a permute)
 ])
-def test_forms_with_a_pad_or_another_factory_launch_nothing(device, shape, dim):
+def test_another_factory_or_a_permute_launches_nothing(device, shape, dim):
     x = tt(device, shape)
     assert launched(device, lambda: ttnn.sort(x, dim)) == []

@@ -86,8 +86,16 @@ def test_k_off_whole_tiles_and_a_short_dim_add_the_pad_and_both_slices(device):
     assert cbs(programs[4])[0][2] == 32  # the values' slice: rows of 5 bfloat16 (10 B), DRAM-aligned to 32 B
 
 
+def test_dims_that_are_not_whole_tiles_get_their_padding_filled_before_topk(device):
+    x = tt(device, (2, 30, 100))
+    fill, topk = launched(device, lambda: ttnn.topk(x, 32))
+    # fill_pad_program_factory.cpp: two pages of a bfloat16 face row (16 x 2 B) + 2 B, one [30, 100] matrix a core
+    assert (fill.name, cbs(fill), fill.ranges) == ("FillPadDeviceOperation", [(0, 2, 34)], ((0, 0, 0, 1),))
+    assert topk.ranges == ((0, 0, 1, 0),)  # the padded rows: 2 x 32 = 2 rows of tiles
+
+
 @pytest.mark.parametrize("shape, dtype, k, dim", [
-    ((2, 32, 48), ttnn.bfloat16, 5, -1),   # a dim that is not whole tiles: TT-NN fills the padding (not modelled)
+    ((2, 32, 48), ttnn.bfloat8_b, 5, -1),  # bfloat8_b, not whole tiles: its pad (not multi-core) and fill
     ((2, 32, 32), ttnn.bfloat8_b, 8, -1),  # a bfloat8_b pad is not pad_multicore (its factory not modelled)
     ((64, 16384), ttnn.bfloat16, 32, -1),  # 16384 wide, a power of two, k <= 64: the multi-core factory
     ((64, 32, 64), ttnn.bfloat16, 32, 0),  # an outer dim: a permute, not a WH transpose

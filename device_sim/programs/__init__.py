@@ -29,13 +29,13 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - adaptive_pool: adaptive_avg_pool2d's derived kernel, stride and padding (then pool's programs)
 - repeat: RepeatDeviceOperation per repeated dim (repeat, expand), tile-native or through ROW_MAJOR; the
   repeat_interleave composite (untilize, concat, tilize)
-- topk: TopKDeviceOperation (its single-core factory) between topk's WH transposes, pad and slices
+- topk: TopKDeviceOperation (its single-core factory) between topk's WH transposes, pad, fill and slices
 - accumulation: cumsum's AccumulationDeviceOperation between the permutes to dim 0
 - intermediate: stand-ins for the tensors a composite makes inside (its transposed, padded or sliced copies)
 - gather: GatherDeviceOperation (single-row single- and multi-core factories) between gather's WH transposes
 - fill_pad: FillPadDeviceOperation (fill_implicit_tile_padding, before gather / topk / sort)
 - scatter: ScatterDeviceOperation in ROW_MAJOR, between untilizes and a tilize
-- sort: SortDeviceOperation (its single-row single-core factory) between sort's WH transposes
+- sort: SortDeviceOperation (its single-row single-core factory) between sort's WH transposes, fill, pad and slices
 - prod: ProdAllDeviceOperation and ProdNcDeviceOperation
 
 docs/device_work.md lists what is modelled, what is approximate and what is not yet.

@@ -12,9 +12,9 @@ find_topk_core_config finds a core split), else its "single-core" factory
     c_0 2 input tiles, c_1 2 index tiles, c_2 4 and c_4 2 x Kt tiles in the compute format (bfloat16 for a
     bfloat8_b input, else the input's), c_3 4 and c_5 2 x Kt index tiles, c_6 Kt value tiles, c_7 Kt index tiles
 
-Modelled: an interleaved bfloat16 / bfloat8_b TILE input of rank <= 4 reduced over its last or second-to-last dim,
-both of its last two dims whole tiles (no padding fill); a dim under 64 padded with the multi-core pad (bfloat16
-outside L1, as topk.cpp picks pad_multicore); a k off whole tiles sliced back (the slice programs of
+Modelled: an interleaved bfloat16 / bfloat8_b TILE input of rank <= 4 reduced over its last or second-to-last dim;
+a dim under 64 padded with the multi-core pad (bfloat16 outside L1, as topk.cpp picks pad_multicore); tile padding
+filled (device_sim.programs.fill_pad; bfloat16); a k off whole tiles sliced back (the slice programs of
 device_sim.programs.shape, on stand-ins for TopK's outputs); the single-core factory. Anything else launches
 nothing (None): see docs/device_work.md.
 
@@ -33,6 +33,7 @@ from __future__ import annotations
 from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, split_work
 from device_sim.programs import data_movement
 from device_sim.programs import shape as shape_programs
+from device_sim.programs.fill_pad import fill_pad_program, needs_fill
 from device_sim.programs.intermediate import Intermediate
 from device_sim.types import BufferType, DataType, Layout
 
@@ -56,14 +57,16 @@ def topk_programs(x, k: int, dim: int) -> tuple[Program, ...] | None:
         return None
     shape = tuple(x._value.shape)
     rank = len(shape)
-    if not 2 <= rank <= 4 or dim % rank < rank - 2 or shape[-1] % TILE or shape[-2] % TILE:
-        return None  # an outer dim (a permute) or tile padding to fill first (not modelled)
+    if not 2 <= rank <= 4 or dim % rank < rank - 2:
+        return None  # an outer dim (a permute; not modelled)
     last = dim % rank == rank - 1
     width = shape[-1] if last else shape[-2]
     in_l1 = x.memory_config().buffer_type == BufferType.L1
     if width < _MIN_DIM_PER_CORE and (x.dtype != DataType.BFLOAT16 or in_l1):
         return None  # topk.cpp's pad without pad_multicore (not modelled)
-    width, kt = max(width, _MIN_DIM_PER_CORE), -(-k // TILE)
+    if x.dtype == DataType.BFLOAT8_B and (shape[-1] % TILE or shape[-2] % TILE):
+        return None  # a bfloat8_b fill of the tile padding is typecast around (not modelled)
+    width, kt = -(-max(width, _MIN_DIM_PER_CORE) // TILE) * TILE, -(-k // TILE)
     if width >= _MULTI_CORE_MIN_WIDTH and width & (width - 1) == 0 and kt * TILE <= 64:
         return None  # the multi-core factory (not modelled)
     dev = x._device
@@ -80,9 +83,11 @@ def _build(x, shape, k, last) -> tuple[Program, ...] | None:
         padded4 = (*moved4[:-1], _MIN_DIM_PER_CORE)
         programs.append(shape_programs.pad_program(Intermediate(x, moved4, dtype), None, 0, out_shape=padded4))
         moved4 = padded4
-    rows = moved4[0] * moved4[1] * moved4[2]
+    if needs_fill(moved4):  # the tile padding filled with -inf (+inf)
+        programs.append(fill_pad_program(dev, moved4, dtype))
+    rows = moved4[0] * moved4[1] * -(-moved4[2] // TILE) * TILE
     ht, kt = rows // TILE, -(-k // TILE)
-    idx = index_dtype(moved4[-1])
+    idx = index_dtype(-(-moved4[-1] // TILE) * TILE)
     value, index = TILE_BYTES[dtype], TILE_BYTES[idx]
     compute = TILE_BYTES[DataType.BFLOAT16] if dtype == DataType.BFLOAT8_B else value
     cbs = (CircularBuffer((0,), 2, value), CircularBuffer((1,), 2, index), CircularBuffer((2,), 4, compute),
