@@ -1,5 +1,5 @@
-"""prod launches ProdAllDeviceOperation (every dim) or ProdNcDeviceOperation (dim 0 or 1 of the 4-D view), as TT-NN's
-prod.cpp runs them.
+"""prod launches ProdAllDeviceOperation (every dim) or ProdNcDeviceOperation (over one dim, between permutes for dims 2
+and 3 of the 4-D view), as TT-NN's prod.cpp runs them.
 
 CBs are hand-checked against tt-metal's reduction/prod/device/ factories: prod_all, core (0, 0) only, c_0 two input
 tiles and c_3 two output tiles; prod_nc, c_0 two, c_1 one, c_2 one and c_3 two tiles in the output's format, over the
@@ -57,7 +57,25 @@ def test_prod_over_dim_0_or_1_of_the_4d_view_is_one_prod_nc(device, shape, dim, 
         "ProdNcDeviceOperation", [(0, 2, BF16), (1, 1, BF16), (2, 1, BF16), (3, 2, BF16)], cores)
 
 
-@pytest.mark.parametrize("dim, layout", [(-1, ttnn.TILE), (-2, ttnn.TILE), (0, ttnn.ROW_MAJOR)])
-def test_prod_over_h_or_w_or_of_a_row_major_tensor_is_not_modelled(device, dim, layout):
-    x = tt(device, (2, 32, 64), layout=layout)
-    assert launched(device, lambda: ttnn.prod(x, dim=dim)) == []
+def test_prod_over_w_permutes_it_to_the_front_and_back_in_three_steps(device):
+    x = tt(device, (2, 32, 64))
+    programs = launched(device, lambda: ttnn.prod(x, dim=-1))
+    # [1, 2, 32, 64] by (3, 0, 1, 2) to [64, 1, 2, 32]; ProdNc over dim 0 into [1, 1, 2, 32] (one tile); back by
+    # (1, 2, 0, 3) to [1, 2, 1, 32]; the slice keeps it whole; then (0, 1, 3, 2): a WH transpose
+    assert [p.name for p in programs] == ["PermuteDeviceOperation", "ProdNcDeviceOperation",
+                                          "PermuteDeviceOperation", "TransposeDeviceOperation"]
+    assert programs[1].ranges == ((0, 0, 0, 0),)
+    assert programs[3].ranges == ((0, 0, 0, 1),)  # [1, 2, 1, 32]: 2 tiles
+
+
+def test_prod_over_h_permutes_it_to_the_front_and_back_once(device):
+    x = tt(device, (2, 96, 64))
+    programs = launched(device, lambda: ttnn.prod(x, dim=1))
+    # dim 2 of [1, 2, 96, 64]: by (2, 0, 1, 3) to [96, 1, 2, 64]; ProdNc into [1, 1, 2, 64]: 2 tiles; back once
+    assert [p.name for p in programs] == ["PermuteDeviceOperation", "ProdNcDeviceOperation", "PermuteDeviceOperation"]
+    assert programs[1].ranges == ((0, 0, 0, 1),)
+
+
+def test_prod_of_a_row_major_tensor_is_not_modelled(device):
+    x = tt(device, (2, 32, 64), layout=ttnn.ROW_MAJOR)
+    assert launched(device, lambda: ttnn.prod(x, dim=0)) == []

@@ -36,7 +36,7 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - fill_pad: FillPadDeviceOperation (fill_implicit_tile_padding, before gather / topk / sort)
 - scatter: ScatterDeviceOperation in ROW_MAJOR, between untilizes and a tilize
 - sort: SortDeviceOperation (its single-row single-core factory) between sort's WH transposes, fill, pad and slices
-- prod: ProdAllDeviceOperation and ProdNcDeviceOperation
+- prod: ProdAllDeviceOperation, and ProdNcDeviceOperation between the permutes to dim 0 and back
 
 docs/device_work.md lists what is modelled, what is approximate and what is not yet.
 
