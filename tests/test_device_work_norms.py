@@ -81,6 +81,8 @@ def test_group_norm_forms_tt_nn_refuses_launch_nothing(device):
     plain = tt(device, (64,))  # a TILE gamma: "Gamma tensor must have ROW_MAJOR layout" in the factory
     x = tt(device, (1, 1, 32, 64))
     assert launched(device, lambda: ttnn.group_norm(x, num_groups=4, weight=plain)) == []
+    # "num_out_blocks cannot be specified when core_grid is auto-selected"
+    assert launched(device, lambda: ttnn.group_norm(x, num_groups=4, num_out_blocks=2)) == []
 
 
 
@@ -146,7 +148,11 @@ def test_rms_norm_pre_all_gather_sums_squares_a_row_of_tiles_a_core(device):
     assert (p.name, p.factory, p.ranges) == ("LayerNormPreAllGatherDeviceOperation",
                                              "LayerNormPreAllGatherProgramFactory", ((0, 0, 1, 0),))
     assert cbs(p) == [((0,), 16, BF16), ((1,), 1, BF16), ((6,), 16, BF16), ((14,), 1, BF16)]
-    assert launched(device, lambda: ttnn.rms_norm_pre_all_gather(x, use_2d_core_grid=True)) == []  # 2-D: none
+    # 2-D: 2 rows over cores_x = 2, Wt = 8 over cores_y = 8 (both up to grid_y = 8): one tile of a row a core
+    [p2] = launched(device, lambda: ttnn.rms_norm_pre_all_gather(x, use_2d_core_grid=True))
+    assert (p2.factory, p2.ranges) == ("LayerNormPreAllGather2DProgramFactory", ((0, 0, 1, 7),))
+    assert cbs(p2) == [((0,), 16, BF16), ((1,), 1, BF16), ((6,), 16, BF16), ((15,), 1, BF16), ((16,), 1, BF16),
+                       ((13,), 1, BF16), ((14,), 1, BF16)]  # c_15: the core's Wt / cores_y = 1 partial tile
 
 
 def test_rms_norm_post_all_gather_normalizes_a_row_of_tiles_a_core_with_the_gathered_stats(device):

@@ -59,8 +59,9 @@ def rms_norm_pre_all_gather(input_tensor: Tensor, *, dtype: DataType = DataType.
     r = values(residual_input_tensor, op_name) if residual_input_tensor is not None else None
     out = output(_pre_golden(values(input_tensor, op_name), residual_input_tensor=r), input_tensor, ins,
                  op_name=op_name, dtype=dtype, layout=Layout.TILE, memory_config=memory_config)
-    if programs.supported(input_tensor) and not use_2d_core_grid:  # the 2-D factory is not modelled
-        device_work.launch_after(out, True, input_tensor, programs.rms_pre_program(input_tensor, out.dtype))
+    if programs.supported(input_tensor):
+        device_work.launch_after(out, True, input_tensor, programs.rms_pre_program(
+            input_tensor, out.dtype, use_2d_core_grid=bool(use_2d_core_grid)))
     return out
 
 

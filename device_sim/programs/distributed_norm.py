@@ -37,22 +37,41 @@ def _rows_and_wt(shape) -> tuple[int, int]:
     return rows // TILE, shape[-1] // TILE
 
 
-def rms_pre_program(x, out_dtype: DataType):
+def _divisor_up_to(n: int, cap: int) -> int:
+    """The 2-D factories' core count along one side: min(cap, n), lowered until it divides n."""
+    d = min(cap, n)
+    while n % d and d > 1:
+        d -= 1
+    return d
+
+
+def rms_pre_program(x, out_dtype: DataType, *, use_2d_core_grid: bool = False):
     """LayerNormPreAllGatherProgramFactory for an RMSNorm, on split_work_to_cores' rows of tiles (row by row).
 
     c_0 the input (two rows of Wt tiles), c_1 the reduce scaler (one bfloat16 tile), c_6 x**2 (two rows,
-    bfloat16), c_14 the output (one tile a row: the sum of squares in column 0).
+    bfloat16), c_14 the output (one tile a row: the sum of squares in column 0). With use_2d_core_grid,
+    LayerNormPreAllGather2DProgramFactory: cores_x (rows, up to grid_y) by cores_y (Wt, up to grid_y) from
+    (0, 0), each core Wt / cores_y tiles of a row; c_0, c_1, c_6 as above, c_15 the core's partial sums
+    (Wt / cores_y tiles), c_16 and c_13 one bfloat16 tile each, c_14 the output tile (on the merge cores, y = 0).
     """
     dev = x._device
-    key = ("LayerNormPreAllGatherDeviceOperation", shape_of(x), x.dtype, out_dtype, grid_of(dev))
+    key = ("LayerNormPreAllGatherDeviceOperation", shape_of(x), x.dtype, out_dtype, use_2d_core_grid, grid_of(dev))
 
     def build():
         rows, Wt = _rows_and_wt(tuple(x.padded_shape))
         bf16 = TILE_BYTES[_BF16]
         cbs = [CircularBuffer((0,), 2 * Wt, TILE_BYTES[x.dtype]), CircularBuffer((1,), 1, bf16),
-               CircularBuffer((6,), 2 * Wt, bf16), CircularBuffer((14,), 1, TILE_BYTES[out_dtype])]
+               CircularBuffer((6,), 2 * Wt, bf16)]
+        gx, gy = grid_of(dev)
+        if use_2d_core_grid:
+            cores_x, cores_y = _divisor_up_to(rows, gy), _divisor_up_to(Wt, gy)
+            cbs += [CircularBuffer((15,), Wt // cores_y, bf16), CircularBuffer((16,), 1, bf16),
+                    CircularBuffer((13,), 1, bf16), CircularBuffer((14,), 1, TILE_BYTES[out_dtype])]
+            return make_program("LayerNormPreAllGatherDeviceOperation", "LayerNormPreAllGather2DProgramFactory", cbs,
+                                ((0, 0, cores_x - 1, cores_y - 1),))
+        cbs.append(CircularBuffer((14,), 1, TILE_BYTES[out_dtype]))
         return make_program("LayerNormPreAllGatherDeviceOperation", "LayerNormPreAllGatherProgramFactory", cbs,
-                            split_work(rows, *grid_of(dev), row_wise=True))
+                            split_work(rows, gx, gy, row_wise=True))
 
     return cached(key, build)
 
@@ -79,12 +98,7 @@ def rms_post_program(x, stats, out_dtype: DataType, *, weight=None, bias=None, u
         gx, gy = grid_of(dev)
         in_t = TILE_BYTES[x.dtype]
         if use_2d_core_grid:
-            cores_x = min(gy, rows)
-            while rows % cores_x and cores_x > 1:
-                cores_x -= 1
-            cores_y = min(gy, Wt)
-            while Wt % cores_y and cores_y > 1:
-                cores_y -= 1
+            cores_x, cores_y = _divisor_up_to(rows, gy), _divisor_up_to(Wt, gy)
             length = Wt // cores_y
             ranges = ((0, 0, cores_x - 1, cores_y - 1),)
         else:

@@ -116,6 +116,8 @@ def _interleaved(dev, shape, G, gamma, beta, mask, core_grid, num_out_blocks, we
     if core_grid is not None:
         gx, gy = core_grid.x, core_grid.y
         blocks = 1 if num_out_blocks is None else num_out_blocks
+    elif num_out_blocks is not None:
+        return None  # TT_FATAL "num_out_blocks cannot be specified when core_grid is auto-selected"
     else:
         grid = dram_grid(*grid_of(dev), C, G, H, N)
         if grid is None:
