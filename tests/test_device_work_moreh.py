@@ -1,7 +1,8 @@
-"""moreh_norm launches the three programs TT-NN composes a finite p-norm over a tile dim from.
+"""moreh_norm launches the programs TT-NN composes a p-norm over the tile dims from.
 
-moreh_norm.cpp: |x|^p (MorehAbsPowOperation), the sum over the dim (MorehSumOperation's W or H factory), then
-the 1/p-th power; the CB sizes are worked out in the comments from the factories device_sim/programs/moreh.py cites.
+moreh_norm.cpp: for a finite p, |x|^p (MorehAbsPowOperation), the sum over the dim (MorehSumOperation's W or H
+factory), then the 1/p-th power; for p of 0 or +-inf, MorehNormOperation itself. The CB sizes are worked out in
+the comments from the factories device_sim/programs/moreh.py cites.
 """
 
 from __future__ import annotations
@@ -65,9 +66,26 @@ def test_a_norm_over_w_uses_the_w_sum_and_an_fp32_destination_widens_the_interme
                                                                 (24, 1, F32), (25, 1, F32), (16, 2, BF16)])
 
 
+def test_an_infinity_norm_runs_moreh_norms_own_factory_per_dim_the_last_dim_first(device):
+    x = tt(device, 2, 64, 96)
+    [h] = heard(device, lambda: ttnn.moreh_norm(x, math.inf, dim=1))
+    # over H: 2 x Wt = 2 x 3 columns of tiles, column by column; input, one, mask, output, three intermediates
+    assert (h.name, h.factory, h.ranges) == ("MorehNormOperation", "ProgramFactoryHOther", ((0, 0, 0, 5),))
+    assert cbs(h) == [(0, 1, BF16), (1, 1, BF16), (2, 1, BF16), (16, 1, BF16), (24, 1, BF16), (25, 1, BF16),
+                      (26, 1, BF16)]
+    # over both: W first (2 x Ht = 4 rows of tiles), then H of the [2, 64, 32] result (2 x 1 columns)
+    w, h2 = heard(device, lambda: ttnn.moreh_norm(x, -math.inf, dim=[1, 2]))
+    assert [(p.factory, p.ranges) for p in (w, h2)] == [("ProgramFactoryWOther", ((0, 0, 0, 3),)),
+                                                        ("ProgramFactoryHOther", ((0, 0, 0, 1),))]
+    # p = 0 over both: the count over W, then a sum over H of the [2, 64, 32] counts
+    count, total = heard(device, lambda: ttnn.moreh_norm(x, 0.0, dim=[2, 1]))
+    assert [(p.name, p.factory) for p in (count, total)] == [("MorehNormOperation", "ProgramFactoryWOther"),
+                                                             ("MorehSumOperation", "MorehSumHFactory")]
+
+
 def test_norms_tt_nn_runs_other_factories_for_launch_nothing_modelled(device):
     x = tt(device, 2, 32, 64)
-    assert heard(device, lambda: ttnn.moreh_norm(x, math.inf, dim=1)) == []  # MorehNormOperation
-    assert heard(device, lambda: ttnn.moreh_norm(x, 0.0, dim=1)) == []
     assert heard(device, lambda: ttnn.moreh_norm(x, 2.0, dim=0)) == []  # moreh_sum's NC factory
-    assert heard(device, lambda: ttnn.moreh_norm(x, 2.0)) == []  # every dim: a sum per dim
+    assert heard(device, lambda: ttnn.moreh_norm(x, math.inf, dim=0)) == []  # moreh_norm's NC factory
+    assert heard(device, lambda: ttnn.moreh_norm(x, 2.0, dim=[1, 2])) == []  # moreh_sum over a list of dims
+    assert heard(device, lambda: ttnn.moreh_norm(x, 2.0)) == []  # every dim

@@ -1,10 +1,11 @@
-"""ttnn.moreh_norm's device work where TT-NN composes it from moreh_abs_pow and moreh_sum.
+"""ttnn.moreh_norm's device work, as moreh_norm.cpp composes it.
 
-moreh_norm.cpp takes a finite, non-zero p over one dim as |x|^p (MorehAbsPowOperation), a sum over the dim
-(MorehSumOperation) and the 1/p-th power (MorehAbsPowOperation again). Their factories, in tt-metal's
-ttnn/cpp/ttnn/operations/moreh/: moreh_abs_pow/device/moreh_abs_pow_program_factory.cpp and
-moreh_sum/device/moreh_sum_{w,h}_program_factory.cpp (MorehSumOperation::select_program_factory: the last dim
-takes the W factory, the one before it the H factory).
+A finite, non-zero p over one dim is |x|^p (MorehAbsPowOperation), a sum over the dim (MorehSumOperation) and
+the 1/p-th power (MorehAbsPowOperation again); p of 0 or +-inf runs MorehNormOperation itself. The factories,
+in tt-metal's ttnn/cpp/ttnn/operations/moreh/: moreh_abs_pow/device/moreh_abs_pow_program_factory.cpp,
+moreh_sum/device/moreh_sum_{w,h}_program_factory.cpp and moreh_norm/device/ord_other/
+moreh_norm_program_factory_{w,h}_other.cpp (select_program_factory: the last dim takes the W factory, the one
+before it the H factory).
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -28,27 +29,54 @@ _BF16 = DataType.BFLOAT16
 
 
 def moreh_norm_programs(x, p: float, dims: tuple, keepdim: bool, *, fp32_dest_acc_en: bool = False):
-    """The three programs of a p-norm over one of the two tile dims of a bfloat16 TILE interleaved input (moreh_sum
-    takes bfloat16 or int32), in launch order; None for what is not modelled: p of 0 or +-inf
-    (MorehNormOperation's own factories), several dims or an outer dim (moreh_sum's NC factory)."""
-    if (x._device is None or x.is_sharded() or x.layout != Layout.TILE or x.dtype != _BF16 or len(dims) != 1
-            or p == 0 or math.isinf(p)):
+    """The programs of a p-norm of a bfloat16 TILE interleaved input over its tile dims (moreh_sum takes bfloat16
+    or int32), in launch order, as moreh_norm.cpp composes them:
+
+    - p finite and not 0, one dim: |x|^p, the sum over the dim, the 1/p-th power;
+    - p of +-inf: MorehNormOperation per dim, the last dim first (a max of |x|);
+    - p of 0: MorehNormOperation over the last dim asked (a count of non-zeros), then the sum over the other.
+
+    None for what is not modelled: an outer dim (moreh_sum's and moreh_norm's NC factories), or a finite p over
+    both tile dims (moreh_sum over a list of dims).
+    """
+    if x._device is None or x.is_sharded() or x.layout != Layout.TILE or x.dtype != _BF16:
         return None
     rank = x._value.dim()
-    d = dims[0] % rank
-    if rank < 2 or d < rank - 2:
+    ds = tuple(sorted({d % rank for d in dims}, reverse=True))  # moreh_norm.cpp sorts them, largest first
+    if rank < 2 or ds[-1] < rank - 2 or (len(ds) > 1 and p != 0 and not math.isinf(p)):
         return None
     shape = tuple(x.padded_shape)
-    # the sum's output keeps a tile dim as one padded tile (32), with keepdim or without
-    reduced = shape[:d] + (TILE,) + shape[d + 1:]
-    key = ("moreh_norm", shape, d, fp32_dest_acc_en, grid_of(x._device))
+    key = ("moreh_norm", shape, ds, p == 0, math.isinf(p), fp32_dest_acc_en, grid_of(x._device))
 
     def build():
         grid = grid_of(x._device)
-        return (_abs_pow(shape, fp32_dest_acc_en, grid), _sum(shape, d == rank - 1, fp32_dest_acc_en, grid),
-                _abs_pow(reduced, fp32_dest_acc_en, grid))
+        fp32 = fp32_dest_acc_en
+        # every program's output keeps a reduced tile dim as one padded tile (32), with keepdim or without
+        if math.isinf(p) or p == 0:
+            programs, s = [], shape
+            for i, d in enumerate(ds):
+                if p == 0 and i:  # the count's other dim is summed (moreh_sum)
+                    programs.append(_sum(s, d == rank - 1, fp32, grid))
+                else:
+                    programs.append(_norm(s, d == rank - 1, fp32, grid))
+                s = s[:d] + (TILE,) + s[d + 1:]
+            return tuple(programs)
+        d = ds[0]
+        reduced = shape[:d] + (TILE,) + shape[d + 1:]
+        return _abs_pow(shape, fp32, grid), _sum(shape, d == rank - 1, fp32, grid), _abs_pow(reduced, fp32, grid)
 
     return cached(key, build)
+
+
+def _norm(shape, over_w: bool, fp32: bool, grid):
+    """MorehNormOperation's ProgramFactoryWOther / ProgramFactoryHOther (ord_other/): c_0 the input, c_1 one,
+    c_2 the mask, c_16 the output, c_24..c_26 (f(x), its reduction over the dim, the running result) one tile each,
+    the intermediates float32 with an fp32 destination; the rows (W) or columns (H) of tiles column by column."""
+    bf16, im = TILE_BYTES[_BF16], TILE_BYTES[DataType.FLOAT32 if fp32 else _BF16]
+    cbs = [CircularBuffer((i,), 1, bf16) for i in (0, 1, 2, 16)] + [CircularBuffer((i,), 1, im) for i in (24, 25, 26)]
+    units = _outer(shape) * (shape[-2] if over_w else shape[-1]) // TILE
+    factory = "ProgramFactoryWOther" if over_w else "ProgramFactoryHOther"
+    return make_program("MorehNormOperation", factory, cbs, cores_col_major(units, *grid))
 
 
 def _outer(shape) -> int:
