@@ -55,12 +55,24 @@ def test_a_strided_transposed_conv_shards_spreads_the_input_in_the_halo_and_conv
     assert conv.cbs == same[-1].cbs  # conv2d's CBs over the full input, stride 1, no padding
 
 
-def test_the_1x1_matmul_path_and_dram_slicing_launch_nothing_modelled(device):
-    x = ttnn.from_torch(torch.randn(1, 4, 4, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+def test_a_1x1_transposed_conv_runs_conv2ds_interleaved_matmul(device):
+    # 1x1, stride 1, no padding: use_matmul_for_1x1_conv; an interleaved input without a shard_layout runs the matmul
+    # out of the interleaved tensor: [1, 1, 16, 32] by the prepared [1, 1, 32, 32] weights, tilized first if ROW_MAJOR
+    x = ttnn.from_torch(torch.randn(1, 4, 4, 32), dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR, device=device)
     w = ttnn.from_torch(torch.randn(32, 32, 1, 1), dtype=ttnn.bfloat16)
     one = dict(input_tensor=x, weight_tensor=w, device=device, in_channels=32, out_channels=32, batch_size=1,
                input_height=4, input_width=4, kernel_size=(1, 1))
-    assert heard(device, lambda: ttnn.conv_transpose2d(**one)) == []
+    tilize, mm = heard(device, lambda: ttnn.conv_transpose2d(**one))
+    # 16 rows are no whole tile: the tilize pads (TilizeWithValPadding); the matmul is one 32 x 32 tile by one
+    assert (tilize.name, mm.name) == ("TilizeWithValPaddingDeviceOperation", "MatmulDeviceOperation")
+    # the same programs as conv2d's 1x1 matmul path (whose CBs tests/test_device_work_matmul_conv.py hand-checks)
+    conv = heard(device, lambda: ttnn.conv2d(input_tensor=x, weight_tensor=w, device=device, in_channels=32,
+                                             out_channels=32, batch_size=1, input_height=4, input_width=4,
+                                             kernel_size=(1, 1)))
+    assert [(p.name, p.cbs, p.ranges) for p in conv] == [(p.name, p.cbs, p.ranges) for p in (tilize, mm)]
+
+
+def test_dram_slicing_launches_nothing_modelled(device):
     sliced = transpose(device, dram_slice_config=ttnn.Conv2dSliceConfig(slice_type=ttnn.Conv2dDRAMSliceHeight,
                                                                           num_slices=2))
     assert heard(device, sliced) == []

@@ -194,8 +194,9 @@ def _launch_conv_transpose2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor,
     """conv_transpose2d's device operations as conv_transpose2d.cpp runs them (conv_transpose2d_L1): the input
     sharded on the cores the output's rows pick, the halo that spreads it out (stride - 1 zeros between rows and
     columns, dilation * (kernel - 1) - padding around, output_padding more at the bottom and right), then
-    Conv2dDeviceOperation with stride 1 and no padding over that full input. Height sharding only, as for conv2d;
-    the 1x1 matmul path, other shard layouts and DRAM slicing launch none."""
+    Conv2dDeviceOperation with stride 1 and no padding over that full input. Height sharding only, as for conv2d.
+    A 1x1, stride-1, unpadded one from an interleaved input without a shard_layout is conv2d's auto-sharded matmul
+    (programs.conv.matmul_conv_programs); its sharded form, other shard layouts and DRAM slicing launch none."""
     if out._device is None or dram_slice_config is not None:
         return
     op_name = "ttnn.conv_transpose2d"
@@ -205,10 +206,17 @@ def _launch_conv_transpose2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor,
     pads = (dh * (kh - 1) - top, dh * (kh - 1) - bottom + oph, dw * (kw - 1) - left, dw * (kw - 1) - right + opw)
     shard_layout = conv_config.shard_layout if conv_config is not None else None
     mm_conv = (kh, kw) == (1, 1) and (sh, sw) == (1, 1) and not (top or bottom or left or right)
-    if mm_conv or min(pads) < 0 or shard_layout not in (None, TensorMemoryLayout.HEIGHT_SHARDED):
-        return
     h, w = args["input_height"], args["input_width"]
     cfg = conv_config if conv_config is not None else Conv2dConfig()
+    if mm_conv and shard_layout is None and not x.is_sharded():  # use_matmul_for_1x1_conv, auto-sharded
+        device_work.launch_after(out, True, out, conv_programs.matmul_conv_programs(
+            x, batch=args["batch_size"], height=h, width=w, in_channels=args["in_channels"],
+            out_channels=args["out_channels"], weights_dtype=cfg.weights_dtype or weight_tensor.dtype,
+            bias_dtype=(cfg.weights_dtype or bias_tensor.dtype) if bias_tensor is not None else None,
+            out_dtype=out.dtype))
+        return
+    if mm_conv or min(pads) < 0 or shard_layout not in (None, TensorMemoryLayout.HEIGHT_SHARDED):
+        return
     programs = conv_programs.conv2d_programs(
         batch=args["batch_size"], height=(h - 1) * sh + 1 + pads[0] + pads[1],
         width=(w - 1) * sw + 1 + pads[2] + pads[3], in_channels=args["in_channels"],
