@@ -168,6 +168,14 @@ def test_rotary_embedding_llama_decode_mode_takes_one_position_per_user(device):
     with pytest.raises(ValueError, match=r"trans_mat shape \[1, 1, 64, 64\] must be \[1, 1, 32, 32\]"):
         ttnn.experimental.rotary_embedding_llama(dev(x, device), dev(cos, device), dev(sin, device),
                                                  dev(torch.eye(64)[None, None], device))
+    # TT-NN's models shard trans_mat one tile a core ([1, 1, 32 * B, 32]); user b's heads meet its own core's tile
+    scaled = torch.cat([get_rot_transformation_mat() * (b + 1) for b in range(B)], 2)
+    per_user = ttnn.experimental.rotary_embedding_llama(
+        users(x), users(cos), users(sin), height_sharded(dev(scaled, device), row_of_cores(1, B), (32, 32)),
+        is_decode_mode=True)
+    rotated = (x.unflatten(-1, (-1, 32)) @ get_rot_transformation_mat()[0, 0]).flatten(-2)
+    torch.testing.assert_close(per_user.value, x * cos + rotated * sin * torch.arange(1., B + 1)[None, :, None, None],
+                               rtol=1e-5, atol=1e-5)
     # interleaved inputs: TT-NN's TT_FATAL, input first, then cos, sin, trans_mat; nothing is allocated
     flat_x, flat_mat, xs, coss, sins = (dev(x, device), dev(get_rot_transformation_mat(), device), users(x),
                                         users(cos), users(sin))
@@ -358,14 +366,23 @@ def test_fused_qk_rope_and_fused_cache_update_equal_their_single_forms(device):
         return height_sharded(dev(t, device, dtype=ttnn.bfloat16), row_of_cores(y, t.shape[1]), shard)
 
     q, k = sharded(randn(1, B, 8, D), 0), sharded(randn(1, B, 2, D, seed=1), 1)
-    cos, sin = sharded(randn(1, B, 1, D, seed=2), 2), sharded(randn(1, B, 1, D, seed=3), 2)
-    mat = sharded(get_rot_transformation_mat(), 3, (32, 32))
+    # TT-NN's fused form: cos / sin hold q's users' rows, then k's ([1, 2B, 1, D]); trans_mat one tile a core
+    cos_t, sin_t = randn(1, 2 * B, 1, D, seed=2), randn(1, 2 * B, 1, D, seed=3)
+    cos, sin = sharded(cos_t, 2), sharded(sin_t, 3)
+    mat = height_sharded(dev(get_rot_transformation_mat().repeat(1, 1, 2 * B, 1), device, dtype=ttnn.bfloat16),
+                         row_of_cores(4, 2 * B), (32, 32))
     q_rot, k_rot = ttnn.experimental.rotary_embedding_llama_fused_qk(q, k, cos, sin, mat)
     # TT-NN's outputs take q's and k's own configs
     assert (q_rot.memory_config(), k_rot.memory_config()) == (q.memory_config(), k.memory_config())
-    for fused, x in ((q_rot, q), (k_rot, k)):
-        single = ttnn.experimental.rotary_embedding_llama(x, cos, sin, mat, is_decode_mode=True)
+    one_tile = sharded(get_rot_transformation_mat(), 5, (32, 32))
+    for fused, x, rows in ((q_rot, q, slice(0, B)), (k_rot, k, slice(B, 2 * B))):
+        single = ttnn.experimental.rotary_embedding_llama(x, sharded(cos_t[:, rows], 6), sharded(sin_t[:, rows], 7),
+                                                          one_tile, is_decode_mode=True)
         assert fused.shape == x.shape and torch.equal(fused.value, single.value)
+    with pytest.raises(RuntimeError, match="Cos and Sin are repeated for Q and K, so they must have the same batch "
+                                           "size as the sum of Q and K batch sizes"):
+        ttnn.experimental.rotary_embedding_llama_fused_qk(q, k, sharded(cos_t[:, :B], 6), sharded(sin_t[:, :B], 7),
+                                                          mat)
     caches = [dev(torch.zeros(B, 2, 32, D), device) for _ in range(4)]
     # keys one user a core on row 0, values on row 1 (TT-NN's fused update takes disjoint shard grids)
     tokens = token(randn(1, B, 2, D, seed=4), device, y=0), token(randn(1, B, 2, D, seed=5), device, y=1)

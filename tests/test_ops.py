@@ -229,9 +229,9 @@ def _page_table(d):
     return dev(torch.tensor([[0, 1], [3, 2]]), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)
 
 
-def _height_sharded(t, y: int, n: int, shard=(32, 32)):
-    """t height-sharded in L1 over cores (0..n-1, y), one shard each (TT-NN's decode ops take only these)."""
-    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, y), ttnn.CoreCoord(n - 1, y))])
+def _height_sharded(t, y: int, n: int, shard=(32, 32), rows: int = 1):
+    """t height-sharded in L1 over cores (0..n-1, y..y+rows-1), one shard each (TT-NN's decode ops take only these)."""
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, y), ttnn.CoreCoord(n - 1, y + rows - 1))])
     spec = ttnn.ShardSpec(grid, shard, ttnn.ShardOrientation.ROW_MAJOR)
     return ttnn.to_memory_config(t, ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec))
 
@@ -303,12 +303,14 @@ CASES.update({
     "ttnn.transformer.chunked_scaled_dot_product_attention": lambda d: (
         # chunk_start_idx a multiple of q_chunk_size (32), as TT-NN requires
         (x(d, 2, 4, 32, 32), x(d, 4, 2, 32, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), _page_table(d), 32), {}),
-    # every input height-sharded, as TT-NN requires: q, k one user a core on rows 0 and 1, cos, sin on row 2
+    # every input height-sharded, as TT-NN requires: q, k one user a core on rows 0 and 1; cos, sin q's users then
+    # k's ([1, 16, 1, 64]) on rows 2-3, trans_mat one tile a core on rows 4-5
     "ttnn.experimental.rotary_embedding_llama_fused_qk": lambda d: (
         (_height_sharded(x(d, 1, 8, 4, 64), 0, 8, (32, 64)), _height_sharded(x(d, 1, 8, 1, 64, seed=3), 1, 8, (32, 64)),
-         _height_sharded(x(d, 1, 8, 1, 64, seed=1), 2, 8, (32, 64)),
-         _height_sharded(x(d, 1, 8, 1, 64, seed=2), 2, 8, (32, 64)),
-         _height_sharded(dev(ttnn.ops.rotary.get_rot_transformation_mat(), d), 3, 1)), {}),
+         _height_sharded(x(d, 1, 16, 1, 64, seed=1), 2, 8, (32, 64), rows=2),
+         _height_sharded(x(d, 1, 16, 1, 64, seed=2), 2, 8, (32, 64), rows=2),
+         _height_sharded(dev(ttnn.ops.rotary.get_rot_transformation_mat().repeat(1, 1, 16, 1), d), 4, 8, rows=2)),
+        {}),
     "ttnn.experimental.split_query_key_value_and_split_heads": lambda d: ((x(d, 2, 1, 32, 384), ttnn.CoreCoord(4, 2)),
                                                                          dict(num_heads=4)),
     "ttnn.experimental.nlp_create_qkv_heads_falcon7b": lambda d: ((x(d, 1, 1, 32, 4672),), {}),

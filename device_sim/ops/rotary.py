@@ -40,10 +40,26 @@ def get_rot_transformation_mat(dhead: int = TILE) -> torch.Tensor:
     return m
 
 
-def _llama_golden(x, cos, sin, trans_mat, *_, **__):
+def _llama_golden(x, cos, sin, trans_mat, *_, first_tile: int = 0, **__):
+    """x * cos + (x @ M) * sin, M applied to each 32-wide tile of the head dim.
+
+    A decode trans_mat may hold one 32x32 tile per core ([1, 1, 32 * n, 32], TT-NN's models repeat it per user):
+    the sharded kernel multiplies user b's heads by the tile on its own core, taken here as tile
+    (first_tile + b) % n (the trans_mat sharded over the users' cores in their order).
+    """
     x = x.float()
-    rotated = (x.unflatten(-1, (-1, TILE)) @ trans_mat.float().reshape(TILE, TILE)).flatten(-2)
+    mats = trans_mat.float().reshape(-1, TILE, TILE)
+    # one tile for all, or [1, B, 1, 32, 32]: a tile per user, over its heads (and the head dim's tiles)
+    m = mats[0] if len(mats) == 1 else mats[(first_tile + torch.arange(x.shape[1])) % len(mats)][None, :, None]
+    rotated = (x.unflatten(-1, (-1, TILE)) @ m).flatten(-2)
     return x * cos.float() + rotated * sin.float()
+
+
+def _trans_mat_ok(shape, decode: bool) -> bool:
+    """[1, 1, 32, 32]; in decode mode also [1, 1, 32 * n, 32], one tile a core (TT-NN checks the shard is a tile)."""
+    shape = tuple(shape)
+    return len(shape) == 4 and shape[:2] == (1, 1) and shape[-1] == TILE and (
+        shape[2] == TILE or (decode and shape[2] % TILE == 0 and shape[2] > 0))
 
 
 @register_op("ttnn.experimental.rotary_embedding_llama", golden=_llama_golden)
@@ -59,9 +75,9 @@ def rotary_embedding_llama(input_tensor: Tensor, cos_cache: Tensor, sin_cache: T
     if x.dim() != 4 or x.shape[-1] % TILE:
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be 4D with a head dim that is a multiple "
                          f"of {TILE}")
-    if tuple(mat.shape) != (1, 1, TILE, TILE):
-        raise ValueError(f"{op_name}: trans_mat shape {list(mat.shape)} must be [1, 1, 32, 32] "
-                         f"(see get_rot_transformation_mat)")
+    if not _trans_mat_ok(mat.shape, is_decode_mode):
+        raise ValueError(f"{op_name}: trans_mat shape {list(mat.shape)} must be [1, 1, 32, 32] (see "
+                         f"get_rot_transformation_mat; in decode mode also one such tile per core, [1, 1, 32 * n, 32])")
     if is_decode_mode and x.shape[0] != 1:
         raise ValueError(f"{op_name}: decode mode takes input [1, B, H, D] (one token); got {list(x.shape)}")
     want = "[1, B, 1, D]" if is_decode_mode else "[1, 1 or H, S, D]"
@@ -138,7 +154,10 @@ def rotary_embedding(input_tensor: Tensor, cos_cache: Tensor, sin_cache: Tensor,
 
 
 def _fused_qk_golden(q, k, cos, sin, trans_mat, *_, **__):
-    return _llama_golden(q, cos, sin, trans_mat), _llama_golden(k, cos, sin, trans_mat)
+    # cos / sin hold q's users' rows, then k's (TT-NN repeats them for Q and K); so do trans_mat's tiles
+    b = q.shape[1]
+    return (_llama_golden(q, cos[:, :b], sin[:, :b], trans_mat),
+            _llama_golden(k, cos[:, b:], sin[:, b:], trans_mat, first_tile=b))
 
 
 def _fused_qk_checks(op_name: str, tensors) -> None:
@@ -172,15 +191,23 @@ def rotary_embedding_llama_fused_qk(q_input_tensor: Tensor, k_input_tensor: Tens
         _fused_qk_checks(op_name, tensors)
     q, k, cos, sin, mat = (values(t, op_name) for t in tensors)
     for name, x in (("q", q), ("k", k)):
-        if x.dim() != 4 or x.shape[0] != 1 or x.shape[-1] % TILE or not broadcasts(x.shape, cos.shape):
-            raise ValueError(f"{op_name}: {name} {list(x.shape)} must be [1, B, heads, D] (D a multiple of {TILE}) "
-                             f"with cos/sin {list(cos.shape)} [1, B, 1, D]")
-    if cos.shape != sin.shape or tuple(mat.shape) != (1, 1, TILE, TILE):
+        if x.dim() != 4 or x.shape[0] != 1 or x.shape[-1] % TILE or x.shape[1] != q.shape[1]:
+            raise ValueError(f"{op_name}: {name} {list(x.shape)} must be [1, B, heads, D] (D a multiple of {TILE}, "
+                             f"B as q's)")
+    if cos.shape != sin.shape or not _trans_mat_ok(mat.shape, True):
         raise ValueError(f"{op_name}: cos {list(cos.shape)} and sin {list(sin.shape)} must match and trans_mat "
-                         f"{list(mat.shape)} be [1, 1, 32, 32]")
+                         f"{list(mat.shape)} be [1, 1, 32 * n, 32]")
+    users = q.shape[1] + k.shape[1]
+    if cos.dim() != 4 or cos.shape[1] != users or not broadcasts(q.shape[2:], cos.shape[2:]) \
+            or cos.shape[-1] != q.shape[-1]:
+        raise tt_fatal("cos_sin_batch_size == (q_batch_size + k_batch_size)", f"Cos and Sin are repeated for Q and "
+                       f"K, so they must have the same batch size as the sum of Q and K batch sizes\n{op_name}: cos "
+                       f"{list(cos.shape)} for q {list(q.shape)} and k {list(k.shape)}; give cos / sin "
+                       f"[1, {users}, 1, {q.shape[-1]}], q's users' rows then k's", where="device_sim/ops/rotary.py")
+    q_new, k_new = _fused_qk_golden(q, k, cos, sin, mat)
     # TT-NN's outputs take q's and k's own memory configs (rotary_embedding_llama_fused_qk.cpp)
-    q_out = output(_llama_golden(q, cos, sin, mat), q_input_tensor, [q_input_tensor], op_name=op_name)
-    k_out = output(_llama_golden(k, cos, sin, mat), k_input_tensor, [k_input_tensor], op_name=op_name)
+    q_out = output(q_new, q_input_tensor, [q_input_tensor], op_name=op_name)
+    k_out = output(k_new, k_input_tensor, [k_input_tensor], op_name=op_name)
     # The sharded factory TT-NN requires (its outputs take q's and k's shard specs; device_sim's follow the memory
     # rules, and the program is TT-NN's either way)
     if q_input_tensor._device is not None:
