@@ -49,8 +49,18 @@ def test_an_unaligned_stick_adds_the_readers_scratch_patch(device):
     assert cbs(fold) == [(0, 2, 32 * 4), (1, 1, 16 * 4)]  # 4 sticks a patch, aligned and as they are
 
 
+def test_a_tiled_input_with_whole_tiles_of_channels_is_untilized_then_folded_row_major(device):
+    tiled = nhwc(device, 1, 4, 4, 32, layout=ttnn.TILE)  # W = 4 is no whole tile: the untilize unpads
+    untilize, fold = heard(device, lambda: ttnn.fold(tiled, 2, 2))
+    assert (untilize.name, fold.name) == ("UntilizeWithUnpaddingDeviceOperation", "Fold")
+    # padded [1, 4, 32, 32]: 4 rows of one tile, one a core on 4 cores: c_0 / c_16 a row of tiles, single-buffered
+    assert (cbs(untilize), untilize.ranges) == ([(0, 1, 2048), (16, 1, 2048)], ((0, 0, 3, 0),))
+    # 32 channels x 2 B = 64 B sticks (DRAM-aligned), 2 x 2 patches of 4 sticks: 256 B pages, double-buffered
+    assert cbs(fold) == [(0, 2, 256)]
+
+
 def test_folds_tt_nn_runs_otherwise_launch_nothing_modelled(device):
-    tiled = nhwc(device, 1, 4, 4, 32, layout=ttnn.TILE)  # the tiled factory and its reshape: not modelled
+    tiled = nhwc(device, 1, 4, 4, 16, layout=ttnn.TILE)  # the tiled factory and its reshape: not modelled
     assert heard(device, lambda: ttnn.fold(tiled, 2, 2)) == []
     l1 = nhwc(device, 1, 4, 4, 16, memory_config=ttnn.L1_MEMORY_CONFIG)
     assert heard(device, lambda: ttnn.fold(l1, 2, 2, padding=(1, 1))) == []  # TT-NN's L1 fallback drops padding

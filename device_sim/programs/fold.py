@@ -1,7 +1,8 @@
-"""ttnn.fold's device work on an interleaved ROW_MAJOR input, as TT-NN's fold.cpp runs it.
+"""ttnn.fold's device work on an interleaved input, as TT-NN's fold.cpp runs it.
 
 A DRAM input is padded first when asked (ttnn::pad: PadDeviceOperation's row-major factory, on the padded
-shape), then folded by the Fold device operation's MultiCoreDRAMFold factory, whose row-major program
+shape), or untilized first when TILE with whole tiles of channels, then folded by the Fold device operation's
+MultiCoreDRAMFold factory, whose row-major program
 (fold_multi_core_row_major_interleaved in data_movement/fold/device/fold_multi_core_dram_program_factory.cpp)
 streams one patch (stride_h x stride_w sticks) at a time. An L1-interleaved input goes to the same factory
 (fold.cpp's fallback), which ignores padding.
@@ -19,28 +20,35 @@ Example:
 from __future__ import annotations
 
 from device_sim import dtypes
-from device_sim.device_work import CircularBuffer, cached, grid_of, make_program
+from device_sim.device_work import TILE, CircularBuffer, cached, grid_of, make_program
+from device_sim.programs.data_movement import untilize_program
 from device_sim.programs.shape import pad_program
-from device_sim.types import BufferType, Layout
+from device_sim.types import BufferType, DataType, Layout
 
 _DRAM_ALIGNMENT = 32  # hal::get_dram_alignment() on Wormhole: DRAM reads of a stick land 32 B-aligned
 
 
 def fold_programs(x, stride_h: int, stride_w: int, padding: tuple[int, int, int, int]):
-    """The programs of one fold of an interleaved ROW_MAJOR NHWC input; `padding` is (top, bottom, left, right).
-    None for what is not modelled: a sharded or TILE input (the sharded factory and halo; the tiled factory and
-    its reshape), or padding on an L1 input (TT-NN's fallback drops it; device_sim pads)."""
-    if x._device is None or x.is_sharded() or x.layout != Layout.ROW_MAJOR or x._value.dim() != 4:
+    """The programs of one fold of an interleaved NHWC input; `padding` is (top, bottom, left, right). A TILE input
+    on DRAM whose channels are whole tiles is untilized first (fold.cpp's to_layout, UntilizeWithUnpadding when W
+    is not whole tiles) and folded as row-major (the reshape after is a view of the same shape). None for what is
+    not modelled: a sharded input (halo, reshard, the sharded factory), another TILE input (the tiled factory and
+    the row-major reshape after it; a padded one), or padding on an L1 input (TT-NN's fallback drops it)."""
+    if x._device is None or x.is_sharded() or x._value.dim() != 4:
         return None
     dram = x.memory_config().buffer_type == BufferType.DRAM
-    if any(padding) and not dram:
-        return None
     n, h, w, c = x._value.shape
-    top, bottom, left, right = padding
-    padded = (n, h + top + bottom, w + left + right, c)
+    if any(padding) and (not dram or x.layout != Layout.ROW_MAJOR):
+        return None
     programs = []
+    if x.layout == Layout.TILE:
+        if not dram or c % TILE or x.dtype not in (DataType.BFLOAT16, DataType.FLOAT32):
+            return None
+        programs.append(untilize_program(x, x.dtype, name="UntilizeWithUnpaddingDeviceOperation" if w % TILE
+                                         else "UntilizeDeviceOperation"))
+    top, bottom, left, right = padding
     if any(padding):  # ttnn::pad with a PadSpecDim per dim, nothing before C: no front padding of the last dim
-        programs.append(pad_program(x, None, 0, out_shape=padded))
+        programs.append(pad_program(x, None, 0, out_shape=(n, h + top + bottom, w + left + right, c)))
     programs.append(_fold_rm(x._device, x.dtype, c, stride_h, stride_w))
     return tuple(p for p in programs if p is not None)
 
