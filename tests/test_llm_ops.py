@@ -153,6 +153,23 @@ def test_rotary_embedding_llama_rotates_adjacent_pairs_as_meta_llama_does(device
     torch.testing.assert_close(out.value, ref, rtol=1e-5, atol=1e-5)
 
 
+def test_rotary_embedding_llama_prefill_refuses_sharded_tensors_with_tt_nns_errors(device):
+    # rotary_embedding_llama_device_operation.cpp: prefill runs the interleaved factory only, and the output keeps
+    # the input's layout; TT_FATAL before any output is made
+    x, cos = dev(randn(1, 2, 64, 32), device), dev(randn(1, 1, 64, 32, seed=1), device)
+    mat = dev(get_rot_transformation_mat(), device)
+    sharded_x = height_sharded(x, row_of_cores(0, 4), (32, 32))
+    sharded_cos = height_sharded(cos, row_of_cores(1, 2), (32, 32))
+    live = len(device.memory.live_buffers())
+    with pytest.raises(RuntimeError, match=r"(?s)TT_FATAL .*Input tensor must be interleaved in prefill mode\n"):
+        ttnn.experimental.rotary_embedding_llama(sharded_x, cos, cos, mat)
+    with pytest.raises(RuntimeError, match="Input tensor and sin tensor must have same memory layout"):
+        ttnn.experimental.rotary_embedding_llama(x, sharded_cos, sharded_cos, mat)
+    with pytest.raises(RuntimeError, match="Input tensor and output tensor must have same memory layout"):
+        ttnn.experimental.rotary_embedding_llama(x, cos, cos, mat, memory_config=ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG)
+    assert len(device.memory.live_buffers()) == live
+
+
 def test_rotary_embedding_llama_decode_mode_takes_one_position_per_user(device):
     B, H, D = 4, 8, 32
     x, pos = randn(1, B, H, D), torch.tensor([0, 3, 17, 9])

@@ -84,8 +84,8 @@ def rotary_embedding_llama(input_tensor: Tensor, cos_cache: Tensor, sin_cache: T
     if cos.shape != sin.shape or cos.dim() != 4 or not broadcasts(x.shape, cos.shape) or cos.shape[-1] != x.shape[-1]:
         raise ValueError(f"{op_name}: cos {list(cos.shape)} and sin {list(sin.shape)} must both be {want} for "
                          f"input {list(x.shape)}")
-    if is_decode_mode and input_tensor._device is not None:
-        _decode_checks(op_name, input_tensor, cos_cache, sin_cache, trans_mat)
+    if input_tensor._device is not None:
+        _layout_checks(op_name, input_tensor, cos_cache, sin_cache, trans_mat, memory_config, is_decode_mode)
     # TT-NN's default output config is the input's (rotary_embedding_llama.cpp), whatever cos / sin / trans_mat use
     out = output(_llama_golden(x, cos, sin, mat), input_tensor, [input_tensor], op_name=op_name,
                  memory_config=memory_config)
@@ -100,9 +100,31 @@ def rotary_embedding_llama(input_tensor: Tensor, cos_cache: Tensor, sin_cache: T
     return out
 
 
-def _decode_checks(op_name: str, x: Tensor, cos: Tensor, sin: Tensor, trans_mat: Tensor) -> None:
-    """TT-NN 0.81's decode-mode checks (rotary_embedding_llama_device_operation.cpp): the sharded factory is the only
-    decode one, so every input must be height-sharded; TT_FATAL in TT-NN's words, then device_sim's fix."""
+def _layout_checks(op_name: str, x: Tensor, cos: Tensor, sin: Tensor, trans_mat: Tensor, memory_config,
+                   decode: bool) -> None:
+    """TT-NN 0.81's memory-layout checks (rotary_embedding_llama_device_operation.cpp), in its order, as TT_FATAL in
+    TT-NN's words, then device_sim's fix: the output keeps the input's layout; decode mode has only the sharded
+    factory, so every input is height-sharded; prefill only the interleaved one."""
+    where = "device_sim/ops/rotary.py"
+    layout = x.memory_config().memory_layout
+    if memory_config is not None and memory_config.memory_layout != layout:
+        raise tt_fatal("input_tensor.memory_config().memory_layout() == operation_attributes.output_mem_config."
+                       "memory_layout()", f"Input tensor and output tensor must have same memory layout\n{op_name}: "
+                       f"the input is {layout.name}, memory_config {memory_config.memory_layout.name}; drop "
+                       f"memory_config or give one of the input's layout", where=where)
+    if not decode:
+        if layout != TensorMemoryLayout.INTERLEAVED:
+            raise tt_fatal("input_tensor.memory_config().memory_layout() == TensorMemoryLayout::INTERLEAVED",
+                           f"Input tensor must be interleaved in prefill mode\n{op_name}: the input is {layout.name}; "
+                           f"move it with ttnn.sharded_to_interleaved (or pass is_decode_mode=True for one token a "
+                           f"user)", where=where)
+        for name, t in (("sin", sin), ("cos", cos)):
+            if t.memory_config().memory_layout != layout:
+                raise tt_fatal(f"input_tensor.memory_config().memory_layout() == {name}.memory_config()."
+                               f"memory_layout()", f"Input tensor and {name} tensor must have same memory layout\n"
+                               f"{op_name}: {name} is {t.memory_config().memory_layout.name}; make it interleaved too",
+                               where=where)
+        return
     for words, t, name in (("Sharded inputs", x, "input_tensor"), ("cos tensor", cos, "cos"),
                            ("sin tensor", sin, "sin"), ("transformation matrix", trans_mat, "trans_mat")):
         layout = t.memory_config().memory_layout
