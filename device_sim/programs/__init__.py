@@ -13,7 +13,8 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - reduction: sum / mean / max / min (ReduceDeviceOperation)
 - embedding: EmbeddingsDeviceOperation (row-major and tilized outputs)
 - conv: conv2d's input sharding, HaloDeviceOperation and Conv2dDeviceOperation (height sharding)
-- transformer: SDPAOperation, NlpCreateHeadsDeviceOperation, NLPConcatHeadsDeviceOperation
+- transformer: SDPAOperation (plain and chunked prefill), NlpCreateHeadsDeviceOperation, NLPConcatHeadsDeviceOperation
+- sdpa_windowed: WindowedScaledDotProductAttentionDeviceOperation
 - eltwise: TernaryDeviceOperation (where, lerp, addcmul, addcdiv)
 - shape: ReshapeDeviceOperation, PadDeviceOperation, MoveDeviceOperation, the row-major SliceDeviceOperation
 - indexing: ArgMaxDeviceOperation (single core); reduction_nd: reductions over outer dims (reduce_nd_loop)
