@@ -491,15 +491,29 @@ def test_kv_cache_load_slice_gives_positions_height_sharded_one_shard_per_user_h
 
 
 def test_windowed_attention_is_attention_inside_each_window(device):
-    q, k, v = randn(1, 2, 64, 32), randn(1, 2, 64, 32, seed=1), randn(1, 2, 64, 32, seed=2)
+    # bfloat16 q, k, v (TT-NN's windowed SDPA takes bfloat16 / bfloat8_b / bfloat4_b): against torch on the same
+    # rounded inputs, to bfloat16's precision
+    q, k, v = (randn(1, 2, 64, 32, seed=s).bfloat16().float() for s in (0, 1, 2))
     bounds = [0, 16, 40, 64]
+    bf16 = lambda t: dev(t, device, dtype=ttnn.bfloat16)  # noqa: E731
     out = ttnn.transformer.windowed_scaled_dot_product_attention(
-        dev(q, device), dev(k, device), dev(v, device),
-        dev(torch.tensor(bounds), device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR))
+        bf16(q), bf16(k), bf16(v), dev(torch.tensor(bounds), device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR))
     for lo, hi in zip(bounds, bounds[1:]):
         ref = F.scaled_dot_product_attention(q[:, :, lo:hi], k[:, :, lo:hi], v[:, :, lo:hi])
-        torch.testing.assert_close(out.value[:, :, lo:hi], ref, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(out.value[:, :, lo:hi].float(), ref, rtol=2**-7, atol=2**-7)
     with pytest.raises(ValueError, match=r"an increasing integer list from 0 to S \(got \[0, 16, 60\]\)"):
         ttnn.transformer.windowed_scaled_dot_product_attention(
-            dev(q, device), dev(k, device), dev(v, device),
-            dev(torch.tensor([0, 16, 60]), device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR))
+            bf16(q), bf16(k), bf16(v), dev(torch.tensor([0, 16, 60]), device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR))
+    # what TT-NN's validate refuses, as its TT_FATAL, before any output is made
+    cu = dev(torch.tensor(bounds), device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)
+    f32, in_l1 = dev(q, device), ttnn.from_torch(q, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+                                                  memory_config=ttnn.L1_MEMORY_CONFIG)
+    tiled_cu = dev(torch.tensor(bounds), device, dtype=ttnn.int32)
+    qb, kb, vb = bf16(q), bf16(k), bf16(v)
+    live = len(device.memory.live_buffers())
+    for args, words in (((f32, kb, vb, cu), "BFLOAT4_B and is DataType::FLOAT32"),
+                        ((in_l1, kb, vb, cu), "Operands to windowed SDPA need to be in DRAM"),
+                        ((qb, kb, vb, tiled_cu), "cu_window_seqlens must be in row-major layout")):
+        with pytest.raises(RuntimeError, match=rf"(?s)TT_FATAL .*{words}"):
+            ttnn.transformer.windowed_scaled_dot_product_attention(*args)
+    assert len(device.memory.live_buffers()) == live

@@ -19,6 +19,7 @@ import math
 import torch
 
 from device_sim import device_work, dtypes
+from device_sim.ops import windowed_sdpa_checks
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.heads import concat_heads_output
 from device_sim.ops.normalization import in_place_softmax_program
@@ -30,7 +31,7 @@ from device_sim.programs import sdpa_windowed
 from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import BufferType, DataType, Layout, MemoryConfig
+from device_sim.types import BufferType, Layout, MemoryConfig
 
 
 def _split_qkv_golden(t, kv=None, *_, num_heads, num_kv_heads=None, transpose_key=True, **__):
@@ -513,6 +514,9 @@ def windowed_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, cu_window_seqlens)
+    if input_tensor_q._device is not None:
+        windowed_sdpa_checks.check_windowed_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v,
+                                                   cu_window_seqlens)
     q, k, v, cu = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v, cu_window_seqlens))
     bounds = cu.reshape(-1).tolist()
     if (q.dim() != 4 or k.shape != v.shape or k.dim() != 4 or q.shape[1] % k.shape[1] or q.shape[-2] != k.shape[-2]
@@ -525,13 +529,8 @@ def windowed_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k
         validate_sdpa(program_config, op_name)
     r = _windowed_sdpa_golden(q, k, v, cu, scale=scale)
     out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
-    qkv = (input_tensor_q, input_tensor_k, input_tensor_v)
-    if input_tensor_q._device is not None and all(  # the inputs TT-NN's validate takes: DRAM, TILE, bfloat formats
-            t.layout == Layout.TILE and t.memory_config().buffer_type == BufferType.DRAM and not t.is_sharded()
-            and t.dtype in _WINDOWED_DTYPES for t in qkv) and cu_window_seqlens.layout == Layout.ROW_MAJOR:
+    if input_tensor_q._device is not None:  # the inputs TT-NN's validate takes (checked above)
         device_work.launch_after(out, True, input_tensor_q, sdpa_windowed.windowed_sdpa_program(
-            *qkv, cu_window_seqlens, out.dtype, program_config=program_config))
+            input_tensor_q, input_tensor_k, input_tensor_v, cu_window_seqlens, out.dtype,
+            program_config=program_config))
     return out
-
-
-_WINDOWED_DTYPES = (DataType.BFLOAT16, DataType.BFLOAT8_B, DataType.BFLOAT4_B)
