@@ -68,6 +68,14 @@ _CLOSING = frozenset({META, FLUSH, STOP})  # may go into a segment's reserve
 MIN_SEGMENT_BYTES = 256 << 10
 RESERVE_BYTES = 64 << 10  # the end of each segment kept for the closing notes (capture.RESERVE_BYTES' reason)
 RETRY_EVERY = 1000  # records lost between two tries to make a new segment on a full disk
+# Back-pressure by bytes: the model waits while the writer process has more than LAG_BYTES of the log still to
+# write. What it has not written when the loop ends is the close: ~330 B an op of small ops at 15-25k ops per
+# writer CPU second, so 16 MiB (~50,000 ops, as many as the thread writer's queue_max of records holds) is
+# 2-3.5 s of close. Without it, a writer slower than the model fell 4 segments (~400,000 ops) behind, and a
+# 1,000,000-op capture's close took 36-67 s. A 20,000-op loop's log (~6.6 MB) never waits.
+LAG_BYTES = 16 << 20
+PACE_BYTES = 1 << 20  # how often (bytes of log written) the writer's progress is looked at: an int compare an op
+_COUNT = struct.Struct("<Q")  # the writer process's count of log bytes written to SQLite, in shared memory
 
 
 def segment_path(folder: Path, n: int) -> Path:
@@ -77,7 +85,7 @@ def segment_path(folder: Path, n: int) -> Path:
 class LogSink:
     """The capturing process's end: append(record) from any thread; len() is 0 (nothing waits in memory)."""
 
-    def __init__(self, folder: Path, *, lag_segments: int = 4):
+    def __init__(self, folder: Path, *, lag_segments: int = 4, lag_bytes: int = LAG_BYTES):
         self.folder = Path(folder)
         self.folder.mkdir(exist_ok=True)
         self._code = None  # id -> code object: the recorder's code(), for CODE definitions (set by the capture)
@@ -92,7 +100,13 @@ class LogSink:
         self._segment = 0
         self._mm = None
         self._off = 0
+        self._done = 0  # bytes of the segments before this one: with _off, what the log holds in all
+        self._check_at = PACE_BYTES  # the offset in this segment at which the writer's progress is read next
         self.lag_segments = lag_segments
+        self.lag_bytes = lag_bytes
+        # Anonymous shared memory: the forked writer process writes its count of log bytes written into it after
+        # each batch (writer_process.pump); no file, so a full disk cannot freeze it.
+        self.progress = mmap.mmap(-1, _COUNT.size)
         self.writer_alive = lambda: False  # set by the capture: back-pressure waits only while it runs
         self.warner = LossWarner()  # the capture's, shared with the tensor thread: one warning a capture
         self.error: OSError | None = None  # why the log could not grow (a full disk)
@@ -130,7 +144,9 @@ class LogSink:
                 mm = self._mm
                 mm[off + 4:off + 4 + n] = data
                 _LEN.pack_into(mm, off, n)  # last: the record is whole once its length is there
-                self._off = off + 4 + n
+                self._off = off = off + 4 + n
+                if off >= self._check_at:
+                    self._pace()
             return
         if tag == ALLOC and len(record) > 10:  # a Buffer kept for buffer_pages: its attributes
             b = record[10]
@@ -198,7 +214,9 @@ class LogSink:
             mm, off = self._mm, self._off
         mm[off + 4:off + 4 + n] = data
         _LEN.pack_into(mm, off, n)  # last: the record is whole once its length is there
-        self._off = off + 4 + n
+        self._off = off = off + 4 + n
+        if off >= self._check_at:
+            self._pace()
 
     def _roll(self, n: int) -> bool:
         """Continue in a new segment; False (nothing changed) when the disk has no room for one."""
@@ -215,6 +233,7 @@ class LogSink:
             return False
         _LEN.pack_into(old, old_off, END)  # after the next segment exists: a reader finds it
         old.close()
+        self._done += old_off  # as LogTail counts it: up to the END mark
         self._back_pressure()
         return True
 
@@ -244,7 +263,16 @@ class LogSink:
         os.replace(tmp, path)  # appears whole, at its full size
         self._segment += 1
         self._mm, self._off = mm, 0
+        self._check_at = PACE_BYTES
         self._room = size - RESERVE_BYTES  # where an op's write stops (the rest is the closing notes')
+
+    def _pace(self) -> None:
+        # Holding the lock (other threads' ops wait with this one). Never loss: only a wait, and only while the
+        # writer process runs.
+        self._check_at = self._off + PACE_BYTES
+        written = self._done + self._off
+        while written - _COUNT.unpack_from(self.progress)[0] > self.lag_bytes and self.writer_alive():
+            time.sleep(0.001)
 
     def _back_pressure(self) -> None:
         # Never loss: the model waits while the writer is more than lag_segments behind (a few ms per segment
@@ -371,6 +399,11 @@ def remove_log(folder: Path) -> None:
         folder.rmdir()
 
 
+def write_count(progress, tail: LogTail) -> None:
+    """Tell the capture (LogSink.progress, shared memory) how many bytes of the log are written to SQLite now."""
+    _COUNT.pack_into(progress, 0, tail.done + tail.off)
+
+
 def write_progress(folder: Path, segment: int) -> None:
     """The writer process's note of the segment it reads (back-pressure reads it). On a full disk the note
     stays as it was: the model then waits only while this process lives, and it goes on writing."""
@@ -458,6 +491,7 @@ class LogTail:
         self.on_flush = on_flush or (lambda token: None)  # a FLUSH record's waiter is told through this
         self.segment = 1
         self.off = 0
+        self.done = 0  # bytes of the segments read before this one: with off, as LogSink counts what it wrote
         self._mm = None
         self.torn = False  # a record that could not be read: the log ends there
 
@@ -496,6 +530,7 @@ class LogTail:
                     return out, False
                 self.close()
                 self.segment += 1
+                self.done += off
                 self.off = 0
                 continue
             try:

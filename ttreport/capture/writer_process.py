@@ -33,7 +33,7 @@ import traceback
 from pathlib import Path
 from types import SimpleNamespace
 
-from ttreport.capture.oplog import OPLOG_DIR, LogTail, remove_log, write_progress
+from ttreport.capture.oplog import OPLOG_DIR, LogTail, remove_log, write_count, write_progress
 from ttreport.capture.recorder import FLUSH, META, STOP
 from ttreport.wal import RESERVE_FILE
 
@@ -80,7 +80,8 @@ class WriterProcess:
                 for signum in (signal.SIGINT, signal.SIGTERM):
                     signal.signal(signum, signal.SIG_DFL)
                 gc.freeze()  # the model's objects, inherited: never walked by this process's collections
-                code = main(self.folder, parent, self.options, write_fd)
+                progress = self.sink.progress if self.sink is not None else None  # shared with the LogSink
+                code = main(self.folder, parent, self.options, write_fd, progress)
             except BaseException:  # noqa: BLE001 - said on stderr; the capture rebuilds from the log
                 traceback.print_exc()
             finally:
@@ -175,11 +176,12 @@ def _writer(db_path: Path, tail: LogTail, options: dict):
     return writer
 
 
-def pump(writer, tail: LogTail, options: dict, parent_alive, *, freeze: bool = False) -> bool:
+def pump(writer, tail: LogTail, options: dict, parent_alive, *, freeze: bool = False, progress=None) -> bool:
     """Write the log's records in batches until its STOP (True) or, once `parent_alive()` is False, its end.
 
     freeze=True (the writer process only, never a reader's process, whose own objects it would freeze too):
-    gc.freeze() after each batch."""
+    gc.freeze() after each batch. progress: the capture's LogSink.progress, told the bytes written after each
+    batch (its back-pressure)."""
     flush_ops, interval = options["flush_ops"], options["flush_interval_s"]
     segment = 0
     while True:
@@ -203,6 +205,8 @@ def pump(writer, tail: LogTail, options: dict, parent_alive, *, freeze: bool = F
             write_progress(tail.folder, segment)
         if batch:
             stopped = writer._write(batch)
+            if progress is not None:
+                write_count(progress, tail)
             if freeze:
                 # What is left of the batch is the writer's caches: out of the cyclic collector's sight from now
                 # on (refcounting still frees them). Its full collections walked every cached tuple again and
@@ -223,7 +227,7 @@ def _finish(writer, tail: LogTail, stopped: bool) -> None:
     tail.close()
 
 
-def main(folder: Path, parent: int, options: dict, out_fd: int) -> int:
+def main(folder: Path, parent: int, options: dict, out_fd: int, progress=None) -> int:
     """The writer process's work: write the log of the report in `folder` until its STOP, or until process
     `parent` has died and the log is read to its end; report on `out_fd`."""
 
@@ -238,7 +242,7 @@ def main(folder: Path, parent: int, options: dict, out_fd: int) -> int:
 
     tail = LogTail(folder / OPLOG_DIR, on_flush=tell)
     writer = _writer(folder / DB_FILE, tail, options)
-    stopped = pump(writer, tail, options, lambda: os.getppid() == parent, freeze=True)
+    stopped = pump(writer, tail, options, lambda: os.getppid() == parent, freeze=True, progress=progress)
     _finish(writer, tail, stopped)
     if not stopped:  # the capture was killed: the room it kept for its closing notes is of no more use
         with contextlib.suppress(OSError):

@@ -1,0 +1,80 @@
+"""The op log's back-pressure by bytes: the model waits while the writer process has more than
+LogSink.lag_bytes of the log still to write, so a long capture's close is bounded (issue 14).
+
+    .venv/bin/python -m pytest tests/test_oplog_back_pressure.py -q
+
+The writer process counts the log bytes it has written to SQLite into memory it shares with the
+capture (LogSink.progress, inherited by the fork); the sink looks at it every PACE_BYTES.
+"""
+
+import threading
+import time
+
+import torch
+
+import device_sim as ttnn
+import ttreport
+from ttreport.capture import oplog
+from ttreport.capture.oplog import LogSink, LogTail
+from ttreport.capture.recorder import OP, STOP
+
+
+def op_record(op_id: int) -> tuple:
+    # The recorder's OP record (recorder.Recorder.end), with nothing but ints and strings in it.
+    return (OP, "ttnn.add", op_id, 0, 1, None, 0, "MainThread", None, (), None, (), (), (), None, op_id, 0, 0, None)
+
+
+def wait_until_stalled(appended: list, thread: threading.Thread) -> int:
+    """The count of records appended once the appending thread has made no progress for 0.3 s."""
+    last, since = -1, time.monotonic()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and thread.is_alive():
+        if appended[0] != last:
+            last, since = appended[0], time.monotonic()
+        elif time.monotonic() - since > 0.3:
+            return last
+        time.sleep(0.01)
+    raise AssertionError(f"the appending thread never waited (alive: {thread.is_alive()}, {appended[0]} records)")
+
+
+def test_the_model_waits_while_the_writer_is_too_far_behind_and_loses_nothing(tmp_path):
+    sink = LogSink(tmp_path / "log", lag_bytes=256 << 10)
+    alive = [True]
+    sink.writer_alive = lambda: alive[0]
+    n = 60_000  # ~4 MiB of records: several PACE_BYTES
+    appended = [0]
+
+    def model():
+        for i in range(1, n + 1):
+            sink.append(op_record(i))
+            appended[0] = i
+        sink.append((STOP, None))
+
+    thread = threading.Thread(target=model)
+    thread.start()
+    stalled = wait_until_stalled(appended, thread)
+    written = sink._done + sink._off
+    assert oplog.PACE_BYTES <= written < oplog.PACE_BYTES + 1024, written  # at its first look: nothing read yet
+    assert stalled < n
+
+    oplog._COUNT.pack_into(sink.progress, 0, written)  # the writer caught up: on to the next look, and waits there
+    again = wait_until_stalled(appended, thread)
+    assert again > stalled and 2 * oplog.PACE_BYTES <= sink._done + sink._off < 2 * oplog.PACE_BYTES + 1024
+
+    alive[0] = False  # a writer process that ended is never waited for
+    thread.join(30)
+    assert not thread.is_alive() and appended[0] == n
+    tail = LogTail(tmp_path / "log")
+    records, _ = tail.read(n + 10)
+    assert [r[2] for r in records if r[0] == OP] == list(range(1, n + 1))
+    assert tail.done + tail.off == sink._done + sink._off  # both ends count the log's bytes alike
+
+
+def test_a_captures_writer_process_reports_every_byte_it_wrote_through_the_shared_memory(tmp_path, device):
+    a = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device)
+    with ttreport.capture(tmp_path / "r", config=ttreport.Config(writer="process")) as cap:
+        for _ in range(200):
+            a = ttnn.add(a, a)
+        sink = cap._queue.items
+    # The writer process is a fork: what it counted is in the capture's own mapping, up to the STOP record.
+    assert oplog._COUNT.unpack_from(sink.progress)[0] == sink._done + sink._off > 200 * 100
