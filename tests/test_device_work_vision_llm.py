@@ -6,6 +6,7 @@ formula (device_sim/programs/ cites the factories), with the arithmetic in the c
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import device_sim as ttnn
@@ -146,6 +147,24 @@ def test_the_decode_head_shuffles_write_straight_into_their_output_shards(device
                                                                                 memory_config=ttnn.L1_MEMORY_CONFIG))
     assert (concat.name, cbs(concat), concat.ranges) == ("NLPConcatHeadsDecodeDeviceOperation",
                                                          [((16,), 2, BF16, True)], ((0, 0, 3, 0),))
+
+
+def test_a_decode_concat_off_core_0_0_runs_the_sub_core_grid_factory_on_its_own_output_cores(device):
+    # 8 users' [32 heads, 64] shards on (0..7, 1): the grid does not start at (0, 0), so TT-NN takes the
+    # sub-core-grid factory and needs sub_core_grids; its output [1, 1, 32, 4 x 64] is one head's [32, 64] (2 tiles)
+    # a core on the first 4 cores of sub_core_grids from the input's first core, (0..3, 1); c_16 is that shard
+    heads = height_sharded(device, tt(device, (1, 8, 32, 64)), row_of_cores(1, 8), (32, 64))
+    sub = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 1), ttnn.CoreCoord(7, 2))])
+    out = []
+    [concat] = heard(device, lambda: out.append(ttnn.experimental.nlp_concat_heads_decode(heads, num_heads=4,
+                                                                                          sub_core_grids=sub)))
+    assert (concat.name, concat.factory, concat.ranges) == (
+        "NLPConcatHeadsDecodeDeviceOperation", "NLPConcatHeadsDecodeSubcoregridsProgramFactory", ((0, 1, 3, 1),))
+    assert cbs(concat) == [((16,), 2, BF16, True)]
+    assert out[0].memory_config().shard_spec.grid == row_of_cores(1, 4)
+    # without sub_core_grids TT-NN refuses such an input
+    with pytest.raises(RuntimeError, match="Subcoregrids must be provided if on_subcoregrids is true"):
+        ttnn.experimental.nlp_concat_heads_decode(heads, num_heads=4)
 
 
 # -- paged caches --------------------------------------------------------------------------------

@@ -226,22 +226,28 @@ def nlp_concat_heads_decode(input_tensor: Tensor, *, num_heads: int, memory_conf
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [1, B, heads, D] with at least "
                          f"num_heads={num_heads} heads")
     ins = device_inputs(op_name, input_tensor)
+    tt_nn_config = None
     if input_tensor._device is not None:
         _concat_heads_decode_checks(op_name, input_tensor, users=x.shape[1])
-        if memory_config is None:
-            memory_config = _concat_heads_decode_output_config(op_name, input_tensor, num_heads,
-                                                               tt_nn_only.get("sub_core_grids"))
+        tt_nn_config = _concat_heads_decode_output_config(op_name, input_tensor, num_heads,
+                                                          tt_nn_only.get("sub_core_grids"))
     out = output(_concat_heads_decode_golden(x, num_heads=num_heads).contiguous(), input_tensor, ins,
-                 op_name=op_name, memory_config=memory_config)
+                 op_name=op_name, memory_config=memory_config if memory_config is not None else tt_nn_config)
     if input_tensor._device is None:
         return out
     ranges = input_tensor.memory_config().shard_spec.grid.ranges()
-    if len(ranges) == 1 and (ranges[0].start.x, ranges[0].start.y) == (0, 0):
-        # TT-NN's factory for a height-sharded input on a grid from (0, 0) (any other grid: its sub-core-grid one)
+    head_dim = tuple(input_tensor.padded_shape)[-1]
+    if len(ranges) == 1 and (ranges[0].start.x, ranges[0].start.y) == (0, 0) and not tt_nn_only.get("sub_core_grids"):
+        # TT-NN's factory for a height-sharded input on a grid from (0, 0)
         dev = input_tensor._device
-        device_work.launch_after(out, True, input_tensor, decode_heads.concat_heads_decode_program(
-            input_tensor.dtype, users=x.shape[1], head_dim=tuple(input_tensor.padded_shape)[-1], num_heads=num_heads,
-            grid=(dev.config.grid_x, dev.config.grid_y)))
+        program = decode_heads.concat_heads_decode_program(input_tensor.dtype, users=x.shape[1], head_dim=head_dim,
+                                                           num_heads=num_heads,
+                                                           grid=(dev.config.grid_x, dev.config.grid_y))
+    else:  # its sub-core-grid factory: on the output's cores, TT-NN's own (memory_config does not move them)
+        program = decode_heads.concat_heads_decode_subcoregrids_program(
+            input_tensor.dtype, users=x.shape[1], head_dim=head_dim,
+            ranges=tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in tt_nn_config.shard_spec.grid.ranges()))
+    device_work.launch_after(out, True, input_tensor, program)
     return out
 
 

@@ -2,9 +2,9 @@
 
 tt-metal's ttnn/cpp/ttnn/operations/experimental/transformer/nlp_create_qkv_heads_decode/device/
 nlp_create_qkv_heads_decode_interleaved_program_factory.cpp and nlp_concat_heads_decode/device/
-nlp_concat_heads_decode_program_factory.cpp. Both write straight into their outputs' L1 shards, so every CB is a
-shard (globally allocated): the programs hold no L1 of their own, and the visualizer shows their device operation
-and the shards it writes.
+nlp_concat_heads_decode_program_factory.cpp (and its sub-core-grid factory). Both write straight into their
+outputs' L1 shards, so every CB is a shard (globally allocated): the programs hold no L1 of their own, and the
+visualizer shows their device operation and the shards it writes.
 
 Example:
     >>> from device_sim.programs.decode_heads import concat_heads_decode_program
@@ -64,5 +64,20 @@ def concat_heads_decode_program(dtype: DataType, *, users: int, head_dim: int, n
         return make_program("NLPConcatHeadsDecodeDeviceOperation", "NLPConcatHeadsDecodeProgramFactory",
                             (CircularBuffer((16,), tiles, TILE_BYTES[dtype], True),),
                             cores_row_major(num_heads, grid[0]))
+
+    return cached(key, build)
+
+
+def concat_heads_decode_subcoregrids_program(dtype: DataType, *, users: int, head_dim: int,
+                                             ranges: tuple) -> Program:
+    """NLPConcatHeadsDecodeSubcoregridsProgramFactory (an input grid that does not start at core (0, 0), or
+    sub_core_grids given): as the plain factory, c_16 the [max(users, 32), head_dim] output shard (globally
+    allocated), on the output's shard grid `ranges` ((x0, y0, x1, y1) each)."""
+    key = ("NLPConcatHeadsDecodeSubcoregrids", dtype, users, head_dim, ranges)
+
+    def build():
+        tiles = -(-max(users, TILE) // TILE) * head_dim // TILE
+        return make_program("NLPConcatHeadsDecodeDeviceOperation", "NLPConcatHeadsDecodeSubcoregridsProgramFactory",
+                            (CircularBuffer((16,), tiles, TILE_BYTES[dtype], True),), ranges)
 
     return cached(key, build)
