@@ -149,6 +149,28 @@ def test_the_decode_head_shuffles_write_straight_into_their_output_shards(device
                                                          [((16,), 2, BF16, True)], ((0, 0, 3, 0),))
 
 
+def test_a_width_sharded_fused_qkv_runs_the_sharded_input_create_heads_factory(device):
+    # fused QKV [1, 1, 8 users, (8 + 2) x 64] width-sharded in [32, 128] shards on (0..4, 0); the outputs one user's
+    # [32 heads padded, 64] (2 tiles) a core on the first 8 cores of the memory_config's 8 x 4 grid: c_16 / c_17 /
+    # c_18 are q's, k's and v's shards, globally allocated, on q's cores (0..7, 0)
+    fused = ttnn.to_memory_config(tt(device, (1, 1, 8, 640)), ttnn.MemoryConfig(
+        ttnn.TensorMemoryLayout.WIDTH_SHARDED, ttnn.BufferType.L1,
+        ttnn.ShardSpec(row_of_cores(0, 5), (32, 128), ttnn.ShardOrientation.ROW_MAJOR)))
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 3))])
+    cfg = ttnn.create_sharded_memory_config((32, 64), grid, ttnn.ShardStrategy.HEIGHT,
+                                            use_height_and_width_as_shard_shape=True)
+    [p] = heard(device, lambda: ttnn.experimental.nlp_create_qkv_heads_decode(fused, num_heads=8, num_kv_heads=1,
+                                                                               memory_config=cfg))
+    assert (p.name, p.factory, p.ranges) == ("NLPCreateQKVHeadsDecodeDeviceOperation",
+                                             "NLPCreateQKVHeadsDecodeShardedProgramFactory", ((0, 0, 7, 0),))
+    assert cbs(p) == [((16,), 2, BF16, True), ((17,), 2, BF16, True), ((18,), 2, BF16, True)]
+    assert p.cb_region_end == p.cb_base  # no L1 of its own
+    # k apart from q (overlap_qk_coregrid=False): k's shards on the 8 cores after q's and one more, (0..7, 1)
+    [apart] = heard(device, lambda: ttnn.experimental.nlp_create_qkv_heads_decode(
+        fused, num_heads=8, num_kv_heads=1, memory_config=cfg, overlap_qk_coregrid=False))
+    assert apart.ranges == ((0, 0, 7, 0), (0, 1, 7, 1))
+
+
 def test_a_decode_concat_off_core_0_0_runs_the_sub_core_grid_factory_on_its_own_output_cores(device):
     # 8 users' [32 heads, 64] shards on (0..7, 1): the grid does not start at (0, 0), so TT-NN takes the
     # sub-core-grid factory and needs sub_core_grids; its output [1, 1, 32, 4 x 64] is one head's [32, 64] (2 tiles)

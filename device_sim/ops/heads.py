@@ -125,15 +125,25 @@ def nlp_create_qkv_heads_decode(input_tensor: Tensor, *, num_heads: int, num_kv_
     outs = tuple(output(o.contiguous(), input_tensor, ins, op_name=op_name, memory_config=cfg)
                  for o, cfg in zip(outs, configs))
     dev = input_tensor._device
+    program = None
     if dev is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded():
         # the interleaved-input factory, on the first B cores of TT-NN's output shard grid (memory_config's, or
-        # the whole grid); a sharded input runs another factory, not modelled
+        # the whole grid)
         spec = memory_config.shard_spec if memory_config is not None and memory_config.is_sharded() else None
         ranges = spec.grid.ranges() if spec is not None else []
         grid = ((ranges[0].start.x, ranges[0].start.y, ranges[0].end.x, ranges[0].end.y) if len(ranges) == 1
                 else (0, 0, dev.config.grid_x - 1, dev.config.grid_y - 1))
         program = decode_heads.create_qkv_heads_decode_program(
             input_tensor.dtype, users=x.shape[2], num_heads=num_heads, head_dim=outs[0].shape[-1], grid=grid)
+    elif dev is not None and _sharded_input_factory_runs(input_tensor, configs):
+        # the width-sharded-input factory: each core gathers its user's heads from the input's shards straight into
+        # q's, k's and v's shards, on q's cores (and k's, when apart)
+        grids = [cfg.shard_spec.grid for cfg in configs[:2]]
+        ranges = tuple(dict.fromkeys((r.start.x, r.start.y, r.end.x, r.end.y) for g in grids for r in g.ranges()))
+        tiles = tuple(cfg.shard_spec.shape[0] * cfg.shard_spec.shape[1] // (32 * 32) for cfg in configs)
+        program = decode_heads.create_qkv_heads_decode_sharded_program(input_tensor.dtype, tiles=tiles,
+                                                                       ranges=ranges)
+    if program is not None:
         try:
             device_work.launch(dev, program)
         except RuntimeError:  # the three outputs are fresh: free them before the error goes on
@@ -141,6 +151,19 @@ def nlp_create_qkv_heads_decode(input_tensor: Tensor, *, num_heads: int, num_kv_
                 o._free()
             raise
     return outs
+
+
+def _sharded_input_factory_runs(x: Tensor, configs) -> bool:
+    """NLPCreateQKVHeadsDecodeShardedProgramFactory's case: a TILE input width-sharded (the only sharding TT-NN's
+    validate takes) on a grid from core (0, 0), ROW_MAJOR, into sharded outputs; an input grid elsewhere runs the
+    sub-core-grid variant, not modelled."""
+    cfg = x.memory_config()
+    if x.layout != Layout.TILE or cfg.memory_layout != TensorMemoryLayout.WIDTH_SHARDED:
+        return False
+    ranges = cfg.shard_spec.grid.ranges()
+    return (len(ranges) == 1 and (ranges[0].start.x, ranges[0].start.y) == (0, 0)
+            and cfg.shard_spec.orientation.name == "ROW_MAJOR" and all(c is not None and c.is_sharded()
+                                                                        for c in configs))
 
 
 def _create_heads_decode_output_configs(cfg: MemoryConfig, *, users: int, num_heads: int, head_dim: int,

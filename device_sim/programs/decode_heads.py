@@ -81,3 +81,18 @@ def concat_heads_decode_subcoregrids_program(dtype: DataType, *, users: int, hea
                             (CircularBuffer((16,), tiles, TILE_BYTES[dtype], True),), ranges)
 
     return cached(key, build)
+
+
+def create_qkv_heads_decode_sharded_program(dtype: DataType, *, tiles: tuple[int, int, int],
+                                            ranges: tuple) -> Program:
+    """NLPCreateQKVHeadsDecodeShardedProgramFactory for a width-sharded fused QKV: c_16 / c_17 / c_18 are q's, k's
+    and v's shards (`tiles` each, globally allocated), the program on q's cores and k's (`ranges`)."""
+    key = ("NLPCreateQKVHeadsDecodeSharded", dtype, tiles, ranges)
+
+    def build():
+        tile = TILE_BYTES[dtype]
+        cbs = tuple(CircularBuffer((i,), n, tile, True) for i, n in zip((16, 17, 18), tiles))
+        return make_program("NLPCreateQKVHeadsDecodeDeviceOperation", "NLPCreateQKVHeadsDecodeShardedProgramFactory",
+                            cbs, ranges)
+
+    return cached(key, build)
