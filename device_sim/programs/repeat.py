@@ -45,6 +45,11 @@ def repeat_programs(x, reps, out=None) -> tuple[Program, ...] | None:
     if x._device is None or x.is_sharded():
         return None
     reps = tuple(int(r) for r in reps)
+    key = (NAME, shape_of(x), x.dtype, reps, grid_of(x._device), shape_of(out) if out is not None else None)
+    return cached(key, lambda: _programs(x, reps, out))
+
+
+def _programs(x, reps, out) -> tuple[Program, ...] | None:
     if all(r == 1 for r in reps) or any(r == 0 for r in reps):
         return ()
     shape = (1,) * (len(reps) - x._value.dim()) + tuple(x._value.shape)  # match_input_rank's view
@@ -53,8 +58,7 @@ def repeat_programs(x, reps, out=None) -> tuple[Program, ...] | None:
                    and shape[-2] % TILE == 0)  # is_tile_repeat_eligible
     if not tile_native and x.dtype not in _ROW_MAJOR_DTYPES:
         return None
-    key = (NAME, shape_of(x), x.dtype, reps, grid_of(x._device), tile_native)
-    rm = cached(key, lambda: _build(grid_of(x._device), shape, x.dtype, reps, tile_native))
+    rm = _build(grid_of(x._device), shape, x.dtype, reps, tile_native)
     if tile_native or x.layout == Layout.ROW_MAJOR:
         return rm
     from device_sim.programs import data_movement  # the layout builders (they import nothing of this)

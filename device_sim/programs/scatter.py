@@ -27,7 +27,7 @@ Example:
 from __future__ import annotations
 
 from device_sim import dtypes
-from device_sim.device_work import CircularBuffer, Program, cached, grid_of, make_program, split_work
+from device_sim.device_work import CircularBuffer, Program, cached, grid_of, make_program, shape_of, split_work
 from device_sim.programs import data_movement
 from device_sim.types import BufferType, Layout
 
@@ -59,9 +59,14 @@ def scatter_programs(x, index, src, dim: int, out) -> tuple[Program, ...] | None
         return None  # a row-major transpose, a source slice or a 5-D view first (not modelled)
     dev = x._device
     chunk = chunk_values(dev)
-    key = (NAME, shape, tuple(index._value.shape), x.dtype, index.dtype, src.dtype, chunk, grid_of(dev))
-    scatter = cached(key, lambda: _scatter(dev, shape, tuple(index._value.shape), x.dtype, index.dtype, src.dtype,
-                                           chunk))
+    key = (NAME, *(shape_of(t) for t in (*tensors, out)), x.dtype, index.dtype, src.dtype, out.dtype, chunk,
+           grid_of(dev))
+    return cached(key, lambda: _build(dev, tensors, out, chunk))
+
+
+def _build(dev, tensors, out, chunk) -> tuple[Program, ...]:
+    x, index, src = tensors
+    scatter = _scatter(dev, tuple(x._value.shape), tuple(index._value.shape), x.dtype, index.dtype, src.dtype, chunk)
     before = tuple(data_movement.untilize_program(t, t.dtype, name="UntilizeWithUnpaddingDeviceOperation" if tuple(
         t._value.shape[-2:]) != tuple(t.padded_shape[-2:]) else "UntilizeDeviceOperation")
         for t in tensors if t.layout == Layout.TILE)
