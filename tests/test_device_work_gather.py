@@ -84,11 +84,20 @@ def test_an_input_that_is_not_whole_tiles_is_filled_after_the_index(device):
     assert names == ["FillPadDeviceOperation", "FillPadDeviceOperation", "GatherDeviceOperation"]
 
 
+def test_an_input_with_more_rows_than_the_index_is_sliced_to_them_first(device):
+    x, i = tt(device, (2, 64, 64)), idx(device, 64, (2, 32, 64))
+    programs = launched(device, lambda: ttnn.gather(x, -1, i))
+    # [1, 2, 64, 64] sliced to the index's [1, 2, 32, 64]: whole tiles, the tile slice factory
+    assert [(p.name, p.factory) for p in programs] == [
+        ("SliceDeviceOperation", "SliceTileProgramFactory"),
+        ("GatherDeviceOperation", "GatherProgramFactorySingleRowSingleCore")]
+    assert programs[1].ranges == ((0, 0, 1, 0),)  # the index's 2 rows of tiles
+
+
 @pytest.mark.parametrize("shape, index_shape, dim", [
-    ((2, 64, 64), (2, 32, 64), -1),   # a smaller index: TT-NN slices the input first (not modelled)
-    ((2, 30, 64), (2, 30, 8), -1),    # rows that are not whole tiles: the slice to the index's padded rows
+    ((2, 40, 64), (2, 40, 8), -1),    # rows that are not whole tiles: the slice to 64 padded rows passes the input
     ((64, 32, 64), (64, 32, 64), 0),  # an outer dim (a permute)
 ])
-def test_forms_with_a_slice_or_permute_around_the_gather_launch_nothing(device, shape, index_shape, dim):
+def test_forms_with_a_slice_past_the_input_or_a_permute_launch_nothing(device, shape, index_shape, dim):
     x, i = tt(device, shape), idx(device, 8, index_shape)
     assert launched(device, lambda: ttnn.gather(x, dim, i)) == []

@@ -10,10 +10,10 @@ GatherProgramFactorySingleRowMultiCore (c_0 2 input tiles, c_1 one index tile, c
 index's Wt tiles); else GatherProgramFactorySingleRowSingleCore (c_0 a whole input row of Wt tiles, c_1 and c_2 one
 tile each, over the index's Ht rows of tiles); both split the work over the grid row by row.
 
-Modelled: interleaved TILE input and index of the same rank <= 4, gathered along the last or the second-to-last dim,
-whose moved shapes agree but for the last dim, the rows whole tiles (no slice of the input); a last dim that is not
-whole tiles gets its FillPadDeviceOperation (device_sim.programs.fill_pad). Anything else launches nothing (None):
-see docs/device_work.md.
+Modelled: interleaved TILE input and index of the same rank <= 4, gathered along the last or the second-to-last dim;
+the input's slice to the index's padded rows (device_sim.programs.shape's slice programs, on stand-ins) when they
+differ, within the input; FillPadDeviceOperation (device_sim.programs.fill_pad) for tensors that are not whole
+tiles. Anything else launches nothing (None): see docs/device_work.md.
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -30,7 +30,9 @@ from __future__ import annotations
 
 from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, split_work
 from device_sim.programs import data_movement
+from device_sim.programs import shape as shape_programs
 from device_sim.programs.fill_pad import fill_pad_program, needs_fill
+from device_sim.programs.intermediate import Intermediate
 from device_sim.types import DataType, Layout
 
 NAME = "GatherDeviceOperation"
@@ -54,25 +56,25 @@ def gather_programs(x, index, dim: int) -> tuple[Program, ...] | None:
     last = dim % rank == rank - 1
     moved = shape if last else (*shape[:-2], shape[-1], shape[-2])
     imoved = ishape if last else (*ishape[:-2], ishape[-1], ishape[-2])
-    # the input is sliced to the index's padded rows: nothing to slice when they are the input's own (whole tiles)
-    if moved[:-1] != imoved[:-1] or moved[-2] % TILE:
-        return None  # TT-NN slices the input first (not modelled)
-    if x.dtype.is_block_float and needs_fill(moved):
+    # the input is sliced to the index's padded shape but for the last dim: a slice past the input is not modelled
+    ends = (*_four(imoved)[:2], -(-imoved[-2] // TILE) * TILE, moved[-1])
+    if any(e > n for e, n in zip(ends, _four(moved))):
+        return None
+    if x.dtype.is_block_float and needs_fill(ends):
         return None  # a bfloat8_b fill is typecast around (not modelled)
     dev = x._device
-    key = (NAME, shape, ishape, x.dtype, index.dtype, last, grid_of(dev))
-    return cached(key, lambda: _build(dev, shape, ishape, moved, imoved, x.dtype, index.dtype, last))
+    key = (NAME, shape, ishape, x.dtype, index.dtype, last, x.memory_config().buffer_type, grid_of(dev))
+    return cached(key, lambda: _build(x, shape, ishape, moved, imoved, ends, index.dtype, last))
 
 
 def _four(shape) -> tuple:
     return (1,) * (4 - len(shape)) + tuple(shape)
 
 
-def _build(dev, shape, ishape, moved, imoved, dtype, idx_dtype, last) -> tuple[Program, ...]:
-    rows = 1
-    for d in imoved[:-1]:
-        rows *= d
-    ht, wt_in, wt_idx = -(-rows // TILE), -(-moved[-1] // TILE), -(-imoved[-1] // TILE)
+def _build(x, shape, ishape, moved, imoved, ends, idx_dtype, last) -> tuple[Program, ...] | None:
+    dev, dtype = x._device, x.dtype
+    rows = ends[0] * ends[1] * ends[2]  # the index's padded rows
+    ht, wt_in, wt_idx = rows // TILE, -(-moved[-1] // TILE), -(-imoved[-1] // TILE)
     value, index = TILE_BYTES[dtype], TILE_BYTES[idx_dtype]
     gx, gy = grid_of(dev)
     if wt_in > _WT_THRESHOLD or wt_idx > _WT_THRESHOLD:
@@ -88,8 +90,14 @@ def _build(dev, shape, ishape, moved, imoved, dtype, idx_dtype, last) -> tuple[P
         programs.append(fill_pad_program(dev, _four(imoved), idx_dtype))
     if not last:
         programs.append(data_movement.transpose_wh_shape_program(dev, shape, dtype))
-    if needs_fill(moved):  # the input's with the float minimum
-        programs.append(fill_pad_program(dev, _four(moved), dtype))
+    if ends != _four(moved):  # the input sliced to the index's padded rows (the slice programs of shape.py)
+        sliced = shape_programs.slice_piece_programs(Intermediate(x, _four(moved), dtype), Intermediate(x, ends, dtype),
+                                                     tuple(slice(0, e) for e in ends))
+        if sliced is None:
+            return None
+        programs += sliced
+    if needs_fill(ends):  # the input's with the float minimum
+        programs.append(fill_pad_program(dev, ends, dtype))
     programs.append(gather)
     if not last:
         programs.append(data_movement.transpose_wh_shape_program(dev, imoved, dtype))
