@@ -46,6 +46,15 @@ def test_topk_over_the_last_dim_is_one_program_over_the_rows_of_tiles(device):
     assert p.ranges == ((0, 0, 5, 0),)  # 3 x 64 rows = 6 rows of tiles: the first 6 cores of row 0
 
 
+def test_sub_core_grids_take_the_rows_of_tiles_range_by_range(device):
+    x = tt(device, (1, 1, 320, 256))
+    grids = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(1, 0), ttnn.CoreCoord(3, 1)),
+                               ttnn.CoreRange(ttnn.CoreCoord(5, 5), ttnn.CoreCoord(6, 7))])
+    [p] = launched(device, lambda: ttnn.topk(x, 32, sub_core_grids=grids))
+    # 10 rows of tiles: the first range's 6 cores, then 4 of the second's, two whole rows of 2
+    assert p.ranges == ((1, 0, 3, 1), (5, 5, 6, 6))
+
+
 def test_a_bfloat8_b_input_sorts_in_bfloat16(device):
     x = tt(device, (32, 128), dtype=ttnn.bfloat8_b)
     [p] = launched(device, lambda: ttnn.topk(x, 32))

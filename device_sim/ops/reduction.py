@@ -184,7 +184,7 @@ def topk(input_tensor: Tensor, k: int = 32, dim: int = -1, largest: bool = True,
     outs = [output(vals, input_tensor, ins, op_name="ttnn.topk", memory_config=memory_config),
             output(idx, like_idx, ins, op_name="ttnn.topk", memory_config=memory_config, dtype=idx_dtype)]
     # TopKDeviceOperation, with the transposes around it for the second-to-last dim (device_sim.programs.topk)
-    programs = topk_programs.topk_programs(input_tensor, k, dim)
+    programs = topk_programs.topk_programs(input_tensor, k, dim, tt_nn_only.get("sub_core_grids"))
     try:
         device_work.launch_after(outs[0], True, input_tensor, programs)
     except RuntimeError:

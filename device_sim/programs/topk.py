@@ -6,8 +6,9 @@ unless it is last already), views the tensor as 4-D, pads the last dim up to min
 tiles, slices the results back to k and transposes both back. TopKDeviceOperation picks its multi-core factory for
 a last dim of at least multi_core_min_width (8192) that is a power of two with k <= 64 (when
 find_topk_core_config finds a core split), else its "single-core" factory
-(device/topk_single_core_program_factory.cpp), which splits the Ht rows of tiles over the grid row by row
-(split_work_to_cores, row_wise) and creates, in the indices' format (UINT16 while the dim fits, else UINT32):
+(device/topk_single_core_program_factory.cpp), which splits the Ht rows of tiles over the grid (or the
+sub_core_grids given) row by row (split_work_to_cores, row_wise) and creates, in the indices' format (UINT16 while
+the dim fits, else UINT32):
 
     c_0 2 input tiles, c_1 2 index tiles, c_2 4 and c_4 2 x Kt tiles in the compute format (bfloat16 for a
     bfloat8_b input, else the input's), c_3 4 and c_5 2 x Kt index tiles, c_6 Kt value tiles, c_7 Kt index tiles
@@ -48,7 +49,7 @@ def index_dtype(width: int) -> DataType:
     return DataType.UINT16 if width <= 65535 else DataType.UINT32
 
 
-def topk_programs(x, k: int, dim: int) -> tuple[Program, ...] | None:
+def topk_programs(x, k: int, dim: int, sub_core_grids=None) -> tuple[Program, ...] | None:
     """The programs TT-NN's topk runs for the k best of `x` along `dim`, in order: for the second-to-last dim a
     transpose first, a pad for a dim under 64, TopK with k rounded up to whole tiles, the slices of both results
     back to k, and for the second-to-last dim their transposes back; None where not modelled (see the module
@@ -70,11 +71,31 @@ def topk_programs(x, k: int, dim: int) -> tuple[Program, ...] | None:
     if width >= _MULTI_CORE_MIN_WIDTH and width & (width - 1) == 0 and kt * TILE <= 64:
         return None  # the multi-core factory (not modelled)
     dev = x._device
-    key = (NAME, shape, x.dtype, k, last, in_l1, grid_of(dev))
-    return cached(key, lambda: _build(x, shape, k, last))
+    grids = None if sub_core_grids is None else tuple(
+        (r.start.x, r.start.y, r.end.x, r.end.y) for r in sub_core_grids.ranges())
+    key = (NAME, shape, x.dtype, k, last, in_l1, grids, grid_of(dev))
+    return cached(key, lambda: _build(x, shape, k, last, grids))
 
 
-def _build(x, shape, k, last) -> tuple[Program, ...] | None:
+def first_cores(ranges: tuple, n: int) -> tuple:
+    """The first n cores of core ranges taken in order, each row by row (split_work_to_cores over a CoreRangeSet,
+    row_wise), as ranges: the whole rows of a range, then a partial row."""
+    out = []
+    for x0, y0, x1, y1 in ranges:
+        if n <= 0:
+            break
+        width = x1 - x0 + 1
+        take = min(n, width * (y1 - y0 + 1))
+        rows, rest = divmod(take, width)
+        if rows:
+            out.append((x0, y0, x1, y0 + rows - 1))
+        if rest:
+            out.append((x0, y0 + rows, x0 + rest - 1, y0 + rows))
+        n -= take
+    return tuple(out)
+
+
+def _build(x, shape, k, last, grids=None) -> tuple[Program, ...] | None:
     dev, dtype = x._device, x.dtype
     moved = shape if last else (*shape[:-2], shape[-1], shape[-2])  # the reduced dim last
     moved4 = (1,) * (4 - len(moved)) + moved
@@ -94,7 +115,8 @@ def _build(x, shape, k, last) -> tuple[Program, ...] | None:
            CircularBuffer((3,), 4, index), CircularBuffer((4,), 2 * kt, compute), CircularBuffer((5,), 2 * kt, index),
            CircularBuffer((6,), kt, value), CircularBuffer((7,), kt, index))
     programs.append(make_program(NAME, "TopKSingleCoreProgramFactory", cbs,
-                                 split_work(ht, *grid_of(dev), row_wise=True)))
+                                 split_work(ht, *grid_of(dev), row_wise=True) if grids is None
+                                 else first_cores(grids, ht)))
     if kt * TILE != k:  # both results sliced from the whole tiles back to k
         whole, cut = (*moved4[:-1], kt * TILE), (*moved4[:-1], k)
         index_of_cut = tuple(slice(0, n) for n in cut)
