@@ -29,9 +29,10 @@ from __future__ import annotations
 from device_sim import dtypes
 from device_sim.device_work import CircularBuffer, Program, cached, grid_of, make_program, shape_of, split_work
 from device_sim.programs import data_movement
-from device_sim.types import BufferType, Layout
+from device_sim.types import BufferType, DataType, Layout
 
 NAME = "ScatterDeviceOperation"
+_I32 = {DataType.UINT32, DataType.INT32}
 
 
 def _ceil32(n: int) -> int:
@@ -55,6 +56,9 @@ def scatter_programs(x, index, src, dim: int, out) -> tuple[Program, ...] | None
         return None  # a block-float tensor has no ROW_MAJOR form (TT-NN's to_layout changes its dtype)
     shape = tuple(x._value.shape)
     rank = len(shape)
+    if any(t.layout == Layout.TILE and (t.dtype == DataType.FLOAT32 or t.dtype in _I32 and t._value.shape[dim] > 256)
+           for t in tensors):
+        return None  # check_support refuses these (float32 TILE; a 32-bit TILE row over 256): device_sim computes them
     if not 1 <= rank <= 4 or dim % rank != rank - 1 or tuple(src._value.shape) != tuple(index._value.shape):
         return None  # a row-major transpose, a source slice or a 5-D view first (not modelled)
     dev = x._device
