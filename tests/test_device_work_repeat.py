@@ -148,8 +148,26 @@ def test_more_than_32_repeats_concat_in_batches_of_32_then_join_them(device):
     assert [p.ranges for p in programs] == [((0, 0, 7, 7),), ((0, 0, 7, 7),), ((0, 0, 7, 7),)]  # 1024, 256, 1280 rows
 
 
-def test_repeat_interleave_once_or_on_l1_runs_nothing_modelled(device):
+def test_repeat_interleave_once_is_a_move_to_the_output_config_alone(device):
     x = tt(device, (2, 32, 64))
     assert launched(device, lambda: ttnn.repeat_interleave(x, 1, 0)) == []  # to_memory_config to the same config
-    l1 = tt(device, (2, 32, 64), memory_config=ttnn.L1_MEMORY_CONFIG)
-    assert launched(device, lambda: ttnn.repeat_interleave(l1, 2, 0)) == []  # concat's DRAM copies: not modelled
+    [copy] = launched(device, lambda: ttnn.repeat_interleave(x, 1, 0, memory_config=ttnn.L1_MEMORY_CONFIG))
+    assert (copy.name, cbs(copy)) == ("CopyDeviceOperation", [(0, 2, BF16)])
+
+
+def test_repeat_interleave_on_l1_copies_concats_dram_result_back_to_l1(device):
+    x = tt(device, (2, 32, 64), memory_config=ttnn.L1_MEMORY_CONFIG)
+    programs = launched(device, lambda: ttnn.repeat_interleave(x, 2, 1))
+    assert [p.name for p in programs] == ["UntilizeDeviceOperation", "ConcatDeviceOperation", "TilizeDeviceOperation",
+                                          "CopyDeviceOperation"]
+    # the copy of the tilized [2, 64, 64] (8 tiles, two in flight, column by column) from DRAM into L1
+    assert (cbs(programs[3]), programs[3].ranges) == ([(0, 2, BF16)], ((0, 0, 0, 7),))
+
+
+def test_a_batch_of_one_copy_from_l1_is_concats_move_to_dram(device):
+    x = tt(device, (2, 32, 64), layout=ttnn.ROW_MAJOR, memory_config=ttnn.L1_MEMORY_CONFIG)
+    programs = launched(device, lambda: ttnn.repeat_interleave(x, 33, 0))
+    # 32 copies, then the 33rd alone (its to_memory_config to DRAM: rows of 128 B), then both joined, then to L1
+    assert [p.name for p in programs] == ["ConcatDeviceOperation", "CopyDeviceOperation", "ConcatDeviceOperation",
+                                          "CopyDeviceOperation"]
+    assert cbs(programs[1]) == [(0, 2, 128)]

@@ -18,15 +18,16 @@ from __future__ import annotations
 import torch
 
 from device_sim.tensor import padded
-from device_sim.types import DataType
+from device_sim.types import DataType, Layout
 
 
 class Intermediate:
-    """A tensor of `dims` and `dtype` laid out and placed like `like`: the attributes the builders read, over a
-    meta tensor (no data, no buffer)."""
+    """A tensor of `dims` and `dtype` placed like `like` and laid out like it (or in `layout`): the attributes the
+    builders read, over a meta tensor (no data, no buffer)."""
 
-    def __init__(self, like, dims, dtype: DataType):
-        self._device, self.layout, self.tile, self.dtype = like._device, like.layout, like.tile, dtype
+    def __init__(self, like, dims, dtype: DataType, layout: Layout | None = None):
+        self._device, self.tile, self.dtype = like._device, like.tile, dtype
+        self.layout = like.layout if layout is None else layout
         self._value = torch.empty(tuple(dims), device="meta")
         self._memory_config = like.memory_config()
 

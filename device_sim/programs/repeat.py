@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from device_sim import dtypes
 from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, shape_of
+from device_sim.programs.intermediate import Intermediate
 from device_sim.types import BufferType, DataType, Layout
 
 NAME = "RepeatDeviceOperation"
@@ -78,46 +79,55 @@ def repeat_interleave_programs(x, repeats: int, dim: int, out) -> tuple[Program,
     `repeats` times along `dim` into `out`: over the last dim, a WH transpose before and after the rest, which is
     to_layout ROW_MAJOR (an untilize, with unpadding when x is not whole tiles), the input unsqueezed after `dim`
     (a view) and concatenated `repeats` times there, 32 copies a ConcatDeviceOperation (then one more joining the
-    batches), reshaped (a view), and tilized back. () for one repeat (TT-NN's to_memory_config to the same config).
-    None where not modelled: a host or sharded tensor, an L1 input or output (concat's DRAM default then costs
-    copies), rank 1, a dtype TT-NN typecasts to bfloat16 first (bfloat8_b, bfloat4_b, uint8), a ROW_MAJOR input
-    over its last dim (the row-major transpose)."""
+    batches; ttnn::concat's output is DRAM, and a batch of one is its to_memory_config to DRAM: a copy from L1),
+    reshaped (a view), tilized back and moved to the output's memory config (a copy when that is L1). One repeat
+    is that last move alone. None where not modelled: a host or sharded tensor, rank 1, a dtype TT-NN typecasts
+    to bfloat16 first (bfloat8_b, bfloat4_b, uint8), a ROW_MAJOR input over its last dim (the row-major
+    transpose)."""
     if x._device is None or x.is_sharded() or out.is_sharded() or x._value.dim() < 2:
-        return None
-    if x.memory_config().buffer_type != BufferType.DRAM or out.memory_config().buffer_type != BufferType.DRAM:
         return None
     rank = x._value.dim()
     d = dim % rank
     tile = x.layout == Layout.TILE
     if x.dtype not in _ROW_MAJOR_DTYPES or (d == rank - 1 and not tile):
         return None
-    if repeats == 1:
-        return ()
-    key = ("repeat_interleave", tuple(x._value.shape), x.dtype, x.layout, repeats, d, grid_of(x._device))
-    return cached(key, lambda: _interleave(x._device, tuple(x._value.shape), x.dtype, tile, repeats, d))
+    in_l1 = x.memory_config().buffer_type == BufferType.L1
+    out_l1 = out.memory_config().buffer_type == BufferType.L1
+    if repeats == 1:  # to_memory_config(input, the output's config): a copy when the buffer type changes
+        if in_l1 == out_l1:
+            return ()
+        from device_sim.programs import data_movement
+
+        return (data_movement.copy_program(x, out.dtype),)
+    key = ("repeat_interleave", shape_of(x), x.dtype, repeats, d, in_l1, out_l1, grid_of(x._device))
+    return cached(key, lambda: _interleave(x, repeats, d, in_l1, out_l1))
 
 
-def _interleave(dev, shape, dtype, tile, repeats, d) -> tuple[Program, ...]:
+def _interleave(x, repeats, d, in_l1, out_l1) -> tuple[Program, ...]:
     from device_sim.programs import data_movement  # the layout and concat builders (they import nothing of this)
 
     def padded(s):
         return s[-1] % TILE or s[-2] % TILE
 
+    dev, shape, dtype, tile = x._device, tuple(x._value.shape), x.dtype, x.layout == Layout.TILE
     programs = []
     last = d == len(shape) - 1
     if last:  # transpose(-1, -2), then the composite over -2
         programs.append(data_movement.transpose_wh_shape_program(dev, shape, dtype))
         shape, d = (*shape[:-2], shape[-1], shape[-2]), d - 1
+        in_l1 = out_l1  # the transpose writes into the output's memory config
     if tile:
         programs.append(data_movement.untilize_shape_program(
             dev, shape, dtype, name="UntilizeWithUnpaddingDeviceOperation" if padded(shape) else
             "UntilizeDeviceOperation"))
     unsqueezed = (*shape[:d + 1], 1, *shape[d + 1:])
     batches = [min(32, repeats - i) for i in range(0, repeats, 32)]
-    for b in batches:  # a batch of one is concat's to_memory_config to DRAM: a DRAM input as it is
+    for b in batches:
         if b > 1:
             programs.append(data_movement.concat_shape_program(
                 dev, (*unsqueezed[:d + 1], b, *unsqueezed[d + 2:]), dtype, Layout.ROW_MAJOR))
+        elif in_l1:  # a batch of one: concat's to_memory_config of the unsqueezed input to DRAM
+            programs.append(data_movement.copy_program(Intermediate(x, unsqueezed, dtype, Layout.ROW_MAJOR), dtype))
     if len(batches) > 1:
         programs.append(data_movement.concat_shape_program(
             dev, (*unsqueezed[:d + 1], repeats, *unsqueezed[d + 2:]), dtype, Layout.ROW_MAJOR))
@@ -126,6 +136,8 @@ def _interleave(dev, shape, dtype, tile, repeats, d) -> tuple[Program, ...]:
         programs.append(data_movement.tilize_shape_program(
             dev, final, dtype, dtype, name="TilizeWithValPaddingDeviceOperation" if padded(final) else
             "TilizeDeviceOperation"))
+    if out_l1:  # to_memory_config from concat's DRAM to the output's L1
+        programs.append(data_movement.copy_program(Intermediate(x, final, dtype), dtype))
     if last:
         programs.append(data_movement.transpose_wh_shape_program(dev, final, dtype))
     return tuple(programs)
