@@ -356,6 +356,14 @@ def test_paged_cache_updates_refuse_interleaved_tokens_with_tt_nns_errors_and_ke
           for y in (0, 1)]
     with pytest.raises(RuntimeError, match="only Llama70b tensor shapes are supported"):
         ttnn.experimental.paged_fused_update_cache(caches[0], rm[0], caches[1], rm[1], update_idxs=[1, 2])
+    # a page table needs an index tensor; one index a user; batch_offset 0 (TT-NN's order: indices, then sharding)
+    table = dev(torch.tensor([[0], [1]]), device, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)
+    with pytest.raises(RuntimeError, match="Paged cache requires update_idxs tensor"):
+        ttnn.experimental.paged_update_cache(caches[0], interleaved, update_idxs=[1, 2], page_table=table)
+    with pytest.raises(RuntimeError, match=r"Number of update_idxs \(3\) should match batch size \(2\)"):
+        ttnn.experimental.paged_update_cache(caches[0], rows, update_idxs=[1, 2, 3])
+    with pytest.raises(RuntimeError, match="batch_offset must be 0"):
+        ttnn.experimental.paged_update_cache(caches[0], rows, update_idxs=[1, 2], batch_offset=1)
     assert not any(c.value.any() for c in caches)  # no refused call wrote anything
 
 

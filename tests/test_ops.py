@@ -229,6 +229,11 @@ def _page_table(d):
     return dev(torch.tensor([[0, 1], [3, 2]]), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)
 
 
+def _positions(d, positions):
+    """Decode positions as TT-NN's paged cache updates take them with a page table: an int32 ROW_MAJOR tensor."""
+    return dev(torch.tensor(positions), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)
+
+
 def _height_sharded(t, y: int, n: int, shard=(32, 32), rows: int = 1):
     """t height-sharded in L1 over cores (0..n-1, y..y+rows-1), one shard each (TT-NN's decode ops take only these)."""
     grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, y), ttnn.CoreCoord(n - 1, y + rows - 1))])
@@ -272,7 +277,8 @@ CASES.update({
     # the token height-sharded one user a core, as TT-NN takes it
     "ttnn.experimental.paged_update_cache": lambda d: ((x(d, 4, 2, 32, 32), _height_sharded(x(d, 1, 2, 2, 32, seed=1),
                                                                                               0, 2)),
-                                                       dict(update_idxs=[3, 40], page_table=_page_table(d))),
+                                                       dict(update_idxs_tensor=_positions(d, [3, 40]),
+                                                            page_table=_page_table(d))),
     "ttnn.experimental.paged_fill_cache": lambda d: ((x(d, 4, 2, 32, 32), x(d, 1, 2, 40, 32, seed=1),
                                                       _page_table(d)), dict(batch_idx=1)),
     "ttnn.conv2d": lambda d: ((), _conv_kwargs(d, bias_tensor=dev(rnd(1, 1, 1, 8, seed=2), None,
@@ -319,7 +325,7 @@ CASES.update({
     "ttnn.experimental.paged_fused_update_cache": lambda d: (
         (x(d, 4, 2, 32, 32), _height_sharded(x(d, 1, 2, 2, 32, seed=1), 0, 2), x(d, 4, 2, 32, 32, seed=2),
          _height_sharded(x(d, 1, 2, 2, 32, seed=3), 1, 2)),  # keys and values sharded on disjoint grids
-        dict(update_idxs=[3, 40], page_table=_page_table(d))),
+        dict(update_idxs_tensor=_positions(d, [3, 40]), page_table=_page_table(d))),
 })
 
 

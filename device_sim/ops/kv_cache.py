@@ -189,7 +189,9 @@ def paged_update_cache(cache_tensor: Tensor, input_tensor: Tensor, *, update_idx
         raise ValueError(f"{op_name}: give exactly one of update_idxs (a list) and update_idxs_tensor")
     device_inputs(op_name, cache_tensor, input_tensor, update_idxs_tensor, page_table)
     if cache_tensor._device is not None:
-        paged_cache_checks.check_update_input(op_name, input_tensor, cache_tensor)
+        paged_cache_checks.check_update_input(op_name, input_tensor, cache_tensor, update_idxs=update_idxs,
+                                              update_idxs_tensor=update_idxs_tensor, page_table=page_table,
+                                              share_cache=share_cache, batch_offset=batch_offset)
     if not _runs_here(op_name, cache_tensor, mesh_coords):
         return cache_tensor
     new = _paged_update_golden(
@@ -274,7 +276,10 @@ def paged_fused_update_cache(cache_tensor1: Tensor, input_tensor1: Tensor, cache
         raise ValueError(f"{op_name}: give exactly one of update_idxs (a list) and update_idxs_tensor")
     device_inputs(op_name, cache_tensor1, input_tensor1, cache_tensor2, input_tensor2, update_idxs_tensor, page_table)
     if cache_tensor1._device is not None:
-        paged_cache_checks.check_fused_inputs(op_name, cache_tensor1, input_tensor1, cache_tensor2, input_tensor2)
+        paged_cache_checks.check_fused_inputs(op_name, cache_tensor1, input_tensor1, cache_tensor2, input_tensor2,
+                                              update_idxs=update_idxs, update_idxs_tensor=update_idxs_tensor,
+                                              page_table=page_table, share_cache=share_cache,
+                                              batch_offset=batch_offset)
     if _runs_here(op_name, cache_tensor1, mesh_coords):
         kw = dict(update_idxs=update_idxs, share_cache=share_cache, batch_offset=batch_offset,
                   update_idxs_tensor=values(update_idxs_tensor, op_name) if update_idxs_tensor is not None else None,
