@@ -110,6 +110,9 @@ def test_decode_ops_refuse_interleaved_inputs_with_tt_nns_errors(device):
     heads = dev(randn(1, 8, 4, 32), device, dtype=ttnn.bfloat16)
     refused(lambda: ttnn.experimental.nlp_concat_heads_decode(heads, num_heads=4),
             r"(?s)TT_FATAL .*input_tensor.is_sharded\(\).*Input tensor must be sharded\n.*HEIGHT_SHARDED")
+    wide = dev(randn(1, 4, 40, 32), device, dtype=ttnn.bfloat16)  # 40 heads: padded to 64
+    refused(lambda: ttnn.experimental.nlp_concat_heads_decode(wide, num_heads=4),
+            "currently only support 32 padded heads")
     on_two = height_sharded(heads, row_of_cores(0, 2), (128, 32))  # 4 users a core
     refused(lambda: ttnn.experimental.nlp_concat_heads_decode(on_two, num_heads=4),
             "Input core grid num_cores must be equal to num users")

@@ -201,6 +201,13 @@ def _concat_heads_decode_checks(op_name: str, t: Tensor, *, users: int) -> None:
         raise tt_fatal("input_tensor.layout() == tt::tt_metal::Layout::TILE", f"Input tensor layout must be TILE but "
                        f"got {t.layout.name}\n{op_name}: convert it with ttnn.to_layout(x, ttnn.TILE_LAYOUT)",
                        where=where)
+    shape = tuple(t.padded_shape)
+    if shape[1] > 32:
+        raise tt_fatal("input_shape[1] <= 32", f"currently only support less than 32 users\n{op_name}: the input "
+                       f"holds {shape[1]} users; split the batch into groups of at most 32", where=where)
+    if shape[2] != 32:
+        raise tt_fatal("input_shape[2] == 32", f"currently only support 32 padded heads\n{op_name}: the input's "
+                       f"heads dim is padded to {shape[2]}; give at most 32 heads a user", where=where)
     fix = (f"{op_name}: shard the input [1, B, heads, D] one user a core, e.g. ttnn.to_memory_config(x, "
            f"ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, ttnn.ShardSpec(<{users} "
            f"cores from (0, 0)>, (32, D), ttnn.ShardOrientation.ROW_MAJOR)))")
