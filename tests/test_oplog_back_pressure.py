@@ -7,8 +7,14 @@ The writer process counts the log bytes it has written to SQLite into memory it 
 capture (LogSink.progress, inherited by the fork); the sink looks at it every PACE_BYTES.
 """
 
+import os
+import select
+import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import torch
 
@@ -17,6 +23,8 @@ import ttreport
 from ttreport.capture import oplog
 from ttreport.capture.oplog import LogSink, LogTail
 from ttreport.capture.recorder import OP, STOP
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def op_record(op_id: int) -> tuple:
@@ -78,3 +86,70 @@ def test_a_captures_writer_process_reports_every_byte_it_wrote_through_the_share
         sink = cap._queue.items
     # The writer process is a fork: what it counted is in the capture's own mapping, up to the STOP record.
     assert oplog._COUNT.unpack_from(sink.progress)[0] == sink._done + sink._off > 200 * 100
+
+
+MODEL = r"""
+import os, pathlib, sys
+import torch
+import device_sim as ttnn
+import ttreport
+from ttreport.capture import oplog
+oplog.LAG_BYTES, oplog.PACE_BYTES = 128 << 10, 32 << 10  # it waits after a few hundred ops
+dev = ttnn.open_device(0)
+a = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=dev)
+with ttreport.capture(pathlib.Path(sys.argv[1]), config=ttreport.Config(writer="process")) as cap:
+    print("pids", os.getpid(), cap._writer.pid, flush=True)
+    for i in range(1_000_000):
+        ttnn.add(a, a)
+        print("op", i + 2, flush=True)  # after the op returned: it is in the log
+"""
+
+
+class Lines:
+    """Lines from a child's stdout as they come (print's pieces may arrive in more than one read)."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buf = fd, b""
+
+    def until_quiet(self, quiet_s: float, *, first_only: bool = False, deadline_s: float = 60) -> list[str]:
+        out = []
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.fd], [], [], quiet_s)
+            if not ready:
+                return out
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                return out
+            *lines, self.buf = (self.buf + chunk).split(b"\n")
+            out += [line.decode() for line in lines]
+            if first_only and out:
+                return out
+        raise AssertionError("the model never waited for its writer")
+
+
+def test_a_sigterm_while_the_model_waits_for_its_writer_closes_the_report(tmp_path):
+    # The wait is outside the log's lock: the SIGTERM handler closes the capture from inside it and appends the
+    # closing notes itself (with the lock held through the wait, it would deadlock there).
+    report = tmp_path / "r"
+    proc = subprocess.Popen([sys.executable, "-c", MODEL, str(report)], stdout=subprocess.PIPE, cwd=REPO)
+    try:
+        lines = Lines(proc.stdout.fileno())
+        first = lines.until_quiet(30, first_only=True)
+        assert first and first[0].startswith("pids "), first
+        model, writer = (int(w) for w in first[0].split()[1:3])
+        os.kill(writer, signal.SIGSTOP)  # it falls behind: the model soon waits for it
+        try:
+            printed = [int(line.split()[1]) for line in first[1:] + lines.until_quiet(1.0) if line.startswith("op ")]
+            assert printed, "the model ran no op"
+            os.kill(model, signal.SIGTERM)
+            time.sleep(0.2)
+        finally:
+            os.kill(writer, signal.SIGCONT)
+        assert proc.wait(60) == -signal.SIGTERM
+    finally:
+        proc.kill()
+        proc.wait(10)
+    with ttreport.open(report) as r:
+        assert r.status == "interrupted"
+        assert r.count_operations() >= max(printed)  # every op it printed, and the tensor's from_torch

@@ -85,7 +85,7 @@ def segment_path(folder: Path, n: int) -> Path:
 class LogSink:
     """The capturing process's end: append(record) from any thread; len() is 0 (nothing waits in memory)."""
 
-    def __init__(self, folder: Path, *, lag_segments: int = 4, lag_bytes: int = LAG_BYTES):
+    def __init__(self, folder: Path, *, lag_segments: int = 4, lag_bytes: int | None = None):
         self.folder = Path(folder)
         self.folder.mkdir(exist_ok=True)
         self._code = None  # id -> code object: the recorder's code(), for CODE definitions (set by the capture)
@@ -103,7 +103,9 @@ class LogSink:
         self._done = 0  # bytes of the segments before this one: with _off, what the log holds in all
         self._check_at = PACE_BYTES  # the offset in this segment at which the writer's progress is read next
         self.lag_segments = lag_segments
-        self.lag_bytes = lag_bytes
+        self.lag_bytes = LAG_BYTES if lag_bytes is None else lag_bytes
+        self._behind = False  # a new segment found the writer lag_segments behind: the next op waits for it
+        self._pacing = threading.Lock()  # one thread at a time looks at the writer (is_alive reaps it)
         # Anonymous shared memory: the forked writer process writes its count of log bytes written into it after
         # each batch (writer_process.pump); no file, so a full disk cannot freeze it.
         self.progress = mmap.mmap(-1, _COUNT.size)
@@ -144,9 +146,14 @@ class LogSink:
                 mm = self._mm
                 mm[off + 4:off + 4 + n] = data
                 _LEN.pack_into(mm, off, n)  # last: the record is whole once its length is there
-                self._off = off = off + 4 + n
-                if off >= self._check_at:
-                    self._pace()
+                self._off = off + 4 + n
+            # Waits happen here, never holding the lock: a SIGTERM handler that closes the capture (session.py)
+            # runs in this thread during the sleep, and appends the closing notes itself.
+            if self._off >= self._check_at:
+                self._pace()
+            if self._behind:
+                self._behind = False
+                self._back_pressure()
             return
         if tag == ALLOC and len(record) > 10:  # a Buffer kept for buffer_pages: its attributes
             b = record[10]
@@ -214,9 +221,7 @@ class LogSink:
             mm, off = self._mm, self._off
         mm[off + 4:off + 4 + n] = data
         _LEN.pack_into(mm, off, n)  # last: the record is whole once its length is there
-        self._off = off = off + 4 + n
-        if off >= self._check_at:
-            self._pace()
+        self._off = off + 4 + n
 
     def _roll(self, n: int) -> bool:
         """Continue in a new segment; False (nothing changed) when the disk has no room for one."""
@@ -234,7 +239,7 @@ class LogSink:
         _LEN.pack_into(old, old_off, END)  # after the next segment exists: a reader finds it
         old.close()
         self._done += old_off  # as LogTail counts it: up to the END mark
-        self._back_pressure()
+        self._behind = True  # the next op looks at the writer's progress, once the lock is let go
         return True
 
     def _lose(self, data: bytes) -> None:
@@ -267,18 +272,20 @@ class LogSink:
         self._room = size - RESERVE_BYTES  # where an op's write stops (the rest is the closing notes')
 
     def _pace(self) -> None:
-        # Holding the lock (other threads' ops wait with this one). Never loss: only a wait, and only while the
-        # writer process runs.
-        self._check_at = self._off + PACE_BYTES
-        written = self._done + self._off
-        while written - _COUNT.unpack_from(self.progress)[0] > self.lag_bytes and self.writer_alive():
-            time.sleep(0.001)
+        # Not holding the lock (each thread that appends waits on its own). Never loss: only a wait, and only
+        # while the writer process runs. Read and written without the lock: a look more or less is harmless.
+        with self._pacing:
+            self._check_at = self._off + PACE_BYTES
+            written = self._done + self._off
+            while written - _COUNT.unpack_from(self.progress)[0] > self.lag_bytes and self.writer_alive():
+                time.sleep(0.001)
 
     def _back_pressure(self) -> None:
         # Never loss: the model waits while the writer is more than lag_segments behind (a few ms per segment
         # of small ops normally; only a writer that cannot keep up at all makes it wait).
-        while self.writer_alive() and self._segment - read_progress(self.folder) > self.lag_segments:
-            time.sleep(0.001)
+        with self._pacing:
+            while self.writer_alive() and self._segment - read_progress(self.folder) > self.lag_segments:
+                time.sleep(0.001)
 
     # -- what a record refers to -------------------------------------------------------------
     def define_stack(self, frames: tuple) -> int:
