@@ -22,7 +22,7 @@ import device_sim as ttnn
 import ttreport
 from ttreport.capture import oplog
 from ttreport.capture.oplog import LogSink, LogTail
-from ttreport.capture.recorder import OP, STOP
+from ttreport.capture.recorder import META, OP, STOP
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -153,3 +153,22 @@ def test_a_sigterm_while_the_model_waits_for_its_writer_closes_the_report(tmp_pa
     with ttreport.open(report) as r:
         assert r.status == "interrupted"
         assert r.count_operations() >= max(printed)  # every op it printed, and the tensor's from_torch
+
+
+def test_closing_notes_appended_by_a_signal_handler_in_the_middle_of_an_append_are_written(tmp_path):
+    # What a SIGTERM that lands while this thread holds the log's lock does: session.Capture._on_signal closes
+    # the report in the same thread, so its notes and STOP are appended under the lock that thread holds.
+    sink = LogSink(tmp_path / "log")
+    sink.append(op_record(1))
+
+    def interrupted_append():
+        with sink._lock:  # the append the signal interrupted
+            sink.append((META, "status", "interrupted"))
+            sink.append((STOP, None))
+
+    thread = threading.Thread(target=interrupted_append, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive(), "the closing notes waited for a lock their own thread holds"
+    records, _ = LogTail(tmp_path / "log").read(10)
+    assert [r[0] for r in records] == [OP, META, STOP]

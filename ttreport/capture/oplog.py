@@ -89,7 +89,11 @@ class LogSink:
         self.folder = Path(folder)
         self.folder.mkdir(exist_ok=True)
         self._code = None  # id -> code object: the recorder's code(), for CODE definitions (set by the capture)
-        self._lock = threading.Lock()
+        # Re-entrant: the capture's SIGTERM handler (session.py) closes the report in the thread the signal lands
+        # in, possibly between the bytecodes of an append holding this lock; its closing notes and STOP are then
+        # written over the unfinished op (which had not returned) and the process ends by the signal. A plain
+        # Lock hung there: 1 SIGTERM in 30 at a random time, none with the thread writer's lock-free queue.
+        self._lock = threading.RLock()
         self._sent_codes: set[int] = set()
         self._programs: dict[tuple, tuple] = {}  # a program's static part (see program()) -> (number, CBs, ranges)
         self._objects: dict[int, tuple] = {}  # id(value) -> (n, value): held, so the id stays unique
