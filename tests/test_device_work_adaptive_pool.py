@@ -9,20 +9,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from programs_heard import launched as heard  # tests/programs_heard.py
 
 import device_sim as ttnn
 from device_sim.programs.adaptive_pool import adaptive_pool_params, kernel_pattern
-
-
-def heard(device, call) -> list:
-    """The programs `call()` launches on `device`, through the memory listener ttreport's report hears."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
 
 
 def image(device, n, h, w, c):

@@ -10,20 +10,10 @@ tests/test_device_work_matmul_conv.py.
 from __future__ import annotations
 
 import torch
+from programs_heard import launched as heard  # tests/programs_heard.py
 
 import device_sim as ttnn
 from device_sim.programs.conv import conv2d_programs
-
-
-def heard(device, call) -> list:
-    """The programs `call()` launches on `device`, through the memory listener ttreport's report hears."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
 
 
 def transpose(device, **kw):

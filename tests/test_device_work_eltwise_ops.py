@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from programs_heard import cbs, launched  # tests/programs_heard.py
 
 import device_sim as ttnn
 from device_sim import device_work
@@ -17,21 +18,6 @@ BF16, BF8, F32 = 2048, 1088, 4096  # bytes of one 32x32 tile
 
 def tt(device, shape, dtype=ttnn.bfloat16, **kw):
     return ttnn.from_torch(torch.randn(*shape), dtype=dtype, layout=ttnn.TILE, device=device, **kw)
-
-
-def launched(device, call) -> list:
-    """The programs `call()` launches on `device` (the memory listener, as the report hears them)."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
-
-
-def cbs(program) -> list[tuple]:
-    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
 
 
 def test_where_of_three_tensors_streams_each_through_two_tile_cbs_on_every_core(device):

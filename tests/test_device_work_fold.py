@@ -7,28 +7,15 @@ fold_multi_core_row_major_interleaved (device_sim/programs/fold.py and shape.py 
 from __future__ import annotations
 
 import torch
+from programs_heard import cbs
+from programs_heard import launched as heard  # tests/programs_heard.py
 
 import device_sim as ttnn
-
-
-def heard(device, call) -> list:
-    """The programs `call()` launches on `device`, through the memory listener ttreport's report hears."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
 
 
 def nhwc(device, n, h, w, c, layout=ttnn.ROW_MAJOR, memory_config=None):
     return ttnn.from_torch(torch.randn(n, h, w, c), dtype=ttnn.bfloat16, layout=layout, device=device,
                            memory_config=memory_config)
-
-
-def cbs(program) -> list[tuple]:
-    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
 
 
 def test_a_padded_dram_fold_pads_then_folds_a_patch_at_a_time_on_the_whole_grid(device):

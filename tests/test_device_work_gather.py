@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from programs_heard import cbs, launched  # tests/programs_heard.py
 
 import device_sim as ttnn
 
@@ -23,21 +24,6 @@ def tt(device, shape, dtype=ttnn.bfloat16, **kw):
 def idx(device, high, shape, dtype=ttnn.uint32):
     values = torch.randint(0, high, shape, generator=torch.Generator().manual_seed(0), dtype=torch.int32)
     return ttnn.from_torch(values, dtype=dtype, layout=ttnn.TILE, device=device)
-
-
-def launched(device, call) -> list:
-    """The programs `call()` launches on `device`, as the report hears them (the memory listener)."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
-
-
-def cbs(program) -> list[tuple]:
-    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
 
 
 def test_a_gather_along_the_last_dim_holds_a_whole_input_row_per_core(device):

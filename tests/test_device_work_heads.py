@@ -7,21 +7,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from programs_heard import launched  # tests/programs_heard.py
 
 import device_sim as ttnn
 
 BF16 = 2048  # bytes of one bfloat16 tile
-
-
-def launched(device, call) -> list:
-    """The programs `call()` launches on `device`, as the report hears them (the memory listener)."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
 
 
 def test_falcon7b_heads_double_buffer_one_row_of_tiles_per_block(device):

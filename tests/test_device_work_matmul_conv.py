@@ -5,6 +5,7 @@ a tilize of the flattened [1, 1, N*H*W, C] input when it is ROW_MAJOR, then the 
 from __future__ import annotations
 
 import torch
+from programs_heard import launched as heard  # tests/programs_heard.py
 
 import device_sim as ttnn
 
@@ -13,17 +14,6 @@ BF16, BF8 = 2048, 1088  # bytes of one 32x32 tile
 
 def cbs(program) -> list[tuple]:
     return [(cb.indices, cb.num_pages, cb.page_size) for cb in program.cbs]
-
-
-def heard(device, call) -> list:
-    """The programs `call()` launches on `device`, through the memory listener ttreport's report hears."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
 
 
 def conv1x1(device, x, out_channels, n, h, w, bias=None, conv_config=None):

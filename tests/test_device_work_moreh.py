@@ -10,29 +10,16 @@ from __future__ import annotations
 import math
 
 import torch
+from programs_heard import cbs
+from programs_heard import launched as heard  # tests/programs_heard.py
 
 import device_sim as ttnn
 
 BF16, F32 = 2048, 4096  # bytes of one tile
 
 
-def heard(device, call) -> list:
-    """The programs `call()` launches on `device`, through the memory listener ttreport's report hears."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
-
-
 def tt(device, *shape):
     return ttnn.from_torch(torch.randn(*shape), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
-
-
-def cbs(program) -> list[tuple]:
-    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
 
 
 ABS_POW = [(0, 1, BF16), (1, 1, BF16), (2, 1, BF16), (3, 1, BF16), (16, 1, BF16), (24, 1, BF16), (25, 1, BF16),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from programs_heard import launched  # tests/programs_heard.py
 
 import device_sim as ttnn
 
@@ -17,17 +18,6 @@ BF16 = 2048  # bytes of one bfloat16 tile
 
 def tt(device, shape, dtype=ttnn.bfloat16, layout=ttnn.TILE):
     return ttnn.from_torch(torch.randn(*shape), dtype=dtype, layout=layout, device=device)
-
-
-def launched(device, call) -> list:
-    """The programs `call()` launches on `device`, as the report hears them (the memory listener)."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
 
 
 def cbs(program) -> list[tuple]:
@@ -83,7 +73,6 @@ def test_group_norm_forms_tt_nn_refuses_launch_nothing(device):
     assert launched(device, lambda: ttnn.group_norm(x, num_groups=4, weight=plain)) == []
     # "num_out_blocks cannot be specified when core_grid is auto-selected"
     assert launched(device, lambda: ttnn.group_norm(x, num_groups=4, num_out_blocks=2)) == []
-
 
 
 def sharded(t, layout, grid_x, grid_y, shard):

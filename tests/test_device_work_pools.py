@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from programs_heard import launched as heard  # tests/programs_heard.py
 
 import device_sim as ttnn
 from device_sim.programs.pool import avg_scalars_per_core, output_hw, pool2d_programs
@@ -18,17 +19,6 @@ BF16, BF8 = 2048, 1088  # bytes of one 32x32 tile
 
 def cbs(program) -> list[tuple]:
     return [(cb.indices, cb.num_pages, cb.page_size, cb.globally_allocated) for cb in program.cbs]
-
-
-def heard(device, call) -> list:
-    """The programs `call()` launches on `device`, through the memory listener ttreport's report hears."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
 
 
 def image(device, n, h, w, c, dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR, memory_config=None):

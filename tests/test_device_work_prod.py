@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from programs_heard import cbs, launched  # tests/programs_heard.py
 
 import device_sim as ttnn
 
@@ -18,21 +19,6 @@ BF16, F32 = 2048, 4096  # bytes of one 32x32 tile
 
 def tt(device, shape, dtype=ttnn.bfloat16, layout=ttnn.TILE):
     return ttnn.from_torch(torch.rand(*shape) + 0.5, dtype=dtype, layout=layout, device=device)
-
-
-def launched(device, call) -> list:
-    """The programs `call()` launches on `device`, as the report hears them (the memory listener)."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
-
-
-def cbs(program) -> list[tuple]:
-    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
 
 
 def test_prod_of_everything_streams_the_input_through_one_core(device):

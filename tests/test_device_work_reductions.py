@@ -6,6 +6,7 @@ CBs are hand-checked against the factories device_sim/programs/indexing.py and r
 from __future__ import annotations
 
 import torch
+from programs_heard import cbs, launched  # tests/programs_heard.py
 
 import device_sim as ttnn
 
@@ -14,21 +15,6 @@ BF16 = 2048  # bytes of one bfloat16 tile
 
 def tt(device, shape, dtype=ttnn.bfloat16, layout=ttnn.TILE):
     return ttnn.from_torch(torch.randn(*shape), dtype=dtype, layout=layout, device=device)
-
-
-def launched(device, call) -> list:
-    """The programs `call()` launches on `device`, as the report hears them (the memory listener)."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
-
-
-def cbs(program) -> list[tuple]:
-    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
 
 
 def test_a_tiled_argmax_runs_the_single_core_factory_one_page_each_way(device):

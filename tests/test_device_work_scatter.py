@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from programs_heard import cbs, launched  # tests/programs_heard.py
 
 import device_sim as ttnn
 
@@ -22,21 +23,6 @@ def tt(device, shape, dtype=ttnn.bfloat16, layout=ttnn.TILE):
 def idx(device, high, shape, layout=ttnn.TILE):
     values = torch.argsort(torch.rand(*shape[:-1], high, generator=torch.Generator().manual_seed(0)), -1)
     return ttnn.from_torch(values[..., :shape[-1]].int(), dtype=ttnn.uint32, layout=layout, device=device)
-
-
-def launched(device, call) -> list:
-    """The programs `call()` launches on `device`, as the report hears them (the memory listener)."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
-
-
-def cbs(program) -> list[tuple]:
-    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
 
 
 def test_a_tile_scatter_untilizes_its_three_operands_and_tilizes_the_result(device):

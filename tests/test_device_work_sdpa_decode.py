@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from programs_heard import cbs
+from programs_heard import launched as heard  # tests/programs_heard.py
 
 import device_sim as ttnn
 from device_sim.programs.sdpa_decode import default_k_chunk_size
@@ -17,21 +19,6 @@ BF16, BF8, HALF = 2048, 1088, 1024  # bytes of a 32x32 bfloat16 / bfloat8_b tile
 
 def tt(device, shape, dtype=ttnn.bfloat16, layout=ttnn.TILE):
     return ttnn.from_torch(torch.randn(*shape), dtype=dtype, layout=layout, device=device)
-
-
-def cbs(program) -> list[tuple]:
-    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
-
-
-def heard(device, call) -> list:
-    """The programs `call()` launches on `device`, through the memory listener ttreport's report hears."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
 
 
 def test_the_default_key_chunk_is_the_largest_power_of_two_dividing_the_cache_up_to_512():

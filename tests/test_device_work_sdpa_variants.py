@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from programs_heard import launched as heard  # tests/programs_heard.py
 
 import device_sim as ttnn
 from device_sim.programs import transformer
@@ -27,17 +28,6 @@ def rows(device, values):
 
 def cbs(program) -> list[tuple]:
     return [(cb.indices, cb.num_pages, cb.page_size) for cb in program.cbs]
-
-
-def heard(device, call) -> list:
-    """The programs `call()` launches on `device`, through the memory listener ttreport's report hears."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
 
 
 def test_chunked_prefill_runs_the_causal_sdpa_program_with_a_page_table_row(device):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from programs_heard import cbs, launched  # tests/programs_heard.py
 
 import device_sim as ttnn
 
@@ -19,21 +20,6 @@ BF16, U16 = 2048, 2048  # bytes of one 32x32 tile
 
 def tt(device, shape, dtype=ttnn.bfloat16):
     return ttnn.from_torch(torch.randn(*shape), dtype=dtype, layout=ttnn.TILE, device=device)
-
-
-def launched(device, call) -> list:
-    """The programs `call()` launches on `device`, as the report hears them (the memory listener)."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
-
-
-def cbs(program) -> list[tuple]:
-    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
 
 
 def test_a_sort_along_the_last_dim_holds_the_whole_row_transposed(device):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from programs_heard import cbs, launched  # tests/programs_heard.py
 
 import device_sim as ttnn
 
@@ -19,21 +20,6 @@ BF16, BF8, U16 = 2048, 1088, 2048  # bytes of one 32x32 tile (UINT16: 2 B a valu
 
 def tt(device, shape, dtype=ttnn.bfloat16, layout=ttnn.TILE, **kw):
     return ttnn.from_torch(torch.randn(*shape), dtype=dtype, layout=layout, device=device, **kw)
-
-
-def launched(device, call) -> list:
-    """The programs `call()` launches on `device`, as the report hears them (the memory listener)."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
-
-
-def cbs(program) -> list[tuple]:
-    return [(cb.indices[0], cb.num_pages, cb.page_size) for cb in program.cbs]
 
 
 def test_topk_over_the_last_dim_is_one_program_over_the_rows_of_tiles(device):

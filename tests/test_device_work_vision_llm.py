@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from programs_heard import launched as heard  # tests/programs_heard.py
 
 import device_sim as ttnn
 from device_sim.programs import kv_cache, rotary
@@ -22,17 +23,6 @@ def tt(device, shape, dtype=ttnn.bfloat16, layout=ttnn.TILE, memory_config=None)
 
 def cbs(program) -> list[tuple]:
     return [(cb.indices, cb.num_pages, cb.page_size, cb.globally_allocated) for cb in program.cbs]
-
-
-def heard(device, call) -> list:
-    """The programs `call()` launches on `device`, through the memory listener ttreport's report hears."""
-    seen, old = [], device.memory.listener
-    device.memory.listener = lambda kind, obj: seen.append(obj) if kind == "program" else None
-    try:
-        call()
-    finally:
-        device.memory.listener = old
-    return seen
 
 
 def height_sharded(device, t, grid: ttnn.CoreRangeSet, shard: tuple[int, int]):
