@@ -65,9 +65,14 @@ def height_sharded(device, t, cores, shard):
 
 def test_a_height_sharded_fold_runs_the_sharded_factory_on_its_shards(device):
     # [1, 8, 8, 32] over 4 cores: 16 pixels a core = 2 whole groups of stride_h = 2 rows of 8: no reshard.
-    # (device_sim's output goes to DRAM: its own rules would give the input's shard spec, which does not fit)
     x = height_sharded(device, nhwc(device, 1, 8, 8, 32), 4, (16, 32))
-    [fold] = heard(device, lambda: ttnn.fold(x, 2, 2, override_memory_config=ttnn.DRAM_MEMORY_CONFIG))
+    out = []
+    [fold] = heard(device, lambda: out.append(ttnn.fold(x, 2, 2)))
+    # the output takes TT-NN's derived spec (fold_device_op.cpp): shards 2 x 2 times shorter and wider, same cores
+    spec = out[0].memory_config().shard_spec
+    assert (out[0].shape, tuple(spec.shape), spec.grid.num_cores()) == ((1, 4, 4, 128), (4, 128), 4)
+    assert torch.equal(ttnn.to_torch(out[0]), ttnn.to_torch(ttnn.fold(ttnn.to_memory_config(x, ttnn.DRAM_MEMORY_CONFIG),
+                                                                         2, 2)))
     # c_0 the input shard: 16 pixels of 32 x 2 B = 64 B (16 B-aligned); c_16 the output shard: 16 / 4 = 4 pixels of
     # 2 x 2 x 64 = 256 B; both the tensors' own buffers
     assert (fold.factory, cbs(fold), fold.ranges) == ("MultiCore", [(0, 16, 64), (16, 4, 256)], ((0, 0, 3, 0),))
@@ -76,8 +81,8 @@ def test_a_height_sharded_fold_runs_the_sharded_factory_on_its_shards(device):
 
 def test_a_padded_sharded_fold_pads_in_the_halo_and_reshards_to_whole_rows(device):
     x = height_sharded(device, nhwc(device, 1, 8, 8, 32), 4, (16, 32))
-    halo, reshard, fold = heard(device, lambda: ttnn.fold(x, 2, 2, padding=(1, 1),
-                                                          override_memory_config=ttnn.DRAM_MEMORY_CONFIG))
+    out = []
+    halo, reshard, fold = heard(device, lambda: out.append(ttnn.fold(x, 2, 2, padding=(1, 1))))
     # the halo writes the 10 x 10 padded pixels, ceil(100 / 4) = 25 a core
     assert (halo.name, halo.cbs[1].num_pages, halo.cbs[1].page_size) == ("HaloDeviceOperation", 25, 64)
     # 25 is no whole number of 2-row groups (20 pixels): 100 / 20 = 5 groups over 5 cores (the most up to 64 that
@@ -85,6 +90,9 @@ def test_a_padded_sharded_fold_pads_in_the_halo_and_reshards_to_whole_rows(devic
     assert (reshard.factory, cbs(reshard), reshard.ranges) == ("ReshardSameWidthFactory", [(0, 25, 64)],
                                                                ((0, 0, 4, 0),))
     assert (cbs(fold), fold.ranges) == ([(0, 20, 64), (16, 5, 256)], ((0, 0, 4, 0),))
+    # the output's shards are the Fold program's: 5 folded pixels of 128 channels on each of the 5 cores
+    spec = out[0].memory_config().shard_spec
+    assert (out[0].shape, tuple(spec.shape), spec.grid.num_cores()) == ((1, 5, 5, 128), (5, 128), 5)
     block = ttnn.to_memory_config(nhwc(device, 1, 8, 8, 64), ttnn.create_sharded_memory_config(
         (64, 64), core_grid=ttnn.CoreGrid(y=2, x=2), strategy=ttnn.ShardStrategy.BLOCK))
     assert heard(device, lambda: ttnn.fold(block, 2, 2, override_memory_config=ttnn.DRAM_MEMORY_CONFIG)) == []

@@ -23,7 +23,16 @@ from device_sim.programs import pool as pool_programs
 from device_sim.programs import vision as vision_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
+from device_sim.types import (
+    CoreCoord,
+    CoreRange,
+    CoreRangeSet,
+    DataType,
+    Layout,
+    MemoryConfig,
+    ShardSpec,
+    TensorMemoryLayout,
+)
 
 
 def _pair(v, name: str, op_name: str) -> tuple[int, int]:
@@ -277,13 +286,36 @@ def fold(input: Tensor, stride_h: int, stride_w: int, use_transpose_as_fold: boo
     op_name = "ttnn.fold"
     x, ins = four_d_input(op_name, input, "NHWC [N, H, W, C]", tt_nn_only)
     y = _fold_golden(x, stride_h, stride_w, padding=padding, output_shape=output_shape)
-    out = _make(y, input.device(), ins, op_name=op_name, dtype=input.dtype, layout=input.layout,
-                memory_config=override_memory_config)
+    programs = None
     if not use_transpose_as_fold:  # the legacy transpose-based fold (pads, permutes, reshapes): not modelled
         left, right, top, bottom = _padding(padding, op_name)
-        device_work.launch_after(out, True, input, fold_programs.fold_programs(input, stride_h, stride_w,
-                                                                               (top, bottom, left, right)))
+        programs = fold_programs.fold_programs(input, stride_h, stride_w, (top, bottom, left, right))
+    memory_config = override_memory_config
+    if memory_config is None and input.is_sharded():
+        memory_config = _folded_shards(input, stride_h * stride_w, programs)
+    out = _make(y, input.device(), ins, op_name=op_name, dtype=input.dtype, layout=input.layout,
+                memory_config=memory_config)
+    if programs is not None:
+        device_work.launch_after(out, True, input, programs)
     return out
+
+
+def _folded_shards(input: Tensor, patch: int, programs) -> MemoryConfig | None:  # noqa: A002
+    """The output memory config TT-NN's Fold gives a sharded input (fold_device_op.cpp compute_output_specs): the
+    input's config with each shard patch times shorter and wider (patch = stride_h * stride_w); after a halo or a
+    reshard, on the grid and shard the Fold program runs (its c_16 is the output shard). The input's own shard
+    spec would not fit the folded shape. None (the memory rules) for what TT-NN refuses (not height-sharded)."""
+    cfg = input.memory_config()
+    if cfg.memory_layout != TensorMemoryLayout.HEIGHT_SHARDED:
+        return None
+    spec, width = cfg.shard_spec, cfg.shard_spec.shape[1] * patch
+    fold = programs[-1] if programs else None
+    rows = next((cb.num_pages for cb in fold.cbs if cb.indices[0] == 16), None) if fold else None
+    if rows is not None:
+        grid = CoreRangeSet([CoreRange(CoreCoord(x0, y0), CoreCoord(x1, y1)) for x0, y0, x1, y1 in fold.ranges])
+        return MemoryConfig(cfg.memory_layout, cfg.buffer_type, ShardSpec(grid, (rows, width), spec.orientation))
+    return MemoryConfig(cfg.memory_layout, cfg.buffer_type,
+                        ShardSpec(spec.grid, (-(-spec.shape[0] // patch), width), spec.orientation))
 
 
 def _adaptive_avg_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels, output_size, *_, **__):
