@@ -543,9 +543,10 @@ def _prepare(path: Path, overwrite: bool) -> int:
 
 
 def _write_cluster_descriptor(path: Path, recorder) -> None:
-    # TT-NN's reports carry the machine's cluster descriptor, which ttnn-visualizer's topology view reads.
-    # Written when the run used several chips (a mesh): one chip has no topology to show.
-    if len(recorder.chips()) > 1:
+    # TT-NN's reports carry the machine's cluster descriptor (UMD's, the whole system's, however many chips the
+    # run used), which ttnn-visualizer's topology view reads: without it the visualizer says "Cluster description
+    # not found" on every page. Written when the capture watched a device.
+    if recorder.chips():
         (path / CLUSTER_DESCRIPTOR_FILE).write_text(device_sim.mesh.cluster_descriptor_yaml())
 
 
