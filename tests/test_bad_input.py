@@ -244,7 +244,8 @@ def test_query_refuses_every_write(report, sql):
     with ttreport.open(report) as r, pytest.raises(TTReportError, match="read-only"):
         r.sql(sql)
     assert digest(db) == before and sorted(p.name for p in report.iterdir()) == [
-        "config.json", "db.sqlite", "ops_perf_results.csv", "profile_log_device.csv", "tensors"]  # as captured
+        "cluster_descriptor.yaml", "config.json", "db.sqlite", "ops_perf_results.csv", "profile_log_device.csv",
+        "tensors"]  # as captured
 
 
 @pytest.mark.parametrize("sql", ["ATTACH DATABASE '{new}' AS x", "VACUUM INTO '{new}'"])

@@ -380,7 +380,7 @@ def test_a_disk_filled_by_something_else_keeps_every_committed_op(device, disk_4
         assert r.sql("PRAGMA integrity_check") == [{"integrity_check": "ok"}]
         assert r.count_operations() >= committed == 103
         assert int(r.metadata["records_lost"]) > 0 and "full" in r.metadata["writer_error"]
-    assert sorted(f.name for f in cap.path.iterdir()) == ["config.json", "db.sqlite"]
+    assert sorted(f.name for f in cap.path.iterdir()) == ["cluster_descriptor.yaml", "config.json", "db.sqlite"]
     assert [f for f in ttreport.check(cap.path) if "noted a loss" not in f] == []
 
 
@@ -499,7 +499,8 @@ def test_a_wal_that_a_full_disk_kept_is_folded_once_there_is_room(device, disk_4
     (disk_4m / "filler").unlink()
     with ttreport.open(cap.path) as r:
         assert r.count_operations() == kept
-    assert not wal.exists() and sorted(f.name for f in cap.path.iterdir()) == ["config.json", "db.sqlite"]
+    assert not wal.exists() and sorted(f.name for f in cap.path.iterdir()) == ["cluster_descriptor.yaml", "config.json",
+                                                                                     "db.sqlite"]
     alone = copied_alone(cap.db_path, tmp_path / "copy")
     with ttreport.open(alone) as r:
         assert r.count_operations() == kept and r.status_text == f"complete (lost {lost} ops)"

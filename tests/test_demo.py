@@ -123,6 +123,6 @@ def test_a_regenerated_sample_has_the_committed_samples_files_and_no_more(tmp_pa
     # write_sample captures with perf_files=False: the CSVs would be left untracked beside the sample
     path = demo.capture_demo(tmp_path / "sample", perf_files=False)
     files = lambda root: {p.name for p in root.iterdir()}  # noqa: E731
-    assert files(path) == files(SAMPLE) == {"config.json", "db.sqlite", "tensors"}
+    assert files(path) == files(SAMPLE) == {"cluster_descriptor.yaml", "config.json", "db.sqlite", "tensors"}
     # tensor ids count on from the process's earlier tensors, so only the number of files is the sample's
     assert len(list((path / "tensors").iterdir())) == len(list((SAMPLE / "tensors").iterdir()))

@@ -72,7 +72,7 @@ def test_a_mesh_report_carries_the_cluster_descriptor_tt_nn_writes(mesh_report, 
     assert "[{chip: 0, chan: 8}, {chip: 1, chan: 0}]," in text  # chip 0 to its east neighbour
     with ttreport.capture(tmp_path / "one"):
         ttnn.relu(ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device))
-    # one chip: the machine's descriptor all the same, as UMD writes it (the visualizer's topology view reads it)
+    # one chip: the machine's descriptor all the same, as TT-NN's reports carry UMD's (the topology view reads it)
     assert (tmp_path / "one" / "cluster_descriptor.yaml").read_text() == text
 
 

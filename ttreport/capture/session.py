@@ -168,6 +168,10 @@ class Capture(contextlib.ContextDecorator):
         _write_json(path / CONFIG_FILE, {**_ttnn_config_keys(config, path), "config": config.to_json(),
                                          "schema_version": db.head_revision(),
                                          **{k: v for k, v in facts.items() if k != "status"}})
+        # TT-NN's reports carry UMD's descriptor of the whole machine, which ttnn-visualizer's topology view reads
+        # (without it: "Cluster description not found" on every page). Written now, while there is room: the
+        # system is fixed for the process, however many of its chips the run opens.
+        _write_text(path / CLUSTER_DESCRIPTOR_FILE, device_sim.mesh.cluster_descriptor_yaml())
 
         self._warner = LossWarner()
         if config.writer == "process":
@@ -281,7 +285,6 @@ class Capture(contextlib.ContextDecorator):
                 self.recorder.restore_devices()
                 self._restore_signal_handlers()
                 atexit.unregister(self._at_exit)
-                _write_cluster_descriptor(self.path, self.recorder)
             finally:
                 with _lock:
                     _active = None
@@ -542,18 +545,11 @@ def _prepare(path: Path, overwrite: bool) -> int:
     return fd
 
 
-def _write_cluster_descriptor(path: Path, recorder) -> None:
-    # TT-NN's reports carry the machine's cluster descriptor (UMD's, the whole system's, however many chips the
-    # run used), which ttnn-visualizer's topology view reads: without it the visualizer says "Cluster description
-    # not found" on every page. Written when the capture watched a device.
-    if recorder.chips():
-        (path / CLUSTER_DESCRIPTOR_FILE).write_text(device_sim.mesh.cluster_descriptor_yaml())
-
-
 CLUSTER_DESCRIPTOR_FILE = "cluster_descriptor.yaml"
 # What a capture writes into its folder (besides tensors/ and LOCK_FILE): all that overwrite=True deletes.
 CAPTURE_FILES = (db.DB_FILE, f"{db.DB_FILE}-wal", f"{db.DB_FILE}-shm", f"{db.DB_FILE}-journal", CONFIG_FILE,
                  f"{db.DB_FILE}.rebuild", f".{CONFIG_FILE}.tmp", RESERVE_FILE, CLUSTER_DESCRIPTOR_FILE,
+                 f".{CLUSTER_DESCRIPTOR_FILE}.tmp",
                  ops_perf.PERF_FILE, ops_perf.DEVICE_LOG_FILE)
 # A tensor file (or its temporary name while written): tensors/<id>.pt, tensors/.<id>.pt.tmp, ...
 _TENSOR_FILE = re.compile(r"\.?\d+\.(pt|bin)(\.[A-Za-z0-9_]+)*")
@@ -704,8 +700,12 @@ def _ttnn_config_keys(config: Config, path: Path) -> dict:
 
 
 def _write_json(path: Path, data: dict) -> None:
+    _write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+def _write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.write_text(text)
     os.replace(tmp, path)
 
 
