@@ -10,5 +10,7 @@ setup(
         # the recorder's walk over an op's caller frames (ttreport/capture/_stacks.c; stacks.py says which runs).
         Extension("ttreport.capture._stacks", ["ttreport/capture/_stacks.c"], optional=True,
                   extra_compile_args=["-O2"]),
+        # the recorder's begin, end and memory listener for an op log (ttreport/capture/_hook.c; recorder.NATIVE).
+        Extension("ttreport.capture._hook", ["ttreport/capture/_hook.c"], optional=True, extra_compile_args=["-O2"]),
     ],
 )

@@ -45,13 +45,23 @@ import weakref
 import device_sim
 import ttreport
 from device_sim import perf_model, views
+from device_sim.allocator import Buffer
 from device_sim.device import Device
 from device_sim.distributed import MeshTensor
 from device_sim.tensor import DEFAULT_TILE, Tensor
 from device_sim.types import BufferType, Layout
 from ttreport import schema
-from ttreport.capture import stacks
+from ttreport.capture import log_perf, stacks
 from ttreport.errors import ReportIncompleteWarning
+
+try:
+    from ttreport.capture import _hook
+except ImportError:  # built without a C compiler: the Python begin, end and listener
+    _hook = None
+
+# begin, end and the memory listener in C (ttreport/capture/_hook.c) for a capture that writes an op log; the
+# Python methods below are its fallback (TTREPORT_PURE=1, no compiler, the thread writer) and its slow path
+NATIVE = _hook is not None and stacks.NATIVE
 
 # Ids of tensors the capture makes itself (goldens) start here, far above device_sim's: taken
 # from device_sim's counter by a background thread, they would shift the model's tensor ids
@@ -209,6 +219,28 @@ class Recorder:
         self._last_op_exception = None  # id() of the latest exception an op raised: recorded with the op
         # device_sim's estimate of each op; a process writer makes most of them itself (ttreport.capture.log_perf)
         self.estimate = perf_model.estimate_op
+        if NATIVE and self._to_log:
+            self._use_native()
+
+    def _use_native(self) -> None:
+        # The C hook shares this recorder's state (counters, dicts, the thread-local op stack, the log's pending
+        # list and lock): it records the common op itself and calls the methods below for the rest.
+        sink = self.queue.items
+        native = _hook.Hook(
+            rec=self, begin_py=type(self).begin, end_py=type(self).end, listener_py=self._on_buffer,
+            op_ids=self._op_ids, seq=self._seq, local=self._local, seen=self._seen, stacks=self._stacks,
+            define_stack=self._define_stack, walk=self._walk, code_is_lib=self._code_is_lib, classify=self._classify,
+            stack_items=self._stack_items, allocators=self._allocators, tensor_type=Tensor, buffer_type=Buffer,
+            default_tile=DEFAULT_TILE, strip=self._strip, see=self._see, devices=self._devices, configs=self._configs,
+            estimates=self._estimates, sink=sink, t0=self.t0_ns, max_seen=MAX_SEEN, stack_traces=self._stack_traces,
+            pages=self.config.buffer_pages, store_inputs=self._store_inputs, store_outputs=self._store_outputs)
+        self.begin, self.end, self._on_buffer = native.begin, native.end, native.on_buffer
+
+    def _estimates(self, op) -> bool:
+        """Whether end() asks self.estimate about `op` (the C hook asks once an op, and leaves those to end())."""
+        if self.estimate is log_perf.estimate_on_model_thread:
+            return op.short_name in log_perf.ON_MODEL_THREAD
+        return True
 
     # -- the hook --------------------------------------------------------------------------
     def begin(self, op, args, kwargs):

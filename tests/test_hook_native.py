@@ -1,0 +1,109 @@
+"""The recorder's per-op path in C (ttreport/capture/_hook.c) records what the Python methods record.
+
+With an op log (the process writer) and the extension built, Recorder.begin, Recorder.end and the memory
+listener are the C hook's; TTREPORT_PURE=1 (or no compiler) keeps the Python ones. The same model, run in
+real subprocesses both ways and through the thread writer, must give reports equal row for row.
+"""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ttreport.capture import recorder
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Every case the C hook takes or hands back: positional and keyword tensors, lists of tensors, plain values and
+# objects as arguments, new and seen outputs, a tuple output, an op estimated on the model's thread (matmul),
+# a deallocation, a host tensor, an error, ops from a second thread (its first op sets up its stack in Python).
+MODEL = r"""
+import json, pathlib, sys, threading
+import torch
+import device_sim as ttnn
+import ttreport
+from ttreport.capture import recorder
+
+job = json.loads(sys.argv[1])
+torch.manual_seed(0)
+dev = ttnn.open_device(0)
+cfg = ttreport.Config(writer=job["writer"], tensors=job["tensors"])
+with ttreport.capture(pathlib.Path(job["report"]), config=cfg) as cap:
+    print("native", cap.recorder.begin.__class__.__name__ == "builtin_function_or_method", recorder.NATIVE)
+    a = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    b = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    host = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16)
+    for i in range(5):
+        c = ttnn.add(a, b, memory_config=ttnn.L1_MEMORY_CONFIG)
+        d = ttnn.matmul(c, b)
+        e = ttnn.mul(d, 0.5)
+        f = ttnn.concat([e, a], dim=0)
+        g = ttnn.reshape(f, (2, 64, 64))
+        h = ttnn.add(a, b, output_tensor=c)
+        s = ttnn.split(g, 1, dim=0)
+        ttnn.deallocate(c)
+    t = ttnn.to_device(host, dev)
+    worker = threading.Thread(target=lambda: [ttnn.relu(a) for _ in range(3)], name="worker")
+    worker.start()
+    worker.join()
+    try:
+        ttnn.add(a, torch.zeros(3))
+    except TypeError:
+        pass
+ttnn.close_device(dev)
+"""
+
+VOLATILE = {"operations": {"duration", "start_ns", "end_ns"}, "errors": {"timestamp"}, "tensor_files": {"crc32"},
+            "tensor_writes": {"crc32"}}  # clocks, and torch zip files' random serialization ids
+
+
+def _run(tmp_path: Path, name: str, *, writer: str, tensors: str = "none", pure: bool = False) -> str:
+    script = tmp_path / "model.py"
+    script.write_text(MODEL)
+    job = {"report": str(tmp_path / name), "writer": writer, "tensors": tensors}
+    env = {k: v for k, v in os.environ.items() if k != "TTREPORT_PURE"}
+    if pure:
+        env["TTREPORT_PURE"] = "1"
+    out = subprocess.run([sys.executable, str(script), json.dumps(job)], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _tables(db: Path) -> dict:
+    con = sqlite3.connect(db)
+    out = {}
+    for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'report_metadata'"):
+        cur = con.execute(f"SELECT * FROM {table}")
+        keep = [i for i, d in enumerate(cur.description) if d[0] not in VOLATILE.get(table, ())]
+        out[table] = [tuple(row[i] for i in keep) for row in cur]
+    con.close()
+    return out
+
+
+native = pytest.mark.skipif(not recorder.NATIVE, reason="ttreport.capture._hook is not built")
+
+
+@native
+@pytest.mark.parametrize("tensors", ["none", "outputs"])
+def test_the_c_hook_writes_the_same_report_as_the_python_recorder(tmp_path, tensors):
+    assert "native True True" in _run(tmp_path, "c", writer="process", tensors=tensors)
+    assert "native False False" in _run(tmp_path, "py", writer="process", tensors=tensors, pure=True)
+    _run(tmp_path, "thread", writer="thread", tensors=tensors)
+    c, py, thread = (_tables(tmp_path / name / "db.sqlite") for name in ("c", "py", "thread"))
+    assert c.keys() == py.keys() == thread.keys()
+    for table in c:
+        assert c[table] == py[table], table
+        assert c[table] == thread[table], table
+    names = [row[1] for row in c["operations"]]
+    assert names.count("ttnn.add") >= 10 and "ttnn.relu" in names and "ttnn.matmul" in names
+    assert c["errors"] and c["stack_traces"] and c["buffers"] and c["device_perf"]
+
+
+def test_the_thread_writer_and_ttreport_pure_keep_the_python_methods(tmp_path):
+    assert "native False" in _run(tmp_path, "thread", writer="thread")
+    assert "native False False" in _run(tmp_path, "pure", writer="process", pure=True)

@@ -1,0 +1,767 @@
+/* ttreport.capture._hook: the recorder's per-op path in C, for a capture that writes an op log.
+ *
+ * The optional accelerator of ttreport/capture/recorder.py (built by setup.py; TTREPORT_PURE=1 or no
+ * compiler: the Python methods run). Hook(...) takes the recorder's own objects (its counters, its dicts of
+ * seen tensors, stacks and configs, its thread-local op stack, the log's pending list, lock and segment), so
+ * the C path and the Python one share one state and may take turns op by op. Three callables:
+ *
+ *   hook.begin(op, args, kwargs) -> token   Recorder.begin's token, the same 15-tuple
+ *   hook.end(token, output, exc)            Recorder.end: the OP record, appended to the log (LogSink.append)
+ *   hook.on_buffer(event, buf)              Recorder._buffer_listener's "alloc" and "free" events
+ *
+ * Each does the common case itself (tensors and plain values as arguments, one new device tensor out, no
+ * error, no golden, no tensor storage, no buffer pages) and hands anything else to the Python method with
+ * the same arguments, so the records are the Python path's record for record (tests/test_hook_native.py
+ * holds a log of each equal).
+ *
+ * Why C: the Python begin, end and listener cost the model's thread ~7 us an op of a 32x32 add (bench/README.md,
+ * "Issue 14, round 6"), most of it bytecodes around a few dict lookups and tuple builds.
+ *
+ *   >>> from ttreport.capture import recorder
+ *   >>> recorder.NATIVE   # True when this module is built and TTREPORT_PURE is not set
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <marshal.h>
+#include <string.h>
+#include <time.h>
+
+/* recorder.py's tags */
+#define TAG_OP 0
+#define TAG_ALLOC 1
+#define TAG_FREE 2
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *rec;          /* the Recorder */
+    PyObject *begin_py;     /* Recorder.begin (the function): called with rec first */
+    PyObject *end_py;       /* Recorder.end */
+    PyObject *listener_py;  /* the Python listener (program events, buffer pages) */
+    PyObject *op_ids, *seq; /* itertools.count */
+    PyObject *local;        /* threading.local: .stack, .thread */
+    PyObject *seen;         /* dict: tensor id -> None */
+    PyObject *stacks;       /* dict: frames -> stack number */
+    PyObject *define_stack; /* rec._define_stack */
+    PyObject *walk;         /* stacks.walker(depth) */
+    PyObject *code_is_lib, *classify, *stack_items;
+    PyObject *allocators;   /* list of (L1, DRAM) BankAllocator */
+    PyObject *tensor_type, *buffer_type, *default_tile;
+    PyObject *strip, *see;  /* rec._strip, rec._see */
+    PyObject *devices, *configs;
+    PyObject *estimating;   /* dict: op -> whether end() asks rec.estimate about it */
+    PyObject *estimates;    /* rec._estimates(op) */
+    PyObject *pending;      /* LogSink._pending */
+    PyObject *sink;
+    PyObject *acquire, *release; /* LogSink._lock's */
+    long long t0;
+    Py_ssize_t max_seen;
+    int stack_traces;
+    int pages;              /* buffer pages recorded: the Python listener makes those records */
+    int store_inputs, store_outputs; /* tensors="all" / not "none": the Python begin / end plan the files */
+} Hook;
+
+static PyObject *S_deferred_signal, *S_golden, *S_boundary, *S_stack, *S_thread, *S_tensor_id, *S_value,
+    *S_shape, *S_device, *S_memory_config, *S_buffer, *S_tile, *S_layout, *S_dtype, *S_memory_config_source,
+    *S_device_id, *S_name, *S_bytes_per_bank_used, *S_num_banks, *S_off, *S_room, *S_mm,
+    *S_write, *S_check_at, *S_pace, *S_behind, *S_back_pressure;
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* time.perf_counter_ns()'s clock on Linux */
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int is_primitive(PyObject *x) {
+    PyTypeObject *t = Py_TYPE(x);
+    return t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type || t == &PyUnicode_Type || x == Py_None;
+}
+
+/* -- begin ------------------------------------------------------------------------------------------------- */
+
+/* One argument as the log records it, appending tensor ids to `inputs`: a seen Tensor as b"t<id>", a plain
+ * value as it is, anything else as Recorder._strip records it. New reference. */
+static PyObject *record_arg(Hook *h, PyObject *a, PyObject *inputs, PyObject *specs) {
+    if (Py_TYPE(a) == (PyTypeObject *)h->tensor_type) {
+        PyObject *tid = PyObject_GetAttr(a, S_tensor_id);
+        if (tid == NULL) return NULL;
+        int hit = PyDict_Contains(h->seen, tid);
+        if (hit < 0) { Py_DECREF(tid); return NULL; }
+        if (hit) {
+            Py_ssize_t v = PyLong_AsSsize_t(tid);
+            if (v == -1 && PyErr_Occurred()) { Py_DECREF(tid); return NULL; }
+            int err = PyList_Append(inputs, tid);
+            Py_DECREF(tid);
+            if (err < 0) return NULL;
+            return PyBytes_FromFormat("t%zd", v); /* b"t%d" % tid */
+        }
+        Py_DECREF(tid);
+    } else if (is_primitive(a)) {
+        return Py_NewRef(a);
+    }
+    PyObject *call[3] = {a, inputs, specs};
+    return PyObject_Vectorcall(h->strip, call, 3, NULL);
+}
+
+/* 1 when the Python begin must run instead (a first op on this thread, a signal to deliver, goldens,
+ * stored inputs), 0 when not, -1 on an error. */
+static int begin_is_slow(Hook *h) {
+    PyObject *v = PyObject_GetAttr(h->rec, S_deferred_signal);
+    if (v == NULL) return -1;
+    int slow = v != Py_None;
+    Py_DECREF(v);
+    if (slow) return 1;
+    v = PyObject_GetAttr(h->rec, S_golden);
+    if (v == NULL) return -1;
+    slow = v != Py_None;
+    Py_DECREF(v);
+    return slow;
+}
+
+static PyObject *stack_ref(Hook *h) {
+    if (!h->stack_traces) return Py_NewRef(Py_None);
+    PyObject *boundary = PyObject_GetAttr(h->rec, S_boundary);
+    if (boundary == NULL) return NULL;
+    PyObject *zero = PyLong_FromLong(0);
+    if (zero == NULL) { Py_DECREF(boundary); return NULL; }
+    /* skip 0: this C function has no frame, so the innermost Python frame is the op's caller (the registry's
+     * wrapper), where the Python begin's walk starts with skip 1. */
+    PyObject *call[5] = {zero, boundary, h->stack_items, h->code_is_lib, h->classify};
+    PyObject *frames = PyObject_Vectorcall(h->walk, call, 5, NULL);
+    Py_DECREF(zero);
+    Py_DECREF(boundary);
+    if (frames == NULL) return NULL;
+    PyObject *ref = PyDict_GetItemWithError(h->stacks, frames);
+    if (ref != NULL) {
+        Py_INCREF(ref);
+    } else if (!PyErr_Occurred()) {
+        ref = PyObject_CallOneArg(h->define_stack, frames);
+    }
+    Py_DECREF(frames);
+    return ref;
+}
+
+static PyObject *Hook_begin(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "begin(op, args, kwargs) takes 3 arguments");
+        return NULL;
+    }
+    PyObject *op = args[0], *op_args = args[1], *kwargs = args[2];
+    int slow = h->store_inputs ? 1 : begin_is_slow(h);
+    if (slow < 0) return NULL;
+    PyObject *stack = NULL;
+    if (!slow && PyTuple_Check(op_args) && (kwargs == Py_None || PyDict_Check(kwargs))) {
+        stack = PyObject_GetAttr(h->local, S_stack);
+        if (stack == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+            PyErr_Clear(); /* this thread's first op: the Python begin sets up its stack */
+        } else if (!PyList_CheckExact(stack)) {
+            Py_CLEAR(stack);
+        }
+    }
+    if (stack == NULL) {
+        PyObject *call[4] = {h->rec, op, op_args, kwargs};
+        return PyObject_Vectorcall(h->begin_py, call, 4, NULL);
+    }
+    long long start = now_ns();
+    PyObject *thread = NULL, *op_id = NULL, *parent = NULL, *depth = NULL, *ref = NULL, *inputs = NULL,
+             *specs = NULL, *files = NULL, *args_q = NULL, *kwargs_q = NULL, *start_o = NULL, *token = NULL;
+    thread = PyObject_GetAttr(h->local, S_thread);
+    if (thread == NULL) goto done;
+    op_id = PyIter_Next(h->op_ids);
+    if (op_id == NULL) goto done;
+    Py_ssize_t n = PyList_GET_SIZE(stack);
+    parent = n ? Py_NewRef(PyList_GET_ITEM(stack, n - 1)) : Py_NewRef(Py_None);
+    if (PyList_Append(stack, op_id) < 0) goto done;
+    depth = PyLong_FromSsize_t(PyList_GET_SIZE(stack) - 1);
+    if (depth == NULL) goto done;
+    ref = stack_ref(h);
+    if (ref == NULL) goto done;
+    inputs = PyList_New(0);
+    specs = PyList_New(0);
+    files = PyList_New(0);
+    if (inputs == NULL || specs == NULL || files == NULL) goto done;
+    Py_ssize_t na = PyTuple_GET_SIZE(op_args);
+    args_q = PyTuple_New(na);
+    if (args_q == NULL) goto done;
+    for (Py_ssize_t i = 0; i < na; i++) {
+        PyObject *q = record_arg(h, PyTuple_GET_ITEM(op_args, i), inputs, specs);
+        if (q == NULL) goto done;
+        PyTuple_SET_ITEM(args_q, i, q);
+    }
+    if (kwargs != Py_None && PyDict_GET_SIZE(kwargs)) {
+        kwargs_q = PyDict_New();
+        if (kwargs_q == NULL) goto done;
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(kwargs, &pos, &k, &v)) {
+            Py_INCREF(k);
+            Py_INCREF(v); /* held: _strip runs Python, which may change the dict (it must not) */
+            PyObject *call[3] = {v, inputs, specs};
+            PyObject *q = PyObject_Vectorcall(h->strip, call, 3, NULL);
+            Py_DECREF(v);
+            int err = q == NULL ? -1 : PyDict_SetItem(kwargs_q, k, q);
+            Py_DECREF(k);
+            Py_XDECREF(q);
+            if (err < 0) goto done;
+        }
+    } else {
+        kwargs_q = Py_NewRef(Py_None);
+    }
+    start_o = PyLong_FromLongLong(start);
+    if (start_o == NULL) goto done;
+    token = PyTuple_Pack(15, op, op_id, start_o, parent, depth, thread, ref, args_q, kwargs_q, inputs, specs, files,
+                         Py_None, op_args, kwargs);
+done:
+    if (token == NULL && op_id != NULL && PyList_GET_SIZE(stack) && PyList_GET_ITEM(stack, PyList_GET_SIZE(stack) - 1)
+        == op_id) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        if (PySequence_DelItem(stack, -1) < 0) PyErr_Clear(); /* the op is not recorded: end() is not called */
+        PyErr_Restore(type, value, tb);
+    }
+    Py_XDECREF(stack);
+    Py_XDECREF(thread);
+    Py_XDECREF(op_id);
+    Py_XDECREF(parent);
+    Py_XDECREF(depth);
+    Py_XDECREF(ref);
+    Py_XDECREF(inputs);
+    Py_XDECREF(specs);
+    Py_XDECREF(files);
+    Py_XDECREF(args_q);
+    Py_XDECREF(kwargs_q);
+    Py_XDECREF(start_o);
+    return token;
+}
+
+/* -- end --------------------------------------------------------------------------------------------------- */
+
+static PyObject *as_int(PyObject *x) { /* int(x) of an IntEnum member: marshal takes exact ints only */
+    return PyLong_CheckExact(x) ? Py_NewRef(x) : PyNumber_Long(x);
+}
+
+/* The spec of a new plain Tensor `t` on a known device, as Recorder._see makes it, marked seen; Py_None when
+ * it is not that case (Recorder._see must make it), NULL on an error. `tid` is t.tensor_id. */
+static PyObject *output_spec(Hook *h, PyObject *t, PyObject *tid, PyObject *producer) {
+    if (PyDict_GET_SIZE(h->seen) >= h->max_seen) return Py_NewRef(Py_None);
+    PyObject *device = NULL, *value = NULL, *shape = NULL, *cfg = NULL, *buf = NULL, *tile = NULL, *layout = NULL,
+             *dtype = NULL, *source = NULL, *device_id = NULL, *cfg_id = NULL, *bt = NULL, *size = NULL,
+             *out = NULL;
+    device = PyObject_GetAttr(t, S_device);
+    cfg = device ? PyObject_GetAttr(t, S_memory_config) : NULL;
+    buf = cfg ? PyObject_GetAttr(t, S_buffer) : NULL;
+    tile = buf ? PyObject_GetAttr(t, S_tile) : NULL;
+    if (tile == NULL) goto done;
+    /* the slots behind t.device() and t.memory_config(): `t` is a plain Tensor */
+    int known = device != Py_None ? PyDict_Contains(h->devices, device) : 0;
+    if (known < 0) goto done;
+    if (!known || cfg == Py_None || Py_TYPE(buf) != (PyTypeObject *)h->buffer_type || PyTuple_GET_SIZE(buf) < 9 ||
+        tile != h->default_tile) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    cfg_id = PyLong_FromVoidPtr(cfg);
+    if (cfg_id == NULL) goto done;
+    known = PyDict_Contains(h->configs, cfg_id);
+    if (known <= 0) {
+        out = known < 0 ? NULL : Py_NewRef(Py_None);
+        goto done;
+    }
+    value = PyObject_GetAttr(t, S_value);
+    if (value == NULL) goto done;
+    if (value == Py_None) { /* deallocated: no shape (t.is_allocated() is False) */
+        shape = Py_NewRef(Py_None);
+    } else {
+        PyObject *s = PyObject_GetAttr(value, S_shape);
+        if (s == NULL) goto done;
+        shape = PySequence_Tuple(s);
+        Py_DECREF(s);
+        if (shape == NULL) goto done;
+    }
+    PyObject *l = PyObject_GetAttr(t, S_layout);
+    if (l == NULL) goto done;
+    layout = as_int(l);
+    Py_DECREF(l);
+    PyObject *d = layout ? PyObject_GetAttr(t, S_dtype) : NULL;
+    if (d == NULL) goto done;
+    dtype = as_int(d);
+    Py_DECREF(d);
+    source = dtype ? PyObject_GetAttr(t, S_memory_config_source) : NULL;
+    device_id = source ? PyObject_GetAttr(device, S_device_id) : NULL;
+    if (device_id == NULL) goto done;
+    bt = as_int(PyTuple_GET_ITEM(buf, 2)); /* Buffer: buffer_type */
+    size = bt ? PyNumber_Multiply(PyTuple_GET_ITEM(buf, 6), PyTuple_GET_ITEM(buf, 7)) : NULL; /* pages */
+    if (size == NULL) goto done;
+    if (PyDict_SetItem(h->seen, tid, Py_None) < 0) goto done;
+    out = PyTuple_Pack(11, tid, shape, dtype, layout, cfg_id, source, device_id, PyTuple_GET_ITEM(buf, 4), bt, size,
+                       producer);
+done:
+    Py_XDECREF(device);
+    Py_XDECREF(value);
+    Py_XDECREF(shape);
+    Py_XDECREF(cfg);
+    Py_XDECREF(buf);
+    Py_XDECREF(tile);
+    Py_XDECREF(layout);
+    Py_XDECREF(dtype);
+    Py_XDECREF(source);
+    Py_XDECREF(device_id);
+    Py_XDECREF(cfg_id);
+    Py_XDECREF(bt);
+    Py_XDECREF(size);
+    return out;
+}
+
+/* L1 and DRAM bytes in use over the capture's devices (Recorder.end's loop). */
+static int bytes_used(Hook *h, PyObject **l1, PyObject **dram) {
+    long long sums[2] = {0, 0};
+    Py_ssize_t n = PyList_GET_SIZE(h->allocators);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyList_GET_ITEM(h->allocators, i);
+        for (int j = 0; j < 2; j++) {
+            PyObject *a = PyTuple_GET_ITEM(pair, j);
+            PyObject *used = PyObject_GetAttr(a, S_bytes_per_bank_used);
+            if (used == NULL) return -1;
+            PyObject *banks = PyObject_GetAttr(a, S_num_banks);
+            if (banks == NULL) { Py_DECREF(used); return -1; }
+            long long u = PyLong_AsLongLong(used), b = PyLong_AsLongLong(banks);
+            Py_DECREF(used);
+            Py_DECREF(banks);
+            if (PyErr_Occurred()) return -1;
+            sums[j] += u * b;
+        }
+    }
+    *l1 = PyLong_FromLongLong(sums[0]);
+    *dram = PyLong_FromLongLong(sums[1]);
+    return *l1 && *dram ? 0 : -1;
+}
+
+static int set_long(PyObject *o, PyObject *name, Py_ssize_t v) {
+    PyObject *x = PyLong_FromSsize_t(v);
+    if (x == NULL) return -1;
+    int r = PyObject_SetAttr(o, name, x);
+    Py_DECREF(x);
+    return r;
+}
+
+static int get_ssize(PyObject *o, PyObject *name, Py_ssize_t *v) {
+    PyObject *x = PyObject_GetAttr(o, name);
+    if (x == NULL) return -1;
+    *v = PyLong_AsSsize_t(x);
+    Py_DECREF(x);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* LogSink.append of an OP record without an error: the records pending before it and it, marshalled, copied
+ * into the segment, its length last; then the writer's pace, outside the lock. */
+static int append_op(Hook *h, PyObject *record) {
+    PyObject *r = PyObject_CallNoArgs(h->acquire);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    int rc = -1;
+    PyObject *out = NULL, *data = NULL, *mm = NULL;
+    /* the lists are built before the offset is read: a collection they set off may run a finalizer that frees
+     * a buffer (a pending FREE) or a signal handler that closes the log (re-entrant lock) in between */
+    Py_ssize_t k = PyList_GET_SIZE(h->pending);
+    out = PyList_GetSlice(h->pending, 0, k);
+    if (out == NULL || PyList_SetSlice(h->pending, 0, k, NULL) < 0 || PyList_Append(out, record) < 0) goto unlock;
+    data = PyMarshal_WriteObjectToString(out, 2);
+    if (data == NULL) goto unlock;
+    Py_ssize_t n = PyBytes_GET_SIZE(data), off, room;
+    if (get_ssize(h->sink, S_off, &off) < 0 || get_ssize(h->sink, S_room, &room) < 0) goto unlock;
+    mm = PyObject_GetAttr(h->sink, S_mm);
+    if (mm == NULL) goto unlock;
+    Py_buffer view;
+    if (off + n + 8 > room || mm == Py_None || PyObject_GetBuffer(mm, &view, PyBUF_WRITABLE) < 0) {
+        PyErr_Clear(); /* LogSink._write rolls to a new segment, or counts the loss, or raises as the mmap does */
+        r = PyObject_CallMethodOneArg(h->sink, S_write, data);
+        Py_XDECREF(r);
+        rc = r == NULL ? -1 : 1;
+        goto unlock;
+    }
+    if (off + 4 + n > view.len) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "the op log's segment is shorter than its room");
+        goto unlock;
+    }
+    char *base = (char *)view.buf;
+    memcpy(base + off + 4, PyBytes_AS_STRING(data), n);
+    unsigned char len[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
+                            (unsigned char)(n >> 24)}; /* little-endian, as struct "<I" */
+    memcpy(base + off, len, 4); /* last: the record is whole once its length is there */
+    PyBuffer_Release(&view);
+    rc = set_long(h->sink, S_off, off + 4 + n);
+unlock:
+    Py_XDECREF(out);
+    Py_XDECREF(data);
+    Py_XDECREF(mm);
+    {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        r = PyObject_CallNoArgs(h->release);
+        if (type != NULL) {
+            Py_XDECREF(r);
+            PyErr_Clear();
+            PyErr_Restore(type, value, tb);
+        } else if (r == NULL) {
+            return -1;
+        } else {
+            Py_DECREF(r);
+        }
+    }
+    if (rc != 0) return rc < 0 ? -1 : 0; /* after a _write the Python append returns at once too */
+    /* waits happen here, not holding the lock (LogSink.append's reason) */
+    Py_ssize_t check_at;
+    if (get_ssize(h->sink, S_off, &off) < 0 || get_ssize(h->sink, S_check_at, &check_at) < 0) return -1;
+    if (off >= check_at) {
+        r = PyObject_CallMethodNoArgs(h->sink, S_pace);
+        if (r == NULL) return -1;
+        Py_DECREF(r);
+    }
+    PyObject *behind = PyObject_GetAttr(h->sink, S_behind);
+    if (behind == NULL) return -1;
+    int b = PyObject_IsTrue(behind);
+    Py_DECREF(behind);
+    if (b < 0) return -1;
+    if (b) {
+        if (PyObject_SetAttr(h->sink, S_behind, Py_False) < 0) return -1;
+        r = PyObject_CallMethodNoArgs(h->sink, S_back_pressure);
+        if (r == NULL) return -1;
+        Py_DECREF(r);
+    }
+    return 0;
+}
+
+static PyObject *end_py(Hook *h, PyObject *const *args) {
+    PyObject *call[4] = {h->rec, args[0], args[1], args[2]};
+    return PyObject_Vectorcall(h->end_py, call, 4, NULL);
+}
+
+/* Whether end() asks rec.estimate about `op`: rec._estimates(op), remembered per op. */
+static int estimating(Hook *h, PyObject *op) {
+    PyObject *v = PyDict_GetItemWithError(h->estimating, op);
+    if (v == NULL) {
+        if (PyErr_Occurred()) return -1;
+        v = PyObject_CallOneArg(h->estimates, op);
+        if (v == NULL) return -1;
+        int r = PyDict_SetItem(h->estimating, op, v);
+        Py_DECREF(v);
+        if (r < 0) return -1;
+    }
+    return PyObject_IsTrue(v);
+}
+
+static PyObject *Hook_end(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "end(token, output, exc) takes 3 arguments");
+        return NULL;
+    }
+    PyObject *token = args[0], *output = args[1], *exc = args[2];
+    if (exc != Py_None || Py_TYPE(output) != (PyTypeObject *)h->tensor_type || !PyTuple_CheckExact(token) ||
+        PyTuple_GET_SIZE(token) != 15 || PyTuple_GET_ITEM(token, 12) != Py_None ||
+        !PyList_CheckExact(PyTuple_GET_ITEM(token, 9)) || !PyList_CheckExact(PyTuple_GET_ITEM(token, 10)) ||
+        !PyList_CheckExact(PyTuple_GET_ITEM(token, 11)) || PyList_GET_SIZE(PyTuple_GET_ITEM(token, 11)) != 0)
+        return end_py(h, args);
+    if (h->store_outputs) return end_py(h, args);
+    PyObject *op = PyTuple_GET_ITEM(token, 0), *op_id = PyTuple_GET_ITEM(token, 1);
+    int est = estimating(h, op);
+    if (est < 0) return NULL;
+    if (est) return end_py(h, args);
+    long long end = now_ns();
+    PyObject *tid = NULL, *specs = NULL, *spec = NULL, *l1 = NULL, *dram = NULL, *stack = NULL, *name = NULL,
+             *start = NULL, *stop = NULL, *inputs = NULL, *outputs = NULL, *seq = NULL, *record = NULL,
+             *result = NULL;
+    stack = PyObject_GetAttr(h->local, S_stack);
+    if (stack == NULL) goto done;
+    if (PySequence_DelItem(stack, -1) < 0) goto done;
+    tid = PyObject_GetAttr(output, S_tensor_id);
+    if (tid == NULL) goto done;
+    specs = PyTuple_GET_ITEM(token, 10); /* borrowed: begin's list of the arguments' specs */
+    int hit = PyDict_Contains(h->seen, tid);
+    if (hit < 0) goto done;
+    if (!hit) {
+        spec = output_spec(h, output, tid, op_id);
+        if (spec == NULL) goto done;
+        if (spec == Py_None) { /* not the common case: Recorder._see makes it */
+            PyObject *ids = PyList_New(0);
+            if (ids == NULL) goto done;
+            PyObject *call[4] = {output, op_id, ids, specs};
+            PyObject *r = PyObject_Vectorcall(h->see, call, 4, NULL);
+            Py_DECREF(ids);
+            if (r == NULL) goto done;
+            Py_DECREF(r);
+        } else if (PyList_Append(specs, spec) < 0) {
+            goto done;
+        }
+    }
+    if (bytes_used(h, &l1, &dram) < 0) goto done;
+    name = PyObject_GetAttr(op, S_name);
+    if (name == NULL) goto done;
+    start = PyLong_FromLongLong(PyLong_AsLongLong(PyTuple_GET_ITEM(token, 2)) - h->t0);
+    stop = start ? PyLong_FromLongLong(end - h->t0) : NULL;
+    inputs = stop ? PyList_AsTuple(PyTuple_GET_ITEM(token, 9)) : NULL;
+    outputs = inputs ? PyTuple_Pack(1, tid) : NULL;
+    PyObject *specs_t = outputs ? PyList_AsTuple(specs) : NULL;
+    if (specs_t == NULL) goto done;
+    seq = PyIter_Next(h->seq);
+    if (seq == NULL) { Py_DECREF(specs_t); goto done; }
+    PyObject *tag = PyLong_FromLong(TAG_OP);
+    if (tag == NULL) { Py_DECREF(specs_t); goto done; }
+    record = PyTuple_Pack(19, tag, name, op_id, start, stop, PyTuple_GET_ITEM(token, 3), PyTuple_GET_ITEM(token, 4),
+                          PyTuple_GET_ITEM(token, 5), PyTuple_GET_ITEM(token, 6), PyTuple_GET_ITEM(token, 7),
+                          PyTuple_GET_ITEM(token, 8), inputs, outputs, specs_t, Py_None, seq, l1, dram, Py_None);
+    Py_DECREF(tag);
+    Py_DECREF(specs_t);
+    if (record == NULL) goto done;
+    if (append_op(h, record) < 0) goto done;
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(tid);
+    Py_XDECREF(spec);
+    Py_XDECREF(l1);
+    Py_XDECREF(dram);
+    Py_XDECREF(stack);
+    Py_XDECREF(name);
+    Py_XDECREF(start);
+    Py_XDECREF(stop);
+    Py_XDECREF(inputs);
+    Py_XDECREF(outputs);
+    Py_XDECREF(seq);
+    Py_XDECREF(record);
+    return result;
+}
+
+/* -- the memory listener ------------------------------------------------------------------------------------- */
+
+static PyObject *Hook_on_buffer(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "on_buffer(event, buf) takes 2 arguments");
+        return NULL;
+    }
+    PyObject *event = args[0], *buf = args[1];
+    int is_free = 0, is_alloc = 0;
+    if (PyUnicode_Check(event)) {
+        is_free = PyUnicode_CompareWithASCIIString(event, "free") == 0;
+        is_alloc = !is_free && !h->pages && PyUnicode_CompareWithASCIIString(event, "alloc") == 0;
+    }
+    if ((!is_free && !is_alloc) || Py_TYPE(buf) != (PyTypeObject *)h->buffer_type || PyTuple_GET_SIZE(buf) < 9)
+        return PyObject_Vectorcall(h->listener_py, args, 2, NULL); /* programs, pages, anything else */
+    PyObject *seq = NULL, *rec = NULL, *tag = NULL;
+    if (is_free) {
+        tag = PyLong_FromLong(TAG_FREE);
+        seq = tag ? PyIter_Next(h->seq) : NULL;
+        rec = seq ? PyTuple_Pack(3, tag, PyTuple_GET_ITEM(buf, 0), seq) : NULL;
+    } else {
+        /* the op whose buffer it is: the innermost op running on this thread, if any */
+        PyObject *op_id = Py_None;
+        PyObject *stack = PyObject_GetAttr(h->local, S_stack);
+        if (stack == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+            PyErr_Clear();
+        } else if (PyList_Check(stack) && PyList_GET_SIZE(stack)) {
+            op_id = PyList_GET_ITEM(stack, PyList_GET_SIZE(stack) - 1);
+        }
+        Py_INCREF(op_id);
+        Py_XDECREF(stack);
+        PyObject *bt = as_int(PyTuple_GET_ITEM(buf, 2)), *bl = bt ? as_int(PyTuple_GET_ITEM(buf, 3)) : NULL;
+        PyObject *size = bl ? PyNumber_Multiply(PyTuple_GET_ITEM(buf, 6), PyTuple_GET_ITEM(buf, 7)) : NULL;
+        tag = size ? PyLong_FromLong(TAG_ALLOC) : NULL;
+        seq = tag ? PyIter_Next(h->seq) : NULL;
+        if (seq != NULL)
+            rec = PyTuple_Pack(10, tag, PyTuple_GET_ITEM(buf, 0), PyTuple_GET_ITEM(buf, 1), PyTuple_GET_ITEM(buf, 4),
+                               PyTuple_GET_ITEM(buf, 5), bt, bl, size, seq, op_id);
+        Py_DECREF(op_id);
+        Py_XDECREF(bt);
+        Py_XDECREF(bl);
+        Py_XDECREF(size);
+    }
+    Py_XDECREF(tag);
+    Py_XDECREF(seq);
+    if (rec == NULL) return NULL;
+    int err = PyList_Append(h->pending, rec); /* goes into the log with the next op (LogSink.event) */
+    Py_DECREF(rec);
+    return err < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+/* -- the type ------------------------------------------------------------------------------------------------ */
+
+static int Hook_init(Hook *h, PyObject *args, PyObject *kw) {
+    static char *names[] = {"rec", "begin_py", "end_py", "listener_py", "op_ids", "seq", "local", "seen", "stacks",
+                            "define_stack", "walk", "code_is_lib", "classify", "stack_items", "allocators",
+                            "tensor_type", "buffer_type", "default_tile", "strip", "see", "devices", "configs",
+                            "estimates", "sink", "t0", "max_seen", "stack_traces", "pages", "store_inputs",
+                            "store_outputs", NULL};
+    PyObject *o[24];
+    long long t0;
+    Py_ssize_t max_seen;
+    int stack_traces, pages, store_inputs, store_outputs;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOOO!O!OOO!OOO!OOOOOO!O!OOLnpppp:Hook", names, &o[0], &o[1], &o[2],
+                                     &o[3], &o[4], &o[5], &o[6], &PyDict_Type, &o[7], &PyDict_Type, &o[8], &o[9],
+                                     &o[10], &PyDict_Type, &o[11], &o[12], &o[13], &PyList_Type, &o[14], &o[15],
+                                     &o[16], &o[17], &o[18], &o[19], &PyDict_Type, &o[20], &PyDict_Type, &o[21],
+                                     &o[22], &o[23], &t0, &max_seen, &stack_traces, &pages, &store_inputs,
+                                     &store_outputs))
+        return -1;
+    PyObject *pending = PyObject_GetAttrString(o[23], "_pending");
+    if (pending == NULL) return -1;
+    PyObject *lock = PyObject_GetAttrString(o[23], "_lock");
+    if (lock == NULL || !PyList_CheckExact(pending)) {
+        Py_DECREF(pending);
+        Py_XDECREF(lock);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Hook: the sink's _pending must be a list");
+        return -1;
+    }
+    h->acquire = PyObject_GetAttrString(lock, "acquire");
+    h->release = PyObject_GetAttrString(lock, "release");
+    Py_DECREF(lock);
+    if (h->acquire == NULL || h->release == NULL) { Py_DECREF(pending); return -1; }
+    h->pending = pending;
+    PyObject **fields[] = {&h->rec, &h->begin_py, &h->end_py, &h->listener_py, &h->op_ids, &h->seq, &h->local,
+                           &h->seen, &h->stacks, &h->define_stack, &h->walk, &h->code_is_lib, &h->classify,
+                           &h->stack_items, &h->allocators, &h->tensor_type, &h->buffer_type, &h->default_tile,
+                           &h->strip, &h->see, &h->devices, &h->configs, &h->estimates, &h->sink};
+    for (int i = 0; i < 24; i++) Py_XSETREF(*fields[i], Py_NewRef(o[i]));
+    h->estimating = PyDict_New();
+    if (h->estimating == NULL) return -1;
+    h->t0 = t0;
+    h->max_seen = max_seen;
+    h->stack_traces = stack_traces;
+    h->pages = pages;
+    h->store_inputs = store_inputs;
+    h->store_outputs = store_outputs;
+    return 0;
+}
+
+static int Hook_traverse(Hook *h, visitproc visit, void *arg) {
+    Py_VISIT(h->rec);
+    Py_VISIT(h->begin_py);
+    Py_VISIT(h->end_py);
+    Py_VISIT(h->listener_py);
+    Py_VISIT(h->op_ids);
+    Py_VISIT(h->seq);
+    Py_VISIT(h->local);
+    Py_VISIT(h->seen);
+    Py_VISIT(h->stacks);
+    Py_VISIT(h->define_stack);
+    Py_VISIT(h->walk);
+    Py_VISIT(h->code_is_lib);
+    Py_VISIT(h->classify);
+    Py_VISIT(h->stack_items);
+    Py_VISIT(h->allocators);
+    Py_VISIT(h->tensor_type);
+    Py_VISIT(h->buffer_type);
+    Py_VISIT(h->default_tile);
+    Py_VISIT(h->strip);
+    Py_VISIT(h->see);
+    Py_VISIT(h->devices);
+    Py_VISIT(h->configs);
+    Py_VISIT(h->estimating);
+    Py_VISIT(h->estimates);
+    Py_VISIT(h->pending);
+    Py_VISIT(h->sink);
+    Py_VISIT(h->acquire);
+    Py_VISIT(h->release);
+    return 0;
+}
+
+static int Hook_clear(Hook *h) {
+    Py_CLEAR(h->rec);
+    Py_CLEAR(h->begin_py);
+    Py_CLEAR(h->end_py);
+    Py_CLEAR(h->listener_py);
+    Py_CLEAR(h->op_ids);
+    Py_CLEAR(h->seq);
+    Py_CLEAR(h->local);
+    Py_CLEAR(h->seen);
+    Py_CLEAR(h->stacks);
+    Py_CLEAR(h->define_stack);
+    Py_CLEAR(h->walk);
+    Py_CLEAR(h->code_is_lib);
+    Py_CLEAR(h->classify);
+    Py_CLEAR(h->stack_items);
+    Py_CLEAR(h->allocators);
+    Py_CLEAR(h->tensor_type);
+    Py_CLEAR(h->buffer_type);
+    Py_CLEAR(h->default_tile);
+    Py_CLEAR(h->strip);
+    Py_CLEAR(h->see);
+    Py_CLEAR(h->devices);
+    Py_CLEAR(h->configs);
+    Py_CLEAR(h->estimating);
+    Py_CLEAR(h->estimates);
+    Py_CLEAR(h->pending);
+    Py_CLEAR(h->sink);
+    Py_CLEAR(h->acquire);
+    Py_CLEAR(h->release);
+    return 0;
+}
+
+static void Hook_dealloc(Hook *h) {
+    PyObject_GC_UnTrack(h);
+    Hook_clear(h);
+    Py_TYPE(h)->tp_free((PyObject *)h);
+}
+
+static PyMethodDef Hook_methods[] = {
+    {"begin", (PyCFunction)(void (*)(void))Hook_begin, METH_FASTCALL, "Recorder.begin(op, args, kwargs)"},
+    {"end", (PyCFunction)(void (*)(void))Hook_end, METH_FASTCALL, "Recorder.end(token, output, exc)"},
+    {"on_buffer", (PyCFunction)(void (*)(void))Hook_on_buffer, METH_FASTCALL,
+     "the memory listener: on_buffer(event, buf)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject HookType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ttreport.capture._hook.Hook",
+    .tp_basicsize = sizeof(Hook),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The recorder's per-op path in C (see the module's comment).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Hook_init,
+    .tp_dealloc = (destructor)Hook_dealloc,
+    .tp_traverse = (traverseproc)Hook_traverse,
+    .tp_clear = (inquiry)Hook_clear,
+    .tp_methods = Hook_methods,
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_hook", NULL, -1, NULL};
+
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
+
+PyMODINIT_FUNC PyInit__hook(void) {
+    INTERN(S_deferred_signal, "deferred_signal");
+    INTERN(S_golden, "golden");
+    INTERN(S_boundary, "boundary");
+    INTERN(S_stack, "stack");
+    INTERN(S_thread, "thread");
+    INTERN(S_tensor_id, "tensor_id");
+    INTERN(S_value, "_value");
+    INTERN(S_shape, "shape");
+    INTERN(S_device, "_device");
+    INTERN(S_memory_config, "_memory_config");
+    INTERN(S_buffer, "buffer");
+    INTERN(S_tile, "tile");
+    INTERN(S_layout, "layout");
+    INTERN(S_dtype, "dtype");
+    INTERN(S_memory_config_source, "memory_config_source");
+    INTERN(S_device_id, "device_id");
+    INTERN(S_name, "name");
+    INTERN(S_bytes_per_bank_used, "bytes_per_bank_used");
+    INTERN(S_num_banks, "num_banks");
+    INTERN(S_off, "_off");
+    INTERN(S_room, "_room");
+    INTERN(S_mm, "_mm");
+    INTERN(S_write, "_write");
+    INTERN(S_check_at, "_check_at");
+    INTERN(S_pace, "_pace");
+    INTERN(S_behind, "_behind");
+    INTERN(S_back_pressure, "_back_pressure");
+    if (PyType_Ready(&HookType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Hook", (PyObject *)&HookType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
