@@ -81,6 +81,27 @@ def test_the_file_is_torch_saves_byte_for_byte_but_for_its_serialization_id(tmp_
                                                                                     weights_only=True))
 
 
+@pytest.mark.parametrize("make", CASES.values(), ids=CASES.keys())
+def test_a_file_written_from_the_tensors_bytes_alone_is_the_same_file(tmp_path, make):
+    # The capture's writer process has only the bytes an op log carried (ttreport/capture/log_tensors.py).
+    x = make()
+    (tmp_path / "bytes").mkdir(), (tmp_path / "tensor").mkdir()
+    from_bytes = ptfile.save_values(bits(x), x.dtype, x.shape, tmp_path / "bytes" / "4.pt")
+    from_tensor = save_tensor(x, tmp_path / "tensor" / "4.pt")
+    ours, theirs = (tmp_path / "bytes" / "4.pt").read_bytes(), (tmp_path / "tensor" / "4.pt").read_bytes()
+    assert (from_bytes.file_bytes, from_bytes.crc32) == (len(ours), zlib.crc32(ours))
+    last = zipfile.ZipFile(io.BytesIO(ours)).infolist()[-1].header_offset  # but for the serialization id
+    assert len(ours) == from_tensor.file_bytes and ours[:last] == theirs[:last]
+    loaded = torch.load(tmp_path / "bytes" / "4.pt", weights_only=True)
+    assert (loaded.dtype, loaded.shape, bits(loaded)) == (x.dtype, x.shape, bits(x))
+
+
+def test_bytes_that_do_not_fill_the_shape_are_refused_naming_both(tmp_path):
+    with pytest.raises(ValueError, match=r"6 bytes do not hold a \[2, 2\] torch.float32 tensor \(16 bytes\)"):
+        ptfile.save_values(b"x" * 6, torch.float32, (2, 2), tmp_path / "a.pt")
+    assert not (tmp_path / "a.pt").exists()
+
+
 def test_the_size_and_crc_it_returns_are_the_files(tmp_path):
     for i, make in enumerate(CASES.values()):
         written = save_tensor(make(), tmp_path / f"{i}.pt")

@@ -9,10 +9,11 @@ It also returns the whole file's size and CRC-32 (the `tensor_files` row), combi
 pieces, so nobody reads the file back to checksum it:
 
     import torch
-    from ttreport.ptfile import save_tensor
+    from ttreport.ptfile import save_tensor, save_values
     written = save_tensor(torch.arange(6.0).reshape(2, 3), "/tmp/t.pt")
     assert torch.equal(torch.load("/tmp/t.pt", weights_only=True), torch.arange(6.0).reshape(2, 3))
     written.file_bytes, written.crc32   # == len and zlib.crc32 of the file's bytes
+    save_values(bytes(4 * 6), torch.float32, (2, 3), "/tmp/z.pt")   # from a tensor's bytes (the op log's copy)
 
 Layout, as torch 2.x's PyTorchStreamWriter (miniz) writes it: for each record a local header
 with flags 0x0808 (sizes in a data descriptor, UTF-8 name), no CRC or sizes, and an extra field
@@ -24,6 +25,7 @@ No fsync, as torch.save: the report's `tensor_files` row (size, CRC-32) is what 
 from __future__ import annotations
 
 import io
+import math
 import pickle
 import secrets
 import struct
@@ -91,9 +93,45 @@ def save_tensor(value: torch.Tensor, path, *, archive: str | None = None, fallba
         (fallback or torch.save)(value, path)
         return checksum_file(path)
     data = memoryview(torch.empty(0, dtype=torch.uint8).set_(storage).numpy())  # the tensor's memory, no copy
+    return _write(path, _pickle(value), data, nbytes, archive)
+
+
+def save_values(data, dtype: torch.dtype, shape, path, *, archive: str | None = None) -> Written:
+    """Write the tensor whose contiguous bytes are `data` (bytes-like, native byte order) as save_tensor
+    would, with no torch.Tensor made: the capture's writer process gets an output's bytes from the op log.
+
+    Args:
+        data: the elements' bytes, C order; len(data) must be prod(shape) times the dtype's size.
+        dtype, shape: the tensor's torch dtype and shape.
+        path, archive: as save_tensor's.
+    """
+    path, shape = Path(path), tuple(shape)
+    nbytes = len(data)
+    if nbytes != math.prod(shape) * dtype.itemsize:
+        raise ValueError(f"save_values: {nbytes} bytes do not hold a {list(shape)} {dtype} tensor "
+                         f"({math.prod(shape) * dtype.itemsize} bytes); pass the tensor's own bytes")
+    if nbytes >= ZIP64_BYTES:  # left to torch's writer, as save_tensor does
+        value = torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
+        return save_tensor(value, path, archive=archive)
+    key = (dtype, shape)
+    pickled = _PICKLES.get(key)
+    if pickled is None:
+        if len(_PICKLES) >= MAX_PICKLES:
+            _PICKLES.clear()
+        # The pickle names the storage (its type and element count), never its bytes: an empty tensor of the
+        # same dtype and shape pickles the same (torch.empty leaves the memory untouched).
+        pickled = _PICKLES[key] = _pickle(torch.empty(shape, dtype=dtype))
+    return _write(path, pickled, memoryview(data), nbytes, archive)
+
+
+_PICKLES: dict[tuple, bytes] = {}  # (dtype, shape) -> data.pkl: a model stores the same shapes again and again
+MAX_PICKLES = 4096
+
+
+def _write(path: Path, pickled: bytes, data: memoryview, nbytes: int, archive: str | None) -> Written:
     data_crc = isal_zlib.crc32(data)
     zip_ = _Zip(archive or path.stem or "archive")
-    for name, payload in ((b"data.pkl", _pickle(value)), (b".format_version", FORMAT_VERSION),
+    for name, payload in ((b"data.pkl", pickled), (b".format_version", FORMAT_VERSION),
                           (b".storage_alignment", str(ALIGNMENT).encode()),
                           (b"byteorder", sys.byteorder.encode())):
         zip_.add(name, payload)

@@ -17,6 +17,7 @@ import io
 import json
 import math
 import os
+import pickle
 import queue as queue_module
 import re
 import stat
@@ -55,7 +56,7 @@ class TensorStore(threading.Thread):
         self.files_lost = 0
         self.pending_bytes = 0
         self.warner = warner or LossWarner()
-        self.disk_low: str | None = None  # why tensor files stopped, once the free space ran low
+        self.room = DiskRoom(self.report_dir)
         self._lock = threading.Lock()
         self.busy = threading.Lock()  # held while a file is written
 
@@ -84,7 +85,7 @@ class TensorStore(threading.Thread):
                 if shard:  # (..., file name in the tensor's folder, device id)
                     path.mkdir(exist_ok=True)
                     path = path / item[6]
-                self._keep_room(_nbytes(item[2]))
+                self.room.check(_nbytes(item[2]))
                 with self.busy:  # a fork waits for it: torch's state is whole in the child (capture/session.py)
                     # Here, off the model's thread: what a reader verifies the file against.
                     facts = {"tensor_id": tid, **write_tensor(path, *item[2:6])}
@@ -106,17 +107,32 @@ class TensorStore(threading.Thread):
                     self.pending_bytes -= _nbytes(item[2])
 
 
-    def _keep_room(self, nbytes: int) -> None:
+    @property
+    def disk_low(self) -> str | None:
+        return self.room.low
+
+
+class DiskRoom:
+    """Whether a tensor file of n bytes still leaves the database its room (KEEP_FREE_BYTES' reason)."""
+
+    def __init__(self, report_dir):
+        self.report_dir = Path(report_dir)
+        self.low: str | None = None  # why tensor files stopped, once the free space ran low
+
+    def check(self, nbytes: int) -> None:
         """Raise ENOSPC (from now on) once writing `nbytes` would leave less than the margin free."""
-        if self.disk_low is None:
-            st = os.statvfs(self.report_dir)
-            free, total = st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
-            keep = min(max(KEEP_FREE_BYTES, 2 * nbytes), int(total * KEEP_FREE_FRACTION))
+        if self.low is None:
+            free, keep = self.free_and_kept(nbytes)
             if free - nbytes >= keep:
                 return
-            self.disk_low = (f"{free} bytes free on the filesystem of {self.report_dir}, and {keep} are kept for "
-                             f"the database: tensor files stop here so that every op is still recorded")
-        raise OSError(errno.ENOSPC, self.disk_low)
+            self.low = (f"{free} bytes free on the filesystem of {self.report_dir}, and {keep} are kept for "
+                        f"the database: tensor files stop here so that every op is still recorded")
+        raise OSError(errno.ENOSPC, self.low)
+
+    def free_and_kept(self, nbytes: int) -> tuple[int, int]:
+        st = os.statvfs(self.report_dir)
+        free, total = st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
+        return free, min(max(KEEP_FREE_BYTES, 2 * nbytes), int(total * KEEP_FREE_FRACTION))
 
 
 def _nbytes(value: torch.Tensor) -> int:
@@ -140,6 +156,28 @@ def write_tensor(path: Path, value: torch.Tensor, dtype=None, layout=None, memor
         tmp.unlink(missing_ok=True)
         raise
     return _facts(written.file_bytes, written.crc32, value)
+
+
+def write_values(path: Path, data, torch_dtype: str, shape, device: tuple | None = None) -> dict:
+    """write_tensor from a tensor's bytes (an op log's copy): `torch_dtype` is its text ("torch.bfloat16");
+    device: (device dtype, layout, pickled MemoryConfig or None) for a .bin file. Returns the same facts."""
+    dtype = getattr(torch, torch_dtype.removeprefix("torch."))
+    if device is not None or path.suffix == ".bin":
+        from device_sim.types import DataType, Layout
+
+        value = torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape) if len(data) else \
+            torch.empty(shape, dtype=dtype)
+        dt, layout, cfg = device
+        return write_tensor(path, value, DataType(dt), Layout(layout), cfg and pickle.loads(cfg))
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        written = ptfile.save_values(data, dtype, shape, tmp, archive=path.stem)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return {"file_bytes": written.file_bytes, "crc32": written.crc32, "shape": json.dumps(list(shape)),
+            "dtype": torch_dtype}
 
 
 def _host_tensor(value, dtype, layout, memory_config):
