@@ -78,11 +78,16 @@ class _Fields:
         if n is None:
             row = self.r.execute("SELECT shape, layout, dtype, buffer_type, memory_config, device_id FROM tensors "
                                  "WHERE tensor_id = ?", (tensor_id,)).fetchone()
-            fields = _tensor_fields(*row)
-            on = re.match(r"DEV_(\d+)_", fields[-1])
-            n = self.numbers[key] = len(self.fields)
-            self.fields.append(fields)
-            self.devices.append(int(on.group(1)) if on else None)
+            n = self.add(key, row)
+        return n
+
+    def add(self, key, row) -> int:
+        """Number a new key from a `tensors` row's (shape, layout, dtype, buffer_type, memory_config, device_id)."""
+        fields = _tensor_fields(*row)
+        on = re.match(r"DEV_(\d+)_", fields[-1])
+        n = self.numbers[key] = len(self.fields)
+        self.fields.append(fields)
+        self.devices.append(int(on.group(1)) if on else None)
         return n
 
 
@@ -122,39 +127,58 @@ def _export(r, folder: str | os.PathLike) -> Path:
                 tensors.setdefault(op_id, ([], []))[side].append(number[tid])
     n_in = max((len(v[0]) for v in tensors.values()), default=0)
     n_out = max((len(v[1]) for v in tensors.values()), default=0)
-    io = [f"{side}_{i}_{f}" for side, n in (("INPUT", n_in), ("OUTPUT", n_out)) for i in range(n)
-          for f in TENSOR_FIELDS]
-    at = OPS_CSV_HEADER.index("INPUTS")
-    header = OPS_CSV_HEADER[:at] + io + OPS_CSV_HEADER[at + 2:]
     # (inputs, outputs) -> (their columns as CSV text with a leading comma, the op's DEVICE ID)
     slots: dict[tuple, tuple[str, int]] = {}
     path = folder / PERF_FILE
     cycle = 0  # the device log's clock: ops laid end to end at 1 GHz (1 cycle = 1 ns)
-    # Each row is one f-string in csv.writer's own output (QUOTE_MINIMAL, "\r\n"): formatting ~60 fields a
-    # row through csv.writer was half of the export. Text that csv would quote goes through it (_cell); the
-    # tensor columns are rendered by csv once per distinct (inputs, outputs); numbers print as csv prints them.
-    # tests/test_ops_perf_identical.py holds the bytes to the plain exporter's.
     lines, log = [], []
     for op_id, name, start, end, compute, bandwidth, ideal, fidelity in ops:
         ins, outs = tensors.get(op_id, ((), ()))
         key = (tuple(ins), tuple(outs))
         columns, device = slots.get(key) or slots.setdefault(key, _slots(fields, *key, n_in, n_out))
-        end_cycle = cycle + ideal
-        lines.append(f"{_cell(name.removeprefix('ttnn.'))},tt_dnn_device,{op_id},{device},,{_cell(fidelity)},"
-                     f"{cores},,{_cell(start)},{_cell(end)},{'' if end is None else end - start},{cycle},{end_cycle},"
-                     f"{_cell(ideal)},{_cell(ideal)},,,,,,,,{columns},,,,,{_cell(ideal)},{_cell(compute)},"
-                     f"{_cell(bandwidth)},,\r\n")
-        log.append(f"0,1,1,BRISC,0,{cycle},0,{op_id},{op_id},BRISC-FW,ZONE_START,0,device_sim\r\n"
-                   f"0,1,1,BRISC,0,{end_cycle},0,{op_id},{op_id},BRISC-FW,ZONE_END,0,device_sim\r\n")
-        cycle = end_cycle
+        line, zones = op_lines(op_id, name, start, end, compute, bandwidth, ideal, fidelity, columns, device, cores,
+                               cycle)
+        lines.append(line)
+        log.append(zones)
+        cycle += ideal
     with open(path, "w", newline="") as f:
-        csv.writer(f).writerow(header)
+        f.write(header_text(n_in, n_out))
         f.writelines(lines)
     with open(folder / DEVICE_LOG_FILE, "w", newline="") as f:
-        f.write("ARCH: wormhole_b0, CHIP_FREQ[MHz]: 1000\n")
-        f.write(", ".join(DEVICE_LOG_HEADER) + "\n")  # as tt-metal writes it: a space after each comma
+        f.write(DEVICE_LOG_START)
         f.writelines(log)
     return path
+
+
+# The device log's first two lines, as tt-metal writes them (its header with a space after each comma).
+DEVICE_LOG_START = "ARCH: wormhole_b0, CHIP_FREQ[MHz]: 1000\n" + ", ".join(DEVICE_LOG_HEADER) + "\n"
+
+
+def header_text(n_in: int, n_out: int) -> str:
+    """ops_perf_results.csv's header line for ops of at most `n_in` inputs and `n_out` outputs, as csv writes it."""
+    io_columns = [f"{side}_{i}_{f}" for side, n in (("INPUT", n_in), ("OUTPUT", n_out)) for i in range(n)
+                  for f in TENSOR_FIELDS]
+    at = OPS_CSV_HEADER.index("INPUTS")
+    out = io.StringIO()
+    csv.writer(out).writerow(OPS_CSV_HEADER[:at] + io_columns + OPS_CSV_HEADER[at + 2:])
+    return out.getvalue()
+
+
+def op_lines(op_id, name, start, end, compute, bandwidth, ideal, fidelity, columns, device, cores, cycle) -> tuple:
+    """(ops_perf_results.csv's row, profile_log_device.csv's two zone rows) of one op whose device time starts at
+    `cycle`; `columns`/`device` from _slots. The exporter at close and the writer process (live_perf.py) both
+    write through this, so their bytes are the same."""
+    # Each row is one f-string in csv.writer's own output (QUOTE_MINIMAL, "\r\n"): formatting ~60 fields a
+    # row through csv.writer was half of the export. Text that csv would quote goes through it (_cell); the
+    # tensor columns are rendered by csv once per distinct (inputs, outputs); numbers print as csv prints them.
+    # tests/test_ops_perf_identical.py holds the bytes to the plain exporter's.
+    end_cycle = cycle + ideal
+    return (f"{_cell(name.removeprefix('ttnn.'))},tt_dnn_device,{op_id},{device},,{_cell(fidelity)},"
+            f"{cores},,{_cell(start)},{_cell(end)},{'' if end is None else end - start},{cycle},{end_cycle},"
+            f"{_cell(ideal)},{_cell(ideal)},,,,,,,,{columns},,,,,{_cell(ideal)},{_cell(compute)},"
+            f"{_cell(bandwidth)},,\r\n",
+            f"0,1,1,BRISC,0,{cycle},0,{op_id},{op_id},BRISC-FW,ZONE_START,0,device_sim\r\n"
+            f"0,1,1,BRISC,0,{end_cycle},0,{op_id},{op_id},BRISC-FW,ZONE_END,0,device_sim\r\n")
 
 
 _PLAIN = re.compile(r'[^,"\r\n]*')  # text csv.writer writes as it is (QUOTE_MINIMAL quotes the rest)
