@@ -23,6 +23,7 @@ FIGURES = [
     "registry dispatch / direct body", "ttnn.add 32x32 bf16 / torch.add (median of pairs)",
     "ttnn.add 256x256 bf16 / torch.add (median of pairs)", "ttnn.matmul 256^3 bf16 / torch.matmul bf16",
     "ttnn.matmul / torch.matmul float32, same values",
+    "ttnn.matmul 256^3 outputs != float32 path's", "!= exact-then-rounded: ours / float32 path",
     "trace: ops exported per second", "html: ops exported per second", "trace peak memory, 2N ops / N ops",
 ]
 # Benchmark 9 needs a PostgreSQL server; where none can start it says "skipped: ..." instead.

@@ -10,13 +10,16 @@ import pytest
 import torch
 
 import device_sim as ttnn
+from device_sim import matmul_kernel
 
 matmul_module = importlib.import_module("device_sim.ops.matmul")
 
 
 @pytest.fixture(autouse=True)
 def buffers_for_every_size(monkeypatch):
-    """Every operand through the buffers (by default only 256 KiB to 16 MiB), starting from none."""
+    """Every operand through the buffers (by default only 256 KiB to 16 MiB), starting from none; every product
+    on the float32 path, whose operands these are (not torch's bfloat16 kernel: device_sim/matmul_kernel.py)."""
+    monkeypatch.setattr(matmul_kernel, "MIN_MACS", float("inf"))
     monkeypatch.setattr(matmul_module, "_SCRATCH_MIN_BYTES", 0)
     monkeypatch.setattr(matmul_module, "_scratch", matmul_module._Scratch())
 

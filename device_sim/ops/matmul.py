@@ -7,8 +7,9 @@
 matmul is one op: its activation (or its program_config's fused_activation) is applied in the
 same op, before the single rounding to the output dtype. With a compute_kernel_config its values
 come from device_sim.numerics (fidelity, destination format, approx mode; docs/numerics.md);
-without one they are exact float32 products, the fast default (numerics.tt_nn_default_kernels()
-switches ops without a config to TT-NN's default kernel). A program_config is validated as
+without one they are exact products summed in float32, the fast default (device_sim/matmul_kernel.py
+picks torch's bfloat16 kernel or its float32 one; numerics.tt_nn_default_kernels() switches ops without a
+config to TT-NN's default kernel). A program_config is validated as
 TT-NN validates it; core_grid only changes which cores run it (and TT-NN's default fidelity).
 """
 
@@ -18,7 +19,7 @@ import threading
 
 import torch
 
-from device_sim import activations, device_work, numerics
+from device_sim import activations, device_work, matmul_kernel, numerics
 from device_sim.compute_config import MathFidelity, Numerics, resolve
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.program_config_checks import tt_fatal, validate_matmul, validate_matmul_sharding
@@ -26,7 +27,7 @@ from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, MemoryConfig
 
-_F32 = DataType.FLOAT32
+_F32, _BF16 = DataType.FLOAT32, DataType.BFLOAT16
 # Operands of 256 KiB to 16 MiB as float32 are widened into a buffer kept per thread and operand (_float32):
 # 2 x 16 MiB at most stays allocated between calls. Below 256 KiB malloc reuses its heap without page faults,
 # and the buffer's three torch calls cost more than .float()'s one (a 32x32 matmul: 17 -> 22 us).
@@ -128,8 +129,8 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
                             f"convert it with ttnn.from_torch(tensor, layout=ttnn.TILE, device=device)")
     ins = device_inputs(op_name, input_tensor_a, input_tensor_b, bias)
     out_dtype = DataType(dtype) if dtype is not None else input_tensor_a.dtype
-    a, b = _operands(_float32(input_tensor_a, "a", op_name), _float32(input_tensor_b, "b", op_name), transpose_a,
-                     transpose_b)
+    va, vb = input_tensor_a._value_or_raise(), input_tensor_b._value_or_raise()
+    a, b = _operands(va, vb, transpose_a, transpose_b)  # views: the shapes and the checks before any widening
     _check_shapes(op_name, a, b)
     # Without a compute_kernel_config (and outside numerics.tt_nn_default_kernels()) the values are exact
     # float32 products, torch's matmul: the fast default, which skips working out the kernel's numerics.
@@ -149,7 +150,17 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
                            f"{op_name}: activation={activation!r} and program_config.fused_activation={fused!r} "
                            f"both ask for an activation; give one of them")
     act = activations.resolve(op_name, activation if activation is not None else fused)
-    y = numerics.matmul(a, b, n) if emulate else torch.matmul(a, b)
+    target = pending_output_target(op_name)
+    y = None
+    # bfloat16 in, bfloat16 out, nothing between the sum and its rounding (no emulation, bias, activation, or
+    # float32 output tensor): torch's bfloat16 kernel where it keeps the rule (device_sim/matmul_kernel.py).
+    if (not emulate and bias is None and act is None and out_dtype is _BF16 and input_tensor_a.dtype is _BF16
+            and input_tensor_b.dtype is _BF16 and (target is None or target.dtype is _BF16)):
+        y = matmul_kernel.bf16_product(va, vb, transpose_a, transpose_b)
+    if y is None:
+        a, b = _operands(_float32(input_tensor_a, "a", op_name), _float32(input_tensor_b, "b", op_name),
+                         transpose_a, transpose_b)
+        y = numerics.matmul(a, b, n) if emulate else torch.matmul(a, b)
     if bias is not None:
         bv = values(bias, op_name)
         if not broadcasts(y.shape, bv.shape):
@@ -166,7 +177,7 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
         y = y + bv
     if act is not None:
         y = act(y, emulate and n.math_approx_mode)
-    fresh = pending_output_target(op_name) is None
+    fresh = target is None
     out = output(y, input_tensor_a, ins, op_name=op_name, dtype=out_dtype, memory_config=memory_config)
     _launch(out, fresh, input_tensor_a, input_tensor_b, bias, out.dtype, program_config, n, (a.shape, b.shape))
     return out

@@ -1,0 +1,114 @@
+"""Which torch kernel computes a default bfloat16 matmul: torch's bfloat16 kernel where its result obeys
+device_sim's rule, else the float32 one.
+
+    import torch
+    from device_sim import matmul_kernel
+    a, b = torch.randn(256, 256).bfloat16(), torch.randn(256, 256).bfloat16()
+    y = matmul_kernel.bf16_product(a, b)   # bfloat16 [256, 256], or None: then compute in float32
+
+The rule of an exact matmul (docs/numerics.md, "The default kernel"): the products exact, summed in
+float32, the sum rounded once to bfloat16, nearest even. The float32 path obeys it by construction
+(bfloat16 operands widened, torch's float32 matmul, .bfloat16()); so does torch's bfloat16 kernel
+(oneDNN's AMX / AVX512-BF16 code here: float32 accumulators, one RNE conversion), but in its own
+order of the float32 sums, so 1 in ~5,000 outputs of a 1024^3 randn product is one bfloat16 ulp
+apart from the float32 path's (bench/README.md, "Issue 14, round 6"), and 6-8x faster. Two things
+keep it to the rule:
+- a probe, once a process, on inputs whose every partial sum is exact in float32: a kernel that
+  rounds products or partial sums to bfloat16, or rounds other than to nearest even, gives other
+  values than the float32 path there and is not used (other CPUs run other kernels);
+- a guard on each call: the kernel treats float32 denormals as zero (its inputs, products and
+  partial sums), the float32 path does not. Every product and partial sum of a matmul is a multiple
+  of the product of the operands' smallest quanta, 2**(ea - 134) * 2**(eb - 134) for the smallest
+  nonzero magnitudes' exponent fields ea and eb; the kernel runs only when both are normal (ea,
+  eb >= 1) and that quantum is at least float32's smallest normal, 2**-126: ea + eb >= 142.
+  Typical values pass (randn's least magnitude of a million is ~1e-6, ea ~107); values below
+  ~2**-60 in both operands go to float32.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+
+try:
+    from device_sim import _native
+except ImportError:  # built without a C compiler: the torch guard below
+    _native = None
+if os.environ.get("DEVICE_SIM_PURE", "") not in ("", "0"):
+    _native = None
+
+# Below 128^3 multiply-adds the bfloat16 kernel's fixed cost (~17 us a call here, against ~6 us for a 32^3
+# float32 product with its widenings) makes float32 the faster path; at 128^3 they tie (23 against 33 us),
+# at 256^3 bfloat16 is 5x faster (0.044 against 0.22 ms). Thread time, one torch thread.
+MIN_MACS = 128**3
+# ea + eb >= this keeps every nonzero product and partial sum at or above 2**-126 (module docstring).
+_MIN_EXPONENT_SUM = 142
+_ALL_ZERO = 0x8000  # a min magnitude of 15 bits: none of the values is nonzero
+
+
+def bf16_product(a: torch.Tensor, b: torch.Tensor, transpose_a: bool = False,
+                 transpose_b: bool = False) -> torch.Tensor | None:
+    """a @ b (each transposed first as asked) as torch's bfloat16 kernel computes it, when that obeys the rule
+    here; None when the caller must compute in float32 (small products, denormals in reach, other kernels).
+
+    Args:
+        a, b: bfloat16 torch tensors of 2 or more dims whose shapes multiply (the caller checked them).
+    """
+    if a.dtype is not torch.bfloat16 or b.dtype is not torch.bfloat16 or a.dim() < 2 or b.dim() < 2:
+        return None
+    n = b.shape[-2] if transpose_b else b.shape[-1]
+    if a.numel() * n < MIN_MACS or not kernel_obeys_rule() or not no_denormals(a, b):
+        return None
+    return torch.matmul(a.transpose(-2, -1) if transpose_a else a, b.transpose(-2, -1) if transpose_b else b)
+
+
+def no_denormals(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether no product or float32 partial sum of a @ b can be a float32 denormal, and no input is one."""
+    ea, eb = min_magnitude(a) >> 7, min_magnitude(b) >> 7  # exponent fields; all zeros read as 256
+    return ea >= 1 and eb >= 1 and ea + eb >= _MIN_EXPONENT_SUM
+
+
+def min_magnitude(t: torch.Tensor) -> int:
+    """The least magnitude among t's nonzero bfloat16 values as its 15 bits (sign dropped), 0x8000 if none."""
+    if _native is not None and t.is_contiguous():
+        return _native.bf16_min_magnitude(t.data_ptr(), t.numel())  # t is held by the caller for the call
+    if t.numel() == 0:
+        return _ALL_ZERO
+    # (bits - 1) & 0x7FFF sends +-0 (0x0000, 0x8000 as int16 -32768) to 0x7FFF, above every other magnitude.
+    return int(((t.view(torch.int16) - 1) & 0x7FFF).min()) + 1
+
+
+@functools.cache
+def kernel_obeys_rule() -> bool:
+    """Whether torch's bfloat16 matmul, on this machine and torch, passes probe(): asked once a process."""
+    return probe(torch.matmul)
+
+
+def probe(matmul) -> bool:
+    """Whether `matmul` of two bfloat16 tensors gives the float32 path's values on a probe whose every partial
+    sum is exact in float32, so that only the order of the sums could tell such a kernel's results apart.
+
+    Its rows catch the departures: products rounded to bfloat16 before the sum, partial sums kept in bfloat16
+    (over blocks of any size), a final rounding other than to nearest even (two ties, one to each side). 128 x 520
+    @ 520 x 128 (K not a multiple of 32, MACs at MIN_MACS's size class); ~0.1 ms once a process.
+    """
+    m, k = 128, 520
+    a, b = torch.zeros(m, k), torch.zeros(k, m)
+    b[:, 0] = 1
+    a[0, 0], a[0, 1:513] = 1, 2.0**-9  # 1 + 512 * 2**-9 = 2: a bfloat16 running sum stays at 1
+    a[1, 0], a[1, 1] = 1 + 2.0**-7, -(1 + 2.0**-6)  # with b[0, 1] = 1 + 2**-7: 2**-14 from exact products only
+    b[0, 1], b[1, 1] = 1 + 2.0**-7, 1
+    a[2, 0], a[2, 1] = 1, 2.0**-8  # 1 + 2**-8: a tie, to even 1
+    a[3, 0], a[3, 1] = 1 + 2.0**-7, 2.0**-8  # 1 + 3 * 2**-8: a tie, to even 1 + 2**-6
+    # The other rows and columns: random multiples of 1/16 times random integers, 5 significant bits each, so
+    # every partial sum is a multiple of 1/16 below 2**14, exact in float32 in any order but not in bfloat16:
+    # a bfloat16 running total over blocks of any size would lose its low bits.
+    g = torch.Generator().manual_seed(14)
+    a[4:, :] = torch.randint(-16, 17, (m - 4, k), generator=g) / 16
+    b[:, 2:] = torch.randint(-16, 17, (k, m - 2), generator=g)
+    a, b = a.bfloat16(), b.bfloat16()
+    expected = torch.matmul(a.float(), b.float()).bfloat16()
+    assert expected[0, 0] == 2 and expected[1, 1] == 2.0**-14, "the probe's own sums must be exact"
+    return torch.equal(matmul(a, b), expected)
