@@ -153,6 +153,10 @@ def test_a_large_default_product_is_torchs_bfloat16_kernel_where_it_passes_the_p
     y = ttnn.to_torch(ttnn.matmul(_device(a, device), _device(b, device), transpose_b=False))
     expected = torch.matmul(a, b) if matmul_kernel.kernel_obeys_rule() else _float32_path(a, b)
     assert torch.equal(y, expected)
+    assert torch.equal(ttnn.to_torch(ttnn.linear(_device(a, device), _device(b, device))), expected)  # no bias
+    target = _device(torch.zeros(256, 256).bfloat16(), device)  # a bfloat16 output tensor: the same kernel
+    ttnn.matmul(_device(a, device), _device(b, device), optional_output_tensor=target)
+    assert torch.equal(ttnn.to_torch(target), expected)
     yt = ttnn.to_torch(ttnn.matmul(_device(a.T.contiguous(), device), _device(b.T.contiguous(), device),
                                    transpose_a=True, transpose_b=True))
     expected = torch.matmul(a.T.contiguous().T, b.T.contiguous().T) if matmul_kernel.kernel_obeys_rule() \
