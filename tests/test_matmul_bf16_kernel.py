@@ -188,3 +188,12 @@ def test_bias_activation_float32_outputs_and_kernel_configs_keep_the_float32_pat
     assert torch.equal(ttnn.to_torch(target), f32)
     hifi4 = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
     assert torch.equal(ttnn.to_torch(ttnn.matmul(A, B, compute_kernel_config=hifi4)), f32.bfloat16())
+
+
+def test_a_bias_adds_to_the_float32_product_as_before_whether_it_fits_the_product_or_widens_it(device):
+    a, b = _randn(64, 128, seed=12), _randn(128, 96, seed=13)
+    A, B, f32 = _device(a, device), _device(b, device), torch.matmul(a.float(), b.float())
+    for shape in ([1, 96], [96], [64, 96], [1, 1, 96], [2, 1, 96]):  # the last two widen the product's shape
+        bias = _randn(*shape, seed=14)
+        y = ttnn.to_torch(ttnn.linear(A, B, bias=_device(bias, device)))
+        assert torch.equal(y, (f32 + bias.float()).bfloat16()), shape

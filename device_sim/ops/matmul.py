@@ -174,7 +174,13 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
             raise tt_fatal(condition, f"{words}\n{op_name}: bias shape {list(bv.shape)} does not broadcast to the "
                                       f"product's shape {list(y.shape)}; give a bias of shape [1, {y.shape[-1]}]",
                            where=_WHERE)
-        y = y + bv
+        if y.dtype is torch.float32 and bv.dtype is torch.float32 and bv.dim() <= y.dim() and all(
+                d in (1, e) for d, e in zip(bv.shape[::-1], y.shape[::-1])):
+            # y is this op's own fresh product: the same sums in place, without a second float32 result (a new
+            # 4 MiB one cost ~1,000 page faults once glibc had trimmed its heap: 1024^3 linear 16.7 -> 13.9 ms)
+            y.add_(bv)
+        else:  # a bias that widens the result, or integer products
+            y = y + bv
     if act is not None:
         y = act(y, emulate and n.math_approx_mode)
     fresh = target is None
