@@ -42,18 +42,31 @@ LOG_VALUE_BYTES = 64 << 10
 
 
 class LogStorage:
-    """The recorder's storage with an op log: put_many(items) as TensorStore's, items as the recorder plans them
-    (tensor_id, path, value, dtype, layout, memory config[, operation_id | file name, device id])."""
+    """The recorder's storage with an op log, items as the recorder plans them (tensor_id, path, value, dtype,
+    layout, memory config[, operation_id | file name, device id]): put_with_op(items) just before the op's
+    record (they go into its one write), put_many(items) as TensorStore's (written at once)."""
 
-    def __init__(self, sink, store, report_dir, *, max_bytes: int | None = None):
-        self.write = sink.append_now  # one write, after the op's own: on disk when the op returns
+    def __init__(self, sink, store, report_dir, *, pt: bool = True, max_bytes: int | None = None):
+        self.sink = sink
         self.store = store  # storage.TensorStore: the bigger values, and all of them once the disk runs low
+        self.pt = pt  # .pt files (Config.detach_saved_tensors), else device_sim's .bin; a capture's own are .pt
         self.max_bytes = LOG_VALUE_BYTES if max_bytes is None else max_bytes
         self.room = DiskRoom(report_dir)
         self._budget = 0  # bytes the log may still take before the free space is looked at again
         self._configs: dict[int, tuple] = {}  # id(MemoryConfig) -> (it, pickled): a .bin's header names it
 
+    def put_with_op(self, items) -> None:
+        """Values of the op whose record the caller appends next: they wait with its pending records."""
+        event = self.sink.event
+        for record in self._records(items):
+            event(record)
+
     def put_many(self, items) -> None:
+        records = self._records(items)
+        if records:
+            self.sink.append_now(records)
+
+    def _records(self, items) -> list:
         records, later = [], None
         for item in items:
             value = item[2]
@@ -65,13 +78,11 @@ class LogStorage:
             if not value.is_contiguous():
                 value = value.contiguous()
             data = ctypes.string_at(value.data_ptr(), n) if n else b""  # one copy; marshal takes bytes as they are
-            device = None if (item[6] if len(item) == 8 else item[1]).endswith(".pt") else self._device(item)
             records.append((VALUES, item[0], item[1], str(value.dtype), tuple(value.shape), data, tuple(item[6:]),
-                            device))
-        if records:
-            self.write(records)
+                            None if self.pt or item[3] is None else self._device(item)))
         if later:
             self.store.put_many(later)
+        return records
 
     def _room(self, n: int) -> bool:
         # statvfs now and then, not per value: the log may take half of what is free beyond the database's margin
@@ -108,14 +119,20 @@ class FileWriter:
         self.error: str | None = None  # the first failure, as the tensor thread words its warning
         self.cpu_s = 0.0  # this thread's CPU in writing the files: what bench/ calls the write time
         self._noted = False  # the losses are in the batch's closing notes
+        self._lost: list[tuple] = []  # this batch's FILE_LOST records, repeated at the end of the next one
 
     def convert(self, batch: list) -> list:
         out: list = []
+        lost, self._lost = self._lost, []
         for rec in batch:
             tag = rec[0]
             if tag == VALUES:
                 row = self._write(rec)
-                if row is not None:  # None: a lost write; the tensor's first file (and its row) stay as they were
+                if row is None:
+                    pass  # a lost write: the tensor's first file (and its row) stay as they were
+                elif row[0] == FILE_LOST:
+                    self._lost.append(row)
+                else:
                     out.append(row)
             elif tag == META and rec[1] == "tensor_files_lost":  # the tensor thread's, noted at close: both counted
                 out.append((META, rec[1], int(rec[2]) + self.files_lost))
@@ -125,7 +142,9 @@ class FileWriter:
                 out.append(rec)
             else:
                 out.append(rec)
-        return out
+        # A lost file's `file` is cleared after the op that names it: its values come just before its record, in
+        # the same write, or (another thread's op took them with its own) in an earlier one, at most a batch back.
+        return out + lost + self._lost
 
     def notes(self) -> list:
         """The closing notes of this process's losses, unless the capture's notes had them already."""
