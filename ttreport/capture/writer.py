@@ -226,6 +226,10 @@ class Writer(threading.Thread):
         self.records_lost = 0
         self.ops_lost = 0  # of records_lost, the ops: what ls and summary show beside the status
         self.records_written = 0
+        # The writer process's live_perf.LivePerf: the perf files rendered as batches commit (None: written from
+        # the db at the capture's close); perf_files_written once its close has put them beside the db.
+        self.perf_files = None
+        self.perf_files_written = False
         self._stacks: dict[tuple, int] = {}  # frames key -> stack_trace_id
         self._source_files: dict[str, int | None] = {}  # path -> source_files id (None: not readable)
         self._max_buffer_id = 0  # the highest buffer id committed: later ones join temp.live_buffers
@@ -333,6 +337,8 @@ class Writer(threading.Thread):
                 frees.append(free)
             self._commit(staging, rows)
             self.records_written += len(batch)
+            if self.perf_files is not None:
+                self.perf_files.add(batch, staging, rows, self.con)  # never raises: it gives up instead
         except Exception as e:  # the disk, or a bug here: never the model's problem (see module docstring)
             for key in new_stacks:
                 self._stacks.pop(key, None)
@@ -417,6 +423,8 @@ class Writer(threading.Thread):
             with self.con:  # after the indexes, which their joins use
                 for sql in AT_CLOSE:
                     self.con.execute(sql)
+            if self.perf_files is not None and self.error is None:
+                self.perf_files_written = self.perf_files.finish(self.con)
             # A reader mid-query (ttreport query, a Report) is waited for briefly, not for SQLite's 5 s.
             self.con.execute(f"PRAGMA busy_timeout = {CLOSE_WAIT_MS}")
             if self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0:

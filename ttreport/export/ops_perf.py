@@ -173,9 +173,10 @@ def op_lines(op_id, name, start, end, compute, bandwidth, ideal, fidelity, colum
     # tensor columns are rendered by csv once per distinct (inputs, outputs); numbers print as csv prints them.
     # tests/test_ops_perf_identical.py holds the bytes to the plain exporter's.
     end_cycle = cycle + ideal
+    ideal_text = _cell(ideal)
     return (f"{_cell(name.removeprefix('ttnn.'))},tt_dnn_device,{op_id},{device},,{_cell(fidelity)},"
             f"{cores},,{_cell(start)},{_cell(end)},{'' if end is None else end - start},{cycle},{end_cycle},"
-            f"{_cell(ideal)},{_cell(ideal)},,,,,,,,{columns},,,,,{_cell(ideal)},{_cell(compute)},"
+            f"{ideal_text},{ideal_text},,,,,,,,{columns},,,,,{ideal_text},{_cell(compute)},"
             f"{_cell(bandwidth)},,\r\n",
             f"0,1,1,BRISC,0,{cycle},0,{op_id},{op_id},BRISC-FW,ZONE_START,0,device_sim\r\n"
             f"0,1,1,BRISC,0,{end_cycle},0,{op_id},{op_id},BRISC-FW,ZONE_END,0,device_sim\r\n")
@@ -186,6 +187,8 @@ _PLAIN = re.compile(r'[^,"\r\n]*')  # text csv.writer writes as it is (QUOTE_MIN
 
 def _cell(v) -> str:
     """`v` as csv.writer writes it in a row of several fields: None empty, text quoted where it must be."""
+    if type(v) is int:  # most cells: first
+        return str(v)
     if v is None:
         return ""
     if isinstance(v, str):
