@@ -134,3 +134,25 @@ def test_a_report_has_the_same_stack_traces_with_either_walk(tmp_path, device, m
             texts[native_walk] = r.execute("SELECT operation_id, stack_trace FROM stack_traces").fetchall()
     assert texts[True] == texts[False] and len(texts[True]) == 5  # from_torch, 3 adds, relu
     assert "in _nested" in texts[True][-1][1] and "in _model" in texts[True][0][1]
+
+
+
+@native
+def test_the_c_walk_remembers_frames_per_cache_and_tells_a_new_cache_of_every_code():
+    # The C walk keeps what it learnt of each (code, instruction) between walks; a walk with another cache (the
+    # next capture's) must still classify each code into it, or the log could not name the stack's code objects.
+    first_cache, first_classify = _classifier()
+
+    def both():  # one line: both walks start at this frame, whose line is the call's
+        return stacks._stacks.user_frames(0, None, 32, first_cache, first_classify), stacks.walk_py(0, None, 32, *_classifier())  # noqa: E501
+
+    walks = []
+    for _ in range(3):  # the same places walked again, with the same cache: the Python walk's frames each time
+        walks.append(_nested(3, both))
+        walks.append(_nested(1, both))
+    for c, py in walks:
+        assert c == py
+    assert walks[0] == walks[2] and walks[1] == walks[3] and walks[0] != walks[1]
+    again_cache, again_classify = _classifier()
+    again, py = stacks._stacks.user_frames(0, None, 32, again_cache, again_classify), stacks.walk_py(0, None, 32, *_classifier())  # noqa: E501
+    assert again == py and again and set(again[::2]) <= set(again_cache)

@@ -19,6 +19,73 @@
 
 #define MAX_ITEMS 1024 /* 512 frames: Config.stack_depth is far below it */
 
+/* What the walk learnt about a (code, instruction) pair: whether its code is the library's and, if not, the
+ * line and id(code) ints it records. A model calls its ops from a few hundred places, each seen again every
+ * step: without it each frame cost a dict lookup, an int for id(code) and a line number computed from the code's
+ * line table (a walk from its start: ~0.3 us for a script's long <module>). Direct-mapped; an entry holds its
+ * code, so no other code object can take its address while it is here. Entries belong to one `cache` dict (one
+ * capture's): a walk with another one empties the table, since that dict must hear of every code it names. */
+#define SEEN_SIZE 4096
+typedef struct {
+    PyCodeObject *code; /* strong */
+    int lasti;
+    int library;
+    PyObject *key, *line; /* strong: id(code) and the line, or NULL for a library frame */
+} Seen;
+static Seen seen[SEEN_SIZE];
+static PyObject *seen_cache; /* strong: the cache dict the entries were made with */
+
+static void forget_seen(void) {
+    for (int i = 0; i < SEEN_SIZE; i++) {
+        Py_CLEAR(seen[i].code);
+        Py_CLEAR(seen[i].key);
+        Py_CLEAR(seen[i].line);
+    }
+    Py_CLEAR(seen_cache);
+}
+
+/* The entry for frame `f` running `code`, made (with classify when the cache lacks the code) if not there. */
+static Seen *see_frame(PyFrameObject *f, PyCodeObject *code, PyObject *cache, PyObject *classify) {
+    int lasti = PyFrame_GetLasti(f);
+    size_t h = ((size_t)code >> 4) * 31u + (size_t)(unsigned)lasti;
+    Seen *e = &seen[(h ^ (h >> 12)) & (SEEN_SIZE - 1)];
+    if (e->code == code && e->lasti == lasti) return e;
+    PyObject *key = PyLong_FromVoidPtr(code);
+    if (key == NULL) return NULL;
+    PyObject *entry = PyDict_GetItemWithError(cache, key); /* borrowed: (code, is_library) */
+    if (entry != NULL) {
+        Py_INCREF(entry);
+    } else {
+        if (PyErr_Occurred()) { Py_DECREF(key); return NULL; }
+        entry = PyObject_CallOneArg(classify, (PyObject *)code); /* stores it in the cache */
+        if (entry == NULL) { Py_DECREF(key); return NULL; }
+    }
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) {
+        Py_DECREF(entry);
+        Py_DECREF(key);
+        PyErr_SetString(PyExc_TypeError, "user_frames: a cache entry must be (code, is_library)");
+        return NULL;
+    }
+    int library = PyObject_IsTrue(PyTuple_GET_ITEM(entry, 1));
+    Py_DECREF(entry);
+    if (library < 0) { Py_DECREF(key); return NULL; }
+    PyObject *line = NULL;
+    if (!library) {
+        int lineno = PyFrame_GetLineNumber(f);
+        line = lineno < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(lineno); /* as f.f_lineno */
+        if (line == NULL) { Py_DECREF(key); return NULL; }
+    } else {
+        Py_CLEAR(key);
+    }
+    /* classify ran Python: the slot may have been refilled meanwhile; it is ours now */
+    Py_XSETREF(e->code, (PyCodeObject *)Py_NewRef(code));
+    Py_XSETREF(e->key, key);
+    Py_XSETREF(e->line, line);
+    e->lasti = lasti;
+    e->library = library;
+    return e;
+}
+
 static PyObject *user_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
         PyErr_SetString(PyExc_TypeError, "user_frames(skip, stop, n, cache, classify) takes 5 arguments");
@@ -40,7 +107,6 @@ static PyObject *user_frames(PyObject *self, PyObject *const *args, Py_ssize_t n
     PyObject *items[MAX_ITEMS + 2];
     Py_ssize_t count = 0;
     PyCodeObject *code = NULL;
-    PyObject *key = NULL;
 
     /* The current frame is the Python function that called this one (the recorder's begin). */
     PyFrameObject *f = PyEval_GetFrame();
@@ -50,37 +116,19 @@ static PyObject *user_frames(PyObject *self, PyObject *const *args, Py_ssize_t n
         Py_DECREF(f);
         f = back;
     }
+    if (seen_cache != cache) {
+        forget_seen();
+        seen_cache = Py_NewRef(cache);
+    }
     while (f != NULL) {
         code = PyFrame_GetCode(f);
         if ((PyObject *)code == stop) break;
-        key = PyLong_FromVoidPtr(code);
-        if (key == NULL) goto error;
-        PyObject *entry = PyDict_GetItemWithError(cache, key); /* borrowed: (code, is_library) */
-        if (entry != NULL) {
-            Py_INCREF(entry);
-        } else {
-            if (PyErr_Occurred()) goto error;
-            entry = PyObject_CallOneArg(classify, (PyObject *)code); /* stores it in the cache */
-            if (entry == NULL) goto error;
-        }
-        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) {
-            Py_DECREF(entry);
-            PyErr_SetString(PyExc_TypeError, "user_frames: a cache entry must be (code, is_library)");
-            goto error;
-        }
-        int library = PyObject_IsTrue(PyTuple_GET_ITEM(entry, 1));
-        Py_DECREF(entry);
-        if (library < 0) goto error;
+        Seen *e = see_frame(f, code, cache, classify);
+        if (e == NULL) goto error;
         Py_CLEAR(code);
-        if (library) {
-            Py_CLEAR(key);
-        } else {
-            int lineno = PyFrame_GetLineNumber(f);
-            PyObject *line = lineno < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(lineno); /* as f.f_lineno */
-            if (line == NULL) goto error;
-            items[count++] = key;
-            key = NULL;
-            items[count++] = line;
+        if (!e->library) {
+            items[count++] = Py_NewRef(e->key);
+            items[count++] = Py_NewRef(e->line);
             if (count >= n) break;
         }
         PyFrameObject *back = PyFrame_GetBack(f);
@@ -98,7 +146,6 @@ static PyObject *user_frames(PyObject *self, PyObject *const *args, Py_ssize_t n
     return out;
 
 error:
-    Py_XDECREF(key);
     Py_XDECREF(code);
     Py_XDECREF(f);
     for (Py_ssize_t i = 0; i < count; i++) Py_DECREF(items[i]);
