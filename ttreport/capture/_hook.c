@@ -7,7 +7,7 @@
  *
  *   hook.begin(op, args, kwargs) -> token   Recorder.begin's token, the same 15-tuple
  *   hook.end(token, output, exc)            Recorder.end: the OP record, appended to the log (LogSink.append)
- *   hook.on_buffer(event, buf)              Recorder._buffer_listener's "alloc" and "free" events
+ *   hook.on_buffer(event, buf)              Recorder._buffer_listener: "alloc", "free", a known "program"
  *
  * Each does the common case itself (tensors and plain values as arguments, one new device tensor out, no
  * error, no golden, no tensor storage, no buffer pages) and hands anything else to the Python method with
@@ -30,6 +30,7 @@
 #define TAG_OP 0
 #define TAG_ALLOC 1
 #define TAG_FREE 2
+#define TAG_PROGRAM 10
 
 typedef struct {
     PyObject_HEAD
@@ -52,12 +53,15 @@ typedef struct {
     PyObject *estimates;    /* rec._estimates(op) */
     PyObject *pending;      /* LogSink._pending */
     PyObject *sink;
+    PyObject *programs;     /* LogSink._programs: a program's static part -> (number, CBs, ranges) */
+    PyObject *program_type; /* device_sim.device_work.Program */
     PyObject *acquire, *release; /* LogSink._lock's */
     long long t0;
     Py_ssize_t max_seen;
     int stack_traces;
     int pages;              /* buffer pages recorded: the Python listener makes those records */
     int store_inputs, store_outputs; /* tensors="all" / not "none": the Python begin / end plan the files */
+    int graphs;             /* Config.device_graphs: programs are recorded */
 } Hook;
 
 static PyObject *S_deferred_signal, *S_golden, *S_boundary, *S_stack, *S_thread, *S_tensor_id, *S_value,
@@ -92,7 +96,9 @@ static PyObject *record_arg(Hook *h, PyObject *a, PyObject *inputs, PyObject *sp
             int err = PyList_Append(inputs, tid);
             Py_DECREF(tid);
             if (err < 0) return NULL;
-            return PyBytes_FromFormat("t%zd", v); /* b"t%d" % tid */
+            char text[32];
+            int len = snprintf(text, sizeof text, "t%zd", v); /* b"t%d" % tid */
+            return PyBytes_FromStringAndSize(text, len);
         }
         Py_DECREF(tid);
     } else if (is_primitive(a)) {
@@ -533,6 +539,51 @@ done:
 
 /* -- the memory listener ------------------------------------------------------------------------------------- */
 
+/* The innermost op running on this thread (the op a buffer or program belongs to), or None. New reference. */
+static PyObject *current_op(Hook *h) {
+    PyObject *op_id = Py_None;
+    PyObject *stack = PyObject_GetAttr(h->local, S_stack);
+    if (stack == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+        PyErr_Clear();
+    } else if (PyList_Check(stack) && PyList_GET_SIZE(stack)) {
+        op_id = PyList_GET_ITEM(stack, PyList_GET_SIZE(stack) - 1);
+    }
+    Py_INCREF(op_id);
+    Py_XDECREF(stack);
+    return op_id;
+}
+
+/* A program launch (LogSink.program) whose static part the log has defined: (PROGRAM, op_id, n, program_id,
+ * device_id, cb_base); the Python listener defines a new one. `p` is a Program (a named tuple). */
+static PyObject *on_program(Hook *h, PyObject *p, PyObject *const *args) {
+    if (!h->graphs) return Py_NewRef(Py_None);
+    PyObject *cbs = PyTuple_GET_ITEM(p, 2), *ranges = PyTuple_GET_ITEM(p, 3);
+    PyObject *cbs_id = PyLong_FromVoidPtr(cbs), *ranges_id = cbs_id ? PyLong_FromVoidPtr(ranges) : NULL;
+    PyObject *key = ranges_id ? PyTuple_Pack(5, cbs_id, ranges_id, PyTuple_GET_ITEM(p, 0), PyTuple_GET_ITEM(p, 1),
+                                             PyTuple_GET_ITEM(p, 4)) : NULL;
+    Py_XDECREF(cbs_id);
+    Py_XDECREF(ranges_id);
+    if (key == NULL) return NULL;
+    PyObject *hit = PyDict_GetItemWithError(h->programs, key); /* borrowed */
+    Py_DECREF(key);
+    if (hit == NULL && PyErr_Occurred()) return NULL;
+    if (hit == NULL || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 3 || PyTuple_GET_ITEM(hit, 1) != cbs ||
+        PyTuple_GET_ITEM(hit, 2) != ranges)
+        return PyObject_Vectorcall(h->listener_py, args, 2, NULL); /* defined first (PROG) */
+    PyObject *op_id = current_op(h);
+    if (op_id == NULL) return NULL;
+    PyObject *tag = PyLong_FromLong(TAG_PROGRAM);
+    PyObject *rec = tag ? PyTuple_Pack(6, tag, op_id, PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(p, 5),
+                                       PyTuple_GET_ITEM(p, 6), PyTuple_GET_ITEM(p, 7)) : NULL;
+    Py_XDECREF(tag);
+    Py_DECREF(op_id);
+    if (rec == NULL) return NULL;
+    int err = PyList_Append(h->pending, rec);
+    Py_DECREF(rec);
+    return err < 0 ? NULL : Py_NewRef(Py_None);
+}
+
 static PyObject *Hook_on_buffer(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "on_buffer(event, buf) takes 2 arguments");
@@ -543,6 +594,9 @@ static PyObject *Hook_on_buffer(Hook *h, PyObject *const *args, Py_ssize_t nargs
     if (PyUnicode_Check(event)) {
         is_free = PyUnicode_CompareWithASCIIString(event, "free") == 0;
         is_alloc = !is_free && !h->pages && PyUnicode_CompareWithASCIIString(event, "alloc") == 0;
+        if (!is_free && !is_alloc && Py_TYPE(buf) == (PyTypeObject *)h->program_type && PyTuple_GET_SIZE(buf) == 8 &&
+            PyUnicode_CompareWithASCIIString(event, "program") == 0)
+            return on_program(h, buf, args);
     }
     if ((!is_free && !is_alloc) || Py_TYPE(buf) != (PyTypeObject *)h->buffer_type || PyTuple_GET_SIZE(buf) < 9)
         return PyObject_Vectorcall(h->listener_py, args, 2, NULL); /* programs, pages, anything else */
@@ -552,17 +606,8 @@ static PyObject *Hook_on_buffer(Hook *h, PyObject *const *args, Py_ssize_t nargs
         seq = tag ? PyIter_Next(h->seq) : NULL;
         rec = seq ? PyTuple_Pack(3, tag, PyTuple_GET_ITEM(buf, 0), seq) : NULL;
     } else {
-        /* the op whose buffer it is: the innermost op running on this thread, if any */
-        PyObject *op_id = Py_None;
-        PyObject *stack = PyObject_GetAttr(h->local, S_stack);
-        if (stack == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
-            PyErr_Clear();
-        } else if (PyList_Check(stack) && PyList_GET_SIZE(stack)) {
-            op_id = PyList_GET_ITEM(stack, PyList_GET_SIZE(stack) - 1);
-        }
-        Py_INCREF(op_id);
-        Py_XDECREF(stack);
+        PyObject *op_id = current_op(h); /* the op whose buffer it is */
+        if (op_id == NULL) return NULL;
         PyObject *bt = as_int(PyTuple_GET_ITEM(buf, 2)), *bl = bt ? as_int(PyTuple_GET_ITEM(buf, 3)) : NULL;
         PyObject *size = bl ? PyNumber_Multiply(PyTuple_GET_ITEM(buf, 6), PyTuple_GET_ITEM(buf, 7)) : NULL;
         tag = size ? PyLong_FromLong(TAG_ALLOC) : NULL;
@@ -590,32 +635,43 @@ static int Hook_init(Hook *h, PyObject *args, PyObject *kw) {
                             "define_stack", "walk", "code_is_lib", "classify", "stack_items", "allocators",
                             "tensor_type", "buffer_type", "default_tile", "strip", "see", "devices", "configs",
                             "estimates", "sink", "t0", "max_seen", "stack_traces", "pages", "store_inputs",
-                            "store_outputs", NULL};
+                            "store_outputs", "program_type", "graphs", NULL};
     PyObject *o[24];
     long long t0;
     Py_ssize_t max_seen;
-    int stack_traces, pages, store_inputs, store_outputs;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOOO!O!OOO!OOO!OOOOOO!O!OOLnpppp:Hook", names, &o[0], &o[1], &o[2],
+    int stack_traces, pages, store_inputs, store_outputs, graphs;
+    PyObject *program_type;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOOO!O!OOO!OOO!OOOOOO!O!OOLnppppOp:Hook", names, &o[0], &o[1], &o[2],
                                      &o[3], &o[4], &o[5], &o[6], &PyDict_Type, &o[7], &PyDict_Type, &o[8], &o[9],
                                      &o[10], &PyDict_Type, &o[11], &o[12], &o[13], &PyList_Type, &o[14], &o[15],
                                      &o[16], &o[17], &o[18], &o[19], &PyDict_Type, &o[20], &PyDict_Type, &o[21],
                                      &o[22], &o[23], &t0, &max_seen, &stack_traces, &pages, &store_inputs,
-                                     &store_outputs))
+                                     &store_outputs, &program_type, &graphs))
         return -1;
     PyObject *pending = PyObject_GetAttrString(o[23], "_pending");
     if (pending == NULL) return -1;
     PyObject *lock = PyObject_GetAttrString(o[23], "_lock");
-    if (lock == NULL || !PyList_CheckExact(pending)) {
+    PyObject *programs = lock ? PyObject_GetAttrString(o[23], "_programs") : NULL;
+    if (programs == NULL || !PyList_CheckExact(pending) || !PyDict_CheckExact(programs)) {
         Py_DECREF(pending);
         Py_XDECREF(lock);
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Hook: the sink's _pending must be a list");
+        Py_XDECREF(programs);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "Hook: the sink's _pending must be a list, its _programs a dict");
         return -1;
     }
     h->acquire = PyObject_GetAttrString(lock, "acquire");
     h->release = PyObject_GetAttrString(lock, "release");
     Py_DECREF(lock);
-    if (h->acquire == NULL || h->release == NULL) { Py_DECREF(pending); return -1; }
-    h->pending = pending;
+    if (h->acquire == NULL || h->release == NULL) {
+        Py_DECREF(pending);
+        Py_DECREF(programs);
+        return -1;
+    }
+    Py_XSETREF(h->pending, pending);
+    Py_XSETREF(h->programs, programs);
+    Py_XSETREF(h->program_type, Py_NewRef(program_type));
+    h->graphs = graphs;
     PyObject **fields[] = {&h->rec, &h->begin_py, &h->end_py, &h->listener_py, &h->op_ids, &h->seq, &h->local,
                            &h->seen, &h->stacks, &h->define_stack, &h->walk, &h->code_is_lib, &h->classify,
                            &h->stack_items, &h->allocators, &h->tensor_type, &h->buffer_type, &h->default_tile,
@@ -661,6 +717,8 @@ static int Hook_traverse(Hook *h, visitproc visit, void *arg) {
     Py_VISIT(h->sink);
     Py_VISIT(h->acquire);
     Py_VISIT(h->release);
+    Py_VISIT(h->programs);
+    Py_VISIT(h->program_type);
     return 0;
 }
 
@@ -693,6 +751,8 @@ static int Hook_clear(Hook *h) {
     Py_CLEAR(h->sink);
     Py_CLEAR(h->acquire);
     Py_CLEAR(h->release);
+    Py_CLEAR(h->programs);
+    Py_CLEAR(h->program_type);
     return 0;
 }
 

@@ -47,6 +47,7 @@ import ttreport
 from device_sim import perf_model, views
 from device_sim.allocator import Buffer
 from device_sim.device import Device
+from device_sim.device_work import Program
 from device_sim.distributed import MeshTensor
 from device_sim.tensor import DEFAULT_TILE, Tensor
 from device_sim.types import BufferType, Layout
@@ -233,7 +234,8 @@ class Recorder:
             stack_items=self._stack_items, allocators=self._allocators, tensor_type=Tensor, buffer_type=Buffer,
             default_tile=DEFAULT_TILE, strip=self._strip, see=self._see, devices=self._devices, configs=self._configs,
             estimates=self._estimates, sink=sink, t0=self.t0_ns, max_seen=MAX_SEEN, stack_traces=self._stack_traces,
-            pages=self.config.buffer_pages, store_inputs=self._store_inputs, store_outputs=self._store_outputs)
+            pages=self.config.buffer_pages, store_inputs=self._store_inputs, store_outputs=self._store_outputs,
+            program_type=Program, graphs=self.config.device_graphs)
         self.begin, self.end, self._on_buffer = native.begin, native.end, native.on_buffer
 
     def _estimates(self, op) -> bool:
@@ -322,13 +324,16 @@ class Recorder:
             self._last_op_exception = id(exc)
         # Tuples of ints and strings: the collector untracks them, and the queue costs it nothing to walk.
         t0 = self.t0_ns
+        if self._to_log and (files or writes):  # the values go into the op's own write (log_tensors.LogStorage)
+            self.storage.put_with_op(files + writes)
         self._put((OP, op.name, op_id, start - t0, end - t0, parent, depth, thread, frames, args_q, kwargs_q,
                    tuple(inputs), outputs, tuple(specs), files and tuple([(f[0], f[1]) for f in files]) or None,
                    next(self._seq), l1, dram, error))
-        if files:
-            self.storage.put_many(files)
-        if writes:
-            self.storage.put_many(writes)
+        if not self._to_log:
+            if files:
+                self.storage.put_many(files)
+            if writes:
+                self.storage.put_many(writes)
         if exc is None:
             # device_sim's performance model: shapes and dtypes only, a few microseconds (docs/perf_model.md).
             est = self.estimate(op, args, kwargs, output)
