@@ -39,6 +39,7 @@ VALUES = 19  # a tag of the log only: under oplog's definitions (20-26), above t
 # The largest value the model copies into the log; bigger ones go to the tensor thread (bench/README.md,
 # issue 14 round 6: the copy costs the model ~0.1 µs a KiB, the thread's handoffs ~7 µs a file).
 LOG_VALUE_BYTES = 64 << 10
+_TEXT: dict = {}  # torch dtype -> its text ("torch.bfloat16"): a dict hit is half of str()
 
 
 class LogStorage:
@@ -78,7 +79,8 @@ class LogStorage:
             if not value.is_contiguous():
                 value = value.contiguous()
             data = ctypes.string_at(value.data_ptr(), n) if n else b""  # one copy; marshal takes bytes as they are
-            records.append((VALUES, item[0], item[1], str(value.dtype), tuple(value.shape), data, tuple(item[6:]),
+            dtype = _TEXT.get(value.dtype) or _TEXT.setdefault(value.dtype, str(value.dtype))
+            records.append((VALUES, item[0], item[1], dtype, tuple(value.shape), data, item[6:],
                             None if self.pt or item[3] is None else self._device(item)))
         if later:
             self.store.put_many(later)
