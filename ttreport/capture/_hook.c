@@ -23,6 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <marshal.h>
+#include <structmember.h>
 #include <string.h>
 #include <time.h>
 
@@ -31,6 +32,10 @@
 #define TAG_ALLOC 1
 #define TAG_FREE 2
 #define TAG_PROGRAM 10
+
+static PyObject *S_deferred_signal, *S_golden, *S_boundary, *S_stack, *S_thread, *S_shape, *S_device_id, *S_name,
+    *S_bytes_per_bank_used, *S_num_banks, *S_off, *S_room, *S_mm, *S_write, *S_check_at, *S_pace, *S_behind,
+    *S_back_pressure;
 
 typedef struct {
     PyObject_HEAD
@@ -62,12 +67,66 @@ typedef struct {
     int pages;              /* buffer pages recorded: the Python listener makes those records */
     int store_inputs, store_outputs; /* tensors="all" / not "none": the Python begin / end plan the files */
     int graphs;             /* Config.device_graphs: programs are recorded */
+    /* The thread-local op stack and name of the thread that ran the last op, by its thread state's unique id: a
+     * model's ops mostly come from one thread, and threading.local's getattr cost ~0.05 us a read, 4 an op. The
+     * list is the one local.stack holds for good (the Python begin makes it once a thread). */
+    uint64_t cached_thread_id;
+    PyObject *cached_stack, *cached_thread;
 } Hook;
 
-static PyObject *S_deferred_signal, *S_golden, *S_boundary, *S_stack, *S_thread, *S_tensor_id, *S_value,
-    *S_shape, *S_device, *S_memory_config, *S_buffer, *S_tile, *S_layout, *S_dtype, *S_memory_config_source,
-    *S_device_id, *S_name, *S_bytes_per_bank_used, *S_num_banks, *S_off, *S_room, *S_mm,
-    *S_write, *S_check_at, *S_pace, *S_behind, *S_back_pressure;
+/* A plain Tensor's slots, read at their offsets as CPython's slot descriptors do (device_sim/_native.c does the
+ * same): ~0.03 us a read less than PyObject_GetAttr, ~10 reads an op. */
+enum { T_VALUE, T_DTYPE, T_LAYOUT, T_TILE, T_DEVICE, T_MEMORY_CONFIG, T_SOURCE, T_BUFFER, T_ID, N_SLOTS };
+static const char *slot_names[N_SLOTS] = {"_value", "dtype", "layout", "tile", "_device", "_memory_config",
+                                          "memory_config_source", "buffer", "tensor_id"};
+static Py_ssize_t slot_offset[N_SLOTS];
+#define SLOT(obj, i) (*(PyObject **)((char *)(obj) + slot_offset[i])) /* borrowed; NULL when unset */
+
+static int find_slots(PyObject *tensor_type) {
+    for (int i = 0; i < N_SLOTS; i++) {
+        PyObject *d = PyObject_GetAttrString(tensor_type, slot_names[i]);
+        if (d == NULL) return -1;
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+        if (ok) slot_offset[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_DECREF(d);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "Hook: Tensor.%s is not a slot", slot_names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* This thread's op stack (local.stack) and name (local.thread): 1 with new references, 0 when the thread has
+ * none yet (its first op: the Python begin makes them), -1 on an error. */
+static int thread_state(Hook *h, PyObject **stack, PyObject **thread) {
+    uint64_t id = PyThreadState_GetID(PyThreadState_Get());
+    if (h->cached_stack != NULL && h->cached_thread_id == id) {
+        *stack = Py_NewRef(h->cached_stack);
+        *thread = Py_NewRef(h->cached_thread);
+        return 1;
+    }
+    PyObject *s = PyObject_GetAttr(h->local, S_stack);
+    if (s == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *t = PyObject_GetAttr(h->local, S_thread);
+    if (t == NULL || !PyList_CheckExact(s)) {
+        Py_DECREF(s);
+        Py_XDECREF(t);
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) PyErr_Clear();
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    Py_XSETREF(h->cached_stack, Py_NewRef(s));
+    Py_XSETREF(h->cached_thread, Py_NewRef(t));
+    h->cached_thread_id = id;
+    *stack = s;
+    *thread = t;
+    return 1;
+}
+
 
 static long long now_ns(void) {
     struct timespec ts;
@@ -85,9 +144,9 @@ static int is_primitive(PyObject *x) {
 /* One argument as the log records it, appending tensor ids to `inputs`: a seen Tensor as b"t<id>", a plain
  * value as it is, anything else as Recorder._strip records it. New reference. */
 static PyObject *record_arg(Hook *h, PyObject *a, PyObject *inputs, PyObject *specs) {
-    if (Py_TYPE(a) == (PyTypeObject *)h->tensor_type) {
-        PyObject *tid = PyObject_GetAttr(a, S_tensor_id);
-        if (tid == NULL) return NULL;
+    PyObject *tid;
+    if (Py_TYPE(a) == (PyTypeObject *)h->tensor_type && (tid = SLOT(a, T_ID)) != NULL) {
+        Py_INCREF(tid);
         int hit = PyDict_Contains(h->seen, tid);
         if (hit < 0) { Py_DECREF(tid); return NULL; }
         if (hit) {
@@ -154,25 +213,17 @@ static PyObject *Hook_begin(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *op = args[0], *op_args = args[1], *kwargs = args[2];
     int slow = h->store_inputs ? 1 : begin_is_slow(h);
     if (slow < 0) return NULL;
-    PyObject *stack = NULL;
+    PyObject *stack = NULL, *thread = NULL;
     if (!slow && PyTuple_Check(op_args) && (kwargs == Py_None || PyDict_Check(kwargs))) {
-        stack = PyObject_GetAttr(h->local, S_stack);
-        if (stack == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
-            PyErr_Clear(); /* this thread's first op: the Python begin sets up its stack */
-        } else if (!PyList_CheckExact(stack)) {
-            Py_CLEAR(stack);
-        }
+        if (thread_state(h, &stack, &thread) < 0) return NULL; /* none: the Python begin sets them up */
     }
     if (stack == NULL) {
         PyObject *call[4] = {h->rec, op, op_args, kwargs};
         return PyObject_Vectorcall(h->begin_py, call, 4, NULL);
     }
     long long start = now_ns();
-    PyObject *thread = NULL, *op_id = NULL, *parent = NULL, *depth = NULL, *ref = NULL, *inputs = NULL,
+    PyObject *op_id = NULL, *parent = NULL, *depth = NULL, *ref = NULL, *inputs = NULL,
              *specs = NULL, *files = NULL, *args_q = NULL, *kwargs_q = NULL, *start_o = NULL, *token = NULL;
-    thread = PyObject_GetAttr(h->local, S_thread);
-    if (thread == NULL) goto done;
     op_id = PyIter_Next(h->op_ids);
     if (op_id == NULL) goto done;
     Py_ssize_t n = PyList_GET_SIZE(stack);
@@ -250,20 +301,24 @@ static PyObject *as_int(PyObject *x) { /* int(x) of an IntEnum member: marshal t
  * it is not that case (Recorder._see must make it), NULL on an error. `tid` is t.tensor_id. */
 static PyObject *output_spec(Hook *h, PyObject *t, PyObject *tid, PyObject *producer) {
     if (PyDict_GET_SIZE(h->seen) >= h->max_seen) return Py_NewRef(Py_None);
-    PyObject *device = NULL, *value = NULL, *shape = NULL, *cfg = NULL, *buf = NULL, *tile = NULL, *layout = NULL,
-             *dtype = NULL, *source = NULL, *device_id = NULL, *cfg_id = NULL, *bt = NULL, *size = NULL,
-             *out = NULL;
-    device = PyObject_GetAttr(t, S_device);
-    cfg = device ? PyObject_GetAttr(t, S_memory_config) : NULL;
-    buf = cfg ? PyObject_GetAttr(t, S_buffer) : NULL;
-    tile = buf ? PyObject_GetAttr(t, S_tile) : NULL;
-    if (tile == NULL) goto done;
-    /* the slots behind t.device() and t.memory_config(): `t` is a plain Tensor */
-    int known = device != Py_None ? PyDict_Contains(h->devices, device) : 0;
-    if (known < 0) goto done;
-    if (!known || cfg == Py_None || Py_TYPE(buf) != (PyTypeObject *)h->buffer_type || PyTuple_GET_SIZE(buf) < 9 ||
-        tile != h->default_tile) {
-        out = Py_NewRef(Py_None);
+    /* the slots behind t.device(), t.memory_config(), ...: `t` is a plain Tensor */
+    PyObject *device = SLOT(t, T_DEVICE), *cfg = SLOT(t, T_MEMORY_CONFIG), *buf = SLOT(t, T_BUFFER),
+             *tile = SLOT(t, T_TILE), *value = SLOT(t, T_VALUE), *l = SLOT(t, T_LAYOUT), *d = SLOT(t, T_DTYPE),
+             *source = SLOT(t, T_SOURCE);
+    if (device == NULL || cfg == NULL || buf == NULL || tile == NULL || value == NULL || l == NULL || d == NULL ||
+        source == NULL || device == Py_None || cfg == Py_None || tile != h->default_tile ||
+        Py_TYPE(buf) != (PyTypeObject *)h->buffer_type || PyTuple_GET_SIZE(buf) < 9)
+        return Py_NewRef(Py_None);
+    PyObject *shape = NULL, *layout = NULL, *dtype = NULL, *device_id = NULL, *cfg_id = NULL, *bt = NULL,
+             *size = NULL, *out = NULL;
+    Py_INCREF(device);
+    Py_INCREF(cfg);
+    Py_INCREF(buf);
+    Py_INCREF(value);
+    Py_INCREF(source);
+    int known = PyDict_Contains(h->devices, device);
+    if (known <= 0) {
+        out = known < 0 ? NULL : Py_NewRef(Py_None);
         goto done;
     }
     cfg_id = PyLong_FromVoidPtr(cfg);
@@ -273,8 +328,6 @@ static PyObject *output_spec(Hook *h, PyObject *t, PyObject *tid, PyObject *prod
         out = known < 0 ? NULL : Py_NewRef(Py_None);
         goto done;
     }
-    value = PyObject_GetAttr(t, S_value);
-    if (value == NULL) goto done;
     if (value == Py_None) { /* deallocated: no shape (t.is_allocated() is False) */
         shape = Py_NewRef(Py_None);
     } else {
@@ -284,16 +337,9 @@ static PyObject *output_spec(Hook *h, PyObject *t, PyObject *tid, PyObject *prod
         Py_DECREF(s);
         if (shape == NULL) goto done;
     }
-    PyObject *l = PyObject_GetAttr(t, S_layout);
-    if (l == NULL) goto done;
     layout = as_int(l);
-    Py_DECREF(l);
-    PyObject *d = layout ? PyObject_GetAttr(t, S_dtype) : NULL;
-    if (d == NULL) goto done;
-    dtype = as_int(d);
-    Py_DECREF(d);
-    source = dtype ? PyObject_GetAttr(t, S_memory_config_source) : NULL;
-    device_id = source ? PyObject_GetAttr(device, S_device_id) : NULL;
+    dtype = layout ? as_int(d) : NULL;
+    device_id = dtype ? PyObject_GetAttr(device, S_device_id) : NULL;
     if (device_id == NULL) goto done;
     bt = as_int(PyTuple_GET_ITEM(buf, 2)); /* Buffer: buffer_type */
     size = bt ? PyNumber_Multiply(PyTuple_GET_ITEM(buf, 6), PyTuple_GET_ITEM(buf, 7)) : NULL; /* pages */
@@ -302,15 +348,14 @@ static PyObject *output_spec(Hook *h, PyObject *t, PyObject *tid, PyObject *prod
     out = PyTuple_Pack(11, tid, shape, dtype, layout, cfg_id, source, device_id, PyTuple_GET_ITEM(buf, 4), bt, size,
                        producer);
 done:
-    Py_XDECREF(device);
-    Py_XDECREF(value);
+    Py_DECREF(device);
+    Py_DECREF(cfg);
+    Py_DECREF(buf);
+    Py_DECREF(value);
+    Py_DECREF(source);
     Py_XDECREF(shape);
-    Py_XDECREF(cfg);
-    Py_XDECREF(buf);
-    Py_XDECREF(tile);
     Py_XDECREF(layout);
     Py_XDECREF(dtype);
-    Py_XDECREF(source);
     Py_XDECREF(device_id);
     Py_XDECREF(cfg_id);
     Py_XDECREF(bt);
@@ -477,11 +522,20 @@ static PyObject *Hook_end(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *tid = NULL, *specs = NULL, *spec = NULL, *l1 = NULL, *dram = NULL, *stack = NULL, *name = NULL,
              *start = NULL, *stop = NULL, *inputs = NULL, *outputs = NULL, *seq = NULL, *record = NULL,
              *result = NULL;
-    stack = PyObject_GetAttr(h->local, S_stack);
-    if (stack == NULL) goto done;
+    PyObject *thread = NULL;
+    int found = thread_state(h, &stack, &thread);
+    Py_XDECREF(thread);
+    if (found <= 0) {
+        if (found == 0) PyErr_SetString(PyExc_RuntimeError, "Hook.end: this thread has no op stack (no begin)");
+        goto done;
+    }
     if (PySequence_DelItem(stack, -1) < 0) goto done;
-    tid = PyObject_GetAttr(output, S_tensor_id);
-    if (tid == NULL) goto done;
+    tid = SLOT(output, T_ID);
+    if (tid == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "tensor_id");
+        goto done;
+    }
+    Py_INCREF(tid);
     specs = PyTuple_GET_ITEM(token, 10); /* borrowed: begin's list of the arguments' specs */
     int hit = PyDict_Contains(h->seen, tid);
     if (hit < 0) goto done;
@@ -541,16 +595,13 @@ done:
 
 /* The innermost op running on this thread (the op a buffer or program belongs to), or None. New reference. */
 static PyObject *current_op(Hook *h) {
-    PyObject *op_id = Py_None;
-    PyObject *stack = PyObject_GetAttr(h->local, S_stack);
-    if (stack == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
-        PyErr_Clear();
-    } else if (PyList_Check(stack) && PyList_GET_SIZE(stack)) {
-        op_id = PyList_GET_ITEM(stack, PyList_GET_SIZE(stack) - 1);
-    }
+    PyObject *op_id = Py_None, *stack = NULL, *thread = NULL;
+    int found = thread_state(h, &stack, &thread);
+    if (found < 0) return NULL;
+    if (found && PyList_GET_SIZE(stack)) op_id = PyList_GET_ITEM(stack, PyList_GET_SIZE(stack) - 1);
     Py_INCREF(op_id);
     Py_XDECREF(stack);
+    Py_XDECREF(thread);
     return op_id;
 }
 
@@ -672,6 +723,7 @@ static int Hook_init(Hook *h, PyObject *args, PyObject *kw) {
     Py_XSETREF(h->programs, programs);
     Py_XSETREF(h->program_type, Py_NewRef(program_type));
     h->graphs = graphs;
+    if (find_slots(o[15]) < 0) return -1;
     PyObject **fields[] = {&h->rec, &h->begin_py, &h->end_py, &h->listener_py, &h->op_ids, &h->seq, &h->local,
                            &h->seen, &h->stacks, &h->define_stack, &h->walk, &h->code_is_lib, &h->classify,
                            &h->stack_items, &h->allocators, &h->tensor_type, &h->buffer_type, &h->default_tile,
@@ -719,6 +771,8 @@ static int Hook_traverse(Hook *h, visitproc visit, void *arg) {
     Py_VISIT(h->release);
     Py_VISIT(h->programs);
     Py_VISIT(h->program_type);
+    Py_VISIT(h->cached_stack);
+    Py_VISIT(h->cached_thread);
     return 0;
 }
 
@@ -753,6 +807,8 @@ static int Hook_clear(Hook *h) {
     Py_CLEAR(h->release);
     Py_CLEAR(h->programs);
     Py_CLEAR(h->program_type);
+    Py_CLEAR(h->cached_stack);
+    Py_CLEAR(h->cached_thread);
     return 0;
 }
 
@@ -794,16 +850,7 @@ PyMODINIT_FUNC PyInit__hook(void) {
     INTERN(S_boundary, "boundary");
     INTERN(S_stack, "stack");
     INTERN(S_thread, "thread");
-    INTERN(S_tensor_id, "tensor_id");
-    INTERN(S_value, "_value");
     INTERN(S_shape, "shape");
-    INTERN(S_device, "_device");
-    INTERN(S_memory_config, "_memory_config");
-    INTERN(S_buffer, "buffer");
-    INTERN(S_tile, "tile");
-    INTERN(S_layout, "layout");
-    INTERN(S_dtype, "dtype");
-    INTERN(S_memory_config_source, "memory_config_source");
     INTERN(S_device_id, "device_id");
     INTERN(S_name, "name");
     INTERN(S_bytes_per_bank_used, "bytes_per_bank_used");
