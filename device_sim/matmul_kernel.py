@@ -56,10 +56,11 @@ def bf16_product(a: torch.Tensor, b: torch.Tensor, transpose_a: bool = False,
     Args:
         a, b: bfloat16 torch tensors of 2 or more dims whose shapes multiply (the caller checked them).
     """
-    if a.dtype is not torch.bfloat16 or b.dtype is not torch.bfloat16 or a.dim() < 2 or b.dim() < 2:
+    # the size first: most calls of a model are small, and this is 0.15 us of their 15 (a 32^3 product)
+    if b.dim() < 2 or a.numel() * b.size(-2 if transpose_b else -1) < MIN_MACS or a.dim() < 2:
         return None
-    n = b.shape[-2] if transpose_b else b.shape[-1]
-    if a.numel() * n < MIN_MACS or not kernel_obeys_rule() or not no_denormals(a, b):
+    if a.dtype is not torch.bfloat16 or b.dtype is not torch.bfloat16 or not kernel_obeys_rule() \
+            or not no_denormals(a, b):
         return None
     return torch.matmul(a.transpose(-2, -1) if transpose_a else a, b.transpose(-2, -1) if transpose_b else b)
 

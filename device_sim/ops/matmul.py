@@ -42,18 +42,18 @@ class _Scratch(threading.local):
 _scratch = _Scratch()
 
 
-def _float32(t: Tensor, which: str, op_name: str) -> torch.Tensor:
-    """values(t) for the product: a bfloat16 tensor's values widened to float32 (the same exact conversion as
-    .float()) into this thread's buffer for operand `which`, "a" or "b", when their size is in the range above.
+def _float32(v: torch.Tensor, which: str) -> torch.Tensor:
+    """values() for the product, from an operand's torch values `v`: floats widened to float32 (integers kept),
+    a bfloat16 operand's (the same exact conversion as .float()) into this thread's buffer for operand `which`,
+    "a" or "b", when their size is in the range above.
 
     A fresh float32 copy of each operand cost ~1,000 page faults per 4 MiB once glibc had trimmed its heap
     (3.3 ms of system time in a 15 ms 1024^3 matmul against a 10.3 ms float32 torch.matmul; bench/README.md
     section 6). The buffer lives only until the product is computed: nothing returned refers to it.
     """
-    v = t._value_or_raise()
     n = v.numel()
     if v.dtype is not torch.bfloat16 or not _SCRATCH_MIN_BYTES <= n * 4 <= _SCRATCH_BYTES:
-        return values(t, op_name)
+        return v.float() if v.is_floating_point() else v
     buf = getattr(_scratch, which)
     if buf is None or buf.numel() < n:
         buf = torch.empty(n, dtype=torch.float32)
@@ -158,8 +158,7 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
             and input_tensor_b.dtype is _BF16 and (target is None or target.dtype is _BF16)):
         y = matmul_kernel.bf16_product(va, vb, transpose_a, transpose_b)
     if y is None:
-        a, b = _operands(_float32(input_tensor_a, "a", op_name), _float32(input_tensor_b, "b", op_name),
-                         transpose_a, transpose_b)
+        a, b = _operands(_float32(va, "a"), _float32(vb, "b"), transpose_a, transpose_b)
         y = numerics.matmul(a, b, n) if emulate else torch.matmul(a, b)
     if bias is not None:
         bv = values(bias, op_name)
