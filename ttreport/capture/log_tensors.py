@@ -94,7 +94,11 @@ class LogStorage:
             return True
         if self.room.low is not None:
             return False
-        free, keep = self.room.free_and_kept(n)
+        try:
+            free, keep = self.room.free_and_kept(n)
+        except OSError as e:  # the report's folder is gone: the tensor thread meets it too, and records the loss
+            self.room.low = f"the free space cannot be read ({e})"
+            return False
         self._budget = (free - n - keep) // 2
         if self._budget >= 0:
             return True
