@@ -6,6 +6,7 @@ real subprocesses both ways and through the thread writer, must give reports equ
 """
 
 import json
+import marshal
 import os
 import sqlite3
 import subprocess
@@ -107,3 +108,15 @@ def test_the_c_hook_writes_the_same_report_as_the_python_recorder(tmp_path, tens
 def test_the_thread_writer_and_ttreport_pure_keep_the_python_methods(tmp_path):
     assert "native False" in _run(tmp_path, "thread", writer="thread")
     assert "native False False" in _run(tmp_path, "pure", writer="process", pure=True)
+
+
+@native
+def test_the_c_hook_writes_the_log_bytes_marshal_writes():
+    # What records hold, at the edges of marshal's int forms (int32, then 15-bit digits) and in str and bytes.
+    values = [None, True, False, 0, -1, 2**31 - 1, 2**31, -2**31, -2**31 - 1, 2**40 + 12345, -2**62, 2**63 - 1,
+              -2**63, b"t12", b"", "ttnn.add", "é∂ü", (1, (2, None, b"x"), [3, "y"]), [], (),
+              [(0, "ttnn.add", 1, 123456789012, None, (7, (32, 32), 0, 1))]]
+    for value in values:
+        assert recorder._hook.dumps(value) == marshal.dumps(value, 2), value
+    for value in (1.5, {"a": 1}, 2**64, [1, (2, 0.5)]):  # left to marshal: the hook writes those records its way
+        assert recorder._hook.dumps(value) is None

@@ -139,6 +139,130 @@ static int is_primitive(PyObject *x) {
     return t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type || t == &PyUnicode_Type || x == Py_None;
 }
 
+/* -- the log's bytes --------------------------------------------------------------------------------------------- */
+
+/* marshal.dumps(obj, 2)'s bytes for what records hold (None, bools, ints, bytes, str, tuples and lists of them),
+ * written by hand into a buffer kept between ops: marshal's own writer costs ~1 us an op of the 32x32 add loop
+ * (a type test chain per value, a list and a bytes object per write). Anything else (a float, a dict in a ROW)
+ * is left to marshal. tests/test_hook_native.py holds the bytes equal to marshal's. */
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+} Out;
+
+static int out_room(Out *o, Py_ssize_t n) {
+    if (o->len + n <= o->cap) return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 4096;
+    while (cap < o->len + n) cap *= 2;
+    char *data = PyMem_Realloc(o->data, cap);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->data = data;
+    o->cap = cap;
+    return 0;
+}
+
+static void put_u32(Out *o, uint32_t v) { /* marshal's little-endian int32 */
+    unsigned char *d = (unsigned char *)o->data + o->len;
+    d[0] = (unsigned char)v;
+    d[1] = (unsigned char)(v >> 8);
+    d[2] = (unsigned char)(v >> 16);
+    d[3] = (unsigned char)(v >> 24);
+    o->len += 4;
+}
+
+#define ENC_UNSUPPORTED 1
+
+static int encode(Out *o, PyObject *v, int depth) {
+    if (depth > 32) return ENC_UNSUPPORTED;
+    if (out_room(o, 5) < 0) return -1;
+    if (v == Py_None || v == Py_True || v == Py_False) {
+        o->data[o->len++] = v == Py_None ? 'N' : v == Py_True ? 'T' : 'F';
+        return 0;
+    }
+    PyTypeObject *t = Py_TYPE(v);
+    if (t == &PyLong_Type) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow) return ENC_UNSUPPORTED;
+        if (x >= -2147483648LL && x <= 2147483647LL) {
+            o->data[o->len++] = 'i';
+            put_u32(o, (uint32_t)(int32_t)x);
+            return 0;
+        }
+        /* TYPE_LONG: the count of 15-bit digits (negative for a negative number), then the digits, low first */
+        unsigned long long m = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+        int n = 0;
+        for (unsigned long long r = m; r; r >>= 15) n++;
+        if (out_room(o, 5 + 2 * n) < 0) return -1;
+        o->data[o->len++] = 'l';
+        put_u32(o, (uint32_t)(int32_t)(x < 0 ? -n : n));
+        for (int i = 0; i < n; i++, m >>= 15) {
+            o->data[o->len++] = (char)(m & 0xFF);
+            o->data[o->len++] = (char)((m >> 8) & 0x7F);
+        }
+        return 0;
+    }
+    if (t == &PyBytes_Type || t == &PyUnicode_Type) {
+        const char *text;
+        Py_ssize_t n;
+        if (t == &PyBytes_Type) {
+            text = PyBytes_AS_STRING(v);
+            n = PyBytes_GET_SIZE(v);
+        } else {
+            text = PyUnicode_AsUTF8AndSize(v, &n); /* marshal writes str as UTF-8 ("surrogatepass" aside) */
+            if (text == NULL) {
+                PyErr_Clear();
+                return ENC_UNSUPPORTED;
+            }
+        }
+        if (n > 0x7FFFFFFF) return ENC_UNSUPPORTED;
+        if (out_room(o, 5 + n) < 0) return -1;
+        o->data[o->len++] = t == &PyBytes_Type ? 's' : 'u';
+        put_u32(o, (uint32_t)n);
+        memcpy(o->data + o->len, text, n);
+        o->len += n;
+        return 0;
+    }
+    if (t == &PyTuple_Type || t == &PyList_Type) {
+        Py_ssize_t n = Py_SIZE(v);
+        PyObject **items = t == &PyTuple_Type ? ((PyTupleObject *)v)->ob_item : ((PyListObject *)v)->ob_item;
+        o->data[o->len++] = t == &PyTuple_Type ? '(' : '[';
+        put_u32(o, (uint32_t)n);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int r = encode(o, items[i], depth + 1);
+            if (r) return r;
+        }
+        return 0;
+    }
+    return ENC_UNSUPPORTED;
+}
+
+/* [*pending[:k], record] as marshal.dumps(..., 2) writes it, into o: 0, ENC_UNSUPPORTED or -1. */
+static int encode_write(Out *o, PyObject *pending, Py_ssize_t k, PyObject *record) {
+    o->len = 0;
+    if (out_room(o, 5) < 0) return -1;
+    o->data[o->len++] = '[';
+    put_u32(o, (uint32_t)(k + 1));
+    for (Py_ssize_t i = 0; i < k; i++) {
+        int r = encode(o, PyList_GET_ITEM(pending, i), 0);
+        if (r) return r;
+    }
+    return encode(o, record, 0);
+}
+
+static Out scratch; /* append_op's: no Python code runs while it is filled and copied (the GIL is held) */
+
+static PyObject *dumps(PyObject *module, PyObject *obj) {
+    Out o = {NULL, 0, 0};
+    int r = encode(&o, obj, 0);
+    PyObject *out = r < 0 ? NULL : r ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize(o.data, o.len);
+    PyMem_Free(o.data);
+    return out;
+}
+
 /* -- begin ------------------------------------------------------------------------------------------------- */
 
 /* One argument as the log records it, appending tensor ids to `inputs`: a seen Tensor as b"t<id>", a plain
@@ -411,20 +535,36 @@ static int append_op(Hook *h, PyObject *record) {
     Py_DECREF(r);
     int rc = -1;
     PyObject *out = NULL, *data = NULL, *mm = NULL;
-    /* the lists are built before the offset is read: a collection they set off may run a finalizer that frees
-     * a buffer (a pending FREE) or a signal handler that closes the log (re-entrant lock) in between */
-    Py_ssize_t k = PyList_GET_SIZE(h->pending);
-    out = PyList_GetSlice(h->pending, 0, k);
-    if (out == NULL || PyList_SetSlice(h->pending, 0, k, NULL) < 0 || PyList_Append(out, record) < 0) goto unlock;
-    data = PyMarshal_WriteObjectToString(out, 2);
-    if (data == NULL) goto unlock;
-    Py_ssize_t n = PyBytes_GET_SIZE(data), off, room;
+    Py_ssize_t k = PyList_GET_SIZE(h->pending), n, off, room;
+    const char *bytes;
+    /* Encoding runs no Python code: nothing can append to the pending list or close the log until the records
+     * are in the segment and taken off the list. */
+    int enc = encode_write(&scratch, h->pending, k, record);
+    if (enc < 0) goto unlock;
+    if (enc == 0) {
+        bytes = scratch.data;
+        n = scratch.len;
+    } else { /* a value only marshal writes (a float, a dict): the Python append's way */
+        /* the list is built before the offset is read: a collection it sets off may run a finalizer that frees a
+         * buffer (a pending FREE) or a signal handler that closes the log (re-entrant lock) in between */
+        out = PyList_GetSlice(h->pending, 0, k);
+        if (out == NULL || PyList_SetSlice(h->pending, 0, k, NULL) < 0 || PyList_Append(out, record) < 0)
+            goto unlock;
+        data = PyMarshal_WriteObjectToString(out, 2);
+        if (data == NULL) goto unlock;
+        bytes = PyBytes_AS_STRING(data);
+        n = PyBytes_GET_SIZE(data);
+    }
     if (get_ssize(h->sink, S_off, &off) < 0 || get_ssize(h->sink, S_room, &room) < 0) goto unlock;
     mm = PyObject_GetAttr(h->sink, S_mm);
     if (mm == NULL) goto unlock;
     Py_buffer view;
     if (off + n + 8 > room || mm == Py_None || PyObject_GetBuffer(mm, &view, PyBUF_WRITABLE) < 0) {
         PyErr_Clear(); /* LogSink._write rolls to a new segment, or counts the loss, or raises as the mmap does */
+        if (data == NULL) {
+            data = PyBytes_FromStringAndSize(bytes, n);
+            if (data == NULL || PyList_SetSlice(h->pending, 0, k, NULL) < 0) goto unlock;
+        }
         r = PyObject_CallMethodOneArg(h->sink, S_write, data);
         Py_XDECREF(r);
         rc = r == NULL ? -1 : 1;
@@ -436,11 +576,12 @@ static int append_op(Hook *h, PyObject *record) {
         goto unlock;
     }
     char *base = (char *)view.buf;
-    memcpy(base + off + 4, PyBytes_AS_STRING(data), n);
+    memcpy(base + off + 4, bytes, n);
     unsigned char len[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
                             (unsigned char)(n >> 24)}; /* little-endian, as struct "<I" */
     memcpy(base + off, len, 4); /* last: the record is whole once its length is there */
     PyBuffer_Release(&view);
+    if (data == NULL && PyList_SetSlice(h->pending, 0, k, NULL) < 0) goto unlock; /* written: off the list */
     rc = set_long(h->sink, S_off, off + 4 + n);
 unlock:
     Py_XDECREF(out);
@@ -840,7 +981,13 @@ static PyTypeObject HookType = {
     .tp_methods = Hook_methods,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_hook", NULL, -1, NULL};
+static PyMethodDef module_methods[] = {
+    {"dumps", (PyCFunction)dumps, METH_O,
+     "dumps(obj): marshal.dumps(obj, 2) as the hook writes it, or None for a value it leaves to marshal"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_hook", NULL, -1, module_methods};
 
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
 
