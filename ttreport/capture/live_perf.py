@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from ttreport.capture.log_perf import ON_MODEL_THREAD
-from ttreport.capture.recorder import OP, STOP
+from ttreport.capture.recorder import MADE_TENSOR_ID_BASE, OP, STOP
 from ttreport.export import ops_perf
 
 HOLD_ROWS = 4096  # rows kept unrendered at the start: a model's widest op and its devices come early
@@ -49,7 +49,9 @@ class LivePerf:
         self.fields = ops_perf._Fields(None)  # (spec_id, buffer type, device id) -> the tensor columns' number
         self.specs: dict[int, tuple] = {}  # spec_id -> (shape, layout, dtype, memory_config) texts
         self.tensors: dict[int, int] = {}  # tensor id -> its number in fields (its first `tensors` row's)
-        self.max_dropped = 0  # the highest tensor id dropped from self.tensors: below it, ask the db
+        # The highest tensor id dropped from self.tensors, of device_sim's ids and of the ids the capture made
+        # (golden tensors, from MADE_TENSOR_ID_BASE): an id at or below its range's is asked of the db.
+        self.max_dropped = [0, MADE_TENSOR_ID_BASE - 1]
         self.unlinked: set[int] = set()  # tensor ids an op named with no `tensors` row then
         self.cores_of: dict[int, int | None] = {}  # device id -> compute cores (its first `devices` row's)
         self.cores = 64  # the exporter's MAX(num_x_compute_cores * num_y_compute_cores), 64 with none
@@ -151,14 +153,19 @@ class LivePerf:
     def _note(self, row) -> None:
         """A `tensors` row (tensor id, spec_id, device id, address, buffer type, ...) this batch inserted."""
         tid = row[0]
-        if tid in self.tensors or tid <= self.max_dropped:
+        if tid in self.tensors or tid <= self.max_dropped[tid >= MADE_TENSOR_ID_BASE]:
             return  # inserted before (the db keeps the first), or maybe: the db is asked when it is named
+        self._keep(tid, self._number(row[1], row[4], row[2]))
+
+    def _keep(self, tid: int, n: int) -> int:
         tensors = self.tensors
         if len(tensors) >= MAX_TENSORS:
             for old in list(tensors)[:len(tensors) // 2]:
-                self.max_dropped = max(self.max_dropped, old)
+                made = old >= MADE_TENSOR_ID_BASE
+                self.max_dropped[made] = max(self.max_dropped[made], old)
                 del tensors[old]
-        tensors[tid] = self._number(row[1], row[4], row[2])
+        tensors[tid] = n
+        return n
 
     def _number(self, spec_id, buffer_type, device_id) -> int:
         key = (spec_id, buffer_type, device_id)
@@ -181,8 +188,7 @@ class LivePerf:
             return None
         if row[0] is None:
             raise ValueError(f"tensor {tid}'s row has no spec_id")
-        n = self.tensors[tid] = self._number(*row)  # newest again: a model's weights are named op after op
-        return n
+        return self._keep(tid, self._number(*row))  # newest again: a model's weights are named op after op
 
     def _widths(self, n_in: int, n_out: int, cores: int) -> None:
         """The header's tensor slots or the core count changed: fine while nothing is rendered."""
