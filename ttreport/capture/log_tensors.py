@@ -3,15 +3,15 @@ and the writer process writes the file from them (Config(writer="process"), the 
 
     from ttreport.capture.log_tensors import FileWriter, LogStorage
     storage = LogStorage(sink, tensor_store, report_dir)  # the capture's: Recorder(config, queue, storage)
-    storage.put_many([(5, "tensors/5.pt", value, dtype, layout, memory_config)])  # the model's thread
+    storage.put_with_op([(5, "tensors/5.pt", value, dtype, layout, memory_config)])  # the model's, before its OP
     files = FileWriter(report_dir)                        # the writer process
     batch = files.convert(batch)                          # VALUES records -> the files, and their rows
 
 Why: with a tensor thread in the model's process, the model paid for each 2 KiB file in GIL handoffs
 (bench/README.md, issue 14 round 5: ~150 µs of that thread's CPU a file, 13-16 % of it on the model's
-thread). Copying the bytes into the log is ~1 µs, and they are on disk (the page cache) once the op
-returns: a SIGKILL of the model loses neither the op nor its file, which the writer process, or the
-next open, writes from the log. A VALUES record is
+thread). Copying 2 KiB into the op's own write costs it ~3.6 µs (the log's page faults are most of it),
+and the bytes are on disk (the page cache) once the op returns: a SIGKILL of the model loses neither
+the op nor its file, which the writer process, or the next open, writes from the log. A VALUES record is
 
     (VALUES, tensor_id, path in the report, torch dtype text, shape, bytes, extra, device)
 
@@ -36,8 +36,8 @@ from ttreport.capture.recorder import FILE_LOST, META, ROW, STOP
 from ttreport.storage import TENSORS_DIR, DiskRoom, write_values
 
 VALUES = 19  # a tag of the log only: under oplog's definitions (20-26), above the recorder's (0-10)
-# The largest value the model copies into the log; bigger ones go to the tensor thread (bench/README.md,
-# issue 14 round 6: the copy costs the model ~0.1 µs a KiB, the thread's handoffs ~7 µs a file).
+# The largest value the model copies into the log; bigger ones go to the tensor thread (bench/README.md, issue 14
+# round 6: up to 64 KiB the log costs the model less than the thread's handoffs, from 256 KiB more).
 LOG_VALUE_BYTES = 64 << 10
 _TEXT: dict = {}  # torch dtype -> its text ("torch.bfloat16"): a dict hit is half of str()
 
