@@ -115,8 +115,37 @@ def test_the_c_hook_writes_the_log_bytes_marshal_writes():
     # What records hold, at the edges of marshal's int forms (int32, then 15-bit digits) and in str and bytes.
     values = [None, True, False, 0, -1, 2**31 - 1, 2**31, -2**31, -2**31 - 1, 2**40 + 12345, -2**62, 2**63 - 1,
               -2**63, b"t12", b"", "ttnn.add", "é∂ü", (1, (2, None, b"x"), [3, "y"]), [], (),
-              [(0, "ttnn.add", 1, 123456789012, None, (7, (32, 32), 0, 1))]]
+              [(0, "ttnn.add", 1, 123456789012, None, (7, (32, 32), 0, 1))], 0.5, -0.0, float("inf"), 1e300,
+              {"operation_id": 3, "compute_ns": 12.5, "bound": "compute", "x": None}, {}, [{"a": (1, [2.5])}]]
     for value in values:
         assert recorder._hook.dumps(value) == marshal.dumps(value, 2), value
-    for value in (1.5, {"a": 1}, 2**64, [1, (2, 0.5)]):  # left to marshal: the hook writes those records its way
-        assert recorder._hook.dumps(value) is None
+    for value in (2**64, -2**64, [1, (2, {3})], {"a": 2**70}, MemoryError):  # left to marshal: those records
+        assert recorder._hook.dumps(value) is None  # are written its way
+
+
+@native
+def test_a_pending_record_only_marshal_can_write_goes_into_the_log_before_the_op(tmp_path, device):
+    import torch
+
+    import device_sim as ttnn
+    from device_sim.registry import OPS
+    from ttreport import Config
+    from ttreport.capture import log_perf
+    from ttreport.capture.oplog import LogQueue, LogSink, LogTail
+
+    sink = LogSink(tmp_path / "oplog")
+    rec = recorder.Recorder(Config(writer="process"), LogQueue(sink, 100))
+    sink._code = rec.code
+    rec.estimate = log_perf.estimate_on_model_thread  # as a capture sets it: the C end records an add itself
+    assert type(rec.begin).__name__ == "builtin_function_or_method" and not rec._estimates(OPS["ttnn.add"])
+    a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    add = OPS["ttnn.add"]
+    for big in (2**70, 2**71):  # the thread's first op goes through the Python begin, the second is the C hook's
+        sink.event((recorder.FREE, big, 1))  # an int past 64 bits: the C writer leaves the whole write to marshal
+        token = rec.begin(add, (a, a), {})
+        rec.end(token, add.function(a, a), None)
+    sink.close()
+    records, _ = LogTail(tmp_path / "oplog").read(1000)
+    tags = [(r[0], r[1]) if r[0] == recorder.FREE else (r[0], r[2]) for r in records
+            if r[0] == recorder.OP or r[0] == recorder.FREE and r[1] > 2**64]
+    assert tags == [(recorder.FREE, 2**70), (recorder.OP, 1), (recorder.FREE, 2**71), (recorder.OP, 2)]

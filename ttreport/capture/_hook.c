@@ -141,10 +141,10 @@ static int is_primitive(PyObject *x) {
 
 /* -- the log's bytes --------------------------------------------------------------------------------------------- */
 
-/* marshal.dumps(obj, 2)'s bytes for what records hold (None, bools, ints, bytes, str, tuples and lists of them),
- * written by hand into a buffer kept between ops: marshal's own writer costs ~1 us an op of the 32x32 add loop
- * (a type test chain per value, a list and a bytes object per write). Anything else (a float, a dict in a ROW)
- * is left to marshal. tests/test_hook_native.py holds the bytes equal to marshal's. */
+/* marshal.dumps(obj, 2)'s bytes for what records hold (None, bools, ints, floats, bytes, str, and tuples, lists
+ * and dicts of them), written by hand into a buffer kept between ops: marshal's own writer costs ~1 us an op of
+ * the 32x32 add loop (a type test chain per value, a list and a bytes object per write). Anything else (an int
+ * past 64 bits, a subclass) is left to marshal. tests/test_hook_native.py holds the bytes equal to marshal's. */
 typedef struct {
     char *data;
     Py_ssize_t len, cap;
@@ -226,6 +226,26 @@ static int encode(Out *o, PyObject *v, int depth) {
         o->len += n;
         return 0;
     }
+    if (t == &PyFloat_Type) {
+        if (out_room(o, 9) < 0) return -1;
+        o->data[o->len++] = 'g'; /* TYPE_BINARY_FLOAT: 8 bytes, little-endian */
+        if (PyFloat_Pack8(PyFloat_AS_DOUBLE(v), o->data + o->len, 1) < 0) return -1;
+        o->len += 8;
+        return 0;
+    }
+    if (t == &PyDict_Type) {
+        o->data[o->len++] = '{'; /* key, value, ..., then TYPE_NULL */
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(v, &pos, &key, &value)) { /* no Python runs here: the dict cannot change */
+            int r = encode(o, key, depth + 1);
+            if (!r) r = encode(o, value, depth + 1);
+            if (r) return r;
+        }
+        if (out_room(o, 1) < 0) return -1;
+        o->data[o->len++] = '0';
+        return 0;
+    }
     if (t == &PyTuple_Type || t == &PyList_Type) {
         Py_ssize_t n = Py_SIZE(v);
         PyObject **items = t == &PyTuple_Type ? ((PyTupleObject *)v)->ob_item : ((PyListObject *)v)->ob_item;
@@ -240,17 +260,56 @@ static int encode(Out *o, PyObject *v, int depth) {
     return ENC_UNSUPPORTED;
 }
 
+/* A record given as its fields, without the tuple: those in `as_tuple` (a bit per field) are lists that the
+ * record holds as tuples. */
+typedef struct {
+    PyObject **fields;
+    int n;
+    unsigned as_tuple;
+} Fields;
+
+static PyObject *fields_tuple(const Fields *f) { /* the record itself, for marshal */
+    PyObject *t = PyTuple_New(f->n);
+    if (t == NULL) return NULL;
+    for (int i = 0; i < f->n; i++) {
+        PyObject *x = f->as_tuple >> i & 1 ? PyList_AsTuple(f->fields[i]) : Py_NewRef(f->fields[i]);
+        if (x == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
 /* [*pending[:k], record] as marshal.dumps(..., 2) writes it, into o: 0, ENC_UNSUPPORTED or -1. */
-static int encode_write(Out *o, PyObject *pending, Py_ssize_t k, PyObject *record) {
+static int encode_write(Out *o, PyObject *pending, Py_ssize_t k, const Fields *f) {
     o->len = 0;
-    if (out_room(o, 5) < 0) return -1;
+    if (out_room(o, 10) < 0) return -1;
     o->data[o->len++] = '[';
     put_u32(o, (uint32_t)(k + 1));
     for (Py_ssize_t i = 0; i < k; i++) {
         int r = encode(o, PyList_GET_ITEM(pending, i), 0);
         if (r) return r;
     }
-    return encode(o, record, 0);
+    o->data[o->len++] = '(';
+    put_u32(o, (uint32_t)f->n);
+    for (int i = 0; i < f->n; i++) {
+        PyObject *x = f->fields[i];
+        int r;
+        if (f->as_tuple >> i & 1) { /* a list written as the tuple the record holds */
+            Py_ssize_t m = PyList_GET_SIZE(x);
+            if (out_room(o, 5) < 0) return -1;
+            o->data[o->len++] = '(';
+            put_u32(o, (uint32_t)m);
+            r = 0;
+            for (Py_ssize_t j = 0; j < m && !r; j++) r = encode(o, PyList_GET_ITEM(x, j), 1);
+        } else {
+            r = encode(o, x, 1);
+        }
+        if (r) return r;
+    }
+    return 0;
 }
 
 static Out scratch; /* append_op's: no Python code runs while it is filled and copied (the GIL is held) */
@@ -279,9 +338,15 @@ static PyObject *record_arg(Hook *h, PyObject *a, PyObject *inputs, PyObject *sp
             int err = PyList_Append(inputs, tid);
             Py_DECREF(tid);
             if (err < 0) return NULL;
-            char text[32];
-            int len = snprintf(text, sizeof text, "t%zd", v); /* b"t%d" % tid */
-            return PyBytes_FromStringAndSize(text, len);
+            char text[32], *end = text + sizeof text, *p = end; /* b"t%d" % tid, without printf's parsing */
+            size_t u = v < 0 ? 0 - (size_t)v : (size_t)v;
+            do {
+                *--p = (char)('0' + u % 10);
+                u /= 10;
+            } while (u);
+            if (v < 0) *--p = '-';
+            *--p = 't';
+            return PyBytes_FromStringAndSize(p, end - p);
         }
         Py_DECREF(tid);
     } else if (is_primitive(a)) {
@@ -529,7 +594,7 @@ static int get_ssize(PyObject *o, PyObject *name, Py_ssize_t *v) {
 
 /* LogSink.append of an OP record without an error: the records pending before it and it, marshalled, copied
  * into the segment, its length last; then the writer's pace, outside the lock. */
-static int append_op(Hook *h, PyObject *record) {
+static int append_op(Hook *h, const Fields *record) {
     PyObject *r = PyObject_CallNoArgs(h->acquire);
     if (r == NULL) return -1;
     Py_DECREF(r);
@@ -540,6 +605,7 @@ static int append_op(Hook *h, PyObject *record) {
     /* Encoding runs no Python code: nothing can append to the pending list or close the log until the records
      * are in the segment and taken off the list. */
     int enc = encode_write(&scratch, h->pending, k, record);
+    PyObject *whole = NULL;
     if (enc < 0) goto unlock;
     if (enc == 0) {
         bytes = scratch.data;
@@ -547,8 +613,10 @@ static int append_op(Hook *h, PyObject *record) {
     } else { /* a value only marshal writes (a float, a dict): the Python append's way */
         /* the list is built before the offset is read: a collection it sets off may run a finalizer that frees a
          * buffer (a pending FREE) or a signal handler that closes the log (re-entrant lock) in between */
+        whole = fields_tuple(record);
+        if (whole == NULL) goto unlock;
         out = PyList_GetSlice(h->pending, 0, k);
-        if (out == NULL || PyList_SetSlice(h->pending, 0, k, NULL) < 0 || PyList_Append(out, record) < 0)
+        if (out == NULL || PyList_SetSlice(h->pending, 0, k, NULL) < 0 || PyList_Append(out, whole) < 0)
             goto unlock;
         data = PyMarshal_WriteObjectToString(out, 2);
         if (data == NULL) goto unlock;
@@ -584,6 +652,7 @@ static int append_op(Hook *h, PyObject *record) {
     if (data == NULL && PyList_SetSlice(h->pending, 0, k, NULL) < 0) goto unlock; /* written: off the list */
     rc = set_long(h->sink, S_off, off + 4 + n);
 unlock:
+    Py_XDECREF(whole);
     Py_XDECREF(out);
     Py_XDECREF(data);
     Py_XDECREF(mm);
@@ -661,8 +730,7 @@ static PyObject *Hook_end(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
     if (est) return end_py(h, args);
     long long end = now_ns();
     PyObject *tid = NULL, *specs = NULL, *spec = NULL, *l1 = NULL, *dram = NULL, *stack = NULL, *name = NULL,
-             *start = NULL, *stop = NULL, *inputs = NULL, *outputs = NULL, *seq = NULL, *record = NULL,
-             *result = NULL;
+             *start = NULL, *stop = NULL, *outputs = NULL, *seq = NULL, *result = NULL;
     PyObject *thread = NULL;
     int found = thread_state(h, &stack, &thread);
     Py_XDECREF(thread);
@@ -700,21 +768,19 @@ static PyObject *Hook_end(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
     if (name == NULL) goto done;
     start = PyLong_FromLongLong(PyLong_AsLongLong(PyTuple_GET_ITEM(token, 2)) - h->t0);
     stop = start ? PyLong_FromLongLong(end - h->t0) : NULL;
-    inputs = stop ? PyList_AsTuple(PyTuple_GET_ITEM(token, 9)) : NULL;
-    outputs = inputs ? PyTuple_Pack(1, tid) : NULL;
-    PyObject *specs_t = outputs ? PyList_AsTuple(specs) : NULL;
-    if (specs_t == NULL) goto done;
-    seq = PyIter_Next(h->seq);
-    if (seq == NULL) { Py_DECREF(specs_t); goto done; }
-    PyObject *tag = PyLong_FromLong(TAG_OP);
-    if (tag == NULL) { Py_DECREF(specs_t); goto done; }
-    record = PyTuple_Pack(19, tag, name, op_id, start, stop, PyTuple_GET_ITEM(token, 3), PyTuple_GET_ITEM(token, 4),
-                          PyTuple_GET_ITEM(token, 5), PyTuple_GET_ITEM(token, 6), PyTuple_GET_ITEM(token, 7),
-                          PyTuple_GET_ITEM(token, 8), inputs, outputs, specs_t, Py_None, seq, l1, dram, Py_None);
+    outputs = stop ? PyTuple_Pack(1, tid) : NULL;
+    seq = outputs ? PyIter_Next(h->seq) : NULL;
+    if (seq == NULL) goto done;
+    PyObject *tag = PyLong_FromLong(TAG_OP); /* a small int: never fails */
+    /* Recorder.end's OP record, written field by field (no tuple): begin's lists of inputs and specs as tuples */
+    PyObject *fields[19] = {tag, name, op_id, start, stop, PyTuple_GET_ITEM(token, 3), PyTuple_GET_ITEM(token, 4),
+                            PyTuple_GET_ITEM(token, 5), PyTuple_GET_ITEM(token, 6), PyTuple_GET_ITEM(token, 7),
+                            PyTuple_GET_ITEM(token, 8), PyTuple_GET_ITEM(token, 9), outputs, specs, Py_None, seq, l1,
+                            dram, Py_None};
+    Fields record = {fields, 19, 1u << 11 | 1u << 13};
+    int err = append_op(h, &record);
     Py_DECREF(tag);
-    Py_DECREF(specs_t);
-    if (record == NULL) goto done;
-    if (append_op(h, record) < 0) goto done;
+    if (err < 0) goto done;
     result = Py_NewRef(Py_None);
 done:
     Py_XDECREF(tid);
@@ -725,10 +791,8 @@ done:
     Py_XDECREF(name);
     Py_XDECREF(start);
     Py_XDECREF(stop);
-    Py_XDECREF(inputs);
     Py_XDECREF(outputs);
     Py_XDECREF(seq);
-    Py_XDECREF(record);
     return result;
 }
 
