@@ -27,6 +27,10 @@
 #include <string.h>
 #include <time.h>
 
+#if PY_VERSION_HEX < 0x030B0000 /* 3.10: marshal's float packer before it was public */
+#define PyFloat_Pack8(x, p, le) _PyFloat_Pack8((x), (unsigned char *)(p), (le))
+#endif
+
 /* recorder.py's tags */
 #define TAG_OP 0
 #define TAG_ALLOC 1

@@ -19,6 +19,10 @@
 
 #define MAX_ITEMS 1024 /* 512 frames: Config.stack_depth is far below it */
 
+#if PY_VERSION_HEX < 0x030B0000 /* 3.10: no PyFrame_GetLasti; the field is public there */
+static int PyFrame_GetLasti(PyFrameObject *f) { return f->f_lasti; }
+#endif
+
 /* What the walk learnt about a (code, instruction) pair: whether its code is the library's and, if not, the
  * line and id(code) ints it records. A model calls its ops from a few hundred places, each seen again every
  * step: without it each frame cost a dict lookup, an int for id(code) and a line number computed from the code's
