@@ -11,11 +11,13 @@ float32, the sum rounded once to bfloat16, nearest even. The float32 path obeys 
 (bfloat16 operands widened, torch's float32 matmul, .bfloat16()); so does torch's bfloat16 kernel
 (oneDNN's AMX / AVX512-BF16 code here: float32 accumulators, one RNE conversion), but in its own
 order of the float32 sums, so 1 in ~5,000 outputs of a 1024^3 randn product is one bfloat16 ulp
-apart from the float32 path's (bench/README.md, "Issue 14, round 6"), and 6-8x faster. Two things
-keep it to the rule:
+apart from the float32 path's (bench/README.md, "Issue 14, round 6"), and 6-8x faster. A bias of one
+value per column goes through torch.addmm, which adds it to the float32 sums before the rounding, as the
+float32 path does. Two things keep it to the rule:
 - a probe, once a process, on inputs whose every partial sum is exact in float32: a kernel that
-  rounds products or partial sums to bfloat16, or rounds other than to nearest even, gives other
-  values than the float32 path there and is not used (other CPUs run other kernels);
+  rounds products or partial sums to bfloat16, or rounds other than to nearest even (or, for addmm,
+  before the bias), gives other values than the float32 path there and is not used (other CPUs run
+  other kernels);
 - a guard on each call: the kernel treats float32 denormals as zero (its inputs, products and
   partial sums), the float32 path does not. Every product and partial sum of a matmul is a multiple
   of the product of the operands' smallest quanta, 2**(ea - 134) * 2**(eb - 134) for the smallest
@@ -46,15 +48,20 @@ MIN_MACS = 128**3
 # ea + eb >= this keeps every nonzero product and partial sum at or above 2**-126 (module docstring).
 _MIN_EXPONENT_SUM = 142
 _ALL_ZERO = 0x8000  # a min magnitude of 15 bits: none of the values is nonzero
+# A bias's least quantum, 2**(e - 134), at least 2**-126: partial sums that include it stay normal too.
+_MIN_BIAS_EXPONENT = 8
 
 
-def bf16_product(a: torch.Tensor, b: torch.Tensor, transpose_a: bool = False,
-                 transpose_b: bool = False) -> torch.Tensor | None:
-    """a @ b (each transposed first as asked) as torch's bfloat16 kernel computes it, when that obeys the rule
-    here; None when the caller must compute in float32 (small products, denormals in reach, other kernels).
+def bf16_product(a: torch.Tensor, b: torch.Tensor, transpose_a: bool = False, transpose_b: bool = False,
+                 bias: torch.Tensor | None = None) -> torch.Tensor | None:
+    """a @ b (each transposed first as asked), plus `bias`, as torch's bfloat16 kernel computes it, when that
+    obeys the rule here; None when the caller must compute in float32 (small products, denormals in reach,
+    other kernels, a bias other than one value per output column).
 
     Args:
         a, b: bfloat16 torch tensors of 2 or more dims whose shapes multiply (the caller checked them).
+        bias: bfloat16, one value per column of the product ([N], [1, N], ...): added to the float32 sums
+            before their one rounding (torch.addmm), as the float32 path adds it; b must then be 2-D.
     """
     # the size first: most calls of a model are small, and this is 0.15 us of their 15 (a 32^3 product)
     if b.dim() < 2 or a.numel() * b.size(-2 if transpose_b else -1) < MIN_MACS or a.dim() < 2:
@@ -62,7 +69,16 @@ def bf16_product(a: torch.Tensor, b: torch.Tensor, transpose_a: bool = False,
     if a.dtype is not torch.bfloat16 or b.dtype is not torch.bfloat16 or not kernel_obeys_rule() \
             or not no_denormals(a, b):
         return None
-    return torch.matmul(a.transpose(-2, -1) if transpose_a else a, b.transpose(-2, -1) if transpose_b else b)
+    a, b = (a.transpose(-2, -1) if transpose_a else a), (b.transpose(-2, -1) if transpose_b else b)
+    if bias is None:
+        return torch.matmul(a, b)
+    n = b.shape[-1]
+    if (b.dim() != 2 or bias.dtype is not torch.bfloat16 or bias.numel() != n or bias.shape[-1] != n
+            or bias.dim() > a.dim()  # [1, 1, N] on a 2-D product widens it: the float32 path says how
+            or not bias_kernel_obeys_rule() or min_magnitude(bias) >> 7 < _MIN_BIAS_EXPONENT):
+        return None
+    y = torch.addmm(bias.reshape(n), a.reshape(-1, a.shape[-1]), b)  # [..., M, K] as [... * M, K]: one matrix
+    return y.view(*a.shape[:-1], n)
 
 
 def no_denormals(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -87,6 +103,26 @@ def kernel_obeys_rule() -> bool:
     return probe(torch.matmul)
 
 
+@functools.cache
+def bias_kernel_obeys_rule() -> bool:
+    """Whether torch.addmm of bfloat16 tensors passes probe_bias(): asked once a process."""
+    return probe_bias(torch.addmm)
+
+
+def probe_bias(addmm) -> bool:
+    """Whether `addmm(bias, a, b)` of bfloat16 tensors adds the bias to the float32 sums before their one
+    rounding, on probe()'s operands and a bias of multiples of 1/16 (every sum exact in float32): bias[0] =
+    2**-9 takes row 2's 1 + 2**-8 (a tie, to 1 if rounded first) to 1 + 3 * 2**-9, which rounds once to
+    1 + 2**-7. A kernel that rounds the product before adding the bias gives 1 there."""
+    a, b = _probe_operands()
+    bias = torch.randint(-16, 17, (b.shape[1],), generator=torch.Generator().manual_seed(15)) / 16
+    bias[0] = 2.0**-9
+    bias = bias.bfloat16()
+    expected = (torch.matmul(a.float(), b.float()) + bias.float()).bfloat16()
+    assert expected[2, 0] == 1 + 2.0**-7, "the probe's own sums must be exact"
+    return torch.equal(addmm(bias, a, b), expected)
+
+
 def probe(matmul) -> bool:
     """Whether `matmul` of two bfloat16 tensors gives the float32 path's values on a probe whose every partial
     sum is exact in float32, so that only the order of the sums could tell such a kernel's results apart.
@@ -95,6 +131,13 @@ def probe(matmul) -> bool:
     (over blocks of any size), a final rounding other than to nearest even (two ties, one to each side). 128 x 520
     @ 520 x 128 (K not a multiple of 32, MACs at MIN_MACS's size class); ~0.1 ms once a process.
     """
+    a, b = _probe_operands()
+    expected = torch.matmul(a.float(), b.float()).bfloat16()
+    assert expected[0, 0] == 2 and expected[1, 1] == 2.0**-14, "the probe's own sums must be exact"
+    return torch.equal(matmul(a, b), expected)
+
+
+def _probe_operands() -> tuple[torch.Tensor, torch.Tensor]:
     m, k = 128, 520
     a, b = torch.zeros(m, k), torch.zeros(k, m)
     b[:, 0] = 1
@@ -109,7 +152,4 @@ def probe(matmul) -> bool:
     g = torch.Generator().manual_seed(14)
     a[4:, :] = torch.randint(-16, 17, (m - 4, k), generator=g) / 16
     b[:, 2:] = torch.randint(-16, 17, (k, m - 2), generator=g)
-    a, b = a.bfloat16(), b.bfloat16()
-    expected = torch.matmul(a.float(), b.float()).bfloat16()
-    assert expected[0, 0] == 2 and expected[1, 1] == 2.0**-14, "the probe's own sums must be exact"
-    return torch.equal(matmul(a, b), expected)
+    return a.bfloat16(), b.bfloat16()

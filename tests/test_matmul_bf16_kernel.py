@@ -8,7 +8,7 @@ import torch
 
 import device_sim as ttnn
 from device_sim import matmul_kernel
-from device_sim.matmul_kernel import min_magnitude, no_denormals, probe
+from device_sim.matmul_kernel import min_magnitude, no_denormals, probe, probe_bias
 
 
 def _float32_path(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -50,6 +50,12 @@ def _final_rounding(half_up: bool):
         bits = (a.float() @ b.float()).view(torch.int32)
         return ((bits + 0x8000 if half_up else bits) & ~0xFFFF).view(torch.float32).bfloat16()
     return matmul
+
+
+def test_the_bias_probe_passes_the_float32_path_and_fails_a_kernel_that_rounds_before_the_bias():
+    assert probe_bias(lambda bias, a, b: (torch.matmul(a.float(), b.float()) + bias.float()).bfloat16())
+    assert not probe_bias(lambda bias, a, b: _float32_path(a, b).float().add(bias.float()).bfloat16())
+    assert not probe_bias(lambda bias, a, b: _float32_path(a, b))  # no bias at all
 
 
 def test_the_probe_passes_the_float32_path_and_fails_every_kernel_that_breaks_the_rule():
@@ -174,13 +180,38 @@ def test_products_under_128_cubed_multiply_adds_keep_the_float32_path(device):
     assert matmul_kernel.bf16_product(a[0], b) is None  # a vector: torch's matrix-vector kernels are not probed
 
 
-def test_bias_activation_float32_outputs_and_kernel_configs_keep_the_float32_path(device):
+@pytest.mark.parametrize(("shape_a", "shape_b"), [((1024, 1024), (1024, 1024)), ((8, 128, 1000), (1000, 96))])
+def test_a_bfloat16_bias_joins_the_float32_sums_before_the_one_rounding(device, shape_a, shape_b):
+    a, b, bias = _randn(*shape_a, seed=21), _randn(*shape_b, seed=22), _randn(1, shape_b[-1], seed=23)
+    y = ttnn.to_torch(ttnn.linear(_device(a, device), _device(b, device), bias=_device(bias, device)))
+    old = (torch.matmul(a.float(), b.float()) + bias.float()).bfloat16()
+    ex = torch.matmul(a.double(), b.double()) + bias.double()
+    if matmul_kernel.kernel_obeys_rule() and matmul_kernel.bias_kernel_obeys_rule():
+        assert torch.equal(y, torch.addmm(bias[0], a.reshape(-1, shape_a[-1]), b).view(y.shape))
+    assert int((y != old).sum()) <= max(2, y.numel() // 2000)
+    bound = ex.abs() * 2.0**-8 + shape_a[-1] * 2.0**-23 * (torch.matmul(a.double().abs(), b.double().abs())
+                                                           + bias.double().abs())
+    assert bool(((y.double() - ex).abs() <= bound).all())
+    assert int((y != ex.float().bfloat16()).sum()) <= int((old != ex.float().bfloat16()).sum()) + 2
+
+
+def test_a_bias_that_is_not_one_value_per_column_or_near_the_denormals_keeps_the_float32_path(device):
+    a, b = _randn(256, 256, seed=9), _randn(256, 256, seed=10)
+    f32 = torch.matmul(a.float(), b.float())
+    for bias in (_randn(256, 256, seed=11), _randn(1, 1, 256, seed=12), torch.full((1, 256), 2.0**-130).bfloat16()):
+        assert matmul_kernel.bf16_product(a, b, bias=bias) is None
+        y = ttnn.to_torch(ttnn.linear(_device(a, device), _device(b, device), bias=_device(bias, device)))
+        assert torch.equal(y, (f32 + bias.float()).bfloat16())
+
+
+def test_activation_float32_outputs_and_kernel_configs_keep_the_float32_path(device):
     a, b = _randn(256, 256, seed=9), _randn(256, 256, seed=10)
     bias = _randn(1, 256, seed=11)
     A, B, Bias = _device(a, device), _device(b, device), _device(bias, device)
     f32 = torch.matmul(a.float(), b.float())
     # one rounding after the bias and after the activation, as before
-    assert torch.equal(ttnn.to_torch(ttnn.linear(A, B, bias=Bias)), (f32 + bias.float()).bfloat16())
+    assert torch.equal(ttnn.to_torch(ttnn.linear(A, B, bias=Bias, activation="relu")),
+                       torch.relu(f32 + bias.float()).bfloat16())
     assert torch.equal(ttnn.to_torch(ttnn.matmul(A, B, activation="relu")), torch.relu(f32).bfloat16())
     assert torch.equal(ttnn.to_torch(ttnn.matmul(A, B, dtype=ttnn.float32)), f32)
     target = ttnn.from_torch(torch.zeros(256, 256), dtype=ttnn.float32, layout=ttnn.TILE, device=device)

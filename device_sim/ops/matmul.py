@@ -152,15 +152,18 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
     act = activations.resolve(op_name, activation if activation is not None else fused)
     target = pending_output_target(op_name)
     y = None
-    # bfloat16 in, bfloat16 out, nothing between the sum and its rounding (no emulation, bias, activation, or
-    # float32 output tensor): torch's bfloat16 kernel where it keeps the rule (device_sim/matmul_kernel.py).
-    if (not emulate and bias is None and act is None and out_dtype is _BF16 and input_tensor_a.dtype is _BF16
-            and input_tensor_b.dtype is _BF16 and (target is None or target.dtype is _BF16)):
-        y = matmul_kernel.bf16_product(va, vb, transpose_a, transpose_b)
+    # bfloat16 in (a bias too), bfloat16 out, nothing between the sum and its rounding but the bias (no emulation,
+    # activation or float32 output tensor): torch's bfloat16 kernel where it keeps the rule (matmul_kernel.py).
+    if (not emulate and act is None and out_dtype is _BF16 and input_tensor_a.dtype is _BF16
+            and input_tensor_b.dtype is _BF16 and (bias is None or bias.dtype is _BF16)
+            and (target is None or target.dtype is _BF16)):
+        y = matmul_kernel.bf16_product(va, vb, transpose_a, transpose_b,
+                                       None if bias is None else bias._value_or_raise())
+    biased = y is not None and bias is not None
     if y is None:
         a, b = _operands(_float32(va, "a"), _float32(vb, "b"), transpose_a, transpose_b)
         y = numerics.matmul(a, b, n) if emulate else torch.matmul(a, b)
-    if bias is not None:
+    if bias is not None and not biased:
         bv = values(bias, op_name)
         if not broadcasts(y.shape, bv.shape):
             # TT-NN's bias checks (matmul_device_operation.cpp): TT_FATAL on the last dim, then on the batch.
