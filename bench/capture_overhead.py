@@ -137,15 +137,16 @@ def _run(tmp, device, n_ops, repeats, commit_ops, big_ops) -> list[Figure]:
 def _model_thread_cpu(tmp, device_loop, n_ops: int, repeats: int) -> list[Figure]:
     """The model thread's own CPU (time.thread_time) under writer="process", min of `repeats`: what the
     recorder and the log cost it, without the waits for a core that a loaded machine adds to wall time.
-    With tensors="outputs" that is set against the tensor thread's CPU for the same ops (its write time:
-    the clock of that thread, read once its queue is empty)."""
+    With tensors="outputs" that is set against the write time of the same ops' files: the writer process's CPU
+    in writing those the op log carried (ttreport.capture.log_tensors, reported at its end) plus the tensor
+    thread's, which writes the big ones (the clock of that thread, read once its queue is empty)."""
     def cpu(fn) -> float:
         gc.collect()
         t = time.thread_time()
         fn()
         return (time.thread_time() - t) * 1e6 / n_ops
 
-    bare, meta, outputs, write, prof = [], [], [], [], []
+    bare, meta, outputs, write, prof, files = [], [], [], [], [], []
     for r in range(repeats):
         bare.append(cpu(device_loop))
         with torch.profiler.profile(record_shapes=True, with_stack=True):
@@ -162,10 +163,13 @@ def _model_thread_cpu(tmp, device_loop, n_ops: int, repeats: int) -> list[Figure
                 while store.pending_bytes > 0 and store.is_alive():
                     time.sleep(0.01)
                 time.sleep(0.05)  # the last file's row is queued after its bytes are counted off
-                if tensors == "outputs":
-                    write.append((time.clock_gettime(clock) - before) * 1e6 / n_ops)
+                thread_s = time.clock_gettime(clock) - before
             finally:
                 cap.stop()
+            if tensors == "outputs":
+                in_log = cap._writer.tensor_files.get("tensor_write_cpu_s", 0.0)
+                write.append((thread_s + in_log) * 1e6 / n_ops)
+                files.append((cap._writer.tensor_files.get("tensor_files_written", 0), thread_s))
     added, added_outputs = min(meta) - min(bare), min(outputs) - min(bare)
     prof_added = min(prof) - min(bare)
     return [
@@ -173,7 +177,9 @@ def _model_thread_cpu(tmp, device_loop, n_ops: int, repeats: int) -> list[Figure
         info("torch.profiler(record_shapes, with_stack): model-thread CPU added", prof_added, "µs/op"),
         info("torch.profiler CPU added / writer=process CPU added", prof_added / max(added, 0.05), "x"),
         info("writer=process, tensors=outputs: model-thread CPU added", added_outputs, "µs/op"),
-        info("writer=process, tensors=outputs: tensor thread CPU (write time)", min(write), "µs/op"),
+        info("writer=process, tensors=outputs: write time (writer process + tensor thread CPU)", min(write), "µs/op"),
+        info("... of it, the tensor thread's (files too big for the op log)", files[-1][1] * 1e6 / n_ops, "µs/op"),
+        info("... files written by the writer process, per op", files[-1][0] / n_ops, "files/op"),
         at_most("tensors=outputs: model-thread CPU added / write time", added_outputs / max(min(write), 1e-9), "x",
                 0.10),
     ]

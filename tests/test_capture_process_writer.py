@@ -48,7 +48,9 @@ with ttreport.capture(pathlib.Path(job["report"]), config=cfg) as cap:
         f = ttnn.concat([e, a], dim=0)
         g = ttnn.reshape(f, (2, 64, 64))
         ttnn.deallocate(c)
-        print("op", 2 + 6 * (i + 1), flush=True)  # after the ops returned: each is recorded by now
+        for _ in range(job.get("burst", 0)):  # more ops (and stored outputs) a step
+            ttnn.add(a, b)
+        print("op", 2 + (6 + job.get("burst", 0)) * (i + 1), flush=True)  # after the ops returned: each is recorded
     try:
         ttnn.add(a, torch.zeros(3))
     except TypeError:
@@ -179,6 +181,56 @@ def test_a_report_whose_writer_process_was_killed_too_is_rebuilt_from_the_log_on
     with ttreport.open(report) as r:
         assert r.status == "running" and "reader" in r.metadata["log_finished"]
         assert r.sql("SELECT COUNT(*) AS n FROM stack_traces")[0]["n"] == r.count_operations()
+
+
+def _every_output_file_loads(report: Path, seen: int) -> int:
+    """Every output of the ops up to `seen` has its file, whole (load_tensor checks its recorded CRC-32); the count."""
+    with ttreport.open(report) as r:
+        rows = r.sql("SELECT t.tensor_id, t.file FROM output_tensors o JOIN tensors t USING (tensor_id) "
+                     "WHERE o.operation_id <= ?", (seen,))
+    assert rows and all(row["file"] for row in rows), [row for row in rows if not row["file"]]
+    for row in rows:
+        ttreport.load_tensor(report, row["tensor_id"])
+    return len(rows)
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_sigkill_loses_no_tensor_file_of_an_op_that_returned(tmp_path, seed):
+    # With the writer process a stored output's bytes are in the op log when its op returns (log_tensors.py):
+    # the writer process writes the files of the ops before the kill.
+    report = tmp_path / "r"
+    # 40 adds a step: a tensor thread in the model's process (before log_tensors.py) was then files behind at
+    # any kill, and lost them.
+    proc = _start(tmp_path, report, writer="process", tensors="outputs", ops=100, burst=40)
+    kill_after = random.Random(seed).randint(3, 3000)
+    seen = 0
+    for line in proc.stdout:
+        seen = int(line.split()[1])
+        if seen >= kill_after:
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.wait(timeout=60)
+    _wait_unlocked(report)
+    assert not (report / "oplog").exists()
+    assert _every_output_file_loads(report, seen) >= 2 + (seen - 2) // 46 * 45  # all but deallocate have one
+
+
+def test_a_reader_that_rebuilds_a_killed_report_writes_its_tensor_files_too(tmp_path):
+    report = tmp_path / "r"
+    proc = _start(tmp_path, report, writer="process", tensors="outputs", ops=400, tell_pids=True)
+    model_pid, writer_pid = map(int, proc.stdout.readline().split()[1:])
+    seen = 0
+    for line in proc.stdout:
+        seen = int(line.split()[1])
+        if seen >= 150:
+            os.kill(writer_pid, signal.SIGKILL)
+            os.kill(model_pid, signal.SIGKILL)
+            break
+    proc.wait(timeout=60)
+    _wait_unlocked(report)
+    assert (report / "oplog").is_dir()
+    assert _every_output_file_loads(report, seen) >= 2 + (seen - 2) // 6 * 5  # opening it rebuilt db and files
+    assert not (report / "oplog").exists() and not list((report / "tensors").glob(".*"))
 
 
 def test_a_torn_record_at_the_end_of_the_log_is_ignored(tmp_path):

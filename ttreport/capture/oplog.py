@@ -75,6 +75,7 @@ RETRY_EVERY = 1000  # records lost between two tries to make a new segment on a 
 # 1,000,000-op capture's close took 36-67 s. A 20,000-op loop's log (~6.6 MB) never waits.
 LAG_BYTES = 16 << 20
 PACE_BYTES = 1 << 20  # how often (bytes of log written) the writer's progress is looked at: an int compare an op
+PACE_SLEEP_S = 0.01  # between looks while the model waits (a 1 ms poll cost 3-5 µs an op of stored outputs)
 _COUNT = struct.Struct("<Q")  # the writer process's count of log bytes written to SQLite, in shared memory
 
 
@@ -185,6 +186,14 @@ class LogSink:
         """A buffer event of ints only (ALLOC without pages, FREE): it goes into the log with the next op."""
         self._pending.append(record)
 
+    def append_now(self, records: list) -> None:
+        """Records of plain values (ints, strings, bytes, tuples: log_tensors.py's tensor values), written at
+        once with what is pending: one write, on disk when this returns."""
+        with self._lock:
+            out = self._take_pending()
+            out += records
+            self._write(marshal.dumps(out, 2))
+
     def program(self, op_id, p) -> None:
         """A device program op `op_id` launched: its static part (name, factory, CBs, core ranges, CB bytes) is
         defined once as (PROG, n, ...), each launch is (PROGRAM, op_id, n, program_id, device_id, cb_base)."""
@@ -281,8 +290,12 @@ class LogSink:
         with self._pacing:
             self._check_at = self._off + PACE_BYTES
             written = self._done + self._off
-            while written - _COUNT.unpack_from(self.progress)[0] > self.lag_bytes and self.writer_alive():
-                time.sleep(0.001)
+            # Once behind, until half as far behind, looking every PACE_SLEEP_S: each look costs the model's
+            # thread ~25 µs of CPU on a loaded machine, and the writer moves its count once a batch (~50 ms).
+            behind = self.lag_bytes
+            while written - _COUNT.unpack_from(self.progress)[0] > behind and self.writer_alive():
+                behind = self.lag_bytes // 2
+                time.sleep(PACE_SLEEP_S)
 
     def _back_pressure(self) -> None:
         # Never loss: the model waits while the writer is more than lag_segments behind (a few ms per segment
@@ -396,7 +409,8 @@ def _plain(x):
     return item() if callable(item) else str(x)
 
 
-_OWN = re.compile(r"\d+\.(seg|tmp)|\.progress(\.tmp)?")  # what a capture writes into the log's folder
+# what a capture writes into the log's folder (the perf files' parts: live_perf.PARTS)
+_OWN = re.compile(r"\d+\.(seg|tmp)|\.progress(\.tmp)?|\.(ops_perf_results|profile_log_device)\.csv\.part")
 
 
 def remove_log(folder: Path) -> None:

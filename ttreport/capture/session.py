@@ -44,6 +44,7 @@ import device_sim.mesh
 from ttreport import db, schema
 from ttreport.capture import golden, rank
 from ttreport.capture.log_perf import estimate_on_model_thread
+from ttreport.capture.log_tensors import LogStorage
 from ttreport.capture.oplog import OPLOG_DIR, LogQueue, LogSink, remove_log
 from ttreport.capture.recorder import FLUSH, META, STOP, Recorder, RecordQueue, outer_boundary
 from ttreport.capture.writer import Writer
@@ -183,7 +184,11 @@ class Capture(contextlib.ContextDecorator):
         else:
             self._queue = q = RecordQueue(config.flush_ops)
         self._storage = TensorStore(path, q, self._warner)
-        self.recorder = recorder = Recorder(config, q, self._storage)
+        # With the op log, a stored tensor's bytes go into it and the writer process writes the file
+        # (log_tensors.py): no tensor thread beside the model for it; the thread keeps the big ones.
+        storage = LogStorage(sink, self._storage, path, pt=config.detach_saved_tensors) \
+            if config.writer == "process" else self._storage
+        self.recorder = recorder = Recorder(config, q, storage)
         recorder.boundary = self._boundary
         if config.writer == "process":
             sink._code = recorder.code  # for the CODE definitions of a stack (the recorder defines the rest)
@@ -338,6 +343,8 @@ class Capture(contextlib.ContextDecorator):
                 _write_metadata(self.db_path, lost)
             except (sqlite3.Error, OSError) as e:
                 self._warner.warn(f"ttreport: {self.db_path} could not be finalised ({e}); {lost}")
+        elif self.config.perf_files and self._writer.perf_files_written:
+            self.close_s["perf_files"] = self._writer.perf_files_s  # the writer process's, as ops came (live_perf)
         elif self.config.perf_files:
             started = time.perf_counter()
             self._write_perf_files()

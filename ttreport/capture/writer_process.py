@@ -33,6 +33,7 @@ import traceback
 from pathlib import Path
 from types import SimpleNamespace
 
+from ttreport.capture.log_tensors import FileWriter
 from ttreport.capture.oplog import OPLOG_DIR, LogTail, remove_log, write_count, write_progress
 from ttreport.capture.recorder import FLUSH, META, STOP
 from ttreport.wal import RESERVE_FILE
@@ -40,7 +41,7 @@ from ttreport.wal import RESERVE_FILE
 DB_FILE = "db.sqlite"
 IDLE_SLEEP_S = 0.0005  # between looks at an idle log: a few hundred µs of latency, ~nothing of CPU
 REBUILD_SUFFIX = ".rebuild"
-_OPTIONS = ("flush_ops", "flush_interval_s", "buffer_pages", "device_graphs")
+_OPTIONS = ("flush_ops", "flush_interval_s", "buffer_pages", "device_graphs", "perf_files")
 
 
 # -- the capturing process's handle ---------------------------------------------------------------
@@ -62,7 +63,9 @@ class WriterProcess:
         self._tokens = itertools.count(1)
         self._read_lock = threading.Lock()
         self.result: dict | None = None
+        self.perf_files_written, self.perf_files_s = False, 0.0  # the perf files, by the writer process (live_perf)
         self.sink = None  # the capture's LogSink: its losses are added to the writer's at the end
+        self.tensor_files: dict = {}  # what it wrote of the tensor files the log carried, and its CPU for them
 
     def start(self) -> None:
         """Fork the writer process. A fork, not a new interpreter: it has ttreport, device_sim and torch
@@ -152,6 +155,10 @@ class WriterProcess:
         self.error = None if result.get("error") is None else RuntimeError(result["error"])
         self.records_lost, self.ops_lost = result["records_lost"], result["ops_lost"]
         self.records_written = result["records_written"]
+        self.perf_files_written, self.perf_files_s = result.get("perf_files", False), result.get("perf_files_s", 0.0)
+        self.tensor_files = {k: v for k, v in result.items() if k.startswith("tensor_")}  # log_tensors.FileWriter's
+        if result.get("tensor_files_lost") and self.sink is not None:
+            self.sink.warner.warn(result["tensor_file_error"])  # the capture's one warning, if not given yet
         self._add_log_losses()
 
     def _add_log_losses(self) -> None:
@@ -173,15 +180,20 @@ def _writer(db_path: Path, tail: LogTail, options: dict):
     except (sqlite3.Error, OSError) as e:  # an unwritable folder: the log is read to its end all the same
         writer.con = None
         writer._fail(e)
+    if options.get("perf_files") and writer.con is not None:
+        from ttreport.capture.live_perf import LivePerf
+
+        writer.perf_files = LivePerf(db_path.parent, tail.folder)  # rendered as batches commit, moved at close
     return writer
 
 
-def pump(writer, tail: LogTail, options: dict, parent_alive, *, freeze: bool = False, progress=None) -> bool:
+def pump(writer, tail: LogTail, options: dict, parent_alive, *, freeze: bool = False, progress=None,
+         files=None) -> bool:
     """Write the log's records in batches until its STOP (True) or, once `parent_alive()` is False, its end.
 
     freeze=True (the writer process only, never a reader's process, whose own objects it would freeze too):
     gc.freeze() after each batch. progress: the capture's LogSink.progress, told the bytes written after each
-    batch (its back-pressure)."""
+    batch (its back-pressure). files: a log_tensors.FileWriter, which writes the tensor files the batch carries."""
     flush_ops, interval = options["flush_ops"], options["flush_interval_s"]
     segment = 0
     while True:
@@ -204,6 +216,8 @@ def pump(writer, tail: LogTail, options: dict, parent_alive, *, freeze: bool = F
             segment = tail.segment
             write_progress(tail.folder, segment)
         if batch:
+            if files is not None:
+                batch = files.convert(batch)
             stopped = writer._write(batch)
             if progress is not None:
                 write_count(progress, tail)
@@ -218,10 +232,11 @@ def pump(writer, tail: LogTail, options: dict, parent_alive, *, freeze: bool = F
             return False
 
 
-def _finish(writer, tail: LogTail, stopped: bool) -> None:
+def _finish(writer, tail: LogTail, stopped: bool, files) -> None:
     if not stopped and writer.con is not None:
         writer._write([(META, "log_finished", "by the writer process: the capturing process ended without "
-                                               "closing the report (killed); every op it recorded is here")])
+                                               "closing the report (killed); every op it recorded is here"),
+                       *files.notes()])
     if writer.con is not None:
         writer._close()
     tail.close()
@@ -242,8 +257,10 @@ def main(folder: Path, parent: int, options: dict, out_fd: int, progress=None) -
 
     tail = LogTail(folder / OPLOG_DIR, on_flush=tell)
     writer = _writer(folder / DB_FILE, tail, options)
-    stopped = pump(writer, tail, options, lambda: os.getppid() == parent, freeze=True, progress=progress)
-    _finish(writer, tail, stopped)
+    files = FileWriter(folder)
+    stopped = pump(writer, tail, options, lambda: os.getppid() == parent, freeze=True, progress=progress,
+                   files=files)
+    _finish(writer, tail, stopped, files)
     if not stopped:  # the capture was killed: the room it kept for its closing notes is of no more use
         with contextlib.suppress(OSError):
             os.unlink(folder / RESERVE_FILE)
@@ -253,8 +270,16 @@ def main(folder: Path, parent: int, options: dict, out_fd: int, progress=None) -
         remove_log(folder / OPLOG_DIR)
     say(json.dumps({"error": None if writer.error is None else repr(writer.error),
                     "records_lost": writer.records_lost, "ops_lost": writer.ops_lost,
-                    "records_written": writer.records_written}))
+                    "records_written": writer.records_written, **files.result(), **_perf_result(writer)}))
     return 0
+
+
+def _perf_result(writer) -> dict:
+    """What the capture is told of the perf files (written: it need not export them; else why not)."""
+    perf = writer.perf_files
+    if perf is None:
+        return {}
+    return {"perf_files": writer.perf_files_written, "perf_files_s": perf.finish_s, "perf_files_why": perf.why}
 
 
 # -- rebuilding a report from its log ----------------------------------------------------------------
@@ -291,8 +316,10 @@ def finish_from_log(folder: str | os.PathLike) -> bool:
     options = {"flush_ops": 2000, "flush_interval_s": 0.05, "buffer_pages": False, "device_graphs": True}
     config = _old_options(folder)
     options.update({k: config[k] for k in _OPTIONS if k in config})
+    options["perf_files"] = False  # as before: a rebuilt report's perf files are `ttreport perf-csv`'s
     tail = LogTail(log)
     writer = _writer(tmp, tail, options)
+    files = FileWriter(folder)  # the files of the ops the capture logged: written again (the same bytes), or now
     if writer.con is not None:  # a file thrown away on any failure: no WAL, half the room on a small disk
         writer.con.execute("PRAGMA journal_mode=MEMORY")
     # The cyclic collector paused while it runs (12 % of its CPU over a 200,000-op log walking the writer's
@@ -300,13 +327,13 @@ def finish_from_log(folder: str | os.PathLike) -> bool:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        stopped = pump(writer, tail, options, lambda: False)
+        stopped = pump(writer, tail, options, lambda: False, files=files)
     finally:
         if collecting:
             gc.enable()
     if not stopped and writer.con is not None:
         writer._write([(META, "log_finished", "from the op log by a reader: the capture and its writer process "
-                                               "were killed; every op the capture recorded is here")])
+                                               "were killed; every op the capture recorded is here"), *files.notes()])
     if writer.con is not None:
         writer._close()
     tail.close()

@@ -1,0 +1,158 @@
+"""Tensor files through the op log (ttreport/capture/log_tensors.py): with the writer process, a stored
+tensor's bytes go into the log with its op and the writer process writes the file; values too big for the
+log, and every value once the disk runs low, go to the tensor thread as before.
+
+    .venv/bin/python -m pytest tests/test_log_tensors.py -q
+
+(A SIGKILL of the model loses no tensor file of an op that returned: test_capture_process_writer.py.)
+"""
+
+import sqlite3
+
+import pytest
+import torch
+
+import device_sim as ttnn
+import ttreport
+from ttreport import Config, load_tensor
+from ttreport.capture import log_tensors
+from ttreport.capture.log_tensors import VALUES, FileWriter
+from ttreport.capture.recorder import FILE_LOST, META, OP, ROW, STOP
+
+
+def model(device, n: int = 6):
+    a = ttnn.from_torch(torch.randn(32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    big = ttnn.from_torch(torch.randn(256, 256), dtype=ttnn.float32, layout=ttnn.TILE, device=device)  # 256 KiB
+    outs = []
+    for _ in range(n):
+        a = ttnn.exp(ttnn.mul(a, 0.5))
+        outs.append(a)
+    outs.append(ttnn.add(big, 1.0))
+    return outs
+
+
+def stored(report) -> dict[int, str]:
+    con = sqlite3.connect(report.path / "db.sqlite")
+    try:
+        return dict(con.execute("SELECT tensor_id, file FROM tensors WHERE file IS NOT NULL"))
+    finally:
+        con.close()
+
+
+def test_the_writer_process_writes_small_values_and_the_tensor_thread_the_big_ones(tmp_path, device):
+    with ttreport.capture(tmp_path / "r", config=Config(tensors="outputs", writer="process")) as report:
+        outs = model(device)
+    files = stored(report)
+    assert [files[t.tensor_id] for t in outs] == [f"tensors/{t.tensor_id}.pt" for t in outs]
+    for t in outs:
+        assert torch.equal(load_tensor(report.path, t.tensor_id), t.value)  # checked against its tensor_files row
+    written = report._writer.tensor_files
+    # Of the 15 outputs (2 from_torch, 6 mul, 6 exp, the add), all but the two of 256 KiB.
+    assert written["tensor_files_written"] == 13 and len(files) == 15
+    assert written["tensor_files_lost"] == 0 and written["tensor_write_cpu_s"] > 0
+    assert not list((report.path / "tensors").glob(".*"))  # no temporary left behind
+
+
+def test_with_a_smaller_cap_every_value_goes_to_the_tensor_thread_and_the_report_is_the_same(tmp_path, device,
+                                                                                           monkeypatch):
+    torch.manual_seed(0)
+    with ttreport.capture(tmp_path / "log", config=Config(tensors="outputs", writer="process")) as by_log:
+        model(device)
+    monkeypatch.setattr(log_tensors, "LOG_VALUE_BYTES", 0)
+    torch.manual_seed(0)
+    with ttreport.capture(tmp_path / "thread", config=Config(tensors="outputs", writer="process")) as by_thread:
+        model(device)
+    assert by_thread._writer.tensor_files["tensor_files_written"] == 0
+    rows = []
+    for report in (by_log, by_thread):
+        con = sqlite3.connect(report.path / "db.sqlite")
+        rows.append(con.execute("SELECT tensor_id, f.file_bytes, f.shape, f.dtype, t.file = 'tensors/' || tensor_id "
+                                "|| '.pt' FROM tensors t JOIN tensor_files f USING (tensor_id) ORDER BY tensor_id"
+                                ).fetchall())
+        con.close()
+    assert [r[1:] for r in rows[0]] == [r[1:] for r in rows[1]] and len(rows[0]) == 15
+    for a, b in zip(*rows):  # the same values, from either writer's file
+        assert torch.equal(load_tensor(by_log.path, a[0]), load_tensor(by_thread.path, b[0]))
+
+
+def test_bin_files_are_written_by_the_writer_process_with_the_tensors_layout_and_memory(tmp_path, device):
+    from device_sim import serialization
+
+    with ttreport.capture(tmp_path / "r", config=Config(tensors="outputs", detach_saved_tensors=False)) as report:
+        x = ttnn.from_torch(torch.randn(2, 40, 50), layout=ttnn.TILE, device=device, memory=ttnn.L1)
+        y = ttnn.exp(x)
+    assert report._writer.tensor_files["tensor_files_written"] == 2
+    back = serialization.load_tensor(report.path / "tensors" / f"{y.tensor_id}.bin", device=device)
+    assert torch.equal(back.value, y.value) and (back.dtype, back.layout) == (y.dtype, y.layout)
+    assert back.memory_config() == ttnn.L1
+    assert torch.equal(load_tensor(report.path, y.tensor_id), y.value)
+
+
+def test_a_file_that_cannot_be_written_clears_its_row_after_the_op_that_names_it(tmp_path):
+    # Another thread's op may carry a value ahead of its own op's record, into the batch before: the loss is
+    # repeated at the end of the next batch, after that op's row has set the file.
+    (tmp_path / "tensors").write_text("a file where the folder must be")
+    files = FileWriter(tmp_path)
+    values = (VALUES, 7, "tensors/7.pt", "torch.float32", (2,), bytes(8), (), None)
+    first = files.convert([values, (META, "k", 1)])
+    assert first == [(META, "k", 1), (FILE_LOST, 7)]
+    op = (OP, "ttnn.add")
+    assert files.convert([op]) == [op, (FILE_LOST, 7)]
+    assert files.convert([op]) == [op]
+    assert "could not write tensor file tensors/7.pt" in files.error
+    assert files.convert([(STOP, None)]) == [(META, "tensor_files_lost", 1), (META, "tensor_file_error", files.error),
+                                            (STOP, None)]
+
+
+def test_the_losses_add_to_the_tensor_threads_count_in_the_closing_notes(tmp_path):
+    (tmp_path / "tensors").write_text("not a folder")
+    files = FileWriter(tmp_path)
+    files.convert([(VALUES, 7, "tensors/7@3.pt", "torch.float32", (2,), bytes(8), (3,), None)])  # a lost write
+    assert files.convert([(META, "tensor_files_lost", "2"), (STOP, None)]) == [(META, "tensor_files_lost", 3),
+                                                                                 (STOP, None)]
+
+
+def test_values_written_are_the_rows_the_tensor_thread_makes(tmp_path):
+    files = FileWriter(tmp_path)
+    value = torch.arange(6, dtype=torch.bfloat16).reshape(2, 3)
+    data = value.view(torch.int16).numpy().tobytes()
+    out = files.convert([(VALUES, 5, "tensors/5.pt", "torch.bfloat16", (2, 3), data, (), None),
+                         (VALUES, 5, "tensors/5@9.pt", "torch.bfloat16", (2, 3), data, (9,), None),
+                         (VALUES, 6, "tensors/6/", "torch.bfloat16", (2, 3), data, ("1.pt", 1), None)])
+    assert [(r[0], r[1]) for r in out] == [(ROW, "tensor_files"), (ROW, "tensor_writes"), (ROW, "device_tensor_files")]
+    assert out[1][2]["operation_id"] == 9 and out[1][2]["file"] == "tensors/5@9.pt" and out[2][2]["device_id"] == 1
+    for rel, row in (("tensors/5.pt", out[0][2]), ("tensors/6/1.pt", out[2][2])):
+        blob = (tmp_path / rel).read_bytes()
+        assert (row["file_bytes"], row["shape"], row["dtype"]) == (len(blob), "[2, 3]", "torch.bfloat16")
+        assert torch.equal(torch.load(tmp_path / rel, weights_only=True), value)
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_capture_stores_the_values_an_op_returned_not_later_ones(tmp_path, device, writer):
+    # The log holds a copy made when the op returned: an in-place op after it gets a file of its own.
+    with ttreport.capture(tmp_path / writer, config=Config(tensors="outputs", writer=writer)) as report:
+        a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        b = ttnn.add(a, a)
+        before = b.value.clone()
+        ttnn.add(a, a, output_tensor=b)
+        ttnn.add(b, b, output_tensor=b)
+    assert torch.equal(load_tensor(report.path, b.tensor_id), before)
+    with ttreport.open(report.path) as r:
+        assert torch.equal(r.load_tensor(b.tensor_id), before)
+        assert torch.equal(r.load_tensor(b.tensor_id, after_operation=r.count_operations()), b.value)
+
+
+def test_values_go_to_the_tensor_thread_when_the_free_space_cannot_be_read(tmp_path):
+    # The model's thread must not fail an op over it: the tensor thread meets the same folder and records the loss.
+    from ttreport.capture.log_tensors import LogStorage
+    from ttreport.capture.oplog import LogSink
+    from ttreport.capture.recorder import RecordQueue
+    from ttreport.storage import TensorStore
+
+    sink, store = LogSink(tmp_path / "log"), TensorStore(tmp_path / "gone", RecordQueue(10))
+    storage = LogStorage(sink, store, tmp_path / "gone")
+    item = (5, "tensors/5.pt", torch.ones(4), None, None, None)
+    storage.put_with_op([item])
+    assert sink._pending == [] and store.queue.get_nowait() == item
+    assert "cannot be read" in storage.room.low
+    sink.close()
