@@ -162,9 +162,9 @@ def test_sigkill_at_a_random_op_loses_no_op_recorded_before_it(tmp_path, seed):
         assert r.count_operations() == ops
 
 
-def test_a_report_whose_writer_process_was_killed_too_is_rebuilt_from_the_log_on_open(tmp_path):
-    report = tmp_path / "r"
-    proc = _start(tmp_path, report, writer="process", ops=400, tell_pids=True)
+def _kill_model_and_writer_after_op_150(tmp_path: Path, report: Path, **job) -> int:
+    """Run the model (400 ops); once op 150 has returned, SIGKILL its writer process, then it. The last op seen."""
+    proc = _start(tmp_path, report, writer="process", ops=400, tell_pids=True, **job)
     model_pid, writer_pid = map(int, proc.stdout.readline().split()[1:])
     seen = 0
     for line in proc.stdout:
@@ -175,6 +175,12 @@ def test_a_report_whose_writer_process_was_killed_too_is_rebuilt_from_the_log_on
             break
     proc.wait(timeout=60)
     _wait_unlocked(report)
+    return seen
+
+
+def test_a_report_whose_writer_process_was_killed_too_is_rebuilt_from_the_log_on_open(tmp_path):
+    report = tmp_path / "r"
+    seen = _kill_model_and_writer_after_op_150(tmp_path, report)
     assert (report / "oplog").is_dir()  # nobody finished it
     assert _ops(report) >= seen  # opening it rebuilt the db from the whole log
     assert not (report / "oplog").exists()
@@ -217,17 +223,7 @@ def test_sigkill_loses_no_tensor_file_of_an_op_that_returned(tmp_path, seed):
 
 def test_a_reader_that_rebuilds_a_killed_report_writes_its_tensor_files_too(tmp_path):
     report = tmp_path / "r"
-    proc = _start(tmp_path, report, writer="process", tensors="outputs", ops=400, tell_pids=True)
-    model_pid, writer_pid = map(int, proc.stdout.readline().split()[1:])
-    seen = 0
-    for line in proc.stdout:
-        seen = int(line.split()[1])
-        if seen >= 150:
-            os.kill(writer_pid, signal.SIGKILL)
-            os.kill(model_pid, signal.SIGKILL)
-            break
-    proc.wait(timeout=60)
-    _wait_unlocked(report)
+    seen = _kill_model_and_writer_after_op_150(tmp_path, report, tensors="outputs")
     assert (report / "oplog").is_dir()
     assert _every_output_file_loads(report, seen) >= 2 + (seen - 2) // 6 * 5  # opening it rebuilt db and files
     assert not (report / "oplog").exists() and not list((report / "tensors").glob(".*"))
