@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from report_tables import tables
 
 import ttreport
 from ttreport.capture import oplog
@@ -60,7 +61,6 @@ ttnn.close_device(dev)
 
 # Columns that differ between two runs of the same model: clocks, and a .pt file's CRC (torch's zip holds a
 # random serialization id; the tensor thread that writes the files is the same in both modes).
-VOLATILE = {"operations": {"duration", "start_ns", "end_ns"}, "errors": {"timestamp"}, "tensor_files": {"crc32"}}
 
 
 def _start(tmp_path: Path, report: Path, **job) -> subprocess.Popen:
@@ -75,17 +75,6 @@ def _run(tmp_path: Path, report: Path, **job) -> None:
     proc = _start(tmp_path, report, **job)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, out
-
-
-def _tables(db: Path) -> dict:
-    con = sqlite3.connect(db)
-    out = {}
-    for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'report_metadata'"):
-        cur = con.execute(f"SELECT * FROM {table}")
-        keep = [i for i, d in enumerate(cur.description) if d[0] not in VOLATILE.get(table, ())]
-        out[table] = [tuple(row[i] for i in keep) for row in cur]
-    con.close()
-    return out
 
 
 def _ops(report: Path) -> int:
@@ -105,7 +94,7 @@ def _wait_unlocked(report: Path, timeout_s: float = 60) -> None:
 def test_the_process_writer_writes_the_same_rows_as_the_thread_writer(tmp_path):
     for writer in ("thread", "process"):
         _run(tmp_path, tmp_path / writer, writer=writer, tensors="outputs", pages=True)
-    thread, process = _tables(tmp_path / "thread" / "db.sqlite"), _tables(tmp_path / "process" / "db.sqlite")
+    thread, process = tables(tmp_path / "thread" / "db.sqlite"), tables(tmp_path / "process" / "db.sqlite")
     assert thread.keys() == process.keys()
     for table in thread:
         assert process[table] == thread[table], table
@@ -277,12 +266,12 @@ def test_the_demo_with_golden_checks_writes_the_same_report_through_either_write
         code = f"from ttreport.demo import capture_demo; capture_demo({str(tmp_path / writer)!r})"
         env = {**os.environ, "TTREPORT_CONFIG": json.dumps({"writer": writer})}
         subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, capture_output=True, timeout=300)
-    thread, process = _tables(tmp_path / "thread" / "db.sqlite"), _tables(tmp_path / "process" / "db.sqlite")
+    thread, process = tables(tmp_path / "thread" / "db.sqlite"), tables(tmp_path / "process" / "db.sqlite")
     # The golden thread's host tensors number their specs in the order its records meet the ops' (timing, in
     # both writers): the specs' texts must match, not their numbers.
-    for tables in (thread, process):
-        tables["tensor_specs"] = sorted(row[1:] for row in tables.pop("tensor_specs"))
-        tables["tensors"] = [row[:-2] + row[-1:] for row in tables["tensors"]]  # spec_id: second from the end
+    for rows in (thread, process):
+        rows["tensor_specs"] = sorted(row[1:] for row in rows.pop("tensor_specs"))
+        rows["tensors"] = [row[:-2] + row[-1:] for row in rows["tensors"]]  # spec_id: second from the end
     for table in thread:
         assert process[table] == thread[table], table
     assert thread["device_perf"] and thread["local_tensor_comparison_records"] and thread["errors"]

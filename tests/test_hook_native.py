@@ -8,12 +8,12 @@ real subprocesses both ways and through the thread writer, must give reports equ
 import json
 import marshal
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from report_tables import tables
 
 from ttreport.capture import recorder
 
@@ -58,8 +58,6 @@ with ttreport.capture(pathlib.Path(job["report"]), config=cfg) as cap:
 ttnn.close_device(dev)
 """
 
-VOLATILE = {"operations": {"duration", "start_ns", "end_ns"}, "errors": {"timestamp"}, "tensor_files": {"crc32"},
-            "tensor_writes": {"crc32"}}  # clocks, and torch zip files' random serialization ids
 
 
 def _run(tmp_path: Path, name: str, *, writer: str, tensors: str = "none", pure: bool = False) -> str:
@@ -75,17 +73,6 @@ def _run(tmp_path: Path, name: str, *, writer: str, tensors: str = "none", pure:
     return out.stdout
 
 
-def _tables(db: Path) -> dict:
-    con = sqlite3.connect(db)
-    out = {}
-    for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'report_metadata'"):
-        cur = con.execute(f"SELECT * FROM {table}")
-        keep = [i for i, d in enumerate(cur.description) if d[0] not in VOLATILE.get(table, ())]
-        out[table] = [tuple(row[i] for i in keep) for row in cur]
-    con.close()
-    return out
-
-
 native = pytest.mark.skipif(not recorder.NATIVE, reason="ttreport.capture._hook is not built")
 
 
@@ -95,7 +82,7 @@ def test_the_c_hook_writes_the_same_report_as_the_python_recorder(tmp_path, tens
     assert "native True True" in _run(tmp_path, "c", writer="process", tensors=tensors)
     assert "native False False" in _run(tmp_path, "py", writer="process", tensors=tensors, pure=True)
     _run(tmp_path, "thread", writer="thread", tensors=tensors)
-    c, py, thread = (_tables(tmp_path / name / "db.sqlite") for name in ("c", "py", "thread"))
+    c, py, thread = (tables(tmp_path / name / "db.sqlite") for name in ("c", "py", "thread"))
     assert c.keys() == py.keys() == thread.keys()
     for table in c:
         assert c[table] == py[table], table
