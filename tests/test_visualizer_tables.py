@@ -114,12 +114,15 @@ def test_no_index_reorders_an_unsorted_select(report, tmp_path):
     old = shutil.copy(V0004, tmp_path / "db.sqlite")
     db.upgrade(old)
     assert out_of_table_order(old) == []
-    # the lookups still use them
-    plans = {sql: " ".join(r[3] for r in rows(report.db_path, "EXPLAIN QUERY PLAN " + sql)) for sql in (
-        "SELECT operation_id FROM operations WHERE l1_bytes IS NOT NULL ORDER BY l1_bytes DESC LIMIT 1",
-        "SELECT operation_id FROM operations WHERE duration IS NOT NULL ORDER BY duration DESC LIMIT 1",
-        "SELECT operation_id FROM input_tensors WHERE tensor_id = 3")}
-    assert [("ix_" in plan) for plan in plans.values()] == [True] * 3, plans
+    # the lookups and sorts still use them, the plain sorts too (bench's queries: no WHERE, no sort of the table)
+    for path in (report.db_path, sample / "db.sqlite", old):
+        plans = {sql: " ".join(r[3] for r in rows(path, "EXPLAIN QUERY PLAN " + sql)) for sql in (
+            "SELECT operation_id, name, l1_bytes FROM operations ORDER BY l1_bytes DESC, operation_id LIMIT 1",
+            "SELECT operation_id, name, duration FROM operations ORDER BY duration DESC LIMIT 10",
+            "SELECT operation_id FROM operations WHERE duration IS NOT NULL ORDER BY duration DESC LIMIT 1",
+            "SELECT operation_id FROM input_tensors WHERE tensor_id = 3")}
+        assert [("USING INDEX ix_" in p or "USING COVERING INDEX ix_" in p) and "FOR ORDER BY" not in p
+                for p in plans.values()] == [True] * 4, (path, plans)
 
 
 def test_the_slowest_ops_come_first_and_untimed_ones_last_in_id_order(report):

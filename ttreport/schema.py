@@ -318,16 +318,19 @@ def _set(column) -> dict:
 
 # A table's default row order is its id order (SELECT without ORDER BY, as the visualizer reads): every
 # index on a key that does not rise with the rowid is partial, since SQLite scans a covering index rather
-# than the table for `SELECT operation_id FROM operations`. Those on operation_id rise with it (rows are
-# written in op order) and stay whole, so that ORDER BY operation_id reads them without a sort.
+# than the table for `SELECT operation_id FROM operations` (but for the two sort indexes on operations,
+# db.SORT_INDEXES: whole, with a row-size hint in sqlite_stat1 instead). Those on operation_id rise with it
+# (rows are written in op order) and stay whole, so that ORDER BY operation_id reads them without a sort.
 INDEXES = [
     Index("ix_operations_name", operations.c.name, **_set(operations.c.name)),
     # "The 10 slowest matmuls": one name's ops by duration without sorting all of them.
     Index("ix_operations_name_duration", operations.c.name, operations.c.duration, **_set(operations.c.name)),
     Index("ix_operations_parent", operations.c.parent_operation_id, **_set(operations.c.parent_operation_id)),
-    Index("ix_operations_duration", operations.c.duration, **_set(operations.c.duration)),
+    # Whole, not partial, so that a plain `ORDER BY duration DESC LIMIT 10` reads it (SQLite uses a partial
+    # index only for a query whose WHERE implies the index's); db.hint_sort_indexes keeps plain SELECTs off it.
+    Index("ix_operations_duration", operations.c.duration),
     # DESC, so that "peak L1, first op to reach it" (l1_bytes DESC, operation_id) reads one entry.
-    Index("ix_operations_l1_bytes", operations.c.l1_bytes.desc(), **_set(operations.c.l1_bytes)),
+    Index("ix_operations_l1_bytes", operations.c.l1_bytes.desc()),
     Index("ix_operation_arguments_op", operation_arguments.c.operation_id),
     Index("ix_tensors_producer", tensors.c.producer_operation_id, **_set(tensors.c.producer_operation_id)),
     Index("ix_input_tensors_op", input_tensors.c.operation_id),
