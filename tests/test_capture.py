@@ -430,9 +430,14 @@ def test_a_signal_leaves_a_complete_report_marked_interrupted(tmp_path, signum):
                 if i == 100:
                     print("running", flush=True)
     """)
-    assert proc.stdout.readline().strip() == "running"
-    proc.send_signal(signum)
-    assert proc.wait(timeout=60) == -signum  # it still ends by the signal, as it would without ttreport
+    try:
+        assert proc.stdout.readline().strip() == "running"
+        proc.send_signal(signum)
+        assert proc.wait(timeout=60) == -signum  # it still ends by the signal, as it would without ttreport
+    finally:
+        if proc.poll() is None:  # a lost signal: the loop (10**9 ops) would fill the disk; its writer then ends too
+            proc.kill()
+            proc.wait(timeout=60)
     meta, n_ops = report_state(tmp_path / "r")
     assert meta["status"] == "interrupted" and "ended_at" in meta
     assert n_ops > 100
