@@ -1,6 +1,7 @@
 """Fixtures shared by every test file: a fresh device, no hook left behind, the real ttnn-visualizer, a
 throwaway PostgreSQL cluster."""
 
+import signal
 import warnings
 
 import pytest
@@ -10,6 +11,15 @@ from device_sim import mesh
 
 # pytester runs small suites in a subprocess (tests/test_pytest_plugin.py: ttreport's pytest plugin).
 pytest_plugins = ["pytester"]
+
+
+def pytest_configure(config):
+    # A shell's background job (`make test &`, `(bash .ci/run > log &)`) starts with SIGINT ignored, as does
+    # every process it starts, and a capture leaves an ignored SIGINT ignored (test_capture has that case):
+    # the Ctrl-C tests need SIGINT as a terminal's run has it. (Last round's "lost Ctrl-C" in two CI runs
+    # started that way was this.)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import warnings
+import weakref
 from pathlib import Path
 
 import pytest
@@ -444,6 +445,23 @@ def test_a_signal_leaves_a_complete_report_marked_interrupted(tmp_path, signum):
     assert not (tmp_path / "r" / "db.sqlite-wal").exists()
 
 
+def test_a_capture_leaves_an_ignored_sigint_ignored(tmp_path):
+    # A background job or nohup starts with SIGINT ignored: the model runs on through a Ctrl-C, as without ttreport.
+    proc = run_script(tmp_path, """
+        import os, signal
+        with ttreport.capture(report) as cap:
+            x = ttnn.neg(x)
+            os.kill(os.getpid(), signal.SIGINT)  # delivered before kill() returns: ignored
+            for _ in range(10):
+                x = ttnn.neg(x)
+            print(signal.getsignal(signal.SIGINT) == signal.SIG_IGN, flush=True)
+    """, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert proc.stdout.readline().strip() == "True"
+    assert proc.wait(timeout=60) == 0
+    meta, n_ops = report_state(tmp_path / "r")
+    assert (meta["status"], n_ops) == ("complete", 11)
+
+
 def test_a_capture_left_open_is_closed_at_interpreter_exit(tmp_path):
     proc = run_script(tmp_path, """
         ttreport.capture(report).start()
@@ -492,3 +510,86 @@ def test_ctrl_c_that_lands_in_a_finalizer_reaches_the_model_at_the_next_op(tmp_p
     assert ops_after == []
     assert one(report, "SELECT value FROM report_metadata WHERE key = 'status'")["value"] == "interrupted"
     assert rows(report, "SELECT * FROM operations") == []
+
+
+class _Target:
+    pass
+
+
+def _ctrl_c_in_a_weakref_callback():
+    """A Ctrl-C whose handler runs in a weakref callback (no __del__ frame): Python reports the KeyboardInterrupt
+    to sys.unraisablehook and drops it."""
+    def callback(_ref):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs at a bytecode boundary: here, inside the callback
+            pass
+
+    target = _Target()
+    ref = weakref.ref(target, callback)
+    del target
+    return ref
+
+
+def _ctrl_c_deep_in_a_finalizer(depth=20):
+    """A Ctrl-C whose handler runs `depth` calls below a __del__: further down than _on_signal's frame walk looks."""
+    def nested(n):
+        if n:
+            return nested(n - 1)
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):
+            pass
+
+    class Freed:
+        def __del__(self):
+            nested(depth)
+
+    x = Freed()
+    del x
+
+
+@pytest.mark.parametrize("lose_it", [_ctrl_c_in_a_weakref_callback, _ctrl_c_deep_in_a_finalizer])
+def test_a_ctrl_c_python_drops_as_unraisable_reaches_the_model_at_the_next_op(tmp_path, weight, lose_it):
+    seen = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = seen.append  # a user's own hook: what is not ours to keep reaches it
+    try:
+        ops_after = []
+        with pytest.raises(KeyboardInterrupt), ttreport.capture(tmp_path / "r") as report:
+            ttnn.exp(weight)
+            lose_it()
+            ops_after.append(ttnn.exp(weight))  # raises at its start, before running
+        assert sys.unraisablehook == seen.append  # given back at the close
+    finally:
+        sys.unraisablehook = previous
+    assert ops_after == [] and seen == []
+    assert one(report, "SELECT value FROM report_metadata WHERE key = 'status'")["value"] == "interrupted"
+    assert len(rows(report, "SELECT * FROM operations")) == 1
+
+
+def test_a_ctrl_c_dropped_after_the_last_op_ends_the_block(tmp_path, weight):
+    with pytest.raises(KeyboardInterrupt), ttreport.capture(tmp_path / "r") as report:
+        ttnn.exp(weight)
+        _ctrl_c_in_a_weakref_callback()
+        after = "the block's last statement ran"
+    assert after  # the block ran to its end: the Ctrl-C is raised at its exit, after the report is closed
+    assert one(report, "SELECT value FROM report_metadata WHERE key = 'status'")["value"] == "interrupted"
+    assert len(rows(report, "SELECT * FROM operations")) == 1
+
+
+def test_other_unraisable_exceptions_still_reach_the_previous_hook(tmp_path, weight):
+    class Broken:
+        def __del__(self):
+            raise ValueError("broken finalizer")
+
+    seen = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = seen.append
+    try:
+        with ttreport.capture(tmp_path / "r") as report:
+            x = Broken()
+            del x
+            ttnn.exp(weight)
+    finally:
+        sys.unraisablehook = previous
+    assert [u.exc_type for u in seen] == [ValueError]
+    assert report.status == "complete"

@@ -89,6 +89,7 @@ class Capture(contextlib.ContextDecorator):
         self._stopped = False
         self._froze = False
         self._signals: dict[int, object] = {}
+        self._unraisablehook = None  # the hook ours replaced while capturing (see _on_unraisable)
         self._lock_fd: int | None = None
         self._pid = os.getpid()  # the process that captures: a forked child's exit or signals never close it
         # Seconds of the close by phase, once closed ("writer": its drain and close, "perf_files"): what
@@ -103,6 +104,13 @@ class Capture(contextlib.ContextDecorator):
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        pending = self._pending_signal() if exc_type is None else None
+        if pending is not None:
+            # A Ctrl-C that came inside a finalizer after the block's last op: it ends the block as it would have.
+            self.stop("interrupted")
+            handler, signum = pending
+            handler(signum, None)
+            return False
         if exc_type is None or (issubclass(exc_type, SystemExit) and exc.code in (None, 0)):
             status = "complete"
         elif issubclass(exc_type, KeyboardInterrupt):
@@ -113,6 +121,13 @@ class Capture(contextlib.ContextDecorator):
                 self.recorder.model_error(exc)  # its type, message and traceback: an errors row with no op
         self.stop(status)
         return False
+
+    def _pending_signal(self):
+        recorder = self.recorder
+        if recorder is None or self._stopped or os.getpid() != self._pid or recorder.deferred_signal is None:
+            return None
+        pending, recorder.deferred_signal = recorder.deferred_signal, None
+        return pending
 
     def _recreate_cm(self):
         # Used as a decorator, each call is a new capture (and must name a new report).
@@ -217,6 +232,21 @@ class Capture(contextlib.ContextDecorator):
                 continue  # ignored (or set outside Python): leave it so
             self._signals[signum] = previous
             signal.signal(signum, self._on_signal)
+        self._unraisablehook = sys.unraisablehook
+        sys.unraisablehook = self._on_unraisable
+
+    def _on_unraisable(self, unraisable) -> None:
+        """Python's report of an exception it could not raise (in a __del__, a weakref or gc callback, a
+        generator closed by the collector): a KeyboardInterrupt there is a Ctrl-C that would be lost, and the
+        model would run on. It is raised again at the next op's start (as _on_signal does for a __del__ it sees).
+        """
+        exc_type = unraisable.exc_type
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt) and os.getpid() == self._pid \
+                and not self._stopped and self.recorder is not None:
+            if self.recorder.deferred_signal is None:
+                self.recorder.deferred_signal = (_raise_keyboard_interrupt, signal.SIGINT)
+            return
+        (self._unraisablehook or sys.__unraisablehook__)(unraisable)
 
     def _on_signal(self, signum, frame) -> None:
         previous = self._signals.get(signum, signal.SIG_DFL)
@@ -315,6 +345,8 @@ class Capture(contextlib.ContextDecorator):
         for signum, previous in self._signals.items():
             if signal.getsignal(signum) == self._on_signal:
                 signal.signal(signum, previous)
+        if self._unraisablehook is not None and sys.unraisablehook == self._on_unraisable:
+            sys.unraisablehook = self._unraisablehook  # (someone who replaced ours keeps theirs)
 
     def _drain(self, status: str) -> None:
         if self.recorder.golden is not None:
@@ -393,6 +425,13 @@ class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.
         functools.update_wrapper(wrapped, func)
         wrapped.profile = self
         return wrapped
+
+    def _pending_signal(self):
+        recorder = self.recorder
+        if recorder is None or self._stopped or os.getpid() != self._pid or recorder.deferred_signal is None:
+            return None
+        pending, recorder.deferred_signal = recorder.deferred_signal, None
+        return pending
 
     def _recreate_cm(self):
         self._calls += 1
@@ -484,6 +523,10 @@ def _opener():
     while f is not None and f.f_code.co_filename == __file__:
         f = f.f_back
     return f
+
+
+def _raise_keyboard_interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _in_finalizer(frame, depth: int = 8) -> bool:
