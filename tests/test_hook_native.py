@@ -32,13 +32,15 @@ from ttreport.capture import recorder
 job = json.loads(sys.argv[1])
 torch.manual_seed(0)
 dev = ttnn.open_device(0)
-cfg = ttreport.Config(writer=job["writer"], tensors=job["tensors"])
+cfg = ttreport.Config(writer=job["writer"], tensors=job["tensors"], **job["config"])
 with ttreport.capture(pathlib.Path(job["report"]), config=cfg) as cap:
     print("native", cap.recorder.begin.__class__.__name__ == "builtin_function_or_method", recorder.NATIVE)
     a = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
     b = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
     host = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16)
+    wide = ttnn.from_torch(torch.randn(256, 256), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
     for i in range(5):
+        w = ttnn.add(wide, wide)  # a stored output over 64 KiB: the tensor thread's file
         c = ttnn.add(a, b, memory_config=ttnn.L1_MEMORY_CONFIG)
         d = ttnn.matmul(c, b)
         e = ttnn.mul(d, 0.5)
@@ -60,10 +62,11 @@ ttnn.close_device(dev)
 
 
 
-def _run(tmp_path: Path, name: str, *, writer: str, tensors: str = "none", pure: bool = False) -> str:
+def _run(tmp_path: Path, name: str, *, writer: str, tensors: str = "none", pure: bool = False,
+         config: dict | None = None) -> str:
     script = tmp_path / "model.py"
     script.write_text(MODEL)
-    job = {"report": str(tmp_path / name), "writer": writer, "tensors": tensors}
+    job = {"report": str(tmp_path / name), "writer": writer, "tensors": tensors, "config": config or {}}
     env = {k: v for k, v in os.environ.items() if k != "TTREPORT_PURE"}
     if pure:
         env["TTREPORT_PURE"] = "1"
@@ -77,11 +80,15 @@ native = pytest.mark.skipif(not recorder.NATIVE, reason="ttreport.capture._hook 
 
 
 @native
-@pytest.mark.parametrize("tensors", ["none", "outputs"])
-def test_the_c_hook_writes_the_same_report_as_the_python_recorder(tmp_path, tensors):
-    assert "native True True" in _run(tmp_path, "c", writer="process", tensors=tensors)
-    assert "native False False" in _run(tmp_path, "py", writer="process", tensors=tensors, pure=True)
-    _run(tmp_path, "thread", writer="thread", tensors=tensors)
+# Stored outputs: the C end stores a new output's values itself; views, an output written in place, values over
+# 64 KiB, a dtype not met before and max_tensor_bytes reached (its warning) are the Python end's.
+@pytest.mark.parametrize("tensors, config", [("none", {}), ("outputs", {}),
+                                             ("outputs", {"max_tensor_bytes": 150_000})],
+                         ids=["none", "outputs", "outputs-capped"])
+def test_the_c_hook_writes_the_same_report_as_the_python_recorder(tmp_path, tensors, config):
+    assert "native True True" in _run(tmp_path, "c", writer="process", tensors=tensors, config=config)
+    assert "native False False" in _run(tmp_path, "py", writer="process", tensors=tensors, pure=True, config=config)
+    _run(tmp_path, "thread", writer="thread", tensors=tensors, config=config)
     c, py, thread = (tables(tmp_path / name / "db.sqlite") for name in ("c", "py", "thread"))
     assert c.keys() == py.keys() == thread.keys()
     for table in c:

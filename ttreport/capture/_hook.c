@@ -10,7 +10,8 @@
  *   hook.on_buffer(event, buf)              Recorder._buffer_listener: "alloc", "free", a known "program"
  *
  * Each does the common case itself (tensors and plain values as arguments, one new device tensor out, no
- * error, no golden, no tensor storage, no buffer pages) and hands anything else to the Python method with
+ * error, no golden, no stored inputs, no buffer pages; a stored output of up to 64 KiB after
+ * hook.store_with(...)) and hands anything else to the Python method with
  * the same arguments, so the records are the Python path's record for record (tests/test_hook_native.py
  * holds a log of each equal).
  *
@@ -39,7 +40,8 @@
 
 static PyObject *S_deferred_signal, *S_golden, *S_boundary, *S_stack, *S_thread, *S_shape, *S_device_id, *S_name,
     *S_bytes_per_bank_used, *S_num_banks, *S_off, *S_room, *S_mm, *S_write, *S_check_at, *S_pace, *S_behind,
-    *S_back_pressure;
+    *S_back_pressure, *S_nbytes, *S_is_cpu, *S_is_contiguous, *S_data_ptr, *S_dtype, *S_budget, *S_tensor_bytes,
+    *S_acquire_name, *S_release_name;
 
 typedef struct {
     PyObject_HEAD
@@ -76,6 +78,17 @@ typedef struct {
      * list is the one local.stack holds for good (the Python begin makes it once a thread). */
     uint64_t cached_thread_id;
     PyObject *cached_stack, *cached_thread;
+    /* Stored outputs in C (store_with(...)): NULL until it is called, and then the Python end stores them. */
+    PyObject *stored;        /* rec._stored: ids whose values are stored */
+    PyObject *stored_values; /* rec._stored_values: id -> weakref of the values stored */
+    PyObject *storage;       /* the LogStorage: its _budget of log bytes before it looks at the disk again */
+    PyObject *storage_lock;  /* rec._storage_lock, taken without waiting (else the Python end runs) */
+    PyObject *shared;        /* device_sim.views.SHARED: while a view exists the Python end plans the files */
+    PyObject *dtype_text;    /* log_tensors._TEXT: torch dtype -> its text */
+    PyObject *suffix;        /* ".pt" */
+    PyObject *torch_tensor;  /* torch.Tensor: a plain one's values only */
+    PyObject *values_tag;    /* log_tensors.VALUES */
+    long long max_tensor_bytes, log_max_bytes;
 } Hook;
 
 /* A plain Tensor's slots, read at their offsets as CPython's slot descriptors do (device_sim/_native.c does the
@@ -697,6 +710,120 @@ unlock:
     return 0;
 }
 
+
+/* -- stored outputs ---------------------------------------------------------------------------------------- */
+
+/* Recorder._plan_storage + LogStorage.put_with_op for the common case: a new plain Tensor whose values (a plain
+ * contiguous CPU torch tensor of at most log_max_bytes, a dtype seen before) fit in max_tensor_bytes and in the
+ * log's budget, while no view shares a buffer. 1: its VALUES record is on the pending list and *files is the OP
+ * record's ((id, path),); 0: not that case, nothing changed (the Python end runs); -1: an error. */
+static int store_output(Hook *h, PyObject *t, PyObject **files) {
+    *files = NULL;
+    PyObject *tid = SLOT(t, T_ID), *value = SLOT(t, T_VALUE);
+    if (tid == NULL || value == NULL || Py_TYPE(value) != (PyTypeObject *)h->torch_tensor || PyDict_GET_SIZE(h->shared))
+        return 0;
+    int known = PySet_Contains(h->stored, tid);
+    if (known) return known < 0 ? -1 : 0;
+    Py_ssize_t budget;
+    if (get_ssize(h->storage, S_budget, &budget) < 0) return -1;
+    PyObject *v = PyObject_GetAttr(value, S_is_cpu);
+    if (v == NULL) return -1;
+    int ok = v == Py_True;
+    Py_DECREF(v);
+    if (!ok) return 0;
+    v = PyObject_CallMethodNoArgs(value, S_is_contiguous);
+    if (v == NULL) return -1;
+    ok = v == Py_True;
+    Py_DECREF(v);
+    if (!ok) return 0;
+    Py_ssize_t n;
+    if (get_ssize(value, S_nbytes, &n) < 0) return -1;
+    if (n > h->log_max_bytes || n > budget) return 0; /* the tensor thread's, or the disk is to be looked at */
+    PyObject *dtype = PyObject_GetAttr(value, S_dtype);
+    if (dtype == NULL) return -1;
+    PyObject *text = PyDict_GetItemWithError(h->dtype_text, dtype); /* borrowed */
+    Py_DECREF(dtype);
+    if (text == NULL) return PyErr_Occurred() ? -1 : 0;
+    /* Recorder._reserve: the lock only if it is free (another thread reserving: the Python end waits for it) */
+    PyObject *r = PyObject_CallMethodOneArg(h->storage_lock, S_acquire_name, Py_False);
+    if (r == NULL) return -1;
+    ok = r == Py_True;
+    Py_DECREF(r);
+    if (!ok) return 0;
+    Py_ssize_t used;
+    int err = get_ssize(h->rec, S_tensor_bytes, &used);
+    if (!err && used + n <= h->max_tensor_bytes) err = set_long(h->rec, S_tensor_bytes, used + n);
+    else if (!err) ok = 0; /* over max_tensor_bytes: the Python end warns */
+    r = PyObject_CallMethodNoArgs(h->storage_lock, S_release_name);
+    if (r == NULL || err < 0) {
+        Py_XDECREF(r);
+        return -1;
+    }
+    Py_DECREF(r);
+    if (!ok) return 0;
+    /* from here on the values are the capture's: the Python path's state changes, then the record */
+    if (set_long(h->storage, S_budget, budget - n) < 0 || PySet_Add(h->stored, tid) < 0) return -1;
+    PyObject *ref = PyWeakref_NewRef(value, NULL);
+    if (ref == NULL) return -1;
+    err = PyDict_SetItem(h->stored_values, tid, ref);
+    Py_DECREF(ref);
+    if (err < 0) return -1;
+    PyObject *path = NULL, *shape = NULL, *data = NULL, *rec = NULL, *pair = NULL;
+    int rc = -1;
+    path = PyUnicode_FromFormat("tensors/%S%U", tid, h->suffix);
+    v = path ? PyObject_GetAttr(value, S_shape) : NULL;
+    if (v == NULL) goto done;
+    shape = PySequence_Tuple(v);
+    Py_DECREF(v);
+    if (shape == NULL) goto done;
+    if (n) {
+        v = PyObject_CallMethodNoArgs(value, S_data_ptr);
+        if (v == NULL) goto done;
+        void *ptr = PyLong_AsVoidPtr(v);
+        Py_DECREF(v);
+        if (ptr == NULL && PyErr_Occurred()) goto done;
+        data = PyBytes_FromStringAndSize((const char *)ptr, n); /* one copy, as ctypes.string_at */
+    } else {
+        data = PyBytes_FromStringAndSize(NULL, 0);
+    }
+    if (data == NULL) goto done;
+    PyObject *empty = PyTuple_New(0);
+    if (empty == NULL) goto done;
+    /* (VALUES, tensor_id, path, dtype text, shape, bytes, extra, device): log_tensors.py's record of a .pt */
+    rec = PyTuple_Pack(8, h->values_tag, tid, path, text, shape, data, empty, Py_None);
+    Py_DECREF(empty);
+    if (rec == NULL || PyList_Append(h->pending, rec) < 0) goto done;
+    pair = PyTuple_Pack(2, tid, path);
+    *files = pair ? PyTuple_Pack(1, pair) : NULL;
+    rc = *files ? 1 : -1;
+done:
+    Py_XDECREF(path);
+    Py_XDECREF(shape);
+    Py_XDECREF(data);
+    Py_XDECREF(rec);
+    Py_XDECREF(pair);
+    return rc;
+}
+
+/* store_with(...): stored outputs in C from now on (Recorder._use_native, with a LogStorage that writes .pt). */
+static PyObject *Hook_store_with(Hook *h, PyObject *args, PyObject *kw) {
+    static char *names[] = {"stored", "stored_values", "storage", "lock", "shared", "dtype_text", "suffix",
+                            "torch_tensor", "values_tag", "max_tensor_bytes", "log_max_bytes", NULL};
+    PyObject *o[9];
+    long long max_tensor_bytes, log_max_bytes;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!OOO!O!UO!O!LL:store_with", names, &PySet_Type, &o[0],
+                                     &PyDict_Type, &o[1], &o[2], &o[3], &PyDict_Type, &o[4], &PyDict_Type, &o[5],
+                                     &o[6], &PyType_Type, &o[7], &PyLong_Type, &o[8], &max_tensor_bytes,
+                                     &log_max_bytes))
+        return NULL;
+    PyObject **fields[] = {&h->stored, &h->stored_values, &h->storage, &h->storage_lock, &h->shared, &h->dtype_text,
+                           &h->suffix, &h->torch_tensor, &h->values_tag};
+    for (int i = 0; i < 9; i++) Py_XSETREF(*fields[i], Py_NewRef(o[i]));
+    h->max_tensor_bytes = max_tensor_bytes;
+    h->log_max_bytes = log_max_bytes;
+    Py_RETURN_NONE;
+}
+
 static PyObject *end_py(Hook *h, PyObject *const *args) {
     PyObject *call[4] = {h->rec, args[0], args[1], args[2]};
     return PyObject_Vectorcall(h->end_py, call, 4, NULL);
@@ -727,11 +854,17 @@ static PyObject *Hook_end(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
         !PyList_CheckExact(PyTuple_GET_ITEM(token, 9)) || !PyList_CheckExact(PyTuple_GET_ITEM(token, 10)) ||
         !PyList_CheckExact(PyTuple_GET_ITEM(token, 11)) || PyList_GET_SIZE(PyTuple_GET_ITEM(token, 11)) != 0)
         return end_py(h, args);
-    if (h->store_outputs) return end_py(h, args);
+    if (h->store_outputs && h->stored == NULL) return end_py(h, args);
     PyObject *op = PyTuple_GET_ITEM(token, 0), *op_id = PyTuple_GET_ITEM(token, 1);
     int est = estimating(h, op);
     if (est < 0) return NULL;
     if (est) return end_py(h, args);
+    PyObject *files = NULL; /* the OP record's ((id, path),) of a stored output */
+    if (h->store_outputs) {
+        int stored = store_output(h, output, &files);
+        if (stored < 0) return NULL;
+        if (stored == 0) return end_py(h, args);
+    }
     long long end = now_ns();
     PyObject *tid = NULL, *specs = NULL, *spec = NULL, *l1 = NULL, *dram = NULL, *stack = NULL, *name = NULL,
              *start = NULL, *stop = NULL, *outputs = NULL, *seq = NULL, *result = NULL;
@@ -779,14 +912,15 @@ static PyObject *Hook_end(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
     /* Recorder.end's OP record, written field by field (no tuple): begin's lists of inputs and specs as tuples */
     PyObject *fields[19] = {tag, name, op_id, start, stop, PyTuple_GET_ITEM(token, 3), PyTuple_GET_ITEM(token, 4),
                             PyTuple_GET_ITEM(token, 5), PyTuple_GET_ITEM(token, 6), PyTuple_GET_ITEM(token, 7),
-                            PyTuple_GET_ITEM(token, 8), PyTuple_GET_ITEM(token, 9), outputs, specs, Py_None, seq, l1,
-                            dram, Py_None};
+                            PyTuple_GET_ITEM(token, 8), PyTuple_GET_ITEM(token, 9), outputs, specs,
+                            files ? files : Py_None, seq, l1, dram, Py_None};
     Fields record = {fields, 19, 1u << 11 | 1u << 13};
     int err = append_op(h, &record);
     Py_DECREF(tag);
     if (err < 0) goto done;
     result = Py_NewRef(Py_None);
 done:
+    Py_XDECREF(files);
     Py_XDECREF(tid);
     Py_XDECREF(spec);
     Py_XDECREF(l1);
@@ -982,6 +1116,15 @@ static int Hook_traverse(Hook *h, visitproc visit, void *arg) {
     Py_VISIT(h->program_type);
     Py_VISIT(h->cached_stack);
     Py_VISIT(h->cached_thread);
+    Py_VISIT(h->stored);
+    Py_VISIT(h->stored_values);
+    Py_VISIT(h->storage);
+    Py_VISIT(h->storage_lock);
+    Py_VISIT(h->shared);
+    Py_VISIT(h->dtype_text);
+    Py_VISIT(h->suffix);
+    Py_VISIT(h->torch_tensor);
+    Py_VISIT(h->values_tag);
     return 0;
 }
 
@@ -1018,6 +1161,15 @@ static int Hook_clear(Hook *h) {
     Py_CLEAR(h->program_type);
     Py_CLEAR(h->cached_stack);
     Py_CLEAR(h->cached_thread);
+    Py_CLEAR(h->stored);
+    Py_CLEAR(h->stored_values);
+    Py_CLEAR(h->storage);
+    Py_CLEAR(h->storage_lock);
+    Py_CLEAR(h->shared);
+    Py_CLEAR(h->dtype_text);
+    Py_CLEAR(h->suffix);
+    Py_CLEAR(h->torch_tensor);
+    Py_CLEAR(h->values_tag);
     return 0;
 }
 
@@ -1032,6 +1184,9 @@ static PyMethodDef Hook_methods[] = {
     {"end", (PyCFunction)(void (*)(void))Hook_end, METH_FASTCALL, "Recorder.end(token, output, exc)"},
     {"on_buffer", (PyCFunction)(void (*)(void))Hook_on_buffer, METH_FASTCALL,
      "the memory listener: on_buffer(event, buf)"},
+    {"store_with", (PyCFunction)(void (*)(void))Hook_store_with, METH_VARARGS | METH_KEYWORDS,
+     "store_with(stored=, stored_values=, storage=, lock=, shared=, dtype_text=, suffix=, torch_tensor=, "
+     "values_tag=, max_tensor_bytes=, log_max_bytes=): stored outputs recorded in C"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1078,6 +1233,15 @@ PyMODINIT_FUNC PyInit__hook(void) {
     INTERN(S_pace, "_pace");
     INTERN(S_behind, "_behind");
     INTERN(S_back_pressure, "_back_pressure");
+    INTERN(S_nbytes, "nbytes");
+    INTERN(S_is_cpu, "is_cpu");
+    INTERN(S_is_contiguous, "is_contiguous");
+    INTERN(S_data_ptr, "data_ptr");
+    INTERN(S_dtype, "dtype");
+    INTERN(S_budget, "_budget");
+    INTERN(S_tensor_bytes, "tensor_bytes");
+    INTERN(S_acquire_name, "acquire");
+    INTERN(S_release_name, "release");
     if (PyType_Ready(&HookType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;

@@ -42,6 +42,8 @@ import traceback
 import warnings
 import weakref
 
+import torch
+
 import device_sim
 import ttreport
 from device_sim import perf_model, views
@@ -237,6 +239,15 @@ class Recorder:
             pages=self.config.buffer_pages, store_inputs=self._store_inputs, store_outputs=self._store_outputs,
             program_type=Program, graphs=self.config.device_graphs)
         self.begin, self.end, self._on_buffer = native.begin, native.end, native.on_buffer
+        from ttreport.capture import log_tensors  # (it imports this module)
+
+        storage = self.storage
+        if self._store_outputs and isinstance(storage, log_tensors.LogStorage) and storage.pt:
+            # A stored output's values into the op's own write, in C (_plan_storage and put_with_op's common case)
+            native.store_with(stored=self._stored, stored_values=self._stored_values, storage=storage,
+                              lock=self._storage_lock, shared=views.SHARED, dtype_text=log_tensors._TEXT,
+                              suffix=self._suffix, torch_tensor=torch.Tensor, values_tag=log_tensors.VALUES,
+                              max_tensor_bytes=self.config.max_tensor_bytes, log_max_bytes=storage.max_bytes)
 
     def _estimates(self, op) -> bool:
         """Whether end() asks self.estimate about `op` (the C hook asks once an op, and leaves those to end())."""
