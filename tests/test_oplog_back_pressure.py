@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 import device_sim as ttnn
@@ -91,6 +92,7 @@ def test_a_captures_writer_process_reports_every_byte_it_wrote_through_the_share
 
 MODEL = r"""
 import os, pathlib, sys
+import pytest
 import torch
 import device_sim as ttnn
 import ttreport
@@ -173,3 +175,47 @@ def test_closing_notes_appended_by_a_signal_handler_in_the_middle_of_an_append_a
     assert not thread.is_alive(), "the closing notes waited for a lock their own thread holds"
     records, _ = LogTail(tmp_path / "log").read(10)
     assert [r[0] for r in records] == [OP, META, STOP]
+
+
+def _resident_pages(mm, start: int, end: int) -> int:
+    """Pages of the mapping [start, end) in memory (mincore(2)): the prefault's work, as the kernel sees it."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    page = oplog.mmap.PAGESIZE
+    buf = ctypes.c_char.from_buffer(mm, start)
+    vec = (ctypes.c_ubyte * ((end - start + page - 1) // page))()
+    try:
+        assert libc.mincore(ctypes.c_void_p(ctypes.addressof(buf)), ctypes.c_size_t(end - start), vec) == 0
+    finally:
+        del buf  # the exported buffer, or the mmap cannot close
+    return sum(v & 1 for v in vec)
+
+
+@pytest.mark.skipif(oplog._MADV_POPULATE_WRITE is None, reason="no MADV_POPULATE_WRITE here")
+def test_the_logs_pages_are_faulted_in_ahead_of_the_writes_and_no_further(tmp_path):
+    sink = LogSink(tmp_path / "log")
+    page = oplog.mmap.PAGESIZE
+    assert sink._prefaulted == oplog.PREFAULT_BYTES  # a new segment: its first chunks at once
+    i = 0
+    while sink._off < 3 * oplog.PACE_BYTES + 1000:
+        i += 1
+        sink.append(op_record(i))
+    assert sink._prefaulted % page == 0
+    assert sink._off <= sink._prefaulted <= sink._off + oplog.PREFAULT_BYTES
+    assert _resident_pages(sink._mm, 0, sink._prefaulted) == sink._prefaulted // page
+    beyond = sink._prefaulted + 4 * oplog.PACE_BYTES
+    assert _resident_pages(sink._mm, beyond, beyond + oplog.PACE_BYTES) == 0  # the rest of the segment: untouched
+    sink.close()
+    records, _ = LogTail(tmp_path / "log").read(i + 10)
+    assert [r[2] for r in records if r[0] == OP] == list(range(1, i + 1))
+
+
+def test_a_kernel_without_the_prefault_writes_the_log_as_before(tmp_path, monkeypatch):
+    monkeypatch.setattr(oplog, "_MADV_POPULATE_WRITE", 0x7FFF)  # an advice no kernel knows: EINVAL, as before 5.14
+    sink = LogSink(tmp_path / "log")
+    assert oplog._MADV_POPULATE_WRITE is None and sink._prefaulted == 0  # given up at once, for good
+    for i in range(1, 20_001):
+        sink.append(op_record(i))
+    sink.close()
+    records, _ = LogTail(tmp_path / "log").read(20_010)
+    assert [r[2] for r in records if r[0] == OP] == list(range(1, 20_001))
