@@ -339,3 +339,50 @@ def test_to_dict_holds_every_figure():
                 "mismatched_fraction", "numel", "max_ulp", "worst_index", "worst_actual", "worst_golden",
                 "shapes", "dtypes", "rtol", "atol", "desired_pcc"):
         assert key in d
+
+
+# -- the C pass (ttreport/_fold.c) against the torch path it stands in for ------------------------
+
+def _both_ways(monkeypatch, a, g, **kw):
+    from ttreport import metrics
+    monkeypatch.setattr(metrics, "NATIVE", True)
+    native = compare_tensors(a, g, **kw)
+    monkeypatch.setattr(metrics, "NATIVE", False)
+    reference = compare_tensors(a, g, **kw)
+    return native, reference
+
+
+_FOLD_CASES = {
+    # name: (actual, golden, compare_tensors keywords); sizes not a multiple of 8 or of a chunk, for the tails
+    "bf16 close": (lambda g: (g.float() + 1e-2 * randn(*g.shape, seed=3)).to(torch.bfloat16), torch.bfloat16, {}),
+    "bf16 vs float32 golden": (lambda g: (g.float() + 1e-2 * randn(*g.shape, seed=3)).to(torch.bfloat16),
+                               torch.float32, {}),
+    "float32 vs bf16 golden": (lambda g: g.float() + 1e-3 * randn(*g.shape, seed=3), torch.bfloat16, {}),
+    "float32 noisy": (lambda g: g + 0.3 * randn(*g.shape, seed=3), torch.float32, {}),
+    "zeros in the golden": (lambda g: g.masked_fill(g.abs() < 0.3, 0.5), torch.float32, {}),
+    "rtol off": (lambda g: g + 0.3 * randn(*g.shape, seed=3), torch.float32, {"rtol": inf}),
+    "block float atol": (lambda g: (g.float() + 1e-2 * randn(*g.shape, seed=3)).to(torch.bfloat16), torch.bfloat16,
+                         {"dtype": "bfloat8_b"}),
+    "a NaN and an inf in one chunk": (lambda g: g.clone().index_fill_(0, torch.tensor([7, 70_001]), nan)
+                                      .index_fill_(0, torch.tensor([90_000]), inf), torch.float32, {}),
+}
+
+
+@pytest.mark.skipif(not __import__("ttreport.metrics").metrics.NATIVE, reason="ttreport._fold is not built")
+@pytest.mark.parametrize("case", list(_FOLD_CASES))
+@pytest.mark.parametrize("n", [1, 13, 100_003])
+def test_the_c_pass_gives_the_torch_paths_figures(monkeypatch, case, n):
+    make, golden_dtype, kw = _FOLD_CASES[case]
+    g = randn(max(n, 100_003), seed=2).to(golden_dtype)
+    a = make(g)
+    a, g = a[:n].contiguous(), g[:n].contiguous()
+    native, reference = _both_ways(monkeypatch, a, g, chunk_size=4096, **kw)
+    exact = ("passed", "mismatched", "worst_index", "worst_actual", "worst_golden", "max_abs_error", "max_rel_error",
+             "max_ulp", "atol", "close_ok")
+    for field in exact:
+        got, want = getattr(native, field), getattr(reference, field)
+        assert got == want or (got != got and want != want), (field, got, want)
+    for field in ("pcc", "mean_abs_error"):
+        got, want = getattr(native, field), getattr(reference, field)
+        assert got == pytest.approx(want, rel=1e-6, abs=1e-12, nan_ok=True), (field, got, want)
+    assert native.reason.split("; ")[0] == reference.reason.split("; ")[0]

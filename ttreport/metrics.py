@@ -42,6 +42,7 @@ Up to torch.get_num_threads() threads take chunks in turn (see _fold_all).
 from __future__ import annotations
 
 import math
+import os
 import threading
 from dataclasses import asdict, dataclass
 
@@ -49,6 +50,13 @@ import numpy as np
 import torch
 
 DEFAULT_PCC = 0.9999
+try:  # one pass per chunk in C (ttreport/_fold.c); the torch path below is its fallback and its reference
+    from ttreport import _fold
+except ImportError:  # no compiler at install
+    _fold = None
+NATIVE = _fold is not None and os.environ.get("TTREPORT_PURE", "") in ("", "0")
+_FOLD_DTYPES = {torch.bfloat16: True, torch.float32: False}  # what the C pass reads: is it bfloat16
+
 CHUNK = 1 << 18  # elements per chunk: four float32 buffers stay in L2-sized memory; see bench/
 
 # dtype name -> (rtol, atol, atol as a fraction of max|golden|)
@@ -330,11 +338,37 @@ class _Accumulator:
 
     def add(self, xa: torch.Tensor, xg: torch.Tensor, offset: int) -> None:
         n = xa.numel()
+        if NATIVE and self.work == torch.float32:
+            a_bf16, g_bf16 = _FOLD_DTYPES.get(xa.dtype), _FOLD_DTYPES.get(xg.dtype)
+            if a_bf16 is not None and g_bf16 is not None and xa.is_contiguous() and xg.is_contiguous():
+                self._add_native(xa, a_bf16, xg, g_bf16, n, offset)
+                return
         fa, fg, d, ag, e = self._buffers(n)
         fa.copy_(xa)
         fg.copy_(xg)
         if not self._fold(fa, fg, d, ag, e, xa, xg, offset, None):
             self._add_exact(xa, xg, offset)
+
+    def _add_native(self, xa, a_bf16: bool, xg, g_bf16: bool, n: int, offset: int) -> None:
+        """_fold's totals from ttreport/_fold.c's one pass over the chunk as it is (bfloat16 or float32)."""
+        check = math.isfinite(self.rtol)
+        totals = _fold.fold(xa.data_ptr(), a_bf16, xg.data_ptr(), g_bf16, n, self.rtol if check else 0.0,
+                            self.atol, self.ulp[1] if self.ulp is not None else 0.0, self.max_abs)
+        if totals is None:  # a NaN or an inf among the chunk's values
+            self._add_exact(xa, xg, offset)
+            return
+        sa, sg, saa, sgg, sdd, sd, dmax, index, gmax, emax, count, rmax, umax = totals
+        if dmax > self.max_abs:
+            self.max_abs, self.worst = dmax, offset + index
+        self.sum_abs += sd
+        self.max_abs_golden = max(self.max_abs_golden, gmax)
+        if check:
+            self.max_excess = max(self.max_excess, emax)
+            self.mismatched += count
+        self.max_rel = max(self.max_rel, rmax)
+        if self.ulp is not None:
+            self.max_ulp = max(self.max_ulp, umax)
+        self._moments(n, sa, sg, saa, sgg, sdd, xa, xg)
 
     def _add_exact(self, xa: torch.Tensor, xg: torch.Tensor, offset: int) -> None:
         """The rare chunk with a NaN or inf, or whose float32 sums overflow: float64, with masks."""
@@ -396,6 +430,10 @@ class _Accumulator:
             torch.bitwise_and(fg.view(bits), mask, out=e.view(bits))
             torch.div(d, e.clamp_min_(self.ulp[1]), out=e)
             self.max_ulp = max(self.max_ulp, e.amax().item())
+        self._moments(n, sa, sg, saa, sgg, sdd, xa, xg)
+        return True
+
+    def _moments(self, n, sa, sg, saa, sgg, sdd, xa, xg) -> None:
         # PCC from var a, var g and var(a - g): near 1 its error scales with 1 - PCC
         # rather than with the float32 rounding of a cross product. Raw sums of squares save two
         # passes; where they cancel badly (spread tiny next to the mean, constants) redo in float64.
@@ -404,7 +442,6 @@ class _Accumulator:
         if m2a <= 1e-3 * saa or m2g <= 1e-3 * sgg:
             ma, mg, m2a, m2g, m2d = _moments64(xa, xg)
         self._merge(n, ma, mg, m2a, m2g, m2d)
-        return True
 
     def merge(self, o: _Accumulator) -> None:
         """Fold another accumulator's totals (of other chunks of the same tensors) into this one."""
