@@ -156,3 +156,29 @@ def test_values_go_to_the_tensor_thread_when_the_free_space_cannot_be_read(tmp_p
     assert sink._pending == [] and store.queue.get_nowait() == item
     assert "cannot be read" in storage.room.low
     sink.close()
+
+
+@pytest.mark.parametrize("writer", ["process", "thread"])  # the C hook's store path, the Python recorder's
+def test_a_long_capture_forgets_the_stored_tensors_that_are_gone(tmp_path, device, monkeypatch, writer):
+    from ttreport.capture import recorder
+
+    monkeypatch.setattr(recorder, "PRUNE_STORED_AT", 64)
+    a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    largest = 0
+    with ttreport.capture(tmp_path / "r", config=Config(tensors="outputs", writer=writer)) as report:
+        kept = ttnn.add(a, a)  # stored, and alive to the end
+        for _ in range(1000):
+            x = ttnn.add(a, a)  # stored, then gone at the next iteration
+            largest = max(largest, len(report.recorder._stored_values))
+        ttnn.mul(a, 3.0, output_tensor=kept)  # a write into a tensor stored 1,000 outputs (and many prunes) ago
+        assert report.recorder._stored_values.keys() <= report.recorder._stored
+    assert largest <= 64 and len(report.recorder._stored) < 64
+    assert torch.equal(load_tensor(report.path, x.tensor_id), torch.full((32, 32), 2.0, dtype=torch.bfloat16))
+    con = sqlite3.connect(report.path / "db.sqlite")
+    try:
+        assert con.execute("SELECT COUNT(*) FROM tensor_files").fetchone()[0] == 1001  # kept and every x
+        writes = con.execute("SELECT tensor_id FROM tensor_writes").fetchall()
+    finally:
+        con.close()
+    assert writes == [(kept.tensor_id,)]  # still known as stored: its new values are a write, its file unchanged
+    assert torch.equal(load_tensor(report.path, kept.tensor_id), torch.full((32, 32), 2.0, dtype=torch.bfloat16))

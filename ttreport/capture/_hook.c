@@ -80,7 +80,9 @@ typedef struct {
     PyObject *cached_stack, *cached_thread;
     /* Stored outputs in C (store_with(...)): NULL until it is called, and then the Python end stores them. */
     PyObject *stored;        /* rec._stored: ids whose values are stored */
-    PyObject *stored_values; /* rec._stored_values: id -> weakref of the values stored */
+    PyObject *stored_values; /* rec._stored_values: id -> (weakref of the Tensor, weakref of the values stored) */
+    PyObject *prune;         /* rec._prune_stored: forgets the gone tensors, returns the size to prune at next */
+    Py_ssize_t prune_at;
     PyObject *storage;       /* the LogStorage: its _budget of log bytes before it looks at the disk again */
     PyObject *storage_lock;  /* rec._storage_lock, taken without waiting (else the Python end runs) */
     PyObject *shared;        /* device_sim.views.SHARED: while a view exists the Python end plans the files */
@@ -763,11 +765,28 @@ static int store_output(Hook *h, PyObject *t, PyObject **files) {
     if (!ok) return 0;
     /* from here on the values are the capture's: the Python path's state changes, then the record */
     if (set_long(h->storage, S_budget, budget - n) < 0 || PySet_Add(h->stored, tid) < 0) return -1;
-    PyObject *ref = PyWeakref_NewRef(value, NULL);
-    if (ref == NULL) return -1;
-    err = PyDict_SetItem(h->stored_values, tid, ref);
-    Py_DECREF(ref);
+    PyObject *ref = PyWeakref_NewRef(value, NULL), *tref = ref ? PyWeakref_NewRef(t, NULL) : NULL;
+    PyObject *refs = tref ? PyTuple_Pack(2, tref, ref) : NULL;
+    if (refs != NULL) {
+        /* Kept until the tensor is gone, and in no cycle (weakrefs without callbacks hold nothing): out of the
+         * collector's lists, or every collection would walk the capture's stored tensors */
+        PyObject_GC_UnTrack(ref);
+        PyObject_GC_UnTrack(tref);
+        PyObject_GC_UnTrack(refs);
+    }
+    Py_XDECREF(ref);
+    Py_XDECREF(tref);
+    if (refs == NULL) return -1;
+    err = PyDict_SetItem(h->stored_values, tid, refs);
+    Py_DECREF(refs);
     if (err < 0) return -1;
+    if (PyDict_GET_SIZE(h->stored_values) >= h->prune_at) {
+        PyObject *at = PyObject_CallNoArgs(h->prune);
+        if (at == NULL) return -1;
+        h->prune_at = PyLong_AsSsize_t(at);
+        Py_DECREF(at);
+        if (h->prune_at == -1 && PyErr_Occurred()) return -1;
+    }
     PyObject *path = NULL, *shape = NULL, *data = NULL, *rec = NULL, *pair = NULL;
     int rc = -1;
     path = PyUnicode_FromFormat("tensors/%S%U", tid, h->suffix);
@@ -808,17 +827,20 @@ done:
 /* store_with(...): stored outputs in C from now on (Recorder._use_native, with a LogStorage that writes .pt). */
 static PyObject *Hook_store_with(Hook *h, PyObject *args, PyObject *kw) {
     static char *names[] = {"stored", "stored_values", "storage", "lock", "shared", "dtype_text", "suffix",
-                            "torch_tensor", "values_tag", "max_tensor_bytes", "log_max_bytes", NULL};
-    PyObject *o[9];
+                            "torch_tensor", "values_tag", "max_tensor_bytes", "log_max_bytes", "prune", "prune_at",
+                            NULL};
+    PyObject *o[10];
     long long max_tensor_bytes, log_max_bytes;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!OOO!O!UO!O!LL:store_with", names, &PySet_Type, &o[0],
+    Py_ssize_t prune_at;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!OOO!O!UO!O!LLOn:store_with", names, &PySet_Type, &o[0],
                                      &PyDict_Type, &o[1], &o[2], &o[3], &PyDict_Type, &o[4], &PyDict_Type, &o[5],
                                      &o[6], &PyType_Type, &o[7], &PyLong_Type, &o[8], &max_tensor_bytes,
-                                     &log_max_bytes))
+                                     &log_max_bytes, &o[9], &prune_at))
         return NULL;
     PyObject **fields[] = {&h->stored, &h->stored_values, &h->storage, &h->storage_lock, &h->shared, &h->dtype_text,
-                           &h->suffix, &h->torch_tensor, &h->values_tag};
-    for (int i = 0; i < 9; i++) Py_XSETREF(*fields[i], Py_NewRef(o[i]));
+                           &h->suffix, &h->torch_tensor, &h->values_tag, &h->prune};
+    for (int i = 0; i < 10; i++) Py_XSETREF(*fields[i], Py_NewRef(o[i]));
+    h->prune_at = prune_at;
     h->max_tensor_bytes = max_tensor_bytes;
     h->log_max_bytes = log_max_bytes;
     Py_RETURN_NONE;
@@ -1125,6 +1147,7 @@ static int Hook_traverse(Hook *h, visitproc visit, void *arg) {
     Py_VISIT(h->suffix);
     Py_VISIT(h->torch_tensor);
     Py_VISIT(h->values_tag);
+    Py_VISIT(h->prune);
     return 0;
 }
 
@@ -1170,6 +1193,7 @@ static int Hook_clear(Hook *h) {
     Py_CLEAR(h->suffix);
     Py_CLEAR(h->torch_tensor);
     Py_CLEAR(h->values_tag);
+    Py_CLEAR(h->prune);
     return 0;
 }
 
@@ -1186,7 +1210,7 @@ static PyMethodDef Hook_methods[] = {
      "the memory listener: on_buffer(event, buf)"},
     {"store_with", (PyCFunction)(void (*)(void))Hook_store_with, METH_VARARGS | METH_KEYWORDS,
      "store_with(stored=, stored_values=, storage=, lock=, shared=, dtype_text=, suffix=, torch_tensor=, "
-     "values_tag=, max_tensor_bytes=, log_max_bytes=): stored outputs recorded in C"},
+     "values_tag=, max_tensor_bytes=, log_max_bytes=, prune=, prune_at=): stored outputs recorded in C"},
     {NULL, NULL, 0, NULL},
 };
 

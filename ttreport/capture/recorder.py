@@ -80,6 +80,10 @@ PROGRAM = 10  # a device program an op launched (device_sim.device_work): the wr
 # writer's INSERT OR IGNORE keeps its first row. The cost: one extra spec per such tensor per
 # MAX_SEEN // 2 new tensors; memory stays under ~7 MB.
 MAX_SEEN = 1 << 16
+# The stored tensors' bookkeeping (_stored, _stored_values: ~250 B a tensor) is pruned of tensors whose device_sim
+# Tensor is gone each time it has doubled, from this size up: a long capture with tensors="outputs" keeps about
+# twice its live stored tensors, not every tensor it ever stored (1,000,000 small outputs held ~250 MB before).
+PRUNE_STORED_AT = 1 << 14
 MAX_STACKS = 200_000  # distinct stacks remembered (a log defines one seen again after that once more)
 _PRIMITIVE = frozenset({int, float, bool, str, type(None)})  # argument types recorded as they are
 _DEFAULT_TILE_SHAPE = [32, 32]  # a spec names any other tile (_layout_key)
@@ -191,7 +195,10 @@ class Recorder:
         self._local = threading.local()
         self._seen: dict[int, None] = {}  # tensor ids whose spec is queued, oldest first; at most MAX_SEEN
         self._stored: set[int] = set()  # tensor ids whose values are queued for storage
-        self._stored_values: dict[int, weakref.ref] = {}  # tensor id -> the values last queued for it
+        # tensor id -> (the Tensor, the values last queued for it), both weakly: a write into a stored tensor is stored
+        # when its values changed; an entry whose Tensor is gone is pruned (_prune_stored)
+        self._stored_values: dict[int, tuple[weakref.ref, weakref.ref]] = {}
+        self._prune_at = PRUNE_STORED_AT
         self._storage_lock = threading.Lock()
         self.tensor_bytes = 0
         self.tensors_skipped = 0
@@ -247,7 +254,8 @@ class Recorder:
             native.store_with(stored=self._stored, stored_values=self._stored_values, storage=storage,
                               lock=self._storage_lock, shared=views.SHARED, dtype_text=log_tensors._TEXT,
                               suffix=self._suffix, torch_tensor=torch.Tensor, values_tag=log_tensors.VALUES,
-                              max_tensor_bytes=self.config.max_tensor_bytes, log_max_bytes=storage.max_bytes)
+                              max_tensor_bytes=self.config.max_tensor_bytes, log_max_bytes=storage.max_bytes,
+                              prune=self._prune_stored, prune_at=self._prune_at)
 
     def _estimates(self, op) -> bool:
         """Whether end() asks self.estimate about `op` (the C hook asks once an op, and leaves those to end())."""
@@ -547,7 +555,9 @@ class Recorder:
         value = t.value
         if self._reserve(value.numel() * value.element_size()):
             self._stored.add(tid)
-            self._stored_values[tid] = weakref.ref(value)
+            self._stored_values[tid] = (weakref.ref(t), weakref.ref(value))
+            if len(self._stored_values) >= self._prune_at:
+                self._prune_stored()
             files.append((tid, f"tensors/{tid}{self._suffix}", value, t.dtype, t.layout, t.memory_config()))
 
     def _plan_write(self, t: Tensor, writes: list, op_id: int) -> None:
@@ -556,12 +566,23 @@ class Recorder:
         # (an op that hands back its input unchanged) get none.
         tid, value = t.tensor_id, t.value
         last = self._stored_values.get(tid)
-        if last is not None and last() is value:
+        if last is not None and last[1]() is value:
             return
         if self._reserve(value.numel() * value.element_size()):
-            self._stored_values[tid] = weakref.ref(value)
+            self._stored_values[tid] = (weakref.ref(t), weakref.ref(value))
             writes.append((tid, f"tensors/{tid}@{op_id}{self._suffix}", value, t.dtype, t.layout, t.memory_config(),
                            op_id))
+
+    def _prune_stored(self) -> int:
+        """Forget the stored tensors whose device_sim Tensor is gone (an id never comes back), then prune again once
+        what is left has doubled; returns that size (the C hook keeps its own copy). A mesh tensor's and a made
+        tensor's ids stay: they have no entry here."""
+        gone = [tid for tid, (tensor, _) in list(self._stored_values.items()) if tensor() is None]  # list(): atomic
+        for tid in gone:
+            self._stored_values.pop(tid, None)
+            self._stored.discard(tid)
+        self._prune_at = max(PRUNE_STORED_AT, 2 * len(self._stored_values))
+        return self._prune_at
 
     def _plan_shards(self, t: MeshTensor, files: list) -> None:
         # One file per device shard, tensors/<id>/<device_id>.pt: each item's path is the folder (what the
