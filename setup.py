@@ -13,6 +13,7 @@ setup(
         # the recorder's begin, end and memory listener for an op log (ttreport/capture/_hook.c; recorder.NATIVE).
         Extension("ttreport.capture._hook", ["ttreport/capture/_hook.c"], optional=True, extra_compile_args=["-O2"]),
         # compare_tensors' one pass over a chunk of pairs (ttreport/_fold.c; metrics.NATIVE).
-        Extension("ttreport._fold", ["ttreport/_fold.c"], optional=True, extra_compile_args=["-O3", "-ffp-contract=off", "-Wno-psabi"]),
+        Extension("ttreport._fold", ["ttreport/_fold.c"], optional=True,
+                  extra_compile_args=["-O3", "-ffp-contract=off", "-Wno-psabi"]),
     ],
 )
