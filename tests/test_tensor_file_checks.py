@@ -174,3 +174,34 @@ def test_a_fifo_in_place_of_a_tensor_file_never_blocks_a_reader(report, tmp_path
         assert "Traceback" not in done.stderr, done.stderr
         assert f"{file} is not a regular file" in done.stdout + done.stderr, (args, done.stdout, done.stderr)
         assert done.returncode == (1 if args[0] == "check" else 2)
+
+
+def test_a_big_tensor_is_checked_and_loaded_without_holding_its_file_in_memory(tmp_path):
+    # The checksum reads the open file in chunks and torch.load fills the tensor from it: loading N bytes takes
+    # about N of memory, where holding the file's bytes to check and load them took 2N (compare_reports kept a
+    # third 64 MiB copy at its peak, bench 5). A real process: VmHWM, whole.
+    script = f"""
+import torch, device_sim as ttnn, ttreport
+from pathlib import Path
+with ttreport.capture(Path({str(tmp_path / "r")!r}), config=ttreport.Config(tensors="all")):
+    t = ttnn.from_torch(torch.randn(16 << 20), dtype=ttnn.bfloat16)  # 32 MiB stored
+tid = t.tensor_id
+del t
+def hwm():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) << 10
+def rss():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS:")) << 10
+import gc; gc.collect()
+ttreport.load_tensor(Path({str(tmp_path / "r")!r}), tid)  # warm: the db, the imports
+gc.collect()
+open("/proc/self/clear_refs", "w").write("5")  # VmHWM from here on (Linux): the capture's own peak is behind
+base = rss()
+value = ttreport.load_tensor(Path({str(tmp_path / "r")!r}), tid)
+print(hwm() - base, value.numel() * value.element_size())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.returncode == 0, out.stderr
+    peak, nbytes = map(int, out.stdout.split()[-2:])
+    assert nbytes == 32 << 20
+    assert peak < 1.5 * nbytes, f"loading a {nbytes >> 20} MiB tensor raised the peak by {peak >> 20} MiB"

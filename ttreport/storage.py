@@ -13,7 +13,6 @@ final name. The tensor thread then records the file's size, CRC-32, shape and dt
 from __future__ import annotations
 
 import errno
-import io
 import json
 import math
 import os
@@ -24,11 +23,11 @@ import stat
 import threading
 import time
 import zipfile
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from isal import isal_zlib
 
 from ttreport import ptfile
 from ttreport.errors import LossWarner, TensorFileDamagedError, TensorFileError
@@ -277,24 +276,30 @@ def _load_path(report_dir, path: Path, tensor_id: int, expected: Expected) -> to
     if not real.is_relative_to(folder):
         raise TensorFileError(f"{path} leads to {real}, outside the report folder {folder}; ttreport reads only "
                               f"files inside the report (replace the link with the tensor file itself)")
-    blob = _read_regular(path, real, tensor_id, expected)
-    if expected.crc32 is not None and zlib.crc32(blob) != expected.crc32:
-        raise TensorFileDamagedError(
-            f"tensor {tensor_id}: {path} has changed since the capture wrote it (CRC-32 {zlib.crc32(blob):08x}, "
-            f"recorded {expected.crc32:08x}): its values cannot be trusted; copy the file again from the source")
-    try:
-        if path.suffix == ".pt":
-            _check_stored_zip(blob)
-            value = torch.load(io.BytesIO(blob), weights_only=True, map_location="cpu")
-            if not isinstance(value, torch.Tensor):
-                raise TypeError(f"holds a {type(value).__name__}, not a tensor")
-        else:
-            from device_sim import serialization
+    # Checked and loaded through one open file, never held whole in memory beside the tensor: torch.load reads a
+    # file's records straight into the tensor's storage, where from the file's bytes it copied them (bench 5:
+    # compare_reports' peak held a third 64 MiB copy). The checksum is taken reading the same open file, before.
+    f, limit = _open_regular(path, real, tensor_id, expected)
+    with f:
+        size, crc = _checksum(f, limit, path, tensor_id)
+        if expected.crc32 is not None and crc != expected.crc32:
+            raise TensorFileDamagedError(
+                f"tensor {tensor_id}: {path} has changed since the capture wrote it (CRC-32 {crc:08x}, "
+                f"recorded {expected.crc32:08x}): its values cannot be trusted; copy the file again from the source")
+        try:
+            if path.suffix == ".pt":
+                _check_stored_zip(f, size)
+                f.seek(0)
+                value = torch.load(f, weights_only=True, map_location="cpu")
+                if not isinstance(value, torch.Tensor):
+                    raise TypeError(f"holds a {type(value).__name__}, not a tensor")
+            else:
+                from device_sim import serialization
 
-            value = serialization.load_tensor(real).value
-    except Exception as e:
-        raise TensorFileDamagedError(f"tensor {tensor_id}: {path} cannot be read ({_reason(e)}); "
-                                     f"the file is damaged or was not written by ttreport") from e
+                value = serialization.load_tensor(real).value
+        except Exception as e:
+            raise TensorFileDamagedError(f"tensor {tensor_id}: {path} cannot be read ({_reason(e)}); "
+                                         f"the file is damaged or was not written by ttreport") from e
     _check_loaded(value, path, tensor_id, expected)
     return value
 
@@ -312,8 +317,9 @@ def _reason(e: Exception) -> str:
     return f"{type(e).__name__}: {text.splitlines()[0][:200]}" if text else type(e).__name__
 
 
-def _read_regular(path: Path, real: Path, tensor_id: int, expected: Expected) -> bytes:
-    """The file's bytes, read only if it is a regular file no larger than `expected` allows."""
+def _open_regular(path: Path, real: Path, tensor_id: int, expected: Expected):
+    """(The file opened for reading, the bytes it may hold), only if it is a regular file no larger than `expected`
+    allows."""
     try:
         st = os.stat(real)
         if not stat.S_ISREG(st.st_mode):
@@ -328,25 +334,49 @@ def _read_regular(path: Path, real: Path, tensor_id: int, expected: Expected) ->
                 + "; the file is not this tensor's")
         # O_NONBLOCK: should the file be swapped for a FIFO after the check, open() must not wait for a writer.
         fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise TensorFileDamagedError(f"tensor {tensor_id}: {path} is not a regular file")
-            return f.read(st.st_size if limit is None else min(st.st_size, limit) + 1)
+        f = os.fdopen(fd, "rb")
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            f.close()
+            raise TensorFileDamagedError(f"tensor {tensor_id}: {path} is not a regular file")
     except OSError as e:
         raise TensorFileError(f"tensor {tensor_id}: {path} cannot be read ({e.strerror or e})") from None
+    return f, limit  # what _checksum may read: a file that grew since the stat is not this tensor's
 
 
-def _check_stored_zip(blob: bytes) -> None:
+CHECK_CHUNK = 4 << 20  # bytes read at a time for the checksum: the file is never held whole
+
+
+def _checksum(f, limit: int | None, path: Path, tensor_id: int) -> tuple[int, int]:
+    """(size, CRC-32) of the open file's bytes, read in chunks (ISA-L's CRC-32, zlib's value)."""
+    size, crc = 0, 0
+    buf = bytearray(CHECK_CHUNK)
+    view = memoryview(buf)
+    try:
+        while True:
+            n = f.readinto(buf)
+            if not n:
+                break
+            size += n
+            if limit is not None and size > limit:
+                raise TensorFileDamagedError(f"tensor {tensor_id}: {path} grew past the {limit} bytes the report "
+                                             f"allows for it while it was read; the file is not this tensor's")
+            crc = isal_zlib.crc32(view[:n], crc)
+    except OSError as e:
+        raise TensorFileError(f"tensor {tensor_id}: {path} cannot be read ({e.strerror or e})") from None
+    return size, crc
+
+
+def _check_stored_zip(f, size: int) -> None:
     """Refuse a .pt whose zip entries are compressed: torch writes them stored, and a deflated entry
     could expand a small file to gigabytes when loaded."""
     try:
-        entries = zipfile.ZipFile(io.BytesIO(blob)).infolist()
+        entries = zipfile.ZipFile(f).infolist()
     except (zipfile.BadZipFile, ValueError, EOFError) as e:
         raise ValueError(f"not a torch zip file ({e})") from None
     packed = [i.filename for i in entries if i.compress_type != zipfile.ZIP_STORED]
     if packed:
         raise ValueError(f"compressed entries ({', '.join(packed[:3])}), which torch.save never writes")
-    if sum(i.file_size for i in entries) > len(blob):
+    if sum(i.file_size for i in entries) > size:
         raise ValueError("its entries claim more bytes than the file holds")
 
 
