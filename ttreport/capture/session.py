@@ -426,13 +426,6 @@ class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.
         wrapped.profile = self
         return wrapped
 
-    def _pending_signal(self):
-        recorder = self.recorder
-        if recorder is None or self._stopped or os.getpid() != self._pid or recorder.deferred_signal is None:
-            return None
-        pending, recorder.deferred_signal = recorder.deferred_signal, None
-        return pending
-
     def _recreate_cm(self):
         self._calls += 1
         self.last = Capture(_numbered(self.name, self._calls), config=self.config, base_name=self._base)
