@@ -358,7 +358,7 @@ class _Accumulator:
             self._add_exact(xa, xg, offset)
             return
         sa, sg, saa, sgg, sdd, sd, dmax, index, gmax, emax, count, rmax, umax = totals
-        if dmax > self.max_abs:
+        if dmax > self.max_abs and index >= 0:
             self.max_abs, self.worst = dmax, offset + index
         self.sum_abs += sd
         self.max_abs_golden = max(self.max_abs_golden, gmax)

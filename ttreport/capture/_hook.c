@@ -719,11 +719,23 @@ unlock:
  * contiguous CPU torch tensor of at most log_max_bytes, a dtype seen before) fit in max_tensor_bytes and in the
  * log's budget, while no view shares a buffer. 1: its VALUES record is on the pending list and *files is the OP
  * record's ((id, path),); 0: not that case, nothing changed (the Python end runs); -1: an error. */
+static int store_values(Hook *h, PyObject *t, PyObject *tid, PyObject *value, PyObject **files);
+
 static int store_output(Hook *h, PyObject *t, PyObject **files) {
     *files = NULL;
     PyObject *tid = SLOT(t, T_ID), *value = SLOT(t, T_VALUE);
     if (tid == NULL || value == NULL || Py_TYPE(value) != (PyTypeObject *)h->torch_tensor || PyDict_GET_SIZE(h->shared))
         return 0;
+    /* held: Python code runs below (the prune, a collection it sets off), and the slots are only borrowed */
+    Py_INCREF(tid);
+    Py_INCREF(value);
+    int rc = store_values(h, t, tid, value, files);
+    Py_DECREF(tid);
+    Py_DECREF(value);
+    return rc;
+}
+
+static int store_values(Hook *h, PyObject *t, PyObject *tid, PyObject *value, PyObject **files) {
     int known = PySet_Contains(h->stored, tid);
     if (known) return known < 0 ? -1 : 0;
     Py_ssize_t budget;
@@ -743,7 +755,7 @@ static int store_output(Hook *h, PyObject *t, PyObject **files) {
     if (n > h->log_max_bytes || n > budget) return 0; /* the tensor thread's, or the disk is to be looked at */
     PyObject *dtype = PyObject_GetAttr(value, S_dtype);
     if (dtype == NULL) return -1;
-    PyObject *text = PyDict_GetItemWithError(h->dtype_text, dtype); /* borrowed */
+    PyObject *text = PyDict_GetItemWithError(h->dtype_text, dtype); /* borrowed: log_tensors._TEXT only grows */
     Py_DECREF(dtype);
     if (text == NULL) return PyErr_Occurred() ? -1 : 0;
     /* Recorder._reserve: the lock only if it is free (another thread reserving: the Python end waits for it) */
