@@ -352,25 +352,14 @@ class _Accumulator:
             self._add_exact(xa, xg, offset)
 
     def _add_native(self, xa, a_bf16: bool, xg, g_bf16: bool, n: int, offset: int) -> None:
-        """_fold's totals from ttreport/_fold.c's one pass over the chunk as it is (bfloat16 or float32)."""
+        """The chunk's totals from ttreport/_fold.c's one pass over it as it is (bfloat16 or float32)."""
         check = math.isfinite(self.rtol)
         totals = _fold.fold(xa.data_ptr(), a_bf16, xg.data_ptr(), g_bf16, n, self.rtol if check else 0.0,
                             self.atol, self.ulp[1] if self.ulp is not None else 0.0, self.max_abs)
         if totals is None:  # a NaN or an inf among the chunk's values
             self._add_exact(xa, xg, offset)
             return
-        sa, sg, saa, sgg, sdd, sd, dmax, index, gmax, emax, count, rmax, umax = totals
-        if dmax > self.max_abs and index >= 0:
-            self.max_abs, self.worst = dmax, offset + index
-        self.sum_abs += sd
-        self.max_abs_golden = max(self.max_abs_golden, gmax)
-        if check:
-            self.max_excess = max(self.max_excess, emax)
-            self.mismatched += count
-        self.max_rel = max(self.max_rel, rmax)
-        if self.ulp is not None:
-            self.max_ulp = max(self.max_ulp, umax)
-        self._moments(n, sa, sg, saa, sgg, sdd, xa, xg)
+        self._take(n, totals, xa, xg, offset)
 
     def _add_exact(self, xa: torch.Tensor, xg: torch.Tensor, offset: int) -> None:
         """The rare chunk with a NaN or inf, or whose float32 sums overflow: float64, with masks."""
@@ -412,28 +401,46 @@ class _Accumulator:
         if not math.isfinite(sa + sg + saa + sgg + sdd):
             return False
         dmax = d.amax().item()
+        worst = -1  # only when it beats the max so far, as the C pass (argmax is a second pass)
         if dmax > self.max_abs:
             i = int(d.argmax())
-            self.max_abs, self.worst = dmax, offset + (int(index[i]) if index is not None else i)
-        self.sum_abs += d.sum().item()
+            worst = int(index[i]) if index is not None else i
+        sd = d.sum().item()
         torch.abs(fg, out=ag)
-        if self.need_max_golden:
-            self.max_abs_golden = max(self.max_abs_golden, ag.amax().item())
+        gmax = ag.amax().item() if self.need_max_golden else 0.0
+        emax, count = -math.inf, 0
         if math.isfinite(self.rtol):  # rtol=inf turns the closeness check off
             torch.add(d, ag, alpha=-self.rtol, out=e)
             emax = e.amax().item()
-            self.max_excess = max(self.max_excess, emax)
             if emax > self.atol:  # count: 1 where e > atol, 0 elsewhere (cheaper than a bool mask)
-                self.mismatched += int(e.clamp_min_(self.atol).sub_(self.atol).sign_().sum().item())
+                count = int(e.clamp_min_(self.atol).sub_(self.atol).sign_().sum().item())
         torch.div(d, ag, out=e).nan_to_num_(nan=0.0, posinf=math.inf)  # 0/0 -> 0, x/0 -> inf
-        self.max_rel = max(self.max_rel, e.amax().item())
+        rmax = e.amax().item()
+        umax = 0.0
         if self.ulp is not None:
             bits, mask = (torch.int32, 0x7F800000) if fg.dtype == torch.float32 else (torch.int64, 0x7FF << 52)
             torch.bitwise_and(fg.view(bits), mask, out=e.view(bits))
             torch.div(d, e.clamp_min_(self.ulp[1]), out=e)
-            self.max_ulp = max(self.max_ulp, e.amax().item())
-        self._moments(n, sa, sg, saa, sgg, sdd, xa, xg)
+            umax = e.amax().item()
+        self._take(n, (sa, sg, saa, sgg, sdd, sd, dmax, worst, gmax, emax, count, rmax, umax), xa, xg, offset)
         return True
+
+    def _take(self, n: int, totals: tuple, xa, xg, offset: int) -> None:
+        """Fold one chunk's totals, as _fold (torch) and ttreport/_fold.c (C) give them: sums of a, g, a², g², d²
+        and d (d = |a - g|), max d and its flat index in the chunk (-1 unless it beats the max so far), max |g|,
+        max d - rtol |g| and the count above atol, max d / |g|, max d / ulp(g) (before the mantissa factor)."""
+        sa, sg, saa, sgg, sdd, sd, dmax, worst, gmax, emax, count, rmax, umax = totals
+        if dmax > self.max_abs and worst >= 0:
+            self.max_abs, self.worst = dmax, offset + worst
+        self.sum_abs += sd
+        self.max_abs_golden = max(self.max_abs_golden, gmax)
+        if math.isfinite(self.rtol):
+            self.max_excess = max(self.max_excess, emax)
+            self.mismatched += count
+        self.max_rel = max(self.max_rel, rmax)
+        if self.ulp is not None:
+            self.max_ulp = max(self.max_ulp, umax)
+        self._moments(n, sa, sg, saa, sgg, sdd, xa, xg)
 
     def _moments(self, n, sa, sg, saa, sgg, sdd, xa, xg) -> None:
         # PCC from var a, var g and var(a - g): near 1 its error scales with 1 - PCC
