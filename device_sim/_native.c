@@ -8,7 +8,8 @@
  *   Memory  the base of allocator.NativeDeviceMemory: allocate_like() and free(), the two calls every
  *           element-wise op makes (its output's buffer, and the free when the tensor dies), and
  *           tensor_like(), the whole output tensor of ops.common.like_output.
- *   Dispatch a registered op's public function: a plain call with no hook goes straight to the body.
+ *   Dispatch a registered op's public function: a plain call with no hook goes straight to the body, and
+ *           one with a hook calls the hook's begin and end around it here (registry's Python wrapper otherwise).
  *   bf16_min_magnitude  one pass over a bfloat16 buffer for device_sim/matmul_kernel.py's denormal guard.
  *
  * Why no lock here, where the pure path holds DeviceMemory's RLock: the pure path's free-list edits take
@@ -632,9 +633,10 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
 }
 
 /* Dispatch: the public function of a registered op (registry.register_op). A call with no keywords while no
- * hook and no mesh runner is installed (registry's _hook and _per_device both None) goes straight to the
- * op's body, as registry's Python wrapper would, without that wrapper's frame and argument packing
- * (0.2 us of a 3.4 us 32x32 add); every other call is the Python wrapper's. Every attribute (__name__,
+ * mesh runner is installed (registry's _per_device None) goes straight to the op's body, as registry's Python
+ * wrapper would, without that wrapper's frame and argument packing (0.2 us of a 3.4 us 32x32 add): through the
+ * hook's begin and end when one is installed (registry's _hook), as the wrapper calls them. Every other call
+ * (keywords, a mesh) is the Python wrapper's. Every attribute (__name__,
  * __doc__, __wrapped__, __signature__, op, golden_function, ...) is the Python wrapper's, so inspect,
  * help() and the registry's own lookups see what they saw before. */
 typedef struct {
@@ -643,27 +645,100 @@ typedef struct {
     PyObject *wrapper;  /* registry's Python wrapper: hooks, keywords, meshes */
     PyObject *globals;  /* registry's module dict, where _hook and _per_device live */
     PyObject *plain;    /* register_op(plain=): (tensor, tensor or number) -> output or None; or NULL */
+    PyObject *op;       /* the registry's Op, which hook.begin is given; or NULL: hooked calls are the wrapper's */
     PyObject *weakrefs;
     vectorcallfunc vectorcall;
 } Dispatch;
 
-static PyObject *S_hook = NULL, *S_per_device = NULL;
+static PyObject *S_hook = NULL, *S_per_device = NULL, *S_begin = NULL, *S_end = NULL;
+
+/* The op's output for a call with no keywords: a binary op's usual call, ttnn.add(a, b), is its plain() at once,
+ * and the body only if plain declines. */
+static PyObject *call_body(Dispatch *d, PyObject *const *args, size_t nargsf) {
+    if (d->plain != NULL && PyVectorcall_NARGS(nargsf) == 2 && TensorType != NULL && Py_TYPE(args[0]) == TensorType &&
+        (Py_TYPE(args[1]) == TensorType || PyFloat_CheckExact(args[1]) || PyLong_CheckExact(args[1]))) {
+        PyObject *out = PyObject_Vectorcall(d->plain, args, 2, NULL);
+        if (out != Py_None)
+            return out;  /* the output, or NULL with its error */
+        Py_DECREF(out);
+    }
+    return PyObject_Vectorcall(d->body, args, nargsf, NULL);
+}
+
+/* A call with no keywords while a hook is installed: what registry's Python wrapper does, without its frame
+ * and argument packing (issue 14: the seam was ~0.4 us of the capture's ~4 us an op).
+ *     token = hook.begin(op, args, {})
+ *     try: output = body(*args)
+ *     except BaseException as exc: hook.end(token, None, exc); raise
+ *     hook.end(token, output, None)
+ * No Python code runs between begin returning and the body starting, nor between the body returning and end
+ * starting: a signal's KeyboardInterrupt lands inside one of the three calls, never between them. */
+static PyObject *call_hooked(Dispatch *d, PyObject *hook, PyObject *const *args, size_t nargsf) {
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    PyObject *tuple = PyTuple_New(n);
+    if (tuple == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+    PyObject *kwargs = PyDict_New();
+    if (kwargs == NULL) {
+        Py_DECREF(tuple);
+        return NULL;
+    }
+    Py_INCREF(hook); /* held: begin or the body may install another hook meanwhile; this call ends with this one */
+    PyObject *call[4] = {hook, d->op, tuple, kwargs};
+    PyObject *token = PyObject_VectorcallMethod(S_begin, call, 4, NULL);
+    Py_DECREF(kwargs);
+    PyObject *out = NULL, *r;
+    if (token == NULL)
+        goto done;
+    out = call_body(d, args, nargsf);
+    if (out == NULL) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (tb != NULL)
+            PyException_SetTraceback(value, tb);
+        PyObject *end_call[4] = {hook, token, Py_None, value};
+        r = PyObject_VectorcallMethod(S_end, end_call, 4, NULL);
+        if (r == NULL) { /* end's own error goes on, the op's as its context (`raise` inside `except` does so) */
+            PyObject *t2, *v2, *tb2;
+            PyErr_Fetch(&t2, &v2, &tb2);
+            PyErr_NormalizeException(&t2, &v2, &tb2);
+            if (v2 != value)
+                PyException_SetContext(v2, Py_NewRef(value));
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            PyErr_Restore(t2, v2, tb2);
+        } else {
+            Py_DECREF(r);
+            PyErr_Restore(type, value, tb);
+        }
+        goto done;
+    }
+    PyObject *end_call[4] = {hook, token, out, Py_None};
+    r = PyObject_VectorcallMethod(S_end, end_call, 4, NULL);
+    if (r == NULL)
+        Py_CLEAR(out);
+    else
+        Py_DECREF(r);
+done:
+    Py_XDECREF(token);
+    Py_DECREF(tuple);
+    Py_DECREF(hook);
+    return out;
+}
 
 static PyObject *Dispatch_vectorcall(Dispatch *d, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     if (kwnames == NULL) {
         PyObject *hook = PyDict_GetItemWithError(d->globals, S_hook);
-        PyObject *per_device = hook == Py_None ? PyDict_GetItemWithError(d->globals, S_per_device) : NULL;
+        PyObject *per_device = hook == NULL ? NULL : PyDict_GetItemWithError(d->globals, S_per_device);
         if (per_device == Py_None) {
-            /* A binary op's usual call, ttnn.add(a, b): its plain() at once, the body only if it declines. */
-            if (d->plain != NULL && PyVectorcall_NARGS(nargsf) == 2 && TensorType != NULL &&
-                Py_TYPE(args[0]) == TensorType &&
-                (Py_TYPE(args[1]) == TensorType || PyFloat_CheckExact(args[1]) || PyLong_CheckExact(args[1]))) {
-                PyObject *out = PyObject_Vectorcall(d->plain, args, 2, NULL);
-                if (out != Py_None)
-                    return out;  /* the output, or NULL with its error */
-                Py_DECREF(out);
-            }
-            return PyObject_Vectorcall(d->body, args, nargsf, NULL);
+            if (hook == Py_None)
+                return call_body(d, args, nargsf);
+            if (d->op != NULL)
+                return call_hooked(d, hook, args, nargsf);
         }
         if (PyErr_Occurred())
             return NULL;
@@ -672,12 +747,13 @@ static PyObject *Dispatch_vectorcall(Dispatch *d, PyObject *const *args, size_t 
 }
 
 static PyObject *Dispatch_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    PyObject *body, *wrapper, *globals, *plain = Py_None;
-    if (kwds != NULL || !PyArg_ParseTuple(args, "OOO!|O:Dispatch", &body, &wrapper, &PyDict_Type, &globals, &plain))
+    PyObject *body, *wrapper, *globals, *plain = Py_None, *op = Py_None;
+    if (kwds != NULL ||
+        !PyArg_ParseTuple(args, "OOO!|OO:Dispatch", &body, &wrapper, &PyDict_Type, &globals, &plain, &op))
         return NULL;
     if (!PyCallable_Check(body) || !PyCallable_Check(wrapper) || (plain != Py_None && !PyCallable_Check(plain))) {
-        PyErr_SetString(PyExc_TypeError, "Dispatch(body, wrapper, registry_globals, plain=None): body, wrapper "
-                        "and plain must be callable");
+        PyErr_SetString(PyExc_TypeError, "Dispatch(body, wrapper, registry_globals, plain=None, op=None): body, "
+                        "wrapper and plain must be callable");
         return NULL;
     }
     Dispatch *d = (Dispatch *)type->tp_alloc(type, 0);
@@ -687,6 +763,7 @@ static PyObject *Dispatch_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     d->wrapper = Py_NewRef(wrapper);
     d->globals = Py_NewRef(globals);
     d->plain = plain == Py_None ? NULL : Py_NewRef(plain);
+    d->op = op == Py_None ? NULL : Py_NewRef(op);
     d->vectorcall = (vectorcallfunc)Dispatch_vectorcall;
     return (PyObject *)d;
 }
@@ -696,6 +773,7 @@ static int Dispatch_traverse(Dispatch *d, visitproc visit, void *arg) {
     Py_VISIT(d->wrapper);
     Py_VISIT(d->globals);
     Py_VISIT(d->plain);
+    Py_VISIT(d->op);
     return 0;
 }
 
@@ -704,6 +782,7 @@ static int Dispatch_clear(Dispatch *d) {
     Py_CLEAR(d->wrapper);
     Py_CLEAR(d->globals);
     Py_CLEAR(d->plain);
+    Py_CLEAR(d->op);
     return 0;
 }
 
@@ -750,7 +829,7 @@ static PyObject *Dispatch_descr_get(PyObject *self, PyObject *obj, PyObject *typ
 static PyTypeObject Dispatch_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "device_sim._native.Dispatch",
-    .tp_doc = "Dispatch(body, wrapper, registry_globals): a registered op's public function.",
+    .tp_doc = "Dispatch(body, wrapper, registry_globals, plain=None, op=None): a registered op's public function.",
     .tp_basicsize = sizeof(Dispatch),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_new = Dispatch_new,
@@ -789,7 +868,9 @@ PyMODINIT_FUNC PyInit__native(void) {
     S_inputs = PyUnicode_InternFromString("inputs");
     S_hook = PyUnicode_InternFromString("_hook");
     S_per_device = PyUnicode_InternFromString("_per_device");
-    if (!S_hook || !S_per_device || PyType_Ready(&Dispatch_Type) < 0)
+    S_begin = PyUnicode_InternFromString("begin");
+    S_end = PyUnicode_InternFromString("end");
+    if (!S_hook || !S_per_device || !S_begin || !S_end || PyType_Ready(&Dispatch_Type) < 0)
         return NULL;
     if (!S_inputs || !S_alloc || !S_free || !S_raise_oom_like || PyType_Ready(&Banks_Type) < 0 || PyType_Ready(&Memory_Type) < 0)
         return NULL;

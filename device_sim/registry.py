@@ -48,8 +48,9 @@ OPS: dict[str, Op] = {}
 _hook = None
 
 # device_sim/_native.c's Dispatch: an op's public function that calls the body at once when there are no
-# keywords, no hook and no mesh runner (the wrapper's own test, in C), else the wrapper. Absent when the
-# extension was not built, or with DEVICE_SIM_PURE=1: the wrapper itself is then the public function.
+# keywords and no mesh runner (the wrapper's own test, in C), between the hook's begin and end when one is
+# installed, else the wrapper. Absent when the extension was not built, or with DEVICE_SIM_PURE=1: the wrapper
+# itself is then the public function.
 try:
     from device_sim import _native
 except ImportError:
@@ -235,7 +236,7 @@ def register_op(name: str, *, golden: Callable | None = None, fallback: Callable
             wrapper.__signature__ = _with_output_keyword(function, out_kw)
         wrapper.op = op
         wrapper.golden_function = golden
-        public = wrapper if _native is None else _native.Dispatch(function, wrapper, globals(), plain)
+        public = wrapper if _native is None else _native.Dispatch(function, wrapper, globals(), plain, op)
         op.wrapper = public
         OPS[name] = op
         return public

@@ -1,5 +1,6 @@
-"""A registered op's public function in C (device_sim/_native.c's Dispatch): a plain call with no hook goes
-straight to the op's body; every other call, and every attribute, is registry's Python wrapper's.
+"""A registered op's public function in C (device_sim/_native.c's Dispatch): a call with no keywords goes
+straight to the op's body, through the hook's begin and end when one is installed; every other call, and every
+attribute, is registry's Python wrapper's.
 
 DEVICE_SIM_PURE=1 (or a build without a C compiler) makes the Python wrapper itself the public function.
 """
@@ -143,7 +144,7 @@ def test_a_binary_ops_plain_path_runs_from_the_dispatcher_and_declines_to_the_bo
         calls.append((type(x).__name__, type(y).__name__))
         return plain(x, y)
 
-    public = registry._native.Dispatch(add.function, add.wrapper, vars(registry), counting)
+    public = registry._native.Dispatch(add.function, add.wrapper, vars(registry), counting, add)
     same = public(a, b)
     assert torch.equal(same.value, ttnn.add(a, b, memory=None).value)
     assert public(a, 2.5).value.dtype == torch.bfloat16 and public(a, 2).shape == a.shape
@@ -160,7 +161,97 @@ def test_a_binary_ops_plain_path_runs_from_the_dispatcher_and_declines_to_the_bo
     hook = _Recorder()
     previous = ttnn.set_hook(hook)
     try:
-        public(a, b)  # a hook: the wrapper, never plain
+        public(a, b)  # a hook: its begin and end around plain, in C
+        public(a, b, memory_config=None)  # keywords: the wrapper's begin and end around the body
     finally:
         ttnn.set_hook(previous)
-    assert len(calls) == 4 and [s[0] for s in hook.seen] == ["begin", "end"]
+    assert len(calls) == 5 and [s[0] for s in hook.seen] == ["begin", "end", "begin", "end"]
+
+
+
+class _Failing(_Recorder):
+    """A hook whose begin or end raises, or that takes itself off in begin."""
+
+    def __init__(self, fail_in=None, uninstall=False):
+        super().__init__()
+        self.fail_in, self.uninstall, self.exceptions = fail_in, uninstall, []
+
+    def begin(self, op, args, kwargs):
+        token = super().begin(op, args, kwargs)
+        if self.uninstall:
+            ttnn.set_hook(None)
+        if self.fail_in == "begin":
+            raise LookupError("begin failed")
+        return token
+
+    def end(self, token, output, exception):
+        super().end(token, output, exception)
+        self.exceptions.append(exception)
+        if self.fail_in == "end":
+            raise RuntimeError("end failed")
+
+
+def _hooked(hook, call):
+    previous = ttnn.set_hook(hook)
+    try:
+        return call()
+    finally:
+        ttnn.set_hook(previous)
+
+
+@pytest.mark.parametrize("keywords", [False, True], ids=["in C", "the wrapper"])
+def test_a_hooked_call_fails_as_the_python_wrapper_does(inputs, keywords):
+    """The op's error reaches end (as the instance raised, its traceback on it) and then the caller; an error of
+    end's own goes on with the op's as its context; an error of begin runs neither the body nor end."""
+    a, _ = inputs
+    kw = {"memory_config": None} if keywords else {}
+    hook = _Failing()
+    with pytest.raises(TypeError, match="convert it first") as e:
+        _hooked(hook, lambda: ttnn.add(a, torch.ones(32, 32), **kw))
+    assert hook.exceptions == [e.value] and e.value.__traceback__ is not None
+    assert [s[0] for s in hook.seen] == ["begin", "end"]
+
+    hook = _Failing(fail_in="end")
+    with pytest.raises(RuntimeError, match="end failed") as e:
+        _hooked(hook, lambda: ttnn.add(a, torch.ones(32, 32), **kw))
+    assert isinstance(e.value.__context__, TypeError) and e.value.__context__ is hook.exceptions[0]
+    with pytest.raises(RuntimeError, match="end failed") as e:
+        _hooked(hook, lambda: ttnn.add(a, a, **kw))  # after a good op
+    assert e.value.__context__ is None
+
+    hook = _Failing(fail_in="begin")
+    with pytest.raises(LookupError, match="begin failed"):
+        _hooked(hook, lambda: ttnn.add(a, a, **kw))
+    assert [s[0] for s in hook.seen] == ["begin"] and hook.exceptions == []
+
+
+@pytest.mark.parametrize("keywords", [False, True], ids=["in C", "the wrapper"])
+def test_a_hook_taken_off_during_a_call_still_ends_it(inputs, keywords):
+    a, b = inputs
+    kw = {"memory_config": None} if keywords else {}
+    hook = _Failing(uninstall=True)
+    previous = ttnn.set_hook(hook)
+    try:
+        out = ttnn.add(a, b, **kw)
+        assert ttnn.get_hook() is None
+        ttnn.add(a, b, **kw)  # no hook now
+    finally:
+        ttnn.set_hook(previous)
+    assert [s[0] for s in hook.seen] == ["begin", "end"] and hook.exceptions == [None]
+    assert torch.equal(out.value, ttnn.add(a, b).value)
+
+
+def test_a_hooked_call_gives_begin_a_tuple_and_a_dict_it_may_keep(inputs):
+    """trace.py's capture hook keeps args and dict(kwargs) to replay them: both are plain and the call's own."""
+    a, b = inputs
+    kept = []
+
+    class Keeping(_Recorder):
+        def begin(self, op, args, kwargs):
+            kept.append((args, kwargs))
+            return super().begin(op, args, kwargs)
+
+    _hooked(Keeping(), lambda: (ttnn.add(a, b), ttnn.add(a, b)))
+    (args1, kw1), (args2, kw2) = kept
+    assert type(args1) is tuple and args1[0] is a and args1[1] is b and kw1 == {} and type(kw1) is dict
+    assert kw1 is not kw2

@@ -105,9 +105,11 @@ def test_outputs_mode_stores_outputs_once_and_not_inputs_made_before(tmp_path, d
 def test_reaching_the_cap_warns_notes_it_and_the_run_goes_on(tmp_path, device):
     a = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device)  # 4 KiB of float32 values
     cfg = Config(tensors="outputs", max_tensor_bytes=3 * 4096)
-    with pytest.warns(ttreport.ReportIncompleteWarning, match="max_tensor_bytes=12288"), \
+    with pytest.warns(ttreport.ReportIncompleteWarning, match="max_tensor_bytes=12288") as warned, \
             ttreport.capture(tmp_path / "r", config=cfg) as report:
         outs = [ttnn.neg(a) for _ in range(5)]
+    # It names the user's line that ran the op, whichever path (C or Python) called the hook.
+    assert [(w.filename, w.lineno) for w in warned] == [(__file__, sys._getframe().f_lineno - 2)]
     assert report.status == "complete"
     stored = [tid for tid, f in files(report).items() if f is not None]
     assert stored == [t.tensor_id for t in outs[:3]]

@@ -36,6 +36,7 @@ import datetime
 import itertools
 import os
 import runpy
+import sys
 import threading
 import time
 import traceback
@@ -98,6 +99,16 @@ _EXAMPLE_FILES = frozenset(os.path.join(d, name) for d, name in zip(_LIBRARY_DIR
 
 
 _RUNNER_FILES = frozenset({runpy.__file__})  # `ttreport run` and `python -m` run the user's script through it
+
+
+def user_stacklevel() -> int:
+    """warnings.warn's stacklevel, for its caller, that names the first frame outside device_sim and ttreport (the
+    user's call of the op), however many frames of theirs lie between: an op's hook is called from C
+    (device_sim/_native.c's Dispatch) or from registry's Python wrapper."""
+    f, level = sys._getframe(1), 1
+    while f.f_back is not None and _is_library(f.f_code.co_filename):
+        f, level = f.f_back, level + 1
+    return level
 
 
 def _is_library(filename: str) -> bool:
@@ -607,7 +618,7 @@ class Recorder:
             warnings.warn(
                 f"ttreport: tensor storage reached max_tensor_bytes={self.config.max_tensor_bytes}; later tensors "
                 f"are not stored (their specs still are). Raise Config(max_tensor_bytes=...) to keep them",
-                ReportIncompleteWarning, stacklevel=4,
+                ReportIncompleteWarning, stacklevel=user_stacklevel(),
             )
         return False
 

@@ -46,7 +46,7 @@ from ttreport.capture import golden, rank
 from ttreport.capture.log_perf import estimate_on_model_thread
 from ttreport.capture.log_tensors import LogStorage
 from ttreport.capture.oplog import OPLOG_DIR, LogQueue, LogSink, remove_log
-from ttreport.capture.recorder import FLUSH, META, STOP, Recorder, RecordQueue, outer_boundary
+from ttreport.capture.recorder import FLUSH, META, STOP, Recorder, RecordQueue, outer_boundary, user_stacklevel
 from ttreport.capture.writer import Writer
 from ttreport.capture.writer_process import WriterProcess
 from ttreport.config import Config
@@ -452,7 +452,7 @@ class _ForkedChildHook:
     def begin(self, op, args, kwargs):
         if device_sim.get_hook() is self:
             device_sim.set_hook(None)
-            warnings.warn(self.message, ReportIncompleteWarning, stacklevel=3)
+            warnings.warn(self.message, ReportIncompleteWarning, stacklevel=user_stacklevel())
 
     def end(self, token, output, exc):
         pass
