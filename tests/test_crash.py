@@ -25,7 +25,7 @@ import torch
 import device_sim as ttnn
 import ttreport
 from device_sim.allocator import OutOfMemoryError
-from ttreport.wal import capture_holds
+from ttreport.wal import LIFETIMES_FILE, capture_holds
 
 REPO = Path(__file__).resolve().parent.parent
 STRESS = os.environ.get("TTREPORT_STRESS") == "1"
@@ -443,9 +443,11 @@ def test_the_first_reader_folds_a_killed_captures_wal_so_db_sqlite_stands_alone(
     os.kill(zygote.pid, signal.SIGKILL)
     assert zygote.wait() == -signal.SIGKILL
     assert (report / "db.sqlite-wal").stat().st_size > 0  # the committed batches are in the WAL
+    (report / LIFETIMES_FILE).write_bytes(b"scratch")  # as a long capture killed in its close leaves it
     out = cli("ls", tmp_path)  # any reader
     assert out.exit_code == 0 and "running, but no process is capturing it (killed?)" in out.output, out.output
     assert not (report / "db.sqlite-wal").exists() and not (report / ".reserve").exists()
+    assert not (report / LIFETIMES_FILE).exists()
     ids = assert_consistent_prefix(report)
     assert len(ids) > 1000
     alone = copied_alone(report / "db.sqlite", tmp_path / "copy")

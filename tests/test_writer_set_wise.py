@@ -98,13 +98,33 @@ DEFINITION = f"""
     ORDER BY l.tensor_id"""
 
 
+@pytest.mark.parametrize("aside", ["in the writer", "aside", "aside fails"])
 @pytest.mark.parametrize("writer_mode", ["thread", "process"])
 def test_tensor_lifetime_is_each_tensors_producer_last_use_and_deallocation_with_their_lines(
-        tmp_path, device, writer_mode):
+        tmp_path, device, writer_mode, aside, monkeypatch):
+    # A long capture's close works the rows out on a second connection beside the late indexes (writer.
+    # _LifetimesAside; a forked writer process inherits the patched threshold); if that fails (here: its scratch
+    # file's name is taken by a folder), the writer works them out itself, as a short capture's does.
+    monkeypatch.setattr(writer, "ASIDE_MIN_OPS", 10**9 if aside == "in the writer" else 0)
+    told = tmp_path / "copied.txt"  # what each copy_into said, from whichever process the writer runs in
+    copy_into = writer._LifetimesAside.copy_into
+
+    def noting(self, con):
+        copied = copy_into(self, con)
+        with open(told, "a") as f:
+            f.write(f"{copied}\n")
+        return copied
+
+    monkeypatch.setattr(writer._LifetimesAside, "copy_into", noting)
     with ttreport.capture(tmp_path / "run", config=ttreport.Config(writer=writer_mode, perf_files=False)) as cap:
+        if aside == "aside fails":
+            (tmp_path / "run" / writer.LIFETIMES_FILE).mkdir()
         model(device)
     got = rows(cap.db_path, "SELECT * FROM tensor_lifetime ORDER BY rowid")
     assert got == rows(cap.db_path, DEFINITION)
+    assert cap.status == "complete" and not (tmp_path / "run" / writer.LIFETIMES_FILE).is_file()
+    said = told.read_text().split() if told.exists() else []
+    assert said == {"in the writer": [], "aside": ["True"], "aside fails": ["False"]}[aside]
     assert any(r[3] is not None for r in got) and any(r[2] is not None for r in got)  # deallocations and uses
     assert all(r[4] and r[4].endswith(".py") and r[5] > 0 for r in got if r[1] is not None)  # producers' lines
 

@@ -26,6 +26,8 @@ from pathlib import Path
 LOCK_FILE = ".lock"  # flock'd while a capture writes the folder; holds the capturing pid (capture/session.py)
 OPLOG_DIR = "oplog"  # a process writer's op log (ttreport.capture.oplog): what a killed one leaves to finish from
 RESERVE_FILE = ".reserve"  # disk space a capture holds for its closing notes; a killed one leaves it
+# tensor_lifetime's rows, worked out beside a long capture's close (capture/writer.py); a killed close leaves it
+LIFETIMES_FILE = ".lifetimes.sqlite"
 FOLD_WAIT_MS = 200  # a reader mid-query keeps the fold from completing; it is not waited for longer
 
 
@@ -68,9 +70,10 @@ def fold(db_path: str | os.PathLike) -> bool:
     except sqlite3.Error:
         return False  # read-only folder or file, disk still full, a reader in the way: read the WAL as is
     finally:
-        if lock_fd is not None:  # a killed capture's lock: its reserve is of no more use
-            with contextlib.suppress(OSError):
-                os.unlink(db_path.parent / RESERVE_FILE)
+        if lock_fd is not None:  # a killed capture's lock: its reserve and scratch files are of no more use
+            for leftover in (RESERVE_FILE, LIFETIMES_FILE):
+                with contextlib.suppress(OSError):
+                    os.unlink(db_path.parent / leftover)
             os.close(lock_fd)
     return True
 

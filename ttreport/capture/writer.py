@@ -10,11 +10,13 @@ the loss is counted, and later batches are still tried; close() notes it in repo
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import linecache
 import sqlite3
 import threading
 from json.encoder import encode_basestring_ascii as _json_str
+from pathlib import Path
 
 import torch
 
@@ -38,6 +40,7 @@ from ttreport.capture.recorder import (
     TensorArg,
 )
 from ttreport.errors import LossWarner
+from ttreport.wal import LIFETIMES_FILE
 
 CLOSE_WAIT_MS = 200  # how long closing waits for a reader before leaving the report in WAL mode
 MAX_VALUE_CHARS = 2000  # an argument's text beyond this is cut: reprs of big host arrays add nothing
@@ -139,17 +142,16 @@ _NO_FREE = (None,) * 3
 _PATH = 'substr(st.stack_trace, 9, instr(st.stack_trace, \'", line \') - 9)'
 _LINE = ('CAST(substr(st.stack_trace, instr(st.stack_trace, \'", line \') + 8, '
          'instr(st.stack_trace, \', in \') - instr(st.stack_trace, \'", line \') - 8) AS INTEGER)')
-AT_CLOSE = [
-    "DELETE FROM tensor_lifetime",
-    # Each distinct stack's file and line once, and every tensor's uses in one pass over input_tensors (its
-    # tensor_id index gives them grouped): 4x faster than a correlated lookup per tensor.
+# Each distinct stack's file and line once (temp.stack_lines), and every tensor's uses in one pass over
+# input_tensors grouped by tensor: 4x faster than a correlated lookup per tensor.
+_STACK_LINES = [
     "DROP TABLE IF EXISTS temp.stack_lines",
     "CREATE TEMP TABLE stack_lines (stack_trace_id INTEGER PRIMARY KEY, path, line)",
     f"INSERT INTO temp.stack_lines SELECT st.stack_trace_id, {_PATH}, {_LINE} FROM stack_trace_texts st",
-    """INSERT INTO tensor_lifetime (tensor_id, producer_operation_id, last_use_operation_id, deallocate_operation_id,
-                                    producer_source_file, producer_source_line, last_use_source_file,
-                                    last_use_source_line)
-        SELECT t.tensor_id, t.producer_operation_id, u.last_use, u.dealloc, pl.path, pl.line, ll.path, ll.line
+]
+_LIFETIME_COLUMNS = ("tensor_id, producer_operation_id, last_use_operation_id, deallocate_operation_id, "
+                     "producer_source_file, producer_source_line, last_use_source_file, last_use_source_line")
+_LIFETIMES = """SELECT t.tensor_id, t.producer_operation_id, u.last_use, u.dealloc, pl.path, pl.line, ll.path, ll.line
         FROM tensors t
         LEFT JOIN (SELECT i.tensor_id, MAX(CASE WHEN o.name != 'ttnn.deallocate' THEN i.operation_id END) AS last_use,
                           MIN(CASE WHEN o.name = 'ttnn.deallocate' THEN i.operation_id END) AS dealloc
@@ -159,8 +161,8 @@ AT_CLOSE = [
         LEFT JOIN temp.stack_lines pl ON pl.stack_trace_id = po.stack_trace_id
         LEFT JOIN operations lo ON lo.operation_id = u.last_use
         LEFT JOIN temp.stack_lines ll ON ll.stack_trace_id = lo.stack_trace_id
-        ORDER BY t.tensor_id""",
-    "DROP TABLE temp.stack_lines",
+        ORDER BY t.tensor_id"""
+_AFTER_LIFETIMES = [
     "DELETE FROM buffer_chunks",
     # As the visualizer aggregates buffer_pages itself when this table is absent (queries.py).
     """INSERT INTO buffer_chunks (operation_id, device_id, address, bank_id, core_x, core_y, chunk_address, chunk_size,
@@ -170,6 +172,16 @@ AT_CLOSE = [
         FROM buffer_pages GROUP BY operation_id, device_id, address, bank_id, core_x, core_y, buffer_type
         ORDER BY operation_id, device_id, address, bank_id""",
 ]
+AT_CLOSE = [
+    "DELETE FROM tensor_lifetime",
+    *_STACK_LINES,
+    f"INSERT INTO tensor_lifetime ({_LIFETIME_COLUMNS}) {_LIFETIMES}",
+    "DROP TABLE temp.stack_lines",
+    *_AFTER_LIFETIMES,
+]
+# A report of at least this many ops has its tensor_lifetime rows worked out beside the late indexes
+# (_LifetimesAside); below it, the second connection and the copy cost about what they save.
+ASIDE_MIN_OPS = 50_000
 
 # Events that did not fit an op's row are bound as queued (numbered parameters skip the tag in ?1).
 _INSERT = {
@@ -202,6 +214,73 @@ def connect(db_path) -> sqlite3.Connection:
     for ddl in _GRAPH_TABLES:
         con.execute(ddl)
     return con
+
+
+class _LifetimesAside(threading.Thread):
+    """tensor_lifetime's rows worked out by a second connection, from a read snapshot of the committed report,
+    into a scratch database beside it, while the writer's connection builds the late indexes: the two longest
+    steps of a long capture's close on two cores, the model's being idle by then (1,000,000 small ops: the
+    rows 1.5-1.9 s, the indexes 2.2-3 s; bench/README.md, issue 14 round 8). The writer then copies the rows
+    in one INSERT ... SELECT (~0.4 s), or, if anything failed here, works them out itself as before.
+
+    Only for a report in WAL mode (a reader there never blocks the writer), with ASIDE_MIN_OPS ops or more.
+    """
+
+    def __init__(self, db_path: Path):
+        super().__init__(name="ttreport-lifetimes", daemon=True)
+        self.db_path = Path(db_path)
+        self.scratch = self.db_path.with_name(LIFETIMES_FILE)
+        self.error: BaseException | None = None
+
+    @classmethod
+    def start_for(cls, con: sqlite3.Connection, db_path) -> _LifetimesAside | None:
+        if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            return None  # a rebuild from the log (rollback journal): a reader would block the index writes
+        if (con.execute("SELECT MAX(operation_id) FROM operations").fetchone()[0] or 0) < ASIDE_MIN_OPS:
+            return None
+        aside = cls(db_path)
+        aside.start()
+        return aside
+
+    def run(self) -> None:
+        try:
+            self.scratch.unlink(missing_ok=True)  # a killed close's
+            uri = self.db_path.resolve().as_uri() + "?mode=ro"
+            con = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            try:
+                con.execute("PRAGMA temp_store=MEMORY")
+                con.execute("ATTACH DATABASE ? AS aside", (str(self.scratch),))
+                con.execute("PRAGMA aside.journal_mode=OFF")  # a scratch file: thrown away on any failure
+                con.execute("PRAGMA aside.synchronous=OFF")
+                for sql in _STACK_LINES:
+                    con.execute(sql)
+                con.execute(f"CREATE TABLE aside.lifetimes AS {_LIFETIMES}")
+            finally:
+                con.close()
+        except BaseException as e:  # noqa: BLE001 - a full disk, a bug: the writer works the rows out itself
+            self.error = e
+
+    def copy_into(self, con: sqlite3.Connection) -> bool:
+        """Wait for the rows; True once they are in tensor_lifetime (in `con`'s open transaction, if any)."""
+        self.join()
+        if self.error is not None:
+            return False
+        try:
+            con.execute("ATTACH DATABASE ? AS aside", (str(self.scratch),))
+        except sqlite3.Error:
+            return False
+        try:
+            con.execute("DELETE FROM tensor_lifetime")
+            con.execute(f"INSERT INTO tensor_lifetime ({_LIFETIME_COLUMNS}) SELECT * FROM aside.lifetimes "
+                        f"ORDER BY rowid")
+            return True
+        finally:
+            con.execute("DETACH DATABASE aside")
+
+    def discard(self) -> None:
+        self.join()
+        with contextlib.suppress(OSError):
+            self.scratch.unlink()
 
 
 class Writer(threading.Thread):
@@ -418,11 +497,17 @@ class Writer(threading.Thread):
                              f"committed is kept")
 
     def _close(self) -> None:
+        aside = None
         try:
+            aside = _LifetimesAside.start_for(self.con, self.db_path)
             db.create_indexes(self.con)
             with self.con:  # after the indexes, which their joins use
-                for sql in AT_CLOSE:
-                    self.con.execute(sql)
+                if aside is not None and aside.copy_into(self.con):
+                    for sql in _AFTER_LIFETIMES:
+                        self.con.execute(sql)
+                else:
+                    for sql in AT_CLOSE:
+                        self.con.execute(sql)
             if self.perf_files is not None and self.error is None:
                 self.perf_files_written = self.perf_files.finish(self.con)
             # A reader mid-query (ttreport query, a Report) is waited for briefly, not for SQLite's 5 s.
@@ -436,6 +521,8 @@ class Writer(threading.Thread):
             if getattr(e, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY:
                 self._fail(e)
         finally:
+            if aside is not None:
+                aside.discard()
             self.con.close()
 
     # -- records to rows ---------------------------------------------------------------------
