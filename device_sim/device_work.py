@@ -98,6 +98,7 @@ def _region(cbs) -> int:
 
 
 _program_ids = itertools.count(1)
+_new_tuple = tuple.__new__
 _L1 = BufferType.L1
 
 
@@ -116,9 +117,9 @@ def launch(device, program: Program) -> None:
     c = device.config
     base = c.l1_unreserved_base
     program_id = next(_program_ids)
-    if memory.listener is not None:
-        memory.listener("program", Program(program.name, program.factory, program.cbs, program.ranges,
-                                           program.cb_bytes, program_id, device.device_id, base))
+    if memory.listener is not None:  # tuple.__new__: a NamedTuple's own __new__ is Python (0.12 us more an op)
+        memory.listener("program", _new_tuple(Program, (program.name, program.factory, program.cbs, program.ranges,
+                                                        program.cb_bytes, program_id, device.device_id, base)))
     end = base + (program.cb_bytes if program.cb_bytes >= 0 else _region(program.cbs))
     if end <= c.l1_size:
         lowest = memory.allocators[_L1].lowest_occupied_address()  # _L1: BufferType.L1 is a 0.06 us lookup

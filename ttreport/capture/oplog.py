@@ -84,6 +84,7 @@ PREFAULT_BYTES = 2 * PACE_BYTES
 _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23 if sys.platform == "linux" else None)
 PACE_SLEEP_S = 0.01  # between looks while the model waits (a 1 ms poll cost 3-5 µs an op of stored outputs)
 _COUNT = struct.Struct("<Q")  # the writer process's count of log bytes written to SQLite, in shared memory
+_new_tuple = tuple.__new__  # a NamedTuple (Program) without its Python __new__, for one a PROGRAM record
 
 
 def segment_path(folder: Path, n: int) -> Path:
@@ -631,7 +632,7 @@ class LogTail:
             elif tag == FLUSH:
                 out.append((FLUSH, _Waiter(self.on_flush, rec[1])))
             elif tag == PROGRAM and len(rec) == 6:
-                out.append((PROGRAM, rec[1], Program(*defs.programs[rec[2]], rec[3], rec[4], rec[5])))
+                out.append((PROGRAM, rec[1], _new_tuple(Program, (*defs.programs[rec[2]], rec[3], rec[4], rec[5]))))
             elif tag == PROGRAM:
                 name, factory, cbs, ranges, cb_bytes, program_id, device_id, cb_base = rec[2]
                 out.append((PROGRAM, rec[1], Program(name, factory, defs.cbs[cbs], ranges, cb_bytes, program_id,
