@@ -14,9 +14,11 @@ Example (in a test):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -68,8 +70,9 @@ def start(workdir: Path) -> Visualizer:
            "LAUNCH_BROWSER_ON_START": "false", "USAGE_RECORDING_DISABLED": "true", "FLASK_ENV": "production"}
     log = workdir / "visualizer.log"
     with open(log, "wb") as out:
+        # Its own process group: the command starts gunicorn as a child, which stop() ends with it.
         process = subprocess.Popen([exe, "--host", "127.0.0.1", "--port", str(port)], env=env, stdout=out,
-                                   stderr=subprocess.STDOUT, cwd=workdir)
+                                   stderr=subprocess.STDOUT, cwd=workdir, start_new_session=True)
     vis = Visualizer(process, f"http://127.0.0.1:{port}", log)
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
@@ -87,12 +90,28 @@ def start(workdir: Path) -> Visualizer:
 
 
 def stop(vis: Visualizer) -> None:
-    vis.process.terminate()
+    """End the visualizer and the gunicorn server it started (its process group): terminating the command alone
+    left gunicorn serving after the tests, one server a run."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(vis.process.pid, signum)
+        try:
+            vis.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            continue
+        deadline = time.monotonic() + 10
+        while _group_alive(vis.process.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not _group_alive(vis.process.pid):
+            return
+
+
+def _group_alive(pgid: int) -> bool:
     try:
-        vis.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        vis.process.kill()
-        vis.process.wait()
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 # -- the small model both visualizer test files capture ------------------------------------------
