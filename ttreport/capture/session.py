@@ -60,7 +60,7 @@ from ttreport.errors import (
 )
 from ttreport.export import ops_perf
 from ttreport.storage import TENSORS_DIR, TensorStore
-from ttreport.wal import LOCK_FILE, RESERVE_FILE
+from ttreport.wal import LIFETIMES_FILE, LOCK_FILE, RESERVE_FILE
 
 CONFIG_FILE = "config.json"
 # The notes written at close (status, end time, losses) take a few pages of the WAL: 64 KiB holds them.
@@ -592,7 +592,7 @@ CLUSTER_DESCRIPTOR_FILE = "cluster_descriptor.yaml"
 # What a capture writes into its folder (besides tensors/ and LOCK_FILE): all that overwrite=True deletes.
 CAPTURE_FILES = (db.DB_FILE, f"{db.DB_FILE}-wal", f"{db.DB_FILE}-shm", f"{db.DB_FILE}-journal", CONFIG_FILE,
                  f"{db.DB_FILE}.rebuild", f".{CONFIG_FILE}.tmp", RESERVE_FILE, CLUSTER_DESCRIPTOR_FILE,
-                 f".{CLUSTER_DESCRIPTOR_FILE}.tmp",
+                 f".{CLUSTER_DESCRIPTOR_FILE}.tmp", LIFETIMES_FILE,
                  ops_perf.PERF_FILE, ops_perf.DEVICE_LOG_FILE)
 # A tensor file (or its temporary name while written): tensors/<id>.pt, tensors/.<id>.pt.tmp, ...
 _TENSOR_FILE = re.compile(r"\.?\d+\.(pt|bin)(\.[A-Za-z0-9_]+)*")
