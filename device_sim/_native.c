@@ -8,8 +8,8 @@
  *   Memory  the base of allocator.NativeDeviceMemory: allocate_like() and free(), the two calls every
  *           element-wise op makes (its output's buffer, and the free when the tensor dies), and
  *           tensor_like(), the whole output tensor of ops.common.like_output.
- *   Dispatch a registered op's public function: a plain call with no hook goes straight to the body, and
- *           one with a hook calls the hook's begin and end around it here (registry's Python wrapper otherwise).
+ *   Dispatch a registered op's public function: a call goes straight to the body, between the hook's begin
+ *           and end when one is installed (registry's Python wrapper for `memory=`, output keywords, meshes).
  *   bf16_min_magnitude  one pass over a bfloat16 buffer for device_sim/matmul_kernel.py's denormal guard.
  *
  * Why no lock here, where the pure path holds DeviceMemory's RLock: the pure path's free-list edits take
@@ -632,11 +632,11 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
-/* Dispatch: the public function of a registered op (registry.register_op). A call with no keywords while no
- * mesh runner is installed (registry's _per_device None) goes straight to the op's body, as registry's Python
- * wrapper would, without that wrapper's frame and argument packing (0.2 us of a 3.4 us 32x32 add): through the
- * hook's begin and end when one is installed (registry's _hook), as the wrapper calls them. Every other call
- * (keywords, a mesh) is the Python wrapper's. Every attribute (__name__,
+/* Dispatch: the public function of a registered op (registry.register_op). A call while no mesh runner is
+ * installed (registry's _per_device None) goes straight to the op's body, as registry's Python wrapper would,
+ * without that wrapper's frame and argument packing (0.2 us of a 3.4 us 32x32 add): through the hook's begin
+ * and end when one is installed (registry's _hook), as the wrapper calls them. The wrapper keeps the calls it
+ * changes the keywords of (`memory=`, the op's output keyword) and every call on a mesh. Every attribute (__name__,
  * __doc__, __wrapped__, __signature__, op, golden_function, ...) is the Python wrapper's, so inspect,
  * help() and the registry's own lookups see what they saw before. */
 typedef struct {
@@ -646,11 +646,27 @@ typedef struct {
     PyObject *globals;  /* registry's module dict, where _hook and _per_device live */
     PyObject *plain;    /* register_op(plain=): (tensor, tensor or number) -> output or None; or NULL */
     PyObject *op;       /* the registry's Op, which hook.begin is given; or NULL: hooked calls are the wrapper's */
+    PyObject *out_kw;   /* the op's output keyword (op.output_keyword, a str), or NULL */
     PyObject *weakrefs;
     vectorcallfunc vectorcall;
 } Dispatch;
 
-static PyObject *S_hook = NULL, *S_per_device = NULL, *S_begin = NULL, *S_end = NULL;
+static PyObject *S_hook = NULL, *S_per_device = NULL, *S_begin = NULL, *S_end = NULL, *S_memory = NULL,
+                *S_output_keyword = NULL;
+
+/* 1 when a call with these keywords is the Python wrapper's to make: `memory=` (which it renames memory_config)
+ * or the op's output keyword (it writes into the given tensor, or drops a None); 0 when not. */
+static int wrapper_keywords(Dispatch *d, PyObject *kwnames) {
+    Py_ssize_t n = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyTuple_GET_ITEM(kwnames, i);
+        if (k == S_memory || PyUnicode_Compare(k, S_memory) == 0)
+            return 1;
+        if (d->out_kw != NULL && (k == d->out_kw || PyUnicode_Compare(k, d->out_kw) == 0))
+            return 1;
+    }
+    return 0;
+}
 
 /* The op's output for a call with no keywords: a binary op's usual call, ttnn.add(a, b), is its plain() at once,
  * and the body only if plain declines. */
@@ -665,15 +681,16 @@ static PyObject *call_body(Dispatch *d, PyObject *const *args, size_t nargsf) {
     return PyObject_Vectorcall(d->body, args, nargsf, NULL);
 }
 
-/* A call with no keywords while a hook is installed: what registry's Python wrapper does, without its frame
- * and argument packing (issue 14: the seam was ~0.4 us of the capture's ~4 us an op).
- *     token = hook.begin(op, args, {})
- *     try: output = body(*args)
+/* A call while a hook is installed: what registry's Python wrapper does, without its frame and argument packing
+ * (issue 14: the seam was ~0.5 us of the capture's ~4 us an op).
+ *     token = hook.begin(op, args, kwargs)
+ *     try: output = body(*args, **kwargs)
  *     except BaseException as exc: hook.end(token, None, exc); raise
  *     hook.end(token, output, None)
  * No Python code runs between begin returning and the body starting, nor between the body returning and end
  * starting: a signal's KeyboardInterrupt lands inside one of the three calls, never between them. */
-static PyObject *call_hooked(Dispatch *d, PyObject *hook, PyObject *const *args, size_t nargsf) {
+static PyObject *call_hooked(Dispatch *d, PyObject *hook, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames) {
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
     PyObject *tuple = PyTuple_New(n);
     if (tuple == NULL)
@@ -685,6 +702,14 @@ static PyObject *call_hooked(Dispatch *d, PyObject *hook, PyObject *const *args,
         Py_DECREF(tuple);
         return NULL;
     }
+    Py_ssize_t nk = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < nk; i++) {
+        if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, i), args[n + i]) < 0) {
+            Py_DECREF(tuple);
+            Py_DECREF(kwargs);
+            return NULL;
+        }
+    }
     Py_INCREF(hook); /* held: begin or the body may install another hook meanwhile; this call ends with this one */
     PyObject *call[4] = {hook, d->op, tuple, kwargs};
     PyObject *token = PyObject_VectorcallMethod(S_begin, call, 4, NULL);
@@ -692,7 +717,7 @@ static PyObject *call_hooked(Dispatch *d, PyObject *hook, PyObject *const *args,
     PyObject *out = NULL, *r;
     if (token == NULL)
         goto done;
-    out = call_body(d, args, nargsf);
+    out = kwnames == NULL ? call_body(d, args, nargsf) : PyObject_Vectorcall(d->body, args, nargsf, kwnames);
     if (out == NULL) {
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
@@ -731,14 +756,15 @@ done:
 }
 
 static PyObject *Dispatch_vectorcall(Dispatch *d, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    if (kwnames == NULL) {
+    if (kwnames == NULL || !wrapper_keywords(d, kwnames)) {
         PyObject *hook = PyDict_GetItemWithError(d->globals, S_hook);
         PyObject *per_device = hook == NULL ? NULL : PyDict_GetItemWithError(d->globals, S_per_device);
         if (per_device == Py_None) {
             if (hook == Py_None)
-                return call_body(d, args, nargsf);
+                return kwnames == NULL ? call_body(d, args, nargsf)
+                                       : PyObject_Vectorcall(d->body, args, nargsf, kwnames);
             if (d->op != NULL)
-                return call_hooked(d, hook, args, nargsf);
+                return call_hooked(d, hook, args, nargsf, kwnames);
         }
         if (PyErr_Occurred())
             return NULL;
@@ -764,6 +790,20 @@ static PyObject *Dispatch_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     d->globals = Py_NewRef(globals);
     d->plain = plain == Py_None ? NULL : Py_NewRef(plain);
     d->op = op == Py_None ? NULL : Py_NewRef(op);
+    if (d->op != NULL) {
+        PyObject *kw = PyObject_GetAttr(op, S_output_keyword);
+        if (kw == NULL || (kw != Py_None && !PyUnicode_Check(kw))) {
+            if (kw != NULL)
+                PyErr_SetString(PyExc_TypeError, "Dispatch: op.output_keyword must be a str or None");
+            Py_XDECREF(kw);
+            Py_DECREF(d);
+            return NULL;
+        }
+        if (kw == Py_None)
+            Py_DECREF(kw);
+        else
+            d->out_kw = kw;
+    }
     d->vectorcall = (vectorcallfunc)Dispatch_vectorcall;
     return (PyObject *)d;
 }
@@ -774,6 +814,7 @@ static int Dispatch_traverse(Dispatch *d, visitproc visit, void *arg) {
     Py_VISIT(d->globals);
     Py_VISIT(d->plain);
     Py_VISIT(d->op);
+    Py_VISIT(d->out_kw);
     return 0;
 }
 
@@ -783,6 +824,7 @@ static int Dispatch_clear(Dispatch *d) {
     Py_CLEAR(d->globals);
     Py_CLEAR(d->plain);
     Py_CLEAR(d->op);
+    Py_CLEAR(d->out_kw);
     return 0;
 }
 
@@ -870,7 +912,9 @@ PyMODINIT_FUNC PyInit__native(void) {
     S_per_device = PyUnicode_InternFromString("_per_device");
     S_begin = PyUnicode_InternFromString("begin");
     S_end = PyUnicode_InternFromString("end");
-    if (!S_hook || !S_per_device || !S_begin || !S_end || PyType_Ready(&Dispatch_Type) < 0)
+    S_memory = PyUnicode_InternFromString("memory");
+    S_output_keyword = PyUnicode_InternFromString("output_keyword");
+    if (!S_hook || !S_per_device || !S_begin || !S_end || !S_memory || !S_output_keyword || PyType_Ready(&Dispatch_Type) < 0)
         return NULL;
     if (!S_inputs || !S_alloc || !S_free || !S_raise_oom_like || PyType_Ready(&Banks_Type) < 0 || PyType_Ready(&Memory_Type) < 0)
         return NULL;

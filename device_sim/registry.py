@@ -47,10 +47,10 @@ class Op:
 OPS: dict[str, Op] = {}
 _hook = None
 
-# device_sim/_native.c's Dispatch: an op's public function that calls the body at once when there are no
-# keywords and no mesh runner (the wrapper's own test, in C), between the hook's begin and end when one is
-# installed, else the wrapper. Absent when the extension was not built, or with DEVICE_SIM_PURE=1: the wrapper
-# itself is then the public function.
+# device_sim/_native.c's Dispatch: an op's public function that calls the body at once when no mesh runner is
+# installed and no keyword needs the wrapper (`memory=`, the op's output keyword), between the hook's begin and
+# end when one is installed (the wrapper's own steps, in C), else the wrapper. Absent when the extension was not
+# built, or with DEVICE_SIM_PURE=1: the wrapper itself is then the public function.
 try:
     from device_sim import _native
 except ImportError:

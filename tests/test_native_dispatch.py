@@ -1,6 +1,6 @@
-"""A registered op's public function in C (device_sim/_native.c's Dispatch): a call with no keywords goes
-straight to the op's body, through the hook's begin and end when one is installed; every other call, and every
-attribute, is registry's Python wrapper's.
+"""A registered op's public function in C (device_sim/_native.c's Dispatch): a call goes straight to the op's
+body, through the hook's begin and end when one is installed; a call whose keywords the wrapper changes
+(`memory=`, an op's output keyword), one on a mesh, and every attribute are registry's Python wrapper's.
 
 DEVICE_SIM_PURE=1 (or a build without a C compiler) makes the Python wrapper itself the public function.
 """
@@ -162,10 +162,11 @@ def test_a_binary_ops_plain_path_runs_from_the_dispatcher_and_declines_to_the_bo
     previous = ttnn.set_hook(hook)
     try:
         public(a, b)  # a hook: its begin and end around plain, in C
-        public(a, b, memory_config=None)  # keywords: the wrapper's begin and end around the body
+        public(a, b, memory_config=None)  # keywords: begin and end around the body, in C too
+        public(a, b, memory=None)  # a keyword the wrapper renames: its begin and end around the body
     finally:
         ttnn.set_hook(previous)
-    assert len(calls) == 5 and [s[0] for s in hook.seen] == ["begin", "end", "begin", "end"]
+    assert len(calls) == 5 and [s[0] for s in hook.seen] == ["begin", "end"] * 3
 
 
 
@@ -199,12 +200,15 @@ def _hooked(hook, call):
         ttnn.set_hook(previous)
 
 
-@pytest.mark.parametrize("keywords", [False, True], ids=["in C", "the wrapper"])
-def test_a_hooked_call_fails_as_the_python_wrapper_does(inputs, keywords):
+_PATHS = {"positional, in C": {}, "keywords, in C": {"memory_config": None}, "the wrapper": {"memory": None}}
+
+
+@pytest.mark.parametrize("path", list(_PATHS))
+def test_a_hooked_call_fails_as_the_python_wrapper_does(inputs, path):
     """The op's error reaches end (as the instance raised, its traceback on it) and then the caller; an error of
     end's own goes on with the op's as its context; an error of begin runs neither the body nor end."""
     a, _ = inputs
-    kw = {"memory_config": None} if keywords else {}
+    kw = _PATHS[path]
     hook = _Failing()
     with pytest.raises(TypeError, match="convert it first") as e:
         _hooked(hook, lambda: ttnn.add(a, torch.ones(32, 32), **kw))
@@ -225,10 +229,10 @@ def test_a_hooked_call_fails_as_the_python_wrapper_does(inputs, keywords):
     assert [s[0] for s in hook.seen] == ["begin"] and hook.exceptions == []
 
 
-@pytest.mark.parametrize("keywords", [False, True], ids=["in C", "the wrapper"])
-def test_a_hook_taken_off_during_a_call_still_ends_it(inputs, keywords):
+@pytest.mark.parametrize("path", list(_PATHS))
+def test_a_hook_taken_off_during_a_call_still_ends_it(inputs, path):
     a, b = inputs
-    kw = {"memory_config": None} if keywords else {}
+    kw = _PATHS[path]
     hook = _Failing(uninstall=True)
     previous = ttnn.set_hook(hook)
     try:
@@ -251,7 +255,9 @@ def test_a_hooked_call_gives_begin_a_tuple_and_a_dict_it_may_keep(inputs):
             kept.append((args, kwargs))
             return super().begin(op, args, kwargs)
 
-    _hooked(Keeping(), lambda: (ttnn.add(a, b), ttnn.add(a, b)))
-    (args1, kw1), (args2, kw2) = kept
+    config = ttnn.L1_MEMORY_CONFIG
+    _hooked(Keeping(), lambda: (ttnn.add(a, b), ttnn.add(a, b), ttnn.add(a, input_tensor_b=b, memory_config=config)))
+    (args1, kw1), (args2, kw2), (args3, kw3) = kept
     assert type(args1) is tuple and args1[0] is a and args1[1] is b and kw1 == {} and type(kw1) is dict
     assert kw1 is not kw2
+    assert args3 == (a,) and type(kw3) is dict and kw3 == {"input_tensor_b": b, "memory_config": config}
