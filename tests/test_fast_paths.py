@@ -135,11 +135,61 @@ def test_an_element_wise_output_gets_the_buffer_its_spec_allocates(device, memor
             a = ttnn.from_torch(values, dtype=dtype, layout=layout, device=device, memory_config=memory)
             b = ttnn.from_torch(values, dtype=dtype, layout=layout, device=device, memory_config=memory)
             fast = ttnn.add(a, b)
-            general = ttnn.add(a, b, memory_config=memory)  # an explicit config: the general path
-            assert _spec(fast) == _spec(general), (shape, layout)
-            assert fast.memory_config_source == "inputs" and general.memory_config_source == "argument"
+            asked = ttnn.add(a, b, memory_config=memory)  # the inputs' config, asked for: the fast path too
+            general = ttnn.add(a, b, memory_config=memory, dtype=dtype)  # an explicit dtype: the general path
+            assert _spec(fast) == _spec(general) == _spec(asked), (shape, layout)
+            assert fast.memory_config_source == "inputs"
+            assert general.memory_config_source == asked.memory_config_source == "argument"
             assert_same_bits(fast.value, general.value, f"{shape} {layout!r}")
-            assert fast.buffer.address != general.buffer.address
+            assert_same_bits(asked.value, general.value, f"{shape} {layout!r}, memory_config=")
+            assert len({fast.buffer.address, asked.buffer.address, general.buffer.address}) == 3
+
+
+def _programs(device, op, *args, **kwargs):
+    """The output of op(*args, **kwargs) and the programs it launched, less their ids (a count over the process)."""
+    heard = []
+    memory = device.memory
+    previous, memory.listener = memory.listener, lambda event, what: heard.append(
+        what._replace(program_id=0) if event == "program" else event)
+    try:
+        return op(*args, **kwargs), [h for h in heard if not isinstance(h, str)]
+    finally:
+        memory.listener = previous
+
+
+@pytest.mark.parametrize("name", sorted(NATIVE))
+def test_a_memory_config_keyword_gives_the_general_paths_output_and_device_work(device, name):
+    """A model passes memory_config= on most calls: the fast path takes those too, as the general path (an
+    explicit dtype takes that) would make them: the config asked for, its rule, the bits, the same programs."""
+    g = torch.Generator().manual_seed(7)
+    dram, l1 = ttnn.DRAM_MEMORY_CONFIG, ttnn.L1_MEMORY_CONFIG
+    sharded = ttnn.create_sharded_memory_config((64, 64), ttnn.CoreGrid(y=1, x=2), ttnn.ShardStrategy.HEIGHT)
+    op = getattr(ttnn, name)
+
+    def tensor(shape, memory):
+        return ttnn.from_torch(torch.randn(shape, generator=g) + 3, dtype=ttnn.bfloat16, layout=ttnn.TILE,
+                               device=device, memory_config=memory)
+
+    cases = [  # (a, b, memory_config asked for)
+        (tensor((64, 64), dram), tensor((64, 64), dram), dram),  # the inputs' own: the "inputs" tensor
+        (tensor((64, 64), dram), tensor((64, 64), dram), l1),  # another config
+        (tensor((64, 64), l1), tensor((64, 64), dram), l1),  # the inputs disagree
+        (tensor((64, 64), sharded), tensor((64, 64), sharded), sharded),  # sharded alike: the shards are the CBs
+        (tensor((1, 64), dram), tensor((64, 64), dram), dram),  # a broadcast
+        (tensor((64, 64), dram), 2.5, l1),  # a number
+    ]
+    for i, (a, b, memory) in enumerate(cases):
+        asked, heard = _programs(device, op, a, b, memory_config=memory)
+        general, want = _programs(device, op, a, b, memory_config=memory, dtype=ttnn.bfloat16)
+        assert _spec(asked) == _spec(general) and asked.memory_config_source == general.memory_config_source, i
+        assert_same_bits(asked.value, general.value, f"ttnn.{name}, case {i}")
+        assert heard == want and heard, i
+    with ttnn.memory(l1):  # an explicit config overrides the block's
+        inside = op(cases[0][0], cases[0][1], memory_config=dram)
+    assert inside.memory_config() == dram and inside.memory_config_source == "argument"
+    a, b = tensor((32, 32), dram), tensor((32, 32), l1)
+    with ttnn.strict(), pytest.raises(ValueError, match="strict mode: inputs differ"):
+        op(a, b, memory_config=dram)
 
 
 def test_the_fast_path_keeps_the_placement_rules(device):
