@@ -18,6 +18,7 @@ import torch
 import device_sim as ttnn
 from device_sim import dtypes
 from device_sim.allocator import OutOfMemoryError
+from device_sim.ops import common
 
 DATA = Path(__file__).parent / "data"
 NATIVE = {  # op -> the float32 formula the general path computes before rounding to bfloat16
@@ -190,6 +191,38 @@ def test_a_memory_config_keyword_gives_the_general_paths_output_and_device_work(
     a, b = tensor((32, 32), dram), tensor((32, 32), l1)
     with ttnn.strict(), pytest.raises(ValueError, match="strict mode: inputs differ"):
         op(a, b, memory_config=dram)
+
+
+@pytest.mark.parametrize("name", ["relu", "exp", "gelu", "softmax", "matmul", "linear", "multiply"])
+def test_any_ops_memory_config_keyword_gives_the_general_paths_output(device, name, monkeypatch):
+    """ops.common.output() gives an op whose memory_config= is its first input's config (by identity or equal)
+    the tensor the "inputs" rule builds, named "argument": the general path's spec, bits and programs."""
+    g = torch.Generator().manual_seed(3)
+    x, y = (ttnn.from_torch(torch.randn(64, 64, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+            for _ in range(2))
+    equal = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.INTERLEAVED, ttnn.BufferType.DRAM)
+    assert equal == x.memory_config() and equal is not x.memory_config()
+    op = getattr(ttnn, name)
+    args, kwargs = ((x, y) if name in ("matmul", "linear", "multiply") else (x,)), (
+        {"dim": -1} if name == "softmax" else {})
+    real = common.like_output
+    for memory in (x.memory_config(), equal, ttnn.L1_MEMORY_CONFIG):
+        built = []  # what like_output gave: a tensor when the fast path made the output
+
+        def noting(*a, built=built):
+            built.append(real(*a))
+            return built[-1]
+
+        with monkeypatch.context() as m:
+            m.setattr(common, "like_output", noting)
+            fast, heard = _programs(device, op, *args, memory_config=memory, **kwargs)
+        assert any(t is not None for t in built) == (memory is not ttnn.L1_MEMORY_CONFIG), memory
+        with monkeypatch.context() as m:
+            m.setattr(common, "like_output", lambda *_: None)  # Tensor._create's own way, every time
+            general, want = _programs(device, op, *args, memory_config=memory, **kwargs)
+        assert _spec(fast) == _spec(general) and fast.memory_config_source == general.memory_config_source == "argument"
+        assert_same_bits(fast.value, general.value, f"ttnn.{name}, {memory!r}")
+        assert heard == want
 
 
 def test_the_fast_path_keeps_the_placement_rules(device):

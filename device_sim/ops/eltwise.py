@@ -129,15 +129,8 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
             y = fn(av, bv)  # bf16: torch's bfloat16 kernel, float32 math rounded once
         except RuntimeError:
             return None  # run() says what is wrong (shapes that do not broadcast)
-        if memory_config is None:
-            out = like_output(y, a, inputs)
-        elif memory_config is a._memory_config or memory_config == a._memory_config:
-            out = like_output(y, a, inputs)  # a's config, asked for: the tensor the "inputs" rule gives
-            if out is not None:
-                out.memory_config_source = "argument"  # as placement.resolve names an explicit config
-        else:
-            out = None
-        if out is None:  # a broadcast result, a config the "inputs" rule does not give, or another one asked for
+        out = like_output(y, a, inputs) if memory_config is None else None
+        if out is None:  # a broadcast result, a config the "inputs" rule does not give, or one asked for
             out = output(y, a, inputs, op_name=op_name, memory_config=memory_config)
             if a._memory_config.shard_spec is not None and a.layout == _TILE:  # operands sharded alike: the shards
                 sharded = ternary_programs.sharded_binary_program(a, b, out)  # are binary_ng's CBs
