@@ -230,7 +230,7 @@ class _LifetimesAside(threading.Thread):
         super().__init__(name="ttreport-lifetimes", daemon=True)
         self.db_path = Path(db_path)
         self.scratch = self.db_path.with_name(LIFETIMES_FILE)
-        self.error: BaseException | None = None
+        self.error: Exception | None = None
 
     @classmethod
     def start_for(cls, con: sqlite3.Connection, db_path) -> _LifetimesAside | None:
@@ -257,7 +257,7 @@ class _LifetimesAside(threading.Thread):
                 con.execute(f"CREATE TABLE aside.lifetimes AS {_LIFETIMES}")
             finally:
                 con.close()
-        except BaseException as e:  # noqa: BLE001 - a full disk, a bug: the writer works the rows out itself
+        except Exception as e:  # noqa: BLE001 - a full disk, a bug: the writer works the rows out itself
             self.error = e
 
     def copy_into(self, con: sqlite3.Connection) -> bool:
