@@ -272,10 +272,12 @@ def test_an_output_that_does_not_fit_says_so_and_leaves_memory_as_it_was(device)
     assert sorted(buf.buffer_id for buf in device.memory.live_buffers()) == live
 
 
-@pytest.mark.parametrize("name", ["neg", "abs"])
-def test_sign_ops_on_bfloat16_equal_the_float32_result_rounded_for_every_bit_pattern(device, name):
+@pytest.mark.parametrize("name", ["neg", "abs", "relu", "relu6", "floor", "ceil", "trunc", "sign"])
+def test_exact_ops_on_bfloat16_equal_the_float32_result_rounded_for_every_bit_pattern(device, name):
+    """The unary ops whose every bfloat16 result is a bfloat16 value (a sign, a clamp at 0 or 6, an integer part)
+    run in torch's bfloat16 kernel (eltwise._EXACT_BF16): the bits of the float32 result rounded, for every input."""
     every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
-    fn = getattr(torch, name)
+    fn = {"relu6": torch.nn.functional.relu6}.get(name) or getattr(torch, name)
     for shape in [(256, 256), (1, 65536), (8192, 8)]:  # tile-aligned rows, one long row, short rows
         for layout in (ttnn.TILE, ttnn.ROW_MAJOR):
             a = ttnn.from_torch(every.reshape(shape), dtype=ttnn.bfloat16, layout=layout, device=device)

@@ -206,7 +206,9 @@ _BF16, _TORCH_BF16 = DataType.BFLOAT16, torch.bfloat16
 _TILE = Layout.TILE  # plain()'s test: an enum member read through its class costs 0.06 us a time
 # Unary ops whose result is one of the input's own values with its sign changed or kept: exact in
 # bfloat16, so they run on the bfloat16 values (held to the float32 path over every bfloat16 bit pattern).
-_EXACT_BF16 = frozenset({"neg", "abs"})
+# Unary ops whose result on a bfloat16 value is a bfloat16 value (its sign, a clamp at 0 or 6, its integer part):
+# computed in bfloat16, the bits of the float32 result rounded (tests/test_fast_paths.py, every bit pattern).
+_EXACT_BF16 = frozenset({"neg", "abs", "relu", "relu6", "floor", "ceil", "trunc", "sign"})
 _NATIVE_BF16_NUMBER = frozenset({"mul", "div", "divide"})  # ... also with a Python number (float32 in the kernel)
 _PLAIN = frozenset({Tensor, float, int})  # a binary op's second argument on its fast path (not bool: int's subclass)
 
