@@ -109,7 +109,7 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         """The plain call (a tensor and a tensor or a Python number, no keywords but memory_config) with the
         same values and device work as run(), fewer steps; None when it is not one (host tensors, a deallocated
         one, two devices): run() works it out. A model passes memory_config= on most calls: run() computed
-        those in float32 and rounded (2.5x plain's time on a 32x32 add), for the same bfloat16 values."""
+        those in float32 and rounded (4x plain's time on a 32x32 add), for the same bfloat16 values."""
         av, device = a._value, a._device
         if av is None or device is None or _writes.target is not None:
             return None
@@ -204,8 +204,6 @@ def _rounded(op_name: str, y, rounding_mode):
 _NATIVE_BF16 = frozenset({"add", "sub", "rsub", "mul", "div", "divide"})
 _BF16, _TORCH_BF16 = DataType.BFLOAT16, torch.bfloat16
 _TILE = Layout.TILE  # plain()'s test: an enum member read through its class costs 0.06 us a time
-# Unary ops whose result is one of the input's own values with its sign changed or kept: exact in
-# bfloat16, so they run on the bfloat16 values (held to the float32 path over every bfloat16 bit pattern).
 # Unary ops whose result on a bfloat16 value is a bfloat16 value (its sign, a clamp at 0 or 6, its integer part):
 # computed in bfloat16, the bits of the float32 result rounded (tests/test_fast_paths.py, every bit pattern).
 _EXACT_BF16 = frozenset({"neg", "abs", "relu", "relu6", "floor", "ceil", "trunc", "sign"})

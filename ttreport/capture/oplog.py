@@ -84,7 +84,7 @@ PREFAULT_BYTES = 2 * PACE_BYTES
 _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23 if sys.platform == "linux" else None)
 PACE_SLEEP_S = 0.01  # between looks while the model waits (a 1 ms poll cost 3-5 µs an op of stored outputs)
 _COUNT = struct.Struct("<Q")  # the writer process's count of log bytes written to SQLite, in shared memory
-_new_tuple = tuple.__new__  # a NamedTuple (Program) without its Python __new__, for one a PROGRAM record
+_new_tuple = tuple.__new__  # a PROGRAM record's Program, without the NamedTuple's Python __new__
 
 
 def segment_path(folder: Path, n: int) -> Path:
