@@ -18,7 +18,7 @@ import torch
 import device_sim as ttnn
 from device_sim import dtypes
 from device_sim.allocator import OutOfMemoryError
-from device_sim.ops import common
+from device_sim.ops import common, eltwise
 
 DATA = Path(__file__).parent / "data"
 NATIVE = {  # op -> the float32 formula the general path computes before rounding to bfloat16
@@ -272,14 +272,68 @@ def test_an_output_that_does_not_fit_says_so_and_leaves_memory_as_it_was(device)
     assert sorted(buf.buffer_id for buf in device.memory.live_buffers()) == live
 
 
-@pytest.mark.parametrize("name", ["neg", "abs", "relu", "relu6", "floor", "ceil", "trunc", "sign"])
-def test_exact_ops_on_bfloat16_equal_the_float32_result_rounded_for_every_bit_pattern(device, name):
-    """The unary ops whose every bfloat16 result is a bfloat16 value (a sign, a clamp at 0 or 6, an integer part)
-    run in torch's bfloat16 kernel (eltwise._EXACT_BF16): the bits of the float32 result rounded, for every input."""
+@pytest.mark.parametrize("name", sorted(eltwise.UNARY))
+def test_unary_ops_on_bfloat16_equal_the_float32_result_rounded_for_every_bit_pattern(device, name):
+    """A unary op runs in torch's bfloat16 kernel where that kernel gives the float32 result rounded
+    (eltwise.bfloat16_kernel_exact, tried once per process) and is not slower, in float32 elsewhere: the bits of
+    the float32 result rounded either way, for every input, contiguous or not."""
     every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
-    fn = {"relu6": torch.nn.functional.relu6}.get(name) or getattr(torch, name)
-    for shape in [(256, 256), (1, 65536), (8192, 8)]:  # tile-aligned rows, one long row, short rows
+    fn = eltwise.UNARY[name]
+    for shape in [(256, 256), (1, 65536), (8192, 8), (100, 7)]:  # tile-aligned rows, one long row, short rows, tails
+        x = every[: shape[0] * shape[1]].reshape(shape)
         for layout in (ttnn.TILE, ttnn.ROW_MAJOR):
-            a = ttnn.from_torch(every.reshape(shape), dtype=ttnn.bfloat16, layout=layout, device=device)
+            a = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=layout, device=device)
             want = fn(a.value.float()).to(torch.bfloat16)
             assert_same_bits(getattr(ttnn, name)(a).value, want, f"ttnn.{name} {shape} {layout!r}")
+        t = ttnn.from_torch(x.t(), dtype=ttnn.bfloat16, device=device)  # a transposed view: torch's element loop
+        assert_same_bits(getattr(ttnn, name)(t).value, fn(x.t().float()).to(torch.bfloat16), f"ttnn.{name} {shape}.t()")
+
+
+def test_the_kernel_check_tells_a_bfloat16_kernel_that_rounds_twice():
+    """A function whose bfloat16 kernel rounds between two steps is not taken for the float32 result rounded."""
+    assert not eltwise.bfloat16_kernel_exact(lambda x: (x * 3) * 0.3)
+    assert eltwise.bfloat16_kernel_exact(torch.relu)
+    assert not eltwise.bfloat16_kernel_exact(torch.isnan)
+
+
+# Ops that only move values (common.held): the op -> (the call, the same move on torch values).
+MOVES = {
+    "reshape": (lambda t: ttnn.reshape(t, (1, 2, 32, 48)), lambda v: v.reshape(1, 2, 32, 48)),
+    "permute": (lambda t: ttnn.permute(t, (0, 1, 3, 2)), lambda v: v.permute(0, 1, 3, 2)),
+    "transpose": (lambda t: ttnn.transpose(t, 1, 2), lambda v: v.transpose(1, 2)),
+    "transpose WH": (lambda t: ttnn.transpose(t, -2, -1), lambda v: v.transpose(-2, -1)),
+    "slice": (lambda t: ttnn.slice(t, [0, 0, 32, 0], [1, 1, 64, 32]), lambda v: v[:, :, 32:, :32]),
+    "slice unaligned": (lambda t: ttnn.slice(t, [0, 0, 0, 0], [1, 1, 32, 16]), lambda v: v[:, :, :32, :16]),
+    "concat": (lambda t: ttnn.concat([t, t], dim=-1), lambda v: torch.cat([v, v], -1)),
+    "split": (lambda t: ttnn.split(t, 32, dim=2)[1], lambda v: v[:, :, 32:]),
+    "repeat": (lambda t: ttnn.repeat(t, (1, 2, 1, 1)), lambda v: v.repeat(1, 2, 1, 1)),
+    "squeeze": (lambda t: ttnn.squeeze(t, 0), lambda v: v.squeeze(0)),
+    "to_memory_config": (lambda t: ttnn.to_memory_config(t, ttnn.L1_MEMORY_CONFIG), lambda v: v),
+    "to_layout": (lambda t: ttnn.to_layout(t, ttnn.ROW_MAJOR_LAYOUT), lambda v: v),
+    "clone": (lambda t: ttnn.clone(t), lambda v: v),
+    "typecast float32": (lambda t: ttnn.typecast(t, ttnn.float32), lambda v: v),
+    "typecast bfloat8_b": (lambda t: ttnn.typecast(t, ttnn.bfloat8_b), lambda v: v),
+    "nlp_concat_heads": (lambda t: ttnn.experimental.nlp_concat_heads(t),
+                         lambda v: v.transpose(1, 2).flatten(-2).unsqueeze(1)),
+    "interleaved_to_sharded": (
+        lambda t: ttnn.interleaved_to_sharded(t, ttnn.create_sharded_memory_config(
+            (1, 1, 64, 64), ttnn.CoreGrid(y=2, x=1), ttnn.ShardStrategy.HEIGHT)), lambda v: v),
+}
+
+
+@pytest.mark.parametrize(("name", "dtype"), [
+    (name, dtype) for name in sorted(MOVES) for dtype in ("bfloat16", "float32", "bfloat8_b")
+    if not (dtype == "bfloat8_b" and name in ("to_layout", "slice unaligned"))])  # both leave TILE layout
+def test_a_move_gives_the_values_of_the_float32_round_trip(device, name, dtype):
+    """A move takes its input's values as held (bfloat16 stays bfloat16) where it took them widened to float32 and
+    rounded the result back: the same bits, for each dtype (a block float's blocks re-formed where a move changes
+    them, as before)."""
+    call, move = MOVES[name]
+    torch.manual_seed(0)
+    x = torch.randn(1, 1, 64, 48) * torch.logspace(-3, 3, 48)  # values across magnitudes, -0.0 among them
+    x[0, 0, 0, :8] = -0.0
+    t = ttnn.from_torch(x, dtype=getattr(ttnn, dtype), layout=ttnn.TILE, device=device)
+    out = call(t)
+    want = dtypes.to_device_values(move(t.value.float()), out.dtype)
+    assert_same_bits(out.value, want.contiguous(), f"ttnn.{name} on {dtype}")
+

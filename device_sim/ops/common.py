@@ -98,12 +98,26 @@ def values(x, op_name: str = "op") -> torch.Tensor:
     return x
 
 
-def four_d_input(op_name: str, tensor: Tensor, form: str, tt_nn_only: dict) -> tuple[torch.Tensor, list[Tensor]]:
-    """An op's one 4D input checked (`form` names its dims in the error: "[B, H, S, D]"): its values and
-    device inputs, after the op's keywords are checked."""
+def held(x, op_name: str = "op"):
+    """values() for an op that only moves, copies or picks values (reshape, permute, slice, concat, a memory
+    move): a tensor's torch values in the torch dtype it holds them in, a bfloat16 tensor's still bfloat16.
+
+    values() widens floats to float32 for the ops that compute on them; a move computes nothing, and output()
+    takes a bfloat16 value for a bfloat16 output as it is, so the result is the same but for the two passes
+    over the data (float32 out, bfloat16 back), which cost a [1, 1, 128, 768] reshape 55 of its 81 us.
+    """
+    if isinstance(x, Tensor):
+        return x._value_or_raise()
+    return values(x, op_name)
+
+
+def four_d_input(op_name: str, tensor: Tensor, form: str, tt_nn_only: dict, *,
+                 moved: bool = False) -> tuple[torch.Tensor, list[Tensor]]:
+    """An op's one 4D input checked (`form` names its dims in the error: "[B, H, S, D]"): its values (held(), for
+    an op that only `moved` them) and device inputs, after the op's keywords are checked."""
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
-    x = values(tensor, op_name)
+    x = held(tensor, op_name) if moved else values(tensor, op_name)
     if x.dim() != 4:
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be {form}")
     return x, device_inputs(op_name, tensor)

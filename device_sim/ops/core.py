@@ -7,7 +7,7 @@ import builtins
 import torch
 
 from device_sim import device_work, dtypes, placement, views
-from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output, values
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import data_movement as programs
 from device_sim.programs import shape as shape_programs
@@ -180,7 +180,7 @@ def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
     if layout == tensor.layout and dtype in (None, tensor.dtype) and memory_config is None:
         return tensor
     ins = device_inputs("ttnn.to_layout", tensor)
-    out = output(values(tensor), tensor, ins, op_name="ttnn.to_layout", dtype=dtype, layout=layout,
+    out = output(held(tensor), tensor, ins, op_name="ttnn.to_layout", dtype=dtype, layout=layout,
                  memory_config=memory_config)
     device_work.launch_after(out, True, tensor, programs.layout_program(tensor, out))  # tilize / untilize
     return out
@@ -195,7 +195,7 @@ def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: DataTyp
     if memory_config is None:
         raise TypeError("to_memory_config needs a memory config, e.g. ttnn.L1 or ttnn.DRAM")
     fresh = pending_output_target("ttnn.to_memory_config") is None
-    out = output(values(tensor), tensor, [tensor], op_name="ttnn.to_memory_config", dtype=dtype,
+    out = output(held(tensor), tensor, [tensor], op_name="ttnn.to_memory_config", dtype=dtype,
                  memory_config=memory_config)
     device_work.launch_after(out, fresh, tensor, programs.memory_move_program(tensor, out))
     return out
@@ -211,7 +211,7 @@ def typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | N
         check_tt_nn_only("ttnn.typecast", tt_nn_only)
     ins = device_inputs("ttnn.typecast", tensor)
     fresh = pending_output_target("ttnn.typecast") is None
-    out = output(values(tensor), tensor, ins, op_name="ttnn.typecast", dtype=dtype, memory_config=memory_config)
+    out = output(held(tensor), tensor, ins, op_name="ttnn.typecast", dtype=dtype, memory_config=memory_config)
     if tensor._device is not None and not tensor.is_sharded():
         device_work.launch_after(out, fresh, tensor, programs.typecast_program(tensor, out.dtype))
     return out
@@ -223,7 +223,7 @@ def clone(tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: D
     if tt_nn_only:
         check_tt_nn_only("ttnn.clone", tt_nn_only)
     ins = device_inputs("ttnn.clone", tensor)
-    out = output(values(tensor), tensor, ins, op_name="ttnn.clone", dtype=dtype, memory_config=memory_config)
+    out = output(held(tensor), tensor, ins, op_name="ttnn.clone", dtype=dtype, memory_config=memory_config)
     if tensor._device is not None and not tensor.is_sharded() and out.layout == tensor.layout:
         device_work.launch_after(out, True, tensor, programs.copy_program(tensor, out.dtype))
     return out
@@ -245,7 +245,7 @@ def reshape(input_tensor: Tensor, shape, padded_shape=None, *, memory_config: Me
     """
     if tt_nn_only:
         check_tt_nn_only("ttnn.reshape", tt_nn_only)
-    v = values(input_tensor)
+    v = held(input_tensor)
     shape = tuple(int(s) for s in shape)
     try:
         r = v.reshape(shape)
@@ -279,7 +279,7 @@ def _permute_golden(t, dims, *_, **__):
 def permute(input_tensor: Tensor, dims, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     if tt_nn_only:
         check_tt_nn_only("ttnn.permute", tt_nn_only)
-    v = values(input_tensor)
+    v = held(input_tensor)
     dims = tuple(int(d) for d in dims)
     if sorted(d % max(v.dim(), 1) for d in dims) != list(range(v.dim())):
         raise ValueError(
@@ -303,7 +303,7 @@ def transpose(input_tensor: Tensor, dim1: int, dim2: int, *, memory_config: Memo
     """Swap dims `dim1` and `dim2` (TT-NN's names; torch calls them dim0, dim1)."""
     if tt_nn_only:
         check_tt_nn_only("ttnn.transpose", tt_nn_only)
-    v = values(input_tensor)
+    v = held(input_tensor)
     try:
         r = v.transpose(dim1, dim2)
     except IndexError:
@@ -404,7 +404,7 @@ def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # n
     """
     if tt_nn_only:
         check_tt_nn_only("ttnn.slice", tt_nn_only)
-    v = values(input_tensor)
+    v = held(input_tensor)
     if isinstance(starts, Tensor) or isinstance(ends, Tensor):
         if not (isinstance(starts, Tensor) and isinstance(ends, Tensor)) or steps is not None:
             raise TypeError("ttnn.slice: the tensor-args form takes starts and ends both as ttnn tensors, and "

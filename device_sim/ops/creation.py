@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from device_sim import device_work, dtypes, placement
-from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output, values
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import creation as creation_programs
 from device_sim.programs import data_movement as data_movement_programs
@@ -220,7 +220,7 @@ def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, 
     if not tensors:
         raise ValueError("ttnn.concat needs at least one tensor")
     ins = device_inputs("ttnn.concat", *tensors)
-    vs = [values(t, "ttnn.concat") for t in tensors]
+    vs = [held(t, "ttnn.concat") for t in tensors]
     try:
         r = _concat_golden(vs, dim, groups=groups)
     except (RuntimeError, IndexError):
@@ -251,7 +251,7 @@ def split(tensor: Tensor, split_size, dim: int = 0, *, memory_config: MemoryConf
     if tt_nn_only:
         check_tt_nn_only("ttnn.split", tt_nn_only)
     ins = device_inputs("ttnn.split", tensor)
-    v = values(tensor)
+    v = held(tensor)
     try:
         pieces = torch.split(v, split_size, dim)
     except (RuntimeError, IndexError):
@@ -350,7 +350,7 @@ def repeat(input_tensor: Tensor, repeat_dims, *, memory_config: MemoryConfig | N
     """Tile the tensor `repeat_dims[i]` times along dim i (torch.Tensor.repeat)."""
     if tt_nn_only:
         check_tt_nn_only("ttnn.repeat", tt_nn_only)
-    v = values(input_tensor)
+    v = held(input_tensor)
     reps = _shape(repeat_dims)
     if len(reps) < v.dim():
         raise ValueError(

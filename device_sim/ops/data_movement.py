@@ -19,7 +19,7 @@ import builtins
 import torch
 
 from device_sim import device_work, dtypes, ops, placement, views
-from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output, values
 from device_sim.programs import data_movement as programs
 from device_sim.programs import gather as gather_programs
 from device_sim.programs import repeat as repeat_programs
@@ -44,9 +44,10 @@ def _out(op_name: str, input_tensor: Tensor, value: torch.Tensor, memory_config,
 
 
 def _vals(op_name: str, t) -> torch.Tensor:
+    """A tensor argument's values as it holds them (common.held): this module's ops move or pick values."""
     if not isinstance(t, Tensor):
         raise TypeError(f"{op_name}: expected a ttnn tensor, got {type(t).__name__}")
-    return values(t, op_name)
+    return held(t, op_name)
 
 
 def _dim(op_name: str, dim: int, rank: int) -> int:
@@ -295,6 +296,7 @@ def tilize_with_val_padding(input_tensor: Tensor, output_tensor_shape, pad_value
                             **tt_nn_only) -> Tensor:
     """TILE layout padded at the end of each dim to `output_tensor_shape` with `pad_value`."""
     v = _vals("ttnn.tilize_with_val_padding", input_tensor)
+    v = v.float() if v.is_floating_point() else v  # pad_value then rounds once, to the output's dtype
     try:
         r = _tilize_padded_golden(v, output_tensor_shape, pad_value)
     except ValueError as e:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import time
 
 import torch
 import torch.nn.functional as F
@@ -31,21 +32,22 @@ def _unary_output(y: torch.Tensor, t: Tensor, ins: list, op_name: str, dtype, me
     return out
 
 
+UNARY: dict = {}  # op name -> the torch function a unary op computes on float32 values (and on bfloat16, above)
+
+
 def _unary(name: str, fn):
+    UNARY[name] = fn
+
     def golden(x, *_, **__):
         return fn(x)
-
-    exact = name in _EXACT_BF16
 
     def op(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
            **tt_nn_only) -> Tensor:
         if tt_nn_only:
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         ins = device_inputs(f"ttnn.{name}", input_tensor)
-        v = input_tensor._value if exact and dtype is None and type(input_tensor) is Tensor else None
-        if v is not None and input_tensor.dtype is _BF16 and v.dtype is _TORCH_BF16:
-            y = fn(v)  # exact in bfloat16: no conversion to float32 and back
-        else:
+        y = _in_bfloat16(name, fn, input_tensor, dtype)
+        if y is None:
             y = fn(values(input_tensor))
         return _unary_output(y, input_tensor, ins, f"ttnn.{name}", dtype, memory_config)
 
@@ -204,9 +206,68 @@ def _rounded(op_name: str, y, rounding_mode):
 _NATIVE_BF16 = frozenset({"add", "sub", "rsub", "mul", "div", "divide"})
 _BF16, _TORCH_BF16 = DataType.BFLOAT16, torch.bfloat16
 _TILE = Layout.TILE  # plain()'s test: an enum member read through its class costs 0.06 us a time
-# Unary ops whose result on a bfloat16 value is a bfloat16 value (its sign, a clamp at 0 or 6, its integer part):
-# computed in bfloat16, the bits of the float32 result rounded (tests/test_fast_paths.py, every bit pattern).
-_EXACT_BF16 = frozenset({"neg", "abs", "relu", "relu6", "floor", "ceil", "trunc", "sign"})
+# A unary op on a bfloat16 tensor computes in float32 and rounds the result to bfloat16 once. torch's bfloat16
+# kernel for most functions does just that inside (each value widened, the float32 function, rounded), without
+# the two passes over the tensor that widening it first and rounding the result take (exp on [1, 12, 128, 128]:
+# 236-261 us -> 111). Whether a kernel gives the same bits depends on the machine's and torch's build (their
+# vectorized and element-by-element loops may call different float32 functions: gelu's erf does), and some
+# bfloat16 kernels are slower than widening (tanh's: 257 -> 392 us). So each function is tried once per process,
+# over every bfloat16 value: taken when it gives the same bits in both loops as both float32 loops, and is not
+# the slower way. Either way the values are the float32 result rounded; only the time differs.
+_EVERY_BF16 = None
+_TAKEN: dict[str, bool] = {}  # op name -> its bfloat16 kernel is exact and not slower: computed in bfloat16
+
+
+def _every_bfloat16() -> torch.Tensor:
+    global _EVERY_BF16
+    if _EVERY_BF16 is None:
+        _EVERY_BF16 = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    return _EVERY_BF16
+
+
+def bfloat16_kernel_exact(fn) -> bool:
+    """Whether fn on bfloat16 values gives the bits of fn on their float32 values rounded to bfloat16, for every
+    bfloat16 value (NaN for NaN, whatever its bits), in torch's vectorized and element-by-element loops alike."""
+    every = _every_bfloat16()
+    strided = torch.empty(2 * every.numel(), dtype=torch.bfloat16)[::2]  # a stride: the element loop
+    strided.copy_(every)
+    want = fn(every.float()).bfloat16()
+    got = (fn(every), fn(strided), fn(strided.float()).bfloat16())
+    return all(g.dtype is torch.bfloat16 and _same_bits(g.contiguous(), want) for g in got)  # a bool is not
+
+
+def _bfloat16_not_slower(fn) -> bool:
+    every = _every_bfloat16()
+
+    def best(f) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    return best(lambda: fn(every)) <= best(lambda: fn(every.float()).bfloat16())
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    differ = (a.view(torch.int16) != b.view(torch.int16)) & ~(a.isnan() & b.isnan())
+    return not bool(differ.any())
+
+
+def _in_bfloat16(name: str, fn, t, dtype) -> torch.Tensor | None:
+    """fn on a bfloat16 tensor's values in torch's bfloat16 kernel, when that gives the float32 result rounded
+    (bfloat16_kernel_exact) and the output is bfloat16 too; None otherwise (the caller computes in float32)."""
+    if (dtype is not None and dtype is not _BF16) or type(t) is not Tensor or t.dtype is not _BF16:
+        return None
+    v = t._value
+    if v is None or v.dtype is not _TORCH_BF16:
+        return None
+    taken = _TAKEN.get(name)
+    if taken is None:
+        taken = _TAKEN[name] = bfloat16_kernel_exact(fn) and _bfloat16_not_slower(fn)
+    return fn(v) if taken else None
+
 _NATIVE_BF16_NUMBER = frozenset({"mul", "div", "divide"})  # ... also with a Python number (float32 in the kernel)
 _PLAIN = frozenset({Tensor, float, int})  # a binary op's second argument on its fast path (not bool: int's subclass)
 
@@ -229,6 +290,7 @@ _APPROX_BINARY["divide"] = _APPROX_BINARY["div"]
 def _approximable_unary(name: str, fn):
     """A unary op with TT-NN's fast_and_approximate_mode: the SFPU approximation (device_sim.numerics)."""
     approx = numerics.APPROX[name]
+    UNARY[name] = fn
 
     def golden(x, *_, **__):
         return fn(x)
@@ -238,8 +300,10 @@ def _approximable_unary(name: str, fn):
         if tt_nn_only:
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         ins = device_inputs(f"ttnn.{name}", input_tensor)
-        f = approx if fast_and_approximate_mode else fn
-        return _unary_output(f(values(input_tensor)), input_tensor, ins, f"ttnn.{name}", dtype, memory_config)
+        y = None if fast_and_approximate_mode else _in_bfloat16(name, fn, input_tensor, dtype)
+        if y is None:
+            y = (approx if fast_and_approximate_mode else fn)(values(input_tensor))
+        return _unary_output(y, input_tensor, ins, f"ttnn.{name}", dtype, memory_config)
 
     op.__doc__ = (f"Element-wise {name}; fast_and_approximate_mode=True uses the SFPU's approximation "
                   f"(docs/numerics.md gives its error).")
@@ -263,6 +327,9 @@ def _sigmoid_golden(x, *_, **__):
     return torch.sigmoid(x)
 
 
+UNARY["sigmoid"] = torch.sigmoid
+
+
 @register_op("ttnn.sigmoid", golden=_sigmoid_golden)
 def sigmoid(input_tensor: Tensor, *, vector_mode: int = 4, mode=_activations.SigmoidMode.Accurate,
             fast_and_approximate_mode: bool = False, memory_config: MemoryConfig | None = None,
@@ -278,8 +345,10 @@ def sigmoid(input_tensor: Tensor, *, vector_mode: int = 4, mode=_activations.Sig
     mode = _activations.SigmoidMode(mode)
     ins = device_inputs("ttnn.sigmoid", input_tensor)
     approx = fast_and_approximate_mode or mode != _activations.SigmoidMode.Accurate
-    f = numerics.sigmoid_approx if approx else torch.sigmoid
-    return _unary_output(f(values(input_tensor)), input_tensor, ins, "ttnn.sigmoid", dtype, memory_config)
+    y = None if approx else _in_bfloat16("sigmoid", torch.sigmoid, input_tensor, dtype)
+    if y is None:
+        y = (numerics.sigmoid_approx if approx else torch.sigmoid)(values(input_tensor))
+    return _unary_output(y, input_tensor, ins, "ttnn.sigmoid", dtype, memory_config)
 
 
 tanh = _approximable_unary("tanh", torch.tanh)

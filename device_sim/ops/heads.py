@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from device_sim import device_work, sharding
-from device_sim.ops.common import check_tt_nn_only, device_inputs, four_d_input, output, values
+from device_sim.ops.common import check_tt_nn_only, device_inputs, four_d_input, held, output
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import decode_heads, falcon_heads
 from device_sim.programs import transformer as transformer_programs
@@ -55,8 +55,8 @@ def nlp_create_qkv_heads(input: Tensor, input_kv: Tensor | None = None, *, num_h
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input, input_kv)
-    x = values(input, op_name)
-    kv = values(input_kv, op_name) if input_kv is not None else None
+    x = held(input, op_name)
+    kv = held(input_kv, op_name) if input_kv is not None else None
     if x.dim() != 4 or x.shape[1] != 1 or (kv is not None and (kv.dim() != 4 or kv.shape[:-1] != x.shape[:-1])):
         shapes = [list(x.shape)] + ([list(kv.shape)] if kv is not None else [])
         raise ValueError(f"{op_name}: input shapes {shapes} must be [B, 1, S, width] (and input_kv the same B, S)")
@@ -78,7 +78,7 @@ def concat_heads_output(op_name: str, input_tensor: Tensor, golden, memory_confi
                         tt_nn_only: dict) -> Tensor:
     """The output of a concat-heads op (this module's and ttnn.transformer's): a [B, H, S, D] input
     checked, its heads joined by `golden`, placed as the op's one output."""
-    x, ins = four_d_input(op_name, input_tensor, "[B, H, S, D]", tt_nn_only)
+    x, ins = four_d_input(op_name, input_tensor, "[B, H, S, D]", tt_nn_only, moved=True)
     return output(golden(x).contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
 
 
@@ -113,7 +113,7 @@ def nlp_create_qkv_heads_decode(input_tensor: Tensor, *, num_heads: int, num_kv_
     op_name = "ttnn.experimental.nlp_create_qkv_heads_decode"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
-    x = values(input_tensor, op_name)
+    x = held(input_tensor, op_name)
     if x.dim() != 4 or x.shape[:2] != (1, 1):
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [1, 1, B, width] (one token per user)")
     ins = device_inputs(op_name, input_tensor)
@@ -251,7 +251,7 @@ def nlp_concat_heads_decode(input_tensor: Tensor, *, num_heads: int, memory_conf
     op_name = "ttnn.experimental.nlp_concat_heads_decode"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
-    x = values(input_tensor, op_name)
+    x = held(input_tensor, op_name)
     if x.dim() != 4 or x.shape[0] != 1 or x.shape[2] < num_heads:
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [1, B, heads, D] with at least "
                          f"num_heads={num_heads} heads")
@@ -303,7 +303,7 @@ def split_query_key_value_and_split_heads(input_tensor: Tensor, compute_with_sto
     op_name = "ttnn.experimental.split_query_key_value_and_split_heads"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
-    x = values(input_tensor, op_name)
+    x = held(input_tensor, op_name)
     cfg = input_tensor.memory_config()
     shard = cfg.shard_spec if cfg is not None and cfg.is_sharded() else None
     columns = x.shape[-1] // shard.shape[1] if shard is not None and x.shape[-1] % shard.shape[1] == 0 else 1
@@ -338,7 +338,7 @@ def nlp_create_qkv_heads_falcon7b(input: Tensor, *, memory_config: MemoryConfig 
     op_name = "ttnn.experimental.nlp_create_qkv_heads_falcon7b"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
-    x = values(input, op_name)
+    x = held(input, op_name)
     if x.dim() != 4 or x.shape[1] != 1 or x.shape[-1] != 73 * 64:
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be [B, 1, S, 4672] (Falcon-7B's fused QKV)")
     ins = device_inputs(op_name, input)

@@ -15,7 +15,7 @@ output_dtype rounds them). ttnn.to_memory_config moves between any two configs a
 from __future__ import annotations
 
 from device_sim import device_work
-from device_sim.ops.common import check_tt_nn_only, output, values
+from device_sim.ops.common import check_tt_nn_only, held, output, values
 from device_sim.programs import data_movement as programs
 from device_sim.programs import shape as shape_programs
 from device_sim.registry import register_op
@@ -87,7 +87,7 @@ def interleaved_to_sharded(input_tensor: Tensor, grid=None, shard_shape=None, sh
     if not sharded_memory_config.is_sharded():
         raise ShardSpecError(f"ttnn.interleaved_to_sharded: sharded_memory_config must be sharded, got "
                              f"{sharded_memory_config!r}; ttnn.to_memory_config moves between interleaved configs")
-    out = output(values(t), t, [t], op_name="ttnn.interleaved_to_sharded", dtype=output_dtype,
+    out = output(held(t), t, [t], op_name="ttnn.interleaved_to_sharded", dtype=output_dtype,
                  memory_config=sharded_memory_config)
     device_work.launch_after(out, True, t, programs.interleaved_to_sharded_program(t, out))
     return out
@@ -106,7 +106,7 @@ def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | N
                              f"{t._memory_config!r}")
     if cfg.memory_layout != TensorMemoryLayout.INTERLEAVED:
         raise ShardSpecError(f"ttnn.sharded_to_interleaved: memory_config must be interleaved, got {cfg!r}")
-    out = output(values(t), t, [t], op_name="ttnn.sharded_to_interleaved", dtype=output_dtype, memory_config=cfg)
+    out = output(held(t), t, [t], op_name="ttnn.sharded_to_interleaved", dtype=output_dtype, memory_config=cfg)
     device_work.launch_after(out, True, t, programs.sharded_to_interleaved_program(t, out))
     return out
 
@@ -133,9 +133,9 @@ def reshard(input_tensor: Tensor, output_memory_config: MemoryConfig, output_ten
             raise ShardSpecError(f"ttnn.reshard: output_tensor {out.tensor_id} must be sharded, it is "
                                  f"{out._memory_config!r}")
         device_work.launch(t._device, programs.reshard_program(t, out))  # before the write: a clash keeps it
-        out._write(values(t))
+        out._write(held(t))
         return out
-    out = output(values(t), t, [t], op_name="ttnn.reshard", memory_config=output_memory_config)
+    out = output(held(t), t, [t], op_name="ttnn.reshard", memory_config=output_memory_config)
     device_work.launch_after(out, True, t, programs.reshard_program(t, out))
     return out
 

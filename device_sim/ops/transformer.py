@@ -20,7 +20,7 @@ import torch
 
 from device_sim import device_work, dtypes
 from device_sim.ops import windowed_sdpa_checks
-from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, held, output, values
 from device_sim.ops.heads import concat_heads_output
 from device_sim.ops.normalization import in_place_softmax_program
 from device_sim.program_config_checks import tt_fatal, validate_sdpa
@@ -61,8 +61,8 @@ def split_query_key_value_and_split_heads(input_tensor: Tensor, kv_input_tensor:
     if not isinstance(use_falcon7b_backend, bool):
         raise TypeError(f"{op_name}: use_falcon7b_backend must be True or False, got {use_falcon7b_backend!r}")
     ins = device_inputs(op_name, input_tensor, kv_input_tensor)
-    x = values(input_tensor, op_name)
-    kv = values(kv_input_tensor, op_name) if kv_input_tensor is not None else None
+    x = held(input_tensor, op_name)
+    kv = held(kv_input_tensor, op_name) if kv_input_tensor is not None else None
     hidden = x.shape[-1] + (kv.shape[-1] if kv is not None else 0)
     n = num_heads + 2 * (num_kv_heads or num_heads)
     if x.dim() != 3 or hidden % n or (kv is not None and kv.shape[:-1] != x.shape[:-1]):
