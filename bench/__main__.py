@@ -41,7 +41,7 @@ QUICK = dict(
     queries=dict(repeats=3),
     storage=dict(sizes_mib=[0.0625, 0.25], total_mib=0.25),
     comparison=dict(tensor_mib=0.5, repeats=1, report_tensors=2, report_tensor_mib=0.0625),
-    dispatch=dict(n_ops=200, repeats=3, big_ops=2, matmul_ops=1, big=256),
+    dispatch=dict(n_ops=200, repeats=3, big_ops=2, matmul_ops=1, big=256, layers=1, seq=32),
     upgrade=dict(sizes=[200, 400], startup_repeats=1),
     exports=dict(n_ops=400),
     store=dict(runs=20, ops=200, repeats=3),

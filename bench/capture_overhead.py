@@ -110,12 +110,15 @@ def _run(tmp, device, n_ops, repeats, commit_ops, big_ops) -> list[Figure]:
     floor = 0.05  # µs: a ratio against an overhead measured as ~0 would be noise over noise
     proc_added = median(proc) * us - bare_us
     writer_rate = n_ops / max(median(proc_cpu) - idle_cpu, 1e-9)
+    sqlite_rate = _sqlite_alone_ops_per_s(tmp / "process-0" / "db.sqlite", tmp / "sqlite-alone.sqlite")
     figures = [
         info("device_sim add 32x32 bf16, uncaptured", bare_us, "µs/op"),
         at_most("writer=process, metadata+stacks: added on model thread", proc_added, "µs/op", 10),
         at_least("torch.profiler added / writer=process added", prof_added / max(proc_added, floor), "x", 3),
         at_least("writer process: ops per second of its CPU", writer_rate, "ops/s", 150_000),
         info("writer process: start-up and close CPU (no ops)", idle_cpu, "s"),
+        info("SQLite alone: the same report's rows copied, ops per second of CPU", sqlite_rate, "ops/s"),
+        info("writer process rate / SQLite alone", writer_rate / sqlite_rate, "x"),
         at_most(f"writer=process: close after a {n_ops:,}-op loop", median(proc_close), "s", 2),
         info("ttreport metadata+stacks: added on model thread", added, "µs/op"),  # the thread writer
         info("ttreport metadata+stacks: close (drain) per op", median(meta_close) * us, "µs/op"),
@@ -251,6 +254,46 @@ _TT_NN_TABLES = [
     "device_id int, address int, buffer_type int)",
     "CREATE TABLE stack_traces (operation_id int, stack_trace text)",
 ]
+
+
+def _sqlite_alone_ops_per_s(report_db, out_db, batch_ops: int = 2000) -> float:
+    """Ops per CPU second of SQLite alone writing `report_db`'s rows: every table's rows copied by INSERT ...
+    SELECT (no Python per row) into an empty report with the indexes the writer keeps while it runs (all but
+    db.LATE_INDEXES), in transactions of batch_ops ops' rows, in WAL mode as the writer writes. What any writer
+    of these tables would spend at least, reading its rows aside."""
+    from ttreport import db
+
+    src = sqlite3.connect(f"file:{report_db}?mode=ro", uri=True)
+    tables = [name for (name,) in src.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+    ddl = [sql for (sql,) in src.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+                                         "'sqlite_%'")]
+    ddl += [sql for name, sql in src.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql "
+                                             "IS NOT NULL") if name not in db.LATE_INDEXES]
+    n_ops = src.execute("SELECT COUNT(*) FROM operations").fetchone()[0]
+    src.close()
+    con = sqlite3.connect(out_db, isolation_level=None)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=NORMAL")
+    for sql in ddl:
+        con.execute(sql)
+    con.execute("ATTACH ? AS src", (str(report_db),))
+    batches = max(1, -(-n_ops // batch_ops))
+    spans = {}  # table -> (first rowid, rowids a batch): each table's rows in `batches` slices, as the ops come
+    for name in tables:
+        lo, hi = con.execute(f"SELECT MIN(rowid), MAX(rowid) FROM src.{name}").fetchone()
+        if lo is not None:
+            spans[name] = (lo, -(-(hi - lo + 1) // batches))
+    start = time.process_time()
+    for i in range(batches):
+        con.execute("BEGIN")
+        for name, (lo, step) in spans.items():
+            con.execute(f"INSERT INTO main.{name} SELECT * FROM src.{name} WHERE rowid >= ? AND rowid < ?",
+                        (lo + i * step, lo + (i + 1) * step))
+        con.execute("COMMIT")
+    cpu = time.process_time() - start
+    con.close()
+    return n_ops / max(cpu, 1e-9)
 
 
 def _commit_per_insert_us(report_db, out_db, n_ops: int) -> float:

@@ -8,6 +8,8 @@ burst on the shared cores hits both sides alike. The bfloat16 matmul runs torch'
 where it keeps device_sim's rule (device_sim/matmul_kernel.py), so its outputs are shown against the
 float32 path's (the products summed by torch's float32 matmul, rounded once: device_sim's outputs
 before issue 14's round 6), and both against float64-exact sums rounded once: elements that differ.
+The encoder layer (_layer_ops) is the op mix a model runs: linears, head splits by reshape and permute,
+attention matmuls, softmax, gelu, layer norms; torch's side is the same layer written in torch.
 """
 
 from __future__ import annotations
@@ -47,7 +49,51 @@ def _seconds(fn) -> float:
     return time.perf_counter() - t
 
 
-def run(tmp, *, n_ops: int, repeats: int, big_ops: int = 40, matmul_ops: int = 8, big: int = 1024) -> list[Figure]:
+def _layer_ops(device, seq: int = 128, hidden: int = 768, heads: int = 12):
+    """One encoder layer's ops at BERT-base's sizes, as device_sim calls and as the torch calls on the same
+    bfloat16 values: (ours, theirs). Its attention splits heads with reshape and permute, as tt-metal's
+    functional BERT does; every op is one a model calls with a bfloat16 TILE tensor."""
+    g = torch.Generator().manual_seed(1)
+    d = hidden // heads
+
+    def both(*shape, scale=1.0):
+        x = (torch.randn(*shape, generator=g) * scale).bfloat16()
+        return x, ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+
+    x, X = both(1, seq, hidden)
+    wqkv, WQKV = both(hidden, 3 * hidden, scale=0.02)
+    wo, WO = both(hidden, hidden, scale=0.02)
+    w1, W1 = both(hidden, 4 * hidden, scale=0.02)
+    w2, W2 = both(4 * hidden, hidden, scale=0.02)
+    gamma, GAMMA = both(hidden)
+    beta, BETA = both(hidden)
+    F = torch.nn.functional
+
+    def ours():
+        qkv = ttnn.linear(X, WQKV)
+        q, k, v = (ttnn.permute(ttnn.reshape(ttnn.slice(qkv, [0, 0, i * hidden], [1, seq, (i + 1) * hidden]),
+                                             (1, seq, heads, d)), (0, 2, 1, 3)) for i in range(3))
+        s = ttnn.softmax(ttnn.multiply(ttnn.matmul(q, ttnn.transpose(k, -2, -1)), d ** -0.5), dim=-1)
+        ctx = ttnn.reshape(ttnn.permute(ttnn.matmul(s, v), (0, 2, 1, 3)), (1, seq, hidden))
+        h = ttnn.layer_norm(ttnn.add(X, ttnn.linear(ctx, WO)), weight=GAMMA, bias=BETA)
+        f = ttnn.linear(ttnn.gelu(ttnn.linear(h, W1)), W2)
+        return ttnn.layer_norm(ttnn.add(h, f), weight=GAMMA, bias=BETA)
+
+    def theirs():
+        qkv = x @ wqkv
+        q, k, v = (qkv[..., i * hidden:(i + 1) * hidden].reshape(1, seq, heads, d).permute(0, 2, 1, 3)
+                   for i in range(3))
+        s = torch.softmax(q @ k.transpose(-2, -1) * d ** -0.5, -1)
+        ctx = (s @ v).permute(0, 2, 1, 3).reshape(1, seq, hidden)
+        h = F.layer_norm(x + ctx @ wo, (hidden,), gamma, beta)
+        f = F.gelu(h @ w1) @ w2
+        return F.layer_norm(h + f, (hidden,), gamma, beta)
+
+    return ours, theirs
+
+
+def run(tmp, *, n_ops: int, repeats: int, big_ops: int = 40, matmul_ops: int = 8, big: int = 1024,
+        layers: int = 10, seq: int = 128) -> list[Figure]:
     device = ttnn.open_device(0)
     try:
         a, b = small_inputs(device)
@@ -68,6 +114,7 @@ def run(tmp, *, n_ops: int, repeats: int, big_ops: int = 40, matmul_ops: int = 8
         ours, float32_path = ttnn.to_torch(ttnn.matmul(A, B)), torch.matmul(fa, fb).bfloat16()
         exact = torch.matmul(xa.double(), xb.double()).float().bfloat16()
         differ = [int((ours != float32_path).sum()), int((ours != exact).sum()), int((float32_path != exact).sum())]
+        layer_ours, layer_torch, layer_ratio = _pairs(*_layer_ops(device, seq), layers, repeats)
     finally:
         ttnn.close_device(device)
     us, ms = 1e6, 1e3
@@ -85,4 +132,7 @@ def run(tmp, *, n_ops: int, repeats: int, big_ops: int = 40, matmul_ops: int = 8
         info(f"ttnn.matmul {big}^3 outputs != float32 path's (of {big * big:,})", differ[0], "elements"),
         info(f"... != exact-then-rounded: ours / float32 path ({differ[1]} / {differ[2]})",
              differ[1] / max(differ[2], 1), "x"),
+        info(f"an encoder layer's 25 ops, [1, {seq}, 768] bf16 (torch: {layer_torch * ms:.3g} ms)", layer_ours * ms,
+             "ms"),
+        info("... / the same layer in torch (median of pairs)", layer_ratio, "x"),
     ]

@@ -87,14 +87,31 @@ def no_denormals(a: torch.Tensor, b: torch.Tensor) -> bool:
     return ea >= 1 and eb >= 1 and ea + eb >= _MIN_EXPONENT_SUM
 
 
+# A tensor this many elements or more keeps its min_magnitude (a model's weights: the same torch tensor in every
+# call). The scan reads every value (~0.3 ns each): 4 linears' weights of BERT-base, 2.7 ms of a 12.6 ms layer.
+_KEEP_MIN_ELEMENTS = 1 << 16
+
+
 def min_magnitude(t: torch.Tensor) -> int:
-    """The least magnitude among t's nonzero bfloat16 values as its 15 bits (sign dropped), 0x8000 if none."""
+    """The least magnitude among t's nonzero bfloat16 values as its 15 bits (sign dropped), 0x8000 if none.
+
+    A large tensor keeps it in an attribute, with torch's version counter, which every in-place change to it or
+    to a view of its storage moves on: a tensor changed since is scanned again."""
+    big = t.numel() >= _KEEP_MIN_ELEMENTS
+    if big:
+        kept = getattr(t, "_device_sim_min_magnitude", None)
+        if kept is not None and kept[0] == t._version:
+            return kept[1]
     if _native is not None and t.is_contiguous():
-        return _native.bf16_min_magnitude(t.data_ptr(), t.numel())  # t is held by the caller for the call
-    if t.numel() == 0:
+        m = _native.bf16_min_magnitude(t.data_ptr(), t.numel())  # t is held by the caller for the call
+    elif t.numel() == 0:
         return _ALL_ZERO
-    # (bits - 1) & 0x7FFF sends +-0 (0x0000, 0x8000 as int16 -32768) to 0x7FFF, above every other magnitude.
-    return int(((t.view(torch.int16) - 1) & 0x7FFF).min()) + 1
+    else:
+        # (bits - 1) & 0x7FFF sends +-0 (0x0000, 0x8000 as int16 -32768) to 0x7FFF, above every other magnitude.
+        m = int(((t.view(torch.int16) - 1) & 0x7FFF).min()) + 1
+    if big:
+        t._device_sim_min_magnitude = (t._version, m)
+    return m
 
 
 @functools.cache

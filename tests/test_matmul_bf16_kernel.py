@@ -98,6 +98,25 @@ def test_min_magnitude_finds_the_least_nonzero_magnitude_in_c_and_in_torch(monke
     assert min_magnitude(row.view(8, 8).T) == _reference_min_magnitude(row)
 
 
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "torch"])
+def test_a_large_tensors_least_magnitude_is_kept_until_it_or_its_storage_changes(monkeypatch, pure):
+    """A weight's scan is kept for the next call (matmul_kernel._KEEP_MIN_ELEMENTS), and done again after any
+    in-place change: to the tensor, through a view of its storage, or by a copy into it."""
+    if pure:
+        monkeypatch.setattr(matmul_kernel, "_native", None)
+    t = torch.ones(256, 256, dtype=torch.bfloat16)  # 65,536 elements: kept
+    assert t.numel() >= matmul_kernel._KEEP_MIN_ELEMENTS
+    assert min_magnitude(t) == _reference_min_magnitude(t) == 0x3F80
+    t[3, 3] = 2.0**-20
+    assert min_magnitude(t) == _reference_min_magnitude(t)
+    t.view(-1)[7] = -(2.0**-40)  # through a view: the storage's version moves on for the base too
+    assert min_magnitude(t) == _reference_min_magnitude(t)
+    t.copy_(torch.full((256, 256), 4.0))
+    assert min_magnitude(t) == 0x4080
+    t[0, 0] = 0.0  # zeros have no magnitude: the least stays 4.0
+    assert min_magnitude(t) == 0x4080
+
+
 def _pair(ea: int, eb: int):
     """128 x 128 operands (the kernel's size class), zero but for a 2 x 2 corner whose product's [0, 0] is
     (129 * 129 - 128 * 130) quanta = 2**(ea + eb - 268): a float32 denormal for ea + eb = 141."""
