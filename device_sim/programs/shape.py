@@ -163,7 +163,8 @@ def slice_programs(x, out, index) -> tuple[Program, ...] | None:
     tile-aligned TILE case (data_movement.slice_program): slice.cpp takes a TILE input whose slice is strided
     or not tile-aligned to ROW_MAJOR first (an untilize, with unpadding when x is padded), slices that with
     the row-major factory and tilizes the result back (with padding when out is not whole tiles); a
-    ROW_MAJOR input is the row-major slice alone. None for a sharded tensor (not modelled).
+    ROW_MAJOR input is the row-major slice alone. None for a sharded tensor, and for a block float, which has
+    no row-major form (not modelled: the op's values are right, no program is recorded).
 
     SliceDeviceOperation's row-major factories (slice/device/): with steps, slice_program_factory_rm_stride.cpp
     (c_0 two input rows, aligned to the larger of the two buffers' alignments); without,
@@ -171,7 +172,7 @@ def slice_programs(x, out, index) -> tuple[Program, ...] | None:
     reads of at most 4 KiB, pages of the output row aligned to that alignment, twice it when the first column
     is not aligned in the source). Both over the cores split_work_to_cores gives the output rows.
     """
-    if not _interleaved(x, out):
+    if not _interleaved(x, out) or x.dtype not in dtypes.ELEMENT_SIZE:
         return None
     from device_sim.programs import data_movement  # the layout builders: data_movement imports nothing of this
 
