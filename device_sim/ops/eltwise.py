@@ -32,7 +32,7 @@ def _unary_output(y: torch.Tensor, t: Tensor, ins: list, op_name: str, dtype, me
     return out
 
 
-UNARY: dict = {}  # op name -> the torch function a unary op computes on float32 values (and on bfloat16, above)
+UNARY: dict = {}  # op name -> the torch function a unary op computes (_in_bfloat16 may run it on bfloat16)
 
 
 def _unary(name: str, fn):
@@ -206,6 +206,9 @@ def _rounded(op_name: str, y, rounding_mode):
 _NATIVE_BF16 = frozenset({"add", "sub", "rsub", "mul", "div", "divide"})
 _BF16, _TORCH_BF16 = DataType.BFLOAT16, torch.bfloat16
 _TILE = Layout.TILE  # plain()'s test: an enum member read through its class costs 0.06 us a time
+_NATIVE_BF16_NUMBER = frozenset({"mul", "div", "divide"})  # ... also with a Python number (float32 in the kernel)
+_PLAIN = frozenset({Tensor, float, int})  # a binary op's second argument on its fast path (not bool: int's subclass)
+
 # A unary op on a bfloat16 tensor computes in float32 and rounds the result to bfloat16 once. torch's bfloat16
 # kernel for most functions does just that inside (each value widened, the float32 function, rounded), without
 # the two passes over the tensor that widening it first and rounding the result take (exp on [1, 12, 128, 128]:
@@ -267,9 +270,6 @@ def _in_bfloat16(name: str, fn, t, dtype) -> torch.Tensor | None:
     if taken is None:
         taken = _TAKEN[name] = bfloat16_kernel_exact(fn) and _bfloat16_not_slower(fn)
     return fn(v) if taken else None
-
-_NATIVE_BF16_NUMBER = frozenset({"mul", "div", "divide"})  # ... also with a Python number (float32 in the kernel)
-_PLAIN = frozenset({Tensor, float, int})  # a binary op's second argument on its fast path (not bool: int's subclass)
 
 
 def _float_cmp(fn):
