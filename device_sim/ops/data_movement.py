@@ -295,8 +295,8 @@ def tilize_with_val_padding(input_tensor: Tensor, output_tensor_shape, pad_value
                             memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
                             **tt_nn_only) -> Tensor:
     """TILE layout padded at the end of each dim to `output_tensor_shape` with `pad_value`."""
-    v = _vals("ttnn.tilize_with_val_padding", input_tensor)
-    v = v.float() if v.is_floating_point() else v  # pad_value then rounds once, to the output's dtype
+    _vals("ttnn.tilize_with_val_padding", input_tensor)  # its type check
+    v = values(input_tensor, "ttnn.tilize_with_val_padding")  # float32: pad_value rounds once, to the output dtype
     try:
         r = _tilize_padded_golden(v, output_tensor_shape, pad_value)
     except ValueError as e:
