@@ -5,7 +5,9 @@
 setting (open_device sets device_sim's host_threads, one by default, for both sides). Each pair is
 timed back to back, alternating, and the median of the per-pair ratios is judged, so a neighbour's
 burst on the shared cores hits both sides alike. The bfloat16 matmul runs torch's bfloat16 kernel
-where it keeps device_sim's rule (device_sim/matmul_kernel.py), so its outputs are shown against the
+where it keeps device_sim's rule and is at least twice as fast as the float32 path (device_sim/matmul_kernel.py;
+a figure says which ran: on a CPU without AMX or AVX512-BF16 torch's bfloat16 kernel is 50-110x slower, and
+torch's side of the matmul and layer pairs is then that slow kernel), so its outputs are shown against the
 float32 path's (the products summed by torch's float32 matmul, rounded once: device_sim's outputs
 before issue 14's round 6), and both against float64-exact sums rounded once: elements that differ.
 The encoder layer (_layer_ops) is the op mix a model runs: linears, head splits by reshape and permute,
@@ -21,6 +23,7 @@ import torch
 
 import device_sim as ttnn
 from bench.common import Figure, at_most, info, median, small_inputs
+from device_sim import matmul_kernel
 
 
 def _pairs(ours, theirs, n: int, repeats: int) -> tuple[float, float, float]:
@@ -129,6 +132,8 @@ def run(tmp, *, n_ops: int, repeats: int, big_ops: int = 40, matmul_ops: int = 8
         info(f"ttnn.matmul {big}^3 bf16 / torch.matmul bf16 ({mm_torch * ms:.3g} ms)", mm_ours * ms, "ms/op"),
         at_most(f"ttnn.matmul {big}^3 bf16 / torch.matmul bf16 (median of pairs)", mm_ratio, "x", 1.5),
         info(f"ttnn.matmul / torch.matmul float32, same values ({mm_f32 * ms:.3g} ms)", mm_f32_ratio, "x"),
+        info("bf16 matmul kernel here: torch's bfloat16 (1), float32 path (0)",
+             int(matmul_kernel.kernel_taken()), ""),
         info(f"ttnn.matmul {big}^3 outputs != float32 path's (of {big * big:,})", differ[0], "elements"),
         info(f"... != exact-then-rounded: ours / float32 path ({differ[1]} / {differ[2]})",
              differ[1] / max(differ[2], 1), "x"),

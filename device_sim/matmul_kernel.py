@@ -25,12 +25,17 @@ float32 path does. Two things keep it to the rule:
   eb >= 1) and that quantum is at least float32's smallest normal, 2**-126: ea + eb >= 142.
   Typical values pass (randn's least magnitude of a million is ~1e-6, ea ~107); values below
   ~2**-60 in both operands go to float32.
+And one condition of speed: the kernel must be at least twice as fast as the float32 path (kernel_taken()).
+On a CPU without AMX or AVX512-BF16 (an AVX2-only EPYC, say) torch's bfloat16 matmul obeys the rule but is
+50-110x slower than the float32 path (a [1, 128, 768] @ [768, 3072] linear: 600 ms against 8.8), so there the
+float32 path runs.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import time
 
 import torch
 
@@ -66,7 +71,7 @@ def bf16_product(a: torch.Tensor, b: torch.Tensor, transpose_a: bool = False, tr
     # the size first: most calls of a model are small, and this is 0.15 us of their 15 (a 32^3 product)
     if b.dim() < 2 or a.numel() * b.size(-2 if transpose_b else -1) < MIN_MACS or a.dim() < 2:
         return None
-    if a.dtype is not torch.bfloat16 or b.dtype is not torch.bfloat16 or not kernel_obeys_rule() \
+    if a.dtype is not torch.bfloat16 or b.dtype is not torch.bfloat16 or not kernel_taken() \
             or not no_denormals(a, b):
         return None
     a, b = (a.transpose(-2, -1) if transpose_a else a), (b.transpose(-2, -1) if transpose_b else b)
@@ -75,7 +80,7 @@ def bf16_product(a: torch.Tensor, b: torch.Tensor, transpose_a: bool = False, tr
     n = b.shape[-1]
     if (b.dim() != 2 or bias.dtype is not torch.bfloat16 or bias.numel() != n or bias.shape[-1] != n
             or bias.dim() > a.dim()  # [1, 1, N] on a 2-D product widens it: the float32 path says how
-            or not bias_kernel_obeys_rule() or min_magnitude(bias) >> 7 < _MIN_BIAS_EXPONENT):
+            or not bias_kernel_taken() or min_magnitude(bias) >> 7 < _MIN_BIAS_EXPONENT):
         return None
     y = torch.addmm(bias.reshape(n), a.reshape(-1, a.shape[-1]), b)  # [..., M, K] as [... * M, K]: one matrix
     return y.view(*a.shape[:-1], n)
@@ -112,6 +117,56 @@ def min_magnitude(t: torch.Tensor) -> int:
     if big:
         t._device_sim_min_magnitude = (t._version, m)
     return m
+
+
+@functools.cache
+def kernel_taken() -> bool:
+    """Whether bf16_product runs torch's bfloat16 matmul here: it is faster and obeys the rule. Once a process
+    (the speed first: where the kernel is slow, its probe would cost another ~25 ms)."""
+    return kernel_faster(torch.matmul) and kernel_obeys_rule()
+
+
+@functools.cache
+def bias_kernel_taken() -> bool:
+    """Whether bf16_product runs torch.addmm for a bias (kernel_taken() first): the same two questions."""
+    return kernel_faster(lambda a, b: torch.addmm(b[0], a, b)) and bias_kernel_obeys_rule()
+
+
+# The bfloat16 kernel is taken only where it is at least this many times faster than the float32 path on a
+# 256^3 product: 5x on the AMX machine of round 6 (0.044 against 0.22 ms), 60x slower on an AVX2-only EPYC
+# (24 against 0.39 ms). A margin that wide keeps timing noise from choosing one kernel in one process and the
+# other in the next (their outputs differ in ~1 of 5,000 values: the order of the float32 sums).
+MIN_SPEEDUP = 2.0
+_SPEED_SIZE = 256
+
+
+def kernel_faster(product) -> bool:
+    """Whether `product(a, b)` of two bfloat16 256 x 256 matrices takes at most 1/MIN_SPEEDUP of the float32
+    path's time (widen both, torch.matmul, round). Each is called once untimed (a kernel's first call may build
+    it), then timed best of 3; a kernel slower than the float32 path on its first timed call is not timed again
+    (the slow ones cost ~25 ms a call). Wall time: torch's own threads work for the call too."""
+    g = torch.Generator().manual_seed(16)
+    a = torch.randn(_SPEED_SIZE, _SPEED_SIZE, generator=g).bfloat16()
+    b = torch.randn(_SPEED_SIZE, _SPEED_SIZE, generator=g).bfloat16()
+
+    def seconds(f) -> float:
+        start = time.perf_counter()
+        f()
+        return time.perf_counter() - start
+
+    def float32_path():
+        return torch.matmul(a.float(), b.float()).bfloat16()
+
+    def kernel():
+        return product(a, b)
+
+    float32_path(), kernel()
+    reference = min(seconds(float32_path) for _ in range(3))
+    best = seconds(kernel)
+    if best > reference:
+        return False
+    best = min(best, *(seconds(kernel) for _ in range(2)))
+    return best * MIN_SPEEDUP <= reference
 
 
 @functools.cache

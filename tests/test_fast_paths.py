@@ -60,13 +60,27 @@ def assert_same_bits(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
                              f"{got[tuple(i)].item()!r} against {want[tuple(i)].item()!r}")
 
 
-def test_outputs_match_those_saved_before_the_fast_paths(device):
+# Ops whose values are torch's float32 exp, sqrt, erf, tanh or pow: those differ by a few ulps, and at inf, between
+# torch's kernels for one instruction set and another (AVX2 against AVX512: sqrt 1 ulp in 94 of 1,024 corpus
+# values, gelu(inf) inf against NaN). The corpus was saved on one machine; on another such an op's output must
+# be, value by value, the corpus's or the general path's on this machine (the float32 function, rounded once).
+LIBM = frozenset({"pow", "exp", "sqrt", "gelu", "silu", "sigmoid", "tanh"})
+
+
+def test_outputs_match_those_saved_before_the_fast_paths(device, monkeypatch):
     corpus = torch.load(DATA / "sim_corpus.pt", weights_only=True)
     make = _corpus_module()
     assert len(corpus["cases"]) > 200
+    assert {op for op, *_ in corpus["cases"]} >= LIBM
     for op, args, kwargs, want in corpus["cases"]:
         got = make.run((op, args, kwargs), device)
-        assert_same_bits(got, want, f"ttnn.{op} on {[a[1] if isinstance(a, tuple) else a for a in args]} {kwargs}")
+        what = f"ttnn.{op} on {[a[1] if isinstance(a, tuple) else a for a in args]} {kwargs}"
+        if op in LIBM:
+            with monkeypatch.context() as m:
+                m.setattr(eltwise, "_TAKEN", dict.fromkeys(eltwise.UNARY, False))  # the general path: float32
+                general = make.run((op, args, kwargs), device)
+            want = torch.where(bits(got) == bits(want), want, general)
+        assert_same_bits(got, want, what)
 
 
 def awkward(shape, g: torch.Generator) -> torch.Tensor:

@@ -173,10 +173,40 @@ def test_outputs_are_the_float32_paths_but_in_a_few_elements_one_ulp_apart_and_n
     assert int((y != exact).sum()) <= int((old != exact).sum()) + max(2, y.numel() // 20000)
 
 
-def test_a_large_default_product_is_torchs_bfloat16_kernel_where_it_passes_the_probe(device):
+@pytest.fixture(params=["this_machines_choice", "forced_where_it_obeys"])
+def kernel(request, monkeypatch):
+    """The kernel this machine's speed check chooses, and torch's bfloat16 kernel wherever it obeys the rule
+    (so that its path is tested on a machine where it is too slow to be taken)."""
+    if request.param == "forced_where_it_obeys":
+        monkeypatch.setattr(matmul_kernel, "kernel_taken", matmul_kernel.kernel_obeys_rule)
+        monkeypatch.setattr(matmul_kernel, "bias_kernel_taken", matmul_kernel.bias_kernel_obeys_rule)
+    return request.param
+
+
+def test_the_speed_check_takes_a_kernel_twice_as_fast_as_the_float32_path_and_no_other():
+    import time
+
+    assert matmul_kernel.kernel_faster(lambda a, b: a)  # no work at all
+    assert not matmul_kernel.kernel_faster(_float32_path)  # the float32 path itself: not twice as fast
+
+    def slow(a, b):
+        time.sleep(0.005)
+        return _float32_path(a, b)
+
+    assert not matmul_kernel.kernel_faster(slow)
+
+
+def test_a_kernel_not_taken_leaves_every_product_to_the_float32_path(device, monkeypatch):
+    monkeypatch.setattr(matmul_kernel, "kernel_taken", lambda: False)
+    a, b = _randn(256, 512, seed=5), _randn(512, 256, seed=6)
+    assert matmul_kernel.bf16_product(a, b) is None
+    assert torch.equal(ttnn.to_torch(ttnn.matmul(_device(a, device), _device(b, device))), _float32_path(a, b))
+
+
+def test_a_large_default_product_is_torchs_bfloat16_kernel_where_it_is_taken(device, kernel):
     a, b = _randn(256, 512, seed=5), _randn(512, 256, seed=6)
     y = ttnn.to_torch(ttnn.matmul(_device(a, device), _device(b, device), transpose_b=False))
-    expected = torch.matmul(a, b) if matmul_kernel.kernel_obeys_rule() else _float32_path(a, b)
+    expected = torch.matmul(a, b) if matmul_kernel.kernel_taken() else _float32_path(a, b)
     assert torch.equal(y, expected)
     assert torch.equal(ttnn.to_torch(ttnn.linear(_device(a, device), _device(b, device))), expected)  # no bias
     target = _device(torch.zeros(256, 256).bfloat16(), device)  # a bfloat16 output tensor: the same kernel
@@ -184,7 +214,7 @@ def test_a_large_default_product_is_torchs_bfloat16_kernel_where_it_passes_the_p
     assert torch.equal(ttnn.to_torch(target), expected)
     yt = ttnn.to_torch(ttnn.matmul(_device(a.T.contiguous(), device), _device(b.T.contiguous(), device),
                                    transpose_a=True, transpose_b=True))
-    expected = torch.matmul(a.T.contiguous().T, b.T.contiguous().T) if matmul_kernel.kernel_obeys_rule() \
+    expected = torch.matmul(a.T.contiguous().T, b.T.contiguous().T) if matmul_kernel.kernel_taken() \
         else _float32_path(a, b)
     assert torch.equal(yt, expected)
 
@@ -194,18 +224,21 @@ def test_products_under_128_cubed_multiply_adds_keep_the_float32_path(device):
     assert matmul_kernel.bf16_product(a, b) is None
     assert torch.equal(ttnn.to_torch(ttnn.matmul(_device(a, device), _device(b, device))), _float32_path(a, b))
     a, b = _randn(128, 128, seed=7), _randn(128, 128, seed=8)
-    assert (matmul_kernel.bf16_product(a, b) is None) is not matmul_kernel.kernel_obeys_rule()
+    assert (matmul_kernel.bf16_product(a, b) is None) is not matmul_kernel.kernel_taken()
     assert matmul_kernel.bf16_product(a.float(), b.float()) is None  # float32 operands: never
     assert matmul_kernel.bf16_product(a[0], b) is None  # a vector: torch's matrix-vector kernels are not probed
 
 
-@pytest.mark.parametrize(("shape_a", "shape_b"), [((1024, 1024), (1024, 1024)), ((8, 128, 1000), (1000, 96))])
-def test_a_bfloat16_bias_joins_the_float32_sums_before_the_one_rounding(device, shape_a, shape_b):
+@pytest.mark.parametrize(("shape_a", "shape_b", "kernel"),
+                         [((1024, 1024), (1024, 1024), "this_machines_choice"),
+                          ((8, 128, 1000), (1000, 96), "this_machines_choice"),
+                          ((8, 128, 1000), (1000, 96), "forced_where_it_obeys")], indirect=["kernel"])
+def test_a_bfloat16_bias_joins_the_float32_sums_before_the_one_rounding(device, shape_a, shape_b, kernel):
     a, b, bias = _randn(*shape_a, seed=21), _randn(*shape_b, seed=22), _randn(1, shape_b[-1], seed=23)
     y = ttnn.to_torch(ttnn.linear(_device(a, device), _device(b, device), bias=_device(bias, device)))
     old = (torch.matmul(a.float(), b.float()) + bias.float()).bfloat16()
     ex = torch.matmul(a.double(), b.double()) + bias.double()
-    if matmul_kernel.kernel_obeys_rule() and matmul_kernel.bias_kernel_obeys_rule():
+    if matmul_kernel.kernel_taken() and matmul_kernel.bias_kernel_taken():
         assert torch.equal(y, torch.addmm(bias[0], a.reshape(-1, shape_a[-1]), b).view(y.shape))
     assert int((y != old).sum()) <= max(2, y.numel() // 2000)
     bound = ex.abs() * 2.0**-8 + shape_a[-1] * 2.0**-23 * (torch.matmul(a.double().abs(), b.double().abs())
