@@ -32,7 +32,7 @@
 static PyObject *OutOfMemory = NULL;
 static PyTypeObject *BufferType = NULL;
 static PyObject *BufferIds = NULL;
-static PyObject *S_alloc = NULL, *S_free = NULL, *S_raise_oom_like = NULL;
+static PyObject *S_alloc = NULL, *S_free = NULL, *S_raise_oom_like = NULL, *S_memory = NULL;
 
 #define N_BUFFER_TYPES 8 /* BufferType values: DRAM 0, L1 1, SYSTEM_MEMORY 2, L1_SMALL 3, TRACE 4 */
 #define BUFFER_FIELDS 10 /* Buffer's fields: buffer_id, device_id, type, layout, address, per bank, ... */
@@ -578,6 +578,73 @@ static PyTypeObject Memory_Type = {
     .tp_members = Memory_members,
 };
 
+/* Tensor.__del__, tensor.py's Python one step for step: the tensor's buffer back to its device's memory, unless
+ * a view still shares it (views.SHARED not empty: views.release(buf) says whether this was its last holder).
+ * Every op's output is dropped this way; the Python __del__ (a frame, getattr with a default, the module global,
+ * the method lookups) cost a 32x32 add ~1 us of 10. tensor_finalizer(SHARED, release) gives it as a method. */
+static PyObject *Shared = NULL, *Release = NULL;
+
+static PyObject *tensor_del(PyObject *module, PyObject *self) {
+    if (TensorType == NULL || Shared == NULL || !PyObject_TypeCheck(self, TensorType)) {
+        PyErr_SetString(PyExc_TypeError, "tensor_del: self is not a Tensor (configure_tensor, tensor_finalizer)");
+        return NULL;
+    }
+    PyObject *buf = SLOT(self, S_BUFFER);
+    if (buf == NULL || buf == Py_None) /* getattr(self, "buffer", None): never set, or freed */
+        Py_RETURN_NONE;
+    Py_INCREF(buf); /* release() runs Python code: the buffer stays held whatever it does to the tensor */
+    PyObject *result = NULL;
+    if (PyDict_GET_SIZE(Shared) != 0) {
+        PyObject *last = PyObject_CallOneArg(Release, buf);
+        if (last == NULL)
+            goto done;
+        int yes = PyObject_IsTrue(last);
+        Py_DECREF(last);
+        if (yes <= 0) {
+            result = yes == 0 ? Py_NewRef(Py_None) : NULL;
+            goto done;
+        }
+    }
+    PyObject *device = SLOT(self, S_DEVICE);
+    if (device == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "'Tensor' object has no attribute '_device'");
+        goto done;
+    }
+    Py_INCREF(device);
+    PyObject *memory = PyObject_GetAttr(device, S_memory);
+    Py_DECREF(device);
+    if (memory == NULL)
+        goto done;
+    result = PyObject_TypeCheck(memory, &Memory_Type) ? Memory_free((Memory *)memory, buf)
+                                                      : PyObject_CallMethodOneArg(memory, S_free, buf);
+    Py_DECREF(memory);
+done:
+    Py_DECREF(buf);
+    return result;
+}
+
+static PyMethodDef tensor_del_def = {"__del__", (PyCFunction)tensor_del, METH_O,
+                                     "Give the tensor's buffer back to its device's memory (the last holder)."};
+
+static PyObject *tensor_finalizer(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyDict_Check(args[0]) || !PyCallable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "tensor_finalizer(views.SHARED, views.release)");
+        return NULL;
+    }
+    PyObject *f = PyCFunction_New(&tensor_del_def, module);
+    if (f == NULL)
+        return NULL;
+    PyObject *method = PyInstanceMethod_New(f); /* bound to the tensor, as a Python function in a class is */
+    Py_DECREF(f);
+    if (method == NULL)
+        return NULL;
+    Py_INCREF(args[0]);
+    Py_XSETREF(Shared, args[0]);
+    Py_INCREF(args[1]);
+    Py_XSETREF(Release, args[1]);
+    return method;
+}
+
 /* bf16_min_magnitude(data_ptr, n): the smallest magnitude among the nonzero values of n contiguous bfloat16 at
  * data_ptr, as its 15 bits (sign dropped: 0x0001 the smallest denormal, 0x0080 2**-126, 0x7F80 inf), or 0x8000
  * when all are zero. device_sim/matmul_kernel.py asks it of both operands to tell whether a product or a
@@ -651,7 +718,7 @@ typedef struct {
     vectorcallfunc vectorcall;
 } Dispatch;
 
-static PyObject *S_hook = NULL, *S_per_device = NULL, *S_begin = NULL, *S_end = NULL, *S_memory = NULL,
+static PyObject *S_hook = NULL, *S_per_device = NULL, *S_begin = NULL, *S_end = NULL,
                 *S_output_keyword = NULL;
 
 /* 1 when a call with these keywords is the Python wrapper's to make: `memory=` (which it renames memory_config)
@@ -893,6 +960,8 @@ static PyMethodDef module_methods[] = {
      "configure_tensor(Tensor, DEFAULT_TILE, Layout.TILE, tensor_ids): what Memory.tensor_like builds."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(OutOfMemoryError, Buffer, buffer_ids): the Python classes and counter this module uses."},
+    {"tensor_finalizer", (PyCFunction)(void (*)(void))tensor_finalizer, METH_FASTCALL,
+     "tensor_finalizer(views.SHARED, views.release): Tensor.__del__ in C (configure_tensor first)."},
     {"bf16_min_magnitude", (PyCFunction)(void (*)(void))bf16_min_magnitude, METH_FASTCALL,
      "bf16_min_magnitude(data_ptr, n): the least nonzero magnitude's 15 bits among n bfloat16, 0x8000 if none."},
     {NULL},

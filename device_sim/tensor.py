@@ -176,10 +176,13 @@ class Tensor:
                 views.drop_all(self, buf)
             self._device.memory.free(buf)
 
-    def __del__(self):
+    def _python_del(self):
         buf = getattr(self, "buffer", None)
         if buf is not None and (not views.SHARED or views.release(buf)):  # the last holder of a shared buffer
             self._device.memory.free(buf)
+
+    # device_sim/ops/common.py puts _native's C function, these steps in C, in its place (DEVICE_SIM_PURE: not)
+    __del__ = _python_del
 
     def __repr__(self) -> str:
         """TT-NN's text for a tensor: its values, then `shape=Shape([..]), dtype=DataType::X, layout=Layout::Y`."""

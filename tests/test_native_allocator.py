@@ -318,3 +318,59 @@ def test_device_sim_runs_on_the_pure_classes_when_the_extension_is_missing():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "DeviceMemory", "True", "2.0", "True"]
+
+
+def _drop_tensors_and_views(device) -> tuple[list, int]:
+    """Outputs dropped one by one, views (reshape without a copy) dropped before and after their base, a
+    deallocated tensor dropped, a host tensor dropped: every free event, and the bytes still used at the end."""
+    events = []
+    device.memory.listener = lambda kind, what: events.append((kind, what))
+    g = torch.Generator().manual_seed(3)
+    x = ttnn.from_torch(torch.randn(1, 1, 64, 96, generator=g), dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR_LAYOUT,
+                        device=device)
+    for i in range(6):
+        y = ttnn.add(x, x)
+        v = ttnn.reshape(y, (2, 1, 32, 96))  # a view (the same last dim): y's buffer, held twice
+        assert v.buffer is y.buffer
+        if i % 2:
+            del y  # the view keeps the buffer
+            gc.collect()
+            assert not any(kind == "free" and what.buffer_id == v.buffer.buffer_id for kind, what in events)
+        else:
+            del v
+        ttnn.deallocate(ttnn.mul(x, 2.0))
+        host = ttnn.from_torch(torch.ones(4, 4))
+        del host
+    x = y = v = None  # noqa: F841 - the last ones dropped
+    gc.collect()
+    used = sum(device.memory.bytes_used(t) for t in (BufferType.DRAM, BufferType.L1))
+    device.memory.listener = None
+    return [(kind, what[1:]) for kind, what in events], used  # but the process-wide buffer ids
+
+
+@native
+def test_a_tensors_finalizer_in_c_frees_what_the_python_one_frees():
+    """Tensor.__del__ is _native's C function (ops/common.py): the same free events, in the same order, as the
+    Python one it replaces, with views sharing a buffer; DEVICE_SIM_PURE keeps the Python one."""
+    from device_sim.tensor import Tensor
+
+    native_del = Tensor.__dict__["__del__"]
+    assert native_del is not Tensor._python_del and allocator.NATIVE
+    results = []
+    for finalizer in (Tensor._python_del, native_del):
+        Tensor.__del__ = finalizer
+        device = ttnn.open_device(0)
+        try:
+            results.append(_drop_tensors_and_views(device))
+        finally:
+            ttnn.close_device(device)
+            Tensor.__del__ = native_del
+    (python_events, python_used), (c_events, c_used) = results
+    assert python_events == c_events and sum(kind == "free" for kind, _ in c_events) == 13
+    assert python_used == c_used == 0
+    code = ("import device_sim as ttnn; from device_sim.tensor import Tensor; "
+            "print(Tensor.__dict__['__del__'] is Tensor._python_del)")
+    env = {**os.environ, "DEVICE_SIM_PURE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"

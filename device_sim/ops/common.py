@@ -36,6 +36,8 @@ _TILE = Layout.TILE  # a module name: an enum member read through its class cost
 _NATIVE_MEMORY = getattr(allocator, "NativeDeviceMemory", None)
 if _NATIVE_MEMORY is not None:
     allocator._native.configure_tensor(Tensor, DEFAULT_TILE, _TILE, _tensor_ids)
+    if allocator.NATIVE:  # every op's output is dropped through it: Tensor._python_del's steps in C
+        Tensor.__del__ = allocator._native.tensor_finalizer(views.SHARED, views.release)
 _BF16, _F32 = DataType.BFLOAT16, DataType.FLOAT32
 _TORCH_BF16, _TORCH_F32 = torch.bfloat16, torch.float32
 _NOT_SIMULATED = {
