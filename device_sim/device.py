@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 from dataclasses import asdict, dataclass
 
@@ -11,6 +12,21 @@ import torch
 from device_sim.allocator import device_memory
 from device_sim.dispatch_core import DispatchCoreAxis, DispatchCoreConfig, DispatchCoreType  # noqa: F401 (ttnn.device.*)
 from device_sim.types import BufferType, CoreGrid
+
+
+class Arch(enum.IntEnum):
+    """`ttnn.device.Arch`: the chip architecture (tt::ARCH's values). Every emulated chip is a WORMHOLE_B0."""
+
+    GRAYSKULL = 1
+    WORMHOLE_B0 = 2
+    BLACKHOLE = 3
+    QUASAR = 4
+    Invalid = 0xFF
+
+
+ARCH = Arch.WORMHOLE_B0
+_ARCH_NAMES = {Arch.GRAYSKULL: "grayskull", Arch.WORMHOLE_B0: "wormhole_b0", Arch.BLACKHOLE: "blackhole",
+               Arch.QUASAR: "quasar"}
 
 
 @dataclass(frozen=True)
@@ -50,6 +66,9 @@ class Device:
 
     def id(self) -> int:
         return self.device_id
+
+    def arch(self) -> Arch:
+        return ARCH
 
     def compute_with_storage_grid_size(self) -> CoreGrid:
         return CoreGrid(y=self.config.grid_y, x=self.config.grid_x)
@@ -138,6 +157,60 @@ def _warm_up_host_kernels() -> None:
     x = torch.ones(32, 32)
     torch.matmul(x, x)
     torch.nn.functional.gelu(x).exp().softmax(-1)
+
+
+def get_arch_name() -> str:
+    """`ttnn.get_arch_name()`: the emulated system's architecture as TT-NN names it ("wormhole_b0")."""
+    return _ARCH_NAMES[ARCH]
+
+
+def _arch_of(device) -> Arch:
+    return ARCH if device is None else device.arch()
+
+
+def is_grayskull(device=None) -> bool:
+    """Whether `device` (default: the emulated system) is a Grayskull chip: never here."""
+    return _arch_of(device) == Arch.GRAYSKULL
+
+
+def is_wormhole_b0(device=None) -> bool:
+    """Whether `device` (default: the emulated system) is a Wormhole B0 chip: always here."""
+    return _arch_of(device) == Arch.WORMHOLE_B0
+
+
+def is_blackhole(device=None) -> bool:
+    """Whether `device` (default: the emulated system) is a Blackhole chip: never here."""
+    return _arch_of(device) == Arch.BLACKHOLE
+
+
+def GetNumAvailableDevices() -> int:  # noqa: N802
+    """How many chips the emulated system has (ttnn.get_num_devices(): DEVICE_SIM_SYSTEM_MESH)."""
+    from device_sim.mesh import get_num_devices
+
+    return get_num_devices()
+
+
+GetNumPCIeDevices = GetNumAvailableDevices  # every emulated chip is reached as if over PCIe
+
+
+_default_device: Device | None = None
+
+
+def SetDefaultDevice(device: Device | None) -> None:  # noqa: N802
+    """TT-NN's default device for ops whose inputs are not on a device (its legacy auto-format). device_sim
+    keeps it for GetDefaultDevice; its ops do not move host inputs there (an op on a host tensor raises, as
+    TT-NN's device ops do), so a script that relies on that must put its inputs on the device itself."""
+    global _default_device
+    if device is not None and not isinstance(device, Device):
+        raise TypeError(f"SetDefaultDevice({device!r}): give a device from ttnn.open_device(...), or None")
+    _default_device = device
+
+
+def GetDefaultDevice() -> Device | None:  # noqa: N802
+    """The device SetDefaultDevice set (None until then, and after that device is closed)."""
+    if _default_device is not None and not _default_device.is_open:
+        return None
+    return _default_device
 
 
 def open_devices() -> list[Device]:

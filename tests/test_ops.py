@@ -87,6 +87,7 @@ CASES = {
                                                            memory=ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG),
                                                        x(d, 1, 1, 128, 64, seed=3), 2, 1), {}),
     "ttnn.typecast": lambda d: ((x(d), ttnn.float32), {}),
+    "ttnn.experimental.typecast": lambda d: ((x(d), ttnn.float32), {}),
     "ttnn.clone": unary(),
     "ttnn.reshape": lambda d: ((x(d), (2, 64, 32)), {}),
     "ttnn.permute": lambda d: ((x(d), (2, 0, 1)), {}),

@@ -69,3 +69,57 @@ def test_a_dispatch_core_config_names_a_wrong_type_or_axis():
         ttnn.DispatchCoreConfig("eth")
     with pytest.raises(TypeError, match=r"axis must be a ttnn.DispatchCoreAxis \(ROW or COL\) or None"):
         ttnn.DispatchCoreConfig(ttnn.DispatchCoreType.ETH, "row")
+
+
+def test_the_chip_is_a_wormhole_b0_by_every_way_a_model_asks(device):
+    # Models pick core grids and dispatch axes by architecture: ttnn.get_arch_name() == "blackhole", or
+    # device.arch() == ttnn.device.Arch.WORMHOLE_B0, or ttnn.device.is_blackhole() with no device.
+    assert ttnn.get_arch_name() == "wormhole_b0"
+    assert device.arch() == ttnn.device.Arch.WORMHOLE_B0 and device.arch() is not ttnn.device.Arch.BLACKHOLE
+    assert ttnn.device.is_wormhole_b0(device) and ttnn.device.is_wormhole_b0()
+    assert not ttnn.device.is_blackhole() and not ttnn.device.is_blackhole(device)
+    assert not ttnn.device.is_grayskull(device)
+    assert int(ttnn.device.Arch.BLACKHOLE) == 3 and ttnn.device.Arch.Invalid == 0xFF  # tt::ARCH's values
+
+
+def test_a_mesh_and_each_of_its_chips_is_a_wormhole_b0():
+    mesh = ttnn.open_mesh_device(ttnn.MeshShape(1, 2))
+    try:
+        assert mesh.arch() == ttnn.device.Arch.WORMHOLE_B0
+        assert all(chip.arch() == ttnn.device.Arch.WORMHOLE_B0 for chip in mesh.get_devices())
+    finally:
+        ttnn.close_mesh_device(mesh)
+
+
+def test_num_available_devices_counts_the_emulated_system(monkeypatch):
+    assert ttnn.GetNumAvailableDevices() == ttnn.get_num_devices() == ttnn.GetNumPCIeDevices() == 8  # a 2x4 T3000
+    monkeypatch.setenv("DEVICE_SIM_SYSTEM_MESH", "4x8")
+    assert ttnn.GetNumAvailableDevices() == 32 and ttnn.device.GetNumAvailableDevices() == 32
+
+
+def test_default_device_is_what_set_default_device_set_until_it_closes():
+    assert ttnn.GetDefaultDevice() is None
+    device = ttnn.open_device(0)
+    try:
+        ttnn.SetDefaultDevice(device)
+        assert ttnn.GetDefaultDevice() is device
+        ttnn.SetDefaultDevice(None)
+        assert ttnn.GetDefaultDevice() is None
+        ttnn.SetDefaultDevice(device)
+    finally:
+        ttnn.close_device(device)
+    assert ttnn.GetDefaultDevice() is None  # a closed device is no default
+    with pytest.raises(TypeError, match=r"SetDefaultDevice\(0\): give a device from ttnn.open_device"):
+        ttnn.SetDefaultDevice(0)
+
+
+def test_experimental_typecast_converts_as_typecast_does_and_is_recorded_under_its_own_name(device):
+    t = ttnn.from_torch(torch.randn(2, 64) * 3, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    old = ttnn.experimental.typecast(t, ttnn.float32, memory_config=ttnn.L1_MEMORY_CONFIG)
+    new = ttnn.typecast(t, ttnn.float32, memory_config=ttnn.L1_MEMORY_CONFIG)
+    assert old.dtype == ttnn.float32 and old.memory_config() == ttnn.L1_MEMORY_CONFIG
+    assert torch.equal(ttnn.to_torch(old), ttnn.to_torch(new))
+    assert ttnn.experimental.typecast.op.name == "ttnn.experimental.typecast"
+    typo = r"ttnn.experimental.typecast\(\) got an unexpected keyword argument 'memory_cfg'"
+    with pytest.raises(TypeError, match=typo):
+        ttnn.experimental.typecast(t, ttnn.float32, memory_cfg=ttnn.L1_MEMORY_CONFIG)

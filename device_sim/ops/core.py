@@ -205,16 +205,27 @@ def _typecast_golden(t, dtype, **_):
     return t.to(dtypes.TORCH_DTYPE[DataType(dtype)])
 
 
-@register_op("ttnn.typecast", golden=_typecast_golden)
-def typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+def _typecast(name: str, tensor: Tensor, dtype: DataType, memory_config: MemoryConfig | None, tt_nn_only) -> Tensor:
     if tt_nn_only:
-        check_tt_nn_only("ttnn.typecast", tt_nn_only)
-    ins = device_inputs("ttnn.typecast", tensor)
-    fresh = pending_output_target("ttnn.typecast") is None
-    out = output(held(tensor), tensor, ins, op_name="ttnn.typecast", dtype=dtype, memory_config=memory_config)
+        check_tt_nn_only(name, tt_nn_only)
+    ins = device_inputs(name, tensor)
+    fresh = pending_output_target(name) is None
+    out = output(held(tensor), tensor, ins, op_name=name, dtype=dtype, memory_config=memory_config)
     if tensor._device is not None and not tensor.is_sharded():
         device_work.launch_after(out, fresh, tensor, programs.typecast_program(tensor, out.dtype))
     return out
+
+
+@register_op("ttnn.typecast", golden=_typecast_golden)
+def typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    return _typecast("ttnn.typecast", tensor, dtype, memory_config, tt_nn_only)
+
+
+@register_op("ttnn.experimental.typecast", golden=_typecast_golden)
+def experimental_typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None,
+                          **tt_nn_only) -> Tensor:
+    """TT-NN's older typecast (ttnn::experimental::typecast): the same conversion, recorded under its own name."""
+    return _typecast("ttnn.experimental.typecast", tensor, dtype, memory_config, tt_nn_only)
 
 
 @register_op("ttnn.clone", golden=lambda t, *_, **__: t.clone())

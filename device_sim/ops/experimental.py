@@ -19,8 +19,9 @@ import is what makes `ttnn.experimental.all_gather_async` resolve. No run-time a
 everything in the namespace is listed in this file.
 """
 
-# Collectives' asynchronous forms (ops/ccl.py, issue 11).
+# Collectives' asynchronous forms (ops/ccl.py, issue 11); the older typecast (ops/core.py).
 from device_sim.ops.ccl import all_gather_async, all_reduce_async, reduce_scatter_minimal_async  # noqa: F401, E402
+from device_sim.ops.core import experimental_typecast as typecast  # noqa: F401
 from device_sim.ops.heads import (  # noqa: F401
     nlp_concat_heads,
     nlp_concat_heads_decode,
