@@ -266,15 +266,17 @@ __all__ += [
 from device_sim.device import (  # noqa: E402  (TT-NN's older device spellings, and the chip's architecture)
     CloseDevice,
     CreateDevice,
+    DumpDeviceProfiler,
     GetDefaultDevice,
     GetNumAvailableDevices,
     GetNumPCIeDevices,
+    ReadDeviceProfiler,
     SetDefaultDevice,
     get_arch_name,
 )
 
-__all__ += ["CreateDevice", "CloseDevice", "GetDefaultDevice", "GetNumAvailableDevices", "GetNumPCIeDevices",
-            "SetDefaultDevice", "get_arch_name"]
+__all__ += ["CreateDevice", "CloseDevice", "DumpDeviceProfiler", "GetDefaultDevice", "GetNumAvailableDevices",
+            "GetNumPCIeDevices", "ReadDeviceProfiler", "SetDefaultDevice", "get_arch_name"]
 
 # ttnn.operations.<family>.<op>, the Python names TT-NN gives some ops (ttnn.operations.moreh.norm).
 import types as _types  # noqa: E402

@@ -193,6 +193,22 @@ def GetNumAvailableDevices() -> int:  # noqa: N802
 GetNumPCIeDevices = GetNumAvailableDevices  # every emulated chip is reached as if over PCIe
 
 
+def ReadDeviceProfiler(device: Device) -> None:  # noqa: N802
+    """`ttnn.ReadDeviceProfiler(device)`: TT-NN copies the device profiler's buffers to the host here, and does
+    nothing when device profiling is off. device_sim has no device-side buffers: each op's device time is
+    worked out on the host as it runs and a capture records it with the op (ttreport's profile_log_device.csv),
+    so there is nothing left to read. It checks that `device` is an open device, as a read needs."""
+    if not isinstance(device, Device):
+        raise TypeError(f"ReadDeviceProfiler({device!r}): give the device (or mesh device) the model runs on")
+    if not device.is_open:
+        raise RuntimeError(f"ReadDeviceProfiler({device!r}): the device is closed; read it before closing it")
+
+
+def DumpDeviceProfiler(device: Device, last_dump: bool = False) -> None:  # noqa: N802
+    """TT-NN's older spelling of ReadDeviceProfiler."""
+    ReadDeviceProfiler(device)
+
+
 _default_device: Device | None = None
 
 

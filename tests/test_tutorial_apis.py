@@ -123,3 +123,32 @@ def test_experimental_typecast_converts_as_typecast_does_and_is_recorded_under_i
     typo = r"ttnn.experimental.typecast\(\) got an unexpected keyword argument 'memory_cfg'"
     with pytest.raises(TypeError, match=typo):
         ttnn.experimental.typecast(t, ttnn.float32, memory_cfg=ttnn.L1_MEMORY_CONFIG)
+
+
+def test_read_device_profiler_leaves_every_op_timed_in_the_report(tmp_path):
+    # Models call ttnn.ReadDeviceProfiler(device) between steps to pull device times to the host; device_sim's
+    # are on the host already, so the capture's profile_log_device.csv times each op, before the call and after.
+    import csv
+
+    import ttreport
+
+    device = ttnn.open_device(0)
+    try:
+        t = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE_LAYOUT, device=device)
+        with ttreport.capture(tmp_path / "r"):
+            ttnn.add(t, t)
+            ttnn.ReadDeviceProfiler(device)
+            ttnn.DumpDeviceProfiler(device, last_dump=True)
+            ttnn.multiply(t, t)
+        with pytest.raises(TypeError, match=r"ReadDeviceProfiler\(0\): give the device"):
+            ttnn.ReadDeviceProfiler(0)
+    finally:
+        ttnn.close_device(device)
+    with pytest.raises(RuntimeError, match="the device is closed"):
+        ttnn.ReadDeviceProfiler(device)
+    ops = [op.name for op in ttreport.Report(tmp_path / "r").operations()]
+    assert ops == ["ttnn.add", "ttnn.mul"]  # TT-NN records multiply under its C++ name
+    with open(tmp_path / "r" / "profile_log_device.csv") as f:
+        text = f.read()
+    zones = [row[10] for row in csv.reader(text.splitlines()[2:])]  # after the arch line and the header
+    assert zones == ["ZONE_START", "ZONE_END"] * 2  # one firmware zone for each op
