@@ -214,8 +214,8 @@ _default_device: Device | None = None
 
 def SetDefaultDevice(device: Device | None) -> None:  # noqa: N802
     """TT-NN's default device for ops whose inputs are not on a device (its legacy auto-format). device_sim
-    keeps it for GetDefaultDevice; its ops do not move host inputs there (an op on a host tensor raises, as
-    TT-NN's device ops do), so a script that relies on that must put its inputs on the device itself."""
+    keeps it for GetDefaultDevice; its ops do not move host inputs there, so a script that relies on that must
+    put its inputs on the device itself (ttnn.from_torch(..., device=device) or ttnn.to_device)."""
     global _default_device
     if device is not None and not isinstance(device, Device):
         raise TypeError(f"SetDefaultDevice({device!r}): give a device from ttnn.open_device(...), or None")
