@@ -25,8 +25,6 @@ class Arch(enum.IntEnum):
 
 
 ARCH = Arch.WORMHOLE_B0
-_ARCH_NAMES = {Arch.GRAYSKULL: "grayskull", Arch.WORMHOLE_B0: "wormhole_b0", Arch.BLACKHOLE: "blackhole",
-               Arch.QUASAR: "quasar"}
 
 
 @dataclass(frozen=True)
@@ -161,7 +159,7 @@ def _warm_up_host_kernels() -> None:
 
 def get_arch_name() -> str:
     """`ttnn.get_arch_name()`: the emulated system's architecture as TT-NN names it ("wormhole_b0")."""
-    return _ARCH_NAMES[ARCH]
+    return ARCH.name.lower()
 
 
 def _arch_of(device) -> Arch:
