@@ -8,6 +8,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+import pytest
+
 import ttreport
 from ttreport.pytest_plugin import report_name
 
@@ -153,3 +155,91 @@ def test_loading_the_plugin_imports_neither_torch_nor_device_sim():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+GATE_SUITE = '''
+import pytest
+import torch
+import device_sim as ttnn
+
+VARIANT = "{variant}"
+
+
+@pytest.fixture
+def device():
+    dev = ttnn.open_device(0)
+    yield dev
+    ttnn.close_device(dev)
+
+
+def test_block(device):
+    g = torch.Generator().manual_seed(0)
+    rows = 64 if VARIANT == "shape" else 32
+    dtype = ttnn.bfloat8_b if VARIANT == "dtype" else ttnn.bfloat16
+    x = ttnn.from_torch(torch.randn(rows, 64, generator=g), dtype=dtype, layout=ttnn.TILE, device=device)
+    w = ttnn.from_torch(torch.randn(64, 32, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    h = ttnn.matmul(x, w, memory_config=ttnn.L1_MEMORY_CONFIG if VARIANT == "memory" else ttnn.DRAM_MEMORY_CONFIG)
+    if VARIANT != "removed":
+        h = ttnn.gelu(h) if VARIANT == "replaced" else ttnn.relu(h)
+    if VARIANT == "added":
+        h = ttnn.neg(ttnn.neg(h))
+    h = ttnn.mul(h, 1.05 if VARIANT == "output" else 1.0)
+    return ttnn.to_torch(h)
+'''
+
+
+def run_gate(pytester, root, variant, *args):
+    pytester.makepyfile(test_gate=GATE_SUITE.format(variant=variant))
+    return pytester.runpytest_subprocess(*plugin_args(), "--ttreport", f"--ttreport-root={root}", "-p",
+                                         "no:cacheprovider", "-W", "ignore::pytest.PytestReturnNotNoneWarning",
+                                         *args, timeout=300)
+
+
+@pytest.mark.parametrize(("variant", "op", "says"), [
+    ("replaced", "ttnn.relu", "was replaced by ttnn.gelu"),
+    ("removed", "ttnn.relu", "was removed"),
+    ("added", "ttnn.neg", "was added"),
+    ("shape", "ttnn.from_torch", "output 0's shape changed: Shape([32, 64]) -> Shape([64, 64])"),
+    ("dtype", "ttnn.from_torch", "output 0's dtype changed: DataType.BFLOAT16 -> DataType.BFLOAT8_B"),
+    ("memory", "ttnn.matmul", "output 0's memory config changed"),
+    ("output", "ttnn.mul", "diverged from the baseline"),
+])
+def test_the_baseline_gate_fails_every_kind_of_change_naming_the_op(pytester, tmp_path, variant, op, says):
+    baseline = tmp_path / "baseline"
+    run_gate(pytester, baseline, "same").assert_outcomes(passed=1)
+    run_gate(pytester, tmp_path / "same", "same", f"--ttreport-baseline={baseline}").assert_outcomes(passed=1)
+    result = run_gate(pytester, tmp_path / "changed", variant, f"--ttreport-baseline={baseline}")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    line = next(x for x in result.stdout.lines if x.strip().startswith("ttreport: ") and "Failed" not in x)
+    assert line.strip().startswith(f"ttreport: {op} "), out
+    assert says in out, out
+    row = next(x for x in result.stdout.lines if x.startswith("test_gate.test_block "))
+    assert f"({op})" in row
+
+
+def test_lenient_lets_an_added_op_pass_but_still_checks_specs_and_values(pytester, tmp_path):
+    baseline = tmp_path / "baseline"
+    run_gate(pytester, baseline, "same").assert_outcomes(passed=1)
+    run_gate(pytester, tmp_path / "a", "added", f"--ttreport-baseline={baseline}",
+             "--ttreport-lenient").assert_outcomes(passed=1)
+    run_gate(pytester, tmp_path / "b", "memory", f"--ttreport-baseline={baseline}",
+             "--ttreport-lenient").assert_outcomes(failed=1)
+    # A tolerance wide enough for the changed constant (x1.05) lets the output through; the default does not.
+    run_gate(pytester, tmp_path / "c", "output", f"--ttreport-baseline={baseline}",
+             "--ttreport-rtol=0.1").assert_outcomes(passed=1)
+
+
+def test_a_bad_marker_option_is_a_usage_error_naming_it(pytester, tmp_path):
+    pytester.makepyfile(test_m='''
+import pytest
+
+@pytest.mark.ttreport(pcc="high")
+def test_x():
+    pass
+''')
+    baseline = tmp_path / "baseline"
+    baseline.mkdir()
+    result = pytester.runpytest_subprocess(*plugin_args(), f"--ttreport-baseline={baseline}",
+                                           f"--ttreport-root={tmp_path / 'r'}", "-p", "no:cacheprovider", timeout=120)
+    assert "@pytest.mark.ttreport(pcc='high') takes a number >= 0" in result.stdout.str() + result.stderr.str()

@@ -17,10 +17,18 @@ marker each test is captured with Config(tensors="outputs"), the least a compari
 marker's config is used as given, with the root and overwrite set by the plugin. TTREPORT_CONFIG
 applies on top of either, as everywhere.
 
-With --ttreport-baseline ROOT, each test's report is compared (ttreport.compare_reports, at its
-default tolerances) with ROOT/<same name>: a divergence fails the test with the op that diverged
-first, and a missing baseline report fails it too (a CI gate that passes what it cannot check
-would hide regressions), saying how to make one.
+With --ttreport-baseline ROOT, each test's report is checked against ROOT/<same name>, and the test
+fails, naming the first op (in this run's order) that changed, when:
+  - an op was added, removed or replaced (an op of one run with no partner in the other);
+  - an aligned op's input or output changed shape, dtype, layout or memory config;
+  - an output's values diverged (ttreport.compare_reports at the finer dtype's tolerances, or at
+    --ttreport-rtol/--ttreport-atol/--ttreport-pcc, or the marker's rtol=/atol=/pcc=).
+--ttreport-lenient (or the marker's strict=False) lets added and removed ops pass, for a model whose
+op sequence may change; specs and values are still checked. A missing baseline report fails the
+test too (a CI gate that passes what it cannot check would hide regressions), saying how to make one.
+
+    @pytest.mark.ttreport(pcc=0.999, strict=False)
+    def test_decoder(device): ...
 """
 
 from __future__ import annotations
@@ -40,13 +48,21 @@ def pytest_addoption(parser) -> None:
     group.addoption("--ttreport-root", metavar="DIR", default=None,
                     help="Folder the test reports are written under (default: generated/ttreport/reports).")
     group.addoption("--ttreport-baseline", metavar="ROOT", default=None,
-                    help="Compare each test's report with the same test's report under ROOT; a divergence fails "
-                         "the test, naming the op. Implies --ttreport.")
+                    help="Compare each test's report with the same test's report under ROOT; an added, removed or "
+                         "replaced op, a changed shape, dtype, layout or memory config, or diverged values fail the "
+                         "test, naming the op. Implies --ttreport.")
+    for tol in ("rtol", "atol", "pcc"):
+        group.addoption(f"--ttreport-{tol}", metavar="X", type=float, default=None,
+                        help=f"The baseline comparison's {tol} (default: the finer dtype's tolerance).")
+    group.addoption("--ttreport-lenient", action="store_true",
+                    help="Let ops added to or removed from the baseline's sequence pass (specs and values are "
+                         "still checked).")
 
 
 def pytest_configure(config) -> None:
-    config.addinivalue_line("markers", "ttreport(config=None): the ttreport.Config this test is captured with "
-                            "under --ttreport")
+    config.addinivalue_line("markers", "ttreport(config=None, rtol=None, atol=None, pcc=None, strict=True): the "
+                            "ttreport.Config this test is captured with under --ttreport, and its baseline gate's "
+                            "tolerances and strictness")
     baseline = config.getoption("ttreport_baseline")
     if config.getoption("ttreport") or baseline:
         from ttreport.read.report import DEFAULT_ROOT
@@ -105,7 +121,7 @@ class _Session:
         result = self._result(name, capture.path)
         self.results.append(result)
         if self.baseline is not None:
-            self._check_baseline(result)
+            self._check_baseline(result, _gate(item))
         return outcome
 
     def _config(self, item):
@@ -129,7 +145,7 @@ class _Session:
         return _Result(name, s.operations, s.top_level_seconds, s.peak_l1["bytes"] if s.peak_l1 else None,
                        len(s.errors), path)
 
-    def _check_baseline(self, result: _Result) -> None:
+    def _check_baseline(self, result: _Result, gate: dict) -> None:
         from ttreport.errors import TTReportError
         from ttreport.read.compare import compare_reports
         from ttreport.read.report import Report
@@ -139,23 +155,31 @@ class _Session:
             result.baseline = "no baseline"
             pytest.fail(f"ttreport: no baseline report {reference} for this test; make one with "
                         f"pytest --ttreport --ttreport-root {self.baseline} on a known-good version", pytrace=False)
+        strict = gate.pop("strict")
         with Report(reference) as r:
             if result.ops == 0 and r.count_operations() == 0:
                 result.baseline = "match"  # neither run launched an op: nothing can have diverged
                 return
         try:
-            comparison = compare_reports(reference, result.path)
+            comparison = compare_reports(reference, result.path, strict=strict, **gate)
         except TTReportError as e:  # no stored tensors, a damaged or newer report: one line, the fix in it
             result.baseline = "not compared"
             pytest.fail(f"ttreport: cannot compare with the baseline {reference}: {e}", pytrace=False)
-        if comparison.exit_code == 0:
+        with Report(reference) as ra, Report(result.path) as rb:
+            changes = _changes(comparison, ra, rb, strict)
+        if not changes:
             result.baseline = "match"
             return
-        rc = comparison.root_cause or next(p for p in comparison.pairs if p.status != "match")
-        result.baseline = f"diverged at op {rc.b_id} ({rc.name})"
-        pytest.fail(f"ttreport: {rc.name} diverged from the baseline (baseline op {rc.a_id}, this run's op "
-                    f"{rc.b_id}): {rc.reason}\n  baseline: {reference}\n  this run: {result.path}\n"
-                    f"  details:  ttreport compare {reference} {result.path}", pytrace=False)
+        first = changes[0]  # the first change in this run's op order
+        result.baseline = f"{first.kind} at {first.where} ({first.name})"
+        more = "; ".join(f"{c.name} {c.kind} at {c.where}" for c in changes[1:6]) + (" ..." if len(changes) > 6 else "")
+        lines = [f"ttreport: {first.name} {first.what}"]
+        lines += [f"  and {len(changes) - 1} more: {more}"] if more else []
+        lines += [f"  baseline: {reference}", f"  this run: {result.path}",
+                  f"  details:  ttreport compare {'--strict ' if strict else ''}{reference} {result.path}",
+                  "  if the change is intended, remake the baseline: "
+                  f"pytest --ttreport --ttreport-root {self.baseline}"]
+        pytest.fail("\n".join(lines), pytrace=False)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.results:
@@ -169,3 +193,81 @@ class _Session:
                  *([r.baseline] if self.baseline else []), str(r.path)) for r in self.results]
         for line in terminal.plain_table(columns, rows):
             tr.write_line(line)
+
+
+def _gate(item) -> dict:
+    """The baseline gate's settings for one test: the marker's rtol/atol/pcc/strict over the command line's."""
+    opt = item.config.getoption
+    gate = {t: opt(f"ttreport_{t}") for t in ("rtol", "atol", "pcc")}
+    gate["strict"] = not opt("ttreport_lenient")
+    marker = item.get_closest_marker(MARKER)
+    for key, value in (marker.kwargs.items() if marker else ()):
+        if key == "config":
+            continue
+        if key not in gate:
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.ttreport({key}=...) is not an option; it takes "
+                                    f"config=, rtol=, atol=, pcc= and strict=")
+        if key == "strict" and not isinstance(value, bool) or key != "strict" and not (
+                value is None or isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0):
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.ttreport({key}={value!r}) takes "
+                                    + ("True or False" if key == "strict" else "a number >= 0"))
+        gate[key] = value
+    return gate
+
+
+# What an aligned op's tensors must keep for the gate: the texts TT-NN writes for each (tensors table).
+_SPEC_SQL = """
+SELECT x.{index}, t.shape, t.dtype, t.layout, t.memory_config FROM {table} x JOIN tensors t USING (tensor_id)
+WHERE x.operation_id = ? ORDER BY x.{index}"""
+_SPEC_FIELDS = ("shape", "dtype", "layout", "memory config")
+
+
+def _specs(report, operation_id: int) -> dict:
+    return {(side, row[0]): row[1:] for side, table, index in (("input", "input_tensors", "input_index"),
+                                                               ("output", "output_tensors", "output_index"))
+            for row in report.execute(_SPEC_SQL.format(table=table, index=index), (operation_id,))}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One way a test's run differs from its baseline: `kind` (replaced, removed, added, changed, diverged), the
+    op's name, where (this run's op, or the baseline's for an op this run lacks) and what, in a sentence."""
+
+    order: float  # position in this run's op order (an op this run lacks sits after its predecessor's partner)
+    kind: str
+    name: str
+    where: str
+    what: str
+
+
+def _changes(comparison, ra, rb, strict: bool) -> list[Change]:
+    """Every way this run (B) differs from the baseline (A), in B's op order: ops added, removed or replaced (with
+    strict), an aligned op's changed tensor specs, diverged values."""
+    changes = []
+    if strict:
+        added = dict(comparison.only_b)
+        partner = {p.a_id: p.b_id for p in comparison.pairs}
+        for a_id, name in comparison.only_a:
+            before = max((b for a, b in partner.items() if a < a_id), default=0)
+            replaced_by = next((n for i, n in added.items() if i > before), None)
+            verb = f"was replaced by {replaced_by}" if replaced_by else "was removed"
+            changes.append(Change(before + 0.5, "replaced" if replaced_by else "removed", name,
+                                  f"baseline op {a_id}", f"(baseline op {a_id}) {verb}: the op sequence changed"))
+        for b_id, name in added.items():
+            changes.append(Change(b_id, "added", name, f"op {b_id}",
+                                  f"(this run's op {b_id}) was added: the baseline has no such op here"))
+    for p in comparison.pairs:
+        a, b = _specs(ra, p.a_id), _specs(rb, p.b_id)
+        changed = next((key for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)), None)
+        if changed is not None:
+            side, index = changed
+            if a.get(changed) is None or b.get(changed) is None:
+                what = f"{side} {index} is {'new' if a.get(changed) is None else 'gone'}"
+            else:
+                i = next(i for i, (x, y) in enumerate(zip(a[changed], b[changed])) if x != y)
+                what = f"{side} {index}'s {_SPEC_FIELDS[i]} changed: {a[changed][i]} -> {b[changed][i]}"
+            changes.append(Change(p.b_id, "changed", p.name, f"op {p.b_id}", f"(this run's op {p.b_id}) {what}"))
+        elif p.status != "match":
+            changes.append(Change(p.b_id, "diverged", p.name, f"op {p.b_id}", f"diverged from the baseline (baseline "
+                                  f"op {p.a_id}, this run's op {p.b_id}): {p.reason}"))
+    return sorted(changes, key=lambda c: c.order)
