@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from ttreport import memory_text
+from ttreport import memory_text, outfile
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
 from ttreport.read import device_time, terminal
 from ttreport.read.report import DB_FILE, DEFAULT_ROOT, Report, Summary
@@ -509,9 +509,7 @@ def _restamp_config(path: Path, revision: str) -> None:
         return
     if isinstance(config, dict) and config.get("schema_version") not in (None, revision):
         config["schema_version"] = revision
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(config, indent=2) + "\n")
-        os.replace(tmp, path)
+        outfile.write_text(path, json.dumps(config, indent=2) + "\n")  # a link in the folder is replaced, not followed
 
 
 @main.command()
@@ -755,10 +753,10 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_dep
                              progress=sys.stderr.isatty(), top_level=not all_depths)
     click.echo(result.to_table(table=terminal.table_text))
     if json_file is not None:
-        json_file.write_text(result.to_json() + "\n")
+        outfile.write_text(json_file, result.to_json() + "\n")
         click.echo(f"json: {json_file}")
     if csv_file is not None:
-        csv_file.write_text(result.to_csv())
+        outfile.write_text(csv_file, result.to_csv())
         click.echo(f"csv: {csv_file}")
     sys.exit(result.exit_code)
 
@@ -795,7 +793,7 @@ def _compare_timing(a, b, pattern, json_file, all_depths, limit) -> None:
                f"peak DRAM A {human_bytes(ta['peak_dram_bytes']) or '?'}, "
                f"B {human_bytes(tb['peak_dram_bytes']) or '?'}")
     if json_file is not None:
-        json_file.write_text(t.to_json() + "\n")
+        outfile.write_text(json_file, t.to_json() + "\n")
         click.echo(f"json: {json_file}")
 
 

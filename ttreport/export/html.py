@@ -19,7 +19,7 @@ import html
 import json
 from pathlib import Path
 
-from ttreport import memory_text
+from ttreport import memory_text, outfile
 from ttreport.export.golden import first_divergence, golden_checks
 from ttreport.export.memory import memory_timeline
 
@@ -96,7 +96,7 @@ def export_html(report, path, *, limit: int | None = None, top_level: bool = Fal
     summary = report.summary()
     checks = golden_checks(report)
     e = html.escape
-    with open(path, "w", encoding="utf-8") as f:
+    with outfile.open(path, "w") as f:  # a link at `path` is replaced, never written through
         w = f.write
         w(f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>ttreport: {e(report.path.name)}"
           f"</title><style>{_CSS}</style>\n<script>{get_plotlyjs()}</script></head><body>\n")

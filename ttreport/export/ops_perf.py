@@ -22,6 +22,8 @@ import os
 import re
 from pathlib import Path
 
+from ttreport import outfile
+
 # tt-metal's OPS_CSV_HEADER, in its order; INPUTS/OUTPUTS are replaced by the per-tensor columns.
 OPS_CSV_HEADER = [
     "OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "ATTRIBUTES", "MATH FIDELITY", "CORE COUNT",
@@ -141,10 +143,12 @@ def _export(r, folder: str | os.PathLike) -> Path:
         lines.append(line)
         log.append(zones)
         cycle += ideal
-    with open(path, "w", newline="") as f:
+    # Often into the report's own folder, which came from elsewhere: a link there is replaced, never written
+    # through (ttreport.outfile).
+    with outfile.open(path, "w", newline="") as f:
         f.write(header_text(n_in, n_out))
         f.writelines(lines)
-    with open(folder / DEVICE_LOG_FILE, "w", newline="") as f:
+    with outfile.open(folder / DEVICE_LOG_FILE, "w", newline="") as f:
         f.write(DEVICE_LOG_START)
         f.writelines(log)
     return path

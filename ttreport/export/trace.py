@@ -19,9 +19,11 @@ Events are written as they are read from SQL (ops a page at a time), never held 
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from pathlib import Path
 
+from ttreport import outfile
 from ttreport.export.golden import GoldenStream
 from ttreport.export.memory import memory_timeline
 
@@ -37,9 +39,8 @@ def export_chrome_trace(report, path) -> Path:
 
         raise ReportError(f"a trace is written as .json or .json.gz, not {path.name!r}; "
                           f"name the file e.g. {path.with_suffix('.json').name}")
-    # gzip's level 6 (zlib's default): ~1.7x faster than gzip.open's 9 for a few percent more bytes
-    with (gzip.open(path, "wt", encoding="utf-8", compresslevel=6) if path.name.endswith(".gz")
-          else open(path, "w", encoding="utf-8")) as f:
+    # A link at `path` is replaced, never written through (ttreport.outfile).
+    with outfile.open(path, "wb") as raw, _text(raw, path) as f:
         first = True
         other = {"report": str(report.path), "status": report.status_text, "exporter": "ttreport"}
         f.write('{"displayTimeUnit": "ns", "otherData": ' + json.dumps(other) + ', "traceEvents": [\n')
@@ -50,6 +51,16 @@ def export_chrome_trace(report, path) -> Path:
             first = False
         f.write("\n]}\n")
     return path
+
+
+def _text(raw, path: Path):
+    """A UTF-8 text stream onto `raw`, gzip-compressed for a .gz path."""
+    if not path.name.endswith(".gz"):
+        return io.TextIOWrapper(raw, encoding="utf-8")
+    # gzip's level 6 (zlib's default): ~1.7x faster than gzip.open's 9 for a few percent more bytes. The header
+    # names `path`, not the temporary file the bytes go to.
+    packed = gzip.GzipFile(filename=path.name, mode="wb", fileobj=raw, compresslevel=6)
+    return io.TextIOWrapper(packed, encoding="utf-8")
 
 
 def trace_events(report):

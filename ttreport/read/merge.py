@@ -17,12 +17,13 @@ names a chip; the `devices` table, which has no rank column, keeps one row per d
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import uuid
 from pathlib import Path
 
-from ttreport import db, schema
+from ttreport import db, outfile, schema
 from ttreport.errors import MergeError
 
 # Which id each column holds: a merged rank's ids of one kind move past all earlier ranks' ids of it.
@@ -71,7 +72,7 @@ def merge(reports, out, *, ranks: dict | None = None) -> Path:
         raise MergeError(f"merge needs two or more reports, got {len(sources)}: {[str(s) for s in sources]}")
     overrides = _rank_overrides(ranks or {}, sources)
     out = Path(out)
-    if out.exists():
+    if os.path.lexists(out):  # a link to nowhere too: mkdir would fail on it, or make the folder elsewhere
         raise MergeError(f"{out} exists; give a new folder for the merged report")
     revisions, seen = {}, {}
     for src in sources:
@@ -151,7 +152,7 @@ def _write(sources: list[Path], out: Path, ranks: list[int], overrides: dict[Pat
     if config.is_file():
         data = json.loads(config.read_text())
         data.update(report_name=out.name, report_path=str(out))
-        (out / "config.json").write_text(json.dumps(data, indent=2))
+        outfile.write_text(out / "config.json", json.dumps(data, indent=2))
 
 
 def _copy(con: sqlite3.Connection, offsets: dict, rank: int | None = None) -> None:

@@ -1,0 +1,115 @@
+"""A received report is input (issue 29, DESIGN.md "Trust boundary"): what the reading commands write, the SQL
+they run and what they print stay safe whatever the folder holds.
+
+- every file a reader writes replaces a symbolic link at its path, never its target (ttreport.outfile);
+- read-only SQL calls only reading functions: fts3_tokenizer (a pointer out, a crash in), load_extension and
+  functions SQLite does not list as reading are refused in one line; a virtual table in a report is refused;
+- a damaged device_perf row costs `whatif` that op, not a traceback;
+- control characters in a report reach no terminal raw, and no value prints at more than a screenful;
+- `ttreport html` of a large report writes a page a browser opens.
+"""
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ttreport import db
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
+MINE = "a file of the user's, not to be overwritten\n"
+
+
+def cli(*args, timeout=120, **kw) -> subprocess.CompletedProcess:
+    """`ttreport ARGS` in a fresh process (stdout a pipe: the plain-text views)."""
+    return subprocess.run([sys.executable, "-m", "ttreport.cli", *map(str, args)], capture_output=True,
+                          timeout=timeout, **kw)
+
+
+def one_line_error(done: subprocess.CompletedProcess) -> str:
+    """The CLI's refusal: exit 2, one line on stderr, no traceback."""
+    err = done.stderr.decode()
+    assert done.returncode == 2, (done.returncode, err[-2000:])
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err[-2000:]
+    return err
+
+
+@pytest.fixture
+def demo(tmp_path) -> Path:
+    folder = Path(shutil.copytree(SAMPLE, tmp_path / "demo"))
+    db.upgrade(folder / "db.sqlite")  # a no-op unless the schema moved on since the sample was made
+    return folder
+
+
+def execute(folder: Path, *statements, params=()) -> None:
+    con = sqlite3.connect(folder / "db.sqlite")
+    with con:
+        for s in statements:
+            con.execute(s, params)
+    con.close()
+
+
+def link_to_victim(path: Path, victim: Path) -> None:
+    victim.write_text(MINE)
+    path.symlink_to(victim)
+
+
+def assert_replaced(path: Path, victim: Path) -> None:
+    assert victim.read_text() == MINE, f"{victim} was written through the link at {path}"
+    assert path.is_file() and not path.is_symlink() and path.stat().st_size > 0
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+# -- files a reader writes ---------------------------------------------------------------------------------
+
+def test_perf_csv_replaces_links_in_the_report_folder_and_leaves_their_targets(demo):
+    for name in ("ops_perf_results.csv", "profile_log_device.csv"):
+        link_to_victim(demo / name, demo / f"{name}.mine")
+    done = cli("perf-csv", demo)
+    assert done.returncode == 0, done.stderr
+    for name in ("ops_perf_results.csv", "profile_log_device.csv"):
+        assert_replaced(demo / name, demo / f"{name}.mine")
+    assert (demo / "ops_perf_results.csv").read_text().startswith("OP CODE,")
+
+
+@pytest.mark.parametrize("args, out", [
+    (["html", "{r}", "-o", "{o}"], "page.html"),
+    (["trace", "{r}", "-o", "{o}"], "trace.json"),
+    (["trace", "{r}", "-o", "{o}"], "trace.json.gz"),
+    (["compare", "{r}", "{r}", "--json", "{o}"], "diff.json"),
+    (["compare", "{r}", "{r}", "--csv", "{o}"], "diff.csv"),
+    (["compare", "{r}", "{r}", "--timing", "--json", "{o}"], "timing.json"),
+])
+def test_every_export_replaces_a_link_at_its_output_and_leaves_the_target(demo, tmp_path, args, out):
+    link_to_victim(tmp_path / out, tmp_path / "victim.txt")
+    done = cli(*[a.format(r=demo, o=tmp_path / out) for a in args])
+    assert done.returncode == 0, done.stderr
+    assert_replaced(tmp_path / out, tmp_path / "victim.txt")
+
+
+def test_an_output_in_a_missing_folder_is_one_line(demo, tmp_path):
+    err = one_line_error(cli("trace", demo, "-o", tmp_path / "no" / "such" / "trace.json"))
+    assert f"cannot write {tmp_path / 'no' / 'such' / 'trace.json'}" in err
+
+
+def test_upgrade_replaces_a_linked_temporary_config_and_leaves_its_target(tmp_path):
+    folder = tmp_path / "old"
+    folder.mkdir()
+    shutil.copy(Path(__file__).parent / "data" / "report_v0003" / "db.sqlite", folder / "db.sqlite")
+    (folder / "config.json").write_text(json.dumps({"report_name": "old", "schema_version": "0003"}))
+    link_to_victim(folder / "config.json.tmp", tmp_path / "victim.txt")  # the name upgrade wrote through
+    done = cli("upgrade", folder)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "victim.txt").read_text() == MINE
+    assert json.loads((folder / "config.json").read_text())["schema_version"] == db.head_revision()
+
+
+def test_merge_into_a_dangling_link_is_one_line_and_writes_nothing(demo, tmp_path):
+    other = shutil.copytree(demo, tmp_path / "rank1")
+    (tmp_path / "out").symlink_to(tmp_path / "elsewhere")
+    err = one_line_error(cli("merge", demo, other, "-o", tmp_path / "out", "--rank", f"{other}=1"))
+    assert "exists" in err and not (tmp_path / "elsewhere").exists()
