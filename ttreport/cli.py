@@ -41,10 +41,12 @@ def one_line(text: str) -> str:
 
 class _Group(click.Group):
     def parse_args(self, ctx, args):
-        # A store URL and its --run stand for that run's folder (ttreport.store.cli.store_args).
-        if any(a.startswith(("postgresql://", "postgres://")) for a in args):
-            from ttreport.store.cli import store_args
+        # A store URL (or libpq DSN) and its --run stand for that run's folder (ttreport.store.cli.store_args;
+        # the store's commands are registered at import, so this imports nothing new).
+        from ttreport.store.cli import store_args
+        from ttreport.store.connection import is_store_url
 
+        if any(is_store_url(a) for a in args):
             try:
                 args = store_args(list(args))
             except TTReportError as e:

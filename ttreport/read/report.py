@@ -798,10 +798,11 @@ def _id_conditions(ids: list[int]):
 
 def open(path: str | os.PathLike, run=None) -> Report:  # noqa: A001 - ttreport.open mirrors the builtin on purpose
     """Open the report at `path` (its folder, its db.sqlite, or a name under the default root) read-only;
-    or, given a store URL (postgresql://...), the run `run` of that store (its name, run id or UUID)."""
-    if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
-        from ttreport.store import open_run
+    or, given a store URL (postgresql://... or a libpq DSN, host=...), the run `run` of that store (its name,
+    run id or UUID)."""
+    from ttreport.store import is_store_url, open_run  # neither imports psycopg or SQLAlchemy
 
+    if is_store_url(path):
         return open_run(path, run)
     if run is not None:
         raise ReportError(f"run={run!r} names a run of a store, but {path} is a report folder: give a store URL "

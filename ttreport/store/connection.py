@@ -1,21 +1,25 @@
 """Connecting to a store: its URL, its tensor store, and its schema (created on first use).
 
-A store URL is libpq's (`postgresql://[user[:password]@]host[:port]/dbname?...`), plus one parameter
-of ttreport's own, `tensors=/path`: the tensor store, a directory every host that pushes or reads
-mounts (else $TTREPORT_TENSOR_STORE). Credentials are libpq's business: the URL, PG* environment
-variables (PGPASSWORD, PGUSER, ...) or ~/.pgpass; ttreport writes them nowhere, and shows a URL
-with its password hidden.
+A store URL is libpq's (`postgresql://[user[:password]@]host[:port]/dbname?...`, or its key=value
+form, `host=db dbname=ttreport`), plus one parameter of ttreport's own, `tensors=/path`: the tensor
+store, a directory every host that pushes or reads mounts (else $TTREPORT_TENSOR_STORE). Credentials
+are libpq's business: the URL, PG* environment variables (PGPASSWORD, PGUSER, ...) or ~/.pgpass;
+ttreport writes them nowhere, and every message shows a URL through shown() (its password hidden,
+in each form libpq reads one) and libpq's own words through masked() (which may quote the URL).
 
     >>> split_url("postgresql://ci@db/ttreport?tensors=/mnt/t&connect_timeout=5")
     ('postgresql://ci@db/ttreport?connect_timeout=5', '/mnt/t')
+    >>> shown("host=db password='pw 1' dbname=tt")
+    'host=db password=*** dbname=tt'
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ttreport.errors import TTReportError
 
@@ -27,22 +31,130 @@ class StoreError(TTReportError):
     """A store cannot be reached, read or written as asked; the message says what to do."""
 
 
+_URL_FORM = "postgresql://[user@]host[:port]/dbname[?tensors=DIR] (an IPv6 host in brackets: [::1])"
+SECRET_KEYS = frozenset({"password", "sslpassword"})  # libpq's keywords whose values are secrets
+# A key=value pair of libpq's DSN form: a value that starts with ' runs to the next unescaped ' (an
+# unterminated one to the end: libpq refuses it, and it is masked all the same); else to the next blank,
+# a backslash escaping the character after it, a quote inside taken as it is (as libpq reads it).
+_PAIR = re.compile(r"\s*([A-Za-z_]\w*)\s*=\s*('(?:[^'\\]|\\.)*'?|(?:[^\s\\]|\\.)*)", re.S)
+# What a DSN starts with, so that a folder named `a=b` is still a folder: libpq's usual keywords.
+_DSN_START = re.compile(r"\s*(?:host|hostaddr|port|dbname|user|password|passfile|service|sslmode)\s*=")
+
+
 def is_store_url(text) -> bool:
-    return isinstance(text, str) and text.startswith(SCHEMES)
+    """A postgresql:// URL, or a libpq key=value DSN (`host=db dbname=ttreport`)."""
+    return isinstance(text, str) and (text.startswith(SCHEMES) or _DSN_START.match(text) is not None)
 
 
-def split_url(url: str) -> tuple[str, str | None]:
-    """(the URL libpq gets, the tensor store directory or None)."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    tensors = next((v for k, v in query if k == "tensors"), None)
-    rest = urlencode([(k, v) for k, v in query if k != "tensors"])
-    return urlunsplit(parts._replace(query=rest)), tensors or os.environ.get(TENSOR_STORE_ENV) or None
+def _unquote_dsn(value: str) -> str:
+    """A DSN value as libpq reads it: its quotes off, each backslash escape taken."""
+    inner = value[1:-1] if len(value) > 1 and value[0] == value[-1] == "'" else value.lstrip("'")
+    return re.sub(r"\\(.)", r"\1", inner, flags=re.S)
+
+
+def _netloc(url: str) -> tuple[int, int]:
+    """Where the URL's userinfo@host part starts and ends. libpq looks for the user's `@` up to the first
+    `/`; Python's urlsplit, up to `/`, `?` or `#`, at the last `@`: this takes the widest of the two."""
+    start = url.index("://") + 3
+    slash = url.find("/", start)
+    return start, len(url) if slash < 0 else slash
+
+
+def _query_secrets(query: str) -> list[tuple[int, int]]:
+    """(start, end) in `query` of each secret parameter's value; libpq decodes a parameter's name too."""
+    spans, at = [], 0
+    for piece in query.split("&"):
+        key, eq, _ = piece.partition("=")
+        if eq and unquote(key).strip().lower() in SECRET_KEYS:
+            spans.append((at + len(key) + 1, at + len(piece)))
+        at += len(piece) + 1
+    return spans
 
 
 def shown(url: str) -> str:
-    """The URL with its password replaced by ***, for messages."""
-    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
+    """`url` (a URL or DSN, well formed or not) with every password replaced by ***, for messages."""
+    if not url.startswith(SCHEMES):
+        out, at = [], 0
+        for m in _PAIR.finditer(url):
+            if m.group(1).lower() in SECRET_KEYS:
+                out += [url[at:m.start(2)], "***"]
+                at = m.end(2)
+        return "".join(out) + url[at:]
+    start, end = _netloc(url)
+    user, at, host = url[start:end].rpartition("@")
+    if at and ":" in user:
+        url = url[:start] + user.split(":", 1)[0] + ":***@" + host + url[end:]
+    q = url.find("?")
+    if q < 0:
+        return url
+    query = url[q + 1:]
+    for a, b in reversed(_query_secrets(query)):
+        query = query[:a] + "***" + query[b:]
+    return url[:q + 1] + query
+
+
+def secrets(url: str) -> set[str]:
+    """Each secret written in `url`, as written and as libpq decodes it (either may be quoted back)."""
+    found = set()
+    if not url.startswith(SCHEMES):
+        for m in _PAIR.finditer(url):
+            if m.group(1).lower() in SECRET_KEYS:
+                found |= {m.group(2), _unquote_dsn(m.group(2))}
+        return found - {""}
+    start, end = _netloc(url)
+    user, at, _ = url[start:end].rpartition("@")
+    if at and ":" in user:
+        found.add(user.split(":", 1)[1])
+    # The query starts at the first `?` (Python's reading) or the first after the user's `@` (libpq's).
+    for q in {url.find("?"), url.find("?", start + len(user) + len(at))} - {-1}:
+        found |= {url[q + 1:][a:b] for a, b in _query_secrets(url[q + 1:])}
+    return (found | {unquote(s) for s in found}) - {""}
+
+
+def masked(text: str, url: str) -> str:
+    """`text` (an error message, perhaps libpq's, which can quote the URL or a piece of it) without any
+    secret of `url` in it."""
+    for secret in sorted(secrets(url), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def split_url(url: str) -> tuple[str, str | None]:
+    """(the URL or DSN libpq gets, the tensor store directory or None). The other parameters go to libpq as
+    they were written (not decoded and encoded again, which would change a password holding `%20`)."""
+    if not url.startswith(SCHEMES):
+        found = [m for m in _PAIR.finditer(url) if m.group(1) == "tensors"]
+        for m in reversed(found):  # the rest as written, even where libpq will refuse it
+            url = url[:m.start()] + url[m.end():]
+        tensors = _unquote_dsn(found[-1].group(2)) if found else None
+        return url.strip(), tensors or os.environ.get(TENSOR_STORE_ENV) or None
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:  # an unclosed [ (IPv6 host), a host in brackets that is no address
+        raise StoreError(f"{shown(url)!r} is not a store URL ({masked(str(e), url)}): write it as "
+                         f"{_URL_FORM}") from None
+    tensors, rest = None, []
+    for piece in parts.query.split("&") if parts.query else []:
+        key, _, value = piece.partition("=")
+        if unquote(key) == "tensors":
+            tensors = unquote(value)
+        else:
+            rest.append(piece)
+    return urlunsplit(parts._replace(query="&".join(rest))), tensors or os.environ.get(TENSOR_STORE_ENV) or None
+
+
+@contextlib.contextmanager
+def talking_to(url: str):
+    """Turn an error of the store's server or of psycopg into a StoreError naming the store (its secrets
+    hidden), so that the CLI says it in one line."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.Error as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise StoreError(f"the store {shown(url)} failed: {masked(first, url)}; try again, and if it persists, "
+                         f"see the server's log") from None
 
 
 def connect(url: str):
@@ -56,7 +168,8 @@ def connect(url: str):
     try:
         return psycopg.connect(conninfo)
     except psycopg.Error as e:
-        raise StoreError(f"cannot connect to the store {shown(url)}: {str(e).strip()}; check the URL, and that the "
+        said = masked(str(e).strip(), url)
+        raise StoreError(f"cannot connect to the store {shown(url)}: {said}; check the URL, and that the "
                          f"password is in the URL, PGPASSWORD or ~/.pgpass") from None
 
 

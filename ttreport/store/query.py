@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ttreport.store.connection import StoreError, connect, ensure_schema
+from ttreport.store.connection import StoreError, connect, ensure_schema, masked, talking_to
 
 # :name, but not PostgreSQL's ::cast
 _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -25,8 +25,9 @@ def query(url: str, sql: str, params: dict | None = None, *, timeout_s: float = 
     if params:
         sql = _PLACEHOLDER.sub(lambda m: f"%({m.group(1)})s", sql.replace("%", "%%"))
     conn = connect(url)
-    ensure_schema(conn)
     try:
+        with talking_to(url):
+            ensure_schema(conn)
         conn.execute("BEGIN READ ONLY")
         conn.execute(f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
         cur = conn.cursor()
@@ -35,7 +36,7 @@ def query(url: str, sql: str, params: dict | None = None, *, timeout_s: float = 
         columns = [d.name for d in cur.description or []]
     except psycopg.Error as e:
         conn.close()
-        raise StoreError(f"SQL error from the store: {str(e).strip().splitlines()[0]}") from None
+        raise StoreError(f"SQL error from the store: {masked(str(e).strip().splitlines()[0], url)}") from None
     except BaseException:
         conn.close()
         raise
@@ -46,7 +47,7 @@ def query(url: str, sql: str, params: dict | None = None, *, timeout_s: float = 
                 yield first
                 yield from stream
         except psycopg.Error as e:
-            raise StoreError(f"SQL error from the store: {str(e).strip().splitlines()[0]}") from None
+            raise StoreError(f"SQL error from the store: {masked(str(e).strip().splitlines()[0], url)}") from None
         finally:
             conn.close()
 
