@@ -1,8 +1,12 @@
 """Issue 29, the store: a store URL's secret is never printed, in any form of URL or DSN, nor a traceback for a
-malformed one. The commands run as a user runs them, in subprocesses.
+malformed one; and a push never touches another store's tensor files.
+
+The commands run as a user runs them, in subprocesses; the tensor store's tests against a real throwaway
+PostgreSQL cluster (conftest's postgres_cluster), skipped, saying why, where none can be started.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -77,3 +81,117 @@ def test_a_password_is_masked_in_the_url_shown_but_host_and_database_stay():
     assert shown(f"postgresql://ci@db/tt?password={SECRET}&port=5") == "postgresql://ci@db/tt?password=***&port=5"
     assert shown(f"host=db password={SECRET} dbname=tt") == "host=db password=*** dbname=tt"
     assert shown(f"host=db password = '{SECRET} x' dbname=tt") == "host=db password = *** dbname=tt"
+
+
+# -- the tensor store -----------------------------------------------------------------------------------------
+
+def files_of(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under root: (inode, modification time), which a rewrite changes."""
+    return {str(p.relative_to(root)): (p.stat().st_ino, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+def sql(url: str, statement: str, params=()) -> list[tuple]:
+    import psycopg
+
+    from ttreport.store.connection import split_url
+
+    with psycopg.connect(split_url(url)[0]) as conn:
+        cur = conn.execute(statement, params)
+        return cur.fetchall() if cur.description else []
+
+
+@pytest.fixture
+def two_stores(postgres_cluster, tmp_path, monkeypatch):
+    """Two stores (databases) sharing one tensor directory, as a team-wide TTREPORT_TENSOR_STORE makes them."""
+    monkeypatch.setenv("TTREPORT_STORE_CACHE", str(tmp_path / "cache"))
+    shared = tmp_path / "tensor-store"
+    shared.mkdir()
+    return [f"{postgres_cluster.new_database()}&tensors={shared}" for _ in range(2)], shared
+
+
+@pytest.fixture
+def report(tmp_path) -> Path:
+    shutil.copytree(SAMPLE, tmp_path / "demo")
+    return tmp_path / "demo"
+
+
+def run_files(url: str, shared: Path) -> Path:
+    """The tensor folder of the store's one run."""
+    [(tensor_dir,)] = sql(url, "SELECT tensor_dir FROM runs")
+    return shared / tensor_dir
+
+
+def loads_every_tensor(url: str, report: Path) -> None:
+    folder = ttreport.open(report)
+    with ttreport.open(url, run="demo") as run:
+        ids = [t.id for t in folder.tensors() if t.file]
+        assert ids
+        for i in ids:
+            assert run.load_tensor(i).equal(folder.load_tensor(i)), i
+
+
+def test_a_failed_push_into_a_second_store_leaves_the_first_stores_files(two_stores, report):
+    (a, b), shared = two_stores
+    store.push(report, a)
+    a_files = run_files(a, shared)
+    before = files_of(a_files)
+    assert len(before) > 10
+    store.runs(b)  # makes b's tables; then b refuses every push at its commit, after the files are in place
+    sql(b, "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+           "$$BEGIN RAISE EXCEPTION 'refused at commit by the test'; END$$")
+    sql(b, "CREATE CONSTRAINT TRIGGER refuse AFTER INSERT ON runs DEFERRABLE INITIALLY DEFERRED "
+           "FOR EACH ROW EXECUTE FUNCTION refuse()")
+    done = cli("push", str(report), "--to", b)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "refused at commit by the test" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert files_of(a_files) == before  # not one of a's files removed or rewritten (was: 136 files -> 0)
+    assert store.runs(b) == []
+    left = {str(p.relative_to(a_files)) if p.is_relative_to(a_files) else str(p) for p in shared.rglob("*")
+            if p.is_file()}
+    assert left == set(before)  # and the failed push left none of its own behind
+    loads_every_tensor(a, report)
+
+
+def test_a_push_into_a_second_store_neither_rewrites_nor_shares_the_first_stores_files(two_stores, report):
+    (a, b), shared = two_stores
+    store.push(report, a)
+    a_files = run_files(a, shared)
+    before = files_of(a_files)
+    assert store.push(report, b)[1]
+    assert files_of(a_files) == before
+    b_files = run_files(b, shared)
+    assert not b_files.is_relative_to(a_files) and not a_files.is_relative_to(b_files)
+    assert sorted(files_of(b_files)) == sorted(before)
+    loads_every_tensor(a, report)
+    shutil.rmtree(shared.parent / "cache")
+    loads_every_tensor(b, report)
+
+
+def test_a_push_carries_no_file_from_outside_the_reports_tensors_folder(two_stores, report, tmp_path):
+    (a, _), shared = two_stores
+    elsewhere = tmp_path / "host-secret.txt"
+    elsewhere.write_text("not the report's")
+    victim = next(p for p in (report / "tensors").iterdir() if p.is_file())
+    victim.unlink()
+    victim.symlink_to(elsewhere)  # a received report's tensor file, linked to a file of the pushing host
+    with pytest.raises(store.StoreError, match=f"tensor file 'tensors/{victim.name}' is outside the report's "
+                                               "tensors/ folder"):
+        store.push(report, a)
+    assert store.runs(a) == []
+    assert [p for p in shared.rglob("*") if p.is_file()] == []
+
+
+def test_a_run_pushed_in_the_old_layout_reads_only_its_own_files(two_stores, report):
+    # Before issue 29 a run's files were at <report UUID>/tensors/; a push of the same report into another
+    # store now puts its files beside them, at <report UUID>/<push UUID>/tensors/.
+    (a, b), shared = two_stores
+    store.push(report, a)
+    pushed = run_files(a, shared)
+    old = pushed.parent
+    (pushed / "tensors").rename(old / "tensors")
+    pushed.rmdir()
+    sql(a, "UPDATE runs SET tensor_dir = %s", (old.name,))
+    store.push(report, b)
+    with ttreport.open(a, run="demo") as run:
+        assert sorted(p.name for p in run.path.iterdir()) == ["db.sqlite", "tensors"]
+    loads_every_tensor(a, report)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from ttreport import db
 from ttreport.store import cache
-from ttreport.store.connection import StoreError, connect, ensure_schema, shown, split_url
+from ttreport.store.connection import StoreError, connect, ensure_schema, shown, split_url, talking_to
+from ttreport.store.push import TENSORS_DIR
 
 CACHE_ENV = cache.ROOT_ENV
 cache_root = cache.root
@@ -49,6 +50,11 @@ def materialize(url: str, run) -> Path:
     """The local report folder holding run `run` of the store at `url` (made on first use; making one
     evicts the least recently used others past the cache's limits)."""
     limits = cache.Limits.from_env()  # a bad limit is said before any copying
+    with talking_to(url):
+        return _materialize(url, run, limits)
+
+
+def _materialize(url: str, run, limits: cache.Limits) -> Path:
     conn = connect(url)
     try:
         ensure_schema(conn)
@@ -112,13 +118,15 @@ def _link_tensors(url: str, tensor_dir: str, folder: Path) -> None:
     _, store = split_url(url)
     if store is None:
         return  # readers find no files and say so per tensor, as for a folder whose files were removed
-    source = Path(store) / tensor_dir
+    # Only the run's tensors/: a run pushed by an older ttreport has its folder at <report UUID>/, where a
+    # later push of the same report into another store puts its own <push UUID>/ folder (push.py).
+    source = Path(store) / tensor_dir / TENSORS_DIR
     if not source.is_dir():
         return
     # Hard links where the tensor store shares the cache's filesystem, else copies: a reader trusts
     # only files inside the report folder, never a symbolic link out of it (storage.load_tensor).
     for path in source.rglob("*"):
-        target = folder / path.relative_to(source)
+        target = folder / TENSORS_DIR / path.relative_to(source)
         if path.is_dir():
             target.mkdir(parents=True, exist_ok=True)
             continue

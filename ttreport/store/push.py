@@ -2,8 +2,12 @@
 
 A report is known by its UUID (report_metadata's report_id, written at capture): pushing it again
 finds its row in `runs` and writes nothing. Its rows go in with COPY; its tensor files are copied
-to the tensor store under the UUID, and renamed into place just before the commit, so a killed push
-leaves neither rows nor a run's tensor folder (at most a hidden `.UUID.PID.tmp` folder).
+into a folder of the tensor store that is this push's alone, `<report UUID>/<push UUID>/` (the
+run's tensor_dir), renamed into place just before the commit. Several stores may share one tensor
+store (a team-wide TTREPORT_TENSOR_STORE) and hold the same report: no push ever deletes or
+rewrites a folder it did not make, so a push into one store cannot touch another's files. A killed
+push leaves no rows and at most a folder no run names (a hidden `.UUID.PUSH.tmp` while copying; its
+own push folder if killed between the rename and the commit), which nothing reads.
 
     from ttreport.store import push
     run_id, new = push("generated/ttreport/reports/demo", "postgresql:///ttreport?tensors=/mnt/t")
@@ -19,8 +23,9 @@ import uuid
 from pathlib import Path
 
 from ttreport import db
-from ttreport.store.connection import StoreError, connect, ensure_schema, split_url
+from ttreport.store.connection import StoreError, connect, ensure_schema, split_url, talking_to
 
+TENSORS_DIR = "tensors"  # storage.TENSORS_DIR, which imports torch: a push needs none
 # For a report captured before capture wrote report_id: an identity from what the capture did write.
 _LEGACY_NAMESPACE = uuid.UUID("6f1c2a4e-2d0b-4c55-9b0e-7d2f1e7c4a10")
 
@@ -68,17 +73,19 @@ def push(report, url: str, *, name: str | None = None, model: str | None = None)
         if files and tensor_store is None:
             raise StoreError(f"{folder} holds {len(files)} tensor files and the store has no tensor store: add "
                              f"?tensors=/a/shared/dir to the URL or set TTREPORT_TENSOR_STORE")
-        conn = connect(url)
-        try:
-            ensure_schema(conn)
-            return _push(conn, src, folder, meta, ident, files, tensor_store, name or folder.name, model)
-        finally:
-            conn.close()
+        with talking_to(url):
+            conn = connect(url)
+            try:
+                ensure_schema(conn)
+                return _push(conn, src, folder, meta, ident, files, tensor_store, name or folder.name, model)
+            finally:
+                conn.close()
     finally:
         src.close()
 
 
 def _push(conn, src, folder: Path, meta: dict, ident: str, files, tensor_store, name, model):
+    tensor_dir = f"{ident}/{uuid.uuid4()}" if files else None
     staged = final = None
     try:
         with conn.transaction():
@@ -89,7 +96,7 @@ def _push(conn, src, folder: Path, meta: dict, ident: str, files, tensor_store, 
                 (ident, name, model or meta.get("model") or folder.name, meta.get("host"), meta.get("git_commit"),
                  meta.get("started_at"), meta.get("status"),
                  src.execute("SELECT COUNT(*) FROM operations").fetchone()[0], meta.get("ttreport_version"),
-                 ident if files else None)).fetchone()
+                 tensor_dir)).fetchone()
             if row is None:  # pushed before (or by a push that committed while this one waited)
                 (run_id,) = conn.execute("SELECT run_id FROM runs WHERE report_uuid = %s", (ident,)).fetchone()
                 return run_id, False
@@ -100,14 +107,19 @@ def _push(conn, src, folder: Path, meta: dict, ident: str, files, tensor_store, 
                 _copy_table(conn, src, table.name, run_id)
             _copy_stats(conn, src, run_id)
             if files:
-                staged, final = _stage_files(folder, files, Path(tensor_store), ident)
+                final = Path(tensor_store) / tensor_dir
+                staged = Path(tensor_store) / f".{ident}.{final.name}.tmp"  # beside it: the rename is atomic
+                _stage_files(folder, files, staged)
+                final.parent.mkdir(exist_ok=True)
                 os.rename(staged, final)
                 staged = None
         return run_id, True
     except BaseException:
         if staged is not None:
             shutil.rmtree(staged, ignore_errors=True)
-        if final is not None and final.exists():  # renamed, then the commit failed: the rows are gone too
+        # Renamed, then the transaction failed: its rows are gone, and the folder is this push's alone. Unless
+        # the connection broke in the commit, when the run may be in the store after all: the folder stays.
+        if final is not None and final.exists() and not conn.broken:
             shutil.rmtree(final, ignore_errors=True)
         raise
 
@@ -146,24 +158,28 @@ def _fold(f, a, b):
     return f(values) if values else None
 
 
-def _stage_files(folder: Path, files, store: Path, ident: str) -> tuple[Path, Path]:
-    if not store.is_dir():
-        raise StoreError(f"the tensor store {store} is not a directory; create it (on a disk every host mounts)")
-    final = store / ident
-    if final.exists():  # left by a push whose transaction never committed (its run is not in `runs`)
-        shutil.rmtree(final)
-    staged = store / f".{ident}.{os.getpid()}.tmp"
+def _stage_files(folder: Path, files, staged: Path) -> None:
+    """Copy the report's tensor files into the new folder `staged` (in the tensor store); nothing that exists
+    is removed or written over."""
+    if not staged.parent.is_dir():
+        raise StoreError(f"the tensor store {staged.parent} is not a directory; create it (on a disk every host "
+                         f"mounts)")
+    staged.mkdir()
+    # Readers take tensor files from the report's tensors/ folder only, and a run's folder is linked into the
+    # cache beside its db.sqlite (pull.py): a row naming any other file, or a link out of tensors/ (a report
+    # is input: it must not carry another file of this host into a shared store), is refused.
+    root = (folder / TENSORS_DIR).resolve()
     for rel in files:
         source = folder / rel
         # A mesh tensor's row names its folder, which holds a file per device shard (tensors/<id>/<device>.pt).
         shards = source.is_dir() and not source.is_symlink()
         for path in sorted(source.iterdir()) if shards else [source]:
+            target = staged / os.path.relpath(path, folder)
+            if Path(rel).is_absolute() or not path.resolve().is_relative_to(root) or \
+                    not target.resolve().is_relative_to(staged.resolve() / TENSORS_DIR):
+                raise StoreError(f"{folder}: tensor file {rel!r} is outside the report's {TENSORS_DIR}/ folder; "
+                                 f"`ttreport check` it")
             if not path.is_file():
                 continue  # the report's row says it was lost or deleted; readers say so the same way
-            target = staged / path.relative_to(folder)
-            if not target.resolve().is_relative_to(staged.resolve()):
-                raise StoreError(f"{folder}: tensor file {rel!r} is outside the report folder; `ttreport check` it")
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
-    staged.mkdir(parents=True, exist_ok=True)
-    return staged, final
