@@ -61,6 +61,15 @@ def test_no_form_of_a_store_url_prints_its_secret_or_a_traceback(i, url, tmp_pat
     assert len(done.stderr.strip().splitlines()) == 1, (args, said)
 
 
+@pytest.mark.parametrize("args", [["push", "{url}", "--to", "{url}"],  # the URL where the report belongs
+                                  ["runs", "{url}", "{url}"]])  # click's "unexpected extra argument (...)"
+def test_a_message_that_quotes_a_store_url_from_the_command_line_hides_its_password(args):
+    url = f"postgresql://ci:{SECRET}@/ttreport?host={NOWHERE}"
+    done = cli(*[a.format(url=url) for a in args])
+    assert done.returncode == 2 and "postgresql:" in done.stderr, done.stderr
+    assert SECRET not in done.stdout + done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
 def test_a_malformed_url_is_named_with_the_fix():
     done = cli("runs", "postgresql://ci@[::1:5432/ttreport")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr

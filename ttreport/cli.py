@@ -39,6 +39,9 @@ def one_line(text: str) -> str:
     return "".join(repr(c)[1:-1] if c.isspace() and c != " " or not c.isprintable() else c for c in text)
 
 
+_STORE_URLS = "ttreport.store_urls"  # ctx.meta: the store URLs (and DSNs) of the command line
+
+
 class _Group(click.Group):
     def parse_args(self, ctx, args):
         # A store URL (or libpq DSN) and its --run stand for that run's folder (ttreport.store.cli.store_args;
@@ -46,7 +49,8 @@ class _Group(click.Group):
         from ttreport.store.cli import store_args
         from ttreport.store.connection import is_store_url
 
-        if any(is_store_url(a) for a in args):
+        ctx.meta[_STORE_URLS] = [a for a in args if is_store_url(a)]
+        if ctx.meta[_STORE_URLS]:
             try:
                 args = store_args(list(args))
             except TTReportError as e:
@@ -54,6 +58,18 @@ class _Group(click.Group):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx):
+        try:
+            return self._invoke(ctx)
+        except click.ClickException as e:
+            # Any message may quote a store URL of the command line (click's "unexpected extra argument", a URL
+            # given where a report folder belongs): its password is hidden, in whatever form it is quoted.
+            from ttreport.store.connection import masked
+
+            for url in ctx.meta.get(_STORE_URLS, ()):
+                e.message = masked(e.message, url)
+            raise
+
+    def _invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except TTReportError as e:
