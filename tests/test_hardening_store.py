@@ -204,3 +204,26 @@ def test_a_run_pushed_in_the_old_layout_reads_only_its_own_files(two_stores, rep
     with ttreport.open(a, run="demo") as run:
         assert sorted(p.name for p in run.path.iterdir()) == ["db.sqlite", "tensors"]
     loads_every_tensor(a, report)
+
+
+def test_a_run_from_the_store_has_the_values_an_op_wrote_into_a_stored_tensor(two_stores, tmp_path):
+    # An in-place write is its own file (tensors/<id>@<op>.pt, a tensor_writes row), which a push once left out.
+    import torch
+
+    import device_sim as ttnn
+
+    (a, _), _ = two_stores
+    device = ttnn.open_device(0)
+    try:
+        x, y = (ttnn.from_torch(torch.full((32, 32), v), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+                for v in (2.0, 3.0))
+        with ttreport.capture(tmp_path / "writes", config=ttreport.Config(tensors="outputs")):
+            out = ttnn.add(x, y)  # 5
+            ttnn.add_(out, y)  # 8, into the same stored tensor
+    finally:
+        ttnn.close_device(device)
+    store.push(tmp_path / "writes", a)
+    with ttreport.open(a, run="writes") as run:
+        last = run.count_operations()
+        assert float(run.load_tensor(out.tensor_id)[0, 0]) == 5.0
+        assert float(run.load_tensor(out.tensor_id, after_operation=last)[0, 0]) == 8.0

@@ -29,6 +29,10 @@ TENSORS_DIR = "tensors"  # storage.TENSORS_DIR, which imports torch: a push need
 # For a report captured before capture wrote report_id: an identity from what the capture did write.
 _LEGACY_NAMESPACE = uuid.UUID("6f1c2a4e-2d0b-4c55-9b0e-7d2f1e7c4a10")
 
+# Each file a reader may load: a tensor's first stored values, and each later write into it (an in-place op,
+# output_tensor=: tensor_writes, schema 0009; db.check_current has made sure the report has that table).
+_FILES_SQL = """SELECT file FROM tensors WHERE file IS NOT NULL
+                UNION SELECT file FROM tensor_writes WHERE file IS NOT NULL"""
 _STATS_SQL = """
     SELECT o.name, t.shape, COUNT(*), SUM(o.duration), MAX(o.duration), MAX(o.l1_bytes), MIN(c.pcc)
     FROM operations o
@@ -68,7 +72,7 @@ def push(report, url: str, *, name: str | None = None, model: str | None = None)
             if wal.capture_holds(folder):
                 raise StoreError(f"{folder} is still being captured; push it after its capture closes")
         ident = report_uuid(meta)
-        files = [f for (f,) in src.execute("SELECT DISTINCT file FROM tensors WHERE file IS NOT NULL")]
+        files = [f for (f,) in src.execute(_FILES_SQL)]
         _, tensor_store = split_url(url)
         if files and tensor_store is None:
             raise StoreError(f"{folder} holds {len(files)} tensor files and the store has no tensor store: add "
