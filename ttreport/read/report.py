@@ -185,7 +185,7 @@ def connect_readonly(db_path: Path) -> sqlite3.Connection:
     # isolation_level=None: no implicit BEGIN before a statement that writes (and is then refused), which
     # would leave the connection in a transaction, reading one frozen snapshot of a live report.
     conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
-                           isolation_level=None)
+                           isolation_level=None, factory=_Connection)
     if any(db_path.with_name(db_path.name + suffix).exists() for suffix in ("-wal", "-journal")):
         try:
             conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")
@@ -198,11 +198,18 @@ def connect_readonly(db_path: Path) -> sqlite3.Connection:
             conn.close()
             sqlite3.connect(db_path).execute("SELECT 1 FROM sqlite_master LIMIT 1").connection.close()
             conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
-                                   isolation_level=None)
+                                   isolation_level=None, factory=_Connection)
     conn.execute("PRAGMA query_only = ON")
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-    conn.set_authorizer(_read_only)
+    conn.read_only = _ReadOnly(_virtual_tables(conn))
+    conn.set_authorizer(conn.read_only)
     return conn
+
+
+class _Connection(sqlite3.Connection):
+    """A reader's connection: it keeps its authorizer, whose last refusal says why a statement failed."""
+
+    read_only: _ReadOnly
 
 
 # Pragmas that take an argument and still only read.
@@ -210,12 +217,87 @@ _READING_PRAGMAS = frozenset({"table_info", "table_xinfo", "table_list", "index_
                               "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check"})
 
 
-def _read_only(action, arg1, arg2, _db, _trigger) -> int:
-    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
-        return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and arg1.lower() not in _READING_PRAGMAS:
-        return sqlite3.SQLITE_DENY  # `PRAGMA x = v` sets x
-    return sqlite3.SQLITE_OK
+# SQLite's functions that only compute a value from their arguments and the rows a statement reads: the core
+# scalar, aggregate and window functions, the date, JSON and math ones (sqlite.org/lang_corefunc.html,
+# lang_aggfunc.html, windowfunctions.html, lang_datefunc.html, json1.html, lang_mathfunc.html), through 3.47.
+# Everything else is refused, by name, before the statement runs: fts3_tokenizer (it hands out a pointer, and
+# registers one given as a BLOB, which the next FTS read calls: a crash), load_extension, sqlite_log, the FTS,
+# FTS5 and R*Tree helpers (fts5(), rtreenode(), match(), snippet(), ... that parse BLOBs from the file or
+# pointers), and any function a later SQLite or an extension adds until it is judged and listed here.
+# sqlite_offset() stays: it reads a row's byte offset in the file, which `ttreport check` users may want.
+_READING_FUNCTIONS = frozenset((
+    # core
+    "abs", "char", "coalesce", "concat", "concat_ws", "format", "glob", "hex", "if", "ifnull", "iif", "instr",
+    "length", "like", "likelihood", "likely", "lower", "ltrim", "max", "min", "nullif", "octet_length", "printf",
+    "quote", "random", "randomblob", "replace", "round", "rtrim", "sign", "soundex", "substr", "substring",
+    "subtype", "trim", "typeof", "unhex", "unicode", "unlikely", "upper", "zeroblob", "changes",
+    "last_insert_rowid", "total_changes", "sqlite_compileoption_get", "sqlite_compileoption_used", "sqlite_offset",
+    "sqlite_source_id", "sqlite_version",
+    # aggregate
+    "avg", "count", "group_concat", "string_agg", "sum", "total", "median", "percentile", "percentile_cont",
+    "percentile_disc",
+    # window
+    "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value",
+    "last_value", "nth_value",
+    # date
+    "date", "time", "datetime", "julianday", "unixepoch", "strftime", "timediff", "current_date", "current_time",
+    "current_timestamp",
+    # JSON
+    "json", "jsonb", "json_array", "jsonb_array", "json_array_length", "json_error_position", "json_extract",
+    "jsonb_extract", "->", "->>", "json_insert", "jsonb_insert", "json_object", "jsonb_object", "json_patch",
+    "jsonb_patch", "json_pretty", "json_quote", "json_remove", "jsonb_remove", "json_replace", "jsonb_replace",
+    "json_set", "jsonb_set", "json_type", "json_valid", "json_group_array", "jsonb_group_array",
+    "json_group_object", "jsonb_group_object",
+    # math
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos", "cosh", "degrees", "exp",
+    "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow", "power", "radians", "sin", "sinh", "sqrt", "tan",
+    "tanh", "trunc",
+))
+
+
+class _ReadOnly:
+    """The authorizer of a reader's connection (sqlite3 calls it as each statement is prepared): no ATTACH, no
+    pragma that sets, only reading functions, and no virtual table of the report's own schema (a ttreport
+    report holds none; reading one runs its module's code on bytes from elsewhere). `refused` says why the
+    last refused statement was, for its error."""
+
+    def __init__(self, virtual_tables: frozenset[str]):
+        self.virtual_tables = virtual_tables
+        self.refused: str | None = None
+
+    def __call__(self, action, arg1, arg2, _db, _trigger) -> int:
+        if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and arg1.lower() not in _READING_PRAGMAS:
+            return sqlite3.SQLITE_DENY  # `PRAGMA x = v` sets x
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() not in _READING_FUNCTIONS:
+            self.refused = (f"the SQL function {arg2}() is refused: a query on a report may call only SQLite's "
+                            f"reading functions (core, aggregate, window, date, JSON and math ones); leave {arg2}() "
+                            f"out")
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_READ and arg1 is not None and arg1.lower() in self.virtual_tables:
+            self.refused = (f"{arg1} is a virtual table, which no ttreport report holds: reading it is refused (its "
+                            f"module's code would run on bytes from elsewhere); read the report's own tables")
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+
+# A table whose CREATE statement, comments aside, says VIRTUAL; or with no b-tree of its own (rootpage 0).
+_VIRTUAL = re.compile(r"\s*create\s+virtual\s", re.IGNORECASE)
+_SQL_COMMENT = re.compile(r"/\*.*?(\*/|$)|--[^\n]*", re.DOTALL)
+
+
+def _virtual_tables(conn: sqlite3.Connection) -> frozenset[str]:
+    """The lower-cased names of the virtual tables the database's schema declares, read from sqlite_master's text
+    (asking SQLite itself, PRAGMA table_list, would connect each one: its module's code would run)."""
+    try:
+        rows = conn.execute("SELECT name, sql, rootpage FROM sqlite_master WHERE type = 'table'").fetchall()
+    except sqlite3.DatabaseError:
+        # A schema that cannot be read cannot be prepared against either: no statement reaches any table.
+        # check_schema names the damage.
+        return frozenset()
+    return frozenset(str(name).lower() for name, sql, root in rows
+                     if root == 0 or isinstance(sql, str) and _VIRTUAL.match(_SQL_COMMENT.sub(" ", sql)))
 
 
 def check_schema(conn: sqlite3.Connection, db_path: Path) -> None:
@@ -272,6 +354,7 @@ class Report:
         """
         self._deadline = None if timeout_s is None else time.monotonic() + timeout_s
         self._timeout_s = timeout_s
+        self._conn.read_only.refused = None
         try:
             return self._conn.execute(query, params)
         except sqlite3.Error as e:
@@ -281,6 +364,9 @@ class Report:
         """The ReportError (or KeyboardInterrupt) that `e`, raised by a statement, stands for."""
         if self._conn.in_transaction:  # a BEGIN the user gave, or a statement that failed halfway
             self._conn.rollback()
+        refused, self._conn.read_only.refused = self._conn.read_only.refused, None
+        if refused is not None:  # the authorizer stopped it ("not authorized", "access to t.c is prohibited")
+            return ReportError(refused)
         if isinstance(e, sqlite3.ProgrammingError):  # a :name or ? without a value, or values for none
             return ReportError(f"SQL error: {e} (in the CLI: -p NAME VALUE for each :NAME)")
         if isinstance(e, sqlite3.OperationalError) and str(e) == "interrupted":
@@ -347,7 +433,8 @@ class Report:
         text = status_text(meta)
         if meta.get("status") == "running" and not wal.capture_holds(self.path):
             text = text.replace("running", "running, but no process is capturing it (killed?)", 1)
-        return text
+        left = wal.log_left(self.path)  # an op log no reader could finish: what is shown may lack its ops
+        return text if left is None else f"{text}; {left}"
 
     @property
     def devices(self) -> list[dict]:
