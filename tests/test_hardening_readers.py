@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import ttreport
 from ttreport import db
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
@@ -113,3 +114,54 @@ def test_merge_into_a_dangling_link_is_one_line_and_writes_nothing(demo, tmp_pat
     (tmp_path / "out").symlink_to(tmp_path / "elsewhere")
     err = one_line_error(cli("merge", demo, other, "-o", tmp_path / "out", "--rank", f"{other}=1"))
     assert "exists" in err and not (tmp_path / "elsewhere").exists()
+
+
+# -- SQL -----------------------------------------------------------------------------------------------
+
+# Registers a tokenizer whose module pointer is 0x4141414141414141, then reads an FTS table: SQLite calls
+# through the pointer (a segfault, exit 139, before the authorizer refused fts3_tokenizer).
+FTS3_ATTACK = """
+import sys, ttreport
+r = ttreport.open(sys.argv[1])
+try:
+    r.sql("SELECT fts3_tokenizer('simple', x'4141414141414141')")
+    r.sql("SELECT * FROM notes WHERE notes MATCH 'hello'")
+except ttreport.TTReportError as e:
+    print(e)
+"""
+
+
+def test_a_crafted_fts3_tokenizer_is_refused_not_a_crash(demo):
+    execute(demo, "CREATE VIRTUAL TABLE notes USING fts3(body)", "INSERT INTO notes VALUES ('hello world')")
+    done = subprocess.run([sys.executable, "-c", FTS3_ATTACK, str(demo)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert "fts3_tokenizer" in done.stdout and len(done.stdout.splitlines()) == 1, done.stdout
+
+
+@pytest.mark.parametrize("sql, name", [
+    ("SELECT hex(fts3_tokenizer('simple')) AS pointer", "fts3_tokenizer"),
+    ("SELECT load_extension('/tmp/evil.so')", "load_extension"),
+    ("SELECT rtreenode(2, x'00')", "rtreenode"),
+    ("SELECT fts5(NULL)", "fts5"),
+])
+def test_query_refuses_functions_that_are_not_reading_ones_in_one_line(demo, sql, name):
+    err = one_line_error(cli("query", demo, sql))
+    assert f"{name}()" in err and "reading functions" in err
+
+
+def test_a_virtual_table_in_a_report_is_refused(demo):
+    execute(demo, "CREATE VIRTUAL TABLE notes USING fts3(body)", "INSERT INTO notes VALUES ('hello world')")
+    err = one_line_error(cli("query", demo, "SELECT * FROM notes"))
+    assert "notes" in err and "virtual table" in err
+
+
+def test_reading_functions_still_answer(demo):
+    with ttreport.open(demo) as r:
+        row = r.sql("SELECT count(*) AS n, json_extract('{\"a\": 2}', '$.a') AS j, sqrt(16.0) AS s, "
+                    "date('2024-01-02') AS d, printf('%05d', 7) AS p, group_concat(DISTINCT typeof(name)) AS t, "
+                    "max(length(substr(name, 1, 3))) AS l FROM operations")[0]
+        ranked = r.sql("SELECT name, row_number() OVER (ORDER BY operation_id) AS k FROM operations LIMIT 2")
+        keys = r.sql("SELECT key FROM json_each('{\"x\": 1}')")
+        views = r.sql("SELECT COUNT(*) AS n FROM op_tensors")
+    assert row == {"n": 66, "j": 2, "s": 4.0, "d": "2024-01-02", "p": "00007", "t": "text", "l": 3}
+    assert [x["k"] for x in ranked] == [1, 2] and keys == [{"key": "x"}] and views[0]["n"] > 0
