@@ -816,24 +816,13 @@ def _compare_timing(a, b, pattern, json_file, all_depths, limit) -> None:
 
 
 def _load_tensor_file(path: Path):
-    if path.suffix == ".pt":
-        import torch
+    if path.suffix not in (".pt", ".bin"):
+        raise Failure(f"{path} is neither a .pt nor a .bin tensor file")
+    from ttreport import storage  # imports torch: only the commands that load tensors pay for it
 
-        try:
-            value = torch.load(path, weights_only=True, map_location="cpu")
-        except Exception as e:
-            raise Failure(f"{path} cannot be read as a tensor file ({type(e).__name__}: {e})") from None
-        if not isinstance(value, torch.Tensor):
-            raise Failure(f"{path} holds a {type(value).__name__}, not a tensor")
-        return value
-    if path.suffix == ".bin":
-        from device_sim import serialization
-
-        try:
-            return serialization.load_tensor(path)  # keeps the device dtype (bfloat8_b, ...) for the tolerances
-        except Exception as e:
-            raise Failure(f"{path} cannot be read as a device_sim tensor file ({type(e).__name__}: {e})") from None
-    raise Failure(f"{path} is neither a .pt nor a .bin tensor file")
+    # Bounded as a report's own files are (a link out of the report's tensors folder, a zip bomb, more elements
+    # than TTREPORT_MAX_TENSOR_ELEMENTS: one line); a .bin keeps its device dtype (bfloat8_b, ...) for the tolerances.
+    return storage.read_tensor_file(path, storage.named_tensors_folder(path))
 
 
 @main.command(name="diff-tensor")
@@ -844,7 +833,9 @@ def _load_tensor_file(path: Path):
 def diff_tensor(a, b, rtol, atol, pcc, as_json):
     """Compare two stored tensor files (.pt or .bin): B against A, the reference.
 
-    Exits 0 when they match within tolerance, 1 when they do not, 2 on bad input.
+    Exits 0 when they match within tolerance, 1 when they do not, 2 on bad input. A file is read as a
+    received report's are: never through a link out of its folder (its report's tensors/), nothing
+    unpickled, at most TTREPORT_MAX_TENSOR_ELEMENTS elements (default 1 Gi; set it to load more).
 
     Example: ttreport diff-tensor run-a/tensors/12.pt run-b/tensors/12.pt
     """

@@ -56,6 +56,11 @@ class TensorFileDamagedError(TensorFileError):
     shape or dtype, too large, not a regular file): its values must not be compared or shown."""
 
 
+class TensorTooLargeError(TensorFileError):
+    """A tensor file holds more elements than a reader loads (TTREPORT_MAX_TENSOR_ELEMENTS): nothing was
+    allocated for it; raising the cap loads it."""
+
+
 class ReportIncompleteWarning(UserWarning):
     """Something was not recorded (disk full, folder unwritable, tensor cap reached); the run went on."""
 

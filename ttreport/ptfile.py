@@ -1,4 +1,4 @@
-"""Writes one tensor as torch's `.pt` file, at the speed of the disk.
+"""Writes one tensor as torch's `.pt` file, at the speed of the disk, and reads one back unpickling nothing.
 
 torch.save spends most of a big tensor's time in its zip writer's CRC-32 (about 1 GB/s here);
 this module writes the same zip records, in torch's order and with torch's 64-byte alignment,
@@ -20,6 +20,20 @@ with flags 0x0808 (sizes in a data descriptor, UTF-8 name), no CRC or sizes, and
 "FB" padded with "Z" so the record's data starts at a multiple of 64; the data; a 16-byte data
 descriptor. Then the central directory, a zip64 end record and locator, and the end record.
 No fsync, as torch.save: the report's `tensor_files` row (size, CRC-32) is what proves a file whole.
+
+Reading (inspect_tensor, then read_tensor) takes a received file as input, never as code: the zip's
+directory, `data.pkl` and `byteorder` are read and checked first, the pickle is walked by a small
+interpreter that knows only the opcodes and names torch.save writes for one tensor (nothing is
+imported or called), and only then is the data record read, straight into the tensor's memory, so
+reading takes the memory the file's data holds and no more (a deflated record, a record past the
+file's end, a shape larger than its data are refused before anything is allocated):
+
+    import os
+    from ttreport.ptfile import inspect_tensor, read_tensor
+    with open("/tmp/t.pt", "rb") as f:
+        found = inspect_tensor(f, os.path.getsize("/tmp/t.pt"))   # ValueError if not torch.save's one tensor
+        found.storage_numel, found.shape   # 6 elements to allocate, shape (2, 3): known before reading them
+        assert torch.equal(read_tensor(f, found), torch.arange(6.0).reshape(2, 3))
 """
 
 from __future__ import annotations
@@ -27,12 +41,17 @@ from __future__ import annotations
 import io
 import math
 import pickle
+import pickletools
 import secrets
 import struct
 import sys
+import zipfile
+import zlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from isal import isal_zlib
@@ -219,3 +238,334 @@ class _Zip:
         end = _END.pack(b"PK\x05\x06", 0, 0, n, n, len(cd), cd_at, 0)
         return self.take() + cd + end64 + locator + end
 
+
+
+# -- reading ---------------------------------------------------------------------------------------
+MAX_DIRECTORY_BYTES = 1 << 20  # torch.save's zip directory of one tensor: 7 entries, ~600 bytes
+MAX_PICKLE_BYTES = 1 << 20  # a tensor's data.pkl is 150-300 bytes; a megabyte of it is no tensor torch.save wrote
+MAX_RANK = 64  # dims of a shape read back; torch's own tensors stop well short of it
+READ_CHUNK = 4 << 20  # bytes read (and CRC-32 checked) at a time, straight into the tensor's memory
+
+# The names torch.save's pickle of one tensor uses, each mapped to what it stands for here: nothing is imported.
+_REBUILDS = {("torch._utils", "_rebuild_tensor_v2"): "v2", ("torch._utils", "_rebuild_tensor_v3"): "v3",
+             ("torch._utils", "_rebuild_parameter"): "parameter", ("collections", "OrderedDict"): "OrderedDict"}
+_TYPED_STORAGES = {"ByteStorage": torch.uint8, "CharStorage": torch.int8, "ShortStorage": torch.int16,
+                   "IntStorage": torch.int32, "LongStorage": torch.int64, "HalfStorage": torch.float16,
+                   "FloatStorage": torch.float32, "DoubleStorage": torch.float64, "BFloat16Storage": torch.bfloat16,
+                   "BoolStorage": torch.bool, "ComplexFloatStorage": torch.complex64,
+                   "ComplexDoubleStorage": torch.complex128}
+# _rebuild_tensor_v3's dtype argument (uint16/32/64, float8 ...); quantized dtypes need torch's own rebuild.
+_DTYPES = {n: v for n, v in vars(torch).items() if isinstance(v, torch.dtype) and not n.startswith("q")}
+_LITERALS = {"BININT", "BININT1", "BININT2", "LONG1", "BINUNICODE", "SHORT_BINUNICODE", "BINFLOAT"}
+_CONSTANTS = {"NEWTRUE": True, "NEWFALSE": False, "NONE": None}
+_TUPLES = {"EMPTY_TUPLE": 0, "TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    """What a .pt holds, found before reading its data: the tensor's dtype and view, and its data record."""
+
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int  # the view's first element in the storage
+    storage_numel: int  # elements of `dtype` in the data record: what reading it allocates
+    record: str  # the record's name in the zip
+    data_at: int  # the record's first byte in the file
+    crc32: int  # the record's CRC-32, from the zip's directory
+    swap: bool  # written on a host of the other byte order
+
+    @property
+    def nbytes(self) -> int:
+        return self.storage_numel * self.dtype.itemsize
+
+
+class _Rebuild(NamedTuple):
+    kind: str
+
+
+class _StorageType(NamedTuple):
+    dtype: torch.dtype | None  # None: torch.UntypedStorage (bytes; the dtype comes with _rebuild_tensor_v3)
+
+
+class _Storage(NamedTuple):
+    dtype: torch.dtype | None
+    key: str
+    count: int  # elements of dtype, bytes when untyped
+
+
+class _Tensor(NamedTuple):
+    storage: _Storage
+    offset: int
+    shape: tuple
+    stride: tuple
+    dtype: torch.dtype
+
+
+def inspect_tensor(f, size: int) -> StoredTensor:
+    """What the .pt in the open binary file `f` (`size` bytes) holds, from its zip directory, data.pkl and byteorder
+    records alone: nothing the size of its data is read or allocated.
+
+    Raises ValueError, saying why, for anything but torch.save's form of one tensor: not a zip; a compressed,
+    encrypted or doubled entry; a record that claims more bytes than the file holds after it; a pickle that names
+    anything but torch's tensor rebuild functions, storages and dtypes, or holds no tensor; a storage whose
+    declared size is not its record's; a view reaching past its storage or claiming more elements than it holds.
+    """
+    directory = _directory_bytes(f, size)
+    if directory > MAX_DIRECTORY_BYTES:  # zipfile holds a ZipInfo (~10x its bytes) per entry
+        raise ValueError(f"its zip directory is {directory:,} bytes; torch.save's for one tensor is under 1 KiB, "
+                         f"and ttreport reads at most {MAX_DIRECTORY_BYTES:,}")
+    try:
+        archive = zipfile.ZipFile(f)
+    except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError, OverflowError, struct.error) as e:
+        raise ValueError(f"not a torch zip file ({e})") from None
+    entries = archive.infolist()
+    names = [i.filename for i in entries]
+    doubled = sorted(n for n, k in Counter(names).items() if k > 1)
+    if doubled:  # which of the two a reader takes is the reader's choice: torch's and Python's differ
+        raise ValueError(f"two entries named {doubled[0]}, which torch.save never writes")
+    packed = [i.filename for i in entries if i.compress_type != zipfile.ZIP_STORED]
+    if packed:  # a deflated record of a few MB inflates to GB; torch.save stores every record as it is
+        raise ValueError(f"compressed entries ({', '.join(packed[:3])}), which torch.save never writes")
+    if any(i.flag_bits & 0x1 for i in entries):
+        raise ValueError("encrypted entries, which torch.save never writes")
+    if not names:
+        raise ValueError("an empty zip, not a torch file")
+    top = names[0].split("/", 1)[0]  # torch.save's records all sit in one folder, named after the file
+    pickled = _small_record(f, archive, f"{top}/data.pkl", size, MAX_PICKLE_BYTES)
+    order = b"little"  # what torch.load takes for a file with no byteorder record
+    if f"{top}/byteorder" in names:
+        order = _small_record(f, archive, f"{top}/byteorder", size, 16)
+        if order not in (b"little", b"big"):
+            raise ValueError(f"byteorder {order[:16]!r} is neither little nor big")
+    found = _unpickle(pickled)
+    if not isinstance(found, _Tensor):
+        raise ValueError(f"it holds {_what(found)}, not a tensor")
+    storage, dtype = found.storage, found.dtype
+    record = f"{top}/data/{storage.key}"
+    if record not in names:
+        raise ValueError(f"its pickle names storage {storage.key!r}, which has no record {record}")
+    info = archive.getinfo(record)
+    data_at = _record_start(f, info, size)
+    stored_bytes = storage.count * (storage.dtype or torch.uint8).itemsize
+    if info.file_size != stored_bytes or stored_bytes % dtype.itemsize:
+        raise ValueError(f"its pickle declares {stored_bytes:,} bytes of {str(dtype).removeprefix('torch.')} in "
+                         f"storage {storage.key!r}, but its record {record} holds {info.file_size:,}")
+    storage_numel = stored_bytes // dtype.itemsize
+    numel = math.prod(found.shape)
+    reach = found.offset + sum((d - 1) * s for d, s in zip(found.shape, found.stride)) + 1 if numel else 0
+    if reach > storage_numel:
+        raise ValueError(f"its {list(found.shape)} view (strides {list(found.stride)}, offset {found.offset}) "
+                         f"reaches element {reach:,}, but its data holds {storage_numel:,}")
+    if numel > storage_numel:  # stride 0: torch makes it without memory, then every computation walks each element
+        raise ValueError(f"its view claims {numel:,} elements, but its data holds {storage_numel:,} (an expanded "
+                         f"view, which a stored tensor never is)")
+    return StoredTensor(dtype, found.shape, found.stride, found.offset, storage_numel, record, data_at, info.CRC,
+                        dtype.itemsize > 1 and order.decode() != sys.byteorder)
+
+
+def read_tensor(f, found: StoredTensor) -> torch.Tensor:
+    """The tensor `found` (inspect_tensor's answer on the same open file) describes, its data read straight into
+    its memory and checked against the record's CRC-32; a plain CPU torch.Tensor (requires_grad off)."""
+    data = torch.empty(found.nbytes, dtype=torch.uint8)
+    if found.nbytes:
+        view = memoryview(data.numpy())
+        f.seek(found.data_at)
+        got = crc = 0
+        while got < found.nbytes:
+            n = f.readinto(view[got:got + READ_CHUNK])
+            if not n:
+                raise ValueError(f"its record {found.record} ends after {got:,} of its {found.nbytes:,} bytes")
+            crc = isal_zlib.crc32(view[got:got + n], crc)
+            got += n
+        if crc != found.crc32:
+            raise ValueError(f"its record {found.record} has CRC-32 {crc:08x} where the zip records "
+                             f"{found.crc32:08x}: the file is damaged")
+    if found.swap:  # each element's bytes reversed (a complex number's two halves each on their own, as torch does)
+        unit = found.dtype.itemsize // (2 if found.dtype.is_complex else 1)
+        data = data.view(-1, unit).flip(1).reshape(-1)
+    return data.view(found.dtype).as_strided(found.shape, found.stride, found.offset)
+
+
+def _directory_bytes(f, size: int) -> int:
+    """The size of the zip's central directory, from its end record (and zip64 end record): read before zipfile
+    parses the directory whole."""
+    tail_at = max(size - _END.size - 0xFFFF, 0)  # the end record, then a comment of at most 64 KiB
+    f.seek(tail_at)
+    tail = f.read(size - tail_at)
+    at = tail.rfind(b"PK\x05\x06")  # where zipfile looks too: the last end record
+    if at < 0 or at + _END.size > len(tail):
+        raise ValueError("not a torch zip file (it has no zip end record)")
+    directory = _END.unpack_from(tail, at)[5]
+    locator_at = at - _LOCATOR.size
+    if locator_at >= 0 and tail[locator_at:locator_at + 4] == b"PK\x06\x07":  # zipfile then takes zip64's sizes
+        end64_at = tail_at + locator_at - _END64.size  # where zipfile reads it: just before the locator
+        f.seek(max(end64_at, 0))
+        end64 = f.read(_END64.size)
+        if end64_at < 0 or len(end64) != _END64.size or end64[:4] != b"PK\x06\x06":
+            raise ValueError("not a torch zip file (its zip64 end record is missing)")
+        directory = _END64.unpack(end64)[8]
+    return directory
+
+
+def _record_start(f, info: zipfile.ZipInfo, size: int) -> int:
+    """Where a stored record's bytes start, from its local header, once they are known to fit in the file."""
+    if not 0 <= info.header_offset <= size - _LOCAL.size:
+        raise ValueError(f"the entry {info.filename}'s header lies at {info.header_offset:,}, outside the file")
+    f.seek(info.header_offset)
+    local = f.read(_LOCAL.size)
+    if len(local) != _LOCAL.size or local[:4] != b"PK\x03\x04":
+        raise ValueError(f"the entry {info.filename} has no local header")
+    name_len, extra_len = struct.unpack_from("<HH", local, 26)
+    encoding = "utf-8" if info.flag_bits & _UTF8 else "cp437"
+    if f.read(name_len) != info.orig_filename.encode(encoding) or struct.unpack_from("<H", local, 8)[0] != 0:
+        raise ValueError(f"the entry {info.filename}'s local header does not match the zip's directory")
+    start = info.header_offset + _LOCAL.size + name_len + extra_len
+    if info.compress_size != info.file_size or start + info.file_size > size:
+        raise ValueError(f"the entry {info.filename} claims {info.file_size:,} bytes, but the file holds "
+                         f"{max(size - start, 0):,} after its header")
+    return start
+
+
+def _small_record(f, archive: zipfile.ZipFile, name: str, size: int, most: int) -> bytes:
+    if name not in archive.NameToInfo:
+        raise ValueError(f"no record {name}, which torch.save always writes")
+    info = archive.getinfo(name)
+    if info.file_size > most:
+        raise ValueError(f"its record {name} is {info.file_size:,} bytes; torch.save writes at most {most:,}")
+    f.seek(_record_start(f, info, size))
+    data = f.read(info.file_size)
+    if zlib.crc32(data) != info.CRC:
+        raise ValueError(f"its record {name} does not match its CRC-32: the file is damaged")
+    return data
+
+
+def _unpickle(data: bytes):
+    """The object torch.save's pickle of one tensor describes, as _Tensor and plain values. A walk over the opcodes
+    (pickletools parses them) that builds tuples, lists, dicts, numbers and strings, and knows the names in
+    _REBUILDS, _TYPED_STORAGES and _DTYPES: every other opcode or name is refused, so nothing is imported or run."""
+    stack, marks, memo = [], [], {}
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            name = op.name
+            if name in ("PROTO", "FRAME"):
+                continue
+            if name == "GLOBAL":
+                stack.append(_global(*arg.split(" ", 1)))
+            elif name == "STACK_GLOBAL":
+                attr, module = stack.pop(), stack.pop()
+                stack.append(_global(module, attr))
+            elif name in ("BINPUT", "LONG_BINPUT"):
+                memo[arg] = stack[-1]
+            elif name == "MEMOIZE":
+                memo[len(memo)] = stack[-1]
+            elif name in ("BINGET", "LONG_BINGET"):
+                stack.append(memo[arg])
+            elif name == "MARK":
+                marks.append(len(stack))
+            elif name == "TUPLE":
+                at = marks.pop()
+                stack[at:] = [tuple(stack[at:])]
+            elif name in _TUPLES:
+                at = len(stack) - _TUPLES[name]
+                if at < 0:
+                    raise IndexError("stack underflow")
+                stack[at:] = [tuple(stack[at:])]
+            elif name in _LITERALS:
+                stack.append(arg)
+            elif name in _CONSTANTS:
+                stack.append(_CONSTANTS[name])
+            elif name in ("EMPTY_DICT", "EMPTY_LIST"):
+                stack.append({} if name == "EMPTY_DICT" else [])
+            elif name in ("SETITEM", "SETITEMS"):
+                at = marks.pop() if name == "SETITEMS" else len(stack) - 2
+                items = stack[at:]
+                del stack[at:]
+                stack[-1].update(zip(items[::2], items[1::2]))
+            elif name in ("APPEND", "APPENDS"):
+                at = marks.pop() if name == "APPENDS" else len(stack) - 1
+                items = stack[at:]
+                del stack[at:]
+                stack[-1].extend(items)
+            elif name == "BINPERSID":
+                stack.append(_storage(stack.pop()))
+            elif name == "REDUCE":
+                args = stack.pop()
+                stack.append(_call(stack.pop(), args))
+            elif name == "STOP":
+                return stack.pop()
+            else:
+                raise ValueError(f"its pickle holds opcode {name}, which torch.save never writes for a tensor")
+    except (IndexError, KeyError, TypeError, AttributeError) as e:  # a stack or memo that the opcodes misuse
+        raise ValueError(f"its pickle is malformed ({type(e).__name__}: {e})") from None
+    raise ValueError("its pickle has no STOP")  # genops raises first; kept so a change there cannot fall through
+
+
+def _global(module: str, attr: str):
+    if (module, attr) in _REBUILDS:
+        return _Rebuild(_REBUILDS[module, attr])
+    if module == "torch" and attr in _TYPED_STORAGES:
+        return _StorageType(_TYPED_STORAGES[attr])
+    if module in ("torch", "torch.storage") and attr == "UntypedStorage":
+        return _StorageType(None)
+    if module == "torch" and attr in _DTYPES:
+        return _DTYPES[attr]
+    raise ValueError(f"it holds pickled objects besides tensor data, and ttreport never loads those (loading them "
+                     f"could run arbitrary code): GLOBAL {module}.{attr}")
+
+
+def _storage(pid):
+    """A persistent id: torch.save's ("storage", storage type, key, location, size) tuple."""
+    if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], _StorageType)
+            and isinstance(pid[2], str) and _is_count(pid[4])):
+        raise ValueError(f"its pickle refers to {_what(pid)}, not a storage")
+    return _Storage(pid[1].dtype, pid[2], pid[4])
+
+
+def _call(fn, args):
+    if not isinstance(fn, _Rebuild) or not isinstance(args, tuple):
+        raise ValueError(f"its pickle calls {_what(fn)}, which torch.save never calls")
+    if fn.kind == "OrderedDict":  # a tensor's backward hooks: none in a saved one
+        if args:
+            raise ValueError("its pickle fills an OrderedDict, which a saved tensor never has")
+        return {}
+    if fn.kind == "parameter":  # (data, requires_grad, hooks): the data are what is read
+        if len(args) != 3 or not isinstance(args[0], _Tensor):
+            raise ValueError("its pickle rebuilds a parameter from something other than a tensor")
+        return args[0]
+    # v2: (storage, offset, shape, stride, requires_grad, hooks[, metadata]); v3 adds the dtype after the hooks
+    n = 6 if fn.kind == "v2" else 7
+    if len(args) not in (n, n + 1):
+        raise ValueError(f"its pickle rebuilds a tensor from {len(args)} arguments, not {n}")
+    storage, offset, shape, stride = args[:4]
+    if not isinstance(storage, _Storage):
+        raise ValueError(f"its pickle rebuilds a tensor from {_what(storage)}, not a storage")
+    dtype = args[6] if fn.kind == "v3" else storage.dtype or torch.uint8  # v2 of an untyped storage: its bytes
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"its pickle rebuilds a tensor of dtype {_what(dtype)}")
+    if not (_is_count(offset) and _is_shape(shape) and _is_shape(stride) and len(shape) == len(stride)):
+        raise ValueError(f"its pickle gives a tensor shape {_what(shape)}, strides {_what(stride)} and offset "
+                         f"{_what(offset)}, not counts")
+    if not isinstance(args[4], bool) or not isinstance(args[5], dict):  # torch refuses these too
+        raise ValueError(f"its pickle gives a tensor requires_grad {_what(args[4])} and hooks {_what(args[5])}")
+    return _Tensor(storage, offset, shape, stride, dtype)
+
+
+def _is_count(x) -> bool:
+    return type(x) is int and x >= 0
+
+
+def _is_shape(x) -> bool:
+    return isinstance(x, tuple) and len(x) <= MAX_RANK and all(_is_count(d) for d in x)
+
+
+def _what(x) -> str:
+    """A short name for a value the pickle built, for an error message."""
+    if isinstance(x, _Tensor):
+        return "a tensor"
+    if isinstance(x, (_Storage, _StorageType)):
+        return "a storage"
+    if isinstance(x, _Rebuild):
+        return x.kind
+    text = repr(x) if isinstance(x, (int, float, str, bool, type(None))) else f"a {type(x).__name__}"
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -8,6 +8,10 @@ final name. The tensor thread then records the file's size, CRC-32, shape and dt
 `tensor_files`, and load_tensor() checks a file against them before trusting it:
 
     value = load_tensor("generated/ttreport/reports/demo", 3)   # TensorFileDamagedError if changed
+
+A received folder is input: every tensor file read from one (load_tensor, compare, `ttreport tensor`,
+`diff-tensor`) goes through read_tensor_file, which keeps to the report's tensors/ folder, unpickles
+nothing, allocates no more than the file's data holds, and stops at TTREPORT_MAX_TENSOR_ELEMENTS.
 """
 
 from __future__ import annotations
@@ -18,11 +22,9 @@ import math
 import os
 import pickle
 import queue as queue_module
-import re
 import stat
 import threading
 import time
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +32,7 @@ import torch
 from isal import isal_zlib
 
 from ttreport import ptfile
-from ttreport.errors import LossWarner, TensorFileDamagedError, TensorFileError
+from ttreport.errors import ConfigError, LossWarner, TensorFileDamagedError, TensorFileError, TensorTooLargeError
 from ttreport.ptfile import plain  # noqa: F401 (storage.plain: a view's file holds only its own elements)
 
 TENSORS_DIR = "tensors"
@@ -243,10 +245,11 @@ def load_tensor(report_dir, tensor_id: int, expected: Expected | None = None, *,
                 device: int | None = None, file: str | None = None) -> torch.Tensor:
     """The stored values of `tensor_id` as a plain CPU torch.Tensor in its logical shape; no device needed.
 
-    The file is checked before it is trusted: inside the report folder, a regular file (a FIFO
-    would block), no larger than the db's shape allows, every zip entry of a .pt stored
-    uncompressed (so loading takes no more memory than the file's size), and its CRC-32, shape
-    and dtype those the capture recorded. `expected` is read from the report's database when not given.
+    The file is checked before it is trusted (read_tensor_file, the one reader): inside the report's
+    tensors/ folder, a regular file (a FIFO would block), no larger than the db's shape allows, its
+    CRC-32 the capture's, torch.save's form of one tensor read with nothing unpickled and nothing
+    allocated beyond its data, at most TTREPORT_MAX_TENSOR_ELEMENTS elements, and its shape and dtype
+    those the capture recorded. `expected` is read from the report's database when not given.
     A tensor on a mesh is stored per device shard: `device` gives that device's shard; without it,
     every shard stacked on a new first dimension, in device order (Report.load_tensor can also join them).
     """
@@ -271,83 +274,164 @@ def load_tensor(report_dir, tensor_id: int, expected: Expected | None = None, *,
 
 
 def _load_path(report_dir, path: Path, tensor_id: int, expected: Expected) -> torch.Tensor:
-    # A received report is untrusted: a link planted as a tensor file must not read a file elsewhere.
-    real, folder = path.resolve(), Path(report_dir).resolve()
-    if not real.is_relative_to(folder):
-        raise TensorFileError(f"{path} leads to {real}, outside the report folder {folder}; ttreport reads only "
-                              f"files inside the report (replace the link with the tensor file itself)")
-    # Checked and loaded through one open file, never held whole in memory beside the tensor: torch.load reads a
-    # file's records straight into the tensor's storage, where from the file's bytes it copied them (bench 5:
-    # compare_reports' peak held a third 64 MiB copy). The checksum is taken reading the same open file, before.
-    f, limit = _open_regular(path, real, tensor_id, expected)
-    with f:
-        size, crc = _checksum(f, limit, path, tensor_id)
-        if expected.crc32 is not None and crc != expected.crc32:
-            raise TensorFileDamagedError(
-                f"tensor {tensor_id}: {path} has changed since the capture wrote it (CRC-32 {crc:08x}, "
-                f"recorded {expected.crc32:08x}): its values cannot be trusted; copy the file again from the source")
-        try:
-            if path.suffix == ".pt":
-                _check_stored_zip(f, size)
-                f.seek(0)
-                value = torch.load(f, weights_only=True, map_location="cpu")
-                if not isinstance(value, torch.Tensor):
-                    raise TypeError(f"holds a {type(value).__name__}, not a tensor")
-            else:
-                from device_sim import serialization
-
-                value = serialization.load_tensor(real).value
-        except Exception as e:
-            raise TensorFileDamagedError(f"tensor {tensor_id}: {path} cannot be read ({_reason(e)}); "
-                                         f"the file is damaged or was not written by ttreport") from e
+    value = read_tensor_file(path, tensors_folder(report_dir), expected=expected, tensor_id=tensor_id)
+    value = value if isinstance(value, torch.Tensor) else value.value  # a .bin's host Tensor: its values
     _check_loaded(value, path, tensor_id, expected)
     return value
 
 
+MAX_ELEMENTS_ENV = "TTREPORT_MAX_TENSOR_ELEMENTS"
+# 1 Gi elements: the largest weight of common models loads (Llama 3's 128256 x 4096 embedding is 0.53 Gi), and a
+# reader holds at most 4 GiB of float32 per tensor (diff-tensor and compare: two) until the user raises it.
+DEFAULT_MAX_ELEMENTS = 1 << 30
+
+
+def max_tensor_elements() -> int:
+    """The most elements a reader loads from one tensor file: TTREPORT_MAX_TENSOR_ELEMENTS, else 1 Gi."""
+    text = os.environ.get(MAX_ELEMENTS_ENV)
+    if text is None:
+        return DEFAULT_MAX_ELEMENTS
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"{MAX_ELEMENTS_ENV}={text!r} is not a positive whole number of elements; set it to the "
+                          f"most elements one tensor file may load (default {DEFAULT_MAX_ELEMENTS}), or unset it")
+    return value
+
+
+def tensors_folder(report_dir) -> Path:
+    """The folder every tensor file of the report at `report_dir` must lie in: its tensors/, the link-free path
+    (a tensors/ that is itself a link leads out of the report, and its files with it)."""
+    return Path(report_dir).resolve() / TENSORS_DIR
+
+
+def named_tensors_folder(path) -> Path:
+    """The folder a tensor file named by a user (`ttreport diff-tensor`) must lie in: the tensors/ of its report
+    when it is named under one (run-a/tensors/12.pt, run-a/tensors/7/0.pt), else the folder it is named in."""
+    path = Path(path).absolute()
+    for folder in path.parents:
+        if folder.name == TENSORS_DIR:
+            return tensors_folder(folder.parent)
+    return path.parent.resolve()
+
+
+def read_tensor_file(path, inside: Path, *, expected: Expected | None = None, tensor_id: int | None = None):
+    """The one reader of a tensor file from a folder (load_tensor, compare, `ttreport tensor`, `diff-tensor`).
+
+    Before anything the size of its data is allocated, the file must resolve to a path in `inside` (no link out),
+    be a regular file (a FIFO would block) no larger than `expected` allows, match `expected`'s CRC-32 when known,
+    hold torch.save's form of one tensor (ptfile.inspect_tensor: stored zip records, nothing unpickled, a shape
+    no larger than its data) or a .bin whose header fits its data, and hold at most max_tensor_elements().
+    Returns a plain torch.Tensor, or for a .bin device_sim's host Tensor (its device dtype, bfloat8_b say,
+    sets compare's tolerances; .value is the torch.Tensor). Raises TensorFileError (a TensorFileDamagedError for a
+    file that is not what it claims, a TensorTooLargeError past the cap) naming the tensor and the file.
+    """
+    path, expected = Path(path), expected or Expected()
+    who = f"tensor {tensor_id}: {path}" if tensor_id is not None else f"{path}"
+    # A received report is untrusted: a link planted as a tensor file must not read a file elsewhere.
+    real = path.resolve()
+    if not real.is_relative_to(inside):
+        raise TensorFileError(f"{who} leads to {real}, outside {inside}; ttreport reads tensor files only inside "
+                              f"their report's tensors folder (replace the link with the tensor file itself)")
+    cap = max_tensor_elements()  # a bad setting is said before any file is opened
+    f, limit, size = _open_regular(who, real, expected)
+    with f:
+        if expected.crc32 is not None:
+            # Read through the same open file as the tensor, a chunk at a time, never held whole beside it.
+            crc = _checksum(f, limit, who)
+            if crc != expected.crc32:
+                raise TensorFileDamagedError(
+                    f"{who} has changed since the capture wrote it (CRC-32 {crc:08x}, recorded {expected.crc32:08x}):"
+                    f" its values cannot be trusted; copy the file again from the source")
+        try:
+            if path.suffix == ".pt":
+                found = ptfile.inspect_tensor(f, size)
+                _check_cap(who, found.storage_numel, found.nbytes, cap)
+                return ptfile.read_tensor(f, found)
+            from device_sim import serialization  # a .bin needs device_sim's reader; a .pt never imports it
+
+            f.seek(0)  # the checksum, if taken, left it at the end
+            declared = _bin_elements(f)
+            if declared is not None:
+                _check_cap(who, *declared, cap)
+            return serialization.load_tensor(real)  # bounded by the file: its shape must match its data's size
+        except TensorFileError:
+            raise
+        except Exception as e:
+            raise TensorFileDamagedError(f"{who} cannot be read ({_reason(e)}); the file is damaged or was not "
+                                         f"written by ttreport") from e
+
+
+def _check_cap(who: str, elements: int, nbytes: int, cap: int) -> None:
+    if elements > cap:
+        raise TensorTooLargeError(f"{who} holds {elements:,} elements ({nbytes:,} bytes), more than the {cap:,} "
+                                  f"ttreport loads from one file; to load it, set {MAX_ELEMENTS_ENV}={elements}")
+
+
+def _bin_elements(f) -> tuple[int, int] | None:
+    """(elements, data bytes) a .bin's header declares, read from the layout device_sim's serialization documents
+    (magic, version, header length, JSON header with shape, mesh and data nbytes); None for a file whose header does
+    not read, which serialization.load_tensor refuses, saying why, before it decodes anything."""
+    from device_sim import serialization
+
+    prelude = f.read(16)
+    if len(prelude) != 16 or prelude[:8] != serialization.MAGIC:
+        return None
+    length = int.from_bytes(prelude[12:], "little")
+    if length > serialization.MAX_HEADER_BYTES:
+        return None
+    try:
+        header = json.loads(f.read(length))
+        shards = header["mesh"]["shards"] if header.get("mesh") else 1
+        elements = math.prod(header["shape"]) * shards
+        nbytes = header["data"]["nbytes"]
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None
+    return (elements, nbytes) if type(elements) is int and type(nbytes) is int else None
+
+
 def _reason(e: Exception) -> str:
-    """Why a file did not load, in one line (the chained cause has the rest). torch's refusal of pickled
-    objects advises re-running with weights_only=False, which would run them: that advice is dropped,
-    and what torch refused is kept."""
-    text = str(e).strip()
-    if text.startswith("Weights only load failed"):
-        found = re.search(r"GLOBAL [\w.]+|Unsupported operand \d+", text)
-        refused = found.group(0) if found else ""
-        return (f"{type(e).__name__}: it holds pickled objects besides tensor data, and ttreport never loads "
-                f"those (loading them could run arbitrary code)" + (f": {refused}" if refused else ""))
-    return f"{type(e).__name__}: {text.splitlines()[0][:200]}" if text else type(e).__name__
+    """Why a file did not load, in one line (the chained cause has the rest). A ValueError is the readers' own
+    account of the file; anything else is named by its type."""
+    text = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
+    return text if text and isinstance(e, ValueError) else f"{type(e).__name__}: {text}".rstrip(": ")
 
 
-def _open_regular(path: Path, real: Path, tensor_id: int, expected: Expected):
-    """(The file opened for reading, the bytes it may hold), only if it is a regular file no larger than `expected`
-    allows."""
+def _open_regular(who: str, real: Path, expected: Expected):
+    """(The file opened for reading, the bytes it may hold, its size), only if it is a regular file no larger than
+    `expected` allows."""
     try:
         st = os.stat(real)
         if not stat.S_ISREG(st.st_mode):
-            raise TensorFileDamagedError(f"tensor {tensor_id}: {path} is not a regular file (a folder, FIFO or "
-                                         f"device); ttreport reads only regular files")
+            raise TensorFileDamagedError(f"{who} is not a regular file (a folder, FIFO or device); ttreport reads "
+                                         f"only regular files")
         limit = expected.max_file_bytes
         if limit is not None and st.st_size > limit:
             raise TensorFileDamagedError(
-                f"tensor {tensor_id}: {path} is {st.st_size} bytes, but the report records "
+                f"{who} is {st.st_size} bytes, but the report records "
                 + (f"{expected.file_bytes} bytes for it" if expected.file_bytes is not None else
                    f"shape {list(expected.db_shape)}, which needs at most {limit} bytes")
                 + "; the file is not this tensor's")
         # O_NONBLOCK: should the file be swapped for a FIFO after the check, open() must not wait for a writer.
         fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         f = os.fdopen(fd, "rb")
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or (limit is not None and st.st_size > limit):
             f.close()
-            raise TensorFileDamagedError(f"tensor {tensor_id}: {path} is not a regular file")
+            raise TensorFileDamagedError(f"{who} is not a regular file of at most {limit} bytes")
     except OSError as e:
-        raise TensorFileError(f"tensor {tensor_id}: {path} cannot be read ({e.strerror or e})") from None
-    return f, limit  # what _checksum may read: a file that grew since the stat is not this tensor's
+        raise TensorFileError(f"{who} cannot be read ({e.strerror or e})") from None
+    # The size of the file opened: its records are read within it, so one that grows later is read as it was.
+    return f, limit, st.st_size
 
 
 CHECK_CHUNK = 4 << 20  # bytes read at a time for the checksum: the file is never held whole
 
 
-def _checksum(f, limit: int | None, path: Path, tensor_id: int) -> tuple[int, int]:
-    """(size, CRC-32) of the open file's bytes, read in chunks (ISA-L's CRC-32, zlib's value)."""
+def _checksum(f, limit: int | None, who: str) -> int:
+    """CRC-32 of the open file's bytes, read in chunks (ISA-L's CRC-32, zlib's value)."""
     size, crc = 0, 0
     buf = bytearray(CHECK_CHUNK)
     view = memoryview(buf)
@@ -358,26 +442,12 @@ def _checksum(f, limit: int | None, path: Path, tensor_id: int) -> tuple[int, in
                 break
             size += n
             if limit is not None and size > limit:
-                raise TensorFileDamagedError(f"tensor {tensor_id}: {path} grew past the {limit} bytes the report "
-                                             f"allows for it while it was read; the file is not this tensor's")
+                raise TensorFileDamagedError(f"{who} grew past the {limit} bytes the report allows for it while it "
+                                             f"was read; the file is not this tensor's")
             crc = isal_zlib.crc32(view[:n], crc)
     except OSError as e:
-        raise TensorFileError(f"tensor {tensor_id}: {path} cannot be read ({e.strerror or e})") from None
-    return size, crc
-
-
-def _check_stored_zip(f, size: int) -> None:
-    """Refuse a .pt whose zip entries are compressed: torch writes them stored, and a deflated entry
-    could expand a small file to gigabytes when loaded."""
-    try:
-        entries = zipfile.ZipFile(f).infolist()
-    except (zipfile.BadZipFile, ValueError, EOFError) as e:
-        raise ValueError(f"not a torch zip file ({e})") from None
-    packed = [i.filename for i in entries if i.compress_type != zipfile.ZIP_STORED]
-    if packed:
-        raise ValueError(f"compressed entries ({', '.join(packed[:3])}), which torch.save never writes")
-    if sum(i.file_size for i in entries) > size:
-        raise ValueError("its entries claim more bytes than the file holds")
+        raise TensorFileError(f"{who} cannot be read ({e.strerror or e})") from None
+    return crc
 
 
 def _check_loaded(value: torch.Tensor, path: Path, tensor_id: int, expected: Expected) -> None:

@@ -43,7 +43,7 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ttreport.errors import TensorFileDamagedError, TensorFileError
+from ttreport.errors import TensorFileDamagedError, TensorFileError, TensorTooLargeError
 from ttreport.metrics import Comparison, compare_tensors, dtype_name, finer_dtype
 from ttreport.read import terminal
 from ttreport.read.report import Report, ReportError
@@ -428,8 +428,10 @@ class _Checker:
                 vb = self.rb.load_tensor(b_tid, device=device)
                 shards.append((device, compare_tensors(vb, va, dtype=dtype, **self.tolerances)))
                 del va, vb
-        except TensorFileDamagedError:
-            raise  # a changed or swapped file: its values would blame an innocent op; the error names it
+        except (TensorFileDamagedError, TensorTooLargeError):
+            # A changed or swapped file: its values would blame an innocent op. One past the element cap: "not
+            # stored" would hide that raising the cap compares it. Either way the error names the file.
+            raise
         except TensorFileError:
             return None, None  # not stored after all (the file was lost): nothing can be said of this pair
         passed = all(c.passed for _, c in shards)
