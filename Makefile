@@ -5,7 +5,7 @@ TORCH  ?= torch==2.13.0
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench stress clean visualizer-check
+.PHONY: demo test lint bench stress clean visualizer-check peer
 
 $(STAMP): pyproject.toml setup.py device_sim/_native.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,13 @@ stress: $(STAMP)
 	# 600 byte flips of a report's db, 300 of a tensor file and 6 crafted values in every column, each read by
 	# check and every reader (tests/test_fuzz_report.py), and the tensor file checks: about 15 minutes.
 	TTREPORT_STRESS=1 $(PY) -m pytest tests/test_fuzz_report.py tests/test_tensor_file_checks.py
+
+peer: $(STAMP)
+	# tt-metal's own tests/ttnn sample (peer/files.txt), unchanged, against device_sim: a pass table per family and
+	# the failure causes ranked (peer/README.md). TT_METAL_HOME (default generated/tt-metal) holds tt-metal at
+	# peer/TT_METAL_COMMIT, laid out by peer/fetch_tt_metal.sh. PEER_ARGS="--family norms --json out.json" narrows it.
+	$(PY) -m pip install -q loguru
+	$(PY) -m peer.run $(PEER_ARGS)
 
 clean:
 	rm -rf $(VENV) generated .pytest_cache

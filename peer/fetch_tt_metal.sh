@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Lay out the parts of tt-metal that `make peer` needs, at the pinned commit, from a git directory holding it.
+#
+#   peer/fetch_tt_metal.sh /path/to/tt-metal.git [generated/tt-metal]
+#
+# The git directory may be a clone of tenstorrent/tt-metal or of a fork that has the commit in
+# peer/TT_METAL_COMMIT (a bare one works). Only what the tests import is laid out (about 70 MB): the test
+# files, their helpers (models/common, tests/scripts, tests/tt_eager's comparison functions, which are links
+# into ttnn/tt_lib) and TT-NN's Python and C++ op sources, read for signatures and defaults. The folder gets a
+# .tt_metal_commit stamp, which peer/run.py checks against peer/TT_METAL_COMMIT.
+set -euo pipefail
+git_dir=${1:?usage: peer/fetch_tt_metal.sh GIT_DIR [DEST]}
+dest=${2:-generated/tt-metal}
+commit=$(cat "$(dirname "$0")/TT_METAL_COMMIT")
+git --git-dir="$git_dir" cat-file -e "$commit^{commit}" || { echo "$git_dir has no commit $commit" >&2; exit 1; }
+mkdir -p "$dest"
+for path in conftest.py pytest.ini tests/__init__.py tests/ttnn tests/scripts tests/tests_common tests/tt_eager \
+            tests/sweep_framework models/common models/perf ttnn/ttnn ttnn/tt_lib ttnn/cpp/ttnn/operations; do
+  git --git-dir="$git_dir" archive "$commit" "$path" | tar -x -C "$dest"
+done
+echo "$commit" > "$dest/.tt_metal_commit"
+echo "tt-metal $commit laid out in $dest"
