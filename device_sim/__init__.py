@@ -270,13 +270,14 @@ from device_sim.device import (  # noqa: E402  (TT-NN's older device spellings, 
     GetDefaultDevice,
     GetNumAvailableDevices,
     GetNumPCIeDevices,
+    GetPCIeDeviceID,
     ReadDeviceProfiler,
     SetDefaultDevice,
     get_arch_name,
 )
 
 __all__ += ["CreateDevice", "CloseDevice", "DumpDeviceProfiler", "GetDefaultDevice", "GetNumAvailableDevices",
-            "GetNumPCIeDevices", "ReadDeviceProfiler", "SetDefaultDevice", "get_arch_name"]
+            "GetNumPCIeDevices", "GetPCIeDeviceID", "ReadDeviceProfiler", "SetDefaultDevice", "get_arch_name"]
 
 # ttnn.operations.<family>.<op>, the Python names TT-NN gives some ops (ttnn.operations.moreh.norm).
 import types as _types  # noqa: E402
@@ -289,6 +290,12 @@ __all__ += ["operations"]
 from device_sim.dispatch_core import DispatchCoreAxis, DispatchCoreConfig, DispatchCoreType  # noqa: E402
 
 __all__ += ["DispatchCoreAxis", "DispatchCoreConfig", "DispatchCoreType"]
+
+# ttnn.cluster (the system's ClusterType) and ttnn._ttnn, TT-NN's compiled module's name for its submodules
+# (ttnn._ttnn.reports.get_buffer_pages, ttnn._ttnn.multi_device.SystemMeshDescriptor).
+from device_sim import _ttnn, cluster, reports  # noqa: E402, F401
+
+__all__ += ["cluster"]
 
 
 # TT-Metal's custom-kernel API: present so scripts import, refusing with a reason where used.

@@ -61,9 +61,37 @@ class Device:
                                 alignment=c.l1_alignment, bottom_up=False),
         })
         self.is_open = True
+        # TT-Metal's program cache, on by default: one entry per distinct program launched (device_work.launch
+        # adds it), so running an op again with the same inputs' specs adds none. None while disabled.
+        self.program_cache: set | None = set()
 
     def id(self) -> int:
         return self.device_id
+
+    # -- the program cache (TT-NN's MeshDevice bindings) ----------------------------------------------
+    def num_program_cache_entries(self) -> int:
+        """How many distinct programs this device has launched since its cache was last cleared."""
+        return len(self._cache_holder().program_cache or ())
+
+    def enable_program_cache(self) -> None:
+        for chip in self._cache_chips():
+            if chip.program_cache is None:
+                chip.program_cache = set()
+
+    def clear_program_cache(self) -> None:
+        for chip in self._cache_chips():
+            if chip.program_cache is not None:
+                chip.program_cache.clear()
+
+    def disable_and_clear_program_cache(self) -> None:
+        for chip in self._cache_chips():
+            chip.program_cache = None
+
+    def _cache_chips(self) -> list:
+        return getattr(self, "_chips", None) or [self]
+
+    def _cache_holder(self):
+        return self._cache_chips()[0]  # a mesh runs the same programs on every chip: its first chip's count
 
     def arch(self) -> Arch:
         return ARCH
@@ -189,6 +217,14 @@ def GetNumAvailableDevices() -> int:  # noqa: N802
 
 
 GetNumPCIeDevices = GetNumAvailableDevices  # every emulated chip is reached as if over PCIe
+
+
+def GetPCIeDeviceID(device_id: int) -> int:  # noqa: N802
+    """The PCIe device that reaches chip `device_id`: the chip's own id, as each emulated chip is on PCIe."""
+    if not isinstance(device_id, int) or not 0 <= device_id < GetNumAvailableDevices():
+        raise ValueError(f"GetPCIeDeviceID({device_id!r}): the emulated system has chips 0 to "
+                         f"{GetNumAvailableDevices() - 1} (DEVICE_SIM_SYSTEM_MESH)")
+    return device_id
 
 
 def ReadDeviceProfiler(device: Device) -> None:  # noqa: N802

@@ -114,6 +114,9 @@ def launch(device, program: Program) -> None:
     memory = getattr(device, "memory", None)
     if memory is None:
         return
+    cache = device.program_cache
+    if cache is not None:
+        cache.add(program)
     c = device.config
     base = c.l1_unreserved_base
     program_id = next(_program_ids)

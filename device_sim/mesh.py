@@ -130,6 +130,8 @@ class MeshDevice(Device):
             self.device_id = None if len(chips) > 1 else chips[0].device_id
             self.config = chips[0].config
             self.is_open = True
+            # a mesh's programs launch on its chips, which count them (Device.num_program_cache_entries)
+            self.program_cache = chips[0].program_cache if len(chips) == 1 else None
             if len(chips) == 1:
                 self.memory = chips[0].memory
         if shape.mesh_size() != len(chips):
@@ -252,6 +254,17 @@ def system_mesh_shape() -> MeshShape:
         return MeshShape(*(int(d) for d in text.lower().split("x")))
     except ValueError:
         raise ValueError(f"DEVICE_SIM_SYSTEM_MESH={text!r}: give rows x cols, e.g. '2x4' or '4x8'") from None
+
+
+class SystemMeshDescriptor:
+    """`ttnn._ttnn.multi_device.SystemMeshDescriptor()`: the emulated system's mesh (DEVICE_SIM_SYSTEM_MESH);
+    tt-metal's mesh_device fixture opens a mesh of its shape().mesh_size() chips when a test names none."""
+
+    def shape(self) -> MeshShape:
+        return system_mesh_shape()
+
+    def __repr__(self) -> str:
+        return f"SystemMeshDescriptor(shape={self.shape()!r})"
 
 
 def get_num_devices() -> int:

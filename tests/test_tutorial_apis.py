@@ -55,7 +55,11 @@ def test_open_device_takes_a_dispatch_core_config_from_ttnn_or_ttnn_device():
     cfg = ttnn.device.DispatchCoreConfig(ttnn.device.DispatchCoreType.ETH, ttnn.DispatchCoreAxis.ROW)
     assert (cfg.type, cfg.axis) == (ttnn.DispatchCoreType.ETH, ttnn.DispatchCoreAxis.ROW)
     assert cfg == ttnn.DispatchCoreConfig(type=ttnn.DispatchCoreType.ETH, axis=ttnn.DispatchCoreAxis.ROW)
-    assert ttnn.DispatchCoreConfig().type == ttnn.DispatchCoreType.WORKER and ttnn.DispatchCoreConfig().axis is None
+    # TT-NN's ttnn/device.py: what is left None is the system's default (the default 2x4 system is a T3K: ETH, ROW)
+    assert ttnn.DispatchCoreConfig() == ttnn.DispatchCoreConfig(None, None, None)
+    assert (ttnn.DispatchCoreConfig().type, ttnn.DispatchCoreConfig().axis) == (ttnn.DispatchCoreType.ETH,
+                                                                                 ttnn.DispatchCoreAxis.ROW)
+    assert ttnn.DispatchCoreConfig(axis=ttnn.DispatchCoreAxis.COL).type == ttnn.DispatchCoreType.WORKER
     device = ttnn.open_device(device_id=0, l1_small_size=8192, dispatch_core_config=cfg)
     try:
         t = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE_LAYOUT, device=device)
