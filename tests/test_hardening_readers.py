@@ -10,10 +10,14 @@ they run and what they print stay safe whatever the folder holds.
 """
 
 import json
+import os
+import pty
+import select
 import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -165,3 +169,98 @@ def test_reading_functions_still_answer(demo):
         views = r.sql("SELECT COUNT(*) AS n FROM op_tensors")
     assert row == {"n": 66, "j": 2, "s": 4.0, "d": "2024-01-02", "p": "00007", "t": "text", "l": 3}
     assert [x["k"] for x in ranked] == [1, 2] and keys == [{"key": "x"}] and views[0]["n"] > 0
+
+
+# -- whatif ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE device_perf SET math_fidelity = 'Turbo' WHERE operation_id = (SELECT MIN(operation_id) FROM device_perf "
+    "WHERE math_fidelity IS NOT NULL)",
+    "UPDATE tensors SET dtype = 'DataType.FLOAT64' WHERE tensor_id = (SELECT MIN(i.tensor_id) FROM input_tensors i "
+    "JOIN device_perf p USING (operation_id) WHERE p.math_fidelity IS NOT NULL)",
+])
+def test_whatif_skips_an_op_with_a_damaged_row_and_says_so(demo, statement):
+    execute(demo, statement)
+    done = cli("whatif", demo, "--math-fidelity", "LoFi")
+    out = done.stdout.decode()
+    assert done.returncode == 0 and "Traceback" not in done.stderr.decode(), done.stderr.decode()[-2000:]
+    assert "skipped" in out and "ttreport check" in out and "device time (top-level ops)" in out
+
+
+# -- terminal views ---------------------------------------------------------------------------------------
+
+# An OSC that retitles the terminal, a CSI that clears it, a carriage return that overwrites the line, C1's CSI.
+HOSTILE = "ttnn.add\x1b]0;pwned\x07\x1b[2J\rX\x9b31m"
+SHOWN = r"ttnn.add\x1b]0;pwned\x07\x1b[2J\rX\x9b31m"
+
+
+def hostile(demo: Path) -> int:
+    """Put HOSTILE in the demo's first op name and status and in its errors; returns the op's id."""
+    execute(demo, "UPDATE operations SET name = ?1, status = ?1 WHERE operation_id = (SELECT MIN(operation_id) "
+            "FROM operations)", params=(HOSTILE,))
+    execute(demo, "UPDATE errors SET error_message = ?1, error_type = ?1", params=(HOSTILE,))
+    with ttreport.open(demo) as r:
+        return r.sql("SELECT MIN(operation_id) AS id FROM operations")[0]["id"]
+
+
+@pytest.mark.parametrize("args", [["summary", "{r}"], ["ops", "{r}"], ["op", "{r}", "{id}"],
+                                  ["query", "{r}", "SELECT name, status FROM operations"]])
+def test_control_characters_in_a_report_reach_no_terminal(demo, args):
+    first = hostile(demo)
+    done = cli(*[a.format(r=demo, id=first) for a in args])
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr
+    assert not any(c in out for c in "\x1b\x07\r\x9b"), repr(out[:2000])
+    assert SHOWN in out
+
+
+def on_a_terminal(*args) -> str:
+    """What `ttreport ARGS` writes to a terminal (a pseudo-terminal: rich draws, is_terminal() is true)."""
+    env = {k: v for k, v in os.environ.items() if k != "TTREPORT_PLAIN"} | {"COLUMNS": "250"}
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "ttreport.cli", *map(str, args)], stdout=child,
+                            stderr=subprocess.PIPE, env=env)
+    os.close(child)
+    out = b""
+    try:
+        while select.select([main], [], [], 60)[0]:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # EIO: the command ended and closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(main)
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    return out.decode()
+
+
+@pytest.mark.parametrize("args", [["query", "{r}", "SELECT name FROM operations"],
+                                  ["query", "{r}", "SELECT name FROM operations", "--csv"],
+                                  ["summary", "{r}"]])
+def test_rich_tables_and_csv_on_a_terminal_escape_control_characters_too(demo, args):
+    hostile(demo)
+    out = on_a_terminal(*[a.format(r=demo) for a in args])
+    # rich colours with its own escapes, and the terminal ends lines with CR LF: look for the report's
+    assert not any(c in out for c in ("\x1b]0;pwned", "\x1b[2J", "\rX", "\x9b")), repr(out[:2000])
+    assert SHOWN in out
+
+
+HUGE = 4 * 1024 * 1024  # characters: large enough that a view printing it whole, or padding rows to it, shows
+
+
+@pytest.mark.parametrize("args", [["summary", "{r}"], ["ops", "{r}"], ["query", "{r}", "SELECT * FROM operations"],
+                                  ["op", "{r}", "{id}"]])
+def test_a_huge_value_prints_capped_with_its_length(demo, args):
+    execute(demo, f"UPDATE operations SET name = 'ttnn.' || hex(zeroblob({HUGE // 2})) WHERE operation_id = "
+            f"(SELECT MIN(operation_id) FROM operations)")
+    with ttreport.open(demo) as r:
+        first = r.sql("SELECT MIN(operation_id) AS id FROM operations")[0]["id"]
+    start = time.monotonic()
+    done = cli(*[a.format(r=demo, id=first) for a in args], timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert len(done.stdout) < 256 * 1024, f"{len(done.stdout):,} bytes printed"
+    assert f"{HUGE + 5:,} characters" in done.stdout.decode()
+    assert time.monotonic() - start < 30

@@ -96,10 +96,15 @@ def main():
 # -- formatting -------------------------------------------------------------------------------
 
 # Units, cells and plain tables live in ttreport.read.terminal (shared with the other commands' modules); a
-# damaged report's text or BLOB where a number belongs is shown as it is, never a TypeError.
+# damaged report's text or BLOB where a number belongs is shown as it is, never a TypeError. Every value from a
+# report reaches the terminal through _cell (control characters escaped, length capped) or, in the views
+# composed as lines here (op, tensor), through terminal.printable over the whole text.
 human_bytes, human_seconds, _cell = terminal.human_bytes, terminal.human_seconds, terminal.cell
 table_lines = terminal.plain_table
 
+# `op` shows one op whole: its arguments, stack trace and error up to this many characters each (the demo's
+# longest is 626; the cap keeps a crafted 64 MiB one from flooding the terminal).
+OP_VALUE_CHARS = 20_000
 
 def format_table(columns, rows) -> str:
     """An aligned plain-text table; numbers are right-aligned, a multi-line value takes several lines."""
@@ -121,7 +126,7 @@ def _tensor_brief(t) -> str:
 
 
 def format_summary(s: Summary, path, *, table=format_table, device=None, device_by_name=None) -> str:
-    out = [f"report  {path}", f"status  {s.status_text or s.status or 'unknown'}",
+    out = [f"report  {path}", f"status  {_cell(s.status_text or s.status or 'unknown')}",
            f"ops     {s.operations} ({human_seconds(s.top_level_seconds)} in top-level ops)"]
     if device is not None:  # device_time.DeviceTotal: the performance model's estimate
         out.append(f"device  {device_time.human_ns(device.ideal_ns)} estimated on the device in top-level ops "
@@ -136,22 +141,22 @@ def format_summary(s: Summary, path, *, table=format_table, device=None, device_
                 table(["name", "count", "total", "self", "self %", "device"], rows), ""]
     for label, peak in (("peak L1  ", s.peak_l1), ("peak DRAM", s.peak_dram)):
         if peak is not None:
-            out.append(f"{label} {human_bytes(peak['bytes'])} after op {peak['operation_id']} ({peak['name']})")
+            out.append(f"{label} {human_bytes(peak['bytes'])} after op {peak['operation_id']} ({_cell(peak['name'])})")
     if len(s.peak_l1_by_device) > 1:  # a mesh: which chip runs out of L1 first
         top = s.peak_l1_by_device[0]
         out.append(f"peak L1 by device (buffer bytes; highest: device {top['device_id']}):")
-        out += [f"  device {p['device_id']}: {human_bytes(p['bytes'])} after op {p['operation_id']} ({p['name']})"
-                for p in sorted(s.peak_l1_by_device, key=lambda p: p["device_id"])]
+        out += [f"  device {p['device_id']}: {human_bytes(p['bytes'])} after op {p['operation_id']} "
+                f"({_cell(p['name'])})" for p in sorted(s.peak_l1_by_device, key=lambda p: p["device_id"])]
     for c in s.comparisons:
         lowest = c["lowest_pcc"]
         device = c.get("lowest_pcc_device_id")
         lowest = f", lowest PCC {_number(lowest, '.6f')} at op {c['lowest_pcc_operation_id']}" \
             + (f" (device {device})" if device is not None else "") if lowest is not None else ""
-        out.append(f"golden    {c['mode']}: {c['count']} {c['status']}{lowest}")
+        out.append(f"golden    {_cell(c['mode'])}: {c['count']} {_cell(c['status'])}{lowest}")
     out.append(f"errors    {len(s.errors)}")
     for e in s.errors:  # one line each; `ttreport op` shows the whole message
-        where = f"op {e.operation_id} {e.operation_name}" if e.operation_id is not None else "the model raised"
-        line = f"  {where}: {e.error_type}: {_one_line(e.message)}"
+        where = f"op {e.operation_id} {_cell(e.operation_name)}" if e.operation_id is not None else "the model raised"
+        line = f"  {where}: {_cell(e.error_type)}: {_cell(_one_line(e.message))}"
         out.append(line if len(line) <= 160 else line[:157] + "...")
     return "\n".join(out)
 
@@ -231,7 +236,7 @@ def ops(report, name, sort, limit, top_level):
             for op in r.iter_operations(name, sort=sort, limit=limit or None, depth=0 if top_level else None):
                 shown += 1
                 indent = "  " * op.depth if isinstance(op.depth, int) and 0 < op.depth < 64 and sort == "id" else ""
-                yield (op.id, indent + _cell(op.name), human_seconds(op.duration),
+                yield (op.id, indent + op.name if isinstance(op.name, str) else op.name, human_seconds(op.duration),
                        device_time.text(device_time.of_op(r, op.id)), op.status or "",
                        ", ".join(_tensor_brief(t) for t in op.output_tensors))
 
@@ -253,20 +258,21 @@ def _rounding(t, r: Report | None) -> str:
 
 
 def _tensor_lines(t, label: str, r: Report | None = None) -> list[str]:
-    lines = [f"  {label} tensor {t.id}: {t.shape} {t.dtype} {t.layout}"]
+    lines = [f"  {label} tensor {t.id}: {_cell(t.shape)} {_cell(t.dtype)} {_cell(t.layout)}"]
     if t.buffer_type is not None:
         address = _address(t.address)
-        lines.append(f"      {t.buffer_type} at {address}, {human_bytes(t.size)}{_rounding(t, r)}, "
+        lines.append(f"      {_cell(t.buffer_type)} at {address}, {human_bytes(t.size)}{_rounding(t, r)}, "
                      f"device {t.device_id}")
         # The shard spec said in words (grid, shard shape, orientation): the visualizer's regex misses TT-NN's text.
         cfg = _cell(memory_text.readable(t.memory_config))
-        lines.append(f"      {cfg}" + (f" (chosen by: {t.memory_config_source})" if t.memory_config_source else ""))
+        source = t.memory_config_source
+        lines.append(f"      {cfg}" + (f" (chosen by: {_cell(source)})" if source else ""))
     else:
         lines.append("      on the host")
     made = f"by op {t.producer}" if t.producer is not None else "before the capture or on the host"
     lines.append(f"      made {made}")
     if t.file:
-        lines.append(f"      stored in {t.file}")
+        lines.append(f"      stored in {_cell(t.file)}")
     return lines
 
 
@@ -284,7 +290,7 @@ def op(report, operation_id):
 
 def _echo_op(r: Report, o, children) -> None:
     # A TT-NN report (or one upgraded from it) records no status, depth, thread or memory: those lines go.
-    out = [f"op {o.id}: {o.name}"]
+    out = [f"op {o.id}: {_cell(o.name)}"]
     if o.status is not None:
         out.append(f"  status    {o.status}")
     out.append(f"  duration  {human_seconds(o.duration) or 'not recorded'}")
@@ -305,9 +311,9 @@ def _echo_op(r: Report, o, children) -> None:
         out.append("  L1 by device  " + ", ".join(f"{d['device_id']}: {human_bytes(d['bytes'])}" for d in by_device))
     out += _golden_lines(r.golden_checks(o.id))
     if children:
-        out.append("  calls     " + ", ".join(f"{c.id} {c.name}" for c in children))
+        out.append("  calls     " + _cell(", ".join(f"{c.id} {c.name}" for c in children), OP_VALUE_CHARS))
     out.append("arguments:")
-    out += [f"  {k} = {v}" for k, v in o.arguments] or ["  (none)"]
+    out += [f"  {_cell(k)} = {_cell(v, OP_VALUE_CHARS)}" for k, v in o.arguments] or ["  (none)"]
     out.append("inputs:")
     for i, t in enumerate(o.input_tensors):
         out += _tensor_lines(t, f"[{i}]", r)
@@ -315,10 +321,10 @@ def _echo_op(r: Report, o, children) -> None:
     for i, t in enumerate(o.output_tensors):
         out += _tensor_lines(t, f"[{i}]", r)
     if o.stack_trace:
-        out += ["stack trace:", *("  " + line for line in _cell(o.stack_trace).rstrip().splitlines())]
+        out += ["stack trace:", *("  " + line for line in _cell(o.stack_trace, OP_VALUE_CHARS).rstrip().splitlines())]
     if o.error is not None:
-        out += [f"error: {o.error.error_type}: {o.error.message}"]
-    click.echo("\n".join(out))
+        out += [f"error: {_cell(o.error.error_type)}: {_cell(o.error.message, OP_VALUE_CHARS)}"]
+    click.echo(terminal.printable("\n".join(out)))  # what the lines quote from the report, escaped
 
 
 def _golden_lines(checks: list[dict]) -> list[str]:
@@ -368,7 +374,10 @@ def query(report, sql, as_json, as_csv, params, timeout_s):
             writer = csv.writer(_Echo(), lineterminator="\n")
             writer.writerow(columns)
             for row in rows:
-                writer.writerow(row)
+            # On a terminal the values' control characters are escaped (they would act on it); into a pipe or
+            # a file the CSV holds them as stored.
+            shown = terminal.is_terminal()
+                writer.writerow([terminal.printable(v) if shown and isinstance(v, str) else v for v in row])
         elif columns:
             terminal.echo_table(columns, rows)
 
@@ -459,7 +468,7 @@ def tensor(report, tensor_id, device):
             out.append(f"  {_stats(values)}")
         else:
             out.append("values not stored (capture with ttreport.Config(tensors='all') to keep them)")
-    click.echo("\n".join(out))
+    click.echo(terminal.printable("\n".join(out)))  # what the lines quote from the report, escaped
 
 
 def _stats(values) -> str:
@@ -878,7 +887,7 @@ def whatif(report, tensor_id, memory, dtype, math_fidelity, limit):
     with _open(report) as r:
         w = whatif_module.whatif(r, tensor_id=tensor_id, memory=memory, dtype=dtype, math_fidelity=math_fidelity)
     ns = device_time.human_ns
-    rows = [(c.operation_id, _cell(c.name), ns(c.before_ns), ns(c.after_ns), f"{c.after_ns - c.before_ns:+,d} ns",
+    rows = [(c.operation_id, c.name, ns(c.before_ns), ns(c.after_ns), f"{c.after_ns - c.before_ns:+,d} ns",
              c.bound_after) for c in (w.changed[:limit] if limit else w.changed)]
     if rows:
         terminal.echo_table(["id", "name", "device before", "after", "change", "bound after"], rows)
@@ -899,6 +908,10 @@ def whatif(report, tensor_id, memory, dtype, math_fidelity, limit):
 def perf_csv(report, folder):
     """Write TT-NN's performance report files (ops_perf_results.csv, profile_log_device.csv) from the estimates.
 
+    if w.skipped:
+        first, why = w.skipped[0]
+        click.echo(f"({len(w.skipped)} op(s) skipped, left as stored: their rows hold a value the model cannot read, "
+                   f"e.g. op {first}: {_cell(why, 300)}; `ttreport check {report}` lists the damage)")
     Into the report's folder unless FOLDER is given; ttnn-visualizer's Performance tab reads them.
     Each op's PM IDEAL/COMPUTE/BANDWIDTH [ns] are the performance model's (docs/perf_model.md).
 

@@ -14,6 +14,9 @@ Rules every command follows through this module:
 - Colour and boxes only on a tty. Piped or redirected output (and every --json/--csv) is the plain
   aligned text of `plain_table`, stable for scripts and tests.
 - Progress goes to stderr, and only when stderr is a terminal: logs and CI output stay clean.
+- A report is data from elsewhere: every value shown goes through `cell`, which escapes control characters
+  (an ESC in an op name would retitle or clear the terminal: it prints as \x1b) and caps its length (a
+  64 MiB op name printed whole, and every row padded to it, took `summary` 41 s and 3 GB).
 """
 
 from __future__ import annotations
@@ -39,15 +42,34 @@ def is_terminal(stream=None) -> bool:
         return False
 
 
-# -- units ----------------------------------------------------------------------------------------
+# -- values ---------------------------------------------------------------------------------------
 # A damaged report can hold text or a BLOB where a number belongs: it is shown as it is, never a TypeError.
 
-def cell(v) -> str:
+# Characters of a value that a terminal would act on rather than show: C0 controls but newline and tab (ESC
+# starts CSI and OSC sequences; CR overwrites the line), DEL, C1 (0x9b is a one-byte CSI to some terminals),
+# and the line separators and bidirectional overrides that move or reorder what follows.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Characters of one value shown in a table: a long stack trace's few dozen lines fit; a 64 MiB name does not
+# print whole or widen every row to itself. The machine formats (query --json/--csv to a file) keep it all.
+VALUE_CHARS = 1000
+
+
+def printable(text: str) -> str:
+    """`text` with each control character written as Python writes it in a string ("\x1b", "\r", "\u202e")."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def cell(v, limit: int = VALUE_CHARS) -> str:
+    """A value as a terminal view shows it: its control characters escaped, text past `limit` characters cut
+    with its length said."""
     if v is None:
         return ""
     if isinstance(v, bytes):  # a BLOB: shown, not decoded
         return f"<{len(v)} bytes>"
-    return str(v)
+    text = v if isinstance(v, str) else str(v)
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text):,} characters)"
+    return printable(text)
 
 
 def human_bytes(n) -> str:

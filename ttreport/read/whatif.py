@@ -10,7 +10,9 @@
 
 The report is not rerun: each op with an estimate (the `device_perf` table) is estimated again by
 device_sim.perf_model from its tensors' rows (shape, dtype, layout, where, bytes) with the one
-change applied. Without a change the figures are the stored ones (tests/test_whatif.py).
+change applied. Without a change the figures are the stored ones (tests/test_whatif.py). An op whose
+rows hold a value the model cannot read (a math fidelity, dtype or layout it does not know, text where
+a number belongs: a damaged or crafted report) is left as stored and listed in `skipped`.
 """
 
 from __future__ import annotations
@@ -44,16 +46,27 @@ class WhatIf:
     peak_l1_before: int | None  # bytes, all banks
     peak_l1_after: int | None
     changed: list[Change] = field(default_factory=list)
+    # (operation_id, what in its rows could not be read): left as stored; without a stored time, out of the totals
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+
+class _Damaged(ValueError):
+    """A stored value the estimate cannot be worked out from (the message names it)."""
 
 
 def _shape(text) -> tuple:
+    if text is not None and not isinstance(text, str):
+        raise _Damaged(f"shape {text!r} is not a shape")
     return tuple(int(n) for n in re.findall(r"\d+", text or ""))
 
 
 def _enum(enum, text, default):
     if not text:
         return default
-    return enum[text.rsplit(".", 1)[-1]]
+    name = text.rsplit(".", 1)[-1] if isinstance(text, str) else None
+    if name not in enum.__members__:
+        raise _Damaged(f"{enum.__name__} {text!r} is not one of {', '.join(enum.__members__)}")
+    return enum[name]
 
 
 def _operand(row, change) -> perf_model.Operand:
@@ -61,6 +74,8 @@ def _operand(row, change) -> perf_model.Operand:
     shape = _shape(shape)
     dtype = _enum(DataType, dtype, DataType.BFLOAT16)
     layout = _enum(Layout, layout, Layout.TILE)
+    if not (size is None or type(size) is int) or not (memory_config is None or isinstance(memory_config, str)):
+        raise _Damaged(f"tensor {tensor_id}'s size {size!r} or memory config {memory_config!r} is not one")
     sharded = bool(memory_config) and "SHARDED" in memory_config
     where = perf_model.location(buffer_type, None) + ("_sharded" if sharded and buffer_type is not None else "")
     nbytes = size if size is not None else perf_model.operand_bytes(shape, dtype, layout)
@@ -107,14 +122,22 @@ def whatif(r, *, tensor_id: int | None = None, memory: str | None = None, dtype:
             tensors_of.setdefault(row[0], ([], []))[side].append(row[1:])
     out = WhatIf(0, 0, None, None)
     for op_id, name, before, fidelity, depth in ops:
+        if type(before) is not int or not isinstance(name, str):
+            out.skipped.append((op_id, f"device_perf.ideal_ns {before!r} or its name is not one"))
+            continue
         ins, outs = tensors_of.get(op_id, ([], []))
         touches = tensor_id is not None and any(row[0] == tensor_id for row in ins + outs)
         after = before
         if touches or (math_fidelity and fidelity and tensor_id is None):
-            f = MathFidelity[fidelity] if fidelity else None
-            if math_fidelity and fidelity:
-                f = MathFidelity[math_fidelity]
-            e = perf_model.estimate(name, [_operand(x, change) for x in ins], [_operand(x, change) for x in outs], f)
+            try:
+                f = _enum(MathFidelity, fidelity, None)  # the stored one is read even when replaced: it says matmul
+                if math_fidelity and fidelity:
+                    f = MathFidelity[math_fidelity]
+                e = perf_model.estimate(name, [_operand(x, change) for x in ins], [_operand(x, change) for x in outs],
+                                        f)
+            except _Damaged as damage:
+                out.skipped.append((op_id, str(damage)))
+                e = None
             if e is not None:
                 after = e.ideal_ns
                 if after != before:
@@ -122,13 +145,19 @@ def whatif(r, *, tensor_id: int | None = None, memory: str | None = None, dtype:
         if depth in (0, None):
             out.before_ns += before
             out.after_ns += after
-    out.peak_l1_before, out.peak_l1_after = _peak_l1(r, t, change)
+    try:
+        out.peak_l1_before, out.peak_l1_after = _peak_l1(r, t, change)
+    except _Damaged as damage:
+        raise TTReportError(f"tensor {tensor_id}'s row cannot be read: {damage}; `ttreport check REPORT` lists the "
+                            f"damage") from None
     return out
 
 
 def _peak_l1(r, t, change) -> tuple:
     """Peak L1 (all banks) as stored, and with the tensor's buffer moved or resized over its lifetime."""
-    rows = r.execute("SELECT end_seq, l1_bytes FROM operations WHERE l1_bytes IS NOT NULL").fetchall()
+    # A damaged row (text or a BLOB for a number) is left out; `ttreport check` names it.
+    rows = r.execute("SELECT end_seq, l1_bytes FROM operations WHERE typeof(l1_bytes) = 'integer' "
+                     "AND typeof(end_seq) = 'integer'").fetchall()
     if not rows:
         return None, None
     before = max(b for _, b in rows)
@@ -140,6 +169,8 @@ def _peak_l1(r, t, change) -> tuple:
                      (device_id, address, buffer_type, producer)).fetchone()
     if life is None:
         return before, before
+    if type(size) is not int or not all(v is None or type(v) is int for v in life):
+        raise _Damaged(f"its size {size!r} or buffer lifetime {life!r} is not a number")
     in_l1 = buffer_type == int(BufferType.L1)
     new_size = size
     if change["dtype"]:
