@@ -101,10 +101,10 @@ def main():
 # composed as lines here (op, tensor), through terminal.printable over the whole text.
 human_bytes, human_seconds, _cell = terminal.human_bytes, terminal.human_seconds, terminal.cell
 table_lines = terminal.plain_table
-
 # `op` shows one op whole: its arguments, stack trace and error up to this many characters each (the demo's
 # longest is 626; the cap keeps a crafted 64 MiB one from flooding the terminal).
 OP_VALUE_CHARS = 20_000
+
 
 def format_table(columns, rows) -> str:
     """An aligned plain-text table; numbers are right-aligned, a multi-line value takes several lines."""
@@ -373,10 +373,10 @@ def query(report, sql, as_json, as_csv, params, timeout_s):
         elif as_csv:
             writer = csv.writer(_Echo(), lineterminator="\n")
             writer.writerow(columns)
-            for row in rows:
             # On a terminal the values' control characters are escaped (they would act on it); into a pipe or
             # a file the CSV holds them as stored.
             shown = terminal.is_terminal()
+            for row in rows:
                 writer.writerow([terminal.printable(v) if shown and isinstance(v, str) else v for v in row])
         elif columns:
             terminal.echo_table(columns, rows)
@@ -895,6 +895,10 @@ def whatif(report, tensor_id, memory, dtype, math_fidelity, limit):
         click.echo("no op's estimate changes")
     if limit and len(w.changed) > limit:
         click.echo(f"({limit} of {len(w.changed)} changed ops; --limit 0 shows all)")
+    if w.skipped:
+        first, why = w.skipped[0]
+        click.echo(f"({len(w.skipped)} op(s) skipped, left as stored: their rows hold a value the model cannot read, "
+                   f"e.g. op {first}: {_cell(why, 300)}; `ttreport check {report}` lists the damage)")
     pct = f" ({(w.after_ns - w.before_ns) / w.before_ns:+.1%})" if w.before_ns else ""
     click.echo(f"device time (top-level ops)  {ns(w.before_ns)} -> {ns(w.after_ns)}{pct}")
     if w.peak_l1_before is not None:
@@ -908,10 +912,6 @@ def whatif(report, tensor_id, memory, dtype, math_fidelity, limit):
 def perf_csv(report, folder):
     """Write TT-NN's performance report files (ops_perf_results.csv, profile_log_device.csv) from the estimates.
 
-    if w.skipped:
-        first, why = w.skipped[0]
-        click.echo(f"({len(w.skipped)} op(s) skipped, left as stored: their rows hold a value the model cannot read, "
-                   f"e.g. op {first}: {_cell(why, 300)}; `ttreport check {report}` lists the damage)")
     Into the report's folder unless FOLDER is given; ttnn-visualizer's Performance tab reads them.
     Each op's PM IDEAL/COMPUTE/BANDWIDTH [ns] are the performance model's (docs/perf_model.md).
 
