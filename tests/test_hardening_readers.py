@@ -24,6 +24,7 @@ import pytest
 
 import ttreport
 from ttreport import db
+from ttreport.read.merge import _KINDS
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
 MINE = "a file of the user's, not to be overwritten\n"
@@ -264,3 +265,50 @@ def test_a_huge_value_prints_capped_with_its_length(demo, args):
     assert len(done.stdout) < 256 * 1024, f"{len(done.stdout):,} bytes printed"
     assert f"{HUGE + 5:,} characters" in done.stdout.decode()
     assert time.monotonic() - start < 30
+
+
+# -- html ---------------------------------------------------------------------------------------------------
+
+REPLICATED = ("operations", "device_perf", "input_tensors", "output_tensors", "tensors", "buffer_lifetimes",
+              "errors", "stack_traces", "tensor_comparisons", "operation_arguments")
+
+
+def multiply(folder: Path, times: int) -> None:
+    """Make the report `times` runs of its ops, laid end to end: ids, sequence numbers and clocks moved past the
+    previous copy's (merge's _KINDS says which column holds which id); tensor files are not copied."""
+    con = sqlite3.connect(folder / "db.sqlite")
+    stride = {kind: con.execute(f"SELECT max({col}) + 1 FROM {table}").fetchone()[0] for kind, table, col in (
+        ("op", "operations", "operation_id"), ("tensor", "tensors", "tensor_id"),
+        ("buffer", "buffer_lifetimes", "buffer_id"), ("time", "operations", "end_ns"))}
+    stride["seq"] = con.execute("SELECT max((SELECT max(end_seq) FROM operations), (SELECT max(max(allocated_seq), "
+                                "coalesce(freed_seq, 0)) FROM buffer_lifetimes)) + 1").fetchone()[0]
+    with con:
+        for table in REPLICATED:
+            cols = [r[1] for r in con.execute(f'PRAGMA table_info("{table}")')]
+            kinds = [("time" if c in ("start_ns", "end_ns") else _KINDS.get(c)) for c in cols]
+            exprs = [f"{c} + k.i * {stride[k]}" if k in stride else "NULL" if (table, c) == ("tensors", "file") else c
+                     for c, k in zip(cols, kinds)]
+            con.execute(f"WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < {times - 1}) "
+                        f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(exprs)} FROM {table}, k")
+    con.close()
+
+
+def test_html_of_a_large_report_is_bounded_and_says_what_it_left_out(demo, tmp_path):
+    from ttreport.export import html
+
+    multiply(demo, 160)  # 10,560 ops: past the page's default of 10,000
+    execute(demo, "UPDATE stack_trace_texts SET stack_trace = stack_trace || hex(zeroblob(1000000)) "
+            "WHERE stack_trace_id = (SELECT MIN(stack_trace_id) FROM stack_trace_texts)")
+    with ttreport.open(demo) as r:
+        total = r.count_operations()
+        tensors = r.sql("SELECT COUNT(*) AS n FROM tensors")[0]["n"]
+    done = cli("html", demo, "-o", tmp_path / "big.html", timeout=300)
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "big.html").read_text()
+    rows = page.count("<tr id='op-")
+    assert rows == html.MAX_OPS < total
+    assert f"(the first {html.MAX_OPS:,} of {total:,}; `ttreport html --limit N`" in page
+    assert page.count("<tr id='tensor-") < tensors
+    assert "characters; `ttreport op" in page and "0" * 100_000 not in page
+    # 1,000 of the demo's ops make ~2.5 MB of op table and ~0.6 MB of tensors, and plotly is 4.8 MB
+    assert len(page) < 40_000_000, f"{len(page):,} characters"

@@ -21,6 +21,7 @@ import click
 
 from ttreport import memory_text, outfile
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
+from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
 from ttreport.read import device_time, terminal
 from ttreport.read.report import DB_FILE, DEFAULT_ROOT, Report, Summary
 
@@ -712,8 +713,9 @@ def trace(report, out):
 @click.argument("report")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The .html file to write.")
-@click.option("--limit", type=click.IntRange(min=0), default=0, show_default=True,
-              help="At most this many ops in the timeline and the op table, in call order (0: all).")
+@click.option("--limit", type=click.IntRange(min=0), default=HTML_MAX_OPS, show_default=True,
+              help="At most this many ops in the op table, in call order (0: all, up to 128 MiB of rows); the "
+                   f"timeline draws at most {HTML_MAX_OPS:,}.")
 @click.option("--top-level", is_flag=True, help="Only the ops the model called directly (depth 0) in the timeline "
               "and the op table.")
 @click.option("--against", help="Another report of the same model: B is REPORT, A this one; draws the PCC "

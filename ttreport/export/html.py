@@ -11,12 +11,18 @@ and error; the tensor table, each tensor linked to the op that made it and the o
 
 Charts are plotly's (its plotly.min.js is embedded, ~4.8 MB, so the file opens offline); the
 tables are plain HTML written as the rows stream from SQL. Clicking a bar or point jumps to its op.
+
+The page stays one a browser opens, however large or strange the report (a 1,000,000-op report once
+made a 3.6 GB page): the first MAX_OPS ops by default, each series at most MAX_POINTS points, each value
+at most VALUE_CHARS characters, each op's arguments and tensors at most MAX_LISTED, and the op and
+tensor tables end at TABLE_CHARS; the page says what it left out and which command shows it.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import math
 from pathlib import Path
 
 from ttreport import memory_text, outfile
@@ -25,6 +31,17 @@ from ttreport.export.memory import memory_timeline
 
 SUFFIXES = (".html", ".htm")
 SLOWEST = 20  # rows in the slowest-ops table
+# Ops in the timeline and the op table unless `limit` says otherwise: the demo's ops take ~2.5 KB of page
+# each, so ~25 MB, which Chromium opens in a few seconds. The timeline never draws more bars than this.
+MAX_OPS = 10_000
+MAX_POINTS = 10_000  # points of one memory or PCC series: a run's longer series keeps each stretch's extreme
+VALUE_CHARS = 2_000  # characters of one value (a name, an argument, a stack trace); the demo's longest is 626
+MAX_LISTED = 64  # arguments, and input or output tensors, listed for one op
+MAX_ERRORS = 100  # errors listed in the summary
+MAX_READERS = 64  # ops listed as reading one tensor
+# Characters of the op table, and of the tensor table: past it the table ends with a note. A page past a few
+# hundred MB does not open in Chromium; this keeps a --limit 0 export of a large report under ~200 MB.
+TABLE_CHARS = 128 * 1024 * 1024
 NAMES_IN_LEGEND = 19  # the timeline colours the op names with the most self time; the rest are "other"
 # 20 distinguishable colours (d3's category20 reordered: strong hues first), one per name and "other" (grey).
 _COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
@@ -55,6 +72,9 @@ function plot(id) {
   });
 }
 document.querySelectorAll('.chart').forEach(el => plot(el.id));
+// The rows the page holds: fewer than the header's count when the op table reached TABLE_CHARS.
+const listed = document.querySelectorAll('#ops tbody tr').length;
+document.getElementById('shown').textContent = document.getElementById('listed').textContent = listed;
 const search = document.getElementById('search');
 search.addEventListener('input', () => {
   const words = search.value.toLowerCase().split(/\\s+/).filter(w => w);
@@ -72,11 +92,12 @@ if (q) { search.value = q; search.dispatchEvent(new Event('input')); }
 """
 
 
-def export_html(report, path, *, limit: int | None = None, top_level: bool = False, comparison=None) -> Path:
+def export_html(report, path, *, limit: int | None = MAX_OPS, top_level: bool = False, comparison=None) -> Path:
     """Write `report` (an open Report) as a self-contained HTML file at `path` (.html); return the path.
 
     Args:
-        limit: at most this many ops (in call order) in the timeline and the op table; None for all.
+        limit: at most this many ops (in call order) in the op table (the timeline draws at most MAX_OPS of
+            them); None for all, up to TABLE_CHARS of rows.
         top_level: only the ops the model called directly (depth 0) in the timeline and the op table.
         comparison: a ttreport.read.compare.ReportComparison whose B is this report: its PCC per op and
             its root cause are drawn beside the golden checks.
@@ -106,10 +127,12 @@ def export_html(report, path, *, limit: int | None = None, top_level: bool = Fal
                                                    ("slowest", "slowest ops"), ("pcc", "PCC"), ("ops", "ops"),
                                                    ("tensors", "tensors"))) + "</nav>\n")
         _summary(w, report, summary)
+        bars = MAX_OPS if limit is None else min(limit, MAX_OPS)
         w("<h2 id='timeline'>Timeline</h2><p class='note'>Each op is a bar from its start to its end; "
-          "nested ops sit on the rows below the op that called them. Click a bar for its row in the op table.</p>")
+          "nested ops sit on the rows below the op that called them. Click a bar for its row in the op table."
+          + (f" At most the first {bars:,} ops are drawn." if bars < (limit or math.inf) else "") + "</p>")
         depth = 0 if top_level else None
-        _chart(w, "timeline-chart", _timeline(report, summary, limit, depth))
+        _chart(w, "timeline-chart", _timeline(report, summary, bars, depth))
         w("<h2 id='memory'>Memory in use</h2><p class='note'>Bytes of the device buffers live after each op "
           "(each buffer's own size, as Report.peak_l1_by_device counts them), per device; the peak of each is "
           "marked. The summary's peak L1 and DRAM count what the allocator holds in every bank (the ops' "
@@ -121,8 +144,8 @@ def export_html(report, path, *, limit: int | None = None, top_level: bool = Fal
         _chart(w, "by-name-chart", _by_name(summary))
         _slowest(w, report)
         _pcc(w, report, checks, comparison)
-        _ops(w, report, checks, limit, depth)
-        _tensors(w, report)
+        top_tensor = _ops(w, report, checks, limit, depth)
+        _tensors(w, report, top_tensor)
         w(f"<script>{_JS}</script></body></html>\n")
     return path
 
@@ -130,6 +153,44 @@ def export_html(report, path, *, limit: int | None = None, top_level: bool = Fal
 def _chart(w, div_id: str, spec: dict) -> None:
     data = json.dumps(spec, default=str, allow_nan=False).replace("</", "<\\/")
     w(f"<div class='chart' id='{div_id}'></div><script type='application/json' id='{div_id}-data'>{data}</script>\n")
+
+
+def _text(v, limit: int = VALUE_CHARS) -> str:
+    """`v` as HTML text: escaped, and cut past `limit` characters with its length said."""
+    text = "" if v is None else v if isinstance(v, str) else str(v)
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text):,} characters; `ttreport op ID` or `ttreport query` shows all)"
+    return html.escape(text)
+
+
+def _listed(items: list, what: str) -> tuple[list, str]:
+    """The first MAX_LISTED of an op's `items`, and a note on the rest ("" when none were left out)."""
+    if len(items) <= MAX_LISTED:
+        return items, ""
+    return items[:MAX_LISTED], f"... {len(items) - MAX_LISTED:,} more {what} (`ttreport op ID` lists all)"
+
+
+class _Thinned:
+    """One chart series of at most MAX_POINTS points: of each run of `step` points in a row, the one `better`
+    keeps (the highest memory, the lowest PCC), so the extremes a reader looks for survive."""
+
+    def __init__(self, step: int, better):
+        self.step, self.better = step, better
+        self.x, self.y, self.customdata, self.names = [], [], [], []
+        self._bucket = None
+
+    def add(self, index: int, x, y, op_id, name=None) -> None:
+        bucket = index // self.step
+        if bucket != self._bucket:
+            self._bucket = bucket
+            self.x.append(x), self.y.append(y), self.customdata.append(op_id), self.names.append(name)
+        elif self.better(y, self.y[-1]):
+            self.x[-1], self.y[-1], self.customdata[-1], self.names[-1] = x, y, op_id, name
+
+
+def _step(n: int) -> int:
+    """Points of a series of `n` that share one drawn point, so that at most MAX_POINTS are drawn."""
+    return max(1, math.ceil(n / MAX_POINTS))
 
 
 def _bytes(n) -> str:
@@ -150,47 +211,53 @@ def _seconds(s) -> str:
 
 def _summary(w, report, s) -> None:
     e = html.escape
-    rows = [("report", e(str(report.path))), ("status", e(s.status_text or s.status or "unknown")),
+    rows = [("report", e(str(report.path))), ("status", _text(s.status_text or s.status or "unknown")),
             ("ops", f"{s.operations} ({_seconds(s.top_level_seconds)} in top-level ops)")]
     for label, peak in (("peak L1", s.peak_l1), ("peak DRAM", s.peak_dram)):
         if peak is not None:
             rows.append((label, f"{_bytes(peak['bytes'])} after <a href='#op-{peak['operation_id']}'>op "
-                                f"{peak['operation_id']}</a> ({e(str(peak['name']))})"))
+                                f"{peak['operation_id']}</a> ({_text(peak['name'], 300)})"))
     for p in sorted(s.peak_l1_by_device, key=lambda p: p["device_id"] if isinstance(p["device_id"], int) else -1):
-        rows.append((f"peak L1, device {p['device_id']}", f"{_bytes(p['bytes'])} after <a href='#op-"
+        rows.append((f"peak L1, device {_text(p['device_id'], 30)}", f"{_bytes(p['bytes'])} after <a href='#op-"
                                                           f"{p['operation_id']}'>op {p['operation_id']}</a>"))
     for c in s.comparisons:
         low = c["lowest_pcc"]
-        at = f", lowest PCC {low:.6f} at <a href='#op-{c['lowest_pcc_operation_id']}'>op " \
-             f"{c['lowest_pcc_operation_id']}</a>" if isinstance(low, float) else ""
-        rows.append((f"golden {e(str(c['mode']))}", f"{c['count']} {e(str(c['status']))}{at}"))
+        op = _text(c["lowest_pcc_operation_id"], 30)
+        at = f", lowest PCC {low:.6f} at <a href='#op-{op}'>op {op}</a>" if isinstance(low, float) else ""
+        rows.append((f"golden {_text(c['mode'], 100)}", f"{c['count']} {_text(c['status'], 100)}{at}"))
     rows.append(("errors", str(len(s.errors))))
-    for err in s.errors:
-        where = f"<a href='#op-{err.operation_id}'>op {err.operation_id}</a> {e(str(err.operation_name))}" \
+    for err in s.errors[:MAX_ERRORS]:
+        op = _text(err.operation_id, 30)
+        where = f"<a href='#op-{op}'>op {op}</a> {_text(err.operation_name, 300)}" \
             if err.operation_id is not None else "the model raised"
-        rows.append(("", f"{where}: {e(str(err.error_type))}: {e((err.message or '').splitlines()[0][:300])}"
-                     if err.message else f"{where}: {e(str(err.error_type))}"))
+        message = str(err.message).splitlines()[0][:300] if err.message else ""
+        rows.append(("", f"{where}: {_text(err.error_type, 300)}" + (f": {e(message)}" if message else "")))
+    if len(s.errors) > MAX_ERRORS:
+        rows.append(("", f"... {len(s.errors) - MAX_ERRORS:,} more (`ttreport query REPORT \"SELECT * FROM errors\"` "
+                         f"lists all)"))
     w("<h2 id='summary'>Summary</h2><dl>" + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>\n")
 
 
 def _timeline(report, summary, limit, depth) -> dict:
     named = [r["name"] for r in summary.by_name[:NAMES_IN_LEGEND]]
+    label = {n: _text(n, 100) for n in named} | {"other": "other"}  # a legend entry's text
     traces: dict = {}
     for op in report.iter_operations(sort="id", limit=limit, depth=depth):
         if op.start_ns is None:
             continue
         name = op.name if op.name in named else "other"
-        t = traces.setdefault(name, {"type": "bar", "orientation": "h", "name": name, "base": [], "x": [], "y": [],
-                                     "customdata": [], "hovertext": [], "hoverinfo": "text"})
+        t = traces.setdefault(name, {"type": "bar", "orientation": "h", "name": label[name], "base": [], "x": [],
+                                     "y": [], "customdata": [], "hovertext": [], "hoverinfo": "text"})
         end = op.end_ns if op.end_ns is not None else op.start_ns + (op.duration or 0) * 1e9
         t["base"].append(op.start_ns / 1e6)
         t["x"].append(max(end - op.start_ns, 1) / 1e6)
-        t["y"].append(f"{op.thread or 'main'} depth {op.depth or 0}")
+        t["y"].append(f"{_text(op.thread or 'main', 100)} depth {op.depth or 0}")
         t["customdata"].append(op.id)
-        t["hovertext"].append(f"op {op.id} {op.name} {_seconds((end - op.start_ns) / 1e9)}")
-    data = sorted(traces.values(), key=lambda t: named.index(t["name"]) if t["name"] in named else len(named))
-    for i, t in enumerate(data):
-        t["marker"] = {"color": _COLOURS[i] if t["name"] != "other" else _COLOURS[-1]}
+        t["hovertext"].append(f"op {op.id} {_text(op.name, 300)} {_seconds((end - op.start_ns) / 1e9)}")
+    order = sorted(traces, key=lambda n: named.index(n) if n in named else len(named))
+    data = [traces[n] for n in order]
+    for i, (n, t) in enumerate(zip(order, data)):
+        t["marker"] = {"color": _COLOURS[i] if n != "other" else _COLOURS[-1]}
     return {"data": data, "layout": {"barmode": "overlay", "xaxis": {"title": {"text": "time (ms)"}},
                                      "yaxis": {"autorange": "reversed", "type": "category", "automargin": True},
                                      "margin": {"t": 20}, "legend": {"font": {"size": 10}}}}
@@ -198,30 +265,28 @@ def _timeline(report, summary, limit, depth) -> dict:
 
 def _memory(report, kind: str) -> dict:
     series: dict = {}
-    for point in memory_timeline(report):
+    step = _step(report.count_operations())  # memory_timeline yields at most a point per op
+    for index, point in enumerate(memory_timeline(report)):
         if point.end_ns is None:
             continue
         for (device, k), n in point.bytes.items():
             if k == kind:
-                s = series.setdefault(device, {"x": [], "y": [], "customdata": [], "names": []})
-                s["x"].append(point.end_ns / 1e6)
-                s["y"].append(n)
-                s["customdata"].append(point.operation_id)
-                s["names"].append(point.name)
+                s = series.get(device) or series.setdefault(device, _Thinned(step, lambda a, b: a > b))
+                s.add(index, point.end_ns / 1e6, n, point.operation_id, point.name)
     data = []
     for device in sorted(series, key=lambda d: (d is None, d or 0)):
         s = series[device]
         label = f"device {device}" if device is not None else "all devices"
         data.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "name": f"{label} {kind}",
-                     "x": s["x"], "y": s["y"], "customdata": s["customdata"],
+                     "x": s.x, "y": s.y, "customdata": s.customdata,
                      "hovertemplate": "%{y} B after op %{customdata}<extra></extra>"})
-        i = max(range(len(s["y"])), key=lambda j: s["y"][j])
+        i = max(range(len(s.y)), key=lambda j: s.y[j])
         data.append({"type": "scatter", "mode": "markers+text", "name": f"{label} peak",
-                     "x": [s["x"][i]], "y": [s["y"][i]], "customdata": [s["customdata"][i]],
+                     "x": [s.x[i]], "y": [s.y[i]], "customdata": [s.customdata[i]],
                      "marker": {"size": 11, "symbol": "star"}, "cliponaxis": False,
                      # the label on the side with room: left of a peak in the run's second half
-                     "textposition": "top left" if i > len(s["y"]) / 2 else "top right",
-                     "text": [f"peak {_bytes(s['y'][i])} (op {s['customdata'][i]} {s['names'][i]})"]})
+                     "textposition": "top left" if i > len(s.y) / 2 else "top right",
+                     "text": [f"peak {_bytes(s.y[i])} (op {s.customdata[i]} {_text(s.names[i], 100)})"]})
     title = f"{kind} in use" + ("" if data else " (no buffers recorded)")
     return {"data": data, "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "time (ms)"}},
                                      "yaxis": {"title": {"text": "bytes"}, "rangemode": "tozero"},
@@ -230,7 +295,7 @@ def _memory(report, kind: str) -> dict:
 
 def _by_name(summary) -> dict:
     rows = [r for r in summary.by_name if isinstance(r["self_s"], (int, float))][:30]
-    return {"data": [{"type": "bar", "orientation": "h", "y": [r["name"] for r in rows],
+    return {"data": [{"type": "bar", "orientation": "h", "y": [_text(r["name"], 100) for r in rows],
                       "x": [r["self_s"] * 1e3 for r in rows],
                       "text": [f"{r['count']} calls" for r in rows], "hovertemplate": "%{y}: %{x:.3f} ms, %{text}"
                       "<extra></extra>"}],
@@ -239,12 +304,11 @@ def _by_name(summary) -> dict:
 
 
 def _slowest(w, report) -> None:
-    e = html.escape
     w("<h2 id='slowest'>Slowest ops</h2><table><thead><tr><th>op</th><th>name</th><th>duration</th>"
       "<th>outputs</th></tr></thead><tbody>")
     for op in report.operations(sort="duration", limit=SLOWEST):
-        w(f"<tr><td><a href='#op-{op.id}'>{op.id}</a></td><td>{e(op.name)}</td><td class='num'>"
-          f"{_seconds(op.duration)}</td><td>{_tensor_links(op.output_tensors)}</td></tr>")
+        w(f"<tr><td><a href='#op-{op.id}'>{op.id}</a></td><td>{_text(op.name, 300)}</td><td class='num'>"
+          f"{_seconds(op.duration)}</td><td>{_tensor_links(op.output_tensors[:MAX_LISTED])}</td></tr>")
     w("</tbody></table>\n")
 
 
@@ -257,22 +321,23 @@ def _pcc(w, report, checks: dict, comparison) -> None:
             if c["pcc"] is not None:
                 m = by_mode.setdefault(c["mode"], {})
                 m[op_id] = min(m.get(op_id, 1.0), c["pcc"])
-    for mode, points in sorted(by_mode.items()):
-        data.append({"type": "scatter", "mode": "markers+lines", "name": f"golden {mode}", "x": list(points),
-                     "y": list(points.values()), "customdata": list(points),
-                     "hovertemplate": "op %{x}: PCC %{y:.6f}<extra></extra>"})
+    for mode, points in sorted(by_mode.items(), key=lambda kv: str(kv[0])):  # a damaged mode may be a number
+        s = _lowest(points.items())
+        data.append({"type": "scatter", "mode": "markers+lines", "name": f"golden {_text(mode, 100)}", "x": s.x,
+                     "y": s.y, "customdata": s.customdata, "hovertemplate": "op %{x}: PCC %{y:.6f}<extra></extra>"})
     first = first_divergence(checks)
     if first is not None:
-        notes.append(f"First golden divergence: <a href='#op-{first[0]}'>op {first[0]}</a> ({first[1]['mode']}, "
-                     f"tensor {first[1]['tensor_id']}"
+        notes.append(f"First golden divergence: <a href='#op-{first[0]}'>op {first[0]}</a> "
+                     f"({_text(first[1]['mode'], 100)}, tensor {_text(first[1]['tensor_id'], 30)}"
                      + (f", device {first[1]['device_id']}" if first[1].get("device_id") is not None else "")
                      + f", PCC {_pcc_text(first[1]['pcc'])} below "
                      f"{first[1]['desired_pcc']})")
         shapes.append(first[0])
     if comparison is not None:
-        pairs = [(p.b_id, p.worst.pcc) for p in comparison.pairs if p.worst is not None and p.worst.pcc == p.worst.pcc]
-        data.append({"type": "scatter", "mode": "markers+lines", "name": f"vs {comparison.a.name}",
-                     "x": [b for b, _ in pairs], "y": [c for _, c in pairs], "customdata": [b for b, _ in pairs],
+        s = _lowest([(p.b_id, p.worst.pcc) for p in comparison.pairs
+                     if p.worst is not None and p.worst.pcc == p.worst.pcc])
+        data.append({"type": "scatter", "mode": "markers+lines", "name": f"vs {_text(comparison.a.name, 100)}",
+                     "x": s.x, "y": s.y, "customdata": s.customdata,
                      "hovertemplate": "op %{x}: PCC %{y:.6f} against A<extra></extra>"})
         rc = comparison.root_cause
         if rc is not None:
@@ -296,12 +361,21 @@ def _pcc(w, report, checks: dict, comparison) -> None:
     _chart(w, "pcc-chart", {"data": data, "layout": layout})
 
 
+def _lowest(points) -> _Thinned:
+    """(op id, PCC) points, in op order, as a series of at most MAX_POINTS that keeps each stretch's lowest PCC."""
+    points = list(points)
+    s = _Thinned(_step(len(points)), lambda a, b: a < b)
+    for i, (op_id, pcc) in enumerate(points):
+        s.add(i, op_id, pcc, op_id)
+    return s
+
+
 def _pcc_text(p) -> str:
     return f"{p:.6f}" if isinstance(p, float) else "n/a"
 
 
 def _tensor_links(tensors) -> str:
-    return ", ".join(f"<a href='#tensor-{t.id}'>{t.id}</a>&nbsp;{html.escape(_dims(t))}" for t in tensors)
+    return ", ".join(f"<a href='#tensor-{t.id}'>{t.id}</a>&nbsp;{_text(_dims(t), 200)}" for t in tensors)
 
 
 def _dims(t) -> str:
@@ -310,73 +384,116 @@ def _dims(t) -> str:
     return f"{list(t.dims)} {dtype} {where}"
 
 
-def _ops(w, report, checks: dict, limit, depth) -> None:
-    e = html.escape
+def _ops(w, report, checks: dict, limit, depth) -> int | None:
+    """The op table; returns the highest tensor id its rows link to (-1 for none), or None when it lists every op:
+    how far the tensor table goes."""
     total = report.count_operations() if depth is None else \
         report.execute("SELECT COUNT(*) FROM operations WHERE COALESCE(depth, 0) = 0").fetchone()[0]
     shown = total if limit is None else min(limit, total)
+    more = "`ttreport html --limit N` writes more (0: all), `ttreport ops` and `ttreport query` list every op"
     w(f"<h2 id='ops'>Ops</h2><p><input id='search' type='search' placeholder='filter: words in the name, "
-      f"tensors, error, source...'> <span id='shown'>{shown}</span> of {shown} ops shown"
+      f"tensors, error, source...'> <span id='shown'>{shown}</span> of <span id='listed'>{shown}</span> ops shown"
       f"{' (top-level ops only)' if depth is not None else ''}"
-      f"{'' if shown == total else f' (the first {shown} of {total}; export with a larger limit for more)'}</p>"
+      f"{'' if shown == total else f' (the first {shown:,} of {total:,}; {more})'}</p>"
       "<table id='ops'><thead><tr><th>op</th><th>name</th><th>depth</th><th>start</th><th>duration</th>"
       "<th>inputs</th><th>outputs</th><th>L1 after</th><th>DRAM after</th><th>PCC</th><th>details</th>"
       "</tr></thead><tbody>\n")
+    written, top_tensor = 0, -1
     for op in report.iter_operations(sort="id", limit=limit, depth=depth):
-        op_checks = checks.get(op.id, [])
-        pccs = [c["pcc"] for c in op_checks if c["pcc"] is not None]
-        failed = any(c["status"] == "fail" for c in op_checks)
-        classes = "error" if op.error is not None or op.status == "error" else "fail" if failed else ""
-        details = []
-        if op.arguments:
-            details.append("<b>arguments</b><pre>" + e("\n".join(f"{k} = {v}" for k, v in op.arguments)) + "</pre>")
-        for label, tensors in (("inputs", op.input_tensors), ("outputs", op.output_tensors)):
-            if tensors:
-                details.append(f"<b>{label}</b><pre>" + "\n".join(
-                    f"<a href='#tensor-{t.id}'>tensor {t.id}</a> {e(str(t.shape))} {e(str(t.dtype))} "
-                    f"{e(str(t.layout))} {e(str(memory_text.readable(t.memory_config)))}" for t in tensors) + "</pre>")
-        if op_checks:
-            details.append("<b>golden</b><pre>" + e("\n".join(
-                f"{c['mode']} tensor {c['tensor_id']}: {c['status']}, PCC {_pcc_text(c['pcc'])} "
-                f"(desired {c['desired_pcc']})" for c in op_checks)) + "</pre>")
-        if op.error is not None:
-            details.append(f"<b>error</b><pre>{e(str(op.error.error_type))}: {e(str(op.error.message))}</pre>")
-        if op.stack_trace:
-            details.append(f"<b>stack trace</b> (innermost first)<pre>{e(op.stack_trace)}</pre>")
-        search = " ".join([str(op.id), op.name, op.error.error_type or "" if op.error else "",
-                           op.error.message or "" if op.error else "", (op.stack_trace or "")[:500],
-                           " ".join(f"{t.id} {t.shape} {t.dtype}" for t in op.input_tensors + op.output_tensors)])
-        parent = f" <a href='#op-{op.parent}' title='called by'>&uarr;{op.parent}</a>" if op.parent is not None else ""
-        start = f"{op.start_ns / 1e6:.3f} ms" if isinstance(op.start_ns, int) else ""
-        w(f"<tr id='op-{op.id}' class='{classes}' data-search='{e(search.lower())}'><td>{op.id}</td>"
-          f"<td>{e(op.name)}{parent}</td><td class='num'>{op.depth if op.depth is not None else ''}</td>"
-          f"<td class='num'>{start}</td><td class='num'>{_seconds(op.duration)}</td>"
-          f"<td>{_tensor_links(op.input_tensors)}</td><td>{_tensor_links(op.output_tensors)}</td>"
-          f"<td class='num'>{_bytes(op.l1_bytes)}</td><td class='num'>{_bytes(op.dram_bytes)}</td>"
-          f"<td class='num'>{_pcc_text(min(pccs)) if pccs else ''}</td>"
-          f"<td>{'<details><summary>show</summary>' + ''.join(details) + '</details>' if details else ''}</td></tr>\n")
+        if written > TABLE_CHARS:
+            w(f"</tbody></table><p class='note'>The op table ends before op {op.id}: the page holds at most "
+              f"{TABLE_CHARS // 2**20} MiB of op rows. {more}.</p>\n")
+            return top_tensor
+        row = _op_row(op, checks.get(op.id, []))
+        w(row)
+        written += len(row)
+        top_tensor = max([top_tensor, *(t.id for t in op.input_tensors[:MAX_LISTED] + op.output_tensors[:MAX_LISTED])])
     w("</tbody></table>\n")
+    return top_tensor if shown < total else None
 
 
-def _tensors(w, report) -> None:
+def _op_row(op, op_checks: list) -> str:
+    """One op's row of the op table, each value capped (VALUE_CHARS) and each list too (MAX_LISTED)."""
     e = html.escape
+    pccs = [c["pcc"] for c in op_checks if c["pcc"] is not None]
+    failed = any(c["status"] == "fail" for c in op_checks)
+    classes = "error" if op.error is not None or op.status == "error" else "fail" if failed else ""
+    details = []
+    arguments, left = _listed(op.arguments, "arguments")
+    if arguments:
+        details.append("<b>arguments</b><pre>" + "\n".join(f"{_text(k, 100)} = {_text(v)}" for k, v in arguments)
+                       + (f"\n{left}" if left else "") + "</pre>")
+    for label, every in (("inputs", op.input_tensors), ("outputs", op.output_tensors)):
+        tensors, left = _listed(every, label)
+        if tensors:
+            details.append(f"<b>{label}</b><pre>" + "\n".join(
+                f"<a href='#tensor-{t.id}'>tensor {t.id}</a> {_text(t.shape, 200)} {_text(t.dtype, 100)} "
+                f"{_text(t.layout, 100)} {_text(memory_text.readable(t.memory_config))}" for t in tensors)
+                + (f"\n{left}" if left else "") + "</pre>")
+    if op_checks:
+        details.append("<b>golden</b><pre>" + "\n".join(
+            f"{_text(c['mode'], 100)} tensor {_text(c['tensor_id'], 100)}: {_text(c['status'], 100)}, PCC "
+            f"{_pcc_text(c['pcc'])} (desired {_text(c['desired_pcc'], 100)})" for c in op_checks[:MAX_LISTED])
+            + "</pre>")
+    if op.error is not None:
+        details.append(f"<b>error</b><pre>{_text(op.error.error_type, 300)}: {_text(op.error.message)}</pre>")
+    if op.stack_trace:
+        details.append(f"<b>stack trace</b> (innermost first)<pre>{_text(op.stack_trace)}</pre>")
+    error = op.error
+    tensors = op.input_tensors[:MAX_LISTED] + op.output_tensors[:MAX_LISTED]
+    search = " ".join(str(v)[:500] for v in (
+        op.id, op.name, error and error.error_type or "", error and error.message or "", op.stack_trace or "",
+        " ".join(f"{t.id} {t.shape} {t.dtype}" for t in tensors)))
+    parent = f" <a href='#op-{_text(op.parent, 30)}' title='called by'>&uarr;{_text(op.parent, 30)}</a>" \
+        if op.parent is not None else ""
+    start = f"{op.start_ns / 1e6:.3f} ms" if isinstance(op.start_ns, int) else ""
+    inputs, outputs = _listed(op.input_tensors, "inputs"), _listed(op.output_tensors, "outputs")
+    return (f"<tr id='op-{op.id}' class='{classes}' data-search='{e(search.lower())}'><td>{op.id}</td>"
+            f"<td>{_text(op.name, 300)}{parent}</td><td class='num'>{_text(op.depth, 30)}</td>"
+            f"<td class='num'>{start}</td><td class='num'>{_seconds(op.duration)}</td>"
+            f"<td>{_tensor_links(inputs[0])}{inputs[1] and ' ...'}</td>"
+            f"<td>{_tensor_links(outputs[0])}{outputs[1] and ' ...'}</td>"
+            f"<td class='num'>{_bytes(op.l1_bytes)}</td><td class='num'>{_bytes(op.dram_bytes)}</td>"
+            f"<td class='num'>{_pcc_text(min(pccs)) if pccs else ''}</td>"
+            f"<td>{'<details><summary>show</summary>' + ''.join(details) + '</details>' if details else ''}"
+            "</td></tr>\n")
+
+
+def _tensors(w, report, top_tensor: int | None) -> None:
+    """The tensor table: every tensor up to `top_tensor`, the highest id the op table links to (None: all)."""
     w("<h2 id='tensors'>Tensors</h2><table id='tensor-table'><thead><tr><th>tensor</th><th>shape</th><th>dtype</th>"
       "<th>layout</th><th>memory</th><th>device</th><th>address</th><th>size</th><th>made by</th><th>read by</th>"
       "<th>memory config</th></tr></thead><tbody>\n")
+    # At most MAX_READERS + 1 readers each (the one more says there are more), cut in SQL: a tensor that a
+    # million ops read costs the page one short cell.
     cur = report.execute(
         "SELECT t.tensor_id, t.shape, t.dtype, t.layout, t.buffer_type, t.device_id, t.address, t.size, "
         "t.producer_operation_id, t.memory_config, (SELECT group_concat(operation_id) FROM "
-        "(SELECT DISTINCT operation_id FROM input_tensors i WHERE i.tensor_id = t.tensor_id ORDER BY operation_id)) "
-        "FROM tensors t ORDER BY t.tensor_id")
+        "(SELECT DISTINCT operation_id FROM input_tensors i WHERE i.tensor_id = t.tensor_id ORDER BY operation_id "
+        f"LIMIT {MAX_READERS + 1})) FROM tensors t "
+        + ("" if top_tensor is None else f"WHERE t.tensor_id <= {int(top_tensor)} ") + "ORDER BY t.tensor_id")
     from ttreport.read.report import BUFFER_TYPES
 
+    written = 0
     while batch := cur.fetchmany(1000):
         for tid, shape, dtype, layout, btype, dev, addr, size, producer, cfg, readers in batch:
-            made = f"<a href='#op-{producer}'>op {producer}</a>" if producer is not None else ""
-            read = ", ".join(f"<a href='#op-{r}'>{r}</a>" for r in str(readers).split(",")) if readers else ""
-            w(f"<tr id='tensor-{tid}'><td>{tid}</td><td>{e(str(shape))}</td><td>{e(str(dtype))}</td>"
-              f"<td>{e(str(layout))}</td><td>{e(str(BUFFER_TYPES.get(btype, btype) or 'host'))}</td>"
-              f"<td>{'' if dev is None else dev}</td><td class='num'>{f'{addr:#x}' if isinstance(addr, int) else ''}"
-              f"</td><td class='num'>{_bytes(size)}</td><td>{made}</td><td>{read}</td>"
-              f"<td>{e(memory_text.readable(cfg) or '')}<pre>{e(str(cfg or ''))}</pre></td></tr>\n")
+            if written > TABLE_CHARS:
+                w(f"</tbody></table><p class='note'>The tensor table ends before tensor {tid}: the page holds at most "
+                  f"{TABLE_CHARS // 2**20} MiB of tensor rows; `ttreport tensor REPORT ID` shows any tensor.</p>\n")
+                return
+            made = f"<a href='#op-{_text(producer, 30)}'>op {_text(producer, 30)}</a>" if producer is not None else ""
+            ids = str(readers).split(",") if readers else []
+            read = ", ".join(f"<a href='#op-{_text(r, 30)}'>{_text(r, 30)}</a>" for r in ids[:MAX_READERS]) \
+                + (" ..." if len(ids) > MAX_READERS else "")
+            row = (f"<tr id='tensor-{tid}'><td>{tid}</td><td>{_text(shape, 200)}</td><td>{_text(dtype, 100)}</td>"
+                   f"<td>{_text(layout, 100)}</td><td>{_text(BUFFER_TYPES.get(btype, btype) or 'host', 100)}</td>"
+                   f"<td>{_text(dev, 30)}</td><td class='num'>{f'{addr:#x}' if isinstance(addr, int) else ''}"
+                   f"</td><td class='num'>{_bytes(size)}</td><td>{made}</td><td>{read}</td>"
+                   f"<td>{_text(memory_text.readable(cfg) or '')}<pre>{_text(cfg or '')}</pre></td></tr>\n")
+            w(row)
+            written += len(row)
+    if top_tensor is not None:
+        w("</tbody></table><p class='note'>The tensors the ops above made or read, and those before them; "
+          "`ttreport tensor REPORT ID` shows any tensor.</p>\n")
+        return
     w("</tbody></table>\n")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ttreport import db, wal
 from ttreport.errors import TTReportError
+from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
 
 DB_FILE = db.DB_FILE
 DEFAULT_ROOT = Path("generated/ttreport/reports")
@@ -794,12 +795,12 @@ class Report:
 
         return export_chrome_trace(self, path)
 
-    def export_html(self, path: str | os.PathLike, *, limit: int | None = None, top_level: bool = False,
+    def export_html(self, path: str | os.PathLike, *, limit: int | None = HTML_MAX_OPS, top_level: bool = False,
                     comparison=None) -> Path:
         """Write the run as one self-contained .html report (summary, timeline, memory per device,
         time by op name, slowest ops, a searchable op table, golden PCC); no network needed to open it.
-        `limit` caps the ops in the timeline and the op table (None: every op), `top_level` keeps only the
-        ops the model called there; `comparison`, a
+        `limit` caps the ops in the op table (default 10,000; None: every op, up to the page's bound; the
+        timeline draws at most 10,000), `top_level` keeps only the ops the model called there; `comparison`, a
         ReportComparison whose B is this report, adds its PCC per op and root cause. Returns the path."""
         from ttreport.export.html import export_html
 
