@@ -196,6 +196,26 @@ class Config:
         d["root"] = str(self.root)
         return d
 
+    @classmethod
+    def read_back(cls, saved) -> tuple[Config, dict]:
+        """The config a report folder's config.json records (`saved`: its "config" object), each option checked
+        as Config checks it; and {name: value} of the options it refused, which take their defaults.
+
+        A folder is data from elsewhere: a value Config would refuse must not drive a reader (flush_ops 0 made
+        the rebuild of a killed capture's log spin forever). Keys this version does not know are ignored (a
+        newer ttreport's options)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        good, bad = {}, {}
+        for name, value in (saved.items() if isinstance(saved, dict) else ()):
+            if name not in names:
+                continue
+            try:
+                cls(**{name: value})  # each alone: a bad one does not take the good ones with it
+                good[name] = value
+            except (ConfigError, TypeError, ValueError):
+                bad[name] = value
+        return cls(**good), bad
+
 
 def _number(value) -> bool:
     """A real number: not a bool, not NaN (every comparison with NaN is False, so range checks pass it)."""
