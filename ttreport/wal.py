@@ -25,6 +25,8 @@ from pathlib import Path
 
 LOCK_FILE = ".lock"  # flock'd while a capture writes the folder; holds the capturing pid (capture/session.py)
 OPLOG_DIR = "oplog"  # a process writer's op log (ttreport.capture.oplog): what a killed one leaves to finish from
+OPLOG_DONE_DIR = "oplog.done"  # the op log renamed as it is deleted: its report holds every op (writer_process)
+CLOSED_STATUSES = ("complete", "error", "interrupted")  # a capture that closed its report wrote one of these
 RESERVE_FILE = ".reserve"  # disk space a capture holds for its closing notes; a killed one leaves it
 # tensor_lifetime's rows, worked out beside a long capture's close (capture/writer.py); a killed close leaves it
 LIFETIMES_FILE = ".lifetimes.sqlite"
@@ -35,14 +37,24 @@ def wal_path(db_path: Path) -> Path:
     return db_path.with_name(db_path.name + "-wal")
 
 
-def fold(db_path: str | os.PathLike) -> bool:
+def closed(meta: dict) -> bool:
+    """Whether a report's metadata says its db holds every op its capture recorded: the capture closed it (its
+    status), or its op log was written to the end after the capture was killed (log_finished). The writer
+    process writes either only once the db holds every op (ttreport.capture.writer_process)."""
+    return meta.get("status") in CLOSED_STATUSES or "log_finished" in meta
+
+
+def fold(db_path: str | os.PathLike, *, remove_unused_log: bool = False) -> bool:
     """Fold `db_path`'s left-over WAL into it; True when db.sqlite now stands alone (or already did).
 
     False, changing nothing, while a capture holds the folder, while another reader holds a snapshot,
-    or when the folder or file cannot be written (or the disk is still full).
+    or when the folder or file cannot be written (or the disk is still full). An op log left beside it is
+    finished first (writer_process.finish_from_log): rebuilt from, or, remove_unused_log (`ttreport check
+    --repair`), deleted when the report says it holds every op.
     """
     db_path = Path(db_path)
-    log = os.path.isdir(db_path.parent / OPLOG_DIR)  # a process writer's op log: the report is rebuilt from it
+    # A process writer's op log: the report is rebuilt from it (or, marked done, it is deleted).
+    log = any(os.path.isdir(db_path.parent / name) for name in (OPLOG_DIR, OPLOG_DONE_DIR))
     if not log and not os.path.lexists(wal_path(db_path)):
         return True
     lock_fd = _hold_folder(db_path.parent)
@@ -53,7 +65,7 @@ def fold(db_path: str | os.PathLike) -> bool:
             # Imports torch: only for a killed capture's log.
             from ttreport.capture.writer_process import finish_from_log
 
-            if not finish_from_log(db_path.parent):
+            if not finish_from_log(db_path.parent, remove_unused=remove_unused_log):
                 return False
             if not os.path.lexists(wal_path(db_path)):
                 return True
@@ -76,6 +88,22 @@ def fold(db_path: str | os.PathLike) -> bool:
                     os.unlink(db_path.parent / leftover)
             os.close(lock_fd)
     return True
+
+
+def log_left(folder: str | os.PathLike) -> str | None:
+    """A short note of an op log left in `folder` that no capture is writing, for a report's status line: what
+    it is and its size on disk (None: there is none). `ttreport check` says more: the ops it holds, the fix."""
+    folder = Path(folder)
+    for name, what in ((OPLOG_DIR, "an op log left beside it"), (OPLOG_DONE_DIR, "a finished op log not deleted")):
+        path = folder / name
+        if os.path.lexists(path) and not capture_holds(folder):
+            try:
+                sizes = [e.stat(follow_symlinks=False).st_size for e in os.scandir(path) if e.name.endswith(".seg")]
+            except OSError:
+                sizes = []  # a link or a file of that name: check names it
+            segments = f"{len(sizes)} segment" + ("" if len(sizes) == 1 else "s")
+            return f"{what}: {name}/, {segments}, {sum(sizes) / 2**20:.1f} MiB on disk (ttreport check)"
+    return None
 
 
 def capture_holds(folder: str | os.PathLike) -> bool:

@@ -60,7 +60,7 @@ from ttreport.errors import (
 )
 from ttreport.export import ops_perf
 from ttreport.storage import TENSORS_DIR, TensorStore
-from ttreport.wal import LIFETIMES_FILE, LOCK_FILE, RESERVE_FILE
+from ttreport.wal import LIFETIMES_FILE, LOCK_FILE, OPLOG_DONE_DIR, RESERVE_FILE
 
 CONFIG_FILE = "config.json"
 # The notes written at close (status, end time, losses) take a few pages of the WAL: 64 KiB holds them.
@@ -603,7 +603,8 @@ def _remove_report_files(path: Path) -> None:
         entry = path / name
         if entry.is_symlink() or entry.is_file():
             entry.unlink()
-    remove_log(path / OPLOG_DIR)  # a process writer's op log (its segments and progress note only)
+    for log in (OPLOG_DIR, OPLOG_DONE_DIR):  # a process writer's op log (its segments and progress note only)
+        remove_log(path / log)
     tensors = path / TENSORS_DIR
     if tensors.is_dir() and not tensors.is_symlink():
         for entry in tensors.iterdir():

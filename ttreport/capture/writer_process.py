@@ -15,6 +15,13 @@ what the log holds (every op appended before the kill) and closes the report, wh
 "running": readers show that the run was killed. When this process is killed too, the log stays,
 and the next `ttreport.open`, CLI command or `ttreport check --repair` rebuilds the report from the
 whole log with finish_from_log (ttreport.wal calls it).
+
+The end of a log, in an order that a kill at any instant leaves the whole log or a report that holds
+every op: the db is written and closed; then its closing note (the capture's status, or log_finished)
+is committed, so a report that says it is complete holds every op; then the log's folder is renamed
+oplog.done (atomic), and only then deleted. A reader finding oplog.done finishes the deletion; one
+finding oplog beside a report that is not closed rebuilds from it, and never replaces the db with a
+rebuild that holds fewer ops.
 """
 
 from __future__ import annotations
@@ -30,18 +37,27 @@ import sqlite3
 import threading
 import time
 import traceback
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
 from ttreport.capture.log_tensors import FileWriter
-from ttreport.capture.oplog import OPLOG_DIR, LogTail, remove_log, write_count, write_progress
-from ttreport.capture.recorder import FLUSH, META, STOP
-from ttreport.wal import RESERVE_FILE
+from ttreport.capture.oplog import OPLOG_DIR, LogTail, remove_log, segment_path, write_count, write_progress
+from ttreport.capture.recorder import FLUSH, META, OP, STOP
+from ttreport.config import Config
+from ttreport.errors import ReportIncompleteWarning
+from ttreport.wal import OPLOG_DONE_DIR, RESERVE_FILE, closed
 
 DB_FILE = "db.sqlite"
 IDLE_SLEEP_S = 0.0005  # between looks at an idle log: a few hundred µs of latency, ~nothing of CPU
 REBUILD_SUFFIX = ".rebuild"
 _OPTIONS = ("flush_ops", "flush_interval_s", "buffer_pages", "device_graphs", "perf_files")
+# A rebuild's batches hold at most this many records, whatever config.json says: Config's own queue_max default,
+# the most a thread writer holds. A folder's flush_ops of 10**12 would have read a whole log into one batch.
+REBUILD_BATCH_MAX = 100_000
+# A test seam (tests/test_hardening_recovery.py): with TTREPORT_TEST_KILL_STEP=k in its environment the writer
+# process SIGKILLs itself at step k of the end of its log (_Steps), to show that a kill at each loses no op.
+KILL_STEP_VAR = "TTREPORT_TEST_KILL_STEP"
 
 
 # -- the capturing process's handle ---------------------------------------------------------------
@@ -147,7 +163,7 @@ class WriterProcess:
         result = self.result
         if result is None:  # killed (or crashed) before it finished: the log still holds everything
             how = f"exit status {self.returncode}"
-            if not finish_from_log(self.folder):
+            if not finish_from_log(self.folder, remove_unused=True):  # its own log: one the db holds is deleted
                 self.error = RuntimeError(f"the writer process ended ({how}) and the report could not be rebuilt from "
                                           f"its log; ttreport check --repair tries again")
             self._add_log_losses()
@@ -188,12 +204,14 @@ def _writer(db_path: Path, tail: LogTail, options: dict):
 
 
 def pump(writer, tail: LogTail, options: dict, parent_alive, *, freeze: bool = False, progress=None,
-         files=None) -> bool:
+         files=None, held: list | None = None) -> bool:
     """Write the log's records in batches until its STOP (True) or, once `parent_alive()` is False, its end.
 
     freeze=True (the writer process only, never a reader's process, whose own objects it would freeze too):
     gc.freeze() after each batch. progress: the capture's LogSink.progress, told the bytes written after each
-    batch (its back-pressure). files: a log_tensors.FileWriter, which writes the tensor files the batch carries."""
+    batch (its back-pressure). files: a log_tensors.FileWriter, which writes the tensor files the batch carries.
+    held: the capture's status note goes there instead of into the db (the writer process commits it once the
+    db is closed: _finish)."""
     flush_ops, interval = options["flush_ops"], options["flush_interval_s"]
     segment = 0
     while True:
@@ -212,12 +230,14 @@ def pump(writer, tail: LogTail, options: dict, parent_alive, *, freeze: bool = F
                 if batch and time.monotonic() - started >= interval:
                     break
                 time.sleep(IDLE_SLEEP_S)
-        if tail.segment != segment:
+        if tail.segment != segment and progress is not None:  # a reader's rebuild has no capture to tell
             segment = tail.segment
             write_progress(tail.folder, segment)
         if batch:
             if files is not None:
                 batch = files.convert(batch)
+            if held is not None:
+                batch = _hold_status(batch, held)
             stopped = writer._write(batch)
             if progress is not None:
                 write_count(progress, tail)
@@ -232,14 +252,74 @@ def pump(writer, tail: LogTail, options: dict, parent_alive, *, freeze: bool = F
             return False
 
 
-def _finish(writer, tail: LogTail, stopped: bool, files) -> None:
+def _hold_status(batch: list, held: list) -> list:
+    """`batch` less the capture's status note, which goes to `held`: one pass over the tags (~0.1 % of the
+    writer's time for a 2,000-record batch)."""
+    kept = [r for r in batch if r[0] != META or r[1] != "status"]
+    if len(kept) != len(batch):
+        held += [r for r in batch if r[0] == META and r[1] == "status"]
+    return kept
+
+
+class _Steps:
+    """The steps of the end of a log, counted; the test seam's kill (KILL_STEP_VAR) at the one it names."""
+
+    def __init__(self):
+        value = os.environ.get(KILL_STEP_VAR, "")
+        self.kill_at = int(value) if value.isdigit() else 0
+        self.done = 0
+
+    def __call__(self) -> None:
+        self.done += 1
+        if self.done == self.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _finish(writer, tail: LogTail, stopped: bool, files, held: list, step) -> None:
+    """Close the db, then commit its closing note: the capture's status (held back by pump), or log_finished
+    when the capture was killed. A report that says it is complete (or finished) holds every op, closed."""
     if not stopped and writer.con is not None:
-        writer._write([(META, "log_finished", "by the writer process: the capturing process ended without "
-                                               "closing the report (killed); every op it recorded is here"),
-                       *files.notes()])
-    if writer.con is not None:
+        writer._write(files.notes())
+        held.append((META, "log_finished", "by the writer process: the capturing process ended without "
+                                           "closing the report (killed); every op it recorded is here"))
+    connected = writer.con is not None
+    if connected:
         writer._close()
     tail.close()
+    step()  # 1: the db closed, without its closing note
+    if connected and held:
+        try:
+            con = sqlite3.connect(writer.db_path)
+            try:
+                with con:
+                    con.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)",
+                                    [(key, str(value)) for _, key, value in held])
+            finally:
+                con.close()
+        except sqlite3.Error as e:  # the capture writes its notes again, with the error (session.py)
+            writer._fail(e)
+    step()  # 2: the report says it is complete, beside its whole log
+
+
+def _remove_finished_log(log: Path, step=lambda: None) -> None:
+    """Delete a log whose report holds every op it does: renamed oplog.done first (atomic), so a kill from then
+    on leaves a name that says the db is complete (a reader finishes the deletion: finish_from_log), never a
+    half-deleted log that a reader would rebuild a smaller report from."""
+    done = log.with_name(OPLOG_DONE_DIR)
+    # OSError: a folder that cannot be written (read-only media), or oplog.done a file or someone else's folder:
+    # what is left stays, whole or marked done, for `ttreport check` to name.
+    with contextlib.suppress(OSError):
+        remove_log(done)  # one an earlier kill left: out of the rename's way
+        os.rename(log, done)
+        step()  # 3: renamed
+        n = 1
+        while os.path.lexists(segment_path(done, n)):
+            os.unlink(segment_path(done, n))
+            step()  # 4, 5, ...: each segment
+            n += 1
+        remove_log(done)  # its progress note, and the folder
+        if os.path.lexists(done):  # files of someone else's were in it: they stay where they were
+            os.rename(done, log)
 
 
 def main(folder: Path, parent: int, options: dict, out_fd: int, progress=None) -> int:
@@ -258,16 +338,18 @@ def main(folder: Path, parent: int, options: dict, out_fd: int, progress=None) -
     tail = LogTail(folder / OPLOG_DIR, on_flush=tell)
     writer = _writer(folder / DB_FILE, tail, options)
     files = FileWriter(folder)
+    held: list = []
     stopped = pump(writer, tail, options, lambda: os.getppid() == parent, freeze=True, progress=progress,
-                   files=files)
-    _finish(writer, tail, stopped, files)
+                   files=files, held=held)
+    step = _Steps()
+    _finish(writer, tail, stopped, files, held, step)
     if not stopped:  # the capture was killed: the room it kept for its closing notes is of no more use
         with contextlib.suppress(OSError):
             os.unlink(folder / RESERVE_FILE)
     if stopped or writer.error is None:
         # The report holds it all now, or what it could not take is counted in it, as the thread writer's
         # losses are (a full disk). Kept only when this process could not finish: a reader rebuilds from it.
-        remove_log(folder / OPLOG_DIR)
+        _remove_finished_log(folder / OPLOG_DIR, step)
     say(json.dumps({"error": None if writer.error is None else repr(writer.error),
                     "records_lost": writer.records_lost, "ops_lost": writer.ops_lost,
                     "records_written": writer.records_written, **files.result(), **_perf_result(writer)}))
@@ -283,25 +365,41 @@ def _perf_result(writer) -> dict:
 
 
 # -- rebuilding a report from its log ----------------------------------------------------------------
-def finish_from_log(folder: str | os.PathLike) -> bool:
-    """Rebuild `folder`'s db.sqlite from the op log its capture left (True: done, or no log to do it from).
+def finish_from_log(folder: str | os.PathLike, *, remove_unused: bool = False) -> bool:
+    """Finish what the writer process of `folder`'s capture left: rebuild db.sqlite from its op log, or delete a
+    log the db holds all of. True: db.sqlite is the report (rebuilt, or there was nothing to rebuild from).
 
-    The caller holds the folder's lock (no capture or writer process is writing it). The report is
-    rebuilt beside the old db from the whole log, with the old db's report_metadata, and replaces it
-    only when whole; the log is deleted last. A failure leaves the old db and the log as they were.
+    The caller holds the folder's lock (no capture or writer process is writing it).
+    - oplog.done: the writer process had finished (the db holds every op) and was deleting it: deleted.
+    - oplog beside a report that says it is closed (its status, or log_finished: written only once the db holds
+      every op, _finish): not rebuilt from. It stays, for `ttreport check` to name, unless remove_unused (the
+      capture whose log it is, or `ttreport check --repair`) and it holds no op more than the db.
+    - oplog beside a report that is not closed: the report is rebuilt beside the old db from the whole log,
+      with the old db's report_metadata, and replaces it only when whole and holding at least the old db's ops
+      (never fewer: a half-deleted log made a 250,000-op report one of 98,635); the log is deleted last. A
+      failure or a refusal (said in one line, a ReportIncompleteWarning) leaves the db and the log as they were.
     """
     folder = Path(folder)
     log = folder / OPLOG_DIR
-    if not log.is_dir():
+    done = folder / OPLOG_DONE_DIR
+    if done.is_dir() and not done.is_symlink():
+        with contextlib.suppress(OSError):  # a folder that cannot be written: check names it
+            remove_log(done)  # a kill cut its deletion short: the report holds every op
+    if not os.path.lexists(log):
+        return True
+    db_path = folder / DB_FILE
+    meta, old_ops = _old_report(db_path)
+    why = unreadable_log(log)
+    if why is not None:
+        return _refuse(log, why)
+    if closed(meta):
+        if remove_unused and count_log(log)[0] <= old_ops:
+            _remove_finished_log(log)
         return True
     from ttreport import db
 
-    db_path = folder / DB_FILE
-    meta = _old_metadata(db_path)
     tmp = folder / (DB_FILE + REBUILD_SUFFIX)
-    for leftover in (tmp, *_sidecars(tmp)):
-        with contextlib.suppress(FileNotFoundError):
-            leftover.unlink()
+    _discard(tmp)
     try:
         db.create(tmp, indexes=False)
         con = sqlite3.connect(tmp)
@@ -309,14 +407,9 @@ def finish_from_log(folder: str | os.PathLike) -> bool:
             con.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)", meta.items())
         con.close()
     except Exception:  # noqa: BLE001 - SQLAlchemy's or SQLite's (a full disk): the old db and the log stay
-        for leftover in (tmp, *_sidecars(tmp)):
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
+        _discard(tmp)
         return False
-    options = {"flush_ops": 2000, "flush_interval_s": 0.05, "buffer_pages": False, "device_graphs": True}
-    config = _old_options(folder)
-    options.update({k: config[k] for k in _OPTIONS if k in config})
-    options["perf_files"] = False  # as before: a rebuilt report's perf files are `ttreport perf-csv`'s
+    options, refused = _old_options(folder)
     tail = LogTail(log)
     writer = _writer(tmp, tail, options)
     files = FileWriter(folder)  # the files of the ops the capture logged: written again (the same bytes), or now
@@ -328,47 +421,117 @@ def finish_from_log(folder: str | os.PathLike) -> bool:
     gc.disable()
     try:
         stopped = pump(writer, tail, options, lambda: False, files=files)
+    except Exception as e:  # noqa: BLE001 - a log this version cannot decode (damaged, or not a capture's): refused
+        if writer.con is not None:
+            writer.con.close()
+        tail.close()
+        _discard(tmp)
+        return _refuse(log, f"its records cannot be read ({type(e).__name__}: {e})")
     finally:
         if collecting:
             gc.enable()
+    rebuilt = _ops(writer.con) if writer.con is not None and writer.error is None else 0
+    if writer.error is None and rebuilt < old_ops:
+        writer.con.close()
+        tail.close()
+        _discard(tmp)
+        return _refuse(log, f"it holds {rebuilt} ops, fewer than the {old_ops} of {DB_FILE} beside it, which a "
+                            f"rebuild from it would lose")
     if not stopped and writer.con is not None:
-        writer._write([(META, "log_finished", "from the op log by a reader: the capture and its writer process "
-                                               "were killed; every op the capture recorded is here"), *files.notes()])
+        note = ("from the op log by a reader: the capture and its writer process were killed; every op the "
+                "capture recorded is here")
+        if refused:
+            note += f" (config.json's {refused} not allowed: the defaults used)"
+        writer._write([(META, "log_finished", note), *files.notes()])
     if writer.con is not None:
         writer._close()
     tail.close()
     if writer.error is not None:
-        for leftover in (tmp, *_sidecars(tmp)):  # the old db and the log stay as they were
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
+        _discard(tmp)  # the old db and the log stay as they were
         return False
     for sidecar in _sidecars(db_path):  # the old WAL must not be replayed into the new file
         with contextlib.suppress(FileNotFoundError):
             sidecar.unlink()
     os.replace(tmp, db_path)
-    remove_log(log)
+    _remove_finished_log(log)
     return True
+
+
+def count_log(log: Path) -> tuple[int, int]:
+    """The ops an op log holds and its bytes of records, read as a rebuild reads it (to its end, or its first
+    torn record or missing segment): ~30 µs an op."""
+    tail = LogTail(log)
+    ops = 0
+    try:
+        while True:
+            records, more = tail.read(REBUILD_BATCH_MAX)
+            ops += sum(1 for r in records if r[0] == OP)
+            if not more:
+                return ops, tail.done + tail.off
+    finally:
+        tail.close()
+
+
+def unreadable_log(log: Path) -> str | None:
+    """Why `log` is not read (a link, or a segment that is not a plain file: it would read outside the folder),
+    or None."""
+    if log.is_symlink() or not log.is_dir():
+        return "it is not a folder the capture made (a link, or a file)"
+    n = 1
+    while os.path.lexists(segment_path(log, n)):
+        if not segment_path(log, n).is_file() or segment_path(log, n).is_symlink():
+            return f"its {segment_path(log, n).name} is not a plain file (a link?)"
+        n += 1
+    return None
+
+
+def _refuse(log: Path, why: str) -> bool:
+    """Say in one line why the report is not rebuilt from `log` (which stays, as does the db); False."""
+    # The log's path as the warning's place: shown as one line, with no source line under it.
+    warnings.warn_explicit(f"the report is not rebuilt from this op log: {why}; both are left as they are "
+                           f"(`ttreport check {log.parent}` says more)", ReportIncompleteWarning, str(log), 0)
+    return False
+
+
+def _discard(tmp: Path) -> None:
+    for leftover in (tmp, *_sidecars(tmp)):
+        with contextlib.suppress(FileNotFoundError):
+            leftover.unlink()
+
+
+def _ops(con: sqlite3.Connection) -> int:
+    return con.execute("SELECT COUNT(*) FROM operations").fetchone()[0]
 
 
 def _sidecars(db_path: Path) -> list[Path]:
     return [db_path.with_name(db_path.name + s) for s in ("-wal", "-shm", "-journal")]
 
 
-def _old_metadata(db_path: Path) -> dict:
-    """The report_metadata a capture wrote at its start (versions, status, ids), from the old db if it reads."""
+def _old_report(db_path: Path) -> tuple[dict, int]:
+    """The report_metadata a capture wrote at its start (versions, status, ids), and the ops the old db holds,
+    from the old db as far as it reads ({}, 0: not at all)."""
+    meta, ops = {}, 0
     try:
         con = sqlite3.connect(db_path)
         try:
-            return dict(con.execute("SELECT key, value FROM report_metadata"))
+            meta = dict(con.execute("SELECT key, value FROM report_metadata"))
+            ops = _ops(con)
         finally:
             con.close()
     except sqlite3.Error:
-        return {}
+        return meta, ops  # what could be read: the metadata of a db whose operations are damaged, say
+    return meta, ops
 
 
-def _old_options(folder: Path) -> dict:
+def _old_options(folder: Path) -> tuple[dict, dict]:
+    """The writer options config.json records, each checked as Config checks it (one it refuses takes its
+    default), and those refused. A folder is data from elsewhere: its flush_ops of 0 made the rebuild spin."""
     try:
-        return json.loads((folder / "config.json").read_text()).get("config", {})
-    except (OSError, ValueError, AttributeError):
-        return {}
-
+        saved = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        saved = {}
+    config, refused = Config.read_back(saved.get("config") if isinstance(saved, dict) else None)
+    options = {k: getattr(config, k) for k in _OPTIONS}
+    options["flush_ops"] = min(options["flush_ops"], REBUILD_BATCH_MAX)
+    options["perf_files"] = False  # as before: a rebuilt report's perf files are `ttreport perf-csv`'s
+    return options, {k: v for k, v in refused.items() if k in _OPTIONS}
