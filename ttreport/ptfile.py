@@ -329,6 +329,9 @@ def inspect_tensor(f, size: int) -> StoredTensor:
         raise ValueError(f"compressed entries ({', '.join(packed[:3])}), which torch.save never writes")
     if any(i.flag_bits & 0x1 for i in entries):
         raise ValueError("encrypted entries, which torch.save never writes")
+    folders = [i.filename for i in entries if i.filename.endswith("/") or i.external_attr & 0x10]
+    if folders:  # miniz takes the DOS folder bit as "no data": torch.load then gave a tensor of uninitialized memory
+        raise ValueError(f"entries marked as folders ({', '.join(folders[:3])}), which torch.save never writes")
     if not names:
         raise ValueError("an empty zip, not a torch file")
     top = names[0].split("/", 1)[0]  # torch.save's records all sit in one folder, named after the file
