@@ -543,9 +543,10 @@ def _restamp_config(path: Path, revision: str) -> None:
 @main.command()
 @click.argument("report")
 @click.option("--repair", is_flag=True, help="First fold a WAL that a killed or disk-full capture left back into "
-              "db.sqlite, so that the file stands alone (every reader tries to); a fault if it cannot.")
+              "db.sqlite, so that the file stands alone (every reader tries to), rebuild db.sqlite from the op log a "
+              "killed capture left, and delete one the report no longer needs; a fault if it cannot.")
 def check(report, repair):
-    """Check REPORT's integrity: the database, ids across tables, tensor files, status.
+    """Check REPORT's integrity: the database, ids across tables, tensor files, status, a left-over op log.
 
     Lists each fault and exits with status 1 if there is any; prints "ok" and exits 0 if none.
 
@@ -564,15 +565,25 @@ def check(report, repair):
 
 
 def _repair(report) -> list[str]:
-    """Fold REPORT's left-over WAL; the fault when it cannot (ttreport.wal)."""
+    """Fold REPORT's left-over WAL and finish its op log (ttreport.wal); the fault when the WAL cannot be folded.
+    An op log that stays is check's to name (read.faults: what it holds, and why it stays)."""
     from ttreport import wal
     from ttreport.read.report import resolve
 
     db_path = resolve(report)
     log = wal.wal_path(db_path)
-    if not os.path.lexists(log):
+    had_wal = os.path.lexists(log)
+    op_logs = [db_path.parent / name for name in (wal.OPLOG_DIR, wal.OPLOG_DONE_DIR)
+               if os.path.lexists(db_path.parent / name)]
+    if not had_wal and not op_logs:
         return []
-    if wal.fold(db_path):
+    folded = wal.fold(db_path, remove_unused_log=True)
+    for op_log in op_logs:
+        if not os.path.lexists(op_log):
+            click.echo(f"repaired: {db_path} holds every op of the op log {op_log.name}/, which is deleted")
+    if not had_wal or any(os.path.lexists(op_log) for op_log in op_logs):
+        return []  # a WAL is folded only after its op log is finished: check names the log and why it stays
+    if folded:
         click.echo(f"repaired: folded {log.name} into {db_path}, which now stands alone")
         return []
     return [f"{log}: could not be folded into {db_path.name} (a capture is writing the report, a reader holds it, or "

@@ -8,9 +8,11 @@ A fault is one line of text naming what is wrong and where. The checks: SQLite's
 `PRAGMA integrity_check`; the schema revision; the status (a report whose capture was killed
 stays "running"); what the capture itself noted as lost; ids that point at rows that do not
 exist (input/output tensors, producers, parents, stack traces, errors); values a reader would
-trip on (a BLOB or text where a number belongs, text that is not UTF-8), in every table; and
-every tensor file the report names: inside the report folder, a regular file, no larger than
-its shape allows, and loadable with the CRC-32, shape and dtype the capture recorded for it.
+trip on (a BLOB or text where a number belongs, text that is not UTF-8), in every table; an op
+log a killed capture left that no reader could finish (a read-only folder, a rebuild refused as
+it would hold fewer ops), with the ops it holds against the db's; and every tensor file the
+report names: inside the report folder, a regular file, no larger than its shape allows, and
+loadable with the CRC-32, shape and dtype the capture recorded for it.
 A damaged page or schema never stops the checks that can still run. Only a path that holds no
 report raises (ReportError); everything about the report's contents is a fault.
 """
@@ -21,6 +23,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from ttreport import wal
 from ttreport.errors import TTReportError
 from ttreport.read.report import check_schema, connect_readonly, expected_file, resolve
 
@@ -93,6 +96,7 @@ def _check(con: sqlite3.Connection, db_path: Path, folder: Path) -> list[str]:
     except _UNREADABLE as e:
         faults.append(f"{db_path}: report_metadata cannot be read ({e})")
     faults += _metadata_faults(meta, db_path)
+    faults += _log_faults(con, db_path, meta)
     for what, sql in _DANGLING:
         try:
             ids = [r[0] for r in con.execute(sql)]
@@ -179,6 +183,51 @@ def _metadata_faults(meta: dict, db_path: Path) -> list[str]:
     lost = {k: meta[k] for k in _LOSS_KEYS if k in meta}
     if lost:
         faults.append(f"{db_path}: the capture noted a loss: " + ", ".join(f"{k}={v}" for k, v in lost.items()))
+    return faults
+
+
+def _log_faults(con: sqlite3.Connection, db_path: Path, meta: dict) -> list[str]:
+    """An op log a killed capture left that no reader finished (connect_readonly tried: wal.fold): what it holds
+    against what the db holds, and the fix. A capture's own log while it runs is no fault."""
+    folder = db_path.parent
+    log, done = folder / wal.OPLOG_DIR, folder / wal.OPLOG_DONE_DIR
+    if not (os.path.lexists(log) or os.path.lexists(done)) or wal.capture_holds(folder):
+        return []
+    faults = []
+    if os.path.lexists(done):
+        faults.append(f"{done}: an op log whose deletion a kill cut short (the report holds every op): a reader "
+                      f"where the folder is writable finishes it (`ttreport check --repair`), or delete it")
+    if not os.path.lexists(log):
+        return faults
+    # Imports torch: only for a report with a log left beside it.
+    from ttreport.capture.writer_process import count_log, unreadable_log
+
+    why = unreadable_log(log)
+    if why is not None:
+        return [*faults, f"{log}: not an op log that is read: {why}; delete it"]
+    try:
+        db_ops = con.execute("SELECT COUNT(*) FROM operations").fetchone()[0]
+    except _UNREADABLE:
+        db_ops = 0  # its faults are listed above; a rebuild would keep nothing of it either
+    ops, used = count_log(log)
+    segments = sum(1 for e in os.scandir(log) if e.name.endswith(".seg"))
+    held = (f"{log}: an op log of {segments} segments ({used:,} bytes of records) holding {ops:,} ops, "
+            f"{db_path.name} {db_ops:,}")
+    if wal.closed(meta):
+        said = f"status {meta['status']!r}" if meta.get("status") in wal.CLOSED_STATUSES else "log_finished"
+        if ops <= db_ops:
+            faults.append(f"{held}: not used, as the report says it holds every op ({said}); "
+                          f"`ttreport check --repair` deletes it")
+        else:
+            faults.append(f"{held}: not used, as the report says it holds every op ({said}); move it out of the "
+                          f"folder to keep the ops only it holds")
+    elif ops < db_ops:
+        faults.append(f"{held}: the report is not rebuilt from it, as that would lose {db_ops - ops:,} ops; "
+                      f"delete it if the report is right")
+    else:
+        faults.append(f"{held}: not folded in, so readers show {ops - db_ops:,} ops fewer; open the report once "
+                      f"where its folder is writable, or run `ttreport check --repair` there, to rebuild "
+                      f"{db_path.name} from it")
     return faults
 
 
