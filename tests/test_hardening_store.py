@@ -190,6 +190,17 @@ def test_a_push_carries_no_file_from_outside_the_reports_tensors_folder(two_stor
     assert [p for p in shared.rglob("*") if p.is_file()] == []
 
 
+def test_a_push_carries_nothing_through_a_tensors_folder_that_is_a_link(two_stores, report, tmp_path):
+    (a, _), shared = two_stores
+    elsewhere = tmp_path / "dot-ssh"  # a received report whose tensors/ leads to a folder of the pushing host
+    shutil.move(report / "tensors", elsewhere)
+    (report / "tensors").symlink_to(elsewhere)
+    with pytest.raises(store.StoreError, match="is outside the report's tensors/ folder"):
+        store.push(report, a)
+    assert store.runs(a) == []
+    assert [p for p in shared.rglob("*") if p.is_file()] == []
+
+
 def test_a_run_pushed_in_the_old_layout_reads_only_its_own_files(two_stores, report):
     # Before issue 29 a run's files were at <report UUID>/tensors/; a push of the same report into another
     # store now puts its files beside them, at <report UUID>/<push UUID>/tensors/.

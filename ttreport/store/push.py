@@ -172,7 +172,7 @@ def _stage_files(folder: Path, files, staged: Path) -> None:
     # Readers take tensor files from the report's tensors/ folder only, and a run's folder is linked into the
     # cache beside its db.sqlite (pull.py): a row naming any other file, or a link out of tensors/ (a report
     # is input: it must not carry another file of this host into a shared store), is refused.
-    root = (folder / TENSORS_DIR).resolve()
+    root = folder.resolve() / TENSORS_DIR  # not resolved itself: a tensors/ that is a link leads out of the report
     for rel in files:
         source = folder / rel
         # A mesh tensor's row names its folder, which holds a file per device shard (tensors/<id>/<device>.pt).
