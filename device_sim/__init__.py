@@ -297,6 +297,10 @@ from device_sim import _ttnn, cluster, reports  # noqa: E402, F401
 
 __all__ += ["cluster"]
 
+from device_sim.comparison import pearson_correlation_coefficient  # noqa: E402
+
+__all__ += ["pearson_correlation_coefficient"]
+
 
 # TT-Metal's custom-kernel API: present so scripts import, refusing with a reason where used.
 from device_sim.not_emulated import (  # noqa: E402

@@ -53,8 +53,10 @@ def padded(shape, layout: Layout, tile: Tile | None = None) -> tuple[int, ...]:
 
 
 class Tensor:
+    # _pad_fill: the one value a TILE tensor's tile padding holds when an op filled it
+    # (ttnn.fill_implicit_tile_padding); unset (read as 0.0, what from_torch pads with) on every other tensor.
     __slots__ = ("_value", "dtype", "layout", "tile", "_device", "_memory_config", "memory_config_source",
-                 "buffer", "tensor_id", "__weakref__")
+                 "buffer", "tensor_id", "_pad_fill", "__weakref__")
 
     def __new__(cls, *args, **kwargs):
         """`ttnn.Tensor(...)` in TT-NN's forms (see ops/tensor_io.tensor):
@@ -221,6 +223,19 @@ class Tensor:
     # -- torch-style methods (the concise API) ---------------------------------------------
     def to_torch(self, **kwargs) -> torch.Tensor:
         return ops.to_torch(self, **kwargs)
+
+    def to_torch_with_padded_shape(self) -> torch.Tensor:
+        """The values in the padded shape, the tile padding included: 0 where from_torch padded, the fill value
+        where ttnn.fill_implicit_tile_padding filled it (device_sim keeps one value for a tensor's padding)."""
+        v = ops.to_torch(self)
+        if self.layout != Layout.TILE:
+            return v
+        src = v.reshape(1, -1) if v.dim() < 2 else v
+        th, tw = self.tile.tile_shape
+        pad = (0, -src.shape[-1] % tw, 0, -src.shape[-2] % th)
+        fill = getattr(self, "_pad_fill", 0.0)
+        out = torch.nn.functional.pad(src.float() if v.is_floating_point() else src, pad, value=fill)
+        return dtypes.to_device_values(out, self.dtype).to(v.dtype)
 
     def cpu(self, blocking: bool = True, cq_id=None) -> Tensor:
         """The tensor read back to the host (TT-NN's blocking and cq_id change nothing: ops run synchronously)."""

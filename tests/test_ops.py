@@ -347,6 +347,12 @@ CASES.update({
 
 CASES.update({"ttnn.moreh_norm": lambda d: ((x(d), 2.0), dict(dim=1, keepdim=True))})  # ttnn.operations.moreh.norm
 
+# What tt-metal's own unit tests call (make peer; tests/test_peer_lessons.py).
+CASES.update({
+    "ttnn.fill_implicit_tile_padding": lambda d: ((x(d, 2, 17, 40), -42.0), {}),
+    "ttnn.scale_mask_softmax": lambda d: ((x(d, 2, 4, 32, 32), 0.25, x(d, 2, 1, 1, 32, seed=3)), {}),
+})
+
 
 def as_golden_input(v):
     """What a golden function gets: each ttnn tensor replaced by the values the device holds."""

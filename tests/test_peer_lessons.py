@@ -68,3 +68,52 @@ def test_get_buffer_pages_lists_each_l1_page_round_robin_over_the_banks_and_no_d
     assert all(p.page_size == 2048 and p.buffer_type == ttnn.BufferType.L1 for p in pages)
     assert {b.address for b in ttnn._ttnn.reports.get_buffers(device)} == {dram.buffer.address, l1.buffer.address}
     assert ttnn._ttnn.reports.get_device_info(device).l1_num_banks == 64
+
+
+# -- norms, softmax, reductions: fill the tile padding first, then check the op never reads it ---------------
+
+
+def test_fill_implicit_tile_padding_fills_only_the_padding_and_keeps_an_aligned_tensor(device):
+    t = ttnn.from_torch(torch.ones(3, 17, 17), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    filled = ttnn.fill_implicit_tile_padding(t, -42.0)
+    assert torch.equal(ttnn.to_torch(filled), torch.ones(3, 17, 17, dtype=torch.bfloat16))
+    padded = ttnn.from_device(filled).to_torch_with_padded_shape()
+    assert padded.shape == (3, 32, 32) and padded[0, 16, 16] == 1
+    assert padded[0, 17, 0] == -42 and padded[2, 0, 31] == -42
+    assert ttnn.from_device(t).to_torch_with_padded_shape()[0, 31, 31] == 0  # from_torch pads with 0
+    aligned = ttnn.from_torch(torch.ones(32, 64), layout=ttnn.TILE, device=device)
+    assert ttnn.fill_implicit_tile_padding(aligned, 5.0) is aligned  # no padding: TT-NN returns its input
+    assert ttnn.get_golden_function(ttnn.fill_implicit_tile_padding)(torch.ones(2), 3.0).tolist() == [1.0, 1.0]
+
+
+def test_rms_norm_golden_takes_the_weight_positionally_and_rounds_to_its_dtype_as_tt_nn_does():
+    x = torch.rand(2, 24, 42, dtype=torch.bfloat16)
+    w = torch.rand(42, dtype=torch.bfloat16)
+    golden = ttnn.get_golden_function(ttnn.rms_norm)
+    want = (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-12)).to(torch.bfloat16) * w
+    got = golden(x, w)
+    assert got.dtype == torch.bfloat16 and torch.equal(got, want)
+    assert torch.equal(golden(x, weight=w), want)
+
+
+def test_scale_mask_softmax_makes_a_new_tensor_and_leaves_its_input(device):
+    x = torch.randn(1, 1, 32, 64)
+    mask = torch.zeros(1, 1, 1, 64)
+    mask[..., 32:] = float("-inf")
+    t = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    m = ttnn.from_torch(mask, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    out = ttnn.scale_mask_softmax(t, 0.5, m)
+    want = torch.softmax(t.value.float() * 0.5 + mask, -1)
+    assert out is not t and torch.allclose(ttnn.to_torch(out).float(), want, atol=1e-2)
+    assert torch.equal(ttnn.to_torch(t), x.bfloat16())
+
+
+def test_pearson_correlation_coefficient_follows_tt_nn_rules(device):
+    a = torch.randn(64, 64)
+    assert ttnn.pearson_correlation_coefficient(a, a.clone()) == 1.0
+    assert ttnn.pearson_correlation_coefficient(a, torch.zeros(64, 64)) == 0.0  # one all zero
+    assert ttnn.pearson_correlation_coefficient(torch.full((4,), float("nan")), torch.full((4,), float("nan"))) == 1.0
+    t = ttnn.from_torch(a * 3 + 1, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    assert ttnn.pearson_correlation_coefficient(a, t) > 0.9999  # a ttnn tensor is read back first
+    with pytest.raises(ValueError, match="not a torch.Tensor"):
+        ttnn.pearson_correlation_coefficient([1.0], a)

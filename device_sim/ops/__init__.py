@@ -270,7 +270,13 @@ __all__ += ["cumsum", "prod", "topk"]
 
 # In-place, indexing and fill ops (ops/eltwise.py, ops/data_movement.py, ops/creation.py).
 from device_sim.ops.creation import fill  # noqa: E402, F401
-from device_sim.ops.data_movement import copy, narrow, reshape_on_device, scatter  # noqa: E402, F401
+from device_sim.ops.data_movement import (  # noqa: E402, F401
+    copy,
+    fill_implicit_tile_padding,
+    narrow,
+    reshape_on_device,
+    scatter,
+)
 from device_sim.ops.eltwise import (  # noqa: E402, F401
     add_,
     div_,
@@ -284,7 +290,8 @@ from device_sim.ops.eltwise import (  # noqa: E402, F401
     triu,
 )
 
-__all__ += ["fill", "copy", "narrow", "reshape_on_device", "scatter", "add_", "div_", "divide_", "mul_", "multiply_",
+__all__ += ["fill", "copy", "fill_implicit_tile_padding", "narrow", "reshape_on_device", "scatter",
+            "add_", "div_", "divide_", "mul_", "multiply_",
             "plus_one", "sub_", "subtract_", "tril", "triu"]
 
 # Group norm and TT-NN's helpers for its weights and mask (ops/group_norm.py).
@@ -300,12 +307,13 @@ __all__ += ["create_group_norm_input_mask", "create_group_norm_weight_bias_rm", 
 from device_sim.ops.data_movement import to_dtype  # noqa: E402, F401
 from device_sim.ops.normalization import (  # noqa: E402, F401
     scale_causal_mask_hw_dims_softmax_in_place,
+    scale_mask_softmax,
     scale_mask_softmax_in_place,
     softmax_in_place,
 )
 
-__all__ += ["to_dtype", "scale_causal_mask_hw_dims_softmax_in_place", "scale_mask_softmax_in_place",
-            "softmax_in_place"]
+__all__ += ["to_dtype", "scale_causal_mask_hw_dims_softmax_in_place", "scale_mask_softmax",
+            "scale_mask_softmax_in_place", "softmax_in_place"]
 
 # TT-NN's older broadcast op and its enums (ops/eltwise.py).
 from device_sim.ops.eltwise import BcastOpDim, BcastOpMath, bcast  # noqa: E402, F401

@@ -158,7 +158,16 @@ def to_device(tensor: Tensor, device, memory_config: MemoryConfig | None = None,
             f"bring it to the host first (tensor.cpu()) to move it to device {device.device_id}"
         )
     cfg, source = placement.resolve(memory_config, [], "ttnn.to_device")
-    return Tensor._create(tensor._value_or_raise(), tensor.dtype, tensor.layout, device, cfg, source)
+    out = Tensor._create(tensor._value_or_raise(), tensor.dtype, tensor.layout, device, cfg, source)
+    _keep_pad_fill(tensor, out)
+    return out
+
+
+def _keep_pad_fill(src: Tensor, out: Tensor) -> None:
+    """A copy between host and device carries the tile padding as it is (fill_implicit_tile_padding's fill)."""
+    fill = getattr(src, "_pad_fill", None)
+    if fill is not None:
+        out._pad_fill = fill
 
 
 @register_op("ttnn.from_device", golden=_identity)
@@ -167,7 +176,9 @@ def from_device(tensor: Tensor, **tt_nn_only) -> Tensor:
         check_tt_nn_only("ttnn.from_device", tt_nn_only)
     if tensor._device is None:
         return tensor
-    return Tensor._create(tensor._value_or_raise(), tensor.dtype, tensor.layout, None, None, None)
+    out = Tensor._create(tensor._value_or_raise(), tensor.dtype, tensor.layout, None, None, None)
+    _keep_pad_fill(tensor, out)
+    return out
 
 
 @register_op("ttnn.to_layout", golden=_identity)

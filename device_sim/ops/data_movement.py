@@ -535,3 +535,36 @@ def to_dtype(input_tensor: Tensor, dtype: DataType, **tt_nn_only) -> Tensor:
     dtype = DataType(dtype)
     layout = Layout.TILE if dtype.is_block_float else input_tensor.layout
     return Tensor._create(dtypes.to_device_values(v, dtype), dtype, layout, None, None, None)
+
+
+# -- fill_implicit_tile_padding -----------------------------------------------------------------------
+# tt-metal's norm, softmax and reduction tests fill the padding with a marker value first, to catch a kernel that
+# reads it. device_sim's ops compute on the logical values only, so the padding never reaches a result; the fill
+# is kept as the tensor's one padding value, which to_torch_with_padded_shape() shows.
+
+def _fill_pad_golden(input_tensor, fill_value, *_, **__):
+    return input_tensor  # the logical values are unchanged; only the padding, which torch has not, is filled
+
+
+@register_op("ttnn.fill_implicit_tile_padding", golden=_fill_pad_golden)
+def fill_implicit_tile_padding(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig | None = None,
+                               **tt_nn_only) -> Tensor:
+    """Fill the tile padding of a TILE tensor's last two dims with `fill_value` (TT-NN's fill_pad.cpp): a new
+    tensor in `memory_config` (default: the input's); the input itself when those dims are whole tiles."""
+    op_name = "ttnn.fill_implicit_tile_padding"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if not isinstance(input_tensor, Tensor):
+        raise TypeError(f"{op_name}: expected a ttnn tensor, got {type(input_tensor).__name__}")
+    v = held(input_tensor, op_name)
+    h, w = (v.shape[-2] if v.dim() > 1 else 1), (v.shape[-1] if v.dim() else 1)
+    if h % 32 == 0 and w % 32 == 0:  # TT-NN checks against TILE_HEIGHT for both dims, and returns its input
+        return input_tensor
+    if input_tensor.layout != Layout.TILE:
+        raise RuntimeError(f"{op_name}: tensor {input_tensor.tensor_id} is ROW_MAJOR and has no tile padding; "
+                           f"it fills a TILE tensor's (ttnn.to_layout(t, ttnn.TILE_LAYOUT) first)")
+    cfg = memory_config if memory_config is not None else input_tensor.memory_config()
+    out = _out(op_name, input_tensor, v, cfg, {})
+    out._pad_fill = float(fill_value)
+    device_work.launch_after(out, True, input_tensor, programs.fill_pad_program(input_tensor, out))
+    return out

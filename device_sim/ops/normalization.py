@@ -83,13 +83,18 @@ def _layer_norm_golden(t, *_, weight=None, bias=None, epsilon=1e-12, residual_in
                         epsilon)
 
 
-def _rms_norm_golden(t, *_, weight=None, bias=None, epsilon=1e-12, residual_input_tensor=None, **__):
+def _rms_norm_golden(t, weight=None, *_, bias=None, epsilon=1e-12, residual_input_tensor=None, **__):
+    """As TT-NN's golden (ttnn/operations/normalization.py): weight may come second, positionally (tt-metal's
+    tests call golden(x, w)); the normalised values are rounded to a bfloat16 / float16 weight's dtype before
+    the weight multiplies them."""
     x = t.float() if residual_input_tensor is None else t.float() + residual_input_tensor.float()
     n = x.shape[-1]
     y = x * torch.rsqrt(x.square().mean(-1, keepdim=True) + epsilon)
     w, b = _row("rms_norm", "weight", weight, n), _row("rms_norm", "bias", bias, n)
-    y = y * w if w is not None else y
-    return y + b if b is not None else y
+    if w is not None:
+        dt = weight.dtype if weight.dtype in (torch.float16, torch.bfloat16) else torch.float32
+        y = y.to(dt) * w.to(dt)  # in the weight's dtype, as TT-NN's golden returns it
+    return y.float() + b if b is not None else y
 
 
 def _norm(name: str, golden):
@@ -322,3 +327,30 @@ def _check_hw_dims(x: Tensor, scale, mask: Tensor | None, program_config) -> Non
 
 scale_mask_softmax_in_place = _scale_mask("scale_mask_softmax_in_place")
 scale_causal_mask_hw_dims_softmax_in_place = _scale_mask("scale_causal_mask_hw_dims_softmax_in_place")
+
+
+@register_op("ttnn.scale_mask_softmax", golden=_scale_mask_softmax_golden)
+def scale_mask_softmax(input_tensor: Tensor, scale: float | None = None, mask: Tensor | None = None, *,
+                       memory_config: MemoryConfig | None = None, is_causal_mask: bool = False,
+                       compute_kernel_config=None, numeric_stable: bool = True, **tt_nn_only) -> Tensor:
+    """softmax(input * scale + mask) over the last dim into a new tensor (TT-NN's softmax_nanobind.cpp; its
+    in-place form is scale_mask_softmax_in_place). is_causal_mask says how the kernel reads the mask and changes
+    no value."""
+    op_name = "ttnn.scale_mask_softmax"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor, mask)
+    x, m = values(input_tensor, op_name), values(mask, op_name) if mask is not None else None
+    try:
+        y = _scale_mask_softmax_golden(x, scale, m)
+    except RuntimeError:
+        raise ValueError(f"{op_name}: mask of shape {list(m.shape)} does not broadcast to the input's "
+                         f"{list(x.shape)}") from None
+    out = output(y, input_tensor, ins, op_name=op_name, memory_config=memory_config)
+    if input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded() \
+            and (mask is None or not mask.is_sharded()):
+        program = device_work.softmax_program(
+            input_tensor, out.dtype, fp32_dest_acc_en=bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False)),
+            numeric_stable=numeric_stable, mask_dtype=mask.dtype if mask is not None else None)
+        device_work.launch_for(out, True, input_tensor._device, program)
+    return out
