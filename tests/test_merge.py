@@ -274,3 +274,39 @@ def test_merge_names_its_output_as_capture_does_a_plain_name_under_the_root_a_pa
     assert dot.exit_code == 2 and "'.' is not a report name" in dot.output
     helped = " ".join(CliRunner().invoke(main, ["merge", "--help"]).output.split())
     assert "a plain name is made under Config.root" in helped
+
+
+@pytest.mark.parametrize("how", ["file", "tensors_folder", "row"])
+def test_merge_carries_no_file_from_outside_a_ranks_tensors_folder(ranks, tmp_path, how):
+    secret = tmp_path / "id_rsa"
+    secret.write_text("a file of the merging host")
+    rank1 = tmp_path / "rank1"
+    shutil.copytree(ranks[1], rank1)
+    victim = next(p for p in sorted((rank1 / "tensors").iterdir()) if p.is_file())
+    if how == "file":  # a received report's tensor file, linked to a file of this host
+        victim.unlink()
+        victim.symlink_to(secret)
+    elif how == "tensors_folder":  # its whole tensors/ a link to a folder of this host
+        elsewhere = tmp_path / "dot-ssh"
+        shutil.move(rank1 / "tensors", elsewhere)
+        (rank1 / "tensors").symlink_to(elsewhere)
+    else:  # a row naming a path out of the folder
+        con = sqlite3.connect(rank1 / "db.sqlite")
+        with con:
+            con.execute("UPDATE tensors SET file = ? WHERE file = ?", (f"tensors/../../{secret.name}",
+                                                                      f"tensors/{victim.name}"))
+        con.close()
+    with pytest.raises(MergeError, match="is outside the report's tensors/ folder"):
+        merge.merge([ranks[0], rank1], tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    assert secret.read_text() == "a file of the merging host"
+
+
+def test_merge_of_a_rank_whose_config_json_is_not_an_object_warns_and_goes_on(ranks, tmp_path):
+    rank0 = tmp_path / "rank0"
+    shutil.copytree(ranks[0], rank0)
+    (rank0 / "config.json").write_text("[1, 2]")
+    with pytest.warns(UserWarning, match="is not a JSON object; the merged report has no config.json"):
+        merge.merge([rank0, ranks[1]], tmp_path / "run")
+    assert not (tmp_path / "run" / "config.json").exists()
+    assert check(tmp_path / "run") == []

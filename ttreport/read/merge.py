@@ -21,6 +21,7 @@ import os
 import shutil
 import sqlite3
 import uuid
+import warnings
 from pathlib import Path
 
 from ttreport import db, outfile, schema
@@ -36,6 +37,7 @@ _KINDS = {
     "end_seq": "seq", "allocated_seq": "seq", "freed_seq": "seq",
 }
 _SKIP = {"report_metadata"}
+TENSORS_DIR = "tensors"  # storage.TENSORS_DIR, without importing torch
 
 
 def _db_path(report) -> Path:
@@ -123,7 +125,7 @@ def _rank_overrides(ranks: dict, sources: list[Path]) -> dict[Path, int]:
 
 
 def _write(sources: list[Path], out: Path, ranks: list[int], overrides: dict[Path, int]) -> None:
-    (out / "tensors").mkdir()
+    (out / TENSORS_DIR).mkdir()
     target = out / db.DB_FILE
     db.create(target)
     con = sqlite3.connect(target.resolve().as_uri(), uri=True)  # uri: so that ATTACH reads _read_only's URIs
@@ -149,8 +151,14 @@ def _write(sources: list[Path], out: Path, ranks: list[int], overrides: dict[Pat
     finally:
         con.close()
     config = sources[0].parent / "config.json"
-    if config.is_file():
-        data = json.loads(config.read_text())
+    if config.is_file() and not config.is_symlink():
+        try:
+            data = json.loads(config.read_text())
+        except (ValueError, UnicodeDecodeError):
+            data = None
+        if not isinstance(data, dict):  # a received report's file: the merged report goes without it
+            warnings.warn(f"{config} is not a JSON object; the merged report has no config.json", stacklevel=2)
+            return
         data.update(report_name=out.name, report_path=str(out))
         outfile.write_text(out / "config.json", json.dumps(data, indent=2))
 
@@ -200,14 +208,29 @@ def _maxima(con: sqlite3.Connection) -> dict:
     return top
 
 
+def _confined(src_folder: Path, file) -> Path:
+    """The rank's tensor file `file`, which must lie in its report's tensors/ and be reached through no link: a
+    report is input, and a row naming another path (or a link out, to ~/.ssh say) must not carry a file of this
+    host into the merged report. Raises MergeError naming it."""
+    root = src_folder.resolve() / TENSORS_DIR
+    path = src_folder / str(file)
+    if os.path.isabs(str(file)) or path.is_symlink() or not path.resolve().is_relative_to(root):
+        raise MergeError(f"{src_folder}: tensor file {str(file)!r} is outside the report's {TENSORS_DIR}/ folder "
+                         f"(a link, or another path); `ttreport check {src_folder}` it, then merge without it")
+    return path
+
+
 def _copy_tensor_files(con: sqlite3.Connection, src_folder: Path, out: Path, offset: int) -> None:
     """Copy each stored tensor under its new id, and point its row at the copy."""
     rows = con.execute("SELECT tensor_id, file FROM src.tensors WHERE file IS NOT NULL").fetchall()
     for tensor_id, file in rows:
-        source = src_folder / file
-        if source.is_dir() and not source.is_symlink():  # a mesh tensor: tensors/<id>/<device>.pt, a file per shard
+        source = _confined(src_folder, file)
+        if source.is_dir():  # a mesh tensor: tensors/<id>/<device>.pt, a file per shard
             name = f"tensors/{tensor_id + offset}/"
-            shutil.copytree(source, out / name, symlinks=True)
+            (out / name).mkdir()
+            for shard in sorted(source.iterdir()):
+                if shard.is_file():  # and not a link out of it (_confined)
+                    shutil.copyfile(_confined(src_folder, shard.relative_to(src_folder)), out / name / shard.name)
         elif source.is_file():
             name = f"tensors/{tensor_id + offset}{source.suffix}"
             shutil.copyfile(source, out / name)
@@ -219,7 +242,7 @@ def _copy_tensor_files(con: sqlite3.Connection, src_folder: Path, out: Path, off
 def _copy_tensor_writes(con: sqlite3.Connection, src_folder: Path, out: Path, offset: int, op_offset: int) -> None:
     """Copy each file an op wrote into a stored tensor (tensor_writes) under its new ids, and point its row at it."""
     for op_id, tensor_id, file in con.execute("SELECT operation_id, tensor_id, file FROM src.tensor_writes").fetchall():
-        source = src_folder / file if file else None
+        source = _confined(src_folder, file) if file else None
         if source is None or not source.is_file():
             continue  # a write the rank's capture could not keep: its row has no file to copy
         name = f"tensors/{tensor_id + offset}@{op_id + op_offset}{source.suffix}"
