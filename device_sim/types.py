@@ -321,11 +321,16 @@ class MemoryConfig:
     shard_spec: ShardSpec | None = field(default=None)
     nd_shard_spec: NdShardSpec | None = field(default=None, repr=False)
 
-    def __init__(self, memory_layout=TensorMemoryLayout.INTERLEAVED, buffer_type=BufferType.DRAM,
+    def __init__(self, memory_layout=None, buffer_type=BufferType.DRAM,
                  shard_spec: ShardSpec | None = None, nd_shard_spec: NdShardSpec | None = None):
-        # TT-NN's second form: MemoryConfig(buffer_type, nd_shard_spec).
+        # TT-NN's second form: MemoryConfig(buffer_type, nd_shard_spec), positional or by name (tt-metal's tests
+        # write MemoryConfig(buffer_type=..., nd_shard_spec=...)). TT-NN gives it the ND_SHARDED layout; device_sim
+        # places it as BLOCK_SHARDED over the spec's grid (memory_config.cpp; no memory_layout given either way).
         if isinstance(buffer_type, NdShardSpec) and nd_shard_spec is None:
-            memory_layout, buffer_type, nd_shard_spec = TensorMemoryLayout.BLOCK_SHARDED, memory_layout, buffer_type
+            memory_layout, buffer_type, nd_shard_spec = None, memory_layout, buffer_type
+        if memory_layout is None:
+            memory_layout = (TensorMemoryLayout.INTERLEAVED if nd_shard_spec is None
+                             else TensorMemoryLayout.BLOCK_SHARDED)
         set_ = object.__setattr__
         set_(self, "memory_layout", TensorMemoryLayout(memory_layout))
         set_(self, "buffer_type", BufferType(buffer_type))

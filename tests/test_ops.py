@@ -351,6 +351,8 @@ CASES.update({"ttnn.moreh_norm": lambda d: ((x(d), 2.0), dict(dim=1, keepdim=Tru
 CASES.update({
     "ttnn.fill_implicit_tile_padding": lambda d: ((x(d, 2, 17, 40), -42.0), {}),
     "ttnn.scale_mask_softmax": lambda d: ((x(d, 2, 4, 32, 32), 0.25, x(d, 2, 1, 1, 32, seed=3)), {}),
+    "ttnn.moreh_full": lambda d: (([3, 40, 70], 2.5, d), dict(dtype=ttnn.float32)),
+    "ttnn.moreh_full_like": lambda d: ((x(d), 7), dict(dtype=ttnn.int32)),
 })
 
 

@@ -117,3 +117,33 @@ def test_pearson_correlation_coefficient_follows_tt_nn_rules(device):
     assert ttnn.pearson_correlation_coefficient(a, t) > 0.9999  # a ttnn tensor is read back first
     with pytest.raises(ValueError, match="not a torch.Tensor"):
         ttnn.pearson_correlation_coefficient([1.0], a)
+
+
+# -- creation and sharding -------------------------------------------------------------------------------------
+
+
+def test_a_memory_config_given_an_nd_shard_spec_by_name_is_sharded(device):
+    grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 1))})
+    nd = ttnn.NdShardSpec(ttnn.Shape([1, 32, 32]), grid, ttnn.ShardOrientation.ROW_MAJOR)
+    cfg = ttnn.MemoryConfig(buffer_type=ttnn.BufferType.L1, nd_shard_spec=nd)  # tt-metal's tests write it so
+    assert cfg.is_sharded() and cfg == ttnn.MemoryConfig(ttnn.BufferType.L1, nd)
+    t = ttnn.from_torch(torch.ones(4, 32, 32), layout=ttnn.TILE, device=device, memory_config=cfg)
+    assert t.is_sharded() and torch.equal(ttnn.to_torch(t), torch.ones(4, 32, 32, dtype=torch.bfloat16))
+    with pytest.raises(ttnn.ShardSpecError, match="INTERLEAVED MemoryConfig takes no shard_spec"):
+        ttnn.MemoryConfig(ttnn.TensorMemoryLayout.INTERLEAVED, ttnn.BufferType.L1, nd_shard_spec=nd)
+
+
+def test_moreh_full_and_full_like_write_the_value_on_the_device_with_one_program(device):
+    out = ttnn.moreh_full([3, 40, 70], 2.5, device)
+    assert out.dtype == ttnn.bfloat16 and out.layout == ttnn.TILE and out.memory_config() == ttnn.DRAM_MEMORY_CONFIG
+    assert torch.equal(ttnn.to_torch(out), torch.full((3, 40, 70), 2.5, dtype=torch.bfloat16))
+    before = device.num_program_cache_entries()
+    like = ttnn.moreh_full_like(out, 16777217, dtype=ttnn.int32)  # an int fills exactly
+    assert like.dtype == ttnn.int32 and int(ttnn.to_torch(like)[0, 0, 0]) == 16777217
+    assert device.num_program_cache_entries() == before + 1
+    with pytest.raises(RuntimeError, match="Full: Unsupported data type"):
+        ttnn.moreh_full([2, 32], 1.0, device, dtype=ttnn.bfloat8_b)
+    with pytest.raises(RuntimeError, match="Shape size must be greater than 1"):
+        ttnn.moreh_full([32], 1.0, device)
+    with pytest.raises(RuntimeError, match="Input must be on device"):
+        ttnn.moreh_full_like(ttnn.from_torch(torch.ones(2, 2)), 1.0)

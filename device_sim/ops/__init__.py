@@ -327,6 +327,6 @@ __all__ += ["EmbeddingsType"]
 
 # TT-NN's moreh norm (ops/moreh.py); ttnn.operations.moreh.norm is device_sim.operations.moreh.norm.
 from device_sim.ops import moreh  # noqa: E402, F401
-from device_sim.ops.moreh import moreh_norm  # noqa: E402, F401
+from device_sim.ops.moreh import moreh_full, moreh_full_like, moreh_norm  # noqa: E402, F401
 
-__all__ += ["moreh_norm"]
+__all__ += ["moreh_full", "moreh_full_like", "moreh_norm"]

@@ -21,6 +21,7 @@ import torch
 from device_sim import device_work, dtypes, ops, placement, views
 from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output, values
 from device_sim.programs import data_movement as programs
+from device_sim.programs import fill_pad as fill_pad_programs
 from device_sim.programs import gather as gather_programs
 from device_sim.programs import repeat as repeat_programs
 from device_sim.programs import scatter as scatter_programs
@@ -566,5 +567,7 @@ def fill_implicit_tile_padding(input_tensor: Tensor, fill_value: float, *, memor
     cfg = memory_config if memory_config is not None else input_tensor.memory_config()
     out = _out(op_name, input_tensor, v, cfg, {})
     out._pad_fill = float(fill_value)
-    device_work.launch_after(out, True, input_tensor, programs.fill_pad_program(input_tensor, out))
+    if input_tensor._device is not None:  # a bfloat8_b tensor: TT-NN typecasts around it, not modelled (None)
+        device_work.launch_after(out, True, input_tensor, fill_pad_programs.fill_pad_program(
+            input_tensor._device, tuple(v.shape), input_tensor.dtype))
     return out

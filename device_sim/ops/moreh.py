@@ -14,12 +14,14 @@ import numbers
 
 import torch
 
-from device_sim import device_work
+from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.program_config_checks import tt_fatal
+from device_sim.programs import creation as creation_programs
 from device_sim.programs import moreh as moreh_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
-from device_sim.types import MemoryConfig
+from device_sim.types import DRAM_MEMORY_CONFIG, DataType, Layout, MemoryConfig
 
 
 def _dims(dim, rank: int, op_name: str):
@@ -62,3 +64,75 @@ def moreh_norm(input: Tensor, p: float, *, dim=None, keepdim: bool = False, memo
 
 
 norm = moreh_norm  # ttnn.operations.moreh.norm, as TT-NN's Python names it
+
+
+# -- moreh_full, moreh_full_like: FullDeviceOperation writes the value on the device ---------------------------------
+
+_FULL_DTYPES = (DataType.BFLOAT16, DataType.INT32, DataType.FLOAT32)  # FullDeviceOperation::validate_inputs
+
+
+def _fill(shape, fill_value) -> torch.Tensor:
+    # TT-NN takes a float or an int (std::variant<float, int>); an int fills an int32 tensor exactly
+    if isinstance(fill_value, bool) or not isinstance(fill_value, numbers.Real):
+        raise TypeError(f"fill_value must be a float or an int, got {fill_value!r}")
+    return torch.full(tuple(shape), fill_value, dtype=torch.int64 if isinstance(fill_value, numbers.Integral)
+                      else torch.float64)
+
+
+def _full(op_name: str, shape, fill_value, device, dtype, layout, memory_config, inputs=()) -> Tensor:
+    dtype, layout = DataType(dtype), Layout(layout)
+    if dtype not in _FULL_DTYPES:
+        raise tt_fatal("dtype == BFLOAT16 || dtype == INT32 || dtype == FLOAT32", f"Full: Unsupported data type "
+                       f"{dtype!r}\n{op_name}: give dtype=ttnn.bfloat16, ttnn.int32 or ttnn.float32",
+                       where="device_sim/ops/moreh.py")
+    shape = [int(d) for d in shape]
+    if len(shape) <= 1:
+        raise tt_fatal("shape.size() > 1", f"Full operation error: Shape size must be greater than 1, but got shape "
+                       f"size = {len(shape)}", where="device_sim/ops/moreh.py")
+    for i, d in enumerate(shape):
+        if d <= 0:
+            raise tt_fatal("shape[i] > 0", f"Full operation error: Invalid shape at index {i}. Each dimension of the "
+                           f"shape must be greater than 0, butgot shape[{i}] = {d}", where="device_sim/ops/moreh.py")
+    cfg, source = placement.resolve(memory_config, list(inputs), op_name)
+    out = Tensor._create(dtypes.to_device_values(_fill(shape, fill_value), dtype), dtype, layout, device, cfg, source)
+    device_work.launch_after(out, True, out, creation_programs.full_program(out))
+    return out
+
+
+def _moreh_full_golden(shape, fill_value, *_, dtype=DataType.BFLOAT16, **__):
+    return _fill(shape, fill_value).to(dtypes.TORCH_DTYPE[DataType(dtype)])
+
+
+@register_op("ttnn.moreh_full", golden=_moreh_full_golden)
+def moreh_full(shape, fill_value, device, *, dtype: DataType = DataType.BFLOAT16, layout: Layout = Layout.TILE,
+               memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """A device tensor of `shape` (rank >= 2) holding `fill_value` (a float, or an int for exact int32 values),
+    written by one FullDeviceOperation (TT-NN's full_nanobind.cpp; memory_config defaults to DRAM interleaved)."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.moreh_full", tt_nn_only)
+    if device is None:
+        raise TypeError("ttnn.moreh_full: give the device to allocate the tensor on")
+    return _full("ttnn.moreh_full", shape, fill_value, device, dtype, layout,
+                 memory_config if memory_config is not None else DRAM_MEMORY_CONFIG)
+
+
+def _moreh_full_like_golden(input, fill_value, dtype=None, *_, **__):
+    out_dtype = dtypes.TORCH_DTYPE[DataType(dtype)] if dtype is not None else input.dtype
+    return _fill(input.shape, fill_value).to(out_dtype)
+
+
+@register_op("ttnn.moreh_full_like", golden=_moreh_full_like_golden)
+def moreh_full_like(input: Tensor, fill_value, dtype: DataType | None = None, layout: Layout | None = None,
+                    memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """A tensor of `input`'s shape holding `fill_value`, in `dtype`, `layout` and `memory_config` (each defaults to
+    the input's), made by one FullDeviceOperation on the input's device (TT-NN's full_like.cpp)."""
+    op_name = "ttnn.moreh_full_like"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if not isinstance(input, Tensor) or input._device is None:
+        raise tt_fatal("input.storage_type() == StorageType::DEVICE", f"Full Like: Input must be on device\n"
+                       f"{op_name}: move the input to a device first (ttnn.to_device)", where="device_sim/ops/moreh.py")
+    ins = device_inputs(op_name, input)
+    return _full(op_name, tuple(input.shape), fill_value, input._device,
+                 dtype if dtype is not None else input.dtype, layout if layout is not None else input.layout,
+                 memory_config if memory_config is not None else input.memory_config(), ins)

@@ -44,3 +44,33 @@ def rand_program(out) -> Program | None:
         "RandDeviceOperation", "RandProgramFactory",
         (CircularBuffer((0,), 2, TILE_BYTES[DataType.FLOAT32]), CircularBuffer((1,), 1, TILE_BYTES[out.dtype])),
         split_work(dtypes.num_pages(Layout.TILE, tuple(out.padded_shape)), *grid_of(dev))))
+
+
+def full_program(out) -> Program | None:
+    """The FullDeviceOperation that writes moreh_full / moreh_full_like's `out` (ttnn/cpp/ttnn/operations/full/device/
+    full_program_factory_interleaved.cpp): c_0 of one output page, and c_1 of one more when there are more pages than
+    cores (a second writer kernel), on the cores split_work_to_cores gives the pages. A sharded output (the
+    FullShardedProgramFactory / FullNDShardedProgramFactory): c_24 of one page on the cores holding its shards.
+    None off a device."""
+    if out._device is None:
+        return None
+    dev = out._device
+    if out.is_sharded():
+        buf = out.buffer
+        cores = tuple((x, y, x, y) for x, y in (buf.cores or ()))
+        factory = "FullShardedProgramFactory" if out.memory_config().nd_shard_spec is None else \
+            "FullNDShardedProgramFactory"
+        return cached(("FullDeviceOperation", factory, buf.page_size, out.dtype, cores), lambda: make_program(
+            "FullDeviceOperation", factory, (CircularBuffer((24,), 1, buf.page_size),), cores))
+    key = ("FullDeviceOperation", shape_of(out), out.dtype, grid_of(dev))
+
+    def build():
+        shape = tuple(out.padded_shape)
+        pages = dtypes.num_pages(out.layout, shape)
+        page = dtypes.page_size(out.dtype, out.layout, shape)
+        ranges = split_work(pages, *grid_of(dev))
+        cores = min(max(pages, 1), grid_of(dev)[0] * grid_of(dev)[1])
+        cbs = [CircularBuffer((0,), 1, page)] + ([CircularBuffer((1,), 1, page)] if pages > cores else [])
+        return make_program("FullDeviceOperation", "FullInterleavedProgramFactory", cbs, ranges)
+
+    return cached(key, build)

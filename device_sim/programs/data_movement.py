@@ -363,18 +363,3 @@ def sharded_to_interleaved_program(x, out) -> Program:
 
     return cached(key, build)
 
-
-def fill_pad_program(x, out) -> Program:
-    """fill_pad/device/fill_pad_program_factory.cpp: one CB, c_0, of two pages of FACE_HEIGHT (16) elements plus a
-    uint16 each, in the input's format; split_work_to_cores over dim -3 of the (rank-3 reshaped) input. TT-NN
-    typecasts a bfloat8_b input to bfloat16 around it."""
-    dev = x._device
-    dtype = DataType.BFLOAT16 if x.dtype == DataType.BFLOAT8_B else x.dtype
-    shape = tuple(x._value.shape)
-    batches = 1
-    for d in shape[:-2]:
-        batches *= int(d)
-    page = dtypes.ELEMENT_SIZE[dtype] * 16 + 2
-    return cached(("FillPadDeviceOperation", batches, dtype, grid_of(dev)), lambda: make_program(
-        "FillPadDeviceOperation", "FillPadProgramFactory", (CircularBuffer((0,), 2, page),),
-        split_work(batches, *grid_of(dev))))
