@@ -247,3 +247,21 @@ def test_readme_and_compare_help_give_the_same_tensors_advice():
     for advice in ('Config(tensors="all")', 'tensors="outputs"` is the least that works'):
         assert advice in readme
         assert advice.replace("`", "") in helptext
+
+
+def test_text_from_the_reports_reaches_the_terminal_with_its_control_characters_escaped(tmp_path):
+    import shutil
+    import sqlite3
+
+    sample = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(sample, a)
+    shutil.copytree(sample, b)
+    con = sqlite3.connect(b / "db.sqlite")
+    with con:  # an op renamed with a terminal title sequence: unaligned, so named on compare's warning line
+        con.execute("UPDATE operations SET name = 'ttnn.\x1b]0;pwned\x07gelu' WHERE operation_id = "
+                    "(SELECT MIN(operation_id) FROM operations WHERE name = 'ttnn.gelu')")
+    con.close()
+    result = CliRunner().invoke(main, ["compare", str(a), str(b)])
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "ttnn.\\x1b]0;pwned\\x07gelu" in result.output

@@ -178,12 +178,12 @@ class ReportComparison:
         """A readable table: every op when there are at most `limit`, else the ones that do not match.
         `table(columns, rows)` draws the op table as text (ttreport.read.terminal.table_text on a terminal)."""
         shown = self.pairs if len(self.pairs) <= limit else [p for p in self.pairs if p.status != MATCH]
-        lines = [f"A: {self.a}", f"B: {self.b}"]
+        lines = [f"A: {terminal.printable(str(self.a))}", f"B: {terminal.printable(str(self.b))}"]
         rows = []
         mesh = any(p.shards and any(p.shards) for p in shown[:limit])  # a device column only when a tensor has shards
         for p in shown[:limit]:
             w = p.worst
-            rows.append([str(p.a_id), str(p.b_id), p.name, p.status,
+            rows.append([str(p.a_id), str(p.b_id), terminal.cell(p.name), p.status,
                          "" if w is None else _num(w.pcc, ".6f"), "" if w is None else _num(w.max_abs_error, ".4g"),
                          "" if w is None else w.mismatched_text] + ([_devices_text(p.devices)] if mesh else []))
         c = self.counts
@@ -200,7 +200,7 @@ class ReportComparison:
             lines.append(f"... {hidden:,} more aligned ops not shown (--json FILE writes them all)")
         for side, ops in (("A", self.only_a), ("B", self.only_b)):
             if ops:
-                listed = ", ".join(f"{i} {n}" for i, n in ops[:20]) + (" ..." if len(ops) > 20 else "")
+                listed = ", ".join(f"{i} {terminal.cell(n)}" for i, n in ops[:20]) + (" ..." if len(ops) > 20 else "")
                 note = "fails the comparison (--strict)" if self.strict else "not a failure without --strict"
                 lines.append(f"warning: {len(ops)} op(s) only in {side}, unaligned ({note}): {listed}")
         rc = self.root_cause
@@ -209,10 +209,12 @@ class ReportComparison:
             where = [] if self.root_cause_rank is None else [f"rank {self.root_cause_rank}"]
             where += [_devices_text(rc.devices, word=True)] if rc.devices else []
             where = f" on {', '.join(where)}" if where else ""
-            lines.append(f"ROOT CAUSE: {rc.name}{where} (A op {rc.a_id}, B op {rc.b_id}): {rc.reason}")
+            # Names, reasons and stacks come from the reports: shown with their control characters escaped.
+            lines.append(f"ROOT CAUSE: {terminal.cell(rc.name)}{where} (A op {rc.a_id}, B op {rc.b_id}): "
+                         f"{terminal.cell(rc.reason)}")
             for side, stack in zip("AB", self.root_cause_stacks):
                 lines.append(f"  stack trace in {side}:")
-                lines += ["    " + s for s in (stack or "(not recorded)").splitlines()]
+                lines += ["    " + s for s in terminal.cell(stack or "(not recorded)", 20_000).splitlines()]
         lines.append("")
         lines.append(f"{len(self.pairs)} aligned ops: {c[MATCH]} match, {c[MISMATCH]} mismatch, "
                      f"{c[PROPAGATED]} propagated, {c[MISSING]} missing tensors; {c['unaligned']} unaligned")
