@@ -217,6 +217,17 @@ def test_a_run_pushed_in_the_old_layout_reads_only_its_own_files(two_stores, rep
     loads_every_tensor(a, report)
 
 
+def test_a_pull_takes_no_file_through_a_link_planted_in_the_tensor_store(two_stores, report, tmp_path):
+    (a, _), shared = two_stores
+    store.push(report, a)
+    secret = tmp_path / "id_rsa"
+    secret.write_text("a file of the pulling host")
+    (run_files(a, shared) / "tensors" / "planted.pt").symlink_to(secret)
+    with ttreport.open(a, run="demo") as run:
+        assert not (run.path / "tensors" / "planted.pt").exists()
+    loads_every_tensor(a, report)
+
+
 def test_a_run_from_the_store_has_the_values_an_op_wrote_into_a_stored_tensor(two_stores, tmp_path):
     # An in-place write is its own file (tensors/<id>@<op>.pt, a tensor_writes row), which a push once left out.
     import torch

@@ -121,11 +121,14 @@ def _link_tensors(url: str, tensor_dir: str, folder: Path) -> None:
     # Only the run's tensors/: a run pushed by an older ttreport has its folder at <report UUID>/, where a
     # later push of the same report into another store puts its own <push UUID>/ folder (push.py).
     source = Path(store) / tensor_dir / TENSORS_DIR
-    if not source.is_dir():
-        return
+    if not source.is_dir() or not source.resolve().is_relative_to(Path(store).resolve()):
+        return  # a run row naming a folder outside the tensor store (`..`, a link out) gets no files from it
     # Hard links where the tensor store shares the cache's filesystem, else copies: a reader trusts
     # only files inside the report folder, never a symbolic link out of it (storage.load_tensor).
     for path in source.rglob("*"):
+        if path.is_symlink():
+            continue  # a link planted in the shared store: its target is no file a push wrote (rglob skips into
+            # linked folders already; os.link and copyfile would follow a linked file)
         target = folder / TENSORS_DIR / path.relative_to(source)
         if path.is_dir():
             target.mkdir(parents=True, exist_ok=True)
