@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
+import warnings
 
 import torch
 
@@ -247,8 +248,16 @@ class Tensor:
         return ops.to_device(self, device, memory_config=memory_config, **kwargs)
 
     def to(self, target, memory_config: MemoryConfig | None = None, **kwargs) -> Tensor:
-        """`t.to(layout)` (to_layout) or `t.to(device, memory_config)` (to_device), as TT-NN's Tensor.to."""
+        """`t.to(layout)` (to_layout) or `t.to(device, memory_config)` (to_device), as TT-NN's Tensor.to.
+
+        A host tensor of a block-float dtype stays TILE, with a warning: TT-NN's host to_layout does not convert
+        bfloat8_b / bfloat4_b (tt_metal/impl/tensor/tensor_apis.cpp, to_layout_bfloat_impl), so
+        `t.cpu().to(ttnn.ROW_MAJOR_LAYOUT).to_torch()` reads such a tensor back as it is."""
         if isinstance(target, Layout):
+            if self._device is None and self.dtype.is_block_float and Layout(target) != self.layout:
+                warnings.warn(f"Tensor layout must be Layout::TILE for bfloat8_b or bfloat4_b! Conversion from "
+                              f"{self.layout} to {Layout(target)} was not executed!", stacklevel=2)
+                return self
             return ops.to_layout(self, target, **kwargs)
         return self.to_device(target, memory_config, **kwargs)
 

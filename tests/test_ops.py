@@ -353,6 +353,12 @@ CASES.update({
     "ttnn.scale_mask_softmax": lambda d: ((x(d, 2, 4, 32, 32), 0.25, x(d, 2, 1, 1, 32, seed=3)), {}),
     "ttnn.moreh_full": lambda d: (([3, 40, 70], 2.5, d), dict(dtype=ttnn.float32)),
     "ttnn.moreh_full_like": lambda d: ((x(d), 7), dict(dtype=ttnn.int32)),
+    # backward ops (ops/backward.py): (grad, input[, other]), inputs kept where every function is defined
+    **{f"ttnn.{n}_bw": lambda d: ((x(d, seed=7), x(d, **pos), x(d, seed=3, **pos)), {})
+       for n in ["add", "sub", "subalpha", "rsub", "mul", "div"]},
+    **{f"ttnn.{n}_bw": lambda d: ((x(d, seed=7), x(d, **pos)), {})
+       for n in ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "square", "reciprocal", "relu", "sigmoid", "tanh",
+                 "silu", "sin", "cos", "i0", "lgamma", "gelu"]},
 })
 
 

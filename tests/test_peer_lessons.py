@@ -147,3 +147,57 @@ def test_moreh_full_and_full_like_write_the_value_on_the_device_with_one_program
         ttnn.moreh_full([32], 1.0, device)
     with pytest.raises(RuntimeError, match="Input must be on device"):
         ttnn.moreh_full_like(ttnn.from_torch(torch.ones(2, 2)), 1.0)
+
+
+# -- backward ops: tt-metal's nightly eltwise/backward tests -------------------------------------------------
+
+
+def test_binary_backward_ops_give_both_gradients_or_the_required_ones_written_where_asked(device):
+    g, a, b = (torch.randn(1, 1, 32, 64, generator=torch.Generator().manual_seed(s)) for s in (1, 2, 3))
+    tg, ta, tb = (ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device) for v in (g, a, b))
+    grad_a, grad_b = ttnn.mul_bw(tg, ta, tb)
+    torch.testing.assert_close(ttnn.to_torch(grad_a).float(), (tg.value.float() * tb.value.float()), rtol=2**-7,
+                               atol=1e-5)
+    golden = ttnn.get_golden_function(ttnn.mul_bw)(g, a.requires_grad_(), b.requires_grad_())
+    assert len(golden) == 2 and torch.allclose(golden[1], g * a.detach())
+    only = ttnn.from_torch(torch.zeros(1, 1, 32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    got = ttnn.add_bw(tg, ta, tb, are_required_outputs=[False, True], other_grad=only, queue_id=0)
+    assert got[0] is None and got[1] is only and torch.equal(ttnn.to_torch(only), ttnn.to_torch(tg))
+    (scalar_grad,) = ttnn.mul_bw(tg, ta, 2.0)  # a number: one gradient
+    assert torch.equal(ttnn.to_torch(scalar_grad), (tg.value.float() * 2).bfloat16())
+    _, sub = ttnn.subalpha_bw(tg, ta, tb, 0.5)  # alpha positionally, as TT-NN binds it
+    assert torch.equal(ttnn.to_torch(sub), (-0.5 * tg.value.float()).bfloat16())
+
+
+def test_div_bw_by_zero_gives_inf_or_nan_as_tt_nn_composite_and_zeros_for_a_rounded_division(device):
+    g = ttnn.from_torch(torch.tensor([[1.0, 0.0, -2.0, 3.0]]), dtype=ttnn.float32, device=device)
+    a = ttnn.from_torch(torch.tensor([[1.0, 1.0, 2.0, 0.0]]), dtype=ttnn.float32, device=device)
+    zero = ttnn.from_torch(torch.zeros(1, 4), dtype=ttnn.float32, device=device)
+    grad_a, grad_b = (ttnn.to_torch(t)[0].tolist() for t in ttnn.div_bw(g, a, zero))
+    assert grad_a[0] == float("inf") and grad_a[1] != grad_a[1] and grad_a[2] == float("-inf")
+    assert grad_b[0] == float("-inf") and grad_b[1] != grad_b[1] and grad_b[3] != grad_b[3]
+    assert ttnn.to_torch(ttnn.div_bw(g, a, zero, rounding_mode="floor")[0]).abs().sum() == 0
+    with pytest.raises(RuntimeError, match="Incorrect rounding mode"):
+        ttnn.div_bw(g, a, zero, rounding_mode="round")
+
+
+def test_unary_backward_ops_return_a_one_tensor_list_and_gelu_bw_takes_approximate(device):
+    x = torch.linspace(-3, 3, 32 * 32).reshape(1, 1, 32, 32)
+    g = torch.ones(1, 1, 32, 32)
+    tx, tg = (ttnn.from_torch(v, dtype=ttnn.float32, layout=ttnn.TILE, device=device) for v in (x, g))
+    (exact,) = ttnn.gelu_bw(tg, tx)
+    (tanh,) = ttnn.gelu_bw(tg, tx, approximate="tanh")
+    xs = x.clone().requires_grad_()
+    torch.nn.functional.gelu(xs, approximate="tanh").sum().backward()
+    torch.testing.assert_close(ttnn.to_torch(tanh), xs.grad)
+    assert not torch.equal(ttnn.to_torch(exact), ttnn.to_torch(tanh))
+    (neg,) = ttnn.neg_bw(tg, tx)
+    assert torch.equal(ttnn.to_torch(neg), -g)
+
+
+def test_a_host_block_float_tensor_stays_tile_when_asked_for_row_major_as_tt_nn_host_to_layout(device):
+    t = ttnn.Tensor(torch.ones(32, 32, dtype=torch.bfloat16), ttnn.bfloat8_b)
+    with pytest.warns(UserWarning, match="was not executed"):
+        same = t.to(ttnn.ROW_MAJOR_LAYOUT)
+    assert same is t and same.layout == ttnn.TILE
+    assert torch.equal(same.to_torch().float(), torch.ones(32, 32))

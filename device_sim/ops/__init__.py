@@ -330,3 +330,9 @@ from device_sim.ops import moreh  # noqa: E402, F401
 from device_sim.ops.moreh import moreh_full, moreh_full_like, moreh_norm  # noqa: E402, F401
 
 __all__ += ["moreh_full", "moreh_full_like", "moreh_norm"]
+
+# Backward ops, ttnn.<op>_bw (ops/backward.py).
+from device_sim.ops import backward as _backward  # noqa: E402
+from device_sim.ops.backward import *  # noqa: E402, F401, F403
+
+__all__ += _backward.__all__
