@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from bench import capture_overhead, comparison, dispatch, persistence, queries, tensor_storage
+from bench import capture_overhead, comparison, device_time, dispatch, persistence, queries, tensor_storage
 from bench import exports as exports_bench
 from bench import store as store_bench
 from bench import upgrade as upgrade_bench
@@ -34,6 +34,7 @@ FULL = dict(
     upgrade=dict(sizes=[20_000, 40_000, 200_000], startup_repeats=5),
     exports=dict(n_ops=40_000),
     store=dict(runs=1_000, ops=10_000, repeats=30),
+    device_time=dict(),
 )
 QUICK = dict(
     capture=dict(n_ops=200, repeats=1, commit_ops=5),
@@ -45,6 +46,7 @@ QUICK = dict(
     upgrade=dict(sizes=[200, 400], startup_repeats=1),
     exports=dict(n_ops=400),
     store=dict(runs=20, ops=200, repeats=3),
+    device_time=dict(),
 )
 TITLES = {
     "capture": "1. Capture overhead (model thread)",
@@ -56,6 +58,7 @@ TITLES = {
     "upgrade": "7. Upgrading an old report; reading commands' start-up",
     "exports": "8. Exports: trace and HTML",
     "store": "9. The PostgreSQL store: history and runs over 1,000 runs",
+    "device_time": "10. Device time against real Wormhole measurements (held-out cases)",
 }
 
 
@@ -103,6 +106,8 @@ def main(argv=None) -> int:
                 figures = exports_bench.run(tmp, **sizes[key])
             elif key == "store":
                 figures = store_bench.run(tmp, **sizes[key])
+            elif key == "device_time":
+                figures = device_time.run(**sizes[key])
             for f in figures:
                 print(f.line(), flush=True)
                 misses += f.ok is False

@@ -1,4 +1,4 @@
-"""Estimated device kernel time of an op on the emulated chip: compute-bound, bandwidth-bound, their max.
+"""Estimated device kernel time of an op on the emulated chip, calibrated against real Wormhole runs.
 
     import torch
     import device_sim as ttnn
@@ -7,14 +7,26 @@
     a = ttnn.from_torch(torch.randn(1024, 1024), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=dev)
     c = ttnn.matmul(a, a)
     e = perf_model.estimate_op(ttnn.matmul, (a, a), {}, c)
-    print(e.compute_ns, e.bandwidth_ns, e.bound)   # 16384 22711 bandwidth: three 2 MiB DRAM tensors
+    print(e.ideal_ns, e.compute_ns, e.bandwidth_ns, e.cores)   # ~35 us: launch + HiFi2 tiles on 64 cores + DRAM
 
-The model follows TT-NN's own (OpPerformanceModelGeneral in ttnn/api/ttnn/operation.hpp and
-matmul's create_op_performance_model): compute cycles = multiply-accumulates over the grid's
-matrix engines times the fidelity's passes, bandwidth = bytes over the memory they live in,
-ideal = the larger. Where TT-NN's model stops (it counts L1 as 1 ns and element-wise compute as
-1 cycle) this one goes on with the constants below; docs/perf_model.md gives each its source.
-Everything here is arithmetic on shapes and dtypes: a few microseconds an op, no tensor values read.
+An op's time is built from the hardware up (docs/perf_model.md names every constant's source):
+
+    ideal = launch + max(compute, data movement) + MATMUL_SERIAL_SHARE * min(the two)   (the last for matmuls)
+
+- launch: a fixed cost every program pays (dispatch to the cores, kernel start, first tile in and last out);
+- the cores the op's program really uses: work is split as TT-NN's program factories split it (tiles for
+  element-wise ops, tile rows for norms and softmax, output blocks for matmuls, rows for embeddings);
+- compute: per-tile cycles per op family on one core (the matrix engine's 16 cycles a tile-step a
+  fidelity pass, fed by its unpacker; each SFPU op's cycles; norms' several passes at their fidelity);
+- data movement: the larger of one core's reads or writes (a NoC request's latency per page, pages in
+  flight one at a time as TT-NN's interleaved readers issue them, bytes at a core's DRAM rate) and the
+  chip's achieved DRAM bandwidth for all bytes;
+- what an op moves: a slice the bytes it keeps, an embedding the rows it looks up, a conv2d its halo
+  and the matmul over its prepared weights.
+
+compute_ns and bandwidth_ns are those two terms; TT-NN's own ideal-throughput relation (PM COMPUTE) is
+kept in matmul_compute_ns. Everything is arithmetic on shapes: a few microseconds an op, no values read.
+bench/device_time.py holds the model against public Wormhole profiler data (bench/data/wormhole_ops_perf).
 """
 
 from __future__ import annotations
@@ -28,35 +40,87 @@ from device_sim.dtypes import ELEMENT_SIZE, tile_size
 from device_sim.tensor import Tensor
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
 
-# -- constants (Wormhole B0; docs/perf_model.md cites each) --------------------------------------------
+# -- constants (Wormhole B0); docs/perf_model.md gives each one's source ------------------------------------------
+# The chip
 CLOCK_GHZ = 1.0  # OpPerformanceModelGeneral: clock_rate_ghz = 1.0 on WORMHOLE_B0
-MUL_ADDS_PER_CYCLE_LOFI = 4096  # per core: 8x16 by 16x16 in one cycle, 2*8*16*16 (matmul's perf model)
-DRAM_GIB_PER_S = 6 * 2 * 21.5  # 258: "21.5 GB/s * 6 channels * 2 banks", divided by 1024^3 as TT-NN does
-NOC_BYTES_PER_CYCLE = 32  # one NoC link; the L1 bisection is sqrt(64) * 32 B/cycle * 2 = 512 B/cycle
-L1_LOCAL_BYTES_PER_CYCLE = 64  # a core reading or writing its own L1 (assumed: two 32 B NoC ports' width)
+MUL_ADDS_PER_CYCLE_LOFI = 4096  # per core: 8x16 by 16x16 in one cycle, 2*8*16*16 (tech_reports/GEMM_FLOPS)
+DRAM_GIB_PER_S = 6 * 2 * 21.5  # 258: TT-NN's nominal figure (OpPerformanceModelGeneral), kept for PerfConfig
+# What the chip's DRAM delivers to all cores reading at once: tt-metal's test_dram_read_all_core holds
+# 260-270 GB/s at 1 GHz; Saturating_DRAM_bandwidth.md measures 267 GB/s (u-benchmark), 239-260 in Llama decode.
+DRAM_ACHIEVED_GB_PER_S = 240.0
+# One core: "DRAM Read 22, DRAM Write 21 B/cycle" (tt-metal tests/tt_metal/tt_metal/data_movement/documentation/
+# ideal_performance.md); the same table's "One To One" 29 B/cycle for a core's reads over the NoC from L1.
+CORE_DRAM_READ_B_PER_CYCLE = 22
+CORE_DRAM_WRITE_B_PER_CYCLE = 21
+CORE_NOC_B_PER_CYCLE = 29
+L1_LOCAL_BYTES_PER_CYCLE = 64  # a core reading or writing its own L1 shard (assumed: two 32 B NoC-port widths)
+# A NoC read or write of one page that the kernel waits for before the next (TT-NN's interleaved readers and
+# writers barrier on every tile): fitted on the CLIP rows (bench/device_time.py), in line with the ~0.5 us
+# round trip tt-metal's data movement tests show for a single 2 KiB read.
+DRAM_PAGE_LATENCY_NS = 340
+L1_PAGE_LATENCY_NS = 170  # an L1 page over the NoC: half DRAM's (assumed; no public Wormhole figure)
+# Every program: dispatch's go signal to the cores, kernel start, the first page in and the last out.
+# Fitted (bench/device_time.py); the smallest real ops measure 2-3 us (CLIP: a 40-tile add 2.8 us).
+LAUNCH_NS = 1500
+# Issuing one small NoC read without waiting for it (a 32 B face row of a tile that an HC transpose regathers):
+# assumed ~60 cycles of the data-movement RISC's loop, in line with the CLIP HC transposes (6 us for 40 tiles).
+NOC_SMALL_READ_ISSUE_NS = 60
+EMBEDDING_ROWS_PER_BLOCK = 16  # rows an embedding core takes at a time (a face's height; the profiler's 2 cores for 19)
 PCIE_GB_PER_S = 32.0  # host <-> device, PCIe 4.0 x16 (Wormhole n150/n300 boards)
 # One Wormhole ethernet link: "a theoretical 100Gbps per direction", 12.5 GB/s (tt-metal's
 # tech_reports/EthernetMultichip/BasicEthernetGuide.md); a GB/s is a byte per ns.
 ETH_GB_PER_S = 12.5
-# Element-wise work per 32x32 tile on one core (not in TT-NN's model, which gives such ops 1 cycle):
-# the FPU's 8x16 lanes take 1024 / 128 = 8 cycles a tile per pass; the SFPU's 32 lanes take 32 a pass,
-# and a transcendental a few passes (assumed 4).
-FPU_CYCLES_PER_TILE = 8
-SFPU_CYCLES_PER_TILE = 128
+# Compute, per 32x32 tile on one core
 FIDELITY_PASSES = {MathFidelity.LoFi: 1, MathFidelity.HiFi2: 2, MathFidelity.HiFi3: 3, MathFidelity.HiFi4: 4}
+MATMUL_CYCLES_PER_PASS = 16  # a 32x32x32 tile-step: 32^3 / (8*16*16) engine cycles a fidelity pass (GEMM_FLOPS)
+# The matrix engine's operands come through the unpacker: bfloat16 tile-steps (two 2 KiB tiles) cap
+# at ~45 cycles, so HiFi2 reaches 32/45 = 0.71 of its peak and HiFi4 ~0.92 (GEMM_FLOPS' N150 tables:
+# 16k^3 at 71% and 91%); fitted there.
+UNPACK_BYTES_PER_CYCLE = 90
+MATMUL_STEP_OVERHEAD_CYCLES = 4  # per tile-step beyond the passes (fitted on GEMM_FLOPS: bfloat4_b LoFi at 82-86%)
+# A matmul's reads and its math overlap only in part: this share of the smaller of the two adds to the
+# larger (fitted on GEMM_FLOPS' DRAM rows, where time ~ compute + half the DRAM time).
+MATMUL_SERIAL_SHARE = 0.5
+# an element-wise FPU op (add, mul, bcast, reduce) a fidelity pass: assumed (4 faces, unpack and pack)
+FPU_CYCLES_PER_TILE = 32
+SFPU_CYCLES_PER_TILE = 128  # a simple SFPU op (relu, abs, neg ...): 32 lanes, a few instructions a row (assumed)
+# SFPU ops that evaluate a polynomial or iterate, cycles a tile on one core.
+SFPU_OP_CYCLES = {
+    "gelu": 1500,  # issue 30's Wormhole measurements: 1,300-1,700 cycles a tile a core
+    "erf": 3900, "erfc": 3900, "erfinv": 3900,  # fitted on the CLIP encoder's erf (19x5120: 13.4 us)
+    **dict.fromkeys(("exp", "log", "sigmoid", "tanh", "silu", "softplus", "mish", "recip", "reciprocal", "sqrt",
+                     "rsqrt", "sin", "cos", "tan", "atan", "asin", "acos", "log1p", "expm1", "pow", "div",
+                     "divide", "elu", "selu", "celu", "hardswish", "swish", "log_sigmoid"), 600),  # assumed
+}
+# Tile passes a norm's kernel makes over each input tile (count of the tile ops in TT-NN's kernels): layer norm
+# mean, x - mean, square, variance, rsqrt, scale, gamma, beta; RMS norm drops the mean and its subtraction.
+NORM_PASSES = {"layer_norm": 8, "rms_norm": 6, "group_norm": 10, "batch_norm": 6}
+SOFTMAX_PASSES = 6  # max, x - max, exp, sum, 1/sum, scale (softmax_program_factory's compute kernel)
 
-_FPU_BINARY = frozenset({"add", "sub", "mul", "add_", "sub_", "mul_", "rsub", "subtract", "multiply"})
+_FPU_BINARY = frozenset({"add", "sub", "mul", "add_", "sub_", "mul_", "rsub", "subtract", "multiply", "subtract_",
+                         "multiply_", "squared_difference", "maximum", "minimum", "eq", "ne", "gt", "lt", "ge", "le",
+                         "logical_and", "logical_or", "bias_gelu", "addcmul", "addcdiv", "where", "lerp"})
 _MOVES = frozenset({"to_memory_config", "interleaved_to_sharded", "sharded_to_interleaved", "reshard", "clone",
                     "copy", "move", "reallocate", "to_device", "from_device", "typecast", "to_layout", "tilize",
-                    "untilize", "permute", "transpose", "reshape", "slice", "concat", "to_dtype"})
+                    "untilize", "permute", "transpose", "reshape", "slice", "concat", "to_dtype", "pad",
+                    "tilize_with_val_padding", "tilize_with_zero_padding", "untilize_with_unpadding", "repeat",
+                    "fill_cache", "update_cache", "embedding", "fold"})
+_TILE_BYTES = frozenset({4096, 2048, 1088, 576, 1024})  # float32/uint32, bfloat16, bfloat8_b, bfloat4_b, uint8
 _FREE = frozenset({"deallocate", "view", "squeeze", "unsqueeze", "unsqueeze_to_4D"})
 # Ops that cross PCIe: the device side's bytes go over it once more (from_torch only when given a device).
 _HOST_MOVES = frozenset({"from_torch", "to_torch", "to_device", "from_device", "cpu"})
 _MATMULS = frozenset({"matmul", "linear"})
+_NORMS = frozenset(NORM_PASSES) | {"rms_norm_pre_all_gather", "layer_norm_pre_all_gather"}
+_SOFTMAX = frozenset({"softmax", "softmax_in_place", "scale_mask_softmax", "scale_mask_softmax_in_place",
+                      "scale_causal_mask_hw_dims_softmax_in_place"})
+_ROW_OPS = frozenset({"sum", "mean", "max", "min", "argmax", "argmin", "std", "var", "prod", "cumsum", "topk",
+                      "sort"}) | _NORMS | _SOFTMAX
 # Collectives by what crosses the busiest link (collective_link_ns).
 _COLLECTIVES = {"all_gather": "gather", "all_gather_async": "gather", "reduce_scatter": "reduce_scatter",
                 "reduce_scatter_minimal_async": "reduce_scatter", "all_reduce": "all_reduce",
                 "all_reduce_async": "all_reduce", "point_to_point": "point_to_point"}
+# The fidelity an op family runs at when its call gives none (TT-NN's compute kernel config defaults).
+_DEFAULT_FIDELITY = {"norm": MathFidelity.HiFi4, "softmax": MathFidelity.HiFi4, "conv2d": MathFidelity.HiFi4}
 
 
 @dataclass(frozen=True)
@@ -79,6 +143,11 @@ class PerfConfig:
     def cores(self) -> int:
         return self.grid_x * self.grid_y
 
+    @property
+    def dram_achieved_gb_per_s(self) -> float:
+        """The DRAM rate ops reach: the measured Wormhole figure, scaled when a config names another chip's."""
+        return DRAM_ACHIEVED_GB_PER_S * self.dram_gib_per_s / DRAM_GIB_PER_S
+
     @classmethod
     def of(cls, device) -> PerfConfig:
         """The config of a device_sim Device (its grid; clock and bandwidths from its DeviceConfig if set)."""
@@ -92,26 +161,63 @@ DEFAULT = PerfConfig()
 
 @dataclass(frozen=True)
 class Operand:
-    """What the model needs of a tensor: its bytes on the device and where they live."""
+    """What the model needs of a tensor: its bytes on the device, where they live, its shape and layout."""
 
     bytes: int
     location: str  # "dram" | "l1" | "l1_sharded" | "dram_sharded" | "host"
     shape: tuple = ()  # logical shape: a matmul's M, K, N and an element-wise op's tiles come from it
+    # ROW_MAJOR layout: one page a row instead of one a 32x32 tile. None: not known (a what-if from a report's
+    # rows): taken from the bytes, tiled when they are whole tiles of a tile size TT-NN has.
+    row_major: bool | None = None
+    shard_cores: int = 0  # the cores a sharded buffer spans (0: not known, the whole grid)
+
+    @property
+    def tiles(self) -> int:
+        return tiles_of(self.shape)
+
+    @property
+    def is_row_major(self) -> bool:
+        if self.row_major is not None:
+            return self.row_major
+        tiles = self.tiles
+        return not (tiles and self.bytes % tiles == 0 and self.bytes // tiles in _TILE_BYTES)
+
+    @property
+    def pages(self) -> int:
+        """Pages the buffer holds: rows when row-major, else tiles."""
+        if self.is_row_major:
+            return max(1, math.prod(self.shape[:-1])) if len(self.shape) > 1 else 1
+        return max(1, self.tiles)
+
+    @property
+    def page_bytes(self) -> float:
+        return self.bytes / self.pages
 
 
 @dataclass(frozen=True)
 class Estimate:
-    compute_ns: int
-    bandwidth_ns: int
+    compute_ns: int  # the op's math on its busiest core
+    bandwidth_ns: int  # its data movement: a core's pages or the chip's DRAM, whichever is longer
     math_fidelity: str | None  # the fidelity the compute figure assumes ("HiFi2"), None for no FPU work
+    fixed_ns: int = 0  # launch: what every program pays whatever its size
+    cores: int = 0  # the cores the op's program uses (0: not worked out)
+    overlap_ns: int = 0  # the part of compute and data movement that does not overlap (matmuls)
 
     @property
     def ideal_ns(self) -> int:
-        return max(self.compute_ns, self.bandwidth_ns)
+        return self.fixed_ns + max(self.compute_ns, self.bandwidth_ns) + self.overlap_ns
 
     @property
     def bound(self) -> str:
         return "compute" if self.compute_ns > self.bandwidth_ns else "bandwidth"
+
+
+def tiles_of(shape) -> int:
+    """32x32 tiles a tensor of this logical shape occupies (its last two dims padded to 32)."""
+    if not shape:
+        return 1
+    h = shape[-2] if len(shape) > 1 else 1
+    return math.prod(shape[:-2]) * math.ceil(h / 32) * math.ceil(shape[-1] / 32)
 
 
 def operand_bytes(shape, dtype: DataType, layout: Layout) -> int:
@@ -134,10 +240,10 @@ def location(buffer_type, memory_layout) -> str:
 
 
 def bandwidth_ns(operands, cfg: PerfConfig = DEFAULT) -> int:
-    """Nanoseconds to read or write every operand once, each over the path its memory has.
+    """The ideal-throughput time to move every operand once (TT-NN's PM BANDWIDTH kind of figure).
 
-    DRAM and host bytes share one channel each, so they add up; interleaved L1 pages cross the NoC
-    (bisection 2 * sqrt(cores) * 32 B/cycle); a sharded L1 tensor is read locally by every core at once.
+    DRAM bytes at the chip's achieved rate, host bytes over PCIe, interleaved L1 pages over the NoC
+    bisection (2 * sqrt(cores) * 32 B/cycle), a sharded L1 tensor locally by every core at once.
     """
     dram = host = noc = local = 0
     for o in operands:
@@ -149,14 +255,14 @@ def bandwidth_ns(operands, cfg: PerfConfig = DEFAULT) -> int:
             noc += o.bytes
         else:
             local += o.bytes
-    ns = dram / (cfg.dram_gib_per_s * 2**30) * 1e9 + host / (cfg.pcie_gb_per_s * 1e9) * 1e9
-    ns += noc / (2 * math.sqrt(cfg.cores) * NOC_BYTES_PER_CYCLE * cfg.clock_ghz)
+    ns = dram / cfg.dram_achieved_gb_per_s + host / cfg.pcie_gb_per_s
+    ns += noc / (2 * math.sqrt(cfg.cores) * 32 * cfg.clock_ghz)
     ns += local / (cfg.cores * L1_LOCAL_BYTES_PER_CYCLE * cfg.clock_ghz)
     return math.ceil(ns)
 
 
 def matmul_compute_ns(m: int, k: int, n: int, batch: int, fidelity: MathFidelity, cfg: PerfConfig = DEFAULT) -> int:
-    """TT-NN's matmul relation: ceil(2*K*M*N*batch / (cores * 4096) * passes) cycles, over the clock."""
+    """TT-NN's ideal matmul relation (its PM COMPUTE): ceil(2*K*M*N*batch / (cores * 4096) * passes) cycles."""
     mul_adds = 2 * k * m * n * batch
     cycles = math.ceil(mul_adds / (cfg.cores * MUL_ADDS_PER_CYCLE_LOFI) * FIDELITY_PASSES[fidelity])
     return math.ceil(cycles / cfg.clock_ghz)
@@ -187,6 +293,231 @@ def collective_link_ns(kind: str, shard_bytes: int, group: int, *, ring: bool = 
     return math.ceil(per_direction / (num_links * eth_gb_per_s))
 
 
+# -- the pieces an estimate is built from ------------------------------------------------------------------------
+def _page_ns(o: Operand, pages: float, cfg: PerfConfig, *, write: bool = False, per_request: float = 1) -> float:
+    """One core moving `pages` of operand o: a request's latency per `per_request` pages, bytes at a core's rate."""
+    if pages <= 0:
+        return 0.0
+    if o.location == "l1_sharded" or o.location == "host":
+        return pages * o.page_bytes / (L1_LOCAL_BYTES_PER_CYCLE * cfg.clock_ghz)  # its own L1: no NoC request
+    if o.location == "l1":
+        latency, rate = L1_PAGE_LATENCY_NS, CORE_NOC_B_PER_CYCLE
+    else:
+        latency = DRAM_PAGE_LATENCY_NS
+        rate = CORE_DRAM_WRITE_B_PER_CYCLE if write else CORE_DRAM_READ_B_PER_CYCLE
+    return math.ceil(pages / per_request) * latency + pages * o.page_bytes / (rate * cfg.clock_ghz)
+
+
+def _dram_ns(operands, cfg: PerfConfig, scale: dict | None = None) -> float:
+    """The chip's DRAM busy time for every DRAM byte the op moves (scale: the share of an operand moved)."""
+    total = 0.0
+    for o in operands:
+        if o.location in ("dram", "dram_sharded"):
+            total += o.bytes * (scale.get(id(o), 1.0) if scale else 1.0)
+    return total / cfg.dram_achieved_gb_per_s
+
+
+def _cores_for(units: int, cfg: PerfConfig, operands=()) -> int:
+    """Cores a program splits `units` of work over: a sharded operand's own grid, else one a unit up to the grid."""
+    for o in operands:
+        if o.location.endswith("_sharded") and o.shard_cores:
+            return o.shard_cores
+    return max(1, min(units, cfg.cores))
+
+
+def _family(name: str) -> str:
+    if name in _MATMULS:
+        return "matmul"
+    if name == "conv2d":
+        return "conv2d"
+    if name in _NORMS:
+        return "norm"
+    if name in _SOFTMAX:
+        return "softmax"
+    if name == "embedding":
+        return "embedding"
+    if name in _MOVES:
+        return "move"
+    if name in _FPU_BINARY:
+        return "binary"
+    return "unary" if name not in _ROW_OPS else "rows"
+
+
+def _streaming(ins, outs, units: int, cycles_per_unit: float, cfg: PerfConfig, *, read_pages=None,
+               write_pages=None, per_request: float = 1, serial: bool = False, dram_scale=None) -> Estimate:
+    """An op that streams its operands through `units` of work split over its cores, reader and writer
+    on their own RISCs beside the compute one (serial: one kernel reads and writes in turn)."""
+    cores = _cores_for(units, cfg, [*ins, *outs])
+    share = 1 / cores
+    read = sum(_page_ns(o, (read_pages or {}).get(id(o), o.pages) * share, cfg, per_request=per_request)
+               for o in ins)
+    write = sum(_page_ns(o, (write_pages or {}).get(id(o), o.pages) * share, cfg, write=True,
+                         per_request=per_request) for o in outs)
+    move = read + write if serial else max(read, write)
+    move = max(move, _dram_ns([*ins, *outs], cfg, dram_scale))
+    compute = math.ceil(units / cores) * cycles_per_unit / cfg.clock_ghz
+    return Estimate(math.ceil(compute), math.ceil(move), None, LAUNCH_NS, cores)
+
+
+def _matmul(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, *, transpose_a: bool = False, grid=None,
+            k: int | None = None) -> Estimate:
+    """Output blocks over the grid as TT-NN's 2D multicast matmul splits them; per core its tile-steps at the
+    engine's rate for the fidelity, capped by the unpacker; its in0 and in1 blocks over the NoC; the chip's DRAM."""
+    a, b, out = ins[0], ins[1], outs[0]
+    shape = out.shape or (1,)
+    ash = a.shape or (1,)
+    k = k or (ash[-2] if transpose_a and len(ash) > 1 else ash[-1])
+    m = shape[-2] if len(shape) > 1 else 1
+    n = shape[-1]
+    batch = math.prod(shape[:-2]) if len(shape) > 2 else 1
+    mt, nt, kt = batch * math.ceil(m / 32), math.ceil(n / 32), math.ceil(k / 32)
+    gx, gy = grid or (cfg.grid_x, cfg.grid_y)
+    b_batched = len(b.shape) > 2 and math.prod(b.shape[:-2]) > 1
+    a_tile, b_tile = a.bytes / max(1, a.tiles), b.bytes / max(1, b.tiles)
+    step = max(MATMUL_CYCLES_PER_PASS * FIDELITY_PASSES[fidelity] + MATMUL_STEP_OVERHEAD_CYCLES,
+               (a_tile + b_tile) / UNPACK_BYTES_PER_CYCLE)
+    if mt <= 1 or b_batched:
+        # One tile row of output (or a batched in1, a bmm): TT-NN splits the output's columns over the cores,
+        # each core taking every row of its columns and reading its tiles one at a time.
+        per_m, per_n = mt, math.ceil(nt / (gx * gy))
+        b_tiles = (batch if b_batched else 1) * kt * per_n
+        read = _page_ns(a, per_m * kt, cfg) + _page_ns(b, b_tiles, cfg)
+        write = _page_ns(out, per_m * per_n, cfg, write=True)
+    else:
+        # TT-NN's 2D multicast matmul: output blocks of per_m x per_n tiles on a grid; a core takes in its in0
+        # rows and in1 columns block by block (in0_block_w tiles of K at a time), one request a block, the first
+        # core of each row and column reading them from memory and multicasting them.
+        per_m, per_n = math.ceil(mt / gy), math.ceil(nt / gx)
+        block_w = max(1, min(kt, 8))
+        read = _page_ns(a, per_m * kt, cfg, per_request=per_m * block_w) + \
+            _page_ns(b, per_n * kt, cfg, per_request=per_n * block_w)
+        write = _page_ns(out, per_m * per_n, cfg, write=True, per_request=per_m * per_n)
+    cores = math.ceil(mt / per_m) * math.ceil(nt / per_n)
+    compute = per_m * per_n * kt * step / cfg.clock_ghz
+    move = max(read, write, _dram_ns([a, b, out], cfg))
+    overlap = MATMUL_SERIAL_SHARE * min(compute, move)
+    return Estimate(math.ceil(compute), math.ceil(move), fidelity.name, LAUNCH_NS, cores, math.ceil(overlap))
+
+
+def _conv2d(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, params: dict) -> Estimate:
+    """TT-NN runs a conv2d as a halo (each core's input window rows gathered into its L1) and a matmul
+    of the windows, [N*OH*OW, KH*KW*C/groups], by the prepared weights [KH*KW*C/groups, OC]."""
+    x, out = ins[0], outs[0]
+    kh, kw = params.get("kernel_size") or (1, 1)
+    groups = params.get("groups") or 1
+    cin = params.get("in_channels") or (x.shape[-1] if x.shape else 1)
+    k = kh * kw * max(1, cin // groups) * (groups if groups > 1 else 1) // max(1, groups if groups > 1 else 1)
+    if groups > 1:  # depthwise / grouped: TT-NN widens the weights to a block-diagonal [KH*KW*C, OC] matrix
+        k = kh * kw * cin
+    rows = math.prod(out.shape[:-1]) if len(out.shape) > 1 else 1
+    windows = Operand(math.ceil(rows / 32) * math.ceil(k / 32) * 2048, "l1_sharded", (rows, k))
+    weights = ins[1] if len(ins) > 1 else Operand(math.ceil(k / 32) * math.ceil(out.shape[-1] / 32) * 2048, "dram",
+                                                  (k, out.shape[-1]))
+    weights = Operand(math.ceil(k / 32) * math.ceil(out.shape[-1] / 32) * (weights.bytes / max(1, weights.tiles)),
+                      "dram" if weights.location == "host" else weights.location, (k, out.shape[-1]))
+    mm = _matmul([windows, weights], [out], fidelity, cfg, k=k)
+    halo = _streaming([x], [Operand(x.bytes, "l1_sharded", x.shape, x.is_row_major)], max(1, x.pages), 0, cfg,
+                      per_request=8)
+    return Estimate(mm.compute_ns, mm.bandwidth_ns + halo.bandwidth_ns, fidelity.name, LAUNCH_NS + halo.fixed_ns,
+                    mm.cores, mm.overlap_ns)
+
+
+def _move(name: str, ins, outs, cfg: PerfConfig) -> Estimate:
+    """Data movement ops, by the pages they touch and how TT-NN's kernels request them."""
+    src, dst = ins[0], outs[0]
+    if name == "slice":  # reads only what it keeps
+        kept = Operand(dst.bytes, src.location, dst.shape, src.is_row_major, src.shard_cores)
+        return _streaming([kept], [dst], max(dst.pages, 1), 0, cfg)
+    if name == "embedding":  # each looked-up row: one read, then one write, in the same kernel
+        ids, table = src, (ins[1] if len(ins) > 1 else src)
+        rows = max(1, math.prod(ids.shape)) if ids.shape else 1
+        looked_up = Operand(rows * table.page_bytes, table.location, (rows, table.shape[-1] if table.shape else 1),
+                            True)
+        out_rows = Operand(dst.bytes, dst.location, (rows, dst.shape[-1] if dst.shape else 1), True, dst.shard_cores)
+        # TT-NN's kernel takes the output rows a face (16 rows) at a time: a block of rows a unit of work
+        return _streaming([looked_up], [out_rows], math.ceil(rows / EMBEDDING_ROWS_PER_BLOCK), 0, cfg, serial=True)
+    if name == "transpose" and src.shape and dst.shape and src.shape[-1] == dst.shape[-1] and \
+            tuple(src.shape) != tuple(dst.shape) and not src.is_row_major:
+        # HC: rows of every tile regathered across tiles (a face row, 16 elements, a request)
+        faces = 2 if dst.shape[-1] > 16 else 1
+        rows = min(32, dst.shape[-2]) if len(dst.shape) > 1 else 1
+        e = _streaming([src], [dst], dst.pages, 0, cfg)  # a tile's worth of reads and writes, then the gather:
+        gather = math.ceil(dst.pages / e.cores) * rows * faces * NOC_SMALL_READ_ISSUE_NS  # face rows, in flight
+        return Estimate(e.compute_ns, e.bandwidth_ns + gather, None, e.fixed_ns, e.cores)
+    if name in ("reshape", "view") and src.shape and dst.shape and src.shape[-1] != dst.shape[-1] \
+            and not src.is_row_major and not dst.is_row_major:
+        # a tiled reshape that changes the last dim regathers each output tile's rows
+        rows = min(32, dst.shape[-2]) if len(dst.shape) > 1 else 1
+        faces = 2 if dst.shape[-1] > 16 else 1
+        return _streaming([src], [dst], dst.pages, 0, cfg, read_pages={id(src): dst.pages * rows * faces},
+                          per_request=1)
+    if src.is_row_major != dst.is_row_major:  # tilize / untilize: row sticks in or out, through the unpacker
+        rm = src if src.is_row_major else dst
+        tiled = dst if src.is_row_major else src
+        # each tile column of a core reads (or writes) 32 sticks of 64 B: a request a stick
+        sticks = tiled.tiles * min(32, rm.shape[-2] if len(rm.shape) > 1 else 1)
+        units = tiled.tiles // max(1, math.ceil((rm.shape[-2] if len(rm.shape) > 1 else 1) / 32)) \
+            if rm.location != "l1_sharded" else tiled.tiles
+        stick = Operand(rm.bytes, rm.location, (sticks, rm.bytes / max(1, sticks) / 2), True, rm.shard_cores)
+        cycles = FPU_CYCLES_PER_TILE * tiled.tiles / max(1, units)
+        if src.is_row_major:
+            return _streaming([stick], [dst], max(1, units), cycles, cfg)
+        return _streaming([src], [stick], max(1, units), cycles, cfg)
+    return _streaming(ins, outs, max(dst.pages, src.pages), 0, cfg)
+
+
+def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | None, cfg: PerfConfig = DEFAULT, *,
+             transpose_a: bool = False, params: dict | None = None) -> Estimate | None:
+    """The estimate for op `name` ("matmul") from its operands; what estimate_op and a report's what-if call.
+
+    `fidelity` is the one the op's math runs at (None: the family's default). `params` carries what the
+    operands do not say: a conv2d's kernel_size, groups and in_channels, an SFPU op's name, a program grid.
+    """
+    name = name.rsplit(".", 1)[-1]
+    params = params or {}
+    if name in _FREE or name in _COLLECTIVES or (not outputs and name not in _HOST_MOVES):
+        return None  # a collective's links need its mesh and settings: estimate_op costs it
+    if name in _HOST_MOVES:
+        # The device tensor's bytes cross PCIe once, and its pages the NoC. Its host side (a torch tensor, or a host
+        # ttnn tensor) is not always an operand here, so it is counted from the device side, in the device's format.
+        on_device = [o for o in [*inputs, *outputs] if o.location != "host"]
+        if not on_device:
+            return None
+        dev = _streaming([], on_device, max(o.pages for o in on_device), 0, cfg)
+        pcie = math.ceil(sum(o.bytes for o in on_device) / cfg.pcie_gb_per_s)
+        return Estimate(0, max(dev.bandwidth_ns, pcie), None, LAUNCH_NS, dev.cores)
+    family = _family(name)
+    if fidelity is None:
+        fidelity = _DEFAULT_FIDELITY.get(family)
+    if family == "matmul" and len(inputs) >= 2 and fidelity is not None:
+        return _matmul(inputs, outputs, fidelity, cfg, transpose_a=transpose_a, grid=params.get("grid"))
+    if family == "conv2d" and inputs:
+        return _conv2d(inputs, outputs, fidelity or MathFidelity.HiFi4, cfg, params)
+    if not inputs:
+        return _streaming([], outputs, outputs[0].pages, 0, cfg)  # creation ops: writes only
+    if family in ("move", "embedding"):
+        return _move(name, inputs, outputs, cfg)
+    if family in ("norm", "softmax", "rows"):
+        # one tile row (the last dim's tiles) a unit of work; the kernel passes over it several times
+        x = max(inputs, key=lambda o: o.tiles)
+        wt = math.ceil(x.shape[-1] / 32) if x.shape else 1
+        rows = max(1, x.tiles // max(1, wt))
+        passes = NORM_PASSES.get(name, 8) if family == "norm" else SOFTMAX_PASSES if family == "softmax" else 2
+        fid = FIDELITY_PASSES[fidelity] if fidelity is not None else 1
+        cycles = wt * passes * FPU_CYCLES_PER_TILE * fid
+        if family == "softmax":
+            cycles += wt * SFPU_OP_CYCLES["exp"]
+        e = _streaming(inputs, outputs, rows, cycles, cfg)
+        return Estimate(e.compute_ns, e.bandwidth_ns, fidelity.name if fidelity is not None else None, e.fixed_ns,
+                        e.cores)
+    tiles = max(o.pages for o in [*inputs, *outputs])
+    if family == "binary":
+        fid = FIDELITY_PASSES[fidelity] if fidelity is not None and name in ("mul", "multiply", "mul_") else 1
+        return _streaming(inputs, outputs, tiles, FPU_CYCLES_PER_TILE * fid, cfg)
+    op = params.get("sfpu_op", name)
+    return _streaming(inputs, outputs, tiles, SFPU_OP_CYCLES.get(op, SFPU_CYCLES_PER_TILE), cfg)
+
+
 _config_of: dict[int, tuple] = {}  # id(device) -> (its DeviceConfig, its PerfConfig): made once per device
 
 # -- from live device_sim tensors (what the profiler's hook calls) --------------------------------------------
@@ -196,11 +527,13 @@ def _operand(t) -> Operand | None:
         return None
     shape = tuple(value.shape)
     buf = t.buffer
+    row_major = t.layout != Layout.TILE
     if buf is not None:
         cfg = t.memory_config()
+        spec = cfg.shard_spec if cfg is not None else None
         return Operand(buf.page_size * buf.num_pages, location(buf.buffer_type, cfg.memory_layout if cfg else None),
-                       shape)
-    return Operand(operand_bytes(shape, t.dtype, t.layout), "host", shape)
+                       shape, row_major, spec.num_cores() if spec is not None else 0)
+    return Operand(operand_bytes(shape, t.dtype, t.layout), "host", shape, row_major)
 
 
 def _tensors(x, out: list) -> None:
@@ -247,18 +580,30 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
             cfg = _config_of[id(device)] = (device.config, PerfConfig.of(device))
         cfg = cfg[1]
     fidelity = None
+    params = None
     if name in _MATMULS and len(ins) >= 2 and outs:
         from device_sim.ops.matmul import kernel_numerics
 
         fidelity = kernel_numerics("ttnn." + name, ins[0], ins[1], outs[0].dtype, kwargs.get("compute_kernel_config"),
                                    kwargs.get("program_config"), kwargs.get("core_grid")).math_fidelity
+        grid = getattr(kwargs.get("program_config"), "compute_with_storage_grid_size", None)
+        if grid is not None:
+            params = {"grid": (grid.x, grid.y) if hasattr(grid, "x") else tuple(grid)}
+    elif kwargs:
+        # a norm's or conv's compute_kernel_config (or conv2d's compute_config) names the fidelity it runs at
+        ckc = kwargs.get("compute_kernel_config") or kwargs.get("compute_config")
+        fidelity = getattr(ckc, "math_fidelity", None) if ckc is not None else None
+        if name == "conv2d":
+            ks = kwargs.get("kernel_size")
+            params = {"kernel_size": tuple(ks) if isinstance(ks, (tuple, list)) else (ks, ks) if ks else (1, 1),
+                      "groups": kwargs.get("groups") or 1, "in_channels": kwargs.get("in_channels")}
     in_ops = [o for o in map(_operand, ins) if o is not None]
     out_ops = [o for o in map(_operand, outs) if o is not None]
     kind = _COLLECTIVES.get(name)
     if kind is not None and mesh is not None and in_ops:
         return Estimate(0, max(bandwidth_ns([*in_ops, *out_ops], cfg), _link_ns(kind, in_ops[0].bytes, mesh.mesh,
                                                                               name, kwargs)), None)
-    return estimate(name, in_ops, out_ops, fidelity, cfg, transpose_a=bool(kwargs.get("transpose_a")))
+    return estimate(name, in_ops, out_ops, fidelity, cfg, transpose_a=bool(kwargs.get("transpose_a")), params=params)
 
 
 def _link_ns(kind: str, shard_bytes: int, mesh, name: str, kwargs: dict) -> int:
@@ -273,38 +618,3 @@ def _link_ns(kind: str, shard_bytes: int, mesh, name: str, kwargs: dict) -> int:
     links = kwargs.get("num_links")
     return collective_link_ns(kind, shard_bytes, group, ring=ring, num_links=links if isinstance(links, int) and
                               links > 0 else 1)
-
-
-def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | None, cfg: PerfConfig = DEFAULT, *,
-             transpose_a: bool = False) -> Estimate | None:
-    """The estimate for op `name` ("matmul") from its operands; what estimate_op and a report's what-if call.
-
-    `fidelity` is the one a matmul runs with (None elsewhere: it has no matrix work).
-    """
-    name = name.rsplit(".", 1)[-1]
-    if name in _FREE or name in _COLLECTIVES or (not outputs and name not in _HOST_MOVES):
-        return None  # a collective's links need its mesh and settings: estimate_op costs it
-    operands = [*inputs, *outputs]
-    if name in _HOST_MOVES:
-        # The device tensor's bytes cross PCIe once. Its host side (a torch tensor, or a host ttnn tensor)
-        # is not always an operand here, so it is counted from the device side, in the device's format.
-        on_device = [o for o in operands if o.location != "host"]
-        if not on_device:
-            return None
-        operands = on_device + [Operand(o.bytes, "host") for o in on_device]
-    bw = bandwidth_ns(operands, cfg)
-    if name in _MATMULS and len(inputs) >= 2 and outputs and fidelity is not None:
-        shape = outputs[0].shape or (1,)  # a dot product of two vectors is a scalar
-        a = inputs[0].shape or (1,)
-        k = a[-2] if transpose_a else a[-1]
-        batch = math.prod(shape[:-2]) if len(shape) > 2 else 1
-        m = shape[-2] if len(shape) > 1 else 1
-        return Estimate(matmul_compute_ns(m, k, shape[-1], batch, fidelity, cfg), bw, fidelity.name)
-    if name in _MOVES or name in _HOST_MOVES:
-        return Estimate(0, bw, None)
-    tiles = math.ceil(math.prod(outputs[0].shape) / 1024)
-    if name in _FPU_BINARY:
-        return Estimate(eltwise_compute_ns(tiles, FPU_CYCLES_PER_TILE, cfg), bw, None)
-    # Everything else (unary, reductions, softmax, norms, ...): SFPU work per tile of its largest operand.
-    tiles = max([tiles] + [math.ceil(math.prod(o.shape) / 1024) for o in inputs])
-    return Estimate(eltwise_compute_ns(tiles, SFPU_CYCLES_PER_TILE, cfg), bw, None)
