@@ -66,12 +66,14 @@ class LogPerf:
                 operand = None
             elif address is not None:  # in a device buffer
                 cfg = configs.get(cfg_id) if cfg_id is not None else None
+                spec = getattr(cfg, "shard_spec", None)
                 operand = perf_model.Operand(size, perf_model.location(BufferType(buffer_type),
-                                                                       cfg.memory_layout if cfg else None), shape)
+                                                                       cfg.memory_layout if cfg else None), shape,
+                                             _row_major(layout), spec.num_cores() if spec is not None else 0)
             else:
                 layout = layout[0] if type(layout) is tuple else layout
                 operand = perf_model.Operand(perf_model.operand_bytes(shape, DataType(dtype), Layout(layout)),
-                                             "host", shape)
+                                             "host", shape, _row_major(layout))
             if len(operands) >= MAX_TENSORS:
                 operands.clear()  # the estimates hold the operands their keys name: they stay right
             operands[key] = operand
@@ -134,3 +136,9 @@ class LogPerf:
 
 
 _MISSING = object()
+
+
+def _row_major(layout) -> bool:
+    """A spec's layout (a Layout's value, or a tuple whose first item is) is not TILE: the model counts rows."""
+    layout = layout[0] if type(layout) is tuple else layout
+    return layout is not None and Layout(layout) != Layout.TILE
