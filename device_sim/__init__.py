@@ -297,6 +297,9 @@ from device_sim import _ttnn, cluster, reports  # noqa: E402, F401
 
 __all__ += ["cluster"]
 
+DEVICE_STORAGE_TYPE = StorageType.DEVICE  # TT-NN's ttnn/types.py
+__all__ += ["DEVICE_STORAGE_TYPE"]
+
 from device_sim.comparison import pearson_correlation_coefficient  # noqa: E402
 
 __all__ += ["pearson_correlation_coefficient"]

@@ -65,12 +65,14 @@ OUTPUT_TENSOR_CATEGORIES = frozenset({"eltwise"})
 OUTPUT_TENSOR_OPS = {
     "ttnn.matmul": "optional_output_tensor",
     "ttnn.linear": "optional_output_tensor",
+    "ttnn.addmm": "optional_output_tensor",
     "ttnn.to_memory_config": "output_tensor",
     "ttnn.typecast": "output_tensor",
     "ttnn.argmax": "output_tensor",
     "ttnn.clamp": "output_tensor",
     "ttnn.fill": "output_tensor",
     "ttnn.moreh_norm": "output",
+    "ttnn.cumsum": "out",  # cumsum_nanobind.cpp
 }
 
 

@@ -201,3 +201,30 @@ def test_a_host_block_float_tensor_stays_tile_when_asked_for_row_major_as_tt_nn_
         same = t.to(ttnn.ROW_MAJOR_LAYOUT)
     assert same is t and same.layout == ttnn.TILE
     assert torch.equal(same.to_torch().float(), torch.ones(32, 32))
+
+
+# -- matmul, reductions, shapes ----------------------------------------------------------------------------------
+
+
+def test_addmm_is_beta_input_plus_alpha_mat1_at_mat2_run_as_tt_nn_composite(device):
+    g = torch.Generator().manual_seed(0)
+    inp, m1, m2 = torch.randn(32, 64, generator=g), torch.randn(32, 96, generator=g), torch.randn(96, 64, generator=g)
+    ti, t1, t2 = (ttnn.from_torch(v, dtype=ttnn.float32, layout=ttnn.TILE, device=device) for v in (inp, m1, m2))
+    out = ttnn.addmm(ti, t1, t2, alpha=0.5, beta=2.0)
+    torch.testing.assert_close(ttnn.to_torch(out), torch.addmm(inp, m1, m2, alpha=0.5, beta=2.0), rtol=1e-2, atol=1e-2)
+    assert out.memory_config() == ttnn.DRAM_MEMORY_CONFIG
+    with pytest.raises(RuntimeError, match="alpha parameter cannot be 0"):
+        ttnn.addmm(ti, t1, t2, alpha=0.0)
+    with pytest.raises(RuntimeError, match="input_tensor must have shape matching"):
+        ttnn.addmm(t1, t1, t2)
+    into = ttnn.from_torch(torch.zeros(32, 64), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    assert ttnn.addmm(ti, t1, t2, optional_output_tensor=into) is into
+
+
+def test_cumsum_writes_into_out_and_shapes_compare_equal_to_lists(device):
+    t = ttnn.from_torch(torch.ones(2, 3), dtype=ttnn.float32, device=device)
+    out = ttnn.from_torch(torch.zeros(2, 3), dtype=ttnn.float32, device=device)
+    assert ttnn.cumsum(t, 1, out=out) is out and ttnn.to_torch(out).tolist() == [[1, 2, 3], [1, 2, 3]]
+    assert out.shape == [2, 3] and out.shape != [3, 2] and out.shape == (2, 3) and ttnn.Shape([]) == []
+    assert hash(ttnn.Shape([2, 3])) == hash((2, 3))
+    assert ttnn.has_storage_type_of(t, ttnn.DEVICE_STORAGE_TYPE)

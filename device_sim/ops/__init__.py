@@ -67,7 +67,7 @@ from device_sim.ops.eltwise import (  # noqa: F401
     subtract,
     tanh,
 )
-from device_sim.ops.matmul import linear, matmul  # noqa: F401
+from device_sim.ops.matmul import addmm, linear, matmul  # noqa: F401
 from device_sim.ops.normalization import embedding, layer_norm, rms_norm, softmax  # noqa: F401
 from device_sim.ops.reduction import argmax, max, mean, min, std, sum, var  # noqa: F401
 
@@ -75,7 +75,7 @@ __all__ = [
     "transformer",
     "arange", "concat", "empty", "empty_like", "full", "full_like", "ones", "ones_like", "pad", "rand",
     "rand_like", "repeat", "split", "zeros", "zeros_like",
-    "linear", "matmul",
+    "addmm", "linear", "matmul",
     "embedding", "layer_norm", "rms_norm", "softmax",
     "argmax", "max", "mean", "min", "std", "sum", "var",
     "clone",

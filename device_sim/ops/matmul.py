@@ -22,10 +22,11 @@ import torch
 from device_sim import activations, device_work, matmul_kernel, numerics
 from device_sim.compute_config import MathFidelity, Numerics, resolve
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.eltwise import add_, mul, mul_
 from device_sim.program_config_checks import tt_fatal, validate_matmul, validate_matmul_sharding
 from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
-from device_sim.types import DataType, MemoryConfig
+from device_sim.types import DRAM_MEMORY_CONFIG, DataType, MemoryConfig
 
 _F32, _BF16 = DataType.FLOAT32, DataType.BFLOAT16
 # Operands of 256 KiB to 16 MiB as float32 are widened into a buffer kept per thread and operand (_float32):
@@ -241,3 +242,54 @@ def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | Non
     return _run("ttnn.linear", input_tensor_a, input_tensor_b, bias, transpose_a=transpose_a,
                 transpose_b=transpose_b, activation=activation, memory_config=memory_config, dtype=dtype,
                 program_config=program_config, compute_kernel_config=compute_kernel_config, core_grid=core_grid)
+
+
+# -- addmm: TT-NN's composite of matmul, multiply_ and add_ (matmul.cpp), whose ops a capture shows nested --------
+
+_ADDMM_DTYPES = (DataType.BFLOAT16, DataType.FLOAT32, DataType.BFLOAT8_B)
+
+
+def _addmm_golden(input_tensor, mat1_tensor, mat2_tensor, alpha=1.0, beta=1.0, *_, **__):
+    return torch.addmm(input_tensor, mat1_tensor, mat2_tensor, alpha=alpha, beta=beta)  # TT-NN's golden
+
+
+def _addmm_checks(input_tensor: Tensor, mat1: Tensor, mat2: Tensor, alpha: float, beta: float) -> None:
+    """addmm_validate (matmul.cpp), in its words."""
+    where = "device_sim/ops/matmul.py"
+    if alpha == 0.0:
+        raise tt_fatal("alpha != 0.0", "alpha parameter cannot be 0", where)
+    if beta != 0.0:
+        shape, s1, s2 = list(input_tensor.shape), list(mat1.shape), list(mat2.shape)
+        if not (shape[0] == s1[0] and shape[1] == s2[1]):
+            raise tt_fatal("input_shape[0] == mat1_shape[0] && input_shape[1] == mat2_shape[1]",
+                           f"input_tensor must have shape matching one of result of mat1_tensor @ mat2_tensor\n"
+                           f"ttnn.addmm: input_tensor is {shape}, mat1 @ mat2 is [{s1[0]}, {s2[1]}]", where)
+        if input_tensor.dtype not in _ADDMM_DTYPES:
+            raise tt_fatal("idtype == BFLOAT16 || idtype == FLOAT32 || idtype == BFLOAT8_B", "only ttnn.bfloat16, "
+                           "ttnn.float32 and ttnn.bfloat8_b types are supported for input_tensor", where)
+    for name, t in (("mat1_tensor", mat1), ("mat2_tensor", mat2)):
+        if t.dtype not in _ADDMM_DTYPES:
+            raise tt_fatal(f"{name}.dtype() in (BFLOAT16, FLOAT32, BFLOAT8_B)", f"only ttnn.bfloat16, ttnn.float32 and "
+                           f"ttnn.bfloat8_b types are supported for {name}", where)
+
+
+@register_op("ttnn.addmm", golden=_addmm_golden)
+def addmm(input_tensor: Tensor, mat1_tensor: Tensor, mat2_tensor: Tensor, *, alpha: float = 1.0, beta: float = 1.0,
+          memory_config: MemoryConfig | None = None, dtype: DataType | None = None, program_config=None,
+          compute_kernel_config=None, core_grid=None, output_tile=None, **tt_nn_only) -> Tensor:
+    """beta * input_tensor + alpha * (mat1_tensor @ mat2_tensor), as TT-NN runs it: matmul (into DRAM unless
+    memory_config says otherwise), then multiply_ by alpha unless it is 1, then add_ of input_tensor (times beta
+    unless it is 1) unless beta is 0; optional_output_tensor= receives the result."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.addmm", tt_nn_only)
+    if output_tile is not None:
+        raise tt_fatal("!output_tile.has_value()", "output_tile must not be provided", "device_sim/ops/matmul.py")
+    _addmm_checks(input_tensor, mat1_tensor, mat2_tensor, float(alpha), float(beta))
+    out = matmul(mat1_tensor, mat2_tensor, memory_config=memory_config if memory_config is not None
+                 else DRAM_MEMORY_CONFIG, dtype=dtype, program_config=program_config,
+                 compute_kernel_config=compute_kernel_config, core_grid=core_grid)
+    if alpha != 1.0:
+        mul_(out, float(alpha))
+    if beta != 0.0:
+        add_(out, mul(input_tensor, float(beta)) if beta != 1.0 else input_tensor)
+    return out

@@ -144,10 +144,11 @@ def cumsum(input: Tensor, dim: int, *, dtype: DataType | None = None, reverse_or
     if dtype is not None:
         x = dtypes.to_device_values(x, DataType(dtype))
         x = x.float() if x.is_floating_point() else x
+    fresh = pending_output_target("ttnn.cumsum") is None  # out= is the caller's: kept if the program fails
     out = output(_cumsum_golden(x, dim, reverse_order=reverse_order), input, ins, op_name="ttnn.cumsum",
                  dtype=dtype, memory_config=memory_config)
     # AccumulationDeviceOperation between the permutes that bring the dim to the front (programs.accumulation)
-    device_work.launch_after(out, True, input, accumulation.accumulation_programs(input, dim, out.dtype))
+    device_work.launch_after(out, fresh, input, accumulation.accumulation_programs(input, dim, out.dtype))
     return out
 
 
