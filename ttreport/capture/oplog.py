@@ -83,6 +83,13 @@ PACE_BYTES = 1 << 20  # how often (bytes of log written) the writer's progress i
 PREFAULT_BYTES = 2 * PACE_BYTES
 _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23 if sys.platform == "linux" else None)
 PACE_SLEEP_S = 0.01  # between looks while the model waits (a 1 ms poll cost 3-5 µs an op of stored outputs)
+# The model waits for its writer process only while that process moves: once its count of bytes written has not
+# changed for WRITER_STALL_S, the model goes on (the log keeps every op: only the close is longer), and waits again
+# only once the count moves. A working writer moves it once a batch: 30,000 steps of add and matmul on 2 busy cores
+# (load 2.6) saw a median of 0.05 s between moves and at most 0.1 s, 0.28 s with every tensor stored; 10 s is 35
+# times that. A writer stopped (SIGSTOP) or stuck never moves it, and the model waited for ever (issue 29: 2 of 9
+# runs of 30,000 ops storing every tensor on a 6 MiB disk, where the segment note it waited on went stale).
+WRITER_STALL_S = 10.0
 _COUNT = struct.Struct("<Q")  # the writer process's count of log bytes written to SQLite, in shared memory
 _new_tuple = tuple.__new__  # a PROGRAM record's Program, without the NamedTuple's Python __new__
 
@@ -119,10 +126,12 @@ class LogSink:
         self.lag_segments = lag_segments
         self.lag_bytes = LAG_BYTES if lag_bytes is None else lag_bytes
         self._behind = False  # a new segment found the writer lag_segments behind: the next op waits for it
+        self._starts = [0]  # where each segment begins, in bytes of the whole log: segment n's is _starts[n - 1]
         self._pacing = threading.Lock()  # one thread at a time looks at the writer (is_alive reaps it)
         # Anonymous shared memory: the forked writer process writes its count of log bytes written into it after
         # each batch (writer_process.pump); no file, so a full disk cannot freeze it.
         self.progress = mmap.mmap(-1, _COUNT.size)
+        self._stalled_at = -1  # the writer's count when the model last stopped waiting for it (WRITER_STALL_S)
         self.writer_alive = lambda: False  # set by the capture: back-pressure waits only while it runs
         self.warner = LossWarner()  # the capture's, shared with the tensor thread: one warning a capture
         self.error: OSError | None = None  # why the log could not grow (a full disk)
@@ -261,6 +270,7 @@ class LogSink:
         _LEN.pack_into(old, old_off, END)  # after the next segment exists: a reader finds it
         old.close()
         self._done += old_off  # as LogTail counts it: up to the END mark
+        self._starts.append(self._done)
         self._behind = True  # the next op looks at the writer's progress, once the lock is let go
         return True
 
@@ -312,7 +322,8 @@ class LogSink:
 
     def _pace(self) -> None:
         # Not holding the lock (each thread that appends waits on its own). Never loss: only a wait, and only
-        # while the writer process runs. Read and written without the lock: a look more or less is harmless.
+        # while the writer process runs and moves. Read and written without the lock: a look more or less is
+        # harmless.
         with self._lock:  # the segment may not roll meanwhile
             self._prefault()
         with self._pacing:
@@ -320,17 +331,33 @@ class LogSink:
             written = self._done + self._off
             # Once behind, until half as far behind, looking every PACE_SLEEP_S: each look costs the model's
             # thread ~25 µs of CPU on a loaded machine, and the writer moves its count once a batch (~50 ms).
-            behind = self.lag_bytes
-            while written - _COUNT.unpack_from(self.progress)[0] > behind and self.writer_alive():
-                behind = self.lag_bytes // 2
-                time.sleep(PACE_SLEEP_S)
+            if written - self._count() > self.lag_bytes:
+                self._wait_for_writer(written - self.lag_bytes // 2)
 
     def _back_pressure(self) -> None:
         # Never loss: the model waits while the writer is more than lag_segments behind (a few ms per segment
-        # of small ops normally; only a writer that cannot keep up at all makes it wait).
-        with self._pacing:
-            while self.writer_alive() and self._segment - read_progress(self.folder) > self.lag_segments:
-                time.sleep(0.001)
+        # of small ops normally; only a writer that cannot keep up at all makes it wait): until its count of
+        # bytes written reaches the segment lag_segments before this one.
+        n = self._segment - self.lag_segments
+        if n >= 1:
+            with self._pacing:
+                self._wait_for_writer(self._starts[n - 1])
+
+    def _count(self) -> int:
+        return _COUNT.unpack_from(self.progress)[0]
+
+    def _wait_for_writer(self, until: int) -> None:
+        """Sleep until the writer process has written `until` bytes of the log, it has ended, or it has not moved
+        for WRITER_STALL_S (then not again until it moves)."""
+        count = self._count()
+        moved = time.monotonic()
+        while count < until and count != self._stalled_at and self.writer_alive():
+            time.sleep(PACE_SLEEP_S)
+            now = self._count()
+            if now != count:
+                count, moved = now, time.monotonic()
+            elif time.monotonic() - moved > WRITER_STALL_S:
+                self._stalled_at = count
 
     # -- what a record refers to -------------------------------------------------------------
     def define_stack(self, frames: tuple) -> int:
@@ -458,21 +485,14 @@ def write_count(progress, tail: LogTail) -> None:
 
 
 def write_progress(folder: Path, segment: int) -> None:
-    """The writer process's note of the segment it reads (back-pressure reads it). On a full disk the note
-    stays as it was: the model then waits only while this process lives, and it goes on writing."""
+    """The writer process's note of the segment it reads, in the log's folder. Nothing reads it any more: the
+    back-pressure reads the count in shared memory (write_count), which a full disk cannot leave stale."""
     tmp = folder / ".progress.tmp"
     try:
         tmp.write_text(str(segment))
         os.replace(tmp, folder / ".progress")
     except OSError:
         tmp.unlink(missing_ok=True)
-
-
-def read_progress(folder: Path) -> int:
-    try:
-        return int((folder / ".progress").read_text() or 0)
-    except (OSError, ValueError):
-        return 0
 
 
 # -- reading ------------------------------------------------------------------------------------
