@@ -171,27 +171,21 @@ class Operand:
     row_major: bool | None = None
     shard_cores: int = 0  # the cores a sharded buffer spans (0: not known, the whole grid)
 
-    @property
-    def tiles(self) -> int:
-        return tiles_of(self.shape)
+    def __post_init__(self):
+        # worked out once: an estimate asks for an operand's pages several times
+        tiles = tiles_of(self.shape)
+        rm = self.row_major
+        if rm is None:
+            rm = not (tiles and self.bytes % tiles == 0 and self.bytes // tiles in _TILE_BYTES)
+        rows = math.prod(self.shape[:-1]) if len(self.shape) > 1 else 1
+        pages = max(1, rows if rm else tiles)
+        _set(self, "tiles", tiles)
+        _set(self, "is_row_major", rm)
+        _set(self, "pages", pages)  # pages the buffer holds: rows when row-major, else tiles
+        _set(self, "page_bytes", self.bytes / pages)
 
-    @property
-    def is_row_major(self) -> bool:
-        if self.row_major is not None:
-            return self.row_major
-        tiles = self.tiles
-        return not (tiles and self.bytes % tiles == 0 and self.bytes // tiles in _TILE_BYTES)
 
-    @property
-    def pages(self) -> int:
-        """Pages the buffer holds: rows when row-major, else tiles."""
-        if self.is_row_major:
-            return max(1, math.prod(self.shape[:-1])) if len(self.shape) > 1 else 1
-        return max(1, self.tiles)
-
-    @property
-    def page_bytes(self) -> float:
-        return self.bytes / self.pages
+_set = object.__setattr__  # a frozen dataclass's derived fields, set once in __post_init__
 
 
 @dataclass(frozen=True)

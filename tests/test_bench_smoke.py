@@ -25,6 +25,7 @@ FIGURES = [
     "ttnn.matmul / torch.matmul float32, same values",
     "ttnn.matmul 256^3 outputs != float32 path's", "!= exact-then-rounded: ours / float32 path",
     "trace: ops exported per second", "html: ops exported per second", "trace peak memory, 2N ops / N ops",
+    "held-out: share within 2x", "held-out: share within 4x",
 ]
 # Benchmark 9 needs a PostgreSQL server; where none can start it says "skipped: ..." instead.
 STORE_FIGURES = ["history for one op (all runs): p50", "history for one op and shape: p50", "runs (every run): p50"]
