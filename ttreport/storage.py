@@ -20,9 +20,9 @@ import errno
 import json
 import math
 import os
-import pickle
 import queue as queue_module
 import stat
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -165,16 +165,26 @@ def write_tensor(path: Path, value: torch.Tensor, dtype=None, layout=None, memor
 
 def write_values(path: Path, data, torch_dtype: str, shape, device: tuple | None = None) -> dict:
     """write_tensor from a tensor's bytes (an op log's copy): `torch_dtype` is its text ("torch.bfloat16");
-    device: (device dtype, layout, pickled MemoryConfig or None) for a .bin file. Returns the same facts."""
-    dtype = getattr(torch, torch_dtype.removeprefix("torch."))
+    device: (device dtype, layout, MemoryConfig or None) for a .bin file. Returns the same facts.
+
+    A log may come from elsewhere (a report folder rebuilt by a reader): the dtype must be one of torch's, the
+    shape that of the bytes (nothing larger is allocated), and the file is written under a name made new
+    beside it (O_EXCL: never through a link planted under the temporary name), then renamed over `path`."""
+    dtype = _TORCH_DTYPES.get(torch_dtype)
+    if dtype is None:
+        raise ValueError(f"{torch_dtype!r:.80} is not a torch dtype's text (torch.float32, torch.bfloat16, ...)")
+    if not all(type(d) is int and d >= 0 for d in shape) or math.prod(shape) * dtype.itemsize != len(data):
+        raise ValueError(f"{len(data)} bytes are not a {dtype} tensor of shape {list(shape)!r:.80}")
     if device is not None or path.suffix == ".bin":
         from device_sim.types import DataType, Layout
 
         value = torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape) if len(data) else \
             torch.empty(shape, dtype=dtype)
         dt, layout, cfg = device
-        return write_tensor(path, value, DataType(dt), Layout(layout), cfg and pickle.loads(cfg))
-    tmp = path.with_name(f".{path.name}.tmp")
+        return write_tensor(path, value, DataType(dt), Layout(layout), cfg)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(tmp)
     try:
         written = ptfile.save_values(data, dtype, shape, tmp, archive=path.stem)
         os.replace(tmp, path)
@@ -183,6 +193,9 @@ def write_values(path: Path, data, torch_dtype: str, shape, device: tuple | None
         raise
     return {"file_bytes": written.file_bytes, "crc32": written.crc32, "shape": json.dumps(list(shape)),
             "dtype": torch_dtype}
+
+
+_TORCH_DTYPES = {str(v): v for v in vars(torch).values() if isinstance(v, torch.dtype)}  # "torch.float32": ...
 
 
 def _host_tensor(value, dtype, layout, memory_config):

@@ -17,8 +17,14 @@ the op nor its file, which the writer process, or the next open, writes from the
 
 extra: () for a tensor's file, (operation_id,) for the values an op wrote into a stored tensor
 (tensor_writes), (file name, device id) for a mesh shard; device: None for a .pt, or (device dtype,
-layout, MemoryConfig pickled) for device_sim's .bin. The rows are the tensor thread's (storage.py):
-tensor_files, tensor_writes, device_tensor_files, or FILE_LOST when the file could not be written.
+layout, the MemoryConfig's fields: oplog.config_fields) for device_sim's .bin. The rows are the tensor
+thread's (storage.py): tensor_files, tensor_writes, device_tensor_files, or FILE_LOST when the file
+could not be written.
+
+A log may come from elsewhere (a report folder a reader rebuilds: DESIGN.md's trust boundary): a path
+in it is only a name the recorder gives (tensors/<id>.pt, tensors/<id>@<op id>.bin, tensors/<id>/ and
+<device id>.pt), of the record's own tensor, in the report's own tensors/ (no link followed out of it);
+its config is made through MemoryConfig's own checks; any other is refused, and counted as lost.
 
 What stays with the tensor thread: values over LOG_VALUE_BYTES (the model would copy them, where the
 thread writes them from the tensor's own memory: bench/README.md has the sizes where that pays), and
@@ -28,14 +34,16 @@ every value once the disk runs low (the thread finds it low too and records the 
 from __future__ import annotations
 
 import ctypes
-import pickle
+import os
+import re
+import stat
 import time
 from pathlib import Path
 
+from ttreport.capture.oplog import VALUES, config_fields, memory_config
 from ttreport.capture.recorder import FILE_LOST, META, ROW, STOP
 from ttreport.storage import TENSORS_DIR, DiskRoom, write_values
 
-VALUES = 19  # a tag of the log only: under oplog's definitions (20-26), above the recorder's (0-10)
 # The largest value the model copies into the log; bigger ones go to the tensor thread (bench/README.md, issue 14
 # round 6: up to 64 KiB the log costs the model less than the thread's handoffs, from 256 KiB more).
 LOG_VALUE_BYTES = 64 << 10
@@ -54,7 +62,7 @@ class LogStorage:
         self.max_bytes = LOG_VALUE_BYTES if max_bytes is None else max_bytes
         self.room = DiskRoom(report_dir)
         self._budget = 0  # bytes the log may still take before the free space is looked at again
-        self._configs: dict[int, tuple] = {}  # id(MemoryConfig) -> (it, pickled): a .bin's header names it
+        self._configs: dict[int, tuple] = {}  # id(MemoryConfig) -> (it, its fields): a .bin's header names it
 
     def put_with_op(self, items) -> None:
         """Values of the op whose record the caller appends next: they wait with its pending records."""
@@ -106,12 +114,18 @@ class LogStorage:
         return False
 
     def _device(self, item) -> tuple:
-        """A .bin's (device dtype, layout, pickled MemoryConfig or None)."""
+        """A .bin's (device dtype, layout, its MemoryConfig's fields or None)."""
         cfg = item[5]
         hit = self._configs.get(id(cfg))
         if hit is None or hit[0] is not cfg:
-            hit = self._configs[id(cfg)] = (cfg, None if cfg is None else pickle.dumps(cfg))
+            hit = self._configs[id(cfg)] = (cfg, None if cfg is None else config_fields(cfg))
         return int(item[3]), int(item[4]), hit[1]
+
+
+# The names the recorder gives a stored tensor's files (recorder.Recorder._plan_*), all a log's path may be.
+_FILE = re.compile(r"tensors/([0-9]+)(@[0-9]+)?\.(pt|bin)")  # a tensor's file, or an op's write into it (@op)
+_MESH = re.compile(r"tensors/([0-9]+)/")  # a mesh tensor's folder of shards
+_SHARD = re.compile(r"[0-9]+\.(pt|bin)")  # a shard's file in it: <device id>.pt
 
 
 class FileWriter:
@@ -141,7 +155,7 @@ class FileWriter:
                 else:
                     out.append(row)
             elif tag == META and rec[1] == "tensor_files_lost":  # the tensor thread's, noted at close: both counted
-                out.append((META, rec[1], int(rec[2]) + self.files_lost))
+                out.append((META, rec[1], _count(rec[2]) + self.files_lost))
                 self._noted = True
             elif tag == STOP:
                 out += self.notes()
@@ -167,19 +181,21 @@ class FileWriter:
         _, tid, rel, dtype, shape, data, extra, device = rec
         started = time.thread_time()
         try:
-            (self.report_dir / TENSORS_DIR).mkdir(exist_ok=True)
-            path = self.report_dir / rel
-            if len(extra) == 2:  # a mesh tensor's device shard: tensors/<id>/<device id>.pt
-                path.mkdir(exist_ok=True)
-                path = path / extra[0]
+            path = self._path(tid, rel, extra)
+            if type(data) is not bytes or type(shape) is not tuple:
+                raise ValueError(f"values of {type(data).__name__} in a shape of {type(shape).__name__}")
+            if device is not None:  # a .bin: its config made again through MemoryConfig's own checks
+                if type(device) is not tuple or len(device) != 3:
+                    raise ValueError(f"device placement {device!r:.80} is not (dtype, layout, memory config)")
+                device = device[:2] + (None if device[2] is None else memory_config(device[2]),)
             self.room.check(len(data))
             facts = {"tensor_id": tid, **write_values(path, data, dtype, shape, device)}
             self.files_written += 1
-        except Exception as e:  # a full disk must not stop the report; the loss is recorded
+        except Exception as e:  # a full disk must not stop the report, nor a record not of ttreport's making: counted
             self.files_lost += 1
             if self.error is None:
-                self.error = f"ttreport: could not write tensor file {rel} ({type(e).__name__}: {e})"
-            return None if len(extra) == 1 else (FILE_LOST, tid)
+                self.error = f"ttreport: could not write tensor file {_shown(rel)} ({type(e).__name__}: {e})"
+            return None if type(extra) is tuple and len(extra) == 1 else (FILE_LOST, tid)
         finally:
             self.cpu_s += time.thread_time() - started
         if len(extra) == 2:
@@ -188,3 +204,43 @@ class FileWriter:
             return ROW, "tensor_writes", {**facts, "operation_id": extra[0], "file": rel}
         return ROW, "tensor_files", facts
 
+    def _path(self, tid, rel, extra) -> Path:
+        """Where a VALUES record's file goes: a name the recorder gives tensor `tid`'s files, in the report's own
+        tensors/ (made here if missing; refused if it, or a mesh tensor's folder in it, is not a folder but a
+        link or a file). ValueError for any other path: an absolute one, a `..`, another tensor's."""
+        if type(extra) is not tuple or type(tid) is not int or type(rel) is not str:
+            raise ValueError("a record of another form than the recorder's (tensor id, path, extra)")
+        if len(extra) == 2:  # a mesh tensor's device shard: tensors/<id>/<device id>.pt
+            m, name = _MESH.fullmatch(rel), extra[0]
+            ok = type(name) is str and _SHARD.fullmatch(name) is not None and type(extra[1]) is int
+        else:
+            m, name = _FILE.fullmatch(rel), rel[len(TENSORS_DIR) + 1:]
+            ok = len(extra) == 0 or len(extra) == 1 and type(extra[0]) is int
+        if m is None or not ok or int(m[1]) != tid:
+            raise ValueError(f"not a name ttreport gives tensor {tid}'s file in {TENSORS_DIR}/ "
+                             f"({TENSORS_DIR}/{tid}.pt, {TENSORS_DIR}/{tid}/<device id>.pt, ...)")
+        folder = _own_folder(self.report_dir / TENSORS_DIR)
+        if len(extra) == 2:
+            folder = _own_folder(folder / str(tid))
+        return folder / name
+
+
+def _own_folder(path: Path) -> Path:
+    """`path`, made if missing, once it is a folder itself: not a link (to somewhere out of the report)."""
+    path.mkdir(exist_ok=True)  # a file there raises; a link to a folder passes here, and not below
+    if not stat.S_ISDIR(os.lstat(path).st_mode):
+        raise NotADirectoryError(f"{path} is not a folder of the report's (a link, or a file)")
+    return path
+
+
+def _shown(rel) -> str:
+    """A path from a log as a message shows it: as it is when it is one short line of text, else its repr, cut."""
+    return rel if type(rel) is str and rel.isprintable() and len(rel) <= 200 else repr(rel)[:200]
+
+
+def _count(value) -> int:
+    """A count a log notes (an int, or its text), 0 for a value that is none (a log not of ttreport's making)."""
+    try:
+        return max(int(value), 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0

@@ -11,9 +11,9 @@ strings, bytes and tuples only, marshalled (version 2: no reference table to bui
 refers to by id or number is defined once, before the first record that uses it, when the recorder
 first sees it (define_stack, define_config, define_device, wire): a code object of a stack trace as
 (CODE, id, filename, name), a stack (the recorder's code ids and lines) as (STACK, n, frames), a
-MemoryConfig as (CFG, id, the config pickled), a device's performance config as (DEVICE_PERF, id,
-...), any other argument value as (OBJ, n, its text), a program's static part as (PROG, n, name,
-factory, CBs, core ranges, CB bytes). In an OP record a stack is its number, a tensor argument
+MemoryConfig as (CFG, id, its fields by name and number: config_fields), a device's performance
+config as (DEVICE_PERF, id, ...), any other argument value as (OBJ, n, its text), a program's static
+part as (PROG, n, name, factory, CBs, core ranges, CB bytes). In an OP record a stack is its number, a tensor argument
 b"t<id>", another object b"o<n>"; a launch is (PROGRAM, op_id, n, program_id, device_id, cb_base).
 Values are never sent twice. An op is one write: its record with the definitions, buffer events,
 programs and rows that came before it (and after the op before it). Those wait in a list that any
@@ -31,6 +31,8 @@ slot means "continued in the next segment".
 
 The whole log is kept until the report is closed: the writer process, or a reader after it was
 killed too, can always rebuild the report from it (ttreport.capture.writer_process.finish_from_log).
+A reader's log may come from elsewhere (a report folder is data: DESIGN.md), so nothing in it is ever
+unpickled, and LogTail checks each write before marshal reads it (LogTail's docstring).
 """
 
 from __future__ import annotations
@@ -40,21 +42,47 @@ import itertools
 import marshal
 import mmap
 import os
-import pickle
 import re
+import stat
 import struct
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
 from device_sim.device_work import CircularBuffer, Program
-from ttreport.capture.recorder import ALLOC, FLUSH, FREE, META, OP, PROGRAM, ROW, STOP, TensorArg
-from ttreport.errors import LossWarner
+from device_sim.types import (
+    BufferType,
+    CoreRange,
+    CoreRangeSet,
+    MemoryConfig,
+    NdShardSpec,
+    ShardDistributionStrategy,
+    ShardOrientation,
+    ShardSpec,
+    TensorMemoryLayout,
+)
+from ttreport.capture.recorder import (
+    ALLOC,
+    DEVICE,
+    FILE_LOST,
+    FLUSH,
+    FREE,
+    META,
+    OP,
+    PROGRAM,
+    ROW,
+    STOP,
+    TENSOR,
+    TensorArg,
+)
+from ttreport.errors import LossWarner, ReportIncompleteWarning
 from ttreport.wal import OPLOG_DIR  # noqa: F401 (the log's folder name, defined with the lock's)
 
 CODE, CFG, OBJ, DEVICE_PERF, STACK, CBS, PROG = 20, 21, 22, 23, 24, 25, 26  # definitions: only in the log
+VALUES = 19  # a stored tensor's bytes (ttreport.capture.log_tensors), for the writer process to write its file
 SEGMENT_BYTES = 32 << 20  # a 1M-op capture of small ops fills ~9 of them (~280 B an op)
 END = 0xFFFFFFFF
 _LEN = struct.Struct("<I")
@@ -374,12 +402,9 @@ class LogSink:
         return n
 
     def define_config(self, config_id: int, cfg) -> None:
-        """A MemoryConfig the recorder's specs name by id: the config itself, pickled (the writer may ask it
-        anything: its text for a placed tensor), or its text and names if it does not pickle."""
-        try:
-            self._pending.append((CFG, config_id, pickle.dumps(cfg)))
-        except (pickle.PicklingError, TypeError, AttributeError):
-            self._pending.append((CFG, config_id, repr(cfg), cfg.buffer_type.name, cfg.memory_layout.name))
+        """A MemoryConfig the recorder's specs name by id: its fields (config_fields), from which the writer
+        makes the config again (it may ask it anything: its text for a placed tensor)."""
+        self._pending.append((CFG, config_id, config_fields(cfg)))
 
     def define_device(self, device) -> None:
         """A chip's PerfConfig, for the estimates the writer process makes (ttreport.capture.log_perf)."""
@@ -464,6 +489,73 @@ def _plain(x):
     return item() if callable(item) else str(x)
 
 
+# -- a MemoryConfig in the log: by name and number, never pickled (a report folder is data: DESIGN.md) ------------
+# A config's grid, as its fields may give it: at most one range a core of a grid of up to 32 x 32 (device_sim's is
+# 8 x 8 unless a DeviceConfig says otherwise), each x and y below 1,024. CoreRangeSet checks each pair of ranges for
+# overlap: 523,776 checks, ~0.3 s, at most, where a log from elsewhere could have asked for 2**31 ranges.
+MAX_CORE_RANGES = 1024
+MAX_CORE_COORD = 1023
+
+
+def config_fields(cfg: MemoryConfig) -> tuple:
+    """`cfg` as the log holds it: (memory layout name, buffer type name, shard spec, nd shard spec), a spec None
+    or (its grid's ranges as (x0, y0, x1, y1), its shape, its orientation name[, its distribution's name])."""
+    spec, nd = cfg.shard_spec, cfg.nd_shard_spec
+    return (cfg.memory_layout.name, cfg.buffer_type.name,
+            None if spec is None else (_ranges(spec.grid), tuple(spec.shape), spec.orientation.name),
+            None if nd is None else (_ranges(nd.grid), tuple(nd.shard_shape), nd.orientation.name,
+                                     nd.shard_distribution_strategy.name))
+
+
+def memory_config(fields) -> MemoryConfig:
+    """The MemoryConfig config_fields made `fields` of, through device_sim's own constructors and their checks;
+    ValueError (or the constructors' TypeError) names a field that is not what config_fields writes."""
+    if type(fields) is not tuple or len(fields) != 4:
+        raise ValueError(f"a MemoryConfig's fields {_short(fields)} are not (layout, buffer type, shard spec, "
+                         f"nd shard spec)")
+    layout, buffer_type, spec, nd = fields
+    if spec is not None:
+        if type(spec) is not tuple or len(spec) != 3:
+            raise ValueError(f"a shard spec {_short(spec)} is not (grid, shape, orientation)")
+        spec = ShardSpec(_grid(spec[0]), _dims(spec[1]), _named(ShardOrientation, spec[2]))
+    if nd is not None:
+        if type(nd) is not tuple or len(nd) != 4:
+            raise ValueError(f"an nd shard spec {_short(nd)} is not (grid, shape, orientation, distribution)")
+        nd = NdShardSpec(_dims(nd[1]), _grid(nd[0]), _named(ShardOrientation, nd[2]),
+                         _named(ShardDistributionStrategy, nd[3]))
+    return MemoryConfig(_named(TensorMemoryLayout, layout), _named(BufferType, buffer_type), spec, nd)
+
+
+def _ranges(grid: CoreRangeSet) -> tuple:
+    return tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in grid.ranges())
+
+
+def _grid(ranges) -> CoreRangeSet:
+    if type(ranges) is not tuple or not 1 <= len(ranges) <= MAX_CORE_RANGES or not all(
+            type(r) is tuple and len(r) == 4 and all(type(c) is int and 0 <= c <= MAX_CORE_COORD for c in r)
+            for r in ranges):
+        raise ValueError(f"a grid {_short(ranges)} is not 1 to {MAX_CORE_RANGES} core ranges (x0, y0, x1, y1) of "
+                         f"coordinates 0 to {MAX_CORE_COORD}")
+    return CoreRangeSet([CoreRange(r[:2], r[2:]) for r in ranges])
+
+
+def _dims(shape) -> tuple:
+    if type(shape) is not tuple or not all(type(d) is int for d in shape):
+        raise ValueError(f"a shard shape {_short(shape)} is not a tuple of ints")
+    return shape
+
+
+def _named(enum_type, name):
+    if type(name) is not str or name not in enum_type.__members__:
+        raise ValueError(f"{_short(name)} is no {enum_type.__name__} (one of {', '.join(enum_type.__members__)})")
+    return enum_type[name]
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "..."
+
+
 # what a capture writes into the log's folder (the perf files' parts: live_perf.PARTS)
 _OWN = re.compile(r"\d+\.(seg|tmp)|\.progress(\.tmp)?|\.(ops_perf_results|profile_log_device)\.csv\.part")
 
@@ -534,6 +626,97 @@ class _Traceback:
         return [self.text]
 
 
+# -- checking a log from elsewhere (LogTail(trusted=False)) -------------------------------------------------------
+_I32 = struct.Struct("<i")
+# Runs of the marshal values records are mostly made of, matched at C speed: None, True, False, a dict's start and
+# end ("{", "0"), an int32, a float, a tuple or list of fewer than 65,536 values, an int of up to 5 15-bit digits (a
+# clock in ns). What the run stops at is looked at in Python: a str or bytes (its length), a larger container, the
+# forms of marshal's later versions (a hand-made log's: a small tuple, a short str, a reference), or a type that no
+# record holds (refused).
+_RUN = re.compile(rb"(?:[NTF{0]|i....|g........|[(\[]..\x00\x00" + b"".join(
+    b"|l" + re.escape(_I32.pack(k)) + b"." * (2 * abs(k)) for k in (1, 2, 3, 4, 5, -1, -2, -3, -4, -5)) + b")*",
+    re.DOTALL)
+_SIZED = frozenset(b"sutaA")  # bytes, str, an interned str, an ASCII str: an int32 length, then the bytes
+_SHORT = frozenset(b"zZf")  # a short ASCII str, a float as text (version 1): a 1-byte length, then the bytes
+_COUNTED = frozenset(b"([")  # tuple, list: an int32 count, then the values
+_LONG = ord("l")  # an int past 32 bits: an int32 count of 15-bit digits, 2 bytes each
+_SMALL_TUPLE, _REF, _FLAG_REF = ord(")"), ord("r"), 0x80  # ")": a 1-byte count; "r": an int32 index; a flag bit
+_FIXED = {c: size for size, codes in ((0, b"NTF{0"), (4, b"i"), (8, b"g")) for c in codes}  # _RUN's, flagged
+_INT32_AFTER = _SIZED | _COUNTED | {_LONG, _REF}
+# The records a log holds, by tag, with their lengths (PROGRAM: 3 in a log written before PROG; CFG: 5, the text and
+# names of a config an earlier ttreport could not pickle).
+_LENGTHS = {OP: {19}, ALLOC: {10, 11}, FREE: {3}, TENSOR: {6}, DEVICE: {2}, ROW: {3}, META: {3}, FILE_LOST: {2},
+            FLUSH: {2}, STOP: {2}, PROGRAM: {3, 6}, VALUES: {8}, CODE: {4}, CFG: {3, 5}, OBJ: {3}, DEVICE_PERF: {3},
+            STACK: {3}, CBS: {3}, PROG: {7}}
+_WARNED: dict = {}  # warnings.warn_explicit's registry: a log's damage is said once a process (counted, rebuilt)
+
+
+def _check_plain(data: bytes) -> None:
+    """Raise ValueError unless `data` is marshal of what records hold (None, bools, ints, floats, bytes, str, and
+    tuples, lists and dicts of them), and no container of 65,536 values or more in fewer bytes. marshal.loads makes
+    any type it has (a code object among them) and sizes a list by its count before reading it: a 5-byte claim of
+    2**31 values took 6 s to free, and a nest of them hours (65,535: ~0.1 ms). The values are read in order, as
+    marshal reads them; which container holds which is marshal's to check."""
+    n, i = len(data), 0
+    match, unpack = _RUN.match, _I32.unpack_from
+    while i < n:
+        i = match(data, i).end()
+        if i == n:
+            break
+        code = data[i] & ~_FLAG_REF  # the flag: marshal keeps the value for later references to it
+        size = _FIXED.get(code)
+        if size is not None:
+            i += 1 + size
+        elif code == _SMALL_TUPLE:  # at most 255 values: nothing large is allocated
+            i += 2
+        elif code in _SHORT:
+            i += 2 + (data[i + 1] if i + 1 < n else 0)
+        elif code in _INT32_AFTER:
+            if i + 5 > n:
+                break  # cut short: said below
+            count = unpack(data, i + 1)[0]
+            i += 5
+            if code in _SIZED or code in _COUNTED:
+                if not 0 <= count <= n - i:
+                    raise ValueError(f"a length or count of {count} at byte {i - 5}, with {n - i} bytes after it")
+                i += count if code in _SIZED else 0
+            elif code == _LONG:
+                i += 2 * abs(count)
+        else:
+            raise ValueError(f"marshal type {chr(code)!r} at byte {i}, which no record holds")
+    if i != n:
+        raise ValueError("the write ends inside its last value")
+
+
+def _check_records(records) -> None:
+    """Raise ValueError unless `records` is a write as LogSink makes one: a list of records of the tags it writes
+    and their lengths, the names a ROW or DEVICE record puts into SQL (a table, its columns) plain identifiers."""
+    if type(records) is not list:
+        raise ValueError(f"a write of {type(records).__name__}, not a list of records")
+    for rec in records:
+        if type(rec) is not tuple or not rec or type(rec[0]) is not int or len(rec) not in _LENGTHS.get(rec[0], ()):
+            raise ValueError(f"{_short(rec)} is no record ttreport writes")
+        tag = rec[0]
+        if tag == ROW:
+            if type(rec[1]) is not str or not rec[1].isidentifier() or not _columns(rec[2]):
+                raise ValueError(f"a row of table {_short(rec[1])} with columns {_short(rec[2])}")
+        elif tag == DEVICE:
+            if not _columns(rec[1]):
+                raise ValueError(f"a device's facts {_short(rec[1])} are not named by column")
+        elif tag == CFG:
+            if type(rec[2]) is bytes:
+                raise ValueError("a MemoryConfig pickled (by an earlier ttreport): not read, as a pickle can "
+                                 "run code")
+            if len(rec) == 5 and not all(type(v) is str for v in rec[2:]):
+                raise ValueError(f"a MemoryConfig's text and names {_short(rec[2:])} are not text")
+        elif tag == META and type(rec[1]) is not str:
+            raise ValueError(f"a note named {_short(rec[1])}")
+
+
+def _columns(facts) -> bool:
+    return type(facts) is dict and all(type(k) is str and k.isidentifier() for k in facts)
+
+
 class Definitions:
     """What the log defined, for writer.Writer in place of the recorder: code(id), memory_config(id)."""
 
@@ -553,10 +736,19 @@ class Definitions:
 
 
 class LogTail:
-    """The writer process's end: read(n) -> (up to n records for writer.Writer, whether more may follow now)."""
+    """The writer process's end: read(n) -> (up to n records for writer.Writer, whether more may follow now).
 
-    def __init__(self, folder: Path, on_flush=None):
+    trusted=False (a reader's rebuild from a folder, or its count of a log's ops): the log is data from elsewhere.
+    A segment must be a plain file; each write is checked before marshal reads it (_check_plain: no type that
+    records do not hold, no container claiming far more values than its bytes) and its records before they are
+    decoded (_check_records); the first that fails ends the log there, as a torn write does, and `damage` says
+    where and why (so does one warning). ~1.3x the time of trusted=True: the log of this process's own capture
+    (the writer process), read at full speed, where a record it cannot decode is a bug, and raised.
+    """
+
+    def __init__(self, folder: Path, on_flush=None, *, trusted: bool = False):
         self.folder = Path(folder)
+        self.trusted = trusted
         self.defs = Definitions()
         from ttreport.capture.log_perf import LogPerf
 
@@ -567,6 +759,7 @@ class LogTail:
         self.done = 0  # bytes of the segments read before this one: with off, as LogSink counts what it wrote
         self._mm = None
         self.torn = False  # a record that could not be read: the log ends there
+        self.damage: str | None = None  # where and why a log read untrusted ended before its end
 
     def close(self) -> None:
         if self._mm is not None:
@@ -575,11 +768,16 @@ class LogTail:
 
     def _open(self) -> bool:
         path = segment_path(self.folder, self.segment)
+        if not self.trusted and self.folder.is_symlink():
+            raise ValueError("the log's folder is a link, which would read from outside the report")
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            # No link followed, no FIFO waited on (opening one blocks until a writer comes): a plain file, or no log.
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             return False
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ValueError(f"{path.name} is not a plain file")
             self._mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         finally:
             os.close(fd)
@@ -590,7 +788,15 @@ class LogTail:
         while len(out) < n:
             mm = self._mm
             if mm is None:
-                if not self._open():
+                if self.torn:
+                    return out, False
+                try:
+                    if not self._open():
+                        return out, False
+                except (OSError, ValueError) as e:
+                    if self.trusted:
+                        raise
+                    self._end(0, e)
                     return out, False
                 mm = self._mm
             off = self.off
@@ -606,16 +812,42 @@ class LogTail:
                 self.done += off
                 self.off = 0
                 continue
+            end = off + 4 + length
             try:
-                if off + 4 + length > size:
+                if end > size:
                     raise ValueError("a record runs past its segment")
-                records = marshal.loads(mm[off + 4:off + 4 + length])
-            except (ValueError, EOFError, TypeError):
-                self.torn = True  # a kill tore it: nothing after it was recorded either
+                data = mm[off + 4:end]
+                if not self.trusted:
+                    _check_plain(data)
+                records = marshal.loads(data)
+            except (ValueError, EOFError, TypeError) as e:
+                self._end(off, e)  # a kill tore it: nothing after it was recorded either
                 return out, False
-            self.off = off + 4 + length
-            self._decode(records, out)
+            if self.trusted:
+                self._decode(records, out)
+            else:
+                decoded: list = []
+                try:
+                    _check_records(records)
+                    self._decode(records, decoded)
+                except Exception as e:  # noqa: BLE001 - what a record ttreport did not write breaks: noted, the end
+                    self._end(off, e)
+                    return out, False
+                out += decoded
+            self.off = end
         return out, True
+
+    def _end(self, off: int, e: Exception) -> None:
+        """The log ends at byte `off` of this segment, which does not read (`e`); a log read untrusted says where
+        and why (self.damage, and one warning)."""
+        self.torn = True
+        if self.trusted:
+            return  # a write torn by a kill (its length before its bytes): what it held was never recorded
+        name = segment_path(self.folder, self.segment).name
+        self.damage = (f"the op log is read up to {name} byte {off}, which does not read ({type(e).__name__}: "
+                       f"{str(e)[:200]}): torn, or not written by ttreport")
+        warnings.warn_explicit(f"{self.damage}; what follows it is not read", ReportIncompleteWarning,
+                               str(self.folder), 0, registry=_WARNED)
 
     def _decode(self, records: list, out: list) -> None:
         defs = self.defs
@@ -646,11 +878,13 @@ class LogTail:
                 elif tag == CODE:
                     defs.codes[rec[1]] = SimpleNamespace(co_filename=rec[2], co_name=rec[3])
                 elif tag == CFG:
-                    defs.configs[rec[1]] = pickle.loads(rec[2]) if len(rec) == 3 else _Config(*rec[2:])
+                    defs.configs[rec[1]] = memory_config(rec[2]) if len(rec) == 3 else _Config(*rec[2:])
                 else:
                     defs.objects[rec[1]] = _Text(rec[2])
             elif tag == FLUSH:
                 out.append((FLUSH, _Waiter(self.on_flush, rec[1])))
+            elif tag == STOP:
+                out.append((STOP, None if rec[1] is None else _Waiter(self.on_flush, rec[1])))
             elif tag == PROGRAM and len(rec) == 6:
                 out.append((PROGRAM, rec[1], _new_tuple(Program, (*defs.programs[rec[2]], rec[3], rec[4], rec[5]))))
             elif tag == PROGRAM:
