@@ -39,6 +39,10 @@ stress: $(STAMP)
 	# 600 byte flips of a report's db, 300 of a tensor file and 6 crafted values in every column, each read by
 	# check and every reader (tests/test_fuzz_report.py), and the tensor file checks: about 15 minutes.
 	TTREPORT_STRESS=1 $(PY) -m pytest tests/test_fuzz_report.py tests/test_tensor_file_checks.py
+	# 1,200 damaged or crafted op logs (pickles, code objects, 2**31-value claims, paths out of the folder), each
+	# rebuilt by `ttreport summary` and read by ttreport.open; 9 captures storing every tensor on a 6 MiB disk
+	# (tests/test_fuzz_oplog.py, tests/test_hardening_oplog.py): about 10 minutes.
+	TTREPORT_STRESS=1 $(PY) -m pytest tests/test_fuzz_oplog.py tests/test_hardening_oplog.py -k "crafted or full_disk"
 
 peer: $(STAMP)
 	# tt-metal's own tests/ttnn sample (peer/files.txt), unchanged, against device_sim: a pass table per family and
