@@ -84,7 +84,7 @@ def _operand(row, change) -> perf_model.Operand:
             where = change["memory"].lower()  # interleaved in the new memory
         if change.get("dtype"):
             nbytes = perf_model.operand_bytes(shape, DataType[change["dtype"].upper()], layout)
-    return perf_model.Operand(nbytes, where, shape)
+    return perf_model.Operand(nbytes, where, shape, layout == Layout.ROW_MAJOR)
 
 
 def whatif(r, *, tensor_id: int | None = None, memory: str | None = None, dtype: str | None = None,
