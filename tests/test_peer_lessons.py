@@ -228,3 +228,13 @@ def test_cumsum_writes_into_out_and_shapes_compare_equal_to_lists(device):
     assert out.shape == [2, 3] and out.shape != [3, 2] and out.shape == (2, 3) and ttnn.Shape([]) == []
     assert hash(ttnn.Shape([2, 3])) == hash((2, 3))
     assert ttnn.has_storage_type_of(t, ttnn.DEVICE_STORAGE_TYPE)
+
+
+def test_gcd_and_lcm_take_int32_tensors_as_tt_nn(device):
+    a = torch.tensor([[12, -18, 0, 7]], dtype=torch.int32)
+    b = torch.tensor([[8, 12, 5, -3]], dtype=torch.int32)
+    ta, tb = (ttnn.from_torch(v, dtype=ttnn.int32, layout=ttnn.TILE, device=device) for v in (a, b))
+    assert ttnn.to_torch(ttnn.gcd(ta, tb)).tolist() == torch.gcd(a, b).tolist()
+    assert ttnn.to_torch(ttnn.lcm(ta, tb)).tolist() == torch.lcm(a, b).tolist()
+    with pytest.raises(TypeError, match="takes ttnn.int32"):
+        ttnn.gcd(ttnn.from_torch(torch.ones(1, 4), layout=ttnn.TILE, device=device), tb)

@@ -225,6 +225,7 @@ from device_sim.ops.eltwise import (  # noqa: E402, F401
     expm1,
     floor,
     fmod,
+    gcd,
     hardsigmoid,
     hardswish,
     hardtanh,
@@ -232,6 +233,7 @@ from device_sim.ops.eltwise import (  # noqa: E402, F401
     isfinite,
     isinf,
     isnan,
+    lcm,
     leaky_relu,
     lerp,
     log1p,
@@ -257,8 +259,8 @@ from device_sim.ops.eltwise import (  # noqa: E402, F401
 
 __all__ += [
     "acos", "addcdiv", "addcmul", "asin", "atan", "atan2", "bitwise_and", "bitwise_or", "bitwise_xor", "ceil",
-    "celu", "clamp", "clip", "elu", "erf", "erfc", "exp2", "expm1", "floor", "fmod", "hardsigmoid", "hardswish",
-    "hardtanh", "heaviside", "isfinite", "isinf", "isnan", "leaky_relu", "lerp", "log1p", "log2", "log10",
+    "celu", "clamp", "clip", "elu", "erf", "erfc", "exp2", "expm1", "floor", "fmod", "gcd", "hardsigmoid", "hardswish",
+    "hardtanh", "heaviside", "isfinite", "isinf", "isnan", "lcm", "leaky_relu", "lerp", "log1p", "log2", "log10",
     "logical_and", "logical_not", "logical_or", "logical_xor", "mac", "mish", "relu6", "remainder", "round", "sign",
     "softplus", "squared_difference", "swish", "tan", "trunc", "where",
 ]

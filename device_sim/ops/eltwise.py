@@ -510,6 +510,19 @@ bitwise_or = _binary("bitwise_or", _int_binary(torch.bitwise_or))
 bitwise_xor = _binary("bitwise_xor", _int_binary(torch.bitwise_xor))
 
 
+def _int32_only(name: str, fn):
+    # TT-NN's gcd and lcm take INT32 tensors (binary_nanobind.cpp); lcm's range is |x| < 2**15 there.
+    def f(a, b):
+        if a.is_floating_point() or (isinstance(b, torch.Tensor) and b.is_floating_point()):
+            raise TypeError(f"ttnn.{name} takes ttnn.int32 tensors; typecast first")
+        return fn(a, torch.as_tensor(b, dtype=a.dtype))
+    return f
+
+
+gcd = _binary("gcd", _int32_only("gcd", torch.gcd))
+lcm = _binary("lcm", _int32_only("lcm", torch.lcm))
+
+
 # -- ternary ops and clamp ----------------------------------------------------------------------
 # The first tensor argument gives the output's dtype, layout and device; any argument may be a number.
 
