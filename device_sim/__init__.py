@@ -279,12 +279,9 @@ from device_sim.device import (  # noqa: E402  (TT-NN's older device spellings, 
 __all__ += ["CreateDevice", "CloseDevice", "DumpDeviceProfiler", "GetDefaultDevice", "GetNumAvailableDevices",
             "GetNumPCIeDevices", "GetPCIeDeviceID", "ReadDeviceProfiler", "SetDefaultDevice", "get_arch_name"]
 
-# ttnn.operations.<family>.<op>, the Python names TT-NN gives some ops (ttnn.operations.moreh.norm).
-import types as _types  # noqa: E402
+# ttnn.operations: TT-NN's Python modules by their names (ttnn.operations.moreh.norm, ttnn.operations.pool's goldens).
+from device_sim import operations  # noqa: E402
 
-from device_sim.ops import moreh as _moreh  # noqa: E402
-
-operations = _types.SimpleNamespace(moreh=_moreh)
 __all__ += ["operations"]
 
 from device_sim.dispatch_core import DispatchCoreAxis, DispatchCoreConfig, DispatchCoreType  # noqa: E402

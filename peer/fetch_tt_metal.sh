@@ -15,7 +15,8 @@ commit=$(cat "$(dirname "$0")/TT_METAL_COMMIT")
 git --git-dir="$git_dir" cat-file -e "$commit^{commit}" || { echo "$git_dir has no commit $commit" >&2; exit 1; }
 mkdir -p "$dest"
 for path in conftest.py pytest.ini tests/__init__.py tests/ttnn tests/scripts tests/tests_common tests/tt_eager \
-            tests/sweep_framework models/common models/perf ttnn/ttnn ttnn/tt_lib ttnn/cpp/ttnn/operations; do
+            tests/sweep_framework models/common models/perf models/demos/deepseek_v3/utils ttnn/ttnn ttnn/tt_lib \
+            ttnn/cpp/ttnn/operations; do
   git --git-dir="$git_dir" archive "$commit" "$path" | tar -x -C "$dest"
 done
 echo "$commit" > "$dest/.tt_metal_commit"

@@ -238,3 +238,33 @@ def test_gcd_and_lcm_take_int32_tensors_as_tt_nn(device):
     assert ttnn.to_torch(ttnn.lcm(ta, tb)).tolist() == torch.lcm(a, b).tolist()
     with pytest.raises(TypeError, match="takes ttnn.int32"):
         ttnn.gcd(ttnn.from_torch(torch.ones(1, 4), layout=ttnn.TILE, device=device), tb)
+
+
+# -- ttnn.operations: the Python modules tt-metal's matmul and pool tests import from ---------------------------
+
+
+def test_ttnn_operations_is_a_package_whose_modules_import_by_name():
+    import importlib
+
+    from device_sim.compat import install_as_ttnn
+
+    install_as_ttnn()
+    pool = importlib.import_module("ttnn.operations.pool")
+    acts = importlib.import_module("ttnn.operations.activations")
+    assert pool is ttnn.operations.pool and acts is ttnn.operations.activations
+    assert ttnn.operations.moreh.norm is ttnn.moreh_norm
+    relu6 = acts.get_golden_function_for_activation("relu6")
+    assert relu6(torch.tensor([-1.0, 7.0])).tolist() == [0.0, 6.0]
+    silu = acts.get_golden_function_for_activation(ttnn.UnaryWithParam(ttnn.UnaryOpType.SILU))
+    assert silu is torch.nn.functional.silu and acts.get_golden_function_for_activation(None) is None
+    with pytest.raises(RuntimeError, match="not supported as activation"):
+        acts.get_golden_function_for_activation(ttnn.UnaryOpType.ERF)
+
+
+def test_golden_maxpool2d_gives_indices_into_the_unpadded_image():
+    from device_sim.operations.pool import golden_maxpool2d
+
+    x = torch.arange(16.0).reshape(1, 4, 4, 1)  # NHWC, one channel: the max of each window is its last element
+    out, idx = golden_maxpool2d(x, 1, 4, 4, 1, [2, 2], [2, 2], [1, 1], [1, 1], return_indices=True)
+    want, want_idx = torch.nn.functional.max_pool2d(x.permute(0, 3, 1, 2), 2, 2, 1, return_indices=True)
+    assert torch.equal(out.flatten(), want.flatten()) and torch.equal(idx.flatten(), want_idx.flatten())

@@ -1,0 +1,62 @@
+"""`ttnn.operations.pool`: TT-NN's pool golden functions by name (ttnn/operations/pool.py), which tt-metal's pool
+tests import to build their references. Each is the golden of device_sim's op, in TT-NN's signature:
+
+    from device_sim.operations.pool import golden_maxpool2d
+    y = golden_maxpool2d(x, n, h, w, c, [2, 2], [2, 2], [0, 0], [1, 1])  # [1, 1, N*OH*OW, C]
+"""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+
+from device_sim.ops import vision
+
+
+def golden_maxpool2d(input_tensor, batch_size, input_h, input_w, channels, kernel_size, stride, padding, dilation,
+                     ceil_mode=False, return_indices=False, **_):
+    """Max over each window, padding as -inf; with return_indices also each max's flat h * input_w + w index in
+    its (unpadded) image, as torch's max_pool2d gives it; both as [1, 1, N*OH*OW, C]."""
+    out = vision._max_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels, kernel_size, stride,
+                                    padding, dilation, ceil_mode)
+    if not return_indices:
+        return out
+    op_name = "ttnn.max_pool2d"
+    left, right, top, bottom = vision._padding(padding, op_name)
+    x = F.pad(vision._nchw(input_tensor, batch_size, input_h, input_w, channels, op_name), (left, right, top, bottom),
+              value=float("-inf"))
+    _, idx = F.max_pool2d(x, vision._pair(kernel_size, "kernel_size", op_name), vision._pair(stride, "stride", op_name),
+                          0, vision._pair(dilation, "dilation", op_name), ceil_mode=ceil_mode, return_indices=True)
+    padded_w = input_w + left + right
+    idx = (idx // padded_w - top) * input_w + (idx % padded_w - left)  # the padded image's index, unpadded
+    return out, vision._flat(idx)
+
+
+def golden_avg_pool2d(input_tensor, batch_size, input_h, input_w, channels, kernel_size, stride, padding,
+                      ceil_mode=False, count_include_pad=True, divisor_override=None, **_):
+    return vision._avg_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels, kernel_size, stride,
+                                     padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def golden_global_avg_pool2d(input_tensor, *_, **__):
+    return vision._global_avg_pool2d_golden(input_tensor)
+
+
+def golden_adaptive_avg_pool2d(input_tensor, batch_size, input_h, input_w, channels, output_size, **_):
+    return vision._adaptive_avg_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels, output_size)
+
+
+def golden_adaptive_max_pool2d(input_tensor, batch_size, input_h, input_w, channels, output_size, **_):
+    x = vision._nchw(input_tensor, batch_size, input_h, input_w, channels, "ttnn.adaptive_max_pool2d")
+    return vision._flat(F.adaptive_max_pool2d(x, tuple(output_size)))
+
+
+def golden_upsample(input_tensor, scale_factor, mode="nearest", **_):
+    """TT-NN's: torch's interpolate of the NHWC input by scale_factor (a number or an (h, w) pair)."""
+    if isinstance(scale_factor, (int, float)):
+        scale_factor = (scale_factor, scale_factor)
+    return F.interpolate(input_tensor.permute(0, 3, 1, 2), scale_factor=tuple(scale_factor),
+                         mode=mode).permute(0, 2, 3, 1)
+
+
+__all__ = ["golden_adaptive_avg_pool2d", "golden_adaptive_max_pool2d", "golden_avg_pool2d", "golden_global_avg_pool2d",
+           "golden_maxpool2d", "golden_upsample"]
