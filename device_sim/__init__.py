@@ -86,10 +86,10 @@ __all__ = [
 ]
 
 # Tiles and tensor specs (device_sim/tile.py, device_sim/tensor.py).
-from device_sim.tensor import TensorSpec  # noqa: E402
+from device_sim.tensor import ShardShapeAlignment, TensorSpec  # noqa: E402
 from device_sim.tile import TILE_SIZE, Tile  # noqa: E402
 
-__all__ += ["TensorSpec", "TILE_SIZE", "Tile"]
+__all__ += ["ShardShapeAlignment", "TensorSpec", "TILE_SIZE", "Tile"]
 
 # Sharding (issue 10): shard specs, core ranges and the configs TT-NN's models build from them.
 from device_sim.sharding import (  # noqa: E402

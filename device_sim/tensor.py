@@ -20,11 +20,14 @@ from device_sim.device import Device
 from device_sim.tile import DEFAULT_TILE, Tile, as_tile
 from device_sim.types import (
     BufferType,
+    CoreRangeSet,
     DataType,
     Layout,
     MemoryConfig,
     NdShardSpec,
     Shape,
+    ShardDistributionStrategy,
+    ShardOrientation,
     TensorMemoryLayout,
 )
 
@@ -385,6 +388,78 @@ class TensorSpec:
     def padded_shape(self) -> Shape:
         return Shape(padded(self.shape, self.layout, self.tile))
 
+    # -- TT-NN's sharding builders (tt_metal/impl/tensor/spec/tensor_spec.cpp): a new spec, ND-sharded ------------
+    def sharded_across_dims(self, dims, grid, orientation=ShardOrientation.ROW_MAJOR) -> TensorSpec:
+        """Shards of the padded shape with 1 in each of `dims`, aligned as RECOMMENDED."""
+        shard = list(self.padded_shape)
+        for d in dims:
+            shard[d] = 1
+        return self.sharded(NdShardSpec(shard, grid, orientation), ShardShapeAlignment.RECOMMENDED)
+
+    def sharded_across_dims_except(self, dims, grid, orientation=ShardOrientation.ROW_MAJOR) -> TensorSpec:
+        """Shards of 1 in every dim but `dims`, which keep their padded size; aligned as RECOMMENDED."""
+        full = list(self.padded_shape)
+        shard = [1] * len(full)
+        for d in dims:
+            shard[d] = full[d]
+        return self.sharded(NdShardSpec(shard, grid, orientation), ShardShapeAlignment.RECOMMENDED)
+
+    def sharded(self, shard_shape_or_spec, grid=None, shard_alignment=None, orientation=ShardOrientation.ROW_MAJOR,
+                shard_distribution_strategy=ShardDistributionStrategy.ROUND_ROBIN_1D) -> TensorSpec:
+        """sharded(shard_shape, grid, shard_alignment=RECOMMENDED, orientation, shard_distribution_strategy) or
+        sharded(nd_shard_spec, shard_alignment=RECOMMENDED): the last dims of the shard rounded up to the page
+        config's alignment (TILE: the tile; ROW_MAJOR: 1 element REQUIRED, 64 bytes RECOMMENDED); buffer type kept."""
+        if isinstance(shard_shape_or_spec, NdShardSpec):
+            spec, shard_alignment = shard_shape_or_spec, grid if shard_alignment is None else shard_alignment
+        else:
+            spec = NdShardSpec(shard_shape_or_spec, grid, orientation, shard_distribution_strategy)
+        alignment = ShardShapeAlignment.RECOMMENDED if shard_alignment is None else ShardShapeAlignment(shard_alignment)
+        shard = list(spec.shard_shape)
+        if alignment != ShardShapeAlignment.NONE:
+            if self.layout == Layout.TILE:
+                align = list(self.tile.tile_shape)
+            elif alignment == ShardShapeAlignment.REQUIRED:
+                align = [1]
+            else:  # 64 bytes of row-major elements (a block float is held as float32 there)
+                size = 4 if self.dtype.is_block_float else dtypes.ELEMENT_SIZE[self.dtype]
+                align = [math.lcm(64, size) // size]
+            for i in range(1, min(len(align), len(shard)) + 1):
+                shard[-i] = -(-shard[-i] // align[-i]) * align[-i]
+        nd = NdShardSpec(shard, spec.grid, spec.orientation, spec.shard_distribution_strategy)
+        return TensorSpec(self.shape, self.dtype, self.layout, memory_config=MemoryConfig(
+            self.memory_config.buffer_type, nd), tile=self.tile)
+
+    def height_sharded(self, grid, orientation=ShardOrientation.ROW_MAJOR) -> TensorSpec:
+        """The tensor as 2D [height, width] (its physical shape) cut along the height, one shard a core."""
+        h, w = self._physical_2d()
+        return self.sharded(NdShardSpec([-(-h // grid.num_cores()), w], grid, orientation),
+                            ShardShapeAlignment.REQUIRED)
+
+    def width_sharded(self, grid, orientation=ShardOrientation.ROW_MAJOR) -> TensorSpec:
+        h, w = self._physical_2d()
+        return self.sharded(NdShardSpec([h, -(-w // grid.num_cores())], grid, orientation),
+                            ShardShapeAlignment.REQUIRED)
+
+    def block_sharded(self, grid, orientation=ShardOrientation.ROW_MAJOR) -> TensorSpec:
+        """2D blocks on a grid of one core range: rows over its y and columns over its x (ROW_MAJOR orientation)."""
+        ranges = grid.ranges() if hasattr(grid, "ranges") else [grid]
+        if len(ranges) != 1:
+            raise RuntimeError("Block sharding requires a single CoreRange")
+        r = ranges[0]
+        gx, gy = r.end.x - r.start.x + 1, r.end.y - r.start.y + 1
+        rows, cols = (gy, gx) if ShardOrientation(orientation) == ShardOrientation.ROW_MAJOR else (gx, gy)
+        h, w = self._physical_2d()
+        grid_set = grid if hasattr(grid, "ranges") else CoreRangeSet({r})
+        return self.sharded(NdShardSpec([-(-h // rows), -(-w // cols)], grid_set, orientation,
+                                        ShardDistributionStrategy.GRID_2D), ShardShapeAlignment.RECOMMENDED)
+
+    def _physical_2d(self) -> tuple[int, int]:
+        p = list(self.padded_shape) or [1]
+        h = 1
+        for d in p[:-1]:
+            h *= d
+        return h, p[-1]
+
     def _key(self) -> tuple:
         return (self.shape, self.dtype, self.layout, self.memory_config, self.tile)
 
@@ -397,6 +472,17 @@ class TensorSpec:
     def __repr__(self) -> str:
         return (f"TensorSpec(shape={self.shape!r}, dtype={self.dtype!r}, layout={self.layout!r}, "
                 f"memory_config={self.memory_config!r}, tile={self.tile!r})")
+
+
+class ShardShapeAlignment(enum.IntEnum):
+    """TT-NN's TensorSpec.ShardShapeAlignment (ttnn.ShardShapeAlignment): how TensorSpec.sharded rounds a shard up."""
+
+    NONE = 0  # as given
+    REQUIRED = 1  # to the minimum the layout needs
+    RECOMMENDED = 2  # to what performs best (TILE: the tile; ROW_MAJOR: 64 bytes)
+
+
+TensorSpec.ShardShapeAlignment = ShardShapeAlignment
 
 
 def buffer_type_of(t: Tensor) -> BufferType | None:

@@ -268,3 +268,18 @@ def test_golden_maxpool2d_gives_indices_into_the_unpadded_image():
     out, idx = golden_maxpool2d(x, 1, 4, 4, 1, [2, 2], [2, 2], [1, 1], [1, 1], return_indices=True)
     want, want_idx = torch.nn.functional.max_pool2d(x.permute(0, 3, 1, 2), 2, 2, 1, return_indices=True)
     assert torch.equal(out.flatten(), want.flatten()) and torch.equal(idx.flatten(), want_idx.flatten())
+
+
+def test_tensor_spec_sharding_builders_round_shards_to_the_layout_as_tt_nn(device):
+    grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(3, 0))})
+    spec = ttnn.TensorSpec((4, 40, 70), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    across = spec.sharded_across_dims([0], grid)  # dim 0 cut to 1; the rest padded (64 x 96), tile-aligned
+    assert across.memory_config.nd_shard_spec.shard_shape == (1, 64, 96) and across.memory_config.is_sharded()
+    assert spec.sharded_across_dims_except([2], grid).memory_config.nd_shard_spec.shard_shape == (1, 32, 96)
+    rm = ttnn.TensorSpec((4, 40, 70), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
+    assert rm.sharded((1, 37, 37), grid).memory_config.nd_shard_spec.shard_shape == (1, 37, 64)  # 64 B of bfloat16
+    assert rm.sharded((1, 37, 37), grid, ttnn.ShardShapeAlignment.NONE).memory_config.nd_shard_spec.shard_shape == \
+        (1, 37, 37)
+    assert rm.height_sharded(grid).memory_config.nd_shard_spec.shard_shape == (40, 70)  # 160 rows over 4 cores
+    t = ttnn.from_torch(torch.ones(4, 40, 70), layout=ttnn.TILE, device=device, memory_config=across.memory_config)
+    assert torch.equal(ttnn.to_torch(t), torch.ones(4, 40, 70, dtype=torch.bfloat16))
