@@ -41,7 +41,7 @@ stress: $(STAMP)
 	TTREPORT_STRESS=1 $(PY) -m pytest tests/test_fuzz_report.py tests/test_tensor_file_checks.py
 	# 1,200 damaged or crafted op logs (pickles, code objects, 2**31-value claims, paths out of the folder), each
 	# rebuilt by `ttreport summary` and read by ttreport.open; 9 captures storing every tensor on a 6 MiB disk
-	# (tests/test_fuzz_oplog.py, tests/test_hardening_oplog.py): about 10 minutes.
+	# (tests/test_fuzz_oplog.py, tests/test_hardening_oplog.py): about 3 minutes.
 	TTREPORT_STRESS=1 $(PY) -m pytest tests/test_fuzz_oplog.py tests/test_hardening_oplog.py -k "crafted or full_disk"
 
 peer: $(STAMP)
