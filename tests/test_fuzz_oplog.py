@@ -119,8 +119,8 @@ def crafted(rng: random.Random, case: Path, kind: int | None = None) -> bytes:
     if kind == 8:  # a tensor's values whose path leads out of tensors/, or through a link there
         rel, extra = rng.choice([(str(outside / "victim"), ()), ("../../outside/victim", ()),
                                  ("tensors/../../outside/victim", ()), ("tensors/5/", ("../../../outside/x", 0)),
-                                 ("tensors/5/", ("/etc/passwd", 0)), ("tensors/6.pt", ()), ("tensors/link.pt", ()),
-                                 ("tensors/5.pt\x00", ()), ("db.sqlite", ()),
+                                 ("tensors/5/", (str(outside / "victim"), 0)), ("tensors/6.pt", ()),
+                                 ("tensors/link.pt", ()), ("tensors/5.pt\x00", ()), ("db.sqlite", ()),
                                  ("tensors/5@" + "9" * 5000 + ".pt", (1,))])
         shape, data = rng.choice([((2,), bytes(8)), ((2**40,), b""), ((3,), bytes(8))])
         dtype = rng.choice(["torch.float32", "torch.save", "os.system", "float32"])
