@@ -283,3 +283,15 @@ def test_tensor_spec_sharding_builders_round_shards_to_the_layout_as_tt_nn(devic
     assert rm.height_sharded(grid).memory_config.nd_shard_spec.shard_shape == (40, 70)  # 160 rows over 4 cores
     t = ttnn.from_torch(torch.ones(4, 40, 70), layout=ttnn.TILE, device=device, memory_config=across.memory_config)
     assert torch.equal(ttnn.to_torch(t), torch.ones(4, 40, 70, dtype=torch.bfloat16))
+
+
+def test_moves_into_and_out_of_an_nd_sharded_config_keep_the_values(device):
+    grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(3, 0))})
+    nd = ttnn.MemoryConfig(ttnn.BufferType.L1, ttnn.NdShardSpec([1, 32, 64], grid))
+    x = torch.randn(4, 32, 64).bfloat16()
+    t = ttnn.from_torch(x, layout=ttnn.TILE, device=device)
+    sharded = ttnn.interleaved_to_sharded(t, nd)
+    legacy = ttnn.to_memory_config(t, ttnn.create_sharded_memory_config(
+        (4, 32, 64), ttnn.CoreGrid(y=1, x=4), ttnn.ShardStrategy.HEIGHT))
+    for out in (sharded, ttnn.to_memory_config(legacy, nd), ttnn.sharded_to_interleaved(sharded)):
+        assert torch.equal(ttnn.to_torch(out), x)

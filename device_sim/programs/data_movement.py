@@ -70,12 +70,14 @@ def layout_program(x, out, *, padded: bool = False) -> Program | None:
 def memory_move_program(x, out) -> Program | None:
     """to_memory_config's device operation (to_memory_config_op.cpp): InterleavedToSharded, ShardedToInterleaved,
     a copy between interleaved configs, or a reshard between sharded ones; None for a sharded-to-sharded move
-    that changes the dtype (a sharded copy, not modelled)."""
+    that changes the dtype (a sharded copy) or has an ND-sharded side (not modelled)."""
     if x._device is None:
         return None
     if out.is_sharded():
         if not x.is_sharded():
             return interleaved_to_sharded_program(x, out)
+        if x.memory_config().shard_spec is None or out.memory_config().shard_spec is None:
+            return None  # an ND-sharded side: TT-NN's nd reshard factory is not modelled
         return reshard_program(x, out) if x.dtype == out.dtype else None
     return sharded_to_interleaved_program(x, out) if x.is_sharded() else copy_program(x, out.dtype)
 
@@ -328,10 +330,12 @@ def i2s_cbs(in_dtype: DataType, out_dtype: DataType, tile: bool, shard_h: int, s
     return cbs
 
 
-def interleaved_to_sharded_program(x, out) -> Program:
+def interleaved_to_sharded_program(x, out) -> Program | None:
     """InterleavedToShardedDeviceOperation (interleaved_to_sharded_program_factory.cpp, i2s_cbs) on the output's
-    shard grid."""
+    shard grid; None for an output given an ND shard spec (its factory is not modelled)."""
     spec = out.memory_config().shard_spec
+    if spec is None:
+        return None
     in_l1 = x.memory_config().buffer_type == BufferType.L1
     key = ("InterleavedToShardedDeviceOperation", x.dtype, out.dtype, x.layout, spec, in_l1)
     return cached(key, lambda: make_program(
@@ -340,11 +344,14 @@ def interleaved_to_sharded_program(x, out) -> Program:
         _shard_ranges(spec)))
 
 
-def sharded_to_interleaved_program(x, out) -> Program:
+def sharded_to_interleaved_program(x, out) -> Program | None:
     """ShardedToInterleavedDeviceOperation: the input CB is the shard itself (globally allocated); an output
     CB of a shard's pages, aligned as the output buffer (32 B in DRAM, 16 B in L1), only when the dtype changes
-    (to_memory_config_op.cpp's L1 check counts these), on the shard grid."""
+    (to_memory_config_op.cpp's L1 check counts these), on the shard grid. None for an ND-sharded input (its
+    factory is not modelled)."""
     spec = x.memory_config().shard_spec
+    if spec is None:
+        return None
     out_l1 = out.memory_config().buffer_type == BufferType.L1
     key = ("ShardedToInterleavedDeviceOperation", x.dtype, out.dtype, x.layout, spec, out_l1)
 
