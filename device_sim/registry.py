@@ -73,6 +73,7 @@ OUTPUT_TENSOR_OPS = {
     "ttnn.fill": "output_tensor",
     "ttnn.moreh_norm": "output",
     "ttnn.cumsum": "out",  # cumsum_nanobind.cpp
+    "ttnn.cumprod": "out",
 }
 
 

@@ -166,6 +166,7 @@ CASES = {
     "ttnn.clip": lambda d: ((x(d), -1.0, 1.0), {}),
     "ttnn.prod": lambda d: ((x(d, low=0.9, high=1.1),), dict(dim=-1)),
     "ttnn.cumsum": lambda d: ((x(d), 2), dict(reverse_order=True)),
+    "ttnn.cumprod": lambda d: ((x(d, low=0.9, high=1.1), 2), dict(reverse_order=True)),
     "ttnn.topk": lambda d: ((x(d), 5), dict(dim=1, largest=False)),
     "ttnn.bcast": lambda d: ((x(d), x(d, 2, 1, 64, seed=3), ttnn.BcastOpMath.SUB, ttnn.BcastOpDim.H), {}),
     "ttnn.softmax_in_place": unary(),

@@ -295,3 +295,12 @@ def test_moves_into_and_out_of_an_nd_sharded_config_keep_the_values(device):
         (4, 32, 64), ttnn.CoreGrid(y=1, x=4), ttnn.ShardStrategy.HEIGHT))
     for out in (sharded, ttnn.to_memory_config(legacy, nd), ttnn.sharded_to_interleaved(sharded)):
         assert torch.equal(ttnn.to_torch(out), x)
+
+
+def test_cumprod_runs_as_cumsum_does_with_out_and_reverse_order(device):
+    x = torch.tensor([[1.0, 2.0, 3.0, 4.0]])
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    assert ttnn.to_torch(ttnn.cumprod(t, 1)).tolist() == [[1.0, 2.0, 6.0, 24.0]]
+    assert ttnn.to_torch(ttnn.cumprod(t, -1, reverse_order=True)).tolist() == [[24.0, 24.0, 12.0, 4.0]]
+    out = ttnn.from_torch(torch.zeros(1, 4), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    assert ttnn.cumprod(t, 1, out=out) is out and ttnn.to_torch(out)[0, 3] == 24

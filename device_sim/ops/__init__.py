@@ -266,9 +266,9 @@ __all__ += [
 ]
 
 # More reductions (ops/reduction.py).
-from device_sim.ops.reduction import cumsum, prod, topk  # noqa: E402, F401
+from device_sim.ops.reduction import cumprod, cumsum, prod, topk  # noqa: E402, F401
 
-__all__ += ["cumsum", "prod", "topk"]
+__all__ += ["cumprod", "cumsum", "prod", "topk"]
 
 # In-place, indexing and fill ops (ops/eltwise.py, ops/data_movement.py, ops/creation.py).
 from device_sim.ops.creation import fill  # noqa: E402, F401

@@ -125,31 +125,49 @@ def _prod(x, dim, keepdim):
 prod = _reduction("prod", _prod)
 
 
-def _cumsum_golden(input, dim, *_, reverse_order=False, **__):  # noqa: A002  (TT-NN's name)
-    x = input.flip(dim) if reverse_order else input
-    r = torch.cumsum(x.float() if x.is_floating_point() else x, dim)
-    return r.flip(dim) if reverse_order else r
+def _scan_golden(fn):
+    def golden(input, dim, *_, reverse_order=False, **__):  # noqa: A002  (TT-NN's name)
+        x = input.flip(dim) if reverse_order else input
+        r = fn(x.float() if x.is_floating_point() else x, dim)
+        return r.flip(dim) if reverse_order else r
+    return golden
 
 
-@register_op("ttnn.cumsum", golden=_cumsum_golden)
-def cumsum(input: Tensor, dim: int, *, dtype: DataType | None = None, reverse_order: bool = False,  # noqa: A002
+_cumsum_golden = _scan_golden(torch.cumsum)
+
+
+def _accumulation(name: str, fn):
+    """ttnn.<name>: TT-NN's accumulation_invoke (reduction/accumulation/accumulation_common.cpp), shared by cumsum
+    and cumprod: `fn` (torch.cumsum, torch.cumprod) along `dim`, from the end when reverse_order=True; `dtype`
+    casts the input first; `out=` receives the result (registry.OUTPUT_TENSOR_OPS)."""
+    op_name = f"ttnn.{name}"
+    golden = _scan_golden(fn)
+
+    def op(input: Tensor, dim: int, *, dtype: DataType | None = None, reverse_order: bool = False,  # noqa: A002
            memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
-    """Running sum along `dim` (from the end when reverse_order=True); `dtype` casts the input first."""
-    if tt_nn_only:
-        check_tt_nn_only("ttnn.cumsum", tt_nn_only)
-    ins = device_inputs("ttnn.cumsum", input)
-    x = values(input, "ttnn.cumsum")
-    if not -x.dim() <= dim < (x.dim() or 1):  # (this module's max is ttnn.max)
-        raise IndexError(f"ttnn.cumsum: dim {dim} is out of range for shape {list(x.shape)}")
-    if dtype is not None:
-        x = dtypes.to_device_values(x, DataType(dtype))
-        x = x.float() if x.is_floating_point() else x
-    fresh = pending_output_target("ttnn.cumsum") is None  # out= is the caller's: kept if the program fails
-    out = output(_cumsum_golden(x, dim, reverse_order=reverse_order), input, ins, op_name="ttnn.cumsum",
-                 dtype=dtype, memory_config=memory_config)
-    # AccumulationDeviceOperation between the permutes that bring the dim to the front (programs.accumulation)
-    device_work.launch_after(out, fresh, input, accumulation.accumulation_programs(input, dim, out.dtype))
-    return out
+        if tt_nn_only:
+            check_tt_nn_only(op_name, tt_nn_only)
+        ins = device_inputs(op_name, input)
+        x = values(input, op_name)
+        if not -x.dim() <= dim < (x.dim() or 1):  # (this module's max is ttnn.max)
+            raise IndexError(f"{op_name}: dim {dim} is out of range for shape {list(x.shape)}")
+        if dtype is not None:
+            x = dtypes.to_device_values(x, DataType(dtype))
+            x = x.float() if x.is_floating_point() else x
+        fresh = pending_output_target(op_name) is None  # out= is the caller's: kept if the program fails
+        out = output(golden(x, dim, reverse_order=reverse_order), input, ins, op_name=op_name, dtype=dtype,
+                     memory_config=memory_config)
+        # AccumulationDeviceOperation between the permutes that bring the dim to the front (programs.accumulation)
+        device_work.launch_after(out, fresh, input, accumulation.accumulation_programs(input, dim, out.dtype))
+        return out
+
+    op.__doc__ = (f"Running {name[3:]} along `dim` (from the end when reverse_order=True); `dtype` casts the input "
+                  f"first.")
+    return register_op(op_name, golden=golden)(op)
+
+
+cumsum = _accumulation("cumsum", torch.cumsum)
+cumprod = _accumulation("cumprod", torch.cumprod)
 
 
 def _topk_golden(input_tensor, k=32, dim=-1, largest=True, sorted=True, *_, indices_tensor=None, **__):  # noqa: A002
