@@ -357,6 +357,19 @@ CASES.update({
     # float32: TT-NN's composite rounds after the matmul, the scaling and the add (a bfloat16 case differs by an ulp)
     "ttnn.addmm": lambda d: (tuple(dev(rnd(*s, seed=k), d, dtype=ttnn.float32) for s, k in
                                    (((32, 64), 0), ((32, 96), 3), ((96, 64), 4))), dict(alpha=0.5, beta=2.0)),
+    # more unary ops (ops/eltwise.py), inputs where each is defined
+    **{f"ttnn.{n}": unary() for n in ["i0", "i1", "cbrt", "rad2deg", "deg2rad", "sinh", "cosh", "asinh", "log_sigmoid",
+                                      "softsign", "selu", "tanhshrink", "signbit", "isneginf", "isposinf", "eqz",
+                                      "nez", "gtz", "ltz", "gez", "lez"]},
+    **{f"ttnn.{n}": unary(**pos) for n in ["lgamma", "digamma"]},
+    "ttnn.erfinv": unary(low=-0.9, high=0.9),
+    "ttnn.atanh": unary(low=-0.9, high=0.9),
+    "ttnn.acosh": unary(low=1.5, high=4.0),
+    "ttnn.multigammaln": unary(low=2.0, high=4.0),
+    "ttnn.hardshrink": lambda d: ((x(d),), dict(lambd=0.25)),
+    "ttnn.softshrink": lambda d: ((x(d),), dict(lambd=0.25)),
+    "ttnn.polygamma": lambda d: ((x(d, **pos), 1), {}),
+    "ttnn.threshold": lambda d: ((x(d), 0.1, -2.0), {}),
     # backward ops (ops/backward.py): (grad, input[, other]), inputs kept where every function is defined
     **{f"ttnn.{n}_bw": lambda d: ((x(d, seed=7), x(d, **pos), x(d, seed=3, **pos)), {})
        for n in ["add", "sub", "subalpha", "rsub", "mul", "div"]},

@@ -304,3 +304,16 @@ def test_cumprod_runs_as_cumsum_does_with_out_and_reverse_order(device):
     assert ttnn.to_torch(ttnn.cumprod(t, -1, reverse_order=True)).tolist() == [[24.0, 24.0, 12.0, 4.0]]
     out = ttnn.from_torch(torch.zeros(1, 4), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
     assert ttnn.cumprod(t, 1, out=out) is out and ttnn.to_torch(out)[0, 3] == 24
+
+
+def test_more_unary_ops_follow_tt_nn_goldens(device):
+    x = torch.tensor([[-8.0, -0.5, 0.0, 2.0, 27.0]])
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    assert ttnn.to_torch(ttnn.cbrt(t)).tolist()[0][0] == pytest.approx(-2.0)  # sign kept: sgn(x) * |x| ** (1/3)
+    assert ttnn.to_torch(ttnn.eqz(t)).tolist() == [[0.0, 0.0, 1.0, 0.0, 0.0]]
+    assert ttnn.to_torch(ttnn.lez(t)).tolist() == [[1.0, 1.0, 1.0, 0.0, 0.0]]
+    assert ttnn.to_torch(ttnn.threshold(t, 1.0, -3.0)).tolist() == [[-3.0, -3.0, -3.0, 2.0, 27.0]]
+    assert ttnn.to_torch(ttnn.hardshrink(t, lambd=1.0)).tolist() == [[-8.0, 0.0, 0.0, 2.0, 27.0]]
+    p = ttnn.from_torch(torch.tensor([[2.5, 3.0]]), dtype=ttnn.float32, device=device)
+    want = sum(torch.lgamma(torch.tensor([2.5, 3.0]) - d) for d in (0, 0.5, 1.0, 1.5)) + 3.434189657547
+    torch.testing.assert_close(ttnn.to_torch(ttnn.multigammaln(p))[0], want)

@@ -338,3 +338,44 @@ from device_sim.ops import backward as _backward  # noqa: E402
 from device_sim.ops.backward import *  # noqa: E402, F401, F403
 
 __all__ += _backward.__all__
+
+# More unary ops TT-NN has (ops/eltwise.py): special functions, hyperbolics, shrinks, comparisons with zero.
+from device_sim.ops.eltwise import (  # noqa: E402, F401
+    acosh,
+    asinh,
+    atanh,
+    cbrt,
+    cosh,
+    deg2rad,
+    digamma,
+    eqz,
+    erfinv,
+    gez,
+    gtz,
+    hardshrink,
+    i0,
+    i1,
+    isneginf,
+    isposinf,
+    lez,
+    lgamma,
+    log_sigmoid,
+    ltz,
+    multigammaln,
+    nez,
+    polygamma,
+    rad2deg,
+    selu,
+    signbit,
+    sinh,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+)
+
+__all__ += [
+    "acosh", "asinh", "atanh", "cbrt", "cosh", "deg2rad", "digamma", "eqz", "erfinv", "gez", "gtz", "hardshrink",
+    "i0", "i1", "isneginf", "isposinf", "lez", "lgamma", "log_sigmoid", "ltz", "multigammaln", "nez",
+    "polygamma", "rad2deg", "selu", "signbit", "sinh", "softshrink", "softsign", "tanhshrink", "threshold",
+]

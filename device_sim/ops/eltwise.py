@@ -409,6 +409,46 @@ isnan = _unary("isnan", _flag(torch.isnan))
 isinf = _unary("isinf", _flag(torch.isinf))
 
 
+
+# More of TT-NN's unary ops, with the torch functions its goldens use (ttnn/operations/unary.py).
+def _cbrt(x):
+    return torch.sgn(x) * torch.pow(torch.abs(x), 1.0 / 3)
+
+
+def _multigammaln(x):  # the multivariate log-gamma of order 4, as TT-NN's golden sums it
+    return torch.lgamma(x) + torch.lgamma(x - 0.5) + torch.lgamma(x - 1.0) + torch.lgamma(x - 1.5) + 3.434189657547
+
+
+i0 = _unary("i0", torch.i0)
+i1 = _unary("i1", torch.special.i1)
+lgamma = _unary("lgamma", torch.lgamma)
+digamma = _unary("digamma", torch.digamma)
+erfinv = _unary("erfinv", torch.erfinv)
+cbrt = _unary("cbrt", _cbrt)
+rad2deg = _unary("rad2deg", torch.rad2deg)
+deg2rad = _unary("deg2rad", torch.deg2rad)
+sinh = _unary("sinh", torch.sinh)
+cosh = _unary("cosh", torch.cosh)
+asinh = _unary("asinh", torch.asinh)
+acosh = _unary("acosh", torch.acosh)
+atanh = _unary("atanh", torch.atanh)
+log_sigmoid = _unary("log_sigmoid", F.logsigmoid)
+softsign = _unary("softsign", F.softsign)
+selu = _unary("selu", F.selu)
+tanhshrink = _unary("tanhshrink", F.tanhshrink)
+multigammaln = _unary("multigammaln", _multigammaln)
+signbit = _unary("signbit", _flag(torch.signbit))
+isneginf = _unary("isneginf", _flag(torch.isneginf))
+isposinf = _unary("isposinf", _flag(torch.isposinf))
+# Comparisons with zero (TT-NN's eqz, nez, gtz, ltz, gez, lez): 1 / 0 in the input's dtype.
+eqz = _unary("eqz", _flag(lambda x: torch.eq(x, 0)))
+nez = _unary("nez", _flag(lambda x: torch.ne(x, 0)))
+gtz = _unary("gtz", _flag(lambda x: torch.gt(x, 0)))
+ltz = _unary("ltz", _flag(lambda x: torch.lt(x, 0)))
+gez = _unary("gez", _flag(lambda x: torch.ge(x, 0)))
+lez = _unary("lez", _flag(lambda x: torch.le(x, 0)))
+
+
 _REQUIRED = inspect.Parameter.empty
 
 
@@ -479,6 +519,10 @@ softplus = _unary_with("softplus", lambda x, b, t: F.softplus(x, beta=b, thresho
 hardtanh = _unary_with("hardtanh", torch.clamp, ("min_val", -1.0), ("max_val", 1.0))
 heaviside = _unary_with("heaviside", lambda x, v: torch.heaviside(x, torch.tensor(float(v))), ("value", 0.0))
 round = _unary_with("round", lambda x, d: torch.round(x, decimals=int(d)), ("decimals", 0))  # noqa: A001
+hardshrink = _unary_with("hardshrink", lambda x, lambd: F.hardshrink(x, lambd), ("lambd", 0.5))
+softshrink = _unary_with("softshrink", lambda x, lambd: F.softshrink(x, lambd), ("lambd", 0.5))
+polygamma = _unary_with("polygamma", lambda x, k: torch.special.polygamma(int(k), x), ("k", _REQUIRED))
+threshold = _unary_with("threshold", torch.threshold, ("threshold", _REQUIRED), ("value", _REQUIRED))
 
 
 def _clamp(x, lo, hi):
