@@ -370,6 +370,10 @@ CASES.update({
     "ttnn.softshrink": lambda d: ((x(d),), dict(lambd=0.25)),
     "ttnn.polygamma": lambda d: ((x(d, **pos), 1), {}),
     "ttnn.threshold": lambda d: ((x(d), 0.1, -2.0), {}),
+    "ttnn.prelu": lambda d: ((x(d), x(d, 32, seed=3)), {}),
+    **{f"ttnn.{n}": lambda d: ((x(d, 1, 2, 32, 128),), dict(dim=-1)) for n in ["glu", "reglu", "swiglu"]},
+    # geglu gates with TT-NN's fast gelu, its golden with torch's: inputs where the two agree (gelu(x) ~ x)
+    "ttnn.geglu": lambda d: ((x(d, 1, 2, 32, 128, low=4.0, high=6.0),), dict(dim=-1)),
     # backward ops (ops/backward.py): (grad, input[, other]), inputs kept where every function is defined
     **{f"ttnn.{n}_bw": lambda d: ((x(d, seed=7), x(d, **pos), x(d, seed=3, **pos)), {})
        for n in ["add", "sub", "subalpha", "rsub", "mul", "div"]},

@@ -317,3 +317,26 @@ def test_more_unary_ops_follow_tt_nn_goldens(device):
     p = ttnn.from_torch(torch.tensor([[2.5, 3.0]]), dtype=ttnn.float32, device=device)
     want = sum(torch.lgamma(torch.tensor([2.5, 3.0]) - d) for d in (0, 0.5, 1.0, 1.5)) + 3.434189657547
     torch.testing.assert_close(ttnn.to_torch(ttnn.multigammaln(p))[0], want)
+
+
+def test_prelu_takes_a_weight_per_channel_one_weight_or_a_number(device):
+    x = torch.tensor([[[-2.0, 4.0]], [[-2.0, 4.0]]]).reshape(1, 2, 1, 2)  # two channels
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    w = ttnn.from_torch(torch.tensor([0.5, 0.25]), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    assert ttnn.to_torch(ttnn.prelu(t, w)).flatten().tolist() == [-1.0, 4.0, -0.5, 4.0]
+    assert ttnn.to_torch(ttnn.prelu(t, [-1])).flatten().tolist() == [2.0, 4.0, 2.0, 4.0]
+    assert ttnn.to_torch(ttnn.prelu(t, 0.5)).flatten().tolist() == [-1.0, 4.0, -1.0, 4.0]
+    with pytest.raises(ValueError, match="one per channel"):
+        ttnn.prelu(t, [1.0, 2.0, 3.0])
+
+
+def test_glu_family_splits_the_last_dim_in_whole_tiles_and_gates_the_first_half(device):
+    x = torch.randn(1, 1, 32, 128)
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    torch.testing.assert_close(ttnn.to_torch(ttnn.glu(t, -1)), torch.nn.functional.glu(x, -1), rtol=1e-4, atol=1e-4)
+    a, b = x.split(64, -1)
+    torch.testing.assert_close(ttnn.to_torch(ttnn.reglu(t, 3)), a * torch.relu(b), rtol=1e-4, atol=1e-4)
+    with pytest.raises(RuntimeError, match="Split tensor dimension should be in full tile"):
+        ttnn.swiglu(ttnn.from_torch(torch.randn(1, 1, 32, 96), layout=ttnn.TILE, device=device))
+    with pytest.raises(RuntimeError, match="last dim"):
+        ttnn.geglu(t, 2)

@@ -350,7 +350,9 @@ from device_sim.ops.eltwise import (  # noqa: E402, F401
     digamma,
     eqz,
     erfinv,
+    geglu,
     gez,
+    glu,
     gtz,
     hardshrink,
     i0,
@@ -364,12 +366,15 @@ from device_sim.ops.eltwise import (  # noqa: E402, F401
     multigammaln,
     nez,
     polygamma,
+    prelu,
     rad2deg,
+    reglu,
     selu,
     signbit,
     sinh,
     softshrink,
     softsign,
+    swiglu,
     tanhshrink,
     threshold,
 )
@@ -377,5 +382,6 @@ from device_sim.ops.eltwise import (  # noqa: E402, F401
 __all__ += [
     "acosh", "asinh", "atanh", "cbrt", "cosh", "deg2rad", "digamma", "eqz", "erfinv", "gez", "gtz", "hardshrink",
     "i0", "i1", "isneginf", "isposinf", "lez", "lgamma", "log_sigmoid", "ltz", "multigammaln", "nez",
-    "polygamma", "rad2deg", "selu", "signbit", "sinh", "softshrink", "softsign", "tanhshrink", "threshold",
+    "polygamma", "prelu", "rad2deg", "selu", "signbit", "sinh", "softshrink", "softsign", "tanhshrink", "threshold",
+    "geglu", "glu", "reglu", "swiglu",
 ]

@@ -798,3 +798,89 @@ def bcast(input_a: Tensor, input_b: Tensor, math_op: BcastOpMath, dim: BcastOpDi
     out = output(y, input_a, ins, op_name="ttnn.bcast", memory_config=memory_config)
     device_work.launch_after(out, True, input_a, ternary_programs.bcast_program(input_a, input_b, out))
     return out
+
+
+# -- prelu: x where x >= 0, else x times a weight per channel (dim 1), one weight, or a number --------------------
+
+def _prelu_golden(input_tensor_a, input_tensor_b, *_, **__):  # TT-NN's (ttnn/operations/binary.py)
+    if not torch.is_tensor(input_tensor_b):
+        input_tensor_b = torch.tensor(input_tensor_b, dtype=input_tensor_a.dtype)
+    return F.prelu(input_tensor_a, weight=input_tensor_b)
+
+
+@register_op("ttnn.prelu", golden=_prelu_golden)
+def prelu(input_tensor_a: Tensor, input_tensor_b, *, memory_config: MemoryConfig | None = None,
+          dtype: DataType | None = None, **tt_nn_only) -> Tensor:
+    """torch's prelu: input_tensor_b is a tensor of one weight per channel (the input's dim 1) or of one weight, a
+    number, or a one-number list. A number runs as one unary op (TT-NN's PRELU_SFPU); a tensor weight as TT-NN's
+    element-wise composite, modelled by its last binary program."""
+    op_name = "ttnn.prelu"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor_a, input_tensor_b)
+    x = values(input_tensor_a, op_name)
+    number = not isinstance(input_tensor_b, Tensor)
+    w = torch.as_tensor(input_tensor_b, dtype=torch.float32) if number else values(input_tensor_b, op_name).float()
+    channels = x.shape[1] if x.dim() > 1 else 1
+    if w.numel() not in (1, channels):
+        raise ValueError(f"{op_name}: the weight has {w.numel()} values; give one, or one per channel "
+                         f"({channels}: dim 1 of the input's shape {list(x.shape)})")
+    y = F.prelu(x.float(), w.reshape(-1))
+    if number:
+        return _unary_output(y, input_tensor_a, ins, op_name, dtype, memory_config)
+    fresh = pending_output_target(op_name) is None
+    out = output(y, input_tensor_a, ins, op_name=op_name, dtype=dtype, memory_config=memory_config)
+    if input_tensor_a._device is not None and input_tensor_a.layout == Layout.TILE:
+        device_work.launch_for(out, fresh, input_tensor_a._device,
+                               device_work.binary_program(input_tensor_a, input_tensor_b.dtype, out.dtype))
+    return out
+
+
+# -- glu, reglu, geglu, swiglu: TT-NN's composites (unary_composite_op.cpp), whose ops a capture shows nested ------
+
+def _halves(x, dim):
+    a, b = torch.split(x, x.size(-1) // 2, dim=dim)
+    return a, b
+
+
+def _glu_family(name: str, gate, activation):
+    """ttnn.<name>(input_tensor, dim=-1): the last dim's first half times `activation` of its second, as TT-NN runs
+    it: two slices (split_tensor_for_glu), the activation, a multiply. `gate` is the torch function of the golden."""
+    op_name = f"ttnn.{name}"
+
+    def golden(input_tensor_a, dim=-1, *_, **__):
+        if name == "glu":
+            return F.glu(input_tensor_a, dim)
+        a, b = _halves(input_tensor_a, dim)
+        return a * gate(b)
+
+    def op(input_tensor: Tensor, dim: int = -1, *, memory_config: MemoryConfig | None = None,
+           **tt_nn_only) -> Tensor:
+        if tt_nn_only:
+            check_tt_nn_only(op_name, tt_nn_only)
+        if dim not in (-1, 3):
+            raise RuntimeError(f"TT_ASSERT: last dim {name.upper()} only supported at this time\n{op_name}: dim must "
+                               f"be -1 or 3, got {dim}")
+        shape = list(input_tensor.shape)
+        if len(shape) != 4:
+            raise ValueError(f"{op_name}: the input must be 4-D ([N, C, H, W]), got shape {shape}")
+        width = list(input_tensor.padded_shape)[3]
+        if (width // 2) % 32:
+            raise tt_fatal("((inshape[dim] / 2) % tt::constants::TILE_WIDTH == 0)", f"Split tensor dimension should "
+                           f"be in full tile\n{op_name}: the last dim ({width} padded) must split into two halves of "
+                           f"whole 32-wide tiles", where="device_sim/ops/eltwise.py")
+        from device_sim.ops.core import slice as ttnn_slice  # core imports this module's package
+
+        half = width // 2
+        a = ttnn_slice(input_tensor, [0, 0, 0, 0], [*shape[:3], half], [1, 1, 1, 1], memory_config=memory_config)
+        b = ttnn_slice(input_tensor, [0, 0, 0, half], shape, [1, 1, 1, 1], memory_config=memory_config)
+        return multiply(a, activation(b, memory_config), memory_config=memory_config)
+
+    op.__doc__ = f"The last dim's first half times {name[:-3] or 'sigmoid'}-gated second half (TT-NN's {name})."
+    return register_op(op_name, golden=golden)(op)
+
+
+glu = _glu_family("glu", torch.sigmoid, lambda b, mc: sigmoid(b, memory_config=mc))
+reglu = _glu_family("reglu", F.relu, lambda b, mc: relu(b, memory_config=mc))
+geglu = _glu_family("geglu", F.gelu, lambda b, mc: gelu(b, fast_and_approximate_mode=True, memory_config=mc))
+swiglu = _glu_family("swiglu", F.silu, lambda b, mc: swish(b, memory_config=mc))
