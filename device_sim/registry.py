@@ -74,6 +74,8 @@ OUTPUT_TENSOR_OPS = {
     "ttnn.moreh_norm": "output",
     "ttnn.cumsum": "out",  # cumsum_nanobind.cpp
     "ttnn.cumprod": "out",
+    "ttnn.moreh_arange": "output",  # moreh_arange_nanobind.cpp, moreh_dot_nanobind.cpp
+    "ttnn.moreh_dot": "output",
 }
 
 

@@ -354,6 +354,10 @@ CASES.update({
     "ttnn.scale_mask_softmax": lambda d: ((x(d, 2, 4, 32, 32), 0.25, x(d, 2, 1, 1, 32, seed=3)), {}),
     "ttnn.moreh_full": lambda d: (([3, 40, 70], 2.5, d), dict(dtype=ttnn.float32)),
     "ttnn.moreh_full_like": lambda d: ((x(d), 7), dict(dtype=ttnn.int32)),
+    "ttnn.moreh_arange": lambda d: ((0, 96, 1, d), dict(dtype=ttnn.float32)),
+    "ttnn.moreh_dot": lambda d: ((x(d, 1, 1, 1, 64), x(d, 1, 1, 1, 64, seed=3)), {}),
+    "ttnn.moreh_cumsum": lambda d: ((x(d), 1), {}),
+    "ttnn.moreh_cumsum_backward": lambda d: ((x(d), 1), {}),
     # float32: TT-NN's composite rounds after the matmul, the scaling and the add (a bfloat16 case differs by an ulp)
     "ttnn.addmm": lambda d: (tuple(dev(rnd(*s, seed=k), d, dtype=ttnn.float32) for s, k in
                                    (((32, 64), 0), ((32, 96), 3), ((96, 64), 4))), dict(alpha=0.5, beta=2.0)),

@@ -340,3 +340,20 @@ def test_glu_family_splits_the_last_dim_in_whole_tiles_and_gates_the_first_half(
         ttnn.swiglu(ttnn.from_torch(torch.randn(1, 1, 32, 96), layout=ttnn.TILE, device=device))
     with pytest.raises(RuntimeError, match="last dim"):
         ttnn.geglu(t, 2)
+
+
+def test_moreh_arange_dot_and_cumsum_by_their_python_names(device):
+    moreh = ttnn.operations.moreh
+    a = moreh.arange(2.3, 15.3, 0.5, device)  # [1, N] TILE bfloat16; the writer truncates to bfloat16
+    want = torch.tensor(2.3, dtype=torch.float32) + torch.tensor(0.5) * torch.arange(26, dtype=torch.float32)
+    assert a.shape == [1, 26] and a.layout == ttnn.TILE
+    assert torch.equal(ttnn.to_torch(a)[0].float(), (want.view(torch.int32) & -65536).view(torch.float32))
+    rm = moreh.arange(0, 10, 3, device, untilize_out=True, dtype=ttnn.int32)
+    assert rm.shape == [4] and ttnn.to_torch(rm).tolist() == [0, 3, 6, 9]
+    with pytest.raises(RuntimeError, match="inconsistent with step sign"):
+        moreh.arange(0, 10, -1, device)
+    v = ttnn.from_torch(torch.arange(4.0).reshape(1, 1, 1, 4), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert ttnn.to_torch(moreh.dot(v, v)).flatten().tolist() == [14.0]
+    g = ttnn.from_torch(torch.ones(1, 1, 2, 3), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    assert ttnn.to_torch(moreh.cumsum(g, 3)).tolist() == [[[[1, 2, 3], [1, 2, 3]]]]
+    assert ttnn.to_torch(moreh.cumsum_backward(g, 3)).tolist() == [[[[3, 2, 1], [3, 2, 1]]]]

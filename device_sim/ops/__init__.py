@@ -329,9 +329,18 @@ __all__ += ["EmbeddingsType"]
 
 # TT-NN's moreh norm (ops/moreh.py); ttnn.operations.moreh.norm is device_sim.operations.moreh.norm.
 from device_sim.ops import moreh  # noqa: E402, F401
-from device_sim.ops.moreh import moreh_full, moreh_full_like, moreh_norm  # noqa: E402, F401
+from device_sim.ops.moreh import (  # noqa: E402, F401
+    moreh_arange,
+    moreh_cumsum,
+    moreh_cumsum_backward,
+    moreh_dot,
+    moreh_full,
+    moreh_full_like,
+    moreh_norm,
+)
 
-__all__ += ["moreh_full", "moreh_full_like", "moreh_norm"]
+__all__ += ["moreh_arange", "moreh_cumsum", "moreh_cumsum_backward", "moreh_dot", "moreh_full", "moreh_full_like",
+            "moreh_norm"]
 
 # Backward ops, ttnn.<op>_bw (ops/backward.py).
 from device_sim.ops import backward as _backward  # noqa: E402

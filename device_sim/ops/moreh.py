@@ -16,10 +16,11 @@ import torch
 
 from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.reduction import cumsum as _ttnn_cumsum
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import creation as creation_programs
 from device_sim.programs import moreh as moreh_programs
-from device_sim.registry import register_op
+from device_sim.registry import pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DRAM_MEMORY_CONFIG, DataType, Layout, MemoryConfig
 
@@ -136,3 +137,139 @@ def moreh_full_like(input: Tensor, fill_value, dtype: DataType | None = None, la
     return _full(op_name, tuple(input.shape), fill_value, input._device,
                  dtype if dtype is not None else input.dtype, layout if layout is not None else input.layout,
                  memory_config if memory_config is not None else input.memory_config(), ins)
+
+
+# -- moreh arange, dot, cumsum (ttnn.operations.moreh.arange / dot / cumsum / cumsum_backward) ------------------
+
+def _arange_values(start: float, step: float, n: int, dtype: DataType) -> torch.Tensor:
+    """What moreh_arange's writer stores: start + step * i in float32; bfloat16 by dropping the low 16 bits (the
+    kernel shifts, it does not round), int32 by C's truncation toward zero."""
+    v = torch.tensor(start, dtype=torch.float32) + torch.tensor(step, dtype=torch.float32) * torch.arange(
+        n, dtype=torch.float32)
+    if dtype == DataType.BFLOAT16:
+        return (v.view(torch.int32) & -65536).view(torch.float32)  # exact in bfloat16
+    if dtype == DataType.INT32:
+        return v.trunc()
+    return v
+
+
+def _moreh_arange_count(start, end, step) -> int:
+    f = numbers.Real
+    assert isinstance(start, f) and isinstance(end, f) and isinstance(step, f)
+    s, e, st = (torch.tensor(float(v), dtype=torch.float32) for v in (start, end, step))
+    return int(math.ceil(float((e - s) / st)))  # float32 arithmetic, as the device operation's attributes are
+
+
+def _moreh_arange_golden(start=0, end=None, step=1, *_, untilize_out=False, dtype=DataType.BFLOAT16, **__):
+    r = torch.arange(start, end, step).to(dtypes.TORCH_DTYPE[DataType(dtype)])
+    return r if untilize_out else r.reshape(1, -1)  # [1, N] unless untilized, as the op's output
+
+
+@register_op("ttnn.moreh_arange", golden=_moreh_arange_golden)
+def moreh_arange(start: float = 0, end: float | None = None, step: float = 1, device=None, *,
+                 untilize_out: bool = False, dtype: DataType = DataType.BFLOAT16,
+                 memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """[start, end) by step, written by MorehArangeOperation: [1, N] TILE, or [N] ROW_MAJOR with untilize_out=True;
+    `output=` (registry.OUTPUT_TENSOR_OPS) receives start + step * i for each of its last dim's positions."""
+    op_name = "ttnn.moreh_arange"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    where = "device_sim/ops/moreh.py"
+    dtype = DataType(dtype)
+    if step == 0:
+        raise tt_fatal("step != 0", "step must be nonzero.", where)
+    if not ((step > 0 and end >= start) or (step < 0 and end <= start)):
+        raise tt_fatal("((step > 0) && (end >= start)) || ((step < 0) && (end <= start))",
+                       "Upper bound and larger bound inconsistent with step sign.", where)
+    if dtype in (DataType.BFLOAT8_B, DataType.UINT32):
+        raise tt_fatal(f"dtype != {dtype.name}", f"moreh arange not support {dtype.name.lower()} dtype.", where)
+    target = pending_output_target(op_name)
+    if target is not None:
+        if target.dtype != dtype:
+            raise tt_fatal("dtype == output->dtype()", "If output is provided as input, its dtype should match the "
+                           "dtype parameter.", where)
+        want = Layout.ROW_MAJOR if untilize_out else Layout.TILE
+        if target.layout != want:
+            raise tt_fatal(f"output_layout == Layout::{want.name}", f"Error: output_layout must be Layout::{want.name} "
+                           f"when {'' if untilize_out else '!'}untilize_out", where)
+        shape = tuple(target.shape)
+    else:
+        n = _moreh_arange_count(start, end, step)
+        shape = (n,) if untilize_out else (1, n)
+    n = shape[-1]
+    value = _arange_values(float(start), float(step), n, dtype).reshape(
+        *shape[:-1], n) if len(shape) > 1 else _arange_values(float(start), float(step), n, dtype)
+    if target is not None:
+        out = output(value.expand(shape).contiguous(), target, [target], op_name=op_name)
+    else:
+        cfg, source = placement.resolve(memory_config if memory_config is not None else DRAM_MEMORY_CONFIG, [],
+                                        op_name)
+        out = Tensor._create(dtypes.to_device_values(value, dtype), dtype,
+                             Layout.ROW_MAJOR if untilize_out else Layout.TILE, device, cfg, source)
+    device_work.launch_after(out, target is None, out, moreh_programs.moreh_arange_program(out))
+    return out
+
+
+def _moreh_dot_golden(input_tensor_a, input_tensor_b, *_, **__):
+    return (input_tensor_a.float() * input_tensor_b.float()).sum(-1, keepdim=True)
+
+
+@register_op("ttnn.moreh_dot", golden=_moreh_dot_golden)
+def moreh_dot(input_tensor_a: Tensor, input_tensor_b: Tensor, *, dtype: DataType | None = None,
+              memory_config: MemoryConfig | None = None, compute_kernel_config=None, **tt_nn_only) -> Tensor:
+    """The dot product of two [1, 1, 1, W] tensors, as [1, 1, 1, 1] (MorehDotOperation, one core); `output=` receives
+    it (registry.OUTPUT_TENSOR_OPS)."""
+    op_name = "ttnn.moreh_dot"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    where = "device_sim/ops/moreh.py"
+    for t in (input_tensor_a, input_tensor_b):
+        s = list(t.shape)
+        if len(s) != 4 or s[:3] != [1, 1, 1]:
+            raise tt_fatal("is_1d_tensor(input)", f"Invalid input tensor dimensions.\n{op_name}: give [1, 1, 1, W] "
+                           f"tensors, got {s}", where)
+    if input_tensor_a.shape[3] != input_tensor_b.shape[3]:
+        raise tt_fatal("a_shape_wo_padding[3] == b_shape_wo_padding[3]", "Shape without padding must be the same.",
+                       where)
+    if input_tensor_a.dtype not in (DataType.BFLOAT16, DataType.BFLOAT8_B):
+        raise tt_fatal("input_a.dtype() == BFLOAT16 || BFLOAT8_B", "Unsupported data format", where)
+    ins = device_inputs(op_name, input_tensor_a, input_tensor_b)
+    y = _moreh_dot_golden(values(input_tensor_a, op_name), values(input_tensor_b, op_name))
+    fresh = pending_output_target(op_name) is None
+    out = output(y, input_tensor_a, ins, op_name=op_name, memory_config=memory_config)
+    device_work.launch_after(out, fresh, input_tensor_a, moreh_programs.moreh_dot_program(input_tensor_a))
+    return out
+
+
+def _moreh_cumsum_golden(input, dim, *_, **__):  # noqa: A002
+    return torch.cumsum(input.float(), dim)
+
+
+@register_op("ttnn.moreh_cumsum", golden=_moreh_cumsum_golden)
+def moreh_cumsum(input: Tensor, dim: int, *, output: Tensor | None = None,  # noqa: A002
+                 memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """TT-NN's moreh_cumsum.cpp: ttnn.cumsum(input, dim) in the input's dtype and memory config, into `output`
+    when given (recorded nested)."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.moreh_cumsum", tt_nn_only)
+    return _ttnn_cumsum(input, dim, dtype=input.dtype, reverse_order=False, out=output,
+                  memory_config=memory_config if memory_config is not None else input.memory_config())
+
+
+def _moreh_cumsum_backward_golden(output_grad, dim, *_, **__):
+    return torch.cumsum(output_grad.float().flip(dim), dim).flip(dim)
+
+
+@register_op("ttnn.moreh_cumsum_backward", golden=_moreh_cumsum_backward_golden)
+def moreh_cumsum_backward(output_grad: Tensor, dim: int, *, input_grad: Tensor | None = None,
+                          memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+    """TT-NN's moreh_cumsum.cpp: the gradient of a cumsum, ttnn.cumsum(output_grad, dim, reverse_order=True), into
+    `input_grad` when given (recorded nested)."""
+    if tt_nn_only:
+        check_tt_nn_only("ttnn.moreh_cumsum_backward", tt_nn_only)
+    return _ttnn_cumsum(output_grad, dim, dtype=output_grad.dtype, reverse_order=True, out=input_grad,
+                  memory_config=memory_config if memory_config is not None else output_grad.memory_config())
+
+
+# ttnn.operations.moreh.<name>, as TT-NN's Python names them
+arange, dot, cumsum, cumsum_backward = moreh_arange, moreh_dot, moreh_cumsum, moreh_cumsum_backward

@@ -109,3 +109,25 @@ def _sum(shape, over_w: bool, fp32: bool, grid):
     units = _outer(shape) * (shape[-2] if over_w else shape[-1]) // TILE
     factory = "MorehSumWFactory" if over_w else "MorehSumHFactory"
     return make_program("MorehSumOperation", factory, cbs, cores_col_major(units, *grid))
+
+
+def moreh_arange_program(out):
+    """MorehArangeOperation (moreh_arange_program_factory.cpp): c_16 of one tile in the output's format on the cores
+    split_work_to_cores gives the output's last-dim tiles; its writer fills each tile itself."""
+    from device_sim.device_work import split_work
+
+    dev = out._device
+    wt = -(-int(out._value.shape[-1]) // TILE)
+    return cached(("MorehArangeOperation", wt, out.dtype, out.layout, grid_of(dev)), lambda: make_program(
+        "MorehArangeOperation", "MorehArangeProgramFactory", (CircularBuffer((16,), 1, TILE_BYTES[out.dtype]),),
+        split_work(wt, *grid_of(dev))))
+
+
+def moreh_dot_program(a):
+    """MorehDotOperation (moreh_dot_program_factory.cpp): on core (0, 0), in the input's format, c_0 and c_1 of two
+    tiles (a, b), c_2 of one (the scaler), c_16 of two (out), c_24 and c_25 of one (intermediates)."""
+    page = TILE_BYTES[a.dtype]
+    return cached(("MorehDotOperation", a.dtype), lambda: make_program(
+        "MorehDotOperation", "MorehDotProgramFactory",
+        tuple(CircularBuffer((i,), n, page) for i, n in ((0, 2), (1, 2), (2, 1), (16, 2), (24, 1), (25, 1))),
+        ((0, 0, 0, 0),)))
