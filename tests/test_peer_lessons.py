@@ -357,3 +357,18 @@ def test_moreh_arange_dot_and_cumsum_by_their_python_names(device):
     g = ttnn.from_torch(torch.ones(1, 1, 2, 3), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
     assert ttnn.to_torch(moreh.cumsum(g, 3)).tolist() == [[[[1, 2, 3], [1, 2, 3]]]]
     assert ttnn.to_torch(moreh.cumsum_backward(g, 3)).tolist() == [[[[3, 2, 1], [3, 2, 1]]]]
+
+
+def test_layer_norm_takes_the_welford_reciprocal_table_tt_nn_builds(device):
+    grid = device.compute_with_storage_grid_size()
+    cores = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(grid.x - 1, grid.y - 1))})
+    recip = ttnn.create_layer_norm_reciprocals(device, cores, 24)
+    assert recip.shape == [64, 24] and recip.dtype == ttnn.float32 and recip.is_sharded()
+    assert ttnn.to_torch(recip)[5, :3].tolist() == [1.0, 0.5, pytest.approx(1 / 3)]
+    x = torch.rand(32, 24)
+    t = ttnn.from_torch(x, layout=ttnn.TILE, device=device)
+    out = ttnn.layer_norm(t, program_config=ttnn.LayerNormDefaultProgramConfig(use_welford=True), recip_tensor=recip)
+    torch.testing.assert_close(ttnn.to_torch(out).float(), torch.nn.functional.layer_norm(t.value.float(), [24]),
+                               rtol=2e-2, atol=2e-2)
+    with pytest.raises(TypeError, match="recip_tensor"):
+        ttnn.rms_norm(t, recip_tensor=recip)

@@ -323,9 +323,9 @@ from device_sim.ops.eltwise import BcastOpDim, BcastOpMath, bcast  # noqa: E402,
 __all__ += ["BcastOpDim", "BcastOpMath", "bcast"]
 
 # Embedding's kernel choice (ops/normalization.py).
-from device_sim.ops.normalization import EmbeddingsType  # noqa: E402, F401
+from device_sim.ops.normalization import EmbeddingsType, create_layer_norm_reciprocals  # noqa: E402, F401
 
-__all__ += ["EmbeddingsType"]
+__all__ += ["EmbeddingsType", "create_layer_norm_reciprocals"]
 
 # TT-NN's moreh norm (ops/moreh.py); ttnn.operations.moreh.norm is device_sim.operations.moreh.norm.
 from device_sim.ops import moreh  # noqa: E402, F401

@@ -101,14 +101,20 @@ def _norm(name: str, golden):
     def op(input_tensor: Tensor, *, epsilon: float = 1e-12, weight: Tensor | None = None,
            bias: Tensor | None = None, residual_input_tensor: Tensor | None = None,
            memory_config: MemoryConfig | None = None, program_config=None, compute_kernel_config=None,
-           **tt_nn_only) -> Tensor:
+           recip_tensor: Tensor | None = None, **tt_nn_only) -> Tensor:
+        # recip_tensor: the Welford kernel's table of 1/1 .. 1/W (create_layer_norm_reciprocals), read on the
+        # device; device_sim computes the statistics in float32 without it. Only layer_norm takes it (TT-NN's
+        # layernorm_nanobind.cpp).
         op_name = f"ttnn.{name}"
+        if recip_tensor is not None and name != "layer_norm":
+            raise TypeError(f"{op_name}() got an unexpected keyword argument 'recip_tensor' (ttnn.layer_norm takes it)")
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
         if program_config is not None:  # checked as TT-NN checks it; it changes where, not what, is computed
             validate_layer_norm(program_config, op_name, tuple(input_tensor.padded_shape), input_tensor.memory_config(),
                                 memory_config, residual_input_tensor.memory_config() if residual_input_tensor else None)
         ins = device_inputs(op_name, input_tensor, weight, bias, residual_input_tensor)
+        device_inputs(op_name, input_tensor, recip_tensor)
         v = lambda t: values(t, op_name) if t is not None else None  # noqa: E731
         if residual_input_tensor is not None and residual_input_tensor.shape != input_tensor.shape:
             raise ValueError(f"{op_name}: residual_input_tensor has shape {residual_input_tensor.shape}, the input "
@@ -354,3 +360,16 @@ def scale_mask_softmax(input_tensor: Tensor, scale: float | None = None, mask: T
             numeric_stable=numeric_stable, mask_dtype=mask.dtype if mask is not None else None)
         device_work.launch_for(out, True, input_tensor._device, program)
     return out
+
+
+def create_layer_norm_reciprocals(device, core_range_set, width: int) -> Tensor:
+    """TT-NN's ttnn/operations/normalization.py helper for the Welford layer_norm: 1/1, 1/2, ..., 1/width in float32,
+    one row per core of `core_range_set`, HEIGHT_SHARDED in L1 one row a core (ROW_MAJOR)."""
+    from device_sim.ops.core import from_torch  # core imports this module's package
+    from device_sim.types import BufferType, ShardOrientation, ShardSpec, TensorMemoryLayout
+
+    n = core_range_set.num_cores()
+    table = torch.tensor([1.0 / (i + 1) for i in range(width)] * n, dtype=torch.float32).reshape(n, width)
+    cfg = MemoryConfig(TensorMemoryLayout.HEIGHT_SHARDED, BufferType.L1,
+                       ShardSpec(core_range_set, (1, width), ShardOrientation.ROW_MAJOR))
+    return from_torch(table, dtype=DataType.FLOAT32, layout=Layout.ROW_MAJOR, device=device, memory_config=cfg)
