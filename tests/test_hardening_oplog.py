@@ -154,6 +154,26 @@ def test_the_killed_report_is_rebuilt_whole_from_its_log(report):
     assert not (report / "oplog").exists()
 
 
+def test_a_rebuild_that_stops_at_a_damaged_write_says_so_and_keeps_the_log(report):
+    # A write past the middle of the log made unreadable (a code object planted in it): the rebuild keeps what is
+    # before it, says where it stopped in report_metadata, and leaves the log (what follows may be more ops).
+    seg = report / "oplog" / "000001.seg"
+    ends = record_ends(seg)
+    data = bytearray(seg.read_bytes())
+    cut = ends[len(ends) // 2]
+    crafted = marshal.dumps([(oplog.OBJ, 1, compile("0", "<log>", "eval"))], 2)
+    data[cut + 4:cut + 4 + len(crafted)] = crafted  # the next write's payload start, its length kept
+    seg.write_bytes(bytes(data))
+    before = sum(1 for w in writes(seg)[:len(ends) // 2 + 1] for r in w if r[0] == OP)
+    out = summary(report)
+    assert_one_line_at_most(out)
+    with ttreport.open(report) as r:
+        assert 0 < r.count_operations() <= before
+        assert "000001.seg byte" in r.metadata["log_damaged"]
+        assert "the ops after it are not here" in r.metadata["log_finished"]
+    assert seg.is_file()  # kept: before, the log was deleted and the report said every op was here
+
+
 # -- 1. no pickle: a log's configs are their fields, read back through MemoryConfig's own checks ------------
 def test_a_pickle_planted_as_a_config_in_the_log_never_runs(report, tmp_path):
     marker = tmp_path / "ran"
@@ -310,19 +330,19 @@ def run_stalled(tmp_path: Path, how: str, ops: int, stall_s: float) -> tuple[flo
     writer = None
     try:
         model, writer = map(int, proc.stdout.readline().split()[1:])
-        if how == "sigstop":
+        if how.startswith("sigstop"):
             os.kill(writer, signal.SIGSTOP)
         proc.stdin.write("go\n")
         proc.stdin.flush()
         done = _line_within(proc, 90)
         assert done is not None, f"the model's loop of {ops} ops did not end in 90 s: it waits for its writer"
-        if how == "sigstop":
+        if how == "sigstop":  # "sigstop-through-close" leaves it stopped: the close must not wait for ever either
             os.kill(writer, signal.SIGCONT)
         proc.stdin.write("close\n")
         proc.stdin.flush()
         assert proc.wait(120) == 0
     finally:
-        if writer is not None and how == "sigstop":
+        if writer is not None and how.startswith("sigstop"):
             with contextlib.suppress(ProcessLookupError):  # it ended
                 os.kill(writer, signal.SIGCONT)
         proc.kill()
@@ -341,6 +361,17 @@ def test_a_stopped_writer_process_holds_the_model_at_most_the_stall_bound_and_lo
     assert seconds < 20, seconds
     with ttreport.open(report) as r:
         assert r.count_operations() == 20_000 and r.status == "complete"
+
+
+def test_a_writer_process_stopped_through_the_close_is_killed_and_the_capture_rebuilds_every_op(tmp_path):
+    started = time.monotonic()
+    seconds, report = run_stalled(tmp_path, "sigstop-through-close", 5_000, stall_s=1.0)
+    # Before: the close waited for the stopped writer for ever (proc.wait's 120 s ran out). Now join kills it after
+    # WRITER_STALL_S without progress, and the capture rebuilds the report from the log, which holds every op.
+    assert time.monotonic() - started < 110
+    with ttreport.open(report) as r:
+        assert r.count_operations() == 5_000 and r.status == "complete"
+    assert not (report / "oplog").exists()
 
 
 def test_a_writer_that_cannot_note_its_segment_as_on_a_full_disk_never_holds_the_model(tmp_path):

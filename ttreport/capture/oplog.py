@@ -576,17 +576,6 @@ def write_count(progress, tail: LogTail) -> None:
     _COUNT.pack_into(progress, 0, tail.done + tail.off)
 
 
-def write_progress(folder: Path, segment: int) -> None:
-    """The writer process's note of the segment it reads, in the log's folder. Nothing reads it any more: the
-    back-pressure reads the count in shared memory (write_count), which a full disk cannot leave stale."""
-    tmp = folder / ".progress.tmp"
-    try:
-        tmp.write_text(str(segment))
-        os.replace(tmp, folder / ".progress")
-    except OSError:
-        tmp.unlink(missing_ok=True)
-
-
 # -- reading ------------------------------------------------------------------------------------
 class _Text:
     """An argument value by its text: what the writer's format_value prints for it (its repr)."""

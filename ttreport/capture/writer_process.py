@@ -41,8 +41,9 @@ import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
+from ttreport.capture import oplog
 from ttreport.capture.log_tensors import FileWriter
-from ttreport.capture.oplog import OPLOG_DIR, LogTail, remove_log, segment_path, write_count, write_progress
+from ttreport.capture.oplog import OPLOG_DIR, LogTail, remove_log, segment_path, write_count
 from ttreport.capture.recorder import FLUSH, META, OP, STOP
 from ttreport.config import Config
 from ttreport.errors import ReportIncompleteWarning
@@ -82,6 +83,7 @@ class WriterProcess:
         self.perf_files_written, self.perf_files_s = False, 0.0  # the perf files, by the writer process (live_perf)
         self.sink = None  # the capture's LogSink: its losses are added to the writer's at the end
         self.tensor_files: dict = {}  # what it wrote of the tensor files the log carried, and its CPU for them
+        self.stalled = False  # killed by join after WRITER_STALL_S without progress
 
     def start(self) -> None:
         """Fork the writer process. A fork, not a new interpreter: it has ttreport, device_sim and torch
@@ -132,12 +134,13 @@ class WriterProcess:
                     return False
         return True
 
-    def _read_line(self, timeout: float | None) -> bool:
+    def _read_line(self, timeout: float | None) -> bool | None:
+        """True: a line was read; None: none within `timeout`; False: the process ended (its pipe closed)."""
         fd = self._fd
         while b"\n" not in self._buffer:
             ready, _, _ = select.select([fd], [], [], timeout)
             if not ready:
-                return False
+                return None
             chunk = os.read(fd, 65536)
             if not chunk:
                 return False  # it ended
@@ -155,14 +158,25 @@ class WriterProcess:
         if self.sink is not None and self.sink.stop_lost and self.is_alive():
             os.kill(self.pid, signal.SIGTERM)  # the log had no room for its STOP: it ends here, as if killed
         with self._read_lock:
-            while self._read_line(None):
-                pass
+            # Waited for while it works: a line said, or CPU used, or asleep on the disk (state D: a long fsync).
+            # A writer that does none of these for WRITER_STALL_S (stopped by SIGSTOP, or stuck) would hold the
+            # close for ever; it is killed, and the capture rebuilds the report from the log, which holds every op.
+            last, since = _state(self.pid), time.monotonic()
+            while (said := self._read_line(JOIN_POLL_S)) is not False:
+                now = _state(self.pid)
+                if said or now != last or now is None or now[0] == "D":
+                    last, since = now, time.monotonic()
+                elif time.monotonic() - since > oplog.WRITER_STALL_S:
+                    os.kill(self.pid, signal.SIGKILL)
+                    self.stalled = True
+                    since = time.monotonic()
         if self.returncode is None:
             self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
         os.close(self._fd)
         result = self.result
         if result is None:  # killed (or crashed) before it finished: the log still holds everything
-            how = f"exit status {self.returncode}"
+            how = f"exit status {self.returncode}" + (f", killed after {oplog.WRITER_STALL_S:g} s without progress"
+                                                      if self.stalled else "")
             if not finish_from_log(self.folder, remove_unused=True):  # its own log: one the db holds is deleted
                 self.error = RuntimeError(f"the writer process ended ({how}) and the report could not be rebuilt from "
                                           f"its log; ttreport check --repair tries again")
@@ -183,6 +197,20 @@ class WriterProcess:
             self.records_lost += sink.records_lost
             self.ops_lost += sink.ops_lost
             self.error = self.error or sink.error
+
+
+JOIN_POLL_S = 0.5  # how often join looks at a writer process that says nothing
+
+
+def _state(pid: int) -> tuple[str, int] | None:
+    """A process's state letter and CPU time in clock ticks (/proc/PID/stat); None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()  # after the command name, which may hold spaces and ")"
+    return fields[0], int(fields[11]) + int(fields[12])  # state; utime + stime
 
 
 # -- the writer process itself ---------------------------------------------------------------------
@@ -213,7 +241,6 @@ def pump(writer, tail: LogTail, options: dict, parent_alive, *, freeze: bool = F
     held: the capture's status note goes there instead of into the db (the writer process commits it once the
     db is closed: _finish)."""
     flush_ops, interval = options["flush_ops"], options["flush_interval_s"]
-    segment = 0
     while True:
         batch: list = []
         started = time.monotonic()
@@ -230,9 +257,6 @@ def pump(writer, tail: LogTail, options: dict, parent_alive, *, freeze: bool = F
                 if batch and time.monotonic() - started >= interval:
                     break
                 time.sleep(IDLE_SLEEP_S)
-        if tail.segment != segment and progress is not None:  # a reader's rebuild has no capture to tell
-            segment = tail.segment
-            write_progress(tail.folder, segment)
         if batch:
             if files is not None:
                 batch = files.convert(batch)
@@ -335,7 +359,7 @@ def main(folder: Path, parent: int, options: dict, out_fd: int, progress=None) -
         if token is not None:
             say(f"flushed {token}")
 
-    tail = LogTail(folder / OPLOG_DIR, on_flush=tell)
+    tail = LogTail(folder / OPLOG_DIR, on_flush=tell, trusted=True)  # its own capture's log, written just now
     writer = _writer(folder / DB_FILE, tail, options)
     files = FileWriter(folder)
     held: list = []
@@ -437,12 +461,16 @@ def finish_from_log(folder: str | os.PathLike, *, remove_unused: bool = False) -
         _discard(tmp)
         return _refuse(log, f"it holds {rebuilt} ops, fewer than the {old_ops} of {DB_FILE} beside it, which a "
                             f"rebuild from it would lose")
+    damaged = tail.damage  # the log read to a write that does not read: what follows it is not in the report
     if not stopped and writer.con is not None:
         note = ("from the op log by a reader: the capture and its writer process were killed; every op the "
-                "capture recorded is here")
+                "capture recorded is here" if damaged is None else
+                f"from the op log by a reader: the capture and its writer process were killed; {damaged}, and the "
+                f"ops after it are not here (the log is kept beside the report for `ttreport check`)")
         if refused:
             note += f" (config.json's {refused} not allowed: the defaults used)"
-        writer._write([(META, "log_finished", note), *files.notes()])
+        notes = [(META, "log_finished", note)] + ([(META, "log_damaged", damaged)] if damaged else [])
+        writer._write([*notes, *files.notes()])
     if writer.con is not None:
         writer._close()
     tail.close()
@@ -453,7 +481,8 @@ def finish_from_log(folder: str | os.PathLike, *, remove_unused: bool = False) -
         with contextlib.suppress(FileNotFoundError):
             sidecar.unlink()
     os.replace(tmp, db_path)
-    _remove_finished_log(log)
+    if damaged is None:  # a damaged log stays: what is past the damage may be more ops, which this version can't read
+        _remove_finished_log(log)
     return True
 
 
