@@ -173,6 +173,21 @@ def connect(url: str):
                          f"password is in the URL, PGPASSWORD or ~/.pgpass") from None
 
 
+@contextlib.contextmanager
+def reading(url: str):
+    """A connection to the store at `url` inside a read-only transaction (its schema made or brought up to date
+    first), closed after; the server's errors as one-line StoreErrors (talking_to)."""
+    with talking_to(url):
+        conn = connect(url)
+        try:
+            ensure_schema(conn)
+            with conn.transaction():
+                conn.execute("SET TRANSACTION READ ONLY")
+                yield conn
+        finally:
+            conn.close()
+
+
 @functools.cache
 def _ddl() -> list[str]:
     from sqlalchemy.dialects import postgresql

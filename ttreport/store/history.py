@@ -12,7 +12,7 @@ previous run that had the op, or its lowest PCC fell by more than `pcc_drop`.
 
 from __future__ import annotations
 
-from ttreport.store.connection import connect, ensure_schema, talking_to
+from ttreport.store.connection import reading
 from ttreport.store.push import shape_key
 
 RUN_COLUMNS = ("run_id", "name", "model", "host", "git_commit", "started_at", "status", "operations", "report_uuid")
@@ -20,16 +20,9 @@ RUN_COLUMNS = ("run_id", "name", "model", "host", "git_commit", "started_at", "s
 
 def runs(url: str, *, limit: int | None = None) -> list[dict]:
     """The store's runs, oldest first (the last `limit` when given), with their metadata."""
-    with talking_to(url):
-        conn = connect(url)
-        try:
-            ensure_schema(conn)
-            with conn.transaction():
-                conn.execute("SET TRANSACTION READ ONLY")
-                sql = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY run_id DESC"
-                rows = conn.execute(sql + (" LIMIT %s" if limit else ""), (limit,) if limit else ()).fetchall()
-        finally:
-            conn.close()
+    with reading(url) as conn:
+        sql = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY run_id DESC"
+        rows = conn.execute(sql + (" LIMIT %s" if limit else ""), (limit,) if limit else ()).fetchall()
     return [dict(zip(RUN_COLUMNS, r)) for r in reversed(rows)]
 
 
@@ -38,23 +31,16 @@ def history(url: str, op: str, *, shape: str | None = None, threshold: float = 0
     """Op `op`'s figures run by run (only runs that called it), oldest first, each with its change flags."""
     if not threshold > 0:
         raise ValueError(f"threshold {threshold!r} must be above 0 (0.1 flags a 10% change)")
-    with talking_to(url):
-        conn = connect(url)
-        try:
-            ensure_schema(conn)
-            with conn.transaction():
-                conn.execute("SET TRANSACTION READ ONLY")
-                where, params = "s.name = %s", [op]
-                if shape is not None:
-                    where += " AND s.shape = %s"
-                    params.append(shape_key(shape))
-                rows = conn.execute(
-                    f"""SELECT r.run_id, r.name, r.started_at, r.git_commit, SUM(s.count)::bigint, SUM(s.total_s),
-                               MAX(s.max_s), MAX(s.peak_l1), MIN(s.min_pcc)
-                        FROM run_op_stats s JOIN runs r ON r.run_id = s.run_id
-                        WHERE {where} GROUP BY r.run_id ORDER BY r.run_id""", params).fetchall()
-        finally:
-            conn.close()
+    with reading(url) as conn:
+        where, params = "s.name = %s", [op]
+        if shape is not None:
+            where += " AND s.shape = %s"
+            params.append(shape_key(shape))
+        rows = conn.execute(
+            f"""SELECT r.run_id, r.name, r.started_at, r.git_commit, SUM(s.count)::bigint, SUM(s.total_s),
+                       MAX(s.max_s), MAX(s.peak_l1), MIN(s.min_pcc)
+                FROM run_op_stats s JOIN runs r ON r.run_id = s.run_id
+                WHERE {where} GROUP BY r.run_id ORDER BY r.run_id""", params).fetchall()
     out, before = [], None
     for run_id, name, started, commit, count, total, longest, l1, pcc in rows:
         row = {"run_id": run_id, "run": name, "started_at": started, "git_commit": commit, "count": count,
