@@ -99,6 +99,9 @@ Conv2dDRAMSliceWidth = SliceType.DRAMSliceWidth
 Conv2dL1Full = SliceType.L1Full
 Conv2dL1FullSliceConfig = Conv2dSliceConfig(slice_type=Conv2dL1Full)
 Op2DSliceConfig = Conv2dSliceConfig
+# TT-NN's names for the same slice types and config in the pool ops' dram_slice_config (ttnn/operations/conv2d.py)
+Op2DDRAMSliceHeight, Op2DDRAMSliceWidth, Op2DL1Full = Conv2dDRAMSliceHeight, Conv2dDRAMSliceWidth, Conv2dL1Full
+Op2DL1FullSliceConfig = Conv2dL1FullSliceConfig
 
 
 def get_conv_output_dim(input, window, stride=1, pad=0, dilation=1) -> int:  # noqa: A002  (TT-NN's names)

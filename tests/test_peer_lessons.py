@@ -372,3 +372,15 @@ def test_layer_norm_takes_the_welford_reciprocal_table_tt_nn_builds(device):
                                rtol=2e-2, atol=2e-2)
     with pytest.raises(TypeError, match="recip_tensor"):
         ttnn.rms_norm(t, recip_tensor=recip)
+
+
+def test_adaptive_max_pool2d_and_the_pool_goldens_keep_tt_nn_dtypes(device):
+    from device_sim.operations.pool import golden_adaptive_max_pool2d, golden_maxpool2d
+
+    x = torch.randn(2, 8, 6, 32).bfloat16()
+    t = ttnn.from_torch(x.reshape(1, 1, 96, 32), layout=ttnn.ROW_MAJOR, device=device)
+    out = ttnn.adaptive_max_pool2d(t, 2, 8, 6, 32, [4, 3], dram_slice_config=None)
+    want = golden_adaptive_max_pool2d(x, 2, 8, 6, 32, (4, 3))
+    assert want.dtype == torch.bfloat16 and torch.equal(ttnn.to_torch(out), want)
+    assert golden_maxpool2d(x, 2, 8, 6, 32, [2, 2], [2, 2], [0, 0], [1, 1]).dtype == torch.bfloat16
+    assert ttnn.Op2DDRAMSliceHeight == ttnn.Conv2dDRAMSliceHeight

@@ -1,5 +1,6 @@
 """`ttnn.operations.pool`: TT-NN's pool golden functions by name (ttnn/operations/pool.py), which tt-metal's pool
-tests import to build their references. Each is the golden of device_sim's op, in TT-NN's signature:
+tests import to build their references. Each is the golden of device_sim's op, in TT-NN's signature, and returns
+the input's dtype as TT-NN's torch goldens do (tests compare it to the output with torch.equal / allclose):
 
     from device_sim.operations.pool import golden_maxpool2d
     y = golden_maxpool2d(x, n, h, w, c, [2, 2], [2, 2], [0, 0], [1, 1])  # [1, 1, N*OH*OW, C]
@@ -17,7 +18,7 @@ def golden_maxpool2d(input_tensor, batch_size, input_h, input_w, channels, kerne
     """Max over each window, padding as -inf; with return_indices also each max's flat h * input_w + w index in
     its (unpadded) image, as torch's max_pool2d gives it; both as [1, 1, N*OH*OW, C]."""
     out = vision._max_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels, kernel_size, stride,
-                                    padding, dilation, ceil_mode)
+                                    padding, dilation, ceil_mode).to(input_tensor.dtype)  # a max: exact
     if not return_indices:
         return out
     op_name = "ttnn.max_pool2d"
@@ -34,20 +35,21 @@ def golden_maxpool2d(input_tensor, batch_size, input_h, input_w, channels, kerne
 def golden_avg_pool2d(input_tensor, batch_size, input_h, input_w, channels, kernel_size, stride, padding,
                       ceil_mode=False, count_include_pad=True, divisor_override=None, **_):
     return vision._avg_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels, kernel_size, stride,
-                                     padding, ceil_mode, count_include_pad, divisor_override)
+                                     padding, ceil_mode, count_include_pad, divisor_override).to(input_tensor.dtype)
 
 
 def golden_global_avg_pool2d(input_tensor, *_, **__):
-    return vision._global_avg_pool2d_golden(input_tensor)
+    return vision._global_avg_pool2d_golden(input_tensor).to(input_tensor.dtype)
 
 
 def golden_adaptive_avg_pool2d(input_tensor, batch_size, input_h, input_w, channels, output_size, **_):
-    return vision._adaptive_avg_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels, output_size)
+    return vision._adaptive_avg_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels,
+                                              output_size).to(input_tensor.dtype)
 
 
 def golden_adaptive_max_pool2d(input_tensor, batch_size, input_h, input_w, channels, output_size, **_):
-    x = vision._nchw(input_tensor, batch_size, input_h, input_w, channels, "ttnn.adaptive_max_pool2d")
-    return vision._flat(F.adaptive_max_pool2d(x, tuple(output_size)))
+    return vision._adaptive_max_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels,
+                                              output_size).to(input_tensor.dtype)
 
 
 def golden_upsample(input_tensor, scale_factor, mode="nearest", **_):

@@ -183,6 +183,7 @@ from device_sim.ops.conv import (  # noqa: E402, F401
 from device_sim.ops.kv_cache import fill_cache, update_cache  # noqa: E402, F401
 from device_sim.ops.vision import (  # noqa: E402, F401
     adaptive_avg_pool2d,
+    adaptive_max_pool2d,
     avg_pool2d,
     fold,
     global_avg_pool2d,
@@ -193,7 +194,7 @@ from device_sim.ops.vision import (  # noqa: E402, F401
 __all__ += [
     "experimental", "kv_cache", "fill_cache", "update_cache", "avg_pool2d", "conv2d", "global_avg_pool2d",
     "max_pool2d", "prepare_conv_bias", "prepare_conv_weights", "upsample", "fold", "conv1d",
-    "conv_transpose2d", "adaptive_avg_pool2d",
+    "conv_transpose2d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
 ]
 
 # Collectives between the chips of a mesh (ops/ccl.py, issue 11).

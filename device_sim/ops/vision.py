@@ -327,7 +327,7 @@ def _adaptive_avg_pool2d_golden(input_tensor, batch_size, input_h, input_w, chan
 def adaptive_avg_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int, channels: int,
                         output_size, *, memory_config: MemoryConfig | None = None, applied_shard_scheme=None,
                         in_place_halo: bool = False, deallocate_input: bool = False, reallocate_output: bool = True,
-                        **tt_nn_only) -> Tensor:
+                        dram_slice_config=None, **tt_nn_only) -> Tensor:
     """Average pooling to a given (OH, OW) over torch's adaptive regions (the same as a plain pool when the
     sizes divide); output [1, 1, N*OH*OW, C] in ROW_MAJOR bfloat16, as TT-NN's pools."""
     op_name = "ttnn.adaptive_avg_pool2d"
@@ -345,7 +345,41 @@ def adaptive_avg_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, inp
     _launch_pool(out, input_tensor, op_name, avg=True, batch=batch_size, height=input_h, width=input_w,
                  channels=channels, kernel_size=kernel, stride=stride, padding=padding, dilation=(1, 1),
                  ceil_mode=False, count_include_pad=False, divisor_override=None,
-                 applied_shard_scheme=applied_shard_scheme, dram_slice_config=None,
+                 applied_shard_scheme=applied_shard_scheme, dram_slice_config=dram_slice_config,
+                 reallocate_halo_output=reallocate_output)
+    if deallocate_input:
+        input_tensor._free()
+    return out
+
+
+def _adaptive_max_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels, output_size, *_, **__):
+    x = _nchw(input_tensor, batch_size, input_h, input_w, channels, "ttnn.adaptive_max_pool2d")
+    return _flat(F.adaptive_max_pool2d(x, _pair(tuple(output_size), "output_size", "ttnn.adaptive_max_pool2d")))
+
+
+@register_op("ttnn.adaptive_max_pool2d", golden=_adaptive_max_pool2d_golden)
+def adaptive_max_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int, channels: int,
+                        output_size, *, memory_config: MemoryConfig | None = None, dram_slice_config=None,
+                        applied_shard_scheme=None, deallocate_input: bool = False, reallocate_output: bool = True,
+                        **tt_nn_only) -> Tensor:
+    """Max pooling to a given (OH, OW) over torch's adaptive regions; output [1, 1, N*OH*OW, C] ROW_MAJOR bfloat16.
+    TT-NN's adaptive_pools.cpp runs max_pool2d with the kernel, stride and padding it derives (the same check of
+    what padding can fix as adaptive_avg_pool2d)."""
+    op_name = "ttnn.adaptive_max_pool2d"
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor)
+    out_h, out_w = _pair(tuple(output_size), "output_size", op_name)
+    adaptive_pool_programs.check_feasible(input_h, input_w, out_h, out_w)
+    y = _adaptive_max_pool2d_golden(values(input_tensor, op_name), batch_size, input_h, input_w, channels,
+                                    output_size)
+    out = _make(y, input_tensor.device(), ins, op_name=op_name, dtype=DataType.BFLOAT16, layout=Layout.ROW_MAJOR,
+                memory_config=memory_config)
+    kernel, stride, padding = adaptive_pool_programs.adaptive_pool_params(input_h, input_w, out_h, out_w)
+    _launch_pool(out, input_tensor, op_name, avg=False, batch=batch_size, height=input_h, width=input_w,
+                 channels=channels, kernel_size=kernel, stride=stride, padding=padding, dilation=(1, 1),
+                 ceil_mode=False, count_include_pad=True, divisor_override=None,
+                 applied_shard_scheme=applied_shard_scheme, dram_slice_config=dram_slice_config,
                  reallocate_halo_output=reallocate_output)
     if deallocate_input:
         input_tensor._free()
