@@ -31,6 +31,17 @@ class DataType(_TTEnum):
     UINT16 = 6
     INT32 = 7
 
+    @classmethod
+    def _missing_(cls, value):
+        # TT-NN's bindings refuse a torch dtype with "incompatible function arguments" and a signature to decode;
+        # here it is one line naming the ttnn dtype to pass (ttnn has no float16/float64: the nearest is named).
+        text = str(value)
+        if text.startswith("torch."):
+            name = _TTNN_NAME_OF_TORCH.get(text.removeprefix("torch."), "bfloat16")
+            raise TypeError(f"dtype={text} is a torch dtype; TT-NN ops take a ttnn dtype: pass dtype=ttnn.{name}")
+        names = ", ".join(f"ttnn.{m.name.lower()}" for m in cls)
+        raise ValueError(f"dtype={value!r} is not a ttnn dtype; pass one of {names}")
+
     @property
     def is_block_float(self) -> bool:
         return self in (DataType.BFLOAT8_B, DataType.BFLOAT4_B)
@@ -38,6 +49,11 @@ class DataType(_TTEnum):
     @property
     def is_float(self) -> bool:
         return self in (DataType.BFLOAT16, DataType.FLOAT32, DataType.BFLOAT8_B, DataType.BFLOAT4_B)
+
+
+# The ttnn dtype for a torch dtype passed as dtype= (named in the error above; from_torch infers the same ones).
+_TTNN_NAME_OF_TORCH = {"bfloat16": "bfloat16", "float32": "float32", "float16": "bfloat16", "float64": "float32",
+                       "int32": "int32", "int64": "uint32", "int16": "uint16", "uint8": "uint8", "bool": "uint8"}
 
 
 class Layout(_TTEnum):

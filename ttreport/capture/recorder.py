@@ -238,6 +238,7 @@ class Recorder:
         self._made_ids = itertools.count(MADE_TENSOR_ID_BASE)
         self.boundary = None  # stack traces stop at this code object's frame (see outer_boundary)
         self._last_op_exception = None  # id() of the latest exception an op raised: recorded with the op
+        self.host_outputs = False  # whether an op's output was a host tensor (set once; read at close)
         # device_sim's estimate of each op; a process writer makes most of them itself (ttreport.capture.log_perf)
         self.estimate = perf_model.estimate_op
         if NATIVE and self._to_log:
@@ -437,6 +438,8 @@ class Recorder:
         elif type(t) is MeshTensor:
             self._see_mesh_tensor(t, tid, shape, cfg, producer, specs)
         else:
+            if device is None and producer is not None:
+                self.host_outputs = True  # an op made a host tensor: close asks the report which (host_ops_warning)
             specs.append((tid, shape, int(t.dtype), layout, None if cfg is None else id(cfg),
                           t.memory_config_source, None if device is None else device.device_id,
                           None if buf is None else buf.address, None if buf is None else int(buf.buffer_type),
@@ -668,6 +671,32 @@ class Recorder:
         if not self.tensors_skipped:
             return {}
         return {"tensors_skipped": self.tensors_skipped, "tensor_bytes_skipped": self.tensor_bytes_skipped}
+
+
+# Ops that make or move host tensors on purpose (from_torch without device=, from_device, to_layout on the host,
+# as_tensor, ttnn.zeros): a host output of theirs is no sign of a forgotten device=; any other op's is.
+HOST_CATEGORIES = frozenset({"core", "tensor_io", "creation", "data_movement"})
+
+# The first op of each name whose output is a host tensor (no device, no buffer: a mesh tensor's row has a
+# buffer_type); one row per op name, so the grouping is the only cost (one scan of tensors, at close).
+_HOST_OPS_SQL = """
+SELECT o.name, MIN(o.operation_id) FROM tensors t JOIN operations o ON o.operation_id = t.producer_operation_id
+WHERE t.device_id IS NULL AND t.buffer_type IS NULL GROUP BY o.name"""
+
+
+def host_ops_warning(con) -> str | None:
+    """The warning for a capture whose compute ops ran on host tensors (device= forgotten), naming the first;
+    None when every such op only made or moved tensors. `con`: the closed capture's database."""
+    from device_sim.registry import OPS
+
+    found = [(op_id, name) for name, op_id in con.execute(_HOST_OPS_SQL)
+             if name not in OPS or OPS[name].category not in HOST_CATEGORIES]
+    if not found:
+        return None
+    op_id, name = min(found)
+    return (f"ttreport: {name} (operation {op_id}) ran on host tensors, not on a device, and so did "
+            f"{len(found) - 1} other op name(s): the report has no device time or L1 for them. Put the inputs on "
+            f"the device: ttnn.from_torch(..., device=device), or ttnn.to_device(tensor, device)")
 
 
 def _forget_older_half(ids: dict) -> None:

@@ -46,7 +46,16 @@ from ttreport.capture import golden, rank
 from ttreport.capture.log_perf import estimate_on_model_thread
 from ttreport.capture.log_tensors import LogStorage
 from ttreport.capture.oplog import OPLOG_DIR, LogQueue, LogSink, remove_log
-from ttreport.capture.recorder import FLUSH, META, STOP, Recorder, RecordQueue, outer_boundary, user_stacklevel
+from ttreport.capture.recorder import (
+    FLUSH,
+    META,
+    STOP,
+    Recorder,
+    RecordQueue,
+    host_ops_warning,
+    outer_boundary,
+    user_stacklevel,
+)
 from ttreport.capture.writer import Writer
 from ttreport.capture.writer_process import WriterProcess
 from ttreport.config import Config
@@ -76,8 +85,11 @@ class Capture(contextlib.ContextDecorator):
     """One report being captured. `path` is its folder, `db_path` its database, `status` set on close."""
 
     def __init__(self, target: str | os.PathLike | None = None, *, config: Config | None = None,
-                 base_name: str = "report"):
+                 base_name: str = "report", number_from: int | None = None):
         self._target = target
+        # profile's captures: `target` numbered from this call number on (target, target-2, ...), the first
+        # name that holds no report yet; None: `target` as given.
+        self.number = number_from
         self._given = config
         self._base_name = base_name
         self.config: Config | None = None
@@ -148,7 +160,7 @@ class Capture(contextlib.ContextDecorator):
             self._pid = os.getpid()
             self._boundary = outer_boundary(_opener())
             self.config = config = Config.from_env(self._given)
-            self.path = path = _resolve(self._target, config.root, self._base_name)
+            self.path = path = self._free_path(config)
             self._lock_fd = _prepare(path, config.overwrite)
             try:
                 self._start(config)
@@ -159,6 +171,15 @@ class Capture(contextlib.ContextDecorator):
         self._install_signal_handlers()
         atexit.register(self._at_exit)
         return self
+
+    def _free_path(self, config: Config) -> Path:
+        if self.number is None or config.overwrite:
+            return _resolve(_numbered(self._target, self.number or 1), config.root, self._base_name)
+        while True:
+            path = _resolve(_numbered(self._target, self.number), config.root, self._base_name)
+            if not _holds_report(path):
+                return path
+            self.number += 1
 
     def _start(self, config: Config) -> None:
         path = self.path
@@ -365,6 +386,8 @@ class Capture(contextlib.ContextDecorator):
             self._queue.items.close()
         if self._rank and self._writer.error is None:
             rank.set_rank(self.db_path, self._rank)  # one UPDATE per table at close, nothing per op
+        if self._writer.error is None and self.recorder.host_outputs:
+            self._warn_host_ops()
         with contextlib.suppress(OSError):
             os.unlink(self.path / RESERVE_FILE)  # room for the notes below, if the disk is what failed
         if self._writer.error is not None:
@@ -381,6 +404,17 @@ class Capture(contextlib.ContextDecorator):
             started = time.perf_counter()
             self._write_perf_files()
             self.close_s["perf_files"] = time.perf_counter() - started
+
+    def _warn_host_ops(self) -> None:
+        """Warn once when compute ops ran on host tensors (a forgotten device=): else the report just shows no
+        device time and 0 B of L1, with nothing to say why. Asked of the written report, so nothing per op."""
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True)) as con:
+                message = host_ops_warning(con)
+        except sqlite3.Error:
+            return  # the report's own close says what went wrong with it; this is only advice
+        if message is not None:
+            warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
 
     def _write_perf_files(self) -> None:
         """TT-NN's performance report files (ops_perf_results.csv, profile_log_device.csv) beside db.sqlite,
@@ -400,11 +434,12 @@ class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.
     """`@ttreport.profile`, or `@ttreport.profile(name=..., config=...)`: each call of the function is
     captured into a report of its own.
 
-    Without a name, each call gets a new report named after the function and the time. With one, the
-    first call makes `name`, and later calls in the same process `name-2`, `name-3`, ... (a function
-    called in a loop gets a report per call; a report already there is never replaced silently, as for
-    capture(): pass Config(overwrite=True) to replace them run after run). The decorated function's
-    `.profile.last` is the latest Capture (its `.path`, `.status`).
+    Without a name, each call gets a new report named after the function and the time. With one, each
+    call gets the first free name of `name`, `name-2`, `name-3`, ...: a function called in a loop gets a
+    report per call, and running the script again adds reports after the last run's, as torch.profiler's
+    trace handler adds a trace file per step and run (never an error inside the model, never a report
+    replaced). Config(overwrite=True) instead replaces `name`, `name-2`, ... run after run, call for call.
+    The decorated function's `.profile.last` is the latest Capture (its `.path`, `.status`).
     """
 
     def __new__(cls, name=None, *, config: Config | None = None):
@@ -417,7 +452,6 @@ class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.
         self.config = config
         self.last: Capture | None = None
         self._base = "profile"
-        self._calls = 0
 
     def __call__(self, func):
         self._base = func.__name__
@@ -427,8 +461,10 @@ class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.
         return wrapped
 
     def _recreate_cm(self):
-        self._calls += 1
-        self.last = Capture(_numbered(self.name, self._calls), config=self.config, base_name=self._base)
+        # The next call looks for a free name after the one the last call took (a loop never rescans them).
+        taken = self.last.number if self.last is not None and self.last.number is not None else 0
+        self.last = Capture(self.name, config=self.config, base_name=self._base,
+                            number_from=None if self.name is None else taken + 1)
         return self.last
 
     def __enter__(self) -> Capture:
@@ -508,6 +544,11 @@ def _numbered(name, n: int):
         path = Path(name)
         return path.with_name(f"{path.name}-{n}")
     return f"{name}-{n}"
+
+
+def _holds_report(path: Path) -> bool:
+    """Whether capturing into `path` would be refused as a report already there (see _refuse_existing)."""
+    return os.path.lexists(path) and not (path.is_dir() and not [e for e in path.iterdir() if e.name != LOCK_FILE])
 
 
 def _opener():

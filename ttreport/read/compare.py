@@ -39,6 +39,7 @@ import fnmatch
 import io
 import json
 import math
+import os
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -230,7 +231,7 @@ def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = Non
     its last dotted part, or a glob); the others are still aligned. progress: a bar on stderr
     (ttreport.read.terminal.progress; True draws it only when stderr is a terminal).
     """
-    with Report(a) as ra, Report(b) as rb:
+    with Report(report_path(a, "compare_reports")) as ra, Report(report_path(b, "compare_reports")) as rb:
         for r in (ra, rb):  # said at once, not after aligning and visiting every op
             if not r.execute("SELECT 1 FROM tensors WHERE file IS NOT NULL LIMIT 1").fetchone():
                 raise ReportError(f"{r.path} has no stored tensors, so no op can be compared; capture both runs "
@@ -259,6 +260,16 @@ def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = Non
         return ReportComparison(ra.path, rb.path, pairs, [(ids_a[i], name_of[na[i]]) for i in only_a],
                                 [(ids_b[j], name_of[nb[j]]) for j in only_b], root, stacks, settings, strict,
                                 None if root is None else _rank(rb, root.b_id))
+
+
+def report_path(report, caller: str):
+    """What a reader opens for `report`: a folder or db path as given, or an open Report's folder."""
+    if isinstance(report, Report):
+        return report.path
+    if isinstance(report, (str, os.PathLike)):
+        return report
+    raise TypeError(f"{caller}() takes a report folder (str or pathlib.Path) or a ttreport.Report, got "
+                    f"{type(report).__name__} {terminal.cell(repr(report), 80)}")
 
 
 def align(ka, kb, na, nb) -> tuple[list[tuple[int, int]], list[int], list[int]]:

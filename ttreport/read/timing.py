@@ -17,7 +17,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ttreport.read.compare import _name_matches, _ops, align, json_safe
+from ttreport.read.compare import _name_matches, _ops, align, json_safe, report_path
 from ttreport.read.report import Report
 
 
@@ -73,7 +73,7 @@ def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True) -> T
     ops: only ops whose name matches (exact, its last dotted part, or a glob) are listed; all take
     part in the alignment. top_level: only ops the model called (depth 0), as compare does.
     """
-    with Report(a) as ra, Report(b) as rb:
+    with Report(report_path(a, "compare_timing")) as ra, Report(report_path(b, "compare_timing")) as rb:
         keys: dict[tuple, int] = {}
         names: dict[str, int] = {}
         ids_a, ka, na, _ = _ops(ra, top_level, keys, names)

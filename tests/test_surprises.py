@@ -1,0 +1,90 @@
+"""Issue 34's dead ends, each as a user meets it: a forgotten device=, a torch dtype, two unrelated runs
+compared, a divergence that enters through an input made before the capture, a Ctrl-C during the demo, a
+decorated step run twice, a Report handed to compare, and a summary's error line that lost its fix."""
+
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+import device_sim as ttnn
+import ttreport
+from ttreport.read.compare import compare_reports
+from ttreport.read.timing import compare_timing
+
+
+def test_a_capture_whose_ops_ran_on_host_tensors_warns_once_naming_the_first_op_and_device(tmp_path):
+    with (pytest.warns(UserWarning, match=r"ttnn\.add \(operation 2\) ran on host tensors.*device=device") as seen,
+          ttreport.capture(tmp_path / "host")):
+        a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE)  # no device=
+        ttnn.matmul(ttnn.add(a, a), a)
+    assert len([w for w in seen if "host tensors" in str(w.message)]) == 1
+
+
+def test_a_capture_on_a_device_or_converting_on_the_host_does_not_warn(tmp_path, device):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with ttreport.capture(tmp_path / "dev"):
+            w = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE)  # weights: host first
+            w = ttnn.to_device(w, device)
+            ttnn.add(w, w)
+
+
+def test_a_torch_dtype_is_refused_in_one_line_naming_the_ttnn_dtype(device):
+    with pytest.raises(TypeError, match=r"^dtype=torch\.bfloat16 is a torch dtype; .*pass dtype=ttnn\.bfloat16$"):
+        ttnn.from_torch(torch.ones(2, 2), dtype=torch.bfloat16, device=device)
+    with pytest.raises(TypeError, match=r"pass dtype=ttnn\.float32$"):
+        ttnn.from_torch(torch.ones(2, 2), dtype=torch.float32)
+    with pytest.raises(ValueError, match=r"^dtype='bf16' is not a ttnn dtype; pass one of ttnn\.bfloat16, "):
+        ttnn.from_torch(torch.ones(2, 2), dtype="bf16")
+
+
+def _small(device, seed=0):
+    x = ttnn.from_torch(torch.randn(32, 64, generator=torch.Generator().manual_seed(seed)), dtype=ttnn.bfloat16,
+                        layout=ttnn.TILE, device=device)
+    return ttnn.relu(ttnn.add(x, 1.0))
+
+
+def test_compare_reports_and_compare_timing_take_an_open_report_and_name_the_accepted_types(tmp_path, device):
+    for name in "ab":
+        with ttreport.capture(tmp_path / name, config=ttreport.Config(tensors="all")):
+            _small(device)
+    with ttreport.open(tmp_path / "a") as ra, ttreport.open(tmp_path / "b") as rb:
+        assert compare_reports(ra, rb).exit_code == 0
+        assert len(compare_timing(ra, tmp_path / "b").rows) == 3
+    with pytest.raises(TypeError, match=r"^compare_reports\(\) takes a report folder .* or a ttreport\.Report, "
+                                        r"got int 3$"):
+        compare_reports(3, tmp_path / "b")
+    with pytest.raises(TypeError, match=r"^compare_timing\(\) takes .*got NoneType None$"):
+        compare_timing(tmp_path / "a", None)
+
+
+PROFILED = """
+import sys, torch, ttreport, device_sim as ttnn
+ttreport_root = sys.argv[1]
+
+@ttreport.profile(name="step", config=ttreport.Config(root=ttreport_root))
+def step(device):
+    x = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    return ttnn.add(x, x)
+
+device = ttnn.open_device(0)
+for _ in range(2):
+    step(device)
+print(step.profile.last.path.name)
+"""
+
+
+def test_a_profiled_step_run_again_adds_numbered_reports_instead_of_raising(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(PROFILED)
+    lasts = []
+    for _ in range(2):  # the script run twice, as a user re-runs it
+        out = subprocess.run([sys.executable, str(script), str(tmp_path / "reports")], capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        lasts.append(out.stdout.strip())
+    assert lasts == ["step-2", "step-4"]
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["step", "step-2", "step-3", "step-4"]
