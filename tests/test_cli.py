@@ -132,7 +132,7 @@ def test_summary_shows_time_by_name_peaks_errors_and_status(captured):
     assert "ops     3" in out
     for name in ("ttnn.linear", "ttnn.add", "ttnn.reshape"):
         assert name in out
-    assert "peak L1   " in out and "peak DRAM " in out
+    assert "peak L1 allocated (bank-rounded, all banks)  " in out and "peak DRAM in buffers (their own sizes)  " in out
     assert "errors    1" in out and "RuntimeError: TT_FATAL: Invalid arguments to reshape / ttnn.reshape: cannot" in out
 
 

@@ -17,7 +17,10 @@ import device_sim as ttnn
 import ttreport
 from ttreport import Config, db
 from ttreport import demo as demo_model
+from ttreport.export.memory import IN_BUFFERS
 from ttreport.read.report import ReportError
+
+L1 = f"L1 {IN_BUFFERS}"  # the counter series of the L1 buffers' own sizes
 
 
 @pytest.fixture(scope="module")
@@ -98,15 +101,15 @@ def test_one_counter_track_per_device_follows_l1_and_dram_in_use(demo):
     folder, _, events = demo
     counters = [e for e in events if e["ph"] == "C"]
     assert {c["name"] for c in counters} == {"device 0 memory"}
-    assert all(set(c["args"]) == {"L1", "DRAM"} for c in counters)
+    assert all(set(c["args"]) == {L1, f"DRAM {IN_BUFFERS}"} for c in counters)
     with ttreport.open(folder) as r:
         peak = r.peak_l1_by_device()[0]
         peak_op = r.operation(peak["operation_id"])
         at_peak = r.l1_by_device(peak["operation_id"])[0]["bytes"]
-    assert max(c["args"]["L1"] for c in counters) == peak["bytes"] == at_peak
+    assert max(c["args"][L1] for c in counters) == peak["bytes"] == at_peak
     # The value in force at the peak op's end is the peak (a counter holds until its next sample).
     before = [c for c in counters if c["ts"] <= peak_op.end_ns / 1000]
-    assert before[-1]["args"]["L1"] == peak["bytes"]
+    assert before[-1]["args"][L1] == peak["bytes"]
 
 
 def test_flows_run_from_each_tensors_producer_to_every_op_that_read_it(demo):
@@ -176,7 +179,7 @@ def test_a_mesh_run_has_a_counter_track_for_each_chip(tmp_path):
     by_device = defaultdict(int)
     for c in events:
         dev = int(re.match(r"device (\d+) memory", c["name"]).group(1))
-        by_device[dev] = max(by_device[dev], c["args"]["L1"])
+        by_device[dev] = max(by_device[dev], c["args"][L1])
     assert dict(by_device) == peaks and len(peaks) == 2
 
 

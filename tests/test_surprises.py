@@ -88,3 +88,60 @@ def test_a_profiled_step_run_again_adds_numbered_reports_instead_of_raising(tmp_
         lasts.append(out.stdout.strip())
     assert lasts == ["step-2", "step-4"]
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["step", "step-2", "step-3", "step-4"]
+
+
+def _unary_chain(device, names):
+    x = ttnn.from_torch(torch.linspace(-1, 1, 32 * 32).reshape(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE,
+                        device=device)
+    for name in names:
+        x = getattr(ttnn, name)(x)
+
+
+def test_two_different_models_are_named_so_at_the_top_and_in_json(tmp_path, device):
+    config = ttreport.Config(tensors="all")
+    with ttreport.capture(tmp_path / "mlp", config=config):
+        x = ttnn.from_torch(torch.ones(32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        for _ in range(6):
+            x = ttnn.relu(ttnn.add(x, 1.0))
+    with ttreport.capture(tmp_path / "attn", config=config):
+        q = ttnn.from_torch(torch.ones(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        for _ in range(6):
+            q = ttnn.softmax(ttnn.matmul(q, q), dim=-1)
+    result = compare_reports(tmp_path / "mlp", tmp_path / "attn")
+    first = result.to_table().splitlines()[0]
+    assert first.startswith("warning: A and B look like different models: only 0 of 13 ops pair up by name and shapes")
+    assert result.to_dict()["unrelated"] == first.removeprefix("warning: ")
+    assert compare_timing(tmp_path / "mlp", tmp_path / "attn").to_dict()["unrelated"] == result.unrelated
+    same = compare_reports(tmp_path / "mlp", tmp_path / "mlp")
+    assert same.unrelated is None and not same.to_table().startswith("warning")
+
+
+def test_swapping_a_and_b_gives_the_mirrored_alignment(tmp_path, device):
+    # Ops 0-3 stand for exp, neg, abs, relu; difflib aligned these two sequences differently each way round.
+    ops = ["exp", "neg", "abs", "relu"]
+    config = ttreport.Config(tensors="all")
+    for name, seq in (("a", [2, 2, 2, 2, 0, 2]), ("b", [1, 3, 1, 0, 2, 0])):
+        with ttreport.capture(tmp_path / name, config=config):
+            _unary_chain(device, [ops[k] for k in seq])
+    ab = compare_reports(tmp_path / "a", tmp_path / "b")
+    ba = compare_reports(tmp_path / "b", tmp_path / "a")
+    assert [(p.a_id, p.b_id) for p in ab.pairs] == sorted((p.b_id, p.a_id) for p in ba.pairs)
+    assert ab.only_a == ba.only_b and ab.only_b == ba.only_a
+    t_ab, t_ba = compare_timing(tmp_path / "a", tmp_path / "b"), compare_timing(tmp_path / "b", tmp_path / "a")
+    assert sorted((r.a_id, r.b_id) for r in t_ab.rows) == sorted((r.b_id, r.a_id) for r in t_ba.rows)
+
+
+@pytest.mark.parametrize("tensors, state", [("all", "differs"), ("outputs", "was not stored")])
+def test_a_divergence_through_an_input_made_before_the_capture_is_the_root_cause_with_the_fix(
+        tmp_path, device, tensors, state):
+    for name, seed in (("a", 1), ("b", 2)):  # an unseeded torch.randn: each run's input differs
+        x = ttnn.from_torch(torch.randn(32, 32, generator=torch.Generator().manual_seed(seed)), dtype=ttnn.bfloat16,
+                            layout=ttnn.TILE, device=device)
+        with ttreport.capture(tmp_path / name, config=ttreport.Config(tensors=tensors)):
+            ttnn.relu(ttnn.add(x, 1.0))
+    result = compare_reports(tmp_path / "a", tmp_path / "b")
+    assert result.root_cause is not None and result.root_cause.name == "ttnn.add"
+    assert result.root_cause.reason.startswith(
+        f"the divergence enters through input tensor 0 (made before the capture; it {state}): seed the RNG, or "
+        f"capture from_torch too")
+    assert [p.status for p in result.pairs] == ["mismatch", "propagated"]

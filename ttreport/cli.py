@@ -21,6 +21,7 @@ import click
 
 from ttreport import memory_text, outfile
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
+from ttreport.export import memory
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
 from ttreport.read import device_time, terminal
 from ttreport.read.report import DB_FILE, DEFAULT_ROOT, Report, Summary
@@ -140,12 +141,18 @@ def format_summary(s: Summary, path, *, table=format_table, device=None, device_
                 for r in s.by_name]
         out += ["time by op name (self time excludes the ops it called; device: estimated, all calls):",
                 table(["name", "count", "total", "self", "self %", "device"], rows), ""]
-    for label, peak in (("peak L1  ", s.peak_l1), ("peak DRAM", s.peak_dram)):
-        if peak is not None:
-            out.append(f"{label} {human_bytes(peak['bytes'])} after op {peak['operation_id']} ({_cell(peak['name'])})")
+    # Both figures of memory, named as every view names them (ttreport.export.memory).
+    peaks = [(memory.label(kind, figure), peak) for kind, figures in (
+        ("L1", ((memory.ALLOCATED, s.peak_l1), (memory.IN_BUFFERS, s.peak_l1_in_buffers))),
+        ("DRAM", ((memory.ALLOCATED, s.peak_dram), (memory.IN_BUFFERS, s.peak_dram_in_buffers))))
+        for figure, peak in figures if peak is not None]
+    width = max((len(label) for label, _ in peaks), default=0)
+    for label, peak in peaks:
+        out.append(f"{label:<{width}}  {human_bytes(peak['bytes'])} after op {peak['operation_id']} "
+                   f"({_cell(peak['name'])})")
     if len(s.peak_l1_by_device) > 1:  # a mesh: which chip runs out of L1 first
         top = s.peak_l1_by_device[0]
-        out.append(f"peak L1 by device (buffer bytes; highest: device {top['device_id']}):")
+        out.append(f"{memory.label('L1', memory.IN_BUFFERS)} by device (highest: device {top['device_id']}):")
         out += [f"  device {p['device_id']}: {human_bytes(p['bytes'])} after op {p['operation_id']} "
                 f"({_cell(p['name'])})" for p in sorted(s.peak_l1_by_device, key=lambda p: p["device_id"])]
     for c in s.comparisons:
@@ -153,13 +160,20 @@ def format_summary(s: Summary, path, *, table=format_table, device=None, device_
         device = c.get("lowest_pcc_device_id")
         lowest = f", lowest PCC {_number(lowest, '.6f')} at op {c['lowest_pcc_operation_id']}" \
             + (f" (device {device})" if device is not None else "") if lowest is not None else ""
-        out.append(f"golden    {_cell(c['mode'])}: {c['count']} {_cell(c['status'])}{lowest}")
+        # Comparisons, not ops: one per output tensor (and device), so they can outnumber the ops.
+        ops = f" on {_plural(c['ops'], 'op')}" if c.get("ops") is not None else ""
+        out.append(f"golden    {_cell(c['mode'])} {_cell(c['status'])}: {_plural(c['count'], 'comparison')}"
+                   f"{ops}{lowest}")
     out.append(f"errors    {len(s.errors)}")
     for e in s.errors:  # one line each; `ttreport op` shows the whole message
         where = f"op {e.operation_id} {_cell(e.operation_name)}" if e.operation_id is not None else "the model raised"
         line = f"  {where}: {_cell(e.error_type)}: {_cell(_one_line(e.message))}"
         out.append(line if len(line) <= 160 else line[:157] + "...")
     return "\n".join(out)
+
+
+def _plural(n, noun: str) -> str:
+    return f"{_cell(n)} {noun}" + ("" if n == 1 else "s")
 
 
 def _one_line(message) -> str:

@@ -429,6 +429,26 @@ class Capture(contextlib.ContextDecorator):
                           f"report is complete: write them with `ttreport perf-csv {self.path}`",
                           ReportIncompleteWarning, stacklevel=2)
 
+    # -- reading (as torch.profiler's prof.key_averages().table()) -------------------------------
+    def table(self, *, sort_by: str = "host_time_total", row_limit: int | None = 100) -> str:
+        """Report.table of this capture's report: ops by name, sorted by `sort_by`, as text."""
+        with self._report() as r:
+            return r.table(sort_by=sort_by, row_limit=row_limit)
+
+    def summary(self):
+        """Report.summary of this capture's report: time by op name, both memory peaks, golden, errors."""
+        with self._report() as r:
+            return r.summary()
+
+    def _report(self):
+        from ttreport.read.report import Report, ReportError
+
+        if self.path is None:
+            raise ReportError(f"{self!r} has not started, so it has no report yet: read it after its `with` block")
+        if not self._stopped:
+            self.flush()  # a running capture's ops so far, committed
+        return Report(self.path)
+
 
 class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.profiler.profile)
     """`@ttreport.profile`, or `@ttreport.profile(name=..., config=...)`: each call of the function is

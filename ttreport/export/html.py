@@ -3,8 +3,9 @@
     with ttreport.open("generated/ttreport/reports/demo") as r:
         r.export_html("demo.html")
 
-Sections: the summary; a timeline of every op (nested ops on rows below their callers); L1 and DRAM
-in use over the run per device with each peak marked; time by op name; the slowest ops; golden PCC
+Sections: the summary (both figures of each memory peak, named as ttreport.export.memory names them for
+every view); a timeline of every op (nested ops on rows below their callers); L1 and DRAM in buffers over
+the run per device with each peak marked; time by op name; the slowest ops; golden PCC
 per op with the first divergence marked (golden-mode captures, or a report-vs-report comparison
 given as `comparison=`); a searchable op table whose rows link each op to its tensors, stack trace
 and error; the tensor table, each tensor linked to the op that made it and the ops that read it.
@@ -26,8 +27,8 @@ import math
 from pathlib import Path
 
 from ttreport import memory_text, outfile
+from ttreport.export import memory
 from ttreport.export.golden import first_divergence, golden_checks
-from ttreport.export.memory import memory_timeline
 
 SUFFIXES = (".html", ".htm")
 SLOWEST = 20  # rows in the slowest-ops table
@@ -133,12 +134,12 @@ def export_html(report, path, *, limit: int | None = MAX_OPS, top_level: bool = 
           + (f" At most the first {bars:,} ops are drawn." if bars < (limit or math.inf) else "") + "</p>")
         depth = 0 if top_level else None
         _chart(w, "timeline-chart", _timeline(report, summary, bars, depth))
-        w("<h2 id='memory'>Memory in use</h2><p class='note'>Bytes of the device buffers live after each op "
-          "(each buffer's own size, as Report.peak_l1_by_device counts them), per device; the peak of each is "
-          "marked. The summary's peak L1 and DRAM count what the allocator holds in every bank (the ops' "
-          "l1_bytes, dram_bytes), so they are larger. Click a point for its op.</p>")
+        figure = memory.IN_BUFFERS if report.execute("SELECT 1 FROM buffer_lifetimes LIMIT 1").fetchone() \
+            else memory.ALLOCATED  # a TT-NN report records no buffers: its timeline is the ops' l1_bytes
+        w(f"<h2 id='memory'>Memory in use</h2><p class='note'>{_MEMORY_NOTE}The charts draw {figure} after "
+          "each op, per device, with the peak of each marked. Click a point for its op.</p>")
         for kind in ("L1", "DRAM"):
-            _chart(w, f"memory-{kind.lower()}", _memory(report, kind))
+            _chart(w, f"memory-{kind.lower()}", _memory(report, kind, figure))
         w("<h2 id='by-name'>Time by op name</h2><p class='note'>Self time: an op's time less the ops it "
           "called.</p>")
         _chart(w, "by-name-chart", _by_name(summary))
@@ -209,22 +210,37 @@ def _seconds(s) -> str:
     return f"{s:.3f} s" if s >= 1 else f"{s * 1e3:.3f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} us"
 
 
+# Both figures, in the words of ttreport.export.memory's docstring (the summary and the trace name them alike).
+_MEMORY_NOTE = (f"A run's memory has two figures. <b>{memory.ALLOCATED}</b>: what the allocator holds, each "
+                f"buffer rounded up to whole pages in every bank it is spread over (the ops' l1_bytes, dram_bytes); "
+                f"it decides whether L1 runs out. <b>{memory.IN_BUFFERS}</b>: the sum of the live buffers' own "
+                f"sizes, per device, the bytes the tensors need. The first is the larger: a one-tile buffer takes "
+                f"a page in each of 64 L1 banks. ")
+
+
 def _summary(w, report, s) -> None:
     e = html.escape
     rows = [("report", e(str(report.path))), ("status", _text(s.status_text or s.status or "unknown")),
             ("ops", f"{s.operations} ({_seconds(s.top_level_seconds)} in top-level ops)")]
-    for label, peak in (("peak L1", s.peak_l1), ("peak DRAM", s.peak_dram)):
-        if peak is not None:
-            rows.append((label, f"{_bytes(peak['bytes'])} after <a href='#op-{peak['operation_id']}'>op "
-                                f"{peak['operation_id']}</a> ({_text(peak['name'], 300)})"))
-    for p in sorted(s.peak_l1_by_device, key=lambda p: p["device_id"] if isinstance(p["device_id"], int) else -1):
-        rows.append((f"peak L1, device {_text(p['device_id'], 30)}", f"{_bytes(p['bytes'])} after <a href='#op-"
-                                                          f"{p['operation_id']}'>op {p['operation_id']}</a>"))
+    # Both figures of memory, named as the summary and the trace name them (ttreport.export.memory).
+    for kind, figures in (("L1", ((memory.ALLOCATED, s.peak_l1), (memory.IN_BUFFERS, s.peak_l1_in_buffers))),
+                          ("DRAM", ((memory.ALLOCATED, s.peak_dram), (memory.IN_BUFFERS, s.peak_dram_in_buffers)))):
+        for figure, peak in figures:
+            if peak is not None:
+                rows.append((memory.label(kind, figure), f"{_bytes(peak['bytes'])} after <a href='#op-"
+                             f"{peak['operation_id']}'>op {peak['operation_id']}</a> ({_text(peak['name'], 300)})"))
+    if len(s.peak_l1_by_device) > 1:  # a mesh: each device's (one device's is the row above)
+        for p in sorted(s.peak_l1_by_device, key=lambda p: p["device_id"] if isinstance(p["device_id"], int) else -1):
+            rows.append((f"{memory.label('L1', memory.IN_BUFFERS)}, device {_text(p['device_id'], 30)}",
+                         f"{_bytes(p['bytes'])} after <a href='#op-{p['operation_id']}'>op {p['operation_id']}</a>"))
     for c in s.comparisons:
         low = c["lowest_pcc"]
         op = _text(c["lowest_pcc_operation_id"], 30)
         at = f", lowest PCC {low:.6f} at <a href='#op-{op}'>op {op}</a>" if isinstance(low, float) else ""
-        rows.append((f"golden {_text(c['mode'], 100)}", f"{c['count']} {_text(c['status'], 100)}{at}"))
+        # Comparisons, not ops: one per output tensor (and device), so they can outnumber the ops.
+        ops = f" on {_text(c['ops'], 30)} op{'' if c['ops'] == 1 else 's'}" if c.get("ops") is not None else ""
+        rows.append((f"golden {_text(c['mode'], 100)} {_text(c['status'], 100)}",
+                     f"{c['count']} comparison{'' if c['count'] == 1 else 's'}{ops}{at}"))
     rows.append(("errors", str(len(s.errors))))
     for err in s.errors[:MAX_ERRORS]:
         op = _text(err.operation_id, 30)
@@ -263,10 +279,10 @@ def _timeline(report, summary, limit, depth) -> dict:
                                      "margin": {"t": 20}, "legend": {"font": {"size": 10}}}}
 
 
-def _memory(report, kind: str) -> dict:
+def _memory(report, kind: str, figure: str) -> dict:
     series: dict = {}
     step = _step(report.count_operations())  # memory_timeline yields at most a point per op
-    for index, point in enumerate(memory_timeline(report)):
+    for index, point in enumerate(memory.memory_timeline(report)):
         if point.end_ns is None:
             continue
         for (device, k), n in point.bytes.items():
@@ -277,7 +293,8 @@ def _memory(report, kind: str) -> dict:
     for device in sorted(series, key=lambda d: (d is None, d or 0)):
         s = series[device]
         label = f"device {device}" if device is not None else "all devices"
-        data.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "name": f"{label} {kind}",
+        data.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv"},
+                     "name": f"{label} {kind} {figure}",
                      "x": s.x, "y": s.y, "customdata": s.customdata,
                      "hovertemplate": "%{y} B after op %{customdata}<extra></extra>"})
         i = max(range(len(s.y)), key=lambda j: s.y[j])
@@ -287,7 +304,7 @@ def _memory(report, kind: str) -> dict:
                      # the label on the side with room: left of a peak in the run's second half
                      "textposition": "top left" if i > len(s.y) / 2 else "top right",
                      "text": [f"peak {_bytes(s.y[i])} (op {s.customdata[i]} {_text(s.names[i], 100)})"]})
-    title = f"{kind} in use" + ("" if data else " (no buffers recorded)")
+    title = f"{kind} {figure}" + ("" if data else ": no buffers recorded")
     return {"data": data, "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "time (ms)"}},
                                      "yaxis": {"title": {"text": "bytes"}, "rangemode": "tozero"},
                                      "margin": {"t": 40}}}

@@ -8,8 +8,11 @@ What the file holds (the Trace Event Format's JSON object form):
   the op id, its arguments, each input and output tensor (shape, dtype, layout, memory config,
   buffer), the golden PCC checks made on it and its error;
 - an op that raised is coloured "terrible" (red) and has an instant ("i") event "error: <type>";
-- one counter ("C") track per device, "device N memory", with series "L1" and "DRAM": bytes in use
-  after each op (ttreport.export.memory);
+- one counter ("C") track per device, "device N memory", with series "L1 in buffers (their own sizes)"
+  and "DRAM in buffers (their own sizes)": bytes in use after each op (ttreport.export.memory; a TT-NN
+  report, which records no buffers, has "... allocated (bank-rounded, all banks)" instead);
+- the process's labels name the run's four peaks, both figures of L1 and DRAM, as `ttreport summary`
+  and the HTML name them ("peak L1 allocated (bank-rounded, all banks): 1.5 MiB after op 49 (ttnn.add)");
 - a flow arrow ("s" -> "f", category "tensor") from the op that produced a tensor to each op that
   took it as an input.
 
@@ -24,8 +27,8 @@ import json
 from pathlib import Path
 
 from ttreport import outfile
+from ttreport.export import memory
 from ttreport.export.golden import GoldenStream
-from ttreport.export.memory import memory_timeline
 
 PID = 1
 SUFFIXES = (".json", ".json.gz")
@@ -66,6 +69,12 @@ def _text(raw, path: Path):
 def trace_events(report):
     """Every event of the trace, as dicts, in the order they are read (a generator)."""
     yield {"ph": "M", "pid": PID, "name": "process_name", "args": {"name": f"ttreport {report.path.name}"}}
+    peaks = memory.memory_peaks(report).labelled()
+    if peaks:
+        from ttreport.read.terminal import human_bytes
+
+        yield {"ph": "M", "pid": PID, "name": "process_labels", "args": {"labels": "; ".join(
+            f"{label}: {human_bytes(p.bytes)} after op {p.operation_id} ({p.name})" for label, p in peaks)}}
     tids: dict = {}
     golden = GoldenStream(report)
     clock_ns = 0  # where an op with no recorded start goes: right after the previous op
@@ -127,14 +136,17 @@ def _args(op, checks) -> dict:
 
 def _counters(report):
     last: dict = {}
-    for point in memory_timeline(report):
+    # A report with no buffers recorded (a TT-NN one) draws the ops' l1_bytes: the other figure.
+    figure = memory.IN_BUFFERS if report.execute("SELECT 1 FROM buffer_lifetimes LIMIT 1").fetchone() \
+        else memory.ALLOCATED
+    for point in memory.memory_timeline(report):
         if point.end_ns is None:
             continue
         by_device: dict = {}
         for (device, kind), n in point.bytes.items():
             by_device.setdefault(device, {})[kind] = n
         for device, values in sorted(by_device.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
-            full = {"L1": values.get("L1", 0), "DRAM": values.get("DRAM", 0)}
+            full = {f"{kind} {figure}": values.get(kind, 0) for kind in ("L1", "DRAM")}
             if last.get(device) == full:
                 continue  # a counter holds its value: write it only when it changes
             last[device] = full

@@ -14,12 +14,16 @@ align) when it is short, and greedily when it is long (at each difference, the n
 where the runs agree again); each gap left over is aligned again by name alone (an op whose
 shapes changed).
 What still has no partner is listed as unaligned, never dropped. Only top-level ops (depth 0)
-take part unless top_level=False.
+take part unless top_level=False. Swapping A and B gives the mirrored pairs. When fewer than half
+of the ops pair up by name and shapes, the runs are said to look like different models (a line
+at the top of the table, `unrelated` in JSON).
 
 Each aligned op is classified from its outputs and inputs:
   match           every output matches
   mismatch        an output differs while its inputs matched (or were not stored): a root cause
   propagated      an output differs and an input already differed: an effect of an earlier cause
+                  (unless that input was made before the capture: then this op is the mismatch, and
+                  its reason names the input, since no op in the report can be its cause)
   missing_tensor  an output was not stored in one of the reports, so nothing can be said
 The root cause is the first mismatch, with its stack trace from both reports.
 
@@ -61,7 +65,7 @@ SELECT o.operation_id, o.name,
 FROM operations o {where} ORDER BY o.operation_id"""
 
 _TENSORS_SQL = """
-SELECT t.tensor_id, t.dtype, t.file FROM {table} x JOIN tensors t ON t.tensor_id = x.tensor_id
+SELECT t.tensor_id, t.dtype, t.file, t.producer_operation_id FROM {table} x JOIN tensors t ON t.tensor_id = x.tensor_id
 WHERE x.operation_id = ? ORDER BY x.{index}"""
 
 
@@ -127,6 +131,14 @@ class ReportComparison:
     settings: dict
     strict: bool = False
     root_cause_rank: int | None = None  # B's rank of the root cause in a merged multi-host run; None: one rank
+    keyed: int | None = None  # aligned pairs whose name and shapes both agree (None: not counted)
+    ops_a: int = 0  # ops that took part in the alignment, per side
+    ops_b: int = 0
+
+    @property
+    def unrelated(self) -> str | None:
+        """One line when A and B look like different models (see unrelated_runs); None when they do not."""
+        return None if self.keyed is None else unrelated_runs(self.keyed, self.ops_a, self.ops_b)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -147,7 +159,7 @@ class ReportComparison:
         rc = self.root_cause
         return json_safe({
             "a": str(self.a), "b": str(self.b), "settings": self.settings, "strict": self.strict,
-            "exit_code": self.exit_code, "counts": self.counts,
+            "exit_code": self.exit_code, "counts": self.counts, "unrelated": self.unrelated,
             "root_cause": None if rc is None else {**rc.to_dict(), "stack_trace_a": self.root_cause_stacks[0],
                                                    "stack_trace_b": self.root_cause_stacks[1],
                                                    "rank": self.root_cause_rank,
@@ -180,6 +192,8 @@ class ReportComparison:
         `table(columns, rows)` draws the op table as text (ttreport.read.terminal.table_text on a terminal)."""
         shown = self.pairs if len(self.pairs) <= limit else [p for p in self.pairs if p.status != MATCH]
         lines = [f"A: {terminal.printable(str(self.a))}", f"B: {terminal.printable(str(self.b))}"]
+        if self.unrelated:
+            lines.insert(0, f"warning: {self.unrelated}")
         rows = []
         mesh = any(p.shards and any(p.shards) for p in shown[:limit])  # a device column only when a tensor has shards
         for p in shown[:limit]:
@@ -242,7 +256,7 @@ def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = Non
         ids_b, kb, nb, ranks_b = _ops(rb, top_level, keys, names)
         several_ranks = len(set(ranks_b)) > 1  # a merged multi-host run: each op says its rank
         name_of = list(names)
-        aligned, only_a, only_b = align(ka, kb, na, nb)
+        aligned, only_a, only_b = align(ka, kb, na, nb, key_of=list(keys))
         settings = {"rtol": rtol, "atol": atol, "pcc": pcc, "ops": ops, "top_level": top_level}
         checker = _Checker(ra, rb, dict(rtol=rtol, atol=atol, pcc=pcc))
         pairs = []
@@ -259,7 +273,8 @@ def compare_reports(a, b, *, rtol: float | None = None, atol: float | None = Non
         stacks = (None, None) if root is None else (_stack(ra, root.a_id), _stack(rb, root.b_id))
         return ReportComparison(ra.path, rb.path, pairs, [(ids_a[i], name_of[na[i]]) for i in only_a],
                                 [(ids_b[j], name_of[nb[j]]) for j in only_b], root, stacks, settings, strict,
-                                None if root is None else _rank(rb, root.b_id))
+                                None if root is None else _rank(rb, root.b_id),
+                                sum(ka[i] == kb[j] for i, j in aligned), len(ka), len(kb))
 
 
 def report_path(report, caller: str):
@@ -272,8 +287,30 @@ def report_path(report, caller: str):
                     f"{type(report).__name__} {terminal.cell(repr(report), 80)}")
 
 
-def align(ka, kb, na, nb) -> tuple[list[tuple[int, int]], list[int], list[int]]:
-    """Pairs (i, j) of positions with equal keys (ka, kb), then equal names (na, nb) in the gaps; and the rest."""
+# Two runs of one model pair up most ops by name and shapes (a changed layer, a lowered dtype: a few percent
+# apart); fewer than half doing so is what comparing two different models looks like (1 in 2,048 in the issue).
+UNRELATED_BELOW = 0.5
+
+
+def unrelated_runs(keyed: int, ops_a: int, ops_b: int) -> str | None:
+    """The line saying that A and B look like different models, when fewer than UNRELATED_BELOW of the longer
+    run's ops pair up by name and shapes; None otherwise."""
+    longest = max(ops_a, ops_b)
+    if not longest or keyed >= UNRELATED_BELOW * longest:
+        return None
+    return (f"A and B look like different models: only {keyed:,} of {longest:,} ops pair up by name and shapes "
+            f"(A has {ops_a:,} ops, B {ops_b:,}); compare two runs of one model, or read the pairs below as "
+            f"ops of the same name only")
+
+
+def align(ka, kb, na, nb, *, key_of=None) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """Pairs (i, j) of positions with equal keys (ka, kb), then equal names (na, nb) in the gaps; and the rest.
+
+    key_of (key id -> the key itself) makes the alignment symmetric: the two runs are aligned in an order that
+    does not depend on which is A, so swapping A and B gives the mirrored pairs (difflib's is not symmetric)."""
+    if key_of is not None and not _goes_first(ka, kb, key_of):
+        pairs, only_b, only_a = align(kb, ka, nb, na)
+        return sorted((i, j) for j, i in pairs), only_a, only_b
     n = min(len(ka), len(kb))
     p = 0
     while p < n and ka[p] == kb[p]:
@@ -298,6 +335,15 @@ def align(ka, kb, na, nb) -> tuple[list[tuple[int, int]], list[int], list[int]]:
     pairs += [(a_end + k, b_end + k) for k in range(s)]
     pairs.sort()
     return pairs, sorted(only_a), sorted(only_b)
+
+
+def _goes_first(ka, kb, key_of) -> bool:
+    """Whether run `ka` is the first of the two in an order that does not depend on A and B's labels: the
+    shorter; of equal length, the one whose first differing key sorts first."""
+    if len(ka) != len(kb):
+        return len(ka) < len(kb)
+    x, y = next(((x, y) for x, y in zip(ka, kb) if x != y), (None, None))
+    return x is None or [v or "" for v in key_of[x]] <= [v or "" for v in key_of[y]]
 
 
 def _opcodes(a, b) -> list[tuple]:
@@ -384,7 +430,7 @@ class _Checker:
             self._tensors(self.rb, "input_tensors", "input_index", b_id)
         if len(outs_a) != len(outs_b):
             return OpPair(MISMATCH, name, a_id, b_id, f"A has {len(outs_a)} output(s), B has {len(outs_b)}",
-                          inputs_matched=self._inputs(ins_a, ins_b))
+                          inputs_matched=self._inputs(ins_a, ins_b)[0])
         compared = [self._compare(ta, tb) for ta, tb in zip(outs_a, outs_b)]
         outputs, shards = [c for c, _ in compared], [sh for _, sh in compared]
         if any(c is None for c in outputs):
@@ -397,11 +443,19 @@ class _Checker:
         failing = outputs[k].reason
         if shards[k]:
             failing = f"{_devices_text([d for d, c in shards[k] if not c.passed], word=True)}: {failing}"
-        inputs = self._inputs(ins_a, ins_b)
-        if inputs is False:
+        inputs, first = self._inputs(ins_a, ins_b)
+        # An input no op of the capture made (its tensors row has no producer) that differs, or was not stored:
+        # nothing earlier in the report can be its cause, so this op is where the divergence enters.
+        outside = next((k for k, (ta, tb) in enumerate(zip(ins_a, ins_b)) if (ta[3] is None or tb[3] is None)
+                        and (k == first if inputs is False else inputs is None and None in (ta[2], tb[2]))), None)
+        if inputs is False and outside is None:
             return OpPair(PROPAGATED, name, a_id, b_id, f"an input already differed; {failing}", outputs,
                           inputs, shards)
-        if not ins_a:
+        if outside is not None:
+            state = "differs" if inputs is False else "was not stored"
+            what = (f"the divergence enters through input tensor {outside} (made before the capture; it {state}): "
+                    f"seed the RNG, or capture from_torch too")
+        elif not ins_a:
             what = "no device inputs, outputs differ"  # from_torch and other ops that make tensors
         elif inputs:
             what = "inputs match, outputs do not"
@@ -409,17 +463,18 @@ class _Checker:
             what = "outputs differ and inputs were not stored (an earlier cause is not ruled out)"
         return OpPair(MISMATCH, name, a_id, b_id, f"{what}: {failing}", outputs, inputs, shards)
 
-    def _inputs(self, ins_a, ins_b) -> bool | None:
+    def _inputs(self, ins_a, ins_b) -> tuple[bool | None, int | None]:
+        """Whether the inputs matched (None: one was not stored), and the index of the first that differs."""
         if len(ins_a) != len(ins_b):
-            return False
+            return False, None
         known = True
-        for ta, tb in zip(ins_a, ins_b):
+        for k, (ta, tb) in enumerate(zip(ins_a, ins_b)):
             seen = self.matched.get(ta[0])
             ok = seen[1] if seen is not None and seen[0] == tb[0] else self._passed(ta, tb)
             if ok is False:
-                return False
+                return False, k
             known = known and ok is not None
-        return True if known else None
+        return (True if known else None), None
 
     def _passed(self, ta, tb) -> bool | None:
         c, _ = self._compare(ta, tb)
@@ -427,7 +482,7 @@ class _Checker:
 
     def _compare(self, ta, tb) -> tuple[Comparison | None, list[tuple[int, Comparison]] | None]:
         """The pair's comparison (None: not stored in both), and for mesh tensors each device shard's."""
-        (a_tid, a_dtype, a_file), (b_tid, b_dtype, b_file) = ta, tb
+        (a_tid, a_dtype, a_file, _), (b_tid, b_dtype, b_file, _) = ta, tb
         if a_file is None or b_file is None:
             return None, None
         devices = self.ra.tensor_devices(a_tid)

@@ -26,6 +26,7 @@ from pathlib import Path
 from ttreport import db, wal
 from ttreport.errors import TTReportError
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
+from ttreport.export.memory import ALLOCATED, MemoryPeaks, Peak, memory_peaks
 
 DB_FILE = db.DB_FILE
 DEFAULT_ROOT = Path("generated/ttreport/reports")
@@ -41,6 +42,20 @@ _SORTS = {
     "id": "o.operation_id",
     "duration": "o.duration DESC, o.operation_id",
     "start": "o.start_ns, o.operation_id",
+}
+
+
+# Report.table's sort keys: column, descending. torch.profiler's names (key_averages().table(sort_by=...)) map to
+# the same column here: its "cpu_time" and "cuda_time" are the mean per call, "..._total" the sum, "self_..." less
+# the children; "cuda"/"xpu"/"device" are all the device, whose time here is the performance model's estimate.
+TABLE_SORTS = {key: (key, True) for key in ("host_time_total", "self_host_time_total", "host_time_mean",
+                                             "host_time_max", "device_time_total", "device_time_mean")} | {
+    "host_time": ("host_time_mean", True), "device_time": ("device_time_mean", True),
+    "count": ("count", True), "name": ("name", False), "l1_allocated": ("l1_allocated_max", True),
+    "cpu_time_total": ("host_time_total", True), "self_cpu_time_total": ("self_host_time_total", True),
+    "cpu_time": ("host_time_mean", True), "cuda_time_total": ("device_time_total", True),
+    "self_cuda_time_total": ("device_time_total", True), "cuda_time": ("device_time_mean", True),
+    "self_device_time_total": ("device_time_total", True), "xpu_time_total": ("device_time_total", True),
 }
 
 
@@ -126,7 +141,9 @@ class Summary:
     operations: int
     top_level_seconds: float  # the sum of depth-0 durations: the model's time in ops
     by_name: list[dict]  # name, count, total_s, self_s, percent (of self time), by self time
-    peak_l1: dict | None  # operation_id, name, bytes
+    # The two figures of memory (ttreport.export.memory): allocated (bank-rounded, all banks: the ops' l1_bytes and
+    # dram_bytes) and in buffers (their own sizes, the highest device's); each operation_id, name, bytes.
+    peak_l1: dict | None  # allocated
     peak_dram: dict | None
     errors: list[ErrorInfo]
     # Golden checks made during the capture: mode, status, count, lowest pcc, and the op with it.
@@ -134,6 +151,8 @@ class Summary:
     status_text: str | None = None  # the status with what the capture lost: "complete (lost 4667 ops)"
     # On a mesh: each device's highest L1 (device_id, bytes, operation_id, name), from its buffers' own sizes.
     peak_l1_by_device: list[dict] = field(default_factory=list)
+    peak_l1_in_buffers: dict | None = None  # + device_id
+    peak_dram_in_buffers: dict | None = None
 
 
 _TENSOR_COLUMNS = ("tensor_id, shape, dtype, layout, memory_config, buffer_type, address, size, "
@@ -742,8 +761,63 @@ class Report:
                    (SELECT c2.{device} FROM tensor_comparisons c2 WHERE c2.mode = c.mode
                     AND c2.status = c.status AND c2.pcc IS NOT NULL ORDER BY c2.pcc LIMIT 1) AS lowest_pcc_device_id
             FROM tensor_comparisons c GROUP BY mode, status ORDER BY mode, status""")
-        return Summary(self.status, top[0], top[1], by_name, self._peak("l1_bytes"), self._peak("dram_bytes"),
-                       self.errors(), comparisons, self.status_text, peak_l1_by_device=self.peak_l1_by_device())
+        # Each count is of comparisons (one per output tensor, and per device on a mesh), not of ops: `ops` says
+        # how many ops they were made on (the demo: 68 comparisons on 64 ops).
+        for c in comparisons:
+            c["ops"] = self._conn.execute("SELECT COUNT(DISTINCT operation_id) FROM tensor_comparisons WHERE mode IS ? "
+                                          "AND status IS ?", (c["mode"], c["status"])).fetchone()[0]
+        peaks = memory_peaks(self)
+        return Summary(self.status, top[0], top[1], by_name, _peak_dict(peaks.allocated.get("L1")),
+                       _peak_dict(peaks.allocated.get("DRAM")), self.errors(), comparisons, self.status_text,
+                       peak_l1_by_device=_by_device(peaks, "L1"),
+                       peak_l1_in_buffers=_peak_dict(peaks.in_buffers.get("L1"), device=True),
+                       peak_dram_in_buffers=_peak_dict(peaks.in_buffers.get("DRAM"), device=True))
+
+    def table(self, *, sort_by: str = "host_time_total", row_limit: int | None = 100) -> str:
+        """Ops aggregated by name, as torch.profiler's `key_averages().table()`: count, host time (total, self,
+        mean, max), device time estimated by the performance model (total, mean), and the highest L1 allocated
+        after one of them; sorted by `sort_by` (TABLE_SORTS: ours, or torch.profiler's name for the same column),
+        at most `row_limit` names (None or -1: all). Returns the table as text.
+
+            print(ttreport.open(path).table(sort_by="device_time_total", row_limit=10))
+        """
+        if sort_by not in TABLE_SORTS:
+            raise ReportError(f"sort_by={sort_by!r} is not a table column; give one of {', '.join(TABLE_SORTS)}")
+        if row_limit is not None and (isinstance(row_limit, bool) or not isinstance(row_limit, int)
+                                      or row_limit < -1):
+            raise ReportError(f"row_limit={row_limit!r} is not a number of rows; give a count >= 0, or None "
+                              f"(or -1, as torch.profiler) for every op name")
+        from ttreport.read import device_time, terminal
+
+        device = self._has_table("device_perf")
+        column, descending = TABLE_SORTS[sort_by]
+        rows = self.sql(f"""
+            WITH child AS (SELECT parent_operation_id AS id, SUM(duration) AS d FROM operations
+                           WHERE parent_operation_id IS NOT NULL GROUP BY parent_operation_id)
+            SELECT o.name AS name, COUNT(*) AS count, SUM(o.duration) AS host_time_total,
+                   SUM(MAX(COALESCE(o.duration, 0) - COALESCE(child.d, 0), 0)) AS self_host_time_total,
+                   AVG(o.duration) AS host_time_mean, MAX(o.duration) AS host_time_max,
+                   {"SUM(p.ideal_ns)" if device else "NULL"} AS device_time_total,
+                   {"AVG(p.ideal_ns)" if device else "NULL"} AS device_time_mean,
+                   MAX(CASE WHEN typeof(o.l1_bytes) = 'integer' THEN o.l1_bytes END) AS l1_allocated_max
+            FROM operations o LEFT JOIN child ON child.id = o.operation_id
+            {"LEFT JOIN device_perf p ON p.operation_id = o.operation_id" if device else ""}
+            GROUP BY o.name ORDER BY {column} {"DESC" if descending else ""}, name""")
+        shown = rows if row_limit in (None, -1) else rows[:row_limit]
+        columns = ["name", "count", "host total", "host self", "host mean", "host max", "device total (est.)",
+                   "device mean (est.)", "max L1 allocated after"]
+        lines = list(terminal.plain_table(columns, (
+            (r["name"], r["count"], terminal.human_seconds(r["host_time_total"]),
+             terminal.human_seconds(r["self_host_time_total"]), terminal.human_seconds(r["host_time_mean"]),
+             terminal.human_seconds(r["host_time_max"]), device_time.human_ns(r["device_time_total"]),
+             device_time.human_ns(None if r["device_time_mean"] is None else round(r["device_time_mean"])),
+             terminal.human_bytes(r["l1_allocated_max"])) for r in shown)))
+        if len(shown) < len(rows):
+            lines.append(f"... {len(rows) - len(shown)} more op names (row_limit={row_limit}; None shows all)")
+        lines.append(f"sorted by {sort_by}; host time measured per call (self: less the ops it called); device "
+                     f"time estimated by the performance model{'' if device else ' (none in this report)'}; "
+                     f"L1 {ALLOCATED}")
+        return "\n".join(lines)
 
     def l1_by_device(self, operation_id: int) -> list[dict]:
         """L1 bytes (buffers' own sizes) live on each device after op `operation_id`: device_id, bytes."""
@@ -755,36 +829,9 @@ class Report:
                         (int(operation_id),))
 
     def peak_l1_by_device(self) -> list[dict]:
-        """Each device's highest L1 after any op (device_id, bytes, operation_id, name), highest first.
-
-        One pass over the L1 buffers' alloc and free events in sequence order, so a report of many ops and
-        devices costs one read of buffer_lifetimes, not a query per op.
-        """
-        events = []
-        for dev, size, alloc, freed in self._conn.execute(
-                # A damaged row (text or a BLOB for a number) is left out here; `ttreport check` names it.
-                "SELECT device_id, size, allocated_seq, freed_seq FROM buffer_lifetimes WHERE buffer_type = 1 "
-                "AND typeof(size) IN ('integer', 'null') AND typeof(allocated_seq) IN ('integer', 'null') "
-                "AND typeof(freed_seq) IN ('integer', 'null')"):
-            events.append((alloc or 0, dev, size or 0))
-            if freed is not None:
-                events.append((freed, dev, -(size or 0)))
-        if not events:
-            return []
-        events.sort(key=lambda e: e[0])
-        live: dict[int, int] = {}
-        peak: dict[int, dict] = {}
-        i = 0
-        for op_id, name, end in self._conn.execute(
-                "SELECT operation_id, name, end_seq FROM operations WHERE typeof(end_seq) = 'integer' "
-                "ORDER BY end_seq"):
-            while i < len(events) and events[i][0] < end:
-                live[events[i][1]] = live.get(events[i][1], 0) + events[i][2]
-                i += 1
-            for dev, n in live.items():
-                if n > peak.get(dev, {"bytes": -1})["bytes"]:
-                    peak[dev] = {"device_id": dev, "bytes": n, "operation_id": op_id, "name": name}
-        return sorted(peak.values(), key=lambda p: (-p["bytes"], p["device_id"]))
+        """Each device's highest L1 in buffers after any op (device_id, bytes, operation_id, name), highest first
+        (ttreport.export.memory.memory_peaks: one streamed walk of the buffers' alloc and free events)."""
+        return _by_device(memory_peaks(self), "L1")
 
     # -- exports (ttreport.export; like torch.profiler's export_chrome_trace) ------------------
     def export_chrome_trace(self, path: str | os.PathLike) -> Path:
@@ -806,10 +853,19 @@ class Report:
 
         return export_html(self, path, limit=limit, top_level=top_level, comparison=comparison)
 
-    def _peak(self, column: str) -> dict | None:
-        rows = self.sql(f"SELECT operation_id, name, {column} AS bytes FROM operations WHERE {column} IS NOT NULL "
-                        f"ORDER BY {column} DESC, operation_id LIMIT 1")
-        return rows[0] if rows else None
+
+
+def _peak_dict(peak: Peak | None, *, device: bool = False) -> dict | None:
+    if peak is None:
+        return None
+    d = {"operation_id": peak.operation_id, "name": peak.name, "bytes": peak.bytes}
+    return d | {"device_id": peak.device_id} if device else d
+
+
+def _by_device(peaks: MemoryPeaks, kind: str) -> list[dict]:
+    found = [p for (_, k), p in peaks.by_device.items() if k == kind]
+    return [{"device_id": p.device_id, "bytes": p.bytes, "operation_id": p.operation_id, "name": p.name}
+            for p in sorted(found, key=lambda p: (-p.bytes, p.device_id if p.device_id is not None else -1))]
 
 
 def _compose(shards: list, dims, mesh_shape, tensor_id: int):

@@ -17,7 +17,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ttreport.read.compare import _name_matches, _ops, align, json_safe, report_path
+from ttreport.read.compare import _name_matches, _ops, align, json_safe, report_path, unrelated_runs
 from ttreport.read.report import Report
 
 
@@ -53,9 +53,10 @@ class TimingComparison:
     only_a: list[tuple[int, str]]  # (operation_id, name) with no partner in B
     only_b: list[tuple[int, str]]
     totals: dict  # per side: seconds in the aligned ops, peak L1 and DRAM bytes after any aligned op
+    unrelated: str | None = None  # the line saying A and B look like different models (compare.unrelated_runs)
 
     def to_dict(self) -> dict:
-        return json_safe({"a": str(self.a), "b": str(self.b), "totals": self.totals,
+        return json_safe({"a": str(self.a), "b": str(self.b), "unrelated": self.unrelated, "totals": self.totals,
                           "ops": [r.to_dict() for r in self.rows],
                           "unaligned": {"a": [{"operation_id": i, "name": n} for i, n in self.only_a],
                                         "b": [{"operation_id": i, "name": n} for i, n in self.only_b]}})
@@ -79,7 +80,7 @@ def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True) -> T
         ids_a, ka, na, _ = _ops(ra, top_level, keys, names)
         ids_b, kb, nb, _ = _ops(rb, top_level, keys, names)
         name_of = list(names)
-        aligned, only_a, only_b = align(ka, kb, na, nb)
+        aligned, only_a, only_b = align(ka, kb, na, nb, key_of=list(keys))
         rows = []
         for i, j in aligned:
             name = name_of[na[i]]
@@ -97,7 +98,8 @@ def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True) -> T
         # Biggest slowdown first; a row missing a duration (a TT-NN report without timings) goes last.
         rows.sort(key=lambda r: (r.delta_s is None, -(r.delta_s or 0.0), r.a_id))
         return TimingComparison(ra.path, rb.path, rows, [(ids_a[i], name_of[na[i]]) for i in only_a],
-                                [(ids_b[j], name_of[nb[j]]) for j in only_b], totals)
+                                [(ids_b[j], name_of[nb[j]]) for j in only_b], totals,
+                                unrelated_runs(sum(ka[i] == kb[j] for i, j in aligned), len(ka), len(kb)))
 
 
 def _is_number(x) -> bool:
