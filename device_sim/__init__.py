@@ -171,13 +171,14 @@ from device_sim.conv_config import (  # noqa: E402
     Op2DL1Full,
     Op2DL1FullSliceConfig,
     Op2DSliceConfig,
+    PaddingMode,
     get_conv_output_dim,
 )
 
 __all__ += [
     "Conv2dConfig", "Conv2dDRAMSliceHeight", "Conv2dDRAMSliceWidth", "Conv2dL1Full", "Conv2dL1FullSliceConfig",
     "Conv2dSliceConfig", "Op2DSliceConfig", "get_conv_output_dim", "Conv1dConfig", "Op2DDRAMSliceHeight",
-    "Op2DDRAMSliceWidth", "Op2DL1Full", "Op2DL1FullSliceConfig",
+    "Op2DDRAMSliceWidth", "Op2DL1Full", "Op2DL1FullSliceConfig", "PaddingMode",
 ]
 
 # Mesh devices, mesh tensors and fabric settings (issue 11: device_sim/mesh.py, distributed.py, ops/ccl.py).

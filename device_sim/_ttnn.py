@@ -1,13 +1,27 @@
 """`ttnn._ttnn`: the name of TT-NN's compiled module, whose submodules scripts and tests reach through it
-(`ttnn._ttnn.reports.get_buffer_pages(device)`, `ttnn._ttnn.multi_device.SystemMeshDescriptor()`).
+(`ttnn._ttnn.reports.get_buffer_pages(device)`, `ttnn._ttnn.multi_device.SystemMeshDescriptor()`,
+`-> ttnn._ttnn.tensor.MemoryConfig` in tt_transformers' annotations).
 
 Each is device_sim's module for the same thing:
 
     import device_sim as ttnn
     ttnn._ttnn.cluster.get_cluster_type()        # device_sim.cluster
+    ttnn._ttnn.tensor.MemoryConfig               # device_sim.MemoryConfig
 """
 
-from device_sim import cluster, device, reports
-from device_sim import mesh as multi_device
+from types import SimpleNamespace
 
-__all__ = ["cluster", "device", "multi_device", "reports"]
+from device_sim import cluster, device, reports, types
+from device_sim import mesh as multi_device
+from device_sim.tensor import Tensor
+
+# TT-NN's `_ttnn.tensor` submodule holds the tensor class and the types that describe a tensor; device_sim keeps
+# them in types.py and tensor.py, so this names the same objects (no module is made at run time).
+tensor = SimpleNamespace(
+    Tensor=Tensor, MemoryConfig=types.MemoryConfig, DataType=types.DataType, Layout=types.Layout,
+    BufferType=types.BufferType, TensorMemoryLayout=types.TensorMemoryLayout, ShardSpec=types.ShardSpec,
+    ShardOrientation=types.ShardOrientation, CoreCoord=types.CoreCoord, CoreRange=types.CoreRange,
+    CoreRangeSet=types.CoreRangeSet, Shape=types.Shape,
+)
+
+__all__ = ["cluster", "device", "multi_device", "reports", "tensor"]

@@ -80,8 +80,13 @@ def resolve(op_name: str, activation):
             raise ValueError(f"{op_name}: activation {activation!r} is not one of {sorted(NAMES)}; "
                              f"or pass a ttnn.UnaryWithParam")
         activation = UnaryWithParam(NAMES[activation.lower()])
+    if isinstance(activation, UnaryOpType):
+        # TT-NN's UnaryWithParam is built from a bare UnaryOpType where one is expected (its C++ constructor
+        # from op_type alone); tt-metal's binary tests pass input_tensor_a_activations=[ttnn.UnaryOpType.SILU].
+        activation = UnaryWithParam(activation)
     if not isinstance(activation, UnaryWithParam):
-        raise TypeError(f"{op_name}: an activation is a name like 'relu' or a ttnn.UnaryWithParam, got {activation!r}")
+        raise TypeError(f"{op_name}: an activation is a name like 'relu', a ttnn.UnaryOpType or a "
+                        f"ttnn.UnaryWithParam, got {activation!r}")
     fn = _FUNCTIONS.get(activation.op_type)
     if fn is None:
         raise NotImplementedError(

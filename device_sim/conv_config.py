@@ -19,6 +19,14 @@ from dataclasses import dataclass, field
 
 from device_sim.types import DataType, Layout, TensorMemoryLayout
 
+
+class PaddingMode(enum.Enum):
+    """ttnn.PaddingMode (sliding_window.hpp): what a conv's padding holds, zeros or the edge value repeated."""
+
+    Zeros = 0
+    Replicate = 1
+
+
 # Activations conv2d can fuse, by TT-NN's lower-case name (UnaryOpType names, lower-cased).
 CONV_ACTIVATIONS = ("relu", "relu6", "silu", "gelu", "sigmoid", "tanh")
 
@@ -61,10 +69,21 @@ class Conv2dConfig:
     enable_activation_reuse: bool = False
     force_split_reader: bool | None = None
     override_output_sharding_config: bool = False
+    padding_mode: PaddingMode = PaddingMode.Zeros  # Replicate pads with the edge values (as torch's "replicate")
+    # The output's dtype when the conv call gives no dtype=. TT-NN 0.81 (and tt-metal a8c5af0f) moved it to the
+    # conv call and refuse it here; tt-metal's model code still passes it here (optimized Whisper's Conv1dConfig,
+    # ttnn_conv_test, simplecnn_inference_cifar), as TT-NN releases before the move took it, so device_sim
+    # takes it (docs/design_departures.md). The call's dtype= wins when both are given.
+    dtype: DataType | None = None
 
     def __post_init__(self):
         if self.weights_dtype is not None:
             self.weights_dtype = DataType(self.weights_dtype)
+        if self.dtype is not None:
+            self.dtype = DataType(self.dtype)
+        if not isinstance(self.padding_mode, PaddingMode):
+            raise TypeError(f"padding_mode {self.padding_mode!r} must be ttnn.PaddingMode.Zeros or "
+                            f"ttnn.PaddingMode.Replicate")
         self.output_layout = Layout(self.output_layout)
         activation_name(self.activation)  # a misspelt activation is an error here, not at the first conv
 

@@ -120,7 +120,9 @@ class Tensor:
     # -- what it is ------------------------------------------------------------------------
     @property
     def shape(self) -> Shape:
-        return Shape(self._value_or_raise().shape)
+        shape = Shape(self._value_or_raise().shape)
+        shape._padded = lambda: tuple(padded(shape, self.layout, self.tile))  # for with_tile_padding()
+        return shape
 
     @property
     def padded_shape(self) -> Shape:

@@ -441,10 +441,28 @@ L1_BLOCK_SHARDED_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.BLOCK_SHARDED, 
 
 
 class Shape(tuple):
-    """A tensor shape that prints as TT-NN prints it: `Shape([1, 32, 64])`."""
+    """A tensor shape that prints as TT-NN prints it: `Shape([1, 32, 64])`.
 
-    def __new__(cls, dims=()):
-        return super().__new__(cls, (int(d) for d in dims))
+    `Shape(logical, padded)` and `shape.with_tile_padding()` are older TT-NN's (before 0.50) two-shape form,
+    which tt-metal's functional Whisper and tt_transformers still call: with_tile_padding() is the padded
+    shape (a tensor's `padded_shape`), or the shape itself when none was given.
+    """
+
+    def __new__(cls, dims=(), padded=None):
+        shape = super().__new__(cls, (int(d) for d in dims))
+        if padded is not None:
+            padded = tuple(int(d) for d in padded)
+            if len(padded) != len(shape) or any(p < d for p, d in zip(padded, shape)):
+                raise ValueError(f"ttnn.Shape: padded shape {list(padded)} must have the rank of {list(shape)} "
+                                 f"and no dimension smaller")
+            shape._padded = padded
+        return shape
+
+    _padded = None  # the padded dims, or a function giving them (a tensor's shape computes them on demand)
+
+    def with_tile_padding(self) -> Shape:
+        padded = self._padded() if callable(self._padded) else self._padded
+        return Shape(self if padded is None else padded)
 
     def __repr__(self) -> str:
         return f"Shape({list(self)})"

@@ -110,7 +110,23 @@ def let_go(t) -> None:
 def propagate(t) -> None:
     """t's values were replaced in place: each other holder of its buffer sees them, in its own shape."""
     for o in others(t):
-        o._value = t._value.reshape(o._value.shape)
+        if o._value.numel() == t._value.numel():
+            o._value = t._value.reshape(o._value.shape)
+        else:  # a view that moved rows into or out of tile padding (reshape with a padded shape)
+            o._value = through_padding(t._value, t.padded_shape, o.padded_shape, o._value.shape)
+
+
+def through_padding(value, padded_from, padded_to, shape_to):
+    """`value` laid out in its padded shape `padded_from` (zeros in the padding), read back as `padded_to` and
+    cut to the logical `shape_to`: what a TILE view over the same pages holds when both padded shapes have the
+    same last dim (tiles are stored row-major, so rows of tiles follow each other as rows of values do)."""
+    import torch.nn.functional as F
+
+    pad = []
+    for have, want in zip(reversed(value.shape), reversed(tuple(padded_from))):
+        pad += [0, want - have]
+    full = F.pad(value, pad).reshape(tuple(padded_to))
+    return full[tuple(slice(0, n) for n in shape_to)].contiguous()
 
 
 def reshaped(t, shape, memory_config=None):

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from device_sim import device_work, placement
-from device_sim.conv_config import Conv2dConfig, Conv2dSliceConfig, activation_name
+from device_sim.conv_config import Conv2dConfig, Conv2dSliceConfig, PaddingMode, activation_name
 from device_sim.ops.common import check_tt_nn_only, device_inputs, values
 from device_sim.ops.vision import _flat, _make, _nchw, _padding, _pair
 from device_sim.programs import conv as conv_programs
@@ -81,7 +81,8 @@ def _conv2d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, b
     x = _nchw(input_tensor, batch_size, input_height, input_width, in_channels, op_name)
     w = _conv_weight(weight_tensor, in_channels, out_channels, kernel, groups, op_name)
     b = bias_tensor.float().reshape(-1) if bias_tensor is not None else None
-    x = F.pad(x, _padding(padding, op_name))
+    replicate = conv_config is not None and conv_config.padding_mode == PaddingMode.Replicate
+    x = F.pad(x, _padding(padding, op_name), mode="replicate" if replicate else "constant")
     y = F.conv2d(x, w, b, _pair(stride, "stride", op_name), 0, _pair(dilation, "dilation", op_name), groups)
     act = activation_name(conv_config.activation) if conv_config is not None else None
     return _flat(_ACTIVATIONS[act](y) if act else y)
@@ -137,9 +138,12 @@ def _conv_inputs(op_name, tt_nn_only, tensors, device, in_channels, out_channels
 
 
 def _conv_output(y, device, input_tensor, op_name, dtype, conv_config, memory_config) -> Tensor:
-    """A conv's output tensor: TILE unless conv_config.output_layout says otherwise, in dtype or the input's."""
+    """A conv's output tensor: TILE unless conv_config.output_layout says otherwise, in dtype, else
+    conv_config.dtype (older TT-NN's field, still in model code), else the input's."""
     layout = conv_config.output_layout if conv_config is not None else Layout.TILE
-    return _make(y, device, [input_tensor], op_name=op_name, dtype=dtype or input_tensor.dtype, layout=layout,
+    if dtype is None:  # (DataType.BFLOAT16 is 0: `or` would skip it)
+        dtype = conv_config.dtype if conv_config is not None and conv_config.dtype is not None else input_tensor.dtype
+    return _make(y, device, [input_tensor], op_name=op_name, dtype=dtype, layout=layout,
                  memory_config=memory_config)
 
 
@@ -245,8 +249,12 @@ def _weights_on_device(weight_tensor, bias_tensor, args, device, conv_config, op
     return weight_tensor, bias_tensor
 
 
-def _prepare_conv_weights_golden(*_, weight_tensor, in_channels, out_channels, kernel_size, groups, **__):
+def _prepare_conv_weights_golden(*_, weight_tensor, in_channels, out_channels, kernel_size, groups,
+                                 input_height=None, **__):
     kernel = _pair(kernel_size, "kernel_size", "ttnn.prepare_conv_weights")
+    if weight_tensor.dim() == 3 and input_height == 1:
+        # a conv1d's [OC, C/groups, K] weights, read as [OC, C/groups, 1, K] (prepare_conv2d_weights.cpp)
+        weight_tensor = weight_tensor.unsqueeze(-2)
     return _prepared(_conv_weight(weight_tensor, in_channels, out_channels, kernel, _groups(groups),
                                   "ttnn.prepare_conv_weights"))
 
@@ -267,7 +275,8 @@ def prepare_conv_weights(*, weight_tensor: Tensor, input_memory_config: MemoryCo
         raise ValueError(f"{op_name}: weights_format={weights_format!r}; TT-NN takes only 'OIHW'")
     _check_conv_args(in_channels, out_channels, groups, conv_config, slice_config, op_name)
     w = _prepare_conv_weights_golden(weight_tensor=values(weight_tensor, op_name), in_channels=in_channels,
-                                     out_channels=out_channels, kernel_size=kernel_size, groups=groups)
+                                     out_channels=out_channels, kernel_size=kernel_size, groups=groups,
+                                     input_height=input_height)
     dtype = output_dtype or (conv_config.weights_dtype if conv_config is not None else None) or weight_tensor.dtype
     return _make(w, device, [], op_name=op_name, dtype=dtype, layout=Layout.TILE,
                  memory_config=placement.get_default_memory_config())
@@ -294,13 +303,18 @@ def prepare_conv_bias(*, bias_tensor: Tensor, input_memory_config: MemoryConfig,
                  memory_config=placement.get_default_memory_config())
 
 
+def _conv1d_padding(padding) -> tuple[int, int]:
+    """conv1d's padding, one int or TT-NN's (left, right) pair, as (left, right)."""
+    return (padding, padding) if isinstance(padding, int) else tuple(padding)
+
+
 def _conv1d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, batch_size, input_length,
                    kernel_size, stride=1, padding=0, dilation=1, groups=1, bias_tensor=None, conv_config=None, **__):
-    # A 1D conv is conv2d over [N, L, 1, C] with a [K, 1] kernel.
+    # A 1D conv is conv2d over [N, L, 1, C] with a [K, 1] kernel; padding is one int or (left, right).
     w = weight_tensor if weight_tensor.dim() != 3 else weight_tensor.unsqueeze(-1)
     return _conv2d_golden(input_tensor=input_tensor, weight_tensor=w, in_channels=in_channels,
                           out_channels=out_channels, batch_size=batch_size, input_height=input_length, input_width=1,
-                          kernel_size=(kernel_size, 1), stride=(stride, 1), padding=(padding, 0),
+                          kernel_size=(kernel_size, 1), stride=(stride, 1), padding=(*_conv1d_padding(padding), 0, 0),
                           dilation=(dilation, 1), groups=groups, bias_tensor=bias_tensor, conv_config=conv_config)
 
 
@@ -324,7 +338,7 @@ def conv1d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_chann
     y = _conv1d_golden(**args)
     out = _conv_output(y, device, input_tensor, op_name, dtype, conv_config, memory_config)
     # TT-NN's conv1d is conv2d over [N, L, 1, C] with a (K, 1) kernel (conv1d.cpp): the same device operations
-    top, bottom = (padding, padding) if isinstance(padding, int) else tuple(padding)
+    top, bottom = _conv1d_padding(padding)
     _launch_conv2d(out, input_tensor, weight_tensor, bias_tensor, conv_config,
                    dict(kernel_size=(kernel_size, 1), stride=(stride, 1), dilation=(dilation, 1), groups=groups,
                         batch_size=batch_size, input_height=input_length, input_width=1, in_channels=in_channels,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 
 import torch
 
@@ -251,8 +252,37 @@ def clone(tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: D
     return out
 
 
-def _reshape_golden(t, shape, *_, **__):
-    return t.reshape(tuple(int(s) for s in shape))
+def _reshape_golden(t, shape, padded_shape=None, *_, **__):
+    shape = tuple(int(s) for s in shape)
+    if padded_shape is not None and math.prod(shape) != t.numel() and -1 not in shape:  # rows into tile padding
+        have = tuple(t.shape[:-2]) + tuple(-(-n // 32) * 32 for n in t.shape[-2:])
+        return views.through_padding(t, have, tuple(int(s) for s in padded_shape), shape)
+    return t.reshape(shape)
+
+
+def _reshape_into_padding(t: Tensor, shape, padded_shape, memory_config):
+    """reshape(t, shape, padded_shape) where the logical volumes differ: rows move into (or out of) the tile
+    padding, e.g. [1, 1, 32, N] to (1, 1, 1, N) padded (1, 1, 32, N), keeping row 0. TT-NN's reshape.cpp makes
+    this a view ("This case has been allowed in the past though it means introducing padding values"): for a
+    host tensor always, for a device TILE tensor when the padded shape is whole tiles and keeps the padded last
+    dim. None when that does not apply (the caller raises TT-NN's volume error)."""
+    if padded_shape is None or len(shape) < 2 or t.layout != Layout.TILE:
+        return None
+    padded_shape = tuple(int(s) for s in padded_shape)
+    th, tw = t.tile.tile_shape if t.tile is not None else (dtypes.TILE_HEIGHT, dtypes.TILE_WIDTH)
+    have = tuple(t.padded_shape)
+    if (len(padded_shape) != len(shape) or any(p < s for p, s in zip(padded_shape, shape))
+            or padded_shape[-2] % th or padded_shape[-1] % tw or padded_shape[-1] != have[-1]
+            or math.prod(padded_shape) != math.prod(have)):
+        return None
+    cfg = memory_config if memory_config is not None else t._memory_config
+    if t._device is not None and (cfg is not None and (cfg.is_sharded() != t._memory_config.is_sharded()
+                                                       or cfg.buffer_type != t._memory_config.buffer_type)):
+        return None
+    value = views.through_padding(held(t), have, padded_shape, shape)
+    if t.buffer is None:  # a host tensor: a new tensor with the values
+        return output(value, t, [], op_name="ttnn.reshape")
+    return views.make_view(t, value)
 
 
 @register_op("ttnn.reshape", golden=_reshape_golden)
@@ -272,6 +302,9 @@ def reshape(input_tensor: Tensor, shape, padded_shape=None, *, memory_config: Me
     try:
         r = v.reshape(shape)
     except RuntimeError:
+        moved = _reshape_into_padding(input_tensor, shape, padded_shape, memory_config)
+        if moved is not None:
+            return moved
         # TT-NN's infer_dims_for_reshape (reshape_common.cpp): TT_FATAL, "Invalid arguments to reshape"; then
         # device_sim's line with the shapes.
         raise tt_fatal("new_volume == old_volume" if -1 not in shape else "old_volume % new_volume == 0",

@@ -1,0 +1,113 @@
+"""What tt-metal's current model code calls that device_sim refused (issue 31, item 2), kept as small tests.
+
+Each test names the model or tt-metal test that makes the call, and which TT-NN version the behaviour
+follows where versions disagree (docs/design_departures.md, "TT-NN versions").
+
+    .venv/bin/python -m pytest tests/test_model_code_apis.py -q
+"""
+
+import torch
+import torch.nn.functional as F
+
+import device_sim as ttnn
+
+# -- convolutions: optimized Whisper, ttnn_conv_test, simplecnn_inference_cifar, tests/ttnn's test_conv1d ------
+
+
+def _conv1d(device, x, w, conv_config, **kw):
+    n, length, c = x.shape
+    return ttnn.conv1d(
+        input_tensor=ttnn.from_torch(x, dtype=ttnn.bfloat16, device=device),
+        weight_tensor=ttnn.from_torch(w, dtype=ttnn.bfloat16), device=device, in_channels=c,
+        out_channels=w.shape[0], batch_size=n, input_length=length, kernel_size=w.shape[-1],
+        conv_config=conv_config, **kw)
+
+
+def test_a_conv_config_takes_the_output_dtype_as_optimized_whisper_passes_it(device):
+    # Whisper's encoder: ttnn.Conv1dConfig(dtype=ttnn.bfloat16, weights_dtype=...); the call's dtype= wins
+    x, w = torch.randn(1, 16, 32), torch.randn(32, 32, 3)
+    out = _conv1d(device, x, w, ttnn.Conv1dConfig(dtype=ttnn.bfloat8_b, weights_dtype=ttnn.bfloat16), padding=1)
+    assert out.dtype == ttnn.bfloat8_b
+    out = _conv1d(device, x, w, ttnn.Conv1dConfig(dtype=ttnn.bfloat8_b), padding=1, dtype=ttnn.bfloat16)
+    assert out.dtype == ttnn.bfloat16
+    assert ttnn.Conv2dConfig(dtype=ttnn.bfloat16).dtype == ttnn.bfloat16
+
+
+def test_conv1d_pads_with_the_edge_values_under_padding_mode_replicate(device):
+    # test_conv1d.py::test_conv1d_replicate_pad, with (left, right) padding
+    x, w = torch.randn(1, 64, 32), torch.randn(32, 32, 3)
+    x[:, 0], x[:, -1] = 10.0, -10.0
+    cfg = ttnn.Conv1dConfig(padding_mode=ttnn.PaddingMode.Replicate)
+    out = _conv1d(device, x, w, cfg, padding=(1, 2))
+    xb, wb = x.bfloat16().float(), w.bfloat16().float()
+    want = F.conv1d(F.pad(xb.permute(0, 2, 1), (1, 2), mode="replicate"), wb).permute(0, 2, 1).reshape(1, 1, -1, 32)
+    got = ttnn.to_torch(out).float()
+    assert got.shape == want.shape == (1, 1, 65, 32)
+    assert torch.corrcoef(torch.stack([got.flatten(), want.flatten()]))[0, 1] > 0.999
+    assert ttnn.Conv1dConfig().padding_mode == ttnn.PaddingMode.Zeros
+
+
+def test_prepare_conv_weights_reads_a_conv1d_weight_of_three_dims(device):
+    # test_conv1d.py (prepare_weights=True): [OC, C, K] weights, input_height=1, kernel_size=(1, K)
+    w = torch.randn(32, 16, 3)
+    prepared = ttnn.prepare_conv_weights(
+        weight_tensor=ttnn.from_torch(w, dtype=ttnn.bfloat16), input_memory_config=ttnn.DRAM_MEMORY_CONFIG,
+        input_layout=ttnn.ROW_MAJOR_LAYOUT, weights_format="OIHW", in_channels=16, out_channels=32, batch_size=1,
+        input_height=1, input_width=64, kernel_size=(1, 3), stride=(1, 1), padding=(0, 1), dilation=(1, 1),
+        has_bias=False, groups=1, device=device, input_dtype=ttnn.bfloat16)
+    assert list(prepared.shape) == [1, 1, 48, 32]
+    x = torch.randn(1, 64, 16)
+    out = _conv1d(device, x, w, None, padding=1)
+    again = ttnn.conv1d(input_tensor=ttnn.from_torch(x, dtype=ttnn.bfloat16, device=device), weight_tensor=prepared,
+                        device=device, in_channels=16, out_channels=32, batch_size=1, input_length=64, kernel_size=3,
+                        padding=1)
+    assert torch.equal(ttnn.to_torch(out), ttnn.to_torch(again))
+
+
+# -- shapes: functional Whisper, tt_transformers ----------------------------------------------------------------
+
+
+def test_a_tensor_shape_gives_its_tile_padded_shape_through_with_tile_padding(device):
+    t = ttnn.from_torch(torch.randn(1, 1, 7, 40), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    assert t.shape.with_tile_padding() == [1, 1, 32, 64] and t.shape == [1, 1, 7, 40]
+    r = ttnn.from_torch(torch.randn(7, 40), dtype=ttnn.bfloat16)
+    assert r.shape.with_tile_padding() == [7, 40]
+
+
+def test_a_shape_is_made_from_a_logical_and_a_padded_shape():
+    s = ttnn.Shape([1, 2, 3], [1, 32, 32])
+    assert s == [1, 2, 3] and s.with_tile_padding() == [1, 32, 32]
+    assert ttnn.Shape([4, 5]).with_tile_padding() == [4, 5]
+
+
+def test_reshape_with_a_padded_shape_moves_rows_into_the_tile_padding(device):
+    # tt_transformers: ttnn.reshape(t, (1, 1, 1, N), (1, 1, 32, N)) keeps row 0 of a [1, 1, 32, N] tile row
+    x = torch.randn(1, 1, 32, 64)
+    t = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    y = ttnn.reshape(t, (1, 1, 1, 64), (1, 1, 32, 64))
+    assert y.shape == [1, 1, 1, 64] and y.padded_shape == [1, 1, 32, 64]
+    assert torch.equal(ttnn.to_torch(y), ttnn.to_torch(t)[:, :, :1])
+    assert y.buffer_address() == t.buffer_address()  # a view, as reshape.cpp makes it
+
+
+# -- names model code reaches through ttnn._ttnn --------------------------------------------------------------
+
+
+def test_tt_transformers_annotations_name_ttnn_ttnn_tensor_memory_config_and_multi_device_mesh_device():
+    assert ttnn._ttnn.tensor.MemoryConfig is ttnn.MemoryConfig
+    assert ttnn._ttnn.tensor.Tensor is ttnn.Tensor
+    assert ttnn._ttnn.multi_device.MeshDevice is ttnn.MeshDevice
+    assert ttnn.cluster.get_cluster_type() == ttnn.cluster.ClusterType.T3K
+
+
+# -- eltwise: tt_transformers' MLP --------------------------------------------------------------------------
+
+
+def test_mul_takes_a_bare_unary_op_type_as_an_input_activation(device):
+    # tt_transformers' MLP: ttnn.mul(w1_out, w3_out, input_tensor_a_activations=[ttnn.UnaryOpType.SILU])
+    a, b = torch.randn(1, 1, 32, 64), torch.randn(1, 1, 32, 64)
+    ta, tb = (ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device) for v in (a, b))
+    got = ttnn.to_torch(ttnn.mul(ta, tb, input_tensor_a_activations=[ttnn.UnaryOpType.SILU])).float()
+    want = ttnn.to_torch(ttnn.mul(ta, tb, input_tensor_a_activations=[ttnn.UnaryWithParam(ttnn.UnaryOpType.SILU)]))
+    assert torch.equal(got, want.float())
+    assert torch.allclose(got, F.silu(a.bfloat16().float()) * b.bfloat16().float(), atol=0.1, rtol=0.05)
