@@ -2,9 +2,16 @@
 compared, a divergence that enters through an input made before the capture, a Ctrl-C during the demo, a
 decorated step run twice, a Report handed to compare, and a summary's error line that lost its fix."""
 
+import contextlib
+import json
+import os
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -145,3 +152,38 @@ def test_a_divergence_through_an_input_made_before_the_capture_is_the_root_cause
         f"the divergence enters through input tensor 0 (made before the capture; it {state}): seed the RNG, or "
         f"capture from_torch too")
     assert [p.status for p in result.pairs] == ["mismatch", "propagated"]
+
+
+def _status(db: Path) -> str | None:
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.1)) as con:
+            row = con.execute("SELECT value FROM report_metadata WHERE key = 'status'").fetchone()
+    except sqlite3.Error:
+        return None  # being made: no table yet
+    return row and row[0]
+
+
+def test_a_demo_stopped_by_ctrl_c_leaves_no_exports_of_the_previous_run(tmp_path):
+    env = {**os.environ, "TTREPORT_CONFIG": json.dumps({"root": str(tmp_path)})}
+    demo = [sys.executable, "-m", "ttreport.cli", "demo"]
+    exports = [tmp_path / "demo.trace.json", tmp_path / "demo.html"]
+    for p in exports:  # what an earlier run left (a whole run takes ~7 s: its files stand in for it)
+        p.write_text("the previous run's picture\n")
+    db = tmp_path / "demo" / "db.sqlite"
+    old_stamp = None
+    for _attempt in range(3):  # the capture lasts ~1 s; a Ctrl-C that lands after it is tried again
+        proc = subprocess.Popen(demo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if db.exists() and db.stat().st_mtime_ns != old_stamp and _status(db) == "running":  # capturing
+                break
+            time.sleep(0.005)
+        time.sleep(0.05)  # the signal handlers go in just after the status is written
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        if _status(db) == "interrupted":
+            break
+        old_stamp = db.stat().st_mtime_ns
+    assert _status(db) == "interrupted", err
+    assert proc.returncode != 0
+    assert [p.name for p in exports if p.exists()] == []

@@ -215,6 +215,10 @@ def main(root: Path | None = None, echo=print) -> Path:
     from ttreport.read import device_time, terminal
     from ttreport.read.report import Report
 
+    # The last run's pictures stop matching once its report is replaced: they go first, so that a run stopped
+    # midway (Ctrl-C: the report says "interrupted") never leaves them beside a report they do not show.
+    for stale in export_paths(_demo_root(root) / "demo"):
+        stale.unlink(missing_ok=True)
     path = capture_demo("demo", root=root)
     with Report(path) as report:
         summary = report.summary()
@@ -232,12 +236,25 @@ def main(root: Path | None = None, echo=print) -> Path:
     echo(f"        ttreport whatif {path} --math-fidelity LoFi   # estimated device time with one change "
          f"(docs/perf_model.md)")
     # The pictures of the run (ttreport trace / ttreport html), next to the report folder.
+    trace, page = export_paths(path)
     with Report(path) as report:
-        trace = report.export_chrome_trace(path.with_name(path.name + ".trace.json"))
-        page = report.export_html(path.with_name(path.name + ".html"))
+        trace = report.export_chrome_trace(trace)
+        page = report.export_html(page)
     echo(f"\ntrace:  {trace}   # drag onto https://ui.perfetto.dev or chrome://tracing")
     echo(f"html:   {page.resolve().as_uri()}   # open in a browser; needs no network")
     return path
+
+
+def export_paths(path: Path) -> tuple[Path, Path]:
+    """The demo's trace and HTML page, beside its report folder `path`."""
+    return path.with_name(path.name + ".trace.json"), path.with_name(path.name + ".html")
+
+
+def _demo_root(root: Path | None) -> Path:
+    """The root the demo's capture writes under (TTREPORT_CONFIG's, else `root`'s or Config's default)."""
+    from ttreport.config import Config
+
+    return Config.from_env(Config(**({"root": root} if root is not None else {}))).root
 
 
 if __name__ == "__main__":
