@@ -69,6 +69,9 @@ class UnaryWithParam:
 
 
 def _grid_xy(grid) -> tuple[int, int]:
+    # A config keeps the grid as a ttnn.CoreCoord, as TT-NN's binding converts an (x, y) tuple to one at
+    # construction: tt_transformers passes SDPAProgramConfig(compute_with_storage_grid_size=(8, 8)) and the
+    # op reads .x and .y.
     if isinstance(grid, (tuple, list)) and len(grid) == 2:
         return int(grid[0]), int(grid[1])
     if hasattr(grid, "x") and hasattr(grid, "y"):
@@ -116,7 +119,7 @@ class MatmulMultiCoreReuseProgramConfig:
     per_core_N: int
 
     def __post_init__(self):
-        _grid_xy(self.compute_with_storage_grid_size)
+        self.compute_with_storage_grid_size = CoreCoord(*_grid_xy(self.compute_with_storage_grid_size))
         _positive_ints(self, ("in0_block_w", "out_subblock_h", "out_subblock_w", "per_core_M", "per_core_N"))
 
 
@@ -135,7 +138,7 @@ class MatmulMultiCoreReuseMultiCastProgramConfig:
     fuse_batch: bool = True
 
     def __post_init__(self):
-        _grid_xy(self.compute_with_storage_grid_size)
+        self.compute_with_storage_grid_size = CoreCoord(*_grid_xy(self.compute_with_storage_grid_size))
         self.out_block_h = self.per_core_M if self.out_block_h is None else self.out_block_h
         self.out_block_w = self.per_core_N if self.out_block_w is None else self.out_block_w
         _positive_ints(self, ("in0_block_w", "out_subblock_h", "out_subblock_w", "out_block_h", "out_block_w",
@@ -162,7 +165,7 @@ class MatmulMultiCoreReuseMultiCast1DProgramConfig:
     untilize_out: bool = False
 
     def __post_init__(self):
-        _grid_xy(self.compute_with_storage_grid_size)
+        self.compute_with_storage_grid_size = CoreCoord(*_grid_xy(self.compute_with_storage_grid_size))
         self.out_block_h = self.per_core_M if self.out_block_h is None else self.out_block_h
         self.out_block_w = self.per_core_N if self.out_block_w is None else self.out_block_w
         _positive_ints(self, ("in0_block_w", "out_subblock_h", "out_subblock_w", "out_block_h", "out_block_w",
@@ -206,7 +209,7 @@ class LayerNormShardedMultiCoreProgramConfig:
     use_welford: bool = False
 
     def __post_init__(self):
-        _grid_xy(self.compute_with_storage_grid_size)
+        self.compute_with_storage_grid_size = CoreCoord(*_grid_xy(self.compute_with_storage_grid_size))
         _positive_ints(self, ("subblock_w", "block_h", "block_w"))
 
 
@@ -223,7 +226,7 @@ class SoftmaxShardedMultiCoreProgramConfig:
     block_w: int
 
     def __post_init__(self):
-        _grid_xy(self.compute_with_storage_grid_size)
+        self.compute_with_storage_grid_size = CoreCoord(*_grid_xy(self.compute_with_storage_grid_size))
         _positive_ints(self, ("subblock_w", "block_h", "block_w"))
 
 
@@ -237,5 +240,5 @@ class SDPAProgramConfig:
     max_cores_per_head_batch: int = 16
 
     def __post_init__(self):
-        _grid_xy(self.compute_with_storage_grid_size)
+        self.compute_with_storage_grid_size = CoreCoord(*_grid_xy(self.compute_with_storage_grid_size))
         _positive_ints(self, ("q_chunk_size", "k_chunk_size", "max_cores_per_head_batch"))

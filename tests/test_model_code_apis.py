@@ -111,3 +111,22 @@ def test_mul_takes_a_bare_unary_op_type_as_an_input_activation(device):
     want = ttnn.to_torch(ttnn.mul(ta, tb, input_tensor_a_activations=[ttnn.UnaryWithParam(ttnn.UnaryOpType.SILU)]))
     assert torch.equal(got, want.float())
     assert torch.allclose(got, F.silu(a.bfloat16().float()) * b.bfloat16().float(), atol=0.1, rtol=0.05)
+
+
+# -- program configs: tt_transformers' attention ---------------------------------------------------------------
+
+
+def test_a_program_config_keeps_a_grid_given_as_a_tuple_as_a_core_coord(device):
+    # tt_transformers: SDPAProgramConfig(compute_with_storage_grid_size=(8, 8)) into paged SDPA decode
+    cfg = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=32, k_chunk_size=32)
+    assert (cfg.compute_with_storage_grid_size.x, cfg.compute_with_storage_grid_size.y) == (8, 8)
+    B, NH, NKV, D, S, block = 1, 8, 1, 64, 64, 32
+    q = ttnn.from_torch(torch.randn(1, B, NH, D), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    k, v = (ttnn.from_torch(torch.randn(S // block, NKV, block, D), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT,
+                            device=device) for _ in range(2))
+    table = ttnn.from_torch(torch.arange(S // block, dtype=torch.int32).reshape(B, -1), dtype=ttnn.int32,
+                            device=device)
+    pos = ttnn.from_torch(torch.tensor([S - 1], dtype=torch.int32), dtype=ttnn.int32, device=device)
+    out = ttnn.transformer.paged_scaled_dot_product_attention_decode(
+        q, k, v, page_table_tensor=table, cur_pos_tensor=pos, program_config=cfg)
+    assert out.shape == [1, B, NH, D]
