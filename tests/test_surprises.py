@@ -187,3 +187,18 @@ def test_a_demo_stopped_by_ctrl_c_leaves_no_exports_of_the_previous_run(tmp_path
     assert _status(db) == "interrupted", err
     assert proc.returncode != 0
     assert [p.name for p in exports if p.exists()] == []
+
+
+def test_the_summary_keeps_the_fix_at_the_end_of_a_long_error_line(tmp_path, device):
+    with ttreport.capture(tmp_path / "strict"):
+        a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device, memory=ttnn.L1)
+        b = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        with pytest.raises(ValueError, match="strict mode"), ttnn.strict():
+            ttnn.add(a, b)  # L1 and DRAM: refused, with a ~400-character message ending in its fix
+    out = subprocess.run([sys.executable, "-m", "ttreport.cli", "summary", str(tmp_path / "strict")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    line = out.stdout.splitlines()[out.stdout.splitlines().index("errors    1") + 1]
+    assert len(line) <= 160 and " ... " in line
+    assert line.startswith("  op 3 ttnn.add: ValueError: ttnn.add: strict mode: inputs differ")
+    assert line.endswith("Move one with ttnn.to_memory_config / ttnn.to_layout, or leave `with ttnn.strict()`")

@@ -168,8 +168,18 @@ def format_summary(s: Summary, path, *, table=format_table, device=None, device_
     for e in s.errors:  # one line each; `ttreport op` shows the whole message
         where = f"op {e.operation_id} {_cell(e.operation_name)}" if e.operation_id is not None else "the model raised"
         line = f"  {where}: {_cell(e.error_type)}: {_cell(_one_line(e.message))}"
-        out.append(line if len(line) <= 160 else line[:157] + "...")
+        out.append(_cut_middle(line, 160))
     return "\n".join(out)
+
+
+def _cut_middle(line: str, width: int) -> str:
+    """`line` in `width` characters: cut in the middle, so that its last sentence (the fix, in this project's
+    messages: "...; pass X", "... Move one with Y") stays whole when it takes at most 100 of them."""
+    if len(line) <= width:
+        return line
+    tail = max(line.rfind(". "), line.rfind("; "))
+    keep = len(line) - tail - 2 if tail > 0 and len(line) - tail - 2 <= 100 else (width - 5) // 2
+    return line[:width - 5 - keep] + " ... " + line[len(line) - keep:]
 
 
 def _plural(n, noun: str) -> str:
