@@ -141,7 +141,7 @@ def test_history_flags_the_run_where_an_op_got_slower(url, captured, tmp_path):
     r = CliRunner().invoke(main, ["history", url, "--op", "ttnn.matmul"])
     assert r.exit_code == 0 and "duration +100%" in r.output.splitlines()[-1], r.output
     r = CliRunner().invoke(main, ["runs", url, "--json"])
-    assert [json.loads(line)["name"] for line in r.output.splitlines()] == ["n1", "n2", "n3"]
+    assert [run["name"] for run in json.loads(r.output)] == ["n1", "n2", "n3"]
 
 
 def _push_process(report, url, env=None):

@@ -8,6 +8,7 @@ and exit with status 2, never a traceback.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import os
@@ -24,7 +25,7 @@ from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
 from ttreport.export import memory
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
 from ttreport.read import device_time, terminal
-from ttreport.read.report import DB_FILE, DEFAULT_ROOT, Report, Summary
+from ttreport.read.report import DEFAULT_ROOT, Report, Summary
 
 BAD_INPUT = 2
 
@@ -196,6 +197,48 @@ def _one_line(message) -> str:
     return lines[0]
 
 
+# -- JSON and output paths, the same for every command ------------------------------------------------------
+
+# Every reading command takes --json: one JSON document on stdout, nothing else there (progress and notes go to
+# stderr), so `ttreport X --json | jq` works for each.
+_json_flag = click.option("--json", "as_json", is_flag=True, help="Print it as one JSON document on stdout.")
+
+
+def _echo_json(value) -> None:
+    """`value` (dataclasses, named tuples, dicts, lists) as indented JSON: NaN as null, a BLOB as hex."""
+    from ttreport.read.compare import json_safe
+
+    click.echo(json.dumps(json_safe(_plain(value)), indent=2, default=_json_default))
+
+
+def _plain(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if hasattr(value, "_asdict"):  # a NamedTuple (device_time's figures)
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _output_folder(folder: Path, written: Path) -> None:
+    """The one rule for every file a command writes (trace, html, perf-csv, merge, compare's --json/--csv): the
+    folder it goes into must exist. A typo in a path (`-o reprots/x.html`) is refused, never made into a new
+    tree of folders, as cp, gcc -o and curl -o (without --create-dirs) do."""
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise Failure(f"cannot write {written}: the folder {folder} {what}; make it first (mkdir -p {folder}) or "
+                      f"give a path in a folder that exists")
+
+
+def _output_file(path: Path | None) -> Path | None:
+    if path is not None and str(path) != "-":
+        _output_folder(path.parent, path)
+    return path
+
+
 def _open(path) -> Report:
     click.get_current_context().meta["ttreport.report"] = path  # shared by every context: for _Group's errors
     return Report(path)
@@ -204,38 +247,57 @@ def _open(path) -> Report:
 # -- commands ---------------------------------------------------------------------------------
 
 @main.command(name="ls")
-@click.argument("root", required=False, type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_ROOT)
-def ls_command(root: Path):
-    """List the reports under ROOT (default: generated/ttreport/reports).
+@click.argument("root", required=False, type=click.Path(file_okay=False, path_type=Path))
+@_json_flag
+def ls_command(root: Path | None, as_json: bool):
+    """List the reports under ROOT, looking into its subfolders (4 levels down); without ROOT, those in
+    generated/ttreport/reports (ttreport's captures) and generated/ttnn/reports (TT-NN's logging,
+    TTNN_CONFIG_OVERRIDES), under the working directory or else its project root (the nearest folder
+    above with a pyproject.toml or .git).
 
-    Shows each report's name, op count, status, size on disk and start time.
+    Shows each report's path (as other commands take it), op count, status, size on disk and start time.
 
     Example: ttreport ls generated/ttreport/reports
     """
-    if not root.exists():
+    from ttreport.read.report import default_roots, find_reports
+
+    if root is None:
+        roots = [r for r in default_roots() if r.is_dir()]
+        if not roots:
+            raise Failure(f"no reports yet: neither {DEFAULT_ROOT} nor generated/ttnn/reports is here or under the "
+                          f"project root (`ttreport demo` makes one), or give the folder that holds your reports")
+        # paths as the other commands take them from here: relative to the working directory when under it
+        folders = [(f, os.path.relpath(f) if not os.path.relpath(f).startswith("..") else str(f))
+                   for r in roots for f in find_reports(r)]
+    elif not root.exists():
         raise Failure(f"{root} does not exist: no reports there yet (`ttreport demo` makes one), or give the "
                       f"folder that holds your report folders")
-    if not root.is_dir():
+    elif not root.is_dir():
         raise Failure(f"{root} is a file; give the folder that holds report folders")
+    else:
+        folders = [(f, f.relative_to(root).as_posix() if f != root else str(root)) for f in find_reports(root)]
     rows = []
-    for db in sorted(root.glob(f"*/{DB_FILE}")):
-        folder = db.parent
+    for folder, name in folders:
         size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
         try:
             with Report(folder) as r:
                 meta = r.metadata
-                rows.append((folder.name, r.count_operations(), r.status_text, human_bytes(size),
+                rows.append((name, r.count_operations(), r.status_text, size,
                              meta.get("started_at", "")[:19].replace("T", " ")))
         except TTReportError as e:
             status = ("needs upgrade" if isinstance(e, NeedsUpgradeError)
                       else "needs a newer ttreport" if isinstance(e, NewerSchemaError) else "unreadable")
-            rows.append((folder.name, None, status, human_bytes(size), ""))
+            rows.append((name, None, status, size, ""))
         except (sqlite3.DatabaseError, UnicodeDecodeError):
-            rows.append((folder.name, None, "damaged (ttreport check)", human_bytes(size), ""))
-    if not rows:
-        click.echo(f"no reports under {root}")
+            rows.append((name, None, "damaged (ttreport check)", size, ""))
+    if as_json:
+        _echo_json([dict(zip(("path", "operations", "status", "bytes", "started_at"), row)) for row in rows])
         return
-    terminal.echo_table(["name", "ops", "status", "size", "started"], rows)
+    if not rows:
+        click.echo(f"no reports under {root or ' or '.join(map(str, roots))}")
+        return
+    terminal.echo_table(["name", "ops", "status", "size", "started"],
+                        [(n, ops, status, human_bytes(size), started) for n, ops, status, size, started in rows])
 
 
 @main.command()
@@ -245,15 +307,23 @@ def ls_command(root: Path):
               help="Call order, start time, or slowest first.")
 @click.option("--limit", type=int, default=50, show_default=True, help="At most this many ops (0: all).")
 @click.option("--top-level", is_flag=True, help="Only the ops the model called directly (depth 0).")
-def ops(report, name, sort, limit, top_level):
+@_json_flag
+def ops(report, name, sort, limit, top_level, as_json):
     """List the ops of REPORT: id, name, duration, output shapes and where they live.
 
-    Nested ops are indented under the op that called them.
+    Nested ops are indented under the op that called them. A --name that matches no op is refused,
+    naming the closest op names of the report.
 
     Example: ttreport ops generated/ttreport/reports/demo --name matmul --sort duration --limit 10
     """
     with _open(report) as r:
         total = r.count_operations(name)
+        if name and not total:
+            _no_op_named(r, name)
+        if as_json:
+            _echo_json([_op_json(r, op) for op in r.iter_operations(name, sort=sort, limit=limit or None,
+                                                                    depth=0 if top_level else None)])
+            return
         shown = 0
 
         def rows():  # made as they are printed: `--limit 0` on millions of ops takes little memory
@@ -269,6 +339,27 @@ def ops(report, name, sort, limit, top_level):
                             rows())
     if shown < total and not top_level:
         click.echo(f"({shown} of {total} ops; --limit 0 shows all)")
+
+
+def _no_op_named(r: Report, name: str) -> None:
+    """Refuse a --name that matches no op: a typo gets the closest names (difflib, on the whole and last part)."""
+    import difflib
+
+    names = r.op_names()
+    last = {n.rsplit(".", 1)[-1]: n for n in names}
+    close = dict.fromkeys(difflib.get_close_matches(name, names, n=5, cutoff=0.6)
+                          + [last[m] for m in difflib.get_close_matches(name, list(last), n=5, cutoff=0.6)])
+    hint = f"closest: {', '.join(map(_cell, close))}" if close else f"its {len(names)} op names: `ttreport summary`"
+    raise Failure(f"no op of {r.path} is named {_cell(name)!r} (a name, its last part or a glob); {hint}")
+
+
+def _op_json(r: Report, op, children=None) -> dict:
+    """An op as `ops --json` and `op --json` give it: its row, tensors and arguments, the device estimate."""
+    out = _plain(op)
+    out["device"] = _plain(device_time.of_op(r, op.id))
+    if children is not None:
+        out["calls"] = [{"id": c.id, "name": c.name} for c in children]
+    return out
 
 
 def _rounding(t, r: Report | None) -> str:
@@ -304,12 +395,16 @@ def _tensor_lines(t, label: str, r: Report | None = None) -> list[str]:
 @main.command()
 @click.argument("report")
 @click.argument("operation_id", type=int)
-def op(report, operation_id):
+@_json_flag
+def op(report, operation_id, as_json):
     """Everything about one op: arguments, input and output tensors, memory, stack trace, error.
 
     Example: ttreport op generated/ttreport/reports/demo 12
     """
     with _open(report) as r:
+        if as_json:
+            _echo_json(_op_json(r, r.operation(operation_id), r.children(operation_id)))
+            return
         _echo_op(r, r.operation(operation_id), r.children(operation_id))
 
 
@@ -445,12 +540,17 @@ def _json_default(value):
 
 @main.command()
 @click.argument("report")
-def summary(report):
+@_json_flag
+def summary(report, as_json):
     """Time by op name (count, total, self time, %), peak L1 and DRAM with the op, errors, status.
 
     Example: ttreport summary generated/ttreport/reports/demo
     """
     with _open(report) as r:
+        if as_json:
+            _echo_json({"report": str(r.path), **_plain(r.summary()), "device": _plain(device_time.total(r)),
+                        "device_ns_by_name": device_time.by_name(r)})
+            return
         click.echo(format_summary(r.summary(), r.path, table=terminal.table_text, device=device_time.total(r),
                                   device_by_name=device_time.by_name(r)))
 
@@ -460,7 +560,8 @@ def summary(report):
 @click.argument("tensor_id", type=int)
 @click.option("--device", type=int, default=None,
               help="A tensor on a mesh: the stats of this device's shard only (default: each device's).")
-def tensor(report, tensor_id, device):
+@_json_flag
+def tensor(report, tensor_id, device, as_json):
     """One tensor: its spec, where it lived, who made and used it, and stats of its stored values.
 
     Example: ttreport tensor generated/ttreport/reports/demo 3
@@ -468,6 +569,9 @@ def tensor(report, tensor_id, device):
     with _open(report) as r:
         t = r.tensor(tensor_id)
         consumers = r.consumers(tensor_id)
+        if as_json:
+            _echo_json(_tensor_json(r, t, consumers, device))
+            return
         out = _tensor_lines(t, "", r)
         out[0] = f"tensor {t.id}: {t.shape} {t.dtype}" + (f" {t.layout}" if t.layout else "")
         for c in r.sql("SELECT tensor_id, operation_id, mode FROM tensor_comparisons WHERE golden_tensor_id = ?",
@@ -496,18 +600,38 @@ def tensor(report, tensor_id, device):
     click.echo(terminal.printable("\n".join(out)))  # what the lines quote from the report, escaped
 
 
+def _tensor_json(r: Report, t, consumers, device: int | None) -> dict:
+    """`tensor --json`: the tensor's row, its readers, and the stats of its stored values (per device shard)."""
+    out = {**_plain(t), "used_by": [{"id": c.id, "name": c.name} for c in consumers], "stats": None}
+    devices = r.tensor_devices(t.id) if t.file else []
+    if device is not None and device not in devices:
+        raise Failure(f"tensor {t.id} has no shard on device {device}; its devices: {devices or 'none stored'}")
+    if devices:
+        out["stats_by_device"] = {d: _stats_figures(r.load_tensor(t.id, device=d))
+                                  for d in ([device] if device is not None else devices)}
+    elif t.file:
+        out["stats"] = _stats_figures(r.load_tensor(t.id))
+    return out
+
+
+def _stats_figures(values) -> dict:
+    """numel, and over the finite values min, max, mean, std; how many are not finite."""
+    v = values.double()
+    finite = v[v.isfinite()]
+    figures = {"numel": v.numel(), "non_finite": v.numel() - finite.numel()}
+    if finite.numel():
+        figures.update(min=finite.min().item(), max=finite.max().item(), mean=finite.mean().item(),
+                       std=finite.std(unbiased=False).item())
+    return figures
+
+
 def _stats(values) -> str:
     if values.numel() == 0:
         return "empty"
-    v = values.double()
-    finite = v[v.isfinite()]
-    parts = [f"numel {v.numel()}"]
-    if finite.numel():
-        parts += [f"min {finite.min().item():.6g}", f"max {finite.max().item():.6g}",
-                  f"mean {finite.mean().item():.6g}", f"std {finite.std(unbiased=False).item():.6g}"]
-    n_bad = v.numel() - finite.numel()
-    if n_bad:
-        parts.append(f"{n_bad} non-finite")
+    f = _stats_figures(values)
+    parts = [f"numel {f['numel']}"] + [f"{k} {f[k]:.6g}" for k in ("min", "max", "mean", "std") if k in f]
+    if f["non_finite"]:
+        parts.append(f"{f['non_finite']} non-finite")
     return ", ".join(parts)
 
 
@@ -569,7 +693,8 @@ def _restamp_config(path: Path, revision: str) -> None:
 @click.option("--repair", is_flag=True, help="First fold a WAL that a killed or disk-full capture left back into "
               "db.sqlite, so that the file stands alone (every reader tries to), rebuild db.sqlite from the op log a "
               "killed capture left, and delete one the report no longer needs; a fault if it cannot.")
-def check(report, repair):
+@_json_flag
+def check(report, repair, as_json):
     """Check REPORT's integrity: the database, ids across tables, tensor files, status, a left-over op log.
 
     Lists each fault and exits with status 1 if there is any; prints "ok" and exits 0 if none.
@@ -579,8 +704,11 @@ def check(report, repair):
     from ttreport.read.faults import check as check_report
 
     click.get_current_context().meta["ttreport.report"] = report
-    faults = _repair(report) if repair else []
+    faults = _repair(report, err=as_json) if repair else []  # with --json, stdout holds the JSON only
     faults += check_report(report)
+    if as_json:
+        _echo_json({"report": report, "ok": not faults, "faults": faults})
+        sys.exit(1 if faults else 0)
     for fault in faults:
         click.echo(one_line(fault))
     if faults:
@@ -588,7 +716,7 @@ def check(report, repair):
     click.echo("ok")
 
 
-def _repair(report) -> list[str]:
+def _repair(report, *, err: bool = False) -> list[str]:
     """Fold REPORT's left-over WAL and finish its op log (ttreport.wal); the fault when the WAL cannot be folded.
     An op log that stays is check's to name (read.faults: what it holds, and why it stays)."""
     from ttreport import wal
@@ -604,11 +732,11 @@ def _repair(report) -> list[str]:
     folded = wal.fold(db_path, remove_unused_log=True)
     for op_log in op_logs:
         if not os.path.lexists(op_log):
-            click.echo(f"repaired: {db_path} holds every op of the op log {op_log.name}/, which is deleted")
+            click.echo(f"repaired: {db_path} holds every op of the op log {op_log.name}/, which is deleted", err=err)
     if not had_wal or any(os.path.lexists(op_log) for op_log in op_logs):
         return []  # a WAL is folded only after its op log is finished: check names the log and why it stays
     if folded:
-        click.echo(f"repaired: folded {log.name} into {db_path}, which now stands alone")
+        click.echo(f"repaired: folded {log.name} into {db_path}, which now stands alone", err=err)
         return []
     return [f"{log}: could not be folded into {db_path.name} (a capture is writing the report, a reader holds it, or "
             f"the folder cannot be written: a full disk?); copy the folder whole, never {db_path.name} alone"]
@@ -713,6 +841,8 @@ def merge_command(reports, out, ranks):
                                  param_hint="-o")
     plain = not (os.path.isabs(out) or os.sep in out or "/" in out)
     out = Config.from_env().root / out if plain else Path(out)
+    if not plain:  # the root of a plain name is ttreport's own, made as a capture makes it
+        _output_folder(out.parent, out)
 
     given = {}
     for item in ranks:
@@ -738,6 +868,7 @@ def trace(report, out):
 
     Example: ttreport trace generated/ttreport/reports/demo -o demo.json
     """
+    _output_file(out)
     with _open(report) as r, terminal.progress("writing the trace"):
         path = r.export_chrome_trace(out)
     click.echo(f"trace: {path}")
@@ -761,6 +892,7 @@ def html(report, out, limit, top_level, against):
 
     Example: ttreport html generated/ttreport/reports/demo -o demo.html
     """
+    _output_file(out)
     comparison = None
     if against is not None:
         from ttreport.read.compare import compare_reports
@@ -785,8 +917,9 @@ def _tolerance_options(f):
 @click.argument("b")
 @_tolerance_options
 @click.option("--ops", "pattern", help="Compare only ops named so: a glob (*matmul*), a name or its last part.")
-@click.option("--json", "json_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write every figure to this JSON file.")
+@click.option("--json", "json_file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              is_flag=False, flag_value="-", help="Also write every figure to this JSON file; --json alone (last, "
+              "or --json=-) prints only the JSON on stdout, as every reading command's --json does.")
 @click.option("--csv", "csv_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write one row per aligned op (status, rank, differing devices, figures) to this CSV file.")
 @click.option("--strict", is_flag=True, help="Ops present in only one report fail the comparison too.")
@@ -808,6 +941,9 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_dep
 
     Example: ttreport compare generated/ttreport/reports/run-a generated/ttreport/reports/run-b --json diff.json
     """
+    # before the work: a missing folder fails at once, not after minutes of comparing
+    _output_file(json_file)
+    _output_file(csv_file)
     if timing:
         _compare_timing(a, b, pattern, json_file, all_depths, limit)
         return
@@ -815,6 +951,9 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_dep
 
     result = compare_reports(a, b, rtol=rtol, atol=atol, pcc=pcc, ops=pattern, strict=strict,
                              progress=sys.stderr.isatty(), top_level=not all_depths)
+    if str(json_file) == "-":
+        click.echo(result.to_json())
+        sys.exit(result.exit_code)
     click.echo(result.to_table(table=terminal.table_text))
     if json_file is not None:
         outfile.write_text(json_file, result.to_json() + "\n")
@@ -829,6 +968,9 @@ def _compare_timing(a, b, pattern, json_file, all_depths, limit) -> None:
     from ttreport.read.timing import compare_timing
 
     t = compare_timing(a, b, ops=pattern, top_level=not all_depths)
+    if str(json_file) == "-":
+        click.echo(t.to_json())
+        return
     click.echo(f"A: {t.a}\nB: {t.b}")
     shown = t.rows[:limit] if limit else t.rows
 
@@ -911,7 +1053,8 @@ def diff_tensor(a, b, rtol, atol, pcc, as_json):
 @click.option("--math-fidelity", type=click.Choice(["LoFi", "HiFi2", "HiFi3", "HiFi4"]),
               help="Run the matmuls (those reading --tensor, if given) at this fidelity.")
 @click.option("--limit", type=int, default=20, show_default=True, help="At most this many changed ops (0: all).")
-def whatif(report, tensor_id, memory, dtype, math_fidelity, limit):
+@_json_flag
+def whatif(report, tensor_id, memory, dtype, math_fidelity, limit, as_json):
     """Re-estimate device time (and peak L1) with one change, without rerunning the model.
 
     Each op's estimated device time (docs/perf_model.md) is worked out again from its tensors with the
@@ -923,6 +1066,9 @@ def whatif(report, tensor_id, memory, dtype, math_fidelity, limit):
 
     with _open(report) as r:
         w = whatif_module.whatif(r, tensor_id=tensor_id, memory=memory, dtype=dtype, math_fidelity=math_fidelity)
+    if as_json:  # every changed op: --limit shortens the table only
+        _echo_json(w)
+        return
     ns = device_time.human_ns
     rows = [(c.operation_id, c.name, ns(c.before_ns), ns(c.after_ns), f"{c.after_ns - c.before_ns:+,d} ns",
              c.bound_after) for c in (w.changed[:limit] if limit else w.changed)]
@@ -949,13 +1095,16 @@ def whatif(report, tensor_id, memory, dtype, math_fidelity, limit):
 def perf_csv(report, folder):
     """Write TT-NN's performance report files (ops_perf_results.csv, profile_log_device.csv) from the estimates.
 
-    Into the report's folder unless FOLDER is given; ttnn-visualizer's Performance tab reads them.
+    Into the report's folder unless FOLDER (a folder that exists) is given; ttnn-visualizer's Performance tab
+    reads them.
     Each op's PM IDEAL/COMPUTE/BANDWIDTH [ns] are the performance model's (docs/perf_model.md).
 
     Example: ttreport perf-csv generated/ttreport/reports/demo
     """
     from ttreport.export.ops_perf import export_ops_perf
 
+    if folder is not None:
+        _output_folder(Path(folder), Path(folder) / "ops_perf_results.csv")
     with _open(report) as r:
         path = export_ops_perf(r, folder or r.path)
     click.echo(f"wrote {path} and {path.with_name('profile_log_device.csv').name} beside it")

@@ -30,6 +30,11 @@ from ttreport.export.memory import ALLOCATED, MemoryPeaks, Peak, memory_peaks
 
 DB_FILE = db.DB_FILE
 DEFAULT_ROOT = Path("generated/ttreport/reports")
+# Where TT-NN's logging (TTNN_CONFIG_OVERRIDES' enable_logging, ttreport.ttnn_config) puts its reports by default.
+TTNN_ROOT = Path("generated/ttnn/reports")
+# How deep `ttreport ls FOLDER` looks for report folders: FOLDER/generated/ttreport/reports/NAME is 4 levels
+# down, the deepest a capture puts one by default; deeper would walk a whole checkout for each `ls`.
+FIND_DEPTH = 4
 
 # TT-NN's numbering (DESIGN.md), as names for readers.
 BUFFER_TYPES = {0: "DRAM", 1: "L1", 2: "SYSTEM_MEMORY", 3: "L1_SMALL", 4: "TRACE"}
@@ -184,10 +189,49 @@ def _tensor(row) -> TensorInfo:
                       producer, file, dev, padded)
 
 
+def project_root(start: str | os.PathLike | None = None) -> Path:
+    """The folder a user's generated/ belongs to: the nearest of `start` (default: the working directory) and
+    its parents that holds a pyproject.toml or a .git; `start` itself when none does."""
+    here = Path(start if start is not None else os.getcwd()).absolute()
+    for folder in (here, *here.parents):
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    return here
+
+
+def default_roots() -> list[Path]:
+    """The folders `ttreport ls` lists without an argument: DEFAULT_ROOT and TTNN_ROOT, under the working
+    directory when it has them, else under the project root (so `ls` from a subfolder finds them)."""
+    roots = []
+    for root in (DEFAULT_ROOT, TTNN_ROOT):
+        here, top = Path.cwd() / root, project_root() / root
+        roots.append(here if here.is_dir() else top)
+    return roots
+
+
+def find_reports(folder: str | os.PathLike, depth: int = FIND_DEPTH) -> list[Path]:
+    """The report folders (those holding a db.sqlite) at or under `folder`, `depth` levels down at most, in
+    path order. A report folder's own subfolders are not searched (its tensors/); neither are links to folders
+    (a report folder is data from elsewhere: a link could lead anywhere, or in a loop) nor hidden folders."""
+    found, level = [], [Path(folder)]
+    for _ in range(depth + 1):
+        below = []
+        for d in level:
+            if (d / DB_FILE).is_file():
+                found.append(d)
+                continue
+            try:
+                below += [c for c in d.iterdir() if c.is_dir() and not c.is_symlink() and not c.name.startswith(".")]
+            except OSError:  # a folder we may not read: nothing listed from it
+                continue
+        level = below
+    return sorted(found)
+
+
 def resolve(path: str | os.PathLike) -> Path:
     """The db.sqlite of a report given as its folder, its db file, or a name under the default root."""
     p = Path(path)
-    for candidate in (p, DEFAULT_ROOT / p):
+    for candidate in (p, DEFAULT_ROOT / p, project_root() / DEFAULT_ROOT / p):
         if candidate.is_dir() and (candidate / DB_FILE).is_file():
             return candidate / DB_FILE
         if candidate.is_file():

@@ -76,10 +76,11 @@ def push(reports, url, name, model):
 
 @click.command()
 @click.argument("url")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="only the newest N runs")
-@click.option("--json", "as_json", is_flag=True, help="one JSON object per run")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="only the last N runs pushed")
+@click.option("--json", "as_json", is_flag=True, help="the runs as one JSON list of objects")
 def runs(url, limit, as_json):
-    """List the runs in the store at URL, oldest first: name, model, host, git commit, start, status, ops.
+    """List the runs in the store at URL in the order they were pushed (run id), the last pushed last:
+    name, model, host, git commit, start, status, ops. A run pushed late may have started earlier.
 
     Example: ttreport runs postgresql://ci@db/ttreport --limit 20
     """
@@ -87,9 +88,8 @@ def runs(url, limit, as_json):
     from ttreport.store.history import runs as list_runs
 
     rows = list_runs(url, limit=limit)
-    if as_json:
-        for r in rows:
-            click.echo(json.dumps(r))
+    if as_json:  # one document, as every reading command's --json
+        click.echo(json.dumps(rows, indent=2, default=str))
         return
     cols = ["run_id", "name", "model", "host", "git_commit", "started_at", "status", "operations"]
     click.echo("\n".join(plain_table(cols, [[("" if r[c] is None else r[c] if c != "git_commit" else r[c][:12])
@@ -102,7 +102,7 @@ def runs(url, limit, as_json):
 @click.option("--shape", default=None, help="only calls whose first input has these dims: 1x32x64 or [1, 32, 64]")
 @click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=0.10, show_default=True,
               help="flag a run whose mean duration or peak L1 moved more than this fraction from the run before")
-@click.option("--json", "as_json", is_flag=True, help="one JSON object per run")
+@click.option("--json", "as_json", is_flag=True, help="the runs as one JSON list of objects")
 def history(url, op, shape, threshold, as_json):
     """Show op --op run by run from the store at URL (calls, mean and max time, peak L1, lowest PCC), with flags.
 
@@ -115,13 +115,11 @@ def history(url, op, shape, threshold, as_json):
     from ttreport.store.history import history as op_history
 
     rows = op_history(url, op, shape=shape, threshold=threshold)
-    if as_json:
-        for r in rows:
-            click.echo(json.dumps(r))
-        return
     if not rows:
-        raise StoreError(f"no run in the store calls {op!r}{f' with shape {shape}' if shape else ''}; "
-                         f"op names are as `ttreport summary` shows them (ttnn.matmul)")
+        _unknown(url, op, shape)
+    if as_json:  # one document, as every reading command's --json
+        click.echo(json.dumps(rows, indent=2, default=str))
+        return
     cols = ["run_id", "run", "started_at", "commit", "calls", "mean", "max", "peak L1", "min PCC", "changed"]
     table = [[r["run_id"], r["run"], r["started_at"] or "", (r["git_commit"] or "")[:12], r["count"],
               human_seconds(r["mean_s"]) if r["mean_s"] is not None else "",
@@ -129,6 +127,25 @@ def history(url, op, shape, threshold, as_json):
               human_bytes(r["peak_l1"]) if r["peak_l1"] is not None else "",
               f"{r['min_pcc']:.6f}" if r["min_pcc"] is not None else "", "; ".join(r["flags"])] for r in rows]
     click.echo("\n".join(plain_table(cols, table)))
+
+
+def _unknown(url: str, op: str, shape: str | None) -> None:
+    """Refuse an --op or --shape that matches nothing, saying which, with the names or shapes that would match."""
+    import difflib
+
+    from ttreport.store.history import op_shapes
+    from ttreport.store.push import shape_key
+
+    known = op_shapes(url)
+    if op not in known:
+        close = difflib.get_close_matches(op, list(known), n=5, cutoff=0.6)
+        hint = f"closest: {', '.join(close)}" if close else \
+            f"op names are as `ttreport summary` shows them ({', '.join(list(known)[:5]) or 'the store is empty'})"
+        raise StoreError(f"no run in the store calls op {op!r}; {hint}")
+    shapes = known[op]
+    listed = ", ".join(shapes[:20]) + (f" and {len(shapes) - 20} more" if len(shapes) > 20 else "")
+    raise StoreError(f"{op} is never called with first-input shape {shape_key(shape)} in the store; its shapes: "
+                     f"{listed} (give one of them to --shape, or leave it out)")
 
 
 @click.command(name="query-store", hidden=True)  # `ttreport query URL SQL` without --run comes here

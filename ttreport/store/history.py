@@ -1,4 +1,4 @@
-"""What the store answers across runs: `runs` (the runs, newest last) and `history` (one op, run by run).
+"""What the store answers across runs: `runs` (the runs, in push order) and `history` (one op, run by run).
 
 history reads run_op_stats (filled at push: per run, op name and first input shape, the count, time,
 peak L1 after the op and lowest golden PCC), so its cost grows with the number of runs, not ops.
@@ -19,11 +19,26 @@ RUN_COLUMNS = ("run_id", "name", "model", "host", "git_commit", "started_at", "s
 
 
 def runs(url: str, *, limit: int | None = None) -> list[dict]:
-    """The store's runs, oldest first (the last `limit` when given), with their metadata."""
+    """The store's runs in the order they were pushed (run id; the last `limit` when given), with their metadata.
+    Push order, not start time: a run pushed late may have started before the runs pushed ahead of it."""
     with reading(url) as conn:
         sql = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY run_id DESC"
         rows = conn.execute(sql + (" LIMIT %s" if limit else ""), (limit,) if limit else ()).fetchall()
     return [dict(zip(RUN_COLUMNS, r)) for r in reversed(rows)]
+
+
+def op_shapes(url: str, op: str | None = None) -> dict[str, list[str]]:
+    """The op names in the store's runs, each with the first-input shapes it was called with ("1x32x64"),
+    most calls first; only op `op`'s when given. What `ttreport history` lists when its --op or --shape
+    matches nothing."""
+    with reading(url) as conn:
+        rows = conn.execute("SELECT name, shape FROM run_op_stats" + (" WHERE name = %s" if op is not None else "")
+                            + " GROUP BY name, shape ORDER BY name, SUM(count) DESC, shape",
+                            (op,) if op is not None else ()).fetchall()
+    out: dict[str, list[str]] = {}
+    for name, shape in rows:
+        out.setdefault(name, []).append(shape)
+    return out
 
 
 def history(url: str, op: str, *, shape: str | None = None, threshold: float = 0.10,

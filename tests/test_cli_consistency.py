@@ -1,0 +1,176 @@
+"""Issue 34: the reading commands behave alike. Every one takes --json; every output path whose folder is missing
+is refused the same way; an empty result says why; `ls` finds the reports a user made; the store's history and
+runs say what is true."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+import device_sim as ttnn
+import ttreport
+from ttreport import store
+from ttreport.cli import main
+
+TIMEOUT_S = 120  # a subprocess that imports torch and reads a small report takes ~5 s on 2 busy cores
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def cli(*args, cwd=None, env=None):
+    return subprocess.run([sys.executable, "-m", "ttreport.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=TIMEOUT_S, cwd=cwd, env=env)
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    """A small real capture with stored tensors: a matmul and an add."""
+    root = tmp_path_factory.mktemp("reports")
+    g = torch.Generator().manual_seed(0)
+    device = ttnn.open_device(0)
+    try:
+        x = ttnn.from_torch(torch.randn(32, 64, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        w = ttnn.from_torch(torch.randn(64, 32, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        with ttreport.capture("small", config=ttreport.Config(root=root, tensors="all")) as handle:
+            y = ttnn.matmul(x, w)
+            ttnn.add(y, y)
+    finally:
+        ttnn.close_device(device)
+    with ttreport.open(handle.path) as r:
+        ops = {o.name: o.id for o in r.operations()}
+    return {"path": handle.path, "root": root, "ops": ops, "tensor": y.tensor_id}
+
+
+# -- --json on every reading command ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["summary", "ops", "op", "tensor", "ls", "check", "whatif"])
+def test_every_reading_command_prints_json_with_a_flag(captured, command):
+    path = captured["path"]
+    args = {"summary": [path], "ops": [path], "op": [path, captured["ops"]["ttnn.matmul"]],
+            "tensor": [path, captured["tensor"]], "ls": [captured["root"]], "check": [path],
+            "whatif": [path, "--tensor", captured["tensor"], "--memory", "L1"]}[command]
+    result = invoke(command, *args, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)  # the whole of stdout is one JSON document
+    assert data, f"`ttreport {command} --json` printed an empty document"
+
+
+def test_compare_json_without_a_file_prints_to_stdout_and_with_one_still_writes_it(captured, tmp_path):
+    path = captured["path"]
+    result = invoke("compare", path, path, "--timing", "--json")
+    assert result.exit_code == 0, result.output
+    assert "totals" in json.loads(result.output)
+    result = invoke("compare", path, path, "--timing", "--json", tmp_path / "t.json")
+    assert result.exit_code == 0, result.output
+    assert "totals" in json.loads((tmp_path / "t.json").read_text())
+
+
+# -- output paths: a missing folder is refused the same way everywhere ----------------------------------------
+
+
+def output_commands(path, missing: Path):
+    return {
+        "trace": ["trace", path, "-o", missing / "t.json"],
+        "html": ["html", path, "-o", missing / "t.html"],
+        "perf-csv": ["perf-csv", path, missing],
+        "merge": ["merge", path, "-o", missing / "merged"],
+        "compare --json": ["compare", path, path, "--json", missing / "c.json"],
+        "compare --csv": ["compare", path, path, "--csv", missing / "c.csv"],
+        "compare --timing --json": ["compare", path, path, "--timing", "--json", missing / "c.json"],
+    }
+
+
+@pytest.mark.parametrize("name", list(output_commands("r", Path("m"))))
+def test_an_output_in_a_missing_folder_is_refused_in_one_line(captured, tmp_path, name):
+    missing = tmp_path / "no" / "such"
+    result = invoke(*output_commands(captured["path"], missing)[name])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert "does not exist" in lines[0] and "mkdir -p" in lines[0], lines[0]
+    assert not (tmp_path / "no").exists(), f"`ttreport {name}` made the folder it was given"
+
+
+# -- empty results say why ------------------------------------------------------------------------------------
+
+
+def test_ops_with_a_name_that_matches_nothing_names_the_closest(captured):
+    result = invoke("ops", captured["path"], "--name", "matmull")
+    assert result.exit_code == 2, result.output
+    assert "'matmull'" in result.output and "ttnn.matmul" in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_ops_with_a_real_name_but_no_top_level_call_says_so(captured):
+    # a name that matches, but no op at depth 0 under it: not a typo, an explained empty list
+    result = invoke("ops", captured["path"], "--name", "matmul", "--sort", "duration")
+    assert result.exit_code == 0 and "ttnn.matmul" in result.output
+
+
+# -- ls finds every report a user made ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path, captured):
+    """A project folder: a pyproject.toml, a ttreport report and a TT-NN logging report under generated/."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    shutil.copytree(captured["path"], tmp_path / "generated" / "ttreport" / "reports" / "mine")
+    shutil.copytree(captured["path"], tmp_path / "generated" / "ttnn" / "reports" / "1234")
+    (tmp_path / "src").mkdir()
+    return tmp_path
+
+
+def test_ls_without_a_folder_lists_ttreport_and_ttnn_reports_from_the_project_root(project):
+    result = cli("ls", cwd=project / "src")  # from a subfolder: the project root's generated/ is found
+    assert result.returncode == 0, result.stderr
+    assert "mine" in result.stdout and "1234" in result.stdout, result.stdout
+
+
+def test_ls_of_a_folder_looks_into_its_subfolders(project):
+    result = cli("ls", ".", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "generated/ttreport/reports/mine" in result.stdout, result.stdout
+    assert "generated/ttnn/reports/1234" in result.stdout, result.stdout
+
+
+def test_summary_of_a_folder_without_a_report_points_at_an_ls_that_finds_them(project):
+    result = cli("summary", ".", cwd=project)
+    assert result.returncode == 2
+    suggested = result.stderr.split("`")[1]  # the command the error suggests, between backticks
+    assert suggested.startswith("ttreport ls"), result.stderr
+    listed = cli(*suggested.split()[1:], cwd=project)
+    assert "mine" in listed.stdout, listed.stdout
+
+
+# -- the store: history names what is unknown, runs' help is true -------------------------------------------
+
+
+@pytest.fixture
+def url(postgres_cluster, tmp_path, monkeypatch):
+    monkeypatch.setenv("TTREPORT_STORE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "tensor-store").mkdir()
+    return f"{postgres_cluster.new_database()}&tensors={tmp_path / 'tensor-store'}"
+
+
+def test_history_with_an_unknown_shape_blames_the_shape_and_lists_the_valid_ones(url, captured):
+    store.push(captured["path"], url)
+    result = invoke("history", url, "--op", "ttnn.matmul", "--shape", "1x32x64")
+    assert result.exit_code == 2, result.output
+    assert "shape 1x32x64" in result.output and "shapes: 32x64" in result.output, result.output
+    assert "op names are" not in result.output, result.output  # the op is known: not its name's fault
+    result = invoke("history", url, "--op", "ttnn.matmull")
+    assert result.exit_code == 2 and "ttnn.matmul" in result.output, result.output
+
+
+def test_runs_help_says_the_order_it_lists_in():
+    # runs lists by run id, which is push order; a run pushed late may have started first
+    help_text = " ".join(invoke("runs", "--help").output.split())
+    assert "oldest first" not in help_text and "pushed" in help_text, help_text
