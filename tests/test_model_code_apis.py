@@ -130,3 +130,25 @@ def test_a_program_config_keeps_a_grid_given_as_a_tuple_as_a_core_coord(device):
     out = ttnn.transformer.paged_scaled_dot_product_attention_decode(
         q, k, v, page_table_tensor=table, cur_pos_tensor=pos, program_config=cfg)
     assert out.shape == [1, B, NH, D]
+
+
+def test_a_dram_sharded_linear_puts_a_spec_less_sharded_output_on_worker_cores_not_the_dram_banks(device):
+    # tt_transformers' decode MLP: weights width-sharded over the 12 DRAM banks, output
+    # L1_WIDTH_SHARDED_MEMORY_CONFIG; TT-NN 0.81 (matmul_device_operation.cpp) puts it on the first
+    # ceil(M/per_core_M) * ceil(N/per_core_N) worker cores in [per_core_M, per_core_N]-tile shards
+    M, K, N, banks = 32, 256, 1152, 12
+    x_cfg = ttnn.create_sharded_memory_config((M, K // 8), ttnn.CoreGrid(y=1, x=8), ttnn.ShardStrategy.WIDTH,
+                                              ttnn.ShardOrientation.ROW_MAJOR, use_height_and_width_as_shard_shape=True)
+    x = ttnn.from_torch(torch.randn(1, 1, M, K), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device,
+                        memory_config=x_cfg)
+    dram_grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(banks - 1, 0))})
+    w_cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.WIDTH_SHARDED, ttnn.BufferType.DRAM,
+                              ttnn.ShardSpec(dram_grid, (K, N // banks), ttnn.ShardOrientation.ROW_MAJOR))
+    w = ttnn.from_torch(torch.randn(1, 1, K, N), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device,
+                        memory_config=w_cfg)
+    pc = ttnn.MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig(in0_block_w=1, per_core_M=1, per_core_N=5,
+                                                                     fused_activation=None)
+    y = ttnn.linear(x, w, program_config=pc, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG)
+    spec = y.memory_config().shard_spec
+    assert spec.num_cores() == 8 and tuple(spec.shape) == (32, 160)  # ceil(36 tiles / 5) cores
+    torch.testing.assert_close(ttnn.to_torch(y).float(), x.value.float() @ w.value.float(), rtol=0.02, atol=0.5)

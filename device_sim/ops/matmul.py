@@ -15,6 +15,7 @@ TT-NN validates it; core_grid only changes which cores run it (and TT-NN's defau
 
 from __future__ import annotations
 
+import math
 import threading
 
 import torch
@@ -24,9 +25,11 @@ from device_sim.compute_config import MathFidelity, Numerics, resolve
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.eltwise import add_, mul, mul_
 from device_sim.program_config_checks import tt_fatal, validate_matmul, validate_matmul_sharding
+from device_sim.program_configs import MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig
 from device_sim.registry import pending_output_target, register_op
+from device_sim.sharding import num_cores_to_corerangeset
 from device_sim.tensor import Tensor
-from device_sim.types import DRAM_MEMORY_CONFIG, DataType, MemoryConfig
+from device_sim.types import DRAM_MEMORY_CONFIG, DataType, MemoryConfig, ShardOrientation, ShardSpec
 
 _F32, _BF16 = DataType.FLOAT32, DataType.BFLOAT16
 # Operands of 256 KiB to 16 MiB as float32 are widened into a buffer kept per thread and operand (_float32):
@@ -187,9 +190,28 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
     if act is not None:
         y = act(y, emulate and n.math_approx_mode)
     fresh = target is None
+    if isinstance(program_config, MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig) and target is None:
+        memory_config = _dram_sharded_output(input_tensor_a, input_tensor_b, memory_config, program_config)
     out = output(y, input_tensor_a, ins, op_name=op_name, dtype=out_dtype, memory_config=memory_config)
     _launch(out, fresh, input_tensor_a, input_tensor_b, bias, out.dtype, program_config, n, (a.shape, b.shape))
     return out
+
+
+def _dram_sharded_output(a: Tensor, b: Tensor, memory_config, cfg):
+    """The output config of a DRAM-sharded matmul: TT-NN 0.81's compute_output_specs (matmul_device_operation.cpp)
+    puts the output on the first ceil(M/per_core_M) * ceil(N/per_core_N) worker cores, row by row, in
+    [per_core_M, per_core_N]-tile shards, whatever shard spec the given config has; never on the weight's DRAM
+    banks (tt_transformers passes L1_WIDTH_SHARDED_MEMORY_CONFIG without a spec)."""
+    if memory_config is None or not memory_config.is_sharded() or a._device is None:
+        return memory_config
+    th = a.tile.tile_shape[0] if a.tile is not None else 32
+    tw = b.tile.tile_shape[1] if b.tile is not None else 32
+    pa, pb = a.padded_shape, b.padded_shape
+    m_tiles, n_tiles = math.prod(pa[:-1]) // th, pb[-1] // tw
+    n_cores = -(-m_tiles // cfg.per_core_M) * -(-n_tiles // cfg.per_core_N)
+    cores = num_cores_to_corerangeset(n_cores, a._device.compute_with_storage_grid_size(), row_wise=True)
+    spec = ShardSpec(cores, (cfg.per_core_M * th, cfg.per_core_N * tw), ShardOrientation.ROW_MAJOR)
+    return MemoryConfig(memory_config.memory_layout, memory_config.buffer_type, spec)
 
 
 def _launch(out: Tensor, fresh: bool, a: Tensor, b: Tensor, bias, out_dtype, program_config, n,
