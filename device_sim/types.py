@@ -38,7 +38,8 @@ class DataType(_TTEnum):
         text = str(value)
         if text.startswith("torch."):
             name = _TTNN_NAME_OF_TORCH.get(text.removeprefix("torch."), "bfloat16")
-            raise TypeError(f"dtype={text} is a torch dtype; TT-NN ops take a ttnn dtype: pass dtype=ttnn.{name}")
+            raise TypeError(f"dtype={text} is a torch dtype; TT-NN ops take a ttnn dtype: "
+                            f"pass dtype=ttnn.{name}") from None  # (the enum's own "not a valid DataType" unshown)
         names = ", ".join(f"ttnn.{m.name.lower()}" for m in cls)
         raise ValueError(f"dtype={value!r} is not a ttnn dtype; pass one of {names}")
 
