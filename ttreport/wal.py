@@ -90,6 +90,17 @@ def fold(db_path: str | os.PathLike, *, remove_unused_log: bool = False) -> bool
     return True
 
 
+def log_contents(log: Path) -> tuple[str | None, int, int]:
+    """Why the op log `log` is not read (a link, a segment that is not a plain file), else None; and the ops and
+    bytes of records it holds. For `ttreport check`: the rebuild (fold) and this count are the one route into a
+    killed capture's log, both here on the floor the readers stand on (recovery in a module of its own is issue
+    32's). Imports the writer process's code, and so torch: only for a report with a log left beside it."""
+    from ttreport.capture.writer_process import count_log, unreadable_log
+
+    why = unreadable_log(log)
+    return (why, 0, 0) if why is not None else (None, *count_log(log))
+
+
 def log_left(folder: str | os.PathLike) -> str | None:
     """A short note of an op log left in `folder` that no capture is writing, for a report's status line: what
     it is and its size on disk (None: there is none). `ttreport check` says more: the ops it holds, the fix."""

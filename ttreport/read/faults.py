@@ -199,17 +199,13 @@ def _log_faults(con: sqlite3.Connection, db_path: Path, meta: dict) -> list[str]
                       f"where the folder is writable finishes it (`ttreport check --repair`), or delete it")
     if not os.path.lexists(log):
         return faults
-    # Imports torch: only for a report with a log left beside it.
-    from ttreport.capture.writer_process import count_log, unreadable_log
-
-    why = unreadable_log(log)
+    why, ops, used = wal.log_contents(log)
     if why is not None:
         return [*faults, f"{log}: not an op log that is read: {why}; delete it"]
     try:
         db_ops = con.execute("SELECT COUNT(*) FROM operations").fetchone()[0]
     except _UNREADABLE:
         db_ops = 0  # its faults are listed above; a rebuild would keep nothing of it either
-    ops, used = count_log(log)
     segments = sum(1 for e in os.scandir(log) if e.name.endswith(".seg"))
     held = (f"{log}: an op log of {segments} segments ({used:,} bytes of records) holding {ops:,} ops, "
             f"{db_path.name} {db_ops:,}")
