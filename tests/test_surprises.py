@@ -3,6 +3,7 @@ compared, a divergence that enters through an input made before the capture, a C
 decorated step run twice, a Report handed to compare, and a summary's error line that lost its fix."""
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -189,3 +190,21 @@ def test_the_summary_keeps_the_fix_at_the_end_of_a_long_error_line(tmp_path, dev
     assert len(line) <= 160 and " ... " in line
     assert line.startswith("  op 3 ttnn.add: ValueError: ttnn.add: strict mode: inputs differ")
     assert line.endswith("Move one with ttnn.to_memory_config / ttnn.to_layout, or leave `with ttnn.strict()`")
+
+
+def test_a_profiled_step_skips_a_name_another_process_is_starting_to_capture_into(tmp_path, device):
+    # Two runs started at once: the other one holds step/.lock (its pid alive) before writing anything there.
+    (tmp_path / "step").mkdir()
+    fd = os.open(tmp_path / "step" / ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, f"{os.getpid()}\n".encode())
+
+        @ttreport.profile(name="step", config=ttreport.Config(root=tmp_path))
+        def step():
+            ttnn.add(ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device), 1.0)
+
+        step()
+    finally:
+        os.close(fd)
+    assert step.profile.last.path.name == "step-2" and step.profile.last.status == "complete"

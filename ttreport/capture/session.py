@@ -160,8 +160,7 @@ class Capture(contextlib.ContextDecorator):
             self._pid = os.getpid()
             self._boundary = outer_boundary(_opener())
             self.config = config = Config.from_env(self._given)
-            self.path = path = self._free_path(config)
-            self._lock_fd = _prepare(path, config.overwrite)
+            self._lock_fd = self._take_folder(config)
             try:
                 self._start(config)
             except BaseException:
@@ -172,13 +171,18 @@ class Capture(contextlib.ContextDecorator):
         atexit.register(self._at_exit)
         return self
 
-    def _free_path(self, config: Config) -> Path:
+    def _take_folder(self, config: Config) -> int:
+        """Set self.path to the report folder, prepared and locked (see _prepare); returns the lock's descriptor."""
         if self.number is None or config.overwrite:
-            return _resolve(_numbered(self._target, self.number or 1), config.root, self._base_name)
+            self.path = _resolve(_numbered(self._target, self.number or 1), config.root, self._base_name)
+            return _prepare(self.path, config.overwrite)
         while True:
-            path = _resolve(_numbered(self._target, self.number), config.root, self._base_name)
-            if not _holds_report(path):
-                return path
+            self.path = _resolve(_numbered(self._target, self.number), config.root, self._base_name)
+            if not _holds_report(self.path):
+                try:
+                    return _prepare(self.path, overwrite=False)
+                except (ReportExistsError, ReportInUseError):
+                    pass  # another process took this name since it was looked at (both started at once): the next
             self.number += 1
 
     def _start(self, config: Config) -> None:
