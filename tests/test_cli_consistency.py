@@ -174,3 +174,24 @@ def test_runs_help_says_the_order_it_lists_in():
     # runs lists by run id, which is push order; a run pushed late may have started first
     help_text = " ".join(invoke("runs", "--help").output.split())
     assert "oldest first" not in help_text and "pushed" in help_text, help_text
+
+
+# -- the reading API: shapes as ints, durations as whole nanoseconds -----------------------------------------
+
+
+def test_a_tensors_shape_is_a_tuple_of_ints_with_the_text_beside_it(captured):
+    with ttreport.open(captured["path"]) as r:
+        t = r.tensor(captured["tensor"])
+        assert t.shape == (32, 32) and t.shape_text == "Shape([32, 32])", (t.shape, t.shape_text)
+        assert all(type(d) is int for d in t.shape)
+    data = json.loads(invoke("tensor", captured["path"], captured["tensor"], "--json").output)
+    assert data["shape"] == [32, 32] and data["shape_text"] == "Shape([32, 32])"
+
+
+def test_an_ops_duration_in_whole_nanoseconds_is_its_clock_difference(captured):
+    with ttreport.open(captured["path"]) as r:
+        for o in r.operations():
+            assert type(o.duration_ns) is int and o.duration_ns == o.end_ns - o.start_ns > 0
+            assert o.duration_ns == pytest.approx(o.duration * 1e9, abs=1)
+    rows = json.loads(invoke("ops", captured["path"], "--json").output)
+    assert all(type(row["duration_ns"]) is int for row in rows)

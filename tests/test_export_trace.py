@@ -80,7 +80,7 @@ def test_slice_args_carry_shapes_dtypes_memory_configs_and_the_golden_pcc(demo):
     args = next(e["args"] for e in events if e["ph"] == "X" and e["args"]["operation_id"] == matmul.id)
     assert [t["tensor_id"] for t in args["inputs"]] == [t.id for t in matmul.input_tensors]
     out = args["outputs"][0]
-    assert out["shape"] == matmul.output_tensors[0].shape and out["dtype"].startswith("DataType.")
+    assert out["shape"] == matmul.output_tensors[0].shape_text and out["dtype"].startswith("DataType.")
     assert out["memory_config"].startswith("MemoryConfig(memory_layout=TensorMemoryLayout::")
     assert checks and args["golden_pcc"] == pytest.approx(min(c["pcc"] for c in checks))
     assert args["source"].startswith('File "') and "demo.py" in args["source"]

@@ -211,9 +211,15 @@ def _echo_json(value) -> None:
     click.echo(json.dumps(json_safe(_plain(value)), indent=2, default=_json_default))
 
 
+# The reading API's figures made from stored fields (TensorInfo's dims as ints, Operation's whole nanoseconds):
+# in the JSON beside the fields they come from.
+_DERIVED = ("shape", "padded_shape", "duration_ns")
+
+
 def _plain(value):
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        out = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return out | {k: _plain(getattr(value, k)) for k in _DERIVED if hasattr(type(value), k)}
     if hasattr(value, "_asdict"):  # a NamedTuple (device_time's figures)
         return {k: _plain(v) for k, v in value._asdict().items()}
     if isinstance(value, dict):
@@ -374,7 +380,7 @@ def _rounding(t, r: Report | None) -> str:
 
 
 def _tensor_lines(t, label: str, r: Report | None = None) -> list[str]:
-    lines = [f"  {label} tensor {t.id}: {_cell(t.shape)} {_cell(t.dtype)} {_cell(t.layout)}"]
+    lines = [f"  {label} tensor {t.id}: {_cell(t.shape_text)} {_cell(t.dtype)} {_cell(t.layout)}"]
     if t.buffer_type is not None:
         address = _address(t.address)
         lines.append(f"      {_cell(t.buffer_type)} at {address}, {human_bytes(t.size)}{_rounding(t, r)}, "
@@ -573,12 +579,12 @@ def tensor(report, tensor_id, device, as_json):
             _echo_json(_tensor_json(r, t, consumers, device))
             return
         out = _tensor_lines(t, "", r)
-        out[0] = f"tensor {t.id}: {t.shape} {t.dtype}" + (f" {t.layout}" if t.layout else "")
+        out[0] = f"tensor {t.id}: {t.shape_text} {t.dtype}" + (f" {t.layout}" if t.layout else "")
         for c in r.sql("SELECT tensor_id, operation_id, mode FROM tensor_comparisons WHERE golden_tensor_id = ?",
                        (tensor_id,)):
             out.append(f"      the torch golden ({c['mode']}) of tensor {c['tensor_id']}, op {c['operation_id']}")
-        if t.padded_shape and t.padded_shape != t.shape:
-            out.insert(1, f"      padded to {t.padded_shape}")
+        if t.padded_shape_text and t.padded_shape_text != t.shape_text:
+            out.insert(1, f"      padded to {t.padded_shape_text}")
         out.append("      used by " + (", ".join(f"op {c.id} ({c.name})" for c in consumers) or "no op"))
         devices = r.tensor_devices(tensor_id) if t.file else []
         if devices:  # a mesh tensor: a file and stats per device shard

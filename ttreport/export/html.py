@@ -444,7 +444,7 @@ def _op_row(op, op_checks: list) -> str:
         tensors, left = _listed(every, label)
         if tensors:
             details.append(f"<b>{label}</b><pre>" + "\n".join(
-                f"<a href='#tensor-{t.id}'>tensor {t.id}</a> {_text(t.shape, 200)} {_text(t.dtype, 100)} "
+                f"<a href='#tensor-{t.id}'>tensor {t.id}</a> {_text(t.shape_text, 200)} {_text(t.dtype, 100)} "
                 f"{_text(t.layout, 100)} {_text(memory_text.readable(t.memory_config))}" for t in tensors)
                 + (f"\n{left}" if left else "") + "</pre>")
     if op_checks:
@@ -460,7 +460,7 @@ def _op_row(op, op_checks: list) -> str:
     tensors = op.input_tensors[:MAX_LISTED] + op.output_tensors[:MAX_LISTED]
     search = " ".join(str(v)[:500] for v in (
         op.id, op.name, error and error.error_type or "", error and error.message or "", op.stack_trace or "",
-        " ".join(f"{t.id} {t.shape} {t.dtype}" for t in tensors)))
+        " ".join(f"{t.id} {t.shape_text} {t.dtype}" for t in tensors)))
     parent = f" <a href='#op-{_text(op.parent, 30)}' title='called by'>&uarr;{_text(op.parent, 30)}</a>" \
         if op.parent is not None else ""
     start = f"{op.start_ns / 1e6:.3f} ms" if isinstance(op.start_ns, int) else ""

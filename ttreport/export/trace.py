@@ -111,7 +111,7 @@ def trace_events(report):
 
 
 def _tensor(t) -> dict:
-    return {"tensor_id": t.id, "shape": t.shape, "dtype": t.dtype, "layout": t.layout,
+    return {"tensor_id": t.id, "shape": t.shape_text, "dtype": t.dtype, "layout": t.layout,
             "memory_config": t.memory_config, "buffer_type": t.buffer_type, "device_id": t.device_id,
             "address": t.address, "size": t.size}
 

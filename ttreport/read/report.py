@@ -2,7 +2,7 @@
 
     report = ttreport.open("generated/ttreport/reports/demo")
     for op in report.operations(name="matmul", sort="duration", limit=10):
-        print(op.id, op.name, op.duration, [t.shape for t in op.output_tensors])
+        print(op.id, op.name, op.duration_ns, [t.shape for t in op.output_tensors])  # ns, (1, 32, 64)
     report.sql("SELECT name, COUNT(*) AS n FROM operations GROUP BY name")
 
 The database is opened with SQLite's `mode=ro` and `query_only`, so nothing a reader does can
@@ -76,10 +76,11 @@ class QueryTimeoutError(ReportError, TimeoutError):
 # An op's tensors may be shared with the op next to it: treat them as read-only.
 @dataclass(slots=True)
 class TensorInfo:
-    """One row of `tensors`: what a tensor was and where it lived. Text columns are as stored."""
+    """One row of `tensors`: what a tensor was and where it lived. Text columns are as stored; `shape` and
+    `padded_shape` are the dims as ints, read from `shape_text` and `padded_shape_text`."""
 
     id: int
-    shape: str | None  # "Shape([1, 32, 64])"
+    shape_text: str | None  # "Shape([1, 32, 64])", as TT-NN writes it
     dtype: str | None  # "DataType.BFLOAT16"
     layout: str | None  # "Layout.TILE"
     memory_config: str | None  # a MemoryConfig repr; None on the host
@@ -90,12 +91,27 @@ class TensorInfo:
     producer: int | None  # operation_id that made it; None if made before the capture or on the host
     file: str | None  # relative to the report folder; None when not stored
     device_id: int | None = None
-    padded_shape: str | None = None
+    padded_shape_text: str | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...] | None:
+        """The shape as integers, (1, 32, 64); None when the report holds no shape text."""
+        return _dims(self.shape_text)
+
+    @property
+    def padded_shape(self) -> tuple[int, ...] | None:
+        """The shape with its tile padding, (1, 32, 64); None when the report does not record it."""
+        return _dims(self.padded_shape_text)
 
     @property
     def dims(self) -> tuple[int, ...]:
-        """The shape as integers: (1, 32, 64)."""
-        return tuple(int(d) for d in re.findall(r"-?\d+", self.shape or ""))
+        """The shape as integers, () when none is recorded."""
+        return self.shape or ()
+
+
+def _dims(text) -> tuple[int, ...] | None:
+    # a damaged row may hold a number or a BLOB where the text belongs: no dims, not a TypeError
+    return tuple(int(d) for d in re.findall(r"-?\d+", text)) if isinstance(text, str) else None
 
 
 @dataclass(slots=True)
@@ -126,6 +142,15 @@ class Operation:
     input_tensors: list[TensorInfo] = field(default_factory=list)
     output_tensors: list[TensorInfo] = field(default_factory=list)
     error: ErrorInfo | None = None
+
+    @property
+    def duration_ns(self) -> int | None:
+        """The duration in whole nanoseconds, as the clock measured it (end_ns - start_ns): `duration` is the
+        same in float seconds, which cannot hold every nanosecond count exactly."""
+        if isinstance(self.start_ns, int) and isinstance(self.end_ns, int):
+            return self.end_ns - self.start_ns
+        return round(self.duration * 1e9) if isinstance(self.duration, (int, float)) and math.isfinite(self.duration) \
+            else None
 
 
 @dataclass(slots=True)
