@@ -11,6 +11,8 @@ Each test runs on the demo model captured once (golden mode: its 68 comparisons 
 
 import json
 import re
+import shutil
+import sqlite3
 import subprocess
 import sys
 
@@ -131,3 +133,14 @@ def test_golden_counts_say_they_are_comparisons_and_on_how_many_ops(demo, tmp_pa
                            text=True, timeout=120)
     assert f"golden    local pass: {n} comparisons on {ops} ops, lowest PCC" in shown.stdout
     assert f"<dt>golden local pass</dt><dd>{n} comparisons on {ops} ops, lowest PCC" in page
+
+
+def test_the_table_escapes_an_op_name_from_a_report_made_elsewhere(demo, tmp_path):
+    hostile = tmp_path / "hostile"
+    shutil.copytree(demo, hostile)
+    with sqlite3.connect(hostile / "db.sqlite") as conn:  # a report folder is data from elsewhere (DESIGN.md)
+        conn.execute("UPDATE operations SET name = 'ttnn.add\x1b]0;pwned\x07\x1b[2J' WHERE name = 'ttnn.add'")
+    conn.close()
+    with ttreport.open(hostile) as r:
+        text = r.table(sort_by="name", row_limit=None)
+    assert r"ttnn.add\x1b]0;pwned\x07\x1b[2J" in text and not any(c in text for c in "\x1b\x07")
