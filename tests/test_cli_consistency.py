@@ -195,3 +195,14 @@ def test_an_ops_duration_in_whole_nanoseconds_is_its_clock_difference(captured):
             assert o.duration_ns == pytest.approx(o.duration * 1e9, abs=1)
     rows = json.loads(invoke("ops", captured["path"], "--json").output)
     assert all(type(row["duration_ns"]) is int for row in rows)
+
+
+def test_run_from_a_subfolder_writes_under_the_project_roots_generated(project):
+    (project / "src" / "model.py").write_text("print('ran')\n")
+    result = cli("run", "--name", "from-src", "model.py", cwd=project / "src")
+    assert result.returncode == 0, result.stderr
+    assert (project / "generated" / "ttreport" / "reports" / "from-src" / "db.sqlite").is_file(), result.stdout
+    assert not (project / "src" / "generated").exists()
+    listed = cli("ls", cwd=project / "src")  # and every reader finds it from there, by name too
+    assert "from-src" in listed.stdout, listed.stdout
+    assert cli("summary", "from-src", cwd=project / "src").returncode == 0

@@ -20,6 +20,27 @@ from pathlib import Path
 
 from ttreport.errors import ConfigError
 
+# Where reports go unless told: under the working directory when it has this folder, else under the project root
+# (default_root), so `ttreport run` from a project's subfolder adds to the project's reports, not a new tree.
+DEFAULT_ROOT = Path("generated/ttreport/reports")
+
+
+def project_root(start: str | os.PathLike | None = None) -> Path:
+    """The folder a user's generated/ belongs to: the nearest of `start` (default: the working directory) and
+    its parents that holds a pyproject.toml or a .git; `start` itself when none does."""
+    here = Path(start if start is not None else os.getcwd()).absolute()
+    for folder in (here, *here.parents):
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    return here
+
+
+def default_root(root: Path = DEFAULT_ROOT) -> Path:
+    """`root` (relative) under the working directory if it is there or the working directory is the project
+    root (kept relative, as given), else under the project root (absolute)."""
+    top = project_root()
+    return root if root.is_dir() or top == Path.cwd().absolute() else top / root
+
 ENV_VAR = "TTREPORT_CONFIG"
 MIN_FLUSH_INTERVAL_S = 0.001
 MAX_FLUSH_INTERVAL_S = 3600
@@ -34,7 +55,9 @@ class Config:
 
     Args:
         root: where a report given by plain name is made: <root>/<name>/. Default
-            generated/ttreport/reports. Must be a folder the process can create and write.
+            generated/ttreport/reports, in the working directory if it has one, else at the project root
+            (the nearest folder above with a pyproject.toml or .git), where every reader looks for it too.
+            Must be a folder the process can create and write.
         tensors: which tensors' values are written to tensors/. "none" (default: only their specs
             go in the db; free), "outputs" (every op output once, and disk space: with the writer
             process, a value of up to 64 KiB is copied into the op log, ~9 us of the model's thread
@@ -89,7 +112,7 @@ class Config:
     """
 
     # Where a report given by name is created: <root>/<name>/.
-    root: Path = Path("generated/ttreport/reports")
+    root: Path = DEFAULT_ROOT
     # Which tensors' values are written to tensors/: "none" (only their specs go in the db),
     # "outputs" (every op output once; costs a copy to disk per output, off the model's
     # thread), or "all" (inputs too, so weights made before the capture are kept).
@@ -143,6 +166,8 @@ class Config:
         if isinstance(self.root, bool) or not isinstance(self.root, (str, os.PathLike)):
             _fail("root", self.root, "a folder path (a string)")
         self.root = Path(self.root)
+        if self.root == DEFAULT_ROOT:  # the default's place: the project's (default_root), whoever made the Config
+            self.root = default_root()
         _choice("tensors", self.tensors, TENSOR_MODES)
         _choice("comparison", self.comparison, COMPARISON_MODES)
         _choice("writer", self.writer, WRITER_MODES)

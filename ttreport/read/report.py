@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ttreport import db, wal
+from ttreport.config import DEFAULT_ROOT, default_root
 from ttreport.errors import TTReportError
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
 from ttreport.export.memory import ALLOCATED, MemoryPeaks, Peak, memory_peaks
 
 DB_FILE = db.DB_FILE
-DEFAULT_ROOT = Path("generated/ttreport/reports")
 # Where TT-NN's logging (TTNN_CONFIG_OVERRIDES' enable_logging, ttreport.ttnn_config) puts its reports by default.
 TTNN_ROOT = Path("generated/ttnn/reports")
 # How deep `ttreport ls FOLDER` looks for report folders: FOLDER/generated/ttreport/reports/NAME is 4 levels
@@ -214,24 +214,10 @@ def _tensor(row) -> TensorInfo:
                       producer, file, dev, padded)
 
 
-def project_root(start: str | os.PathLike | None = None) -> Path:
-    """The folder a user's generated/ belongs to: the nearest of `start` (default: the working directory) and
-    its parents that holds a pyproject.toml or a .git; `start` itself when none does."""
-    here = Path(start if start is not None else os.getcwd()).absolute()
-    for folder in (here, *here.parents):
-        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
-            return folder
-    return here
-
-
 def default_roots() -> list[Path]:
     """The folders `ttreport ls` lists without an argument: DEFAULT_ROOT and TTNN_ROOT, under the working
-    directory when it has them, else under the project root (so `ls` from a subfolder finds them)."""
-    roots = []
-    for root in (DEFAULT_ROOT, TTNN_ROOT):
-        here, top = Path.cwd() / root, project_root() / root
-        roots.append(here if here.is_dir() else top)
-    return roots
+    directory when it has them, else under the project root (config.default_root: where a capture puts them)."""
+    return [default_root(DEFAULT_ROOT), default_root(TTNN_ROOT)]
 
 
 def find_reports(folder: str | os.PathLike, depth: int = FIND_DEPTH) -> list[Path]:
@@ -256,7 +242,7 @@ def find_reports(folder: str | os.PathLike, depth: int = FIND_DEPTH) -> list[Pat
 def resolve(path: str | os.PathLike) -> Path:
     """The db.sqlite of a report given as its folder, its db file, or a name under the default root."""
     p = Path(path)
-    for candidate in (p, DEFAULT_ROOT / p, project_root() / DEFAULT_ROOT / p):
+    for candidate in (p, DEFAULT_ROOT / p, default_root() / p):
         if candidate.is_dir() and (candidate / DB_FILE).is_file():
             return candidate / DB_FILE
         if candidate.is_file():
