@@ -76,6 +76,7 @@ OUTPUT_TENSOR_OPS = {
     "ttnn.cumprod": "out",
     "ttnn.moreh_arange": "output",  # moreh_arange_nanobind.cpp, moreh_dot_nanobind.cpp
     "ttnn.moreh_dot": "output",
+    "ttnn.batch_norm": "output",  # batch_norm_nanobind.cpp
 }
 
 

@@ -6,6 +6,7 @@ follows where versions disagree (docs/design_departures.md, "TT-NN versions").
     .venv/bin/python -m pytest tests/test_model_code_apis.py -q
 """
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -152,3 +153,55 @@ def test_a_dram_sharded_linear_puts_a_spec_less_sharded_output_on_worker_cores_n
     spec = y.memory_config().shard_spec
     assert spec.num_cores() == 8 and tuple(spec.shape) == (32, 160)  # ceil(36 tiles / 5) cores
     torch.testing.assert_close(ttnn.to_torch(y).float(), x.value.float() @ w.value.float(), rtol=0.02, atol=0.5)
+
+
+# -- batch_norm: tests/ttnn's test_batch_norm.py ----------------------------------------------------------------
+
+
+def _bn_inputs(device, shape=(2, 4, 24, 40), dtype=ttnn.bfloat16):
+    torch.manual_seed(0)
+    c = shape[1]
+    x = torch.rand(shape) * 5 + 5
+    stats = [torch.rand(c) * 6 + 4 for _ in range(4)]  # running mean, running var, weight, bias
+
+    def tt(v):
+        return ttnn.from_torch(v.reshape(1, c, 1, 1), dtype=dtype, layout=ttnn.TILE_LAYOUT, device=device)
+
+    return x, ttnn.from_torch(x, dtype=dtype, layout=ttnn.TILE_LAYOUT, device=device), stats, [tt(v) for v in stats]
+
+
+def test_batch_norm_in_training_normalizes_by_the_batch_and_updates_the_running_statistics_in_place(device):
+    x, tx, (m, v, w, b), (tm, tv, tw, tb) = _bn_inputs(device, dtype=ttnn.float32)
+    y = ttnn.batch_norm(tx, running_mean=tm, running_var=tv, training=True, eps=1e-5, momentum=0.1, weight=tw,
+                        bias=tb)
+    want = F.batch_norm(x, m, v, w, b, training=True, momentum=0.1, eps=1e-5)  # updates m and v in place
+    torch.testing.assert_close(ttnn.to_torch(y), want, rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(ttnn.to_torch(tm).reshape(-1), m, rtol=1e-4, atol=1e-4)
+    # the running var takes the biased batch var (batch_norm.cpp: mean(x^2) - mean(x)^2); torch's the unbiased
+    batch_var = x.permute(1, 0, 2, 3).reshape(x.shape[1], -1).var(1, unbiased=False)
+    v0 = _bn_inputs(device, dtype=ttnn.float32)[2][1]  # the same seed: the running var before the update
+    torch.testing.assert_close(ttnn.to_torch(tv).reshape(-1), 0.9 * v0 + 0.1 * batch_var, rtol=1e-3, atol=1e-3)
+
+
+def test_batch_norm_out_of_training_uses_the_running_statistics_and_refuses_without_them(device):
+    x, tx, (m, v, w, b), (tm, tv, tw, tb) = _bn_inputs(device)
+    y = ttnn.batch_norm(tx, running_mean=tm, running_var=tv, weight=tw, bias=tb)
+    want = F.batch_norm(x, m.bfloat16().float(), v.bfloat16().float(), w.bfloat16().float(), b.bfloat16().float())
+    assert torch.corrcoef(torch.stack([ttnn.to_torch(y).float().flatten(), want.flatten()]))[0, 1] > 0.999
+    with pytest.raises(RuntimeError, match="running_mean and running_var must be defined in evaluation mode"):
+        ttnn.batch_norm(tx, running_mean=tm)
+    out = ttnn.from_torch(torch.zeros(x.shape), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    assert ttnn.batch_norm(tx, running_mean=tm, running_var=tv, output=out) is out
+
+
+def test_batch_norm_rounds_its_steps_to_bfloat16_without_fp32_dest_acc_en(device):
+    x, tx, _, (tm, tv, tw, tb) = _bn_inputs(device, dtype=ttnn.float32)
+    want = F.batch_norm(x, *(ttnn.to_torch(t).reshape(-1) for t in (tm, tv, tw, tb)))
+
+    def err(fp32):
+        cfg = ttnn.init_device_compute_kernel_config(device.arch(), math_fidelity=ttnn.MathFidelity.HiFi4,
+                                                     fp32_dest_acc_en=fp32)
+        y = ttnn.batch_norm(tx, running_mean=tm, running_var=tv, weight=tw, bias=tb, compute_kernel_config=cfg)
+        return (ttnn.to_torch(y) - want).abs().max().item()
+
+    assert err(True) < err(False)

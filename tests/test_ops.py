@@ -417,6 +417,12 @@ def assert_matches_golden(out, golden):
         torch.testing.assert_close(got.float(), golden.float(), rtol=2**-7, atol=1e-5)
 
 
+# ttnn.batch_norm (issue 31: tests/ttnn's test_batch_norm.py); its statistics are [1, C, 1, 1]
+CASES.update({"ttnn.batch_norm": lambda d: ((x(d, 2, 4, 32, 32, **pos),), dict(
+    running_mean=x(d, 1, 4, 1, 1, seed=1), running_var=x(d, 1, 4, 1, 1, seed=2, **pos), weight=x(d, 1, 4, 1, 1, seed=3),
+    bias=x(d, 1, 4, 1, 1, seed=4)))})
+
+
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or in NO_GOLDEN)"
     assert all(ttnn.OPS[n].golden_function is None for n in NO_GOLDEN)
@@ -733,3 +739,4 @@ def test_every_op_accepts_tt_nn_only_keywords_and_rejects_typos(name, device):
     typo, meant = ("memory_confg", "memory_config") if own else ("queue_idd", "queue_id")
     with pytest.raises(TypeError, match=rf"{name}\(\) got .* '{typo}'; did you mean '{meant}'\?"):
         op.wrapper(*args, **kwargs, **{typo: None})
+

@@ -297,6 +297,11 @@ __all__ += ["fill", "copy", "fill_implicit_tile_padding", "narrow", "reshape_on_
             "add_", "div_", "divide_", "mul_", "multiply_",
             "plus_one", "sub_", "subtract_", "tril", "triu"]
 
+# Batch norm (ops/batch_norm.py).
+from device_sim.ops.batch_norm import batch_norm  # noqa: E402, F401
+
+__all__ += ["batch_norm"]
+
 # Group norm and TT-NN's helpers for its weights and mask (ops/group_norm.py).
 from device_sim.ops.group_norm import (  # noqa: E402, F401
     create_group_norm_input_mask,
