@@ -206,3 +206,25 @@ def test_run_from_a_subfolder_writes_under_the_project_roots_generated(project):
     listed = cli("ls", cwd=project / "src")  # and every reader finds it from there, by name too
     assert "from-src" in listed.stdout, listed.stdout
     assert cli("summary", "from-src", cwd=project / "src").returncode == 0
+
+
+def test_compare_with_an_ops_pattern_that_matches_nothing_names_the_closest(captured):
+    result = invoke("compare", captured["path"], captured["path"], "--timing", "--ops", "matmull")
+    assert result.exit_code == 2 and "--ops 'matmull'" in result.output and "ttnn.matmul" in result.output, \
+        result.output
+
+
+def test_ops_top_level_that_hides_every_op_of_the_name_says_so(tmp_path):
+    device = ttnn.open_device(0)
+    try:
+        x = ttnn.from_torch(torch.randn(1, 1, 32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        with ttreport.capture(tmp_path / "glu") as handle:
+            ttnn.glu(x)  # TT-NN's composite: its slices and multiply are nested under it
+    finally:
+        ttnn.close_device(device)
+    with ttreport.open(handle.path) as r:
+        nested = [row["name"] for row in r.sql("SELECT name FROM operations GROUP BY name HAVING MIN(depth) > 0")]
+    assert nested, "ttnn.glu recorded no nested op"
+    result = invoke("ops", handle.path, "--name", nested[0], "--top-level")
+    assert result.exit_code == 0 and "no top-level op" in result.output and "--top-level" in result.output, \
+        result.output

@@ -345,18 +345,24 @@ def ops(report, name, sort, limit, top_level, as_json):
                             rows())
     if shown < total and not top_level:
         click.echo(f"({shown} of {total} ops; --limit 0 shows all)")
+    elif not shown and total:  # every op of that name was called by another op
+        click.echo(f"(no top-level op{f' named {_cell(name)!r}' if name else ''}; {total} nested: leave out "
+                   f"--top-level to list them)")
 
 
-def _no_op_named(r: Report, name: str) -> None:
+def _no_op_named(r: Report, name: str, option: str = "--name") -> None:
     """Refuse a --name that matches no op: a typo gets the closest names (difflib, on the whole and last part)."""
     import difflib
 
     names = r.op_names()
     last = {n.rsplit(".", 1)[-1]: n for n in names}
-    close = dict.fromkeys(difflib.get_close_matches(name, names, n=5, cutoff=0.6)
-                          + [last[m] for m in difflib.get_close_matches(name, list(last), n=5, cutoff=0.6)])
+    # names holding the last part first (`softmax`: ttnn.transformer.attention_softmax), then difflib's nearest
+    part = name.rsplit(".", 1)[-1].strip("*?[]")
+    close = list(dict.fromkeys([n for n in names if part and part in n]
+                               + [last[m] for m in difflib.get_close_matches(part, list(last), n=5)]
+                               + difflib.get_close_matches(name, names)))[:5]
     hint = f"closest: {', '.join(map(_cell, close))}" if close else f"its {len(names)} op names: `ttreport summary`"
-    raise Failure(f"no op of {r.path} is named {_cell(name)!r} (a name, its last part or a glob); {hint}")
+    raise Failure(f"{option} {_cell(name)!r}: no op of {r.path} is named so (a name, its last part or a glob); {hint}")
 
 
 def _op_json(r: Report, op, children=None) -> dict:
@@ -950,6 +956,10 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_dep
     # before the work: a missing folder fails at once, not after minutes of comparing
     _output_file(json_file)
     _output_file(csv_file)
+    if pattern:  # a pattern that matches no op in either report is a typo, not an empty comparison
+        with _open(a) as ra, _open(b) as rb:
+            if not ra.count_operations(pattern) and not rb.count_operations(pattern):
+                _no_op_named(ra, pattern, "--ops")
     if timing:
         _compare_timing(a, b, pattern, json_file, all_depths, limit)
         return
