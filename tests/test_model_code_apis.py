@@ -205,3 +205,14 @@ def test_batch_norm_rounds_its_steps_to_bfloat16_without_fp32_dest_acc_en(device
         return (ttnn.to_torch(y) - want).abs().max().item()
 
     assert err(True) < err(False)
+
+
+def test_an_interleaved_memory_config_given_a_shard_spec_is_the_interleaved_config(device):
+    # tests/ttnn's test_batch_norm_program_cache_and_default: MemoryConfig(INTERLEAVED, L1, shard_spec) as an op's
+    # memory_config; TT-NN 0.81 keeps the spec unread, device_sim drops it
+    grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 0))})
+    spec = ttnn.ShardSpec(grid, (64, 32), ttnn.ShardOrientation.COL_MAJOR)
+    cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.INTERLEAVED, ttnn.BufferType.L1, spec)
+    assert cfg == ttnn.L1_MEMORY_CONFIG and not cfg.is_sharded()
+    x = ttnn.from_torch(torch.randn(1, 1, 64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    assert ttnn.relu(x, memory_config=cfg).memory_config() == ttnn.L1_MEMORY_CONFIG
