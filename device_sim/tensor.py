@@ -121,7 +121,9 @@ class Tensor:
     @property
     def shape(self) -> Shape:
         shape = Shape(self._value_or_raise().shape)
-        shape._padded = lambda: tuple(padded(shape, self.layout, self.tile))  # for with_tile_padding()
+        # for with_tile_padding(); the layout and tile, not the tensor, so a kept shape never keeps its buffer alive
+        layout, tile = self.layout, self.tile
+        shape._padded = lambda: tuple(padded(shape, layout, tile))
         return shape
 
     @property

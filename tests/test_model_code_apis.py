@@ -6,6 +6,9 @@ follows where versions disagree (docs/design_departures.md, "TT-NN versions").
     .venv/bin/python -m pytest tests/test_model_code_apis.py -q
 """
 
+import gc
+import weakref
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -216,3 +219,12 @@ def test_an_interleaved_memory_config_given_a_shard_spec_is_the_interleaved_conf
     assert cfg == ttnn.L1_MEMORY_CONFIG and not cfg.is_sharded()
     x = ttnn.from_torch(torch.randn(1, 1, 64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
     assert ttnn.relu(x, memory_config=cfg).memory_config() == ttnn.L1_MEMORY_CONFIG
+
+
+def test_a_kept_shape_does_not_keep_its_tensors_buffer_alive(device):
+    t = ttnn.from_torch(torch.randn(1, 1, 7, 40), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    ref = weakref.ref(t)
+    shape = t.shape
+    del t
+    gc.collect()
+    assert ref() is None and shape.with_tile_padding() == [1, 1, 32, 64]
