@@ -470,6 +470,10 @@ class Shape(tuple):
         padded = self._padded() if callable(self._padded) else self._padded
         return Shape(self if padded is None else padded)
 
+    def __reduce__(self):  # pickle and copy the dims (and padded dims), not the function a tensor's shape holds
+        padded = self._padded() if callable(self._padded) else self._padded
+        return (Shape, (tuple(self), padded))
+
     def __repr__(self) -> str:
         return f"Shape({list(self)})"
 

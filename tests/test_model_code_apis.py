@@ -7,6 +7,7 @@ follows where versions disagree (docs/design_departures.md, "TT-NN versions").
 """
 
 import gc
+import pickle
 import weakref
 
 import pytest
@@ -228,3 +229,4 @@ def test_a_kept_shape_does_not_keep_its_tensors_buffer_alive(device):
     del t
     gc.collect()
     assert ref() is None and shape.with_tile_padding() == [1, 1, 32, 64]
+    assert pickle.loads(pickle.dumps(shape)).with_tile_padding() == [1, 1, 32, 64]
