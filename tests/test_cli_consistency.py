@@ -228,3 +228,15 @@ def test_ops_top_level_that_hides_every_op_of_the_name_says_so(tmp_path):
     result = invoke("ops", handle.path, "--name", nested[0], "--top-level")
     assert result.exit_code == 0 and "no top-level op" in result.output and "--top-level" in result.output, \
         result.output
+
+
+def test_the_summarys_durations_in_whole_nanoseconds_add_up_exactly(captured):
+    with ttreport.open(captured["path"]) as r:
+        ops = r.operations()
+        s = r.summary()
+    for row in s.by_name:
+        assert type(row["total_ns"]) is int
+        assert row["total_ns"] == sum(o.duration_ns for o in ops if o.name == row["name"])
+    assert s.top_level_ns == sum(o.duration_ns for o in ops if o.depth == 0)
+    data = json.loads(invoke("summary", captured["path"], "--json").output)
+    assert data["top_level_ns"] == s.top_level_ns

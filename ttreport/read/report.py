@@ -170,7 +170,7 @@ class Summary:
     status: str | None
     operations: int
     top_level_seconds: float  # the sum of depth-0 durations: the model's time in ops
-    by_name: list[dict]  # name, count, total_s, self_s, percent (of self time), by self time
+    by_name: list[dict]  # name, count, total_s, self_s, total_ns, self_ns, percent (of self time), by self time
     # The two figures of memory (ttreport.export.memory): allocated (bank-rounded, all banks: the ops' l1_bytes and
     # dram_bytes) and in buffers (their own sizes, the highest device's); each operation_id, name, bytes.
     peak_l1: dict | None  # allocated
@@ -183,6 +183,7 @@ class Summary:
     peak_l1_by_device: list[dict] = field(default_factory=list)
     peak_l1_in_buffers: dict | None = None  # + device_id
     peak_dram_in_buffers: dict | None = None
+    top_level_ns: int = 0  # top_level_seconds in whole nanoseconds, as the clock measured them (no float noise)
 
 
 _TENSOR_COLUMNS = ("tensor_id, shape, dtype, layout, memory_config, buffer_type, address, size, "
@@ -206,6 +207,12 @@ def status_text(meta: dict) -> str:
     if not lost and meta.get("writer_error"):
         lost.append("nothing counted, but the writer failed")
     return f"{status} (lost {', '.join(lost)})" if lost else status
+
+
+def _ns(alias: str) -> str:
+    """SQL for an op's duration in whole nanoseconds: its clock's end - start (the writer's `duration` is that
+    times 1e-9), or for a TT-NN report that has only `duration`, that rounded."""
+    return (f"COALESCE({alias}end_ns - {alias}start_ns, CAST(ROUND({alias}duration * 1e9) AS INTEGER))")
 
 
 def _tensor(row) -> TensorInfo:
@@ -794,11 +801,13 @@ class Report:
 
     def summary(self) -> Summary:
         """Time by op name, memory peaks and errors: what `ttreport summary` prints."""
-        by_name = self.sql("""
-            WITH child AS (SELECT parent_operation_id AS id, SUM(duration) AS d FROM operations
-                           WHERE parent_operation_id IS NOT NULL GROUP BY parent_operation_id)
+        by_name = self.sql(f"""
+            WITH child AS (SELECT parent_operation_id AS id, SUM(duration) AS d, SUM({_ns("")}) AS ns
+                           FROM operations WHERE parent_operation_id IS NOT NULL GROUP BY parent_operation_id)
             SELECT o.name, COUNT(*) AS count, SUM(o.duration) AS total_s,
-                   SUM(MAX(COALESCE(o.duration, 0) - COALESCE(child.d, 0), 0)) AS self_s
+                   SUM(MAX(COALESCE(o.duration, 0) - COALESCE(child.d, 0), 0)) AS self_s,
+                   SUM({_ns("o.")}) AS total_ns,
+                   SUM(MAX(COALESCE({_ns("o.")}, 0) - COALESCE(child.ns, 0), 0)) AS self_ns
             FROM operations o LEFT JOIN child ON child.id = o.operation_id
             GROUP BY o.name ORDER BY self_s DESC, o.name""")
         all_self = sum(r["self_s"] or 0 for r in by_name)
@@ -806,7 +815,8 @@ class Report:
             r["percent"] = 100 * (r["self_s"] or 0) / all_self if all_self else math.nan
         # A TT-NN report (upgraded from 0001) records no depth: its ops count as top-level.
         top = self._conn.execute("SELECT COUNT(*), COALESCE(SUM(CASE WHEN COALESCE(depth, 0) = 0 THEN duration END), "
-                                 "0) FROM operations").fetchone()
+                                 f"0), COALESCE(SUM(CASE WHEN COALESCE(depth, 0) = 0 THEN {_ns('')} END), 0) "
+                                 "FROM operations").fetchone()
         # On a mesh each device's shard has its row: the lowest PCC's device is the op's worst device.
         device = "device_id" if self._column_exists("tensor_comparisons", "device_id") else "NULL"
         comparisons = self.sql(f"""
@@ -826,7 +836,7 @@ class Report:
                        _peak_dict(peaks.allocated.get("DRAM")), self.errors(), comparisons, self.status_text,
                        peak_l1_by_device=_by_device(peaks, "L1"),
                        peak_l1_in_buffers=_peak_dict(peaks.in_buffers.get("L1"), device=True),
-                       peak_dram_in_buffers=_peak_dict(peaks.in_buffers.get("DRAM"), device=True))
+                       peak_dram_in_buffers=_peak_dict(peaks.in_buffers.get("DRAM"), device=True), top_level_ns=top[2])
 
     def table(self, *, sort_by: str = "host_time_total", row_limit: int | None = 100) -> str:
         """Ops aggregated by name, as torch.profiler's `key_averages().table()`: count, host time (total, self,
