@@ -240,3 +240,12 @@ def test_the_summarys_durations_in_whole_nanoseconds_add_up_exactly(captured):
     assert s.top_level_ns == sum(o.duration_ns for o in ops if o.depth == 0)
     data = json.loads(invoke("summary", captured["path"], "--json").output)
     assert data["top_level_ns"] == s.top_level_ns
+
+
+def test_ls_enters_no_link_so_a_loop_or_a_link_out_lists_nothing_twice(tmp_path, captured):
+    shutil.copytree(captured["path"], tmp_path / "here" / "mine")
+    (tmp_path / "here" / "loop").symlink_to(tmp_path / "here")  # a loop back to the folder itself
+    (tmp_path / "here" / "elsewhere").symlink_to(captured["root"])  # a link out of it, to other reports
+    result = invoke("ls", tmp_path / "here", "--json")
+    assert result.exit_code == 0, result.output
+    assert [row["path"] for row in json.loads(result.output)] == ["mine"]
