@@ -128,6 +128,7 @@ __all__ += ["core", "get_memory_config", "has_storage_type_of", "has_tile_paddin
 from device_sim.activations import SigmoidMode  # noqa: E402
 from device_sim.compute_config import (  # noqa: E402
     BlackholeComputeKernelConfig,
+    DeviceComputeKernelConfig,
     GrayskullComputeKernelConfig,
     MathFidelity,
     ThrottleLevel,
@@ -149,9 +150,10 @@ from device_sim.program_configs import (  # noqa: E402
 )
 
 __all__ += [
-    "BlackholeComputeKernelConfig", "GrayskullComputeKernelConfig", "MathFidelity", "ThrottleLevel",
-    "WormholeComputeKernelConfig", "init_device_compute_kernel_config", "LayerNormDefaultProgramConfig",
-    "LayerNormShardedMultiCoreProgramConfig", "MatmulMultiCoreReuseMultiCast1DProgramConfig",
+    "BlackholeComputeKernelConfig", "DeviceComputeKernelConfig", "GrayskullComputeKernelConfig", "MathFidelity",
+    "ThrottleLevel", "WormholeComputeKernelConfig", "init_device_compute_kernel_config",
+    "LayerNormDefaultProgramConfig", "LayerNormShardedMultiCoreProgramConfig",
+    "MatmulMultiCoreReuseMultiCast1DProgramConfig",
     "MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig", "MatmulMultiCoreReuseMultiCastProgramConfig",
     "MatmulMultiCoreReuseProgramConfig", "SDPAProgramConfig", "SoftmaxDefaultProgramConfig",
     "SoftmaxShardedMultiCoreProgramConfig", "UnaryOpType", "UnaryWithParam", "SigmoidMode",

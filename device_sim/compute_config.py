@@ -84,6 +84,9 @@ class GrayskullComputeKernelConfig:
 
 
 ComputeKernelConfig = WormholeComputeKernelConfig | GrayskullComputeKernelConfig
+# TT-NN's name for the same union (ttnn/types.py: its variant binding), which model code writes in annotations:
+# `compute_kernel_config: ttnn.DeviceComputeKernelConfig | None` (deepseek_v3's config_dataclass.py).
+DeviceComputeKernelConfig = ComputeKernelConfig
 
 
 def init_device_compute_kernel_config(arch=None, device_kernel_config: ComputeKernelConfig | None = None, *,

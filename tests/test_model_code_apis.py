@@ -230,3 +230,10 @@ def test_a_kept_shape_does_not_keep_its_tensors_buffer_alive(device):
     gc.collect()
     assert ref() is None and shape.with_tile_padding() == [1, 1, 32, 64]
     assert pickle.loads(pickle.dumps(shape)).with_tile_padding() == [1, 1, 32, 64]
+
+
+def test_model_code_annotates_a_compute_kernel_config_as_ttnn_device_compute_kernel_config(device):
+    # deepseek_v3's config_dataclass.py: `compute_kernel_config: ttnn.DeviceComputeKernelConfig | None = None`
+    annotation = ttnn.DeviceComputeKernelConfig | None
+    cfg = ttnn.init_device_compute_kernel_config(device.arch(), math_fidelity=ttnn.MathFidelity.HiFi2)
+    assert isinstance(cfg, ttnn.DeviceComputeKernelConfig) and isinstance(None, annotation)
