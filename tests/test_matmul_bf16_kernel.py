@@ -244,7 +244,12 @@ def test_a_bfloat16_bias_joins_the_float32_sums_before_the_one_rounding(device, 
     bound = ex.abs() * 2.0**-8 + shape_a[-1] * 2.0**-23 * (torch.matmul(a.double().abs(), b.double().abs())
                                                            + bias.double().abs())
     assert bool(((y.double() - ex).abs() <= bound).all())
-    assert int((y != ex.float().bfloat16()).sum()) <= int((old != ex.float().bfloat16()).sum()) + 2
+    # As close to the exact sums as the float32 path, but for the order of the float32 sums: a kernel's order differs
+    # from the float32 path's in ~1 of 5,000 values (matmul_kernel.MIN_SPEEDUP's note), and either may be the one
+    # a double rounding takes off the exact value. AVX512-BF16's kernel (VDPBF16PS, an EPYC of this round) missed 21
+    # of 98,304 where the float32 path missed 14; an AVX2 machine's forced kernel missed at most 2 more.
+    missed, missed_f32 = int((y != ex.float().bfloat16()).sum()), int((old != ex.float().bfloat16()).sum())
+    assert missed <= missed_f32 + max(2, y.numel() // 5000)
 
 
 def test_a_bias_that_is_not_one_value_per_column_or_near_the_denormals_keeps_the_float32_path(device):
