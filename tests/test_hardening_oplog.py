@@ -211,7 +211,9 @@ def test_a_config_goes_through_the_log_as_its_fields_and_comes_back_equal(cfg):
 
 
 @pytest.mark.parametrize("fields", [
-    ("INTERLEAVED", "L1", (((0, 0, 1, 1),), (32, 32), "ROW_MAJOR"), None),  # MemoryConfig's own check
+    # MemoryConfig's and ShardSpec's own checks (an INTERLEAVED config with a shard spec is TT-NN's: taken)
+    ("INTERLEAVED", "L1", None, (((0, 0, 1, 1),), (1, 32, 32), "ROW_MAJOR", "ROUND_ROBIN_1D")),
+    ("HEIGHT_SHARDED", "L1", (((0, 0, 1, 1),), (0, 32), "ROW_MAJOR"), None),
     ("__class__", "L1", None, None), ("INTERLEAVED", "mro", None, None),
     ("HEIGHT_SHARDED", "L1", (((0, 0, 4096, 4096),), (32, 32), "ROW_MAJOR"), None),
     ("HEIGHT_SHARDED", "L1", (((0, 0, 0, 0),) * 2000, (32, 32), "ROW_MAJOR"), None),
