@@ -417,3 +417,21 @@ def test_flipped_bytes_give_a_refusal_or_what_torch_load_gives():
         assert (value.dtype, value.shape, value.stride(), bits(value)) == \
             (want.dtype, want.shape, want.stride(), bits(want))
     assert read_back > 100  # flips in padding, ids and timestamps leave a file whole: both readers agree on those
+
+
+def test_a_bin_header_whose_shape_holds_a_string_is_refused_without_multiplying_it(tmp_path):
+    # The cap's look at a .bin header multiplied its dims as they came: [2147483646, "67", ...] repeated the string
+    # into 13 GB (found by tests/test_fuzz_bin.py's fuzz through a report). Refused now, as the .bin reader refuses it.
+    import json
+    import resource
+
+    header = json.dumps({"dtype": "INT32", "layout": "TILE", "shape": [2147483646, "67", 2796860876],
+                         "padded_shape": [2147483646, 96, 2796860896], "memory_config": None, "mesh": None,
+                         "data": {"encoding": "int32", "byte_order": "little", "order": "C", "nbytes": 5}}).encode()
+    body = struct.pack("<8sII", serialization.MAGIC, 2, len(header)) + header
+    (tmp_path / "tensors").mkdir()
+    (tmp_path / "tensors" / "7.bin").write_bytes(body + struct.pack("<I", zlib.crc32(body)))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(ttreport.TensorFileError, match="7.bin"):
+        ttreport.load_tensor(tmp_path, 7)
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) << 10 < 64 << 20

@@ -398,11 +398,15 @@ def _bin_elements(f) -> tuple[int, int] | None:
     try:
         header = json.loads(f.read(length))
         shards = header["mesh"]["shards"] if header.get("mesh") else 1
-        elements = math.prod(header["shape"]) * shards
+        dims = [*header["shape"], shards]
         nbytes = header["data"]["nbytes"]
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
-    return (elements, nbytes) if type(elements) is int and type(nbytes) is int else None
+    # Every factor an int before they are multiplied: a string among them ("67") made math.prod repeat it into a
+    # 13 GB string (the .bin fuzz through a report found it), and a float could be a 1e308 or a NaN.
+    if not all(type(d) is int for d in dims) or type(nbytes) is not int:
+        return None
+    return math.prod(dims), nbytes
 
 
 def _reason(e: Exception) -> str:
