@@ -330,26 +330,9 @@ def adaptive_avg_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, inp
                         dram_slice_config=None, **tt_nn_only) -> Tensor:
     """Average pooling to a given (OH, OW) over torch's adaptive regions (the same as a plain pool when the
     sizes divide); output [1, 1, N*OH*OW, C] in ROW_MAJOR bfloat16, as TT-NN's pools."""
-    op_name = "ttnn.adaptive_avg_pool2d"
-    if tt_nn_only:
-        check_tt_nn_only(op_name, tt_nn_only)
-    ins = device_inputs(op_name, input_tensor)
-    out_h, out_w = _pair(tuple(output_size), "output_size", op_name)
-    adaptive_pool_programs.check_feasible(input_h, input_w, out_h, out_w)  # TT-NN refuses what padding can't fix
-    y = _adaptive_avg_pool2d_golden(values(input_tensor, op_name), batch_size, input_h, input_w, channels,
-                                    output_size)
-    out = _make(y, input_tensor.device(), ins, op_name=op_name, dtype=DataType.BFLOAT16, layout=Layout.ROW_MAJOR,
-                memory_config=memory_config)
-    # adaptive_pools.cpp runs avg_pool2d with the derived kernel, stride and padding, ignoring the padding
-    kernel, stride, padding = adaptive_pool_programs.adaptive_pool_params(input_h, input_w, out_h, out_w)
-    _launch_pool(out, input_tensor, op_name, avg=True, batch=batch_size, height=input_h, width=input_w,
-                 channels=channels, kernel_size=kernel, stride=stride, padding=padding, dilation=(1, 1),
-                 ceil_mode=False, count_include_pad=False, divisor_override=None,
-                 applied_shard_scheme=applied_shard_scheme, dram_slice_config=dram_slice_config,
-                 reallocate_halo_output=reallocate_output)
-    if deallocate_input:
-        input_tensor._free()
-    return out
+    return _adaptive_pool("ttnn.adaptive_avg_pool2d", _adaptive_avg_pool2d_golden, input_tensor, batch_size, input_h,
+                          input_w, channels, output_size, memory_config, applied_shard_scheme, deallocate_input,
+                          reallocate_output, dram_slice_config, tt_nn_only)
 
 
 def _adaptive_max_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels, output_size, *_, **__):
@@ -365,20 +348,28 @@ def adaptive_max_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, inp
     """Max pooling to a given (OH, OW) over torch's adaptive regions; output [1, 1, N*OH*OW, C] ROW_MAJOR bfloat16.
     TT-NN's adaptive_pools.cpp runs max_pool2d with the kernel, stride and padding it derives (the same check of
     what padding can fix as adaptive_avg_pool2d)."""
-    op_name = "ttnn.adaptive_max_pool2d"
+    return _adaptive_pool("ttnn.adaptive_max_pool2d", _adaptive_max_pool2d_golden, input_tensor, batch_size, input_h,
+                          input_w, channels, output_size, memory_config, applied_shard_scheme, deallocate_input,
+                          reallocate_output, dram_slice_config, tt_nn_only)
+
+
+def _adaptive_pool(op_name, golden, input_tensor, batch_size, input_h, input_w, channels, output_size, memory_config,
+                   applied_shard_scheme, deallocate_input, reallocate_output, dram_slice_config, tt_nn_only):
+    """Both adaptive pools: the golden's values, then the program adaptive_pools.cpp runs (avg_pool2d or max_pool2d
+    with the kernel, stride and padding it derives, after checking what padding can fix)."""
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor)
     out_h, out_w = _pair(tuple(output_size), "output_size", op_name)
-    adaptive_pool_programs.check_feasible(input_h, input_w, out_h, out_w)
-    y = _adaptive_max_pool2d_golden(values(input_tensor, op_name), batch_size, input_h, input_w, channels,
-                                    output_size)
+    adaptive_pool_programs.check_feasible(input_h, input_w, out_h, out_w)  # TT-NN refuses what padding can't fix
+    y = golden(values(input_tensor, op_name), batch_size, input_h, input_w, channels, output_size)
     out = _make(y, input_tensor.device(), ins, op_name=op_name, dtype=DataType.BFLOAT16, layout=Layout.ROW_MAJOR,
                 memory_config=memory_config)
+    avg = golden is _adaptive_avg_pool2d_golden
     kernel, stride, padding = adaptive_pool_programs.adaptive_pool_params(input_h, input_w, out_h, out_w)
-    _launch_pool(out, input_tensor, op_name, avg=False, batch=batch_size, height=input_h, width=input_w,
+    _launch_pool(out, input_tensor, op_name, avg=avg, batch=batch_size, height=input_h, width=input_w,
                  channels=channels, kernel_size=kernel, stride=stride, padding=padding, dilation=(1, 1),
-                 ceil_mode=False, count_include_pad=True, divisor_override=None,
+                 ceil_mode=False, count_include_pad=not avg, divisor_override=None,
                  applied_shard_scheme=applied_shard_scheme, dram_slice_config=dram_slice_config,
                  reallocate_halo_output=reallocate_output)
     if deallocate_input:
