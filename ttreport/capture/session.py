@@ -101,6 +101,7 @@ class Capture(contextlib.ContextDecorator):
         self._stopped = False
         self._froze = False
         self._signals: dict[int, object] = {}
+        self._holder = None  # the handler that notes a signal while the report closes (_hold_signals)
         self._unraisablehook = None  # the hook ours replaced while capturing (see _on_unraisable)
         self._lock_fd: int | None = None
         self._pid = os.getpid()  # the process that captures: a forked child's exit or signals never close it
@@ -339,11 +340,11 @@ class Capture(contextlib.ContextDecorator):
             if self._stopped or self.recorder is None:
                 return
             self._stopped = True
+            held = self._hold_signals()
             try:
                 if device_sim.get_hook() is self.recorder:
                     device_sim.set_hook(None)
                 self.recorder.restore_devices()
-                self._restore_signal_handlers()
                 atexit.unregister(self._at_exit)
             finally:
                 with _lock:
@@ -352,9 +353,24 @@ class Capture(contextlib.ContextDecorator):
                     self._drain(status)
                 finally:
                     self._unlock()
+                    self._restore_signal_handlers()
                 if self._froze:
                     gc.unfreeze()
                 self.status = status
+            for signum in held:  # a Ctrl-C (or SIGTERM) that came while the report closed: acted on now it is closed
+                signal.raise_signal(signum)
+
+    def _hold_signals(self) -> list[int]:
+        """While the report closes, a Ctrl-C or SIGTERM is noted (in the list returned), not acted on: raised in
+        the writer's join, it left the close half done (no perf files, the writer process orphaned) under a
+        report that said complete, and a SIGTERM's stop() inside stop() ended the process before the db closed."""
+        held: list[int] = []
+        self._holder = lambda signum, frame: held.append(signum)
+        if threading.current_thread() is threading.main_thread():
+            for signum in self._signals:
+                if signal.getsignal(signum) == self._on_signal:
+                    signal.signal(signum, self._holder)
+        return held
 
     def _unlock(self) -> None:
         if self._lock_fd is not None:
@@ -368,7 +384,7 @@ class Capture(contextlib.ContextDecorator):
         if threading.current_thread() is not threading.main_thread():
             return
         for signum, previous in self._signals.items():
-            if signal.getsignal(signum) == self._on_signal:
+            if signal.getsignal(signum) in (self._on_signal, self._holder):
                 signal.signal(signum, previous)
         if self._unraisablehook is not None and sys.unraisablehook == self._on_unraisable:
             sys.unraisablehook = self._unraisablehook  # (someone who replaced ours keeps theirs)
