@@ -86,25 +86,72 @@ def create(path, *, indexes: bool = True) -> None:
     dozen indexes current row by row would hold the model's GIL. A writer process's capture makes all but
     LATE_INDEXES at once, and the writer keeps them current (no more of its CPU than building them at
     close, and less left for the close of a long capture); it makes LATE_INDEXES when it closes.
+
+    The schema comes from ttreport.schema_sql, the statements `metadata.create_all` and alembic's stamp make
+    (generated from schema.py; tests/test_schema_sql.py holds them equal), run in one transaction with no sync:
+    SQLAlchemy's create_all and alembic's stamp took 0.34 s and their imports ~0.3 s more of a capture's start
+    (bench/README.md, issue 33). A file the machine lost mid-way is no report either way.
     """
+    from ttreport import schema_sql
+
+    con = sqlite3.connect(path, isolation_level=None)
+    try:
+        con.execute("PRAGMA synchronous=OFF")
+        con.execute("BEGIN")
+        for sql in schema_sql.TABLES:
+            con.execute(sql)
+        con.execute("DELETE FROM alembic_version")
+        con.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (head_revision(),))
+        # what _set_schema_version writes (its SQLAlchemy connection is not made here)
+        con.execute("INSERT OR REPLACE INTO report_metadata (key, value) VALUES ('schema_version', ?)",
+                    (head_revision(),))
+        if indexes:
+            create_indexes(con)
+        con.execute("COMMIT")
+    finally:
+        con.close()
+
+
+def schema_sql_text() -> str:
+    """ttreport/schema_sql.py's text: the statements that `metadata.create_all` and alembic's stamp at the head
+    run on an empty database, read back from its sqlite_master (`python -m ttreport.db > ttreport/schema_sql.py`
+    after a change to schema.py)."""
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
+    from sqlalchemy import create_engine
 
     from ttreport import schema
 
-    engine = _engine(path)
-    try:
-        with engine.begin() as conn:
-            schema.metadata.create_all(conn)
-            if not indexes:
-                for index in schema.INDEXES:
-                    conn.exec_driver_sql(f"DROP INDEX {index.name}")
-            else:
-                hint_sort_indexes(conn.exec_driver_sql)
-            MigrationContext.configure(conn).stamp(ScriptDirectory.from_config(_alembic_config()), "head")
-            _set_schema_version(conn)
-    finally:
-        engine.dispose()
+    engine = create_engine("sqlite://")
+    with engine.begin() as conn:
+        schema.metadata.create_all(conn)
+        MigrationContext.configure(conn).stamp(ScriptDirectory.from_config(_alembic_config()), "head")
+        rows = conn.exec_driver_sql("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+                                    "ORDER BY rowid").fetchall()
+    engine.dispose()
+    creates = {"table": "CREATE TABLE", "view": "CREATE VIEW", "trigger": "CREATE TRIGGER"}
+    tables = [sql.replace(creates[kind], f"{creates[kind]} IF NOT EXISTS", 1) for kind, _, sql in rows
+              if kind != "index"]
+    index_sql = {name: sql for kind, name, sql in rows if kind == "index"}
+    order = [index.name for index in schema.INDEXES]
+    assert set(order) == set(index_sql), "an index outside schema.INDEXES, or one create_all did not make"
+    lines = ['"""The report schema as SQL: the statements that `schema.metadata.create_all` and alembic\'s stamp run',
+             "on an empty database, which db.create runs itself (in one transaction; SQLAlchemy and alembic took",
+             "~0.6 s of a capture's start). Generated from ttreport/schema.py; do not edit:",
+             "",
+             "    .venv/bin/python -m ttreport.db > ttreport/schema_sql.py",
+             "",
+             "tests/test_schema_sql.py fails while this differs from what schema.py's metadata makes.",
+             '"""',
+             "",
+             "# Tables, views and triggers, in create_all's order; alembic's version table last.",
+             "TABLES = ["]
+    lines += [f"    (\n{_literal(sql)}\n    )," for sql in tables]
+    lines += ["]", "", "# schema.INDEXES by name, in their order (db.create_indexes adds IF NOT EXISTS).",
+              "INDEXES = {"]
+    lines += [f"    {name!r}: (\n{_literal(index_sql[name])}\n    )," for name in order]
+    lines += ["}", ""]
+    return "\n".join(lines)
 
 
 # Indexes on keys that come in no order (an op's duration): kept current row by row, each insert lands on
@@ -118,12 +165,25 @@ def create_indexes(con: sqlite3.Connection, *, skip: frozenset = frozenset()) ->
 
     Each call makes them in the schema's order. An index whose order is not the table's is partial
     (schema.INDEXES), so a plain `SELECT operation_id FROM operations` reads the table, in id order; the two
-    sort indexes are whole, with hint_sort_indexes' hint instead."""
-    for ddl in _index_ddl():
-        if not skip or re.search(r"INDEX IF NOT EXISTS (\w+)", ddl).group(1) not in skip:
-            con.execute(ddl)
-    if not skip & set(SORT_INDEXES):
-        hint_sort_indexes(con.execute)
+    sort indexes are whole, with hint_sort_indexes' hint instead.
+
+    In one transaction (`con`'s own, if one is open): a commit per statement synced the file 27 times, 0.44 s of a
+    capture's start (bench/README.md, issue 33)."""
+    own = not con.in_transaction
+    if own:
+        con.execute("BEGIN")
+    try:
+        for ddl in _index_ddl():
+            if not skip or re.search(r"INDEX IF NOT EXISTS (\w+)", ddl).group(1) not in skip:
+                con.execute(ddl)
+        if not skip & set(SORT_INDEXES):
+            hint_sort_indexes(con.execute)
+    except BaseException:
+        if own and con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    if own:
+        con.execute("COMMIT")
 
 
 # The indexes that answer `ORDER BY duration DESC LIMIT 10` and `ORDER BY l1_bytes DESC, operation_id LIMIT 1`
@@ -151,18 +211,16 @@ def hint_sort_indexes(execute) -> None:
 
 @functools.cache
 def _index_ddl() -> list[str]:
-    from sqlalchemy.dialects import sqlite as sqlite_dialect
-    from sqlalchemy.schema import CreateIndex
+    from ttreport import schema_sql
 
-    from ttreport import schema
-
-    return [str(CreateIndex(index, if_not_exists=True).compile(dialect=sqlite_dialect.dialect()))
-            for index in schema.INDEXES]
+    return [sql.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1) for sql in schema_sql.INDEXES.values()]
 
 
 @functools.cache
 def _index_names() -> frozenset[str]:
-    return frozenset(re.search(r"INDEX IF NOT EXISTS (\w+)", ddl).group(1) for ddl in _index_ddl())
+    from ttreport import schema_sql
+
+    return frozenset(schema_sql.INDEXES)
 
 
 def _connect_ro(path) -> sqlite3.Connection:
@@ -304,3 +362,19 @@ def _set_schema_version(conn) -> None:
         text("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (:k, :v)"),
         {"k": "schema_version", "v": head_revision()}  # schema.SCHEMA_VERSION_KEY,
     )
+
+
+def _literal(text: str, width: int = 100) -> str:
+    """`text` as adjacent string literals, one per source line (its own lines, long ones cut at a space)."""
+    parts = []
+    for line in text.splitlines(keepends=True):
+        while len(line) > width and " " in line[:width]:
+            cut = line.rindex(" ", 0, width) + 1
+            parts.append(line[:cut])
+            line = line[cut:]
+        parts.append(line)
+    return "\n".join(f"        {part!r}" for part in parts)
+
+
+if __name__ == "__main__":  # python -m ttreport.db > ttreport/schema_sql.py, after a change to schema.py
+    print(schema_sql_text(), end="")

@@ -1,0 +1,37 @@
+"""The schema as SQL (ttreport/schema_sql.py): what db.create runs is what schema.py's metadata and alembic make."""
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from ttreport import db, schema_sql
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_schema_script_is_what_schema_py_creates():
+    # Fails after a change to schema.py until `.venv/bin/python -m ttreport.db > ttreport/schema_sql.py` is run.
+    assert Path(schema_sql.__file__).read_text() == db.schema_sql_text()
+
+
+def test_creating_a_report_imports_neither_sqlalchemy_nor_alembic(tmp_path):
+    code = ("import sys; from ttreport import db; db.create(sys.argv[1]); "
+            "print(sorted(m for m in ('sqlalchemy', 'alembic') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "db.sqlite")], cwd=REPO, capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    assert out.strip() == "[]"
+    assert db.current_revision(tmp_path / "db.sqlite") == db.head_revision()
+    assert db.is_current(tmp_path / "db.sqlite")
+
+
+def test_a_second_create_on_the_same_file_keeps_one_revision_row(tmp_path):
+    db.create(tmp_path / "db.sqlite", indexes=False)
+    db.create(tmp_path / "db.sqlite")
+    con = sqlite3.connect(tmp_path / "db.sqlite")
+    try:
+        assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [(db.head_revision(),)]
+        names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    finally:
+        con.close()
+    assert set(schema_sql.INDEXES) <= names
