@@ -34,6 +34,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import device_sim.ops  # noqa: F401  (registers every op: the kinds below are read from the table)
+from device_sim import registry
 from device_sim.compute_config import MathFidelity
 from device_sim.distributed import MeshTensor
 from device_sim.dtypes import ELEMENT_SIZE, tile_size
@@ -97,28 +99,29 @@ SFPU_OP_CYCLES = {
 NORM_PASSES = {"layer_norm": 8, "rms_norm": 6, "group_norm": 10, "batch_norm": 6}
 SOFTMAX_PASSES = 6  # max, x - max, exp, sum, 1/sum, scale (softmax_program_factory's compute kernel)
 
-_FPU_BINARY = frozenset({"add", "sub", "mul", "add_", "sub_", "mul_", "rsub", "subtract", "multiply", "subtract_",
-                         "multiply_", "squared_difference", "maximum", "minimum", "eq", "ne", "gt", "lt", "ge", "le",
-                         "logical_and", "logical_or", "bias_gelu", "addcmul", "addcdiv", "where", "lerp"})
-_MOVES = frozenset({"to_memory_config", "interleaved_to_sharded", "sharded_to_interleaved", "reshard", "clone",
-                    "copy", "move", "reallocate", "to_device", "from_device", "typecast", "to_layout", "tilize",
-                    "untilize", "permute", "transpose", "reshape", "slice", "concat", "to_dtype", "pad",
-                    "tilize_with_val_padding", "tilize_with_zero_padding", "untilize_with_unpadding", "repeat",
-                    "fill_cache", "update_cache", "embedding", "fold"})
 _TILE_BYTES = frozenset({4096, 2048, 1088, 576, 1024})  # float32/uint32, bfloat16, bfloat8_b, bfloat4_b, uint8
-_FREE = frozenset({"deallocate", "view", "squeeze", "unsqueeze", "unsqueeze_to_4D"})
-# Ops that cross PCIe: the device side's bytes go over it once more (from_torch only when given a device).
-_HOST_MOVES = frozenset({"from_torch", "to_torch", "to_device", "from_device", "cpu"})
-_MATMULS = frozenset({"matmul", "linear"})
-_NORMS = frozenset(NORM_PASSES) | {"rms_norm_pre_all_gather", "layer_norm_pre_all_gather"}
-_SOFTMAX = frozenset({"softmax", "softmax_in_place", "scale_mask_softmax", "scale_mask_softmax_in_place",
-                      "scale_causal_mask_hw_dims_softmax_in_place"})
-_ROW_OPS = frozenset({"sum", "mean", "max", "min", "argmax", "argmin", "std", "var", "prod", "cumsum", "topk",
-                      "sort"}) | _NORMS | _SOFTMAX
+# How each op is priced is its kind, declared where it is registered (registry.KINDS), here by short name as a
+# report names ops (its aliases' too: "multiply" is ttnn.mul). TT-NN ops a report may name that device_sim does not
+# register are priced as their kinds below.
+_UNREGISTERED_KINDS = {"bias_gelu": "binary", "argmin": "rows", "layer_norm_pre_all_gather": "norm",
+                       "cpu": "host_move"}
+
+
+def _kinds() -> dict[str, str]:
+    kinds = dict(_UNREGISTERED_KINDS)
+    for op in registry.OPS.values():
+        for short in op.short_names:
+            if kinds.setdefault(short, op.kind) != op.kind:  # ttnn.typecast, ttnn.experimental.typecast: both moves
+                raise AssertionError(f"ops named {short!r} are declared with kinds {kinds[short]!r} and {op.kind!r}")
+    return kinds
+
+
+_KIND = _kinds()
+_FREE = frozenset(n for n, k in _KIND.items() if k == "free")
+_HOST_MOVES = frozenset(n for n, k in _KIND.items() if k == "host_move")  # cross PCIe (from_torch: given a device)
+_MATMULS = frozenset(n for n, k in _KIND.items() if k == "matmul")
 # Collectives by what crosses the busiest link (collective_link_ns).
-_COLLECTIVES = {"all_gather": "gather", "all_gather_async": "gather", "reduce_scatter": "reduce_scatter",
-                "reduce_scatter_minimal_async": "reduce_scatter", "all_reduce": "all_reduce",
-                "all_reduce_async": "all_reduce", "point_to_point": "point_to_point"}
+_COLLECTIVES = {short: op.collective for op in registry.OPS.values() if op.collective for short in op.short_names}
 # The fidelity an op family runs at when its call gives none (TT-NN's compute kernel config defaults).
 _DEFAULT_FIDELITY = {"norm": MathFidelity.HiFi4, "softmax": MathFidelity.HiFi4, "conv2d": MathFidelity.HiFi4}
 
@@ -320,21 +323,7 @@ def _cores_for(units: int, cfg: PerfConfig, operands=()) -> int:
 
 
 def _family(name: str) -> str:
-    if name in _MATMULS:
-        return "matmul"
-    if name == "conv2d":
-        return "conv2d"
-    if name in _NORMS:
-        return "norm"
-    if name in _SOFTMAX:
-        return "softmax"
-    if name == "embedding":
-        return "embedding"
-    if name in _MOVES:
-        return "move"
-    if name in _FPU_BINARY:
-        return "binary"
-    return "unary" if name not in _ROW_OPS else "rows"
+    return _KIND.get(name, "unary")
 
 
 def _streaming(ins, outs, units: int, cycles_per_unit: float, cfg: PerfConfig, *, read_pages=None,

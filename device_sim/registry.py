@@ -16,16 +16,53 @@ An op that TT-NN lets write into a given tensor (`ttnn.add(a, b, output_tensor=c
 `ttnn.matmul(a, b, optional_output_tensor=c)`) is handled here once for all such ops: the
 wrapper takes the keyword, the op's output() call writes into that tensor (its buffer and
 tensor id stay), and the hook's `output` is that tensor.
+
+An op is declared once, at its registration: its kind (how the perf model prices it), its traits (what it
+is beyond its name: no program on the device, a view), its output keyword, its golden or the reason it has
+none, the link pattern of a collective and the other public names it goes by. The perf model, the tests and
+the docs read these from OPS instead of keeping their own name lists. A body that names itself in its checks
+and errors takes `op_name: str = OWN_NAME` and the registry fills in its registered name, at no cost a call:
+
+    @register_op("ttnn.stack", kind="move", golden=_stack_golden)
+    def stack(tensors, dim=0, *, memory_config=None, op_name: str = OWN_NAME, **tt_nn_only):
+        ...  raise ValueError(f"{op_name} needs at least one tensor")   # "ttnn.stack needs ..."
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class Trait(enum.Enum):
+    """What an op is beyond its kind; tests/test_device_work_coverage.py and docs/device_work.md read these."""
+
+    HOST = "host"  # TT-NN runs no program for it: a host conversion, a transfer between host and device, an allocation
+    VIEW = "view"  # TT-NN returns a view of its input's buffer: no program
+
+
+# How perf_model prices an op's device time (its family). unary: one SFPU pass a tile, the default; binary: an FPU
+# op on two operands; rows: a tile row a unit of work (reductions, sort, topk); norm, softmax: several passes over
+# each tile row; matmul; conv2d: a halo and a matmul; embedding: looked-up rows; move: data movement, by the pages
+# it touches; host_move: bytes over PCIe; collective: ethernet links (Op.collective names the pattern); free: no
+# device time at all.
+KINDS = frozenset({"unary", "binary", "rows", "norm", "softmax", "matmul", "conv2d", "embedding", "move",
+                   "host_move", "collective", "free"})
+# A collective's pattern: what crosses its busiest link (perf_model.collective_link_ns).
+COLLECTIVES = frozenset({"gather", "reduce_scatter", "all_reduce", "point_to_point"})
+
+
+class _OwnName(str):
+    """The default a body's `op_name` parameter declares; register_op replaces it with the registered name."""
+
+
+OWN_NAME = _OwnName("ttnn.<op>")
 
 
 @dataclass(eq=False)
@@ -38,14 +75,48 @@ class Op:
     wrapper: Callable | None = field(default=None, repr=False)
     output_keyword: str | None = None  # "output_tensor" / "optional_output_tensor" where TT-NN takes one
     mesh_aware: bool = False  # handles mesh tensors itself (collectives, from_torch): never run per chip
+    kind: str = "unary"  # how perf_model prices it (KINDS)
+    traits: frozenset[Trait] = frozenset()
+    collective: str | None = None  # a collective's pattern (COLLECTIVES)
+    no_golden: str | None = None  # why the op has no golden function, when it has none
+    aliases: tuple[str, ...] = ()  # other names it is public under ("ttnn.multiply" for "ttnn.mul")
 
     @property
     def short_name(self) -> str:
         return self.name.rsplit(".", 1)[-1]
 
+    @property
+    def short_names(self) -> tuple[str, ...]:
+        """Its last name part and its aliases': what a report's short op names are matched against."""
+        return (self.short_name, *(a.rsplit(".", 1)[-1] for a in self.aliases))
+
+
+class Hook(Protocol):
+    """What set_hook takes: ttreport's Recorder implements it, ttnn.tracer wraps one. Declared for readers and type
+    checkers only; the registry calls the two methods and nothing else.
+
+    begin and end are called exactly once per recorded op call, on the thread that made it, nested calls between
+    them. A hook may also offer `operation_id(token) -> int | None`, the id it gave the op (ttnn.tracer labels its
+    graph's nodes with it).
+    """
+
+    def begin(self, op: Op, args: tuple, kwargs: dict) -> Any:
+        """Before the body runs; returns a token handed back to end()."""
+
+    def end(self, token: Any, output: Any, exception: BaseException | None) -> None:
+        """After it: its output (the output keyword's tensor when one was given), or the exception it raised
+        (None on success), which the wrapper re-raises unchanged."""
+
+
+class MemoryListener(Protocol):
+    """A device's memory.listener (allocator.DeviceMemory): ttreport hears buffers and programs through it."""
+
+    def __call__(self, event: str, obj: Any) -> None:
+        """event "alloc" or "free" with an allocator.Buffer; "program" with a device_work.Program."""
+
 
 OPS: dict[str, Op] = {}
-_hook = None
+_hook: Hook | None = None
 
 # device_sim/_native.c's Dispatch: an op's public function that calls the body at once when no mesh runner is
 # installed and no keyword needs the wrapper (`memory=`, the op's output keyword), between the hook's begin and
@@ -57,28 +128,6 @@ except ImportError:
     _native = None
 if os.environ.get("DEVICE_SIM_PURE", "") not in ("", "0"):
     _native = None
-
-# Which ops TT-NN lets write into a given tensor, and the keyword each takes (TT-NN 0.81: the unary
-# and binary element-wise ops, to_memory_config, typecast, argmax, clamp, fill take output_tensor;
-# matmul and linear take optional_output_tensor). A whole category is named when every op in it does.
-OUTPUT_TENSOR_CATEGORIES = frozenset({"eltwise"})
-OUTPUT_TENSOR_OPS = {
-    "ttnn.matmul": "optional_output_tensor",
-    "ttnn.linear": "optional_output_tensor",
-    "ttnn.addmm": "optional_output_tensor",
-    "ttnn.to_memory_config": "output_tensor",
-    "ttnn.typecast": "output_tensor",
-    "ttnn.argmax": "output_tensor",
-    "ttnn.clamp": "output_tensor",
-    "ttnn.fill": "output_tensor",
-    "ttnn.moreh_norm": "output",
-    "ttnn.cumsum": "out",  # cumsum_nanobind.cpp
-    "ttnn.cumprod": "out",
-    "ttnn.moreh_arange": "output",  # moreh_arange_nanobind.cpp, moreh_dot_nanobind.cpp
-    "ttnn.moreh_dot": "output",
-    "ttnn.batch_norm": "output",  # batch_norm_nanobind.cpp
-}
-
 
 class _Writes(threading.local):
     # (op name, tensor) the running op writes its output into, or None; per thread, as ops nest per thread.
@@ -174,14 +223,14 @@ def set_per_device(runner) -> None:
     _per_device = runner
 
 
-def set_hook(hook):
+def set_hook(hook: Hook | None) -> Hook | None:
     """Install `hook` (or None) for all threads; returns the previous one so callers can restore it."""
     global _hook
     previous, _hook = _hook, hook
     return previous
 
 
-def get_hook():
+def get_hook() -> Hook | None:
     return _hook
 
 
@@ -193,24 +242,56 @@ def _rename_memory(kwargs: dict) -> None:
         kwargs["memory_config"] = cfg
 
 
-def register_op(name: str, *, golden: Callable | None = None, fallback: Callable | None = None,
-                mesh_aware: bool = False, plain: Callable | None = None):
+def register_op(name: str, *, kind: str = "unary", traits=(), golden: Callable | None = None,
+                no_golden: str | None = None, output_keyword: str | None = None, collective: str | None = None,
+                aliases: tuple[str, ...] = (), fallback: Callable | None = None, mesh_aware: bool = False,
+                plain: Callable | None = None):
     """Register an op body under `name` ("ttnn.add"); returns the public, hookable function.
 
-    `plain(a, b)`, for a binary op: the body's own fast path for a call with two positional arguments and no
-    keywords, a Tensor and a Tensor or a Python number (float or int); it returns the output, or None to let
-    the body decide. With device_sim._native built, such a call with no hook runs it without the body's
-    keyword checks; the body must give the same result for the same call.
+    Args:
+        kind: how perf_model prices its device time (KINDS; "unary", one SFPU pass a tile, by default).
+        traits: Trait members: HOST (TT-NN runs no program for it), VIEW (a view of its input's buffer).
+        golden: the torch function a golden comparison runs on the op's inputs (tests/test_ops.py, ttreport).
+        no_golden: why it has none, when golden is None on purpose (deallocate returns nothing, a collective's
+            result depends on other chips' shards).
+        output_keyword: the keyword TT-NN takes a tensor to write the result into ("output_tensor" for the
+            element-wise ops, "optional_output_tensor" for matmul and linear; the op's nanobind file names it).
+        collective: a collective's pattern (COLLECTIVES); its kind is then "collective".
+        aliases: other registered-style names it is public under ("ttnn.multiply" for "ttnn.mul").
+        fallback: the op's own host fallback (get_fallback_function).
+        mesh_aware: it handles mesh tensors itself (collectives, from_torch): never run per chip.
+        plain: for a binary op, the body's own fast path for a call with two positional arguments and no
+            keywords, a Tensor and a Tensor or a Python number (float or int); it returns the output, or None to
+            let the body decide. With device_sim._native built, such a call with no hook runs it without the
+            body's keyword checks; the body must give the same result for the same call.
     """
+    if collective is not None:
+        if collective not in COLLECTIVES:
+            raise ValueError(f"{name}: collective={collective!r} is not one of {sorted(COLLECTIVES)}")
+        kind = "collective"
+    if kind not in KINDS:
+        raise ValueError(f"{name}: kind={kind!r} is not one of {sorted(KINDS)}")
+    traits = frozenset(traits)
+    if not all(isinstance(t, Trait) for t in traits):
+        raise ValueError(f"{name}: traits must be Trait members, got {sorted(map(repr, traits))}")
+    if golden is not None and no_golden:
+        raise ValueError(f"{name}: give golden= or no_golden=, not both")
 
     def decorate(function: Callable) -> Callable:
         if name in OPS:
             raise ValueError(f"op {name!r} is registered twice")
         # Ops made by a factory (eltwise's _unary, ...) are all called `op`: name them as registered.
         function.__name__ = function.__qualname__ = name.rsplit(".", 1)[-1]
+        own = function.__kwdefaults__ or {}
+        if "op_name" in own:
+            if own["op_name"] is not OWN_NAME:
+                raise ValueError(f"{name}: the body's op_name= default must be registry.OWN_NAME (the registry "
+                                 f"fills it in), got {own['op_name']!r}")
+            own["op_name"] = name  # the body's checks and errors name the op; a default costs nothing a call
         category = function.__module__.rsplit(".", 1)[-1]
-        out_kw = OUTPUT_TENSOR_OPS.get(name, "output_tensor" if category in OUTPUT_TENSOR_CATEGORIES else None)
-        op = Op(name, function, golden, fallback, category=category, output_keyword=out_kw, mesh_aware=mesh_aware)
+        out_kw = output_keyword
+        op = Op(name, function, golden, fallback, category=category, output_keyword=out_kw, mesh_aware=mesh_aware,
+                kind=kind, traits=traits, collective=collective, no_golden=no_golden, aliases=tuple(aliases))
 
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
@@ -238,8 +319,8 @@ def register_op(name: str, *, golden: Callable | None = None, fallback: Callable
             hook.end(token, output, None)
             return output
 
-        if out_kw is not None:
-            wrapper.__signature__ = _with_output_keyword(function, out_kw)
+        if out_kw is not None or "op_name" in own:
+            wrapper.__signature__ = _public_signature(function, out_kw)
         wrapper.op = op
         wrapper.golden_function = golden
         public = wrapper if _native is None else _native.Dispatch(function, wrapper, globals(), plain, op)
@@ -250,14 +331,14 @@ def register_op(name: str, *, golden: Callable | None = None, fallback: Callable
     return decorate
 
 
-def _with_output_keyword(function: Callable, keyword: str) -> inspect.Signature:
-    """The op's signature as callers see it: the body's, plus the output keyword the wrapper takes."""
+def _public_signature(function: Callable, keyword: str | None) -> inspect.Signature:
+    """The op's signature as callers see it: the body's, without the op_name the registry fills in, plus the
+    output keyword the wrapper takes."""
     sig = inspect.signature(function)
-    params = list(sig.parameters.values())
-    if keyword in sig.parameters:
-        return sig
-    at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
-    params.insert(at, inspect.Parameter(keyword, inspect.Parameter.KEYWORD_ONLY, default=None))
+    params = [p for p in sig.parameters.values() if p.name != "op_name"]
+    if keyword is not None and keyword not in sig.parameters:
+        at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+        params.insert(at, inspect.Parameter(keyword, inspect.Parameter.KEYWORD_ONLY, default=None))
     return sig.replace(parameters=params)
 
 

@@ -1,12 +1,13 @@
-"""Every registered op launches a device operation, or is listed here with the reason it launches none.
+"""Every registered op launches a device operation, or is declared with the reason it launches none.
 
 Each op is called as tests/test_ops.py calls it (its CASES; the few ops without a golden case get one
 below) with a listener on its devices' memory: the same seam ttreport's report hears programs through
-(device_work.launch). An op that launches nothing must be in one of three lists, each entry with its reason
-in docs/device_work.md ("Ops that launch no device operation"):
+(device_work.launch). An op that launches nothing must be declared so where it is registered, or listed here,
+each with its reason in docs/device_work.md ("Ops that launch no device operation"):
 
-- HOST_ONLY: TT-NN runs no program either (host conversions, transfers, allocation);
-- VIEWS: TT-NN returns a view of the same buffer (no program);
+- HOST_ONLY: the ops registered with Trait.HOST: TT-NN runs no program either (host conversions, transfers,
+  allocation);
+- VIEWS: the ops registered with Trait.VIEW: TT-NN returns a view of the same buffer (no program);
 - NOT_MODELLED_YET: TT-NN runs a program that device_sim does not model yet. This list must only shrink:
   an entry whose op now launches a program fails the test until it is removed.
 """
@@ -21,16 +22,12 @@ import torch
 from test_ops import CASES, x
 
 import device_sim as ttnn
+from device_sim.registry import Trait
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "device_work.md"
 
-HOST_ONLY = {
-    "ttnn.Tensor", "ttnn.from_torch", "ttnn.to_torch", "ttnn.from_device", "ttnn.to_device", "ttnn.as_tensor",
-    "ttnn.to_dtype", "ttnn.deallocate", "ttnn.allocate_tensor_on_device", "ttnn.empty", "ttnn.empty_like",
-    "ttnn.copy_host_to_device_tensor", "ttnn.zeros", "ttnn.ones", "ttnn.full", "ttnn.arange",
-    "ttnn.prepare_conv_weights", "ttnn.prepare_conv_bias",
-}
-VIEWS = {"ttnn.view", "ttnn.squeeze", "ttnn.unsqueeze", "ttnn.unsqueeze_to_4D", "ttnn.narrow"}
+HOST_ONLY = {name for name, op in ttnn.OPS.items() if Trait.HOST in op.traits}
+VIEWS = {name for name, op in ttnn.OPS.items() if Trait.VIEW in op.traits}
 # Ops TT-NN runs programs for that device_sim does not model yet (none left: every such op's representative call
 # launches its programs; docs/device_work.md lists the forms each model leaves out).
 NOT_MODELLED_YET: set[str] = set()

@@ -97,7 +97,7 @@ def test_the_public_function_shows_the_wrappers_name_doc_signature_and_attribute
     assert ttnn.add.__doc__ == op.function.__doc__ and ttnn.add.__doc__.startswith("Element-wise add")
     assert ttnn.add.__wrapped__ is op.function
     assert ttnn.add.op is op and ttnn.add.golden_function is op.golden_function
-    assert str(inspect.signature(ttnn.add)) == str(registry._with_output_keyword(op.function, "output_tensor"))
+    assert str(inspect.signature(ttnn.add)) == str(registry._public_signature(op.function, "output_tensor"))
     assert "output_tensor=None" in str(inspect.signature(ttnn.add))
     assert repr(ttnn.add).startswith("<function add at ")
     ttnn.add.note_for_this_test = 1  # attributes are set on (and read from) the wrapper

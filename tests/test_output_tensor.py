@@ -132,7 +132,6 @@ def test_to_memory_config_and_typecast_write_into_the_given_tensor(device, ab):
 @pytest.fixture
 def dtype_seeing_op():
     """An op that reports the output dtype it would compute for, registered for one test only."""
-    from device_sim import registry
     from device_sim.ops.common import output, output_dtype, values
 
     seen = []
@@ -141,11 +140,10 @@ def dtype_seeing_op():
         seen.append(output_dtype("test.dtype_seeing", dtype, x))
         return output(values(x), x, [x], op_name="test.dtype_seeing", dtype=dtype)
 
-    registry.OUTPUT_TENSOR_OPS["test.dtype_seeing"] = "output_tensor"
     try:
-        yield ttnn.register_op("test.dtype_seeing")(body), seen
+        yield ttnn.register_op("test.dtype_seeing", output_keyword="output_tensor")(body), seen
     finally:
-        del ttnn.OPS["test.dtype_seeing"], registry.OUTPUT_TENSOR_OPS["test.dtype_seeing"]
+        del ttnn.OPS["test.dtype_seeing"]
 
 
 def test_an_op_can_ask_the_dtype_its_output_tensor_will_hold(device, dtype_seeing_op):

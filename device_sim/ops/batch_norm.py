@@ -73,7 +73,7 @@ def _rounding(x: Tensor, params, config):
     return lambda v: numerics.to_bf16(v) if isinstance(v, torch.Tensor) else float(numerics.to_bf16(torch.tensor(v)))
 
 
-@register_op("ttnn.batch_norm", golden=_batch_norm_golden)
+@register_op("ttnn.batch_norm", kind="norm", output_keyword="output", golden=_batch_norm_golden)
 def batch_norm(input: Tensor, *, running_mean: Tensor | None = None, running_var: Tensor | None = None,  # noqa: A002
                training: bool = False, eps: float = 1e-05, momentum: float = 0.1, weight: Tensor | None = None,
                bias: Tensor | None = None, output: Tensor | None = None, memory_config: MemoryConfig | None = None,

@@ -26,6 +26,10 @@ from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import BufferType, MemoryConfig, TensorMemoryLayout, _TTEnum
 
+# Why the collectives have no golden: a chip's result depends on the other chips' shards, which no golden of one
+# shard's values sees; tests/test_ccl.py checks them against torch on whole meshes.
+_ON_WHOLE_MESHES = "a chip's result depends on the other chips' shards: tests/test_ccl.py checks it on whole meshes"
+
 
 class Topology(_TTEnum):
     """tt::tt_fabric::Topology."""
@@ -242,7 +246,7 @@ def _sum(parts: list[torch.Tensor]) -> torch.Tensor:
     return total
 
 
-@register_op("ttnn.all_gather", mesh_aware=True)
+@register_op("ttnn.all_gather", collective="gather", no_golden=_ON_WHOLE_MESHES, mesh_aware=True)
 def all_gather(input_tensor, dim: int, *, cluster_axis: int | None = None, memory_config: MemoryConfig | None = None,
                output_tensor=None, subdevice_id=None, sub_core_grids=None, num_links: int | None = None,
                topology: Topology | None = None, chunks_per_sync=None, num_workers_per_link=None,
@@ -261,7 +265,7 @@ def all_gather(input_tensor, dim: int, *, cluster_axis: int | None = None, memor
     return out
 
 
-@register_op("ttnn.reduce_scatter", mesh_aware=True)
+@register_op("ttnn.reduce_scatter", collective="reduce_scatter", no_golden=_ON_WHOLE_MESHES, mesh_aware=True)
 def reduce_scatter(input_tensor, dim: int, *, cluster_axis: int | None = None, subdevice_id=None,
                    memory_config: MemoryConfig | None = None, intermediate_memory_config=None, output_tensor=None,
                    num_links: int | None = None, topology: Topology | None = None, chunks_per_sync=None,
@@ -276,7 +280,7 @@ def reduce_scatter(input_tensor, dim: int, *, cluster_axis: int | None = None, s
     return out
 
 
-@register_op("ttnn.all_reduce", mesh_aware=True)
+@register_op("ttnn.all_reduce", collective="all_reduce", no_golden=_ON_WHOLE_MESHES, mesh_aware=True)
 def all_reduce(input_tensor, *, cluster_axis: int | None = None, subdevice_id=None,
                memory_config: MemoryConfig | None = None, num_links: int | None = None,
                topology: Topology | None = None, compute_kernel_config=None, **tt_nn_only):
@@ -287,7 +291,7 @@ def all_reduce(input_tensor, *, cluster_axis: int | None = None, subdevice_id=No
     return out
 
 
-@register_op("ttnn.point_to_point", mesh_aware=True)
+@register_op("ttnn.point_to_point", collective="point_to_point", no_golden=_ON_WHOLE_MESHES, mesh_aware=True)
 def point_to_point(input_tensor, sender_coord, receiver_coord, *, output_tensor=None, intermediate_tensor=None,
                    topology: Topology = Topology.Linear):
     """The sender chip's shard delivered to the receiver chip; every other chip keeps its own shard."""
@@ -305,7 +309,7 @@ def point_to_point(input_tensor, sender_coord, receiver_coord, *, output_tensor=
     return out
 
 
-@register_op("ttnn.mesh_partition", mesh_aware=True)
+@register_op("ttnn.mesh_partition", no_golden=_ON_WHOLE_MESHES, mesh_aware=True)
 def mesh_partition(input_tensor, dim: int, cluster_axis: int | None = None, *,
                    memory_config: MemoryConfig | None = None, **tt_nn_only):
     """The inverse of all_gather: the k-th chip of each group keeps the k-th part of its shard along `dim`."""
@@ -328,7 +332,8 @@ def mesh_partition(input_tensor, dim: int, cluster_axis: int | None = None, *,
 
 
 # -- ttnn.experimental's asynchronous forms (same results; the overloads TT-NN binds) ---------
-@register_op("ttnn.experimental.all_gather_async", mesh_aware=True)
+@register_op("ttnn.experimental.all_gather_async", collective="gather", no_golden=_ON_WHOLE_MESHES,
+             mesh_aware=True)
 def all_gather_async(input_tensor, *args, dim: int | None = None, multi_device_global_semaphore=None,
                      cluster_axis: int | None = None, mesh_device=None, topology: Topology = Topology.Ring,
                      persistent_output_buffer=None, persistent_output_tensor=None, num_links: int | None = 1,
@@ -361,7 +366,8 @@ def all_gather_async(input_tensor, *args, dim: int | None = None, multi_device_g
     return out
 
 
-@register_op("ttnn.experimental.reduce_scatter_minimal_async", mesh_aware=True)
+@register_op("ttnn.experimental.reduce_scatter_minimal_async", collective="reduce_scatter",
+             no_golden=_ON_WHOLE_MESHES, mesh_aware=True)
 def reduce_scatter_minimal_async(input_tensor, persistent_output_buffers=None, dim: int | None = None,
                                  multi_device_global_semaphore=None, *, barrier_semaphore=None,
                                  num_links: int | None = 1, memory_config: MemoryConfig | None = None,
@@ -381,7 +387,8 @@ def reduce_scatter_minimal_async(input_tensor, persistent_output_buffers=None, d
     return out
 
 
-@register_op("ttnn.experimental.all_reduce_async", mesh_aware=True)
+@register_op("ttnn.experimental.all_reduce_async", collective="all_reduce", no_golden=_ON_WHOLE_MESHES,
+             mesh_aware=True)
 def all_reduce_async(input_tensor, *args, cluster_axis: int | None = None, mesh_device=None, math_op=None,
                      memory_config: MemoryConfig | None = None, topology: Topology = Topology.Linear,
                      num_links: int | None = None, dtype=None, multi_device_global_semaphore=None,

@@ -20,7 +20,7 @@ from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 # (kernels, cores, queues, devices, tile padding), never the values or logical shape of the result,
 # so a TT-NN script runs unchanged. Keywords that do change the result are left out: a binary op's
 # activations= (ignoring it would be wrong), and output_tensor= / optional_output_tensor=, which the
-# registry handles for the ops TT-NN takes them on (registry.OUTPUT_TENSOR_OPS).
+# registry handles for the ops TT-NN takes them on (register_op's output_keyword).
 TT_NN_ONLY = frozenset({
     "program_config", "compute_kernel_config", "core_grid",  # kernel choice and parallelism
     "sub_core_grids", "sub_device_id", "sub_device_ids", "global_cb", "use_multicore",  # which cores run it

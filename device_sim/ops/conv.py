@@ -25,7 +25,7 @@ from device_sim.conv_config import Conv2dConfig, Conv2dSliceConfig, PaddingMode,
 from device_sim.ops.common import check_tt_nn_only, device_inputs, values
 from device_sim.ops.vision import _flat, _make, _nchw, _padding, _pair
 from device_sim.programs import conv as conv_programs
-from device_sim.registry import register_op
+from device_sim.registry import Trait, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 
@@ -88,7 +88,7 @@ def _conv2d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, b
     return _flat(_ACTIVATIONS[act](y) if act else y)
 
 
-@register_op("ttnn.conv2d", golden=_conv2d_golden)
+@register_op("ttnn.conv2d", kind="conv2d", golden=_conv2d_golden)
 def conv2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_channels: int, out_channels: int,
            batch_size: int, input_height: int, input_width: int, kernel_size, stride=(1, 1), padding=(0, 0),
            dilation=(1, 1), groups: int = 1, dtype: DataType | None = None, bias_tensor: Tensor | None = None,
@@ -259,7 +259,7 @@ def _prepare_conv_weights_golden(*_, weight_tensor, in_channels, out_channels, k
                                   "ttnn.prepare_conv_weights"))
 
 
-@register_op("ttnn.prepare_conv_weights", golden=_prepare_conv_weights_golden)
+@register_op("ttnn.prepare_conv_weights", traits={Trait.HOST}, golden=_prepare_conv_weights_golden)
 def prepare_conv_weights(*, weight_tensor: Tensor, input_memory_config: MemoryConfig, input_layout: Layout,
                          weights_format: str, in_channels: int, out_channels: int, batch_size: int,
                          input_height: int, input_width: int, kernel_size, stride, padding, dilation,
@@ -289,7 +289,7 @@ def _prepare_conv_bias_golden(*_, bias_tensor, out_channels, **__):
     return bias_tensor.float().reshape(1, 1, 1, out_channels)
 
 
-@register_op("ttnn.prepare_conv_bias", golden=_prepare_conv_bias_golden)
+@register_op("ttnn.prepare_conv_bias", traits={Trait.HOST}, golden=_prepare_conv_bias_golden)
 def prepare_conv_bias(*, bias_tensor: Tensor, input_memory_config: MemoryConfig, input_layout: Layout,
                       in_channels: int, out_channels: int, batch_size: int, input_height: int, input_width: int,
                       kernel_size, stride, padding, dilation, groups: int, device, input_dtype: DataType,

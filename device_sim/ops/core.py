@@ -12,7 +12,7 @@ from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output,
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import data_movement as programs
 from device_sim.programs import shape as shape_programs
-from device_sim.registry import pending_output_target, register_op
+from device_sim.registry import Trait, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.tile import as_tile
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -61,7 +61,7 @@ def place(t: torch.Tensor, dtype: DataType, layout, device, memory_config, tile,
     return Tensor._create(dtypes.to_device_values(t, dtype), dtype, layout, device, cfg, source, tile)
 
 
-@register_op("ttnn.from_torch", golden=_identity, mesh_aware=True)
+@register_op("ttnn.from_torch", kind="host_move", traits={Trait.HOST}, golden=_identity, mesh_aware=True)
 def from_torch(tensor, dtype: DataType | None = None, *, spec=None, tile=None, pad_value: float | None = None,
                layout: Layout | None = None, device=None, memory_config: MemoryConfig | None = None,
                mesh_mapper=None, cq_id=None, preserve_nan_values: bool = False, col_tilize: bool = False,
@@ -122,7 +122,7 @@ def _squeeze_to_rank(v: torch.Tensor, torch_rank, op_name: str) -> torch.Tensor:
     return v
 
 
-@register_op("ttnn.to_torch", golden=_to_torch_golden, mesh_aware=True)
+@register_op("ttnn.to_torch", kind="host_move", traits={Trait.HOST}, golden=_to_torch_golden, mesh_aware=True)
 def to_torch(tensor: Tensor, dtype: torch.dtype | None = None, *, torch_rank: int | None = None,
              mesh_composer=None, device=None, cq_id=None, **tt_nn_only) -> torch.Tensor:
     """The tensor's values as a new torch tensor in its logical shape (tile padding removed).
@@ -147,7 +147,7 @@ def to_torch(tensor: Tensor, dtype: torch.dtype | None = None, *, torch_rank: in
     return v.to(dtype) if dtype is not None else v
 
 
-@register_op("ttnn.to_device", golden=_identity)
+@register_op("ttnn.to_device", kind="host_move", traits={Trait.HOST}, golden=_identity)
 def to_device(tensor: Tensor, device, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     if tt_nn_only:
         check_tt_nn_only("ttnn.to_device", tt_nn_only)
@@ -171,7 +171,7 @@ def _keep_pad_fill(src: Tensor, out: Tensor) -> None:
         out._pad_fill = fill
 
 
-@register_op("ttnn.from_device", golden=_identity)
+@register_op("ttnn.from_device", kind="host_move", traits={Trait.HOST}, golden=_identity)
 def from_device(tensor: Tensor, **tt_nn_only) -> Tensor:
     if tt_nn_only:
         check_tt_nn_only("ttnn.from_device", tt_nn_only)
@@ -182,7 +182,7 @@ def from_device(tensor: Tensor, **tt_nn_only) -> Tensor:
     return out
 
 
-@register_op("ttnn.to_layout", golden=_identity)
+@register_op("ttnn.to_layout", kind="move", golden=_identity)
 def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
               memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """Tilize or untilize; the logical shape survives, the padding comes and goes."""
@@ -198,7 +198,7 @@ def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
     return out
 
 
-@register_op("ttnn.to_memory_config", golden=_identity)
+@register_op("ttnn.to_memory_config", kind="move", output_keyword="output_tensor", golden=_identity)
 def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: DataType | None = None) -> Tensor:
     if tensor._device is None:
         raise ValueError(
@@ -228,19 +228,19 @@ def _typecast(name: str, tensor: Tensor, dtype: DataType, memory_config: MemoryC
     return out
 
 
-@register_op("ttnn.typecast", golden=_typecast_golden)
+@register_op("ttnn.typecast", kind="move", output_keyword="output_tensor", golden=_typecast_golden)
 def typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     return _typecast("ttnn.typecast", tensor, dtype, memory_config, tt_nn_only)
 
 
-@register_op("ttnn.experimental.typecast", golden=_typecast_golden)
+@register_op("ttnn.experimental.typecast", kind="move", golden=_typecast_golden)
 def experimental_typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None,
                           **tt_nn_only) -> Tensor:
     """TT-NN's older typecast (ttnn::experimental::typecast): the same conversion, recorded under its own name."""
     return _typecast("ttnn.experimental.typecast", tensor, dtype, memory_config, tt_nn_only)
 
 
-@register_op("ttnn.clone", golden=lambda t, *_, **__: t.clone())
+@register_op("ttnn.clone", kind="move", golden=lambda t, *_, **__: t.clone())
 def clone(tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
           **tt_nn_only) -> Tensor:
     if tt_nn_only:
@@ -285,7 +285,7 @@ def _reshape_into_padding(t: Tensor, shape, padded_shape, memory_config):
     return views.make_view(t, value)
 
 
-@register_op("ttnn.reshape", golden=_reshape_golden)
+@register_op("ttnn.reshape", kind="move", golden=_reshape_golden)
 def reshape(input_tensor: Tensor, shape, padded_shape=None, *, memory_config: MemoryConfig | None = None,
             reshape_tile_mode=None, skip_padding_fill: bool = False, **tt_nn_only) -> Tensor:
     """The same values in `shape` (one -1 allowed), as TT-NN's reshape(input_tensor, shape).
@@ -330,7 +330,7 @@ def _permute_golden(t, dims, *_, **__):
     return t.permute(tuple(dims))
 
 
-@register_op("ttnn.permute", golden=_permute_golden)
+@register_op("ttnn.permute", kind="move", golden=_permute_golden)
 def permute(input_tensor: Tensor, dims, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     if tt_nn_only:
         check_tt_nn_only("ttnn.permute", tt_nn_only)
@@ -352,7 +352,7 @@ def _transpose_golden(t, dim1, dim2, *_, **__):
     return t.transpose(dim1, dim2)
 
 
-@register_op("ttnn.transpose", golden=_transpose_golden)
+@register_op("ttnn.transpose", kind="move", golden=_transpose_golden)
 def transpose(input_tensor: Tensor, dim1: int, dim2: int, *, memory_config: MemoryConfig | None = None,
               **tt_nn_only) -> Tensor:
     """Swap dims `dim1` and `dim2` (TT-NN's names; torch calls them dim0, dim1)."""
@@ -445,7 +445,7 @@ def _slice_golden(t, starts=None, ends=None, slice_step=None, *_, steps=None, sl
     return t[tuple(_slice_args(t.shape, starts, ends, slice_step, steps, slice_start, slice_end))]
 
 
-@register_op("ttnn.slice", golden=_slice_golden)
+@register_op("ttnn.slice", kind="move", golden=_slice_golden)
 def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # noqa: A001
           memory_config: MemoryConfig | None = None, steps=None, slice_start=None, slice_end=None,
           slice_dim: int | None = None, num_devices: int | None = None, **tt_nn_only) -> Tensor:
@@ -490,7 +490,8 @@ def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # n
     return out
 
 
-@register_op("ttnn.deallocate", mesh_aware=True)  # a mesh tensor frees every shard
+# mesh_aware: a mesh tensor frees every shard
+@register_op("ttnn.deallocate", kind="free", traits={Trait.HOST}, no_golden="it returns nothing", mesh_aware=True)
 def deallocate(tensor: Tensor, force: bool = True) -> None:
     """Free the tensor's device buffer now; using it afterwards is an error."""
     if not isinstance(tensor, Tensor):

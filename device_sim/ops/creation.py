@@ -15,7 +15,7 @@ from device_sim.programs import creation as creation_programs
 from device_sim.programs import data_movement as data_movement_programs
 from device_sim.programs import repeat as repeat_programs
 from device_sim.programs import shape as shape_programs
-from device_sim.registry import pending_output_target, register_op
+from device_sim.registry import Trait, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
@@ -45,7 +45,7 @@ def _full_golden(shape, fill_value, dtype=None, *_, **__):
     return torch.full(_shape(shape), float(fill_value), dtype=_torch_dtype(dtype))
 
 
-@register_op("ttnn.full", golden=_full_golden)
+@register_op("ttnn.full", traits={Trait.HOST}, golden=_full_golden)
 def full(shape, fill_value: float, dtype: DataType | None = None, layout: Layout | None = None, device=None,
          memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     if tt_nn_only:
@@ -55,6 +55,7 @@ def full(shape, fill_value: float, dtype: DataType | None = None, layout: Layout
 
 
 def _constant(name: str, fill: float):
+    # Made on the host and moved to the device, as TT-NN's creation ops are: no program (Trait.HOST).
     def golden(shape, dtype=None, *_, **__):
         return _full_golden(shape, fill, dtype)
 
@@ -64,7 +65,7 @@ def _constant(name: str, fill: float):
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         return _new(torch.full(_shape(shape), fill), f"ttnn.{name}", dtype, layout, device, memory_config)
 
-    return register_op(f"ttnn.{name}", golden=golden)(op)
+    return register_op(f"ttnn.{name}", traits={Trait.HOST}, golden=golden)(op)
 
 
 zeros = _constant("zeros", 0.0)
@@ -81,7 +82,7 @@ def _arange_golden(start=0, end=None, step=1, dtype=None, *_, **__):
     return torch.arange(*_arange_bounds(start, end, step), dtype=torch.float32).to(_torch_dtype(dtype))
 
 
-@register_op("ttnn.arange", golden=_arange_golden)
+@register_op("ttnn.arange", traits={Trait.HOST}, golden=_arange_golden)
 def arange(start=0, end=None, step=1, dtype: DataType | None = None, device=None, *, layout: Layout | None = None,
            memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """[start, end) by step, as a 1-D tensor; `arange(n)` counts from 0 as in torch."""
@@ -97,7 +98,7 @@ def _uniform(shape, low: float, high: float, seed: int) -> torch.Tensor:
 
 
 # Random values have no golden: nothing else can draw the same numbers.
-@register_op("ttnn.rand")
+@register_op("ttnn.rand", no_golden="no golden can draw the same random numbers")
 def rand(shape, *, dtype: DataType | None = None, layout: Layout | None = None, device=None,
          memory_config: MemoryConfig | None = None, low: float = 0.0, high: float = 1.0, seed: int = 0,
          **tt_nn_only) -> Tensor:
@@ -150,7 +151,7 @@ def _fill_golden(t, fill_value, *_, **__):
     return torch.full(t.shape, float(fill_value), dtype=t.dtype)
 
 
-@register_op("ttnn.fill", golden=_fill_golden)
+@register_op("ttnn.fill", output_keyword="output_tensor", golden=_fill_golden)
 def fill(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig | None = None,
          **tt_nn_only) -> Tensor:
     """A tensor like `input_tensor` (shape, dtype, layout, device) holding `fill_value` everywhere."""
@@ -165,7 +166,8 @@ def fill(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig
     return out
 
 
-def _constant_like(name: str, fill: float):
+def _constant_like(name: str, fill: float, *, only_allocates: bool = False):
+    # only_allocates: empty_like allocates its output (create_device_tensor) and launches no fill program.
     def golden(t, dtype=None, *_, **__):
         return _full_like_golden(t, fill, dtype)
 
@@ -174,18 +176,17 @@ def _constant_like(name: str, fill: float):
         if tt_nn_only:
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         value = torch.full(tuple(tensor.shape), fill)
-        # empty_like only allocates (create_device_tensor)
-        return _like(f"ttnn.{name}", tensor, value, dtype, layout, device, memory_config, fills=name != "empty_like")
+        return _like(f"ttnn.{name}", tensor, value, dtype, layout, device, memory_config, fills=not only_allocates)
 
-    return register_op(f"ttnn.{name}", golden=golden)(op)
+    return register_op(f"ttnn.{name}", traits={Trait.HOST} if only_allocates else (), golden=golden)(op)
 
 
 zeros_like = _constant_like("zeros_like", 0.0)
 ones_like = _constant_like("ones_like", 1.0)
-empty_like = _constant_like("empty_like", 0.0)
+empty_like = _constant_like("empty_like", 0.0, only_allocates=True)
 
 
-@register_op("ttnn.rand_like")
+@register_op("ttnn.rand_like", no_golden="no golden can draw the same random numbers")
 def rand_like(input_tensor: Tensor, *, dtype: DataType | None = None, layout: Layout | None = None, device=None,
               memory_config: MemoryConfig | None = None, low: float = 0.0, high: float = 1.0, seed: int = 0,
               **tt_nn_only) -> Tensor:
@@ -209,7 +210,7 @@ def _concat_golden(tensors, dim=0, *_, groups=1, **__):
     return torch.cat([p[g] for g in range(groups) for p in parts], dim)
 
 
-@register_op("ttnn.concat", golden=_concat_golden)
+@register_op("ttnn.concat", kind="move", golden=_concat_golden)
 def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, groups: int = 1,
            **tt_nn_only) -> Tensor:
     """Join tensors along `dim`. groups=g splits each input into g parts along `dim` and interleaves them
@@ -301,7 +302,7 @@ def _pad_golden(t, *args, padding=None, value=None, output_padded_shape=None, in
     return out
 
 
-@register_op("ttnn.pad", golden=_pad_golden)
+@register_op("ttnn.pad", kind="move", golden=_pad_golden)
 def pad(input_tensor: Tensor, *args, padding=None, value: float | None = None, output_padded_shape=None,
         input_tensor_start=None, memory_config: MemoryConfig | None = None, use_multicore: bool = True,
         **tt_nn_only) -> Tensor:
@@ -345,7 +346,7 @@ def _repeat_golden(t, repeat_dims, *_, **__):
     return t.repeat(_shape(repeat_dims))
 
 
-@register_op("ttnn.repeat", golden=_repeat_golden)
+@register_op("ttnn.repeat", kind="move", golden=_repeat_golden)
 def repeat(input_tensor: Tensor, repeat_dims, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """Tile the tensor `repeat_dims[i]` times along dim i (torch.Tensor.repeat)."""
     if tt_nn_only:

@@ -27,7 +27,7 @@ from device_sim.programs import repeat as repeat_programs
 from device_sim.programs import scatter as scatter_programs
 from device_sim.programs import shape as shape_programs
 from device_sim.programs import sort as sort_programs
-from device_sim.registry import register_op
+from device_sim.registry import Trait, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
@@ -68,7 +68,7 @@ def _squeeze_golden(t, dim=None, *_, **__):
     return t.squeeze(tuple(dims))
 
 
-@register_op("ttnn.squeeze", golden=_squeeze_golden)
+@register_op("ttnn.squeeze", kind="free", traits={Trait.VIEW}, golden=_squeeze_golden)
 def squeeze(input_tensor: Tensor, dim=None, **tt_nn_only) -> Tensor:
     """Drop dims of size 1: all of them (dim=None), one (int) or several (list); a dim of another size stays."""
     v = _vals("ttnn.squeeze", input_tensor)
@@ -82,7 +82,7 @@ def _unsqueeze_golden(t, dim, *_, **__):
     return t.unsqueeze(dim)
 
 
-@register_op("ttnn.unsqueeze", golden=_unsqueeze_golden)
+@register_op("ttnn.unsqueeze", kind="free", traits={Trait.VIEW}, golden=_unsqueeze_golden)
 def unsqueeze(input_tensor: Tensor, dim: int, **tt_nn_only) -> Tensor:
     """Insert a dim of size 1 at `dim` (negative counts from the end of the result, as in torch)."""
     v = _vals("ttnn.unsqueeze", input_tensor)
@@ -105,7 +105,7 @@ def _to_4d(t):
     return t.reshape((1,) * (4 - t.dim()) + tuple(t.shape))
 
 
-@register_op("ttnn.unsqueeze_to_4D", golden=lambda t, *_, **__: _to_4d(t))
+@register_op("ttnn.unsqueeze_to_4D", kind="free", traits={Trait.VIEW}, golden=lambda t, *_, **__: _to_4d(t))
 def unsqueeze_to_4D(input_tensor: Tensor, **tt_nn_only) -> Tensor:  # noqa: N802  (TT-NN's name)
     """Prepend dims of size 1 up to rank 4 ([32, 64] -> [1, 1, 32, 64]). TT-NN (core.cpp) returns a rank-4
     tensor itself and reshapes the others, so on a device this is a view of the input's buffer."""
@@ -117,7 +117,7 @@ def _view_golden(t, shape, *_, **__):
     return t.reshape(tuple(int(s) for s in shape))
 
 
-@register_op("ttnn.view", golden=_view_golden)
+@register_op("ttnn.view", kind="free", traits={Trait.VIEW}, golden=_view_golden)
 def view(input_tensor: Tensor, shape, **tt_nn_only) -> Tensor:
     """The same values in `shape` (one -1 allowed), over the input's own buffer: TT-NN's view never copies.
 
@@ -267,7 +267,7 @@ def _identity(t, *_, **__):
     return t
 
 
-@register_op("ttnn.tilize", golden=_identity)
+@register_op("ttnn.tilize", kind="move", golden=_identity)
 def tilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
            **tt_nn_only) -> Tensor:
     """Row-major to TILE layout; the logical shape stays and the last two dims pad to whole tiles."""
@@ -275,7 +275,7 @@ def tilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, d
                 dtype=dtype, layout=Layout.TILE)
 
 
-@register_op("ttnn.untilize", golden=_identity)
+@register_op("ttnn.untilize", kind="move", golden=_identity)
 def untilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """TILE to row-major layout; the tile padding goes."""
     return _out("ttnn.untilize", input_tensor, _vals("ttnn.untilize", input_tensor), memory_config, tt_nn_only,
@@ -291,7 +291,7 @@ def _tilize_padded_golden(t, output_tensor_shape, pad_value=0.0, *_, **__):
     return torch.nn.functional.pad(t, pad, value=float(pad_value))
 
 
-@register_op("ttnn.tilize_with_val_padding", golden=_tilize_padded_golden)
+@register_op("ttnn.tilize_with_val_padding", kind="move", golden=_tilize_padded_golden)
 def tilize_with_val_padding(input_tensor: Tensor, output_tensor_shape, pad_value: float, *,
                             memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
                             **tt_nn_only) -> Tensor:
@@ -310,7 +310,7 @@ def _tile_padded_shape(shape) -> list[int]:
     return list(shape[:-2]) + [-(-int(s) // dtypes.TILE_HEIGHT) * dtypes.TILE_HEIGHT for s in shape[-2:]]
 
 
-@register_op("ttnn.tilize_with_zero_padding",
+@register_op("ttnn.tilize_with_zero_padding", kind="move",
              golden=lambda t, *_, **__: _tilize_padded_golden(t, _tile_padded_shape(t.shape)))
 def tilize_with_zero_padding(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
                              dtype: DataType | None = None, **tt_nn_only) -> Tensor:
@@ -328,7 +328,7 @@ def _unpad_golden(t, output_tensor_end, *_, **__):
     return t[tuple(slice(0, int(e) + 1) for e in output_tensor_end)]
 
 
-@register_op("ttnn.untilize_with_unpadding", golden=_unpad_golden)
+@register_op("ttnn.untilize_with_unpadding", kind="move", golden=_unpad_golden)
 def untilize_with_unpadding(input_tensor: Tensor, output_tensor_end, *, memory_config: MemoryConfig | None = None,
                             **tt_nn_only) -> Tensor:
     """Row-major layout, keeping [0, output_tensor_end[i]] (inclusive) of each dim."""
@@ -353,7 +353,7 @@ def _sort_golden(t, dim=-1, descending=False, *_, **__):
     return [r.values, r.indices]
 
 
-@register_op("ttnn.sort", golden=_sort_golden)
+@register_op("ttnn.sort", kind="rows", golden=_sort_golden)
 def sort(input_tensor: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
          memory_config: MemoryConfig | None = None, **tt_nn_only) -> list[Tensor]:
     """[sorted values, their indices in the input] along `dim`; indices are UINT16 (UINT32 past 65536)."""
@@ -430,7 +430,7 @@ def _move(op_name: str, input_tensor: Tensor, memory_config, tt_nn_only) -> Tens
     return out
 
 
-@register_op("ttnn.reallocate", golden=_identity)
+@register_op("ttnn.reallocate", kind="move", golden=_identity)
 def reallocate(input_tensor: Tensor, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """Defragment: free the tensor's buffer and allocate it again, so it lands in the space just freed.
 
@@ -439,7 +439,7 @@ def reallocate(input_tensor: Tensor, memory_config: MemoryConfig | None = None, 
     return _move("ttnn.reallocate", input_tensor, memory_config, tt_nn_only)
 
 
-@register_op("ttnn.move", golden=_identity)
+@register_op("ttnn.move", kind="move", golden=_identity)
 def move(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """ttnn.reallocate's underlying op: free the input, allocate the output (optionally in `memory_config`)."""
     return _move("ttnn.move", input_tensor, memory_config, tt_nn_only)
@@ -451,7 +451,7 @@ def _narrow_golden(t, dim, start, length, *_, **__):
     return t.narrow(dim, start, length)
 
 
-@register_op("ttnn.narrow", golden=_narrow_golden)
+@register_op("ttnn.narrow", traits={Trait.VIEW}, golden=_narrow_golden)
 def narrow(input_tensor: Tensor, dim: int, start: int, length: int, **tt_nn_only) -> Tensor:
     """`length` entries of `dim` from `start`, as torch.narrow; the rank stays."""
     v = _vals("ttnn.narrow", input_tensor)
@@ -506,7 +506,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src, *, reduce: str | None =
     return out
 
 
-@register_op("ttnn.copy", golden=lambda input_a, input_b, *_, **__: input_a.clone())
+@register_op("ttnn.copy", kind="move", golden=lambda input_a, input_b, *_, **__: input_a.clone())
 def copy(input_a: Tensor, input_b: Tensor, **tt_nn_only) -> Tensor:
     """Write input_a's values into input_b (same buffer and tensor id), in input_b's dtype; returns input_b."""
     if tt_nn_only:
@@ -523,7 +523,8 @@ def copy(input_a: Tensor, input_b: Tensor, **tt_nn_only) -> Tensor:
     return input_b
 
 
-@register_op("ttnn.to_dtype", golden=lambda t, dtype, *_, **__: t.to(dtypes.TORCH_DTYPE[DataType(dtype)]))
+@register_op("ttnn.to_dtype", kind="move", traits={Trait.HOST},
+             golden=lambda t, dtype, *_, **__: t.to(dtypes.TORCH_DTYPE[DataType(dtype)]))
 def to_dtype(input_tensor: Tensor, dtype: DataType, **tt_nn_only) -> Tensor:
     """A host tensor's values in another dtype (block floats come out in TILE layout); on the device, use
     ttnn.typecast."""

@@ -47,7 +47,7 @@ def _chips_in(width: int, op_name: str) -> int:
     return width // STATS_WIDTH
 
 
-@register_op("ttnn.rms_norm_pre_all_gather", golden=_pre_golden)
+@register_op("ttnn.rms_norm_pre_all_gather", kind="norm", golden=_pre_golden)
 def rms_norm_pre_all_gather(input_tensor: Tensor, *, dtype: DataType = DataType.BFLOAT16,
                             residual_input_tensor: Tensor | None = None, memory_config: MemoryConfig | None = None,
                             use_2d_core_grid=None, fast_and_approximate_mode: bool = False, **tt_nn_only) -> Tensor:

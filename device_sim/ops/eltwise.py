@@ -19,6 +19,8 @@ from device_sim.registry import _writes, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
+_OUT = "output_tensor"  # every element-wise op takes it (TT-NN 0.81's unary and binary nanobind files)
+
 
 def _unary_output(y: torch.Tensor, t: Tensor, ins: list, op_name: str, dtype, memory_config) -> Tensor:
     """A unary op's output, then its UnaryDeviceOperation (a TILE tensor on a device: device_work)."""
@@ -52,10 +54,11 @@ def _unary(name: str, fn):
         return _unary_output(y, input_tensor, ins, f"ttnn.{name}", dtype, memory_config)
 
     op.__doc__ = f"Element-wise {name}."
-    return register_op(f"ttnn.{name}", golden=golden)(op)
+    return register_op(f"ttnn.{name}", output_keyword=_OUT, golden=golden)(op)
 
 
-def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bool = False):
+def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bool = False, kind: str = "unary",
+            aliases: tuple[str, ...] = ()):
     """Register ttnn.<name>; `rounding`: it also takes TT-NN div's rounding_mode (None, "trunc" or "floor")."""
     def golden(a, b, *_, activations=None, input_tensor_a_activations=None, input_tensor_b_activations=None,
                rounding_mode=None, **__):
@@ -183,7 +186,8 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
     if rounding:
         op.__doc__ += ' rounding_mode="trunc" or "floor" rounds the quotient toward zero or down (None: exact).'
     # The dispatcher may call plain() itself for ttnn.add(a, b) (registry.register_op), as op() would.
-    return register_op(f"ttnn.{name}", golden=golden, plain=plain if result_dtype is None else None)(op)
+    return register_op(f"ttnn.{name}", kind=kind, aliases=aliases, output_keyword=_OUT, golden=golden,
+                       plain=plain if result_dtype is None else None)(op)
 
 
 _ROUNDING = {None: None, "trunc": torch.trunc, "floor": torch.floor}
@@ -307,7 +311,7 @@ def _approximable_unary(name: str, fn):
 
     op.__doc__ = (f"Element-wise {name}; fast_and_approximate_mode=True uses the SFPU's approximation "
                   f"(docs/numerics.md gives its error).")
-    return register_op(f"ttnn.{name}", golden=golden)(op)
+    return register_op(f"ttnn.{name}", output_keyword=_OUT, golden=golden)(op)
 
 
 exp = _approximable_unary("exp", torch.exp)
@@ -330,7 +334,7 @@ def _sigmoid_golden(x, *_, **__):
 UNARY["sigmoid"] = torch.sigmoid
 
 
-@register_op("ttnn.sigmoid", golden=_sigmoid_golden)
+@register_op("ttnn.sigmoid", output_keyword=_OUT, golden=_sigmoid_golden)
 def sigmoid(input_tensor: Tensor, *, vector_mode: int = 4, mode=_activations.SigmoidMode.Accurate,
             fast_and_approximate_mode: bool = False, memory_config: MemoryConfig | None = None,
             dtype: DataType | None = None, **tt_nn_only) -> Tensor:
@@ -355,23 +359,23 @@ tanh = _approximable_unary("tanh", torch.tanh)
 sin = _unary("sin", torch.sin)
 cos = _unary("cos", torch.cos)
 
-add = _binary("add", torch.add)
-sub = _binary("sub", torch.sub)
-rsub = _binary("rsub", lambda a, b: torch.sub(b, a))
-mul = _binary("mul", torch.mul)
+add = _binary("add", torch.add, kind="binary")
+sub = _binary("sub", torch.sub, kind="binary", aliases=("ttnn.subtract",))
+rsub = _binary("rsub", lambda a, b: torch.sub(b, a), kind="binary")
+mul = _binary("mul", torch.mul, kind="binary", aliases=("ttnn.multiply",))
 # TT-NN 0.81 registers both: ttnn.divide (binary.hpp, BinaryOpType DIV) and ttnn.div (binary_composite.hpp,
 # which adds rounding_mode); a report names the one the user called.
 div = _binary("div", torch.div, rounding=True)
 divide = _binary("divide", torch.div)
 pow = _binary("pow", torch.pow)  # noqa: A001
-maximum = _binary("maximum", lambda a, b: torch.maximum(a, torch.as_tensor(b, dtype=a.dtype)))
-minimum = _binary("minimum", lambda a, b: torch.minimum(a, torch.as_tensor(b, dtype=a.dtype)))
-eq = _binary("eq", _float_cmp(torch.eq))
-ne = _binary("ne", _float_cmp(torch.ne))
-gt = _binary("gt", _float_cmp(torch.gt))
-ge = _binary("ge", _float_cmp(torch.ge))
-lt = _binary("lt", _float_cmp(torch.lt))
-le = _binary("le", _float_cmp(torch.le))
+maximum = _binary("maximum", lambda a, b: torch.maximum(a, torch.as_tensor(b, dtype=a.dtype)), kind="binary")
+minimum = _binary("minimum", lambda a, b: torch.minimum(a, torch.as_tensor(b, dtype=a.dtype)), kind="binary")
+eq = _binary("eq", _float_cmp(torch.eq), kind="binary")
+ne = _binary("ne", _float_cmp(torch.ne), kind="binary")
+gt = _binary("gt", _float_cmp(torch.gt), kind="binary")
+ge = _binary("ge", _float_cmp(torch.ge), kind="binary")
+lt = _binary("lt", _float_cmp(torch.lt), kind="binary")
+le = _binary("le", _float_cmp(torch.le), kind="binary")
 
 subtract, multiply = sub, mul
 
@@ -508,7 +512,7 @@ def _unary_with(name: str, fn, *params: tuple[str, float | None]):
 
     op.__signature__ = sig
     op.__doc__ = f"Element-wise {name}({', '.join(f'{p}={d}' for p, d in params)})."
-    return register_op(op_name, golden=golden)(op)
+    return register_op(op_name, output_keyword=_OUT, golden=golden)(op)
 
 
 leaky_relu = _unary_with("leaky_relu", F.leaky_relu, ("negative_slope", 0.01))
@@ -542,13 +546,13 @@ def _int_binary(fn):
     return f
 
 
-logical_and = _binary("logical_and", _float_cmp(torch.logical_and))
-logical_or = _binary("logical_or", _float_cmp(torch.logical_or))
+logical_and = _binary("logical_and", _float_cmp(torch.logical_and), kind="binary")
+logical_or = _binary("logical_or", _float_cmp(torch.logical_or), kind="binary")
 logical_xor = _binary("logical_xor", _float_cmp(torch.logical_xor))
 atan2 = _binary("atan2", lambda a, b: torch.atan2(a, torch.as_tensor(b, dtype=a.dtype)))
 remainder = _binary("remainder", torch.remainder)
 fmod = _binary("fmod", torch.fmod)
-squared_difference = _binary("squared_difference", lambda a, b: torch.square(a - b))
+squared_difference = _binary("squared_difference", lambda a, b: torch.square(a - b), kind="binary")
 bitwise_and = _binary("bitwise_and", _int_binary(torch.bitwise_and))
 bitwise_or = _binary("bitwise_or", _int_binary(torch.bitwise_or))
 bitwise_xor = _binary("bitwise_xor", _int_binary(torch.bitwise_xor))
@@ -570,7 +574,7 @@ lcm = _binary("lcm", _int32_only("lcm", torch.lcm))
 # -- ternary ops and clamp ----------------------------------------------------------------------
 # The first tensor argument gives the output's dtype, layout and device; any argument may be a number.
 
-def _ternary(name: str, fn, params: tuple[str, str, str], **scalars):
+def _ternary(name: str, fn, params: tuple[str, str, str], *, kind: str = "unary", **scalars):
     """An op of three tensors-or-numbers (where, lerp, addcmul, ...) with TT-NN's parameter names.
 
     `scalars` are its keyword-only numbers with defaults (addcmul's value=1.0), passed to `fn` by name.
@@ -609,7 +613,7 @@ def _ternary(name: str, fn, params: tuple[str, str, str], **scalars):
 
     op.__signature__ = sig
     op.__doc__ = f"Element-wise {name} of {', '.join(params)} (tensors or numbers), with broadcasting."
-    return register_op(op_name, golden=golden)(op)
+    return register_op(op_name, kind=kind, output_keyword=_OUT, golden=golden)(op)
 
 
 def _ternary_programs(name: str, xs: list, out: Tensor):
@@ -635,9 +639,11 @@ def _where(p, t, f):
                        f.float() if isinstance(f, torch.Tensor) else float(f))
 
 
-where = _ternary("where", _where, ("predicate", "true_value", "false_value"))
+where = _ternary("where", _where, ("predicate", "true_value", "false_value"), kind="binary")
 lerp = _ternary("lerp", lambda a, b, w: torch.lerp(a.float(), _num(b, a).float(), _num(w, a).float()),
-                ("input", "end", "weight"))
+                ("input", "end", "weight"), kind="binary")
+
+
 def _torch3(fn):
     # torch's addcmul/addcdiv want three tensors; TT-NN takes numbers too.
     def f(a, b, c, **kw):
@@ -647,9 +653,9 @@ def _torch3(fn):
 
 
 addcmul = _ternary("addcmul", _torch3(torch.addcmul), ("input_tensor_a", "input_tensor_b", "input_tensor_c"),
-                   value=1.0)
+                   value=1.0, kind="binary")
 addcdiv = _ternary("addcdiv", _torch3(torch.addcdiv), ("input_tensor_a", "input_tensor_b", "input_tensor_c"),
-                   value=1.0)
+                   value=1.0, kind="binary")
 mac = _ternary("mac", lambda a, b, c: a * b + c, ("input_tensor_a", "input_tensor_b", "input_tensor_c"))
 
 
@@ -683,7 +689,7 @@ def _clamp_op(name: str):
         return _unary_output(r, input_tensor, ins, op_name, None, memory_config)
 
     op.__doc__ = f"Limit each value to [min, max]; either bound may be None, a number or a tensor ({name})."
-    return register_op(op_name, golden=_clamp_golden)(op)
+    return register_op(op_name, output_keyword=_OUT, golden=_clamp_golden)(op)
 
 
 clamp = _clamp_op("clamp")
@@ -693,7 +699,7 @@ clip = _clamp_op("clip")
 # -- in place -----------------------------------------------------------------------------------
 # TT-NN's add_, mul_, ... write the result into input_tensor_a (same buffer, same tensor id) and return it.
 
-def _inplace(name: str, fn):
+def _inplace(name: str, fn, *, kind: str = "unary", aliases: tuple[str, ...] = ()):
     op_name = f"ttnn.{name}"
 
     def golden(a, b, *_, activations=None, input_tensor_a_activations=None, input_tensor_b_activations=None, **__):
@@ -727,13 +733,13 @@ def _inplace(name: str, fn):
         return input_tensor_a
 
     op.__doc__ = f"input_tensor_a = {name[:-1]}(input_tensor_a, input_tensor_b), in place (same buffer and tensor id)."
-    return register_op(op_name, golden=golden)(op)
+    return register_op(op_name, kind=kind, aliases=aliases, output_keyword=_OUT, golden=golden)(op)
 
 
-add_ = _inplace("add_", torch.add)
-sub_ = _inplace("sub_", torch.sub)
-mul_ = _inplace("mul_", torch.mul)
-div_ = _inplace("div_", torch.div)
+add_ = _inplace("add_", torch.add, kind="binary")
+sub_ = _inplace("sub_", torch.sub, kind="binary", aliases=("ttnn.subtract_",))
+mul_ = _inplace("mul_", torch.mul, kind="binary", aliases=("ttnn.multiply_",))
+div_ = _inplace("div_", torch.div, aliases=("ttnn.divide_",))
 subtract_, multiply_, divide_ = sub_, mul_, div_
 
 
@@ -741,7 +747,7 @@ def _plus_one(x, *_, skip_negative_entries=False, **__):
     return torch.where(x < 0, x, x + 1) if skip_negative_entries else x + 1
 
 
-@register_op("ttnn.plus_one", golden=_plus_one)
+@register_op("ttnn.plus_one", output_keyword=_OUT, golden=_plus_one)
 def plus_one(input_tensor: Tensor, *, skip_negative_entries: bool = False, **tt_nn_only) -> Tensor:
     """Add 1 to every entry in place (decode loops step their position tensor with it); negatives stay
     when skip_negative_entries=True."""
@@ -784,7 +790,7 @@ def _bcast_golden(input_a, input_b, math_op, dim, *_, **__):
     return _BCAST_MATH[BcastOpMath(math_op)](input_a, input_b[..., rows, cols])
 
 
-@register_op("ttnn.bcast", golden=_bcast_golden)
+@register_op("ttnn.bcast", output_keyword=_OUT, golden=_bcast_golden)
 def bcast(input_a: Tensor, input_b: Tensor, math_op: BcastOpMath, dim: BcastOpDim, *,
           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """input_a (+ - *) input_b's first row (dim=H), first column (W) or first value (HW), broadcast over a."""
@@ -808,7 +814,7 @@ def _prelu_golden(input_tensor_a, input_tensor_b, *_, **__):  # TT-NN's (ttnn/op
     return F.prelu(input_tensor_a, weight=input_tensor_b)
 
 
-@register_op("ttnn.prelu", golden=_prelu_golden)
+@register_op("ttnn.prelu", output_keyword=_OUT, golden=_prelu_golden)
 def prelu(input_tensor_a: Tensor, input_tensor_b, *, memory_config: MemoryConfig | None = None,
           dtype: DataType | None = None, **tt_nn_only) -> Tensor:
     """torch's prelu: input_tensor_b is a tensor of one weight per channel (the input's dim 1) or of one weight, a
@@ -877,7 +883,7 @@ def _glu_family(name: str, gate, activation):
         return multiply(a, activation(b, memory_config), memory_config=memory_config)
 
     op.__doc__ = f"The last dim's first half times {name[:-3] or 'sigmoid'}-gated second half (TT-NN's {name})."
-    return register_op(op_name, golden=golden)(op)
+    return register_op(op_name, output_keyword=_OUT, golden=golden)(op)
 
 
 glu = _glu_family("glu", torch.sigmoid, lambda b, mc: sigmoid(b, memory_config=mc))

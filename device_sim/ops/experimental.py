@@ -8,7 +8,7 @@ How an op joins it: define the op in the module of its category, registered unde
 and import it here (one line, in the block of that module):
 
     # device_sim/ops/ccl.py
-    @register_op("ttnn.experimental.all_gather_async")
+    @register_op("ttnn.experimental.all_gather_async", collective="gather", no_golden=_ON_WHOLE_MESHES)
     def all_gather_async(input_tensor, ...): ...
 
     # here

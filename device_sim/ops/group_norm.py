@@ -96,7 +96,7 @@ def _group_norm_golden(input_tensor, *_, num_groups, epsilon=1e-12, weight=None,
                        _affine("ttnn.group_norm", "bias", bias, c))
 
 
-@register_op("ttnn.group_norm", golden=_group_norm_golden)
+@register_op("ttnn.group_norm", kind="norm", golden=_group_norm_golden)
 def group_norm(input_tensor: Tensor, *, num_groups: int, epsilon: float = 1e-12, input_mask: Tensor | None = None,
                weight: Tensor | None = None, bias: Tensor | None = None, reciprocals: Tensor | None = None,
                memory_config: MemoryConfig | None = None, dtype: DataType | None = None, inplace: bool = True,

@@ -86,7 +86,7 @@ def _in_place(op_name: str, cache: Tensor, inputs, golden, *args, program=None) 
     return cache
 
 
-@register_op("ttnn.fill_cache", golden=_fill_golden)
+@register_op("ttnn.fill_cache", kind="move", golden=_fill_golden)
 def fill_cache(cache_tensor: Tensor, input_tensor: Tensor, batch_idx: int) -> Tensor:
     """Write a user's prefill keys or values, input [1, KVH, S, D], into cache positions 0..S-1 of user
     batch_idx, in place; returns the cache."""
@@ -94,7 +94,7 @@ def fill_cache(cache_tensor: Tensor, input_tensor: Tensor, batch_idx: int) -> Te
                      program=lambda: kv_programs.fill_cache_program(input_tensor))
 
 
-@register_op("ttnn.update_cache", golden=_update_golden)
+@register_op("ttnn.update_cache", kind="move", golden=_update_golden)
 def update_cache(cache: Tensor, input: Tensor, update_idx: int, *, batch_offset: int = 0,  # noqa: A002
                  **tt_nn_only) -> Tensor:
     """Write one token per user, input [1, KVH, users, D] (users padded to 32 as on hardware; users

@@ -226,7 +226,7 @@ def _launch(out: Tensor, fresh: bool, a: Tensor, b: Tensor, bias, out_dtype, pro
     device_work.launch_for(out, fresh, a._device, program)
 
 
-@register_op("ttnn.matmul", golden=_matmul_golden)
+@register_op("ttnn.matmul", kind="matmul", output_keyword="optional_output_tensor", golden=_matmul_golden)
 def matmul(input_tensor_a: Tensor, input_tensor_b: Tensor, *, transpose_a: bool = False, transpose_b: bool = False,
            memory_config: MemoryConfig | None = None, dtype: DataType | None = None, program_config=None,
            activation=None, compute_kernel_config=None, core_grid=None, **tt_nn_only) -> Tensor:
@@ -245,7 +245,7 @@ def matmul(input_tensor_a: Tensor, input_tensor_b: Tensor, *, transpose_a: bool 
                 program_config=program_config, compute_kernel_config=compute_kernel_config, core_grid=core_grid)
 
 
-@register_op("ttnn.linear", golden=_linear_golden)
+@register_op("ttnn.linear", kind="matmul", output_keyword="optional_output_tensor", golden=_linear_golden)
 def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | None = None,
            transpose_a: bool = False, transpose_b: bool = False, memory_config: MemoryConfig | None = None,
            dtype: DataType | None = None, program_config=None, activation=None, compute_kernel_config=None,
@@ -295,7 +295,7 @@ def _addmm_checks(input_tensor: Tensor, mat1: Tensor, mat2: Tensor, alpha: float
                            f"ttnn.bfloat8_b types are supported for {name}", where)
 
 
-@register_op("ttnn.addmm", golden=_addmm_golden)
+@register_op("ttnn.addmm", output_keyword="optional_output_tensor", golden=_addmm_golden)
 def addmm(input_tensor: Tensor, mat1_tensor: Tensor, mat2_tensor: Tensor, *, alpha: float = 1.0, beta: float = 1.0,
           memory_config: MemoryConfig | None = None, dtype: DataType | None = None, program_config=None,
           compute_kernel_config=None, core_grid=None, output_tile=None, **tt_nn_only) -> Tensor:

@@ -41,12 +41,12 @@ def _golden(input, p, *_, dim=None, keepdim=False, **__):
     return torch.linalg.vector_norm(x, ord=float(p), dim=_dims(dim, x.dim(), "ttnn.moreh_norm"), keepdim=keepdim)
 
 
-@register_op("ttnn.moreh_norm", golden=_golden)
+@register_op("ttnn.moreh_norm", output_keyword="output", golden=_golden)
 def moreh_norm(input: Tensor, p: float, *, dim=None, keepdim: bool = False, memory_config: MemoryConfig | None = None,
                compute_kernel_config=None, **tt_nn_only) -> Tensor:
     """The p-norm of `input` over `dim` (an int, a list, or None for every dim), as torch.linalg.vector_norm.
 
-    p is any float, math.inf included; `output=` writes into a given tensor (registry.OUTPUT_TENSOR_OPS).
+    p is any float, math.inf included; `output=` writes into a given tensor (register_op's output_keyword).
     """
     op_name = "ttnn.moreh_norm"
     if tt_nn_only:
@@ -165,12 +165,12 @@ def _moreh_arange_golden(start=0, end=None, step=1, *_, untilize_out=False, dtyp
     return r if untilize_out else r.reshape(1, -1)  # [1, N] unless untilized, as the op's output
 
 
-@register_op("ttnn.moreh_arange", golden=_moreh_arange_golden)
+@register_op("ttnn.moreh_arange", output_keyword="output", golden=_moreh_arange_golden)
 def moreh_arange(start: float = 0, end: float | None = None, step: float = 1, device=None, *,
                  untilize_out: bool = False, dtype: DataType = DataType.BFLOAT16,
                  memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """[start, end) by step, written by MorehArangeOperation: [1, N] TILE, or [N] ROW_MAJOR with untilize_out=True;
-    `output=` (registry.OUTPUT_TENSOR_OPS) receives start + step * i for each of its last dim's positions."""
+    `output=` (register_op's output_keyword) receives start + step * i for each of its last dim's positions."""
     op_name = "ttnn.moreh_arange"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -214,11 +214,11 @@ def _moreh_dot_golden(input_tensor_a, input_tensor_b, *_, **__):
     return (input_tensor_a.float() * input_tensor_b.float()).sum(-1, keepdim=True)
 
 
-@register_op("ttnn.moreh_dot", golden=_moreh_dot_golden)
+@register_op("ttnn.moreh_dot", output_keyword="output", golden=_moreh_dot_golden)
 def moreh_dot(input_tensor_a: Tensor, input_tensor_b: Tensor, *, dtype: DataType | None = None,
               memory_config: MemoryConfig | None = None, compute_kernel_config=None, **tt_nn_only) -> Tensor:
     """The dot product of two [1, 1, 1, W] tensors, as [1, 1, 1, 1] (MorehDotOperation, one core); `output=` receives
-    it (registry.OUTPUT_TENSOR_OPS)."""
+    it (register_op's output_keyword)."""
     op_name = "ttnn.moreh_dot"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)

@@ -42,7 +42,7 @@ def _softmax_on_the_engine(x: torch.Tensor, dim: int, config) -> torch.Tensor:
     return (e * r).movedim(-1, dim)
 
 
-@register_op("ttnn.softmax", golden=_softmax_golden)
+@register_op("ttnn.softmax", kind="softmax", golden=_softmax_golden)
 def softmax(input_tensor: Tensor, dim: int = -1, *, memory_config: MemoryConfig | None = None,
             compute_kernel_config=None, **tt_nn_only) -> Tensor:
     """softmax over `dim`; with a compute_kernel_config, as TT-NN's kernel computes it (approx exp and
@@ -133,7 +133,7 @@ def _norm(name: str, golden):
 
     op.__doc__ = (f"{name} over the last dim: (input + residual_input_tensor, if given), normalized, "
                   f"times weight plus bias; with a compute_kernel_config, as TT-NN's kernel computes it.")
-    return register_op(f"ttnn.{name}", golden=golden)(op)
+    return register_op(f"ttnn.{name}", kind="norm", golden=golden)(op)
 
 
 def _launch_norm(name: str, out: Tensor, x: Tensor, weight, bias, residual, program_config, config) -> None:
@@ -186,7 +186,7 @@ class EmbeddingsType(enum.IntEnum):
     BINARY = 2  # a two-row table, both rows cached
 
 
-@register_op("ttnn.embedding", golden=_embedding_golden)
+@register_op("ttnn.embedding", kind="embedding", golden=_embedding_golden)
 def embedding(input_tensor: Tensor, weight: Tensor, *, padding_idx: int | None = None,
               layout: Layout = Layout.ROW_MAJOR, embeddings_type: EmbeddingsType = EmbeddingsType.GENERIC,
               dtype: DataType | None = None, memory_config: MemoryConfig | None = None,
@@ -261,7 +261,7 @@ def in_place_softmax_program(x: Tensor, mask: Tensor | None, tt_nn_only: dict, *
                                        mask_dtype=mask.dtype if mask is not None else None)
 
 
-@register_op("ttnn.softmax_in_place", golden=_softmax_golden)
+@register_op("ttnn.softmax_in_place", kind="softmax", golden=_softmax_golden)
 def softmax_in_place(input_tensor: Tensor, dim: int = -1, **tt_nn_only) -> Tensor:
     """Softmax over `dim`, written over the input (same buffer and tensor id), which is returned."""
     if tt_nn_only:
@@ -295,7 +295,7 @@ def _scale_mask(name: str):
 
     op.__doc__ = ("softmax(input * scale + mask) over the last dim, written over the input and returned; "
                   "is_causal_mask says how TT-NN's kernel reads the mask and changes no value.")
-    return register_op(op_name, golden=_scale_mask_softmax_golden)(op)
+    return register_op(op_name, kind="softmax", golden=_scale_mask_softmax_golden)(op)
 
 
 def _check_hw_dims(x: Tensor, scale, mask: Tensor | None, program_config) -> None:
@@ -335,7 +335,7 @@ scale_mask_softmax_in_place = _scale_mask("scale_mask_softmax_in_place")
 scale_causal_mask_hw_dims_softmax_in_place = _scale_mask("scale_causal_mask_hw_dims_softmax_in_place")
 
 
-@register_op("ttnn.scale_mask_softmax", golden=_scale_mask_softmax_golden)
+@register_op("ttnn.scale_mask_softmax", kind="softmax", golden=_scale_mask_softmax_golden)
 def scale_mask_softmax(input_tensor: Tensor, scale: float | None = None, mask: Tensor | None = None, *,
                        memory_config: MemoryConfig | None = None, is_causal_mask: bool = False,
                        compute_kernel_config=None, numeric_stable: bool = True, **tt_nn_only) -> Tensor:

@@ -11,13 +11,9 @@ from device_sim.ops.data_movement import index_dtype
 from device_sim.programs import accumulation, indexing, reduction, reduction_nd
 from device_sim.programs import prod as prod_programs
 from device_sim.programs import topk as topk_programs
-from device_sim.registry import pending_output_target, register_op
+from device_sim.registry import OWN_NAME, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
-
-# The reductions TT-NN runs as ReduceDeviceOperation (reduce_op.cpp's ReduceOpMath SUM / MAX / MIN; mean is a
-# sum scaled by 1/N); var, std and prod run other programs (welford, prod: below).
-_REDUCE_OPS = frozenset({"sum", "mean", "max", "min"})
 
 
 def _dims(dim):
@@ -31,16 +27,21 @@ def _reduce(x: torch.Tensor, fn, dim, keepdim: bool, **kw) -> torch.Tensor:
     return fn(x, dim=_dims(dim), keepdim=keepdim, **kw)
 
 
-def _reduction(name: str, fn, *, result_dtype: DataType | None = None, **fn_kw):
+def _reduction(name: str, fn, programs, *, result_dtype: DataType | None = None, takes_correction: bool = False,
+               fpu: str | None = None, **declared):
+    """ttnn.<name>: `fn` (a torch reduction) over `dim`; `programs(input, out, dim, keepdim, scalar, config)` gives
+    the device operations it runs (None: none); takes_correction: TT-NN's correction= (var, std); fpu: "sum" or
+    "mean", reduced as the matrix engine does under a compute_kernel_config (_on_the_fpu); `declared` goes to
+    register_op (kind, output_keyword)."""
     def golden(t, dim=None, keepdim=False, *_, correction=True, scalar=1.0, **__):
-        kw = {"correction": int(correction)} if name in ("var", "std") else {}
+        kw = {"correction": int(correction)} if takes_correction else {}
         # TT-NN's scalar= scales the input before it is reduced (1.0 leaves it as it is).
         x = t.float() if scalar == 1.0 else t.float() * scalar
-        return _reduce(x, fn, dim, keepdim, **kw, **fn_kw)
+        return _reduce(x, fn, dim, keepdim, **kw)
 
     def op(input_tensor: Tensor, dim=None, keepdim: bool = False, *, correction: bool = True, scalar: float = 1.0,
-           memory_config: MemoryConfig | None = None, compute_kernel_config=None, **tt_nn_only) -> Tensor:
-        op_name = f"ttnn.{name}"
+           memory_config: MemoryConfig | None = None, compute_kernel_config=None, op_name: str = OWN_NAME,
+           **tt_nn_only) -> Tensor:
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
         ins = device_inputs(op_name, input_tensor)
@@ -49,33 +50,54 @@ def _reduction(name: str, fn, *, result_dtype: DataType | None = None, **fn_kw):
             r = golden(x, dim, keepdim, correction=correction, scalar=scalar)
         except (IndexError, RuntimeError) as e:
             raise ValueError(f"{op_name}: cannot reduce shape {list(x.shape)} over dim {dim!r}: {e}") from None
-        if name in ("sum", "mean") and numerics.emulating(compute_kernel_config):
-            r = _on_the_fpu(op_name, x, dim, keepdim, compute_kernel_config, mean=name == "mean", scaler=scalar)
+        if fpu is not None and numerics.emulating(compute_kernel_config):
+            r = _on_the_fpu(op_name, x, dim, keepdim, compute_kernel_config, mean=fpu == "mean", scaler=scalar)
         fresh = pending_output_target(op_name) is None  # argmax may write into a given output_tensor
         out = output(r, input_tensor, ins, op_name=op_name, dtype=result_dtype, memory_config=memory_config)
-        if name in _REDUCE_OPS and input_tensor._device is not None and input_tensor.layout == Layout.TILE \
-                and not input_tensor.is_sharded():
-            rank = x.dim()
-            dims = range(rank) if dim is None else [d % rank for d in ((dim,) if isinstance(dim, int) else dim)]
-            programs = reduction.reduce_programs(input_tensor, out.dtype, tuple(dims))
-            # over outer dims: TT-NN's reduce_nd_loop, except a bfloat16/bfloat8_b sum (fast_reduce_nc: not modelled)
-            if not programs and (name != "sum" or input_tensor.dtype not in (DataType.BFLOAT16, DataType.BFLOAT8_B)):
-                programs = reduction_nd.reduce_nd_programs(input_tensor, out.dtype, tuple(dims))
-            device_work.launch_after(out, True, input_tensor, programs)
-        elif name in ("var", "std") and (isinstance(_dims(dim), int) or len(_dims(dim) or ()) == 1):
-            one = _dims(dim) if isinstance(_dims(dim), int) else _dims(dim)[0]  # one dim: W or H
-            fp32 = bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False))
-            device_work.launch_after(out, True, input_tensor, reduction_nd.welford_program(
-                input_tensor, out.dtype, one, scalar=scalar, fp32_dest_acc_en=fp32))
-        elif name == "prod" and isinstance(dim, (int, type(None))):  # ProdAll, or ProdNc over dim 0 / 1 of 4-D
-            device_work.launch_after(out, True, input_tensor, prod_programs.prod_programs(input_tensor, dim))
-        elif name == "argmax" and isinstance(dim, (int, type(None))):
-            device_work.launch_after(out, fresh, input_tensor, indexing.argmax_program(input_tensor, dim, keepdim))
+        launched = programs(input_tensor, out, dim, keepdim, scalar, compute_kernel_config)
+        if launched is not None:
+            device_work.launch_after(out, fresh, input_tensor, launched)
         return out
 
     op.__doc__ = (f"{name} over `dim` (None: every dim) of the input times `scalar`; var and std take TT-NN's "
                   f"correction=True (unbiased).")
-    return register_op(f"ttnn.{name}", golden=golden)(op)
+    return register_op(f"ttnn.{name}", golden=golden, **declared)(op)
+
+
+def _reduce_programs(*, fast_reduce_nc: bool = False):
+    """TT-NN's ReduceDeviceOperation (reduce_op.cpp's ReduceOpMath SUM / MAX / MIN; mean is a sum scaled by 1/N) over
+    a TILE interleaved input; over outer dims reduce_nd_loop, except where TT-NN runs fast_reduce_nc (a bfloat16 or
+    bfloat8_b sum: not modelled)."""
+    def programs(t: Tensor, out: Tensor, dim, keepdim, scalar, config):
+        if t._device is None or t.layout != Layout.TILE or t.is_sharded():
+            return None
+        rank = len(t.shape)
+        dims = tuple(range(rank) if dim is None else [d % rank for d in ((dim,) if isinstance(dim, int) else dim)])
+        found = reduction.reduce_programs(t, out.dtype, dims)
+        if not found and not (fast_reduce_nc and t.dtype in (DataType.BFLOAT16, DataType.BFLOAT8_B)):
+            found = reduction_nd.reduce_nd_programs(t, out.dtype, dims)
+        return found
+
+    return programs
+
+
+def _welford_programs(t: Tensor, out: Tensor, dim, keepdim, scalar, config):
+    """var and std over one dim (W or H): TT-NN's welford program."""
+    d = _dims(dim)
+    if not (isinstance(d, int) or len(d or ()) == 1):
+        return None
+    fp32 = bool(getattr(config, "fp32_dest_acc_en", False))
+    return reduction_nd.welford_program(t, out.dtype, d if isinstance(d, int) else d[0], scalar=scalar,
+                                        fp32_dest_acc_en=fp32)
+
+
+def _prod_programs(t: Tensor, out: Tensor, dim, keepdim, scalar, config):
+    """ProdAll, or ProdNc over dim 0 / 1 of 4-D."""
+    return prod_programs.prod_programs(t, dim) if isinstance(dim, (int, type(None))) else None
+
+
+def _argmax_programs(t: Tensor, out: Tensor, dim, keepdim, scalar, config):
+    return indexing.argmax_program(t, dim, keepdim) if isinstance(dim, (int, type(None))) else None
 
 
 def _on_the_fpu(op_name: str, x: torch.Tensor, dim, keepdim: bool, config, *, mean: bool,
@@ -102,13 +124,14 @@ def _argmax(x, dim, keepdim):
     return torch.argmax(x, dim=dim, keepdim=keepdim)
 
 
-sum = _reduction("sum", torch.sum)  # noqa: A001
-mean = _reduction("mean", torch.mean)
-max = _reduction("max", torch.amax)  # noqa: A001
-min = _reduction("min", torch.amin)  # noqa: A001
-var = _reduction("var", torch.var)
-std = _reduction("std", torch.std)
-argmax = _reduction("argmax", _argmax, result_dtype=DataType.UINT32)
+sum = _reduction("sum", torch.sum, _reduce_programs(fast_reduce_nc=True), fpu="sum", kind="rows")  # noqa: A001
+mean = _reduction("mean", torch.mean, _reduce_programs(), fpu="mean", kind="rows")
+max = _reduction("max", torch.amax, _reduce_programs(), kind="rows")  # noqa: A001
+min = _reduction("min", torch.amin, _reduce_programs(), kind="rows")  # noqa: A001
+var = _reduction("var", torch.var, _welford_programs, takes_correction=True, kind="rows")
+std = _reduction("std", torch.std, _welford_programs, takes_correction=True, kind="rows")
+argmax = _reduction("argmax", _argmax, _argmax_programs, result_dtype=DataType.UINT32, kind="rows",
+                    output_keyword="output_tensor")
 
 
 # -- along one dim: prod, cumsum, topk -----------------------------------------------------------
@@ -122,7 +145,7 @@ def _prod(x, dim, keepdim):
     return torch.prod(x, dim=dim, keepdim=keepdim)
 
 
-prod = _reduction("prod", _prod)
+prod = _reduction("prod", _prod, _prod_programs, kind="rows")
 
 
 def _scan_golden(fn):
@@ -136,10 +159,10 @@ def _scan_golden(fn):
 _cumsum_golden = _scan_golden(torch.cumsum)
 
 
-def _accumulation(name: str, fn):
+def _accumulation(name: str, fn, **declared):
     """ttnn.<name>: TT-NN's accumulation_invoke (reduction/accumulation/accumulation_common.cpp), shared by cumsum
     and cumprod: `fn` (torch.cumsum, torch.cumprod) along `dim`, from the end when reverse_order=True; `dtype`
-    casts the input first; `out=` receives the result (registry.OUTPUT_TENSOR_OPS)."""
+    casts the input first; `out=` receives the result."""
     op_name = f"ttnn.{name}"
     golden = _scan_golden(fn)
 
@@ -163,10 +186,10 @@ def _accumulation(name: str, fn):
 
     op.__doc__ = (f"Running {name[3:]} along `dim` (from the end when reverse_order=True); `dtype` casts the input "
                   f"first.")
-    return register_op(op_name, golden=golden)(op)
+    return register_op(op_name, golden=golden, output_keyword="out", **declared)(op)
 
 
-cumsum = _accumulation("cumsum", torch.cumsum)
+cumsum = _accumulation("cumsum", torch.cumsum, kind="rows")
 cumprod = _accumulation("cumprod", torch.cumprod)
 
 
@@ -177,7 +200,7 @@ def _topk_golden(input_tensor, k=32, dim=-1, largest=True, sorted=True, *_, indi
     return [torch.gather(input_tensor, dim, order), idx]
 
 
-@register_op("ttnn.topk", golden=_topk_golden)
+@register_op("ttnn.topk", kind="rows", golden=_topk_golden)
 def topk(input_tensor: Tensor, k: int = 32, dim: int = -1, largest: bool = True, sorted: bool = True,  # noqa: A002
          *, memory_config: MemoryConfig | None = None, indices_tensor: Tensor | None = None, stable: bool = False,
          **tt_nn_only) -> list[Tensor]:

@@ -59,7 +59,7 @@ def _grid(grid) -> CoreRangeSet:
     raise TypeError(f"grid must be a ttnn.CoreCoord (grid size), ttnn.CoreGrid or ttnn.CoreRangeSet, got {grid!r}")
 
 
-@register_op("ttnn.interleaved_to_sharded", golden=_identity)
+@register_op("ttnn.interleaved_to_sharded", kind="move", golden=_identity)
 def interleaved_to_sharded(input_tensor: Tensor, grid=None, shard_shape=None, shard_scheme=None,
                            shard_orientation=None, output_dtype: DataType | None = None, *,
                            sharded_memory_config: MemoryConfig | None = None, keep_l1_aligned: bool = False,
@@ -93,7 +93,7 @@ def interleaved_to_sharded(input_tensor: Tensor, grid=None, shard_shape=None, sh
     return out
 
 
-@register_op("ttnn.sharded_to_interleaved", golden=_identity)
+@register_op("ttnn.sharded_to_interleaved", kind="move", golden=_identity)
 def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | None = None,
                            output_dtype: DataType | None = None, **tt_nn_only) -> Tensor:
     """A sharded tensor as an interleaved one (DRAM interleaved when no memory_config is given, as TT-NN's)."""
@@ -111,7 +111,7 @@ def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | N
     return out
 
 
-@register_op("ttnn.reshard", golden=_identity)
+@register_op("ttnn.reshard", kind="move", golden=_identity)
 def reshard(input_tensor: Tensor, output_memory_config: MemoryConfig, output_tensor: Tensor | None = None,
             **tt_nn_only) -> Tensor:
     """A sharded tensor in another sharded config (another grid, shard shape or strategy).

@@ -23,7 +23,7 @@ from device_sim import placement, serialization
 from device_sim.device import Device
 from device_sim.ops.common import check_tt_nn_only
 from device_sim.ops.core import device_dtype, from_torch, place, torch_values
-from device_sim.registry import register_op
+from device_sim.registry import Trait, register_op
 from device_sim.tensor import Tensor, TensorSpec
 from device_sim.tile import Tile
 from device_sim.types import DataType, Layout, MemoryConfig, Shape
@@ -36,7 +36,8 @@ def _tensor_golden(data=None, *args, tensor=None, **_):
     return data if isinstance(data, torch.Tensor) else torch.as_tensor(data)
 
 
-@register_op("ttnn.Tensor", golden=_tensor_golden, mesh_aware=True)  # place() spreads it over a mesh
+# mesh_aware: place() spreads it over a mesh
+@register_op("ttnn.Tensor", traits={Trait.HOST}, golden=_tensor_golden, mesh_aware=True)
 def tensor(data=None, *args, tensor=None, data_type: DataType | None = None, dtype: DataType | None = None, device=None,
            layout: Layout | None = None, mem_config: MemoryConfig | None = None,
            memory_config: MemoryConfig | None = None, tile: Tile | None = None, pad_value=None, cq_id=None,
@@ -121,7 +122,7 @@ def _as_tensor_golden(tensor, dtype=None, *, preprocess=None, **_):
     return preprocess(tensor) if preprocess is not None else tensor
 
 
-@register_op("ttnn.as_tensor", golden=_as_tensor_golden, mesh_aware=True)
+@register_op("ttnn.as_tensor", traits={Trait.HOST}, golden=_as_tensor_golden, mesh_aware=True)
 def as_tensor(tensor, dtype: DataType | None = None, *, layout: Layout | None = Layout.ROW_MAJOR, device=None,
               memory_config: MemoryConfig | None = None, cache_file_name=None, preprocess=None, mesh_mapper=None,
               use_device_tilizer: bool = False, **tt_nn_only) -> Tensor:
@@ -183,7 +184,7 @@ def _allocate_golden(shape_or_spec, dtype=None, *_, **__):
     return torch.zeros(tuple(shape_or_spec), dtype=dtypes.TORCH_DTYPE[DataType(dtype or DataType.BFLOAT16)])
 
 
-@register_op("ttnn.allocate_tensor_on_device", golden=_allocate_golden)
+@register_op("ttnn.allocate_tensor_on_device", traits={Trait.HOST}, golden=_allocate_golden)
 def allocate_tensor_on_device(shape_or_spec, dtype_or_device=None, layout: Layout | None = None, device=None,
                               memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
     """A device tensor with a buffer and no values written yet, in TT-NN's two forms:
@@ -213,7 +214,8 @@ def allocate_tensor_on_device(shape_or_spec, dtype_or_device=None, layout: Layou
     return Tensor._create(zeros, spec.dtype, spec.layout, device, cfg, source, spec.tile)
 
 
-@register_op("ttnn.copy_host_to_device_tensor")
+@register_op("ttnn.copy_host_to_device_tensor", traits={Trait.HOST},
+             no_golden="it writes into its second argument and returns None, as in TT-NN")
 def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id=None, **tt_nn_only) -> None:
     """Write a host tensor's values into an allocated device tensor (same shape, dtype and layout), in place.
 

@@ -276,7 +276,7 @@ def _fold_golden(input, stride_h, stride_w, *_, padding=(0, 0), output_shape=Non
     return y
 
 
-@register_op("ttnn.fold", golden=_fold_golden)
+@register_op("ttnn.fold", kind="move", golden=_fold_golden)
 def fold(input: Tensor, stride_h: int, stride_w: int, use_transpose_as_fold: bool = False,  # noqa: A002
          output_shape=None, padding=(0, 0), grid_size=None, override_memory_config: MemoryConfig | None = None,
          **tt_nn_only) -> Tensor:
