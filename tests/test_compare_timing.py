@@ -1,4 +1,5 @@
-"""`ttreport compare A B --timing`: two runs' op durations and memory side by side, slowest change first."""
+"""`ttreport compare A B --timing`: two runs' op times (device by default, host on request) and memory side by
+side, slowest change first."""
 
 import json
 import shutil
@@ -36,25 +37,51 @@ def run(tmp_path, device):
     return run
 
 
-def slowed(report, tmp_path, op_name, seconds):
-    """A copy of `report` in which every op named `op_name` took `seconds` longer: a planted slowdown."""
+def slowed(report, tmp_path, op_name, seconds=0.0, device_ns=0):
+    """A copy of `report` in which every op named `op_name` took `seconds` longer on the host and `device_ns` longer
+    in the model's estimate: a planted slowdown."""
     copy = tmp_path / f"{report.name}-slow"
     shutil.copytree(report, copy)
     con = sqlite3.connect(copy / "db.sqlite")
     with con:
         con.execute("UPDATE operations SET duration = duration + ? WHERE name = ?", (seconds, op_name))
+        con.execute("UPDATE device_perf SET ideal_ns = ideal_ns + ? WHERE operation_id IN "
+                    "(SELECT operation_id FROM operations WHERE name = ?)", (device_ns, op_name))
     con.close()
     return copy
 
 
-def test_the_slowed_op_comes_first_with_its_change_and_ratio(run, tmp_path):
+def test_the_slowed_op_comes_first_with_its_change_and_ratio_on_the_device_clock(run, tmp_path):
     a = run("a")
-    t = compare_timing(a, slowed(a, tmp_path, "ttnn.relu", 0.5))
+    t = compare_timing(a, slowed(a, tmp_path, "ttnn.relu", 0.5, device_ns=7_000))
+    assert t.clock == "device"
     first = t.rows[0]
     assert first.name == "ttnn.relu"
-    assert first.delta_s == pytest.approx(0.5) and first.ratio > 1
-    assert all(r.delta_s == pytest.approx(0) for r in t.rows[1:])
-    assert t.totals["b"]["seconds"] - t.totals["a"]["seconds"] == pytest.approx(0.5)
+    assert first.delta_ns == 7_000 and first.b_device_ns - first.a_device_ns == 7_000 and first.ratio > 1
+    assert all(r.delta_ns == 0 for r in t.rows[1:] if r.delta_ns is not None)
+    assert t.totals["b"]["device_ns"] - t.totals["a"]["device_ns"] == 7_000
+    assert first.b_host_s - first.a_host_s == pytest.approx(0.5)  # the host figure rides along, not compared
+
+
+def test_the_host_clock_compares_the_emulators_time(run, tmp_path):
+    a = run("a")
+    t = compare_timing(a, slowed(a, tmp_path, "ttnn.relu", 0.5), clock="host")
+    first = t.rows[0]
+    assert first.name == "ttnn.relu"
+    assert first.delta_ns == pytest.approx(0.5e9) and first.ratio > 1
+    assert all(r.delta_ns == pytest.approx(0) for r in t.rows[1:])
+    assert t.totals["b"]["host_s"] - t.totals["a"]["host_s"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="clock='wall'"):
+        compare_timing(a, a, clock="wall")
+
+
+def test_two_runs_of_an_unchanged_model_differ_by_nothing_on_the_device(run):
+    """The point of the device clock: host times differ run to run (warm-up, load); the model's estimate does not."""
+    t = compare_timing(run("a"), run("b"))
+    timed = [r for r in t.rows if r.a_device_ns is not None]
+    assert len(timed) >= 5 and all(r.delta_ns == 0 for r in timed)
+    assert t.totals["a"]["device_ns"] == t.totals["b"]["device_ns"] > 0
+    assert any(r.a_host_s != r.b_host_s for r in t.rows)  # the host clock did move
 
 
 def test_ops_pair_up_as_the_value_comparison_pairs_them(run):
@@ -81,15 +108,28 @@ def test_the_cli_prints_the_slowest_change_first_and_writes_json(run, tmp_path):
     a = run("a")
     b = slowed(a, tmp_path, "ttnn.matmul", 0.25)
     out = tmp_path / "timing.json"
-    result = CliRunner().invoke(main, ["compare", str(a), str(b), "--timing", "--json", str(out)])
+    result = CliRunner().invoke(main, ["compare", str(a), str(b), "--timing", "--host-time", "--json", str(out)])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("A op"))
+    assert "A host" in lines[header]
     assert "ttnn.matmul" in lines[header + 2] and "+250.00 ms" in lines[header + 2]
     assert " / " not in lines[header + 2]  # the copy's memory is the same: one figure, not "A / B"
-    assert "aligned ops: A" in result.output and "peak DRAM" in result.output
+    assert "aligned ops: device (estimated) A" in result.output and "peak DRAM" in result.output
     data = json.loads(out.read_text())
-    assert data["ops"][0]["name"] == "ttnn.matmul" and data["ops"][0]["delta_s"] == pytest.approx(0.25)
+    assert data["clock"] == "host"
+    assert data["ops"][0]["name"] == "ttnn.matmul" and data["ops"][0]["delta_ns"] == pytest.approx(0.25e9)
+
+
+def test_the_cli_compares_device_time_by_default(run, tmp_path):
+    a = run("a")
+    b = slowed(a, tmp_path, "ttnn.relu", 0.25, device_ns=3_000)  # the host slowdown is larger, and not compared
+    result = CliRunner().invoke(main, ["compare", str(a), str(b), "--timing"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("A op"))
+    assert "A device (est.)" in lines[header]
+    assert "ttnn.relu" in lines[header + 2] and "+3.0 us" in lines[header + 2]
 
 
 def test_timing_needs_no_stored_tensors(tmp_path, device):

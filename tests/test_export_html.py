@@ -14,11 +14,13 @@ import torch
 import device_sim as ttnn
 import ttreport
 from ttreport import Config, db
+from ttreport.read import device_time
 from ttreport.read.report import ReportError
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
 needs_browser = pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing()))
-CHARTS = ("timeline-chart", "memory-l1", "memory-dram", "by-name-chart")
+CHARTS = ("timeline-chart", "device-timeline-chart", "memory-l1", "memory-dram", "device-by-name-chart",
+          "by-name-chart")
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +112,23 @@ def test_the_charts_are_drawn_with_each_devices_peak_marked(demo, loaded):
         peak = r.peak_l1_by_device()[0]
     assert re.search(rf'>peak [\d.]+ KiB \(op {peak["operation_id"]} {re.escape(peak["name"])}\)<',
                      _drawn(dom, "memory-l1"))
+
+
+def test_device_time_shows_in_the_summary_the_slowest_ops_and_each_ops_row(demo):
+    folder, page = demo
+    text = page.read_text()
+    with ttreport.open(folder) as r:
+        estimated = dict(r.execute("SELECT operation_id, ideal_ns FROM device_perf"))
+        total = device_time.total(r)
+    assert f"<dt>device (estimated)</dt><dd>{device_time.human_ns(total.ideal_ns)} in top-level ops: kernels " \
+           f"{device_time.human_ns(total.kernel_ns)}, host transfers {device_time.human_ns(total.transfer_ns)}" in text
+    slowest = text[text.index("<h2 id='slowest'>"):text.index("</table>", text.index("<h2 id='slowest'>"))]
+    assert "By estimated device time." in slowest
+    listed = [int(i) for i in re.findall(r"<tr><td><a href='#op-(\d+)'>", slowest)]
+    assert listed == sorted(estimated, key=lambda i: (-estimated[i], i))[:len(listed)] and len(listed) == 20
+    op = listed[0]
+    row = text[text.index(f"<tr id='op-{op}'"):]
+    assert f"<td class='num'>{device_time.human_ns(estimated[op])}</td>" in row[:row.index("</tr>")]
 
 
 @needs_browser

@@ -50,7 +50,7 @@ def _ops(report):
 
 def test_every_op_is_a_slice_on_its_thread_at_its_recorded_time(demo):
     folder, _, events = demo
-    slices = {e["args"]["operation_id"]: e for e in events if e["ph"] == "X"}
+    slices = {e["args"]["operation_id"]: e for e in events if e["ph"] == "X" and e["cat"] == "op"}
     with ttreport.open(folder) as r:
         ops = _ops(r)
     assert set(slices) == set(ops)
@@ -62,9 +62,27 @@ def test_every_op_is_a_slice_on_its_thread_at_its_recorded_time(demo):
         assert s["dur"] == pytest.approx((op.end_ns - op.start_ns) / 1000)
 
 
+def test_each_chip_has_a_device_track_of_the_models_estimates_back_to_back(demo):
+    folder, _, events = demo
+    device = [e for e in events if e["ph"] == "X" and e["cat"] == "device"]
+    names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    with ttreport.open(folder) as r:
+        estimated = dict(r.execute("SELECT p.operation_id, p.ideal_ns FROM device_perf p JOIN operations o "
+                                   "USING (operation_id) WHERE o.depth = 0"))
+        first_start = r.operations(limit=1)[0].start_ns
+    assert [e["args"]["operation_id"] for e in device] == sorted(estimated)  # every top-level estimate, in order
+    assert {names[e["tid"]] for e in device} == {"device 0 (estimated)"}
+    assert device[0]["ts"] == pytest.approx(first_start / 1000)
+    for before, e in zip(device, device[1:]):  # back to back: the model estimates kernels, not the gaps
+        assert e["ts"] == pytest.approx(before["ts"] + before["dur"])
+    for e in device:
+        assert e["dur"] == pytest.approx(estimated[e["args"]["operation_id"]] / 1000)
+        assert e["args"]["device_ns"] == estimated[e["args"]["operation_id"]]
+
+
 def test_nested_ops_lie_inside_their_parent_on_the_same_thread(demo):
     _, _, events = demo
-    slices = {e["args"]["operation_id"]: e for e in events if e["ph"] == "X"}
+    slices = {e["args"]["operation_id"]: e for e in events if e["ph"] == "X" and e["cat"] == "op"}
     nested = [s for s in slices.values() if "parent_operation_id" in s["args"]]
     assert len(nested) >= 4  # each composite's exp and add
     for s in nested:
@@ -77,7 +95,8 @@ def test_slice_args_carry_shapes_dtypes_memory_configs_and_the_golden_pcc(demo):
     with ttreport.open(folder) as r:
         matmul = r.operations(name="ttnn.matmul", limit=1)[0]
         checks = r.sql("SELECT tensor_id, pcc FROM tensor_comparisons WHERE operation_id = ?", (matmul.id,))
-    args = next(e["args"] for e in events if e["ph"] == "X" and e["args"]["operation_id"] == matmul.id)
+    args = next(e["args"] for e in events
+                if e["ph"] == "X" and e["cat"] == "op" and e["args"]["operation_id"] == matmul.id)
     assert [t["tensor_id"] for t in args["inputs"]] == [t.id for t in matmul.input_tensors]
     out = args["outputs"][0]
     assert out["shape"] == matmul.output_tensors[0].shape_text and out["dtype"].startswith("DataType.")
@@ -90,7 +109,7 @@ def test_an_op_that_raised_is_red_with_an_error_marker(demo):
     folder, _, events = demo
     with ttreport.open(folder) as r:
         err = r.errors()[0]
-    s = next(e for e in events if e["ph"] == "X" and e["args"]["operation_id"] == err.operation_id)
+    s = next(e for e in events if e["ph"] == "X" and e["cat"] == "op" and e["args"]["operation_id"] == err.operation_id)
     assert s["cname"] == "terrible" and s["args"]["error"]["type"] == err.error_type
     marker = [e for e in events if e["ph"] == "i" and e["cat"] == "error"]
     assert [m["args"]["operation_id"] for m in marker] == [err.operation_id]
@@ -114,7 +133,7 @@ def test_one_counter_track_per_device_follows_l1_and_dram_in_use(demo):
 
 def test_flows_run_from_each_tensors_producer_to_every_op_that_read_it(demo):
     folder, _, events = demo
-    slices = [e for e in events if e["ph"] == "X"]
+    slices = [e for e in events if e["ph"] == "X" and e["cat"] == "op"]
     starts = {e["id"]: e for e in events if e["ph"] == "s"}
     ends = {e["id"]: e for e in events if e["ph"] == "f"}
     assert starts and set(starts) == set(ends)
@@ -218,7 +237,7 @@ def test_a_tt_nn_reports_ops_with_durations_only_are_laid_end_to_end(tmp_path):
     db.upgrade(tmp_path / "r" / "db.sqlite")
     with ttreport.open(tmp_path / "r") as r:
         ops = r.operations()
-        slices = [e for e in _events(r, tmp_path) if e["ph"] == "X"]
+        slices = [e for e in _events(r, tmp_path) if e["ph"] == "X" and e["cat"] == "op"]
     assert [s["args"]["operation_id"] for s in slices] == [o.id for o in ops] and ops[0].start_ns is None
     clock = 0.0
     for s, o in zip(slices, ops):

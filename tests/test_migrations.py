@@ -205,7 +205,8 @@ def test_an_upgraded_tt_nn_report_reads_well(tmp_path):
     shutil.copytree(OLD_REPORT.parent, tmp_path / "old")
     db.upgrade(tmp_path / "old" / "db.sqlite")
     summary = CliRunner().invoke(main, ["summary", str(tmp_path / "old")]).output
-    assert "ops     5 (12.00 ms in top-level ops)" in summary  # its ops record no depth: all count
+    # its ops record no depth: all count
+    assert "ops     5 (12.00 ms of emulator host time in top-level ops)" in summary
     op = CliRunner().invoke(main, ["op", str(tmp_path / "old"), "2"]).output
     assert [line for line in op.splitlines() if "None" in line and "shard_spec=None" not in line] == []
     assert "duration  3.00 ms" in op and "status" not in op and "chosen by" not in op

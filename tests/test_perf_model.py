@@ -175,7 +175,7 @@ def test_a_capture_stores_each_ops_estimate_and_the_cli_shows_it(tmp_path, devic
         mm, move = r.operations()
         assert device_time.of_op(r, mm.id) == (23302, 26552, 39703, "bandwidth", "HiFi2")
         assert device_time.of_op(r, move.id).ideal_ns == 1500 + math.ceil(DRAM_2MIB)
-        assert device_time.total(r) == (39703 + 10239, 2, 0, 2)
+        assert device_time.total(r) == (39703 + 10239, 2, 0, 2, 0)  # no host transfer among them
     del d
     runner = CliRunner()
     out = runner.invoke(main, ["summary", str(handle.path)]).output

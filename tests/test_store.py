@@ -55,8 +55,9 @@ def captured(tmp_path_factory):
     return folder
 
 
-def copy_report(src: Path, dst: Path, *, slower: float = 1.0) -> Path:
-    """Another report: src's files under a new identity (and, given `slower`, its matmuls that much slower)."""
+def copy_report(src: Path, dst: Path, *, slower: float = 1.0, device_slower: float = 1.0) -> Path:
+    """Another report: src's files under a new identity (and, given `slower`, its matmuls that much slower on the
+    host; given `device_slower`, in the model's device estimate)."""
     import shutil
 
     shutil.copytree(src, dst)
@@ -64,6 +65,8 @@ def copy_report(src: Path, dst: Path, *, slower: float = 1.0) -> Path:
     with con:
         con.execute("UPDATE report_metadata SET value = ? WHERE key = 'report_id'", (str(uuid.uuid4()),))
         con.execute("UPDATE operations SET duration = duration * ? WHERE name = 'ttnn.matmul'", (slower,))
+        con.execute("UPDATE device_perf SET ideal_ns = CAST(ideal_ns * ? AS INTEGER) WHERE operation_id IN "
+                    "(SELECT operation_id FROM operations WHERE name = 'ttnn.matmul')", (device_slower,))
     con.close()
     return dst
 
@@ -129,17 +132,23 @@ def test_compare_reads_two_runs_of_the_store(url, captured, tmp_path):
 
 def test_history_flags_the_run_where_an_op_got_slower(url, captured, tmp_path):
     store.push(captured, url, name="n1")
-    store.push(copy_report(captured, tmp_path / "n2"), url, name="n2")
-    store.push(copy_report(captured, tmp_path / "n3", slower=2.0), url, name="n3")
+    store.push(copy_report(captured, tmp_path / "n2", slower=3.0), url, name="n2")  # host time alone moved
+    store.push(copy_report(captured, tmp_path / "n3", slower=3.0, device_slower=2.0), url, name="n3")
     rows = store.history(url, "ttnn.matmul", shape="64x128")
     assert [r["run"] for r in rows] == ["n1", "n2", "n3"]
-    assert [r["flags"] for r in rows[:2]] == [[], []]
-    assert rows[2]["flags"] == ["duration +100%"]
-    assert rows[2]["mean_s"] == pytest.approx(2 * rows[0]["mean_s"])
+    assert [r["flags"] for r in rows[:2]] == [[], []]  # device time is compared: n2's host slowdown is no change
+    assert rows[2]["flags"] == ["device +100%"]
+    assert rows[2]["mean_device_ns"] == pytest.approx(2 * rows[0]["mean_device_ns"], rel=1e-6)
+    assert rows[0]["mean_device_ns"] > 0 and rows[0]["max_device_ns"] == rows[0]["mean_device_ns"]  # one call
+    host = store.history(url, "ttnn.matmul", shape="64x128", clock="host")
+    assert [r["flags"] for r in host] == [[], ["host time +200%"], []]
+    assert host[1]["mean_s"] == pytest.approx(3 * host[0]["mean_s"])
     assert rows[0]["peak_l1"] > 0 and rows[0]["min_pcc"] > 0.99
     assert store.history(url, "ttnn.matmul", shape="1x2x3") == []
     r = CliRunner().invoke(main, ["history", url, "--op", "ttnn.matmul"])
-    assert r.exit_code == 0 and "duration +100%" in r.output.splitlines()[-1], r.output
+    assert r.exit_code == 0 and "device +100%" in r.output.splitlines()[-1], r.output
+    r = CliRunner().invoke(main, ["history", url, "--op", "ttnn.matmul", "--host-time"])
+    assert r.exit_code == 0 and "host time +200%" in r.output.splitlines()[-2], r.output
     r = CliRunner().invoke(main, ["runs", url, "--json"])
     assert [run["name"] for run in json.loads(r.output)] == ["n1", "n2", "n3"]
 

@@ -130,18 +130,23 @@ def _tensor_brief(t) -> str:
 
 def format_summary(s: Summary, path, *, table=format_table, device=None, device_by_name=None) -> str:
     out = [f"report  {path}", f"status  {_cell(s.status_text or s.status or 'unknown')}",
-           f"ops     {s.operations} ({human_seconds(s.top_level_seconds)} in top-level ops)"]
+           f"ops     {s.operations} ({human_seconds(s.top_level_seconds)} of emulator host time in top-level ops)"]
     if device is not None:  # device_time.DeviceTotal: the performance model's estimate
         out.append(f"device  {device_time.human_ns(device.ideal_ns)} estimated on the device in top-level ops "
                    f"({device.compute_bound} compute-bound, {device.bandwidth_bound} bandwidth-bound)")
+        if device.transfer_ns:
+            out.append(f"        kernels {device_time.human_ns(device.kernel_ns)}, host transfers "
+                       f"{device_time.human_ns(device.transfer_ns)} (to and from the host over PCIe)")
     out.append("")
     if s.by_name:
         dev = device_by_name or {}
-        rows = [(r["name"], r["count"], human_seconds(r["total_s"]), human_seconds(r["self_s"]),
-                 "" if math.isnan(r["percent"]) else f"{r['percent']:.1f}%", device_time.human_ns(dev.get(r["name"])))
-                for r in s.by_name]
-        out += ["time by op name (self time excludes the ops it called; device: estimated, all calls):",
-                table(["name", "count", "total", "self", "self %", "device"], rows), ""]
+        # Slowest on the device first (the estimate is the same run after run); by host self time without one.
+        by_name = sorted(s.by_name, key=lambda r: -(dev.get(r["name"]) or 0)) if dev else s.by_name
+        rows = [(r["name"], r["count"], device_time.human_ns(dev.get(r["name"])), human_seconds(r["total_s"]),
+                 human_seconds(r["self_s"]), "" if math.isnan(r["percent"]) else f"{r['percent']:.1f}%")
+                for r in by_name]
+        out += ["time by op name (device: estimated, all calls; host: the emulator's, self excludes the ops it "
+                "called):", table(["name", "count", "device", "host total", "host self", "self %"], rows), ""]
     # Both figures of memory, named as every view names them (ttreport.export.memory).
     peaks = [(memory.label(kind, figure), peak) for kind, figures in (
         ("L1", ((memory.ALLOCATED, s.peak_l1), (memory.IN_BUFFERS, s.peak_l1_in_buffers))),
@@ -936,11 +941,14 @@ def _tolerance_options(f):
               help="Also write one row per aligned op (status, rank, differing devices, figures) to this CSV file.")
 @click.option("--strict", is_flag=True, help="Ops present in only one report fail the comparison too.")
 @click.option("--all-depths", is_flag=True, help="Align nested ops too, not only the ones the model called.")
-@click.option("--timing", is_flag=True, help="Instead of values: each aligned op's duration and L1/DRAM after it "
-              "in A and B side by side, biggest slowdown first (needs no stored tensors).")
+@click.option("--timing", is_flag=True, help="Instead of values: each aligned op's device time (the performance "
+              "model's estimate) and L1/DRAM after it in A and B side by side, biggest slowdown first (needs no "
+              "stored tensors).")
+@click.option("--host-time", is_flag=True, help="With --timing: compare the emulator's host time instead of device "
+              "time (it moves with first-call warm-up and the machine's load).")
 @click.option("--limit", type=int, default=50, show_default=True, help="With --timing: at most this many ops "
               "(0: all).")
-def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_depths, timing, limit):
+def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_depths, timing, host_time, limit):
     """Compare report B with report A op by op and name the first op that diverged.
 
     Exits 0 when every aligned op matches, 1 when one does not (or, with --strict, when an op
@@ -948,8 +956,8 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_dep
     made before the capture too, so a root cause is told from its effects; tensors="outputs" is
     the least that works).
 
-    With --timing it compares how long each aligned op took and the memory after it instead, and
-    exits 0.
+    With --timing it compares each aligned op's estimated device time (--host-time: the emulator's
+    host time) and the memory after it instead, and exits 0.
 
     Example: ttreport compare generated/ttreport/reports/run-a generated/ttreport/reports/run-b --json diff.json
     """
@@ -961,7 +969,7 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_dep
             if not ra.count_operations(pattern) and not rb.count_operations(pattern):
                 _no_op_named(ra, pattern, "--ops")
     if timing:
-        _compare_timing(a, b, pattern, json_file, all_depths, limit)
+        _compare_timing(a, b, pattern, json_file, all_depths, limit, "host" if host_time else "device")
         return
     from ttreport.read.compare import compare_reports
 
@@ -980,28 +988,32 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_dep
     sys.exit(result.exit_code)
 
 
-def _compare_timing(a, b, pattern, json_file, all_depths, limit) -> None:
+def _compare_timing(a, b, pattern, json_file, all_depths, limit, clock) -> None:
     from ttreport.read.timing import compare_timing
 
-    t = compare_timing(a, b, ops=pattern, top_level=not all_depths)
+    t = compare_timing(a, b, ops=pattern, top_level=not all_depths, clock=clock)
     if str(json_file) == "-":
         click.echo(t.to_json())
         return
     click.echo(f"A: {t.a}\nB: {t.b}")
     shown = t.rows[:limit] if limit else t.rows
 
+    def ns(x) -> str:
+        return "" if x is None else device_time.human_ns(round(x))
+
     def change(r) -> str:
-        if r.delta_s is None:
+        if r.delta_ns is None:
             return ""
-        sign = "+" if r.delta_s >= 0 else "-"
-        return f"{sign}{human_seconds(abs(r.delta_s))}" + (f" ({r.ratio:.2f}x)" if r.ratio is not None else "")
+        return f"{'+' if r.delta_ns >= 0 else '-'}{ns(abs(r.delta_ns))}" + (
+            f" ({r.ratio:.2f}x)" if r.ratio is not None else "")
 
     def both(a, b) -> str:  # one figure when the runs agree, "A / B" when they do not: fewer columns to read
         return human_bytes(a) if a == b else f"{human_bytes(a) or '?'} / {human_bytes(b) or '?'}"
 
+    what = "device (est.)" if clock == "device" else "host"
     terminal.echo_table(
-        ["A op", "B op", "name", "A time", "B time", "B - A", "L1 after (A / B)", "DRAM after (A / B)"],
-        ((r.a_id, r.b_id, r.name, human_seconds(r.a_s), human_seconds(r.b_s), change(r),
+        ["A op", "B op", "name", f"A {what}", f"B {what}", "B - A", "L1 after (A / B)", "DRAM after (A / B)"],
+        ((r.a_id, r.b_id, r.name, ns(r.a_ns), ns(r.b_ns), change(r),
           both(r.a_l1_bytes, r.b_l1_bytes), both(r.a_dram_bytes, r.b_dram_bytes)) for r in shown))
     if len(shown) < len(t.rows):
         click.echo(f"... {len(t.rows) - len(shown):,} more aligned ops not shown (--limit 0 shows all)")
@@ -1010,7 +1022,8 @@ def _compare_timing(a, b, pattern, json_file, all_depths, limit) -> None:
             listed = ", ".join(f"{i} {n}" for i, n in only[:20]) + (" ..." if len(only) > 20 else "")
             click.echo(f"{len(only)} op(s) only in {side}, unaligned: {listed}")
     ta, tb = t.totals["a"], t.totals["b"]
-    click.echo(f"{len(t.rows)} aligned ops: A {human_seconds(ta['seconds'])}, B {human_seconds(tb['seconds'])}; "
+    click.echo(f"{len(t.rows)} aligned ops: device (estimated) A {ns(ta['device_ns'])}, B {ns(tb['device_ns'])}; "
+               f"emulator host time A {human_seconds(ta['host_s'])}, B {human_seconds(tb['host_s'])}; "
                f"peak L1 A {human_bytes(ta['peak_l1_bytes']) or '?'}, B {human_bytes(tb['peak_l1_bytes']) or '?'}; "
                f"peak DRAM A {human_bytes(ta['peak_dram_bytes']) or '?'}, "
                f"B {human_bytes(tb['peak_dram_bytes']) or '?'}")

@@ -3,9 +3,11 @@
     with ttreport.open("generated/ttreport/reports/demo") as r:
         r.export_html("demo.html")
 
-Sections: the summary (both figures of each memory peak, named as ttreport.export.memory names them for
-every view); a timeline of every op (nested ops on rows below their callers); L1 and DRAM in buffers over
-the run per device with each peak marked; time by op name; the slowest ops; golden PCC
+Sections: the summary (device time estimated by the performance model, host transfers apart; both figures of
+each memory peak, named as ttreport.export.memory names them for every view); a timeline of every op on the
+host (nested ops on rows below their callers) and each chip's device timeline (the model's estimates back to
+back); L1 and DRAM in buffers over the run per device with each peak marked; device and host time by op name;
+the slowest ops on the device; golden PCC
 per op with the first divergence marked (golden-mode captures, or a report-vs-report comparison
 given as `comparison=`); a searchable op table whose rows link each op to its tensors, stack trace
 and error; the tensor table, each tensor linked to the op that made it and the ops that read it.
@@ -29,6 +31,7 @@ from pathlib import Path
 from ttreport import memory_text, outfile
 from ttreport.export import memory
 from ttreport.export.golden import first_divergence, golden_checks
+from ttreport.read import device_time
 
 SUFFIXES = (".html", ".htm")
 SLOWEST = 20  # rows in the slowest-ops table
@@ -117,6 +120,7 @@ def export_html(report, path, *, limit: int | None = MAX_OPS, top_level: bool = 
         raise ReportError(f"limit must be at least 1 (or None for every op), not {limit!r}")
     summary = report.summary()
     checks = golden_checks(report)
+    device = device_time.of_ops(report)  # op id -> estimated ns (none in a TT-NN report)
     e = html.escape
     with outfile.open(path, "w") as f:  # a link at `path` is replaced, never written through
         w = f.write
@@ -127,25 +131,33 @@ def export_html(report, path, *, limit: int | None = MAX_OPS, top_level: bool = 
                                                    ("memory", "memory"), ("by-name", "time by op name"),
                                                    ("slowest", "slowest ops"), ("pcc", "PCC"), ("ops", "ops"),
                                                    ("tensors", "tensors"))) + "</nav>\n")
-        _summary(w, report, summary)
+        _summary(w, report, summary, device_time.total(report))
         bars = MAX_OPS if limit is None else min(limit, MAX_OPS)
-        w("<h2 id='timeline'>Timeline</h2><p class='note'>Each op is a bar from its start to its end; "
-          "nested ops sit on the rows below the op that called them. Click a bar for its row in the op table."
+        w("<h2 id='timeline'>Timeline</h2><p class='note'>On the host (the emulator's own time, first calls' "
+          "warm-up included): each op is a bar from its start to its end; nested ops sit on the rows below the op "
+          "that called them. Click a bar for its row in the op table."
           + (f" At most the first {bars:,} ops are drawn." if bars < (limit or math.inf) else "") + "</p>")
         depth = 0 if top_level else None
         _chart(w, "timeline-chart", _timeline(report, summary, bars, depth))
+        if device:
+            w("<p class='note'>On the device, per chip: each top-level op's kernel time estimated by the "
+              "performance model, the ops back to back from the first op's start (the model estimates kernels, "
+              "not the gaps between them).</p>")
+            _chart(w, "device-timeline-chart", _device_timeline(report, summary, bars))
         figure = memory.IN_BUFFERS if report.execute("SELECT 1 FROM buffer_lifetimes LIMIT 1").fetchone() \
             else memory.ALLOCATED  # a TT-NN report records no buffers: its timeline is the ops' l1_bytes
         w(f"<h2 id='memory'>Memory in use</h2><p class='note'>{_MEMORY_NOTE}The charts draw {figure} after "
           "each op, per device, with the peak of each marked. Click a point for its op.</p>")
         for kind in ("L1", "DRAM"):
             _chart(w, f"memory-{kind.lower()}", _memory(report, kind, figure))
-        w("<h2 id='by-name'>Time by op name</h2><p class='note'>Self time: an op's time less the ops it "
-          "called.</p>")
+        w("<h2 id='by-name'>Time by op name</h2><p class='note'>Device time: estimated by the performance "
+          "model, over every call. Host self time: the emulator's time in an op less the ops it called.</p>")
+        if device:
+            _chart(w, "device-by-name-chart", _device_by_name(report))
         _chart(w, "by-name-chart", _by_name(summary))
-        _slowest(w, report)
+        _slowest(w, report, device)
         _pcc(w, report, checks, comparison)
-        top_tensor = _ops(w, report, checks, limit, depth)
+        top_tensor = _ops(w, report, checks, limit, depth, device)
         _tensors(w, report, top_tensor)
         w(f"<script>{_JS}</script></body></html>\n")
     return path
@@ -218,10 +230,15 @@ _MEMORY_NOTE = (f"A run's memory has two figures. <b>{memory.ALLOCATED}</b>: wha
                 f"a page in each of 64 L1 banks. ")
 
 
-def _summary(w, report, s) -> None:
+def _summary(w, report, s, device) -> None:
     e = html.escape
     rows = [("report", e(str(report.path))), ("status", _text(s.status_text or s.status or "unknown")),
-            ("ops", f"{s.operations} ({_seconds(s.top_level_seconds)} in top-level ops)")]
+            ("ops", f"{s.operations} ({_seconds(s.top_level_seconds)} of emulator host time in top-level ops)")]
+    if device is not None:  # device_time.DeviceTotal
+        rows.append(("device (estimated)", f"{device_time.human_ns(device.ideal_ns)} in top-level ops: kernels "
+                     f"{device_time.human_ns(device.kernel_ns)}, host transfers "
+                     f"{device_time.human_ns(device.transfer_ns) or '0 ns'} ({device.compute_bound} compute-bound, "
+                     f"{device.bandwidth_bound} bandwidth-bound)"))
     # Both figures of memory, named as the summary and the trace name them (ttreport.export.memory).
     for kind, figures in (("L1", ((memory.ALLOCATED, s.peak_l1), (memory.IN_BUFFERS, s.peak_l1_in_buffers))),
                           ("DRAM", ((memory.ALLOCATED, s.peak_dram), (memory.IN_BUFFERS, s.peak_dram_in_buffers)))):
@@ -279,6 +296,31 @@ def _timeline(report, summary, limit, depth) -> dict:
                                      "margin": {"t": 20}, "legend": {"font": {"size": 10}}}}
 
 
+def _device_timeline(report, summary, limit: int) -> dict:
+    """Each chip's row of estimated kernels (device_time.timeline), coloured by op name as the host timeline."""
+    named = [r["name"] for r in summary.by_name[:NAMES_IN_LEGEND]]
+    traces: dict = {}
+    for drawn, d in enumerate(device_time.timeline(report)):
+        if drawn >= limit:
+            break
+        name = d.name if d.name in named else "other"
+        t = traces.setdefault(name, {"type": "bar", "orientation": "h", "name": _text(name, 100), "base": [],
+                                     "x": [], "y": [], "customdata": [], "hovertext": [], "hoverinfo": "text"})
+        t["base"].append(d.start_ns / 1e6)
+        t["x"].append(max(d.end_ns - d.start_ns, 1) / 1e6)
+        t["y"].append(f"device {d.device_id}")
+        t["customdata"].append(d.operation_id)
+        t["hovertext"].append(f"op {d.operation_id} {_text(d.name, 300)} {device_time.human_ns(d.end_ns - d.start_ns)}"
+                              f" estimated{f', {d.bound}-bound' if d.bound else ''}")
+    order = sorted(traces, key=lambda n: named.index(n) if n in named else len(named))
+    data = [traces[n] for n in order]
+    for i, (n, t) in enumerate(zip(order, data)):
+        t["marker"] = {"color": _COLOURS[i] if n != "other" else _COLOURS[-1]}
+    return {"data": data, "layout": {"barmode": "overlay", "xaxis": {"title": {"text": "estimated device time (ms)"}},
+                                     "yaxis": {"autorange": "reversed", "type": "category", "automargin": True},
+                                     "margin": {"t": 20}, "legend": {"font": {"size": 10}}}}
+
+
 def _memory(report, kind: str, figure: str) -> dict:
     series: dict = {}
     step = _step(report.count_operations())  # memory_timeline yields at most a point per op
@@ -310,22 +352,39 @@ def _memory(report, kind: str, figure: str) -> dict:
                                      "margin": {"t": 40}}}
 
 
+def _device_by_name(report) -> dict:
+    rows = sorted(((n, ns) for n, ns in device_time.by_name(report).items() if isinstance(ns, int)),
+                  key=lambda r: -r[1])[:30]
+    return {"data": [{"type": "bar", "orientation": "h", "y": [_text(n, 100) for n, _ in rows],
+                      "x": [ns / 1e3 for _, ns in rows], "hovertemplate": "%{y}: %{x:.1f} us estimated on the "
+                      "device<extra></extra>"}],
+            "layout": {"xaxis": {"title": {"text": "estimated device time (us)"}}, "yaxis": {"autorange": "reversed"},
+                       "margin": {"t": 20, "l": 220}}}
+
+
 def _by_name(summary) -> dict:
     rows = [r for r in summary.by_name if isinstance(r["self_s"], (int, float))][:30]
     return {"data": [{"type": "bar", "orientation": "h", "y": [_text(r["name"], 100) for r in rows],
                       "x": [r["self_s"] * 1e3 for r in rows],
                       "text": [f"{r['count']} calls" for r in rows], "hovertemplate": "%{y}: %{x:.3f} ms, %{text}"
                       "<extra></extra>"}],
-            "layout": {"xaxis": {"title": {"text": "self time (ms)"}}, "yaxis": {"autorange": "reversed"},
+            "layout": {"xaxis": {"title": {"text": "host self time (ms)"}}, "yaxis": {"autorange": "reversed"},
                        "margin": {"t": 20, "l": 220}}}
 
 
-def _slowest(w, report) -> None:
-    w("<h2 id='slowest'>Slowest ops</h2><table><thead><tr><th>op</th><th>name</th><th>duration</th>"
-      "<th>outputs</th></tr></thead><tbody>")
-    for op in report.operations(sort="duration", limit=SLOWEST):
+def _slowest(w, report, device: dict) -> None:
+    """The SLOWEST ops by estimated device time (by host time in a report without estimates)."""
+    if device:
+        ids = sorted(device, key=lambda i: (-device[i], i))[:SLOWEST]
+        ops, by = [report.operation(i) for i in ids], "estimated device time"
+    else:
+        ops, by = report.operations(sort="duration", limit=SLOWEST), "host time (no device time in this report)"
+    w(f"<h2 id='slowest'>Slowest ops</h2><p class='note'>By {by}.</p><table><thead><tr><th>op</th><th>name</th>"
+      "<th>device (est.)</th><th>host</th><th>outputs</th></tr></thead><tbody>")
+    for op in ops:
         w(f"<tr><td><a href='#op-{op.id}'>{op.id}</a></td><td>{_text(op.name, 300)}</td><td class='num'>"
-          f"{_seconds(op.duration)}</td><td>{_tensor_links(op.output_tensors[:MAX_LISTED])}</td></tr>")
+          f"{device_time.human_ns(device.get(op.id))}</td><td class='num'>{_seconds(op.duration)}</td>"
+          f"<td>{_tensor_links(op.output_tensors[:MAX_LISTED])}</td></tr>")
     w("</tbody></table>\n")
 
 
@@ -401,7 +460,7 @@ def _dims(t) -> str:
     return f"{list(t.dims)} {dtype} {where}"
 
 
-def _ops(w, report, checks: dict, limit, depth) -> int | None:
+def _ops(w, report, checks: dict, limit, depth, device: dict) -> int | None:
     """The op table; returns the highest tensor id its rows link to (-1 for none), or None when it lists every op:
     how far the tensor table goes."""
     total = report.count_operations() if depth is None else \
@@ -412,7 +471,8 @@ def _ops(w, report, checks: dict, limit, depth) -> int | None:
       f"tensors, error, source...'> <span id='shown'>{shown}</span> of <span id='listed'>{shown}</span> ops shown"
       f"{' (top-level ops only)' if depth is not None else ''}"
       f"{'' if shown == total else f' (the first {shown:,} of {total:,}; {more})'}</p>"
-      "<table id='ops'><thead><tr><th>op</th><th>name</th><th>depth</th><th>start</th><th>duration</th>"
+      "<table id='ops'><thead><tr><th>op</th><th>name</th><th>depth</th><th>start</th><th>device (est.)</th>"
+      "<th>host</th>"
       "<th>inputs</th><th>outputs</th><th>L1 after</th><th>DRAM after</th><th>PCC</th><th>details</th>"
       "</tr></thead><tbody>\n")
     written, top_tensor = 0, -1
@@ -421,7 +481,7 @@ def _ops(w, report, checks: dict, limit, depth) -> int | None:
             w(f"</tbody></table><p class='note'>The op table ends before op {op.id}: the page holds at most "
               f"{TABLE_CHARS // 2**20} MiB of op rows. {more}.</p>\n")
             return top_tensor
-        row = _op_row(op, checks.get(op.id, []))
+        row = _op_row(op, checks.get(op.id, []), device.get(op.id))
         w(row)
         written += len(row)
         top_tensor = max([top_tensor, *(t.id for t in op.input_tensors[:MAX_LISTED] + op.output_tensors[:MAX_LISTED])])
@@ -429,7 +489,7 @@ def _ops(w, report, checks: dict, limit, depth) -> int | None:
     return top_tensor if shown < total else None
 
 
-def _op_row(op, op_checks: list) -> str:
+def _op_row(op, op_checks: list, device_ns: int | None = None) -> str:
     """One op's row of the op table, each value capped (VALUE_CHARS) and each list too (MAX_LISTED)."""
     e = html.escape
     pccs = [c["pcc"] for c in op_checks if c["pcc"] is not None]
@@ -467,7 +527,8 @@ def _op_row(op, op_checks: list) -> str:
     inputs, outputs = _listed(op.input_tensors, "inputs"), _listed(op.output_tensors, "outputs")
     return (f"<tr id='op-{op.id}' class='{classes}' data-search='{e(search.lower())}'><td>{op.id}</td>"
             f"<td>{_text(op.name, 300)}{parent}</td><td class='num'>{_text(op.depth, 30)}</td>"
-            f"<td class='num'>{start}</td><td class='num'>{_seconds(op.duration)}</td>"
+            f"<td class='num'>{start}</td><td class='num'>{device_time.human_ns(device_ns)}</td>"
+            f"<td class='num'>{_seconds(op.duration)}</td>"
             f"<td>{_tensor_links(inputs[0])}{inputs[1] and ' ...'}</td>"
             f"<td>{_tensor_links(outputs[0])}{outputs[1] and ' ...'}</td>"
             f"<td class='num'>{_bytes(op.l1_bytes)}</td><td class='num'>{_bytes(op.dram_bytes)}</td>"

@@ -8,6 +8,9 @@ What the file holds (the Trace Event Format's JSON object form):
   the op id, its arguments, each input and output tensor (shape, dtype, layout, memory config,
   buffer), the golden PCC checks made on it and its error;
 - an op that raised is coloured "terrible" (red) and has an instant ("i") event "error: <type>";
+- one track per chip, "device N (estimated)": each top-level op's device kernel time estimated by the
+  performance model (ttreport.read.device_time.timeline: back to back from the first op's start, the
+  estimate in its args with its bound); the host tracks are the emulator's own time;
 - one counter ("C") track per device, "device N memory", with series "L1 in buffers (their own sizes)"
   and "DRAM in buffers (their own sizes)": bytes in use after each op (ttreport.export.memory; a TT-NN
   report, which records no buffers, has "... allocated (bank-rounded, all banks)" instead);
@@ -31,6 +34,7 @@ from ttreport.export import memory
 from ttreport.export.golden import GoldenStream
 
 PID = 1
+DEVICE_TID = 1_000_000  # + device id: each chip's device track, past any host thread's tid (1, 2, ...)
 SUFFIXES = (".json", ".json.gz")
 
 
@@ -106,8 +110,26 @@ def trace_events(report):
                    "args": {"operation_id": op.id, "message": op.error.message if op.error else None}}
         else:
             yield event
+    yield from _device_tracks(report)
     yield from _counters(report)
     yield from _flows(report, tids)
+
+
+def _device_tracks(report):
+    from ttreport.read.device_time import human_ns, timeline
+
+    named = set()
+    for d in timeline(report):
+        tid = DEVICE_TID + d.device_id
+        if d.device_id not in named:
+            named.add(d.device_id)
+            yield {"ph": "M", "pid": PID, "tid": tid, "name": "thread_name",
+                   "args": {"name": f"device {d.device_id} (estimated)"}}
+            yield {"ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}
+        yield {"ph": "X", "pid": PID, "tid": tid, "name": d.name, "cat": "device", "ts": d.start_ns / 1000,
+               "dur": (d.end_ns - d.start_ns) / 1000,
+               "args": {"operation_id": d.operation_id, "device_ns": d.end_ns - d.start_ns, "bound": d.bound,
+                        "estimated": f"{human_ns(d.end_ns - d.start_ns)} by the performance model"}}
 
 
 def _tensor(t) -> dict:

@@ -1,9 +1,14 @@
-"""Two runs' op durations and memory side by side, ops aligned as the value comparison aligns them.
+"""Two runs' op times and memory side by side, ops aligned as the value comparison aligns them.
 
     from ttreport.read import compare_timing
     t = compare_timing("run-a", "run-b")
     for row in t.rows[:5]:             # biggest slowdowns first
-        print(row.name, row.a_s, row.b_s, row.delta_s)
+        print(row.name, row.a_device_ns, row.b_device_ns, row.delta_ns)
+
+Times are compared on the device clock by default: the performance model's estimate of each op's device time
+(device_perf.ideal_ns), which is the same for the same op, run after run, so an unchanged model shows no
+change. clock="host" compares the emulator's own host time instead (operations.duration), which moves with
+first-call warm-up and the machine's load (the demo's first matmul: 23.9 ms, 125 us later). Rows carry both.
 
 A is the reference: delta = B - A (positive: B is slower), ratio = B / A. Ops pair up through
 compare.align (same name and shapes, then same name in the gaps), so a timing row and a
@@ -20,44 +25,67 @@ from pathlib import Path
 from ttreport.read.compare import _name_matches, _ops, align, json_safe, report_path, unrelated_runs
 from ttreport.read.report import Report
 
+CLOCKS = ("device", "host")
+
 
 @dataclass(slots=True)
 class TimingRow:
     name: str
     a_id: int
     b_id: int
-    a_s: float | None  # duration in A, seconds (None: not recorded)
-    b_s: float | None
+    a_device_ns: int | None  # the performance model's estimate in A (None: no estimate, a host-only op)
+    b_device_ns: int | None
+    a_host_s: float | None  # the emulator's host time in A, seconds (None: not recorded)
+    b_host_s: float | None
     a_l1_bytes: int | None  # L1 allocated after the op in A
     b_l1_bytes: int | None
     a_dram_bytes: int | None
     b_dram_bytes: int | None
+    clock: str = "device"  # which of the two delta and ratio compare
 
     @property
-    def delta_s(self) -> float | None:
-        return None if not _is_number(self.a_s) or not _is_number(self.b_s) else self.b_s - self.a_s
+    def a_ns(self) -> float | None:
+        """A's time on the compared clock, ns."""
+        return _ns(self.a_device_ns, self.a_host_s, self.clock)
+
+    @property
+    def b_ns(self) -> float | None:
+        return _ns(self.b_device_ns, self.b_host_s, self.clock)
+
+    @property
+    def delta_ns(self) -> float | None:
+        a, b = self.a_ns, self.b_ns
+        return None if a is None or b is None else b - a
 
     @property
     def ratio(self) -> float | None:
-        return self.b_s / self.a_s if self.delta_s is not None and self.a_s > 0 else None
+        return self.b_ns / self.a_ns if self.delta_ns is not None and self.a_ns > 0 else None
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "delta_s": self.delta_s, "ratio": self.ratio}
+        return {**asdict(self), "delta_ns": self.delta_ns, "ratio": self.ratio}
+
+
+def _ns(device_ns, host_s, clock: str) -> float | None:
+    if clock == "device":
+        return device_ns if _is_number(device_ns) else None
+    return host_s * 1e9 if _is_number(host_s) else None
 
 
 @dataclass
 class TimingComparison:
     a: Path
     b: Path
-    rows: list[TimingRow]  # biggest slowdown (B - A) first; rows without both durations last
+    rows: list[TimingRow]  # biggest slowdown (B - A) first; rows without both times last
     only_a: list[tuple[int, str]]  # (operation_id, name) with no partner in B
     only_b: list[tuple[int, str]]
-    totals: dict  # per side: seconds in the aligned ops, peak L1 and DRAM bytes after any aligned op
+    # per side: device_ns (estimated) and host_s in the aligned ops, peak L1 and DRAM bytes after any aligned op
+    totals: dict
     unrelated: str | None = None  # the line saying A and B look like different models (compare.unrelated_runs)
+    clock: str = "device"
 
     def to_dict(self) -> dict:
-        return json_safe({"a": str(self.a), "b": str(self.b), "unrelated": self.unrelated, "totals": self.totals,
-                          "ops": [r.to_dict() for r in self.rows],
+        return json_safe({"a": str(self.a), "b": str(self.b), "clock": self.clock, "unrelated": self.unrelated,
+                          "totals": self.totals, "ops": [r.to_dict() for r in self.rows],
                           "unaligned": {"a": [{"operation_id": i, "name": n} for i, n in self.only_a],
                                         "b": [{"operation_id": i, "name": n} for i, n in self.only_b]}})
 
@@ -65,15 +93,21 @@ class TimingComparison:
         return json.dumps(self.to_dict(), indent=indent)
 
 
-_ROW_SQL = "SELECT operation_id, duration, l1_bytes, dram_bytes FROM operations WHERE operation_id = ?"
+def _row_sql(r: Report) -> str:
+    device = "(SELECT p.ideal_ns FROM device_perf p WHERE p.operation_id = o.operation_id)" \
+        if r._has_table("device_perf") else "NULL"  # a TT-NN report has no estimates
+    return f"SELECT {device}, o.duration, o.l1_bytes, o.dram_bytes FROM operations o WHERE o.operation_id = ?"
 
 
-def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True) -> TimingComparison:
-    """Align report B's ops with report A's and pair their durations and memory; see the module docstring.
+def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True, clock: str = "device") -> TimingComparison:
+    """Align report B's ops with report A's and pair their times and memory; see the module docstring.
 
     ops: only ops whose name matches (exact, its last dotted part, or a glob) are listed; all take
     part in the alignment. top_level: only ops the model called (depth 0), as compare does.
+    clock: "device" (the model's estimate, the default) or "host" (the emulator's time) for delta, ratio and order.
     """
+    if clock not in CLOCKS:
+        raise ValueError(f"clock={clock!r}: give one of {', '.join(CLOCKS)}")
     with Report(report_path(a, "compare_timing")) as ra, Report(report_path(b, "compare_timing")) as rb:
         keys: dict[tuple, int] = {}
         names: dict[str, int] = {}
@@ -81,25 +115,29 @@ def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True) -> T
         ids_b, kb, nb, _ = _ops(rb, top_level, keys, names)
         name_of = list(names)
         aligned, only_a, only_b = align(ka, kb, na, nb, key_of=list(keys))
+        sql_a, sql_b = _row_sql(ra), _row_sql(rb)
         rows = []
         for i, j in aligned:
             name = name_of[na[i]]
             if ops is not None and not _name_matches(name, ops):
                 continue
-            (_, a_s, a_l1, a_dram), (_, b_s, b_l1, b_dram) = (
-                ra.execute(_ROW_SQL, (ids_a[i],)).fetchone(), rb.execute(_ROW_SQL, (ids_b[j],)).fetchone())
-            rows.append(TimingRow(name, ids_a[i], ids_b[j], a_s, b_s, a_l1, b_l1, a_dram, b_dram))
-        totals = {side: {"seconds": sum(s for s in secs if _is_number(s)),
+            (a_dev, a_s, a_l1, a_dram), (b_dev, b_s, b_l1, b_dram) = (
+                ra.execute(sql_a, (ids_a[i],)).fetchone(), rb.execute(sql_b, (ids_b[j],)).fetchone())
+            rows.append(TimingRow(name, ids_a[i], ids_b[j], a_dev, b_dev, a_s, b_s, a_l1, b_l1, a_dram, b_dram, clock))
+        totals = {side: {"device_ns": sum(x for x in dev if _is_number(x)),
+                         "host_s": sum(s for s in secs if _is_number(s)),
                          "peak_l1_bytes": max((x for x in l1 if _is_number(x)), default=None),
                          "peak_dram_bytes": max((x for x in dram if _is_number(x)), default=None)}
-                  for side, secs, l1, dram in (
-                      ("a", [r.a_s for r in rows], [r.a_l1_bytes for r in rows], [r.a_dram_bytes for r in rows]),
-                      ("b", [r.b_s for r in rows], [r.b_l1_bytes for r in rows], [r.b_dram_bytes for r in rows]))}
-        # Biggest slowdown first; a row missing a duration (a TT-NN report without timings) goes last.
-        rows.sort(key=lambda r: (r.delta_s is None, -(r.delta_s or 0.0), r.a_id))
+                  for side, dev, secs, l1, dram in (
+                      ("a", [r.a_device_ns for r in rows], [r.a_host_s for r in rows], [r.a_l1_bytes for r in rows],
+                       [r.a_dram_bytes for r in rows]),
+                      ("b", [r.b_device_ns for r in rows], [r.b_host_s for r in rows], [r.b_l1_bytes for r in rows],
+                       [r.b_dram_bytes for r in rows]))}
+        # Biggest slowdown first; a row missing a time (a host-only op on the device clock, a TT-NN report) goes last.
+        rows.sort(key=lambda r: (r.delta_ns is None, -(r.delta_ns or 0.0), r.a_id))
         return TimingComparison(ra.path, rb.path, rows, [(ids_a[i], name_of[na[i]]) for i in only_a],
                                 [(ids_b[j], name_of[nb[j]]) for j in only_b], totals,
-                                unrelated_runs(sum(ka[i] == kb[j] for i, j in aligned), len(ka), len(kb)))
+                                unrelated_runs(sum(ka[i] == kb[j] for i, j in aligned), len(ka), len(kb)), clock)
 
 
 def _is_number(x) -> bool:

@@ -101,27 +101,33 @@ def runs(url, limit, as_json):
 @click.option("--op", "op", required=True, help="the op's name, e.g. ttnn.matmul")
 @click.option("--shape", default=None, help="only calls whose first input has these dims: 1x32x64 or [1, 32, 64]")
 @click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=0.10, show_default=True,
-              help="flag a run whose mean duration or peak L1 moved more than this fraction from the run before")
+              help="flag a run whose mean device time or peak L1 moved more than this fraction from the run before")
+@click.option("--host-time", is_flag=True, help="flag changes of the emulator's host time instead of device time "
+              "(host time moves with first-call warm-up and the machine's load)")
 @click.option("--json", "as_json", is_flag=True, help="the runs as one JSON list of objects")
-def history(url, op, shape, threshold, as_json):
-    """Show op --op run by run from the store at URL (calls, mean and max time, peak L1, lowest PCC), with flags.
+def history(url, op, shape, threshold, host_time, as_json):
+    """Show op --op run by run from the store at URL (calls, mean device time estimated by the performance model,
+    mean and max host time, peak L1, lowest PCC), with flags.
 
-    A run is flagged where the op's mean duration or peak L1 moved more than --threshold from the
-    previous run that called it, or its lowest golden PCC fell by more than 0.001.
+    A run is flagged where the op's mean device time (--host-time: host time) or peak L1 moved more than
+    --threshold from the previous run that called it, or its lowest golden PCC fell by more than 0.001.
 
     Example: ttreport history postgresql://ci@db/ttreport --op ttnn.matmul --shape 1x32x64
     """
+    from ttreport.read.device_time import human_ns
     from ttreport.read.terminal import human_bytes, human_seconds, plain_table
     from ttreport.store.history import history as op_history
 
-    rows = op_history(url, op, shape=shape, threshold=threshold)
+    rows = op_history(url, op, shape=shape, threshold=threshold, clock="host" if host_time else "device")
     if not rows:
         _unknown(url, op, shape)
     if as_json:  # one document, as every reading command's --json
         click.echo(json.dumps(rows, indent=2, default=str))
         return
-    cols = ["run_id", "run", "started_at", "commit", "calls", "mean", "max", "peak L1", "min PCC", "changed"]
+    cols = ["run_id", "run", "started_at", "commit", "calls", "device mean (est.)", "host mean", "host max",
+            "peak L1", "min PCC", "changed"]
     table = [[r["run_id"], r["run"], r["started_at"] or "", (r["git_commit"] or "")[:12], r["count"],
+              human_ns(round(r["mean_device_ns"])) if r["mean_device_ns"] is not None else "",
               human_seconds(r["mean_s"]) if r["mean_s"] is not None else "",
               human_seconds(r["max_s"]) if r["max_s"] is not None else "",
               human_bytes(r["peak_l1"]) if r["peak_l1"] is not None else "",

@@ -1,13 +1,15 @@
 """What the store answers across runs: `runs` (the runs, in push order) and `history` (one op, run by run).
 
-history reads run_op_stats (filled at push: per run, op name and first input shape, the count, time,
-peak L1 after the op and lowest golden PCC), so its cost grows with the number of runs, not ops.
-A run is flagged where its mean duration or peak L1 moved more than `threshold` (relative) from the
-previous run that had the op, or its lowest PCC fell by more than `pcc_drop`.
+history reads run_op_stats (filled at push: per run, op name and first input shape, the count, device and
+host time, peak L1 after the op and lowest golden PCC), so its cost grows with the number of runs, not ops.
+A run is flagged where its mean time or peak L1 moved more than `threshold` (relative) from the
+previous run that had the op, or its lowest PCC fell by more than `pcc_drop`. The time compared is the
+device time by default (the performance model's estimate: the same for the same ops, run after run);
+clock="host" compares the emulator's host time, which moves with warm-up and load.
 
     from ttreport.store import history
     for row in history("postgresql:///ttreport", "ttnn.matmul", shape="1x32x64"):
-        print(row["run"], row["mean_s"], row["flags"])
+        print(row["run"], row["mean_device_ns"], row["mean_s"], row["flags"])
 """
 
 from __future__ import annotations
@@ -41,11 +43,17 @@ def op_shapes(url: str, op: str | None = None) -> dict[str, list[str]]:
     return out
 
 
+CLOCKS = {"device": ("mean_device_ns", "device"), "host": ("mean_s", "host time")}  # clock -> (figure, its flag)
+
+
 def history(url: str, op: str, *, shape: str | None = None, threshold: float = 0.10,
-            pcc_drop: float = 1e-3) -> list[dict]:
-    """Op `op`'s figures run by run (only runs that called it), oldest first, each with its change flags."""
+            pcc_drop: float = 1e-3, clock: str = "device") -> list[dict]:
+    """Op `op`'s figures run by run (only runs that called it), oldest first, each with its change flags; the time
+    flagged is `clock`'s ("device", the model's estimate, or "host")."""
     if not threshold > 0:
         raise ValueError(f"threshold {threshold!r} must be above 0 (0.1 flags a 10% change)")
+    if clock not in CLOCKS:
+        raise ValueError(f"clock={clock!r}: give one of {', '.join(CLOCKS)}")
     with reading(url) as conn:
         where, params = "s.name = %s", [op]
         if shape is not None:
@@ -53,16 +61,19 @@ def history(url: str, op: str, *, shape: str | None = None, threshold: float = 0
             params.append(shape_key(shape))
         rows = conn.execute(
             f"""SELECT r.run_id, r.name, r.started_at, r.git_commit, SUM(s.count)::bigint, SUM(s.total_s),
-                       MAX(s.max_s), MAX(s.peak_l1), MIN(s.min_pcc)
+                       MAX(s.max_s), MAX(s.peak_l1), MIN(s.min_pcc), SUM(s.device_count)::bigint,
+                       SUM(s.total_device_ns)::bigint, MAX(s.max_device_ns)
                 FROM run_op_stats s JOIN runs r ON r.run_id = s.run_id
                 WHERE {where} GROUP BY r.run_id ORDER BY r.run_id""", params).fetchall()
     out, before = [], None
-    for run_id, name, started, commit, count, total, longest, l1, pcc in rows:
+    for run_id, name, started, commit, count, total, longest, l1, pcc, timed, device, device_max in rows:
         row = {"run_id": run_id, "run": name, "started_at": started, "git_commit": commit, "count": count,
+               "mean_device_ns": device / timed if device is not None and timed else None,
+               "max_device_ns": device_max,
                "mean_s": total / count if total is not None and count else None, "max_s": longest,
                "peak_l1": l1, "min_pcc": pcc, "flags": []}
         if before is not None:
-            for key, label in (("mean_s", "duration"), ("peak_l1", "L1")):
+            for key, label in (CLOCKS[clock], ("peak_l1", "L1")):
                 a, b = before[key], row[key]
                 if a and b is not None and abs(b - a) / abs(a) > threshold:
                     row["flags"].append(f"{label} {'+' if b > a else ''}{(b - a) / abs(a):.0%}")

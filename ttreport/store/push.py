@@ -34,8 +34,10 @@ _LEGACY_NAMESPACE = uuid.UUID("6f1c2a4e-2d0b-4c55-9b0e-7d2f1e7c4a10")
 _FILES_SQL = """SELECT file FROM tensors WHERE file IS NOT NULL
                 UNION SELECT file FROM tensor_writes WHERE file IS NOT NULL"""
 _STATS_SQL = """
-    SELECT o.name, t.shape, COUNT(*), SUM(o.duration), MAX(o.duration), MAX(o.l1_bytes), MIN(c.pcc)
+    SELECT o.name, t.shape, COUNT(*), SUM(o.duration), MAX(o.duration), MAX(o.l1_bytes), MIN(c.pcc),
+           COUNT(p.ideal_ns), SUM(p.ideal_ns), MAX(p.ideal_ns)
     FROM operations o
+    LEFT JOIN device_perf p ON p.operation_id = o.operation_id
     LEFT JOIN input_tensors i ON i.operation_id = o.operation_id AND i.input_index = 0
     LEFT JOIN tensors t ON t.tensor_id = i.tensor_id
     LEFT JOIN (SELECT operation_id, MIN(pcc) AS pcc FROM tensor_comparisons GROUP BY operation_id) c
@@ -142,16 +144,19 @@ def _copy_table(conn, src, name: str, run_id: int) -> None:
 
 def _copy_stats(conn, src, run_id: int) -> None:
     merged: dict[tuple, list] = {}
-    for name, shape, count, total, longest, l1, pcc in src.execute(_STATS_SQL):
+    for name, shape, count, total, longest, l1, pcc, timed, device, device_max in src.execute(_STATS_SQL):
         key = (name, shape_key(shape))
-        m = merged.setdefault(key, [0, None, None, None, None])
+        m = merged.setdefault(key, [0, None, None, None, None, 0, None, None])
         m[0] += count
         m[1] = _fold(sum, m[1], total)
         m[2] = _fold(max, m[2], longest)
         m[3] = _fold(max, m[3], l1)
         m[4] = _fold(min, m[4], pcc)
-    with conn.cursor().copy("COPY run_op_stats (run_id, name, shape, count, total_s, max_s, peak_l1, min_pcc) "
-                            "FROM STDIN") as copy:
+        m[5] += timed
+        m[6] = _fold(sum, m[6], device)
+        m[7] = _fold(max, m[7], device_max)
+    with conn.cursor().copy("COPY run_op_stats (run_id, name, shape, count, total_s, max_s, peak_l1, min_pcc, "
+                            "device_count, total_device_ns, max_device_ns) FROM STDIN") as copy:
         for (name, shape), values in merged.items():
             copy.write_row((run_id, name, shape, *values))
 

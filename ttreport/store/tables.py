@@ -59,6 +59,9 @@ run_op_stats = Table(
     Column("shape", Text, nullable=False),  # the first input's dims, "1x32x64"; "" when it has none
     Column("count", BigInteger), Column("total_s", Float), Column("max_s", Float),
     Column("peak_l1", BigInteger), Column("min_pcc", Float),
+    # The performance model's device time (device_perf.ideal_ns) over the calls with an estimate: what history
+    # compares by default, the same run after run for the same ops where host time is not.
+    Column("device_count", BigInteger), Column("total_device_ns", BigInteger), Column("max_device_ns", BigInteger),
     PrimaryKeyConstraint("run_id", "name", "shape"),
 )
 # history: one op name across all runs, in run order, without reading the runs' operations.
