@@ -29,9 +29,10 @@ EXPECTED = {
         (["operation_id", "operation_name", "error_type", "error_message", "stack_trace"], 1),
     "Which tensors are block floats (bfloat8_b, bfloat4_b), and who made them?":
         (["tensor_id", "dtype", "shape", "size", "producer_operation_id", "producer"], 2),
-    # Every op the demo calls is one TT-NN op (a bias-linear included): nothing nests in the sample.
+    # Every op the demo calls is one TT-NN op (a bias-linear included): nothing nests in the sample, whose deepest
+    # ops are top-level ones, each under itself.
     "The deepest nested ops, and the top-level op each runs under": (["top_level_id", "operation_id", "name", "depth"],
-                                                                      0),
+                                                                      10),
     "Which buffers were live after op N, and which op allocated each?":
         (["buffer_id", "buffer_type", "address", "size", "allocated_by_operation_id"], 10),
     "How many bytes went from the host to the device?": (["transfers", "bytes"], 1),
