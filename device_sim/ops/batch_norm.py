@@ -28,7 +28,7 @@ from device_sim.ops.eltwise import square, subtract
 from device_sim.ops.reduction import mean as ttnn_mean
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs.batch_norm import batch_norm_program, running_statistics_program
-from device_sim.registry import pending_output_target, register_op
+from device_sim.registry import OWN_NAME, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import MemoryConfig
 
@@ -77,7 +77,7 @@ def _rounding(x: Tensor, params, config):
 def batch_norm(input: Tensor, *, running_mean: Tensor | None = None, running_var: Tensor | None = None,  # noqa: A002
                training: bool = False, eps: float = 1e-05, momentum: float = 0.1, weight: Tensor | None = None,
                bias: Tensor | None = None, output: Tensor | None = None, memory_config: MemoryConfig | None = None,
-               compute_kernel_config=None, **tt_nn_only) -> Tensor:
+               compute_kernel_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Batch normalization of an [N, C, H, W] input over N, H and W, per channel (TT-NN's keywords and defaults).
 
     Args:
@@ -88,7 +88,6 @@ def batch_norm(input: Tensor, *, running_mean: Tensor | None = None, running_var
         weight, bias: [1, C, 1, 1] scale and shift; None for none.
         output: a tensor of the input's dtype to write the result into (the registry handles it).
     """
-    op_name = "ttnn.batch_norm"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     target = pending_output_target(op_name)  # output=, which the registry takes out of the call

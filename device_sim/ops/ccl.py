@@ -22,7 +22,7 @@ from device_sim.distributed import MeshTensor
 from device_sim.mesh import MeshCoordinate, MeshDevice, rows_cols
 from device_sim.ops import ccl_work
 from device_sim.ops.common import check_tt_nn_only, output, values
-from device_sim.registry import register_op
+from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import BufferType, MemoryConfig, TensorMemoryLayout, _TTEnum
 
@@ -251,15 +251,15 @@ def all_gather(input_tensor, dim: int, *, cluster_axis: int | None = None, memor
                output_tensor=None, subdevice_id=None, sub_core_grids=None, num_links: int | None = None,
                topology: Topology | None = None, chunks_per_sync=None, num_workers_per_link=None,
                num_buffers_per_channel=None, use_l1_small_for_semaphores: bool = False, mesh_device=None,
-               **tt_nn_only):
+               op_name: str = OWN_NAME, **tt_nn_only):
     """Every chip gets the shards of its group joined along `dim` (shape[dim] x group size).
 
     mesh_device= is the older TT-NN spelling's; when given it must be the tensor's mesh.
     """
-    _check_fabric_args("ttnn.all_gather", topology, num_links, tt_nn_only, mesh_device=mesh_device,
+    _check_fabric_args(op_name, topology, num_links, tt_nn_only, mesh_device=mesh_device,
                        tensor=input_tensor)
-    _no_output_tensor("ttnn.all_gather", output_tensor)
-    out = _gather("ttnn.all_gather", input_tensor, dim, cluster_axis, memory_config)
+    _no_output_tensor(op_name, output_tensor)
+    out = _gather(op_name, input_tensor, dim, cluster_axis, memory_config)
     ccl_work.launch_gather(input_tensor, out, cluster_axis, _is_ring(topology), num_links,
                            name="AllGatherDeviceOperation")
     return out
@@ -270,11 +270,11 @@ def reduce_scatter(input_tensor, dim: int, *, cluster_axis: int | None = None, s
                    memory_config: MemoryConfig | None = None, intermediate_memory_config=None, output_tensor=None,
                    num_links: int | None = None, topology: Topology | None = None, chunks_per_sync=None,
                    num_workers_per_link=None, num_buffers_per_channel=None, compute_kernel_config=None,
-                   use_l1_small_for_semaphores: bool = False, **tt_nn_only):
+                   use_l1_small_for_semaphores: bool = False, op_name: str = OWN_NAME, **tt_nn_only):
     """The group's shards summed, then split along `dim`: the k-th chip of the group keeps the k-th part."""
-    _check_fabric_args("ttnn.reduce_scatter", topology, num_links, tt_nn_only)
-    _no_output_tensor("ttnn.reduce_scatter", output_tensor)
-    out = _reduce_scatter("ttnn.reduce_scatter", input_tensor, dim, cluster_axis, memory_config)
+    _check_fabric_args(op_name, topology, num_links, tt_nn_only)
+    _no_output_tensor(op_name, output_tensor)
+    out = _reduce_scatter(op_name, input_tensor, dim, cluster_axis, memory_config)
     ccl_work.launch_reduce_scatter(input_tensor, out, dim, cluster_axis, _is_ring(topology), num_links,
                                    name="ReduceScatterDeviceOperation")
     return out
@@ -283,19 +283,18 @@ def reduce_scatter(input_tensor, dim: int, *, cluster_axis: int | None = None, s
 @register_op("ttnn.all_reduce", collective="all_reduce", no_golden=_ON_WHOLE_MESHES, mesh_aware=True)
 def all_reduce(input_tensor, *, cluster_axis: int | None = None, subdevice_id=None,
                memory_config: MemoryConfig | None = None, num_links: int | None = None,
-               topology: Topology | None = None, compute_kernel_config=None, **tt_nn_only):
+               topology: Topology | None = None, compute_kernel_config=None, op_name: str = OWN_NAME, **tt_nn_only):
     """Every chip gets the sum of its group's shards."""
-    _check_fabric_args("ttnn.all_reduce", topology, num_links, tt_nn_only)
-    out = _all_reduce("ttnn.all_reduce", input_tensor, cluster_axis, memory_config)
+    _check_fabric_args(op_name, topology, num_links, tt_nn_only)
+    out = _all_reduce(op_name, input_tensor, cluster_axis, memory_config)
     ccl_work.launch_all_reduce(input_tensor, out, cluster_axis, _is_ring(topology), num_links)
     return out
 
 
 @register_op("ttnn.point_to_point", collective="point_to_point", no_golden=_ON_WHOLE_MESHES, mesh_aware=True)
 def point_to_point(input_tensor, sender_coord, receiver_coord, *, output_tensor=None, intermediate_tensor=None,
-                   topology: Topology = Topology.Linear):
+                   topology: Topology = Topology.Linear, op_name: str = OWN_NAME):
     """The sender chip's shard delivered to the receiver chip; every other chip keeps its own shard."""
-    op_name = "ttnn.point_to_point"
     _check_fabric_args(op_name, topology, None, {})
     _no_output_tensor(op_name, output_tensor if output_tensor is not None else intermediate_tensor)
     shards, mesh = _shards(op_name, input_tensor)
@@ -311,9 +310,8 @@ def point_to_point(input_tensor, sender_coord, receiver_coord, *, output_tensor=
 
 @register_op("ttnn.mesh_partition", no_golden=_ON_WHOLE_MESHES, mesh_aware=True)
 def mesh_partition(input_tensor, dim: int, cluster_axis: int | None = None, *,
-                   memory_config: MemoryConfig | None = None, **tt_nn_only):
+                   memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only):
     """The inverse of all_gather: the k-th chip of each group keeps the k-th part of its shard along `dim`."""
-    op_name = "ttnn.mesh_partition"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     shards, mesh = _shards(op_name, input_tensor)
@@ -339,10 +337,9 @@ def all_gather_async(input_tensor, *args, dim: int | None = None, multi_device_g
                      persistent_output_buffer=None, persistent_output_tensor=None, num_links: int | None = 1,
                      memory_config: MemoryConfig | None = None, subdevice_id=None, use_optimal_ccl_for_llama=False,
                      barrier_semaphore=None, chunks_per_sync=None, num_workers_per_link=None,
-                     num_buffers_per_channel=None, sub_core_grids=None, **tt_nn_only):
+                     num_buffers_per_channel=None, sub_core_grids=None, op_name: str = OWN_NAME, **tt_nn_only):
     """TT-NN's three overloads: (t, dim, sems), (t, persistent_output_buffer, dim, sems) and
     (t, dim, cluster_axis, mesh_device, topology, sems); the rest by keyword."""
-    op_name = "ttnn.experimental.all_gather_async"
     if args and (args[0] is None or isinstance(args[0], Tensor)):
         persistent_output_buffer, args = args[0], args[1:]
     names = ("dim", "cluster_axis", "mesh_device", "topology", "multi_device_global_semaphore") \
@@ -374,8 +371,7 @@ def reduce_scatter_minimal_async(input_tensor, persistent_output_buffers=None, d
                                  intermediate_memory_config=None, topology: Topology = Topology.Ring,
                                  subdevice_id=None, cluster_axis: int | None = None, chunks_per_sync=None,
                                  num_workers_per_link=None, num_buffers_per_channel=None, compute_kernel_config=None,
-                                 **tt_nn_only):
-    op_name = "ttnn.experimental.reduce_scatter_minimal_async"
+                                 op_name: str = OWN_NAME, **tt_nn_only):
     if dim is None:
         raise TypeError(f"{op_name}() missing the dim to scatter along")
     _check_semaphores(op_name, "multi_device_global_semaphore", multi_device_global_semaphore)
@@ -393,11 +389,11 @@ def all_reduce_async(input_tensor, *args, cluster_axis: int | None = None, mesh_
                      memory_config: MemoryConfig | None = None, topology: Topology = Topology.Linear,
                      num_links: int | None = None, dtype=None, multi_device_global_semaphore=None,
                      barrier_semaphores=None, rs_global_semaphores=None, ag_global_semaphores=None, subdevice_id=None,
-                     use_noc1_only: bool = False, use_optimal_ccl_for_llama: bool = False, **tt_nn_only):
+                     use_noc1_only: bool = False, use_optimal_ccl_for_llama: bool = False,
+                     op_name: str = OWN_NAME, **tt_nn_only):
     """TT-NN's overloads: (t, num_devices, barrier_sems, rs_sems, ag_sems, math_op),
     (t, cluster_axis, mesh_device, barrier_sems, rs_sems, ag_sems, math_op) and
     (t, buffer_tensor, cluster_axis, mesh_device, sem)."""
-    op_name = "ttnn.experimental.all_reduce_async"
     num_devices = None
     if args and isinstance(args[0], Tensor):  # (buffer_tensor, cluster_axis, mesh_device, semaphore)
         given = dict(zip(("buffer_tensor", "cluster_axis", "mesh_device", "multi_device_global_semaphore"), args))

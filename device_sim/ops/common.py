@@ -50,7 +50,8 @@ _NOT_SIMULATED = {
 def _parameter_names(op_name: str) -> tuple[str, ...]:
     # Only the error path needs these, so they are worked out on the first bad call, once per op.
     params = inspect.signature(OPS[op_name].function).parameters.values()
-    return tuple(p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+    # op_name is the registry's (register_op fills it in), not a keyword for callers
+    return tuple(p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name != "op_name")
 
 
 def check_tt_nn_only(op_name: str, kwargs: dict) -> None:

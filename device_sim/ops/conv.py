@@ -25,7 +25,7 @@ from device_sim.conv_config import Conv2dConfig, Conv2dSliceConfig, PaddingMode,
 from device_sim.ops.common import check_tt_nn_only, device_inputs, values
 from device_sim.ops.vision import _flat, _make, _nchw, _padding, _pair
 from device_sim.programs import conv as conv_programs
-from device_sim.registry import Trait, register_op
+from device_sim.registry import OWN_NAME, Trait, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 
@@ -78,6 +78,11 @@ def _conv2d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, b
                    bias_tensor=None, conv_config=None, **__):
     op_name = "ttnn.conv2d"
     kernel, groups = _pair(kernel_size, "kernel_size", op_name), _groups(groups)
+    c = input_tensor.shape[-1]
+    if c > in_channels and input_tensor.numel() == batch_size * input_height * input_width * c:
+        # An input padded past in_channels (16 channels for in_channels=3, as tests/ttnn's test_graph_capture
+        # passes): TT-NN pads the weights' input channels with zeros to match, so the extra channels add nothing.
+        input_tensor = input_tensor[..., :in_channels]
     x = _nchw(input_tensor, batch_size, input_height, input_width, in_channels, op_name)
     w = _conv_weight(weight_tensor, in_channels, out_channels, kernel, groups, op_name)
     b = bias_tensor.float().reshape(-1) if bias_tensor is not None else None
@@ -94,7 +99,7 @@ def conv2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_chann
            dilation=(1, 1), groups: int = 1, dtype: DataType | None = None, bias_tensor: Tensor | None = None,
            conv_config: Conv2dConfig | None = None, compute_config=None, memory_config: MemoryConfig | None = None,
            slice_config: Conv2dSliceConfig | None = None, return_output_dim: bool = False,
-           return_weights_and_bias: bool = False, **tt_nn_only):
+           return_weights_and_bias: bool = False, op_name: str = OWN_NAME, **tt_nn_only):
     """2D convolution of an NHWC input; the output is [1, 1, N*OH*OW, out_channels] (TILE unless
     conv_config.output_layout says otherwise), in `dtype` (default: the input's).
 
@@ -103,7 +108,6 @@ def conv2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_chann
     (h, w) or (top, bottom, left, right). Returns the output, then (OH, OW) if return_output_dim, then
     (weights, bias) prepared on the device if return_weights_and_bias. device defaults to the input's.
     """
-    op_name = "ttnn.conv2d"
     device = _conv_inputs(op_name, tt_nn_only, (input_tensor, weight_tensor, bias_tensor), device, in_channels,
                           out_channels, groups, conv_config, slice_config)
     args = dict(input_tensor=values(input_tensor, op_name), weight_tensor=values(weight_tensor, op_name),
@@ -265,12 +269,12 @@ def prepare_conv_weights(*, weight_tensor: Tensor, input_memory_config: MemoryCo
                          input_height: int, input_width: int, kernel_size, stride, padding, dilation,
                          has_bias: bool, groups: int, device, input_dtype: DataType,
                          output_dtype: DataType | None = None, conv_config: Conv2dConfig | None = None,
-                         compute_config=None, slice_config: Conv2dSliceConfig | None = None) -> Tensor:
+                         compute_config=None, slice_config: Conv2dSliceConfig | None = None,
+                         op_name: str = OWN_NAME) -> Tensor:
     """The weights conv2d uses, on `device`: [1, 1, KH*KW*in_channels/groups, out_channels] in TILE.
 
     weights_format names the given layout; only "OIHW" (torch's) exists in TT-NN.
     """
-    op_name = "ttnn.prepare_conv_weights"
     if weights_format != "OIHW":
         raise ValueError(f"{op_name}: weights_format={weights_format!r}; TT-NN takes only 'OIHW'")
     _check_conv_args(in_channels, out_channels, groups, conv_config, slice_config, op_name)
@@ -294,9 +298,9 @@ def prepare_conv_bias(*, bias_tensor: Tensor, input_memory_config: MemoryConfig,
                       in_channels: int, out_channels: int, batch_size: int, input_height: int, input_width: int,
                       kernel_size, stride, padding, dilation, groups: int, device, input_dtype: DataType,
                       output_dtype: DataType | None = None, conv_config: Conv2dConfig | None = None,
-                      compute_config=None, slice_config: Conv2dSliceConfig | None = None) -> Tensor:
+                      compute_config=None, slice_config: Conv2dSliceConfig | None = None,
+                      op_name: str = OWN_NAME) -> Tensor:
     """The bias conv2d uses, on `device`: [1, 1, 1, out_channels] in TILE."""
-    op_name = "ttnn.prepare_conv_bias"
     b = _prepare_conv_bias_golden(bias_tensor=values(bias_tensor, op_name), out_channels=out_channels)
     dtype = output_dtype or (conv_config.weights_dtype if conv_config is not None else None) or bias_tensor.dtype
     return _make(b, device, [], op_name=op_name, dtype=dtype, layout=Layout.TILE,
@@ -323,11 +327,11 @@ def conv1d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_chann
            batch_size: int, input_length: int, kernel_size: int, stride: int = 1, padding: int = 0,
            dilation: int = 1, groups: int = 1, dtype: DataType | None = None, bias_tensor: Tensor | None = None,
            conv_config: Conv2dConfig | None = None, compute_config=None, memory_config: MemoryConfig | None = None,
-           return_output_dim: bool = False, return_weights_and_bias: bool = False, **tt_nn_only):
+           return_output_dim: bool = False, return_weights_and_bias: bool = False,
+           op_name: str = OWN_NAME, **tt_nn_only):
     """1D convolution of an NLC input ([N, L, C] or [1, 1, N*L, C]) with weights [out_channels,
     in_channels/groups, K]: [1, 1, N*OL, out_channels]. Returns the output, then OL if return_output_dim, then
     the prepared (weights, bias) if return_weights_and_bias, as conv2d does."""
-    op_name = "ttnn.conv1d"
     device = _conv_inputs(op_name, tt_nn_only, (input_tensor, weight_tensor, bias_tensor), device, in_channels,
                           out_channels, groups, conv_config, None)
     w = values(weight_tensor, op_name)
@@ -378,11 +382,10 @@ def conv_transpose2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None
                      conv_config: Conv2dConfig | None = None, compute_config=None,
                      memory_config: MemoryConfig | None = None, dram_slice_config: Conv2dSliceConfig | None = None,
                      mirror_kernel: bool = True, return_output_dim: bool = False,
-                     return_weights_and_bias: bool = False, **tt_nn_only):
+                     return_weights_and_bias: bool = False, op_name: str = OWN_NAME, **tt_nn_only):
     """Transposed convolution of an NHWC input with weights [in_channels, out_channels/groups, KH, KW], as
     torch's conv_transpose2d: [1, 1, N*OH*OW, out_channels]. Returns like conv2d; the weights and bias
     returned with return_weights_and_bias are the given ones on the device, in TILE, in the same layout."""
-    op_name = "ttnn.conv_transpose2d"
     device = _conv_inputs(op_name, tt_nn_only, (input_tensor, weight_tensor, bias_tensor), device, in_channels,
                           out_channels, groups, conv_config, dram_slice_config)
     y = _conv_transpose2d_golden(

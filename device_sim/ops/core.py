@@ -12,7 +12,7 @@ from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output,
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import data_movement as programs
 from device_sim.programs import shape as shape_programs
-from device_sim.registry import Trait, pending_output_target, register_op
+from device_sim.registry import OWN_NAME, Trait, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.tile import as_tile
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -65,7 +65,7 @@ def place(t: torch.Tensor, dtype: DataType, layout, device, memory_config, tile,
 def from_torch(tensor, dtype: DataType | None = None, *, spec=None, tile=None, pad_value: float | None = None,
                layout: Layout | None = None, device=None, memory_config: MemoryConfig | None = None,
                mesh_mapper=None, cq_id=None, preserve_nan_values: bool = False, col_tilize: bool = False,
-               enable_bfloat_opt: bool = False, **tt_nn_only) -> Tensor | None:
+               enable_bfloat_opt: bool = False, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor | None:
     """A ttnn tensor from a torch tensor (or a numpy array, or nested lists); None stays None, as in TT-NN.
 
     Args:
@@ -84,26 +84,26 @@ def from_torch(tensor, dtype: DataType | None = None, *, spec=None, tile=None, p
             device_sim rounds as the host conversion does (nearest even), so values may differ in the last bit.
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.from_torch", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     if tensor is None:
         return None
     if spec is not None:
         given = {k: v for k, v in dict(dtype=dtype, layout=layout, memory_config=memory_config, tile=tile).items()
                  if v is not None}
         if given:
-            raise TypeError(f"ttnn.from_torch: give either spec= or {', '.join(given)}=, not both")
+            raise TypeError(f"{op_name}: give either spec= or {', '.join(given)}=, not both")
         dtype, layout, memory_config, tile = spec.dtype, spec.layout, spec.memory_config, spec.tile
-    t = torch_values(tensor, "ttnn.from_torch")
+    t = torch_values(tensor, op_name)
     if spec is not None and tuple(spec.shape) != tuple(t.shape):
-        raise ValueError(f"ttnn.from_torch: spec shape {list(spec.shape)} differs from the tensor's {list(t.shape)}")
+        raise ValueError(f"{op_name}: spec shape {list(spec.shape)} differs from the tensor's {list(t.shape)}")
     if col_tilize:
         if spec is not None or dtype is None or not DataType(dtype).is_block_float or t.dim() < 2 \
                 or layout not in (None, Layout.TILE):
-            raise ValueError("ttnn.from_torch: col_tilize=True needs dtype bfloat8_b or bfloat4_b, a tensor of rank "
+            raise ValueError(f"{op_name}: col_tilize=True needs dtype bfloat8_b or bfloat4_b, a tensor of rank "
                              "2 or more, layout None or TILE, and no spec")
         t = t.transpose(-2, -1).contiguous()
-    return place(t, device_dtype(t, dtype, "ttnn.from_torch"), layout, device, memory_config, tile, mesh_mapper,
-                 "ttnn.from_torch")
+    return place(t, device_dtype(t, dtype, op_name), layout, device, memory_config, tile, mesh_mapper,
+                 op_name)
 
 
 def _to_torch_golden(tensor, dtype=None, *, torch_rank=None, **_):
@@ -124,7 +124,7 @@ def _squeeze_to_rank(v: torch.Tensor, torch_rank, op_name: str) -> torch.Tensor:
 
 @register_op("ttnn.to_torch", kind="host_move", traits={Trait.HOST}, golden=_to_torch_golden, mesh_aware=True)
 def to_torch(tensor: Tensor, dtype: torch.dtype | None = None, *, torch_rank: int | None = None,
-             mesh_composer=None, device=None, cq_id=None, **tt_nn_only) -> torch.Tensor:
+             mesh_composer=None, device=None, cq_id=None, op_name: str = OWN_NAME, **tt_nn_only) -> torch.Tensor:
     """The tensor's values as a new torch tensor in its logical shape (tile padding removed).
 
     Args:
@@ -134,23 +134,24 @@ def to_torch(tensor: Tensor, dtype: torch.dtype | None = None, *, torch_rank: in
             device there is one part, so it changes nothing here. device, cq_id: TT-NN's, no effect here.
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.to_torch", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     if isinstance(tensor, torch.Tensor):
         return tensor
     if mesh_composer is not None or hasattr(tensor, "shards"):  # a mesh tensor: join its shards
         from device_sim.distributed import mesh_to_torch
-        v = _squeeze_to_rank(mesh_to_torch(tensor, mesh_composer), torch_rank, "ttnn.to_torch")
+        v = _squeeze_to_rank(mesh_to_torch(tensor, mesh_composer), torch_rank, op_name)
         return v.to(dtype) if dtype is not None else v
     if not isinstance(tensor, Tensor):
-        raise TypeError(f"ttnn.to_torch takes a ttnn tensor, got {type(tensor).__name__}")
-    v = _squeeze_to_rank(tensor._value_or_raise().clone(), torch_rank, "ttnn.to_torch")
+        raise TypeError(f"{op_name} takes a ttnn tensor, got {type(tensor).__name__}")
+    v = _squeeze_to_rank(tensor._value_or_raise().clone(), torch_rank, op_name)
     return v.to(dtype) if dtype is not None else v
 
 
 @register_op("ttnn.to_device", kind="host_move", traits={Trait.HOST}, golden=_identity)
-def to_device(tensor: Tensor, device, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+def to_device(tensor: Tensor, device, memory_config: MemoryConfig | None = None,
+              *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     if tt_nn_only:
-        check_tt_nn_only("ttnn.to_device", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     if tensor._device is device:
         return tensor
     if tensor._device is not None:
@@ -158,7 +159,7 @@ def to_device(tensor: Tensor, device, memory_config: MemoryConfig | None = None,
             f"tensor {tensor.tensor_id} is on device {tensor._device.device_id}; "
             f"bring it to the host first (tensor.cpu()) to move it to device {device.device_id}"
         )
-    cfg, source = placement.resolve(memory_config, [], "ttnn.to_device")
+    cfg, source = placement.resolve(memory_config, [], op_name)
     out = Tensor._create(tensor._value_or_raise(), tensor.dtype, tensor.layout, device, cfg, source)
     _keep_pad_fill(tensor, out)
     return out
@@ -172,9 +173,9 @@ def _keep_pad_fill(src: Tensor, out: Tensor) -> None:
 
 
 @register_op("ttnn.from_device", kind="host_move", traits={Trait.HOST}, golden=_identity)
-def from_device(tensor: Tensor, **tt_nn_only) -> Tensor:
+def from_device(tensor: Tensor, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     if tt_nn_only:
-        check_tt_nn_only("ttnn.from_device", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     if tensor._device is None:
         return tensor
     out = Tensor._create(tensor._value_or_raise(), tensor.dtype, tensor.layout, None, None, None)
@@ -184,30 +185,31 @@ def from_device(tensor: Tensor, **tt_nn_only) -> Tensor:
 
 @register_op("ttnn.to_layout", kind="move", golden=_identity)
 def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
-              memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+              memory_config: MemoryConfig | None = None, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Tilize or untilize; the logical shape survives, the padding comes and goes."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.to_layout", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     layout = Layout(layout)
     if layout == tensor.layout and dtype in (None, tensor.dtype) and memory_config is None:
         return tensor
-    ins = device_inputs("ttnn.to_layout", tensor)
-    out = output(held(tensor), tensor, ins, op_name="ttnn.to_layout", dtype=dtype, layout=layout,
+    ins = device_inputs(op_name, tensor)
+    out = output(held(tensor), tensor, ins, op_name=op_name, dtype=dtype, layout=layout,
                  memory_config=memory_config)
     device_work.launch_after(out, True, tensor, programs.layout_program(tensor, out))  # tilize / untilize
     return out
 
 
 @register_op("ttnn.to_memory_config", kind="move", output_keyword="output_tensor", golden=_identity)
-def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: DataType | None = None) -> Tensor:
+def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: DataType | None = None,
+                     *, op_name: str = OWN_NAME) -> Tensor:
     if tensor._device is None:
         raise ValueError(
             f"tensor {tensor.tensor_id} is on the host; ttnn.to_device(tensor, device, memory_config) places it"
         )
     if memory_config is None:
         raise TypeError("to_memory_config needs a memory config, e.g. ttnn.L1 or ttnn.DRAM")
-    fresh = pending_output_target("ttnn.to_memory_config") is None
-    out = output(held(tensor), tensor, [tensor], op_name="ttnn.to_memory_config", dtype=dtype,
+    fresh = pending_output_target(op_name) is None
+    out = output(held(tensor), tensor, [tensor], op_name=op_name, dtype=dtype,
                  memory_config=memory_config)
     device_work.launch_after(out, fresh, tensor, programs.memory_move_program(tensor, out))
     return out
@@ -229,24 +231,25 @@ def _typecast(name: str, tensor: Tensor, dtype: DataType, memory_config: MemoryC
 
 
 @register_op("ttnn.typecast", kind="move", output_keyword="output_tensor", golden=_typecast_golden)
-def typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
-    return _typecast("ttnn.typecast", tensor, dtype, memory_config, tt_nn_only)
+def typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None,
+             op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    return _typecast(op_name, tensor, dtype, memory_config, tt_nn_only)
 
 
 @register_op("ttnn.experimental.typecast", kind="move", golden=_typecast_golden)
 def experimental_typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None,
-                          **tt_nn_only) -> Tensor:
+                          op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """TT-NN's older typecast (ttnn::experimental::typecast): the same conversion, recorded under its own name."""
-    return _typecast("ttnn.experimental.typecast", tensor, dtype, memory_config, tt_nn_only)
+    return _typecast(op_name, tensor, dtype, memory_config, tt_nn_only)
 
 
 @register_op("ttnn.clone", kind="move", golden=lambda t, *_, **__: t.clone())
 def clone(tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
-          **tt_nn_only) -> Tensor:
+          op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     if tt_nn_only:
-        check_tt_nn_only("ttnn.clone", tt_nn_only)
-    ins = device_inputs("ttnn.clone", tensor)
-    out = output(held(tensor), tensor, ins, op_name="ttnn.clone", dtype=dtype, memory_config=memory_config)
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, tensor)
+    out = output(held(tensor), tensor, ins, op_name=op_name, dtype=dtype, memory_config=memory_config)
     if tensor._device is not None and not tensor.is_sharded() and out.layout == tensor.layout:
         device_work.launch_after(out, True, tensor, programs.copy_program(tensor, out.dtype))
     return out
@@ -287,7 +290,7 @@ def _reshape_into_padding(t: Tensor, shape, padded_shape, memory_config):
 
 @register_op("ttnn.reshape", kind="move", golden=_reshape_golden)
 def reshape(input_tensor: Tensor, shape, padded_shape=None, *, memory_config: MemoryConfig | None = None,
-            reshape_tile_mode=None, skip_padding_fill: bool = False, **tt_nn_only) -> Tensor:
+            reshape_tile_mode=None, skip_padding_fill: bool = False, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """The same values in `shape` (one -1 allowed), as TT-NN's reshape(input_tensor, shape).
 
     The (logical_shape, padded_shape) form is accepted: `padded_shape` must hold the logical shape
@@ -296,7 +299,7 @@ def reshape(input_tensor: Tensor, shape, padded_shape=None, *, memory_config: Me
     skip_padding_fill choose how TT-NN fills tile padding and change no value.
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.reshape", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     v = held(input_tensor)
     shape = tuple(int(s) for s in shape)
     try:
@@ -308,20 +311,20 @@ def reshape(input_tensor: Tensor, shape, padded_shape=None, *, memory_config: Me
         # TT-NN's infer_dims_for_reshape (reshape_common.cpp): TT_FATAL, "Invalid arguments to reshape"; then
         # device_sim's line with the shapes.
         raise tt_fatal("new_volume == old_volume" if -1 not in shape else "old_volume % new_volume == 0",
-                       f"Invalid arguments to reshape\nttnn.reshape: cannot reshape tensor {input_tensor.tensor_id} "
+                       f"Invalid arguments to reshape\n{op_name}: cannot reshape tensor {input_tensor.tensor_id} "
                        f"of shape {list(v.shape)} ({v.numel()} elements) to {list(shape)}",
                        where="device_sim/ops/core.py") from None
     if padded_shape is not None:
         ps = [int(s) for s in padded_shape]
         if len(ps) != r.dim() or any(p < s for p, s in zip(ps, r.shape)):
-            raise ValueError(f"ttnn.reshape: padded_shape {ps} must have the rank of the logical shape "
+            raise ValueError(f"{op_name}: padded_shape {ps} must have the rank of the logical shape "
                              f"{list(r.shape)} and no dim smaller than it")
     # Where TT-NN's reshape is a view (device_sim.views.is_view) the result shares the input's buffer.
     view = views.reshaped(input_tensor, r.shape, memory_config)
     if view is not None:
         return view
-    ins = device_inputs("ttnn.reshape", input_tensor)
-    out = output(r, input_tensor, ins, op_name="ttnn.reshape", memory_config=memory_config)
+    ins = device_inputs(op_name, input_tensor)
+    out = output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
     device_work.launch_after(out, True, input_tensor, shape_programs.reshape_program(input_tensor, out))  # a copy
     return out
 
@@ -331,17 +334,18 @@ def _permute_golden(t, dims, *_, **__):
 
 
 @register_op("ttnn.permute", kind="move", golden=_permute_golden)
-def permute(input_tensor: Tensor, dims, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+def permute(input_tensor: Tensor, dims, *, memory_config: MemoryConfig | None = None,
+            op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     if tt_nn_only:
-        check_tt_nn_only("ttnn.permute", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     v = held(input_tensor)
     dims = tuple(int(d) for d in dims)
     if sorted(d % max(v.dim(), 1) for d in dims) != list(range(v.dim())):
         raise ValueError(
-            f"ttnn.permute: {list(dims)} is not a permutation of the {v.dim()} dims of shape {list(v.shape)}"
+            f"{op_name}: {list(dims)} is not a permutation of the {v.dim()} dims of shape {list(v.shape)}"
         )
-    ins = device_inputs("ttnn.permute", input_tensor)
-    out = output(v.permute(dims).contiguous(), input_tensor, ins, op_name="ttnn.permute",
+    ins = device_inputs(op_name, input_tensor)
+    out = output(v.permute(dims).contiguous(), input_tensor, ins, op_name=op_name,
                  memory_config=memory_config)
     if input_tensor._device is not None:  # permute.cpp's transposes or PermuteDeviceOperation (programs.shape)
         device_work.launch_after(out, True, input_tensor, shape_programs.permute_programs(input_tensor, out, dims))
@@ -354,18 +358,18 @@ def _transpose_golden(t, dim1, dim2, *_, **__):
 
 @register_op("ttnn.transpose", kind="move", golden=_transpose_golden)
 def transpose(input_tensor: Tensor, dim1: int, dim2: int, *, memory_config: MemoryConfig | None = None,
-              **tt_nn_only) -> Tensor:
+              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Swap dims `dim1` and `dim2` (TT-NN's names; torch calls them dim0, dim1)."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.transpose", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     v = held(input_tensor)
     try:
         r = v.transpose(dim1, dim2)
     except IndexError:
-        raise IndexError(f"ttnn.transpose: dims {dim1} and {dim2} do not both fit shape {list(v.shape)} "
+        raise IndexError(f"{op_name}: dims {dim1} and {dim2} do not both fit shape {list(v.shape)} "
                          f"(rank {v.dim()})") from None
-    ins = device_inputs("ttnn.transpose", input_tensor)
-    out = output(r.contiguous(), input_tensor, ins, op_name="ttnn.transpose", memory_config=memory_config)
+    ins = device_inputs(op_name, input_tensor)
+    out = output(r.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
     if (input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded()
             and v.dim() >= 2):
         swapped = {dim1 % v.dim(), dim2 % v.dim()}
@@ -448,7 +452,8 @@ def _slice_golden(t, starts=None, ends=None, slice_step=None, *_, steps=None, sl
 @register_op("ttnn.slice", kind="move", golden=_slice_golden)
 def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # noqa: A001
           memory_config: MemoryConfig | None = None, steps=None, slice_start=None, slice_end=None,
-          slice_dim: int | None = None, num_devices: int | None = None, **tt_nn_only) -> Tensor:
+          slice_dim: int | None = None, num_devices: int | None = None,
+          op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """input_tensor[starts[i]:ends[i]:step[i] for each dim]; the rank stays.
 
     TT-NN's forms all work: `slice(t, starts, ends[, slice_step])`, `slice(t, slice_start=, slice_end=,
@@ -458,26 +463,26 @@ def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # n
     and keeps 1/num_devices of dim slice_dim from each start (_tensor_slice_args).
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.slice", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     v = held(input_tensor)
     if isinstance(starts, Tensor) or isinstance(ends, Tensor):
         if not (isinstance(starts, Tensor) and isinstance(ends, Tensor)) or steps is not None:
-            raise TypeError("ttnn.slice: the tensor-args form takes starts and ends both as ttnn tensors, and "
+            raise TypeError(f"{op_name}: the tensor-args form takes starts and ends both as ttnn tensors, and "
                             "slice_step= (not steps=)")
         if input_tensor._device is None:
-            raise ValueError("ttnn.slice: input tensor must be on device for tensor args slice; "
+            raise ValueError(f"{op_name}: input tensor must be on device for tensor args slice; "
                              "move it with ttnn.to_device(tensor, device)")
         unit = slice_step is None or all(int(s) == 1 for s in slice_step)
         on_device = input_tensor.layout == Layout.TILE and unit
         index = _tensor_slice_args(v.shape, values(starts), values(ends), slice_step, slice_dim, num_devices,
                                    on_device)
     elif slice_dim is not None or num_devices is not None:
-        raise TypeError("ttnn.slice: slice_dim= and num_devices= belong to the form whose starts and ends are "
+        raise TypeError(f"{op_name}: slice_dim= and num_devices= belong to the form whose starts and ends are "
                         "ttnn tensors; with lists, give starts, ends (and slice_step) only")
     else:
         index = _slice_args(v.shape, starts, ends, slice_step, steps, slice_start, slice_end)
-    ins = device_inputs("ttnn.slice", input_tensor)
-    out = output(v[tuple(index)].contiguous(), input_tensor, ins, op_name="ttnn.slice", memory_config=memory_config)
+    ins = device_inputs(op_name, input_tensor)
+    out = output(v[tuple(index)].contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
     # TT-NN's tile factory takes a step-1 slice whose last two dims start and end on tile edges (or at the end)
     aligned = all(i.step == 1 for i in index) and all(
         i.start % 32 == 0 and (i.stop % 32 == 0 or i.stop == n) for i, n in zip(index[-2:], v.shape[-2:]))
@@ -492,10 +497,10 @@ def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # n
 
 # mesh_aware: a mesh tensor frees every shard
 @register_op("ttnn.deallocate", kind="free", traits={Trait.HOST}, no_golden="it returns nothing", mesh_aware=True)
-def deallocate(tensor: Tensor, force: bool = True) -> None:
+def deallocate(tensor: Tensor, force: bool = True, *, op_name: str = OWN_NAME) -> None:
     """Free the tensor's device buffer now; using it afterwards is an error."""
     if not isinstance(tensor, Tensor):
-        raise TypeError(f"ttnn.deallocate takes a ttnn tensor, got {type(tensor).__name__}")
+        raise TypeError(f"{op_name} takes a ttnn tensor, got {type(tensor).__name__}")
     if not force and views.SHARED and views.others(tensor):
         views.let_go(tensor)  # TT-NN frees a shared buffer only when forced; this tensor drops its hold
         return

@@ -15,7 +15,7 @@ from device_sim.programs import creation as creation_programs
 from device_sim.programs import data_movement as data_movement_programs
 from device_sim.programs import repeat as repeat_programs
 from device_sim.programs import shape as shape_programs
-from device_sim.registry import Trait, pending_output_target, register_op
+from device_sim.registry import OWN_NAME, Trait, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
@@ -47,11 +47,11 @@ def _full_golden(shape, fill_value, dtype=None, *_, **__):
 
 @register_op("ttnn.full", traits={Trait.HOST}, golden=_full_golden)
 def full(shape, fill_value: float, dtype: DataType | None = None, layout: Layout | None = None, device=None,
-         memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+         memory_config: MemoryConfig | None = None, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     if tt_nn_only:
-        check_tt_nn_only("ttnn.full", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     value = torch.full(_shape(shape), float(fill_value))
-    return _new(value, "ttnn.full", dtype, layout, device, memory_config)
+    return _new(value, op_name, dtype, layout, device, memory_config)
 
 
 def _constant(name: str, fill: float):
@@ -84,12 +84,12 @@ def _arange_golden(start=0, end=None, step=1, dtype=None, *_, **__):
 
 @register_op("ttnn.arange", traits={Trait.HOST}, golden=_arange_golden)
 def arange(start=0, end=None, step=1, dtype: DataType | None = None, device=None, *, layout: Layout | None = None,
-           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+           memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """[start, end) by step, as a 1-D tensor; `arange(n)` counts from 0 as in torch."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.arange", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     value = torch.arange(*_arange_bounds(start, end, step), dtype=torch.float32)
-    return _new(value, "ttnn.arange", dtype, layout, device, memory_config)
+    return _new(value, op_name, dtype, layout, device, memory_config)
 
 
 def _uniform(shape, low: float, high: float, seed: int) -> torch.Tensor:
@@ -101,12 +101,12 @@ def _uniform(shape, low: float, high: float, seed: int) -> torch.Tensor:
 @register_op("ttnn.rand", no_golden="no golden can draw the same random numbers")
 def rand(shape, *, dtype: DataType | None = None, layout: Layout | None = None, device=None,
          memory_config: MemoryConfig | None = None, low: float = 0.0, high: float = 1.0, seed: int = 0,
-         **tt_nn_only) -> Tensor:
+         op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Uniform values in [low, high): from `seed`, or with seed=0 from torch's global generator
     (so torch.manual_seed repeats them)."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.rand", tt_nn_only)
-    out = _new(_uniform(shape, low, high, seed), "ttnn.rand", dtype, layout, device, memory_config)
+        check_tt_nn_only(op_name, tt_nn_only)
+    out = _new(_uniform(shape, low, high, seed), op_name, dtype, layout, device, memory_config)
     device_work.launch_after(out, True, out, creation_programs.rand_program(out))  # RandDeviceOperation
     return out
 
@@ -139,12 +139,13 @@ def _full_like_golden(t, fill_value, dtype=None, *_, **__):
 
 @register_op("ttnn.full_like", golden=_full_like_golden)
 def full_like(tensor: Tensor, fill_value: float, dtype: DataType | None = None, layout: Layout | None = None,
-              device=None, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+              device=None, memory_config: MemoryConfig | None = None,
+              *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     # TT-NN names the template `tensor` in full_like, zeros_like, ones_like and empty_like (creation_nanobind).
     if tt_nn_only:
-        check_tt_nn_only("ttnn.full_like", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     value = torch.full(tuple(tensor.shape), float(fill_value))
-    return _like("ttnn.full_like", tensor, value, dtype, layout, device, memory_config)
+    return _like(op_name, tensor, value, dtype, layout, device, memory_config)
 
 
 def _fill_golden(t, fill_value, *_, **__):
@@ -153,13 +154,13 @@ def _fill_golden(t, fill_value, *_, **__):
 
 @register_op("ttnn.fill", output_keyword="output_tensor", golden=_fill_golden)
 def fill(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig | None = None,
-         **tt_nn_only) -> Tensor:
+         op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """A tensor like `input_tensor` (shape, dtype, layout, device) holding `fill_value` everywhere."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.fill", tt_nn_only)
-    ins = device_inputs("ttnn.fill", input_tensor)
-    fresh = pending_output_target("ttnn.fill") is None
-    out = output(torch.full(tuple(input_tensor.shape), float(fill_value)), input_tensor, ins, op_name="ttnn.fill",
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor)
+    fresh = pending_output_target(op_name) is None
+    out = output(torch.full(tuple(input_tensor.shape), float(fill_value)), input_tensor, ins, op_name=op_name,
                  memory_config=memory_config)
     if input_tensor._device is not None and input_tensor.layout == Layout.TILE:  # TT-NN's FILL unary op type
         device_work.launch_for(out, fresh, input_tensor._device, device_work.unary_program(input_tensor, out.dtype))
@@ -189,11 +190,11 @@ empty_like = _constant_like("empty_like", 0.0, only_allocates=True)
 @register_op("ttnn.rand_like", no_golden="no golden can draw the same random numbers")
 def rand_like(input_tensor: Tensor, *, dtype: DataType | None = None, layout: Layout | None = None, device=None,
               memory_config: MemoryConfig | None = None, low: float = 0.0, high: float = 1.0, seed: int = 0,
-              **tt_nn_only) -> Tensor:
+              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     if tt_nn_only:
-        check_tt_nn_only("ttnn.rand_like", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     value = _uniform(input_tensor.shape, low, high, seed)
-    out = _like("ttnn.rand_like", input_tensor, value, dtype, layout, device, memory_config, fills=False)
+    out = _like(op_name, input_tensor, value, dtype, layout, device, memory_config, fills=False)
     device_work.launch_after(out, True, out, creation_programs.rand_program(out))  # as ttnn.rand of its shape
     return out
 
@@ -212,16 +213,16 @@ def _concat_golden(tensors, dim=0, *_, groups=1, **__):
 
 @register_op("ttnn.concat", kind="move", golden=_concat_golden)
 def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, groups: int = 1,
-           **tt_nn_only) -> Tensor:
+           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Join tensors along `dim`. groups=g splits each input into g parts along `dim` and interleaves them
     (a0 b0 a1 b1 ... for two inputs), as TT-NN recombines grouped-convolution outputs."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.concat", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("ttnn.concat needs at least one tensor")
-    ins = device_inputs("ttnn.concat", *tensors)
-    vs = [held(t, "ttnn.concat") for t in tensors]
+        raise ValueError(f"{op_name} needs at least one tensor")
+    ins = device_inputs(op_name, *tensors)
+    vs = [held(t, op_name) for t in tensors]
     try:
         r = _concat_golden(vs, dim, groups=groups)
     except (RuntimeError, IndexError):
@@ -230,11 +231,11 @@ def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, 
         if all(len(sh) == rank for sh in shapes) and -rank <= dim < rank:
             # TT-NN's concat checks the other dims with TT_FATAL (a RuntimeError), in these words (its spelling).
             raise tt_fatal("shapes_match", f"All dimensions must be the same size except for the dimension along "
-                           f"which the contenation is taking place.\nttnn.concat: shapes {shapes} cannot be joined "
+                           f"which the contenation is taking place.\n{op_name}: shapes {shapes} cannot be joined "
                            f"along dim {dim}; every other dim must match", where="device_sim/ops/creation.py") from None
-        raise ValueError(f"ttnn.concat: shapes {shapes} cannot be joined along dim {dim}; every other dim must "
+        raise ValueError(f"{op_name}: shapes {shapes} cannot be joined along dim {dim}; every other dim must "
                          f"match and dim must be within the rank") from None
-    out = output(r, tensors[0], ins, op_name="ttnn.concat", memory_config=memory_config)
+    out = output(r, tensors[0], ins, op_name=op_name, memory_config=memory_config)
     interleaved_tiles = all(t.layout == Layout.TILE and not t.is_sharded() for t in (*tensors, out))
     if out._device is not None and interleaved_tiles:  # the interleaved factory; sharded concat is not modelled
         device_work.launch_after(out, True, out, data_movement_programs.concat_program(out))
@@ -247,20 +248,20 @@ def _split_golden(t, split_size, dim=0, *_, **__):
 
 @register_op("ttnn.split", golden=_split_golden)
 def split(tensor: Tensor, split_size, dim: int = 0, *, memory_config: MemoryConfig | None = None,
-          **tt_nn_only) -> list[Tensor]:
+          op_name: str = OWN_NAME, **tt_nn_only) -> list[Tensor]:
     """Pieces of `split_size` along `dim` (the last may be smaller), or of each size in a list."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.split", tt_nn_only)
-    ins = device_inputs("ttnn.split", tensor)
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, tensor)
     v = held(tensor)
     try:
         pieces = torch.split(v, split_size, dim)
     except (RuntimeError, IndexError):
         raise ValueError(
-            f"ttnn.split: cannot split shape {list(v.shape)} into {split_size} along dim {dim}; "
+            f"{op_name}: cannot split shape {list(v.shape)} into {split_size} along dim {dim}; "
             f"a list of sizes must add up to that dim's size"
         ) from None
-    outs = [output(p.contiguous(), tensor, ins, op_name="ttnn.split", memory_config=memory_config) for p in pieces]
+    outs = [output(p.contiguous(), tensor, ins, op_name=op_name, memory_config=memory_config) for p in pieces]
     for out, piece in zip(outs, shape_programs.split_programs(tensor, outs, dim, split_op=True) or ()):
         device_work.launch_after(out, True, tensor, piece)  # one slice per piece, as split.cpp runs them
     return outs
@@ -305,7 +306,7 @@ def _pad_golden(t, *args, padding=None, value=None, output_padded_shape=None, in
 @register_op("ttnn.pad", kind="move", golden=_pad_golden)
 def pad(input_tensor: Tensor, *args, padding=None, value: float | None = None, output_padded_shape=None,
         input_tensor_start=None, memory_config: MemoryConfig | None = None, use_multicore: bool = True,
-        **tt_nn_only) -> Tensor:
+        op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Pad with `value` (0 when not given), in either of TT-NN's two forms (its two overloads):
 
         ttnn.pad(t, padding, value)       padding: one (before, after) pair per dim, for the last len(padding) dims
@@ -315,25 +316,25 @@ def pad(input_tensor: Tensor, *args, padding=None, value: float | None = None, o
     Each argument may be given by position or by its name. use_multicore splits TT-NN's work and changes no value.
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.pad", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     v = values(input_tensor)
     pairs, shape, start, value = _pad_form(args, padding, value, output_padded_shape, input_tensor_start)
     if pairs is not None:
         pairs = [tuple(p) for p in pairs]
         if len(pairs) > v.dim() or any(len(p) != 2 or min(p) < 0 for p in pairs):
             raise ValueError(
-                f"ttnn.pad: padding {pairs} must be at most {v.dim()} (before, after) pairs of "
+                f"{op_name}: padding {pairs} must be at most {v.dim()} (before, after) pairs of "
                 f"non-negative ints for shape {list(v.shape)}"
             )
     elif (shape is None or start is None or not len(shape) == len(start) == v.dim()
           or any(int(b) < 0 or int(b) + n > int(s) for s, b, n in zip(shape, start, v.shape))):
         raise ValueError(
-            f"ttnn.pad: output_padded_shape {shape} and input_tensor_start {start} must give one entry per dim "
+            f"{op_name}: output_padded_shape {shape} and input_tensor_start {start} must give one entry per dim "
             f"of shape {list(v.shape)}, with the input fitting inside the output from its start"
         )
-    ins = device_inputs("ttnn.pad", input_tensor)
+    ins = device_inputs(op_name, input_tensor)
     r = _pad_golden(v, padding=pairs, value=value, output_padded_shape=shape, input_tensor_start=start)
-    out = output(r, input_tensor, ins, op_name="ttnn.pad", memory_config=memory_config)
+    out = output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
     front = [int(p[0]) for p in pairs] if pairs is not None else [int(b) for b in start]
     # TT-NN's tiled pad pads only after the input in each dim; a front-padded TILE tensor is not modelled
     if input_tensor.layout != Layout.TILE or not any(front):
@@ -347,18 +348,19 @@ def _repeat_golden(t, repeat_dims, *_, **__):
 
 
 @register_op("ttnn.repeat", kind="move", golden=_repeat_golden)
-def repeat(input_tensor: Tensor, repeat_dims, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+def repeat(input_tensor: Tensor, repeat_dims, *, memory_config: MemoryConfig | None = None,
+           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Tile the tensor `repeat_dims[i]` times along dim i (torch.Tensor.repeat)."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.repeat", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     v = held(input_tensor)
     reps = _shape(repeat_dims)
     if len(reps) < v.dim():
         raise ValueError(
-            f"ttnn.repeat: repeat_dims {list(reps)} need one entry per dim of shape {list(v.shape)}"
+            f"{op_name}: repeat_dims {list(reps)} need one entry per dim of shape {list(v.shape)}"
         )
-    ins = device_inputs("ttnn.repeat", input_tensor)
-    out = output(v.repeat(reps), input_tensor, ins, op_name="ttnn.repeat", memory_config=memory_config)
+    ins = device_inputs(op_name, input_tensor)
+    out = output(v.repeat(reps), input_tensor, ins, op_name=op_name, memory_config=memory_config)
     # RepeatDeviceOperation per repeated dim (tile-native, or through ROW_MAJOR: device_sim.programs.repeat)
     device_work.launch_after(out, True, input_tensor, repeat_programs.repeat_programs(input_tensor, reps, out))
     return out

@@ -27,7 +27,7 @@ from device_sim.programs import repeat as repeat_programs
 from device_sim.programs import scatter as scatter_programs
 from device_sim.programs import shape as shape_programs
 from device_sim.programs import sort as sort_programs
-from device_sim.registry import Trait, register_op
+from device_sim.registry import OWN_NAME, Trait, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
@@ -69,13 +69,13 @@ def _squeeze_golden(t, dim=None, *_, **__):
 
 
 @register_op("ttnn.squeeze", kind="free", traits={Trait.VIEW}, golden=_squeeze_golden)
-def squeeze(input_tensor: Tensor, dim=None, **tt_nn_only) -> Tensor:
+def squeeze(input_tensor: Tensor, dim=None, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Drop dims of size 1: all of them (dim=None), one (int) or several (list); a dim of another size stays."""
-    v = _vals("ttnn.squeeze", input_tensor)
+    v = _vals(op_name, input_tensor)
     dims = [dim] if isinstance(dim, int) else (list(dim) if dim is not None else None)
     if dims is not None:
-        dims = [_dim("ttnn.squeeze", d, v.dim()) for d in dims]
-    return _reshape_like_tt_nn("ttnn.squeeze", input_tensor, _squeeze_golden(v, dims), tt_nn_only)
+        dims = [_dim(op_name, d, v.dim()) for d in dims]
+    return _reshape_like_tt_nn(op_name, input_tensor, _squeeze_golden(v, dims), tt_nn_only)
 
 
 def _unsqueeze_golden(t, dim, *_, **__):
@@ -83,11 +83,11 @@ def _unsqueeze_golden(t, dim, *_, **__):
 
 
 @register_op("ttnn.unsqueeze", kind="free", traits={Trait.VIEW}, golden=_unsqueeze_golden)
-def unsqueeze(input_tensor: Tensor, dim: int, **tt_nn_only) -> Tensor:
+def unsqueeze(input_tensor: Tensor, dim: int, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Insert a dim of size 1 at `dim` (negative counts from the end of the result, as in torch)."""
-    v = _vals("ttnn.unsqueeze", input_tensor)
-    d = _dim("ttnn.unsqueeze", dim, v.dim() + 1)
-    return _reshape_like_tt_nn("ttnn.unsqueeze", input_tensor, v.unsqueeze(d), tt_nn_only)
+    v = _vals(op_name, input_tensor)
+    d = _dim(op_name, dim, v.dim() + 1)
+    return _reshape_like_tt_nn(op_name, input_tensor, v.unsqueeze(d), tt_nn_only)
 
 
 def _reshape_like_tt_nn(op_name: str, input_tensor: Tensor, value: torch.Tensor, tt_nn_only) -> Tensor:
@@ -106,11 +106,11 @@ def _to_4d(t):
 
 
 @register_op("ttnn.unsqueeze_to_4D", kind="free", traits={Trait.VIEW}, golden=lambda t, *_, **__: _to_4d(t))
-def unsqueeze_to_4D(input_tensor: Tensor, **tt_nn_only) -> Tensor:  # noqa: N802  (TT-NN's name)
+def unsqueeze_to_4D(input_tensor: Tensor, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:  # noqa: N802  (TT-NN's name)
     """Prepend dims of size 1 up to rank 4 ([32, 64] -> [1, 1, 32, 64]). TT-NN (core.cpp) returns a rank-4
     tensor itself and reshapes the others, so on a device this is a view of the input's buffer."""
-    return _reshape_like_tt_nn("ttnn.unsqueeze_to_4D", input_tensor,
-                               _to_4d(_vals("ttnn.unsqueeze_to_4D", input_tensor)), tt_nn_only)
+    return _reshape_like_tt_nn(op_name, input_tensor,
+                               _to_4d(_vals(op_name, input_tensor)), tt_nn_only)
 
 
 def _view_golden(t, shape, *_, **__):
@@ -118,24 +118,24 @@ def _view_golden(t, shape, *_, **__):
 
 
 @register_op("ttnn.view", kind="free", traits={Trait.VIEW}, golden=_view_golden)
-def view(input_tensor: Tensor, shape, **tt_nn_only) -> Tensor:
+def view(input_tensor: Tensor, shape, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """The same values in `shape` (one -1 allowed), over the input's own buffer: TT-NN's view never copies.
 
     TT-NN's doc names when a view keeps the data whole (the last dim unchanged; in TILE, the second-last
     too or no padding in it); outside that it silently scrambles a device tensor, so device_sim raises."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.view", tt_nn_only)
-    v = _vals("ttnn.view", input_tensor)
+        check_tt_nn_only(op_name, tt_nn_only)
+    v = _vals(op_name, input_tensor)
     try:
         r = _view_golden(v, shape)
     except RuntimeError:
-        raise ValueError(f"ttnn.view: cannot view shape {list(v.shape)} ({v.numel()} elements) as "
+        raise ValueError(f"{op_name}: cannot view shape {list(v.shape)} ({v.numel()} elements) as "
                          f"{list(shape)}") from None
     if input_tensor.buffer is None:  # a host tensor: its values, in the new shape
-        return _out("ttnn.view", input_tensor, r, None, None)
+        return _out(op_name, input_tensor, r, None, None)
     out = views.reshaped(input_tensor, r.shape, None)
     if out is None:
-        raise ValueError(f"ttnn.view: viewing {input_tensor.layout!r} tensor {input_tensor.tensor_id} of shape "
+        raise ValueError(f"{op_name}: viewing {input_tensor.layout!r} tensor {input_tensor.tensor_id} of shape "
                          f"{list(v.shape)} as {list(r.shape)} would scramble it on the device (TT-NN's view keeps the "
                          f"last dim, and in TILE the second-last or its lack of padding); use ttnn.reshape")
     return out
@@ -180,19 +180,20 @@ def _stack_golden(tensors, dim=0, *_, **__):
 
 
 @register_op("ttnn.stack", golden=_stack_golden)
-def stack(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+def stack(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None,
+          op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Join equal-shaped tensors along a new dim `dim`."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.stack", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("ttnn.stack needs at least one tensor")
-    vs = [_vals("ttnn.stack", t) for t in tensors]
+        raise ValueError(f"{op_name} needs at least one tensor")
+    vs = [_vals(op_name, t) for t in tensors]
     if len({tuple(v.shape) for v in vs}) > 1:
-        raise ValueError(f"ttnn.stack: every tensor must have the same shape, got {[list(v.shape) for v in vs]}")
-    d = _dim("ttnn.stack", dim, vs[0].dim() + 1)
-    ins = device_inputs("ttnn.stack", *tensors)
-    out = output(torch.stack(vs, d), tensors[0], ins, op_name="ttnn.stack", memory_config=memory_config)
+        raise ValueError(f"{op_name}: every tensor must have the same shape, got {[list(v.shape) for v in vs]}")
+    d = _dim(op_name, dim, vs[0].dim() + 1)
+    ins = device_inputs(op_name, *tensors)
+    out = output(torch.stack(vs, d), tensors[0], ins, op_name=op_name, memory_config=memory_config)
     # TT-NN's stack unsqueezes each input (a view when the new dim is outside the last two) and concatenates:
     # one ConcatDeviceOperation (interleaved TILE; a new dim among the last two would reshape first: not modelled)
     if out._device is not None and d < out._value.dim() - 2 and all(
@@ -207,13 +208,13 @@ def _repeat_interleave_golden(t, repeats, dim, *_, **__):
 
 @register_op("ttnn.repeat_interleave", golden=_repeat_interleave_golden)
 def repeat_interleave(input_tensor: Tensor, repeats: int, dim: int, *, memory_config: MemoryConfig | None = None,
-                      **tt_nn_only) -> Tensor:
+                      op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Repeat each element `repeats` times along `dim` ([a, b] -> [a, a, b, b])."""
-    v = _vals("ttnn.repeat_interleave", input_tensor)
-    d = _dim("ttnn.repeat_interleave", dim, v.dim())
+    v = _vals(op_name, input_tensor)
+    d = _dim(op_name, dim, v.dim())
     if isinstance(repeats, Tensor):
         repeats = values(repeats).to(torch.int64)
-    out = _out("ttnn.repeat_interleave", input_tensor, torch.repeat_interleave(v, repeats, d), memory_config,
+    out = _out(op_name, input_tensor, torch.repeat_interleave(v, repeats, d), memory_config,
                tt_nn_only)
     if isinstance(repeats, int):  # TT-NN takes one count; its composite's programs (device_sim.programs.repeat)
         device_work.launch_after(out, True, input_tensor,
@@ -227,15 +228,15 @@ def _expand_golden(t, output_shape, *_, **__):
 
 @register_op("ttnn.expand", golden=_expand_golden)
 def expand(input_tensor: Tensor, output_shape, *, memory_config: MemoryConfig | None = None,
-           **tt_nn_only) -> Tensor:
+           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Broadcast dims of size 1 up to `output_shape` (-1 keeps a dim), as torch.Tensor.expand."""
-    v = _vals("ttnn.expand", input_tensor)
+    v = _vals(op_name, input_tensor)
     try:
         r = _expand_golden(v, output_shape)
     except RuntimeError:
-        raise ValueError(f"ttnn.expand: cannot expand shape {list(v.shape)} to {list(output_shape)}; only dims "
+        raise ValueError(f"{op_name}: cannot expand shape {list(v.shape)} to {list(output_shape)}; only dims "
                          f"of size 1 expand, and -1 keeps a dim") from None
-    out = _out("ttnn.expand", input_tensor, r, memory_config, tt_nn_only)
+    out = _out(op_name, input_tensor, r, memory_config, tt_nn_only)
     # TT-NN's expand is ttnn::repeat by output / input per dim (the input's dims aligned to the right, as torch)
     have = (1,) * (r.dim() - v.dim()) + tuple(v.shape)
     reps = tuple(n // h if h else 1 for n, h in zip(r.shape, have))
@@ -248,14 +249,14 @@ def _chunk_golden(t, chunks, dim=0, *_, **__):
 
 
 @register_op("ttnn.chunk", golden=_chunk_golden)
-def chunk(input_tensor: Tensor, chunks: int, dim: int = 0, **tt_nn_only) -> list[Tensor]:
+def chunk(input_tensor: Tensor, chunks: int, dim: int = 0, *, op_name: str = OWN_NAME, **tt_nn_only) -> list[Tensor]:
     """`chunks` near-equal pieces along `dim` (the last may be smaller), as torch.chunk."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.chunk", tt_nn_only)
-    v = _vals("ttnn.chunk", input_tensor)
-    d = _dim("ttnn.chunk", dim, v.dim())
-    ins = device_inputs("ttnn.chunk", input_tensor)
-    outs = [output(p.contiguous(), input_tensor, ins, op_name="ttnn.chunk") for p in torch.chunk(v, chunks, d)]
+        check_tt_nn_only(op_name, tt_nn_only)
+    v = _vals(op_name, input_tensor)
+    d = _dim(op_name, dim, v.dim())
+    ins = device_inputs(op_name, input_tensor)
+    outs = [output(p.contiguous(), input_tensor, ins, op_name=op_name) for p in torch.chunk(v, chunks, d)]
     for out, piece in zip(outs, shape_programs.split_programs(input_tensor, outs, d, split_op=False) or ()):
         device_work.launch_after(out, True, input_tensor, piece)  # one slice per piece, as chunk.cpp runs them
     return outs
@@ -269,16 +270,17 @@ def _identity(t, *_, **__):
 
 @register_op("ttnn.tilize", kind="move", golden=_identity)
 def tilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
-           **tt_nn_only) -> Tensor:
+           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Row-major to TILE layout; the logical shape stays and the last two dims pad to whole tiles."""
-    return _out("ttnn.tilize", input_tensor, _vals("ttnn.tilize", input_tensor), memory_config, tt_nn_only,
+    return _out(op_name, input_tensor, _vals(op_name, input_tensor), memory_config, tt_nn_only,
                 dtype=dtype, layout=Layout.TILE)
 
 
 @register_op("ttnn.untilize", kind="move", golden=_identity)
-def untilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+def untilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
+             op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """TILE to row-major layout; the tile padding goes."""
-    return _out("ttnn.untilize", input_tensor, _vals("ttnn.untilize", input_tensor), memory_config, tt_nn_only,
+    return _out(op_name, input_tensor, _vals(op_name, input_tensor), memory_config, tt_nn_only,
                 layout=Layout.ROW_MAJOR)
 
 
@@ -294,15 +296,15 @@ def _tilize_padded_golden(t, output_tensor_shape, pad_value=0.0, *_, **__):
 @register_op("ttnn.tilize_with_val_padding", kind="move", golden=_tilize_padded_golden)
 def tilize_with_val_padding(input_tensor: Tensor, output_tensor_shape, pad_value: float, *,
                             memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
-                            **tt_nn_only) -> Tensor:
+                            op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """TILE layout padded at the end of each dim to `output_tensor_shape` with `pad_value`."""
-    _vals("ttnn.tilize_with_val_padding", input_tensor)  # its type check
-    v = values(input_tensor, "ttnn.tilize_with_val_padding")  # float32: pad_value rounds once, to the output dtype
+    _vals(op_name, input_tensor)  # its type check
+    v = values(input_tensor, op_name)  # float32: pad_value rounds once, to the output dtype
     try:
         r = _tilize_padded_golden(v, output_tensor_shape, pad_value)
     except ValueError as e:
-        raise ValueError(f"ttnn.tilize_with_val_padding: {e}") from None
-    return _out("ttnn.tilize_with_val_padding", input_tensor, r, memory_config, tt_nn_only, dtype=dtype,
+        raise ValueError(f"{op_name}: {e}") from None
+    return _out(op_name, input_tensor, r, memory_config, tt_nn_only, dtype=dtype,
                 layout=Layout.TILE)
 
 
@@ -313,13 +315,13 @@ def _tile_padded_shape(shape) -> list[int]:
 @register_op("ttnn.tilize_with_zero_padding", kind="move",
              golden=lambda t, *_, **__: _tilize_padded_golden(t, _tile_padded_shape(t.shape)))
 def tilize_with_zero_padding(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
-                             dtype: DataType | None = None, **tt_nn_only) -> Tensor:
+                             dtype: DataType | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """TILE layout with the last two dims zero-padded to multiples of 32, the padding part of the shape."""
-    v = _vals("ttnn.tilize_with_zero_padding", input_tensor)
+    v = _vals(op_name, input_tensor)
     if v.dim() < 2:
-        raise ValueError(f"ttnn.tilize_with_zero_padding needs rank >= 2, got shape {list(v.shape)}")
+        raise ValueError(f"{op_name} needs rank >= 2, got shape {list(v.shape)}")
     r = _tilize_padded_golden(v, _tile_padded_shape(v.shape))
-    return _out("ttnn.tilize_with_zero_padding", input_tensor, r, memory_config, tt_nn_only, dtype=dtype,
+    return _out(op_name, input_tensor, r, memory_config, tt_nn_only, dtype=dtype,
                 layout=Layout.TILE)
 
 
@@ -330,14 +332,14 @@ def _unpad_golden(t, output_tensor_end, *_, **__):
 
 @register_op("ttnn.untilize_with_unpadding", kind="move", golden=_unpad_golden)
 def untilize_with_unpadding(input_tensor: Tensor, output_tensor_end, *, memory_config: MemoryConfig | None = None,
-                            **tt_nn_only) -> Tensor:
+                            op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Row-major layout, keeping [0, output_tensor_end[i]] (inclusive) of each dim."""
-    v = _vals("ttnn.untilize_with_unpadding", input_tensor)
+    v = _vals(op_name, input_tensor)
     end = [int(e) for e in output_tensor_end]
     if len(end) != v.dim() or any(not 0 <= e < d for e, d in zip(end, v.shape)):
-        raise ValueError(f"ttnn.untilize_with_unpadding: output_tensor_end {end} must give one inclusive end per "
+        raise ValueError(f"{op_name}: output_tensor_end {end} must give one inclusive end per "
                          f"dim of shape {list(v.shape)}, each below that dim's size")
-    return _out("ttnn.untilize_with_unpadding", input_tensor, _unpad_golden(v, end), memory_config, tt_nn_only,
+    return _out(op_name, input_tensor, _unpad_golden(v, end), memory_config, tt_nn_only,
                 layout=Layout.ROW_MAJOR)
 
 
@@ -355,17 +357,17 @@ def _sort_golden(t, dim=-1, descending=False, *_, **__):
 
 @register_op("ttnn.sort", kind="rows", golden=_sort_golden)
 def sort(input_tensor: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
-         memory_config: MemoryConfig | None = None, **tt_nn_only) -> list[Tensor]:
+         memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> list[Tensor]:
     """[sorted values, their indices in the input] along `dim`; indices are UINT16 (UINT32 past 65536)."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.sort", tt_nn_only)
-    v = _vals("ttnn.sort", input_tensor)
-    d = _dim("ttnn.sort", dim, v.dim())
+        check_tt_nn_only(op_name, tt_nn_only)
+    v = _vals(op_name, input_tensor)
+    d = _dim(op_name, dim, v.dim())
     # A stable sort always: the order of ties is then the same every run, which unstable TT-NN leaves open.
     r = torch.sort(v, dim=d, descending=descending, stable=True)
-    ins = device_inputs("ttnn.sort", input_tensor)
-    outs = [output(r.values, input_tensor, ins, op_name="ttnn.sort", memory_config=memory_config),
-            output(r.indices, input_tensor, ins, op_name="ttnn.sort", memory_config=memory_config,
+    ins = device_inputs(op_name, input_tensor)
+    outs = [output(r.values, input_tensor, ins, op_name=op_name, memory_config=memory_config),
+            output(r.indices, input_tensor, ins, op_name=op_name, memory_config=memory_config,
                    dtype=index_dtype(v.shape[d]))]
     # SortDeviceOperation, with the transposes around it for the second-to-last dim (device_sim.programs.sort)
     try:
@@ -394,16 +396,16 @@ def _gather_golden(input, dim, index, *_, **__):  # noqa: A002  (TT-NN's name)
 
 @register_op("ttnn.gather", golden=_gather_golden)
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,  # noqa: A002
-           memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+           memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """input's values picked along `dim` at `index` (UINT16/UINT32), as torch.gather; the result has index's shape."""
-    v, idx, d = _indexed("ttnn.gather", input, index, dim, "ttnn.uint32 or ttnn.uint16", tt_nn_only)
+    v, idx, d = _indexed(op_name, input, index, dim, "ttnn.uint32 or ttnn.uint16", tt_nn_only)
     try:
         r = torch.gather(v, d, idx.long())
     except RuntimeError as e:
-        raise ValueError(f"ttnn.gather: index of shape {list(idx.shape)} does not fit input of shape "
+        raise ValueError(f"{op_name}: index of shape {list(idx.shape)} does not fit input of shape "
                          f"{list(v.shape)} along dim {dim}: {e}") from None
-    ins = device_inputs("ttnn.gather", input, index)
-    out = output(r, input, ins, op_name="ttnn.gather", memory_config=memory_config)
+    ins = device_inputs(op_name, input, index)
+    out = output(r, input, ins, op_name=op_name, memory_config=memory_config)
     # GatherDeviceOperation, between transposes for the second-to-last dim (device_sim.programs.gather)
     device_work.launch_after(out, True, input, gather_programs.gather_programs(input, index, d))
     return out
@@ -431,18 +433,20 @@ def _move(op_name: str, input_tensor: Tensor, memory_config, tt_nn_only) -> Tens
 
 
 @register_op("ttnn.reallocate", kind="move", golden=_identity)
-def reallocate(input_tensor: Tensor, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+def reallocate(input_tensor: Tensor, memory_config: MemoryConfig | None = None,
+               *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Defragment: free the tensor's buffer and allocate it again, so it lands in the space just freed.
 
     The input is deallocated; use the returned tensor (a new tensor id, as TT-NN's move makes one).
     """
-    return _move("ttnn.reallocate", input_tensor, memory_config, tt_nn_only)
+    return _move(op_name, input_tensor, memory_config, tt_nn_only)
 
 
 @register_op("ttnn.move", kind="move", golden=_identity)
-def move(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+def move(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
+         op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """ttnn.reallocate's underlying op: free the input, allocate the output (optionally in `memory_config`)."""
-    return _move("ttnn.move", input_tensor, memory_config, tt_nn_only)
+    return _move(op_name, input_tensor, memory_config, tt_nn_only)
 
 
 # -- more shape and indexing ops -----------------------------------------------------------------
@@ -452,13 +456,13 @@ def _narrow_golden(t, dim, start, length, *_, **__):
 
 
 @register_op("ttnn.narrow", traits={Trait.VIEW}, golden=_narrow_golden)
-def narrow(input_tensor: Tensor, dim: int, start: int, length: int, **tt_nn_only) -> Tensor:
+def narrow(input_tensor: Tensor, dim: int, start: int, length: int, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """`length` entries of `dim` from `start`, as torch.narrow; the rank stays."""
-    v = _vals("ttnn.narrow", input_tensor)
-    d = _dim("ttnn.narrow", dim, v.dim())
+    v = _vals(op_name, input_tensor)
+    d = _dim(op_name, dim, v.dim())
     if not (start >= 0 and length >= 0 and start + length <= v.shape[d]):
-        raise ValueError(f"ttnn.narrow: [{start}, {start + length}) does not fit dim {dim} of shape {list(v.shape)}")
-    return _out("ttnn.narrow", input_tensor, v.narrow(d, start, length), None, tt_nn_only)
+        raise ValueError(f"{op_name}: [{start}, {start + length}) does not fit dim {dim} of shape {list(v.shape)}")
+    return _out(op_name, input_tensor, v.narrow(d, start, length), None, tt_nn_only)
 
 
 def _reshape_on_device_golden(t, W, Z, Y, X, *_, **__):  # noqa: N803  (TT-NN's names)
@@ -467,15 +471,15 @@ def _reshape_on_device_golden(t, W, Z, Y, X, *_, **__):  # noqa: N803  (TT-NN's 
 
 @register_op("ttnn.reshape_on_device", golden=_reshape_on_device_golden)
 def reshape_on_device(input_tensor: Tensor, W: int, Z: int, Y: int, X: int, *,  # noqa: N803
-                      memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                      memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """TT-NN's older 4-D reshape: the same values as [W, Z, Y, X] (one -1 allowed)."""
-    v = _vals("ttnn.reshape_on_device", input_tensor)
+    v = _vals(op_name, input_tensor)
     try:
         r = v.reshape(W, Z, Y, X)
     except RuntimeError:
-        raise ValueError(f"ttnn.reshape_on_device: cannot reshape shape {list(v.shape)} ({v.numel()} elements) to "
+        raise ValueError(f"{op_name}: cannot reshape shape {list(v.shape)} ({v.numel()} elements) to "
                          f"{[W, Z, Y, X]}") from None
-    out = _out("ttnn.reshape_on_device", input_tensor, r, memory_config, tt_nn_only)
+    out = _out(op_name, input_tensor, r, memory_config, tt_nn_only)
     device_work.launch_after(out, True, input_tensor, shape_programs.reshape_on_device_program(input_tensor, out))
     return out
 
@@ -489,32 +493,32 @@ def _scatter_golden(input, dim, index, src, *_, reduce=None, **__):  # noqa: A00
 
 @register_op("ttnn.scatter", golden=_scatter_golden)
 def scatter(input: Tensor, dim: int, index: Tensor, src, *, reduce: str | None = None,  # noqa: A002
-            memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+            memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """A copy of `input` with `src` (a tensor or a number) written at `index` along `dim`, as torch.scatter;
     reduce='sum', 'prod', 'amax', 'amin' or 'mean' combines instead of overwriting (torch.scatter_reduce)."""
-    v, idx, d = _indexed("ttnn.scatter", input, index, dim, "ttnn.uint32 or ttnn.int32", tt_nn_only)
-    s = values(src, "ttnn.scatter")
+    v, idx, d = _indexed(op_name, input, index, dim, "ttnn.uint32 or ttnn.int32", tt_nn_only)
+    s = values(src, op_name)
     try:
         r = _scatter_golden(v, d, idx, s, reduce=reduce)
     except RuntimeError as e:
-        raise ValueError(f"ttnn.scatter: index {list(idx.shape)} and src {list(getattr(s, 'shape', []))} do not "
+        raise ValueError(f"{op_name}: index {list(idx.shape)} and src {list(getattr(s, 'shape', []))} do not "
                          f"fit input {list(v.shape)} along dim {dim}: {e}") from None
-    ins = device_inputs("ttnn.scatter", input, index, src)
-    out = output(r, input, ins, op_name="ttnn.scatter", memory_config=memory_config)
+    ins = device_inputs(op_name, input, index, src)
+    out = output(r, input, ins, op_name=op_name, memory_config=memory_config)
     if reduce is None and isinstance(src, Tensor):  # ScatterDeviceOperation in ROW_MAJOR (programs.scatter)
         device_work.launch_after(out, True, input, scatter_programs.scatter_programs(input, index, src, d, out))
     return out
 
 
 @register_op("ttnn.copy", kind="move", golden=lambda input_a, input_b, *_, **__: input_a.clone())
-def copy(input_a: Tensor, input_b: Tensor, **tt_nn_only) -> Tensor:
+def copy(input_a: Tensor, input_b: Tensor, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Write input_a's values into input_b (same buffer and tensor id), in input_b's dtype; returns input_b."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.copy", tt_nn_only)
-    device_inputs("ttnn.copy", input_a, input_b)
-    a, b = _vals("ttnn.copy", input_a), _vals("ttnn.copy", input_b)
+        check_tt_nn_only(op_name, tt_nn_only)
+    device_inputs(op_name, input_a, input_b)
+    a, b = _vals(op_name, input_a), _vals(op_name, input_b)
     if tuple(a.shape) != tuple(b.shape):
-        raise ValueError(f"ttnn.copy: input_a has shape {list(a.shape)} but input_b has {list(b.shape)}; "
+        raise ValueError(f"{op_name}: input_a has shape {list(a.shape)} but input_b has {list(b.shape)}; "
                          f"copy needs equal shapes")
     if input_a._device is not None and not input_a.is_sharded() and not input_b.is_sharded():
         # CopyDeviceOperation into input_b's buffer, launched before the write (a CB clash keeps input_b's values)
@@ -525,14 +529,14 @@ def copy(input_a: Tensor, input_b: Tensor, **tt_nn_only) -> Tensor:
 
 @register_op("ttnn.to_dtype", kind="move", traits={Trait.HOST},
              golden=lambda t, dtype, *_, **__: t.to(dtypes.TORCH_DTYPE[DataType(dtype)]))
-def to_dtype(input_tensor: Tensor, dtype: DataType, **tt_nn_only) -> Tensor:
+def to_dtype(input_tensor: Tensor, dtype: DataType, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """A host tensor's values in another dtype (block floats come out in TILE layout); on the device, use
     ttnn.typecast."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.to_dtype", tt_nn_only)
-    v = _vals("ttnn.to_dtype", input_tensor)
+        check_tt_nn_only(op_name, tt_nn_only)
+    v = _vals(op_name, input_tensor)
     if input_tensor._device is not None:
-        raise ValueError(f"ttnn.to_dtype converts host tensors; tensor {input_tensor.tensor_id} is on device "
+        raise ValueError(f"{op_name} converts host tensors; tensor {input_tensor.tensor_id} is on device "
                          f"{input_tensor._device.device_id}: use ttnn.typecast(tensor, dtype) there")
     dtype = DataType(dtype)
     layout = Layout.TILE if dtype.is_block_float else input_tensor.layout
@@ -550,10 +554,9 @@ def _fill_pad_golden(input_tensor, fill_value, *_, **__):
 
 @register_op("ttnn.fill_implicit_tile_padding", golden=_fill_pad_golden)
 def fill_implicit_tile_padding(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig | None = None,
-                               **tt_nn_only) -> Tensor:
+                               op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Fill the tile padding of a TILE tensor's last two dims with `fill_value` (TT-NN's fill_pad.cpp): a new
     tensor in `memory_config` (default: the input's); the input itself when those dims are whole tiles."""
-    op_name = "ttnn.fill_implicit_tile_padding"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if not isinstance(input_tensor, Tensor):

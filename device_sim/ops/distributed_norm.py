@@ -16,7 +16,7 @@ import torch
 from device_sim import device_work
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.programs import distributed_norm as programs
-from device_sim.registry import register_op
+from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
@@ -50,9 +50,9 @@ def _chips_in(width: int, op_name: str) -> int:
 @register_op("ttnn.rms_norm_pre_all_gather", kind="norm", golden=_pre_golden)
 def rms_norm_pre_all_gather(input_tensor: Tensor, *, dtype: DataType = DataType.BFLOAT16,
                             residual_input_tensor: Tensor | None = None, memory_config: MemoryConfig | None = None,
-                            use_2d_core_grid=None, fast_and_approximate_mode: bool = False, **tt_nn_only) -> Tensor:
+                            use_2d_core_grid=None, fast_and_approximate_mode: bool = False,
+                            op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """This chip's part of a distributed RMSNorm: the sum of squares of its slice of the last dim."""
-    op_name = "ttnn.rms_norm_pre_all_gather"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor, residual_input_tensor)
@@ -69,9 +69,8 @@ def rms_norm_pre_all_gather(input_tensor: Tensor, *, dtype: DataType = DataType.
 def rms_norm_post_all_gather(input_tensor: Tensor, stats: Tensor, *, epsilon: float = 1e-12,
                              weight: Tensor | None = None, bias: Tensor | None = None,
                              memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
-                             use_2d_core_grid=None, **tt_nn_only) -> Tensor:
+                             use_2d_core_grid=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """The slice normalized by the RMS over every chip's slice (from the gathered stats)."""
-    op_name = "ttnn.rms_norm_post_all_gather"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor, stats, weight, bias)

@@ -15,7 +15,7 @@ from device_sim.ops.common import broadcast, check_tt_nn_only, device_inputs, li
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import eltwise as ternary_programs
 from device_sim.programs import indexing as indexing_programs
-from device_sim.registry import _writes, pending_output_target, register_op
+from device_sim.registry import OWN_NAME, _writes, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
@@ -337,22 +337,22 @@ UNARY["sigmoid"] = torch.sigmoid
 @register_op("ttnn.sigmoid", output_keyword=_OUT, golden=_sigmoid_golden)
 def sigmoid(input_tensor: Tensor, *, vector_mode: int = 4, mode=_activations.SigmoidMode.Accurate,
             fast_and_approximate_mode: bool = False, memory_config: MemoryConfig | None = None,
-            dtype: DataType | None = None, **tt_nn_only) -> Tensor:
+            dtype: DataType | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Element-wise sigmoid; mode=ttnn.SigmoidMode.FastApproximate (or AccurateWithFastExp, or
     fast_and_approximate_mode=True) uses the SFPU's approximation (docs/numerics.md). vector_mode=4
     (all faces of each tile) is the only one emulated."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.sigmoid", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     if vector_mode != 4:
-        raise NotImplementedError(f"ttnn.sigmoid: vector_mode={vector_mode!r} (part of each tile) is not emulated; "
+        raise NotImplementedError(f"{op_name}: vector_mode={vector_mode!r} (part of each tile) is not emulated; "
                                   f"device_sim applies it to whole tiles (vector_mode=4)")
     mode = _activations.SigmoidMode(mode)
-    ins = device_inputs("ttnn.sigmoid", input_tensor)
+    ins = device_inputs(op_name, input_tensor)
     approx = fast_and_approximate_mode or mode != _activations.SigmoidMode.Accurate
     y = None if approx else _in_bfloat16("sigmoid", torch.sigmoid, input_tensor, dtype)
     if y is None:
         y = (numerics.sigmoid_approx if approx else torch.sigmoid)(values(input_tensor))
-    return _unary_output(y, input_tensor, ins, "ttnn.sigmoid", dtype, memory_config)
+    return _unary_output(y, input_tensor, ins, op_name, dtype, memory_config)
 
 
 tanh = _approximable_unary("tanh", torch.tanh)
@@ -748,13 +748,14 @@ def _plus_one(x, *_, skip_negative_entries=False, **__):
 
 
 @register_op("ttnn.plus_one", output_keyword=_OUT, golden=_plus_one)
-def plus_one(input_tensor: Tensor, *, skip_negative_entries: bool = False, **tt_nn_only) -> Tensor:
+def plus_one(input_tensor: Tensor, *, skip_negative_entries: bool = False,
+             op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Add 1 to every entry in place (decode loops step their position tensor with it); negatives stay
     when skip_negative_entries=True."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.plus_one", tt_nn_only)
-    device_inputs("ttnn.plus_one", input_tensor)
-    y = _plus_one(values(input_tensor, "ttnn.plus_one"), skip_negative_entries=skip_negative_entries)
+        check_tt_nn_only(op_name, tt_nn_only)
+    device_inputs(op_name, input_tensor)
+    y = _plus_one(values(input_tensor, op_name), skip_negative_entries=skip_negative_entries)
     program = indexing_programs.plus_one_program(input_tensor)
     if program is not None:  # before the write: a CB clash keeps the tensor's values
         device_work.launch(input_tensor._device, program)
@@ -792,16 +793,16 @@ def _bcast_golden(input_a, input_b, math_op, dim, *_, **__):
 
 @register_op("ttnn.bcast", output_keyword=_OUT, golden=_bcast_golden)
 def bcast(input_a: Tensor, input_b: Tensor, math_op: BcastOpMath, dim: BcastOpDim, *,
-          memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+          memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """input_a (+ - *) input_b's first row (dim=H), first column (W) or first value (HW), broadcast over a."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.bcast", tt_nn_only)
-    ins = device_inputs("ttnn.bcast", input_a, input_b)
-    a, b = values(input_a, "ttnn.bcast"), values(input_b, "ttnn.bcast")
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_a, input_b)
+    a, b = values(input_a, op_name), values(input_b, op_name)
     if a.dim() < 2 or b.dim() < 2:
-        raise ValueError(f"ttnn.bcast works on the last two dims; got shapes {list(a.shape)} and {list(b.shape)}")
-    y = broadcast("ttnn.bcast", lambda x, z: _bcast_golden(x, z, math_op, dim), a, b)
-    out = output(y, input_a, ins, op_name="ttnn.bcast", memory_config=memory_config)
+        raise ValueError(f"{op_name} works on the last two dims; got shapes {list(a.shape)} and {list(b.shape)}")
+    y = broadcast(op_name, lambda x, z: _bcast_golden(x, z, math_op, dim), a, b)
+    out = output(y, input_a, ins, op_name=op_name, memory_config=memory_config)
     device_work.launch_after(out, True, input_a, ternary_programs.bcast_program(input_a, input_b, out))
     return out
 
@@ -816,11 +817,10 @@ def _prelu_golden(input_tensor_a, input_tensor_b, *_, **__):  # TT-NN's (ttnn/op
 
 @register_op("ttnn.prelu", output_keyword=_OUT, golden=_prelu_golden)
 def prelu(input_tensor_a: Tensor, input_tensor_b, *, memory_config: MemoryConfig | None = None,
-          dtype: DataType | None = None, **tt_nn_only) -> Tensor:
+          dtype: DataType | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """torch's prelu: input_tensor_b is a tensor of one weight per channel (the input's dim 1) or of one weight, a
     number, or a one-number list. A number runs as one unary op (TT-NN's PRELU_SFPU); a tensor weight as TT-NN's
     element-wise composite, modelled by its last binary program."""
-    op_name = "ttnn.prelu"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_a, input_tensor_b)

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from device_sim import device_work, dtypes
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.programs import group_norm as group_norm_programs
-from device_sim.registry import register_op
+from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
@@ -101,7 +101,8 @@ def group_norm(input_tensor: Tensor, *, num_groups: int, epsilon: float = 1e-12,
                weight: Tensor | None = None, bias: Tensor | None = None, reciprocals: Tensor | None = None,
                memory_config: MemoryConfig | None = None, dtype: DataType | None = None, inplace: bool = True,
                output_layout: Layout | None = None, num_out_blocks: int | None = None,
-               negative_mask: Tensor | None = None, use_welford: bool = False, **tt_nn_only) -> Tensor:
+               negative_mask: Tensor | None = None, use_welford: bool = False,
+               op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Normalise each of `num_groups` channel groups of a channels-last input, then scale and shift.
 
     Args:
@@ -114,16 +115,16 @@ def group_norm(input_tensor: Tensor, *, num_groups: int, epsilon: float = 1e-12,
         output_layout, dtype: the output's layout and dtype (the input's by default).
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.group_norm", tt_nn_only)
-    ins = device_inputs("ttnn.group_norm", input_tensor, input_mask, weight, bias, reciprocals, negative_mask)
-    x = values(input_tensor, "ttnn.group_norm").float()
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor, input_mask, weight, bias, reciprocals, negative_mask)
+    x = values(input_tensor, op_name).float()
     c = x.shape[-1]
     if x.dim() < 2 or num_groups < 1 or c % num_groups:
-        raise ValueError(f"ttnn.group_norm: the last dim of shape {list(x.shape)} holds the channels and must "
+        raise ValueError(f"{op_name}: the last dim of shape {list(x.shape)} holds the channels and must "
                          f"divide into num_groups={num_groups}")
-    w = _affine("ttnn.group_norm", "weight", values(weight, "ttnn.group_norm") if weight is not None else None, c)
-    b = _affine("ttnn.group_norm", "bias", values(bias, "ttnn.group_norm") if bias is not None else None, c)
-    out = output(_group_norm(x, num_groups, epsilon, w, b), input_tensor, ins, op_name="ttnn.group_norm",
+    w = _affine(op_name, "weight", values(weight, op_name) if weight is not None else None, c)
+    b = _affine(op_name, "bias", values(bias, op_name) if bias is not None else None, c)
+    out = output(_group_norm(x, num_groups, epsilon, w, b), input_tensor, ins, op_name=op_name,
                  dtype=dtype, layout=output_layout, memory_config=memory_config)
     if not group_norm_programs.supported(input_tensor, num_groups, weight, bias, out.dtype, out.layout):
         return out

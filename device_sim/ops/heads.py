@@ -22,7 +22,7 @@ from device_sim.ops.common import check_tt_nn_only, device_inputs, four_d_input,
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import decode_heads, falcon_heads
 from device_sim.programs import transformer as transformer_programs
-from device_sim.registry import register_op
+from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import BufferType, DataType, Layout, MemoryConfig, ShardSpec, TensorMemoryLayout
 
@@ -48,10 +48,10 @@ def _create_heads_golden(t, kv=None, *_, num_heads, num_kv_heads=None, transpose
 @register_op("ttnn.experimental.nlp_create_qkv_heads", golden=_create_heads_golden)
 def nlp_create_qkv_heads(input: Tensor, input_kv: Tensor | None = None, *, num_heads: int,  # noqa: A002
                          num_kv_heads: int | None = None, transpose_k_heads: bool = True,
-                         memory_config: MemoryConfig | None = None, **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
+                         memory_config: MemoryConfig | None = None,
+                         op_name: str = OWN_NAME, **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
     """[B, 1, S, (H + 2*KVH)*D] (or input [B, 1, S, H*D] with input_kv [B, 1, S, 2*KVH*D]) to q [B, H, S, D],
     k [B, KVH, D, S] (or [B, KVH, S, D] with transpose_k_heads=False) and v [B, KVH, S, D]."""
-    op_name = "ttnn.experimental.nlp_create_qkv_heads"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input, input_kv)
@@ -87,9 +87,10 @@ def _concat_heads_golden(t, *_, **__):
 
 
 @register_op("ttnn.experimental.nlp_concat_heads", golden=_concat_heads_golden)
-def nlp_concat_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+def nlp_concat_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
+                     op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """[B, H, S, D] to [B, 1, S, H*D]."""
-    out = concat_heads_output("ttnn.experimental.nlp_concat_heads", input_tensor, _concat_heads_golden,
+    out = concat_heads_output(op_name, input_tensor, _concat_heads_golden,
                               memory_config, tt_nn_only)
     if input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded():
         device_work.launch_after(out, True, input_tensor, transformer_programs.concat_heads_program(input_tensor))
@@ -105,12 +106,11 @@ def _create_heads_decode_golden(t, *_, num_heads, num_kv_heads=None, **__):
 @register_op("ttnn.experimental.nlp_create_qkv_heads_decode", golden=_create_heads_decode_golden)
 def nlp_create_qkv_heads_decode(input_tensor: Tensor, *, num_heads: int, num_kv_heads: int | None = None,
                                 overlap_qk_coregrid: bool = True, memory_config: MemoryConfig | None = None,
-                                **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
+                                op_name: str = OWN_NAME, **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
     """One decode token per user: [1, 1, B, (H + 2*KVH)*D] to q [1, B, H, D], k and v [1, B, KVH, D].
 
     overlap_qk_coregrid only chooses which cores hold q and k on hardware.
     """
-    op_name = "ttnn.experimental.nlp_create_qkv_heads_decode"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     x = held(input_tensor, op_name)
@@ -246,9 +246,8 @@ def _concat_heads_decode_output_config(op_name: str, t: Tensor, num_heads: int, 
 
 @register_op("ttnn.experimental.nlp_concat_heads_decode", golden=_concat_heads_decode_golden)
 def nlp_concat_heads_decode(input_tensor: Tensor, *, num_heads: int, memory_config: MemoryConfig | None = None,
-                            **tt_nn_only) -> Tensor:
+                            op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """[1, B, heads, D] (heads >= num_heads, e.g. padded to 32) to [1, 1, B, num_heads*D]."""
-    op_name = "ttnn.experimental.nlp_concat_heads_decode"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     x = held(input_tensor, op_name)
@@ -293,14 +292,13 @@ def _split_qkv_sharded_golden(t, *_, num_heads=16, shard_columns=1, **__):
 @register_op("ttnn.experimental.split_query_key_value_and_split_heads", golden=_split_qkv_sharded_golden)
 def split_query_key_value_and_split_heads(input_tensor: Tensor, compute_with_storage_grid_size=None, *,
                                           memory_config: MemoryConfig | None = None, num_heads: int = 16,
-                                          **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
+                                          op_name: str = OWN_NAME, **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
     """BERT's fused QKV [B, 1, S, 3*H*D] to q [B, H, S, D], k [B, H, D, S], v [B, H, S, D].
 
     Interleaved input: the width is [Q | K | V]. Block-sharded input: each shard column holds
     [Q | K | V] of its share of the heads, as TT-NN's sharded kernel reads it. (A golden check
     sees only values, so it assumes the interleaved layout.)
     """
-    op_name = "ttnn.experimental.split_query_key_value_and_split_heads"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     x = held(input_tensor, op_name)
@@ -332,10 +330,9 @@ def _falcon7b_golden(t, *_, **__):
 
 @register_op("ttnn.experimental.nlp_create_qkv_heads_falcon7b", golden=_falcon7b_golden)
 def nlp_create_qkv_heads_falcon7b(input: Tensor, *, memory_config: MemoryConfig | None = None,  # noqa: A002
-                                  **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
+                                  op_name: str = OWN_NAME, **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
     """Falcon-7B's fused QKV [B, 1, S, 4672] ([71 query heads | 1 key head | 1 value head] of 64) to
     q [B, 71, S, 64], k [B, 1, S, 64], v [B, 1, S, 64]: the shape TT-NN hard-codes for this op."""
-    op_name = "ttnn.experimental.nlp_create_qkv_heads_falcon7b"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     x = held(input, op_name)

@@ -25,7 +25,7 @@ from device_sim.ops import paged_cache_checks
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.programs import falcon_heads
 from device_sim.programs import kv_cache as kv_programs
-from device_sim.registry import register_op
+from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import BufferType, Layout, MemoryConfig, ShardSpec, TensorMemoryLayout
 
@@ -87,38 +87,38 @@ def _in_place(op_name: str, cache: Tensor, inputs, golden, *args, program=None) 
 
 
 @register_op("ttnn.fill_cache", kind="move", golden=_fill_golden)
-def fill_cache(cache_tensor: Tensor, input_tensor: Tensor, batch_idx: int) -> Tensor:
+def fill_cache(cache_tensor: Tensor, input_tensor: Tensor, batch_idx: int, *, op_name: str = OWN_NAME) -> Tensor:
     """Write a user's prefill keys or values, input [1, KVH, S, D], into cache positions 0..S-1 of user
     batch_idx, in place; returns the cache."""
-    return _in_place("ttnn.fill_cache", cache_tensor, [input_tensor], _fill_golden, batch_idx,
+    return _in_place(op_name, cache_tensor, [input_tensor], _fill_golden, batch_idx,
                      program=lambda: kv_programs.fill_cache_program(input_tensor))
 
 
 @register_op("ttnn.update_cache", kind="move", golden=_update_golden)
 def update_cache(cache: Tensor, input: Tensor, update_idx: int, *, batch_offset: int = 0,  # noqa: A002
-                 **tt_nn_only) -> Tensor:
+                 op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Write one token per user, input [1, KVH, users, D] (users padded to 32 as on hardware; users
     batch_offset.. are used), at position update_idx of every user's cache, in place; returns the cache."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.update_cache", tt_nn_only)
-    return _in_place("ttnn.update_cache", cache, [input], _update_golden, update_idx, batch_offset,
+        check_tt_nn_only(op_name, tt_nn_only)
+    return _in_place(op_name, cache, [input], _update_golden, update_idx, batch_offset,
                      program=lambda: _update_program(cache, input, tt_nn_only))
 
 
 @register_op("ttnn.kv_cache.fill_cache_for_user_", golden=_fill_golden)
-def fill_cache_for_user_(cache: Tensor, input: Tensor, batch_index: int) -> Tensor:  # noqa: A002
+def fill_cache_for_user_(cache: Tensor, input: Tensor, batch_index: int, *, op_name: str = OWN_NAME) -> Tensor:  # noqa: A002
     """ttnn.fill_cache under its in-place name: TT-NN's ttnn.kv_cache.fill_cache_for_user_."""
-    return _in_place("ttnn.kv_cache.fill_cache_for_user_", cache, [input], _fill_golden, batch_index,
+    return _in_place(op_name, cache, [input], _fill_golden, batch_index,
                      program=lambda: kv_programs.fill_cache_program(input))
 
 
 @register_op("ttnn.kv_cache.update_cache_for_token_", golden=_update_golden)
 def update_cache_for_token_(cache: Tensor, input: Tensor, update_index: int, batch_offset: int = 0,  # noqa: A002
-                            **tt_nn_only) -> Tensor:
+                            *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """ttnn.update_cache under its in-place name: TT-NN's ttnn.kv_cache.update_cache_for_token_."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.kv_cache.update_cache_for_token_", tt_nn_only)
-    return _in_place("ttnn.kv_cache.update_cache_for_token_", cache, [input], _update_golden, update_index,
+        check_tt_nn_only(op_name, tt_nn_only)
+    return _in_place(op_name, cache, [input], _update_golden, update_index,
                      batch_offset, program=lambda: _update_program(cache, input, tt_nn_only))
 
 
@@ -176,13 +176,12 @@ def _runs_here(op_name: str, cache: Tensor, mesh_coords) -> bool:
 @register_op("ttnn.experimental.paged_update_cache", golden=_paged_update_golden)
 def paged_update_cache(cache_tensor: Tensor, input_tensor: Tensor, *, update_idxs=(), update_idxs_tensor=None,
                        share_cache: bool | None = None, page_table: Tensor | None = None, batch_offset: int = 0,
-                       mesh_coords=None, **tt_nn_only) -> Tensor:
+                       mesh_coords=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Write one decode token per user, input [1, B, KVH (padded to 32 on hardware), D], at user b's
     position update_idxs[b] (or update_idxs_tensor[b]; -1 skips the user), in place; returns the cache.
 
     mesh_coords (a set of ttnn.MeshCoordinate) limits the write to those chips.
     """
-    op_name = "ttnn.experimental.paged_update_cache"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if (update_idxs_tensor is None) == (not update_idxs):
@@ -235,13 +234,12 @@ def _paged_fill_golden(cache, input_tensor, page_table, *_, batch_idx_tensor=Non
 @register_op("ttnn.experimental.paged_fill_cache", golden=_paged_fill_golden)
 def paged_fill_cache(cache_tensor: Tensor, input_tensor: Tensor, page_table: Tensor, *,
                      batch_idx_tensor: Tensor | None = None, batch_idx: int = 0, mesh_coords=None,
-                     **tt_nn_only) -> Tensor:
+                     op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Write a user's prefill keys or values, input [1, KVH, S, D], into the blocks page_table gives
     user batch_idx (or one user per input row from batch_idx_tensor), in place; returns the cache.
 
     mesh_coords (a set of ttnn.MeshCoordinate) limits the write to those chips.
     """
-    op_name = "ttnn.experimental.paged_fill_cache"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     device_inputs(op_name, cache_tensor, input_tensor, page_table, batch_idx_tensor)
@@ -267,9 +265,9 @@ def _paged_fused_update_golden(cache1, input1, cache2, input2, *_, **kwargs):
 def paged_fused_update_cache(cache_tensor1: Tensor, input_tensor1: Tensor, cache_tensor2: Tensor,
                              input_tensor2: Tensor, *, update_idxs=(), update_idxs_tensor=None,
                              share_cache: bool | None = None, page_table: Tensor | None = None,
-                             batch_offset: int = 0, mesh_coords=None, **tt_nn_only) -> tuple[Tensor, Tensor]:
+                             batch_offset: int = 0, mesh_coords=None,
+                             op_name: str = OWN_NAME, **tt_nn_only) -> tuple[Tensor, Tensor]:
     """paged_update_cache of the keys and the values cache in one fused op; returns both caches."""
-    op_name = "ttnn.experimental.paged_fused_update_cache"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if (update_idxs_tensor is None) == (not update_idxs):
@@ -303,13 +301,12 @@ def _load_slice_golden(t, *_, seq_len_start, seq_len_end, **__):
 
 @register_op("ttnn.experimental.nlp_kv_cache_load_slice", golden=_load_slice_golden)
 def nlp_kv_cache_load_slice(input_tensor: Tensor, *, seq_len_start: int, seq_len_end: int,
-                            memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                            memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Positions seq_len_start..seq_len_end - 1 (multiples of 32) of a cache [B, KVH, max_seq, D]: [B, KVH, S, D].
 
     As TT-NN, the output is height-sharded in L1 over B*KVH cores, one [S, D] shard each, unless
     memory_config says otherwise.
     """
-    op_name = "ttnn.experimental.nlp_kv_cache_load_slice"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     x = values(input_tensor, op_name)

@@ -26,7 +26,7 @@ from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, o
 from device_sim.ops.eltwise import add_, mul, mul_
 from device_sim.program_config_checks import tt_fatal, validate_matmul, validate_matmul_sharding
 from device_sim.program_configs import MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig
-from device_sim.registry import pending_output_target, register_op
+from device_sim.registry import OWN_NAME, pending_output_target, register_op
 from device_sim.sharding import num_cores_to_corerangeset
 from device_sim.tensor import Tensor
 from device_sim.types import DRAM_MEMORY_CONFIG, DataType, MemoryConfig, ShardOrientation, ShardSpec
@@ -229,7 +229,8 @@ def _launch(out: Tensor, fresh: bool, a: Tensor, b: Tensor, bias, out_dtype, pro
 @register_op("ttnn.matmul", kind="matmul", output_keyword="optional_output_tensor", golden=_matmul_golden)
 def matmul(input_tensor_a: Tensor, input_tensor_b: Tensor, *, transpose_a: bool = False, transpose_b: bool = False,
            memory_config: MemoryConfig | None = None, dtype: DataType | None = None, program_config=None,
-           activation=None, compute_kernel_config=None, core_grid=None, **tt_nn_only) -> Tensor:
+           activation=None, compute_kernel_config=None, core_grid=None,
+           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """a @ b with torch's batch broadcasting, then the fused activation; the output dtype defaults to a's.
 
     Args:
@@ -239,8 +240,8 @@ def matmul(input_tensor_a: Tensor, input_tensor_b: Tensor, *, transpose_a: bool 
             approx mode set the values (docs/numerics.md). core_grid only picks the default fidelity.
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.matmul", tt_nn_only)
-    return _run("ttnn.matmul", input_tensor_a, input_tensor_b, None, transpose_a=transpose_a,
+        check_tt_nn_only(op_name, tt_nn_only)
+    return _run(op_name, input_tensor_a, input_tensor_b, None, transpose_a=transpose_a,
                 transpose_b=transpose_b, activation=activation, memory_config=memory_config, dtype=dtype,
                 program_config=program_config, compute_kernel_config=compute_kernel_config, core_grid=core_grid)
 
@@ -249,7 +250,7 @@ def matmul(input_tensor_a: Tensor, input_tensor_b: Tensor, *, transpose_a: bool 
 def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | None = None,
            transpose_a: bool = False, transpose_b: bool = False, memory_config: MemoryConfig | None = None,
            dtype: DataType | None = None, program_config=None, activation=None, compute_kernel_config=None,
-           core_grid=None, **tt_nn_only) -> Tensor:
+           core_grid=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """a @ b + bias, then the activation; other arguments as ttnn.matmul.
 
     b is [in, out] (ttnn.model_preprocessing.preprocess_linear_weight makes it from torch's
@@ -258,10 +259,10 @@ def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | Non
     rounded to `dtype`, into the one output buffer; the program reads the bias through its c_3 CB.
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.linear", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     if bias is not None and not isinstance(bias, Tensor):
-        raise TypeError(f"ttnn.linear: bias must be a ttnn tensor or None, got {type(bias).__name__}")
-    return _run("ttnn.linear", input_tensor_a, input_tensor_b, bias, transpose_a=transpose_a,
+        raise TypeError(f"{op_name}: bias must be a ttnn tensor or None, got {type(bias).__name__}")
+    return _run(op_name, input_tensor_a, input_tensor_b, bias, transpose_a=transpose_a,
                 transpose_b=transpose_b, activation=activation, memory_config=memory_config, dtype=dtype,
                 program_config=program_config, compute_kernel_config=compute_kernel_config, core_grid=core_grid)
 
@@ -298,12 +299,13 @@ def _addmm_checks(input_tensor: Tensor, mat1: Tensor, mat2: Tensor, alpha: float
 @register_op("ttnn.addmm", output_keyword="optional_output_tensor", golden=_addmm_golden)
 def addmm(input_tensor: Tensor, mat1_tensor: Tensor, mat2_tensor: Tensor, *, alpha: float = 1.0, beta: float = 1.0,
           memory_config: MemoryConfig | None = None, dtype: DataType | None = None, program_config=None,
-          compute_kernel_config=None, core_grid=None, output_tile=None, **tt_nn_only) -> Tensor:
+          compute_kernel_config=None, core_grid=None, output_tile=None,
+          op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """beta * input_tensor + alpha * (mat1_tensor @ mat2_tensor), as TT-NN runs it: matmul (into DRAM unless
     memory_config says otherwise), then multiply_ by alpha unless it is 1, then add_ of input_tensor (times beta
     unless it is 1) unless beta is 0; optional_output_tensor= receives the result."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.addmm", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     if output_tile is not None:
         raise tt_fatal("!output_tile.has_value()", "output_tile must not be provided", "device_sim/ops/matmul.py")
     _addmm_checks(input_tensor, mat1_tensor, mat2_tensor, float(alpha), float(beta))

@@ -20,7 +20,7 @@ from device_sim.ops.reduction import cumsum as _ttnn_cumsum
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import creation as creation_programs
 from device_sim.programs import moreh as moreh_programs
-from device_sim.registry import pending_output_target, register_op
+from device_sim.registry import OWN_NAME, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DRAM_MEMORY_CONFIG, DataType, Layout, MemoryConfig
 
@@ -43,12 +43,11 @@ def _golden(input, p, *_, dim=None, keepdim=False, **__):
 
 @register_op("ttnn.moreh_norm", output_keyword="output", golden=_golden)
 def moreh_norm(input: Tensor, p: float, *, dim=None, keepdim: bool = False, memory_config: MemoryConfig | None = None,
-               compute_kernel_config=None, **tt_nn_only) -> Tensor:
+               compute_kernel_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """The p-norm of `input` over `dim` (an int, a list, or None for every dim), as torch.linalg.vector_norm.
 
     p is any float, math.inf included; `output=` writes into a given tensor (register_op's output_keyword).
     """
-    op_name = "ttnn.moreh_norm"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if isinstance(p, bool) or not isinstance(p, numbers.Real) or math.isnan(p):
@@ -106,14 +105,14 @@ def _moreh_full_golden(shape, fill_value, *_, dtype=DataType.BFLOAT16, **__):
 
 @register_op("ttnn.moreh_full", golden=_moreh_full_golden)
 def moreh_full(shape, fill_value, device, *, dtype: DataType = DataType.BFLOAT16, layout: Layout = Layout.TILE,
-               memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+               memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """A device tensor of `shape` (rank >= 2) holding `fill_value` (a float, or an int for exact int32 values),
     written by one FullDeviceOperation (TT-NN's full_nanobind.cpp; memory_config defaults to DRAM interleaved)."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.moreh_full", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     if device is None:
-        raise TypeError("ttnn.moreh_full: give the device to allocate the tensor on")
-    return _full("ttnn.moreh_full", shape, fill_value, device, dtype, layout,
+        raise TypeError(f"{op_name}: give the device to allocate the tensor on")
+    return _full(op_name, shape, fill_value, device, dtype, layout,
                  memory_config if memory_config is not None else DRAM_MEMORY_CONFIG)
 
 
@@ -124,10 +123,9 @@ def _moreh_full_like_golden(input, fill_value, dtype=None, *_, **__):
 
 @register_op("ttnn.moreh_full_like", golden=_moreh_full_like_golden)
 def moreh_full_like(input: Tensor, fill_value, dtype: DataType | None = None, layout: Layout | None = None,
-                    memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                    memory_config: MemoryConfig | None = None, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """A tensor of `input`'s shape holding `fill_value`, in `dtype`, `layout` and `memory_config` (each defaults to
     the input's), made by one FullDeviceOperation on the input's device (TT-NN's full_like.cpp)."""
-    op_name = "ttnn.moreh_full_like"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if not isinstance(input, Tensor) or input._device is None:
@@ -168,10 +166,9 @@ def _moreh_arange_golden(start=0, end=None, step=1, *_, untilize_out=False, dtyp
 @register_op("ttnn.moreh_arange", output_keyword="output", golden=_moreh_arange_golden)
 def moreh_arange(start: float = 0, end: float | None = None, step: float = 1, device=None, *,
                  untilize_out: bool = False, dtype: DataType = DataType.BFLOAT16,
-                 memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                 memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """[start, end) by step, written by MorehArangeOperation: [1, N] TILE, or [N] ROW_MAJOR with untilize_out=True;
     `output=` (register_op's output_keyword) receives start + step * i for each of its last dim's positions."""
-    op_name = "ttnn.moreh_arange"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     where = "device_sim/ops/moreh.py"
@@ -216,10 +213,10 @@ def _moreh_dot_golden(input_tensor_a, input_tensor_b, *_, **__):
 
 @register_op("ttnn.moreh_dot", output_keyword="output", golden=_moreh_dot_golden)
 def moreh_dot(input_tensor_a: Tensor, input_tensor_b: Tensor, *, dtype: DataType | None = None,
-              memory_config: MemoryConfig | None = None, compute_kernel_config=None, **tt_nn_only) -> Tensor:
+              memory_config: MemoryConfig | None = None, compute_kernel_config=None,
+              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """The dot product of two [1, 1, 1, W] tensors, as [1, 1, 1, 1] (MorehDotOperation, one core); `output=` receives
     it (register_op's output_keyword)."""
-    op_name = "ttnn.moreh_dot"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     where = "device_sim/ops/moreh.py"
@@ -247,11 +244,11 @@ def _moreh_cumsum_golden(input, dim, *_, **__):  # noqa: A002
 
 @register_op("ttnn.moreh_cumsum", golden=_moreh_cumsum_golden)
 def moreh_cumsum(input: Tensor, dim: int, *, output: Tensor | None = None,  # noqa: A002
-                 memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                 memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """TT-NN's moreh_cumsum.cpp: ttnn.cumsum(input, dim) in the input's dtype and memory config, into `output`
     when given (recorded nested)."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.moreh_cumsum", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     return _ttnn_cumsum(input, dim, dtype=input.dtype, reverse_order=False, out=output,
                   memory_config=memory_config if memory_config is not None else input.memory_config())
 
@@ -262,11 +259,11 @@ def _moreh_cumsum_backward_golden(output_grad, dim, *_, **__):
 
 @register_op("ttnn.moreh_cumsum_backward", golden=_moreh_cumsum_backward_golden)
 def moreh_cumsum_backward(output_grad: Tensor, dim: int, *, input_grad: Tensor | None = None,
-                          memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                          memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """TT-NN's moreh_cumsum.cpp: the gradient of a cumsum, ttnn.cumsum(output_grad, dim, reverse_order=True), into
     `input_grad` when given (recorded nested)."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.moreh_cumsum_backward", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     return _ttnn_cumsum(output_grad, dim, dtype=output_grad.dtype, reverse_order=True, out=input_grad,
                   memory_config=memory_config if memory_config is not None else output_grad.memory_config())
 

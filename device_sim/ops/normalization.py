@@ -14,7 +14,7 @@ from device_sim.program_config_checks import tt_fatal, validate_layer_norm
 from device_sim.program_configs import LayerNormShardedMultiCoreProgramConfig
 from device_sim.programs import normalization
 from device_sim.programs.embedding import embedding_program
-from device_sim.registry import register_op
+from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
@@ -44,16 +44,16 @@ def _softmax_on_the_engine(x: torch.Tensor, dim: int, config) -> torch.Tensor:
 
 @register_op("ttnn.softmax", kind="softmax", golden=_softmax_golden)
 def softmax(input_tensor: Tensor, dim: int = -1, *, memory_config: MemoryConfig | None = None,
-            compute_kernel_config=None, **tt_nn_only) -> Tensor:
+            compute_kernel_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """softmax over `dim`; with a compute_kernel_config, as TT-NN's kernel computes it (approx exp and
     reciprocal with math_approx_mode, the row sum at the config's fidelity and destination format)."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.softmax", tt_nn_only)
-    ins = device_inputs("ttnn.softmax", input_tensor)
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor)
     x = values(input_tensor)
     emulate = numerics.emulating(compute_kernel_config)
     y = _softmax_on_the_engine(x.float(), dim, compute_kernel_config) if emulate else _softmax_golden(x, dim)
-    out = output(y, input_tensor, ins, op_name="ttnn.softmax", memory_config=memory_config)
+    out = output(y, input_tensor, ins, op_name=op_name, memory_config=memory_config)
     if input_tensor._device is not None and dim in (-1, x.dim() - 1) and not input_tensor.is_sharded():
         # The last-dim, interleaved case: one SoftmaxDeviceOperation (other dims and sharded inputs run
         # programs device_sim does not model yet, so they launch none).
@@ -190,28 +190,28 @@ class EmbeddingsType(enum.IntEnum):
 def embedding(input_tensor: Tensor, weight: Tensor, *, padding_idx: int | None = None,
               layout: Layout = Layout.ROW_MAJOR, embeddings_type: EmbeddingsType = EmbeddingsType.GENERIC,
               dtype: DataType | None = None, memory_config: MemoryConfig | None = None,
-              **tt_nn_only) -> Tensor:
+              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Rows of `weight` ([vocab, hidden]) picked by the integer ids; output [*ids.shape, hidden].
 
     padding_idx and embeddings_type choose how TT-NN's kernel reads rows (a padding id still gets
     its row, as in torch's forward); BINARY needs a two-row table.
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.embedding", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     rows = weight.shape[0] if weight.rank == 2 else None
     if EmbeddingsType(embeddings_type) == EmbeddingsType.BINARY and rows not in (None, 2):
-        raise ValueError(f"ttnn.embedding: embeddings_type=BINARY takes a two-row weight, got {rows} rows")
-    ins = device_inputs("ttnn.embedding", input_tensor, weight)
-    ids, w = values(input_tensor, "ttnn.embedding"), values(weight, "ttnn.embedding")
+        raise ValueError(f"{op_name}: embeddings_type=BINARY takes a two-row weight, got {rows} rows")
+    ins = device_inputs(op_name, input_tensor, weight)
+    ids, w = values(input_tensor, op_name), values(weight, op_name)
     if ids.is_floating_point():
-        raise TypeError(f"ttnn.embedding: ids are {input_tensor.dtype!r}; make them with dtype=ttnn.uint32")
+        raise TypeError(f"{op_name}: ids are {input_tensor.dtype!r}; make them with dtype=ttnn.uint32")
     vocab = w.reshape(-1, w.shape[-1]).shape[0]
     if padding_idx is not None and not 0 <= padding_idx < vocab:
-        raise IndexError(f"ttnn.embedding: padding_idx {padding_idx} is outside the table's {vocab} rows")
+        raise IndexError(f"{op_name}: padding_idx {padding_idx} is outside the table's {vocab} rows")
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
         bad = int(ids.max()) if int(ids.max()) >= vocab else int(ids.min())
-        raise IndexError(f"ttnn.embedding: id {bad} is outside the table's {vocab} rows (0..{vocab - 1})")
-    out = output(_embedding_golden(ids, w), weight, ins, op_name="ttnn.embedding", dtype=dtype, layout=layout,
+        raise IndexError(f"{op_name}: id {bad} is outside the table's {vocab} rows (0..{vocab - 1})")
+    out = output(_embedding_golden(ids, w), weight, ins, op_name=op_name, dtype=dtype, layout=layout,
                  memory_config=memory_config)
     if input_tensor._device is not None and not out.is_sharded():  # a sharded output's factory is not modelled
         kind = EmbeddingsType(embeddings_type)
@@ -262,13 +262,13 @@ def in_place_softmax_program(x: Tensor, mask: Tensor | None, tt_nn_only: dict, *
 
 
 @register_op("ttnn.softmax_in_place", kind="softmax", golden=_softmax_golden)
-def softmax_in_place(input_tensor: Tensor, dim: int = -1, **tt_nn_only) -> Tensor:
+def softmax_in_place(input_tensor: Tensor, dim: int = -1, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Softmax over `dim`, written over the input (same buffer and tensor id), which is returned."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.softmax_in_place", tt_nn_only)
-    x = values(input_tensor, "ttnn.softmax_in_place")
+        check_tt_nn_only(op_name, tt_nn_only)
+    x = values(input_tensor, op_name)
     last = dim in (-1, x.dim() - 1)
-    return _in_place("ttnn.softmax_in_place", input_tensor, _softmax_golden(x, dim),
+    return _in_place(op_name, input_tensor, _softmax_golden(x, dim),
                      in_place_softmax_program(input_tensor, None, tt_nn_only) if last else None)
 
 
@@ -338,11 +338,11 @@ scale_causal_mask_hw_dims_softmax_in_place = _scale_mask("scale_causal_mask_hw_d
 @register_op("ttnn.scale_mask_softmax", kind="softmax", golden=_scale_mask_softmax_golden)
 def scale_mask_softmax(input_tensor: Tensor, scale: float | None = None, mask: Tensor | None = None, *,
                        memory_config: MemoryConfig | None = None, is_causal_mask: bool = False,
-                       compute_kernel_config=None, numeric_stable: bool = True, **tt_nn_only) -> Tensor:
+                       compute_kernel_config=None, numeric_stable: bool = True,
+                       op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """softmax(input * scale + mask) over the last dim into a new tensor (TT-NN's softmax_nanobind.cpp; its
     in-place form is scale_mask_softmax_in_place). is_causal_mask says how the kernel reads the mask and changes
     no value."""
-    op_name = "ttnn.scale_mask_softmax"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor, mask)

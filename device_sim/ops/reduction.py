@@ -203,28 +203,28 @@ def _topk_golden(input_tensor, k=32, dim=-1, largest=True, sorted=True, *_, indi
 @register_op("ttnn.topk", kind="rows", golden=_topk_golden)
 def topk(input_tensor: Tensor, k: int = 32, dim: int = -1, largest: bool = True, sorted: bool = True,  # noqa: A002
          *, memory_config: MemoryConfig | None = None, indices_tensor: Tensor | None = None, stable: bool = False,
-         **tt_nn_only) -> list[Tensor]:
+         op_name: str = OWN_NAME, **tt_nn_only) -> list[Tensor]:
     """[the k largest (or smallest) values along `dim`, their indices], both sorted, as torch.topk.
 
     Indices are UINT16 while the dim fits (UINT32 past 65536), or come from `indices_tensor` (read at the
     chosen positions, in its dtype) when given. Ties are broken by input order whether or not stable=True.
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.topk", tt_nn_only)
-    ins = device_inputs("ttnn.topk", input_tensor, indices_tensor)
-    x = values(input_tensor, "ttnn.topk")
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor, indices_tensor)
+    x = values(input_tensor, op_name)
     n = x.shape[dim] if -x.dim() <= dim < x.dim() else None
     if n is None or not 1 <= k <= n:
-        raise ValueError(f"ttnn.topk: k={k} along dim {dim} does not fit shape {list(x.shape)}; "
+        raise ValueError(f"{op_name}: k={k} along dim {dim} does not fit shape {list(x.shape)}; "
                          f"k must be between 1 and that dim's size")
-    given = values(indices_tensor, "ttnn.topk") if indices_tensor is not None else None
+    given = values(indices_tensor, op_name) if indices_tensor is not None else None
     if given is not None and tuple(given.shape) != tuple(x.shape):
-        raise ValueError(f"ttnn.topk: indices_tensor has shape {list(given.shape)}, not the input's {list(x.shape)}")
+        raise ValueError(f"{op_name}: indices_tensor has shape {list(given.shape)}, not the input's {list(x.shape)}")
     vals, idx = _topk_golden(x, k, dim, largest, indices_tensor=given)
     like_idx = indices_tensor if indices_tensor is not None else input_tensor
     idx_dtype = None if indices_tensor is not None else index_dtype(n)
-    outs = [output(vals, input_tensor, ins, op_name="ttnn.topk", memory_config=memory_config),
-            output(idx, like_idx, ins, op_name="ttnn.topk", memory_config=memory_config, dtype=idx_dtype)]
+    outs = [output(vals, input_tensor, ins, op_name=op_name, memory_config=memory_config),
+            output(idx, like_idx, ins, op_name=op_name, memory_config=memory_config, dtype=idx_dtype)]
     # TopKDeviceOperation, with the transposes around it for the second-to-last dim (device_sim.programs.topk)
     programs = topk_programs.topk_programs(input_tensor, k, dim, tt_nn_only.get("sub_core_grids"))
     try:

@@ -22,7 +22,7 @@ from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, o
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import rotary as rotary_programs
 from device_sim.programs import transformer as transformer_programs
-from device_sim.registry import register_op
+from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 
@@ -65,9 +65,8 @@ def _trans_mat_ok(shape, decode: bool) -> bool:
 @register_op("ttnn.experimental.rotary_embedding_llama", golden=_llama_golden)
 def rotary_embedding_llama(input_tensor: Tensor, cos_cache: Tensor, sin_cache: Tensor, trans_mat: Tensor, *,
                            is_decode_mode: bool = False, memory_config: MemoryConfig | None = None,
-                           **tt_nn_only) -> Tensor:
+                           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """x * cos + (x @ trans_mat, per 32-wide tile) * sin; the output has the input's shape."""
-    op_name = "ttnn.experimental.rotary_embedding_llama"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     device_inputs(op_name, input_tensor, cos_cache, sin_cache, trans_mat)
@@ -149,13 +148,12 @@ def _neox_golden(x, cos, sin, token_index=None, *_, **__):
 
 @register_op("ttnn.experimental.rotary_embedding", golden=_neox_golden)
 def rotary_embedding(input_tensor: Tensor, cos_cache: Tensor, sin_cache: Tensor, token_index: int | None = None,
-                     *, memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                     *, memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """x * cos + rotate_half(x) * sin, with cos/sin caches [1, 1, max_seq, D].
 
     Without token_index, x is [B, H, S, D] and uses cache rows 0..S-1; with it, x is one token
     per user, [1, 1, B, D], and every row uses cache row token_index.
     """
-    op_name = "ttnn.experimental.rotary_embedding"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor, cos_cache, sin_cache)
@@ -202,9 +200,9 @@ def _fused_qk_checks(op_name: str, tensors) -> None:
 
 @register_op("ttnn.experimental.rotary_embedding_llama_fused_qk", golden=_fused_qk_golden)
 def rotary_embedding_llama_fused_qk(q_input_tensor: Tensor, k_input_tensor: Tensor, cos_cache: Tensor,
-                                    sin_cache: Tensor, trans_mat: Tensor, **tt_nn_only) -> tuple[Tensor, Tensor]:
+                                    sin_cache: Tensor, trans_mat: Tensor,
+                                    *, op_name: str = OWN_NAME, **tt_nn_only) -> tuple[Tensor, Tensor]:
     """rotary_embedding_llama in decode mode on q [1, B, H, D] and k [1, B, KVH, D] at once (one fused op)."""
-    op_name = "ttnn.experimental.rotary_embedding_llama_fused_qk"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     device_inputs(op_name, q_input_tensor, k_input_tensor, cos_cache, sin_cache, trans_mat)

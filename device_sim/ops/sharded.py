@@ -18,7 +18,7 @@ from device_sim import device_work
 from device_sim.ops.common import check_tt_nn_only, held, output, values
 from device_sim.programs import data_movement as programs
 from device_sim.programs import shape as shape_programs
-from device_sim.registry import register_op
+from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import (
     DRAM_MEMORY_CONFIG,
@@ -63,31 +63,31 @@ def _grid(grid) -> CoreRangeSet:
 def interleaved_to_sharded(input_tensor: Tensor, grid=None, shard_shape=None, shard_scheme=None,
                            shard_orientation=None, output_dtype: DataType | None = None, *,
                            sharded_memory_config: MemoryConfig | None = None, keep_l1_aligned: bool = False,
-                           **tt_nn_only) -> Tensor:
+                           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """An interleaved tensor as a sharded one, in TT-NN's two forms:
 
         interleaved_to_sharded(t, sharded_memory_config, output_dtype=None)
         interleaved_to_sharded(t, grid, shard_shape, shard_scheme, shard_orientation, output_dtype=None)
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.interleaved_to_sharded", tt_nn_only)
-    t = _on_device("ttnn.interleaved_to_sharded", input_tensor)
+        check_tt_nn_only(op_name, tt_nn_only)
+    t = _on_device(op_name, input_tensor)
     if isinstance(grid, MemoryConfig):  # the first form: the third positional is output_dtype
         sharded_memory_config, output_dtype = grid, output_dtype if output_dtype is not None else shard_shape
     elif sharded_memory_config is None:
         if grid is None or shard_shape is None or shard_scheme is None:
-            raise TypeError("ttnn.interleaved_to_sharded takes (tensor, sharded_memory_config) or "
+            raise TypeError(f"{op_name} takes (tensor, sharded_memory_config) or "
                             "(tensor, grid, shard_shape, shard_scheme, shard_orientation)")
         orientation = ShardOrientation.ROW_MAJOR if shard_orientation is None else shard_orientation
         sharded_memory_config = MemoryConfig(shard_scheme, BufferType.L1,
                                              ShardSpec(_grid(grid), shard_shape, orientation))
     if t.is_sharded():
-        raise ShardSpecError(f"ttnn.interleaved_to_sharded: input tensor {t.tensor_id} must be interleaved, it is "
+        raise ShardSpecError(f"{op_name}: input tensor {t.tensor_id} must be interleaved, it is "
                              f"{t._memory_config!r}; use ttnn.reshard to move between sharded configs")
     if not sharded_memory_config.is_sharded():
-        raise ShardSpecError(f"ttnn.interleaved_to_sharded: sharded_memory_config must be sharded, got "
+        raise ShardSpecError(f"{op_name}: sharded_memory_config must be sharded, got "
                              f"{sharded_memory_config!r}; ttnn.to_memory_config moves between interleaved configs")
-    out = output(held(t), t, [t], op_name="ttnn.interleaved_to_sharded", dtype=output_dtype,
+    out = output(held(t), t, [t], op_name=op_name, dtype=output_dtype,
                  memory_config=sharded_memory_config)
     device_work.launch_after(out, True, t, programs.interleaved_to_sharded_program(t, out))
     return out
@@ -95,47 +95,47 @@ def interleaved_to_sharded(input_tensor: Tensor, grid=None, shard_shape=None, sh
 
 @register_op("ttnn.sharded_to_interleaved", kind="move", golden=_identity)
 def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | None = None,
-                           output_dtype: DataType | None = None, **tt_nn_only) -> Tensor:
+                           output_dtype: DataType | None = None, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """A sharded tensor as an interleaved one (DRAM interleaved when no memory_config is given, as TT-NN's)."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.sharded_to_interleaved", tt_nn_only)
-    t = _on_device("ttnn.sharded_to_interleaved", input_tensor)
+        check_tt_nn_only(op_name, tt_nn_only)
+    t = _on_device(op_name, input_tensor)
     cfg = DRAM_MEMORY_CONFIG if memory_config is None else memory_config
     if not t.is_sharded():
-        raise ShardSpecError(f"ttnn.sharded_to_interleaved: input tensor {t.tensor_id} must be sharded, it is "
+        raise ShardSpecError(f"{op_name}: input tensor {t.tensor_id} must be sharded, it is "
                              f"{t._memory_config!r}")
     if cfg.memory_layout != TensorMemoryLayout.INTERLEAVED:
-        raise ShardSpecError(f"ttnn.sharded_to_interleaved: memory_config must be interleaved, got {cfg!r}")
-    out = output(held(t), t, [t], op_name="ttnn.sharded_to_interleaved", dtype=output_dtype, memory_config=cfg)
+        raise ShardSpecError(f"{op_name}: memory_config must be interleaved, got {cfg!r}")
+    out = output(held(t), t, [t], op_name=op_name, dtype=output_dtype, memory_config=cfg)
     device_work.launch_after(out, True, t, programs.sharded_to_interleaved_program(t, out))
     return out
 
 
 @register_op("ttnn.reshard", kind="move", golden=_identity)
 def reshard(input_tensor: Tensor, output_memory_config: MemoryConfig, output_tensor: Tensor | None = None,
-            **tt_nn_only) -> Tensor:
+            *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """A sharded tensor in another sharded config (another grid, shard shape or strategy).
 
     With `output_tensor` (a sharded tensor of the same shape) the values are written into it, in place.
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.reshard", tt_nn_only)
-    t = _on_device("ttnn.reshard", input_tensor)
+        check_tt_nn_only(op_name, tt_nn_only)
+    t = _on_device(op_name, input_tensor)
     if not t.is_sharded():
-        raise ShardSpecError(f"ttnn.reshard: input tensor {t.tensor_id} must be sharded, it is {t._memory_config!r}; "
+        raise ShardSpecError(f"{op_name}: input tensor {t.tensor_id} must be sharded, it is {t._memory_config!r}; "
                              f"use ttnn.interleaved_to_sharded")
     if not isinstance(output_memory_config, MemoryConfig) or not output_memory_config.is_sharded():
-        raise ShardSpecError(f"ttnn.reshard: output_memory_config must be a sharded MemoryConfig, got "
+        raise ShardSpecError(f"{op_name}: output_memory_config must be a sharded MemoryConfig, got "
                              f"{output_memory_config!r}; use ttnn.sharded_to_interleaved")
     if output_tensor is not None:
-        out = _on_device("ttnn.reshard", output_tensor)
+        out = _on_device(op_name, output_tensor)
         if not out.is_sharded():
-            raise ShardSpecError(f"ttnn.reshard: output_tensor {out.tensor_id} must be sharded, it is "
+            raise ShardSpecError(f"{op_name}: output_tensor {out.tensor_id} must be sharded, it is "
                                  f"{out._memory_config!r}")
         device_work.launch(t._device, programs.reshard_program(t, out))  # before the write: a clash keeps it
         out._write(held(t))
         return out
-    out = output(held(t), t, [t], op_name="ttnn.reshard", memory_config=output_memory_config)
+    out = output(held(t), t, [t], op_name=op_name, memory_config=output_memory_config)
     device_work.launch_after(out, True, t, programs.reshard_program(t, out))
     return out
 
@@ -161,16 +161,17 @@ def _i2s_partial_golden(t, grid, shard_shape, num_slices, slice_index, *_, **__)
 @register_op("ttnn.interleaved_to_sharded_partial", golden=_i2s_partial_golden)
 def interleaved_to_sharded_partial(input_tensor: Tensor, grid, shard_shape, num_slices: int, slice_index: int,
                                    shard_scheme: TensorMemoryLayout, shard_orientation: ShardOrientation,
-                                   output_dtype: DataType | None = None, **tt_nn_only) -> Tensor:
+                                   output_dtype: DataType | None = None,
+                                   *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Slice `slice_index` of `num_slices` equal slices of an interleaved tensor's rows, sharded."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.interleaved_to_sharded_partial", tt_nn_only)
-    t = _on_device("ttnn.interleaved_to_sharded_partial", input_tensor)
-    per, first = _rows("ttnn.interleaved_to_sharded_partial", t, num_slices, slice_index)
+        check_tt_nn_only(op_name, tt_nn_only)
+    t = _on_device(op_name, input_tensor)
+    per, first = _rows(op_name, t, num_slices, slice_index)
     v = values(t)
     part = v.reshape(-1, v.shape[-1])[first:first + per].reshape(*(1,) * (v.dim() - 2), per, v.shape[-1])
     cfg = MemoryConfig(shard_scheme, BufferType.L1, ShardSpec(_grid(grid), shard_shape, shard_orientation))
-    out = output(part, t, [t], op_name="ttnn.interleaved_to_sharded_partial", dtype=output_dtype, memory_config=cfg)
+    out = output(part, t, [t], op_name=op_name, dtype=output_dtype, memory_config=cfg)
     device_work.launch_after(out, True, t, shape_programs.i2s_partial_program(t, out))
     return out
 
@@ -185,16 +186,16 @@ def _s2i_partial_golden(t, cache, num_slices, slice_index, *_, **__):
 @register_op("ttnn.sharded_to_interleaved_partial", golden=_s2i_partial_golden)
 def sharded_to_interleaved_partial(input_tensor: Tensor, cache_tensor: Tensor, num_slices: int, slice_index: int, *,
                                    memory_config: MemoryConfig | None = None, output_dtype: DataType | None = None,
-                                   **tt_nn_only) -> Tensor:
+                                   op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Write a sharded slice back into rows `slice_index` of `num_slices` of `cache_tensor`, in place; returns it."""
     if tt_nn_only:
-        check_tt_nn_only("ttnn.sharded_to_interleaved_partial", tt_nn_only)
-    t = _on_device("ttnn.sharded_to_interleaved_partial", input_tensor)
-    cache = _on_device("ttnn.sharded_to_interleaved_partial", cache_tensor)
-    per, first = _rows("ttnn.sharded_to_interleaved_partial", cache, num_slices, slice_index)
+        check_tt_nn_only(op_name, tt_nn_only)
+    t = _on_device(op_name, input_tensor)
+    cache = _on_device(op_name, cache_tensor)
+    per, first = _rows(op_name, cache, num_slices, slice_index)
     v, c = values(t), values(cache).clone()
     if v.numel() != per * c.shape[-1]:
-        raise ShardSpecError(f"ttnn.sharded_to_interleaved_partial: input shape {list(v.shape)} is not one of "
+        raise ShardSpecError(f"{op_name}: input shape {list(v.shape)} is not one of "
                              f"{num_slices} slices of cache_tensor shape {list(c.shape)}")
     flat = c.reshape(-1, c.shape[-1])
     flat[first:first + per] = v.reshape(per, -1)

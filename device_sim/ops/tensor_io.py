@@ -23,7 +23,7 @@ from device_sim import placement, serialization
 from device_sim.device import Device
 from device_sim.ops.common import check_tt_nn_only
 from device_sim.ops.core import device_dtype, from_torch, place, torch_values
-from device_sim.registry import Trait, register_op
+from device_sim.registry import OWN_NAME, Trait, register_op
 from device_sim.tensor import Tensor, TensorSpec
 from device_sim.tile import Tile
 from device_sim.types import DataType, Layout, MemoryConfig, Shape
@@ -41,7 +41,7 @@ def _tensor_golden(data=None, *args, tensor=None, **_):
 def tensor(data=None, *args, tensor=None, data_type: DataType | None = None, dtype: DataType | None = None, device=None,
            layout: Layout | None = None, mem_config: MemoryConfig | None = None,
            memory_config: MemoryConfig | None = None, tile: Tile | None = None, pad_value=None, cq_id=None,
-           mesh_mapper=None, **tt_nn_only) -> Tensor:
+           mesh_mapper=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """`ttnn.Tensor(...)` in TT-NN's two forms (ttnn-nanobind/pytensor.cpp):
 
         Tensor(array, data_type=None, device=None, layout=None, mem_config=None, tile=None, ...)
@@ -54,43 +54,43 @@ def tensor(data=None, *args, tensor=None, data_type: DataType | None = None, dty
     names) are accepted beside `data_type=` / `mem_config=`.
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.Tensor", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     if (data is None) == (tensor is None):
-        raise TypeError("ttnn.Tensor takes its values once: as the first argument or as tensor=")
+        raise TypeError(f"{op_name} takes its values once: as the first argument or as tensor=")
     data = tensor if data is None else data
     for a, b, name in ((data_type, dtype, "data_type"), (mem_config, memory_config, "mem_config")):
         if a is not None and b is not None:
-            raise TypeError(f"ttnn.Tensor: give {name}= or its alias, not both")
+            raise TypeError(f"{op_name}: give {name}= or its alias, not both")
     dtype = data_type if data_type is not None else dtype
     cfg = mem_config if mem_config is not None else memory_config
     if args and isinstance(args[0], (list, tuple, Shape, torch.Size)):  # the (values, shape, dtype, layout, ...) form
         shape, *rest = args
         if len(rest) < 2 and (dtype is None or layout is None):
-            raise TypeError("ttnn.Tensor(values, shape, data_type, layout[, device[, memory_config]]): "
+            raise TypeError(f"{op_name}(values, shape, data_type, layout[, device[, memory_config]]): "
                             "data_type and layout are required in this form")
         if rest:
             dtype = rest.pop(0)
         if rest:
             layout = rest.pop(0)
         device, cfg, tile = _by_type(rest, device, cfg, tile)
-        t = torch_values(data, "ttnn.Tensor")
+        t = torch_values(data, op_name)
         if t.numel() != Shape(shape).volume():
-            raise ValueError(f"ttnn.Tensor: {t.numel()} values do not fill shape {list(shape)} "
+            raise ValueError(f"{op_name}: {t.numel()} values do not fill shape {list(shape)} "
                              f"({Shape(shape).volume()} elements)")
         t = t.reshape(tuple(int(d) for d in shape))
     else:  # the (array, data_type, device, layout, mem_config, tile) form
         names = ("dtype", "device", "layout", "cfg", "tile")
         if len(args) > len(names):
-            raise TypeError(f"ttnn.Tensor takes at most {len(names) + 1} positional arguments in the array form, "
+            raise TypeError(f"{op_name} takes at most {len(names) + 1} positional arguments in the array form, "
                             f"got {len(args) + 1}")
         given = dict(zip(names, args))
         dtype = given.get("dtype", dtype)
         device, layout = given.get("device", device), given.get("layout", layout)
         cfg, tile = given.get("cfg", cfg), given.get("tile", tile)
-        t = torch_values(data, "ttnn.Tensor")
+        t = torch_values(data, op_name)
     if device is not None and not isinstance(device, Device):
-        raise TypeError(f"ttnn.Tensor: device must be a ttnn device from ttnn.open_device, got {device!r}")
-    return place(t, device_dtype(t, dtype, "ttnn.Tensor"), layout, device, cfg, tile, mesh_mapper, "ttnn.Tensor")
+        raise TypeError(f"{op_name}: device must be a ttnn device from ttnn.open_device, got {device!r}")
+    return place(t, device_dtype(t, dtype, op_name), layout, device, cfg, tile, mesh_mapper, op_name)
 
 
 def _by_type(rest: list, device, cfg, tile):
@@ -125,7 +125,7 @@ def _as_tensor_golden(tensor, dtype=None, *, preprocess=None, **_):
 @register_op("ttnn.as_tensor", traits={Trait.HOST}, golden=_as_tensor_golden, mesh_aware=True)
 def as_tensor(tensor, dtype: DataType | None = None, *, layout: Layout | None = Layout.ROW_MAJOR, device=None,
               memory_config: MemoryConfig | None = None, cache_file_name=None, preprocess=None, mesh_mapper=None,
-              use_device_tilizer: bool = False, **tt_nn_only) -> Tensor:
+              use_device_tilizer: bool = False, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """from_torch with an on-disk cache, as TT-NN's as_tensor.
 
     Args:
@@ -139,12 +139,12 @@ def as_tensor(tensor, dtype: DataType | None = None, *, layout: Layout | None = 
         use_device_tilizer: TT-NN tilizes on the device instead of the host; the values are the same here.
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.as_tensor", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     if device is not None and memory_config is None:
-        raise ValueError("ttnn.as_tensor: memory_config must be given when device is (as in TT-NN), "
+        raise ValueError(f"{op_name}: memory_config must be given when device is (as in TT-NN), "
                          "e.g. memory_config=ttnn.DRAM_MEMORY_CONFIG")
     if use_device_tilizer and (device is None or layout != Layout.TILE):
-        raise ValueError("ttnn.as_tensor: use_device_tilizer=True needs a device and layout=ttnn.TILE")
+        raise ValueError(f"{op_name}: use_device_tilizer=True needs a device and layout=ttnn.TILE")
 
     def convert(on_device, mapper) -> Tensor:
         t = preprocess(tensor) if preprocess is not None else tensor
@@ -162,7 +162,7 @@ def as_tensor(tensor, dtype: DataType | None = None, *, layout: Layout | None = 
             host = None  # unreadable (a newer format, a damaged file): rebuilt below
     if host is None:
         if tensor is None:
-            raise FileNotFoundError(f"ttnn.as_tensor: no cache file {path} and no tensor to build it from")
+            raise FileNotFoundError(f"{op_name}: no cache file {path} and no tensor to build it from")
         # The whole tensor, unsharded, so one cache file serves any mesh (TT-NN caches a replicated one so).
         host = convert(None, None)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -172,7 +172,7 @@ def as_tensor(tensor, dtype: DataType | None = None, *, layout: Layout | None = 
     # The values are already the device's (rounding them again changes nothing); place() spreads them
     # over a mesh when there is one.
     return place(host.value, host.dtype, host.layout, device, memory_config, host.tile, mesh_mapper,
-                 "ttnn.as_tensor")
+                 op_name)
 
 
 # -- allocate and copy ---------------------------------------------------------------------------------------------
@@ -186,7 +186,8 @@ def _allocate_golden(shape_or_spec, dtype=None, *_, **__):
 
 @register_op("ttnn.allocate_tensor_on_device", traits={Trait.HOST}, golden=_allocate_golden)
 def allocate_tensor_on_device(shape_or_spec, dtype_or_device=None, layout: Layout | None = None, device=None,
-                              memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                              memory_config: MemoryConfig | None = None,
+                              *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """A device tensor with a buffer and no values written yet, in TT-NN's two forms:
 
         allocate_tensor_on_device(tensor_spec, device)
@@ -195,19 +196,19 @@ def allocate_tensor_on_device(shape_or_spec, dtype_or_device=None, layout: Layou
     Its values read as zeros until copy_host_to_device_tensor (or an op's output_tensor=) fills them.
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.allocate_tensor_on_device", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     if isinstance(shape_or_spec, TensorSpec):
         spec, device = shape_or_spec, dtype_or_device if device is None else device
         memory_config = spec.memory_config
     else:
         if dtype_or_device is None or layout is None:
-            raise TypeError("ttnn.allocate_tensor_on_device(shape, dtype, layout, device, memory_config=None): "
+            raise TypeError(f"{op_name}(shape, dtype, layout, device, memory_config=None): "
                             "dtype and layout are required; or pass (ttnn.TensorSpec, device)")
         spec = TensorSpec(Shape(shape_or_spec), dtype_or_device, layout)
     if not isinstance(device, Device):
-        raise TypeError(f"ttnn.allocate_tensor_on_device: needs a device, got {device!r}")
+        raise TypeError(f"{op_name}: needs a device, got {device!r}")
     # Without a memory_config the usual rules choose one (a `with ttnn.memory(...)` block, then the default).
-    cfg, source = placement.resolve(memory_config, [], "ttnn.allocate_tensor_on_device")
+    cfg, source = placement.resolve(memory_config, [], op_name)
     from device_sim import dtypes
 
     zeros = torch.zeros(tuple(spec.shape), dtype=dtypes.TORCH_DTYPE[spec.dtype])
@@ -216,26 +217,27 @@ def allocate_tensor_on_device(shape_or_spec, dtype_or_device=None, layout: Layou
 
 @register_op("ttnn.copy_host_to_device_tensor", traits={Trait.HOST},
              no_golden="it writes into its second argument and returns None, as in TT-NN")
-def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id=None, **tt_nn_only) -> None:
+def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id=None,
+                               *, op_name: str = OWN_NAME, **tt_nn_only) -> None:
     """Write a host tensor's values into an allocated device tensor (same shape, dtype and layout), in place.
 
     The device tensor keeps its buffer and id, as a trace's input tensor must. Returns None, as in TT-NN.
     """
     if tt_nn_only:
-        check_tt_nn_only("ttnn.copy_host_to_device_tensor", tt_nn_only)
+        check_tt_nn_only(op_name, tt_nn_only)
     for t, where in ((host_tensor, "host_tensor"), (device_tensor, "device_tensor")):
         if not isinstance(t, Tensor):
-            raise TypeError(f"ttnn.copy_host_to_device_tensor: {where} must be a ttnn tensor, got {type(t).__name__}")
+            raise TypeError(f"{op_name}: {where} must be a ttnn tensor, got {type(t).__name__}")
     if host_tensor.device() is not None:
-        raise ValueError(f"ttnn.copy_host_to_device_tensor: host_tensor {host_tensor.tensor_id} is on a device; "
+        raise ValueError(f"{op_name}: host_tensor {host_tensor.tensor_id} is on a device; "
                          f"bring it to the host first (ttnn.from_device)")
     if device_tensor.device() is None:
-        raise ValueError(f"ttnn.copy_host_to_device_tensor: device_tensor {device_tensor.tensor_id} is on the host; "
+        raise ValueError(f"{op_name}: device_tensor {device_tensor.tensor_id} is on the host; "
                          f"make it with ttnn.allocate_tensor_on_device")
     h, d = host_tensor, device_tensor
     if (tuple(h.shape), h.dtype, h.layout) != (tuple(d.shape), d.dtype, d.layout):
         raise ValueError(
-            f"ttnn.copy_host_to_device_tensor: host tensor is {list(h.shape)} {h.dtype!r} {h.layout!r} but the "
+            f"{op_name}: host tensor is {list(h.shape)} {h.dtype!r} {h.layout!r} but the "
             f"device tensor is {list(d.shape)} {d.dtype!r} {d.layout!r}; they must match"
         )
     d._write(h.value)

@@ -29,7 +29,7 @@ from device_sim.programs import normalization as normalization_programs
 from device_sim.programs import sdpa_decode as sdpa_programs
 from device_sim.programs import sdpa_windowed
 from device_sim.programs import transformer as transformer_programs
-from device_sim.registry import register_op
+from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import BufferType, Layout, MemoryConfig
 
@@ -50,12 +50,11 @@ def split_query_key_value_and_split_heads(input_tensor: Tensor, kv_input_tensor:
                                           num_heads: int, num_kv_heads: int | None = None,
                                           transpose_key: bool = True, memory_config: MemoryConfig | None = None,
                                           use_falcon7b_backend: bool = False,
-                                          **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
+                                          op_name: str = OWN_NAME, **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
     """[B, S, (H + 2*KVH)*D] (or q [B, S, H*D] and kv_input_tensor [B, S, 2*KVH*D]) to
     q [B, H, S, D], k [B, KVH, D, S] (or [B, KVH, S, D] with transpose_key=False), v [B, KVH, S, D].
 
     use_falcon7b_backend picks TT-NN's Falcon-7B kernel for the same split (its binding's keyword): same values."""
-    op_name = "ttnn.transformer.split_query_key_value_and_split_heads"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if not isinstance(use_falcon7b_backend, bool):
@@ -108,9 +107,9 @@ def _concatenate_heads_golden(t, *_, **__):
 
 @register_op("ttnn.transformer.concatenate_heads", golden=_concatenate_heads_golden)
 def concatenate_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
-                      **tt_nn_only) -> Tensor:
+                      op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """[B, H, S, D] to [B, S, H*D]."""
-    out = concat_heads_output("ttnn.transformer.concatenate_heads", input_tensor, _concatenate_heads_golden,
+    out = concat_heads_output(op_name, input_tensor, _concatenate_heads_golden,
                               memory_config, tt_nn_only)
     if input_tensor._device is not None and input_tensor.layout == Layout.TILE:
         # TT-NN's ConcatenateHeads is NLPConcatHeadsDeviceOperation's program under its own name
@@ -206,7 +205,7 @@ def scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor,
                                  attn_mask: Tensor | None = None, is_causal: bool = True, scale: float | None = None,
                                  sliding_window_size: int | None = None, attention_sink: Tensor | None = None,
                                  memory_config: MemoryConfig | None = None, program_config=None,
-                                 **tt_nn_only) -> Tensor:
+                                 op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """softmax(q @ k^T * scale + mask) @ v with q [B, H, S, D], k and v [B, KVH, S, D].
 
     is_causal defaults to True, as in TT-NN (torch's default is False); pass is_causal=False
@@ -214,7 +213,6 @@ def scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor,
     query see itself and the W - 1 keys before it. attention_sink [1, H, 1, 1] adds one logit per
     head to each softmax's normalisation (gpt-oss).
     """
-    op_name = "ttnn.transformer.scaled_dot_product_attention"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if program_config is not None:  # chunking changes where, not what, is computed: checked, then exact
@@ -315,7 +313,8 @@ def scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tensor_k: 
                                         is_causal: bool = True, attn_mask: Tensor | None = None, cur_pos=(),
                                         cur_pos_tensor: Tensor | None = None, scale: float | None = None,
                                         sliding_window_size: int | None = None, attention_sink: Tensor | None = None,
-                                        memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                                        memory_config: MemoryConfig | None = None,
+                                        op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """One query token per user, q [1, B, H, D], against caches k, v [B, KVH, S, D]: [1, B, H, D].
 
     Causal (the default): user b sees cache positions 0..cur_pos[b] (cur_pos a list, or cur_pos_tensor
@@ -323,7 +322,6 @@ def scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tensor_k: 
     is_causal=False takes an additive attn_mask [1, B, H, S] instead. attention_sink [1, H, 1, 1] as in
     scaled_dot_product_attention.
     """
-    op_name = "ttnn.transformer.scaled_dot_product_attention_decode"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, attn_mask, cur_pos_tensor,
@@ -396,10 +394,10 @@ def paged_scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tens
                                               cur_pos_tensor: Tensor | None = None, scale: float | None = None,
                                               sliding_window_size: int | None = None,
                                               attention_sink: Tensor | None = None,
-                                              memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
+                                              memory_config: MemoryConfig | None = None,
+                                              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """scaled_dot_product_attention_decode over paged caches k, v [num_blocks, KVH, block_size, D], user b's
     position p living in block page_table_tensor[b, p // block_size] (see ttnn.experimental.paged_update_cache)."""
-    op_name = "ttnn.transformer.paged_scaled_dot_product_attention_decode"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor, attn_mask,
@@ -441,10 +439,9 @@ def chunked_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k:
                                          page_table_tensor: Tensor, chunk_start_idx: int | None = None, *,
                                          chunk_start_idx_tensor: Tensor | None = None, scale: float | None = None,
                                          memory_config: MemoryConfig | None = None, program_config=None,
-                                         **tt_nn_only) -> Tensor:
+                                         op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Causal attention of a prompt chunk q [B, H, L, D] at positions chunk_start_idx.. against paged caches
     k, v [num_blocks, KVH, block_size, D] that already hold positions 0..chunk_start_idx + L - 1: [B, H, L, D]."""
-    op_name = "ttnn.transformer.chunked_scaled_dot_product_attention"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor,
@@ -507,10 +504,9 @@ def _windowed_sdpa_golden(q, k, v, cu_window_seqlens, *_, scale=None, **__):
 def windowed_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor, input_tensor_v: Tensor,
                                           cu_window_seqlens: Tensor, *, scale: float | None = None,
                                           memory_config: MemoryConfig | None = None, program_config=None,
-                                          **tt_nn_only) -> Tensor:
+                                          op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Each token attends only to the tokens of its own window, windows given by their cumulative bounds
     cu_window_seqlens [0, w1, w1 + w2, ..., S] (an integer tensor); not causal. q [B, H, S, D], k, v [B, KVH, S, D]."""
-    op_name = "ttnn.transformer.windowed_scaled_dot_product_attention"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, cu_window_seqlens)

@@ -21,7 +21,7 @@ from device_sim.programs import adaptive_pool as adaptive_pool_programs
 from device_sim.programs import fold as fold_programs
 from device_sim.programs import pool as pool_programs
 from device_sim.programs import vision as vision_programs
-from device_sim.registry import register_op
+from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import (
     CoreCoord,
@@ -93,12 +93,11 @@ def max_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int
                dram_slice_config=None, applied_shard_scheme=None, deallocate_input: bool = False,
                reallocate_halo_output: bool = True, dtype: DataType = DataType.BFLOAT16,
                output_layout: Layout = Layout.ROW_MAJOR, config_tensor_in_dram: bool = False,
-               **tt_nn_only) -> Tensor:
+               op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Max over each kernel window (padding counts as -inf); output [1, 1, N*OH*OW, C], ROW_MAJOR by default.
 
     deallocate_input=True frees the input's buffer after the op, as TT-NN does.
     """
-    op_name = "ttnn.max_pool2d"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor)
@@ -138,9 +137,8 @@ def avg_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int
                dram_slice_config=None, applied_shard_scheme=None, compute_kernel_config=None,
                deallocate_input: bool = False, reallocate_halo_output: bool = True,
                dtype: DataType = DataType.BFLOAT16, output_layout: Layout = Layout.ROW_MAJOR,
-               config_tensor_in_dram: bool = False, **tt_nn_only) -> Tensor:
+               config_tensor_in_dram: bool = False, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Mean over each kernel window, as torch's avg_pool2d; output [1, 1, N*OH*OW, C], ROW_MAJOR by default."""
-    op_name = "ttnn.avg_pool2d"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor)
@@ -194,9 +192,8 @@ def _global_avg_pool2d_golden(input_tensor, *_, **__):
 
 @register_op("ttnn.global_avg_pool2d", golden=_global_avg_pool2d_golden)
 def global_avg_pool2d(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
-                      dtype: DataType | None = None, **tt_nn_only) -> Tensor:
+                      dtype: DataType | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """The mean over H and W of an NHWC [N, H, W, C] input: [N, 1, 1, C]."""
-    op_name = "ttnn.global_avg_pool2d"
     x, ins = four_d_input(op_name, input_tensor, "NHWC [N, H, W, C]", tt_nn_only)
     out = _make(_global_avg_pool2d_golden(x), input_tensor.device(), ins, op_name=op_name,
                 dtype=dtype or input_tensor.dtype, layout=input_tensor.layout, memory_config=memory_config)
@@ -217,10 +214,10 @@ def _upsample_golden(input_tensor, scale_factor, *_, mode="nearest", **__):
 
 @register_op("ttnn.upsample", golden=_upsample_golden)
 def upsample(input_tensor: Tensor, scale_factor, *, mode: str = "nearest",
-             memory_config: MemoryConfig | None = None, compute_kernel_config=None, **tt_nn_only) -> Tensor:
+             memory_config: MemoryConfig | None = None, compute_kernel_config=None,
+             op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Repeat (mode="nearest") or interpolate (mode="bilinear", align_corners=False) an NHWC [N, H, W, C]
     input by an integer scale_factor (one int or (h, w)): [N, H*sh, W*sw, C]."""
-    op_name = "ttnn.upsample"
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if mode not in ("nearest", "bilinear"):
@@ -279,11 +276,10 @@ def _fold_golden(input, stride_h, stride_w, *_, padding=(0, 0), output_shape=Non
 @register_op("ttnn.fold", kind="move", golden=_fold_golden)
 def fold(input: Tensor, stride_h: int, stride_w: int, use_transpose_as_fold: bool = False,  # noqa: A002
          output_shape=None, padding=(0, 0), grid_size=None, override_memory_config: MemoryConfig | None = None,
-         **tt_nn_only) -> Tensor:
+         *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Space to depth on NHWC [N, H, W, C] (after zero `padding` of H and W): [N, H/sh, W/sw, C*sh*sw], each
     block's pixels in row-major order; reshaped to output_shape when given. use_transpose_as_fold and grid_size
     only choose TT-NN's kernel."""
-    op_name = "ttnn.fold"
     x, ins = four_d_input(op_name, input, "NHWC [N, H, W, C]", tt_nn_only)
     y = _fold_golden(x, stride_h, stride_w, padding=padding, output_shape=output_shape)
     programs = None
@@ -327,10 +323,10 @@ def _adaptive_avg_pool2d_golden(input_tensor, batch_size, input_h, input_w, chan
 def adaptive_avg_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int, channels: int,
                         output_size, *, memory_config: MemoryConfig | None = None, applied_shard_scheme=None,
                         in_place_halo: bool = False, deallocate_input: bool = False, reallocate_output: bool = True,
-                        dram_slice_config=None, **tt_nn_only) -> Tensor:
+                        dram_slice_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Average pooling to a given (OH, OW) over torch's adaptive regions (the same as a plain pool when the
     sizes divide); output [1, 1, N*OH*OW, C] in ROW_MAJOR bfloat16, as TT-NN's pools."""
-    return _adaptive_pool("ttnn.adaptive_avg_pool2d", _adaptive_avg_pool2d_golden, input_tensor, batch_size, input_h,
+    return _adaptive_pool(op_name, _adaptive_avg_pool2d_golden, input_tensor, batch_size, input_h,
                           input_w, channels, output_size, memory_config, applied_shard_scheme, deallocate_input,
                           reallocate_output, dram_slice_config, tt_nn_only)
 
@@ -344,11 +340,11 @@ def _adaptive_max_pool2d_golden(input_tensor, batch_size, input_h, input_w, chan
 def adaptive_max_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int, channels: int,
                         output_size, *, memory_config: MemoryConfig | None = None, dram_slice_config=None,
                         applied_shard_scheme=None, deallocate_input: bool = False, reallocate_output: bool = True,
-                        **tt_nn_only) -> Tensor:
+                        op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Max pooling to a given (OH, OW) over torch's adaptive regions; output [1, 1, N*OH*OW, C] ROW_MAJOR bfloat16.
     TT-NN's adaptive_pools.cpp runs max_pool2d with the kernel, stride and padding it derives (the same check of
     what padding can fix as adaptive_avg_pool2d)."""
-    return _adaptive_pool("ttnn.adaptive_max_pool2d", _adaptive_max_pool2d_golden, input_tensor, batch_size, input_h,
+    return _adaptive_pool(op_name, _adaptive_max_pool2d_golden, input_tensor, batch_size, input_h,
                           input_w, channels, output_size, memory_config, applied_shard_scheme, deallocate_input,
                           reallocate_output, dram_slice_config, tt_nn_only)
 
