@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from ttreport.demo import cli_name
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 VENV_BIN = Path(sys.executable).parent
@@ -230,8 +232,9 @@ def test_the_demos_next_steps_run_and_its_whatif_changes_an_estimate(docs_folder
     assert all((ROOT / h).is_file() for h in hints if h not in commands), hints  # docs/queries.md
 
 
-def test_the_demo_names_the_cli_as_a_shell_without_the_venv_on_path_reaches_it():
-    env = {**os.environ, "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", "from ttreport.demo import cli_name; print(cli_name())"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == os.path.relpath(VENV_BIN / "ttreport", ROOT), done.stderr
+def test_the_demo_names_the_cli_as_a_shell_without_the_venv_on_path_reaches_it(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # `make demo` in a shell that never activated the venv
+    assert cli_name() == os.path.relpath(VENV_BIN / "ttreport", ROOT)  # .venv/bin/ttreport
+    monkeypatch.setenv("PATH", f"{VENV_BIN}{os.pathsep}/usr/bin:/bin")
+    assert cli_name() == "ttreport"
