@@ -1,7 +1,7 @@
 """Recovering a report from its op log never loses an op (issue 29, round two: items 3, 4, 7 and 12).
 
 A process writer's capture leaves `oplog/` beside db.sqlite when it is killed; readers rebuild the report
-from it (ttreport.wal.fold -> ttreport.capture.writer_process.finish_from_log). These tests make the
+from it (ttreport.recovery: recover -> finish_from_log). These tests make the
 folders that went wrong: a stray or half-deleted log beside a complete report, a writer process killed at
 each step of its close, a config.json whose options would make the rebuild spin, a read-only folder whose
 log holds more than its db. Captures run in real processes forked from one "zygote" interpreter (torch and
@@ -131,7 +131,7 @@ def folder_state(report: Path) -> dict:
     """What "left as it was" compares: every file but the db's with its bytes' hash, and the db's rows (its
     bytes move as any reader's connection folds its WAL, SQLite's own recovery, which changes no row). Not
     .reserve: a killed capture's room for its closing notes, which the first reader to take the folder's lock
-    deletes (wal.fold)."""
+    deletes (recovery.recover)."""
     con = sqlite3.connect(f"file:{report / 'db.sqlite'}?mode=ro", uri=True)
     try:
         rows = hashlib.sha256("\n".join(con.iterdump()).encode()).hexdigest()

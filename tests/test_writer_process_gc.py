@@ -12,18 +12,19 @@ import torch
 
 import device_sim as ttnn
 import ttreport
-from ttreport.capture import writer_process
+from ttreport import recovery
+from ttreport.capture import log_writer
 
 
 def test_rebuilding_a_report_from_its_log_freezes_none_of_the_readers_objects(tmp_path, device, monkeypatch):
-    monkeypatch.setattr(writer_process, "_remove_finished_log", lambda log, step=None: None)  # kept, as after a kill
+    monkeypatch.setattr(log_writer, "remove_finished_log", lambda log, step=None: None)  # kept, as after a kill
     a = ttnn.from_torch(torch.randn(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     with ttreport.capture(tmp_path / "run", config=ttreport.Config(writer="process", perf_files=False)) as cap:
         for _ in range(50):
             a = ttnn.add(a, a)
     (tmp_path / "run" / "db.sqlite").unlink()  # rebuilt from the log alone
     frozen = gc.get_freeze_count()
-    assert writer_process.finish_from_log(cap.path)
+    assert recovery.finish_from_log(cap.path)
     assert gc.get_freeze_count() == frozen and gc.isenabled()  # paused while it ran, on again
     with sqlite3.connect(cap.db_path) as con:
         assert con.execute("SELECT COUNT(*) FROM operations").fetchone()[0] == 50

@@ -734,9 +734,9 @@ def check(report, repair, as_json):
 
 
 def _repair(report, *, err: bool = False) -> list[str]:
-    """Fold REPORT's left-over WAL and finish its op log (ttreport.wal); the fault when the WAL cannot be folded.
+    """Finish REPORT's op log and fold its left-over WAL (ttreport.recovery); the fault when the WAL cannot be folded.
     An op log that stays is check's to name (read.faults: what it holds, and why it stays)."""
-    from ttreport import wal
+    from ttreport import recovery, wal
     from ttreport.read.report import resolve
 
     db_path = resolve(report)
@@ -746,7 +746,7 @@ def _repair(report, *, err: bool = False) -> list[str]:
                if os.path.lexists(db_path.parent / name)]
     if not had_wal and not op_logs:
         return []
-    folded = wal.fold(db_path, remove_unused_log=True)
+    folded = recovery.recover(db_path, remove_unused_log=True)
     for op_log in op_logs:
         if not os.path.lexists(op_log):
             click.echo(f"repaired: {db_path} holds every op of the op log {op_log.name}/, which is deleted", err=err)

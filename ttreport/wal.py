@@ -2,12 +2,13 @@
 
     from ttreport.wal import fold
     fold(Path("generated/ttreport/reports/run-1/db.sqlite"))  # True: db.sqlite now holds every commit
+    # (with the folder's lock held: readers call ttreport.recovery.recover, which takes it)
 
 A capture writes in WAL mode and folds the log back when it closes. A capture that could not close
 (SIGKILL, power loss) or could not fold (the disk was full) leaves its committed batches in
 `db.sqlite-wal`: then `db.sqlite` copied alone is empty or "malformed". The first reader that may
-write the folder folds it (`ttreport.open`, every CLI command, `ttreport check --repair`): a
-checkpoint(TRUNCATE) and a switch back to the rollback journal, which removes -wal and -shm. That is
+write the folder folds it (ttreport.recovery.recover: `ttreport.open`, every CLI command, `ttreport check
+--repair`): a checkpoint(TRUNCATE) and a switch back to the rollback journal, which removes -wal and -shm. That is
 SQLite's own recovery; nothing in the report changes. It is never done while a capture holds the
 folder's lock, and a reader that cannot write (read-only media, another user's files) reads the
 WAL as before.
@@ -24,8 +25,8 @@ import sqlite3
 from pathlib import Path
 
 LOCK_FILE = ".lock"  # flock'd while a capture writes the folder; holds the capturing pid (capture/session.py)
-OPLOG_DIR = "oplog"  # a process writer's op log (ttreport.capture.oplog): what a killed one leaves to finish from
-OPLOG_DONE_DIR = "oplog.done"  # the op log renamed as it is deleted: its report holds every op (writer_process)
+OPLOG_DIR = "oplog"  # a process writer's op log (ttreport.capture.oplog): what a killed one leaves (recovery)
+OPLOG_DONE_DIR = "oplog.done"  # the op log renamed as it is deleted: its report holds every op (recovery)
 CLOSED_STATUSES = ("complete", "error", "interrupted")  # a capture that closed its report wrote one of these
 RESERVE_FILE = ".reserve"  # disk space a capture holds for its closing notes; a killed one leaves it
 # tensor_lifetime's rows, worked out beside a long capture's close (capture/writer.py); a killed close leaves it
@@ -40,35 +41,21 @@ def wal_path(db_path: Path) -> Path:
 def closed(meta: dict) -> bool:
     """Whether a report's metadata says its db holds every op its capture recorded: the capture closed it (its
     status), or its op log was written to the end after the capture was killed (log_finished). The writer
-    process writes either only once the db holds every op (ttreport.capture.writer_process)."""
+    process writes either only once the db holds every op (ttreport.recovery)."""
     return meta.get("status") in CLOSED_STATUSES or "log_finished" in meta
 
 
-def fold(db_path: str | os.PathLike, *, remove_unused_log: bool = False) -> bool:
-    """Fold `db_path`'s left-over WAL into it; True when db.sqlite now stands alone (or already did).
+def fold(db_path: str | os.PathLike) -> bool:
+    """Fold `db_path`'s left-over WAL into it; True when db.sqlite now stands alone (or already did). The caller
+    holds the folder's lock (ttreport.recovery.recover, which finishes an op log left beside it first).
 
-    False, changing nothing, while a capture holds the folder, while another reader holds a snapshot,
-    or when the folder or file cannot be written (or the disk is still full). An op log left beside it is
-    finished first (writer_process.finish_from_log): rebuilt from, or, remove_unused_log (`ttreport check
-    --repair`), deleted when the report says it holds every op.
+    False, changing nothing, while another reader holds a snapshot, or when the folder or file cannot be written
+    (or the disk is still full).
     """
     db_path = Path(db_path)
-    # A process writer's op log: the report is rebuilt from it (or, marked done, it is deleted).
-    log = any(os.path.isdir(db_path.parent / name) for name in (OPLOG_DIR, OPLOG_DONE_DIR))
-    if not log and not os.path.lexists(wal_path(db_path)):
+    if not os.path.lexists(wal_path(db_path)):
         return True
-    lock_fd = _hold_folder(db_path.parent)
-    if lock_fd is False:
-        return False  # a capture is writing this report
     try:
-        if log:
-            # Imports torch: only for a killed capture's log.
-            from ttreport.capture.writer_process import finish_from_log
-
-            if not finish_from_log(db_path.parent, remove_unused=remove_unused_log):
-                return False
-            if not os.path.lexists(wal_path(db_path)):
-                return True
         con = sqlite3.connect(db_path, timeout=FOLD_WAIT_MS / 1000, isolation_level=None)
         try:
             if con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
@@ -81,24 +68,7 @@ def fold(db_path: str | os.PathLike, *, remove_unused_log: bool = False) -> bool
             con.close()
     except sqlite3.Error:
         return False  # read-only folder or file, disk still full, a reader in the way: read the WAL as is
-    finally:
-        if lock_fd is not None:  # a killed capture's lock: its reserve and scratch files are of no more use
-            for leftover in (RESERVE_FILE, LIFETIMES_FILE):
-                with contextlib.suppress(OSError):
-                    os.unlink(db_path.parent / leftover)
-            os.close(lock_fd)
     return True
-
-
-def log_contents(log: Path) -> tuple[str | None, int, int]:
-    """Why the op log `log` is not read (a link, a segment that is not a plain file), else None; and the ops and
-    bytes of records it holds. For `ttreport check`: the rebuild (fold) and this count are the one route into a
-    killed capture's log, both here on the floor the readers stand on (recovery in a module of its own is issue
-    32's). Imports the writer process's code, and so torch: only for a report with a log left beside it."""
-    from ttreport.capture.writer_process import count_log, unreadable_log
-
-    why = unreadable_log(log)
-    return (why, 0, 0) if why is not None else (None, *count_log(log))
 
 
 def log_left(folder: str | os.PathLike) -> str | None:
@@ -133,7 +103,7 @@ def capture_holds(folder: str | os.PathLike) -> bool:
     return False
 
 
-def _hold_folder(folder: Path) -> int | None | bool:
+def hold_folder(folder: Path) -> int | None | bool:
     """The folder's capture lock, taken (its descriptor), None when there is no lock file (no capture
     runs: close removes it), False when a capture holds it. A reader never creates the lock file."""
     try:

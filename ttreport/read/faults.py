@@ -23,7 +23,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from ttreport import wal
+from ttreport import recovery, wal
 from ttreport.errors import TTReportError
 from ttreport.read.report import check_schema, connect_readonly, expected_file, resolve
 
@@ -187,7 +187,7 @@ def _metadata_faults(meta: dict, db_path: Path) -> list[str]:
 
 
 def _log_faults(con: sqlite3.Connection, db_path: Path, meta: dict) -> list[str]:
-    """An op log a killed capture left that no reader finished (connect_readonly tried: wal.fold): what it holds
+    """An op log a killed capture left that no reader finished (connect_readonly tried: recovery.recover): what it holds
     against what the db holds, and the fix. A capture's own log while it runs is no fault."""
     folder = db_path.parent
     log, done = folder / wal.OPLOG_DIR, folder / wal.OPLOG_DONE_DIR
@@ -199,7 +199,7 @@ def _log_faults(con: sqlite3.Connection, db_path: Path, meta: dict) -> list[str]
                       f"where the folder is writable finishes it (`ttreport check --repair`), or delete it")
     if not os.path.lexists(log):
         return faults
-    why, ops, used = wal.log_contents(log)
+    why, ops, used = recovery.log_contents(log)
     if why is not None:
         return [*faults, f"{log}: not an op log that is read: {why}; delete it"]
     try:

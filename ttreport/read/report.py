@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ttreport import db, wal
+from ttreport import db, recovery, wal
 from ttreport.config import DEFAULT_ROOT, default_root
 from ttreport.errors import TTReportError
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
@@ -263,7 +263,7 @@ def connect_readonly(db_path: Path) -> sqlite3.Connection:
     # mode=ro makes the file itself unwritable to us; query_only also refuses temp-table writes. Neither
     # stops ATTACH or VACUUM INTO from creating a new file, nor `PRAGMA query_only = 0`: the limit and
     # the authorizer do.
-    wal.fold(db_path)  # a WAL left by a killed or disk-full capture goes back into db.sqlite (ttreport.wal)
+    recovery.recover(db_path)  # what a killed or disk-full capture left (an op log, a WAL) goes into db.sqlite
     # isolation_level=None: no implicit BEGIN before a statement that writes (and is then refused), which
     # would leave the connection in a transaction, reading one frozen snapshot of a live report.
     conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
