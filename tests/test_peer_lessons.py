@@ -384,3 +384,20 @@ def test_adaptive_max_pool2d_and_the_pool_goldens_keep_tt_nn_dtypes(device):
     assert want.dtype == torch.bfloat16 and torch.equal(ttnn.to_torch(out), want)
     assert golden_maxpool2d(x, 2, 8, 6, 32, [2, 2], [2, 2], [0, 0], [1, 1]).dtype == torch.bfloat16
     assert ttnn.Op2DDRAMSliceHeight == ttnn.Conv2dDRAMSliceHeight
+
+
+# -- conv2d: an input padded past in_channels (tests/ttnn's test_graph_capture) ---------------------
+
+
+def test_conv2d_reads_only_in_channels_of_an_input_padded_past_them(device):
+    from device_sim.operations.conv2d import Conv2dConfig  # `from ttnn.operations.conv2d import Conv2dConfig`
+
+    x = torch.randn(1, 16, 6, 6)  # 16 channels for in_channels=3: TT-NN zero-pads the weights to match
+    w = torch.randn(8, 3, 3, 3)
+    nhwc = x.permute(0, 2, 3, 1).reshape(1, 1, 36, 16)
+    out = ttnn.conv2d(input_tensor=ttnn.from_torch(nhwc, dtype=ttnn.float32, device=device),
+                      weight_tensor=ttnn.from_torch(w, dtype=ttnn.float32), device=device, in_channels=3,
+                      out_channels=8, batch_size=1, input_height=6, input_width=6, kernel_size=(3, 3),
+                      padding=(1, 1), conv_config=Conv2dConfig(), dtype=ttnn.float32)
+    ref = torch.nn.functional.conv2d(x[:, :3], w, padding=1).permute(0, 2, 3, 1).reshape(1, 1, 36, 8)
+    torch.testing.assert_close(ttnn.to_torch(out).float(), ref, rtol=1e-2, atol=1e-2)
