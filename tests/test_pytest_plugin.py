@@ -86,7 +86,7 @@ def test_each_test_gets_its_own_report_and_the_table_lists_them(pytester, tmp_pa
     out = result.stdout.str()
     assert "ttreport: 5 test report(s) under" in out
     header = next(line for line in result.stdout.lines if line.startswith("test "))
-    assert header.split() == ["test", "ops", "time", "peak", "L1", "errors", "report"]
+    assert header.split() == ["test", "ops", "device", "(est.)", "host", "time", "peak", "L1", "errors", "report"]
     row = next(line for line in result.stdout.lines if line.startswith("test_suite.test_add "))
     assert str(root / "test_suite.test_add") in row and row.split()[1] == "2"  # from_torch, add
 
@@ -216,6 +216,25 @@ def test_the_baseline_gate_fails_every_kind_of_change_naming_the_op(pytester, tm
     assert says in out, out
     row = next(x for x in result.stdout.lines if x.startswith("test_gate.test_block "))
     assert f"({op})" in row
+
+
+def test_the_gate_compares_device_time_and_fails_a_slowdown_past_the_limit(pytester, tmp_path):
+    baseline = tmp_path / "baseline"
+    run_gate(pytester, baseline, "same").assert_outcomes(passed=1)
+    same = run_gate(pytester, tmp_path / "same", "same", f"--ttreport-baseline={baseline}",
+                    "--ttreport-max-slowdown=0")
+    same.assert_outcomes(passed=1)  # the model's estimate of the same ops is the same: +0.0 %, whatever the host did
+    row = next(x for x in same.stdout.lines if x.startswith("test_gate.test_block "))
+    assert " match " in row and " +0.0% " in row
+    # Two more ops (allowed by --ttreport-lenient) take more device time: past a 1 % limit, the test fails.
+    slower = run_gate(pytester, tmp_path / "added", "added", f"--ttreport-baseline={baseline}", "--ttreport-lenient",
+                      "--ttreport-max-slowdown=0.01")
+    slower.assert_outcomes(failed=1)
+    assert "ttreport: estimated device time " in slower.stdout.str()
+    assert "(max slowdown 1.0%)" in slower.stdout.str()
+    row = next(x for x in slower.stdout.lines if x.startswith("test_gate.test_block "))
+    change = float(row.split("device time ")[1].split("%")[0])
+    assert change > 1 and f"{change:+.1f}%" in row.split("device time ")[1]
 
 
 def test_lenient_lets_an_added_op_pass_but_still_checks_specs_and_values(pytester, tmp_path):

@@ -24,7 +24,11 @@ fails, naming the first op (in this run's order) that changed, when:
   - an output's values diverged (ttreport.compare_reports at the finer dtype's tolerances, or at
     --ttreport-rtol/--ttreport-atol/--ttreport-pcc, or the marker's rtol=/atol=/pcc=).
 --ttreport-lenient (or the marker's strict=False) lets added and removed ops pass, for a model whose
-op sequence may change; specs and values are still checked. A missing baseline report fails the
+op sequence may change; specs and values are still checked. Time is compared on the device clock: the
+performance model's estimate, the same for the same ops run after run (the emulator's host time moves with
+warm-up and load). The table shows each test's estimated device time against its baseline's, and
+--ttreport-max-slowdown=X (or the marker's max_slowdown=X) fails a test whose device time grew by more than
+the fraction X (0.05: 5 %). A missing baseline report fails the
 test too (a CI gate that passes what it cannot check would hide regressions), saying how to make one.
 
     @pytest.mark.ttreport(pcc=0.999, strict=False)
@@ -54,15 +58,18 @@ def pytest_addoption(parser) -> None:
     for tol in ("rtol", "atol", "pcc"):
         group.addoption(f"--ttreport-{tol}", metavar="X", type=float, default=None,
                         help=f"The baseline comparison's {tol} (default: the finer dtype's tolerance).")
+    group.addoption("--ttreport-max-slowdown", metavar="X", type=float, default=None,
+                    help="Fail a test whose estimated device time grew by more than this fraction of its "
+                         "baseline's (0.05: 5 %%); by default device time is shown, not checked.")
     group.addoption("--ttreport-lenient", action="store_true",
                     help="Let ops added to or removed from the baseline's sequence pass (specs and values are "
                          "still checked).")
 
 
 def pytest_configure(config) -> None:
-    config.addinivalue_line("markers", "ttreport(config=None, rtol=None, atol=None, pcc=None, strict=True): the "
-                            "ttreport.Config this test is captured with under --ttreport, and its baseline gate's "
-                            "tolerances and strictness")
+    config.addinivalue_line("markers", "ttreport(config=None, rtol=None, atol=None, pcc=None, strict=True, "
+                            "max_slowdown=None): the ttreport.Config this test is captured with under --ttreport, "
+                            "and its baseline gate's tolerances, strictness and device-time limit")
     baseline = config.getoption("ttreport_baseline")
     if config.getoption("ttreport") or baseline:
         from ttreport.read.report import DEFAULT_ROOT
@@ -89,11 +96,20 @@ def report_name(nodeid: str) -> str:
 class _Result:
     name: str
     ops: int | None
-    seconds: float | None
+    seconds: float | None  # the emulator's host time in top-level ops
+    device_ns: int | None  # the performance model's estimate over the top-level ops (None: no estimate)
     peak_l1_bytes: int | None
     errors: int | None
     path: Path
     baseline: str = ""  # "", "match", "diverged at op N (name)", "no baseline", "not compared"
+    baseline_device_ns: int | None = None
+
+    @property
+    def device_change(self) -> float | None:
+        """Device time against the baseline's, as a fraction (0.1: 10 % slower); None when either has none."""
+        if not self.device_ns or not self.baseline_device_ns:
+            return None
+        return self.device_ns / self.baseline_device_ns - 1
 
 
 class _Session:
@@ -142,7 +158,8 @@ class _Session:
 
         with Report(path) as r:
             s = r.summary()
-        return _Result(name, s.operations, s.top_level_seconds, s.peak_l1["bytes"] if s.peak_l1 else None,
+            device = _device_ns(r)
+        return _Result(name, s.operations, s.top_level_seconds, device, s.peak_l1["bytes"] if s.peak_l1 else None,
                        len(s.errors), path)
 
     def _check_baseline(self, result: _Result, gate: dict) -> None:
@@ -155,8 +172,9 @@ class _Session:
             result.baseline = "no baseline"
             pytest.fail(f"ttreport: no baseline report {reference} for this test; make one with "
                         f"pytest --ttreport --ttreport-root {self.baseline} on a known-good version", pytrace=False)
-        strict = gate.pop("strict")
+        strict, max_slowdown = gate.pop("strict"), gate.pop("max_slowdown")
         with Report(reference) as r:
+            result.baseline_device_ns = _device_ns(r)
             if result.ops == 0 and r.count_operations() == 0:
                 result.baseline = "match"  # neither run launched an op: nothing can have diverged
                 return
@@ -167,6 +185,13 @@ class _Session:
             pytest.fail(f"ttreport: cannot compare with the baseline {reference}: {e}", pytrace=False)
         with Report(reference) as ra, Report(result.path) as rb:
             changes = _changes(comparison, ra, rb, strict)
+        change = result.device_change
+        if not changes and max_slowdown is not None and change is not None and change > max_slowdown:
+            result.baseline = f"device time {change:+.1%}"
+            pytest.fail(f"ttreport: estimated device time {_ns(result.device_ns)} is {change:+.1%} against the "
+                        f"baseline's {_ns(result.baseline_device_ns)} (max slowdown {max_slowdown:.1%})\n"
+                        f"  baseline: {reference}\n  this run: {result.path}\n"
+                        f"  details:  ttreport compare --timing {reference} {result.path}", pytrace=False)
         if not changes:
             result.baseline = "match"
             return
@@ -188,9 +213,12 @@ class _Session:
 
         tr = terminalreporter
         tr.write_sep("=", f"ttreport: {len(self.results)} test report(s) under {self.root}")
-        columns = ["test", "ops", "time", "peak L1", "errors"] + (["baseline"] if self.baseline else []) + ["report"]
-        rows = [(r.name, r.ops, terminal.human_seconds(r.seconds), terminal.human_bytes(r.peak_l1_bytes), r.errors,
-                 *([r.baseline] if self.baseline else []), str(r.path)) for r in self.results]
+        columns = ["test", "ops", "device (est.)", "host time", "peak L1", "errors"] + (
+            ["baseline", "device vs baseline"] if self.baseline else []) + ["report"]
+        rows = [(r.name, r.ops, _ns(r.device_ns), terminal.human_seconds(r.seconds),
+                 terminal.human_bytes(r.peak_l1_bytes), r.errors,
+                 *([r.baseline, "" if r.device_change is None else f"{r.device_change:+.1%}"] if self.baseline else []),
+                 str(r.path)) for r in self.results]
         for line in terminal.plain_table(columns, rows):
             tr.write_line(line)
 
@@ -200,19 +228,33 @@ def _gate(item) -> dict:
     opt = item.config.getoption
     gate = {t: opt(f"ttreport_{t}") for t in ("rtol", "atol", "pcc")}
     gate["strict"] = not opt("ttreport_lenient")
+    gate["max_slowdown"] = opt("ttreport_max_slowdown")
     marker = item.get_closest_marker(MARKER)
     for key, value in (marker.kwargs.items() if marker else ()):
         if key == "config":
             continue
         if key not in gate:
             raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.ttreport({key}=...) is not an option; it takes "
-                                    f"config=, rtol=, atol=, pcc= and strict=")
+                                    f"config=, rtol=, atol=, pcc=, strict= and max_slowdown=")
         if key == "strict" and not isinstance(value, bool) or key != "strict" and not (
                 value is None or isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0):
             raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.ttreport({key}={value!r}) takes "
                                     + ("True or False" if key == "strict" else "a number >= 0"))
         gate[key] = value
     return gate
+
+
+def _device_ns(report) -> int | None:
+    from ttreport.read import device_time
+
+    total = device_time.total(report)
+    return None if total is None else total.ideal_ns
+
+
+def _ns(ns) -> str:
+    from ttreport.read.device_time import human_ns
+
+    return human_ns(ns)
 
 
 # What an aligned op's tensors must keep for the gate: the texts TT-NN writes for each (tensors table).
