@@ -181,6 +181,10 @@ def test_a_demo_stopped_by_ctrl_c_leaves_no_exports_of_the_previous_run(tmp_path
         old_stamp = db.stat().st_mtime_ns
     assert proc.returncode != 0, err
     assert [p.name for p in exports if p.exists()] == []
+    # one line saying where the report is, not click's bare "Aborted!" (tests/test_ctrl_c.py: `ttreport run`)
+    report = tmp_path / "demo"
+    assert "Aborted!" not in err and proc.returncode == 130, err
+    assert err.splitlines()[-1] == f"interrupted: {report} holds the ops recorded so far (`ttreport summary {report}`)"
     # A Ctrl-C inside the model ends the report "interrupted" with the ops run so far; one after the model's last
     # op (while the report closes) is held until the close is done: the report is whole, "complete", with its
     # perf files (raised inside the writer's join, it once left the close half done under "complete").

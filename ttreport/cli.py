@@ -737,12 +737,13 @@ def _repair(report, *, err: bool = False) -> list[str]:
     """Finish REPORT's op log and fold its left-over WAL (ttreport.recovery); the fault when the WAL cannot be folded.
     An op log that stays is check's to name (read.faults: what it holds, and why it stays)."""
     from ttreport import recovery, wal
+    from ttreport.folder import OPLOG_DIR, OPLOG_DONE_DIR
     from ttreport.read.report import resolve
 
     db_path = resolve(report)
     log = wal.wal_path(db_path)
     had_wal = os.path.lexists(log)
-    op_logs = [db_path.parent / name for name in (wal.OPLOG_DIR, wal.OPLOG_DONE_DIR)
+    op_logs = [db_path.parent / name for name in (OPLOG_DIR, OPLOG_DONE_DIR)
                if os.path.lexists(db_path.parent / name)]
     if not had_wal and not op_logs:
         return []
@@ -802,6 +803,8 @@ def run(name, overwrite, script, args):
             runpy.run_path(str(script), run_name="__main__")
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except KeyboardInterrupt:
+        interrupted(handle.path if handle is not None else None)
     except Exception as e:
         if handle is None and isinstance(e, TTReportError):
             raise  # the capture never started (a bad TTREPORT_CONFIG, an existing report): one line, exit 2
@@ -829,7 +832,20 @@ def demo(root):
     """
     from ttreport import demo as demo_module
 
-    demo_module.main(root=root, echo=click.echo)
+    try:
+        demo_module.main(root=root, echo=click.echo)
+    except KeyboardInterrupt:
+        interrupted(demo_module.report_path(root))
+
+
+def interrupted(path: Path | None):
+    """A Ctrl-C during a capture (demo, run): one line saying where the report of the ops so far is, instead of
+    click's bare "Aborted!"; exit 130, as a shell reports a command that SIGINT ended (128 + 2)."""
+    if path is not None and (Path(path) / "db.sqlite").exists():
+        click.echo(f"interrupted: {path} holds the ops recorded so far (`ttreport summary {path}`)", err=True)
+    else:
+        click.echo("interrupted before the capture started: no report was made", err=True)
+    sys.exit(130)
 
 
 @main.command("merge")

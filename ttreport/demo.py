@@ -220,7 +220,7 @@ def main(root: Path | None = None, echo=print) -> Path:
 
     # The last run's pictures stop matching once its report is replaced: they go first, so that a run stopped
     # midway (Ctrl-C: the report says "interrupted") never leaves them beside a report they do not show.
-    for stale in export_paths(_demo_root(root) / "demo"):
+    for stale in export_paths(report_path(root)):
         stale.unlink(missing_ok=True)
     path = capture_demo("demo", root=root)
     with Report(path) as report:
@@ -265,6 +265,11 @@ def cli_name() -> str:
 def export_paths(path: Path) -> tuple[Path, Path]:
     """The demo's trace and HTML page, beside its report folder `path`."""
     return path.with_name(path.name + ".trace.json"), path.with_name(path.name + ".html")
+
+
+def report_path(root: Path | None = None) -> Path:
+    """The folder `ttreport demo` captures into: <root>/demo."""
+    return _demo_root(root) / "demo"
 
 
 def _demo_root(root: Path | None) -> Path:
