@@ -34,7 +34,8 @@ import ttreport
 job = json.loads(sys.argv[1])
 torch.manual_seed(0)
 dev = ttnn.open_device(0)
-cfg = ttreport.Config(writer=job["writer"], tensors=job.get("tensors", "none"), buffer_pages=job.get("pages", False))
+cfg = ttreport.Config(writer=job["writer"], tensors=job.get("tensors", "none"), buffer_pages=job.get("pages", False),
+                      device_graphs=True)
 with ttreport.capture(pathlib.Path(job["report"]), config=cfg) as cap:
     if job.get("tell_pids"):
         print("pids", os.getpid(), cap._writer.pid, flush=True)

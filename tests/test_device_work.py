@@ -65,7 +65,7 @@ def test_a_program_config_sets_the_blocking(device):
 
 def test_a_linear_with_bias_is_one_matmul_program_with_a_bias_cb(device, tmp_path):
     x, w, bias = tt(device, (256, 256)), tt(device, (256, 256)), tt(device, (1, 256))
-    with ttreport.capture("linear", config=ttreport.Config(root=tmp_path)) as handle:
+    with ttreport.capture("linear", config=ttreport.Config(root=tmp_path, device_graphs=True)) as handle:
         ttnn.linear(x, w, bias=bias)
     with ttreport.open(handle.path) as r:
         rows = r.sql("SELECT o.name, g.captured_graph FROM captured_graph g JOIN operations o USING (operation_id)")
@@ -79,7 +79,7 @@ def test_a_linear_with_bias_is_one_matmul_program_with_a_bias_cb(device, tmp_pat
 
 def test_a_captured_matmul_shows_its_device_operation_cbs_and_addresses(device, tmp_path):
     a, b = tt(device, (256, 256)), tt(device, (256, 256))
-    with ttreport.capture("mm", config=ttreport.Config(root=tmp_path)) as handle:
+    with ttreport.capture("mm", config=ttreport.Config(root=tmp_path, device_graphs=True)) as handle:
         ttnn.matmul(a, b)
         ttnn.to_torch(a)  # a host op: no device program, no captured graph
     with ttreport.open(handle.path) as r:
@@ -154,7 +154,7 @@ def test_without_a_config_the_output_blocks_shrink_until_the_cbs_fit_below_l1_te
 
 def test_a_report_shows_the_cbs_and_the_tensor_that_clashed(small_l1, tmp_path):
     a, b = tt(small_l1, (256, 256)), tt(small_l1, (256, 256))
-    with ttreport.capture("clash", config=ttreport.Config(root=tmp_path)) as handle:
+    with ttreport.capture("clash", config=ttreport.Config(root=tmp_path, device_graphs=True)) as handle:
         held = ttnn.to_memory_config(tt(small_l1, (49_152, 32)), ttnn.L1_MEMORY_CONFIG)
         with pytest.raises(RuntimeError, match="clash with L1 buffers"):
             ttnn.matmul(a, b)
@@ -188,7 +188,7 @@ def test_a_softmax_over_the_last_dim_is_one_softmax_program_on_every_core(device
 
 def test_a_captured_softmax_shows_its_device_operation(device, tmp_path):
     x = tt(device, (1, 1, 64, 256))
-    with ttreport.capture("sm", config=ttreport.Config(root=tmp_path)) as handle:
+    with ttreport.capture("sm", config=ttreport.Config(root=tmp_path, device_graphs=True)) as handle:
         ttnn.softmax(x, dim=-1)
         ttnn.softmax(x, dim=2)  # not the last dim: a program device_sim does not model, so no graph
     with ttreport.open(handle.path) as r:
@@ -205,7 +205,7 @@ def test_element_wise_ops_are_unary_and_binary_ng_programs(device, tmp_path):
     u = device_work.unary_program(a, ttnn.bfloat16)
     assert (u.name, cbs(u), u.ranges) == ("UnaryDeviceOperation", [((0,), 2, TILE_BF16), ((2,), 2, TILE_BF16)],
                                           ((0, 0, 1, 7), (2, 0, 2, 3)))
-    with ttreport.capture("eltwise", config=ttreport.Config(root=tmp_path)) as handle:
+    with ttreport.capture("eltwise", config=ttreport.Config(root=tmp_path, device_graphs=True)) as handle:
         ttnn.add(a, b)
         ttnn.mul(a, 2.0, input_tensor_a_activations=[ttnn.UnaryWithParam(ttnn.UnaryOpType.RELU)])
         ttnn.exp(a)

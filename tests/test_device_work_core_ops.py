@@ -12,7 +12,7 @@ import ttreport
 
 def test_slice_permute_and_transpose_launch_their_device_operations(device, tmp_path):
     x = ttnn.from_torch(torch.randn(1, 12, 64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
-    with ttreport.capture("moves", config=ttreport.Config(root=tmp_path)) as handle:
+    with ttreport.capture("moves", config=ttreport.Config(root=tmp_path, device_graphs=True)) as handle:
         ttnn.slice(x, [0, 0, 32, 0], [1, 12, 64, 64])  # tile-aligned: the tile factory
         ttnn.slice(x, [0, 0, 3, 0], [1, 12, 64, 64])  # not tile-aligned: through ROW_MAJOR and back
         ttnn.permute(x, (0, 2, 1, 3))  # an HC transpose in TT-NN

@@ -132,7 +132,7 @@ def test_reductions_over_w_h_and_both(device):
 def test_every_op_of_a_small_model_launches_its_device_operations(device, tmp_path):
     x, w, b = tt(device, (1, 1, 64, 256)), tt(device, (256, 256)), tt(device, (1, 256))
     rm = tt(device, (1, 1, 64, 256), layout=ttnn.ROW_MAJOR)
-    with ttreport.capture("model", config=ttreport.Config(root=tmp_path)) as handle:
+    with ttreport.capture("model", config=ttreport.Config(root=tmp_path, device_graphs=True)) as handle:
         h = ttnn.layer_norm(x, weight=b, bias=b)
         h = ttnn.linear(h, w, bias=b)
         h = ttnn.gelu(h)
@@ -380,7 +380,7 @@ def test_the_explicit_sharding_ops_launch_the_sharding_programs(device, tmp_path
     x = tt(device, (1, 1, 64, 256))
     cfg = ttnn.create_sharded_memory_config((64, 32), core_grid=ttnn.CoreGrid(y=1, x=8),
                                             strategy=ttnn.ShardStrategy.WIDTH, use_height_and_width_as_shard_shape=True)
-    with ttreport.capture("shard", config=ttreport.Config(root=tmp_path)) as handle:
+    with ttreport.capture("shard", config=ttreport.Config(root=tmp_path, device_graphs=True)) as handle:
         s = ttnn.interleaved_to_sharded(x, cfg)
         ttnn.sharded_to_interleaved(s, ttnn.DRAM_MEMORY_CONFIG)
     with ttreport.open(handle.path) as r:

@@ -333,7 +333,7 @@ def test_each_chips_report_rows_carry_the_all_gathers_cbs_and_semaphores_under_i
     mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
     try:
         x = _mesh_input(mesh)  # [1, 1, 32, 128] a chip
-        with ttreport.capture(tmp_path / "ag") as handle:
+        with ttreport.capture(tmp_path / "ag", config=ttreport.Config(device_graphs=True)) as handle:
             ttnn.all_gather(x, dim=3)
     finally:
         ttnn.close_mesh_device(mesh)

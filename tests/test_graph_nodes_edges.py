@@ -1,4 +1,5 @@
-"""The nodes and edges of each op's captured graph (schema 0008), and older reports upgraded to them.
+"""The nodes and edges of each op's captured graph (schema 0008), each distinct graph once (0012), and older
+reports upgraded to them.
 
 edges are checked against TT-NN 0.81's rule in graph_report.py, written out here from the graph's JSON:
 one row per connection, (op, source counter, sink counter, connection index, 0, connection index). nodes
@@ -20,7 +21,9 @@ from click.testing import CliRunner
 import device_sim as ttnn
 import ttreport
 from ttreport import db
+from ttreport.capture import device_graph
 from ttreport.cli import main
+from ttreport.errors import ConfigError
 
 V0003 = Path(__file__).resolve().parent / "data" / "report_v0003" / "db.sqlite"
 
@@ -39,7 +42,7 @@ def graph_tables(path) -> tuple[list, list]:
 @pytest.fixture
 def report(tmp_path, device) -> Path:
     a = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
-    with ttreport.capture(tmp_path / "run") as cap:
+    with ttreport.capture(tmp_path / "run", config=ttreport.Config(device_graphs=True)) as cap:
         ttnn.matmul(a, a)
         ttnn.relu(a)
         ttnn.to_torch(a)  # runs no program: no graph, no nodes
@@ -69,6 +72,49 @@ def test_nodes_are_each_graphs_nodes_under_its_op(report):
         assert all(e[1] in counters and e[2] in counters for e in edges if e[0] == op)
     to_torch = rows(report, "SELECT operation_id FROM operations WHERE name = 'ttnn.to_torch'")[0][0]
     assert not [n for n in nodes if n[0] == to_torch]
+
+
+def per_op_graphs(path) -> list:
+    """Each op's graph text as ttreport keeps it: by id, each distinct text once."""
+    return rows(path, "SELECT o.operation_id, g.captured_graph FROM operation_graphs o JOIN distinct_graphs g "
+                      "USING (graph_id) ORDER BY o.operation_id")
+
+
+def test_a_default_report_keeps_each_distinct_graph_once_and_names_each_ops(report, tmp_path, device):
+    a = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    with ttreport.capture(tmp_path / "default") as cap:  # the same ops as the report fixture's, and 20 more relus
+        ttnn.matmul(a, a)
+        for _ in range(21):
+            ttnn.relu(a)
+        ttnn.to_torch(a)
+    full = rows(report, "SELECT operation_id, captured_graph FROM captured_graph ORDER BY operation_id")
+    assert per_op_graphs(report) == full  # device_graphs=True: the per-op rows and the distinct ones agree
+    lean = per_op_graphs(cap.db_path)
+    assert lean[:2] == full and {text for _, text in lean[2:]} == {full[1][1]}
+    distinct = rows(cap.db_path, "SELECT graph_id, captured_graph FROM distinct_graphs")
+    assert sorted(distinct) == sorted((device_graph.graph_id(text), text) for _, text in full)
+    # TT-NN's per-op tables stay empty, as TT-NN's own default report (enable_graph_report off) leaves them
+    assert rows(cap.db_path, "SELECT (SELECT COUNT(*) FROM captured_graph) + (SELECT COUNT(*) FROM nodes) + "
+                             "(SELECT COUNT(*) FROM edges)") == [(0,)]
+
+
+def test_upgrading_a_0011_report_gathers_its_graphs_once_each(report, tmp_path):
+    expected = per_op_graphs(report)
+    old = shutil.copy(report, tmp_path / "db.sqlite")
+    with sqlite3.connect(old) as con:  # a report from before 0012: per-op graphs only
+        con.executescript("DROP TABLE distinct_graphs; DROP TABLE operation_graphs; "
+                          "UPDATE alembic_version SET version_num = '0011'; "
+                          "UPDATE report_metadata SET value = '0011' WHERE key = 'schema_version';")
+    db.upgrade(old)
+    assert db.current_revision(old) == db.head_revision()
+    assert per_op_graphs(old) == expected and len(expected) == 2
+    assert rows(old, "SELECT COUNT(*) FROM distinct_graphs") == [(2,)]
+
+
+@pytest.mark.parametrize("value", ["tables", 1, None])
+def test_device_graphs_takes_distinct_true_or_false_only(value):
+    with pytest.raises(ConfigError, match=r"device_graphs=.* is not allowed; use 'distinct' \| true \| false"):
+        ttreport.Config(device_graphs=value)
 
 
 def test_upgrading_a_0007_report_fills_nodes_and_edges_from_its_graphs(report, tmp_path):

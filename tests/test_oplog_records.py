@@ -39,7 +39,7 @@ def _add_loop(a, b, n):
 def test_a_loop_of_the_same_op_defines_its_stack_program_and_objects_once(tmp_path, device):
     a = ttnn.from_torch(torch.randn(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     b = ttnn.from_torch(torch.randn(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
-    with ttreport.capture(tmp_path / "r", config=ttreport.Config(writer="process")):
+    with ttreport.capture(tmp_path / "r", config=ttreport.Config(writer="process", device_graphs=True)):
         _add_loop(a, b, 50)
         ttnn.add(a, b)  # the op whose write carries the 50th add's free
         records = _raw_records(tmp_path / "r" / OPLOG_DIR)
@@ -86,7 +86,7 @@ def test_ops_from_several_threads_find_their_definitions_in_the_log(tmp_path, de
         for _ in range(300):
             ttnn.mul(a, b)
 
-    with ttreport.capture(tmp_path / "r", config=ttreport.Config(writer="process")):
+    with ttreport.capture(tmp_path / "r", config=ttreport.Config(writer="process", device_graphs=True)):
         threads = [threading.Thread(target=f) for f in (one, two, one, two)]
         for t in threads:
             t.start()
@@ -123,7 +123,7 @@ def test_a_log_written_before_program_definitions_still_reads(tmp_path):
 
 def test_the_log_hands_the_writer_the_thread_writers_forms(tmp_path, device):
     a = ttnn.from_torch(torch.randn(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
-    with ttreport.capture(tmp_path / "r", config=ttreport.Config(writer="process")):
+    with ttreport.capture(tmp_path / "r", config=ttreport.Config(writer="process", device_graphs=True)):
         ttnn.relu(a)
         records, _ = LogTail(tmp_path / "r" / OPLOG_DIR).read(1000)
     op = next(r for r in records if r[0] == OP)

@@ -52,7 +52,7 @@ def _cores(text: str) -> list[tuple[int, int]]:
 def report(tmp_path, device):
     a = ttnn.from_torch(torch.randn(256, 256), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     bias = ttnn.from_torch(torch.randn(1, 256), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
-    with ttreport.capture(tmp_path / "run", config=ttreport.Config()) as handle:
+    with ttreport.capture(tmp_path / "run", config=ttreport.Config(device_graphs=True)) as handle:
         ttnn.matmul(a, a)  # DRAM output: the peak is the CBs alone
         ttnn.linear(a, a, bias=bias, memory_config=ttnn.L1_MEMORY_CONFIG)  # an L1 output adds its share per core
         ttnn.relu(a)  # UnaryDeviceOperation: two tiles in, two out
@@ -87,7 +87,7 @@ def test_a_clash_shows_the_error_and_the_cbs_that_clashed(visualizer, tmp_path):
     dev = ttnn.open_device(0, l1_size=98_304 + 65_536)
     try:
         a = ttnn.from_torch(torch.randn(256, 256), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
-        with ttreport.capture(tmp_path / "clash", config=ttreport.Config()) as handle:
+        with ttreport.capture(tmp_path / "clash", config=ttreport.Config(device_graphs=True)) as handle:
             held = ttnn.from_torch(torch.randn(49_152, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev,
                                    memory_config=ttnn.L1_MEMORY_CONFIG)
             with pytest.raises(RuntimeError, match="clash with L1 buffers"):

@@ -22,7 +22,7 @@ def report(tmp_path, device):
     rm = ttnn.from_torch(torch.randn(1, 1, 64, 256), dtype=ttnn.bfloat16, device=device)
     image = ttnn.from_torch(torch.randn(1, 16, 16, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     w = ttnn.from_torch(torch.randn(64, 32, 3, 3), dtype=ttnn.bfloat16)
-    with ttreport.capture(tmp_path / "run", config=ttreport.Config()) as handle:
+    with ttreport.capture(tmp_path / "run", config=ttreport.Config(device_graphs=True)) as handle:
         ttnn.layer_norm(x, memory_config=ttnn.L1_MEMORY_CONFIG)  # its output's L1 share adds to the CBs
         ttnn.conv2d(input_tensor=image, weight_tensor=w, device=device, in_channels=32, out_channels=64,
                     batch_size=1, input_height=16, input_width=16, kernel_size=(3, 3), padding=(1, 1))
@@ -64,7 +64,7 @@ def test_peak_l1_per_core_of_a_layer_norm_and_a_conv2d(visualizer, report):
 def test_the_device_ops_of_a_sharded_bert_encoder_layer_show_their_device_operations(
         visualizer, tmp_path, device, layer):  # noqa: F811  (the imported fixture)
     _, p, x, mask = layer
-    with ttreport.capture(tmp_path / "bert", config=ttreport.Config()) as handle:
+    with ttreport.capture(tmp_path / "bert", config=ttreport.Config(device_graphs=True)) as handle:
         run_layer(device, p, x, mask)
     instance = visualizer.open(handle.path)
     shown = [(o["name"], device_op_names(visualizer.get(f"/api/operations/{o['id']}", instance)["device_operations"]))

@@ -22,7 +22,7 @@ def report(tmp_path, device):
 
     a, b, c = tt((64, 64)), tt((64, 64)), tt((64, 64))
     rm = tt((1, 1, 4, 36), ttnn.ROW_MAJOR)
-    with ttreport.capture(tmp_path / "run", config=ttreport.Config()) as handle:
+    with ttreport.capture(tmp_path / "run", config=ttreport.Config(device_graphs=True)) as handle:
         ttnn.where(a, b, c)
         ttnn.pad(rm, [(0, 0), (0, 4)], 0.0)
         ttnn.slice(a, [0, 3], [64, 64])  # not tile-aligned: through ROW_MAJOR and back

@@ -48,7 +48,8 @@ def graph_tables(path) -> list:
 def run(path, **config) -> Path:
     device = ttnn.open_device(0)  # a fresh device: the same addresses in every run
     try:
-        with ttreport.capture(path, config=ttreport.Config(perf_files=False, **config)) as cap:
+        config = ttreport.Config(perf_files=False, **{"device_graphs": True, **config})
+        with ttreport.capture(path, config=config) as cap:
             model(device)
     finally:
         ttnn.close_device(device)

@@ -47,6 +47,7 @@ MAX_FLUSH_INTERVAL_S = 3600
 TENSOR_MODES = ("none", "outputs", "all")
 COMPARISON_MODES = ("off", "local", "global", "both")
 WRITER_MODES = ("thread", "process")
+DEVICE_GRAPH_MODES = ("distinct", True, False)
 
 
 @dataclass(kw_only=True)
@@ -74,9 +75,13 @@ class Config:
         buffers: record buffer allocations and frees (default True): one queue put per event.
         buffer_pages: record every page of every live L1 buffer after each op (default False):
             large and slow (rows per page per op); for memory debugging only.
-        device_graphs: record each op's device operations and circular buffers in `captured_graph`
-            (default True; needs buffers), which ttnn-visualizer shows with the op's peak L1 per
-            core: about 1.4 KB of report per element-wise op, nothing extra on the model's thread.
+        device_graphs: record each op's device operations and circular buffers as TT-NN's captured
+            graph (needs buffers). "distinct" (default): each distinct graph once (`distinct_graphs`)
+            and each op's by id (`operation_graphs`), ~10 B an op, as TT-NN's default report
+            (enable_graph_report off) leaves its per-op graph tables empty. True: TT-NN's per-op
+            `captured_graph`, `nodes` and `edges` too, which ttnn-visualizer shows with the op's peak
+            L1 per core (TT-NN's enable_graph_report; ~2.8 KB of report per element-wise op). False:
+            none. Nothing extra on the model's thread either way.
         perf_files: write TT-NN's performance report files (ops_perf_results.csv, profile_log_device.csv:
             ttnn-visualizer's Performance tab) into the report folder at close (default True): read back
             from the db after the model's last op, about 40 ms per 1,000 ops at close, nothing per op.
@@ -129,8 +134,9 @@ class Config:
     buffers: bool = True
     # Record every page of every live buffer after each op: large, slow; for memory debugging.
     buffer_pages: bool = False
-    # Each op's device operations and CBs as TT-NN's captured graph (ttreport.capture.device_graph): ~1.4 KB per op.
-    device_graphs: bool = True
+    # Each op's device operations and CBs as TT-NN's captured graph (ttreport.capture.device_graph): "distinct"
+    # stores each distinct graph once (~10 B an op); True adds TT-NN's per-op tables the visualizer reads (~2.8 KB).
+    device_graphs: bool | str = "distinct"
     # TT-NN's ops_perf_results.csv and profile_log_device.csv, written from the db at close (not per op):
     # about 40 ms per 1,000 ops (bench/README.md, `python -m bench --only exports`), so on by default.
     perf_files: bool = True
@@ -171,7 +177,9 @@ class Config:
         _choice("tensors", self.tensors, TENSOR_MODES)
         _choice("comparison", self.comparison, COMPARISON_MODES)
         _choice("writer", self.writer, WRITER_MODES)
-        for name in ("detach_saved_tensors", "stack_traces", "buffers", "buffer_pages", "device_graphs",
+        if self.device_graphs not in DEVICE_GRAPH_MODES or type(self.device_graphs) not in (bool, str):  # 1 == True
+            _fail("device_graphs", self.device_graphs, "'distinct' | true | false")
+        for name in ("detach_saved_tensors", "stack_traces", "buffers", "buffer_pages",
                      "perf_files", "raise_on_mismatch", "overwrite", "gc_freeze"):
             if not isinstance(getattr(self, name), bool):
                 _fail(name, getattr(self, name), "true or false")

@@ -235,7 +235,20 @@ tensor_lifetime = Table(
     Column("last_use_source_file", Text), Column("last_use_source_line", Integer),
 )
 
-# TT-NN's record of an op's device work (its captured graph, and that graph's nodes and edges).
+# Each distinct captured graph once, keyed by its text's hash (device_graph.graph_id: the same graph has the same
+# id in every report), and the graph of each op that launched device programs. A model repeats a few graphs: an
+# add's 1,398-byte text stored per op was half of a report's bytes (bench/README.md, issue 33).
+distinct_graphs = Table(
+    "distinct_graphs", metadata,
+    _id("graph_id", primary_key=True, autoincrement=False), Column("captured_graph", Text),
+)
+operation_graphs = Table(
+    "operation_graphs", metadata,
+    _id("operation_id", primary_key=True, autoincrement=False), _id("graph_id"),
+)
+
+# TT-NN's record of an op's device work (its captured graph, and that graph's nodes and edges), filled only with
+# Config(device_graphs=True), as TT-NN's enable_graph_report: ttnn-visualizer reads captured_graph by op.
 # captured_graph holds one row per op that launched device programs (device_sim.device_work; capture/device_graph.py
 # builds the JSON); nodes and edges hold that graph's nodes and connections (device_graph.graph_rows).
 captured_graph = Table(

@@ -246,6 +246,20 @@ TABLES = [
         ')'
     ),
     (
+        'CREATE TABLE IF NOT EXISTS distinct_graphs (\n'
+        '\tgraph_id INTEGER NOT NULL, \n'
+        '\tcaptured_graph TEXT, \n'
+        '\tPRIMARY KEY (graph_id)\n'
+        ')'
+    ),
+    (
+        'CREATE TABLE IF NOT EXISTS operation_graphs (\n'
+        '\toperation_id INTEGER NOT NULL, \n'
+        '\tgraph_id INTEGER, \n'
+        '\tPRIMARY KEY (operation_id)\n'
+        ')'
+    ),
+    (
         'CREATE TABLE IF NOT EXISTS captured_graph (\n'
         '\toperation_id INTEGER, \n'
         '\tcaptured_graph TEXT, \n'

@@ -28,6 +28,8 @@ def config_for(ttnn_config) -> Config:
         comparison="local" if ttnn_config.enable_comparison_mode else "off",
         comparison_pcc=ttnn_config.comparison_mode_pcc,
         raise_on_mismatch=ttnn_config.comparison_mode_should_raise_exception,
+        # TT-NN's graph report writes each op's captured graph, nodes and edges (else each distinct graph once).
+        device_graphs=True if ttnn_config.enable_graph_report else "distinct",
     )
 
 

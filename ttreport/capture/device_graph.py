@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from device_sim.device_work import cores_text
@@ -64,6 +65,12 @@ def captured_graph(op_name: str, programs: list, l1_allocs=()) -> str:
             _texts.clear()
         text = _texts[key] = _build(op_name, programs, l1_allocs)
     return text
+
+
+def graph_id(text: str) -> int:
+    """A captured graph's id in distinct_graphs: its text's BLAKE2b-64 as a signed integer (SQLite's INTEGER), so
+    the same graph has the same id in every report (migration 0012 gives old reports' graphs the same)."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little", signed=True)
 
 
 def graph_rows(text: str) -> tuple[list, list]:

@@ -99,6 +99,9 @@ _SPREAD = [
     "key) SELECT s.operation_id, e.source, e.sink, e.i, 0, e.i FROM op_staging s CROSS JOIN temp.graph_edges e "
     "ON e.graph_id = s.g_id WHERE s.g_id IS NOT NULL ORDER BY s.rowid, e.source, e.i",
 ]
+# Each op's graph by id: ~10 B an op where its text per op was 1.4-2 KB (distinct_graphs holds each text once).
+_OPERATION_GRAPHS = ("INSERT INTO main.operation_graphs (operation_id, graph_id) SELECT operation_id, g_id "
+                     "FROM op_staging WHERE g_id IS NOT NULL ORDER BY rowid")
 _FREES = ("UPDATE main.buffer_lifetimes SET freed_seq = s.f_seq FROM op_staging s "
           "WHERE s.f_buffer_id IS NOT NULL AND buffer_lifetimes.buffer_id = s.f_buffer_id")
 
@@ -297,9 +300,11 @@ class Writer(threading.Thread):
         self._programs: dict[int, list] = {}  # op id -> the device programs it launched, until its row comes
         self._l1_allocs: dict[int, list] = {}  # op id -> the L1 buffers it allocated, until its row comes
         self._l1_owner: dict[int, int] = {}  # buffer id -> the op id whose _l1_allocs holds it
-        self._graphs = config.device_graphs  # captured_graph rows wanted (their L1 buffers are gathered for them)
-        self._graph_ids: dict[str, int] = {}  # a captured graph's text -> its graph_id in temp.graph_texts
-        self._graph_numbers = itertools.count(1)
+        self._graphs = config.device_graphs  # graphs wanted (their L1 buffers are gathered for them)
+        # TT-NN's per-op captured_graph, nodes and edges wanted too (device_graphs=True, not "distinct"): _SPREAD
+        # copies them from the temp tables, which hold the graphs only then.
+        self._per_op_graphs = config.device_graphs is True
+        self._graph_ids: dict[str, int] = {}  # a captured graph's text -> its graph_id (device_graph.graph_id)
         self.error: BaseException | None = None  # the first failure, reported at close
         self.busy = threading.Lock()  # held while this thread is inside SQLite (see run)
         self.records_lost = 0
@@ -451,7 +456,9 @@ class Writer(threading.Thread):
                             tuple(facts.values()))
             if rows["tensor_specs"]:
                 con.executemany(_INSERT["tensor_specs"], rows["tensor_specs"])
-            if rows["graphs"]:
+            if rows["graphs"]:  # again after MAX_GRAPHS forgot them: the same id, already there
+                con.executemany("INSERT OR IGNORE INTO main.distinct_graphs VALUES (?, ?)", rows["graphs"])
+            if rows["graphs"] and self._per_op_graphs:
                 con.executemany("INSERT INTO temp.graph_texts VALUES (?, ?)", rows["graphs"])
                 con.executemany("INSERT INTO temp.graph_nodes VALUES (?, ?, ?, ?)", rows["graph_nodes"])
                 con.executemany("INSERT INTO temp.graph_edges VALUES (?, ?, ?, ?)", rows["graph_edges"])
@@ -459,6 +466,7 @@ class Writer(threading.Thread):
                 con.executemany(f"INSERT INTO op_staging VALUES ({', '.join('?' * _STAGING_WIDTH)})", staging)
                 for spread in _SPREAD:
                     con.execute(spread)
+                con.execute(_OPERATION_GRAPHS)
             for name, sql in _INSERT.items():  # in order: every insert before the updates that follow it
                 if name == "frees" and staging:
                     con.execute(_FREES)
@@ -543,11 +551,12 @@ class Writer(threading.Thread):
         text = device_graph.captured_graph(rec[1], programs, l1)
         graph_id = self._graph_ids.get(text)
         if graph_id is None:
-            graph_id = self._graph_ids[text] = next(self._graph_numbers)
+            graph_id = self._graph_ids[text] = device_graph.graph_id(text)
             rows["graphs"].append((graph_id, text))
-            nodes, edges = device_graph.graph_rows(text)
-            rows["graph_nodes"].extend((graph_id, *n) for n in nodes)
-            rows["graph_edges"].extend((graph_id, source, sink, i) for source, sink, i, _, _ in edges)
+            if self._per_op_graphs:
+                nodes, edges = device_graph.graph_rows(text)
+                rows["graph_nodes"].extend((graph_id, *n) for n in nodes)
+                rows["graph_edges"].extend((graph_id, source, sink, i) for source, sink, i, _, _ in edges)
         return graph_id
 
     def _drop_l1_alloc(self, buffer_id: int) -> None:

@@ -190,7 +190,8 @@ def _copy(con: sqlite3.Connection, offsets: dict, rank: int | None = None) -> No
         where = ""
         if table.name == "source_files":
             where = " WHERE t.path NOT IN (SELECT path FROM main.source_files)"
-        verb = "INSERT OR IGNORE" if table.name == "devices" else "INSERT"  # see the module docstring
+        # see the module docstring; a graph's id is its text's hash: the same graph on two ranks is one row
+        verb = "INSERT OR IGNORE" if table.name in ("devices", "distinct_graphs") else "INSERT"
         con.execute(f"{verb} INTO main.{table.name} ({', '.join(cols)}) "
                     f"SELECT {', '.join(exprs)} FROM src.{table.name} t{where}")
 
