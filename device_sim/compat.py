@@ -48,6 +48,25 @@ class _TtnnFinder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_loader(fullname, _AliasLoader(real))
 
 
+class _NoTtnnFinder(importlib.abc.MetaPathFinder):
+    """Last on sys.meta_path: reached only when no real ttnn is installed and install_as_ttnn() was not called, it
+    turns Python's bare "No module named 'ttnn'" into one that names both ways to have device_sim as ttnn (a
+    doc snippet that said `import ttnn` under plain python failed with no hint: issue 34)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "ttnn":
+            return None
+        raise ModuleNotFoundError(
+            "No module named 'ttnn': device_sim answers to that name after device_sim.install_as_ttnn(), or in a "
+            "script run by `ttreport run script.py`; `import device_sim as ttnn` names no module ttnn (import "
+            "its submodules as device_sim.tracer and so on)", name="ttnn")
+
+
+# Appended when device_sim is imported, after the path finders, so a real ttnn installed is still found first.
+if not any(isinstance(f, _NoTtnnFinder) for f in sys.meta_path):
+    sys.meta_path.append(_NoTtnnFinder())
+
+
 def _device_sim_module(name: str) -> str | None:
     """The real module name behind `name`: a device_sim module, or a module that device_sim
     exports as an attribute (such as a namespace kept in device_sim.ops)."""

@@ -47,9 +47,10 @@ def test_a_tt_nn_script_runs_unchanged(tmp_path):
     assert result.stdout.strip() == "ok (1, 32, 128) (True, 'argument')"
 
 
-def test_without_install_there_is_no_ttnn(tmp_path):
-    result = run(tmp_path, "import device_sim\nimport ttnn\n")
-    assert result.returncode != 0 and "No module named 'ttnn'" in result.stderr
+def test_without_install_there_is_no_ttnn_and_the_error_says_how_to_have_it(tmp_path):
+    result = run(tmp_path, "import device_sim as ttnn\nfrom ttnn.tracer import trace\n")
+    assert result.returncode != 0 and "ModuleNotFoundError: No module named 'ttnn'" in result.stderr
+    assert "device_sim.install_as_ttnn()" in result.stderr and "ttreport run" in result.stderr
 
 
 def test_install_is_idempotent_and_touches_only_ttnn_names(tmp_path):
