@@ -9,12 +9,13 @@ The public names (__all__) are every function, class and constant imported or se
 in _NAMESPACES; each name is written once. The ops come from device_sim.ops, which reads them from the op
 registry. tests/test_exports.py holds every op reachable by its TT-NN name and no public name lost.
 """
+# ruff: noqa: F401  (every name imported here is public: __all__ below is read from them)
 
 from types import ModuleType as _ModuleType
 
 # TT-NN's namespaces (ttnn.core, ttnn.operations.moreh.norm, ttnn.tracer, ...), and ttnn._ttnn, its compiled module's
 # name for its submodules (ttnn._ttnn.reports.get_buffer_pages, ttnn._ttnn.multi_device.SystemMeshDescriptor).
-from device_sim import (  # noqa: F401
+from device_sim import (
     _ttnn,
     cluster,
     core,
