@@ -1,9 +1,17 @@
-"""The examples in docstrings run: each module of ttreport and device_sim that holds a `>>>` example.
+"""The examples in docstrings run: each module of ttreport and device_sim that holds a `>>>` example, and each
+registered op's own example (issue 32), family by family.
 
     .venv/bin/python -m pytest tests/test_doctests.py -q
 
 A test of its own rather than pytest's --doctest-modules over the packages: that would import every module,
 the optional ones too (ttreport.store needs psycopg), and run outside tests/conftest.py's fixtures.
+
+An op's example is written as a reader types it after three lines that every op's example takes as given, so
+that 288 examples stay a line or three each and share one device per family:
+
+    >>> import torch
+    >>> import device_sim as ttnn
+    >>> device = ttnn.open_device(device_id=0)
 """
 
 import doctest
@@ -11,6 +19,10 @@ import importlib
 from pathlib import Path
 
 import pytest
+import torch
+
+import device_sim as ttnn
+from device_sim import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ttreport", "device_sim")
@@ -41,8 +53,37 @@ def test_the_packages_hold_examples():
     assert len(modules_with_examples()) >= 40  # 47 when this test was written
 
 
+def op_docstrings() -> set[str]:
+    return {op.function.__doc__ for op in registry.registered_ops() if op.function.__doc__}
+
+
 @pytest.mark.parametrize("name", modules_with_examples())
 def test_each_modules_examples_run(name):
     tests = [t for t in doctest.DocTestFinder().find(importlib.import_module(name)) if t.examples]
     assert tests, f"{name} has a '>>>' that is no docstring example"
-    assert run_examples(tests) == ""
+    ops = op_docstrings()  # run below, with the namespace they take as given
+    assert run_examples([t for t in tests if t.docstring not in ops]) == ""
+
+
+def op_families() -> dict[str, list[registry.Op]]:
+    """The registered ops with an example, by the device_sim/ops module that registers them."""
+    families: dict[str, list[registry.Op]] = {}
+    for op in registry.registered_ops():
+        if ">>>" in (op.function.__doc__ or ""):
+            families.setdefault(op.category, []).append(op)
+    return families
+
+
+@pytest.mark.parametrize("family", sorted(op_families()))
+def test_each_ops_example_runs(family):
+    device = ttnn.open_device(device_id=0)
+    try:
+        parser, tests = doctest.DocTestParser(), []
+        for op in op_families()[family]:
+            namespace = {"torch": torch, "ttnn": ttnn, "device": device}  # each op's example starts afresh
+            source = Path(op.function.__code__.co_filename)
+            tests.append(parser.get_doctest(op.function.__doc__, namespace, op.name, str(source),
+                                            op.function.__code__.co_firstlineno))
+        assert run_examples(tests) == ""
+    finally:
+        ttnn.close_device(device)
