@@ -5,8 +5,8 @@
  * seen tensors, stacks and configs, its thread-local op stack, the log's pending list, lock and segment), so
  * the C path and the Python one share one state and may take turns op by op. Three callables:
  *
- *   hook.begin(op, args, kwargs) -> token   Recorder.begin's token, the same 15-tuple
- *   hook.end(token, output, exc)            Recorder.end: the OP record, appended to the log (LogSink.append)
+ *   hook.begin(op, args, kwargs) -> token   Recorder.begin's token (records.Token)
+ *   hook.end(token, output, exc)            Recorder.end: the OP record (records.Op), appended to the log
  *   hook.on_buffer(event, buf)              Recorder._buffer_listener: "alloc", "free", a known "program"
  *
  * Each does the common case itself (tensors and plain values as arguments, one new device tensor out, no
@@ -32,11 +32,8 @@
 #define PyFloat_Pack8(x, p, le) _PyFloat_Pack8((x), (unsigned char *)(p), (le))
 #endif
 
-/* recorder.py's tags */
-#define TAG_OP 0
-#define TAG_ALLOC 1
-#define TAG_FREE 2
-#define TAG_PROGRAM 10
+/* The records' tags and field positions (TAG_OP, OP_SPECS, TOKEN_DEPTH, ...), rendered from records.py */
+#include "_records.h"
 
 static PyObject *S_deferred_signal, *S_golden, *S_boundary, *S_stack, *S_thread, *S_shape, *S_device_id, *S_name,
     *S_bytes_per_bank_used, *S_num_banks, *S_off, *S_room, *S_mm, *S_write, *S_check_at, *S_pace, *S_behind,
@@ -279,6 +276,20 @@ static int encode(Out *o, PyObject *v, int depth) {
     return ENC_UNSUPPORTED;
 }
 
+/* A tuple of `n` items given by position (a record's fields set by their _records.h positions), new references
+ * taken; a field left NULL is one that records.py declares and this file does not fill: an error, not a crash. */
+static PyObject *pack(PyObject *const *items, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (items[i] == NULL) {
+            PyErr_Format(PyExc_SystemError, "_hook.c fills no field %zd of a record of records.py", i);
+            return NULL;
+        }
+    PyObject *t = PyTuple_New(n);
+    if (t == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(t, i, Py_NewRef(items[i]));
+    return t;
+}
+
 /* A record given as its fields, without the tuple: those in `as_tuple` (a bit per field) are lists that the
  * record holds as tuples. */
 typedef struct {
@@ -474,8 +485,11 @@ static PyObject *Hook_begin(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
     }
     start_o = PyLong_FromLongLong(start);
     if (start_o == NULL) goto done;
-    token = PyTuple_Pack(15, op, op_id, start_o, parent, depth, thread, ref, args_q, kwargs_q, inputs, specs, files,
-                         Py_None, op_args, kwargs);
+    PyObject *items[TOKEN_WIDTH] = {[TOKEN_OP] = op, [TOKEN_OPERATION_ID] = op_id, [TOKEN_START_NS] = start_o,
+        [TOKEN_PARENT_OPERATION_ID] = parent, [TOKEN_DEPTH] = depth, [TOKEN_THREAD] = thread, [TOKEN_STACK] = ref,
+        [TOKEN_ARGS] = args_q, [TOKEN_KWARGS] = kwargs_q, [TOKEN_INPUTS] = inputs, [TOKEN_SPECS] = specs,
+        [TOKEN_FILES] = files, [TOKEN_GOLDEN_ARGS] = Py_None, [TOKEN_OP_ARGS] = op_args, [TOKEN_OP_KWARGS] = kwargs};
+    token = pack(items, TOKEN_WIDTH);
 done:
     if (token == NULL && op_id != NULL && PyList_GET_SIZE(stack) && PyList_GET_ITEM(stack, PyList_GET_SIZE(stack) - 1)
         == op_id) {
@@ -553,8 +567,11 @@ static PyObject *output_spec(Hook *h, PyObject *t, PyObject *tid, PyObject *prod
     size = bt ? PyNumber_Multiply(PyTuple_GET_ITEM(buf, 6), PyTuple_GET_ITEM(buf, 7)) : NULL; /* pages */
     if (size == NULL) goto done;
     if (PyDict_SetItem(h->seen, tid, Py_None) < 0) goto done;
-    out = PyTuple_Pack(11, tid, shape, dtype, layout, cfg_id, source, device_id, PyTuple_GET_ITEM(buf, 4), bt, size,
-                       producer);
+    PyObject *items[SPEC_WIDTH] = {[SPEC_TENSOR_ID] = tid, [SPEC_SHAPE] = shape, [SPEC_DTYPE] = dtype,
+        [SPEC_LAYOUT] = layout, [SPEC_CONFIG_ID] = cfg_id, [SPEC_MEMORY_CONFIG_SOURCE] = source,
+        [SPEC_DEVICE_ID] = device_id, [SPEC_ADDRESS] = PyTuple_GET_ITEM(buf, 4), [SPEC_BUFFER_TYPE] = bt,
+        [SPEC_SIZE] = size, [SPEC_PRODUCER_OPERATION_ID] = producer};
+    out = pack(items, SPEC_WIDTH);
 done:
     Py_DECREF(device);
     Py_DECREF(cfg);
@@ -820,8 +837,11 @@ static int store_values(Hook *h, PyObject *t, PyObject *tid, PyObject *value, Py
     if (data == NULL) goto done;
     PyObject *empty = PyTuple_New(0);
     if (empty == NULL) goto done;
-    /* (VALUES, tensor_id, path, dtype text, shape, bytes, extra, device): log_tensors.py's record of a .pt */
-    rec = PyTuple_Pack(8, h->values_tag, tid, path, text, shape, data, empty, Py_None);
+    /* records.Values: log_tensors.py's record of a .pt */
+    PyObject *items[VALUES_WIDTH] = {h->values_tag, [VALUES_TENSOR_ID] = tid, [VALUES_PATH] = path,
+        [VALUES_DTYPE] = text, [VALUES_SHAPE] = shape, [VALUES_DATA] = data, [VALUES_EXTRA] = empty,
+        [VALUES_DEVICE] = Py_None};
+    rec = pack(items, VALUES_WIDTH);
     Py_DECREF(empty);
     if (rec == NULL || PyList_Append(h->pending, rec) < 0) goto done;
     pair = PyTuple_Pack(2, tid, path);
@@ -884,12 +904,14 @@ static PyObject *Hook_end(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
     }
     PyObject *token = args[0], *output = args[1], *exc = args[2];
     if (exc != Py_None || Py_TYPE(output) != (PyTypeObject *)h->tensor_type || !PyTuple_CheckExact(token) ||
-        PyTuple_GET_SIZE(token) != 15 || PyTuple_GET_ITEM(token, 12) != Py_None ||
-        !PyList_CheckExact(PyTuple_GET_ITEM(token, 9)) || !PyList_CheckExact(PyTuple_GET_ITEM(token, 10)) ||
-        !PyList_CheckExact(PyTuple_GET_ITEM(token, 11)) || PyList_GET_SIZE(PyTuple_GET_ITEM(token, 11)) != 0)
+        PyTuple_GET_SIZE(token) != TOKEN_WIDTH || PyTuple_GET_ITEM(token, TOKEN_GOLDEN_ARGS) != Py_None ||
+        !PyList_CheckExact(PyTuple_GET_ITEM(token, TOKEN_INPUTS)) ||
+        !PyList_CheckExact(PyTuple_GET_ITEM(token, TOKEN_SPECS)) ||
+        !PyList_CheckExact(PyTuple_GET_ITEM(token, TOKEN_FILES)) ||
+        PyList_GET_SIZE(PyTuple_GET_ITEM(token, TOKEN_FILES)) != 0)
         return end_py(h, args);
     if (h->store_outputs && h->stored == NULL) return end_py(h, args);
-    PyObject *op = PyTuple_GET_ITEM(token, 0), *op_id = PyTuple_GET_ITEM(token, 1);
+    PyObject *op = PyTuple_GET_ITEM(token, TOKEN_OP), *op_id = PyTuple_GET_ITEM(token, TOKEN_OPERATION_ID);
     int est = estimating(h, op);
     if (est < 0) return NULL;
     if (est) return end_py(h, args);
@@ -916,7 +938,7 @@ static PyObject *Hook_end(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
         goto done;
     }
     Py_INCREF(tid);
-    specs = PyTuple_GET_ITEM(token, 10); /* borrowed: begin's list of the arguments' specs */
+    specs = PyTuple_GET_ITEM(token, TOKEN_SPECS); /* borrowed: begin's list of the arguments' specs */
     int hit = PyDict_Contains(h->seen, tid);
     if (hit < 0) goto done;
     if (!hit) {
@@ -937,19 +959,28 @@ static PyObject *Hook_end(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
     if (bytes_used(h, &l1, &dram) < 0) goto done;
     name = PyObject_GetAttr(op, S_name);
     if (name == NULL) goto done;
-    start = PyLong_FromLongLong(PyLong_AsLongLong(PyTuple_GET_ITEM(token, 2)) - h->t0);
+    start = PyLong_FromLongLong(PyLong_AsLongLong(PyTuple_GET_ITEM(token, TOKEN_START_NS)) - h->t0);
     stop = start ? PyLong_FromLongLong(end - h->t0) : NULL;
     outputs = stop ? PyTuple_Pack(1, tid) : NULL;
     seq = outputs ? PyIter_Next(h->seq) : NULL;
     if (seq == NULL) goto done;
     PyObject *tag = PyLong_FromLong(TAG_OP); /* a small int: never fails */
     /* Recorder.end's OP record, written field by field (no tuple): begin's lists of inputs and specs as tuples */
-    PyObject *fields[19] = {tag, name, op_id, start, stop, PyTuple_GET_ITEM(token, 3), PyTuple_GET_ITEM(token, 4),
-                            PyTuple_GET_ITEM(token, 5), PyTuple_GET_ITEM(token, 6), PyTuple_GET_ITEM(token, 7),
-                            PyTuple_GET_ITEM(token, 8), PyTuple_GET_ITEM(token, 9), outputs, specs,
-                            files ? files : Py_None, seq, l1, dram, Py_None};
-    Fields record = {fields, 19, 1u << 11 | 1u << 13};
-    int err = append_op(h, &record);
+    PyObject *fields[OP_WIDTH] = {tag, [OP_NAME] = name, [OP_OPERATION_ID] = op_id, [OP_START_NS] = start,
+        [OP_END_NS] = stop, [OP_PARENT_OPERATION_ID] = PyTuple_GET_ITEM(token, TOKEN_PARENT_OPERATION_ID),
+        [OP_DEPTH] = PyTuple_GET_ITEM(token, TOKEN_DEPTH), [OP_THREAD] = PyTuple_GET_ITEM(token, TOKEN_THREAD),
+        [OP_STACK] = PyTuple_GET_ITEM(token, TOKEN_STACK), [OP_ARGS] = PyTuple_GET_ITEM(token, TOKEN_ARGS),
+        [OP_KWARGS] = PyTuple_GET_ITEM(token, TOKEN_KWARGS), [OP_INPUTS] = PyTuple_GET_ITEM(token, TOKEN_INPUTS),
+        [OP_OUTPUTS] = outputs, [OP_SPECS] = specs, [OP_FILES] = files ? files : Py_None, [OP_END_SEQ] = seq,
+        [OP_L1_BYTES] = l1, [OP_DRAM_BYTES] = dram, [OP_ERROR] = Py_None};
+    Fields record = {fields, OP_WIDTH, 1u << OP_INPUTS | 1u << OP_SPECS};
+    int err = 0;
+    for (int i = 0; i < OP_WIDTH; i++)
+        if (fields[i] == NULL) { /* a field of records.Op that this file does not fill */
+            PyErr_Format(PyExc_SystemError, "_hook.c fills no field %d of records.Op", i);
+            err = -1;
+        }
+    if (!err) err = append_op(h, &record);
     Py_DECREF(tag);
     if (err < 0) goto done;
     result = Py_NewRef(Py_None);
@@ -1002,8 +1033,12 @@ static PyObject *on_program(Hook *h, PyObject *p, PyObject *const *args) {
     PyObject *op_id = current_op(h);
     if (op_id == NULL) return NULL;
     PyObject *tag = PyLong_FromLong(TAG_PROGRAM);
-    PyObject *rec = tag ? PyTuple_Pack(6, tag, op_id, PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(p, 5),
-                                       PyTuple_GET_ITEM(p, 6), PyTuple_GET_ITEM(p, 7)) : NULL;
+    /* records.ProgramLaunch; p is a device_work.Program: (name, factory, cbs, ranges, cb_bytes, program_id, device_id,
+     * cb_base) */
+    PyObject *items[PROGRAM_WIDTH] = {tag, [PROGRAM_OPERATION_ID] = op_id, [PROGRAM_PROGRAM_NUMBER] =
+        PyTuple_GET_ITEM(hit, 0), [PROGRAM_PROGRAM_ID] = PyTuple_GET_ITEM(p, 5), [PROGRAM_DEVICE_ID] =
+        PyTuple_GET_ITEM(p, 6), [PROGRAM_CB_BASE] = PyTuple_GET_ITEM(p, 7)};
+    PyObject *rec = tag ? pack(items, PROGRAM_WIDTH) : NULL;
     Py_XDECREF(tag);
     Py_DECREF(op_id);
     if (rec == NULL) return NULL;
@@ -1032,7 +1067,8 @@ static PyObject *Hook_on_buffer(Hook *h, PyObject *const *args, Py_ssize_t nargs
     if (is_free) {
         tag = PyLong_FromLong(TAG_FREE);
         seq = tag ? PyIter_Next(h->seq) : NULL;
-        rec = seq ? PyTuple_Pack(3, tag, PyTuple_GET_ITEM(buf, 0), seq) : NULL;
+        PyObject *items[FREE_WIDTH] = {tag, [FREE_BUFFER_ID] = PyTuple_GET_ITEM(buf, 0), [FREE_FREED_SEQ] = seq};
+        rec = seq ? pack(items, FREE_WIDTH) : NULL;
     } else {
         PyObject *op_id = current_op(h); /* the op whose buffer it is */
         if (op_id == NULL) return NULL;
@@ -1040,9 +1076,13 @@ static PyObject *Hook_on_buffer(Hook *h, PyObject *const *args, Py_ssize_t nargs
         PyObject *size = bl ? PyNumber_Multiply(PyTuple_GET_ITEM(buf, 6), PyTuple_GET_ITEM(buf, 7)) : NULL;
         tag = size ? PyLong_FromLong(TAG_ALLOC) : NULL;
         seq = tag ? PyIter_Next(h->seq) : NULL;
-        if (seq != NULL)
-            rec = PyTuple_Pack(10, tag, PyTuple_GET_ITEM(buf, 0), PyTuple_GET_ITEM(buf, 1), PyTuple_GET_ITEM(buf, 4),
-                               PyTuple_GET_ITEM(buf, 5), bt, bl, size, seq, op_id);
+        /* device_sim's Buffer: (buffer_id, device_id, buffer_type, buffer_layout, address, max_size_per_bank,
+         * page_size, num_pages, ...) */
+        PyObject *items[ALLOC_WIDTH] = {tag, [ALLOC_BUFFER_ID] = PyTuple_GET_ITEM(buf, 0), [ALLOC_DEVICE_ID] =
+            PyTuple_GET_ITEM(buf, 1), [ALLOC_ADDRESS] = PyTuple_GET_ITEM(buf, 4), [ALLOC_MAX_SIZE_PER_BANK] =
+            PyTuple_GET_ITEM(buf, 5), [ALLOC_BUFFER_TYPE] = bt, [ALLOC_BUFFER_LAYOUT] = bl, [ALLOC_SIZE] = size,
+            [ALLOC_ALLOCATED_SEQ] = seq, [ALLOC_ALLOCATED_BY_OPERATION_ID] = op_id};
+        if (seq != NULL) rec = pack(items, ALLOC_WIDTH);
         Py_DECREF(op_id);
         Py_XDECREF(bt);
         Py_XDECREF(bl);

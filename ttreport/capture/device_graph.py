@@ -25,18 +25,21 @@ import hashlib
 import json
 
 from device_sim.device_work import cores_text
+from ttreport.capture import records
 
 # TensorMemoryLayout numbers -> the names graph_processor.cpp writes
+# An ALLOC record's fields that place a buffer, device to size (records.Alloc): a graph's key
+_PLACE = slice(records.AllocField.DEVICE_ID, records.AllocField.SIZE + 1)
 _LAYOUTS = {0: "INTERLEAVED", 1: "SINGLE_BANK", 2: "HEIGHT_SHARDED", 3: "WIDTH_SHARDED", 4: "BLOCK_SHARDED"}
 
 
 def _buffer_params(a: tuple) -> dict:
-    """A recorder ALLOC record (tag, buffer id, device, address, size per bank, type, layout, size, ...) as
-    track_allocate's params; num_cores is 0 for an interleaved buffer, as TT-NN writes it."""
-    _, _, device_id, address, per_bank, _, layout, size = a[:8]
-    cores = 0 if layout == 0 else -(-size // max(per_bank, 1))
-    return {"size": str(size), "address": str(address), "type": "L1", "layout": _LAYOUTS.get(layout, "UNKNOWN"),
-            "num_cores": str(cores), "device_id": str(device_id)}
+    """A recorder ALLOC record (records.Alloc) as track_allocate's params; num_cores is 0 for an interleaved
+    buffer, as TT-NN writes it."""
+    a = records.view(a)
+    cores = 0 if a.buffer_layout == 0 else -(-a.size // max(a.max_size_per_bank, 1))
+    return {"size": str(a.size), "address": str(a.address), "type": "L1",
+            "layout": _LAYOUTS.get(a.buffer_layout, "UNKNOWN"), "num_cores": str(cores), "device_id": str(a.device_id)}
 
 
 def cpp_name(op_name: str) -> str:
@@ -58,7 +61,7 @@ def captured_graph(op_name: str, programs: list, l1_allocs=()) -> str:
     """
     # The program id is not in the text (TT-NN's graph has none), so it stays out of the key.
     key = (op_name, tuple((p.name, p.cbs, p.ranges, p.device_id, p.cb_base) for p in programs),
-           tuple(a[2:8] for a in l1_allocs))
+           tuple(a[_PLACE] for a in l1_allocs))
     text = _texts.get(key)
     if text is None:
         if len(_texts) >= MAX_TEXTS:

@@ -29,8 +29,11 @@ import os
 import time
 from pathlib import Path
 
+from ttreport.capture import records
 from ttreport.capture.log_perf import ON_MODEL_THREAD
-from ttreport.capture.recorder import MADE_TENSOR_ID_BASE, OP, STOP
+from ttreport.capture.recorder import MADE_TENSOR_ID_BASE
+from ttreport.capture.records import OP, STOP
+from ttreport.capture.writer import STAGING_TENSOR
 from ttreport.export import ops_perf
 
 HOLD_ROWS = 4096  # rows kept unrendered at the start: a model's widest op and its devices come early
@@ -92,9 +95,10 @@ class LivePerf:
             self.specs[spec[0]] = (spec[1], spec[3], spec[2], spec[4])
         # Tensor rows in the order the batch inserted them (INSERT OR IGNORE: the first of an id stays).
         note = self._note
+        at = STAGING_TENSOR.start
         for row in staging:
-            if row[15] is not None:
-                note(row[15:24])
+            if row[at] is not None:
+                note(row[STAGING_TENSOR])
         for row in rows["tensor_records"]:
             note(row)
         estimates: dict[int, tuple] = {}
@@ -115,9 +119,10 @@ class LivePerf:
         for item in batch:
             if item[0] != OP:
                 continue
-            op_id = item[2]
+            item = records.view(item)
+            op_id = item.operation_id
             ins, outs = [], []
-            for tids, numbers in ((item[11], ins), (item[12], outs)):
+            for tids, numbers in ((item.inputs, ins), (item.outputs, outs)):
                 for tid in tids:
                     n = tensors.get(tid)
                     if n is None:
@@ -131,10 +136,10 @@ class LivePerf:
             if est is None and early:
                 est = early.pop(op_id, None)
             if est is not None:
-                resolved[op_id] = (op_id, item[1], item[3], item[4], tuple(ins), tuple(outs), *est)
-            elif item[18] is None and on_model_thread[item[1]]:
+                resolved[op_id] = (op_id, item.name, item.start_ns, item.end_ns, tuple(ins), tuple(outs), *est)
+            elif item.error is None and on_model_thread[item.name]:
                 # its estimate follows it in the log, maybe in the next batch
-                waiting[op_id] = (op_id, item[1], item[3], item[4], tuple(ins), tuple(outs))
+                waiting[op_id] = (op_id, item.name, item.start_ns, item.end_ns, tuple(ins), tuple(outs))
             else:
                 resolved[op_id] = None
         for op_id, est in estimates.items():  # those of ops in an earlier batch, or of ops still to come

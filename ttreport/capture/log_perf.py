@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from device_sim import perf_model
 from device_sim.types import BufferType, DataType, Layout
+from ttreport.capture.records import Op, Spec
 
 ON_MODEL_THREAD = perf_model._MATMULS  # their fidelity comes from the live call (kernel_numerics)
 MAX_TENSORS = 1 << 18  # operands kept, newest first: 4x the specs the recorder can remember (recorder.MAX_SEEN)
@@ -53,9 +54,10 @@ class LogPerf:
         self.devices[device_id] = perf_model.PerfConfig(*fields)
 
     def note(self, spec, configs) -> None:
-        """Keep a tensor's operand from its spec (tensor id, shape, dtype, layout, config id, source, device id,
-        address, buffer type, size, producer)."""
-        tid, shape, dtype, layout, cfg_id, _, device_id, address, buffer_type, size, _ = spec
+        """Keep a tensor's operand from its spec (records.Spec)."""
+        spec = tuple.__new__(Spec, spec)
+        tid, shape, dtype, layout, cfg_id = spec.tensor_id, spec.shape, spec.dtype, spec.layout, spec.config_id
+        device_id, address, buffer_type, size = spec.device_id, spec.address, spec.buffer_type, spec.size
         mesh = device_id is None and buffer_type is not None  # a mesh tensor: its row has a type, no device
         # A config id names one config for the whole capture (the recorder holds each it numbered).
         key = (shape, dtype, layout, cfg_id, buffer_type, size, address is None)
@@ -66,10 +68,10 @@ class LogPerf:
                 operand = None
             elif address is not None:  # in a device buffer
                 cfg = configs.get(cfg_id) if cfg_id is not None else None
-                spec = getattr(cfg, "shard_spec", None)
+                shard = getattr(cfg, "shard_spec", None)
                 operand = perf_model.Operand(size, perf_model.location(BufferType(buffer_type),
                                                                        cfg.memory_layout if cfg else None), shape,
-                                             _row_major(layout), spec.num_cores() if spec is not None else 0)
+                                             _row_major(layout), shard.num_cores() if shard is not None else 0)
             else:
                 layout = layout[0] if type(layout) is tuple else layout
                 operand = perf_model.Operand(perf_model.operand_bytes(shape, DataType(dtype), Layout(layout)),
@@ -85,8 +87,10 @@ class LogPerf:
         tensors[tid] = (operand, device_id, mesh)
 
     def row(self, rec) -> dict | None:
-        """The op's device_perf row, as the recorder would have queued it; None when estimate_op gives none."""
-        name, op_id, kwargs, inputs, outputs = rec[1], rec[2], rec[10], rec[11], rec[12]
+        """The op's device_perf row, as the recorder would have queued it; None when estimate_op gives none.
+        `rec`: an OP record (records.Op)."""
+        rec = tuple.__new__(Op, rec)
+        name, op_id, kwargs, inputs, outputs = rec.name, rec.operation_id, rec.kwargs, rec.inputs, rec.outputs
         short = name.rsplit(".", 1)[-1]
         if short in ON_MODEL_THREAD or short in perf_model._FREE:
             return None

@@ -11,7 +11,7 @@ Why: with a tensor thread in the model's process, the model paid for each 2 KiB 
 (bench/README.md, issue 14 round 5: ~150 µs of that thread's CPU a file, 13-16 % of it on the model's
 thread). Copying 2 KiB into the op's own write costs it ~3.6 µs (the log's page faults are most of it),
 and the bytes are on disk (the page cache) once the op returns: a SIGKILL of the model loses neither
-the op nor its file, which the writer process, or the next open, writes from the log. A VALUES record is
+the op nor its file, which the writer process, or the next open, writes from the log. A VALUES record is records.Values:
 
     (VALUES, tensor_id, path in the report, torch dtype text, shape, bytes, extra, device)
 
@@ -40,8 +40,8 @@ import stat
 import time
 from pathlib import Path
 
-from ttreport.capture.oplog import VALUES, config_fields, memory_config
-from ttreport.capture.recorder import FILE_LOST, META, ROW, STOP
+from ttreport.capture.oplog import config_fields, memory_config
+from ttreport.capture.records import FILE_LOST, META, ROW, STOP, VALUES, Values
 from ttreport.storage import TENSORS_DIR, DiskRoom, write_values
 
 # The largest value the model copies into the log; bigger ones go to the tensor thread (bench/README.md, issue 14
@@ -178,7 +178,9 @@ class FileWriter:
                 "tensor_file_error": self.error, "tensor_write_cpu_s": self.cpu_s}
 
     def _write(self, rec) -> tuple | None:
-        _, tid, rel, dtype, shape, data, extra, device = rec
+        rec = tuple.__new__(Values, rec)
+        tid, rel, dtype, shape, data, extra, device = rec.tensor_id, rec.path, rec.dtype, rec.shape, rec.data, \
+            rec.extra, rec.device
         started = time.thread_time()
         try:
             path = self._path(tid, rel, extra)

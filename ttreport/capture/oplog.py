@@ -64,25 +64,38 @@ from device_sim.types import (
     ShardSpec,
     TensorMemoryLayout,
 )
-from ttreport.capture.recorder import (
+from ttreport.capture import records
+from ttreport.capture.recorder import TensorArg
+from ttreport.capture.records import (  # noqa: F401 (the definitions' tags: the log's, named here for its readers)
     ALLOC,
+    CBS,
+    CFG,
+    CODE,
     DEVICE,
+    DEVICE_PERF,
     FILE_LOST,
     FLUSH,
     FREE,
     META,
+    OBJ,
     OP,
+    PROG,
     PROGRAM,
     ROW,
+    STACK,
     STOP,
     TENSOR,
-    TensorArg,
+    VALUES,
+    AllocField,
+    OpField,
 )
 from ttreport.errors import LossWarner, ReportIncompleteWarning
 from ttreport.wal import OPLOG_DIR  # noqa: F401 (the log's folder name, defined with the lock's)
 
-CODE, CFG, OBJ, DEVICE_PERF, STACK, CBS, PROG = 20, 21, 22, 23, 24, 25, 26  # definitions: only in the log
-VALUES = 19  # a stored tensor's bytes (ttreport.capture.log_tensors), for the writer process to write its file
+# An OP record's fields that the log writes otherwise than the recorder makes them (records.Op)
+_STACK, _ARGS, _KWARGS, _SPECS, _ERROR = (int(f) for f in (OpField.STACK, OpField.ARGS, OpField.KWARGS, OpField.SPECS,
+                                                          OpField.ERROR))
+_BUFFER = int(AllocField.BUFFER)  # records.AllocPages' Buffer
 SEGMENT_BYTES = 32 << 20  # a 1M-op capture of small ops fills ~9 of them (~280 B an op)
 END = 0xFFFFFFFF
 _LEN = struct.Struct("<I")
@@ -180,9 +193,9 @@ class LogSink:
     def append(self, record) -> None:
         tag = record[0]
         if tag == OP:
-            if record[18] is not None:  # an error: its traceback as text
-                e = record[18]
-                record = record[:18] + ((e[0], e[1], "".join(e[2].format()), e[3]),)
+            e = record[_ERROR]
+            if e is not None:  # an error (records.Error): its traceback as text
+                record = record[:_ERROR] + ((e[0], e[1], "".join(e[2].format()), e[3]),) + record[_ERROR + 1:]
             with self._lock:  # the definitions before it (appended when first seen) and the op: one write
                 pending = self._pending  # _take_pending() and _write(), inlined: this runs for every op
                 k = len(pending)
@@ -206,15 +219,16 @@ class LogSink:
                 self._behind = False
                 self._back_pressure()
             return
-        if tag == ALLOC and len(record) > 10:  # a Buffer kept for buffer_pages: its attributes
-            b = record[10]
-            record = record[:10] + ({"device_id": b.device_id, "max_size_per_bank": b.max_size_per_bank,
+        if tag == ALLOC and records.kind(record) is records.AllocPages:  # the Buffer for buffer_pages: by name
+            b = record[_BUFFER]
+            record = record[:_BUFFER] + ({"device_id": b.device_id, "max_size_per_bank": b.max_size_per_bank,
                                      "page_size": b.page_size, "buffer_layout": int(b.buffer_layout),
                                      "cores": _plain(getattr(b, "cores", None)), "num_pages": b.num_pages,
                                      "num_banks": b.num_banks, "address": b.address,
                                      "buffer_type": int(b.buffer_type)},)
         elif tag == PROGRAM:
-            self.program(record[1], record[2])
+            record = records.view(record)  # a ProgramRun: the recorder's Program
+            self.program(record.operation_id, record.program)
             return
         elif tag in (FLUSH, STOP):
             record = (tag, record[1] if type(record[1]) is int else None)
@@ -303,10 +317,10 @@ class LogSink:
         return True
 
     def _lose(self, data: bytes) -> None:
-        records = marshal.loads(data)
-        self.records_lost += len(records)
-        self.ops_lost += sum(1 for r in records if r[0] == OP)
-        self.stop_lost = self.stop_lost or records[-1][0] == STOP  # the writer process must be told otherwise
+        recs = marshal.loads(data)
+        self.records_lost += len(recs)
+        self.ops_lost += sum(1 for r in recs if r[0] == OP)
+        self.stop_lost = self.stop_lost or recs[-1][0] == STOP  # the writer process must be told otherwise
 
     def _new_segment(self, needed: int) -> None:
         # On a small or nearly full disk, segments of an eighth of what is free (at least MIN_SEGMENT_BYTES):
@@ -632,11 +646,9 @@ _LONG = ord("l")  # an int past 32 bits: an int32 count of 15-bit digits, 2 byte
 _SMALL_TUPLE, _REF, _FLAG_REF = ord(")"), ord("r"), 0x80  # ")": a 1-byte count; "r": an int32 index; a flag bit
 _FIXED = {c: size for size, codes in ((0, b"NTF{0"), (4, b"i"), (8, b"g")) for c in codes}  # _RUN's, flagged
 _INT32_AFTER = _SIZED | _COUNTED | {_LONG, _REF}
-# The records a log holds, by tag, with their lengths (PROGRAM: 3 in a log written before PROG; CFG: 5, the text and
-# names of a config an earlier ttreport could not pickle).
-_LENGTHS = {OP: {19}, ALLOC: {10, 11}, FREE: {3}, TENSOR: {6}, DEVICE: {2}, ROW: {3}, META: {3}, FILE_LOST: {2},
-            FLUSH: {2}, STOP: {2}, PROGRAM: {3, 6}, VALUES: {8}, CODE: {4}, CFG: {3, 5}, OBJ: {3}, DEVICE_PERF: {3},
-            STACK: {3}, CBS: {3}, PROG: {7}}
+# The records a log holds, by tag, with their lengths: records.KINDS' (PROGRAM: 3 in a log written before PROG; CFG:
+# 5, the text and names of a config an earlier ttreport could not pickle).
+_LENGTHS = records.WIDTHS
 _WARNED: dict = {}  # warnings.warn_explicit's registry: a log's damage is said once a process (counted, rebuilt)
 
 
@@ -677,28 +689,30 @@ def _check_plain(data: bytes) -> None:
         raise ValueError("the write ends inside its last value")
 
 
-def _check_records(records) -> None:
+def _check_records(recs) -> None:
     """Raise ValueError unless `records` is a write as LogSink makes one: a list of records of the tags it writes
     and their lengths, the names a ROW or DEVICE record puts into SQL (a table, its columns) plain identifiers."""
-    if type(records) is not list:
-        raise ValueError(f"a write of {type(records).__name__}, not a list of records")
-    for rec in records:
+    if type(recs) is not list:
+        raise ValueError(f"a write of {type(recs).__name__}, not a list of records")
+    for rec in recs:
         if type(rec) is not tuple or not rec or type(rec[0]) is not int or len(rec) not in _LENGTHS.get(rec[0], ()):
             raise ValueError(f"{_short(rec)} is no record ttreport writes")
         tag = rec[0]
         if tag == ROW:
-            if type(rec[1]) is not str or not rec[1].isidentifier() or not _columns(rec[2]):
-                raise ValueError(f"a row of table {_short(rec[1])} with columns {_short(rec[2])}")
+            r = records.view(rec)
+            if type(r.table) is not str or not r.table.isidentifier() or not _columns(r.row):
+                raise ValueError(f"a row of table {_short(r.table)} with columns {_short(r.row)}")
         elif tag == DEVICE:
-            if not _columns(rec[1]):
+            if not _columns(records.view(rec).facts):
                 raise ValueError(f"a device's facts {_short(rec[1])} are not named by column")
         elif tag == CFG:
-            if type(rec[2]) is bytes:
+            d = records.view(rec)
+            if type(d) is records.Cfg and type(d.fields) is bytes:
                 raise ValueError("a MemoryConfig pickled (by an earlier ttreport): not read, as a pickle can "
                                  "run code")
-            if len(rec) == 5 and not all(type(v) is str for v in rec[2:]):
-                raise ValueError(f"a MemoryConfig's text and names {_short(rec[2:])} are not text")
-        elif tag == META and type(rec[1]) is not str:
+            if type(d) is records.CfgText and not all(type(v) is str for v in d[2:]):
+                raise ValueError(f"a MemoryConfig's text and names {_short(d[2:])} are not text")
+        elif tag == META and type(records.view(rec).key) is not str:
             raise ValueError(f"a note named {_short(rec[1])}")
 
 
@@ -838,58 +852,64 @@ class LogTail:
         warnings.warn_explicit(f"{self.damage}; what follows it is not read", ReportIncompleteWarning,
                                str(self.folder), 0, registry=_WARNED)
 
-    def _decode(self, records: list, out: list) -> None:
+    def _decode(self, recs: list, out: list) -> None:
         defs = self.defs
-        for rec in records:
+        for rec in recs:
             tag = rec[0]
             if tag == OP:
                 out.append(self._op(rec))
-                if rec[13]:
-                    for spec in rec[13]:
+                if rec[_SPECS]:
+                    for spec in rec[_SPECS]:
                         self.perf.note(spec, defs.configs)
-                if rec[18] is None:
+                if rec[_ERROR] is None:
                     row = self.perf.row(rec)
                     if row is not None:
                         out.append((ROW, "device_perf", row))
-            elif tag == ROW and rec[1] == "device_tensors":
+            elif tag == ROW and rec[1] == "device_tensors":  # records.Row: a mesh tensor's shard
                 self.perf.mesh.add(rec[2]["tensor_id"])
                 out.append(rec)
             elif tag >= CODE:
+                d = records.view(rec)
                 if tag == STACK:
-                    defs.stacks[rec[1]] = rec[2]
+                    defs.stacks[d.number] = d.frames
                 elif tag == PROG:
-                    defs.programs[rec[1]] = (rec[2], rec[3], tuple(CircularBuffer(*c) for c in rec[4]), rec[5],
-                                             rec[6])
+                    defs.programs[d.number] = (d.name, d.factory, tuple(CircularBuffer(*c) for c in d.cbs), d.ranges,
+                                               d.cb_bytes)
                 elif tag == CBS:  # a log written before PROG (a report killed then, finished by this version)
-                    defs.cbs[rec[1]] = tuple(CircularBuffer(*c) for c in rec[2])
+                    defs.cbs[d.number] = tuple(CircularBuffer(*c) for c in d.cbs)
                 elif tag == DEVICE_PERF:
-                    self.perf.add_device(rec[1], rec[2])
+                    self.perf.add_device(d.device_id, d.fields)
                 elif tag == CODE:
-                    defs.codes[rec[1]] = SimpleNamespace(co_filename=rec[2], co_name=rec[3])
-                elif tag == CFG:
-                    defs.configs[rec[1]] = memory_config(rec[2]) if len(rec) == 3 else _Config(*rec[2:])
+                    defs.codes[d.code_id] = SimpleNamespace(co_filename=d.filename, co_name=d.name)
+                elif type(d) is records.Cfg:
+                    defs.configs[d.config_id] = memory_config(d.fields)
+                elif type(d) is records.CfgText:
+                    defs.configs[d.config_id] = _Config(*d[2:])
                 else:
-                    defs.objects[rec[1]] = _Text(rec[2])
+                    defs.objects[d.number] = _Text(d.text)
             elif tag == FLUSH:
                 out.append((FLUSH, _Waiter(self.on_flush, rec[1])))
             elif tag == STOP:
                 out.append((STOP, None if rec[1] is None else _Waiter(self.on_flush, rec[1])))
-            elif tag == PROGRAM and len(rec) == 6:
-                out.append((PROGRAM, rec[1], _new_tuple(Program, (*defs.programs[rec[2]], rec[3], rec[4], rec[5]))))
             elif tag == PROGRAM:
-                name, factory, cbs, ranges, cb_bytes, program_id, device_id, cb_base = rec[2]
-                out.append((PROGRAM, rec[1], Program(name, factory, defs.cbs[cbs], ranges, cb_bytes, program_id,
-                                                     device_id, cb_base)))
-            elif tag == ALLOC and len(rec) > 10:
-                out.append(rec[:10] + (SimpleNamespace(**rec[10]),))
+                p = records.view(rec)
+                if type(p) is records.ProgramLaunch:
+                    program = _new_tuple(Program, (*defs.programs[p.program_number], p.program_id, p.device_id,
+                                                   p.cb_base))
+                else:  # a log written before PROG: the launch held the whole program, its CBs by a CBS number
+                    name, factory, cbs, ranges, cb_bytes, program_id, device_id, cb_base = p.program
+                    program = Program(name, factory, defs.cbs[cbs], ranges, cb_bytes, program_id, device_id, cb_base)
+                out.append((PROGRAM, p.operation_id, program))  # records.ProgramRun
+            elif tag == ALLOC and records.kind(rec) is records.AllocPages:
+                out.append(rec[:_BUFFER] + (SimpleNamespace(**rec[_BUFFER]),))
             else:
                 out.append(rec)
 
     def _op(self, r) -> tuple:
         r = list(r)
-        if r[8] is not None:
-            r[8] = self.defs.stacks[r[8]]
-        args, kwargs, error = r[9], r[10], r[18]
+        if r[_STACK] is not None:
+            r[_STACK] = self.defs.stacks[r[_STACK]]
+        args, kwargs, error = r[_ARGS], r[_KWARGS], r[_ERROR]
         unwire = self._unwire
         if args:
             args = tuple([unwire(a) if type(a) in _WIRED else a for a in args])
@@ -897,7 +917,7 @@ class LogTail:
             kwargs = {k: unwire(v) for k, v in kwargs.items()}
         if error is not None:
             error = (error[0], error[1], _Traceback(error[2]), error[3])
-        r[9], r[10], r[18] = args, kwargs, error
+        r[_ARGS], r[_KWARGS], r[_ERROR] = args, kwargs, error
         return tuple(r)
 
     def _unwire(self, v):

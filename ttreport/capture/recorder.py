@@ -9,22 +9,16 @@ would delay their buffers' frees and change the memory picture being recorded.
 The recorder sits in device_sim's single, process-wide hook slot (not in a context variable,
 as STYLE.md suggests), because a capture must record the ops of every thread.
 
-Queue records are tuples tagged by their first item; writer.py unpacks them:
-    (OP, name, op_id, start_ns, end_ns, parent, depth, thread, stack, args, kwargs,
-     input_ids, output_ids, specs, files, end_seq, l1_bytes, dram_bytes, error)
+Queue records are plain tuples tagged by their first item, declared in records.py (records.Op, records.Alloc,
+...: their fields in order), which every producer and consumer imports; _hook.c reads the same positions.
 With an op log (oplog.LogQueue) they are made as the log writes them, so that appending one is a
 marshal and a copy: a stack is the number the log defined it under (the thread writer's queue holds
 the interned tuple of code ids and lines), a tensor argument is b"t<id>" (TensorArg for the thread
 writer), any other object the log's b"o<n>", files are (tensor_id, path) pairs; what a record
 names by id (a stack's code objects, a MemoryConfig, a device's perf config) the queue defines when
 the recorder first sees it (define_stack, define_config, define_device), before the record.
-    (ALLOC, buffer_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout, size, seq, op_id
-     [, Buffer when buffer pages are recorded])   (FREE, buffer_id, seq)   (DEVICE, facts)   (ROW, table, dict)
-    (TENSOR, tensor_id, torch.Size, dtype text, producer, file)   a host tensor the capture made (goldens)
-A spec is (tensor_id, shape tuple or None, int(dtype), layout key, id(MemoryConfig) or None,
-source, device_id, address, int(buffer_type), size, producer); the layout key is int(layout), or
-(int(layout), tile height, tile width) for a tile other than 32x32 (ttnn.Tile((16, 32)) pads to 16 rows).
-Records hold ints and strings,
+A spec (records.Spec)'s layout is int(layout), or (int(layout), tile height, tile width) for a tile other than
+32x32 (ttnn.Tile((16, 32)) pads to 16 rows). Records hold ints and strings,
 not the enums, configs, Buffer or torch tensor objects of each op: the garbage collector
 untracks such tuples, so a queue of thousands of ops costs its collections nothing.
 """
@@ -56,6 +50,20 @@ from device_sim.tensor import DEFAULT_TILE, Tensor
 from device_sim.types import BufferType, Layout
 from ttreport import schema
 from ttreport.capture import log_perf, stacks
+from ttreport.capture.records import (  # noqa: F401 (FILE_LOST, FLUSH, META, STOP: for the capture's own records)
+    ALLOC,
+    DEVICE,
+    FILE_LOST,
+    FLUSH,
+    FREE,
+    META,
+    OP,
+    PROGRAM,
+    ROW,
+    STOP,
+    TENSOR,
+    Token,
+)
 from ttreport.errors import ReportIncompleteWarning
 
 try:
@@ -71,9 +79,6 @@ NATIVE = _hook is not None and stacks.NATIVE
 # from device_sim's counter by a background thread, they would shift the model's tensor ids
 # from run to run.
 MADE_TENSOR_ID_BASE = 10**12
-
-OP, ALLOC, FREE, TENSOR, DEVICE, ROW, META, FILE_LOST, FLUSH, STOP = range(10)
-PROGRAM = 10  # a device program an op launched (device_sim.device_work): the writer builds its captured graph
 
 # Tensor ids the recorder remembers having queued a spec for. A run makes millions of tensors, and a
 # set of every id grew ~110 B per tensor for the whole run. Past MAX_SEEN, the older half is forgotten:
@@ -320,17 +325,18 @@ class Recorder:
                         self._plan_storage(t, files)
         # Snapshotted before the op runs: an in-place op (attention_softmax_, the KV-cache ops) changes its input.
         golden_args = self.golden.before_op(args, kwargs) if self.golden is not None else None
+        # records.Token, as a plain tuple (the C begin makes the same)
         return (op, op_id, start, parent, len(stack) - 1, local.thread, stack_ref, args_q, kwargs_q, inputs, specs,
                 files, golden_args, args, kwargs)
 
     def operation_id(self, token) -> int:
         """The report's operation_id for the op begin() returned `token` for (ttnn.tracer labels its nodes so)."""
-        return token[1]
+        return _token(token).operation_id
 
     def end(self, token, output, exc):
         end = time.perf_counter_ns()
-        (op, op_id, start, parent, depth, thread, frames, args_q, kwargs_q, inputs, specs, files, golden_args, args,
-         kwargs) = token
+        token = _token(token)
+        op, op_id, inputs, specs, files = token.op, token.operation_id, token.inputs, token.specs, token.files
         self._local.stack.pop()
         writes: list[tuple] = []  # values this op wrote into already-stored tensors: files for storage only
         if type(output) is Tensor:  # the common case: one new tensor
@@ -357,15 +363,17 @@ class Recorder:
         t0 = self.t0_ns
         if self._to_log and (files or writes):  # the values go into the op's own write (log_tensors.LogStorage)
             self.storage.put_with_op(files + writes)
-        self._put((OP, op.name, op_id, start - t0, end - t0, parent, depth, thread, frames, args_q, kwargs_q,
-                   tuple(inputs), outputs, tuple(specs), files and tuple([(f[0], f[1]) for f in files]) or None,
-                   next(self._seq), l1, dram, error))
+        self._put((OP, op.name, op_id, token.start_ns - t0, end - t0, token.parent_operation_id, token.depth,
+                   token.thread, token.stack, token.args, token.kwargs, tuple(inputs), outputs, tuple(specs),
+                   files and tuple([(f[0], f[1]) for f in files]) or None, next(self._seq), l1, dram,
+                   error))  # records.Op
         if not self._to_log:
             if files:
                 self.storage.put_many(files)
             if writes:
                 self.storage.put_many(writes)
         if exc is None:
+            args, kwargs, golden_args = token.op_args, token.op_kwargs, token.golden_args
             # device_sim's performance model: shapes and dtypes only, a few microseconds (docs/perf_model.md).
             est = self.estimate(op, args, kwargs, output)
             if est is not None:
@@ -705,16 +713,23 @@ def _forget_older_half(ids: dict) -> None:
 
 
 def _alloc(buf, seq: int, op_id: int | None, pages: bool) -> tuple:
+    """records.Alloc, or records.AllocPages with the Buffer."""
     row = (ALLOC, buf.buffer_id, buf.device_id, buf.address, buf.max_size_per_bank, int(buf.buffer_type),
            int(buf.buffer_layout), buf.page_size * buf.num_pages, seq, op_id)
     return row + (buf,) if pages else row  # the writer lays out a buffer's pages after each op
 
 
 def _error(exc: BaseException) -> tuple:
+    """records.Error."""
     # Errors are rare: the traceback is snapshotted here (no frames kept alive) and formatted by the writer.
     return (_type_name(type(exc)), str(exc),
             traceback.TracebackException(type(exc), exc, exc.__traceback__, lookup_lines=False),
             datetime.datetime.now().isoformat(timespec="milliseconds"))
+
+
+def _token(token: tuple) -> Token:
+    """begin()'s plain tuple (the C begin's too) as its named view: no copy."""
+    return tuple.__new__(Token, token)
 
 
 def _type_name(cls) -> str:

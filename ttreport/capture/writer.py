@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import linecache
+import operator
 import sqlite3
 import threading
 from json.encoder import encode_basestring_ascii as _json_str
@@ -23,9 +24,10 @@ import torch
 from device_sim.tensor import padded
 from device_sim.tile import Tile
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
-from ttreport import db
-from ttreport.capture import device_graph
-from ttreport.capture.recorder import (
+from ttreport import db, schema
+from ttreport.capture import device_graph, records
+from ttreport.capture.recorder import TensorArg
+from ttreport.capture.records import (
     ALLOC,
     DEVICE,
     FILE_LOST,
@@ -37,7 +39,11 @@ from ttreport.capture.recorder import (
     ROW,
     STOP,
     TENSOR,
-    TensorArg,
+    Alloc,
+    AllocField,
+    Free,
+    FreeField,
+    Op,
 )
 from ttreport.errors import LossWarner
 from ttreport.wal import LIFETIMES_FILE
@@ -55,20 +61,32 @@ MAX_GRAPHS = 4096  # distinct captured graphs kept in the temp tables (a model r
 # before the next op. SQLite spreads it into operations, input_tensors, output_tensors,
 # tensors and buffer_lifetimes itself: binding one wide row costs far less Python (and
 # holds the GIL, which the model's thread needs, far less) than binding five narrow ones.
-_OP_COLUMNS = ("operation_id, name, start_ns, end_ns, parent_operation_id, depth, status, thread, stack_trace_id, "
-               "end_seq, l1_bytes, dram_bytes, arguments")
+# Its columns come from the schema and the records: an `operations` column that is a field of records.Op
+# of the same name is copied from the record as it is (_OP_FIELDS); the writer works out the others
+# (_OP_MADE; duration in SQL; rank keeps its default).
+_OP_DIRECT = [c.name for c in schema.operations.columns if c.name in Op._fields]
+_OP_MADE = ("status", "stack_trace_id", "arguments")
+assert {c.name for c in schema.operations.columns} == {*_OP_DIRECT, *_OP_MADE, "duration", "rank"}, \
+    "an operations column that is neither a field of records.Op nor made by writer.py"
+_OP_FIELDS = operator.itemgetter(*[Op._fields.index(c) for c in _OP_DIRECT])  # the record's, in that order
+_OP_COLUMNS = ", ".join([*_OP_DIRECT, *_OP_MADE])
 _TENSOR_COLUMNS = ("tensor_id, spec_id, device_id, address, buffer_type, size, memory_config_source, "
                    "producer_operation_id, file, shape, dtype, layout, memory_config, padded_shape, storage_type")
 # A tensor row's texts, from its spec (inserted before the tensors of its batch). NULL memory config: on the host.
 _SPEC_TEXTS = ("s.shape, s.dtype, s.layout, s.memory_config, s.padded_shape, "
                "CASE WHEN s.memory_config IS NULL THEN 'StorageType.HOST' ELSE 'StorageType.DEVICE' END")
-_BUFFER_COLUMNS = ("buffer_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout, size, allocated_seq, "
-                   "allocated_by_operation_id")
-_STAGING = (f"CREATE TEMP TABLE op_staging ({_OP_COLUMNS}, inputs, outputs, t_tensor_id, t_spec_id, t_device_id, "
-            f"t_address, t_buffer_type, t_size, t_source, t_producer, t_file, b_tag, b_buffer_id, b_device_id, "
-            f"b_address, b_max_size_per_bank, b_buffer_type, b_buffer_layout, b_size, b_seq, b_op, f_tag, f_buffer_id, "
-            f"f_seq, g_id)")
-_STAGING_WIDTH = 15 + 9 + 10 + 3 + 1
+_BUFFER_FIELDS = Alloc._fields[1:]  # buffer_lifetimes' columns of the same names
+_BUFFER_COLUMNS = ", ".join(_BUFFER_FIELDS)
+# An op's staging row: its op columns, its tensor ids, its one new tensor (Writer._tensor_row), the latest alloc
+# and free before its end (the records, tag included), its captured graph.
+_STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE, "inputs", "outputs",
+                    *(f"t_{c}" for c in ("tensor_id", "spec_id", "device_id", "address", "buffer_type", "size",
+                                         "source", "producer", "file")),
+                    *(f"b_{f}" for f in Alloc._fields), *(f"f_{f}" for f in Free._fields), "g_id"]
+_STAGING = f"CREATE TEMP TABLE op_staging ({', '.join(_STAGING_COLUMNS)})"
+_STAGING_WIDTH = len(_STAGING_COLUMNS)
+# Where a staging row holds its new tensor's row (live_perf reads it)
+STAGING_TENSOR = slice(_STAGING_COLUMNS.index("t_tensor_id"), _STAGING_COLUMNS.index("t_file") + 1)
 # Each distinct captured graph (a model repeats a few) is kept once in temp tables with its nodes and edges
 # rows less the op id; an op's staging row names it (g_id) and SQL copies the rows under the op's id. Binding
 # ~20 narrow rows an op from Python took a third of the writer process's time.
@@ -87,9 +105,8 @@ _SPREAD = [
     f"INSERT OR IGNORE INTO main.tensors ({_TENSOR_COLUMNS}) SELECT t_tensor_id, t_spec_id, t_device_id, "
     f"t_address, t_buffer_type, t_size, t_source, t_producer, t_file, {_SPEC_TEXTS} FROM op_staging "
     f"LEFT JOIN main.tensor_specs s ON s.spec_id = t_spec_id WHERE t_tensor_id IS NOT NULL",
-    f"INSERT OR IGNORE INTO main.buffer_lifetimes ({_BUFFER_COLUMNS}) SELECT b_buffer_id, b_device_id, b_address, "
-    f"b_max_size_per_bank, b_buffer_type, b_buffer_layout, b_size, b_seq, b_op FROM op_staging "
-    f"WHERE b_buffer_id IS NOT NULL",
+    f"INSERT OR IGNORE INTO main.buffer_lifetimes ({_BUFFER_COLUMNS}) SELECT "
+    f"{', '.join('b_' + c for c in _BUFFER_FIELDS)} FROM op_staging WHERE b_buffer_id IS NOT NULL",
     "INSERT INTO main.captured_graph (operation_id, captured_graph) SELECT s.operation_id, g.captured_graph "
     "FROM op_staging s CROSS JOIN temp.graph_texts g ON g.graph_id = s.g_id WHERE s.g_id IS NOT NULL ORDER BY s.rowid",
     "INSERT INTO main.nodes (operation_id, unique_id, node_operation_id, name) SELECT s.operation_id, n.unique_id, "
@@ -102,7 +119,7 @@ _SPREAD = [
 # Each op's graph by id: ~10 B an op where its text per op was 1.4-2 KB (distinct_graphs holds each text once).
 _OPERATION_GRAPHS = ("INSERT INTO main.operation_graphs (operation_id, graph_id) SELECT operation_id, g_id "
                      "FROM op_staging WHERE g_id IS NOT NULL ORDER BY rowid")
-_FREES = ("UPDATE main.buffer_lifetimes SET freed_seq = s.f_seq FROM op_staging s "
+_FREES = ("UPDATE main.buffer_lifetimes SET freed_seq = s.f_freed_seq FROM op_staging s "
           "WHERE s.f_buffer_id IS NOT NULL AND buffer_lifetimes.buffer_id = s.f_buffer_id")
 
 # A tensor argument's text, as ttreport has always written it, rendered from the tensor's row.
@@ -135,9 +152,12 @@ _AFTER_OPS = [
     "DELETE FROM temp.live_buffers WHERE buffer_id IN (SELECT l.buffer_id FROM temp.live_buffers l "
     "CROSS JOIN main.buffer_lifetimes b ON b.buffer_id = l.buffer_id WHERE b.freed_seq IS NOT NULL)",
 ]
+_ALLOC_WIDTH = len(Alloc._fields)
+_ALLOC_BUFFER_ID = int(AllocField.BUFFER_ID)
+_FREE_BUFFER_ID = int(FreeField.BUFFER_ID)
 _NO_TENSOR = (None,) * 9
-_NO_ALLOC = (None,) * 10
-_NO_FREE = (None,) * 3
+_NO_ALLOC = (None,) * len(Alloc._fields)
+_NO_FREE = (None,) * len(Free._fields)
 
 # Tables worked out once the capture is over, from the whole history (also by migration 0005).
 # The file and line of an op's user code (stack_traces are stack_trace_texts by operations.stack_trace_id):
@@ -187,17 +207,19 @@ AT_CLOSE = [
 ASIDE_MIN_OPS = 50_000
 
 # Events that did not fit an op's row are bound as queued (numbered parameters skip the tag in ?1).
+_ALLOC_VALUES = ",".join(f"?{i + 1}" for i in range(1, len(Alloc._fields)))
 _INSERT = {
     "tensor_specs": "INSERT INTO tensor_specs (spec_id, shape, dtype, layout, memory_config, padded_shape, placement) "
                     "VALUES (?,?,?,?,?,?,?)",
     "tensor_records": f"INSERT OR IGNORE INTO tensors ({_TENSOR_COLUMNS}) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9, "
                       f"{_SPEC_TEXTS} FROM (SELECT 1) LEFT JOIN tensor_specs s ON s.spec_id = ?2",
-    "allocs": f"INSERT OR IGNORE INTO buffer_lifetimes ({_BUFFER_COLUMNS}) VALUES (?2,?3,?4,?5,?6,?7,?8,?9,?10)",
+    "allocs": f"INSERT OR IGNORE INTO buffer_lifetimes ({_BUFFER_COLUMNS}) VALUES ({_ALLOC_VALUES})",
     "source_files": "INSERT INTO source_files (id, path, contents) VALUES (?,?,?)",
     "stack_trace_texts": "INSERT INTO stack_trace_texts (stack_trace_id, stack_trace, source_file_id) VALUES (?,?,?)",
     "errors": "INSERT INTO errors (operation_id, operation_name, error_type, error_message, stack_trace, timestamp) "
               "VALUES (?,?,?,?,?,?)",
-    "frees": "UPDATE buffer_lifetimes SET freed_seq = ?3 WHERE buffer_id = ?2",
+    "frees": f"UPDATE buffer_lifetimes SET freed_seq = ?{FreeField.FREED_SEQ + 1} "
+             f"WHERE buffer_id = ?{FreeField.BUFFER_ID + 1}",
     "buffer_pages": "INSERT INTO buffer_pages (operation_id, device_id, address, core_y, core_x, bank_id, page_index, "
                     "page_address, page_size, buffer_type) VALUES (?,?,?,?,?,?,?,?,?,?)",
     "files": "UPDATE tensors SET file = ? WHERE tensor_id = ?",
@@ -377,26 +399,30 @@ class Writer(threading.Thread):
             for item in batch:
                 tag = item[0]
                 if tag == OP:
+                    item = _as_op(item)
                     graph = self._captured_graph(item, rows) if self._programs or self._l1_allocs else None
                     # The slots take the latest alloc and free before the op's end, whichever op they belong to.
                     staging.append(op(item, rows, new_stacks, new_specs) + (alloc or _NO_ALLOC) + (free or _NO_FREE)
                                    + (graph,))
                     alloc = free = None
                 elif tag == ALLOC:
-                    if live is not None:
-                        live[item[1]] = item[10]
-                        item = item[:10]
-                    if item[5] == 1 and item[9] is not None and self._graphs:  # in its op's graph, if it launches
-                        self._l1_allocs.setdefault(item[9], []).append(item)
-                        self._l1_owner[item[1]] = item[9]
+                    a = records.view(item)
+                    if live is not None:  # records.AllocPages: its Buffer for buffer_pages
+                        live[a.buffer_id] = a.buffer
+                        item = item[:_ALLOC_WIDTH]
+                    if a.buffer_type == 1 and a.allocated_by_operation_id is not None and self._graphs:
+                        # in its op's graph, if it launches a program
+                        self._l1_allocs.setdefault(a.allocated_by_operation_id, []).append(item)
+                        self._l1_owner[a.buffer_id] = a.allocated_by_operation_id
                     if alloc is not None:
                         allocs.append(alloc)
                     alloc = item
                 elif tag == FREE:
+                    buffer_id = item[_FREE_BUFFER_ID]
                     if self._l1_owner:
-                        self._drop_l1_alloc(item[1])
+                        self._drop_l1_alloc(buffer_id)
                     if live is not None:
-                        live.pop(item[1], None)
+                        live.pop(buffer_id, None)
                     if free is not None:
                         frees.append(free)
                     free = item
@@ -534,21 +560,21 @@ class Writer(threading.Thread):
             self.con.close()
 
     # -- records to rows ---------------------------------------------------------------------
-    def _captured_graph(self, rec, rows) -> int | None:
+    def _captured_graph(self, op: Op, rows) -> int | None:
         """The graph_id of the op's captured graph, from the programs it launched (None: no row, as for a host op);
         a graph not seen before is queued for the temp tables."""
-        programs = self._programs.pop(rec[2], None)
-        l1 = self._l1_allocs.pop(rec[2], ())
-        parent = rec[5]
+        programs = self._programs.pop(op.operation_id, None)
+        l1 = self._l1_allocs.pop(op.operation_id, ())
+        parent = op.parent_operation_id
         for a in l1:
             if programs is None and parent is not None:  # a nested op's buffers are its caller's (linear's add)
                 self._l1_allocs.setdefault(parent, []).append(a)
-                self._l1_owner[a[1]] = parent
+                self._l1_owner[a[_ALLOC_BUFFER_ID]] = parent
             else:
-                self._l1_owner.pop(a[1], None)
+                self._l1_owner.pop(a[_ALLOC_BUFFER_ID], None)
         if programs is None:
             return None
-        text = device_graph.captured_graph(rec[1], programs, l1)
+        text = device_graph.captured_graph(op.name, programs, l1)
         graph_id = self._graph_ids.get(text)
         if graph_id is None:
             graph_id = self._graph_ids[text] = device_graph.graph_id(text)
@@ -564,13 +590,13 @@ class Writer(threading.Thread):
         op = self._l1_owner.pop(buffer_id, None)
         if op is not None:
             pending = self._l1_allocs.get(op, [])
-            pending[:] = [a for a in pending if a[1] != buffer_id]
+            pending[:] = [a for a in pending if a[_ALLOC_BUFFER_ID] != buffer_id]
 
-    def _op(self, rec, rows, new_stacks, new_specs) -> tuple:
+    def _op(self, rec: Op, rows, new_stacks, new_specs) -> tuple:
         """The op's staging row up to its buffer slots; its other new tensors, stack text, files and error go
         to `rows`."""
-        (_, name, op_id, start, end, parent, depth, thread, frames, args, kwargs, inputs, outputs, specs, files,
-         end_seq, l1, dram, error) = rec
+        op_id, frames, specs, files = rec.operation_id, rec.stack, rec.specs, rec.files
+        args, kwargs, inputs, outputs = rec.args, rec.kwargs, rec.inputs, rec.outputs
         stack_id = None
         if frames:
             stack_id = self._stacks.get(frames)
@@ -607,16 +633,16 @@ class Writer(threading.Thread):
                 if buf.buffer_type == BufferType.L1:
                     rows["buffer_pages"].extend(self._pages(op_id, buf))
         status = "ok"
-        if error is not None:
+        if rec.error is not None:
             status = "error"
-            error_type, message, tb, timestamp = error
+            error_type, message, tb, timestamp = rec.error  # records.Error
             text = (f"Op called from (most recent call last):\n{self.format_stack(frames, innermost_first=False)}\n"
                     if frames else "")
             text += "".join(tb.format())
-            rows["errors"].append((op_id, name, error_type, message, text, timestamp))
-        # str() of a list of ints is its JSON
-        return (op_id, name, start, end, parent, depth, status, thread, stack_id, end_seq, l1, dram, arguments,
-                str(list(inputs)) if inputs else None, str(list(outputs)) if outputs else None, *tensor)
+            rows["errors"].append((op_id, rec.name, error_type, message, text, timestamp))
+        # _STAGING_COLUMNS' order; str() of a list of ints is its JSON
+        return (*_OP_FIELDS(rec), status, stack_id, arguments, str(list(inputs)) if inputs else None,
+                str(list(outputs)) if outputs else None, *tensor)
 
     def _pages(self, op_id: int, buf):
         """Each page of an L1 buffer, where it lies: interleaved round-robin over the banks, or one shard
@@ -763,6 +789,11 @@ class Writer(threading.Thread):
             rows["source_files"].append((file_id, path, "".join(lines)))
         self._source_files[path] = file_id
         return file_id
+
+
+def _as_op(rec: tuple) -> Op:
+    """An OP record as its named view: no copy, C-speed attribute reads."""
+    return tuple.__new__(Op, rec)
 
 
 def _halve(cache: dict) -> None:
