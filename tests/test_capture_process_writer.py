@@ -84,7 +84,7 @@ def _ops(report: Path) -> int:
 
 
 def _wait_unlocked(report: Path, timeout_s: float = 60) -> None:
-    from ttreport.wal import capture_holds
+    from ttreport.folder import capture_holds
 
     deadline = time.monotonic() + timeout_s
     while capture_holds(report):

@@ -161,7 +161,7 @@ def test_a_second_process_is_refused_until_the_holder_dies(tmp_path):
             again.stop()
         assert (report / "db.sqlite").exists()
         # The kernel drops its lock with it; its writer process holds the folder until it has written the rest of
-        # the op log, and the next capture waits for that (session.ORPHAN_WAIT_S) instead of refusing.
+        # the op log, and the next capture waits for that (folder.ORPHAN_WAIT_S) instead of refusing.
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait(10)
         start = time.monotonic()

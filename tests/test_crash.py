@@ -25,7 +25,7 @@ import torch
 import device_sim as ttnn
 import ttreport
 from device_sim.allocator import OutOfMemoryError
-from ttreport.wal import LIFETIMES_FILE, capture_holds
+from ttreport.folder import LIFETIMES_FILE, capture_holds
 
 REPO = Path(__file__).resolve().parent.parent
 STRESS = os.environ.get("TTREPORT_STRESS") == "1"

@@ -146,7 +146,7 @@ def test_a_killed_capture_gets_no_perf_files_and_leaves_no_parts(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     import time
 
-    from ttreport.wal import capture_holds
+    from ttreport.folder import capture_holds
 
     deadline = time.monotonic() + 60
     while capture_holds(tmp_path / "r"):  # the writer process finishes the report from the log

@@ -16,7 +16,7 @@ import ttreport
 from ttreport.capture import oplog
 from ttreport.capture.oplog import CFG, CODE, OBJ, PROG, STACK, LogSink, LogTail
 from ttreport.capture.recorder import OP, PROGRAM, STOP, TensorArg
-from ttreport.wal import OPLOG_DIR
+from ttreport.folder import OPLOG_DIR
 
 
 def _raw_records(folder) -> list:

@@ -13,11 +13,11 @@ import torch
 import device_sim as ttnn
 import ttreport
 from ttreport import recovery
-from ttreport.capture import log_writer
+from ttreport.capture import writer_process
 
 
 def test_rebuilding_a_report_from_its_log_freezes_none_of_the_readers_objects(tmp_path, device, monkeypatch):
-    monkeypatch.setattr(log_writer, "remove_finished_log", lambda log, step=None: None)  # kept, as after a kill
+    monkeypatch.setattr(writer_process, "remove_finished_log", lambda log, step=None: None)  # kept, as after a kill
     a = ttnn.from_torch(torch.randn(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     with ttreport.capture(tmp_path / "run", config=ttreport.Config(writer="process", perf_files=False)) as cap:
         for _ in range(50):

@@ -16,11 +16,10 @@ from pathlib import Path
 
 from ttreport import migrations
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, NotAReportError
+from ttreport.folder import DB_FILE  # noqa: F401 (db.DB_FILE: the folder's name for the report's database)
 
 # alembic and SQLAlchemy (~0.3 s to import) are imported only to create or upgrade a database:
 # readers learn the revisions from the migration files themselves.
-
-DB_FILE = "db.sqlite"
 
 
 def _alembic_config():

@@ -34,10 +34,19 @@ from pathlib import Path
 from ttreport import wal
 from ttreport.config import Config
 from ttreport.errors import ReportIncompleteWarning
-from ttreport.wal import LIFETIMES_FILE, OPLOG_DIR, OPLOG_DONE_DIR, RESERVE_FILE, closed
+from ttreport.folder import (
+    DB_FILE,
+    LIFETIMES_FILE,
+    OPLOG_DIR,
+    OPLOG_DONE_DIR,
+    REBUILD_SUFFIX,
+    RESERVE_FILE,
+    closed,
+    hold_folder,
+    remove_log,
+    segment_path,
+)
 
-DB_FILE = "db.sqlite"
-REBUILD_SUFFIX = ".rebuild"
 # A rebuild's batches hold at most this many records, whatever config.json says: Config's own queue_max default,
 # the most a thread writer holds. A folder's flush_ops of 10**12 would have read a whole log into one batch.
 REBUILD_BATCH_MAX = 100_000
@@ -55,7 +64,7 @@ def recover(db_path: str | os.PathLike, *, remove_unused_log: bool = False) -> b
     log = any(os.path.isdir(db_path.parent / name) for name in (OPLOG_DIR, OPLOG_DONE_DIR))
     if not log and not os.path.lexists(wal.wal_path(db_path)):
         return True
-    lock_fd = wal.hold_folder(db_path.parent)
+    lock_fd = hold_folder(db_path.parent)
     if lock_fd is False:
         return False  # a capture is writing this report
     try:
@@ -97,8 +106,6 @@ def finish_from_log(folder: str | os.PathLike, *, remove_unused: bool = False) -
     done = folder / OPLOG_DONE_DIR
     if done.is_dir() and not done.is_symlink():
         with contextlib.suppress(OSError):  # a folder that cannot be written: check names it
-            from ttreport.capture.oplog import remove_log  # the op log's module: device_sim (~1.2 s), for a log only
-
             remove_log(done)  # a kill cut its deletion short: the report holds every op
     if not os.path.lexists(log):
         return True
@@ -206,8 +213,6 @@ def count_log(log: Path) -> tuple[int, int]:
 def unreadable_log(log: Path) -> str | None:
     """Why `log` is not read (a link, or a segment that is not a plain file: it would read outside the folder),
     or None."""
-    from ttreport.capture.oplog import segment_path  # the op log's module: device_sim (~1.2 s), for a log only
-
     if log.is_symlink() or not log.is_dir():
         return "it is not a folder the capture made (a link, or a file)"
     n = 1

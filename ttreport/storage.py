@@ -33,9 +33,9 @@ from isal import isal_zlib
 
 from ttreport import ptfile
 from ttreport.errors import ConfigError, LossWarner, TensorFileDamagedError, TensorFileError, TensorTooLargeError
+from ttreport.folder import TENSORS_DIR
 from ttreport.ptfile import plain  # noqa: F401 (storage.plain: a view's file holds only its own elements)
 
-TENSORS_DIR = "tensors"
 MAX_PENDING_BYTES = 1 << 30  # values waiting for the disk before the model waits (back-pressure, never loss)
 # Tensor files stop while this much is still free, so the database (small, but it is the report) can
 # keep committing and close: max(64 MiB, 2x the file), but at most three quarters of a small filesystem.

@@ -19,11 +19,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ttreport.capture.live_perf import LivePerf
-from ttreport.capture.oplog import LogTail, remove_log, segment_path, write_count
+from ttreport.capture.oplog import LogTail, write_count
 from ttreport.capture.recorder import FLUSH, META, STOP
 from ttreport.capture.writer import Writer, connect
 from ttreport.errors import LossWarner
-from ttreport.wal import OPLOG_DONE_DIR
+from ttreport.folder import OPLOG_DONE_DIR, remove_log, segment_path
 
 OPTIONS = ("flush_ops", "flush_interval_s", "buffer_pages", "device_graphs", "perf_files")  # Config's, for Writer
 IDLE_SLEEP_S = 0.0005  # between looks at an idle log: a few hundred µs of latency, ~nothing of CPU

@@ -37,7 +37,6 @@ unpickled, and LogTail checks each write before marshal reads it (LogTail's docs
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import marshal
 import mmap
@@ -90,7 +89,7 @@ from ttreport.capture.records import (  # noqa: F401 (the definitions' tags: the
     OpField,
 )
 from ttreport.errors import LossWarner, ReportIncompleteWarning
-from ttreport.wal import OPLOG_DIR  # noqa: F401 (the log's folder name, defined with the lock's)
+from ttreport.folder import OPLOG_DIR, remove_log, segment_path  # noqa: F401 (the log's file names: the folder's)
 
 # An OP record's fields that the log writes otherwise than the recorder makes them (records.Op)
 _STACK, _ARGS, _KWARGS, _SPECS, _ERROR = (int(f) for f in (OpField.STACK, OpField.ARGS, OpField.KWARGS, OpField.SPECS,
@@ -133,10 +132,6 @@ PACE_SLEEP_S = 0.01  # between looks while the model waits (a 1 ms poll cost 3-5
 WRITER_STALL_S = 10.0
 _COUNT = struct.Struct("<Q")  # the writer process's count of log bytes written to SQLite, in shared memory
 _new_tuple = tuple.__new__  # a PROGRAM record's Program, without the NamedTuple's Python __new__
-
-
-def segment_path(folder: Path, n: int) -> Path:
-    return folder / f"{n:06d}.seg"
 
 
 class LogSink:
@@ -568,21 +563,6 @@ def _named(enum_type, name):
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:80] + "..."
-
-
-# what a capture writes into the log's folder (the perf files' parts: live_perf.PARTS)
-_OWN = re.compile(r"\d+\.(seg|tmp)|\.progress(\.tmp)?|\.(ops_perf_results|profile_log_device)\.csv\.part")
-
-
-def remove_log(folder: Path) -> None:
-    """Delete a log's segments and progress note, and its folder unless something else is in it."""
-    if not folder.is_dir() or folder.is_symlink():
-        return
-    for entry in folder.iterdir():
-        if _OWN.fullmatch(entry.name) and entry.is_file() and not entry.is_symlink():
-            entry.unlink()
-    with contextlib.suppress(OSError):
-        folder.rmdir()
 
 
 def write_count(progress, tail: LogTail) -> None:

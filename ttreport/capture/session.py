@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import datetime
-import fcntl
 import functools
 import gc
 import json
@@ -41,11 +40,11 @@ import torch
 
 import device_sim
 import device_sim.mesh
-from ttreport import db, schema
+from ttreport import db
 from ttreport.capture import golden, rank
 from ttreport.capture.log_perf import estimate_on_model_thread
 from ttreport.capture.log_tensors import LogStorage
-from ttreport.capture.oplog import OPLOG_DIR, LogQueue, LogSink, remove_log
+from ttreport.capture.oplog import LogQueue, LogSink
 from ttreport.capture.recorder import (
     FLUSH,
     META,
@@ -68,15 +67,18 @@ from ttreport.errors import (
     ReportPathError,
 )
 from ttreport.export import ops_perf
-from ttreport.storage import TENSORS_DIR, TensorStore
-from ttreport.wal import LIFETIMES_FILE, LOCK_FILE, OPLOG_DONE_DIR, RESERVE_FILE
+from ttreport.folder import (
+    CLUSTER_DESCRIPTOR_FILE,
+    CONFIG_FILE,
+    OPLOG_DIR,
+    RESERVE_FILE,
+    holds_report,
+    prepare,
+    reserve_room,
+    unlock,
+)
+from ttreport.storage import TensorStore
 
-CONFIG_FILE = "config.json"
-# The notes written at close (status, end time, losses) take a few pages of the WAL: 64 KiB holds them.
-RESERVE_BYTES = 64 << 10
-# A killed capture's writer process holds the folder's lock while it writes the rest of the op log: a new
-# capture into the folder waits this long for it (a 20,000-op backlog takes ~1 s) before it is refused.
-ORPHAN_WAIT_S = 10.0
 _lock = threading.Lock()
 _active: Capture | None = None
 
@@ -173,15 +175,15 @@ class Capture(contextlib.ContextDecorator):
         return self
 
     def _take_folder(self, config: Config) -> int:
-        """Set self.path to the report folder, prepared and locked (see _prepare); returns the lock's descriptor."""
+        """Set self.path to the report folder, prepared and locked (folder.prepare); returns the lock's descriptor."""
         if self.number is None or config.overwrite:
             self.path = _resolve(_numbered(self._target, self.number or 1), config.root, self._base_name)
-            return _prepare(self.path, config.overwrite)
+            return prepare(self.path, config.overwrite)
         while True:
             self.path = _resolve(_numbered(self._target, self.number), config.root, self._base_name)
-            if not _holds_report(self.path):
+            if not holds_report(self.path):
                 try:
-                    return _prepare(self.path, overwrite=False)
+                    return prepare(self.path, overwrite=False)
                 except (ReportExistsError, ReportInUseError):
                     pass  # another process took this name since it was looked at (both started at once): the next
             self.number += 1
@@ -206,7 +208,7 @@ class Capture(contextlib.ContextDecorator):
                  "report_id": str(uuid.uuid4()), **_git_commit()}
         self._rank = facts["rank"] = rank.host_rank(config.rank)
         _write_metadata(self.db_path, facts)
-        _reserve_room(path / RESERVE_FILE)
+        reserve_room(path / RESERVE_FILE)
         _write_json(path / CONFIG_FILE, {**_ttnn_config_keys(config, path), "config": config.to_json(),
                                          "schema_version": db.head_revision(),
                                          **{k: v for k, v in facts.items() if k != "status"}})
@@ -375,10 +377,7 @@ class Capture(contextlib.ContextDecorator):
     def _unlock(self) -> None:
         if self._lock_fd is not None:
             fd, self._lock_fd = self._lock_fd, None
-            # Removed while still held: whoever opened the old file sees it is gone and takes a new one.
-            with contextlib.suppress(OSError):
-                os.unlink(self.path / LOCK_FILE)
-            os.close(fd)
+            unlock(self.path, fd)
 
     def _restore_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -586,11 +585,6 @@ def _numbered(name, n: int):
     return f"{name}-{n}"
 
 
-def _holds_report(path: Path) -> bool:
-    """Whether capturing into `path` would be refused as a report already there (see _refuse_existing)."""
-    return os.path.lexists(path) and not (path.is_dir() and not [e for e in path.iterdir() if e.name != LOCK_FILE])
-
-
 def _opener():
     """The frame that opened the capture: the first one outside this module (with-block, start(), decorator)."""
     f = sys._getframe(1)
@@ -642,156 +636,6 @@ def _resolve(target, root: Path, base: str) -> Path:
     return path
 
 
-def _prepare(path: Path, overwrite: bool) -> int:
-    """Make `path` an empty report folder that this process holds; returns the lock's descriptor.
-
-    The lock is taken before anything in the folder is deleted or written, and the folder is checked
-    again under it: a second capture into a live report is refused, even with overwrite=True. The
-    kernel drops an flock with the last descriptor, so a killed capture never leaves it stuck.
-    Overwriting deletes only what a capture writes (CAPTURE_FILES, tensor files); anything else the
-    folder holds stays.
-    """
-    _refuse_existing(path, overwrite)  # before writing anything (even the lock file)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd = _lock_folder(path)
-    except OSError as e:
-        raise ReportPathError(
-            f"cannot create the report folder {path} ({type(e).__name__}: {e.strerror or e}); capture into a "
-            f"writable folder: set Config(root=...) (or TTREPORT_CONFIG's \"root\") or pass another path"
-        ) from None
-    try:
-        _refuse_existing(path, overwrite)
-        _remove_report_files(path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-CLUSTER_DESCRIPTOR_FILE = "cluster_descriptor.yaml"
-# What a capture writes into its folder (besides tensors/ and LOCK_FILE): all that overwrite=True deletes.
-CAPTURE_FILES = (db.DB_FILE, f"{db.DB_FILE}-wal", f"{db.DB_FILE}-shm", f"{db.DB_FILE}-journal", CONFIG_FILE,
-                 f"{db.DB_FILE}.rebuild", f".{CONFIG_FILE}.tmp", RESERVE_FILE, CLUSTER_DESCRIPTOR_FILE,
-                 f".{CLUSTER_DESCRIPTOR_FILE}.tmp", LIFETIMES_FILE,
-                 ops_perf.PERF_FILE, ops_perf.DEVICE_LOG_FILE)
-# A tensor file (or its temporary name while written): tensors/<id>.pt, tensors/.<id>.pt.tmp, ...
-_TENSOR_FILE = re.compile(r"\.?\d+\.(pt|bin)(\.[A-Za-z0-9_]+)*")
-
-
-def _remove_report_files(path: Path) -> None:
-    for name in CAPTURE_FILES:
-        entry = path / name
-        if entry.is_symlink() or entry.is_file():
-            entry.unlink()
-    for log in (OPLOG_DIR, OPLOG_DONE_DIR):  # a process writer's op log (its segments and progress note only)
-        remove_log(path / log)
-    tensors = path / TENSORS_DIR
-    if tensors.is_dir() and not tensors.is_symlink():
-        for entry in tensors.iterdir():
-            if _TENSOR_FILE.fullmatch(entry.name) and (entry.is_symlink() or entry.is_file()):
-                entry.unlink()
-            elif entry.name.isdigit() and entry.is_dir() and not entry.is_symlink():  # a mesh tensor's shards
-                for shard in entry.iterdir():
-                    if _TENSOR_FILE.fullmatch(shard.name) and (shard.is_symlink() or shard.is_file()):
-                        shard.unlink()
-                with contextlib.suppress(OSError):  # kept when it holds something else, as below
-                    entry.rmdir()
-        with contextlib.suppress(OSError):  # not empty: it holds something a capture did not write; kept
-            tensors.rmdir()
-
-
-def _refuse_existing(path: Path, overwrite: bool) -> None:
-    if not os.path.lexists(path):
-        return
-    if path.is_dir() and not [e for e in path.iterdir() if e.name != LOCK_FILE]:
-        return  # empty, or left with only the lock file of a killed capture
-    if not overwrite:
-        raise ReportExistsError(
-            f"report folder {path} exists already and reports are never overwritten silently; "
-            f"pass a new name, or Config(overwrite=True) (`ttreport run --overwrite`) to replace it"
-        )
-    why = _not_a_report(path)
-    if why is not None:
-        raise ReportExistsError(
-            f"{path} exists and is not a report folder that ttreport made ({why}); overwrite=True replaces only "
-            f"ttreport's reports, so capture into another folder, or empty this one yourself"
-        )
-
-
-def _not_a_report(path: Path) -> str | None:
-    """Why `path` is not a folder holding a report that ttreport made; None when it is one."""
-    if path.is_symlink() or not path.is_dir():
-        return "not a folder"
-    db_path = path / db.DB_FILE
-    if db_path.is_symlink() or not db_path.is_file():
-        return f"it has no {db.DB_FILE}"
-    with open(db_path, "rb") as f:
-        if f.read(16) != b"SQLite format 3\x00":
-            return f"its {db.DB_FILE} is not a SQLite database"
-    try:
-        # Read-write only so that SQLite may recover the WAL a killed capture left; nothing is written.
-        con = sqlite3.connect(db_path)
-        try:
-            # Every ttreport report notes its schema_version (reports from before alembic: their status).
-            row = con.execute("SELECT 1 FROM report_metadata WHERE key IN (?, 'status')",
-                              (schema.SCHEMA_VERSION_KEY,)).fetchone()
-        finally:
-            con.close()
-    except sqlite3.Error as e:
-        return f"its {db.DB_FILE} has no ttreport report_metadata ({e})"
-    if row is None:
-        return f"its {db.DB_FILE} has neither a schema_version nor a status in report_metadata"
-    return None
-
-
-def _lock_folder(folder: Path) -> int:
-    lock = folder / LOCK_FILE
-    deadline = time.monotonic() + ORPHAN_WAIT_S
-    while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
-            os.close(fd)
-            if holder.isdigit() and not _alive(int(holder)):
-                # The capturing process is gone but the lock is held: its writer process is writing the rest of
-                # the op log into the report. Wait for it (briefly) rather than refuse a re-run after a kill.
-                if time.monotonic() < deadline:
-                    time.sleep(0.05)
-                    continue
-                raise ReportInUseError(
-                    f"report folder {folder} is in use: the process that captured into it (pid {holder}) has "
-                    f"ended, and its writer process is still writing the report from its op log after "
-                    f"{ORPHAN_WAIT_S:g} s; try again once it has finished, or capture into another folder"
-                ) from None
-            raise ReportInUseError(
-                f"report folder {folder} is in use: another process "
-                f"({f'pid {holder}' if holder.isdigit() else 'pid unknown'}) is capturing into it; wait for it "
-                f"to close its capture, or capture into another folder"
-            ) from None
-        try:
-            if os.path.samestat(os.fstat(fd), os.stat(lock)):
-                break
-        except FileNotFoundError:
-            pass
-        os.close(fd)  # its holder removed it as it let go: lock the file that is there now
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
-
-
 def _write_metadata(db_path, items: dict) -> None:
     con = sqlite3.connect(db_path)
     try:
@@ -800,18 +644,6 @@ def _write_metadata(db_path, items: dict) -> None:
                             [(k, str(v)) for k, v in items.items()])
     finally:
         con.close()
-
-
-def _reserve_room(path: Path) -> None:
-    """Hold RESERVE_BYTES of the disk in a file that close deletes before it writes the status: when the
-    disk fills during a capture, the report can still say it is complete and what it lost."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    try:
-        os.posix_fallocate(fd, 0, RESERVE_BYTES)
-    except OSError:
-        os.ftruncate(fd, 0)  # not even that much room: the capture runs, as it would without the reserve
-    finally:
-        os.close(fd)
 
 
 def _ttnn_config_keys(config: Config, path: Path) -> dict:

@@ -46,7 +46,7 @@ from ttreport.capture.records import (
     Op,
 )
 from ttreport.errors import LossWarner
-from ttreport.wal import LIFETIMES_FILE
+from ttreport.folder import LIFETIMES_FILE
 
 CLOSE_WAIT_MS = 200  # how long closing waits for a reader before leaving the report in WAL mode
 MAX_VALUE_CHARS = 2000  # an argument's text beyond this is cut: reprs of big host arrays add nothing

@@ -37,10 +37,9 @@ from ttreport.capture.log_tensors import FileWriter
 from ttreport.capture.log_writer import OPTIONS, open_writer, pump, remove_finished_log
 from ttreport.capture.oplog import OPLOG_DIR, LogTail
 from ttreport.capture.recorder import META
+from ttreport.folder import DB_FILE, RESERVE_FILE
 from ttreport.recovery import finish_from_log
-from ttreport.wal import RESERVE_FILE
 
-DB_FILE = "db.sqlite"
 # A test seam (tests/test_hardening_recovery.py): with TTREPORT_TEST_KILL_STEP=k in its environment the writer
 # process SIGKILLs itself at step k of the end of its log (_Steps), to show that a kill at each loses no op.
 KILL_STEP_VAR = "TTREPORT_TEST_KILL_STEP"

@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 from ttreport import outfile
+from ttreport.folder import DEVICE_LOG_FILE, PERF_FILE  # noqa: F401 (ops_perf's file names)
 
 # tt-metal's OPS_CSV_HEADER, in its order; INPUTS/OUTPUTS are replaced by the per-tensor columns.
 OPS_CSV_HEADER = [
@@ -38,8 +39,6 @@ OPS_CSV_HEADER = [
 TENSOR_FIELDS = ("W", "Z", "Y", "X", "LAYOUT", "DATATYPE", "MEMORY")
 DEVICE_LOG_HEADER = ["PCIe slot", "core_x", "core_y", "RISC processor type", "timer_id", "time[cycles since reset]",
                      "stat value", "run ID", "run host ID", "zone name", "type", "source line", "source file"]
-PERF_FILE = "ops_perf_results.csv"
-DEVICE_LOG_FILE = "profile_log_device.csv"
 
 
 def _tensor_fields(shape, layout, dtype, buffer_type, memory_config, device_id) -> tuple:

@@ -23,8 +23,9 @@ import os
 import sqlite3
 from pathlib import Path
 
-from ttreport import recovery, wal
+from ttreport import recovery
 from ttreport.errors import TTReportError
+from ttreport.folder import CLOSED_STATUSES, OPLOG_DIR, OPLOG_DONE_DIR, capture_holds, closed
 from ttreport.read.report import check_schema, connect_readonly, expected_file, resolve
 
 # What reading a damaged database raises: SQLite's errors, and a UnicodeDecodeError when SQLite's own
@@ -190,8 +191,8 @@ def _log_faults(con: sqlite3.Connection, db_path: Path, meta: dict) -> list[str]
     """An op log a killed capture left that no reader finished (connect_readonly tried: recovery.recover): what it holds
     against what the db holds, and the fix. A capture's own log while it runs is no fault."""
     folder = db_path.parent
-    log, done = folder / wal.OPLOG_DIR, folder / wal.OPLOG_DONE_DIR
-    if not (os.path.lexists(log) or os.path.lexists(done)) or wal.capture_holds(folder):
+    log, done = folder / OPLOG_DIR, folder / OPLOG_DONE_DIR
+    if not (os.path.lexists(log) or os.path.lexists(done)) or capture_holds(folder):
         return []
     faults = []
     if os.path.lexists(done):
@@ -209,8 +210,8 @@ def _log_faults(con: sqlite3.Connection, db_path: Path, meta: dict) -> list[str]
     segments = sum(1 for e in os.scandir(log) if e.name.endswith(".seg"))
     held = (f"{log}: an op log of {segments} segments ({used:,} bytes of records) holding {ops:,} ops, "
             f"{db_path.name} {db_ops:,}")
-    if wal.closed(meta):
-        said = f"status {meta['status']!r}" if meta.get("status") in wal.CLOSED_STATUSES else "log_finished"
+    if closed(meta):
+        said = f"status {meta['status']!r}" if meta.get("status") in CLOSED_STATUSES else "log_finished"
         if ops <= db_ops:
             faults.append(f"{held}: not used, as the report says it holds every op ({said}); "
                           f"`ttreport check --repair` deletes it")

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ttreport import db, outfile, schema
 from ttreport.errors import MergeError
+from ttreport.folder import TENSORS_DIR
 
 # Which id each column holds: a merged rank's ids of one kind move past all earlier ranks' ids of it.
 _KINDS = {
@@ -37,7 +38,6 @@ _KINDS = {
     "end_seq": "seq", "allocated_seq": "seq", "freed_seq": "seq",
 }
 _SKIP = {"report_metadata"}
-TENSORS_DIR = "tensors"  # storage.TENSORS_DIR, without importing torch
 
 
 def _db_path(report) -> Path:

@@ -23,11 +23,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ttreport import db, recovery, wal
+from ttreport import db, recovery
 from ttreport.config import DEFAULT_ROOT, default_root
 from ttreport.errors import TTReportError
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
 from ttreport.export.memory import ALLOCATED, MemoryPeaks, Peak, memory_peaks
+from ttreport.folder import capture_holds, log_left
 
 DB_FILE = db.DB_FILE
 # Where TT-NN's logging (TTNN_CONFIG_OVERRIDES' enable_logging, ttreport.ttnn_config) puts its reports by default.
@@ -513,9 +514,9 @@ class Report:
         "running" that no capture holds says so (its process was killed: ops after its last commit are lost)."""
         meta = self.metadata
         text = status_text(meta)
-        if meta.get("status") == "running" and not wal.capture_holds(self.path):
+        if meta.get("status") == "running" and not capture_holds(self.path):
             text = text.replace("running", "running, but no process is capturing it (killed?)", 1)
-        left = wal.log_left(self.path)  # an op log no reader could finish: what is shown may lack its ops
+        left = log_left(self.path)  # an op log no reader could finish: what is shown may lack its ops
         return text if left is None else f"{text}; {left}"
 
     @property

@@ -23,9 +23,9 @@ import uuid
 from pathlib import Path
 
 from ttreport import db
+from ttreport.folder import TENSORS_DIR, capture_holds
 from ttreport.store.connection import StoreError, connect, ensure_schema, split_url, talking_to
 
-TENSORS_DIR = "tensors"  # storage.TENSORS_DIR, which imports torch: a push needs none
 # For a report captured before capture wrote report_id: an identity from what the capture did write.
 _LEGACY_NAMESPACE = uuid.UUID("6f1c2a4e-2d0b-4c55-9b0e-7d2f1e7c4a10")
 
@@ -68,11 +68,8 @@ def push(report, url: str, *, name: str | None = None, model: str | None = None)
     src = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
         meta = dict(src.execute("SELECT key, value FROM report_metadata"))
-        if meta.get("status") == "running":
-            from ttreport import wal
-
-            if wal.capture_holds(folder):
-                raise StoreError(f"{folder} is still being captured; push it after its capture closes")
+        if meta.get("status") == "running" and capture_holds(folder):
+            raise StoreError(f"{folder} is still being captured; push it after its capture closes")
         ident = report_uuid(meta)
         files = [f for (f,) in src.execute(_FILES_SQL)]
         _, tensor_store = split_url(url)
