@@ -10,6 +10,7 @@ import torch
 import device_sim as ttnn
 import ttreport
 from device_sim import device_work
+from device_sim.programs import eltwise, matmul, normalization
 from ttreport.capture import device_graph
 
 TILE_BF16 = 2048  # bytes of a 32x32 bfloat16 tile
@@ -30,7 +31,7 @@ def test_a_square_matmul_gets_the_2d_multicast_factorys_cbs(device):
     # two K blocks, so in0 and in1 are double-buffered; with packer L1 accumulation the intermediate is
     # bfloat16, the output's format, so c_4 and c_5 share one buffer.
     a, b = tt(device, (256, 256)), tt(device, (256, 256))
-    p = device_work.matmul_program(a, b, None, ttnn.bfloat16, None)
+    p = matmul.matmul_program(a, b, None, ttnn.bfloat16, None)
     assert p.name == "MatmulDeviceOperation"
     assert p.factory == "MatmulMultiCoreReuseMultiCastProgramConfig"
     assert cbs(p) == [((0,), 8, TILE_BF16), ((1,), 8, TILE_BF16), ((4, 5), 1, TILE_BF16)]
@@ -43,12 +44,12 @@ def test_a_wide_matmul_is_1d_and_its_cbs_follow_dtypes_and_fp32_accumulation(dev
     # -> per_core_N = 1, K = 8 tiles -> in0_block_w = 1, eight K blocks; a float32 output accumulates in
     # float32 with no packer accumulation, so the intermediate is float32 too and c_4/c_5 still share.
     a, b = tt(device, (32, 256), ttnn.bfloat8_b), tt(device, (256, 1024), ttnn.bfloat8_b)
-    p = device_work.matmul_program(a, b, None, ttnn.float32, None)
+    p = matmul.matmul_program(a, b, None, ttnn.float32, None)
     assert p.factory == "MatmulMultiCoreReuseMultiCast1DProgramConfig"
     assert cbs(p) == [((0,), 2, TILE_BF8), ((1,), 2, TILE_BF8), ((4, 5), 1, 4096)]
     assert p.cores.num_cores() == 32
     # bfloat16 output with fp32 accumulation asked for: the intermediate is float32, so c_5 is its own CB
-    p = device_work.matmul_program(a, b, None, ttnn.bfloat16, None, fp32_dest_acc_en=True)
+    p = matmul.matmul_program(a, b, None, ttnn.bfloat16, None, fp32_dest_acc_en=True)
     assert cbs(p)[2:] == [((4,), 1, TILE_BF16), ((5,), 1, 4096)]
 
 
@@ -57,7 +58,7 @@ def test_a_program_config_sets_the_blocking(device):
     cfg = ttnn.MatmulMultiCoreReuseMultiCastProgramConfig(
         compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), in0_block_w=2, out_subblock_h=1, out_subblock_w=2,
         per_core_M=1, per_core_N=2, transpose_mcast=False, fused_activation=None)
-    p = device_work.matmul_program(a, b, None, ttnn.bfloat16, cfg)
+    p = matmul.matmul_program(a, b, None, ttnn.bfloat16, cfg)
     # in0: 1 x 2 tiles, in1: 2 x 2 tiles, both doubled (4 K blocks); 8 rows of M blocks x 8 columns of N blocks
     assert cbs(p) == [((0,), 4, TILE_BF16), ((1,), 8, TILE_BF16), ((4, 5), 2, TILE_BF16)]
     assert device_work.cores_text(p.ranges) == "{[0-0 - 7-7]}"
@@ -139,17 +140,17 @@ def test_without_a_config_the_output_blocks_shrink_until_the_cbs_fit_below_l1_te
     # and intermediate; in0's tile size for the output) fits below the lowest L1 tensor. 64 KiB of room:
     # 4x4 needs 192 KiB and 2x2 80 KiB; 2x1 (the later of 2x1 / 1x2, as TT-NN's map keeps it) needs 56 KiB.
     a, b = tt(small_l1, (1024, 1024)), tt(small_l1, (1024, 1024))
-    p = device_work.matmul_program(a, b, None, ttnn.bfloat16, None)
+    p = matmul.matmul_program(a, b, None, ttnn.bfloat16, None)
     assert cbs(p) == [((0,), 2 * 4 * 2, TILE_BF16), ((1,), 1 * 4 * 2, TILE_BF16), ((4, 5), 2, TILE_BF16)]
     ttnn.matmul(a, b)  # so it launches
     # Less room, smaller blocks: a tensor holding 32 KiB per core at the top of L1 leaves 32 KiB, where even a
     # 1x1 block (36 KiB) does not fit: TT-NN then takes 1x1, and the launch clashes.
     held = tt(small_l1, (32_768, 32), memory_config=ttnn.L1_MEMORY_CONFIG)
-    assert cbs(device_work.matmul_program(a, b, None, ttnn.bfloat16, None))[-1] == ((4, 5), 1, TILE_BF16)
+    assert cbs(matmul.matmul_program(a, b, None, ttnn.bfloat16, None))[-1] == ((4, 5), 1, TILE_BF16)
     with pytest.raises(RuntimeError, match="clash with L1 buffers"):
         ttnn.matmul(a, b)
     held.deallocate()
-    assert cbs(device_work.matmul_program(a, b, None, ttnn.bfloat16, None)) == cbs(p)
+    assert cbs(matmul.matmul_program(a, b, None, ttnn.bfloat16, None)) == cbs(p)
 
 
 def test_a_report_shows_the_cbs_and_the_tensor_that_clashed(small_l1, tmp_path):
@@ -175,13 +176,13 @@ def test_a_softmax_over_the_last_dim_is_one_softmax_program_on_every_core(device
     # [1, 1, 64, 256] bfloat16: Wt = 8, block = 8; numeric_stable (TT-NN's default) keeps the whole row in c_0
     # and c_10, the exps in c_6; bfloat16 intermediates without an fp32 destination
     x = tt(device, (1, 1, 64, 256))
-    p = device_work.softmax_program(x, ttnn.bfloat16)
+    p = normalization.softmax_program(x, ttnn.bfloat16)
     assert p.name == "SoftmaxDeviceOperation"
     assert cbs(p) == [((0,), 8, TILE_BF16), ((11,), 16, TILE_BF16), ((7,), 1, TILE_BF16), ((2,), 1, TILE_BF16),
                       ((6,), 8, TILE_BF16), ((5,), 1, TILE_BF16), ((8,), 1, TILE_BF16), ((10,), 8, TILE_BF16)]
     assert p.ranges == ((0, 0, 7, 7),)
     # an fp32 destination: blocks of at most 4 tiles, float32 intermediates; without numeric_stable c_0 is two blocks
-    p = device_work.softmax_program(x, ttnn.bfloat16, fp32_dest_acc_en=True, numeric_stable=False)
+    p = normalization.softmax_program(x, ttnn.bfloat16, fp32_dest_acc_en=True, numeric_stable=False)
     assert cbs(p) == [((0,), 8, TILE_BF16), ((11,), 8, TILE_BF16), ((7,), 1, 4096), ((2,), 1, TILE_BF16),
                       ((6,), 8, 4096), ((5,), 1, TILE_BF16)]
 
@@ -202,7 +203,7 @@ def test_a_captured_softmax_shows_its_device_operation(device, tmp_path):
 def test_element_wise_ops_are_unary_and_binary_ng_programs(device, tmp_path):
     a, b = tt(device, (1, 1, 64, 320)), tt(device, (1, 1, 64, 320), ttnn.bfloat8_b)
     # 2 x 10 = 20 tiles: split_work_to_cores fills columns of 8 cores first
-    u = device_work.unary_program(a, ttnn.bfloat16)
+    u = eltwise.unary_program(a, ttnn.bfloat16)
     assert (u.name, cbs(u), u.ranges) == ("UnaryDeviceOperation", [((0,), 2, TILE_BF16), ((2,), 2, TILE_BF16)],
                                           ((0, 0, 1, 7), (2, 0, 2, 3)))
     with ttreport.capture("eltwise", config=ttreport.Config(root=tmp_path, device_graphs=True)) as handle:
@@ -247,7 +248,7 @@ def test_device_graphs_can_be_left_out_of_a_report_but_the_device_still_checks_i
 
 def test_a_sharded_output_backs_the_output_cb_outside_the_static_region(device):
     a, b = tt(device, (256, 256)), tt(device, (256, 256))
-    p = device_work.make_program(*device_work.matmul_program(a, b, None, ttnn.bfloat16, None, out_sharded=True)[:4])
+    p = device_work.make_program(*matmul.matmul_program(a, b, None, ttnn.bfloat16, None, out_sharded=True)[:4])
     assert cbs(p) == [((0,), 8, TILE_BF16), ((1,), 8, TILE_BF16), ((4, 5), 1, TILE_BF16)]
     assert [cb.globally_allocated for cb in p.cbs] == [False, False, True]
     assert p.cb_region_end == 16 * TILE_BF16  # cb_base 0 here: in0 and in1 only

@@ -1,7 +1,7 @@
 """The element-wise ops beyond unary/binary launch TT-NN's device operations: ternary, in place, clamp, fill.
 
 CBs are hand-checked against ternary_program_factory.cpp (device_sim/programs/eltwise.py cites it), the
-unary factory and binary_ng's (device_work.py).
+unary factory and binary_ng's (device_sim/programs/eltwise.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 from programs_heard import cbs, launched  # tests/programs_heard.py
 
 import device_sim as ttnn
-from device_sim import device_work
+from device_sim.programs import eltwise, normalization
 
 BF16, BF8, F32 = 2048, 1088, 4096  # bytes of one 32x32 tile
 
@@ -82,10 +82,10 @@ def test_an_in_place_op_whose_cbs_clash_keeps_the_tensors_values(device):
         ttnn.add_(a, b)
     assert torch.equal(a.to_torch(), before)
     ttnn.deallocate(blocker)
-    assert device_work.binary_program(a, b.dtype, a.dtype).cb_region_end == 6 * BF16
+    assert eltwise.binary_program(a, b.dtype, a.dtype).cb_region_end == 6 * BF16
 
 
-# -- softmax variants: the attention-optimized factory (device_work.softmax_program) -------------
+# -- softmax variants: the attention-optimized factory (normalization.softmax_program) -------------
 
 def test_scale_mask_softmax_in_place_adds_the_mask_cbs(device):
     # [1, 1, 64, 256]: Wt = 8, block 8. Numeric-stable row CBs as ttnn.softmax's (c_0 8, c_11 16, c_7, c_2, c_6 8),
@@ -100,7 +100,7 @@ def test_scale_mask_softmax_in_place_adds_the_mask_cbs(device):
 
 def test_softmax_in_place_and_attention_softmax_without_a_mask_run_plain_softmax(device):
     x = tt(device, (1, 2, 32, 64))
-    plain = device_work.softmax_program(x, ttnn.bfloat16)
+    plain = normalization.softmax_program(x, ttnn.bfloat16)
     assert [cbs(p) for p in launched(device, lambda: ttnn.softmax_in_place(x))] == [cbs(plain)]
     assert [cbs(p) for p in launched(device, lambda: ttnn.transformer.attention_softmax(x, head_size=16))] == \
         [cbs(plain)]

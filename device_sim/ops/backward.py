@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from device_sim import device_work
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.programs import eltwise as eltwise_programs
 from device_sim.registry import register_op
 from device_sim.tensor import Tensor
 from device_sim.types import Layout
@@ -54,7 +55,8 @@ def _grad_output(value: torch.Tensor, like: Tensor, grad: Tensor, target: Tensor
     else:
         out = output(value, like, device_inputs(op_name, like, grad), op_name=op_name, memory_config=memory_config)
     if grad._device is not None and grad.layout == Layout.TILE and out.layout == Layout.TILE:
-        device_work.launch_after(out, target is None, grad, device_work.binary_program(grad, like.dtype, out.dtype))
+        device_work.launch_after(out, target is None, grad,
+                                 eltwise_programs.binary_program(grad, like.dtype, out.dtype))
     return out
 
 

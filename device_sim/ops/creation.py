@@ -13,6 +13,7 @@ from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output,
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import creation as creation_programs
 from device_sim.programs import data_movement as data_movement_programs
+from device_sim.programs import eltwise as eltwise_programs
 from device_sim.programs import repeat as repeat_programs
 from device_sim.programs import shape as shape_programs
 from device_sim.registry import OWN_NAME, Trait, pending_output_target, register_op
@@ -126,7 +127,7 @@ def _like(op_name: str, input_tensor: Tensor, value: torch.Tensor, dtype, layout
     # (one UnaryDeviceOperation); otherwise the values are made on the host and written (no program)
     if fills and input_tensor._device is not None and input_tensor._device is device and input_tensor.layout == \
             Layout.TILE and out.layout == Layout.TILE and out.dtype in _FILL_DTYPES:
-        device_work.launch_for(out, True, device, device_work.unary_program(input_tensor, out.dtype))
+        device_work.launch_for(out, True, device, eltwise_programs.unary_program(input_tensor, out.dtype))
     return out
 
 
@@ -163,7 +164,8 @@ def fill(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig
     out = output(torch.full(tuple(input_tensor.shape), float(fill_value)), input_tensor, ins, op_name=op_name,
                  memory_config=memory_config)
     if input_tensor._device is not None and input_tensor.layout == Layout.TILE:  # TT-NN's FILL unary op type
-        device_work.launch_for(out, fresh, input_tensor._device, device_work.unary_program(input_tensor, out.dtype))
+        program = eltwise_programs.unary_program(input_tensor, out.dtype)
+        device_work.launch_for(out, fresh, input_tensor._device, program)
     return out
 
 

@@ -13,7 +13,7 @@ from device_sim import activations as _activations
 from device_sim import device_work, numerics
 from device_sim.ops.common import broadcast, check_tt_nn_only, device_inputs, like_output, output, values
 from device_sim.program_config_checks import tt_fatal
-from device_sim.programs import eltwise as ternary_programs
+from device_sim.programs import eltwise as eltwise_programs
 from device_sim.programs import indexing as indexing_programs
 from device_sim.registry import OWN_NAME, _writes, pending_output_target, register_op
 from device_sim.tensor import Tensor
@@ -28,9 +28,9 @@ def _unary_output(y: torch.Tensor, t: Tensor, ins: list, op_name: str, dtype, me
     out = output(y, t, ins, op_name=op_name, dtype=dtype, memory_config=memory_config)
     if t._device is not None and t.layout == Layout.TILE:
         if t._memory_config.shard_spec is None:
-            device_work.launch_for(out, fresh, t._device, device_work.unary_program(t, out.dtype))
+            device_work.launch_for(out, fresh, t._device, eltwise_programs.unary_program(t, out.dtype))
         else:  # TT-NN's sharded unary factory: the shards themselves are its CBs
-            device_work.launch_after(out, fresh, t, ternary_programs.sharded_unary_program(t, out))
+            device_work.launch_after(out, fresh, t, eltwise_programs.sharded_unary_program(t, out))
     return out
 
 
@@ -92,11 +92,11 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
                      memory_config=memory_config)
         if like._device is not None and like.layout == Layout.TILE:
             other = input_tensor_b if like is input_tensor_a else input_tensor_a
-            program = ternary_programs.sharded_binary_program(  # operands sharded alike: the shards are the CBs
+            program = eltwise_programs.sharded_binary_program(  # operands sharded alike: the shards are the CBs
                 like, other, out, lhs_activations=bool(input_tensor_a_activations),
                 rhs_activations=bool(input_tensor_b_activations)) if like._memory_config.shard_spec else None
             if program is None:
-                program = device_work.binary_program(
+                program = eltwise_programs.binary_program(
                     like, other.dtype if isinstance(other, Tensor) else None, out.dtype,
                     lhs_activations=bool(input_tensor_a_activations),
                     rhs_activations=bool(input_tensor_b_activations))
@@ -138,7 +138,7 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         if out is None:  # a broadcast result, a config the "inputs" rule does not give, or one asked for
             out = output(y, a, inputs, op_name=op_name, memory_config=memory_config)
             if a._memory_config.shard_spec is not None and a.layout == _TILE:  # operands sharded alike: the shards
-                sharded = ternary_programs.sharded_binary_program(a, b, out)  # are binary_ng's CBs
+                sharded = eltwise_programs.sharded_binary_program(a, b, out)  # are binary_ng's CBs
                 if sharded is not None:
                     device_work.launch_for(out, True, device, sharded)
                     return out
@@ -147,7 +147,7 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
             key = (a.dtype, b_dtype, c.grid_x, c.grid_y)
             program = programs.get(key)
             if program is None:
-                program = programs[key] = device_work.binary_program(a, b_dtype, out.dtype)
+                program = programs[key] = eltwise_programs.binary_program(a, b_dtype, out.dtype)
             try:  # launch_for(), a call less
                 device_work.launch(device, program)
             except RuntimeError:
@@ -620,12 +620,12 @@ def _ternary_programs(name: str, xs: list, out: Tensor):
     """where, lerp, addcmul and addcdiv are one TernaryDeviceOperation in TT-NN; mac is TT-NN's composite
     add(multiply(a, b), c): two BinaryNgDeviceOperations. None (nothing modelled) for other operand kinds."""
     if name != "mac":
-        return ternary_programs.ternary_program(tuple(xs), out)
+        return eltwise_programs.ternary_program(tuple(xs), out)
     a, b, _ = xs
     if not (isinstance(a, Tensor) and a.layout == Layout.TILE and out.layout == Layout.TILE):
         return None
-    product = device_work.binary_program(a, b.dtype if isinstance(b, Tensor) else None, a.dtype)
-    return (product, device_work.binary_program(a, xs[2].dtype if isinstance(xs[2], Tensor) else None, out.dtype))
+    product = eltwise_programs.binary_program(a, b.dtype if isinstance(b, Tensor) else None, a.dtype)
+    return (product, eltwise_programs.binary_program(a, xs[2].dtype if isinstance(xs[2], Tensor) else None, out.dtype))
 
 
 def _num(x, like):
@@ -725,7 +725,7 @@ def _inplace(name: str, fn, *, kind: str = "unary", aliases: tuple[str, ...] = (
         if input_tensor_a._device is not None and input_tensor_a.layout == Layout.TILE:
             # binary_ng writing into input_tensor_a's own buffer; launched before the write, so a CB clash keeps
             # the tensor's values
-            device_work.launch(input_tensor_a._device, device_work.binary_program(
+            device_work.launch(input_tensor_a._device, eltwise_programs.binary_program(
                 input_tensor_a, input_tensor_b.dtype if isinstance(input_tensor_b, Tensor) else None,
                 input_tensor_a.dtype, lhs_activations=bool(input_tensor_a_activations),
                 rhs_activations=bool(input_tensor_b_activations)))
@@ -803,7 +803,7 @@ def bcast(input_a: Tensor, input_b: Tensor, math_op: BcastOpMath, dim: BcastOpDi
         raise ValueError(f"{op_name} works on the last two dims; got shapes {list(a.shape)} and {list(b.shape)}")
     y = broadcast(op_name, lambda x, z: _bcast_golden(x, z, math_op, dim), a, b)
     out = output(y, input_a, ins, op_name=op_name, memory_config=memory_config)
-    device_work.launch_after(out, True, input_a, ternary_programs.bcast_program(input_a, input_b, out))
+    device_work.launch_after(out, True, input_a, eltwise_programs.bcast_program(input_a, input_b, out))
     return out
 
 
@@ -838,7 +838,7 @@ def prelu(input_tensor_a: Tensor, input_tensor_b, *, memory_config: MemoryConfig
     out = output(y, input_tensor_a, ins, op_name=op_name, dtype=dtype, memory_config=memory_config)
     if input_tensor_a._device is not None and input_tensor_a.layout == Layout.TILE:
         device_work.launch_for(out, fresh, input_tensor_a._device,
-                               device_work.binary_program(input_tensor_a, input_tensor_b.dtype, out.dtype))
+                               eltwise_programs.binary_program(input_tensor_a, input_tensor_b.dtype, out.dtype))
     return out
 
 

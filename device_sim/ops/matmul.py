@@ -26,6 +26,7 @@ from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, o
 from device_sim.ops.eltwise import add_, mul, mul_
 from device_sim.program_config_checks import tt_fatal, validate_matmul, validate_matmul_sharding
 from device_sim.program_configs import MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig
+from device_sim.programs import matmul as matmul_programs
 from device_sim.registry import OWN_NAME, pending_output_target, register_op
 from device_sim.sharding import num_cores_to_corerangeset
 from device_sim.tensor import Tensor
@@ -219,7 +220,7 @@ def _launch(out: Tensor, fresh: bool, a: Tensor, b: Tensor, bias, out_dtype, pro
     """Launch the matmul program on a's device once the output exists (its L1 counts against the CBs)."""
     if a._device is None:
         return
-    program = device_work.matmul_program(
+    program = matmul_programs.matmul_program(
         a, b, bias, out_dtype, program_config, shapes=shapes, out_sharded=out.is_sharded(),
         fp32_dest_acc_en=n.fp32_dest_acc_en if n is not None else None,
         packer_l1_acc=n.packer_l1_acc if n is not None else None)

@@ -57,7 +57,7 @@ def softmax(input_tensor: Tensor, dim: int = -1, *, memory_config: MemoryConfig 
     if input_tensor._device is not None and dim in (-1, x.dim() - 1) and not input_tensor.is_sharded():
         # The last-dim, interleaved case: one SoftmaxDeviceOperation (other dims and sharded inputs run
         # programs device_sim does not model yet, so they launch none).
-        program = device_work.softmax_program(
+        program = normalization.softmax_program(
             input_tensor, out.dtype, fp32_dest_acc_en=bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False)),
             numeric_stable=tt_nn_only.get("numeric_stable", True))
         device_work.launch_for(out, True, input_tensor._device, program)  # softmax takes no output_tensor
@@ -257,7 +257,7 @@ def in_place_softmax_program(x: Tensor, mask: Tensor | None, tt_nn_only: dict, *
                                                      numeric_stable=stable, fp32_dest_acc_en=fp32, hw_dims=hw_dims)
     if mask is not None and mask.is_sharded():
         return None
-    return device_work.softmax_program(x, x.dtype, fp32_dest_acc_en=fp32, numeric_stable=stable,
+    return normalization.softmax_program(x, x.dtype, fp32_dest_acc_en=fp32, numeric_stable=stable,
                                        mask_dtype=mask.dtype if mask is not None else None)
 
 
@@ -355,7 +355,7 @@ def scale_mask_softmax(input_tensor: Tensor, scale: float | None = None, mask: T
     out = output(y, input_tensor, ins, op_name=op_name, memory_config=memory_config)
     if input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded() \
             and (mask is None or not mask.is_sharded()):
-        program = device_work.softmax_program(
+        program = normalization.softmax_program(
             input_tensor, out.dtype, fp32_dest_acc_en=bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False)),
             numeric_stable=numeric_stable, mask_dtype=mask.dtype if mask is not None else None)
         device_work.launch_for(out, True, input_tensor._device, program)

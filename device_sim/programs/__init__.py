@@ -1,4 +1,4 @@
-"""Program-factory models of TT-NN's op families beyond matmul, softmax and element-wise (device_work.py).
+"""Program-factory models of TT-NN's op families, one module a family, on device_work.py's framework.
 
 Each module models one family's device operations as TT-NN 0.81's program factories build them: the
 device operation's name (as graph capture writes it), the circular buffers the factory creates (count,
@@ -6,7 +6,9 @@ page size from the dtypes' tile sizes, pages from the blocking and double buffer
 and the cores they live on. Ops call them after making their output and launch the result with
 device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error) and tells the report.
 
-- normalization: layer_norm / rms_norm, interleaved and sharded (LayerNormDeviceOperation)
+- matmul: MatmulDeviceOperation (matmul, linear, conv2d's matmul), its default program config as TT-NN picks it
+- normalization: layer_norm / rms_norm, interleaved and sharded (LayerNormDeviceOperation); softmax, interleaved
+  and sharded (SoftmaxDeviceOperation)
 - distributed_norm: rms_norm_pre_all_gather / _post_all_gather's interleaved factories
 - group_norm: GroupNormDeviceOperation's DRAM-interleaved factories (multicast and not)
 - data_movement: tilize / untilize (+ padding), transpose, concat, copy, typecast, the sharding moves
@@ -15,7 +17,8 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - conv: conv2d's input sharding, HaloDeviceOperation and Conv2dDeviceOperation (height sharding)
 - transformer: SDPAOperation (plain and chunked prefill), NlpCreateHeadsDeviceOperation, NLPConcatHeadsDeviceOperation
 - sdpa_windowed: WindowedScaledDotProductAttentionDeviceOperation
-- eltwise: TernaryDeviceOperation (where, lerp, addcmul, addcdiv)
+- eltwise: UnaryDeviceOperation, BinaryNgDeviceOperation (interleaved and sharded), TernaryDeviceOperation (where,
+  lerp, addcmul, addcdiv), BcastDeviceOperation
 - shape: ReshapeDeviceOperation, PadDeviceOperation, MoveDeviceOperation, the row-major SliceDeviceOperation
 - indexing: ArgMaxDeviceOperation (single core); reduction_nd: reductions over outer dims (reduce_nd_loop)
 - creation: RandDeviceOperation; falcon_heads: NlpCreateHeadsFalcon7BDeviceOperation

@@ -40,9 +40,9 @@ from device_sim.device_work import (
     cached,
     cores_row_major,
     make_program,
-    matmul_program,
 )
 from device_sim.programs.data_movement import tilize_shape_program
+from device_sim.programs.matmul import matmul_program
 from device_sim.types import DataType, Layout
 
 _F32, _BF16 = DataType.FLOAT32, DataType.BFLOAT16
@@ -170,7 +170,7 @@ def matmul_conv_programs(x, *, batch, height, width, in_channels, out_channels, 
     auto-sharded matmul path (shard_or_reshard_tensor_if_required: "run the matmul out of interleaved tensor").
     A ROW_MAJOR input is tilized first, as [1, 1, N*H*W, C] (TilizeWithValPadding when that is not whole tiles),
     then ttnn.linear of [1, 1, N*H*W, C] by the prepared [1, 1, C, OC padded to 32] weights runs
-    MatmulDeviceOperation with the default program config (device_work.matmul_program) and conv2d's compute
+    MatmulDeviceOperation with the default program config (programs.matmul.matmul_program) and conv2d's compute
     config (packer_l1_acc and fp32_dest_acc_en off)."""
     rows = batch * height * width
     programs = []

@@ -1,5 +1,6 @@
-"""TernaryDeviceOperation (where, lerp, addcmul, addcdiv) as TT-NN's ternary program factory builds it; and
-BcastDeviceOperation (ttnn.bcast).
+"""TernaryDeviceOperation (where, lerp, addcmul, addcdiv) as TT-NN's ternary program factory builds it;
+BcastDeviceOperation (ttnn.bcast); UnaryDeviceOperation and BinaryNgDeviceOperation, interleaved (unary_program,
+binary_program) and sharded.
 
 tt-metal's ttnn/cpp/ttnn/operations/eltwise/ternary/device/ternary_program_factory.cpp: the first operand
 (the predicate of where) streams through c_0, the second through c_1 and the third through c_2, two tiles
@@ -22,9 +23,18 @@ Example:
 
 from __future__ import annotations
 
-from device_sim.device_work import TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program
+from device_sim.device_work import (
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cached,
+    cores_col_major,
+    grid_of,
+    make_program,
+    tiles,
+)
 from device_sim.tensor import Tensor
-from device_sim.types import Layout
+from device_sim.types import DataType, Layout
 
 NAME = "TernaryDeviceOperation"
 
@@ -133,3 +143,51 @@ def sharded_binary_program(a, b, out, *, lhs_activations: bool = False, rhs_acti
         return make_program("BinaryNgDeviceOperation", "BinaryNgProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
 
     return cached(key, build)
+
+
+_eltwise_programs: dict[tuple, Program] = {}
+
+
+def unary_program(x, out_dtype: DataType) -> Program:
+    """UnaryDeviceOperation on a TILE tensor (unary_program_factory.cpp): c_0 and c_2 hold two tiles each
+    (the input's and the output's formats), on the cores split_work_to_cores gives its tiles."""
+    dev = x._device
+    gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
+    shape = x._value.shape
+    n_tiles = 1
+    for d in shape[:-2]:
+        n_tiles *= d
+    n_tiles *= tiles(shape[-2]) * tiles(shape[-1]) if len(shape) >= 2 else tiles(shape[-1]) if shape else 1
+    key = ("unary", x.dtype, out_dtype, min(n_tiles, gx * gy), gx, gy)
+    program = _eltwise_programs.get(key)
+    if program is None:
+        sizes = TILE_BYTES
+        program = make_program("UnaryDeviceOperation", "UnaryProgramFactory",
+                               (CircularBuffer((0,), 2, sizes[x.dtype]), CircularBuffer((2,), 2, sizes[out_dtype])),
+                               cores_col_major(n_tiles, gx, gy))
+        _eltwise_programs[key] = program
+    return program
+
+
+def binary_program(a, b_dtype: DataType | None, out_dtype: DataType, *, lhs_activations: bool = False,
+                   rhs_activations: bool = False) -> Program:
+    """BinaryNgDeviceOperation (binary_ng_program_factory.cpp) on every core: c_0 a, c_2 the output and
+    c_1 b, two tiles each (b a scalar: one tile in a's format; b_dtype None), plus one-tile c_3 / c_4 when
+    a's / b's fused activations run before the op."""
+    dev = a._device
+    gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
+    key = ("binary", a.dtype, b_dtype, out_dtype, lhs_activations, rhs_activations, gx, gy)
+    program = _eltwise_programs.get(key)
+    if program is None:
+        sizes = TILE_BYTES
+        cbs = [CircularBuffer((0,), 2, sizes[a.dtype])]
+        if lhs_activations:
+            cbs.append(CircularBuffer((3,), 1, sizes[a.dtype]))
+        cbs.append(CircularBuffer((2,), 2, sizes[out_dtype]))
+        cbs.append(CircularBuffer((1,), 2, sizes[b_dtype]) if b_dtype is not None
+                   else CircularBuffer((1,), 1, sizes[a.dtype]))
+        if rhs_activations:
+            cbs.append(CircularBuffer((4,), 1, sizes[b_dtype if b_dtype is not None else a.dtype]))
+        program = _eltwise_programs[key] = make_program("BinaryNgDeviceOperation", "BinaryNgProgramFactory", cbs,
+                                                        ((0, 0, gx - 1, gy - 1),))
+    return program

@@ -1,4 +1,5 @@
-"""LayerNormDeviceOperation (layer_norm and rms_norm) as TT-NN's two program factories build it.
+"""LayerNormDeviceOperation (layer_norm and rms_norm) as TT-NN's two program factories build it; and
+SoftmaxDeviceOperation, interleaved (softmax_program) and sharded (sharded_softmax_program).
 
 Interleaved input: layernorm_op_multi_core.cpp's layernorm_multi_core. Sharded input with a
 LayerNormShardedMultiCoreProgramConfig: its layernorm_multi_core_sharded. Both are in
@@ -27,6 +28,7 @@ from device_sim.device_work import (
     max_divisor,
     shape_of,
     split_work,
+    tiles,
 )
 from device_sim.types import DataType, Layout, ShardOrientation
 
@@ -216,3 +218,50 @@ def sharded_softmax_program(x, out_dtype: DataType, program_config, *, mask=None
                             ((0, 0, gx - 1, gy - 1),))
 
     return cached(key, build)
+
+
+def softmax_program(x, out_dtype: DataType, *, fp32_dest_acc_en: bool = False, numeric_stable: bool = True,
+                    mask_dtype: DataType | None = None) -> Program:
+    """SoftmaxDeviceOperation over the last dim of an interleaved tensor, as
+    softmax_program_factory_attention_optimized.cpp creates its CBs, on every core of the grid.
+
+    Wt tiles per row; block = the largest divisor of Wt up to 8 (4 with an fp32 destination). c_0 the
+    input (the whole row when numeric_stable, else two blocks), c_11 the output (two blocks), c_7 the
+    1/sum tile, c_2 the reduce scaler, c_6 the row's exps, c_5 a mask tile; numeric_stable adds c_8
+    (the row max) and c_10 (the row, Wt tiles). Intermediates are float32 with an fp32 destination,
+    else bfloat16. When these pass 90% of L1 the factory switches to its large-tensor kernel, whose
+    row CBs hold 80 tiles. A mask (scale_mask_softmax, attention_softmax; `mask_dtype` its dtype) adds
+    c_9 (Wt + block tiles, the scaled and masked row), c_3 (the scale tile) and c_4 (the mask row, Wt
+    tiles, in the mask's format, as c_5 then is), and counts them in the 90% estimate.
+    """
+    Wt = tiles(x._value.shape[-1]) if x._value.dim() else 1
+    block = max_divisor(Wt, 4 if fp32_dest_acc_en else 8)
+    sizes = TILE_BYTES
+    in_tile, out_tile, im = sizes[x.dtype], sizes[out_dtype], sizes[_F32 if fp32_dest_acc_en else _BF16]
+    scalar = mask = sizes[_BF16]
+    in0_t = Wt if numeric_stable else 2 * block
+    im0_t = im4_t = Wt
+    im3_t = Wt + block
+    estimate = in0_t * in_tile + im0_t * im + 2 * block * out_tile + 5 * im + (Wt * im if numeric_stable else 0)
+    if mask_dtype is not None:
+        mask = sizes[mask_dtype]
+        estimate += im3_t * im + scalar + Wt * mask
+    dev = x._device
+    large = dev is not None and estimate > 0.9 * dev.config.l1_size
+    if large:
+        in0_t = im0_t = im4_t = im3_t = 80
+    cbs = [CircularBuffer((0,), in0_t, in_tile), CircularBuffer((11,), 2 * block, out_tile),
+           CircularBuffer((7,), 1, im)]
+    if large:
+        cbs += [CircularBuffer((12,), 1, im), CircularBuffer((15,), 1, im), CircularBuffer((16,), 1, im)]
+    cbs += [CircularBuffer((2,), 1, scalar), CircularBuffer((6,), im0_t, im)]
+    if mask_dtype is not None:
+        cbs += [CircularBuffer((9,), im3_t, im), CircularBuffer((3,), 1, scalar), CircularBuffer((4,), Wt, mask)]
+    cbs.append(CircularBuffer((5,), 1, mask))
+    if numeric_stable:
+        cbs.append(CircularBuffer((8,), 1, im))
+    if numeric_stable or large:
+        cbs.append(CircularBuffer((10,), im4_t, im))
+    gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
+    return make_program("SoftmaxDeviceOperation", "SoftmaxProgramFactoryAttentionOptimized", cbs,
+                   ((0, 0, gx - 1, gy - 1),))
