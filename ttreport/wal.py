@@ -23,10 +23,6 @@ import os
 import sqlite3
 from pathlib import Path
 
-# The folder's names and lock, now ttreport.folder's, for the modules that still import them from here (oplog.py,
-# writer.py, cli.py and two tests, edited in other hands as this moved): removed once they import ttreport.folder.
-from ttreport.folder import LIFETIMES_FILE, OPLOG_DIR, OPLOG_DONE_DIR, capture_holds  # noqa: E402, F401
-
 FOLD_WAIT_MS = 200  # a reader mid-query keeps the fold from completing; it is not waited for longer
 
 
