@@ -147,6 +147,19 @@ def format_summary(s: Summary, path, *, table=format_table, device=None, device_
                 for r in by_name]
         out += ["time by op name (device: estimated, all calls; host: the emulator's, self excludes the ops it "
                 "called):", table(["name", "count", "device", "host total", "host self", "self %"], rows), ""]
+    if s.steps:  # a run captured in steps (run.step()): comparisons and history use the active ones
+        active = [st for st in s.steps if st.phase == "active"]
+        out += ["steps (top-level ops; device: estimated; host: the emulator's):",
+                table(["step", "phase", "ops", "device", "host"],
+                      [(st.step, st.phase, st.ops, device_time.human_ns(st.device_ns), human_seconds(
+                          None if st.host_ns is None else st.host_ns / 1e9)) for st in s.steps])]
+        if active:
+            estimated = [st.device_ns for st in active if st.device_ns is not None]
+            host = sum(st.host_ns or 0 for st in active) / len(active) / 1e9
+            out.append(f"{_plural(len(active), 'active step')}: device "
+                       f"{device_time.human_ns(round(sum(estimated) / len(estimated))) if estimated else '?'} "
+                       f"a step on average, host {human_seconds(host)}")
+        out.append("")
     # Both figures of memory, named as every view names them (ttreport.export.memory).
     peaks = [(memory.label(kind, figure), peak) for kind, figures in (
         ("L1", ((memory.ALLOCATED, s.peak_l1), (memory.IN_BUFFERS, s.peak_l1_in_buffers))),
@@ -559,7 +572,7 @@ def _json_default(value):
 @click.argument("report")
 @_json_flag
 def summary(report, as_json):
-    """Time by op name (count, total, self time, %), peak L1 and DRAM with the op, errors, status.
+    """Device time (estimated) and host time by op name, per step, peak L1 and DRAM with the op, errors, status.
 
     Example: ttreport summary generated/ttreport/reports/demo
     """
@@ -1012,6 +1025,11 @@ def _compare_timing(a, b, pattern, json_file, all_depths, limit, clock) -> None:
         click.echo(t.to_json())
         return
     click.echo(f"A: {t.a}\nB: {t.b}")
+    if t.steps and any(len(t.steps[side]["steps"]) > 1 or t.steps[side]["steps"] != [0] for side in "ab"):
+        said = {side: f"{_plural(len(v['steps']), 'active step')}" + (
+            f" (averaged over {v['averaged_over']})" if "averaged_over" in v else "") for side, v in t.steps.items()}
+        click.echo(f"steps: A {said['a']}, B {said['b']}" + (
+            "; per-step averages compared (one step's ops aligned)" if t.per_step else ""))
     shown = t.rows[:limit] if limit else t.rows
 
     def ns(x) -> str:

@@ -385,10 +385,11 @@ def _resync_opcodes(a, b) -> list[tuple]:
     return codes
 
 
-def _ops(report: Report, top_level: bool, keys: dict, names: dict) -> tuple[array, array, array, array]:
-    """Each op's id, key id, name id and rank, in call order: compact arrays, whatever the report's size."""
+def _ops(report: Report, top_level: bool, keys: dict, names: dict, only: str = "") -> tuple[array, array, array, array]:
+    """Each op's id, key id, name id and rank, in call order: compact arrays, whatever the report's size. `only`:
+    SQL ANDed onto the filter over `operations o` (the timing comparison's active steps)."""
     ids, key_ids, name_ids, ranks = array("q"), array("q"), array("q"), array("q")
-    where = "WHERE COALESCE(o.depth, 0) = 0" if top_level else ""  # a TT-NN report records no depth
+    where = "WHERE 1" + (" AND COALESCE(o.depth, 0) = 0" if top_level else "") + only  # TT-NN records no depth
     for op_id, name, ins, outs, rank in report.execute(_OPS_SQL.format(where=where)):
         ids.append(op_id)
         key_ids.append(keys.setdefault((name, ins, outs), len(keys)))

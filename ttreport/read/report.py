@@ -29,6 +29,7 @@ from ttreport.errors import TTReportError
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
 from ttreport.export.memory import ALLOCATED, MemoryPeaks, Peak, memory_peaks
 from ttreport.folder import capture_holds, log_left
+from ttreport.steps import Schedule
 
 DB_FILE = db.DB_FILE
 # Where TT-NN's logging (TTNN_CONFIG_OVERRIDES' enable_logging, ttreport.ttnn_config) puts its reports by default.
@@ -185,6 +186,19 @@ class Summary:
     peak_l1_in_buffers: dict | None = None  # + device_id
     peak_dram_in_buffers: dict | None = None
     top_level_ns: int = 0  # top_level_seconds in whole nanoseconds, as the clock measured them (no float noise)
+    steps: list[StepInfo] = field(default_factory=list)  # each step's figures, when the run had more than one
+
+
+@dataclass(slots=True)
+class StepInfo:
+    """One step of a run (run.step() calls before its ops began): its phase in the run's schedule and its top-level
+    ops' figures. A report without steps is one step, 0, active."""
+
+    step: int
+    phase: str  # ttreport.steps.PHASES: "active" for every step of a run without a schedule
+    ops: int  # top-level ops
+    device_ns: int | None  # the performance model's estimate over them (None: none estimated)
+    host_ns: int | None  # the emulator's host time in them
 
 
 _TENSOR_COLUMNS = ("tensor_id, shape, dtype, layout, memory_config, buffer_type, address, size, "
@@ -214,6 +228,37 @@ def _ns(alias: str) -> str:
     """SQL for an op's duration in whole nanoseconds: its clock's end - start (the writer's `duration` is that
     times 1e-9), or for a TT-NN report that has only `duration`, that rounded."""
     return (f"COALESCE({alias}end_ns - {alias}start_ns, CAST(ROUND({alias}duration * 1e9) AS INTEGER))")
+
+
+def schedule_of(conn) -> Schedule | None:
+    """The run's schedule (report_metadata.schedule, ttreport.steps); None: none, every step is active."""
+    row = conn.execute("SELECT value FROM report_metadata WHERE key = 'schedule'").fetchone()
+    try:
+        return Schedule.from_json(row[0]) if row else None
+    except (TypeError, ValueError) as e:  # from a report folder: a damaged value is one line, not a traceback
+        raise ReportError(f"{e}; `ttreport check` the report, or delete that row from a copy of it") from None
+
+
+def has_steps(conn) -> bool:
+    """Whether the report records steps (operations.step: a report from before steps is one step, 0)."""
+    return any(r[1] == "step" for r in conn.execute("PRAGMA table_info(operations)"))
+
+
+def _step(alias: str, steps: bool) -> str:
+    # A NULL or damaged step counts as step 0, where ops before the first run.step() are.
+    return f"(CASE WHEN typeof({alias}step) = 'integer' THEN {alias}step ELSE 0 END)" if steps else "0"
+
+
+def active_steps(conn) -> tuple[list[int], str]:
+    """(the active step numbers, SQL to AND onto a WHERE over `operations o` keeping their ops: "" when that is
+    every op). Timing statistics use these alone: warm-up and wait steps are left out."""
+    steps = has_steps(conn)
+    numbers = [r[0] for r in conn.execute(f"SELECT DISTINCT {_step('', steps)} FROM operations ORDER BY 1")] or [0]
+    schedule = schedule_of(conn)
+    if schedule is None:
+        return numbers, ""
+    active = [n for n in numbers if schedule.is_active(n)]
+    return active, "" if active == numbers else f" AND {_step('o.', steps)} IN ({', '.join(map(str, active))})"
 
 
 def _tensor(row) -> TensorInfo:
@@ -833,11 +878,34 @@ class Report:
             c["ops"] = self._conn.execute("SELECT COUNT(DISTINCT operation_id) FROM tensor_comparisons WHERE mode IS ? "
                                           "AND status IS ?", (c["mode"], c["status"])).fetchone()[0]
         peaks = memory_peaks(self)
+        steps = self.steps()
         return Summary(self.status, top[0], top[1], by_name, _peak_dict(peaks.allocated.get("L1")),
                        _peak_dict(peaks.allocated.get("DRAM")), self.errors(), comparisons, self.status_text,
                        peak_l1_by_device=_by_device(peaks, "L1"),
                        peak_l1_in_buffers=_peak_dict(peaks.in_buffers.get("L1"), device=True),
-                       peak_dram_in_buffers=_peak_dict(peaks.in_buffers.get("DRAM"), device=True), top_level_ns=top[2])
+                       peak_dram_in_buffers=_peak_dict(peaks.in_buffers.get("DRAM"), device=True), top_level_ns=top[2],
+                       steps=steps if len(steps) > 1 else [])
+
+    @property
+    def schedule(self) -> Schedule | None:
+        """The schedule the run was captured with (ttreport.steps.Schedule); None: every step was active."""
+        return schedule_of(self._conn)
+
+    def steps(self) -> list[StepInfo]:
+        """Per step (in step order): its phase, top-level op count, estimated device time and host time."""
+        steps = has_steps(self._conn)
+        schedule = schedule_of(self._conn)
+        device = self._has_table("device_perf")
+        rows = self._conn.execute(f"""
+            SELECT {_step("o.", steps)} AS step, COUNT(*), {"SUM(p.ideal_ns)" if device else "NULL"}, SUM({_ns("o.")})
+            FROM operations o {"LEFT JOIN device_perf p ON p.operation_id = o.operation_id" if device else ""}
+            WHERE COALESCE(o.depth, 0) = 0 GROUP BY step ORDER BY step""").fetchall()
+        return [StepInfo(n, "active" if schedule is None else schedule.phase(n), ops, dev, host)
+                for n, ops, dev, host in rows]
+
+    def active_steps(self) -> list[int]:
+        """The step numbers that were active (all of them without a schedule; [0] for a report without steps)."""
+        return active_steps(self._conn)[0]
 
     def table(self, *, sort_by: str = "host_time_total", row_limit: int | None = 100) -> str:
         """Ops aggregated by name, as torch.profiler's `key_averages().table()`: count, host time (total, self,

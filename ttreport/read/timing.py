@@ -10,6 +10,12 @@ Times are compared on the device clock by default: the performance model's estim
 change. clock="host" compares the emulator's own host time instead (operations.duration), which moves with
 first-call warm-up and the machine's load (the demo's first matmul: 23.9 ms, 125 us later). Rows carry both.
 
+A run captured in steps (ttreport.steps: run.step(), a schedule) is compared on its active steps alone, as
+torch.profiler keeps only those: the first calls' warm-up steps are left out. When the two runs have as many
+active steps, their active ops are aligned whole; when not, per-step averages are compared: each run's first
+active step's ops are aligned, each op's time the mean over the run's active steps of the op at the same place
+(steps whose ops differ in name from the first's are left out of it).
+
 A is the reference: delta = B - A (positive: B is slower), ratio = B / A. Ops pair up through
 compare.align (same name and shapes, then same name in the gaps), so a timing row and a
 value row speak of the same two ops. No stored tensors are needed. Memory is what each op's row
@@ -23,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ttreport.read.compare import _name_matches, _ops, align, json_safe, report_path, unrelated_runs
-from ttreport.read.report import Report
+from ttreport.read.report import Report, active_steps, has_steps
 
 CLOCKS = ("device", "host")
 
@@ -33,9 +39,9 @@ class TimingRow:
     name: str
     a_id: int
     b_id: int
-    a_device_ns: int | None  # the performance model's estimate in A (None: no estimate, a host-only op)
-    b_device_ns: int | None
-    a_host_s: float | None  # the emulator's host time in A, seconds (None: not recorded)
+    a_device_ns: float | None  # the performance model's estimate in A, ns (None: no estimate, a host-only op)
+    b_device_ns: float | None
+    a_host_s: float | None  # the emulator's host time in A, seconds (None: not recorded); per-step means: means
     b_host_s: float | None
     a_l1_bytes: int | None  # L1 allocated after the op in A
     b_l1_bytes: int | None
@@ -82,9 +88,13 @@ class TimingComparison:
     totals: dict
     unrelated: str | None = None  # the line saying A and B look like different models (compare.unrelated_runs)
     clock: str = "device"
+    # per side: the active steps compared ("steps") and, with per_step, how many steps each op's mean is over
+    steps: dict | None = None
+    per_step: bool = False  # the runs have different numbers of active steps: per-step averages are compared
 
     def to_dict(self) -> dict:
         return json_safe({"a": str(self.a), "b": str(self.b), "clock": self.clock, "unrelated": self.unrelated,
+                          "steps": self.steps, "per_step": self.per_step,
                           "totals": self.totals, "ops": [r.to_dict() for r in self.rows],
                           "unaligned": {"a": [{"operation_id": i, "name": n} for i, n in self.only_a],
                                         "b": [{"operation_id": i, "name": n} for i, n in self.only_b]}})
@@ -93,10 +103,35 @@ class TimingComparison:
         return json.dumps(self.to_dict(), indent=indent)
 
 
-def _row_sql(r: Report) -> str:
-    device = "(SELECT p.ideal_ns FROM device_perf p WHERE p.operation_id = o.operation_id)" \
+def _device_sql(r: Report) -> str:
+    return "(SELECT p.ideal_ns FROM device_perf p WHERE p.operation_id = o.operation_id)" \
         if r._has_table("device_perf") else "NULL"  # a TT-NN report has no estimates
-    return f"SELECT {device}, o.duration, o.l1_bytes, o.dram_bytes FROM operations o WHERE o.operation_id = ?"
+
+
+def _row_sql(r: Report) -> str:
+    return f"SELECT {_device_sql(r)}, o.duration, o.l1_bytes, o.dram_bytes FROM operations o WHERE o.operation_id = ?"
+
+
+def _step_means(r: Report, top_level: bool, active: list[int]) -> tuple[str, dict[int, tuple], int]:
+    """For per-step averages: (SQL keeping the first active step's ops, {op id: (mean device ns, mean host s)} over
+    the active steps whose ops have the same names in the same order, how many steps those are)."""
+    step = "(CASE WHEN typeof(o.step) = 'integer' THEN o.step ELSE 0 END)" if has_steps(r._conn) else "0"
+    depth = " AND COALESCE(o.depth, 0) = 0" if top_level else ""
+    by_step: dict[int, list] = {}
+    for n, op_id, name, device, host in r.execute(
+            f"SELECT {step}, o.operation_id, o.name, {_device_sql(r)}, o.duration FROM operations o "
+            f"WHERE {step} IN ({', '.join(map(str, active))}){depth} ORDER BY o.operation_id"):
+        by_step.setdefault(n, []).append((op_id, name, device, host))
+    first = by_step.get(active[0], []) if active else []
+    same = [ops for ops in by_step.values() if [o[1] for o in ops] == [o[1] for o in first]]
+    means = {op[0]: (_mean([ops[k][2] for ops in same]), _mean([ops[k][3] for ops in same]))
+             for k, op in enumerate(first)}
+    return f" AND {step} = {active[0] if active else -1}", means, len(same)
+
+
+def _mean(xs) -> float | None:
+    xs = [x for x in xs if _is_number(x)]
+    return sum(xs) / len(xs) if xs else None
 
 
 def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True, clock: str = "device") -> TimingComparison:
@@ -109,10 +144,17 @@ def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True, cloc
     if clock not in CLOCKS:
         raise ValueError(f"clock={clock!r}: give one of {', '.join(CLOCKS)}")
     with Report(report_path(a, "compare_timing")) as ra, Report(report_path(b, "compare_timing")) as rb:
+        (steps_a, only_a_sql), (steps_b, only_b_sql) = active_steps(ra._conn), active_steps(rb._conn)
+        per_step = len(steps_a) != len(steps_b)
+        means_a = means_b = None
+        steps = {"a": {"steps": steps_a}, "b": {"steps": steps_b}}
+        if per_step:
+            only_a_sql, means_a, steps["a"]["averaged_over"] = _step_means(ra, top_level, steps_a)
+            only_b_sql, means_b, steps["b"]["averaged_over"] = _step_means(rb, top_level, steps_b)
         keys: dict[tuple, int] = {}
         names: dict[str, int] = {}
-        ids_a, ka, na, _ = _ops(ra, top_level, keys, names)
-        ids_b, kb, nb, _ = _ops(rb, top_level, keys, names)
+        ids_a, ka, na, _ = _ops(ra, top_level, keys, names, only_a_sql)
+        ids_b, kb, nb, _ = _ops(rb, top_level, keys, names, only_b_sql)
         name_of = list(names)
         aligned, only_a, only_b = align(ka, kb, na, nb, key_of=list(keys))
         sql_a, sql_b = _row_sql(ra), _row_sql(rb)
@@ -123,6 +165,8 @@ def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True, cloc
                 continue
             (a_dev, a_s, a_l1, a_dram), (b_dev, b_s, b_l1, b_dram) = (
                 ra.execute(sql_a, (ids_a[i],)).fetchone(), rb.execute(sql_b, (ids_b[j],)).fetchone())
+            if per_step:
+                (a_dev, a_s), (b_dev, b_s) = means_a[ids_a[i]], means_b[ids_b[j]]
             rows.append(TimingRow(name, ids_a[i], ids_b[j], a_dev, b_dev, a_s, b_s, a_l1, b_l1, a_dram, b_dram, clock))
         totals = {side: {"device_ns": sum(x for x in dev if _is_number(x)),
                          "host_s": sum(s for s in secs if _is_number(s)),
@@ -137,7 +181,8 @@ def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True, cloc
         rows.sort(key=lambda r: (r.delta_ns is None, -(r.delta_ns or 0.0), r.a_id))
         return TimingComparison(ra.path, rb.path, rows, [(ids_a[i], name_of[na[i]]) for i in only_a],
                                 [(ids_b[j], name_of[nb[j]]) for j in only_b], totals,
-                                unrelated_runs(sum(ka[i] == kb[j] for i, j in aligned), len(ka), len(kb)), clock)
+                                unrelated_runs(sum(ka[i] == kb[j] for i, j in aligned), len(ka), len(kb)), clock,
+                                steps, per_step)
 
 
 def _is_number(x) -> bool:

@@ -5,7 +5,9 @@ host time, peak L1 after the op and lowest golden PCC), so its cost grows with t
 A run is flagged where its mean time or peak L1 moved more than `threshold` (relative) from the
 previous run that had the op, or its lowest PCC fell by more than `pcc_drop`. The time compared is the
 device time by default (the performance model's estimate: the same for the same ops, run after run);
-clock="host" compares the emulator's host time, which moves with warm-up and load.
+clock="host" compares the emulator's host time, which moves with warm-up and load. A run captured in steps
+(ttreport.steps) counts its active steps' calls alone; the means are per call, so runs of different step
+counts compare.
 
     from ttreport.store import history
     for row in history("postgresql:///ttreport", "ttnn.matmul", shape="1x32x64"):

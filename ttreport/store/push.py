@@ -42,7 +42,7 @@ _STATS_SQL = """
     LEFT JOIN tensors t ON t.tensor_id = i.tensor_id
     LEFT JOIN (SELECT operation_id, MIN(pcc) AS pcc FROM tensor_comparisons GROUP BY operation_id) c
            ON c.operation_id = o.operation_id
-    WHERE o.name IS NOT NULL
+    WHERE o.name IS NOT NULL{active}
     GROUP BY o.name, t.shape"""
 
 
@@ -140,8 +140,13 @@ def _copy_table(conn, src, name: str, run_id: int) -> None:
 
 
 def _copy_stats(conn, src, run_id: int) -> None:
+    from ttreport.read.report import active_steps
+
+    # A run captured in steps (ttreport.steps): history's figures are its active steps' (no warm-up calls).
+    _, active = active_steps(src)
     merged: dict[tuple, list] = {}
-    for name, shape, count, total, longest, l1, pcc, timed, device, device_max in src.execute(_STATS_SQL):
+    for name, shape, count, total, longest, l1, pcc, timed, device, device_max in src.execute(
+            _STATS_SQL.format(active=active)):
         key = (name, shape_key(shape))
         m = merged.setdefault(key, [0, None, None, None, None, 0, None, None])
         m[0] += count
