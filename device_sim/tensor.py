@@ -88,6 +88,17 @@ class Tensor:
         t._init(value, dtype, layout, device, memory_config, source, tile)
         return t
 
+    @classmethod
+    def host_stand_in(cls, value: torch.Tensor, dtype: DataType, layout: Layout,
+                      memory_config: MemoryConfig | None = None, tile: Tile | None = None) -> Tensor:
+        """A host tensor over `value` as it is: nothing allocated, no tensor id taken (-1), `memory_config` kept as
+        the original tensor's. For a profiler that holds a tensor's values after the tensor itself is gone and
+        hands them to dump_tensor (ttreport's tensor writer), without going through an op."""
+        t = object.__new__(cls)
+        t._value, t.dtype, t.layout, t.tile = value, dtype, layout, DEFAULT_TILE if tile is None else tile
+        t._device, t.buffer, t._memory_config, t.memory_config_source, t.tensor_id = None, None, memory_config, None, -1
+        return t
+
     def _init(self, value, dtype, layout, device, memory_config, source, tile=None):
         dtypes.check_layout(dtype, layout)
         self._value = value

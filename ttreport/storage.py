@@ -200,13 +200,10 @@ _TORCH_DTYPES = {str(v): v for v in vars(torch).values() if isinstance(v, torch.
 
 def _host_tensor(value, dtype, layout, memory_config):
     # dump_tensor takes a device_sim Tensor; queued items hold only values (keeping the Tensor would
-    # delay its buffer's free), so a host-side stand-in is assembled without allocating or taking an id.
+    # delay its buffer's free), so a host-side stand-in is made without allocating or taking an id.
     from device_sim.tensor import Tensor
 
-    t = Tensor.__new__(Tensor)
-    t._value, t.dtype, t.layout, t._device, t.buffer = value, dtype, layout, None, None
-    t._memory_config, t.memory_config_source, t.tensor_id = memory_config, None, -1
-    return t
+    return Tensor.host_stand_in(value, dtype, layout, memory_config)
 
 
 def tensor_path(report_dir, tensor_id: int, device: int | None = None) -> Path | None:
