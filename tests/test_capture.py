@@ -339,7 +339,7 @@ def test_metadata_and_config_json_describe_the_run(tmp_path):
     with ttreport.capture(tmp_path / "r", config=cfg) as report:
         pass
     meta = {r["key"]: r["value"] for r in rows(report, "SELECT * FROM report_metadata")}
-    assert meta["schema_version"] == db.head_revision()
+    assert meta["schema_version"] == "2" and meta["ttreport_schema_revision"] == db.head_revision()
     assert meta["status"] == "complete" and meta["torch_version"] == torch.__version__
     assert meta["python_version"] == ".".join(map(str, sys.version_info[:3]))
     assert meta["started_at"] < meta["ended_at"]

@@ -95,8 +95,8 @@ def test_the_committed_old_report_upgrades_and_reads_the_same(tmp_path):
     db.check_current(path)  # readable now
     con = sqlite3.connect(path)
     assert con.execute("SELECT COUNT(*) FROM stack_trace_texts").fetchone() == (2,)  # four ops, two distinct texts
-    assert con.execute("SELECT value FROM report_metadata WHERE key = 'schema_version'").fetchone() == \
-        (db.head_revision(),)
+    assert dict(con.execute("SELECT key, value FROM report_metadata WHERE key LIKE '%schema%'")) == {
+        "schema_version": "2", "ttreport_schema_revision": db.head_revision()}  # TT-NN's version; ttreport's own
     assert con.execute("SELECT start_ns, parent_operation_id, file FROM operations JOIN tensors "
                        "ON tensor_id = operation_id WHERE operation_id = 1").fetchone() == (None, None, None)
     con.close()
@@ -255,3 +255,28 @@ def test_a_report_tt_nn_wrote_without_an_alembic_revision_upgrades(tmp_path):
     db.upgrade(path)
     assert db.current_revision(path) == db.head_revision()
     assert answers(path) == before
+
+
+def test_schema_version_is_tt_nns_and_the_revision_has_its_own_key(tmp_path):
+    """report_metadata.schema_version is TT-NN's database version (ttnn/graph_report.py's DATABASE_SCHEMA_VERSION,
+    2), which ttnn-visualizer checks; ttreport's alembic revision is ttreport_schema_revision. A report from before
+    (its schema_version the revision, no revision key) still opens, and its upgrade writes both."""
+    db.create(tmp_path / "new.sqlite")
+    con = sqlite3.connect(tmp_path / "new.sqlite")
+    meta = dict(con.execute("SELECT key, value FROM report_metadata"))
+    con.close()
+    assert meta == {"schema_version": "2", "ttreport_schema_revision": db.head_revision()}
+    assert db.is_current(tmp_path / "new.sqlite")
+    old = shutil.copy(tmp_path / "new.sqlite", tmp_path / "old.sqlite")
+    con = sqlite3.connect(old)
+    with con:  # as every report before this key was written
+        con.execute("DELETE FROM report_metadata WHERE key = 'ttreport_schema_revision'")
+        con.execute("UPDATE report_metadata SET value = ? WHERE key = 'schema_version'", (db.head_revision(),))
+    con.close()
+    db.check_current(old)  # readable as it is: the revision readers check is alembic's own
+    assert not db.is_current(old)
+    db.upgrade(old)
+    con = sqlite3.connect(old)
+    assert dict(con.execute("SELECT key, value FROM report_metadata")) == meta
+    con.close()
+    assert db.is_current(old)

@@ -51,3 +51,13 @@ def test_the_device_log_has_a_zone_per_op_as_long_as_its_estimate(run):
     starts = {e["run_host_ID"]: e["time[cycles_since_reset]"] for e in log if e["type"] == "ZONE_START"}
     ends = {e["run_host_ID"]: e["time[cycles_since_reset]"] for e in log if e["type"] == "ZONE_END"}
     assert [(op_id, ends[op_id] - starts[op_id]) for op_id, _, _ in estimated] == [(i, ns) for i, _, ns in estimated]
+
+
+def test_the_report_version_is_tt_nns_so_the_visualizer_does_not_warn(run):
+    # ttnn-visualizer 0.108 reads report_metadata.schema_version as semver and warns "Incompatible report version"
+    # past major 3; TT-NN's graph_report.py writes its DATABASE_SCHEMA_VERSION, 2. ttreport's revision: its own key.
+    from ttreport import db
+
+    vis, instance, _ = run
+    meta = vis.get("/api/report-metadata", instance)
+    assert meta["schema_version"] == "2" and meta["ttreport_schema_revision"] == db.head_revision()

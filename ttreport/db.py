@@ -102,8 +102,7 @@ def create(path, *, indexes: bool = True) -> None:
         con.execute("DELETE FROM alembic_version")
         con.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (head_revision(),))
         # what _set_schema_version writes (its SQLAlchemy connection is not made here)
-        con.execute("INSERT OR REPLACE INTO report_metadata (key, value) VALUES ('schema_version', ?)",
-                    (head_revision(),))
+        con.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)", _versions())
         if indexes:
             create_indexes(con)
         con.execute("COMMIT")
@@ -295,16 +294,19 @@ def check_is_report(path) -> None:
 
 
 def is_current(path) -> bool:
-    """True when the database at `path` is at the head revision with every index: upgrading would not change it."""
+    """True when the database at `path` is at the head revision with every index and both version notes (_versions):
+    upgrading would not change it. A report from before REVISION_KEY (its schema_version the alembic revision) is
+    not: its upgrade writes them."""
     if current_revision(path) != head_revision():
         return False
     con = _connect_ro(path)
     try:
         present = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-        version = con.execute("SELECT value FROM report_metadata WHERE key = 'schema_version'").fetchone()
+        versions = set(con.execute("SELECT key, value FROM report_metadata WHERE key IN (?, ?)",
+                                   [k for k, _ in _versions()]))
     finally:
         con.close()
-    return _index_names() <= present and version == (head_revision(),)
+    return _index_names() <= present and versions == set(_versions())
 
 
 def upgrade(path, revision: str = "head", *, progress=None) -> None:
@@ -354,13 +356,19 @@ def upgrade(path, revision: str = "head", *, progress=None) -> None:
         engine.dispose()
 
 
+def _versions() -> list[tuple[str, str]]:
+    """report_metadata's two version notes: TT-NN's database version under TT-NN's key, which TT-NN's readers check,
+    and ttreport's alembic revision under its own (schema.SCHEMA_VERSION_KEY, REVISION_KEY)."""
+    from ttreport.folder import REVISION_KEY, SCHEMA_VERSION_KEY, TTNN_SCHEMA_VERSION
+
+    return [(SCHEMA_VERSION_KEY, TTNN_SCHEMA_VERSION), (REVISION_KEY, head_revision())]
+
+
 def _set_schema_version(conn) -> None:
     from sqlalchemy import text
 
-    conn.execute(
-        text("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (:k, :v)"),
-        {"k": "schema_version", "v": head_revision()}  # schema.SCHEMA_VERSION_KEY,
-    )
+    conn.execute(text("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (:k, :v)"),
+                 [{"k": k, "v": v} for k, v in _versions()])
 
 
 def _literal(text: str, width: int = 100) -> str:

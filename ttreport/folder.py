@@ -52,7 +52,13 @@ _TENSOR_FILE = re.compile(r"\.?\d+\.(pt|bin)(\.[A-Za-z0-9_]+)*")
 # An op log's own files: its segments, its progress note, the perf files' parts the writer process renders.
 _LOG_FILE = re.compile(r"\d+\.(seg|tmp)|\.progress(\.tmp)?|\.(ops_perf_results|profile_log_device)\.csv\.part")
 CLOSED_STATUSES = ("complete", "error", "interrupted")  # a capture that closed its report wrote one of these
-SCHEMA_VERSION_KEY = "schema_version"  # schema.SCHEMA_VERSION_KEY, whose module imports SQLAlchemy (~0.1 s)
+# report_metadata's schema_version is TT-NN's own database version, as ttnn/graph_report.py writes it
+# (DATABASE_SCHEMA_VERSION = 2): ttnn-visualizer 0.108 warns "Incompatible report version" past major 3, and read
+# ttreport's alembic revision there ("0011") as v11.0.0. ttreport's revision has a key of its own (db._versions).
+# Here, not in schema.py (which re-exports them), whose module imports SQLAlchemy (~0.1 s).
+SCHEMA_VERSION_KEY = "schema_version"
+TTNN_SCHEMA_VERSION = "2"
+REVISION_KEY = "ttreport_schema_revision"
 # The notes written at close (status, end time, losses) take a few pages of the WAL: 64 KiB holds them.
 RESERVE_BYTES = 64 << 10
 # A killed capture's writer process holds the folder's lock while it writes the rest of the op log: a new

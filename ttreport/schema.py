@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from sqlalchemy import DDL, Column, Float, Index, Integer, MetaData, PrimaryKeyConstraint, Table, Text, event, text
 
+from ttreport.folder import REVISION_KEY, SCHEMA_VERSION_KEY, TTNN_SCHEMA_VERSION  # noqa: F401 (report_metadata keys)
+
 metadata = MetaData()
 
 
@@ -396,7 +398,6 @@ TRIGGERS: dict[str, str] = {
         END""",
 }
 
-SCHEMA_VERSION_KEY = "schema_version"
 
 for _name, _sql in VIEWS.items():
     event.listen(metadata, "after_create", DDL(f"CREATE VIEW IF NOT EXISTS {_name} AS {_sql}"))

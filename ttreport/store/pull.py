@@ -18,6 +18,7 @@ import sqlite3
 from pathlib import Path
 
 from ttreport import db
+from ttreport.folder import REVISION_KEY, SCHEMA_VERSION_KEY
 from ttreport.store import cache
 from ttreport.store.connection import StoreError, connect, ensure_schema, shown, split_url, talking_to
 from ttreport.store.push import TENSORS_DIR
@@ -95,7 +96,7 @@ def _fill(conn, run_id: int, path: Path) -> None:
             with out:
                 for table in tables.REPORT_TABLES:
                     cols = tables.report_columns(table.name)
-                    if table.name == "report_metadata":  # the new file's own schema_version stays
+                    if table.name == "report_metadata":  # below, less the version notes
                         continue
                     names = ", ".join(f'"{c}"' for c in cols)
                     order = ", ".join(tables.order_by(table.name))
@@ -105,8 +106,9 @@ def _fill(conn, run_id: int, path: Path) -> None:
                     while batch := cur.fetchmany(10_000):
                         out.executemany(f"INSERT INTO {table.name} ({names}) VALUES ({marks})", batch)
                     cur.close()
-                cur = conn.execute("SELECT key, value FROM report_metadata WHERE run_id = %s AND key <> %s",
-                                   (run_id, "schema_version"))
+                # the new file's own version notes stay (db._versions): the run may have been pushed from an older one
+                cur = conn.execute("SELECT key, value FROM report_metadata WHERE run_id = %s AND key NOT IN (%s, %s)",
+                                   (run_id, SCHEMA_VERSION_KEY, REVISION_KEY))
                 out.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)", cur.fetchall())
             db.create_indexes(out)
             out.commit()
