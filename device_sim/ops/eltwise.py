@@ -574,7 +574,7 @@ lcm = _binary("lcm", _int32_only("lcm", torch.lcm))
 # -- ternary ops and clamp ----------------------------------------------------------------------
 # The first tensor argument gives the output's dtype, layout and device; any argument may be a number.
 
-def _ternary(name: str, fn, params: tuple[str, str, str], *, kind: str = "unary", **scalars):
+def _ternary(name: str, fn, params: tuple[str, str, str], *, kind: str = "unary", programs=None, **scalars):
     """An op of three tensors-or-numbers (where, lerp, addcmul, ...) with TT-NN's parameter names.
 
     `scalars` are its keyword-only numbers with defaults (addcmul's value=1.0), passed to `fn` by name.
@@ -608,7 +608,7 @@ def _ternary(name: str, fn, params: tuple[str, str, str], *, kind: str = "unary"
         fresh = pending_output_target(op_name) is None
         out = output(r, like, ins, op_name=op_name, dtype=a["dtype"], memory_config=a["memory_config"])
         if like._device is not None:
-            device_work.launch_after(out, fresh, like, _ternary_programs(name, xs, out))
+            device_work.launch_after(out, fresh, like, (programs or _one_ternary_program)(xs, out))
         return out
 
     op.__signature__ = sig
@@ -616,11 +616,14 @@ def _ternary(name: str, fn, params: tuple[str, str, str], *, kind: str = "unary"
     return register_op(op_name, kind=kind, output_keyword=_OUT, golden=golden)(op)
 
 
-def _ternary_programs(name: str, xs: list, out: Tensor):
-    """where, lerp, addcmul and addcdiv are one TernaryDeviceOperation in TT-NN; mac is TT-NN's composite
-    add(multiply(a, b), c): two BinaryNgDeviceOperations. None (nothing modelled) for other operand kinds."""
-    if name != "mac":
-        return eltwise_programs.ternary_program(tuple(xs), out)
+def _one_ternary_program(xs: list, out: Tensor):
+    """where, lerp, addcmul and addcdiv are one TernaryDeviceOperation in TT-NN."""
+    return eltwise_programs.ternary_program(tuple(xs), out)
+
+
+def _mac_programs(xs: list, out: Tensor):
+    """mac is TT-NN's composite add(multiply(a, b), c): two BinaryNgDeviceOperations. None (nothing modelled) for
+    other operand kinds."""
     a, b, _ = xs
     if not (isinstance(a, Tensor) and a.layout == Layout.TILE and out.layout == Layout.TILE):
         return None
@@ -656,7 +659,8 @@ addcmul = _ternary("addcmul", _torch3(torch.addcmul), ("input_tensor_a", "input_
                    value=1.0, kind="binary")
 addcdiv = _ternary("addcdiv", _torch3(torch.addcdiv), ("input_tensor_a", "input_tensor_b", "input_tensor_c"),
                    value=1.0, kind="binary")
-mac = _ternary("mac", lambda a, b, c: a * b + c, ("input_tensor_a", "input_tensor_b", "input_tensor_c"))
+mac = _ternary("mac", lambda a, b, c: a * b + c, ("input_tensor_a", "input_tensor_b", "input_tensor_c"),
+               programs=_mac_programs)
 
 
 def _clamp_golden(t, min=None, max=None, *_, **__):  # noqa: A002  (TT-NN's names)
@@ -855,8 +859,6 @@ def _glu_family(name: str, gate, activation):
     op_name = f"ttnn.{name}"
 
     def golden(input_tensor_a, dim=-1, *_, **__):
-        if name == "glu":
-            return F.glu(input_tensor_a, dim)
         a, b = _halves(input_tensor_a, dim)
         return a * gate(b)
 

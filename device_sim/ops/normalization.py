@@ -97,7 +97,8 @@ def _rms_norm_golden(t, weight=None, *_, bias=None, epsilon=1e-12, residual_inpu
     return y.float() + b if b is not None else y
 
 
-def _norm(name: str, golden):
+def _norm(name: str, golden, *, rms: bool):
+    # rms: RMS norm (no mean taken off; TT-NN's rms_norm), else layer norm
     def op(input_tensor: Tensor, *, epsilon: float = 1e-12, weight: Tensor | None = None,
            bias: Tensor | None = None, residual_input_tensor: Tensor | None = None,
            memory_config: MemoryConfig | None = None, program_config=None, compute_kernel_config=None,
@@ -106,7 +107,7 @@ def _norm(name: str, golden):
         # device; device_sim computes the statistics in float32 without it. Only layer_norm takes it (TT-NN's
         # layernorm_nanobind.cpp).
         op_name = f"ttnn.{name}"
-        if recip_tensor is not None and name != "layer_norm":
+        if recip_tensor is not None and rms:
             raise TypeError(f"{op_name}() got an unexpected keyword argument 'recip_tensor' (ttnn.layer_norm takes it)")
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
@@ -120,14 +121,14 @@ def _norm(name: str, golden):
             raise ValueError(f"{op_name}: residual_input_tensor has shape {residual_input_tensor.shape}, the input "
                              f"{input_tensor.shape}; they are added element by element and must match")
         if numerics.emulating(compute_kernel_config):
-            r = _norm_on_the_engine(name, v(input_tensor), v(weight), v(bias), epsilon, v(residual_input_tensor),
-                                    compute_kernel_config)
+            r = _norm_on_the_engine(name, rms, v(input_tensor), v(weight), v(bias), epsilon,
+                                    v(residual_input_tensor), compute_kernel_config)
         else:
             r = golden(v(input_tensor), weight=v(weight), bias=v(bias), epsilon=epsilon,
                        residual_input_tensor=v(residual_input_tensor))
         out = output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
         if input_tensor._device is not None and input_tensor.layout == Layout.TILE:
-            _launch_norm(name, out, input_tensor, weight, bias, residual_input_tensor, program_config,
+            _launch_norm(rms, out, input_tensor, weight, bias, residual_input_tensor, program_config,
                          compute_kernel_config)
         return out
 
@@ -136,10 +137,10 @@ def _norm(name: str, golden):
     return register_op(f"ttnn.{name}", kind="norm", golden=golden)(op)
 
 
-def _launch_norm(name: str, out: Tensor, x: Tensor, weight, bias, residual, program_config, config) -> None:
+def _launch_norm(rms: bool, out: Tensor, x: Tensor, weight, bias, residual, program_config, config) -> None:
     """The op's LayerNormDeviceOperation (device_sim.programs.normalization): the sharded factory for a
     sharded input with its sharded program config, else the interleaved one (an interleaved input)."""
-    kw = dict(rms=name == "rms_norm", gamma=weight, beta=bias, residual=residual,
+    kw = dict(rms=rms, gamma=weight, beta=bias, residual=residual,
               fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False)))
     if x.is_sharded():
         if not isinstance(program_config, LayerNormShardedMultiCoreProgramConfig) or not out.is_sharded():
@@ -150,7 +151,7 @@ def _launch_norm(name: str, out: Tensor, x: Tensor, weight, bias, residual, prog
     device_work.launch_for(out, True, x._device, program)  # layer_norm takes no output_tensor
 
 
-def _norm_on_the_engine(name: str, x, weight, bias, epsilon: float, residual, config) -> torch.Tensor:
+def _norm_on_the_engine(name: str, rms: bool, x, weight, bias, epsilon: float, residual, config) -> torch.Tensor:
     """layer_norm / rms_norm as TT-NN's kernel computes it under `config` (docs/numerics.md).
 
     The row statistics are means on the matrix engine (input in srcA, 1/N in srcB) at the config's
@@ -162,7 +163,7 @@ def _norm_on_the_engine(name: str, x, weight, bias, epsilon: float, residual, co
     held = (lambda t: t) if n.fp32_dest_acc_en else numerics.to_bf16  # noqa: E731
     last = (x.dim() - 1,)
     x = x.float() if residual is None else held(x.float() + residual.float())
-    xc = held(x - numerics.reduce_sum(x, last, True, n, mean=True)) if name == "layer_norm" else x
+    xc = x if rms else held(x - numerics.reduce_sum(x, last, True, n, mean=True))
     var = numerics.reduce_sum(held(xc * xc), last, True, n, mean=True)
     y = held(xc * torch.rsqrt(var + epsilon))
     width = x.shape[-1]
@@ -171,8 +172,8 @@ def _norm_on_the_engine(name: str, x, weight, bias, epsilon: float, residual, co
     return y + b if b is not None else y
 
 
-layer_norm = _norm("layer_norm", _layer_norm_golden)
-rms_norm = _norm("rms_norm", _rms_norm_golden)
+layer_norm = _norm("layer_norm", _layer_norm_golden, rms=False)
+rms_norm = _norm("rms_norm", _rms_norm_golden, rms=True)
 
 
 def _embedding_golden(input_ids, weight, *_, **__):
@@ -272,9 +273,9 @@ def softmax_in_place(input_tensor: Tensor, dim: int = -1, *, op_name: str = OWN_
                      in_place_softmax_program(input_tensor, None, tt_nn_only) if last else None)
 
 
-def _scale_mask(name: str):
+def _scale_mask(name: str, *, causal: bool):
+    # causal: the hw-dims variant, which builds its causal mask itself (TT-NN runs it only sharded)
     op_name = f"ttnn.{name}"
-    causal = "causal" in name
 
     def op(input_tensor: Tensor, scale: float | None = None, mask: Tensor | None = None, *, program_config=None,
            is_causal_mask: bool = False, **tt_nn_only) -> Tensor:
@@ -331,8 +332,8 @@ def _check_hw_dims(x: Tensor, scale, mask: Tensor | None, program_config) -> Non
             raise tt_fatal(condition, message, where)
 
 
-scale_mask_softmax_in_place = _scale_mask("scale_mask_softmax_in_place")
-scale_causal_mask_hw_dims_softmax_in_place = _scale_mask("scale_causal_mask_hw_dims_softmax_in_place")
+scale_mask_softmax_in_place = _scale_mask("scale_mask_softmax_in_place", causal=False)
+scale_causal_mask_hw_dims_softmax_in_place = _scale_mask("scale_causal_mask_hw_dims_softmax_in_place", causal=True)
 
 
 @register_op("ttnn.scale_mask_softmax", kind="softmax", golden=_scale_mask_softmax_golden)
