@@ -58,8 +58,10 @@ def _unary(name: str, fn):
 
 
 def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bool = False, kind: str = "unary",
-            aliases: tuple[str, ...] = ()):
-    """Register ttnn.<name>; `rounding`: it also takes TT-NN div's rounding_mode (None, "trunc" or "floor")."""
+            aliases: tuple[str, ...] = (), approx=None, native_bf16: str | None = None):
+    """Register ttnn.<name>; `rounding`: it also takes TT-NN div's rounding_mode (None, "trunc" or "floor");
+    `approx`: what fast_and_approximate_mode=True computes instead of `fn`; `native_bf16`: "tensors" (or
+    "numbers" too) when torch's bfloat16 kernel of `fn` gives the float32 result rounded once (below)."""
     def golden(a, b, *_, activations=None, input_tensor_a_activations=None, input_tensor_b_activations=None,
                rounding_mode=None, **__):
         a, b = _pre(name, input_tensor_a_activations, a), _pre(name, input_tensor_b_activations, b)
@@ -85,7 +87,7 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         # DataType.BFLOAT16 is 0, so `dtype or result_dtype` would drop an explicit bfloat16.
         dtype = dtype if dtype is not None else result_dtype
         # fast_and_approximate_mode changes only the ops the SFPU approximates (divide: a * approximate 1/b).
-        y = broadcast(op_name, _APPROX_BINARY.get(name, fn) if fast_and_approximate_mode else fn, a, b)
+        y = broadcast(op_name, (approx or fn) if fast_and_approximate_mode else fn, a, b)
         y = _rounded(op_name, y, rounding_mode)
         fresh = pending_output_target(op_name) is None
         out = output(y if post is None else post(y.float()), like, ins, op_name=op_name, dtype=dtype,
@@ -104,8 +106,8 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         return out
 
     op_name = f"ttnn.{name}"
-    native = name in _NATIVE_BF16 and result_dtype is None
-    number_native = native and name in _NATIVE_BF16_NUMBER
+    native = native_bf16 is not None and result_dtype is None
+    number_native = native and native_bf16 == "numbers"
     # plain()'s BinaryNg programs by (a's dtype, b's or None, grid): binary_program's own key and lookup
     # cost 0.25 us a call; the output's dtype is a's on this path.
     programs: dict[tuple, device_work.Program] = {}
@@ -202,15 +204,14 @@ def _rounded(op_name: str, y, rounding_mode):
     return _ROUNDING[rounding_mode](y)
 
 
-# Binary ops whose torch bfloat16 kernel gives exactly the float32 result rounded to bfloat16 (it computes
-# in float32 and rounds once): on two bfloat16 inputs with a bfloat16 output they skip both conversions to
-# float32 and the rounding back, the same values (tests/test_fast_paths.py holds them to it, NaN and
-# denormals included). Not pow and the transcendental ones: their bfloat16 kernels need not match; not
-# maximum/minimum: the sign of max(-0.0, 0.0) differs between torch's vector and scalar loops.
-_NATIVE_BF16 = frozenset({"add", "sub", "rsub", "mul", "div", "divide"})
+# native_bf16: binary ops whose torch bfloat16 kernel gives exactly the float32 result rounded to bfloat16 (it
+# computes in float32 and rounds once): on two bfloat16 inputs with a bfloat16 output they skip both conversions
+# to float32 and the rounding back, the same values (tests/test_fast_paths.py holds them to it, NaN and
+# denormals included); "numbers": also with a Python number (float32 in the kernel). Not pow and the
+# transcendental ones: their bfloat16 kernels need not match; not maximum/minimum: the sign of max(-0.0, 0.0)
+# differs between torch's vector and scalar loops.
 _BF16, _TORCH_BF16 = DataType.BFLOAT16, torch.bfloat16
 _TILE = Layout.TILE  # plain()'s test: an enum member read through its class costs 0.06 us a time
-_NATIVE_BF16_NUMBER = frozenset({"mul", "div", "divide"})  # ... also with a Python number (float32 in the kernel)
 _PLAIN = frozenset({Tensor, float, int})  # a binary op's second argument on its fast path (not bool: int's subclass)
 
 # A unary op on a bfloat16 tensor computes in float32 and rounds the result to bfloat16 once. torch's bfloat16
@@ -287,8 +288,9 @@ def _pre(op_name: str, acts, x):
     return x if f is None or not isinstance(x, torch.Tensor) else f(x.float())
 
 
-_APPROX_BINARY = {"div": lambda a, b: a * numerics.reciprocal_approx(torch.as_tensor(b, dtype=torch.float32))}
-_APPROX_BINARY["divide"] = _APPROX_BINARY["div"]
+def _approx_div(a, b):
+    """div under fast_and_approximate_mode: a times the SFPU's approximate reciprocal of b."""
+    return a * numerics.reciprocal_approx(torch.as_tensor(b, dtype=torch.float32))
 
 
 def _approximable_unary(name: str, fn):
@@ -359,14 +361,14 @@ tanh = _approximable_unary("tanh", torch.tanh)
 sin = _unary("sin", torch.sin)
 cos = _unary("cos", torch.cos)
 
-add = _binary("add", torch.add, kind="binary")
-sub = _binary("sub", torch.sub, kind="binary", aliases=("ttnn.subtract",))
-rsub = _binary("rsub", lambda a, b: torch.sub(b, a), kind="binary")
-mul = _binary("mul", torch.mul, kind="binary", aliases=("ttnn.multiply",))
+add = _binary("add", torch.add, kind="binary", native_bf16="tensors")
+sub = _binary("sub", torch.sub, kind="binary", aliases=("ttnn.subtract",), native_bf16="tensors")
+rsub = _binary("rsub", lambda a, b: torch.sub(b, a), kind="binary", native_bf16="tensors")
+mul = _binary("mul", torch.mul, kind="binary", aliases=("ttnn.multiply",), native_bf16="numbers")
 # TT-NN 0.81 registers both: ttnn.divide (binary.hpp, BinaryOpType DIV) and ttnn.div (binary_composite.hpp,
 # which adds rounding_mode); a report names the one the user called.
-div = _binary("div", torch.div, rounding=True)
-divide = _binary("divide", torch.div)
+div = _binary("div", torch.div, rounding=True, approx=_approx_div, native_bf16="numbers")
+divide = _binary("divide", torch.div, approx=_approx_div, native_bf16="numbers")
 pow = _binary("pow", torch.pow)  # noqa: A001
 maximum = _binary("maximum", lambda a, b: torch.maximum(a, torch.as_tensor(b, dtype=a.dtype)), kind="binary")
 minimum = _binary("minimum", lambda a, b: torch.minimum(a, torch.as_tensor(b, dtype=a.dtype)), kind="binary")
@@ -703,7 +705,7 @@ clip = _clamp_op("clip")
 # -- in place -----------------------------------------------------------------------------------
 # TT-NN's add_, mul_, ... write the result into input_tensor_a (same buffer, same tensor id) and return it.
 
-def _inplace(name: str, fn, *, kind: str = "unary", aliases: tuple[str, ...] = ()):
+def _inplace(name: str, fn, *, kind: str = "unary", aliases: tuple[str, ...] = (), approx=None):
     op_name = f"ttnn.{name}"
 
     def golden(a, b, *_, activations=None, input_tensor_a_activations=None, input_tensor_b_activations=None, **__):
@@ -719,10 +721,9 @@ def _inplace(name: str, fn, *, kind: str = "unary", aliases: tuple[str, ...] = (
                             f"got {type(input_tensor_a).__name__}")
         device_inputs(op_name, input_tensor_a, input_tensor_b)
         # fast_and_approximate_mode: div_ multiplies by the SFPU's approximate reciprocal; the others are exact.
-        approx = _APPROX_BINARY.get(name[:-1]) if fast_and_approximate_mode else None
         a = _pre(op_name, input_tensor_a_activations, values(input_tensor_a, op_name))
         b = _pre(op_name, input_tensor_b_activations, values(input_tensor_b, op_name))
-        y = _pre(op_name, activations, (approx or fn)(a, b))
+        y = _pre(op_name, activations, ((approx or fn) if fast_and_approximate_mode else fn)(a, b))
         if tuple(y.shape) != tuple(input_tensor_a.shape):
             raise ValueError(f"{op_name}: the result has shape {list(y.shape)} but input_tensor_a, which takes it in "
                              f"place, has {list(input_tensor_a.shape)}; broadcast only input_tensor_b")
@@ -743,7 +744,7 @@ def _inplace(name: str, fn, *, kind: str = "unary", aliases: tuple[str, ...] = (
 add_ = _inplace("add_", torch.add, kind="binary")
 sub_ = _inplace("sub_", torch.sub, kind="binary", aliases=("ttnn.subtract_",))
 mul_ = _inplace("mul_", torch.mul, kind="binary", aliases=("ttnn.multiply_",))
-div_ = _inplace("div_", torch.div, aliases=("ttnn.divide_",))
+div_ = _inplace("div_", torch.div, aliases=("ttnn.divide_",), approx=_approx_div)
 subtract_, multiply_, divide_ = sub_, mul_, div_
 
 
