@@ -21,10 +21,14 @@ import os
 import re
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from ttreport import db
 from ttreport.errors import TTReportError
 
 SCHEMES = ("postgresql://", "postgres://")
 TENSOR_STORE_ENV = "TTREPORT_TENSOR_STORE"
+# The alembic revision of the report schema a store holds (kept in store_meta). Here, not in tables.py, which
+# imports SQLAlchemy (~0.14 s): `ttreport runs` and `history` read it on every connection and need no table.
+VERSION_KEY = "schema_revision"
 
 
 class StoreError(TTReportError):
@@ -207,11 +211,9 @@ def ensure_schema(conn) -> None:
     """Create the store's tables if they are missing; bring a store of an older revision to this one (its new
     tables and columns); refuse one of a newer revision. Several processes may find an empty or older
     store at once: an advisory lock lets one change it."""
-    from ttreport import db
-    from ttreport.store.tables import VERSION_KEY
+    import psycopg  # optional: only the store's commands need it
 
     head = db.head_revision()
-    import psycopg
 
     try:  # the usual case, one round trip: the store is there, at this ttreport's revision
         row = conn.execute("SELECT value FROM store_meta WHERE key = %s", (VERSION_KEY,)).fetchone()

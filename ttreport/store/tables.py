@@ -30,9 +30,8 @@ from sqlalchemy import (
 )
 
 from ttreport import schema
+from ttreport.store.connection import VERSION_KEY  # noqa: F401 (store_meta's key, beside the tables it versions)
 
-# The alembic revision of the report schema this store holds (kept in store_meta).
-VERSION_KEY = "schema_revision"
 ROW_ORDER = "row_order"  # added to a report table without a primary key
 
 store_metadata = MetaData()
