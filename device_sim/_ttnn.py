@@ -9,7 +9,8 @@ Each is device_sim's module for the same thing:
     ttnn._ttnn.tensor.MemoryConfig               # device_sim.MemoryConfig
 """
 
-from types import SimpleNamespace
+import sys
+from types import ModuleType, SimpleNamespace
 
 from device_sim import cluster, device, reports, types
 from device_sim import mesh as multi_device
@@ -24,4 +25,16 @@ tensor = SimpleNamespace(
     CoreRangeSet=types.CoreRangeSet, Shape=types.Shape,
 )
 
-__all__ = ["cluster", "device", "multi_device", "reports", "tensor"]
+# `from ttnn._ttnn.deprecated import operations` (tt-metal's ttnn/tt_lib/__init__.py, which tests/ttnn files import
+# through tests/tt_eager's helpers): TT-NN's nanobind module defines deprecated.operations.primary and binds
+# nothing in them (ttnn/cpp/ttnn-nanobind/__init__.cpp). An empty __path__ lets the import system look the
+# submodules up, in sys.modules.
+__path__: list[str] = []
+deprecated = ModuleType(f"{__name__}.deprecated", "Deprecated tt_lib bindings")
+deprecated.operations = ModuleType(f"{__name__}.deprecated.operations", "Submodule for experimental operations")
+deprecated.operations.primary = ModuleType(f"{__name__}.deprecated.operations.primary", "Primary operations")
+for _m in (deprecated, deprecated.operations, deprecated.operations.primary):
+    _m.__path__ = []
+    sys.modules[_m.__name__] = _m
+
+__all__ = ["cluster", "deprecated", "device", "multi_device", "reports", "tensor"]

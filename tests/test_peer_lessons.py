@@ -401,3 +401,18 @@ def test_conv2d_reads_only_in_channels_of_an_input_padded_past_them(device):
                       padding=(1, 1), conv_config=Conv2dConfig(), dtype=ttnn.float32)
     ref = torch.nn.functional.conv2d(x[:, :3], w, padding=1).permute(0, 2, 3, 1).reshape(1, 1, 36, 8)
     torch.testing.assert_close(ttnn.to_torch(out).float(), ref, rtol=1e-2, atol=1e-2)
+
+
+# -- tt_lib: tests/tt_eager's helpers import tt-metal's tt_lib, which imports ttnn._ttnn.deprecated ----------
+
+
+def test_tt_lib_imports_its_deprecated_bindings_through_ttnn_ttnn(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import device_sim; device_sim.install_as_ttnn()\n"
+            "from ttnn._ttnn.deprecated import operations\n"
+            "import ttnn._ttnn.deprecated.operations.primary\n"
+            "print(operations.__name__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "device_sim._ttnn.deprecated.operations", done.stderr
