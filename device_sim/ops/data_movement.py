@@ -32,14 +32,16 @@ from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
 
-def _out(op_name: str, input_tensor: Tensor, value: torch.Tensor, memory_config, tt_nn_only, **kw) -> Tensor:
-    """The common tail of a one-input movement op: check keywords, place `value` like the input."""
+def _out(op_name: str, input_tensor: Tensor, value: torch.Tensor, memory_config, tt_nn_only, *, padded: bool = False,
+         **kw) -> Tensor:
+    """The common tail of a one-input movement op: check keywords, place `value` like the input. A `layout=` in
+    `kw` is the tilize / untilize family (padded: its forms that pad or unpad)."""
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor)
     out = output(value.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config, **kw)
     if "layout" in kw:  # the tilize / untilize family: their device operation (device_sim.programs)
-        program = programs.layout_program(input_tensor, out, padded=op_name.endswith("padding"))
+        program = programs.layout_program(input_tensor, out, padded=padded)
         device_work.launch_after(out, True, input_tensor, program)
     return out
 
@@ -304,8 +306,7 @@ def tilize_with_val_padding(input_tensor: Tensor, output_tensor_shape, pad_value
         r = _tilize_padded_golden(v, output_tensor_shape, pad_value)
     except ValueError as e:
         raise ValueError(f"{op_name}: {e}") from None
-    return _out(op_name, input_tensor, r, memory_config, tt_nn_only, dtype=dtype,
-                layout=Layout.TILE)
+    return _out(op_name, input_tensor, r, memory_config, tt_nn_only, dtype=dtype, layout=Layout.TILE, padded=True)
 
 
 def _tile_padded_shape(shape) -> list[int]:
@@ -321,8 +322,7 @@ def tilize_with_zero_padding(input_tensor: Tensor, *, memory_config: MemoryConfi
     if v.dim() < 2:
         raise ValueError(f"{op_name} needs rank >= 2, got shape {list(v.shape)}")
     r = _tilize_padded_golden(v, _tile_padded_shape(v.shape))
-    return _out(op_name, input_tensor, r, memory_config, tt_nn_only, dtype=dtype,
-                layout=Layout.TILE)
+    return _out(op_name, input_tensor, r, memory_config, tt_nn_only, dtype=dtype, layout=Layout.TILE, padded=True)
 
 
 def _unpad_golden(t, output_tensor_end, *_, **__):
@@ -339,8 +339,8 @@ def untilize_with_unpadding(input_tensor: Tensor, output_tensor_end, *, memory_c
     if len(end) != v.dim() or any(not 0 <= e < d for e, d in zip(end, v.shape)):
         raise ValueError(f"{op_name}: output_tensor_end {end} must give one inclusive end per "
                          f"dim of shape {list(v.shape)}, each below that dim's size")
-    return _out(op_name, input_tensor, _unpad_golden(v, end), memory_config, tt_nn_only,
-                layout=Layout.ROW_MAJOR)
+    return _out(op_name, input_tensor, _unpad_golden(v, end), memory_config, tt_nn_only, layout=Layout.ROW_MAJOR,
+                padded=True)
 
 
 # -- sorting and indexing ------------------------------------------------------------------------
