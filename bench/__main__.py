@@ -21,6 +21,7 @@ import torch
 
 from bench import capture_overhead, comparison, device_time, dispatch, persistence, queries, tensor_storage
 from bench import exports as exports_bench
+from bench import startup as startup_bench
 from bench import store as store_bench
 from bench import upgrade as upgrade_bench
 
@@ -31,9 +32,10 @@ FULL = dict(
     storage=dict(sizes_mib=[1, 4, 16, 64, 256], total_mib=256),
     comparison=dict(tensor_mib=64, repeats=3, report_tensors=16, report_tensor_mib=64),
     dispatch=dict(n_ops=20_000, repeats=7),
-    upgrade=dict(sizes=[20_000, 40_000, 200_000], startup_repeats=5),
+    upgrade=dict(sizes=[20_000, 40_000, 200_000]),
     exports=dict(n_ops=40_000),
     store=dict(runs=1_000, ops=10_000, repeats=30),
+    startup=dict(repeats=5),
     device_time=dict(),
 )
 QUICK = dict(
@@ -43,9 +45,10 @@ QUICK = dict(
     storage=dict(sizes_mib=[0.0625, 0.25], total_mib=0.25),
     comparison=dict(tensor_mib=0.5, repeats=1, report_tensors=2, report_tensor_mib=0.0625),
     dispatch=dict(n_ops=200, repeats=3, big_ops=2, matmul_ops=1, big=256, layers=1, seq=32),
-    upgrade=dict(sizes=[200, 400], startup_repeats=1),
+    upgrade=dict(sizes=[200, 400]),
     exports=dict(n_ops=400),
     store=dict(runs=20, ops=200, repeats=3),
+    startup=dict(repeats=1),
     device_time=dict(),
 )
 TITLES = {
@@ -55,10 +58,11 @@ TITLES = {
     "queries": "4. Queries on the big report",
     "comparison": "5. Comparison",
     "dispatch": "6. Dispatch with no capture",
-    "upgrade": "7. Upgrading an old report; reading commands' start-up",
+    "upgrade": "7. Upgrading an old report",
     "exports": "8. Exports: trace and HTML",
     "store": "9. The PostgreSQL store: history and runs over 1,000 runs",
     "device_time": "10. Device time against real Wormhole measurements (held-out cases)",
+    "startup": "12. Reading commands' start-up; compare, the CLI against the API (issue 33)",
 }
 
 
@@ -108,6 +112,8 @@ def main(argv=None) -> int:
                 figures = store_bench.run(tmp, **sizes[key])
             elif key == "device_time":
                 figures = device_time.run(**sizes[key])
+            elif key == "startup":
+                figures = startup_bench.run(tmp, **sizes[key])
             for f in figures:
                 print(f.line(), flush=True)
                 misses += f.ok is False

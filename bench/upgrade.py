@@ -1,4 +1,4 @@
-"""7. Upgrading an old report, and the reading commands' start-up time.
+"""7. Upgrading an old report (the reading commands' start-up: bench/startup.py).
 
     python -m bench --only upgrade
 
@@ -6,23 +6,15 @@ Upgrade: a TT-NN-style report at revision 0001 with N ops (each with a stack tra
 distinct texts, two arguments, an input and an output tensor, two live buffers) is made with
 SQL, then `ttreport.db.upgrade` takes it to the head. Linear time is the target: the time per
 op at the largest size is at most twice that at the smallest.
-
-Start-up: `ttreport --version`, `ls`, `summary`, `ops`, `op` and `query` on the sample report,
-each in a fresh interpreter (the wall time a user waits), median of a few runs.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from bench.common import Figure, at_most, info, median
-
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "sample_reports" / "demo"
+from bench.common import Figure, at_most, info
 
 
 def make_v0001(path: Path, n_ops: int) -> None:
@@ -63,26 +55,7 @@ def upgrade_seconds(tmp: Path, n_ops: int) -> float:
     return seconds
 
 
-COMMANDS = {
-    "--version": ["--version"],
-    "ls": ["ls", str(SAMPLE.parent)],
-    "summary": ["summary", str(SAMPLE)],
-    "ops": ["ops", str(SAMPLE)],
-    "op": ["op", str(SAMPLE), "12"],
-    "query": ["query", str(SAMPLE), "SELECT COUNT(*) FROM operations"],
-}
-
-
-def startup_seconds(args: list[str], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "ttreport.cli", *args], check=True, capture_output=True, cwd=REPO)
-        times.append(time.perf_counter() - start)
-    return median(times)
-
-
-def run(tmp: Path, sizes: list[int], startup_repeats: int) -> list[Figure]:
+def run(tmp: Path, sizes: list[int]) -> list[Figure]:
     figures = []
     per_op = {}
     for n in sizes:
@@ -92,7 +65,4 @@ def run(tmp: Path, sizes: list[int], startup_repeats: int) -> list[Figure]:
     small, large = min(sizes), max(sizes)
     figures.append(at_most(f"time per op at {large:,} / at {small:,} (linear: ~1)", per_op[large] / per_op[small],
                            "x", 2.0))
-    for name, args in COMMANDS.items():
-        figures.append(at_most(f"ttreport {name} wall time (fresh interpreter)", startup_seconds(args, startup_repeats),
-                               "s", 0.3))
     return figures

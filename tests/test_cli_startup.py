@@ -1,6 +1,6 @@
 """The reading commands start without importing torch (or alembic): a user waits ~0.1 s, not ~2 s.
 
-Wall times are measured by bench/upgrade.py (`python -m bench --only upgrade`), never here.
+Wall times are measured by bench/startup.py (`python -m bench --only startup`), never here.
 """
 
 import subprocess
