@@ -10,6 +10,10 @@ perf_model.estimate_op makes of live tensors with that shape, dtype, layout and 
 estimated; the ratio is estimate / measured. Cases are split once, before any fitting, into a fit set
 (constants were tuned on it) and a held-out set (never looked at while tuning): the targets are judged
 on the held-out set. bench/README.md ("Device time against Wormhole") has the figures before and after.
+
+Beside the op cases, one whole model: a BERT-large encoder layer (batch 8, sequence 384) with the ops, dtypes,
+memory configs and core grids of tt-metal's ttnn_optimized_bert.py, captured, its estimates summed and set
+against what tt-metal's own device perf test for that model expects per layer.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import csv
 import math
 import statistics
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -28,6 +33,13 @@ from device_sim.types import DataType, Layout
 
 CASES = Path(__file__).parent / "data" / "wormhole_ops_perf" / "cases.csv"
 GRID_CORES = 64  # a sharded operand of the data set spans the benchmark's 8x8 grid
+# tt-metal's device perf test for its optimized TT-NN BERT-large (tenstorrent/tt-metal, commit 120b164d5797,
+# models/demos/bert/tests/test_perf_device_bert.py): batch 8, sequence 384, "AVG DEVICE KERNEL SAMPLES/S" expected
+# 252 (within 3 %), the whole model's kernels: 24 encoder layers, plus embeddings and the QA head (a few linears
+# and adds: left in, so the per-layer figure is an upper bound by a few percent).
+BERT_BATCH, BERT_SEQ, BERT_HIDDEN, BERT_HEADS, BERT_FF, BERT_LAYERS = 8, 384, 1024, 16, 4096, 24
+BERT_SAMPLES_PER_S = 252
+BERT_LAYER_NS = BERT_BATCH / BERT_SAMPLES_PER_S / BERT_LAYERS * 1e9  # 1.32 ms
 
 
 def operand(spec: str) -> perf_model.Operand:
@@ -72,6 +84,61 @@ def summary(rs: list[float]) -> tuple[float, float, float]:
     return statistics.median(rs), sum(w <= 2 for w in within) / len(rs), sum(w <= 4 for w in within) / len(rs)
 
 
+def bert_large_layer_ns() -> int:
+    """One BERT-large encoder layer as ttnn_optimized_bert.py's bert_layer calls its ops (bfloat8_b where it asks
+    for it, activations in L1, core_grid 8x12), captured; its ops' estimated device time, summed."""
+    import torch
+
+    import device_sim as ttnn
+    import ttreport
+
+    b, s, h, ff = BERT_BATCH, BERT_SEQ, BERT_HIDDEN, BERT_FF
+    g = torch.Generator().manual_seed(0)
+    dev = ttnn.open_device(0)
+    l1, grid = ttnn.L1_MEMORY_CONFIG, ttnn.CoreGrid(y=b, x=12)
+
+    def tensor(*shape, scale=0.02, memory=ttnn.DRAM_MEMORY_CONFIG):
+        return ttnn.from_torch(torch.randn(*shape, generator=g) * scale, dtype=ttnn.bfloat16, layout=ttnn.TILE,
+                               device=dev, memory_config=memory)
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            with ttreport.capture(Path(tmp) / "bert", config=ttreport.Config(tensors="none", perf_files=False)) as cap:
+                x = tensor(b, s, h, scale=1.0, memory=l1)
+                mask = tensor(b, 1, 1, s, scale=0.0, memory=l1)
+                qkv_w, qkv_b, out_w, out_b = tensor(h, 3 * h), tensor(1, 3 * h), tensor(h, h), tensor(1, h)
+                ff1_w, ff1_b, ff2_w, ff2_b = tensor(h, ff), tensor(1, ff), tensor(ff, h), tensor(1, h)
+                gamma, beta = tensor(1, h, scale=1.0), tensor(1, h, scale=0.0)
+                qkv = ttnn.linear(x, qkv_w, bias=qkv_b, memory_config=l1, dtype=ttnn.bfloat8_b, core_grid=grid)
+                q, k, v = ttnn.transformer.split_query_key_value_and_split_heads(qkv, memory_config=l1,
+                                                                                 num_heads=BERT_HEADS)
+                ttnn.deallocate(qkv)
+                scores = ttnn.matmul(q, k, memory_config=l1, dtype=ttnn.bfloat16, core_grid=grid)
+                ttnn.deallocate(q), ttnn.deallocate(k)
+                probs = ttnn.transformer.attention_softmax_(scores, attention_mask=mask, head_size=h // BERT_HEADS)
+                context = ttnn.matmul(probs, v, memory_config=l1, dtype=ttnn.bfloat8_b, core_grid=grid)
+                ttnn.deallocate(probs), ttnn.deallocate(v)
+                merged = ttnn.transformer.concatenate_heads(context, memory_config=l1)
+                ttnn.deallocate(context)
+                attn = ttnn.linear(merged, out_w, bias=out_b, memory_config=l1, dtype=ttnn.bfloat16, core_grid=grid)
+                ttnn.deallocate(merged)
+                summed = x + attn
+                ttnn.deallocate(x), ttnn.deallocate(attn)
+                normed = ttnn.layer_norm(summed, weight=gamma, bias=beta, epsilon=1e-12, memory_config=l1)
+                ttnn.deallocate(summed)
+                inner = ttnn.linear(normed, ff1_w, bias=ff1_b, memory_config=l1, dtype=ttnn.bfloat8_b,
+                                    core_grid=grid, activation="gelu")
+                out = ttnn.linear(inner, ff2_w, bias=ff2_b, memory_config=l1, dtype=ttnn.bfloat16, core_grid=grid)
+                ttnn.deallocate(inner)
+                ttnn.layer_norm(out, residual_input_tensor=normed, weight=gamma, bias=beta, epsilon=1e-12,
+                                memory_config=l1)
+            with ttreport.open(cap.path) as r:
+                return r.execute("SELECT SUM(p.ideal_ns) FROM device_perf p JOIN operations o USING (operation_id) "
+                                 "WHERE o.depth = 0 AND o.name <> 'ttnn.from_torch'").fetchone()[0]
+    finally:
+        ttnn.close_device(dev)
+
+
 def run(cases_path: Path = CASES) -> list[Figure]:
     cases = load(cases_path)
     figures = []
@@ -99,6 +166,9 @@ def run(cases_path: Path = CASES) -> list[Figure]:
     cores = [(int(c["cores_measured"]), e.cores) for c, _, e in every if c["cores_measured"]]
     figures.append(info("cases whose modelled core count is the profiler's", 100 * sum(a == b for a, b in cores) /
                         max(1, len(cores)), "%"))
+    layer = bert_large_layer_ns() / BERT_LAYER_NS
+    figures.append(Figure("BERT-large layer (b8, s384): estimate / tt-metal's expected", layer, "x",
+                          "1/1.3-1.3", 1 / 1.3 <= layer <= 1.3))
     return figures
 
 

@@ -343,7 +343,7 @@ def _streaming(ins, outs, units: int, cycles_per_unit: float, cfg: PerfConfig, *
 
 
 def _matmul(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, *, transpose_a: bool = False, grid=None,
-            k: int | None = None) -> Estimate:
+            k: int | None = None, core_grid=None) -> Estimate:
     """Output blocks over the grid as TT-NN's 2D multicast matmul splits them; per core its tile-steps at the
     engine's rate for the fidelity, capped by the unpacker; its in0 and in1 blocks over the NoC; the chip's DRAM."""
     a, b, out = ins[0], ins[1], outs[0]
@@ -359,6 +359,21 @@ def _matmul(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, *, transpose_a: 
     a_tile, b_tile = a.bytes / max(1, a.tiles), b.bytes / max(1, b.tiles)
     step = max(MATMUL_CYCLES_PER_PASS * FIDELITY_PASSES[fidelity] + MATMUL_STEP_OVERHEAD_CYCLES,
                (a_tile + b_tile) / UNPACK_BYTES_PER_CYCLE)
+    if b_batched and core_grid is not None:
+        # A bmm given a core_grid (BERT's attention matmuls): TT-NN's create_matmul_program_config makes a
+        # MatmulMultiCoreReuseProgramConfig (matmul_program_config.cpp): per core a batch's whole output, per_core_M =
+        # Mt, per_core_N = Nt, in0_block_w 1, the batches spread over the grid (the user's when it fits the device's).
+        ux, uy = core_grid
+        cores = min(batch, ux * uy if ux <= cfg.grid_x and uy <= cfg.grid_y else cfg.cores)
+        blocks = math.ceil(batch / cores)
+        per_m, per_n = math.ceil(m / 32), nt
+        read = _page_ns(a, blocks * per_m * kt, cfg, per_request=per_m) + \
+            _page_ns(b, blocks * per_n * kt, cfg, per_request=per_n)
+        write = _page_ns(out, blocks * per_m * per_n, cfg, write=True, per_request=per_m * per_n)
+        compute = blocks * per_m * per_n * kt * step / cfg.clock_ghz
+        move = max(read, write, _dram_ns([a, b, out], cfg))
+        return Estimate(math.ceil(compute), math.ceil(move), fidelity.name, LAUNCH_NS, cores,
+                        math.ceil(MATMUL_SERIAL_SHARE * min(compute, move)))
     if mt <= 1 or b_batched:
         # One tile row of output (or a batched in1, a bmm): TT-NN splits the output's columns over the cores,
         # each core taking every row of its columns and reading its tiles one at a time.
@@ -473,7 +488,8 @@ def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | No
     if fidelity is None:
         fidelity = _DEFAULT_FIDELITY.get(family)
     if family == "matmul" and len(inputs) >= 2 and fidelity is not None:
-        return _matmul(inputs, outputs, fidelity, cfg, transpose_a=transpose_a, grid=params.get("grid"))
+        return _matmul(inputs, outputs, fidelity, cfg, transpose_a=transpose_a, grid=params.get("grid"),
+                       core_grid=params.get("core_grid"))
     if family == "conv2d" and inputs:
         return _conv2d(inputs, outputs, fidelity or MathFidelity.HiFi4, cfg, params)
     if not inputs:
@@ -572,6 +588,9 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
         grid = getattr(kwargs.get("program_config"), "compute_with_storage_grid_size", None)
         if grid is not None:
             params = {"grid": (grid.x, grid.y) if hasattr(grid, "x") else tuple(grid)}
+        core_grid = kwargs.get("core_grid")
+        if grid is None and hasattr(core_grid, "x"):
+            params = {"core_grid": (core_grid.x, core_grid.y)}
     elif kwargs:
         # a norm's or conv's compute_kernel_config (or conv2d's compute_config) names the fidelity it runs at
         ckc = kwargs.get("compute_kernel_config") or kwargs.get("compute_config")

@@ -136,6 +136,20 @@ def test_work_goes_to_the_cores_the_program_uses(device):
     assert _est(ttnn.relu, (y,), {}, ttnn.relu(y)).compute_ns == 2 * 128
 
 
+def test_a_bmm_given_a_core_grid_spreads_its_batches_over_the_cores(device):
+    # BERT's attention matmul: in1 batched and a core_grid given: TT-NN's MatmulMultiCoreReuseProgramConfig puts a
+    # batch's whole output on a core, the batches over the grid (the device's 8x8 when 8x12 does not fit)
+    a = _t(device, ttnn.L1, shape=(16, 64, 64))
+    b = _t(device, ttnn.L1, shape=(16, 64, 32))
+    grid = ttnn.CoreGrid(y=8, x=12)
+    e = _est(ttnn.matmul, (a, b), {"core_grid": grid}, ttnn.matmul(a, b, core_grid=grid))
+    plain = _est(ttnn.matmul, (a, b), {}, ttnn.matmul(a, b))
+    assert e.cores == 16 and plain.cores == 1  # without a grid: the output's one tile column over the cores
+    step = 2048 * 2 / 90  # a bfloat16 tile-step at HiFi2: the unpacker's cap
+    assert e.compute_ns == math.ceil(2 * 1 * 2 * step)  # a batch: Mt 2 x Nt 1 output tiles, Kt 2 steps each
+    assert e.ideal_ns < plain.ideal_ns / 4
+
+
 def test_a_host_only_op_has_no_estimate():
     t = ttnn.from_torch(torch.randn(32, 32))
     assert _est(ttnn.from_torch, (torch.randn(32, 32),), {}, t) is None
