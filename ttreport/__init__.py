@@ -41,7 +41,7 @@ _LAZY = {
     "Capture": "capture", "capture": "capture", "profile": "capture", "check": "read",
     "ReportComparison": "read", "compare_reports": "read", "Config": "config",
     "Comparison": "metrics", "compare_tensors": "metrics", "Report": "read", "open": "read",
-    "load_tensor": "storage",
+    "load_tensor": "storage", "schedule": "steps",
 }
 
 
@@ -79,5 +79,5 @@ __all__ = [
     "NewerSchemaError", "ReportInUseError", "ReportPathError", "TensorFileError", "ReportIncompleteWarning",
     "ComparisonError",
     "Comparison", "compare_tensors", "ReportComparison", "compare_reports",
-    "Report", "open",
+    "Report", "open", "schedule",
 ]

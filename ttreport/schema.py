@@ -64,6 +64,9 @@ operations = Table(
     # spread out (an array's indexes are the names '0', '1', ...), with tensors rendered from their rows.
     Column("arguments", Text),
     _rank(),
+    # How many times the run's step() had been called when the op began (0 before the first); with
+    # report_metadata.schedule, which steps were active (ttreport.steps). NULL: a report made before steps.
+    Column("step", Integer),
 )
 
 operation_arguments = Table(

@@ -26,6 +26,7 @@ TABLES = [
         '\tdram_bytes INTEGER, \n'
         '\targuments TEXT, \n'
         "\trank INTEGER DEFAULT '0', \n"
+        '\tstep INTEGER, \n'
         '\tPRIMARY KEY (operation_id)\n'
         ')'
     ),

@@ -38,7 +38,7 @@
 static PyObject *S_deferred_signal, *S_golden, *S_boundary, *S_stack, *S_thread, *S_shape, *S_device_id, *S_name,
     *S_bytes_per_bank_used, *S_num_banks, *S_off, *S_room, *S_mm, *S_write, *S_check_at, *S_pace, *S_behind,
     *S_back_pressure, *S_nbytes, *S_is_cpu, *S_is_contiguous, *S_data_ptr, *S_dtype, *S_budget, *S_tensor_bytes,
-    *S_acquire_name, *S_release_name;
+    *S_acquire_name, *S_release_name, *S_steps;
 
 typedef struct {
     PyObject_HEAD
@@ -442,7 +442,8 @@ static PyObject *Hook_begin(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
     }
     long long start = now_ns();
     PyObject *op_id = NULL, *parent = NULL, *depth = NULL, *ref = NULL, *inputs = NULL,
-             *specs = NULL, *files = NULL, *args_q = NULL, *kwargs_q = NULL, *start_o = NULL, *token = NULL;
+             *specs = NULL, *files = NULL, *args_q = NULL, *kwargs_q = NULL, *start_o = NULL, *token = NULL,
+             *step = NULL;
     op_id = PyIter_Next(h->op_ids);
     if (op_id == NULL) goto done;
     Py_ssize_t n = PyList_GET_SIZE(stack);
@@ -485,10 +486,13 @@ static PyObject *Hook_begin(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
     }
     start_o = PyLong_FromLongLong(start);
     if (start_o == NULL) goto done;
+    step = PyObject_GetAttr(h->rec, S_steps); /* Recorder.steps: Capture.step() counts it */
+    if (step == NULL) goto done;
     PyObject *items[TOKEN_WIDTH] = {[TOKEN_OP] = op, [TOKEN_OPERATION_ID] = op_id, [TOKEN_START_NS] = start_o,
         [TOKEN_PARENT_OPERATION_ID] = parent, [TOKEN_DEPTH] = depth, [TOKEN_THREAD] = thread, [TOKEN_STACK] = ref,
         [TOKEN_ARGS] = args_q, [TOKEN_KWARGS] = kwargs_q, [TOKEN_INPUTS] = inputs, [TOKEN_SPECS] = specs,
-        [TOKEN_FILES] = files, [TOKEN_GOLDEN_ARGS] = Py_None, [TOKEN_OP_ARGS] = op_args, [TOKEN_OP_KWARGS] = kwargs};
+        [TOKEN_FILES] = files, [TOKEN_GOLDEN_ARGS] = Py_None, [TOKEN_OP_ARGS] = op_args, [TOKEN_OP_KWARGS] = kwargs,
+        [TOKEN_STEP] = step};
     token = pack(items, TOKEN_WIDTH);
 done:
     if (token == NULL && op_id != NULL && PyList_GET_SIZE(stack) && PyList_GET_ITEM(stack, PyList_GET_SIZE(stack) - 1)
@@ -510,6 +514,7 @@ done:
     Py_XDECREF(args_q);
     Py_XDECREF(kwargs_q);
     Py_XDECREF(start_o);
+    Py_XDECREF(step);
     return token;
 }
 
@@ -972,7 +977,8 @@ static PyObject *Hook_end(Hook *h, PyObject *const *args, Py_ssize_t nargs) {
         [OP_STACK] = PyTuple_GET_ITEM(token, TOKEN_STACK), [OP_ARGS] = PyTuple_GET_ITEM(token, TOKEN_ARGS),
         [OP_KWARGS] = PyTuple_GET_ITEM(token, TOKEN_KWARGS), [OP_INPUTS] = PyTuple_GET_ITEM(token, TOKEN_INPUTS),
         [OP_OUTPUTS] = outputs, [OP_SPECS] = specs, [OP_FILES] = files ? files : Py_None, [OP_END_SEQ] = seq,
-        [OP_L1_BYTES] = l1, [OP_DRAM_BYTES] = dram, [OP_ERROR] = Py_None};
+        [OP_L1_BYTES] = l1, [OP_DRAM_BYTES] = dram, [OP_ERROR] = Py_None,
+        [OP_STEP] = PyTuple_GET_ITEM(token, TOKEN_STEP)};
     Fields record = {fields, OP_WIDTH, 1u << OP_INPUTS | 1u << OP_SPECS};
     int err = 0;
     for (int i = 0; i < OP_WIDTH; i++)
@@ -1318,6 +1324,7 @@ PyMODINIT_FUNC PyInit__hook(void) {
     INTERN(S_tensor_bytes, "tensor_bytes");
     INTERN(S_acquire_name, "acquire");
     INTERN(S_release_name, "release");
+    INTERN(S_steps, "steps");
     if (PyType_Ready(&HookType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;

@@ -41,7 +41,8 @@
 #define OP_L1_BYTES 16
 #define OP_DRAM_BYTES 17
 #define OP_ERROR 18
-#define OP_WIDTH 19
+#define OP_STEP 19
+#define OP_WIDTH 20
 
 #define SPEC_TENSOR_ID 0
 #define SPEC_SHAPE 1
@@ -71,7 +72,8 @@
 #define TOKEN_GOLDEN_ARGS 12
 #define TOKEN_OP_ARGS 13
 #define TOKEN_OP_KWARGS 14
-#define TOKEN_WIDTH 15
+#define TOKEN_STEP 15
+#define TOKEN_WIDTH 16
 
 #define ALLOC_BUFFER_ID 1
 #define ALLOC_DEVICE_ID 2

@@ -244,6 +244,7 @@ class Recorder:
         self.boundary = None  # stack traces stop at this code object's frame (see outer_boundary)
         self._last_op_exception = None  # id() of the latest exception an op raised: recorded with the op
         self.host_outputs = False  # whether an op's output was a host tensor (set once; read at close)
+        self.steps = 0  # the run's step() calls (Capture.step): each op records it at its begin (the C begin too)
         # device_sim's estimate of each op; a process writer makes most of them itself (ttreport.capture.log_perf)
         self.estimate = perf_model.estimate_op
         if NATIVE and self._to_log:
@@ -327,7 +328,7 @@ class Recorder:
         golden_args = self.golden.before_op(args, kwargs) if self.golden is not None else None
         # records.Token, as a plain tuple (the C begin makes the same)
         return (op, op_id, start, parent, len(stack) - 1, local.thread, stack_ref, args_q, kwargs_q, inputs, specs,
-                files, golden_args, args, kwargs)
+                files, golden_args, args, kwargs, self.steps)
 
     def operation_id(self, token) -> int:
         """The report's operation_id for the op begin() returned `token` for (ttnn.tracer labels its nodes so)."""
@@ -366,7 +367,7 @@ class Recorder:
         self._put((OP, op.name, op_id, token.start_ns - t0, end - t0, token.parent_operation_id, token.depth,
                    token.thread, token.stack, token.args, token.kwargs, tuple(inputs), outputs, tuple(specs),
                    files and tuple([(f[0], f[1]) for f in files]) or None, next(self._seq), l1, dram,
-                   error))  # records.Op
+                   error, token.step))  # records.Op
         if not self._to_log:
             if files:
                 self.storage.put_many(files)

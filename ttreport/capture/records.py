@@ -80,6 +80,7 @@ class Op(NamedTuple):
     l1_bytes: int
     dram_bytes: int
     error: tuple | None  # an Error, or None
+    step: int  # the run's step() calls when the op began (Token.step)
 
 
 class Spec(NamedTuple):
@@ -126,6 +127,7 @@ class Token(NamedTuple):
     golden_args: Any  # the golden checker's snapshot, or None
     op_args: tuple  # the op's own arguments, for the estimate and the golden
     op_kwargs: dict
+    step: int  # Recorder.steps at begin
 
 
 class Alloc(NamedTuple):

@@ -7,6 +7,11 @@
     @ttreport.profile(name="step")
     def step(): ...
 
+    with ttreport.capture("llm", schedule=ttreport.schedule(wait=1, warmup=1, active=3)) as run:
+        for batch in batches:
+            model(batch)
+            run.step()   # every op is recorded; operations.step numbers them, the schedule says which are active
+
 Closing drains the writer and tensor queues, writes the end time and status (complete,
 error, interrupted), checkpoints the WAL, and puts the device hooks back. It happens when the
 block ends, by exception, on SIGINT/SIGTERM and at interpreter exit; only a killed process
@@ -58,6 +63,7 @@ from ttreport.capture.recorder import (
 from ttreport.capture.writer import Writer
 from ttreport.capture.writer_process import WriterProcess
 from ttreport.config import Config
+from ttreport.steps import Schedule
 from ttreport.errors import (
     CaptureActiveError,
     LossWarner,
@@ -87,8 +93,11 @@ class Capture(contextlib.ContextDecorator):
     """One report being captured. `path` is its folder, `db_path` its database, `status` set on close."""
 
     def __init__(self, target: str | os.PathLike | None = None, *, config: Config | None = None,
-                 base_name: str = "report", number_from: int | None = None):
+                 schedule: Schedule | None = None, base_name: str = "report", number_from: int | None = None):
+        if schedule is not None and not isinstance(schedule, Schedule):
+            raise TypeError(f"schedule={schedule!r}: give ttreport.schedule(wait=..., warmup=..., active=...), or None")
         self._target = target
+        self.schedule = schedule  # kept in report_metadata.schedule: which steps (step()) are active
         # profile's captures: `target` numbered from this call number on (target, target-2, ...), the first
         # name that holds no report yet; None: `target` as given.
         self.number = number_from
@@ -146,7 +155,7 @@ class Capture(contextlib.ContextDecorator):
 
     def _recreate_cm(self):
         # Used as a decorator, each call is a new capture (and must name a new report).
-        return Capture(self._target, config=self._given, base_name=self._base_name)
+        return Capture(self._target, config=self._given, schedule=self.schedule, base_name=self._base_name)
 
     # -- starting ----------------------------------------------------------------------------
     def start(self) -> Capture:
@@ -191,13 +200,10 @@ class Capture(contextlib.ContextDecorator):
     def _start(self, config: Config) -> None:
         path = self.path
         self.db_path = path / db.DB_FILE
-        db.create(self.db_path, indexes=False)
-        if config.writer == "process":
-            # A writer process keeps the indexes current as it goes (its own CPU; building them at close took as
-            # long, and a 1M-op close must not wait for it), but those on keys in no order (db.LATE_INDEXES),
-            # which its close makes; the thread writer makes them all at close, off the model's GIL.
-            with contextlib.closing(sqlite3.connect(self.db_path)) as con:
-                db.create_indexes(con, skip=db.LATE_INDEXES)
+        # A writer process keeps the indexes current as it goes (its own CPU; building them at close took as
+        # long, and a 1M-op close must not wait for it), but those on keys in no order (db.LATE_INDEXES),
+        # which its close makes; the thread writer makes them all at close, off the model's GIL.
+        db.create(self.db_path, indexes=config.writer == "process", skip=db.LATE_INDEXES)
         started = _now()
         # capture_timestamp_ns: with the op count, ttnn-visualizer's fingerprint of this run (a later run
         # written to the same folder name reads as another run).
@@ -206,6 +212,8 @@ class Capture(contextlib.ContextDecorator):
                  "started_at": started, "capture_timestamp_ns": time.time_ns(), "status": "running",
                  # the report's identity in a store (ttreport push): a second push of it is a no-op
                  "report_id": str(uuid.uuid4()), **_git_commit()}
+        if self.schedule is not None:
+            facts["schedule"] = self.schedule.to_json()  # ttreport.steps.Schedule.from_json reads it back
         self._rank = facts["rank"] = rank.host_rank(config.rank)
         _write_metadata(self.db_path, facts)
         reserve_room(path / RESERVE_FILE)
@@ -448,6 +456,14 @@ class Capture(contextlib.ContextDecorator):
                           f"report is complete: write them with `ttreport perf-csv {self.path}`",
                           ReportIncompleteWarning, stacklevel=2)
 
+    def step(self) -> None:
+        """One step of the model is done, as torch.profiler's prof.step(): the ops from here on carry the next
+        step number (operations.step: how many times step() had been called when the op began). Every op is
+        recorded whatever its step; the schedule given to capture() says which steps readers time. One integer
+        increment, which the hook reads at each op's begin."""
+        if self.recorder is not None:
+            self.recorder.steps += 1
+
     # -- reading (as torch.profiler's prof.key_averages().table()) -------------------------------
     def table(self, *, sort_by: str = "host_time_total", row_limit: int | None = 100) -> str:
         """Report.table of this capture's report: ops by name, sorted by `sort_by`, as text."""
@@ -481,14 +497,16 @@ class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.
     The decorated function's `.profile.last` is the latest Capture (its `.path`, `.status`).
     """
 
-    def __new__(cls, name=None, *, config: Config | None = None):
+    def __new__(cls, name=None, *, config: Config | None = None, schedule: Schedule | None = None):
         if callable(name) and not isinstance(name, (str, os.PathLike)):
             return cls()(name)  # used without parentheses: `name` is the function itself
         return super().__new__(cls)
 
-    def __init__(self, name: str | os.PathLike | None = None, *, config: Config | None = None):
+    def __init__(self, name: str | os.PathLike | None = None, *, config: Config | None = None,
+                 schedule: Schedule | None = None):
         self.name = name
         self.config = config
+        self.schedule = schedule  # each call's capture keeps it; the function calls .profile.last.step()
         self.last: Capture | None = None
         self._base = "profile"
 
@@ -502,7 +520,7 @@ class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.
     def _recreate_cm(self):
         # The next call looks for a free name after the one the last call took (a loop never rescans them).
         taken = self.last.number if self.last is not None and self.last.number is not None else 0
-        self.last = Capture(self.name, config=self.config, base_name=self._base,
+        self.last = Capture(self.name, config=self.config, schedule=self.schedule, base_name=self._base,
                             number_from=None if self.name is None else taken + 1)
         return self.last
 
@@ -564,14 +582,16 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 
-def capture(target: str | os.PathLike | None = None, *, config: Config | None = None) -> Capture:
+def capture(target: str | os.PathLike | None = None, *, config: Config | None = None,
+            schedule: Schedule | None = None) -> Capture:
     """A capture into `<config.root>/<target>` (a plain name) or into `target` itself (a pathlib.Path, or
     a string that is clearly a path: absolute, or holding a separator).
 
     The folder must not hold a report already (Config(overwrite=True) replaces it). Without a
-    target, a new name is made from the time.
+    target, a new name is made from the time. `schedule` (ttreport.schedule(wait=, warmup=, active=), as
+    torch.profiler's): which of the steps the capture's step() counts are timed by readers; every op is recorded.
     """
-    return Capture(target, config=config)
+    return Capture(target, config=config, schedule=schedule)
 
 
 # -- helpers ----------------------------------------------------------------------------------
