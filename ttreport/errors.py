@@ -10,6 +10,10 @@ class TTReportError(Exception):
     """Base class of ttreport's own errors."""
 
 
+class ReportError(TTReportError):
+    """A report cannot be opened or read as asked; the message says what to do instead."""
+
+
 class ConfigError(TTReportError, ValueError):
     """A Config field (or a TTREPORT_CONFIG key) has a value ttreport does not accept."""
 

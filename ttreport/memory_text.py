@@ -22,6 +22,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# TT-NN's numbering of buffer types and memory layouts (DESIGN.md "Schema"), as names for readers.
+BUFFER_TYPES = {0: "DRAM", 1: "L1", 2: "SYSTEM_MEMORY", 3: "L1_SMALL", 4: "TRACE"}
+BUFFER_LAYOUTS = {0: "INTERLEAVED", 2: "HEIGHT_SHARDED", 3: "WIDTH_SHARDED", 4: "BLOCK_SHARDED"}
 _LAYOUT = re.compile(r"memory_layout=TensorMemoryLayout(?:::|\.)(\w+)")
 _BUFFER = re.compile(r"buffer_type=BufferType(?:::|\.)(\w+)")
 _SHARD = re.compile(r"shard_spec=ShardSpec\(grid=(\{[^}]*\}),shape=\{(\d+), (\d+)\},"

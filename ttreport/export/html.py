@@ -29,8 +29,10 @@ import math
 from pathlib import Path
 
 from ttreport import memory_text, outfile
+from ttreport.errors import ReportError
 from ttreport.export import memory
 from ttreport.export.golden import first_divergence, golden_checks
+from ttreport.memory_text import BUFFER_TYPES
 from ttreport.read import device_time
 
 SUFFIXES = (".html", ".htm")
@@ -110,13 +112,9 @@ def export_html(report, path, *, limit: int | None = MAX_OPS, top_level: bool = 
 
     path = Path(path)
     if not path.name.endswith(SUFFIXES):
-        from ttreport.read.report import ReportError
-
         raise ReportError(f"an HTML report is written as .html, not {path.name!r}; "
                           f"name the file e.g. {path.with_suffix('.html').name}")
     if limit is not None and limit < 1:
-        from ttreport.read.report import ReportError
-
         raise ReportError(f"limit must be at least 1 (or None for every op), not {limit!r}")
     summary = report.summary()
     checks = golden_checks(report)
@@ -550,8 +548,6 @@ def _tensors(w, report, top_tensor: int | None) -> None:
         "(SELECT DISTINCT operation_id FROM input_tensors i WHERE i.tensor_id = t.tensor_id ORDER BY operation_id "
         f"LIMIT {MAX_READERS + 1})) FROM tensors t "
         + ("" if top_tensor is None else f"WHERE t.tensor_id <= {int(top_tensor)} ") + "ORDER BY t.tensor_id")
-    from ttreport.read.report import BUFFER_TYPES
-
     written = 0
     while batch := cur.fetchmany(1000):
         for tid, shape, dtype, layout, btype, dev, addr, size, producer, cfg, readers in batch:

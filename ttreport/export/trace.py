@@ -30,8 +30,11 @@ import json
 from pathlib import Path
 
 from ttreport import outfile
+from ttreport.errors import ReportError
 from ttreport.export import memory
 from ttreport.export.golden import GoldenStream
+from ttreport.read.device_time import human_ns, timeline
+from ttreport.read.terminal import human_bytes
 
 PID = 1
 DEVICE_TID = 1_000_000  # + device id: each chip's device track, past any host thread's tid (1, 2, ...)
@@ -42,8 +45,6 @@ def export_chrome_trace(report, path) -> Path:
     """Write `report` (an open Report) as a trace to `path` (.json, or .json.gz compressed); return the path."""
     path = Path(path)
     if not any(path.name.endswith(s) for s in SUFFIXES):
-        from ttreport.read.report import ReportError
-
         raise ReportError(f"a trace is written as .json or .json.gz, not {path.name!r}; "
                           f"name the file e.g. {path.with_suffix('.json').name}")
     # A link at `path` is replaced, never written through (ttreport.outfile).
@@ -75,8 +76,6 @@ def trace_events(report):
     yield {"ph": "M", "pid": PID, "name": "process_name", "args": {"name": f"ttreport {report.path.name}"}}
     peaks = memory.memory_peaks(report).labelled()
     if peaks:
-        from ttreport.read.terminal import human_bytes
-
         yield {"ph": "M", "pid": PID, "name": "process_labels", "args": {"labels": "; ".join(
             f"{label}: {human_bytes(p.bytes)} after op {p.operation_id} ({p.name})" for label, p in peaks)}}
     tids: dict = {}
@@ -116,8 +115,6 @@ def trace_events(report):
 
 
 def _device_tracks(report):
-    from ttreport.read.device_time import human_ns, timeline
-
     named = set()
     for d in timeline(report):
         tid = DEVICE_TID + d.device_id

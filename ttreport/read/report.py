@@ -25,10 +25,11 @@ from pathlib import Path
 
 from ttreport import db, recovery
 from ttreport.config import DEFAULT_ROOT, default_root
-from ttreport.errors import TTReportError
+from ttreport.errors import ReportError
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
 from ttreport.export.memory import ALLOCATED, MemoryPeaks, Peak, memory_peaks
 from ttreport.folder import capture_holds, log_left
+from ttreport.memory_text import BUFFER_LAYOUTS, BUFFER_TYPES  # noqa: F401 (report.BUFFER_TYPES: readers' names)
 from ttreport.steps import Schedule
 
 DB_FILE = db.DB_FILE
@@ -37,10 +38,6 @@ TTNN_ROOT = Path("generated/ttnn/reports")
 # How deep `ttreport ls FOLDER` looks for report folders: FOLDER/generated/ttreport/reports/NAME is 4 levels
 # down, the deepest a capture puts one by default; deeper would walk a whole checkout for each `ls`.
 FIND_DEPTH = 4
-
-# TT-NN's numbering (DESIGN.md), as names for readers.
-BUFFER_TYPES = {0: "DRAM", 1: "L1", 2: "SYSTEM_MEMORY", 3: "L1_SMALL", 4: "TRACE"}
-BUFFER_LAYOUTS = {0: "INTERLEAVED", 2: "HEIGHT_SHARDED", 3: "WIDTH_SHARDED", 4: "BLOCK_SHARDED"}
 
 _TICK = 100_000  # SQLite steps between checks of a query's timeout and of Ctrl-C (well under 10 ms)
 _CHUNK = 900  # ids per IN (...) list; SQLite builds before 3.32 allow 999 parameters
@@ -64,10 +61,6 @@ TABLE_SORTS = {key: (key, True) for key in ("host_time_total", "self_host_time_t
     "self_cuda_time_total": ("device_time_total", True), "cuda_time": ("device_time_mean", True),
     "self_device_time_total": ("device_time_total", True), "xpu_time_total": ("device_time_total", True),
 }
-
-
-class ReportError(TTReportError):
-    """A report cannot be opened or read as asked; the message says what to do instead."""
 
 
 class QueryTimeoutError(ReportError, TimeoutError):

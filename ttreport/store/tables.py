@@ -30,7 +30,6 @@ from sqlalchemy import (
 )
 
 from ttreport import schema
-from ttreport.store.connection import VERSION_KEY  # noqa: F401 (store_meta's key, beside the tables it versions)
 
 ROW_ORDER = "row_order"  # added to a report table without a primary key
 
