@@ -35,3 +35,19 @@ def test_a_second_create_on_the_same_file_keeps_one_revision_row(tmp_path):
     finally:
         con.close()
     assert set(schema_sql.INDEXES) <= names
+
+
+def test_a_new_report_is_a_whole_database_with_the_indexes_asked_for(tmp_path):
+    db.create(tmp_path / "lean.sqlite", indexes=True, skip=db.LATE_INDEXES)
+    con = sqlite3.connect(tmp_path / "lean.sqlite")
+    try:
+        assert con.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert con.execute("PRAGMA journal_mode").fetchone() == ("delete",)  # the writer turns WAL on itself
+        names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+    finally:
+        con.close()
+    assert names == {n for n in schema_sql.INDEXES if n not in db.LATE_INDEXES}
+    db.create(tmp_path / "full.sqlite")
+    db.create(tmp_path / "again.sqlite")  # the same bytes as the first (made once per process)
+    assert (tmp_path / "full.sqlite").read_bytes() == (tmp_path / "again.sqlite").read_bytes()
+    assert db.is_current(tmp_path / "full.sqlite") and not db.is_current(tmp_path / "lean.sqlite")

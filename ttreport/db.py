@@ -14,7 +14,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from ttreport import migrations
+from ttreport import migrations, schema_sql
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, NotAReportError
 from ttreport.folder import DB_FILE  # noqa: F401 (db.DB_FILE: the folder's name for the report's database)
 
@@ -78,36 +78,57 @@ def _engine(path):
     return engine
 
 
-def create(path, *, indexes: bool = True) -> None:
-    """A new, empty report database at `path`, stamped at the head revision.
+def create(path, *, indexes: bool = True, skip: frozenset = frozenset()) -> None:
+    """A new, empty report database at `path`, stamped at the head revision, with the schema's indexes but those
+    named in `skip` (none with indexes=False).
 
     A capture passes indexes=False. The thread writer calls create_indexes() when it closes: keeping a
     dozen indexes current row by row would hold the model's GIL. A writer process's capture makes all but
-    LATE_INDEXES at once, and the writer keeps them current (no more of its CPU than building them at
-    close, and less left for the close of a long capture); it makes LATE_INDEXES when it closes.
+    LATE_INDEXES at once (skip=LATE_INDEXES), and the writer keeps them current (no more of its CPU than building
+    them at close, and less left for the close of a long capture); it makes LATE_INDEXES when it closes.
 
     The schema comes from ttreport.schema_sql, the statements `metadata.create_all` and alembic's stamp make
-    (generated from schema.py; tests/test_schema_sql.py holds them equal), run in one transaction with no sync:
-    SQLAlchemy's create_all and alembic's stamp took 0.34 s and their imports ~0.3 s more of a capture's start
-    (bench/README.md, issue 33). A file the machine lost mid-way is no report either way.
+    (generated from schema.py; tests/test_schema_sql.py holds them equal). A new file gets the bytes of that
+    database made once per process in memory: SQLAlchemy's create_all and alembic's stamp took 0.34 s and their
+    imports ~0.3 s of a capture's start, the statements themselves ~15 ms a capture, the copy ~1 ms (bench/README.md,
+    issue 33). A file that is there already (empty, or a report) has the statements run on it.
     """
-    from ttreport import schema_sql
+    try:  # O_EXCL: a new file, never one a link points to
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        con = sqlite3.connect(path, isolation_level=None)
+        try:
+            _create_schema(con, indexes, skip)
+        finally:
+            con.close()
+        return
+    with os.fdopen(fd, "wb") as f:
+        f.write(_empty_report(indexes, skip))
 
-    con = sqlite3.connect(path, isolation_level=None)
+
+@functools.cache
+def _empty_report(indexes: bool, skip: frozenset) -> bytes:
+    """The bytes of a new report database (create's arguments), made in memory."""
+    con = sqlite3.connect(":memory:", isolation_level=None)
     try:
-        con.execute("PRAGMA synchronous=OFF")
-        con.execute("BEGIN")
-        for sql in schema_sql.TABLES:
-            con.execute(sql)
-        con.execute("DELETE FROM alembic_version")
-        con.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (head_revision(),))
-        # what _set_schema_version writes (its SQLAlchemy connection is not made here)
-        con.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)", _versions())
-        if indexes:
-            create_indexes(con)
-        con.execute("COMMIT")
+        _create_schema(con, indexes, skip)
+        return con.serialize()
     finally:
         con.close()
+
+
+def _create_schema(con: sqlite3.Connection, indexes: bool, skip: frozenset) -> None:
+    con.execute("PRAGMA synchronous=OFF")  # a file the machine lost mid-way is no report either way
+    con.execute("BEGIN")
+    for sql in schema_sql.TABLES:
+        con.execute(sql)
+    con.execute("DELETE FROM alembic_version")
+    con.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (head_revision(),))
+    # what _set_schema_version writes (its SQLAlchemy connection is not made here)
+    con.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)", _versions())
+    if indexes:
+        create_indexes(con, skip=skip)
+    con.execute("COMMIT")
 
 
 def schema_sql_text() -> str:
@@ -209,15 +230,11 @@ def hint_sort_indexes(execute) -> None:
 
 @functools.cache
 def _index_ddl() -> list[str]:
-    from ttreport import schema_sql
-
     return [sql.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1) for sql in schema_sql.INDEXES.values()]
 
 
 @functools.cache
 def _index_names() -> frozenset[str]:
-    from ttreport import schema_sql
-
     return frozenset(schema_sql.INDEXES)
 
 
