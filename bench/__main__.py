@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from bench import capture_overhead, comparison, device_time, dispatch, persistence, queries, tensor_storage
+from bench import capture_overhead, comparison, device_time, dispatch, footprint, persistence, queries, tensor_storage
 from bench import exports as exports_bench
 from bench import startup as startup_bench
 from bench import store as store_bench
@@ -37,6 +37,7 @@ FULL = dict(
     store=dict(runs=1_000, ops=10_000, repeats=30),
     startup=dict(repeats=5),
     device_time=dict(),
+    footprint=dict(n_ops=20_000, repeats=7, plugin_tests=20),
 )
 QUICK = dict(
     capture=dict(n_ops=200, repeats=1, commit_ops=5),
@@ -50,6 +51,7 @@ QUICK = dict(
     store=dict(runs=20, ops=200, repeats=3),
     startup=dict(repeats=1),
     device_time=dict(),
+    footprint=dict(n_ops=200, repeats=2, plugin_tests=2),
 )
 TITLES = {
     "capture": "1. Capture overhead (model thread)",
@@ -62,6 +64,7 @@ TITLES = {
     "exports": "8. Exports: trace and HTML",
     "store": "9. The PostgreSQL store: history and runs over 1,000 runs",
     "device_time": "10. Device time against real Wormhole measurements (held-out cases)",
+    "footprint": "11. Start-up, bytes, the writer against SQLite, the close (issue 33)",
     "startup": "12. Reading commands' start-up; compare, the CLI against the API (issue 33)",
 }
 
@@ -114,6 +117,8 @@ def main(argv=None) -> int:
                 figures = device_time.run(**sizes[key])
             elif key == "startup":
                 figures = startup_bench.run(tmp, **sizes[key])
+            elif key == "footprint":
+                figures = footprint.run(tmp, **sizes[key], big_ops=args.capture_ops)
             for f in figures:
                 print(f.line(), flush=True)
                 misses += f.ok is False

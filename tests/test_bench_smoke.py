@@ -26,6 +26,8 @@ FIGURES = [
     "ttnn.matmul 256^3 outputs != float32 path's", "!= exact-then-rounded: ours / float32 path",
     "trace: ops exported per second", "html: ops exported per second", "trace peak memory, 2N ops / N ops",
     "held-out: share within 2x", "held-out: share within 4x",
+    "capture start, warm", "pytest plugin: added per test", "default report, 32x32 adds: bytes per op",
+    "writer process / SQLite alone",
 ]
 # Benchmark 9 needs a PostgreSQL server; where none can start it says "skipped: ..." instead.
 STORE_FIGURES = ["history for one op (all runs): p50", "history for one op and shape: p50", "runs (every run): p50"]
