@@ -25,7 +25,7 @@ from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
 from ttreport.export import memory
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
 from ttreport.read import device_time, terminal
-from ttreport.read.report import DEFAULT_ROOT, Report, Summary
+from ttreport.read.report import DEFAULT_ROOT, Report, Summary, sql_param
 
 BAD_INPUT = 2
 
@@ -517,7 +517,7 @@ def query(report, sql, as_json, as_csv, params, timeout_s):
     if as_json and as_csv:
         raise Failure("give either --json or --csv, not both")
     with _open(report) as r:
-        columns, rows = r.rows(sql, {k: _param(v) for k, v in params}, timeout_s=timeout_s)
+        columns, rows = r.rows(sql, {k: sql_param(v) for k, v in params}, timeout_s=timeout_s)
         if as_json:
             _echo_json_rows(columns, rows)
         elif as_csv:
@@ -537,19 +537,6 @@ class _Echo:
 
     def write(self, text: str) -> None:
         click.echo(text, nl=False)
-
-
-def _param(value: str):
-    """A -p value as SQLite should compare it: an integer or a real when it reads as one, else text."""
-    for kind in (int, float):
-        try:
-            number = kind(value)
-        except ValueError:
-            continue
-        if kind is float and not math.isfinite(number):
-            break  # "nan", "inf": text, as given
-        return number
-    return value
 
 
 def _echo_json_rows(columns, rows) -> None:
@@ -843,12 +830,49 @@ def demo(root):
 
     Example: ttreport demo
     """
-    from ttreport import demo as demo_module
+    from ttreport import demo as demo_module  # the demo's model: torch and device_sim (~1.2 s), here only
 
     try:
-        demo_module.main(root=root, echo=click.echo)
+        _demo(demo_module, root)
     except KeyboardInterrupt:
         interrupted(demo_module.report_path(root))
+
+
+def _demo(demo_module, root: Path | None) -> None:
+    """Capture the demo (`demo_module`: ttreport.demo, imported by the command), then show its summary, one query's
+    answer, what to try next, and its trace and HTML page."""
+    # The last run's pictures stop matching once its report is replaced: they go first, so that a run stopped
+    # midway (Ctrl-C: the report says "interrupted") never leaves them beside a report they do not show.
+    for stale in demo_module.export_paths(demo_module.report_path(root)):
+        stale.unlink(missing_ok=True)
+    path = demo_module.capture_demo("demo", root=root)
+    with Report(path) as report:
+        summary = report.summary()
+        click.echo(format_summary(summary, path, table=terminal.table_text, device=device_time.total(report),
+                                  device_by_name=device_time.by_name(report)))  # rich on a terminal, else plain
+        cur = report.execute(demo_module.DEMO_QUERY)
+        click.echo("\nWhich ops put their output in L1, and which rule chose L1?\n")
+        click.echo(demo_module.DEMO_QUERY + "\n")
+        click.echo(terminal.table_text([d[0] for d in cur.description], cur.fetchall()))
+        # The first layer norm's output, in DRAM by default: in L1 it shortens the linear that reads it. (LoFi, the
+        # hint before, changed nothing: the demo's bfloat16 matmuls wait on the unpacker, not on the math.)
+        norm_out = report.sql("SELECT x.tensor_id FROM output_tensors x JOIN operations o USING (operation_id) "
+                              "WHERE o.name = 'ttnn.layer_norm' ORDER BY o.operation_id LIMIT 1")[0]["tensor_id"]
+    refused = summary.errors[0].operation_id if summary.errors else 1
+    cli = demo_module.cli_name()
+    click.echo(f"\nreport: {path}")
+    click.echo(f"next:   {cli} ops {path} --sort duration --limit 10   # the slowest ops")
+    click.echo(f"        {cli} op {path} {refused}   # everything about the op strict mode refused")
+    click.echo("        docs/queries.md   # more questions answered in SQL, for `ttreport query`")
+    click.echo(f"        {cli} whatif {path} --tensor {norm_out} --memory L1   # the first layer norm's output in L1: "
+               f"device time re-estimated (docs/perf_model.md)")
+    # The pictures of the run (ttreport trace / ttreport html), next to the report folder.
+    trace, page = demo_module.export_paths(path)
+    with Report(path) as report:
+        trace = report.export_chrome_trace(trace)
+        page = report.export_html(page)
+    click.echo(f"\ntrace:  {trace}   # drag onto https://ui.perfetto.dev or chrome://tracing")
+    click.echo(f"html:   {page.resolve().as_uri()}   # open in a browser; needs no network")
 
 
 def interrupted(path: Path | None):

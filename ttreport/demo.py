@@ -1,4 +1,4 @@
-"""The demo: a tiny GPT-style model on device_sim, run under capture, and what `ttreport demo` prints.
+"""The demo: a tiny GPT-style model on device_sim, run under capture (`ttreport demo` prints what it made).
 
 It is written the way the concise TT-NN API reads (`import device_sim as ttnn`) and touches
 each part of a report: fused ops (a bias-linear is one op, as in TT-NN), tensors in L1 and in DRAM
@@ -7,7 +7,7 @@ bfloat8_b weight, an op that strict mode refuses (so the errors table has a row)
 stored tensors. Everything is seeded, so each run records the same
 ops, shapes, addresses and values; only timings differ.
 
-    python -m ttreport.demo                      # same as `ttreport demo`
+    ttreport demo                                # capture it, print its summary (ttreport.cli)
     python -m ttreport.demo --sample             # rewrite sample_reports/demo
 """
 
@@ -212,47 +212,6 @@ def write_sample() -> Path:
     return path
 
 
-def main(root: Path | None = None, echo=print) -> Path:
-    """What `ttreport demo` does: capture the demo, then show its summary and one query's answer."""
-    from ttreport.cli import format_summary
-    from ttreport.read import device_time, terminal
-    from ttreport.read.report import Report
-
-    # The last run's pictures stop matching once its report is replaced: they go first, so that a run stopped
-    # midway (Ctrl-C: the report says "interrupted") never leaves them beside a report they do not show.
-    for stale in export_paths(report_path(root)):
-        stale.unlink(missing_ok=True)
-    path = capture_demo("demo", root=root)
-    with Report(path) as report:
-        summary = report.summary()
-        echo(format_summary(summary, path, table=terminal.table_text, device=device_time.total(report),
-                            device_by_name=device_time.by_name(report)))  # rich on a terminal, else plain
-        cur = report.execute(DEMO_QUERY)
-        echo("\nWhich ops put their output in L1, and which rule chose L1?\n")
-        echo(DEMO_QUERY + "\n")
-        echo(terminal.table_text([d[0] for d in cur.description], cur.fetchall()))
-        # The first layer norm's output, in DRAM by default: in L1 it shortens the linear that reads it. (LoFi, the
-        # hint before, changed nothing: the demo's bfloat16 matmuls wait on the unpacker, not on the math.)
-        norm_out = report.sql("SELECT x.tensor_id FROM output_tensors x JOIN operations o USING (operation_id) "
-                              "WHERE o.name = 'ttnn.layer_norm' ORDER BY o.operation_id LIMIT 1")[0]["tensor_id"]
-    refused = summary.errors[0].operation_id if summary.errors else 1
-    cli = cli_name()
-    echo(f"\nreport: {path}")
-    echo(f"next:   {cli} ops {path} --sort duration --limit 10   # the slowest ops")
-    echo(f"        {cli} op {path} {refused}   # everything about the op strict mode refused")
-    echo("        docs/queries.md   # more questions answered in SQL, for `ttreport query`")
-    echo(f"        {cli} whatif {path} --tensor {norm_out} --memory L1   # the first layer norm's output in L1: "
-         f"device time re-estimated (docs/perf_model.md)")
-    # The pictures of the run (ttreport trace / ttreport html), next to the report folder.
-    trace, page = export_paths(path)
-    with Report(path) as report:
-        trace = report.export_chrome_trace(trace)
-        page = report.export_html(page)
-    echo(f"\ntrace:  {trace}   # drag onto https://ui.perfetto.dev or chrome://tracing")
-    echo(f"html:   {page.resolve().as_uri()}   # open in a browser; needs no network")
-    return path
-
-
 def cli_name() -> str:
     """The CLI as this shell reaches it: `ttreport` when it is on PATH, else the venv's own script (`make demo` runs
     .venv/bin/ttreport without activating the venv, where a bare `ttreport` is "command not found")."""
@@ -282,7 +241,6 @@ def _demo_root(root: Path | None) -> Path:
 if __name__ == "__main__":
     import sys
 
-    if sys.argv[1:] == ["--sample"]:
-        print(f"wrote {write_sample()}")
-    else:
-        main()
+    if sys.argv[1:] != ["--sample"]:
+        sys.exit("usage: python -m ttreport.demo --sample (rewrites sample_reports/demo); `ttreport demo` runs it")
+    print(f"wrote {write_sample()}")

@@ -1067,6 +1067,19 @@ def _id_conditions(ids: list[int]):
         i = j
 
 
+def sql_param(value: str):
+    """A command line's -p value as SQLite should compare it: an integer or a real when it reads as one, else text."""
+    for kind in (int, float):
+        try:
+            number = kind(value)
+        except ValueError:
+            continue
+        if kind is float and not math.isfinite(number):
+            break  # "nan", "inf": text, as given
+        return number
+    return value
+
+
 def open(path: str | os.PathLike, run=None) -> Report:  # noqa: A001 - ttreport.open mirrors the builtin on purpose
     """Open the report at `path` (its folder, its db.sqlite, or a name under the default root) read-only;
     or, given a store URL (postgresql://... or a libpq DSN, host=...), the run `run` of that store (its name,

@@ -11,11 +11,16 @@ a run with the same code as a folder. `compare URL --run a URL --run b` compares
 
 from __future__ import annotations
 
+import csv
 import json
+import sys
 
 import click
 
+from ttreport.read.report import sql_param
+from ttreport.read.terminal import echo_table
 from ttreport.store.connection import StoreError, is_store_url
+from ttreport.store.query import query
 
 STORE_COMMANDS = frozenset({"push", "runs", "history", "query-store"})  # they take the URL itself
 
@@ -167,16 +172,9 @@ def query_store(url, sql, as_json, as_csv, params, timeout_s):
 
     Example: ttreport query postgresql:///ttreport "SELECT run_id, COUNT(*) FROM operations GROUP BY run_id"
     """
-    import csv
-    import sys
-
-    from ttreport.cli import _param
-    from ttreport.read.terminal import echo_table
-    from ttreport.store.query import query
-
     if as_json and as_csv:
         raise StoreError("give either --json or --csv, not both")
-    columns, rows = query(url, sql, {k: _param(v) for k, v in params}, timeout_s=timeout_s)
+    columns, rows = query(url, sql, {k: sql_param(v) for k, v in params}, timeout_s=timeout_s)
     if as_json:
         click.echo(json.dumps([dict(zip(columns, r)) for r in rows], default=str, indent=1))
     elif as_csv:
