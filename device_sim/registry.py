@@ -23,9 +23,9 @@ none, the link pattern of a collective and the other public names it goes by. Th
 the docs read these from OPS instead of keeping their own name lists. A body that names itself in its checks
 and errors takes `op_name: str = OWN_NAME` and the registry fills in its registered name, at no cost a call:
 
-    @register_op("ttnn.stack", kind="move", golden=_stack_golden)
-    def stack(tensors, dim=0, *, memory_config=None, op_name: str = OWN_NAME, **tt_nn_only):
-        ...  raise ValueError(f"{op_name} needs at least one tensor")   # "ttnn.stack needs ..."
+    @register_op("ttnn.view", kind="free", traits={Trait.VIEW}, golden=_view_golden)   # ops/data_movement.py
+    def view(input_tensor, shape, *, op_name: str = OWN_NAME, **tt_nn_only):
+        ...  raise ValueError(f"{op_name}: cannot view shape ...")   # "ttnn.view: cannot view shape ..."
 """
 
 from __future__ import annotations
