@@ -416,3 +416,15 @@ def test_tt_lib_imports_its_deprecated_bindings_through_ttnn_ttnn(tmp_path):
             "print(operations.__name__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "device_sim._ttnn.deprecated.operations", done.stderr
+
+
+def test_a_norm_weight_one_tile_high_is_read_from_its_first_row(device):
+    # tests/ttnn's test_rmsnorm pads gamma [1, 1, 1, W] to [1, 1, 32, W] with zeros (pad_weight) and tilizes it
+    x = torch.rand(1, 1, 64, 64)
+    gamma = torch.rand(1, 1, 1, 64)
+    padded = torch.cat([gamma, torch.zeros(1, 1, 31, 64)], dim=2)
+    tx = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    tile_high = ttnn.from_torch(padded, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    row = ttnn.from_torch(gamma.reshape(64), dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR, device=device)
+    for norm in (ttnn.rms_norm, ttnn.layer_norm):
+        assert torch.equal(ttnn.to_torch(norm(tx, weight=tile_high)), ttnn.to_torch(norm(tx, weight=row)))

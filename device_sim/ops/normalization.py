@@ -68,6 +68,10 @@ def _row(op_name: str, name: str, w, width: int):
     """A weight or bias as a [width] row; TT-NN passes them as [width], [1, width] or padded to [k, 32]."""
     if w is None:
         return None
+    if w.dim() >= 2 and tuple(w.shape[-2:]) == (32, width) and w.numel() == 32 * width:
+        # A TILE gamma one tile high ([1, 1, 32, W], tt-metal's pad_weight): the kernel reads each tile's first
+        # row (layernorm_device_operation.cpp checks padded_shape()[-2] == tile_height); the rest is padding.
+        w = w[..., 0, :]
     if w.numel() != width:
         raise ValueError(
             f"{op_name}: {name} has shape {list(w.shape)} ({w.numel()} values) but the input's last dim is "
