@@ -405,3 +405,15 @@ def get_fallback_function(fn) -> Callable:
 
 def registered_ops() -> list[Op]:
     return list(OPS.values())
+
+
+def public_functions(namespace: str) -> dict[str, Callable]:
+    """{name: public function} of every op registered as `namespace`.<name> (and of each alias there): what a
+    namespace module (device_sim.ops for "ttnn", ops.experimental for "ttnn.experimental") exports."""
+    found = {}
+    for op in OPS.values():
+        for name in (op.name, *op.aliases):
+            prefix, _, short = name.rpartition(".")
+            if prefix == namespace:
+                found[short] = op.wrapper
+    return found

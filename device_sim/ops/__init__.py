@@ -38,24 +38,11 @@ from device_sim.ops import (  # noqa: F401  (each registers its ops on import)
 from device_sim.ops.eltwise import BcastOpDim, BcastOpMath  # noqa: F401
 from device_sim.ops.group_norm import create_group_norm_input_mask, create_group_norm_weight_bias_rm  # noqa: F401
 from device_sim.ops.normalization import EmbeddingsType, create_layer_norm_reciprocals  # noqa: F401
-from device_sim.registry import OPS as _OPS
+from device_sim.registry import public_functions as _public_functions
 
 _NAMESPACES = ("experimental", "kv_cache", "transformer")  # TT-NN's namespaces of ops: ttnn.experimental.*, ...
-
-
-def _top_level_ops() -> dict:
-    """{name: public function} of every op named ttnn.<name>, its aliases included."""
-    found = {}
-    for op in _OPS.values():
-        for name in (op.name, *op.aliases):
-            prefix, _, short = name.rpartition(".")
-            # ttnn.Tensor is the class (device_sim.tensor), whose constructor runs the op
-            if prefix == "ttnn" and short != "Tensor":
-                found[short] = op.wrapper
-    return found
-
-
 _helpers = [n for n, v in globals().items() if not n.startswith("_") and not isinstance(v, type(backward))]
-_by_name = _top_level_ops()
+_by_name = _public_functions("ttnn")
+del _by_name["Tensor"]  # ttnn.Tensor is the class (device_sim.tensor), whose constructor runs the op
 globals().update(_by_name)
 __all__ = [*_by_name, *_NAMESPACES, *_helpers]
