@@ -238,3 +238,29 @@ def test_the_demo_names_the_cli_as_a_shell_without_the_venv_on_path_reaches_it(m
     assert cli_name() == os.path.relpath(VENV_BIN / "ttreport", ROOT)  # .venv/bin/ttreport
     monkeypatch.setenv("PATH", f"{VENV_BIN}{os.pathsep}/usr/bin:/bin")
     assert cli_name() == "ttreport"
+
+
+def inline_commands() -> list[tuple[str, str]]:
+    """(doc, span) for every `ttreport ...` code span in the prose: a command's form, its placeholders left in."""
+    return [(str(path.relative_to(ROOT)), span) for path in DOCS
+            for span in re.findall(r"`(?:\.venv/bin/)?(ttreport [^`]+)`", path.read_text())]
+
+
+def test_every_command_the_prose_names_exists_with_the_options_it_names():
+    from ttreport.cli import main
+
+    spans = inline_commands()
+    assert len(spans) >= 40  # 49 when this test was written
+    wrong = []
+    for doc, span in spans:
+        name, *words = span.split()[1:]
+        if name == "COMMAND":  # `ttreport COMMAND --help`
+            continue
+        command = main.commands.get(name)
+        if command is None:
+            wrong.append(f"{doc}: `{span}`: no command {name!r}")
+            continue
+        options = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)} | {"--help"}
+        wrong += [f"{doc}: `{span}`: {name} has no option {w}" for w in words
+                  if w.strip("[]").startswith("--") and w.strip("[]").split("=")[0] not in options]
+    assert wrong == []
