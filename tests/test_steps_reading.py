@@ -1,8 +1,6 @@
 """Reading a run captured in steps (issue 34): per-step statistics, the summary's steps table, and compare --timing
-on the active steps alone (per-step averages when the two runs have different numbers of them).
-
-The capture's step column (operations.step) and schedule (report_metadata.schedule) are written here with SQL
-onto a real capture, as ttreport.steps defines them, so that these readers are held to that contract."""
+on the active steps alone (per-step averages when the two runs have different numbers of them); reports made with
+the capture API (ttreport.capture(..., schedule=), run.step()), and one from before steps (no operations.step)."""
 
 import json
 import sqlite3
@@ -24,27 +22,16 @@ STEP_OPS = 3  # matmul, relu, add: each step's ops; step 0 also holds the two up
 
 
 def _capture(folder, device, n_steps: int, schedule: Schedule | None, *, extra=False):
-    """A real capture of `n_steps` steps of the same block, then each op's step and the schedule written as the
-    capture writes them."""
-    with ttreport.capture(folder) as cap:
+    """A capture of `n_steps` steps of the same block, run.step() after each."""
+    with ttreport.capture(folder, schedule=schedule) as run:
         g = torch.Generator().manual_seed(0)
         x = ttnn.from_torch(torch.randn(64, 128, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
         w = ttnn.from_torch(torch.randn(128, 128, generator=g), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
         for _ in range(n_steps):
             h = ttnn.relu(ttnn.matmul(x, w))
             ttnn.add(ttnn.mul(h, 2.0) if extra else h, 1.0)
-    con = sqlite3.connect(cap.path / "db.sqlite")
-    with con:
-        if not any(r[1] == "step" for r in con.execute("PRAGMA table_info(operations)")):
-            con.execute("ALTER TABLE operations ADD COLUMN step INTEGER")
-        ids = [r[0] for r in con.execute("SELECT operation_id FROM operations ORDER BY operation_id")]
-        per_step = STEP_OPS + extra
-        for i, op_id in enumerate(ids):
-            con.execute("UPDATE operations SET step = ? WHERE operation_id = ?", (max(0, (i - 2) // per_step), op_id))
-        if schedule is not None:
-            con.execute("INSERT INTO report_metadata (key, value) VALUES ('schedule', ?)", (schedule.to_json(),))
-    con.close()
-    return cap.path
+            run.step()
+    return run.path
 
 
 def _step_of(path) -> dict[int, int]:
@@ -68,13 +55,20 @@ def test_steps_give_each_steps_phase_ops_and_times(tmp_path, device):
     assert [s.host_ns for s in steps] == [host[n] for n in range(4)]
 
 
-def test_a_report_without_steps_is_one_active_step_0(tmp_path, device):
+@pytest.mark.parametrize("column", ["kept", "dropped"])
+def test_a_report_without_steps_is_one_active_step_0(tmp_path, device, column):
     with ttreport.capture(tmp_path / "r") as cap:
         ttnn.relu(ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device))
+    if column == "dropped":  # a report from before operations.step: readers look for the column
+        con = sqlite3.connect(cap.path / "db.sqlite")
+        with con:
+            con.execute("ALTER TABLE operations DROP COLUMN step")
+        con.close()
     with ttreport.open(cap.path) as r:
         (step,) = r.steps()
         assert (step.step, step.phase, step.ops) == (0, "active", 2) and r.active_steps() == [0]
         assert r.summary().steps == []  # one step: no steps table
+    assert compare_timing(cap.path, cap.path).steps["a"] == {"steps": [0]}
 
 
 def test_the_summary_shows_the_steps_and_the_active_steps_mean(tmp_path, device):
