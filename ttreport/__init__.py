@@ -28,20 +28,22 @@ from ttreport.errors import (
 )
 
 if TYPE_CHECKING:  # what each name is; at run time the module is imported on first use (below)
-    from ttreport.capture import Capture, capture, profile
+    from ttreport.capture.session import Capture, capture, profile
     from ttreport.config import Config
     from ttreport.metrics import Comparison, compare_tensors
-    from ttreport.read import Report, ReportComparison, check, compare_reports, open  # noqa: A004
-    from ttreport.storage import load_tensor
+    from ttreport.read import Report, ReportComparison, check, compare_reports
+    from ttreport.read.report import load_tensor
+    from ttreport.store import open  # noqa: A004
 
-# Where each public name lives: the capture side's entry point (ttreport.capture), the reading side's
-# (ttreport.read), or a shared module. Importing device_sim or torch takes ~1.5 s, so `ttreport summary`
-# and `import ttreport.read` import neither: a name is imported the first time it is used (PEP 562).
+# Where each public name lives: the capture side's entry point (ttreport.capture.session), the reading side's
+# (ttreport.read; ttreport.store's open, which opens a store's run too), or a shared module. Importing device_sim
+# or torch takes ~1.5 s, so `ttreport summary` and `import ttreport.read` import neither: a name is imported the
+# first time it is used (PEP 562).
 _LAZY = {
-    "Capture": "capture", "capture": "capture", "profile": "capture", "check": "read",
+    "Capture": "capture.session", "capture": "capture.session", "profile": "capture.session", "check": "read",
     "ReportComparison": "read", "compare_reports": "read", "Config": "config",
-    "Comparison": "metrics", "compare_tensors": "metrics", "Report": "read", "open": "read",
-    "load_tensor": "storage", "schedule": "steps",
+    "Comparison": "metrics", "compare_tensors": "metrics", "Report": "read", "open": "store",
+    "load_tensor": "read.report", "schedule": "steps",
 }
 
 
@@ -65,7 +67,7 @@ class _Package(types.ModuleType):
     # `capture` to it; the public name is the function, so the module is not kept there, and __getattr__
     # finds the function on first use (importing the subpackage alone imports neither torch nor device_sim).
     def __setattr__(self, name, value):
-        if isinstance(value, types.ModuleType) and _LAZY.get(name) == name:
+        if isinstance(value, types.ModuleType) and name in _LAZY:
             return
         super().__setattr__(name, value)
 

@@ -779,7 +779,7 @@ def run(name, overwrite, script, args):
 
     import device_sim
     from device_sim import config as ttnn_config
-    from ttreport.capture import Capture
+    from ttreport.capture.session import Capture
     from ttreport.config import Config
 
     device_sim.install_as_ttnn()

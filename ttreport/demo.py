@@ -167,7 +167,7 @@ def capture_demo(target, *, root: Path | None = None, perf_files: bool = True) -
     The capture writes TT-NN's perf files (ops_perf_results.csv, profile_log_device.csv, for
     ttnn-visualizer's Performance tab) into that folder at close unless `perf_files` is False.
     """
-    from ttreport.capture import Capture
+    from ttreport.capture.session import Capture
     from ttreport.config import Config
 
     # device_graphs=True: TT-NN's per-op graph tables, which the visualizer's device-operations view reads

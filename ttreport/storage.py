@@ -7,7 +7,7 @@ is written under a temporary name and renamed, so a crash never leaves half a fi
 final name. The tensor thread then records the file's size, CRC-32, shape and dtype in
 `tensor_files`, and load_tensor() checks a file against them before trusting it:
 
-    value = load_tensor("generated/ttreport/reports/demo", 3)   # TensorFileDamagedError if changed
+    value = ttreport.load_tensor("generated/ttreport/reports/demo", 3)   # TensorFileDamagedError if changed
 
 A received folder is input: every tensor file read from one (load_tensor, compare, `ttreport tensor`,
 `diff-tensor`) goes through read_tensor_file, which keeps to the report's tensors/ folder, unpickles
@@ -32,6 +32,7 @@ import torch
 from isal import isal_zlib
 
 from ttreport import ptfile
+from ttreport.capture.records import FILE_LOST, ROW
 from ttreport.errors import ConfigError, LossWarner, TensorFileDamagedError, TensorFileError, TensorTooLargeError
 from ttreport.folder import TENSORS_DIR
 from ttreport.ptfile import plain  # noqa: F401 (storage.plain: a view's file holds only its own elements)
@@ -78,8 +79,6 @@ class TensorStore(threading.Thread):
         self.join()
 
     def run(self) -> None:
-        from ttreport.capture.recorder import FILE_LOST, ROW  # imports device_sim: readers of tensor files do without
-
         folder = self.report_dir / TENSORS_DIR
         while (item := self.queue.get()) is not None:
             tid, rel = item[0], item[1]
@@ -259,19 +258,17 @@ def load_tensor(report_dir, tensor_id: int, expected: Expected | None = None, *,
     tensors/ folder, a regular file (a FIFO would block), no larger than the db's shape allows, its
     CRC-32 the capture's, torch.save's form of one tensor read with nothing unpickled and nothing
     allocated beyond its data, at most TTREPORT_MAX_TENSOR_ELEMENTS elements, and its shape and dtype
-    those the capture recorded. `expected` is read from the report's database when not given.
-    A tensor on a mesh is stored per device shard: `device` gives that device's shard; without it,
-    every shard stacked on a new first dimension, in device order (Report.load_tensor can also join them).
+    those the capture recorded (`expected`: the reader reads it from the report's database,
+    read.report.load_tensor, which is ttreport.load_tensor; without it, what a file can show by itself).
+    A tensor on a mesh is stored per device shard: `device` gives that device's shard (Report.load_tensor
+    joins them).
     """
     if file is not None:  # a tensor_writes file (Report.load_tensor(after_operation=)), checked as any other
         return _load_path(report_dir, Path(report_dir) / file, tensor_id, expected or Expected())
     if device is None and is_mesh_tensor(report_dir, tensor_id):
-        from ttreport.read.report import Report
-
-        with Report(report_dir) as r:
-            return r.load_tensor(tensor_id)
-    if expected is None:
-        expected = _expected_from_db(report_dir, tensor_id, device)
+        raise TensorFileError(f"tensor {tensor_id} is a mesh tensor, stored per device: give device=, or load it "
+                              f"with ttreport.load_tensor (Report.load_tensor), which joins its shards")
+    expected = Expected() if expected is None else expected
     path = tensor_path(report_dir, tensor_id, device)
     if path is None:
         where = Path(report_dir) / TENSORS_DIR / (f"{tensor_id}" if device is not None else "")
@@ -474,15 +471,6 @@ def _check_loaded(value: torch.Tensor, path: Path, tensor_id: int, expected: Exp
         raise TensorFileDamagedError(
             f"tensor {tensor_id}: {path} holds a {shape} tensor, but the report says tensor {tensor_id} is "
             f"{list(expected.db_shape)}: the file is not this tensor's")
-
-
-def _expected_from_db(report_dir, tensor_id: int, device: int | None = None) -> Expected:
-    from ttreport.read.report import DB_FILE, Report
-
-    if not (Path(report_dir) / DB_FILE).is_file():
-        return Expected()  # a folder of tensor files alone: checked for what a file can show by itself
-    with Report(report_dir) as r:
-        return r.expected_file(tensor_id, device=device)
 
 
 def file_facts(path: Path, value: torch.Tensor) -> dict:

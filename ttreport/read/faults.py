@@ -26,7 +26,7 @@ from pathlib import Path
 from ttreport import recovery
 from ttreport.errors import TTReportError
 from ttreport.folder import CLOSED_STATUSES, OPLOG_DIR, OPLOG_DONE_DIR, capture_holds, closed
-from ttreport.read.report import check_schema, connect_readonly, expected_file, resolve
+from ttreport.read.report import check_schema, connect_readonly, expected_file, load_tensor, resolve
 
 # What reading a damaged database raises: SQLite's errors, and a UnicodeDecodeError when SQLite's own
 # message quotes a damaged schema text that is not UTF-8.
@@ -232,8 +232,6 @@ def _file_faults(con: sqlite3.Connection, folder: Path, files: list[tuple]) -> l
     """Faults of each (tensor_id, file) of `tensors`, and each (tensor_id, file, facts) of `tensor_writes`."""
     if not files:
         return []
-    from ttreport.storage import load_tensor  # imports torch: only checks of reports with files pay for it
-
     faults = []
     root = folder.resolve()
     for tid, rel, *write in files:

@@ -1080,15 +1080,25 @@ def sql_param(value: str):
     return value
 
 
-def open(path: str | os.PathLike, run=None) -> Report:  # noqa: A001 - ttreport.open mirrors the builtin on purpose
-    """Open the report at `path` (its folder, its db.sqlite, or a name under the default root) read-only;
-    or, given a store URL (postgresql://... or a libpq DSN, host=...), the run `run` of that store (its name,
-    run id or UUID)."""
-    from ttreport.store import is_store_url, open_run  # neither imports psycopg or SQLAlchemy
-
-    if is_store_url(path):
-        return open_run(path, run)
-    if run is not None:
-        raise ReportError(f"run={run!r} names a run of a store, but {path} is a report folder: give a store URL "
-                          f"(postgresql://...) or leave run out")
+def open(path: str | os.PathLike) -> Report:  # noqa: A001 - open mirrors the builtin on purpose
+    """Open the report at `path` (its folder, its db.sqlite, or a name under the default root) read-only.
+    ttreport.open (ttreport.store.open) also opens a run of a store; reading a folder knows nothing of stores."""
     return Report(path)
+
+
+def load_tensor(report_dir, tensor_id: int, expected=None, *, device: int | None = None, file: str | None = None):
+    """ttreport.load_tensor: the stored values of `tensor_id` in the report folder `report_dir` as a plain CPU
+    torch.Tensor, its file checked against what the report's database says of it (storage.load_tensor checks
+    the file; a mesh tensor's shards are joined without `device`). A folder of tensor files without a db.sqlite
+    is checked for what a file can show by itself."""
+    from ttreport import storage  # imports torch: only readers that load tensors pay for it
+
+    if (Path(report_dir) / DB_FILE).is_file():
+        mesh = device is None and storage.is_mesh_tensor(report_dir, tensor_id)
+        if file is None and (expected is None or mesh):
+            with Report(report_dir) as r:  # each shard of a mesh tensor checked against its own row, then joined
+                return r.load_tensor(tensor_id, device=device)
+        if expected is None:
+            with Report(report_dir) as r:
+                expected = r.expected_file(tensor_id, device=device)
+    return storage.load_tensor(report_dir, tensor_id, expected, device=device, file=file)
