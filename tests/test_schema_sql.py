@@ -25,6 +25,21 @@ def test_creating_a_report_imports_neither_sqlalchemy_nor_alembic(tmp_path):
     assert db.is_current(tmp_path / "db.sqlite")
 
 
+def test_a_capture_imports_neither_sqlalchemy_nor_alembic(tmp_path):
+    # schema.py's metadata imports SQLAlchemy (0.2-0.7 s of a cold start): the capture reads schema_sql instead
+    code = ("import sys, ttreport; cap = ttreport.capture(sys.argv[1]).start(); "
+            "print(sorted(m for m in ('sqlalchemy', 'alembic') if m in sys.modules)); cap.stop()")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r")], cwd=REPO, capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    assert out.splitlines()[-1] == "[]"
+
+
+def test_the_schema_scripts_columns_are_schema_pys():
+    from ttreport import schema
+
+    assert {t.name: tuple(c.name for c in t.c) for t in schema.metadata.sorted_tables} == schema_sql.COLUMNS
+
+
 def test_a_second_create_on_the_same_file_keeps_one_revision_row(tmp_path):
     db.create(tmp_path / "db.sqlite", indexes=False)
     db.create(tmp_path / "db.sqlite")

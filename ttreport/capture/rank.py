@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from ttreport import schema
+from ttreport import schema_sql
 from ttreport.errors import MergeError
 
 RANK_ENV_VAR = "OMPI_COMM_WORLD_RANK"  # set by mpirun, which TT-NN's tt-run launches ranks with
-RANK_TABLES = tuple(t.name for t in schema.metadata.sorted_tables if "rank" in t.c)
+RANK_TABLES = tuple(name for name, columns in schema_sql.COLUMNS.items() if "rank" in columns)
 
 
 def host_rank(rank: int | None = None, environ=None) -> int:

@@ -48,7 +48,7 @@ from device_sim.device_work import Program
 from device_sim.distributed import MeshTensor
 from device_sim.tensor import DEFAULT_TILE, Tensor
 from device_sim.types import BufferType, Layout
-from ttreport import schema
+from ttreport import schema_sql
 from ttreport.capture import log_perf, stacks
 from ttreport.capture.records import (  # noqa: F401 (FILE_LOST, FLUSH, META, STOP: for the capture's own records)
     ALLOC,
@@ -637,12 +637,12 @@ class Recorder:
     # -- for other parts of ttreport (golden comparison) ---------------------------------
     def emit(self, table: str, row: dict) -> None:
         """Queue one row for any table of the schema; it is written in the writer's next batch."""
-        t = schema.metadata.tables.get(table)
-        if t is None:
-            raise ValueError(f"no table {table!r} in the report schema; tables: {', '.join(schema.metadata.tables)}")
-        unknown = set(row) - set(t.c.keys())
+        columns = schema_sql.COLUMNS.get(table)
+        if columns is None:
+            raise ValueError(f"no table {table!r} in the report schema; tables: {', '.join(schema_sql.COLUMNS)}")
+        unknown = set(row) - set(columns)
         if unknown:
-            raise ValueError(f"table {table!r} has no column(s) {sorted(unknown)}; columns: {list(t.c.keys())}")
+            raise ValueError(f"table {table!r} has no column(s) {sorted(unknown)}; columns: {list(columns)}")
         self._put((ROW, table, row))
 
     def store_tensor(self, value, device_dtype_name: str | None = None,

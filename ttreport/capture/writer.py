@@ -24,7 +24,7 @@ import torch
 from device_sim.tensor import padded
 from device_sim.tile import Tile
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
-from ttreport import db, schema
+from ttreport import db, schema_sql
 from ttreport.capture import device_graph, records
 from ttreport.capture.recorder import TensorArg
 from ttreport.capture.records import (
@@ -64,9 +64,9 @@ MAX_GRAPHS = 4096  # distinct captured graphs kept in the temp tables (a model r
 # Its columns come from the schema and the records: an `operations` column that is a field of records.Op
 # of the same name is copied from the record as it is (_OP_FIELDS); the writer works out the others
 # (_OP_MADE; duration in SQL; rank keeps its default).
-_OP_DIRECT = [c.name for c in schema.operations.columns if c.name in Op._fields]
+_OP_DIRECT = [c for c in schema_sql.COLUMNS["operations"] if c in Op._fields]
 _OP_MADE = ("status", "stack_trace_id", "arguments")
-assert {c.name for c in schema.operations.columns} == {*_OP_DIRECT, *_OP_MADE, "duration", "rank"}, \
+assert set(schema_sql.COLUMNS["operations"]) == {*_OP_DIRECT, *_OP_MADE, "duration", "rank"}, \
     "an operations column that is neither a field of records.Op nor made by writer.py"
 _OP_FIELDS = operator.itemgetter(*[Op._fields.index(c) for c in _OP_DIRECT])  # the record's, in that order
 _OP_COLUMNS = ", ".join([*_OP_DIRECT, *_OP_MADE])
