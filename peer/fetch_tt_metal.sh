@@ -6,7 +6,8 @@
 # The git directory may be a clone of tenstorrent/tt-metal or of a fork that has the commit in
 # peer/TT_METAL_COMMIT (a bare one works). Only what the tests import is laid out (about 70 MB): the test
 # files, their helpers (models/common, tests/scripts, tests/tt_eager's comparison functions, which are links
-# into ttnn/tt_lib) and TT-NN's Python and C++ op sources, read for signatures and defaults. The folder gets a
+# into ttnn/tt_lib) and TT-NN's Python and C++ op sources, read for signatures and defaults; and for `peer/models.py` the
+# tt_transformers package, Whisper's Python files (not its .wav data, ~7 MB) and ttnn/tutorials. The folder gets a
 # .tt_metal_commit stamp, which peer/run.py checks against peer/TT_METAL_COMMIT.
 set -euo pipefail
 git_dir=${1:?usage: peer/fetch_tt_metal.sh GIT_DIR [DEST]}
@@ -16,7 +17,8 @@ git --git-dir="$git_dir" cat-file -e "$commit^{commit}" || { echo "$git_dir has 
 mkdir -p "$dest"
 for path in conftest.py pytest.ini tests/__init__.py tests/ttnn tests/scripts tests/tests_common tests/tt_eager \
             tests/sweep_framework models/common models/perf models/demos/deepseek_v3/utils ttnn/ttnn ttnn/tt_lib \
-            ttnn/cpp/ttnn/operations; do
+            ttnn/cpp/ttnn/operations models/tt_transformers models/demos/audio/whisper/tt \
+            models/demos/audio/whisper/tests models/demos/audio/whisper/demo/demo.py ttnn/tutorials; do
   git --git-dir="$git_dir" archive "$commit" "$path" | tar -x -C "$dest"
 done
 echo "$commit" > "$dest/.tt_metal_commit"
