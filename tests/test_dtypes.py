@@ -92,6 +92,9 @@ def test_block_float_in_row_major_is_a_clear_error(dtype, device):
     with pytest.raises(ValueError, match="exists only in TILE layout"):
         ttnn.Tensor(torch.randn(32, 32), dtype=dtype, layout=ttnn.ROW_MAJOR)  # without a layout, TILE (as TT-NN)
     tiled = ttnn.from_torch(torch.randn(32, 32), dtype=dtype, layout=ttnn.TILE, device=device)
+    if dtype == ttnn.bfloat8_b:  # untilize_device_operation.cpp gives BFLOAT8_B's row-major form as BFLOAT16
+        assert ttnn.to_layout(tiled, ttnn.ROW_MAJOR).dtype == ttnn.bfloat16
+        return
     with pytest.raises(ValueError, match="exists only in TILE layout"):
         ttnn.to_layout(tiled, ttnn.ROW_MAJOR)
 

@@ -428,3 +428,25 @@ def test_a_norm_weight_one_tile_high_is_read_from_its_first_row(device):
     row = ttnn.from_torch(gamma.reshape(64), dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR, device=device)
     for norm in (ttnn.rms_norm, ttnn.layer_norm):
         assert torch.equal(ttnn.to_torch(norm(tx, weight=tile_high)), ttnn.to_torch(norm(tx, weight=row)))
+
+
+def test_untilizing_a_bfloat8_b_tensor_on_device_gives_bfloat16(device):
+    # untilize_device_operation.cpp: BFLOAT8_B has no row-major form; tests/ttnn's softmax tests untilize one
+    t = ttnn.from_torch(torch.randn(1, 2, 24, 42), dtype=ttnn.bfloat8_b, layout=ttnn.TILE, device=device)
+    for out in (ttnn.to_layout(t, ttnn.ROW_MAJOR_LAYOUT), ttnn.untilize(t),
+                ttnn.untilize_with_unpadding(t, [0, 1, 23, 41])):
+        assert (out.dtype, out.layout) == (ttnn.bfloat16, ttnn.ROW_MAJOR)
+        assert torch.equal(ttnn.to_torch(out), ttnn.to_torch(t))
+
+
+def test_a_softmax_mask_of_another_height_is_read_as_the_kernel_reads_it(device):
+    x = torch.randn(2, 1, 128, 64)
+    tx = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    rows = torch.randn(2, 1, 32, 64)  # one tile row per batch: its first row is added to every row
+    out = ttnn.scale_mask_softmax(tx, 0.5, ttnn.from_torch(rows, dtype=ttnn.float32, layout=ttnn.TILE, device=device))
+    torch.testing.assert_close(ttnn.to_torch(out), torch.softmax(x * 0.5 + rows[:, :, :1], -1), rtol=1e-2, atol=1e-3)
+    causal = torch.randn(2, 1, 64, 64)  # is_causal_mask: 64 rows repeating down the input's 128
+    out = ttnn.scale_mask_softmax(tx, 0.5, ttnn.from_torch(causal, dtype=ttnn.float32, layout=ttnn.TILE,
+                                                           device=device), is_causal_mask=True)
+    torch.testing.assert_close(ttnn.to_torch(out), torch.softmax(x * 0.5 + causal.repeat(1, 1, 2, 1), -1),
+                               rtol=1e-2, atol=1e-3)

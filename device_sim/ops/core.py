@@ -183,6 +183,12 @@ def from_device(tensor: Tensor, *, op_name: str = OWN_NAME, **tt_nn_only) -> Ten
     return out
 
 
+def untilized_dtype(dtype: DataType) -> DataType:
+    """An untilize's output dtype: BFLOAT8_B comes out as BFLOAT16 (untilize_device_operation.cpp and
+    untilize_with_unpadding's compute_output_specs), the rest as they are."""
+    return DataType.BFLOAT16 if dtype == DataType.BFLOAT8_B else dtype
+
+
 @register_op("ttnn.to_layout", kind="move", golden=_identity)
 def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
               memory_config: MemoryConfig | None = None, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
@@ -193,6 +199,8 @@ def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
     if layout == tensor.layout and dtype in (None, tensor.dtype) and memory_config is None:
         return tensor
     ins = device_inputs(op_name, tensor)
+    if layout == Layout.ROW_MAJOR and dtype is None and tensor._device is not None:
+        dtype = untilized_dtype(tensor.dtype)
     out = output(held(tensor), tensor, ins, op_name=op_name, dtype=dtype, layout=layout,
                  memory_config=memory_config)
     device_work.launch_after(out, True, tensor, programs.layout_program(tensor, out))  # tilize / untilize

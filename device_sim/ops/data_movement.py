@@ -20,6 +20,7 @@ import torch
 
 from device_sim import device_work, dtypes, ops, placement, views
 from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output, values
+from device_sim.ops.core import untilized_dtype
 from device_sim.programs import data_movement as programs
 from device_sim.programs import fill_pad as fill_pad_programs
 from device_sim.programs import gather as gather_programs
@@ -283,7 +284,7 @@ def untilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """TILE to row-major layout; the tile padding goes."""
     return _out(op_name, input_tensor, _vals(op_name, input_tensor), memory_config, tt_nn_only,
-                layout=Layout.ROW_MAJOR)
+                dtype=untilized_dtype(input_tensor.dtype), layout=Layout.ROW_MAJOR)
 
 
 def _tilize_padded_golden(t, output_tensor_shape, pad_value=0.0, *_, **__):
@@ -339,8 +340,8 @@ def untilize_with_unpadding(input_tensor: Tensor, output_tensor_end, *, memory_c
     if len(end) != v.dim() or any(not 0 <= e < d for e, d in zip(end, v.shape)):
         raise ValueError(f"{op_name}: output_tensor_end {end} must give one inclusive end per "
                          f"dim of shape {list(v.shape)}, each below that dim's size")
-    return _out(op_name, input_tensor, _unpad_golden(v, end), memory_config, tt_nn_only, layout=Layout.ROW_MAJOR,
-                padded=True)
+    return _out(op_name, input_tensor, _unpad_golden(v, end), memory_config, tt_nn_only,
+                dtype=untilized_dtype(input_tensor.dtype), layout=Layout.ROW_MAJOR, padded=True)
 
 
 # -- sorting and indexing ------------------------------------------------------------------------

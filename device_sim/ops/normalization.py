@@ -277,6 +277,22 @@ def softmax_in_place(input_tensor: Tensor, dim: int = -1, *, op_name: str = OWN_
                      in_place_softmax_program(input_tensor, None, tt_nn_only) if last else None)
 
 
+def _mask_as_read(m, mask: Tensor | None, x, is_causal_mask: bool):
+    """A TILE mask of another height as the interleaved softmax kernel reads it (softmax_program_factory_attention_
+    optimized.cpp): without is_causal_mask one tile row per batch, whose first row each row of the input adds;
+    with it, mask_H rows that repeat down the input's height (mask tile row = input tile row % mask_Ht)."""
+    if m is None or mask.layout != Layout.TILE or m.dim() < 2 or m.shape[-1] != x.shape[-1]:
+        return m
+    h, mask_h = x.shape[-2], m.shape[-2]
+    if mask_h == h:
+        return m
+    if not is_causal_mask and mask_h == 32:
+        return m[..., :1, :]
+    if is_causal_mask and h % mask_h == 0:
+        return m.repeat(*([1] * (m.dim() - 2)), h // mask_h, 1)
+    return m
+
+
 def _scale_mask(name: str, *, causal: bool):
     # causal: the hw-dims variant, which builds its causal mask itself (TT-NN runs it only sharded)
     op_name = f"ttnn.{name}"
@@ -287,6 +303,7 @@ def _scale_mask(name: str, *, causal: bool):
             check_tt_nn_only(op_name, tt_nn_only)
         device_inputs(op_name, input_tensor, mask)
         x, m = values(input_tensor, op_name), values(mask, op_name) if mask is not None else None
+        m = _mask_as_read(m, mask, x, is_causal_mask)
         try:
             y = _scale_mask_softmax_golden(x, scale, m)
         except RuntimeError:
@@ -352,6 +369,7 @@ def scale_mask_softmax(input_tensor: Tensor, scale: float | None = None, mask: T
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor, mask)
     x, m = values(input_tensor, op_name), values(mask, op_name) if mask is not None else None
+    m = _mask_as_read(m, mask, x, is_causal_mask)
     try:
         y = _scale_mask_softmax_golden(x, scale, m)
     except RuntimeError:
