@@ -302,14 +302,15 @@ def _device_timeline(report, summary, limit: int) -> dict:
         if drawn >= limit:
             break
         name = d.name if d.name in named else "other"
+        # One hover template for the trace, not a text per bar: the page's bound holds 10,000 bars of each timeline.
         t = traces.setdefault(name, {"type": "bar", "orientation": "h", "name": _text(name, 100), "base": [],
-                                     "x": [], "y": [], "customdata": [], "hovertext": [], "hoverinfo": "text"})
+                                     "x": [], "y": [], "customdata": [],
+                                     "hovertemplate": "op %{customdata}: %{x:.4f} ms estimated<extra>%{fullData.name}"
+                                                      "</extra>"})
         t["base"].append(d.start_ns / 1e6)
         t["x"].append(max(d.end_ns - d.start_ns, 1) / 1e6)
         t["y"].append(f"device {d.device_id}")
         t["customdata"].append(d.operation_id)
-        t["hovertext"].append(f"op {d.operation_id} {_text(d.name, 300)} {device_time.human_ns(d.end_ns - d.start_ns)}"
-                              f" estimated{f', {d.bound}-bound' if d.bound else ''}")
     order = sorted(traces, key=lambda n: named.index(n) if n in named else len(named))
     data = [traces[n] for n in order]
     for i, (n, t) in enumerate(zip(order, data)):
