@@ -450,3 +450,16 @@ def test_a_softmax_mask_of_another_height_is_read_as_the_kernel_reads_it(device)
                                                            device=device), is_causal_mask=True)
     torch.testing.assert_close(ttnn.to_torch(out), torch.softmax(x * 0.5 + causal.repeat(1, 1, 2, 1), -1),
                                rtol=1e-2, atol=1e-3)
+
+
+def test_sort_writes_into_preallocated_values_and_indices_and_checks_their_dtypes(device):
+    x = torch.randn(1, 1, 32, 64)
+    t = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    values, indices = ttnn.zeros_like(t), ttnn.zeros_like(t, dtype=ttnn.uint16)
+    got = ttnn.sort(t, dim=-1, out=(values, indices))
+    assert got[0] is values and got[1] is indices
+    ref = torch.sort(ttnn.to_torch(t), dim=-1, stable=True)
+    assert torch.equal(ttnn.to_torch(values), ref.values)
+    assert torch.equal(ttnn.to_torch(indices).long(), ref.indices)
+    with pytest.raises(RuntimeError, match="Output values tensor dtype must be the same as input tensor dtype"):
+        ttnn.sort(t, out=(ttnn.zeros_like(t, dtype=ttnn.float32), indices))

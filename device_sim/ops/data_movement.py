@@ -21,6 +21,7 @@ import torch
 from device_sim import device_work, dtypes, ops, placement, views
 from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output, values
 from device_sim.ops.core import untilized_dtype
+from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import data_movement as programs
 from device_sim.programs import fill_pad as fill_pad_programs
 from device_sim.programs import gather as gather_programs
@@ -346,6 +347,9 @@ def untilize_with_unpadding(input_tensor: Tensor, output_tensor_end, *, memory_c
 
 # -- sorting and indexing ------------------------------------------------------------------------
 
+_HERE = "device_sim/ops/data_movement.py"  # where a TT_FATAL-worded error says it was checked
+
+
 def index_dtype(size: int) -> DataType:
     """TT-NN's index dtype for sort/topk: UINT16 while indices fit in it, else UINT32."""
     return DataType.UINT16 if size <= 2**16 else DataType.UINT32
@@ -358,8 +362,10 @@ def _sort_golden(t, dim=-1, descending=False, *_, **__):
 
 @register_op("ttnn.sort", kind="rows", golden=_sort_golden)
 def sort(input_tensor: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
-         memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> list[Tensor]:
-    """[sorted values, their indices in the input] along `dim`; indices are UINT16 (UINT32 past 65536)."""
+         memory_config: MemoryConfig | None = None, out: tuple[Tensor, Tensor] | None = None,
+         op_name: str = OWN_NAME, **tt_nn_only) -> list[Tensor]:
+    """[sorted values, their indices in the input] along `dim`; indices are UINT16 (UINT32 past 65536).
+    `out=(values, indices)`: preallocated tensors the results are written into (sort_nanobind.cpp)."""
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     v = _vals(op_name, input_tensor)
@@ -367,6 +373,23 @@ def sort(input_tensor: Tensor, dim: int = -1, descending: bool = False, stable: 
     # A stable sort always: the order of ties is then the same every run, which unstable TT-NN leaves open.
     r = torch.sort(v, dim=d, descending=descending, stable=True)
     ins = device_inputs(op_name, input_tensor)
+    if out is not None:
+        if len(out) != 2 or not all(isinstance(t, Tensor) for t in out):
+            raise TypeError(f"{op_name}: out= takes a (values, indices) pair of ttnn.Tensor, got {out!r}")
+        # sort_device_operation.cpp's checks of preallocated outputs
+        if out[0].dtype != input_tensor.dtype:
+            raise tt_fatal("output_tensors.at(0)->dtype() == input_tensor.dtype()",
+                           f"Output values tensor dtype must be the same as input tensor dtype. Got output values "
+                           f"tensor dtype: {out[0].dtype!r} and input tensor dtype: {input_tensor.dtype!r}", _HERE)
+        if out[1].dtype not in (DataType.UINT16, DataType.UINT32):
+            raise tt_fatal("output_tensors.at(1)->dtype() == DataType::UINT16 || ... == DataType::UINT32",
+                           f"Output indices tensor dtype must be UINT16 or UINT32. Got output indices tensor dtype: "
+                           f"{out[1].dtype!r}", _HERE)
+        out[0]._write(r.values)
+        out[1]._write(r.indices)
+        device_work.launch_after(out[0], False, input_tensor,
+                                 sort_programs.sort_programs(input_tensor, d, out[1].dtype))
+        return list(out)
     outs = [output(r.values, input_tensor, ins, op_name=op_name, memory_config=memory_config),
             output(r.indices, input_tensor, ins, op_name=op_name, memory_config=memory_config,
                    dtype=index_dtype(v.shape[d]))]
