@@ -463,3 +463,16 @@ def test_sort_writes_into_preallocated_values_and_indices_and_checks_their_dtype
     assert torch.equal(ttnn.to_torch(indices).long(), ref.indices)
     with pytest.raises(RuntimeError, match="Output values tensor dtype must be the same as input tensor dtype"):
         ttnn.sort(t, out=(ttnn.zeros_like(t, dtype=ttnn.float32), indices))
+
+
+def test_upsample_of_a_sharded_input_scales_its_shard_height(device):
+    # upsample_common.cpp: nearest's output shard is the input shard's rows times scale_h * scale_w
+    x = torch.randn(1, 8, 8, 32)
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 1))])
+    cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1,
+                            ttnn.ShardSpec(grid, (4, 32), ttnn.ShardOrientation.ROW_MAJOR))
+    t = ttnn.to_memory_config(ttnn.from_torch(x, dtype=ttnn.bfloat16, device=device), memory_config=cfg)
+    out = ttnn.upsample(t, (2, 3))
+    assert out.memory_config().shard_spec.shape == (24, 32)
+    ref = x.repeat_interleave(2, 1).repeat_interleave(3, 2)
+    assert torch.equal(ttnn.to_torch(out).float(), ref.bfloat16().float())

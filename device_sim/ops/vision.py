@@ -226,13 +226,34 @@ def upsample(input_tensor: Tensor, scale_factor, *, mode: str = "nearest",
     if x.dim() != 4:
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be NHWC [N, H, W, C]")
     ins = device_inputs(op_name, input_tensor)
-    out = _make(_upsample_golden(x, scale_factor, mode=mode), input_tensor.device(), ins, op_name=op_name,
+    y = _upsample_golden(x, scale_factor, mode=mode)
+    if input_tensor.is_sharded():
+        memory_config = _upsample_sharded_output(input_tensor.memory_config(), memory_config, mode, y.shape,
+                                                 _pair(scale_factor, "scale_factor", op_name))
+    out = _make(y, input_tensor.device(), ins, op_name=op_name,
                 dtype=input_tensor.dtype, layout=input_tensor.layout, memory_config=memory_config)
     if mode == "nearest" and not input_tensor.is_sharded() and not out.is_sharded():  # the interleaved factory
         device_work.launch_after(out, True, input_tensor, vision_programs.upsample_program(input_tensor, out.dtype))
     elif mode == "bilinear":
         _launch_bilinear(out, input_tensor, _pair(scale_factor, "scale_factor", op_name))
     return out
+
+
+def _upsample_sharded_output(in_cfg: MemoryConfig, cfg: MemoryConfig | None, mode: str, out_shape,
+                             scale: tuple[int, int]) -> MemoryConfig | None:
+    """A sharded input's output config, as upsample_common.cpp derives it from the output config (the input's
+    when none is given): nearest, each shard scale_h * scale_w times the input's rows; bilinear, the output's
+    N*H*W rows spread evenly over the spec's cores."""
+    cfg = in_cfg if cfg is None else cfg
+    if not cfg.is_sharded() or cfg.shard_spec is None or in_cfg.shard_spec is None or in_cfg.nd_shard_spec is not None:
+        return cfg
+    spec, rows, width = cfg.shard_spec, in_cfg.shard_spec.shape[0], in_cfg.shard_spec.shape[1]
+    if mode == "bilinear":
+        total, cores = out_shape[0] * out_shape[1] * out_shape[2], spec.num_cores()
+        height = -(-total // cores)
+    else:
+        height = rows * scale[0] * scale[1]
+    return MemoryConfig(cfg.memory_layout, cfg.buffer_type, ShardSpec(spec.grid, (height, width), spec.orientation))
 
 
 def _launch_bilinear(out: Tensor, x: Tensor, scale: tuple[int, int]) -> None:
