@@ -190,6 +190,7 @@ from device_sim.sharding import (
     is_sharded,
     num_cores_to_corerangeset,
 )
+from device_sim.sub_device import SubDevice, SubDeviceId, SubDeviceManagerId
 from device_sim.tensor import ShardShapeAlignment, StorageType, Tensor, TensorSpec
 from device_sim.tile import TILE_SIZE, Tile
 from device_sim.trace import (

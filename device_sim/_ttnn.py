@@ -14,6 +14,7 @@ from types import ModuleType, SimpleNamespace
 
 from device_sim import cluster, device, reports, types
 from device_sim import mesh as multi_device
+from device_sim.ops import ccl
 from device_sim.tensor import Tensor
 
 # TT-NN's `_ttnn.tensor` submodule holds the tensor class and the types that describe a tensor; device_sim keeps
@@ -37,4 +38,13 @@ for _m in (deprecated, deprecated.operations, deprecated.operations.primary):
     _m.__path__ = []
     sys.modules[_m.__name__] = _m
 
-__all__ = ["cluster", "deprecated", "device", "multi_device", "reports", "tensor"]
+# Names model code writes in annotations (models/demos/deepseek_v3/utils/config_dataclass.py, which tests/ttnn's
+# test_avgpool2d imports): the CCL topology, the global semaphore class by its binding's name, and the
+# experimental CCL ops' semaphore argument (a GlobalSemaphore, or a list of them, in TT-NN).
+operations = SimpleNamespace(
+    ccl=SimpleNamespace(Topology=ccl.Topology),
+    experimental=SimpleNamespace(ccl_experimental=SimpleNamespace(GlobalSemaphoreArg=ccl.GlobalSemaphore)),
+)
+global_semaphore = SimpleNamespace(global_semaphore=ccl.GlobalSemaphore)
+
+__all__ = ["cluster", "deprecated", "device", "global_semaphore", "multi_device", "operations", "reports", "tensor"]

@@ -11,6 +11,7 @@ import torch
 
 from device_sim.allocator import device_memory
 from device_sim.dispatch_core import DispatchCoreAxis, DispatchCoreConfig, DispatchCoreType  # noqa: F401 (ttnn.device.*)
+from device_sim.sub_device import SubDevice, SubDeviceId, SubDeviceManagement, SubDeviceManagerId  # noqa: F401 (same)
 from device_sim.types import BufferType, CoreGrid
 
 
@@ -50,7 +51,7 @@ class DeviceConfig:
     host_threads: int | None = 1
 
 
-class Device:
+class Device(SubDeviceManagement):
     def __init__(self, device_id: int = 0, config: DeviceConfig | None = None):
         self.device_id = device_id
         self.config = c = config or DeviceConfig()

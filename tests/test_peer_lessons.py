@@ -476,3 +476,25 @@ def test_upsample_of_a_sharded_input_scales_its_shard_height(device):
     assert out.memory_config().shard_spec.shape == (24, 32)
     ref = x.repeat_interleave(2, 1).repeat_interleave(3, 2)
     assert torch.equal(ttnn.to_torch(out).float(), ref.bfloat16().float())
+
+
+def test_a_sub_device_manager_is_created_loaded_and_removed_as_on_a_mesh_device(device):
+    grid = device.compute_with_storage_grid_size()
+    rows = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 1), ttnn.CoreCoord(grid.x - 1, grid.y - 1))})
+    manager = device.create_sub_device_manager([ttnn.SubDevice([rows])], 0)
+    device.load_sub_device_manager(manager)
+    device.set_sub_device_stall_group([ttnn.SubDeviceId(0)])
+    with pytest.raises(ValueError, match="name no sub-device of the loaded manager, which has 1"):
+        device.set_sub_device_stall_group([ttnn.SubDeviceId(1)])
+    with pytest.raises(RuntimeError, match="is loaded; clear_loaded_sub_device_manager"):
+        device.remove_sub_device_manager(manager)
+    a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert ttnn.to_torch(ttnn.linear(a, a, sub_device_id=ttnn.SubDeviceId(0)))[0, 0] == 32
+    device.reset_sub_device_stall_group()
+    device.clear_loaded_sub_device_manager()
+    device.remove_sub_device_manager(manager)
+    with pytest.raises(RuntimeError, match="was not created on this device"):
+        device.load_sub_device_manager(manager)
+    # the names model code writes in annotations (deepseek_v3's config_dataclass.py)
+    assert ttnn._ttnn.device.SubDeviceId is ttnn.SubDeviceId and ttnn._ttnn.operations.ccl.Topology is ttnn.Topology
+    assert ttnn._ttnn.global_semaphore.global_semaphore is ttnn.GlobalSemaphore
