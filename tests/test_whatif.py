@@ -104,6 +104,28 @@ def test_hifi4_slows_a_compute_bound_matmul_and_moving_a_live_tensor_to_l1_raise
     del c
 
 
+def test_what_the_rows_do_not_say_scales_the_stored_estimate_instead_of_replacing_it(tmp_path, device):
+    # a bmm given a core_grid spreads its batches over the cores; a report's rows do not keep the grid, so an
+    # estimate from them alone puts it on one core: the change's effect is scaled onto the stored estimate
+    from device_sim import perf_model
+
+    a = ttnn.from_torch(torch.randn(16, 64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device, memory=ttnn.L1)
+    b = ttnn.from_torch(torch.randn(16, 64, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device, memory=ttnn.L1)
+    with ttreport.capture(tmp_path / "r") as handle:
+        ttnn.matmul(a, b, core_grid=ttnn.CoreGrid(y=8, x=12))
+    with ttreport.open(handle.path) as r:
+        [op] = r.operations(name="ttnn.matmul")
+        stored = r.execute("SELECT ideal_ns FROM device_perf WHERE operation_id = ?", (op.id,)).fetchone()[0]
+        assert whatif.whatif(r, math_fidelity="HiFi2").changed == []  # unchanged: as stored, not the gridless figure
+        [mm] = whatif.whatif(r, math_fidelity="HiFi4").changed
+    rows = [perf_model.Operand(t.buffer.size, "l1", tuple(t.shape), False) for t in (a, b)]
+    out = perf_model.Operand(16 * 2 * 2048, "l1", (16, 64, 32), False)
+    gridless = [perf_model.estimate("matmul", rows, [out], f).ideal_ns
+                for f in (ttnn.MathFidelity.HiFi2, ttnn.MathFidelity.HiFi4)]
+    assert gridless[0] > 4 * stored  # what the rows alone would have said
+    assert mm.before_ns == stored and mm.after_ns == round(stored * gridless[1] / gridless[0]) > stored
+
+
 def test_the_whatif_command_prints_the_changes_and_refuses_a_bad_request(demo):
     runner = CliRunner()
     out = runner.invoke(main, ["whatif", str(demo), "--math-fidelity", "LoFi"])
