@@ -2,9 +2,16 @@
 
     import device_sim as ttnn
     ttnn.cluster.get_cluster_type()          # ClusterType.T3K for the default 2x4 emulated system
+    print(ttnn.cluster.cluster_descriptor_yaml())       # UMD's cluster_descriptor.yaml of that system
+    print(ttnn.cluster.mesh_coordinate_mapping_yaml())  # chips: {0: [0, 0], 1: [0, 1], ...}
 
 The emulated system is DEVICE_SIM_SYSTEM_MESH's Wormhole B0 chips (device_sim.mesh); its type is the
 Wormhole product with that many chips: 1 an N150, 2 an N300, 4 two N300s as 2x2, 8 a T3K, 32 a Galaxy.
+Reports carry the two YAML files as TT-NN's do; ttnn-visualizer's topology dialog draws them.
+
+Chip ids are device_sim's own everywhere (a chip's row-major place in the system mesh), so a report's
+device_id, the descriptor and the mapping name the same chip. UMD numbers a T3K's chips otherwise (its
+4 PCIe-attached chips first); the wiring below is UMD's, renumbered by the chips' mesh coordinates.
 """
 
 from __future__ import annotations
@@ -47,4 +54,83 @@ def get_cluster_type() -> ClusterType:
     return _WORMHOLE_BY_CHIPS.get(get_num_devices(), ClusterType.CUSTOM)
 
 
-__all__ = ["ClusterType", "get_cluster_type"]
+# A T3000 as UMD describes it: tt-metal's tests/tt_metal/tt_fabric/custom_mock_cluster_descriptors/
+# t3k_cluster_desc.yaml. Four n300 cards; each is one PCIe-attached (MMIO) chip and the chip beside it,
+# reached over that card's own ethernet (the MMIO chip's channels 8, 9 to the remote's 0, 1); two links
+# between every pair of neighbours, 20 in all. Keys are UMD chip ids.
+_T3K_UMD_LINKS = ((0, 6, 2, 6), (0, 7, 2, 7), (0, 8, 4, 0), (0, 9, 4, 1), (0, 14, 1, 14), (0, 15, 1, 15),
+                  (1, 0, 3, 0), (1, 1, 3, 1), (1, 8, 5, 0), (1, 9, 5, 1), (2, 8, 6, 0), (2, 9, 6, 1),
+                  (2, 14, 3, 14), (2, 15, 3, 15), (3, 8, 7, 0), (3, 9, 7, 1), (4, 6, 5, 6), (4, 7, 5, 7),
+                  (6, 6, 7, 6), (6, 7, 7, 7))
+_T3K_UMD_MMIO = {0: 0, 1: 1, 2: 3, 3: 2}  # MMIO chip -> its PCIe device number
+_T3K_UMD_BOARDS = ((4, 0), (5, 1), (6, 2), (7, 3))  # each n300 card: (remote chip, MMIO chip)
+# Where each UMD chip sits in the 2x4 mesh: the control plane's mapping for that descriptor (tt-metal's
+# golden_mapping_files/T3kCustomMeshGraph_TestT3kControlPlaneInit_t3k_mesh_graph_descriptor_0.yaml, fabric
+# chip r*4+c -> umd_chip_id); UMD's own [x, y] of each chip is the same place (x the column, y the row).
+_T3K_UMD_AT = {4: (0, 0), 0: (0, 1), 2: (0, 2), 6: (0, 3), 5: (1, 0), 1: (1, 1), 3: (1, 2), 7: (1, 3)}
+
+
+def _system() -> tuple[int, int]:
+    from device_sim.mesh import rows_cols, system_mesh_shape  # see get_cluster_type
+
+    return rows_cols(system_mesh_shape())
+
+
+def _wiring(rows: int, cols: int) -> tuple[list, dict, list, str]:
+    """(links (chip, chan, chip, chan), MMIO chip -> PCIe device, boards (chips...), board type) in device_sim ids."""
+    if (rows, cols) == (2, 4):
+        sim = {u: r * cols + c for u, (r, c) in _T3K_UMD_AT.items()}
+        links = sorted((sim[a], ca, sim[b], cb) if sim[a] < sim[b] else (sim[b], cb, sim[a], ca)
+                       for a, ca, b, cb in _T3K_UMD_LINKS)
+        return (links, {sim[u]: pcie for u, pcie in _T3K_UMD_MMIO.items()},
+                [tuple(sorted(sim[u] for u in board)) for board in _T3K_UMD_BOARDS], "n300")
+    if rows * cols == 1:  # an N150: one chip on PCIe, no ethernet (tt-umd's wormhole_N150.yaml)
+        return [], {0: 0}, [(0,)], "n150"
+    if rows * cols == 2:  # an N300: chip 0 on PCIe, chip 1 over the card's ethernet (tt-umd's wormhole_N300.yaml)
+        return [(0, 8, 1, 0), (0, 9, 1, 1)], {0: 0}, [(0, 1)], "n300"
+    # Any other grid: no descriptor of it was looked up, so every chip is its own PCIe n300 chip, two links to
+    # each east and south neighbour (the east pair on channels 8, 9 -> 0, 1, the south pair 14, 15 -> 6, 7).
+    links = []
+    for i in range(rows * cols):
+        r, c = divmod(i, cols)
+        if c + 1 < cols:
+            links += [(i, 8 + k, i + 1, k) for k in range(2)]
+        if r + 1 < rows:
+            links += [(i, 14 + k, i + cols, 6 + k) for k in range(2)]
+    return links, {i: i for i in range(rows * cols)}, [(i,) for i in range(rows * cols)], "n300"
+
+
+def _ids(chips) -> str:
+    return ",".join(map(str, chips))
+
+
+def cluster_descriptor_yaml() -> str:
+    """The emulated system as UMD's cluster_descriptor.yaml, in UMD's own text form (what TT-NN's reports carry).
+
+    chips are [x, y, rack, shelf]: a chip's column and row in the system mesh. The default 2x4 system is a
+    T3000: 4 MMIO chips (chips_with_mmio), each with its remote chip on one n300 card (boards).
+    """
+    rows, cols = _system()
+    ids = range(rows * cols)
+    links, mmio, boards, board_type = _wiring(rows, cols)
+    lines = ["arch: {", *(f"   {i}: Wormhole," for i in ids), "}", "",
+             "chips: {", *(f"   {i}: [{i % cols},{i // cols},0,0]," for i in ids), "}", "",
+             "ethernet_connections: [",
+             *(f"   [{{chip: {a}, chan: {ca}}}, {{chip: {b}, chan: {cb}}}]," for a, ca, b, cb in links), "]", "",
+             "chips_with_mmio: [", *(f"   {chip}: {pcie}," for chip, pcie in sorted(mmio.items())), "]", "",
+             "harvesting: {", *(f"   {i}: {{noc_translation: true, harvest_mask: 0}}," for i in ids), "}", "",
+             "chip_to_boardtype: {", *(f"   {i}: {board_type}," for i in ids), "}", "",
+             # board_id: the card's index (UMD writes the card's 64-bit serial, which an emulator has none of)
+             "boards: [", *(f"   [{{board_id: {n}}}, {{board_type: {board_type}}}, {{chips: [{_ids(chips)}]}}],"
+                            for n, chips in enumerate(boards)), "]", ""]
+    return "\n".join(lines)
+
+
+def mesh_coordinate_mapping_yaml() -> str:
+    """physical_chip_mesh_coordinate_mapping_1_of_1.yaml: each chip's [row, col] in the system mesh, in the form
+    tt-metal's serialize_mesh_coordinates_to_file writes it (a `chips` map, each coordinate a flow sequence)."""
+    rows, cols = _system()
+    return "\n".join(["chips:", *(f"  {i}: [{i // cols}, {i % cols}]" for i in range(rows * cols))]) + "\n"
+
+
+__all__ = ["ClusterType", "cluster_descriptor_yaml", "get_cluster_type", "mesh_coordinate_mapping_yaml"]

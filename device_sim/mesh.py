@@ -381,27 +381,3 @@ def visualize_mesh_device(mesh_device: MeshDevice) -> None:
         print("| " + " | ".join(x.ljust(width) for x in row) + " |")
         print(rule)
 
-
-def cluster_descriptor_yaml() -> str:
-    """The emulated system as UMD's cluster_descriptor.yaml (what TT-NN's reports carry for the visualizer).
-
-    Wormhole chips on the DEVICE_SIM_SYSTEM_MESH grid; chips [x, y, rack, shelf] at their column and
-    row; two ethernet links to each east and south neighbour, as a T3000 wires its 2x4 grid.
-    """
-    rows, cols = rows_cols(system_mesh_shape())
-    ids = range(rows * cols)
-    links = []
-    for i in ids:
-        r, c = divmod(i, cols)
-        if c + 1 < cols:  # east: the sender's channels 8, 9 to the receiver's 0, 1
-            links += [(i, 8 + k, i + 1, k) for k in range(2)]
-        if r + 1 < rows:  # south: 14, 15 to 6, 7
-            links += [(i, 14 + k, i + cols, 6 + k) for k in range(2)]
-    lines = ["arch: {", *(f"   {i}: Wormhole," for i in ids), "}", "",
-             "chips: {", *(f"   {i}: [{i % cols},{i // cols},0,0]," for i in ids), "}", "",
-             "ethernet_connections: [",
-             *(f"   [{{chip: {a}, chan: {ca}}}, {{chip: {b}, chan: {cb}}}]," for a, ca, b, cb in links), "]", "",
-             "chips_with_mmio: [", *(f"   {i}: {i}," for i in ids), "]", "",
-             "harvesting: {", *(f"   {i}: {{noc_translation: true, harvest_mask: 0}}," for i in ids), "}", "",
-             "chip_to_boardtype: {", *(f"   {i}: n300," for i in ids), "}", ""]
-    return "\n".join(lines)

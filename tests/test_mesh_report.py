@@ -36,11 +36,16 @@ def test_an_op_on_a_mesh_is_recorded_once_with_a_device_tensor_per_chip(mesh_rep
         "ttnn.from_torch", "ttnn.relu", "ttnn.from_torch", "ttnn.all_gather"]
     relu_out = r.sql("SELECT tensor_id FROM output_tensors WHERE operation_id = 2")[0]["tensor_id"]
     row = r.sql("SELECT shape, device_id, address FROM tensors WHERE tensor_id = ?", (relu_out,))[0]
-    assert row["shape"] == "Shape([1, 1, 32, 32])" and row["device_id"] is None and row["address"] is None
+    assert row["shape"] == "Shape([1, 1, 32, 32])" and row["device_id"] is None
     shards = r.sql("SELECT device_id, address FROM device_tensors WHERE tensor_id = ? ORDER BY device_id",
                    (relu_out,))
     assert [s["device_id"] for s in shards] == [0, 1, 2, 3]
-    assert len({s["address"] for s in shards}) == 1  # separate allocators hand out the same first address
+    assert {s["address"] for s in shards} == {row["address"]}  # one address on every chip, the row's
+    # After chip 2 alone allocated a tensor (op 3), the all_gather's shards lie at different addresses: no one
+    # address to give the row (TT-NN's lock-step mesh allocator never gets here; device_sim's chips allocate apart)
+    gathered = r.sql("SELECT t.address FROM tensors t JOIN output_tensors o USING (tensor_id) "
+                     "WHERE o.operation_id = 4")[0]
+    assert gathered["address"] is None
     assert [d["device_id"] for d in r.devices] == [0, 1, 2, 3]
     assert {b["device_id"] for b in r.sql("SELECT device_id FROM buffers WHERE operation_id = 2")} == {0, 1, 2, 3}
 
@@ -68,8 +73,11 @@ def test_a_single_device_report_shows_no_per_device_lines(tmp_path, device):
 
 def test_a_mesh_report_carries_the_cluster_descriptor_tt_nn_writes(mesh_report, tmp_path, device):
     text = (mesh_report / "cluster_descriptor.yaml").read_text()
-    assert "ethernet_connections: [" in text and "   7: Wormhole," in text  # the whole 2x4 system
-    assert "[{chip: 0, chan: 8}, {chip: 1, chan: 0}]," in text  # chip 0 to its east neighbour
+    assert "ethernet_connections: [" in text and "   7: Wormhole," in text  # the whole 2x4 system, a T3000
+    assert "[{chip: 0, chan: 0}, {chip: 1, chan: 8}]," in text  # remote chip 0 to MMIO chip 1, on their n300
+    assert "chips_with_mmio: [\n   1: 0,\n   2: 3,\n   5: 1,\n   6: 2,\n]" in text
+    assert (mesh_report / "physical_chip_mesh_coordinate_mapping_1_of_1.yaml").read_text().startswith(
+        "chips:\n  0: [0, 0]\n  1: [0, 1]\n")
     with ttreport.capture(tmp_path / "one"):
         ttnn.relu(ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device))
     # one chip: the machine's descriptor all the same, as TT-NN's reports carry UMD's (the topology view reads it)

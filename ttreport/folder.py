@@ -41,12 +41,15 @@ OPLOG_DIR = "oplog"  # a process writer's op log (ttreport.capture.oplog): what 
 OPLOG_DONE_DIR = "oplog.done"  # the op log renamed as it is deleted: its report holds every op (recovery)
 REBUILD_SUFFIX = ".rebuild"  # db.sqlite.rebuild: a report being rebuilt from its op log (recovery)
 CLUSTER_DESCRIPTOR_FILE = "cluster_descriptor.yaml"
+# Each chip's mesh coordinate, in a report of a multi-chip run; the name TT-NN 0.81's graph_report.py gives it
+MESH_MAPPING_FILE = "physical_chip_mesh_coordinate_mapping_1_of_1.yaml"
 PERF_FILE = "ops_perf_results.csv"  # TT-NN's perf rows (export/ops_perf.py)
 DEVICE_LOG_FILE = "profile_log_device.csv"  # TT-NN's device profiler log (export/ops_perf.py)
 # What a capture writes into its folder (besides tensors/, the op log and LOCK_FILE): all that overwrite deletes.
 CAPTURE_FILES = (DB_FILE, f"{DB_FILE}-wal", f"{DB_FILE}-shm", f"{DB_FILE}-journal", CONFIG_FILE,
                  DB_FILE + REBUILD_SUFFIX, f".{CONFIG_FILE}.tmp", RESERVE_FILE, CLUSTER_DESCRIPTOR_FILE,
-                 f".{CLUSTER_DESCRIPTOR_FILE}.tmp", LIFETIMES_FILE, PERF_FILE, DEVICE_LOG_FILE)
+                 f".{CLUSTER_DESCRIPTOR_FILE}.tmp", MESH_MAPPING_FILE, f".{MESH_MAPPING_FILE}.tmp", LIFETIMES_FILE,
+                 PERF_FILE, DEVICE_LOG_FILE)
 # A tensor file (or its temporary name while written): tensors/<id>.pt, tensors/.<id>.pt.tmp, ...
 _TENSOR_FILE = re.compile(r"\.?\d+\.(pt|bin)(\.[A-Za-z0-9_]+)*")
 # An op log's own files: its segments, its progress note, the perf files' parts the writer process renders.

@@ -109,12 +109,17 @@ def _build(op_name: str, programs: list, l1_allocs) -> str:
     top = node("capture_start", {}, None)
     name = cpp_name(op_name)
     op = node("function_start", {"name": name, "inputs": "0"}, top)
+    # A mesh op's output is one buffer at one address on all its chips (TT-NN's lock-step mesh allocation: one
+    # buffer_allocate node). The visualizer adds every buffer_allocate into one "Peak L1 memory load per core",
+    # so only the first chip's copy is a node; the buffers table keeps every chip's.
+    chip = programs[0].device_id if programs else None
     for i, p in enumerate(programs):
         device = str(p.device_id)
         start = node("function_start", {"name": p.name, "inputs": "0", "device_id": device}, op)
         if i == 0:
             for a in l1_allocs:
-                node("buffer_allocate", _buffer_params(a), start)
+                if records.view(a).device_id == chip:
+                    node("buffer_allocate", _buffer_params(a), start)
         node("circular_buffer_deallocate_all", {"device_id": device}, start)
         cores = cores_text(p.ranges)
         for cb, address in p.cb_addresses():

@@ -455,12 +455,16 @@ class Recorder:
                           None if buf is None else buf.page_size * buf.num_pages, producer))
 
     def _see_mesh_tensor(self, t, tid, shape, cfg, producer, specs) -> None:
-        # As TT-NN's report: the logical tensor's row has no device or address (each chip's shard has
-        # its own); device_tensors holds one (tensor, device, address) row per shard. size is one shard's.
+        # As TT-NN's report: the row's address is the mesh buffer's one address, the same on every chip (TT-NN
+        # allocates a mesh in lock-step; it names the tensor's buffers in the visualizer), and no device; NULL
+        # where chip-only allocations left the shards at different addresses. device_tensors holds one (tensor,
+        # device, address) row per shard. size is one shard's.
         bufs = [s.buffer for s in t.shards]
         b0 = bufs[0]
+        address = b0.address if b0 is not None and all(b is not None and b.address == b0.address for b in bufs) \
+            else None
         specs.append((tid, shape, int(t.dtype), _layout_key(t), None if cfg is None else id(cfg),
-                      t.memory_config_source, None, None, None if b0 is None else int(b0.buffer_type),
+                      t.memory_config_source, None, address, None if b0 is None else int(b0.buffer_type),
                       None if b0 is None else b0.page_size * b0.num_pages, producer))
         for b in bufs:
             if b is not None:

@@ -44,7 +44,7 @@ from pathlib import Path
 import torch
 
 import device_sim
-import device_sim.mesh
+import device_sim.cluster
 from ttreport import db
 from ttreport.capture import golden, rank
 from ttreport.capture.log_perf import estimate_on_model_thread
@@ -76,6 +76,7 @@ from ttreport.export import ops_perf
 from ttreport.folder import (
     CLUSTER_DESCRIPTOR_FILE,
     CONFIG_FILE,
+    MESH_MAPPING_FILE,
     OPLOG_DIR,
     RESERVE_FILE,
     holds_report,
@@ -223,7 +224,7 @@ class Capture(contextlib.ContextDecorator):
         # TT-NN's reports carry UMD's descriptor of the whole machine, which ttnn-visualizer's topology view reads
         # (without it: "Cluster description not found" on every page). Written now, while there is room: the
         # system is fixed for the process, however many of its chips the run opens.
-        _write_text(path / CLUSTER_DESCRIPTOR_FILE, device_sim.mesh.cluster_descriptor_yaml())
+        _write_text(path / CLUSTER_DESCRIPTOR_FILE, device_sim.cluster.cluster_descriptor_yaml())
 
         self._warner = LossWarner()
         if config.writer == "process":
@@ -417,6 +418,8 @@ class Capture(contextlib.ContextDecorator):
             self._warn_host_ops()
         with contextlib.suppress(OSError):
             os.unlink(self.path / RESERVE_FILE)  # room for the notes below, if the disk is what failed
+        if len(self.recorder.chips()) > 1:  # a mesh ran: where each chip sits (the visualizer's topology dialog)
+            _write_text(self.path / MESH_MAPPING_FILE, device_sim.cluster.mesh_coordinate_mapping_yaml())
         if self._writer.error is not None:
             # The writer's connection failed; a fresh one may still get the notes in (or not: then warn).
             lost = {"records_lost": self._writer.records_lost, "ops_lost": self._writer.ops_lost,
