@@ -1,6 +1,7 @@
 """Device time where a user looks (issue 30, item 3): the summary's total with host transfers apart and its
 by-name table slowest on the device first; the reading API's per-op figures and each chip's timeline."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -55,3 +56,16 @@ def test_the_timeline_puts_each_chips_ops_back_to_back(sample):
     assert [s.operation_id for s in slices] == sorted(estimated) and {s.device_id for s in slices} == {0}
     assert all(b.start_ns == a.end_ns for a, b in zip(slices, slices[1:]))
     assert all(s.end_ns - s.start_ns == estimated[s.operation_id] for s in slices)
+
+
+def test_ops_sort_device_lists_the_slowest_on_the_device_first(sample):
+    done = subprocess.run([sys.executable, "-m", "ttreport.cli", "ops", str(sample), "--sort", "device", "--limit",
+                           "0", "--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    listed = [op["id"] for op in json.loads(done.stdout)]
+    with ttreport.open(sample) as r:
+        estimated = dict(r.execute("SELECT operation_id, ideal_ns FROM device_perf"))
+        assert len(listed) == r.count_operations()
+    timed = [i for i in listed if i in estimated]
+    assert timed == sorted(estimated, key=lambda i: (-estimated[i], i))  # slowest first, ties in call order
+    assert listed[len(timed):] == sorted(set(listed) - set(estimated))  # ops without an estimate last

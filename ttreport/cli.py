@@ -327,8 +327,9 @@ def ls_command(root: Path | None, as_json: bool):
 @main.command()
 @click.argument("report")
 @click.option("--name", "-n", help="Op name, its last part (matmul) or a glob (*norm*).")
-@click.option("--sort", type=click.Choice(["id", "duration", "start"]), default="id", show_default=True,
-              help="Call order, start time, or slowest first.")
+@click.option("--sort", type=click.Choice(["id", "duration", "start", "device"]), default="id", show_default=True,
+              help="Call order, start time, slowest first on the host (duration: the emulator's time) or on the "
+                   "device (device: the performance model's estimate).")
 @click.option("--limit", type=int, default=50, show_default=True, help="At most this many ops (0: all).")
 @click.option("--top-level", is_flag=True, help="Only the ops the model called directly (depth 0).")
 @_json_flag

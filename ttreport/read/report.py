@@ -46,6 +46,8 @@ _SORTS = {
     "id": "o.operation_id",
     "duration": "o.duration DESC, o.operation_id",
     "start": "o.start_ns, o.operation_id",
+    # slowest on the device first (the performance model's estimate); ops without one last (SQLite's NULLs are least)
+    "device": "(SELECT p.ideal_ns FROM device_perf p WHERE p.operation_id = o.operation_id) DESC, o.operation_id",
 }
 
 
@@ -588,7 +590,8 @@ class Report:
         """Ops in the report, each with its arguments, tensors, stack trace and error.
 
         `name` is an exact op name ("ttnn.matmul"), its last part ("matmul"), or a glob
-        ("*norm*"). `sort` is "id" (call order), "start" or "duration" (slowest first).
+        ("*norm*"). `sort` is "id" (call order), "start", "duration" (slowest on the host first) or
+        "device" (slowest on the device first: the performance model's estimate).
         `depth=0` keeps only the ops the model called directly (and those of a TT-NN report,
         which records no depth).
         """
@@ -600,6 +603,9 @@ class Report:
         bounded however many ops the report holds."""
         if sort not in _SORTS:
             raise ReportError(f"sort must be one of {', '.join(_SORTS)}, not {sort!r}")
+        if sort == "device" and not self._has_table("device_perf"):
+            raise ReportError("this report has no device time estimates (a TT-NN report, or one from before schema "
+                              "0006): sort by duration, the host time, instead")
         where, params = self._name_filter(name)
         if depth is not None:
             where += (" AND" if where else "WHERE") + " COALESCE(o.depth, 0) = ?"
