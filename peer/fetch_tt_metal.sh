@@ -18,7 +18,8 @@ mkdir -p "$dest"
 for path in conftest.py pytest.ini tests/__init__.py tests/ttnn tests/scripts tests/tests_common tests/tt_eager \
             tests/sweep_framework models/common models/perf models/demos/deepseek_v3/utils ttnn/ttnn ttnn/tt_lib \
             ttnn/cpp/ttnn/operations models/tt_transformers models/demos/audio/whisper/tt \
-            models/demos/audio/whisper/tests models/demos/audio/whisper/demo/demo.py ttnn/tutorials; do
+            models/demos/audio/whisper/tests models/demos/audio/whisper/demo/demo.py models/demos/utils \
+            models/sample_data/huggingface_imagenet_classes.py ttnn/tutorials; do
   git --git-dir="$git_dir" archive "$commit" "$path" | tar -x -C "$dest"
 done
 echo "$commit" > "$dest/.tt_metal_commit"

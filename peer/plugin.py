@@ -92,6 +92,14 @@ def _is_tg_cluster():
     return ttnn.cluster.get_cluster_type() == ttnn.cluster.ClusterType.TG
 
 
+@pytest.fixture(scope="function")
+def galaxy_type():
+    # models/tt_transformers/conftest.py's device_params reads it (FABRIC_1D_RING on a 6U galaxy).
+    if ttnn.cluster.get_cluster_type() == ttnn.cluster.ClusterType.GALAXY:
+        return "6U"
+    return "4U" if _is_tg_cluster() else None
+
+
 def _updated_device_params(device_params):
     from tests.scripts.common import get_updated_device_params  # tt-metal's own helper, from the checkout
 
