@@ -280,15 +280,13 @@ class Tensor:
         return self.to_device(target, memory_config, **kwargs)
 
     def pad_to_tile(self, pad_value: float = 0.0) -> Tensor:
-        """A host copy whose last two dims are padded up to whole tiles with `pad_value` (TT-NN's host pad)."""
-        v = self._value_or_raise()
-        h, w = (v.shape[-2] if v.dim() > 1 else 1), v.shape[-1] if v.dim() else 1
-        th, tw = self.tile.tile_shape
-        pad = (0, -w % tw, 0, -h % th)
-        src = v if v.dim() > 1 else v.reshape(1, -1)
-        out = torch.nn.functional.pad(src.float() if v.is_floating_point() else src, pad, value=pad_value)
-        return Tensor._create(dtypes.to_device_values(out, self.dtype), self.dtype, self.layout, None, None, None,
-                              self.tile)
+        """A host copy whose last two dims are padded up to whole tiles with `pad_value`; the logical shape stays
+        (TT-NN's host pad, tt_metal/impl/tensor/tensor_apis.cpp, builds the spec from the input's logical shape
+        and the padded one). device_sim keeps the pad value as the copy's tile padding
+        (to_torch_with_padded_shape shows it, and to_layout / to_device carry it)."""
+        out = Tensor._create(self._value_or_raise(), self.dtype, self.layout, None, None, None, self.tile)
+        out._pad_fill = float(pad_value)
+        return out
 
     def unpad_from_tile(self, output_tensor_shape) -> Tensor:
         """A host copy cut back to `output_tensor_shape` from the start of each dim (TT-NN's host unpad)."""

@@ -498,3 +498,12 @@ def test_a_sub_device_manager_is_created_loaded_and_removed_as_on_a_mesh_device(
     # the names model code writes in annotations (deepseek_v3's config_dataclass.py)
     assert ttnn._ttnn.device.SubDeviceId is ttnn.SubDeviceId and ttnn._ttnn.operations.ccl.Topology is ttnn.Topology
     assert ttnn._ttnn.global_semaphore.global_semaphore is ttnn.GlobalSemaphore
+
+
+def test_pad_to_tile_keeps_the_logical_shape_and_puts_the_value_in_the_tile_padding(device):
+    # tt-metal's moreh/cumsum tests pad host tensors with NaN, tilize them and compare the logical result
+    x = torch.randint(-2, 3, (32, 33)).bfloat16()
+    t = ttnn.Tensor(x, ttnn.bfloat16).pad_to_tile(float("nan")).to(ttnn.TILE_LAYOUT).to(device)
+    assert t.shape == (32, 33) and torch.equal(ttnn.to_torch(t), x)
+    padded = t.to_torch_with_padded_shape()
+    assert padded.shape == (32, 64) and padded[:, 33:].isnan().all()

@@ -49,8 +49,9 @@ def test_a_tile_the_device_has_no_faces_for_is_an_error():
 
 def test_pad_to_tile_and_unpad_from_tile_use_the_tensors_tile():
     t = ttnn.from_torch(torch.ones(3, 5), dtype=ttnn.float32, layout=ttnn.TILE, tile=ttnn.Tile((16, 16)))
-    p = t.pad_to_tile(-1.0)
-    assert p.shape == (16, 16) and p.to_torch()[3:, :].eq(-1).all() and p.to_torch()[:3, :5].eq(1).all()
+    p = t.pad_to_tile(-1.0)  # TT-NN's host pad: the logical shape stays, the padding holds the value
+    padded = p.to_torch_with_padded_shape()
+    assert p.shape == (3, 5) and padded.shape == (16, 16) and padded[3:, :].eq(-1).all() and padded[:3, :5].eq(1).all()
     assert torch.equal(p.unpad_from_tile([3, 5]).to_torch(), torch.ones(3, 5))
     with pytest.raises(ValueError, match=r"shape \[17, 5\] does not fit inside"):
         p.unpad_from_tile([17, 5])

@@ -203,6 +203,7 @@ def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
         dtype = untilized_dtype(tensor.dtype)
     out = output(held(tensor), tensor, ins, op_name=op_name, dtype=dtype, layout=layout,
                  memory_config=memory_config)
+    _keep_pad_fill(tensor, out)  # a padded row-major tensor tilizes with its pad value in the tile padding
     device_work.launch_after(out, True, tensor, programs.layout_program(tensor, out))  # tilize / untilize
     return out
 
