@@ -9,6 +9,7 @@ ttreport.read (what opens a finished report); what both use (config, errors, sch
 sits at the top, beside the command line, the pytest plugin and the demo.
 """
 
+import importlib
 import sys
 import types
 from typing import TYPE_CHECKING
@@ -51,8 +52,6 @@ def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ttreport' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(f"ttreport.{module}"), name)
     globals()[name] = value  # later lookups skip __getattr__
     return value

@@ -7,8 +7,10 @@ and exit with status 2, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
+import difflib
 import json
 import math
 import os
@@ -20,12 +22,20 @@ from pathlib import Path
 
 import click
 
-from ttreport import memory_text, outfile
+from ttreport import db, memory_text, outfile, recovery, wal
+from ttreport.config import Config
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
 from ttreport.export import memory
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
+from ttreport.export.ops_perf import export_ops_perf
+from ttreport.folder import OPLOG_DIR, OPLOG_DONE_DIR
 from ttreport.read import device_time, terminal
-from ttreport.read.report import DEFAULT_ROOT, Report, Summary, sql_param
+from ttreport.read.faults import check as check_report
+from ttreport.read.report import DEFAULT_ROOT, Report, Summary, default_roots, find_reports, resolve, sql_param
+from ttreport.read.terminal import json_safe
+from ttreport.store import cli as store_cli
+from ttreport.store.cli import store_args
+from ttreport.store.connection import is_store_url, masked
 
 BAD_INPUT = 2
 
@@ -47,11 +57,7 @@ _STORE_URLS = "ttreport.store_urls"  # ctx.meta: the store URLs (and DSNs) of th
 
 class _Group(click.Group):
     def parse_args(self, ctx, args):
-        # A store URL (or libpq DSN) and its --run stand for that run's folder (ttreport.store.cli.store_args;
-        # the store's commands are registered at import, so this imports nothing new).
-        from ttreport.store.cli import store_args
-        from ttreport.store.connection import is_store_url
-
+        # A store URL (or libpq DSN) and its --run stand for that run's folder (ttreport.store.cli.store_args).
         ctx.meta[_STORE_URLS] = [a for a in args if is_store_url(a)]
         if ctx.meta[_STORE_URLS]:
             try:
@@ -66,8 +72,6 @@ class _Group(click.Group):
         except click.ClickException as e:
             # Any message may quote a store URL of the command line (click's "unexpected extra argument", a URL
             # given where a report folder belongs): its password is hidden, in whatever form it is quoted.
-            from ttreport.store.connection import masked
-
             for url in ctx.meta.get(_STORE_URLS, ()):
                 e.message = masked(e.message, url)
             raise
@@ -224,8 +228,6 @@ _json_flag = click.option("--json", "as_json", is_flag=True, help="Print it as o
 
 def _echo_json(value) -> None:
     """`value` (dataclasses, named tuples, dicts, lists) as indented JSON: NaN as null, a BLOB as hex."""
-    from ttreport.read.compare import json_safe
-
     click.echo(json.dumps(json_safe(_plain(value)), indent=2, default=_json_default))
 
 
@@ -283,8 +285,6 @@ def ls_command(root: Path | None, as_json: bool):
 
     Example: ttreport ls generated/ttreport/reports
     """
-    from ttreport.read.report import default_roots, find_reports
-
     if root is None:
         roots = [r for r in default_roots() if r.is_dir()]
         if not roots:
@@ -371,8 +371,6 @@ def ops(report, name, sort, limit, top_level, as_json):
 
 def _no_op_named(r: Report, name: str, option: str = "--name") -> None:
     """Refuse a --name that matches no op: a typo gets the closest names (difflib, on the whole and last part)."""
-    import difflib
-
     names = r.op_names()
     last = {n.rsplit(".", 1)[-1]: n for n in names}
     # names holding the last part first (`softmax`: ttnn.transformer.attention_softmax), then difflib's nearest
@@ -666,9 +664,6 @@ def upgrade(report):
     """
     from sqlalchemy.exc import DBAPIError
 
-    from ttreport import db
-    from ttreport.read.report import resolve
-
     click.get_current_context().meta["ttreport.report"] = report
     path = resolve(report)
     db.check_is_report(path)
@@ -719,8 +714,6 @@ def check(report, repair, as_json):
 
     Example: ttreport check generated/ttreport/reports/demo
     """
-    from ttreport.read.faults import check as check_report
-
     click.get_current_context().meta["ttreport.report"] = report
     faults = _repair(report, err=as_json) if repair else []  # with --json, stdout holds the JSON only
     faults += check_report(report)
@@ -737,10 +730,6 @@ def check(report, repair, as_json):
 def _repair(report, *, err: bool = False) -> list[str]:
     """Finish REPORT's op log and fold its left-over WAL (ttreport.recovery); the fault when the WAL cannot be folded.
     An op log that stays is check's to name (read.faults: what it holds, and why it stays)."""
-    from ttreport import recovery, wal
-    from ttreport.folder import OPLOG_DIR, OPLOG_DONE_DIR
-    from ttreport.read.report import resolve
-
     db_path = resolve(report)
     log = wal.wal_path(db_path)
     had_wal = os.path.lexists(log)
@@ -776,12 +765,9 @@ def run(name, overwrite, script, args):
 
     Example: ttreport run --name my-run model.py --batch 2
     """
-    import contextlib
-
     import device_sim
     from device_sim import config as ttnn_config
-    from ttreport.capture.session import Capture
-    from ttreport.config import Config
+    from ttreport.capture.session import Capture  # torch and device_sim: only a capture imports them
 
     device_sim.install_as_ttnn()
     # TTNN_CONFIG_OVERRIDES' enable_logging started a capture as ttnn was installed (TT-NN's own switch, into
@@ -901,9 +887,7 @@ def merge_command(reports, out, ranks):
 
     Example: ttreport merge reports/rank0 reports/rank1 -o reports/run --rank reports/rank1=1
     """
-    from ttreport.config import Config
-    from ttreport.read.merge import merge
-    from ttreport.read.report import resolve
+    from ttreport.read.merge import merge  # SQLAlchemy (schema): only merge imports it
 
     # -o names the report as capture("run") or capture("out/run") does, so `merge r0 r1 -o run` lands beside
     # r0 and r1 under the root, where `ttreport ls` and every command's REPORT-by-name find it.
@@ -966,7 +950,7 @@ def html(report, out, limit, top_level, against):
     _output_file(out)
     comparison = None
     if against is not None:
-        from ttreport.read.compare import compare_reports
+        from ttreport.read.compare import compare_reports  # torch (metrics): only the comparing commands import it
 
         comparison = compare_reports(against, report, progress=True)
     with _open(report) as r, terminal.progress("writing the page"):
@@ -1025,7 +1009,7 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_dep
     if timing:
         _compare_timing(a, b, pattern, json_file, all_depths, limit, "host" if host_time else "device")
         return
-    from ttreport.read.compare import compare_reports
+    from ttreport.read.compare import compare_reports  # torch (metrics): only the comparing commands import it
 
     result = compare_reports(a, b, rtol=rtol, atol=atol, pcc=pcc, ops=pattern, strict=strict,
                              progress=sys.stderr.isatty(), top_level=not all_depths)
@@ -1043,7 +1027,7 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_dep
 
 
 def _compare_timing(a, b, pattern, json_file, all_depths, limit, clock) -> None:
-    from ttreport.read.timing import compare_timing
+    from ttreport.read.timing import compare_timing  # torch (metrics): only the comparing commands import it
 
     t = compare_timing(a, b, ops=pattern, top_level=not all_depths, clock=clock)
     if str(json_file) == "-":
@@ -1115,8 +1099,7 @@ def diff_tensor(a, b, rtol, atol, pcc, as_json):
 
     Example: ttreport diff-tensor run-a/tensors/12.pt run-b/tensors/12.pt
     """
-    from ttreport.metrics import compare_tensors
-    from ttreport.read.compare import json_safe
+    from ttreport.metrics import compare_tensors  # torch: only the comparing commands import it
 
     c = compare_tensors(_load_tensor_file(b), _load_tensor_file(a), rtol=rtol, atol=atol, pcc=pcc)
     if as_json:
@@ -1189,8 +1172,6 @@ def perf_csv(report, folder):
 
     Example: ttreport perf-csv generated/ttreport/reports/demo
     """
-    from ttreport.export.ops_perf import export_ops_perf
-
     if folder is not None:
         _output_folder(Path(folder), Path(folder) / "ops_perf_results.csv")
     with _open(report) as r:
@@ -1200,8 +1181,6 @@ def perf_csv(report, folder):
 
 def _store_commands() -> None:
     """push, runs, history: the store's commands (ttreport.store.cli; psycopg is imported only when one runs)."""
-    from ttreport.store import cli as store_cli
-
     for command in (store_cli.push, store_cli.runs, store_cli.history, store_cli.query_store):
         main.add_command(command)
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 import device_sim as ttnn
+from ttreport.config import Config
 
 SAMPLE_ROOT = Path(__file__).resolve().parent.parent / "sample_reports"
 
@@ -167,8 +168,7 @@ def capture_demo(target, *, root: Path | None = None, perf_files: bool = True) -
     The capture writes TT-NN's perf files (ops_perf_results.csv, profile_log_device.csv, for
     ttnn-visualizer's Performance tab) into that folder at close unless `perf_files` is False.
     """
-    from ttreport.capture.session import Capture
-    from ttreport.config import Config
+    from ttreport.capture.session import Capture  # torch and device_sim: only a capture imports them
 
     # device_graphs=True: TT-NN's per-op graph tables, which the visualizer's device-operations view reads
     config = Config(tensors="all", comparison="local", overwrite=True, perf_files=perf_files, device_graphs=True,
@@ -233,8 +233,6 @@ def report_path(root: Path | None = None) -> Path:
 
 def _demo_root(root: Path | None) -> Path:
     """The root the demo's capture writes under (TTREPORT_CONFIG's, else `root`'s or Config's default)."""
-    from ttreport.config import Config
-
     return Config.from_env(Config(**({"root": root} if root is not None else {}))).root
 
 

@@ -37,11 +37,15 @@ test too (a CI gate that passes what it cannot check would hide regressions), sa
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+import ttreport
+from ttreport.errors import TTReportError
 
 MARKER = "ttreport"
 
@@ -72,6 +76,7 @@ def pytest_configure(config) -> None:
                             "and its baseline gate's tolerances, strictness and device-time limit")
     baseline = config.getoption("ttreport_baseline")
     if config.getoption("ttreport") or baseline:
+        # deferred: this plugin loads in every pytest run; the reading side only under --ttreport
         from ttreport.read.report import DEFAULT_ROOT
 
         root = Path(config.getoption("ttreport_root") or DEFAULT_ROOT)
@@ -121,8 +126,6 @@ class _Session:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item):
-        import ttreport
-
         name = report_name(item.nodeid)
         capture = ttreport.Capture(name, config=self._config(item))
         try:
@@ -141,10 +144,6 @@ class _Session:
         return outcome
 
     def _config(self, item):
-        import dataclasses
-
-        import ttreport
-
         marker = item.get_closest_marker(MARKER)
         given = marker.kwargs.get("config", marker.args[0] if marker.args else None) if marker else None
         if given is not None and not isinstance(given, ttreport.Config):
@@ -154,6 +153,7 @@ class _Session:
         return dataclasses.replace(base, root=self.root, overwrite=True)
 
     def _result(self, name: str, path: Path) -> _Result:
+        # deferred: this plugin loads in every pytest run; the reading side only under --ttreport
         from ttreport.read.report import Report
 
         with Report(path) as r:
@@ -163,7 +163,8 @@ class _Session:
                        len(s.errors), path)
 
     def _check_baseline(self, result: _Result, gate: dict) -> None:
-        from ttreport.errors import TTReportError
+        # deferred: this plugin loads in every pytest run; the reading side only under --ttreport (and compare's
+        # torch, through metrics, only with a baseline to compare against)
         from ttreport.read.compare import compare_reports
         from ttreport.read.report import Report
 
@@ -209,6 +210,7 @@ class _Session:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.results:
             return
+        # deferred: this plugin loads in every pytest run; the reading side only under --ttreport
         from ttreport.read import terminal
 
         tr = terminalreporter
@@ -252,6 +254,7 @@ def _device_ns(report) -> int | None:
 
 
 def _ns(ns) -> str:
+    # deferred: this plugin loads in every pytest run; the reading side only under --ttreport
     from ttreport.read.device_time import human_ns
 
     return human_ns(ns)

@@ -11,6 +11,7 @@ Reading must not import torch or device_sim (`ttreport summary` starts in well u
 each name is imported on first use (PEP 562).
 """
 
+import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ def __getattr__(name: str):
     module = _ENTRY.get(name)
     if module is None:
         raise AttributeError(f"module 'ttreport.read' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(f"ttreport.read.{module}"), name)
     globals()[name] = value
     return value

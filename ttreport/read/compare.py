@@ -52,6 +52,7 @@ from ttreport.errors import TensorFileDamagedError, TensorFileError, TensorTooLa
 from ttreport.metrics import Comparison, compare_tensors, dtype_name, finer_dtype
 from ttreport.read import terminal
 from ttreport.read.report import Report, ReportError
+from ttreport.read.terminal import json_safe
 
 MATCH, MISMATCH, PROPAGATED, MISSING = "match", "mismatch", "propagated", "missing_tensor"
 
@@ -546,13 +547,3 @@ def _table(columns: list[str], rows: list[list[str]]) -> list[str]:
     fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     return [fmt(columns), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
 
-
-def json_safe(x):
-    """NaN -> null and +-inf -> "inf"/"-inf": JSON has neither."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    if isinstance(x, dict):
-        return {k: json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [json_safe(v) for v in x]
-    return x

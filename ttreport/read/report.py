@@ -25,11 +25,14 @@ from pathlib import Path
 
 from ttreport import db, recovery
 from ttreport.config import DEFAULT_ROOT, default_root
-from ttreport.errors import ReportError
+from ttreport.errors import ReportError, TensorFileDamagedError
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
+from ttreport.export.html import export_html
 from ttreport.export.memory import ALLOCATED, MemoryPeaks, Peak, memory_peaks
+from ttreport.export.trace import export_chrome_trace
 from ttreport.folder import capture_holds, log_left
 from ttreport.memory_text import BUFFER_LAYOUTS, BUFFER_TYPES  # noqa: F401 (report.BUFFER_TYPES: readers' names)
+from ttreport.read import device_time, terminal
 from ttreport.steps import Schedule
 
 DB_FILE = db.DB_FILE
@@ -920,8 +923,6 @@ class Report:
                                       or row_limit < -1):
             raise ReportError(f"row_limit={row_limit!r} is not a number of rows; give a count >= 0, or None "
                               f"(or -1, as torch.profiler) for every op name")
-        from ttreport.read import device_time, terminal
-
         device = self._has_table("device_perf")
         column, descending = TABLE_SORTS[sort_by]
         rows = self.sql(f"""
@@ -971,8 +972,6 @@ class Report:
         """Write the run as a Chrome trace-event / Perfetto JSON file (.json, or .json.gz compressed)
         that ui.perfetto.dev and chrome://tracing open: ops as nested slices, L1/DRAM counters per
         device, producer -> consumer flows. Returns the path."""
-        from ttreport.export.trace import export_chrome_trace
-
         return export_chrome_trace(self, path)
 
     def export_html(self, path: str | os.PathLike, *, limit: int | None = HTML_MAX_OPS, top_level: bool = False,
@@ -982,8 +981,6 @@ class Report:
         `limit` caps the ops in the op table (default 10,000; None: every op, up to the page's bound; the
         timeline draws at most 10,000), `top_level` keeps only the ops the model called there; `comparison`, a
         ReportComparison whose B is this report, adds its PCC per op and root cause. Returns the path."""
-        from ttreport.export.html import export_html
-
         return export_html(self, path, limit=limit, top_level=top_level, comparison=comparison)
 
 
@@ -1024,7 +1021,7 @@ def expected_file(conn: sqlite3.Connection, tensor_id: int, where, device: int |
     """The storage.Expected of `tensor_id`'s file (or of `device`'s shard file of a mesh tensor, or the
     `write` row's facts (file_bytes, crc32, shape, dtype) of a tensor_writes file) from the report on
     `conn` (a ReportError for an unknown id)."""
-    from ttreport.storage import Expected
+    from ttreport.storage import Expected  # torch: only readers that load tensors pay for it
 
     row = conn.execute("SELECT shape FROM tensors WHERE tensor_id = ?", (int(tensor_id),)).fetchone()
     if row is None:
@@ -1048,8 +1045,6 @@ def expected_file(conn: sqlite3.Connection, tensor_id: int, where, device: int |
     file_bytes, crc, dtype = facts[0], facts[1], facts[3]
     if not (isinstance(file_bytes, int) and isinstance(crc, int) and isinstance(dtype, str)
             and isinstance(shape, list) and all(isinstance(d, int) for d in shape)):
-        from ttreport.errors import TensorFileDamagedError
-
         raise TensorFileDamagedError(f"tensor {tensor_id}: its tensor_files row in {where} is damaged "
                                      f"({facts!r}), so its file cannot be verified")
     return Expected(file_bytes, crc, shape, dtype, dims or None)

@@ -22,6 +22,7 @@ Rules every command follows through this module:
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import os
 import re
@@ -70,6 +71,17 @@ def cell(v, limit: int = VALUE_CHARS) -> str:
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text):,} characters)"
     return printable(text)
+
+
+def json_safe(x):
+    """NaN -> null and +-inf -> "inf"/"-inf": JSON has neither."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    return x
 
 
 def human_bytes(n) -> str:
@@ -157,8 +169,6 @@ def table_text(columns, rows) -> str:
     the terminal's width when stdout is a terminal, else plain aligned text."""
     if not is_terminal():
         return "\n".join(plain_table(columns, rows))
-    import io
-
     from rich.console import Console
 
     width = _console(stderr=False).width  # the terminal's, read before drawing into a buffer

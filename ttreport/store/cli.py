@@ -12,14 +12,22 @@ a run with the same code as a folder. `compare URL --run a URL --run b` compares
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 import sys
 
 import click
 
+from ttreport.read.device_time import human_ns
 from ttreport.read.report import sql_param
-from ttreport.read.terminal import echo_table
+from ttreport.read.terminal import echo_table, human_bytes, human_seconds, plain_table
 from ttreport.store.connection import StoreError, is_store_url
+from ttreport.store.history import history as op_history
+from ttreport.store.history import op_shapes
+from ttreport.store.history import runs as list_runs
+from ttreport.store.pull import materialize
+from ttreport.store.push import push as push_one
+from ttreport.store.push import shape_key
 from ttreport.store.query import query
 
 STORE_COMMANDS = frozenset({"push", "runs", "history", "query-store"})  # they take the URL itself
@@ -31,8 +39,6 @@ def store_args(args: list[str]) -> list[str]:
         return args
     if args and args[0] == "query" and not any(a == "--run" or a.startswith("--run=") for a in args):
         return ["query-store", *args[1:]]  # SQL across the whole store
-    from ttreport.store.pull import materialize
-
     out, runs, urls = [], [], []
     i = 0
     while i < len(args):
@@ -70,8 +76,6 @@ def push(reports, url, name, model):
 
     Example: ttreport push generated/ttreport/reports/demo --to "postgresql://ci@db/ttreport?tensors=/mnt/t"
     """
-    from ttreport.store.push import push as push_one
-
     if name and len(reports) > 1:
         raise StoreError(f"--name {name!r} names one run, and {len(reports)} reports were given: push them one by one")
     for report in reports:
@@ -89,9 +93,6 @@ def runs(url, limit, as_json):
 
     Example: ttreport runs postgresql://ci@db/ttreport --limit 20
     """
-    from ttreport.read.terminal import plain_table
-    from ttreport.store.history import runs as list_runs
-
     rows = list_runs(url, limit=limit)
     if as_json:  # one document, as every reading command's --json
         click.echo(json.dumps(rows, indent=2, default=str))
@@ -119,10 +120,6 @@ def history(url, op, shape, threshold, host_time, as_json):
 
     Example: ttreport history postgresql://ci@db/ttreport --op ttnn.matmul --shape 1x32x64
     """
-    from ttreport.read.device_time import human_ns
-    from ttreport.read.terminal import human_bytes, human_seconds, plain_table
-    from ttreport.store.history import history as op_history
-
     rows = op_history(url, op, shape=shape, threshold=threshold, clock="host" if host_time else "device")
     if not rows:
         _unknown(url, op, shape)
@@ -142,11 +139,6 @@ def history(url, op, shape, threshold, host_time, as_json):
 
 def _unknown(url: str, op: str, shape: str | None) -> None:
     """Refuse an --op or --shape that matches nothing, saying which, with the names or shapes that would match."""
-    import difflib
-
-    from ttreport.store.history import op_shapes
-    from ttreport.store.push import shape_key
-
     known = op_shapes(url)
     if op not in known:
         close = difflib.get_close_matches(op, list(known), n=5, cutoff=0.6)

@@ -197,7 +197,7 @@ def _ddl() -> list[str]:
     from sqlalchemy.dialects import postgresql
     from sqlalchemy.schema import CreateIndex, CreateTable
 
-    from ttreport.store import tables
+    from ttreport.store import tables  # SQLAlchemy: only a store's schema change needs its tables
 
     dialect = postgresql.dialect()
     out = []
@@ -245,7 +245,7 @@ def _add_columns(conn, revision: str, head: str) -> None:
     tables, added to the store's. A migration that dropped or renamed a column cannot be applied so: refused."""
     from sqlalchemy.dialects import postgresql
 
-    from ttreport.store import tables
+    from ttreport.store import tables  # SQLAlchemy: only a store's schema change needs its tables
 
     have: dict[str, set[str]] = {}
     for table, column in conn.execute("SELECT table_name, column_name FROM information_schema.columns "

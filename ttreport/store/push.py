@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ttreport import db
 from ttreport.folder import TENSORS_DIR, capture_holds
+from ttreport.read.report import active_steps, resolve
 from ttreport.store.connection import StoreError, connect, ensure_schema, split_url, talking_to
 
 # For a report captured before capture wrote report_id: an identity from what the capture did write.
@@ -60,8 +61,6 @@ def report_uuid(meta: dict) -> str:
 
 def push(report, url: str, *, name: str | None = None, model: str | None = None) -> tuple[int, bool]:
     """Push the report folder `report` into the store at `url`: (its run_id, True if this push added it)."""
-    from ttreport.read.report import resolve
-
     db_path = resolve(report)
     db.check_current(db_path)  # NeedsUpgradeError names `ttreport upgrade`
     folder = db_path.parent
@@ -128,7 +127,7 @@ def _push(conn, src, folder: Path, meta: dict, ident: str, files, tensor_store, 
 
 
 def _copy_table(conn, src, name: str, run_id: int) -> None:
-    from ttreport.store import tables
+    from ttreport.store import tables  # SQLAlchemy: imported only to push
 
     cols = tables.report_columns(name)
     order = tables.ROW_ORDER in tables.order_by(name)
@@ -140,8 +139,6 @@ def _copy_table(conn, src, name: str, run_id: int) -> None:
 
 
 def _copy_stats(conn, src, run_id: int) -> None:
-    from ttreport.read.report import active_steps
-
     # A run captured in steps (ttreport.steps): history's figures are its active steps' (no warm-up calls).
     _, active = active_steps(src)
     merged: dict[tuple, list] = {}
