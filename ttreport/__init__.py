@@ -4,9 +4,20 @@
         model(x)
     ttreport.open(report.path).summary()
 
-Two sides, each a package with one entry point: ttreport.capture (what runs while a model runs) and
-ttreport.read (what opens a finished report); what both use (config, errors, schema, db, tensor files)
-sits at the top, beside the command line, the pytest plugin and the demo.
+The layers, each importing only those above it in this list (tests/test_import_graph.py fails on any import
+ring, imports inside functions counted; such an import only defers a heavy dependency, and says which):
+
+  floor     errors, config, folder (a report folder's names, lock and overwrite policy), wal, schema, db, steps,
+            memory_text, outfile, ptfile, metrics, storage; capture/records.py (standard library only)
+  helpers   read/terminal.py, read/device_time.py: units, tables and device time, importing nothing of ttreport
+  export    export/*: renders a report's rows (ops_perf, trace, html, memory, golden)
+  capture   capture/*: the hook, the op log and the writers (live_perf renders perf files with export.ops_perf)
+  recovery  recovery.py: finishes what a killed capture left; runs capture's writer (imported only for a log)
+  read      read/*: opens a report (recovering it first) and reads it; Report.export_* call export
+  session   capture/session.py: the capture's entry (ttreport.capture, profile, Capture); reads its own report
+            back at close (perf files) and for Capture.summary
+  store     store/*: pushes reports to PostgreSQL and reads runs back; ttreport.open (a folder or a store's run)
+  top       cli, demo, pytest_plugin, ttnn_config
 """
 
 import importlib
