@@ -159,6 +159,7 @@ from device_sim.ops.ccl import (
     reset_global_semaphore_value,
     set_fabric_config,
 )
+from device_sim.ops.core import TileReshapeMapMode
 from device_sim.placement import get_default_memory_config, memory, set_default_memory_config, set_strict, strict
 from device_sim.program_configs import (
     LayerNormDefaultProgramConfig,

@@ -507,3 +507,10 @@ def test_pad_to_tile_keeps_the_logical_shape_and_puts_the_value_in_the_tile_padd
     assert t.shape == (32, 33) and torch.equal(ttnn.to_torch(t), x)
     padded = t.to_torch_with_padded_shape()
     assert padded.shape == (32, 64) and padded[:, 33:].isnan().all()
+
+
+def test_tile_reshape_map_mode_names_the_modes_reshape_takes(device):
+    # tests/ttnn's test_reshape.py reads ttnn.TileReshapeMapMode at import (a parametrize list)
+    t = ttnn.from_torch(torch.randn(1, 8, 8), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    for mode in (ttnn.TileReshapeMapMode.CACHE, ttnn.TileReshapeMapMode.RECREATE):
+        assert ttnn.reshape(t, (1, 16, 4), reshape_tile_mode=mode).shape == (1, 16, 4)

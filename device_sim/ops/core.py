@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import enum
 import math
 
 import torch
@@ -295,6 +296,14 @@ def _reshape_into_padding(t: Tensor, shape, padded_shape, memory_config):
     if t.buffer is None:  # a host tensor: a new tensor with the values
         return output(value, t, [], op_name="ttnn.reshape")
     return views.make_view(t, value)
+
+
+class TileReshapeMapMode(enum.IntEnum):
+    """reshape's reshape_tile_mode= (reshape_view/reshape.hpp): CACHE keeps the TILE reshape's mapping tensor,
+    RECREATE rebuilds it each call. The values come out the same either way."""
+
+    CACHE = 0
+    RECREATE = 1
 
 
 @register_op("ttnn.reshape", kind="move", golden=_reshape_golden)
