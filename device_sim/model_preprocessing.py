@@ -41,16 +41,21 @@ logger = logging.getLogger("device_sim.model_preprocessing")
 
 
 # -- one module's parameters ---------------------------------------------------------------------
-def preprocess_linear_weight(weight: torch.Tensor, *, dtype: DataType, layout: Layout = Layout.TILE) -> Tensor:
-    """torch.nn.Linear's [out, in] weight as the [in, out] host tensor that ttnn.linear multiplies by."""
+def preprocess_linear_weight(weight: torch.Tensor, *, dtype: DataType, layout: Layout = Layout.TILE,
+                             weights_mesh_mapper=None) -> Tensor:
+    """torch.nn.Linear's [out, in] weight as the [in, out] host tensor that ttnn.linear multiplies by.
+
+    `weights_mesh_mapper` (tt-metal a8c5af0f; Whisper's mesh preprocessor passes it) places it on a mesh's chips."""
     if weight.dim() != 2:
         raise ValueError(f"preprocess_linear_weight: weight shape {list(weight.shape)} must be [out, in]")
-    return from_torch(weight.T.contiguous(), dtype=dtype, layout=layout)
+    return from_torch(weight.T.contiguous(), dtype=dtype, layout=layout, mesh_mapper=weights_mesh_mapper)
 
 
-def preprocess_linear_bias(bias: torch.Tensor, *, dtype: DataType, layout: Layout = Layout.TILE) -> Tensor:
-    """torch.nn.Linear's [out] bias as the [1, out] host tensor that ttnn.linear adds."""
-    return from_torch(bias.reshape(1, -1), dtype=dtype, layout=layout)
+def preprocess_linear_bias(bias: torch.Tensor, *, dtype: DataType, layout: Layout = Layout.TILE,
+                           weights_mesh_mapper=None) -> Tensor:
+    """torch.nn.Linear's [out] bias as the [1, out] host tensor that ttnn.linear adds (`weights_mesh_mapper`: as
+    preprocess_linear_weight's)."""
+    return from_torch(bias.reshape(1, -1), dtype=dtype, layout=layout, mesh_mapper=weights_mesh_mapper)
 
 
 def preprocess_layernorm_parameter(parameter: torch.Tensor, *, dtype: DataType,

@@ -39,9 +39,12 @@ def _split(x: torch.Tensor, n_q: int, n_kv: int, op_name: str):
 
 
 def _create_heads_golden(t, kv=None, *_, num_heads, num_kv_heads=None, transpose_k_heads=True, **__):
+    # num_kv_heads=0 is 0 key/value heads, not the default (nlp_create_qkv_heads.cpp: value_or(num_q_heads)):
+    # Whisper's cross-attention splits K and V apart that way and takes [0].
     x = t if kv is None else torch.cat([t, kv], -1)
-    q, k, v = (y.squeeze(1).transpose(1, 2) for y in _split(x, num_heads, num_kv_heads or num_heads,
-                                                             "ttnn.experimental.nlp_create_qkv_heads"))
+    n_kv = num_heads if num_kv_heads is None else num_kv_heads
+    q, k, v = (y.squeeze(1).transpose(1, 2)
+               for y in _split(x, num_heads, n_kv, "ttnn.experimental.nlp_create_qkv_heads"))
     return q, (k.transpose(-2, -1) if transpose_k_heads else k), v
 
 
