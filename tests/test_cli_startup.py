@@ -26,7 +26,7 @@ sys.exit(code)
 
 
 @pytest.mark.parametrize("args", [["--version"], ["ls", str(SAMPLE.parent)], ["summary", str(SAMPLE)],
-                                  ["ops", str(SAMPLE)], ["op", str(SAMPLE), "12"],
+                                  ["summary", "--json", str(SAMPLE)], ["ops", str(SAMPLE)], ["op", str(SAMPLE), "12"],
                                   ["query", str(SAMPLE), "SELECT COUNT(*) FROM operations"]])
 def test_reading_commands_import_neither_torch_nor_alembic(args):
     # Nor rich: output to a pipe is plain text, and rich (~55 ms to import) is loaded only to draw on a terminal.
