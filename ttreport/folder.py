@@ -52,6 +52,8 @@ CAPTURE_FILES = (DB_FILE, f"{DB_FILE}-wal", f"{DB_FILE}-shm", f"{DB_FILE}-journa
                  PERF_FILE, DEVICE_LOG_FILE)
 # A tensor file (or its temporary name while written): tensors/<id>.pt, tensors/.<id>.pt.tmp, ...
 _TENSOR_FILE = re.compile(r"\.?\d+\.(pt|bin)(\.[A-Za-z0-9_]+)*")
+# Only the temporary name (storage.py: .<id>.pt.tmp, or tempfile.mkstemp's .<id>.pt.<8 characters>.tmp)
+_TENSOR_TEMP = re.compile(r"\.\d+\.(pt|bin)(\.[A-Za-z0-9_]+)?\.tmp")
 # An op log's own files: its segments, its progress note, the perf files' parts the writer process renders.
 _LOG_FILE = re.compile(r"\d+\.(seg|tmp)|\.progress(\.tmp)?|\.(ops_perf_results|profile_log_device)\.csv\.part")
 CLOSED_STATUSES = ("complete", "error", "interrupted")  # a capture that closed its report wrote one of these
@@ -282,19 +284,32 @@ def _remove_report_files(path: Path) -> None:
             entry.unlink()
     for log in (OPLOG_DIR, OPLOG_DONE_DIR):  # a process writer's op log (its segments and progress note only)
         remove_log(path / log)
+    _remove_tensor_files(path, _TENSOR_FILE)
+    with contextlib.suppress(OSError):  # not empty (or not there): it holds something a capture did not write
+        (path / TENSORS_DIR).rmdir()
+
+
+def remove_temporary_files(path: Path) -> None:
+    """Delete the tensor files a killed capture left half written, under their temporary names (a finished file
+    keeps its own). The caller holds the folder's lock: no capture is writing them."""
+    _remove_tensor_files(path, _TENSOR_TEMP)
+
+
+def _remove_tensor_files(path: Path, names: re.Pattern) -> None:
+    """Delete the files of tensors/ (and of a mesh tensor's tensors/<id>/) whose names `names` matches; a link is
+    removed, never followed."""
     tensors = path / TENSORS_DIR
-    if tensors.is_dir() and not tensors.is_symlink():
-        for entry in tensors.iterdir():
-            if _TENSOR_FILE.fullmatch(entry.name) and (entry.is_symlink() or entry.is_file()):
-                entry.unlink()
-            elif entry.name.isdigit() and entry.is_dir() and not entry.is_symlink():  # a mesh tensor's shards
-                for shard in entry.iterdir():
-                    if _TENSOR_FILE.fullmatch(shard.name) and (shard.is_symlink() or shard.is_file()):
-                        shard.unlink()
-                with contextlib.suppress(OSError):  # kept when it holds something else, as below
-                    entry.rmdir()
-        with contextlib.suppress(OSError):  # not empty: it holds something a capture did not write; kept
-            tensors.rmdir()
+    if not tensors.is_dir() or tensors.is_symlink():
+        return
+    for entry in tensors.iterdir():
+        if names.fullmatch(entry.name) and (entry.is_symlink() or entry.is_file()):
+            entry.unlink()
+        elif entry.name.isdigit() and entry.is_dir() and not entry.is_symlink():  # a mesh tensor's shards
+            for shard in entry.iterdir():
+                if names.fullmatch(shard.name) and (shard.is_symlink() or shard.is_file()):
+                    shard.unlink()
+            with contextlib.suppress(OSError):  # kept when it holds something else
+                entry.rmdir()
 
 
 def log_left(folder: str | os.PathLike) -> str | None:

@@ -44,6 +44,7 @@ from ttreport.folder import (
     closed,
     hold_folder,
     remove_log,
+    remove_temporary_files,
     segment_path,
 )
 
@@ -72,10 +73,12 @@ def recover(db_path: str | os.PathLike, *, remove_unused_log: bool = False) -> b
             return False
         return wal.fold(db_path)
     finally:
-        if lock_fd is not None:  # a killed capture's lock: its reserve and scratch files are of no more use
+        if lock_fd is not None:  # a killed capture's lock: its reserve, scratch and half-written files are of no use
             for leftover in (RESERVE_FILE, LIFETIMES_FILE):
                 with contextlib.suppress(OSError):
                     os.unlink(db_path.parent / leftover)
+            with contextlib.suppress(OSError):
+                remove_temporary_files(db_path.parent)
             os.close(lock_fd)
 
 
