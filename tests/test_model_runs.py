@@ -39,3 +39,14 @@ def test_nlp_create_qkv_heads_with_zero_kv_heads_splits_every_column_into_query_
     assert tuple(q.shape) == (1, 20, 32, 64)
     assert torch.equal(q.to_torch(), x.to(torch.bfloat16).reshape(1, 32, 20, 64).transpose(1, 2))
     assert tuple(k.shape)[1] == 0 and tuple(v.shape)[1] == 0
+
+
+def test_a_batched_matmul_too_big_for_one_core_a_matrix_falls_back_to_the_multicast_grid(device):
+    # Whisper's encoder self-attention, query @ key for 20 heads of 1500 positions, no program config: one
+    # 47x47-tile output a core wants ~5 MB of CBs, so TT-NN takes create_simple_matmul_program_config instead.
+    q = ttnn.from_torch(torch.randn(1, 20, 1500, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    k = ttnn.from_torch(torch.randn(1, 20, 64, 1500), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    scores = q @ k
+    want = q.to_torch().float() @ k.to_torch().float()
+    assert tuple(scores.shape) == (1, 20, 1500, 1500)
+    assert torch.corrcoef(torch.stack([scores.to_torch().float().flatten(), want.flatten()]))[0, 1] > 0.9999

@@ -136,6 +136,13 @@ def _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_
     elif any(d > 1 for d in bshape[:-2]):  # a batched b: one whole output matrix per core
         per_M, per_N, kw, two_d, transpose = Mt, Nt, 1, False, False
         kind = "MatmulMultiCoreReuseProgramConfig"
+        if room is not None:
+            # matmul_program passes `room` only when that whole-matrix block does not fit: TT-NN's can_cbs_fit_in_l1
+            # fails and it falls back to create_simple_matmul_program_config, whose DRAM-interleaved form is the 2D
+            # multicast config without batch fusion: ceil(Mt/gy) x ceil(Nt/gx) a core, in0_block_w Kt/gx or 1
+            # (Whisper's encoder self-attention, 20 heads of 1500x1500: a 47x47-tile block wanted 5 MB of CBs).
+            per_M, per_N, kw = -(-Mt // gy), -(-Nt // gx), (Kt // gx if Kt % gx == 0 else 1)
+            two_d, kind = True, "MatmulMultiCoreReuseMultiCastProgramConfig"
     else:
         height, width = B * Mt, Nt
         ratio = max(height, width) // max(min(height, width), 1)
