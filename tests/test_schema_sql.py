@@ -66,3 +66,18 @@ def test_a_new_report_is_a_whole_database_with_the_indexes_asked_for(tmp_path):
     db.create(tmp_path / "again.sqlite")  # the same bytes as the first (made once per process)
     assert (tmp_path / "full.sqlite").read_bytes() == (tmp_path / "again.sqlite").read_bytes()
     assert db.is_current(tmp_path / "full.sqlite") and not db.is_current(tmp_path / "lean.sqlite")
+
+
+def test_create_writes_the_metadata_it_is_given_as_text(tmp_path):
+    facts = {"status": "running", "rank": 0, "started_at": "2026-12-05T04:00:00"}
+    for name in ("new.sqlite", "again.sqlite"):
+        db.create(tmp_path / name, metadata=facts)
+    db.create(tmp_path / "again.sqlite", metadata={"status": "complete"})  # there already: the statements route
+    for name, status in (("new.sqlite", "running"), ("again.sqlite", "complete")):
+        con = sqlite3.connect(tmp_path / name)
+        try:
+            rows = dict(con.execute("SELECT key, value FROM report_metadata WHERE key IN ('status', 'rank')"))
+        finally:
+            con.close()
+        assert rows == {"status": status, "rank": "0"}
+    assert db.is_current(tmp_path / "new.sqlite")

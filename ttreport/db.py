@@ -78,9 +78,9 @@ def _engine(path):
     return engine
 
 
-def create(path, *, indexes: bool = True, skip: frozenset = frozenset()) -> None:
+def create(path, *, indexes: bool = True, skip: frozenset = frozenset(), metadata: dict | None = None) -> None:
     """A new, empty report database at `path`, stamped at the head revision, with the schema's indexes but those
-    named in `skip` (none with indexes=False).
+    named in `skip` (none with indexes=False), and `metadata`'s keys and values (their str) in report_metadata.
 
     A capture passes indexes=False. The thread writer calls create_indexes() when it closes: keeping a
     dozen indexes current row by row would hold the model's GIL. A writer process's capture makes all but
@@ -91,19 +91,29 @@ def create(path, *, indexes: bool = True, skip: frozenset = frozenset()) -> None
     (generated from schema.py; tests/test_schema_sql.py holds them equal). A new file gets the bytes of that
     database made once per process in memory: SQLAlchemy's create_all and alembic's stamp took 0.34 s and their
     imports ~0.3 s of a capture's start, the statements themselves ~15 ms a capture, the copy ~1 ms (bench/README.md,
-    issue 33). A file that is there already (empty, or a report) has the statements run on it.
+    issue 33). A file that is there already (empty, or a report) has the statements run on it. The metadata is
+    written without a sync, as the schema is (a capture's start facts: a synced commit took 20-25 ms of the start).
     """
     try:  # O_EXCL: a new file, never one a link points to
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
+        fd = None
+    if fd is not None:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_empty_report(indexes, skip))
+    if fd is None or metadata:
         con = sqlite3.connect(path, isolation_level=None)
         try:
-            _create_schema(con, indexes, skip)
+            if fd is None:
+                _create_schema(con, indexes, skip)
+            if metadata:
+                con.execute("PRAGMA synchronous=OFF")  # a file the machine lost mid-way is no report either way
+                con.execute("BEGIN")
+                con.executemany("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)",
+                                [(k, str(v)) for k, v in metadata.items()])
+                con.execute("COMMIT")
         finally:
             con.close()
-        return
-    with os.fdopen(fd, "wb") as f:
-        f.write(_empty_report(indexes, skip))
 
 
 @functools.cache

@@ -201,10 +201,6 @@ class Capture(contextlib.ContextDecorator):
     def _start(self, config: Config) -> None:
         path = self.path
         self.db_path = path / db.DB_FILE
-        # A writer process keeps the indexes current as it goes (its own CPU; building them at close took as
-        # long, and a 1M-op close must not wait for it), but those on keys in no order (db.LATE_INDEXES),
-        # which its close makes; the thread writer makes them all at close, off the model's GIL.
-        db.create(self.db_path, indexes=config.writer == "process", skip=db.LATE_INDEXES)
         started = _now()
         # capture_timestamp_ns: with the op count, ttnn-visualizer's fingerprint of this run (a later run
         # written to the same folder name reads as another run).
@@ -216,7 +212,11 @@ class Capture(contextlib.ContextDecorator):
         if self.schedule is not None:
             facts["schedule"] = self.schedule.to_json()  # ttreport.steps.Schedule.from_json reads it back
         self._rank = facts["rank"] = rank.host_rank(config.rank)
-        _write_metadata(self.db_path, facts)
+        # A writer process keeps the indexes current as it goes (its own CPU; building them at close took as
+        # long, and a 1M-op close must not wait for it), but those on keys in no order (db.LATE_INDEXES),
+        # which its close makes; the thread writer makes them all at close, off the model's GIL.
+        # The facts go into the new file unsynced (a synced commit of them was 20-25 ms of the start).
+        db.create(self.db_path, indexes=config.writer == "process", skip=db.LATE_INDEXES, metadata=facts)
         reserve_room(path / RESERVE_FILE)
         _write_json(path / CONFIG_FILE, {**_ttnn_config_keys(config, path), "config": config.to_json(),
                                          "schema_version": db.head_revision(),
