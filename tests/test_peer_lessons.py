@@ -514,3 +514,14 @@ def test_tile_reshape_map_mode_names_the_modes_reshape_takes(device):
     t = ttnn.from_torch(torch.randn(1, 8, 8), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     for mode in (ttnn.TileReshapeMapMode.CACHE, ttnn.TileReshapeMapMode.RECREATE):
         assert ttnn.reshape(t, (1, 16, 4), reshape_tile_mode=mode).shape == (1, 16, 4)
+
+
+def test_squeeze_checks_its_dims_as_squeeze_cpp_does(device):
+    scalar = ttnn.from_torch(torch.tensor(2.0), dtype=ttnn.bfloat16, device=device)
+    assert ttnn.squeeze(scalar, 0) is scalar and ttnn.squeeze(scalar, [-1]) is scalar
+    t = ttnn.from_torch(torch.rand(1, 1, 1, 64), dtype=ttnn.bfloat16, device=device)
+    for dims, match in (([4], "Dimension out of range"), ([-5], "Dimension out of range"),
+                        ([0, -4], "appears multiple times")):
+        with pytest.raises(RuntimeError, match=match):
+            ttnn.squeeze(t, dims)
+    assert ttnn.squeeze(t, [-4, -3]).shape == (1, 64)

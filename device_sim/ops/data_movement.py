@@ -33,6 +33,8 @@ from device_sim.registry import OWN_NAME, Trait, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
+_HERE = "device_sim/ops/data_movement.py"  # where a TT_FATAL-worded error says it was checked
+
 
 def _out(op_name: str, input_tensor: Tensor, value: torch.Tensor, memory_config, tt_nn_only, *, padded: bool = False,
          **kw) -> Tensor:
@@ -77,8 +79,21 @@ def squeeze(input_tensor: Tensor, dim=None, *, op_name: str = OWN_NAME, **tt_nn_
     """Drop dims of size 1: all of them (dim=None), one (int) or several (list); a dim of another size stays."""
     v = _vals(op_name, input_tensor)
     dims = [dim] if isinstance(dim, int) else (list(dim) if dim is not None else None)
-    if dims is not None:
-        dims = [_dim(op_name, d, v.dim()) for d in dims]
+    if dims is not None:  # squeeze.cpp's checks, in its order (dims made non-negative, largest first)
+        rank = v.dim()
+        if rank == 0:
+            if not dims or (len(dims) == 1 and dims[0] in (0, -1)):
+                return input_tensor
+            raise tt_fatal("input_tensor_rank == 0", f"Dimension out of range (expected to be of [-1, 0], but got "
+                                                     f"{dims[0]})", _HERE)
+        dims = sorted((d + rank if d < 0 else d for d in dims), reverse=True)
+        for i, d in enumerate(dims):
+            if i and d == dims[i - 1]:
+                raise tt_fatal("dim != dims[i - 1]", f"dim {d} appears multiple times in the list of dims", _HERE)
+            if not 0 <= d < rank:
+                raise tt_fatal("(dim >= 0) && (dim < input_tensor_rank)", f"Dimension out of range (expected to be "
+                                                                         f"in range of [{-rank},{rank - 1}], but got "
+                                                                         f"{d})", _HERE)
     return _reshape_like_tt_nn(op_name, input_tensor, _squeeze_golden(v, dims), tt_nn_only)
 
 
@@ -346,9 +361,6 @@ def untilize_with_unpadding(input_tensor: Tensor, output_tensor_end, *, memory_c
 
 
 # -- sorting and indexing ------------------------------------------------------------------------
-
-_HERE = "device_sim/ops/data_movement.py"  # where a TT_FATAL-worded error says it was checked
-
 
 def index_dtype(size: int) -> DataType:
     """TT-NN's index dtype for sort/topk: UINT16 while indices fit in it, else UINT32."""
