@@ -83,6 +83,10 @@ def from_torch(tensor, dtype: DataType | None = None, *, spec=None, tile=None, p
             exponents run down columns; the result's shape is (..., N, K), as in TT-NN.
         enable_bfloat_opt: TT-NN's faster on-device block-float conversion, which rounds differently;
             device_sim rounds as the host conversion does (nearest even), so values may differ in the last bit.
+
+    >>> x = ttnn.from_torch(torch.ones(2, 3), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> x.shape, x.padded_shape, x.dtype, x.layout
+    (Shape([2, 3]), Shape([32, 32]), DataType.BFLOAT16, Layout.TILE)
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -133,6 +137,11 @@ def to_torch(tensor: Tensor, dtype: torch.dtype | None = None, *, torch_rank: in
         torch_rank: squeeze leading dims of size 1 until the result has this rank.
         mesh_composer: how a mesh tensor's per-device parts join into one (the mesh seam); on one
             device there is one part, so it changes nothing here. device, cq_id: TT-NN's, no effect here.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.to_torch(x)
+    tensor([[0., 1., 2.],
+            [3., 4., 5.]])
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -151,6 +160,12 @@ def to_torch(tensor: Tensor, dtype: torch.dtype | None = None, *, torch_rank: in
 @register_op("ttnn.to_device", kind="host_move", traits={Trait.HOST}, golden=_identity)
 def to_device(tensor: Tensor, device, memory_config: MemoryConfig | None = None,
               *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The host tensor on `device`, in DRAM unless `memory_config` says otherwise; the same values.
+
+    >>> x = ttnn.from_torch(torch.ones(2, 3))
+    >>> ttnn.to_device(x, device, memory_config=ttnn.L1).memory_config().buffer_type
+    BufferType.L1
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if tensor._device is device:
@@ -175,6 +190,12 @@ def _keep_pad_fill(src: Tensor, out: Tensor) -> None:
 
 @register_op("ttnn.from_device", kind="host_move", traits={Trait.HOST}, golden=_identity)
 def from_device(tensor: Tensor, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The device tensor read back into a host tensor; the device buffer stays.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.from_device(x).storage_type()
+    <StorageType.HOST: 0>
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if tensor._device is None:
@@ -193,7 +214,13 @@ def untilized_dtype(dtype: DataType) -> DataType:
 @register_op("ttnn.to_layout", kind="move", golden=_identity)
 def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
               memory_config: MemoryConfig | None = None, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Tilize or untilize; the logical shape survives, the padding comes and goes."""
+    """Tilize or untilize; the logical shape survives, the padding comes and goes.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), device=device)
+    >>> y = ttnn.to_layout(x, ttnn.TILE)
+    >>> y.layout, y.padded_shape
+    (Layout.TILE, Shape([32, 32]))
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     layout = Layout(layout)
@@ -212,6 +239,12 @@ def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
 @register_op("ttnn.to_memory_config", kind="move", output_keyword="output_tensor", golden=_identity)
 def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: DataType | None = None,
                      *, op_name: str = OWN_NAME) -> Tensor:
+    """The tensor in another memory config (DRAM or L1, interleaved or sharded), values unchanged.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.to_memory_config(x, ttnn.L1).memory_config().buffer_type
+    BufferType.L1
+    """
     if tensor._device is None:
         raise ValueError(
             f"tensor {tensor.tensor_id} is on the host; ttnn.to_device(tensor, device, memory_config) places it"
@@ -243,19 +276,38 @@ def _typecast(name: str, tensor: Tensor, dtype: DataType, memory_config: MemoryC
 @register_op("ttnn.typecast", kind="move", output_keyword="output_tensor", golden=_typecast_golden)
 def typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None,
              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The tensor converted to `dtype` on the device, each value rounded as that dtype holds it.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.typecast(x, ttnn.bfloat16).dtype
+    DataType.BFLOAT16
+    """
     return _typecast(op_name, tensor, dtype, memory_config, tt_nn_only)
 
 
 @register_op("ttnn.experimental.typecast", kind="move", golden=_typecast_golden)
 def experimental_typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None,
                           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """TT-NN's older typecast (ttnn::experimental::typecast): the same conversion, recorded under its own name."""
+    """TT-NN's older typecast (ttnn::experimental::typecast): the same conversion, recorded under its own name.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.experimental.typecast(x, ttnn.bfloat16).dtype
+    DataType.BFLOAT16
+    """
     return _typecast(op_name, tensor, dtype, memory_config, tt_nn_only)
 
 
 @register_op("ttnn.clone", kind="move", golden=lambda t, *_, **__: t.clone())
 def clone(tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """A copy in a new buffer, in another memory config or dtype if given.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> y = ttnn.clone(x, memory_config=ttnn.L1)
+    >>> y.to_torch(), y.memory_config().buffer_type
+    (tensor([[0., 1., 2.],
+            [3., 4., 5.]]), BufferType.L1)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, tensor)
@@ -315,6 +367,12 @@ def reshape(input_tensor: Tensor, shape, padded_shape=None, *, memory_config: Me
     (same rank, no dim smaller). device_sim sizes the buffer from the logical shape's own tile
     padding, so a padded shape larger than that is not modelled. reshape_tile_mode and
     skip_padding_fill choose how TT-NN fills tile padding and change no value.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.reshape(x, (3, 2)).to_torch()
+    tensor([[0., 1.],
+            [2., 3.],
+            [4., 5.]])
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -354,6 +412,12 @@ def _permute_golden(t, dims, *_, **__):
 @register_op("ttnn.permute", kind="move", golden=_permute_golden)
 def permute(input_tensor: Tensor, dims, *, memory_config: MemoryConfig | None = None,
             op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The dims reordered as `dims` says, as torch.permute.
+
+    >>> x = ttnn.from_torch(torch.zeros(1, 2, 3, 4), layout=ttnn.TILE, device=device)
+    >>> ttnn.permute(x, (0, 3, 1, 2)).shape
+    Shape([1, 4, 2, 3])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     v = held(input_tensor)
@@ -377,7 +441,14 @@ def _transpose_golden(t, dim1, dim2, *_, **__):
 @register_op("ttnn.transpose", kind="move", golden=_transpose_golden)
 def transpose(input_tensor: Tensor, dim1: int, dim2: int, *, memory_config: MemoryConfig | None = None,
               op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Swap dims `dim1` and `dim2` (TT-NN's names; torch calls them dim0, dim1)."""
+    """Swap dims `dim1` and `dim2` (TT-NN's names; torch calls them dim0, dim1).
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.transpose(x, 0, 1).to_torch()
+    tensor([[0., 3.],
+            [1., 4.],
+            [2., 5.]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     v = held(input_tensor)
@@ -479,6 +550,11 @@ def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # n
     `tensor[...]` (Tensor.__getitem__) is built on it. `starts` and `ends` may also be 1-D ttnn tensors
     (TT-NN's tensor-args form): a TILE input with unit steps then takes `slice_dim=` and `num_devices=`
     and keeps 1/num_devices of dim slice_dim from each start (_tensor_slice_args).
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.slice(x, [0, 1], [2, 3]).to_torch()
+    tensor([[1., 2.],
+            [4., 5.]])
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -516,7 +592,13 @@ def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # n
 # mesh_aware: a mesh tensor frees every shard
 @register_op("ttnn.deallocate", kind="free", traits={Trait.HOST}, no_golden="it returns nothing", mesh_aware=True)
 def deallocate(tensor: Tensor, force: bool = True, *, op_name: str = OWN_NAME) -> None:
-    """Free the tensor's device buffer now; using it afterwards is an error."""
+    """Free the tensor's device buffer now; using it afterwards is an error.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.deallocate(x)
+    >>> x.is_allocated()
+    False
+    """
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{op_name} takes a ttnn tensor, got {type(tensor).__name__}")
     if not force and views.SHARED and views.others(tensor):
