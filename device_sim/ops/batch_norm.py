@@ -87,6 +87,13 @@ def batch_norm(input: Tensor, *, running_mean: Tensor | None = None, running_var
         eps, momentum: as torch's batch_norm.
         weight, bias: [1, C, 1, 1] scale and shift; None for none.
         output: a tensor of the input's dtype to write the result into (the registry handles it).
+
+    >>> x = ttnn.from_torch(torch.arange(8.0).reshape(1, 2, 2, 2), layout=ttnn.TILE, device=device)
+    >>> mean = ttnn.from_torch(torch.tensor([1.5, 5.5]).reshape(1, 2, 1, 1), layout=ttnn.TILE, device=device)
+    >>> var = ttnn.from_torch(torch.ones(1, 2, 1, 1), layout=ttnn.TILE, device=device)
+    >>> ttnn.batch_norm(x, running_mean=mean, running_var=var, eps=0.0).to_torch()[0, :, 0]
+    tensor([[-1.5000, -0.5000],
+            [-1.5000, -0.5000]])
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
