@@ -50,3 +50,9 @@ def test_a_batched_matmul_too_big_for_one_core_a_matrix_falls_back_to_the_multic
     want = q.to_torch().float() @ k.to_torch().float()
     assert tuple(scores.shape) == (1, 20, 1500, 1500)
     assert torch.corrcoef(torch.stack([scores.to_torch().float().flatten(), want.flatten()]))[0, 1] > 0.9999
+
+
+def test_sharded_to_interleaved_returns_an_interleaved_input_as_it_is(device):
+    # Whisper's preprocess_encoder_inputs calls it on conv1d's output whatever that output's memory is.
+    t = ttnn.from_torch(torch.randn(1, 1, 64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert ttnn.sharded_to_interleaved(t) is t

@@ -96,14 +96,16 @@ def interleaved_to_sharded(input_tensor: Tensor, grid=None, shard_shape=None, sh
 @register_op("ttnn.sharded_to_interleaved", kind="move", golden=_identity)
 def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | None = None,
                            output_dtype: DataType | None = None, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """A sharded tensor as an interleaved one (DRAM interleaved when no memory_config is given, as TT-NN's)."""
+    """A sharded tensor as an interleaved one (DRAM interleaved when no memory_config is given, as TT-NN's).
+
+    An interleaved input comes back as it is, memory_config and output_dtype unread (sharded_to_interleaved.cpp:
+    no shard spec, no work; Whisper's encoder calls it on a conv1d output either way)."""
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     t = _on_device(op_name, input_tensor)
     cfg = DRAM_MEMORY_CONFIG if memory_config is None else memory_config
     if not t.is_sharded():
-        raise ShardSpecError(f"{op_name}: input tensor {t.tensor_id} must be sharded, it is "
-                             f"{t._memory_config!r}")
+        return t
     if cfg.memory_layout != TensorMemoryLayout.INTERLEAVED:
         raise ShardSpecError(f"{op_name}: memory_config must be interleaved, got {cfg!r}")
     out = output(held(t), t, [t], op_name=op_name, dtype=output_dtype, memory_config=cfg)
