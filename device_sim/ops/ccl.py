@@ -255,6 +255,13 @@ def all_gather(input_tensor, dim: int, *, cluster_axis: int | None = None, memor
     """Every chip gets the shards of its group joined along `dim` (shape[dim] x group size).
 
     mesh_device= is the older TT-NN spelling's; when given it must be the tensor's mesh.
+
+    >>> mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
+    >>> t = ttnn.from_torch(torch.arange(64.0).reshape(1, 1, 1, 64), layout=ttnn.TILE, device=mesh,
+    ...                      mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))
+    >>> [s.shape for s in ttnn.get_device_tensors(ttnn.all_gather(t, dim=3))]
+    [Shape([1, 1, 1, 64]), Shape([1, 1, 1, 64])]
+    >>> ttnn.close_mesh_device(mesh)
     """
     _check_fabric_args(op_name, topology, num_links, tt_nn_only, mesh_device=mesh_device,
                        tensor=input_tensor)
@@ -271,7 +278,15 @@ def reduce_scatter(input_tensor, dim: int, *, cluster_axis: int | None = None, s
                    num_links: int | None = None, topology: Topology | None = None, chunks_per_sync=None,
                    num_workers_per_link=None, num_buffers_per_channel=None, compute_kernel_config=None,
                    use_l1_small_for_semaphores: bool = False, op_name: str = OWN_NAME, **tt_nn_only):
-    """The group's shards summed, then split along `dim`: the k-th chip of the group keeps the k-th part."""
+    """The group's shards summed, then split along `dim`: the k-th chip of the group keeps the k-th part.
+
+    >>> mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
+    >>> t = ttnn.from_torch(torch.arange(64.0).reshape(1, 1, 1, 64), layout=ttnn.TILE, device=mesh,
+    ...                      mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))
+    >>> [s.shape for s in ttnn.get_device_tensors(ttnn.reduce_scatter(t, dim=3))]
+    [Shape([1, 1, 1, 16]), Shape([1, 1, 1, 16])]
+    >>> ttnn.close_mesh_device(mesh)
+    """
     _check_fabric_args(op_name, topology, num_links, tt_nn_only)
     _no_output_tensor(op_name, output_tensor)
     out = _reduce_scatter(op_name, input_tensor, dim, cluster_axis, memory_config)
@@ -284,7 +299,15 @@ def reduce_scatter(input_tensor, dim: int, *, cluster_axis: int | None = None, s
 def all_reduce(input_tensor, *, cluster_axis: int | None = None, subdevice_id=None,
                memory_config: MemoryConfig | None = None, num_links: int | None = None,
                topology: Topology | None = None, compute_kernel_config=None, op_name: str = OWN_NAME, **tt_nn_only):
-    """Every chip gets the sum of its group's shards."""
+    """Every chip gets the sum of its group's shards.
+
+    >>> mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
+    >>> t = ttnn.from_torch(torch.arange(64.0).reshape(1, 1, 1, 64), layout=ttnn.TILE, device=mesh,
+    ...                      mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))
+    >>> [s.to_torch()[0, 0, 0, 0].item() for s in ttnn.get_device_tensors(ttnn.all_reduce(t))]
+    [32.0, 32.0]
+    >>> ttnn.close_mesh_device(mesh)
+    """
     _check_fabric_args(op_name, topology, num_links, tt_nn_only)
     out = _all_reduce(op_name, input_tensor, cluster_axis, memory_config)
     ccl_work.launch_all_reduce(input_tensor, out, cluster_axis, _is_ring(topology), num_links)
@@ -294,7 +317,16 @@ def all_reduce(input_tensor, *, cluster_axis: int | None = None, subdevice_id=No
 @register_op("ttnn.point_to_point", collective="point_to_point", no_golden=_ON_WHOLE_MESHES, mesh_aware=True)
 def point_to_point(input_tensor, sender_coord, receiver_coord, *, output_tensor=None, intermediate_tensor=None,
                    topology: Topology = Topology.Linear, op_name: str = OWN_NAME):
-    """The sender chip's shard delivered to the receiver chip; every other chip keeps its own shard."""
+    """The sender chip's shard delivered to the receiver chip; every other chip keeps its own shard.
+
+    >>> mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
+    >>> t = ttnn.from_torch(torch.arange(64.0).reshape(1, 1, 1, 64), layout=ttnn.TILE, device=mesh,
+    ...                      mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))
+    >>> y = ttnn.point_to_point(t, ttnn.MeshCoordinate(0, 0), ttnn.MeshCoordinate(0, 1))
+    >>> [s.to_torch()[0, 0, 0, 0].item() for s in ttnn.get_device_tensors(y)]  # chip 1 held 32..63
+    [0.0, 0.0]
+    >>> ttnn.close_mesh_device(mesh)
+    """
     _check_fabric_args(op_name, topology, None, {})
     _no_output_tensor(op_name, output_tensor if output_tensor is not None else intermediate_tensor)
     shards, mesh = _shards(op_name, input_tensor)
@@ -311,7 +343,14 @@ def point_to_point(input_tensor, sender_coord, receiver_coord, *, output_tensor=
 @register_op("ttnn.mesh_partition", no_golden=_ON_WHOLE_MESHES, mesh_aware=True)
 def mesh_partition(input_tensor, dim: int, cluster_axis: int | None = None, *,
                    memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only):
-    """The inverse of all_gather: the k-th chip of each group keeps the k-th part of its shard along `dim`."""
+    """The inverse of all_gather: the k-th chip of each group keeps the k-th part of its shard along `dim`.
+
+    >>> mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
+    >>> t = ttnn.from_torch(torch.zeros(1, 1, 1, 64), layout=ttnn.TILE, device=mesh)
+    >>> [s.shape for s in ttnn.get_device_tensors(ttnn.mesh_partition(t, 3, cluster_axis=1))]
+    [Shape([1, 1, 1, 32]), Shape([1, 1, 1, 32])]
+    >>> ttnn.close_mesh_device(mesh)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     shards, mesh = _shards(op_name, input_tensor)
@@ -339,7 +378,16 @@ def all_gather_async(input_tensor, *args, dim: int | None = None, multi_device_g
                      barrier_semaphore=None, chunks_per_sync=None, num_workers_per_link=None,
                      num_buffers_per_channel=None, sub_core_grids=None, op_name: str = OWN_NAME, **tt_nn_only):
     """TT-NN's three overloads: (t, dim, sems), (t, persistent_output_buffer, dim, sems) and
-    (t, dim, cluster_axis, mesh_device, topology, sems); the rest by keyword."""
+    (t, dim, cluster_axis, mesh_device, topology, sems); the rest by keyword.
+
+    >>> mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
+    >>> t = ttnn.from_torch(torch.arange(64.0).reshape(1, 1, 1, 64), layout=ttnn.TILE, device=mesh,
+    ...                      mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))
+    >>> sem = ttnn.create_global_semaphore(mesh, ttnn.CoreRangeSet([]), 0)
+    >>> [s.shape for s in ttnn.get_device_tensors(ttnn.experimental.all_gather_async(t, 3, [sem]))]
+    [Shape([1, 1, 1, 64]), Shape([1, 1, 1, 64])]
+    >>> ttnn.close_mesh_device(mesh)
+    """
     if args and (args[0] is None or isinstance(args[0], Tensor)):
         persistent_output_buffer, args = args[0], args[1:]
     names = ("dim", "cluster_axis", "mesh_device", "topology", "multi_device_global_semaphore") \
@@ -372,6 +420,17 @@ def reduce_scatter_minimal_async(input_tensor, persistent_output_buffers=None, d
                                  subdevice_id=None, cluster_axis: int | None = None, chunks_per_sync=None,
                                  num_workers_per_link=None, num_buffers_per_channel=None, compute_kernel_config=None,
                                  op_name: str = OWN_NAME, **tt_nn_only):
+    """ttnn.reduce_scatter's result; TT-NN's persistent buffers and semaphores are taken.
+
+    >>> mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
+    >>> t = ttnn.from_torch(torch.arange(64.0).reshape(1, 1, 1, 64), layout=ttnn.TILE, device=mesh,
+    ...                      mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))
+    >>> sem = ttnn.create_global_semaphore(mesh, ttnn.CoreRangeSet([]), 0)
+    >>> y = ttnn.experimental.reduce_scatter_minimal_async(t, None, 3, [sem, sem])
+    >>> [s.shape for s in ttnn.get_device_tensors(y)]
+    [Shape([1, 1, 1, 16]), Shape([1, 1, 1, 16])]
+    >>> ttnn.close_mesh_device(mesh)
+    """
     if dim is None:
         raise TypeError(f"{op_name}() missing the dim to scatter along")
     _check_semaphores(op_name, "multi_device_global_semaphore", multi_device_global_semaphore)
@@ -393,7 +452,16 @@ def all_reduce_async(input_tensor, *args, cluster_axis: int | None = None, mesh_
                      op_name: str = OWN_NAME, **tt_nn_only):
     """TT-NN's overloads: (t, num_devices, barrier_sems, rs_sems, ag_sems, math_op),
     (t, cluster_axis, mesh_device, barrier_sems, rs_sems, ag_sems, math_op) and
-    (t, buffer_tensor, cluster_axis, mesh_device, sem)."""
+    (t, buffer_tensor, cluster_axis, mesh_device, sem).
+
+    >>> mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
+    >>> t = ttnn.from_torch(torch.arange(64.0).reshape(1, 1, 1, 64), layout=ttnn.TILE, device=mesh,
+    ...                      mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))
+    >>> y = ttnn.experimental.all_reduce_async(t, cluster_axis=1, mesh_device=mesh, math_op=ttnn.ReduceType.Sum)
+    >>> [s.to_torch()[0, 0, 0, 0].item() for s in ttnn.get_device_tensors(y)]
+    [32.0, 32.0]
+    >>> ttnn.close_mesh_device(mesh)
+    """
     num_devices = None
     if args and isinstance(args[0], Tensor):  # (buffer_tensor, cluster_axis, mesh_device, semaphore)
         given = dict(zip(("buffer_tensor", "cluster_axis", "mesh_device", "multi_device_global_semaphore"), args))
