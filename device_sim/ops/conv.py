@@ -107,6 +107,13 @@ def conv2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_chann
     or prepared by ttnn.prepare_conv_weights / an earlier return_weights_and_bias=True. padding is
     (h, w) or (top, bottom, left, right). Returns the output, then (OH, OW) if return_output_dim, then
     (weights, bias) prepared on the device if return_weights_and_bias. device defaults to the input's.
+
+    >>> x = ttnn.from_torch(torch.ones(1, 4, 4, 2), ttnn.bfloat16, device=device)  # NHWC
+    >>> w = ttnn.from_torch(torch.ones(3, 2, 3, 3), ttnn.bfloat16)  # OIHW, on the host
+    >>> y = ttnn.conv2d(input_tensor=x, weight_tensor=w, device=device, in_channels=2, out_channels=3,
+    ...                 batch_size=1, input_height=4, input_width=4, kernel_size=(3, 3), padding=(1, 1))
+    >>> y.shape, y.to_torch()[0, 0, 5].tolist()  # [1, 1, N*H*W, C]; pixel (1, 1) sees 9 x 2 ones
+    (Shape([1, 1, 16, 3]), [18.0, 18.0, 18.0])
     """
     device = _conv_inputs(op_name, tt_nn_only, (input_tensor, weight_tensor, bias_tensor), device, in_channels,
                           out_channels, groups, conv_config, slice_config)
@@ -274,6 +281,14 @@ def prepare_conv_weights(*, weight_tensor: Tensor, input_memory_config: MemoryCo
     """The weights conv2d uses, on `device`: [1, 1, KH*KW*in_channels/groups, out_channels] in TILE.
 
     weights_format names the given layout; only "OIHW" (torch's) exists in TT-NN.
+
+    >>> w = ttnn.from_torch(torch.ones(3, 2, 3, 3), ttnn.bfloat16)
+    >>> p = ttnn.prepare_conv_weights(weight_tensor=w, input_memory_config=ttnn.DRAM, input_layout=ttnn.ROW_MAJOR,
+    ...     weights_format="OIHW", in_channels=2, out_channels=3, batch_size=1, input_height=4, input_width=4,
+    ...     kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), dilation=(1, 1), has_bias=False, groups=1,
+    ...     device=device, input_dtype=ttnn.bfloat16)
+    >>> p.layout, p.storage_type()
+    (Layout.TILE, <StorageType.DEVICE: 1>)
     """
     if weights_format != "OIHW":
         raise ValueError(f"{op_name}: weights_format={weights_format!r}; TT-NN takes only 'OIHW'")
@@ -300,7 +315,15 @@ def prepare_conv_bias(*, bias_tensor: Tensor, input_memory_config: MemoryConfig,
                       output_dtype: DataType | None = None, conv_config: Conv2dConfig | None = None,
                       compute_config=None, slice_config: Conv2dSliceConfig | None = None,
                       op_name: str = OWN_NAME) -> Tensor:
-    """The bias conv2d uses, on `device`: [1, 1, 1, out_channels] in TILE."""
+    """The bias conv2d uses, on `device`: [1, 1, 1, out_channels] in TILE.
+
+    >>> b = ttnn.from_torch(torch.ones(1, 1, 1, 3), ttnn.bfloat16)
+    >>> p = ttnn.prepare_conv_bias(bias_tensor=b, input_memory_config=ttnn.DRAM, input_layout=ttnn.ROW_MAJOR,
+    ...     in_channels=2, out_channels=3, batch_size=1, input_height=4, input_width=4, kernel_size=(3, 3),
+    ...     stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1, device=device, input_dtype=ttnn.bfloat16)
+    >>> p.shape, p.layout
+    (Shape([1, 1, 1, 3]), Layout.TILE)
+    """
     b = _prepare_conv_bias_golden(bias_tensor=values(bias_tensor, op_name), out_channels=out_channels)
     dtype = output_dtype or (conv_config.weights_dtype if conv_config is not None else None) or bias_tensor.dtype
     return _make(b, device, [], op_name=op_name, dtype=dtype, layout=Layout.TILE,
@@ -331,7 +354,15 @@ def conv1d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_chann
            op_name: str = OWN_NAME, **tt_nn_only):
     """1D convolution of an NLC input ([N, L, C] or [1, 1, N*L, C]) with weights [out_channels,
     in_channels/groups, K]: [1, 1, N*OL, out_channels]. Returns the output, then OL if return_output_dim, then
-    the prepared (weights, bias) if return_weights_and_bias, as conv2d does."""
+    the prepared (weights, bias) if return_weights_and_bias, as conv2d does.
+
+    >>> x = ttnn.from_torch(torch.ones(1, 8, 2), device=device)  # NLC
+    >>> w = ttnn.from_torch(torch.ones(3, 2, 3))  # [out, in, kernel], on the host
+    >>> y, length = ttnn.conv1d(input_tensor=x, weight_tensor=w, device=device, in_channels=2,
+    ...     out_channels=3, batch_size=1, input_length=8, kernel_size=3, padding=1, return_output_dim=True)
+    >>> y.shape, length
+    (Shape([1, 1, 8, 3]), 8)
+    """
     device = _conv_inputs(op_name, tt_nn_only, (input_tensor, weight_tensor, bias_tensor), device, in_channels,
                           out_channels, groups, conv_config, None)
     w = values(weight_tensor, op_name)
@@ -385,7 +416,16 @@ def conv_transpose2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None
                      return_weights_and_bias: bool = False, op_name: str = OWN_NAME, **tt_nn_only):
     """Transposed convolution of an NHWC input with weights [in_channels, out_channels/groups, KH, KW], as
     torch's conv_transpose2d: [1, 1, N*OH*OW, out_channels]. Returns like conv2d; the weights and bias
-    returned with return_weights_and_bias are the given ones on the device, in TILE, in the same layout."""
+    returned with return_weights_and_bias are the given ones on the device, in TILE, in the same layout.
+
+    >>> x = ttnn.from_torch(torch.ones(1, 2, 2, 4), ttnn.bfloat16, device=device)  # NHWC
+    >>> w = ttnn.from_torch(torch.ones(4, 3, 2, 2), ttnn.bfloat16)  # [in, out, kh, kw], on the host
+    >>> y, (h, w_out) = ttnn.conv_transpose2d(input_tensor=x, weight_tensor=w, device=device, in_channels=4,
+    ...     out_channels=3, batch_size=1, input_height=2, input_width=2, kernel_size=(2, 2), stride=(2, 2),
+    ...     return_output_dim=True)
+    >>> y.shape, (h, w_out)
+    (Shape([1, 1, 16, 3]), (4, 4))
+    """
     device = _conv_inputs(op_name, tt_nn_only, (input_tensor, weight_tensor, bias_tensor), device, in_channels,
                           out_channels, groups, conv_config, dram_slice_config)
     y = _conv_transpose2d_golden(
