@@ -76,7 +76,12 @@ def _squeeze_golden(t, dim=None, *_, **__):
 
 @register_op("ttnn.squeeze", kind="free", traits={Trait.VIEW}, golden=_squeeze_golden)
 def squeeze(input_tensor: Tensor, dim=None, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Drop dims of size 1: all of them (dim=None), one (int) or several (list); a dim of another size stays."""
+    """Drop dims of size 1: all of them (dim=None), one (int) or several (list); a dim of another size stays.
+
+    >>> x = ttnn.from_torch(torch.zeros(1, 2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.squeeze(x, 0).shape
+    Shape([2, 3])
+    """
     v = _vals(op_name, input_tensor)
     dims = [dim] if isinstance(dim, int) else (list(dim) if dim is not None else None)
     if dims is not None:  # squeeze.cpp's checks, in its order (dims made non-negative, largest first)
@@ -103,7 +108,12 @@ def _unsqueeze_golden(t, dim, *_, **__):
 
 @register_op("ttnn.unsqueeze", kind="free", traits={Trait.VIEW}, golden=_unsqueeze_golden)
 def unsqueeze(input_tensor: Tensor, dim: int, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Insert a dim of size 1 at `dim` (negative counts from the end of the result, as in torch)."""
+    """Insert a dim of size 1 at `dim` (negative counts from the end of the result, as in torch).
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.unsqueeze(x, 0).shape
+    Shape([1, 2, 3])
+    """
     v = _vals(op_name, input_tensor)
     d = _dim(op_name, dim, v.dim() + 1)
     return _reshape_like_tt_nn(op_name, input_tensor, v.unsqueeze(d), tt_nn_only)
@@ -127,7 +137,12 @@ def _to_4d(t):
 @register_op("ttnn.unsqueeze_to_4D", kind="free", traits={Trait.VIEW}, golden=lambda t, *_, **__: _to_4d(t))
 def unsqueeze_to_4D(input_tensor: Tensor, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:  # noqa: N802  (TT-NN's name)
     """Prepend dims of size 1 up to rank 4 ([32, 64] -> [1, 1, 32, 64]). TT-NN (core.cpp) returns a rank-4
-    tensor itself and reshapes the others, so on a device this is a view of the input's buffer."""
+    tensor itself and reshapes the others, so on a device this is a view of the input's buffer.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.unsqueeze_to_4D(x).shape
+    Shape([1, 1, 2, 3])
+    """
     return _reshape_like_tt_nn(op_name, input_tensor,
                                _to_4d(_vals(op_name, input_tensor)), tt_nn_only)
 
@@ -141,7 +156,12 @@ def view(input_tensor: Tensor, shape, *, op_name: str = OWN_NAME, **tt_nn_only) 
     """The same values in `shape` (one -1 allowed), over the input's own buffer: TT-NN's view never copies.
 
     TT-NN's doc names when a view keeps the data whole (the last dim unchanged; in TILE, the second-last
-    too or no padding in it); outside that it silently scrambles a device tensor, so device_sim raises."""
+    too or no padding in it); outside that it silently scrambles a device tensor, so device_sim raises.
+
+    >>> x = ttnn.from_torch(torch.arange(64.0).reshape(2, 32), device=device)
+    >>> ttnn.view(x, (1, 2, 32)).shape
+    Shape([1, 2, 32])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     v = _vals(op_name, input_tensor)
@@ -201,7 +221,12 @@ def _stack_golden(tensors, dim=0, *_, **__):
 @register_op("ttnn.stack", golden=_stack_golden)
 def stack(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None,
           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Join equal-shaped tensors along a new dim `dim`."""
+    """Join equal-shaped tensors along a new dim `dim`.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.stack([x, x], dim=0).shape
+    Shape([2, 2, 3])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     tensors = list(tensors)
@@ -228,7 +253,15 @@ def _repeat_interleave_golden(t, repeats, dim, *_, **__):
 @register_op("ttnn.repeat_interleave", golden=_repeat_interleave_golden)
 def repeat_interleave(input_tensor: Tensor, repeats: int, dim: int, *, memory_config: MemoryConfig | None = None,
                       op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Repeat each element `repeats` times along `dim` ([a, b] -> [a, a, b, b])."""
+    """Repeat each element `repeats` times along `dim` ([a, b] -> [a, a, b, b]).
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.repeat_interleave(x, 2, dim=0).to_torch()
+    tensor([[0., 1., 2.],
+            [0., 1., 2.],
+            [3., 4., 5.],
+            [3., 4., 5.]])
+    """
     v = _vals(op_name, input_tensor)
     d = _dim(op_name, dim, v.dim())
     if isinstance(repeats, Tensor):
@@ -248,7 +281,13 @@ def _expand_golden(t, output_shape, *_, **__):
 @register_op("ttnn.expand", golden=_expand_golden)
 def expand(input_tensor: Tensor, output_shape, *, memory_config: MemoryConfig | None = None,
            op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Broadcast dims of size 1 up to `output_shape` (-1 keeps a dim), as torch.Tensor.expand."""
+    """Broadcast dims of size 1 up to `output_shape` (-1 keeps a dim), as torch.Tensor.expand.
+
+    >>> x = ttnn.from_torch(torch.tensor([[1.0, 2.0, 3.0]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.expand(x, (2, 3)).to_torch()
+    tensor([[1., 2., 3.],
+            [1., 2., 3.]])
+    """
     v = _vals(op_name, input_tensor)
     try:
         r = _expand_golden(v, output_shape)
@@ -269,7 +308,12 @@ def _chunk_golden(t, chunks, dim=0, *_, **__):
 
 @register_op("ttnn.chunk", golden=_chunk_golden)
 def chunk(input_tensor: Tensor, chunks: int, dim: int = 0, *, op_name: str = OWN_NAME, **tt_nn_only) -> list[Tensor]:
-    """`chunks` near-equal pieces along `dim` (the last may be smaller), as torch.chunk."""
+    """`chunks` near-equal pieces along `dim` (the last may be smaller), as torch.chunk.
+
+    >>> x = ttnn.from_torch(torch.zeros(4, 64), layout=ttnn.TILE, device=device)
+    >>> [t.shape for t in ttnn.chunk(x, 2, dim=1)]
+    [Shape([4, 32]), Shape([4, 32])]
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     v = _vals(op_name, input_tensor)
@@ -290,7 +334,12 @@ def _identity(t, *_, **__):
 @register_op("ttnn.tilize", kind="move", golden=_identity)
 def tilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
            op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Row-major to TILE layout; the logical shape stays and the last two dims pad to whole tiles."""
+    """Row-major to TILE layout; the logical shape stays and the last two dims pad to whole tiles.
+
+    >>> x = ttnn.from_torch(torch.rand(32, 64), dtype=ttnn.bfloat16, device=device)
+    >>> ttnn.tilize(x).layout
+    Layout.TILE
+    """
     return _out(op_name, input_tensor, _vals(op_name, input_tensor), memory_config, tt_nn_only,
                 dtype=dtype, layout=Layout.TILE)
 
@@ -298,7 +347,12 @@ def tilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, d
 @register_op("ttnn.untilize", kind="move", golden=_identity)
 def untilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """TILE to row-major layout; the tile padding goes."""
+    """TILE to row-major layout; the tile padding goes.
+
+    >>> x = ttnn.from_torch(torch.rand(32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.untilize(x).layout
+    Layout.ROW_MAJOR
+    """
     return _out(op_name, input_tensor, _vals(op_name, input_tensor), memory_config, tt_nn_only,
                 dtype=untilized_dtype(input_tensor.dtype), layout=Layout.ROW_MAJOR)
 
@@ -316,7 +370,13 @@ def _tilize_padded_golden(t, output_tensor_shape, pad_value=0.0, *_, **__):
 def tilize_with_val_padding(input_tensor: Tensor, output_tensor_shape, pad_value: float, *,
                             memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
                             op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """TILE layout padded at the end of each dim to `output_tensor_shape` with `pad_value`."""
+    """TILE layout padded at the end of each dim to `output_tensor_shape` with `pad_value`.
+
+    >>> x = ttnn.from_torch(torch.ones(1, 1, 2, 3), dtype=ttnn.bfloat16, device=device)
+    >>> y = ttnn.tilize_with_val_padding(x, (1, 1, 32, 32), 0.0)
+    >>> y.layout, y.shape
+    (Layout.TILE, Shape([1, 1, 32, 32]))
+    """
     _vals(op_name, input_tensor)  # its type check
     v = values(input_tensor, op_name)  # float32: pad_value rounds once, to the output dtype
     try:
@@ -334,7 +394,13 @@ def _tile_padded_shape(shape) -> list[int]:
              golden=lambda t, *_, **__: _tilize_padded_golden(t, _tile_padded_shape(t.shape)))
 def tilize_with_zero_padding(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
                              dtype: DataType | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """TILE layout with the last two dims zero-padded to multiples of 32, the padding part of the shape."""
+    """TILE layout with the last two dims zero-padded to multiples of 32, the padding part of the shape.
+
+    >>> x = ttnn.from_torch(torch.ones(1, 1, 2, 3), dtype=ttnn.bfloat16, device=device)
+    >>> y = ttnn.tilize_with_zero_padding(x)
+    >>> y.layout, y.padded_shape
+    (Layout.TILE, Shape([1, 1, 32, 32]))
+    """
     v = _vals(op_name, input_tensor)
     if v.dim() < 2:
         raise ValueError(f"{op_name} needs rank >= 2, got shape {list(v.shape)}")
@@ -350,7 +416,13 @@ def _unpad_golden(t, output_tensor_end, *_, **__):
 @register_op("ttnn.untilize_with_unpadding", kind="move", golden=_unpad_golden)
 def untilize_with_unpadding(input_tensor: Tensor, output_tensor_end, *, memory_config: MemoryConfig | None = None,
                             op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Row-major layout, keeping [0, output_tensor_end[i]] (inclusive) of each dim."""
+    """Row-major layout, keeping [0, output_tensor_end[i]] (inclusive) of each dim.
+
+    >>> x = ttnn.from_torch(torch.ones(1, 1, 32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> y = ttnn.untilize_with_unpadding(x, (0, 0, 1, 2))
+    >>> y.layout, y.shape
+    (Layout.ROW_MAJOR, Shape([1, 1, 2, 3]))
+    """
     v = _vals(op_name, input_tensor)
     end = [int(e) for e in output_tensor_end]
     if len(end) != v.dim() or any(not 0 <= e < d for e, d in zip(end, v.shape)):
@@ -377,7 +449,13 @@ def sort(input_tensor: Tensor, dim: int = -1, descending: bool = False, stable: 
          memory_config: MemoryConfig | None = None, out: tuple[Tensor, Tensor] | None = None,
          op_name: str = OWN_NAME, **tt_nn_only) -> list[Tensor]:
     """[sorted values, their indices in the input] along `dim`; indices are UINT16 (UINT32 past 65536).
-    `out=(values, indices)`: preallocated tensors the results are written into (sort_nanobind.cpp)."""
+    `out=(values, indices)`: preallocated tensors the results are written into (sort_nanobind.cpp).
+
+    >>> x = ttnn.from_torch(torch.tensor([[3.0, 1.0, 2.0]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> values, indices = ttnn.sort(x)
+    >>> values.to_torch(), indices.to_torch()
+    (tensor([[1., 2., 3.]], dtype=torch.bfloat16), tensor([[1, 2, 0]], dtype=torch.int32))
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     v = _vals(op_name, input_tensor)
@@ -433,7 +511,13 @@ def _gather_golden(input, dim, index, *_, **__):  # noqa: A002  (TT-NN's name)
 @register_op("ttnn.gather", golden=_gather_golden)
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,  # noqa: A002
            memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """input's values picked along `dim` at `index` (UINT16/UINT32), as torch.gather; the result has index's shape."""
+    """input's values picked along `dim` at `index` (UINT16/UINT32), as torch.gather; the result has index's shape.
+
+    >>> x = ttnn.from_torch(torch.tensor([[10.0, 20.0, 30.0]]), layout=ttnn.TILE, device=device)
+    >>> i = ttnn.from_torch(torch.tensor([[2, 0]]), dtype=ttnn.uint32, layout=ttnn.TILE, device=device)
+    >>> ttnn.gather(x, -1, i).to_torch()
+    tensor([[30., 10.]])
+    """
     v, idx, d = _indexed(op_name, input, index, dim, "ttnn.uint32 or ttnn.uint16", tt_nn_only)
     try:
         r = torch.gather(v, d, idx.long())
@@ -474,6 +558,11 @@ def reallocate(input_tensor: Tensor, memory_config: MemoryConfig | None = None,
     """Defragment: free the tensor's buffer and allocate it again, so it lands in the space just freed.
 
     The input is deallocated; use the returned tensor (a new tensor id, as TT-NN's move makes one).
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.reallocate(x).to_torch()
+    tensor([[0., 1., 2.],
+            [3., 4., 5.]])
     """
     return _move(op_name, input_tensor, memory_config, tt_nn_only)
 
@@ -481,7 +570,13 @@ def reallocate(input_tensor: Tensor, memory_config: MemoryConfig | None = None,
 @register_op("ttnn.move", kind="move", golden=_identity)
 def move(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
          op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """ttnn.reallocate's underlying op: free the input, allocate the output (optionally in `memory_config`)."""
+    """ttnn.reallocate's underlying op: free the input, allocate the output (optionally in `memory_config`).
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.move(x).to_torch()
+    tensor([[0., 1., 2.],
+            [3., 4., 5.]])
+    """
     return _move(op_name, input_tensor, memory_config, tt_nn_only)
 
 
@@ -493,7 +588,13 @@ def _narrow_golden(t, dim, start, length, *_, **__):
 
 @register_op("ttnn.narrow", traits={Trait.VIEW}, golden=_narrow_golden)
 def narrow(input_tensor: Tensor, dim: int, start: int, length: int, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """`length` entries of `dim` from `start`, as torch.narrow; the rank stays."""
+    """`length` entries of `dim` from `start`, as torch.narrow; the rank stays.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.narrow(x, 1, 1, 2).to_torch()
+    tensor([[1., 2.],
+            [4., 5.]])
+    """
     v = _vals(op_name, input_tensor)
     d = _dim(op_name, dim, v.dim())
     if not (start >= 0 and length >= 0 and start + length <= v.shape[d]):
@@ -508,7 +609,12 @@ def _reshape_on_device_golden(t, W, Z, Y, X, *_, **__):  # noqa: N803  (TT-NN's 
 @register_op("ttnn.reshape_on_device", golden=_reshape_on_device_golden)
 def reshape_on_device(input_tensor: Tensor, W: int, Z: int, Y: int, X: int, *,  # noqa: N803
                       memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """TT-NN's older 4-D reshape: the same values as [W, Z, Y, X] (one -1 allowed)."""
+    """TT-NN's older 4-D reshape: the same values as [W, Z, Y, X] (one -1 allowed).
+
+    >>> x = ttnn.from_torch(torch.zeros(1, 1, 32, 64), layout=ttnn.TILE, device=device)
+    >>> ttnn.reshape_on_device(x, 1, 1, 64, 32).shape
+    Shape([1, 1, 64, 32])
+    """
     v = _vals(op_name, input_tensor)
     try:
         r = v.reshape(W, Z, Y, X)
@@ -531,7 +637,14 @@ def _scatter_golden(input, dim, index, src, *_, reduce=None, **__):  # noqa: A00
 def scatter(input: Tensor, dim: int, index: Tensor, src, *, reduce: str | None = None,  # noqa: A002
             memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """A copy of `input` with `src` (a tensor or a number) written at `index` along `dim`, as torch.scatter;
-    reduce='sum', 'prod', 'amax', 'amin' or 'mean' combines instead of overwriting (torch.scatter_reduce)."""
+    reduce='sum', 'prod', 'amax', 'amin' or 'mean' combines instead of overwriting (torch.scatter_reduce).
+
+    >>> x = ttnn.from_torch(torch.zeros(1, 4), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> i = ttnn.from_torch(torch.tensor([[3, 0]]), dtype=ttnn.int32, layout=ttnn.TILE, device=device)
+    >>> src = ttnn.from_torch(torch.tensor([[5.0, 7.0]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.scatter(x, -1, i, src).to_torch()
+    tensor([[7., 0., 0., 5.]], dtype=torch.bfloat16)
+    """
     v, idx, d = _indexed(op_name, input, index, dim, "ttnn.uint32 or ttnn.int32", tt_nn_only)
     s = values(src, op_name)
     try:
@@ -548,7 +661,15 @@ def scatter(input: Tensor, dim: int, index: Tensor, src, *, reduce: str | None =
 
 @register_op("ttnn.copy", kind="move", golden=lambda input_a, input_b, *_, **__: input_a.clone())
 def copy(input_a: Tensor, input_b: Tensor, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Write input_a's values into input_b (same buffer and tensor id), in input_b's dtype; returns input_b."""
+    """Write input_a's values into input_b (same buffer and tensor id), in input_b's dtype; returns input_b.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> y = ttnn.from_torch(torch.zeros(2, 3), layout=ttnn.TILE, device=device)
+    >>> _ = ttnn.copy(x, y)
+    >>> y.to_torch()
+    tensor([[0., 1., 2.],
+            [3., 4., 5.]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     device_inputs(op_name, input_a, input_b)
@@ -567,7 +688,12 @@ def copy(input_a: Tensor, input_b: Tensor, *, op_name: str = OWN_NAME, **tt_nn_o
              golden=lambda t, dtype, *_, **__: t.to(dtypes.TORCH_DTYPE[DataType(dtype)]))
 def to_dtype(input_tensor: Tensor, dtype: DataType, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """A host tensor's values in another dtype (block floats come out in TILE layout); on the device, use
-    ttnn.typecast."""
+    ttnn.typecast.
+
+    >>> x = ttnn.from_torch(torch.tensor([[1.5, 2.0]]))
+    >>> ttnn.to_dtype(x, ttnn.bfloat16).dtype
+    DataType.BFLOAT16
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     v = _vals(op_name, input_tensor)
@@ -592,7 +718,14 @@ def _fill_pad_golden(input_tensor, fill_value, *_, **__):
 def fill_implicit_tile_padding(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig | None = None,
                                op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Fill the tile padding of a TILE tensor's last two dims with `fill_value` (TT-NN's fill_pad.cpp): a new
-    tensor in `memory_config` (default: the input's); the input itself when those dims are whole tiles."""
+    tensor in `memory_config` (default: the input's); the input itself when those dims are whole tiles.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> y = ttnn.fill_implicit_tile_padding(x, 7.0)
+    >>> y.to_torch(), y.padded_shape
+    (tensor([[0., 1., 2.],
+            [3., 4., 5.]]), Shape([32, 32]))
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if not isinstance(input_tensor, Tensor):
