@@ -525,3 +525,10 @@ def test_squeeze_checks_its_dims_as_squeeze_cpp_does(device):
         with pytest.raises(RuntimeError, match=match):
             ttnn.squeeze(t, dims)
     assert ttnn.squeeze(t, [-4, -3]).shape == (1, 64)
+
+
+def test_an_empty_slice_is_an_empty_tensor(device):
+    # slice.cpp returns ttnn::empty for a result with a 0-size dim (tests/ttnn's test_slice_negative_ends)
+    for layout in (ttnn.ROW_MAJOR, ttnn.TILE):
+        t = ttnn.from_torch(torch.randn(32, 32, 32, 32), dtype=ttnn.bfloat16, layout=layout, device=device)
+        assert ttnn.to_torch(t[0:-32, :, :, :]).shape == (0, 32, 32, 32)
