@@ -52,7 +52,14 @@ def rms_norm_pre_all_gather(input_tensor: Tensor, *, dtype: DataType = DataType.
                             residual_input_tensor: Tensor | None = None, memory_config: MemoryConfig | None = None,
                             use_2d_core_grid=None, fast_and_approximate_mode: bool = False,
                             op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """This chip's part of a distributed RMSNorm: the sum of squares of its slice of the last dim."""
+    """This chip's part of a distributed RMSNorm: the sum of squares of its slice of the last dim.
+
+    >>> x = ttnn.from_torch(torch.full((1, 1, 32, 64), 2.0), ttnn.bfloat16, layout=ttnn.TILE,
+    ...                      device=device)
+    >>> stats = ttnn.rms_norm_pre_all_gather(x)  # this chip's sum of squares
+    >>> stats.shape, stats.to_torch()[0, 0, 0, 0].item()
+    (Shape([1, 1, 32, 32]), 256.0)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor, residual_input_tensor)
@@ -70,7 +77,14 @@ def rms_norm_post_all_gather(input_tensor: Tensor, stats: Tensor, *, epsilon: fl
                              weight: Tensor | None = None, bias: Tensor | None = None,
                              memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
                              use_2d_core_grid=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """The slice normalized by the RMS over every chip's slice (from the gathered stats)."""
+    """The slice normalized by the RMS over every chip's slice (from the gathered stats).
+
+    >>> x = ttnn.from_torch(torch.full((1, 1, 32, 64), 2.0), ttnn.bfloat16, layout=ttnn.TILE,
+    ...                      device=device)
+    >>> stats = ttnn.rms_norm_pre_all_gather(x)  # all_gather'd from every chip on a mesh
+    >>> ttnn.rms_norm_post_all_gather(x, stats, epsilon=0.0).to_torch()[0, 0, 0, :2]
+    tensor([1., 1.], dtype=torch.bfloat16)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor, stats, weight, bias)
