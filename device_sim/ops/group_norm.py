@@ -113,6 +113,11 @@ def group_norm(input_tensor: Tensor, *, num_groups: int, epsilon: float = 1e-12,
             tensors on the same device.
         inplace, num_out_blocks, use_welford: how TT-NN's kernel runs; the output is a new tensor here.
         output_layout, dtype: the output's layout and dtype (the input's by default).
+
+    >>> x = ttnn.from_torch(torch.rand(1, 1, 32, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> y = ttnn.group_norm(x, num_groups=2, epsilon=1e-5)  # [N, 1, H*W, C]
+    >>> y.shape, abs(y.to_torch()[..., :32].float().mean().item()) < 0.01  # group 0 (channels 0..31)
+    (Shape([1, 1, 32, 64]), True)
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
