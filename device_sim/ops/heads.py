@@ -54,7 +54,13 @@ def nlp_create_qkv_heads(input: Tensor, input_kv: Tensor | None = None, *, num_h
                          memory_config: MemoryConfig | None = None,
                          op_name: str = OWN_NAME, **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
     """[B, 1, S, (H + 2*KVH)*D] (or input [B, 1, S, H*D] with input_kv [B, 1, S, 2*KVH*D]) to q [B, H, S, D],
-    k [B, KVH, D, S] (or [B, KVH, S, D] with transpose_k_heads=False) and v [B, KVH, S, D]."""
+    k [B, KVH, D, S] (or [B, KVH, S, D] with transpose_k_heads=False) and v [B, KVH, S, D].
+
+    >>> qkv = ttnn.from_torch(torch.rand(1, 1, 32, 256), layout=ttnn.TILE, device=device)  # (4 + 2 * 2) heads of 32
+    >>> q, k, v = ttnn.experimental.nlp_create_qkv_heads(qkv, num_heads=4, num_kv_heads=2)
+    >>> q.shape, k.shape, v.shape  # k transposed
+    (Shape([1, 4, 32, 32]), Shape([1, 2, 32, 32]), Shape([1, 2, 32, 32]))
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input, input_kv)
@@ -92,7 +98,12 @@ def _concat_heads_golden(t, *_, **__):
 @register_op("ttnn.experimental.nlp_concat_heads", golden=_concat_heads_golden)
 def nlp_concat_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
                      op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """[B, H, S, D] to [B, 1, S, H*D]."""
+    """[B, H, S, D] to [B, 1, S, H*D].
+
+    >>> heads = ttnn.from_torch(torch.rand(1, 4, 32, 32), layout=ttnn.TILE, device=device)
+    >>> ttnn.experimental.nlp_concat_heads(heads).shape
+    Shape([1, 1, 32, 128])
+    """
     out = concat_heads_output(op_name, input_tensor, _concat_heads_golden,
                               memory_config, tt_nn_only)
     if input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded():
@@ -113,6 +124,11 @@ def nlp_create_qkv_heads_decode(input_tensor: Tensor, *, num_heads: int, num_kv_
     """One decode token per user: [1, 1, B, (H + 2*KVH)*D] to q [1, B, H, D], k and v [1, B, KVH, D].
 
     overlap_qk_coregrid only chooses which cores hold q and k on hardware.
+
+    >>> token = ttnn.from_torch(torch.rand(1, 1, 8, 192), layout=ttnn.TILE, device=device)  # 8 users, (4 + 2) x 32
+    >>> q, k, v = ttnn.experimental.nlp_create_qkv_heads_decode(token, num_heads=4, num_kv_heads=1)
+    >>> q.shape, k.shape, q.memory_config().memory_layout
+    (Shape([1, 8, 4, 32]), Shape([1, 8, 1, 32]), TensorMemoryLayout.INTERLEAVED)
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -250,7 +266,15 @@ def _concat_heads_decode_output_config(op_name: str, t: Tensor, num_heads: int, 
 @register_op("ttnn.experimental.nlp_concat_heads_decode", golden=_concat_heads_decode_golden)
 def nlp_concat_heads_decode(input_tensor: Tensor, *, num_heads: int, memory_config: MemoryConfig | None = None,
                             op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """[1, B, heads, D] (heads >= num_heads, e.g. padded to 32) to [1, 1, B, num_heads*D]."""
+    """[1, B, heads, D] (heads >= num_heads, e.g. padded to 32) to [1, 1, B, num_heads*D].
+
+    >>> token = ttnn.from_torch(torch.rand(1, 1, 8, 192), layout=ttnn.TILE, device=device)
+    >>> cfg = ttnn.create_sharded_memory_config((32, 32), ttnn.CoreGrid(y=1, x=8), ttnn.ShardStrategy.HEIGHT,
+    ...                                         use_height_and_width_as_shard_shape=True)  # a user a core
+    >>> q, k, v = ttnn.experimental.nlp_create_qkv_heads_decode(token, num_heads=4, num_kv_heads=1, memory_config=cfg)
+    >>> ttnn.experimental.nlp_concat_heads_decode(q, num_heads=4).shape
+    Shape([1, 1, 8, 128])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     x = held(input_tensor, op_name)
@@ -301,6 +325,11 @@ def split_query_key_value_and_split_heads(input_tensor: Tensor, compute_with_sto
     Interleaved input: the width is [Q | K | V]. Block-sharded input: each shard column holds
     [Q | K | V] of its share of the heads, as TT-NN's sharded kernel reads it. (A golden check
     sees only values, so it assumes the interleaved layout.)
+
+    >>> x = ttnn.from_torch(torch.rand(1, 1, 32, 3 * 64), layout=ttnn.TILE, device=device)
+    >>> q, k, v = ttnn.experimental.split_query_key_value_and_split_heads(x, num_heads=2)
+    >>> q.shape, k.shape, v.shape
+    (Shape([1, 2, 32, 32]), Shape([1, 2, 32, 32]), Shape([1, 2, 32, 32]))
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -335,7 +364,13 @@ def _falcon7b_golden(t, *_, **__):
 def nlp_create_qkv_heads_falcon7b(input: Tensor, *, memory_config: MemoryConfig | None = None,  # noqa: A002
                                   op_name: str = OWN_NAME, **tt_nn_only) -> tuple[Tensor, Tensor, Tensor]:
     """Falcon-7B's fused QKV [B, 1, S, 4672] ([71 query heads | 1 key head | 1 value head] of 64) to
-    q [B, 71, S, 64], k [B, 1, S, 64], v [B, 1, S, 64]: the shape TT-NN hard-codes for this op."""
+    q [B, 71, S, 64], k [B, 1, S, 64], v [B, 1, S, 64]: the shape TT-NN hard-codes for this op.
+
+    >>> x = ttnn.from_torch(torch.rand(1, 1, 32, 73 * 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> q, k, v = ttnn.experimental.nlp_create_qkv_heads_falcon7b(x)  # 71 query heads, one k and one v
+    >>> q.shape, k.shape, v.shape
+    (Shape([1, 71, 32, 64]), Shape([1, 1, 32, 64]), Shape([1, 1, 32, 64]))
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     x = held(input, op_name)
