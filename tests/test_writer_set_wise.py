@@ -78,6 +78,11 @@ def test_graphs_forgotten_between_batches_are_defined_again_when_seen_again(tmp_
     forgetting = run(tmp_path / "forgotten", writer=writer_mode, flush_ops=5)
     assert len({text for _, text, _ in expected[0]}) > 2 * writer.MAX_GRAPHS  # so some were dropped
     assert graph_tables(forgetting) == expected
+    # each graph once, and each op's by id, whether forgotten between batches or not, with or without the per-op rows
+    lean = run(tmp_path / "lean", flush_ops=5, device_graphs="distinct")
+    distinct = [rows(report, f"SELECT * FROM {table} ORDER BY rowid")
+                for table in ("distinct_graphs", "operation_graphs") for report in (forgetting, lean)]
+    assert distinct[0] == distinct[1] and distinct[2] == distinct[3] and len(distinct[0]) < len(distinct[2])
 
 
 # tensor_lifetime's definition, one correlated lookup per tensor (what the writer ran at close before issue 14).
