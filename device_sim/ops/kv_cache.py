@@ -89,7 +89,13 @@ def _in_place(op_name: str, cache: Tensor, inputs, golden, *args, program=None) 
 @register_op("ttnn.fill_cache", kind="move", golden=_fill_golden)
 def fill_cache(cache_tensor: Tensor, input_tensor: Tensor, batch_idx: int, *, op_name: str = OWN_NAME) -> Tensor:
     """Write a user's prefill keys or values, input [1, KVH, S, D], into cache positions 0..S-1 of user
-    batch_idx, in place; returns the cache."""
+    batch_idx, in place; returns the cache.
+
+    >>> cache = ttnn.from_torch(torch.zeros(2, 1, 64, 32), layout=ttnn.TILE, device=device)  # [users, heads, seq, D]
+    >>> prompt = ttnn.from_torch(torch.ones(1, 1, 32, 32), layout=ttnn.TILE, device=device)
+    >>> ttnn.fill_cache(cache, prompt, 1) is cache, cache.to_torch()[:, 0, :33, 0].sum(-1)
+    (True, tensor([ 0., 32.]))
+    """
     return _in_place(op_name, cache_tensor, [input_tensor], _fill_golden, batch_idx,
                      program=lambda: kv_programs.fill_cache_program(input_tensor))
 
@@ -98,7 +104,15 @@ def fill_cache(cache_tensor: Tensor, input_tensor: Tensor, batch_idx: int, *, op
 def update_cache(cache: Tensor, input: Tensor, update_idx: int, *, batch_offset: int = 0,  # noqa: A002
                  op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Write one token per user, input [1, KVH, users, D] (users padded to 32 as on hardware; users
-    batch_offset.. are used), at position update_idx of every user's cache, in place; returns the cache."""
+    batch_offset.. are used), at position update_idx of every user's cache, in place; returns the cache.
+
+    >>> cache = ttnn.from_torch(torch.zeros(2, 1, 64, 32), layout=ttnn.TILE, device=device)
+    >>> token = ttnn.from_torch(torch.ones(1, 1, 32, 32), layout=ttnn.TILE, device=device)  # users padded to 32
+    >>> _ = ttnn.update_cache(cache, token, 7)
+    >>> cache.to_torch()[:, 0, 6:9, 0]
+    tensor([[0., 1., 0.],
+            [0., 1., 0.]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     return _in_place(op_name, cache, [input], _update_golden, update_idx, batch_offset,
@@ -107,7 +121,14 @@ def update_cache(cache: Tensor, input: Tensor, update_idx: int, *, batch_offset:
 
 @register_op("ttnn.kv_cache.fill_cache_for_user_", golden=_fill_golden)
 def fill_cache_for_user_(cache: Tensor, input: Tensor, batch_index: int, *, op_name: str = OWN_NAME) -> Tensor:  # noqa: A002
-    """ttnn.fill_cache under its in-place name: TT-NN's ttnn.kv_cache.fill_cache_for_user_."""
+    """ttnn.fill_cache under its in-place name: TT-NN's ttnn.kv_cache.fill_cache_for_user_.
+
+    >>> cache = ttnn.from_torch(torch.zeros(2, 1, 64, 32), layout=ttnn.TILE, device=device)
+    >>> prompt = ttnn.from_torch(torch.ones(1, 1, 32, 32), layout=ttnn.TILE, device=device)
+    >>> _ = ttnn.kv_cache.fill_cache_for_user_(cache, prompt, 0)
+    >>> cache.to_torch()[:, 0, :33, 0].sum(-1)
+    tensor([32.,  0.])
+    """
     return _in_place(op_name, cache, [input], _fill_golden, batch_index,
                      program=lambda: kv_programs.fill_cache_program(input))
 
@@ -115,7 +136,15 @@ def fill_cache_for_user_(cache: Tensor, input: Tensor, batch_index: int, *, op_n
 @register_op("ttnn.kv_cache.update_cache_for_token_", golden=_update_golden)
 def update_cache_for_token_(cache: Tensor, input: Tensor, update_index: int, batch_offset: int = 0,  # noqa: A002
                             *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """ttnn.update_cache under its in-place name: TT-NN's ttnn.kv_cache.update_cache_for_token_."""
+    """ttnn.update_cache under its in-place name: TT-NN's ttnn.kv_cache.update_cache_for_token_.
+
+    >>> cache = ttnn.from_torch(torch.zeros(2, 1, 64, 32), layout=ttnn.TILE, device=device)
+    >>> token = ttnn.from_torch(torch.ones(1, 1, 32, 32), layout=ttnn.TILE, device=device)
+    >>> _ = ttnn.kv_cache.update_cache_for_token_(cache, token, 3)
+    >>> cache.to_torch()[:, 0, 2:5, 0]
+    tensor([[0., 1., 0.],
+            [0., 1., 0.]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     return _in_place(op_name, cache, [input], _update_golden, update_index,
@@ -181,6 +210,15 @@ def paged_update_cache(cache_tensor: Tensor, input_tensor: Tensor, *, update_idx
     position update_idxs[b] (or update_idxs_tensor[b]; -1 skips the user), in place; returns the cache.
 
     mesh_coords (a set of ttnn.MeshCoordinate) limits the write to those chips.
+
+    >>> cache = ttnn.from_torch(torch.zeros(8, 1, 64, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> token = ttnn.from_torch(torch.ones(1, 1, 8, 96), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> cfg = ttnn.create_sharded_memory_config((32, 32), ttnn.CoreGrid(y=1, x=8), ttnn.ShardStrategy.HEIGHT,
+    ...                                         use_height_and_width_as_shard_shape=True)  # a user a core
+    >>> _, k, _ = ttnn.experimental.nlp_create_qkv_heads_decode(token, num_heads=1, num_kv_heads=1, memory_config=cfg)
+    >>> _ = ttnn.experimental.paged_update_cache(cache, k, update_idxs=list(range(8)))  # user b at position b
+    >>> cache.to_torch()[:, 0, :8, 0].diagonal()
+    tensor([1., 1., 1., 1., 1., 1., 1., 1.], dtype=torch.bfloat16)
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -239,6 +277,13 @@ def paged_fill_cache(cache_tensor: Tensor, input_tensor: Tensor, page_table: Ten
     user batch_idx (or one user per input row from batch_idx_tensor), in place; returns the cache.
 
     mesh_coords (a set of ttnn.MeshCoordinate) limits the write to those chips.
+
+    >>> cache = ttnn.from_torch(torch.zeros(4, 1, 32, 32), layout=ttnn.TILE, device=device)  # 4 blocks of 32
+    >>> table = ttnn.from_torch(torch.tensor([[3, 0], [1, 2]], dtype=torch.int32), ttnn.int32, device=device)
+    >>> prompt = ttnn.from_torch(torch.ones(1, 1, 40, 32), layout=ttnn.TILE, device=device)
+    >>> _ = ttnn.experimental.paged_fill_cache(cache, prompt, table, batch_idx=0)  # user 0: blocks 3, then 0
+    >>> cache.to_torch()[:, 0, :, 0].sum(-1)
+    tensor([ 8.,  0.,  0., 32.])
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -267,7 +312,19 @@ def paged_fused_update_cache(cache_tensor1: Tensor, input_tensor1: Tensor, cache
                              share_cache: bool | None = None, page_table: Tensor | None = None,
                              batch_offset: int = 0, mesh_coords=None,
                              op_name: str = OWN_NAME, **tt_nn_only) -> tuple[Tensor, Tensor]:
-    """paged_update_cache of the keys and the values cache in one fused op; returns both caches."""
+    """paged_update_cache of the keys and the values cache in one fused op; returns both caches.
+
+    >>> rows = [ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, y), ttnn.CoreCoord(3, y))]) for y in (0, 1)]
+    >>> k, v = (ttnn.from_torch(torch.ones(1, 4, 1, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device,
+    ...         memory_config=ttnn.create_sharded_memory_config((32, 32), r, ttnn.ShardStrategy.HEIGHT,
+    ...                                                         use_height_and_width_as_shard_shape=True))
+    ...         for r in rows)  # a user a core: k's on cores (0..3, 0), v's on (0..3, 1)
+    >>> k_cache, v_cache = (ttnn.from_torch(torch.zeros(4, 1, 64, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    ...                     for _ in range(2))
+    >>> _ = ttnn.experimental.paged_fused_update_cache(k_cache, k, v_cache, v, update_idxs=[3, 3, 3, 3])
+    >>> k_cache.to_torch()[:, 0, 3, 0], v_cache.to_torch()[:, 0, 3, 0]
+    (tensor([1., 1., 1., 1.], dtype=torch.bfloat16), tensor([1., 1., 1., 1.], dtype=torch.bfloat16))
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if (update_idxs_tensor is None) == (not update_idxs):
@@ -306,6 +363,12 @@ def nlp_kv_cache_load_slice(input_tensor: Tensor, *, seq_len_start: int, seq_len
 
     As TT-NN, the output is height-sharded in L1 over B*KVH cores, one [S, D] shard each, unless
     memory_config says otherwise.
+
+    >>> cache = ttnn.from_torch(torch.arange(128.0).reshape(1, 1, 128, 1).expand(1, 1, 128, 32).contiguous(),
+    ...                         layout=ttnn.TILE, device=device)
+    >>> s = ttnn.experimental.nlp_kv_cache_load_slice(cache, seq_len_start=32, seq_len_end=96)
+    >>> s.shape, s.to_torch()[0, 0, [0, -1], 0]
+    (Shape([1, 1, 64, 32]), tensor([32., 95.]))
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
