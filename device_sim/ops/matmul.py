@@ -239,6 +239,12 @@ def matmul(input_tensor_a: Tensor, input_tensor_b: Tensor, *, transpose_a: bool 
         program_config: a ttnn.Matmul*ProgramConfig; validated against the shapes and the grid.
         compute_kernel_config: a ttnn.WormholeComputeKernelConfig; its fidelity, destination format and
             approx mode set the values (docs/numerics.md). core_grid only picks the default fidelity.
+
+    >>> a = ttnn.from_torch(torch.ones(32, 64), layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.full((64, 32), 0.5), layout=ttnn.TILE, device=device)
+    >>> y = ttnn.matmul(a, b)
+    >>> y.shape, y.to_torch()[0, 0].item()
+    (Shape([32, 32]), 32.0)
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -258,6 +264,13 @@ def linear(input_tensor_a: Tensor, input_tensor_b: Tensor, *, bias: Tensor | Non
     [out, in]); bias is [1, out]. One op, as TT-NN's fused kernel: the bias is added to the
     float32 products in the destination and the activation follows it, so only the final value is
     rounded to `dtype`, into the one output buffer; the program reads the bias through its c_3 CB.
+
+    >>> x = ttnn.from_torch(torch.ones(32, 64), layout=ttnn.TILE, device=device)
+    >>> w = ttnn.from_torch(torch.full((64, 32), 0.5), layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.full((1, 32), -40.0), layout=ttnn.TILE, device=device)
+    >>> y = ttnn.linear(x, w, bias=b, activation="relu")  # one op, as in TT-NN: -8 + relu
+    >>> y.shape, y.to_torch()[0, 0].item()
+    (Shape([32, 32]), 0.0)
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -304,7 +317,14 @@ def addmm(input_tensor: Tensor, mat1_tensor: Tensor, mat2_tensor: Tensor, *, alp
           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """beta * input_tensor + alpha * (mat1_tensor @ mat2_tensor), as TT-NN runs it: matmul (into DRAM unless
     memory_config says otherwise), then multiply_ by alpha unless it is 1, then add_ of input_tensor (times beta
-    unless it is 1) unless beta is 0; optional_output_tensor= receives the result."""
+    unless it is 1) unless beta is 0; optional_output_tensor= receives the result.
+
+    >>> c = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device)
+    >>> a = ttnn.from_torch(torch.ones(32, 64), layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.ones(64, 32), layout=ttnn.TILE, device=device)
+    >>> ttnn.addmm(c, a, b, alpha=0.5, beta=2.0).to_torch()[0, 0].item()
+    34.0
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if output_tile is not None:
