@@ -47,6 +47,10 @@ def moreh_norm(input: Tensor, p: float, *, dim=None, keepdim: bool = False, memo
     """The p-norm of `input` over `dim` (an int, a list, or None for every dim), as torch.linalg.vector_norm.
 
     p is any float, math.inf included; `output=` writes into a given tensor (register_op's output_keyword).
+
+    >>> x = ttnn.from_torch(torch.tensor([[3.0, 4.0]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_norm(x, 2.0, dim=1).to_torch()
+    tensor([5.])
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -107,7 +111,12 @@ def _moreh_full_golden(shape, fill_value, *_, dtype=DataType.BFLOAT16, **__):
 def moreh_full(shape, fill_value, device, *, dtype: DataType = DataType.BFLOAT16, layout: Layout = Layout.TILE,
                memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """A device tensor of `shape` (rank >= 2) holding `fill_value` (a float, or an int for exact int32 values),
-    written by one FullDeviceOperation (TT-NN's full_nanobind.cpp; memory_config defaults to DRAM interleaved)."""
+    written by one FullDeviceOperation (TT-NN's full_nanobind.cpp; memory_config defaults to DRAM interleaved).
+
+    >>> ttnn.moreh_full((2, 3), 4.0, device).to_torch()
+    tensor([[4., 4., 4.],
+            [4., 4., 4.]], dtype=torch.bfloat16)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if device is None:
@@ -125,7 +134,13 @@ def _moreh_full_like_golden(input, fill_value, dtype=None, *_, **__):
 def moreh_full_like(input: Tensor, fill_value, dtype: DataType | None = None, layout: Layout | None = None,
                     memory_config: MemoryConfig | None = None, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """A tensor of `input`'s shape holding `fill_value`, in `dtype`, `layout` and `memory_config` (each defaults to
-    the input's), made by one FullDeviceOperation on the input's device (TT-NN's full_like.cpp)."""
+    the input's), made by one FullDeviceOperation on the input's device (TT-NN's full_like.cpp).
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_full_like(x, 1.5).to_torch()
+    tensor([[1.5000, 1.5000, 1.5000],
+            [1.5000, 1.5000, 1.5000]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if not isinstance(input, Tensor) or input._device is None:
@@ -168,7 +183,11 @@ def moreh_arange(start: float = 0, end: float | None = None, step: float = 1, de
                  untilize_out: bool = False, dtype: DataType = DataType.BFLOAT16,
                  memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """[start, end) by step, written by MorehArangeOperation: [1, N] TILE, or [N] ROW_MAJOR with untilize_out=True;
-    `output=` (register_op's output_keyword) receives start + step * i for each of its last dim's positions."""
+    `output=` (register_op's output_keyword) receives start + step * i for each of its last dim's positions.
+
+    >>> ttnn.moreh_arange(0, 4, 1, device).to_torch()
+    tensor([[0., 1., 2., 3.]], dtype=torch.bfloat16)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     where = "device_sim/ops/moreh.py"
@@ -216,7 +235,12 @@ def moreh_dot(input_tensor_a: Tensor, input_tensor_b: Tensor, *, dtype: DataType
               memory_config: MemoryConfig | None = None, compute_kernel_config=None,
               op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """The dot product of two [1, 1, 1, W] tensors, as [1, 1, 1, 1] (MorehDotOperation, one core); `output=` receives
-    it (register_op's output_keyword)."""
+    it (register_op's output_keyword).
+
+    >>> a = ttnn.from_torch(torch.tensor([[[[1.0, 2.0, 3.0]]]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_dot(a, a).to_torch()
+    tensor([[[[14.]]]], dtype=torch.bfloat16)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     where = "device_sim/ops/moreh.py"
@@ -246,7 +270,13 @@ def _moreh_cumsum_golden(input, dim, *_, **__):  # noqa: A002
 def moreh_cumsum(input: Tensor, dim: int, *, output: Tensor | None = None,  # noqa: A002
                  memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """TT-NN's moreh_cumsum.cpp: ttnn.cumsum(input, dim) in the input's dtype and memory config, into `output`
-    when given (recorded nested)."""
+    when given (recorded nested).
+
+    >>> x = ttnn.from_torch(torch.ones(1, 1, 2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_cumsum(x, 3).to_torch()
+    tensor([[[[1., 2., 3.],
+              [1., 2., 3.]]]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     return _ttnn_cumsum(input, dim, dtype=input.dtype, reverse_order=False, out=output,
@@ -261,7 +291,13 @@ def _moreh_cumsum_backward_golden(output_grad, dim, *_, **__):
 def moreh_cumsum_backward(output_grad: Tensor, dim: int, *, input_grad: Tensor | None = None,
                           memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """TT-NN's moreh_cumsum.cpp: the gradient of a cumsum, ttnn.cumsum(output_grad, dim, reverse_order=True), into
-    `input_grad` when given (recorded nested)."""
+    `input_grad` when given (recorded nested).
+
+    >>> g = ttnn.from_torch(torch.ones(1, 1, 2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_cumsum_backward(g, 3).to_torch()
+    tensor([[[[3., 2., 1.],
+              [3., 2., 1.]]]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     return _ttnn_cumsum(output_grad, dim, dtype=output_grad.dtype, reverse_order=True, out=input_grad,
