@@ -66,7 +66,16 @@ def _trans_mat_ok(shape, decode: bool) -> bool:
 def rotary_embedding_llama(input_tensor: Tensor, cos_cache: Tensor, sin_cache: Tensor, trans_mat: Tensor, *,
                            is_decode_mode: bool = False, memory_config: MemoryConfig | None = None,
                            op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """x * cos + (x @ trans_mat, per 32-wide tile) * sin; the output has the input's shape."""
+    """x * cos + (x @ trans_mat, per 32-wide tile) * sin; the output has the input's shape.
+
+    >>> from device_sim.ops.rotary import get_rot_transformation_mat
+    >>> x = ttnn.from_torch(torch.ones(1, 1, 32, 32), layout=ttnn.TILE, device=device)
+    >>> cos = ttnn.from_torch(torch.zeros(1, 1, 32, 32), layout=ttnn.TILE, device=device)  # angle pi/2 everywhere
+    >>> sin = ttnn.from_torch(torch.ones(1, 1, 32, 32), layout=ttnn.TILE, device=device)
+    >>> mat = ttnn.from_torch(get_rot_transformation_mat(), layout=ttnn.TILE, device=device)
+    >>> ttnn.experimental.rotary_embedding_llama(x, cos, sin, mat).to_torch()[0, 0, 0, :4]  # pairs (a, b) -> (-b, a)
+    tensor([-1.,  1., -1.,  1.])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     device_inputs(op_name, input_tensor, cos_cache, sin_cache, trans_mat)
@@ -153,6 +162,13 @@ def rotary_embedding(input_tensor: Tensor, cos_cache: Tensor, sin_cache: Tensor,
 
     Without token_index, x is [B, H, S, D] and uses cache rows 0..S-1; with it, x is one token
     per user, [1, 1, B, D], and every row uses cache row token_index.
+
+    >>> x = ttnn.from_torch(torch.ones(1, 1, 32, 64), layout=ttnn.TILE, device=device)
+    >>> cos = ttnn.from_torch(torch.zeros(1, 1, 32, 64), layout=ttnn.TILE, device=device)
+    >>> sin = ttnn.from_torch(torch.ones(1, 1, 32, 64), layout=ttnn.TILE, device=device)
+    >>> y = ttnn.experimental.rotary_embedding(x, cos, sin)  # halves (a, b) -> (-b, a), as GPT-NeoX rotates
+    >>> y.to_torch()[0, 0, 0, [0, 32]]
+    tensor([-1.,  1.])
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -202,7 +218,24 @@ def _fused_qk_checks(op_name: str, tensors) -> None:
 def rotary_embedding_llama_fused_qk(q_input_tensor: Tensor, k_input_tensor: Tensor, cos_cache: Tensor,
                                     sin_cache: Tensor, trans_mat: Tensor,
                                     *, op_name: str = OWN_NAME, **tt_nn_only) -> tuple[Tensor, Tensor]:
-    """rotary_embedding_llama in decode mode on q [1, B, H, D] and k [1, B, KVH, D] at once (one fused op)."""
+    """rotary_embedding_llama in decode mode on q [1, B, H, D] and k [1, B, KVH, D] at once (one fused op).
+
+    >>> from device_sim.ops.rotary import get_rot_transformation_mat
+    >>> def sharded(t, cores, shard):  # one shard a core, in L1, as TT-NN's decode tensors are
+    ...     cfg = ttnn.create_sharded_memory_config(shard, cores, ttnn.ShardStrategy.HEIGHT,
+    ...                                             use_height_and_width_as_shard_shape=True)
+    ...     return ttnn.from_torch(t, ttnn.bfloat16, layout=ttnn.TILE, device=device, memory_config=cfg)
+    ...
+    >>> row = lambda y: ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, y), ttnn.CoreCoord(3, y))])
+    >>> q = sharded(torch.ones(1, 4, 32, 64), row(0), (32, 64))  # a user a core
+    >>> k = sharded(torch.ones(1, 4, 32, 64), row(1), (32, 64))
+    >>> cos = sharded(torch.zeros(1, 8, 32, 64), ttnn.CoreGrid(y=2, x=4), (32, 64))  # q's 4 users, then k's
+    >>> sin = sharded(torch.ones(1, 8, 32, 64), ttnn.CoreGrid(y=2, x=4), (32, 64))
+    >>> mat = sharded(get_rot_transformation_mat(), ttnn.CoreGrid(y=1, x=1), (32, 32))
+    >>> q2, k2 = ttnn.experimental.rotary_embedding_llama_fused_qk(q, k, cos, sin, mat)
+    >>> q2.to_torch()[0, 0, 0, :4], k2.memory_config() == k.memory_config()
+    (tensor([-1.,  1., -1.,  1.], dtype=torch.bfloat16), True)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     device_inputs(op_name, q_input_tensor, k_input_tensor, cos_cache, sin_cache, trans_mat)
