@@ -192,7 +192,7 @@ def test_ttreport_has_no_import_cycle():
 # The function-level imports without a reason left when this test came (issue 32), in files edited in other hands
 # at the time: a file may hold at most this many (lower the number as they go), every other file none.
 KNOWN_UNEXPLAINED = {"ttreport/capture/oplog.py": 3, "ttreport/capture/recorder.py": 1,
-                     "ttreport/capture/session.py": 2, "ttreport/db.py": 2}
+                     "ttreport/capture/session.py": 2}
 
 
 def test_every_function_level_import_says_what_heavy_dependency_it_defers():

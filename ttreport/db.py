@@ -16,7 +16,12 @@ from pathlib import Path
 
 from ttreport import migrations, schema_sql
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, NotAReportError
-from ttreport.folder import DB_FILE  # noqa: F401 (db.DB_FILE: the folder's name for the report's database)
+from ttreport.folder import (
+    DB_FILE,  # noqa: F401 (db.DB_FILE: the folder's name for the report's database)
+    REVISION_KEY,
+    SCHEMA_VERSION_KEY,
+    TTNN_SCHEMA_VERSION,
+)
 
 # alembic and SQLAlchemy (~0.3 s to import) are imported only to create or upgrade a database:
 # readers learn the revisions from the migration files themselves.
@@ -149,7 +154,7 @@ def schema_sql_text() -> str:
     from alembic.script import ScriptDirectory
     from sqlalchemy import create_engine
 
-    from ttreport import schema
+    from ttreport import schema  # SQLAlchemy: only rendering schema_sql.py needs the tables
 
     engine = create_engine("sqlite://")
     with engine.begin() as conn:
@@ -394,8 +399,6 @@ def upgrade(path, revision: str = "head", *, progress=None) -> None:
 def _versions() -> list[tuple[str, str]]:
     """report_metadata's two version notes: TT-NN's database version under TT-NN's key, which TT-NN's readers check,
     and ttreport's alembic revision under its own (schema.SCHEMA_VERSION_KEY, REVISION_KEY)."""
-    from ttreport.folder import REVISION_KEY, SCHEMA_VERSION_KEY, TTNN_SCHEMA_VERSION
-
     return [(SCHEMA_VERSION_KEY, TTNN_SCHEMA_VERSION), (REVISION_KEY, head_revision())]
 
 
