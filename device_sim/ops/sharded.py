@@ -68,6 +68,12 @@ def interleaved_to_sharded(input_tensor: Tensor, grid=None, shard_shape=None, sh
 
         interleaved_to_sharded(t, sharded_memory_config, output_dtype=None)
         interleaved_to_sharded(t, grid, shard_shape, shard_scheme, shard_orientation, output_dtype=None)
+
+    >>> x = ttnn.from_torch(torch.rand(64, 64), layout=ttnn.TILE, device=device)
+    >>> cfg = ttnn.create_sharded_memory_config((32, 64), ttnn.CoreGrid(y=1, x=2), ttnn.ShardStrategy.HEIGHT,
+    ...                                         use_height_and_width_as_shard_shape=True)
+    >>> ttnn.interleaved_to_sharded(x, sharded_memory_config=cfg).memory_config().memory_layout
+    TensorMemoryLayout.HEIGHT_SHARDED
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -99,7 +105,14 @@ def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | N
     """A sharded tensor as an interleaved one (DRAM interleaved when no memory_config is given, as TT-NN's).
 
     An interleaved input comes back as it is, memory_config and output_dtype unread (sharded_to_interleaved.cpp:
-    no shard spec, no work; Whisper's encoder calls it on a conv1d output either way)."""
+    no shard spec, no work; Whisper's encoder calls it on a conv1d output either way).
+
+    >>> cfg = ttnn.create_sharded_memory_config((32, 64), ttnn.CoreGrid(y=1, x=2), ttnn.ShardStrategy.HEIGHT,
+    ...                                         use_height_and_width_as_shard_shape=True)
+    >>> x = ttnn.from_torch(torch.rand(64, 64), layout=ttnn.TILE, device=device, memory_config=cfg)
+    >>> ttnn.sharded_to_interleaved(x, ttnn.DRAM).memory_config().memory_layout
+    TensorMemoryLayout.INTERLEAVED
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     t = _on_device(op_name, input_tensor)
@@ -119,6 +132,14 @@ def reshard(input_tensor: Tensor, output_memory_config: MemoryConfig, output_ten
     """A sharded tensor in another sharded config (another grid, shard shape or strategy).
 
     With `output_tensor` (a sharded tensor of the same shape) the values are written into it, in place.
+
+    >>> rows = ttnn.create_sharded_memory_config((32, 64), ttnn.CoreGrid(y=1, x=2), ttnn.ShardStrategy.HEIGHT,
+    ...                                          use_height_and_width_as_shard_shape=True)
+    >>> cols = ttnn.create_sharded_memory_config((64, 32), ttnn.CoreGrid(y=1, x=2), ttnn.ShardStrategy.WIDTH,
+    ...                                          use_height_and_width_as_shard_shape=True)
+    >>> x = ttnn.from_torch(torch.rand(64, 64), layout=ttnn.TILE, device=device, memory_config=rows)
+    >>> ttnn.reshard(x, cols).memory_config().memory_layout
+    TensorMemoryLayout.WIDTH_SHARDED
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -165,7 +186,14 @@ def interleaved_to_sharded_partial(input_tensor: Tensor, grid, shard_shape, num_
                                    shard_scheme: TensorMemoryLayout, shard_orientation: ShardOrientation,
                                    output_dtype: DataType | None = None,
                                    *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Slice `slice_index` of `num_slices` equal slices of an interleaved tensor's rows, sharded."""
+    """Slice `slice_index` of `num_slices` equal slices of an interleaved tensor's rows, sharded.
+
+    >>> x = ttnn.from_torch(torch.rand(1, 1, 128, 64), layout=ttnn.TILE, device=device)
+    >>> part = ttnn.interleaved_to_sharded_partial(x, ttnn.CoreGrid(y=1, x=2), (32, 64), 2, 1,
+    ...     ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.ShardOrientation.ROW_MAJOR)  # the second of 2 slices
+    >>> part.shape, part.memory_config().memory_layout
+    (Shape([1, 1, 64, 64]), TensorMemoryLayout.HEIGHT_SHARDED)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     t = _on_device(op_name, input_tensor)
@@ -189,7 +217,16 @@ def _s2i_partial_golden(t, cache, num_slices, slice_index, *_, **__):
 def sharded_to_interleaved_partial(input_tensor: Tensor, cache_tensor: Tensor, num_slices: int, slice_index: int, *,
                                    memory_config: MemoryConfig | None = None, output_dtype: DataType | None = None,
                                    op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Write a sharded slice back into rows `slice_index` of `num_slices` of `cache_tensor`, in place; returns it."""
+    """Write a sharded slice back into rows `slice_index` of `num_slices` of `cache_tensor`, in place; returns it.
+
+    >>> x = ttnn.from_torch(torch.rand(1, 1, 128, 64), layout=ttnn.TILE, device=device)
+    >>> part = ttnn.interleaved_to_sharded_partial(x, ttnn.CoreGrid(y=1, x=2), (32, 64), 2, 1,
+    ...     ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.ShardOrientation.ROW_MAJOR)
+    >>> out = ttnn.from_torch(torch.zeros(1, 1, 128, 64), layout=ttnn.TILE, device=device)
+    >>> _ = ttnn.sharded_to_interleaved_partial(part, out, 2, 1)  # back into rows 64..127
+    >>> torch.equal(out.to_torch()[..., 64:, :], x.to_torch()[..., 64:, :])
+    True
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     t = _on_device(op_name, input_tensor)
