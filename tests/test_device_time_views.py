@@ -40,6 +40,10 @@ def test_the_summary_splits_kernels_from_host_transfers_and_ranks_names_by_devic
     assert total.transfer_ns == uploads > 0 and total.kernel_ns == total.ideal_ns - uploads
     assert f"kernels {device_time.human_ns(total.kernel_ns)}, host transfers {device_time.human_ns(uploads)}" in out
     assert "of emulator host time in top-level ops" in out
+    with ttreport.open(sample) as r:
+        top = r.execute("SELECT o.operation_id, o.name, p.ideal_ns FROM device_perf p JOIN operations o "
+                        "USING (operation_id) WHERE o.depth = 0 ORDER BY p.ideal_ns DESC, o.operation_id LIMIT 3")
+        assert "        slowest: " + ", ".join(f"op {i} {n} {device_time.human_ns(ns)}" for i, n, ns in top) in out
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("time by op name")) + 3
     names = [line.split()[0] for line in lines[start:start + len(by_name)]]

@@ -132,7 +132,7 @@ def _tensor_brief(t) -> str:
     return f"{t.id}:{list(t.dims)} {dtype} {where}"
 
 
-def format_summary(s: Summary, path, *, table=format_table, device=None, device_by_name=None) -> str:
+def format_summary(s: Summary, path, *, table=format_table, device=None, device_by_name=None, slowest=()) -> str:
     out = [f"report  {path}", f"status  {_cell(s.status_text or s.status or 'unknown')}",
            f"ops     {s.operations} ({human_seconds(s.top_level_seconds)} of emulator host time in top-level ops)"]
     if device is not None:  # device_time.DeviceTotal: the performance model's estimate
@@ -141,6 +141,9 @@ def format_summary(s: Summary, path, *, table=format_table, device=None, device_
         if device.transfer_ns:
             out.append(f"        kernels {device_time.human_ns(device.kernel_ns)}, host transfers "
                        f"{device_time.human_ns(device.transfer_ns)} (to and from the host over PCIe)")
+        if slowest:  # device_time.slowest: (op id, name, ns)
+            out.append("        slowest: " + ", ".join(f"op {i} {_cell(name)} {device_time.human_ns(ns)}"
+                                                       for i, name, ns in slowest))
     out.append("")
     if s.by_name:
         dev = device_by_name or {}
@@ -568,7 +571,7 @@ def summary(report, as_json):
                         "device_ns_by_name": device_time.by_name(r)})
             return
         click.echo(format_summary(r.summary(), r.path, table=terminal.table_text, device=device_time.total(r),
-                                  device_by_name=device_time.by_name(r)))
+                                  device_by_name=device_time.by_name(r), slowest=device_time.slowest(r, 3)))
 
 
 @main.command()
@@ -836,7 +839,8 @@ def _demo(demo_module, root: Path | None) -> None:
     with Report(path) as report:
         summary = report.summary()
         click.echo(format_summary(summary, path, table=terminal.table_text, device=device_time.total(report),
-                                  device_by_name=device_time.by_name(report)))  # rich on a terminal, else plain
+                                  device_by_name=device_time.by_name(report),
+                                  slowest=device_time.slowest(report, 3)))  # rich on a terminal, else plain
         cur = report.execute(demo_module.DEMO_QUERY)
         click.echo("\nWhich ops put their output in L1, and which rule chose L1?\n")
         click.echo(demo_module.DEMO_QUERY + "\n")

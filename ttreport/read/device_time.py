@@ -127,6 +127,14 @@ def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+def slowest(r, n: int = 5) -> list[tuple[int, str, int]]:
+    """The `n` top-level ops the model estimates longest on the device: (operation id, name, ns), slowest first."""
+    return [(i, name, ns) for i, name, ns in r.execute(
+        "SELECT o.operation_id, o.name, p.ideal_ns FROM device_perf p JOIN operations o USING (operation_id) "
+        f"WHERE {_TOP_LEVEL} AND typeof(p.ideal_ns) = 'integer' ORDER BY p.ideal_ns DESC, o.operation_id LIMIT ?",
+        (n,))]
+
+
 def by_name(r) -> dict[str, int]:
     """Estimated ns per op name over every op of that name (nested ones included, as `total` in summary is)."""
     return dict(r.execute("SELECT o.name, SUM(p.ideal_ns) FROM device_perf p JOIN operations o USING (operation_id) "
