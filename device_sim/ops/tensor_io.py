@@ -52,6 +52,11 @@ def tensor(data=None, *args, tensor=None, data_type: DataType | None = None, dty
 
     The array may be given as `tensor=`, as TT-NN names it. `dtype=` and `memory_config=` (device_sim's
     names) are accepted beside `data_type=` / `mem_config=`.
+
+    >>> t = ttnn.Tensor([1.0, 2.0, 3.0, 4.0], [2, 2], ttnn.bfloat16, ttnn.ROW_MAJOR)
+    >>> t.to_torch()
+    tensor([[1., 2.],
+            [3., 4.]], dtype=torch.bfloat16)
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -137,6 +142,11 @@ def as_tensor(tensor, dtype: DataType | None = None, *, layout: Layout | None = 
             so neither the conversion nor `preprocess` runs again. A file that cannot be read is rebuilt.
         preprocess: a function torch -> torch applied before conversion (e.g. a transpose of weights).
         use_device_tilizer: TT-NN tilizes on the device instead of the host; the values are the same here.
+
+    >>> w = ttnn.as_tensor(torch.ones(2, 3), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device,
+    ...                    memory_config=ttnn.DRAM)
+    >>> w.shape, w.dtype, w.layout
+    (Shape([2, 3]), DataType.BFLOAT16, Layout.TILE)
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -194,6 +204,10 @@ def allocate_tensor_on_device(shape_or_spec, dtype_or_device=None, layout: Layou
         allocate_tensor_on_device(shape, dtype, layout, device, memory_config=None)
 
     Its values read as zeros until copy_host_to_device_tensor (or an op's output_tensor=) fills them.
+
+    >>> t = ttnn.allocate_tensor_on_device(ttnn.Shape([2, 32]), ttnn.bfloat16, ttnn.TILE, device)
+    >>> t.shape, t.is_allocated()
+    (Shape([2, 32]), True)
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -222,6 +236,11 @@ def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id
     """Write a host tensor's values into an allocated device tensor (same shape, dtype and layout), in place.
 
     The device tensor keeps its buffer and id, as a trace's input tensor must. Returns None, as in TT-NN.
+
+    >>> dst = ttnn.allocate_tensor_on_device(ttnn.Shape([1, 3]), ttnn.float32, ttnn.ROW_MAJOR, device)
+    >>> ttnn.copy_host_to_device_tensor(ttnn.from_torch(torch.tensor([[1.0, 2.0, 3.0]])), dst)
+    >>> dst.to_torch()
+    tensor([[1., 2., 3.]])
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
