@@ -1,12 +1,12 @@
 """1. Capture overhead: the same loop of small ops bare, under ttreport, under torch.profiler,
 and its records written the way TT-NN's original report writer did (a commit per INSERT).
 
-The judged capture is Config(writer="process") (issue 14): the model's threads append to the op
-log, a writer process writes SQLite. Its rate is ops per second of the writer process's own CPU
-(RUSAGE_CHILDREN once it is reaped), less the CPU of a capture with no ops (its start-up: Python,
-torch and ttreport imported, ~1.3 s). The thread writer's figures are shown beside it.
-`python -m bench --only capture --capture-ops 1000000` adds one capture of that many ops with each
-writer, side by side, and judges the process writer's close (<= 2 s after the loop) and its rate.
+The capture's one writer route (issue 32): the model's threads append to the op log, a writer process
+writes SQLite. Its rate is ops per second of the writer process's own CPU (RUSAGE_CHILDREN once it is
+reaped), less the CPU of a capture with no ops (its start-up: Python, torch and ttreport imported,
+~1.3 s). `python -m bench --only capture --capture-ops 1000000` adds one capture of that many ops and
+judges its close (<= 2 s after the loop) and its rate. (The retired thread writer's figures, beside it
+until issue 32: bench/README.md.)
 
 Model-thread time is the loop's wall time inside the capture; closing (draining the queues)
 is timed on its own and shown, not judged.
@@ -23,7 +23,6 @@ import gc
 import resource
 import shutil
 import sqlite3
-import threading
 import time
 
 import torch
@@ -55,8 +54,7 @@ def _run(tmp, device, n_ops, repeats, commit_ops, big_ops) -> list[Figure]:
             torch.add(x, y)
 
     def captured(name, tensors):
-        cap = ttreport.capture(tmp / name, config=ttreport.Config(tensors=tensors, stack_traces=True,
-                                                                  writer="thread"))
+        cap = ttreport.capture(tmp / name, config=ttreport.Config(tensors=tensors, stack_traces=True))
         cap.start()
         try:
             loop = timed(device_loop)
@@ -66,9 +64,8 @@ def _run(tmp, device, n_ops, repeats, commit_ops, big_ops) -> list[Figure]:
         return loop, time.perf_counter() - t
 
     def process_captured(name, n_loops=1):
-        """(loop s, close s, writer process CPU s) of a capture with Config(writer="process")."""
-        cap = ttreport.capture(tmp / name, config=ttreport.Config(tensors="none", stack_traces=True,
-                                                                  writer="process"))
+        """(loop s, close s, writer process CPU s) of a capture of metadata and stacks."""
+        cap = ttreport.capture(tmp / name, config=ttreport.Config(tensors="none", stack_traces=True))
         cap.start()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)  # after start: its `git rev-parse` is reaped
         try:
@@ -86,15 +83,13 @@ def _run(tmp, device, n_ops, repeats, commit_ops, big_ops) -> list[Figure]:
         return loop
 
     device_loop(), torch_loop()  # warm-up: first calls, caches
-    bare, meta, meta_close, full, full_close, dprof, tbare, tprof = ([] for _ in range(8))
+    bare, full, full_close, dprof, tbare, tprof = ([] for _ in range(6))
     proc, proc_close, proc_cpu = [], [], []
     idle_cpu = process_captured("process-idle", 0)[2]  # the writer process's start-up and close, no ops
     for r in range(repeats):
         bare.append(timed(device_loop))
         loop, close, cpu = process_captured(f"process-{r}")
         proc.append(loop), proc_close.append(close), proc_cpu.append(cpu)
-        loop, close = captured(f"meta-{r}", "none")
-        meta.append(loop), meta_close.append(close)
         loop, close = captured(f"tensors-{r}", "outputs")
         full.append(loop), full_close.append(close)
         dprof.append(profiled(device_loop))
@@ -102,11 +97,11 @@ def _run(tmp, device, n_ops, repeats, commit_ops, big_ops) -> list[Figure]:
         tprof.append(profiled(torch_loop))
 
     us = 1e6 / n_ops
-    bare_us, meta_us, full_us = median(bare) * us, median(meta) * us, median(full) * us
-    added, added_full = meta_us - bare_us, full_us - bare_us
+    bare_us, full_us = median(bare) * us, median(full) * us
+    added_full = full_us - bare_us
     prof_added = (median(dprof) - median(bare)) * us
     torch_prof_added = (median(tprof) - median(tbare)) * us
-    commit_us = _commit_per_insert_us(tmp / "meta-0" / "db.sqlite", tmp / "commit-per-insert.sqlite", commit_ops)
+    commit_us = _commit_per_insert_us(tmp / "process-0" / "db.sqlite", tmp / "commit-per-insert.sqlite", commit_ops)
     floor = 0.05  # µs: a ratio against an overhead measured as ~0 would be noise over noise
     proc_added = median(proc) * us - bare_us
     writer_rate = n_ops / max(median(proc_cpu) - idle_cpu, 1e-9)
@@ -120,16 +115,14 @@ def _run(tmp, device, n_ops, repeats, commit_ops, big_ops) -> list[Figure]:
         info("SQLite alone: the same report's rows copied, ops per second of CPU", sqlite_rate, "ops/s"),
         info("writer process rate / SQLite alone", writer_rate / sqlite_rate, "x"),
         at_most(f"writer=process: close after a {n_ops:,}-op loop", median(proc_close), "s", 2),
-        info("ttreport metadata+stacks: added on model thread", added, "µs/op"),  # the thread writer
-        info("ttreport metadata+stacks: close (drain) per op", median(meta_close) * us, "µs/op"),
+        info("writer=process, metadata+stacks: close (drain) per op", median(proc_close) * us, "µs/op"),
         info("ttreport with tensors: added on model thread", added_full, "µs/op"),
         info("ttreport with tensors: close (drain) per op", median(full_close) * us, "µs/op"),
         info("torch.profiler(record_shapes, with_stack) on the same loop: added", prof_added, "µs/op"),
         info("torch.add 32x32 bf16 (plain torch loop), uncaptured", median(tbare) * us, "µs/op"),
         info("torch.profiler on the plain torch loop: added", torch_prof_added, "µs/op"),
         info(f"commit-per-insert writer ({commit_ops} ops): per op", commit_us, "µs/op"),
-        info("torch.profiler added / ttreport added", prof_added / max(added, floor), "x"),  # the thread writer
-        at_least("commit-per-insert / ttreport added", commit_us / max(added, floor), "x", 100),
+        at_least("commit-per-insert / ttreport added", commit_us / max(proc_added, floor), "x", 100),
     ]
     figures += _model_thread_cpu(tmp, device_loop, n_ops, repeats)
     if big_ops:
@@ -189,58 +182,26 @@ def _model_thread_cpu(tmp, device_loop, n_ops: int, repeats: int) -> list[Figure
 
 
 def _big_capture(tmp, device_loop, n_ops: int, big_ops: int) -> list[Figure]:
-    """`--capture-ops N` (e.g. 1,000,000): one capture of N ops with each writer, side by side; the process
-    writer's close is judged. Each close is split into the writer's part (its backlog, indexes, derived
-    tables) and the perf files (Capture.close_s). The thread writer's CPU is its thread's clock, sampled."""
+    """`--capture-ops N` (e.g. 1,000,000): one capture of N ops; its close is judged, split into the writer's
+    part (its backlog, indexes, derived tables) and the perf files (Capture.close_s)."""
     done = big_ops // n_ops * n_ops
-    figures = []
-    for writer in ("process", "thread"):
-        cap = ttreport.capture(tmp / f"{writer}-big", config=ttreport.Config(tensors="none", writer=writer))
-        cap.start()
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        clock = _ThreadClock("ttreport-writer") if writer == "thread" else None
-        loop = timed(lambda: [device_loop() for _ in range(big_ops // n_ops)])
-        t = time.perf_counter()
-        cap.stop()
-        close = time.perf_counter() - t
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = clock.stop() if clock else (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        name, rate = f"writer={writer}, {done:,} ops", done / max(cpu, 1e-9)
-        if writer == "process":  # the judged one
-            judged = [at_most(f"{name}: close after the loop", close, "s", 2),
-                      at_least(f"{name}: writer ops per second of its CPU", rate, "ops/s", 150_000)]
-        else:
-            judged = [info(f"{name}: close after the loop", close, "s"),
-                      info(f"{name}: writer ops per second of its CPU", rate, "ops/s")]
-        figures += [info(f"{name}: loop per op", loop / done * 1e6, "µs/op"), judged[0],
-                    info(f"{name}: close: the writer's drain and close", cap.close_s.get("writer", 0.0), "s"),
-                    info(f"{name}: close: the perf files", cap.close_s.get("perf_files", 0.0), "s"), judged[1]]
-        shutil.rmtree(tmp / f"{writer}-big", ignore_errors=True)  # ~0.5 GB each with its op log
+    cap = ttreport.capture(tmp / "big", config=ttreport.Config(tensors="none"))
+    cap.start()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    loop = timed(lambda: [device_loop() for _ in range(big_ops // n_ops)])
+    t = time.perf_counter()
+    cap.stop()
+    close = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    name, rate = f"writer=process, {done:,} ops", done / max(cpu, 1e-9)
+    figures = [info(f"{name}: loop per op", loop / done * 1e6, "µs/op"),
+               at_most(f"{name}: close after the loop", close, "s", 2),
+               info(f"{name}: close: the writer's drain and close", cap.close_s.get("writer", 0.0), "s"),
+               info(f"{name}: close: the perf files", cap.close_s.get("perf_files", 0.0), "s"),
+               at_least(f"{name}: writer ops per second of its CPU", rate, "ops/s", 150_000)]
+    shutil.rmtree(tmp / "big", ignore_errors=True)  # ~0.5 GB with its op log
     return figures
-
-
-class _ThreadClock(threading.Thread):
-    """Samples the CPU clock of the named thread (the thread writer) until it ends: its CPU for the capture."""
-
-    def __init__(self, name: str):
-        super().__init__(daemon=True)
-        self.target = next(t for t in threading.enumerate() if t.name == name)
-        self.cpu_s = 0.0
-        self.start()
-
-    def run(self) -> None:
-        clock = time.pthread_getcpuclockid(self.target.ident)
-        while self.target.is_alive():
-            try:
-                self.cpu_s = time.clock_gettime(clock)
-            except OSError:  # it ended between the check and the read
-                break
-            time.sleep(0.005)
-
-    def stop(self) -> float:
-        self.target.join()
-        self.join()
-        return self.cpu_s
 
 
 # TT-NN's original report writer: plain tables, default journal (DELETE, synchronous FULL),

@@ -8,6 +8,7 @@ import json
 import marshal
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -21,7 +22,7 @@ from report_tables import tables
 import ttreport
 from ttreport.capture import oplog
 from ttreport.capture.oplog import LogSink, LogTail
-from ttreport.capture.recorder import META, OP, STOP
+from ttreport.capture.records import META, OP, STOP
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -34,8 +35,7 @@ import ttreport
 job = json.loads(sys.argv[1])
 torch.manual_seed(0)
 dev = ttnn.open_device(0)
-cfg = ttreport.Config(writer=job["writer"], tensors=job.get("tensors", "none"), buffer_pages=job.get("pages", False),
-                      device_graphs=True)
+cfg = ttreport.Config(tensors=job.get("tensors", "none"), buffer_pages=job.get("pages", False), device_graphs=True)
 with ttreport.capture(pathlib.Path(job["report"]), config=cfg) as cap:
     if job.get("tell_pids"):
         print("pids", os.getpid(), cap._writer.pid, flush=True)
@@ -64,12 +64,13 @@ ttnn.close_device(dev)
 # random serialization id; the tensor thread that writes the files is the same in both modes).
 
 
-def _start(tmp_path: Path, report: Path, **job) -> subprocess.Popen:
+def _start(tmp_path: Path, report: Path, *, pure: bool = False, **job) -> subprocess.Popen:
     job = {"report": str(report), "ops": 20, **job}
     script = tmp_path / "model.py"
     script.write_text(MODEL)
+    env = {**os.environ, "TTREPORT_PURE": "1" if pure else ""}  # the pure recorder: the C hook's specification
     return subprocess.Popen([sys.executable, str(script), json.dumps(job)], cwd=REPO, stdout=subprocess.PIPE,
-                            text=True)
+                            text=True, env=env)
 
 
 def _run(tmp_path: Path, report: Path, **job) -> None:
@@ -92,15 +93,16 @@ def _wait_unlocked(report: Path, timeout_s: float = 60) -> None:
         time.sleep(0.05)
 
 
-def test_the_process_writer_writes_the_same_rows_as_the_thread_writer(tmp_path):
-    for writer in ("thread", "process"):
-        _run(tmp_path, tmp_path / writer, writer=writer, tensors="outputs", pages=True)
-    thread, process = tables(tmp_path / "thread" / "db.sqlite"), tables(tmp_path / "process" / "db.sqlite")
-    assert thread.keys() == process.keys()
-    for table in thread:
-        assert process[table] == thread[table], table
-    assert len(thread["operations"]) == 2 + 6 * 20 + 1
-    assert thread["errors"] and thread["device_perf"] and thread["captured_graph"] and thread["buffer_pages"]
+def test_the_c_hook_and_the_pure_recorder_write_the_same_rows_with_pages_and_stored_outputs(tmp_path):
+    # One writer route (issue 32): the pure-Python recorder is the C hook's specification, through the same writer
+    for name, pure in (("pure", True), ("process", False)):
+        _run(tmp_path, tmp_path / name, tensors="outputs", pages=True, pure=pure)
+    pure, process = tables(tmp_path / "pure" / "db.sqlite"), tables(tmp_path / "process" / "db.sqlite")
+    assert pure.keys() == process.keys()
+    for table in pure:
+        assert process[table] == pure[table], table
+    assert len(pure["operations"]) == 2 + 6 * 20 + 1
+    assert pure["errors"] and pure["device_perf"] and pure["captured_graph"] and pure["buffer_pages"]
     assert not (tmp_path / "process" / "oplog").exists()  # the log is deleted once the report holds it all
     with ttreport.open(tmp_path / "process") as r:
         assert r.status == "complete"
@@ -129,7 +131,7 @@ def test_flush_makes_every_op_so_far_readable_while_the_process_writer_runs(tmp_
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_sigkill_at_a_random_op_loses_no_op_recorded_before_it(tmp_path, seed):
     report = tmp_path / "r"
-    proc = _start(tmp_path, report, writer="process", ops=400)
+    proc = _start(tmp_path, report, ops=400)
     kill_after = random.Random(seed).randint(3, 300)
     seen = 0
     for line in proc.stdout:
@@ -154,7 +156,7 @@ def test_sigkill_at_a_random_op_loses_no_op_recorded_before_it(tmp_path, seed):
 
 def _kill_model_and_writer_after_op_150(tmp_path: Path, report: Path, **job) -> int:
     """Run the model (400 ops); once op 150 has returned, SIGKILL its writer process, then it. The last op seen."""
-    proc = _start(tmp_path, report, writer="process", ops=400, tell_pids=True, **job)
+    proc = _start(tmp_path, report, ops=400, tell_pids=True, **job)
     model_pid, writer_pid = map(int, proc.stdout.readline().split()[1:])
     seen = 0
     for line in proc.stdout:
@@ -197,7 +199,7 @@ def test_sigkill_loses_no_tensor_file_of_an_op_that_returned(tmp_path, seed):
     report = tmp_path / "r"
     # 40 adds a step: a tensor thread in the model's process (before log_tensors.py) was then files behind at
     # any kill, and lost them.
-    proc = _start(tmp_path, report, writer="process", tensors="outputs", ops=100, burst=40)
+    proc = _start(tmp_path, report, tensors="outputs", ops=100, burst=40)
     kill_after = random.Random(seed).randint(3, 3000)
     seen = 0
     for line in proc.stdout:
@@ -253,7 +255,8 @@ def test_records_continue_across_log_segments(tmp_path, monkeypatch):
 
 def test_overwrite_removes_a_killed_process_writers_log(tmp_path):
     report = tmp_path / "r"
-    _run(tmp_path, report, writer="thread", ops=1)
+    _run(tmp_path, report, ops=1)
+    shutil.rmtree(report / "oplog", ignore_errors=True)
     (report / "oplog").mkdir()
     (report / "oplog" / "000001.seg").write_bytes(b"\x00" * 64)
     (report / "oplog" / "notes.txt").write_text("mine")
@@ -262,14 +265,15 @@ def test_overwrite_removes_a_killed_process_writers_log(tmp_path):
     assert sorted(p.name for p in (report / "oplog").iterdir()) == ["notes.txt"]  # only what a capture wrote
 
 
-def test_the_demo_with_golden_checks_writes_the_same_report_through_either_writer(tmp_path):
-    for writer in ("thread", "process"):
-        code = f"from ttreport.demo import capture_demo; capture_demo({str(tmp_path / writer)!r})"
-        env = {**os.environ, "TTREPORT_CONFIG": json.dumps({"writer": writer})}
-        subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, capture_output=True, timeout=300)
+def test_the_demo_with_golden_checks_writes_the_same_report_through_the_c_hook_and_the_pure_recorder(tmp_path):
+    # Only the hook differs (recorder.NATIVE): TTREPORT_PURE=1 would swap the comparison's own accelerator too
+    for name, native in (("thread", False), ("process", True)):  # "thread": the pure recorder's (names stay short)
+        code = (f"from ttreport.capture import recorder; recorder.NATIVE = recorder.NATIVE and {native}; "
+                f"from ttreport.demo import capture_demo; capture_demo({str(tmp_path / name)!r})")
+        subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True, timeout=300)
     thread, process = tables(tmp_path / "thread" / "db.sqlite"), tables(tmp_path / "process" / "db.sqlite")
     # The golden thread's host tensors number their specs in the order its records meet the ops' (timing, in
-    # both writers): the specs' texts must match, not their numbers.
+    # both recorders): the specs' texts must match, not their numbers.
     for rows in (thread, process):
         rows["tensor_specs"] = sorted(row[1:] for row in rows.pop("tensor_specs"))
         rows["tensors"] = [row[:-2] + row[-1:] for row in rows["tensors"]]  # spec_id: second from the end
@@ -345,3 +349,25 @@ def test_a_full_disk_stops_the_op_log_without_crashing_the_model_and_counts_the_
         # Whichever met the full disk first: the db (the writer process's SQLite) or the log (this process).
         assert meta["status"] == "complete" and ("full" in meta["writer_error"] or "No space" in meta["writer_error"])
         assert not (cap.path / "oplog").exists()  # the writer process reached STOP: its losses are counted
+
+
+def test_a_mesh_op_gets_its_device_time(tmp_path):
+    # The thread writer's recorder estimated every op on the model's thread; the writer process models no mesh
+    # (log_perf.LogPerf.row), and mesh ops had none there: they are estimated on the model's thread now.
+    import torch
+
+    import device_sim as ttnn
+
+    mesh = ttnn.open_mesh_device(ttnn.MeshShape(1, 2))
+    try:
+        x = ttnn.from_torch(torch.ones(1, 1, 32, 64), layout=ttnn.TILE, device=mesh,
+                            mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))
+        with ttreport.capture(tmp_path / "r") as cap:
+            ttnn.all_gather(ttnn.add(x, x), dim=3)
+    finally:
+        ttnn.close_mesh_device(mesh)
+    with ttreport.open(cap.path) as r:
+        rows = r.sql("SELECT o.name, p.ideal_ns FROM operations o LEFT JOIN device_perf p USING (operation_id) "
+                     "ORDER BY o.operation_id")
+    assert [row["name"] for row in rows] == ["ttnn.add", "ttnn.all_gather"]
+    assert all(row["ideal_ns"] and row["ideal_ns"] > 0 for row in rows), rows

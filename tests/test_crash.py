@@ -31,9 +31,6 @@ REPO = Path(__file__).resolve().parent.parent
 STRESS = os.environ.get("TTREPORT_STRESS") == "1"
 KILLS = 200 if STRESS else 20
 FLUSH_INTERVAL_S = 0.05  # Config's default
-# A committed batch lags its ops by flush_interval_s plus the time to write it. On a shared 2-core
-# machine a commit can wait for the CPU; this slack is what the test tolerates on top of the interval.
-COMMIT_SLACK_S = 0.5
 ALLOWED_AFTER_KILL = ("status is 'running'", "is missing")  # tensor files still queued when killed
 
 ZYGOTE = r"""
@@ -47,7 +44,7 @@ def run(job):
     def done(i):
         os.write(log, f"{i} {time.monotonic()}\n".encode())
     dev = ttnn.open_device(0)
-    cfg = ttreport.Config(tensors=job["tensors"], flush_interval_s=job["flush_interval_s"], writer=job["writer"])
+    cfg = ttreport.Config(tensors=job["tensors"], flush_interval_s=job["flush_interval_s"])
     cap = ttreport.capture(pathlib.Path(job["report"]), config=cfg)
     def body():
         a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)  # op 1
@@ -107,10 +104,10 @@ class Zygote:
         self.pid = None
 
     def start(self, report: Path, *, end="wait", ops=100_000, tensors="none", pace_s=0.0, raise_at=None,
-              flush_interval_s=FLUSH_INTERVAL_S, writer="process") -> Path:
+              flush_interval_s=FLUSH_INTERVAL_S) -> Path:
         log = report.with_suffix(".log")
         job = dict(report=str(report), log=str(log), end=end, ops=ops, tensors=tensors, pace_s=pace_s,
-                   raise_at=raise_at, flush_interval_s=flush_interval_s, writer=writer)
+                   raise_at=raise_at, flush_interval_s=flush_interval_s)
         self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
         self.pid = int(self._line(30).split()[1])
@@ -180,32 +177,25 @@ def assert_consistent_prefix(report: Path) -> list[int]:
 
 
 # -- SIGKILL ----------------------------------------------------------------------------------
-def test_sigkill_at_random_points_loses_nothing_with_the_process_writer_and_at_most_the_flush_bound_with_the_thread(
-        zygote, tmp_path):
+def test_sigkill_at_random_points_loses_no_op_recorded_before_it(zygote, tmp_path):
     rng = random.Random(os.environ.get("TTREPORT_SEED", 1234))
-    worst_lag = 0.0
     for n in range(KILLS):
         report = tmp_path / f"kill-{n}"
         tensors = "outputs" if n % 3 == 0 else "none"
         # Mostly mid-run; every fourth child closes its report on its own, so some kills land while
         # it closes (indexes, checkpoint) or after.
         closes = n % 4 == 3
-        # Both writers: the process writer (the default) loses nothing, the thread writer at most the bound.
-        writer = "thread" if n % 2 else "process"
-        log = zygote.start(report, end="close" if closes else "wait", ops=rng.randint(1, 3000), tensors=tensors,
-                           writer=writer)
+        log = zygote.start(report, end="close" if closes else "wait", ops=rng.randint(1, 3000), tensors=tensors)
         wait_for(log, lambda text: "started" in text)
         time.sleep(rng.uniform(0, 0.3))
-        killed_at = time.monotonic()
         with contextlib.suppress(ProcessLookupError):  # it closed and ended first
             os.kill(zygote.pid, signal.SIGKILL)
         code = zygote.wait()
         done = finished_ops(log)
-        if writer == "process":  # its writer process outlives the model: the report is whole once it lets go
-            deadline = time.monotonic() + 60
-            while capture_holds(report):
-                assert time.monotonic() < deadline, f"run {n}: the writer process did not finish in 60 s"
-                time.sleep(0.02)
+        deadline = time.monotonic() + 60  # the writer process outlives the model: the report is whole once it lets go
+        while capture_holds(report):
+            assert time.monotonic() < deadline, f"run {n}: the writer process did not finish in 60 s"
+            time.sleep(0.02)
         ids = assert_consistent_prefix(report)
         with ttreport.open(report) as r:
             status = r.status
@@ -215,17 +205,7 @@ def test_sigkill_at_random_points_loses_nothing_with_the_process_writer_and_at_m
             continue
         assert status in ("running", "complete"), status  # "complete" only when killed after closing
         assert len(ids) <= max(done, default=0) + 1  # at most the op in flight, which ended but was not logged
-        if writer == "process":
-            assert len(ids) >= max(done, default=0), f"run {n}: the process writer lost ops recorded before the kill"
-            continue
-        missing = [i for i in done if i > len(ids)]
-        if missing:
-            lag = killed_at - done[missing[0]]
-            worst_lag = max(worst_lag, lag)
-            assert lag < FLUSH_INTERVAL_S + COMMIT_SLACK_S, (
-                f"run {n}: op {missing[0]} ended {lag:.3f} s before the kill but was not committed; "
-                f"the bound is flush_interval_s={FLUSH_INTERVAL_S} plus one commit")
-    print(f"{KILLS} kills; the oldest op lost had ended {worst_lag * 1e3:.1f} ms before its kill")
+        assert len(ids) >= max(done, default=0), f"run {n}: the writer lost ops recorded before the kill"
 
 
 # -- signals, exceptions, exit: nothing lost ---------------------------------------------------
@@ -369,19 +349,22 @@ def test_a_disk_filled_by_something_else_keeps_every_committed_op(device, disk_4
     # first reader folds the WAL, so db.sqlite stands alone.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        # The thread writer's SQLite meets the full disk (the process writer's log: test_capture_process_writer).
-        with ttreport.capture(disk_4m / "full", config=ttreport.Config(writer="thread")) as cap:
+        # The writer process's SQLite meets the full disk (the op log's own: test_capture_process_writer).
+        with ttreport.capture(disk_4m / "full") as cap:
             committed = commit_then_fill_the_disk(cap, device, 100, disk_4m)
             run_model(device, 2000)
-    assert len(incomplete_warnings(caught)) == 1, incomplete_warnings(caught)
-    assert "database or disk is full" in incomplete_warnings(caught)[0]
+    # The op log meets the full disk first (the writer process's SQLite then too): one warning, the loss counted.
+    warned = incomplete_warnings(caught)
+    assert len(warned) == 1 and "No space left on device" in warned[0], warned
     (disk_4m / "filler").unlink()
     with ttreport.open(cap.path) as r:
         assert r.sql("PRAGMA integrity_check") == [{"integrity_check": "ok"}]
         assert r.count_operations() >= committed == 103
         assert int(r.metadata["records_lost"]) > 0 and "full" in r.metadata["writer_error"]
-    assert sorted(f.name for f in cap.path.iterdir()) == ["cluster_descriptor.yaml", "config.json", "db.sqlite"]
+    # A reader folds the WAL once there is room (the thread writer's first open did; here `check` does: the
+    # first open leaves it, issue 32's note).
     assert [f for f in ttreport.check(cap.path) if "noted a loss" not in f] == []
+    assert sorted(f.name for f in cap.path.iterdir()) == ["cluster_descriptor.yaml", "config.json", "db.sqlite"]
 
 
 def test_a_tensors_folder_replaced_by_a_file_loses_only_tensor_files(device, tmp_path):
@@ -429,10 +412,21 @@ def cli(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
+def kill_with_its_writer(pid: int) -> None:
+    """SIGKILL a capturing process and, first, its writer process (its child), as an OOM killer of the whole job
+    does: their WAL and op log are left with nobody to finish them (the writer alone outlives the model)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    os.kill(int(entry.name), signal.SIGKILL)
+    os.kill(pid, signal.SIGKILL)
+
+
 def test_the_first_reader_folds_a_killed_captures_wal_so_db_sqlite_stands_alone(zygote, tmp_path):
-    # A killed thread writer leaves its WAL (a process writer outlives the model and folds its own).
+    # A capture killed with its writer process leaves its WAL (a writer process alone outlives the model).
     report = tmp_path / "killed"
-    log = zygote.start(report, ops=100_000, writer="thread")
+    log = zygote.start(report, ops=100_000)
     wait_for(log, lambda text: text.count("\n") > 3000)
     with ttreport.open(report) as r:
         assert r.status_text == "running"  # live: the capture holds the folder
@@ -440,7 +434,7 @@ def test_the_first_reader_folds_a_killed_captures_wal_so_db_sqlite_stands_alone(
     while len(recorded(report)) <= 1000:  # under load the writer lags the model: wait for its batches
         assert time.monotonic() < deadline, "the writer committed no more than 1000 ops in 60 s"
         time.sleep(0.05)
-    os.kill(zygote.pid, signal.SIGKILL)
+    kill_with_its_writer(zygote.pid)
     assert zygote.wait() == -signal.SIGKILL
     assert (report / "db.sqlite-wal").stat().st_size > 0  # the committed batches are in the WAL
     (report / LIFETIMES_FILE).write_bytes(b"scratch")  # as a long capture killed in its close leaves it
@@ -456,10 +450,13 @@ def test_the_first_reader_folds_a_killed_captures_wal_so_db_sqlite_stands_alone(
 
 def test_check_repair_folds_the_wal_and_says_so(zygote, tmp_path):
     report = tmp_path / "killed"
-    log = zygote.start(report, ops=100_000, writer="thread")
+    log = zygote.start(report, ops=100_000)
     wait_for(log, lambda text: text.count("\n") > 3000)
-    time.sleep(2 * FLUSH_INTERVAL_S)  # a batch or two committed
-    os.kill(zygote.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while len(recorded(report)) <= 100:  # a batch or two committed by the writer process (it lags under load)
+        assert time.monotonic() < deadline, "the writer committed no more than 100 ops in 60 s"
+        time.sleep(0.05)
+    kill_with_its_writer(zygote.pid)
     zygote.wait()
     assert (report / "db.sqlite-wal").exists()
     out = cli("check", "--repair", report)

@@ -32,7 +32,7 @@ from test_hardening_oplog import REPO, Touch, make_killed_report, plant, record_
 from ttreport.capture import oplog
 from ttreport.capture.log_tensors import VALUES
 from ttreport.capture.oplog import CBS, CFG, CODE, DEVICE_PERF, OBJ, PROG, STACK
-from ttreport.capture.recorder import ALLOC, DEVICE, FILE_LOST, FLUSH, FREE, META, OP, PROGRAM, ROW, STOP, TENSOR
+from ttreport.capture.records import ALLOC, DEVICE, FILE_LOST, FLUSH, FREE, META, OP, PROGRAM, ROW, STOP, TENSOR
 
 STRESS = os.environ.get("TTREPORT_STRESS") == "1"
 CASES = 1200 if STRESS else 24
@@ -140,7 +140,7 @@ def crafted(rng: random.Random, case: Path, kind: int | None = None) -> bytes:
         return marshal.dumps([(rng.choice([OP, STACK, OBJ, FREE]), 10**5000, b"o" + b"9" * 5000)], 2)
     if kind == 12:  # references to definitions the log never made
         return marshal.dumps([(OP, "ttnn.add", 1, 0, 1, None, 0, "MainThread", 999, (b"o12345", b"t1"), {"k": b"o7"},
-                               (), (), ((1, (32, 32), 0, 1, 424242, None, 0, 0, 0, 0, None),), None, 1, 0, 0, None),
+                               (), (), ((1, (32, 32), 0, 1, 424242, None, 0, 0, 0, 0, None),), None, 1, 0, 0, None, 0),
                                (PROGRAM, 1, 77, 1, 0, 0)], 2)
     if kind == 13:  # a flush or stop whose token is not an int
         return marshal.dumps([(rng.choice([FLUSH, STOP]), rng.choice([7, "x", (1,), b"t"]))], 2)

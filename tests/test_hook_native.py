@@ -1,8 +1,8 @@
 """The recorder's per-op path in C (ttreport/capture/_hook.c) records what the Python methods record.
 
-With an op log (the process writer) and the extension built, Recorder.begin, Recorder.end and the memory
-listener are the C hook's; TTREPORT_PURE=1 (or no compiler) keeps the Python ones. The same model, run in
-real subprocesses both ways and through the thread writer, must give reports equal row for row.
+With the extension built, Recorder.begin, Recorder.end and the memory listener are the C hook's;
+TTREPORT_PURE=1 (or no compiler) keeps the Python ones, which are its specification. The same model, run in
+real subprocesses both ways, must give reports equal row for row.
 """
 
 import json
@@ -32,7 +32,7 @@ from ttreport.capture import recorder
 job = json.loads(sys.argv[1])
 torch.manual_seed(0)
 dev = ttnn.open_device(0)
-cfg = ttreport.Config(writer=job["writer"], tensors=job["tensors"], **job["config"])
+cfg = ttreport.Config(tensors=job["tensors"], **job["config"])
 with ttreport.capture(pathlib.Path(job["report"]), config=cfg) as cap:
     print("native", cap.recorder.begin.__class__.__name__ == "builtin_function_or_method", recorder.NATIVE)
     a = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
@@ -62,11 +62,11 @@ ttnn.close_device(dev)
 
 
 
-def _run(tmp_path: Path, name: str, *, writer: str, tensors: str = "none", pure: bool = False,
+def _run(tmp_path: Path, name: str, *, tensors: str = "none", pure: bool = False,
          config: dict | None = None) -> str:
     script = tmp_path / "model.py"
     script.write_text(MODEL)
-    job = {"report": str(tmp_path / name), "writer": writer, "tensors": tensors, "config": config or {}}
+    job = {"report": str(tmp_path / name), "tensors": tensors, "config": config or {}}
     env = {k: v for k, v in os.environ.items() if k != "TTREPORT_PURE"}
     if pure:
         env["TTREPORT_PURE"] = "1"
@@ -86,22 +86,19 @@ native = pytest.mark.skipif(not recorder.NATIVE, reason="ttreport.capture._hook 
                                              ("outputs", {"max_tensor_bytes": 150_000})],
                          ids=["none", "outputs", "outputs-capped"])
 def test_the_c_hook_writes_the_same_report_as_the_python_recorder(tmp_path, tensors, config):
-    assert "native True True" in _run(tmp_path, "c", writer="process", tensors=tensors, config=config)
-    assert "native False False" in _run(tmp_path, "py", writer="process", tensors=tensors, pure=True, config=config)
-    _run(tmp_path, "thread", writer="thread", tensors=tensors, config=config)
-    c, py, thread = (tables(tmp_path / name / "db.sqlite") for name in ("c", "py", "thread"))
-    assert c.keys() == py.keys() == thread.keys()
+    assert "native True True" in _run(tmp_path, "c", tensors=tensors, config=config)
+    assert "native False False" in _run(tmp_path, "py", tensors=tensors, pure=True, config=config)
+    c, py = (tables(tmp_path / name / "db.sqlite") for name in ("c", "py"))
+    assert c.keys() == py.keys()
     for table in c:
         assert c[table] == py[table], table
-        assert c[table] == thread[table], table
     names = [row[1] for row in c["operations"]]
     assert names.count("ttnn.add") >= 10 and "ttnn.relu" in names and "ttnn.matmul" in names
     assert c["errors"] and c["stack_traces"] and c["buffers"] and c["device_perf"]
 
 
-def test_the_thread_writer_and_ttreport_pure_keep_the_python_methods(tmp_path):
-    assert "native False" in _run(tmp_path, "thread", writer="thread")
-    assert "native False False" in _run(tmp_path, "pure", writer="process", pure=True)
+def test_ttreport_pure_keeps_the_python_methods(tmp_path):
+    assert "native False False" in _run(tmp_path, "pure", pure=True)
 
 
 @native
@@ -128,7 +125,7 @@ def test_a_pending_record_only_marshal_can_write_goes_into_the_log_before_the_op
     from ttreport.capture.oplog import LogQueue, LogSink, LogTail
 
     sink = LogSink(tmp_path / "oplog")
-    rec = recorder.Recorder(Config(writer="process"), LogQueue(sink, 100))
+    rec = recorder.Recorder(Config(), LogQueue(sink))
     sink._code = rec.code
     rec.estimate = log_perf.estimate_on_model_thread  # as a capture sets it: the C end records an add itself
     assert type(rec.begin).__name__ == "builtin_function_or_method" and not rec._estimates(OPS["ttnn.add"])

@@ -127,10 +127,13 @@ def test_values_written_are_the_rows_the_tensor_thread_makes(tmp_path):
         assert torch.equal(torch.load(tmp_path / rel, weights_only=True), value)
 
 
-@pytest.mark.parametrize("writer", ["thread", "process"])
-def test_a_capture_stores_the_values_an_op_returned_not_later_ones(tmp_path, device, writer):
+@pytest.mark.parametrize("native", [True, False], ids=["c-hook", "pure-python"])
+def test_a_capture_stores_the_values_an_op_returned_not_later_ones(tmp_path, device, monkeypatch, native):
     # The log holds a copy made when the op returned: an in-place op after it gets a file of its own.
-    with ttreport.capture(tmp_path / writer, config=Config(tensors="outputs", writer=writer)) as report:
+    from ttreport.capture import recorder
+
+    monkeypatch.setattr(recorder, "NATIVE", native and recorder.NATIVE)
+    with ttreport.capture(tmp_path / "r", config=Config(tensors="outputs")) as report:
         a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
         b = ttnn.add(a, a)
         before = b.value.clone()
@@ -145,11 +148,11 @@ def test_a_capture_stores_the_values_an_op_returned_not_later_ones(tmp_path, dev
 def test_values_go_to_the_tensor_thread_when_the_free_space_cannot_be_read(tmp_path):
     # The model's thread must not fail an op over it: the tensor thread meets the same folder and records the loss.
     from ttreport.capture.log_tensors import LogStorage
-    from ttreport.capture.oplog import LogSink
-    from ttreport.capture.recorder import RecordQueue
+    from ttreport.capture.oplog import LogQueue, LogSink
     from ttreport.storage import TensorStore
 
-    sink, store = LogSink(tmp_path / "log"), TensorStore(tmp_path / "gone", RecordQueue(10))
+    sink = LogSink(tmp_path / "log")
+    store = TensorStore(tmp_path / "gone", LogQueue(sink))
     storage = LogStorage(sink, store, tmp_path / "gone")
     item = (5, "tensors/5.pt", torch.ones(4), None, None, None)
     storage.put_with_op([item])
@@ -158,14 +161,15 @@ def test_values_go_to_the_tensor_thread_when_the_free_space_cannot_be_read(tmp_p
     sink.close()
 
 
-@pytest.mark.parametrize("writer", ["process", "thread"])  # the C hook's store path, the Python recorder's
-def test_a_long_capture_forgets_the_stored_tensors_that_are_gone(tmp_path, device, monkeypatch, writer):
+@pytest.mark.parametrize("native", [True, False], ids=["c-hook", "pure-python"])  # each one's store path
+def test_a_long_capture_forgets_the_stored_tensors_that_are_gone(tmp_path, device, monkeypatch, native):
     from ttreport.capture import recorder
 
     monkeypatch.setattr(recorder, "PRUNE_STORED_AT", 64)
+    monkeypatch.setattr(recorder, "NATIVE", native and recorder.NATIVE)
     a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     largest = 0
-    with ttreport.capture(tmp_path / "r", config=Config(tensors="outputs", writer=writer)) as report:
+    with ttreport.capture(tmp_path / "r", config=Config(tensors="outputs")) as report:
         kept = ttnn.add(a, a)  # stored, and alive to the end
         for _ in range(1000):
             x = ttnn.add(a, a)  # stored, then gone at the next iteration

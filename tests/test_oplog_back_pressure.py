@@ -23,14 +23,16 @@ import device_sim as ttnn
 import ttreport
 from ttreport.capture import oplog
 from ttreport.capture.oplog import LogSink, LogTail
-from ttreport.capture.recorder import META, OP, STOP
+from ttreport.capture.records import META, OP, STOP, Op
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def op_record(op_id: int) -> tuple:
     # The recorder's OP record (recorder.Recorder.end), with nothing but ints and strings in it.
-    return (OP, "ttnn.add", op_id, 0, 1, None, 0, "MainThread", None, (), None, (), (), (), None, op_id, 0, 0, None)
+    return tuple(Op(tag=OP, name="ttnn.add", operation_id=op_id, start_ns=0, end_ns=1, parent_operation_id=None,
+                    depth=0, thread="MainThread", stack=None, args=(), kwargs=None, inputs=(), outputs=(), specs=(),
+                    files=None, end_seq=op_id, l1_bytes=0, dram_bytes=0, error=None, step=0))
 
 
 def wait_until_stalled(appended: list, thread: threading.Thread, sink: LogSink, at_least: int) -> int:

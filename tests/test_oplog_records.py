@@ -15,7 +15,7 @@ import device_sim as ttnn
 import ttreport
 from ttreport.capture import oplog
 from ttreport.capture.oplog import CFG, CODE, OBJ, PROG, STACK, LogSink, LogTail
-from ttreport.capture.recorder import OP, PROGRAM, STOP, TensorArg
+from ttreport.capture.records import OP, PROGRAM, STOP, TensorArg, view
 from ttreport.folder import OPLOG_DIR
 
 
@@ -126,9 +126,9 @@ def test_the_log_hands_the_writer_the_thread_writers_forms(tmp_path, device):
     with ttreport.capture(tmp_path / "r", config=ttreport.Config(writer="process", device_graphs=True)):
         ttnn.relu(a)
         records, _ = LogTail(tmp_path / "r" / OPLOG_DIR).read(1000)
-    op = next(r for r in records if r[0] == OP)
-    frames = op[8]
+    op = view(next(r for r in records if r[0] == OP))
+    frames = op.stack
     assert type(frames) is tuple and len(frames) % 2 == 0 and all(type(x) is int for x in frames)
-    assert op[9] == (a.tensor_id,) and type(op[9][0]) is TensorArg
+    assert op.args == (a.tensor_id,) and type(op.args[0]) is TensorArg
     program = next(r for r in records if r[0] == PROGRAM)[2]
     assert program.name == "UnaryDeviceOperation" and program.cbs

@@ -106,11 +106,14 @@ def test_check_verifies_each_write_file_against_its_row(tmp_path, device):
     assert len(faults) == 1 and f"tensor {out.tensor_id}" in faults[0] and "changed since the capture" in faults[0]
 
 
-@pytest.mark.parametrize("writer", ["thread", "process"])
-def test_a_write_through_a_view_is_a_write_into_the_tensor_it_views_too(tmp_path, device, writer):
+@pytest.mark.parametrize("native", [True, False], ids=["c-hook", "pure-python"])
+def test_a_write_through_a_view_is_a_write_into_the_tensor_it_views_too(tmp_path, device, monkeypatch, native):
     # ttnn.view / a reshape-view shares its input's buffer (device_sim/views.py): an in-place op on the view
     # changes both, so both stored tensors get a file, and after_operation= reads 2.0 in each.
-    with ttreport.capture(tmp_path / "r", config=ttreport.Config(tensors="outputs", writer=writer)) as report:
+    from ttreport.capture import recorder
+
+    monkeypatch.setattr(recorder, "NATIVE", native and recorder.NATIVE)
+    with ttreport.capture(tmp_path / "r", config=ttreport.Config(tensors="outputs")) as report:
         base = ttnn.add(dev(torch.full((1, 64, 32), 0.5), device), 0.5)  # 1.0, stored
         view = ttnn.reshape(base, (2, 32, 32))  # a view over base's buffer: no write, no new file for base
         assert view.buffer_address() == base.buffer_address()

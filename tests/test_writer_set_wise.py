@@ -71,11 +71,10 @@ def test_nodes_and_edges_are_each_captured_graphs_rows_under_its_op(tmp_path):
                         "sink_input_index, key FROM edges ORDER BY rowid") == edges
 
 
-@pytest.mark.parametrize("writer_mode", ["thread", "process"])
-def test_graphs_forgotten_between_batches_are_defined_again_when_seen_again(tmp_path, monkeypatch, writer_mode):
-    expected = graph_tables(run(tmp_path / "kept", writer=writer_mode, flush_ops=5))
+def test_graphs_forgotten_between_batches_are_defined_again_when_seen_again(tmp_path, monkeypatch):
+    expected = graph_tables(run(tmp_path / "kept", flush_ops=5))
     monkeypatch.setattr(writer, "MAX_GRAPHS", 2)  # the temp tables are emptied after nearly every batch
-    forgetting = run(tmp_path / "forgotten", writer=writer_mode, flush_ops=5)
+    forgetting = run(tmp_path / "forgotten", flush_ops=5)
     assert len({text for _, text, _ in expected[0]}) > 2 * writer.MAX_GRAPHS  # so some were dropped
     assert graph_tables(forgetting) == expected
     # each graph once, and each op's by id, whether forgotten between batches or not, with or without the per-op rows
@@ -105,9 +104,8 @@ DEFINITION = f"""
 
 
 @pytest.mark.parametrize("aside", ["in the writer", "aside", "aside fails"])
-@pytest.mark.parametrize("writer_mode", ["thread", "process"])
 def test_tensor_lifetime_is_each_tensors_producer_last_use_and_deallocation_with_their_lines(
-        tmp_path, device, writer_mode, aside, monkeypatch):
+        tmp_path, device, aside, monkeypatch):
     # A long capture's close works the rows out on a second connection beside the late indexes (writer.
     # _LifetimesAside; a forked writer process inherits the patched threshold); if that fails (here: its scratch
     # file's name is taken by a folder), the writer works them out itself, as a short capture's does.
@@ -122,7 +120,7 @@ def test_tensor_lifetime_is_each_tensors_producer_last_use_and_deallocation_with
         return copied
 
     monkeypatch.setattr(writer._LifetimesAside, "copy_into", noting)
-    with ttreport.capture(tmp_path / "run", config=ttreport.Config(writer=writer_mode, perf_files=False)) as cap:
+    with ttreport.capture(tmp_path / "run", config=ttreport.Config(perf_files=False)) as cap:
         if aside == "aside fails":
             (tmp_path / "run" / writer.LIFETIMES_FILE).mkdir()
         model(device)
@@ -137,24 +135,18 @@ def test_tensor_lifetime_is_each_tensors_producer_last_use_and_deallocation_with
 
 def test_a_process_writers_report_has_its_indexes_while_the_capture_runs(tmp_path):
     wanted = db._index_names()
-    order = {}
-    for mode in ("process", "thread"):
-        device = ttnn.open_device(0)  # a fresh device each: the same ops, addresses and L1 sizes
-        try:
-            with ttreport.capture(tmp_path / mode, config=ttreport.Config(writer=mode, perf_files=False)) as cap:
-                model(device, 2)
-                cap.flush(timeout=60)
-                running = {name for (name,) in rows(cap.db_path, "SELECT name FROM sqlite_master WHERE type = "
-                                                                 "'index' AND name NOT LIKE 'sqlite_autoindex%'")}
-        finally:
-            ttnn.close_device(device)
-        assert wanted <= {name for (name,) in rows(cap.db_path, "SELECT name FROM sqlite_master")}
-        # the process writer keeps them current as it goes, but those on keys in no order (its close builds
-        # them); the thread writer builds them all at close, so its inserts do not hold the model's GIL for them
-        if mode == "process":
-            assert running == wanted - db.LATE_INDEXES and wanted > db.LATE_INDEXES
-        else:
-            assert not (wanted & running)
-        order[mode] = rows(cap.db_path, "SELECT operation_id, l1_bytes FROM operations")  # SQLite picks an index
-    # made in the same order either way, so the planner picks the same one and a plain SELECT reads the same
-    assert order["process"] == order["thread"] and len(order["thread"]) > 10
+    device = ttnn.open_device(0)
+    try:
+        with ttreport.capture(tmp_path / "r", config=ttreport.Config(perf_files=False)) as cap:
+            model(device, 2)
+            cap.flush(timeout=60)
+            running = {name for (name,) in rows(cap.db_path, "SELECT name FROM sqlite_master WHERE type = "
+                                                             "'index' AND name NOT LIKE 'sqlite_autoindex%'")}
+    finally:
+        ttnn.close_device(device)
+    assert wanted <= {name for (name,) in rows(cap.db_path, "SELECT name FROM sqlite_master")}
+    # the writer process keeps them current as it goes, but those on keys in no order (its close builds them)
+    assert running == wanted - db.LATE_INDEXES and wanted > db.LATE_INDEXES
+    # a plain SELECT reads the ops in id order, whichever index the planner picks
+    ids = [op_id for op_id, _ in rows(cap.db_path, "SELECT operation_id, l1_bytes FROM operations")]
+    assert ids == sorted(ids) and len(ids) > 10

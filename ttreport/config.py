@@ -46,7 +46,7 @@ MIN_FLUSH_INTERVAL_S = 0.001
 MAX_FLUSH_INTERVAL_S = 3600
 TENSOR_MODES = ("none", "outputs", "all")
 COMPARISON_MODES = ("off", "local", "global", "both")
-WRITER_MODES = ("thread", "process")
+WRITER_MODES = ("process",)  # "thread" was retired (issue 32): one writer route
 DEVICE_GRAPH_MODES = ("distinct", True, False)
 
 
@@ -92,12 +92,10 @@ class Config:
         comparison_rtol, comparison_atol: tolerances (default None: by the output's dtype).
         raise_on_mismatch: raise ComparisonError from the failing op (default False); runs the
             checks on the model's thread, so every op waits for its golden.
-        flush_interval_s: the writer commits a batch at least this often (default 0.05 s,
-            between 0.001 and 3600): with writer="thread", at most what a killed process loses (the
-            process writer's log loses nothing). Shorter costs more commits.
-        flush_ops: ... or after this many queue records (default 2000), whichever is first.
-        queue_max: with writer="thread", records waiting for the writer before the model's thread
-            waits for it (default 100,000; never drops): memory, about 200 B per record.
+        flush_interval_s: the writer process commits a batch at least this often (default 0.05 s,
+            between 0.001 and 3600); a kill loses nothing (the op log holds every op). Shorter costs more
+            commits.
+        flush_ops: ... or after this many records (default 2000), whichever is first.
         overwrite: replace an existing report of the same name (default False); only a folder
             holding a report that ttreport made, and only what a capture writes there.
         gc_freeze: gc.freeze() what exists when the capture starts, unfreeze at close (default
@@ -105,13 +103,12 @@ class Config:
             capture are collected only after it ends.
         rank: this process's rank in a multi-host run, written to every row's `rank` column (default
             None: OMPI_COMM_WORLD_RANK, as mpirun sets it, else 0); `ttreport merge` joins the ranks' reports.
-        writer: "process" (default): the model's threads append each record to an op log in the
-            report folder (on disk when the op returns) and a forked writer process writes SQLite from
+        writer: "process", the one writer route: the model's threads append each record to an op log in
+            the report folder (on disk when the op returns) and a forked writer process writes SQLite from
             it, so a SIGKILL loses no recorded op (ttreport.capture.writer_process); costs the log's
-            disk (~330 B an op) until close and a second core's CPU while it runs. Or "thread": a
-            writer thread in the model's process, whose Python holds the GIL the model needs (about 3x
-            the process writer's added time per op, bench/README.md); a kill loses at most the last
-            flush_interval_s.
+            disk (~330 B an op) until close and a second core's CPU while it runs. "thread" (a writer
+            thread in the model's process: ~3x the added time per op, and a kill lost the last batch) was
+            retired by issue 32 and is refused, naming the fix.
 
     TTREPORT_CONFIG='{"tensors": "all"}' overrides any of them from the environment.
     """
@@ -153,8 +150,6 @@ class Config:
     # first: what a crash can lose at most.
     flush_interval_s: float = 0.05
     flush_ops: int = 2000
-    # Records waiting for the writer before the model's thread waits for it (never drops).
-    queue_max: int = 100_000
     # Replace an existing report of the same name (only a folder holding a report).
     overwrite: bool = False
     # gc.freeze() the objects that exist when the capture starts, and unfreeze them at close.
@@ -164,8 +159,8 @@ class Config:
     gc_freeze: bool = True
     # This process's rank in a multi-host run (None: OMPI_COMM_WORLD_RANK, else 0): capture/rank.py.
     rank: int | None = None
-    # Who writes SQLite: a writer process fed by the op log (kill -9 safe; off the model's GIL), or a thread
-    # of this process (its Python shares the model's GIL: ~3x the added time per op, bench/README.md).
+    # Who writes SQLite: a writer process fed by the op log (kill -9 safe; off the model's GIL). The one route:
+    # kept as an option so that config.json and TTREPORT_CONFIG giving "process" still read.
     writer: str = "process"
 
     def __post_init__(self):
@@ -176,6 +171,9 @@ class Config:
             self.root = default_root()
         _choice("tensors", self.tensors, TENSOR_MODES)
         _choice("comparison", self.comparison, COMPARISON_MODES)
+        if self.writer == "thread":  # a ConfigError, not an alias: the knob would silently do nothing
+            raise ConfigError("Config writer='thread' is retired (issue 32): the op log and writer process is "
+                              "ttreport's one writer route; leave writer out (it is 'process')")
         _choice("writer", self.writer, WRITER_MODES)
         if self.device_graphs not in DEVICE_GRAPH_MODES or type(self.device_graphs) not in (bool, str):  # 1 == True
             _fail("device_graphs", self.device_graphs, "'distinct' | true | false")
@@ -183,7 +181,7 @@ class Config:
                      "perf_files", "raise_on_mismatch", "overwrite", "gc_freeze"):
             if not isinstance(getattr(self, name), bool):
                 _fail(name, getattr(self, name), "true or false")
-        for name, low in (("max_tensor_bytes", 0), ("stack_depth", 1), ("flush_ops", 1), ("queue_max", 1)):
+        for name, low in (("max_tensor_bytes", 0), ("stack_depth", 1), ("flush_ops", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 _fail(name, value, f"an integer >= {low}")

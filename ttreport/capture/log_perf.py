@@ -15,6 +15,7 @@ model's thread as before (ON_MODEL_THREAD), and this module leaves them out.
 from __future__ import annotations
 
 from device_sim import perf_model
+from device_sim.distributed import MeshTensor
 from device_sim.types import BufferType, DataType, Layout
 from ttreport.capture.records import Op, Spec
 
@@ -23,11 +24,22 @@ MAX_TENSORS = 1 << 18  # operands kept, newest first: 4x the specs the recorder 
 
 
 def estimate_on_model_thread(op, args, kwargs, output):
-    """The recorder's estimate with a process writer: matmuls' only (the writer process costs the rest)."""
+    """The recorder's estimate with a process writer: matmuls' and a mesh op's (the writer process costs the
+    rest; it has no mesh to cost a collective's links with, LogPerf.row)."""
     here = _here.get(op.name)
     if here is None:
         here = _here[op.name] = op.name.rsplit(".", 1)[-1] in ON_MODEL_THREAD
-    return perf_model.estimate_op(op, args, kwargs, output) if here else None
+    if here or _on_mesh(output, args, kwargs):
+        return perf_model.estimate_op(op, args, kwargs, output)
+    return None
+
+
+def _on_mesh(output, args, kwargs) -> bool:
+    """Whether an op's output or an argument is a MeshTensor (or a list or tuple holding one)."""
+    for v in (output, *args, *(kwargs.values() if kwargs else ())):
+        if type(v) is MeshTensor or (type(v) in (list, tuple) and any(type(t) is MeshTensor for t in v)):
+            return True
+    return False
 
 
 _here: dict[str, bool] = {}  # op name -> estimated on the model's thread (one dict lookup an op)

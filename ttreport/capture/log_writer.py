@@ -32,7 +32,7 @@ IDLE_SLEEP_S = 0.0005  # between looks at an idle log: a few hundred µs of late
 def open_writer(db_path: Path, tail: LogTail, options: dict):
     """A Writer for `db_path` that takes the records of `tail`'s log, connected (or failed, when the folder cannot
     be written: the log is read to its end all the same, its losses counted)."""
-    writer = Writer(db_path, None, tail.defs, SimpleNamespace(**options), LossWarner())
+    writer = Writer(db_path, tail.defs, SimpleNamespace(**options), LossWarner())
     try:
         writer.con = connect(db_path)
     except (sqlite3.Error, OSError) as e:  # an unwritable folder: the log is read to its end all the same

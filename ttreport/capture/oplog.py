@@ -64,7 +64,6 @@ from device_sim.types import (
     TensorMemoryLayout,
 )
 from ttreport.capture import records
-from ttreport.capture.recorder import TensorArg
 from ttreport.capture.records import (  # noqa: F401 (the definitions' tags: the log's, named here for its readers)
     ALLOC,
     CBS,
@@ -87,6 +86,7 @@ from ttreport.capture.records import (  # noqa: F401 (the definitions' tags: the
     VALUES,
     AllocField,
     OpField,
+    TensorArg,
 )
 from ttreport.errors import LossWarner, ReportIncompleteWarning
 from ttreport.folder import OPLOG_DIR, remove_log, segment_path  # noqa: F401 (the log's file names: the folder's)
@@ -445,14 +445,11 @@ class LogSink:
 
 
 class LogQueue:
-    """The recorder's queue (recorder.RecordQueue's interface) over a LogSink: every put goes to the log."""
+    """The recorder's and the tensor thread's queue over a LogSink: every put goes to the log, which the writer
+    process polls (nothing waits in memory, so nothing is counted or woken)."""
 
-    in_memory = False  # the recorder appends to the log itself: nothing to count or wake
-
-    def __init__(self, sink: LogSink, flush_ops: int):
+    def __init__(self, sink: LogSink):
         self.items = sink
-        self.wake = threading.Event()  # never waited on: the writer process polls the log
-        self.flush_ops = flush_ops
         self.event, self.program = sink.event, sink.program
         self.define_stack, self.define_config, self.define_device, self.wire = (
             sink.define_stack, sink.define_config, sink.define_device, sink.wire)
@@ -461,9 +458,6 @@ class LogQueue:
         self.items.append(record)
 
     put_now = put
-
-    def __len__(self) -> int:
-        return 0
 
 
 def value_text(v) -> str:

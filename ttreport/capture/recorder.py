@@ -2,8 +2,8 @@
 
 begin() and end() take ids, clocks, a cheap stack (code objects and line numbers, not text)
 and references to what cannot change later (a tensor's values are immutable torch tensors),
-then make ONE put of a tuple on the writer's queue. Formatting, SQL and file writes happen
-on the writer and tensor threads. Tensor objects themselves are never queued: holding them
+then append ONE tuple to the op log (oplog.LogQueue). Formatting, SQL and file writes happen
+in the writer process and on the tensor thread. Tensor objects themselves are never queued: holding them
 would delay their buffers' frees and change the memory picture being recorded.
 
 The recorder sits in device_sim's single, process-wide hook slot (not in a context variable,
@@ -11,12 +11,11 @@ as STYLE.md suggests), because a capture must record the ops of every thread.
 
 Queue records are plain tuples tagged by their first item, declared in records.py (records.Op, records.Alloc,
 ...: their fields in order), which every producer and consumer imports; _hook.c reads the same positions.
-With an op log (oplog.LogQueue) they are made as the log writes them, so that appending one is a
-marshal and a copy: a stack is the number the log defined it under (the thread writer's queue holds
-the interned tuple of code ids and lines), a tensor argument is b"t<id>" (TensorArg for the thread
-writer), any other object the log's b"o<n>", files are (tensor_id, path) pairs; what a record
-names by id (a stack's code objects, a MemoryConfig, a device's perf config) the queue defines when
-the recorder first sees it (define_stack, define_config, define_device), before the record.
+They are made as the op log writes them, so that appending one is a marshal and a copy: a stack is the
+number the log defined it under, a tensor argument is b"t<id>", any other object the log's b"o<n>", files are
+(tensor_id, path) pairs; what a record names by id (a stack's code objects, a MemoryConfig, a device's perf
+config) the log defines when the recorder first sees it (define_stack, define_config, define_device), before
+the record.
 A spec (records.Spec)'s layout is int(layout), or (int(layout), tile height, tile width) for a tile other than
 32x32 (ttnn.Tile((16, 32)) pads to 16 rows). Records hold ints and strings,
 not the enums, configs, Buffer or torch tensor objects of each op: the garbage collector
@@ -25,7 +24,6 @@ untracks such tuples, so a queue of thousands of ops costs its collections nothi
 
 from __future__ import annotations
 
-import collections
 import datetime
 import itertools
 import os
@@ -71,8 +69,9 @@ try:
 except ImportError:  # built without a C compiler: the Python begin, end and listener
     _hook = None
 
-# begin, end and the memory listener in C (ttreport/capture/_hook.c) for a capture that writes an op log; the
-# Python methods below are its fallback (TTREPORT_PURE=1, no compiler, the thread writer) and its slow path
+# begin, end and the memory listener in C (ttreport/capture/_hook.c); the Python methods below are its
+# specification (tests/test_hook_native.py holds them equal), its fallback (TTREPORT_PURE=1, no compiler) and
+# its slow path
 NATIVE = _hook is not None and stacks.NATIVE
 
 # Ids of tensors the capture makes itself (goldens) start here, far above device_sim's: taken
@@ -134,60 +133,6 @@ def outer_boundary(frame):
     return None
 
 
-class RecordQueue:
-    """What the model's threads append to and the writer drains in batches.
-
-    A deque, because append and popleft are atomic and several times cheaper than
-    queue.Queue; `wake` tells the writer a full batch (or a stop) is waiting.
-    """
-
-    in_memory = True
-
-    def __init__(self, flush_ops: int):
-        self.items = collections.deque()
-        self.wake = threading.Event()
-        self.flush_ops = flush_ops
-        self.event = self.items.append  # a buffer event (ALLOC, FREE): the writer is woken by the next op's
-
-    def program(self, op_id, program) -> None:
-        self.items.append((PROGRAM, op_id, program))
-
-    # What an op log defines once (oplog.LogQueue) the thread writer reads from the recorder itself.
-    @staticmethod
-    def define_stack(frames: tuple):
-        return frames  # the interned tuple is the record's stack
-
-    @staticmethod
-    def wire(value):
-        return value  # formatted by the writer
-
-    def define_config(self, config_id: int, config) -> None:
-        pass
-
-    def define_device(self, device) -> None:
-        pass
-
-    def put(self, record) -> None:
-        self.items.append(record)
-        if len(self.items) >= self.flush_ops:
-            self.wake.set()
-
-    def put_now(self, record) -> None:
-        """Queue `record` and wake the writer now (flush, stop)."""
-        self.items.append(record)
-        self.wake.set()
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-
-class TensorArg(int):
-    """A tensor argument as the thread writer's queue holds it: its id only, so the Tensor (and its buffer) can
-    be freed. (An op log holds b"t<id>", which marshal writes as it is.)"""
-
-    __slots__ = ()
-
-
 
 def _layout_key(t) -> int | tuple:
     """A spec's layout: int(layout), with the tile's height and width if not 32x32 (its padded shape differs)."""
@@ -200,10 +145,8 @@ def _layout_key(t) -> int | tuple:
 class Recorder:
     def __init__(self, config, queue, storage=None, *, t0_ns: int | None = None):
         self.config = config
-        self.queue = queue  # a RecordQueue drained by writer.Writer
-        self._items = queue.items
-        self.storage = storage  # storage.TensorStore
-        self.writer = None  # set by capture: back-pressure waits only while it is alive
+        self.queue = queue  # an oplog.LogQueue: the op log the writer process reads
+        self.storage = storage  # log_tensors.LogStorage
         self.golden = None  # ttreport.capture.golden's checker when config.comparison != "off"
         self.t0_ns = t0_ns if t0_ns is not None else time.perf_counter_ns()
         self._op_ids = itertools.count(1)
@@ -225,17 +168,13 @@ class Recorder:
         self._configs: dict[int, object] = {}  # id(MemoryConfig) -> it: records carry the id, held here
         self._stacks: dict[tuple, object] = {}  # stack (code ids and lines) -> what records carry for it
         self._wire = queue.wire
-        self._to_log = not queue.in_memory  # an op log (oplog.LogQueue): records as it writes them
         self._stack_traces = config.stack_traces
         self._stack_items = config.stack_depth * 2
         self._walk = stacks.walker(config.stack_depth)
         self._store_inputs = config.tensors == "all"
         self._store_outputs = config.tensors != "none"
         self._suffix = ".pt" if config.detach_saved_tensors else ".bin"
-        self._queue_max = config.queue_max
-        self._flush_ops = config.flush_ops
-        if not queue.in_memory:  # an op log (oplog.LogQueue): records go straight to it, nothing waits in memory
-            self._put = queue.items.append
+        self._put = queue.items.append  # straight to the log (LogSink.append), which paces the model itself
         self._on_buffer = self._buffer_listener()
         # (handler, signum) of a signal that arrived inside a finalizer (see capture._on_signal):
         # delivered at the next op's start, where its exception reaches the model.
@@ -247,7 +186,7 @@ class Recorder:
         self.steps = 0  # the run's step() calls (Capture.step): each op records it at its begin (the C begin too)
         # device_sim's estimate of each op; a process writer makes most of them itself (ttreport.capture.log_perf)
         self.estimate = perf_model.estimate_op
-        if NATIVE and self._to_log:
+        if NATIVE:
             self._use_native()
 
     def _use_native(self) -> None:
@@ -307,14 +246,13 @@ class Recorder:
         files: list[tuple] = []
         seen = self._seen
         strip = self._strip
-        to_log = self._to_log
         args_q = []
         for a in args:
             if type(a) is Tensor:  # the common case, inlined: a tensor the capture has seen already
                 tid = a.tensor_id
                 if tid in seen:
                     inputs.append(tid)
-                    args_q.append(b"t%d" % tid if to_log else TensorArg(tid))
+                    args_q.append(b"t%d" % tid)
                     continue
             args_q.append(a if type(a) in _PRIMITIVE else strip(a, inputs, specs))
         args_q = tuple(args_q)
@@ -362,17 +300,12 @@ class Recorder:
             self._last_op_exception = id(exc)
         # Tuples of ints and strings: the collector untracks them, and the queue costs it nothing to walk.
         t0 = self.t0_ns
-        if self._to_log and (files or writes):  # the values go into the op's own write (log_tensors.LogStorage)
+        if files or writes:  # the values go into the op's own write (log_tensors.LogStorage)
             self.storage.put_with_op(files + writes)
         self._put((OP, op.name, op_id, token.start_ns - t0, end - t0, token.parent_operation_id, token.depth,
                    token.thread, token.stack, token.args, token.kwargs, tuple(inputs), outputs, tuple(specs),
                    files and tuple([(f[0], f[1]) for f in files]) or None, next(self._seq), l1, dram,
                    error, token.step))  # records.Op
-        if not self._to_log:
-            if files:
-                self.storage.put_many(files)
-            if writes:
-                self.storage.put_many(writes)
         if exc is None:
             args, kwargs, golden_args = token.op_args, token.op_kwargs, token.golden_args
             # device_sim's performance model: shapes and dtypes only, a few microseconds (docs/perf_model.md).
@@ -407,15 +340,14 @@ class Recorder:
 
     # -- what the hot path snapshots ------------------------------------------------------
     def _strip(self, x, inputs, specs):
-        """An argument as recorded: a tensor as b"t<id>" for a log, a TensorArg for the thread writer (its spec
-        noted); a list or tuple item by item; an int, float, bool, str or None as it is; anything else as the
-        queue wires it (a log: b"o<n>", its text defined once)."""
+        """An argument as recorded: a tensor as b"t<id>" (its spec noted); a list or tuple item by item; an int,
+        float, bool, str or None as it is; anything else as the log wires it (b"o<n>", its text defined once)."""
         t = type(x)
         if t in _PRIMITIVE:
             return x
         if isinstance(x, Tensor):
             self._see(x, None, inputs, specs)
-            return b"t%d" % x.tensor_id if self._to_log else TensorArg(x.tensor_id)
+            return b"t%d" % x.tensor_id
         if t is list or t is tuple:
             return t([self._strip(e, inputs, specs) for e in x])
         if isinstance(x, Device) and x not in self._devices:
@@ -488,20 +420,6 @@ class Recorder:
     def memory_config(self, config_id: int):
         """The MemoryConfig behind an id in a queued spec (for the writer)."""
         return self._configs[config_id]
-
-    def _put(self, record) -> None:
-        items = self._items
-        items.append(record)
-        if len(items) >= self._flush_ops:
-            self.queue.wake.set()
-            if len(items) > self._queue_max:
-                self._wait_for_writer()
-
-    def _wait_for_writer(self) -> None:
-        # Back-pressure, never loss: the model waits until the writer has caught up by half.
-        writer = self.writer
-        while len(self._items) > self._queue_max // 2 and writer is not None and writer.is_alive():
-            time.sleep(0.001)
 
     # -- buffers and devices ---------------------------------------------------------------
     def add_device(self, device, *, before_capture: bool) -> None:

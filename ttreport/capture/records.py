@@ -295,6 +295,12 @@ class Prog(NamedTuple):
     cb_bytes: int
 
 
+class TensorArg(int):
+    """A tensor argument as the writer reads it (oplog.LogTail makes it of the log's b"t<id>"): its id only."""
+
+    __slots__ = ()
+
+
 # Each tag's kinds, the current one first: a log may hold an earlier form of the same tag (a capture killed
 # under an earlier ttreport, finished by this one), told apart by its number of fields.
 KINDS: dict[int, tuple[type, ...]] = {

@@ -55,15 +55,12 @@ from ttreport.capture.recorder import (
     META,
     STOP,
     Recorder,
-    RecordQueue,
     host_ops_warning,
     outer_boundary,
     user_stacklevel,
 )
-from ttreport.capture.writer import Writer
 from ttreport.capture.writer_process import WriterProcess
 from ttreport.config import Config
-from ttreport.steps import Schedule
 from ttreport.errors import (
     CaptureActiveError,
     LossWarner,
@@ -84,6 +81,7 @@ from ttreport.folder import (
     reserve_room,
     unlock,
 )
+from ttreport.steps import Schedule
 from ttreport.storage import TensorStore
 
 _lock = threading.Lock()
@@ -212,11 +210,11 @@ class Capture(contextlib.ContextDecorator):
         if self.schedule is not None:
             facts["schedule"] = self.schedule.to_json()  # ttreport.steps.Schedule.from_json reads it back
         self._rank = facts["rank"] = rank.host_rank(config.rank)
-        # A writer process keeps the indexes current as it goes (its own CPU; building them at close took as
+        # The writer process keeps the indexes current as it goes (its own CPU; building them at close took as
         # long, and a 1M-op close must not wait for it), but those on keys in no order (db.LATE_INDEXES),
-        # which its close makes; the thread writer makes them all at close, off the model's GIL.
+        # which its close makes.
         # The facts go into the new file unsynced (a synced commit of them was 20-25 ms of the start).
-        db.create(self.db_path, indexes=config.writer == "process", skip=db.LATE_INDEXES, metadata=facts)
+        db.create(self.db_path, indexes=True, skip=db.LATE_INDEXES, metadata=facts)
         reserve_room(path / RESERVE_FILE)
         _write_json(path / CONFIG_FILE, {**_ttnn_config_keys(config, path), "config": config.to_json(),
                                          "schema_version": db.head_revision(),
@@ -227,27 +225,20 @@ class Capture(contextlib.ContextDecorator):
         _write_text(path / CLUSTER_DESCRIPTOR_FILE, device_sim.cluster.cluster_descriptor_yaml())
 
         self._warner = LossWarner()
-        if config.writer == "process":
-            # The model's threads append to the op log; a writer process writes SQLite (writer_process.py).
-            sink = LogSink(path / OPLOG_DIR)
-            self._queue = q = LogQueue(sink, config.flush_ops)
-            self._writer = WriterProcess(path, config, self._lock_fd)
-            sink.writer_alive, sink.warner, self._writer.sink = self._writer.is_alive, self._warner, sink
-        else:
-            self._queue = q = RecordQueue(config.flush_ops)
+        # The model's threads append to the op log; a writer process writes SQLite (writer_process.py): the one
+        # writer route (issue 32; a writer thread in this process cost the model ~3x the time an op, bench/README.md).
+        sink = LogSink(path / OPLOG_DIR)
+        self._queue = q = LogQueue(sink)
+        self._writer = WriterProcess(path, config, self._lock_fd)
+        sink.writer_alive, sink.warner, self._writer.sink = self._writer.is_alive, self._warner, sink
         self._storage = TensorStore(path, q, self._warner)
-        # With the op log, a stored tensor's bytes go into it and the writer process writes the file
-        # (log_tensors.py): no tensor thread beside the model for it; the thread keeps the big ones.
-        storage = LogStorage(sink, self._storage, path, pt=config.detach_saved_tensors) \
-            if config.writer == "process" else self._storage
+        # A stored tensor's bytes go into the log and the writer process writes the file (log_tensors.py): no
+        # tensor thread beside the model for it; the thread keeps the big ones.
+        storage = LogStorage(sink, self._storage, path, pt=config.detach_saved_tensors)
         self.recorder = recorder = Recorder(config, q, storage)
         recorder.boundary = self._boundary
-        if config.writer == "process":
-            sink._code = recorder.code  # for the CODE definitions of a stack (the recorder defines the rest)
-            recorder.estimate = estimate_on_model_thread  # the writer process estimates the rest (log_perf)
-        else:
-            self._writer = Writer(self.db_path, q, recorder, config, self._warner)
-        recorder.writer = self._writer
+        sink._code = recorder.code  # for the CODE definitions of a stack (the recorder defines the rest)
+        recorder.estimate = estimate_on_model_thread  # the writer process estimates the rest (log_perf)
         self._writer.start()  # first: a writer process forks while the tensor thread does not run yet
         self._storage.start()
         for device in device_sim.open_devices():
@@ -333,14 +324,9 @@ class Capture(contextlib.ContextDecorator):
         """Wait until everything recorded so far is committed (tensor files excepted)."""
         if self.recorder.golden is not None:
             self.recorder.golden.flush(timeout)  # golden checks run behind the ops: their rows come first
-        if isinstance(self._writer, WriterProcess):
-            token = self._writer.next_token()
-            self._queue.put_now((FLUSH, token))
-            self._writer.wait_flushed(token, timeout)
-            return
-        done = threading.Event()
-        self._queue.put_now((FLUSH, done))
-        done.wait(timeout)
+        token = self._writer.next_token()
+        self._queue.put_now((FLUSH, token))
+        self._writer.wait_flushed(token, timeout)
 
     # -- closing -------------------------------------------------------------------------
     def stop(self, status: str = "complete") -> None:
@@ -410,8 +396,7 @@ class Capture(contextlib.ContextDecorator):
         started = time.perf_counter()
         self._writer.join()
         self.close_s["writer"] = time.perf_counter() - started
-        if isinstance(self._queue, LogQueue):
-            self._queue.items.close()
+        self._queue.items.close()
         if self._rank and self._writer.error is None:
             rank.set_rank(self.db_path, self._rank)  # one UPDATE per table at close, nothing per op
         if self._writer.error is None and self.recorder.host_outputs:

@@ -1,8 +1,8 @@
-"""The writer thread: queue records -> rows -> one SQLite transaction per batch.
+"""The writer: records -> rows -> one SQLite transaction per batch, in the writer process.
 
-A batch closes after `flush_ops` records or `flush_interval_s` seconds, whichever is first,
-so a crash loses at most one batch. All formatting happens here, off the model's thread:
-argument values, tensor specs, stack traces (deduplicated: one text per distinct stack).
+The writer process (writer_process.py, and a rebuild of a killed capture: ttreport.recovery) reads the op log
+in batches (capture.log_writer.pump) and hands each to Writer._write. All formatting happens here, off the
+model's thread: argument values, tensor specs, stack traces (deduplicated: one text per distinct stack).
 
 A failing disk never stops the model: the batch is rolled back, a warning is given once,
 the loss is counted, and later batches are still tried; close() notes it in report_metadata.
@@ -26,7 +26,6 @@ from device_sim.tile import Tile
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
 from ttreport import db, schema_sql
 from ttreport.capture import device_graph, records
-from ttreport.capture.recorder import TensorArg
 from ttreport.capture.records import (
     ALLOC,
     DEVICE,
@@ -44,6 +43,7 @@ from ttreport.capture.records import (
     Free,
     FreeField,
     Op,
+    TensorArg,
 )
 from ttreport.errors import LossWarner
 from ttreport.folder import LIFETIMES_FILE
@@ -308,15 +308,14 @@ class _LifetimesAside(threading.Thread):
             self.scratch.unlink()
 
 
-class Writer(threading.Thread):
-    def __init__(self, db_path, q, recorder, config, warner: LossWarner | None = None):
-        super().__init__(name="ttreport-writer", daemon=True)
+class Writer:
+    """Turns batches of records (records.py) into rows of the report at `db_path` (`con`, connected by its owner);
+    `defs` answers what records name by id (oplog.Definitions: code(id), memory_config(id))."""
+
+    def __init__(self, db_path, defs, config, warner: LossWarner | None = None):
         self.warner = warner or LossWarner()  # shared with the tensor thread: one warning per capture
         self.db_path = db_path
-        self.queue = q
-        self.recorder = recorder
-        self.flush_ops = config.flush_ops
-        self.flush_interval_s = config.flush_interval_s
+        self.defs = defs
         self._live: dict | None = {} if config.buffer_pages else None  # buffer id -> Buffer, for buffer_pages
         self._grid_x: dict[int, int] = {}  # device id -> worker columns, to place L1 banks on cores
         self._programs: dict[int, list] = {}  # op id -> the device programs it launched, until its row comes
@@ -328,7 +327,6 @@ class Writer(threading.Thread):
         self._per_op_graphs = config.device_graphs is True
         self._graph_ids: dict[str, int] = {}  # a captured graph's text -> its graph_id (device_graph.graph_id)
         self.error: BaseException | None = None  # the first failure, reported at close
-        self.busy = threading.Lock()  # held while this thread is inside SQLite (see run)
         self.records_lost = 0
         self.ops_lost = 0  # of records_lost, the ops: what ls and summary show beside the status
         self.records_written = 0
@@ -349,36 +347,7 @@ class Writer(threading.Thread):
         self._dtype_text = {int(e): repr(e) for e in DataType}
         self._layout_text = {int(e): repr(e) for e in Layout}
 
-    # -- the loop --------------------------------------------------------------------------
-    def run(self) -> None:
-        # Every SQLite call is made holding `busy`, which a fork waits for (session.py's at-fork handler):
-        # a child forked while this thread was inside SQLite would inherit its mutexes held, and hang on
-        # its first SQLite call.
-        try:
-            with self.busy:
-                self.con = connect(self.db_path)
-        except Exception as e:  # an unwritable folder: keep draining, so the queue never grows without bound
-            self.con = None
-            self._fail(e)
-        try:
-            while True:
-                batch = self._next_batch()
-                with self.busy:
-                    if self._write(batch):
-                        break
-        finally:
-            if self.con is not None:
-                with self.busy:
-                    self._close()
-
-    def _next_batch(self) -> list:
-        q = self.queue
-        if len(q) < self.flush_ops:
-            q.wake.wait(self.flush_interval_s)
-        q.wake.clear()
-        popleft = q.items.popleft
-        return [popleft() for _ in range(min(len(q), self.flush_ops))]
-
+    # -- a batch ---------------------------------------------------------------------------
     def _write(self, batch: list) -> bool:
         """Commit `batch` in one transaction; True once the stop record is among it."""
         if not batch:
@@ -683,7 +652,7 @@ class Writer(threading.Thread):
             shape_text, pshape_text = f"Shape({dims})", f"Shape({pdims})"
         cfg_text = placement = None
         if cfg is not None:
-            cfg = self.recorder.memory_config(cfg)
+            cfg = self.defs.memory_config(cfg)
             # A placed sharded tensor's text carries the NdShardSpec its TensorSpec derives, as TT-NN 0.81's does.
             cfg_text = repr(cfg) if pdims is None or not cfg.is_sharded() else cfg.tensor_text(pdims)
             placement = f"{cfg.buffer_type.name} {cfg.memory_layout.name}"
@@ -765,7 +734,7 @@ class Writer(threading.Thread):
         Python traceback's order, for an error's text."""
         entries = []
         for i in range(0, len(frames), 2):
-            code = self.recorder.code(frames[i])
+            code = self.defs.code(frames[i])
             lineno = frames[i + 1]
             entry = f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n'
             source = linecache.getline(code.co_filename, lineno).strip()
@@ -779,7 +748,7 @@ class Writer(threading.Thread):
     def _source_file(self, frames: tuple, rows) -> int | None:
         """The source_files id of the innermost frame's file, adding its row (path and contents) the first time
         the file is seen; None when it cannot be read (an interactive session's '<stdin>')."""
-        path = self.recorder.code(frames[0]).co_filename
+        path = self.defs.code(frames[0]).co_filename
         if path in self._source_files:
             return self._source_files[path]
         lines = linecache.getlines(path)
