@@ -532,3 +532,12 @@ def test_an_empty_slice_is_an_empty_tensor(device):
     for layout in (ttnn.ROW_MAJOR, ttnn.TILE):
         t = ttnn.from_torch(torch.randn(32, 32, 32, 32), dtype=ttnn.bfloat16, layout=layout, device=device)
         assert ttnn.to_torch(t[0:-32, :, :, :]).shape == (0, 32, 32, 32)
+
+
+def test_bias_gelu_is_gelu_of_the_sum(device):
+    # tests/ttnn's test_binary_scalar reads ttnn.bias_gelu at import, with an output_tensor= and a scalar
+    x = torch.randn(32, 32)
+    a = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    out = ttnn.from_torch(torch.zeros(32, 32), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    ttnn.bias_gelu(a, 3.0, output_tensor=out)
+    torch.testing.assert_close(ttnn.to_torch(out), torch.nn.functional.gelu(x + 3.0), rtol=1e-5, atol=1e-5)

@@ -555,6 +555,8 @@ atan2 = _binary("atan2", lambda a, b: torch.atan2(a, torch.as_tensor(b, dtype=a.
 remainder = _binary("remainder", torch.remainder)
 fmod = _binary("fmod", torch.fmod)
 squared_difference = _binary("squared_difference", lambda a, b: torch.square(a - b), kind="binary")
+# BinaryOpType::BIAS_GELU: gelu(a + b), as TT-NN's golden (ttnn/operations/binary.py)
+bias_gelu = _binary("bias_gelu", lambda a, b: F.gelu(a + b), kind="binary")
 bitwise_and = _binary("bitwise_and", _int_binary(torch.bitwise_and))
 bitwise_or = _binary("bitwise_or", _int_binary(torch.bitwise_or))
 bitwise_xor = _binary("bitwise_xor", _int_binary(torch.bitwise_xor))
