@@ -97,6 +97,11 @@ def max_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int
     """Max over each kernel window (padding counts as -inf); output [1, 1, N*OH*OW, C], ROW_MAJOR by default.
 
     deallocate_input=True frees the input's buffer after the op, as TT-NN does.
+
+    >>> x = ttnn.from_torch(torch.arange(16.0).reshape(1, 1, 16, 1), ttnn.bfloat16, device=device)  # N*H*W, C
+    >>> y = ttnn.max_pool2d(x, 1, 4, 4, 1, [2, 2], [2, 2], [0, 0], [1, 1])
+    >>> y.shape, y.to_torch().flatten()
+    (Shape([1, 1, 4, 1]), tensor([ 5.,  7., 13., 15.], dtype=torch.bfloat16))
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -138,7 +143,13 @@ def avg_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int
                deallocate_input: bool = False, reallocate_halo_output: bool = True,
                dtype: DataType = DataType.BFLOAT16, output_layout: Layout = Layout.ROW_MAJOR,
                config_tensor_in_dram: bool = False, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Mean over each kernel window, as torch's avg_pool2d; output [1, 1, N*OH*OW, C], ROW_MAJOR by default."""
+    """Mean over each kernel window, as torch's avg_pool2d; output [1, 1, N*OH*OW, C], ROW_MAJOR by default.
+
+    >>> x = ttnn.from_torch(torch.arange(16.0).reshape(1, 1, 16, 1), dtype=ttnn.bfloat16, device=device)
+    >>> y = ttnn.avg_pool2d(x, 1, 4, 4, 1, [2, 2], [2, 2], [0, 0])
+    >>> y.shape, y.to_torch().flatten()
+    (Shape([1, 1, 4, 1]), tensor([ 2.5000,  4.5000, 10.5000, 12.5000], dtype=torch.bfloat16))
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor)
@@ -193,7 +204,12 @@ def _global_avg_pool2d_golden(input_tensor, *_, **__):
 @register_op("ttnn.global_avg_pool2d", golden=_global_avg_pool2d_golden)
 def global_avg_pool2d(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
                       dtype: DataType | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """The mean over H and W of an NHWC [N, H, W, C] input: [N, 1, 1, C]."""
+    """The mean over H and W of an NHWC [N, H, W, C] input: [N, 1, 1, C].
+
+    >>> x = ttnn.from_torch(torch.arange(8.0).reshape(1, 2, 2, 2), layout=ttnn.TILE, device=device)
+    >>> ttnn.global_avg_pool2d(x).to_torch()
+    tensor([[[[3., 4.]]]])
+    """
     x, ins = four_d_input(op_name, input_tensor, "NHWC [N, H, W, C]", tt_nn_only)
     out = _make(_global_avg_pool2d_golden(x), input_tensor.device(), ins, op_name=op_name,
                 dtype=dtype or input_tensor.dtype, layout=input_tensor.layout, memory_config=memory_config)
@@ -217,7 +233,12 @@ def upsample(input_tensor: Tensor, scale_factor, *, mode: str = "nearest",
              memory_config: MemoryConfig | None = None, compute_kernel_config=None,
              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Repeat (mode="nearest") or interpolate (mode="bilinear", align_corners=False) an NHWC [N, H, W, C]
-    input by an integer scale_factor (one int or (h, w)): [N, H*sh, W*sw, C]."""
+    input by an integer scale_factor (one int or (h, w)): [N, H*sh, W*sw, C].
+
+    >>> x = ttnn.from_torch(torch.tensor([[[[1.0], [2.0]]]]), dtype=ttnn.bfloat16, device=device)  # NHWC
+    >>> ttnn.upsample(x, 2).to_torch().flatten()
+    tensor([1., 1., 2., 2., 1., 1., 2., 2.], dtype=torch.bfloat16)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if mode not in ("nearest", "bilinear"):
@@ -300,7 +321,12 @@ def fold(input: Tensor, stride_h: int, stride_w: int, use_transpose_as_fold: boo
          *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Space to depth on NHWC [N, H, W, C] (after zero `padding` of H and W): [N, H/sh, W/sw, C*sh*sw], each
     block's pixels in row-major order; reshaped to output_shape when given. use_transpose_as_fold and grid_size
-    only choose TT-NN's kernel."""
+    only choose TT-NN's kernel.
+
+    >>> x = ttnn.from_torch(torch.arange(16.0).reshape(1, 4, 4, 1), ttnn.bfloat16, device=device)  # NHWC
+    >>> ttnn.fold(x, 2, 2).shape
+    Shape([1, 2, 2, 4])
+    """
     x, ins = four_d_input(op_name, input, "NHWC [N, H, W, C]", tt_nn_only)
     y = _fold_golden(x, stride_h, stride_w, padding=padding, output_shape=output_shape)
     programs = None
@@ -346,7 +372,12 @@ def adaptive_avg_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, inp
                         in_place_halo: bool = False, deallocate_input: bool = False, reallocate_output: bool = True,
                         dram_slice_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Average pooling to a given (OH, OW) over torch's adaptive regions (the same as a plain pool when the
-    sizes divide); output [1, 1, N*OH*OW, C] in ROW_MAJOR bfloat16, as TT-NN's pools."""
+    sizes divide); output [1, 1, N*OH*OW, C] in ROW_MAJOR bfloat16, as TT-NN's pools.
+
+    >>> x = ttnn.from_torch(torch.arange(16.0).reshape(1, 1, 16, 1), dtype=ttnn.bfloat16, device=device)
+    >>> ttnn.adaptive_avg_pool2d(x, 1, 4, 4, 1, [2, 2]).to_torch().flatten()
+    tensor([ 2.5000,  4.5000, 10.5000, 12.5000], dtype=torch.bfloat16)
+    """
     return _adaptive_pool(op_name, _adaptive_avg_pool2d_golden, input_tensor, batch_size, input_h,
                           input_w, channels, output_size, memory_config, applied_shard_scheme, deallocate_input,
                           reallocate_output, dram_slice_config, tt_nn_only)
@@ -364,7 +395,12 @@ def adaptive_max_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, inp
                         op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Max pooling to a given (OH, OW) over torch's adaptive regions; output [1, 1, N*OH*OW, C] ROW_MAJOR bfloat16.
     TT-NN's adaptive_pools.cpp runs max_pool2d with the kernel, stride and padding it derives (the same check of
-    what padding can fix as adaptive_avg_pool2d)."""
+    what padding can fix as adaptive_avg_pool2d).
+
+    >>> x = ttnn.from_torch(torch.arange(16.0).reshape(1, 1, 16, 1), dtype=ttnn.bfloat16, device=device)
+    >>> ttnn.adaptive_max_pool2d(x, 1, 4, 4, 1, [2, 2]).to_torch().flatten()
+    tensor([ 5.,  7., 13., 15.], dtype=torch.bfloat16)
+    """
     return _adaptive_pool(op_name, _adaptive_max_pool2d_golden, input_tensor, batch_size, input_h,
                           input_w, channels, output_size, memory_config, applied_shard_scheme, deallocate_input,
                           reallocate_output, dram_slice_config, tt_nn_only)
