@@ -37,6 +37,16 @@ def _unary_output(y: torch.Tensor, t: Tensor, ins: list, op_name: str, dtype, me
 UNARY: dict = {}  # op name -> the torch function a unary op computes (_in_bfloat16 may run it on bfloat16)
 
 
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_UNARY_EXAMPLE = """
+
+    >>> x = ttnn.from_torch(torch.tensor([[0.25, 0.5, 0.75]]), layout=ttnn.TILE, device=device)
+    >>> torch.allclose({op}(x).to_torch(), {op}.golden_function(x.to_torch()), equal_nan=True)
+    True
+"""
+
+
 def _unary(name: str, fn):
     UNARY[name] = fn
 
@@ -53,8 +63,26 @@ def _unary(name: str, fn):
             y = fn(values(input_tensor))
         return _unary_output(y, input_tensor, ins, f"ttnn.{name}", dtype, memory_config)
 
-    op.__doc__ = f"Element-wise {name}."
+    op.__doc__ = f"Element-wise {name}." + _UNARY_EXAMPLE.format(op=f"ttnn.{name}")
     return register_op(f"ttnn.{name}", output_keyword=_OUT, golden=golden)(op)
+
+
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_BINARY_EXAMPLE = """
+
+    >>> a = ttnn.from_torch(torch.tensor([[0.25, 0.5, 0.75]]), layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.tensor([[2.0, 4.0, 8.0]]), layout=ttnn.TILE, device=device)
+    >>> torch.allclose({op}(a, b).to_torch(), {op}.golden_function(a.to_torch(), b.to_torch()), equal_nan=True)
+    True
+"""
+_INT_BINARY_EXAMPLE = """
+
+    >>> a = ttnn.from_torch(torch.tensor([[12, 6, 5]]), dtype=ttnn.int32, layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.tensor([[8, 4, 3]]), dtype=ttnn.int32, layout=ttnn.TILE, device=device)
+    >>> torch.equal({op}(a, b).to_torch(), {op}.golden_function(a.to_torch(), b.to_torch()))
+    True
+"""
 
 
 def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bool = False, kind: str = "unary",
@@ -187,6 +215,8 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
     op.__doc__ = f"Element-wise {name} with broadcasting; either argument may be a Python number."
     if rounding:
         op.__doc__ += ' rounding_mode="trunc" or "floor" rounds the quotient toward zero or down (None: exact).'
+    example = _INT_BINARY_EXAMPLE if getattr(fn, "takes_integers", False) else _BINARY_EXAMPLE
+    op.__doc__ += example.format(op=f"ttnn.{name}")
     # The dispatcher may call plain() itself for ttnn.add(a, b) (registry.register_op), as op() would.
     return register_op(f"ttnn.{name}", kind=kind, aliases=aliases, output_keyword=_OUT, golden=golden,
                        plain=plain if result_dtype is None else None)(op)
@@ -312,7 +342,7 @@ def _approximable_unary(name: str, fn):
         return _unary_output(y, input_tensor, ins, f"ttnn.{name}", dtype, memory_config)
 
     op.__doc__ = (f"Element-wise {name}; fast_and_approximate_mode=True uses the SFPU's approximation "
-                  f"(docs/numerics.md gives its error).")
+                  f"(docs/numerics.md gives its error)." + _UNARY_EXAMPLE.format(op=f"ttnn.{name}"))
     return register_op(f"ttnn.{name}", output_keyword=_OUT, golden=golden)(op)
 
 
@@ -342,7 +372,12 @@ def sigmoid(input_tensor: Tensor, *, vector_mode: int = 4, mode=_activations.Sig
             dtype: DataType | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Element-wise sigmoid; mode=ttnn.SigmoidMode.FastApproximate (or AccurateWithFastExp, or
     fast_and_approximate_mode=True) uses the SFPU's approximation (docs/numerics.md). vector_mode=4
-    (all faces of each tile) is the only one emulated."""
+    (all faces of each tile) is the only one emulated.
+
+    >>> x = ttnn.from_torch(torch.tensor([[-2.0, 0.0, 2.0]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.sigmoid(x).to_torch()
+    tensor([[0.1192, 0.5000, 0.8808]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if vector_mode != 4:
@@ -490,6 +525,16 @@ def _binder(op_name: str, positional: list[tuple[str, object]], keyword: dict[st
     return sig, bind
 
 
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_UNARY_WITH_EXAMPLE = """
+
+    >>> x = ttnn.from_torch(torch.tensor([[-0.75, 0.25, 1.5]]), layout=ttnn.TILE, device=device)
+    >>> torch.allclose({op}(x, {kw}).to_torch(), {op}.golden_function(x.to_torch(), {kw}), equal_nan=True)
+    True
+"""
+
+
 def _unary_with(name: str, fn, *params: tuple[str, float | None]):
     """A unary op with TT-NN's numeric parameters after the input, e.g. leaky_relu(t, negative_slope=0.01).
 
@@ -513,7 +558,9 @@ def _unary_with(name: str, fn, *params: tuple[str, float | None]):
                              a["memory_config"])
 
     op.__signature__ = sig
-    op.__doc__ = f"Element-wise {name}({', '.join(f'{p}={d}' for p, d in params)})."
+    kw = ", ".join(f"{p}={1 if d is _REQUIRED else d!r}" for p, d in params)  # a required one's example: 1
+    op.__doc__ = (f"Element-wise {name}({', '.join(f'{p}={d}' for p, d in params)})."
+                  + _UNARY_WITH_EXAMPLE.format(op=op_name, kw=kw))
     return register_op(op_name, output_keyword=_OUT, golden=golden)(op)
 
 
@@ -545,6 +592,7 @@ def _int_binary(fn):
         if a.is_floating_point() or (isinstance(b, torch.Tensor) and b.is_floating_point()):
             raise TypeError("bitwise ops take integer tensors (ttnn.int32, ttnn.uint32, ...); typecast first")
         return fn(a, torch.as_tensor(b))
+    f.takes_integers = True  # _binary's docstring example gives it int32 tensors
     return f
 
 
@@ -568,6 +616,7 @@ def _int32_only(name: str, fn):
         if a.is_floating_point() or (isinstance(b, torch.Tensor) and b.is_floating_point()):
             raise TypeError(f"ttnn.{name} takes ttnn.int32 tensors; typecast first")
         return fn(a, torch.as_tensor(b, dtype=a.dtype))
+    f.takes_integers = True  # _binary's docstring example gives it int32 tensors
     return f
 
 
@@ -577,6 +626,16 @@ lcm = _binary("lcm", _int32_only("lcm", torch.lcm))
 
 # -- ternary ops and clamp ----------------------------------------------------------------------
 # The first tensor argument gives the output's dtype, layout and device; any argument may be a number.
+
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_TERNARY_EXAMPLE = """
+
+    >>> a, b, c = (ttnn.from_torch(torch.tensor([[v, 0.5, 0.25]]), layout=ttnn.TILE, device=device) for v in (1, 2, 3))
+    >>> torch.allclose({op}(a, b, c).to_torch(), {op}.golden_function(a.to_torch(), b.to_torch(), c.to_torch()))
+    True
+"""
+
 
 def _ternary(name: str, fn, params: tuple[str, str, str], *, kind: str = "unary", programs=None, **scalars):
     """An op of three tensors-or-numbers (where, lerp, addcmul, ...) with TT-NN's parameter names.
@@ -616,7 +675,8 @@ def _ternary(name: str, fn, params: tuple[str, str, str], *, kind: str = "unary"
         return out
 
     op.__signature__ = sig
-    op.__doc__ = f"Element-wise {name} of {', '.join(params)} (tensors or numbers), with broadcasting."
+    op.__doc__ = (f"Element-wise {name} of {', '.join(params)} (tensors or numbers), with broadcasting."
+                  + _TERNARY_EXAMPLE.format(op=op_name))
     return register_op(op_name, kind=kind, output_keyword=_OUT, golden=golden)(op)
 
 
@@ -675,6 +735,16 @@ def _bound(x, op_name):
     return values(x, op_name) if isinstance(x, Tensor) else x
 
 
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_CLAMP_EXAMPLE = """
+
+    >>> x = ttnn.from_torch(torch.tensor([[0.25, 0.5, 0.75]]), layout=ttnn.TILE, device=device)
+    >>> {op}(x, min=0.3, max=0.6).to_torch()
+    tensor([[0.3000, 0.5000, 0.6000]])
+"""
+
+
 def _clamp_op(name: str):
     op_name = f"ttnn.{name}"
 
@@ -696,7 +766,8 @@ def _clamp_op(name: str):
         # number bounds: one UnaryDeviceOperation (TT-NN's clamp unary op type)
         return _unary_output(r, input_tensor, ins, op_name, None, memory_config)
 
-    op.__doc__ = f"Limit each value to [min, max]; either bound may be None, a number or a tensor ({name})."
+    op.__doc__ = (f"Limit each value to [min, max]; either bound may be None, a number or a tensor ({name})."
+                  + _CLAMP_EXAMPLE.format(op=op_name))
     return register_op(op_name, output_keyword=_OUT, golden=_clamp_golden)(op)
 
 
@@ -706,6 +777,18 @@ clip = _clamp_op("clip")
 
 # -- in place -----------------------------------------------------------------------------------
 # TT-NN's add_, mul_, ... write the result into input_tensor_a (same buffer, same tensor id) and return it.
+
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_INPLACE_EXAMPLE = """
+
+    >>> a = ttnn.from_torch(torch.tensor([[0.25, 0.5, 0.75]]), layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.tensor([[2.0, 4.0, 8.0]]), layout=ttnn.TILE, device=device)
+    >>> expected = {op}.golden_function(a.to_torch(), b.to_torch())
+    >>> {op}(a, b) is a and torch.allclose(a.to_torch(), expected)
+    True
+"""
+
 
 def _inplace(name: str, fn, *, kind: str = "unary", aliases: tuple[str, ...] = (), approx=None):
     op_name = f"ttnn.{name}"
@@ -739,7 +822,8 @@ def _inplace(name: str, fn, *, kind: str = "unary", aliases: tuple[str, ...] = (
         input_tensor_a._write(y)
         return input_tensor_a
 
-    op.__doc__ = f"input_tensor_a = {name[:-1]}(input_tensor_a, input_tensor_b), in place (same buffer and tensor id)."
+    op.__doc__ = (f"input_tensor_a = {name[:-1]}(input_tensor_a, input_tensor_b), in place (same buffer and tensor "
+                  f"id)." + _INPLACE_EXAMPLE.format(op=op_name))
     return register_op(op_name, kind=kind, aliases=aliases, output_keyword=_OUT, golden=golden)(op)
 
 
@@ -758,7 +842,12 @@ def _plus_one(x, *_, skip_negative_entries=False, **__):
 def plus_one(input_tensor: Tensor, *, skip_negative_entries: bool = False,
              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Add 1 to every entry in place (decode loops step their position tensor with it); negatives stay
-    when skip_negative_entries=True."""
+    when skip_negative_entries=True.
+
+    >>> x = ttnn.from_torch(torch.tensor([[1, 5, 9]]), dtype=ttnn.int32, layout=ttnn.TILE, device=device)
+    >>> ttnn.plus_one(x) is x, x.to_torch()
+    (True, tensor([[ 2,  6, 10]], dtype=torch.int32))
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     device_inputs(op_name, input_tensor)
@@ -801,7 +890,14 @@ def _bcast_golden(input_a, input_b, math_op, dim, *_, **__):
 @register_op("ttnn.bcast", output_keyword=_OUT, golden=_bcast_golden)
 def bcast(input_a: Tensor, input_b: Tensor, math_op: BcastOpMath, dim: BcastOpDim, *,
           memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """input_a (+ - *) input_b's first row (dim=H), first column (W) or first value (HW), broadcast over a."""
+    """input_a (+ - *) input_b's first row (dim=H), first column (W) or first value (HW), broadcast over a.
+
+    >>> a = ttnn.from_torch(torch.ones(1, 1, 32, 32), layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.full((1, 1, 1, 32), 2.0), layout=ttnn.TILE, device=device)
+    >>> ttnn.bcast(a, b, ttnn.BcastOpMath.ADD, ttnn.BcastOpDim.H).to_torch()[0, 0, :2, :3]
+    tensor([[3., 3., 3.],
+            [3., 3., 3.]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_a, input_b)
@@ -827,7 +923,12 @@ def prelu(input_tensor_a: Tensor, input_tensor_b, *, memory_config: MemoryConfig
           dtype: DataType | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """torch's prelu: input_tensor_b is a tensor of one weight per channel (the input's dim 1) or of one weight, a
     number, or a one-number list. A number runs as one unary op (TT-NN's PRELU_SFPU); a tensor weight as TT-NN's
-    element-wise composite, modelled by its last binary program."""
+    element-wise composite, modelled by its last binary program.
+
+    >>> x = ttnn.from_torch(torch.tensor([[-2.0, 0.5, 3.0]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.prelu(x, 0.25).to_torch()
+    tensor([[-0.5000,  0.5000,  3.0000]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_a, input_tensor_b)
@@ -854,6 +955,17 @@ def prelu(input_tensor_a: Tensor, input_tensor_b, *, memory_config: MemoryConfig
 def _halves(x, dim):
     a, b = torch.split(x, x.size(-1) // 2, dim=dim)
     return a, b
+
+
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_GLU_EXAMPLE = """
+
+    >>> x = ttnn.from_torch(torch.rand(1, 1, 32, 64), layout=ttnn.TILE, device=device)
+    >>> y = {op}(x)
+    >>> y.shape, torch.allclose(y.to_torch(), {op}.golden_function(x.to_torch()), atol=1e-2)
+    (Shape([1, 1, 32, 32]), True)
+"""
 
 
 def _glu_family(name: str, gate, activation):
@@ -887,7 +999,8 @@ def _glu_family(name: str, gate, activation):
         b = ttnn_slice(input_tensor, [0, 0, 0, half], shape, [1, 1, 1, 1], memory_config=memory_config)
         return multiply(a, activation(b, memory_config), memory_config=memory_config)
 
-    op.__doc__ = f"The last dim's first half times {name[:-3] or 'sigmoid'}-gated second half (TT-NN's {name})."
+    op.__doc__ = (f"The last dim's first half times {name[:-3] or 'sigmoid'}-gated second half (TT-NN's {name})."
+                  + _GLU_EXAMPLE.format(op=op_name))
     return register_op(op_name, output_keyword=_OUT, golden=golden)(op)
 
 
