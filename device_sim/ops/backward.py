@@ -60,6 +60,17 @@ def _grad_output(value: torch.Tensor, like: Tensor, grad: Tensor, target: Tensor
     return out
 
 
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_BINARY_BW_EXAMPLE = """
+
+    >>> grad, a, b = (ttnn.from_torch(torch.tensor([[v, 0.5]]), layout=ttnn.TILE, device=device) for v in (1, 2, 3))
+    >>> expected = {op}.golden_function(grad.to_torch(), a.to_torch(), b.to_torch())
+    >>> [torch.allclose(g.to_torch(), e) for g, e in zip({op}(grad, a, b), expected)]
+    [True, True]
+"""
+
+
 def _binary_bw(name: str, fn, fourth: str | None = None, default=None):
     """ttnn.<name>: fn(a, b, **params) differentiated. `fourth`: the parameter TT-NN takes after the two inputs,
     positionally or by name (add_bw's and subalpha_bw's alpha, div_bw's rounding_mode), with its `default`."""
@@ -99,8 +110,22 @@ def _binary_bw(name: str, fn, fourth: str | None = None, default=None):
                                                  required)]
         return outs[:1] if number else outs
 
-    op.__doc__ = f"The gradients of {name[:-3]} for grad_tensor: [input_grad, other_grad] (one for a number)."
+    op.__doc__ = (f"The gradients of {name[:-3]} for grad_tensor: [input_grad, other_grad] (one for a number)."
+                  + _BINARY_BW_EXAMPLE.format(op=op_name))
     return register_op(op_name, golden=golden)(op)
+
+
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_UNARY_BW_EXAMPLE = """
+
+    >>> grad = ttnn.from_torch(torch.tensor([[1.0, -2.0]]), layout=ttnn.TILE, device=device)
+    >>> x = ttnn.from_torch(torch.tensor([[0.25, 0.5]]), layout=ttnn.TILE, device=device)
+    >>> [input_grad] = {op}(grad, x)
+    >>> expected = {op}.golden_function(grad.to_torch(), x.to_torch())[0]
+    >>> torch.allclose(input_grad.to_torch(), expected, equal_nan=True)
+    True
+"""
 
 
 def _unary_bw(name: str, fn, **defaults):
@@ -119,7 +144,8 @@ def _unary_bw(name: str, fn, **defaults):
         g = _autograd(fn, values(grad_tensor, op_name).float(), [values(input_tensor, op_name).float()], **params)[0]
         return [_grad_output(g, input_tensor, grad_tensor, input_grad, op_name, memory_config)]
 
-    op.__doc__ = f"The gradient of {name[:-3]} for grad_tensor, as a one-tensor list."
+    op.__doc__ = f"The gradient of {name[:-3]} for grad_tensor, as a one-tensor list." + _UNARY_BW_EXAMPLE.format(
+        op=op_name)
     return register_op(op_name, golden=golden)(op)
 
 
