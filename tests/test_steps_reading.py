@@ -144,3 +144,14 @@ def test_history_and_the_gate_count_the_active_steps_alone(tmp_path, device, pos
     with ttreport.open(stepped) as s, ttreport.open(plain) as p:
         assert _device_ns(s) == s.steps()[1].device_ns  # a step's on average: each active step is the same
         assert _device_ns(p) == p.steps()[0].device_ns
+
+
+def test_the_html_summary_lists_the_steps(tmp_path, device):
+    from ttreport.read.device_time import human_ns
+
+    path = _capture(tmp_path / "r", device, 2, Schedule(warmup=1, active=1))
+    with ttreport.open(path) as r:
+        steps = r.steps()
+        page = r.export_html(tmp_path / "r.html").read_text()
+    assert f"<dt>steps</dt><dd>0 warmup: 5 ops, device {human_ns(steps[0].device_ns)}, host " in page
+    assert f"; 1 active: 3 ops, device {human_ns(steps[1].device_ns)}, host " in page

@@ -237,6 +237,12 @@ def _summary(w, report, s, device) -> None:
                      f"{device_time.human_ns(device.kernel_ns)}, host transfers "
                      f"{device_time.human_ns(device.transfer_ns) or '0 ns'} ({device.compute_bound} compute-bound, "
                      f"{device.bandwidth_bound} bandwidth-bound)"))
+    if s.steps:  # a run captured in steps: each step's phase and times, as `ttreport summary` lists them
+        rows.append(("steps", "; ".join(
+            f"{st.step} {e(st.phase)}: {_text(st.ops, 30)} ops, device {device_time.human_ns(st.device_ns) or '?'}, "
+            f"host {_seconds(None if st.host_ns is None else st.host_ns / 1e9)}" for st in s.steps[:MAX_LISTED])
+            + (f"; ... {len(s.steps) - MAX_LISTED:,} more (`ttreport summary` lists all)"
+               if len(s.steps) > MAX_LISTED else "")))
     # Both figures of memory, named as the summary and the trace name them (ttreport.export.memory).
     for kind, figures in (("L1", ((memory.ALLOCATED, s.peak_l1), (memory.IN_BUFFERS, s.peak_l1_in_buffers))),
                           ("DRAM", ((memory.ALLOCATED, s.peak_dram), (memory.IN_BUFFERS, s.peak_dram_in_buffers)))):
