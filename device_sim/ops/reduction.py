@@ -27,6 +27,16 @@ def _reduce(x: torch.Tensor, fn, dim, keepdim: bool, **kw) -> torch.Tensor:
     return fn(x, dim=_dims(dim), keepdim=keepdim, **kw)
 
 
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_REDUCE_EXAMPLE = """
+
+    >>> x = ttnn.from_torch(torch.tensor([[1.0, 2.0, 4.0], [3.0, 0.5, 2.0]]), layout=ttnn.TILE, device=device)
+    >>> torch.allclose({op}(x, dim=-1).to_torch(), {op}.golden_function(x.to_torch(), -1))
+    True
+"""
+
+
 def _reduction(name: str, fn, programs, *, result_dtype: DataType | None = None, takes_correction: bool = False,
                fpu: str | None = None, **declared):
     """ttnn.<name>: `fn` (a torch reduction) over `dim`; `programs(input, out, dim, keepdim, scalar, config)` gives
@@ -60,7 +70,7 @@ def _reduction(name: str, fn, programs, *, result_dtype: DataType | None = None,
         return out
 
     op.__doc__ = (f"{name} over `dim` (None: every dim) of the input times `scalar`; var and std take TT-NN's "
-                  f"correction=True (unbiased).")
+                  f"correction=True (unbiased)." + _REDUCE_EXAMPLE.format(op=f"ttnn.{name}"))
     return register_op(f"ttnn.{name}", golden=golden, **declared)(op)
 
 
@@ -159,6 +169,16 @@ def _scan_golden(fn):
 _cumsum_golden = _scan_golden(torch.cumsum)
 
 
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_SCAN_EXAMPLE = """
+
+    >>> x = ttnn.from_torch(torch.tensor([[1.0, 2.0, 4.0], [3.0, 0.5, 2.0]]), layout=ttnn.TILE, device=device)
+    >>> torch.allclose({op}(x, dim=1).to_torch(), {op}.golden_function(x.to_torch(), 1))
+    True
+"""
+
+
 def _accumulation(name: str, fn, **declared):
     """ttnn.<name>: TT-NN's accumulation_invoke (reduction/accumulation/accumulation_common.cpp), shared by cumsum
     and cumprod: `fn` (torch.cumsum, torch.cumprod) along `dim`, from the end when reverse_order=True; `dtype`
@@ -185,7 +205,7 @@ def _accumulation(name: str, fn, **declared):
         return out
 
     op.__doc__ = (f"Running {name[3:]} along `dim` (from the end when reverse_order=True); `dtype` casts the input "
-                  f"first.")
+                  f"first." + _SCAN_EXAMPLE.format(op=op_name))
     return register_op(op_name, golden=golden, output_keyword="out", **declared)(op)
 
 
@@ -208,6 +228,12 @@ def topk(input_tensor: Tensor, k: int = 32, dim: int = -1, largest: bool = True,
 
     Indices are UINT16 while the dim fits (UINT32 past 65536), or come from `indices_tensor` (read at the
     chosen positions, in its dtype) when given. Ties are broken by input order whether or not stable=True.
+
+    >>> x = ttnn.from_torch(torch.tensor([[1.0, 5.0, 3.0, 4.0]]), ttnn.bfloat16, layout=ttnn.TILE,
+    ...                      device=device)
+    >>> values, indices = ttnn.topk(x, k=2)
+    >>> values.to_torch(), indices.to_torch()
+    (tensor([[5., 4.]], dtype=torch.bfloat16), tensor([[1, 3]], dtype=torch.int32))
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
