@@ -62,6 +62,32 @@ def test_the_timeline_puts_each_chips_ops_back_to_back(sample):
     assert all(s.end_ns - s.start_ns == estimated[s.operation_id] for s in slices)
 
 
+def test_a_mesh_op_is_on_every_chips_device_track(tmp_path):
+    import torch
+
+    import device_sim as ttnn
+
+    mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(2, 4))
+    try:
+        with ttreport.capture(tmp_path / "mesh") as cap:
+            x = ttnn.from_torch(torch.randn(1, 1, 32, 256), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh,
+                                mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))
+            ttnn.relu(x)
+    finally:
+        ttnn.close_mesh_device(mesh)
+    with ttreport.open(cap.path) as r:
+        slices = list(device_time.timeline(r))
+        relu = r.operations(name="ttnn.relu")[0]
+        estimate = device_time.of_op(r, relu.id).ideal_ns
+        path = r.export_chrome_trace(tmp_path / "mesh.json")
+    on = sorted(s.device_id for s in slices if s.operation_id == relu.id)
+    assert on == list(range(8)) and all(s.end_ns - s.start_ns == estimate for s in slices if s.name == "ttnn.relu")
+
+    tracks = {e["args"]["name"] for e in json.loads(path.read_text())["traceEvents"]
+              if e["ph"] == "M" and e["name"] == "thread_name" and e["args"]["name"].startswith("device ")}
+    assert tracks == {f"device {d} (estimated)" for d in range(8)}
+
+
 def test_ops_sort_device_lists_the_slowest_on_the_device_first(sample):
     done = subprocess.run([sys.executable, "-m", "ttreport.cli", "ops", str(sample), "--sort", "device", "--limit",
                            "0", "--json"], capture_output=True, text=True, timeout=120)
