@@ -49,10 +49,26 @@ def _full_golden(shape, fill_value, dtype=None, *_, **__):
 @register_op("ttnn.full", traits={Trait.HOST}, golden=_full_golden)
 def full(shape, fill_value: float, dtype: DataType | None = None, layout: Layout | None = None, device=None,
          memory_config: MemoryConfig | None = None, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """A tensor of `shape` filled with `fill_value`.
+
+    >>> ttnn.full((2, 3), 7.0, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device).to_torch()
+    tensor([[7., 7., 7.],
+            [7., 7., 7.]], dtype=torch.bfloat16)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     value = torch.full(_shape(shape), float(fill_value))
     return _new(value, op_name, dtype, layout, device, memory_config)
+
+
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_CONSTANT_EXAMPLE = """
+
+    >>> t = {op}((2, 3), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> t.shape, t.padded_shape, torch.equal(t.to_torch(), {op}.golden_function((2, 3), ttnn.bfloat16))
+    (Shape([2, 3]), Shape([32, 32]), True)
+"""
 
 
 def _constant(name: str, fill: float):
@@ -66,6 +82,7 @@ def _constant(name: str, fill: float):
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         return _new(torch.full(_shape(shape), fill), f"ttnn.{name}", dtype, layout, device, memory_config)
 
+    op.__doc__ = f"A tensor of `shape` filled with {fill:g}." + _CONSTANT_EXAMPLE.format(op=f"ttnn.{name}")
     return register_op(f"ttnn.{name}", traits={Trait.HOST}, golden=golden)(op)
 
 
@@ -86,7 +103,11 @@ def _arange_golden(start=0, end=None, step=1, dtype=None, *_, **__):
 @register_op("ttnn.arange", traits={Trait.HOST}, golden=_arange_golden)
 def arange(start=0, end=None, step=1, dtype: DataType | None = None, device=None, *, layout: Layout | None = None,
            memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """[start, end) by step, as a 1-D tensor; `arange(n)` counts from 0 as in torch."""
+    """[start, end) by step, as a 1-D tensor; `arange(n)` counts from 0 as in torch.
+
+    >>> ttnn.arange(0, 5, 1, device=device).to_torch()
+    tensor([0., 1., 2., 3., 4.], dtype=torch.bfloat16)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     value = torch.arange(*_arange_bounds(start, end, step), dtype=torch.float32)
@@ -104,7 +125,12 @@ def rand(shape, *, dtype: DataType | None = None, layout: Layout | None = None, 
          memory_config: MemoryConfig | None = None, low: float = 0.0, high: float = 1.0, seed: int = 0,
          op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Uniform values in [low, high): from `seed`, or with seed=0 from torch's global generator
-    (so torch.manual_seed repeats them)."""
+    (so torch.manual_seed repeats them).
+
+    >>> x = ttnn.rand((2, 3), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device, seed=1)
+    >>> x.shape, bool(((x.to_torch() >= 0) & (x.to_torch() < 1)).all())
+    (Shape([2, 3]), True)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     out = _new(_uniform(shape, low, high, seed), op_name, dtype, layout, device, memory_config)
@@ -143,6 +169,13 @@ def full_like(tensor: Tensor, fill_value: float, dtype: DataType | None = None, 
               device=None, memory_config: MemoryConfig | None = None,
               *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     # TT-NN names the template `tensor` in full_like, zeros_like, ones_like and empty_like (creation_nanobind).
+    """A tensor shaped like `tensor`, filled with `fill_value`.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.full_like(x, 2.0).to_torch()
+    tensor([[2., 2., 2.],
+            [2., 2., 2.]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     value = torch.full(tuple(tensor.shape), float(fill_value))
@@ -156,7 +189,13 @@ def _fill_golden(t, fill_value, *_, **__):
 @register_op("ttnn.fill", output_keyword="output_tensor", golden=_fill_golden)
 def fill(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig | None = None,
          op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """A tensor like `input_tensor` (shape, dtype, layout, device) holding `fill_value` everywhere."""
+    """A tensor like `input_tensor` (shape, dtype, layout, device) holding `fill_value` everywhere.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.fill(x, 3.0).to_torch()
+    tensor([[3., 3., 3.],
+            [3., 3., 3.]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor)
@@ -167,6 +206,17 @@ def fill(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig
         program = eltwise_programs.unary_program(input_tensor, out.dtype)
         device_work.launch_for(out, fresh, input_tensor._device, program)
     return out
+
+
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_CONSTANT_LIKE_EXAMPLE = """
+
+    >>> x = ttnn.from_torch(torch.rand(2, 3), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> y = {op}(x)
+    >>> y.shape, y.dtype, torch.equal(y.to_torch(), {op}.golden_function(x.to_torch()))
+    (Shape([2, 3]), DataType.BFLOAT16, True)
+"""
 
 
 def _constant_like(name: str, fill: float, *, only_allocates: bool = False):
@@ -181,6 +231,8 @@ def _constant_like(name: str, fill: float, *, only_allocates: bool = False):
         value = torch.full(tuple(tensor.shape), fill)
         return _like(f"ttnn.{name}", tensor, value, dtype, layout, device, memory_config, fills=not only_allocates)
 
+    op.__doc__ = (f"A tensor shaped like `tensor`, filled with {fill:g}."
+                  + _CONSTANT_LIKE_EXAMPLE.format(op=f"ttnn.{name}"))
     return register_op(f"ttnn.{name}", traits={Trait.HOST} if only_allocates else (), golden=golden)(op)
 
 
@@ -193,6 +245,13 @@ empty_like = _constant_like("empty_like", 0.0, only_allocates=True)
 def rand_like(input_tensor: Tensor, *, dtype: DataType | None = None, layout: Layout | None = None, device=None,
               memory_config: MemoryConfig | None = None, low: float = 0.0, high: float = 1.0, seed: int = 0,
               op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """A tensor shaped like `input_tensor` of uniform random values in [low, high), drawn from `seed`.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> y = ttnn.rand_like(x, seed=1)
+    >>> y.shape, bool(((y.to_torch() >= 0) & (y.to_torch() < 1)).all())
+    (Shape([2, 3]), True)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     value = _uniform(input_tensor.shape, low, high, seed)
@@ -217,7 +276,13 @@ def _concat_golden(tensors, dim=0, *_, groups=1, **__):
 def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, groups: int = 1,
            op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Join tensors along `dim`. groups=g splits each input into g parts along `dim` and interleaves them
-    (a0 b0 a1 b1 ... for two inputs), as TT-NN recombines grouped-convolution outputs."""
+    (a0 b0 a1 b1 ... for two inputs), as TT-NN recombines grouped-convolution outputs.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.concat([x, x], dim=1).to_torch()
+    tensor([[0., 1., 2., 0., 1., 2.],
+            [3., 4., 5., 3., 4., 5.]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     tensors = list(tensors)
@@ -251,7 +316,12 @@ def _split_golden(t, split_size, dim=0, *_, **__):
 @register_op("ttnn.split", golden=_split_golden)
 def split(tensor: Tensor, split_size, dim: int = 0, *, memory_config: MemoryConfig | None = None,
           op_name: str = OWN_NAME, **tt_nn_only) -> list[Tensor]:
-    """Pieces of `split_size` along `dim` (the last may be smaller), or of each size in a list."""
+    """Pieces of `split_size` along `dim` (the last may be smaller), or of each size in a list.
+
+    >>> x = ttnn.from_torch(torch.zeros(4, 64), layout=ttnn.TILE, device=device)
+    >>> [t.shape for t in ttnn.split(x, 32, dim=1)]
+    [Shape([4, 32]), Shape([4, 32])]
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, tensor)
@@ -316,6 +386,12 @@ def pad(input_tensor: Tensor, *args, padding=None, value: float | None = None, o
                                           the output has output_padded_shape, the input sits at input_tensor_start
 
     Each argument may be given by position or by its name. use_multicore splits TT-NN's work and changes no value.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), device=device)
+    >>> ttnn.pad(x, [(0, 1), (0, 1)], value=9.0).to_torch()
+    tensor([[0., 1., 2., 9.],
+            [3., 4., 5., 9.],
+            [9., 9., 9., 9.]])
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -352,7 +428,13 @@ def _repeat_golden(t, repeat_dims, *_, **__):
 @register_op("ttnn.repeat", kind="move", golden=_repeat_golden)
 def repeat(input_tensor: Tensor, repeat_dims, *, memory_config: MemoryConfig | None = None,
            op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Tile the tensor `repeat_dims[i]` times along dim i (torch.Tensor.repeat)."""
+    """Tile the tensor `repeat_dims[i]` times along dim i (torch.Tensor.repeat).
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.repeat(x, (1, 2)).to_torch()
+    tensor([[0., 1., 2., 0., 1., 2.],
+            [3., 4., 5., 3., 4., 5.]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     v = held(input_tensor)
