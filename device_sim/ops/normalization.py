@@ -46,7 +46,12 @@ def _softmax_on_the_engine(x: torch.Tensor, dim: int, config) -> torch.Tensor:
 def softmax(input_tensor: Tensor, dim: int = -1, *, memory_config: MemoryConfig | None = None,
             compute_kernel_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """softmax over `dim`; with a compute_kernel_config, as TT-NN's kernel computes it (approx exp and
-    reciprocal with math_approx_mode, the row sum at the config's fidelity and destination format)."""
+    reciprocal with math_approx_mode, the row sum at the config's fidelity and destination format).
+
+    >>> x = ttnn.from_torch(torch.tensor([[0.0, 0.0, 0.0, 0.0]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.softmax(x, dim=-1).to_torch()
+    tensor([[0.2500, 0.2500, 0.2500, 0.2500]])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor)
@@ -101,6 +106,17 @@ def _rms_norm_golden(t, weight=None, *_, bias=None, epsilon=1e-12, residual_inpu
     return y.float() + b if b is not None else y
 
 
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_NORM_EXAMPLE = """
+
+    >>> x = ttnn.from_torch(torch.tensor([[1.0, 2.0, 4.0, 8.0]]), layout=ttnn.TILE, device=device)
+    >>> expected = {op}.golden_function(x.to_torch(), epsilon=1e-5)
+    >>> torch.allclose({op}(x, epsilon=1e-5).to_torch(), expected, atol=1e-5)
+    True
+"""
+
+
 def _norm(name: str, golden, *, rms: bool):
     # rms: RMS norm (no mean taken off; TT-NN's rms_norm), else layer norm
     def op(input_tensor: Tensor, *, epsilon: float = 1e-12, weight: Tensor | None = None,
@@ -137,7 +153,8 @@ def _norm(name: str, golden, *, rms: bool):
         return out
 
     op.__doc__ = (f"{name} over the last dim: (input + residual_input_tensor, if given), normalized, "
-                  f"times weight plus bias; with a compute_kernel_config, as TT-NN's kernel computes it.")
+                  f"times weight plus bias; with a compute_kernel_config, as TT-NN's kernel computes it."
+                  + _NORM_EXAMPLE.format(op=f"ttnn.{name}"))
     return register_op(f"ttnn.{name}", kind="norm", golden=golden)(op)
 
 
@@ -200,6 +217,12 @@ def embedding(input_tensor: Tensor, weight: Tensor, *, padding_idx: int | None =
 
     padding_idx and embeddings_type choose how TT-NN's kernel reads rows (a padding id still gets
     its row, as in torch's forward); BINARY needs a two-row table.
+
+    >>> ids = ttnn.from_torch(torch.tensor([[2, 0]]), dtype=ttnn.uint32, device=device)
+    >>> w = ttnn.from_torch(torch.arange(12.0).reshape(3, 4), dtype=ttnn.bfloat16, device=device)
+    >>> ttnn.embedding(ids, w).to_torch()
+    tensor([[[ 8.,  9., 10., 11.],
+             [ 0.,  1.,  2.,  3.]]], dtype=torch.bfloat16)
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -268,7 +291,12 @@ def in_place_softmax_program(x: Tensor, mask: Tensor | None, tt_nn_only: dict, *
 
 @register_op("ttnn.softmax_in_place", kind="softmax", golden=_softmax_golden)
 def softmax_in_place(input_tensor: Tensor, dim: int = -1, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """Softmax over `dim`, written over the input (same buffer and tensor id), which is returned."""
+    """Softmax over `dim`, written over the input (same buffer and tensor id), which is returned.
+
+    >>> x = ttnn.from_torch(torch.zeros(1, 1, 32, 32), layout=ttnn.TILE, device=device)
+    >>> ttnn.softmax_in_place(x) is x, x.to_torch()[0, 0, 0, 0].item()
+    (True, 0.03125)
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     x = values(input_tensor, op_name)
@@ -291,6 +319,17 @@ def _mask_as_read(m, mask: Tensor | None, x, is_causal_mask: bool):
     if is_causal_mask and h % mask_h == 0:
         return m.repeat(*([1] * (m.dim() - 2)), h // mask_h, 1)
     return m
+
+
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_SCALE_MASK_EXAMPLE = """
+
+    >>> x = ttnn.from_torch(torch.rand(1, 1, 32, 32), layout=ttnn.TILE, device=device)
+    >>> expected = torch.softmax(x.to_torch() * 0.5, -1)
+    >>> {op}(x, 0.5) is x and torch.allclose(x.to_torch(), expected, atol=1e-6)
+    True
+"""
 
 
 def _scale_mask(name: str, *, causal: bool):
@@ -316,7 +355,8 @@ def _scale_mask(name: str, *, causal: bool):
         return _in_place(op_name, input_tensor, y, program)
 
     op.__doc__ = ("softmax(input * scale + mask) over the last dim, written over the input and returned; "
-                  "is_causal_mask says how TT-NN's kernel reads the mask and changes no value.")
+                  "is_causal_mask says how TT-NN's kernel reads the mask and changes no value."
+                  + _SCALE_MASK_EXAMPLE.format(op=op_name))
     return register_op(op_name, kind="softmax", golden=_scale_mask_softmax_golden)(op)
 
 
@@ -364,7 +404,12 @@ def scale_mask_softmax(input_tensor: Tensor, scale: float | None = None, mask: T
                        op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """softmax(input * scale + mask) over the last dim into a new tensor (TT-NN's softmax_nanobind.cpp; its
     in-place form is scale_mask_softmax_in_place). is_causal_mask says how the kernel reads the mask and changes
-    no value."""
+    no value.
+
+    >>> x = ttnn.from_torch(torch.zeros(1, 1, 32, 32), layout=ttnn.TILE, device=device)
+    >>> ttnn.scale_mask_softmax(x, 0.5).to_torch()[0, 0, 0, 0].item()
+    0.03125
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor, mask)
