@@ -54,7 +54,13 @@ def split_query_key_value_and_split_heads(input_tensor: Tensor, kv_input_tensor:
     """[B, S, (H + 2*KVH)*D] (or q [B, S, H*D] and kv_input_tensor [B, S, 2*KVH*D]) to
     q [B, H, S, D], k [B, KVH, D, S] (or [B, KVH, S, D] with transpose_key=False), v [B, KVH, S, D].
 
-    use_falcon7b_backend picks TT-NN's Falcon-7B kernel for the same split (its binding's keyword): same values."""
+    use_falcon7b_backend picks TT-NN's Falcon-7B kernel for the same split (its binding's keyword): same values.
+
+    >>> x = ttnn.from_torch(torch.rand(1, 32, 3 * 64), layout=ttnn.TILE, device=device)
+    >>> q, k, v = ttnn.transformer.split_query_key_value_and_split_heads(x, num_heads=2)
+    >>> q.shape, k.shape, v.shape  # k transposed
+    (Shape([1, 2, 32, 32]), Shape([1, 2, 32, 32]), Shape([1, 2, 32, 32]))
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     if not isinstance(use_falcon7b_backend, bool):
@@ -108,7 +114,12 @@ def _concatenate_heads_golden(t, *_, **__):
 @register_op("ttnn.transformer.concatenate_heads", golden=_concatenate_heads_golden)
 def concatenate_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
                       op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """[B, H, S, D] to [B, S, H*D]."""
+    """[B, H, S, D] to [B, S, H*D].
+
+    >>> heads = ttnn.from_torch(torch.rand(1, 2, 32, 32), layout=ttnn.TILE, device=device)
+    >>> ttnn.transformer.concatenate_heads(heads).shape
+    Shape([1, 32, 64])
+    """
     out = concat_heads_output(op_name, input_tensor, _concatenate_heads_golden,
                               memory_config, tt_nn_only)
     if input_tensor._device is not None and input_tensor.layout == Layout.TILE:
@@ -121,6 +132,17 @@ def concatenate_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | Non
 def _attention_softmax_golden(t, *_, head_size=None, attention_mask=None, **__):
     x = t.float() * (1 / math.sqrt(head_size) if head_size is not None else 1.0)
     return torch.softmax(x if attention_mask is None else x + attention_mask.float(), -1)
+
+
+# The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
+# given): the op on a small tensor, against its own golden function.
+_ATTENTION_SOFTMAX_EXAMPLE = """
+
+    >>> x = ttnn.from_torch(torch.rand(1, 2, 32, 32), layout=ttnn.TILE, device=device)
+    >>> expected = {op}.golden_function(x.to_torch(), head_size=64)
+    >>> torch.allclose({op}(x, head_size=64).to_torch(), expected, atol=1e-6)
+    True
+"""
 
 
 def _attention_softmax(name: str, in_place: bool):
@@ -164,7 +186,8 @@ def _attention_softmax(name: str, in_place: bool):
 
     # causal_mask says the mask is a full [.., S, S] one rather than one row per key; either is added.
     op.__doc__ = "softmax(scores / sqrt(head_size) + attention_mask) over the last dim" + (
-        ", written into the input tensor, which it returns." if in_place else ".")
+        ", written into the input tensor, which it returns." if in_place else ".") + _ATTENTION_SOFTMAX_EXAMPLE.format(
+        op=f"ttnn.transformer.{name}")
     return register_op(f"ttnn.transformer.{name}", golden=_attention_softmax_golden)(op)
 
 
@@ -212,6 +235,10 @@ def scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor,
     with attn_mask. scale defaults to 1/sqrt(D). sliding_window_size=W (causal only) lets each
     query see itself and the W - 1 keys before it. attention_sink [1, H, 1, 1] adds one logit per
     head to each softmax's normalisation (gpt-oss).
+
+    >>> q, k, v = (ttnn.from_torch(torch.rand(1, 2, 64, 32), layout=ttnn.TILE, device=device) for _ in range(3))
+    >>> ttnn.transformer.scaled_dot_product_attention(q, k, v, is_causal=True).shape
+    Shape([1, 2, 64, 32])
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -321,6 +348,11 @@ def scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tensor_k: 
     an int32 tensor [B]); -1 skips the user; sliding_window_size=W keeps the last W of them.
     is_causal=False takes an additive attn_mask [1, B, H, S] instead. attention_sink [1, H, 1, 1] as in
     scaled_dot_product_attention.
+
+    >>> q = ttnn.from_torch(torch.rand(1, 2, 4, 32), layout=ttnn.TILE, device=device)  # [1, users, heads, D]
+    >>> k, v = (ttnn.from_torch(torch.rand(2, 1, 64, 32), layout=ttnn.TILE, device=device) for _ in range(2))
+    >>> ttnn.transformer.scaled_dot_product_attention_decode(q, k, v, cur_pos=[10, 40]).shape
+    Shape([1, 2, 4, 32])
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -397,7 +429,15 @@ def paged_scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tens
                                               memory_config: MemoryConfig | None = None,
                                               op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """scaled_dot_product_attention_decode over paged caches k, v [num_blocks, KVH, block_size, D], user b's
-    position p living in block page_table_tensor[b, p // block_size] (see ttnn.experimental.paged_update_cache)."""
+    position p living in block page_table_tensor[b, p // block_size] (see ttnn.experimental.paged_update_cache).
+
+    >>> q = ttnn.from_torch(torch.rand(1, 2, 4, 32), layout=ttnn.TILE, device=device)
+    >>> k, v = (ttnn.from_torch(torch.rand(4, 1, 32, 32), layout=ttnn.TILE, device=device) for _ in range(2))
+    >>> table = ttnn.from_torch(torch.tensor([[3, 0], [1, 2]], dtype=torch.int32), ttnn.int32, device=device)
+    >>> pos = ttnn.from_torch(torch.tensor([40, 7], dtype=torch.int32), ttnn.int32, device=device)
+    >>> ttnn.transformer.paged_scaled_dot_product_attention_decode(q, k, v, table, cur_pos_tensor=pos).shape
+    Shape([1, 2, 4, 32])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor, attn_mask,
@@ -441,7 +481,15 @@ def chunked_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k:
                                          memory_config: MemoryConfig | None = None, program_config=None,
                                          op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Causal attention of a prompt chunk q [B, H, L, D] at positions chunk_start_idx.. against paged caches
-    k, v [num_blocks, KVH, block_size, D] that already hold positions 0..chunk_start_idx + L - 1: [B, H, L, D]."""
+    k, v [num_blocks, KVH, block_size, D] that already hold positions 0..chunk_start_idx + L - 1: [B, H, L, D].
+
+    >>> q = ttnn.from_torch(torch.rand(1, 2, 64, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> k, v = (ttnn.from_torch(torch.rand(8, 1, 32, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    ...         for _ in range(2))  # 8 blocks of 32 tokens
+    >>> table = ttnn.from_torch(torch.arange(8, dtype=torch.int32)[None], ttnn.int32, device=device)
+    >>> ttnn.transformer.chunked_scaled_dot_product_attention(q, k, v, table, 64).shape  # q is tokens 64..127
+    Shape([1, 2, 64, 32])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor,
@@ -506,7 +554,13 @@ def windowed_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k
                                           memory_config: MemoryConfig | None = None, program_config=None,
                                           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Each token attends only to the tokens of its own window, windows given by their cumulative bounds
-    cu_window_seqlens [0, w1, w1 + w2, ..., S] (an integer tensor); not causal. q [B, H, S, D], k, v [B, KVH, S, D]."""
+    cu_window_seqlens [0, w1, w1 + w2, ..., S] (an integer tensor); not causal. q [B, H, S, D], k, v [B, KVH, S, D].
+
+    >>> q = ttnn.from_torch(torch.rand(1, 2, 64, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> windows = ttnn.from_torch(torch.tensor([0, 16, 40, 64], dtype=torch.int32), ttnn.int32, device=device)
+    >>> ttnn.transformer.windowed_scaled_dot_product_attention(q, q, q, windows).shape
+    Shape([1, 2, 64, 32])
+    """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, cu_window_seqlens)
