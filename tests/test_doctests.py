@@ -92,3 +92,8 @@ def test_each_ops_example_runs(family):
     finally:
         if device is not None:
             ttnn.close_device(device)
+
+
+def test_every_registered_op_has_an_example():
+    missing = [op.name for op in registry.registered_ops() if ">>>" not in (op.function.__doc__ or "")]
+    assert missing == [], "give each a docstring example (a factory's ops share one, as eltwise's do)"
