@@ -541,3 +541,13 @@ def test_bias_gelu_is_gelu_of_the_sum(device):
     out = ttnn.from_torch(torch.zeros(32, 32), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
     ttnn.bias_gelu(a, 3.0, output_tensor=out)
     torch.testing.assert_close(ttnn.to_torch(out), torch.nn.functional.gelu(x + 3.0), rtol=1e-5, atol=1e-5)
+
+
+def test_rdiv_relu_max_and_identity_follow_tt_nn_goldens(device):
+    x = torch.empty(1, 1, 32, 32).uniform_(-100, 100)
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    for mode in (None, "trunc", "floor"):
+        torch.testing.assert_close(ttnn.to_torch(ttnn.rdiv(t, 3.5, rounding_mode=mode)),
+                                   torch.div(torch.full_like(x, 3.5), x, rounding_mode=mode))
+    assert torch.equal(ttnn.to_torch(ttnn.relu_max(t, 5.0)), torch.relu(torch.clamp(x, max=5.0)))
+    assert torch.equal(ttnn.to_torch(ttnn.identity(t)), x)

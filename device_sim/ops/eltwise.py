@@ -576,6 +576,12 @@ hardshrink = _unary_with("hardshrink", lambda x, lambd: F.hardshrink(x, lambd), 
 softshrink = _unary_with("softshrink", lambda x, lambd: F.softshrink(x, lambd), ("lambd", 0.5))
 polygamma = _unary_with("polygamma", lambda x, k: torch.special.polygamma(int(k), x), ("k", _REQUIRED))
 threshold = _unary_with("threshold", torch.threshold, ("threshold", _REQUIRED), ("value", _REQUIRED))
+# As TT-NN's goldens (ttnn/operations/unary.py): value / x with torch.div's rounding_mode; relu(min(x, upper_limit))
+rdiv = _unary_with("rdiv", lambda x, v, mode: torch.div(torch.full_like(x, v), x, rounding_mode=mode),
+                   ("value", _REQUIRED), ("rounding_mode", None))
+relu_max = _unary_with("relu_max", lambda x, u: torch.relu(torch.minimum(x, torch.as_tensor(u, dtype=x.dtype))),
+                       ("upper_limit", _REQUIRED))
+identity = _unary("identity", torch.clone)  # UnaryOpType::IDENTITY: a copy
 
 
 def _clamp(x, lo, hi):
