@@ -65,10 +65,13 @@ _FUNCTIONS = {
     T.POWER: lambda x, p, a: torch.pow(x, p[0]),
     T.SOFTPLUS: lambda x, p, a: F.softplus(x, beta=p[0], threshold=p[1]),
     T.HARDTANH: lambda x, p, a: torch.clamp(x, p[0], p[1]),
+    T.MISH: lambda x, p, a: F.mish(x),
 }
 _NEEDS = {T.LEAKY_RELU: 1, T.ELU: 1, T.RELU_MAX: 1, T.RELU_MIN: 1, T.POWER: 1, T.SOFTPLUS: 2, T.HARDTANH: 2}
 # The strings TT-NN's matmul/linear take for `activation=` (the op's name in lower case).
 NAMES = {t.name.lower(): t for t in _FUNCTIONS if t not in _NEEDS}
+# Names string_to_unary_with_param (unary_op_utils.cpp) maps to an op with a parameter set
+_WITH_PARAMS = {"gelu_approx": (T.GELU, 1.0)}
 
 
 def resolve(op_name: str, activation):
@@ -76,10 +79,14 @@ def resolve(op_name: str, activation):
     if activation is None:
         return None
     if isinstance(activation, str):
-        if activation.lower() not in NAMES:
-            raise ValueError(f"{op_name}: activation {activation!r} is not one of {sorted(NAMES)}; "
+        name = activation.lower()
+        if name in _WITH_PARAMS:
+            activation = UnaryWithParam(*_WITH_PARAMS[name])
+        elif name not in NAMES:
+            raise ValueError(f"{op_name}: activation {activation!r} is not one of {sorted([*NAMES, *_WITH_PARAMS])}; "
                              f"or pass a ttnn.UnaryWithParam")
-        activation = UnaryWithParam(NAMES[activation.lower()])
+        else:
+            activation = UnaryWithParam(NAMES[name])
     if isinstance(activation, UnaryOpType):
         # TT-NN's UnaryWithParam is built from a bare UnaryOpType where one is expected (its C++ constructor
         # from op_type alone); tt-metal's binary tests pass input_tensor_a_activations=[ttnn.UnaryOpType.SILU].

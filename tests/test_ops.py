@@ -369,6 +369,10 @@ CASES.update({
     "ttnn.softshrink": lambda d: ((x(d),), dict(lambd=0.25)),
     "ttnn.polygamma": lambda d: ((x(d, **pos), 1), {}),
     "ttnn.threshold": lambda d: ((x(d), 0.1, -2.0), {}),
+    "ttnn.rdiv": lambda d: ((x(d, **pos), 3.5), {}),
+    "ttnn.bias_gelu": lambda d: ((x(d), x(d, seed=3)), {}),
+    "ttnn.relu_max": lambda d: ((x(d), 0.5), {}),
+    "ttnn.identity": lambda d: ((x(d),), {}),
     "ttnn.prelu": lambda d: ((x(d), x(d, 32, seed=3)), {}),
     **{f"ttnn.{n}": lambda d: ((x(d, 1, 2, 32, 128),), dict(dim=-1)) for n in ["glu", "reglu", "swiglu"]},
     # geglu gates with TT-NN's fast gelu, its golden with torch's: inputs where the two agree (gelu(x) ~ x)

@@ -551,3 +551,15 @@ def test_rdiv_relu_max_and_identity_follow_tt_nn_goldens(device):
                                    torch.div(torch.full_like(x, 3.5), x, rounding_mode=mode))
     assert torch.equal(ttnn.to_torch(ttnn.relu_max(t, 5.0)), torch.relu(torch.clamp(x, max=5.0)))
     assert torch.equal(ttnn.to_torch(ttnn.identity(t)), x)
+
+
+def test_linear_takes_tt_nn_activation_names_gelu_approx_and_mish(device):
+    # string_to_unary_with_param (unary_op_utils.cpp): "gelu_approx" is GELU with its approximation flag set
+    x, w = torch.randn(32, 64), torch.randn(64, 32)
+    a = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    b = ttnn.from_torch(w, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    plain = ttnn.to_torch(ttnn.linear(a, b))
+    torch.testing.assert_close(ttnn.to_torch(ttnn.linear(a, b, activation="mish")),
+                               torch.nn.functional.mish(plain), rtol=1e-4, atol=1e-4)
+    approx = ttnn.to_torch(ttnn.linear(a, b, activation="gelu_approx"))
+    torch.testing.assert_close(approx, torch.nn.functional.gelu(plain), rtol=0.05, atol=0.05)
