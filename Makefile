@@ -5,7 +5,7 @@ TORCH  ?= torch==2.13.0
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench stress clean visualizer-check peer
+.PHONY: demo test lint bench stress clean visualizer-check peer peer-models
 
 $(STAMP): pyproject.toml setup.py $(wildcard device_sim/*.c ttreport/*.c ttreport/*/*.c ttreport/capture/records.py)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,13 @@ peer: $(STAMP)
 	# peer/TT_METAL_COMMIT, laid out by peer/fetch_tt_metal.sh. PEER_ARGS="--family norms --json out.json" narrows it.
 	$(PY) -m pip install -q loguru
 	$(PY) -m peer.run $(PEER_ARGS)
+
+peer-models: $(STAMP)
+	# tt-metal's own model tests (tt_transformers decoder on 1x1 and 1x8, Whisper) and basic_python tutorials,
+	# unchanged, against device_sim, on stand-in checkpoints made locally: outcome and lowest PCC (peer/README.md).
+	# transformers 4.53.0 is tt-metal's pin; datasets and opencv are the Whisper test's imports.
+	$(PY) -m pip install -q loguru "transformers==4.53.0" datasets opencv-python-headless
+	$(PY) -m peer.models $(PEER_ARGS)
 
 clean:
 	rm -rf $(VENV) generated .pytest_cache

@@ -14,15 +14,19 @@ peer/fetch_tt_metal.sh. Each run is one subprocess, as tt-metal's CI starts it:
   with `import ttnn` made device_sim first.
 
 The checkpoints are stand-ins made here, under generated/peer/models (nothing downloads): a 1-layer Llama of
-tiny dimensions with random weights in HF's format (`HF_MODEL` points at it, as tt_transformers reads it).
+tiny dimensions with random weights in HF's format (`HF_MODEL` points at it, as tt_transformers reads it), and
+the Whisper config the Whisper test loads by name, in an offline HF cache (`HF_HOME`).
 PCC is the lowest `PCC: x` the test logs (tt-metal's comp_pcc lines); the test's own assert decides the outcome.
-Logs: generated/peer/models/<run>.log. Needs `transformers` (4.57, the version tt-metal's model demos pin) and
-`loguru` in the venv; neither is a dependency of the project.
+Logs: generated/peer/models/<run>.log. Needs in the venv, none of them a dependency of the project: `transformers`
+4.53.0 (tt-metal's tt_metal/python_env/requirements-dev.txt pin; from 4.54 a Llama decoder layer returns a tensor and
+tt_transformers' reference wrapper's `result[0]` takes batch 0 only), `loguru`, `datasets` and
+`opencv-python-headless` (the Whisper test's imports).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import subprocess
@@ -35,6 +39,10 @@ from peer.run import REPO, checked_home
 
 OUT = REPO / "generated" / "peer" / "models"
 TINY_LLAMA = OUT / "tiny-llama"
+HF_HOME = OUT / "hf_home"
+# The Whisper test imports models/demos/utils/common_demo_utils.py, which imports torchvision and never uses it on
+# Whisper's path; where no torchvision imports (no wheel matches this venv's torch), an import-only stand-in does.
+STAND_INS = Path(__file__).resolve().parent / "stand_ins"
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,7 @@ class Run:
 
 
 _DECODER = "models/tt_transformers/tests"
+_WHISPER = "models/demos/audio/whisper/tests/test_whisper_modules.py"
 RUNS = [
     # tt-metal's decoder tests, as its CI runs them for a Llama checkpoint: prefill of 128 tokens (the 4096
     # case is left out: 32x the emulated work for the same ops), then decode of 10 tokens at batch 1 and 32.
@@ -54,10 +63,38 @@ RUNS = [
     Run("decoder-decode 1x1", f"{_DECODER}/test_decoder.py", "", {"MESH_DEVICE": "N150"}),
     Run("decoder-prefill-128 1x8", f"{_DECODER}/test_decoder_prefill.py", "128", {"MESH_DEVICE": "T3K"}),
     Run("decoder-decode 1x8", f"{_DECODER}/test_decoder.py", "", {"MESH_DEVICE": "T3K"}),
+    # Whisper (the optimized functional model; tt-metal a8c5af0f has no other): its module tests at batch 1 a chip,
+    # on the mesh the plugin opens by default. test_ttnn_whisper (a LibriSpeech sample and real weights) and the
+    # traced decoder (metal trace) are left out.
+    *(Run(f"whisper {test}", _WHISPER, f"{test} and -1-distil{rest}") for test, rest in (
+        ("test_whisper_attention", ""), ("test_encoder_layer", ""), ("test_encoder", " and not layer"),
+        ("test_decoder_layer", ""), ("test_decoder", " and not layer"))),
     *(Run(f"tutorial {name}", f"ttnn/tutorials/basic_python/{name}.py") for name in (
         "ttnn_add_tensors", "ttnn_basic_operations", "ttnn_basic_matrix_multiplication", "ttnn_basic_conv",
         "ttnn_multihead_attention")),
 ]
+
+
+
+def make_whisper_config(hf_home: Path = HF_HOME) -> Path:
+    """HF_HOME holding a stand-in for the `distil-whisper/distil-large-v3` config the Whisper test loads by name.
+
+    The real model's widths (d_model 1280, 20 heads, FFN 5120, 128 mel bins, 1500 audio positions, vocab 51866:
+    the TT model's shard and program configs are sized for them) with 2 encoder layers instead of 32; the test
+    makes its own random weights from the config. Laid out as the HF hub cache, read with HF_HUB_OFFLINE=1."""
+    repo = hf_home / "hub" / "models--distil-whisper--distil-large-v3"
+    snapshot = repo / "snapshots" / ("0" * 40)
+    if (snapshot / "config.json").exists():
+        return hf_home
+    from transformers import WhisperConfig
+
+    WhisperConfig(d_model=1280, encoder_attention_heads=20, decoder_attention_heads=20, encoder_ffn_dim=5120,
+                  decoder_ffn_dim=5120, encoder_layers=2, decoder_layers=2, num_mel_bins=128,
+                  max_source_positions=1500, max_target_positions=448, vocab_size=51866).save_pretrained(snapshot)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    return hf_home
+
 
 # `python3 <script>` with `import ttnn` answered by device_sim, and nothing else changed (argv, __main__).
 _SCRIPT = ("import runpy, sys, device_sim; device_sim.install_as_ttnn(); sys.argv = sys.argv[1:]; "
@@ -90,13 +127,13 @@ def make_tiny_llama(path: Path = TINY_LLAMA) -> Path:
     return path
 
 
-def command(run: Run, home: Path) -> list[str]:
+def command(run: Run, home: Path, timeout_s: float) -> list[str]:
     if not run.path.endswith(".py") or "/tests/" not in run.path:
         return [sys.executable, "-c", _SCRIPT, run.path]
     conftest_root = run.path.split("/tests/")[0]
     cmd = [sys.executable, "-m", "pytest", "-s", "-p", "peer.plugin", "-p", "no:ttreport", "-p", "no:cacheprovider",
            "--confcutdir", conftest_root, "--rootdir", str(home), "-c", os.devnull, "--import-mode=importlib",
-           "-q", "--no-header", "-rN", "--tb=short", run.path]
+           "-q", "--no-header", "-rN", "--tb=short", f"--peer-timeout={timeout_s}", run.path]
     return [*cmd, "-k", run.select] if run.select else cmd
 
 
@@ -104,10 +141,16 @@ def outcome(returncode: int, log: str) -> tuple[str, str]:
     """("passed" | "failed", the first failure line: pytest's `E ...` or a script's last traceback line)."""
     if returncode == 0:
         return "passed", ""
-    errors = [line[1:].strip() for line in log.splitlines() if line.startswith("E ")]
-    if errors:
-        return "failed", errors[0]
-    lines = [line for line in log.strip().splitlines() if line.strip()]
+    lines = log.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.startswith("E ")), None)
+    if first is not None:  # the first `E` block, whose later lines hold a TT_THROW's info
+        block = []
+        for line in lines[first:first + 4]:
+            if not line.startswith("E "):
+                break
+            block.append(line[1:].strip())
+        return "failed", " ".join(block)
+    lines = [line for line in lines if line.strip()]
     return "failed", lines[-1] if lines else f"exit {returncode}"
 
 
@@ -131,13 +174,16 @@ def main(argv=None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "TT_METAL_HOME": str(home), "CI": "true", "HF_HUB_OFFLINE": "1",
            "HF_MODEL": str(make_tiny_llama()), "TT_CACHE_PATH": str(OUT / "cache"),
+           "HF_HOME": str(make_whisper_config()),
            "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    if importlib.util.find_spec("torchvision") is None:
+        env["PYTHONPATH"] += os.pathsep + str(STAND_INS)
     print(f"{'run':32} {'outcome':8} {'lowest PCC':>11} {'s':>5}  first failure")
     for run in runs:
         start = time.monotonic()
         try:
-            done = subprocess.run(command(run, home), cwd=home, env={**env, **run.env}, capture_output=True,
-                                  text=True, timeout=args.timeout)
+            done = subprocess.run(command(run, home, args.timeout), cwd=home, env={**env, **run.env},
+                                  capture_output=True, text=True, timeout=args.timeout)
             log, code = done.stdout + done.stderr, done.returncode
         except subprocess.TimeoutExpired as e:  # its output comes back as bytes, text=True or not
             partial = b"".join(filter(None, [e.stdout, e.stderr])).decode(errors="replace")
@@ -147,7 +193,7 @@ def main(argv=None) -> int:
         result, why = outcome(code, log)
         pcc = lowest_pcc(log)
         print(f"{run.name:32} {result:8} {f'{pcc:.6f}' if pcc is not None else '-':>11} "
-              f"{time.monotonic() - start:5.0f}  {why[:150]}", flush=True)
+              f"{time.monotonic() - start:5.0f}  {why[:300]}", flush=True)
     return 0
 
 
