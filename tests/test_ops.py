@@ -373,6 +373,7 @@ CASES.update({
     "ttnn.bias_gelu": lambda d: ((x(d), x(d, seed=3)), {}),
     "ttnn.relu_max": lambda d: ((x(d), 0.5), {}),
     "ttnn.identity": lambda d: ((x(d),), {}),
+    "ttnn.experimental.view": lambda d: ((x(d, 2, 32, 64), 1, 1, 64, 64), {}),
     "ttnn.prelu": lambda d: ((x(d), x(d, 32, seed=3)), {}),
     **{f"ttnn.{n}": lambda d: ((x(d, 1, 2, 32, 128),), dict(dim=-1)) for n in ["glu", "reglu", "swiglu"]},
     # geglu gates with TT-NN's fast gelu, its golden with torch's: inputs where the two agree (gelu(x) ~ x)

@@ -180,6 +180,18 @@ def view(input_tensor: Tensor, shape, *, op_name: str = OWN_NAME, **tt_nn_only) 
     return out
 
 
+@register_op("ttnn.experimental.view", kind="free", traits={Trait.VIEW},
+             golden=lambda t, *shape, **__: _view_golden(t, shape[0] if len(shape) == 1 else shape))
+def experimental_view(input_tensor: Tensor, *shape, op_name: str = OWN_NAME) -> Tensor:
+    """ttnn.view's view, its shape given as one sequence or as N, C, H, W (TT-NN's view_nanobind.cpp).
+
+    >>> x = ttnn.from_torch(torch.arange(64.0).reshape(2, 32), device=device)
+    >>> ttnn.experimental.view(x, 1, 1, 2, 32).shape
+    Shape([1, 1, 2, 32])
+    """
+    return view.op.function(input_tensor, shape[0] if len(shape) == 1 else shape, op_name=op_name)
+
+
 def getitem(input_tensor: Tensor, index) -> Tensor:
     """`tensor[index]` as TT-NN's Tensor.__getitem__ does it: ttnn.slice, then ttnn.squeeze for int indices.
 
