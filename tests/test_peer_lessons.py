@@ -563,3 +563,13 @@ def test_linear_takes_tt_nn_activation_names_gelu_approx_and_mish(device):
                                torch.nn.functional.mish(plain), rtol=1e-4, atol=1e-4)
     approx = ttnn.to_torch(ttnn.linear(a, b, activation="gelu_approx"))
     torch.testing.assert_close(approx, torch.nn.functional.gelu(plain), rtol=0.05, atol=0.05)
+
+
+def test_logit_and_rpow_follow_tt_nn_goldens(device):
+    x = torch.empty(1, 1, 32, 32).uniform_(-1.0, 1.1)
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    # eps > 0.5 clamps to [1 - eps, eps] by hand, as TT-NN's golden (torch's clamp with lo > hi is undefined)
+    clamped = torch.clamp(x, 0.2, 0.8)
+    torch.testing.assert_close(ttnn.to_torch(ttnn.logit(t, eps=0.8)), torch.log(clamped / (1 - clamped)))
+    torch.testing.assert_close(ttnn.to_torch(ttnn.logit(t, eps=0.1)), torch.special.logit(x, eps=0.1))
+    torch.testing.assert_close(ttnn.to_torch(ttnn.rpow(t, 3.0)), torch.pow(3.0, x))

@@ -584,6 +584,20 @@ relu_max = _unary_with("relu_max", lambda x, u: torch.relu(torch.minimum(x, torc
 identity = _unary("identity", torch.clone)  # UnaryOpType::IDENTITY: a copy
 
 
+def _logit(x, eps):
+    """TT-NN's logit golden: torch's, but eps > 0.5 clamps to [1 - eps, eps] by hand (torch's clamp with lo > hi
+    is undefined there)."""
+    if eps is not None and eps > 0.5:
+        x = torch.clamp(x, 1.0 - eps, eps)
+        return torch.log(x / (1.0 - x))
+    return torch.special.logit(x, eps=eps)
+
+
+logit = _unary_with("logit", _logit, ("eps", None))
+# exponent ** x, as TT-NN's golden (ttnn/operations/unary.py); unary_nanobind.cpp names the scalar `exponent`
+rpow = _unary_with("rpow", lambda x, e: torch.pow(torch.as_tensor(float(e), dtype=x.dtype), x), ("exponent", _REQUIRED))
+
+
 def _clamp(x, lo, hi):
     if lo is None and hi is None:
         raise ValueError("ttnn.clamp needs min=, max= or both")
