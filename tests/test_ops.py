@@ -375,6 +375,7 @@ CASES.update({
     "ttnn.identity": lambda d: ((x(d),), {}),
     "ttnn.logit": lambda d: ((x(d, low=0.1, high=0.9),), dict(eps=0.05)),
     "ttnn.rpow": lambda d: ((x(d), 2.0), {}),
+    "ttnn.xielu": lambda d: ((x(d),), dict(alpha_p=0.3, alpha_n=0.1)),
     "ttnn.experimental.view": lambda d: ((x(d, 2, 32, 64), 1, 1, 64, 64), {}),
     "ttnn.prelu": lambda d: ((x(d), x(d, 32, seed=3)), {}),
     **{f"ttnn.{n}": lambda d: ((x(d, 1, 2, 32, 128),), dict(dim=-1)) for n in ["glu", "reglu", "swiglu"]},

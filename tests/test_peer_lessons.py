@@ -573,3 +573,11 @@ def test_logit_and_rpow_follow_tt_nn_goldens(device):
     torch.testing.assert_close(ttnn.to_torch(ttnn.logit(t, eps=0.8)), torch.log(clamped / (1 - clamped)))
     torch.testing.assert_close(ttnn.to_torch(ttnn.logit(t, eps=0.1)), torch.special.logit(x, eps=0.1))
     torch.testing.assert_close(ttnn.to_torch(ttnn.rpow(t, 3.0)), torch.pow(3.0, x))
+
+
+def test_xielu_is_tt_nn_goldens_piecewise_activation(device):
+    x = torch.linspace(-4, 4, 1024).reshape(1, 1, 32, 32)
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    neg = 0.1 * torch.expm1(torch.clamp(x, max=-1e-6)) - 0.1 * x + 0.5 * x
+    ref = torch.where(x > 0, 0.3 * x * x + 0.5 * x, neg)
+    torch.testing.assert_close(ttnn.to_torch(ttnn.xielu(t, alpha_p=0.3, alpha_n=0.1)), ref)

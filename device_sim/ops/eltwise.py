@@ -598,6 +598,15 @@ logit = _unary_with("logit", _logit, ("eps", None))
 rpow = _unary_with("rpow", lambda x, e: torch.pow(torch.as_tensor(float(e), dtype=x.dtype), x), ("exponent", _REQUIRED))
 
 
+def _xielu(x, alpha_p, alpha_n):
+    """xIELU as TT-NN's golden: alpha_p x^2 + x/2 for x > 0, else alpha_n expm1(min(x, -1e-6)) - alpha_n x + x/2."""
+    neg = alpha_n * torch.expm1(torch.clamp(x, max=-1e-6)) - alpha_n * x + 0.5 * x
+    return torch.where(x > 0, alpha_p * x * x + 0.5 * x, neg)
+
+
+xielu = _unary_with("xielu", _xielu, ("alpha_p", 0.8), ("alpha_n", 0.8))
+
+
 def _clamp(x, lo, hi):
     if lo is None and hi is None:
         raise ValueError("ttnn.clamp needs min=, max= or both")
