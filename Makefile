@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test lint bench stress clean visualizer-check peer peer-models
 
-$(STAMP): pyproject.toml setup.py $(wildcard device_sim/*.c ttreport/*.c ttreport/*/*.c ttreport/capture/records.py)
+$(STAMP): pyproject.toml setup.py $(wildcard device_sim/*.c ttreport/*.c ttreport/*/*.c ttreport/capturing/records.py)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH)"

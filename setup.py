@@ -1,8 +1,8 @@
 """Native accelerators, each optional: without a C compiler `pip install` still succeeds and the pure-Python
 paths run (device_sim/allocator.py says which it uses). Everything else is declared in pyproject.toml.
 
-_hook.c reads the records' tags and field positions from ttreport/capture/_records.h, which is rendered here from
-ttreport/capture/records.py (standard library only, loaded by its path: nothing else of ttreport is imported)."""
+_hook.c reads the records' tags and field positions from ttreport/capturing/_records.h, which is rendered here from
+ttreport/capturing/records.py (standard library only, loaded by its path: nothing else of ttreport is imported)."""
 
 import importlib.util
 from pathlib import Path
@@ -10,10 +10,10 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 _HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("_records", _HERE / "ttreport/capture/records.py")
+_spec = importlib.util.spec_from_file_location("_records", _HERE / "ttreport/capturing/records.py")
 _records = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_records)
-_header = _HERE / "ttreport/capture/_records.h"
+_header = _HERE / "ttreport/capturing/_records.h"
 if not _header.exists() or _header.read_text() != _records.c_header():
     _header.write_text(_records.c_header())
 
@@ -21,11 +21,11 @@ setup(
     ext_modules=[
         # device_sim's bank allocator and an op output's buffer (device_sim/_native.c).
         Extension("device_sim._native", ["device_sim/_native.c"], optional=True, extra_compile_args=["-O2"]),
-        # the recorder's walk over an op's caller frames (ttreport/capture/_stacks.c; stacks.py says which runs).
-        Extension("ttreport.capture._stacks", ["ttreport/capture/_stacks.c"], optional=True,
+        # the recorder's walk over an op's caller frames (ttreport/capturing/_stacks.c; stacks.py says which runs).
+        Extension("ttreport.capturing._stacks", ["ttreport/capturing/_stacks.c"], optional=True,
                   extra_compile_args=["-O2"]),
-        # the recorder's begin, end and memory listener for an op log (ttreport/capture/_hook.c; recorder.NATIVE).
-        Extension("ttreport.capture._hook", ["ttreport/capture/_hook.c"], depends=["ttreport/capture/_records.h"],
+        # the recorder's begin, end and memory listener for an op log (ttreport/capturing/_hook.c; recorder.NATIVE).
+        Extension("ttreport.capturing._hook", ["ttreport/capturing/_hook.c"], depends=["ttreport/capturing/_records.h"],
                   optional=True, extra_compile_args=["-O2"]),
         # compare_tensors' one pass over a chunk of pairs (ttreport/_fold.c; metrics.NATIVE).
         Extension("ttreport._fold", ["ttreport/_fold.c"], optional=True,

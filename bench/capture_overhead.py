@@ -24,6 +24,7 @@ import resource
 import shutil
 import sqlite3
 import time
+from pathlib import Path
 
 import torch
 import torch.profiler
@@ -134,7 +135,7 @@ def _model_thread_cpu(tmp, device_loop, n_ops: int, repeats: int) -> list[Figure
     """The model thread's own CPU (time.thread_time) under writer="process", min of `repeats`: what the
     recorder and the log cost it, without the waits for a core that a loaded machine adds to wall time.
     With tensors="outputs" that is set against the write time of the same ops' files: the writer process's CPU
-    in writing those the op log carried (ttreport.capture.log_tensors, reported at its end) plus the tensor
+    in writing those the op log carried (ttreport.capturing.log_tensors, reported at its end) plus the tensor
     thread's, which writes the big ones (the clock of that thread, read once its queue is empty)."""
     def cpu(fn) -> float:
         gc.collect()
@@ -233,6 +234,8 @@ def _sqlite_alone_ops_per_s(report_db, out_db, batch_ops: int = 2000) -> float:
                                              "IS NOT NULL") if name not in db.LATE_INDEXES]
     n_ops = src.execute("SELECT COUNT(*) FROM operations").fetchone()[0]
     src.close()
+    for stale in (Path(out_db), Path(f"{out_db}-wal"), Path(f"{out_db}-shm")):  # an earlier figure's copy (bench 11)
+        stale.unlink(missing_ok=True)
     con = sqlite3.connect(out_db, isolation_level=None)
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=NORMAL")

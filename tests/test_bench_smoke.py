@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 FIGURES = [
-    "ttreport metadata+stacks: added on model thread", "torch.profiler added / ttreport added",
+    "writer=process, metadata+stacks: added on model thread", "torch.profiler added / writer=process added",
     "commit-per-insert / ttreport added",
     "writer: op records per writer-CPU second", "report bytes per op", "report opens, status 'complete'",
     "model-thread added / raw write time", "stored end to end / raw write+fsync",

@@ -1,4 +1,4 @@
-"""Config(writer="process"): the op log and the writer process (ttreport.capture: oplog, writer_process).
+"""Config(writer="process"): the op log and the writer process (ttreport.capturing: oplog, writer_process).
 
 The model's process appends records to the op log; a real writer process writes SQLite. These tests
 run real captures in real subprocesses, kill them with real SIGKILLs, and read the reports back.
@@ -20,9 +20,9 @@ import pytest
 from report_tables import tables
 
 import ttreport
-from ttreport.capture import oplog
-from ttreport.capture.oplog import LogSink, LogTail
-from ttreport.capture.records import META, OP, STOP
+from ttreport.capturing import oplog
+from ttreport.capturing.oplog import LogSink, LogTail
+from ttreport.capturing.records import META, OP, STOP
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -268,7 +268,7 @@ def test_overwrite_removes_a_killed_process_writers_log(tmp_path):
 def test_the_demo_with_golden_checks_writes_the_same_report_through_the_c_hook_and_the_pure_recorder(tmp_path):
     # Only the hook differs (recorder.NATIVE): TTREPORT_PURE=1 would swap the comparison's own accelerator too
     for name, native in (("thread", False), ("process", True)):  # "thread": the pure recorder's (names stay short)
-        code = (f"from ttreport.capture import recorder; recorder.NATIVE = recorder.NATIVE and {native}; "
+        code = (f"from ttreport.capturing import recorder; recorder.NATIVE = recorder.NATIVE and {native}; "
                 f"from ttreport.demo import capture_demo; capture_demo({str(tmp_path / name)!r})")
         subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True, timeout=300)
     thread, process = tables(tmp_path / "thread" / "db.sqlite"), tables(tmp_path / "process" / "db.sqlite")

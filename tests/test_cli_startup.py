@@ -46,17 +46,17 @@ def test_the_package_still_offers_every_public_name():
 
 
 def test_importing_a_capture_module_first_leaves_ttreport_capture_the_function():
-    # The subpackage ttreport.capture shares its name with the function; a module of it imported before
-    # the function is used (the writer process, storage's constants) must not shadow the function.
+    # The capture side's package (ttreport.capturing) has a name of its own: importing one of its modules first
+    # (the writer process, a test) neither shadows the function ttreport.capture nor imports the session.
     done = subprocess.run([sys.executable, "-c", "import sys\n"
-                          "from ttreport.capture import oplog  # noqa: F401\n"
+                          "from ttreport.capturing import oplog  # noqa: F401\n"
                           "import ttreport\n"
-                          "assert 'ttreport.capture.session' not in sys.modules, 'the session was imported eagerly'\n"
+                          "assert 'ttreport.capturing.session' not in sys.modules, 'the session was imported eagerly'\n"
                           "assert callable(ttreport.capture), ttreport.capture\n"
                           "print(ttreport.capture.__module__, ttreport.check.__module__)"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["ttreport.capture.session", "ttreport.read.faults"]
+    assert done.stdout.split() == ["ttreport.capturing.session", "ttreport.read.faults"]
 
 
 def test_opening_and_checking_through_the_reading_side_import_neither_torch_nor_device_sim():

@@ -11,7 +11,7 @@ import device_sim as ttnn
 import ttreport
 from device_sim import device_work
 from device_sim.programs import eltwise, matmul, normalization
-from ttreport.capture import device_graph
+from ttreport.capturing import device_graph
 
 TILE_BF16 = 2048  # bytes of a 32x32 bfloat16 tile
 TILE_BF8 = 1088  # 1024 mantissas + one shared exponent per 16 values

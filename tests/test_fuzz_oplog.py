@@ -29,10 +29,10 @@ from pathlib import Path
 import pytest
 from test_hardening_oplog import REPO, Touch, make_killed_report, plant, record_ends, writes
 
-from ttreport.capture import oplog
-from ttreport.capture.log_tensors import VALUES
-from ttreport.capture.oplog import CBS, CFG, CODE, DEVICE_PERF, OBJ, PROG, STACK
-from ttreport.capture.records import ALLOC, DEVICE, FILE_LOST, FLUSH, FREE, META, OP, PROGRAM, ROW, STOP, TENSOR
+from ttreport.capturing import oplog
+from ttreport.capturing.log_tensors import VALUES
+from ttreport.capturing.oplog import CBS, CFG, CODE, DEVICE_PERF, OBJ, PROG, STACK
+from ttreport.capturing.records import ALLOC, DEVICE, FILE_LOST, FLUSH, FREE, META, OP, PROGRAM, ROW, STOP, TENSOR
 
 STRESS = os.environ.get("TTREPORT_STRESS") == "1"
 CASES = 1200 if STRESS else 24
@@ -44,7 +44,7 @@ WORKER = r"""
 import json, signal, sys, traceback, warnings
 from click.testing import CliRunner
 import ttreport
-from ttreport.capture.oplog import LogTail
+from ttreport.capturing.oplog import LogTail
 from ttreport.cli import main
 from ttreport.errors import TTReportError
 

@@ -13,7 +13,7 @@ import device_sim as ttnn
 import ttreport
 from device_sim.ops.common import device_inputs, output, values
 from ttreport import Config, demo
-from ttreport.capture import recorder
+from ttreport.capturing import recorder
 
 
 def _double(x):

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 import device_sim as ttnn
 import ttreport
 from ttreport import db
-from ttreport.capture import device_graph
+from ttreport.capturing import device_graph
 from ttreport.cli import main
 from ttreport.errors import ConfigError
 

@@ -26,10 +26,10 @@ import pytest
 
 import device_sim as ttnn
 import ttreport
-from ttreport.capture import oplog
-from ttreport.capture.log_tensors import VALUES
-from ttreport.capture.oplog import CFG, LogTail
-from ttreport.capture.recorder import META, OP
+from ttreport.capturing import oplog
+from ttreport.capturing.log_tensors import VALUES
+from ttreport.capturing.oplog import CFG, LogTail
+from ttreport.capturing.recorder import META, OP
 
 REPO = Path(__file__).resolve().parent.parent
 _LEN = struct.Struct("<I")
@@ -242,7 +242,7 @@ def test_a_code_object_or_a_container_claiming_2_31_values_ends_the_log_at_once(
 
 
 def test_the_log_code_never_imports_pickle():
-    for path in ("ttreport/capture/oplog.py", "ttreport/capture/log_tensors.py"):
+    for path in ("ttreport/capturing/oplog.py", "ttreport/capturing/log_tensors.py"):
         assert "import pickle" not in (REPO / path).read_text(), path
     storage = (REPO / "ttreport/storage.py").read_text()
     assert "pickle.loads" not in storage
@@ -302,7 +302,7 @@ import os, pathlib, sys, time
 import torch
 import device_sim as ttnn
 import ttreport
-from ttreport.capture import oplog
+from ttreport.capturing import oplog
 oplog.SEGMENT_BYTES = oplog.MIN_SEGMENT_BYTES  # a new segment every ~800 ops: the segment back-pressure acts too
 oplog.LAG_BYTES, oplog.PACE_BYTES = 128 << 10, 32 << 10  # and the byte back-pressure after a few hundred ops
 oplog.WRITER_STALL_S = float(sys.argv[3])

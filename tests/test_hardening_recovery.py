@@ -32,7 +32,7 @@ import json, os, pathlib, shutil, signal, sys
 import torch
 import device_sim as ttnn
 import ttreport
-from ttreport.capture import oplog
+from ttreport.capturing import oplog
 
 def run(job):
     os.environ.update(job.get("env", {}))  # the writer process is forked from here: it inherits them

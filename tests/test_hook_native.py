@@ -1,4 +1,4 @@
-"""The recorder's per-op path in C (ttreport/capture/_hook.c) records what the Python methods record.
+"""The recorder's per-op path in C (ttreport/capturing/_hook.c) records what the Python methods record.
 
 With the extension built, Recorder.begin, Recorder.end and the memory listener are the C hook's;
 TTREPORT_PURE=1 (or no compiler) keeps the Python ones, which are its specification. The same model, run in
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from report_tables import tables
 
-from ttreport.capture import recorder
+from ttreport.capturing import recorder
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -27,7 +27,7 @@ import json, pathlib, sys, threading
 import torch
 import device_sim as ttnn
 import ttreport
-from ttreport.capture import recorder
+from ttreport.capturing import recorder
 
 job = json.loads(sys.argv[1])
 torch.manual_seed(0)
@@ -76,7 +76,7 @@ def _run(tmp_path: Path, name: str, *, tensors: str = "none", pure: bool = False
     return out.stdout
 
 
-native = pytest.mark.skipif(not recorder.NATIVE, reason="ttreport.capture._hook is not built")
+native = pytest.mark.skipif(not recorder.NATIVE, reason="ttreport.capturing._hook is not built")
 
 
 @native
@@ -121,8 +121,8 @@ def test_a_pending_record_only_marshal_can_write_goes_into_the_log_before_the_op
     import device_sim as ttnn
     from device_sim.registry import OPS
     from ttreport import Config
-    from ttreport.capture import log_perf
-    from ttreport.capture.oplog import LogQueue, LogSink, LogTail
+    from ttreport.capturing import log_perf
+    from ttreport.capturing.oplog import LogQueue, LogSink, LogTail
 
     sink = LogSink(tmp_path / "oplog")
     rec = recorder.Recorder(Config(), LogQueue(sink))

@@ -1,4 +1,4 @@
-"""The writer process writes the perf files as its batches commit (ttreport/capture/live_perf.py).
+"""The writer process writes the perf files as its batches commit (ttreport/capturing/live_perf.py).
 
 Its files must be the exporter's, byte for byte: each test captures with the writer process, then
 writes the files again from the finished db with export_ops_perf (itself held to the plain exporter
@@ -20,7 +20,7 @@ import torch
 
 import device_sim as ttnn
 import ttreport
-from ttreport.capture import live_perf
+from ttreport.capturing import live_perf
 from ttreport.export import ops_perf
 from ttreport.export.ops_perf import DEVICE_LOG_FILE, PERF_FILE
 
@@ -127,7 +127,7 @@ def test_perf_files_off_leaves_the_writer_process_without_them(tmp_path, device)
 KILLED = r"""
 import os, pathlib, signal, sys, torch
 import device_sim as ttnn, ttreport
-from ttreport.capture import live_perf
+from ttreport.capturing import live_perf
 live_perf.HOLD_ROWS = 4  # parts on disk before the kill
 dev = ttnn.open_device(0)
 cap = ttreport.capture(pathlib.Path(sys.argv[1]), config=ttreport.Config(writer="process", flush_ops=5)).start()
@@ -163,7 +163,7 @@ def test_a_killed_writer_processes_parts_go_with_its_log(tmp_path):
     log.mkdir(parents=True)
     for name in live_perf.PARTS:
         (log / name).write_text("rows")
-    from ttreport.capture.oplog import remove_log
+    from ttreport.capturing.oplog import remove_log
 
     remove_log(log)
     assert not log.exists()

@@ -1,4 +1,4 @@
-"""Tensor files through the op log (ttreport/capture/log_tensors.py): with the writer process, a stored
+"""Tensor files through the op log (ttreport/capturing/log_tensors.py): with the writer process, a stored
 tensor's bytes go into the log with its op and the writer process writes the file; values too big for the
 log, and every value once the disk runs low, go to the tensor thread as before.
 
@@ -15,9 +15,9 @@ import torch
 import device_sim as ttnn
 import ttreport
 from ttreport import Config, load_tensor
-from ttreport.capture import log_tensors
-from ttreport.capture.log_tensors import VALUES, FileWriter
-from ttreport.capture.recorder import FILE_LOST, META, OP, ROW, STOP
+from ttreport.capturing import log_tensors
+from ttreport.capturing.log_tensors import VALUES, FileWriter
+from ttreport.capturing.recorder import FILE_LOST, META, OP, ROW, STOP
 
 
 def model(device, n: int = 6):
@@ -130,7 +130,7 @@ def test_values_written_are_the_rows_the_tensor_thread_makes(tmp_path):
 @pytest.mark.parametrize("native", [True, False], ids=["c-hook", "pure-python"])
 def test_a_capture_stores_the_values_an_op_returned_not_later_ones(tmp_path, device, monkeypatch, native):
     # The log holds a copy made when the op returned: an in-place op after it gets a file of its own.
-    from ttreport.capture import recorder
+    from ttreport.capturing import recorder
 
     monkeypatch.setattr(recorder, "NATIVE", native and recorder.NATIVE)
     with ttreport.capture(tmp_path / "r", config=Config(tensors="outputs")) as report:
@@ -147,8 +147,8 @@ def test_a_capture_stores_the_values_an_op_returned_not_later_ones(tmp_path, dev
 
 def test_values_go_to_the_tensor_thread_when_the_free_space_cannot_be_read(tmp_path):
     # The model's thread must not fail an op over it: the tensor thread meets the same folder and records the loss.
-    from ttreport.capture.log_tensors import LogStorage
-    from ttreport.capture.oplog import LogQueue, LogSink
+    from ttreport.capturing.log_tensors import LogStorage
+    from ttreport.capturing.oplog import LogQueue, LogSink
     from ttreport.storage import TensorStore
 
     sink = LogSink(tmp_path / "log")
@@ -163,7 +163,7 @@ def test_values_go_to_the_tensor_thread_when_the_free_space_cannot_be_read(tmp_p
 
 @pytest.mark.parametrize("native", [True, False], ids=["c-hook", "pure-python"])  # each one's store path
 def test_a_long_capture_forgets_the_stored_tensors_that_are_gone(tmp_path, device, monkeypatch, native):
-    from ttreport.capture import recorder
+    from ttreport.capturing import recorder
 
     monkeypatch.setattr(recorder, "PRUNE_STORED_AT", 64)
     monkeypatch.setattr(recorder, "NATIVE", native and recorder.NATIVE)

@@ -11,7 +11,7 @@ import torch
 
 import device_sim as ttnn
 import ttreport
-from ttreport.capture import recorder, records, writer
+from ttreport.capturing import recorder, records, writer
 
 
 def test_the_ids_kept_per_tensor_stay_bounded_and_the_report_stays_whole(tmp_path, device, monkeypatch):

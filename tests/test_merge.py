@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import ttreport
-from ttreport.capture.rank import RANK_TABLES, host_rank
+from ttreport.capturing.rank import RANK_TABLES, host_rank
 from ttreport.cli import main
 from ttreport.errors import MergeError
 from ttreport.read import merge

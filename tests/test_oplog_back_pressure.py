@@ -21,9 +21,9 @@ import torch
 
 import device_sim as ttnn
 import ttreport
-from ttreport.capture import oplog
-from ttreport.capture.oplog import LogSink, LogTail
-from ttreport.capture.records import META, OP, STOP, Op
+from ttreport.capturing import oplog
+from ttreport.capturing.oplog import LogSink, LogTail
+from ttreport.capturing.records import META, OP, STOP, Op
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -98,7 +98,7 @@ import pytest
 import torch
 import device_sim as ttnn
 import ttreport
-from ttreport.capture import oplog
+from ttreport.capturing import oplog
 oplog.LAG_BYTES, oplog.PACE_BYTES = 128 << 10, 32 << 10  # it waits after a few hundred ops
 dev = ttnn.open_device(0)
 a = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=dev)

@@ -1,4 +1,4 @@
-"""The op log's records as the recorder makes them (ttreport.capture.oplog's docstring is the format).
+"""The op log's records as the recorder makes them (ttreport.capturing.oplog's docstring is the format).
 
 What a record names (a stack, a program's static part, a memory config, an argument object) is defined
 in the log once, when the recorder first sees it, and before the first record that uses it, from any
@@ -13,9 +13,9 @@ import torch
 
 import device_sim as ttnn
 import ttreport
-from ttreport.capture import oplog
-from ttreport.capture.oplog import CFG, CODE, OBJ, PROG, STACK, LogSink, LogTail
-from ttreport.capture.records import OP, PROGRAM, STOP, TensorArg, view
+from ttreport.capturing import oplog
+from ttreport.capturing.oplog import CFG, CODE, OBJ, PROG, STACK, LogSink, LogTail
+from ttreport.capturing.records import OP, PROGRAM, STOP, TensorArg, view
 from ttreport.folder import OPLOG_DIR
 
 

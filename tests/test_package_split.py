@@ -26,7 +26,7 @@ def _imports(path: Path, *, module_level: bool = False) -> set[str]:
 
 
 def _is_capture(module: str) -> bool:
-    return module == "ttreport.capture" or module.startswith("ttreport.capture.")
+    return module == "ttreport.capturing" or module.startswith("ttreport.capturing.")
 
 
 def test_the_reading_side_never_imports_the_capture_side():
@@ -37,10 +37,10 @@ def test_the_reading_side_never_imports_the_capture_side():
 
 def test_the_import_check_sees_a_capture_import_wherever_it_is(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("def f():\n    from ttreport import capture\n    from ttreport.capture.recorder import OP\n")
-    assert sorted(m for m in _imports(probe) if _is_capture(m)) == ["ttreport.capture",
-                                                                   "ttreport.capture.recorder",
-                                                                   "ttreport.capture.recorder.OP"]
+    probe.write_text("def f():\n    from ttreport import capturing\n    from ttreport.capturing.recorder import OP\n")
+    assert sorted(m for m in _imports(probe) if _is_capture(m)) == ["ttreport.capturing",
+                                                                   "ttreport.capturing.recorder",
+                                                                   "ttreport.capturing.recorder.OP"]
     assert _imports(probe, module_level=True) == set()
 
 
@@ -49,13 +49,13 @@ def test_every_package_folder_is_in_pyprojects_packages_list():
     listed = set(re.findall(r'"([\w.]+)"', re.search(r"^packages = \[(.*?)\]", text, re.M | re.S).group(1)))
     folders = {".".join(p.parent.relative_to(REPO).parts)
                for top in ("ttreport", "device_sim") for p in (REPO / top).rglob("__init__.py")}
-    assert {"ttreport.capture", "ttreport.read"} <= folders
+    assert {"ttreport.capturing", "ttreport.read"} <= folders
     assert sorted(folders - listed) == []
 
 
 def test_the_capture_side_imports_the_reading_side_only_inside_a_function():
     # A capture's close reads its own committed db once (TT-NN's perf files, through Report); nothing of
     # the reading side is loaded when a capture starts.
-    found = sorted(f"{p.relative_to(REPO)} imports {m}" for p in (PACKAGE / "capture").rglob("*.py")
+    found = sorted(f"{p.relative_to(REPO)} imports {m}" for p in (PACKAGE / "capturing").rglob("*.py")
                    for m in _imports(p, module_level=True) if m == "ttreport.read" or m.startswith("ttreport.read."))
     assert found == []

@@ -83,7 +83,7 @@ def test_the_file_is_torch_saves_byte_for_byte_but_for_its_serialization_id(tmp_
 
 @pytest.mark.parametrize("make", CASES.values(), ids=CASES.keys())
 def test_a_file_written_from_the_tensors_bytes_alone_is_the_same_file(tmp_path, make):
-    # The capture's writer process has only the bytes an op log carried (ttreport/capture/log_tensors.py).
+    # The capture's writer process has only the bytes an op log carried (ttreport/capturing/log_tensors.py).
     x = make()
     (tmp_path / "bytes").mkdir(), (tmp_path / "tensor").mkdir()
     from_bytes = ptfile.save_values(bits(x), x.dtype, x.shape, tmp_path / "bytes" / "4.pt")

@@ -1,4 +1,4 @@
-"""The records that cross from the hook to the writer are declared once (ttreport/capture/records.py), and the C hook
+"""The records that cross from the hook to the writer are declared once (ttreport/capturing/records.py), and the C hook
 reads the same positions: its header is rendered from the module, and this fails while the committed one differs."""
 
 import re
@@ -7,17 +7,17 @@ import sys
 from pathlib import Path
 
 from ttreport import schema
-from ttreport.capture import records
+from ttreport.capturing import records
 
 ROOT = Path(__file__).resolve().parents[1]
-CAPTURE = ROOT / "ttreport" / "capture"
+CAPTURE = ROOT / "ttreport" / "capturing"
 
 
 def test_the_committed_c_header_is_the_one_records_py_renders():
     header = (CAPTURE / "_records.h").read_text()
     assert header == records.c_header(), (
-        "ttreport/capture/_records.h differs from records.py: run `python setup.py build_ext --inplace` (it writes "
-        "the header) or `python -m ttreport.capture.records > ttreport/capture/_records.h`")
+        "ttreport/capturing/_records.h differs from records.py: run `python setup.py build_ext --inplace` (it writes "
+        "the header) or `python -m ttreport.capturing.records > ttreport/capturing/_records.h`")
 
 
 def test_the_c_hook_takes_its_tags_from_the_header_and_defines_none_itself():

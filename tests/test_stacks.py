@@ -1,4 +1,4 @@
-"""The recorder's stack walk (ttreport.capture.stacks): the C walk and the Python one give the same frames.
+"""The recorder's stack walk (ttreport.capturing.stacks): the C walk and the Python one give the same frames.
 
 The C walk (_stacks.c) is built by `pip install`; the Python walk is the fallback. Both run here on the
 same real stacks: nested calls, recursion, a generator, library frames left out, a stop frame, depth limits.
@@ -13,7 +13,7 @@ import torch
 
 import device_sim as ttnn
 import ttreport
-from ttreport.capture import stacks
+from ttreport.capturing import stacks
 
 native = pytest.mark.skipif(stacks._stacks is None, reason="the C walk was not built (no compiler at install)")
 
@@ -109,7 +109,7 @@ def test_an_error_in_classify_comes_out_of_the_c_walk():
 
 
 def test_ttreport_pure_selects_the_python_walk():
-    code = "from ttreport.capture import stacks; print(stacks.NATIVE, stacks.walker(16).__name__)"
+    code = "from ttreport.capturing import stacks; print(stacks.NATIVE, stacks.walker(16).__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "TTREPORT_PURE": "1"}).stdout.split()
     assert out == ["False", "walk_py"]

@@ -110,7 +110,7 @@ def test_check_verifies_each_write_file_against_its_row(tmp_path, device):
 def test_a_write_through_a_view_is_a_write_into_the_tensor_it_views_too(tmp_path, device, monkeypatch, native):
     # ttnn.view / a reshape-view shares its input's buffer (device_sim/views.py): an in-place op on the view
     # changes both, so both stored tensors get a file, and after_operation= reads 2.0 in each.
-    from ttreport.capture import recorder
+    from ttreport.capturing import recorder
 
     monkeypatch.setattr(recorder, "NATIVE", native and recorder.NATIVE)
     with ttreport.capture(tmp_path / "r", config=ttreport.Config(tensors="outputs")) as report:

@@ -13,7 +13,7 @@ import torch
 import device_sim as ttnn
 import ttreport
 from ttreport import recovery
-from ttreport.capture import writer_process
+from ttreport.capturing import writer_process
 
 
 def test_rebuilding_a_report_from_its_log_freezes_none_of_the_readers_objects(tmp_path, device, monkeypatch):

@@ -19,7 +19,7 @@ import torch
 import device_sim as ttnn
 import ttreport
 from ttreport import db
-from ttreport.capture import writer
+from ttreport.capturing import writer
 
 
 def rows(path, sql, *args) -> list:

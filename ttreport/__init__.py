@@ -8,21 +8,19 @@ The layers, each importing only those above it in this list (tests/test_import_g
 ring, imports inside functions counted; such an import only defers a heavy dependency, and says which):
 
   floor     errors, config, folder (a report folder's names, lock and overwrite policy), wal, schema, db, steps,
-            memory_text, outfile, ptfile, metrics, storage; capture/records.py (standard library only)
+            memory_text, outfile, ptfile, metrics, storage; capturing/records.py (standard library only)
   helpers   read/terminal.py, read/device_time.py: units, tables and device time, importing nothing of ttreport
   export    export/*: renders a report's rows (ops_perf, trace, html, memory, golden)
-  capture   capture/*: the hook, the op log and the writers (live_perf renders perf files with export.ops_perf)
+  capture   capturing/*: the hook, the op log and the writers (live_perf renders perf files with export.ops_perf)
   recovery  recovery.py: finishes what a killed capture left; runs capture's writer (imported only for a log)
   read      read/*: opens a report (recovering it first) and reads it; Report.export_* call export
-  session   capture/session.py: the capture's entry (ttreport.capture, profile, Capture); reads its own report
+  session   capturing/session.py: the capture's entry (ttreport.capture, profile, Capture); reads its own report
             back at close (perf files) and for Capture.summary
   store     store/*: pushes reports to PostgreSQL and reads runs back; ttreport.open (a folder or a store's run)
   top       cli, demo, pytest_plugin, ttnn_config
 """
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING
 
 from ttreport.errors import (
@@ -40,19 +38,19 @@ from ttreport.errors import (
 )
 
 if TYPE_CHECKING:  # what each name is; at run time the module is imported on first use (below)
-    from ttreport.capture.session import Capture, capture, profile
+    from ttreport.capturing.session import Capture, capture, profile
     from ttreport.config import Config
     from ttreport.metrics import Comparison, compare_tensors
     from ttreport.read import Report, ReportComparison, check, compare_reports
     from ttreport.read.report import load_tensor
     from ttreport.store import open  # noqa: A004
 
-# Where each public name lives: the capture side's entry point (ttreport.capture.session), the reading side's
+# Where each public name lives: the capture side's entry point (ttreport.capturing.session), the reading side's
 # (ttreport.read; ttreport.store's open, which opens a store's run too), or a shared module. Importing device_sim
 # or torch takes ~1.5 s, so `ttreport summary` and `import ttreport.read` import neither: a name is imported the
 # first time it is used (PEP 562).
 _LAZY = {
-    "Capture": "capture.session", "capture": "capture.session", "profile": "capture.session", "check": "read",
+    "Capture": "capturing.session", "capture": "capturing.session", "profile": "capturing.session", "check": "read",
     "ReportComparison": "read", "compare_reports": "read", "Config": "config",
     "Comparison": "metrics", "compare_tensors": "metrics", "Report": "read", "open": "store",
     "load_tensor": "read.report", "schedule": "steps",
@@ -70,19 +68,6 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
-
-
-class _Package(types.ModuleType):
-    # Importing the subpackage ttreport.capture (even for one of its modules) sets the package's attribute
-    # `capture` to it; the public name is the function, so the module is not kept there, and __getattr__
-    # finds the function on first use (importing the subpackage alone imports neither torch nor device_sim).
-    def __setattr__(self, name, value):
-        if isinstance(value, types.ModuleType) and name in _LAZY:
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [

@@ -770,7 +770,7 @@ def run(name, overwrite, script, args):
     """
     import device_sim
     from device_sim import config as ttnn_config
-    from ttreport.capture.session import Capture  # torch and device_sim: only a capture imports them
+    from ttreport.capturing.session import Capture  # torch and device_sim: only a capture imports them
 
     device_sim.install_as_ttnn()
     # TTNN_CONFIG_OVERRIDES' enable_logging started a capture as ttnn was installed (TT-NN's own switch, into
@@ -788,8 +788,8 @@ def run(name, overwrite, script, args):
         opened = contextlib.nullcontext(logging) if logging is not None else \
             Capture(target, config=Config(overwrite=True) if overwrite else None, base_name=script.stem)
         with opened as handle, \
-                terminal.progress(f"running {script.name}", count=lambda: handle.recorder.writer.records_written,
-                                  unit="records written"):
+                terminal.progress(f"running {script.name}", count=lambda: handle.log_bytes_written() // 1024,
+                                  unit="KiB of records written"):
             runpy.run_path(str(script), run_name="__main__")
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)

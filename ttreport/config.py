@@ -105,7 +105,7 @@ class Config:
             None: OMPI_COMM_WORLD_RANK, as mpirun sets it, else 0); `ttreport merge` joins the ranks' reports.
         writer: "process", the one writer route: the model's threads append each record to an op log in
             the report folder (on disk when the op returns) and a forked writer process writes SQLite from
-            it, so a SIGKILL loses no recorded op (ttreport.capture.writer_process); costs the log's
+            it, so a SIGKILL loses no recorded op (ttreport.capturing.writer_process); costs the log's
             disk (~330 B an op) until close and a second core's CPU while it runs. "thread" (a writer
             thread in the model's process: ~3x the added time per op, and a kill lost the last batch) was
             retired by issue 32 and is refused, naming the fix.
@@ -131,13 +131,13 @@ class Config:
     buffers: bool = True
     # Record every page of every live buffer after each op: large, slow; for memory debugging.
     buffer_pages: bool = False
-    # Each op's device operations and CBs as TT-NN's captured graph (ttreport.capture.device_graph): "distinct"
+    # Each op's device operations and CBs as TT-NN's captured graph (ttreport.capturing.device_graph): "distinct"
     # stores each distinct graph once (~10 B an op); True adds TT-NN's per-op tables the visualizer reads (~2.8 KB).
     device_graphs: bool | str = "distinct"
     # TT-NN's ops_perf_results.csv and profile_log_device.csv, written from the db at close (not per op):
     # about 40 ms per 1,000 ops (bench/README.md, `python -m bench --only exports`), so on by default.
     perf_files: bool = True
-    # Golden comparison during capture (ttreport.capture.golden): runs each op's torch golden too, on
+    # Golden comparison during capture (ttreport.capturing.golden): runs each op's torch golden too, on
     # one background thread in op order, so op durations are not inflated; it roughly doubles
     # the CPU a run needs. raise_on_mismatch=True runs the checks on the model's thread, so the
     # exception comes from the failing op.
@@ -157,7 +157,7 @@ class Config:
     # full pass over the whole heap (torch's included): 10-20 us per op. The cost of freezing:
     # garbage cycles made before the capture are collected only after it ends.
     gc_freeze: bool = True
-    # This process's rank in a multi-host run (None: OMPI_COMM_WORLD_RANK, else 0): capture/rank.py.
+    # This process's rank in a multi-host run (None: OMPI_COMM_WORLD_RANK, else 0): capturing/rank.py.
     rank: int | None = None
     # Who writes SQLite: a writer process fed by the op log (kill -9 safe; off the model's GIL). The one route:
     # kept as an option so that config.json and TTREPORT_CONFIG giving "process" still read.

@@ -168,7 +168,7 @@ def capture_demo(target, *, root: Path | None = None, perf_files: bool = True) -
     The capture writes TT-NN's perf files (ops_perf_results.csv, profile_log_device.csv, for
     ttnn-visualizer's Performance tab) into that folder at close unless `perf_files` is False.
     """
-    from ttreport.capture.session import Capture  # torch and device_sim: only a capture imports them
+    from ttreport.capturing.session import Capture  # torch and device_sim: only a capture imports them
 
     # device_graphs=True: TT-NN's per-op graph tables, which the visualizer's device-operations view reads
     config = Config(tensors="all", comparison="local", overwrite=True, perf_files=perf_files, device_graphs=True,

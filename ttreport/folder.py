@@ -10,7 +10,7 @@
       .reserve                            disk room held for the closing notes; a killed capture leaves it
       oplog/, oplog.done/                 a process writer's op log; what a killed one leaves (ttreport.recovery)
 
-A capture (capture/session.py) takes the folder with prepare(), which refuses a folder holding a report unless told
+A capture (capturing/session.py) takes the folder with prepare(), which refuses a folder holding a report unless told
 to overwrite it, and then deletes only what a capture writes (CAPTURE_FILES, tensor files, op log segments). A reader
 that may write the folder (ttreport.recovery) takes the same lock with hold_folder() and never creates the lock
 file. The kernel drops an flock with the last descriptor, so a killed capture never leaves the folder stuck.
@@ -35,9 +35,9 @@ CONFIG_FILE = "config.json"
 TENSORS_DIR = "tensors"  # tensors/<tensor_id>.pt or .bin; a mesh tensor's shards in tensors/<tensor_id>/
 LOCK_FILE = ".lock"
 RESERVE_FILE = ".reserve"
-# tensor_lifetime's rows, worked out beside a long capture's close (capture/writer.py); a killed close leaves it
+# tensor_lifetime's rows, worked out beside a long capture's close (capturing/writer.py); a killed close leaves it
 LIFETIMES_FILE = ".lifetimes.sqlite"
-OPLOG_DIR = "oplog"  # a process writer's op log (ttreport.capture.oplog): what a killed one leaves (recovery)
+OPLOG_DIR = "oplog"  # a process writer's op log (ttreport.capturing.oplog): what a killed one leaves (recovery)
 OPLOG_DONE_DIR = "oplog.done"  # the op log renamed as it is deleted: its report holds every op (recovery)
 REBUILD_SUFFIX = ".rebuild"  # db.sqlite.rebuild: a report being rebuilt from its op log (recovery)
 CLUSTER_DESCRIPTOR_FILE = "cluster_descriptor.yaml"

@@ -18,7 +18,7 @@ deleted. A reader finding oplog.done finishes the deletion; one finding oplog be
 rebuilds from it, and never replaces the db with a rebuild that holds fewer ops.
 
 Imports the standard library and the shared floor only, so readers that never import torch call it: the rebuild
-runs the capture's writer code (ttreport.capture.log_writer: torch, device_sim), imported only when a log is there.
+runs the capture's writer code (ttreport.capturing.log_writer: torch, device_sim), imported only when a log is there.
 """
 
 from __future__ import annotations
@@ -119,16 +119,16 @@ def finish_from_log(folder: str | os.PathLike, *, remove_unused: bool = False) -
         return _refuse(log, why)
     if closed(meta):
         if remove_unused and count_log(log)[0] <= old_ops:
-            from ttreport.capture.log_writer import remove_finished_log  # the writer's code: torch (see below)
+            from ttreport.capturing.log_writer import remove_finished_log  # the writer's code: torch (see below)
 
             remove_finished_log(log)
         return True
     # The writer's code, and so torch and device_sim (~1.2 s): imported only to rebuild from a killed capture's log.
     from ttreport import db
-    from ttreport.capture.log_tensors import FileWriter
-    from ttreport.capture.log_writer import OPTIONS, open_writer, pump, remove_finished_log
-    from ttreport.capture.oplog import LogTail
-    from ttreport.capture.recorder import META
+    from ttreport.capturing.log_tensors import FileWriter
+    from ttreport.capturing.log_writer import OPTIONS, open_writer, pump, remove_finished_log
+    from ttreport.capturing.oplog import LogTail
+    from ttreport.capturing.recorder import META
 
     tmp = folder / (DB_FILE + REBUILD_SUFFIX)
     _discard(tmp)
@@ -198,8 +198,8 @@ def count_log(log: Path) -> tuple[int, int]:
     """The ops an op log holds and its bytes of records, read as a rebuild reads it (to its end, or its first
     torn record or missing segment): ~30 µs an op."""
     # The op log's modules: device_sim and torch (~1.2 s), for a log only.
-    from ttreport.capture.oplog import LogTail
-    from ttreport.capture.recorder import OP
+    from ttreport.capturing.oplog import LogTail
+    from ttreport.capturing.recorder import OP
 
     tail = LogTail(log)
     ops = 0

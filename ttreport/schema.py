@@ -254,7 +254,7 @@ operation_graphs = Table(
 
 # TT-NN's record of an op's device work (its captured graph, and that graph's nodes and edges), filled only with
 # Config(device_graphs=True), as TT-NN's enable_graph_report: ttnn-visualizer reads captured_graph by op.
-# captured_graph holds one row per op that launched device programs (device_sim.device_work; capture/device_graph.py
+# captured_graph holds one row per op that launched device programs (device_sim.device_work; capturing/device_graph.py
 # builds the JSON); nodes and edges hold that graph's nodes and connections (device_graph.graph_rows).
 captured_graph = Table(
     "captured_graph", metadata,

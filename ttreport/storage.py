@@ -32,7 +32,7 @@ import torch
 from isal import isal_zlib
 
 from ttreport import ptfile
-from ttreport.capture.records import FILE_LOST, ROW
+from ttreport.capturing.records import FILE_LOST, ROW
 from ttreport.errors import ConfigError, LossWarner, TensorFileDamagedError, TensorFileError, TensorTooLargeError
 from ttreport.folder import TENSORS_DIR
 from ttreport.ptfile import plain  # noqa: F401 (storage.plain: a view's file holds only its own elements)
@@ -90,7 +90,7 @@ class TensorStore(threading.Thread):
                     path.mkdir(exist_ok=True)
                     path = path / item[6]
                 self.room.check(_nbytes(item[2]))
-                with self.busy:  # a fork waits for it: torch's state is whole in the child (capture/session.py)
+                with self.busy:  # a fork waits for it: torch's state is whole in the child (capturing/session.py)
                     # Here, off the model's thread: what a reader verifies the file against.
                     facts = {"tensor_id": tid, **write_tensor(path, *item[2:6])}
                 if shard:

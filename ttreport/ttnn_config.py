@@ -12,7 +12,7 @@ TT-NN's fields map onto ttreport.Config as below; TTREPORT_CONFIG still applies 
 
 from __future__ import annotations
 
-from ttreport.capture.session import Capture
+from ttreport.capturing.session import Capture
 from ttreport.config import Config
 
 

@@ -5,7 +5,7 @@ Revises: 0007
 Create Date: 2026-12-02
 
 `nodes` and `edges` (TT-NN's tables since its first report schema) stayed empty until now. From this
-revision the writer fills them from each op's captured graph (ttreport/capture/device_graph.py graph_rows),
+revision the writer fills them from each op's captured graph (ttreport/capturing/device_graph.py graph_rows),
 and this upgrade fills them the same way for the captured graphs an older report already holds: edges
 as TT-NN 0.81's graph_report.py writes them (one row per connection: source and sink counters, the
 connection's index as source_output_index and key, sink_input_index 0), nodes one row per node of the

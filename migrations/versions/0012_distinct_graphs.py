@@ -23,7 +23,7 @@ depends_on = None
 
 
 def _graph_id(text: str) -> int:
-    """As ttreport.capture.device_graph.graph_id (frozen here): the text's BLAKE2b-64 as a signed integer."""
+    """As ttreport.capturing.device_graph.graph_id (frozen here): the text's BLAKE2b-64 as a signed integer."""
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little", signed=True)
 
 

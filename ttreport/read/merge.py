@@ -2,7 +2,7 @@
 
 A run split across processes (one per rank, as TT-NN's distributed runs launched by tt-run/mpirun)
 captures one report per rank; every row of a TT-NN table carries that rank in its `rank` column
-(written at close: ttreport/capture/rank.py). `merge` copies
+(written at close: ttreport/capturing/rank.py). `merge` copies
 each rank's rows into a new report with its ids moved past the ones before it (operations, tensors,
 stack traces, specs, buffers, sequence numbers), so nothing clashes and each row keeps its rank:
 

@@ -2,7 +2,7 @@
 `ttreport.Capture`, is session.py's.
 
     import ttreport
-    with ttreport.capture("my-run") as run:   # ttreport.capture.session.capture
+    with ttreport.capture("my-run") as run:   # ttreport.capturing.session.capture
         model(x)
 
 session.py opens the report and closes it in every case; recorder.py is the hook on the model's thread;
@@ -13,6 +13,6 @@ graphs; rank.py writes a multi-host run's rank into the rows at close.
 This package's own module imports nothing: the writer process and the readers that import one of its modules for
 a constant (records.py, standard library only) do not import the session, and so neither torch nor device_sim.
 `ttreport.capture` is the function (ttreport/__init__.py keeps the subpackage from taking the name): import a module
-of this package as `from ttreport.capture import recorder`, and patch it in a test as
+of this package as `from ttreport.capturing import recorder`, and patch it in a test as
 `monkeypatch.setattr(recorder, "NAME", value)`.
 """

@@ -1,4 +1,4 @@
-"""The writer process: tails a capture's op log (ttreport.capture.oplog) and writes the SQLite report from it.
+"""The writer process: tails a capture's op log (ttreport.capturing.oplog) and writes the SQLite report from it.
 
     process = WriterProcess(folder, config, lock_fd)  # session.py's, with Config(writer="process")
     process.start(); ...; process.join()
@@ -32,11 +32,11 @@ import time
 import traceback
 from pathlib import Path
 
-from ttreport.capture import oplog
-from ttreport.capture.log_tensors import FileWriter
-from ttreport.capture.log_writer import OPTIONS, open_writer, pump, remove_finished_log
-from ttreport.capture.oplog import OPLOG_DIR, LogTail
-from ttreport.capture.recorder import META
+from ttreport.capturing import oplog
+from ttreport.capturing.log_tensors import FileWriter
+from ttreport.capturing.log_writer import OPTIONS, open_writer, pump, remove_finished_log
+from ttreport.capturing.oplog import OPLOG_DIR, LogTail
+from ttreport.capturing.recorder import META
 from ttreport.folder import DB_FILE, RESERVE_FILE
 from ttreport.recovery import finish_from_log
 

@@ -1,6 +1,6 @@
-/* ttreport.capture._stacks: the walk over an op's caller frames, in C.
+/* ttreport.capturing._stacks: the walk over an op's caller frames, in C.
  *
- * The optional accelerator of ttreport/capture/stacks.py, which documents the walk, holds the pure-Python
+ * The optional accelerator of ttreport/capturing/stacks.py, which documents the walk, holds the pure-Python
  * function it must equal call for call (tests/test_stacks.py), and picks one (TTREPORT_PURE=1 picks the
  * Python one). One function:
  *
@@ -10,7 +10,7 @@
  * bytecodes (f_code, id(), a dict lookup, f_lineno, f_back), ~0.3 us; here it is a few pointer reads and
  * one dict lookup. Nothing is allocated but the ints and the result tuple.
  *
- *   >>> from ttreport.capture import stacks
+ *   >>> from ttreport.capturing import stacks
  *   >>> stacks.NATIVE   # True when this module is built
  */
 #define PY_SSIZE_T_CLEAN
@@ -159,7 +159,7 @@ error:
 static PyMethodDef methods[] = {
     {"user_frames", (PyCFunction)(void (*)(void))user_frames, METH_FASTCALL,
      "user_frames(skip, stop, n, cache, classify): the innermost non-library frames of the caller's stack as "
-     "(id(code), line, ...), at most n items; see ttreport/capture/stacks.py."},
+     "(id(code), line, ...), at most n items; see ttreport/capturing/stacks.py."},
     {NULL, NULL, 0, NULL},
 };
 

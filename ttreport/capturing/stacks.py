@@ -1,7 +1,7 @@
 """An op's call stack as the recorder keeps it: the innermost user frames, as code ids and line numbers.
 
     import sys
-    from ttreport.capture import stacks
+    from ttreport.capturing import stacks
     cache = {}  # id(code) -> (code, is_library): held, so an id stays its code's
     def classify(code):
         cache[id(code)] = entry = (code, code.co_filename.endswith("runpy.py"))
@@ -12,7 +12,7 @@
 `walk(skip, stop, n, cache, classify)` starts `skip` frames outside its caller, leaves out library
 frames (`cache[id(code)][1]` true; `classify(code)` fills a missing entry and returns it), stops before
 the frame running `stop` (a code object, or None) and after n items (two a frame). The walk runs on the
-model's thread for every op, so it is in C (ttreport/capture/_stacks.c, built by `pip install` as an
+model's thread for every op, so it is in C (ttreport/capturing/_stacks.c, built by `pip install` as an
 optional extension) when that was built; `walk_py` below is the same walk in Python, kept as the
 fallback (no compiler, TTREPORT_PURE=1, or a stack_depth over the C walk's 512 frames) and held equal
 to the C one by tests/test_stacks.py.
@@ -24,7 +24,7 @@ import os
 import sys
 
 try:
-    from ttreport.capture import _stacks
+    from ttreport.capturing import _stacks
 except ImportError:  # built without a C compiler: the Python walk
     _stacks = None
 

@@ -62,7 +62,7 @@ import torch
 
 from device_sim.distributed import MeshTensor
 from device_sim.tensor import Tensor
-from ttreport.capture.records import META
+from ttreport.capturing.records import META
 from ttreport.errors import ComparisonError, ReportIncompleteWarning
 from ttreport.metrics import Comparison, compare_tensors
 

@@ -46,11 +46,11 @@ import torch
 import device_sim
 import device_sim.cluster
 from ttreport import db
-from ttreport.capture import golden, rank
-from ttreport.capture.log_perf import estimate_on_model_thread
-from ttreport.capture.log_tensors import LogStorage
-from ttreport.capture.oplog import LogQueue, LogSink
-from ttreport.capture.recorder import (
+from ttreport.capturing import golden, rank
+from ttreport.capturing.log_perf import estimate_on_model_thread
+from ttreport.capturing.log_tensors import LogStorage
+from ttreport.capturing.oplog import LogQueue, LogSink
+from ttreport.capturing.recorder import (
     FLUSH,
     META,
     STOP,
@@ -59,7 +59,7 @@ from ttreport.capture.recorder import (
     outer_boundary,
     user_stacklevel,
 )
-from ttreport.capture.writer_process import WriterProcess
+from ttreport.capturing.writer_process import WriterProcess
 from ttreport.config import Config
 from ttreport.errors import (
     CaptureActiveError,
@@ -112,6 +112,7 @@ class Capture(contextlib.ContextDecorator):
         self._froze = False
         self._signals: dict[int, object] = {}
         self._holder = None  # the handler that notes a signal while the report closes (_hold_signals)
+        self._writer = None  # the WriterProcess, from start()
         self._unraisablehook = None  # the hook ours replaced while capturing (see _on_unraisable)
         self._lock_fd: int | None = None
         self._pid = os.getpid()  # the process that captures: a forked child's exit or signals never close it
@@ -327,6 +328,12 @@ class Capture(contextlib.ContextDecorator):
         token = self._writer.next_token()
         self._queue.put_now((FLUSH, token))
         self._writer.wait_flushed(token, timeout)
+
+    def log_bytes_written(self) -> int:
+        """Bytes of the op log the writer process has written into the report so far: what `ttreport run`'s progress
+        line shows (an op is ~330 B of log), read from shared memory, so polling it costs the model nothing."""
+        sink = self._writer.sink if self._writer is not None else None
+        return sink.written() if sink is not None else 0
 
     # -- closing -------------------------------------------------------------------------
     def stop(self, status: str = "complete") -> None:

@@ -1,6 +1,6 @@
-/* ttreport.capture._hook: the recorder's per-op path in C, for a capture that writes an op log.
+/* ttreport.capturing._hook: the recorder's per-op path in C, for a capture that writes an op log.
  *
- * The optional accelerator of ttreport/capture/recorder.py (built by setup.py; TTREPORT_PURE=1 or no
+ * The optional accelerator of ttreport/capturing/recorder.py (built by setup.py; TTREPORT_PURE=1 or no
  * compiler: the Python methods run). Hook(...) takes the recorder's own objects (its counters, its dicts of
  * seen tensors, stacks and configs, its thread-local op stack, the log's pending list, lock and segment), so
  * the C path and the Python one share one state and may take turns op by op. Three callables:
@@ -18,7 +18,7 @@
  * Why C: the Python begin, end and listener cost the model's thread ~7 us an op of a 32x32 add (bench/README.md,
  * "Issue 14, round 6"), most of it bytecodes around a few dict lookups and tuple builds.
  *
- *   >>> from ttreport.capture import recorder
+ *   >>> from ttreport.capturing import recorder
  *   >>> recorder.NATIVE   # True when this module is built and TTREPORT_PURE is not set
  */
 #define PY_SSIZE_T_CLEAN
@@ -1274,7 +1274,7 @@ static PyMethodDef Hook_methods[] = {
 
 static PyTypeObject HookType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "ttreport.capture._hook.Hook",
+    .tp_name = "ttreport.capturing._hook.Hook",
     .tp_basicsize = sizeof(Hook),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "The recorder's per-op path in C (see the module's comment).",

@@ -1,6 +1,6 @@
 """The op log: what the model's threads append to, on disk the moment an op returns, for the writer process.
 
-    from ttreport.capture.oplog import LogSink, LogTail
+    from ttreport.capturing.oplog import LogSink, LogTail
     sink = LogSink(Path("run/oplog"))                                 # the capturing process
     sink.append((META, "status", "complete"))                         # a recorder record, as recorder.py makes it
     tail = LogTail(Path("run/oplog"))                                 # the writer process
@@ -30,7 +30,7 @@ torn by a kill (a length with half a payload) fails to unmarshal and ends the lo
 slot means "continued in the next segment".
 
 The whole log is kept until the report is closed: the writer process, or a reader after it was
-killed too, can always rebuild the report from it (ttreport.capture.writer_process.finish_from_log).
+killed too, can always rebuild the report from it (ttreport.capturing.writer_process.finish_from_log).
 A reader's log may come from elsewhere (a report folder is data: DESIGN.md), so nothing in it is ever
 unpickled, and LogTail checks each write before marshal reads it (LogTail's docstring).
 """
@@ -63,8 +63,8 @@ from device_sim.types import (
     ShardSpec,
     TensorMemoryLayout,
 )
-from ttreport.capture import records
-from ttreport.capture.records import (  # noqa: F401 (the definitions' tags: the log's, named here for its readers)
+from ttreport.capturing import records
+from ttreport.capturing.records import (  # noqa: F401 (the definitions' tags: the log's, named here for its readers)
     ALLOC,
     CBS,
     CFG,
@@ -383,6 +383,10 @@ class LogSink:
     def _count(self) -> int:
         return _COUNT.unpack_from(self.progress)[0]
 
+    def written(self) -> int:
+        """Bytes of this log the writer process has written into the db so far (shared memory: no system call)."""
+        return self._count()
+
     def _wait_for_writer(self, until: int) -> None:
         """Sleep until the writer process has written `until` bytes of the log, it has ended, or it has not moved
         for WRITER_STALL_S (then not again until it moves)."""
@@ -416,8 +420,8 @@ class LogSink:
         self._pending.append((CFG, config_id, config_fields(cfg)))
 
     def define_device(self, device) -> None:
-        """A chip's PerfConfig, for the estimates the writer process makes (ttreport.capture.log_perf)."""
-        from ttreport.capture.log_perf import device_fields
+        """A chip's PerfConfig, for the estimates the writer process makes (ttreport.capturing.log_perf)."""
+        from ttreport.capturing.log_perf import device_fields
 
         self._pending.append((DEVICE_PERF, device.device_id, device_fields(device)))
 
@@ -463,7 +467,7 @@ class LogQueue:
 def value_text(v) -> str:
     """An argument value's text, as writer.Writer.format_value makes it for a value that is not a tensor, list
     or tuple (the writer process formats it no further: its repr is this text)."""
-    from ttreport.capture.writer import MAX_VALUE_CHARS
+    from ttreport.capturing.writer import MAX_VALUE_CHARS
 
     text = f"torch.Tensor(shape={list(v.shape)}, dtype={v.dtype})" if _is_torch_tensor(v) else repr(v)
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "..."
@@ -727,7 +731,7 @@ class LogTail:
         self.folder = Path(folder)
         self.trusted = trusted
         self.defs = Definitions()
-        from ttreport.capture.log_perf import LogPerf
+        from ttreport.capturing.log_perf import LogPerf
 
         self.perf = LogPerf()  # device_perf rows of the ops not estimated on the model's thread
         self.on_flush = on_flush or (lambda token: None)  # a FLUSH record's waiter is told through this

@@ -25,8 +25,8 @@ from device_sim.tensor import padded
 from device_sim.tile import Tile
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
 from ttreport import db, schema_sql
-from ttreport.capture import device_graph, records
-from ttreport.capture.records import (
+from ttreport.capturing import device_graph, records
+from ttreport.capturing.records import (
     ALLOC,
     DEVICE,
     FILE_LOST,

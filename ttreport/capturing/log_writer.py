@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from ttreport.capture.live_perf import LivePerf
-from ttreport.capture.oplog import LogTail, write_count
-from ttreport.capture.recorder import FLUSH, META, STOP
-from ttreport.capture.writer import Writer, connect
+from ttreport.capturing.live_perf import LivePerf
+from ttreport.capturing.oplog import LogTail, write_count
+from ttreport.capturing.recorder import FLUSH, META, STOP
+from ttreport.capturing.writer import Writer, connect
 from ttreport.errors import LossWarner
 from ttreport.folder import OPLOG_DONE_DIR, remove_log, segment_path
 

@@ -1,6 +1,6 @@
 """This process's rank in a multi-host run, and the rank column a capture fills at close.
 
-    from ttreport.capture.rank import host_rank
+    from ttreport.capturing.rank import host_rank
     host_rank(None, environ={"OMPI_COMM_WORLD_RANK": "1"})  # 1
 
 A run split across processes (one per rank, as TT-NN's distributed runs launched by tt-run/mpirun)

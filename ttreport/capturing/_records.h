@@ -1,4 +1,4 @@
-/* Generated from ttreport/capture/records.py by c_header() (setup.py writes it before building). Do
+/* Generated from ttreport/capturing/records.py by c_header() (setup.py writes it before building). Do
  * not edit: change records.py; tests/test_records.py fails while this differs from it. */
 #ifndef TTREPORT_RECORDS_H
 #define TTREPORT_RECORDS_H

@@ -47,8 +47,8 @@ from device_sim.distributed import MeshTensor
 from device_sim.tensor import DEFAULT_TILE, Tensor
 from device_sim.types import BufferType, Layout
 from ttreport import schema_sql
-from ttreport.capture import log_perf, stacks
-from ttreport.capture.records import (  # noqa: F401 (FILE_LOST, FLUSH, META, STOP: for the capture's own records)
+from ttreport.capturing import log_perf, stacks
+from ttreport.capturing.records import (  # noqa: F401 (FILE_LOST, FLUSH, META, STOP: for the capture's own records)
     ALLOC,
     DEVICE,
     FILE_LOST,
@@ -65,11 +65,11 @@ from ttreport.capture.records import (  # noqa: F401 (FILE_LOST, FLUSH, META, ST
 from ttreport.errors import ReportIncompleteWarning
 
 try:
-    from ttreport.capture import _hook
+    from ttreport.capturing import _hook
 except ImportError:  # built without a C compiler: the Python begin, end and listener
     _hook = None
 
-# begin, end and the memory listener in C (ttreport/capture/_hook.c); the Python methods below are its
+# begin, end and the memory listener in C (ttreport/capturing/_hook.c); the Python methods below are its
 # specification (tests/test_hook_native.py holds them equal), its fallback (TTREPORT_PURE=1, no compiler) and
 # its slow path
 NATIVE = _hook is not None and stacks.NATIVE
@@ -147,7 +147,7 @@ class Recorder:
         self.config = config
         self.queue = queue  # an oplog.LogQueue: the op log the writer process reads
         self.storage = storage  # log_tensors.LogStorage
-        self.golden = None  # ttreport.capture.golden's checker when config.comparison != "off"
+        self.golden = None  # ttreport.capturing.golden's checker when config.comparison != "off"
         self.t0_ns = t0_ns if t0_ns is not None else time.perf_counter_ns()
         self._op_ids = itertools.count(1)
         self._seq = itertools.count(1)  # buffer events and op ends; 0 means "before the capture"
@@ -184,7 +184,7 @@ class Recorder:
         self._last_op_exception = None  # id() of the latest exception an op raised: recorded with the op
         self.host_outputs = False  # whether an op's output was a host tensor (set once; read at close)
         self.steps = 0  # the run's step() calls (Capture.step): each op records it at its begin (the C begin too)
-        # device_sim's estimate of each op; a process writer makes most of them itself (ttreport.capture.log_perf)
+        # device_sim's estimate of each op; a process writer makes most of them itself (ttreport.capturing.log_perf)
         self.estimate = perf_model.estimate_op
         if NATIVE:
             self._use_native()
@@ -203,7 +203,7 @@ class Recorder:
             pages=self.config.buffer_pages, store_inputs=self._store_inputs, store_outputs=self._store_outputs,
             program_type=Program, graphs=self.config.device_graphs)
         self.begin, self.end, self._on_buffer = native.begin, native.end, native.on_buffer
-        from ttreport.capture import log_tensors  # (it imports this module)
+        from ttreport.capturing import log_tensors  # (it imports this module)
 
         storage = self.storage
         if self._store_outputs and isinstance(storage, log_tensors.LogStorage) and storage.pt:
@@ -315,7 +315,7 @@ class Recorder:
                                                 "bandwidth_ns": est.bandwidth_ns, "ideal_ns": est.ideal_ns,
                                                 "bound": est.bound, "math_fidelity": est.math_fidelity}))
             if golden_args is not None:
-                # The seam for ttreport.capture.golden: it runs the op's golden function and records the
+                # The seam for ttreport.capturing.golden: it runs the op's golden function and records the
                 # comparison with emit() and store_tensor(). It must read tensors through `.value`, never call
                 # device_sim ops (those would be recorded as the model's ops).
                 self.golden.after_op(op, golden_args[0], golden_args[1], output, op_id)

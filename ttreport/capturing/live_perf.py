@@ -29,11 +29,11 @@ import os
 import time
 from pathlib import Path
 
-from ttreport.capture import records
-from ttreport.capture.log_perf import ON_MODEL_THREAD
-from ttreport.capture.recorder import MADE_TENSOR_ID_BASE
-from ttreport.capture.records import OP, STOP
-from ttreport.capture.writer import STAGING_TENSOR
+from ttreport.capturing import records
+from ttreport.capturing.log_perf import ON_MODEL_THREAD
+from ttreport.capturing.recorder import MADE_TENSOR_ID_BASE
+from ttreport.capturing.records import OP, STOP
+from ttreport.capturing.writer import STAGING_TENSOR
 from ttreport.export import ops_perf
 
 HOLD_ROWS = 4096  # rows kept unrendered at the start: a model's widest op and its devices come early

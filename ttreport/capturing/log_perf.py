@@ -17,7 +17,7 @@ from __future__ import annotations
 from device_sim import perf_model
 from device_sim.distributed import MeshTensor
 from device_sim.types import BufferType, DataType, Layout
-from ttreport.capture.records import Op, Spec
+from ttreport.capturing.records import Op, Spec
 
 ON_MODEL_THREAD = perf_model._MATMULS  # their fidelity comes from the live call (kernel_numerics)
 MAX_TENSORS = 1 << 18  # operands kept, newest first: 4x the specs the recorder can remember (recorder.MAX_SEEN)

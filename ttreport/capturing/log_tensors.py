@@ -1,7 +1,7 @@
 """Tensor files through the op log: the model copies a stored tensor's bytes into the log with its op,
 and the writer process writes the file from them (Config(writer="process"), the default).
 
-    from ttreport.capture.log_tensors import FileWriter, LogStorage
+    from ttreport.capturing.log_tensors import FileWriter, LogStorage
     storage = LogStorage(sink, tensor_store, report_dir)  # the capture's: Recorder(config, queue, storage)
     storage.put_with_op([(5, "tensors/5.pt", value, dtype, layout, memory_config)])  # the model's, before its OP
     files = FileWriter(report_dir)                        # the writer process
@@ -40,8 +40,8 @@ import stat
 import time
 from pathlib import Path
 
-from ttreport.capture.oplog import config_fields, memory_config
-from ttreport.capture.records import FILE_LOST, META, ROW, STOP, VALUES, Values
+from ttreport.capturing.oplog import config_fields, memory_config
+from ttreport.capturing.records import FILE_LOST, META, ROW, STOP, VALUES, Values
 from ttreport.storage import TENSORS_DIR, DiskRoom, write_values
 
 # The largest value the model copies into the log; bigger ones go to the tensor thread (bench/README.md, issue 14

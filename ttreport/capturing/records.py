@@ -6,7 +6,7 @@ a plain tuple whose first item is its tag: marshal (the op log) writes exact tup
 plain tuple costs the model's thread nothing to build that a NamedTuple's Python __new__ would (~0.3 us).
 The NamedTuple of each kind is its declaration, and a reader's named view of a plain tuple:
 
-    >>> from ttreport.capture import records
+    >>> from ttreport.capturing import records
     >>> rec = (records.FREE, 7, 42)               # what the buffer listener appends
     >>> records.view(rec).freed_seq
     42
@@ -343,7 +343,7 @@ _C_KINDS = {"OP": Op, "SPEC": Spec, "TOKEN": Token, "ALLOC": Alloc, "FREE": Free
 
 def c_header() -> str:
     """_records.h: the tags and, per kind, each field's position and the width, as macros."""
-    lines = ["/* Generated from ttreport/capture/records.py by c_header() (setup.py writes it before building). Do",
+    lines = ["/* Generated from ttreport/capturing/records.py by c_header() (setup.py writes it before building). Do",
              " * not edit: change records.py; tests/test_records.py fails while this differs from it. */",
              "#ifndef TTREPORT_RECORDS_H", "#define TTREPORT_RECORDS_H", ""]
     lines += [f"#define TAG_{t.name} {t.value}" for t in Tag]

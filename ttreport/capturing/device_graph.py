@@ -25,7 +25,7 @@ import hashlib
 import json
 
 from device_sim.device_work import cores_text
-from ttreport.capture import records
+from ttreport.capturing import records
 
 # TensorMemoryLayout numbers -> the names graph_processor.cpp writes
 # An ALLOC record's fields that place a buffer, device to size (records.Alloc): a graph's key
