@@ -109,6 +109,10 @@ def test_two_different_models_are_named_so_at_the_top_and_in_json(tmp_path, devi
     assert compare_timing(tmp_path / "mlp", tmp_path / "attn").to_dict()["unrelated"] == result.unrelated
     same = compare_reports(tmp_path / "mlp", tmp_path / "mlp")
     assert same.unrelated is None and not same.to_table().startswith("warning")
+    timing = subprocess.run([sys.executable, "-m", "ttreport.cli", "compare", "--timing", str(tmp_path / "mlp"),
+                             str(tmp_path / "attn")], capture_output=True, text=True, timeout=120)
+    assert timing.returncode == 0, timing.stderr
+    assert timing.stdout.splitlines()[2] == first  # after the A: and B: lines, before the table
 
 
 def test_swapping_a_and_b_gives_the_mirrored_alignment(tmp_path, device):
