@@ -29,6 +29,7 @@ from ttreport.export import memory
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
 from ttreport.export.ops_perf import export_ops_perf
 from ttreport.folder import OPLOG_DIR, OPLOG_DONE_DIR
+from ttreport.importer import import_graph_report
 from ttreport.read import device_time, terminal
 from ttreport.read.faults import check as check_report
 from ttreport.read.report import DEFAULT_ROOT, Report, Summary, default_roots, find_reports, resolve, sql_param
@@ -913,6 +914,25 @@ def merge_command(reports, out, ranks):
     # each REPORT as every command reads one: a folder, its db.sqlite or a name under the default root
     path = merge([resolve(r) for r in reports], out, ranks=given)
     click.echo(f"merged {len(reports)} reports into {path.parent}")
+
+
+@main.command("import")
+@click.argument("report_json", metavar="REPORT.json", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--overwrite", is_flag=True, help="Replace DEST if it holds a ttreport report (anything else is "
+                                                "never replaced).")
+def import_command(report_json, dest, overwrite):
+    """Make a report folder DEST from a TT-NN graph capture: the JSON ttnn.graph.end_graph_capture_to_file wrote
+    (and its .python_io.json beside it), with the operations, tensors, buffers, errors and devices TT-NN's
+    graph_report.py imports. Every command (summary, ops, html, compare) and ttnn-visualizer read it.
+
+    Example: ttreport import report.json generated/ttreport/reports/imported
+    """
+    _output_folder(dest.parent, dest)
+    path = import_graph_report(report_json, dest, overwrite=overwrite)
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
+        n_ops, n_tensors = (con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("operations", "tensors"))
+    click.echo(f"imported {n_ops} operations and {n_tensors} tensors from {report_json} into {dest}")
 
 
 # -- exports (ttreport.export) ------------------------------------------------------------------
