@@ -8,12 +8,19 @@
     ttnn.execute_trace(device, tid, cq_id=0, blocking=False)                     # y now holds the new result
     ttnn.release_trace(device, tid)
 
-A trace records the top-level ops called between begin and end, with their arguments and
-their output tensors. Replaying runs each op's body again on the same argument objects and
-writes each result into the output tensor the capture made (same buffer, same tensor id),
-so nothing is allocated, as on the device; an intermediate the traced code deallocated is
-brought back for the replay and deallocated again by the replayed deallocate. Unlike TT-NN,
-the ops also run while they are captured (the outputs hold real values at once).
+A trace records the top-level ops called between begin and end, with their arguments. It
+holds no tensor an op made inside the capture: such a tensor is a numbered slot, referenced
+weakly, so an intermediate the model drops (or deallocates) during the capture is freed then,
+as TT-NN frees it (TT-NN's trace keeps addresses, not tensors). Without this, Whisper's
+encoder filled L1 inside a capture: every layer's L1 activations stayed allocated. Tensors
+made before the capture (inputs, weights) are held as they are.
+
+Replaying runs each op's body again: an output the model still holds is written in place
+(same buffer, same tensor id), as on the device; an output it dropped is made afresh as a
+scratch tensor, lives until its last use in the replay, and is freed then, so a replay
+leaves the memory as it found it. An output the model holds but deallocated is brought back
+for the replay and deallocated again by the replayed deallocate. Unlike TT-NN, the ops also
+run while they are captured (the outputs hold real values at once).
 
 In a report, a replay is one `ttnn.execute_trace` op (arguments: trace_id, cq_id) whose
 children are the replayed ops, so each replayed op names its trace through its parent.
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 from device_sim import registry
@@ -44,14 +52,82 @@ class MeshTraceId(int):
         return f"MeshTraceId({int(self)})"
 
 
+@dataclass(frozen=True)
+class _Slot:
+    """Stands, in a captured op's arguments or output, for a tensor an op of the same trace made."""
+
+    index: int
+
+
 @dataclass
 class _Trace:
     trace_id: MeshTraceId
     device: object
     cq_id: int
-    ops: list = field(default_factory=list)  # (op, args, kwargs, output)
+    ops: list = field(default_factory=list)  # (op, args, kwargs, output), tensors made in the capture as _Slots
+    slots: list = field(default_factory=list)  # weakref to the tensor each _Slot stands for
+    last_use: dict = field(default_factory=dict)  # slot index -> index in ops of the last op that reads it
+    made: dict = field(default_factory=dict)  # while capturing: id(tensor) -> its _Slot
     ended: bool = False
     hook: object = None  # the _CaptureHook while capturing
+
+    def _known(self, t):
+        slot = self.made.get(id(t))
+        return slot if slot is not None and self.slots[slot.index]() is t else None  # an id can be reused
+
+    def record(self, op: Op, args, kwargs, output) -> None:
+        """Append one op, its tensors made in this capture replaced by their slots."""
+        at = len(self.ops)
+        outside = [t for t in _tensors((args, kwargs)) if self._known(t) is None]
+        self.ops.append((op, self._args(tuple(args), at), self._args(dict(kwargs), at), self._output(output, outside)))
+
+    # Methods, not closures: a recursive closure is a reference cycle that would keep the tensors alive until gc.
+    def _args(self, v, at: int):
+        from device_sim.tensor import Tensor
+
+        if not isinstance(v, Tensor):
+            return _map(v, self._args, at)
+        slot = self._known(v)
+        if slot is None:
+            return v
+        self.last_use[slot.index] = at
+        return slot
+
+    def _output(self, v, outside: list):
+        from device_sim.tensor import Tensor
+
+        if not isinstance(v, Tensor):
+            return _map(v, self._output, outside)
+        known = self._known(v)
+        if known is not None or any(v is t for t in outside):
+            return known or v  # an argument returned as the output
+        slot = _Slot(len(self.slots))
+        self.slots.append(weakref.ref(v))
+        self.made[id(v)] = slot
+        return slot
+
+
+def _map(v, f, extra):
+    if isinstance(v, tuple):
+        return tuple(f(x, extra) for x in v)
+    if isinstance(v, list):
+        return [f(x, extra) for x in v]
+    if isinstance(v, dict):
+        return {k: f(x, extra) for k, x in v.items()}
+    return v
+
+
+def _tensors(v):
+    from device_sim.tensor import Tensor
+
+    if isinstance(v, Tensor):
+        yield v
+    elif isinstance(v, (tuple, list)):
+        for x in v:
+            yield from _tensors(x)
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _tensors(x)
 
 
 _ids = itertools.count(0)
@@ -91,7 +167,7 @@ class _CaptureHook:
             if mine:
                 self.depth -= 1
                 if self.depth == 0 and exception is None:
-                    self.trace.ops.append((op, args, dict(kwargs), output))
+                    self.trace.record(op, args, kwargs, output)
 
 
 def begin_trace_capture(device, cq_id: int = 0) -> MeshTraceId:
@@ -121,6 +197,7 @@ def end_trace_capture(device, trace_id, cq_id: int = 0) -> None:
         if registry.get_hook() is trace.hook:
             registry.set_hook(trace.hook.inner)
         trace.ended = True
+        trace.made.clear()
 
 
 def _trace(device, trace_id, what: str) -> _Trace:
@@ -153,23 +230,46 @@ def execute_trace(device, trace_id, cq_id: int = 0, blocking: bool = True) -> No
 
 
 def _replay(trace: _Trace, hook) -> None:
-    for op, args, kwargs, out in trace.ops:
+    from device_sim.tensor import Tensor
+
+    live = {}  # slot index -> the tensor it stands for in this replay: the model's own, or a scratch one
+    for index, ref in enumerate(trace.slots):
+        t = ref()
+        if t is not None:
+            live[index] = t
+    held = set(live)
+
+    for at, (op, args, kwargs, out_refs) in enumerate(trace.ops):
+        args, kwargs, out = _resolve(args, live), _resolve(kwargs, live), _resolve(out_refs, live)
         call_kwargs = dict(kwargs)
         if op.output_keyword is not None and call_kwargs.get(op.output_keyword) is not None:
             out = call_kwargs.pop(op.output_keyword)  # it wrote into that tensor when captured
         call_kwargs.pop(op.output_keyword, None)
         token = hook.begin(op, args, kwargs) if hook is not None else None
         try:
-            _run_into(op, args, call_kwargs, out)
+            made = _run_into(op, args, call_kwargs, out)
         except BaseException as exc:
             if hook is not None:
                 hook.end(token, None, exc)
             raise
         if hook is not None:
-            hook.end(token, out, None)
+            hook.end(token, made, None)
+        refs = out_refs if isinstance(out_refs, (list, tuple)) else [out_refs]
+        news = made if isinstance(made, (list, tuple)) else [made]
+        for ref, new in zip(refs, news):
+            if isinstance(ref, _Slot) and isinstance(new, Tensor):
+                live.setdefault(ref.index, new)
+        # A scratch tensor goes at its last use (or at once, unread), as the model dropped it when captured.
+        for index in [i for i in live if i not in held and trace.last_use.get(i, -1) <= at]:
+            del live[index]
 
 
-def _run_into(op: Op, args, kwargs, out) -> None:
+def _resolve(v, live: dict):
+    return live.get(v.index) if isinstance(v, _Slot) else _map(v, _resolve, live)
+
+
+def _run_into(op: Op, args, kwargs, out):
+    """Run `op`, writing into the output tensors the model holds; returns the outputs (scratch ones where none)."""
     from device_sim.tensor import Tensor
 
     run = op.function
@@ -185,14 +285,23 @@ def _run_into(op: Op, args, kwargs, out) -> None:
                 _free_new(result, args, kwargs)
         finally:
             registry._writes.target = previous
-        return
+        return out
     result = run(*args, **kwargs)
-    news = result if isinstance(result, (list, tuple)) else [result]
-    olds = out if isinstance(out, (list, tuple)) else [out]
-    for old, new in zip(olds, news):
-        if isinstance(old, Tensor) and isinstance(new, Tensor) and new is not old:
-            old._value = new._value  # an output the traced code deallocated lives again until its deallocate
-            _free_new(new, args, kwargs)
+    if isinstance(result, (list, tuple)):
+        olds = out if isinstance(out, (list, tuple)) else [None] * len(result)
+        made = [_adopt(old, new, args, kwargs) for old, new in zip(olds, result)]
+        return made if isinstance(result, list) else tuple(made)
+    return _adopt(out, result, args, kwargs)
+
+
+def _adopt(old, new, args, kwargs):
+    from device_sim.tensor import Tensor
+
+    if isinstance(old, Tensor) and isinstance(new, Tensor) and new is not old:
+        old._value = new._value  # an output the traced code deallocated lives again until its deallocate
+        _free_new(new, args, kwargs)
+        return old
+    return new
 
 
 def _free_new(result, args, kwargs) -> None:
