@@ -243,6 +243,7 @@ class _Rows:
                     if owner is not None:
                         self.inputs.append((op_id, owner))
                     self.buffers.extend((op_id, *b) for b in active)
+                    self.captured_graph.append((op_id, _subgraph([node], alone=True)))
                 elif owner is not None and scope is not None:
                     scope["in"].append(owner)
             elif kind == "error":
@@ -303,6 +304,7 @@ class _Rows:
         out_nodes = [self.graph[c] for c in out]
         if py and py["output_tensor_ids"]:
             self.outputs.extend((op_id, t) for t in py["output_tensor_ids"])
+            out_nodes = []  # graph_report.py's subgraph of an op with Python I/O ends at its function_end
         elif out:
             self.outputs.extend((op_id, self.tensor_id(c)) for c in out)
         else:  # lifted from the nested ops: their outputs no other nested op read
@@ -347,9 +349,10 @@ class _Rows:
                                                                           "address")))
 
 
-def _subgraph(nodes: list[dict]) -> str:
+def _subgraph(nodes: list[dict], alone: bool = False) -> str:
     """One op's nodes between a capture_start and a capture_end, renumbered from 0 (graph_report.py's
-    captured_graph, which ttnn-visualizer's graph view reads)."""
+    captured_graph, which ttnn-visualizer's graph view reads). `alone`: a deallocation outside every op, whose one
+    node graph_report.py links to the capture_end and leaves its other numbers as they were."""
     ends = {"arguments": [], "connections": [], "input_tensors": [], "params": {}, "stacking_level": 0}
     raw = [{**ends, "node_type": "capture_start", "connections": [1], "counter": 0}, *(n["raw"] for n in nodes),
            {**ends, "node_type": "capture_end", "counter": 0}]
@@ -357,9 +360,12 @@ def _subgraph(nodes: list[dict]) -> str:
     out = []
     for i, n in enumerate(raw):
         n = {**n, "counter": i, "id": i}
-        for key in ("connections", "input_tensors"):
-            if isinstance(n.get(key), list):
-                n[key] = [renumber.get(c, c) for c in n[key]]
+        if alone and i == 1:
+            n.update({"connections": [2]} if "connections" in n else {})
+        else:
+            for key in ("connections", "input_tensors"):
+                if isinstance(n.get(key), list):
+                    n[key] = [renumber.get(c, c) for c in n[key]]
         out.append(n)
     return json.dumps(out)
 
