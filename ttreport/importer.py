@@ -175,6 +175,7 @@ class _Rows:
         self.per_operation_buffers = per_operation_buffers
         self.operations, self.arguments, self.inputs, self.outputs = [], [], [], []
         self.tensors, self.device_tensors, self.buffers, self.errors = {}, [], [], []
+        self.owner = {}  # address -> the first tensor seen there (graph_report.py's scan of its tensors, as a dict)
         self.stack_traces, self.captured_graph = [], []
 
     def device(self, value, where):
@@ -235,8 +236,7 @@ class _Rows:
                 address = self.deallocated(node, where)
                 if address is not None:
                     active = [b for b in active if b[1] != address]
-                owner = next((tid for tid, t in self.tensors.items() if address is not None and t[5] == address),
-                             None)
+                owner = self.owner.get(address)
                 if not stack:  # outside every op: an op of its own, as graph_report.py makes it
                     op_id = len(self.operations) + 1
                     self.operations.append((op_id, "ttnn::deallocate", 0.0, "ok"))
@@ -248,7 +248,7 @@ class _Rows:
                     scope["in"].append(owner)
             elif kind == "error":
                 open_op = next((s for s in reversed(stack) if not s["nested"]), None)
-                self.errors.append({"after": len(self.operations) + (1 if open_op else 0),
+                self.errors.append({"after": len(self.operations) + 1 if open_op else 0,
                                     "name": self.r.text(params.get("error_operation"), f"{where}.params."
                                                         "error_operation"),
                                     "type": self.r.text(params.get("error_type"), f"{where}.params.error_type",
@@ -330,6 +330,8 @@ class _Rows:
             return
         device_id = None if p.get("device_id") is None else self.device(p.get("device_id"), f"{where}.params.device_id")
         address = None if p.get("address") is None else self.r.int(p.get("address"), f"{where}.params.address")
+        if address is not None:
+            self.owner.setdefault(address, tid)
         self.tensors[tid] = (self.r.text(p.get("shape"), f"{where}.params.shape"),
                              self.r.text(p.get("dtype"), f"{where}.params.dtype", None),
                              self.r.text(p.get("layout"), f"{where}.params.layout", None),
