@@ -219,7 +219,10 @@ def agree(graph_report, tmp_path, name):
                 "SELECT operation_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout FROM buffers "
                 "ORDER BY 1, 3",
                 "SELECT operation_id, name, value FROM operation_arguments ORDER BY 1, 2",
-                "SELECT device_id, l1_num_banks, worker_l1_size FROM devices"):
+                "SELECT device_id, l1_num_banks, worker_l1_size FROM devices",
+                "SELECT operation_id, unique_id, node_operation_id, name FROM nodes ORDER BY 2",
+                "SELECT operation_id, source_unique_id, sink_unique_id, source_output_index, sink_input_index, key "
+                "FROM edges ORDER BY 1, 2, 4"):
         assert rows(ours, sql) == rows(theirs, sql), sql
     subgraphs = "SELECT operation_id, captured_graph FROM captured_graph ORDER BY 1"
     assert [(op, json.loads(g)) for op, g in rows(ours, subgraphs)] == [

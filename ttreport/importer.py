@@ -7,8 +7,8 @@ The rows are those TT-NN's own importer, ttnn/graph_report.py (tt-metal, report 
 JSON: one operation per top-level function_start/function_end pair (TT-NN's wrapper ops filtered the same way),
 its inputs and outputs from the `.python_io.json` records when there are any, else from the graph's tensor nodes,
 the buffers live at each op's end, a `ttnn::deallocate` op for a deallocation outside any op, the devices
-(renumbered from 0), errors, device tensors and each op's captured subgraph. They go into a database that
-db.create makes, so the folder is a current ttreport report that every `ttreport` command and ttnn-visualizer read.
+(renumbered from 0), errors, device tensors, each op's captured subgraph and its nodes and edges. They go into a
+database that db.create makes: a current ttreport report that every `ttreport` command and ttnn-visualizer read.
 Where ttreport departs from graph_report.py, it is on purpose: an error row names the op it happened in (TT-NN's
 names operation 0) and that op's status is "error"; a tensor whose id is 0 is kept (TT-NN's `if tid:` drops it).
 
@@ -176,7 +176,7 @@ class _Rows:
         self.operations, self.arguments, self.inputs, self.outputs = [], [], [], []
         self.tensors, self.device_tensors, self.buffers, self.errors = {}, [], [], []
         self.owner = {}  # address -> the first tensor seen there (graph_report.py's scan of its tensors, as a dict)
-        self.stack_traces, self.captured_graph = [], []
+        self.stack_traces, self.captured_graph, self.nodes = [], [], []
 
     def device(self, value, where):
         raw = self.r.int(value, where)
@@ -208,6 +208,7 @@ class _Rows:
                               "python_io": queue.popleft() if queue else None})
                 if not nested:
                     depth += 1
+                    self.nodes.append((0, node["counter"], len(self.operations) + 1, name))
                     scope = {"nodes": [node], "in": [], "out": [], "out_nodes": [], "nested_out": set(),
                              "nested_in": set()}
             elif kind == "function_end":
@@ -240,6 +241,7 @@ class _Rows:
                 if not stack:  # outside every op: an op of its own, as graph_report.py makes it
                     op_id = len(self.operations) + 1
                     self.operations.append((op_id, "ttnn::deallocate", 0.0, "ok"))
+                    self.nodes.append((0, node["counter"], op_id, "ttnn::deallocate"))
                     if owner is not None:
                         self.inputs.append((op_id, owner))
                     self.buffers.extend((op_id, *b) for b in active)
@@ -478,6 +480,12 @@ def _write(db_path: Path, rows: _Rows, device_rows: dict) -> None:
         con.executemany("INSERT INTO stack_traces (operation_id, stack_trace) VALUES (?, ?)", rows.stack_traces)
         con.executemany("INSERT INTO captured_graph (operation_id, captured_graph) VALUES (?, ?)",
                         rows.captured_graph)
+        con.executemany("INSERT INTO nodes (operation_id, unique_id, node_operation_id, name) VALUES (?, ?, ?, ?)",
+                        rows.nodes)
+        con.executemany("INSERT INTO edges (operation_id, source_unique_id, sink_unique_id, source_output_index, "
+                        "sink_input_index, key) VALUES (?, ?, ?, ?, 0, ?)",
+                        [(op_id, n["counter"], sink, i, i) for op_id, g in rows.captured_graph
+                         for n in json.loads(g) for i, sink in enumerate(n["connections"])])
         con.executemany(f"INSERT INTO devices VALUES ({', '.join('?' * len(DEVICE_COLUMNS))})",
                         list(device_rows.values()))
         con.execute("COMMIT")
