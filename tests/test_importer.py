@@ -230,3 +230,17 @@ def agree(graph_report, tmp_path, name):
     # errors: the same error, named by the op it happened in (TT-NN's row names operation 0)
     error = "SELECT operation_name, error_type, error_message FROM errors"
     assert rows(ours, error) == rows(theirs, error)
+
+
+def test_an_imported_report_opens_in_ttnn_visualizer_with_its_ops_tensors_and_buffers(visualizer, both):
+    _, imported = both
+    instance = visualizer.open(imported.parent)
+    ops = visualizer.get("/api/operations", instance)
+    assert [o["name"] for o in ops] == ["ttnn.linear", "ttnn.relu", "ttnn.add", "ttnn.matmul"]
+    made = dict(rows(imported, "SELECT operation_id, address FROM output_tensors JOIN tensors USING (tensor_id)"))
+    for op in ops[:3]:
+        (out,) = op["outputs"]
+        assert out["address"] == made[op["id"]]
+    detail = visualizer.get(f"/api/operations/{ops[2]['id']}", instance)
+    assert {(b["address"], b["device_id"]) for b in detail["buffers"]} == set(
+        rows(imported, "SELECT address, device_id FROM buffers WHERE operation_id = ?", ops[2]["id"]))
