@@ -244,3 +244,29 @@ def test_an_imported_report_opens_in_ttnn_visualizer_with_its_ops_tensors_and_bu
     detail = visualizer.get(f"/api/operations/{ops[2]['id']}", instance)
     assert {(b["address"], b["device_id"]) for b in detail["buffers"]} == set(
         rows(imported, "SELECT address, device_id FROM buffers WHERE operation_id = ?", ops[2]["id"]))
+
+
+@pytest.mark.skipif(not GRAPH_REPORT.exists(),
+                    reason=f"no tt-metal checkout at {TT_METAL_HOME} to load TT-NN's graph_report.py from "
+                           f"(peer/README.md lays one out)")
+def test_tt_nn_graph_report_and_ttreport_import_agree_on_a_mesh_run(tmp_path):
+    spec = importlib.util.spec_from_file_location("tt_metal_graph_report", GRAPH_REPORT)
+    graph_report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(graph_report)
+    mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
+    try:
+        x = ttnn.from_torch(torch.randn(1, 1, 64, 256), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh,
+                            mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))
+        ttnn.graph.begin_graph_capture()
+        try:
+            ttnn.all_gather(ttnn.relu(x), dim=3)
+        finally:
+            ttnn.graph.end_graph_capture_to_file(tmp_path / "report.json")
+    finally:
+        ttnn.close_mesh_device(mesh)
+    agree(graph_report, tmp_path, "mesh")
+    ours = tmp_path / "mesh" / "db.sqlite"
+    assert rows(ours, "SELECT count(*) FROM devices") == [(2,)]
+    assert rows(ours, "SELECT count(DISTINCT tensor_id) FROM device_tensors") == [(3,)]
+    same = "SELECT tensor_id, device_id, address FROM device_tensors ORDER BY 1, 2"
+    assert rows(ours, same) == rows(tmp_path / "tt-nn mesh" / "db.sqlite", same)
