@@ -274,7 +274,14 @@ def _run_into(op: Op, args, kwargs, out):
 
     run = op.function
     if registry._per_device is not None and not op.mesh_aware:
-        run = registry._per_device(run, args, kwargs) or run
+        run = registry._per_device(op, run, args, kwargs) or run
+    if isinstance(out, Tensor) and out.is_allocated() and getattr(out, "shards", None):
+        # A mesh tensor: the per-chip runs make a new one; each chip's values go into the held tensor's shard.
+        result = run(*args, **kwargs)
+        for shard, value in zip(out.shards, result.shards):
+            shard._write(value.value)
+        out._value = out.shards[0]._value  # a mesh tensor keeps its first shard's values as its own
+        return out
     if isinstance(out, Tensor) and out.is_allocated():
         # The op's output() writes into `out` (its buffer stays): the path ops' output_tensor= takes.
         previous, registry._writes.target = registry._writes.target, (op.name, out)

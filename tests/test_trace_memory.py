@@ -96,3 +96,31 @@ def test_a_replayed_two_layer_model_matches_torch_and_leaks_nothing(device):
         assert pcc(ttnn.to_torch(y), reference(rnd(32, 64, seed=seed), w1, w2)) > 0.999
         assert len(device.memory.live_buffers()) == live
     ttnn.release_trace(device, tid)
+
+
+def test_a_replay_on_a_mesh_writes_each_chip_into_the_held_output():
+    """A mesh op runs once per chip: the replay puts each chip's result into the held output's own shard."""
+    mesh = ttnn.open_mesh_device(ttnn.MeshShape(1, 2))
+    try:
+        def on_mesh(t):
+            return ttnn.from_torch(t, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh,
+                                   mesh_mapper=ttnn.ReplicateTensorToMesh(mesh))
+
+        w = rnd(64, 64, seed=7) / 8
+        tw, x = on_mesh(w), on_mesh(rnd(32, 64))
+        tid = ttnn.begin_trace_capture(mesh)
+        try:
+            y = ttnn.gelu(ttnn.linear(x, tw, memory_config=ttnn.L1_MEMORY_CONFIG))
+        finally:
+            ttnn.end_trace_capture(mesh, tid)
+        addresses = [s.buffer_address() for s in y.shards]
+        ttnn.copy_host_to_device_tensor(ttnn.from_torch(rnd(32, 64, seed=1), dtype=ttnn.bfloat16, layout=ttnn.TILE,
+                                                        mesh_mapper=ttnn.ReplicateTensorToMesh(mesh)), x)
+        ttnn.execute_trace(mesh, tid)
+        got = ttnn.to_torch(y, mesh_composer=ttnn.ConcatMeshToTensor(mesh, dim=0))
+        want = torch.nn.functional.gelu(rnd(32, 64, seed=1) @ w)
+        assert [pcc(chip, want) > 0.999 for chip in got.split(32)] == [True, True]
+        assert [s.buffer_address() for s in y.shards] == addresses
+        ttnn.release_trace(mesh, tid)
+    finally:
+        ttnn.close_mesh_device(mesh)
