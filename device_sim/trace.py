@@ -245,15 +245,20 @@ def _replay(trace: _Trace, hook) -> None:
         if op.output_keyword is not None and call_kwargs.get(op.output_keyword) is not None:
             out = call_kwargs.pop(op.output_keyword)  # it wrote into that tensor when captured
         call_kwargs.pop(op.output_keyword, None)
-        token = hook.begin(op, args, kwargs) if hook is not None else None
+        # An op on a mesh runs through the per-chip runner, which tells the hook itself (as registry's wrapper
+        # leaves it to): told here too, a profiler recorded each replayed mesh op twice, one nested in the other.
+        on_mesh = registry._per_device is not None and not op.mesh_aware and \
+            registry._per_device(op, op.function, args, call_kwargs) is not None
+        here = hook if not on_mesh else None
+        token = here.begin(op, args, kwargs) if here is not None else None
         try:
             made = _run_into(op, args, call_kwargs, out)
         except BaseException as exc:
-            if hook is not None:
-                hook.end(token, None, exc)
+            if here is not None:
+                here.end(token, None, exc)
             raise
-        if hook is not None:
-            hook.end(token, made, None)
+        if here is not None:
+            here.end(token, made, None)
         refs = out_refs if isinstance(out_refs, (list, tuple)) else [out_refs]
         news = made if isinstance(made, (list, tuple)) else [made]
         for ref, new in zip(refs, news):

@@ -124,3 +124,28 @@ def test_a_replay_on_a_mesh_writes_each_chip_into_the_held_output():
         ttnn.release_trace(mesh, tid)
     finally:
         ttnn.close_mesh_device(mesh)
+
+
+def test_a_profiler_records_each_replayed_mesh_op_once(tmp_path):
+    """The per-chip runner tells the hook of a mesh op itself; the replay told it too, so a capture recorded each
+    replayed mesh op twice, one nested in the other."""
+    import sqlite3
+
+    import ttreport
+
+    mesh = ttnn.open_mesh_device(ttnn.MeshShape(1, 2))
+    try:
+        x = ttnn.from_torch(rnd(32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh,
+                            mesh_mapper=ttnn.ReplicateTensorToMesh(mesh))
+        with ttreport.capture(tmp_path / "r"):
+            tid = ttnn.begin_trace_capture(mesh)
+            ttnn.relu(x)
+            ttnn.end_trace_capture(mesh, tid)
+            ttnn.execute_trace(mesh, tid)
+        ttnn.release_trace(mesh, tid)
+    finally:
+        ttnn.close_mesh_device(mesh)
+    con = sqlite3.connect(tmp_path / "r" / "db.sqlite")
+    ops = con.execute("SELECT name, depth FROM operations ORDER BY operation_id").fetchall()
+    con.close()
+    assert ops == [("ttnn.relu", 0), ("ttnn.execute_trace", 0), ("ttnn.relu", 1)]
