@@ -291,13 +291,7 @@ def _timeline(report, summary, limit, depth) -> dict:
         t["y"].append(f"{_text(op.thread or 'main', 100)} depth {op.depth or 0}")
         t["customdata"].append(op.id)
         t["hovertext"].append(f"op {op.id} {_text(op.name, 300)} {_seconds((end - op.start_ns) / 1e9)}")
-    order = sorted(traces, key=lambda n: named.index(n) if n in named else len(named))
-    data = [traces[n] for n in order]
-    for i, (n, t) in enumerate(zip(order, data)):
-        t["marker"] = {"color": _COLOURS[i] if n != "other" else _COLOURS[-1]}
-    return {"data": data, "layout": {"barmode": "overlay", "xaxis": {"title": {"text": "time (ms)"}},
-                                     "yaxis": {"autorange": "reversed", "type": "category", "automargin": True},
-                                     "margin": {"t": 20}, "legend": {"font": {"size": 10}}}}
+    return _timeline_figure(traces, named, "time (ms)")
 
 
 def _device_timeline(report, summary, limit: int) -> dict:
@@ -317,11 +311,16 @@ def _device_timeline(report, summary, limit: int) -> dict:
         t["x"].append(max(d.end_ns - d.start_ns, 1) / 1e6)
         t["y"].append(f"device {d.device_id}")
         t["customdata"].append(d.operation_id)
+    return _timeline_figure(traces, named, "estimated device time (ms)")
+
+
+def _timeline_figure(traces: dict, named: list, x_title: str) -> dict:
+    """A timeline's figure (host or device): a trace per op name in the legend's order, "other" last and grey."""
     order = sorted(traces, key=lambda n: named.index(n) if n in named else len(named))
     data = [traces[n] for n in order]
     for i, (n, t) in enumerate(zip(order, data)):
         t["marker"] = {"color": _COLOURS[i] if n != "other" else _COLOURS[-1]}
-    return {"data": data, "layout": {"barmode": "overlay", "xaxis": {"title": {"text": "estimated device time (ms)"}},
+    return {"data": data, "layout": {"barmode": "overlay", "xaxis": {"title": {"text": x_title}},
                                      "yaxis": {"autorange": "reversed", "type": "category", "automargin": True},
                                      "margin": {"t": 20}, "legend": {"font": {"size": 10}}}}
 
