@@ -19,7 +19,17 @@ from pathlib import Path
 
 import torch
 
-from bench import capture_overhead, comparison, device_time, dispatch, footprint, persistence, queries, tensor_storage
+from bench import (
+    capture_overhead,
+    comparison,
+    device_time,
+    dispatch,
+    footprint,
+    persistence,
+    queries,
+    seams,
+    tensor_storage,
+)
 from bench import exports as exports_bench
 from bench import startup as startup_bench
 from bench import store as store_bench
@@ -38,6 +48,7 @@ FULL = dict(
     startup=dict(repeats=5),
     device_time=dict(),
     footprint=dict(n_ops=20_000, repeats=7, plugin_tests=20),
+    seams=dict(ops=20_000, repeats=3),
 )
 QUICK = dict(
     capture=dict(n_ops=200, repeats=1, commit_ops=5),
@@ -52,6 +63,7 @@ QUICK = dict(
     startup=dict(repeats=1),
     device_time=dict(),
     footprint=dict(n_ops=200, repeats=2, plugin_tests=2),
+    seams=dict(ops=200, repeats=1),
 )
 TITLES = {
     "capture": "1. Capture overhead (model thread)",
@@ -66,6 +78,7 @@ TITLES = {
     "device_time": "10. Device time against real Wormhole measurements (held-out cases)",
     "footprint": "11. Start-up, bytes, the writer against SQLite, the close (issue 33)",
     "startup": "12. Reading commands' start-up; compare, the CLI against the API (issue 33)",
+    "seams": "13. Each native fast path against its pure-Python specification (issue 32)",
 }
 
 
@@ -117,6 +130,8 @@ def main(argv=None) -> int:
                 figures = device_time.run(**sizes[key])
             elif key == "startup":
                 figures = startup_bench.run(tmp, **sizes[key])
+            elif key == "seams":
+                figures = seams.run(tmp, **sizes[key])
             elif key == "footprint":
                 figures = footprint.run(tmp, **sizes[key], big_ops=args.capture_ops)
             for f in figures:
