@@ -29,7 +29,8 @@ FIGURES = [
     "capture start, warm", "pytest plugin: added per test", "default report, 32x32 adds: bytes per op",
     "writer process / SQLite alone",
     "ttreport summary: fastest of 1", "compare: CLI / API",
-    "device_sim dispatch + allocator (add 32x32): pure / C", "ttreport hook + stack walk (captured add 32x32): pure / C",
+    "device_sim dispatch + allocator (add 32x32): pure / C",
+    "ttreport hook + stack walk (captured add 32x32): pure / C",
 ]
 # Benchmark 9 needs a PostgreSQL server; where none can start it says "skipped: ..." instead.
 STORE_FIGURES = ["history for one op (all runs): p50", "history for one op and shape: p50", "runs (every run): p50"]
