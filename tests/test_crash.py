@@ -415,12 +415,29 @@ def cli(*args):
 def kill_with_its_writer(pid: int) -> None:
     """SIGKILL a capturing process and, first, its writer process (its child), as an OOM killer of the whole job
     does: their WAL and op log are left with nobody to finish them (the writer alone outlives the model)."""
+    children = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError, IndexError, ValueError):
                 if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
                     os.kill(int(entry.name), signal.SIGKILL)
+                    children.append(int(entry.name))
     os.kill(pid, signal.SIGKILL)
+    # A SIGKILLed process lets go of its files (the folder's lock) only as it exits, which a loaded machine may
+    # delay past the next line: a reader that came first saw the lock held (one full run in ~6 did).
+    deadline = time.monotonic() + 30
+    while any(_running(child) for child in children):
+        assert time.monotonic() < deadline, f"the writer process {children} outlived SIGKILL by 30 s"
+        time.sleep(0.01)
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` has not exited yet (gone, or a zombie whose files are closed, counts as exited)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def test_the_first_reader_folds_a_killed_captures_wal_so_db_sqlite_stands_alone(zygote, tmp_path):
