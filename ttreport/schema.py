@@ -321,6 +321,26 @@ device_perf = Table(
     Column("math_fidelity", Text),  # the fidelity the compute figure assumes ("HiFi2"); NULL: no matrix work
 )
 
+# Measured device times attached from a real profiler run (`ttreport attach`, ttreport/read/measured.py): one row per
+# device operation of TT-NN's ops_perf_results.csv (signposts left out), in the file's order, and the report op it was
+# matched to. Attaching again replaces every row. No rows: nothing attached (a report made before this table too).
+measured_perf = Table(
+    "measured_perf", metadata,
+    Column("position", Integer, primary_key=True),  # the device operation's place in the file, from 1
+    _id("operation_id"),  # the report op it matched (in order, by OP CODE); NULL: no op of the report matched it
+    Column("op_code", Text),  # OP CODE ("MatmulDeviceOperation")
+    _id("device_id"),  # DEVICE ID
+    Column("global_call_count", Integer),
+    Column("kernel_ns", Integer),  # DEVICE KERNEL DURATION [ns]: the measured figure set beside device_perf.ideal_ns
+    Column("fw_ns", Integer),  # DEVICE FW DURATION [ns]
+    Column("core_count", Integer),
+    Column("math_fidelity", Text),
+    # Each tensor as "1x1x19x1280|TILE|BFLOAT16|DRAM_INTERLEAVED" (logical shape), ';' between tensors: what
+    # `ttreport calibrate` rebuilds the op's operands from (bench/data/wormhole_ops_perf/cases.csv's form)
+    Column("inputs", Text), Column("outputs", Text),
+    Column("attributes", Text),  # ATTRIBUTES, as the file has it (an eltwise op's type: BinaryOpType::ADD)
+)
+
 report_metadata = Table(
     "report_metadata", metadata,
     Column("key", Text, primary_key=True),

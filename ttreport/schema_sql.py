@@ -353,6 +353,23 @@ TABLES = [
         ')'
     ),
     (
+        'CREATE TABLE IF NOT EXISTS measured_perf (\n'
+        '\tposition INTEGER NOT NULL, \n'
+        '\toperation_id INTEGER, \n'
+        '\top_code TEXT, \n'
+        '\tdevice_id INTEGER, \n'
+        '\tglobal_call_count INTEGER, \n'
+        '\tkernel_ns INTEGER, \n'
+        '\tfw_ns INTEGER, \n'
+        '\tcore_count INTEGER, \n'
+        '\tmath_fidelity TEXT, \n'
+        '\tinputs TEXT, \n'
+        '\toutputs TEXT, \n'
+        '\tattributes TEXT, \n'
+        '\tPRIMARY KEY (position)\n'
+        ')'
+    ),
+    (
         'CREATE TABLE IF NOT EXISTS report_metadata (\n'
         '\t"key" TEXT NOT NULL, \n'
         '\tvalue TEXT, \n'
@@ -560,6 +577,20 @@ COLUMNS = {
     'global_tensor_comparison_records': ('tensor_id', 'golden_tensor_id', 'matches', 'desired_pcc', 'actual_pcc'),
     'input_tensors': ('operation_id', 'input_index', 'tensor_id', 'rank'),
     'local_tensor_comparison_records': ('tensor_id', 'golden_tensor_id', 'matches', 'desired_pcc', 'actual_pcc'),
+    'measured_perf': (
+        'position',
+        'operation_id',
+        'op_code',
+        'device_id',
+        'global_call_count',
+        'kernel_ns',
+        'fw_ns',
+        'core_count',
+        'math_fidelity',
+        'inputs',
+        'outputs',
+        'attributes',
+    ),
     'nodes': ('operation_id', 'unique_id', 'node_operation_id', 'name', 'rank'),
     'operation_arguments': ('operation_id', 'name', 'value', 'rank'),
     'operation_graphs': ('operation_id', 'graph_id'),
