@@ -214,6 +214,9 @@ class _Processor:
         metadata = {"capture_timestamp_ns": self.timestamp_ns}
         if self.graph[-1]["node_type"] == "capture_end":
             metadata["total_duration_ns"] = self.graph[-1].get("duration_ns", 0)
+        # the distributed context's place (TT-NN 0.81's get_report(); its graph_report.py refuses a file without
+        # a rank): device_sim runs in one process, rank 0 of 1, whatever the mesh
+        metadata.update(rank=0, world_size=1)
         return {"version": REPORT_VERSION, "graph": self.graph, "devices": list(self.devices.values()),
                 "metadata": metadata}
 

@@ -2,19 +2,19 @@
 
 A model runs on device_sim under ttreport.capture and ttnn.graph's capture at once (the graph's hook hands every
 op on to ttreport's), so the imported report and the captured one describe the same ops, tensors and buffers.
-The differential test against TT-NN's own importer, ttnn/graph_report.py, skips without a tt-metal checkout.
+The differential tests load TT-NN's own importer, ttnn/graph_report.py, out of the ttnn 0.81.1 wheel that `make test`
+downloads (tests/graph_report_wheel.py); without the wheel they skip, naming the command that fetches it.
 
     .venv/bin/python -m pytest tests/test_importer.py -q
 """
 
-import importlib.util
 import json
-import os
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+import graph_report_wheel  # tests/graph_report_wheel.py
 import pytest
 import torch
 
@@ -23,8 +23,6 @@ import ttreport
 from ttreport import db
 
 REPO = Path(__file__).resolve().parent.parent
-TT_METAL_HOME = Path(os.environ.get("TT_METAL_HOME", REPO / "generated" / "tt-metal"))
-GRAPH_REPORT = TT_METAL_HOME / "ttnn" / "ttnn" / "graph_report.py"
 
 
 def cli(*args) -> subprocess.CompletedProcess:
@@ -185,13 +183,9 @@ def test_the_yaml_a_report_carries_is_written_only_inside_dest_under_its_fixed_n
     assert (tmp_path / "out" / "cluster_descriptor.yaml").read_text() == "chips: {0: [0, 0, 0, 0]}\n"
 
 
-@pytest.mark.skipif(not GRAPH_REPORT.exists(),
-                    reason=f"no tt-metal checkout at {TT_METAL_HOME} to load TT-NN's graph_report.py from "
-                           f"(peer/README.md lays one out)")
+@graph_report_wheel.needs_wheel
 def test_tt_nn_graph_report_and_ttreport_import_agree_on_ops_tensors_and_buffers(device, tmp_path):
-    spec = importlib.util.spec_from_file_location("tt_metal_graph_report", GRAPH_REPORT)
-    graph_report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(graph_report)
+    graph_report = graph_report_wheel.load()
     ttnn.from_torch(torch.rand(1))  # graph_report.py drops a tensor whose id is 0 (`if tid:`); ttreport keeps it
     x, w = model(device)
     ttnn.graph.begin_graph_capture(ttnn.graph.RunMode.NORMAL)
@@ -246,13 +240,9 @@ def test_an_imported_report_opens_in_ttnn_visualizer_with_its_ops_tensors_and_bu
         rows(imported, "SELECT address, device_id FROM buffers WHERE operation_id = ?", ops[2]["id"]))
 
 
-@pytest.mark.skipif(not GRAPH_REPORT.exists(),
-                    reason=f"no tt-metal checkout at {TT_METAL_HOME} to load TT-NN's graph_report.py from "
-                           f"(peer/README.md lays one out)")
+@graph_report_wheel.needs_wheel
 def test_tt_nn_graph_report_and_ttreport_import_agree_on_a_mesh_run(tmp_path):
-    spec = importlib.util.spec_from_file_location("tt_metal_graph_report", GRAPH_REPORT)
-    graph_report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(graph_report)
+    graph_report = graph_report_wheel.load()
     mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
     try:
         x = ttnn.from_torch(torch.randn(1, 1, 64, 256), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh,

@@ -1,13 +1,13 @@
 """ttnn.graph (device_sim/graph.py): TT-NN's graph capture, its trace readers, and TT-NN's own importer reading it.
 
-The differential tests load tt-metal's pure-Python importer, ttnn/graph_report.py, from the checkout that
-`make peer` uses (TT_METAL_HOME, default generated/tt-metal, at peer/TT_METAL_COMMIT), and run tt-metal's own
-graph unit tests through peer/plugin.py; both skip, saying so, when no checkout is laid out.
+The differential test loads TT-NN's pure-Python importer, ttnn/graph_report.py, out of the ttnn 0.81.1 wheel that
+`make test` downloads (tests/graph_report_wheel.py). tt-metal's own graph unit tests run through peer/plugin.py
+from the checkout that `make peer` uses (TT_METAL_HOME, default generated/tt-metal, at peer/TT_METAL_COMMIT).
+Each skips, saying what to fetch, without its source.
 
     .venv/bin/python -m pytest tests/test_ttnn_graph.py -q
 """
 
-import importlib.util
 import json
 import os
 import sqlite3
@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import graph_report_wheel  # tests/graph_report_wheel.py
 import pytest
 import torch
 
@@ -23,8 +24,7 @@ from device_sim import registry
 
 REPO = Path(__file__).resolve().parent.parent
 TT_METAL_HOME = Path(os.environ.get("TT_METAL_HOME", REPO / "generated" / "tt-metal"))
-GRAPH_REPORT = TT_METAL_HOME / "ttnn" / "ttnn" / "graph_report.py"
-needs_tt_metal = pytest.mark.skipif(not GRAPH_REPORT.exists(),
+needs_tt_metal = pytest.mark.skipif(not (TT_METAL_HOME / "tests" / "ttnn").is_dir(),
                                     reason=f"no tt-metal checkout at {TT_METAL_HOME} (peer/README.md lays one out)")
 
 
@@ -154,11 +154,9 @@ def test_the_graph_hook_hands_every_op_on_to_the_hook_installed_before_it(device
     assert seen[-2:] == ["ttnn.relu", "end ttnn.relu"] and ttnn.graph.extract_calltrace(trace)[0] == "ttnn.relu"
 
 
-@needs_tt_metal
+@graph_report_wheel.needs_wheel
 def test_tt_nn_graph_report_imports_the_report_file_as_the_ops_ran(device, tmp_path):
-    spec = importlib.util.spec_from_file_location("tt_metal_graph_report", GRAPH_REPORT)
-    graph_report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(graph_report)
+    graph_report = graph_report_wheel.load()
     ttnn.from_torch(torch.rand(1))  # graph_report.py drops a tensor whose id is 0 (`if tid:`)
     x = ttnn.from_torch(torch.rand(1, 1, 32, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     ttnn.graph.begin_graph_capture(ttnn.graph.RunMode.NORMAL)

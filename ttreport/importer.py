@@ -3,7 +3,7 @@
     from ttreport.importer import import_graph_report
     import_graph_report("report.json", Path("generated/ttreport/reports/imported"))  # -> the folder's db.sqlite
 
-The rows are those TT-NN's own importer, ttnn/graph_report.py (tt-metal, report version 1), makes from the same
+The rows are those TT-NN's own importer, ttnn/graph_report.py (ttnn 0.81.1's, report version 1), makes from the same
 JSON: one operation per top-level function_start/function_end pair (TT-NN's wrapper ops filtered the same way),
 its inputs and outputs from the `.python_io.json` records when there are any, else from the graph's tensor nodes,
 the buffers live at each op's end, a `ttnn::deallocate` op for a deallocation outside any op, the devices
@@ -208,7 +208,9 @@ class _Rows:
                               "python_io": queue.popleft() if queue else None})
                 if not nested:
                     depth += 1
-                    self.nodes.append((0, node["counter"], len(self.operations) + 1, name))
+                    # (operation_id, unique_id, node_operation_id, name): TT-NN 0.81's graph_report.py fills both ids
+                    # with the op's (the older one at peer/TT_METAL_COMMIT wrote operation_id 0)
+                    self.nodes.append((len(self.operations) + 1, node["counter"], len(self.operations) + 1, name))
                     scope = {"nodes": [node], "in": [], "out": [], "out_nodes": [], "nested_out": set(),
                              "nested_in": set()}
             elif kind == "function_end":
@@ -241,7 +243,7 @@ class _Rows:
                 if not stack:  # outside every op: an op of its own, as graph_report.py makes it
                     op_id = len(self.operations) + 1
                     self.operations.append((op_id, "ttnn::deallocate", 0.0, "ok"))
-                    self.nodes.append((0, node["counter"], op_id, "ttnn::deallocate"))
+                    self.nodes.append((op_id, node["counter"], op_id, "ttnn::deallocate"))
                     if owner is not None:
                         self.inputs.append((op_id, owner))
                     self.buffers.extend((op_id, *b) for b in active)
