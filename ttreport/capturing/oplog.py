@@ -64,6 +64,7 @@ from device_sim.types import (
     TensorMemoryLayout,
 )
 from ttreport.capturing import records
+from ttreport.capturing.log_perf import LogPerf, device_fields
 from ttreport.capturing.records import (  # noqa: F401 (the definitions' tags: the log's, named here for its readers)
     ALLOC,
     CBS,
@@ -88,6 +89,7 @@ from ttreport.capturing.records import (  # noqa: F401 (the definitions' tags: t
     OpField,
     TensorArg,
 )
+from ttreport.capturing.writer import MAX_VALUE_CHARS
 from ttreport.errors import LossWarner, ReportIncompleteWarning
 from ttreport.folder import OPLOG_DIR, remove_log, segment_path  # noqa: F401 (the log's file names: the folder's)
 
@@ -421,8 +423,6 @@ class LogSink:
 
     def define_device(self, device) -> None:
         """A chip's PerfConfig, for the estimates the writer process makes (ttreport.capturing.log_perf)."""
-        from ttreport.capturing.log_perf import device_fields
-
         self._pending.append((DEVICE_PERF, device.device_id, device_fields(device)))
 
     def wire(self, v):
@@ -467,8 +467,6 @@ class LogQueue:
 def value_text(v) -> str:
     """An argument value's text, as writer.Writer.format_value makes it for a value that is not a tensor, list
     or tuple (the writer process formats it no further: its repr is this text)."""
-    from ttreport.capturing.writer import MAX_VALUE_CHARS
-
     text = f"torch.Tensor(shape={list(v.shape)}, dtype={v.dtype})" if _is_torch_tensor(v) else repr(v)
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "..."
 
@@ -731,8 +729,6 @@ class LogTail:
         self.folder = Path(folder)
         self.trusted = trusted
         self.defs = Definitions()
-        from ttreport.capturing.log_perf import LogPerf
-
         self.perf = LogPerf()  # device_perf rows of the ops not estimated on the model's thread
         self.on_flush = on_flush or (lambda token: None)  # a FLUSH record's waiter is told through this
         self.segment = 1

@@ -47,7 +47,7 @@ from device_sim.distributed import MeshTensor
 from device_sim.tensor import DEFAULT_TILE, Tensor
 from device_sim.types import BufferType, Layout
 from ttreport import schema_sql
-from ttreport.capturing import log_perf, stacks
+from ttreport.capturing import log_perf, log_tensors, stacks
 from ttreport.capturing.records import (  # noqa: F401 (FILE_LOST, FLUSH, META, STOP: for the capture's own records)
     ALLOC,
     DEVICE,
@@ -203,8 +203,6 @@ class Recorder:
             pages=self.config.buffer_pages, store_inputs=self._store_inputs, store_outputs=self._store_outputs,
             program_type=Program, graphs=self.config.device_graphs)
         self.begin, self.end, self._on_buffer = native.begin, native.end, native.on_buffer
-        from ttreport.capturing import log_tensors  # (it imports this module)
-
         storage = self.storage
         if self._store_outputs and isinstance(storage, log_tensors.LogStorage) and storage.pt:
             # A stored output's values into the op's own write, in C (_plan_storage and put_with_op's common case)

@@ -420,8 +420,6 @@ class Capture(contextlib.ContextDecorator):
                 _write_metadata(self.db_path, lost)
             except (sqlite3.Error, OSError) as e:
                 self._warner.warn(f"ttreport: {self.db_path} could not be finalised ({e}); {lost}")
-        elif self.config.perf_files and self._writer.perf_files_written:
-            self.close_s["perf_files"] = self._writer.perf_files_s  # the writer process's, as ops came (live_perf)
         elif self.config.perf_files:
             started = time.perf_counter()
             self._write_perf_files()
@@ -441,6 +439,8 @@ class Capture(contextlib.ContextDecorator):
     def _write_perf_files(self) -> None:
         """TT-NN's performance report files (ops_perf_results.csv, profile_log_device.csv) beside db.sqlite,
         from the committed db by the reading side's exporter: once, at close, never on the model's thread."""
+        # Deferred past the capture start: the reading side (read.report and the exporters it loads) takes
+        # 19-29 ms to import on top of this module, which a capture needs only at close.
         from ttreport.read.report import Report
 
         try:
@@ -471,7 +471,7 @@ class Capture(contextlib.ContextDecorator):
             return r.summary()
 
     def _report(self):
-        from ttreport.read.report import Report, ReportError
+        from ttreport.read.report import Report, ReportError  # deferred past the capture start, as above
 
         if self.path is None:
             raise ReportError(f"{self!r} has not started, so it has no report yet: read it after its `with` block")
