@@ -37,7 +37,7 @@ import re
 import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 
 import torch
 
@@ -247,7 +247,7 @@ class _OpHook:
         return f"<ttnn.graph's hook, in front of {self.inner!r}>"
 
     def begin(self, op, args, kwargs):
-        inputs = _tensors((args, kwargs), [])
+        inputs = tensors_in((args, kwargs))
         with _lock:
             for t in inputs:
                 _follow(getattr(t, "_device", None))
@@ -266,7 +266,7 @@ class _OpHook:
             if self.inner is not None:
                 self.inner.end(inner_token, output, exc)
         finally:
-            outputs = _tensors(output, []) if exc is None else []
+            outputs = tensors_in(output) if exc is None else []
             with _lock:
                 for p in _processors:
                     if exc is not None:
@@ -280,15 +280,21 @@ class _OpHook:
         return op_id(token[0]) if op_id is not None else None
 
 
-def _tensors(value, out: list) -> list:
-    if isinstance(value, Tensor):
+def tensors_in(value, kinds: tuple[type, ...] = (Tensor,), out: list | None = None) -> list:
+    """Every instance of `kinds` in `value`, in order, lists, tuples, dicts and dataclasses opened: device_sim's
+    Tensors for a graph capture's op inputs and outputs; ttnn.tracer passes (torch.Tensor, Tensor)."""
+    out = [] if out is None else out
+    if isinstance(value, kinds):
         out.append(value)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            _tensors(v, out)
+            tensors_in(v, kinds, out)
     elif isinstance(value, dict):
         for v in value.values():
-            _tensors(v, out)
+            tensors_in(v, kinds, out)
+    elif is_dataclass(value) and not isinstance(value, type):
+        for f in fields(value):
+            tensors_in(getattr(value, f.name), kinds, out)
     return out
 
 
@@ -476,7 +482,7 @@ def _python_record(name: str, args, kwargs, inputs) -> dict:
 
 
 def record_python_operation(name, function_args, function_kwargs) -> None:
-    _python_record(name, function_args, function_kwargs, _tensors((function_args, function_kwargs), []))
+    _python_record(name, function_args, function_kwargs, tensors_in((function_args, function_kwargs)))
 
 
 def store_output_tensor_ids(output_tensor_ids) -> None:

@@ -49,6 +49,7 @@ from torch.overrides import TorchFunctionMode
 from device_sim import registry
 from device_sim.config import CONFIG
 from device_sim.core import get_memory_config
+from device_sim.graph import tensors_in as _tensors_in  # private here: ttnn.tracer's public names are TT-NN's
 from device_sim.tensor import Tensor
 from device_sim.tracer_graph import (
     InputTensorIndex,
@@ -97,20 +98,9 @@ def _where(tensor):
     return entry[1:]
 
 
-def _tensors(value, out: list) -> list:
+def _tensors(value) -> list:
     """Every torch or ttnn tensor in `value` (lists, tuples, dicts and dataclasses opened), in order."""
-    if isinstance(value, (torch.Tensor, Tensor)):
-        out.append(value)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _tensors(v, out)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _tensors(v, out)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for f in dataclasses.fields(value):
-            _tensors(getattr(value, f.name), out)
-    return out
+    return _tensors_in(value, (torch.Tensor, Tensor))
 
 
 def _any_traced(args, kwargs) -> bool:
@@ -118,7 +108,7 @@ def _any_traced(args, kwargs) -> bool:
         if isinstance(value, torch.Tensor):
             if _where(value) is not None:
                 return True
-        elif isinstance(value, (list, tuple, dict)) and any(_where(t) is not None for t in _tensors(value, [])):
+        elif isinstance(value, (list, tuple, dict)) and any(_where(t) is not None for t in _tensors(value)):
             return True
     return False
 
@@ -143,7 +133,7 @@ def _argument_pairs(function, args, kwargs) -> list:
 
     def at_default(name, v) -> bool:
         p = parameters.get(name) if isinstance(name, str) else None
-        if p is None or p.default is inspect.Parameter.empty or _tensors(v, []):
+        if p is None or p.default is inspect.Parameter.empty or _tensors(v):
             return False
         try:
             return bool(v is p.default or v == p.default)
@@ -255,7 +245,7 @@ class _Trace:
         if module not in self.names:  # a top-level module names its children, as TT-NN's __ttnn_tracer_name__
             for name, child in module.named_modules():
                 self.names.setdefault(child, name)
-        outer = [(t, self.source(t)) for t in _tensors(args, []) if isinstance(t, torch.Tensor)]
+        outer = [(t, self.source(t)) for t in _tensors(args) if isinstance(t, torch.Tensor)]
         try:
             names = list(inspect.signature(module.forward).parameters)
         except (TypeError, ValueError):
@@ -268,11 +258,11 @@ class _Trace:
     def module_exit(self, module, args, kwargs, output) -> None:
         scope = self.scopes[-1]
         for name, value in kwargs.items():  # inputs given by keyword were met at first use: name them now
-            for tensor in _tensors(value, []):
+            for tensor in _tensors(value):
                 hit = scope.local.get(id(tensor))
                 if hit is not None and hit[1] is tensor:
                     scope.graph.nodes[hit[0]]["operation"].name = name
-        outputs = [t for t in _tensors(output, []) if isinstance(t, torch.Tensor)]
+        outputs = [t for t in _tensors(output) if isinstance(t, torch.Tensor)]
         module_outputs = [ModuleIOTensor(scope.graph, *self.source(t)) for t in outputs]
         self.scopes.pop()
         name = self.names.get(module, "")
@@ -297,10 +287,10 @@ class _TorchCalls(TorchFunctionMode):
         start = time.perf_counter()
         result = func(*args, **kwargs)
         duration = time.perf_counter() - start
-        outputs = [r for r in _tensors(result, []) if isinstance(r, torch.Tensor)]
+        outputs = [r for r in _tensors(result) if isinstance(r, torch.Tensor)]
         if not outputs:  # .shape, .item(), ...: nothing to trace
             return result
-        inputs = [a for a in _tensors((args, kwargs), []) if isinstance(a, torch.Tensor)]
+        inputs = [a for a in _tensors((args, kwargs)) if isinstance(a, torch.Tensor)]
         if id(func) in _CREATION_IDS and not inputs:
             t.add_node("torch_input", TorchFunction(func, _argument_pairs(func, args, kwargs)), outputs,
                        shapes=(tuple(outputs[0].shape),), dtypes=(outputs[0].dtype,), duration=duration)
@@ -326,7 +316,7 @@ class _OpHook:
         t = self.trace
         mine = threading.get_ident() == t.thread
         top = mine and t.depth == 0
-        sources = [t.source(a) for a in _tensors((args, kwargs), [])] if top else None
+        sources = [t.source(a) for a in _tensors((args, kwargs))] if top else None
         if mine:
             t.depth += 1  # torch calls and ops inside this op are its own business: not traced
         token = self.inner.begin(op, args, kwargs) if self.inner is not None else None
@@ -345,7 +335,7 @@ class _OpHook:
                 self.trace.depth -= 1
 
     def record(self, op, args, kwargs, output, sources, op_id) -> None:
-        outputs = _tensors(output, [])
+        outputs = _tensors(output)
         attributes = dict(shapes=tuple(o.shape for o in outputs), dtypes=tuple(o.dtype for o in outputs),
                           layouts=tuple(o.layout for o in outputs),
                           memory_configs=tuple(get_memory_config(o) if isinstance(o, Tensor) else None
@@ -430,7 +420,7 @@ def get_graph(value, flatten: bool = False):
     if isinstance(value, nx.MultiDiGraph):
         graph = value
     else:
-        tensors = _tensors(value, [])
+        tensors = _tensors(value)
         if not tensors:
             raise RuntimeError(f"get_graph() takes a traced tensor (or tensors in a list, tuple or dict), got "
                                f"{type(value).__name__}")
