@@ -8,7 +8,9 @@
 # files, their helpers (models/common, tests/scripts, tests/tt_eager's comparison functions, which are links
 # into ttnn/tt_lib) and TT-NN's Python and C++ op sources, read for signatures and defaults; and for `peer/models.py` the
 # tt_transformers package, Whisper's Python files (not its .wav data, ~7 MB) and ttnn/tutorials. The folder gets a
-# .tt_metal_commit stamp, which peer/run.py checks against peer/TT_METAL_COMMIT.
+# .tt_metal_commit stamp, which peer/run.py checks against peer/TT_METAL_COMMIT. models/demos/bert/tt and
+# models/experimental/functional_common are there because tests/ttnn/python_api_testing/sweep_tests/ttnn_ops.py
+# imports them (it imports IPython and transformers too), and 6 eltwise unit tests import it (test_eltwise_sqrt.py ...).
 set -euo pipefail
 git_dir=${1:?usage: peer/fetch_tt_metal.sh GIT_DIR [DEST]}
 dest=${2:-generated/tt-metal}
@@ -18,7 +20,8 @@ mkdir -p "$dest"
 for path in conftest.py pytest.ini tests/__init__.py tests/ttnn tests/scripts tests/tests_common tests/tt_eager \
             tests/sweep_framework models/common models/perf models/demos/deepseek_v3/utils ttnn/ttnn ttnn/tt_lib \
             ttnn/cpp/ttnn/operations models/tt_transformers models/demos/audio/whisper/tt \
-            models/demos/audio/whisper/tests models/demos/audio/whisper/demo/demo.py models/demos/utils \
+            models/demos/audio/whisper/tests models/demos/audio/whisper/demo/demo.py models/demos/utils models/demos/bert/tt \
+            models/experimental/functional_common \
             models/sample_data/huggingface_imagenet_classes.py ttnn/tutorials; do
   git --git-dir="$git_dir" archive "$commit" "$path" | tar -x -C "$dest"
 done

@@ -3,6 +3,7 @@
     make peer                                     # the whole sample; the table, then the failure causes
     .venv/bin/python -m peer.run --family norms --json generated/peer/norms.json
     .venv/bin/python -m peer.run --file test_softmax.py --max-per-file 0    # 0: every case of the file
+    .venv/bin/python -m peer.run --sample my_files.txt --out generated/peer/mine   # files outside the sample
 
 TT_METAL_HOME (default generated/tt-metal) must hold tt-metal at the commit in peer/TT_METAL_COMMIT
 (peer/fetch_tt_metal.sh lays it out). The test files are run as they are, through peer/plugin.py.
@@ -139,6 +140,10 @@ def _row(name: str, c: Counter) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tt-metal-home", default=os.environ.get("TT_METAL_HOME", str(REPO / "generated" / "tt-metal")))
+    p.add_argument("--sample", type=Path, default=HERE / "files.txt",
+                   help="the list of files to run, in files.txt's form (family, path under tests/ttnn)")
+    p.add_argument("--out", type=Path, default=REPO / "generated" / "peer",
+                   help="folder for pytest.log and results.json (one per concurrent run)")
     p.add_argument("--family", action="append", help="run only this family (repeatable)")
     p.add_argument("--file", action="append", help="run only sample files whose path ends with this (repeatable)")
     p.add_argument("--max-per-file", type=int, default=30, help="cases run per file, spread evenly (0: all)")
@@ -148,14 +153,14 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     home = checked_home(Path(args.tt_metal_home).resolve())
-    rows = sample()
+    rows = sample(args.sample)
     if args.family:
         rows = [r for r in rows if r[0] in args.family]
     if args.file:
         rows = [r for r in rows if any(r[1].endswith(f) for f in args.file)]
     if not rows:
         sys.exit("peer: no sample file matches --family/--file")
-    out_dir = REPO / "generated" / "peer"
+    out_dir = args.out
     raw = run(home, [rel for _, rel in rows], json_path=out_dir / "results.json", log_path=out_dir / "pytest.log",
               max_per_file=args.max_per_file, timeout_s=args.timeout)
     table, causes, where = tabulate(raw["results"], rows)
