@@ -10,6 +10,7 @@ general path's buffers and placement. Bits are compared, except a NaN's sign and
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -351,3 +352,43 @@ def test_a_move_gives_the_values_of_the_float32_round_trip(device, name, dtype):
     want = dtypes.to_device_values(move(t.value.float()), out.dtype)
     assert_same_bits(out.value, want.contiguous(), f"ttnn.{name} on {dtype}")
 
+
+
+@pytest.mark.parametrize("name", sorted(eltwise.PLAIN))
+def test_every_call_plain_takes_gives_run_s_output_and_device_work(device, name):
+    """A binary op's plain() (the call with two operands and no keyword but memory_config=) is a second copy of
+    its run(), kept for what bench 13 measures it saves; run() is its specification. The same call with the
+    output's own dtype given takes run(): the same spec, memory rule, bits and programs, for each placement
+    plain() handles (inputs alike, a broadcast, a number, ROW_MAJOR, L1, inputs that disagree, sharded alike)."""
+    integers = getattr(eltwise.PLAIN[name], "takes_integers", False)
+    dtypes_ = [ttnn.int32] if integers else [ttnn.bfloat16, ttnn.float32]
+    g = torch.Generator().manual_seed(sorted(eltwise.PLAIN).index(name))
+    op = getattr(ttnn, name)
+    dram, l1 = ttnn.DRAM_MEMORY_CONFIG, ttnn.L1_MEMORY_CONFIG
+    sharded = ttnn.create_sharded_memory_config((64, 64), ttnn.CoreGrid(y=1, x=2), ttnn.ShardStrategy.HEIGHT)
+
+    def tensor(shape, dtype, memory=dram, layout=ttnn.TILE):
+        values = torch.randint(1, 50, shape, generator=g) if integers else torch.randn(shape, generator=g) + 3
+        return ttnn.from_torch(values, dtype=dtype, layout=layout, device=device, memory_config=memory)
+
+    for dtype in dtypes_:
+        number = 3 if integers else 2.5
+        cases = [(tensor((64, 64), dtype), tensor((64, 64), dtype)),
+                 (tensor((64, 64), dtype), tensor((1, 64), dtype)),
+                 (tensor((64, 64), dtype), number),
+                 (tensor((3, 40), dtype, layout=ttnn.ROW_MAJOR), tensor((3, 40), dtype, layout=ttnn.ROW_MAJOR)),
+                 (tensor((64, 64), dtype, l1), tensor((64, 64), dtype, l1)),
+                 (tensor((64, 64), dtype, dram), tensor((64, 64), dtype, l1)),
+                 (tensor((64, 64), dtype, sharded), tensor((64, 64), dtype, sharded))]
+        for i, (a, b) in enumerate(cases):
+            what = f"ttnn.{name} {dtype!r}, case {i}"
+            try:
+                fast, heard = _programs(device, op, a, b)
+            except Exception as e:  # the op refuses the operands (logical_and of a number): run() says the same
+                with pytest.raises(type(e), match=re.escape(str(e))):
+                    op(a, b, dtype=a.dtype)
+                continue
+            general, want = _programs(device, op, a, b, dtype=fast.dtype)
+            assert _spec(fast) == _spec(general) and fast.memory_config_source == general.memory_config_source, what
+            assert_same_bits(fast.value, general.value, what)
+            assert heard == want, what
