@@ -23,6 +23,7 @@ from pathlib import Path
 import click
 
 from ttreport import db, memory_text, outfile, recovery, wal
+from ttreport.attach import attach as attach_report
 from ttreport.config import Config
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, TTReportError
 from ttreport.export import memory
@@ -30,7 +31,7 @@ from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
 from ttreport.export.ops_perf import export_ops_perf
 from ttreport.folder import OPLOG_DIR, OPLOG_DONE_DIR
 from ttreport.importer import import_graph_report
-from ttreport.read import device_time, terminal
+from ttreport.read import device_time, measured, terminal
 from ttreport.read.faults import check as check_report
 from ttreport.read.report import DEFAULT_ROOT, Report, Summary, default_roots, find_reports, resolve, sql_param
 from ttreport.read.terminal import json_safe
@@ -133,7 +134,8 @@ def _tensor_brief(t) -> str:
     return f"{t.id}:{list(t.dims)} {dtype} {where}"
 
 
-def format_summary(s: Summary, path, *, table=format_table, device=None, device_by_name=None, slowest=()) -> str:
+def format_summary(s: Summary, path, *, table=format_table, device=None, device_by_name=None, slowest=(),
+                   measured=None) -> str:
     out = [f"report  {path}", f"status  {_cell(s.status_text or s.status or 'unknown')}",
            f"ops     {s.operations} ({human_seconds(s.top_level_seconds)} of emulator host time in top-level ops)"]
     if device is not None:  # device_time.DeviceTotal: the performance model's estimate
@@ -145,6 +147,8 @@ def format_summary(s: Summary, path, *, table=format_table, device=None, device_
         if slowest:  # device_time.slowest: (op id, name, ns)
             out.append("        slowest: " + ", ".join(f"op {i} {_cell(name)} {device_time.human_ns(ns)}"
                                                        for i, name, ns in slowest))
+    if measured is not None:  # read.measured.MeasuredSummary: a real profiler run attached (`ttreport attach`)
+        out += _measured_lines(measured, table)
     out.append("")
     if s.by_name:
         dev = device_by_name or {}
@@ -197,6 +201,25 @@ def format_summary(s: Summary, path, *, table=format_table, device=None, device_
         line = f"  {where}: {_cell(e.error_type)}: {_cell(_one_line(e.message))}"
         out.append(_cut_middle(line, 160))
     return "\n".join(out)
+
+
+def _measured_lines(m, table) -> list[str]:
+    """Measured beside modelled (read.measured.summary): totals, the per-op spread, each op name, the furthest ops."""
+    ns, ratio = device_time.human_ns, lambda x: "" if x is None else f"{x:.2f}x"
+    out = [f"measured {ns(m.measured_ns)} on the device over {_plural(m.ops, 'op')} that a real run measured "
+           f"({_cell(m.source or 'attached')}: {m.matched_rows:,} of its {m.rows:,} device operations matched); "
+           f"the model says {ns(m.modelled_ns)} for them: {ratio(m.ratio)}"]
+    if m.median_ratio is not None:
+        out.append(f"         estimate / measured per op: median {ratio(m.median_ratio)}, {100 * m.within_2x:.0f}% "
+                   f"within 2x, {100 * m.within_4x:.0f}% within 4x")
+    if m.worst:
+        out.append("         furthest: " + ", ".join(f"op {o.operation_id} {_cell(o.name)} {ns(o.modelled_ns)} "
+                                                     f"vs {ns(o.measured_ns)} ({ratio(o.ratio)})" for o in m.worst[:3]))
+    if m.by_name:
+        out += ["measured beside modelled by op name (estimate / measured; below 1 the model is too fast):",
+                table(["name", "ops", "measured", "modelled", "ratio"],
+                      [(n.name, n.ops, ns(n.measured_ns), ns(n.modelled_ns), ratio(n.ratio)) for n in m.by_name])]
+    return out
 
 
 def _cut_middle(line: str, width: int) -> str:
@@ -569,10 +592,11 @@ def summary(report, as_json):
     with _open(report) as r:
         if as_json:
             _echo_json({"report": str(r.path), **_plain(r.summary()), "device": _plain(device_time.total(r)),
-                        "device_ns_by_name": device_time.by_name(r)})
+                        "device_ns_by_name": device_time.by_name(r), "measured": _plain(measured.summary(r))})
             return
         click.echo(format_summary(r.summary(), r.path, table=terminal.table_text, device=device_time.total(r),
-                                  device_by_name=device_time.by_name(r), slowest=device_time.slowest(r, 3)))
+                                  device_by_name=device_time.by_name(r), slowest=device_time.slowest(r, 3),
+                                  measured=measured.summary(r)))
 
 
 @main.command()
@@ -939,6 +963,29 @@ def import_command(report_json, dest, overwrite):
 
 @main.command()
 @click.argument("report")
+@click.argument("ops_perf_csv", metavar="OPS_PERF_RESULTS.csv", type=click.Path(dir_okay=False, path_type=Path))
+@_json_flag
+def attach(report, ops_perf_csv, as_json):
+    """Attach a real hardware run's device times (TT-NN's ops_perf_results.csv) to REPORT, op by op.
+
+    The file's device operations are paired in order with the report's (by OP CODE where the names agree);
+    summary, compare --timing --clock measured and html then show measured beside modelled. Attaching again
+    replaces what was attached; a file that fails its checks changes nothing.
+
+    Example: ttreport attach generated/ttreport/reports/demo ops_perf_results.csv
+    """
+    click.get_current_context().meta["ttreport.report"] = report
+    done = attach_report(report, ops_perf_csv)
+    if as_json:
+        _echo_json({"report": str(done.report), "source": str(done.source), "rows": done.rows,
+                    "device_operations": done.device_ops, "matched": done.matched, "by_name": done.by_name,
+                    "first_mismatch": done.first_mismatch})
+        return
+    click.echo(one_line(done.line()))
+
+
+@main.command()
+@click.argument("report")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The trace file to write: .json, or .json.gz compressed.")
 def trace(report, out):
@@ -1008,9 +1055,12 @@ def _tolerance_options(f):
               "stored tensors).")
 @click.option("--host-time", is_flag=True, help="With --timing: compare the emulator's host time instead of device "
               "time (it moves with first-call warm-up and the machine's load).")
+@click.option("--measured", is_flag=True, help="With --timing: compare the device time a real hardware run measured "
+              "(attached to both reports with `ttreport attach`) instead of the estimate.")
 @click.option("--limit", type=int, default=50, show_default=True, help="With --timing: at most this many ops "
               "(0: all).")
-def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_depths, timing, host_time, limit):
+def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_depths, timing, host_time, measured,
+            limit):
     """Compare report B with report A op by op and name the first op that diverged.
 
     Exits 0 when every aligned op matches, 1 when one does not (or, with --strict, when an op
@@ -1019,7 +1069,8 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_dep
     the least that works).
 
     With --timing it compares each aligned op's estimated device time (--host-time: the emulator's
-    host time) and the memory after it instead, and exits 0.
+    host time; --measured: a real run's, attached with `ttreport attach`) and the memory after it instead, and
+    exits 0. Where a report has measured times attached, they show beside the estimates.
 
     Example: ttreport compare generated/ttreport/reports/run-a generated/ttreport/reports/run-b --json diff.json
     """
@@ -1031,7 +1082,10 @@ def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_dep
             if not ra.count_operations(pattern) and not rb.count_operations(pattern):
                 _no_op_named(ra, pattern, "--ops")
     if timing:
-        _compare_timing(a, b, pattern, json_file, all_depths, limit, "host" if host_time else "device")
+        if host_time and measured:
+            raise Failure("give --host-time or --measured, not both")
+        _compare_timing(a, b, pattern, json_file, all_depths, limit,
+                        "host" if host_time else "measured" if measured else "device")
         return
     from ttreport.read.compare import compare_reports  # torch (metrics): only the comparing commands import it
 
@@ -1079,10 +1133,24 @@ def _compare_timing(a, b, pattern, json_file, all_depths, limit, clock) -> None:
     def both(a, b) -> str:  # one figure when the runs agree, "A / B" when they do not: fewer columns to read
         return human_bytes(a) if a == b else f"{human_bytes(a) or '?'} / {human_bytes(b) or '?'}"
 
-    what = "device (est.)" if clock == "device" else "host"
+    what = {"device": "device (est.)", "host": "host", "measured": "measured"}[clock]
+    # a real run's times beside the estimates, where one is attached (`ttreport attach`): estimate / measured
+    beside = clock == "device" and any(r.a_measured_ns is not None or r.b_measured_ns is not None for r in t.rows)
+    extra = ["A measured", "B measured", "est. / meas. (A / B)"] if beside else []
+
+    def vs(r) -> list:
+        def ratio(est, meas) -> str:
+            return f"{est / meas:.2f}x" if est is not None and meas else "?"
+        if not beside:
+            return []
+        if r.a_measured_ns is None and r.b_measured_ns is None:
+            return ["", "", ""]  # an op the real run did not measure (a host transfer)
+        return [ns(r.a_measured_ns), ns(r.b_measured_ns),
+                f"{ratio(r.a_device_ns, r.a_measured_ns)} / {ratio(r.b_device_ns, r.b_measured_ns)}"]
+
     terminal.echo_table(
-        ["A op", "B op", "name", f"A {what}", f"B {what}", "B - A", "L1 after (A / B)", "DRAM after (A / B)"],
-        ((r.a_id, r.b_id, r.name, ns(r.a_ns), ns(r.b_ns), change(r),
+        ["A op", "B op", "name", f"A {what}", f"B {what}", "B - A", *extra, "L1 after (A / B)", "DRAM after (A / B)"],
+        ((r.a_id, r.b_id, r.name, ns(r.a_ns), ns(r.b_ns), change(r), *vs(r),
           both(r.a_l1_bytes, r.b_l1_bytes), both(r.a_dram_bytes, r.b_dram_bytes)) for r in shown))
     if len(shown) < len(t.rows):
         click.echo(f"... {len(t.rows) - len(shown):,} more aligned ops not shown (--limit 0 shows all)")
@@ -1091,6 +1159,10 @@ def _compare_timing(a, b, pattern, json_file, all_depths, limit, clock) -> None:
             listed = ", ".join(f"{i} {n}" for i, n in only[:20]) + (" ..." if len(only) > 20 else "")
             click.echo(f"{len(only)} op(s) only in {side}, unaligned: {listed}")
     ta, tb = t.totals["a"], t.totals["b"]
+    for side, x in (("A", ta), ("B", tb)):
+        if x["measured_ns"] is not None:
+            click.echo(f"{side}: measured {ns(x['measured_ns'])} on real hardware in its aligned ops with a measured "
+                       f"time; the model says {ns(x['modelled_measured_ns'])} for them")
     click.echo(f"{len(t.rows)} aligned ops: device (estimated) A {ns(ta['device_ns'])}, B {ns(tb['device_ns'])}; "
                f"emulator host time A {human_seconds(ta['host_s'])}, B {human_seconds(tb['host_s'])}; "
                f"peak L1 A {human_bytes(ta['peak_l1_bytes']) or '?'}, B {human_bytes(tb['peak_l1_bytes']) or '?'}; "

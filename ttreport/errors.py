@@ -51,6 +51,11 @@ class ReportPathError(TTReportError, ValueError):
     """A report name leads out of Config.root (through a symbolic link)."""
 
 
+class MeasuredFileError(TTReportError, ValueError):
+    """A profiler file given to `ttreport attach` or `calibrate` is not TT-NN's ops_perf_results.csv, or holds a
+    value no profiler writes (the message names the line, the column and the value)."""
+
+
 class TensorFileError(TTReportError):
     """A stored tensor file is missing or cannot be read."""
 

@@ -8,7 +8,9 @@
 Times are compared on the device clock by default: the performance model's estimate of each op's device time
 (device_perf.ideal_ns), which is the same for the same op, run after run, so an unchanged model shows no
 change. clock="host" compares the emulator's own host time instead (operations.duration), which moves with
-first-call warm-up and the machine's load (the demo's first matmul: 23.9 ms, 125 us later). Rows carry both.
+first-call warm-up and the machine's load (the demo's first matmul: 23.9 ms, 125 us later). clock="measured"
+compares the device time a real hardware run measured, where one is attached to each report (`ttreport attach`,
+read.measured). Rows carry all three.
 
 A run captured in steps (ttreport.steps: run.step(), a schedule) is compared on its active steps alone, as
 torch.profiler keeps only those: the first calls' warm-up steps are left out. When the two runs have as many
@@ -31,7 +33,7 @@ from pathlib import Path
 from ttreport.read.compare import _name_matches, _ops, align, json_safe, report_path, unrelated_runs
 from ttreport.read.report import Report, active_steps, has_steps
 
-CLOCKS = ("device", "host")
+CLOCKS = ("device", "host", "measured")
 
 
 @dataclass(slots=True)
@@ -47,16 +49,19 @@ class TimingRow:
     b_l1_bytes: int | None
     a_dram_bytes: int | None
     b_dram_bytes: int | None
-    clock: str = "device"  # which of the two delta and ratio compare
+    clock: str = "device"  # which of the clocks delta and ratio compare
+    # measured on real hardware (`ttreport attach`: read.measured), ns; None: nothing attached or not matched
+    a_measured_ns: float | None = None
+    b_measured_ns: float | None = None
 
     @property
     def a_ns(self) -> float | None:
         """A's time on the compared clock, ns."""
-        return _ns(self.a_device_ns, self.a_host_s, self.clock)
+        return _ns(self.a_device_ns, self.a_host_s, self.a_measured_ns, self.clock)
 
     @property
     def b_ns(self) -> float | None:
-        return _ns(self.b_device_ns, self.b_host_s, self.clock)
+        return _ns(self.b_device_ns, self.b_host_s, self.b_measured_ns, self.clock)
 
     @property
     def delta_ns(self) -> float | None:
@@ -71,9 +76,10 @@ class TimingRow:
         return {**asdict(self), "delta_ns": self.delta_ns, "ratio": self.ratio}
 
 
-def _ns(device_ns, host_s, clock: str) -> float | None:
-    if clock == "device":
-        return device_ns if _is_number(device_ns) else None
+def _ns(device_ns, host_s, measured_ns, clock: str) -> float | None:
+    if clock != "host":
+        x = device_ns if clock == "device" else measured_ns
+        return x if _is_number(x) else None
     return host_s * 1e9 if _is_number(host_s) else None
 
 
@@ -108,24 +114,31 @@ def _device_sql(r: Report) -> str:
         if r._has_table("device_perf") else "NULL"  # a TT-NN report has no estimates
 
 
+def _measured_sql(r: Report) -> str:
+    # an op's measured time as read.measured sums it: its device operations per chip, the slowest chip's
+    return "(SELECT MAX(ns) FROM (SELECT SUM(m.kernel_ns) AS ns FROM measured_perf m WHERE m.operation_id = " \
+        "o.operation_id AND typeof(m.kernel_ns) = 'integer' GROUP BY m.device_id))" \
+        if r._has_table("measured_perf") else "NULL"  # a report from before attach
+
+
 def _row_sql(r: Report) -> str:
-    return f"SELECT {_device_sql(r)}, o.duration, o.l1_bytes, o.dram_bytes FROM operations o WHERE o.operation_id = ?"
+    return f"SELECT {_device_sql(r)}, o.duration, o.l1_bytes, o.dram_bytes, {_measured_sql(r)} FROM operations o " \
+        "WHERE o.operation_id = ?"
 
 
 def _step_means(r: Report, top_level: bool, active: list[int]) -> tuple[str, dict[int, tuple], int]:
-    """For per-step averages: (SQL keeping the first active step's ops, {op id: (mean device ns, mean host s)} over
-    the active steps whose ops have the same names in the same order, how many steps those are)."""
+    """For per-step averages: (SQL keeping the first active step's ops, {op id: (mean device ns, mean host s, mean
+    measured ns)} over the active steps whose ops have the same names in the same order, how many steps those are)."""
     step = "(CASE WHEN typeof(o.step) = 'integer' THEN o.step ELSE 0 END)" if has_steps(r._conn) else "0"
     depth = " AND COALESCE(o.depth, 0) = 0" if top_level else ""
     by_step: dict[int, list] = {}
-    for n, op_id, name, device, host in r.execute(
-            f"SELECT {step}, o.operation_id, o.name, {_device_sql(r)}, o.duration FROM operations o "
-            f"WHERE {step} IN ({', '.join(map(str, active))}){depth} ORDER BY o.operation_id"):
-        by_step.setdefault(n, []).append((op_id, name, device, host))
+    for n, op_id, name, device, host, meas in r.execute(
+            f"SELECT {step}, o.operation_id, o.name, {_device_sql(r)}, o.duration, {_measured_sql(r)} "
+            f"FROM operations o WHERE {step} IN ({', '.join(map(str, active))}){depth} ORDER BY o.operation_id"):
+        by_step.setdefault(n, []).append((op_id, name, device, host, meas))
     first = by_step.get(active[0], []) if active else []
     same = [ops for ops in by_step.values() if [o[1] for o in ops] == [o[1] for o in first]]
-    means = {op[0]: (_mean([ops[k][2] for ops in same]), _mean([ops[k][3] for ops in same]))
-             for k, op in enumerate(first)}
+    means = {op[0]: tuple(_mean([ops[k][c] for ops in same]) for c in (2, 3, 4)) for k, op in enumerate(first)}
     return f" AND {step} = {active[0] if active else -1}", means, len(same)
 
 
@@ -139,7 +152,8 @@ def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True, cloc
 
     ops: only ops whose name matches (exact, its last dotted part, or a glob) are listed; all take
     part in the alignment. top_level: only ops the model called (depth 0), as compare does.
-    clock: "device" (the model's estimate, the default) or "host" (the emulator's time) for delta, ratio and order.
+    clock: "device" (the model's estimate, the default), "host" (the emulator's time) or "measured" (a real run's,
+    attached with `ttreport attach`) for delta, ratio and order.
     """
     if clock not in CLOCKS:
         raise ValueError(f"clock={clock!r}: give one of {', '.join(CLOCKS)}")
@@ -163,20 +177,24 @@ def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True, cloc
             name = name_of[na[i]]
             if ops is not None and not _name_matches(name, ops):
                 continue
-            (a_dev, a_s, a_l1, a_dram), (b_dev, b_s, b_l1, b_dram) = (
+            (a_dev, a_s, a_l1, a_dram, a_meas), (b_dev, b_s, b_l1, b_dram, b_meas) = (
                 ra.execute(sql_a, (ids_a[i],)).fetchone(), rb.execute(sql_b, (ids_b[j],)).fetchone())
             if per_step:
-                (a_dev, a_s), (b_dev, b_s) = means_a[ids_a[i]], means_b[ids_b[j]]
-            rows.append(TimingRow(name, ids_a[i], ids_b[j], a_dev, b_dev, a_s, b_s, a_l1, b_l1, a_dram, b_dram, clock))
+                (a_dev, a_s, a_meas), (b_dev, b_s, b_meas) = means_a[ids_a[i]], means_b[ids_b[j]]
+            rows.append(TimingRow(name, ids_a[i], ids_b[j], a_dev, b_dev, a_s, b_s, a_l1, b_l1, a_dram, b_dram, clock,
+                                  a_meas, b_meas))
         totals = {side: {"device_ns": sum(x for x in dev if _is_number(x)),
                          "host_s": sum(s for s in secs if _is_number(s)),
+                         # over the ops with a measured time (None: nothing attached), and the model's for them
+                         "measured_ns": sum(m for m in meas if _is_number(m)) if any(map(_is_number, meas)) else None,
+                         "modelled_measured_ns": sum(x for x, m in zip(dev, meas) if _is_number(x) and _is_number(m)),
                          "peak_l1_bytes": max((x for x in l1 if _is_number(x)), default=None),
                          "peak_dram_bytes": max((x for x in dram if _is_number(x)), default=None)}
-                  for side, dev, secs, l1, dram in (
+                  for side, dev, secs, l1, dram, meas in (
                       ("a", [r.a_device_ns for r in rows], [r.a_host_s for r in rows], [r.a_l1_bytes for r in rows],
-                       [r.a_dram_bytes for r in rows]),
+                       [r.a_dram_bytes for r in rows], [r.a_measured_ns for r in rows]),
                       ("b", [r.b_device_ns for r in rows], [r.b_host_s for r in rows], [r.b_l1_bytes for r in rows],
-                       [r.b_dram_bytes for r in rows]))}
+                       [r.b_dram_bytes for r in rows], [r.b_measured_ns for r in rows]))}
         # Biggest slowdown first; a row missing a time (a host-only op on the device clock, a TT-NN report) goes last.
         rows.sort(key=lambda r: (r.delta_ns is None, -(r.delta_ns or 0.0), r.a_id))
         return TimingComparison(ra.path, rb.path, rows, [(ids_a[i], name_of[na[i]]) for i in only_a],
