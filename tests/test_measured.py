@@ -112,6 +112,24 @@ def test_compare_timing_sets_each_runs_measured_time_beside_its_estimate(tmp_pat
     assert all(op["delta_ns"] is None for op in t["ops"] if op["a_measured_ns"] is None)
 
 
+def test_the_html_report_has_a_section_setting_measured_beside_modelled(tmp_path, report, layer_run):
+    named = tmp_path / "<b>run.csv"  # a file name is text from elsewhere too: escaped on the page
+    shutil.copy(CLIP, named)
+    assert cli("attach", report, named).returncode == 0
+    assert cli("html", report, "-o", tmp_path / "run.html").returncode == 0
+    page = (tmp_path / "run.html").read_text()
+    section = page[page.index("<h2 id='measured'>"):page.index("<h2 id='pcc'>")]
+    assert "href='#measured'" in page and "&lt;b&gt;run.csv" in section and "<b>run" not in page
+    summary = json.loads(cli("summary", report, "--json").stdout)["measured"]
+    for n in summary["by_name"]:  # one row per op name, its name and op count
+        assert f"<tr><td>{n['name']}</td><td class='num'>{n['ops']:,}</td>" in section
+    for o in summary["worst"]:  # the furthest ops, each linked to its row in the op table
+        assert f"<a href='#op-{o['operation_id']}'>" in section
+    # without an attached run the page has no such section
+    assert cli("html", layer_run, "-o", tmp_path / "plain.html").returncode == 0
+    assert "id='measured'" not in (tmp_path / "plain.html").read_text()
+
+
 def test_attaching_again_replaces_what_was_attached(tmp_path, report):
     assert cli("attach", report, CLIP).returncode == 0
     part = write(tmp_path / "part.csv", file_rows(CLIP)[4:10])

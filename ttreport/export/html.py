@@ -7,7 +7,8 @@ Sections: the summary (device time estimated by the performance model, host tran
 each memory peak, named as ttreport.export.memory names them for every view); a timeline of every op on the
 host (nested ops on rows below their callers) and each chip's device timeline (the model's estimates back to
 back); L1 and DRAM in buffers over the run per device with each peak marked; device and host time by op name;
-the slowest ops on the device; golden PCC
+the slowest ops on the device; measured beside modelled, where a real run's times are attached (`ttreport attach`:
+per op name, and the ops the model is furthest from); golden PCC
 per op with the first divergence marked (golden-mode captures, or a report-vs-report comparison
 given as `comparison=`); a searchable op table whose rows link each op to its tensors, stack trace
 and error; the tensor table, each tensor linked to the op that made it and the ops that read it.
@@ -33,7 +34,7 @@ from ttreport.errors import ReportError
 from ttreport.export import memory
 from ttreport.export.golden import first_divergence, golden_checks
 from ttreport.memory_text import BUFFER_TYPES
-from ttreport.read import device_time
+from ttreport.read import device_time, measured
 
 SUFFIXES = (".html", ".htm")
 SLOWEST = 20  # rows in the slowest-ops table
@@ -119,6 +120,7 @@ def export_html(report, path, *, limit: int | None = MAX_OPS, top_level: bool = 
     summary = report.summary()
     checks = golden_checks(report)
     device = device_time.of_ops(report)  # op id -> estimated ns (none in a TT-NN report)
+    vs_measured = measured.summary(report, worst=SLOWEST)  # a real run's times, where one is attached
     e = html.escape
     with outfile.open(path, "w") as f:  # a link at `path` is replaced, never written through
         w = f.write
@@ -127,8 +129,10 @@ def export_html(report, path, *, limit: int | None = MAX_OPS, top_level: bool = 
         w(f"<h1>ttreport: {e(report.path.name)}</h1><nav>" + "".join(
             f"<a href='#{a}'>{t}</a>" for a, t in (("summary", "summary"), ("timeline", "timeline"),
                                                    ("memory", "memory"), ("by-name", "time by op name"),
-                                                   ("slowest", "slowest ops"), ("pcc", "PCC"), ("ops", "ops"),
-                                                   ("tensors", "tensors"))) + "</nav>\n")
+                                                   ("slowest", "slowest ops"),
+                                                   *((("measured", "measured"),) if vs_measured else ()),
+                                                   ("pcc", "PCC"), ("ops", "ops"), ("tensors", "tensors"))
+        ) + "</nav>\n")
         _summary(w, report, summary, device_time.total(report))
         bars = MAX_OPS if limit is None else min(limit, MAX_OPS)
         w("<h2 id='timeline'>Timeline</h2><p class='note'>On the host (the emulator's own time, first calls' "
@@ -154,6 +158,8 @@ def export_html(report, path, *, limit: int | None = MAX_OPS, top_level: bool = 
             _chart(w, "device-by-name-chart", _device_by_name(report))
         _chart(w, "by-name-chart", _by_name(summary))
         _slowest(w, report, device)
+        if vs_measured is not None:
+            _measured(w, vs_measured)
         _pcc(w, report, checks, comparison)
         top_tensor = _ops(w, report, checks, limit, depth, device)
         _tensors(w, report, top_tensor)
@@ -389,6 +395,34 @@ def _slowest(w, report, device: dict) -> None:
         w(f"<tr><td><a href='#op-{op.id}'>{op.id}</a></td><td>{_text(op.name, 300)}</td><td class='num'>"
           f"{device_time.human_ns(device.get(op.id))}</td><td class='num'>{_seconds(op.duration)}</td>"
           f"<td>{_tensor_links(op.output_tensors[:MAX_LISTED])}</td></tr>")
+    w("</tbody></table>\n")
+
+
+def _measured(w, m) -> None:
+    """Measured beside modelled (read.measured.summary): a real hardware run's device times attached to the report."""
+    ns = device_time.human_ns
+
+    def ratio(x) -> str:
+        return "" if x is None or not math.isfinite(x) else f"{x:.2f}x"
+
+    share = "" if m.median_ratio is None else (
+        f" Per op, estimate / measured: median {ratio(m.median_ratio)}, {100 * m.within_2x:.0f}% within 2x, "
+        f"{100 * m.within_4x:.0f}% within 4x.")
+    w(f"<h2 id='measured'>Measured beside modelled</h2><p class='note'>A real run's device times "
+      f"({_text(m.source or 'attached', 300)}: {m.matched_rows:,} of its {m.rows:,} device operations matched an op "
+      f"here) beside the performance model's estimates: {ns(m.measured_ns)} measured, {ns(m.modelled_ns)} modelled "
+      f"over {m.ops:,} ops ({ratio(m.ratio)}).{share} Below 1x the model is too fast.</p>")
+    w("<table><thead><tr><th>name</th><th>ops</th><th>measured</th><th>modelled</th><th>estimate / measured</th>"
+      "</tr></thead><tbody>")
+    for n in m.by_name[:MAX_LISTED]:
+        w(f"<tr><td>{_text(n.name, 300)}</td><td class='num'>{n.ops:,}</td><td class='num'>{ns(n.measured_ns)}</td>"
+          f"<td class='num'>{ns(n.modelled_ns)}</td><td class='num'>{ratio(n.ratio)}</td></tr>")
+    w("</tbody></table>\n<p class='note'>The ops the model is furthest from, either way:</p><table><thead><tr>"
+      "<th>op</th><th>name</th><th>measured</th><th>modelled</th><th>estimate / measured</th></tr></thead><tbody>")
+    for o in m.worst:
+        w(f"<tr><td><a href='#op-{o.operation_id}'>{o.operation_id}</a></td><td>{_text(o.name, 300)}</td>"
+          f"<td class='num'>{ns(o.measured_ns)}</td><td class='num'>{ns(o.modelled_ns)}</td>"
+          f"<td class='num'>{ratio(o.ratio)}</td></tr>")
     w("</tbody></table>\n")
 
 
