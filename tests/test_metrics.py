@@ -386,3 +386,41 @@ def test_the_c_pass_gives_the_torch_paths_figures(monkeypatch, case, n):
         got, want = getattr(native, field), getattr(reference, field)
         assert got == pytest.approx(want, rel=1e-6, abs=1e-12, nan_ok=True), (field, got, want)
     assert native.reason.split("; ")[0] == reference.reason.split("; ")[0]
+
+
+# -- values read from tensor files with no torch (ttreport.ptfile.read_array), as `ttreport compare` reads them ---
+
+_FILE_CASES = {
+    # name: (actual, golden); chunk_size 4096 below, so the larger ones take several chunks and threads
+    "bf16": lambda: ((randn(70, 130) + 1e-2 * randn(70, 130, seed=3)).to(torch.bfloat16), randn(70, 130)
+                     .to(torch.bfloat16)),
+    "bf16 against float32": lambda: ((randn(9000) + 0.1).to(torch.bfloat16), randn(9000) + 0.1),
+    "float32 with NaN and inf": lambda: (randn(5000).index_fill_(0, torch.tensor([3, 4000]), nan),
+                                         randn(5000).index_fill_(0, torch.tensor([4000]), inf)),
+    "float16": lambda: (randn(300).half(), (randn(300) + 1e-3).half()),
+    "a constant bf16": lambda: (torch.ones(64, 32, dtype=torch.bfloat16), torch.ones(64, 32, dtype=torch.bfloat16)),
+    "int32": lambda: (torch.arange(100, dtype=torch.int32), torch.arange(100, dtype=torch.int32).flip(0)),
+    "bool": lambda: (torch.tensor([True, False, True]), torch.tensor([True, True, True])),
+    "non-contiguous": lambda: (randn(40, 50).t(), (randn(40, 50) + 0.5).t()),
+}
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["C pass", "numpy path"])
+@pytest.mark.parametrize("case", list(_FILE_CASES))
+def test_values_read_from_files_without_torch_compare_as_the_tensors_do(tmp_path, monkeypatch, case, native):
+    from ttreport import metrics, ptfile
+
+    monkeypatch.setattr(metrics, "NATIVE", native and metrics.NATIVE)
+    a, g = _FILE_CASES[case]()
+    arrays = []
+    for name, value in (("a", a), ("g", g)):
+        torch.save(value, tmp_path / f"{name}.pt")
+        with open(tmp_path / f"{name}.pt", "rb") as f:
+            arrays.append(ptfile.read_array(f, ptfile.inspect_tensor(f, (tmp_path / f"{name}.pt").stat().st_size)))
+    assert isinstance(arrays[0], ptfile.BFloat16Bits) == (a.dtype == torch.bfloat16)
+    from_files = compare_tensors(*arrays, chunk_size=4096).to_dict()
+    from_tensors = compare_tensors(a, g, chunk_size=4096).to_dict()
+    assert from_files.keys() == from_tensors.keys()
+    for key, want in from_tensors.items():
+        got = from_files[key]
+        assert got == want or (got != got and want != want), (key, got, want)  # NaN == NaN here

@@ -1,6 +1,6 @@
 """One function that compares two tensors and returns every figure at once.
 
-    r = compare_tensors(actual, golden)            # torch, numpy or device_sim tensors
+    r = compare_tensors(actual, golden)            # torch, numpy (ttreport.ptfile's) or device_sim tensors
     r.passed, r.reason, r.pcc, r.max_abs_error, r.mismatched_text, r.worst_index ...
 
 The policies, in one place:
@@ -34,30 +34,35 @@ The policies, in one place:
 
 Speed and memory: one pass over fixed-size chunks. A contiguous bfloat16/float32 chunk is read
 once by ttreport/_fold.c (no copies, every total in one loop: bench 5, ~18x a naive torch PCC);
-other chunks, and all of them with TTREPORT_PURE=1 or no compiler, go through torch with a
+other chunks, and all of them with TTREPORT_PURE=1 or no compiler, go through numpy with a
 handful of reused float32 work buffers (float64 for float64 or integer inputs). Per-chunk sums
 are merged in float64 with Chan's formulas, so PCC keeps about 1e-7 accuracy however large the
 tensor. Chunks holding NaN/inf (found from their sums, not by a mask on every chunk) take a
-slower exact path. Up to torch.get_num_threads() threads take chunks in turn (see _fold_all).
+slower exact path. Up to one thread per CPU takes chunks in turn (see _fold_all).
+
+The work is numpy's, never torch's: a torch tensor's memory is read through numpy without a copy
+(ttreport.ptfile.array_of; bfloat16, which numpy has no dtype for, as its uint16 bits), so values read
+from report files (ptfile.read_array) are compared with no torch imported (`ttreport compare`: bench 12).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import torch
+
+from ttreport.ptfile import BFloat16Bits, array_dtype, array_of
 
 DEFAULT_PCC = 0.9999
-try:  # one pass per chunk in C (ttreport/_fold.c); the torch path below is its fallback and its reference
+try:  # one pass per chunk in C (ttreport/_fold.c); the numpy path below is its fallback and its reference
     from ttreport import _fold
 except ImportError:  # no compiler at install
     _fold = None
 NATIVE = _fold is not None and os.environ.get("TTREPORT_PURE", "") in ("", "0")
-_FOLD_DTYPES = {torch.bfloat16: True, torch.float32: False}  # what the C pass reads: is it bfloat16
 
 CHUNK = 1 << 18  # elements per chunk: four float32 buffers stay in L2-sized memory; see bench/
 
@@ -140,8 +145,9 @@ def format_fraction(count: int, total: int) -> str:
 
 
 def dtype_name(dtype) -> str:
-    """'bfloat16', 'bfloat8_b', 'float32', 'int', 'bool', ... from a DataType, a torch dtype or a name."""
-    if isinstance(dtype, torch.dtype):
+    """'bfloat16', 'bfloat8_b', 'float32', 'int', 'bool', ... from a DataType, a torch or numpy dtype or a name."""
+    torch = sys.modules.get("torch")  # a torch.dtype exists only once torch is imported: never imported here
+    if torch is not None and isinstance(dtype, torch.dtype):
         if dtype == torch.bool:
             return "bool"
         if dtype.is_floating_point or dtype.is_complex:
@@ -151,7 +157,7 @@ def dtype_name(dtype) -> str:
     if not isinstance(name, str):
         raise TypeError(f"dtype must be a device or torch dtype or its name, got {dtype!r}")
     name = name.removeprefix("DataType.").removeprefix("torch.").lower()
-    if name in ("uint8", "uint16", "uint32", "int8", "int16", "int32", "int64"):
+    if name in ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"):
         return "int"
     if name not in TOLERANCES and name not in ("complex64", "complex128"):
         raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(TOLERANCES)}")
@@ -166,35 +172,57 @@ def finer_dtype(a: str, b: str) -> str:
     return max(a, b, key=lambda n: _COARSENESS.index(n) if n in _COARSENESS else -1)
 
 
-def _as_torch(x, what: str) -> tuple[torch.Tensor, str]:
-    if isinstance(x, torch.Tensor):
-        return x.detach().cpu(), dtype_name(x.dtype)
-    if isinstance(x, np.ndarray):
-        t = torch.from_numpy(x if all(s >= 0 for s in x.strides) else np.ascontiguousarray(x))
-        return t, dtype_name(t.dtype)
-    value, dtype = getattr(x, "value", None), getattr(x, "dtype", None)
-    if isinstance(value, torch.Tensor) and dtype is not None:  # a device_sim tensor
-        return value, dtype_name(dtype)
-    raise TypeError(
-        f"compare_tensors: {what} must be a torch tensor, a numpy array or a device_sim tensor, "
-        f"got {type(x).__name__}; wrap data with torch.as_tensor(...)"
-    )
+def _as_array(x, what: str) -> tuple[np.ndarray, str, bool]:
+    """(x's values as a plain numpy array, its dtype's name, whether the array holds bfloat16 bits)."""
+    torch = sys.modules.get("torch")  # a torch tensor exists only once torch is imported: never imported here
+    if torch is not None and isinstance(x, torch.Tensor):
+        values = array_of(x)
+        name = dtype_name(x.dtype)
+    elif isinstance(x, np.ndarray):
+        values, name = x, dtype_name(array_dtype(x))
+    elif torch is not None and isinstance(getattr(x, "value", None), torch.Tensor) and x.dtype is not None:
+        values, name = array_of(x.value), dtype_name(x.dtype)  # a device_sim tensor: its device dtype's tolerances
+    else:
+        raise TypeError(
+            f"compare_tensors: {what} must be a torch tensor, a numpy array or a device_sim tensor, "
+            f"got {type(x).__name__}; wrap data with torch.as_tensor(...)"
+        )
+    return np.asarray(values), name, isinstance(values, BFloat16Bits)
 
 
-def _category(t: torch.Tensor) -> str:
-    if t.dtype == torch.bool:
-        return "bool"
-    if t.is_complex():
-        return "complex"
-    return "float" if t.is_floating_point() else "integer"
+def _category(x: np.ndarray, bf16: bool) -> str:
+    kind = "f" if bf16 else x.dtype.kind
+    return {"b": "bool", "c": "complex", "f": "float"}.get(kind, "integer")
+
+
+def _floats(x: np.ndarray, bf16: bool, dtype=np.float64) -> np.ndarray:
+    """x's values as a new array of `dtype` (bfloat16 bits widened exactly)."""
+    if bf16:
+        x = (x.astype(np.uint32) << 16).view(np.float32)
+    return x.astype(dtype)
+
+
+def _widen(x: np.ndarray, bf16: bool, out: np.ndarray) -> None:
+    """x's values into the work buffer `out` (bfloat16 bits into a float32 buffer with no temporary)."""
+    if bf16 and out.dtype == np.float32:
+        np.left_shift(x, 16, out=out.view(np.uint32), dtype=np.uint32)
+    elif bf16:
+        np.copyto(out, _floats(x, True, np.float32))
+    else:
+        np.copyto(out, x, casting="unsafe")
+
+
+def _element(x: np.ndarray, bf16: bool, index: tuple[int, ...]):
+    """The value at `index` as a Python number (bfloat16 bits as the float they stand for)."""
+    return _floats(x[index].reshape(1), True, np.float32)[0].item() if bf16 else x[index].item()
 
 
 def compare_tensors(actual, golden, *, rtol: float | None = None, atol: float | None = None,
                     pcc: float | None = None, equal_nan: bool = True, dtype=None,
                     chunk_size: int = CHUNK) -> Comparison:
     """Compare `actual` with `golden` (the reference); see the module docstring for every policy."""
-    a, a_name = _as_torch(actual, "actual")
-    g, g_name = _as_torch(golden, "golden")
+    a, a_name, a_bf16 = _as_array(actual, "actual")
+    g, g_name, g_bf16 = _as_array(golden, "golden")
     name = dtype_name(dtype) if dtype is not None else coarser_dtype(a_name, g_name)
     d_rtol, d_atol, atol_scale = TOLERANCES.get(name, TOLERANCES["float64"])
     if atol is not None:
@@ -202,30 +230,30 @@ def compare_tensors(actual, golden, *, rtol: float | None = None, atol: float | 
     rtol = float(d_rtol if rtol is None else rtol)
     atol = float(d_atol if atol is None else atol)
     desired = DEFAULT_PCC if pcc is None else float(pcc)
-    base = dict(numel=a.numel(), shapes=(tuple(a.shape), tuple(g.shape)), dtypes=(a_name, g_name),
+    base = dict(numel=a.size, shapes=(tuple(a.shape), tuple(g.shape)), dtypes=(a_name, g_name),
                 rtol=rtol, atol=atol, desired_pcc=desired)
 
     if a.shape != g.shape:
         return _failed(base, f"shape mismatch: actual {list(a.shape)} vs golden {list(g.shape)}")
-    ca, cg = _category(a), _category(g)
+    ca, cg = _category(a, a_bf16), _category(g, g_bf16)
     if ca != cg:
         return _failed(base, f"dtype mismatch: actual is {ca} ({a_name}), golden is {cg} ({g_name}); "
                              f"convert one (e.g. golden.to(actual.dtype)) to compare values")
     if ca == "complex":
         return _failed(base, "complex tensors are not supported; compare .real and .imag separately")
-    if a.numel() == 0:
+    if a.size == 0:
         return Comparison(passed=True, reason=f"both empty, shape {list(a.shape)}", pcc=1.0, max_abs_error=0.0,
                           mean_abs_error=0.0, max_rel_error=0.0, mismatched=0, mismatched_fraction=0.0,
                           max_ulp=0.0 if name in _IEEE else None, worst_index=None, worst_actual=None,
                           worst_golden=None, pcc_ok=True, close_ok=True, **base)
 
     ulp_name = dtype_name(dtype) if dtype is not None else a_name
-    work = torch.float32 if ca == "float" and max(a.element_size(), g.element_size()) <= 4 else torch.float64
+    work = np.float32 if ca == "float" and max(a.itemsize, g.itemsize) <= 4 else np.float64
     # With a scaled atol the threshold is known only after the pass: count in a second pass if needed.
     chunk = max(1, int(chunk_size))
     acc = _fold_all(a, g, chunk, lambda: _Accumulator(
         work, rtol, math.inf if atol_scale else atol, equal_nan, _IEEE.get(ulp_name), chunk,
-        need_max_golden=bool(atol_scale)))
+        need_max_golden=bool(atol_scale), bf16=(a_bf16, g_bf16)))
     if atol_scale:
         atol = atol + atol_scale * acc.max_abs_golden
         base["atol"] = atol
@@ -245,29 +273,27 @@ def _failed(base: dict, reason: str) -> Comparison:
                       pcc_ok=False, close_ok=False, **base)
 
 
-def _fold_all(a: torch.Tensor, g: torch.Tensor, chunk: int, make) -> _Accumulator:
+def _fold_all(a: np.ndarray, g: np.ndarray, chunk: int, make) -> _Accumulator:
     """Fold every chunk into accumulators made by `make`: one per thread, merged at the end.
 
-    Each chunk's ops are small, so torch's own threads would meet at a barrier after every
-    op: little gain on an idle machine, and a collapse when the cores are shared. Instead up
-    to torch.get_num_threads() threads (the caller's among them) take whole chunks in turn,
-    each running torch single-threaded (per thread in torch's OpenMP builds; the caller's
-    setting is restored).
+    Up to one thread per CPU this process may run on (the caller's among them) takes whole chunks
+    in turn: the C pass and numpy's loops let go of the GIL, and a whole chunk per thread meets no
+    barrier after each small op (splitting each op across threads collapsed on shared cores).
     """
     chunks = _chunks(a, g, chunk)
-    n_chunks = -(-a.numel() // chunk)
+    n_chunks = -(-a.size // chunk)
     if n_chunks == 1:  # the common small tensor: no threads to start or settings to change
         acc = make()
         for lo, xa, xg in chunks:
             acc.add(xa, xg, lo)
         return acc
     lock = threading.Lock()
-    accs = [make() for _ in range(min(torch.get_num_threads(), n_chunks))]
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    accs = [make() for _ in range(min(cpus, n_chunks))]
     errors = []
 
     def fold(acc: _Accumulator) -> None:
         try:
-            torch.set_num_threads(1)
             while True:
                 with lock:  # a strided input copies the chunk here, one at a time
                     item = next(chunks, None)
@@ -278,13 +304,11 @@ def _fold_all(a: torch.Tensor, g: torch.Tensor, chunk: int, make) -> _Accumulato
             errors.append(e)
 
     threads = [threading.Thread(target=fold, args=(acc,), name="ttreport-compare") for acc in accs[1:]]
-    previous = torch.get_num_threads()
     for t in threads:
         t.start()
     try:
         fold(accs[0])
     finally:
-        torch.set_num_threads(previous)
         for t in threads:
             t.join()
     if errors:
@@ -294,10 +318,10 @@ def _fold_all(a: torch.Tensor, g: torch.Tensor, chunk: int, make) -> _Accumulato
     return accs[0]
 
 
-def _chunks(a: torch.Tensor, g: torch.Tensor, size: int):
+def _chunks(a: np.ndarray, g: np.ndarray, size: int):
     """(flat offset, actual chunk, golden chunk), 1-D; only one chunk is ever copied at a time."""
-    n = a.numel()
-    if (a.is_contiguous() and g.is_contiguous()) or a.dim() == 0:
+    n = a.size
+    if (a.flags.c_contiguous and g.flags.c_contiguous) or a.ndim == 0:
         fa, fg = a.reshape(-1), g.reshape(-1)
         for lo in range(0, n, size):
             yield lo, fa[lo:lo + size], fg[lo:lo + size]
@@ -311,10 +335,11 @@ def _chunks(a: torch.Tensor, g: torch.Tensor, size: int):
 class _Accumulator:
     """Running totals over the finite (actual, golden) pairs, chunk by chunk."""
 
-    def __init__(self, work: torch.dtype, rtol: float, atol: float, equal_nan: bool, ieee, chunk: int, *,
-                 need_max_golden: bool):
+    def __init__(self, work: type, rtol: float, atol: float, equal_nan: bool, ieee, chunk: int, *,
+                 need_max_golden: bool, bf16: tuple[bool, bool] = (False, False)):
         self.work, self.rtol, self.atol, self.equal_nan, self.chunk = work, rtol, atol, equal_nan, chunk
         self.need_max_golden = need_max_golden  # for an atol that scales with max|golden|
+        self.bf16 = bf16  # whether the actual's and the golden's chunks hold bfloat16 bits
         # ulp(g) = max(2**exponent(g), smallest normal) * 2**-mantissa_bits; the last factor is applied at the end
         self.ulp = (ieee[0], 2.0 ** ieee[1]) if ieee else None
         self.buffers = None
@@ -334,101 +359,110 @@ class _Accumulator:
         self.overflow = False
 
     def _buffers(self, n: int):
-        if self.buffers is None or self.buffers[0].numel() < n:
-            self.buffers = [torch.empty(n, dtype=self.work) for _ in range(5)]  # the first chunk is the largest
+        if self.buffers is None or self.buffers[0].size < n:
+            self.buffers = [np.empty(n, dtype=self.work) for _ in range(5)]  # the first chunk is the largest
         return [b[:n] for b in self.buffers]
 
-    def add(self, xa: torch.Tensor, xg: torch.Tensor, offset: int) -> None:
-        n = xa.numel()
-        if NATIVE and self.work == torch.float32:
-            a_bf16, g_bf16 = _FOLD_DTYPES.get(xa.dtype), _FOLD_DTYPES.get(xg.dtype)
-            if a_bf16 is not None and g_bf16 is not None and xa.is_contiguous() and xg.is_contiguous():
+    def add(self, xa: np.ndarray, xg: np.ndarray, offset: int) -> None:
+        n = xa.size
+        if NATIVE and self.work is np.float32 and xa.flags.c_contiguous and xg.flags.c_contiguous:
+            a_bf16, g_bf16 = _fold_as(xa, self.bf16[0]), _fold_as(xg, self.bf16[1])
+            if a_bf16 is not None and g_bf16 is not None:
                 self._add_native(xa, a_bf16, xg, g_bf16, n, offset)
                 return
         fa, fg, d, ag, e = self._buffers(n)
-        fa.copy_(xa)
-        fg.copy_(xg)
-        if not self._fold(fa, fg, d, ag, e, xa, xg, offset, None):
+        _widen(xa, self.bf16[0], fa)
+        _widen(xg, self.bf16[1], fg)
+        if not self._fold(fa, fg, d, ag, e, offset, None):
             self._add_exact(xa, xg, offset)
 
     def _add_native(self, xa, a_bf16: bool, xg, g_bf16: bool, n: int, offset: int) -> None:
         """The chunk's totals from ttreport/_fold.c's one pass over it as it is (bfloat16 or float32)."""
         check = math.isfinite(self.rtol)
-        totals = _fold.fold(xa.data_ptr(), a_bf16, xg.data_ptr(), g_bf16, n, self.rtol if check else 0.0,
+        totals = _fold.fold(xa.ctypes.data, a_bf16, xg.ctypes.data, g_bf16, n, self.rtol if check else 0.0,
                             self.atol, self.ulp[1] if self.ulp is not None else 0.0, self.max_abs)
         if totals is None:  # a NaN or an inf among the chunk's values
             self._add_exact(xa, xg, offset)
             return
-        self._take(n, totals, xa, xg, offset)
+        self._take(n, totals, lambda: (_floats(xa, self.bf16[0]), _floats(xg, self.bf16[1])), offset)
 
-    def _add_exact(self, xa: torch.Tensor, xg: torch.Tensor, offset: int) -> None:
+    def _add_exact(self, xa: np.ndarray, xg: np.ndarray, offset: int) -> None:
         """The rare chunk with a NaN or inf, or whose float32 sums overflow: float64, with masks."""
-        a, g = xa.to(torch.float64), xg.to(torch.float64)
-        finite = torch.isfinite(a) & torch.isfinite(g)
+        a, g = _floats(xa, self.bf16[0]), _floats(xg, self.bf16[1])
+        finite = np.isfinite(a) & np.isfinite(g)
         keep = None
-        if not bool(finite.all()):
-            bad = (~finite).nonzero().squeeze(1)
+        if not finite.all():
+            bad = np.flatnonzero(~finite)
             va, vg = a[bad], g[bad]
             same = va == vg  # inf == inf of the same sign; NaN never equals NaN
             if self.equal_nan:
-                same |= va.isnan() & vg.isnan()
+                same |= np.isnan(va) & np.isnan(vg)
             wrong = bad[~same]
-            if wrong.numel():
-                self.nonfinite_mismatched += wrong.numel()
-                self.mismatched += wrong.numel()
-                self.nonfinite_nan |= bool((va.isnan() | vg.isnan())[~same].any())
+            if wrong.size:
+                self.nonfinite_mismatched += wrong.size
+                self.mismatched += wrong.size
+                self.nonfinite_nan |= bool((np.isnan(va) | np.isnan(vg))[~same].any())
                 if self.first_nonfinite is None:
                     self.first_nonfinite = offset + int(wrong[0])
-            keep = finite.nonzero().squeeze(1)
-            if keep.numel() == 0:
+            keep = np.flatnonzero(finite)
+            if keep.size == 0:
                 return
             a, g = a[keep], g[keep]
-        d, ag, e = torch.empty_like(a), torch.empty_like(a), torch.empty_like(a)
-        if not self._fold(a, g, d, ag, e, a, g, offset, keep):
+        d, ag, e = np.empty_like(a), np.empty_like(a), np.empty_like(a)
+        if not self._fold(a, g, d, ag, e, offset, keep):
             self.overflow = True  # only float64 values beyond ~1e150 get here
 
-    def _fold(self, fa, fg, d, ag, e, xa, xg, offset, index) -> bool:
+    def _fold(self, fa, fg, d, ag, e, offset, index) -> bool:
         """Fold one chunk of finite pairs into the totals; False, folding nothing, if a sum is not finite.
 
-        fa, fg: the chunk in the work dtype; d, ag, e: work buffers; xa, xg: the chunk as given;
-        index: the flat positions of the pairs within the chunk when some were left out.
+        fa, fg: the chunk in the work dtype; d, ag, e: work buffers; index: the flat positions of the pairs
+        within the chunk when some were left out. Each step rounds as ttreport/_fold.c's (d - rtol |g| is a
+        product, then a difference: no fused multiply-add), so both give the same maxima and counts.
         """
-        n = fa.numel()
-        sa, sg = fa.sum().item(), fg.sum().item()
-        saa, sgg = torch.dot(fa, fa).item(), torch.dot(fg, fg).item()
-        torch.sub(fa, fg, out=d).abs_()
-        sdd = torch.dot(d, d).item()
-        if not math.isfinite(sa + sg + saa + sgg + sdd):
-            return False
-        dmax = d.amax().item()
-        worst = -1  # only when it beats the max so far, as the C pass (argmax is a second pass)
-        if dmax > self.max_abs:
-            i = int(d.argmax())
-            worst = int(index[i]) if index is not None else i
-        sd = d.sum().item()
-        torch.abs(fg, out=ag)
-        gmax = ag.amax().item() if self.need_max_golden else 0.0
-        emax, count = -math.inf, 0
-        if math.isfinite(self.rtol):  # rtol=inf turns the closeness check off
-            torch.add(d, ag, alpha=-self.rtol, out=e)
-            emax = e.amax().item()
-            if emax > self.atol:  # count: 1 where e > atol, 0 elsewhere (cheaper than a bool mask)
-                count = int(e.clamp_min_(self.atol).sub_(self.atol).sign_().sum().item())
-        torch.div(d, ag, out=e).nan_to_num_(nan=0.0, posinf=math.inf)  # 0/0 -> 0, x/0 -> inf
-        rmax = e.amax().item()
-        umax = 0.0
-        if self.ulp is not None:
-            bits, mask = (torch.int32, 0x7F800000) if fg.dtype == torch.float32 else (torch.int64, 0x7FF << 52)
-            torch.bitwise_and(fg.view(bits), mask, out=e.view(bits))
-            torch.div(d, e.clamp_min_(self.ulp[1]), out=e)
-            umax = e.amax().item()
-        self._take(n, (sa, sg, saa, sgg, sdd, sd, dmax, worst, gmax, emax, count, rmax, umax), xa, xg, offset)
+        n = fa.size
+        with np.errstate(all="ignore"):  # an overflow is found from the sums below; x/0 is inf by design
+            sa, sg = float(fa.sum()), float(fg.sum())
+            saa, sgg = float(np.dot(fa, fa)), float(np.dot(fg, fg))
+            np.subtract(fa, fg, out=d)
+            np.abs(d, out=d)
+            sdd = float(np.dot(d, d))
+            if not math.isfinite(sa + sg + saa + sgg + sdd):
+                return False
+            dmax = float(d.max())
+            worst = -1  # only when it beats the max so far, as the C pass (argmax is a second pass)
+            if dmax > self.max_abs:
+                i = int(d.argmax())
+                worst = int(index[i]) if index is not None else i
+            sd = float(d.sum())
+            np.abs(fg, out=ag)
+            gmax = float(ag.max()) if self.need_max_golden else 0.0
+            emax, count = -math.inf, 0
+            if math.isfinite(self.rtol):  # rtol=inf turns the closeness check off
+                np.multiply(ag, self.rtol, out=e)
+                np.subtract(d, e, out=e)
+                emax = float(e.max())
+                atol = float(self.work(self.atol))  # the C pass's float32 atol, for a float32 chunk
+                if emax > atol:
+                    count = int(np.count_nonzero(e > atol))
+            np.divide(d, ag, out=e)
+            np.nan_to_num(e, copy=False, nan=0.0, posinf=math.inf)  # 0/0 -> 0, x/0 -> inf
+            rmax = float(e.max())
+            umax = 0.0
+            if self.ulp is not None:
+                bits, mask = (np.int32, 0x7F800000) if fg.dtype == np.float32 else (np.int64, 0x7FF << 52)
+                np.bitwise_and(fg.view(bits), mask, out=e.view(bits))
+                np.maximum(e, self.ulp[1], out=e)
+                np.divide(d, e, out=e)
+                umax = float(e.max())
+        self._take(n, (sa, sg, saa, sgg, sdd, sd, dmax, worst, gmax, emax, count, rmax, umax),
+                   lambda: (fa.astype(np.float64), fg.astype(np.float64)), offset)
         return True
 
-    def _take(self, n: int, totals: tuple, xa, xg, offset: int) -> None:
-        """Fold one chunk's totals, as _fold (torch) and ttreport/_fold.c (C) give them: sums of a, g, a², g², d²
+    def _take(self, n: int, totals: tuple, float64s, offset: int) -> None:
+        """Fold one chunk's totals, as _fold (numpy) and ttreport/_fold.c (C) give them: sums of a, g, a², g², d²
         and d (d = |a - g|), max d and its flat index in the chunk (-1 unless it beats the max so far), max |g|,
-        max d - rtol |g| and the count above atol, max d / |g|, max d / ulp(g) (before the mantissa factor)."""
+        max d - rtol |g| and the count above atol, max d / |g|, max d / ulp(g) (before the mantissa factor).
+        float64s: the chunk's pairs in float64, made only where the moments must be redone."""
         sa, sg, saa, sgg, sdd, sd, dmax, worst, gmax, emax, count, rmax, umax = totals
         if dmax > self.max_abs and worst >= 0:
             self.max_abs, self.worst = dmax, offset + worst
@@ -440,16 +474,16 @@ class _Accumulator:
         self.max_rel = max(self.max_rel, rmax)
         if self.ulp is not None:
             self.max_ulp = max(self.max_ulp, umax)
-        self._moments(n, sa, sg, saa, sgg, sdd, xa, xg)
+        self._moments(n, sa, sg, saa, sgg, sdd, float64s)
 
-    def _moments(self, n, sa, sg, saa, sgg, sdd, xa, xg) -> None:
+    def _moments(self, n, sa, sg, saa, sgg, sdd, float64s) -> None:
         # PCC from var a, var g and var(a - g): near 1 its error scales with 1 - PCC
         # rather than with the float32 rounding of a cross product. Raw sums of squares save two
         # passes; where they cancel badly (spread tiny next to the mean, constants) redo in float64.
         ma, mg, md = sa / n, sg / n, (sa - sg) / n
         m2a, m2g, m2d = saa - sa * ma, sgg - sg * mg, max(0.0, sdd - n * md * md)
         if m2a <= 1e-3 * saa or m2g <= 1e-3 * sgg:
-            ma, mg, m2a, m2g, m2d = _moments64(xa, xg)
+            ma, mg, m2a, m2g, m2d = _moments64(*float64s())
         self._merge(n, ma, mg, m2a, m2g, m2d)
 
     def merge(self, o: _Accumulator) -> None:
@@ -483,11 +517,12 @@ class _Accumulator:
         self.mean_g += dg * n / total
         self.n = total
 
-    def count_outside(self, xa: torch.Tensor, xg: torch.Tensor) -> None:
-        a, g = xa.to(torch.float64), xg.to(torch.float64)
-        finite = torch.isfinite(a) & torch.isfinite(g)
-        outside = (a - g).abs_() > self.atol + self.rtol * g.abs()
-        self.mismatched += int(torch.count_nonzero(outside & finite))
+    def count_outside(self, xa: np.ndarray, xg: np.ndarray) -> None:
+        a, g = _floats(xa, self.bf16[0]), _floats(xg, self.bf16[1])
+        finite = np.isfinite(a) & np.isfinite(g)
+        with np.errstate(all="ignore"):  # non-finite pairs are left out by `finite`
+            outside = np.abs(a - g) > self.atol + self.rtol * np.abs(g)
+        self.mismatched += int(np.count_nonzero(outside & finite))
 
     @property
     def pcc(self) -> float | None:
@@ -498,15 +533,20 @@ class _Accumulator:
         return max(-1.0, min(1.0, 1.0 - (self.m2d - (sa - sg) * (sa - sg)) / (2.0 * sa * sg)))
 
 
-def _moments64(xa: torch.Tensor, xg: torch.Tensor):
-    a, g = xa.to(torch.float64), xg.to(torch.float64)
-    ma, mg = a.mean().item(), g.mean().item()
+def _moments64(a: np.ndarray, g: np.ndarray):
+    """Means and centered sums of squares of a, g and a - g (float64 arrays), each in two passes."""
+    ma, mg = float(a.mean()), float(g.mean())
     a, g = a - ma, g - mg
     d = a - g
-    return ma, mg, torch.dot(a, a).item(), torch.dot(g, g).item(), torch.dot(d, d).item()
+    return ma, mg, float(np.dot(a, a)), float(np.dot(g, g)), float(np.dot(d, d))
 
 
-def _result(acc: _Accumulator, a: torch.Tensor, g: torch.Tensor, base: dict) -> Comparison:
+def _fold_as(x: np.ndarray, bf16: bool) -> bool | None:
+    """How the C pass reads a chunk as it is: True for bfloat16 bits, False for float32, None: it does not."""
+    return True if bf16 else False if x.dtype == np.float32 else None
+
+
+def _result(acc: _Accumulator, a: np.ndarray, g: np.ndarray, base: dict) -> Comparison:
     numel, desired = base["numel"], base["desired_pcc"]
     # With no finite pairs left (all NaN/inf, matched or not) there is no error to measure: 0 if
     # every pair matched, NaN otherwise; a NaN/inf mismatch sets the max error to NaN or inf.
@@ -524,8 +564,8 @@ def _result(acc: _Accumulator, a: torch.Tensor, g: torch.Tensor, base: dict) -> 
         max_abs_error=max_abs, mean_abs_error=acc.sum_abs / acc.n if acc.n else none,
         max_rel_error=acc.max_rel if acc.n else none, mismatched=acc.mismatched,
         mismatched_fraction=acc.mismatched / numel, max_ulp=ulp, worst_index=index,
-        worst_actual=a[index].item() if index is not None else None,
-        worst_golden=g[index].item() if index is not None else None,
+        worst_actual=_element(a, acc.bf16[0], index) if index is not None else None,
+        worst_golden=_element(g, acc.bf16[1], index) if index is not None else None,
         pcc_ok=pcc_ok, close_ok=close_ok,
     )
     r["reason"] = _reason(acc, r, pcc, desired, base["rtol"], base["atol"], numel)

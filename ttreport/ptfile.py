@@ -34,6 +34,10 @@ file's end, a shape larger than its data are refused before anything is allocate
         found = inspect_tensor(f, os.path.getsize("/tmp/t.pt"))   # ValueError if not torch.save's one tensor
         found.storage_numel, found.shape   # 6 elements to allocate, shape (2, 3): known before reading them
         assert torch.equal(read_tensor(f, found), torch.arange(6.0).reshape(2, 3))
+
+Reading needs no torch: read_array gives the same values as a numpy array (bfloat16, which numpy has no dtype for,
+as its uint16 bits in a BFloat16Bits array), so a reader that only compares values (`ttreport compare`) never pays
+torch's import (~2-3 s here). This module imports torch only inside the functions that make or take a torch.Tensor.
 """
 
 from __future__ import annotations
@@ -51,10 +55,13 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import torch
+import numpy as np
 from isal import isal_zlib
+
+if TYPE_CHECKING:
+    import torch
 
 ALIGNMENT = 64  # torch's storage alignment (torch.utils.serialization.config.save.storage_alignment)
 PICKLE_PROTOCOL = 2  # torch.serialization.DEFAULT_PROTOCOL
@@ -85,6 +92,8 @@ class Written:
 
 def plain(value: torch.Tensor) -> torch.Tensor:
     """A detached CPU tensor that owns exactly its elements (torch.save writes a view's whole storage)."""
+    import torch
+
     v = value.detach().cpu()
     if type(v) is not torch.Tensor:
         v = v.as_subclass(torch.Tensor)  # a subclass would pickle its class, which weights_only refuses
@@ -104,6 +113,8 @@ def save_tensor(value: torch.Tensor, path, *, archive: str | None = None, fallba
         fallback: for a tensor of 4 GiB or more (less 1 MiB), called as fallback(value, path) to write it
             (default torch.save); the file is then read once to checksum it.
     """
+    import torch
+
     value, path = plain(value), Path(path)
     storage = value.untyped_storage()
     nbytes = storage.nbytes()
@@ -124,6 +135,8 @@ def save_values(data, dtype: torch.dtype, shape, path, *, archive: str | None = 
         dtype, shape: the tensor's torch dtype and shape.
         path, archive: as save_tensor's.
     """
+    import torch
+
     path, shape = Path(path), tuple(shape)
     nbytes = len(data)
     if nbytes != math.prod(shape) * dtype.itemsize:
@@ -180,6 +193,8 @@ class _Pickler(pickle.Pickler):
     """torch's pickler for one tensor: its storage is the persistent id ("storage", type, key, location, numel)."""
 
     def persistent_id(self, obj):
+        import torch
+
         if isinstance(obj, torch.storage.TypedStorage):  # the dtypes with a legacy storage class (FloatStorage ...)
             return "storage", getattr(torch, obj._pickle_storage_type()), "0", "cpu", obj._size()
         if isinstance(obj, torch.UntypedStorage):  # newer dtypes (uint32, float8 ...): bytes and the dtype apart
@@ -249,13 +264,19 @@ READ_CHUNK = 4 << 20  # bytes read (and CRC-32 checked) at a time, straight into
 # The names torch.save's pickle of one tensor uses, each mapped to what it stands for here: nothing is imported.
 _REBUILDS = {("torch._utils", "_rebuild_tensor_v2"): "v2", ("torch._utils", "_rebuild_tensor_v3"): "v3",
              ("torch._utils", "_rebuild_parameter"): "parameter", ("collections", "OrderedDict"): "OrderedDict"}
-_TYPED_STORAGES = {"ByteStorage": torch.uint8, "CharStorage": torch.int8, "ShortStorage": torch.int16,
-                   "IntStorage": torch.int32, "LongStorage": torch.int64, "HalfStorage": torch.float16,
-                   "FloatStorage": torch.float32, "DoubleStorage": torch.float64, "BFloat16Storage": torch.bfloat16,
-                   "BoolStorage": torch.bool, "ComplexFloatStorage": torch.complex64,
-                   "ComplexDoubleStorage": torch.complex128}
-# _rebuild_tensor_v3's dtype argument (uint16/32/64, float8 ...); quantized dtypes need torch's own rebuild.
-_DTYPES = {n: v for n, v in vars(torch).items() if isinstance(v, torch.dtype) and not n.startswith("q")}
+_TYPED_STORAGES = {"ByteStorage": "uint8", "CharStorage": "int8", "ShortStorage": "int16", "IntStorage": "int32",
+                   "LongStorage": "int64", "HalfStorage": "float16", "FloatStorage": "float32",
+                   "DoubleStorage": "float64", "BFloat16Storage": "bfloat16", "BoolStorage": "bool",
+                   "ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128"}
+# torch's dtypes by the name its pickles give them (_rebuild_tensor_v3's dtype argument: uint16/32/64, float8 ...)
+# -> (bytes an element, numpy's dtype; None where numpy has none). Named here, not read from torch, so that reading
+# imports no torch; quantized dtypes need torch's own rebuild. bfloat16's numpy form is its bits (BFloat16Bits).
+_DTYPES = {"bool": (1, "bool"), "uint8": (1, "uint8"), "int8": (1, "int8"), "int16": (2, "int16"),
+           "int32": (4, "int32"), "int64": (8, "int64"), "uint16": (2, "uint16"), "uint32": (4, "uint32"),
+           "uint64": (8, "uint64"), "float16": (2, "float16"), "float32": (4, "float32"), "float64": (8, "float64"),
+           "bfloat16": (2, "uint16"), "complex32": (4, None), "complex64": (8, "complex64"),
+           "complex128": (16, "complex128"), "float8_e4m3fn": (1, None), "float8_e5m2": (1, None),
+           "float8_e4m3fnuz": (1, None), "float8_e5m2fnuz": (1, None), "float8_e8m0fnu": (1, None)}
 _LITERALS = {"BININT", "BININT1", "BININT2", "LONG1", "BINUNICODE", "SHORT_BINUNICODE", "BINFLOAT"}
 _CONSTANTS = {"NEWTRUE": True, "NEWFALSE": False, "NONE": None}
 _TUPLES = {"EMPTY_TUPLE": 0, "TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
@@ -265,7 +286,7 @@ _TUPLES = {"EMPTY_TUPLE": 0, "TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
 class StoredTensor:
     """What a .pt holds, found before reading its data: the tensor's dtype and view, and its data record."""
 
-    dtype: torch.dtype
+    dtype: str  # torch's name for it: "float32", "bfloat16" (getattr(torch, dtype) is the torch.dtype)
     shape: tuple[int, ...]
     stride: tuple[int, ...]
     offset: int  # the view's first element in the storage
@@ -276,8 +297,12 @@ class StoredTensor:
     swap: bool  # written on a host of the other byte order
 
     @property
+    def itemsize(self) -> int:
+        return _DTYPES[self.dtype][0]
+
+    @property
     def nbytes(self) -> int:
-        return self.storage_numel * self.dtype.itemsize
+        return self.storage_numel * self.itemsize
 
 
 class _Rebuild(NamedTuple):
@@ -285,13 +310,17 @@ class _Rebuild(NamedTuple):
 
 
 class _StorageType(NamedTuple):
-    dtype: torch.dtype | None  # None: torch.UntypedStorage (bytes; the dtype comes with _rebuild_tensor_v3)
+    dtype: str | None  # None: torch.UntypedStorage (bytes; the dtype comes with _rebuild_tensor_v3)
 
 
 class _Storage(NamedTuple):
-    dtype: torch.dtype | None
+    dtype: str | None
     key: str
     count: int  # elements of dtype, bytes when untyped
+
+
+class _Dtype(NamedTuple):
+    name: str  # a key of _DTYPES
 
 
 class _Tensor(NamedTuple):
@@ -299,7 +328,7 @@ class _Tensor(NamedTuple):
     offset: int
     shape: tuple
     stride: tuple
-    dtype: torch.dtype
+    dtype: str
 
 
 def inspect_tensor(f, size: int) -> StoredTensor:
@@ -350,11 +379,12 @@ def inspect_tensor(f, size: int) -> StoredTensor:
         raise ValueError(f"its pickle names storage {storage.key!r}, which has no record {record}")
     info = archive.getinfo(record)
     data_at = _record_start(f, info, size)
-    stored_bytes = storage.count * (storage.dtype or torch.uint8).itemsize
-    if info.file_size != stored_bytes or stored_bytes % dtype.itemsize:
-        raise ValueError(f"its pickle declares {stored_bytes:,} bytes of {str(dtype).removeprefix('torch.')} in "
+    itemsize = _DTYPES[dtype][0]
+    stored_bytes = storage.count * _DTYPES[storage.dtype or "uint8"][0]
+    if info.file_size != stored_bytes or stored_bytes % itemsize:
+        raise ValueError(f"its pickle declares {stored_bytes:,} bytes of {dtype} in "
                          f"storage {storage.key!r}, but its record {record} holds {info.file_size:,}")
-    storage_numel = stored_bytes // dtype.itemsize
+    storage_numel = stored_bytes // itemsize
     numel = math.prod(found.shape)
     reach = found.offset + sum((d - 1) * s for d, s in zip(found.shape, found.stride)) + 1 if numel else 0
     if reach > storage_numel:
@@ -364,15 +394,62 @@ def inspect_tensor(f, size: int) -> StoredTensor:
         raise ValueError(f"its view claims {numel:,} elements, but its data holds {storage_numel:,} (an expanded "
                          f"view, which a stored tensor never is)")
     return StoredTensor(dtype, found.shape, found.stride, found.offset, storage_numel, record, data_at, info.CRC,
-                        dtype.itemsize > 1 and order.decode() != sys.byteorder)
+                        itemsize > 1 and order.decode() != sys.byteorder)
 
 
 def read_tensor(f, found: StoredTensor) -> torch.Tensor:
     """The tensor `found` (inspect_tensor's answer on the same open file) describes, its data read straight into
     its memory and checked against the record's CRC-32; a plain CPU torch.Tensor (requires_grad off)."""
-    data = torch.empty(found.nbytes, dtype=torch.uint8)
+    import torch
+
+    raw = _read_data(f, found)
+    data = torch.from_numpy(raw) if raw.size else torch.empty(0, dtype=torch.uint8)  # from_numpy's empty: stride 0
+    return data.view(getattr(torch, found.dtype)).as_strided(found.shape, found.stride, found.offset)
+
+
+class BFloat16Bits(np.ndarray):
+    """bfloat16 values as their uint16 bits, numpy having no bfloat16: read_array's form of a bfloat16 tensor.
+    Slices and reshapes stay BFloat16Bits; .float32() widens the values exactly."""
+
+    def float32(self) -> np.ndarray:
+        return (np.asarray(self).astype(np.uint32) << 16).view(np.float32)
+
+
+def read_array(f, found: StoredTensor) -> np.ndarray:
+    """read_tensor's values as a numpy array, with no torch imported: its dtype numpy's of the same name, a
+    bfloat16 tensor as BFloat16Bits. Raises ValueError for a dtype numpy has none of (float8, complex32)."""
+    numpy_dtype = _DTYPES[found.dtype][1]
+    if numpy_dtype is None:
+        raise ValueError(f"it holds {found.dtype} values, which numpy has no dtype for; read it with torch "
+                         f"(ttreport.load_tensor)")
+    values = _read_data(f, found).view(numpy_dtype)
+    itemsize = found.itemsize
+    values = np.lib.stride_tricks.as_strided(values[found.offset:], found.shape, [s * itemsize for s in found.stride])
+    return values.view(BFloat16Bits) if found.dtype == "bfloat16" else values
+
+
+def array_of(value: torch.Tensor) -> np.ndarray:
+    """A torch.Tensor's values as read_array gives a stored one's: numpy's array over its memory (a CPU tensor's
+    is not copied), a bfloat16 tensor as BFloat16Bits."""
+    import torch
+
+    value = value.detach().cpu().resolve_conj().resolve_neg()
+    if value.dtype == torch.bfloat16:
+        return value.view(torch.int16).numpy().view(np.uint16).view(BFloat16Bits)
+    return value.numpy()
+
+
+def array_dtype(values: np.ndarray) -> str:
+    """torch's name for the dtype of an array read_array or array_of gave: "bfloat16", "float32", "int64" ..."""
+    return "bfloat16" if isinstance(values, BFloat16Bits) else values.dtype.name
+
+
+def _read_data(f, found: StoredTensor) -> np.ndarray:
+    """The record's bytes (uint8), read straight into their memory, checked against its CRC-32, in this host's
+    byte order."""
+    data = np.empty(found.nbytes, dtype=np.uint8)
     if found.nbytes:
-        view = memoryview(data.numpy())
+        view = memoryview(data)
         f.seek(found.data_at)
         got = crc = 0
         while got < found.nbytes:
@@ -385,9 +462,9 @@ def read_tensor(f, found: StoredTensor) -> torch.Tensor:
             raise ValueError(f"its record {found.record} has CRC-32 {crc:08x} where the zip records "
                              f"{found.crc32:08x}: the file is damaged")
     if found.swap:  # each element's bytes reversed (a complex number's two halves each on their own, as torch does)
-        unit = found.dtype.itemsize // (2 if found.dtype.is_complex else 1)
-        data = data.view(-1, unit).flip(1).reshape(-1)
-    return data.view(found.dtype).as_strided(found.shape, found.stride, found.offset)
+        unit = found.itemsize // (2 if found.dtype.startswith("complex") else 1)
+        data = np.ascontiguousarray(data.reshape(-1, unit)[:, ::-1]).reshape(-1)
+    return data
 
 
 def _directory_bytes(f, size: int) -> int:
@@ -512,7 +589,7 @@ def _global(module: str, attr: str):
     if module in ("torch", "torch.storage") and attr == "UntypedStorage":
         return _StorageType(None)
     if module == "torch" and attr in _DTYPES:
-        return _DTYPES[attr]
+        return _Dtype(attr)
     raise ValueError(f"it holds pickled objects besides tensor data, and ttreport never loads those (loading them "
                      f"could run arbitrary code): GLOBAL {module}.{attr}")
 
@@ -543,15 +620,15 @@ def _call(fn, args):
     storage, offset, shape, stride = args[:4]
     if not isinstance(storage, _Storage):
         raise ValueError(f"its pickle rebuilds a tensor from {_what(storage)}, not a storage")
-    dtype = args[6] if fn.kind == "v3" else storage.dtype or torch.uint8  # v2 of an untyped storage: its bytes
-    if not isinstance(dtype, torch.dtype):
+    dtype = args[6] if fn.kind == "v3" else _Dtype(storage.dtype or "uint8")  # v2 of an untyped storage: bytes
+    if not isinstance(dtype, _Dtype):
         raise ValueError(f"its pickle rebuilds a tensor of dtype {_what(dtype)}")
     if not (_is_count(offset) and _is_shape(shape) and _is_shape(stride) and len(shape) == len(stride)):
         raise ValueError(f"its pickle gives a tensor shape {_what(shape)}, strides {_what(stride)} and offset "
                          f"{_what(offset)}, not counts")
     if not isinstance(args[4], bool) or not isinstance(args[5], dict):  # torch refuses these too
         raise ValueError(f"its pickle gives a tensor requires_grad {_what(args[4])} and hooks {_what(args[5])}")
-    return _Tensor(storage, offset, shape, stride, dtype)
+    return _Tensor(storage, offset, shape, stride, dtype.name)
 
 
 def _is_count(x) -> bool:

@@ -733,7 +733,7 @@ class Report:
         Raises TensorFileError when the capture did not store it (Config(tensors="none"), the
         default) or its file is missing or damaged; ReportError for a device that holds no shard of it.
         """
-        from ttreport import storage  # imports torch: only readers that load tensors pay for it
+        from ttreport import storage  # numpy (and torch to make the tensor): only readers that load tensors pay
 
         tensor_id = int(tensor_id)
         devices = self.tensor_devices(tensor_id)
@@ -759,6 +759,15 @@ class Report:
         shards = [storage.load_tensor(self.path, tensor_id, self.expected_file(tensor_id, device=d), device=d)
                   for d in devices]
         return _compose(shards, dims, mesh_shape, tensor_id)
+
+    def load_array(self, tensor_id: int, *, device: int | None = None):
+        """load_tensor's values as a numpy array, read with no torch imported (what compare reads): numpy's dtype
+        of the same name, bfloat16 as its uint16 bits (ttreport.ptfile.BFloat16Bits). A mesh tensor's shard by
+        device= (load_tensor joins shards); a file checked as load_tensor checks it."""
+        from ttreport import storage  # numpy: only readers that load tensors pay for it
+
+        return storage.load_tensor(self.path, int(tensor_id), self.expected_file(tensor_id, device=device),
+                                   device=device, as_array=True)
 
     def tensor_devices(self, tensor_id: int) -> list[int]:
         """The devices whose shard of a mesh tensor the report stores, in order; [] for a one-device tensor."""
@@ -1021,7 +1030,7 @@ def expected_file(conn: sqlite3.Connection, tensor_id: int, where, device: int |
     """The storage.Expected of `tensor_id`'s file (or of `device`'s shard file of a mesh tensor, or the
     `write` row's facts (file_bytes, crc32, shape, dtype) of a tensor_writes file) from the report on
     `conn` (a ReportError for an unknown id)."""
-    from ttreport.storage import Expected  # torch: only readers that load tensors pay for it
+    from ttreport.storage import Expected  # numpy: only readers that load tensors pay for it
 
     row = conn.execute("SELECT shape FROM tensors WHERE tensor_id = ?", (int(tensor_id),)).fetchone()
     if row is None:
@@ -1092,7 +1101,7 @@ def load_tensor(report_dir, tensor_id: int, expected=None, *, device: int | None
     torch.Tensor, its file checked against what the report's database says of it (storage.load_tensor checks
     the file; a mesh tensor's shards are joined without `device`). A folder of tensor files without a db.sqlite
     is checked for what a file can show by itself."""
-    from ttreport import storage  # imports torch: only readers that load tensors pay for it
+    from ttreport import storage  # numpy (and torch to make the tensor): only readers that load tensors pay
 
     if (Path(report_dir) / DB_FILE).is_file():
         mesh = device is None and storage.is_mesh_tensor(report_dir, tensor_id)
