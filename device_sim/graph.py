@@ -21,16 +21,20 @@ metadata) and the `.python_io.json` sidecar that TT-NN's ttnn/graph_report.py im
 
 Departures, each because device_sim is no hardware: RunMode.NO_DISPATCH still runs every op (the math runs on
 the host; nothing is dispatched to skip), so it differs from NORMAL only in writing address 0 for buffers and
-CBs, as TT-NN's mocked allocations read. A device operation's node, and a create_device_tensor's, has no
-`arguments` (device_sim keeps no serialized operation_attributes_t), and the op's output buffers are allocated
-just before its program's node rather than inside it. An op that raises gets an `error` node (error_type, error_message,
-error_operation: the form graph_report.py imports) before its function_end.
+CBs, as TT-NN's mocked allocations read. The `arguments` of a create_device_tensor that makes an op's output are
+TT-NN's (shape, dtype, layout, device id, memory config; a temporary's stay empty), and a device operation's are
+its attributes and its input tensors as tt_stl's reflection prints them; but device_sim keeps no C++
+operation_attributes_t, so the attributes' fields are the Python call's (by parameter name, the output's spec
+resolved: _attributes_text). The op's output buffers are allocated just before its program's node rather than
+inside it. An op that raises gets an `error` node (error_type, error_message, error_operation: the form
+graph_report.py imports) before its function_end.
 """
 
 from __future__ import annotations
 
 import contextlib
 import enum
+import inspect
 import json
 import pathlib
 import re
@@ -42,10 +46,11 @@ from dataclasses import dataclass, fields, is_dataclass
 import torch
 
 from device_sim import registry
+from device_sim.compute_config import MathFidelity, init_device_compute_kernel_config
 from device_sim.device_work import cores_text
 from device_sim.dtypes import ELEMENT_SIZE
-from device_sim.tensor import Tensor
-from device_sim.types import BufferType, Shape, TensorMemoryLayout
+from device_sim.tensor import StorageType, Tensor
+from device_sim.types import BufferType, Layout, MemoryConfig, Shape, TensorMemoryLayout
 
 REPORT_VERSION = 1  # graph_consts.hpp's kCurrentReportVersion
 
@@ -81,6 +86,9 @@ class _Processor:
         self.last_finished = -1
         self.buffers: dict[int, int] = {}  # buffer id -> its `buffer` node
         self.devices: dict[int, dict] = {}  # device id -> its info, as track_device() records it
+        # an open op call's function_start -> the call and the nodes made inside it whose arguments its end fills:
+        # {"call": (op, args, kwargs), "programs": [device operation starts], "created": {buffer id: start}}
+        self.calls: dict[int, dict] = {}
         self.t0 = time.perf_counter_ns()
         self.timestamp_ns = time.time_ns()
 
@@ -120,11 +128,12 @@ class _Processor:
             self.graph[self.add_buffer(buf)]["connections"].append(counter)
         return counter
 
-    def function_start(self, name: str, inputs=(), arguments=()) -> None:
+    def function_start(self, name: str, inputs=(), call=None) -> None:
         counter = len(self.graph)
         node = _node(counter, "function_start", {"inputs": str(len(inputs)), "name": name}, len(self.stack))
-        node["arguments"] = list(arguments)
         self.graph.append(node)
+        if call is not None:
+            self.calls[counter] = {"call": call, "programs": [], "created": {}}
         if self.last_finished != -1:
             self.graph[self.last_finished]["connections"].append(counter)
             self.last_finished = -1
@@ -152,6 +161,29 @@ class _Processor:
         for t in outputs:
             node["connections"].append(self.add_tensor(t))
         self.stack.pop()
+        call = self.calls.pop(start, None)
+        if call is not None:
+            self._fill_arguments(call, outputs)
+
+    def _fill_arguments(self, call: dict, outputs) -> None:
+        """The C++ arguments of the nodes an op call made, once its outputs are known: each create_device_tensor of
+        an output (shape, dtype, layout, device, memory config) and each device operation (its attributes, its
+        input tensors), as device/device_operation.hpp's launch() hands them to track_function_start."""
+        op, args, kwargs = call["call"]
+        for t in outputs:
+            for buf in _buffers(t):
+                start = call["created"].get(buf.buffer_id)
+                if start is not None:
+                    self.graph[start]["arguments"] = [str(t.shape), f"DataType::{t.dtype.name}",
+                                                      f"Layout::{t.layout.name}", str(_device_id(t)),
+                                                      str(t.memory_config())]
+        if not call["programs"]:
+            return
+        attributes = _attributes_text(op, args, kwargs, outputs[0] if outputs else None)
+        inputs = [t for t in tensors_in((args, kwargs)) if t.storage_type() == StorageType.DEVICE]
+        for start in call["programs"]:
+            reads = [] if self.graph[start]["params"]["name"] in _NO_TENSOR_ARGS else inputs
+            self.graph[start]["arguments"] = [attributes, "{" + ", ".join(_tensor_text(t) for t in reads) + "}"]
 
     def error(self, name: str, exc: BaseException) -> None:
         self._add("error", {"error_type": type(exc).__name__, "error_message": str(exc), "error_operation": name})
@@ -162,7 +194,10 @@ class _Processor:
         self._track_device(device)
         inside = len(self.stack) > 1
         if inside:
+            call = self.calls.get(self.stack[-1])
             self.function_start("tt::tt_metal::create_device_tensor")
+            if call is not None:
+                call["created"][buf.buffer_id] = self.stack[-1]
         buffer_node = self.add_buffer(buf)
         self._add("buffer_allocate", {
             "size": buf.size, "address": self._address(buf.address), "type": _type_name(buf),
@@ -184,7 +219,10 @@ class _Processor:
     def program(self, program, device) -> None:
         """A launched program as its device operation: track_program's CB nodes inside a nested function."""
         self._track_device(device)
+        call = self.calls.get(self.stack[-1])
         self.function_start(program.name)
+        if call is not None:
+            call["programs"].append(self.stack[-1])
         self._add("circular_buffer_deallocate_all", {"device_id": program.device_id}, [self.stack[-1]])
         cores = cores_text(program.ranges)
         for cb, address in program.cb_addresses():
@@ -225,6 +263,91 @@ def _type_name(buf) -> str:
     return "DRAM" if buf.buffer_type == BufferType.DRAM else "L1"
 
 
+# -- the C++ argument texts (graph_argument_serializer.cpp; tt_stl's reflection prints structs as Name(field=value,...))
+# Device operations whose tensor_args_t holds no Tensor (tt-metal's ttnn/cpp/ttnn/operations at peer/TT_METAL_COMMIT,
+# `struct tensor_args_t {};`: full, rand, randn, debug's apply_device_delay): their input vector is empty.
+_NO_TENSOR_ARGS = frozenset({"FullDeviceOperation", "RandDeviceOperation", "RandnDeviceOperation",
+                             "ApplyDeviceDelayDeviceOperation"})
+# The output spec a device operation holds resolved, where the call may leave it None
+_RESOLVED = {"dtype": lambda t: t.dtype, "layout": lambda t: t.layout, "memory_config": lambda t: t.memory_config()}
+
+
+def _buffers(t) -> list:
+    shards = getattr(t, "shards", None)
+    return [s.buffer for s in shards if s.buffer is not None] if shards else [b for b in [t.buffer] if b is not None]
+
+
+def _device_id(t) -> int:
+    # graph_argument_serializer.cpp writes a device pointer as its id
+    bufs = _buffers(t)
+    return bufs[0].device_id if bufs else 0
+
+
+def _attributes_text(op, args, kwargs, output) -> str:
+    """operation_attributes_t as device_sim can tell it: the call's arguments that are not tensors, by the op's
+    parameter names, with dtype, layout and memory_config resolved from the output and a moreh op's omitted
+    compute_kernel_config resolved as TT-NN resolves it (all 23 of init_device_compute_kernel_config's calls under
+    operations/moreh default to HiFi4). device_sim keeps no C++ struct, so the fields are the Python call's."""
+    try:
+        bound = inspect.signature(op.function).bind(*args, **kwargs)
+    except TypeError:  # the call did not fit (the op raised): its attributes are unknown
+        return "operation_attributes_t()"
+    bound.apply_defaults()
+    fields_ = []
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if name == "op_name" or kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        if tensors_in(value):
+            continue
+        if value is None and name in _RESOLVED and output is not None:
+            value = _RESOLVED[name](output)
+        elif value is None and name == "compute_kernel_config" and op.name.startswith("ttnn.moreh_"):
+            value = init_device_compute_kernel_config(math_fidelity=MathFidelity.HiFi4)
+        fields_.append(f"{name}={_value_text(value)}")
+    return f"operation_attributes_t({','.join(fields_)})"
+
+
+def _value_text(value) -> str:
+    """One value as tt_stl's reflection prints it."""
+    if value is None:
+        return "std::nullopt"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}::{value.name}"
+    if isinstance(value, (int, float, str, Shape, MemoryConfig)):
+        return str(value)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value):
+        return f"SmallVector({list(value)})"  # ttnn::SmallVector: the container TT-NN's attributes hold dims in
+    if isinstance(value, (list, tuple)):
+        return "{" + ", ".join(_value_text(v) for v in value) + "}"
+    if is_dataclass(value) and not isinstance(value, type):
+        inner = ",".join(f"{f.name}={_value_text(getattr(value, f.name))}" for f in fields(value))
+        return f"{type(value).__name__}({inner})"
+    return f"<{type(value).__name__}>"  # graph_argument_serializer.cpp's text for a type it cannot print
+
+
+def _tensor_text(t) -> str:
+    """A Tensor as tt_stl's reflection prints one: its storage and TensorSpec (logical shape and TensorLayout, whose
+    default alignment is page_config.cpp's: the tile's height and width for TILE, [1] for an interleaved
+    ROW_MAJOR tensor, the shard width for a sharded one)."""
+    tile = t.tile
+    page = "TilePageConfig" if t.layout == Layout.TILE else "RowMajorPageConfig"
+    cfg = t.memory_config()
+    if t.layout == Layout.TILE:
+        alignment = [tile.height, tile.width]
+    elif cfg is not None and cfg.shard_spec is not None:
+        alignment = [int(cfg.shard_spec.shape[1])]
+    else:
+        alignment = [1]
+    storage = "DeviceStorage()" if t.storage_type() == StorageType.DEVICE else "HostStorage()"
+    return (f"Tensor(storage={storage},tensor_spec=TensorSpec(logical_shape={t.shape},tensor_layout=TensorLayout("
+            f"dtype=DataType::{t.dtype.name},page_config=PageConfig(config={page}(tile=Tile(tile_shape="
+            f"{{{tile.height}, {tile.width}}},face_shape={{{tile.face_shape[0]}, {tile.face_shape[1]}}},num_faces="
+            f"{tile.num_faces}))),memory_config={cfg},alignment=Alignment({alignment}))))")
+
+
 # -- the tracker: open captures, the op hook and the devices' memory listeners ------------------------------
 _lock = threading.RLock()
 _processors: list[_Processor] = []
@@ -253,7 +376,7 @@ class _OpHook:
                 _follow(getattr(t, "_device", None))
             _follow(kwargs.get("device"))
             for p in _processors:
-                p.function_start(op.name, inputs)
+                p.function_start(op.name, inputs, (op, args, kwargs))
             record = None
             if _python_io_recording_enabled:
                 record = _python_record(op.name, args, kwargs, inputs)
