@@ -638,3 +638,21 @@ def test_xielu_is_tt_nn_goldens_piecewise_activation(device):
     neg = 0.1 * torch.expm1(torch.clamp(x, max=-1e-6)) - 0.1 * x + 0.5 * x
     ref = torch.where(x > 0, 0.3 * x * x + 0.5 * x, neg)
     torch.testing.assert_close(ttnn.to_torch(ttnn.xielu(t, alpha_p=0.3, alpha_n=0.1)), ref)
+
+
+def test_typecast_takes_tt_nns_input_dtype_output_dtype_overload(device):
+    # test_eltwise_typecast.py: ttnn.typecast(t, input_dtype, output_dtype), the input dtype checked (typecast.cpp)
+    t = ttnn.from_torch(torch.tensor([[1.25, -3.0]]), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    out = ttnn.typecast(t, ttnn.float32, ttnn.int32)
+    assert out.dtype == ttnn.int32 and ttnn.to_torch(out).tolist() == [[1, -3]]
+    with pytest.raises(RuntimeError, match="input dtype and input tensor's dtype provided should match"):
+        ttnn.typecast(t, ttnn.bfloat16, ttnn.int32)
+
+
+def test_interleaved_to_sharded_takes_the_grid_as_an_x_y_pair(device):
+    # test_reduce.py, test_matmul_1d_2d.py: interleaved_to_sharded(t, (x, y), shard_shape, scheme, orientation)
+    t = ttnn.from_torch(torch.rand(32, 256), layout=ttnn.TILE, device=device)
+    s = ttnn.interleaved_to_sharded(t, (4, 2), [32, 32], ttnn.TensorMemoryLayout.WIDTH_SHARDED,
+                                    ttnn.ShardOrientation.COL_MAJOR)
+    grid = s.memory_config().shard_spec.grid.bounding_box()
+    assert (grid.end.x, grid.end.y) == (3, 1) and torch.equal(ttnn.to_torch(s), ttnn.to_torch(t))

@@ -168,11 +168,11 @@ def to_device(tensor: Tensor, device, memory_config: MemoryConfig | None = None,
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
-    if tensor._device is device:
+    if tensor.device() is device:
         return tensor
-    if tensor._device is not None:
+    if tensor.device() is not None:
         raise ValueError(
-            f"tensor {tensor.tensor_id} is on device {tensor._device.device_id}; "
+            f"tensor {tensor.tensor_id} is on device {tensor.device().device_id}; "
             f"bring it to the host first (tensor.cpu()) to move it to device {device.device_id}"
         )
     cfg, source = placement.resolve(memory_config, [], op_name)
@@ -198,7 +198,7 @@ def from_device(tensor: Tensor, *, op_name: str = OWN_NAME, **tt_nn_only) -> Ten
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
-    if tensor._device is None:
+    if tensor.device() is None:
         return tensor
     out = Tensor._create(tensor._value_or_raise(), tensor.dtype, tensor.layout, None, None, None)
     _keep_pad_fill(tensor, out)
@@ -227,7 +227,7 @@ def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
     if layout == tensor.layout and dtype in (None, tensor.dtype) and memory_config is None:
         return tensor
     ins = device_inputs(op_name, tensor)
-    if layout == Layout.ROW_MAJOR and dtype is None and tensor._device is not None:
+    if layout == Layout.ROW_MAJOR and dtype is None and tensor.device() is not None:
         dtype = untilized_dtype(tensor.dtype)
     out = output(held(tensor), tensor, ins, op_name=op_name, dtype=dtype, layout=layout,
                  memory_config=memory_config)
@@ -245,7 +245,7 @@ def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: DataTyp
     >>> ttnn.to_memory_config(x, ttnn.L1).memory_config().buffer_type
     BufferType.L1
     """
-    if tensor._device is None:
+    if tensor.device() is None:
         raise ValueError(
             f"tensor {tensor.tensor_id} is on the host; ttnn.to_device(tensor, device, memory_config) places it"
         )
@@ -258,8 +258,8 @@ def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: DataTyp
     return out
 
 
-def _typecast_golden(t, dtype, **_):
-    return t.to(dtypes.TORCH_DTYPE[DataType(dtype)])
+def _typecast_golden(t, dtype, output_dtype=None, **_):
+    return t.to(dtypes.TORCH_DTYPE[DataType(dtype if output_dtype is None else output_dtype)])
 
 
 def _typecast(name: str, tensor: Tensor, dtype: DataType, memory_config: MemoryConfig | None, tt_nn_only) -> Tensor:
@@ -268,20 +268,27 @@ def _typecast(name: str, tensor: Tensor, dtype: DataType, memory_config: MemoryC
     ins = device_inputs(name, tensor)
     fresh = pending_output_target(name) is None
     out = output(held(tensor), tensor, ins, op_name=name, dtype=dtype, memory_config=memory_config)
-    if tensor._device is not None and not tensor.is_sharded():
+    if tensor.device() is not None and not tensor.is_sharded():
         device_work.launch_after(out, fresh, tensor, programs.typecast_program(tensor, out.dtype))
     return out
 
 
 @register_op("ttnn.typecast", kind="move", output_keyword="output_tensor", golden=_typecast_golden)
-def typecast(tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None,
-             op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """The tensor converted to `dtype` on the device, each value rounded as that dtype holds it.
+def typecast(tensor: Tensor, dtype: DataType, output_dtype: DataType | None = None, *,
+             memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The tensor converted to `dtype` on the device, each value rounded as that dtype holds it. TT-NN's other
+    overload, typecast(tensor, input_dtype, output_dtype), names the tensor's own dtype first (copy/typecast.hpp).
 
     >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
-    >>> ttnn.typecast(x, ttnn.bfloat16).dtype
-    DataType.BFLOAT16
+    >>> ttnn.typecast(x, ttnn.bfloat16).dtype, ttnn.typecast(x, ttnn.float32, ttnn.bfloat16).dtype
+    (DataType.BFLOAT16, DataType.BFLOAT16)
     """
+    if output_dtype is not None:
+        if DataType(dtype) != tensor.dtype:
+            raise tt_fatal("tt_input_dtype == input_tensor.dtype()",
+                           "input dtype and input tensor's dtype provided should match",
+                           where="device_sim/ops/core.py")
+        dtype = output_dtype
     return _typecast(op_name, tensor, dtype, memory_config, tt_nn_only)
 
 
@@ -312,7 +319,7 @@ def clone(tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: D
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, tensor)
     out = output(held(tensor), tensor, ins, op_name=op_name, dtype=dtype, memory_config=memory_config)
-    if tensor._device is not None and not tensor.is_sharded() and out.layout == tensor.layout:
+    if tensor.device() is not None and not tensor.is_sharded() and out.layout == tensor.layout:
         device_work.launch_after(out, True, tensor, programs.copy_program(tensor, out.dtype))
     return out
 
@@ -341,7 +348,7 @@ def _reshape_into_padding(t: Tensor, shape, padded_shape, memory_config):
             or math.prod(padded_shape) != math.prod(have)):
         return None
     cfg = memory_config if memory_config is not None else t._memory_config
-    if t._device is not None and (cfg is not None and (cfg.is_sharded() != t._memory_config.is_sharded()
+    if t.device() is not None and (cfg is not None and (cfg.is_sharded() != t._memory_config.is_sharded()
                                                        or cfg.buffer_type != t._memory_config.buffer_type)):
         return None
     value = views.through_padding(held(t), have, padded_shape, shape)
@@ -429,7 +436,7 @@ def permute(input_tensor: Tensor, dims, *, memory_config: MemoryConfig | None = 
     ins = device_inputs(op_name, input_tensor)
     out = output(v.permute(dims).contiguous(), input_tensor, ins, op_name=op_name,
                  memory_config=memory_config)
-    if input_tensor._device is not None:  # permute.cpp's transposes or PermuteDeviceOperation (programs.shape)
+    if input_tensor.device() is not None:  # permute.cpp's transposes or PermuteDeviceOperation (programs.shape)
         device_work.launch_after(out, True, input_tensor, shape_programs.permute_programs(input_tensor, out, dims))
     return out
 
@@ -459,7 +466,7 @@ def transpose(input_tensor: Tensor, dim1: int, dim2: int, *, memory_config: Memo
                          f"(rank {v.dim()})") from None
     ins = device_inputs(op_name, input_tensor)
     out = output(r.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
-    if (input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded()
+    if (input_tensor.device() is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded()
             and v.dim() >= 2):
         swapped = {dim1 % v.dim(), dim2 % v.dim()}
         if swapped == {v.dim() - 2, v.dim() - 1}:  # WH, the case models transpose most
@@ -470,7 +477,7 @@ def transpose(input_tensor: Tensor, dim1: int, dim2: int, *, memory_config: Memo
             device_work.launch_after(out, True, input_tensor, shape_programs.transpose_cn_program(input_tensor))
         elif v.dim() == 3 and swapped == {0, 1} and not out.is_sharded():  # HC of the 4-D view
             device_work.launch_after(out, True, input_tensor, shape_programs.transpose_hc_shape_program(
-                input_tensor._device, [1, *v.shape], input_tensor.dtype))
+                input_tensor.device(), [1, *v.shape], input_tensor.dtype))
     return out
 
 
@@ -563,7 +570,7 @@ def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # n
         if not (isinstance(starts, Tensor) and isinstance(ends, Tensor)) or steps is not None:
             raise TypeError(f"{op_name}: the tensor-args form takes starts and ends both as ttnn tensors, and "
                             "slice_step= (not steps=)")
-        if input_tensor._device is None:
+        if input_tensor.device() is None:
             raise ValueError(f"{op_name}: input tensor must be on device for tensor args slice; "
                              "move it with ttnn.to_device(tensor, device)")
         unit = slice_step is None or all(int(s) == 1 for s in slice_step)
@@ -582,10 +589,10 @@ def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # n
     # TT-NN's tile factory takes a step-1 slice whose last two dims start and end on tile edges (or at the end)
     aligned = all(i.step == 1 for i in index) and all(
         i.start % 32 == 0 and (i.stop % 32 == 0 or i.stop == n) for i, n in zip(index[-2:], v.shape[-2:]))
-    if input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded() \
+    if input_tensor.device() is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded() \
             and not out.is_sharded() and aligned and v.dim() >= 2:
         device_work.launch_after(out, True, input_tensor, programs.slice_program(input_tensor, out))
-    elif input_tensor._device is not None and v.dim() >= 2 and not isinstance(starts, Tensor):
+    elif input_tensor.device() is not None and v.dim() >= 2 and not isinstance(starts, Tensor):
         # strided, unaligned or ROW_MAJOR: the row-major factories (a TILE input goes through ROW_MAJOR and back)
         device_work.launch_after(out, True, input_tensor, shape_programs.slice_programs(input_tensor, out, index))
     return out

@@ -43,13 +43,16 @@ def _identity(t, *_, output_dtype=None, **__):
 def _on_device(op_name: str, tensor) -> Tensor:
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{op_name} takes a ttnn tensor, got {type(tensor).__name__}")
-    if tensor._device is None:
+    if tensor.device() is None:
         raise ValueError(f"{op_name}: tensor {tensor.tensor_id} is on the host; move it with ttnn.to_device first")
     return tensor
 
 
 def _grid(grid) -> CoreRangeSet:
-    """TT-NN's grid argument: a CoreCoord grid size (x by y from (0, 0)), a CoreGrid or a CoreRangeSet."""
+    """TT-NN's grid argument: a CoreCoord grid size (x by y from (0, 0)), a CoreGrid or a CoreRangeSet. An (x, y)
+    pair is a CoreCoord, as TT-NN's binding takes it (tt-metal's test_reduce.py and test_matmul_1d_2d.py pass one)."""
+    if isinstance(grid, (tuple, list)) and len(grid) == 2 and all(isinstance(v, int) for v in grid):
+        grid = CoreCoord(*grid)
     if isinstance(grid, CoreCoord):
         return CoreRangeSet([CoreRange(CoreCoord(0, 0), CoreCoord(grid.x - 1, grid.y - 1))])
     if isinstance(grid, CoreGrid):
@@ -155,7 +158,7 @@ def reshard(input_tensor: Tensor, output_memory_config: MemoryConfig, output_ten
         if not out.is_sharded():
             raise ShardSpecError(f"{op_name}: output_tensor {out.tensor_id} must be sharded, it is "
                                  f"{out._memory_config!r}")
-        device_work.launch(t._device, programs.reshard_program(t, out))  # before the write: a clash keeps it
+        device_work.launch(t.device(), programs.reshard_program(t, out))  # before the write: a clash keeps it
         out._write(held(t))
         return out
     out = output(held(t), t, [t], op_name=op_name, memory_config=output_memory_config)
@@ -240,6 +243,6 @@ def sharded_to_interleaved_partial(input_tensor: Tensor, cache_tensor: Tensor, n
     flat[first:first + per] = v.reshape(per, -1)
     program = shape_programs.s2i_partial_program(t, cache)
     if program is not None:  # into the cache's own buffer, before the write: a CB clash keeps the cache
-        device_work.launch(t._device, program)
+        device_work.launch(t.device(), program)
     cache._write(flat.reshape(c.shape))
     return cache
