@@ -36,7 +36,6 @@ from ttreport.read.faults import check as check_report
 from ttreport.read.report import DEFAULT_ROOT, Report, Summary, default_roots, find_reports, resolve, sql_param
 from ttreport.read.terminal import json_safe
 from ttreport.store import cli as store_cli
-from ttreport.store.cli import store_args
 from ttreport.store.connection import is_store_url, masked
 
 BAD_INPUT = 2
@@ -55,17 +54,13 @@ def one_line(text: str) -> str:
 
 
 _STORE_URLS = "ttreport.store_urls"  # ctx.meta: the store URLs (and DSNs) of the command line
+REPORT_PARAMS = frozenset({"report", "reports", "a", "b", "against"})  # the parameters that name a report
 
 
 class _Group(click.Group):
     def parse_args(self, ctx, args):
-        # A store URL (or libpq DSN) and its --run stand for that run's folder (ttreport.store.cli.store_args).
+        # The store URLs (and libpq DSNs) of the command line, whose passwords invoke() hides in any message.
         ctx.meta[_STORE_URLS] = [a for a in args if is_store_url(a)]
-        if ctx.meta[_STORE_URLS]:
-            try:
-                args = store_args(list(args))
-            except TTReportError as e:
-                raise Failure(one_line(str(e))) from None
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx):
@@ -1279,8 +1274,13 @@ def perf_csv(report, folder):
 
 def _store_commands() -> None:
     """push, runs, history: the store's commands (ttreport.store.cli; psycopg is imported only when one runs)."""
-    for command in (store_cli.push, store_cli.runs, store_cli.history, store_cli.query_store):
+    store = (store_cli.push, store_cli.runs, store_cli.history, store_cli.query_store)
+    for command in store:
         main.add_command(command)
+    # Every other command that reads a report reads a store's run too: a store URL for REPORT, with --run NAME.
+    for command in main.commands.values():
+        if command not in store and any(p.name in REPORT_PARAMS and p.type is click.STRING for p in command.params):
+            store_cli.takes_runs(command, whole_store=store_cli.query_store if command is query else None)
 
 
 _store_commands()

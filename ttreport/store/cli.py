@@ -1,9 +1,9 @@
 """The store's commands: `ttreport push`, `ttreport runs`, `ttreport history`; and `--run` for the rest.
 
-Every command that reads a REPORT also takes a store URL followed by `--run NAME` (run id or UUID):
-`ttreport ops postgresql://db/ttreport --run nightly-1234`. store_args() swaps each URL for the local
-folder that holds that run (pull.py), before the command parses its arguments, so the commands read
-a run with the same code as a folder. `compare URL --run a URL --run b` compares two runs.
+Every command that reads a REPORT also takes a store URL with `--run NAME` (run id, name or UUID):
+`ttreport ops postgresql://db/ttreport --run nightly-1234`. takes_runs() gives the command that option; once click
+has parsed the command line, each URL is swapped for the local folder that holds its run (pull.py), so the commands
+read a run with the same code as a folder. `compare URL --run a URL --run b` compares two runs.
 
     ttreport push generated/ttreport/reports/demo --to postgresql:///ttreport --name nightly-1
     ttreport history postgresql:///ttreport --op ttnn.matmul --shape 1x32x64
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import functools
 import json
 import sys
 
@@ -30,37 +31,40 @@ from ttreport.store.push import push as push_one
 from ttreport.store.push import shape_key
 from ttreport.store.query import query
 
-STORE_COMMANDS = frozenset({"push", "runs", "history", "query-store"})  # they take the URL itself
+
+def takes_runs(command: click.Command, *, whole_store: click.Command | None = None) -> click.Command:
+    """`command`, one that reads REPORTs, with a `--run NAME` option: each store URL given for a report (an
+    argument's or an option's value) stands for the local folder that holds run NAME (pull.materialize). The URLs
+    take the --run values in the order they come on the command line (click fills the parameters in that order):
+    `compare URL --run a URL --run b`. `whole_store`: the command that answers a store URL given with no --run
+    (query's SQL over every run of the store: query-store), called with the same values, the URL as its `url`."""
+    command.params.append(click.Option(["--run", "runs"], multiple=True, metavar="NAME",
+                                       help="With a store URL for a report: the run it names (run id, name or "
+                                            "UUID; `ttreport runs URL` lists them); one --run for each URL, in order."))
+    body = command.callback
+
+    @functools.wraps(body)
+    def with_runs(*args, runs, **kwargs):
+        urls = [(name, i) for name, value in kwargs.items() for i, x in _items(value) if is_store_url(x)]
+        if urls and not runs and whole_store is not None:
+            (name, _), = urls
+            kwargs["url"] = kwargs.pop(name)
+            return click.get_current_context().invoke(whole_store, **kwargs)
+        if len(runs) != len(urls):
+            raise StoreError(f"{len(urls)} store URL(s) and {len(runs)} --run: give one --run NAME after each store "
+                             f"URL (`ttreport runs URL` lists the runs)")
+        for (name, i), run in zip(urls, runs):
+            folder = str(materialize(kwargs[name] if i is None else kwargs[name][i], run))
+            kwargs[name] = folder if i is None else (*kwargs[name][:i], folder, *kwargs[name][i + 1:])
+        return body(*args, **kwargs)
+
+    command.callback = with_runs
+    return command
 
 
-def store_args(args: list[str]) -> list[str]:
-    """`args` with each store URL (and the --run after it) replaced by the folder holding that run."""
-    if not any(is_store_url(a) for a in args) or (args and args[0] in STORE_COMMANDS):
-        return args
-    if args and args[0] == "query" and not any(a == "--run" or a.startswith("--run=") for a in args):
-        return ["query-store", *args[1:]]  # SQL across the whole store
-    out, runs, urls = [], [], []
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a == "--run" and i + 1 < len(args):
-            runs.append(args[i + 1])
-            i += 2
-            continue
-        if a.startswith("--run="):
-            runs.append(a[len("--run="):])
-        elif is_store_url(a):
-            urls.append(len(out))
-            out.append(a)
-        else:
-            out.append(a)
-        i += 1
-    if len(runs) != len(urls):
-        raise StoreError(f"{len(urls)} store URL(s) and {len(runs)} --run: give one --run NAME after each store URL "
-                         f"(`ttreport runs URL` lists the runs)")
-    for place, run in zip(urls, runs):
-        out[place] = str(materialize(out[place], run))
-    return out
+def _items(value) -> list[tuple[int | None, object]]:
+    """(index, item) for each item of a multiple or nargs=-1 parameter's tuple; (None, value) for one value."""
+    return list(enumerate(value)) if isinstance(value, (tuple, list)) else [(None, value)]
 
 
 @click.command()
