@@ -656,3 +656,14 @@ def test_interleaved_to_sharded_takes_the_grid_as_an_x_y_pair(device):
                                     ttnn.ShardOrientation.COL_MAJOR)
     grid = s.memory_config().shard_spec.grid.bounding_box()
     assert (grid.end.x, grid.end.y) == (3, 1) and torch.equal(ttnn.to_torch(s), ttnn.to_torch(t))
+
+
+def test_prod_writes_over_dims_into_an_output_tensor_as_tt_nns_second_overload(device):
+    # test_prod_nc.py: ttnn.prod(input, output, dims=[d]) multiplies over N or C into `output`, in place
+    x = torch.randint(-3, 4, (2, 3, 32, 32)).float()
+    t = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    out = ttnn.from_torch(torch.zeros(2, 1, 32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert ttnn.prod(t, out, dims=[1]) is out
+    assert torch.equal(ttnn.to_torch(out).float(), torch.prod(x, 1, keepdim=True).bfloat16().float())
+    with pytest.raises(TypeError, match="give dims"):
+        ttnn.prod(t, out)

@@ -52,6 +52,10 @@ def _reduction(name: str, fn, programs, *, result_dtype: DataType | None = None,
     def op(input_tensor: Tensor, dim=None, keepdim: bool = False, *, correction: bool = True, scalar: float = 1.0,
            memory_config: MemoryConfig | None = None, compute_kernel_config=None, op_name: str = OWN_NAME,
            **tt_nn_only) -> Tensor:
+        if isinstance(dim, Tensor) and name == "prod":
+            # prod's other overload, prod(input, output_tensor, *, dims): over dims (N or C), written into
+            # output_tensor (prod_nanobind.cpp; tt-metal's test_prod_nc.py)
+            return _prod_nc(op_name, input_tensor, dim, tt_nn_only.pop("dims", None), tt_nn_only)
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
         ins = device_inputs(op_name, input_tensor)
@@ -79,7 +83,7 @@ def _reduce_programs(*, fast_reduce_nc: bool = False):
     a TILE interleaved input; over outer dims reduce_nd_loop, except where TT-NN runs fast_reduce_nc (a bfloat16 or
     bfloat8_b sum: not modelled)."""
     def programs(t: Tensor, out: Tensor, dim, keepdim, scalar, config):
-        if t._device is None or t.layout != Layout.TILE or t.is_sharded():
+        if t.device() is None or t.layout != Layout.TILE or t.is_sharded():
             return None
         rank = len(t.shape)
         dims = tuple(range(rank) if dim is None else [d % rank for d in ((dim,) if isinstance(dim, int) else dim)])
@@ -99,6 +103,24 @@ def _welford_programs(t: Tensor, out: Tensor, dim, keepdim, scalar, config):
     fp32 = bool(getattr(config, "fp32_dest_acc_en", False))
     return reduction_nd.welford_program(t, out.dtype, d if isinstance(d, int) else d[0], scalar=scalar,
                                         fp32_dest_acc_en=fp32)
+
+
+def _prod_nc(op_name: str, input_tensor: Tensor, output_tensor: Tensor, dims, tt_nn_only) -> Tensor:
+    """prod(input, output_tensor, *, dims): the product over each of `dims` (kept, as 1) into output_tensor, in place,
+    by ProdNc for a dim 0 or 1 of a 4-D input (prod.cpp's prod_nc_impl)."""
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if not dims:
+        raise TypeError(f"{op_name}(input_tensor, output_tensor, *, dims): give dims, the dims to multiply over")
+    device_inputs(op_name, input_tensor, output_tensor)
+    r = values(input_tensor, op_name).float()
+    for d in dims:
+        r = torch.prod(r, dim=int(d), keepdim=True)
+    output_tensor._write(r)
+    launched = prod_programs.prod_programs(input_tensor, int(dims[0])) if len(dims) == 1 else None
+    if launched is not None:
+        device_work.launch_after(output_tensor, False, input_tensor, launched)
+    return output_tensor
 
 
 def _prod_programs(t: Tensor, out: Tensor, dim, keepdim, scalar, config):
