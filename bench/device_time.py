@@ -42,24 +42,37 @@ BERT_SAMPLES_PER_S = 252
 BERT_LAYER_NS = BERT_BATCH / BERT_SAMPLES_PER_S / BERT_LAYERS * 1e9  # 1.32 ms
 
 
-def operand(spec: str) -> perf_model.Operand:
-    """'1x1x19x1280|TILE|BFLOAT16|DRAM_INTERLEAVED' as the model's operand (as estimate_op would make it)."""
-    shape_text, layout, dtype, memory = spec.split("|")
+def operand(spec: str, default_shard_cores: int = GRID_CORES) -> perf_model.Operand:
+    """'1x1x19x1280|TILE|BFLOAT16|DRAM_INTERLEAVED' as the model's operand (as estimate_op would make it); a
+    sharded one may name the cores its shards span as a fifth field ('...|L1_HEIGHT_SHARDED|40')."""
+    shape_text, layout, dtype, memory, *shard = spec.split("|")
     shape = tuple(int(d) for d in shape_text.split("x"))
     lay = Layout.TILE if layout == "TILE" else Layout.ROW_MAJOR
     nbytes = perf_model.operand_bytes(shape, DataType[dtype], lay)
     kind = "l1" if memory.startswith("L1") else "dram"
     sharded = "SHARDED" in memory
+    cores = int(shard[0]) if shard else default_shard_cores
     return perf_model.Operand(nbytes, kind + ("_sharded" if sharded else ""), shape, lay != Layout.TILE,
-                              GRID_CORES if sharded else 0)
+                              cores if sharded else 0)
+
+
+def params(case: dict) -> dict:
+    """What the model is told beside the operands: an SFPU op's name; a conv2d's kernel, stride and channels."""
+    out = {"sfpu_op": case["op"]}
+    for item in filter(None, case["params"].split(";")):
+        key, _, value = item.partition("=")
+        if key in ("kernel_size", "stride"):
+            out[key] = tuple(int(v) for v in value.split("x"))
+        elif key == "in_channels":
+            out[key] = int(value)
+    return out
 
 
 def estimate(case: dict) -> perf_model.Estimate | None:
     ins = [operand(s) for s in case["inputs"].split(";") if s]
     outs = [operand(case["output"])]
     fidelity = MathFidelity[case["math_fidelity"]] if case["math_fidelity"] else None
-    params = {"sfpu_op": case["op"]}
-    return perf_model.estimate(case["op"], ins, outs, fidelity, params=params)
+    return perf_model.estimate(case["op"], ins, outs, fidelity, params=params(case))
 
 
 def load(path: Path = CASES) -> list[dict]:
@@ -156,13 +169,18 @@ def run(cases_path: Path = CASES) -> list[Figure]:
                         info(f"{label}: share within 2x", 100 * w2, "%"),
                         info(f"{label}: share within 4x", 100 * w4, "%")]
     every = ratios(cases)
-    by_family = defaultdict(list)
+    by_family = defaultdict(lambda: defaultdict(list))  # family -> split -> ratios
     for c, r, _ in every:
-        by_family[c["family"]].append(r)
-    for family, rs in sorted(by_family.items()):
-        med, w2, _ = summary(rs)
-        figures.append(info(f"all cases, {family} ({len(rs)}): median ratio / % within 2x", med,
-                            f"x / {100 * w2:.0f}%"))
+        by_family[c["family"]][c["split"]].append(r)
+        by_family[c["family"]]["all"].append(r)
+    for family, splits in sorted(by_family.items()):
+        for split in ("holdout", "all"):
+            rs = splits[split]
+            if rs:
+                med, w2, w4 = summary(rs)
+                label = "held-out" if split == "holdout" else "all cases"
+                figures.append(info(f"{label}, {family} ({len(rs)}): median ratio / % within 2x / 4x", med,
+                                    f"x / {100 * w2:.0f}% / {100 * w4:.0f}%"))
     cores = [(int(c["cores_measured"]), e.cores) for c, _, e in every if c["cores_measured"]]
     figures.append(info("cases whose modelled core count is the profiler's", 100 * sum(a == b for a, b in cores) /
                         max(1, len(cores)), "%"))

@@ -67,6 +67,20 @@ LAUNCH_NS = 1500
 # Issuing one small NoC read without waiting for it (a 32 B face row of a tile that an HC transpose regathers):
 # assumed ~60 cycles of the data-movement RISC's loop, in line with the CLIP HC transposes (6 us for 40 tiles).
 NOC_SMALL_READ_ISSUE_NS = 60
+# A program with no compute kernel (a shard move, a move): go signal and two data-movement kernels only. The smallest
+# Segformer shard moves and moves measure 0.6-0.7 us (tt-metal's ttnn-visualizer demo report, bench/device_time.py).
+LAUNCH_DM_ONLY_NS = 600
+# sharded_to_interleaved's writer waits on each page's write to an interleaved buffer: Segformer's 64-tile shards
+# take 300-600 ns a bfloat8_b page into L1 (2.4x an element-wise op writing the same pages); fitted there.
+SHARD_WRITE_PAGE_NS = 450
+# Tilize / untilize: the unpacker and packer reorder a tile's faces and rows: Segformer's untilizes take 0.7-1.1 us
+# a tile on a core when their writes are not the bound (a 256x1024 bfloat8_b untilize on 8 cores: 27 us); fitted.
+TILIZE_CYCLES_PER_TILE = 730
+# A conv2d's halo copies a core's input sticks one by one: Segformer's 512x512x3 stem (4,096 sticks a core) spends
+# 40 us in its Halo; fitted there. Its reader then gathers each output row's KH window runs: that stem's
+# OptimizedConvNew, 256 output rows a core by 7 runs, takes 49 us against ~5 us of math; fitted there.
+HALO_STICK_NS = 8
+CONV_WINDOW_READ_NS = 25
 EMBEDDING_ROWS_PER_BLOCK = 16  # rows an embedding core takes at a time (a face's height; the profiler's 2 cores for 19)
 PCIE_GB_PER_S = 32.0  # host <-> device, PCIe 4.0 x16 (Wormhole n150/n300 boards)
 # One Wormhole ethernet link: "a theoretical 100Gbps per direction", 12.5 GB/s (tt-metal's
@@ -88,7 +102,7 @@ FPU_CYCLES_PER_TILE = 32
 SFPU_CYCLES_PER_TILE = 128  # a simple SFPU op (relu, abs, neg ...): 32 lanes, a few instructions a row (assumed)
 # SFPU ops that evaluate a polynomial or iterate, cycles a tile on one core.
 SFPU_OP_CYCLES = {
-    "gelu": 1500,  # issue 30's Wormhole measurements: 1,300-1,700 cycles a tile a core
+    "gelu": 1650,  # Segformer's GELUs: 1,470-1,700 cycles a tile a core (issue 30's measurements: 1,300-1,700)
     "erf": 3900, "erfc": 3900, "erfinv": 3900,  # fitted on the CLIP encoder's erf (19x5120: 13.4 us)
     **dict.fromkeys(("exp", "log", "sigmoid", "tanh", "silu", "softplus", "mish", "recip", "reciprocal", "sqrt",
                      "rsqrt", "sin", "cos", "tan", "atan", "asin", "acos", "log1p", "expm1", "pow", "div",
@@ -97,7 +111,15 @@ SFPU_OP_CYCLES = {
 # Tile passes a norm's kernel makes over each input tile (count of the tile ops in TT-NN's kernels): layer norm
 # mean, x - mean, square, variance, rsqrt, scale, gamma, beta; RMS norm drops the mean and its subtraction.
 NORM_PASSES = {"layer_norm": 8, "rms_norm": 6, "group_norm": 10, "batch_norm": 6}
-SOFTMAX_PASSES = 6  # max, x - max, exp, sum, 1/sum, scale (softmax_program_factory's compute kernel)
+# One pass over a tile: unpack, the FPU op, pack and the circular-buffer hand-off to the next pass. Fidelity barely
+# moves it (Segformer's LoFi and HiFi4 layer norms take alike per tile): fitted on the Segformer and CLIP norms.
+NORM_PASS_CYCLES = 112
+# Per tile row, a norm's reductions: the row's sum and its broadcast back, twice (mean, variance), and the rsqrt: a
+# one-tile-wide layer norm row takes ~4.5 us (Segformer [256, 32] on 8 cores: 6.0 us), fitted there.
+NORM_ROW_CYCLES = 3600
+# Softmax over a tile of a row (max, x - max, exp, sum, 1/sum, scale in one kernel, the exp approximate):
+# Segformer's [16384, 256] bfloat8_b softmax on 64 cores takes 22 us, 64 tiles a core; fitted there.
+SOFTMAX_CYCLES_PER_TILE = 300
 
 _TILE_BYTES = frozenset({4096, 2048, 1088, 576, 1024})  # float32/uint32, bfloat16, bfloat8_b, bfloat4_b, uint8
 # How each op is priced is its kind, declared where it is registered (registry.KINDS), here by short name as a
@@ -120,6 +142,8 @@ _KIND = _kinds()
 _FREE = frozenset(n for n, k in _KIND.items() if k == "free")
 _HOST_MOVES = frozenset(n for n, k in _KIND.items() if k == "host_move")  # cross PCIe (from_torch: given a device)
 _MATMULS = frozenset(n for n, k in _KIND.items() if k == "matmul")
+# Moves TT-NN runs without a compute kernel (LAUNCH_DM_ONLY_NS): its reader and writer only
+_DM_ONLY = frozenset({"interleaved_to_sharded", "sharded_to_interleaved", "reshard", "move", "reallocate"})
 # Collectives by what crosses the busiest link (collective_link_ns).
 _COLLECTIVES = {short: op.collective for op in registry.OPS.values() if op.collective for short in op.short_names}
 # The fidelity an op family runs at when its call gives none (TT-NN's compute kernel config defaults).
@@ -291,17 +315,22 @@ def collective_link_ns(kind: str, shard_bytes: int, group: int, *, ring: bool = 
 
 
 # -- the pieces an estimate is built from ------------------------------------------------------------------------
-def _page_ns(o: Operand, pages: float, cfg: PerfConfig, *, write: bool = False, per_request: float = 1) -> float:
+def _page_ns(o: Operand, pages: float, cfg: PerfConfig, *, write: bool = False, per_request: float = 1,
+             latency_ns: float | None = None) -> float:
     """One core moving `pages` of operand o: a request's latency per `per_request` pages, bytes at a core's rate."""
     if pages <= 0:
         return 0.0
     if o.location == "l1_sharded" or o.location == "host":
         return pages * o.page_bytes / (L1_LOCAL_BYTES_PER_CYCLE * cfg.clock_ghz)  # its own L1: no NoC request
     if o.location == "l1":
-        latency, rate = L1_PAGE_LATENCY_NS, CORE_NOC_B_PER_CYCLE
+        # row-major sticks in L1 are issued back to back, a barrier per block, not per stick (Segformer: a 64 B stick
+        # of an interleaved_to_sharded every ~55 ns, an untilize's every ~70)
+        latency, rate = NOC_SMALL_READ_ISSUE_NS if o.is_row_major else L1_PAGE_LATENCY_NS, CORE_NOC_B_PER_CYCLE
     else:
         latency = DRAM_PAGE_LATENCY_NS
         rate = CORE_DRAM_WRITE_B_PER_CYCLE if write else CORE_DRAM_READ_B_PER_CYCLE
+    if latency_ns is not None:
+        latency = latency_ns
     return math.ceil(pages / per_request) * latency + pages * o.page_bytes / (rate * cfg.clock_ghz)
 
 
@@ -327,7 +356,8 @@ def _family(name: str) -> str:
 
 
 def _streaming(ins, outs, units: int, cycles_per_unit: float, cfg: PerfConfig, *, read_pages=None,
-               write_pages=None, per_request: float = 1, serial: bool = False, dram_scale=None) -> Estimate:
+               write_pages=None, per_request: float = 1, serial: bool = False, dram_scale=None,
+               write_latency_ns: float | None = None) -> Estimate:
     """An op that streams its operands through `units` of work split over its cores, reader and writer
     on their own RISCs beside the compute one (serial: one kernel reads and writes in turn)."""
     cores = _cores_for(units, cfg, [*ins, *outs])
@@ -335,7 +365,7 @@ def _streaming(ins, outs, units: int, cycles_per_unit: float, cfg: PerfConfig, *
     read = sum(_page_ns(o, (read_pages or {}).get(id(o), o.pages) * share, cfg, per_request=per_request)
                for o in ins)
     write = sum(_page_ns(o, (write_pages or {}).get(id(o), o.pages) * share, cfg, write=True,
-                         per_request=per_request) for o in outs)
+                         per_request=per_request, latency_ns=write_latency_ns) for o in outs)
     move = read + write if serial else max(read, write)
     move = max(move, _dram_ns([*ins, *outs], cfg, dram_scale))
     compute = math.ceil(units / cores) * cycles_per_unit / cfg.clock_ghz
@@ -374,6 +404,23 @@ def _matmul(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, *, transpose_a: 
         move = max(read, write, _dram_ns([a, b, out], cfg))
         return Estimate(math.ceil(compute), math.ceil(move), fidelity.name, LAUNCH_NS, cores,
                         math.ceil(MATMUL_SERIAL_SHARE * min(compute, move)))
+    if a.location == "l1_sharded" and a.shard_cores and grid is None:
+        # in0 sharded (TT-NN's 1D height-sharded or 2D block-sharded programs): the output split over in0's shard
+        # grid, rows first; each core's in0 is its own shard; in1 comes over the NoC a tile at a time (Segformer's
+        # sharded linears: 2.1 us for K = 32 to 7.5 us for K = 1024 on 64 cores, whatever their N).
+        # The grid's rows x columns (within the shard grid) that leave a core the fewest output tiles: a height-
+        # sharded in0 takes every core down M, a block-sharded one a grid of both.
+        r = min(range(1, min(mt, a.shard_cores) + 1),
+                key=lambda r: (math.ceil(mt / r) * math.ceil(nt / max(1, min(nt, a.shard_cores // r))), -r))
+        per_m, per_n = math.ceil(mt / r), math.ceil(nt / max(1, min(nt, a.shard_cores // r)))
+        batches = math.ceil(per_m / max(1, math.ceil(m / 32))) if b_batched else 1
+        read = max(_page_ns(a, per_m * kt, cfg), _page_ns(b, batches * kt * per_n, cfg, per_request=per_n))
+        write = _page_ns(out, per_m * per_n, cfg, write=True, per_request=per_m * per_n)
+        compute = per_m * per_n * kt * step / cfg.clock_ghz
+        move = max(read, write, _dram_ns([a, b, out], cfg))
+        cores = math.ceil(mt / per_m) * math.ceil(nt / per_n)
+        return Estimate(math.ceil(compute), math.ceil(move), fidelity.name, LAUNCH_NS, cores,
+                        math.ceil(MATMUL_SERIAL_SHARE * min(compute, move)))
     if mt <= 1 or b_batched:
         # One tile row of output (or a batched in1, a bmm): TT-NN splits the output's columns over the cores,
         # each core taking every row of its columns and reading its tiles one at a time.
@@ -408,7 +455,9 @@ def _conv2d(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, params: dict) ->
     if groups > 1:  # depthwise / grouped: TT-NN widens the weights to a block-diagonal [KH*KW*C, OC] matrix
         k = kh * kw * cin
     rows = math.prod(out.shape[:-1]) if len(out.shape) > 1 else 1
-    windows = Operand(math.ceil(rows / 32) * math.ceil(k / 32) * 2048, "l1_sharded", (rows, k))
+    # the windows stay on the cores the halo gathered them to: the input's shard grid (its cores, else the grid's)
+    windows = Operand(math.ceil(rows / 32) * math.ceil(k / 32) * 2048, "l1_sharded", (rows, k),
+                      shard_cores=x.shard_cores or cfg.cores)
     weights = ins[1] if len(ins) > 1 else Operand(math.ceil(k / 32) * math.ceil(out.shape[-1] / 32) * 2048, "dram",
                                                   (k, out.shape[-1]))
     weights = Operand(math.ceil(k / 32) * math.ceil(out.shape[-1] / 32) * (weights.bytes / max(1, weights.tiles)),
@@ -416,8 +465,12 @@ def _conv2d(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, params: dict) ->
     mm = _matmul([windows, weights], [out], fidelity, cfg, k=k)
     halo = _streaming([x], [Operand(x.bytes, "l1_sharded", x.shape, x.is_row_major)], max(1, x.pages), 0, cfg,
                       per_request=8)
-    return Estimate(mm.compute_ns, mm.bandwidth_ns + halo.bandwidth_ns, fidelity.name, LAUNCH_NS + halo.fixed_ns,
-                    mm.cores, mm.overlap_ns)
+    # The halo program copies each core's input sticks (and their neighbours' edge rows) into its window buffer,
+    # a stick at a time; the conv's reader then gathers, per output row, KH runs of KW*C contiguous window bytes.
+    halo_ns = math.ceil(x.pages / halo.cores) * HALO_STICK_NS
+    gather_ns = math.ceil(rows / max(1, mm.cores)) * kh * CONV_WINDOW_READ_NS
+    return Estimate(mm.compute_ns, max(mm.bandwidth_ns, gather_ns) + halo.bandwidth_ns + halo_ns, fidelity.name,
+                    LAUNCH_NS + halo.fixed_ns, mm.cores, mm.overlap_ns)
 
 
 def _move(name: str, ins, outs, cfg: PerfConfig) -> Estimate:
@@ -452,15 +505,22 @@ def _move(name: str, ins, outs, cfg: PerfConfig) -> Estimate:
     if src.is_row_major != dst.is_row_major:  # tilize / untilize: row sticks in or out, through the unpacker
         rm = src if src.is_row_major else dst
         tiled = dst if src.is_row_major else src
-        # each tile column of a core reads (or writes) 32 sticks of 64 B: a request a stick
-        sticks = tiled.tiles * min(32, rm.shape[-2] if len(rm.shape) > 1 else 1)
-        units = tiled.tiles // max(1, math.ceil((rm.shape[-2] if len(rm.shape) > 1 else 1) / 32)) \
-            if rm.location != "l1_sharded" else tiled.tiles
-        stick = Operand(rm.bytes, rm.location, (sticks, rm.bytes / max(1, sticks) / 2), True, rm.shard_cores)
-        cycles = FPU_CYCLES_PER_TILE * tiled.tiles / max(1, units)
+        h = rm.shape[-2] if len(rm.shape) > 1 else 1
+        wt = math.ceil((rm.shape[-1] if rm.shape else 1) / 32)
+        tile_rows = max(1, tiled.tiles // wt)
+        # TT-NN's multi-core tilize and untilize give each core whole tile rows (32 sticks of the full width); a
+        # tensor of one tile row is split by its tile columns instead (CLIP's [19, 1280] tilize: 40 cores)
+        units, tiles_per_unit = (tile_rows, wt) if tile_rows > 1 else (wt, 1)
+        sticks = units * min(32, h)
+        stick = Operand(rm.bytes, rm.location, (sticks, rm.bytes / sticks / 2), True, rm.shard_cores)
+        cycles = TILIZE_CYCLES_PER_TILE * tiles_per_unit
         if src.is_row_major:
-            return _streaming([stick], [dst], max(1, units), cycles, cfg)
-        return _streaming([src], [stick], max(1, units), cycles, cfg)
+            return _streaming([stick], [dst], units, cycles, cfg)
+        return _streaming([src], [stick], units, cycles, cfg)
+    if name in _DM_ONLY:
+        e = _streaming(ins[:1], outs, max(dst.pages, src.pages), 0, cfg,
+                       write_latency_ns=SHARD_WRITE_PAGE_NS if name == "sharded_to_interleaved" else None)
+        return Estimate(e.compute_ns, e.bandwidth_ns, None, LAUNCH_DM_ONLY_NS, e.cores)
     return _streaming(ins, outs, max(dst.pages, src.pages), 0, cfg)
 
 
@@ -497,15 +557,16 @@ def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | No
     if family in ("move", "embedding"):
         return _move(name, inputs, outputs, cfg)
     if family in ("norm", "softmax", "rows"):
-        # one tile row (the last dim's tiles) a unit of work; the kernel passes over it several times
+        # one tile row (the last dim's tiles) a unit of work; a norm passes over it several times and reduces it
         x = max(inputs, key=lambda o: o.tiles)
         wt = math.ceil(x.shape[-1] / 32) if x.shape else 1
         rows = max(1, x.tiles // max(1, wt))
-        passes = NORM_PASSES.get(name, 8) if family == "norm" else SOFTMAX_PASSES if family == "softmax" else 2
-        fid = FIDELITY_PASSES[fidelity] if fidelity is not None else 1
-        cycles = wt * passes * FPU_CYCLES_PER_TILE * fid
-        if family == "softmax":
-            cycles += wt * SFPU_OP_CYCLES["exp"]
+        if family == "norm":
+            cycles = NORM_ROW_CYCLES + wt * NORM_PASSES.get(name, 8) * NORM_PASS_CYCLES
+        elif family == "softmax":
+            cycles = wt * SOFTMAX_CYCLES_PER_TILE
+        else:
+            cycles = wt * 2 * FPU_CYCLES_PER_TILE * (FIDELITY_PASSES[fidelity] if fidelity is not None else 1)
         e = _streaming(inputs, outputs, rows, cycles, cfg)
         return Estimate(e.compute_ns, e.bandwidth_ns, fidelity.name if fidelity is not None else None, e.fixed_ns,
                         e.cores)

@@ -1,0 +1,151 @@
+"""Cases for cases.csv from a public Wormhole `ops_perf_results` CSV (TT-NN's device profiler output).
+
+    python -m bench.data.wormhole_ops_perf.extract FILE SOURCE REPO PATH COMMIT FIRST_CASE > rows.csv
+
+One case per op signature (op code, every input's and the output's shape, layout, dtype and memory, math
+fidelity, core count): the median DEVICE KERNEL DURATION [ns] of its rows. Device operations are named as
+the TT-NN call that runs them (BinaryDeviceOperation with binary_op_type MUL: multiply; UnaryDeviceOperation's
+op_chain: gelu); a conv2d is what ttnn.conv2d runs, the Halo, the Move after it and OptimizedConvNew, summed.
+A sharded operand spans the op's cores (the 5th field of its spec). The split is fixed here, before any fitting:
+the second of every three signatures of a family, in the file's order, is held out.
+
+Only Wormhole files are accepted: the profiler's firmware cycles over its nanoseconds is the chip's clock, 1.0 GHz
+on Wormhole (Blackhole runs at 1.35: tt-perf-report's ops_perf_results_2025_09_18_11_39_20.csv is one).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+COLUMNS = ["case", "split", "family", "op", "op_code", "inputs", "output", "math_fidelity", "cores_measured",
+           "measured_ns", "samples", "params", "source", "repo", "path", "commit", "derivation"]
+# device operation -> (ttnn op, family); binary and unary ops are named from their attributes below
+OPS = {"LayerNorm": ("layer_norm", "norm"), "LayerNormDeviceOperation": ("layer_norm", "norm"),
+       "Softmax": ("softmax", "softmax"), "SoftmaxDeviceOperation": ("softmax", "softmax"),
+       "Transpose": ("transpose", "transpose"), "TransposeDeviceOperation": ("transpose", "transpose"),
+       "Untilize": ("untilize", "untilize"), "Tilize": ("tilize", "tilize"),
+       "InterleavedToShardedDeviceOperation": ("interleaved_to_sharded", "shard_move"),
+       "ShardedToInterleavedDeviceOperation": ("sharded_to_interleaved", "shard_move"),
+       "ReshardDeviceOperation": ("reshard", "shard_move"), "MoveDeviceOperation": ("move", "move"),
+       "NLPConcatHeadsDeviceOperation": ("nlp_concat_heads", "heads"),
+       "NlpCreateHeadsSegformerDeviceOperation": ("nlp_create_qkv_heads", "heads"),
+       "Matmul": ("matmul", "matmul")}
+BINARY = {"ADD": "add", "MUL": "multiply", "SUB": "subtract", "DIV": "divide"}
+WORMHOLE_CLOCK_GHZ = 1.0
+
+
+def _dims(row: dict, prefix: str) -> list[str] | None:
+    padded = prefix + "_W_PAD[LOGICAL]" in row
+    key = prefix + ("_W_PAD[LOGICAL]" if padded else "_W")
+    if not row.get(key):
+        return None
+    if padded:  # "32[19]": the logical size is in brackets
+        return [row[f"{prefix}_{d}_PAD[LOGICAL]"].split("[")[-1].rstrip("]") for d in "WZYX"]
+    return [row[f"{prefix}_{d}"] for d in "WZYX"]
+
+
+def _spec(row: dict, prefix: str) -> str | None:
+    dims = _dims(row, prefix)
+    if dims is None:
+        return None
+    memory = re.sub(r"^DEV_\d+_", "", row[f"{prefix}_MEMORY"])
+    spec = f"{'x'.join(dims)}|{row[prefix + '_LAYOUT']}|{row[prefix + '_DATATYPE']}|{memory}"
+    return spec + f"|{row['CORE COUNT']}" if "SHARDED" in memory else spec
+
+
+def _attr(row: dict, pattern: str) -> str | None:
+    m = re.search(pattern, row["ATTRIBUTES"])
+    return m.group(1) if m else None
+
+
+def _name(row: dict, inputs: list[str]) -> tuple[str, str, str] | None:
+    """(ttnn op, family, params) of a device operation, None for one the data set does not take."""
+    code = row["OP CODE"]
+    if code in ("BinaryDeviceOperation", "BinaryNgDeviceOperation"):
+        op = BINARY.get(_attr(row, r"binary_op_type': 'BinaryOpType::(\w+)'") or "")
+        scalar = _attr(row, r"'scalar': '([-\d.e]+)'")
+        return (op, "eltwise_binary", f"scalar={scalar}" if scalar and len(inputs) == 1 else "") if op else None
+    if code == "UnaryDeviceOperation":
+        ops = re.findall(r"UnaryOpType::(\w+)", row["ATTRIBUTES"])
+        return (ops[0].lower(), "eltwise_unary", "") if len(ops) == 1 else None
+    if code in OPS:
+        op, family = OPS[code]
+        if code == "Matmul" and len(inputs) == 3:
+            op = "linear"
+        return op, family, "bias" if op == "linear" else ""
+    return None
+
+
+def _conv_params(row: dict) -> str:
+    """kernel, stride and channels of an OptimizedConvNew from its sliding window config."""
+    kh, kw = _attr(row, r"window_hw=\((\d+;\d+)\)").split(";")
+    sh, sw = _attr(row, r"stride_hw=\((\d+;\d+)\)").split(";")
+    cin = _attr(row, r"input_tensor_shape': '\{\d+; \d+; \d+; (\d+)\}'")
+    return f"kernel_size={kh}x{kw};stride={sh}x{sw};in_channels={cin}"
+
+
+def cases(path: str, source: str, repo: str, repo_path: str, commit: str, first_case: int) -> list[dict]:
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["OP TYPE"] == "tt_dnn_device" and r["DEVICE KERNEL DURATION [ns]"]]
+    clocks = [(int(r["DEVICE FW END CYCLE"]) - int(r["DEVICE FW START CYCLE"])) / int(r["DEVICE FW DURATION [ns]"])
+              for r in rows if r["DEVICE FW DURATION [ns]"] and int(r["DEVICE FW DURATION [ns]"]) > 0]
+    clock = statistics.median(clocks)
+    if abs(clock - WORMHOLE_CLOCK_GHZ) > 0.01:
+        raise SystemExit(f"{path}: firmware runs at {clock:.2f} GHz, not Wormhole's {WORMHOLE_CLOCK_GHZ}")
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    order: list[tuple] = []
+    halo: list[dict] = []  # a conv2d's Halo and Move rows, until its OptimizedConvNew
+    for r in rows:
+        ns = int(r["DEVICE KERNEL DURATION [ns]"])
+        inputs = [s for s in (_spec(r, f"INPUT_{i}") for i in range(4)) if s]
+        if r["OP CODE"] == "HaloDeviceOperation":
+            halo = [r]
+            continue
+        if halo and r["OP CODE"] == "MoveDeviceOperation":
+            halo.append(r)
+            continue
+        if r["OP CODE"] == "OptimizedConvNew" and halo:
+            x = _spec(halo[0], "INPUT_0")
+            key = ("conv2d", "conv2d", "OptimizedConvNew+Halo", ";".join([x, *inputs[1:]]), _spec(r, "OUTPUT_0"),
+                   r["MATH FIDELITY"], r["CORE COUNT"], _conv_params(r))
+            ns += sum(int(h["DEVICE KERNEL DURATION [ns]"]) for h in halo)
+            halo = []
+        else:
+            halo = []
+            named = _name(r, inputs)
+            if named is None:
+                continue
+            op, family, params = named
+            key = (family, op, r["OP CODE"], ";".join(inputs), _spec(r, "OUTPUT_0"), r["MATH FIDELITY"],
+                   r["CORE COUNT"], params)
+        if key not in groups:
+            order.append(key)
+        groups[key].append(ns)
+    out = []
+    seen: dict[str, int] = defaultdict(int)
+    for key in order:
+        family, op, code, inputs, output, fidelity, cores, params = key
+        split = "holdout" if seen[family] % 3 == 1 else "fit"
+        seen[family] += 1
+        derivation = ("median over the calls of the summed DEVICE KERNEL DURATION [ns] of the Halo, Move and "
+                      "OptimizedConvNew rows one ttnn.conv2d runs" if family == "conv2d" else
+                      "median DEVICE KERNEL DURATION [ns] of the rows with this signature")
+        out.append(dict(zip(COLUMNS, [first_case + len(out), split, family, op, code, inputs, output, fidelity, cores,
+                                      int(statistics.median(groups[key])), len(groups[key]), params, source, repo,
+                                      repo_path, commit, derivation])))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    path, source, repo, repo_path, commit, first = argv
+    w = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
+    w.writerows(cases(path, source, repo, repo_path, commit, int(first)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
