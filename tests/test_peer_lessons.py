@@ -667,3 +667,25 @@ def test_prod_writes_over_dims_into_an_output_tensor_as_tt_nns_second_overload(d
     assert torch.equal(ttnn.to_torch(out).float(), torch.prod(x, 1, keepdim=True).bfloat16().float())
     with pytest.raises(TypeError, match="give dims"):
         ttnn.prod(t, out)
+
+
+def test_assign_copies_into_a_memory_config_or_into_a_second_tensor(device):
+    # test_copy.py: ttnn.assign(t, memory_config=...) and assign(a, b) (copy_nanobind.cpp binds both)
+    x = torch.arange(64.0).reshape(2, 32)
+    t = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    y = ttnn.assign(t, memory_config=ttnn.L1_MEMORY_CONFIG, dtype=ttnn.float32)
+    assert y.memory_config().buffer_type == ttnn.BufferType.L1 and y.dtype == ttnn.float32
+    b = ttnn.from_torch(torch.zeros(2, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert ttnn.assign(t, b) is b and torch.equal(ttnn.to_torch(b).float(), x)
+
+
+def test_roll_takes_its_three_overloads_and_checks_as_roll_cpp(device):
+    x = torch.arange(2 * 3 * 32 * 32.0).reshape(2, 3, 32, 32)
+    t = ttnn.from_torch(x, layout=ttnn.TILE, device=device)
+    assert torch.equal(ttnn.to_torch(ttnn.roll(t, [1, -2], [2, 3])), torch.roll(x, [1, -2], [2, 3]))
+    assert torch.equal(ttnn.to_torch(ttnn.roll(t, 5, 1)), torch.roll(x, 5, 1))
+    assert torch.equal(ttnn.to_torch(ttnn.roll(t, 7)), torch.roll(x, 7))  # no dim: the flattened tensor
+    with pytest.raises(RuntimeError, match="to have the same length"):
+        ttnn.roll(t, [1, 2], [3])
+    with pytest.raises(RuntimeError, match="Invalid dimension index 4"):
+        ttnn.roll(t, [1], [4])

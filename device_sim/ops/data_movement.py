@@ -29,7 +29,7 @@ from device_sim.programs import repeat as repeat_programs
 from device_sim.programs import scatter as scatter_programs
 from device_sim.programs import shape as shape_programs
 from device_sim.programs import sort as sort_programs
-from device_sim.registry import OWN_NAME, Trait, register_op
+from device_sim.registry import OWN_NAME, Trait, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
 
@@ -252,9 +252,51 @@ def stack(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None,
     out = output(torch.stack(vs, d), tensors[0], ins, op_name=op_name, memory_config=memory_config)
     # TT-NN's stack unsqueezes each input (a view when the new dim is outside the last two) and concatenates:
     # one ConcatDeviceOperation (interleaved TILE; a new dim among the last two would reshape first: not modelled)
-    if out._device is not None and d < out._value.dim() - 2 and all(
+    if out.device() is not None and d < out._value.dim() - 2 and all(
             t.layout == Layout.TILE and not t.is_sharded() for t in (*tensors, out)):
         device_work.launch_after(out, True, out, programs.concat_program(out))
+    return out
+
+
+def _roll_args(op_name: str, rank: int, shifts, dim) -> tuple[list[int], list[int]]:
+    """roll's three overloads (roll_nanobind.cpp): (shifts, dims) lists, (shift, dim) ints, and a lone shift, which
+    rolls the flattened tensor (dim None here). Checked as roll.cpp's TT_FATALs check them."""
+    if dim is None:
+        return [int(shifts)], []
+    shifts = [int(shifts)] if isinstance(shifts, int) else [int(v) for v in shifts]
+    dims = [int(dim)] if isinstance(dim, int) else [int(v) for v in dim]
+    if not shifts or len(shifts) != len(dims):
+        raise tt_fatal("!shifts.empty() && shifts.size() == input_dims.size()",
+                       f"Roll expects shifts {len(shifts)} and dims {len(dims)} to have the same length",
+                       where="device_sim/ops/data_movement.py")
+    for d in dims:
+        if not -rank <= d < rank:
+            raise tt_fatal("dim >= -num_dims && dim < num_dims", f"Invalid dimension index {d}. The dimension "
+                           f"must be within the range [{-rank}, {rank - 1}].", where="device_sim/ops/data_movement.py")
+    return shifts, dims
+
+
+@register_op("ttnn.roll", kind="move", golden=lambda t, shifts, dim=None, *_, **__: torch.roll(t, shifts, dim))
+def roll(input_tensor: Tensor, shifts, dim=None, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The tensor's values shifted along each of `dim` by `shifts` (wrapping round), as torch.roll; with no dim, the
+    flattened tensor's. TT-NN's composite (roll.cpp) slices each shifted dim in two and concatenates the halves the
+    other way round; device_sim records one op and launches that concat per shifted dim.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> ttnn.roll(x, [1], [1]).to_torch()
+    tensor([[2., 0., 1.],
+            [5., 3., 4.]])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    v = held(input_tensor, op_name)
+    shifts, dims = _roll_args(op_name, v.dim(), shifts, dim)
+    r = torch.roll(v, shifts, dims) if dims else torch.roll(v.reshape(-1), shifts[0]).reshape(v.shape)
+    ins = device_inputs(op_name, input_tensor)
+    out = output(r, input_tensor, ins, op_name=op_name)
+    moved = sum(1 for s, d in zip(shifts, dims or [0]) if s % (v.shape[d] if dims else v.numel()))
+    if out.device() is not None and moved and not out.is_sharded():
+        device_work.launch_after(out, True, input_tensor, (programs.concat_program(out),) * moved)
     return out
 
 
@@ -550,11 +592,11 @@ def _move(op_name: str, input_tensor: Tensor, memory_config, tt_nn_only) -> Tens
         check_tt_nn_only(op_name, tt_nn_only)
     if not isinstance(input_tensor, Tensor):
         raise TypeError(f"{op_name} takes a ttnn tensor, got {type(input_tensor).__name__}")
-    if input_tensor._device is None:
+    if input_tensor.device() is None:
         return input_tensor  # TT-NN moves only device buffers; a host tensor comes back as it is
     v = input_tensor._value_or_raise()
     cfg, source = placement.resolve(memory_config, [input_tensor], op_name)
-    dtype, layout, device = input_tensor.dtype, input_tensor.layout, input_tensor._device
+    dtype, layout, device = input_tensor.dtype, input_tensor.layout, input_tensor.device()
     program = shape_programs.move_program(input_tensor, cfg is not None and cfg.is_sharded())
     # TT-NN's move frees the input's buffer first, then allocates the output: DRAM fills bottom-up and L1
     # top-down, so the new buffer lands at the lowest (DRAM) or highest (L1) free address, closing gaps.
@@ -689,11 +731,42 @@ def copy(input_a: Tensor, input_b: Tensor, *, op_name: str = OWN_NAME, **tt_nn_o
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"{op_name}: input_a has shape {list(a.shape)} but input_b has {list(b.shape)}; "
                          f"copy needs equal shapes")
-    if input_a._device is not None and not input_a.is_sharded() and not input_b.is_sharded():
+    if input_a.device() is not None and not input_a.is_sharded() and not input_b.is_sharded():
         # CopyDeviceOperation into input_b's buffer, launched before the write (a CB clash keeps input_b's values)
-        device_work.launch(input_a._device, programs.copy_program(input_a, input_b.dtype))
+        device_work.launch(input_a.device(), programs.copy_program(input_a, input_b.dtype))
     input_b._write(a)
     return input_b
+
+
+def _assign_golden(input_tensor, input_b=None, *_, dtype=None, **__):
+    if input_b is not None:
+        return input_tensor.clone()
+    return input_tensor.clone() if dtype is None else input_tensor.to(dtypes.TORCH_DTYPE[DataType(dtype)])
+
+
+@register_op("ttnn.assign", kind="move", output_keyword="output_tensor", golden=_assign_golden)
+def assign(input_tensor: Tensor, input_b: Tensor | None = None, *, memory_config: MemoryConfig | None = None,
+           dtype: DataType | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """A copy of the tensor in `memory_config` (and `dtype`), as TT-NN's assign(input_tensor, *, memory_config,
+    dtype=None, output_tensor=None); or, as assign(input_a, input_b), input_a's values written into input_b, which
+    it returns (copy_nanobind.cpp binds both).
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), layout=ttnn.TILE, device=device)
+    >>> y = ttnn.assign(x, memory_config=ttnn.L1)
+    >>> y.memory_config().buffer_type, torch.equal(y.to_torch(), x.to_torch())
+    (BufferType.L1, True)
+    """
+    if input_b is not None:
+        return copy(input_tensor, input_b, op_name=op_name, **tt_nn_only)
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor)
+    fresh = pending_output_target(op_name) is None
+    out = output(held(input_tensor, op_name), input_tensor, ins, op_name=op_name, dtype=dtype,
+                 memory_config=memory_config)
+    if input_tensor.device() is not None and not input_tensor.is_sharded() and not out.is_sharded():
+        device_work.launch_after(out, fresh, input_tensor, programs.copy_program(input_tensor, out.dtype))
+    return out
 
 
 @register_op("ttnn.to_dtype", kind="move", traits={Trait.HOST},
@@ -709,9 +782,9 @@ def to_dtype(input_tensor: Tensor, dtype: DataType, *, op_name: str = OWN_NAME, 
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     v = _vals(op_name, input_tensor)
-    if input_tensor._device is not None:
+    if input_tensor.device() is not None:
         raise ValueError(f"{op_name} converts host tensors; tensor {input_tensor.tensor_id} is on device "
-                         f"{input_tensor._device.device_id}: use ttnn.typecast(tensor, dtype) there")
+                         f"{input_tensor.device().device_id}: use ttnn.typecast(tensor, dtype) there")
     dtype = DataType(dtype)
     layout = Layout.TILE if dtype.is_block_float else input_tensor.layout
     return Tensor._create(dtypes.to_device_values(v, dtype), dtype, layout, None, None, None)
@@ -752,7 +825,7 @@ def fill_implicit_tile_padding(input_tensor: Tensor, fill_value: float, *, memor
     cfg = memory_config if memory_config is not None else input_tensor.memory_config()
     out = _out(op_name, input_tensor, v, cfg, {})
     out._pad_fill = float(fill_value)
-    if input_tensor._device is not None:  # a bfloat8_b tensor: TT-NN typecasts around it, not modelled (None)
+    if input_tensor.device() is not None:  # a bfloat8_b tensor: TT-NN typecasts around it, not modelled (None)
         device_work.launch_after(out, True, input_tensor, fill_pad_programs.fill_pad_program(
-            input_tensor._device, tuple(v.shape), input_tensor.dtype))
+            input_tensor.device(), tuple(v.shape), input_tensor.dtype))
     return out
