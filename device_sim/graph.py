@@ -25,9 +25,10 @@ CBs, as TT-NN's mocked allocations read. The `arguments` of a create_device_tens
 TT-NN's (shape, dtype, layout, device id, memory config; a temporary's stay empty), and a device operation's are
 its attributes and its input tensors as tt_stl's reflection prints them; but device_sim keeps no C++
 operation_attributes_t, so the attributes' fields are the Python call's (by parameter name, the output's spec
-resolved: _attributes_text). The op's output buffers are allocated just before its program's node rather than
-inside it. An op that raises gets an `error` node (error_type, error_message, error_operation: the form
-graph_report.py imports) before its function_end.
+resolved: _attributes_text). An op's outputs are created inside its device operation's node, as TT-NN's launch()
+creates them, where device_sim allocated them just before launching the program (_enclose); where anything else
+came between, they stay just before it. An op that raises gets an `error` node (error_type, error_message,
+error_operation: the form graph_report.py imports) before its function_end.
 """
 
 from __future__ import annotations
@@ -133,7 +134,8 @@ class _Processor:
         node = _node(counter, "function_start", {"inputs": str(len(inputs)), "name": name}, len(self.stack))
         self.graph.append(node)
         if call is not None:
-            self.calls[counter] = {"call": call, "programs": [], "created": {}}
+            # pending: the first create_device_tensor of outputs no device operation encloses yet
+            self.calls[counter] = {"call": call, "programs": [], "created": {}, "pending": None}
         if self.last_finished != -1:
             self.graph[self.last_finished]["connections"].append(counter)
             self.last_finished = -1
@@ -195,9 +197,11 @@ class _Processor:
         inside = len(self.stack) > 1
         if inside:
             call = self.calls.get(self.stack[-1])
-            self.function_start("tt::tt_metal::create_device_tensor")
+            self.function_start(_CREATE)
             if call is not None:
                 call["created"][buf.buffer_id] = self.stack[-1]
+                if call["pending"] is None:
+                    call["pending"] = self.stack[-1]
         buffer_node = self.add_buffer(buf)
         self._add("buffer_allocate", {
             "size": buf.size, "address": self._address(buf.address), "type": _type_name(buf),
@@ -220,8 +224,11 @@ class _Processor:
         """A launched program as its device operation: track_program's CB nodes inside a nested function."""
         self._track_device(device)
         call = self.calls.get(self.stack[-1])
-        self.function_start(program.name)
+        pending = call["pending"] if call is not None else None
+        if pending is None or not self._enclose(pending, program.name):
+            self.function_start(program.name)
         if call is not None:
+            call["pending"] = None
             call["programs"].append(self.stack[-1])
         self._add("circular_buffer_deallocate_all", {"device_id": program.device_id}, [self.stack[-1]])
         cores = cores_text(program.ranges)
@@ -230,6 +237,36 @@ class _Processor:
                 "size": str(cb.size), "address": str(self._address(address)), "core_range_set": cores,
                 "globally_allocated": "1" if cb.globally_allocated else "0", "device_id": program.device_id})
         self.function_end()
+
+    def _enclose(self, first: int, name: str) -> bool:
+        """Open device operation `name` at `first`, around the create_device_tensor nodes from there on, as TT-NN's
+        launch() creates an op's outputs inside its device operation (device_sim allocates them before it launches
+        the program). Only where nothing but those nodes came since, so that no node outside moves: the op's
+        start and the function_end that linked on to `first` are the only nodes before it that name one after."""
+        tail = self.graph[first:]
+        if any(n["node_type"] not in ("buffer", "buffer_allocate") and n["params"].get("name") != _CREATE
+               for n in tail):
+            return False
+
+        def shift(c: int) -> int:
+            return c + 1 if c >= first else c
+
+        for n in tail:
+            n["counter"] += 1
+            n["stacking_level"] += 1
+            n["connections"] = [shift(c) for c in n["connections"]]
+        parent = self.graph[self.stack[-1]]
+        node = _node(first, "function_start", {"inputs": "0", "name": name}, len(self.stack),
+                     [c + 1 for c in parent["connections"] if c >= first])
+        parent["connections"] = [c for c in parent["connections"] if c < first] + [first]
+        self.graph.insert(first, node)
+        self.buffers = {k: shift(v) for k, v in self.buffers.items()}
+        for call in self.calls.values():
+            call["created"] = {k: shift(v) for k, v in call["created"].items()}
+        self.last_finished = shift(self.last_finished)
+        self.stack.append(first)
+        self.starts.append(time.perf_counter_ns())
+        return True
 
     def _track_device(self, device) -> None:
         if device is None or device.device_id in self.devices:
@@ -268,6 +305,7 @@ def _type_name(buf) -> str:
 # `struct tensor_args_t {};`: full, rand, randn, debug's apply_device_delay): their input vector is empty.
 _NO_TENSOR_ARGS = frozenset({"FullDeviceOperation", "RandDeviceOperation", "RandnDeviceOperation",
                              "ApplyDeviceDelayDeviceOperation"})
+_CREATE = "tt::tt_metal::create_device_tensor"
 # The output spec a device operation holds resolved, where the call may leave it None
 _RESOLVED = {"dtype": lambda t: t.dtype, "layout": lambda t: t.layout, "memory_config": lambda t: t.memory_config()}
 
