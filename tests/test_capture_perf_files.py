@@ -1,8 +1,9 @@
 """A capture writes TT-NN's performance report files into its folder at close (Config.perf_files, on by default).
 
-ops_perf_results.csv gets one row per op with a device time estimate, read back from the db after the
-model's last op; profile_log_device.csv sits beside it, so ttnn-visualizer accepts the folder as a
-performance report. Config(perf_files=False) (or TTREPORT_CONFIG) leaves them out.
+ops_perf_results.csv gets one row per device operation (each program of each op's captured graph), read
+back from the db after the model's last op by the exporter `ttreport perf-csv` runs (the one route);
+profile_log_device.csv sits beside it, so ttnn-visualizer accepts the folder as a performance report.
+Config(perf_files=False) (or TTREPORT_CONFIG) leaves them out.
 """
 
 import csv
@@ -10,6 +11,7 @@ import warnings
 
 import pytest
 import torch
+from test_ops_perf_csv import launches  # tests/test_ops_perf_csv.py
 
 import device_sim as ttnn
 import ttreport
@@ -27,18 +29,20 @@ def rows(path):
         return list(csv.DictReader(f))
 
 
-def test_a_capture_writes_one_csv_row_per_estimated_op_at_close(tmp_path, device):
+def test_a_capture_writes_one_csv_row_per_device_operation_at_close(tmp_path, device):
     with ttreport.capture(tmp_path / "r") as cap:
         run(device)
         assert not (cap.path / "ops_perf_results.csv").exists()  # nothing written while the model runs
     with ttreport.open(cap.path) as r:
-        estimated = r.execute("SELECT o.name, p.ideal_ns FROM device_perf p JOIN operations o USING (operation_id) "
-                              "ORDER BY operation_id").fetchall()
-    assert [(f"ttnn.{row['OP CODE']}", int(row["PM IDEAL [ns]"])) for row in rows(cap.path)] == estimated
-    assert [name for name, _ in estimated][-2:] == ["ttnn.relu", "ttnn.matmul"]
+        estimated = dict(r.execute("SELECT operation_id, ideal_ns FROM device_perf"))
+    want = launches(cap.path)
+    assert [(op, program) for _, op, program, _ in want] == [("ttnn.relu", "UnaryDeviceOperation"),
+                                                              ("ttnn.matmul", "MatmulDeviceOperation")]
+    assert [(row["OP CODE"], int(row["PM IDEAL [ns]"])) for row in rows(cap.path)] == [
+        (program, estimated[op_id]) for op_id, _, program, _ in want]  # the from_torch launched no program
     log = (cap.path / "profile_log_device.csv").read_text().splitlines()
     assert log[0].startswith("ARCH: wormhole_b0")
-    assert len(log) == 2 + 2 * len(estimated)  # ARCH line, header, a zone start and end per op
+    assert len(log) == 2 + 2 * len(want)  # ARCH line, header, a zone start and end per row
 
 
 def test_perf_files_off_writes_neither_file(tmp_path, device):

@@ -11,7 +11,7 @@ ring, imports inside functions counted; such an import only defers a heavy depen
             memory_text, outfile, ptfile, metrics, storage; capturing/records.py (standard library only)
   helpers   read/terminal.py, read/device_time.py: units, tables and device time, importing nothing of ttreport
   export    export/*: renders a report's rows (ops_perf, trace, html, memory, golden)
-  capture   capturing/*: the hook, the op log and the writers (live_perf renders perf files with export.ops_perf)
+  capture   capturing/*: the hook, the op log and the writers (the close writes perf files with export.ops_perf)
   recovery  recovery.py: finishes what a killed capture left; runs capture's writer (imported only for a log)
   read      read/*: opens a report (recovering it first) and reads it; Report.export_* call export
   session   capturing/session.py: the capture's entry (ttreport.capture, profile, Capture); reads its own report

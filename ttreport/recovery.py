@@ -274,5 +274,4 @@ def _old_options(folder: Path, names: tuple) -> tuple[dict, dict]:
     config, refused = Config.read_back(saved.get("config") if isinstance(saved, dict) else None)
     options = {k: getattr(config, k) for k in names}
     options["flush_ops"] = min(options["flush_ops"], REBUILD_BATCH_MAX)
-    options["perf_files"] = False  # as before: a rebuilt report's perf files are `ttreport perf-csv`'s
     return options, {k: v for k, v in refused.items() if k in names}

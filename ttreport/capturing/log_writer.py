@@ -18,14 +18,13 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from ttreport.capturing.live_perf import LivePerf
 from ttreport.capturing.oplog import LogTail, write_count
 from ttreport.capturing.recorder import FLUSH, META, STOP
 from ttreport.capturing.writer import Writer, connect
 from ttreport.errors import LossWarner
 from ttreport.folder import OPLOG_DONE_DIR, remove_log, segment_path
 
-OPTIONS = ("flush_ops", "flush_interval_s", "buffer_pages", "device_graphs", "perf_files")  # Config's, for Writer
+OPTIONS = ("flush_ops", "flush_interval_s", "buffer_pages", "device_graphs")  # Config's, for Writer
 IDLE_SLEEP_S = 0.0005  # between looks at an idle log: a few hundred µs of latency, ~nothing of CPU
 
 
@@ -38,8 +37,6 @@ def open_writer(db_path: Path, tail: LogTail, options: dict):
     except (sqlite3.Error, OSError) as e:  # an unwritable folder: the log is read to its end all the same
         writer.con = None
         writer._fail(e)
-    if options.get("perf_files") and writer.con is not None:
-        writer.perf_files = LivePerf(db_path.parent, tail.folder)  # rendered as batches commit, moved at close
     return writer
 
 

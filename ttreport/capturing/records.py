@@ -1,7 +1,7 @@
 """The records that cross from the hook to the writer: their tags and fields, declared once.
 
 Every producer (recorder.py, the C hook _hook.c, oplog.py's definitions, log_tensors.py) and every consumer
-(oplog.LogTail, writer.Writer, log_perf, live_perf) takes the tags and field positions from here. A record is
+(oplog.LogTail, writer.Writer, log_perf) takes the tags and field positions from here. A record is
 a plain tuple whose first item is its tag: marshal (the op log) writes exact tuples and ints only, and a
 plain tuple costs the model's thread nothing to build that a NamedTuple's Python __new__ would (~0.3 us).
 The NamedTuple of each kind is its declaration, and a reader's named view of a plain tuple:

@@ -420,8 +420,6 @@ class Capture(contextlib.ContextDecorator):
                 _write_metadata(self.db_path, lost)
             except (sqlite3.Error, OSError) as e:
                 self._warner.warn(f"ttreport: {self.db_path} could not be finalised ({e}); {lost}")
-        elif self.config.perf_files and self._writer.perf_files_written:
-            self.close_s["perf_files"] = self._writer.perf_files_s  # the writer process's, as ops came (live_perf)
         elif self.config.perf_files:
             started = time.perf_counter()
             self._write_perf_files()

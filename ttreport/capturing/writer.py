@@ -85,8 +85,6 @@ _STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE, "inputs", "outputs",
                     *(f"b_{f}" for f in Alloc._fields), *(f"f_{f}" for f in Free._fields), "g_id"]
 _STAGING = f"CREATE TEMP TABLE op_staging ({', '.join(_STAGING_COLUMNS)})"
 _STAGING_WIDTH = len(_STAGING_COLUMNS)
-# Where a staging row holds its new tensor's row (live_perf reads it)
-STAGING_TENSOR = slice(_STAGING_COLUMNS.index("t_tensor_id"), _STAGING_COLUMNS.index("t_file") + 1)
 # Each distinct captured graph (a model repeats a few) is kept once in temp tables with its nodes and edges
 # rows less the op id; an op's staging row names it (g_id) and SQL copies the rows under the op's id. Binding
 # ~20 narrow rows an op from Python took a third of the writer process's time.
@@ -330,10 +328,6 @@ class Writer:
         self.records_lost = 0
         self.ops_lost = 0  # of records_lost, the ops: what ls and summary show beside the status
         self.records_written = 0
-        # The writer process's live_perf.LivePerf: the perf files rendered as batches commit (None: written from
-        # the db at the capture's close); perf_files_written once its close has put them beside the db.
-        self.perf_files = None
-        self.perf_files_written = False
         self._stacks: dict[tuple, int] = {}  # frames key -> stack_trace_id
         self._source_files: dict[str, int | None] = {}  # path -> source_files id (None: not readable)
         self._max_buffer_id = 0  # the highest buffer id committed: later ones join temp.live_buffers
@@ -416,8 +410,6 @@ class Writer:
                 frees.append(free)
             self._commit(staging, rows)
             self.records_written += len(batch)
-            if self.perf_files is not None:
-                self.perf_files.add(batch, staging, rows, self.con)  # never raises: it gives up instead
         except Exception as e:  # the disk, or a bug here: never the model's problem (see module docstring)
             for key in new_stacks:
                 self._stacks.pop(key, None)
@@ -511,8 +503,6 @@ class Writer:
                 else:
                     for sql in AT_CLOSE:
                         self.con.execute(sql)
-            if self.perf_files is not None and self.error is None:
-                self.perf_files_written = self.perf_files.finish(self.con)
             # A reader mid-query (ttreport query, a Report) is waited for briefly, not for SQLite's 5 s.
             self.con.execute(f"PRAGMA busy_timeout = {CLOSE_WAIT_MS}")
             if self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0:

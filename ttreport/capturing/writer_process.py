@@ -64,7 +64,6 @@ class WriterProcess:
         self._tokens = itertools.count(1)
         self._read_lock = threading.Lock()
         self.result: dict | None = None
-        self.perf_files_written, self.perf_files_s = False, 0.0  # the perf files, by the writer process (live_perf)
         self.sink = None  # the capture's LogSink: its losses are added to the writer's at the end
         self.tensor_files: dict = {}  # what it wrote of the tensor files the log carried, and its CPU for them
         self.stalled = False  # killed by join after WRITER_STALL_S without progress
@@ -169,7 +168,6 @@ class WriterProcess:
         self.error = None if result.get("error") is None else RuntimeError(result["error"])
         self.records_lost, self.ops_lost = result["records_lost"], result["ops_lost"]
         self.records_written = result["records_written"]
-        self.perf_files_written, self.perf_files_s = result.get("perf_files", False), result.get("perf_files_s", 0.0)
         self.tensor_files = {k: v for k, v in result.items() if k.startswith("tensor_")}  # log_tensors.FileWriter's
         if result.get("tensor_files_lost") and self.sink is not None:
             self.sink.warner.warn(result["tensor_file_error"])  # the capture's one warning, if not given yet
@@ -268,13 +266,6 @@ def main(folder: Path, parent: int, options: dict, out_fd: int, progress=None) -
         remove_finished_log(folder / OPLOG_DIR, step)
     say(json.dumps({"error": None if writer.error is None else repr(writer.error),
                     "records_lost": writer.records_lost, "ops_lost": writer.ops_lost,
-                    "records_written": writer.records_written, **files.result(), **_perf_result(writer)}))
+                    "records_written": writer.records_written, **files.result()}))
     return 0
 
-
-def _perf_result(writer) -> dict:
-    """What the capture is told of the perf files (written: it need not export them; else why not)."""
-    perf = writer.perf_files
-    if perf is None:
-        return {}
-    return {"perf_files": writer.perf_files_written, "perf_files_s": perf.finish_s, "perf_files_why": perf.why}

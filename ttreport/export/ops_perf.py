@@ -6,11 +6,23 @@
         export_ops_perf(r, "/tmp/demo_perf")     # or `ttreport perf-csv REPORT [FOLDER]`
 
 `ops_perf_results.csv` has the columns tt-metal's tools/tracy/process_ops_logs.py writes
-(OPS_CSV_HEADER, with INPUT_i_* / OUTPUT_i_* per tensor), one row per op with a device time
-estimate (docs/perf_model.md): its "PM IDEAL/COMPUTE/BANDWIDTH [ns]" are the model's figures and,
-as device_sim has no device clock, "DEVICE KERNEL DURATION [ns]" is the model's ideal time too.
-`profile_log_device.csv` is the device log ttnn-visualizer requires beside it (its ARCH line, then
-a zone start and end per op, laid end to end on core (1, 1), joined to the CSV by "run host ID").
+(OPS_CSV_HEADER, with INPUT_i_* / OUTPUT_i_* per tensor) and TT-NN's rows: one per device operation
+per chip, named as TT-NN names it (OP CODE "MatmulDeviceOperation"), in launch order. The device
+operations are the programs of each op's captured graph (ttreport.capturing.device_graph, kept for
+every op with Config(device_graphs="distinct"), the default), so an op with no program (from_torch,
+to_torch, a view, deallocate) has no row, and a mesh op has one per chip. ttnn-visualizer pairs these
+rows, in order and by name, with the device operations of each op's graph: the link between a memory
+report and its performance report. GLOBAL CALL COUNT is TT-NN's device operation id: the launch's
+number times 1,024 plus the chip (CALL_COUNT_CHIP_BITS). The op's device time estimate
+(docs/perf_model.md) is each chip's, shared evenly by the programs the op launched on that chip: its
+"PM IDEAL/COMPUTE/BANDWIDTH [ns]" and, as device_sim has no device clock, "DEVICE KERNEL DURATION
+[ns]" too. `profile_log_device.csv` is the device log ttnn-visualizer requires beside it (its ARCH
+line, then a zone start and end per row on core (1, 1) of its chip, its run host ID the row's GLOBAL
+CALL COUNT, each chip's rows end to end).
+
+This is the one code route that writes them: a capture's close (Config.perf_files) and `ttreport
+perf-csv` both call export_ops_perf on the committed db (bench/README.md, "perf rows": why the writer
+process no longer renders them as ops commit).
 """
 
 from __future__ import annotations
@@ -18,12 +30,17 @@ from __future__ import annotations
 import csv
 import gc
 import io
+import json
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 from ttreport import outfile
-from ttreport.folder import DEVICE_LOG_FILE, PERF_FILE  # noqa: F401 (ops_perf's file names)
+from ttreport.folder import DEVICE_LOG_FILE, PERF_FILE
+
+__all__ = ["CALL_COUNT_CHIP_BITS", "DEVICE_LOG_FILE", "DEVICE_LOG_HEADER", "OPS_CSV_HEADER", "PERF_FILE",
+           "TENSOR_FIELDS", "DeviceOperation", "device_operations", "export_ops_perf"]
 
 # tt-metal's OPS_CSV_HEADER, in its order; INPUTS/OUTPUTS are replaced by the per-tensor columns.
 OPS_CSV_HEADER = [
@@ -39,17 +56,56 @@ OPS_CSV_HEADER = [
 TENSOR_FIELDS = ("W", "Z", "Y", "X", "LAYOUT", "DATATYPE", "MEMORY")
 DEVICE_LOG_HEADER = ["PCIe slot", "core_x", "core_y", "RISC processor type", "timer_id", "time[cycles since reset]",
                      "stat value", "run ID", "run host ID", "zone name", "type", "source line", "source file"]
+# GLOBAL CALL COUNT = (the device operation's launch number << 10) | its chip: TT-NN's first MatmulDeviceOperation on
+# an 8-chip mesh is 1024..1031 on chips 0..7 (tt-perf-report tests/data/bh_8xp150_deepseek_v3_d_p.csv), a one-chip
+# run's ops 1024, 2048, ... (tests/data/wh_clip_encoder_2.csv).
+CALL_COUNT_CHIP_BITS = 10
+
+
+class DeviceOperation(NamedTuple):
+    """One program of an op's captured graph: the device operation a perf row is named after."""
+
+    name: str  # "MatmulDeviceOperation", as device_sim's program model names it (device_work.Program.name)
+    device_id: int  # the chip it ran on
+    cores: int | None  # the cores its CBs live on (None: a program with no CB)
+
+
+_RANGE = re.compile(r"\[(\d+)-(\d+) - (\d+)-(\d+)\]")  # device_work.range_text's '[x0-y0 - x1-y1]'
+
+
+def device_operations(text: str) -> list[DeviceOperation]:
+    """The device operations of a captured graph's JSON text (ttreport.capturing.device_graph.captured_graph's), in
+    launch order: each nested function_start that names a chip, as ttnn-visualizer counts them (its names have no
+    '::'). The visualizer links a perf row to each, in order, by name. Here, not beside the graph's builder: the
+    reading side reads it, and capturing/ sits above export/."""
+    nodes = json.loads(text)
+    out = []
+    for n in nodes:
+        params = n.get("params", {})
+        if n["node_type"] != "function_start" or "device_id" not in params:
+            continue
+        cores = None
+        for child in n["connections"]:
+            ranges = nodes[child]["params"].get("core_range_set")
+            if ranges is not None:  # every CB of a program lives on the program's cores
+                cores = sum((x1 - x0 + 1) * (y1 - y0 + 1) for x0, y0, x1, y1 in
+                            ((int(v) for v in r) for r in _RANGE.findall(ranges)))
+                break
+        out.append(DeviceOperation(params["name"], int(params["device_id"]), cores))
+    return out
 
 
 def _tensor_fields(shape, layout, dtype, buffer_type, memory_config, device_id) -> tuple:
-    """A tensor's seven INPUT_i_*/OUTPUT_i_* values (TENSOR_FIELDS), from its `tensors` row's texts."""
+    """A tensor's seven INPUT_i_*/OUTPUT_i_* values (TENSOR_FIELDS), from its `tensors` row's texts. A mesh
+    tensor's row names no chip: TT-NN writes DEV_0 for it on every chip (the deepseek file's rows of chip 5)."""
     dims = [int(n) for n in re.findall(r"\d+", shape or "")]
     dims = ([1] * (4 - len(dims)) + dims)[-4:] if len(dims) <= 4 else [_prod(dims[:-3]), *dims[-3:]]
     if buffer_type is None:
         memory = "HOST"
     else:
         kind = re.search(r"TensorMemoryLayout::(\w+)", memory_config or "")
-        memory = f"DEV_{device_id}_{'L1' if buffer_type == 1 else 'DRAM'}_{kind.group(1) if kind else 'INTERLEAVED'}"
+        memory = (f"DEV_{device_id or 0}_{'L1' if buffer_type == 1 else 'DRAM'}_"
+                  f"{kind.group(1) if kind else 'INTERLEAVED'}")
     return (*dims, (layout or "").rsplit(".", 1)[-1], (dtype or "").rsplit(".", 1)[-1], memory)
 
 
@@ -71,7 +127,6 @@ class _Fields:
         self.r = r
         self.numbers: dict[tuple, int] = {}
         self.fields: list[tuple] = []  # by number: the seven TENSOR_FIELDS values
-        self.devices: list[int | None] = []  # by number: the device id of a tensor on a device
 
     def number(self, tensor_id, spec_id, buffer_type, device_id) -> int:
         key = (spec_id, buffer_type, device_id) if spec_id is not None else (None, tensor_id)
@@ -79,16 +134,8 @@ class _Fields:
         if n is None:
             row = self.r.execute("SELECT shape, layout, dtype, buffer_type, memory_config, device_id FROM tensors "
                                  "WHERE tensor_id = ?", (tensor_id,)).fetchone()
-            n = self.add(key, row)
-        return n
-
-    def add(self, key, row) -> int:
-        """Number a new key from a `tensors` row's (shape, layout, dtype, buffer_type, memory_config, device_id)."""
-        fields = _tensor_fields(*row)
-        on = re.match(r"DEV_(\d+)_", fields[-1])
-        n = self.numbers[key] = len(self.fields)
-        self.fields.append(fields)
-        self.devices.append(int(on.group(1)) if on else None)
+            n = self.numbers[key] = len(self.fields)
+            self.fields.append(_tensor_fields(*row))
         return n
 
 
@@ -106,13 +153,37 @@ def export_ops_perf(r, folder: str | os.PathLike) -> Path:
             gc.enable()
 
 
+# An op's keyword arguments (not its tensors, nor the device), its ATTRIBUTES: the nearest device_sim has to TT-NN's
+# device operation attributes (a matmul's program_config, compute_kernel_config, transpose_a, ...).
+_ATTRIBUTES_SQL = ("SELECT a.operation_id, a.name, a.value FROM operation_graphs g JOIN operation_arguments a "
+                   "USING (operation_id) WHERE a.name NOT GLOB '[0-9]*' AND a.name != 'device' "
+                   "AND a.value NOT LIKE 'ttnn.Tensor(%' ORDER BY a.operation_id, a.name")
+_QUOTED = re.compile(r"'(.*)'|\"(.*)\"", re.S)
+
+
+def _attributes(pairs: list) -> str:
+    """TT-NN's ATTRIBUTES text of (name, value) pairs: its dict as str() writes it, with every ',' a ';' (as
+    process_ops_logs writes it: {'eps': '1e-05'; 'output_mem_config': 'MemoryConfig(...;...)'})."""
+    items = []
+    for name, value in pairs:
+        quoted = _QUOTED.fullmatch(value or "")
+        value = next(g for g in quoted.groups() if g is not None) if quoted else value
+        items.append(f"'{name}': '{value}'")
+    return ("{" + "; ".join(items) + "}").replace(",", ";").replace("\n", " ")
+
+
 def _export(r, folder: str | os.PathLike) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    ops = r.execute("SELECT o.operation_id, o.name, o.start_ns, o.end_ns, p.compute_ns, p.bandwidth_ns, p.ideal_ns, "
-                    "p.math_fidelity FROM operations o JOIN device_perf p USING (operation_id) "
-                    "ORDER BY o.operation_id").fetchall()
-    cores = r.execute("SELECT MAX(num_x_compute_cores * num_y_compute_cores) FROM devices").fetchone()[0] or 64
+    grid = r.execute("SELECT MAX(num_x_compute_cores * num_y_compute_cores) FROM devices").fetchone()[0] or 64
+    graphs = {gid: device_operations(text) for gid, text in
+              r.execute("SELECT graph_id, captured_graph FROM distinct_graphs")}
+    ops = r.execute("SELECT o.operation_id, o.start_ns, o.end_ns, g.graph_id, p.compute_ns, p.bandwidth_ns, "
+                    "p.ideal_ns, p.math_fidelity FROM operation_graphs g JOIN operations o USING (operation_id) "
+                    "LEFT JOIN device_perf p USING (operation_id) ORDER BY g.operation_id").fetchall()
+    attributes: dict[int, list] = {}
+    for op_id, name, value in r.execute(_ATTRIBUTES_SQL):
+        attributes.setdefault(op_id, []).append((name, value))
     fields = _Fields(r)
     # One scan of `tensors`, then the link tables alone: cheaper than joining them row by row. A tensor's
     # number is looked up by its key first: the method call per tensor was a tenth of the export.
@@ -123,27 +194,51 @@ def _export(r, folder: str | os.PathLike) -> Path:
         number[tid] = n if n is not None else fields.number(tid, spec_id, buffer_type, device_id)
     tensors: dict[int, tuple[list, list]] = {}  # op id -> (numbers of its inputs, of its outputs), in index order
     for table, index, side in (("input_tensors", "input_index", 0), ("output_tensors", "output_index", 1)):
-        for op_id, tid in r.execute(f"SELECT operation_id, tensor_id FROM {table} ORDER BY operation_id, {index}"):
-            if tid in number:  # as the join did: a link to no `tensors` row names no tensor
+        for op_id, tid in r.execute(f"SELECT x.operation_id, x.tensor_id FROM {table} x JOIN operation_graphs g "
+                                    f"USING (operation_id) ORDER BY x.operation_id, x.{index}"):
+            if tid in number:  # as a join would: a link to no `tensors` row names no tensor
                 tensors.setdefault(op_id, ([], []))[side].append(number[tid])
     n_in = max((len(v[0]) for v in tensors.values()), default=0)
     n_out = max((len(v[1]) for v in tensors.values()), default=0)
-    # (inputs, outputs) -> (their columns as CSV text with a leading comma, the op's DEVICE ID)
-    slots: dict[tuple, tuple[str, int]] = {}
-    path = folder / PERF_FILE
-    cycle = 0  # the device log's clock: ops laid end to end at 1 GHz (1 cycle = 1 ns)
+    columns_of: dict[tuple, str] = {}  # (inputs, outputs) -> their columns as CSV text with a leading comma
     lines, log = [], []
-    for op_id, name, start, end, compute, bandwidth, ideal, fidelity in ops:
+    launches = 0  # device operations launched so far (a mesh launch counts once, as TT-NN numbers them)
+    host_ts = 0  # the last row's HOST START TS: strictly increasing, as tt-perf-report sorts rows by it
+    cycles: dict[int, int] = {}  # chip -> its device log's clock: its rows end to end at 1 GHz (1 cycle = 1 ns)
+    for op_id, start, end, graph_id, compute, bandwidth, ideal, fidelity in ops:
+        programs = graphs.get(graph_id)
+        if not programs:
+            continue
         ins, outs = tensors.get(op_id, ((), ()))
         key = (tuple(ins), tuple(outs))
-        columns, device = slots.get(key) or slots.setdefault(key, _slots(fields, *key, n_in, n_out))
-        line, zones = op_lines(op_id, name, start, end, compute, bandwidth, ideal, fidelity, columns, device, cores,
-                               cycle)
-        lines.append(line)
-        log.append(zones)
-        cycle += ideal
+        columns = columns_of.get(key)
+        if columns is None:
+            columns = columns_of[key] = _columns(fields, *key, n_in, n_out)
+        attrs = _cell(_attributes(attributes[op_id])) if op_id in attributes else ""
+        per_chip: dict[int, int] = {}
+        for p in programs:
+            per_chip[p.device_id] = per_chip.get(p.device_id, 0) + 1
+        nth: dict[int, int] = {}  # chip -> programs of this op written on it
+        for p in programs:
+            chip, n = p.device_id, per_chip[p.device_id]
+            i = nth[chip] = nth.get(chip, -1) + 1
+            call = (launches + i + 1) << CALL_COUNT_CHIP_BITS | chip
+            host_ts = max(start or 0, host_ts + 1)
+            kernel = _share(ideal, n, i)
+            cycle = cycles.get(chip, 0)
+            end_cycle = cycles[chip] = cycle + (kernel or 0)
+            kernel_text = _cell(kernel)
+            lines.append(
+                f"{_cell(p.name)},tt_dnn_device,{call},{chip},{attrs},{_cell(fidelity)},{p.cores or grid},,"
+                f"{host_ts},{_cell(end)},{'' if end is None else end - host_ts},{cycle},{end_cycle},{kernel_text},"
+                f"{kernel_text},,,,,,,,{columns},,,,,{kernel_text},{_cell(_share(compute, n, i))},"
+                f"{_cell(_share(bandwidth, n, i))},,\r\n")
+            log.append(f"{chip},1,1,BRISC,0,{cycle},0,{call},{call},BRISC-FW,ZONE_START,0,device_sim\r\n"
+                       f"{chip},1,1,BRISC,0,{end_cycle},0,{call},{call},BRISC-FW,ZONE_END,0,device_sim\r\n")
+        launches += max(per_chip.values())
     # Often into the report's own folder, which came from elsewhere: a link there is replaced, never written
     # through (ttreport.outfile).
+    path = folder / PERF_FILE
     with outfile.open(path, "w", newline="") as f:
         f.write(header_text(n_in, n_out))
         f.writelines(lines)
@@ -151,6 +246,14 @@ def _export(r, folder: str | os.PathLike) -> Path:
         f.write(DEVICE_LOG_START)
         f.writelines(log)
     return path
+
+
+def _share(ns, n: int, i: int):
+    """The i-th of n programs' share of an op's `ns` on its chip: even, the remainder on the first (None: none)."""
+    if ns is None or n == 1:
+        return ns
+    part = int(ns) // n
+    return part + int(ns) - part * n if i == 0 else part
 
 
 # The device log's first two lines, as tt-metal writes them (its header with a space after each comma).
@@ -167,24 +270,10 @@ def header_text(n_in: int, n_out: int) -> str:
     return out.getvalue()
 
 
-def op_lines(op_id, name, start, end, compute, bandwidth, ideal, fidelity, columns, device, cores, cycle) -> tuple:
-    """(ops_perf_results.csv's row, profile_log_device.csv's two zone rows) of one op whose device time starts at
-    `cycle`; `columns`/`device` from _slots. The exporter at close and the writer process (live_perf.py) both
-    write through this, so their bytes are the same."""
-    # Each row is one f-string in csv.writer's own output (QUOTE_MINIMAL, "\r\n"): formatting ~60 fields a
-    # row through csv.writer was half of the export. Text that csv would quote goes through it (_cell); the
-    # tensor columns are rendered by csv once per distinct (inputs, outputs); numbers print as csv prints them.
-    # tests/test_ops_perf_identical.py holds the bytes to the plain exporter's.
-    end_cycle = cycle + ideal
-    ideal_text = _cell(ideal)
-    return (f"{_cell(name.removeprefix('ttnn.'))},tt_dnn_device,{op_id},{device},,{_cell(fidelity)},"
-            f"{cores},,{_cell(start)},{_cell(end)},{'' if end is None else end - start},{cycle},{end_cycle},"
-            f"{ideal_text},{ideal_text},,,,,,,,{columns},,,,,{ideal_text},{_cell(compute)},"
-            f"{_cell(bandwidth)},,\r\n",
-            f"0,1,1,BRISC,0,{cycle},0,{op_id},{op_id},BRISC-FW,ZONE_START,0,device_sim\r\n"
-            f"0,1,1,BRISC,0,{end_cycle},0,{op_id},{op_id},BRISC-FW,ZONE_END,0,device_sim\r\n")
-
-
+# Each row is one f-string in csv.writer's own output (QUOTE_MINIMAL, "\r\n"): formatting ~60 fields a row through
+# csv.writer was half of the export. Text that csv would quote goes through it (_cell); the tensor columns are
+# rendered by csv once per distinct (inputs, outputs); numbers print as csv prints them. tests/test_ops_perf_csv.py
+# reads the file back with csv and with the visualizer's own readers.
 _PLAIN = re.compile(r'[^,"\r\n]*')  # text csv.writer writes as it is (QUOTE_MINIMAL quotes the rest)
 
 
@@ -205,16 +294,14 @@ def _cell(v) -> str:
     return str(v)
 
 
-def _slots(fields: _Fields, ins: tuple, outs: tuple, n_in: int, n_out: int) -> tuple[str, int]:
+def _columns(fields: _Fields, ins: tuple, outs: tuple, n_in: int, n_out: int) -> str:
     """The INPUT_i_*/OUTPUT_i_* columns of an op with these tensors (empty where it has fewer than the most) as
-    csv.writer writes them, each after a comma (nothing when there are none), and its DEVICE ID: that of its
-    first tensor on a device, else 0."""
+    csv.writer writes them, each after a comma (nothing when there are none)."""
     empty = ("",) * len(TENSOR_FIELDS)
     columns = [v for side, n in ((ins, n_in), (outs, n_out))
                for slot in [*(fields.fields[t] for t in side), *[empty] * (n - len(side))] for v in slot]
-    device = next((fields.devices[t] for t in (*ins, *outs) if fields.devices[t] is not None), 0)
     if not columns:
-        return "", device
+        return ""
     out = io.StringIO()
     csv.writer(out).writerow(("", *columns))  # the leading empty field gives the comma before the first column
-    return out.getvalue()[:-2], device
+    return out.getvalue()[:-2]
