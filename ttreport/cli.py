@@ -980,6 +980,39 @@ def attach(report, ops_perf_csv, as_json):
 
 
 @main.command()
+@click.argument("sources", metavar="CSV_OR_REPORT...", nargs=-1, required=True)
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The constants file to write (JSON); DEVICE_SIM_PERF_CONSTANTS=FILE makes the model use it.")
+@_json_flag
+def calibrate(sources, out, as_json):
+    """Fit the performance model's named constants to real profiler runs: TT-NN ops_perf_results.csv files, or
+    reports with one attached (`ttreport attach`).
+
+    Fits the launch cost, page latencies, DRAM and NoC rates and per-tile compute cycles on two thirds of the
+    measured cases, and prints the median estimate / measured and the share within 2x and 4x on the held-out
+    third, before and after. Runs with DEVICE_SIM_PERF_CONSTANTS=FILE in the environment estimate with them.
+
+    Example: ttreport calibrate ops_perf_results.csv -o constants.json
+    """
+    from ttreport.calibrate import calibrate as fit  # device_sim's performance model: only calibrate imports it
+
+    _output_file(out)
+    c = fit(sources)
+    outfile.write_text(out, c.to_json())
+    if as_json:
+        click.echo(c.to_json(), nl=False)
+        return
+    click.echo(f"cases: {c.cases:,} ({c.fit_after.cases:,} fitted, {c.held_out_after.cases:,} held out) from "
+               f"{_plural(len(sources), 'source')}; {c.left_out:,} device operations the model is not fitted on "
+               "left out")
+    click.echo(f"held out: {c.held_out_before.text()} -> {c.held_out_after.text()}")
+    click.echo(f"fitted:   {c.fit_before.text()} -> {c.fit_after.text()}")
+    moved = [f"{n} {c.before[n]} -> {v}" for n, v in c.constants.items()]
+    click.echo(f"constants: {', '.join(moved) if moved else 'none moved (the data asks for no change)'}")
+    click.echo(f"wrote {out} (DEVICE_SIM_PERF_CONSTANTS={out} makes the model use it)")
+
+
+@main.command()
 @click.argument("report")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The trace file to write: .json, or .json.gz compressed.")

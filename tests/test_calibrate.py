@@ -1,0 +1,89 @@
+"""`ttreport calibrate`: the performance model's named constants fitted to real profiler runs.
+
+    .venv/bin/python -m pytest tests/test_calibrate.py -q
+
+The profile is public TT-NN output (tests/data/ops_perf/README.md): a CLIP text encoder's first 40 device
+operations on a Wormhole n150.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from device_sim import perf_constants, perf_model
+from ttreport import calibrate
+from ttreport.read import measured
+
+DATA = Path(__file__).resolve().parent / "data" / "ops_perf"
+CLIP = DATA / "wh_clip_encoder_2_first40.csv"
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
+
+
+def cli(*args, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ttreport.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+def mean_abs_log(cases, constants: dict) -> float:
+    old = perf_constants.use(perf_model, constants)
+    try:
+        return sum(abs(math.log(calibrate.estimate_ns(c) / c.measured_ns)) for c in cases) / len(cases)
+    finally:
+        perf_constants.use(perf_model, old)
+
+
+def test_calibrate_writes_constants_the_model_loads_and_that_fit_the_profile_better(tmp_path):
+    out = tmp_path / "constants.json"
+    done = cli("calibrate", CLIP, "-o", out)
+    assert done.returncode == 0, done.stderr
+    fitted = json.loads(out.read_text())
+    assert "held out: median " in done.stdout and " -> median " in done.stdout
+    assert f"wrote {out}" in done.stdout
+    # the figures printed are the file's
+    assert f"median {fitted['held_out_after']['median']:.2f}x" in done.stdout.split("held out:")[1].splitlines()[0]
+    # on the cases it was fitted on, the fit is never worse than the model it started from
+    cases, _ = calibrate.cases_of(measured.read_ops_perf(CLIP))
+    assert len(cases) == fitted["cases"]
+    assert mean_abs_log(cases, fitted["constants"]) <= mean_abs_log(cases, fitted["before"])
+    # a run with the file in its environment estimates with the fitted constants
+    code = "import json; from device_sim import perf_model as m; print(json.dumps({n: getattr(m, n) for n in %r}))"
+    env = {"PATH": "/usr/bin:/bin", perf_constants.ENV_VAR: str(out)}
+    loaded = subprocess.run([sys.executable, "-c", code % list(fitted["constants"])], capture_output=True, text=True,
+                            timeout=120, env=env, check=True)
+    assert json.loads(loaded.stdout) == fitted["constants"]
+
+
+def test_device_operations_are_named_as_the_ttnn_call_that_runs_them():
+    rows = measured.read_ops_perf(CLIP)
+    cases, left_out = calibrate.cases_of(rows)
+    assert left_out == 0
+    named = {(c.op, c.family) for c in cases}
+    # BinaryNgDeviceOperation's BinaryOpType::MUL is ttnn.multiply; UnaryDeviceOperation's UnaryOpType::ERF is erf;
+    # a MinimalMatmulOp with a bias is ttnn.linear
+    assert {("multiply", "eltwise_binary"), ("erf", "eltwise_unary"), ("linear", "matmul"),
+            ("layer_norm", "norm"), ("embedding", "embedding")} <= named
+    # a signature is one case, its time the median of its rows
+    assert sum(c.rows for c in cases) == len(rows)
+
+
+def test_a_report_without_measured_times_and_a_profile_of_nothing_it_prices_are_one_line_errors(tmp_path):
+    report = tmp_path / "demo"
+    shutil.copytree(SAMPLE, report)
+    done = cli("calibrate", report, "-o", tmp_path / "c.json")
+    assert done.returncode == 2 and "has no measured times attached; `ttreport attach" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    with open(CLIP, newline="") as f:
+        header, row = list(csv.reader(f))[:2]
+    row[header.index("OP CODE")] = "SomeNewDeviceOperation"
+    only = tmp_path / "unknown_only.csv"
+    with open(only, "w", newline="") as f:
+        csv.writer(f).writerows([header, row])
+    done = cli("calibrate", only, "-o", tmp_path / "c.json")
+    assert done.returncode == 2 and "no device operation the model is fitted on" in done.stderr
+    assert not (tmp_path / "c.json").exists()
