@@ -32,7 +32,6 @@ import re
 import signal
 import socket
 import sqlite3
-import subprocess
 import sys
 import threading
 import time
@@ -682,13 +681,51 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def _git_commit() -> dict:
-    """{"git_commit": sha} when the working directory is in a git checkout (a store's runs show it), else {}."""
+    """{"git_commit": sha} when the working directory is in a git checkout (a store's runs show it), else {}.
+
+    Read from the checkout's files as `git rev-parse HEAD` finds it ($GIT_DIR or the nearest .git, a worktree's
+    or submodule's `gitdir:` file; HEAD; the branch's ref, loose or in packed-refs, in the common dir of a
+    worktree), not by running git: its process, forked from an interpreter holding torch, was 8 ms of a warm start
+    of ~40 (issue 33's target is 30; bench/README.md, 12). A checkout git reads otherwise (reftable, an unborn
+    branch) records no commit, as a folder outside git does.
+    """
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return {}  # no git, or it hung: the run is recorded without a commit
-    sha = out.stdout.strip()
-    return {"git_commit": sha} if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", sha) else {}
+        git = _git_dir(Path.cwd())
+        head = (git / "HEAD").read_text().strip() if git is not None else ""
+        if head.startswith("ref: refs/"):
+            head = _git_ref(git, head[5:])
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return {"git_commit": head} if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head) else {}
+
+
+def _git_dir(where: Path) -> Path | None:
+    """The git folder of the checkout holding `where`, as git finds it ($GIT_DIR when set)."""
+    if os.environ.get("GIT_DIR"):
+        return Path(os.environ["GIT_DIR"])
+    for folder in (where, *where.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            return dot
+        if dot.is_file():  # a worktree or a submodule: "gitdir: <its git folder>"
+            text = dot.read_text().strip()
+            return folder / text.removeprefix("gitdir: ") if text.startswith("gitdir: ") else None
+    return None
+
+
+def _git_ref(git: Path, ref: str) -> str:
+    """The sha `ref` (refs/heads/main) names: its loose file, else its line in packed-refs; "" when neither."""
+    common = git / (git / "commondir").read_text().strip() if (git / "commondir").is_file() else git
+    for folder in (git, common):  # a worktree keeps its own refs (bisect's) and shares the branches
+        if (folder / ref).is_file():
+            return (folder / ref).read_text().strip()
+    if (common / "packed-refs").is_file():
+        with open(common / "packed-refs") as f:
+            for line in f:  # "<sha> <ref>", "# pack-refs with: ...", "^<peeled sha>"
+                sha, _, name = line.rstrip("\n").partition(" ")
+                if name == ref:
+                    return sha
+    return ""
 
 
 def _now() -> str:
