@@ -63,6 +63,7 @@ def _cases() -> dict:
     cases["ttnn.deallocate"] = lambda d: ((x(d),), {}, None)
     cases["ttnn.rand"] = lambda d: (((64, 64),), dict(device=d, layout=ttnn.TILE), None)
     cases["ttnn.rand_like"] = lambda d: ((x(d),), {}, None)
+    cases["ttnn.uniform"] = lambda d: ((x(d), 2.0, 3.0), {}, None)
     # test_ops.py moves a host tensor (its harness reuses inputs that these ops free), which TT-NN returns as is
     cases["ttnn.move"] = cases["ttnn.reallocate"] = lambda d: ((x(d),), {}, None)
     cases["ttnn.copy_host_to_device_tensor"] = lambda d: (

@@ -7,6 +7,7 @@ Each test names the TT-NN behaviour a tt-metal unit test relied on and device_si
 
 import pytest
 import torch
+from programs_heard import launched  # tests/programs_heard.py
 
 import device_sim as ttnn
 
@@ -689,3 +690,15 @@ def test_roll_takes_its_three_overloads_and_checks_as_roll_cpp(device):
         ttnn.roll(t, [1, 2], [3])
     with pytest.raises(RuntimeError, match="Invalid dimension index 4"):
         ttnn.roll(t, [1], [4])
+
+
+def test_uniform_fills_its_input_in_place_truncating_bfloat16_draws_below_to(device):
+    # test_uniform.py: ttnn.uniform(t, from, to, seed) with max < to in the tensor's dtype; TT-NN's writer keeps a
+    # float32 draw's upper 16 bits, so a draw just under `to` never rounds up to it
+    t = ttnn.from_torch(torch.ones(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert ttnn.uniform(t, 2.1, 9, 5) is t
+    v = ttnn.to_torch(t)  # ~18 of the 4096 draws lie in [8.97, 9), which round-to-nearest would make 9
+    assert torch.tensor(2.1, dtype=torch.bfloat16) <= v.min() and v.max() < 9
+    assert [p.name for p in launched(device, lambda: ttnn.uniform(t))] == ["UniformDeviceOperation"]
+    with pytest.raises(RuntimeError, match="from param must be < to"):
+        ttnn.uniform(t, 1.0, 1.0)

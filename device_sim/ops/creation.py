@@ -30,7 +30,7 @@ def _new(value: torch.Tensor, op_name: str, dtype, layout, device, memory_config
     dtype = DataType(dtype) if dtype is not None else DataType.BFLOAT16
     layout = Layout(layout) if layout is not None else Layout.ROW_MAJOR
     dtypes.check_layout(dtype, layout)
-    cfg, source = (placement.resolve(memory_config, [t for t in inputs if t._device is device], op_name)
+    cfg, source = (placement.resolve(memory_config, [t for t in inputs if t.device() is device], op_name)
                    if device is not None else (None, None))
     return Tensor._create(dtypes.to_device_values(value, dtype), dtype, layout, device, cfg, source)
 
@@ -138,6 +138,39 @@ def rand(shape, *, dtype: DataType | None = None, layout: Layout | None = None, 
     return out
 
 
+@register_op("ttnn.uniform", no_golden="no golden can draw the same random numbers")
+def uniform(input: Tensor, from_: float = 0.0, to: float = 1.0, seed: int = 0, *,  # noqa: A002 (TT-NN's name)
+            memory_config: MemoryConfig | None = None, compute_kernel_config=None, op_name: str = OWN_NAME,
+            **tt_nn_only) -> Tensor:
+    """Fills `input` in place with values uniform in [from, to) and returns it (TT-NN names the bounds `from` and
+    `to`: give `from` by position or as from_=). From `seed`, or with seed=0 from torch's global generator. As
+    TT-NN's writer kernel (uniform/device/kernels/writer_uniform.cpp), a bfloat16 tensor keeps each float32 draw's
+    upper 16 bits: truncated, so no draw rounds up to `to`.
+
+    >>> x = ttnn.from_torch(torch.zeros(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> y = ttnn.uniform(x, 2.0, 3.0, 7)
+    >>> y is x, bool(((x.to_torch() >= 2) & (x.to_torch() < 3)).all())
+    (True, True)
+    """
+    from_ = tt_nn_only.pop("from", from_)
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if not isinstance(input, Tensor) or input.device() is None:
+        raise RuntimeError(f"{op_name}: Uniform: Input tensor needs to be on device")
+    if input.layout != Layout.TILE:
+        raise RuntimeError(f"{op_name}: Uniform: Input tensor must be tilized")
+    if input.dtype not in (DataType.BFLOAT16, DataType.FLOAT32):
+        raise RuntimeError(f"{op_name}: Uniform: Input tensor must be Float32 or Bfloat16")
+    if not from_ < to:
+        raise RuntimeError(f"{op_name}: Uniform: from param must be < to (got from={from_}, to={to})")
+    v = _uniform(tuple(input.shape), float(from_), float(to), seed)
+    if input.dtype == DataType.BFLOAT16:
+        v = (v.view(torch.int32) & -65536).view(torch.float32)  # the upper 16 bits: bfloat16, truncated
+    input._write(v)
+    device_work.launch_after(input, False, input, creation_programs.uniform_program(input))
+    return input
+
+
 # -- like another tensor ---------------------------------------------------------------------
 # dtype, layout, device and memory config default to the input's (the memory rules' "inputs").
 
@@ -147,11 +180,11 @@ def _like(op_name: str, input_tensor: Tensor, value: torch.Tensor, dtype, layout
     # DataType.BFLOAT16 and Layout.ROW_MAJOR are 0, so `or` would drop them: compare with None.
     dtype = dtype if dtype is not None else input_tensor.dtype
     layout = layout if layout is not None else input_tensor.layout
-    device = device if device is not None else input_tensor._device
+    device = device if device is not None else input_tensor.device()
     out = _new(value, op_name, dtype, layout, device, memory_config, ins)
     # TT-NN's full_like_impl: a TILE device tensor to a TILE bfloat8_b / bfloat16 / float32 result runs ttnn::fill
     # (one UnaryDeviceOperation); otherwise the values are made on the host and written (no program)
-    if fills and input_tensor._device is not None and input_tensor._device is device and input_tensor.layout == \
+    if fills and input_tensor.device() is not None and input_tensor.device() is device and input_tensor.layout == \
             Layout.TILE and out.layout == Layout.TILE and out.dtype in _FILL_DTYPES:
         device_work.launch_for(out, True, device, eltwise_programs.unary_program(input_tensor, out.dtype))
     return out
@@ -202,9 +235,9 @@ def fill(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig
     fresh = pending_output_target(op_name) is None
     out = output(torch.full(tuple(input_tensor.shape), float(fill_value)), input_tensor, ins, op_name=op_name,
                  memory_config=memory_config)
-    if input_tensor._device is not None and input_tensor.layout == Layout.TILE:  # TT-NN's FILL unary op type
+    if input_tensor.device() is not None and input_tensor.layout == Layout.TILE:  # TT-NN's FILL unary op type
         program = eltwise_programs.unary_program(input_tensor, out.dtype)
-        device_work.launch_for(out, fresh, input_tensor._device, program)
+        device_work.launch_for(out, fresh, input_tensor.device(), program)
     return out
 
 
@@ -304,7 +337,7 @@ def concat(tensors, dim: int = 0, *, memory_config: MemoryConfig | None = None, 
                          f"match and dim must be within the rank") from None
     out = output(r, tensors[0], ins, op_name=op_name, memory_config=memory_config)
     interleaved_tiles = all(t.layout == Layout.TILE and not t.is_sharded() for t in (*tensors, out))
-    if out._device is not None and interleaved_tiles:  # the interleaved factory; sharded concat is not modelled
+    if out.device() is not None and interleaved_tiles:  # the interleaved factory; sharded concat is not modelled
         device_work.launch_after(out, True, out, data_movement_programs.concat_program(out))
     return out
 

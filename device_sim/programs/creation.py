@@ -35,15 +35,26 @@ from device_sim.types import DataType, Layout
 def rand_program(out) -> Program | None:
     """The RandDeviceOperation that fills `out` (a device tensor); None for a ROW_MAJOR or sharded output or a dtype
     the writer does not take."""
-    if out._device is None or out.layout != Layout.TILE or out.is_sharded() or \
+    if out.device() is None or out.layout != Layout.TILE or out.is_sharded() or \
             out.dtype not in (DataType.BFLOAT16, DataType.FLOAT32):
         return None
-    dev = out._device
+    dev = out.device()
     key = ("RandDeviceOperation", shape_of(out), out.dtype, grid_of(dev))
     return cached(key, lambda: make_program(
         "RandDeviceOperation", "RandProgramFactory",
         (CircularBuffer((0,), 2, TILE_BYTES[DataType.FLOAT32]), CircularBuffer((1,), 1, TILE_BYTES[out.dtype])),
         split_work(dtypes.num_pages(Layout.TILE, tuple(out.padded_shape)), *grid_of(dev))))
+
+
+def uniform_program(t) -> Program | None:
+    """The UniformDeviceOperation that fills `t` in place (uniform/device/uniform_program_factory.cpp): c_24 of two
+    float32 tiles (the draws) and c_0 of one tile in t's format, split_work_to_cores over the tiles."""
+    dev = t.device()
+    key = ("UniformDeviceOperation", shape_of(t), t.dtype, grid_of(dev))
+    return cached(key, lambda: make_program(
+        "UniformDeviceOperation", "UniformProgramFactory",
+        (CircularBuffer((24,), 2, TILE_BYTES[DataType.FLOAT32]), CircularBuffer((0,), 1, TILE_BYTES[t.dtype])),
+        split_work(dtypes.num_pages(Layout.TILE, tuple(t.padded_shape)), *grid_of(dev))))
 
 
 def full_program(out) -> Program | None:
@@ -52,9 +63,9 @@ def full_program(out) -> Program | None:
     cores (a second writer kernel), on the cores split_work_to_cores gives the pages. A sharded output (the
     FullShardedProgramFactory / FullNDShardedProgramFactory): c_24 of one page on the cores holding its shards.
     None off a device."""
-    if out._device is None:
+    if out.device() is None:
         return None
-    dev = out._device
+    dev = out.device()
     if out.is_sharded():
         buf = out.buffer
         cores = tuple((x, y, x, y) for x, y in (buf.cores or ()))
