@@ -69,7 +69,9 @@ def test_a_tt_nn_profile_of_the_same_layer_matches_every_op_in_order(report):
     assert (out["rows"], out["device_operations"]) == (len(rows), len(layer))
     assert out["matched"] == out["by_name"] == len(layer)
     # the file's embeddings (rows 1-4) have no op in the report: the first place the two part
-    assert out["first_mismatch"].startswith(f"row 1 of device 0, {rows[0]['OP CODE']} meets nothing before op ")
+    assert out["first_mismatch"].startswith(f"row 1 of device 0, {rows[0]['OP CODE']}, has no op in the report "
+                                            "before op ")
+    assert out["first_mismatch"].endswith("(4 rows left unpaired)")
     kept = stored(report)
     assert [code for _, _, code, _ in kept] == [r["OP CODE"] for r in rows]
     assert [op for _, op, _, _ in kept[:4]] == [None] * 4 and all(op is not None for _, op, _, _ in kept[4:])
@@ -89,7 +91,7 @@ def test_the_first_op_that_differs_is_named_and_paired_in_place(tmp_path, report
     changed = write(tmp_path / "changed.csv", rows)
     out = json.loads(cli("attach", report, changed, "--json").stdout)
     assert out["matched"] == len(rows) and out["by_name"] == len(rows) - 1
-    assert "row 2 of device 0, GroupNormDeviceOperation sits where the report has op " in out["first_mismatch"]
+    assert "row 2 of device 0, GroupNormDeviceOperation, sits where the report has op " in out["first_mismatch"]
     assert "ttnn.layer_norm (LayerNormDeviceOperation): paired in place" in out["first_mismatch"]
 
 
@@ -233,8 +235,13 @@ def test_names_compare_across_tt_nn_versions_and_device_sim():
 def test_each_chip_of_a_mesh_run_pairs_with_the_same_ops():
     rows = [measured.MeasuredRow(code, device, None, 1000 * (device + 1), None, None, None, "", "", None)
             for device in (0, 1) for code in ("BinaryNgDeviceOperation", "SoftmaxDeviceOperation")]
-    ops = [measured.DeviceOp(7, "ttnn.add", "BinaryNgDeviceOperation"),
-           measured.DeviceOp(8, "ttnn.softmax", "SoftmaxDeviceOperation")]
-    m = measured.match(rows, ops)
-    assert m.pairs == {0: 0, 1: 1, 2: 0, 3: 1} and m.by_name == 4 and m.first_mismatch is None
+    add, softmax = (measured.DeviceOp(7, "ttnn.add", "BinaryNgDeviceOperation"),
+                    measured.DeviceOp(8, "ttnn.softmax", "SoftmaxDeviceOperation"))
+    m = measured.match(rows, {0: [add, softmax], 1: [add, softmax]})
+    assert m.pairs == {0: add, 1: softmax, 2: add, 3: softmax} and m.by_name == 4 and m.first_mismatch is None
     assert m.devices == [0, 1]
+    # a one-chip report pairs with every chip of the file; a chip a mesh report does not have pairs with nothing
+    assert measured.match(rows, {0: [add, softmax]}).pairs == m.pairs
+    m = measured.match(rows, {0: [add, softmax], 2: [add, softmax]})
+    assert set(m.pairs) == {0, 1}
+    assert m.first_mismatch.startswith("row 3 of device 1, BinaryNgDeviceOperation, has no op")

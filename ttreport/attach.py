@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ttreport.errors import ReportError, ReportInUseError
+from ttreport.export import ops_perf
 from ttreport.folder import capture_holds
 from ttreport.read import measured
+from ttreport.read.device_time import is_transfer
 from ttreport.read.report import Report
 
 
@@ -49,13 +51,13 @@ def attach(report, csv_path) -> Attached:
     rows = measured.read_ops_perf(csv_path)  # every check first: a bad file leaves the report as it was
     with Report(report) as r:
         db_path = r.db_path
-        ops = measured.device_operations(r)
+        chips = device_operations(r)
     folder = db_path.parent
     if capture_holds(folder):
         raise ReportInUseError(f"{folder}: a capture is writing it; attach once it has closed")
     if os.path.islink(db_path):
         raise ReportError(f"{db_path} is a symbolic link; attach to the report folder that holds the file itself")
-    m = measured.match(rows, ops)
+    m = measured.match(rows, chips)
     source = Path(csv_path)
     con = sqlite3.connect(db_path, isolation_level=None)
     try:
@@ -66,7 +68,7 @@ def attach(report, csv_path) -> Attached:
                 "INSERT INTO measured_perf (position, operation_id, op_code, device_id, global_call_count, kernel_ns, "
                 "fw_ns, core_count, math_fidelity, inputs, outputs, attributes) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                ((i + 1, ops[m.pairs[i]].operation_id if i in m.pairs else None, *row) for i, row in enumerate(rows)))
+                ((i + 1, m.pairs[i].operation_id if i in m.pairs else None, *row) for i, row in enumerate(rows)))
             con.execute("INSERT OR REPLACE INTO report_metadata (key, value) VALUES (?, ?)",
                         (measured.SOURCE_KEY, json.dumps({"file": source.name, "rows": len(rows),
                                                            "matched": len(m.pairs), "by_name": m.by_name})))
@@ -76,4 +78,54 @@ def attach(report, csv_path) -> Attached:
             raise
     finally:
         con.close()
-    return Attached(folder, source, len(rows), len(ops), len(m.pairs), m.by_name, m.first_mismatch)
+    return Attached(folder, source, len(rows), sum(map(len, chips.values())), len(m.pairs), m.by_name,
+                    m.first_mismatch)
+
+
+def device_operations(r) -> dict[int, list[measured.DeviceOp]]:
+    """The report's device operations on each chip, in order, as its own ops_perf_results.csv lists them
+    (export.ops_perf.device_operations: the programs of each op's captured graph), and, for an op with an estimate
+    but no program model (its device_perf row, no graph), the op itself on every chip it ran on: the real file has a
+    row for it (a layer_norm's LayerNormDeviceOperation). Host transfers are none, as TT-NN's profiler sees none."""
+    graphs = r._has_table("operation_graphs") and r._has_table("distinct_graphs")
+    estimates = r._has_table("device_perf")
+    programs = {g: _programs(text) for g, text in r.execute("SELECT graph_id, captured_graph FROM distinct_graphs")
+                if isinstance(text, str)} if graphs else {}
+    graph_sql = "(SELECT g.graph_id FROM operation_graphs g WHERE g.operation_id = o.operation_id)" if graphs else \
+        "NULL"
+    # an op with an estimate but no program model is one device operation when no op nested in it is one (a
+    # composite's estimate holds its parts': they are the device operations)
+    estimate_sql = "EXISTS (SELECT 1 FROM device_perf p WHERE p.operation_id = o.operation_id) AND NOT EXISTS " \
+        "(SELECT 1 FROM operations c WHERE c.parent_operation_id = o.operation_id)" if estimates else "0"
+    chips: dict[int, list[measured.DeviceOp]] = {}
+    for op_id, name, graph_id, estimated in r.execute(
+            f"SELECT o.operation_id, o.name, {graph_sql}, {estimate_sql} FROM operations o ORDER BY o.operation_id"):
+        if not isinstance(op_id, int) or not isinstance(name, str) or is_transfer(name):
+            continue
+        launched = programs.get(graph_id)
+        if launched:
+            for p in launched:
+                chips.setdefault(p.device_id, []).append(measured.DeviceOp(op_id, name, p.name))
+        elif estimated:
+            for chip in _chips_of(r, op_id):
+                chips.setdefault(chip, []).append(measured.DeviceOp(op_id, name, name))
+    return chips
+
+
+def _programs(text: str) -> list:
+    """A captured graph's device operations; none for a graph that is not what a capture writes (a report is input)."""
+    try:
+        return [p for p in ops_perf.device_operations(text) if isinstance(p.name, str)]
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return []
+
+
+def _chips_of(r, op_id: int) -> list[int]:
+    """The chips an op's device tensors live on (device 0 for one with none), as device_time.timeline places it."""
+    chips = {d for (d,) in r.execute(
+        "SELECT t.device_id FROM (SELECT tensor_id FROM input_tensors WHERE operation_id = ?1 UNION ALL "
+        "SELECT tensor_id FROM output_tensors WHERE operation_id = ?1) x JOIN tensors t USING (tensor_id) "
+        "WHERE t.buffer_type IS NOT NULL UNION SELECT d.device_id FROM (SELECT tensor_id FROM input_tensors "
+        "WHERE operation_id = ?1 UNION ALL SELECT tensor_id FROM output_tensors WHERE operation_id = ?1) x "
+        "JOIN device_tensors d USING (tensor_id)", (op_id,)) if isinstance(d, int)}
+    return sorted(chips) or [0]

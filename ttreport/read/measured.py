@@ -12,10 +12,8 @@
 (OP CODE "MatmulDeviceOperation", DEVICE KERNEL DURATION [ns], its tensors, ATTRIBUTES), with signposts and host
 ops among them. The file is input from elsewhere: every value is checked (a number a number in its range, a text
 short and printable), and the first bad one is a MeasuredFileError naming the row, the column, the value and the
-fix. `device_operations` lists a report's device operations in order, as the file lists them: the programs each
-op's captured graph launched (BinaryNgDeviceOperation), or, for an op with an estimate but no program model, the op
-itself; host transfers (from_torch) are none, as TT-NN's device profiler does not see them. `match` pairs the two
-in order (ttreport.attach stores the pairs); the rest of this module reads what is attached.
+fix. `match` pairs a file's device operations, chip by chip, with a report's (ttreport.attach lists those and
+stores the pairs); the rest of this module reads what is attached.
 
 Ratios are estimate / measured, as bench/device_time.py reports them: below 1 the model is too fast.
 """
@@ -34,7 +32,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ttreport.errors import MeasuredFileError
-from ttreport.read.device_time import is_transfer
 
 # The columns a file must have: which operation, and how long its kernels ran on the device.
 OP_CODE, KERNEL_NS = "OP CODE", "DEVICE KERNEL DURATION [ns]"
@@ -197,47 +194,6 @@ class DeviceOp(NamedTuple):
     device_op: str  # the device operation's name as TT-NN's graph names it (MatmulDeviceOperation), or op_name
 
 
-def device_operations(r) -> list[DeviceOp]:
-    """The report's device operations in order: each op's programs (its captured graph's nested function_start
-    nodes, as ttnn-visualizer counts "Device operations"), or the op itself when it has an estimate but launched no
-    program the emulator models. Host transfers (from_torch, to_torch) are not device operations."""
-    graphs = r._has_table("operation_graphs") and r._has_table("distinct_graphs")
-    estimates = r._has_table("device_perf")
-    if not graphs and not estimates:
-        return []
-    # each distinct graph parsed once: a model repeats a few (the demo's 20 ops with graphs have 16)
-    programs = {g: _programs(text) for g, text in r.execute("SELECT graph_id, captured_graph FROM distinct_graphs")
-                if isinstance(text, str)} if graphs else {}
-    graph_sql = "(SELECT g.graph_id FROM operation_graphs g WHERE g.operation_id = o.operation_id)" \
-        if graphs else "NULL"
-    # an op with an estimate but no program model is one device operation when no op nested in it is one (a
-    # composite's estimate holds its parts': they are the device operations)
-    estimate_sql = "EXISTS (SELECT 1 FROM device_perf p WHERE p.operation_id = o.operation_id) AND NOT EXISTS " \
-        "(SELECT 1 FROM operations c WHERE c.parent_operation_id = o.operation_id)" if estimates else "0"
-    out: list[DeviceOp] = []
-    for op_id, name, graph_id, estimated in r.execute(
-            f"SELECT o.operation_id, o.name, {graph_sql}, {estimate_sql} FROM operations o ORDER BY o.operation_id"):
-        if not isinstance(op_id, int) or not isinstance(name, str) or is_transfer(name):
-            continue
-        launched = programs.get(graph_id)
-        if launched:
-            out += [DeviceOp(op_id, name, p) for p in launched]
-        elif estimated:
-            out.append(DeviceOp(op_id, name, name))
-    return out
-
-
-def _programs(graph_text: str) -> list[str]:
-    """The device operations of one captured graph: function_start nodes that name a device (the programs)."""
-    try:
-        nodes = json.loads(graph_text)
-    except ValueError:
-        return []
-    return [n["params"]["name"] for n in nodes if isinstance(n, dict) and n.get("node_type") == "function_start"
-            and isinstance(n.get("params"), dict) and "device_id" in n["params"]
-            and isinstance(n["params"].get("name"), str)]
-
-
 # A device operation's name compared across TT-NN versions and device_sim: lower case, no '_', without the
 # suffix its class carries ("LayerNormDeviceOperation", "LayerNorm", "MinimalMatmulOp"), and these aliases for an op
 # named by its TT-NN call (ttnn.embedding runs EmbeddingsDeviceOperation; ttnn.linear a matmul).
@@ -260,7 +216,7 @@ def name_key(name: str) -> str:
 @dataclass
 class Match:
     """How a file's device operations paired with a report's."""
-    pairs: dict[int, int]  # measured row index -> index into the report's device operations
+    pairs: dict[int, DeviceOp]  # measured row index -> the report's device operation it measures
     by_name: int  # of the pairs, how many name the same operation
     first_mismatch: str | None  # the first place the two sequences part, in words; None: they agree throughout
     devices: list = field(default_factory=list)  # the file's device ids, in order of first appearance
@@ -271,23 +227,25 @@ class Match:
 _DIFFLIB_LIMIT = 4_000_000
 
 
-def match(rows: list[MeasuredRow], ops: list[DeviceOp]) -> Match:
-    """Pair each chip's measured rows with the report's device operations in order (a mesh op runs on every chip:
-    each chip's rows pair with the same list). Runs of equal names pair; between them, a run of as many rows as
-    ops pairs place by place (the same op named otherwise, as TT-NN versions do); the rest stays unpaired."""
-    keys = [name_key(o.device_op) for o in ops]
-    pairs: dict[int, int] = {}
+def match(rows: list[MeasuredRow], chips: dict[int, list[DeviceOp]]) -> Match:
+    """Pair each chip's measured rows with that chip's device operations of the report, in order (a one-chip report's
+    with every chip of the file: a file's DEVICE ID need not be the emulator's). Runs of equal names pair; between
+    them, a run of as many rows as ops pairs place by place (the same op named otherwise, as TT-NN versions do); the
+    rest stays unpaired. `pairs` maps a row's index to its DeviceOp."""
+    pairs: dict[int, DeviceOp] = {}
     by_name = 0
     first = None
     devices = list(dict.fromkeys(row.device_id for row in rows))
     for device in devices:
+        ops = chips.get(device, next(iter(chips.values())) if len(chips) == 1 else [])
+        keys = [name_key(o.device_op) for o in ops]
         idx = [i for i, row in enumerate(rows) if row.device_id == device]
         mine = [name_key(rows[i].op_code) for i in idx]
         for tag, i1, i2, j1, j2 in _opcodes(mine, keys):
             same = tag == "equal"
             if same or i2 - i1 == j2 - j1:
                 for k in range(i2 - i1):
-                    pairs[idx[i1 + k]] = j1 + k
+                    pairs[idx[i1 + k]] = ops[j1 + k]
                 by_name += (i2 - i1) if same else 0
             if not same and first is None:
                 first = _mismatch(rows, ops, idx, i1, i2, j1, j2, device)
@@ -305,21 +263,23 @@ def _opcodes(a: list, b: list) -> list[tuple]:
 
 
 def _mismatch(rows, ops, idx, i1, i2, j1, j2, device) -> str:
+    """The first place a chip's rows and the report's device operations part, in words."""
     chip = f" of device {device}" if device is not None else ""
-    if i1 < i2:
-        row = rows[idx[i1]]
-        at = f"row {idx[i1] + 1}{chip}, {row.op_code}"
-    else:
-        at = f"after the file's last row{chip}" if i1 >= len(idx) else f"before row {idx[i1] + 1}{chip}"
+    left = ", ".join(f"{n:,} {what}{'s' if n != 1 else ''}" for n, what in ((i2 - i1, "row"), (j2 - j1, "op"))
+                     if n > 0) + " left unpaired"
     if j1 < j2:
         o = ops[j1]
-        there = f"op {o.operation_id} {o.op_name}" + (f" ({o.device_op})" if o.device_op != o.op_name else "")
-    else:
-        there = "no op of the report (it has ended)" if j1 >= len(ops) else f"nothing before op {ops[j1].operation_id}"
-    if i1 < i2 and j1 < j2 and i2 - i1 == j2 - j1:
-        return f"{at} sits where the report has {there}: paired in place"
-    left = [f"{n:,} {what}{'s' if n != 1 else ''}" for n, what in ((i2 - i1, "row"), (j2 - j1, "op")) if n > 0]
-    return f"{at} meets {there}: {' and '.join(left)} left unpaired there"
+        op = f"op {o.operation_id} {o.op_name}" + (f" ({o.device_op})" if o.device_op != o.op_name else "")
+    if i1 == i2:  # ops of the report with no row in the file
+        where = f"after the file's last row{chip}" if i1 >= len(idx) else f"before row {idx[i1] + 1}{chip}"
+        return f"{op} has no row in the file {where} ({left})"
+    at = f"row {idx[i1] + 1}{chip}, {rows[idx[i1]].op_code}"
+    if j1 == j2:  # rows with no op in the report
+        where = "after its last op" if j1 >= len(ops) else f"before op {ops[j1].operation_id}"
+        return f"{at}, has no op in the report {where} ({left})"
+    if i2 - i1 == j2 - j1:
+        return f"{at}, sits where the report has {op}: paired in place"
+    return f"{at}, meets {op} ({left})"
 
 
 # -- what is attached ------------------------------------------------------------------------------------------
