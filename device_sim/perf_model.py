@@ -15,9 +15,10 @@ An op's time is built from the hardware up (docs/perf_model.md names every const
 
 - launch: a fixed cost every program pays (dispatch to the cores, kernel start, first tile in and last out);
 - the cores the op's program really uses: work is split as TT-NN's program factories split it (tiles for
-  element-wise ops, tile rows for norms and softmax, output blocks for matmuls, rows for embeddings);
+  element-wise ops, tile rows for norms, softmax, tilize and untilize, output blocks for matmuls, rows for
+  embeddings, a sharded operand's shard grid);
 - compute: per-tile cycles per op family on one core (the matrix engine's 16 cycles a tile-step a
-  fidelity pass, fed by its unpacker; each SFPU op's cycles; norms' several passes at their fidelity);
+  fidelity pass, fed by its unpacker; each SFPU op's cycles; a norm's per-row reductions and its passes);
 - data movement: the larger of one core's reads or writes (a NoC request's latency per page, pages in
   flight one at a time as TT-NN's interleaved readers issue them, bytes at a core's DRAM rate) and the
   chip's achieved DRAM bandwidth for all bytes;
@@ -32,11 +33,10 @@ bench/device_time.py holds the model against public Wormhole profiler data (benc
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 
 import device_sim.ops  # noqa: F401  (registers every op: the kinds below are read from the table)
-from device_sim import perf_constants, registry
+from device_sim import registry
 from device_sim.compute_config import MathFidelity
 from device_sim.distributed import MeshTensor
 from device_sim.dtypes import ELEMENT_SIZE, tile_size
@@ -71,9 +71,10 @@ NOC_SMALL_READ_ISSUE_NS = 60
 # A program with no compute kernel (a shard move, a move): go signal and two data-movement kernels only. The smallest
 # Segformer shard moves and moves measure 0.6-0.7 us (tt-metal's ttnn-visualizer demo report, bench/device_time.py).
 LAUNCH_DM_ONLY_NS = 600
-# sharded_to_interleaved's writer waits on each page's write to an interleaved buffer: Segformer's 64-tile shards
-# take 300-600 ns a bfloat8_b page into L1 (2.4x an element-wise op writing the same pages); fitted there.
-SHARD_WRITE_PAGE_NS = 450
+# A data-movement kernel that waits on each page's write to an interleaved buffer before the next (sharded_to_
+# interleaved, an interleaved move, the attention heads' splits and concatenations): Segformer's take 300-600 ns a
+# bfloat8_b page into L1 (2.4x an element-wise op writing the same pages); fitted there.
+ACKED_WRITE_PAGE_NS = 450
 # Tilize / untilize: the unpacker and packer reorder a tile's faces and rows: Segformer's untilizes take 0.7-1.1 us
 # a tile on a core when their writes are not the bound (a 256x1024 bfloat8_b untilize on 8 cores: 27 us); fitted.
 TILIZE_CYCLES_PER_TILE = 730
@@ -98,8 +99,17 @@ MATMUL_STEP_OVERHEAD_CYCLES = 4  # per tile-step beyond the passes (fitted on GE
 # A matmul's reads and its math overlap only in part: this share of the smaller of the two adds to the
 # larger (fitted on GEMM_FLOPS' DRAM rows, where time ~ compute + half the DRAM time).
 MATMUL_SERIAL_SHARE = 0.5
+# A linear's bias, added to each output tile after its last K step (unpack the bias row, a broadcast add, pack):
+# Segformer's sharded linears with K = 32 take ~250 ns an output tile against ~40 for a matmul without; fitted there.
+MATMUL_BIAS_CYCLES_PER_TILE = 200
 # an element-wise FPU op (add, mul, bcast, reduce) a fidelity pass: assumed (4 faces, unpack and pack)
 FPU_CYCLES_PER_TILE = 32
+# A binary op of a tensor and a scalar: the writer fills a tile with the scalar element by element before the
+# first result (CLIP's binary_ng add/multiply by a scalar: 4-6 us of BRISC for 1-3 tiles a core), then the SFPU
+# applies it, ~540 cycles a tile (Segformer's scalar multiplies: 64 bfloat8_b tiles a core in 34 us of math);
+# both fitted there.
+BINARY_SCALAR_FILL_NS = 3000
+BINARY_SCALAR_CYCLES_PER_TILE = 540
 SFPU_CYCLES_PER_TILE = 128  # a simple SFPU op (relu, abs, neg ...): 32 lanes, a few instructions a row (assumed)
 # SFPU ops that evaluate a polynomial or iterate, cycles a tile on one core.
 SFPU_OP_CYCLES = {
@@ -119,8 +129,8 @@ NORM_PASS_CYCLES = 112
 # one-tile-wide layer norm row takes ~4.5 us (Segformer [256, 32] on 8 cores: 6.0 us), fitted there.
 NORM_ROW_CYCLES = 3600
 # Softmax over a tile of a row (max, x - max, exp, sum, 1/sum, scale in one kernel, the exp approximate):
-# Segformer's [16384, 256] bfloat8_b softmax on 64 cores takes 22 us, 64 tiles a core; fitted there.
-SOFTMAX_CYCLES_PER_TILE = 300
+# Segformer's [16384, 256] bfloat8_b softmax on 64 cores takes 46 us, 64 tiles a core; fitted there.
+SOFTMAX_CYCLES_PER_TILE = 700
 
 _TILE_BYTES = frozenset({4096, 2048, 1088, 576, 1024})  # float32/uint32, bfloat16, bfloat8_b, bfloat4_b, uint8
 # How each op is priced is its kind, declared where it is registered (registry.KINDS), here by short name as a
@@ -144,7 +154,13 @@ _FREE = frozenset(n for n, k in _KIND.items() if k == "free")
 _HOST_MOVES = frozenset(n for n, k in _KIND.items() if k == "host_move")  # cross PCIe (from_torch: given a device)
 _MATMULS = frozenset(n for n, k in _KIND.items() if k == "matmul")
 # Moves TT-NN runs without a compute kernel (LAUNCH_DM_ONLY_NS): its reader and writer only
-_DM_ONLY = frozenset({"interleaved_to_sharded", "sharded_to_interleaved", "reshard", "move", "reallocate"})
+_DM_ONLY = frozenset({"interleaved_to_sharded", "sharded_to_interleaved", "reshard", "move", "reallocate",
+                      "nlp_create_qkv_heads", "nlp_concat_heads", "concatenate_heads",
+                      "split_query_key_value_and_split_heads"})
+# ... of which these wait on each interleaved page they write (ACKED_WRITE_PAGE_NS)
+_ACKED_WRITES = _DM_ONLY - {"interleaved_to_sharded", "reshard"}
+_HEADS = frozenset({"nlp_create_qkv_heads", "nlp_concat_heads", "concatenate_heads",
+                    "split_query_key_value_and_split_heads"})
 # Collectives by what crosses the busiest link (collective_link_ns).
 _COLLECTIVES = {short: op.collective for op in registry.OPS.values() if op.collective for short in op.short_names}
 # The fidelity an op family runs at when its call gives none (TT-NN's compute kernel config defaults).
@@ -409,15 +425,20 @@ def _matmul(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, *, transpose_a: 
         # in0 sharded (TT-NN's 1D height-sharded or 2D block-sharded programs): the output split over in0's shard
         # grid, rows first; each core's in0 is its own shard; in1 comes over the NoC a tile at a time (Segformer's
         # sharded linears: 2.1 us for K = 32 to 7.5 us for K = 1024 on 64 cores, whatever their N).
-        # The grid's rows x columns (within the shard grid) that leave a core the fewest output tiles: a height-
-        # sharded in0 takes every core down M, a block-sharded one a grid of both.
-        r = min(range(1, min(mt, a.shard_cores) + 1),
-                key=lambda r: (math.ceil(mt / r) * math.ceil(nt / max(1, min(nt, a.shard_cores // r))), -r))
+        # The grid's rows x columns (within the shard grid) that leave a core the fewest output tiles, then the
+        # fewest in0 and in1 tiles to take in: a height-sharded in0 takes every core down M, a block-sharded one a
+        # grid of both (GEMM_FLOPS' 8x8).
+        def load(r: int) -> tuple[int, int]:
+            pm, pn = math.ceil(mt / r), math.ceil(nt / max(1, min(nt, a.shard_cores // r)))
+            return pm * pn, pm + pn
+
+        r = min(range(1, min(mt, a.shard_cores) + 1), key=load)
         per_m, per_n = math.ceil(mt / r), math.ceil(nt / max(1, min(nt, a.shard_cores // r)))
         batches = math.ceil(per_m / max(1, math.ceil(m / 32))) if b_batched else 1
         read = max(_page_ns(a, per_m * kt, cfg), _page_ns(b, batches * kt * per_n, cfg, per_request=per_n))
         write = _page_ns(out, per_m * per_n, cfg, write=True, per_request=per_m * per_n)
-        compute = per_m * per_n * kt * step / cfg.clock_ghz
+        bias = MATMUL_BIAS_CYCLES_PER_TILE if len(ins) > 2 else 0
+        compute = per_m * per_n * (kt * step + bias) / cfg.clock_ghz
         move = max(read, write, _dram_ns([a, b, out], cfg))
         cores = math.ceil(mt / per_m) * math.ceil(nt / per_n)
         return Estimate(math.ceil(compute), math.ceil(move), fidelity.name, LAUNCH_NS, cores,
@@ -518,10 +539,22 @@ def _move(name: str, ins, outs, cfg: PerfConfig) -> Estimate:
         if src.is_row_major:
             return _streaming([stick], [dst], units, cycles, cfg)
         return _streaming([src], [stick], units, cycles, cfg)
+    if name in ("move", "reallocate") and src.location == "l1_sharded":
+        # a sharded buffer moved within its cores: each core copies its shard through the NoC to itself
+        # (reader_unary_local_l1_copy_backwards; Segformer's take a shard's bytes at 28-32 B a cycle)
+        cores = src.shard_cores or cfg.cores
+        return Estimate(0, math.ceil(src.bytes / cores / (CORE_NOC_B_PER_CYCLE * cfg.clock_ghz)), None,
+                        LAUNCH_DM_ONLY_NS, cores)
     if name in _DM_ONLY:
-        e = _streaming(ins[:1], outs, max(dst.pages, src.pages), 0, cfg,
-                       write_latency_ns=SHARD_WRITE_PAGE_NS if name == "sharded_to_interleaved" else None)
-        return Estimate(e.compute_ns, e.bandwidth_ns, None, LAUNCH_DM_ONLY_NS, e.cores)
+        units = max(dst.pages, src.pages)
+        if name in _HEADS:  # split over the tile rows of the unsplit [..., seq, hidden] side
+            wide = src if src.shape and dst.shape and src.shape[-1] >= dst.shape[-1] else dst
+            units = max(1, wide.tiles // max(1, math.ceil(wide.shape[-1] / 32))) if wide.shape else 1
+        e = _streaming(ins[:1], outs, units, 0, cfg,
+                       write_latency_ns=ACKED_WRITE_PAGE_NS if name in _ACKED_WRITES else None)
+        # a shard move that changes the dtype (bfloat8_b to bfloat16) runs a compute kernel to convert the tiles
+        converts = not src.is_row_major and not dst.is_row_major and src.page_bytes != dst.page_bytes
+        return Estimate(e.compute_ns, e.bandwidth_ns, None, LAUNCH_NS if converts else LAUNCH_DM_ONLY_NS, e.cores)
     return _streaming(ins, outs, max(dst.pages, src.pages), 0, cfg)
 
 
@@ -555,7 +588,7 @@ def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | No
         return _conv2d(inputs, outputs, fidelity or MathFidelity.HiFi4, cfg, params)
     if not inputs:
         return _streaming([], outputs, outputs[0].pages, 0, cfg)  # creation ops: writes only
-    if family in ("move", "embedding"):
+    if family in ("move", "embedding") or name in _DM_ONLY:
         return _move(name, inputs, outputs, cfg)
     if family in ("norm", "softmax", "rows"):
         # one tile row (the last dim's tiles) a unit of work; a norm passes over it several times and reduces it
@@ -573,6 +606,10 @@ def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | No
                         e.cores)
     tiles = max(o.pages for o in [*inputs, *outputs])
     if family == "binary":
+        if len(inputs) == 1:
+            # a tensor and a scalar: the scalar's tile filled on the writer core, then the op on the SFPU
+            e = _streaming(inputs, outputs, tiles, BINARY_SCALAR_CYCLES_PER_TILE, cfg)
+            return Estimate(e.compute_ns + BINARY_SCALAR_FILL_NS, e.bandwidth_ns, None, e.fixed_ns, e.cores)
         fid = FIDELITY_PASSES[fidelity] if fidelity is not None and name in ("mul", "multiply", "mul_") else 1
         return _streaming(inputs, outputs, tiles, FPU_CYCLES_PER_TILE * fid, cfg)
     op = params.get("sfpu_op", name)
@@ -682,8 +719,3 @@ def _link_ns(kind: str, shard_bytes: int, mesh, name: str, kwargs: dict) -> int:
     links = kwargs.get("num_links")
     return collective_link_ns(kind, shard_bytes, group, ring=ring, num_links=links if isinstance(links, int) and
                               links > 0 else 1)
-
-
-# A team's own fit of the constants above (`ttreport calibrate`): the file that DEVICE_SIM_PERF_CONSTANTS names
-# replaces them as the model is imported (device_sim/perf_constants.py; docs/perf_model.md).
-perf_constants.apply_environment(sys.modules[__name__])
