@@ -225,7 +225,7 @@ class _Processor:
         self._track_device(device)
         call = self.calls.get(self.stack[-1])
         pending = call["pending"] if call is not None else None
-        if pending is None or not self._enclose(pending, program.name):
+        if pending is None or not self._enclose(call, pending, program.name):
             self.function_start(program.name)
         if call is not None:
             call["pending"] = None
@@ -238,7 +238,7 @@ class _Processor:
                 "globally_allocated": "1" if cb.globally_allocated else "0", "device_id": program.device_id})
         self.function_end()
 
-    def _enclose(self, first: int, name: str) -> bool:
+    def _enclose(self, call: dict, first: int, name: str) -> bool:
         """Open device operation `name` at `first`, around the create_device_tensor nodes from there on, as TT-NN's
         launch() creates an op's outputs inside its device operation (device_sim allocates them before it launches
         the program). Only where nothing but those nodes came since, so that no node outside moves: the op's
@@ -260,9 +260,12 @@ class _Processor:
                      [c + 1 for c in parent["connections"] if c >= first])
         parent["connections"] = [c for c in parent["connections"] if c < first] + [first]
         self.graph.insert(first, node)
-        self.buffers = {k: shift(v) for k, v in self.buffers.items()}
-        for call in self.calls.values():
-            call["created"] = {k: shift(v) for k, v in call["created"].items()}
+        # the buffer nodes that moved are those of buffers first seen in the tail: all made by this call, so its
+        # `created` names them (a scan of every buffer would make each launch cost the capture's length)
+        for buffer_id in call["created"]:
+            if self.buffers.get(buffer_id, -1) >= first:
+                self.buffers[buffer_id] += 1
+        call["created"] = {k: shift(v) for k, v in call["created"].items()}
         self.last_finished = shift(self.last_finished)
         self.stack.append(first)
         self.starts.append(time.perf_counter_ns())
