@@ -14,6 +14,8 @@ import csv
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -190,3 +192,19 @@ def test_a_report_captured_without_device_graphs_gets_the_header_and_no_rows(tmp
     with ttreport.open(cap.path) as r:
         assert r.execute("SELECT COUNT(*) FROM device_perf").fetchone()[0] > 0
     assert rows(cap.path) == [] and (cap.path / "ops_perf_results.csv").read_text().startswith("OP CODE,")
+
+
+@pytest.mark.parametrize("graph", ["not json", "[1, 2]", '[{"node_type": "function_start", "params": {"name": "X", '
+                                   '"device_id": "chip"}, "connections": []}]'])
+def test_a_damaged_captured_graph_is_a_one_line_error_naming_it(run, tmp_path, graph):
+    report = Path(shutil.copytree(run, tmp_path / "damaged"))
+    with sqlite3.connect(report / "db.sqlite") as con:
+        gid = con.execute("SELECT MIN(graph_id) FROM distinct_graphs").fetchone()[0]
+        con.execute("UPDATE distinct_graphs SET captured_graph = ? WHERE graph_id = ?", (graph, gid))
+    con.close()
+    done = subprocess.run([sys.executable, "-m", "ttreport.cli", "perf-csv", str(report), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"captured graph {gid} of distinct_graphs is not one" in done.stderr
+    assert "capture the run again" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "ops_perf_results.csv").exists()

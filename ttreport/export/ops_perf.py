@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ttreport import outfile
+from ttreport.errors import ReportError
 from ttreport.folder import DEVICE_LOG_FILE, PERF_FILE
 
 __all__ = ["CALL_COUNT_CHIP_BITS", "DEVICE_LOG_FILE", "DEVICE_LOG_HEADER", "OPS_CSV_HEADER", "PERF_FILE",
@@ -176,8 +177,14 @@ def _export(r, folder: str | os.PathLike) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     grid = r.execute("SELECT MAX(num_x_compute_cores * num_y_compute_cores) FROM devices").fetchone()[0] or 64
-    graphs = {gid: device_operations(text) for gid, text in
-              r.execute("SELECT graph_id, captured_graph FROM distinct_graphs")}
+    graphs = {}
+    for gid, text in r.execute("SELECT graph_id, captured_graph FROM distinct_graphs"):
+        try:  # the folder's data, which may have been edited or damaged: a one-line error, never a traceback
+            graphs[gid] = device_operations(text)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+            raise ReportError(f"{r.path}: captured graph {gid} of distinct_graphs is not one ({type(e).__name__}: "
+                              f"{e}), so its device operations cannot be named; the report is damaged: capture "
+                              f"the run again") from None
     ops = r.execute("SELECT o.operation_id, o.start_ns, o.end_ns, g.graph_id, p.compute_ns, p.bandwidth_ns, "
                     "p.ideal_ns, p.math_fidelity FROM operation_graphs g JOIN operations o USING (operation_id) "
                     "LEFT JOIN device_perf p USING (operation_id) ORDER BY g.operation_id").fetchall()
