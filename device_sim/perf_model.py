@@ -477,14 +477,24 @@ def _conv2d(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, params: dict) ->
     if groups > 1:  # depthwise / grouped: TT-NN widens the weights to a block-diagonal [KH*KW*C, OC] matrix
         k = kh * kw * cin
     rows = math.prod(out.shape[:-1]) if len(out.shape) > 1 else 1
-    # the windows stay on the cores the halo gathered them to: the input's shard grid (its cores, else the grid's)
-    windows = Operand(math.ceil(rows / 32) * math.ceil(k / 32) * 2048, "l1_sharded", (rows, k),
-                      shard_cores=x.shard_cores or cfg.cores)
+    # A 1x1 conv of stride 1 and no padding is a matmul of the input itself (TT-NN's use_matmul_for_1x1_conv): no
+    # halo, no window gathers. Otherwise the windows stay on the cores the halo gathered them to: the input's
+    # shard grid (its cores, else the grid's).
+    padding = params.get("padding") or (0,)
+    mm_conv = (kh, kw) == (1, 1) and tuple(params.get("stride") or (1, 1)) == (1, 1) and not any(padding)
+    windows = Operand(math.ceil(rows / 32) * math.ceil(k / 32) * 2048,
+                      x.location if mm_conv and x.location != "host" else "l1_sharded", (rows, k),
+                      shard_cores=x.shard_cores or (0 if mm_conv else cfg.cores))
     weights = ins[1] if len(ins) > 1 else Operand(math.ceil(k / 32) * math.ceil(out.shape[-1] / 32) * 2048, "dram",
                                                   (k, out.shape[-1]))
-    weights = Operand(math.ceil(k / 32) * math.ceil(out.shape[-1] / 32) * (weights.bytes / max(1, weights.tiles)),
+    # prepared weights keep their tiles' size; torch-layout ones (on the host, [OC, C, KH, KW]) are prepared as
+    # bfloat16 tiles in DRAM
+    tile_bytes = 2048 if weights.location == "host" or weights.is_row_major else weights.bytes / max(1, weights.tiles)
+    weights = Operand(math.ceil(k / 32) * math.ceil(out.shape[-1] / 32) * tile_bytes,
                       "dram" if weights.location == "host" else weights.location, (k, out.shape[-1]))
     mm = _matmul([windows, weights], [out], fidelity, cfg, k=k)
+    if mm_conv:
+        return mm
     halo = _streaming([x], [Operand(x.bytes, "l1_sharded", x.shape, x.is_row_major)], max(1, x.pages), 0, cfg,
                       per_request=8)
     # The halo program copies each core's input sticks (and their neighbours' edge rows) into its window buffer,
@@ -696,8 +706,9 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
         fidelity = getattr(ckc, "math_fidelity", None) if ckc is not None else None
         if name == "conv2d":
             ks = kwargs.get("kernel_size")
-            params = {"kernel_size": tuple(ks) if isinstance(ks, (tuple, list)) else (ks, ks) if ks else (1, 1),
-                      "groups": kwargs.get("groups") or 1, "in_channels": kwargs.get("in_channels")}
+            params = {"kernel_size": _pair(ks, (1, 1)), "stride": _pair(kwargs.get("stride"), (1, 1)),
+                      "padding": _pair(kwargs.get("padding"), (0, 0)), "groups": kwargs.get("groups") or 1,
+                      "in_channels": kwargs.get("in_channels")}
     in_ops = [o for o in map(_operand, ins) if o is not None]
     out_ops = [o for o in map(_operand, outs) if o is not None]
     kind = _COLLECTIVES.get(name)
@@ -705,6 +716,11 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
         return Estimate(0, max(bandwidth_ns([*in_ops, *out_ops], cfg), _link_ns(kind, in_ops[0].bytes, mesh.mesh,
                                                                               name, kwargs)), None)
     return estimate(name, in_ops, out_ops, fidelity, cfg, transpose_a=bool(kwargs.get("transpose_a")), params=params)
+
+
+def _pair(v, default: tuple) -> tuple:
+    """A conv2d argument as TT-NN takes it (an int, or a pair or four of ints) as a tuple."""
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v) if v else default
 
 
 def _link_ns(kind: str, shard_bytes: int, mesh, name: str, kwargs: dict) -> int:

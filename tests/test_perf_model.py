@@ -247,3 +247,24 @@ def test_an_op_on_a_mesh_costs_one_chips_time_on_its_shard(mesh):
     whole = _on_mesh(mesh, 4)  # 4 tiles on every chip: 4 cores busy at once, each as long
     e = _est(ttnn.relu, (whole,), {}, ttnn.relu(whole))
     assert (e.compute_ns, e.bandwidth_ns, e.cores) == (128, math.ceil(TILE_WRITE), 4)
+
+
+def test_a_1x1_conv_is_a_matmul_and_a_3x3_one_adds_its_halo_and_window_gathers(device):
+    # TT-NN's use_matmul_for_1x1_conv: a 1x1 conv of stride 1 and no padding runs as a matmul of its input
+    def conv(k, padding):
+        x = ttnn.from_torch(torch.randn(1, 16, 16, 64), dtype=ttnn.bfloat16, device=device)
+        w = ttnn.from_torch(torch.randn(64, 64, k, k), dtype=ttnn.bfloat16)
+        kw = dict(input_tensor=x, weight_tensor=w, device=device, in_channels=64, out_channels=64, batch_size=1,
+                  input_height=16, input_width=16, kernel_size=(k, k), stride=(1, 1), padding=(padding, padding))
+        return _est(ttnn.conv2d, (), kw, ttnn.conv2d(**kw))
+
+    one, three = conv(1, 0), conv(3, 1)
+    # 256 output rows (8 tile rows) by K = 64 (2 tiles) by N = 64: the matmul's own estimate, nothing added
+    rows = perf_model.Operand(8 * 2 * 2048, "dram", (256, 64))
+    w = perf_model.Operand(2 * 2 * 2048, "dram", (64, 64))
+    out = perf_model.Operand(8 * 2 * 2048, "dram", (256, 64))
+    mm = perf_model.estimate("matmul", [rows, w], [out], ttnn.MathFidelity.HiFi4)
+    assert (one.compute_ns, one.bandwidth_ns) == (mm.compute_ns, mm.bandwidth_ns)
+    # the 3x3: K = 9 * 64, on the grid's cores, with the halo and the 3 window runs an output row it gathers
+    assert three.cores == 16 and three.bandwidth_ns >= math.ceil(256 / 16) * 3 * perf_model.CONV_WINDOW_READ_NS
+    assert three.ideal_ns > 2 * one.ideal_ns
