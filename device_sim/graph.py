@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import inspect
 import json
 import pathlib
@@ -324,13 +325,18 @@ def _device_id(t) -> int:
     return bufs[0].device_id if bufs else 0
 
 
+@functools.cache
+def _signature(function) -> inspect.Signature:
+    return inspect.signature(function)  # ~40 us a call: once per op, not once per op call
+
+
 def _attributes_text(op, args, kwargs, output) -> str:
     """operation_attributes_t as device_sim can tell it: the call's arguments that are not tensors, by the op's
     parameter names, with dtype, layout and memory_config resolved from the output and a moreh op's omitted
     compute_kernel_config resolved as TT-NN resolves it (all 23 of init_device_compute_kernel_config's calls under
     operations/moreh default to HiFi4). device_sim keeps no C++ struct, so the fields are the Python call's."""
     try:
-        bound = inspect.signature(op.function).bind(*args, **kwargs)
+        bound = _signature(op.function).bind(*args, **kwargs)
     except TypeError:  # the call did not fit (the op raised): its attributes are unknown
         return "operation_attributes_t()"
     bound.apply_defaults()
