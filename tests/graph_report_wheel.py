@@ -7,6 +7,11 @@ the sibling stack_trace_source.py (also read from the wheel), and its one third-
 `logger`, of which it calls only `warning` and `info` with ready-made f-strings, so a stdlib logger stands in
 for it. ttnn's own __init__.py (C++ extensions) is never run.
 
+The wheel's graph_report.py is newer than the checkout's at peer/TT_METAL_COMMIT (2,659 lines against 1,520; its
+database schema 3.5 against 2): it refuses a report whose metadata has no `rank` (device_sim writes rank 0 of 1,
+as get_report() does), fills nodes.operation_id with the op's id (the older one wrote 0), and adds per-rank
+columns, storage_type and the sub-device tables, which the differential tests do not compare.
+
     graph_report = graph_report_wheel.load()       # or pytest.skip, naming DOWNLOAD
     graph_report.import_report("report.json", "out_dir")
 """
