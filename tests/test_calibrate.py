@@ -59,6 +59,16 @@ def test_calibrate_writes_constants_the_model_loads_and_that_fit_the_profile_bet
     assert json.loads(loaded.stdout) == fitted["constants"]
 
 
+def test_a_report_with_a_profile_attached_calibrates_as_its_file_does(tmp_path):
+    report = tmp_path / "demo"
+    shutil.copytree(SAMPLE, report)
+    assert cli("attach", report, CLIP).returncode == 0
+    from_report = json.loads(cli("calibrate", report, "-o", tmp_path / "a.json", "--json").stdout)
+    from_file = json.loads(cli("calibrate", CLIP, "-o", tmp_path / "b.json", "--json").stdout)
+    assert {k: v for k, v in from_report.items() if k != "sources"} == \
+        {k: v for k, v in from_file.items() if k != "sources"}
+
+
 def test_device_operations_are_named_as_the_ttnn_call_that_runs_them():
     rows = measured.read_ops_perf(CLIP)
     cases, left_out = calibrate.cases_of(rows)

@@ -224,6 +224,13 @@ def test_a_missing_file_and_a_report_that_is_not_one_are_one_line_errors(tmp_pat
     assert done.returncode == 2 and "Traceback" not in done.stderr
 
 
+def test_a_report_of_an_older_schema_is_told_to_upgrade_first(tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(Path(__file__).resolve().parent / "data" / "report_v0004", old)
+    done = cli("attach", old, CLIP)
+    assert done.returncode == 2 and "ttreport upgrade" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
 def test_names_compare_across_tt_nn_versions_and_device_sim():
     assert {measured.name_key(n) for n in ("LayerNormDeviceOperation", "LayerNorm", "ttnn.layer_norm")} == \
         {"layernorm"}

@@ -42,6 +42,7 @@ MAX_COUNT = 2**62  # GLOBAL CALL COUNT: an integer SQLite holds
 MAX_DEVICE_ID = 65_535
 MAX_CORES = 1 << 20
 MAX_ROWS = 5_000_000  # a day of a large model's ops; past it a file is refused rather than held in memory
+MAX_TEXT_BYTES = 1 << 30  # the rows' texts (attributes mostly, ~1 KiB a row) held at once: the same bound in bytes
 MAX_CODE_CHARS = 256
 MAX_TEXT_CHARS = 65_536  # ATTRIBUTES: a conv2d's are ~2,000 characters
 MAX_TENSORS = 16  # INPUT_0 .. INPUT_15: a concat of many tensors; TT-NN writes as many as the widest op has
@@ -94,10 +95,11 @@ def _rows(path: Path, reader) -> list[MeasuredRow]:
                [f"INPUT_{i}" for i in range(MAX_TENSORS)] + [f"OUTPUT_{i}" for i in range(MAX_TENSORS)]]
     tensors = [(p, c) for p, c in tensors if c is not None]
     out: list[MeasuredRow] = []
+    held = 0
     for line, row in enumerate(reader, start=2):
-        if len(out) >= MAX_ROWS:
-            raise MeasuredFileError(f"{path}: holds more than {MAX_ROWS:,} device operations; attach a part of it "
-                                    "(one run of the model)")
+        if len(out) >= MAX_ROWS or held > MAX_TEXT_BYTES:
+            raise MeasuredFileError(f"{path}: holds more than {MAX_ROWS:,} device operations or {MAX_TEXT_BYTES:,} "
+                                    "bytes of them; attach a part of it (one run of the model)")
         cell = _Cells(path, line, row, col)
         kind = cell.text("OP TYPE", 64)
         if kind is not None and kind != "tt_dnn_device":
@@ -116,6 +118,7 @@ def _rows(path: Path, reader) -> list[MeasuredRow]:
             ";".join(s for p, s in specs.items() if s and p.startswith("INPUT")),
             ";".join(s for p, s in specs.items() if s and p.startswith("OUTPUT")),
             cell.text("ATTRIBUTES", MAX_TEXT_CHARS)))
+        held += sum(len(v) for v in row)
     if not out:
         raise MeasuredFileError(f"{path}: holds no device operation (no row of OP TYPE tt_dnn_device); {FIX}")
     return out
