@@ -212,9 +212,13 @@ def _export(r, folder: str | os.PathLike) -> Path:
     launches = 0  # device operations launched so far (a mesh launch counts once, as TT-NN numbers them)
     host_ts = 0  # the last row's HOST START TS: strictly increasing, as tt-perf-report sorts rows by it
     cycles: dict[int, int] = {}  # chip -> its device log's clock: its rows end to end at 1 GHz (1 cycle = 1 ns)
+    plans: dict[int, tuple] = {}  # graph id -> _plan(): a model repeats a few graphs
     for op_id, start, end, graph_id, compute, bandwidth, ideal, fidelity in ops:
-        programs = graphs.get(graph_id)
-        if not programs:
+        plan = plans.get(graph_id)
+        if plan is None:
+            plan = plans[graph_id] = _plan(graphs.get(graph_id) or (), grid)
+        rows, launched = plan
+        if not rows:
             continue
         ins, outs = tensors.get(op_id, ((), ()))
         key = (tuple(ins), tuple(outs))
@@ -222,13 +226,8 @@ def _export(r, folder: str | os.PathLike) -> Path:
         if columns is None:
             columns = columns_of[key] = _columns(fields, *key, n_in, n_out)
         attrs = _cell(_attributes(attributes[op_id])) if op_id in attributes else ""
-        per_chip: dict[int, int] = {}
-        for p in programs:
-            per_chip[p.device_id] = per_chip.get(p.device_id, 0) + 1
-        nth: dict[int, int] = {}  # chip -> programs of this op written on it
-        for p in programs:
-            chip, n = p.device_id, per_chip[p.device_id]
-            i = nth[chip] = nth.get(chip, -1) + 1
+        fidelity, end_text = _cell(fidelity), _cell(end)
+        for name, chip, n, i, cores in rows:
             call = (launches + i + 1) << CALL_COUNT_CHIP_BITS | chip
             host_ts = max(start or 0, host_ts + 1)
             kernel = _share(ideal, n, i)
@@ -236,13 +235,12 @@ def _export(r, folder: str | os.PathLike) -> Path:
             end_cycle = cycles[chip] = cycle + (kernel or 0)
             kernel_text = _cell(kernel)
             lines.append(
-                f"{_cell(p.name)},tt_dnn_device,{call},{chip},{attrs},{_cell(fidelity)},{p.cores or grid},,"
-                f"{host_ts},{_cell(end)},{'' if end is None else end - host_ts},{cycle},{end_cycle},{kernel_text},"
-                f"{kernel_text},,,,,,,,{columns},,,,,{kernel_text},{_cell(_share(compute, n, i))},"
-                f"{_cell(_share(bandwidth, n, i))},,\r\n")
+                f"{name},tt_dnn_device,{call},{chip},{attrs},{fidelity},{cores},,{host_ts},{end_text},"
+                f"{'' if end is None else end - host_ts},{cycle},{end_cycle},{kernel_text},{kernel_text},,,,,,,,"
+                f"{columns},,,,,{kernel_text},{_cell(_share(compute, n, i))},{_cell(_share(bandwidth, n, i))},,\r\n")
             log.append(f"{chip},1,1,BRISC,0,{cycle},0,{call},{call},BRISC-FW,ZONE_START,0,device_sim\r\n"
                        f"{chip},1,1,BRISC,0,{end_cycle},0,{call},{call},BRISC-FW,ZONE_END,0,device_sim\r\n")
-        launches += max(per_chip.values())
+        launches += launched
     # Often into the report's own folder, which came from elsewhere: a link there is replaced, never written
     # through (ttreport.outfile).
     path = folder / PERF_FILE
@@ -253,6 +251,20 @@ def _export(r, folder: str | os.PathLike) -> Path:
         f.write(DEVICE_LOG_START)
         f.writelines(log)
     return path
+
+
+def _plan(programs, grid: int) -> tuple[list, int]:
+    """An op's rows as its graph has them: (OP CODE cell, chip, programs on that chip, this one's place among them,
+    CORE COUNT) each, and the launches they are (the most programs on one chip: a mesh launch counts once)."""
+    on_chip: dict[int, int] = {}
+    for p in programs:
+        on_chip[p.device_id] = on_chip.get(p.device_id, 0) + 1
+    nth: dict[int, int] = {}
+    rows = []
+    for p in programs:
+        i = nth[p.device_id] = nth.get(p.device_id, -1) + 1
+        rows.append((_cell(p.name), p.device_id, on_chip[p.device_id], i, p.cores or grid))
+    return rows, max(on_chip.values(), default=0)
 
 
 def _share(ns, n: int, i: int):
