@@ -412,6 +412,9 @@ CASES.update({
     "ttnn.lerp_bw": lambda d: ((x(d, seed=7), x(d), x(d, seed=3), x(d, seed=4, low=0.0, high=1.0)), {}),
     "ttnn.where_bw": lambda d: ((x(d, seed=7), dev((rnd(2, 32, 64, seed=5) > 0).float(), d), x(d), x(d, seed=3)),
                                 {}),
+    **{f"ttnn.{n}": lambda d: ((x(d), x(d, seed=3, **pos)), {})
+       for n in ["ldexp", "logaddexp", "logaddexp2", "hypot", "xlogy", "div_no_nan"]},
+    **{f"ttnn.{n}": lambda d: ((x(d), x(d, seed=3), 0.5), {}) for n in ["addalpha", "subalpha"]},
     "ttnn.assign": lambda d: ((x(d),), dict(memory_config=ttnn.L1_MEMORY_CONFIG)),
     "ttnn.roll": lambda d: ((x(d), [1, -3], [1, 2]), {}),
 })

@@ -702,3 +702,14 @@ def test_uniform_fills_its_input_in_place_truncating_bfloat16_draws_below_to(dev
     assert [p.name for p in launched(device, lambda: ttnn.uniform(t))] == ["UniformDeviceOperation"]
     with pytest.raises(RuntimeError, match="from param must be < to"):
         ttnn.uniform(t, 1.0, 1.0)
+
+
+def test_binary_composites_the_eltwise_tests_call(device):
+    # test_binary_fp32.py, test_binaryng_fp32.py, test_div_ops.py, test_binaryng_ND.py (ttnn/operations/binary.py)
+    a, b = torch.tensor([[1.0, 2.0, -0.5, 3.0]]), torch.tensor([[0.0, 2.0, 3.0, -1.0]])
+    ta, tb = (ttnn.from_torch(v, dtype=ttnn.float32, layout=ttnn.TILE, device=device) for v in (a, b))
+    torch.testing.assert_close(ttnn.to_torch(ttnn.div_no_nan(ta, tb)), torch.tensor([[0.0, 1.0, -0.5 / 3, -3.0]]))
+    torch.testing.assert_close(ttnn.to_torch(ttnn.logaddexp(ta, tb)), torch.logaddexp(a, b))
+    torch.testing.assert_close(ttnn.to_torch(ttnn.ldexp(ta, tb)), torch.ldexp(a, b))
+    torch.testing.assert_close(ttnn.to_torch(ttnn.addalpha(ta, tb, 2.0)), torch.add(a, b, alpha=2.0))
+    torch.testing.assert_close(ttnn.to_torch(ttnn.subalpha(ta, tb, 0.5)), torch.sub(a, b, alpha=0.5))
