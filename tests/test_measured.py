@@ -224,6 +224,16 @@ def test_a_missing_file_and_a_report_that_is_not_one_are_one_line_errors(tmp_pat
     assert done.returncode == 2 and "Traceback" not in done.stderr
 
 
+def test_merging_ranks_with_measured_times_attached_leaves_them_to_attach_again(tmp_path, report):
+    assert cli("attach", report, CLIP).returncode == 0
+    other = tmp_path / "rank1"
+    shutil.copytree(report, other)
+    done = cli("merge", report, other, "--rank", f"{report}=0", "--rank", f"{other}=1", "-o", tmp_path / "merged")
+    assert done.returncode == 0, done.stderr
+    assert stored(tmp_path / "merged") == []
+    assert cli("attach", tmp_path / "merged", CLIP).returncode == 0
+
+
 def test_a_report_of_an_older_schema_is_told_to_upgrade_first(tmp_path):
     old = tmp_path / "old"
     shutil.copytree(Path(__file__).resolve().parent / "data" / "report_v0004", old)

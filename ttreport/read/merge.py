@@ -37,7 +37,9 @@ _KINDS = {
     "stack_trace_id": "stack", "spec_id": "spec", "buffer_id": "buffer",
     "end_seq": "seq", "allocated_seq": "seq", "freed_seq": "seq",
 }
-_SKIP = {"report_metadata"}
+# report_metadata is merged on its own; measured_perf (`ttreport attach`) holds one hardware file's rows paired with one
+# rank's ops, and its positions would collide: attach the merged report instead.
+_SKIP = {"report_metadata", "measured_perf"}
 
 
 def _db_path(report) -> Path:
