@@ -713,3 +713,13 @@ def test_binary_composites_the_eltwise_tests_call(device):
     torch.testing.assert_close(ttnn.to_torch(ttnn.ldexp(ta, tb)), torch.ldexp(a, b))
     torch.testing.assert_close(ttnn.to_torch(ttnn.addalpha(ta, tb, 2.0)), torch.add(a, b, alpha=2.0))
     torch.testing.assert_close(ttnn.to_torch(ttnn.subalpha(ta, tb, 0.5)), torch.sub(a, b, alpha=0.5))
+
+
+def test_comparison_goldens_give_torch_bool_while_the_device_gives_ones_and_zeros(device):
+    # test_binary_comp_fp32.py asserts golden.dtype == torch.bool: TT-NN's goldens are torch.eq, torch.gt, ...
+    a = ttnn.from_torch(torch.tensor([[1.0, 2.0]]), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    b = ttnn.from_torch(torch.tensor([[1.0, 3.0]]), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    golden = ttnn.get_golden_function(ttnn.eq)(torch.tensor([[1.0, 2.0]]), torch.tensor([[1.0, 3.0]]))
+    assert golden.dtype == torch.bool and golden.tolist() == [[True, False]]
+    out = ttnn.eq(a, b)
+    assert out.dtype == ttnn.float32 and ttnn.to_torch(out).tolist() == [[1.0, 0.0]]

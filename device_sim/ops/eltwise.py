@@ -100,7 +100,7 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         if rounding and rest:  # TT-NN's div golden takes rounding_mode third, by position (test_binary_fp32.py)
             rounding_mode = rest[0]
         a, b = _pre(name, input_tensor_a_activations, a), _pre(name, input_tensor_b_activations, b)
-        return _pre(name, activations, _rounded(name, fn(a, b), rounding_mode))
+        return _pre(name, activations, _rounded(name, getattr(fn, "golden", fn)(a, b), rounding_mode))
 
     def run(input_tensor_a, input_tensor_b, memory_config, dtype, activations, input_tensor_a_activations,
             input_tensor_b_activations, fast_and_approximate_mode, rounding_mode, tt_nn_only) -> Tensor:
@@ -226,6 +226,9 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
     if rounding:
         op.__doc__ += ' rounding_mode="trunc" or "floor" rounds the quotient toward zero or down (None: exact).'
     example = _INT_BINARY_EXAMPLE if getattr(fn, "takes_integers", False) else _BINARY_EXAMPLE
+    if hasattr(fn, "golden"):  # a comparison: 1.0 / 0.0 on the device, torch's bool from its golden
+        example = example.replace(".to_torch(), {op}.golden", ".to_torch().bool(), {op}.golden").replace(
+            "torch.allclose(", "torch.equal(").replace(", equal_nan=True)", ")")
     op.__doc__ += example.format(op=f"ttnn.{name}")
     # The dispatcher may call plain() itself for ttnn.add(a, b) (registry.register_op), as op() would.
     if result_dtype is None:
@@ -320,8 +323,12 @@ def _in_bfloat16(name: str, fn, t, dtype) -> torch.Tensor | None:
 
 
 def _float_cmp(fn):
-    # Comparisons give 1.0 / 0.0 in the input's dtype, as TT-NN's do.
-    return lambda a, b: fn(a, b).float()
+    # Comparisons give 1.0 / 0.0 in the input's dtype, as TT-NN's do; their goldens give torch's bool, as TT-NN's
+    # (ttnn/operations/binary.py: torch.eq(a, b); test_binary_comp_fp32.py asserts golden.dtype == torch.bool).
+    def cmp(a, b):
+        return fn(a, b).float()
+    cmp.golden = fn
+    return cmp
 
 
 def _pre(op_name: str, acts, x):
