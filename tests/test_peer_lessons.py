@@ -723,3 +723,16 @@ def test_comparison_goldens_give_torch_bool_while_the_device_gives_ones_and_zero
     assert golden.dtype == torch.bool and golden.tolist() == [[True, False]]
     out = ttnn.eq(a, b)
     assert out.dtype == ttnn.float32 and ttnn.to_torch(out).tolist() == [[1.0, 0.0]]
+
+
+def test_experimental_broadcast_to_is_one_bcast_to_program_and_checks_as_bcast_to_cpp(device):
+    # test_broadcast_to.py: ttnn.experimental.broadcast_to(t, ttnn.Shape(...), memory_config=..., output=...)
+    x = torch.rand(1, 1, 32, 64)
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    names = [p.name for p in launched(device, lambda: ttnn.experimental.broadcast_to(t, ttnn.Shape([2, 3, 32, 64])))]
+    assert names == ["BcastToOperation"]
+    out = ttnn.from_torch(torch.zeros(2, 1, 32, 64), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    assert ttnn.experimental.broadcast_to(t, ttnn.Shape([2, 1, 32, 64]), output=out) is out
+    assert torch.equal(ttnn.to_torch(out), x.broadcast_to(2, 1, 32, 64))
+    with pytest.raises(RuntimeError, match="cannot be broadcast to output dimension -1"):
+        ttnn.experimental.broadcast_to(t, ttnn.Shape([1, 1, 32, 32]))

@@ -22,6 +22,7 @@ from device_sim import device_work, dtypes, ops, placement, views
 from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output, values
 from device_sim.ops.core import untilized_dtype
 from device_sim.program_config_checks import tt_fatal
+from device_sim.programs import bcast_to as bcast_to_programs
 from device_sim.programs import data_movement as programs
 from device_sim.programs import fill_pad as fill_pad_programs
 from device_sim.programs import gather as gather_programs
@@ -353,6 +354,47 @@ def expand(input_tensor: Tensor, output_shape, *, memory_config: MemoryConfig | 
     have = (1,) * (r.dim() - v.dim()) + tuple(v.shape)
     reps = tuple(n // h if h else 1 for n, h in zip(r.shape, have))
     device_work.launch_after(out, True, input_tensor, repeat_programs.repeat_programs(input_tensor, reps, out))
+    return out
+
+
+def _broadcast_to_golden(t, output_shape, *_, **__):
+    return t.broadcast_to(tuple(output_shape))
+
+
+@register_op("ttnn.experimental.broadcast_to", output_keyword="output", golden=_broadcast_to_golden)
+def broadcast_to(input: Tensor, output_shape, *, memory_config: MemoryConfig | None = None,  # noqa: A002
+                 op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The input broadcast to `output_shape` (dims of size 1 repeated, dims aligned to the right; at most 4-D), as
+    torch.Tensor.broadcast_to, in one BcastToOperation (experimental/bcast_to); `output=` writes into a tensor.
+
+    >>> x = ttnn.from_torch(torch.tensor([[1.0, 2.0]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.experimental.broadcast_to(x, ttnn.Shape([2, 2])).to_torch()
+    tensor([[1., 2.],
+            [1., 2.]])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    v = held(input, op_name)
+    shape = [int(n) for n in output_shape]
+    where = "device_sim/ops/data_movement.py"
+    if v.dim() > len(shape):
+        raise tt_fatal("input_shape.size() <= output_shape.size()", f"Input tensor shape {list(v.shape)} must be at "
+                       f"least as large as the broadcast shape {shape}, which it is not", where=where)
+    if len(shape) > 4:
+        raise tt_fatal("input_shape.size() <= 4 and output_shape.size() <= 4", f"Tensor shape and broadcast size "
+                       f"{list(v.shape)} {shape} must be at most 4D", where=where)
+    for i in range(-1, -v.dim() - 1, -1):
+        if v.shape[i] not in (shape[i], 1):
+            raise tt_fatal("(input_dim == output_dim) || (input_dim == 1)", f"Input dimension {i} (size "
+                           f"{v.shape[i]}) cannot be broadcast to output dimension {i} (size {shape[i]})", where=where)
+    if input.layout != Layout.TILE or input.is_sharded():
+        raise tt_fatal("input.layout() == Layout::TILE", "bcast_to: the input must be an interleaved TILE tensor",
+                       where=where)
+    fresh = pending_output_target(op_name) is None
+    out = output(v.broadcast_to(tuple(shape)).contiguous(), input, device_inputs(op_name, input), op_name=op_name,
+                 memory_config=memory_config)
+    if out.device() is not None:
+        device_work.launch_after(out, fresh, input, bcast_to_programs.bcast_to_program(out))
     return out
 
 
