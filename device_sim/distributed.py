@@ -49,7 +49,7 @@ class MeshTensor(Tensor):
         t = cls.__new__(cls)
         t._value = first._value
         t.dtype, t.layout, t.tile = first.dtype, first.layout, first.tile
-        on_device = first._device is not None
+        on_device = first.device() is not None
         t._device = mesh if on_device else None
         t._memory_config = first._memory_config
         t.memory_config_source = first.memory_config_source
@@ -60,7 +60,7 @@ class MeshTensor(Tensor):
         return t
 
     def device_ids(self) -> list[int | None]:
-        return [s._device.device_id if s._device is not None else None for s in self.shards]
+        return [s.device().device_id if s.device() is not None else None for s in self.shards]
 
     def stacked_value(self) -> torch.Tensor:
         """Every shard's values stacked on a new leading (chip) axis; what a report stores for it."""
@@ -354,7 +354,7 @@ def aggregate_as_tensor(tensors: list[Tensor]) -> Tensor:
         raise TypeError("aggregate_as_tensor takes a non-empty list of ttnn tensors, one per chip")
     if len(tensors) == 1:
         return tensors[0]
-    devices = [t._device for t in tensors]
+    devices = [t.device() for t in tensors]
     if any(d is None for d in devices):
         raise ValueError("aggregate_as_tensor: give device tensors (one per chip), not host tensors")
     mesh = _mesh_holding(devices)

@@ -54,7 +54,7 @@ def make_view(t, value):
 
     v = object.__new__(Tensor)
     v._value, v.dtype, v.layout, v.tile = value, t.dtype, t.layout, t.tile
-    v._device, v._memory_config, v.memory_config_source = t._device, t._memory_config, "inputs"
+    v._device, v._memory_config, v.memory_config_source = t.device(), t._memory_config, "inputs"
     v.buffer, v.tensor_id = t.buffer, next_tensor_id()
     with _lock:
         entry = SHARED.get(t.buffer.buffer_id)

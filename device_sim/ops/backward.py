@@ -56,7 +56,7 @@ def _grad_output(value: torch.Tensor, like: Tensor, grad: Tensor, target: Tensor
         out = target
     else:
         out = output(value, like, device_inputs(op_name, like, grad), op_name=op_name, memory_config=memory_config)
-    if grad._device is not None and grad.layout == Layout.TILE and out.layout == Layout.TILE:
+    if grad.device() is not None and grad.layout == Layout.TILE and out.layout == Layout.TILE:
         device_work.launch_after(out, target is None, grad,
                                  eltwise_programs.binary_program(grad, like.dtype, out.dtype))
     return out

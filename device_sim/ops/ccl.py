@@ -134,7 +134,7 @@ def _check_fabric_args(op_name: str, topology, num_links, tt_nn_only: dict, barr
     if barrier_semaphore is not None:
         _check_semaphores(op_name, "barrier_semaphore", barrier_semaphore)
     if mesh_device is not None and isinstance(tensor, Tensor):
-        chips = tensor.mesh.get_devices() if isinstance(tensor, MeshTensor) else [tensor._device]
+        chips = tensor.mesh.get_devices() if isinstance(tensor, MeshTensor) else [tensor.device()]
         if mesh_device.get_devices() != chips:
             raise ValueError(f"{op_name}: mesh_device={mesh_device!r} is not the mesh tensor {tensor.tensor_id} is on")
 
@@ -148,13 +148,13 @@ def _check_semaphores(op_name: str, name: str, sems) -> None:
 
 def _shards(op_name: str, t) -> tuple[list[Tensor], MeshDevice | None]:
     if isinstance(t, MeshTensor):
-        if t._device is None:
+        if t.device() is None:
             raise ValueError(f"{op_name}: tensor {t.tensor_id} is on the host; move it to the mesh with "
                              f"ttnn.to_device(tensor, mesh_device) first")
         return t.shards, t.mesh
     if not isinstance(t, Tensor):
         raise TypeError(f"{op_name} takes a ttnn tensor, got {type(t).__name__}")
-    if t._device is None:
+    if t.device() is None:
         raise ValueError(f"{op_name}: tensor {t.tensor_id} is on the host; put it on a device first")
     return [t], None
 

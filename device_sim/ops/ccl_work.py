@@ -48,7 +48,7 @@ def line_size(mesh: MeshDevice, cluster_axis) -> int:
 
 def _chip_facts(shard) -> tuple[int, int, tuple[int, int]]:
     """(page bytes, bytes the chip holds, worker grid) of one chip's shard."""
-    buf, config = shard.buffer, shard._device.config
+    buf, config = shard.buffer, shard.device().config
     return buf.page_size, buf.page_size * buf.num_pages, (config.grid_x, config.grid_y)
 
 
@@ -58,7 +58,7 @@ def launch_on_chips(out, programs) -> None:
     try:
         for shard in out.shards:
             for p in programs:
-                device_work.launch(shard._device, p)
+                device_work.launch(shard.device(), p)
     except RuntimeError:
         for shard in out.shards:
             shard._free()
@@ -174,8 +174,8 @@ def launch_point_to_point(inp, out, src: int, dst: int) -> None:
                                                          x.dtype == DataType.BFLOAT16)
     program_semaphores(mesh, (send, receive, tuple(mesh.get_device_ids())), 1)
     try:
-        device_work.launch(out.shards[src]._device, send)
-        device_work.launch(out.shards[dst]._device, receive)
+        device_work.launch(out.shards[src].device(), send)
+        device_work.launch(out.shards[dst].device(), receive)
     except RuntimeError:
         for shard in out.shards:
             shard._free()

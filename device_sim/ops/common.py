@@ -80,10 +80,10 @@ def device_inputs(op_name: str, *tensors) -> list[Tensor]:
     """The Tensor arguments of an op, checked to live on one device (or all on the host)."""
     ts = [t for t in tensors if isinstance(t, Tensor)]
     if len(ts) > 1:
-        dev0 = ts[0]._device
+        dev0 = ts[0].device()
         for t in ts[1:]:
-            if t._device is not dev0:
-                where = lambda x: f"device {x._device.device_id}" if x._device is not None else "the host"  # noqa: E731
+            if t.device() is not dev0:
+                where = lambda x: f"device {x.device().device_id}" if x.device() is not None else "the host"  # noqa: E731
                 raise ValueError(
                     f"{op_name}: tensor {ts[0].tensor_id} is on {where(ts[0])} but tensor {t.tensor_id} is on "
                     f"{where(t)}; move both to one device with ttnn.to_device(tensor, device)"
@@ -153,6 +153,7 @@ def output(value: torch.Tensor, like: Tensor, inputs: list[Tensor], *, op_name: 
     # An inherited layout gives way to a block-float dtype; an asked-for ROW_MAJOR one is an error later.
     inherited = Layout.TILE if dtype.is_block_float else like.layout
     layout = Layout(layout) if layout is not None else inherited
+    # Here and in like_output, which build the op's output Tensor, its slots are read as Tensor's own code does.
     device = like._device
     cfg, source = (placement.resolve(memory_config, [t for t in inputs if t._device is not None], op_name)
                    if device is not None else (None, None))
@@ -206,8 +207,8 @@ def output_dtype(op_name: str, dtype, like: Tensor) -> DataType:
 
 
 def _write_into(target: Tensor, value: torch.Tensor, like: Tensor, op_name: str) -> Tensor:
-    if target._device is not like._device:
-        where = lambda t: "the host" if t._device is None else f"device {t._device.device_id}"  # noqa: E731
+    if target.device() is not like.device():
+        where = lambda t: "the host" if t.device() is None else f"device {t.device().device_id}"  # noqa: E731
         raise ValueError(f"{op_name}: output_tensor {target.tensor_id} is on {where(target)} but the inputs are on "
                          f"{where(like)}; give an output tensor on the inputs' device")
     # The result takes the output tensor's dtype, as TT-NN's kernels write in the given buffer's format;

@@ -171,7 +171,7 @@ def _launch_conv2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor, conv_conf
     shard_layout runs TT-NN's interleaved matmul (programs.conv.matmul_conv_programs). Other layouts, sharded 1x1
     matmul convs and the 1-D depthwise conv (a width-1 input and kernel: its own weight layout) run programs not
     modelled, so launch none."""
-    if out._device is None:
+    if out.device() is None:
         return
     op_name = "ttnn.conv2d"
     kernel, st, dil = (_pair(args[k], k, op_name) for k in ("kernel_size", "stride", "dilation"))
@@ -196,9 +196,9 @@ def _launch_conv2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor, conv_conf
         batch=args["batch_size"], height=args["input_height"], width=args["input_width"],
         in_channels=args["in_channels"], out_channels=args["out_channels"], kernel=kernel, stride=st,
         padding=padding, dilation=dil, in_dtype=x.dtype, in_tile=x.layout == Layout.TILE,
-        in_sharded=x._device is not None and x.is_sharded(), out_dtype=out.dtype,
+        in_sharded=x.device() is not None and x.is_sharded(), out_dtype=out.dtype,
         weights_dtype=cfg.weights_dtype or weight_tensor.dtype, bias=bias_tensor is not None,
-        grid=(out._device.config.grid_x, out._device.config.grid_y), act_block_h_override=cfg.act_block_h_override,
+        grid=(out.device().config.grid_x, out.device().config.grid_y), act_block_h_override=cfg.act_block_h_override,
         out_tile=out.layout == Layout.TILE, act_double_buffer=cfg.enable_act_double_buffer,
         weights_double_buffer=cfg.enable_weights_double_buffer)
     device_work.launch_after(out, True, out, programs)
@@ -212,7 +212,7 @@ def _launch_conv_transpose2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor,
     Conv2dDeviceOperation with stride 1 and no padding over that full input. Height sharding only, as for conv2d.
     A 1x1, stride-1, unpadded one from an interleaved input without a shard_layout is conv2d's auto-sharded matmul
     (programs.conv.matmul_conv_programs); its sharded form, other shard layouts and DRAM slicing launch none."""
-    if out._device is None or dram_slice_config is not None:
+    if out.device() is None or dram_slice_config is not None:
         return
     op_name = "ttnn.conv_transpose2d"
     (kh, kw), (sh, sw), (dh, dw), (oph, opw) = (_pair(args[k], k, op_name) for k in (
@@ -236,9 +236,9 @@ def _launch_conv_transpose2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor,
         batch=args["batch_size"], height=(h - 1) * sh + 1 + pads[0] + pads[1],
         width=(w - 1) * sw + 1 + pads[2] + pads[3], in_channels=args["in_channels"],
         out_channels=args["out_channels"], kernel=(kh, kw), stride=(1, 1), padding=(0, 0, 0, 0), dilation=(dh, dw),
-        in_dtype=x.dtype, in_tile=x.layout == Layout.TILE, in_sharded=x._device is not None and x.is_sharded(),
+        in_dtype=x.dtype, in_tile=x.layout == Layout.TILE, in_sharded=x.device() is not None and x.is_sharded(),
         out_dtype=out.dtype, weights_dtype=cfg.weights_dtype or weight_tensor.dtype, bias=bias_tensor is not None,
-        grid=(out._device.config.grid_x, out._device.config.grid_y), act_block_h_override=cfg.act_block_h_override,
+        grid=(out.device().config.grid_x, out.device().config.grid_y), act_block_h_override=cfg.act_block_h_override,
         out_tile=out.layout == Layout.TILE, act_double_buffer=cfg.enable_act_double_buffer,
         weights_double_buffer=cfg.enable_weights_double_buffer, input_hw=(h, w))
     device_work.launch_after(out, True, out, programs)

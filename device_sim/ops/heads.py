@@ -72,9 +72,9 @@ def nlp_create_qkv_heads(input: Tensor, input_kv: Tensor | None = None, *, num_h
     outs = _create_heads_golden(x, kv, num_heads=num_heads, num_kv_heads=num_kv_heads,
                                 transpose_k_heads=transpose_k_heads)
     outs = tuple(output(o.contiguous(), input, ins, op_name=op_name, memory_config=memory_config) for o in outs)
-    if input._device is not None and input.layout == Layout.TILE and not input.is_sharded() and input_kv is None:
+    if input.device() is not None and input.layout == Layout.TILE and not input.is_sharded() and input_kv is None:
         try:  # the interleaved factory, one program for q, k and v (a separate input_kv is not modelled)
-            device_work.launch(input._device, transformer_programs.create_heads_program(
+            device_work.launch(input.device(), transformer_programs.create_heads_program(
                 input, transpose_k_heads=transpose_k_heads))
         except RuntimeError:
             for o in outs:
@@ -106,7 +106,7 @@ def nlp_concat_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None
     """
     out = concat_heads_output(op_name, input_tensor, _concat_heads_golden,
                               memory_config, tt_nn_only)
-    if input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded():
+    if input_tensor.device() is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded():
         device_work.launch_after(out, True, input_tensor, transformer_programs.concat_heads_program(input_tensor))
     return out
 
@@ -143,7 +143,7 @@ def nlp_create_qkv_heads_decode(input_tensor: Tensor, *, num_heads: int, num_kv_
                else (memory_config,) * 3)
     outs = tuple(output(o.contiguous(), input_tensor, ins, op_name=op_name, memory_config=cfg)
                  for o, cfg in zip(outs, configs))
-    dev = input_tensor._device
+    dev = input_tensor.device()
     program = None
     if dev is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded():
         # the interleaved-input factory, on the first B cores of TT-NN's output shard grid (memory_config's, or
@@ -258,7 +258,7 @@ def _concat_heads_decode_output_config(op_name: str, t: Tensor, num_heads: int, 
                            where="device_sim/ops/heads.py")
         grid = sharding.num_cores_to_corerangeset_in_subcoregrids(start, num_heads, sub_core_grids, row_wise=True)
     else:
-        grid = sharding.num_cores_to_corerangeset(num_heads, t._device.compute_with_storage_grid_size(),
+        grid = sharding.num_cores_to_corerangeset(num_heads, t.device().compute_with_storage_grid_size(),
                                                   row_wise=True)
     return MemoryConfig(TensorMemoryLayout.WIDTH_SHARDED, BufferType.L1, ShardSpec(grid, (max(users, 32), head_dim)))
 
@@ -283,19 +283,19 @@ def nlp_concat_heads_decode(input_tensor: Tensor, *, num_heads: int, memory_conf
                          f"num_heads={num_heads} heads")
     ins = device_inputs(op_name, input_tensor)
     tt_nn_config = None
-    if input_tensor._device is not None:
+    if input_tensor.device() is not None:
         _concat_heads_decode_checks(op_name, input_tensor, users=x.shape[1])
         tt_nn_config = _concat_heads_decode_output_config(op_name, input_tensor, num_heads,
                                                           tt_nn_only.get("sub_core_grids"))
     out = output(_concat_heads_decode_golden(x, num_heads=num_heads).contiguous(), input_tensor, ins,
                  op_name=op_name, memory_config=memory_config if memory_config is not None else tt_nn_config)
-    if input_tensor._device is None:
+    if input_tensor.device() is None:
         return out
     ranges = input_tensor.memory_config().shard_spec.grid.ranges()
     head_dim = tuple(input_tensor.padded_shape)[-1]
     if len(ranges) == 1 and (ranges[0].start.x, ranges[0].start.y) == (0, 0) and not tt_nn_only.get("sub_core_grids"):
         # TT-NN's factory for a height-sharded input on a grid from (0, 0)
-        dev = input_tensor._device
+        dev = input_tensor.device()
         program = decode_heads.concat_heads_decode_program(input_tensor.dtype, users=x.shape[1], head_dim=head_dim,
                                                            num_heads=num_heads,
                                                            grid=(dev.config.grid_x, dev.config.grid_y))
@@ -348,7 +348,7 @@ def split_query_key_value_and_split_heads(input_tensor: Tensor, compute_with_sto
     program = falcon_heads.split_fused_qkv_program(input_tensor, grid)
     if program is not None:  # after q, k and v exist, as TT-NN allocates its outputs first
         try:
-            device_work.launch(input_tensor._device, program)
+            device_work.launch(input_tensor.device(), program)
         except RuntimeError:
             for o in outs:
                 o._free()
@@ -382,7 +382,7 @@ def nlp_create_qkv_heads_falcon7b(input: Tensor, *, memory_config: MemoryConfig 
     program = falcon_heads.falcon7b_heads_program(input)
     if program is not None:  # after q, k and v exist, as TT-NN allocates its outputs first
         try:
-            device_work.launch(input._device, program)
+            device_work.launch(input.device(), program)
         except RuntimeError:
             for o in outs:
                 o._free()

@@ -79,9 +79,9 @@ def _in_place(op_name: str, cache: Tensor, inputs, golden, *args, program=None) 
     """
     device_inputs(op_name, cache, *inputs)
     new = golden(_held(cache), *(values(t, op_name) for t in inputs), *args)
-    if program is not None and cache._device is not None and cache.layout == Layout.TILE \
+    if program is not None and cache.device() is not None and cache.layout == Layout.TILE \
             and all(t.layout == Layout.TILE for t in inputs) and not cache.is_sharded():
-        device_work.launch(cache._device, program())
+        device_work.launch(cache.device(), program())
     cache._write(new)
     return cache
 
@@ -225,7 +225,7 @@ def paged_update_cache(cache_tensor: Tensor, input_tensor: Tensor, *, update_idx
     if (update_idxs_tensor is None) == (not update_idxs):
         raise ValueError(f"{op_name}: give exactly one of update_idxs (a list) and update_idxs_tensor")
     device_inputs(op_name, cache_tensor, input_tensor, update_idxs_tensor, page_table)
-    if cache_tensor._device is not None:
+    if cache_tensor.device() is not None:
         paged_cache_checks.check_update_input(op_name, input_tensor, cache_tensor, update_idxs=update_idxs,
                                               update_idxs_tensor=update_idxs_tensor, page_table=page_table,
                                               share_cache=share_cache, batch_offset=batch_offset)
@@ -236,10 +236,10 @@ def paged_update_cache(cache_tensor: Tensor, input_tensor: Tensor, *, update_idx
         update_idxs_tensor=values(update_idxs_tensor, op_name) if update_idxs_tensor is not None else None,
         share_cache=share_cache, page_table=values(page_table, op_name) if page_table is not None else None,
         batch_offset=batch_offset)
-    if cache_tensor._device is not None:
+    if cache_tensor.device() is not None:
         # the sharded-input factory TT-NN requires; launched before the write, so a CB clash leaves the cache
         config = tt_nn_only.get("compute_kernel_config")
-        device_work.launch(cache_tensor._device, kv_programs.paged_update_cache_program(
+        device_work.launch(cache_tensor.device(), kv_programs.paged_update_cache_program(
             cache_tensor, input_tensor, index=update_idxs_tensor, page_table=page_table,
             fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False))))
     cache_tensor._write(new)
@@ -294,9 +294,9 @@ def paged_fill_cache(cache_tensor: Tensor, input_tensor: Tensor, page_table: Ten
         _held(cache_tensor), values(input_tensor, op_name), values(page_table, op_name),
         batch_idx_tensor=values(batch_idx_tensor, op_name) if batch_idx_tensor is not None else None,
         batch_idx=batch_idx)
-    if cache_tensor._device is not None and cache_tensor.layout == Layout.TILE and input_tensor.layout == Layout.TILE:
+    if cache_tensor.device() is not None and cache_tensor.layout == Layout.TILE and input_tensor.layout == Layout.TILE:
         # launched before the write, so a CB clash leaves the cache as it was
-        device_work.launch(cache_tensor._device, kv_programs.paged_fill_cache_program(
+        device_work.launch(cache_tensor.device(), kv_programs.paged_fill_cache_program(
             input_tensor, page_table, batch_idx_tensor))
     cache_tensor._write(new)
     return cache_tensor
@@ -330,7 +330,7 @@ def paged_fused_update_cache(cache_tensor1: Tensor, input_tensor1: Tensor, cache
     if (update_idxs_tensor is None) == (not update_idxs):
         raise ValueError(f"{op_name}: give exactly one of update_idxs (a list) and update_idxs_tensor")
     device_inputs(op_name, cache_tensor1, input_tensor1, cache_tensor2, input_tensor2, update_idxs_tensor, page_table)
-    if cache_tensor1._device is not None:
+    if cache_tensor1.device() is not None:
         paged_cache_checks.check_fused_inputs(op_name, cache_tensor1, input_tensor1, cache_tensor2, input_tensor2,
                                               update_idxs=update_idxs, update_idxs_tensor=update_idxs_tensor,
                                               page_table=page_table, share_cache=share_cache,
@@ -341,10 +341,10 @@ def paged_fused_update_cache(cache_tensor1: Tensor, input_tensor1: Tensor, cache
                   page_table=values(page_table, op_name) if page_table is not None else None)
         new1, new2 = _paged_fused_update_golden(_held(cache_tensor1), values(input_tensor1, op_name),
                                                 _held(cache_tensor2), values(input_tensor2, op_name), **kw)
-        if cache_tensor1._device is not None:
+        if cache_tensor1.device() is not None:
             # the tiled or the row-major factory (sharded inputs, as TT-NN requires); before the writes, as above
             config = tt_nn_only.get("compute_kernel_config")
-            device_work.launch(cache_tensor1._device, kv_programs.paged_fused_update_cache_program(
+            device_work.launch(cache_tensor1.device(), kv_programs.paged_fused_update_cache_program(
                 cache_tensor1, input_tensor1, input_tensor2, index=update_idxs_tensor, page_table=page_table,
                 fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False))))
         cache_tensor1._write(new1)

@@ -144,7 +144,7 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
                         core_grid) if emulate or program_config is not None else None
     fused = None
     if program_config is not None:
-        dev = input_tensor_a._device
+        dev = input_tensor_a.device()
         grid = (dev.config.grid_x, dev.config.grid_y) if dev is not None else None
         validate_matmul(program_config, tuple(a.shape), tuple(b.shape), dest_tiles=n.dest_tiles, device_grid=grid)
         validate_matmul_sharding(program_config, tuple(a.shape), tuple(b.shape), input_tensor_a.memory_config(),
@@ -203,14 +203,14 @@ def _dram_sharded_output(a: Tensor, b: Tensor, memory_config, cfg):
     puts the output on the first ceil(M/per_core_M) * ceil(N/per_core_N) worker cores, row by row, in
     [per_core_M, per_core_N]-tile shards, whatever shard spec the given config has; never on the weight's DRAM
     banks (tt_transformers passes L1_WIDTH_SHARDED_MEMORY_CONFIG without a spec)."""
-    if memory_config is None or not memory_config.is_sharded() or a._device is None:
+    if memory_config is None or not memory_config.is_sharded() or a.device() is None:
         return memory_config
     th = a.tile.tile_shape[0] if a.tile is not None else 32
     tw = b.tile.tile_shape[1] if b.tile is not None else 32
     pa, pb = a.padded_shape, b.padded_shape
     m_tiles, n_tiles = math.prod(pa[:-1]) // th, pb[-1] // tw
     n_cores = -(-m_tiles // cfg.per_core_M) * -(-n_tiles // cfg.per_core_N)
-    cores = num_cores_to_corerangeset(n_cores, a._device.compute_with_storage_grid_size(), row_wise=True)
+    cores = num_cores_to_corerangeset(n_cores, a.device().compute_with_storage_grid_size(), row_wise=True)
     spec = ShardSpec(cores, (cfg.per_core_M * th, cfg.per_core_N * tw), ShardOrientation.ROW_MAJOR)
     return MemoryConfig(memory_config.memory_layout, memory_config.buffer_type, spec)
 
@@ -218,13 +218,13 @@ def _dram_sharded_output(a: Tensor, b: Tensor, memory_config, cfg):
 def _launch(out: Tensor, fresh: bool, a: Tensor, b: Tensor, bias, out_dtype, program_config, n,
             shapes=None) -> None:
     """Launch the matmul program on a's device once the output exists (its L1 counts against the CBs)."""
-    if a._device is None:
+    if a.device() is None:
         return
     program = matmul_programs.matmul_program(
         a, b, bias, out_dtype, program_config, shapes=shapes, out_sharded=out.is_sharded(),
         fp32_dest_acc_en=n.fp32_dest_acc_en if n is not None else None,
         packer_l1_acc=n.packer_l1_acc if n is not None else None)
-    device_work.launch_for(out, fresh, a._device, program)
+    device_work.launch_for(out, fresh, a.device(), program)
 
 
 @register_op("ttnn.matmul", kind="matmul", output_keyword="optional_output_tensor", golden=_matmul_golden)

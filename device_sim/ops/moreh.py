@@ -143,11 +143,11 @@ def moreh_full_like(input: Tensor, fill_value, dtype: DataType | None = None, la
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
-    if not isinstance(input, Tensor) or input._device is None:
+    if not isinstance(input, Tensor) or input.device() is None:
         raise tt_fatal("input.storage_type() == StorageType::DEVICE", f"Full Like: Input must be on device\n"
                        f"{op_name}: move the input to a device first (ttnn.to_device)", where="device_sim/ops/moreh.py")
     ins = device_inputs(op_name, input)
-    return _full(op_name, tuple(input.shape), fill_value, input._device,
+    return _full(op_name, tuple(input.shape), fill_value, input.device(),
                  dtype if dtype is not None else input.dtype, layout if layout is not None else input.layout,
                  memory_config if memory_config is not None else input.memory_config(), ins)
 

@@ -59,13 +59,13 @@ def softmax(input_tensor: Tensor, dim: int = -1, *, memory_config: MemoryConfig 
     emulate = numerics.emulating(compute_kernel_config)
     y = _softmax_on_the_engine(x.float(), dim, compute_kernel_config) if emulate else _softmax_golden(x, dim)
     out = output(y, input_tensor, ins, op_name=op_name, memory_config=memory_config)
-    if input_tensor._device is not None and dim in (-1, x.dim() - 1) and not input_tensor.is_sharded():
+    if input_tensor.device() is not None and dim in (-1, x.dim() - 1) and not input_tensor.is_sharded():
         # The last-dim, interleaved case: one SoftmaxDeviceOperation (other dims and sharded inputs run
         # programs device_sim does not model yet, so they launch none).
         program = normalization.softmax_program(
             input_tensor, out.dtype, fp32_dest_acc_en=bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False)),
             numeric_stable=tt_nn_only.get("numeric_stable", True))
-        device_work.launch_for(out, True, input_tensor._device, program)  # softmax takes no output_tensor
+        device_work.launch_for(out, True, input_tensor.device(), program)  # softmax takes no output_tensor
     return out
 
 
@@ -147,7 +147,7 @@ def _norm(name: str, golden, *, rms: bool):
             r = golden(v(input_tensor), weight=v(weight), bias=v(bias), epsilon=epsilon,
                        residual_input_tensor=v(residual_input_tensor))
         out = output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
-        if input_tensor._device is not None and input_tensor.layout == Layout.TILE:
+        if input_tensor.device() is not None and input_tensor.layout == Layout.TILE:
             _launch_norm(rms, out, input_tensor, weight, bias, residual_input_tensor, program_config,
                          compute_kernel_config)
         return out
@@ -169,7 +169,7 @@ def _launch_norm(rms: bool, out: Tensor, x: Tensor, weight, bias, residual, prog
         program = normalization.sharded_layer_norm_program(x, out.dtype, program_config, **kw)
     else:
         program = normalization.layer_norm_program(x, out.dtype, **kw)
-    device_work.launch_for(out, True, x._device, program)  # layer_norm takes no output_tensor
+    device_work.launch_for(out, True, x.device(), program)  # layer_norm takes no output_tensor
 
 
 def _norm_on_the_engine(name: str, rms: bool, x, weight, bias, epsilon: float, residual, config) -> torch.Tensor:
@@ -241,7 +241,7 @@ def embedding(input_tensor: Tensor, weight: Tensor, *, padding_idx: int | None =
         raise IndexError(f"{op_name}: id {bad} is outside the table's {vocab} rows (0..{vocab - 1})")
     out = output(_embedding_golden(ids, w), weight, ins, op_name=op_name, dtype=dtype, layout=layout,
                  memory_config=memory_config)
-    if input_tensor._device is not None and not out.is_sharded():  # a sharded output's factory is not modelled
+    if input_tensor.device() is not None and not out.is_sharded():  # a sharded output's factory is not modelled
         kind = EmbeddingsType(embeddings_type)
         padded = kind == EmbeddingsType.PADDED or padding_idx is not None  # TT-NN picks PADDED for a padding_idx
         device_work.launch_after(out, True, input_tensor, embedding_program(
@@ -261,7 +261,7 @@ def _in_place(op_name: str, input_tensor: Tensor, value: torch.Tensor, program=N
     the input as it was."""
     device_inputs(op_name, input_tensor)
     if program is not None:
-        device_work.launch(input_tensor._device, program)
+        device_work.launch(input_tensor.device(), program)
     input_tensor._write(value)
     return input_tensor
 
@@ -272,7 +272,7 @@ def in_place_softmax_program(x: Tensor, mask: Tensor | None, tt_nn_only: dict, *
     attention_softmax_): the sharded factory for a sharded input with a SoftmaxShardedMultiCoreProgramConfig,
     the interleaved attention-optimized one for an interleaved TILE input; None otherwise (not modelled).
     numeric_stable defaults to True, as ttnn.softmax's does here."""
-    if x._device is None or x.layout != Layout.TILE:
+    if x.device() is None or x.layout != Layout.TILE:
         return None
     config = tt_nn_only.get("compute_kernel_config")
     fp32 = bool(getattr(config, "fp32_dest_acc_en", False))
@@ -421,12 +421,12 @@ def scale_mask_softmax(input_tensor: Tensor, scale: float | None = None, mask: T
         raise ValueError(f"{op_name}: mask of shape {list(m.shape)} does not broadcast to the input's "
                          f"{list(x.shape)}") from None
     out = output(y, input_tensor, ins, op_name=op_name, memory_config=memory_config)
-    if input_tensor._device is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded() \
+    if input_tensor.device() is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded() \
             and (mask is None or not mask.is_sharded()):
         program = normalization.softmax_program(
             input_tensor, out.dtype, fp32_dest_acc_en=bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False)),
             numeric_stable=numeric_stable, mask_dtype=mask.dtype if mask is not None else None)
-        device_work.launch_for(out, True, input_tensor._device, program)
+        device_work.launch_for(out, True, input_tensor.device(), program)
     return out
 
 

@@ -92,16 +92,16 @@ def rotary_embedding_llama(input_tensor: Tensor, cos_cache: Tensor, sin_cache: T
     if cos.shape != sin.shape or cos.dim() != 4 or not broadcasts(x.shape, cos.shape) or cos.shape[-1] != x.shape[-1]:
         raise ValueError(f"{op_name}: cos {list(cos.shape)} and sin {list(sin.shape)} must both be {want} for "
                          f"input {list(x.shape)}")
-    if input_tensor._device is not None:
+    if input_tensor.device() is not None:
         _layout_checks(op_name, input_tensor, cos_cache, sin_cache, trans_mat, memory_config, is_decode_mode)
     # TT-NN's default output config is the input's (rotary_embedding_llama.cpp), whatever cos / sin / trans_mat use
     out = output(_llama_golden(x, cos, sin, mat), input_tensor, [input_tensor], op_name=op_name,
                  memory_config=memory_config)
     interleaved = not any(t.is_sharded() for t in (input_tensor, cos_cache, sin_cache, trans_mat, out))
-    if input_tensor._device is not None and not is_decode_mode and interleaved:  # the prefill factory
+    if input_tensor.device() is not None and not is_decode_mode and interleaved:  # the prefill factory
         device_work.launch_after(out, True, input_tensor, transformer_programs.rotary_llama_program(
             input_tensor, cos_cache, sin_cache, trans_mat, out.dtype))
-    elif input_tensor._device is not None and is_decode_mode and all(  # decode: the sharded factory TT-NN requires
+    elif input_tensor.device() is not None and is_decode_mode and all(  # decode: the sharded factory TT-NN requires
             t.is_sharded() for t in (input_tensor, cos_cache, sin_cache, trans_mat)):
         device_work.launch_after(out, True, input_tensor, rotary_programs.rotary_llama_decode_program(
             input_tensor, cos_cache, sin_cache, trans_mat, out.dtype))
@@ -182,7 +182,7 @@ def rotary_embedding(input_tensor: Tensor, cos_cache: Tensor, sin_cache: Tensor,
         raise IndexError(f"{op_name}: the cos/sin caches hold {cos.shape[-2]} positions; this call needs {need}")
     out = output(_neox_golden(x, cos, sin, token_index), input_tensor, ins, op_name=op_name,
                  memory_config=memory_config)
-    if input_tensor._device is not None and all(t.layout == Layout.TILE for t in (input_tensor, cos_cache, sin_cache)):
+    if input_tensor.device() is not None and all(t.layout == Layout.TILE for t in (input_tensor, cos_cache, sin_cache)):
         out_spec = out.memory_config().shard_spec if out.is_sharded() else None
         device_work.launch_after(out, True, input_tensor, rotary_programs.rotary_embedding_program(
             input_tensor, cos_cache, sin_cache, out.dtype, token_index=token_index, out_spec=out_spec))
@@ -240,7 +240,7 @@ def rotary_embedding_llama_fused_qk(q_input_tensor: Tensor, k_input_tensor: Tens
         check_tt_nn_only(op_name, tt_nn_only)
     device_inputs(op_name, q_input_tensor, k_input_tensor, cos_cache, sin_cache, trans_mat)
     tensors = (q_input_tensor, k_input_tensor, cos_cache, sin_cache, trans_mat)
-    if q_input_tensor._device is not None:
+    if q_input_tensor.device() is not None:
         _fused_qk_checks(op_name, tensors)
     q, k, cos, sin, mat = (values(t, op_name) for t in tensors)
     for name, x in (("q", q), ("k", k)):
@@ -263,11 +263,11 @@ def rotary_embedding_llama_fused_qk(q_input_tensor: Tensor, k_input_tensor: Tens
     k_out = output(k_new, k_input_tensor, [k_input_tensor], op_name=op_name)
     # The sharded factory TT-NN requires (its outputs take q's and k's shard specs; device_sim's follow the memory
     # rules, and the program is TT-NN's either way)
-    if q_input_tensor._device is not None:
+    if q_input_tensor.device() is not None:
         program = rotary_programs.rotary_llama_fused_qk_program(q_input_tensor, k_input_tensor, cos_cache,
                                                                 sin_cache, trans_mat, q_out.dtype)
         try:
-            device_work.launch(q_input_tensor._device, program)
+            device_work.launch(q_input_tensor.device(), program)
         except RuntimeError:  # both outputs are fresh: free them before the error goes on
             q_out._free()
             k_out._free()

@@ -87,7 +87,7 @@ def _launch_split(x: Tensor, kv, outs, num_heads: int, num_kv_heads, transpose_k
     """TT-NN views the [B, S, width] input as [B, 1, S, width] and runs create_qkv_heads on a sharded input,
     nlp_create_qkv_heads on an interleaved one (device_sim.programs.transformer); a separate kv input or
     num_kv_heads (the Falcon-7B kernel) runs programs not modelled."""
-    if x._device is None or x.layout != Layout.TILE or kv is not None or num_kv_heads is not None:
+    if x.device() is None or x.layout != Layout.TILE or kv is not None or num_kv_heads is not None:
         return
     if x.is_sharded():
         B, S, width = x.padded_shape
@@ -99,7 +99,7 @@ def _launch_split(x: Tensor, kv, outs, num_heads: int, num_kv_heads, transpose_k
     if program is None:  # a sharded shape create_qkv_heads' factory refuses
         return
     try:
-        device_work.launch(x._device, program)
+        device_work.launch(x.device(), program)
     except RuntimeError:
         for o in outs:
             o._free()
@@ -122,7 +122,7 @@ def concatenate_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | Non
     """
     out = concat_heads_output(op_name, input_tensor, _concatenate_heads_golden,
                               memory_config, tt_nn_only)
-    if input_tensor._device is not None and input_tensor.layout == Layout.TILE:
+    if input_tensor.device() is not None and input_tensor.layout == Layout.TILE:
         # TT-NN's ConcatenateHeads is NLPConcatHeadsDeviceOperation's program under its own name
         device_work.launch_after(out, True, input_tensor, transformer_programs.concat_heads_program(
             input_tensor, out_sharded=out.is_sharded(), name="ConcatenateHeads"))
@@ -177,7 +177,7 @@ def _attention_softmax(name: str, in_place: bool):
             program = None  # a sharded input without a sharded program config: not modelled
         if in_place:
             if program is not None:  # launched before the write, so CBs that clash leave the scores as they were
-                device_work.launch(input_tensor._device, program)
+                device_work.launch(input_tensor.device(), program)
             input_tensor._write(r)
             return input_tensor
         out = output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
@@ -260,7 +260,7 @@ def scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor,
     r = _sdpa_golden(q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale, sliding_window_size=sliding_window_size,
                      attention_sink=sink)
     out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
-    if input_tensor_q._device is not None and input_tensor_q.layout == Layout.TILE and not input_tensor_q.is_sharded():
+    if input_tensor_q.device() is not None and input_tensor_q.layout == Layout.TILE and not input_tensor_q.is_sharded():
         config = tt_nn_only.get("compute_kernel_config")
         device_work.launch_after(out, True, input_tensor_q, transformer_programs.sdpa_program(
             input_tensor_q, input_tensor_k, input_tensor_v, out.dtype, is_causal=is_causal, mask=attn_mask,
@@ -374,7 +374,7 @@ def scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tensor_k: 
 
 def _aligned_page(t: Tensor) -> int:
     """A ROW_MAJOR tensor's page (one row) in bytes, aligned as its buffer aligns pages (L1 16 B, DRAM 32 B)."""
-    c = t._device.config
+    c = t.device().config
     align = c.l1_alignment if t.memory_config().buffer_type == BufferType.L1 else c.dram_alignment
     return -(-t.shape[-1] * dtypes.ELEMENT_SIZE[t.dtype] // align) * align
 
@@ -383,12 +383,12 @@ def _launch_decode(out: Tensor, q: Tensor, k: Tensor, v: Tensor, page_table: Ten
                    cur_pos_tensor, attention_sink, sliding_window_size, tt_nn_only) -> None:
     """SdpaDecodeDeviceOperation (device_sim.programs.sdpa_decode) for TILE caches on a device; others launch none
     (TT-NN refuses ROW_MAJOR caches)."""
-    if q._device is None or k.layout != Layout.TILE or v.layout != Layout.TILE:
+    if q.device() is None or k.layout != Layout.TILE or v.layout != Layout.TILE:
         return
     config = tt_nn_only.get("program_config")
     kernel = tt_nn_only.get("compute_kernel_config")
     grid = getattr(config, "compute_with_storage_grid_size", None)
-    grid = (grid.x, grid.y) if grid is not None else (q._device.config.grid_x, q._device.config.grid_y)
+    grid = (grid.x, grid.y) if grid is not None else (q.device().config.grid_x, q.device().config.grid_y)
     _, batch, heads, head_dim = q.shape
     kv_heads, rows = k.padded_shape[1], k.padded_shape[2]
     chunk = getattr(config, "k_chunk_size", 0) or None  # None: sdpa_decode.cpp's default
@@ -517,7 +517,7 @@ def chunked_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k:
                        f"q_chunk_size: {q_chunk}\n{op_name}: start the chunk at a multiple of {q_chunk}, or give "
                        f"an SDPAProgramConfig whose q_chunk_size divides {start}",
                        where="device_sim/ops/transformer.py")
-    launch = input_tensor_q._device is not None and input_tensor_q.layout == Layout.TILE \
+    launch = input_tensor_q.device() is not None and input_tensor_q.layout == Layout.TILE \
         and not input_tensor_q.is_sharded()
     if launch:  # the page-table CB holds one row: the buffer's aligned page, or blocks_per_user int32 for a start
         # tensor, which the factory requires to be a multiple of 32 B (checked before the output exists)
@@ -564,7 +564,7 @@ def windowed_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, cu_window_seqlens)
-    if input_tensor_q._device is not None:
+    if input_tensor_q.device() is not None:
         windowed_sdpa_checks.check_windowed_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v,
                                                    cu_window_seqlens)
     q, k, v, cu = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v, cu_window_seqlens))
@@ -579,7 +579,7 @@ def windowed_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k
         validate_sdpa(program_config, op_name)
     r = _windowed_sdpa_golden(q, k, v, cu, scale=scale)
     out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
-    if input_tensor_q._device is not None:  # the inputs TT-NN's validate takes (checked above)
+    if input_tensor_q.device() is not None:  # the inputs TT-NN's validate takes (checked above)
         device_work.launch_after(out, True, input_tensor_q, sdpa_windowed.windowed_sdpa_program(
             input_tensor_q, input_tensor_k, input_tensor_v, cu_window_seqlens, out.dtype,
             program_config=program_config))

@@ -71,7 +71,7 @@ def _flat(y: torch.Tensor) -> torch.Tensor:
 def _make(value: torch.Tensor, device, inputs, *, op_name: str, dtype, layout, memory_config) -> Tensor:
     """The op's output on `device` (the host when None), placed by the memory rules from `inputs`."""
     dtype, layout = DataType(dtype), Layout(layout)
-    cfg, source = ((placement.resolve(memory_config, [t for t in inputs if t._device is not None], op_name))
+    cfg, source = ((placement.resolve(memory_config, [t for t in inputs if t.device() is not None], op_name))
                    if device is not None else (None, None))
     return Tensor._create(dtypes.to_device_values(value, dtype), dtype, layout, device, cfg, source)
 
@@ -173,7 +173,7 @@ def _launch_pool(out: Tensor, x: Tensor, op_name: str, *, avg: bool, batch, heig
     """The pool's device operations (device_sim.programs.pool), launched once its output exists: height sharding,
     from an interleaved input or a height-sharded one. Width or block sharding (asked for, or the input's) and
     DRAM slicing (dram_slice_config) run programs not modelled, so launch none."""
-    if x._device is None or dram_slice_config is not None:
+    if x.device() is None or dram_slice_config is not None:
         return
     if applied_shard_scheme not in (None, TensorMemoryLayout.HEIGHT_SHARDED):
         return
@@ -193,7 +193,7 @@ def _launch_pool(out: Tensor, x: Tensor, op_name: str, *, avg: bool, batch, heig
         count_include_pad=bool(count_include_pad), divisor_override=divisor_override, in_dtype=x.dtype,
         in_tile=x.layout == Layout.TILE, in_sharded=in_shard is not None, out_dtype=out.dtype,
         out_tile=out.layout == Layout.TILE, reallocate_halo=bool(reallocate_halo_output),
-        grid=(x._device.config.grid_x, x._device.config.grid_y), in_shard=in_shard)
+        grid=(x.device().config.grid_x, x.device().config.grid_y), in_shard=in_shard)
     device_work.launch_after(out, True, x, programs)
 
 
@@ -280,7 +280,7 @@ def _upsample_sharded_output(in_cfg: MemoryConfig, cfg: MemoryConfig | None, mod
 def _launch_bilinear(out: Tensor, x: Tensor, scale: tuple[int, int]) -> None:
     """Bilinear upsample's programs (device_sim.programs.vision) for the inputs TT-NN's bilinear path takes: bfloat16,
     ROW_MAJOR, channels a multiple of 32, interleaved (sharded by the op) or height sharded. Others launch none."""
-    if x._device is None or x.dtype != DataType.BFLOAT16 or x.layout != Layout.ROW_MAJOR or x.shape[-1] % 32:
+    if x.device() is None or x.dtype != DataType.BFLOAT16 or x.layout != Layout.ROW_MAJOR or x.shape[-1] % 32:
         return
     in_shard = None
     if x.is_sharded():
@@ -291,7 +291,7 @@ def _launch_bilinear(out: Tensor, x: Tensor, scale: tuple[int, int]) -> None:
                     tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in cfg.shard_spec.grid.ranges()))
     n, h, w, c = x.shape
     programs = vision_programs.upsample_bilinear_programs(batch=n, height=h, width=w, channels=c, scale=scale,
-                                                          grid=(x._device.config.grid_x, x._device.config.grid_y),
+                                                          grid=(x.device().config.grid_x, x.device().config.grid_y),
                                                           in_shard=in_shard)
     device_work.launch_after(out, True, x, programs)
 

@@ -42,7 +42,7 @@ def accumulation_programs(x, dim: int, out_dtype: DataType) -> tuple[Program, ..
     """The programs TT-NN's cumsum runs over `dim` of `x` into `out_dtype`, in order; () for an empty or 0-D
     tensor (TT-NN returns it); None where not modelled: a host, sharded or ROW_MAJOR tensor, rank over 4 with the
     dim among its last three (a 5-D permute), or a permute device_sim does not model."""
-    if x._device is None or x.is_sharded() or x.layout != Layout.TILE:
+    if x.device() is None or x.is_sharded() or x.layout != Layout.TILE:
         return None
     rank = x._value.dim()
     if rank == 0 or x._value.numel() == 0:
@@ -50,7 +50,7 @@ def accumulation_programs(x, dim: int, out_dtype: DataType) -> tuple[Program, ..
     axis = dim % rank
     if rank - axis < 4 and rank > 4:
         return None
-    key = (NAME, shape_of(x), x.dtype, out_dtype, axis, x.memory_config().buffer_type, grid_of(x._device))
+    key = (NAME, shape_of(x), x.dtype, out_dtype, axis, x.memory_config().buffer_type, grid_of(x.device()))
     return cached(key, lambda: _build(x, axis, out_dtype))
 
 
@@ -62,7 +62,7 @@ def _build(x, axis: int, out_dtype: DataType) -> tuple[Program, ...] | None:
         dtype = out_dtype
     dims, rank = tuple(x._value.shape), x._value.dim()
     if rank - axis >= 4:  # scanned where it is
-        return (*programs, _scan(x._device, x, dims, dtype, out_dtype, axis))
+        return (*programs, _scan(x.device(), x, dims, dtype, out_dtype, axis))
     dims4, axis4 = (1,) * (4 - rank) + dims, axis + 4 - rank  # the reshape to 4-D: a view
     order = [0, 1, 2, 3]
     order[0], order[axis4] = axis4, 0
@@ -71,7 +71,7 @@ def _build(x, axis: int, out_dtype: DataType) -> tuple[Program, ...] | None:
     back = shape.permute_programs(Intermediate(x, moved, out_dtype), Intermediate(x, dims4, out_dtype), order)
     if forward is None or back is None:
         return None
-    return (*programs, *forward, _scan(x._device, x, moved, dtype, out_dtype, 0), *back)
+    return (*programs, *forward, _scan(x.device(), x, moved, dtype, out_dtype, 0), *back)
 
 
 def _scan(dev, like, dims, in_dtype, out_dtype, axis: int) -> Program:

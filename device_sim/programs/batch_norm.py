@@ -35,7 +35,7 @@ def _dtype(t) -> DataType:
 def batch_norm_program(x, mean, var, weight, bias, out_dtype: DataType) -> Program:
     """BatchNormFactory's CBs for input x, the batch (or running) mean and var, optional weight and bias."""
     formats = (x.dtype, mean.dtype, out_dtype, var.dtype, _dtype(weight), _dtype(bias))
-    grid = grid_of(x._device)
+    grid = grid_of(x.device())
 
     def build():
         a, b, c, d, e, f = formats
@@ -56,7 +56,7 @@ def batch_norm_program(x, mean, var, weight, bias, out_dtype: DataType) -> Progr
 def running_statistics_program(mean, var, running_mean, running_var) -> Program:
     """RunningStatisticsProgramFactory's CBs: the batch statistics and the running ones they update."""
     formats = (mean.dtype, var.dtype, mean.dtype, _dtype(running_mean), _dtype(running_var))
-    grid = grid_of(mean._device)
+    grid = grid_of(mean.device())
 
     def build():
         a, b, c, d, e = formats

@@ -176,7 +176,7 @@ def matmul_conv_programs(x, *, batch, height, width, in_channels, out_channels, 
     programs = []
     if x.layout != Layout.TILE:
         padded = rows % TILE or in_channels % TILE
-        programs.append(tilize_shape_program(x._device, (1, 1, rows, in_channels), x.dtype, x.dtype,
+        programs.append(tilize_shape_program(x.device(), (1, 1, rows, in_channels), x.dtype, x.dtype,
                                              name="TilizeWithValPaddingDeviceOperation" if padded
                                              else "TilizeDeviceOperation"))
     shapes = ((1, 1, _round(rows, TILE), _round(in_channels, TILE)),

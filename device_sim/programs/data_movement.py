@@ -56,7 +56,7 @@ def _shard_ranges(spec) -> tuple:
 def layout_program(x, out, *, padded: bool = False) -> Program | None:
     """The program that changes `x`'s layout into `out`'s: tilize (ROW_MAJOR to TILE) or untilize (TILE to
     ROW_MAJOR), their padding variants when `padded`; None when the layout stays or for a sharded tilize."""
-    if x.layout == out.layout or x._device is None:
+    if x.layout == out.layout or x.device() is None:
         return None
     if out.layout == Layout.TILE:
         if x.is_sharded():
@@ -71,7 +71,7 @@ def memory_move_program(x, out) -> Program | None:
     """to_memory_config's device operation (to_memory_config_op.cpp): InterleavedToSharded, ShardedToInterleaved,
     a copy between interleaved configs, or a reshard between sharded ones; None for a sharded-to-sharded move
     that changes the dtype (a sharded copy) or has an ND-sharded side (not modelled)."""
-    if x._device is None:
+    if x.device() is None:
         return None
     if out.is_sharded():
         if not x.is_sharded():
@@ -117,7 +117,7 @@ def tilize_program(x, out_dtype: DataType, *, name: str = "TilizeDeviceOperation
     row of tiles at a time too; `out`, the output, gives the padded shape). A row wider than 32 tiles may go to
     the block factory in TT-NN; not modelled.
     """
-    dev = x._device
+    dev = x.device()
     key = (name, shape_of(out if out is not None else x), x.dtype, out_dtype, grid_of(dev))
     return cached(key, lambda: _tilize(dev, tuple(out.padded_shape) if out is not None else _tile_padded(
         x.padded_shape), x.dtype, out_dtype, name))
@@ -142,7 +142,7 @@ def untilize_program(x, out_dtype: DataType, *, name: str = "UntilizeDeviceOpera
     c_0 (input format) and c_16 (output format) hold a row of tiles, doubled when a core takes two rows
     or more. A sharded input's c_0 is its shard (globally allocated) and c_16 a shard-wide row, on the
     shard grid."""
-    dev = x._device
+    dev = x.device()
     spec = x.memory_config().shard_spec if x.is_sharded() else None
     key = (name, shape_of(x), x.dtype, out_dtype, grid_of(dev), spec)
     return cached(key, lambda: _untilize(dev, tuple(x.padded_shape), x.dtype, out_dtype, spec, name))
@@ -174,7 +174,7 @@ def untilize_shape_program(dev, shape: tuple, dtype: DataType, *, name: str = "U
 def transpose_wh_program(x, out_dtype: DataType) -> Program:
     """transpose_wh_program_factory.cpp (the last two dims of an interleaved TILE tensor): two tiles in c_0
     and two in c_16, on the cores split_work_to_cores gives the tiles."""
-    dev = x._device
+    dev = x.device()
     return cached(("TransposeDeviceOperation", shape_of(x), x.dtype, out_dtype, grid_of(dev)),
                   lambda: _streaming("TransposeDeviceOperation", "TransposeWHProgramFactory", dev,
                                      tuple(x.padded_shape), x.dtype, out_dtype, Layout.TILE, out_index=16,
@@ -194,7 +194,7 @@ def transpose_hc_program(x, out) -> Program:
     """transpose_hc_tiled_interleaved_program_factory.cpp (dims 1 and 2 of an interleaved 4D TILE tensor): two
     input tiles, plus a 16x16-value padding CB when C is not a whole number of tiles; on the larger of
     split_work_to_cores' splits of the input's tiles and of the output's padded tile rows."""
-    dev = x._device
+    dev = x.device()
     key = ("TransposeDeviceOperation", "hc", shape_of(x), shape_of(out), x.dtype, grid_of(dev))
 
     def build():
@@ -252,7 +252,7 @@ def _streaming(name: str, factory: str, dev, shape, in_dtype, out_dtype, layout,
 def slice_program(x, out) -> Program:
     """slice_program_factory_tile.cpp (a step-1, tile-aligned slice of an interleaved TILE tensor): one two-tile
     CB, c_0 in the input's format, that reader and writer share; split_work_to_cores over the output's tiles."""
-    dev = x._device
+    dev = x.device()
     return cached(("SliceDeviceOperation", shape_of(out), x.dtype, grid_of(dev)), lambda: make_program(
         "SliceDeviceOperation", "SliceTileProgramFactory", (CircularBuffer((0,), 2, TILE_BYTES[x.dtype]),),
         split_work(_pages(tuple(out.padded_shape), Layout.TILE), *grid_of(dev))))
@@ -261,7 +261,7 @@ def slice_program(x, out) -> Program:
 def copy_program(x, out_dtype: DataType) -> Program:
     """copy_program_factory.cpp (clone, and to_memory_config between interleaved configs): two pages in c_0,
     each rounded up to 32 B, and two in c_16 only when the dtype changes; split_work_to_cores over the pages."""
-    dev = x._device
+    dev = x.device()
     return cached(("CopyDeviceOperation", shape_of(x), x.dtype, out_dtype, grid_of(dev)),
                   lambda: _streaming("CopyDeviceOperation", "CopyProgramFactory", dev, tuple(x.padded_shape),
                                      x.dtype, out_dtype, x.layout, out_index=16, always_out=False, align32=True))
@@ -270,7 +270,7 @@ def copy_program(x, out_dtype: DataType) -> Program:
 def typecast_program(x, out_dtype: DataType) -> Program:
     """copy/typecast/device/typecast_program_factory.cpp: two pages in c_0 and two in c_2, over the pages
     (row by row for a ROW_MAJOR tensor, column by column for tiles)."""
-    dev = x._device
+    dev = x.device()
     rm = x.layout == Layout.ROW_MAJOR
     return cached(("TypecastDeviceOperation", shape_of(x), x.dtype, out_dtype, grid_of(dev)),
                   lambda: _streaming("TypecastDeviceOperation", "TypecastProgramFactory", dev, tuple(x.padded_shape),
@@ -280,7 +280,7 @@ def typecast_program(x, out_dtype: DataType) -> Program:
 def concat_program(out) -> Program:
     """concat_program_factory.cpp's interleaved concat: one two-page CB (c_0, the output's page) that every
     input streams through, split_work_to_cores over the output's pages (row-wise for ROW_MAJOR)."""
-    dev = out._device
+    dev = out.device()
     key = ("ConcatDeviceOperation", shape_of(out), out.dtype, grid_of(dev))
 
     def build():

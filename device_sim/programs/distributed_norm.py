@@ -27,7 +27,7 @@ _BF16, _F32 = DataType.BFLOAT16, DataType.FLOAT32
 
 def supported(x) -> bool:
     """An interleaved TILE input on a device: what the interleaved factories take."""
-    return x._device is not None and x.layout == Layout.TILE and not x.is_sharded()
+    return x.device() is not None and x.layout == Layout.TILE and not x.is_sharded()
 
 
 def _rows_and_wt(shape) -> tuple[int, int]:
@@ -54,7 +54,7 @@ def rms_pre_program(x, out_dtype: DataType, *, use_2d_core_grid: bool = False):
     (0, 0), each core Wt / cores_y tiles of a row; c_0, c_1, c_6 as above, c_15 the core's partial sums
     (Wt / cores_y tiles), c_16 and c_13 one bfloat16 tile each, c_14 the output tile (on the merge cores, y = 0).
     """
-    dev = x._device
+    dev = x.device()
     key = ("LayerNormPreAllGatherDeviceOperation", shape_of(x), x.dtype, out_dtype, use_2d_core_grid, grid_of(dev))
 
     def build():
@@ -88,7 +88,7 @@ def rms_post_program(x, stats, out_dtype: DataType, *, weight=None, bias=None, u
     bfloat16 tile each); c_6 the per-device sums (1), c_8, c_9, c_10 (1 each). Intermediates are float32
     with an fp32 destination, else bfloat16.
     """
-    dev = x._device
+    dev = x.device()
     key = ("LayerNormPostAllGatherDeviceOperation", shape_of(x), x.dtype, stats.dtype, tuple(stats.padded_shape),
            out_dtype, weight.dtype if weight is not None else None, bias.dtype if bias is not None else None,
            use_2d_core_grid, fp32_dest_acc_en, grid_of(dev), dev.config.l1_size, dev.config.l1_unreserved_base)

@@ -49,7 +49,7 @@ def ternary_program(operands: tuple, out) -> Program | None:
     if any(t.layout != Layout.TILE or t.is_sharded() for t in (first, *tensors)) or out.is_sharded():
         return None
     shapes = tuple(tuple(t._value.shape) for t in (first, *tensors))
-    key = (NAME, tuple(t.dtype for t in (first, *tensors)), out.dtype, shapes, grid_of(out._device))
+    key = (NAME, tuple(t.dtype for t in (first, *tensors)), out.dtype, shapes, grid_of(out.device()))
     return cached(key, lambda: _build(first, tensors, out, shapes))
 
 
@@ -59,7 +59,7 @@ def _build(first, tensors, out, shapes) -> Program:
     if len(tensors) == 2 and _row_broadcast(shapes):
         cbs += [CircularBuffer((4 + i,), 2, TILE_BYTES[dt]) for i, dt in enumerate(formats)]
     cbs.append(CircularBuffer((3,), 2, TILE_BYTES[out.dtype]))
-    gx, gy = grid_of(out._device)
+    gx, gy = grid_of(out.device())
     return make_program(NAME, "TernaryProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
 
 
@@ -75,12 +75,12 @@ def bcast_program(a, b, out) -> Program | None:
     """BcastDeviceOperation (data_movement/bcast/device: the multi-core H, W and HW factories) for interleaved TILE
     tensors: c_0 two tiles of a, c_1 two tiles of b, c_16 two output tiles, each in its own format, created on the
     whole worker grid. Sharded inputs and outputs (the sharded H factories) are not modelled (None)."""
-    if any(t._device is None or t.layout != Layout.TILE or t.is_sharded() for t in (a, b, out)):
+    if any(t.device() is None or t.layout != Layout.TILE or t.is_sharded() for t in (a, b, out)):
         return None
-    key = ("BcastDeviceOperation", a.dtype, b.dtype, out.dtype, grid_of(out._device))
+    key = ("BcastDeviceOperation", a.dtype, b.dtype, out.dtype, grid_of(out.device()))
 
     def build():
-        gx, gy = grid_of(out._device)
+        gx, gy = grid_of(out.device())
         cbs = (CircularBuffer((0,), 2, TILE_BYTES[a.dtype]), CircularBuffer((1,), 2, TILE_BYTES[b.dtype]),
                CircularBuffer((16,), 2, TILE_BYTES[out.dtype]))
         return make_program("BcastDeviceOperation", "BcastMultiCoreProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
@@ -127,7 +127,7 @@ def sharded_binary_program(a, b, out, *, lhs_activations: bool = False, rhs_acti
         return None
     b_dtype = b.dtype if b_tensor else None
     key = ("BinaryNgDeviceOperation", "sharded", a.dtype, b_dtype, out.dtype, spec, lhs_activations, rhs_activations,
-           grid_of(out._device))
+           grid_of(out.device()))
 
     def build():
         tiles = spec.shape[0] * spec.shape[1] // (32 * 32)
@@ -139,7 +139,7 @@ def sharded_binary_program(a, b, out, *, lhs_activations: bool = False, rhs_acti
         if rhs_activations:
             cbs.append(CircularBuffer((4,), 1, TILE_BYTES[b_dtype if b_tensor else a.dtype]))
         cbs.append(CircularBuffer((2,), tiles, TILE_BYTES[out.dtype], True))
-        gx, gy = grid_of(out._device)
+        gx, gy = grid_of(out.device())
         return make_program("BinaryNgDeviceOperation", "BinaryNgProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
 
     return cached(key, build)
@@ -151,7 +151,7 @@ _eltwise_programs: dict[tuple, Program] = {}
 def unary_program(x, out_dtype: DataType) -> Program:
     """UnaryDeviceOperation on a TILE tensor (unary_program_factory.cpp): c_0 and c_2 hold two tiles each
     (the input's and the output's formats), on the cores split_work_to_cores gives its tiles."""
-    dev = x._device
+    dev = x.device()
     gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
     shape = x._value.shape
     n_tiles = 1
@@ -174,7 +174,7 @@ def binary_program(a, b_dtype: DataType | None, out_dtype: DataType, *, lhs_acti
     """BinaryNgDeviceOperation (binary_ng_program_factory.cpp) on every core: c_0 a, c_2 the output and
     c_1 b, two tiles each (b a scalar: one tile in a's format; b_dtype None), plus one-tile c_3 / c_4 when
     a's / b's fused activations run before the op."""
-    dev = a._device
+    dev = a.device()
     gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
     key = ("binary", a.dtype, b_dtype, out_dtype, lhs_activations, rhs_activations, gx, gy)
     program = _eltwise_programs.get(key)

@@ -34,7 +34,7 @@ def embedding_program(ids, weight, out_dtype: DataType, out_layout: Layout, *, p
     """The program for ids [batch, seq] into a table of hidden `weight.shape[-1]`; None when TT-NN runs a
     factory not modelled (a TILE output whose rows are not whole tiles). `padded` / `binary`: the
     embeddings_type PADDED / BINARY cache the pad row / both rows in one more CB."""
-    dev = ids._device
+    dev = ids.device()
     # padded shapes, read cheaply: a row-major tensor's is its logical shape (Tensor.padded_shape costs ~4 us)
     shape = ids._value.shape if ids.layout == Layout.ROW_MAJOR else tuple(ids.padded_shape)
     rows = shape[-1] * (shape[0] if len(shape) > 1 else 1)

@@ -26,10 +26,10 @@ from device_sim.types import Layout
 
 def falcon7b_heads_program(x) -> Program | None:
     """The factory's program for input `x` ([B, 1, S, 4672], interleaved TILE); None otherwise."""
-    if x._device is None or x.layout != Layout.TILE or x.is_sharded():
+    if x.device() is None or x.layout != Layout.TILE or x.is_sharded():
         return None
     shape = tuple(x._value.shape)
-    dev = x._device
+    dev = x.device()
     key = ("NlpCreateHeadsFalcon7BDeviceOperation", shape, x.dtype, grid_of(dev))
 
     def build():
@@ -50,10 +50,10 @@ def split_fused_qkv_program(x, grid=None) -> Program | None:
     c_16, n tiles), c_1 holds 4 n (Q and V, double-buffered), all in the input's format. None for a sharded or
     ROW_MAJOR input (the sharded factory is not modelled) or where the cores pass `grid`
     (compute_with_storage_grid_size, the device's grid by default), which TT-NN's factory asserts against."""
-    if x._device is None or x.layout != Layout.TILE or x.is_sharded():
+    if x.device() is None or x.layout != Layout.TILE or x.is_sharded():
         return None
     shape = tuple(x.padded_shape)
-    gx, gy = grid if grid is not None else grid_of(x._device)
+    gx, gy = grid if grid is not None else grid_of(x.device())
     cores_x, cores_y = shape[2] // TILE, shape[0]
     if not 0 < cores_x <= gx or not 0 < cores_y <= gy:
         return None
@@ -76,7 +76,7 @@ def kv_cache_load_slice_program(x, out) -> Program | None:
     the input's format, globally allocated), on the output's shard grid. None for an output that is not sharded
     (TT-NN's factory requires a sharded one)."""
     spec = out.memory_config().shard_spec if out.is_sharded() else None
-    if x._device is None or spec is None or x.layout != Layout.TILE:
+    if x.device() is None or spec is None or x.layout != Layout.TILE:
         return None
     key = ("NlpKVCacheLoadSliceDeviceOperation", x.dtype, spec)
 

@@ -36,7 +36,7 @@ def fold_programs(x, stride_h: int, stride_w: int, padding: tuple[int, int, int,
     is not whole tiles) and folded as row-major (the reshape after is a view of the same shape). None for what is
     not modelled: another TILE input (the tiled factory and the row-major reshape after it; a padded one), or
     padding on an L1 input (TT-NN's fallback drops it). A height-sharded input: _sharded_programs."""
-    if x._device is None or x._value.dim() != 4:
+    if x.device() is None or x._value.dim() != 4:
         return None
     if x.is_sharded():
         return _sharded_programs(x, stride_h, stride_w, padding)
@@ -53,7 +53,7 @@ def fold_programs(x, stride_h: int, stride_w: int, padding: tuple[int, int, int,
     top, bottom, left, right = padding
     if any(padding):  # ttnn::pad with a PadSpecDim per dim, nothing before C: no front padding of the last dim
         programs.append(pad_program(x, None, 0, out_shape=(n, h + top + bottom, w + left + right, c)))
-    programs.append(_fold_rm(x._device, x.dtype, c, stride_h, stride_w))
+    programs.append(_fold_rm(x.device(), x.dtype, c, stride_h, stride_w))
     return tuple(p for p in programs if p is not None)
 
 
@@ -88,7 +88,7 @@ def _sharded_programs(x, stride_h: int, stride_w: int, padding):
         return None
     spec = cfg.shard_spec
     key = ("fold", "sharded", tuple(x._value.shape), x.layout, x.dtype, spec, stride_h, stride_w, tuple(padding),
-           grid_of(x._device))
+           grid_of(x.device()))
     return cached(key, lambda: _build_sharded(x, spec, stride_h, stride_w, tuple(padding)))
 
 
@@ -112,7 +112,7 @@ def _build_sharded(x, spec, stride_h, stride_w, padding):
         programs.append(untilize_program(x, x.dtype))
     group = stride_h * w  # pixels of stride_h input rows: one row of output pixels
     if shard_h % group:  # reshard_if_needed
-        gx, gy = grid_of(x._device)
+        gx, gy = grid_of(x.device())
         rows = n * h * w // group
         cores = next(k for k in range(gx * gy, 0, -1) if rows % k == 0)
         new_h = -(-(n * h * w // cores) // group) * group

@@ -45,7 +45,7 @@ def gather_programs(x, index, dim: int) -> tuple[Program, ...] | None:
     dim the index's transpose, a FillPad of the index when it is not whole tiles, the input's transpose, a FillPad
     of the input when it is not whole tiles, the gather, and for the second-to-last dim the output's transpose;
     None where not modelled (see the module docstring)."""
-    if x._device is None or index._device is None or x.is_sharded() or index.is_sharded():
+    if x.device() is None or index.device() is None or x.is_sharded() or index.is_sharded():
         return None
     if x.layout != Layout.TILE or index.layout != Layout.TILE or index.dtype not in _INDEX_DTYPES:
         return None
@@ -62,7 +62,7 @@ def gather_programs(x, index, dim: int) -> tuple[Program, ...] | None:
         return None
     if x.dtype.is_block_float and needs_fill(ends):
         return None  # a bfloat8_b fill is typecast around (not modelled)
-    dev = x._device
+    dev = x.device()
     key = (NAME, shape, ishape, x.dtype, index.dtype, last, x.memory_config().buffer_type, grid_of(dev))
     return cached(key, lambda: _build(x, shape, ishape, moved, imoved, ends, index.dtype, last))
 
@@ -72,7 +72,7 @@ def _four(shape) -> tuple:
 
 
 def _build(x, shape, ishape, moved, imoved, ends, idx_dtype, last) -> tuple[Program, ...] | None:
-    dev, dtype = x._device, x.dtype
+    dev, dtype = x.device(), x.dtype
     rows = ends[0] * ends[1] * ends[2]  # the index's padded rows
     ht, wt_in, wt_idx = rows // TILE, -(-moved[-1] // TILE), -(-imoved[-1] // TILE)
     value, index = TILE_BYTES[dtype], TILE_BYTES[idx_dtype]

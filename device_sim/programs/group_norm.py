@@ -70,7 +70,7 @@ def supported(x, num_groups: int, gamma, beta, out_dtype, out_layout) -> bool:
     output, or height / block sharded (either layout, H*W whole tiles); the same dtype out; gamma / beta absent
     or ROW_MAJOR bfloat16 rows of 32 (create_group_norm_weight_bias_rm)."""
     shape = tuple(x.padded_shape)
-    if (x._device is None or x.dtype != _BF16 or len(shape) != 4 or shape[1] != 1 or shape[-1] % TILE
+    if (x.device() is None or x.dtype != _BF16 or len(shape) != 4 or shape[1] != 1 or shape[-1] % TILE
             or shape[-1] % num_groups or (shape[0] * shape[2]) % TILE or out_dtype != x.dtype):
         return False
     if x.is_sharded():
@@ -98,7 +98,7 @@ def group_norm_program(x, num_groups: int, *, gamma=None, beta=None, input_mask=
     tiles for each core of a multicast group; c_15 / c_9 the global mean (1; Welford 2 a group), c_13 / c_14
     (1), c_27 (1; Welford one a group); c_18 the reciprocals' shard (globally allocated).
     """
-    dev = x._device
+    dev = x.device()
     shape = tuple(x.padded_shape)
     key = (NAME, shape, num_groups, gamma is not None, beta is not None,
            input_mask.dtype if input_mask is not None else None,

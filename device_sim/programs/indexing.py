@@ -30,7 +30,7 @@ def argmax_program(x, dim: int | None, keepdim: bool) -> Program | None:
     """The single-core ArgMaxDeviceOperation of `x` over `dim` (None: every dim); None where TT-NN takes the
     multi-core factory (a ROW_MAJOR input over its last dim or everything) or refuses (a TILE input over another
     dim, or over everything), or for a sharded input."""
-    if x._device is None or x.is_sharded():
+    if x.device() is None or x.is_sharded():
         return None
     shape = tuple(x._value.shape)
     rank = len(shape)
@@ -52,7 +52,7 @@ def plus_one_program(x) -> Program | None:
     """PlusOneDeviceOperation (experimental/plusone/device/plusone_program_factory.cpp): one core, (0, 0), holds
     one row of the last dim (padded width x element size, rounded up to 32 B) in c_0 and steps through the rows;
     a sharded input's CB is its own buffer (globally allocated)."""
-    if x._device is None:
+    if x.device() is None:
         return None
     key = ("PlusOneDeviceOperation", shape_of(x), x.dtype, x.is_sharded())
 

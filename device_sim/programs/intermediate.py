@@ -26,7 +26,7 @@ class Intermediate:
     builders read, over a meta tensor (no data, no buffer)."""
 
     def __init__(self, like, dims, dtype: DataType, layout: Layout | None = None):
-        self._device, self.tile, self.dtype = like._device, like.tile, dtype
+        self._device, self.tile, self.dtype = like.device(), like.tile, dtype
         self.layout = like.layout if layout is None else layout
         self._value = torch.empty(tuple(dims), device="meta")
         self._memory_config = like.memory_config()
@@ -37,6 +37,9 @@ class Intermediate:
 
     def memory_config(self):
         return self._memory_config
+
+    def device(self):
+        return self._device
 
     def is_sharded(self) -> bool:
         return False

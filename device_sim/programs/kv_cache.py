@@ -41,7 +41,7 @@ def _ranges(spec) -> tuple:
 def fill_cache_program(x) -> Program:
     """FillCacheMultiCoreProgramFactory for input x [1, KVH, S, D]: c_0 two tiles (the input shard itself, when
     sharded), split_work_to_cores row by row over the KVH * S/32 rows of tiles."""
-    dev = x._device
+    dev = x.device()
     spec = x.memory_config().shard_spec if x.is_sharded() else None
     key = (NAME, "fill", shape_of(x), x.dtype, spec, grid_of(dev))
 
@@ -66,7 +66,7 @@ def update_cache_program(cache, x, *, fp32_dest_acc_en: bool = False) -> Program
     c_1 the input (2*Wt; the shard itself when sharded), c_24/c_25 one shared CB and c_26 the untilized rows
     (2*g*Wt each, float32 with an fp32 destination, else bfloat16), c_16 a head's tiles for all users
     (users * Wt); split_work_to_cores row by row over the KVH * users/32 batched heads."""
-    dev = x._device
+    dev = x.device()
     spec = x.memory_config().shard_spec if x.is_sharded() else None
     key = (NAME, "update", shape_of(x), shape_of(cache), x.dtype, cache.dtype, spec, fp32_dest_acc_en, grid_of(dev))
 
@@ -124,7 +124,7 @@ def paged_update_cache_program(cache, x, *, index=None, page_table=None, fp32_de
 
 def _aligned_page(t) -> int:
     """TT-Metal's Buffer::aligned_page_size(): the tensor's page rounded up to its memory's alignment."""
-    c = t._device.config
+    c = t.device().config
     alignment = c.l1_alignment if t.buffer.buffer_type == BufferType.L1 else c.dram_alignment
     return -(-t.buffer.page_size // alignment) * alignment
 
@@ -134,7 +134,7 @@ def paged_fill_cache_program(x, page_table, batch_idx_tensor=None) -> Program:
     for input x [users, KVH, S, D]: c_0 the input rows (2*Wt tiles, Wt = D/32), c_1 one page-table row (the page
     table's aligned page), c_2 the batch indices (one element each) with a batch_idx_tensor; split_work_to_cores
     row by row over the KVH * S/32 rows of tiles of each user."""
-    dev = x._device
+    dev = x.device()
     key = ("PagedFillCacheDeviceOperation", shape_of(x), x.dtype, shape_of(page_table), page_table.dtype,
            page_table.buffer.buffer_type, None if batch_idx_tensor is None else
            (shape_of(batch_idx_tensor), batch_idx_tensor.dtype), grid_of(dev))

@@ -49,7 +49,7 @@ def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, shapes: t
         return _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_dest_acc_en,
                                packer_l1_acc, out_sharded)
     # A model repeats a few shapes: the default program of each is worked out once (~10 us a time otherwise).
-    dev = a._device
+    dev = a.device()
     key = (tuple(ashape), tuple(bshape), a.dtype, b.dtype, bias.dtype if bias is not None else None, out_dtype,
            dev.config.grid_x if dev is not None else 8, dev.config.grid_y if dev is not None else 8,
            fp32_dest_acc_en, packer_l1_acc, out_sharded)
@@ -120,7 +120,7 @@ def _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_
     B = 1
     for d in ashape[:-2]:
         B *= d
-    dev = a._device
+    dev = a.device()
     gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
     fp32 = out_dtype == _F32 if fp32_dest_acc_en is None else fp32_dest_acc_en
     packer = (not fp32) if packer_l1_acc is None else packer_l1_acc

@@ -39,17 +39,17 @@ def moreh_norm_programs(x, p: float, dims: tuple, keepdim: bool, *, fp32_dest_ac
     None for what is not modelled: an outer dim (moreh_sum's and moreh_norm's NC factories), or a finite p over
     both tile dims (moreh_sum over a list of dims).
     """
-    if x._device is None or x.is_sharded() or x.layout != Layout.TILE or x.dtype != _BF16:
+    if x.device() is None or x.is_sharded() or x.layout != Layout.TILE or x.dtype != _BF16:
         return None
     rank = x._value.dim()
     ds = tuple(sorted({d % rank for d in dims}, reverse=True))  # moreh_norm.cpp sorts them, largest first
     if rank < 2 or ds[-1] < rank - 2 or (len(ds) > 1 and p != 0 and not math.isinf(p)):
         return None
     shape = tuple(x.padded_shape)
-    key = ("moreh_norm", shape, ds, p == 0, math.isinf(p), fp32_dest_acc_en, grid_of(x._device))
+    key = ("moreh_norm", shape, ds, p == 0, math.isinf(p), fp32_dest_acc_en, grid_of(x.device()))
 
     def build():
-        grid = grid_of(x._device)
+        grid = grid_of(x.device())
         fp32 = fp32_dest_acc_en
         # every program's output keeps a reduced tile dim as one padded tile (32), with keepdim or without
         if math.isinf(p) or p == 0:
@@ -116,7 +116,7 @@ def moreh_arange_program(out):
     split_work_to_cores gives the output's last-dim tiles; its writer fills each tile itself."""
     from device_sim.device_work import split_work
 
-    dev = out._device
+    dev = out.device()
     wt = -(-int(out._value.shape[-1]) // TILE)
     return cached(("MorehArangeOperation", wt, out.dtype, out.layout, grid_of(dev)), lambda: make_program(
         "MorehArangeOperation", "MorehArangeProgramFactory", (CircularBuffer((16,), 1, TILE_BYTES[out.dtype]),),

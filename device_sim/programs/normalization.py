@@ -49,7 +49,7 @@ def layer_norm_program(x, out_dtype: DataType, *, rms: bool = False, gamma=None,
     bfloat16. A layer_norm whose CBs pass 95% of L1 takes the large-tensor kernel: 60 tiles a row
     buffer with gamma, beta or a float32 input, else 120.
     """
-    dev = x._device
+    dev = x.device()
     key = (NAME, shape_of(x), x.dtype, out_dtype, rms, _dt(gamma), _dt(beta), _dt(residual), _layout(gamma),
            _layout(beta), fp32_dest_acc_en, grid_of(dev), dev.config.l1_size if dev is not None else 0)
     return cached(key, lambda: _interleaved(dev, tuple(x.padded_shape), x.dtype, out_dtype, rms, gamma, beta,
@@ -123,7 +123,7 @@ def sharded_layer_norm_program(x, out_dtype: DataType, program_config, *, rms: b
     statistics gathered from the other cores (ceil(Kt / block_w) tiles, or first + second stage - 1 with
     the two-stage reduce); c_11, c_12, c_15 (block_h); c_20 the rows each all-to-all worker reduces.
     """
-    dev = x._device
+    dev = x.device()
     spec = x.memory_config().shard_spec
     key = (NAME, "sharded", shape_of(x), x.dtype, out_dtype, rms, _dt(gamma), _dt(beta), _dt(residual),
            program_config.block_h, program_config.block_w, spec.grid, spec.orientation, fp32_dest_acc_en,
@@ -246,7 +246,7 @@ def softmax_program(x, out_dtype: DataType, *, fp32_dest_acc_en: bool = False, n
     if mask_dtype is not None:
         mask = sizes[mask_dtype]
         estimate += im3_t * im + scalar + Wt * mask
-    dev = x._device
+    dev = x.device()
     large = dev is not None and estimate > 0.9 * dev.config.l1_size
     if large:
         in0_t = im0_t = im4_t = im3_t = 80

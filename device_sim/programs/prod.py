@@ -31,7 +31,7 @@ def prod_programs(x, dim: int | None) -> tuple[Program, ...] | None:
     """The programs TT-NN's prod runs over `dim` of `x` (None: every dim), in order; None where not modelled: a
     host, sharded or ROW_MAJOR tensor (TT-NN's AutoFormat tilizes it first), rank over 4, or a permute
     device_sim.programs.shape does not model."""
-    if x._device is None or x.is_sharded() or x.layout != Layout.TILE:
+    if x.device() is None or x.is_sharded() or x.layout != Layout.TILE:
         return None
     shape = tuple(x._value.shape)
     rank = len(shape)
@@ -44,7 +44,7 @@ def prod_programs(x, dim: int | None) -> tuple[Program, ...] | None:
         return None
     dim4 = dim % rank + 4 - rank
     shape4 = (1,) * (4 - rank) + shape
-    dev = x._device
+    dev = x.device()
     key = ("ProdNcDeviceOperation", shape4, dim4, x.dtype, x.memory_config().buffer_type, grid_of(dev))
     return cached(key, lambda: _over_one_dim(x, shape4, dim4))
 
@@ -58,7 +58,7 @@ def _prod_nc(dev, out, dtype) -> Program:
 
 
 def _over_one_dim(x, shape4, dim4) -> tuple[Program, ...] | None:
-    dev, dtype = x._device, x.dtype
+    dev, dtype = x.device(), x.dtype
     if dim4 <= 1:  # prod_nc straight on the 4-D view; its output is prod.cpp's zeros of the reduced shape
         out = (shape4[0] if dim4 == 1 else 1, 1 if dim4 == 1 else shape4[1], shape4[2], shape4[3])
         return (_prod_nc(dev, out, dtype),)

@@ -43,7 +43,7 @@ def reduce_programs(x, out_dtype: DataType, dims: tuple[int, ...]) -> tuple[Prog
     dims = tuple(sorted(set(dims)))
     if not dims or any(d < rank - 2 and torch_shape[d] != 1 for d in dims):
         return ()
-    dev = x._device
+    dev = x.device()
     key = (NAME, shape_of(x), x.dtype, out_dtype, dims, grid_of(dev))
     return cached(key, lambda: _build(dev, tuple(x.padded_shape), x.dtype, out_dtype, dims))
 

@@ -52,7 +52,7 @@ def reduce_nd_programs(x, out_dtype: DataType, dims: tuple[int, ...]) -> tuple[P
     dims = tuple(sorted(set(dims)))
     if rank > 4 or any(d < rank - 2 and d + 4 - rank != 1 for d in dims):
         return ()
-    dev = x._device
+    dev = x.device()
     key = ("reduce_nd", shape_of(x), x.dtype, out_dtype, dims, grid_of(dev))
 
     def build():
@@ -85,9 +85,9 @@ def welford_program(x, out_dtype: DataType, dim: int, *, scalar: float = 1.0, fp
     tile. split_work_to_cores over the NC*Ht rows (W) or NC*Wt columns (H) of tiles. None for another dim (TT-NN
     permutes it to H first: not modelled)."""
     rank = x._value.dim()
-    if x._device is None or x.is_sharded() or x.layout != Layout.TILE or rank < 2 or dim % rank < rank - 2:
+    if x.device() is None or x.is_sharded() or x.layout != Layout.TILE or rank < 2 or dim % rank < rank - 2:
         return None
-    dev = x._device
+    dev = x.device()
     reduce_w = dim % rank == rank - 1
     key = ("WelfordReduceDeviceOperation", shape_of(x), x.dtype, out_dtype, reduce_w, scalar != 1.0,
            fp32_dest_acc_en, grid_of(dev))

@@ -43,10 +43,10 @@ def repeat_programs(x, reps, out=None) -> tuple[Program, ...] | None:
     result, sizes the tilize after a ROW_MAJOR trip. None where not modelled: a sharded input (TT-NN's sharded
     factories and its re-sharding), a host tensor, or a block-float input that is not whole tiles (TT-NN cannot
     lay it out ROW_MAJOR)."""
-    if x._device is None or x.is_sharded():
+    if x.device() is None or x.is_sharded():
         return None
     reps = tuple(int(r) for r in reps)
-    key = (NAME, shape_of(x), x.dtype, reps, grid_of(x._device), shape_of(out) if out is not None else None)
+    key = (NAME, shape_of(x), x.dtype, reps, grid_of(x.device()), shape_of(out) if out is not None else None)
     return cached(key, lambda: _programs(x, reps, out))
 
 
@@ -59,7 +59,7 @@ def _programs(x, reps, out) -> tuple[Program, ...] | None:
                    and shape[-2] % TILE == 0)  # is_tile_repeat_eligible
     if not tile_native and x.dtype not in _ROW_MAJOR_DTYPES:
         return None
-    rm = _build(grid_of(x._device), shape, x.dtype, reps, tile_native)
+    rm = _build(grid_of(x.device()), shape, x.dtype, reps, tile_native)
     if tile_native or x.layout == Layout.ROW_MAJOR:
         return rm
     from device_sim.programs import data_movement  # the layout builders (they import nothing of this)
@@ -84,7 +84,7 @@ def repeat_interleave_programs(x, repeats: int, dim: int, out) -> tuple[Program,
     is that last move alone. None where not modelled: a host or sharded tensor, rank 1, a dtype TT-NN typecasts
     to bfloat16 first (bfloat8_b, bfloat4_b, uint8), a ROW_MAJOR input over its last dim (the row-major
     transpose)."""
-    if x._device is None or x.is_sharded() or out.is_sharded() or x._value.dim() < 2:
+    if x.device() is None or x.is_sharded() or out.is_sharded() or x._value.dim() < 2:
         return None
     rank = x._value.dim()
     d = dim % rank
@@ -99,7 +99,7 @@ def repeat_interleave_programs(x, repeats: int, dim: int, out) -> tuple[Program,
         from device_sim.programs import data_movement
 
         return (data_movement.copy_program(x, out.dtype),)
-    key = ("repeat_interleave", shape_of(x), x.dtype, repeats, d, in_l1, out_l1, grid_of(x._device))
+    key = ("repeat_interleave", shape_of(x), x.dtype, repeats, d, in_l1, out_l1, grid_of(x.device()))
     return cached(key, lambda: _interleave(x, repeats, d, in_l1, out_l1))
 
 
@@ -109,7 +109,7 @@ def _interleave(x, repeats, d, in_l1, out_l1) -> tuple[Program, ...]:
     def padded(s):
         return s[-1] % TILE or s[-2] % TILE
 
-    dev, shape, dtype, tile = x._device, tuple(x._value.shape), x.dtype, x.layout == Layout.TILE
+    dev, shape, dtype, tile = x.device(), tuple(x._value.shape), x.dtype, x.layout == Layout.TILE
     programs = []
     last = d == len(shape) - 1
     if last:  # transpose(-1, -2), then the composite over -2

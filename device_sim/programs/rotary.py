@@ -50,7 +50,7 @@ def rotary_embedding_program(x, cos, sin, out_dtype: DataType, *, token_index: i
     / c_30, the retilized cos / sin row (Wt each), and the untilized cos / sin rows, c_27 sharing its buffer
     with c_5 and c_28 with c_6 (Wt bfloat16 tiles each). Interleaved, split_work_to_cores gives the rows of
     tiles row by row; sharded, the shard grid runs it (the input's shard spec, else the output's)."""
-    dev = x._device
+    dev = x.device()
     in_spec = x.memory_config().shard_spec if x.is_sharded() else None
     spec = in_spec if in_spec is not None else out_spec
     decode = token_index is not None

@@ -61,7 +61,7 @@ def scatter_programs(x, index, src, dim: int, out) -> tuple[Program, ...] | None
         return None  # check_support refuses these (float32 TILE; a 32-bit TILE row over 256): device_sim computes them
     if not 1 <= rank <= 4 or dim % rank != rank - 1 or tuple(src._value.shape) != tuple(index._value.shape):
         return None  # a row-major transpose, a source slice or a 5-D view first (not modelled)
-    dev = x._device
+    dev = x.device()
     chunk = chunk_values(dev)
     key = (NAME, *(shape_of(t) for t in (*tensors, out)), x.dtype, index.dtype, src.dtype, out.dtype, chunk,
            grid_of(dev))

@@ -38,7 +38,7 @@ def windowed_sdpa_program(q, k, v, cu_window_seqlens, out_dtype: DataType, *, pr
     and sum (Sq_chunk_t each), c_16 the output chunk in the output's format; intermediates bfloat16 (the factory
     keeps them so even with an fp32 destination).
     """
-    dev = q._device
+    dev = q.device()
     q_chunk = program_config.q_chunk_size if program_config is not None else 32
     k_chunk = program_config.k_chunk_size if program_config is not None else 32
     grid = getattr(program_config, "compute_with_storage_grid_size", None)

@@ -44,7 +44,7 @@ def _whole_grid(dev) -> tuple:
 
 
 def _interleaved(*tensors) -> bool:
-    return all(t._device is not None and not t.is_sharded() for t in tensors)
+    return all(t.device() is not None and not t.is_sharded() for t in tensors)
 
 
 def reshape_program(x, out) -> Program | None:
@@ -58,7 +58,7 @@ def reshape_program(x, out) -> Program | None:
     """
     if not _interleaved(x, out) or x.layout != out.layout:
         return None
-    dev = x._device
+    dev = x.device()
     key = ("ReshapeDeviceOperation", shape_of(x), shape_of(out), x.dtype, out.dtype, grid_of(dev))
 
     def build():
@@ -88,7 +88,7 @@ def pad_program(x, out, front_w: int = 0, *, out_shape: tuple | None = None) -> 
     """
     if not _interleaved(x, *([out] if out_shape is None else [])) or x._value.dim() > 4:
         return None
-    dev = x._device
+    dev = x.device()
     shape = out._value.shape if out_shape is None else tuple(out_shape)
     key = ("PadDeviceOperation", shape_of(x), shape, x.dtype, front_w, grid_of(dev))
 
@@ -122,9 +122,9 @@ def move_program(x, sharded_out: bool) -> Program | None:
     Sharded: the input and output shards as c_0 and c_1 (both globally allocated), on the shard grid.
     TT-NN's variant for overlapping buffers (a move within the space the input just freed) is not modelled.
     Built from the input before it is freed (`sharded_out`: whether the output is sharded)."""
-    if x._device is None or x.is_sharded() != sharded_out:  # a move that changes the sharding: not modelled
+    if x.device() is None or x.is_sharded() != sharded_out:  # a move that changes the sharding: not modelled
         return None
-    dev = x._device
+    dev = x.device()
     spec = x.memory_config().shard_spec if x.is_sharded() else None
     key = ("MoveDeviceOperation", shape_of(x), x.dtype, spec, grid_of(dev))
 
@@ -176,7 +176,7 @@ def slice_programs(x, out, index) -> tuple[Program, ...] | None:
         return None
     from device_sim.programs import data_movement  # the layout builders: data_movement imports nothing of this
 
-    dev = x._device
+    dev = x.device()
     steps = tuple(int(i.step or 1) for i in index)
     key = ("SliceDeviceOperation", "rm", shape_of(x), shape_of(out), x.dtype, steps, int(index[-1].start or 0),
            x.memory_config().buffer_type, out.memory_config().buffer_type, grid_of(dev))
@@ -220,9 +220,9 @@ def transpose_cn_program(x) -> Program | None:
     """TransposeDeviceOperation's CN factory (transpose/device/transpose_cn_program_factory.cpp; ttnn.transpose of
     dims 0 and 1, and permute (1, 0, 2, 3)): one two-page buffer of the input's pages (tiles, or rows of a
     ROW_MAJOR tensor), over the cores split_work_to_cores gives the pages. Interleaved only."""
-    if x._device is None or x.is_sharded():
+    if x.device() is None or x.is_sharded():
         return None
-    dev = x._device
+    dev = x.device()
     key = ("TransposeDeviceOperation", "cn", shape_of(x), x.dtype, grid_of(dev))
 
     def build():
@@ -245,9 +245,9 @@ def permute_device_program(x, out, order: tuple) -> Program | None:
     c_2 two tiles each, widened by the read misalignment, and c_3 one padding face row when the new H is not
     whole tiles, over the larger split of the XW blocks and the last tile rows). None for ROW_MAJOR (not modelled).
     """
-    if x._device is None or x.is_sharded() or out.is_sharded() or x.layout != Layout.TILE or len(order) != 4:
+    if x.device() is None or x.is_sharded() or out.is_sharded() or x.layout != Layout.TILE or len(order) != 4:
         return None
-    dev = x._device
+    dev = x.device()
     key = ("PermuteDeviceOperation", shape_of(x), x.dtype, order, x.memory_config().buffer_type, grid_of(dev))
 
     def build():
@@ -319,7 +319,7 @@ def permute_programs(x, out, dims) -> tuple[Program, ...] | None:
     from device_sim.programs import data_movement  # the transposes: data_movement imports nothing of this
 
     rank = len(dims)
-    if x._device is None or rank > 4 or x.layout != Layout.TILE or x.is_sharded() or out.is_sharded():
+    if x.device() is None or rank > 4 or x.layout != Layout.TILE or x.is_sharded() or out.is_sharded():
         return None
     order = tuple(range(4 - rank)) + tuple(int(d) % rank + 4 - rank for d in dims)
     shape4 = [1] * (4 - rank) + list(x._value.shape)
@@ -330,7 +330,7 @@ def permute_programs(x, out, dims) -> tuple[Program, ...] | None:
         return (data_movement.transpose_wh_program(x, out.dtype),)
     bf8 = x.dtype == DataType.BFLOAT8_B and order not in ((1, 0, 2, 3), (1, 0, 3, 2))
     if order == (0, 2, 1, 3):
-        core = transpose_hc_shape_program(x._device, shape4, DataType.BFLOAT16 if bf8 else x.dtype)
+        core = transpose_hc_shape_program(x.device(), shape4, DataType.BFLOAT16 if bf8 else x.dtype)
     elif order == (1, 0, 2, 3):
         core = transpose_cn_program(x)
     else:
@@ -345,8 +345,8 @@ def permute_programs(x, out, dims) -> tuple[Program, ...] | None:
     if not bf8:
         return (core,)
     to_bf16 = data_movement.typecast_program(x, DataType.BFLOAT16)
-    back = cached(("TypecastDeviceOperation", "permute", shape_of(out), grid_of(x._device)),
-                  lambda: data_movement._streaming("TypecastDeviceOperation", "TypecastProgramFactory", x._device,
+    back = cached(("TypecastDeviceOperation", "permute", shape_of(out), grid_of(x.device())),
+                  lambda: data_movement._streaming("TypecastDeviceOperation", "TypecastProgramFactory", x.device(),
                                                    tuple(out.padded_shape), DataType.BFLOAT16, out.dtype, Layout.TILE,
                                                    out_index=2, always_out=True))
     return to_bf16, core, back
@@ -360,7 +360,7 @@ def slice_piece_programs(x, out, index) -> tuple[Program, ...] | None:
     shape = x._value.shape
     aligned = x.layout == Layout.TILE and len(shape) >= 2 and all(
         i.start % 32 == 0 and (i.stop % 32 == 0 or i.stop == n) for i, n in zip(index[-2:], shape[-2:]))
-    if aligned and x._device is not None and not x.is_sharded() and not out.is_sharded():
+    if aligned and x.device() is not None and not x.is_sharded() and not out.is_sharded():
         return (data_movement.slice_program(x, out),)
     return slice_programs(x, out, index)
 
@@ -370,12 +370,12 @@ def split_programs(x, pieces: list, dim: int, *, split_op: bool) -> list | None:
     per piece (slice_piece_programs). split's special case, two pieces along the last dim of a TILE tensor whose
     first two dims fit the grid's width and whose last two span two tiles or more, runs SplitDeviceOperation
     instead: not modelled (None)."""
-    if x._device is None or len(x._value.shape) < 2:
+    if x.device() is None or len(x._value.shape) < 2:
         return None
     shape = x._value.shape
     rank = len(shape)
     d = dim % rank
-    gx, _ = grid_of(x._device)
+    gx, _ = grid_of(x.device())
     if split_op and len(pieces) == 2 and d == rank - 1 and x.layout == Layout.TILE and \
             shape[0] * shape[1] < gx + 1 and shape[-2] // 32 >= 2 and shape[-1] // 32 >= 2:
         return None
@@ -400,7 +400,7 @@ def i2s_partial_program(x, out) -> Program | None:
     else c_0 (its pages aligned to the output buffer; the L1 shard's own buffer, globally allocated); c_1, four
     DRAM-aligned scratch pages, only when a DRAM input's page is not a multiple of 32 B (Wormhole)."""
     spec = out.memory_config().shard_spec if out.is_sharded() else None
-    if x._device is None or spec is None:
+    if x.device() is None or spec is None:
         return None
     src_dram = x.memory_config().buffer_type.name == "DRAM"
     key = ("InterleavedToShardedPartialDeviceOperation", x.dtype, out.dtype, x.layout, spec, src_dram)
@@ -430,7 +430,7 @@ def s2i_partial_program(x, out) -> Program | None:
     (its pages aligned to L1, globally allocated), and with a dtype change c_16, the shard's pages in the output's
     format aligned to the output buffer; on the shard grid."""
     spec = x.memory_config().shard_spec if x.is_sharded() else None
-    if x._device is None or spec is None or out.is_sharded():
+    if x.device() is None or spec is None or out.is_sharded():
         return None
     dst_dram = out.memory_config().buffer_type.name == "DRAM"
     key = ("ShardedToInterleavedPartialDeviceOperation", x.dtype, out.dtype, x.layout, spec, dst_dram)
@@ -455,7 +455,7 @@ def reshape_on_device_program(x, out) -> Program | None:
     reshape_tile_program_factory.cpp) for an interleaved TILE tensor: one core, (0, 0), streams two tiles through
     c_0, and adds c_1, one alignment-sized landing pad, when the input buffer's alignment (DRAM 32 B, L1 16 B) is
     wider than a face row (16 elements; block floats count 1 B an element). The ROW_MAJOR factory is not modelled."""
-    if x._device is None or x.layout != Layout.TILE or x.is_sharded() or out.is_sharded():
+    if x.device() is None or x.layout != Layout.TILE or x.is_sharded() or out.is_sharded():
         return None
     align = _DRAM_ALIGNMENT if x.memory_config().buffer_type.name == "DRAM" else _L1_ALIGNMENT
     key = ("ReshapeDeviceOperation", "on_device", x.dtype, align)

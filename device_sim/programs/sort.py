@@ -44,7 +44,7 @@ def sort_programs(x, dim: int, index_dtype: DataType) -> tuple[Program, ...] | N
     second-to-last dim a transpose first, a FillPad of tile padding, a pad of the dim to a power of two of at least
     64, the sort, slices of both results back, and for the second-to-last dim their transposes back; None where not
     modelled (see the module docstring)."""
-    if x._device is None or x.is_sharded() or x.layout != Layout.TILE or x.dtype not in _DTYPES:
+    if x.device() is None or x.is_sharded() or x.layout != Layout.TILE or x.dtype not in _DTYPES:
         return None
     shape = tuple(x._value.shape)
     rank = len(shape)
@@ -54,7 +54,7 @@ def sort_programs(x, dim: int, index_dtype: DataType) -> tuple[Program, ...] | N
     width = -(-(shape[-1] if last else shape[-2]) // TILE) * TILE
     if _bitonic_width(width) // TILE > _WT_THRESHOLD:
         return None  # the cross-core or DRAM factory (not modelled)
-    dev = x._device
+    dev = x.device()
     key = (NAME, shape, x.dtype, index_dtype, last, grid_of(dev))
     return cached(key, lambda: _build(x, shape, index_dtype, last))
 
@@ -75,7 +75,7 @@ def _cores(ht: int, gx: int, gy: int) -> tuple:
 
 
 def _build(x, shape, idx_dtype, last) -> tuple[Program, ...] | None:
-    dev, dtype = x._device, x.dtype
+    dev, dtype = x.device(), x.dtype
     moved = shape if last else (*shape[:-2], shape[-1], shape[-2])
     moved4 = (1,) * (4 - len(moved)) + moved
     programs = [] if last else [data_movement.transpose_wh_shape_program(dev, shape, dtype)]

@@ -54,7 +54,7 @@ def topk_programs(x, k: int, dim: int, sub_core_grids=None) -> tuple[Program, ..
     transpose first, a pad for a dim under 64, TopK with k rounded up to whole tiles, the slices of both results
     back to k, and for the second-to-last dim their transposes back; None where not modelled (see the module
     docstring)."""
-    if x._device is None or x.is_sharded() or x.layout != Layout.TILE or x.dtype not in _DTYPES:
+    if x.device() is None or x.is_sharded() or x.layout != Layout.TILE or x.dtype not in _DTYPES:
         return None
     shape = tuple(x._value.shape)
     rank = len(shape)
@@ -70,7 +70,7 @@ def topk_programs(x, k: int, dim: int, sub_core_grids=None) -> tuple[Program, ..
     width, kt = -(-max(width, _MIN_DIM_PER_CORE) // TILE) * TILE, -(-k // TILE)
     if width >= _MULTI_CORE_MIN_WIDTH and width & (width - 1) == 0 and kt * TILE <= 64:
         return None  # the multi-core factory (not modelled)
-    dev = x._device
+    dev = x.device()
     grids = None if sub_core_grids is None else tuple(
         (r.start.x, r.start.y, r.end.x, r.end.y) for r in sub_core_grids.ranges())
     key = (NAME, shape, x.dtype, k, last, in_l1, grids, grid_of(dev))
@@ -96,7 +96,7 @@ def first_cores(ranges: tuple, n: int) -> tuple:
 
 
 def _build(x, shape, k, last, grids=None) -> tuple[Program, ...] | None:
-    dev, dtype = x._device, x.dtype
+    dev, dtype = x.device(), x.dtype
     moved = shape if last else (*shape[:-2], shape[-1], shape[-2])  # the reduced dim last
     moved4 = (1,) * (4 - len(moved)) + moved
     programs = [] if last else [data_movement.transpose_wh_shape_program(dev, shape, dtype)]

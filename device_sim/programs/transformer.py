@@ -49,7 +49,7 @@ def sdpa_program(q, k, v, out_dtype: DataType, *, is_causal: bool, mask=None, si
     row of page_table_page bytes, after c_7; with the start position in a tensor (start_tensor) also c_8 and c_9,
     one 32 B int32 page each.
     """
-    dev = q._device
+    dev = q.device()
     q_chunk = program_config.q_chunk_size if program_config is not None else 32
     k_chunk = program_config.k_chunk_size if program_config is not None else 32
     grid = getattr(program_config, "compute_with_storage_grid_size", None)
@@ -104,7 +104,7 @@ def create_heads_program(x, *, transpose_k_heads: bool) -> Program:
     ttnn.transformer.split_query_key_value_and_split_heads views as that): c_1 four tiles (reader to writer), and
     with transpose_k_heads c_0 and c_16 four tiles each around the transpose; split_work_to_cores over the
     B*S/32 rows of tiles."""
-    dev = x._device
+    dev = x.device()
     key = ("NlpCreateHeadsDeviceOperation", shape_of(x), x.dtype, transpose_k_heads, grid_of(dev))
 
     def build():
@@ -127,7 +127,7 @@ def concat_heads_program(x, *, out_sharded: bool = False, name: str = "NLPConcat
     its own device operation, ConcatenateHeads). Interleaved: c_0 holds one row of tiles of every head
     (H*D/32), doubled; split_work_to_cores over the B*S/32 rows of tiles. Sharded: c_0 is the input shard and
     c_16 the output shard (when sharded), both globally allocated, on the input's shard grid."""
-    dev = x._device
+    dev = x.device()
     spec = x.memory_config().shard_spec if x.is_sharded() else None
     key = (name, shape_of(x), x.dtype, spec, out_sharded, grid_of(dev))
 
@@ -194,7 +194,7 @@ def rotary_llama_program(x, cos, sin, trans_mat, out_dtype: DataType) -> Program
     2*Dt tiles), c_1 cos and c_2 sin (2*Dt tiles a row), c_3 one trans_mat tile, c_24 / c_25 / c_26 the rotated
     input and the cos / sin products (Dt tiles each), c_16 the output (2*Dt). With more than 8 rows a core or
     cos/sin per head, the reload kernel keeps only 2*Dt tiles of input, cos and sin."""
-    dev = x._device
+    dev = x.device()
     cos_heads = cos._value.shape[1]
     key = ("RotaryEmbeddingLlamaDeviceOperation", shape_of(x), cos_heads, x.dtype, cos.dtype, sin.dtype,
            trans_mat.dtype, out_dtype, grid_of(dev))

@@ -37,7 +37,7 @@ def upsample_program(x, out_dtype: DataType) -> Program:
     """A ROW_MAJOR input streams one row (C x element size, DRAM-aligned) at a time through c_0, which the writer
     repeats; a TILE input untilizes a row of tiles from c_0 into c_1. Either CB doubles when a core takes two
     units or more (rows, or rows of tiles), split_work_to_cores over them."""
-    dev = x._device
+    dev = x.device()
     key = ("UpsampleOperation", shape_of(x), x.dtype, out_dtype, grid_of(dev))
 
     def build():
@@ -68,7 +68,7 @@ def global_avg_pool_program(x) -> Program:
     padded dims) and sums over H scaled by 1/H: one ReduceDeviceOperation, reduce_op_multi_core_h's CBs (as
     programs.reduction): c_0 two input tiles, c_2 one bfloat16 scaler tile, c_16 two output tiles in the input's
     format (pool_sum ignores the dtype asked for), split_work_to_cores over the N x C/32 columns of tiles."""
-    dev = x._device
+    dev = x.device()
     key = ("ReduceDeviceOperation", "global_avg_pool2d", shape_of(x), x.dtype, grid_of(dev))
 
     def build():
