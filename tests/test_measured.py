@@ -85,6 +85,20 @@ def test_a_tt_nn_profile_of_the_same_layer_matches_every_op_in_order(report):
     assert "measured beside modelled by op name" in text
 
 
+def test_an_op_shows_the_device_operations_measured_for_it(report):
+    assert cli("attach", report, CLIP).returncode == 0
+    rows = file_rows(CLIP)
+    for position, op_id, code, ns in stored(report)[4:7]:  # the layer's add, layer_norm and first linear
+        row = rows[position - 1]
+        shown = json.loads(cli("op", report, op_id, "--json").stdout)
+        assert shown["measured"] == [{"op_code": code, "device_id": int(row["DEVICE ID"]), "kernel_ns": ns,
+                                      "core_count": int(row["CORE COUNT"])}]
+        text = cli("op", report, op_id).stdout
+        estimate = shown["device"]["ideal_ns"]
+        assert f"on real hardware ({code} on {row['CORE COUNT']} cores): estimate / measured " \
+            f"{estimate / ns:.2f}x" in text
+
+
 def test_the_first_op_that_differs_is_named_and_paired_in_place(tmp_path, report):
     rows = file_rows(CLIP)[LAYER_ROWS]
     rows[1]["OP CODE"] = "GroupNormDeviceOperation"  # where the report has its layer_norm

@@ -408,6 +408,7 @@ def _op_json(r: Report, op, children=None) -> dict:
     """An op as `ops --json` and `op --json` give it: its row, tensors and arguments, the device estimate."""
     out = _plain(op)
     out["device"] = _plain(device_time.of_op(r, op.id))
+    out["measured"] = _plain(measured.of_op(r, op.id))  # a real run's device operations (`ttreport attach`)
     if children is not None:
         out["calls"] = [{"id": c.id, "name": c.name} for c in children]
     return out
@@ -470,6 +471,17 @@ def _echo_op(r: Report, o, children) -> None:
         fidelity = f", {p.math_fidelity}" if p.math_fidelity else ""
         out.append(f"  device    {device_time.human_ns(p.ideal_ns)} estimated, {p.bound}-bound (compute "
                    f"{device_time.human_ns(p.compute_ns)}, bandwidth {device_time.human_ns(p.bandwidth_ns)}{fidelity})")
+    real = measured.of_op(r, o.id)
+    if real:  # a real run's times attached (`ttreport attach`): the op's device operations on its slowest chip
+        chips: dict = {}
+        for m in real:
+            chips[m.device_id] = chips.get(m.device_id, 0) + (m.kernel_ns if isinstance(m.kernel_ns, int) else 0)
+        ns = max(chips.values())
+        ratio = f": estimate / measured {p.ideal_ns / ns:.2f}x" if p is not None and isinstance(p.ideal_ns, int) \
+            and ns > 0 else ""
+        ran = ", ".join(dict.fromkeys(f"{_cell(m.op_code)}" + (f" on {m.core_count} cores" if m.core_count else "")
+                                      for m in real))
+        out.append(f"  measured  {device_time.human_ns(ns)} on real hardware ({ran}){ratio}")
     if o.depth is not None:
         out.append(f"  depth     {o.depth}" + (f" (called by op {o.parent})" if o.parent is not None else ""))
     if o.thread is not None:

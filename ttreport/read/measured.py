@@ -305,6 +305,23 @@ def of_ops(r) -> dict[int, int]:
     return {i: ns for i, ns in r.execute(_BY_OP) if isinstance(i, int) and isinstance(ns, int)}
 
 
+class Measured(NamedTuple):
+    """One measured device operation of an op (a row of measured_perf)."""
+    op_code: str | None
+    device_id: int | None
+    kernel_ns: int | None
+    core_count: int | None
+
+
+def of_op(r, operation_id: int) -> list[Measured]:
+    """The measured device operations paired with op `operation_id`, in the file's order (empty: none)."""
+    if not r._has_table("measured_perf"):
+        return []
+    return [Measured(*row) for row in r.execute(
+        "SELECT op_code, device_id, kernel_ns, core_count FROM measured_perf WHERE operation_id = ? ORDER BY position",
+        (operation_id,))]
+
+
 class OpRatio(NamedTuple):
     operation_id: int
     name: str
