@@ -736,3 +736,18 @@ def test_experimental_broadcast_to_is_one_bcast_to_program_and_checks_as_bcast_t
     assert torch.equal(ttnn.to_torch(out), x.broadcast_to(2, 1, 32, 64))
     with pytest.raises(RuntimeError, match="cannot be broadcast to output dimension -1"):
         ttnn.experimental.broadcast_to(t, ttnn.Shape([1, 1, 32, 32]))
+
+
+def test_index_fill_fills_the_named_slices_of_a_row_major_tensor(device):
+    # test_index_fill.py: ttnn.index_fill(t, dim, index, value), index a UINT32 1-D tensor (from_torch of int64)
+    x = torch.rand(3, 4, 5)
+    t = ttnn.from_torch(x, device=device)
+    i = ttnn.from_torch(torch.tensor([0, 2]), device=device)
+    assert i.dtype == ttnn.uint32
+    out = ttnn.index_fill(t, 1, i, 2.5)
+    assert torch.equal(ttnn.to_torch(out), torch.index_fill(x, 1, torch.tensor([0, 2]), 2.5))
+    assert [p.name for p in launched(device, lambda: ttnn.index_fill(t, 0, i, 1.0))] == ["IndexFillOperation"]
+    with pytest.raises(RuntimeError, match="Value type must match input tensor dtype"):
+        ttnn.index_fill(t, 0, i, 3)
+    with pytest.raises(RuntimeError, match="Only supporting row major layout"):
+        ttnn.index_fill(ttnn.to_layout(t, ttnn.TILE), 0, i, 1.0)

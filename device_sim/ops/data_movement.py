@@ -26,6 +26,7 @@ from device_sim.programs import bcast_to as bcast_to_programs
 from device_sim.programs import data_movement as programs
 from device_sim.programs import fill_pad as fill_pad_programs
 from device_sim.programs import gather as gather_programs
+from device_sim.programs import index_fill as index_fill_programs
 from device_sim.programs import repeat as repeat_programs
 from device_sim.programs import scatter as scatter_programs
 from device_sim.programs import shape as shape_programs
@@ -269,11 +270,11 @@ def _roll_args(op_name: str, rank: int, shifts, dim) -> tuple[list[int], list[in
     if not shifts or len(shifts) != len(dims):
         raise tt_fatal("!shifts.empty() && shifts.size() == input_dims.size()",
                        f"Roll expects shifts {len(shifts)} and dims {len(dims)} to have the same length",
-                       where="device_sim/ops/data_movement.py")
+                       where=_HERE)
     for d in dims:
         if not -rank <= d < rank:
             raise tt_fatal("dim >= -num_dims && dim < num_dims", f"Invalid dimension index {d}. The dimension "
-                           f"must be within the range [{-rank}, {rank - 1}].", where="device_sim/ops/data_movement.py")
+                           f"must be within the range [{-rank}, {rank - 1}].", where=_HERE)
     return shifts, dims
 
 
@@ -376,7 +377,7 @@ def broadcast_to(input: Tensor, output_shape, *, memory_config: MemoryConfig | N
         check_tt_nn_only(op_name, tt_nn_only)
     v = held(input, op_name)
     shape = [int(n) for n in output_shape]
-    where = "device_sim/ops/data_movement.py"
+    where = _HERE
     if v.dim() > len(shape):
         raise tt_fatal("input_shape.size() <= output_shape.size()", f"Input tensor shape {list(v.shape)} must be at "
                        f"least as large as the broadcast shape {shape}, which it is not", where=where)
@@ -395,6 +396,52 @@ def broadcast_to(input: Tensor, output_shape, *, memory_config: MemoryConfig | N
                  memory_config=memory_config)
     if out.device() is not None:
         device_work.launch_after(out, fresh, input, bcast_to_programs.bcast_to_program(out))
+    return out
+
+
+def _index_fill_golden(t, dim, index, value, *_, **__):
+    return torch.index_fill(t, dim, index.long(), value)
+
+
+@register_op("ttnn.index_fill", golden=_index_fill_golden)
+def index_fill(input: Tensor, dim: int, index: Tensor, value, *,  # noqa: A002 (TT-NN's name)
+               memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The input with every slice along `dim` that `index` (1-D, UINT32) names set to `value`, as torch.index_fill:
+    one IndexFillOperation over a ROW_MAJOR interleaved input, checked as index_fill_device_operation.cpp checks.
+
+    >>> x = ttnn.from_torch(torch.zeros(3, 2), device=device)
+    >>> i = ttnn.from_torch(torch.tensor([0, 2]), device=device)
+    >>> ttnn.index_fill(x, 0, i, 1.5).to_torch()
+    tensor([[1.5000, 1.5000],
+            [0.0000, 0.0000],
+            [1.5000, 1.5000]])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+
+    def check(ok: bool, condition: str, message: str) -> None:
+        if not ok:
+            raise tt_fatal(condition, f"Index fill: {message}", where=_HERE)
+
+    check(isinstance(input, Tensor) and input.device() is not None, "input.storage_type() == StorageType::DEVICE",
+          "Input must be on device")
+    check(input.layout == Layout.ROW_MAJOR, "input.layout() == Layout::ROW_MAJOR", "Only supporting row major layout")
+    check(not input.is_sharded() and (memory_config is None or not memory_config.is_sharded()),
+          "memory_layout() == TensorMemoryLayout::INTERLEAVED", "Not currently supporting sharding")
+    check(isinstance(index, Tensor) and index.device() is input.device(), "index.device() == input.device()",
+          "Index tensor must be on the same device as input")
+    check(len(index.shape) == 1, "index.logical_shape().rank() == 1", "Index tensor must be 1D")
+    check(index.dtype == DataType.UINT32, "index.dtype() == DataType::UINT32",
+          f"Index tensor must have UINT32 dtype; got {index.dtype}")
+    check(0 <= dim < len(input.shape), "dim < input.logical_shape().rank() && dim >= 0", "Invalid dimension")
+    floats = input.dtype in (DataType.BFLOAT16, DataType.FLOAT32)
+    check((floats and isinstance(value, float)) or (input.dtype == DataType.INT32 and isinstance(value, int)),
+          "(is_float_dtype && value_is_float) || (is_int_dtype && value_is_int)",
+          f"Value type must match input tensor dtype. Got {input.dtype} input dtype with "
+          f"{'float' if isinstance(value, float) else 'int'} value type")
+    r = torch.index_fill(held(input, op_name), dim, values(index, op_name).long(), value)
+    out = output(r, input, device_inputs(op_name, input, index), op_name=op_name, memory_config=memory_config)
+    device_work.launch_after(out, True, input, index_fill_programs.index_fill_program(input, index))
     return out
 
 
