@@ -202,8 +202,27 @@ def validate_matmul_sharding(cfg, a_shape, b_shape, a_mem, b_mem, out_mem) -> No
         if sharded(b_mem):
             _check(not cfg.transpose_mcast, "!transpose_mcast",
                    f"{name}: Transpose MCAST not supported when input B is sharded")
-            _check(b_mem.memory_layout == L.WIDTH_SHARDED, "B is WIDTH_SHARDED",
-                   f"{name}: Input B memory layout must be WIDTH_SHARDED, got: {b_mem.memory_layout!r}")
+            _check(b_mem.memory_layout in (L.WIDTH_SHARDED, L.HEIGHT_SHARDED), "B is WIDTH_SHARDED or HEIGHT_SHARDED",
+                   f"{name}: Input B memory layout must be WIDTH_SHARDED or HEIGHT_SHARDED, got: "
+                   f"{b_mem.memory_layout!r}")
+            if b_mem.memory_layout == L.HEIGHT_SHARDED:  # a batched matmul's B, whole [K, N] matrices per DRAM bank
+                _check(b_mem.buffer_type == BufferType.DRAM, "B in DRAM",
+                       f"{name}: HEIGHT_SHARDED input B is only supported in DRAM, got: {b_mem.buffer_type!r}")
+                _check(not fuse, "!program_config.fuse_batch",
+                       f"{name}: HEIGHT_SHARDED input B requires fuse_batch=false for batched matmul")
+                s = shard(b_mem)
+                if s is not None:
+                    h, w = tiles(s[0]), tiles(s[1])
+                    _check(w == N, "in1_shard_width_in_tiles == N",
+                           f"{name}: HEIGHT_SHARDED input B shard width ({w} tiles) must equal N ({N} tiles)")
+                    _check(h >= K and h % K == 0, "in1_shard_height_in_tiles % K == 0",
+                           f"{name}: HEIGHT_SHARDED input B shard height ({h} tiles) must be divisible by K ({K} "
+                           f"tiles) so each bank holds complete [K, N] matrices")
+                    batch_b = math.prod(b_shape[:-2]) if len(b_shape) > 2 else 1
+                    banks = b_mem.shard_spec.grid.num_cores()
+                    _check(h // K * banks >= batch_b, "batches_per_bank * num_banks >= B",
+                           f"{name}: HEIGHT_SHARDED input B: batches_per_bank ({h // K}) * num_banks ({banks}) = "
+                           f"{h // K * banks} must be >= batch size B ({batch_b})")
         out_subblocks(L.BLOCK_SHARDED)
     elif isinstance(cfg, MatmulMultiCoreReuseMultiCast1DProgramConfig) and not cfg.gather_in0:
         a_layout, out_layout = (L.WIDTH_SHARDED, L.WIDTH_SHARDED) if cfg.mcast_in0 else (

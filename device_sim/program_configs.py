@@ -134,7 +134,7 @@ class MatmulMultiCoreReuseMultiCastProgramConfig:
     per_core_M: int
     per_core_N: int
     transpose_mcast: bool
-    fused_activation: UnaryWithParam | None
+    fused_activation: UnaryWithParam | None = None  # optional: matmul_nanobind.cpp defaults it to None
     fuse_batch: bool = True
 
     def __post_init__(self):

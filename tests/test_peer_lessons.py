@@ -751,3 +751,23 @@ def test_index_fill_fills_the_named_slices_of_a_row_major_tensor(device):
         ttnn.index_fill(t, 0, i, 3)
     with pytest.raises(RuntimeError, match="Only supporting row major layout"):
         ttnn.index_fill(ttnn.to_layout(t, ttnn.TILE), 0, i, 1.0)
+
+
+def test_a_2d_mcast_matmul_takes_a_batched_b_height_sharded_in_dram(device):
+    # nightly test_matmul.py: MatmulMultiCoreReuseMultiCastProgramConfig without fused_activation (None by default)
+    # and a B of whole [K, N] matrices per DRAM bank (matmul_device_operation.cpp allows HEIGHT_SHARDED B there)
+    cfg = ttnn.MatmulMultiCoreReuseMultiCastProgramConfig(
+        compute_with_storage_grid_size=(2, 2), in0_block_w=1, out_subblock_h=1, out_subblock_w=1, per_core_M=1,
+        per_core_N=1, transpose_mcast=False, fuse_batch=False)
+    assert cfg.fused_activation is None
+    a, b = torch.randn(4, 32, 32), torch.randn(4, 32, 32)
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(3, 0))])
+    spec = ttnn.ShardSpec(grid, [32, 32], ttnn.ShardOrientation.ROW_MAJOR)
+    in1 = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.DRAM, spec)
+    ta = ttnn.from_torch(a, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    tb = ttnn.from_torch(b, dtype=ttnn.float32, layout=ttnn.TILE, device=device, memory_config=in1)
+    torch.testing.assert_close(ttnn.to_torch(ttnn.matmul(ta, tb, program_config=cfg)), a @ b, rtol=0.02, atol=0.05)
+    with pytest.raises(RuntimeError, match="fuse_batch"):
+        ttnn.matmul(ta, tb, program_config=ttnn.MatmulMultiCoreReuseMultiCastProgramConfig(
+            compute_with_storage_grid_size=(2, 2), in0_block_w=1, out_subblock_h=1, out_subblock_w=1, per_core_M=4,
+            per_core_N=1, transpose_mcast=False, fuse_batch=True))
