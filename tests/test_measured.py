@@ -255,6 +255,28 @@ def test_a_report_of_an_older_schema_is_told_to_upgrade_first(tmp_path):
     assert done.returncode == 2 and "ttreport upgrade" in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
+def test_a_mesh_runs_own_perf_file_attaches_chip_by_chip(tmp_path):
+    # ttreport's own ops_perf_results.csv has TT-NN's rows: one per device operation per chip, each the model's
+    # estimate shared by the op's programs on that chip; attached to its own report every row pairs by name
+    script = tmp_path / "mesh.py"
+    script.write_text(
+        "import sys, torch, ttreport, device_sim as ttnn\n"
+        "mesh = ttnn.open_mesh_device(ttnn.MeshShape(1, 2))\n"
+        "with ttreport.capture(sys.argv[1]):\n"
+        "    x = ttnn.from_torch(torch.randn(1, 1, 64, 128), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh,\n"
+        "                        mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))\n"
+        "    ttnn.add(ttnn.relu(x), x)\n"
+        "ttnn.close_mesh_device(mesh)\n")
+    report = tmp_path / "mesh"
+    subprocess.run([sys.executable, str(script), str(report)], check=True, timeout=300, capture_output=True)
+    rows = file_rows(report / "ops_perf_results.csv")
+    assert {r["DEVICE ID"] for r in rows} == {"0", "1"}
+    out = json.loads(cli("attach", report, report / "ops_perf_results.csv", "--json").stdout)
+    assert out["matched"] == out["by_name"] == out["rows"] == len(rows) and out["first_mismatch"] is None
+    summary = json.loads(cli("summary", report, "--json").stdout)["measured"]
+    assert summary["ops"] == 2 and summary["median_ratio"] == pytest.approx(1.0, abs=0.01)
+
+
 def test_names_compare_across_tt_nn_versions_and_device_sim():
     assert {measured.name_key(n) for n in ("LayerNormDeviceOperation", "LayerNorm", "ttnn.layer_norm")} == \
         {"layernorm"}
