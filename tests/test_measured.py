@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ttreport.read import measured
+from ttreport.read import device_time, measured
 
 DATA = Path(__file__).resolve().parent / "data" / "ops_perf"
 CLIP = DATA / "wh_clip_encoder_2_first40.csv"
@@ -141,6 +141,10 @@ def test_the_html_report_has_a_section_setting_measured_beside_modelled(tmp_path
         assert f"<tr><td>{n['name']}</td><td class='num'>{n['ops']:,}</td>" in section
     for o in summary["worst"]:  # the furthest ops, each linked to its row in the op table
         assert f"<a href='#op-{o['operation_id']}'>" in section
+    # the op table's device cell has each matched op's measured time under its estimate
+    for _, op_id, _, ns in stored(report)[4:]:
+        row = page[page.index(f"<tr id='op-{op_id}'"):]
+        assert f"<br>measured {device_time.human_ns(ns)}</td>" in row[:row.index("</tr>")]
     # without an attached run the page has no such section
     assert cli("html", layer_run, "-o", tmp_path / "plain.html").returncode == 0
     assert "id='measured'" not in (tmp_path / "plain.html").read_text()

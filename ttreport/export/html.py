@@ -161,7 +161,7 @@ def export_html(report, path, *, limit: int | None = MAX_OPS, top_level: bool = 
         if vs_measured is not None:
             _measured(w, vs_measured)
         _pcc(w, report, checks, comparison)
-        top_tensor = _ops(w, report, checks, limit, depth, device)
+        top_tensor = _ops(w, report, checks, limit, depth, device, measured.of_ops(report) if vs_measured else {})
         _tensors(w, report, top_tensor)
         w(f"<script>{_JS}</script></body></html>\n")
     return path
@@ -498,9 +498,9 @@ def _dims(t) -> str:
     return f"{list(t.dims)} {dtype} {where}"
 
 
-def _ops(w, report, checks: dict, limit, depth, device: dict) -> int | None:
-    """The op table; returns the highest tensor id its rows link to (-1 for none), or None when it lists every op:
-    how far the tensor table goes."""
+def _ops(w, report, checks: dict, limit, depth, device: dict, real: dict) -> int | None:
+    """The op table (`real`: op id -> measured ns, where a real run is attached); returns the highest tensor id its
+    rows link to (-1 for none), or None when it lists every op: how far the tensor table goes."""
     total = report.count_operations() if depth is None else \
         report.execute("SELECT COUNT(*) FROM operations WHERE COALESCE(depth, 0) = 0").fetchone()[0]
     shown = total if limit is None else min(limit, total)
@@ -519,7 +519,7 @@ def _ops(w, report, checks: dict, limit, depth, device: dict) -> int | None:
             w(f"</tbody></table><p class='note'>The op table ends before op {op.id}: the page holds at most "
               f"{TABLE_CHARS // 2**20} MiB of op rows. {more}.</p>\n")
             return top_tensor
-        row = _op_row(op, checks.get(op.id, []), device.get(op.id))
+        row = _op_row(op, checks.get(op.id, []), device.get(op.id), real.get(op.id))
         w(row)
         written += len(row)
         top_tensor = max([top_tensor, *(t.id for t in op.input_tensors[:MAX_LISTED] + op.output_tensors[:MAX_LISTED])])
@@ -527,7 +527,7 @@ def _ops(w, report, checks: dict, limit, depth, device: dict) -> int | None:
     return top_tensor if shown < total else None
 
 
-def _op_row(op, op_checks: list, device_ns: int | None = None) -> str:
+def _op_row(op, op_checks: list, device_ns: int | None = None, measured_ns: int | None = None) -> str:
     """One op's row of the op table, each value capped (VALUE_CHARS) and each list too (MAX_LISTED)."""
     e = html.escape
     pccs = [c["pcc"] for c in op_checks if c["pcc"] is not None]
@@ -565,7 +565,8 @@ def _op_row(op, op_checks: list, device_ns: int | None = None) -> str:
     inputs, outputs = _listed(op.input_tensors, "inputs"), _listed(op.output_tensors, "outputs")
     return (f"<tr id='op-{op.id}' class='{classes}' data-search='{e(search.lower())}'><td>{op.id}</td>"
             f"<td>{_text(op.name, 300)}{parent}</td><td class='num'>{_text(op.depth, 30)}</td>"
-            f"<td class='num'>{start}</td><td class='num'>{device_time.human_ns(device_ns)}</td>"
+            f"<td class='num'>{start}</td><td class='num'>{device_time.human_ns(device_ns)}"
+            f"{'' if measured_ns is None else f'<br>measured {device_time.human_ns(measured_ns)}'}</td>"
             f"<td class='num'>{_seconds(op.duration)}</td>"
             f"<td>{_tensor_links(inputs[0])}{inputs[1] and ' ...'}</td>"
             f"<td>{_tensor_links(outputs[0])}{outputs[1] and ' ...'}</td>"
