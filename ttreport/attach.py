@@ -22,8 +22,7 @@ from pathlib import Path
 from ttreport.errors import ReportError, ReportInUseError
 from ttreport.export import ops_perf
 from ttreport.folder import capture_holds
-from ttreport.read import measured
-from ttreport.read.device_time import is_transfer
+from ttreport.read import device_time, measured
 from ttreport.read.report import Report
 
 
@@ -98,16 +97,22 @@ def device_operations(r) -> dict[int, list[measured.DeviceOp]]:
     estimate_sql = "EXISTS (SELECT 1 FROM device_perf p WHERE p.operation_id = o.operation_id) AND NOT EXISTS " \
         "(SELECT 1 FROM operations c WHERE c.parent_operation_id = o.operation_id)" if estimates else "0"
     chips: dict[int, list[measured.DeviceOp]] = {}
+    ran_on = None  # op id -> the chips its tensors live on, read once if an op without a program model needs it
     for op_id, name, graph_id, estimated in r.execute(
             f"SELECT o.operation_id, o.name, {graph_sql}, {estimate_sql} FROM operations o ORDER BY o.operation_id"):
-        if not isinstance(op_id, int) or not isinstance(name, str) or is_transfer(name):
+        if not isinstance(op_id, int) or not isinstance(name, str) or device_time.is_transfer(name):
             continue
         launched = programs.get(graph_id)
         if launched:
             for p in launched:
                 chips.setdefault(p.device_id, []).append(measured.DeviceOp(op_id, name, p.name))
         elif estimated:
-            for chip in _chips_of(r, op_id):
+            if ran_on is None:
+                ran_on = {}
+                for op, device in r.execute(device_time.CHIPS_SQL):
+                    if isinstance(device, int):
+                        ran_on.setdefault(op, []).append(device)
+            for chip in ran_on.get(op_id) or [0]:
                 chips.setdefault(chip, []).append(measured.DeviceOp(op_id, name, name))
     return chips
 
@@ -118,14 +123,3 @@ def _programs(text: str) -> list:
         return [p for p in ops_perf.device_operations(text) if isinstance(p.name, str)]
     except (ValueError, KeyError, TypeError, IndexError, AttributeError):
         return []
-
-
-def _chips_of(r, op_id: int) -> list[int]:
-    """The chips an op's device tensors live on (device 0 for one with none), as device_time.timeline places it."""
-    chips = {d for (d,) in r.execute(
-        "SELECT t.device_id FROM (SELECT tensor_id FROM input_tensors WHERE operation_id = ?1 UNION ALL "
-        "SELECT tensor_id FROM output_tensors WHERE operation_id = ?1) x JOIN tensors t USING (tensor_id) "
-        "WHERE t.buffer_type IS NOT NULL UNION SELECT d.device_id FROM (SELECT tensor_id FROM input_tensors "
-        "WHERE operation_id = ?1 UNION ALL SELECT tensor_id FROM output_tensors WHERE operation_id = ?1) x "
-        "JOIN device_tensors d USING (tensor_id)", (op_id,)) if isinstance(d, int)}
-    return sorted(chips) or [0]

@@ -89,18 +89,23 @@ def of_ops(r) -> dict[int, int]:
     return {i: ns for i, ns in r.execute("SELECT operation_id, ideal_ns FROM device_perf") if _is_int(ns)}
 
 
+# (operation id, device id) of every chip an op's device tensors live on, in op order: where an op ran (a mesh op on
+# each chip of its mesh tensors); an op with none is taken to run on device 0.
+CHIPS_SQL = (
+    "SELECT x.operation_id, t.device_id FROM (SELECT operation_id, tensor_id FROM output_tensors UNION ALL "
+    "SELECT operation_id, tensor_id FROM input_tensors) x JOIN tensors t USING (tensor_id) "
+    "WHERE t.buffer_type IS NOT NULL AND t.device_id IS NOT NULL UNION "
+    "SELECT x.operation_id, d.device_id FROM (SELECT operation_id, tensor_id FROM output_tensors UNION ALL "
+    "SELECT operation_id, tensor_id FROM input_tensors) x JOIN device_tensors d USING (tensor_id) "
+    "WHERE d.device_id IS NOT NULL ORDER BY 1, 2")
+
+
 def timeline(r) -> Iterator[DeviceSlice]:
     """Each chip's device timeline, in op order: the top-level ops with an estimate, on every chip their tensors live
     on (device 0 for one with none), back to back from the first op's host start. The model estimates kernels, not
     the gaps between them (dispatch, the emulator's own slowness), so on each chip an op starts when the one before
     it ends, as in a traced run. Streamed: two cursors in op order, merged."""
-    devices = groupby(r.execute(
-        "SELECT x.operation_id, t.device_id FROM (SELECT operation_id, tensor_id FROM output_tensors UNION ALL "
-        "SELECT operation_id, tensor_id FROM input_tensors) x JOIN tensors t USING (tensor_id) "
-        "WHERE t.buffer_type IS NOT NULL AND t.device_id IS NOT NULL UNION "
-        "SELECT x.operation_id, d.device_id FROM (SELECT operation_id, tensor_id FROM output_tensors UNION ALL "
-        "SELECT operation_id, tensor_id FROM input_tensors) x JOIN device_tensors d USING (tensor_id) "
-        "WHERE d.device_id IS NOT NULL ORDER BY 1, 2"), key=lambda row: row[0])
+    devices = groupby(r.execute(CHIPS_SQL), key=lambda row: row[0])
     next_devices = next(devices, None)
     free: dict = {}  # device id -> when its last op ends
     start = None
