@@ -596,6 +596,8 @@ def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | No
                        core_grid=params.get("core_grid"))
     if family == "conv2d" and inputs:
         return _conv2d(inputs, outputs, fidelity or MathFidelity.HiFi4, cfg, params)
+    if not inputs and name in ("move", "reallocate"):
+        inputs = outputs  # a move frees its input as it runs: the output is its twin, in the same layout
     if not inputs:
         return _streaming([], outputs, outputs[0].pages, 0, cfg)  # creation ops: writes only
     if family in ("move", "embedding") or name in _DM_ONLY:

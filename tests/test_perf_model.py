@@ -268,3 +268,25 @@ def test_a_1x1_conv_is_a_matmul_and_a_3x3_one_adds_its_halo_and_window_gathers(d
     # the 3x3: K = 9 * 64, on the grid's cores, with the halo and the 3 window runs an output row it gathers
     assert three.cores == 16 and three.bandwidth_ns >= math.ceil(256 / 16) * 3 * perf_model.CONV_WINDOW_READ_NS
     assert three.ideal_ns > 2 * one.ideal_ns
+
+
+def test_untilize_shard_moves_and_a_sharded_move_by_hand(device):
+    # an untilize gives each core whole tile rows: [256, 1024] is 8 rows of 32 tiles, 8 cores, each 32 tiles at
+    # 730 cycles (the compute bound) against 32 tiles read (L1_TILE each) and 32 sticks written (60 ns + 2 KiB each)
+    x = _t(device, ttnn.L1, shape=(256, 1024))
+    u = ttnn.untilize(x)
+    e = _est(ttnn.untilize, (x,), {}, u)
+    assert (e.cores, e.compute_ns, e.bandwidth_ns) == (8, 32 * 730, math.ceil(32 * L1_TILE))
+    # the same tensor height-sharded over 8 cores: interleaved_to_sharded is a data-movement program (0.6 us launch)
+    # reading each core's 32 tiles over the NoC; sharded_to_interleaved waits on each of its 32 writes (450 ns)
+    cfg = ttnn.create_sharded_memory_config((256, 1024), ttnn.CoreGrid(y=1, x=8), ttnn.ShardStrategy.HEIGHT)
+    s = ttnn.to_memory_config(x, cfg)
+    i2s = _est(ttnn.interleaved_to_sharded, (x, cfg), {}, s)
+    assert (i2s.cores, i2s.fixed_ns, i2s.bandwidth_ns) == (8, 600, math.ceil(32 * L1_TILE))
+    back = ttnn.sharded_to_interleaved(s, ttnn.L1_MEMORY_CONFIG)
+    s2i = _est(ttnn.sharded_to_interleaved, (s, ttnn.L1_MEMORY_CONFIG), {}, back)
+    assert (s2i.cores, s2i.fixed_ns, s2i.bandwidth_ns) == (8, 600, math.ceil(32 * (450 + 2048 / 29)))
+    # moving a sharded buffer copies each core's 64 KiB shard through the NoC to itself at 29 B/cycle
+    m = ttnn.move(s)
+    mv = _est(ttnn.move, (s,), {}, m)
+    assert (mv.cores, mv.fixed_ns, mv.bandwidth_ns) == (8, 600, math.ceil(32 * 2048 / 29))
