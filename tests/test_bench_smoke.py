@@ -31,6 +31,7 @@ FIGURES = [
     "ttreport summary: fastest of 1", "compare: CLI / API",
     "device_sim dispatch + allocator (add 32x32): pure / C",
     "ttreport hook + stack walk (captured add 32x32): pure / C",
+    "eltwise add 32x32: run() / plain()", "eltwise add 32x32, memory_config=: run() / plain()",
 ]
 # Benchmark 9 needs a PostgreSQL server; where none can start it says "skipped: ..." instead.
 STORE_FIGURES = ["history for one op (all runs): p50", "history for one op and shape: p50", "runs (every run): p50"]
