@@ -280,3 +280,16 @@ def test_a_report_whose_path_holds_uri_characters_reads_and_upgrades(captured, t
     result = invoke("upgrade", copy)
     assert result.exit_code == 0, result.output
     assert db.is_current(copy / "db.sqlite")
+
+
+def test_every_command_that_reads_a_report_takes_run_and_a_run_needs_a_store_url(captured):
+    # --run is each reading command's own click option (ttreport.store.cli.takes_runs): in its help, and a --run
+    # with no store URL for it is a one-line error naming both counts (the URLs themselves need a server:
+    # tests/test_store.py).
+    readers = sorted(n for n, c in main.commands.items() if any(p.name == "runs" for p in c.params))
+    assert {"summary", "ops", "op", "query", "compare", "html", "merge"} <= set(readers), readers
+    assert not {"push", "runs", "history", "run", "ls", "import", "demo", "diff-tensor"} & set(readers), readers
+    assert "--run NAME" in invoke("summary", "--help").output
+    result = CliRunner().invoke(main, ["summary", str(captured["path"]), "--run", "nightly-1"])
+    assert result.exit_code == 2
+    assert "0 store URL(s) and 1 --run: give one --run NAME after each store URL" in result.output, result.output
