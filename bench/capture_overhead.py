@@ -153,6 +153,9 @@ def _model_thread_cpu(tmp, device_loop, n_ops: int, repeats: int) -> list[Figure
                 tensors=tensors, stack_traces=True, writer="process"))
             cap.start()
             try:
+                if tensors == "none":  # a capture storing no tensors starts no tensor thread
+                    out.append(cpu(device_loop))
+                    continue
                 store = cap._storage
                 clock = time.pthread_getcpuclockid(store.ident)
                 before = time.clock_gettime(clock)
