@@ -7,7 +7,8 @@
  *           the state and methods of allocator.BankAllocator, with the same results call for call.
  *   Memory  the base of allocator.NativeDeviceMemory: allocate_like() and free(), the two calls every
  *           element-wise op makes (its output's buffer, and the free when the tensor dies), and
- *           tensor_like(), the whole output tensor of ops.common.like_output.
+ *           tensor_like(), the whole output tensor of ops.common.like_output. While the chip's mesh
+ *           allocates in lock step (its `lockstep` set) allocate_like hands over to the Python method.
  *   Dispatch a registered op's public function: a call goes straight to the body, between the hook's begin
  *           and end when one is installed (registry's Python wrapper for `memory=`, output keywords, meshes).
  *   bf16_min_magnitude  one pass over a bfloat16 buffer for device_sim/matmul_kernel.py's denormal guard.
@@ -33,6 +34,7 @@ static PyObject *OutOfMemory = NULL;
 static PyTypeObject *BufferType = NULL;
 static PyObject *BufferIds = NULL;
 static PyObject *S_alloc = NULL, *S_free = NULL, *S_raise_oom_like = NULL, *S_memory = NULL;
+static PyObject *S_allocate_like_in_lockstep = NULL;
 
 #define N_BUFFER_TYPES 8 /* BufferType values: DRAM 0, L1 1, SYSTEM_MEMORY 2, L1_SMALL 3, TRACE 4 */
 #define BUFFER_FIELDS 10 /* Buffer's fields: buffer_id, device_id, type, layout, address, per bank, ... */
@@ -100,7 +102,7 @@ static long long take(Banks *s, long long size) {
 }
 
 /* Give [addr, addr + size) back, merged with its neighbours (the pure path's release, step for step). */
-static int give_back(Banks *s, long long addr, long long size) {
+static int room_for_one_more(Banks *s) {
     if (s->n == s->cap) {
         Py_ssize_t cap = s->cap ? s->cap * 2 : 8;
         Block *grown = PyMem_Realloc(s->blocks, (size_t)cap * sizeof(Block));
@@ -111,6 +113,12 @@ static int give_back(Banks *s, long long addr, long long size) {
         s->blocks = grown;
         s->cap = cap;
     }
+    return 0;
+}
+
+static int give_back(Banks *s, long long addr, long long size) {
+    if (room_for_one_more(s) < 0)
+        return -1;
     s->used -= size;
     Py_ssize_t i = 0;
     while (i < s->n && s->blocks[i].start < addr)
@@ -128,6 +136,41 @@ static int give_back(Banks *s, long long addr, long long size) {
         remove_block(s, i);
     }
     return 0;
+}
+
+/* The free block that holds all of [addr, addr + size), or -1: a mesh buffer's address on one chip. */
+static Py_ssize_t holding(Banks *s, long long addr, long long size) {
+    for (Py_ssize_t i = 0; i < s->n && s->blocks[i].start <= addr; i++)
+        if (addr + size <= s->blocks[i].end)
+            return i;
+    return -1;
+}
+
+/* Take exactly [addr, addr + size) out of the free block holding it (the pure path's allocate_at, step for
+ * step): 1 taken, 0 when it is not wholly free, -1 with an error set. */
+static int take_at(Banks *s, long long addr, long long size) {
+    Py_ssize_t i = holding(s, addr, size);
+    if (i < 0)
+        return 0;
+    Block *b = &s->blocks[i];
+    if (b->start < addr && addr + size < b->end) {  /* from the middle: the block splits in two */
+        if (room_for_one_more(s) < 0)
+            return -1;
+        b = &s->blocks[i];
+        memmove(&s->blocks[i + 2], &s->blocks[i + 1], (size_t)(s->n - i - 1) * sizeof(Block));
+        s->blocks[i + 1].start = addr + size;
+        s->blocks[i + 1].end = b->end;
+        b->end = addr;
+        s->n++;
+    } else if (b->start == addr) {
+        b->start += size;
+        if (b->start == b->end)
+            remove_block(s, i);
+    } else {
+        b->end = addr;
+    }
+    s->used += size;
+    return 1;
 }
 
 static int Banks_init(Banks *s, PyObject *args, PyObject *kwds) {
@@ -221,6 +264,38 @@ static PyObject *Banks_release(Banks *s, PyObject *const *args, Py_ssize_t nargs
     Py_RETURN_NONE;
 }
 
+/* (addr, size_per_bank) as allocate_at and is_free take them: 0, or -1 with an error set; *size -1 when no
+ * bank is that large (never free). */
+static int at_args(Banks *s, PyObject *const *args, Py_ssize_t nargs, const char *name, long long *addr,
+                   long long *size) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s(addr, size_per_bank) takes two arguments", name);
+        return -1;
+    }
+    *addr = PyLong_AsLongLong(args[0]);
+    if (*addr == -1 && PyErr_Occurred())
+        return -1;
+    *size = rounded(s, args[1]);
+    return *size == -2 ? -1 : 0;
+}
+
+static PyObject *Banks_allocate_at(Banks *s, PyObject *const *args, Py_ssize_t nargs) {
+    long long addr, size;
+    if (at_args(s, args, nargs, "allocate_at", &addr, &size) < 0)
+        return NULL;
+    int taken = size < 0 ? 0 : take_at(s, addr, size);
+    if (taken < 0)
+        return NULL;
+    return PyBool_FromLong(taken);
+}
+
+static PyObject *Banks_is_free(Banks *s, PyObject *const *args, Py_ssize_t nargs) {
+    long long addr, size;
+    if (at_args(s, args, nargs, "is_free", &addr, &size) < 0)
+        return NULL;
+    return PyBool_FromLong(size >= 0 && holding(s, addr, size) >= 0);
+}
+
 static PyObject *Banks_free_bytes_per_bank(Banks *s, PyObject *unused) {
     long long total = 0;
     for (Py_ssize_t i = 0; i < s->n; i++)
@@ -270,6 +345,11 @@ static PyMethodDef Banks_methods[] = {
     {"lowest_occupied_address", (PyCFunction)Banks_lowest_occupied_address, METH_NOARGS,
      "The lowest address a live buffer holds, or None when none is live."},
     {"free_blocks", (PyCFunction)Banks_free_blocks, METH_NOARGS, "The free list: [start, end) pairs, sorted."},
+    {"allocate_at", (PyCFunction)(void (*)(void))Banks_allocate_at, METH_FASTCALL,
+     "allocate_at(addr, size_per_bank) -> True once exactly that block (rounded up to the alignment) is taken, "
+     "False (nothing taken) when it is not wholly free: a mesh buffer's one address on this chip."},
+    {"is_free", (PyCFunction)(void (*)(void))Banks_is_free, METH_FASTCALL,
+     "is_free(addr, size_per_bank) -> whether allocate_at would take it."},
     {NULL},
 };
 
@@ -301,11 +381,13 @@ static PyTypeObject Banks_Type = {
 typedef struct {
     PyObject_HEAD
     PyObject *listener; /* called with ("alloc" | "free", Buffer); ttreport's seam */
+    PyObject *lockstep; /* allocator.LockStep while a mesh allocates in lock step, else NULL/None */
     PyObject *banks[N_BUFFER_TYPES]; /* Banks by BufferType value, NULL where the device has none */
 } Memory;
 
 static int Memory_traverse(Memory *m, visitproc visit, void *arg) {
     Py_VISIT(m->listener);
+    Py_VISIT(m->lockstep);
     for (int i = 0; i < N_BUFFER_TYPES; i++)
         Py_VISIT(m->banks[i]);
     return 0;
@@ -313,6 +395,7 @@ static int Memory_traverse(Memory *m, visitproc visit, void *arg) {
 
 static int Memory_clear(Memory *m) {
     Py_CLEAR(m->listener);
+    Py_CLEAR(m->lockstep);
     for (int i = 0; i < N_BUFFER_TYPES; i++)
         Py_CLEAR(m->banks[i]);
     return 0;
@@ -383,6 +466,8 @@ static int tell_listener(Memory *m, PyObject *event, PyObject *buf) {
 static PyObject *Memory_allocate_like(Memory *m, PyObject *like) {
     if (!is_buffer(like))
         return NULL;
+    if (m->lockstep != NULL && m->lockstep != Py_None)  /* a mesh's buffer: its address is the mesh's */
+        return PyObject_CallMethodOneArg((PyObject *)m, S_allocate_like_in_lockstep, like);
     Banks *s = banks_of(m, PyTuple_GET_ITEM(like, 2));
     if (s == NULL)
         return NULL;
@@ -561,6 +646,8 @@ static PyMethodDef Memory_methods[] = {
 
 static PyMemberDef Memory_members[] = {
     {"listener", T_OBJECT, offsetof(Memory, listener), 0, "called with ('alloc' | 'free', Buffer), or None"},
+    {"lockstep", T_OBJECT, offsetof(Memory, lockstep), 0,
+     "allocator.LockStep while the chip's mesh allocates in lock step (allocate_like then runs in Python), or None"},
     {NULL},
 };
 
@@ -976,6 +1063,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     S_alloc = PyUnicode_InternFromString("alloc");
     S_free = PyUnicode_InternFromString("free");
     S_raise_oom_like = PyUnicode_InternFromString("_raise_oom_like");
+    S_allocate_like_in_lockstep = PyUnicode_InternFromString("_allocate_like_in_lockstep");
     S_inputs = PyUnicode_InternFromString("inputs");
     S_hook = PyUnicode_InternFromString("_hook");
     S_per_device = PyUnicode_InternFromString("_per_device");
@@ -985,7 +1073,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     S_output_keyword = PyUnicode_InternFromString("output_keyword");
     if (!S_hook || !S_per_device || !S_begin || !S_end || !S_memory || !S_output_keyword || PyType_Ready(&Dispatch_Type) < 0)
         return NULL;
-    if (!S_inputs || !S_alloc || !S_free || !S_raise_oom_like || PyType_Ready(&Banks_Type) < 0 || PyType_Ready(&Memory_Type) < 0)
+    if (!S_inputs || !S_alloc || !S_free || !S_raise_oom_like || !S_allocate_like_in_lockstep ||
+        PyType_Ready(&Banks_Type) < 0 || PyType_Ready(&Memory_Type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)

@@ -7,6 +7,10 @@ DRAM is allocated bottom-up (lowest free address first) and L1 top-down (highest
 as TT-Metal's allocator does, so that L1 tensors stay clear of circular buffers, which
 grow up from the bottom of L1.
 
+Each chip has its own allocators; the chips of a mesh allocate a mesh tensor's buffers in lock step
+(LockStep, entered by MeshDevice.lockstep()), one address on every chip, as TT-NN's MeshDevice allocates
+a MeshBuffer once for all its chips.
+
 The bookkeeping runs in C (device_sim/_native.c: NativeBankAllocator, NativeDeviceMemory) when that
 optional extension was built by `pip install`; otherwise, or with DEVICE_SIM_PURE=1 in the environment
 (or `allocator.NATIVE = False` before a device opens), in the pure-Python classes below. Both give the
@@ -21,6 +25,7 @@ same addresses, buffers, listener events and errors for the same calls (tests/te
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
@@ -111,6 +116,39 @@ class BankAllocator:
             return addr
         raise OutOfMemoryError(size)
 
+    def _holding(self, addr: int, size: int) -> int:
+        """Index of the free block that holds all of [addr, addr + size), or -1."""
+        for i, (start, end) in enumerate(self._free):
+            if start > addr:
+                break
+            if addr + size <= end:
+                return i
+        return -1
+
+    def is_free(self, addr: int, size_per_bank: int) -> bool:
+        """Whether allocate_at(addr, size_per_bank) would take the block."""
+        return self._holding(addr, -(-max(size_per_bank, 1) // self.alignment) * self.alignment) >= 0
+
+    def allocate_at(self, addr: int, size_per_bank: int) -> bool:
+        """Take exactly [addr, addr + size) (size rounded up to the alignment): a mesh buffer's one address on
+        this chip. False, and nothing taken, when that range is not wholly free."""
+        size = -(-max(size_per_bank, 1) // self.alignment) * self.alignment
+        i = self._holding(addr, size)
+        if i < 0:
+            return False
+        block = self._free[i]
+        if block[0] < addr and addr + size < block[1]:  # from the middle: the block splits in two
+            self._free.insert(i + 1, [addr + size, block[1]])
+            block[1] = addr
+        elif block[0] == addr:
+            block[0] += size
+            if block[0] == block[1]:
+                del self._free[i]
+        else:
+            block[1] = addr
+        self.bytes_per_bank_used += size
+        return True
+
     def release(self, addr: int, size_per_bank: int) -> None:
         size = -(-max(size_per_bank, 1) // self.alignment) * self.alignment
         self.bytes_per_bank_used -= size
@@ -135,6 +173,7 @@ class DeviceMemory:
         self.allocators = allocators
         self._lock = threading.RLock()  # re-entrant: a GC-run Tensor.__del__ may free inside allocate
         self.listener = None  # called with ("alloc" | "free", Buffer); ttreport's seam
+        self.lockstep: LockStep | None = None  # set while this chip's mesh allocates in lock step (lockstep())
 
     def allocate(self, buffer_type: BufferType, layout: TensorMemoryLayout, *, page_size: int,
                  num_pages: int, num_banks: int | None = None, pages_per_bank: int | None = None,
@@ -145,7 +184,8 @@ class DeviceMemory:
         size_per_bank = per_bank * page_size
         with self._lock:
             try:
-                addr = alloc.allocate(size_per_bank)
+                step = self.lockstep
+                addr = alloc.allocate(size_per_bank) if step is None else step.place(self, alloc, size_per_bank)
             except OutOfMemoryError:
                 where = "" if not cores else f" core (x={cores[0][0]},y={cores[0][1]}) (the first of {len(cores)}):"
                 raise OutOfMemoryError(self._oom_message(alloc, size_per_bank, num_pages * page_size, where)) from None
@@ -162,7 +202,9 @@ class DeviceMemory:
         alloc = self.allocators[like.buffer_type]
         with self._lock:
             try:
-                addr = alloc.allocate(like.max_size_per_bank)
+                step = self.lockstep
+                addr = (alloc.allocate(like.max_size_per_bank) if step is None
+                        else step.place(self, alloc, like.max_size_per_bank))
             except OutOfMemoryError:
                 self._raise_oom_like(like)
             # Field by field as allocate() makes them (_replace is 2x slower): id, device, type, layout, address, rest.
@@ -210,6 +252,95 @@ class DeviceMemory:
         )
 
 
+class LockStep:
+    """One mesh-wide action's allocations (an op on a mesh's tensors, a tensor sent to a mesh), in lock step.
+
+    TT-NN allocates a mesh buffer once, in the MeshDevice's own allocator, and makes each chip's buffer at that
+    one address (tt_metal/distributed/mesh_buffer.cpp: MeshBuffer::create, initialize_device_buffers). Here each
+    chip still books its own buffer (its id, its listener event, its free list, so a chip's view of its memory
+    stays whole), but the k-th allocation a chip makes in the action takes the address of the k-th mesh buffer:
+    the one the first chip to make a k-th allocation chose.
+
+    That first choice is the chip's own first fit when the range is free on every chip (always, while the chips
+    hold the same buffers); else the first fit among the ranges free on all of them, as TT-NN's mesh allocator
+    picks in its HYBRID mode (which reads each chip's own allocator). A chip whose k-th allocation differs (another
+    buffer type or size: shards of unequal shapes) or whose range is taken (by buffers made on that chip alone)
+    allocates on its own, and that tensor's shards then have no one address.
+    """
+
+    __slots__ = ("memories", "placed", "made")
+
+    def __init__(self, memories: list[DeviceMemory]):
+        self.memories = memories
+        self.placed: list[tuple[BufferType, int, int]] = []  # the k-th mesh buffer: (type, size per bank, address)
+        self.made: dict[int, int] = {}  # id(memory) -> how many allocations that chip has made in this action
+
+    def place(self, memory: DeviceMemory, alloc: BankAllocator, size_per_bank: int) -> int:
+        """The address of `memory`'s next buffer, taken from `alloc` (raises OutOfMemoryError as allocate())."""
+        k = self.made.get(id(memory), 0)
+        self.made[id(memory)] = k + 1
+        if k < len(self.placed):
+            buffer_type, size, addr = self.placed[k]
+            if buffer_type == alloc.buffer_type and size == size_per_bank and alloc.allocate_at(addr, size):
+                return addr
+            return alloc.allocate(size_per_bank)
+        addr = self._choose(memory, alloc, size_per_bank)
+        self.placed.append((alloc.buffer_type, size_per_bank, addr))
+        return addr
+
+    def _choose(self, memory: DeviceMemory, alloc: BankAllocator, size_per_bank: int) -> int:
+        addr = alloc.allocate(size_per_bank)
+        others = [m.allocators[alloc.buffer_type] for m in self.memories if m is not memory]
+        if all(o.is_free(addr, size_per_bank) for o in others):
+            return addr
+        alloc.release(addr, size_per_bank)
+        common = _common_first_fit([alloc, *others], size_per_bank)
+        if common is not None and alloc.allocate_at(common, size_per_bank):
+            return common
+        return alloc.allocate(size_per_bank)  # no range is free on every chip: this one's own
+
+
+def _common_first_fit(allocs: list[BankAllocator], size_per_bank: int) -> int | None:
+    """Where first fit places `size_per_bank` among the ranges free in every one of `allocs` (chips of one
+    geometry), or None if no such range is large enough."""
+    first = allocs[0]
+    size = -(-max(size_per_bank, 1) // first.alignment) * first.alignment
+    common = first.free_blocks()
+    for other in allocs[1:]:
+        theirs, both, i, j = other.free_blocks(), [], 0, 0
+        while i < len(common) and j < len(theirs):  # two sorted lists of [start, end): their overlaps
+            start, end = max(common[i][0], theirs[j][0]), min(common[i][1], theirs[j][1])
+            if start < end:
+                both.append([start, end])
+            if common[i][1] < theirs[j][1]:
+                i += 1
+            else:
+                j += 1
+        common = both
+    fits = [b for b in common if b[1] - b[0] >= size]
+    if not fits:
+        return None
+    return fits[0][0] if first.bottom_up else fits[-1][1] - size
+
+
+@contextlib.contextmanager
+def lockstep(memories):
+    """Allocations on `memories` (the chips of a mesh) inside this block are the mesh's, made in lock step:
+    LockStep. A block inside another one over any of the same chips is part of that one."""
+    memories = list(memories)
+    if len(memories) < 2 or any(m.lockstep is not None for m in memories):
+        yield
+        return
+    step = LockStep(memories)
+    for m in memories:
+        m.lockstep = step
+    try:
+        yield
+    finally:
+        for m in memories:
+            m.lockstep = None
+
+
 try:
     from device_sim import _native
 except ImportError:  # built without a C compiler (setup.py's extension is optional): the pure classes
@@ -242,6 +373,9 @@ if _native is not None:
         def __init__(self, device_id: int, allocators: dict[BufferType, NativeBankAllocator]):
             DeviceMemory.__init__(self, device_id, allocators)
             self._attach(allocators)
+
+        # What the C allocate_like calls while `lockstep` is set: a mesh buffer's address is the mesh's.
+        _allocate_like_in_lockstep = DeviceMemory.allocate_like
 
 
 def device_memory(device_id: int, banks: dict[BufferType, dict]) -> DeviceMemory:

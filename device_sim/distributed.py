@@ -145,9 +145,10 @@ def per_device_runner(op, function, args: tuple, kwargs: dict):
         token = hook.begin(op, args, kwargs) if hook is not None else None
         try:
             outs = []
-            for i in range(n):
-                _chip.index = i
-                outs.append(function(*_on_chip(args, i), **{k: _on_chip(v, i) for k, v in kwargs.items()}))
+            with mesh.lockstep():  # each output is one mesh buffer: one address on every chip
+                for i in range(n):
+                    _chip.index = i
+                    outs.append(function(*_on_chip(args, i), **{k: _on_chip(v, i) for k, v in kwargs.items()}))
             result = _assemble_outputs(outs, mesh)
         except BaseException as exc:
             if hook is not None:
@@ -316,7 +317,8 @@ def mesh_from_torch(make_one, tensor: torch.Tensor, mesh_mapper, device):
         raise ValueError(f"mesh_mapper is for {mesh!r} but device= is {device!r}; build the mapper for that device")
     pieces = mesh_mapper.map(tensor)
     chips = mesh._chips if device is not None else [None] * len(pieces)
-    shards = [make_one(p.contiguous(), c) for p, c in zip(pieces, chips)]
+    with mesh.lockstep():  # one mesh buffer: one address on every chip
+        shards = [make_one(p.contiguous(), c) for p, c in zip(pieces, chips)]
     return shards[0] if len(shards) == 1 else MeshTensor._assemble(shards, mesh)
 
 

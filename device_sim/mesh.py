@@ -6,8 +6,9 @@
     row = mesh.create_submesh(ttnn.MeshShape(1, 4))
     ttnn.close_mesh_device(mesh)
 
-Every chip of a mesh is a `Device` with its own allocators, so two chips hand out the same
-addresses independently, as separate chips do. A mesh of one chip IS that chip (a MeshDevice
+Every chip of a mesh is a `Device` with its own allocators and buffers; a mesh tensor's buffers are
+allocated in lock step, one address on every chip (MeshDevice.lockstep), as TT-NN's MeshDevice allocates
+a MeshBuffer once for all its chips. A mesh of one chip IS that chip (a MeshDevice
 with its own memory): in TT-NN 0.81 `ttnn.Device` is `MeshDevice` and `open_device` returns a
 1x1 mesh, and tensors on it are ordinary single-device tensors, so single-chip scripts pay
 nothing for the mesh. A mesh of several chips holds no memory itself; its tensors keep one
@@ -22,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from device_sim import registry
+from device_sim import allocator, registry
 from device_sim.device import Device, DeviceConfig, _open_devices, open_device
 
 DEFAULT_SYSTEM_MESH = "2x4"
@@ -239,6 +240,12 @@ class MeshDevice(Device):
 
     def get_submeshes(self) -> list[MeshDevice]:
         return list(self._submeshes)
+
+    def lockstep(self):
+        """A block whose allocations on this mesh's chips are the mesh's: each buffer of a mesh tensor made in
+        it has one address on every chip, as TT-NN's mesh allocator gives it (allocator.LockStep). Every
+        mesh-wide action opens one: an op run per chip, a tensor sent to the mesh, a collective's outputs."""
+        return allocator.lockstep(c.memory for c in self._chips)
 
     def __repr__(self) -> str:  # TT-NN's text, which reports store for a device argument
         rows, cols = rows_cols(self._shape)

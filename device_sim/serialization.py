@@ -201,8 +201,9 @@ def _load_mesh_tensor(path, values: torch.Tensor, dtype, layout, cfg, mesh: dict
         raise ValueError(f"{path} holds a tensor of {mesh['shards']} shards from a {mesh['shape']} mesh; load it "
                          f"with device= an open mesh of {mesh['shards']} chips")
     cfg, source = (cfg, "argument") if cfg is not None else resolve(None, [], "ttnn.load_tensor")
-    return MeshTensor._assemble([Tensor._create(v, dtype, layout, c, cfg, source, tile) for v, c in zip(values, chips)],
-                                device)
+    with device.lockstep():  # one mesh buffer: one address on every chip
+        shards = [Tensor._create(v, dtype, layout, c, cfg, source, tile) for v, c in zip(values, chips)]
+    return MeshTensor._assemble(shards, device)
 
 
 def _parse(path: Path, blob: bytes):

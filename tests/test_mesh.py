@@ -1,4 +1,5 @@
-"""Mesh devices: chips with their own memory, mesh tensors with a shard per chip, ops run per chip."""
+"""Mesh devices: chips with their own memory, mesh tensors with a shard per chip at one address (lock-step
+allocation), ops run per chip."""
 
 from __future__ import annotations
 
@@ -36,8 +37,44 @@ def test_a_mesh_has_chips_in_row_major_order_each_with_its_own_allocator(mesh):
     assert len(memories) == 8
     t = ttnn.from_torch(torch.ones(32, 32), device=mesh, memory_config=ttnn.L1)
     addresses = [s.buffer.address for s in ttnn.get_device_tensors(t)]
-    assert len(set(addresses)) == 1  # the same first address on every chip: separate allocators
+    assert len(set(addresses)) == 1  # one mesh buffer: the mesh allocates it once, for every chip
     assert [s.buffer.device_id for s in ttnn.get_device_tensors(t)] == list(range(8))
+
+
+def _addresses(t) -> set[int]:
+    return {s.buffer.address for s in ttnn.get_device_tensors(t)}
+
+
+def test_a_mesh_tensor_has_one_address_on_every_chip_after_one_chip_allocated_alone(mesh):
+    # TT-NN's MeshBuffer takes its address from the mesh's allocator, then each chip's buffer sits there
+    # (tt_metal/distributed/mesh_buffer.cpp); the chips' own first fits would differ here
+    a = ttnn.from_torch(torch.ones(64, 64), layout=ttnn.TILE, device=mesh, memory_config=ttnn.L1)
+    alone = ttnn.relu(ttnn.get_device_tensors(a)[3])  # chip 3 alone: an ordinary single-chip op
+    chip0 = mesh.get_devices()[0].memory.allocators[ttnn.BufferType.L1]
+    assert chip0.is_free(alone.buffer.address, alone.buffer.max_size_per_bank)  # chip 0's own next first fit
+    b = ttnn.relu(a)
+    c = ttnn.add(a, b)
+    assert len(_addresses(b)) == len(_addresses(c)) == 1
+    assert _addresses(b) != {alone.buffer.address}  # clear of chip 3's tensor, on every chip
+    for chip in mesh.get_devices():  # each chip books its own buffer at that address
+        assert {buf.address for buf in chip.memory.live_buffers()} >= _addresses(b) | _addresses(c)
+
+
+def test_a_one_chip_submesh_allocates_on_its_own_and_two_submeshes_apart(mesh):
+    # A 1x1 submesh is its chip (its memory is the chip's): a tensor there takes that chip's own first fit
+    single = mesh.create_submesh(ttnn.MeshShape(1, 1), ttnn.MeshCoordinate(1, 3))
+    assert single.memory is mesh.get_devices()[7].memory
+    alone = ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=single, memory_config=ttnn.L1)
+    assert type(alone) is ttnn.Tensor and alone.buffer.device_id == 7
+    # Two 1x4 submeshes share no chip, so each allocates as a mesh of its own (TT-NN gives each submesh its
+    # allocator): the same address on both rows, but the second row's keeps clear of chip 7's tensor
+    top, bottom = mesh.create_submeshes(ttnn.MeshShape(1, 4))
+    x = ttnn.from_torch(torch.ones(32, 128), layout=ttnn.TILE, device=top, memory_config=ttnn.L1,
+                        mesh_mapper=ttnn.ShardTensorToMesh(top, dim=1))
+    y = ttnn.from_torch(torch.ones(32, 128), layout=ttnn.TILE, device=bottom, memory_config=ttnn.L1,
+                        mesh_mapper=ttnn.ShardTensorToMesh(bottom, dim=1))
+    assert _addresses(x) == {alone.buffer.address}
+    assert len(_addresses(y)) == 1 and _addresses(y) != _addresses(x)
 
 
 def test_a_multi_chip_mesh_has_no_memory_of_its_own_and_says_where_it_is(mesh):

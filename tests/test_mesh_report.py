@@ -41,11 +41,18 @@ def test_an_op_on_a_mesh_is_recorded_once_with_a_device_tensor_per_chip(mesh_rep
                    (relu_out,))
     assert [s["device_id"] for s in shards] == [0, 1, 2, 3]
     assert {s["address"] for s in shards} == {row["address"]}  # one address on every chip, the row's
-    # After chip 2 alone allocated a tensor (op 3), the all_gather's shards lie at different addresses: no one
-    # address to give the row (TT-NN's lock-step mesh allocator never gets here; device_sim's chips allocate apart)
-    gathered = r.sql("SELECT t.address FROM tensors t JOIN output_tensors o USING (tensor_id) "
+    # After chip 2 alone allocated a tensor (op 3), the all_gather's output is still one mesh buffer: the lock-step
+    # allocator gives it the first range free on every chip, clear of chip 2's tensor
+    gathered = r.sql("SELECT t.tensor_id, t.address FROM tensors t JOIN output_tensors o USING (tensor_id) "
                      "WHERE o.operation_id = 4")[0]
-    assert gathered["address"] is None
+    assert gathered["address"] is not None
+    assert {s["address"] for s in r.sql("SELECT address FROM device_tensors WHERE tensor_id = ?",
+                                        (gathered["tensor_id"],))} == {gathered["address"]}
+    on_chip_2 = sorted((b["address"], b["address"] + b["max_size_per_bank"]) for b in r.sql(
+        "SELECT address, max_size_per_bank FROM buffers WHERE operation_id = 4 AND device_id = 2 "
+        "AND buffer_type = 1"))  # L1
+    assert gathered["address"] in [start for start, _ in on_chip_2] and len(on_chip_2) >= 3
+    assert all(end <= start for (_, end), (start, _) in zip(on_chip_2, on_chip_2[1:]))  # none overlaps another
     assert [d["device_id"] for d in r.devices] == [0, 1, 2, 3]
     assert {b["device_id"] for b in r.sql("SELECT device_id FROM buffers WHERE operation_id = 2")} == {0, 1, 2, 3}
 

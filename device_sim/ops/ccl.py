@@ -86,10 +86,11 @@ class GlobalSemaphore:
         self.mesh_device, self.cores, self.initial_value = mesh_device, cores, int(initial_value)
         self.value = self.initial_value
         self.buffers = []
-        for chip in mesh_device.get_devices():
-            banks = chip.memory.allocators[buffer_type].num_banks
-            self.buffers.append(chip.memory.allocate(buffer_type, TensorMemoryLayout.INTERLEAVED,
-                                                     page_size=chip.config.l1_alignment, num_pages=banks))
+        with mesh_device.lockstep():  # one address on every chip, as the mesh allocates it
+            for chip in mesh_device.get_devices():
+                banks = chip.memory.allocators[buffer_type].num_banks
+                self.buffers.append(chip.memory.allocate(buffer_type, TensorMemoryLayout.INTERLEAVED,
+                                                         page_size=chip.config.l1_alignment, num_pages=banks))
 
     def address(self) -> int:
         return self.buffers[0].address
@@ -181,9 +182,13 @@ def _check_dim(op_name: str, dim, rank: int) -> int:
 
 
 def _results(op_name: str, shards: list[Tensor], mesh, new_values: list[torch.Tensor], memory_config, dtype=None):
-    outs = [output(v, like=s, inputs=[s], op_name=op_name, memory_config=memory_config, dtype=dtype)
-            for s, v in zip(shards, new_values)]
-    return outs[0] if mesh is None else MeshTensor._assemble(outs, mesh)
+    if mesh is None:
+        return output(new_values[0], like=shards[0], inputs=[shards[0]], op_name=op_name,
+                      memory_config=memory_config, dtype=dtype)
+    with mesh.lockstep():  # one mesh buffer: one address on every chip
+        outs = [output(v, like=s, inputs=[s], op_name=op_name, memory_config=memory_config, dtype=dtype)
+                for s, v in zip(shards, new_values)]
+    return MeshTensor._assemble(outs, mesh)
 
 
 def _no_output_tensor(op_name: str, given) -> None:
