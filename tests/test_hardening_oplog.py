@@ -35,9 +35,10 @@ REPO = Path(__file__).resolve().parent.parent
 _LEN = struct.Struct("<I")
 
 # A capture whose writer process commits nothing before it is killed (flush_ops and flush_interval_s far off):
-# every op is in the log alone, so a rebuild from a planted log is never refused for holding fewer ops.
+# every op is in the log alone, so a rebuild from a planted log is never refused for holding fewer ops. Its tensor
+# threads write no file either (held back): the rebuild writes every file from the log (log_tensors.py).
 KILLED = r"""
-import json, os, pathlib, signal, sys, time
+import json, os, pathlib, signal, sys, threading, time
 import torch
 import device_sim as ttnn
 import ttreport
@@ -46,6 +47,8 @@ report = pathlib.Path(sys.argv[1])
 dev = ttnn.open_device(0)
 cfg = ttreport.Config(writer="process", tensors="all", flush_ops=1_000_000, flush_interval_s=3600)
 with ttreport.capture(report, config=cfg) as cap:
+    held = threading.Event()
+    cap._storage.write_values = lambda rec: held.wait()
     a = ttnn.from_torch(torch.ones(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
     sharded = ttnn.create_sharded_memory_config((64, 64), ttnn.CoreGrid(y=2, x=2), ttnn.ShardStrategy.BLOCK)
     for i in range(int(sys.argv[2])):

@@ -1,10 +1,12 @@
-"""Tensor files through the op log (ttreport/capturing/log_tensors.py): with the writer process, a stored
-tensor's bytes go into the log with its op and the writer process writes the file; values too big for the
-log, and every value once the disk runs low, go to the tensor thread as before.
+"""Tensor files with the op log (ttreport/capturing/log_tensors.py): a stored tensor's bytes go into the log with
+its op, and the capture's tensor threads write the file from that record; the writer process writes only the files
+no row followed (a killed model's). Values too big for the log, and every value once the disk runs low, reach the
+threads without the log.
 
     .venv/bin/python -m pytest tests/test_log_tensors.py -q
 
-(A SIGKILL of the model loses no tensor file of an op that returned: test_capture_process_writer.py.)
+(A SIGKILL of the model at a random op loses no tensor file of an op that returned: test_capture_process_writer.py;
+with the threads held back, here.)
 """
 
 import sqlite3
@@ -39,17 +41,17 @@ def stored(report) -> dict[int, str]:
         con.close()
 
 
-def test_the_writer_process_writes_small_values_and_the_tensor_thread_the_big_ones(tmp_path, device):
+def test_the_tensor_threads_write_every_file_and_the_writer_process_none(tmp_path, device):
     with ttreport.capture(tmp_path / "r", config=Config(tensors="outputs", writer="process")) as report:
         outs = model(device)
     files = stored(report)
     assert [files[t.tensor_id] for t in outs] == [f"tensors/{t.tensor_id}.pt" for t in outs]
     for t in outs:
         assert torch.equal(load_tensor(report.path, t.tensor_id), t.value)  # checked against its tensor_files row
+    # The 15 outputs (2 from_torch, 6 mul, 6 exp, the add), the two of 256 KiB among them (not through the log).
+    assert report._storage.files_written == 15 and len(files) == 15 and report._storage.cpu_s > 0
     written = report._writer.tensor_files
-    # Of the 15 outputs (2 from_torch, 6 mul, 6 exp, the add), all but the two of 256 KiB.
-    assert written["tensor_files_written"] == 13 and len(files) == 15
-    assert written["tensor_files_lost"] == 0 and written["tensor_write_cpu_s"] > 0
+    assert written["tensor_files_written"] == 0 and written["tensor_files_lost"] == 0
     assert not list((report.path / "tensors").glob(".*"))  # no temporary left behind
 
 
@@ -62,7 +64,7 @@ def test_with_a_smaller_cap_every_value_goes_to_the_tensor_thread_and_the_report
     torch.manual_seed(0)
     with ttreport.capture(tmp_path / "thread", config=Config(tensors="outputs", writer="process")) as by_thread:
         model(device)
-    assert by_thread._writer.tensor_files["tensor_files_written"] == 0
+    assert by_log._storage.files_written == by_thread._storage.files_written == 15
     rows = []
     for report in (by_log, by_thread):
         con = sqlite3.connect(report.path / "db.sqlite")
@@ -75,13 +77,13 @@ def test_with_a_smaller_cap_every_value_goes_to_the_tensor_thread_and_the_report
         assert torch.equal(load_tensor(by_log.path, a[0]), load_tensor(by_thread.path, b[0]))
 
 
-def test_bin_files_are_written_by_the_writer_process_with_the_tensors_layout_and_memory(tmp_path, device):
+def test_bin_files_are_written_by_the_tensor_threads_with_the_tensors_layout_and_memory(tmp_path, device):
     from device_sim import serialization
 
     with ttreport.capture(tmp_path / "r", config=Config(tensors="outputs", detach_saved_tensors=False)) as report:
         x = ttnn.from_torch(torch.randn(2, 40, 50), layout=ttnn.TILE, device=device, memory=ttnn.L1)
         y = ttnn.exp(x)
-    assert report._writer.tensor_files["tensor_files_written"] == 2
+    assert report._storage.files_written == 2 and report._writer.tensor_files["tensor_files_written"] == 0
     back = serialization.load_tensor(report.path / "tensors" / f"{y.tensor_id}.bin", device=device)
     assert torch.equal(back.value, y.value) and (back.dtype, back.layout) == (y.dtype, y.layout)
     assert back.memory_config() == ttnn.L1
@@ -186,3 +188,100 @@ def test_a_long_capture_forgets_the_stored_tensors_that_are_gone(tmp_path, devic
         con.close()
     assert writes == [(kept.tensor_id,)]  # still known as stored: its new values are a write, its file unchanged
     assert torch.equal(load_tensor(report.path, kept.tensor_id), torch.full((32, 32), 2.0, dtype=torch.bfloat16))
+
+
+def _values(tid: int, extra=(), path=None) -> tuple:
+    value = torch.arange(6, dtype=torch.float32)
+    return (VALUES, tid, path or f"tensors/{tid}.pt", "torch.float32", (6,), value.numpy().tobytes(), extra, None)
+
+
+def test_once_the_model_writes_the_files_a_value_whose_row_follows_is_not_written_again(tmp_path):
+    files = FileWriter(tmp_path)
+    row = (ROW, "tensor_files", {"tensor_id": 5, "file_bytes": 1, "crc32": 2, "shape": "[6]", "dtype": "torch.float32"})
+    out = files.convert([(META, log_tensors.BY_MODEL, 1), _values(5), (OP, "ttnn.add"), row])
+    assert out == [(OP, "ttnn.add"), row]  # the note and the record are the writer's own
+    assert files.convert([(STOP, None)]) == [(STOP, None)]
+    assert files.files_written == 0 and not (tmp_path / "tensors").exists()
+
+
+def test_the_values_no_row_followed_are_written_at_the_logs_end(tmp_path):
+    # A killed model's threads had not written these: the log's end (its STOP, or the end of a killed capture's
+    # log: notes()) writes them, each file whole, with the row the threads would have made.
+    files = FileWriter(tmp_path)
+    write_row = (ROW, "tensor_writes", {"tensor_id": 5, "operation_id": 9, "file": "tensors/5@9.pt"})
+    assert files.convert([(META, log_tensors.BY_MODEL, 1), _values(5), _values(5, (9,), "tensors/5@9.pt"),
+                          _values(6, ("0.pt", 0), "tensors/6/"), _values(6, ("1.pt", 1), "tensors/6/"),
+                          write_row]) == [write_row]
+    out = files.notes()
+    assert sorted((r[1], r[2]["tensor_id"], r[2].get("device_id")) for r in out) == [
+        ("device_tensor_files", 6, 0), ("device_tensor_files", 6, 1), ("tensor_files", 5, None)]
+    for rel in ("tensors/5.pt", "tensors/6/0.pt", "tensors/6/1.pt"):
+        assert torch.equal(torch.load(tmp_path / rel, weights_only=True), torch.arange(6, dtype=torch.float32))
+    assert not (tmp_path / "tensors" / "5@9.pt").exists()  # its row came: the threads' file
+    assert files.notes() == [] and files.files_written == 3
+    (tmp_path / "stop").mkdir()
+    again = FileWriter(tmp_path / "stop")
+    out = again.convert([(META, log_tensors.BY_MODEL, 1), _values(7), (STOP, None)])
+    assert [r[:2] for r in out] == [(ROW, "tensor_files"), (STOP, None)]
+
+
+def test_a_file_the_threads_lost_is_not_written_by_the_writer_process(tmp_path):
+    files = FileWriter(tmp_path)
+    out = files.convert([(META, log_tensors.BY_MODEL, 1), _values(6, ("0.pt", 0), "tensors/6/"),
+                         _values(6, ("1.pt", 1), "tensors/6/"), (FILE_LOST, 6)])
+    assert out == [(FILE_LOST, 6)] and files.notes() == [] and not (tmp_path / "tensors").exists()
+
+
+def test_a_log_without_the_note_has_its_files_written_as_they_come(tmp_path):
+    # A log of an earlier ttreport, rebuilt by a reader: no thread of the model wrote its files.
+    out = FileWriter(tmp_path).convert([_values(5), (OP, "ttnn.add")])
+    assert [r[:2] for r in out] == [(ROW, "tensor_files"), (OP, "ttnn.add")] and (tmp_path / "tensors/5.pt").exists()
+
+
+HELD_BACK = r"""
+import json, os, pathlib, signal, sys, threading
+import torch
+import device_sim as ttnn
+import ttreport
+
+dev = ttnn.open_device(0)
+report = pathlib.Path(sys.argv[1])
+cap = ttreport.capture(report, config=ttreport.Config(tensors="outputs"))
+cap.start()
+gate = threading.Event()
+write = cap._storage.write_values
+cap._storage.write_values = lambda rec: gate.wait() and write(rec)  # the tensor threads write nothing
+a = ttnn.from_torch(torch.randn(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+outs = [ttnn.add(a, a) for _ in range(50)] + [ttnn.exp(a)]
+ids = [t.tensor_id for t in outs]
+torch.save({i: t.value for i, t in zip(ids, outs)}, report.parent / "values.pt")
+print(json.dumps(ids), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_sigkill_while_the_tensor_threads_are_behind_loses_no_file(tmp_path):
+    # The threads of the killed model wrote none of the 52 files: the writer process writes them from the log.
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from ttreport.folder import capture_holds
+
+    script = tmp_path / "model.py"
+    script.write_text(HELD_BACK)
+    report = tmp_path / "r"
+    proc = subprocess.run([sys.executable, str(script), str(report)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr
+    ids = json.loads(proc.stdout)
+    deadline = time.monotonic() + 60
+    while capture_holds(report):  # the writer process notices its parent is gone, and finishes the report
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    values = torch.load(tmp_path / "values.pt", weights_only=True)
+    with ttreport.open(report) as r:
+        assert r.count_operations() == 52
+        for tid in ids:
+            assert torch.equal(r.load_tensor(tid), values[tid])  # checked against the row the writer made
+    assert not list((report / "tensors").glob(".*"))

@@ -45,6 +45,7 @@ MAX_PENDING_BYTES = 1 << 30  # values waiting for the disk before the model wait
 # keep committing and close: max(64 MiB, 2x the file), but at most three quarters of a small filesystem.
 KEEP_FREE_BYTES = 64 << 20
 KEEP_FREE_FRACTION = 0.75
+POOL_THREADS = 2  # the tensor threads (TensorStore's docstring)
 
 if TYPE_CHECKING:
     import torch
@@ -53,20 +54,35 @@ if TYPE_CHECKING:
 class TensorStore(threading.Thread):
     """Writes queued (tensor_id, relative path, value, dtype, layout, memory config) items, once each; a mesh
     shard's item adds (file name in the tensor's folder, device id), an op's write into a stored tensor
-    (operation_id,)."""
+    (operation_id,). With an op log, a stored value's log record (records.Values: its bytes, which the log holds
+    too) is queued as it is, and written by `write_values` (log_tensors.write_record); its row goes into the log
+    after the record, which tells the writer process that the file is there (log_tensors.FileWriter).
 
-    def __init__(self, report_dir, writer_queue, warner: LossWarner | None = None):
+    A pool of `threads` threads takes the queue: a file's open, write and rename let the GIL go, so a second thread
+    builds the next file's zip records meanwhile (bench/README.md, issue 33: the figures for 1, 2 and 4)."""
+
+    def __init__(self, report_dir, writer_queue, warner: LossWarner | None = None, *, threads: int | None = None):
         super().__init__(name="ttreport-tensors", daemon=True)
         self.report_dir = Path(report_dir)
         self.queue = queue_module.SimpleQueue()
         self.writer_queue = writer_queue  # failures become FILE_LOST records: the row's `file` is cleared
         self.error: BaseException | None = None
-        self.files_lost = 0
+        self.files_lost = self.files_written = 0
         self.pending_bytes = 0
+        self.values_done = 0  # bytes of the log's value records written (or lost): the op log's storage paces on it
+        self.cpu_s = 0.0  # the threads' CPU in writing files: what bench/ calls the write time
+        self.write_values = None  # a value record -> its row (log_tensors.write_record), set by the op log's storage
         self.warner = warner or LossWarner()
         self.room = DiskRoom(self.report_dir)
         self._lock = threading.Lock()
-        self.busy = threading.Lock()  # held while a file is written
+        self.busy = threading.Lock()  # held while torch writes a file (a fork waits for it: capturing/session.py)
+        self._helpers = [threading.Thread(target=self.run, name=f"ttreport-tensors-{i + 2}", daemon=True)
+                         for i in range((POOL_THREADS if threads is None else threads) - 1)]
+
+    def start(self) -> None:
+        super().start()
+        for thread in self._helpers:
+            thread.start()
 
     def put_many(self, items) -> None:
         for item in items:
@@ -81,41 +97,77 @@ class TensorStore(threading.Thread):
     put_with_op = put_many
 
     def stop(self) -> None:
-        self.queue.put(None)
+        for _ in range(1 + len(self._helpers)):
+            self.queue.put(None)
         self.join()
+        for thread in self._helpers:
+            thread.join()
 
     def run(self) -> None:
         folder = self.report_dir / TENSORS_DIR
         while (item := self.queue.get()) is not None:
-            tid, rel = item[0], item[1]
-            write = len(item) == 7  # (..., operation_id): the values an op wrote into a stored tensor
-            try:
-                folder.mkdir(exist_ok=True)
-                path, shard = self.report_dir / rel, len(item) > 7  # a mesh tensor's device shard: see below
-                if shard:  # (..., file name in the tensor's folder, device id)
-                    path.mkdir(exist_ok=True)
-                    path = path / item[6]
-                self.room.check(_nbytes(item[2]))
-                with self.busy:  # a fork waits for it: torch's state is whole in the child (capturing/session.py)
-                    # Here, off the model's thread: what a reader verifies the file against.
-                    facts = {"tensor_id": tid, **write_tensor(path, *item[2:6])}
-                if shard:
-                    self.writer_queue.put((ROW, "device_tensor_files", {**facts, "device_id": item[7]}))
-                elif write:
-                    self.writer_queue.put((ROW, "tensor_writes", {**facts, "operation_id": item[6], "file": rel}))
-                else:
-                    self.writer_queue.put((ROW, "tensor_files", facts))
-            except Exception as e:  # a full disk must not stop the model; the loss is recorded
-                self.files_lost += 1
-                if not write:  # a lost write leaves the tensor's first file (and its row) as they were
-                    self.writer_queue.put((FILE_LOST, tid))
-                if self.error is None:
-                    self.error = e
-                    self.warner.warn(f"ttreport: could not write tensor file {rel} ({type(e).__name__}: {e})")
-            finally:
-                with self._lock:
-                    self.pending_bytes -= _nbytes(item[2])
+            started = time.thread_time()
+            if type(item[2]) is str:  # a log's value record (its path where an item has its value)
+                self._write_record(item)
+            else:
+                self._write_item(item, folder)
+            spent = time.thread_time() - started
+            with self._lock:
+                self.cpu_s += spent
 
+    def _write_record(self, rec) -> None:
+        try:
+            if rec[7] is None:  # a .pt from bytes: ptfile's own writer, no torch call (nothing a fork must wait for)
+                row = self.write_values(rec)
+            else:  # a .bin: device_sim's writer, through torch
+                with self.busy:
+                    row = self.write_values(rec)
+            with self._lock:
+                self.files_written += 1
+            self.writer_queue.put(row)
+        except Exception as e:  # a full disk must not stop the model; the loss is recorded
+            self._lose(rec[1], rec[2], e, write=len(rec[6]) == 1)
+        finally:
+            with self._lock:
+                self.values_done += len(rec[5])
+
+    def _write_item(self, item, folder: Path) -> None:
+        tid, rel = item[0], item[1]
+        write = len(item) == 7  # (..., operation_id): the values an op wrote into a stored tensor
+        try:
+            folder.mkdir(exist_ok=True)
+            path, shard = self.report_dir / rel, len(item) > 7  # a mesh tensor's device shard: see below
+            if shard:  # (..., file name in the tensor's folder, device id)
+                path.mkdir(exist_ok=True)
+                path = path / item[6]
+            self.room.check(_nbytes(item[2]))
+            with self.busy:  # a fork waits for it: torch's state is whole in the child (capturing/session.py)
+                # Here, off the model's thread: what a reader verifies the file against.
+                facts = {"tensor_id": tid, **write_tensor(path, *item[2:6])}
+            with self._lock:
+                self.files_written += 1
+            if shard:
+                self.writer_queue.put((ROW, "device_tensor_files", {**facts, "device_id": item[7]}))
+            elif write:
+                self.writer_queue.put((ROW, "tensor_writes", {**facts, "operation_id": item[6], "file": rel}))
+            else:
+                self.writer_queue.put((ROW, "tensor_files", facts))
+        except Exception as e:  # a full disk must not stop the model; the loss is recorded
+            self._lose(tid, rel, e, write=write)
+        finally:
+            with self._lock:
+                self.pending_bytes -= _nbytes(item[2])
+
+    def _lose(self, tid, rel, e: Exception, *, write: bool) -> None:
+        with self._lock:
+            self.files_lost += 1
+            first = self.error is None
+            if first:
+                self.error = e
+        if not write:  # a lost write leaves the tensor's first file (and its row) as they were
+            self.writer_queue.put((FILE_LOST, tid))
+        if first:
+            self.warner.warn(f"ttreport: could not write tensor file {rel} ({type(e).__name__}: {e})")
 
     @property
     def disk_low(self) -> str | None:

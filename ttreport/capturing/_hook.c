@@ -87,6 +87,7 @@ typedef struct {
     PyObject *suffix;        /* ".pt" */
     PyObject *torch_tensor;  /* torch.Tensor: a plain one's values only */
     PyObject *values_tag;    /* log_tensors.VALUES */
+    PyObject *handoff;       /* storage.handoff: the model's file threads take each VALUES record (None: none) */
     long long max_tensor_bytes, log_max_bytes;
 } Hook;
 
@@ -849,6 +850,11 @@ static int store_values(Hook *h, PyObject *t, PyObject *tid, PyObject *value, Py
     rec = pack(items, VALUES_WIDTH);
     Py_DECREF(empty);
     if (rec == NULL || PyList_Append(h->pending, rec) < 0) goto done;
+    if (h->handoff != NULL && h->handoff != Py_None) { /* after the log has it: the threads' row comes later */
+        v = PyObject_CallOneArg(h->handoff, rec);
+        if (v == NULL) goto done;
+        Py_DECREF(v);
+    }
     pair = PyTuple_Pack(2, tid, path);
     *files = pair ? PyTuple_Pack(1, pair) : NULL;
     rc = *files ? 1 : -1;
@@ -877,6 +883,14 @@ static PyObject *Hook_store_with(Hook *h, PyObject *args, PyObject *kw) {
     PyObject **fields[] = {&h->stored, &h->stored_values, &h->storage, &h->storage_lock, &h->shared, &h->dtype_text,
                            &h->suffix, &h->torch_tensor, &h->values_tag, &h->prune};
     for (int i = 0; i < 10; i++) Py_XSETREF(*fields[i], Py_NewRef(o[i]));
+    /* LogStorage.handoff, read once: a storage without one (a test's) leaves its files to the writer process */
+    PyObject *handoff = PyObject_GetAttrString(h->storage, "handoff");
+    if (handoff == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+        PyErr_Clear();
+        handoff = Py_NewRef(Py_None);
+    }
+    Py_XSETREF(h->handoff, handoff);
     h->prune_at = prune_at;
     h->max_tensor_bytes = max_tensor_bytes;
     h->log_max_bytes = log_max_bytes;
@@ -1205,6 +1219,7 @@ static int Hook_traverse(Hook *h, visitproc visit, void *arg) {
     Py_VISIT(h->suffix);
     Py_VISIT(h->torch_tensor);
     Py_VISIT(h->values_tag);
+    Py_VISIT(h->handoff);
     Py_VISIT(h->prune);
     return 0;
 }
@@ -1251,6 +1266,7 @@ static int Hook_clear(Hook *h) {
     Py_CLEAR(h->suffix);
     Py_CLEAR(h->torch_tensor);
     Py_CLEAR(h->values_tag);
+    Py_CLEAR(h->handoff);
     Py_CLEAR(h->prune);
     return 0;
 }

@@ -1,17 +1,18 @@
-"""Tensor files through the op log: the model copies a stored tensor's bytes into the log with its op,
-and the writer process writes the file from them (Config(writer="process"), the default).
+"""Tensor files with an op log: the model copies a stored tensor's bytes into the log with its op, and the
+capture's tensor threads (storage.TensorStore, in the model's process) write the file from that same record.
 
     from ttreport.capturing.log_tensors import FileWriter, LogStorage
     storage = LogStorage(sink, tensor_store, report_dir)  # the capture's: Recorder(config, queue, storage)
     storage.put_with_op([(5, "tensors/5.pt", value, dtype, layout, memory_config)])  # the model's, before its OP
     files = FileWriter(report_dir)                        # the writer process
-    batch = files.convert(batch)                          # VALUES records -> the files, and their rows
+    batch = files.convert(batch)                          # VALUES records -> their rows (and a killed model's files)
 
-Why: with a tensor thread in the model's process, the model paid for each 2 KiB file in GIL handoffs
-(bench/README.md, issue 14 round 5: ~150 µs of that thread's CPU a file, 13-16 % of it on the model's
-thread). Copying 2 KiB into the op's own write costs it ~3.6 µs (the log's page faults are most of it),
-and the bytes are on disk (the page cache) once the op returns: a SIGKILL of the model loses neither
-the op nor its file, which the writer process, or the next open, writes from the log. A VALUES record is records.Values:
+Why both: the bytes in the op's own write cost the model ~3.6 µs (the log's page faults are most of it) and are
+on disk (the page cache) once the op returns, so a SIGKILL of the model loses neither the op nor its file: the
+writer process, or the next open, writes from the log the files that no row followed. And the files are written
+beside the model, by threads whose open, write and rename let the GIL go, not by the writer process, which had
+paced the model at its ~90 µs of CPU a 2 KiB file on top of its SQLite (bench/README.md, issue 33: 229-363 µs of
+wall an op where torch.save takes ~200). A VALUES record is records.Values:
 
     (VALUES, tensor_id, path in the report, torch dtype text, shape, bytes, extra, device)
 
@@ -19,28 +20,30 @@ extra: () for a tensor's file, (operation_id,) for the values an op wrote into a
 (tensor_writes), (file name, device id) for a mesh shard; device: None for a .pt, or (device dtype,
 layout, the MemoryConfig's fields: oplog.config_fields) for device_sim's .bin. The rows are the tensor
 thread's (storage.py): tensor_files, tensor_writes, device_tensor_files, or FILE_LOST when the file
-could not be written.
+could not be written. The threads' row comes into the log after the record (LogStorage hands it over once the
+log has it), so a record that no row follows by the log's end is a file not written yet.
 
 A log may come from elsewhere (a report folder a reader rebuilds: DESIGN.md's trust boundary): a path
 in it is only a name the recorder gives (tensors/<id>.pt, tensors/<id>@<op id>.bin, tensors/<id>/ and
 <device id>.pt), of the record's own tensor, in the report's own tensors/ (no link followed out of it);
 its config is made through MemoryConfig's own checks; any other is refused, and counted as lost.
 
-What stays with the tensor thread: values over LOG_VALUE_BYTES (the model would copy them, where the
-thread writes them from the tensor's own memory: bench/README.md has the sizes where that pays), and
-every value once the disk runs low (the thread finds it low too and records the loss).
+What reaches the tensor threads without the log: values over LOG_VALUE_BYTES (the model would copy them, where
+a thread writes them from the tensor's own memory: bench/README.md has the sizes where that pays), and every
+value once the disk runs low (the threads find it low too and record the loss). A SIGKILL can lose those.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import re
 import stat
 import time
 from pathlib import Path
 
-from ttreport.capturing.oplog import config_fields, memory_config
+from ttreport.capturing.oplog import PACE_SLEEP_S, config_fields, memory_config
 from ttreport.capturing.records import FILE_LOST, META, ROW, STOP, VALUES, Values
 from ttreport.storage import TENSORS_DIR, DiskRoom, write_values
 
@@ -48,6 +51,11 @@ from ttreport.storage import TENSORS_DIR, DiskRoom, write_values
 # round 6: up to 64 KiB the log costs the model less than the thread's handoffs, from 256 KiB more).
 LOG_VALUE_BYTES = 64 << 10
 _TEXT: dict = {}  # torch dtype -> its text ("torch.bfloat16"): a dict hit is half of str()
+# How far the tensor threads may fall behind the model, in bytes of values (the writer process holds as many until
+# their rows come): 32 MiB is ~16,000 files of 2 KiB, ~1 s of the threads' work on this 2-core VM.
+LAG_BYTES = 32 << 20
+CHECK_BYTES = 1 << 20  # values' bytes between two looks at the threads' lag and the free space (~500 2 KiB values)
+BY_MODEL = "tensor_files_by_model"  # a META key: the capture's tensor threads write its files (FileWriter's)
 
 
 class LogStorage:
@@ -57,23 +65,35 @@ class LogStorage:
 
     def __init__(self, sink, store, report_dir, *, pt: bool = True, max_bytes: int | None = None):
         self.sink = sink
-        self.store = store  # storage.TensorStore: the bigger values, and all of them once the disk runs low
+        self.store = store  # storage.TensorStore: writes every file; the bigger values reach it without the log
         self.pt = pt  # .pt files (Config.detach_saved_tensors), else device_sim's .bin; a capture's own are .pt
         self.max_bytes = LOG_VALUE_BYTES if max_bytes is None else max_bytes
         self.room = DiskRoom(report_dir)
-        self._budget = 0  # bytes the log may still take before the free space is looked at again
+        self._budget = 0  # bytes the log may still take before the free space and the threads are looked at again
+        self._granted = 0  # the budget last given (the C hook takes its values' bytes from it too)
+        self._sent = 0  # bytes of values handed to the tensor threads, as of the last look
         self._configs: dict[int, tuple] = {}  # id(MemoryConfig) -> (it, its fields): a .bin's header names it
+        # The tensor threads write each value's file from its log record (the C hook hands them over too), and the
+        # log says so first: the writer process then writes only the files no row follows (a killed model's).
+        store.write_values = functools.partial(write_record, Path(report_dir), store.room)
+        self.handoff = store.queue.put
+        sink.append((META, BY_MODEL, 1))
 
     def put_with_op(self, items) -> None:
         """Values of the op whose record the caller appends next: they wait with its pending records."""
-        event = self.sink.event
-        for record in self._records(items):
+        event, handoff = self.sink.event, self.handoff
+        records = self._records(items)
+        for record in records:
             event(record)
+        for record in records:  # once the log has them: their rows come after them
+            handoff(record)
 
     def put_many(self, items) -> None:
         records = self._records(items)
         if records:
             self.sink.append_now(records)
+            for record in records:
+                self.handoff(record)
 
     def _records(self, items) -> list:
         records, later = [], None
@@ -95,11 +115,14 @@ class LogStorage:
         return records
 
     def _room(self, n: int) -> bool:
-        # statvfs now and then, not per value: the log may take half of what is free beyond the database's margin
-        # before looking again (the log, the db and the files it turns into share the rest).
+        # statvfs now and then, not per value: the log may take half of what is free beyond the database's margin,
+        # and at most CHECK_BYTES, before looking again (the log, the db and the files it turns into share the rest).
         self._budget -= n
         if self._budget >= 0:
             return True
+        self._sent += self._granted - self._budget - n  # the values since the last look, the C hook's among them
+        self._budget = self._granted = 0
+        self._wait_for_threads()
         if self.room.low is not None:
             return False
         try:
@@ -107,11 +130,22 @@ class LogStorage:
         except OSError as e:  # the report's folder is gone: the tensor thread meets it too, and records the loss
             self.room.low = f"the free space cannot be read ({e})"
             return False
-        self._budget = (free - n - keep) // 2
-        if self._budget >= 0:
+        grant = (free - n - keep) // 2
+        if grant >= 0:
+            self._sent += n
+            self._budget = self._granted = min(grant, CHECK_BYTES)
             return True
         self.room.low = f"{free} bytes free, {keep} kept for the database"  # the tensor thread says the rest
         return False
+
+    def _wait_for_threads(self) -> None:
+        """Back-pressure, never loss: while the tensor threads are more than LAG_BYTES of values behind, the model
+        waits until they are half as far (the writer process holds the values no row has followed yet)."""
+        store = self.store
+        if self._sent - store.values_done <= LAG_BYTES:
+            return
+        while self._sent - store.values_done > LAG_BYTES // 2 and store.is_alive():
+            time.sleep(PACE_SLEEP_S)
 
     def _device(self, item) -> tuple:
         """A .bin's (device dtype, layout, its MemoryConfig's fields or None)."""
@@ -129,8 +163,13 @@ _SHARD = re.compile(r"[0-9]+\.(pt|bin)")  # a shard's file in it: <device id>.pt
 
 
 class FileWriter:
-    """The writer process's end: convert(batch) writes the files of its VALUES records and puts their rows
-    (or FILE_LOST) in their place; its losses join the capture's tensor thread's in report_metadata."""
+    """The writer process's end (and a rebuild's): convert(batch) puts the rows of its VALUES records' files (or
+    FILE_LOST) in their place; its losses join the capture's tensor threads' in report_metadata.
+
+    Once the log says the capture's tensor threads write the files (BY_MODEL), a VALUES record waits here until the
+    row its threads wrote for it comes (its file is there), and only the files of records that no row followed are
+    written here, at the log's end: a killed model's last few. A log without it (an earlier ttreport's) has its
+    files written here as they come."""
 
     def __init__(self, report_dir):
         self.report_dir = Path(report_dir)
@@ -139,23 +178,35 @@ class FileWriter:
         self.error: str | None = None  # the first failure, as the tensor thread words its warning
         self.cpu_s = 0.0  # this thread's CPU in writing the files: what bench/ calls the write time
         self._noted = False  # the losses are in the batch's closing notes
+        self._captures_lost = 0  # the tensor threads' losses, as the capture's closing notes gave them
         self._lost: list[tuple] = []  # this batch's FILE_LOST records, repeated at the end of the next one
+        self._waiting: dict | None = None  # (kind, tensor id, op or device) -> its VALUES record, after BY_MODEL
 
     def convert(self, batch: list) -> list:
         out: list = []
         lost, self._lost = self._lost, []
+        waiting = self._waiting
         for rec in batch:
             tag = rec[0]
             if tag == VALUES:
-                row = self._write(rec)
-                if row is None:
-                    pass  # a lost write: the tensor's first file (and its row) stay as they were
-                elif row[0] == FILE_LOST:
-                    self._lost.append(row)
-                else:
-                    out.append(row)
+                if waiting is not None and (key := _values_key(rec)) is not None:
+                    waiting[key] = rec
+                    continue
+                self._convert(rec, out, self._lost)
+            elif tag == ROW and waiting and rec[1] in _FILE_TABLES:
+                key = _row_key(rec)
+                if key is not None:
+                    waiting.pop(key, None)
+                out.append(rec)
+            elif tag == FILE_LOST and waiting:
+                for key in [k for k in waiting if k[1] == rec[1] and k[0] != "w"]:  # the file, or a mesh's shards
+                    del waiting[key]
+                out.append(rec)
+            elif tag == META and rec[1] == BY_MODEL:
+                waiting = self._waiting = {} if waiting is None else waiting
             elif tag == META and rec[1] == "tensor_files_lost":  # the tensor thread's, noted at close: both counted
-                out.append((META, rec[1], _count(rec[2]) + self.files_lost))
+                self._captures_lost = _count(rec[2])
+                out.append((META, rec[1], self._captures_lost + self.files_lost))
                 self._noted = True
             elif tag == STOP:
                 out += self.notes()
@@ -167,64 +218,119 @@ class FileWriter:
         return out + lost + self._lost
 
     def notes(self) -> list:
-        """The closing notes of this process's losses, unless the capture's notes had them already."""
+        """At the log's end: the files of the VALUES records no row followed (written now), then the closing notes
+        of this process's losses (again, if the capture's notes came before some of them)."""
+        out: list = []
+        waiting, self._waiting = self._waiting or {}, None if self._waiting is None else {}
+        lost_before = self.files_lost
+        for rec in waiting.values():  # after every op of the log: a lost file's FILE_LOST goes with its row
+            self._convert(rec, out, out)
+        if self._noted and self.files_lost > lost_before:
+            self._noted = False  # said again, with these
         if not self.files_lost or self._noted:
-            return []
+            return out
         self._noted = True
-        return [(META, "tensor_files_lost", self.files_lost), (META, "tensor_file_error", self.error)]
+        return out + [(META, "tensor_files_lost", self._captures_lost + self.files_lost),
+                      (META, "tensor_file_error", self.error)]
 
     def result(self) -> dict:
         return {"tensor_files_written": self.files_written, "tensor_files_lost": self.files_lost,
                 "tensor_file_error": self.error, "tensor_write_cpu_s": self.cpu_s}
 
+    def _convert(self, rec, out: list, lost: list) -> None:
+        row = self._write(rec)
+        if row is None:
+            pass  # a lost write: the tensor's first file (and its row) stay as they were
+        elif row[0] == FILE_LOST:
+            lost.append(row)
+        else:
+            out.append(row)
+
     def _write(self, rec) -> tuple | None:
-        rec = tuple.__new__(Values, rec)
-        tid, rel, dtype, shape, data, extra, device = rec.tensor_id, rec.path, rec.dtype, rec.shape, rec.data, \
-            rec.extra, rec.device
         started = time.thread_time()
         try:
-            path = self._path(tid, rel, extra)
-            if type(data) is not bytes or type(shape) is not tuple:
-                raise ValueError(f"values of {type(data).__name__} in a shape of {type(shape).__name__}")
-            if device is not None:  # a .bin: its config made again through MemoryConfig's own checks
-                if type(device) is not tuple or len(device) != 3:
-                    raise ValueError(f"device placement {device!r:.80} is not (dtype, layout, memory config)")
-                device = device[:2] + (None if device[2] is None else memory_config(device[2]),)
-            self.room.check(len(data))
-            facts = {"tensor_id": tid, **write_values(path, data, dtype, shape, device)}
+            row = write_record(self.report_dir, self.room, rec)
             self.files_written += 1
+            return row
         except Exception as e:  # a full disk must not stop the report, nor a record not of ttreport's making: counted
             self.files_lost += 1
             if self.error is None:
-                self.error = f"ttreport: could not write tensor file {_shown(rel)} ({type(e).__name__}: {e})"
-            return None if type(extra) is tuple and len(extra) == 1 else (FILE_LOST, tid)
+                self.error = f"ttreport: could not write tensor file {_shown(rec[2])} ({type(e).__name__}: {e})"
+            extra = rec[6]
+            return None if type(extra) is tuple and len(extra) == 1 else (FILE_LOST, rec[1])
         finally:
             self.cpu_s += time.thread_time() - started
-        if len(extra) == 2:
-            return ROW, "device_tensor_files", {**facts, "device_id": extra[1]}
-        if len(extra) == 1:
-            return ROW, "tensor_writes", {**facts, "operation_id": extra[0], "file": rel}
-        return ROW, "tensor_files", facts
 
-    def _path(self, tid, rel, extra) -> Path:
-        """Where a VALUES record's file goes: a name the recorder gives tensor `tid`'s files, in the report's own
-        tensors/ (made here if missing; refused if it, or a mesh tensor's folder in it, is not a folder but a
-        link or a file). ValueError for any other path: an absolute one, a `..`, another tensor's."""
-        if type(extra) is not tuple or type(tid) is not int or type(rel) is not str:
-            raise ValueError("a record of another form than the recorder's (tensor id, path, extra)")
-        if len(extra) == 2:  # a mesh tensor's device shard: tensors/<id>/<device id>.pt
-            m, name = _MESH.fullmatch(rel), extra[0]
-            ok = type(name) is str and _SHARD.fullmatch(name) is not None and type(extra[1]) is int
-        else:
-            m, name = _FILE.fullmatch(rel), rel[len(TENSORS_DIR) + 1:]
-            ok = len(extra) == 0 or len(extra) == 1 and type(extra[0]) is int
-        if m is None or not ok or int(m[1]) != tid:
-            raise ValueError(f"not a name ttreport gives tensor {tid}'s file in {TENSORS_DIR}/ "
-                             f"({TENSORS_DIR}/{tid}.pt, {TENSORS_DIR}/{tid}/<device id>.pt, ...)")
-        folder = _own_folder(self.report_dir / TENSORS_DIR)
-        if len(extra) == 2:
-            folder = _own_folder(folder / str(tid))
-        return folder / name
+
+_FILE_TABLES = frozenset({"tensor_files", "tensor_writes", "device_tensor_files"})
+
+
+def _values_key(rec) -> tuple | None:
+    """What a VALUES record's file is, as its row says it: ("f", tensor id), ("w", tensor id, op id) for an op's
+    write into it, ("d", tensor id, device id) for a mesh shard; None for a record not of the recorder's form."""
+    tid, extra = rec[1], rec[6]
+    if type(tid) is not int or type(extra) is not tuple:
+        return None
+    if not extra:
+        return "f", tid
+    if type(extra[-1]) is not int or len(extra) > 2:
+        return None
+    return ("w" if len(extra) == 1 else "d"), tid, extra[-1]
+
+
+def _row_key(rec) -> tuple | None:
+    """_values_key of the file a tensor_files, tensor_writes or device_tensor_files row is of (None: not a row)."""
+    facts = rec[2] if len(rec) > 2 else None
+    if type(facts) is not dict or type(facts.get("tensor_id")) is not int:
+        return None
+    table = rec[1]
+    if table == "tensor_files":
+        return "f", facts["tensor_id"]
+    other = facts.get("operation_id" if table == "tensor_writes" else "device_id")
+    return (("w" if table == "tensor_writes" else "d"), facts["tensor_id"], other) if type(other) is int else None
+
+
+def write_record(report_dir: Path, room: DiskRoom, rec) -> tuple:
+    """Write a VALUES record's file; its row (ROW, table, facts). Raises for a file that cannot be written, and
+    (ValueError) for a record of another form than the recorder's: a log may come from elsewhere."""
+    rec = tuple.__new__(Values, rec)
+    tid, rel, dtype, shape, data, extra, device = rec.tensor_id, rec.path, rec.dtype, rec.shape, rec.data, \
+        rec.extra, rec.device
+    path = _path(report_dir, tid, rel, extra)
+    if type(data) is not bytes or type(shape) is not tuple:
+        raise ValueError(f"values of {type(data).__name__} in a shape of {type(shape).__name__}")
+    if device is not None:  # a .bin: its config made again through MemoryConfig's own checks
+        if type(device) is not tuple or len(device) != 3:
+            raise ValueError(f"device placement {device!r:.80} is not (dtype, layout, memory config)")
+        device = device[:2] + (None if device[2] is None else memory_config(device[2]),)
+    room.check(len(data))
+    facts = {"tensor_id": tid, **write_values(path, data, dtype, shape, device)}
+    if len(extra) == 2:
+        return ROW, "device_tensor_files", {**facts, "device_id": extra[1]}
+    if len(extra) == 1:
+        return ROW, "tensor_writes", {**facts, "operation_id": extra[0], "file": rel}
+    return ROW, "tensor_files", facts
+
+
+def _path(report_dir: Path, tid, rel, extra) -> Path:
+    """Where a VALUES record's file goes: a name the recorder gives tensor `tid`'s files, in the report's own
+    tensors/ (made here if missing; refused if it, or a mesh tensor's folder in it, is not a folder but a
+    link or a file). ValueError for any other path: an absolute one, a `..`, another tensor's."""
+    if type(extra) is not tuple or type(tid) is not int or type(rel) is not str:
+        raise ValueError("a record of another form than the recorder's (tensor id, path, extra)")
+    if len(extra) == 2:  # a mesh tensor's device shard: tensors/<id>/<device id>.pt
+        m, name = _MESH.fullmatch(rel), extra[0]
+        ok = type(name) is str and _SHARD.fullmatch(name) is not None and type(extra[1]) is int
+    else:
+        m, name = _FILE.fullmatch(rel), rel[len(TENSORS_DIR) + 1:]
+        ok = len(extra) == 0 or len(extra) == 1 and type(extra[0]) is int
+    if m is None or not ok or int(m[1]) != tid:
+        raise ValueError(f"not a name ttreport gives tensor {tid}'s file in {TENSORS_DIR}/ "
+                         f"({TENSORS_DIR}/{tid}.pt, {TENSORS_DIR}/{tid}/<device id>.pt, ...)")
+    folder = _own_folder(report_dir / TENSORS_DIR)
+    if len(extra) == 2:
+        folder = _own_folder(folder / str(tid))
+    return folder / name
 
 
 def _own_folder(path: Path) -> Path:
