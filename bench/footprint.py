@@ -59,12 +59,16 @@ for name, ops in (("idle", 0), ("report", n)):  # the writer process's start-up 
     for _ in range(ops):
         ttnn.add(a, b)
     loop_s = time.perf_counter() - t
+    sink = cap._writer.sink  # the log's bytes the writer process had still to write when the loop ended
+    behind = (sink._done + sink._off - sink.written()) / max(sink._done + sink._off, 1) * ops
     t = time.perf_counter()
     cap.stop()  # reaps the writer process: its CPU is in RUSAGE_CHILDREN now
     close_s = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_s.append((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime))
-print(json.dumps({"loop_s": loop_s, "close_s": close_s, "writer_cpu_s": cpu_s[1] - cpu_s[0]}))
+print(json.dumps({"loop_s": loop_s, "close_s": close_s, "writer_cpu_s": cpu_s[1] - cpu_s[0], "behind_ops": behind,
+                  "writer_s": cap.close_s.get("writer", 0.0), "perf_files_s": cap.close_s.get("perf_files", 0.0),
+                  "db_close_s": (cap._writer.result or {}).get("db_close_s", 0.0)}))
 """
 
 
@@ -83,6 +87,14 @@ def _report(tmp, n_ops: int, big_ops: int) -> list[Figure]:
         db = tmp / f"{name}-report" / "db.sqlite"
         per_op = db.stat().st_size / n
         label = f"{n:,} adds"
+        # The close, split: the writer process's backlog (the ops it had still to write when the loop ended), then
+        # its db's close (the late indexes, tensor_lifetime, the WAL's fold); then the perf files, in the model's.
+        figures += [info(f"close ({label}): ops the writer had still to write at the loop's end", got["behind_ops"],
+                         "ops"),
+                    info(f"close ({label}): the writer's backlog", got["writer_s"] - got["db_close_s"], "s"),
+                    info(f"close ({label}): the db's close (late indexes, tensor_lifetime, WAL fold)",
+                         got["db_close_s"], "s"),
+                    info(f"close ({label}): the perf files", got["perf_files_s"], "s")]
         figures += [at_most(f"default report, 32x32 adds: bytes per op ({label})", per_op, "B/op", BYTES_PER_OP)]
         figures += _by_table(db, n)
         if name == "report":

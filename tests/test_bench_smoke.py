@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 FIGURES = [
     "writer=process, metadata+stacks: added on model thread", "torch.profiler added / writer=process added",
-    "commit-per-insert / ttreport added",
+    "commit-per-insert / ttreport added", "tensors=outputs: wall added (loop + close) / torch.save's",
     "writer: op records per writer-CPU second", "report bytes per op", "report opens, status 'complete'",
     "model-thread added / raw write time", "stored end to end / raw write+fsync",
     "op by id: p50", "ops by name (first page of 100): p50", "an op's inputs and outputs: p50",
@@ -27,7 +27,7 @@ FIGURES = [
     "trace: ops exported per second", "html: ops exported per second", "trace peak memory, 2N ops / N ops",
     "held-out: share within 2x", "held-out: share within 4x",
     "capture start, warm", "pytest plugin: added per test", "default report, 32x32 adds: bytes per op",
-    "writer process / SQLite alone",
+    "writer process / SQLite alone", "the db's close (late indexes, tensor_lifetime, WAL fold)",
     "ttreport summary: fastest of 1", "compare: CLI / API",
     "device_sim dispatch + allocator (add 32x32): pure / C",
     "ttreport hook + stack walk (captured add 32x32): pure / C",

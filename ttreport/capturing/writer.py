@@ -16,6 +16,7 @@ import linecache
 import operator
 import sqlite3
 import threading
+import time
 from json.encoder import encode_basestring_ascii as _json_str
 from pathlib import Path
 
@@ -43,6 +44,7 @@ from ttreport.capturing.records import (
     Free,
     FreeField,
     Op,
+    Spec,
     TensorArg,
 )
 from ttreport.errors import LossWarner
@@ -70,18 +72,28 @@ assert set(schema_sql.COLUMNS["operations"]) == {*_OP_DIRECT, *_OP_MADE, "durati
     "an operations column that is neither a field of records.Op nor made by writer.py"
 _OP_FIELDS = operator.itemgetter(*[Op._fields.index(c) for c in _OP_DIRECT])  # the record's, in that order
 _OP_COLUMNS = ", ".join([*_OP_DIRECT, *_OP_MADE])
-_TENSOR_COLUMNS = ("tensor_id, spec_id, device_id, address, buffer_type, size, memory_config_source, "
-                   "producer_operation_id, file, shape, dtype, layout, memory_config, padded_shape, storage_type")
-# A tensor row's texts, from its spec (inserted before the tensors of its batch). NULL memory config: on the host.
+# A tensors row is its own columns and its spec's texts (_SPEC_TEXT_COLUMNS, read from tensor_specs in SQL, inserted
+# before the tensors of its batch; NULL memory config: on the host); rank keeps its default. Its own columns come from
+# the schema: one that is a field of records.Spec of the same name (whose shape, dtype and layout are numbers, not the
+# texts) is copied from the record (_TENSOR_DIRECT), the writer makes the others (_TENSOR_MADE). A tensor's row
+# (Writer._tensor_row), its staging columns (t_*) and tensor_records' parameters are in _TENSOR_OWN's order.
+_SPEC_TEXT_COLUMNS = ("shape", "dtype", "layout", "memory_config", "padded_shape", "storage_type")
 _SPEC_TEXTS = ("s.shape, s.dtype, s.layout, s.memory_config, s.padded_shape, "
                "CASE WHEN s.memory_config IS NULL THEN 'StorageType.HOST' ELSE 'StorageType.DEVICE' END")
+_TENSOR_DIRECT = [c for c in schema_sql.COLUMNS["tensors"] if c in Spec._fields and c not in _SPEC_TEXT_COLUMNS]
+_TENSOR_MADE = ("spec_id", "file")
+assert set(schema_sql.COLUMNS["tensors"]) == {*_TENSOR_DIRECT, *_TENSOR_MADE, *_SPEC_TEXT_COLUMNS, "rank"}, \
+    "a tensors column that is neither a field of records.Spec, nor a spec's text, nor made by writer.py"
+_TENSOR_OWN = (*_TENSOR_DIRECT, *_TENSOR_MADE)
+_SPEC_FIELDS = operator.itemgetter(*[Spec._fields.index(c) for c in _TENSOR_DIRECT])  # the record's, in that order
+_TENSOR_COLUMNS = ", ".join([*_TENSOR_OWN, *_SPEC_TEXT_COLUMNS])
+_SPEC_ID_AT = _TENSOR_OWN.index("spec_id")
 _BUFFER_FIELDS = Alloc._fields[1:]  # buffer_lifetimes' columns of the same names
 _BUFFER_COLUMNS = ", ".join(_BUFFER_FIELDS)
 # An op's staging row: its op columns, its tensor ids, its one new tensor (Writer._tensor_row), the latest alloc
 # and free before its end (the records, tag included), its captured graph.
 _STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE, "inputs", "outputs",
-                    *(f"t_{c}" for c in ("tensor_id", "spec_id", "device_id", "address", "buffer_type", "size",
-                                         "source", "producer", "file")),
+                    *(f"t_{c}" for c in _TENSOR_OWN),
                     *(f"b_{f}" for f in Alloc._fields), *(f"f_{f}" for f in Free._fields), "g_id"]
 _STAGING = f"CREATE TEMP TABLE op_staging ({', '.join(_STAGING_COLUMNS)})"
 _STAGING_WIDTH = len(_STAGING_COLUMNS)
@@ -100,9 +112,9 @@ _SPREAD = [
     "SELECT s.operation_id, j.key, j.value FROM op_staging s, json_each(s.inputs) j",
     "INSERT INTO main.output_tensors (operation_id, output_index, tensor_id) "
     "SELECT s.operation_id, j.key, j.value FROM op_staging s, json_each(s.outputs) j",
-    f"INSERT OR IGNORE INTO main.tensors ({_TENSOR_COLUMNS}) SELECT t_tensor_id, t_spec_id, t_device_id, "
-    f"t_address, t_buffer_type, t_size, t_source, t_producer, t_file, {_SPEC_TEXTS} FROM op_staging "
-    f"LEFT JOIN main.tensor_specs s ON s.spec_id = t_spec_id WHERE t_tensor_id IS NOT NULL",
+    f"INSERT OR IGNORE INTO main.tensors ({_TENSOR_COLUMNS}) SELECT {', '.join('t_' + c for c in _TENSOR_OWN)}, "
+    f"{_SPEC_TEXTS} FROM op_staging LEFT JOIN main.tensor_specs s ON s.spec_id = t_spec_id "
+    f"WHERE t_tensor_id IS NOT NULL",
     f"INSERT OR IGNORE INTO main.buffer_lifetimes ({_BUFFER_COLUMNS}) SELECT "
     f"{', '.join('b_' + c for c in _BUFFER_FIELDS)} FROM op_staging WHERE b_buffer_id IS NOT NULL",
     "INSERT INTO main.captured_graph (operation_id, captured_graph) SELECT s.operation_id, g.captured_graph "
@@ -153,7 +165,9 @@ _AFTER_OPS = [
 _ALLOC_WIDTH = len(Alloc._fields)
 _ALLOC_BUFFER_ID = int(AllocField.BUFFER_ID)
 _FREE_BUFFER_ID = int(FreeField.BUFFER_ID)
-_NO_TENSOR = (None,) * 9
+_NO_TENSOR = (None,) * len(_TENSOR_OWN)
+_HOST_TENSOR = [None] * len(_TENSOR_DIRECT)  # a TENSOR record's row (Writer._host_tensor_row): id and producer
+_HOST_TENSOR_AT = (_TENSOR_DIRECT.index("tensor_id"), _TENSOR_DIRECT.index("producer_operation_id"))
 _NO_ALLOC = (None,) * len(Alloc._fields)
 _NO_FREE = (None,) * len(Free._fields)
 
@@ -209,8 +223,9 @@ _ALLOC_VALUES = ",".join(f"?{i + 1}" for i in range(1, len(Alloc._fields)))
 _INSERT = {
     "tensor_specs": "INSERT INTO tensor_specs (spec_id, shape, dtype, layout, memory_config, padded_shape, placement) "
                     "VALUES (?,?,?,?,?,?,?)",
-    "tensor_records": f"INSERT OR IGNORE INTO tensors ({_TENSOR_COLUMNS}) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9, "
-                      f"{_SPEC_TEXTS} FROM (SELECT 1) LEFT JOIN tensor_specs s ON s.spec_id = ?2",
+    "tensor_records": f"INSERT OR IGNORE INTO tensors ({_TENSOR_COLUMNS}) SELECT "
+                      f"{','.join(f'?{i + 1}' for i in range(len(_TENSOR_OWN)))}, {_SPEC_TEXTS} FROM (SELECT 1) "
+                      f"LEFT JOIN tensor_specs s ON s.spec_id = ?{_SPEC_ID_AT + 1}",
     "allocs": f"INSERT OR IGNORE INTO buffer_lifetimes ({_BUFFER_COLUMNS}) VALUES ({_ALLOC_VALUES})",
     "source_files": "INSERT INTO source_files (id, path, contents) VALUES (?,?,?)",
     "stack_trace_texts": "INSERT INTO stack_trace_texts (stack_trace_id, stack_trace, source_file_id) VALUES (?,?,?)",
@@ -328,6 +343,7 @@ class Writer:
         self.records_lost = 0
         self.ops_lost = 0  # of records_lost, the ops: what ls and summary show beside the status
         self.records_written = 0
+        self.close_s = 0.0  # wall time of _close: the late indexes, tensor_lifetime, the WAL's fold (bench/ shows it)
         self._stacks: dict[tuple, int] = {}  # frames key -> stack_trace_id
         self._source_files: dict[str, int | None] = {}  # path -> source_files id (None: not readable)
         self._max_buffer_id = 0  # the highest buffer id committed: later ones join temp.live_buffers
@@ -492,7 +508,7 @@ class Writer:
                              f"committed is kept")
 
     def _close(self) -> None:
-        aside = None
+        aside, started = None, time.perf_counter()
         try:
             aside = _LifetimesAside.start_for(self.con, self.db_path)
             db.create_indexes(self.con)
@@ -517,6 +533,7 @@ class Writer:
             if aside is not None:
                 aside.discard()
             self.con.close()
+            self.close_s = time.perf_counter() - started
 
     # -- records to rows ---------------------------------------------------------------------
     def _captured_graph(self, op: Op, rows) -> int | None:
@@ -619,7 +636,7 @@ class Writer:
                    buf.address + slot * buf.page_size, buf.page_size, int(buf.buffer_type))
 
     def _tensor_row(self, spec, file, rows, new_specs) -> tuple:
-        tid, shape, dtype, layout, cfg, source, device_id, address, buffer_type, size, producer = spec
+        tid, shape, dtype, layout, cfg = spec[:5]  # records.Spec: the rest is copied as it is (_SPEC_FIELDS)
         key = (shape, dtype, layout, cfg)
         hit = self._specs.get(key)
         if hit is None:
@@ -628,7 +645,7 @@ class Writer:
         if len(spec_of) >= MAX_SPEC_OF:
             _halve(spec_of)
         spec_of[tid] = hit[2]
-        return (tid, hit[0], device_id, address, buffer_type, size, source, producer, file)
+        return _SPEC_FIELDS(spec) + (hit[0], file)
 
     def _new_spec(self, key, shape, dtype, layout, cfg, rows, new_specs) -> tuple:
         tile = None
@@ -665,7 +682,9 @@ class Writer:
         if hit is None:
             hit = self._add_spec(key, None, (f"Shape({list(shape)})", dtype_text, None, None, None, None), rows,
                                  new_specs)
-        return (tid, hit[0], None, None, None, None, None, producer, file)
+        row = _HOST_TENSOR.copy()
+        row[_HOST_TENSOR_AT[0]], row[_HOST_TENSOR_AT[1]] = tid, producer
+        return (*row, hit[0], file)
 
     def _tensor_text(self, tid: int) -> str:
         """A tensor argument's text inside a list argument; the view renders the same for a plain one."""
