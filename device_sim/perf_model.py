@@ -33,11 +33,10 @@ bench/device_time.py holds the model against public Wormhole profiler data (benc
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 
 import device_sim.ops  # noqa: F401  (registers every op: the kinds below are read from the table)
-from device_sim import perf_constants, registry
+from device_sim import registry
 from device_sim.compute_config import MathFidelity
 from device_sim.distributed import MeshTensor
 from device_sim.dtypes import ELEMENT_SIZE, tile_size
@@ -162,6 +161,10 @@ _DM_ONLY = frozenset({"interleaved_to_sharded", "sharded_to_interleaved", "resha
 _ACKED_WRITES = _DM_ONLY - {"interleaved_to_sharded", "reshard"}
 _HEADS = frozenset({"nlp_create_qkv_heads", "nlp_concat_heads", "concatenate_heads",
                     "split_query_key_value_and_split_heads"})
+# Flash attention over [B, H, S, D] q, k, v (_sdpa); the decode variants read a KV cache for one row of q each and
+# stay priced by their pages
+_SDPA = frozenset({"scaled_dot_product_attention", "chunked_scaled_dot_product_attention",
+                   "windowed_scaled_dot_product_attention"})
 # Collectives by what crosses the busiest link (collective_link_ns).
 _COLLECTIVES = {short: op.collective for op in registry.OPS.values() if op.collective for short in op.short_names}
 # The fidelity an op family runs at when its call gives none (TT-NN's compute kernel config defaults).
@@ -506,6 +509,31 @@ def _conv2d(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, params: dict) ->
                     LAUNCH_NS + halo.fixed_ns, mm.cores, mm.overlap_ns)
 
 
+def _sdpa(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, params: dict) -> Estimate:
+    """TT-NN's flash attention (sdpa_program_factory.cpp): the q chunks of every batch and head over the cores;
+    each streams all of its head's K and V chunks (half of them, causal), running q @ k^T and p @ v on the matrix
+    engine and the softmax of each score tile, at HiFi2 unless told (sdpa.cpp's default)."""
+    q, k, v = ins[:3]
+    d_t = math.ceil(q.shape[-1] / 32) if q.shape else 1
+    sq_t = math.ceil(q.shape[-2] / 32) if len(q.shape) > 1 else 1
+    skv_t = math.ceil(k.shape[-2] / 32) if len(k.shape) > 1 else 1
+    heads = math.prod(q.shape[:-2]) if len(q.shape) > 2 else 1
+    chunk_t = max(1, math.ceil((params.get("q_chunk_size") or 32) / 32))  # program_config's q_chunk_size, else 32
+    units = heads * math.ceil(sq_t / chunk_t)
+    cores = _cores_for(units, cfg)
+    share = 0.5 if params.get("is_causal", True) else 1.0  # causal: the chunks above the diagonal are skipped
+    step = max(MATMUL_CYCLES_PER_PASS * FIDELITY_PASSES[fidelity] + MATMUL_STEP_OVERHEAD_CYCLES,
+               (q.bytes / max(1, q.tiles) + k.bytes / max(1, k.tiles)) / UNPACK_BYTES_PER_CYCLE)
+    per_unit = chunk_t * skv_t * share * (2 * d_t * step + SOFTMAX_CYCLES_PER_TILE)
+    # K and V are read again for every q chunk: a head's KV tiles per unit, a request a chunk row of d_t tiles
+    kv_tiles = 2 * skv_t * d_t * share
+    e = _streaming([q], outs, units, per_unit, cfg)
+    reread = math.ceil(units / cores) * _page_ns(k, kv_tiles, cfg, per_request=d_t)
+    kv_dram = k.bytes + v.bytes if k.location in ("dram", "dram_sharded") else 0
+    dram = _dram_ns([q, *outs], cfg) + kv_dram * share * math.ceil(sq_t / chunk_t) / cfg.dram_achieved_gb_per_s
+    return Estimate(e.compute_ns, math.ceil(max(e.bandwidth_ns + reread, dram)), fidelity.name, LAUNCH_NS, cores)
+
+
 def _move(name: str, ins, outs, cfg: PerfConfig) -> Estimate:
     """Data movement ops, by the pages they touch and how TT-NN's kernels request them."""
     src, dst = ins[0], outs[0]
@@ -597,6 +625,8 @@ def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | No
                        core_grid=params.get("core_grid"))
     if family == "conv2d" and inputs:
         return _conv2d(inputs, outputs, fidelity or MathFidelity.HiFi4, cfg, params)
+    if name in _SDPA and len(inputs) >= 3 and outputs:
+        return _sdpa(inputs, outputs, fidelity or MathFidelity.HiFi2, cfg, params)
     if not inputs and name in ("move", "reallocate"):
         inputs = outputs  # a move frees its input as it runs: the output is its twin, in the same layout
     if not inputs:
@@ -707,6 +737,9 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
         # a norm's or conv's compute_kernel_config (or conv2d's compute_config) names the fidelity it runs at
         ckc = kwargs.get("compute_kernel_config") or kwargs.get("compute_config")
         fidelity = getattr(ckc, "math_fidelity", None) if ckc is not None else None
+        if name in _SDPA:
+            chunk = getattr(kwargs.get("program_config"), "q_chunk_size", None)
+            params = {"is_causal": kwargs.get("is_causal", True), "q_chunk_size": chunk}
         if name == "conv2d":
             ks = kwargs.get("kernel_size")
             params = {"kernel_size": _pair(ks, (1, 1)), "stride": _pair(kwargs.get("stride"), (1, 1)),
@@ -738,8 +771,3 @@ def _link_ns(kind: str, shard_bytes: int, mesh, name: str, kwargs: dict) -> int:
     links = kwargs.get("num_links")
     return collective_link_ns(kind, shard_bytes, group, ring=ring, num_links=links if isinstance(links, int) and
                               links > 0 else 1)
-
-
-# A team's own fit of the constants above (`ttreport calibrate`): the file that DEVICE_SIM_PERF_CONSTANTS names
-# replaces them as the model is imported (device_sim/perf_constants.py; docs/perf_model.md).
-perf_constants.apply_environment(sys.modules[__name__])

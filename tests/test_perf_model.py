@@ -290,3 +290,17 @@ def test_untilize_shard_moves_and_a_sharded_move_by_hand(device):
     m = ttnn.move(s)
     mv = _est(ttnn.move, (s,), {}, m)
     assert (mv.cores, mv.fixed_ns, mv.bandwidth_ns) == (8, 600, math.ceil(32 * 2048 / 29))
+
+
+def test_flash_attention_is_costed_as_its_matmuls_and_softmax_over_the_q_chunks(device):
+    # q, k, v [1, 8, 512, 64]: 8 heads x 16 q chunks of 32 rows = 128 units over 64 cores, 2 each; a unit streams
+    # the head's 16 K and V tile rows (half of them, causal), 2 x 2 matmul tile-steps (45.5 cycles, the unpacker's
+    # bfloat16 cap) and a softmax tile (700 cycles) for each
+    q, k, v = (_t(device, ttnn.DRAM, shape=(1, 8, 512, 64)) for _ in range(3))
+    sdpa = ttnn.transformer.scaled_dot_product_attention
+    causal = _est(sdpa, (q, k, v), {"is_causal": True}, sdpa(q, k, v, is_causal=True))
+    step = 2 * 2048 / 90
+    assert (causal.cores, causal.math_fidelity) == (64, "HiFi2")
+    assert causal.compute_ns == math.ceil(2 * 16 * 0.5 * (2 * 2 * step + 700))
+    full = _est(sdpa, (q, k, v), {"is_causal": False}, sdpa(q, k, v, is_causal=False))
+    assert full.compute_ns == math.ceil(2 * 16 * (2 * 2 * step + 700))
