@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import pickle
 import pickletools
 import secrets
@@ -126,7 +127,7 @@ def save_tensor(value: torch.Tensor, path, *, archive: str | None = None, fallba
     return _write(path, _pickle(value), data, nbytes, archive)
 
 
-def save_values(data, dtype: torch.dtype, shape, path, *, archive: str | None = None) -> Written:
+def save_values(data, dtype: torch.dtype, shape, path, *, archive: str | None = None, new: bool = False) -> Written:
     """Write the tensor whose contiguous bytes are `data` (bytes-like, native byte order) as save_tensor
     would, with no torch.Tensor made: the capture's writer process gets an output's bytes from the op log.
 
@@ -134,6 +135,8 @@ def save_values(data, dtype: torch.dtype, shape, path, *, archive: str | None = 
         data: the elements' bytes, C order; len(data) must be prod(shape) times the dtype's size.
         dtype, shape: the tensor's torch dtype and shape.
         path, archive: as save_tensor's.
+        new: the file is made here, never opened through a link or over a file (FileExistsError if anything is
+            at `path`): one open where mkstemp's and then this one's were two (storage.write_values).
     """
     import torch
 
@@ -143,6 +146,8 @@ def save_values(data, dtype: torch.dtype, shape, path, *, archive: str | None = 
         raise ValueError(f"save_values: {nbytes} bytes do not hold a {list(shape)} {dtype} tensor "
                          f"({math.prod(shape) * dtype.itemsize} bytes); pass the tensor's own bytes")
     if nbytes >= ZIP64_BYTES:  # left to torch's writer, as save_tensor does
+        if new:
+            os.close(_new_file(path, os.O_WRONLY))
         value = torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
         return save_tensor(value, path, archive=archive)
     key = (dtype, shape)
@@ -153,14 +158,19 @@ def save_values(data, dtype: torch.dtype, shape, path, *, archive: str | None = 
         # The pickle names the storage (its type and element count), never its bytes: an empty tensor of the
         # same dtype and shape pickles the same (torch.empty leaves the memory untouched).
         pickled = _PICKLES[key] = _pickle(torch.empty(shape, dtype=dtype))
-    return _write(path, pickled, memoryview(data), nbytes, archive)
+    return _write(path, pickled, memoryview(data), nbytes, archive, _new_file if new else None)
+
+
+def _new_file(path, flags: int) -> int:
+    """open()'s opener for a file made new: O_EXCL (nothing there before it, a link neither) and O_NOFOLLOW."""
+    return os.open(path, flags | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
 
 
 _PICKLES: dict[tuple, bytes] = {}  # (dtype, shape) -> data.pkl: a model stores the same shapes again and again
 MAX_PICKLES = 4096
 
 
-def _write(path: Path, pickled: bytes, data: memoryview, nbytes: int, archive: str | None) -> Written:
+def _write(path: Path, pickled: bytes, data: memoryview, nbytes: int, archive: str | None, opener=None) -> Written:
     data_crc = isal_zlib.crc32(data)
     zip_ = _Zip(archive or path.stem or "archive")
     for name, payload in ((b"data.pkl", pickled), (b".format_version", FORMAT_VERSION),
@@ -172,7 +182,7 @@ def _write(path: Path, pickled: bytes, data: memoryview, nbytes: int, archive: s
     zip_.add(b"version", FILE_VERSION)
     zip_.add(b".data/serialization_id", b"%020d%020d" % (secrets.randbits(64), data_crc))
     tail = zip_.finish()
-    with open(path, "wb") as f:
+    with open(path, "wb", opener=opener) as f:
         f.write(head)
         f.write(data)  # BufferedWriter hands a large buffer to the OS directly, looping over short writes
         f.write(tail)

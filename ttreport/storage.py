@@ -243,11 +243,18 @@ def write_values(path: Path, data, torch_dtype: str, shape, device: tuple | None
             torch.empty(shape, dtype=dtype)
         dt, layout, cfg = device
         return write_tensor(path, value, DataType(dt), Layout(layout), cfg)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(tmp)
+    # A name of this thread's, made new by the write itself (one open: mkstemp's and a second were two, and half the
+    # CPU of a 2 KiB file: bench/README.md, issue 33); one already there (a killed writer's, or planted) gives way to
+    # mkstemp's random name.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
-        written = ptfile.save_values(data, dtype, shape, tmp, archive=path.stem)
+        try:
+            written = ptfile.save_values(data, dtype, shape, tmp, archive=path.stem, new=True)
+        except FileExistsError:
+            fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            os.close(fd)
+            tmp = Path(name)
+            written = ptfile.save_values(data, dtype, shape, tmp, archive=path.stem)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
