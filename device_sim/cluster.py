@@ -10,8 +10,9 @@ Wormhole product with that many chips: 1 an N150, 2 an N300, 4 two N300s as 2x2,
 Reports carry the two YAML files as TT-NN's do; ttnn-visualizer's topology dialog draws them.
 
 Chip ids are device_sim's own everywhere (a chip's row-major place in the system mesh), so a report's
-device_id, the descriptor and the mapping name the same chip. UMD numbers a T3K's chips otherwise (its
-4 PCIe-attached chips first); the wiring below is UMD's, renumbered by the chips' mesh coordinates.
+device_id, the descriptor and the mapping name the same chip. UMD numbers a system's chips otherwise (a
+T3K's 4 PCIe-attached chips first); the wiring below is UMD's, from tt-metal's own descriptors of a T3K
+(2x4), an N300 2x2 and a 6U Galaxy (8x4, or 4x8 turned over), renumbered by the chips' mesh coordinates.
 """
 
 from __future__ import annotations
@@ -70,20 +71,70 @@ _T3K_UMD_BOARDS = ((4, 0), (5, 1), (6, 2), (7, 3))  # each n300 card: (remote ch
 _T3K_UMD_AT = {4: (0, 0), 0: (0, 1), 2: (0, 2), 6: (0, 3), 5: (1, 0), 1: (1, 1), 3: (1, 2), 7: (1, 3)}
 
 
+# An N300 2x2 (two n300 cards, ClusterType.N300_2x2) as UMD describes it: tt-metal's tests/tt_metal/tt_fabric/
+# custom_mock_cluster_descriptors/2x2_n300_cluster_desc.yaml. Each card is an MMIO chip and its remote chip;
+# two links between every pair of neighbours, 8 in all. Where each UMD chip sits in the 2x2 mesh: the control
+# plane's mapping for that descriptor (golden_mapping_files/ControlPlaneFixture_Custom2x2.yaml, fabric chip
+# r*2+c -> umd_chip_id; the asic ids match the descriptor's chip_unique_ids).
+_N300_2X2_UMD_LINKS = ((0, 6, 3, 6), (0, 7, 3, 7), (0, 14, 1, 14), (0, 15, 1, 15), (1, 0, 2, 0), (1, 1, 2, 1),
+                       (2, 14, 3, 14), (2, 15, 3, 15))
+_N300_2X2_UMD_MMIO = {0: 0, 2: 2}
+_N300_2X2_UMD_BOARDS = ((1, 0), (2, 3))
+_N300_2X2_UMD_AT = {0: (0, 0), 1: (0, 1), 3: (1, 0), 2: (1, 1)}
+
+# A Wormhole 6U Galaxy (ClusterType.GALAXY) as UMD describes it: custom_mock_cluster_descriptors/
+# 6u_cluster_desc.yaml. 32 chips, every one PCIe-attached (chips_with_mmio lists all 32), on "ubb" boards; four
+# links between every pair of neighbours in an 8x4 torus (the rows and the columns wrap), 256 in all. Each entry
+# below is one neighbour pair (chip, first chan, chip, first chan): its four links take four channels in a row.
+_GALAXY_UMD_LINK_QUADS = (
+    (0, 0, 3, 0), (0, 4, 2, 4), (0, 8, 4, 4), (0, 12, 16, 0), (1, 0, 2, 0), (1, 4, 3, 4), (1, 8, 5, 4),
+    (1, 12, 17, 0), (2, 8, 6, 4), (2, 12, 18, 0), (3, 8, 7, 4), (3, 12, 19, 0), (4, 0, 7, 0), (4, 8, 8, 4),
+    (4, 12, 20, 0), (5, 0, 6, 0), (5, 8, 9, 4), (5, 12, 21, 0), (6, 8, 10, 4), (6, 12, 22, 0), (7, 8, 11, 4),
+    (7, 12, 23, 0), (8, 0, 11, 0), (8, 8, 12, 4), (8, 12, 24, 0), (9, 0, 10, 0), (9, 8, 13, 4), (9, 12, 25, 0),
+    (10, 8, 14, 4), (10, 12, 26, 0), (11, 8, 15, 4), (11, 12, 27, 0), (12, 0, 15, 0), (12, 8, 14, 8),
+    (12, 12, 28, 0), (13, 0, 14, 0), (13, 8, 15, 8), (13, 12, 29, 0), (14, 12, 30, 0), (15, 12, 31, 0),
+    (16, 4, 18, 4), (16, 8, 20, 4), (16, 12, 19, 12), (17, 4, 19, 4), (17, 8, 21, 4), (17, 12, 18, 12),
+    (18, 8, 22, 4), (19, 8, 23, 4), (20, 8, 24, 4), (20, 12, 23, 12), (21, 8, 25, 4), (21, 12, 22, 12),
+    (22, 8, 26, 4), (23, 8, 27, 4), (24, 8, 28, 4), (24, 12, 27, 12), (25, 8, 29, 4), (25, 12, 26, 12),
+    (26, 8, 30, 4), (27, 8, 31, 4), (28, 8, 30, 8), (28, 12, 31, 12), (29, 8, 31, 8), (29, 12, 30, 12))
+_GALAXY_UMD_MMIO = {0: 3, 1: 26, 2: 21, 3: 8, 4: 6, 5: 30, 6: 18, 7: 12, 8: 0, 9: 24, 10: 16, 11: 14, 12: 5,
+                    13: 27, 14: 17, 15: 10, 16: 1, 17: 28, 18: 20, 19: 13, 20: 9, 21: 31, 22: 23, 23: 15, 24: 4,
+                    25: 25, 26: 22, 27: 11, 28: 2, 29: 29, 30: 19, 31: 7}
+_GALAXY_UMD_BOARDS = ((30, 28, 27, 26, 24, 23, 22, 20, 19, 18, 0, 31, 2, 15, 3, 16, 4, 6, 7, 8, 10, 11, 12, 14),
+                      (29, 25, 21, 17, 13, 9, 5, 1))
+# Each UMD chip's fabric chip in the 8x4 mesh (r*4+c): golden_mapping_files/ControlPlaneFixture_SingleGalaxy.yaml
+_GALAXY_UMD_FABRIC = {0: 0, 1: 31, 2: 28, 3: 3, 4: 4, 5: 27, 6: 24, 7: 7, 8: 8, 9: 23, 10: 20, 11: 11, 12: 12,
+                      13: 19, 14: 16, 15: 15, 16: 1, 17: 30, 18: 29, 19: 2, 20: 5, 21: 26, 22: 25, 23: 6, 24: 9,
+                      25: 22, 26: 21, 27: 10, 28: 13, 29: 18, 30: 17, 31: 14}
+
+
 def _system() -> tuple[int, int]:
     from device_sim.mesh import rows_cols, system_mesh_shape  # see get_cluster_type
 
     return rows_cols(system_mesh_shape())
 
 
+def _in_sim_ids(at: dict, cols: int, links, mmio: dict, boards, board_type: str) -> tuple[list, dict, list, str]:
+    """UMD's wiring renumbered to device_sim's chip ids, `at` giving each UMD chip's (row, col) in the mesh."""
+    sim = {u: r * cols + c for u, (r, c) in at.items()}
+    links = sorted((sim[a], ca, sim[b], cb) if sim[a] < sim[b] else (sim[b], cb, sim[a], ca) for a, ca, b, cb in links)
+    boards = [tuple(sorted(sim[u] for u in board)) for board in boards]
+    return links, {sim[u]: pcie for u, pcie in mmio.items()}, boards, board_type
+
+
 def _wiring(rows: int, cols: int) -> tuple[list, dict, list, str]:
     """(links (chip, chan, chip, chan), MMIO chip -> PCIe device, boards (chips...), board type) in device_sim ids."""
     if (rows, cols) == (2, 4):
-        sim = {u: r * cols + c for u, (r, c) in _T3K_UMD_AT.items()}
-        links = sorted((sim[a], ca, sim[b], cb) if sim[a] < sim[b] else (sim[b], cb, sim[a], ca)
-                       for a, ca, b, cb in _T3K_UMD_LINKS)
-        return (links, {sim[u]: pcie for u, pcie in _T3K_UMD_MMIO.items()},
-                [tuple(sorted(sim[u] for u in board)) for board in _T3K_UMD_BOARDS], "n300")
+        return _in_sim_ids(_T3K_UMD_AT, cols, _T3K_UMD_LINKS, _T3K_UMD_MMIO, _T3K_UMD_BOARDS, "n300")
+    if (rows, cols) == (2, 2):
+        return _in_sim_ids(_N300_2X2_UMD_AT, cols, _N300_2X2_UMD_LINKS, _N300_2X2_UMD_MMIO, _N300_2X2_UMD_BOARDS,
+                           "n300")
+    if (rows, cols) in ((8, 4), (4, 8)):  # TT-NN's Galaxy mesh is 8x4; a 4x8 system is the same torus turned over
+        at = {u: divmod(f, 4) for u, f in _GALAXY_UMD_FABRIC.items()}
+        if rows == 4:
+            at = {u: (c, r) for u, (r, c) in at.items()}
+        links = [(a, ca + k, b, cb + k) for a, ca, b, cb in _GALAXY_UMD_LINK_QUADS for k in range(4)]
+        return _in_sim_ids(at, cols, links, _GALAXY_UMD_MMIO, _GALAXY_UMD_BOARDS, "ubb")
     if rows * cols == 1:  # an N150: one chip on PCIe, no ethernet (tt-umd's wormhole_N150.yaml)
         return [], {0: 0}, [(0,)], "n150"
     if rows * cols == 2:  # an N300: chip 0 on PCIe, chip 1 over the card's ethernet (tt-umd's wormhole_N300.yaml)

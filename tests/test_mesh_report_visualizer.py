@@ -94,6 +94,103 @@ def test_the_topology_dialog_reads_a_t3000_and_each_chips_mesh_coordinate(visual
     assert {int(c): rc for c, rc in mapping.items()} == {c: [y, x] for c, (x, y, _, _) in chips.items()}
 
 
+@pytest.fixture
+def diverged_run(tmp_path):
+    """A 2x4 run where chip 5 alone holds an L1 tensor before the mesh's ops: the chips' own first fits differ."""
+    path = tmp_path / "diverged"
+    mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(2, 4))
+    try:
+        with ttreport.capture(path):
+            alone = ttnn.from_torch(torch.ones(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE,
+                                    device=mesh.get_devices()[5], memory_config=ttnn.L1)
+            x = ttnn.from_torch(torch.randn(1, 1, 64, 256), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=mesh,
+                                memory_config=ttnn.L1,
+                                mesh_mapper=ttnn.ShardTensor2dMesh(mesh, mesh_shape=(2, 4), dims=(2, 3)))
+            y = ttnn.relu(x)
+            z = ttnn.add(x, y, memory_config=ttnn.DRAM)
+            ttnn.all_gather(z, dim=3)
+            del alone
+    finally:
+        ttnn.close_mesh_device(mesh)
+    return path
+
+
+def test_mesh_tensors_keep_one_address_and_the_chips_buffers_agree_after_a_chip_allocated_alone(visualizer,
+                                                                                               diverged_run):
+    instance = visualizer.open(diverged_run)
+    ops = visualizer.get("/api/operations", instance)
+    assert [o["name"] for o in ops] == ["ttnn.from_torch", "ttnn.from_torch", "ttnn.relu", "ttnn.add",
+                                        "ttnn.all_gather"]
+    (alone,) = ops[0]["outputs"]
+    assert alone["address"] is not None and alone["device_addresses"] == []  # a one-chip tensor: its own row
+    mesh_outputs = [op["outputs"][0] for op in ops[1:]]
+    for out in mesh_outputs:  # TT-NN's lock-step mesh allocator: one address for all eight chips
+        assert out["address"] is not None and out["device_addresses"] == [out["address"]] * 8
+    assert mesh_outputs[0]["address"] != alone["address"]  # clear of chip 5's own tensor, on every chip
+    for op in ops[1:]:
+        detail = visualizer.get(f"/api/operations/{op['id']}", instance)
+        per_chip: dict[int, set] = {}
+        for b in detail["buffers"]:
+            per_chip.setdefault(b["device_id"], set()).add((b["address"], b["buffer_type"], b["max_size_per_bank"]))
+        assert sorted(per_chip) == list(range(8)), op["name"]
+        chip5_alone = {(a, t, size) for a, t, size in per_chip[5] if a == alone["address"] and t == 1}
+        assert len(chip5_alone) == 1, op["name"]  # chip 5's own tensor, live to the end
+        # every chip holds the same mesh buffers at the same addresses, chip 5 its own tensor besides
+        assert all(per_chip[chip] == per_chip[0] for chip in range(8) if chip != 5), op["name"]
+        assert per_chip[5] - chip5_alone == per_chip[0], op["name"]
+        for out in mesh_outputs[:ops.index(op)]:  # each mesh tensor made so far names a buffer on every chip
+            assert all(any(a == out["address"] for a, _, _ in held) for held in per_chip.values()), op["name"]
+
+
+def _run_on_the_whole_system(path, monkeypatch, system: str):
+    monkeypatch.setenv("DEVICE_SIM_SYSTEM_MESH", system)
+    mesh = ttnn.open_mesh_device()  # every chip of the system
+    try:
+        with ttreport.capture(path):
+            ttnn.relu(ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=mesh))
+    finally:
+        ttnn.close_mesh_device(mesh)
+    return path
+
+
+def _neighbours(chips: dict, rows: int, cols: int, torus: bool) -> set[frozenset]:
+    """Chip pairs one step apart in the grid of the chips' [x, y]; on a torus the ends of each row and column too."""
+    def step(d: int, n: int) -> bool:
+        return d == 1 or (torus and d == n - 1)
+
+    return {frozenset((i, j)) for i in chips for j in chips if i < j and (
+        (chips[i][1] == chips[j][1] and step(abs(chips[i][0] - chips[j][0]), cols))
+        or (chips[i][0] == chips[j][0] and step(abs(chips[i][1] - chips[j][1]), rows)))}
+
+
+@pytest.mark.parametrize(("system", "links_per_pair", "mmio_chips", "board_type", "chips_per_board"), [
+    ("2x2", 2, 2, "n300", [2, 2]),  # two n300 cards (tt-metal's 2x2_n300_cluster_desc.yaml)
+    ("4x8", 4, 32, "ubb", [8, 24]),  # a 6U Galaxy (6u_cluster_desc.yaml): a torus, every chip on PCIe
+])
+def test_the_topology_dialog_reads_the_system_tt_metal_describes(visualizer, tmp_path, monkeypatch, system,
+                                                                  links_per_pair, mmio_chips, board_type,
+                                                                  chips_per_board):
+    path = _run_on_the_whole_system(tmp_path / system, monkeypatch, system)
+    instance = visualizer.open(path)
+    cluster = visualizer.get("/api/cluster-descriptor", instance)
+    rows, cols = map(int, system.split("x"))
+    chips = {int(c): xy for c, xy in cluster["chips"].items()}
+    assert sorted(chips) == list(range(rows * cols))
+    assert len({int(c) for entry in cluster["chips_with_mmio"] for c in entry}) == mmio_chips
+    links: dict[frozenset, int] = {}
+    for a, b in cluster["ethernet_connections"]:
+        pair = frozenset((a["chip"], b["chip"]))
+        links[pair] = links.get(pair, 0) + 1
+    # neighbours in the grid, and on a Galaxy the ends of every row and every column too (a torus)
+    neighbours = _neighbours(chips, rows, cols, torus=rows * cols == 32)
+    assert links == {pair: links_per_pair for pair in neighbours}
+    assert sorted(len(entry[2]["chips"]) for entry in cluster["boards"]) == chips_per_board
+    assert set(cluster["chip_to_boardtype"].values()) == {board_type}
+    mapping = visualizer.get("/api/mesh-descriptor", instance)["chips"]
+    assert {int(c): rc for c, rc in mapping.items()} == {c: [y, x] for c, (x, y, _, _) in chips.items()}
+    assert {int(c): rc for c, rc in mapping.items()} == {i: list(divmod(i, cols)) for i in range(rows * cols)}
+
+
 def test_a_single_chip_report_has_no_mesh_mapping_and_its_tensors_keep_their_device(tmp_path, device):
     with ttreport.capture(tmp_path / "one"):
         t = ttnn.relu(ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE, device=device, memory_config=ttnn.L1))
