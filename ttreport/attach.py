@@ -7,7 +7,7 @@
 The file is TT-NN's device profiler output from a hardware run of the same model (ttreport.read.measured reads
 it, checking every value). Its device operations are paired in order with the report's (read.measured.match) and
 stored in the report's `measured_perf` table, with the file's name under report_metadata.measured_perf_source;
-then `summary`, `compare --timing --clock measured` and the HTML report set measured beside modelled. Attaching
+then `summary`, `compare --timing --measured` and the HTML report set measured beside modelled. Attaching
 again replaces what was attached, in one transaction: a file that fails its checks changes nothing.
 """
 

@@ -976,7 +976,7 @@ def attach(report, ops_perf_csv, as_json):
     """Attach a real hardware run's device times (TT-NN's ops_perf_results.csv) to REPORT, op by op.
 
     The file's device operations are paired in order with the report's (by OP CODE where the names agree);
-    summary, compare --timing --clock measured and html then show measured beside modelled. Attaching again
+    summary, compare --timing (--measured) and html then show measured beside modelled. Attaching again
     replaces what was attached; a file that fails its checks changes nothing.
 
     Example: ttreport attach generated/ttreport/reports/demo ops_perf_results.csv
