@@ -771,3 +771,11 @@ def test_a_2d_mcast_matmul_takes_a_batched_b_height_sharded_in_dram(device):
         ttnn.matmul(ta, tb, program_config=ttnn.MatmulMultiCoreReuseMultiCastProgramConfig(
             compute_with_storage_grid_size=(2, 2), in0_block_w=1, out_subblock_h=1, out_subblock_w=1, per_core_M=4,
             per_core_N=1, transpose_mcast=False, fuse_batch=True))
+
+
+def test_isclose_takes_rtol_atol_equal_nan_and_its_golden_gives_bool(device):
+    # test_binary_composite.py: ttnn.isclose(a, b, rtol=, atol=, equal_nan=) against torch.isclose
+    a, b = torch.tensor([[1.0, 2.0, float("nan")]]), torch.tensor([[1.05, 3.0, float("nan")]])
+    ta, tb = (ttnn.from_torch(v, dtype=ttnn.float32, layout=ttnn.TILE, device=device) for v in (a, b))
+    assert ttnn.to_torch(ttnn.isclose(ta, tb, rtol=0.1, atol=0.0, equal_nan=True)).tolist() == [[1.0, 0.0, 1.0]]
+    assert ttnn.get_golden_function(ttnn.isclose)(a, b, rtol=0.1, atol=0.0).tolist() == [[True, False, False]]

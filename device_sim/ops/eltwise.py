@@ -691,6 +691,37 @@ def _with_alpha(name: str, sign: float):
     return register_op(op_name, kind="binary", output_keyword=_OUT, golden=golden)(op)
 
 
+def _isclose_golden(input_tensor_a, input_tensor_b, *_, rtol=1e-05, atol=1e-08, equal_nan=False, **__):
+    return torch.isclose(input_tensor_a, input_tensor_b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+@register_op("ttnn.isclose", kind="binary", golden=_isclose_golden)
+def isclose(input_tensor_a: Tensor, input_tensor_b: Tensor, *, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False, memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME,
+            **tt_nn_only) -> Tensor:
+    """1.0 where |a - b| <= atol + rtol * |b| (NaNs equal when equal_nan), else 0.0, as torch.isclose
+    (binary_nanobind.cpp's bind_binary_composite_with_rtol_atol); its golden gives torch's bool. One binary
+    program.
+
+    >>> a = ttnn.from_torch(torch.tensor([[1.0, 2.0]]), layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.tensor([[1.0, 2.5]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.isclose(a, b, rtol=0.1, atol=0.0).to_torch()
+    tensor([[1., 0.]])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor_a, input_tensor_b)
+    a, b = values(input_tensor_a, op_name), values(input_tensor_b, op_name)
+    fresh = pending_output_target(op_name) is None
+    y = broadcast(op_name, lambda x, z: _isclose_golden(x, z, rtol=rtol, atol=atol, equal_nan=equal_nan).float(),
+                  a, b)
+    out = output(y, input_tensor_a, ins, op_name=op_name, memory_config=memory_config)
+    if input_tensor_a.device() is not None and input_tensor_a.layout == Layout.TILE:
+        device_work.launch_for(out, fresh, input_tensor_a.device(), eltwise_programs.binary_program(
+            input_tensor_a, input_tensor_b.dtype, out.dtype))
+    return out
+
+
 addalpha = _with_alpha("addalpha", 1.0)
 subalpha = _with_alpha("subalpha", -1.0)
 bitwise_and = _binary("bitwise_and", _int_binary(torch.bitwise_and))
