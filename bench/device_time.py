@@ -53,7 +53,7 @@ def operand(spec: str, default_shard_cores: int = GRID_CORES) -> perf_model.Oper
     sharded = "SHARDED" in memory
     cores = int(shard[0]) if shard else default_shard_cores
     return perf_model.Operand(nbytes, kind + ("_sharded" if sharded else ""), shape, lay != Layout.TILE,
-                              cores if sharded else 0)
+                              cores if sharded else 0, "HEIGHT_SHARDED" in memory)
 
 
 def params(case: dict) -> dict:

@@ -165,6 +165,10 @@ _HEADS = frozenset({"nlp_create_qkv_heads", "nlp_concat_heads", "concatenate_hea
 # stay priced by their pages
 _SDPA = frozenset({"scaled_dot_product_attention", "chunked_scaled_dot_product_attention",
                    "windowed_scaled_dot_product_attention"})
+# Ops whose estimate needs the call's keywords, not only its tensors (estimate_op reads them): a matmul's fidelity
+# and program grid, a conv2d's kernel, stride and padding, an attention's causality and q chunk. A profiler that
+# estimates ops away from the live call (ttreport's writer process) hands these to estimate_op instead.
+NEEDS_CALL = _MATMULS | {"conv2d"} | _SDPA
 # Collectives by what crosses the busiest link (collective_link_ns).
 _COLLECTIVES = {short: op.collective for op in registry.OPS.values() if op.collective for short in op.short_names}
 # The fidelity an op family runs at when its call gives none (TT-NN's compute kernel config defaults).
@@ -218,6 +222,7 @@ class Operand:
     # rows): taken from the bytes, tiled when they are whole tiles of a tile size TT-NN has.
     row_major: bool | None = None
     shard_cores: int = 0  # the cores a sharded buffer spans (0: not known, the whole grid)
+    height_sharded: bool = False  # sharded by rows only (HEIGHT_SHARDED): each core holds whole rows
 
     def __post_init__(self):
         # worked out once: an estimate asks for an operand's pages several times
@@ -429,14 +434,14 @@ def _matmul(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, *, transpose_a: 
         # in0 sharded (TT-NN's 1D height-sharded or 2D block-sharded programs): the output split over in0's shard
         # grid, rows first; each core's in0 is its own shard; in1 comes over the NoC a tile at a time (Segformer's
         # sharded linears: 2.1 us for K = 32 to 7.5 us for K = 1024 on 64 cores, whatever their N).
-        # The grid's rows x columns (within the shard grid) that leave a core the fewest output tiles, then the
-        # fewest in0 and in1 tiles to take in: a height-sharded in0 takes every core down M, a block-sharded one a
-        # grid of both (GEMM_FLOPS' 8x8).
+        # A height-sharded in0 puts every core down M, each with all of N (a height-sharded conv reads all its
+        # weights on every core); otherwise the grid's rows x columns (within the shard grid) that leave a core the
+        # fewest output tiles, then the fewest in0 and in1 tiles to take in (GEMM_FLOPS' 8x8 block-sharded).
         def load(r: int) -> tuple[int, int]:
             pm, pn = math.ceil(mt / r), math.ceil(nt / max(1, min(nt, a.shard_cores // r)))
             return pm * pn, pm + pn
 
-        r = min(range(1, min(mt, a.shard_cores) + 1), key=load)
+        r = min(mt, a.shard_cores) if a.height_sharded else min(range(1, min(mt, a.shard_cores) + 1), key=load)
         per_m, per_n = math.ceil(mt / r), math.ceil(nt / max(1, min(nt, a.shard_cores // r)))
         batches = math.ceil(per_m / max(1, math.ceil(m / 32))) if b_batched else 1
         read = max(_page_ns(a, per_m * kt, cfg), _page_ns(b, batches * kt * per_n, cfg, per_request=per_n))
@@ -488,7 +493,7 @@ def _conv2d(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, params: dict) ->
     mm_conv = (kh, kw) == (1, 1) and tuple(params.get("stride") or (1, 1)) == (1, 1) and not any(padding)
     windows = Operand(math.ceil(rows / 32) * math.ceil(k / 32) * 2048,
                       x.location if mm_conv and x.location != "host" else "l1_sharded", (rows, k),
-                      shard_cores=x.shard_cores or (0 if mm_conv else cfg.cores))
+                      shard_cores=x.shard_cores or (0 if mm_conv else cfg.cores), height_sharded=x.height_sharded)
     weights = ins[1] if len(ins) > 1 else Operand(math.ceil(k / 32) * math.ceil(out.shape[-1] / 32) * 2048, "dram",
                                                   (k, out.shape[-1]))
     # prepared weights keep their tiles' size; torch-layout ones (on the host, [OC, C, KH, KW]) are prepared as
@@ -673,7 +678,8 @@ def _operand(t) -> Operand | None:
         cfg = t.memory_config()
         spec = cfg.shard_spec if cfg is not None else None
         return Operand(buf.page_size * buf.num_pages, location(buf.buffer_type, cfg.memory_layout if cfg else None),
-                       shape, row_major, spec.num_cores() if spec is not None else 0)
+                       shape, row_major, spec.num_cores() if spec is not None else 0,
+                       cfg is not None and cfg.memory_layout == TensorMemoryLayout.HEIGHT_SHARDED)
     return Operand(operand_bytes(shape, t.dtype, t.layout), "host", shape, row_major)
 
 

@@ -304,3 +304,21 @@ def test_flash_attention_is_costed_as_its_matmuls_and_softmax_over_the_q_chunks(
     assert causal.compute_ns == math.ceil(2 * 16 * 0.5 * (2 * 2 * step + 700))
     full = _est(sdpa, (q, k, v), {"is_causal": False}, sdpa(q, k, v, is_causal=False))
     assert full.compute_ns == math.ceil(2 * 16 * (2 * 2 * step + 700))
+
+
+def test_a_captured_conv2d_and_attention_keep_the_estimate_their_keywords_give(tmp_path, device):
+    # a conv2d's kernel and an attention's causality are keywords of the call, not facts of its tensors: the capture
+    # (process writer) estimates them on the model's thread, as estimate_op does, not from the tensors alone
+    x = ttnn.from_torch(torch.randn(1, 16, 16, 64), dtype=ttnn.bfloat16, device=device)
+    w = ttnn.from_torch(torch.randn(64, 64, 3, 3), dtype=ttnn.bfloat16)
+    kw = dict(input_tensor=x, weight_tensor=w, device=device, in_channels=64, out_channels=64, batch_size=1,
+              input_height=16, input_width=16, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
+    q = _t(device, ttnn.DRAM, shape=(1, 8, 512, 64))
+    sdpa = ttnn.transformer.scaled_dot_product_attention
+    with ttreport.capture(tmp_path / "r") as handle:
+        y = ttnn.conv2d(**kw)
+        a = sdpa(q, q, q, is_causal=False)
+    with ttreport.open(handle.path) as r:
+        conv, attention = r.operations()
+        assert device_time.of_op(r, conv.id).ideal_ns == _est(ttnn.conv2d, (), kw, y).ideal_ns
+        assert device_time.of_op(r, attention.id).ideal_ns == _est(sdpa, (q, q, q), {"is_causal": False}, a).ideal_ns

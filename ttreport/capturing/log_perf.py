@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from device_sim import perf_model
 from device_sim.distributed import MeshTensor
-from device_sim.types import BufferType, DataType, Layout
+from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
 from ttreport.capturing.records import Op, Spec
 
-ON_MODEL_THREAD = perf_model._MATMULS  # their fidelity comes from the live call (kernel_numerics)
+# their fidelity, a conv2d's kernel, an attention's causality come from the live call (perf_model.NEEDS_CALL)
+ON_MODEL_THREAD = perf_model.NEEDS_CALL
 MAX_TENSORS = 1 << 18  # operands kept, newest first: 4x the specs the recorder can remember (recorder.MAX_SEEN)
 
 
@@ -83,7 +84,8 @@ class LogPerf:
                 shard = getattr(cfg, "shard_spec", None)
                 operand = perf_model.Operand(size, perf_model.location(BufferType(buffer_type),
                                                                        cfg.memory_layout if cfg else None), shape,
-                                             _row_major(layout), shard.num_cores() if shard is not None else 0)
+                                             _row_major(layout), shard.num_cores() if shard is not None else 0,
+                                             cfg is not None and cfg.memory_layout == TensorMemoryLayout.HEIGHT_SHARDED)
             else:
                 layout = layout[0] if type(layout) is tuple else layout
                 operand = perf_model.Operand(perf_model.operand_bytes(shape, DataType(dtype), Layout(layout)),
