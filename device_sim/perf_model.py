@@ -33,10 +33,11 @@ bench/device_time.py holds the model against public Wormhole profiler data (benc
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import device_sim.ops  # noqa: F401  (registers every op: the kinds below are read from the table)
-from device_sim import registry
+from device_sim import perf_constants, registry
 from device_sim.compute_config import MathFidelity
 from device_sim.distributed import MeshTensor
 from device_sim.dtypes import ELEMENT_SIZE, tile_size
@@ -777,3 +778,8 @@ def _link_ns(kind: str, shard_bytes: int, mesh, name: str, kwargs: dict) -> int:
     links = kwargs.get("num_links")
     return collective_link_ns(kind, shard_bytes, group, ring=ring, num_links=links if isinstance(links, int) and
                               links > 0 else 1)
+
+
+# A team's own fit of the constants above (`ttreport calibrate`): the file that DEVICE_SIM_PERF_CONSTANTS names
+# replaces them as the model is imported (device_sim/perf_constants.py; docs/perf_model.md).
+perf_constants.apply_environment(sys.modules[__name__])
