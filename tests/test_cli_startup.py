@@ -76,3 +76,12 @@ def test_compare_reads_the_tensor_files_with_numpy_alone():
     assert done.returncode == 0, done.stderr
     assert "66 aligned ops: 66 match" in done.stdout
     assert done.stderr.strip().splitlines()[-1] == "HEAVY ['numpy']", done.stderr
+
+
+def test_diff_tensor_reads_two_pt_files_with_numpy_alone():
+    a, b = SAMPLE / "tensors" / "1.pt", SAMPLE / "tensors" / "0.pt"
+    done = subprocess.run([sys.executable, "-c", PROBE, "diff-tensor", "--json", str(a), str(b)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode in (0, 1), done.stderr  # 1: the two tensors differ, as they may
+    assert '"numel"' in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "HEAVY ['numpy']", done.stderr

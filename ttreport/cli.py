@@ -1216,11 +1216,12 @@ def _compare_timing(a, b, pattern, json_file, all_depths, limit, clock) -> None:
 def _load_tensor_file(path: Path):
     if path.suffix not in (".pt", ".bin"):
         raise Failure(f"{path} is neither a .pt nor a .bin tensor file")
-    from ttreport import storage  # imports torch: only the commands that load tensors pay for it
+    from ttreport import storage  # numpy (device_sim and torch for a .bin): only the commands that load tensors pay
 
     # Bounded as a report's own files are (a link out of the report's tensors folder, a zip bomb, more elements
     # than TTREPORT_MAX_TENSOR_ELEMENTS: one line); a .bin keeps its device dtype (bfloat8_b, ...) for the tolerances.
-    return storage.read_tensor_file(path, storage.named_tensors_folder(path))
+    # A .pt is read into numpy, as compare reads it: no torch import (~2-7 s here).
+    return storage.read_tensor_file(path, storage.named_tensors_folder(path), as_array=True)
 
 
 @main.command(name="diff-tensor")
@@ -1237,7 +1238,7 @@ def diff_tensor(a, b, rtol, atol, pcc, as_json):
 
     Example: ttreport diff-tensor run-a/tensors/12.pt run-b/tensors/12.pt
     """
-    from ttreport.metrics import compare_tensors  # torch: only the comparing commands import it
+    from ttreport.metrics import compare_tensors  # numpy: only the comparing commands import it
 
     c = compare_tensors(_load_tensor_file(b), _load_tensor_file(a), rtol=rtol, atol=atol, pcc=pcc)
     if as_json:
