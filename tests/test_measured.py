@@ -242,6 +242,17 @@ def test_a_missing_file_and_a_report_that_is_not_one_are_one_line_errors(tmp_pat
     assert done.returncode == 2 and "Traceback" not in done.stderr
 
 
+def test_check_names_measured_rows_paired_with_ops_the_report_does_not_have(report):
+    assert cli("attach", report, CLIP).returncode == 0 and cli("check", report).stdout.strip() == "ok"
+    con = sqlite3.connect(report / "db.sqlite")
+    with con:
+        con.execute("UPDATE measured_perf SET operation_id = 999999 WHERE position IN (5, 6)")
+    con.close()
+    done = cli("check", report)
+    assert done.returncode == 1
+    assert "measured_perf rows (by position) name operations that do not exist: 2 in all: 5, 6" in done.stdout
+
+
 def test_merging_ranks_with_measured_times_attached_leaves_them_to_attach_again(tmp_path, report):
     assert cli("attach", report, CLIP).returncode == 0
     other = tmp_path / "rank1"

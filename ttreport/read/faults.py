@@ -56,6 +56,9 @@ _DANGLING = [
     ("errors rows name operations that do not exist",
      "SELECT operation_id FROM errors WHERE operation_id IS NOT NULL "
      "AND operation_id NOT IN (SELECT operation_id FROM operations)"),
+    ("measured_perf rows (by position) name operations that do not exist",  # `ttreport attach` pairs them
+     "SELECT position FROM measured_perf WHERE operation_id IS NOT NULL "
+     "AND operation_id NOT IN (SELECT operation_id FROM operations)"),
 ]
 
 # Keys the capture writes to report_metadata when it could not keep everything.
