@@ -416,6 +416,8 @@ CASES.update({
        for n in ["ldexp", "logaddexp", "logaddexp2", "hypot", "xlogy", "div_no_nan"]},
     **{f"ttnn.{n}": lambda d: ((x(d), x(d, seed=3), 0.5), {}) for n in ["addalpha", "subalpha"]},
     "ttnn.isclose": lambda d: ((x(d), x(d, seed=3)), dict(rtol=0.5, atol=0.5)),
+    "ttnn.relu_min": lambda d: ((x(d), 0.5), {}),
+    "ttnn.frac": lambda d: ((x(d),), {}),
     "ttnn.experimental.broadcast_to": lambda d: ((x(d, 1, 32, 64), ttnn.Shape([2, 3, 32, 64])), {}),
     "ttnn.index_fill": lambda d: ((dev(rnd(4, 3, 12), d, layout=ttnn.ROW_MAJOR), 1,
                                    dev(torch.tensor([0, 2]), d, dtype=ttnn.uint32, layout=ttnn.ROW_MAJOR), 1.5), {}),

@@ -779,3 +779,11 @@ def test_isclose_takes_rtol_atol_equal_nan_and_its_golden_gives_bool(device):
     ta, tb = (ttnn.from_torch(v, dtype=ttnn.float32, layout=ttnn.TILE, device=device) for v in (a, b))
     assert ttnn.to_torch(ttnn.isclose(ta, tb, rtol=0.1, atol=0.0, equal_nan=True)).tolist() == [[1.0, 0.0, 1.0]]
     assert ttnn.get_golden_function(ttnn.isclose)(a, b, rtol=0.1, atol=0.0).tolist() == [[True, False, False]]
+
+
+def test_relu_min_and_frac_follow_tt_nns_goldens(device):
+    # test_unary.py / test_math.py callers: relu_min(x, lower_limit) = max(x, lower_limit); frac = x - trunc(x)
+    x = torch.tensor([[-1.75, 0.25, 2.5]])
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    assert ttnn.to_torch(ttnn.relu_min(t, 0.5)).tolist() == [[0.5, 0.5, 2.5]]
+    assert ttnn.to_torch(ttnn.frac(t)).tolist() == [[-0.75, 0.25, 0.5]]

@@ -600,6 +600,9 @@ rdiv = _unary_with("rdiv", lambda x, v, mode: torch.div(torch.full_like(x, v), x
                    ("value", _REQUIRED), ("rounding_mode", None))
 relu_max = _unary_with("relu_max", lambda x, u: torch.relu(torch.minimum(x, torch.as_tensor(u, dtype=x.dtype))),
                        ("upper_limit", _REQUIRED))
+relu_min = _unary_with("relu_min", lambda x, lo: torch.maximum(x, torch.as_tensor(lo, dtype=x.dtype)),
+                       ("lower_limit", _REQUIRED))  # max(x, lower_limit), as TT-NN's golden
+frac = _unary("frac", torch.frac)
 identity = _unary("identity", torch.clone)  # UnaryOpType::IDENTITY: a copy
 
 
