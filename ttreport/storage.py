@@ -246,7 +246,7 @@ def write_values(path: Path, data, torch_dtype: str, shape, device: tuple | None
     # A name of this thread's, made new by the write itself (one open: mkstemp's and a second were two, and half the
     # CPU of a 2 KiB file: bench/README.md, issue 33); one already there (a killed writer's, or planted) gives way to
     # mkstemp's random name.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}_{threading.get_ident()}.tmp")  # folder._TENSOR_TEMP
     try:
         try:
             written = ptfile.save_values(data, dtype, shape, tmp, archive=path.stem, new=True)
