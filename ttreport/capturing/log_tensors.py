@@ -11,8 +11,8 @@ Why both: the bytes in the op's own write cost the model ~3.6 µs (the log's pag
 on disk (the page cache) once the op returns, so a SIGKILL of the model loses neither the op nor its file: the
 writer process, or the next open, writes from the log the files that no row followed. And the files are written
 beside the model, by threads whose open, write and rename let the GIL go, not by the writer process, which had
-paced the model at its ~90 µs of CPU a 2 KiB file on top of its SQLite (bench/README.md, issue 33: 229-363 µs of
-wall an op where torch.save takes ~200). A VALUES record is records.Values:
+paced the model at its 90-350 µs of CPU a 2 KiB file on top of its SQLite (bench/README.md, issue 33: the loop
+added 759-1,564 µs an op before, 76-169 after). A VALUES record is records.Values:
 
     (VALUES, tensor_id, path in the report, torch dtype text, shape, bytes, extra, device)
 
