@@ -1,10 +1,10 @@
-"""Tensor files: a background thread writes them, and load_tensor() reads them back.
+"""Tensor files: background threads write them (TensorStore), and load_tensor() reads them back.
 
 `tensors/<id>.pt` holds a plain torch.Tensor (detached, CPU, contiguous, logical shape, its
 own storage), so `torch.load(path, weights_only=True)` reads it on any machine with torch and
 neither device_sim nor ttreport. `tensors/<id>.bin` is device_sim's portable format. Each file
 is written under a temporary name and renamed, so a crash never leaves half a file under the
-final name. The tensor thread then records the file's size, CRC-32, shape and dtype in
+final name. The tensor threads then record the file's size, CRC-32, shape and dtype in
 `tensor_files`, and load_tensor() checks a file against them before trusting it:
 
     value = ttreport.load_tensor("generated/ttreport/reports/demo", 3)   # TensorFileDamagedError if changed
