@@ -6,7 +6,8 @@
 
 report.py reads one report (`open`, `Report`); faults.py lists its damage (`check`); compare.py and
 timing.py set two reports side by side; merge.py joins ranks' reports; device_time.py and whatif.py
-read the performance model's estimates; terminal.py draws tables and progress for the commands.
+read the performance model's estimates, measured.py a real run's device times attached beside them (`ttreport
+attach`); terminal.py draws tables and progress for the commands.
 Reading must not import torch or device_sim (`ttreport summary` starts in well under a second), so
 each name is imported on first use (PEP 562).
 """
