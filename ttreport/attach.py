@@ -2,7 +2,8 @@
 
     from ttreport.attach import attach
     result = attach("generated/ttreport/reports/demo", "ops_perf_results.csv")
-    print(result.line())   # 'attached 31 device operations ...: 31 matched an op (31 by name) ...'
+    print(result.line())   # 'attached 20 device operations of ops_perf_results.csv to ...: 20 matched an op of the
+                           # report's 33 device operations (20 by name); first mismatch: op 31 ttnn.embedding ...'
 
 The file is TT-NN's device profiler output from a hardware run of the same model (ttreport.read.measured reads
 it, checking every value). Its device operations are paired in order with the report's (read.measured.match) and

@@ -202,8 +202,7 @@ class DeviceOp(NamedTuple):
 # named by its TT-NN call (ttnn.embedding runs EmbeddingsDeviceOperation; ttnn.linear a matmul).
 _SUFFIXES = ("deviceoperation", "operation", "op")
 _ALIASES = {"minimalmatmul": "matmul", "linear": "matmul", "embedding": "embeddings", "binaryng": "binary",
-            "layernorm": "layernorm", "softmax": "softmax", "attentionsoftmax": "softmax",
-            "tilizewithvalpadding": "tilize", "untilizewithunpadding": "untilize"}
+            "attentionsoftmax": "softmax", "tilizewithvalpadding": "tilize", "untilizewithunpadding": "untilize"}
 
 
 def name_key(name: str) -> str:
