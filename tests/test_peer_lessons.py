@@ -787,3 +787,11 @@ def test_relu_min_and_frac_follow_tt_nns_goldens(device):
     t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
     assert ttnn.to_torch(ttnn.relu_min(t, 0.5)).tolist() == [[0.5, 0.5, 2.5]]
     assert ttnn.to_torch(ttnn.frac(t)).tolist() == [[-0.75, 0.25, 0.5]]
+
+
+def test_bitwise_shifts_take_two_int32_tensors(device):
+    # test_binary_uint16.py, test_binaryng_fp32.py, test_binary_composite.py: bitwise_left/right_shift(a, b)
+    a, b = torch.tensor([[1, -8, 5]], dtype=torch.int32), torch.tensor([[3, 1, 0]], dtype=torch.int32)
+    ta, tb = (ttnn.from_torch(v, dtype=ttnn.int32, layout=ttnn.TILE, device=device) for v in (a, b))
+    assert ttnn.to_torch(ttnn.bitwise_left_shift(ta, tb)).tolist() == [[8, -16, 5]]
+    assert ttnn.to_torch(ttnn.bitwise_right_shift(ta, tb)).tolist() == [[0, -4, 5]]

@@ -730,6 +730,8 @@ subalpha = _with_alpha("subalpha", -1.0)
 bitwise_and = _binary("bitwise_and", _int_binary(torch.bitwise_and))
 bitwise_or = _binary("bitwise_or", _int_binary(torch.bitwise_or))
 bitwise_xor = _binary("bitwise_xor", _int_binary(torch.bitwise_xor))
+bitwise_left_shift = _binary("bitwise_left_shift", _int_binary(torch.bitwise_left_shift))
+bitwise_right_shift = _binary("bitwise_right_shift", _int_binary(torch.bitwise_right_shift))
 
 
 def _int32_only(name: str, fn):
