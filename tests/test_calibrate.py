@@ -45,6 +45,11 @@ def test_calibrate_writes_constants_the_model_loads_and_that_fit_the_profile_bet
     fitted = json.loads(out.read_text())
     assert "held out: median " in done.stdout and " -> median " in done.stdout
     assert f"wrote {out}" in done.stdout
+    # a row per family: its cases, fitted and held out, before and after
+    for family, (before, after) in fitted["families"].items():
+        row = done.stdout.split(f"\n{family} ")[1].splitlines()[0]
+        assert f"{before['median']:.2f}x" in row and f"{after['median']:.2f}x" in row
+    assert sum(before["cases"] for before, _ in fitted["families"].values()) == fitted["cases"]
     # the figures printed are the file's
     assert f"median {fitted['held_out_after']['median']:.2f}x" in done.stdout.split("held out:")[1].splitlines()[0]
     # on the cases it was fitted on, the fit is never worse than the model it started from

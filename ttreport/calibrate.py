@@ -222,11 +222,13 @@ class Calibration:
     held_out_after: Fit
     constants: dict  # the constants the fit moved, their new values (the rest stay the model's, unpinned)
     before: dict  # their values before
+    families: dict  # family -> (Fit before, Fit after) over all its cases, fitted and held out
 
     def to_json(self) -> str:
         """The constants file (device_sim.perf_constants reads "constants"), with what it was fitted on."""
         return json.dumps({"constants": self.constants, "before": self.before, "sources": self.sources,
                            "cases": self.cases, "left_out": self.left_out,
+                           "families": {f: [asdict(b), asdict(a)] for f, (b, a) in self.families.items()},
                            **{k: asdict(getattr(self, k)) for k in ("fit_before", "fit_after", "held_out_before",
                                                                     "held_out_after")}}, indent=2) + "\n"
 
@@ -254,17 +256,22 @@ def calibrate(sources) -> Calibration:
     keys = [n for n in FIT if n in settable] + sorted({f"{TABLE}.{c.op}" for c in priced["fit"] if
                                                        c.family == "eltwise_unary" and c.op in settable.get(TABLE, {})})
     start = {k: _get(k) for k in keys}
+    every: dict[str, list[Case]] = defaultdict(list)
+    for c in priced["fit"] + priced["holdout"]:
+        every[c.family].append(c)
     fit_before, held_before = _fit(priced["fit"]), _fit(priced["holdout"])
+    families = {f: _fit(cs) for f, cs in sorted(every.items())}
     try:
         best = _coordinate_descent(priced["fit"], start)
         perf_constants.use(perf_model, _grouped(best))
         fit_after, held_after = _fit(priced["fit"]), _fit(priced["holdout"])
+        families = {f: (families[f], _fit(cs)) for f, cs in sorted(every.items())}
     finally:
         perf_constants.use(perf_model, _grouped(start))
     moved = {k: v for k, v in best.items() if v != start[k]}
     return Calibration([str(s) for s in sources], len(priced["fit"]) + len(priced["holdout"]), left_out,
                        fit_before, fit_after, held_before, held_after, _grouped(moved),
-                       _grouped({k: start[k] for k in moved}))
+                       _grouped({k: start[k] for k in moved}), families)
 
 
 def _get(key: str):

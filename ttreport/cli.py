@@ -1019,6 +1019,9 @@ def calibrate(sources, out, as_json):
                "left out")
     click.echo(f"held out: {c.held_out_before.text()} -> {c.held_out_after.text()}")
     click.echo(f"fitted:   {c.fit_before.text()} -> {c.fit_after.text()}")
+    terminal.echo_table(["family", "cases", "median before", "in 2x before", "median after", "in 2x after"],
+                        [(f, b.cases, f"{b.median:.2f}x", f"{100 * b.within_2x:.0f}%", f"{a.median:.2f}x",
+                          f"{100 * a.within_2x:.0f}%") for f, (b, a) in c.families.items() if b.cases and a.cases])
     moved = [f"{n} {c.before[n]} -> {v}" for n, v in c.constants.items()]
     click.echo(f"constants: {', '.join(moved) if moved else 'none moved (the data asks for no change)'}")
     click.echo(f"wrote {out} (DEVICE_SIM_PERF_CONSTANTS={out} makes the model use it)")
