@@ -180,6 +180,8 @@ CASES = {
     # in place (the harness reads golden inputs before the op writes into them), indexing and fill
     **{f"ttnn.{n}": binary() for n in ["add_", "sub_", "mul_"]},
     "ttnn.div_": binary(**pos),
+    **{f"ttnn.{n}_": lambda d: (half_equal(d), {})
+       for n in ["eq", "ne", "gt", "ge", "lt", "le", "logical_and", "logical_or", "logical_xor"]},
     "ttnn.plus_one": lambda d: ((dev(indices(100, 2, 32) - 50, d, dtype=ttnn.int32),),
                                 dict(skip_negative_entries=True)),
     **{f"ttnn.{n}": lambda d: ((x(d),), dict(diagonal=1)) for n in ["tril", "triu"]},

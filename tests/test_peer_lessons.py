@@ -795,3 +795,11 @@ def test_bitwise_shifts_take_two_int32_tensors(device):
     ta, tb = (ttnn.from_torch(v, dtype=ttnn.int32, layout=ttnn.TILE, device=device) for v in (a, b))
     assert ttnn.to_torch(ttnn.bitwise_left_shift(ta, tb)).tolist() == [[8, -16, 5]]
     assert ttnn.to_torch(ttnn.bitwise_right_shift(ta, tb)).tolist() == [[0, -4, 5]]
+
+
+def test_in_place_comparisons_write_ones_and_zeros_into_the_first_input(device):
+    # test_binary_composite.py: ttnn.lt_(a, b) / ttnn.logical_and_(a, b), against TT-NN's golden a.lt_(b)
+    a, b = torch.tensor([[1.0, 2.0, 0.0]]), torch.tensor([[2.0, 2.0, 1.0]])
+    ta, tb = (ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device) for v in (a, b))
+    assert ttnn.lt_(ta, tb) is ta and ttnn.to_torch(ta).tolist() == [[1.0, 0.0, 1.0]]
+    assert ttnn.to_torch(ttnn.logical_and_(ta, tb)).tolist() == [[1.0, 0.0, 1.0]]

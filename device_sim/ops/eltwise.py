@@ -956,6 +956,11 @@ sub_ = _inplace("sub_", torch.sub, kind="binary", aliases=("ttnn.subtract_",))
 mul_ = _inplace("mul_", torch.mul, kind="binary", aliases=("ttnn.multiply_",))
 div_ = _inplace("div_", torch.div, aliases=("ttnn.divide_",), approx=_approx_div)
 subtract_, multiply_, divide_ = sub_, mul_, div_
+# In-place comparisons: 1.0 / 0.0 written into input_tensor_a, as TT-NN's goldens (a.eq_(b), a.logical_and_(b), ...)
+eq_, ne_, gt_, ge_, lt_, le_ = (_inplace(f"{n}_", _float_cmp(getattr(torch, n)), kind="binary")
+                                for n in ("eq", "ne", "gt", "ge", "lt", "le"))
+logical_and_, logical_or_, logical_xor_ = (_inplace(f"{n}_", _float_cmp(getattr(torch, n)), kind="binary")
+                                           for n in ("logical_and", "logical_or", "logical_xor"))
 
 
 def _plus_one(x, *_, skip_negative_entries=False, **__):
