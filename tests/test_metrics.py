@@ -341,7 +341,7 @@ def test_to_dict_holds_every_figure():
         assert key in d
 
 
-# -- the C pass (ttreport/_fold.c) against the torch path it stands in for ------------------------
+# -- the C pass (ttreport/_fold.c) against the numpy path it stands in for ------------------------
 
 def _both_ways(monkeypatch, a, g, **kw):
     from ttreport import metrics
@@ -371,7 +371,7 @@ _FOLD_CASES = {
 @pytest.mark.skipif(not __import__("ttreport.metrics").metrics.NATIVE, reason="ttreport._fold is not built")
 @pytest.mark.parametrize("case", list(_FOLD_CASES))
 @pytest.mark.parametrize("n", [1, 13, 100_003])
-def test_the_c_pass_gives_the_torch_paths_figures(monkeypatch, case, n):
+def test_the_c_pass_gives_the_numpy_paths_figures(monkeypatch, case, n):
     make, golden_dtype, kw = _FOLD_CASES[case]
     g = randn(max(n, 100_003), seed=2).to(golden_dtype)
     a = make(g)

@@ -1,16 +1,16 @@
 /* ttreport._fold: one pass over a chunk of (actual, golden) pairs for ttreport.metrics.compare_tensors.
  *
- * The optional accelerator of metrics._Accumulator (built by setup.py; TTREPORT_PURE=1 or no compiler: the torch
- * path runs). Its torch path reads each chunk ~18 times (a sum, a dot, an abs, a max, ... each one pass, each
+ * The optional accelerator of metrics._Accumulator (built by setup.py; TTREPORT_PURE=1 or no compiler: the numpy
+ * path runs). Its numpy path reads each chunk ~18 times (a sum, a dot, an abs, a max, ... each one pass, each
  * with its own temporary), where this reads the two inputs once, as bfloat16 or float32, and keeps every total
  * in registers:
  *
  *   fold(a_ptr, a_bf16, g_ptr, g_bf16, n, rtol, atol, ulp_min, best) -> tuple | None
  *
- * a_ptr, g_ptr: the data of two contiguous tensors of n elements (a_bf16 / g_bf16: bfloat16, else float32).
+ * a_ptr, g_ptr: the data of two contiguous arrays of n elements (a_bf16 / g_bf16: bfloat16, else float32).
  * Returns (sum a, sum g, sum a^2, sum g^2, sum d^2, sum d, max d, its first index or -1, max |g|,
  * max (d - rtol |g|), count of d - rtol |g| > atol, max d / |g|, max d / max(2^exponent(g), ulp_min)), with
- * d = |a - g|, each max and count as the torch path computes it (float32, 0/0 left out, x/0 = inf); the index
+ * d = |a - g|, each max and count as the numpy path computes it (float32, 0/0 left out, x/0 = inf); the index
  * only when max d > best (the caller's running max: the rescan that finds it is then worth it). None when a sum
  * is not finite (a NaN or an inf among the inputs): the caller's exact float64 path takes that chunk.
  * The GIL is let go during the pass: metrics._fold_all's threads fold chunks side by side.
@@ -18,7 +18,7 @@
  * Sums are kept in float32 over blocks of 1024 elements, in eight lanes (a GCC/Clang vector: SIMD without
  * -ffast-math, each lane's order fixed), and in double across blocks: closer to the exact sums than torch's
  * float32 dot and sum. No FMA contraction (-ffp-contract=off): d - rtol |g| rounds as on every machine.
- * tests/test_metrics.py holds its results to the torch path's.
+ * tests/test_metrics.py holds its results to the numpy path's (the torch path's until issue 33).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -110,7 +110,7 @@ static inline __attribute__((always_inline)) void pass(const void *A, int a_bf16
             v8f e = d - rtol * ag;
             emax = vmax(e, emax);
             count -= e > atol; /* true is -1 */
-            rmax = vmax(d / ag, rmax); /* 0/0 is NaN: never the max, so left out, as the torch path's 0 */
+            rmax = vmax(d / ag, rmax); /* 0/0 is NaN: never the max, so left out, as the numpy path's */
             if (ulp) {
                 v8f ue = (v8f)((v8u)g & 0x7F800000u); /* 2^exponent(g), 0 for a zero or a subnormal */
                 ue = vmax(ue, zero + ulp_min);
