@@ -803,3 +803,11 @@ def test_in_place_comparisons_write_ones_and_zeros_into_the_first_input(device):
     ta, tb = (ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device) for v in (a, b))
     assert ttnn.lt_(ta, tb) is ta and ttnn.to_torch(ta).tolist() == [[1.0, 0.0, 1.0]]
     assert ttnn.to_torch(ttnn.logical_and_(ta, tb)).tolist() == [[1.0, 0.0, 1.0]]
+
+
+def test_floor_div_and_polyval_follow_tt_nns_goldens(device):
+    # test_binary_composite.py: floor_div(t, t | number) = torch.floor_divide; polyval(t, coeffs) by Horner's rule
+    x = torch.tensor([[-7.0, 7.5, 2.0]])
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    assert ttnn.to_torch(ttnn.floor_div(t, 2.0)).tolist() == [[-4.0, 3.0, 1.0]]
+    assert ttnn.to_torch(ttnn.polyval(t, [1.0, 0.0, -1.0])).tolist() == [[48.0, 55.25, 3.0]]

@@ -662,6 +662,7 @@ logaddexp = _binary("logaddexp", lambda a, b: torch.logaddexp(a, torch.as_tensor
 logaddexp2 = _binary("logaddexp2", lambda a, b: torch.logaddexp2(a, torch.as_tensor(b, dtype=a.dtype)))
 hypot = _binary("hypot", lambda a, b: torch.hypot(a, torch.as_tensor(b, dtype=a.dtype)))
 xlogy = _binary("xlogy", torch.xlogy)
+floor_div = _binary("floor_div", lambda a, b: torch.floor_divide(a, torch.as_tensor(b, dtype=a.dtype)))
 div_no_nan = _binary("div_no_nan", lambda a, b: torch.where(torch.as_tensor(b) == 0, 0.0, a / b))
 
 
@@ -723,6 +724,30 @@ def isclose(input_tensor_a: Tensor, input_tensor_b: Tensor, *, rtol: float = 1e-
         device_work.launch_for(out, fresh, input_tensor_a.device(), eltwise_programs.binary_program(
             input_tensor_a, input_tensor_b.dtype, out.dtype))
     return out
+
+
+def _polyval_golden(input_tensor, coeffs, *_, **__):
+    result = 0.0  # Horner's rule, highest power first, as TT-NN's golden
+    for c in coeffs:
+        result = result * input_tensor + c
+    return result if isinstance(result, torch.Tensor) else torch.full_like(input_tensor, float(result))
+
+
+@register_op("ttnn.polyval", golden=_polyval_golden)
+def polyval(input_tensor: Tensor, coeffs, *, memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME,
+            **tt_nn_only) -> Tensor:
+    """The polynomial with `coeffs` (highest power first) at each element, by Horner's rule (binary_nanobind.cpp's
+    bind_polyval); one element-wise program.
+
+    >>> x = ttnn.from_torch(torch.tensor([[1.0, 2.0]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.polyval(x, [2.0, 0.0, 1.0]).to_torch()
+    tensor([[3., 9.]])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor)
+    return _unary_output(_polyval_golden(values(input_tensor, op_name), [float(c) for c in coeffs]), input_tensor,
+                         ins, op_name, None, memory_config)
 
 
 addalpha = _with_alpha("addalpha", 1.0)
