@@ -803,6 +803,7 @@ def test_in_place_comparisons_write_ones_and_zeros_into_the_first_input(device):
     ta, tb = (ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device) for v in (a, b))
     assert ttnn.lt_(ta, tb) is ta and ttnn.to_torch(ta).tolist() == [[1.0, 0.0, 1.0]]
     assert ttnn.to_torch(ttnn.logical_and_(ta, tb)).tolist() == [[1.0, 0.0, 1.0]]
+    assert ttnn.get_golden_function(ttnn.lt_)(a.bfloat16(), b.bfloat16()).dtype == torch.bfloat16  # a.lt_(b)
 
 
 def test_floor_div_and_polyval_follow_tt_nns_goldens(device):

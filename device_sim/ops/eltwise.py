@@ -943,8 +943,9 @@ def _inplace(name: str, fn, *, kind: str = "unary", aliases: tuple[str, ...] = (
     op_name = f"ttnn.{name}"
 
     def golden(a, b, *_, activations=None, input_tensor_a_activations=None, input_tensor_b_activations=None, **__):
+        dtype = a.dtype  # the result is a's, as torch's a.add_(b), a.eq_(b) (TT-NN's goldens) keep it
         a, b = _pre(op_name, input_tensor_a_activations, a), _pre(op_name, input_tensor_b_activations, b)
-        return _pre(op_name, activations, fn(a, b))
+        return _pre(op_name, activations, fn(a, b)).to(dtype)
 
     def op(input_tensor_a: Tensor, input_tensor_b, *, activations=None, input_tensor_a_activations=None,
            input_tensor_b_activations=None, fast_and_approximate_mode: bool = False, **tt_nn_only) -> Tensor:
