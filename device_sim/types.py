@@ -223,6 +223,13 @@ class CoreRangeSet:
         extra = other.cores() if isinstance(other, (CoreRangeSet, CoreRange)) else [_coord(other)]
         return _from_cores({*self.cores(), *extra})
 
+    def subtract(self, other) -> CoreRangeSet:
+        """The cores of this set not in a CoreRange or CoreRangeSet, joined into ranges as merge() joins them
+        (TT-NN's CoreRangeSet.subtract; tt-metal's test_paged_fused_update_cache.py carves shard grids with it)."""
+        gone = set(other.cores()) if isinstance(other, (CoreRangeSet, CoreRange)) else {_coord(other)}
+        left = set(self.cores()) - gone
+        return _from_cores(left) if left else CoreRangeSet([])
+
     def __repr__(self) -> str:
         return "{" + ", ".join(repr(r) for r in self._ranges) + "}"
 

@@ -812,3 +812,13 @@ def test_floor_div_and_polyval_follow_tt_nns_goldens(device):
     t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
     assert ttnn.to_torch(ttnn.floor_div(t, 2.0)).tolist() == [[-4.0, 3.0, 1.0]]
     assert ttnn.to_torch(ttnn.polyval(t, [1.0, 0.0, -1.0])).tolist() == [[48.0, 55.25, 3.0]]
+
+
+def test_core_range_set_subtract_leaves_the_other_cores_as_ranges():
+    # test_paged_fused_update_cache.py: the grid less the first cache's shard grid gives the second one's start
+    grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 7))})
+    first = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 0)),
+                               ttnn.CoreRange(ttnn.CoreCoord(0, 1), ttnn.CoreCoord(1, 1))})
+    left = grid.subtract(first)
+    assert left.num_cores() == 64 - 10 and left.ranges()[0].start == ttnn.CoreCoord(2, 1)
+    assert not left.intersects(first) and grid.subtract(grid).num_cores() == 0
