@@ -423,6 +423,7 @@ CASES.update({
     "ttnn.isclose": lambda d: ((x(d), x(d, seed=3)), dict(rtol=0.5, atol=0.5)),
     "ttnn.relu_min": lambda d: ((x(d), 0.5), {}),
     "ttnn.floor_div": lambda d: ((x(d), x(d, seed=3, **pos)), {}),
+    "ttnn.nextafter": lambda d: ((x(d), x(d, seed=3)), {}),
     "ttnn.polyval": lambda d: ((x(d), [-3.0, 0.5, 10.0]), {}),
     "ttnn.frac": lambda d: ((x(d),), {}),
     "ttnn.experimental.broadcast_to": lambda d: ((x(d, 1, 32, 64), ttnn.Shape([2, 3, 32, 64])), {}),

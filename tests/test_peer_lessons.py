@@ -822,3 +822,10 @@ def test_core_range_set_subtract_leaves_the_other_cores_as_ranges():
     left = grid.subtract(first)
     assert left.num_cores() == 64 - 10 and left.ranges()[0].start == ttnn.CoreCoord(2, 1)
     assert not left.intersects(first) and grid.subtract(grid).num_cores() == 0
+
+
+def test_nextafter_steps_one_ulp_of_the_tensors_own_dtype(device):
+    # test_nextafter.py, test_binary_composite.py: torch.nextafter on bfloat16 tensors steps a bfloat16 ULP
+    a, b = torch.tensor([[1.0, 2.0]], dtype=torch.bfloat16), torch.tensor([[2.0, 0.0]], dtype=torch.bfloat16)
+    ta, tb = (ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device) for v in (a, b))
+    assert torch.equal(ttnn.to_torch(ttnn.nextafter(ta, tb)), torch.nextafter(a, b))

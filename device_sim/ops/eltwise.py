@@ -750,6 +750,30 @@ def polyval(input_tensor: Tensor, coeffs, *, memory_config: MemoryConfig | None 
                          ins, op_name, None, memory_config)
 
 
+@register_op("ttnn.nextafter", kind="binary", golden=lambda a, b, *_, **__: torch.nextafter(a, b))
+def nextafter(input_tensor_a: Tensor, input_tensor_b: Tensor, *, memory_config: MemoryConfig | None = None,
+              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The next value after a toward b in a's own dtype (a bfloat16 tensor steps one bfloat16 ULP), as TT-NN's golden
+    torch.nextafter on its tensors; one binary program.
+
+    >>> a = ttnn.from_torch(torch.tensor([[1.0, 2.0]]), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.tensor([[2.0, 0.0]]), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.nextafter(a, b).to_torch()
+    tensor([[1.0078, 1.9922]], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor_a, input_tensor_b)
+    a, b = input_tensor_a._value_or_raise(), values(input_tensor_b, op_name)
+    fresh = pending_output_target(op_name) is None
+    y = broadcast(op_name, lambda x, z: torch.nextafter(x, torch.as_tensor(z).to(x.dtype)), a, b)
+    out = output(y, input_tensor_a, ins, op_name=op_name, memory_config=memory_config)
+    if input_tensor_a.device() is not None and input_tensor_a.layout == Layout.TILE:
+        device_work.launch_for(out, fresh, input_tensor_a.device(), eltwise_programs.binary_program(
+            input_tensor_a, input_tensor_b.dtype if isinstance(input_tensor_b, Tensor) else None, out.dtype))
+    return out
+
+
 addalpha = _with_alpha("addalpha", 1.0)
 subalpha = _with_alpha("subalpha", -1.0)
 bitwise_and = _binary("bitwise_and", _int_binary(torch.bitwise_and))
