@@ -630,8 +630,10 @@ xielu = _unary_with("xielu", _xielu, ("alpha_p", 0.8), ("alpha_n", 0.8))
 
 
 def _clamp(x, lo, hi):
-    if lo is None and hi is None:
-        raise ValueError("ttnn.clamp needs min=, max= or both")
+    if lo is None and hi is None:  # unary_composite_op.cpp's TT_FATAL (test_composite.py matches its text)
+        raise tt_fatal("(max.has_value() || min.has_value())",
+                       "Only one of 'min' or 'max' can be None. Please provide one value",
+                       where="device_sim/ops/eltwise.py")
     return torch.clamp(x, min=lo, max=hi)
 
 
@@ -930,10 +932,7 @@ def _clamp_op(name: str):
         lo, hi = _bound(min, op_name), _bound(max, op_name)
         if isinstance(lo, torch.Tensor) != isinstance(hi, torch.Tensor) and lo is not None and hi is not None:
             raise TypeError(f"{op_name}: give min and max both as numbers or both as tensors")
-        try:
-            r = _clamp(x, lo, hi)
-        except ValueError as e:
-            raise ValueError(str(e).replace("ttnn.clamp", op_name)) from None
+        r = _clamp(x, lo, hi)
         if isinstance(lo, torch.Tensor) or isinstance(hi, torch.Tensor):  # TT-NN's composite of tensor bounds
             return output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
         # number bounds: one UnaryDeviceOperation (TT-NN's clamp unary op type)
