@@ -829,3 +829,14 @@ def test_nextafter_steps_one_ulp_of_the_tensors_own_dtype(device):
     a, b = torch.tensor([[1.0, 2.0]], dtype=torch.bfloat16), torch.tensor([[2.0, 0.0]], dtype=torch.bfloat16)
     ta, tb = (ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device) for v in (a, b))
     assert torch.equal(ttnn.to_torch(ttnn.nextafter(ta, tb)), torch.nextafter(a, b))
+
+
+def test_cumsum_checks_out_and_dim_as_accumulation_common_cpp(device):
+    # test_cumsum.py / test_cumprod.py *_failing_cases expect RuntimeError (TT_FATAL) for each
+    t = ttnn.from_torch(torch.rand(2, 32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    with pytest.raises(RuntimeError, match="Preallocated output tensor must be on device"):
+        ttnn.cumsum(t, 0, out=ttnn.zeros([2, 32, 32], dtype=ttnn.bfloat16))
+    with pytest.raises(RuntimeError, match="Shape mismatch"):
+        ttnn.cumprod(t, 0, out=ttnn.zeros([2, 32, 1], dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device))
+    with pytest.raises(RuntimeError, match="accumulation axis is 3"):
+        ttnn.cumsum(t, 3)

@@ -8,6 +8,7 @@ from device_sim import device_work, dtypes, numerics
 from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.data_movement import index_dtype
+from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import accumulation, indexing, reduction, reduction_nd
 from device_sim.programs import prod as prod_programs
 from device_sim.programs import topk as topk_programs
@@ -212,10 +213,20 @@ def _accumulation(name: str, fn, **declared):
            memory_config: MemoryConfig | None = None, **tt_nn_only) -> Tensor:
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
+        target = pending_output_target(op_name)
+        if target is not None:  # accumulation_common.cpp's validate_output_tensor, first
+            if target.device() is None:
+                raise tt_fatal("is_device_tensor(output_tensor)", "Preallocated output tensor must be on device",
+                               where="device_sim/ops/reduction.py")
+            if tuple(target.shape) != tuple(input.shape):
+                raise tt_fatal("input_tensor.logical_shape() == output_tensor.logical_shape()",
+                               f"Shape mismatch: input tensor shape {input.shape} does not match output tensor shape "
+                               f"{target.shape}.", where="device_sim/ops/reduction.py")
         ins = device_inputs(op_name, input)
         x = values(input, op_name)
         if not -x.dim() <= dim < (x.dim() or 1):  # (this module's max is ttnn.max)
-            raise IndexError(f"{op_name}: dim {dim} is out of range for shape {list(x.shape)}")
+            raise tt_fatal("(dim >= -rank) && (dim < rank)", f"{op_name}: The requested accumulation axis is {dim}, "
+                           f"while the input tensor has rank {x.dim()}.", where="device_sim/ops/reduction.py")
         if dtype is not None:
             x = dtypes.to_device_values(x, DataType(dtype))
             x = x.float() if x.is_floating_point() else x
