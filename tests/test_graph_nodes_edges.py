@@ -103,7 +103,7 @@ def test_upgrading_a_0011_report_gathers_its_graphs_once_each(report, tmp_path):
     old = shutil.copy(report, tmp_path / "db.sqlite")
     with sqlite3.connect(old) as con:  # a report from before 0012: per-op graphs only
         con.executescript("DROP TABLE distinct_graphs; DROP TABLE operation_graphs; "
-                          "ALTER TABLE operations DROP COLUMN step; "  # 0013's
+                          "ALTER TABLE operations DROP COLUMN step; DROP TABLE measured_perf; "  # 0013's, 0014's
                           "UPDATE alembic_version SET version_num = '0011'; "
                           "UPDATE report_metadata SET value = '0011' WHERE key = 'schema_version';")
     db.upgrade(old)
@@ -124,7 +124,7 @@ def test_upgrading_a_0007_report_fills_nodes_and_edges_from_its_graphs(report, t
     with sqlite3.connect(old) as con:  # a report from before 0008: its graphs, but no nodes, edges or tensor_writes
         con.executescript("DELETE FROM nodes; DELETE FROM edges; DROP INDEX ix_nodes_op; DROP INDEX ix_edges_op; "
                           "DROP TABLE tensor_writes; "
-                          "ALTER TABLE operations DROP COLUMN step; "  # 0013's
+                          "ALTER TABLE operations DROP COLUMN step; DROP TABLE measured_perf; "  # 0013's, 0014's
                           "UPDATE alembic_version SET version_num = '0007'; "
                           "UPDATE report_metadata SET value = '0007' WHERE key = 'schema_version';")
     db.upgrade(old)
@@ -139,6 +139,7 @@ def test_a_damaged_graph_adds_no_rows_and_does_not_stop_the_upgrade(report, tmp_
     with sqlite3.connect(old) as con:
         con.executescript("DELETE FROM nodes; DELETE FROM edges; DROP INDEX ix_nodes_op; DROP INDEX ix_edges_op; "
                           "DROP TABLE tensor_writes; ALTER TABLE operations DROP COLUMN step; "
+                          "DROP TABLE measured_perf; "
                           "UPDATE alembic_version SET version_num = '0007'; "
                           "UPDATE captured_graph SET captured_graph = '[{\"counter\": 0' "
                           "WHERE operation_id = (SELECT MIN(operation_id) FROM captured_graph);")
