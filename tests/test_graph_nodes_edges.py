@@ -170,3 +170,33 @@ def test_ttreport_upgrade_brings_a_0003_report_to_the_new_schema_and_the_visuali
                                         "ttnn.deallocate", "ttnn.to_torch"]
     matmul = next(o for o in ops if o["name"] == "ttnn.matmul")
     assert matmul["inputs"] and matmul["outputs"]
+
+
+def per_op_tables(path) -> tuple[list, list, list]:
+    return (rows(path, "SELECT operation_id, captured_graph FROM captured_graph ORDER BY rowid"), *graph_tables(path))
+
+
+def test_upgrade_device_graphs_fills_the_per_op_tables_a_device_graphs_true_capture_writes(report, tmp_path):
+    expected = per_op_tables(report)
+    folder = shutil.copytree(report.parent, tmp_path / "default")  # as the default ("distinct") capture leaves it
+    with sqlite3.connect(folder / "db.sqlite") as con:
+        con.executescript("DELETE FROM captured_graph; DELETE FROM nodes; DELETE FROM edges;")
+    out = CliRunner().invoke(main, ["upgrade", str(folder), "--device-graphs"])
+    assert out.exit_code == 0 and "filled TT-NN's captured_graph, nodes and edges of 2 ops" in out.output
+    assert per_op_tables(folder / "db.sqlite") == expected and len(expected[1]) > 2
+    out = CliRunner().invoke(main, ["upgrade", str(folder), "--device-graphs"])  # a second time adds nothing
+    assert "has its rows already" in out.output and per_op_tables(folder / "db.sqlite") == expected
+
+
+def test_upgrade_device_graphs_skips_a_graph_that_is_not_json(report, tmp_path):
+    folder = shutil.copytree(report.parent, tmp_path / "damaged")
+    with sqlite3.connect(folder / "db.sqlite") as con:
+        con.executescript("DELETE FROM captured_graph; DELETE FROM nodes; DELETE FROM edges; "
+                          "UPDATE distinct_graphs SET captured_graph = '[{\"counter\": 0' "
+                          "WHERE graph_id = (SELECT MIN(graph_id) FROM distinct_graphs);")
+    out = CliRunner().invoke(main, ["upgrade", str(folder), "--device-graphs"])
+    assert out.exit_code == 0, out.output
+    damaged = rows(folder / "db.sqlite", "SELECT operation_id FROM operation_graphs WHERE graph_id = "
+                                         "(SELECT MIN(graph_id) FROM distinct_graphs)")[0][0]
+    nodes, edges = graph_tables(folder / "db.sqlite")
+    assert nodes and damaged not in {n[0] for n in nodes} | {e[0] for e in edges}

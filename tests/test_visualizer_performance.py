@@ -10,6 +10,8 @@ report has with Config(device_graphs=True) (TT-NN's enable_graph_report), as bel
 """
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -143,4 +145,22 @@ def test_a_2x4_mesh_run_has_a_row_per_chip_and_links(tmp_path, visualizer):
     assert linked.matched_on is linking.MatchedOn.FUNCTION_START_COLLAPSED
     assert [[r["raw_op_code"] for r in rows] for rows in linked.perf_rows_by_operation.values()] == [[p] for p in
                                                                                                      programs]
+    assert all(float(r["device_time"]) > 0 for rows in linked.perf_rows_by_operation.values() for r in rows)
+
+
+def test_a_default_report_links_once_upgrade_fills_its_graph_tables(tmp_path, device, visualizer):
+    # the default capture keeps each distinct graph once (device_graphs="distinct"), so TT-NN's per-op captured_graph
+    # the visualizer reads is empty and nothing links; `ttreport upgrade --device-graphs` spreads the graphs into it
+    from ttnn_visualizer.agent import linking
+
+    with ttreport.capture(tmp_path / "default") as cap:
+        one_chip(device)
+    assert link(cap.path).status is not linking.LinkStatus.LINKED
+    done = subprocess.run([sys.executable, "-m", "ttreport.cli", "upgrade", str(cap.path), "--device-graphs"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "filled TT-NN's captured_graph, nodes and edges of 2 ops" in done.stdout
+    linked = link(cap.path)
+    assert linked.status is linking.LinkStatus.LINKED
+    assert [[r["raw_op_code"] for r in rows] for rows in linked.perf_rows_by_operation.values()] == [
+        ["MatmulDeviceOperation"], ["UnaryDeviceOperation"]]
     assert all(float(r["device_time"]) > 0 for rows in linked.perf_rows_by_operation.values() for r in rows)

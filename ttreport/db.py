@@ -396,6 +396,54 @@ def upgrade(path, revision: str = "head", *, progress=None) -> None:
         engine.dispose()
 
 
+# TT-NN's per-op graph tables (captured_graph, nodes, edges) spread from each distinct graph kept once
+# (distinct_graphs, operation_graphs), as a Config(device_graphs=True) capture writes them, in SQL alone: each graph's
+# JSON is read once into temp tables (json_each), then copied under each op's id. A graph that is not a JSON array of
+# objects (the folder is untrusted) adds no rows.
+_GRAPH_PARTS = [
+    "CREATE TEMP TABLE fill_nodes (graph_id, unique_id, fn, name)",
+    "CREATE TEMP TABLE fill_edges (graph_id, source, sink, i)",
+    "INSERT INTO temp.fill_nodes SELECT g.graph_id, json_extract(n.value, '$.counter'), "
+    "json_extract(n.value, '$.node_type') = 'function_start', CASE WHEN json_type(n.value, '$.params.name') IS NULL "
+    "THEN json_extract(n.value, '$.node_type') ELSE json_extract(n.value, '$.params.name') END "
+    "FROM main.distinct_graphs g, json_each(g.captured_graph) n "
+    "WHERE json_valid(g.captured_graph) AND json_type(g.captured_graph) = 'array' AND n.type = 'object'",
+    "INSERT INTO temp.fill_edges SELECT g.graph_id, json_extract(n.value, '$.counter'), c.value, c.key "
+    "FROM main.distinct_graphs g, json_each(g.captured_graph) n, json_each(n.value, '$.connections') c "
+    "WHERE json_valid(g.captured_graph) AND json_type(g.captured_graph) = 'array' AND n.type = 'object' "
+    "AND json_type(n.value, '$.connections') = 'array'",
+]
+_GRAPH_SPREAD = [
+    "INSERT INTO main.captured_graph (operation_id, captured_graph) SELECT o.operation_id, g.captured_graph "
+    "FROM main.operation_graphs o JOIN main.distinct_graphs g USING (graph_id) ORDER BY o.operation_id",
+    "INSERT INTO main.nodes (operation_id, unique_id, node_operation_id, name) SELECT o.operation_id, n.unique_id, "
+    "CASE WHEN n.fn THEN o.operation_id END, n.name FROM main.operation_graphs o JOIN temp.fill_nodes n "
+    "USING (graph_id) ORDER BY o.operation_id, n.unique_id",
+    "INSERT INTO main.edges (operation_id, source_unique_id, sink_unique_id, source_output_index, sink_input_index, "
+    "key) SELECT o.operation_id, e.source, e.sink, e.i, 0, e.i FROM main.operation_graphs o JOIN temp.fill_edges e "
+    "USING (graph_id) ORDER BY o.operation_id, e.source, e.i",
+]
+
+
+def fill_device_graphs(path) -> int:
+    """Fill TT-NN's per-op captured_graph, nodes and edges of the current report at `path` from its distinct graphs
+    (a capture with the default device_graphs="distinct" leaves them empty), as Config(device_graphs=True) would have
+    written them: ttnn-visualizer then shows each op's "Device operations" and links the perf files' rows to them.
+    Returns the number of ops filled; 0, touching nothing, where captured_graph has rows already.
+    """
+    check_current(path)
+    con = sqlite3.connect(path)
+    try:
+        if con.execute("SELECT EXISTS (SELECT 1 FROM captured_graph)").fetchone()[0]:
+            return 0
+        with con:  # one transaction: all three tables or none
+            for sql in _GRAPH_PARTS + _GRAPH_SPREAD:
+                con.execute(sql)
+            return con.execute("SELECT COUNT(*) FROM captured_graph").fetchone()[0]
+    finally:
+        con.close()
+
+
 def _versions() -> list[tuple[str, str]]:
     """report_metadata's two version notes: TT-NN's database version under TT-NN's key, which TT-NN's readers check,
     and ttreport's alembic revision under its own (schema.SCHEMA_VERSION_KEY, REVISION_KEY)."""
