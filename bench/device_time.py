@@ -7,7 +7,8 @@ Each case of bench/data/wormhole_ops_perf/cases.csv is one op measured on a Worm
 repository, path and commit on the row): its shapes, dtypes, layouts, memory configs and math fidelity,
 and the measured DEVICE KERNEL DURATION. The case is rebuilt as the model's operands (what
 perf_model.estimate_op makes of live tensors with that shape, dtype, layout and memory config) and
-estimated; the ratio is estimate / measured. Cases are split once, before any fitting, into a fit set
+estimated by ttreport.calibrate.estimate (the same rebuild `ttreport calibrate` prices a team's own
+profiles with); the ratio is estimate / measured. Cases are split once, before any fitting, into a fit set
 (constants were tuned on it) and a held-out set (never looked at while tuning): the targets are judged
 on the held-out set. bench/README.md ("Device time against Wormhole") has the figures before and after.
 
@@ -28,11 +29,9 @@ from pathlib import Path
 
 from bench.common import Figure, at_least, info
 from device_sim import perf_model
-from device_sim.compute_config import MathFidelity
-from device_sim.types import DataType, Layout
+from ttreport import calibrate
 
 CASES = Path(__file__).parent / "data" / "wormhole_ops_perf" / "cases.csv"
-GRID_CORES = 64  # a sharded operand of the data set spans the benchmark's 8x8 grid
 # tt-metal's device perf test for its optimized TT-NN BERT-large (tenstorrent/tt-metal, commit 120b164d5797,
 # models/demos/bert/tests/test_perf_device_bert.py): batch 8, sequence 384, "AVG DEVICE KERNEL SAMPLES/S" expected
 # 252 (within 3 %), the whole model's kernels: 24 encoder layers, plus embeddings and the QA head (a few linears
@@ -42,37 +41,9 @@ BERT_SAMPLES_PER_S = 252
 BERT_LAYER_NS = BERT_BATCH / BERT_SAMPLES_PER_S / BERT_LAYERS * 1e9  # 1.32 ms
 
 
-def operand(spec: str, default_shard_cores: int = GRID_CORES) -> perf_model.Operand:
-    """'1x1x19x1280|TILE|BFLOAT16|DRAM_INTERLEAVED' as the model's operand (as estimate_op would make it); a
-    sharded one may name the cores its shards span as a fifth field ('...|L1_HEIGHT_SHARDED|40')."""
-    shape_text, layout, dtype, memory, *shard = spec.split("|")
-    shape = tuple(int(d) for d in shape_text.split("x"))
-    lay = Layout.TILE if layout == "TILE" else Layout.ROW_MAJOR
-    nbytes = perf_model.operand_bytes(shape, DataType[dtype], lay)
-    kind = "l1" if memory.startswith("L1") else "dram"
-    sharded = "SHARDED" in memory
-    cores = int(shard[0]) if shard else default_shard_cores
-    return perf_model.Operand(nbytes, kind + ("_sharded" if sharded else ""), shape, lay != Layout.TILE,
-                              cores if sharded else 0, "HEIGHT_SHARDED" in memory)
-
-
-def params(case: dict) -> dict:
-    """What the model is told beside the operands: an SFPU op's name; a conv2d's kernel, stride and channels."""
-    out = {"sfpu_op": case["op"]}
-    for item in filter(None, case["params"].split(";")):
-        key, _, value = item.partition("=")
-        if key in ("kernel_size", "stride"):
-            out[key] = tuple(int(v) for v in value.split("x"))
-        elif key == "in_channels":
-            out[key] = int(value)
-    return out
-
-
 def estimate(case: dict) -> perf_model.Estimate | None:
-    ins = [operand(s) for s in case["inputs"].split(";") if s]
-    outs = [operand(case["output"])]
-    fidelity = MathFidelity[case["math_fidelity"]] if case["math_fidelity"] else None
-    return perf_model.estimate(case["op"], ins, outs, fidelity, params=params(case))
+    return calibrate.estimate(case["op"], [s for s in case["inputs"].split(";") if s], case["output"],
+                              case["math_fidelity"], case["params"])
 
 
 def load(path: Path = CASES) -> list[dict]:

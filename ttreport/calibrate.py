@@ -71,6 +71,7 @@ OPS = {"LayerNorm": ("layer_norm", "norm"), "LayerNormDeviceOperation": ("layer_
        "ShardedToInterleavedDeviceOperation": ("sharded_to_interleaved", "shard_move"),
        "ReshardDeviceOperation": ("reshard", "shard_move"), "MoveDeviceOperation": ("move", "move"),
        "NLPConcatHeadsDeviceOperation": ("nlp_concat_heads", "heads"),
+       "NlpCreateHeadsSegformerDeviceOperation": ("nlp_create_qkv_heads", "heads"),
        "Matmul": ("matmul", "matmul"), "MatmulDeviceOperation": ("matmul", "matmul"),
        "MinimalMatmulOp": ("matmul", "matmul")}
 BINARY = {"ADD": "add", "MUL": "multiply", "SUB": "subtract", "DIV": "divide"}
@@ -107,15 +108,16 @@ def cases_of(rows: list[measured.MeasuredRow]) -> tuple[list[Case], int]:
         if halo and row.op_code == "MoveDeviceOperation":
             halo.append(row)
             continue
-        if row.op_code == "OptimizedConvNew" and halo and _conv_params(row):
+        conv = conv_params(row.attributes or "") if row.op_code == "OptimizedConvNew" else None
+        if conv and halo:
             key = ("conv2d", "conv2d", (halo[0].inputs.split(";")[0], *inputs[1:]), row.outputs.split(";")[0],
-                   row.math_fidelity, _conv_params(row))
+                   row.math_fidelity, conv)
             ns += sum(h.kernel_ns or 0 for h in halo)
             halo = []
         else:
             left_out += len(halo)
             halo = []
-            named = op_for(row, inputs)
+            named = op_for(row.op_code, row.attributes or "", inputs)
             if named is None:
                 left_out += 1
                 continue
@@ -126,20 +128,20 @@ def cases_of(rows: list[measured.MeasuredRow]) -> tuple[list[Case], int]:
             for (op, family, ins, out, fid, params), ns in groups.items()], left_out
 
 
-def op_for(row: measured.MeasuredRow, inputs: tuple) -> tuple[str, str, str] | None:
-    """(ttnn op, family, params) of a device operation; None for one the model is not fitted on."""
-    attrs = row.attributes or ""
-    if row.op_code in ("BinaryDeviceOperation", "BinaryNgDeviceOperation"):
+def op_for(op_code: str, attrs: str, inputs) -> tuple[str, str, str] | None:
+    """(ttnn op, family, params) of a device operation (its OP CODE, ATTRIBUTES and input specs); None for one the
+    model is not fitted on. bench/data/wormhole_ops_perf/extract.py names cases.csv's cases with it too."""
+    if op_code in ("BinaryDeviceOperation", "BinaryNgDeviceOperation"):
         op = BINARY.get(_attr(attrs, r"binary_op_type': 'BinaryOpType::(\w+)'") or "")
         scalar = _attr(attrs, r"'scalar': '([-\d.e]+)'")
         return (op, "eltwise_binary", f"scalar={scalar}" if scalar and len(inputs) == 1 else "") if op else None
-    if row.op_code == "UnaryDeviceOperation":
+    if op_code == "UnaryDeviceOperation":
         ops = re.findall(r"UnaryOpType::(\w+)", attrs)
         return (ops[0].lower(), "eltwise_unary", "") if len(ops) == 1 else None
-    if row.op_code in OPS:
-        op, family = OPS[row.op_code]
+    if op_code in OPS:
+        op, family = OPS[op_code]
         if family == "matmul" and len(inputs) == 3:
-            op = "linear"  # a bias: ttnn.linear's fused matmul
+            return "linear", family, "bias"  # a bias: ttnn.linear's fused matmul
         return op, family, ""
     return None
 
@@ -149,9 +151,8 @@ def _attr(text: str, pattern: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _conv_params(row: measured.MeasuredRow) -> str | None:
-    """kernel, stride and input channels of an OptimizedConvNew, from its sliding window config."""
-    attrs = row.attributes or ""
+def conv_params(attrs: str) -> str | None:
+    """kernel, stride and input channels of an OptimizedConvNew, from its ATTRIBUTES' sliding window config."""
     window, stride = _attr(attrs, r"window_hw=\((\d+;\d+)\)"), _attr(attrs, r"stride_hw=\((\d+;\d+)\)")
     cin = _attr(attrs, r"input_tensor_shape': '\{\d+; \d+; \d+; (\d+)\}'")
     if not (window and stride and cin):
@@ -161,21 +162,24 @@ def _conv_params(row: measured.MeasuredRow) -> str | None:
 
 def operand(spec: str) -> perf_model.Operand:
     """'1x1x19x1280|TILE|BFLOAT16|DRAM_INTERLEAVED' as the model's operand (as estimate_op would make it of a live
-    tensor with that shape, dtype, layout and memory); a sharded one names the cores its shards span fifth."""
+    tensor with that shape, dtype, layout and memory); a sharded one may name the cores its shards span as a fifth
+    field ('...|L1_HEIGHT_SHARDED|40'). bench/device_time.py prices cases.csv's cases through this too."""
     shape_text, layout, dtype, memory, *shard = spec.split("|")
     shape = tuple(int(d) for d in shape_text.split("x"))
     lay = Layout.TILE if layout == "TILE" else Layout.ROW_MAJOR
     nbytes = perf_model.operand_bytes(shape, DataType[dtype], lay)
     sharded = "SHARDED" in memory
     kind = ("l1" if memory.startswith("L1") else "dram") + ("_sharded" if sharded else "")
-    return perf_model.Operand(nbytes, kind, shape, lay != Layout.TILE,
-                              (int(shard[0]) if shard else GRID_CORES) if sharded else 0)
+    cores = int(shard[0]) if shard else GRID_CORES
+    return perf_model.Operand(nbytes, kind, shape, lay != Layout.TILE, cores if sharded else 0,
+                              "HEIGHT_SHARDED" in memory)
 
 
-def params(case: Case) -> dict:
-    """What the model is told beside the operands: an SFPU op's name; a conv2d's kernel, stride and channels."""
-    out: dict = {"sfpu_op": case.op}
-    for item in filter(None, case.params.split(";")):
+def params(op: str, text: str) -> dict:
+    """What the model is told beside the operands: an SFPU op's name; a conv2d's kernel, stride and channels from
+    a case's params ("kernel_size=3x3;stride=1x1;in_channels=64")."""
+    out: dict = {"sfpu_op": op}
+    for item in filter(None, text.split(";")):
         key, _, value = item.partition("=")
         if key in ("kernel_size", "stride"):
             out[key] = tuple(int(v) for v in value.split("x"))
@@ -184,13 +188,18 @@ def params(case: Case) -> dict:
     return out
 
 
+def estimate(op: str, inputs, output: str, math_fidelity: str | None, params_text: str) -> perf_model.Estimate | None:
+    """The model's estimate of a case given as specs (operand's form), with the constants as they are now."""
+    fidelity = MathFidelity[math_fidelity] if math_fidelity else None
+    return perf_model.estimate(op, [operand(s) for s in inputs], [operand(output)], fidelity,
+                               params=params(op, params_text))
+
+
 def estimate_ns(case: Case) -> int | None:
-    """The model's estimate for a case with the constants as they are now; None when it prices no device work (a
-    dtype or fidelity it does not know is none either)."""
+    """A case's estimate in ns; None when the model prices no device work (a dtype or fidelity it does not know is
+    none either)."""
     try:
-        fidelity = MathFidelity[case.math_fidelity] if case.math_fidelity else None
-        e = perf_model.estimate(case.op, [operand(s) for s in case.inputs], [operand(case.output)], fidelity,
-                                params=params(case))
+        e = estimate(case.op, case.inputs, case.output, case.math_fidelity, case.params)
     except (KeyError, ValueError):
         return None
     return e.ideal_ns if e is not None and e.ideal_ns > 0 else None

@@ -4,11 +4,12 @@
 
 One case per op signature (op code, every input's and the output's shape, layout, dtype and memory, math
 fidelity, core count): the median DEVICE KERNEL DURATION [ns] of its rows, leaving out rows more than 1.5x off the
-first one's (logged with a stale shape). Device operations are named as
-the TT-NN call that runs them (BinaryDeviceOperation with binary_op_type MUL: multiply; UnaryDeviceOperation's
-op_chain: gelu); a conv2d is what ttnn.conv2d runs, the Halo, the Move after it and OptimizedConvNew, summed.
-A sharded operand spans the op's cores (the 5th field of its spec). The split is fixed here, before any fitting:
-the second of every three signatures of a family, in the file's order, is held out.
+first one's (logged with a stale shape). Device operations are named as the TT-NN call that runs them, by
+ttreport.calibrate.op_for, as `ttreport calibrate` names a team's own (BinaryDeviceOperation with binary_op_type
+MUL: multiply; UnaryDeviceOperation's op_chain: gelu); a conv2d is what ttnn.conv2d runs, the Halo, the Move
+after it and OptimizedConvNew, summed. A sharded operand spans the op's cores (the 5th field of its spec). The
+split is fixed here, before any fitting: the second of every three signatures of a family, in the file's order, is
+held out.
 
 Only Wormhole files are accepted: the profiler's firmware cycles over its nanoseconds is the chip's clock, 1.0 GHz
 on Wormhole (Blackhole runs at 1.35: tt-perf-report's ops_perf_results_2025_09_18_11_39_20.csv is one).
@@ -22,20 +23,10 @@ import statistics
 import sys
 from collections import defaultdict
 
+from ttreport import calibrate
+
 COLUMNS = ["case", "split", "family", "op", "op_code", "inputs", "output", "math_fidelity", "cores_measured",
            "measured_ns", "samples", "params", "source", "repo", "path", "commit", "derivation"]
-# device operation -> (ttnn op, family); binary and unary ops are named from their attributes below
-OPS = {"LayerNorm": ("layer_norm", "norm"), "LayerNormDeviceOperation": ("layer_norm", "norm"),
-       "Softmax": ("softmax", "softmax"), "SoftmaxDeviceOperation": ("softmax", "softmax"),
-       "Transpose": ("transpose", "transpose"), "TransposeDeviceOperation": ("transpose", "transpose"),
-       "Untilize": ("untilize", "untilize"), "Tilize": ("tilize", "tilize"),
-       "InterleavedToShardedDeviceOperation": ("interleaved_to_sharded", "shard_move"),
-       "ShardedToInterleavedDeviceOperation": ("sharded_to_interleaved", "shard_move"),
-       "ReshardDeviceOperation": ("reshard", "shard_move"), "MoveDeviceOperation": ("move", "move"),
-       "NLPConcatHeadsDeviceOperation": ("nlp_concat_heads", "heads"),
-       "NlpCreateHeadsSegformerDeviceOperation": ("nlp_create_qkv_heads", "heads"),
-       "Matmul": ("matmul", "matmul")}
-BINARY = {"ADD": "add", "MUL": "multiply", "SUB": "subtract", "DIV": "divide"}
 WORMHOLE_CLOCK_GHZ = 1.0
 STALE_SHAPE_SPREAD = 1.5
 
@@ -59,37 +50,6 @@ def _spec(row: dict, prefix: str) -> str | None:
     return spec + f"|{row['CORE COUNT']}" if "SHARDED" in memory else spec
 
 
-def _attr(row: dict, pattern: str) -> str | None:
-    m = re.search(pattern, row["ATTRIBUTES"])
-    return m.group(1) if m else None
-
-
-def _name(row: dict, inputs: list[str]) -> tuple[str, str, str] | None:
-    """(ttnn op, family, params) of a device operation, None for one the data set does not take."""
-    code = row["OP CODE"]
-    if code in ("BinaryDeviceOperation", "BinaryNgDeviceOperation"):
-        op = BINARY.get(_attr(row, r"binary_op_type': 'BinaryOpType::(\w+)'") or "")
-        scalar = _attr(row, r"'scalar': '([-\d.e]+)'")
-        return (op, "eltwise_binary", f"scalar={scalar}" if scalar and len(inputs) == 1 else "") if op else None
-    if code == "UnaryDeviceOperation":
-        ops = re.findall(r"UnaryOpType::(\w+)", row["ATTRIBUTES"])
-        return (ops[0].lower(), "eltwise_unary", "") if len(ops) == 1 else None
-    if code in OPS:
-        op, family = OPS[code]
-        if code == "Matmul" and len(inputs) == 3:
-            op = "linear"
-        return op, family, "bias" if op == "linear" else ""
-    return None
-
-
-def _conv_params(row: dict) -> str:
-    """kernel, stride and channels of an OptimizedConvNew from its sliding window config."""
-    kh, kw = _attr(row, r"window_hw=\((\d+;\d+)\)").split(";")
-    sh, sw = _attr(row, r"stride_hw=\((\d+;\d+)\)").split(";")
-    cin = _attr(row, r"input_tensor_shape': '\{\d+; \d+; \d+; (\d+)\}'")
-    return f"kernel_size={kh}x{kw};stride={sh}x{sw};in_channels={cin}"
-
-
 def cases(path: str, source: str, repo: str, repo_path: str, commit: str, first_case: int) -> list[dict]:
     with open(path, newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["OP TYPE"] == "tt_dnn_device" and r["DEVICE KERNEL DURATION [ns]"]]
@@ -110,15 +70,16 @@ def cases(path: str, source: str, repo: str, repo_path: str, commit: str, first_
         if halo and r["OP CODE"] == "MoveDeviceOperation":
             halo.append(r)
             continue
-        if r["OP CODE"] == "OptimizedConvNew" and halo:
+        conv = calibrate.conv_params(r["ATTRIBUTES"]) if r["OP CODE"] == "OptimizedConvNew" else None
+        if conv and halo:
             x = _spec(halo[0], "INPUT_0")
             key = ("conv2d", "conv2d", "OptimizedConvNew+Halo", ";".join([x, *inputs[1:]]), _spec(r, "OUTPUT_0"),
-                   r["MATH FIDELITY"], r["CORE COUNT"], _conv_params(r))
+                   r["MATH FIDELITY"], r["CORE COUNT"], conv)
             ns += sum(int(h["DEVICE KERNEL DURATION [ns]"]) for h in halo)
             halo = []
         else:
             halo = []
-            named = _name(r, inputs)
+            named = calibrate.op_for(r["OP CODE"], r["ATTRIBUTES"], inputs)
             if named is None:
                 continue
             op, family, params = named
