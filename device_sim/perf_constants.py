@@ -8,14 +8,16 @@
 
 `ttreport calibrate` writes the file: {"constants": {"LAUNCH_NS": 1712, "DRAM_ACHIEVED_GB_PER_S": 221.4, ...}}
 (with what it was fitted on beside it). perf_model applies the file DEVICE_SIM_PERF_CONSTANTS names as it is
-imported. A name is one of perf_model's upper-case constants that its functions read when they run: a number, or a
-table of numbers by op name (SFPU_OP_CYCLES: merged into the model's); the chip's own figures are PerfConfig's
-fields, set by making a PerfConfig (CHIP below). Every value must be a positive finite number; a file that breaks
+imported; a ttreport capture records the file (environment(): its path, hash and constants) in its report. A
+name is one of perf_model's upper-case constants that its functions read when they run: a number, or a table of
+numbers by op name (SFPU_OP_CYCLES: merged into the model's); the chip's own figures are PerfConfig's fields, set
+by making a PerfConfig (CHIP below). Every value must be a positive finite number; a file that breaks
 that, names an unknown constant, or is not such JSON is a ValueError naming it and the fix.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -60,6 +62,28 @@ def use(model: ModuleType, values: dict, *, source: str = "the constants") -> di
 
 def load(model: ModuleType, path) -> dict:
     """Set `model`'s constants from the JSON file at `path` ({"constants": {...}}); returns what they replace."""
+    return use(model, _read(path)[0], source=str(path))
+
+
+def apply_environment(model: ModuleType) -> None:
+    """perf_model's import: the file DEVICE_SIM_PERF_CONSTANTS names, if set."""
+    path = os.environ.get(ENV_VAR, "")
+    if path:
+        load(model, path)
+
+
+def environment() -> dict | None:
+    """The file DEVICE_SIM_PERF_CONSTANTS names, as a capture records it beside its estimates: {"path": absolute,
+    "sha256": of its bytes, "constants": what it sets}; None when unset (the model's own constants)."""
+    path = os.environ.get(ENV_VAR, "")
+    if not path:
+        return None
+    constants, data = _read(path)
+    return {"path": os.path.abspath(path), "sha256": hashlib.sha256(data).hexdigest(), "constants": constants}
+
+
+def _read(path) -> tuple[dict, bytes]:
+    """The "constants" object of the file at `path`, and the file's bytes."""
     source = str(path)
     try:
         with open(path, "rb") as f:
@@ -74,14 +98,7 @@ def load(model: ModuleType, path) -> dict:
     if constants is None:
         raise ValueError(f"{ENV_VAR}={source}: is not a constants file (JSON with a \"constants\" object, at most "
                          f"{MAX_FILE_BYTES:,} bytes); name the file `ttreport calibrate -o` wrote")
-    return use(model, constants, source=source)
-
-
-def apply_environment(model: ModuleType) -> None:
-    """perf_model's import: the file DEVICE_SIM_PERF_CONSTANTS names, if set."""
-    path = os.environ.get(ENV_VAR, "")
-    if path:
-        load(model, path)
+    return constants, data
 
 
 def _number(x) -> bool:

@@ -5,9 +5,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +21,7 @@ from device_sim import perf_constants, perf_model
 ESTIMATE = ("import json; from device_sim import perf_model as m; "
             "o = m.Operand(2048, 'dram', (32, 32), False); "
             "print(json.dumps([m.LAUNCH_NS, m.estimate('relu', [o], [o], None).ideal_ns]))")
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
 
 
 def run(env_file=None) -> subprocess.CompletedProcess:
@@ -53,3 +59,37 @@ def test_use_returns_what_it_replaced_and_a_table_is_merged():
     finally:
         perf_constants.use(perf_model, old)
     assert old["SFPU_OP_CYCLES"] == perf_model.SFPU_OP_CYCLES and old["LAUNCH_NS"] == perf_model.LAUNCH_NS
+
+
+def cli(*args, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ttreport.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+def test_a_capture_with_the_environment_set_records_the_file_and_its_summary_says_so(tmp_path):
+    path = tmp_path / "constants.json"
+    constants = {"LAUNCH_NS": perf_model.LAUNCH_NS + 1000, "SFPU_OP_CYCLES": {"relu": 77}}
+    path.write_text(json.dumps({"constants": constants, "fitted_on": "anything"}))
+    script = tmp_path / "relu.py"
+    script.write_text("import torch, ttnn\ndevice = ttnn.open_device(device_id=0)\n"
+                      "ttnn.relu(ttnn.from_torch(torch.ones(32, 32), layout=ttnn.TILE_LAYOUT, device=device))\n")
+    done = cli("run", "--name", tmp_path / "r", script, env={**os.environ, perf_constants.ENV_VAR: str(path)})
+    assert done.returncode == 0, done.stderr
+    recorded = {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "constants": constants}
+    assert json.loads(cli("summary", tmp_path / "r", "--json").stdout)["perf_constants"] == recorded
+    text = cli("summary", tmp_path / "r").stdout.splitlines()
+    device = next(i for i, line in enumerate(text) if line.startswith("device  "))
+    assert text[device + 1] == f"        estimated with calibrated constants from {path} " \
+                               f"(sha256 {recorded['sha256'][:12]}, 2 set)"
+
+
+def test_a_report_made_with_the_models_own_constants_says_nothing_and_a_damaged_record_reads_as_unknown(tmp_path):
+    report = tmp_path / "demo"
+    shutil.copytree(SAMPLE, report)
+    assert json.loads(cli("summary", report, "--json").stdout)["perf_constants"] is None
+    assert "calibrated constants" not in cli("summary", report).stdout
+    with sqlite3.connect(report / "db.sqlite") as con:
+        con.execute("INSERT INTO report_metadata (key, value) VALUES ('perf_constants', ?)", ("[" * 100_000,))
+    con.close()
+    done = cli("summary", report)
+    assert done.returncode == 0 and "estimated with calibrated constants from ? (sha256 ?, 0 set)" in done.stdout

@@ -130,12 +130,15 @@ def _tensor_brief(t) -> str:
 
 
 def format_summary(s: Summary, path, *, table=format_table, device=None, device_by_name=None, slowest=(),
-                   measured=None) -> str:
+                   measured=None, constants=None) -> str:
     out = [f"report  {path}", f"status  {_cell(s.status_text or s.status or 'unknown')}",
            f"ops     {s.operations} ({human_seconds(s.top_level_seconds)} of emulator host time in top-level ops)"]
     if device is not None:  # device_time.DeviceTotal: the performance model's estimate
         out.append(f"device  {device_time.human_ns(device.ideal_ns)} estimated on the device in top-level ops "
                    f"({device.compute_bound} compute-bound, {device.bandwidth_bound} bandwidth-bound)")
+        if constants is not None:  # device_time.ConstantsFile: DEVICE_SIM_PERF_CONSTANTS was set for the capture
+            out.append(f"        estimated with calibrated constants from {_cell(constants.path)} "
+                       f"(sha256 {_cell(constants.sha256)[:12]}, {len(constants.constants)} set)")
         if device.transfer_ns:
             out.append(f"        kernels {device_time.human_ns(device.kernel_ns)}, host transfers "
                        f"{device_time.human_ns(device.transfer_ns)} (to and from the host over PCIe)")
@@ -599,11 +602,12 @@ def summary(report, as_json):
     with _open(report) as r:
         if as_json:
             _echo_json({"report": str(r.path), **_plain(r.summary()), "device": _plain(device_time.total(r)),
-                        "device_ns_by_name": device_time.by_name(r), "measured": _plain(measured.summary(r))})
+                        "device_ns_by_name": device_time.by_name(r), "measured": _plain(measured.summary(r)),
+                        "perf_constants": _plain(device_time.constants_file(r))})
             return
         click.echo(format_summary(r.summary(), r.path, table=terminal.table_text, device=device_time.total(r),
                                   device_by_name=device_time.by_name(r), slowest=device_time.slowest(r, 3),
-                                  measured=measured.summary(r)))
+                                  measured=measured.summary(r), constants=device_time.constants_file(r)))
 
 
 @main.command()
@@ -888,7 +892,8 @@ def _demo(demo_module, root: Path | None) -> None:
         summary = report.summary()
         click.echo(format_summary(summary, path, table=terminal.table_text, device=device_time.total(report),
                                   device_by_name=device_time.by_name(report),
-                                  slowest=device_time.slowest(report, 3)))  # rich on a terminal, else plain
+                                  slowest=device_time.slowest(report, 3),
+                                  constants=device_time.constants_file(report)))  # rich on a terminal, else plain
         cur = report.execute(demo_module.DEMO_QUERY)
         click.echo("\nWhich ops put their output in L1, and which rule chose L1?\n")
         click.echo(demo_module.DEMO_QUERY + "\n")

@@ -44,6 +44,7 @@ import torch
 
 import device_sim
 import device_sim.cluster
+from device_sim import perf_constants
 from ttreport import db
 from ttreport.capturing import golden, rank
 from ttreport.capturing.log_perf import estimate_on_model_thread
@@ -209,6 +210,10 @@ class Capture(contextlib.ContextDecorator):
                  "report_id": str(uuid.uuid4()), **_git_commit()}
         if self.schedule is not None:
             facts["schedule"] = self.schedule.to_json()  # ttreport.steps.Schedule.from_json reads it back
+        if (constants := perf_constants.environment()) is not None:
+            # the estimates use a team's fitted constants (DEVICE_SIM_PERF_CONSTANTS, applied as perf_model was
+            # imported): which file and what it set, so a summary says so and two runs' estimates can be told apart
+            facts["perf_constants"] = json.dumps(constants, sort_keys=True)
         self._rank = facts["rank"] = rank.host_rank(config.rank)
         # The writer process keeps the indexes current as it goes (its own CPU; building them at close took as
         # long, and a 1M-op close must not wait for it), but those on keys in no order (db.LATE_INDEXES),

@@ -6,6 +6,7 @@
         print(device_time.total(r))            # DeviceTotal(ideal_ns=..., compute_bound=..., bandwidth_bound=...)
         print(device_time.of_op(r, 37))        # DevicePerf(compute_ns=2, bandwidth_ns=64, ideal_ns=64, ...)
         print(device_time.by_name(r)["ttnn.linear"])   # estimated ns over all linears
+        print(device_time.constants_file(r))   # None: the model's own constants (else the fitted file's path ...)
 
 The estimates are made at capture time by device_sim.perf_model (docs/perf_model.md); a report
 captured before schema 0006, or a TT-NN report, has none, and these return None or empty.
@@ -16,6 +17,7 @@ same ops, run after run, where the emulator's host time (operations.duration) mo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from itertools import groupby
 from typing import NamedTuple
@@ -71,6 +73,29 @@ def total(r) -> DeviceTotal | None:
         "FROM device_perf p JOIN operations o USING (operation_id) WHERE o.depth = 0 OR o.depth IS NULL"
     ).fetchone()
     return None if not row or not row[1] else DeviceTotal(*row, transfer_ns(r))
+
+
+class ConstantsFile(NamedTuple):
+    """The fitted constants a capture's estimates were made with (DEVICE_SIM_PERF_CONSTANTS, `ttreport calibrate`)."""
+    path: str
+    sha256: str
+    constants: dict
+
+
+def constants_file(r) -> ConstantsFile | None:
+    """report_metadata.perf_constants: the constants file the capture ran with; None when the model's own were used.
+    A record that is not the object a capture writes reads as path '?' (the report's text is untrusted)."""
+    text = r.metadata.get("perf_constants")
+    if text is None:
+        return None
+    try:
+        got = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+        got = None
+    got = got if isinstance(got, dict) else {}
+    path, sha, constants = got.get("path"), got.get("sha256"), got.get("constants")
+    return ConstantsFile(path if isinstance(path, str) else "?", sha if isinstance(sha, str) else "?",
+                         constants if isinstance(constants, dict) else {})
 
 
 def transfer_ns(r) -> int:
