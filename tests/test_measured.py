@@ -242,6 +242,15 @@ def test_a_missing_file_and_a_report_that_is_not_one_are_one_line_errors(tmp_pat
     assert done.returncode == 2 and "Traceback" not in done.stderr
 
 
+def test_attach_takes_no_store_run_as_the_reading_commands_do():
+    # a store's run is a pulled, read-only cache: attach writes into a report folder only
+    assert "--run" not in cli("attach", "--help").stdout and "--run NAME" in cli("summary", "--help").stdout
+    done = cli("attach", "postgresql:///ttreport", CLIP, "--run", "nightly-1")
+    assert done.returncode == 2 and "No such option '--run'" in done.stderr
+    done = cli("attach", "postgresql:///ttreport", CLIP)
+    assert done.returncode == 2 and "no report at" in done.stderr.splitlines()[-1] and "Traceback" not in done.stderr
+
+
 def test_check_names_measured_rows_paired_with_ops_the_report_does_not_have(report):
     assert cli("attach", report, CLIP).returncode == 0 and cli("check", report).stdout.strip() == "ok"
     con = sqlite3.connect(report / "db.sqlite")

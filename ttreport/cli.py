@@ -1348,8 +1348,11 @@ def _store_commands() -> None:
     for command in store:
         main.add_command(command)
     # Every other command that reads a report reads a store's run too: a store URL for REPORT, with --run NAME.
+    # attach writes into its report: a run's folder is pull.py's cache of rows that never change once pushed
+    # (rebuilt from the store when evicted), so what it wrote there would reach neither the store nor a later read.
     for command in main.commands.values():
-        if command not in store and any(p.name in REPORT_PARAMS and p.type is click.STRING for p in command.params):
+        reads = any(p.name in REPORT_PARAMS and p.type is click.STRING for p in command.params)
+        if reads and command not in (*store, attach):
             store_cli.takes_runs(command, whole_store=store_cli.query_store if command is query else None)
 
 
