@@ -12,7 +12,7 @@ imported; a ttreport capture records the file (environment(): its path, hash and
 name is one of perf_model's upper-case constants that its functions read when they run: a number, or a table of
 numbers by op name (SFPU_OP_CYCLES: merged into the model's); the chip's own figures are PerfConfig's fields, set
 by making a PerfConfig (CHIP below). Every value must be a positive finite number; a file that breaks
-that, names an unknown constant, or is not such JSON is a ValueError naming it and the fix.
+that, names an unknown constant, or is not such JSON is a ConstantsFileError (a ValueError) naming it and the fix.
 """
 
 from __future__ import annotations
@@ -30,6 +30,11 @@ CHIP = frozenset({"CLOCK_GHZ", "DRAM_GIB_PER_S", "PCIE_GB_PER_S", "ETH_GB_PER_S"
 MAX_FILE_BYTES = 1 << 20  # a file of a few dozen constants is a few KiB
 
 
+class ConstantsFileError(ValueError):
+    """A constants file or value the model cannot take: the message names it and the fix (the CLI prints it as one
+    line, exit status 2)."""
+
+
 def settable(model: ModuleType) -> dict:
     """The constants a file may set: {name: current value}."""
     return {n: v for n, v in vars(model).items() if n.isupper() and not n.startswith("_") and n not in CHIP
@@ -41,18 +46,18 @@ def use(model: ModuleType, values: dict, *, source: str = "the constants") -> di
     """Set `model`'s constants to `values` ({name: number, or {op name: number}}); returns what they replace."""
     can = settable(model)
     if not isinstance(values, dict):
-        raise ValueError(f"{source}: give an object of constants by name, not {type(values).__name__}")
+        raise ConstantsFileError(f"{source}: give an object of constants by name, not {type(values).__name__}")
     checked = {}
     for name, value in values.items():
         if name not in can:
-            raise ValueError(f"{source}: {name!r} is not a constant of the performance model that can be set; "
-                             f"the names are {', '.join(sorted(can))}")
+            raise ConstantsFileError(f"{source}: {name!r} is not a constant of the performance model that can be "
+                                     f"set; the names are {', '.join(sorted(can))}")
         table = isinstance(can[name], dict)
         numbers = list(value.values()) if table and isinstance(value, dict) else [value]
         for x in numbers:
             if not (_number(x) and math.isfinite(x) and x > 0) or isinstance(value, dict) != table:
-                raise ValueError(f"{source}: {name} = {str(value)[:60]!r} is not a positive number"
-                                 f"{' per op name' if table else ''}; give one such as {str(can[name])[:60]}")
+                raise ConstantsFileError(f"{source}: {name} = {str(value)[:60]!r} is not a positive number"
+                                         f"{' per op name' if table else ''}; give one such as {str(can[name])[:60]}")
         checked[name] = {**can[name], **value} if table else value
     old = {name: can[name] for name in checked}
     for name, value in checked.items():
@@ -62,7 +67,7 @@ def use(model: ModuleType, values: dict, *, source: str = "the constants") -> di
 
 def load(model: ModuleType, path) -> dict:
     """Set `model`'s constants from the JSON file at `path` ({"constants": {...}}); returns what they replace."""
-    return use(model, _read(path)[0], source=str(path))
+    return use(model, _read(path)[0], source=f"{ENV_VAR}={path}")
 
 
 def apply_environment(model: ModuleType) -> None:
@@ -89,15 +94,15 @@ def _read(path) -> tuple[dict, bytes]:
         with open(path, "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
-        raise ValueError(f"{ENV_VAR}={source}: cannot be read ({e.strerror or e}); name the file "
-                         "`ttreport calibrate -o` wrote") from None
+        raise ConstantsFileError(f"{ENV_VAR}={source}: cannot be read ({e.strerror or e}); name the file "
+                                 "`ttreport calibrate -o` wrote") from None
     try:
         constants = json.loads(data)["constants"] if len(data) <= MAX_FILE_BYTES else None
     except (ValueError, TypeError, KeyError):
         constants = None
     if constants is None:
-        raise ValueError(f"{ENV_VAR}={source}: is not a constants file (JSON with a \"constants\" object, at most "
-                         f"{MAX_FILE_BYTES:,} bytes); name the file `ttreport calibrate -o` wrote")
+        raise ConstantsFileError(f"{ENV_VAR}={source}: is not a constants file (JSON with a \"constants\" object, at "
+                                 f"most {MAX_FILE_BYTES:,} bytes); name the file `ttreport calibrate -o` wrote")
     return constants, data
 
 

@@ -22,6 +22,7 @@ ESTIMATE = ("import json; from device_sim import perf_model as m; "
             "o = m.Operand(2048, 'dram', (32, 32), False); "
             "print(json.dumps([m.LAUNCH_NS, m.estimate('relu', [o], [o], None).ideal_ns]))")
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
+CLIP = Path(__file__).resolve().parent / "data" / "ops_perf" / "wh_clip_encoder_2_first40.csv"
 
 
 def run(env_file=None) -> subprocess.CompletedProcess:
@@ -93,3 +94,17 @@ def test_a_report_made_with_the_models_own_constants_says_nothing_and_a_damaged_
     con.close()
     done = cli("summary", report)
     assert done.returncode == 0 and "estimated with calibrated constants from ? (sha256 ?, 0 set)" in done.stdout
+
+
+def test_a_bad_file_is_one_line_from_the_commands_that_import_the_model(tmp_path):
+    path = tmp_path / "constants.json"
+    path.write_text('{"constants": {"CLOCK_GHZ": 2}}')
+    script = tmp_path / "nothing.py"
+    script.write_text("")
+    env = {**os.environ, perf_constants.ENV_VAR: str(path)}
+    for args in (("run", "--name", tmp_path / "r", script), ("calibrate", CLIP, "-o", tmp_path / "c.json")):
+        done = cli(*args, env=env)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.strip() == f"Error: {perf_constants.ENV_VAR}={path}: 'CLOCK_GHZ' is not a constant of the " \
+                                      f"performance model that can be set; the names are " \
+                                      f"{', '.join(sorted(perf_constants.settable(perf_model)))}"

@@ -78,6 +78,14 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except TTReportError as e:
             raise Failure(one_line(str(e))) from None
+        except ValueError as e:
+            # A bad DEVICE_SIM_PERF_CONSTANTS file, raised as a command imports the performance model (run, demo,
+            # calibrate). Its module is looked up, not imported: importing it here would load device_sim and torch
+            # into every command's start; a ConstantsFileError can only come from it once it is loaded.
+            constants = sys.modules.get("device_sim.perf_constants")
+            if constants is not None and isinstance(e, constants.ConstantsFileError):
+                raise Failure(one_line(str(e))) from None
+            raise
         except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             if isinstance(e, sqlite3.OperationalError) and str(e) == "interrupted":
                 raise KeyboardInterrupt from None  # Ctrl-C stopped a statement: click says "Aborted!"
