@@ -108,3 +108,19 @@ def test_a_bad_file_is_one_line_from_the_commands_that_import_the_model(tmp_path
         assert done.stderr.strip() == f"Error: {perf_constants.ENV_VAR}={path}: 'CLOCK_GHZ' is not a constant of the " \
                                       f"performance model that can be set; the names are " \
                                       f"{', '.join(sorted(perf_constants.settable(perf_model)))}"
+
+
+def test_compare_timing_warns_when_the_two_runs_estimates_used_different_constants(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(SAMPLE, a)
+    shutil.copytree(SAMPLE, b)
+    record = {"path": "/team/constants.json", "sha256": "ab" * 32, "constants": {"LAUNCH_NS": 1061}}
+    with sqlite3.connect(b / "db.sqlite") as con:
+        con.execute("INSERT INTO report_metadata (key, value) VALUES ('perf_constants', ?)", (json.dumps(record),))
+    con.close()
+    said = ("A's device estimates use the model's own constants, B's calibrated constants from /team/constants.json "
+            "(sha256 abababababab): their differences are partly the constants'")
+    done = cli("compare", a, b, "--timing")
+    assert done.returncode == 0 and f"warning: {said}" in done.stdout.splitlines()
+    assert json.loads(cli("compare", a, b, "--timing", "--json", "-").stdout)["constants"] == said
+    assert json.loads(cli("compare", b, b, "--timing", "--json", "-").stdout)["constants"] is None

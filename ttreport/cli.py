@@ -1186,6 +1186,8 @@ def _compare_timing(a, b, pattern, json_file, all_depths, limit, clock) -> None:
     click.echo(f"A: {t.a}\nB: {t.b}")
     if t.unrelated:
         click.echo(f"warning: {t.unrelated}")  # before the table, as compare's value table says it
+    if t.constants:
+        click.echo(f"warning: {terminal.cell(t.constants)}")  # the paths are the reports' text
     if t.steps and any(len(t.steps[side]["steps"]) > 1 or t.steps[side]["steps"] != [0] for side in "ab"):
         said = {side: f"{_plural(len(v['steps']), 'active step')}" + (
             f" (averaged over {v['averaged_over']})" if "averaged_over" in v else "") for side, v in t.steps.items()}

@@ -30,6 +30,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ttreport.read import device_time
 from ttreport.read.compare import _name_matches, _ops, align, json_safe, report_path, unrelated_runs
 from ttreport.read.report import Report, active_steps, has_steps
 
@@ -97,10 +98,11 @@ class TimingComparison:
     # per side: the active steps compared ("steps") and, with per_step, how many steps each op's mean is over
     steps: dict | None = None
     per_step: bool = False  # the runs have different numbers of active steps: per-step averages are compared
+    constants: str | None = None  # the line saying A's and B's estimates used different constants (constants_note)
 
     def to_dict(self) -> dict:
         return json_safe({"a": str(self.a), "b": str(self.b), "clock": self.clock, "unrelated": self.unrelated,
-                          "steps": self.steps, "per_step": self.per_step,
+                          "constants": self.constants, "steps": self.steps, "per_step": self.per_step,
                           "totals": self.totals, "ops": [r.to_dict() for r in self.rows],
                           "unaligned": {"a": [{"operation_id": i, "name": n} for i, n in self.only_a],
                                         "b": [{"operation_id": i, "name": n} for i, n in self.only_b]}})
@@ -200,7 +202,19 @@ def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True, cloc
         return TimingComparison(ra.path, rb.path, rows, [(ids_a[i], name_of[na[i]]) for i in only_a],
                                 [(ids_b[j], name_of[nb[j]]) for j in only_b], totals,
                                 unrelated_runs(sum(ka[i] == kb[j] for i, j in aligned), len(ka), len(kb)), clock,
-                                steps, per_step)
+                                steps, per_step, constants_note(device_time.constants_file(ra),
+                                                                device_time.constants_file(rb)))
+
+
+def constants_note(a: device_time.ConstantsFile | None, b: device_time.ConstantsFile | None) -> str | None:
+    """The line saying the two runs' estimates were made with different constants (DEVICE_SIM_PERF_CONSTANTS, by
+    the files' hashes); None when they were made with the same."""
+    if (a and a.sha256) == (b and b.sha256):
+        return None
+
+    def said(c) -> str:
+        return f"calibrated constants from {c.path} (sha256 {c.sha256[:12]})" if c else "the model's own constants"
+    return f"A's device estimates use {said(a)}, B's {said(b)}: their differences are partly the constants'"
 
 
 def _is_number(x) -> bool:
