@@ -124,3 +124,7 @@ def test_compare_timing_warns_when_the_two_runs_estimates_used_different_constan
     assert done.returncode == 0 and f"warning: {said}" in done.stdout.splitlines()
     assert json.loads(cli("compare", a, b, "--timing", "--json", "-").stdout)["constants"] == said
     assert json.loads(cli("compare", b, b, "--timing", "--json", "-").stdout)["constants"] is None
+    # the html page's summary says it beside the device figure, as `ttreport summary` does
+    assert cli("html", b, "-o", tmp_path / "b.html").returncode == 0
+    assert ("<dt>device constants</dt><dd>estimated with calibrated constants from /team/constants.json (sha256 "
+            "abababababab, 1 set)</dd>") in (tmp_path / "b.html").read_text()

@@ -243,6 +243,9 @@ def _summary(w, report, s, device) -> None:
                      f"{device_time.human_ns(device.kernel_ns)}, host transfers "
                      f"{device_time.human_ns(device.transfer_ns) or '0 ns'} ({device.compute_bound} compute-bound, "
                      f"{device.bandwidth_bound} bandwidth-bound)"))
+        if (c := device_time.constants_file(report)) is not None:  # DEVICE_SIM_PERF_CONSTANTS, as the summary says
+            rows.append(("device constants", f"estimated with calibrated constants from {_text(c.path, 300)} "
+                         f"(sha256 {_text(c.sha256[:12])}, {len(c.constants)} set)"))
     if s.steps:  # a run captured in steps: each step's phase and times, as `ttreport summary` lists them
         rows.append(("steps", "; ".join(
             f"{st.step} {e(st.phase)}: {_text(st.ops, 30)} ops, device {device_time.human_ns(st.device_ns) or '?'}, "
