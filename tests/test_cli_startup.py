@@ -3,6 +3,7 @@
 Wall times are measured by bench/startup.py (`python -m bench --only startup`), never here.
 """
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -79,9 +80,15 @@ def test_compare_reads_the_tensor_files_with_numpy_alone():
 
 
 def test_diff_tensor_reads_two_pt_files_with_numpy_alone():
-    a, b = SAMPLE / "tensors" / "1.pt", SAMPLE / "tensors" / "0.pt"
+    # Two float32 32x96 tensors of the sample that differ: the values numpy read are held to torch's reading of them.
+    import torch
+
+    a, b = SAMPLE / "tensors" / "1000000000004.pt", SAMPLE / "tensors" / "1000000000016.pt"
     done = subprocess.run([sys.executable, "-c", PROBE, "diff-tensor", "--json", str(a), str(b)], capture_output=True,
                           text=True, timeout=120)
-    assert done.returncode in (0, 1), done.stderr  # 1: the two tensors differ, as they may
-    assert '"numel"' in done.stdout
+    assert done.returncode == 1, done.stderr  # 1: the two tensors differ
+    got = json.loads(done.stdout)
+    want_a, want_b = torch.load(a, weights_only=True), torch.load(b, weights_only=True)
+    assert got["shapes"] == [list(want_a.shape), list(want_b.shape)] and got["numel"] == want_a.numel()
+    assert got["max_abs_error"] == pytest.approx((want_a - want_b).abs().max().item(), rel=1e-6)
     assert done.stderr.strip().splitlines()[-1] == "HEAVY ['numpy']", done.stderr
