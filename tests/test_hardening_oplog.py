@@ -29,7 +29,7 @@ import ttreport
 from ttreport.capturing import oplog
 from ttreport.capturing.log_tensors import VALUES
 from ttreport.capturing.oplog import CFG, LogTail
-from ttreport.capturing.recorder import META, OP
+from ttreport.capturing.records import META, OP
 
 REPO = Path(__file__).resolve().parent.parent
 _LEN = struct.Struct("<I")

@@ -19,7 +19,7 @@ import ttreport
 from ttreport import Config, load_tensor
 from ttreport.capturing import log_tensors
 from ttreport.capturing.log_tensors import VALUES, FileWriter
-from ttreport.capturing.recorder import FILE_LOST, META, OP, ROW, STOP
+from ttreport.capturing.records import FILE_LOST, META, OP, ROW, STOP
 
 
 def model(device, n: int = 6):

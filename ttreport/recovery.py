@@ -128,7 +128,7 @@ def finish_from_log(folder: str | os.PathLike, *, remove_unused: bool = False) -
     from ttreport.capturing.log_tensors import FileWriter
     from ttreport.capturing.log_writer import OPTIONS, open_writer, pump, remove_finished_log
     from ttreport.capturing.oplog import LogTail
-    from ttreport.capturing.recorder import META
+    from ttreport.capturing.records import META
 
     tmp = folder / (DB_FILE + REBUILD_SUFFIX)
     _discard(tmp)
@@ -199,7 +199,7 @@ def count_log(log: Path) -> tuple[int, int]:
     torn record or missing segment): ~30 µs an op."""
     # The op log's modules: device_sim and torch (~1.2 s), for a log only.
     from ttreport.capturing.oplog import LogTail
-    from ttreport.capturing.recorder import OP
+    from ttreport.capturing.records import OP
 
     tail = LogTail(log)
     ops = 0

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ttreport.capturing.oplog import LogTail, write_count
-from ttreport.capturing.recorder import FLUSH, META, STOP
+from ttreport.capturing.records import FLUSH, META, STOP
 from ttreport.capturing.writer import Writer, connect
 from ttreport.errors import LossWarner
 from ttreport.folder import OPLOG_DONE_DIR, remove_log, segment_path

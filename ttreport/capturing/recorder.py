@@ -48,20 +48,7 @@ from device_sim.tensor import DEFAULT_TILE, Tensor
 from device_sim.types import BufferType, Layout
 from ttreport import schema_sql
 from ttreport.capturing import log_perf, log_tensors, stacks
-from ttreport.capturing.records import (  # noqa: F401 (FILE_LOST, FLUSH, META, STOP: for the capture's own records)
-    ALLOC,
-    DEVICE,
-    FILE_LOST,
-    FLUSH,
-    FREE,
-    META,
-    OP,
-    PROGRAM,
-    ROW,
-    STOP,
-    TENSOR,
-    Token,
-)
+from ttreport.capturing.records import ALLOC, DEVICE, FREE, OP, ROW, TENSOR, Token
 from ttreport.errors import ReportIncompleteWarning
 
 try:

@@ -51,14 +51,12 @@ from ttreport.capturing.log_perf import estimate_on_model_thread
 from ttreport.capturing.log_tensors import LogStorage
 from ttreport.capturing.oplog import LogQueue, LogSink
 from ttreport.capturing.recorder import (
-    FLUSH,
-    META,
-    STOP,
     Recorder,
     host_ops_warning,
     outer_boundary,
     user_stacklevel,
 )
+from ttreport.capturing.records import FLUSH, META, STOP
 from ttreport.capturing.writer_process import WriterProcess
 from ttreport.config import Config
 from ttreport.errors import (

@@ -36,7 +36,7 @@ from ttreport.capturing import oplog
 from ttreport.capturing.log_tensors import FileWriter
 from ttreport.capturing.log_writer import OPTIONS, open_writer, pump, remove_finished_log
 from ttreport.capturing.oplog import OPLOG_DIR, LogTail
-from ttreport.capturing.recorder import META
+from ttreport.capturing.records import META
 from ttreport.folder import DB_FILE, RESERVE_FILE
 from ttreport.recovery import finish_from_log
 
