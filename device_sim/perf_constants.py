@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
+import sys
 from types import ModuleType
 
 ENV_VAR = "DEVICE_SIM_PERF_CONSTANTS"
@@ -55,7 +55,7 @@ def use(model: ModuleType, values: dict, *, source: str = "the constants") -> di
         table = isinstance(can[name], dict)
         numbers = list(value.values()) if table and isinstance(value, dict) else [value]
         for x in numbers:
-            if not (_number(x) and math.isfinite(x) and x > 0) or isinstance(value, dict) != table:
+            if not (_number(x) and 0 < x <= sys.float_info.max) or isinstance(value, dict) != table:
                 raise ConstantsFileError(f"{source}: {name} = {str(value)[:60]!r} is not a positive number"
                                          f"{' per op name' if table else ''}; give one such as {str(can[name])[:60]}")
         checked[name] = {**can[name], **value} if table else value

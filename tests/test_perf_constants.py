@@ -41,6 +41,8 @@ def test_a_file_named_by_the_environment_sets_the_constants_every_estimate_uses(
 @pytest.mark.parametrize("text, says", [
     ('{"constants": {"CLOCK_GHZ": 2}}', "'CLOCK_GHZ' is not a constant of the performance model that can be set"),
     ('{"constants": {"LAUNCH_NS": -3}}', "LAUNCH_NS = '-3' is not a positive number"),
+    ('{"constants": {"LAUNCH_NS": NaN}}', "LAUNCH_NS = 'nan' is not a positive number"),
+    ('{"constants": {"LAUNCH_NS": 1%s}}' % ("0" * 400), "LAUNCH_NS = '1000"),  # too large for a float
     ('{"constants": {"SFPU_OP_CYCLES": {"gelu": "fast"}}}', "is not a positive number per op name"),
     ('{"LAUNCH_NS": 1}', "is not a constants file"),
     ("not json", "is not a constants file"),
