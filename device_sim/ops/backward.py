@@ -83,9 +83,8 @@ def _binary_bw(name: str, fn, fourth: str | None = None, default=None, example: 
         if fourth is None:
             return {}
         value = default if value is None else value
-        if fourth == "rounding_mode" and value not in (None, "trunc", "floor"):
-            raise RuntimeError(f"{op_name}: Incorrect rounding mode (expected None, 'trunc', or 'floor'), "
-                               f"got {value!r}")
+        if fourth == "rounding_mode":
+            _check_rounding_mode(op_name, value)
         return {fourth: value}
 
     def golden(grad_tensor, input_tensor_a, input_tensor_b, *rest, **kwargs):
@@ -204,9 +203,7 @@ def _pow_grad(g, x, exponent):
 def _rdiv_grad(g, x, scalar, rounding_mode=None):
     """rdiv_bw (the gradient of scalar / x) as unary_backward.cpp computes it: -g * scalar / x^2, and at x == 0 NaN,
     or an infinity signed by -sign(g * scalar); zeros with a rounding mode."""
-    if rounding_mode not in (None, "trunc", "floor"):
-        raise RuntimeError(f"ttnn.rdiv_bw: Incorrect rounding mode (expected None, 'trunc', or 'floor'), "
-                           f"got {rounding_mode!r}")
+    _check_rounding_mode("ttnn.rdiv_bw", rounding_mode)
     if rounding_mode is not None:
         return torch.zeros_like(x)
     out = torch.where(x != 0, -g * (scalar / torch.square(x)), torch.nan)
@@ -224,6 +221,12 @@ def _prod_grad(g, x, dim=None):
     if g.shape[dim] != 1:
         g = g.narrow(dim, 0, 1)
     return _autograd(lambda t: torch.prod(t, dim, keepdim=True), g, [x])[0]
+
+
+def _check_rounding_mode(op_name: str, rounding_mode) -> None:
+    if rounding_mode not in (None, "trunc", "floor"):
+        raise RuntimeError(f"{op_name}: Incorrect rounding mode (expected None, 'trunc', or 'floor'), "
+                           f"got {rounding_mode!r}")
 
 
 def _div(a, b, rounding_mode=None):
