@@ -106,3 +106,16 @@ def test_a_report_without_measured_times_and_a_profile_of_nothing_it_prices_are_
     done = cli("calibrate", only, "-o", tmp_path / "c.json")
     assert done.returncode == 2 and "no device operation the model is fitted on" in done.stderr
     assert not (tmp_path / "c.json").exists()
+
+
+def test_a_report_whose_attached_rows_were_altered_is_a_one_line_error(tmp_path):
+    import sqlite3
+
+    report = tmp_path / "demo"
+    shutil.copytree(SAMPLE, report)
+    assert cli("attach", report, CLIP).returncode == 0
+    with sqlite3.connect(report / "db.sqlite") as con:  # the report is input: its rows are checked as the file's
+        con.execute("UPDATE measured_perf SET inputs = NULL WHERE position = 3")
+    done = cli("calibrate", report, "-o", tmp_path / "c.json")
+    assert done.returncode == 2 and "measured_perf row 3 holds a value `ttreport attach` never writes" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "c.json").exists()

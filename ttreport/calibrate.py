@@ -309,9 +309,7 @@ def _rows_of(path: Path) -> list[measured.MeasuredRow]:
         if not measured.attached(r):
             raise ReportError(f"{path} has no measured times attached; `ttreport attach {path} ops_perf_results.csv` "
                               "first, or give the CSV itself")
-        return [measured.MeasuredRow(*row) for row in r.execute(
-            "SELECT op_code, device_id, global_call_count, kernel_ns, fw_ns, core_count, math_fidelity, inputs, "
-            "outputs, attributes FROM measured_perf ORDER BY position")]
+        return measured.stored_rows(r)
 
 
 def _loss(cases: list[Case], start: dict) -> float:

@@ -297,6 +297,33 @@ _BY_OP = ("SELECT operation_id, MAX(ns) FROM (SELECT operation_id, device_id, SU
           "GROUP BY operation_id")
 
 
+# A stored operand spec as _Cells.tensor writes it: logical dims, layout, dtype, memory, and a sharded one's cores.
+_SPEC = re.compile(r"\d{1,10}(x\d{1,10}){3}(\|[A-Z0-9_]{1,64}){3}(\|\d{1,7})?")
+
+
+def stored_rows(r) -> list[MeasuredRow]:
+    """The attached file's rows as measured_perf holds them, in the file's order, each value checked as
+    read_ops_perf checks the file's (the report is input too): a value attach never writes is a MeasuredFileError."""
+    out = []
+    for position, *row in r.execute(
+            "SELECT position, op_code, device_id, global_call_count, kernel_ns, fw_ns, core_count, math_fidelity, "
+            "inputs, outputs, attributes FROM measured_perf ORDER BY position"):
+        m = MeasuredRow(*row)
+        whole = (m.device_id, MAX_DEVICE_ID), (m.global_call_count, MAX_COUNT), (m.kernel_ns, MAX_NS), \
+            (m.fw_ns, MAX_NS), (m.core_count, MAX_CORES)
+        texts = (m.op_code, MAX_CODE_CHARS, False), (m.math_fidelity, 16, True), (m.attributes, MAX_TEXT_CHARS, True)
+        if not (all(x is None or type(x) is int and 0 <= x <= limit for x, limit in whole)
+                and all(x is None and optional or isinstance(x, str) and len(x) <= limit and _PRINTABLE.fullmatch(x)
+                        for x, limit, optional in texts)
+                and all(isinstance(x, str) and all(_SPEC.fullmatch(s) for s in x.split(";") if s)
+                        for x in (m.inputs, m.outputs))):
+            raise MeasuredFileError(f"{r.path}: measured_perf row {position!r} holds a value `ttreport attach` never "
+                                    f"writes; attach the ops_perf_results.csv again (`ttreport attach {r.path} "
+                                    "FILE`)")
+        out.append(m)
+    return out
+
+
 def of_ops(r) -> dict[int, int]:
     """Each matched op's measured kernel ns, by operation id (empty: nothing attached)."""
     if not r._has_table("measured_perf"):
