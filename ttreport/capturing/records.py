@@ -145,20 +145,10 @@ class Alloc(NamedTuple):
     allocated_by_operation_id: int | None  # the op running on the thread, or None
 
 
-class AllocPages(NamedTuple):
-    """Alloc with the Buffer (the recorder's), or its attributes by name (a log's), for buffer_pages."""
-
-    tag: int
-    buffer_id: int
-    device_id: int
-    address: int
-    max_size_per_bank: int
-    buffer_type: int
-    buffer_layout: int
-    size: int
-    allocated_seq: int
-    allocated_by_operation_id: int | None
-    buffer: Any
+# Alloc's fields and then the Buffer, derived from Alloc so that the two cannot drift: AllocField (of
+# AllocPages) gives the positions of both, and the C hook writes Alloc's.
+AllocPages = NamedTuple("AllocPages", [*Alloc.__annotations__.items(), ("buffer", Any)])
+AllocPages.__doc__ = "Alloc with the Buffer (the recorder's), or its attributes by name (a log's), for buffer_pages."
 
 
 class Free(NamedTuple):
