@@ -250,7 +250,10 @@ def test_ternary_assign_and_experimental_backward_ops(device):
     assert on_a == [1.0, 0.0] and on_b == [0.0, 2.0]  # g is [1, 2]
     target = ttnn.from_torch(torch.zeros(1, 2), dtype=ttnn.float32, device=device)
     assert ttnn.assign_bw(g, a, input_a_grad=target)[0] is target and len(ttnn.assign_bw(g, a, b)) == 2
-    assert isinstance(ttnn.experimental.gelu_bw(g, a), ttnn.Tensor)  # the fused op returns a tensor, not a list
+    fused = ttnn.experimental.gelu_bw(g, a)  # the fused op returns a tensor, not a list
+    x = torch.tensor([[1.0, 2.0]], requires_grad=True)
+    torch.nn.functional.gelu(x).backward(torch.tensor([[1.0, 2.0]]))
+    assert isinstance(fused, ttnn.Tensor) and torch.allclose(ttnn.to_torch(fused), x.grad)
 
 
 def test_a_host_block_float_tensor_stays_tile_when_asked_for_row_major_as_tt_nn_host_to_layout(device):
