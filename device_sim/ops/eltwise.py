@@ -35,6 +35,18 @@ def _unary_output(y: torch.Tensor, t: Tensor, ins: list, op_name: str, dtype, me
     return out
 
 
+def _binary_output(y: torch.Tensor, a: Tensor, b, ins: list, op_name: str, memory_config, dtype=None) -> Tensor:
+    """A binary op's output in `a`'s layout, then its one interleaved BinaryDeviceOperation (a TILE `a` on a device;
+    `b` a tensor or a number)."""
+    fresh = pending_output_target(op_name) is None
+    out = output(y, a, ins, op_name=op_name, dtype=dtype, memory_config=memory_config)
+    device = a.device()
+    if device is not None and a.layout == Layout.TILE:
+        device_work.launch_for(out, fresh, device, eltwise_programs.binary_program(
+            a, b.dtype if isinstance(b, Tensor) else None, out.dtype))
+    return out
+
+
 UNARY: dict = {}  # op name -> the torch function a unary op computes (_in_bfloat16 may run it on bfloat16)
 # op name -> the torch function of a binary op with a plain() fast path. Its run() is plain()'s specification:
 # tests/test_fast_paths.py holds each call plain() takes to run()'s output and device work; bench 13 (seams)
@@ -683,13 +695,8 @@ def _with_alpha(name: str, sign: float):
             check_tt_nn_only(op_name, tt_nn_only)
         ins = device_inputs(op_name, input_tensor_a, input_tensor_b)
         a, b = values(input_tensor_a, op_name), values(input_tensor_b, op_name)
-        fresh = pending_output_target(op_name) is None
-        out = output(broadcast(op_name, lambda x, y: x + sign * alpha * y, a, b), input_tensor_a, ins,
-                     op_name=op_name, memory_config=memory_config)
-        if input_tensor_a.device() is not None and input_tensor_a.layout == Layout.TILE:
-            device_work.launch_for(out, fresh, input_tensor_a.device(), eltwise_programs.binary_program(
-                input_tensor_a, input_tensor_b.dtype, out.dtype))
-        return out
+        return _binary_output(broadcast(op_name, lambda x, y: x + sign * alpha * y, a, b), input_tensor_a,
+                              input_tensor_b, ins, op_name, memory_config)
 
     op.__doc__ = (f"input_tensor_a {'+' if sign > 0 else '-'} alpha * input_tensor_b, with broadcasting."
                   + _BINARY_EXAMPLE.format(op=op_name).replace("(a, b)", "(a, b, 0.5)").replace(
@@ -718,14 +725,9 @@ def isclose(input_tensor_a: Tensor, input_tensor_b: Tensor, *, rtol: float = 1e-
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_a, input_tensor_b)
     a, b = values(input_tensor_a, op_name), values(input_tensor_b, op_name)
-    fresh = pending_output_target(op_name) is None
     y = broadcast(op_name, lambda x, z: _isclose_golden(x, z, rtol=rtol, atol=atol, equal_nan=equal_nan).float(),
                   a, b)
-    out = output(y, input_tensor_a, ins, op_name=op_name, memory_config=memory_config)
-    if input_tensor_a.device() is not None and input_tensor_a.layout == Layout.TILE:
-        device_work.launch_for(out, fresh, input_tensor_a.device(), eltwise_programs.binary_program(
-            input_tensor_a, input_tensor_b.dtype, out.dtype))
-    return out
+    return _binary_output(y, input_tensor_a, input_tensor_b, ins, op_name, memory_config)
 
 
 def _polyval_golden(input_tensor, coeffs, *_, **__):
@@ -767,13 +769,8 @@ def nextafter(input_tensor_a: Tensor, input_tensor_b: Tensor, *, memory_config: 
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor_a, input_tensor_b)
     a, b = input_tensor_a._value_or_raise(), values(input_tensor_b, op_name)
-    fresh = pending_output_target(op_name) is None
     y = broadcast(op_name, lambda x, z: torch.nextafter(x, torch.as_tensor(z).to(x.dtype)), a, b)
-    out = output(y, input_tensor_a, ins, op_name=op_name, memory_config=memory_config)
-    if input_tensor_a.device() is not None and input_tensor_a.layout == Layout.TILE:
-        device_work.launch_for(out, fresh, input_tensor_a.device(), eltwise_programs.binary_program(
-            input_tensor_a, input_tensor_b.dtype if isinstance(input_tensor_b, Tensor) else None, out.dtype))
-    return out
+    return _binary_output(y, input_tensor_a, input_tensor_b, ins, op_name, memory_config)
 
 
 addalpha = _with_alpha("addalpha", 1.0)
@@ -1120,12 +1117,7 @@ def prelu(input_tensor_a: Tensor, input_tensor_b, *, memory_config: MemoryConfig
     y = F.prelu(x.float(), w.reshape(-1))
     if number:
         return _unary_output(y, input_tensor_a, ins, op_name, dtype, memory_config)
-    fresh = pending_output_target(op_name) is None
-    out = output(y, input_tensor_a, ins, op_name=op_name, dtype=dtype, memory_config=memory_config)
-    if input_tensor_a.device() is not None and input_tensor_a.layout == Layout.TILE:
-        device_work.launch_for(out, fresh, input_tensor_a.device(),
-                               eltwise_programs.binary_program(input_tensor_a, input_tensor_b.dtype, out.dtype))
-    return out
+    return _binary_output(y, input_tensor_a, input_tensor_b, ins, op_name, memory_config, dtype)
 
 
 # -- glu, reglu, geglu, swiglu: TT-NN's composites (unary_composite_op.cpp), whose ops a capture shows nested ------
