@@ -97,6 +97,13 @@ def test_an_op_shows_the_device_operations_measured_for_it(report):
         estimate = shown["device"]["ideal_ns"]
         assert f"on real hardware ({code} on {row['CORE COUNT']} cores): estimate / measured " \
             f"{estimate / ns:.2f}x" in text
+    # an op whose rows hold no kernel time says so, and a row's text reaches the terminal escaped (a report is input)
+    position, op_id, code, ns = stored(report)[4]
+    with sqlite3.connect(report / "db.sqlite") as con:
+        con.execute("UPDATE measured_perf SET kernel_ns = NULL, core_count = '8\x1b[2J' WHERE position = ?",
+                    (position,))
+    text = cli("op", report, op_id).stdout
+    assert f"measured  no kernel time on real hardware ({code} on 8\\x1b[2J cores)\n" in text
 
 
 def test_the_first_op_that_differs_is_named_and_paired_in_place(tmp_path, report):

@@ -484,15 +484,12 @@ def _echo_op(r: Report, o, children) -> None:
                    f"{device_time.human_ns(p.compute_ns)}, bandwidth {device_time.human_ns(p.bandwidth_ns)}{fidelity})")
     real = measured.of_op(r, o.id)
     if real:  # a real run's times attached (`ttreport attach`): the op's device operations on its slowest chip
-        chips: dict = {}
-        for m in real:
-            chips[m.device_id] = chips.get(m.device_id, 0) + (m.kernel_ns if isinstance(m.kernel_ns, int) else 0)
-        ns = max(chips.values())
+        ns = measured.of_ops(r, o.id).get(o.id)
         ratio = f": estimate / measured {p.ideal_ns / ns:.2f}x" if p is not None and isinstance(p.ideal_ns, int) \
-            and ns > 0 else ""
-        ran = ", ".join(dict.fromkeys(f"{_cell(m.op_code)}" + (f" on {m.core_count} cores" if m.core_count else "")
+            and ns else ""
+        ran = ", ".join(dict.fromkeys(_cell(m.op_code) + (f" on {_cell(m.core_count)} cores" if m.core_count else "")
                                       for m in real))
-        out.append(f"  measured  {device_time.human_ns(ns)} on real hardware ({ran}){ratio}")
+        out.append(f"  measured  {device_time.human_ns(ns) or 'no kernel time'} on real hardware ({ran}){ratio}")
     if o.depth is not None:
         out.append(f"  depth     {o.depth}" + (f" (called by op {o.parent})" if o.parent is not None else ""))
     if o.thread is not None:

@@ -293,7 +293,7 @@ def attached(r) -> bool:
 # An op's measured time: its device operations' kernel ns summed on each chip, the slowest chip's (a mesh op ends
 # when its last chip does).
 _BY_OP = ("SELECT operation_id, MAX(ns) FROM (SELECT operation_id, device_id, SUM(kernel_ns) AS ns FROM measured_perf "
-          "WHERE operation_id IS NOT NULL AND typeof(kernel_ns) = 'integer' GROUP BY operation_id, device_id) "
+          "WHERE operation_id {} AND typeof(kernel_ns) = 'integer' GROUP BY operation_id, device_id) "
           "GROUP BY operation_id")
 
 
@@ -324,11 +324,13 @@ def stored_rows(r) -> list[MeasuredRow]:
     return out
 
 
-def of_ops(r) -> dict[int, int]:
-    """Each matched op's measured kernel ns, by operation id (empty: nothing attached)."""
+def of_ops(r, operation_id: int | None = None) -> dict[int, int]:
+    """Each matched op's measured kernel ns, by operation id (empty: nothing attached); only op `operation_id`'s
+    when given (absent: no kernel time of it was measured)."""
     if not r._has_table("measured_perf"):
         return {}
-    return {i: ns for i, ns in r.execute(_BY_OP) if isinstance(i, int) and isinstance(ns, int)}
+    sql, args = (_BY_OP.format("IS NOT NULL"), ()) if operation_id is None else (_BY_OP.format("= ?"), (operation_id,))
+    return {i: ns for i, ns in r.execute(sql, args) if isinstance(i, int) and isinstance(ns, int)}
 
 
 class Measured(NamedTuple):
