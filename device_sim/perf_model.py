@@ -572,8 +572,8 @@ def _move(name: str, ins, outs, cfg: PerfConfig) -> Estimate:
     if src.is_row_major != dst.is_row_major:  # tilize / untilize: row sticks in or out, through the unpacker
         rm = src if src.is_row_major else dst
         tiled = dst if src.is_row_major else src
-        h = rm.shape[-2] if len(rm.shape) > 1 else 1
-        wt = math.ceil((rm.shape[-1] if rm.shape else 1) / 32)
+        h = max(1, rm.shape[-2]) if len(rm.shape) > 1 else 1  # at least one of each: an empty tensor's estimate
+        wt = max(1, math.ceil((rm.shape[-1] if rm.shape else 1) / 32))
         tile_rows = max(1, tiled.tiles // wt)
         # TT-NN's multi-core tilize and untilize give each core whole tile rows (32 sticks of the full width); a
         # tensor of one tile row is split by its tile columns instead (CLIP's [19, 1280] tilize: 40 cores)

@@ -292,6 +292,15 @@ def test_untilize_shard_moves_and_a_sharded_move_by_hand(device):
     assert (mv.cores, mv.fixed_ns, mv.bandwidth_ns) == (8, 600, math.ceil(32 * 2048 / 29))
 
 
+def test_an_empty_tensors_tilize_and_untilize_have_an_estimate(device):
+    # a [32, 0] or [0, 32] tensor has no whole tile row or column: priced as one, not a ZeroDivisionError
+    for shape in ((32, 0), (0, 32)):
+        x = ttnn.from_torch(torch.zeros(*shape), dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR_LAYOUT, device=device)
+        t = ttnn.to_layout(x, ttnn.TILE_LAYOUT)
+        for fn, args, out in ((ttnn.tilize, (x,), t), (ttnn.untilize, (t,), ttnn.untilize(t))):
+            assert _est(fn, args, {}, out).cores == 1
+
+
 def test_flash_attention_is_costed_as_its_matmuls_and_softmax_over_the_q_chunks(device):
     # q, k, v [1, 8, 512, 64]: 8 heads x 16 q chunks of 32 rows = 128 units over 64 cores, 2 each; a unit streams
     # the head's 16 K and V tile rows (half of them, causal), 2 x 2 matmul tile-steps (45.5 cycles, the unpacker's
