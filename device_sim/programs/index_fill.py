@@ -3,7 +3,7 @@
 tt-metal's ttnn/cpp/ttnn/operations/index_fill/device/index_fill_multi_core_factory.cpp, over a ROW_MAJOR
 interleaved input: c_0 of two input pages, c_1 holding the whole index tensor, c_2 of one page (an input row
 filled with the value), on the cores split_work_to_cores gives the rows. Pages are the buffers' aligned pages
-(32 B in DRAM, the allocator's alignment; 16 B in L1).
+(the device's DRAM or L1 alignment: 32 B and 16 B on Wormhole).
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -25,7 +25,8 @@ from device_sim.types import BufferType, Layout
 
 
 def _aligned(n: int, t) -> int:
-    alignment = 16 if t.memory_config().buffer_type == BufferType.L1 else 32
+    c = t.device().config  # Buffer::aligned_page_size(): the alignment of the memory `t` is in
+    alignment = c.l1_alignment if t.memory_config().buffer_type == BufferType.L1 else c.dram_alignment
     return -(-n // alignment) * alignment
 
 
