@@ -329,3 +329,12 @@ def test_each_chip_of_a_mesh_run_pairs_with_the_same_ops():
     m = measured.match(rows, {0: [add, softmax], 2: [add, softmax]})
     assert set(m.pairs) == {0, 1}
     assert m.first_mismatch.startswith("row 3 of device 1, BinaryNgDeviceOperation, has no op")
+
+
+def test_a_captured_graph_nested_past_the_parser_s_depth_is_a_graph_with_no_device_operation(report):
+    with sqlite3.connect(report / "db.sqlite") as con:  # the report is input: its graphs' text is not trusted
+        con.execute("UPDATE distinct_graphs SET captured_graph = ? WHERE graph_id = "
+                    "(SELECT MIN(graph_id) FROM distinct_graphs)", ("[" * 200_000,))
+    done = cli("attach", report, CLIP, "--json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert json.loads(done.stdout)["matched"] > 0

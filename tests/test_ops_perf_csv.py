@@ -195,7 +195,7 @@ def test_a_report_captured_without_device_graphs_gets_the_header_and_no_rows(tmp
 
 
 @pytest.mark.parametrize("graph", ["not json", "[1, 2]", '[{"node_type": "function_start", "params": {"name": "X", '
-                                   '"device_id": "chip"}, "connections": []}]'])
+                                   '"device_id": "chip"}, "connections": []}]', "[" * 200_000])  # past json's depth
 def test_a_damaged_captured_graph_is_a_one_line_error_naming_it(run, tmp_path, graph):
     report = Path(shutil.copytree(run, tmp_path / "damaged"))
     with sqlite3.connect(report / "db.sqlite") as con:

@@ -78,7 +78,15 @@ def device_operations(text: str) -> list[DeviceOperation]:
     """The device operations of a captured graph's JSON text (ttreport.capturing.device_graph.captured_graph's), in
     launch order: each nested function_start that names a chip, as ttnn-visualizer counts them (its names have no
     '::'). The visualizer links a perf row to each, in order, by name. Here, not beside the graph's builder: the
-    reading side reads it, and capturing/ sits above export/."""
+    reading side reads it, and capturing/ sits above export/. A text that is not such a graph (a report is input:
+    edited, damaged, nested past the parser's depth) is a ValueError."""
+    try:
+        return _device_operations(text)
+    except (TypeError, KeyError, IndexError, AttributeError, RecursionError) as e:
+        raise ValueError(f"{type(e).__name__}: {e}") from None
+
+
+def _device_operations(text: str) -> list[DeviceOperation]:
     nodes = json.loads(text)
     out = []
     for n in nodes:
@@ -181,10 +189,9 @@ def _export(r, folder: str | os.PathLike) -> Path:
     for gid, text in r.execute("SELECT graph_id, captured_graph FROM distinct_graphs"):
         try:  # the folder's data, which may have been edited or damaged: a one-line error, never a traceback
             graphs[gid] = device_operations(text)
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
-            raise ReportError(f"{r.path}: captured graph {gid} of distinct_graphs is not one ({type(e).__name__}: "
-                              f"{e}), so its device operations cannot be named; the report is damaged: capture "
-                              f"the run again") from None
+        except ValueError as e:
+            raise ReportError(f"{r.path}: captured graph {gid} of distinct_graphs is not one ({e}), so its device "
+                              "operations cannot be named; the report is damaged: capture the run again") from None
     ops = r.execute("SELECT o.operation_id, o.start_ns, o.end_ns, g.graph_id, p.compute_ns, p.bandwidth_ns, "
                     "p.ideal_ns, p.math_fidelity FROM operation_graphs g JOIN operations o USING (operation_id) "
                     "LEFT JOIN device_perf p USING (operation_id) ORDER BY g.operation_id").fetchall()
