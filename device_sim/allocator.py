@@ -62,6 +62,11 @@ _buffer_ids = itertools.count(1)
 _new_buffer = tuple.__new__
 
 
+def _rounded(size_per_bank: int, alignment: int) -> int:
+    """The bytes a buffer of `size_per_bank` takes in each bank: at least 1, rounded up to the alignment."""
+    return -(-max(size_per_bank, 1) // alignment) * alignment
+
+
 class BankAllocator:
     """Free-list allocator for one buffer type; addresses are bank offsets in [base, bank_size)."""
 
@@ -98,7 +103,7 @@ class BankAllocator:
         return free[0][1] if free and free[0][0] == self.base else self.base
 
     def allocate(self, size_per_bank: int) -> int:
-        size = -(-max(size_per_bank, 1) // self.alignment) * self.alignment
+        size = _rounded(size_per_bank, self.alignment)
         blocks = self._free if self.bottom_up else reversed(self._free)
         for block in blocks:
             start, end = block
@@ -127,12 +132,12 @@ class BankAllocator:
 
     def is_free(self, addr: int, size_per_bank: int) -> bool:
         """Whether allocate_at(addr, size_per_bank) would take the block."""
-        return self._holding(addr, -(-max(size_per_bank, 1) // self.alignment) * self.alignment) >= 0
+        return self._holding(addr, _rounded(size_per_bank, self.alignment)) >= 0
 
     def allocate_at(self, addr: int, size_per_bank: int) -> bool:
         """Take exactly [addr, addr + size) (size rounded up to the alignment): a mesh buffer's one address on
         this chip. False, and nothing taken, when that range is not wholly free."""
-        size = -(-max(size_per_bank, 1) // self.alignment) * self.alignment
+        size = _rounded(size_per_bank, self.alignment)
         i = self._holding(addr, size)
         if i < 0:
             return False
@@ -150,7 +155,7 @@ class BankAllocator:
         return True
 
     def release(self, addr: int, size_per_bank: int) -> None:
-        size = -(-max(size_per_bank, 1) // self.alignment) * self.alignment
+        size = _rounded(size_per_bank, self.alignment)
         self.bytes_per_bank_used -= size
         start, end = addr, addr + size
         free = self._free
@@ -304,7 +309,7 @@ def _common_first_fit(allocs: list[BankAllocator], size_per_bank: int) -> int | 
     """Where first fit places `size_per_bank` among the ranges free in every one of `allocs` (chips of one
     geometry), or None if no such range is large enough."""
     first = allocs[0]
-    size = -(-max(size_per_bank, 1) // first.alignment) * first.alignment
+    size = _rounded(size_per_bank, first.alignment)
     common = first.free_blocks()
     for other in allocs[1:]:
         theirs, both, i, j = other.free_blocks(), [], 0, 0
