@@ -116,7 +116,7 @@ def test_the_first_op_that_differs_is_named_and_paired_in_place(tmp_path, report
     assert "ttnn.layer_norm (LayerNormDeviceOperation): paired in place" in out["first_mismatch"]
 
 
-def test_compare_timing_sets_each_runs_measured_time_beside_its_estimate(tmp_path, report):
+def test_compare_timing_sets_each_runs_measured_time_beside_its_estimate(tmp_path, report, layer_run):
     assert cli("attach", report, CLIP).returncode == 0
     other = tmp_path / "other"
     shutil.copytree(report, other)
@@ -133,6 +133,10 @@ def test_compare_timing_sets_each_runs_measured_time_beside_its_estimate(tmp_pat
     assert t["clock"] == "measured"
     assert all(op["delta_ns"] == 0 for op in t["ops"] if op["a_measured_ns"] is not None)
     assert all(op["delta_ns"] is None for op in t["ops"] if op["a_measured_ns"] is None)
+    # and says so in one line where a report has none to compare, rather than a table of blank times
+    done = cli("compare", report, layer_run, "--timing", "--measured")
+    assert done.returncode == 2 and done.stderr.strip() == f"Error: {layer_run} has no measured device time for " \
+        f"any aligned op: `ttreport attach {layer_run} ops_perf_results.csv` first, or leave out --measured"
 
 
 def test_the_html_report_has_a_section_setting_measured_beside_modelled(tmp_path, report, layer_run):

@@ -1177,6 +1177,11 @@ def _compare_timing(a, b, pattern, json_file, all_depths, limit, clock) -> None:
     from ttreport.read.timing import compare_timing  # torch (metrics): only the comparing commands import it
 
     t = compare_timing(a, b, ops=pattern, top_level=not all_depths, clock=clock)
+    if clock == "measured":  # else a table of blank times: nothing attached, or no aligned op measured
+        for path, side in ((t.a, "a"), (t.b, "b")):
+            if t.totals[side]["measured_ns"] is None:
+                raise Failure(one_line(f"{path} has no measured device time for any aligned op: `ttreport attach "
+                                       f"{path} ops_perf_results.csv` first, or leave out --measured"))
     if str(json_file) == "-":
         click.echo(t.to_json())
         return
