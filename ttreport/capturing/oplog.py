@@ -65,14 +65,13 @@ from device_sim.types import (
 )
 from ttreport.capturing import records
 from ttreport.capturing.log_perf import LogPerf, device_fields
-from ttreport.capturing.records import (  # noqa: F401 (the definitions' tags: the log's, named here for its readers)
+from ttreport.capturing.records import (
     ALLOC,
     CBS,
     CFG,
     CODE,
     DEVICE,
     DEVICE_PERF,
-    FILE_LOST,
     FLUSH,
     FREE,
     META,
@@ -83,15 +82,13 @@ from ttreport.capturing.records import (  # noqa: F401 (the definitions' tags: t
     ROW,
     STACK,
     STOP,
-    TENSOR,
-    VALUES,
     AllocField,
     OpField,
     TensorArg,
 )
 from ttreport.capturing.writer import MAX_VALUE_CHARS
 from ttreport.errors import LossWarner, ReportIncompleteWarning
-from ttreport.folder import OPLOG_DIR, remove_log, segment_path  # noqa: F401 (the log's file names: the folder's)
+from ttreport.folder import segment_path
 
 # An OP record's fields that the log writes otherwise than the recorder makes them (records.Op)
 _STACK, _ARGS, _KWARGS, _SPECS, _ERROR = (int(f) for f in (OpField.STACK, OpField.ARGS, OpField.KWARGS, OpField.SPECS,

@@ -35,9 +35,9 @@ from pathlib import Path
 from ttreport.capturing import oplog
 from ttreport.capturing.log_tensors import FileWriter
 from ttreport.capturing.log_writer import OPTIONS, open_writer, pump, remove_finished_log
-from ttreport.capturing.oplog import OPLOG_DIR, LogTail
+from ttreport.capturing.oplog import LogTail
 from ttreport.capturing.records import META
-from ttreport.folder import DB_FILE, RESERVE_FILE
+from ttreport.folder import DB_FILE, OPLOG_DIR, RESERVE_FILE
 from ttreport.recovery import finish_from_log
 
 # A test seam (tests/test_hardening_recovery.py): with TTREPORT_TEST_KILL_STEP=k in its environment the writer
