@@ -198,7 +198,7 @@ def _category(x: np.ndarray, bf16: bool) -> str:
 def _floats(x: np.ndarray, bf16: bool, dtype=np.float64) -> np.ndarray:
     """x's values as a new array of `dtype` (bfloat16 bits widened exactly)."""
     if bf16:
-        x = (x.astype(np.uint32) << 16).view(np.float32)
+        x = BFloat16Bits.float32(x)  # also a plain array's bits (_as_array drops the subclass)
     return x.astype(dtype)
 
 
