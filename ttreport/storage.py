@@ -92,10 +92,6 @@ class TensorStore(threading.Thread):
         while self.pending_bytes > MAX_PENDING_BYTES and self.is_alive():
             time.sleep(0.001)
 
-    # The recorder with an op log hands an op's values over just before its record (log_tensors.LogStorage, which
-    # puts them into the log); queued here they are written as put_many's, by this thread.
-    put_with_op = put_many
-
     def stop(self) -> None:
         for _ in range(1 + len(self._helpers)):
             self.queue.put(None)
