@@ -208,3 +208,16 @@ def test_a_damaged_captured_graph_is_a_one_line_error_naming_it(run, tmp_path, g
     assert f"captured graph {gid} of distinct_graphs is not one" in done.stderr
     assert "capture the run again" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "ops_perf_results.csv").exists()
+
+
+def test_a_time_that_is_not_an_integer_is_exported_blank(run, tmp_path):
+    report = Path(shutil.copytree(run, tmp_path / "edited"))
+    with sqlite3.connect(report / "db.sqlite") as con:  # the report is input: an edited estimate, not a traceback
+        con.execute("UPDATE device_perf SET ideal_ns = 'abc'")
+        con.execute("UPDATE operations SET start_ns = 'x'")
+    con.close()
+    done = subprocess.run([sys.executable, "-m", "ttreport.cli", "perf-csv", str(report), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    got = rows(tmp_path)
+    assert got and all(row["DEVICE KERNEL DURATION [ns]"] == "" for row in got)

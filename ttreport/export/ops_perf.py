@@ -192,8 +192,11 @@ def _export(r, folder: str | os.PathLike) -> Path:
         except ValueError as e:
             raise ReportError(f"{r.path}: captured graph {gid} of distinct_graphs is not one ({e}), so its device "
                               "operations cannot be named; the report is damaged: capture the run again") from None
-    ops = r.execute("SELECT o.operation_id, o.start_ns, o.end_ns, g.graph_id, p.compute_ns, p.bandwidth_ns, "
-                    "p.ideal_ns, p.math_fidelity FROM operation_graphs g JOIN operations o USING (operation_id) "
+    # a time that is not an integer (an edited or damaged report) is left blank, as the readers leave it out
+    start, end, compute, bandwidth, ideal = (f"CASE WHEN typeof({c}) = 'integer' THEN {c} END" for c in (
+        "o.start_ns", "o.end_ns", "p.compute_ns", "p.bandwidth_ns", "p.ideal_ns"))
+    ops = r.execute(f"SELECT o.operation_id, {start}, {end}, g.graph_id, {compute}, {bandwidth}, {ideal}, "
+                    "p.math_fidelity FROM operation_graphs g JOIN operations o USING (operation_id) "
                     "LEFT JOIN device_perf p USING (operation_id) ORDER BY g.operation_id").fetchall()
     attributes: dict[int, list] = {}
     for op_id, name, value in r.execute(_ATTRIBUTES_SQL):
