@@ -70,21 +70,28 @@ def load(model: ModuleType, path) -> dict:
     return use(model, _read(path)[0], source=f"{ENV_VAR}={path}")
 
 
+# The file apply_environment set the model's constants from, as environment() gives it (None: none was)
+_applied: dict | None = None
+
+
 def apply_environment(model: ModuleType) -> None:
     """perf_model's import: the file DEVICE_SIM_PERF_CONSTANTS names, if set."""
+    global _applied
     path = os.environ.get(ENV_VAR, "")
     if path:
-        load(model, path)
+        constants, data = _read(path)
+        use(model, constants, source=f"{ENV_VAR}={path}")
+        _applied = {"path": os.path.abspath(path), "sha256": hashlib.sha256(data).hexdigest(), "constants": constants}
 
 
 def environment() -> dict | None:
-    """The file DEVICE_SIM_PERF_CONSTANTS names, as a capture records it beside its estimates: {"path": absolute,
-    "sha256": of its bytes, "constants": what it sets}; None when unset (the model's own constants)."""
-    path = os.environ.get(ENV_VAR, "")
-    if not path:
-        return None
-    constants, data = _read(path)
-    return {"path": os.path.abspath(path), "sha256": hashlib.sha256(data).hexdigest(), "constants": constants}
+    """The file DEVICE_SIM_PERF_CONSTANTS named as perf_model was imported, as a capture records it beside its
+    estimates: {"path": absolute, "sha256": of its bytes, "constants": what it set}; None when it named none (the
+    model's own constants). Kept from that import, not read again: the file or the variable changed since would
+    describe constants the estimates do not use."""
+    from device_sim import perf_model  # noqa: F401  (its import applies the file; it imports this module)
+
+    return _applied
 
 
 def _read(path) -> tuple[dict, bytes]:

@@ -64,6 +64,14 @@ def test_use_returns_what_it_replaced_and_a_table_is_merged():
     assert old["SFPU_OP_CYCLES"] == perf_model.SFPU_OP_CYCLES and old["LAUNCH_NS"] == perf_model.LAUNCH_NS
 
 
+def test_the_record_is_the_file_applied_at_import_not_one_named_later(tmp_path, monkeypatch):
+    # this process imported perf_model with no file named: a variable set afterwards changes no estimate
+    path = tmp_path / "constants.json"
+    path.write_text(json.dumps({"constants": {"LAUNCH_NS": 1}}))
+    monkeypatch.setenv(perf_constants.ENV_VAR, str(path))
+    assert perf_constants.environment() is None
+
+
 def cli(*args, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ttreport.cli", *map(str, args)], capture_output=True, text=True,
                           timeout=300, env=env)
