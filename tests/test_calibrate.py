@@ -119,3 +119,20 @@ def test_a_report_whose_attached_rows_were_altered_is_a_one_line_error(tmp_path)
     done = cli("calibrate", report, "-o", tmp_path / "c.json")
     assert done.returncode == 2 and "measured_perf row 3 holds a value `ttreport attach` never writes" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "c.json").exists()
+
+
+def test_a_profile_with_zero_dims_or_a_zero_kernel_time_calibrates_without_those_rows(tmp_path):
+    with open(CLIP, newline="", encoding="utf-8-sig") as f:
+        header, *rows = list(csv.reader(f))
+    code, kernel = header.index("OP CODE"), header.index("DEVICE KERNEL DURATION [ns]")
+    dims = [i for i, name in enumerate(header) if name.startswith(("INPUT_", "OUTPUT_")) and "PAD" in name]
+    matmul = next(row for row in rows if "Matmul" in row[code])
+    for i in dims:  # the file is input: a matmul of zero dims is not one the model can price
+        matmul[i] = matmul[i] and "0"
+    next(row for row in rows if "LayerNorm" in row[code])[kernel] = "0"  # no ratio to a zero time
+    edited = tmp_path / "edited.csv"
+    with open(edited, "w", newline="") as f:
+        csv.writer(f).writerows([header, *rows])
+    done = cli("calibrate", edited, "-o", tmp_path / "c.json", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["left_out"] == 2

@@ -96,7 +96,7 @@ def cases_of(rows: list[measured.MeasuredRow]) -> tuple[list[Case], int]:
     left_out = 0
     halo: list = []  # a conv2d's Halo and Move rows, until its OptimizedConvNew
     for row in rows:
-        if row.kernel_ns is None or not row.outputs:
+        if not row.kernel_ns or not row.outputs:  # no kernel time (none, or 0: no ratio to it)
             left_out += 1
             continue
         inputs = tuple(s for s in row.inputs.split(";") if s)
@@ -197,10 +197,10 @@ def estimate(op: str, inputs, output: str, math_fidelity: str | None, params_tex
 
 def estimate_ns(case: Case) -> int | None:
     """A case's estimate in ns; None when the model prices no device work (a dtype or fidelity it does not know is
-    none either)."""
+    none either, nor a shape it cannot price: the file is input, and a zero dim divides by zero)."""
     try:
         e = estimate(case.op, case.inputs, case.output, case.math_fidelity, case.params)
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, ArithmeticError):
         return None
     return e.ideal_ns if e is not None and e.ideal_ns > 0 else None
 
