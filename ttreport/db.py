@@ -446,7 +446,7 @@ def fill_device_graphs(path) -> int:
 
 def _versions() -> list[tuple[str, str]]:
     """report_metadata's two version notes: TT-NN's database version under TT-NN's key, which TT-NN's readers check,
-    and ttreport's alembic revision under its own (schema.SCHEMA_VERSION_KEY, REVISION_KEY)."""
+    and ttreport's alembic revision under its own (folder.SCHEMA_VERSION_KEY, REVISION_KEY)."""
     return [(SCHEMA_VERSION_KEY, TTNN_SCHEMA_VERSION), (REVISION_KEY, head_revision())]
 
 

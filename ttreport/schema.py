@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from sqlalchemy import DDL, Column, Float, Index, Integer, MetaData, PrimaryKeyConstraint, Table, Text, event, text
 
-from ttreport.folder import REVISION_KEY, SCHEMA_VERSION_KEY, TTNN_SCHEMA_VERSION  # noqa: F401 (report_metadata keys)
-
 metadata = MetaData()
 
 
