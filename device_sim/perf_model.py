@@ -154,14 +154,13 @@ _KIND = _kinds()
 _FREE = frozenset(n for n, k in _KIND.items() if k == "free")
 _HOST_MOVES = frozenset(n for n, k in _KIND.items() if k == "host_move")  # cross PCIe (from_torch: given a device)
 _MATMULS = frozenset(n for n, k in _KIND.items() if k == "matmul")
-# Moves TT-NN runs without a compute kernel (LAUNCH_DM_ONLY_NS): its reader and writer only
-_DM_ONLY = frozenset({"interleaved_to_sharded", "sharded_to_interleaved", "reshard", "move", "reallocate",
-                      "nlp_create_qkv_heads", "nlp_concat_heads", "concatenate_heads",
-                      "split_query_key_value_and_split_heads"})
-# ... of which these wait on each interleaved page they write (ACKED_WRITE_PAGE_NS)
-_ACKED_WRITES = _DM_ONLY - {"interleaved_to_sharded", "reshard"}
+# The attention heads' splits and concatenations: split over the tile rows of their unsplit side
 _HEADS = frozenset({"nlp_create_qkv_heads", "nlp_concat_heads", "concatenate_heads",
                     "split_query_key_value_and_split_heads"})
+# Moves TT-NN runs without a compute kernel (LAUNCH_DM_ONLY_NS): its reader and writer only
+_DM_ONLY = _HEADS | {"interleaved_to_sharded", "sharded_to_interleaved", "reshard", "move", "reallocate"}
+# ... of which these wait on each interleaved page they write (ACKED_WRITE_PAGE_NS)
+_ACKED_WRITES = _DM_ONLY - {"interleaved_to_sharded", "reshard"}
 # Flash attention over [B, H, S, D] q, k, v (_sdpa); the decode variants read a KV cache for one row of q each and
 # stay priced by their pages
 _SDPA = frozenset({"scaled_dot_product_attention", "chunked_scaled_dot_product_attention",
