@@ -38,7 +38,7 @@ from ttreport import ptfile
 from ttreport.capturing.records import FILE_LOST, ROW
 from ttreport.errors import ConfigError, LossWarner, TensorFileDamagedError, TensorFileError, TensorTooLargeError
 from ttreport.folder import TENSORS_DIR
-from ttreport.ptfile import plain  # noqa: F401 (storage.plain: a view's file holds only its own elements)
+from ttreport.ptfile import plain
 
 MAX_PENDING_BYTES = 1 << 30  # values waiting for the disk before the model waits (back-pressure, never loss)
 # Tensor files stop while this much is still free, so the database (small, but it is the report) can
