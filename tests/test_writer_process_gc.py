@@ -44,3 +44,22 @@ def test_the_writer_process_writes_every_batch_with_its_caches_frozen(tmp_path, 
     assert cap._writer.tensor_files["tensor_files_written"] == 0
     with sqlite3.connect(cap.db_path) as con:
         assert con.execute("SELECT COUNT(*) FROM operations").fetchone()[0] == 60
+
+
+def test_a_rebuild_from_a_folders_log_reads_no_source_file_it_names(tmp_path, device, monkeypatch):
+    # a log from a folder is untrusted: its code records name any path on the reader's machine, and a rebuild that
+    # read them would copy that file (a key, a FIFO that hangs) into the report; the capture's own writer reads them
+    monkeypatch.setattr(writer_process, "remove_finished_log", lambda log, step=None: None)  # kept, as after a kill
+    a = ttnn.from_torch(torch.randn(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    with ttreport.capture(tmp_path / "run", config=ttreport.Config(perf_files=False)) as cap:
+        ttnn.add(a, a)
+    sql = ("SELECT (SELECT COUNT(*) FROM source_files), "
+           "(SELECT COUNT(*) FROM stack_traces WHERE stack_trace LIKE '%ttnn.add(a, a)%')")
+    with sqlite3.connect(cap.db_path) as con:
+        assert con.execute(sql).fetchone() == (1, 1)  # this file, and the line that called the op
+    (tmp_path / "run" / "db.sqlite").unlink()  # rebuilt from the log alone
+    assert recovery.finish_from_log(cap.path)
+    with sqlite3.connect(cap.db_path) as con:
+        assert con.execute(sql).fetchone() == (0, 0)
+        assert con.execute("SELECT COUNT(*) FROM stack_traces WHERE stack_trace LIKE '%test_writer_process_gc.py%'"
+                           ).fetchone()[0] == 1  # the frames themselves are the log's: kept

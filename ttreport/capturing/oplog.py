@@ -704,6 +704,10 @@ class Definitions:
         self.stacks: dict[int, tuple] = {}  # number -> (code id, line, ...): the recorder's frames
         self.cbs: dict[int, tuple] = {}  # number -> a program's CircularBuffers
         self.programs: dict[int, tuple] = {}  # number -> a program's (name, factory, CBs, ranges, cb_bytes)
+        # Whether the writer may read the source files the log's code records name (stack lines, source_files):
+        # only for this process's own capture's log. A log from a folder names any path on the reader's machine
+        # (a planted one would copy ~/.ssh/id_rsa into the report, or hang the reader on a FIFO).
+        self.read_sources = False
 
     def code(self, code_id: int):
         return self.codes[code_id]
@@ -727,6 +731,7 @@ class LogTail:
         self.folder = Path(folder)
         self.trusted = trusted
         self.defs = Definitions()
+        self.defs.read_sources = trusted
         self.perf = LogPerf()  # device_perf rows of the ops not estimated on the model's thread
         self.on_flush = on_flush or (lambda token: None)  # a FLUSH record's waiter is told through this
         self.segment = 1

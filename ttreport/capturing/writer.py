@@ -746,7 +746,7 @@ class Writer:
             code = self.defs.code(frames[i])
             lineno = frames[i + 1]
             entry = f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n'
-            source = linecache.getline(code.co_filename, lineno).strip()
+            source = linecache.getline(code.co_filename, lineno).strip() if self.defs.read_sources else ""
             if source:
                 entry += f"    {source}\n"
             entries.append(entry)
@@ -756,11 +756,12 @@ class Writer:
 
     def _source_file(self, frames: tuple, rows) -> int | None:
         """The source_files id of the innermost frame's file, adding its row (path and contents) the first time
-        the file is seen; None when it cannot be read (an interactive session's '<stdin>')."""
+        the file is seen; None when it cannot be read (an interactive session's '<stdin>') or may not be (a log
+        from a folder: Definitions.read_sources)."""
         path = self.defs.code(frames[0]).co_filename
         if path in self._source_files:
             return self._source_files[path]
-        lines = linecache.getlines(path)
+        lines = linecache.getlines(path) if self.defs.read_sources else []
         file_id = None
         if lines:
             file_id = len(self._source_files) + 1
