@@ -87,10 +87,9 @@ def create(path, *, indexes: bool = True, skip: frozenset = frozenset(), metadat
     """A new, empty report database at `path`, stamped at the head revision, with the schema's indexes but those
     named in `skip` (none with indexes=False), and `metadata`'s keys and values (their str) in report_metadata.
 
-    A capture passes indexes=False. The thread writer calls create_indexes() when it closes: keeping a
-    dozen indexes current row by row would hold the model's GIL. A writer process's capture makes all but
-    LATE_INDEXES at once (skip=LATE_INDEXES), and the writer keeps them current (no more of its CPU than building
-    them at close, and less left for the close of a long capture); it makes LATE_INDEXES when it closes.
+    A capture's writer process makes all but LATE_INDEXES at once (skip=LATE_INDEXES), and the writer keeps them
+    current (no more of its CPU than building them at close, and less left for the close of a long capture); it
+    makes LATE_INDEXES when it closes.
 
     The schema comes from ttreport.schema_sql, the statements `metadata.create_all` and alembic's stamp make
     (generated from schema.py; tests/test_schema_sql.py holds them equal). A new file gets the bytes of that
