@@ -30,7 +30,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ttreport.read import device_time
+from ttreport.read import device_time, measured
 from ttreport.read.compare import _name_matches, _ops, align, json_safe, report_path, unrelated_runs
 from ttreport.read.report import Report, active_steps, has_steps
 
@@ -116,28 +116,21 @@ def _device_sql(r: Report) -> str:
         if r._has_table("device_perf") else "NULL"  # a TT-NN report has no estimates
 
 
-def _measured_sql(r: Report) -> str:
-    # an op's measured time as read.measured sums it: its device operations per chip, the slowest chip's
-    return "(SELECT MAX(ns) FROM (SELECT SUM(m.kernel_ns) AS ns FROM measured_perf m WHERE m.operation_id = " \
-        "o.operation_id AND typeof(m.kernel_ns) = 'integer' GROUP BY m.device_id))" \
-        if r._has_table("measured_perf") else "NULL"  # a report from before attach
-
-
 def _row_sql(r: Report) -> str:
-    return f"SELECT {_device_sql(r)}, o.duration, o.l1_bytes, o.dram_bytes, {_measured_sql(r)} FROM operations o " \
-        "WHERE o.operation_id = ?"
+    return f"SELECT {_device_sql(r)}, o.duration, o.l1_bytes, o.dram_bytes FROM operations o WHERE o.operation_id = ?"
 
 
-def _step_means(r: Report, top_level: bool, active: list[int]) -> tuple[str, dict[int, tuple], int]:
+def _step_means(r: Report, top_level: bool, active: list[int], meas_of: dict[int, int]) -> tuple[str, dict, int]:
     """For per-step averages: (SQL keeping the first active step's ops, {op id: (mean device ns, mean host s, mean
-    measured ns)} over the active steps whose ops have the same names in the same order, how many steps those are)."""
+    measured ns)} over the active steps whose ops have the same names in the same order, how many steps those are).
+    meas_of: each op's measured ns (measured.of_ops)."""
     step = "(CASE WHEN typeof(o.step) = 'integer' THEN o.step ELSE 0 END)" if has_steps(r._conn) else "0"
     depth = " AND COALESCE(o.depth, 0) = 0" if top_level else ""
     by_step: dict[int, list] = {}
-    for n, op_id, name, device, host, meas in r.execute(
-            f"SELECT {step}, o.operation_id, o.name, {_device_sql(r)}, o.duration, {_measured_sql(r)} "
+    for n, op_id, name, device, host in r.execute(
+            f"SELECT {step}, o.operation_id, o.name, {_device_sql(r)}, o.duration "
             f"FROM operations o WHERE {step} IN ({', '.join(map(str, active))}){depth} ORDER BY o.operation_id"):
-        by_step.setdefault(n, []).append((op_id, name, device, host, meas))
+        by_step.setdefault(n, []).append((op_id, name, device, host, meas_of.get(op_id)))
     first = by_step.get(active[0], []) if active else []
     same = [ops for ops in by_step.values() if [o[1] for o in ops] == [o[1] for o in first]]
     means = {op[0]: tuple(_mean([ops[k][c] for ops in same]) for c in (2, 3, 4)) for k, op in enumerate(first)}
@@ -164,9 +157,11 @@ def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True, cloc
         per_step = len(steps_a) != len(steps_b)
         means_a = means_b = None
         steps = {"a": {"steps": steps_a}, "b": {"steps": steps_b}}
+        # each op's measured time as read.measured sums it (empty: nothing attached)
+        meas_a, meas_b = measured.of_ops(ra), measured.of_ops(rb)
         if per_step:
-            only_a_sql, means_a, steps["a"]["averaged_over"] = _step_means(ra, top_level, steps_a)
-            only_b_sql, means_b, steps["b"]["averaged_over"] = _step_means(rb, top_level, steps_b)
+            only_a_sql, means_a, steps["a"]["averaged_over"] = _step_means(ra, top_level, steps_a, meas_a)
+            only_b_sql, means_b, steps["b"]["averaged_over"] = _step_means(rb, top_level, steps_b, meas_b)
         keys: dict[tuple, int] = {}
         names: dict[str, int] = {}
         ids_a, ka, na, _ = _ops(ra, top_level, keys, names, only_a_sql)
@@ -179,8 +174,9 @@ def compare_timing(a, b, *, ops: str | None = None, top_level: bool = True, cloc
             name = name_of[na[i]]
             if ops is not None and not _name_matches(name, ops):
                 continue
-            (a_dev, a_s, a_l1, a_dram, a_meas), (b_dev, b_s, b_l1, b_dram, b_meas) = (
+            (a_dev, a_s, a_l1, a_dram), (b_dev, b_s, b_l1, b_dram) = (
                 ra.execute(sql_a, (ids_a[i],)).fetchone(), rb.execute(sql_b, (ids_b[j],)).fetchone())
+            a_meas, b_meas = meas_a.get(ids_a[i]), meas_b.get(ids_b[j])
             if per_step:
                 (a_dev, a_s, a_meas), (b_dev, b_s, b_meas) = means_a[ids_a[i]], means_b[ids_b[j]]
             rows.append(TimingRow(name, ids_a[i], ids_b[j], a_dev, b_dev, a_s, b_s, a_l1, b_l1, a_dram, b_dram, clock,
