@@ -293,3 +293,15 @@ def test_every_command_that_reads_a_report_takes_run_and_a_run_needs_a_store_url
     result = CliRunner().invoke(main, ["summary", str(captured["path"]), "--run", "nightly-1"])
     assert result.exit_code == 2
     assert "0 store URL(s) and 1 --run: give one --run NAME after each store URL" in result.output, result.output
+
+
+def test_upgrade_takes_no_run_and_refuses_a_store_in_one_line_with_its_password_hidden():
+    # A store's run folder is a cache built at this version's schema: upgrading it would reach neither the store nor
+    # a later read (as attach), and the help says why instead of offering --run.
+    assert "runs" not in {p.name for p in main.commands["upgrade"].params}
+    assert "never a store's run" in " ".join(invoke("upgrade", "--help").output.split())
+    result = invoke("upgrade", "postgresql://me:hunter2@db/ttreport")
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "is a store" in result.output and "hunter2" not in result.output
+    assert "No such option '--run'" in invoke("upgrade", "postgresql://db/ttreport", "--run", "nightly-1").output
+    assert "nothing to repair" in " ".join(invoke("check", "--help").output.split())

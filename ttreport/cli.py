@@ -708,9 +708,16 @@ def upgrade(report, device_graphs):
     fills the graph tables it left empty); a file that is not a report (empty, not SQLite,
     another program's database) is refused. Each step is printed with its time as it completes.
 
+    REPORT is a folder, never a store's run (no --run, unlike the reading commands): a store brings
+    its own tables to this version when a command connects to it, and a run's local folder is a
+    cache built at this version's schema, so there is nothing to upgrade.
+
     Example: ttreport upgrade generated/ttreport/reports/old-run --device-graphs
     """
     click.get_current_context().meta["ttreport.report"] = report
+    if is_store_url(report):  # the group's error handling hides its password
+        raise Failure(f"{report} is a store: a store brings its own tables to this version when a command connects "
+                      "to it, and its runs are read at this version's schema; upgrade a report folder")
     path = resolve(report)
     db.check_is_report(path)
     _upgrade(report, path)
@@ -765,7 +772,8 @@ def _restamp_config(path: Path, revision: str) -> None:
 @click.argument("report")
 @click.option("--repair", is_flag=True, help="First fold a WAL that a killed or disk-full capture left back into "
               "db.sqlite, so that the file stands alone (every reader tries to), rebuild db.sqlite from the op log a "
-              "killed capture left, and delete one the report no longer needs; a fault if it cannot.")
+              "killed capture left, and delete one the report no longer needs; a fault if it cannot. A store's run "
+              "(--run) has nothing to repair: its folder is a cache pulled whole from the store.")
 @_json_flag
 def check(report, repair, as_json):
     """Check REPORT's integrity: the database, ids across tables, tensor files, status, a left-over op log.
@@ -1360,11 +1368,12 @@ def _store_commands() -> None:
     for command in store:
         main.add_command(command)
     # Every other command that reads a report reads a store's run too: a store URL for REPORT, with --run NAME.
-    # attach writes into its report: a run's folder is pull.py's cache of rows that never change once pushed
-    # (rebuilt from the store when evicted), so what it wrote there would reach neither the store nor a later read.
+    # attach and upgrade write into their report: a run's folder is pull.py's cache of rows that never change once
+    # pushed (rebuilt from the store when evicted, at this version's schema), so what they wrote there would reach
+    # neither the store nor a later read. check reads a run; its --repair has nothing to do there (its help says so).
     for command in main.commands.values():
         reads = any(p.name in REPORT_PARAMS and p.type is click.STRING for p in command.params)
-        if reads and command not in (*store, attach):
+        if reads and command not in (*store, attach, upgrade):
             store_cli.takes_runs(command, whole_store=store_cli.query_store if command is query else None)
 
 
