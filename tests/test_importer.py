@@ -9,6 +9,7 @@ downloads (tests/graph_report_wheel.py); without the wheel they skip, naming the
 """
 
 import json
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -155,6 +156,9 @@ BAD_REPORTS = {
     "a buffer key a path": (report_with(per_operation_buffers={"../../etc/passwd": []}),
                             "a per_operation_buffers key is an integer"),
     "a device id a float": (report_with(devices=[{"device_id": 0.5}]), "devices[0].device_id"),
+    # JSON's escape of half a UTF-16 pair: a str Python reads and SQLite cannot store (it failed mid-import)
+    "an op name a lone surrogate": (report_with(graph=[{**GOOD_NODE, "node_type": "function_start",
+                                                        "params": {"name": "\ud800"}}]), "graph[0].params.name"),
 }
 
 
@@ -167,6 +171,32 @@ def test_a_bad_graph_report_is_one_line_exit_2_and_writes_nothing(case, tmp_path
     assert done.returncode == 2, done.stderr
     assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
+
+
+def ops(n: int) -> list[dict]:
+    """A graph of `n` top-level ops, each a function_start and its function_end."""
+    return [{**GOOD_NODE, "counter": i, "node_type": kind, "params": {"name": "ttnn.add"}}
+            for i, kind in enumerate(["function_start", "function_end"] * n)]
+
+
+@pytest.mark.parametrize("dest_exists", [False, True])
+def test_an_import_that_fails_while_writing_leaves_no_report_and_says_so_in_one_line(tmp_path, dest_exists):
+    # A real write failure: the file size limit (RLIMIT_FSIZE) stops SQLite mid-import, as a full disk does. The
+    # empty database is ~280 KB and these 2,000 ops ~1.7 MB: the limit falls between, inside the rows' transaction.
+    path, dest = tmp_path / "report.json", tmp_path / "out"
+    path.write_text(json.dumps(report_with(graph=ops(2000))))
+    if dest_exists:
+        dest.mkdir()
+    limit = 512 << 10
+    done = subprocess.run([sys.executable, "-m", "ttreport.cli", "import", path, dest], capture_output=True,
+                          text=True, timeout=120, cwd=REPO,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    assert done.returncode == 2, done.stderr
+    assert f"cannot write the report into {dest}" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+    # nothing that reads as a report: the folder this import made is gone, one that was there is left empty
+    assert (sorted(p.name for p in dest.iterdir()) == []) if dest_exists else not dest.exists()
+    assert cli("import", path, dest).returncode == 0  # the same import with room for it
 
 
 def test_the_yaml_a_report_carries_is_written_only_inside_dest_under_its_fixed_name(tmp_path):

@@ -14,13 +14,17 @@ names operation 0) and that op's status is "error"; a tensor whose id is 0 is ke
 
 The JSON comes from outside and is read as untrusted input: its size is bounded (MAX_REPORT_BYTES), every value
 is checked for its type and range before a row is made, and nothing is written until all of it has been read, so
-a bad file leaves no folder behind. Files are written only inside DEST, under fixed names.
+a bad file leaves no folder behind. Files are written only inside DEST, under fixed names. The database is built
+under a temporary name (PARTIAL_FILE) and renamed to db.sqlite once every row and file is in: an import that fails
+while writing (a full disk, a file size limit) removes what it wrote and says so in one line, and one that is
+killed leaves no db.sqlite, nothing that reads as a report.
 
 Standard library and ttreport's floor only (db, folder, errors): no torch, no device_sim.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -50,6 +54,8 @@ DEVICE_COLUMNS = ("device_id", "num_y_cores", "num_x_cores", "num_y_compute_core
 OWN_METADATA = frozenset({folder.SCHEMA_VERSION_KEY, folder.REVISION_KEY, "status"})
 # The YAML texts a report may carry, and the fixed names they take in the folder (graph_report.py's names)
 SIDE_FILES = {"cluster_descriptor": folder.CLUSTER_DESCRIPTOR_FILE, "mesh_coordinate_mapping": folder.MESH_MAPPING_FILE}
+# The database while the import writes it; renamed to db.sqlite when whole (a report is never half an import)
+PARTIAL_FILE = f".{folder.DB_FILE}.import"
 
 
 class GraphReportError(TTReportError, ValueError):
@@ -121,6 +127,11 @@ class _Reader:
             return default
         if not isinstance(value, str) or len(value) > MAX_TEXT:
             raise self.fail(where, f"a string of at most {MAX_TEXT:,d} characters", value)
+        if not value.isascii():
+            try:  # JSON's "\ud800" is a lone surrogate: no UTF-8 text, which SQLite refuses mid-import
+                value.encode()
+            except UnicodeEncodeError:
+                raise self.fail(where, "Unicode text", value) from None
         return value
 
     def ints(self, value, where):
@@ -424,17 +435,36 @@ def import_graph_report(report_path, dest, *, overwrite: bool = False) -> Path:
     side = {SIDE_FILES[k]: r.text(report[k], f'"{k}"') for k in SIDE_FILES if report.get(k)}
 
     dest = Path(dest)
+    made = not os.path.lexists(dest)
     lock = folder.prepare(dest, overwrite)  # refuses a folder holding anything but a report it may replace
+    partial, db_path = dest / PARTIAL_FILE, dest / folder.DB_FILE
+    written = [partial, dest / f"{PARTIAL_FILE}-journal"]  # removed unless the import completes
+    whole = False
     try:
-        db_path = dest / folder.DB_FILE
-        db.create(db_path, metadata={**metadata, "imported_from": str(r.path.resolve()), "status": "complete"})
-        _write(db_path, rows, device_rows)
+        for path in written:  # a killed import's, in a report folder being overwritten
+            path.unlink(missing_ok=True)
+        db.create(partial, metadata={**metadata, "imported_from": str(r.path.resolve()), "status": "complete"})
+        _write(partial, rows, device_rows)
         for name, text in side.items():
             fd = os.open(dest / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            written.append(dest / name)
             with os.fdopen(fd, "w") as f:
                 f.write(text)
+        os.replace(partial, db_path)
+        whole = True
+    except (sqlite3.Error, OSError) as e:
+        why = (e.strerror if isinstance(e, OSError) else None) or str(e) or type(e).__name__
+        raise GraphReportError(f"cannot write the report into {dest} ({why}); nothing of it was kept: free disk space "
+                               f"(or raise the file size limit) or give another DEST, and import again") from None
     finally:
+        if not whole:
+            for path in written:
+                with contextlib.suppress(OSError):
+                    path.unlink()
         folder.unlock(dest, lock)
+        if not whole and made:
+            with contextlib.suppress(OSError):  # only while empty: what this import made and nothing else
+                dest.rmdir()
     return db_path
 
 
