@@ -184,7 +184,7 @@ def cores_row_major(n: int, grid_x: int) -> tuple:
 
 # -- shared by the program models (device_sim/programs/) ---------------------------------------
 # bytes of one 32x32 tile per dtype, block-float exponents included
-TILE_BYTES = {dt: tile_size(dt) for dt in DataType}
+TILE_BYTES = {dt: tile_size(dt) for dt in DataType if dt is not DataType.INVALID}
 
 
 def max_divisor(n: int, cap: int) -> int:

@@ -126,7 +126,9 @@ def to_device_values(t: torch.Tensor, dtype: DataType) -> torch.Tensor:
         return t.bfloat16()
     if dtype is DataType.FLOAT32:
         return t.float()
-    target = TORCH_DTYPE[dtype]
+    target = TORCH_DTYPE.get(dtype)
+    if target is None:
+        raise ValueError(f"dtype={dtype!r} holds no values; pass a tensor dtype such as ttnn.bfloat16")
     if dtype.is_block_float:
         return block_float(t, MANTISSA_BITS[dtype]).to(target)
     if dtype.is_float:

@@ -30,6 +30,9 @@ class DataType(_TTEnum):
     UINT8 = 5
     UINT16 = 6
     INT32 = 7
+    # TT-NN's "no dtype" (tt_metal/api/tt-metalium/tensor/types.hpp: INVALID = 8), an op attribute's default; tt-metal's
+    # tests list the dtypes as every DataType member but this one. No tensor holds it (to_device_values refuses it).
+    INVALID = 8
 
     @classmethod
     def _missing_(cls, value):
@@ -40,7 +43,7 @@ class DataType(_TTEnum):
             name = _TTNN_NAME_OF_TORCH.get(text.removeprefix("torch."), "bfloat16")
             raise TypeError(f"dtype={text} is a torch dtype; TT-NN ops take a ttnn dtype: "
                             f"pass dtype=ttnn.{name}") from None  # (the enum's own "not a valid DataType" unshown)
-        names = ", ".join(f"ttnn.{m.name.lower()}" for m in cls)
+        names = ", ".join(f"ttnn.{m.name.lower()}" for m in cls if m is not cls.INVALID)
         raise ValueError(f"dtype={value!r} is not a ttnn dtype; pass one of {names}")
 
     @property

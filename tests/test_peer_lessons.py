@@ -843,3 +843,16 @@ def test_cumsum_checks_out_and_dim_as_accumulation_common_cpp(device):
         ttnn.cumprod(t, 0, out=ttnn.zeros([2, 32, 1], dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device))
     with pytest.raises(RuntimeError, match="accumulation axis is 3"):
         ttnn.cumsum(t, 3)
+
+
+# -- smallops: dtypes and small ops the sample's leftovers needed (issue 31) -------------------------------------------
+
+
+def test_datatype_has_tt_nns_invalid_member_that_tt_metals_tests_filter_out_and_no_tensor_holds(device):
+    # test_to_dtype.py, test_torch_conversion.py and test_tensor_to_list.py list the dtypes at import as
+    # `[d for _, d in ttnn.DataType._member_map_.items() if d != ttnn.DataType.INVALID]` (types.hpp: INVALID = 8)
+    assert int(ttnn.DataType.INVALID) == 8 and "INVALID" in ttnn.DataType._member_map_
+    dtypes = [d for _, d in ttnn.DataType._member_map_.items() if d != ttnn.DataType.INVALID]
+    assert ttnn.bfloat16 in dtypes and ttnn.int32 in dtypes and len(dtypes) == 8
+    with pytest.raises(ValueError, match="dtype=DataType.INVALID holds no values"):
+        ttnn.from_torch(torch.ones(2, 2), dtype=ttnn.DataType.INVALID, device=device)
