@@ -845,6 +845,40 @@ def test_cumsum_checks_out_and_dim_as_accumulation_common_cpp(device):
         ttnn.cumsum(t, 3)
 
 
+# -- upsample, moreh and ttnn.graph (nightly test_upsample.py, moreh's nightly files, test_graph_capture.py) ---------
+
+
+def test_upsample_takes_float_scales_through_the_float_factory_and_always_writes_row_major(device):
+    # nightly test_upsample.py (108 cases): scale_factor (1.5, 1.5), (0.75, 0.75), (2.0, 1.5) ...; the output is
+    # floor(H * scale) rows, each pixel the input's at floor(dst / scale) (torch's nearest), as
+    # UpsampleNearestFloatProgramFactory computes it
+    x = torch.randn(2, 8, 6, 32)
+    t = ttnn.from_torch(x, dtype=ttnn.bfloat16, device=device)
+    outs = []
+    for scale in ((1.5, 1.5), (0.75, 0.75), (2.0, 1.5), 2.5):
+        ref = torch.nn.functional.interpolate(x.bfloat16().permute(0, 3, 1, 2), scale_factor=scale)
+        [program] = launched(device, lambda s=scale: outs.append(ttnn.upsample(t, s)))
+        assert program.factory == "UpsampleNearestFloatProgramFactory"
+        assert torch.equal(ttnn.to_torch(outs[-1]), ref.permute(0, 2, 3, 1))
+    # a sharded input's float output: its N*OH*OW rows over the input's grid, its layout kept (block: the grid's rows)
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 3))])
+    cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.BLOCK_SHARDED, ttnn.BufferType.L1,
+                            ttnn.ShardSpec(grid, (24, 16), ttnn.ShardOrientation.ROW_MAJOR))
+    out = ttnn.upsample(ttnn.to_memory_config(t, memory_config=cfg), (1.5, 1.5))
+    assert out.shape == (2, 12, 9, 32) and out.memory_config().shard_spec.shape == (2 * 12 * 9 // 4, 16)
+    # compute_output_specs: ROW_MAJOR and bfloat16 out of a TILE bfloat8_b input; a float scale of a TILE input is
+    # refused (the float factory reads sticks), and so are a scale <= 0 and bilinear's non-integer scales
+    tiled = ttnn.from_torch(torch.randn(1, 4, 32, 32), dtype=ttnn.bfloat8_b, layout=ttnn.TILE, device=device)
+    out = ttnn.upsample(tiled, 2)
+    assert (out.layout, out.dtype, out.shape) == (ttnn.ROW_MAJOR, ttnn.bfloat16, (1, 8, 64, 32))
+    with pytest.raises(RuntimeError, match="Unsupported upsample configuration"):
+        ttnn.upsample(tiled, 1.5)
+    with pytest.raises(RuntimeError, match="scale_factor_w must be positive"):
+        ttnn.upsample(t, (2, 0))
+    with pytest.raises(RuntimeError, match="bilinear mode requires integer scale factors"):
+        ttnn.upsample(t, 1.5, mode="bilinear")
+
+
 # -- smallops: dtypes and small ops the sample's leftovers needed (issue 31) -------------------------------------------
 
 

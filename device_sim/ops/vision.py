@@ -12,11 +12,14 @@ memory config follows the memory rules (DESIGN.md) rather than TT-NN's sharding 
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
 from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, four_d_input, values
+from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import adaptive_pool as adaptive_pool_programs
 from device_sim.programs import fold as fold_programs
 from device_sim.programs import pool as pool_programs
@@ -30,6 +33,7 @@ from device_sim.types import (
     DataType,
     Layout,
     MemoryConfig,
+    ShardOrientation,
     ShardSpec,
     TensorMemoryLayout,
 )
@@ -218,14 +222,65 @@ def global_avg_pool2d(input_tensor: Tensor, *, memory_config: MemoryConfig | Non
     return out
 
 
+_UPSAMPLE_WHERE = "ttnn/cpp/ttnn/operations/pool/upsample/device/upsample_device_operation.cpp"
+
+
+def _scales(scale_factor, op_name: str) -> tuple[float, float]:
+    """TT-NN's scale_factor, an int, a float or an (h, w) pair of either (upsample.cpp's variant), as (h, w)."""
+    s = (scale_factor, scale_factor) if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+    if len(s) != 2 or not all(isinstance(e, (int, float)) for e in s):
+        raise ValueError(f"{op_name}: scale_factor={scale_factor!r} must be a number or an (h, w) pair of numbers")
+    for name, v in zip(("scale_factor_h", "scale_factor_w"), s):
+        if v <= 0:  # upsample_device_operation.cpp's validate
+            raise tt_fatal(f"args.{name} > 0.0f", f"{name} must be positive, got {v}", where=_UPSAMPLE_WHERE)
+    return float(s[0]), float(s[1])
+
+
 def _upsample_golden(input_tensor, scale_factor, *_, mode="nearest", **__):
-    sh, sw = _pair(scale_factor, "scale_factor", "ttnn.upsample")
+    """TT-NN's golden_upsample: torch's interpolate of the NHWC input (nearest's source index floor(dst / scale))."""
     x = input_tensor.float().permute(0, 3, 1, 2)
-    if mode == "nearest":
-        y = x.repeat_interleave(sh, -2).repeat_interleave(sw, -1)
-    else:
-        y = F.interpolate(x, scale_factor=(sh, sw), mode="bilinear", align_corners=False)
+    align = None if mode == "nearest" else False
+    y = F.interpolate(x, scale_factor=_scales(scale_factor, "ttnn.upsample"), mode=mode, align_corners=align)
     return y.permute(0, 2, 3, 1)
+
+
+def _upsample_path(t: Tensor, scale: tuple[float, float], mode: str) -> str:
+    """select_upsample_path (upsample_common.cpp): "integer" for the integer factories (integer scales, ROW_MAJOR
+    interleaved, height or block sharded, or TILE interleaved; bilinear always), "float" for
+    UpsampleNearestFloatProgramFactory (any other ROW_MAJOR input); a TILE input the float path would take is
+    refused, as TT-NN refuses it."""
+    integer = all(s == math.floor(s) for s in scale)
+    if mode == "bilinear":
+        if not integer:
+            raise tt_fatal("is_integer_scale(args.scale_factor_h) && is_integer_scale(args.scale_factor_w)",
+                           f"bilinear mode requires integer scale factors, got ({scale[0]}, {scale[1]})",
+                           where=_UPSAMPLE_WHERE)
+        return "integer"
+    cfg = t.memory_config()
+    nd = cfg.nd_shard_spec is not None
+    if integer and not nd and (cfg.memory_layout == TensorMemoryLayout.INTERLEAVED or (
+            t.layout == Layout.ROW_MAJOR and cfg.memory_layout in (TensorMemoryLayout.HEIGHT_SHARDED,
+                                                                   TensorMemoryLayout.BLOCK_SHARDED))):
+        return "integer"
+    if t.layout != Layout.ROW_MAJOR:
+        raise tt_fatal("path != UpsamplePath::UNSUPPORTED",
+                       f"Unsupported upsample configuration: scales {scale[0]} x {scale[1]} of a TILE "
+                       f"{cfg.memory_layout.name} input; float scales (or a sharded input) need ROW_MAJOR: "
+                       f"ttnn.to_layout(x, ttnn.ROW_MAJOR_LAYOUT) first", where=_UPSAMPLE_WHERE)
+    return "float"
+
+
+def _nearest_float(x: torch.Tensor, scale: tuple[float, float]) -> torch.Tensor:
+    """reader_upsample_nearest_float.cpp on NHWC x: output size floor(in * scale) in float32, each output pixel the
+    input's at floor(dst * r) >> 16 (clamped to the input), r = ceil(65536 / scale) the factory's Q16.16
+    reciprocal rounded up so that an integer scale's boundaries land exactly."""
+    index = []
+    for size, s in zip(x.shape[1:3], scale):
+        s32 = torch.tensor(s, dtype=torch.float32)
+        out = int(torch.floor(size * s32))
+        r = int(torch.ceil(torch.tensor(1.0, dtype=torch.float32) / s32 * (1 << 16)))
+        index.append(((torch.arange(out, dtype=torch.int64) * r) >> 16).clamp(max=size - 1))
+    return x[:, index[0]][:, :, index[1]]
 
 
 @register_op("ttnn.upsample", golden=_upsample_golden)
@@ -233,11 +288,14 @@ def upsample(input_tensor: Tensor, scale_factor, *, mode: str = "nearest",
              memory_config: MemoryConfig | None = None, compute_kernel_config=None,
              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Repeat (mode="nearest") or interpolate (mode="bilinear", align_corners=False) an NHWC [N, H, W, C]
-    input by an integer scale_factor (one int or (h, w)): [N, H*sh, W*sw, C].
+    input by scale_factor (a number or (h, w); nearest takes float scales, bilinear integers):
+    [N, floor(H*sh), floor(W*sw), C], ROW_MAJOR (bfloat8_b comes out bfloat16), as TT-NN's UpsampleOperation.
 
     >>> x = ttnn.from_torch(torch.tensor([[[[1.0], [2.0]]]]), dtype=ttnn.bfloat16, device=device)  # NHWC
     >>> ttnn.upsample(x, 2).to_torch().flatten()
     tensor([1., 1., 2., 2., 1., 1., 2., 2.], dtype=torch.bfloat16)
+    >>> ttnn.upsample(x, (1.0, 1.5)).to_torch().flatten()
+    tensor([1., 1., 2.], dtype=torch.bfloat16)
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -247,33 +305,62 @@ def upsample(input_tensor: Tensor, scale_factor, *, mode: str = "nearest",
     if x.dim() != 4:
         raise ValueError(f"{op_name}: input shape {list(x.shape)} must be NHWC [N, H, W, C]")
     ins = device_inputs(op_name, input_tensor)
-    y = _upsample_golden(x, scale_factor, mode=mode)
-    if input_tensor.is_sharded():
-        memory_config = _upsample_sharded_output(input_tensor.memory_config(), memory_config, mode, y.shape,
-                                                 _pair(scale_factor, "scale_factor", op_name))
-    out = _make(y, input_tensor.device(), ins, op_name=op_name,
-                dtype=input_tensor.dtype, layout=input_tensor.layout, memory_config=memory_config)
-    if mode == "nearest" and not input_tensor.is_sharded() and not out.is_sharded():  # the interleaved factory
+    scale = _scales(scale_factor, op_name)
+    path = _upsample_path(input_tensor, scale, mode)
+    # bilinear validates its haloed (row-major) tensor, not this one
+    if mode == "nearest" and input_tensor.layout == Layout.TILE and input_tensor.padded_shape != input_tensor.shape:
+        raise tt_fatal("input.padded_shape() == input.logical_shape()",
+                       f"Tiled input must be tile-aligned (no padding difference): {list(input_tensor.shape)} pads "
+                       f"to {list(input_tensor.padded_shape)}; pass it ROW_MAJOR", where=_UPSAMPLE_WHERE)
+    if path == "float":
+        y = _nearest_float(x, scale)
+    elif mode == "nearest":  # the integer factories write each input stick scale_h x scale_w times
+        y = x.repeat_interleave(int(scale[0]), 1).repeat_interleave(int(scale[1]), 2)
+    else:
+        y = _upsample_golden(x, scale, mode=mode)
+    memory_config = _upsample_output_config(input_tensor, memory_config, mode, path, y.shape, scale)
+    # compute_output_specs: the output is always ROW_MAJOR, and bfloat16 where the input is bfloat8_b
+    dtype = DataType.BFLOAT16 if input_tensor.dtype == DataType.BFLOAT8_B else input_tensor.dtype
+    out = _make(y, input_tensor.device(), ins, op_name=op_name, dtype=dtype, layout=Layout.ROW_MAJOR,
+                memory_config=memory_config)
+    if path == "float":
+        device_work.launch_after(out, True, input_tensor, vision_programs.upsample_nearest_float_program(out))
+    elif mode == "nearest" and not input_tensor.is_sharded() and not out.is_sharded():  # the interleaved factory
         device_work.launch_after(out, True, input_tensor, vision_programs.upsample_program(input_tensor, out.dtype))
     elif mode == "bilinear":
-        _launch_bilinear(out, input_tensor, _pair(scale_factor, "scale_factor", op_name))
+        _launch_bilinear(out, input_tensor, (int(scale[0]), int(scale[1])))
     return out
 
 
-def _upsample_sharded_output(in_cfg: MemoryConfig, cfg: MemoryConfig | None, mode: str, out_shape,
-                             scale: tuple[int, int]) -> MemoryConfig | None:
-    """A sharded input's output config, as upsample_common.cpp derives it from the output config (the input's
-    when none is given): nearest, each shard scale_h * scale_w times the input's rows; bilinear, the output's
-    N*H*W rows spread evenly over the spec's cores."""
+def _upsample_output_config(t: Tensor, cfg: MemoryConfig | None, mode: str, path: str, out_shape,
+                            scale: tuple[float, float]) -> MemoryConfig | None:
+    """The output config as compute_output_specs (upsample_device_operation.cpp) derives a sharded one from the
+    output config (the input's when none is given); None leaves an interleaved input's output to the memory rules."""
+    if not t.is_sharded():
+        if mode == "nearest" and cfg is not None and cfg.is_sharded():
+            raise tt_fatal("input_mc.is_sharded()", "Output memory config is sharded but input memory config is not "
+                           "sharded; shard the input first (ttnn.to_memory_config)", where=_UPSAMPLE_WHERE)
+        return cfg
+    in_cfg = t.memory_config()
     cfg = in_cfg if cfg is None else cfg
     if not cfg.is_sharded() or cfg.shard_spec is None or in_cfg.shard_spec is None or in_cfg.nd_shard_spec is not None:
         return cfg
     spec, rows, width = cfg.shard_spec, in_cfg.shard_spec.shape[0], in_cfg.shard_spec.shape[1]
-    if mode == "bilinear":
-        total, cores = out_shape[0] * out_shape[1] * out_shape[2], spec.num_cores()
-        height = -(-total // cores)
-    else:
-        height = rows * scale[0] * scale[1]
+    total = out_shape[0] * out_shape[1] * out_shape[2]
+    if path == "float":  # compute_float_output_mem_config: the input's grid and layout, its NHW rows over the cores
+        spec = in_cfg.shard_spec
+        if in_cfg.memory_layout == TensorMemoryLayout.HEIGHT_SHARDED:
+            cores = spec.num_cores()
+        elif in_cfg.memory_layout == TensorMemoryLayout.WIDTH_SHARDED:
+            cores = 1
+        else:  # BLOCK_SHARDED: the rows of the grid along the orientation
+            size = spec.grid.bounding_box().grid_size()
+            cores = size.y if spec.orientation == ShardOrientation.ROW_MAJOR else size.x
+        return MemoryConfig(in_cfg.memory_layout, in_cfg.buffer_type,
+                            ShardSpec(spec.grid, (-(-total // cores), width), spec.orientation))
+    # compute_integer_output_mem_config: bilinear, the output's N*H*W rows spread evenly over the spec's cores;
+    # nearest, each shard scale_h * scale_w times the input's rows
+    height = -(-total // spec.num_cores()) if mode == "bilinear" else rows * int(scale[0]) * int(scale[1])
     return MemoryConfig(cfg.memory_layout, cfg.buffer_type, ShardSpec(spec.grid, (height, width), spec.orientation))
 
 

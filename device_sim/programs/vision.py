@@ -1,7 +1,8 @@
 """UpsampleOperation (nearest, integer scale, interleaved) as upsample_program_factory_multicore_interleaved.cpp
 (tt-metal's ttnn/cpp/ttnn/operations/pool/upsample/device/) builds it, and global_avg_pool2d's reduction, and bilinear
-upsampling's input sharding, halo and UpsampleOperation (upsample_bilinear_program_factory_multicore.cpp); sharded
-nearest upsampling runs another factory, not modelled (max_pool2d and avg_pool2d: programs/pool.py).
+upsampling's input sharding, halo and UpsampleOperation (upsample_bilinear_program_factory_multicore.cpp), and
+nearest upsampling by float scales (upsample_nearest_float_program_factory.cpp); sharded nearest upsampling by
+integer scales runs another factory, not modelled (max_pool2d and avg_pool2d: programs/pool.py).
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -30,7 +31,7 @@ from device_sim.device_work import (
 )
 from device_sim.programs.conv import halo_cbs, max_out_sticks_per_core
 from device_sim.programs.data_movement import i2s_cbs
-from device_sim.types import DataType, Layout
+from device_sim.types import BufferType, DataType, Layout
 
 
 def upsample_program(x, out_dtype: DataType) -> Program:
@@ -59,6 +60,27 @@ def upsample_program(x, out_dtype: DataType) -> Program:
             cbs.append(CircularBuffer((1,), pages * depth, TILE_BYTES[out_dtype]))
         return make_program("UpsampleOperation", "UpsampleMultiCoreInterleavedProgramFactory", cbs,
                             split_work(units, gx, gy))
+
+    return cached(key, build)
+
+
+def upsample_nearest_float_program(out) -> Program:
+    """UpsampleNearestFloatProgramFactory (upsample_nearest_float_program_factory.cpp): a reader that fetches, for
+    each output page, the input page its Q16.16 source index names, and a writer; no compute kernel. c_0 holds
+    2 x 2 (num_cb_pages x BUFFERING_FACTOR) output pages of the output buffer's aligned page size;
+    split_work_to_cores over the output's pages (a stick, or a shard-wide part of one) on the whole grid, whatever
+    the input's sharding."""
+    dev = out.device()
+    buf = out.buffer
+    key = ("UpsampleOperation", "float", shape_of(out), out.dtype, buf.page_size, buf.buffer_type, grid_of(dev))
+
+    def build():
+        alignment = dev.config.l1_alignment if buf.buffer_type == BufferType.L1 else dev.config.dram_alignment
+        page = -(-buf.page_size // alignment) * alignment
+        n, h, w, c = tuple(out.padded_shape)
+        pages = n * h * w * (c * dtypes.ELEMENT_SIZE[out.dtype] // buf.page_size)
+        return make_program("UpsampleOperation", "UpsampleNearestFloatProgramFactory",
+                            [CircularBuffer((0,), 4, page)], split_work(pages, *grid_of(dev)))
 
     return cached(key, build)
 
