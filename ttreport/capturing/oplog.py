@@ -387,6 +387,10 @@ class LogSink:
         """Bytes of this log the writer process has written into the db so far (shared memory: no system call)."""
         return self._count()
 
+    def unwritten(self) -> int:
+        """Bytes of this log the writer process has still to write into the db (read without the lock: a look)."""
+        return self._done + self._off - self._count()
+
     def _wait_for_writer(self, until: int) -> None:
         """Sleep until the writer process has written `until` bytes of the log, it has ended, or it has not moved
         for WRITER_STALL_S (then not again until it moves)."""

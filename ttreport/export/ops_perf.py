@@ -22,7 +22,8 @@ CALL COUNT, each chip's rows end to end).
 
 This is the one code route that writes them: a capture's close (Config.perf_files) and `ttreport
 perf-csv` both call export_ops_perf on the committed db (bench/README.md, "perf rows": why the writer
-process no longer renders them as ops commit).
+process no longer renders them as ops commit). A capture's close also runs a Chase while it waits for its
+writer process: the same rows, of the ops committed so far, rendered range by range from the same db.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import io
 import json
 import os
 import re
+import sqlite3
+import threading
 from pathlib import Path
 from typing import NamedTuple
 
@@ -40,7 +43,7 @@ from ttreport import outfile
 from ttreport.errors import ReportError
 from ttreport.folder import DEVICE_LOG_FILE, PERF_FILE
 
-__all__ = ["CALL_COUNT_CHIP_BITS", "DEVICE_LOG_FILE", "DEVICE_LOG_HEADER", "OPS_CSV_HEADER", "PERF_FILE",
+__all__ = ["CALL_COUNT_CHIP_BITS", "Chase", "DEVICE_LOG_FILE", "DEVICE_LOG_HEADER", "OPS_CSV_HEADER", "PERF_FILE",
            "TENSOR_FIELDS", "DeviceOperation", "device_operations", "export_ops_perf"]
 
 # tt-metal's OPS_CSV_HEADER, in its order; INPUTS/OUTPUTS are replaced by the per-tensor columns.
@@ -132,31 +135,40 @@ class _Fields:
     copied into every `tensors` row that names it, so the first tensor of a key speaks for the rest.
     Each distinct tensor is a small number; an op's inputs and outputs, a tuple of them."""
 
-    def __init__(self, r):
-        self.r = r
+    def __init__(self):
         self.numbers: dict[tuple, int] = {}
         self.fields: list[tuple] = []  # by number: the seven TENSOR_FIELDS values
 
-    def number(self, tensor_id, spec_id, buffer_type, device_id) -> int:
+    def number(self, r, tensor_id, spec_id, buffer_type, device_id) -> int:
         key = (spec_id, buffer_type, device_id) if spec_id is not None else (None, tensor_id)
         n = self.numbers.get(key)
         if n is None:
-            row = self.r.execute("SELECT shape, layout, dtype, buffer_type, memory_config, device_id FROM tensors "
-                                 "WHERE tensor_id = ?", (tensor_id,)).fetchone()
+            row = r.execute("SELECT shape, layout, dtype, buffer_type, memory_config, device_id FROM tensors "
+                            "WHERE tensor_id = ?", (tensor_id,)).fetchone()
             n = self.numbers[key] = len(self.fields)
             self.fields.append(_tensor_fields(*row))
         return n
 
 
-def export_ops_perf(r, folder: str | os.PathLike) -> Path:
-    """Write ops_perf_results.csv and profile_log_device.csv for report `r` into `folder`; returns the CSV's path."""
+def export_ops_perf(r, folder: str | os.PathLike, *, chased: Chase | None = None) -> Path:
+    """Write ops_perf_results.csv and profile_log_device.csv for report `r` into `folder`; returns the CSV's path.
+    `chased`: a Chase that rendered the rows of the ops committed while the writer process wrote the rest; those
+    are kept when nothing they read has changed since, and only the ops after them are rendered here."""
     # The cyclic collector paused while it runs: an op's two link lists are GC-tracked, and the full collections
     # their millions set off walked them all again and again (1.65-1.73 -> 1.44 s of CPU on a 200,000-op
     # report). Nothing made here holds a cycle; refcounting frees it all.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _export(r, folder)
+        rows = chased.rows_for(r) if chased is not None else None
+        if rows is not None:
+            rows.render(rows.read(r))
+            if rows.stale:  # an op after the chased ones has more tensors than they made room for
+                rows = None
+        if rows is None:
+            rows = _Rows()
+            rows.render(rows.read(r))
+        return rows.write(folder)
     finally:
         if collecting:
             gc.enable()
@@ -165,9 +177,18 @@ def export_ops_perf(r, folder: str | os.PathLike) -> Path:
 # An op's keyword arguments (not its tensors, nor the device), its ATTRIBUTES: the nearest device_sim has to TT-NN's
 # device operation attributes (a matmul's program_config, compute_kernel_config, transpose_a, ...).
 _ATTRIBUTES_SQL = ("SELECT a.operation_id, a.name, a.value FROM operation_graphs g JOIN operation_arguments a "
-                   "USING (operation_id) WHERE a.name NOT GLOB '[0-9]*' AND a.name != 'device' "
+                   "USING (operation_id) WHERE a.operation_id > ? AND a.operation_id <= ? "
+                   "AND a.name NOT GLOB '[0-9]*' AND a.name != 'device' "
                    "AND a.value NOT LIKE 'ttnn.Tensor(%' ORDER BY a.operation_id, a.name")
 _QUOTED = re.compile(r"'(.*)'|\"(.*)\"", re.S)
+# a time that is not an integer (an edited or damaged report) is left blank, as the readers leave it out
+_START, _END, _COMPUTE, _BANDWIDTH, _IDEAL = (f"CASE WHEN typeof({c}) = 'integer' THEN {c} END" for c in (
+    "o.start_ns", "o.end_ns", "p.compute_ns", "p.bandwidth_ns", "p.ideal_ns"))
+_OPS_SQL = (f"SELECT o.operation_id, {_START}, {_END}, g.graph_id, {_COMPUTE}, {_BANDWIDTH}, {_IDEAL}, "
+            "p.math_fidelity FROM operation_graphs g JOIN operations o USING (operation_id) "
+            "LEFT JOIN device_perf p USING (operation_id) WHERE g.operation_id > ? AND g.operation_id <= ? "
+            "ORDER BY g.operation_id")
+_LAST = (1 << 63) - 1  # past any op id: "to the end"
 
 
 def _attributes(pairs: list) -> str:
@@ -181,86 +202,232 @@ def _attributes(pairs: list) -> str:
     return ("{" + "; ".join(items) + "}").replace(",", ";").replace("\n", " ")
 
 
-def _export(r, folder: str | os.PathLike) -> Path:
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    grid = r.execute("SELECT MAX(num_x_compute_cores * num_y_compute_cores) FROM devices").fetchone()[0] or 64
-    graphs = {}
-    for gid, text in r.execute("SELECT graph_id, captured_graph FROM distinct_graphs"):
-        try:  # the folder's data, which may have been edited or damaged: a one-line error, never a traceback
-            graphs[gid] = device_operations(text)
-        except ValueError as e:
-            raise ReportError(f"{r.path}: captured graph {gid} of distinct_graphs is not one ({e}), so its device "
-                              "operations cannot be named; the report is damaged: capture the run again") from None
-    # a time that is not an integer (an edited or damaged report) is left blank, as the readers leave it out
-    start, end, compute, bandwidth, ideal = (f"CASE WHEN typeof({c}) = 'integer' THEN {c} END" for c in (
-        "o.start_ns", "o.end_ns", "p.compute_ns", "p.bandwidth_ns", "p.ideal_ns"))
-    ops = r.execute(f"SELECT o.operation_id, {start}, {end}, g.graph_id, {compute}, {bandwidth}, {ideal}, "
-                    "p.math_fidelity FROM operation_graphs g JOIN operations o USING (operation_id) "
-                    "LEFT JOIN device_perf p USING (operation_id) ORDER BY g.operation_id").fetchall()
-    attributes: dict[int, list] = {}
-    for op_id, name, value in r.execute(_ATTRIBUTES_SQL):
-        attributes.setdefault(op_id, []).append((name, value))
-    fields = _Fields(r)
-    # One scan of `tensors`, then the link tables alone: cheaper than joining them row by row. A tensor's
-    # number is looked up by its key first: the method call per tensor was a tenth of the export.
-    by_key, number = fields.numbers, {}
-    for tid, spec_id, buffer_type, device_id in r.execute("SELECT tensor_id, spec_id, buffer_type, device_id "
-                                                          "FROM tensors"):
-        n = by_key.get((spec_id, buffer_type, device_id)) if spec_id is not None else None
-        number[tid] = n if n is not None else fields.number(tid, spec_id, buffer_type, device_id)
-    tensors: dict[int, tuple[list, list]] = {}  # op id -> (numbers of its inputs, of its outputs), in index order
-    for table, index, side in (("input_tensors", "input_index", 0), ("output_tensors", "output_index", 1)):
-        for op_id, tid in r.execute(f"SELECT x.operation_id, x.tensor_id FROM {table} x JOIN operation_graphs g "
-                                    f"USING (operation_id) ORDER BY x.operation_id, x.{index}"):
-            if tid in number:  # as a join would: a link to no `tensors` row names no tensor
-                tensors.setdefault(op_id, ([], []))[side].append(number[tid])
-    n_in = max((len(v[0]) for v in tensors.values()), default=0)
-    n_out = max((len(v[1]) for v in tensors.values()), default=0)
-    columns_of: dict[tuple, str] = {}  # (inputs, outputs) -> their columns as CSV text with a leading comma
-    lines, log = [], []
-    launches = 0  # device operations launched so far (a mesh launch counts once, as TT-NN numbers them)
-    host_ts = 0  # the last row's HOST START TS: strictly increasing, as tt-perf-report sorts rows by it
-    cycles: dict[int, int] = {}  # chip -> its device log's clock: its rows end to end at 1 GHz (1 cycle = 1 ns)
-    plans: dict[int, tuple] = {}  # graph id -> _plan(): a model repeats a few graphs
-    for op_id, start, end, graph_id, compute, bandwidth, ideal, fidelity in ops:
-        plan = plans.get(graph_id)
-        if plan is None:
-            plan = plans[graph_id] = _plan(graphs.get(graph_id) or (), grid)
-        rows, launched = plan
-        if not rows:
-            continue
-        ins, outs = tensors.get(op_id, ((), ()))
-        key = (tuple(ins), tuple(outs))
-        columns = columns_of.get(key)
-        if columns is None:
-            columns = columns_of[key] = _columns(fields, *key, n_in, n_out)
-        attrs = _cell(_attributes(attributes[op_id])) if op_id in attributes else ""
-        fidelity, end_text = _cell(fidelity), _cell(end)
-        for name, chip, n, i, cores in rows:
-            call = (launches + i + 1) << CALL_COUNT_CHIP_BITS | chip
-            host_ts = max(start or 0, host_ts + 1)
-            kernel = _share(ideal, n, i)
-            cycle = cycles.get(chip, 0)
-            end_cycle = cycles[chip] = cycle + (kernel or 0)
-            kernel_text = _cell(kernel)
-            lines.append(
-                f"{name},tt_dnn_device,{call},{chip},{attrs},{fidelity},{cores},,{host_ts},{end_text},"
-                f"{'' if end is None else end - host_ts},{cycle},{end_cycle},{kernel_text},{kernel_text},,,,,,,,"
-                f"{columns},,,,,{kernel_text},{_cell(_share(compute, n, i))},{_cell(_share(bandwidth, n, i))},,\r\n")
-            log.append(f"{chip},1,1,BRISC,0,{cycle},0,{call},{call},BRISC-FW,ZONE_START,0,device_sim\r\n"
-                       f"{chip},1,1,BRISC,0,{end_cycle},0,{call},{call},BRISC-FW,ZONE_END,0,device_sim\r\n")
-        launches += launched
-    # Often into the report's own folder, which came from elsewhere: a link there is replaced, never written
-    # through (ttreport.outfile).
-    path = folder / PERF_FILE
-    with outfile.open(path, "w", newline="") as f:
-        f.write(header_text(n_in, n_out))
-        f.writelines(lines)
-    with outfile.open(folder / DEVICE_LOG_FILE, "w", newline="") as f:
-        f.write(DEVICE_LOG_START)
-        f.writelines(log)
-    return path
+class _Rows:
+    """The two files' lines, rendered op range by op range: read() what a range of ops needs from the db (in one
+    read transaction, when the caller holds one), render() it, and write() the files once every op is rendered.
+    One call of each for a committed report; a Chase calls read and render range by range while the writer
+    process still writes, and the close renders the rest. A row depends on the rows before it (its call count,
+    host time and device clock), so ranges are rendered in op id order; `stale` says that what a later range
+    found (more tensor columns, another grid) makes the rows rendered so far wrong."""
+
+    def __init__(self):
+        self.grid: int | None = None  # the CORE COUNT of a program with no CB: the devices' compute grid
+        self.graphs: dict[int, list] = {}  # graph id -> its device operations
+        self.plans: dict[int, tuple] = {}  # graph id -> _plan(): a model repeats a few graphs
+        self.fields = _Fields()
+        self.number: dict[int, int] = {}  # tensor id -> its fields' number
+        self.max_tensor: int | None = None  # the highest tensor id read (None: none read yet)
+        self.unresolved: set[int] = set()  # tensor ids an op linked with no `tensors` row when its range was read
+        self.columns_of: dict[tuple, str] = {}  # (inputs, outputs) -> their columns as CSV text with a leading comma
+        self.lines: list[str] = []
+        self.log: list[str] = []
+        self.n_in = self.n_out = 0  # the most inputs and outputs of an op so far: the header's tensor columns
+        self.launches = 0  # device operations launched so far (a mesh launch counts once, as TT-NN numbers them)
+        self.host_ts = 0  # the last row's HOST START TS: strictly increasing, as tt-perf-report sorts rows by it
+        self.cycles: dict[int, int] = {}  # chip -> its device log's clock: its rows end to end at 1 GHz
+        self.done = 0  # the op id up to which rows are rendered
+        self.ops = 0  # operation_graphs rows read, and device_perf rows of the same range: for still_right()
+        self.perf_rows = 0
+        self.stale = False
+
+    def read(self, r, upto: int | None = None) -> tuple:
+        """What the ops after `done`, up to op id `upto` (None: the last), need from the db."""
+        lo, hi = self.done, _LAST if upto is None else upto
+        grid = r.execute("SELECT MAX(num_x_compute_cores * num_y_compute_cores) FROM devices").fetchone()[0] or 64
+        if self.grid is not None and grid != self.grid:
+            self.stale = True  # the rows so far counted the cores of a program with no CB on the old grid
+        self.grid = grid
+        ops = r.execute(_OPS_SQL, (lo, hi)).fetchall()
+        graphs = self.graphs
+        if not graphs or any(op[3] not in graphs for op in ops):
+            for gid, text in r.execute("SELECT graph_id, captured_graph FROM distinct_graphs"):
+                if gid in graphs:
+                    continue
+                try:  # the folder's data, which may have been edited or damaged: a one-line error, never a traceback
+                    graphs[gid] = device_operations(text)
+                except ValueError as e:
+                    raise ReportError(f"{r.path}: captured graph {gid} of distinct_graphs is not one ({e}), so its "
+                                      "device operations cannot be named; the report is damaged: capture the run "
+                                      "again") from None
+        attributes: dict[int, list] = {}
+        for op_id, name, value in r.execute(_ATTRIBUTES_SQL, (lo, hi)):
+            attributes.setdefault(op_id, []).append((name, value))
+        # One scan of `tensors` (those not read before), then the link tables alone: cheaper than joining them row by
+        # row. A tensor's number is looked up by its key first: the method call per tensor was a tenth of the export.
+        fields, by_key, number = self.fields, self.fields.numbers, self.number
+        scan = "SELECT tensor_id, spec_id, buffer_type, device_id FROM tensors"
+        for tid, spec_id, buffer_type, device_id in (r.execute(scan) if self.max_tensor is None else
+                                                     r.execute(f"{scan} WHERE tensor_id > ?", (self.max_tensor,))):
+            n = by_key.get((spec_id, buffer_type, device_id)) if spec_id is not None else None
+            number[tid] = n if n is not None else fields.number(r, tid, spec_id, buffer_type, device_id)
+            if self.max_tensor is None or tid > self.max_tensor:
+                self.max_tensor = tid
+        if self.max_tensor is None:
+            self.max_tensor = -_LAST  # read, and none there
+        tensors: dict[int, tuple[list, list]] = {}  # op id -> (numbers of its inputs, of its outputs), in index order
+        for table, index, side in (("input_tensors", "input_index", 0), ("output_tensors", "output_index", 1)):
+            for op_id, tid in r.execute(f"SELECT x.operation_id, x.tensor_id FROM {table} x JOIN operation_graphs g "
+                                        f"USING (operation_id) WHERE x.operation_id > ? AND x.operation_id <= ? "
+                                        f"ORDER BY x.operation_id, x.{index}", (lo, hi)):
+                n = number.get(tid)
+                if n is not None:
+                    tensors.setdefault(op_id, ([], []))[side].append(n)
+                else:  # as a join would: a link to no `tensors` row names no tensor (yet: still_right() looks again)
+                    self.unresolved.add(tid)
+        if upto is not None:
+            self.ops += len(ops)
+            self.perf_rows += r.execute("SELECT COUNT(*) FROM device_perf WHERE operation_id > ? AND operation_id <= ?",
+                                        (lo, hi)).fetchone()[0]
+            self.done = hi
+        return ops, attributes, tensors
+
+    def still_right(self, r) -> bool:
+        """Whether the rows rendered so far are what one render of the whole committed report would give."""
+        if self.stale:
+            return False
+        grid = r.execute("SELECT MAX(num_x_compute_cores * num_y_compute_cores) FROM devices").fetchone()[0] or 64
+        counts = r.execute("SELECT (SELECT COUNT(*) FROM operation_graphs WHERE operation_id <= ?1), "
+                           "(SELECT COUNT(*) FROM device_perf WHERE operation_id <= ?1)", (self.done,)).fetchone()
+        if grid != self.grid or counts != (self.ops, self.perf_rows):
+            return False
+        return not any(r.execute("SELECT 1 FROM tensors WHERE tensor_id = ?", (t,)).fetchone()
+                       for t in self.unresolved)
+
+    def render(self, read: tuple) -> None:
+        """The lines of the ops read()."""
+        ops, attributes, tensors = read
+        n_in = max(self.n_in, max((len(v[0]) for v in tensors.values()), default=0))
+        n_out = max(self.n_out, max((len(v[1]) for v in tensors.values()), default=0))
+        if (n_in, n_out) != (self.n_in, self.n_out):
+            self.stale = self.stale or bool(self.lines)  # the lines so far have fewer tensor columns
+            self.n_in, self.n_out = n_in, n_out
+            self.columns_of.clear()
+        fields, grid, columns_of, plans, graphs = self.fields, self.grid, self.columns_of, self.plans, self.graphs
+        lines, log, cycles = self.lines, self.log, self.cycles
+        launches, host_ts = self.launches, self.host_ts
+        for op_id, start, end, graph_id, compute, bandwidth, ideal, fidelity in ops:
+            plan = plans.get(graph_id)
+            if plan is None:
+                plan = plans[graph_id] = _plan(graphs.get(graph_id) or (), grid)
+            rows, launched = plan
+            if not rows:
+                continue
+            ins, outs = tensors.get(op_id, ((), ()))
+            key = (tuple(ins), tuple(outs))
+            columns = columns_of.get(key)
+            if columns is None:
+                columns = columns_of[key] = _columns(fields, *key, n_in, n_out)
+            attrs = _cell(_attributes(attributes[op_id])) if op_id in attributes else ""
+            fidelity, end_text = _cell(fidelity), _cell(end)
+            for name, chip, n, i, cores in rows:
+                call = (launches + i + 1) << CALL_COUNT_CHIP_BITS | chip
+                host_ts = max(start or 0, host_ts + 1)
+                kernel = _share(ideal, n, i)
+                cycle = cycles.get(chip, 0)
+                end_cycle = cycles[chip] = cycle + (kernel or 0)
+                kernel_text = _cell(kernel)
+                lines.append(
+                    f"{name},tt_dnn_device,{call},{chip},{attrs},{fidelity},{cores},,{host_ts},{end_text},"
+                    f"{'' if end is None else end - host_ts},{cycle},{end_cycle},{kernel_text},{kernel_text},,,,,,,,"
+                    f"{columns},,,,,{kernel_text},{_cell(_share(compute, n, i))},{_cell(_share(bandwidth, n, i))},,"
+                    "\r\n")
+                log.append(f"{chip},1,1,BRISC,0,{cycle},0,{call},{call},BRISC-FW,ZONE_START,0,device_sim\r\n"
+                           f"{chip},1,1,BRISC,0,{end_cycle},0,{call},{call},BRISC-FW,ZONE_END,0,device_sim\r\n")
+            launches += launched
+        self.launches, self.host_ts = launches, host_ts
+
+    def write(self, folder: str | os.PathLike) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        # Often into the report's own folder, which came from elsewhere: a link there is replaced, never written
+        # through (ttreport.outfile).
+        path = folder / PERF_FILE
+        with outfile.open(path, "w", newline="") as f:
+            f.write(header_text(self.n_in, self.n_out))
+            f.writelines(self.lines)
+        with outfile.open(folder / DEVICE_LOG_FILE, "w", newline="") as f:
+            f.write(DEVICE_LOG_START)
+            f.writelines(self.log)
+        return path
+
+
+# A Chase stops reading once the writer process has less than this of the log to write (1 MiB: ~3,000 small ops,
+# ~0.15 s of its work at 20k ops a second), so that its last read has ended before the writer's close needs the db
+# to itself: that close's final checkpoint waits only writer.CLOSE_WAIT_MS (200 ms) for a reader, then leaves the
+# report in WAL mode. The close renders the ops after the chase's.
+CHASE_STOP_BYTES = 1 << 20
+CHASE_OPS = 20_000  # ops read in one read transaction (~20-60 ms here): the writer's WAL is not held back longer
+CHASE_POLL_S = 0.05  # between looks when the writer has committed nothing new (it commits a batch every ~50 ms)
+
+
+class Chase(threading.Thread):
+    """The perf files' rows of the ops a capture's writer process has committed, rendered on a thread of the
+    capturing process while its close waits for that writer: the model's core is idle then, and the writer's
+    backlog at the end of a long loop (~45,000 small ops, ~3-9 s here) covers most of the rows, which took the
+    close ~9 µs of CPU an op after the writer was done (bench/README.md, issue 33, close). export_ops_perf(r,
+    folder, chased=chase) keeps what was rendered if nothing it read has changed since (_Rows.still_right), and
+    renders the rest; any failure here leaves it all to that call.
+
+    An op is rendered once every op of a lower id is committed and so is a later op of the log (a higher
+    end_seq): the rows a matmul's estimate adds to device_perf travel in the log with the op after it."""
+
+    def __init__(self, db_path: str | os.PathLike, left):
+        super().__init__(name="ttreport-perf-rows", daemon=True)
+        self.db_path = Path(db_path)
+        self.left = left  # () -> bytes of the log the writer process has still to write
+        self.rows = _Rows()
+        self.error: Exception | None = None
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        con = None
+        try:
+            con = sqlite3.connect(f"{self.db_path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
+                                  check_same_thread=False)
+            rows = self.rows
+            while not self._halt.is_set() and not rows.stale and self.left() > CHASE_STOP_BYTES:
+                con.execute("BEGIN")  # one snapshot for the range's reads
+                try:
+                    upto = _settled(con, rows.done)
+                    read = rows.read(con, upto) if upto > rows.done else None
+                finally:
+                    con.execute("COMMIT")
+                if read is None:
+                    self._halt.wait(CHASE_POLL_S)
+                else:
+                    rows.render(read)
+        except Exception as e:  # noqa: BLE001 - a damaged graph, a db error: the close's export does it all itself
+            self.error = e
+        finally:
+            if con is not None:
+                con.close()
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+
+    def rows_for(self, r) -> _Rows | None:
+        """Stop; the rows rendered so far if they are still right for report `r`, else None."""
+        self.stop()
+        if self.error is not None or not self.rows.still_right(r):
+            return None
+        return self.rows
+
+
+def _settled(con, done: int) -> int:
+    """The highest op id up to which every op after `done` is committed with all its rows (Chase's rule)."""
+    ops = con.execute("SELECT operation_id, end_seq FROM operations WHERE operation_id > ? ORDER BY operation_id "
+                      "LIMIT ?", (done, CHASE_OPS)).fetchall()
+    seqs = [seq for _, seq in ops if type(seq) is int]
+    if len(seqs) < len(ops) or not seqs:
+        return done  # no op, or one with no end_seq (not a capture's): left to the close
+    last_seq, upto = max(seqs), done
+    for op_id, seq in ops:
+        if op_id != upto + 1 or seq >= last_seq:
+            break
+        upto = op_id
+    return upto
+
 
 
 def _plan(programs, grid: int) -> tuple[list, int]:
