@@ -70,7 +70,7 @@ class Program(NamedTuple):
                 out.append((cb, 0))
                 continue
             out.append((cb, addr))
-            addr += _align(cb.size)
+            addr += round_up(cb.size)
         return out
 
     @property
@@ -86,8 +86,17 @@ class Program(NamedTuple):
         return CoreRangeSet([CoreRange(CoreCoord(x0, y0), CoreCoord(x1, y1)) for x0, y0, x1, y1 in self.ranges])
 
 
-def _align(n: int, alignment: int = 16) -> int:
+def round_up(n: int, alignment: int = 16) -> int:
+    """`n` rounded up to a multiple of `alignment` (16 bytes: L1's, where CBs are packed)."""
     return -(-n // alignment) * alignment
+
+
+def aligned_page(t, n: int | None = None) -> int:
+    """TT-Metal's Buffer::aligned_page_size(): device tensor `t`'s page (or a page of `n` bytes) rounded up to the
+    alignment of the memory `t` is in (its device config's l1_alignment for L1, dram_alignment otherwise)."""
+    c = t.device().config
+    alignment = c.l1_alignment if t.memory_config().buffer_type == BufferType.L1 else c.dram_alignment
+    return round_up(t.buffer.page_size if n is None else n, alignment)
 
 
 def make_program(name: str, factory: str, cbs, ranges: tuple) -> Program:
@@ -97,7 +106,7 @@ def make_program(name: str, factory: str, cbs, ranges: tuple) -> Program:
 
 
 def _region(cbs) -> int:
-    return sum(_align(cb.num_pages * cb.page_size) for cb in cbs if not cb.globally_allocated)
+    return sum(round_up(cb.num_pages * cb.page_size) for cb in cbs if not cb.globally_allocated)
 
 
 _program_ids = itertools.count(1)

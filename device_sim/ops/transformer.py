@@ -31,7 +31,7 @@ from device_sim.programs import sdpa_windowed
 from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
-from device_sim.types import BufferType, Layout, MemoryConfig
+from device_sim.types import Layout, MemoryConfig
 
 
 def _split_qkv_golden(t, kv=None, *_, num_heads, num_kv_heads=None, transpose_key=True, **__):
@@ -374,9 +374,7 @@ def scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tensor_k: 
 
 def _aligned_page(t: Tensor) -> int:
     """A ROW_MAJOR tensor's page (one row) in bytes, aligned as its buffer aligns pages (L1 16 B, DRAM 32 B)."""
-    c = t.device().config
-    align = c.l1_alignment if t.memory_config().buffer_type == BufferType.L1 else c.dram_alignment
-    return -(-t.shape[-1] * dtypes.ELEMENT_SIZE[t.dtype] // align) * align
+    return device_work.aligned_page(t, t.shape[-1] * dtypes.ELEMENT_SIZE[t.dtype])
 
 
 def _launch_decode(out: Tensor, q: Tensor, k: Tensor, v: Tensor, page_table: Tensor | None, *, is_causal, attn_mask,

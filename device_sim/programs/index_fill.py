@@ -20,14 +20,17 @@ Example:
 from __future__ import annotations
 
 from device_sim import dtypes
-from device_sim.device_work import CircularBuffer, Program, cached, grid_of, make_program, shape_of, split_work
-from device_sim.types import BufferType, Layout
-
-
-def _aligned(n: int, t) -> int:
-    c = t.device().config  # Buffer::aligned_page_size(): the alignment of the memory `t` is in
-    alignment = c.l1_alignment if t.memory_config().buffer_type == BufferType.L1 else c.dram_alignment
-    return -(-n // alignment) * alignment
+from device_sim.device_work import (
+    CircularBuffer,
+    Program,
+    aligned_page,
+    cached,
+    grid_of,
+    make_program,
+    shape_of,
+    split_work,
+)
+from device_sim.types import Layout
 
 
 def index_fill_program(x, index) -> Program:
@@ -37,8 +40,8 @@ def index_fill_program(x, index) -> Program:
 
     def build():
         shape = tuple(x.padded_shape)
-        page = _aligned(dtypes.page_size(x.dtype, Layout.ROW_MAJOR, shape), x)
-        index_bytes = _aligned(index.shape[0] * dtypes.ELEMENT_SIZE[index.dtype], index)
+        page = aligned_page(x, dtypes.page_size(x.dtype, Layout.ROW_MAJOR, shape))
+        index_bytes = aligned_page(index, index.shape[0] * dtypes.ELEMENT_SIZE[index.dtype])
         return make_program("IndexFillOperation", "IndexFillMultiCoreFactory",
                             (CircularBuffer((0,), 2, page), CircularBuffer((1,), 1, index_bytes),
                              CircularBuffer((2,), 1, page)),

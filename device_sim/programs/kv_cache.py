@@ -23,13 +23,14 @@ from device_sim.device_work import (
     TILE_BYTES,
     CircularBuffer,
     Program,
+    aligned_page,
     cached,
     grid_of,
     make_program,
     shape_of,
     split_work,
 )
-from device_sim.types import BufferType, DataType, Layout
+from device_sim.types import DataType, Layout
 
 NAME = "UpdateKVCacheOperation"
 
@@ -122,13 +123,6 @@ def paged_update_cache_program(cache, x, *, index=None, page_table=None, fp32_de
     return cached(key, build)
 
 
-def _aligned_page(t) -> int:
-    """TT-Metal's Buffer::aligned_page_size(): the tensor's page rounded up to its memory's alignment."""
-    c = t.device().config
-    alignment = c.l1_alignment if t.buffer.buffer_type == BufferType.L1 else c.dram_alignment
-    return -(-t.buffer.page_size // alignment) * alignment
-
-
 def paged_fill_cache_program(x, page_table, batch_idx_tensor=None) -> Program:
     """PagedFillCacheDeviceOperation (experimental/paged_cache/device/fill_cache/paged_fill_cache_program_factory.cpp)
     for input x [users, KVH, S, D]: c_0 the input rows (2*Wt tiles, Wt = D/32), c_1 one page-table row (the page
@@ -142,7 +136,7 @@ def paged_fill_cache_program(x, page_table, batch_idx_tensor=None) -> Program:
     def build():
         shape = tuple(x.padded_shape)
         wt = shape[-1] // TILE
-        cbs = [CircularBuffer((0,), 2 * wt, TILE_BYTES[x.dtype]), CircularBuffer((1,), 1, _aligned_page(page_table))]
+        cbs = [CircularBuffer((0,), 2 * wt, TILE_BYTES[x.dtype]), CircularBuffer((1,), 1, aligned_page(page_table))]
         if batch_idx_tensor is not None:
             cbs.append(CircularBuffer((2,), batch_idx_tensor._value.numel(),
                                       dtypes.ELEMENT_SIZE[batch_idx_tensor.dtype]))
@@ -187,10 +181,10 @@ def paged_fused_update_cache_program(cache, x1, x2, *, index=None, page_table=No
             cbs += [CircularBuffer((24, 25), 2 * wt, im_t), CircularBuffer((26,), 2 * wt, im_t),
                     CircularBuffer((16,), users * wt, c_t)]
         if index is not None:
-            cbs.append(CircularBuffer((3,), 1, _aligned_page(index), index.is_sharded()))
+            cbs.append(CircularBuffer((3,), 1, aligned_page(index), index.is_sharded()))
         if page_table is not None:
             sharded = page_table.is_sharded()
-            cbs.append(CircularBuffer((4,), users if sharded else 1, _aligned_page(page_table), sharded))
+            cbs.append(CircularBuffer((4,), users if sharded else 1, aligned_page(page_table), sharded))
         box = [*_ranges(s1), *_ranges(s2)]
         bbox = (min(r[0] for r in box), min(r[1] for r in box), max(r[2] for r in box), max(r[3] for r in box))
         factory = "PagedRowMajorFusedUpdateCacheProgramFactory" if row_major else \

@@ -26,16 +26,13 @@ from device_sim.device_work import (
     cached,
     grid_of,
     make_program,
+    round_up,
     shape_of,
     split_work,
 )
 from device_sim.types import DataType, Layout
 
 _L1_ALIGNMENT, _DRAM_ALIGNMENT = 16, 32
-
-
-def _align(n: int, alignment: int) -> int:
-    return -(-n // alignment) * alignment
 
 
 def _whole_grid(dev) -> tuple:
@@ -99,7 +96,7 @@ def pad_program(x, out, front_w: int = 0, *, out_shape: tuple | None = None) -> 
             return make_program("PadDeviceOperation", "PadTileMulticoreProgramFactory", cbs, _whole_grid(dev))
         size = dtypes.ELEMENT_SIZE[x.dtype]
         padded = shape[-1] * size
-        l1_row, dram_row = _align(padded, _L1_ALIGNMENT), _align(padded, _DRAM_ALIGNMENT)
+        l1_row, dram_row = round_up(padded, _L1_ALIGNMENT), round_up(padded, _DRAM_ALIGNMENT)
         cbs = [CircularBuffer((1,), 1, dram_row)]
         if front_w or l1_row % _DRAM_ALIGNMENT:
             cbs.append(CircularBuffer((2,), 1, dram_row))
@@ -141,7 +138,7 @@ def move_program(x, sharded_out: bool) -> Program | None:
                                 ranges)
         shape = tuple(x.padded_shape)
         page = TILE_BYTES[x.dtype] if tile else shape[-1] * dtypes.ELEMENT_SIZE[x.dtype]
-        return make_program("MoveDeviceOperation", "MoveProgramFactory", (CircularBuffer((0,), 2, _align(page, 32)),),
+        return make_program("MoveDeviceOperation", "MoveProgramFactory", (CircularBuffer((0,), 2, round_up(page, 32)),),
                             split_work(dtypes.num_pages(x.layout, shape), *grid_of(dev)))
 
     return cached(key, build)
@@ -191,7 +188,7 @@ def slice_programs(x, out, index) -> tuple[Program, ...] | None:
             rows *= d
         cores = split_work(rows, *grid_of(dev))
         if any(s != 1 for s in steps):
-            page = _align(x._value.shape[-1] * size, align)
+            page = round_up(x._value.shape[-1] * size, align)
             return make_program("SliceDeviceOperation", "SliceRmStrideProgramFactory", (CircularBuffer((0,), 2, page),),
                                 cores)
         if (int(index[-1].start or 0) * size) % src_align:
@@ -199,10 +196,10 @@ def slice_programs(x, out, index) -> tuple[Program, ...] | None:
         row = out._value.shape[-1] * size
         gx, gy = grid_of(dev)
         per_core = -(-rows // min(max(rows, 1), gx * gy))
-        pad32 = _align(per_core, 32)
-        per_barrier = pad32 // _merge_sticks(pad32, _align(row, max(src_align, dst_align)), 4096)
+        pad32 = round_up(per_core, 32)
+        per_barrier = pad32 // _merge_sticks(pad32, round_up(row, max(src_align, dst_align)), 4096)
         return make_program("SliceDeviceOperation", "SliceRmProgramFactory",
-                            (CircularBuffer((0,), 2 * per_barrier, _align(row, align)),), cores)
+                            (CircularBuffer((0,), 2 * per_barrier, round_up(row, align)),), cores)
 
     rm = cached(key, build)
     if x.layout == Layout.ROW_MAJOR:
@@ -255,13 +252,13 @@ def permute_device_program(x, out, order: tuple) -> Program | None:
         out_shape = [shape[d] for d in order]
         tile, size = TILE_BYTES[x.dtype], dtypes.ELEMENT_SIZE.get(x.dtype, 2)
         gx, gy = grid_of(dev)
-        out_p = (*out_shape[:2], _align(out_shape[2], 32), _align(out_shape[3], 32))
+        out_p = (*out_shape[:2], round_up(out_shape[2], 32), round_up(out_shape[3], 32))
         out_tiles = dtypes.num_pages(Layout.TILE, out_p)
         last_rows = out_tiles // (out_p[2] // 32)  # the output's last row of tiles along H, which holds padding
         if order[2:] in ((2, 3), (3, 2)):
             cbs = [CircularBuffer((0,), 2, tile)] + ([CircularBuffer((16,), 2, tile)] if order[2:] == (3, 2) else [])
             return make_program("PermuteDeviceOperation", "MultiCoreTileInvariant", cbs, split_work(out_tiles, gx, gy))
-        in_p = (*shape[:2], _align(shape[2], 32), _align(shape[3], 32))
+        in_p = (*shape[:2], round_up(shape[2], 32), round_up(shape[3], 32))
         if order[3] in (2, 3):
             swap = order[3] == 2
             new_h = shape[order[2]]  # the output's H, padded to whole tiles where it is not
@@ -276,7 +273,7 @@ def permute_device_program(x, out, order: tuple) -> Program | None:
             return make_program("PermuteDeviceOperation", "MultiCoreTileRowInvariant", cbs, split_work(units, gx, gy))
         src_align = _DRAM_ALIGNMENT if x.memory_config().buffer_type.name == "DRAM" else _L1_ALIGNMENT
         page = tile + max(src_align - 16 * size, 0)
-        xw = _align(shape[order[3]], 32) * _align(shape[3], 32)
+        xw = round_up(shape[order[3]], 32) * round_up(shape[3], 32)
         for i in range(3):
             if i != order[3]:
                 xw *= shape[i]
@@ -299,8 +296,8 @@ def transpose_hc_shape_program(dev, shape4: list, dtype) -> Program:
 
 def _transpose_hc(dev, shape4: list, dtype) -> Program:
     out4 = [shape4[0], shape4[2], shape4[1], shape4[3]]
-    in_p = (*shape4[:2], _align(shape4[2], 32), _align(shape4[3], 32))
-    out_p = (*out4[:2], _align(out4[2], 32), _align(out4[3], 32))
+    in_p = (*shape4[:2], round_up(shape4[2], 32), round_up(shape4[3], 32))
+    out_p = (*out4[:2], round_up(out4[2], 32), round_up(out4[3], 32))
     cbs = [CircularBuffer((0,), 2, TILE_BYTES[dtype])]
     if shape4[1] % 32:
         cbs.append(CircularBuffer((1,), 1, 16 * 16 * dtypes.ELEMENT_SIZE.get(dtype, 2)))
@@ -414,10 +411,10 @@ def i2s_partial_program(x, out) -> Program | None:
         src_align = _DRAM_ALIGNMENT if src_dram else _L1_ALIGNMENT
         cbs = []
         if x.dtype != out.dtype:
-            cbs.append(CircularBuffer((0,), units, _align(in_unit, src_align)))
-        cbs.append(CircularBuffer((16 if x.dtype != out.dtype else 0,), units, _align(out_unit, _L1_ALIGNMENT), True))
+            cbs.append(CircularBuffer((0,), units, round_up(in_unit, src_align)))
+        cbs.append(CircularBuffer((16 if x.dtype != out.dtype else 0,), units, round_up(out_unit, _L1_ALIGNMENT), True))
         if src_dram and in_unit % _DRAM_ALIGNMENT:
-            cbs.append(CircularBuffer((1,), 4, _align(in_unit, _DRAM_ALIGNMENT)))
+            cbs.append(CircularBuffer((1,), 4, round_up(in_unit, _DRAM_ALIGNMENT)))
         return make_program("InterleavedToShardedPartialDeviceOperation", "InterleavedToShardedPartialProgramFactory",
                             cbs, _shard_grid(spec))
 
@@ -440,10 +437,10 @@ def s2i_partial_program(x, out) -> Program | None:
         tile = x.layout == Layout.TILE
         units = (h // 32) * (w // 32) if tile else h
         in_unit = TILE_BYTES[x.dtype] if tile else w * dtypes.ELEMENT_SIZE[x.dtype]
-        cbs = [CircularBuffer((0,), units, _align(in_unit, _L1_ALIGNMENT), True)]
+        cbs = [CircularBuffer((0,), units, round_up(in_unit, _L1_ALIGNMENT), True)]
         if x.dtype != out.dtype:
             out_unit = TILE_BYTES[out.dtype] if tile else w * dtypes.ELEMENT_SIZE[out.dtype]
-            cbs.append(CircularBuffer((16,), units, _align(out_unit, _DRAM_ALIGNMENT if dst_dram else _L1_ALIGNMENT)))
+            cbs.append(CircularBuffer((16,), units, round_up(out_unit, _DRAM_ALIGNMENT if dst_dram else _L1_ALIGNMENT)))
         return make_program("ShardedToInterleavedPartialDeviceOperation", "ShardedToInterleavedPartialProgramFactory",
                             cbs, _shard_grid(spec))
 
