@@ -36,16 +36,21 @@ Example:
 
 from __future__ import annotations
 
-from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, cores_row_major, make_program
+from device_sim.device_work import (
+    TILE,
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cached,
+    cores_row_major,
+    make_program,
+    round_up,
+)
 from device_sim.programs.conv import closest_divisor_with_padding, halo_cbs, max_out_sticks_per_core
 from device_sim.programs.data_movement import i2s_cbs
 from device_sim.types import DataType
 
 FACE = 16  # a tile face's width: a ROW_MAJOR pool output's page holds 16 channels
-
-
-def _round(n: int, m: int) -> int:
-    return -(-n // m) * m
 
 
 def output_hw(height, width, kernel, stride, padding, dilation, ceil_mode) -> tuple[int, int, int, int]:
@@ -127,14 +132,14 @@ def _build(avg, batch, height, width, channels, kernel, stride, padding, dilatio
         # determine_parallel_config(HEIGHT_SHARDED): cores over the output's rows (or rows of tiles), row by row
         ncores = closest_divisor_with_padding(-(-out_nhw // out_rows), grid[0] * grid[1])
         ranges = cores_row_major(ncores, grid[0])
-        shard_w = _round(channels, TILE if in_tile else 8)  # pool2d_invoke's input_channels_alignment
-        shard_h = _round(batch * height * width, ncores * (TILE if in_tile else 1)) // ncores
+        shard_w = round_up(channels, TILE if in_tile else 8)  # pool2d_invoke's input_channels_alignment
+        shard_h = round_up(batch * height * width, ncores * (TILE if in_tile else 1)) // ncores
         programs.append(make_program("InterleavedToShardedDeviceOperation", "InterleavedToShardedProgramFactory",
                                      i2s_cbs(in_dtype, in_dtype, in_tile, shard_h, shard_w), ranges))
     else:
         shard_h, shard_w, ranges = in_shard
         ncores = sum((r[2] - r[0] + 1) * (r[3] - r[1] + 1) for r in ranges)
-    out_shard_h = _round(out_nhw, ncores * out_rows) // ncores
+    out_shard_h = round_up(out_nhw, ncores * out_rows) // ncores
     # the halo gathers each core's windows, ceil_mode's extra padding included, as bfloat16 rows
     sticks = max_out_sticks_per_core(batch, height, width, out_h, out_w, kernel, stride,
                                      (top, bottom + ceil_h, left, right + ceil_w), dilation, out_shard_h)
@@ -174,15 +179,15 @@ def _pool_cbs(avg, batch, height, width, channels, kernel, stride, padding, coun
     pages += [(1, df_tile, False),  # the clear value (-inf, or 0)
               (sticks, channels * nbytes, True),  # the halo output
               # reader indices: one uint16 top-left index per output stick, the page rounded up to 4
-              (1, _round(out_shard_h, 4), True),
-              (2, nbytes * _round(in_cb_elems, TILE * TILE), False),  # reader 0
-              (2, nbytes * _round(in_cb_elems, TILE * TILE), False)]  # reader 1 (split_reader is always on)
+              (1, round_up(out_shard_h, 4), True),
+              (2, nbytes * round_up(in_cb_elems, TILE * TILE), False),  # reader 0
+              (2, nbytes * round_up(in_cb_elems, TILE * TILE), False)]  # reader 1 (split_reader is always on)
     if out_tile:
         pages.append((TILE * in_ntiles_c, TILE * nbytes, False))  # pre-tilize: 32 rows of the channels' tiles
-        out_w_shard = _round(channels, TILE)
+        out_w_shard = round_up(channels, TILE)
         pages.append((out_shard_h * out_w_shard // (TILE * TILE), TILE_BYTES[out_dtype], True))
     else:
-        out_w_shard = _round(channels, FACE)
+        out_w_shard = round_up(channels, FACE)
         pages.append((out_shard_h * -(-out_w_shard // FACE), min(FACE, out_w_shard) * nbytes, True))
     if not one_scalar:  # the avg pool's scalar config: its widest core's entries of 3 uint16 each, in one page
         most = avg_scalars_per_core(height, width, out_h, out_w, kernel, stride, padding, count_include_pad, batch,
