@@ -237,5 +237,34 @@ def reciprocal_approx(x: torch.Tensor) -> torch.Tensor:
     return torch.where((x == 0) | ~torch.isfinite(x), torch.reciprocal(x), r)
 
 
+# ln(x) for x in [1, 2]: the SFPU's degree-5 minimax polynomial (ckernel_sfpu_log.h, Sollya's fpminimax over
+# [1 + 2**-20, 2]), constant term first, evaluated by Horner's rule in float32.
+_LOG_POLY = (-2.0069785118103027, 3.767500400543213, -2.800232410430908, 1.3681391477584839, -0.3706687390804291,
+             0.04224011301994324)
+_LN2_F32 = 0.693147182464599609375
+
+
+def log_approx(x: torch.Tensor) -> torch.Tensor:
+    """ln(x) as calculate_log_body<FAST_APPROX=true> computes it: the mantissa with x's sign (setexp(x, 127))
+    through _LOG_POLY, plus the exponent times ln 2; 0 gives -inf. The fast mode skips the precise mode's fix-ups,
+    so a negative x gives the polynomial of its negative mantissa (a finite number, not NaN) and +inf gives
+    128 ln 2 + 0 (88.72, not inf). On positive finite x it is the precise mode's value (relative error ~1e-7).
+    """
+    x = x.float()
+    m, e = torch.frexp(x)  # x = m * 2**e, |m| in [0.5, 1)
+    inf = torch.isinf(x)
+    mant = torch.where(inf, torch.sign(x), 2.0 * m)  # setexp(x, 127): 1.f with x's sign; inf's mantissa is 0
+    exponent = torch.where(inf, 128, e - 1).float()
+    series = torch.full_like(mant, _LOG_POLY[-1])
+    for c in reversed(_LOG_POLY[:-1]):
+        series = series * mant + c
+    return torch.where(x == 0, float("-inf"), exponent * _LN2_F32 + series)
+
+
 APPROX = {"exp": exp_approx, "sigmoid": sigmoid_approx, "tanh": tanh_approx, "gelu": gelu_approx,
-          "reciprocal": reciprocal_approx}
+          "reciprocal": reciprocal_approx, "log": log_approx,
+          # log_with_base_tile: the same body times 1/ln 2 or 1/ln 10; log1p_tile: the log of 1 + x, whose fast
+          # mode skips the same NaN fix-up for 1 + x < 0
+          "log2": lambda x: log_approx(x) * (1.0 / math.log(2.0)),
+          "log10": lambda x: log_approx(x) * (1.0 / math.log(10.0)),
+          "log1p": lambda x: log_approx(x.float() + 1.0)}

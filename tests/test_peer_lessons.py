@@ -890,3 +890,55 @@ def test_datatype_has_tt_nns_invalid_member_that_tt_metals_tests_filter_out_and_
     assert ttnn.bfloat16 in dtypes and ttnn.int32 in dtypes and len(dtypes) == 8
     with pytest.raises(ValueError, match="dtype=DataType.INVALID holds no values"):
         ttnn.from_torch(torch.ones(2, 2), dtype=ttnn.DataType.INVALID, device=device)
+
+
+def test_log_family_takes_fast_and_approximate_mode_which_skips_the_nan_fix_up_of_negative_inputs(device):
+    # test_unary_ops_ttnn.py::test_unary_log_like_fast_approx_ttnn (64 cases) passes fast_and_approximate_mode= to
+    # log, log1p, log2, log10; ckernel_sfpu_log.h's FAST_APPROX body is the precise one without its NaN / inf
+    # fix-ups: positive inputs give the precise value, a negative one the polynomial of its mantissa, not NaN
+    x = torch.tensor([[0.5, 1.0, 2.0, 10.0, 100.0, 0.0, -4.0, -0.5]])
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    for op, ref in ((ttnn.log, torch.log), (ttnn.log2, torch.log2), (ttnn.log10, torch.log10)):
+        fast = ttnn.to_torch(op(t, fast_and_approximate_mode=True))
+        assert torch.allclose(fast[0, :5], ref(x[0, :5]), rtol=1e-5, atol=1e-5)
+        assert fast[0, 5] == float("-inf") and torch.isfinite(fast[0, 6:]).all()
+        assert torch.isnan(ttnn.to_torch(op(t))[0, 6:]).all()  # the precise mode: NaN
+    fast = ttnn.to_torch(ttnn.log1p(t, fast_and_approximate_mode=True))
+    assert torch.allclose(fast[0, :5], torch.log1p(x[0, :5]), rtol=1e-5, atol=1e-5) and torch.isfinite(fast[0, 6])
+
+
+def test_hardmish_truncates_a_bfloat16_result_as_sfpstore_does(device):
+    # test_unary.py's hardmish cases (14): x * clamp(x / 2 + 1, 0, 1) in float32, a 16-bit result cut, not rounded,
+    # to bfloat16 (hardmish_tile; TT-NN's golden does the same); -0.59375 gives -0.416015625, not -0.41796875
+    x = torch.tensor([[-0.59375, -0.154296875, 1.5, -3.0]])
+    out = ttnn.to_torch(ttnn.hardmish(ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)))
+    assert out.tolist() == [[-0.416015625, -0.1416015625, 1.5, -0.0]]
+    assert torch.equal(out, ttnn.get_golden_function(ttnn.hardmish)(x.bfloat16()))
+    f32 = ttnn.to_torch(ttnn.hardmish(ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)))
+    assert torch.equal(f32, x * torch.clamp(x * 0.5 + 1, 0, 1))
+
+
+def test_moreh_sum_and_mean_reduce_a_dim_at_a_time_keeping_tile_dims_and_their_backwards_broadcast(device):
+    # nightly test_moreh_sum.py / test_moreh_mean.py (303 cases): ttnn.operations.moreh.sum(x, dim, keepdim=False)
+    # drops a reduced outer dim but keeps a reduced tile dim as 1 (filter_indices_with_last_two), one
+    # MorehSumOperation a dim, the largest first; an int32 sum is exact
+    x = torch.randint(-2, 3, (3, 2, 40, 50)).float()
+    t = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    outs = []
+    programs = launched(device, lambda: outs.append(ttnn.operations.moreh.sum(t, [0, 1, 3])))
+    assert [p.factory for p in programs] == ["MorehSumWFactory", "MorehSumNCFactory", "MorehSumNCFactory"]
+    assert outs[0].shape == (40, 1) and torch.equal(ttnn.to_torch(outs[0]).float(), x.sum((0, 1, 3))[:, None])
+    assert ttnn.operations.moreh.sum(t, None).shape == (1, 1)
+    i = ttnn.from_torch(x.long() * 1000, dtype=ttnn.int32, layout=ttnn.TILE, device=device)
+    assert torch.equal(ttnn.to_torch(ttnn.operations.moreh.sum(i, 2, keepdim=True)).long(), (x.long() * 1000).sum(
+        2, keepdim=True))
+    m = ttnn.operations.moreh.mean(t, dim=[1, 2], keepdim=True)
+    torch.testing.assert_close(ttnn.to_torch(m).float(), x.mean((1, 2), keepdim=True), rtol=2**-7, atol=1e-3)
+    with pytest.raises(RuntimeError, match="divisor not supported yet"):
+        ttnn.operations.moreh.mean(t, dim=1, divisor=4)
+    # the gradients: output_grad broadcast back over the reduced dims (a dropped one put back), over their count
+    g = ttnn.from_torch(torch.ones(3, 40, 1), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    got = ttnn.operations.moreh.sum_backward(g, input=t, dim=[1, 3])
+    assert got.shape == (3, 2, 40, 50) and torch.equal(ttnn.to_torch(got).float(), torch.ones(3, 2, 40, 50))
+    got = ttnn.operations.moreh.mean_backward(g, dim=[1, 3], input_grad_shape=[3, 2, 40, 50])
+    torch.testing.assert_close(ttnn.to_torch(got).float(), torch.full((3, 2, 40, 50), 0.01), rtol=2**-7, atol=0)

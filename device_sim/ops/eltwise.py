@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from device_sim import activations as _activations
-from device_sim import device_work, numerics
+from device_sim import device_work, dtypes, numerics
 from device_sim.ops.common import broadcast, check_tt_nn_only, device_inputs, like_output, output, values
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import eltwise as eltwise_programs
@@ -64,20 +64,32 @@ _UNARY_EXAMPLE = """
 """
 
 
-def _unary(name: str, fn):
-    UNARY[name] = fn
+def _truncated_bf16(y: torch.Tensor) -> torch.Tensor:
+    """float32 values cut to bfloat16 by dropping the low 16 bits (rounding toward zero), as SFPSTORE does."""
+    return (y.float().view(torch.int32) >> 16).to(torch.int16).view(torch.bfloat16)
+
+
+def _unary(name: str, fn, *, truncated: bool = False):
+    """Register ttnn.<name> computing `fn`; truncated: a 16-bit result is stored by SFPSTORE, which truncates the
+    float32 value to bfloat16 instead of rounding it (hardmish_tile; TT-NN's golden models the same), so it stays out
+    of UNARY, whose ops give the float32 result rounded (tests/test_fast_paths.py)."""
+    if not truncated:
+        UNARY[name] = fn
 
     def golden(x, *_, **__):
-        return fn(x)
+        y = fn(x)
+        return _truncated_bf16(y) if truncated and x.dtype == torch.bfloat16 else y
 
     def op(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
            **tt_nn_only) -> Tensor:
         if tt_nn_only:
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         ins = device_inputs(f"ttnn.{name}", input_tensor)
-        y = _in_bfloat16(name, fn, input_tensor, dtype)
+        y = None if truncated else _in_bfloat16(name, fn, input_tensor, dtype)
         if y is None:
             y = fn(values(input_tensor))
+        if truncated and dtypes.TORCH_DTYPE[dtype or input_tensor.dtype] is torch.bfloat16:
+            y = _truncated_bf16(y)
         return _unary_output(y, input_tensor, ins, f"ttnn.{name}", dtype, memory_config)
 
     op.__doc__ = f"Element-wise {name}." + _UNARY_EXAMPLE.format(op=f"ttnn.{name}")
@@ -378,7 +390,7 @@ def _approximable_unary(name: str, fn):
 
 
 exp = _approximable_unary("exp", torch.exp)
-log = _unary("log", torch.log)
+log = _approximable_unary("log", torch.log)
 sqrt = _unary("sqrt", torch.sqrt)
 rsqrt = _unary("rsqrt", torch.rsqrt)
 reciprocal = _unary("reciprocal", torch.reciprocal)
@@ -462,11 +474,15 @@ erf = _unary("erf", torch.erf)
 erfc = _unary("erfc", torch.erfc)
 exp2 = _unary("exp2", torch.exp2)
 expm1 = _unary("expm1", torch.expm1)
-log1p = _unary("log1p", torch.log1p)
-log2 = _unary("log2", torch.log2)
-log10 = _unary("log10", torch.log10)
+log1p = _approximable_unary("log1p", torch.log1p)
+log2 = _approximable_unary("log2", torch.log2)
+log10 = _approximable_unary("log10", torch.log10)
 sign = _unary("sign", torch.sign)
 mish = _unary("mish", F.mish)
+
+# x * clamp(x / 2 + 1, 0, 1), in float32 (hardmish_tile; ttnn/operations/unary.py's golden)
+hardmish = _unary("hardmish", lambda x: x.float() * torch.clamp(x.float() * 0.5 + 1.0, min=0.0, max=1.0),
+                  truncated=True)
 hardswish = _unary("hardswish", F.hardswish)
 hardsigmoid = _unary("hardsigmoid", F.hardsigmoid)
 relu6 = _unary("relu6", F.relu6)
