@@ -942,3 +942,78 @@ def test_moreh_sum_and_mean_reduce_a_dim_at_a_time_keeping_tile_dims_and_their_b
     assert got.shape == (3, 2, 40, 50) and torch.equal(ttnn.to_torch(got).float(), torch.ones(3, 2, 40, 50))
     got = ttnn.operations.moreh.mean_backward(g, dim=[1, 3], input_grad_shape=[3, 2, 40, 50])
     torch.testing.assert_close(ttnn.to_torch(got).float(), torch.full((3, 2, 40, 50), 0.01), rtol=2**-7, atol=0)
+
+
+# -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
+
+
+def test_distributed_layer_norm_gathers_sums_or_welford_moments_and_normalizes_the_full_row(device):
+    # test_distributed_layernorm_exhaustive.py (451 cases): layer_norm_pre_all_gather on each chip's slice, the
+    # stats gathered on the last dim, layer_norm_post_all_gather; the interleaved kernel writes [sum(x**2), sum(x)],
+    # the Welford one (LayerNormDefaultProgramConfig(use_welford=True), recip_tensor required) [mean, variance]
+    torch.manual_seed(0)
+    x, gamma, beta = torch.randn(1, 1, 32, 256) * 3 + 2, torch.rand(256) + 0.5, torch.rand(256)
+    want = torch.nn.functional.layer_norm(x, (256,), gamma, beta, 1e-6)
+    slices = [ttnn.from_torch(s, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device) for s in x.chunk(2, -1)]
+    welford = ttnn.LayerNormDefaultProgramConfig(use_welford=True)
+    recips = ttnn.create_layer_norm_reciprocals(device, ttnn.CoreRangeSet(
+        [ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 7))]), 128)
+    for kw in ({}, dict(program_config=welford, recip_tensor=recips)):
+        stats = [ttnn.layer_norm_pre_all_gather(s, **kw) for s in slices]
+        assert stats[0].shape == (1, 1, 32, 64) and stats[0].dtype == ttnn.bfloat16
+        gathered = ttnn.concat(stats, -1)
+        out = [ttnn.layer_norm_post_all_gather(
+            s, gathered, epsilon=1e-6, program_config=kw.get("program_config"),
+            weight=ttnn.from_torch(g.reshape(1, 1, 1, -1), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device),
+            bias=ttnn.from_torch(b.reshape(1, 1, 1, -1), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device))
+            for s, g, b in zip(slices, gamma.chunk(2), beta.chunk(2))]
+        got = torch.cat([ttnn.to_torch(o).float() for o in out], -1)
+        assert torch.allclose(got, want, atol=0.06), (kw, (got - want).abs().max())
+    first = ttnn.to_torch(ttnn.layer_norm_pre_all_gather(slices[0])).float()
+    xs = x.chunk(2, -1)[0].bfloat16().float()
+    assert torch.allclose(first[..., 0], xs.square().sum(-1), rtol=0.01)  # tile 0: sum(x**2)
+    assert torch.allclose(first[..., 32], xs.sum(-1), rtol=0.01, atol=0.5)  # tile 1: sum(x)
+    with pytest.raises(RuntimeError, match="requires recip_tensor"):
+        ttnn.layer_norm_pre_all_gather(slices[0], program_config=welford)
+    with pytest.raises(TypeError, match="'use_2d_core_grid'"):
+        ttnn.layer_norm_pre_all_gather(slices[0], use_2d_core_grid=True)
+
+
+def test_a_sharded_distributed_norm_stage_takes_means_on_the_grids_first_core_and_adds_the_residual_in_place(device):
+    # test_distributed_layernorm_sharded.py: a width-sharded input with a LayerNormShardedMultiCoreProgramConfig runs
+    # LayerNormDeviceOperation's PRE_ALL_GATHER stage: [E(x), E(x**2)] (RMS: [E(x**2)]), bfloat16, sharded on the
+    # input grid's first core; a residual is written back over the input (FUSE_PRE_ADD). The post stage takes the
+    # stats sharded on one core and averages every chip's means.
+    torch.manual_seed(1)
+    x, r = torch.randn(1, 1, 32, 512), torch.randn(1, 1, 32, 512)
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(1, 0), ttnn.CoreCoord(4, 0))])
+    cfg = ttnn.create_sharded_memory_config(shape=(32, 128), core_grid=grid, strategy=ttnn.ShardStrategy.WIDTH,
+                                            use_height_and_width_as_shard_shape=True)
+    program = ttnn.LayerNormShardedMultiCoreProgramConfig(compute_with_storage_grid_size=(8, 8), subblock_w=4,
+                                                          block_h=1, block_w=4, inplace=False)
+    sharded = lambda t: ttnn.to_memory_config(  # noqa: E731
+        ttnn.from_torch(t, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device), memory_config=cfg)
+    a = sharded(x)
+    stats = ttnn.layer_norm_pre_all_gather(a, residual_input_tensor=sharded(r), program_config=program)
+    s = stats.memory_config().shard_spec
+    assert stats.shape == (1, 1, 32, 64) and s.shape == (32, 64) and s.grid.num_cores() == 1
+    assert s.grid.bounding_box().start == ttnn.CoreCoord(1, 0)
+    xr = (x.bfloat16().float() + r.bfloat16().float()).bfloat16().float()
+    assert torch.equal(ttnn.to_torch(a).float(), xr)  # the pre-add, over the input's own shards
+    got = ttnn.to_torch(stats).float()
+    assert torch.allclose(got[..., 0], xr.mean(-1), atol=0.01)
+    assert torch.allclose(got[..., 32], xr.square().mean(-1), rtol=0.01)
+    rms = ttnn.to_torch(ttnn.rms_norm_pre_all_gather(sharded(x), program_config=program)).float()
+    assert rms.shape == (1, 1, 32, 32) and torch.allclose(rms[..., 0], x.bfloat16().float().square().mean(-1),
+                                                          rtol=0.01)
+    one_core = ttnn.create_sharded_memory_config(shape=(32, 64), core_grid=ttnn.CoreRangeSet(
+        [ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0))]), strategy=ttnn.ShardStrategy.WIDTH,
+        use_height_and_width_as_shard_shape=True)
+    y = ttnn.layer_norm_post_all_gather(sharded(x), ttnn.to_memory_config(stats, memory_config=one_core),
+                                        epsilon=1e-6, program_config=program)
+    ex, ex2 = got[..., 0:1], got[..., 32:33]
+    want = (x.bfloat16().float() - ex) * torch.rsqrt(ex2 - ex.square() + 1e-6)
+    assert y.is_sharded() and torch.allclose(ttnn.to_torch(y).float(), want, atol=0.05)
+    with pytest.raises(RuntimeError, match="sharded on one core"):
+        ttnn.layer_norm_post_all_gather(sharded(x), ttnn.to_memory_config(stats, memory_config=ttnn.DRAM),
+                                        program_config=program)

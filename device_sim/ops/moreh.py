@@ -304,5 +304,217 @@ def moreh_cumsum_backward(output_grad: Tensor, dim: int, *, input_grad: Tensor |
                   memory_config=memory_config if memory_config is not None else output_grad.memory_config())
 
 
+# -- moreh_sum, moreh_mean and their backwards: one device operation a dim (moreh_sum.cpp, moreh_mean.cpp) -----------
+
+_WHERE = "device_sim/ops/moreh.py"
+
+
+def _check_tensor(t: Tensor, op_name: str, name: str, dtypes_: tuple[DataType, ...]) -> None:
+    """moreh_helper_functions.cpp's check_tensor: TILE, on the device, of one of `dtypes_`."""
+    short = op_name.rsplit(".", 1)[-1]
+    if t.layout != Layout.TILE:
+        raise tt_fatal("tensor.layout() == layout", f"{short} {name} only supports TILE layout.", _WHERE)
+    if t.device() is None:
+        raise tt_fatal("tensor.storage_type() == StorageType::DEVICE", f"{short} {name} need to be on device!", _WHERE)
+    if t.dtype not in dtypes_:
+        names = ", ".join(d.name for d in dtypes_)
+        raise tt_fatal("dtype_supported", f"{short} {name} only supports specific data types. [{names}]", _WHERE)
+
+
+def _reduce_dims(dim, rank: int, op_name: str) -> tuple[int, ...]:
+    """get_dim (moreh_helper_functions.cpp): an int, a list (empty: every dim) or None (every dim), sorted."""
+    if dim is not None and not isinstance(dim, numbers.Integral) and len(dim) == 0:
+        dim = None
+    return tuple(sorted({d % rank for d in _dims(dim, rank, op_name)}))
+
+
+def _reduced_shape(shape: tuple, d: int, keepdim: bool) -> tuple:
+    """compute_output_specs of one MorehSum/MorehMeanOperation: dim d becomes 1 with keepdim or when it is one of
+    the last two (a tile dim, which stays as one padded tile), and is dropped otherwise."""
+    if keepdim or d >= len(shape) - 2:
+        return shape[:d] + (1,) + shape[d + 1:]
+    return shape[:d] + shape[d + 1:]
+
+
+def _padded(shape: tuple) -> tuple:
+    return shape[:-2] + tuple(-(-v // 32) * 32 for v in shape[-2:])
+
+
+def _reduce(op_name: str, input: Tensor, dim, keepdim: bool, mean: bool, memory_config,  # noqa: A002
+            compute_kernel_config) -> Tensor:
+    """moreh_sum.cpp / moreh_mean.cpp: one device operation a dim, the largest first, each output in the input's
+    dtype (so a bfloat16 result is rounded after each dim), the last one into `output=` when given."""
+    _check_tensor(input, op_name, "input", (DataType.BFLOAT16,) if mean else (DataType.BFLOAT16, DataType.INT32))
+    ins = device_inputs(op_name, input)
+    x = values(input, op_name)
+    integer = input.dtype == DataType.INT32
+    shape, steps = tuple(x.shape), []
+    for d in reversed(_reduce_dims(dim, x.dim(), op_name)):
+        steps.append((_padded(shape), d))
+        if integer:
+            x = x.to(torch.int64).sum(d, keepdim=True)
+        else:
+            x = dtypes.to_device_values(x.float().mean(d, keepdim=True) if mean else x.float().sum(d, keepdim=True),
+                                        input.dtype)
+        shape = _reduced_shape(shape, d, keepdim)
+        x = x.reshape(shape)
+    fresh = pending_output_target(op_name) is None
+    out = output(x, input, ins, op_name=op_name, memory_config=memory_config)
+    fp32 = bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False))
+    programs = moreh_programs.moreh_reduce_programs(input, tuple(steps), mean=mean, fp32_dest_acc_en=fp32)
+    if programs is not None:
+        device_work.launch_after(out, fresh, input, programs)
+    return out
+
+
+def _moreh_sum_golden(input, dim=None, *_, keepdim=False, **__):  # noqa: A002
+    return torch.sum(input.float(), _reduce_dims(dim, input.dim(), "ttnn.moreh_sum"), keepdim=keepdim)
+
+
+@register_op("ttnn.moreh_sum", kind="rows", output_keyword="output", golden=_moreh_sum_golden)
+def moreh_sum(input: Tensor, dim=None, *, keepdim: bool = False, memory_config: MemoryConfig | None = None,  # noqa: A002
+              compute_kernel_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The sum of a TILE bfloat16 or int32 input over `dim` (an int, a list, or None / [] for every dim). Without
+    keepdim a reduced dim is dropped unless it is one of the last two, which stay as 1 (TT-NN's shape, not
+    torch's); `output=` receives it (register_op's output_keyword).
+
+    >>> x = ttnn.from_torch(torch.ones(2, 3, 32, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> y = ttnn.moreh_sum(x, [0, 3])
+    >>> y.shape, y.to_torch()[0, 0, 0].item()
+    (Shape([3, 32, 1]), 128.0)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    return _reduce(op_name, input, dim, keepdim, False, memory_config, compute_kernel_config)
+
+
+def _moreh_mean_golden(input, *_, dim=None, keepdim=False, **__):  # noqa: A002
+    return torch.mean(input.float(), _reduce_dims(dim, input.dim(), "ttnn.moreh_mean"), keepdim=keepdim)
+
+
+@register_op("ttnn.moreh_mean", kind="rows", output_keyword="output", golden=_moreh_mean_golden)
+def moreh_mean(input: Tensor, *, dim=None, keepdim: bool = False, divisor=None,  # noqa: A002
+               memory_config: MemoryConfig | None = None, compute_kernel_config=None, op_name: str = OWN_NAME,
+               **tt_nn_only) -> Tensor:
+    """The mean of a TILE bfloat16 input over `dim`, shaped as moreh_sum's; `divisor` is refused as TT-NN refuses
+    it ("divisor not supported yet"); `output=` receives it.
+
+    >>> x = ttnn.from_torch(torch.arange(64.0).reshape(1, 1, 2, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_mean(x, dim=3, keepdim=True).to_torch().flatten()
+    tensor([15.5000, 47.5000], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if divisor is not None:
+        raise tt_fatal("operation_attributes.divisor.has_value() == false", "divisor not supported yet.", _WHERE)
+    return _reduce(op_name, input, dim, keepdim, True, memory_config, compute_kernel_config)
+
+
+def _backward(op_name: str, output_grad: Tensor, shape: tuple, dims: tuple, keepdim: bool, scale: float,
+              memory_config, *, mean: bool) -> Tensor:
+    _check_tensor(output_grad, op_name, "output_grad", (DataType.BFLOAT16, DataType.BFLOAT8_B, DataType.FLOAT32))
+    ins = device_inputs(op_name, output_grad)
+    try:
+        y = _grad(values(output_grad, op_name), shape, dims, keepdim, scale)
+    except RuntimeError:  # torch's expand: output_grad is not the reduction of `shape`
+        raise tt_fatal("expected_output_grad_shape[i] >= output_grad_shape_wo_padding[i]",
+                       f"{op_name}: output_grad {list(output_grad.shape)} is not the reduction of {list(shape)} over "
+                       f"dims {list(dims)} (keepdim={keepdim})", _WHERE) from None
+    fresh = pending_output_target(op_name) is None
+    out = output(y, output_grad, ins, op_name=op_name, memory_config=memory_config)
+    device_work.launch_after(out, fresh, output_grad, moreh_programs.moreh_reduce_backward_program(out, mean=mean))
+    return out
+
+
+def _moreh_sum_backward_golden(output_grad, *_, input=None, dim=None, keepdim=False, input_grad=None,  # noqa: A002
+                               **__):
+    shape = tuple((input if input is not None else input_grad).shape)
+    dims = _reduce_dims(dim, len(shape), "ttnn.moreh_sum_backward")
+    return _grad(output_grad, shape, dims, keepdim, 1.0)
+
+
+def _grad(output_grad: torch.Tensor, shape: tuple, dims: tuple, keepdim: bool, scale: float) -> torch.Tensor:
+    """output_grad times `scale`, broadcast over the reduced `dims` of `shape` (the input's): a dim moreh_sum or
+    moreh_mean dropped (not keepdim, not a tile dim) is put back first."""
+    g = output_grad.float()
+    if not keepdim:
+        for d in dims:
+            if d < len(shape) - 2 and g.dim() < len(shape):
+                g = g.unsqueeze(d)
+    return (g * scale).expand(shape)
+
+
+@register_op("ttnn.moreh_sum_backward", kind="binary", output_keyword="input_grad", golden=_moreh_sum_backward_golden)
+def moreh_sum_backward(output_grad: Tensor, *, input: Tensor | None = None, dim=None,  # noqa: A002
+                       keepdim: bool = False, memory_config: MemoryConfig | None = None, compute_kernel_config=None,
+                       op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The gradient of moreh_sum: output_grad broadcast to the input's shape (`input`'s, or `input_grad`'s, which
+    receives it when given).
+
+    >>> g = ttnn.from_torch(torch.tensor([[[[1.0], [2.0]]]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> x = ttnn.from_torch(torch.zeros(1, 1, 2, 3), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_sum_backward(g, input=x, dim=3, keepdim=True).to_torch()
+    tensor([[[[1., 1., 1.],
+              [2., 2., 2.]]]], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    target = pending_output_target(op_name)
+    if input is None and target is None:
+        raise tt_fatal("(input.has_value() || input_grad.has_value())", "either input or input_grad must have a value",
+                       _WHERE)
+    shape = tuple((input if input is not None else target).shape)
+    if input is not None and target is not None and tuple(target.padded_shape) != tuple(input.padded_shape):
+        raise tt_fatal("input_shape == input_grad_shape", "both shape between input and input_grad should be the same",
+                       _WHERE)
+    dims = _reduce_dims(dim, len(shape), op_name)
+    return _backward(op_name, output_grad, shape, dims, keepdim, 1.0, memory_config, mean=False)
+
+
+def _mean_backward_shape(op_name, output_grad, dim, keepdim, input_grad_shape, target) -> tuple[tuple, tuple]:
+    """moreh_mean_backward.cpp: input_grad's rank is output_grad's plus the dims a keepdim=False mean dropped;
+    its shape is input_grad_shape's or the given input_grad's."""
+    rank = len(output_grad.shape)
+    if not keepdim and dim is not None:
+        rank += 1 if isinstance(dim, numbers.Integral) else len(dim)
+    if target is not None:
+        shape = tuple(target.shape)
+    elif input_grad_shape is not None:
+        shape = tuple(input_grad_shape)
+    else:
+        raise tt_fatal("input_grad.has_value() || input_grad_shape.has_value()",
+                       f"{op_name}: give input_grad_shape= (the mean's input shape) or input_grad=", _WHERE)
+    return shape, _reduce_dims(dim, rank, op_name)
+
+
+def _moreh_mean_backward_golden(output_grad, *_, dim=None, keepdim=False, input_grad_shape=None, input_grad=None,
+                                **__):
+    shape, dims = _mean_backward_shape("ttnn.moreh_mean_backward", output_grad, dim, keepdim, input_grad_shape,
+                                       input_grad)
+    return _grad(output_grad, shape, dims, keepdim, 1.0 / math.prod(shape[d] for d in dims))
+
+
+@register_op("ttnn.moreh_mean_backward", kind="binary", output_keyword="input_grad",
+             golden=_moreh_mean_backward_golden)
+def moreh_mean_backward(output_grad: Tensor, *, dim=None, keepdim: bool = False, input_grad_shape=None,
+                        memory_config: MemoryConfig | None = None, compute_kernel_config=None,
+                        op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The gradient of moreh_mean: output_grad over the count of the reduced elements, broadcast to
+    `input_grad_shape` (or to `input_grad`'s shape, which receives it when given).
+
+    >>> g = ttnn.from_torch(torch.tensor([[[[3.0], [6.0]]]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_mean_backward(g, dim=3, keepdim=True, input_grad_shape=[1, 1, 2, 3]).to_torch()
+    tensor([[[[1., 1., 1.],
+              [2., 2., 2.]]]], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    shape, dims = _mean_backward_shape(op_name, output_grad, dim, keepdim, input_grad_shape,
+                                       pending_output_target(op_name))
+    scale = 1.0 / math.prod(shape[d] for d in dims)
+    return _backward(op_name, output_grad, shape, dims, keepdim, scale, memory_config, mean=True)
+
+
 # ttnn.operations.moreh.<name>, as TT-NN's Python names them
 arange, dot, cumsum, cumsum_backward = moreh_arange, moreh_dot, moreh_cumsum, moreh_cumsum_backward
+sum, mean, sum_backward, mean_backward = moreh_sum, moreh_mean, moreh_sum_backward, moreh_mean_backward  # noqa: A001

@@ -131,3 +131,79 @@ def moreh_dot_program(a):
         "MorehDotOperation", "MorehDotProgramFactory",
         tuple(CircularBuffer((i,), n, page) for i, n in ((0, 2), (1, 2), (2, 1), (16, 2), (24, 1), (25, 1))),
         ((0, 0, 0, 0),)))
+
+
+def moreh_reduce_programs(x, steps: tuple, *, mean: bool, fp32_dest_acc_en: bool = False):
+    """The programs of ttnn.moreh_sum / moreh_mean of a bfloat16 TILE interleaved input: one MorehSumOperation or
+    MorehMeanOperation a dim, the largest dim first (moreh_sum.cpp / moreh_mean.cpp), each on the padded shape the
+    step before left. `steps` is (padded shape, dim) of each step. select_program_factory: the last dim takes the W
+    factory, the one before it the H factory, any other the NC factory. None for an int32 sum (the Int factories,
+    not modelled) or another input."""
+    if x.device() is None or x.is_sharded() or x.layout != Layout.TILE or x.dtype != _BF16:
+        return None
+    key = ("moreh_reduce", steps, mean, fp32_dest_acc_en, grid_of(x.device()))
+
+    def build():
+        grid, programs = grid_of(x.device()), []
+        for shape, d in steps:
+            rank = len(shape)
+            if d >= rank - 2:
+                over_w = d == rank - 1
+                programs.append(_mean(shape, over_w, fp32_dest_acc_en, grid) if mean else
+                                _sum(shape, over_w, fp32_dest_acc_en, grid))
+            else:
+                out_tiles = _outer(shape) // shape[d] * shape[-2] * shape[-1] // (TILE * TILE)
+                programs.append(_reduce_nc(out_tiles, mean, fp32_dest_acc_en, grid))
+        return tuple(programs)
+
+    return cached(key, build)
+
+
+def _mean(shape, over_w: bool, fp32: bool, grid):
+    """MorehMeanWFactory / MorehMeanHFactory (moreh_mean_{w,h}_program_factory.cpp): c_0 two input tiles, c_2 the
+    scaler, c_3 the mask, c_24 (float32 with an fp32 destination) and c_25 one tile each, c_16 one output tile; the
+    rows of tiles (W) or the columns (H) split column by column over the grid."""
+    bf16, im = TILE_BYTES[_BF16], TILE_BYTES[DataType.FLOAT32 if fp32 else _BF16]
+    cbs = [CircularBuffer((0,), 2, bf16), CircularBuffer((2,), 1, bf16), CircularBuffer((3,), 1, bf16),
+           CircularBuffer((24,), 1, im), CircularBuffer((25,), 1, bf16), CircularBuffer((16,), 1, bf16)]
+    units = _outer(shape) * (shape[-2] if over_w else shape[-1]) // TILE
+    factory = "MorehMeanWFactory" if over_w else "MorehMeanHFactory"
+    return make_program("MorehMeanOperation", factory, cbs, cores_col_major(units, *grid))
+
+
+def _reduce_nc(out_tiles: int, mean: bool, fp32: bool, grid):
+    """MorehSumNCFactory (c_0 two input tiles, c_1 a zero tile, c_24 the running sum, float32 with an fp32
+    destination, c_16 two output tiles) or MorehMeanNCFactory (the same and c_2 the scaler, c_24 in bfloat16);
+    split_work_to_cores over the output's tiles, column by column."""
+    bf16 = TILE_BYTES[_BF16]
+    im = TILE_BYTES[DataType.FLOAT32 if fp32 and not mean else _BF16]
+    cbs = [CircularBuffer((0,), 2, bf16), CircularBuffer((1,), 1, bf16)]
+    if mean:
+        cbs.append(CircularBuffer((2,), 1, bf16))
+    cbs += [CircularBuffer((24,), 1, im), CircularBuffer((16,), 2, bf16)]
+    name = "MorehMeanOperation" if mean else "MorehSumOperation"
+    factory = "MorehMeanNCFactory" if mean else "MorehSumNCFactory"
+    return make_program(name, factory, cbs, cores_col_major(out_tiles, *grid))
+
+
+def moreh_reduce_backward_program(grad, *, mean: bool):
+    """MorehSumBackwardOperation / MorehMeanBackwardOperation (moreh_{sum,mean}_backward_program_factory.cpp):
+    output_grad's tiles broadcast over the reduced dims into input_grad, c_0 two tiles, c_1 a zero tile, (mean:
+    c_2 the scaler, c_24 one tile), c_16 two output tiles, in input_grad's format; split_work_to_cores over
+    input_grad's tiles, column by column."""
+    dev = grad.device()
+    key = ("moreh_reduce_backward", mean, tuple(grad.padded_shape), grad.dtype, grid_of(dev))
+
+    def build():
+        page = TILE_BYTES[grad.dtype]
+        cbs = [CircularBuffer((0,), 2, page), CircularBuffer((1,), 1, page)]
+        if mean:
+            cbs += [CircularBuffer((2,), 1, page), CircularBuffer((24,), 1, page)]
+        cbs.append(CircularBuffer((16,), 2, page))
+        shape = tuple(grad.padded_shape)
+        tiles = _outer(shape) * shape[-2] * shape[-1] // (TILE * TILE)
+        name = "MorehMeanBackwardOperation" if mean else "MorehSumBackwardOperation"
+        factory = "MorehMeanBackwardFactory" if mean else "ProgramFactory"
+        return make_program(name, factory, cbs, cores_col_major(tiles, *grid_of(dev)))
+
+    return cached(key, build)
