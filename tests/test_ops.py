@@ -358,6 +358,11 @@ CASES.update({
     "ttnn.moreh_dot": lambda d: ((x(d, 1, 1, 1, 64), x(d, 1, 1, 1, 64, seed=3)), {}),
     "ttnn.moreh_cumsum": lambda d: ((x(d), 1), {}),
     "ttnn.moreh_cumsum_backward": lambda d: ((x(d), 1), {}),
+    # keepdim: without it TT-NN keeps a reduced tile dim as 1 where torch drops it
+    "ttnn.moreh_sum": lambda d: ((x(d), 1), dict(keepdim=True)),
+    "ttnn.moreh_mean": lambda d: ((x(d),), dict(dim=2, keepdim=True)),
+    "ttnn.moreh_sum_backward": lambda d: ((x(d, 2, 1, 64),), dict(input=x(d, seed=3), dim=1, keepdim=True)),
+    "ttnn.moreh_mean_backward": lambda d: ((x(d, 2, 32, 1),), dict(dim=2, keepdim=True, input_grad_shape=[2, 32, 64])),
     # float32: TT-NN's composite rounds after the matmul, the scaling and the add (a bfloat16 case differs by an ulp)
     "ttnn.addmm": lambda d: (tuple(dev(rnd(*s, seed=k), d, dtype=ttnn.float32) for s, k in
                                    (((32, 64), 0), ((32, 96), 3), ((96, 64), 4))), dict(alpha=0.5, beta=2.0)),
