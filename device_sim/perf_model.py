@@ -134,26 +134,26 @@ NORM_ROW_CYCLES = 3600
 SOFTMAX_CYCLES_PER_TILE = 700
 
 _TILE_BYTES = frozenset({4096, 2048, 1088, 576, 1024})  # float32/uint32, bfloat16, bfloat8_b, bfloat4_b, uint8
-# How each op is priced is its kind, declared where it is registered (registry.KINDS), here by short name as a
-# report names ops (its aliases' too: "multiply" is ttnn.mul). TT-NN ops a report may name that device_sim does not
-# register are priced as their kinds below.
+# How each op is priced is its kind, declared where it is registered (registry.KINDS) and read from there as each
+# op is priced (registry.named: by short name as a report names ops, its aliases' too: "multiply" is ttnn.mul), so
+# an op registered after this module was imported is priced by its kind too. TT-NN ops a report may name that
+# device_sim does not register are priced as their kinds below.
 _UNREGISTERED_KINDS = {"bias_gelu": "binary", "argmin": "rows", "layer_norm_pre_all_gather": "norm",
                        "cpu": "host_move"}
 
 
-def _kinds() -> dict[str, str]:
-    kinds = dict(_UNREGISTERED_KINDS)
-    for op in registry.OPS.values():
-        for short in op.short_names:
-            if kinds.setdefault(short, op.kind) != op.kind:  # ttnn.typecast, ttnn.experimental.typecast: both moves
-                raise AssertionError(f"ops named {short!r} are declared with kinds {kinds[short]!r} and {op.kind!r}")
-    return kinds
+class _Kinds:
+    """The short names of the ops priced as one of `kinds` (and the `names` given), as `name in` reads them: from
+    the registry at each test, never a list taken when this module was imported."""
+
+    def __init__(self, kinds, names=frozenset()):
+        self.kinds, self.names = frozenset(kinds), frozenset(names)
+
+    def __contains__(self, name) -> bool:
+        return name in self.names or _family(name) in self.kinds
 
 
-_KIND = _kinds()
-_FREE = frozenset(n for n, k in _KIND.items() if k == "free")
-_HOST_MOVES = frozenset(n for n, k in _KIND.items() if k == "host_move")  # cross PCIe (from_torch: given a device)
-_MATMULS = frozenset(n for n, k in _KIND.items() if k == "matmul")
+_FREE = _Kinds({"free"})
 # The attention heads' splits and concatenations: split over the tile rows of their unsplit side
 _HEADS = frozenset({"nlp_create_qkv_heads", "nlp_concat_heads", "concatenate_heads",
                     "split_query_key_value_and_split_heads"})
@@ -168,9 +168,7 @@ _SDPA = frozenset({"scaled_dot_product_attention", "chunked_scaled_dot_product_a
 # Ops whose estimate needs the call's keywords, not only its tensors (estimate_op reads them): a matmul's fidelity
 # and program grid, a conv2d's kernel, stride and padding, an attention's causality and q chunk. A profiler that
 # estimates ops away from the live call (ttreport's writer process) hands these to estimate_op instead.
-NEEDS_CALL = _MATMULS | {"conv2d"} | _SDPA
-# Collectives by what crosses the busiest link (collective_link_ns).
-_COLLECTIVES = {short: op.collective for op in registry.OPS.values() if op.collective for short in op.short_names}
+NEEDS_CALL = _Kinds({"matmul"}, {"conv2d", *_SDPA})
 # The fidelity an op family runs at when its call gives none (TT-NN's compute kernel config defaults).
 _DEFAULT_FIDELITY = {"norm": MathFidelity.HiFi4, "softmax": MathFidelity.HiFi4, "conv2d": MathFidelity.HiFi4}
 
@@ -378,7 +376,9 @@ def _cores_for(units: int, cfg: PerfConfig, operands=()) -> int:
 
 
 def _family(name: str) -> str:
-    return _KIND.get(name, "unary")
+    """How op `name` (a short name) is priced: its declared kind (registry.KINDS)."""
+    op = registry.named(name)
+    return op.kind if op is not None else _UNREGISTERED_KINDS.get(name, "unary")
 
 
 def _streaming(ins, outs, units: int, cycles_per_unit: float, cfg: PerfConfig, *, read_pages=None,
@@ -611,9 +611,10 @@ def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | No
     """
     name = name.rsplit(".", 1)[-1]
     params = params or {}
-    if name in _FREE or name in _COLLECTIVES or (not outputs and name not in _HOST_MOVES):
+    family = _family(name)
+    if family in ("free", "collective") or (not outputs and family != "host_move"):
         return None  # a collective's links need its mesh and settings: estimate_op costs it
-    if name in _HOST_MOVES:
+    if family == "host_move":  # cross PCIe (from_torch: given a device)
         # The device tensor's bytes cross PCIe once, and its pages the NoC. Its host side (a torch tensor, or a host
         # ttnn tensor) is not always an operand here, so it is counted from the device side, in the device's format.
         on_device = [o for o in [*inputs, *outputs] if o.location != "host"]
@@ -622,7 +623,6 @@ def estimate(name: str, inputs: list, outputs: list, fidelity: MathFidelity | No
         dev = _streaming([], on_device, max(o.pages for o in on_device), 0, cfg)
         pcie = math.ceil(sum(o.bytes for o in on_device) / cfg.pcie_gb_per_s)
         return Estimate(0, max(dev.bandwidth_ns, pcie), None, LAUNCH_NS, dev.cores)
-    family = _family(name)
     if fidelity is None:
         fidelity = _DEFAULT_FIDELITY.get(family)
     if family == "matmul" and len(inputs) >= 2 and fidelity is not None:
@@ -699,7 +699,8 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
     time (collective_link_ns) to the chip's own memory traffic.
     """
     name = getattr(op, "name", getattr(op, "__name__", "")).rsplit(".", 1)[-1]
-    if name in _FREE:
+    family = _family(name)
+    if family == "free":
         return None
     ins: list = []
     outs: list = []
@@ -728,7 +729,7 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
         cfg = cfg[1]
     fidelity = None
     params = None
-    if name in _MATMULS and len(ins) >= 2 and outs:
+    if family == "matmul" and len(ins) >= 2 and outs:
         from device_sim.ops.matmul import kernel_numerics
 
         fidelity = kernel_numerics("ttnn." + name, ins[0], ins[1], outs[0].dtype, kwargs.get("compute_kernel_config"),
@@ -753,7 +754,7 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
                       "in_channels": kwargs.get("in_channels")}
     in_ops = [o for o in map(_operand, ins) if o is not None]
     out_ops = [o for o in map(_operand, outs) if o is not None]
-    kind = _COLLECTIVES.get(name)
+    kind = registry.named(name).collective if family == "collective" else None  # what crosses the busiest link
     if kind is not None and mesh is not None and in_ops:
         return Estimate(0, max(bandwidth_ns([*in_ops, *out_ops], cfg), _link_ns(kind, in_ops[0].bytes, mesh.mesh,
                                                                               name, kwargs)), None)

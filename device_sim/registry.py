@@ -116,6 +116,8 @@ class MemoryListener(Protocol):
 
 
 OPS: dict[str, Op] = {}
+# Each short name (Op.short_names: how a report names an op) -> the op registered under it first (see named)
+_BY_SHORT: dict[str, Op] = {}
 _hook: Hook | None = None
 
 # device_sim/_native.c's Dispatch: an op's public function that calls the body at once when no mesh runner is
@@ -280,6 +282,13 @@ def register_op(name: str, *, kind: str = "unary", traits=(), golden: Callable |
     def decorate(function: Callable) -> Callable:
         if name in OPS:
             raise ValueError(f"op {name!r} is registered twice")
+        for short in (name, *aliases):
+            other = named(short.rsplit(".", 1)[-1])
+            if other is not None and (other.kind, other.collective) != (kind, collective):
+                # a report names ops by short name (ttnn.typecast and ttnn.experimental.typecast are both "typecast"):
+                # one short name is priced one way
+                raise ValueError(f"{name}: kind={kind!r}, but {other.name}, also {short.rsplit('.', 1)[-1]!r} in a "
+                                 f"report, is kind={other.kind!r}; declare the same kind (and collective) for both")
         # Ops made by a factory (eltwise's _unary, ...) are all called `op`: name them as registered.
         function.__name__ = function.__qualname__ = name.rsplit(".", 1)[-1]
         own = function.__kwdefaults__ or {}
@@ -326,6 +335,9 @@ def register_op(name: str, *, kind: str = "unary", traits=(), golden: Callable |
         public = wrapper if _native is None else _native.Dispatch(function, wrapper, globals(), plain, op)
         op.wrapper = public
         OPS[name] = op
+        for short in op.short_names:
+            if named(short) is None:
+                _BY_SHORT[short] = op
         return public
 
     return decorate
@@ -405,6 +417,14 @@ def get_fallback_function(fn) -> Callable:
 
 def registered_ops() -> list[Op]:
     return list(OPS.values())
+
+
+def named(short: str) -> Op | None:
+    """The registered op a report's short op name names: its last name part or an alias's ("add", "multiply" for
+    ttnn.mul); None when none is. Read at each call, so an op registered later (or removed from OPS) counts as it
+    is now: perf_model prices ops through this, by their declared kind."""
+    op = _BY_SHORT.get(short)
+    return op if op is not None and OPS.get(op.name) is op else None
 
 
 def public_functions(namespace: str) -> dict[str, Callable]:

@@ -62,14 +62,27 @@ def test_a_bad_declaration_names_the_bad_value(declared, message):
 def test_the_perf_model_prices_each_op_by_its_declared_kind():
     for op in ttnn.registered_ops():
         for short in op.short_names:
-            if op.kind == "collective":
-                assert perf_model._COLLECTIVES[short] == op.collective
-            elif op.kind == "free":
-                assert short in perf_model._FREE
-            elif op.kind == "host_move":
-                assert short in perf_model._HOST_MOVES
-            else:
-                assert perf_model._family(short) == op.kind, op.name
+            assert perf_model._family(short) == op.kind, op.name
+            assert registry.named(short).collective == op.collective, op.name
+            assert (short in perf_model._FREE) == (op.kind == "free"), op.name
+
+
+def test_an_op_registered_after_the_perf_model_was_imported_is_priced_by_its_kind(registered):
+    # perf_model is imported with this file: it reads each op's kind as it prices it, never a list made at its import
+    registered("test.late_matmul", kind="matmul")(lambda a, b: a)
+    registered("test.late_view", kind="free")(lambda a: a)
+    assert perf_model._family("late_matmul") == "matmul" and "late_matmul" in perf_model.NEEDS_CALL
+    assert "late_view" in perf_model._FREE and perf_model.estimate_op(ttnn.OPS["test.late_view"], (), {}, None) is None
+    ttnn.OPS.pop("test.late_matmul")
+    assert perf_model._family("late_matmul") == "unary" and "late_matmul" not in perf_model.NEEDS_CALL
+
+
+def test_one_short_name_declared_with_two_kinds_is_refused_at_registration(registered):
+    # a report names ops by short name (ttnn.typecast and ttnn.experimental.typecast are both "typecast")
+    assert ttnn.OPS["ttnn.typecast"].kind == ttnn.OPS["ttnn.experimental.typecast"].kind
+    with pytest.raises(ValueError, match="ttnn.add, also 'add' in a report, is kind='binary'"):
+        registered("test.add", kind="matmul")(lambda a, b: a)
+    assert "test.add" not in ttnn.OPS and perf_model._family("add") == "binary"
 
 
 def test_traits_and_aliases_read_from_the_registry():
