@@ -182,6 +182,28 @@ def mesh_device(request, silicon_arch_name, device_params):
         ttnn.set_fabric_config(ttnn.FabricConfig.DISABLED)
 
 
+@pytest.fixture(scope="function")
+def pcie_mesh_device(request, silicon_arch_name, device_params):
+    """tt-metal's: the 4 PCIe chips as a 2x2 mesh at offset (0, 1), reshaped to 1x4; skips for any other count."""
+    device_ids = ttnn.get_pcie_device_ids()
+    try:
+        requested = min(request.param, len(device_ids))
+    except (ValueError, AttributeError):
+        requested = len(device_ids)
+    if requested != 4:
+        pytest.skip("Only 4 PCIe devices are supported for testing")
+    request.node.pci_ids = device_ids[:requested]
+    params = _updated_device_params(device_params)
+    for key in ("fabric_config", "fabric_tensix_config", "reliability_mode"):
+        params.pop(key, None)
+    mesh_device = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(2, 2), **params, offset=ttnn.MeshCoordinate(0, 1))
+    mesh_device.reshape(ttnn.MeshShape(1, 4))
+    yield mesh_device
+    for submesh in mesh_device.get_submeshes():
+        ttnn.close_mesh_device(submesh)
+    ttnn.close_mesh_device(mesh_device)
+
+
 @pytest.fixture(autouse=True)
 def check_requires_grid_size(request):
     marker = request.node.get_closest_marker("requires_grid_size")

@@ -343,6 +343,12 @@ CASES.update({
                                                                                                    seed=1))),
     "ttnn.rms_norm_post_all_gather": lambda d: ((x(d, 1, 1, 32, 64), _gathered_stats(d)),
                                                 dict(epsilon=1e-5, weight=x(d, 64), bias=x(d, 64, seed=2))),
+    # LayerNorm's: [sum(x**2), sum(x)] a chip, from two chips' slices of 64 (tiles 0-3)
+    "ttnn.layer_norm_pre_all_gather": lambda d: ((x(d, 1, 1, 32, 64),), {}),
+    "ttnn.layer_norm_post_all_gather": lambda d: (
+        (x(d, 1, 1, 32, 64), dev(torch.cat([ttnn.layer_norm_pre_all_gather.golden_function(
+            rnd(1, 1, 32, 64, seed=s)) for s in (0, 1)], -1), d)),
+        dict(epsilon=1e-5, weight=x(d, 64), bias=x(d, 64, seed=2))),
 })
 
 

@@ -9,7 +9,7 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - matmul: MatmulDeviceOperation (matmul, linear, conv2d's matmul), its default program config as TT-NN picks it
 - normalization: layer_norm / rms_norm, interleaved and sharded (LayerNormDeviceOperation); softmax, interleaved
   and sharded (SoftmaxDeviceOperation)
-- distributed_norm: rms_norm_pre_all_gather / _post_all_gather's interleaved factories
+- distributed_norm: {layer,rms}_norm_pre_all_gather / _post_all_gather's factories
 - group_norm: GroupNormDeviceOperation's DRAM-interleaved factories (multicast and not)
 - data_movement: tilize / untilize (+ padding), transpose, concat, copy, typecast, the sharding moves
 - reduction: sum / mean / max / min (ReduceDeviceOperation)
