@@ -115,10 +115,13 @@ _INT_BINARY_EXAMPLE = """
 
 
 def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bool = False, kind: str = "unary",
-            aliases: tuple[str, ...] = (), approx=None, native_bf16: str | None = None):
+            aliases: tuple[str, ...] = (), approx=None, native_bf16: str | None = None, division: bool = False):
     """Register ttnn.<name>; `rounding`: it also takes TT-NN div's rounding_mode (None, "trunc" or "floor");
     `approx`: what fast_and_approximate_mode=True computes instead of `fn`; `native_bf16`: "tensors" (or
-    "numbers" too) when torch's bfloat16 kernel of `fn` gives the float32 result rounded once (below)."""
+    "numbers" too) when torch's bfloat16 kernel of `fn` gives the float32 result rounded once (below);
+    `division`: TT-NN's DIV, whose float32 operands take the SFPU's precise kernel under fast_and_approximate_mode
+    too (binary_ng_device_operation.cpp's is_binary_sfpu_op) and whose 0/0 a 16-bit result stores as +inf
+    (_stored_nan)."""
     def golden(a, b, *rest, activations=None, input_tensor_a_activations=None, input_tensor_b_activations=None,
                rounding_mode=None, **__):
         if rounding and rest:  # TT-NN's div golden takes rounding_mode third, by position (test_binary_fp32.py)
@@ -146,8 +149,11 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         # DataType.BFLOAT16 is 0, so `dtype or result_dtype` would drop an explicit bfloat16.
         dtype = dtype if dtype is not None else result_dtype
         # fast_and_approximate_mode changes only the ops the SFPU approximates (divide: a * approximate 1/b).
-        y = broadcast(op_name, (approx or fn) if fast_and_approximate_mode else fn, a, b)
+        fast = fast_and_approximate_mode and not (division and _float32(input_tensor_a) and _float32(input_tensor_b))
+        y = broadcast(op_name, (approx or fn) if fast else fn, a, b)
         y = _rounded(op_name, y, rounding_mode)
+        if division:
+            y = _stored_nan(y, dtype if dtype is not None else like.dtype)
         fresh = pending_output_target(op_name) is None
         out = output(y if post is None else post(y.float()), like, ins, op_name=op_name, dtype=dtype,
                      memory_config=memory_config)
@@ -198,6 +204,8 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
             y = fn(av, bv)  # bf16: torch's bfloat16 kernel, float32 math rounded once
         except RuntimeError:
             return None  # run() says what is wrong (shapes that do not broadcast)
+        if division:
+            y = _stored_nan(y, a.dtype)
         out = like_output(y, a, inputs) if memory_config is None else None
         if out is None:  # a broadcast result, a config the "inputs" rule does not give, or one asked for
             out = output(y, a, inputs, op_name=op_name, memory_config=memory_config)
@@ -262,6 +270,20 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
 
 
 _ROUNDING = {None: None, "trunc": torch.trunc, "floor": torch.floor}
+
+
+def _float32(x) -> bool:
+    """A float32 tensor, or a number (TT-NN takes a scalar operand in the tensor's format)."""
+    return not isinstance(x, Tensor) or x.dtype is DataType.FLOAT32
+
+
+def _stored_nan(y: torch.Tensor, dtype: DataType) -> torch.Tensor:
+    """A quotient as a 16-bit result holds it: the SFPU's NaN (0/0) is stored as +inf in a bfloat16 destination
+    ("returns nan for fp32 and inf for bf16", ckernel_sfpu_log.h); tt-metal's test_binary_fp32.py
+    div edge cases expect inf where torch gives NaN for a bfloat16 div, NaN for a float32 one."""
+    if dtypes.TORCH_DTYPE.get(dtype) is not torch.bfloat16 or not y.is_floating_point():
+        return y
+    return torch.where(torch.isnan(y), torch.tensor(float("inf"), dtype=y.dtype), y)
 
 
 def _rounded(op_name: str, y, rounding_mode):
@@ -445,8 +467,8 @@ rsub = _binary("rsub", lambda a, b: torch.sub(b, a), kind="binary", native_bf16=
 mul = _binary("mul", torch.mul, kind="binary", aliases=("ttnn.multiply",), native_bf16="numbers")
 # TT-NN 0.81 registers both: ttnn.divide (binary.hpp, BinaryOpType DIV) and ttnn.div (binary_composite.hpp,
 # which adds rounding_mode); a report names the one the user called.
-div = _binary("div", torch.div, rounding=True, approx=_approx_div, native_bf16="numbers")
-divide = _binary("divide", torch.div, approx=_approx_div, native_bf16="numbers")
+div = _binary("div", torch.div, rounding=True, approx=_approx_div, native_bf16="numbers", division=True)
+divide = _binary("divide", torch.div, approx=_approx_div, native_bf16="numbers", division=True)
 pow = _binary("pow", torch.pow)  # noqa: A001
 maximum = _binary("maximum", lambda a, b: torch.maximum(a, torch.as_tensor(b, dtype=a.dtype)), kind="binary")
 minimum = _binary("minimum", lambda a, b: torch.minimum(a, torch.as_tensor(b, dtype=a.dtype)), kind="binary")
