@@ -944,6 +944,20 @@ def test_moreh_sum_and_mean_reduce_a_dim_at_a_time_keeping_tile_dims_and_their_b
     torch.testing.assert_close(ttnn.to_torch(got).float(), torch.full((3, 2, 40, 50), 0.01), rtol=2**-7, atol=0)
 
 
+def test_div_stores_a_bfloat16_zero_over_zero_as_inf_and_divides_float32_exactly_in_fast_mode(device):
+    # test_binary_fp32.py::test_binary_div_edge_case_ttnn (6 cases): a bfloat16 0/0 is +inf on the device (the
+    # SFPU's NaN in a 16-bit destination), a float32 one NaN; float32 operands take the SFPU's precise div under
+    # fast_and_approximate_mode too (is_binary_sfpu_op), so 7 / 2.5 is 2.8, not the approximate reciprocal's
+    a, b = torch.tensor([[0.0, 1.0, -1.0, 7.0]]), torch.tensor([[0.0, 0.0, 0.0, 2.5]])
+    for dtype, zero_by_zero in ((ttnn.bfloat16, float("inf")), (ttnn.float32, float("nan"))):
+        ta, tb = (ttnn.from_torch(x, dtype=dtype, layout=ttnn.TILE, device=device) for x in (a, b))
+        for out in (ttnn.div(ta, tb), ttnn.divide(ta, tb), ttnn.div(ta, tb, rounding_mode="trunc")):
+            want = torch.tensor([zero_by_zero, float("inf"), -float("inf")])
+            torch.testing.assert_close(ttnn.to_torch(out).float()[0, :3], want, rtol=0, atol=0, equal_nan=True)
+    fp32 = [ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device) for x in (a, b)]
+    assert ttnn.to_torch(ttnn.div(*fp32, fast_and_approximate_mode=True))[0, 3] == torch.tensor(7.0) / 2.5
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 
