@@ -16,6 +16,17 @@ Closing drains the writer and tensor queues, writes the end time and status (com
 error, interrupted), checkpoints the WAL, and puts the device hooks back. It happens when the
 block ends, by exception, on SIGINT/SIGTERM and at interpreter exit; only a killed process
 leaves a report whose status stays "running".
+
+A close need not wait for the writer process (a small capture's is ~0.1 s of its ~0.2 s close, bench/README.md):
+with `Capture(..., wait_on_close=False)` (or `stop(wait=False)`) the block ends once the op log holds the closing
+notes and STOP, and the writer process finishes the report behind the next captures; `wait()` waits for it (the
+pytest plugin, at the session's end; atexit otherwise). The log is in the page cache by then, so a kill of either
+process loses no op: the next reader rebuilds the report from it (ttreport.recovery).
+
+    run = ttreport.Capture("step-1", wait_on_close=False)
+    with run:
+        model(x)
+    run.wait()   # the report is complete (or its error said) from here on
 """
 
 from __future__ import annotations
@@ -90,7 +101,8 @@ class Capture(contextlib.ContextDecorator):
     """One report being captured. `path` is its folder, `db_path` its database, `status` set on close."""
 
     def __init__(self, target: str | os.PathLike | None = None, *, config: Config | None = None,
-                 schedule: Schedule | None = None, base_name: str = "report", number_from: int | None = None):
+                 schedule: Schedule | None = None, base_name: str = "report", number_from: int | None = None,
+                 wait_on_close: bool = True):
         if schedule is not None and not isinstance(schedule, Schedule):
             raise TypeError(f"schedule={schedule!r}: give ttreport.schedule(wait=..., warmup=..., active=...), or None")
         self._target = target
@@ -100,6 +112,9 @@ class Capture(contextlib.ContextDecorator):
         self.number = number_from
         self._given = config
         self._base_name = base_name
+        # False: the block's end (stop()) does not wait for the writer process; wait() does (the module's docstring)
+        self.wait_on_close = wait_on_close
+        self._unfinished = False  # stopped without waiting: wait() has the writer's end and the folder's lock to do
         self.config: Config | None = None
         self.path: Path | None = None
         self.db_path: Path | None = None
@@ -153,7 +168,8 @@ class Capture(contextlib.ContextDecorator):
 
     def _recreate_cm(self):
         # Used as a decorator, each call is a new capture (and must name a new report).
-        return Capture(self._target, config=self._given, schedule=self.schedule, base_name=self._base_name)
+        return Capture(self._target, config=self._given, schedule=self.schedule, base_name=self._base_name,
+                       wait_on_close=self.wait_on_close)
 
     # -- starting ----------------------------------------------------------------------------
     def start(self) -> Capture:
@@ -299,12 +315,12 @@ class Capture(contextlib.ContextDecorator):
             previous(signum, frame)
             return
         # The default action ends the process: close the report first, then end as the signal would.
-        self.stop("interrupted")
+        self.stop("interrupted", wait=True)
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
     def _at_exit(self) -> None:
-        self.stop("complete")  # in a forked child that exits, stop() does nothing (see _after_fork_in_child)
+        self.stop("complete", wait=True)  # in a forked child that exits, stop() does nothing (see _after_fork_in_child)
 
     def _forked_child(self) -> None:
         """In a child forked while this capture runs: let go of everything that belongs to the parent.
@@ -339,12 +355,17 @@ class Capture(contextlib.ContextDecorator):
         return sink.written() if sink is not None else 0
 
     # -- closing -------------------------------------------------------------------------
-    def stop(self, status: str = "complete") -> None:
+    def stop(self, status: str = "complete", *, wait: bool | None = None) -> None:
+        """Close the capture with `status`. wait=False (default: the capture's wait_on_close) returns once the op
+        log holds the closing notes and STOP: another capture may start, and wait() finishes this one's report."""
         global _active
         if os.getpid() != self._pid:
             return  # a forked child: the report belongs to the process that started the capture
+        wait = self.wait_on_close if wait is None else wait
         with self._stop_lock:
             if self._stopped or self.recorder is None:
+                if wait:
+                    self.wait()  # stopped without waiting before (a signal, or atexit, after the block's end)
                 return
             self._stopped = True
             held = self._hold_signals()
@@ -358,14 +379,35 @@ class Capture(contextlib.ContextDecorator):
                     _active = None
                 try:
                     self._drain(status)
+                    if wait:
+                        self.wait()
                 finally:
-                    self._unlock()
+                    if not self._unfinished:  # waited for, or the drain failed before STOP: the lock goes now
+                        self._unlock()
                     self._restore_signal_handlers()
                 if self._froze:
                     gc.unfreeze()
                 self.status = status
+                if self._unfinished:
+                    atexit.register(self.wait)  # a script that never calls wait() still gets its report finished
             for signum in held:  # a Ctrl-C (or SIGTERM) that came while the report closed: acted on now it is closed
                 signal.raise_signal(signum)
+
+    def wait(self) -> None:
+        """Wait for the writer process of a capture stopped with wait=False to finish its report, then write the
+        closing files (the perf files, a mesh's mapping) and let go of the folder. At once when there is nothing
+        to wait for. What goes wrong is said as the waiting close says it: a warning, and the report's notes."""
+        if os.getpid() != self._pid:
+            return
+        with self._stop_lock:
+            if not self._unfinished:
+                return
+            self._unfinished = False
+            atexit.unregister(self.wait)
+            try:
+                self._finish()
+            finally:
+                self._unlock()
 
     def _hold_signals(self) -> list[int]:
         """While the report closes, a Ctrl-C or SIGTERM is noted (in the list returned), not acted on: raised in
@@ -404,6 +446,11 @@ class Capture(contextlib.ContextDecorator):
         for key, value in notes.items():
             self._queue.put((META, key, value))
         self._queue.put_now((STOP, None))
+        self._notes, self._unfinished = notes, True  # for _finish, now or in wait()
+
+    def _finish(self) -> None:
+        """The close after STOP: the writer process's end, then what the capture writes beside its db."""
+        notes = self._notes
         started = time.perf_counter()
         self._writer.join()
         self.close_s["writer"] = time.perf_counter() - started
@@ -481,6 +528,7 @@ class Capture(contextlib.ContextDecorator):
             raise ReportError(f"{self!r} has not started, so it has no report yet: read it after its `with` block")
         if not self._stopped:
             self.flush()  # a running capture's ops so far, committed
+        self.wait()  # a capture stopped without waiting: its report once the writer process has finished it
         return Report(self.path)
 
 
@@ -737,6 +785,7 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
+@functools.cache  # once a process: the code it runs keeps its version (reading the metadata was 5.6 ms a start)
 def _version() -> str:
     try:
         return importlib_metadata.version("ttreport")
