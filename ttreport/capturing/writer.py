@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import linecache
 import operator
+import os
 import sqlite3
 import threading
 import time
@@ -49,6 +50,14 @@ from ttreport.capturing.records import (
 )
 from ttreport.errors import LossWarner
 from ttreport.folder import LIFETIMES_FILE
+
+try:  # the staging rows as a virtual table (_rows.c), built by `pip install` where a compiler and SQLite's header are
+    from ttreport.capturing import _rows
+except ImportError:
+    _rows = None
+# The staging insert through _rows (one INSERT ... SELECT a batch) rather than executemany (one INSERT a row), which
+# stays the specification: TTREPORT_PURE=1 runs it, and tests/test_writer_rows.py holds the two reports equal.
+ROWS = _rows is not None and os.environ.get("TTREPORT_PURE", "") in ("", "0")
 
 CLOSE_WAIT_MS = 200  # how long closing waits for a reader before leaving the report in WAL mode
 MAX_VALUE_CHARS = 2000  # an argument's text beyond this is cut: reprs of big host arrays add nothing
@@ -96,6 +105,7 @@ _STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE, "inputs", "outputs",
                     *(f"t_{c}" for c in _TENSOR_OWN),
                     *(f"b_{f}" for f in Alloc._fields), *(f"f_{f}" for f in Free._fields), "g_id"]
 _STAGING = f"CREATE TEMP TABLE op_staging ({', '.join(_STAGING_COLUMNS)})"
+_STAGING_ROWS = f"CREATE VIRTUAL TABLE temp.op_rows USING ttreport_rows({', '.join(_STAGING_COLUMNS)})"
 _STAGING_WIDTH = len(_STAGING_COLUMNS)
 # Each distinct captured graph (a model repeats a few) is kept once in temp tables with its nodes and edges
 # rows less the op id; an op's staging row names it (g_id) and SQL copies the rows under the op's id. Binding
@@ -356,6 +366,7 @@ class Writer:
         # One dict per enum, keyed by number: BFLOAT16 and ROW_MAJOR are both 0.
         self._dtype_text = {int(e): repr(e) for e in DataType}
         self._layout_text = {int(e): repr(e) for e in Layout}
+        self._feeder = None  # the staging rows' _rows.Feeder on self.con (ROWS), made at the first batch
 
     # -- a batch ---------------------------------------------------------------------------
     def _write(self, batch: list) -> bool:
@@ -450,6 +461,8 @@ class Writer:
 
     def _commit(self, staging: list, rows: dict) -> None:
         con = self.con
+        if self._feeder is None:
+            self._feeder = self._start_feeder()
         con.execute("BEGIN")
         try:
             # Devices and specs first: the ROW records and tensor rows that follow may refer to them.
@@ -466,7 +479,7 @@ class Writer:
                 con.executemany("INSERT INTO temp.graph_nodes VALUES (?, ?, ?, ?)", rows["graph_nodes"])
                 con.executemany("INSERT INTO temp.graph_edges VALUES (?, ?, ?, ?)", rows["graph_edges"])
             if staging:
-                con.executemany(f"INSERT INTO op_staging VALUES ({', '.join('?' * _STAGING_WIDTH)})", staging)
+                self._stage(staging)
                 for spread in _SPREAD:
                     con.execute(spread)
                 con.execute(_OPERATION_GRAPHS)
@@ -496,6 +509,34 @@ class Writer:
             if con.in_transaction:
                 con.execute("ROLLBACK")
             raise
+
+    def _start_feeder(self):
+        """The staging rows' Feeder and virtual table on self.con (outside any transaction: a rolled-back batch
+        would drop the table with it), or False: the rows go one INSERT each."""
+        if not ROWS:
+            return False
+        try:
+            feeder = _rows.Feeder(self.con, str(self.db_path))
+            self.con.execute(_STAGING_ROWS)
+        except (RuntimeError, ValueError, TypeError, sqlite3.Error):
+            # The sqlite3 module runs another SQLite than the one _rows links, or the connection is not to the file
+            # (a db opened by URI): executemany writes the same rows, as without _rows.
+            return False
+        return feeder
+
+    def _stage(self, staging: list) -> None:
+        """The batch's staging rows into op_staging: through the virtual table when _rows is there (one statement a
+        batch: 4.3-4.6 -> 1.4-1.6 µs of the writer process's CPU an op, 20,000 adds; bench/README.md issue 33), else
+        one INSERT a row."""
+        feeder = self._feeder
+        if not feeder:
+            self.con.executemany(f"INSERT INTO op_staging VALUES ({', '.join('?' * _STAGING_WIDTH)})", staging)
+            return
+        feeder.feed(staging)
+        try:
+            self.con.execute("INSERT INTO op_staging SELECT * FROM temp.op_rows")
+        finally:
+            feeder.feed(None)
 
     def _count_lost(self, batch: list) -> None:
         self.records_lost += len(batch)

@@ -1,0 +1,126 @@
+"""The writer's staging rows through a virtual table (ttreport/capturing/_rows.c) write the report executemany writes.
+
+writer.ROWS picks the route in the writer process (forked from the capture's: a test's setting reaches it);
+executemany, one INSERT a row, is the specification (TTREPORT_PURE=1 runs it).
+
+    .venv/bin/python -m pytest tests/test_writer_rows.py -q
+"""
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from report_tables import tables
+
+import ttreport
+from ttreport.capturing import writer
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(writer._rows is None, reason="ttreport.capturing._rows is not built (no compiler "
+                                                             "or no sqlite3.h): the writer uses executemany")
+
+
+# Ops of every kind of staging row: one output and several (split), a list argument (concat), keyword arguments, an
+# L1 output, a deallocate, an error, host ops. Each run in a fresh interpreter: the same tensor ids and addresses.
+MODEL = r"""
+import sys
+import torch
+import device_sim as ttnn
+import ttreport
+from ttreport.capturing import writer
+
+writer.ROWS = sys.argv[2] == "rows"  # read by the writer process, forked from this one
+torch.manual_seed(0)
+device = ttnn.open_device(0)
+with ttreport.capture(sys.argv[1], config=ttreport.Config(perf_files=False, buffer_pages=True)):
+    a = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    b = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    for _ in range(3):
+        c = ttnn.add(a, b, memory_config=ttnn.L1_MEMORY_CONFIG)
+        d = ttnn.matmul(c, b)
+        e = ttnn.softmax(d, dim=-1)
+        f = ttnn.concat([e, a], dim=0)
+        ttnn.split(f, 32, dim=0)
+        ttnn.deallocate(c)
+        ttnn.to_torch(e)
+    try:
+        ttnn.add(a, torch.zeros(3))
+    except TypeError:
+        pass
+ttnn.close_device(device)
+"""
+
+
+def test_the_virtual_table_and_executemany_write_the_same_report(tmp_path):
+    for route in ("executemany", "rows"):
+        subprocess.run([sys.executable, "-c", MODEL, str(tmp_path / route), route], cwd=REPO, check=True,
+                       capture_output=True, timeout=120)
+    expected, got = tables(tmp_path / "executemany" / "db.sqlite"), tables(tmp_path / "rows" / "db.sqlite")
+    assert got.keys() == expected.keys()
+    for table in expected:
+        assert got[table] == expected[table], table
+    assert expected["errors"] and expected["buffer_pages"] and len(expected["operations"]) > 20
+
+
+def test_a_writer_stages_through_the_virtual_table_when_it_is_built(tmp_path, monkeypatch):
+    monkeypatch.setattr(writer, "ROWS", True)
+    path = tmp_path / "db.sqlite"
+    w = writer.Writer(path, None, ttreport.Config())
+    w.con = writer.connect(path)
+    try:
+        assert type(w._start_feeder()) is writer._rows.Feeder
+        monkeypatch.setattr(writer, "ROWS", False)
+        assert w._start_feeder() is False  # TTREPORT_PURE=1: executemany
+    finally:
+        w.con.close()
+
+
+def test_fed_rows_read_back_as_each_value_was(tmp_path):
+    path = tmp_path / "db.sqlite"
+    con = sqlite3.connect(path, isolation_level=None)
+    feeder = writer._rows.Feeder(con, str(path))
+    con.execute("CREATE VIRTUAL TABLE temp.fed USING ttreport_rows(a, b, c)")
+    rows = [(1, "x", None), (2 ** 63 - 1, 1.5, b"\x00z"), (True, "é\x00", -(2 ** 63)), (-0.0, "", b"")]
+    feeder.feed(rows)
+    assert con.execute("SELECT * FROM temp.fed").fetchall() == [(1, "x", None), (2 ** 63 - 1, 1.5, b"\x00z"),
+                                                                 (1, "é\x00", -(2 ** 63)), (-0.0, "", b"")]
+    assert con.execute("SELECT * FROM temp.fed").fetchall() == [tuple(map(lambda v: int(v) if v is True else v, r))
+                                                                 for r in rows]  # read again: the same rows
+    feeder.feed(None)
+    assert con.execute("SELECT COUNT(*) FROM temp.fed").fetchone() == (0,)
+    con.close()
+
+
+def test_a_feeder_refuses_what_sqlite3_would_not_bind_and_a_width_not_the_tables(tmp_path):
+    path = tmp_path / "db.sqlite"
+    con = sqlite3.connect(path, isolation_level=None)
+    feeder = writer._rows.Feeder(con, str(path))
+    con.execute("CREATE VIRTUAL TABLE temp.fed USING ttreport_rows(a, b)")
+    with pytest.raises(TypeError, match="a value of type object"):
+        feeder.feed([(1, object())])
+    with pytest.raises(OverflowError):
+        feeder.feed([(2 ** 63, 1)])
+    with pytest.raises(ValueError, match="row 1 is not a tuple of 2 values"):
+        feeder.feed([(1, 2), (1, 2, 3)])
+    feeder.feed([(1, 2, 3)])
+    with pytest.raises(sqlite3.OperationalError, match="rows of 3 values fed to a table of 2 columns"):
+        con.execute("SELECT * FROM temp.fed").fetchall()
+    con.close()
+    with pytest.raises(ValueError, match="the connection is closed"):
+        feeder.feed(None)
+
+
+def test_a_feeder_is_only_made_for_the_connection_to_the_file_named(tmp_path):
+    path, other = tmp_path / "db.sqlite", tmp_path / "other.sqlite"
+    other.touch()
+    con = sqlite3.connect(path)
+    try:
+        with pytest.raises(ValueError, match="the connection's database is"):
+            writer._rows.Feeder(con, str(other))
+        with pytest.raises(TypeError, match="a sqlite3.Connection itself"):
+            writer._rows.Feeder(object(), str(path))
+    finally:
+        con.close()
