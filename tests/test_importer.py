@@ -179,24 +179,32 @@ def ops(n: int) -> list[dict]:
             for i, kind in enumerate(["function_start", "function_end"] * n)]
 
 
-@pytest.mark.parametrize("dest_exists", [False, True])
-def test_an_import_that_fails_while_writing_leaves_no_report_and_says_so_in_one_line(tmp_path, dest_exists):
+@pytest.mark.parametrize("dest", ["new", "empty", "a report"])
+def test_an_import_that_fails_while_writing_leaves_no_report_and_says_so_in_one_line(tmp_path, dest):
     # A real write failure: the file size limit (RLIMIT_FSIZE) stops SQLite mid-import, as a full disk does. The
     # empty database is ~280 KB and these 2,000 ops ~1.7 MB: the limit falls between, inside the rows' transaction.
-    path, dest = tmp_path / "report.json", tmp_path / "out"
+    path, out = tmp_path / "report.json", tmp_path / "out"
+    if dest == "empty":
+        out.mkdir()
+    elif dest == "a report":  # one op, overwritten by the import that fails: it stays as it was
+        path.write_text(json.dumps(report_with(graph=ops(1))))
+        assert cli("import", path, out).returncode == 0
     path.write_text(json.dumps(report_with(graph=ops(2000))))
-    if dest_exists:
-        dest.mkdir()
     limit = 512 << 10
-    done = subprocess.run([sys.executable, "-m", "ttreport.cli", "import", path, dest], capture_output=True,
-                          text=True, timeout=120, cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "ttreport.cli", "import", path, out, "--overwrite"],
+                          capture_output=True, text=True, timeout=120, cwd=REPO,
                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
     assert done.returncode == 2, done.stderr
-    assert f"cannot write the report into {dest}" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert f"cannot write the report into {out}" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr
-    # nothing that reads as a report: the folder this import made is gone, one that was there is left empty
-    assert (sorted(p.name for p in dest.iterdir()) == []) if dest_exists else not dest.exists()
-    assert cli("import", path, dest).returncode == 0  # the same import with room for it
+    # nothing of the import: the folder it made is gone, an empty one stays empty, a report stays whole
+    if dest == "a report":
+        assert sorted(p.name for p in out.iterdir()) == ["db.sqlite"]
+        assert rows(out / "db.sqlite", "SELECT count(*) FROM operations") == [(1,)]
+    else:
+        assert (sorted(out.iterdir()) == []) if dest == "empty" else not out.exists()
+    assert cli("import", path, out, "--overwrite").returncode == 0  # the same import with room for it
+    assert rows(out / "db.sqlite", "SELECT count(*) FROM operations") == [(2000,)]
 
 
 def test_the_yaml_a_report_carries_is_written_only_inside_dest_under_its_fixed_name(tmp_path):

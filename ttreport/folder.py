@@ -202,13 +202,14 @@ def reserve_room(path: Path) -> None:
 
 
 # -- the overwrite policy -------------------------------------------------------------------------------
-def prepare(path: Path, overwrite: bool) -> int:
+def prepare(path: Path, overwrite: bool, *, replace_later: bool = False) -> int:
     """Make `path` an empty report folder that this process holds; returns the lock's descriptor.
 
     The lock is taken before anything in the folder is deleted or written, and the folder is checked
     again under it: a second capture into a live report is refused, even with overwrite=True.
     Overwriting deletes only what a capture writes (CAPTURE_FILES, tensor files, op log files); anything else the
-    folder holds stays.
+    folder holds stays. replace_later: the report being overwritten stays until the caller has its replacement
+    whole and calls remove_report_files (ttreport import), so a failure on the way keeps it.
     """
     refuse_existing(path, overwrite)  # before writing anything (even the lock file)
     try:
@@ -221,7 +222,8 @@ def prepare(path: Path, overwrite: bool) -> int:
         ) from None
     try:
         refuse_existing(path, overwrite)
-        _remove_report_files(path)
+        if not replace_later:
+            remove_report_files(path)
     except BaseException:
         os.close(fd)
         raise
@@ -277,7 +279,9 @@ def not_a_report(path: Path) -> str | None:
     return None
 
 
-def _remove_report_files(path: Path) -> None:
+def remove_report_files(path: Path) -> None:
+    """Delete what a capture writes into the folder `path` (CAPTURE_FILES, tensor files, op log files), which the
+    caller holds (prepare); anything else stays."""
     for name in CAPTURE_FILES:
         entry = path / name
         if entry.is_symlink() or entry.is_file():

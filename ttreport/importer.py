@@ -15,9 +15,9 @@ names operation 0) and that op's status is "error"; a tensor whose id is 0 is ke
 The JSON comes from outside and is read as untrusted input: its size is bounded (MAX_REPORT_BYTES), every value
 is checked for its type and range before a row is made, and nothing is written until all of it has been read, so
 a bad file leaves no folder behind. Files are written only inside DEST, under fixed names. The database is built
-under a temporary name (PARTIAL_FILE) and renamed to db.sqlite once every row and file is in: an import that fails
-while writing (a full disk, a file size limit) removes what it wrote and says so in one line, and one that is
-killed leaves no db.sqlite, nothing that reads as a report.
+under a temporary name (PARTIAL_FILE) and renamed to db.sqlite once every row is in: an import that fails while
+writing (a full disk, a file size limit) removes what it wrote and says so in one line (a report it was to overwrite
+stays as it was), and one that is killed leaves no db.sqlite of its own, nothing that reads as its report.
 
 Standard library and ttreport's floor only (db, folder, errors): no torch, no device_sim.
 """
@@ -436,7 +436,8 @@ def import_graph_report(report_path, dest, *, overwrite: bool = False) -> Path:
 
     dest = Path(dest)
     made = not os.path.lexists(dest)
-    lock = folder.prepare(dest, overwrite)  # refuses a folder holding anything but a report it may replace
+    # refuses a folder holding anything but a report it may replace, which stays until this one is whole
+    lock = folder.prepare(dest, overwrite, replace_later=True)
     partial, db_path = dest / PARTIAL_FILE, dest / folder.DB_FILE
     written = [partial, dest / f"{PARTIAL_FILE}-journal"]  # removed unless the import completes
     whole = False
@@ -445,6 +446,7 @@ def import_graph_report(report_path, dest, *, overwrite: bool = False) -> Path:
             path.unlink(missing_ok=True)
         db.create(partial, metadata={**metadata, "imported_from": str(r.path.resolve()), "status": "complete"})
         _write(partial, rows, device_rows)
+        folder.remove_report_files(dest)  # the report being overwritten, if any: its replacement is whole
         for name, text in side.items():
             fd = os.open(dest / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
             written.append(dest / name)
@@ -454,8 +456,9 @@ def import_graph_report(report_path, dest, *, overwrite: bool = False) -> Path:
         whole = True
     except (sqlite3.Error, OSError) as e:
         why = (e.strerror if isinstance(e, OSError) else None) or str(e) or type(e).__name__
-        raise GraphReportError(f"cannot write the report into {dest} ({why}); nothing of it was kept: free disk space "
-                               f"(or raise the file size limit) or give another DEST, and import again") from None
+        raise GraphReportError(f"cannot write the report into {dest} ({why}); nothing of the import was kept: free "
+                               f"disk space (or raise the file size limit) or give another DEST, and import again"
+                               ) from None
     finally:
         if not whole:
             for path in written:
