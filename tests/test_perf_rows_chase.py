@@ -14,6 +14,7 @@ import torch
 
 import device_sim as ttnn
 import ttreport
+from ttreport.capturing import oplog
 from ttreport.export import ops_perf
 
 
@@ -98,3 +99,24 @@ def test_an_op_with_more_tensors_than_the_rows_so_far_makes_the_close_render_all
         assert closed == whole
     with open(tmp_path / "closed" / ops_perf.PERF_FILE) as f:
         assert "INPUT_2_W" in f.readline()
+
+
+def test_a_capture_whose_model_waits_for_its_writer_writes_the_chased_rows_as_one_export_would(
+        tmp_path, device, monkeypatch):
+    # The model waits for the writer process every few hundred ops (a 128 KiB lag bound, looked at every 32 KiB
+    # of log), and the chase renders meanwhile; then the close.
+    monkeypatch.setattr(oplog, "LAG_BYTES", 128 << 10)
+    monkeypatch.setattr(oplog, "PACE_BYTES", 32 << 10)
+    waits = []
+    wait_for_writer = oplog.LogSink._wait_for_writer
+    monkeypatch.setattr(oplog.LogSink, "_wait_for_writer",
+                        lambda sink, until: waits.append(until) or wait_for_writer(sink, until))
+    with ttreport.capture(tmp_path / "r") as cap:
+        a = ttnn.from_torch(torch.randn(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        for _ in range(3000):
+            ttnn.add(a, a)
+    assert waits and cap._chase.rows.done > 0  # it waited, and the chase rendered rows the close kept or checked
+    with ttreport.open(cap.path) as r:
+        ops_perf.export_ops_perf(r, tmp_path / "whole")
+    for name in (ops_perf.PERF_FILE, ops_perf.DEVICE_LOG_FILE):
+        assert (cap.path / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()

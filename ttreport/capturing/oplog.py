@@ -168,6 +168,7 @@ class LogSink:
         # each batch (writer_process.pump); no file, so a full disk cannot freeze it.
         self.progress = mmap.mmap(-1, _COUNT.size)
         self._stalled_at = -1  # the writer's count when the model last stopped waiting for it (WRITER_STALL_S)
+        self.waiting = False  # a thread waits for the writer process now (the perf rows' Chase works meanwhile)
         self.writer_alive = lambda: False  # set by the capture: back-pressure waits only while it runs
         self.warner = LossWarner()  # the capture's, shared with the tensor thread: one warning a capture
         self.error: OSError | None = None  # why the log could not grow (a full disk)
@@ -396,13 +397,17 @@ class LogSink:
         for WRITER_STALL_S (then not again until it moves)."""
         count = self._count()
         moved = time.monotonic()
-        while count < until and count != self._stalled_at and self.writer_alive():
-            time.sleep(PACE_SLEEP_S)
-            now = self._count()
-            if now != count:
-                count, moved = now, time.monotonic()
-            elif time.monotonic() - moved > WRITER_STALL_S:
-                self._stalled_at = count
+        self.waiting = True
+        try:
+            while count < until and count != self._stalled_at and self.writer_alive():
+                time.sleep(PACE_SLEEP_S)
+                now = self._count()
+                if now != count:
+                    count, moved = now, time.monotonic()
+                elif time.monotonic() - moved > WRITER_STALL_S:
+                    self._stalled_at = count
+        finally:
+            self.waiting = False
 
     # -- what a record refers to -------------------------------------------------------------
     def define_stack(self, frames: tuple) -> int:

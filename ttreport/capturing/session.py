@@ -126,6 +126,7 @@ class Capture(contextlib.ContextDecorator):
         self._signals: dict[int, object] = {}
         self._holder = None  # the handler that notes a signal while the report closes (_hold_signals)
         self._writer = None  # the WriterProcess, from start()
+        self._chase: ops_perf.Chase | None = None  # the perf files' rows, rendered while the model waits
         self._unraisablehook = None  # the hook ours replaced while capturing (see _on_unraisable)
         self._lock_fd: int | None = None
         self._pid = os.getpid()  # the process that captures: a forked child's exit or signals never close it
@@ -269,6 +270,11 @@ class Capture(contextlib.ContextDecorator):
         self._froze = config.gc_freeze and gc.get_freeze_count() == 0
         if self._froze:
             gc.freeze()
+        if config.perf_files:  # the perf rows of the committed ops, rendered while the model's thread waits
+            writer = self._writer  # (its returncode, not is_alive(), which would reap it under join's feet)
+            self._chase = ops_perf.Chase(self.db_path, sink.unwritten, lambda: sink.waiting,
+                                         lambda: writer.returncode is None)
+            self._chase.start()
         device_sim.set_hook(recorder)
 
     def _install_signal_handlers(self) -> None:
@@ -452,6 +458,9 @@ class Capture(contextlib.ContextDecorator):
         """The close after STOP: the writer process's end, then what the capture writes beside its db."""
         notes = self._notes
         started = time.perf_counter()
+        chase = self._chase
+        if chase is not None:
+            chase.closing()  # the model is done: it renders while the writer writes the rest
         self._writer.join()
         self.close_s["writer"] = time.perf_counter() - started
         self._queue.items.close()
@@ -473,8 +482,11 @@ class Capture(contextlib.ContextDecorator):
                 self._warner.warn(f"ttreport: {self.db_path} could not be finalised ({e}); {lost}")
         elif self.config.perf_files:
             started = time.perf_counter()
-            self._write_perf_files()
+            # a report rebuilt from the log (the writer process died) is another db: its rows are rendered anew
+            self._write_perf_files(chase if self._writer.result is not None else None)
             self.close_s["perf_files"] = time.perf_counter() - started
+        if chase is not None:
+            chase.stop()
 
     def _warn_host_ops(self) -> None:
         """Warn once when compute ops ran on host tensors (a forgotten device=): else the report just shows no
@@ -487,7 +499,7 @@ class Capture(contextlib.ContextDecorator):
         if message is not None:
             warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
 
-    def _write_perf_files(self) -> None:
+    def _write_perf_files(self, chase: ops_perf.Chase | None = None) -> None:
         """TT-NN's performance report files (ops_perf_results.csv, profile_log_device.csv) beside db.sqlite,
         from the committed db by the reading side's exporter: once, at close, never on the model's thread."""
         # Deferred past the capture start: the reading side (read.report and the exporters it loads) takes
@@ -496,7 +508,7 @@ class Capture(contextlib.ContextDecorator):
 
         try:
             with Report(self.path) as r:
-                ops_perf.export_ops_perf(r, self.path)
+                ops_perf.export_ops_perf(r, self.path, chased=chase)
         except (sqlite3.Error, OSError) as e:  # the report itself is whole: say what is missing and how to get it
             warnings.warn(f"ttreport: the performance report files of {self.path} were not written ({e}); the "
                           f"report is complete: write them with `ttreport perf-csv {self.path}`",

@@ -279,7 +279,8 @@ class _Rows:
             self.perf_rows += r.execute("SELECT COUNT(*) FROM device_perf WHERE operation_id > ? AND operation_id <= ?",
                                         (lo, hi)).fetchone()[0]
             self.done = hi
-        return ops, attributes, tensors
+        return (ops, attributes, tensors, max((len(v[0]) for v in tensors.values()), default=0),
+                max((len(v[1]) for v in tensors.values()), default=0))
 
     def still_right(self, r) -> bool:
         """Whether the rows rendered so far are what one render of the whole committed report would give."""
@@ -295,9 +296,8 @@ class _Rows:
 
     def render(self, read: tuple) -> None:
         """The lines of the ops read()."""
-        ops, attributes, tensors = read
-        n_in = max(self.n_in, max((len(v[0]) for v in tensors.values()), default=0))
-        n_out = max(self.n_out, max((len(v[1]) for v in tensors.values()), default=0))
+        ops, attributes, tensors, n_in, n_out = read
+        n_in, n_out = max(self.n_in, n_in), max(self.n_out, n_out)
         if (n_in, n_out) != (self.n_in, self.n_out):
             self.stale = self.stale or bool(self.lines)  # the lines so far have fewer tensor columns
             self.n_in, self.n_out = n_in, n_out
@@ -358,26 +358,41 @@ class _Rows:
 CHASE_STOP_BYTES = 1 << 20
 CHASE_OPS = 20_000  # ops read in one read transaction (~20-60 ms here): the writer's WAL is not held back longer
 CHASE_POLL_S = 0.05  # between looks when the writer has committed nothing new (it commits a batch every ~50 ms)
+# Rendered between two looks at whether the model runs again (~1-3 ms of the GIL): a model that stops waiting for
+# its writer gets the GIL back within that, not after a whole range.
+CHASE_SLICE_OPS = 500
 
 
 class Chase(threading.Thread):
     """The perf files' rows of the ops a capture's writer process has committed, rendered on a thread of the
-    capturing process while its close waits for that writer: the model's core is idle then, and the writer's
-    backlog at the end of a long loop (~45,000 small ops, ~3-9 s here) covers most of the rows, which took the
-    close ~9 µs of CPU an op after the writer was done (bench/README.md, issue 33, close). export_ops_perf(r,
-    folder, chased=chase) keeps what was rendered if nothing it read has changed since (_Rows.still_right), and
-    renders the rest; any failure here leaves it all to that call.
+    capturing process while its model's thread waits: for the writer process (a loop past oplog.LAG_BYTES sleeps
+    in its pacing: 6.7 s of a 100,000-add loop here), and at the close, for the writer's backlog (~30,000 small
+    ops, ~3-5 s here). The model's core is idle then. Those rows took the close ~9 µs of CPU an op after the
+    writer was done (bench/README.md, issue 33, close). export_ops_perf(r, folder, chased=chase) keeps what was
+    rendered if nothing it read has changed since (_Rows.still_right), and renders the rest; any failure here
+    leaves it all to that call.
 
     An op is rendered once every op of a lower id is committed and so is a later op of the log (a higher
     end_seq): the rows a matmul's estimate adds to device_perf travel in the log with the op after it."""
 
-    def __init__(self, db_path: str | os.PathLike, left):
+    def __init__(self, db_path: str | os.PathLike, left, idle=lambda: True, alive=lambda: True):
         super().__init__(name="ttreport-perf-rows", daemon=True)
         self.db_path = Path(db_path)
         self.left = left  # () -> bytes of the log the writer process has still to write
+        self.idle = idle  # () -> whether the model waits (oplog.LogSink.waiting): the chase may work meanwhile
+        self.alive = alive  # () -> whether the writer process may still commit (not yet reaped)
         self.rows = _Rows()
         self.error: Exception | None = None
         self._halt = threading.Event()
+        self._closing = False
+
+    def closing(self) -> None:
+        """The capture is closing: the model's thread is done, so the chase works whenever there is something to
+        read, until the writer process is CHASE_STOP_BYTES from the end of the log."""
+        self._closing = True
+
+    def _may_work(self) -> bool:
+        return self._closing or self.idle()
 
     def run(self) -> None:
         con = None
@@ -385,7 +400,12 @@ class Chase(threading.Thread):
             con = sqlite3.connect(f"{self.db_path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
                                   check_same_thread=False)
             rows = self.rows
-            while not self._halt.is_set() and not rows.stale and self.left() > CHASE_STOP_BYTES:
+            while not self._halt.is_set() and not rows.stale and self.alive():
+                if not self._may_work():
+                    self._halt.wait(CHASE_POLL_S)
+                    continue
+                if self._closing and self.left() <= CHASE_STOP_BYTES:
+                    break
                 con.execute("BEGIN")  # one snapshot for the range's reads
                 try:
                     upto = _settled(con, rows.done)
@@ -394,8 +414,12 @@ class Chase(threading.Thread):
                     con.execute("COMMIT")
                 if read is None:
                     self._halt.wait(CHASE_POLL_S)
-                else:
-                    rows.render(read)
+                    continue
+                ops, *rest = read
+                for k in range(0, len(ops), CHASE_SLICE_OPS):
+                    while not self._may_work() and not self._halt.is_set():
+                        self._halt.wait(CHASE_POLL_S)  # the model runs again: the GIL is its own
+                    rows.render((ops[k:k + CHASE_SLICE_OPS], *rest))
         except Exception as e:  # noqa: BLE001 - a damaged graph, a db error: the close's export does it all itself
             self.error = e
         finally:
