@@ -49,6 +49,7 @@ from device_sim.conv_config import (
     Conv2dL1Full,
     Conv2dL1FullSliceConfig,
     Conv2dSliceConfig,
+    Conv3dConfig,
     Op2DDRAMSliceHeight,
     Op2DDRAMSliceWidth,
     Op2DL1Full,

@@ -1,4 +1,4 @@
-"""Conv2dConfig and the conv slice configs, with TT-NN 0.81's names, keywords and defaults.
+"""Conv2dConfig, Conv3dConfig and the conv slice configs, with TT-NN 0.81's names, keywords and defaults.
 
     import device_sim as ttnn
     cfg = ttnn.Conv2dConfig(weights_dtype=ttnn.bfloat16, activation="relu", output_layout=ttnn.ROW_MAJOR)
@@ -130,3 +130,27 @@ def get_conv_output_dim(input, window, stride=1, pad=0, dilation=1) -> int:  # n
 
 # TT-NN's conv1d takes the same config (ttnn.Conv1dConfig is Conv2dConfig).
 Conv1dConfig = Conv2dConfig
+
+
+@dataclass(kw_only=True)
+class Conv3dConfig:
+    """TT-NN's Conv3dConfig (ttnn.experimental.conv3d; conv3d_nanobind.cpp's keywords and defaults). The blocks
+    say how the program splits the work over the grid: C_in_block (0: every input channel) also sets the order of
+    ttnn.experimental.prepare_conv3d_weights' rows and how many partial sums the cores reduce; the others change
+    no value."""
+
+    weights_dtype: DataType = DataType.BFLOAT16
+    output_layout: Layout = Layout.ROW_MAJOR
+    T_out_block: int = 1
+    W_out_block: int = 1
+    H_out_block: int = 1
+    C_out_block: int = 0  # 0: every output channel (padded to a tile)
+    C_in_block: int = 0  # 0: every input channel
+    dilation: tuple = (1, 1, 1)
+    alignment: int = 32  # the input's channels are padded to it (conv3d.cpp's default config)
+    compute_with_storage_grid_size: object = (1, 1)
+
+    def __post_init__(self):
+        self.weights_dtype = DataType(self.weights_dtype)
+        self.output_layout = Layout(self.output_layout)
+        self.dilation = tuple(self.dilation)

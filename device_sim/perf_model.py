@@ -752,6 +752,13 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
             params = {"kernel_size": _pair(ks, (1, 1)), "stride": _pair(kwargs.get("stride"), (1, 1)),
                       "padding": _pair(kwargs.get("padding"), (0, 0)), "groups": kwargs.get("groups") or 1,
                       "in_channels": kwargs.get("in_channels")}
+        elif name == "conv3d":
+            # vol2col gathers kD*kH runs of kW*C contiguous bytes a patch: conv2d's windows of kD*kH rows, against
+            # weights already widened over the groups (K = kD*kH*kW*C). Conv3d reads them from DRAM with no halo
+            # program, which conv2d's price includes: an upper bound by that halo.
+            kd, kh, kw = kwargs.get("kernel_size") or (1, 1, 1)
+            params = {"kernel_size": (kd * kh, kw), "stride": tuple(kwargs.get("stride") or (1, 1, 1))[1:],
+                      "padding": tuple(kwargs.get("padding") or (0, 0, 0)), "groups": 1, "in_channels": None}
     in_ops = [o for o in map(_operand, ins) if o is not None]
     out_ops = [o for o in map(_operand, outs) if o is not None]
     kind = registry.named(name).collective if family == "collective" else None  # what crosses the busiest link

@@ -480,6 +480,20 @@ CASES.update({"ttnn.batch_norm": lambda d: ((x(d, 2, 4, 32, 32, **pos),), dict(
     bias=x(d, 1, 4, 1, 1, seed=4)))})
 
 
+# ttnn.experimental.conv3d (issue 31: tests/ttnn's test_conv3d.py): [N, D, H, W, C] with C padded to 32; grouped
+# weights in torch's layout, prepared by the op; C_in in two blocks of 16, summed in bfloat16
+CASES.update({
+    "ttnn.experimental.conv3d": lambda d: ((), dict(
+        input_tensor=dev(rnd(2, 4, 5, 6, 32), d, layout=ttnn.ROW_MAJOR),
+        weight_tensor=dev(rnd(32, 16, 3, 3, 3, seed=1), None, layout=ttnn.ROW_MAJOR), device=d,
+        bias_tensor=x(d, 1, 32, seed=2), dtype=ttnn.bfloat16, output_channels=32, kernel_size=(3, 3, 3),
+        stride=(1, 2, 1), padding=(0, 1, 1), padding_mode="replicate", groups=2,
+        config=ttnn.Conv3dConfig(C_in_block=16))),
+    "ttnn.experimental.prepare_conv3d_weights": lambda d: ((), dict(
+        weight_tensor=dev(rnd(8, 6, 1, 3, 3), None, layout=ttnn.ROW_MAJOR), groups=2, device=d)),
+})
+
+
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"
     assert all(ttnn.OPS[n].golden_function is None for n in NO_GOLDEN)

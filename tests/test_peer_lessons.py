@@ -958,6 +958,30 @@ def test_div_stores_a_bfloat16_zero_over_zero_as_inf_and_divides_float32_exactly
     assert ttnn.to_torch(ttnn.div(*fp32, fast_and_approximate_mode=True))[0, 3] == torch.tensor(7.0) / 2.5
 
 
+def test_convert_to_hwc_turns_width_sharded_chw_into_height_sharded_hwc_with_aligned_channels(device):
+    # test_convert_to_hwc.py (261 cases): [1, B, C, HW] ROW_MAJOR width-sharded (L1 or DRAM) -> [1, 1, B*HW, C']
+    # height-sharded, C' = C rounded up to 16 B; without memory_config the output takes the input's grid and B times
+    # its shard width in rows; a DRAM input needs memory_config (convert_to_hwc.cpp's TT_FATAL)
+    grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0))})
+    x = torch.randn(1, 2, 3, 64, dtype=torch.bfloat16)
+
+    def sharded(buffer_type):
+        cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.WIDTH_SHARDED, buffer_type,
+                                ttnn.ShardSpec(grid, (6, 32), ttnn.ShardOrientation.ROW_MAJOR))
+        return ttnn.Tensor(x, ttnn.bfloat16, device=device, layout=ttnn.ROW_MAJOR_LAYOUT, mem_config=cfg)
+
+    [program] = launched(device, lambda: ttnn.experimental.convert_to_hwc(sharded(ttnn.BufferType.L1)))
+    assert program.name == "ConvertToHWCDeviceOperation" and [cb.indices[0] for cb in program.cbs] == [0, 1, 2, 3, 4, 5]
+    out = ttnn.experimental.convert_to_hwc(sharded(ttnn.BufferType.L1))
+    spec = out.memory_config().shard_spec
+    assert out.shape == (1, 1, 128, 8) and out.memory_config().memory_layout == ttnn.TensorMemoryLayout.HEIGHT_SHARDED
+    assert tuple(spec.shape) == (64, 8) and spec.grid == grid
+    hwc = ttnn.to_torch(out)
+    assert torch.equal(hwc[..., :3], x.transpose(2, 3).reshape(1, 1, 128, 3)) and not hwc[..., 3:].any()
+    with pytest.raises(RuntimeError, match="When input tensor is in DRAM, output memory_config must be explicitly"):
+        ttnn.experimental.convert_to_hwc(sharded(ttnn.BufferType.DRAM))
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 
@@ -1031,3 +1055,36 @@ def test_a_sharded_distributed_norm_stage_takes_means_on_the_grids_first_core_an
     with pytest.raises(RuntimeError, match="sharded on one core"):
         ttnn.layer_norm_post_all_gather(sharded(x), ttnn.to_memory_config(stats, memory_config=ttnn.DRAM),
                                         program_config=program)
+
+
+def test_conv3d_runs_torchs_conv3d_on_prepared_weights_in_c_in_blocks(device):
+    # test_conv3d.py (1551 cases): ttnn.Conv3dConfig, ttnn.experimental.prepare_conv3d_weights ([kD*kH*kW*C, C_out],
+    # rows by C_in block) and ttnn.experimental.conv3d on an [N, D, H, W, C] ROW_MAJOR input, C padded to 32;
+    # groups, "replicate" padding, stride and dilation as torch's nn.Conv3d
+    torch.manual_seed(0)
+    conv = torch.nn.Conv3d(12, 48, (3, 3, 3), stride=(1, 2, 1), padding=(0, 1, 1), dilation=(1, 1, 2), groups=2,
+                           padding_mode="replicate")
+    x = torch.randn(2, 12, 6, 7, 9)
+    want = conv(x).detach()
+    tt_x = ttnn.from_torch(torch.nn.functional.pad(x.permute(0, 2, 3, 4, 1), (0, 20)), device=device,
+                           dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR_LAYOUT)
+    cfg = ttnn.Conv3dConfig(C_in_block=32, compute_with_storage_grid_size=device.compute_with_storage_grid_size())
+    w = ttnn.experimental.prepare_conv3d_weights(weight_tensor=ttnn.from_torch(conv.weight.data, dtype=ttnn.bfloat16),
+                                                 groups=2, C_in_block=32, alignment=32, device=device)
+    assert w.shape == (27 * 32, 48) and w.device() is not None
+    out = ttnn.experimental.conv3d(
+        input_tensor=tt_x, weight_tensor=w, device=device, dtype=ttnn.bfloat16, output_channels=48,
+        bias_tensor=ttnn.from_torch(conv.bias.data.reshape(1, -1), device=device, dtype=ttnn.bfloat16,
+                                    layout=ttnn.TILE_LAYOUT),
+        kernel_size=(3, 3, 3), stride=(1, 2, 1), padding=(0, 1, 1), dilation=(1, 1, 2), padding_mode="replicate",
+        groups=2, config=cfg)
+    got = ttnn.to_torch(out).float().permute(0, 4, 1, 2, 3)
+    assert got.shape == want.shape and out.layout == ttnn.ROW_MAJOR_LAYOUT
+    assert torch.corrcoef(torch.stack([got.flatten(), want.flatten()]))[0, 1] > 0.9999
+    [program] = launched(device, lambda: ttnn.experimental.conv3d(
+        input_tensor=tt_x, weight_tensor=w, device=device, dtype=ttnn.bfloat16, output_channels=48,
+        kernel_size=(3, 3, 3), stride=(1, 2, 1), padding=(0, 1, 1), dilation=(1, 1, 2), groups=2, config=cfg))
+    assert (program.name, program.factory) == ("Conv3dDeviceOperation", "Conv3dProgramFactory")
+    with pytest.raises(RuntimeError, match="must be divisible by C_in_block"):
+        ttnn.experimental.conv3d(input_tensor=tt_x, weight_tensor=w, device=device, dtype=ttnn.bfloat16,
+                                 output_channels=48, kernel_size=(3, 3, 3), config=ttnn.Conv3dConfig(C_in_block=48))

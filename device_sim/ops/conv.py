@@ -1,4 +1,5 @@
-"""Convolutions: conv2d, conv1d, conv_transpose2d and conv2d's weight preparation, as TT-NN runs them.
+"""Convolutions: conv2d, conv1d, conv_transpose2d, ttnn.experimental.conv3d and their weight preparation, as TT-NN
+runs them.
 
     import device_sim as ttnn
     x = ttnn.from_torch(torch.randn(1, 8, 8, 16), dtype=ttnn.bfloat16, device=device)   # NHWC
@@ -17,18 +18,22 @@ rows in (kh, kw, c) order; conv2d takes them back.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
 from device_sim import device_work, placement
-from device_sim.conv_config import Conv2dConfig, Conv2dSliceConfig, PaddingMode, activation_name
+from device_sim.conv_config import Conv2dConfig, Conv2dSliceConfig, Conv3dConfig, PaddingMode, activation_name
 from device_sim.ops.common import check_tt_nn_only, device_inputs, values
 from device_sim.ops.vision import _flat, _make, _nchw, _padding, _pair
+from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import conv as conv_programs
 from device_sim.registry import OWN_NAME, Trait, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 
+_CONV_HERE = "device_sim/ops/conv.py"
 _ACTIVATIONS = {"relu": torch.relu, "relu6": lambda y: y.clamp(0, 6), "silu": F.silu, "gelu": F.gelu,
                 "sigmoid": torch.sigmoid, "tanh": torch.tanh}
 
@@ -454,3 +459,179 @@ def conv_transpose2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None
                               layout=Layout.TILE, memory_config=placement.get_default_memory_config())
                         for t in (weight_tensor, bias_tensor))
     return _returned(out, dims, weights)
+
+
+# -- conv3d (ttnn.experimental) ---------------------------------------------------------------
+
+def _triple(v, name: str, op_name: str) -> tuple[int, int, int]:
+    t = tuple(v) if isinstance(v, (tuple, list)) else (v, v, v)
+    if len(t) != 3:
+        raise ValueError(f"{op_name}: {name} {v!r} must be 3 ints (depth, height, width)")
+    return t
+
+
+def _conv3d_prepared(w: torch.Tensor, groups: int, c_in_block: int, alignment: int, op_name: str) -> torch.Tensor:
+    """prepare_conv3d_weights.cpp: [C_out, C_in/groups, kD, kH, kW] -> [kD*kH*kW*C_in_aligned, C_out], rows in
+    (C_in block, kd, kh, kw, c within the block) order. Groups widen C_in with zeros off each output channel's group
+    (convert_conv_weight_tensor_to_grouped_layout); C_in is padded with zeros to `alignment`."""
+    c_out, per_group, kd, kh, kw = w.shape
+    if groups > 1:
+        full = w.new_zeros(c_out, per_group * groups, kd, kh, kw)
+        size = c_out // groups
+        for o in range(c_out):
+            g = min(o // size, groups - 1)
+            full[o, g * per_group:(g + 1) * per_group] = w[o]
+        w = full
+    w = w.permute(2, 3, 4, 1, 0)  # kD, kH, kW, C_in, C_out
+    if w.shape[3] % alignment:
+        w = F.pad(w, (0, 0, 0, alignment - w.shape[3] % alignment))
+    c_in = w.shape[3]
+    block = c_in_block or c_in
+    if c_in % block:
+        raise tt_fatal("num_C_in_blocks * C_in_block == C_in_aligned",
+                       f"{op_name}: C_in_aligned ({c_in}) must be divisible by C_in_block ({block})", _CONV_HERE)
+    w = w.reshape(kd, kh, kw, c_in // block, block, c_out).permute(3, 0, 1, 2, 4, 5)
+    return w.reshape(-1, c_out)
+
+
+def _conv3d_unprepared(w: torch.Tensor, kernel, c_in: int, c_in_block: int) -> torch.Tensor:
+    """The inverse of _conv3d_prepared for an input of c_in (aligned) channels: [C_out, C_in, kD, kH, kW]."""
+    kd, kh, kw = kernel
+    block = c_in_block or c_in
+    w = w.reshape(c_in // block, kd, kh, kw, block, w.shape[-1]).permute(1, 2, 3, 0, 4, 5)
+    return w.reshape(kd, kh, kw, c_in, -1).permute(4, 3, 0, 1, 2)
+
+
+def _conv3d_default_config(kernel, dilation, device) -> Conv3dConfig:
+    """conv3d.cpp's conservative default: one output row of each dim a block, C_out_block one tile, and the
+    smallest C_in_block with kD*kH*kW*C_in_block a whole number of tiles and C_in_block a multiple of the L1
+    alignment (16 bytes), on the device's whole grid."""
+    vol = kernel[0] * kernel[1] * kernel[2]
+    grid = device.compute_with_storage_grid_size() if device is not None else (1, 1)
+    return Conv3dConfig(C_out_block=32, C_in_block=math.lcm(16, 32 // math.gcd(vol, 32)), dilation=dilation,
+                        compute_with_storage_grid_size=grid)
+
+
+def _conv3d_golden(*_, input_tensor, weight_tensor, bias_tensor=None, config=None, output_channels, kernel_size,
+                   stride=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1), padding_mode="zeros", groups=1,
+                   compute_kernel_config=None, **__):
+    """Conv3dOp on an [N, D, H, W, C] input: the conv of each C_in block (C_in_block input channels at a time, as
+    the cores split it) summed, a bfloat16 sum between blocks unless fp32_dest_acc_en (use_fp32_partials), plus the
+    bias; [N, D_out, H_out, W_out, C_out]."""
+    op_name = "ttnn.experimental.conv3d"
+    kernel, st, pad, dil = (_triple(v, n, op_name) for v, n in ((kernel_size, "kernel_size"), (stride, "stride"),
+                                                               (padding, "padding"), (dilation, "dilation")))
+    x = input_tensor.float().permute(0, 4, 1, 2, 3)  # N, C, D, H, W
+    c_in = x.shape[1]
+    block = (config.C_in_block if config is not None else 0) or c_in
+    w = weight_tensor.float()
+    if w.dim() == 5:  # torch's layout: conv3d prepares it first (prepare_and_check_weight_tensor)
+        w = _conv3d_prepared(w, groups, block, config.alignment if config is not None else 32, op_name)
+    w = _conv3d_unprepared(w.reshape(-1, w.shape[-1]), kernel, c_in, block)
+    pads = (pad[2], pad[2], pad[1], pad[1], pad[0], pad[0])
+    x = F.pad(x, pads, mode="replicate") if padding_mode == "replicate" else F.pad(x, pads)
+    fp32 = bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False))
+    y = None
+    for b in range(c_in // block):
+        part = F.conv3d(x[:, b * block:(b + 1) * block], w[:, b * block:(b + 1) * block], stride=st, dilation=dil)
+        if not fp32 and c_in > block:  # the partials CB holds the input's format (bfloat16)
+            part = part.bfloat16().float()
+            y = part if y is None else (y + part).bfloat16().float()
+        else:
+            y = part if y is None else y + part
+    y = y[:, :output_channels]
+    if bias_tensor is not None:
+        y = y + bias_tensor.float().reshape(-1)[:output_channels].reshape(1, -1, 1, 1, 1)
+    return y.permute(0, 2, 3, 4, 1)
+
+
+@register_op("ttnn.experimental.conv3d", kind="conv2d", golden=_conv3d_golden)
+def conv3d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, bias_tensor: Tensor | None = None,
+           config: Conv3dConfig | None = None, dtype: DataType = DataType.BFLOAT16, output_channels: int,
+           kernel_size, stride=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1), padding_mode: str = "zeros",
+           groups: int = 1, memory_config: MemoryConfig | None = None, compute_kernel_config=None,
+           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """3D convolution of an [N, D, H, W, C] ROW_MAJOR input (C padded to the config's alignment, 32); the output is
+    [N, D_out, H_out, W_out, output_channels], ROW_MAJOR. weight_tensor is prepared by
+    ttnn.experimental.prepare_conv3d_weights ([kD*kH*kW*C, C_out]) or torch's [C_out, C_in/groups, kD, kH, kW] on
+    the host (prepared here); bias_tensor is [1, C_out] in TILE. Without a config, conv3d.cpp's default blocking.
+    Emitted as conv2d's kind: a gather of windows (vol2col) and a matmul.
+
+    >>> x = ttnn.from_torch(torch.ones(1, 3, 4, 4, 32), ttnn.bfloat16, device=device)  # N, D, H, W, C
+    >>> w = ttnn.from_torch(torch.ones(32, 32, 3, 3, 3), ttnn.bfloat16)  # torch's layout, on the host
+    >>> y = ttnn.experimental.conv3d(input_tensor=x, weight_tensor=w, device=device, dtype=ttnn.bfloat16,
+    ...                              output_channels=32, kernel_size=(3, 3, 3), padding=(0, 1, 1))
+    >>> y.shape, y.to_torch()[0, 0, 1, 1, 0].item()  # an inner voxel sees 27 x 32 ones
+    (Shape([1, 1, 4, 4, 32]), 864.0)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    kernel, st, pad, dil = (_triple(v, n, op_name) for v, n in ((kernel_size, "kernel_size"), (stride, "stride"),
+                                                               (padding, "padding"), (dilation, "dilation")))
+    x_device = input_tensor.device()
+    device = device if device is not None else x_device
+    if config is None:
+        config = _conv3d_default_config(kernel, dil, device)
+    shape = tuple(input_tensor.shape)
+    checks = ((len(shape) == 5, "input_tensor.logical_shape().size() == 5", f"the input must be [N, D, H, W, C], got "
+                                                                             f"{list(shape)}"),
+              (input_tensor.layout == Layout.ROW_MAJOR, "input_tensor.layout() == Layout::ROW_MAJOR",
+               "the input must be ROW_MAJOR"),
+              (padding_mode in ("zeros", "replicate"), "padding_mode == zeros || padding_mode == replicate",
+               f"padding_mode must be 'zeros' or 'replicate', got {padding_mode!r}"),
+              (not config.C_out_block or config.C_out_block % 32 == 0,
+               "C_out_block % TILE_WIDTH == 0", f"C_out_block ({config.C_out_block}) must be a multiple of 32"))
+    for ok, condition, message in checks:
+        if not ok:
+            raise tt_fatal(condition, f"{op_name}: {message}", _CONV_HERE)
+    c_in = shape[4]
+    if config.C_in_block and (c_in % config.C_in_block or config.C_in_block % 16):
+        raise tt_fatal("C_in % C_in_block == 0 && C_in_block % l1_alignment == 0",
+                       f"{op_name}: input channels ({c_in}) must be divisible by C_in_block ({config.C_in_block}), "
+                       f"a multiple of 16", _CONV_HERE)
+    w = weight_tensor
+    if len(w.shape) == 5 and w.device() is not None:
+        raise tt_fatal("weight_tensor.device() == nullptr", f"{op_name}: an unprepared (5D) weight tensor must be "
+                       f"on the host; prepare it with ttnn.experimental.prepare_conv3d_weights", _CONV_HERE)
+    device_inputs(op_name, input_tensor, bias_tensor)
+    args = dict(input_tensor=values(input_tensor, op_name), weight_tensor=values(w, op_name),
+                bias_tensor=values(bias_tensor, op_name) if bias_tensor is not None else None, config=config,
+                output_channels=output_channels, kernel_size=kernel, stride=st, padding=pad, dilation=dil,
+                padding_mode=padding_mode, groups=groups, compute_kernel_config=compute_kernel_config)
+    rows = kernel[0] * kernel[1] * kernel[2] * c_in
+    if len(w.shape) == 2 and tuple(w.shape) != (rows, output_channels):
+        raise tt_fatal("weight_tensor.logical_shape() == {patch_size, output_channels}",
+                       f"{op_name}: prepared weights {list(w.shape)} must be [kD*kH*kW*C_in, C_out] = "
+                       f"[{rows}, {output_channels}]", _CONV_HERE)
+    y = _conv3d_golden(**args)
+    out = _make(y, device, [input_tensor], op_name=op_name, dtype=dtype, layout=Layout.ROW_MAJOR,
+                memory_config=memory_config)
+    if x_device is not None:
+        device_work.launch_for(out, True, x_device, conv_programs.conv3d_program(
+            x_device, shape, out_shape=tuple(out.shape), kernel=kernel, stride=st, dilation=dil,
+            dtype=input_tensor.dtype, config=config, bias=bias_tensor is not None,
+            fp32_dest_acc_en=bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False))))
+    return out
+
+
+def _prepare_conv3d_weights_golden(*_, weight_tensor, groups=1, C_in_block=0, alignment=32, **__):
+    return _conv3d_prepared(weight_tensor.float(), groups, C_in_block, alignment, "prepare_conv3d_weights")
+
+
+@register_op("ttnn.experimental.prepare_conv3d_weights", kind="move", golden=_prepare_conv3d_weights_golden)
+def prepare_conv3d_weights(*, weight_tensor: Tensor, groups: int = 1, C_in_block: int = 0, alignment: int = 32,  # noqa: N803
+                           device=None, op_name: str = OWN_NAME) -> Tensor:
+    """torch's [C_out, C_in/groups, kD, kH, kW] weights as ttnn.experimental.conv3d reads them: [kD*kH*kW*C_in, C_out]
+    on `device`, ROW_MAJOR (conv3d tilizes them), C_in widened by the groups and padded to `alignment`, rows in
+    (C_in block, kd, kh, kw, c) order (prepare_conv3d_weights.cpp: a grouped copy on the host, then to_device,
+    permute, pad, reshape, permute, reshape on the device).
+
+    >>> w = ttnn.from_torch(torch.ones(32, 8, 1, 1, 1), ttnn.bfloat16)
+    >>> ttnn.experimental.prepare_conv3d_weights(weight_tensor=w, device=device).shape  # C_in 8 padded to 32
+    Shape([32, 32])
+    """
+    v = _prepare_conv3d_weights_golden(weight_tensor=values(weight_tensor, op_name), groups=groups,
+                                       C_in_block=C_in_block, alignment=alignment)
+    device = device if device is not None else weight_tensor.device()
+    return _make(v, device, [], op_name=op_name, dtype=weight_tensor.dtype, layout=Layout.ROW_MAJOR,
+                 memory_config=None)

@@ -30,8 +30,10 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
+from device_sim import dtypes
 from device_sim.device_work import (
     TILE,
     TILE_BYTES,
@@ -210,3 +212,54 @@ def _interleaved_to_sharded(dtype, tile: bool, shard_h: int, channels: int, rang
 
     return make_program("InterleavedToShardedDeviceOperation", "InterleavedToShardedProgramFactory",
                         i2s_cbs(dtype, dtype, tile, shard_h, channels), ranges)
+
+
+def conv3d_program(dev, in_shape: tuple, *, out_shape: tuple, kernel: tuple, stride: tuple, dilation: tuple,
+                   dtype: DataType, config, bias: bool, fp32_dest_acc_en: bool) -> Program:
+    """Conv3dProgramFactory (experimental/conv3d/device/conv3d_program_factory.cpp) on the config's grid from (0, 0).
+
+    In CB index order: vol2col_rm (min(patches, 64) patch rows, each padded to whole tiles), vol2col_tiled (K_t
+    tiles: one tile row), the weights (K_t x N_t), the matmul partials (M_t x N_t; float32 when fp32_dest_acc_en and
+    more than one C_in block), the untilized result (M_t x N_t tiles); a zero tile with float32 partials; the
+    reduction (M_t x N_t) and the worker ack (1) with more than one C_in block; the bias (N_t); and, for a kernel
+    larger than 1x1x1 without dilation, the L1 prefetch of one block's receptive field (C_in_block bytes a position)
+    when it fits min(free L1 - 200 KB for kernel code - the other CBs, 500 KB). M_t, K_t, N_t: the block's patches
+    (T x H x W out blocks), kD*kH*kW*C_in_block and C_out_block, in tiles.
+    """
+    gx, gy = (config.compute_with_storage_grid_size.x, config.compute_with_storage_grid_size.y) if hasattr(
+        config.compute_with_storage_grid_size, "x") else tuple(config.compute_with_storage_grid_size)
+    key = ("Conv3dDeviceOperation", in_shape, out_shape, kernel, stride, dilation, dtype, config.T_out_block,
+           config.H_out_block, config.W_out_block, config.C_in_block, config.C_out_block, gx, gy, bias,
+           fp32_dest_acc_en, dev.config.l1_size, dev.config.l1_unreserved_base)
+
+    def build():
+        c_in, c_out = in_shape[-1], out_shape[-1]
+        tile, esize = TILE_BYTES[dtype], dtypes.ELEMENT_SIZE[dtype]
+        c_out_block = config.C_out_block or _round(c_out, TILE)
+        c_in_block = config.C_in_block or c_in
+        patch = kernel[0] * kernel[1] * kernel[2] * c_in_block
+        patches = config.T_out_block * config.H_out_block * config.W_out_block
+        m_t, k_t, n_t = -(-patches // TILE), -(-patch // TILE), -(-c_out_block // TILE)
+        blocks = c_in // c_in_block
+        fp32_partials = fp32_dest_acc_en and blocks > 1
+        partial = TILE_BYTES[_F32] if fp32_partials else tile
+        cbs = [CircularBuffer((0,), min(patches, 2 * TILE), _round(patch, TILE) * esize),
+               CircularBuffer((1,), k_t, tile), CircularBuffer((2,), k_t * n_t, tile),
+               CircularBuffer((3,), m_t * n_t, partial), CircularBuffer((4,), m_t * n_t, tile)]
+        if fp32_partials:
+            cbs.append(CircularBuffer((len(cbs),), 1, tile))
+        if blocks > 1:
+            cbs += [CircularBuffer((len(cbs),), m_t * n_t, partial), CircularBuffer((len(cbs) + 1,), 1, tile)]
+        if bias:
+            cbs.append(CircularBuffer((len(cbs),), n_t, tile))
+        if max(kernel) > 1 and dilation == (1, 1, 1):
+            others = sum(cb.size for cb in cbs)
+            usable = dev.config.l1_size - dev.config.l1_unreserved_base - 200 * 1024
+            budget = min(usable - others, 500 * 1024) if others < usable else 0
+            positions = math.prod((b - 1) * s + k for b, s, k in zip(
+                (config.T_out_block, config.H_out_block, config.W_out_block), stride, kernel))
+            if positions * c_in_block * esize <= budget:
+                cbs.append(CircularBuffer((len(cbs),), positions, c_in_block * esize))
+        return make_program("Conv3dDeviceOperation", "Conv3dProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
+
+    return cached(key, build)
