@@ -480,6 +480,18 @@ CASES.update({"ttnn.batch_norm": lambda d: ((x(d, 2, 4, 32, 32, **pos),), dict(
     bias=x(d, 1, 4, 1, 1, seed=4)))})
 
 
+# issue 31's smallops: hardmish; convert_to_hwc of a [1, B, C, HW] ROW_MAJOR input width-sharded over two cores
+_WIDTH_SHARDED_2 = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.WIDTH_SHARDED, ttnn.BufferType.L1, ttnn.ShardSpec(
+    ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0))}), (6, 32),
+    ttnn.ShardOrientation.ROW_MAJOR))
+CASES.update({
+    "ttnn.hardmish": unary(),
+    # float32 (what the golden is given): 3 channels padded to 4, a 16 B alignment of float32
+    "ttnn.experimental.convert_to_hwc": lambda d: ((dev(rnd(1, 2, 3, 64), d, dtype=ttnn.float32,
+                                                        layout=ttnn.ROW_MAJOR, memory_config=_WIDTH_SHARDED_2),), {}),
+})
+
+
 # ttnn.experimental.conv3d (issue 31: tests/ttnn's test_conv3d.py): [N, D, H, W, C] with C padded to 32; grouped
 # weights in torch's layout, prepared by the op; C_in in two blocks of 16, summed in bfloat16
 CASES.update({

@@ -33,7 +33,7 @@ from device_sim.programs import shape as shape_programs
 from device_sim.programs import sort as sort_programs
 from device_sim.registry import OWN_NAME, Trait, pending_output_target, register_op
 from device_sim.tensor import Tensor
-from device_sim.types import DataType, Layout, MemoryConfig
+from device_sim.types import BufferType, DataType, Layout, MemoryConfig, ShardSpec, TensorMemoryLayout
 
 _HERE = "device_sim/ops/data_movement.py"  # where a TT_FATAL-worded error says it was checked
 
@@ -917,4 +917,70 @@ def fill_implicit_tile_padding(input_tensor: Tensor, fill_value: float, *, memor
     if input_tensor.device() is not None:  # a bfloat8_b tensor: TT-NN typecasts around it, not modelled (None)
         device_work.launch_after(out, True, input_tensor, fill_pad_programs.fill_pad_program(
             input_tensor.device(), tuple(v.shape), input_tensor.dtype))
+    return out
+
+
+# -- CHW to HWC: the conv models' input reorder (tt-metal's experimental/cnn/convert_to_hwc) ---------------------------
+
+
+def _convert_to_hwc_golden(t, *_, l1_alignment: int = 16, **__):
+    """[1, B, C, HW] -> [1, 1, B*HW, C'], C' = C zero-padded to whole `l1_alignment` bytes (16 on Wormhole)."""
+    b, c, hw = t.shape[1:]
+    align = l1_alignment // t.element_size()
+    return torch.nn.functional.pad(t.transpose(2, 3).reshape(1, 1, b * hw, c), (0, -(-c // align) * align - c))
+
+
+@register_op("ttnn.experimental.convert_to_hwc", kind="move", golden=_convert_to_hwc_golden)
+def convert_to_hwc(input: Tensor, *, memory_config: MemoryConfig | None = None,  # noqa: A002
+                   dtype: DataType | None = None, op_name: str = OWN_NAME) -> Tensor:
+    """A [1, B, C, HW] ROW_MAJOR width-sharded tensor (L1 or DRAM) as [1, 1, B*HW, C'] height-sharded: each pixel's
+    channels in a row, C padded up to a whole L1 alignment (16 B: 8 bfloat16 channels) with zeros. Without
+    `memory_config` (an L1 input only) the output takes the input's grid, B times its shard width in rows.
+
+    >>> spec = ttnn.ShardSpec(ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0))}),
+    ...                       (3, 32), ttnn.ShardOrientation.ROW_MAJOR)
+    >>> cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.WIDTH_SHARDED, ttnn.BufferType.L1, spec)
+    >>> x = ttnn.Tensor(torch.arange(96.0).reshape(1, 1, 3, 32), ttnn.bfloat16, device=device,
+    ...                 layout=ttnn.ROW_MAJOR_LAYOUT, mem_config=cfg)
+    >>> y = ttnn.experimental.convert_to_hwc(x)
+    >>> y.shape, y.to_torch()[0, 0, 1, :4]
+    (Shape([1, 1, 32, 8]), tensor([ 1., 33., 65.,  0.], dtype=torch.bfloat16))
+    """
+    where = _HERE
+    if not isinstance(input, Tensor) or input.device() is None:
+        raise TypeError(f"{op_name}: takes a ttnn tensor on a device, got {input!r}")
+    mc = input.memory_config()
+    if mc.buffer_type == BufferType.DRAM and memory_config is None:
+        raise tt_fatal("memory_config.has_value()",
+                       "When input tensor is in DRAM, output memory_config must be explicitly specified", where=where)
+    shape = tuple(input.shape)
+    if len(shape) != 4:
+        raise tt_fatal("shape.size() == 4", f"Input shape must be rank 4 (was rank {len(shape)})", where=where)
+    _, b, c, hw = shape
+    if shape[0] != 1:
+        raise tt_fatal("shape[0] == 1", f"Expected input tensor to be shape [1, B, C, HW] (shape was {list(shape)})",
+                       where=where)
+    if c > 32:
+        raise tt_fatal("C <= TILE_HEIGHT", f"C must be less than or equal to 32 (was {c})", where=where)
+    if input.layout != Layout.ROW_MAJOR:
+        raise tt_fatal("input.layout() == Layout::ROW_MAJOR", "Input tensor must be in row-major layout", where=where)
+    if mc.memory_layout != TensorMemoryLayout.WIDTH_SHARDED or mc.shard_spec is None:
+        raise tt_fatal("input.memory_config().memory_layout() == TensorMemoryLayout::WIDTH_SHARDED",
+                       "Input tensor must be width sharded", where=where)
+    # compute_alignment_requirement_in_elements: the L1 alignment in elements of the input's dtype
+    align = input.device().config.l1_alignment // dtypes.ELEMENT_SIZE[input.dtype]
+    if memory_config is None:  # infer_hwc_output_memory_config
+        spec = mc.shard_spec
+        memory_config = MemoryConfig(TensorMemoryLayout.HEIGHT_SHARDED, mc.buffer_type, ShardSpec(
+            spec.grid, (b * spec.shape[1], -(-c // align) * align), spec.orientation))
+    if memory_config.shard_spec is None or memory_config.memory_layout != TensorMemoryLayout.HEIGHT_SHARDED:
+        raise tt_fatal("args.memory_config.is_sharded() && memory_layout() == HEIGHT_SHARDED",
+                       "Output tensor must be height sharded", where=where)
+    if memory_config.shard_spec.shape[1] % align:
+        raise tt_fatal("output_memory_config.shard_spec()->shape[1] % alignment_elements == 0",
+                       f"Output shard width must be rounded up to next multiple of {align} to satisfy alignment "
+                       f"constraints (width was {memory_config.shard_spec.shape[1]})", where=where)
+    hwc = _convert_to_hwc_golden(held(input, op_name), l1_alignment=input.device().config.l1_alignment)
+    out = output(hwc, input, [input], op_name=op_name, dtype=dtype, memory_config=memory_config)
+    device_work.launch_after(out, True, input, programs.convert_to_hwc_program(input, out))
     return out

@@ -370,3 +370,31 @@ def sharded_to_interleaved_program(x, out) -> Program | None:
 
     return cached(key, build)
 
+
+
+def convert_to_hwc_program(x, out) -> Program:
+    """ConvertToHWCDeviceOperation (experimental/cnn/convert_to_hwc/device/convert_to_hwc_program_factory.cpp),
+    on the output's shard grid: c_0 the input shard (its own L1 buffer; a C-row staging copy of a DRAM input's
+    shard), c_1 the C gathered rows of one block, c_2..c_4 the block's bfloat16 tiles (tilized and transposed
+    twice), c_5 the output shard (its own buffer). A block is the output shard's rows, split into the first
+    multiple of 32 from 1,024 up that divides them (select_block_size)."""
+    in_spec, out_spec = x.memory_config().shard_spec, out.memory_config().shard_spec
+    in_l1 = x.memory_config().buffer_type == BufferType.L1
+    key = ("ConvertToHWCDeviceOperation", x.dtype, tuple(x.shape), in_spec, out_spec, in_l1)
+
+    def build():
+        size = dtypes.ELEMENT_SIZE[x.dtype]
+        c = x.shape[-2]
+        in_rows = in_spec.shape[0] if in_l1 else c
+        gather = out_spec.shape[0]
+        block = next((w for w in range(1024, gather + 1, 32) if gather % w == 0), gather)
+        tiles = -(-block // TILE)
+        bf16 = TILE_BYTES[DataType.BFLOAT16]
+        cbs = (CircularBuffer((0,), in_rows, in_spec.shape[1] * size, in_l1),
+               CircularBuffer((1,), c, block * size),
+               *(CircularBuffer((i,), tiles, bf16) for i in (2, 3, 4)),
+               CircularBuffer((5,), out_spec.shape[0], out_spec.shape[1] * size, True))
+        return make_program("ConvertToHWCDeviceOperation", "ConvertToHWCProgramFactory", cbs,
+                            _shard_ranges(out_spec))
+
+    return cached(key, build)
