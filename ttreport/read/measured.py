@@ -350,15 +350,17 @@ def of_op(r, operation_id: int) -> list[Measured]:
         (operation_id,))]
 
 
+def _ratio(row) -> float:
+    """estimate / measured (inf: nothing measured)"""
+    return row.modelled_ns / row.measured_ns if row.measured_ns else math.inf
+
+
 class OpRatio(NamedTuple):
     operation_id: int
     name: str
     modelled_ns: int
     measured_ns: int
-
-    @property
-    def ratio(self) -> float:
-        return self.modelled_ns / self.measured_ns if self.measured_ns else math.inf
+    ratio = property(_ratio)
 
 
 class NameRatio(NamedTuple):
@@ -366,10 +368,7 @@ class NameRatio(NamedTuple):
     ops: int
     modelled_ns: int
     measured_ns: int
-
-    @property
-    def ratio(self) -> float:
-        return self.modelled_ns / self.measured_ns if self.measured_ns else math.inf
+    ratio = property(_ratio)
 
 
 @dataclass
