@@ -505,6 +505,10 @@ CASES.update({
         weight_tensor=dev(rnd(8, 6, 1, 3, 3), None, layout=ttnn.ROW_MAJOR), groups=2, device=d)),
 })
 
+# ttnn.rotate (issue 31: tests/ttnn's pool/test_rotate.py): NHWC, about a custom centre, filled outside
+CASES.update({"ttnn.rotate": lambda d: ((dev(rnd(2, 9, 12, 32), d, layout=ttnn.ROW_MAJOR), 30.0), dict(
+    center=(4.0, 3.0), fill=0.5, interpolation_mode="bilinear"))})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

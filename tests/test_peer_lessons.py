@@ -1088,3 +1088,23 @@ def test_conv3d_runs_torchs_conv3d_on_prepared_weights_in_c_in_blocks(device):
     with pytest.raises(RuntimeError, match="must be divisible by C_in_block"):
         ttnn.experimental.conv3d(input_tensor=tt_x, weight_tensor=w, device=device, dtype=ttnn.bfloat16,
                                  output_channels=48, kernel_size=(3, 3, 3), config=ttnn.Conv3dConfig(C_in_block=48))
+
+
+def test_rotate_is_torchvisions_rotate_of_an_nhwc_tensor_with_its_fill(device):
+    # pool/test_rotate.py (104 cases) compares ttnn.rotate with its golden, torchvision's rotate (grid_sample of an
+    # inverse rotation about the image centre, a fill where the source falls outside); 90-degree turns are exact
+    torch.manual_seed(0)
+    x = torch.randn(2, 6, 6, 32, dtype=torch.bfloat16)
+    t = ttnn.from_torch(x, layout=ttnn.ROW_MAJOR_LAYOUT, device=device)
+    assert torch.equal(ttnn.to_torch(ttnn.rotate(t, 90.0)), torch.rot90(x, 1, (1, 2)))
+    assert torch.equal(ttnn.to_torch(ttnn.rotate(t, 0.0)), x)
+    out = ttnn.to_torch(ttnn.rotate(t, 45.0, fill=7.0, interpolation_mode="bilinear"))
+    assert out.shape == x.shape and out[0, 0, 0, 0] == 7.0  # a corner's source is outside the image
+    assert torch.equal(ttnn.get_golden_function(ttnn.rotate)(x, angle=45.0, fill=7.0, interpolation_mode="bilinear"),
+                       out)
+    [program] = launched(device, lambda: ttnn.rotate(t, 30.0))
+    assert (program.name, program.factory) == ("RotateDeviceOperation", "NearestProgramFactory")
+    with pytest.raises(RuntimeError, match="expand=True is not supported"):
+        ttnn.rotate(t, 30.0, expand=True)
+    with pytest.raises(RuntimeError, match="ROW_MAJOR layout"):
+        ttnn.rotate(ttnn.from_torch(x, layout=ttnn.TILE_LAYOUT, device=device), 30.0)

@@ -1,4 +1,4 @@
-"""Vision ops on TT-NN's NHWC tensors: pooling, upsample, fold, and the helpers conv.py shares.
+"""Vision ops on TT-NN's NHWC tensors: pooling, upsample, fold, rotate, and the helpers conv.py shares.
 
     import device_sim as ttnn
     x = ttnn.from_torch(torch.randn(1, 1, 64, 32), device=device)          # N=1, H=W=8, C=32, flattened
@@ -27,6 +27,7 @@ from device_sim.programs import vision as vision_programs
 from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import (
+    BufferType,
     CoreCoord,
     CoreRange,
     CoreRangeSet,
@@ -514,4 +515,82 @@ def _adaptive_pool(op_name, golden, input_tensor, batch_size, input_h, input_w, 
                  reallocate_halo_output=reallocate_output)
     if deallocate_input:
         input_tensor._free()
+    return out
+
+
+# -- rotate ---------------------------------------------------------------------------------------
+
+def _rotate_golden(input_tensor, angle, *_, center=None, fill=0.0, expand=False, interpolation_mode="nearest", **__):
+    """TT-NN's golden (ttnn/operations/pool.py): torchvision's rotate of the NHWC tensor, without torchvision:
+    _get_inverse_affine_matrix(center - size/2, -angle) sampled by _gen_affine_grid and _apply_grid_transform's
+    grid_sample (zeros padding, align_corners=False, a mask channel that fills what falls outside)."""
+    x = input_tensor.permute(0, 3, 1, 2).float()
+    n, _c, h, w = x.shape
+    cx, cy = (0.0, 0.0) if center is None else (center[0] - w * 0.5, center[1] - h * 0.5)
+    rot = math.radians(-float(angle))
+    m = [math.cos(rot), math.sin(rot), 0.0, -math.sin(rot), math.cos(rot), 0.0]  # inverse rotation, no shear
+    m[2] += m[0] * -cx + m[1] * -cy + cx
+    m[5] += m[3] * -cx + m[4] * -cy + cy
+    theta = torch.tensor(m).reshape(1, 2, 3)
+    base = torch.empty(1, h, w, 3)
+    base[..., 0] = torch.linspace(-w * 0.5 + 0.5, w * 0.5 - 0.5, w)
+    base[..., 1] = torch.linspace(-h * 0.5 + 0.5, h * 0.5 - 0.5, h).unsqueeze(-1)
+    base[..., 2] = 1
+    grid = base.view(1, h * w, 3).bmm(theta.transpose(1, 2) / torch.tensor([0.5 * w, 0.5 * h])).view(1, h, w, 2)
+    img = torch.cat((x, torch.ones(n, 1, h, w)), 1)
+    img = F.grid_sample(img, grid.expand(n, h, w, 2), mode=interpolation_mode, padding_mode="zeros",
+                        align_corners=False)
+    img, mask = img[:, :-1], img[:, -1:].expand(n, _c, h, w)
+    if interpolation_mode == "nearest":
+        img = torch.where(mask < 0.5, torch.full_like(img, float(fill)), img)
+    else:
+        img = img * mask + (1.0 - mask) * float(fill)
+    return img.permute(0, 2, 3, 1).to(input_tensor.dtype)
+
+
+@register_op("ttnn.rotate", kind="move", golden=_rotate_golden)
+def rotate(input_tensor: Tensor, angle: float, *, center=None, fill: float = 0.0, expand: bool = False,
+           interpolation_mode: str = "nearest", memory_config: MemoryConfig | None = None,
+           op_name: str = OWN_NAME) -> Tensor:
+    """An [N, H, W, C] ROW_MAJOR tensor rotated `angle` degrees counter-clockwise about `center` ((x, y) in pixels;
+    default the image's centre), what falls outside filled with `fill`; the same shape, dtype and layout. As
+    RotateDeviceOperation checks: 4D, ROW_MAJOR, bfloat16 or float32, on a device, expand=False, "nearest" or
+    "bilinear". The result is TT-NN's golden (torchvision's rotate); the device's Q16.16 coordinates can pick a
+    neighbouring pixel where a source falls on a pixel edge.
+
+    >>> x = ttnn.from_torch(torch.arange(16.0).reshape(1, 4, 4, 1), layout=ttnn.ROW_MAJOR, device=device)
+    >>> ttnn.rotate(x, 90.0).to_torch()[0, :, :, 0]
+    tensor([[ 3.,  7., 11., 15.],
+            [ 2.,  6., 10., 14.],
+            [ 1.,  5.,  9., 13.],
+            [ 0.,  4.,  8., 12.]])
+    """
+    shape = tuple(input_tensor.shape)
+    checks = ((len(shape) == 4, "input.logical_shape().rank() == 4",
+               f"Input tensor must be 4D (N, H, W, C), got rank {len(shape)}"),
+              (input_tensor.layout == Layout.ROW_MAJOR, "input.layout() == Layout::ROW_MAJOR",
+               "Input tensor must be in ROW_MAJOR layout"),
+              (input_tensor.dtype in (DataType.BFLOAT16, DataType.FLOAT32),
+               "input.dtype() == BFLOAT16 || input.dtype() == FLOAT32",
+               f"Input tensor dtype must be bfloat16 or float32, got {input_tensor.dtype}"),
+              (input_tensor.device() is not None, "input.storage_type() == StorageType::DEVICE",
+               "Input tensor must be on device"),
+              (not expand, "!expand", "expand=True is not supported. Only same-size rotation (expand=False) is "
+                                      "implemented"),
+              (interpolation_mode in ("nearest", "bilinear"), "interpolation_mode == nearest || bilinear",
+               f"Only 'nearest' and 'bilinear' interpolation_mode are supported, got '{interpolation_mode}'"))
+    for ok, condition, message in checks:
+        if not ok:
+            raise tt_fatal(condition, message, "device_sim/ops/vision.py")
+    ins = device_inputs(op_name, input_tensor)
+    y = _rotate_golden(values(input_tensor, op_name), angle, center=center, fill=fill,
+                       interpolation_mode=interpolation_mode)
+    cfg = memory_config if memory_config is not None else input_tensor.memory_config()
+    out = _make(y, input_tensor.device(), ins, op_name=op_name, dtype=input_tensor.dtype, layout=Layout.ROW_MAJOR,
+                memory_config=cfg)
+    if interpolation_mode == "nearest" and not input_tensor.is_sharded():
+        # the interleaved nearest factory; the bilinear and sharded ones are not modelled
+        device_work.launch_after(out, True, input_tensor, pool_programs.rotate_program(
+            input_tensor.device(), shape, input_tensor.dtype,
+            dram=input_tensor.memory_config().buffer_type == BufferType.DRAM))
     return out

@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+from device_sim import dtypes
 from device_sim.device_work import (
     TILE,
     TILE_BYTES,
@@ -45,6 +46,7 @@ from device_sim.device_work import (
     cores_row_major,
     make_program,
     round_up,
+    split_work,
 )
 from device_sim.programs.conv import closest_divisor_with_padding, halo_cbs, max_out_sticks_per_core
 from device_sim.programs.data_movement import i2s_cbs
@@ -194,3 +196,31 @@ def _pool_cbs(avg, batch, height, width, channels, kernel, stride, padding, coun
                                     ncores, out_shard_h)
         pages.append((1, 3 * most * 2, True))
     return [CircularBuffer((i,), n, size, g) for i, (n, size, g) in enumerate(pages)]
+
+
+def rotate_program(dev, shape: tuple, dtype: DataType, *, dram: bool) -> Program:
+    """RotateDeviceOperation's NearestProgramFactory (pool/rotate/device/rotate_nearest_program_factory.cpp) for an
+    interleaved [N, H, W, C] ROW_MAJOR input: split_work_to_cores over the N*H*W output sticks; c_0 one fill stick,
+    c_1 the output sticks, num_cb_pages x 2 (double buffered), num_cb_pages = min(the most sticks a core takes,
+    (8 tiles of the input's elements / 2) / stick bytes) rounded down to the burst (at most 5). A stick is C elements
+    rounded up to the buffer's alignment (pool_utils' get_aligned_stick_size: DRAM 32 bytes, L1 16)."""
+    gx, gy = dev.config.grid_x, dev.config.grid_y
+    key = ("RotateDeviceOperation", shape, dtype, dram, gx, gy, dev.config.dram_alignment, dev.config.l1_alignment)
+
+    def build():
+        esize = dtypes.ELEMENT_SIZE[dtype]
+        stick = round_up(shape[-1] * esize, dev.config.dram_alignment if dram else dev.config.l1_alignment)
+        sticks = shape[0] * shape[1] * shape[2]
+        ranges = split_work(sticks, gx, gy)
+        cores = sum((r[2] - r[0] + 1) * (r[3] - r[1] + 1) for r in ranges)
+        per_core = -(-sticks // cores)
+        pages = min(per_core, 8 * TILE * TILE * esize // 2 // stick)
+        if pages == 0:
+            raise RuntimeError(f"TT_FATAL @ device_sim/programs/pool.py: num_cb_pages > 0\ninfo:\nNot enough L1 for "
+                               f"even a single CB page: aligned_input_stick_nbytes={stick}")
+        burst = min(pages, 5)
+        pages -= pages % burst
+        cbs = (CircularBuffer((0,), 1, stick), CircularBuffer((1,), pages * 2, stick))
+        return make_program("RotateDeviceOperation", "NearestProgramFactory", cbs, ranges)
+
+    return cached(key, build)
