@@ -369,6 +369,14 @@ CASES.update({
     "ttnn.moreh_mean": lambda d: ((x(d),), dict(dim=2, keepdim=True)),
     "ttnn.moreh_sum_backward": lambda d: ((x(d, 2, 1, 64),), dict(input=x(d, seed=3), dim=1, keepdim=True)),
     "ttnn.moreh_mean_backward": lambda d: ((x(d, 2, 32, 1),), dict(dim=2, keepdim=True, input_grad_shape=[2, 32, 64])),
+    "ttnn.moreh_matmul": lambda d: ((x(d, 2, 64, 32), x(d, 64, 96, seed=3)), dict(transpose_input=True,
+                                                                                  bias=x(d, 1, 96, seed=4))),
+    "ttnn.moreh_linear": lambda d: ((x(d), x(d, 48, 64, seed=3)), dict(bias=x(d, 1, 1, seed=4))),
+    # 2-D operands: a batched one's gradient is a second rounding (moreh_sum after the product) the golden lacks
+    "ttnn.moreh_matmul_backward": lambda d: ((x(d, 32, 32), x(d, 32, 64, seed=1), x(d, 64, 32, seed=2)),
+                                             dict(input_a_grad=x(d, 32, 64, seed=3), input_b_grad=x(d, 64, 32))),
+    "ttnn.moreh_linear_backward": lambda d: ((x(d, 32, 16), x(d, 32, 64, seed=1), x(d, 16, 64, seed=2)), dict(
+        input_grad=x(d, 32, 64, seed=3), weight_grad=x(d, 16, 64, seed=4), bias_grad=x(d, 1, 16, seed=5))),
     # float32: TT-NN's composite rounds after the matmul, the scaling and the add (a bfloat16 case differs by an ulp)
     "ttnn.addmm": lambda d: (tuple(dev(rnd(*s, seed=k), d, dtype=ttnn.float32) for s, k in
                                    (((32, 64), 0), ((32, 96), 3), ((96, 64), 4))), dict(alpha=0.5, beta=2.0)),

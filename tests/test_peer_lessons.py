@@ -1090,6 +1090,41 @@ def test_conv3d_runs_torchs_conv3d_on_prepared_weights_in_c_in_blocks(device):
                                  output_channels=48, kernel_size=(3, 3, 3), config=ttnn.Conv3dConfig(C_in_block=48))
 
 
+def test_moreh_matmul_broadcasts_batches_and_its_backwards_sum_a_broadcast_operands_gradient(device):
+    # nightly test_moreh_matmul.py / test_moreh_linear.py (296 cases): ttnn.operations.moreh.matmul with
+    # transposes and batch dims that broadcast, a [1, 1] bias, and the backwards moreh_matmul_backward.cpp /
+    # moreh_linear_backward.cpp compose: a gradient with fewer batch dims than the product is moreh_sum'ed into it
+    def tt(v):
+        return ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+
+    a, b = torch.randint(-2, 3, (3, 1, 40, 20)).float(), torch.randint(-2, 3, (2, 50, 20)).float()
+    bias = torch.tensor([[5.0]])
+    y = ttnn.operations.moreh.matmul(tt(a), tt(b), transpose_other=True, bias=tt(bias))
+    assert y.shape == (3, 2, 40, 50) and torch.equal(ttnn.to_torch(y).float(), a @ b.transpose(-1, -2) + bias)
+    g = torch.randint(-2, 3, (3, 2, 40, 50)).float()
+    ga = tt(torch.zeros(3, 1, 40, 20))
+    programs = launched(device, lambda: ttnn.operations.moreh.matmul_backward(
+        tt(g), tt(a), tt(b.transpose(-1, -2)), input_a_grad=ga, input_b_grad=tt(torch.zeros(2, 20, 50))))
+    assert [p.name for p in programs] == ["MorehMatmulOperation", "MorehSumOperation"] * 2
+    ref_a, ref_b = a.clone().requires_grad_(), b.transpose(-1, -2).clone().requires_grad_()
+    torch.matmul(ref_a, ref_b).backward(g)
+    assert torch.equal(ttnn.to_torch(ga).float(), ref_a.grad)
+    # linear_backward: bias_grad [1, N] sums all but the last dim, [1, 1] everything (MorehBiasAddBackwardOperation)
+    x, w = torch.randint(-2, 3, (2, 40, 20)).float(), torch.randint(-2, 3, (50, 20)).float()
+    gl = torch.randint(-2, 3, (2, 40, 50)).float()
+    grads = ttnn.operations.moreh.linear_backward(tt(gl), tt(x), tt(w), bias=tt(torch.zeros(1, 50)),
+                                                  input_grad=tt(torch.zeros(2, 40, 20)),
+                                                  weight_grad=tt(torch.zeros(50, 20)), bias_grad=tt(torch.zeros(1, 50)))
+    assert torch.equal(ttnn.to_torch(grads[0]).float(), gl @ w)
+    assert torch.equal(ttnn.to_torch(grads[1]).float(), (gl.transpose(-1, -2) @ x).sum(0))
+    assert torch.equal(ttnn.to_torch(grads[2]).float(), gl.sum((0, 1))[None])
+    scalar = ttnn.operations.moreh.linear_backward(tt(gl), tt(x), tt(w), are_required_outputs=(False, False, True),
+                                                   bias_grad=tt(torch.zeros(1, 1)))
+    assert scalar[:2] == [None, None] and ttnn.to_torch(scalar[2]).item() == gl.sum().item()
+    with pytest.raises(RuntimeError, match="Input gradient is marked required but not provided"):
+        ttnn.operations.moreh.matmul_backward(tt(g), tt(a), tt(b.transpose(-1, -2)))
+
+
 def test_rotate_is_torchvisions_rotate_of_an_nhwc_tensor_with_its_fill(device):
     # pool/test_rotate.py (104 cases) compares ttnn.rotate with its golden, torchvision's rotate (grid_sample of an
     # inverse rotation about the image centre, a fill where the source falls outside); 90-degree turns are exact

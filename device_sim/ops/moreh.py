@@ -14,7 +14,8 @@ import numbers
 
 import torch
 
-from device_sim import device_work, dtypes, placement
+from device_sim import device_work, dtypes, numerics, placement
+from device_sim.compute_config import MathFidelity, Numerics, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.reduction import cumsum as _ttnn_cumsum
 from device_sim.program_config_checks import tt_fatal
@@ -340,6 +341,16 @@ def _padded(shape: tuple) -> tuple:
     return shape[:-2] + tuple(-(-v // 32) * 32 for v in shape[-2:])
 
 
+def _engine(op_name: str, compute_kernel_config) -> Numerics | None:
+    """The matrix engine's numerics for a moreh reduction given a compute_kernel_config (device_sim.numerics), None
+    without one (exact float32 sums, device_sim's fast default): the prims' init_device_compute_kernel_config(arch,
+    config, HiFi4) defaults, approx mode on, a bfloat16 destination."""
+    if not numerics.emulating(compute_kernel_config):
+        return None
+    return resolve(op_name, compute_kernel_config, math_fidelity=MathFidelity.HiFi4, math_approx_mode=True,
+                   fp32_dest_acc_en=False)
+
+
 def _reduce(op_name: str, input: Tensor, dim, keepdim: bool, mean: bool, memory_config,  # noqa: A002
             compute_kernel_config) -> Tensor:
     """moreh_sum.cpp / moreh_mean.cpp: one device operation a dim, the largest first, each output in the input's
@@ -348,17 +359,25 @@ def _reduce(op_name: str, input: Tensor, dim, keepdim: bool, mean: bool, memory_
     ins = device_inputs(op_name, input)
     x = values(input, op_name)
     integer = input.dtype == DataType.INT32
+    n = _engine(op_name, compute_kernel_config)
     shape, steps = tuple(x.shape), []
     for d in reversed(_reduce_dims(dim, x.dim(), op_name)):
         steps.append((_padded(shape), d))
         if integer:
             x = x.to(torch.int64).sum(d, keepdim=True)
+        elif n is not None:
+            x = dtypes.to_device_values(numerics.reduce_sum(x.float(), (d,), True, n, mean=mean), input.dtype)
         else:
             x = dtypes.to_device_values(x.float().mean(d, keepdim=True) if mean else x.float().sum(d, keepdim=True),
                                         input.dtype)
         shape = _reduced_shape(shape, d, keepdim)
         x = x.reshape(shape)
-    fresh = pending_output_target(op_name) is None
+    target = pending_output_target(op_name)
+    if target is not None and keepdim and len(target.shape) != x.dim() and math.prod(target.shape) == x.numel():
+        # validate_output_with_keepdim compares the dims right-aligned: a keepdim output of another rank is taken
+        # (moreh_matmul_backward's sum over a broadcast operand's batch dims writes into the operand's gradient)
+        x = x.reshape(tuple(target.shape))
+    fresh = target is None
     out = output(x, input, ins, op_name=op_name, memory_config=memory_config)
     fp32 = bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False))
     programs = moreh_programs.moreh_reduce_programs(input, tuple(steps), mean=mean, fp32_dest_acc_en=fp32)
@@ -515,6 +534,264 @@ def moreh_mean_backward(output_grad: Tensor, *, dim=None, keepdim: bool = False,
     return _backward(op_name, output_grad, shape, dims, keepdim, scale, memory_config, mean=True)
 
 
+# -- moreh_matmul, moreh_linear and their backwards (moreh_matmul.cpp, moreh_linear.cpp, ..._backward.cpp) -----------
+
+
+def _is_dot(input: Tensor, other: Tensor, transpose_input: bool, transpose_other: bool) -> bool:  # noqa: A002
+    """moreh_matmul.cpp's is_dot_forward: two equal [1, 1, 1, W] tensors, untransposed, go to moreh_dot."""
+    a, b = list(input.shape), list(other.shape)
+    return len(a) == 4 and a == b and a[:3] == [1, 1, 1] and not (transpose_input or transpose_other)
+
+
+def _moreh_matmul_golden(input, other, *_, transpose_input=False, transpose_other=False, bias=None,  # noqa: A002
+                         **__):
+    a, b = input.float(), other.float()
+    if a.dim() == 4 and a.shape == b.shape and a.shape[:3] == (1, 1, 1) and not (transpose_input or transpose_other):
+        return _moreh_dot_golden(a, b)
+    y = torch.matmul(a.transpose(-1, -2) if transpose_input else a, b.transpose(-1, -2) if transpose_other else b)
+    return y if bias is None else y + bias.float()
+
+
+@register_op("ttnn.moreh_matmul", kind="matmul", output_keyword="output", golden=_moreh_matmul_golden)
+def moreh_matmul(input: Tensor, other: Tensor, *, transpose_input: bool = False,  # noqa: A002
+                 transpose_other: bool = False, bias: Tensor | None = None, memory_config: MemoryConfig | None = None,
+                 compute_kernel_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """input @ other (each transposed first when asked), torch's batch broadcasting, plus a [1, N] or [1, 1]
+    bias; two equal [1, 1, 1, W] tensors are moreh_dot's (is_dot_forward). `output=` receives it. With a
+    compute_kernel_config the matrix engine's numerics (device_sim.numerics: LoFi unless given, bfloat16
+    destination unless fp32_dest_acc_en), else exact float32 products, rounded once.
+
+    >>> a = ttnn.from_torch(torch.ones(2, 32, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.ones(32, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> y = ttnn.moreh_matmul(a, b, transpose_other=True)
+    >>> y.shape, y.to_torch()[0, 0, 0].item()
+    (Shape([2, 32, 32]), 64.0)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if _is_dot(input, other, transpose_input, transpose_other):
+        return moreh_dot(input, other, dtype=input.dtype, memory_config=memory_config,
+                         compute_kernel_config=compute_kernel_config)
+    target = pending_output_target(op_name)
+    for name, t in (("input", input), ("other", other), ("output", target), ("bias", bias)):
+        if t is not None:
+            _check_tensor(t, op_name, name, (DataType.BFLOAT16,))
+    ins = device_inputs(op_name, input, other, bias)
+    a, b = values(input, op_name).float(), values(other, op_name).float()
+    a = a.transpose(-1, -2) if transpose_input else a
+    b = b.transpose(-1, -2) if transpose_other else b
+    if a.shape[-1] != b.shape[-2]:
+        raise tt_fatal("input_k == other_k", f"k must be the same. input_k {a.shape[-1]}, other_k {b.shape[-2]}",
+                       _WHERE)
+    for i, (da, db) in enumerate(zip(reversed(a.shape[:-2]), reversed(b.shape[:-2]))):
+        if da != db and 1 not in (da, db):
+            raise tt_fatal("input_dim[i] == 1 || other_dim[i] == 1",
+                           f"one of dim must be one. {i + 2}th dim input_dim {da}, other_dim {db}", _WHERE)
+    if bias is not None and (len(bias.shape) != 2 or bias.shape[-1] not in (1, b.shape[-1])):
+        raise tt_fatal("bias_rank == 2 && (bias_w == 1 || bias_w == other_n)",
+                       f"bias must be [1, {b.shape[-1]}] or [1, 1] (tilized), got {list(bias.shape)}", _WHERE)
+    config = None
+    if numerics.emulating(compute_kernel_config):
+        # the prim's init_device_compute_kernel_config(arch, config): LoFi, approx mode on, a bfloat16 destination
+        config = resolve(op_name, compute_kernel_config, math_fidelity=MathFidelity.LoFi, math_approx_mode=True,
+                         fp32_dest_acc_en=False)
+    y = numerics.matmul(a, b, config) if config is not None else torch.matmul(a, b)
+    if bias is not None:
+        y = y + values(bias, op_name).float()
+    fresh = target is None
+    out = output(y, input, ins, op_name=op_name, memory_config=memory_config)
+    fp32 = config is not None and config.fp32_dest_acc_en
+    device_work.launch_after(out, fresh, input, moreh_programs.moreh_matmul_program(out, fp32_dest_acc_en=fp32))
+    return out
+
+
+def _moreh_linear_golden(input, weight, *_, bias=None, **__):  # noqa: A002
+    return _moreh_matmul_golden(input, weight, transpose_other=True, bias=bias)
+
+
+@register_op("ttnn.moreh_linear", kind="matmul", output_keyword="output", golden=_moreh_linear_golden)
+def moreh_linear(input: Tensor, weight: Tensor, *, bias: Tensor | None = None,  # noqa: A002
+                 memory_config: MemoryConfig | None = None, compute_kernel_config=None, op_name: str = OWN_NAME,
+                 **tt_nn_only) -> Tensor:
+    """input @ weight^T + bias (moreh_linear.cpp: moreh_matmul with transpose_other, recorded nested); `output=`
+    receives it.
+
+    >>> x = ttnn.from_torch(torch.ones(1, 32, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> w = ttnn.from_torch(torch.ones(16, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> bias = ttnn.from_torch(torch.ones(1, 16), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_linear(x, w, bias=bias).to_torch()[0, 0, :2]
+    tensor([65., 65.], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    return moreh_matmul(input, weight, transpose_other=True, bias=bias, output=pending_output_target(op_name),
+                        memory_config=memory_config, compute_kernel_config=compute_kernel_config)
+
+
+def _batch_dims(shape, rank: int) -> list:
+    """A shape's batch dims (all but the last two), right-aligned to `rank` dims with ones."""
+    shape = list(shape)
+    return [1] * (rank - len(shape)) + shape[:-2]
+
+
+def _matmul_into(target: Tensor, a: Tensor, b: Tensor, transpose_a: bool, transpose_b: bool, memory_config,
+                 compute_kernel_config) -> Tensor:
+    """moreh_matmul_backward.cpp / moreh_linear_backward.cpp: a gradient with the product's batch dims is the
+    product written into `target`; one with fewer (a broadcast operand's) is the product summed over the
+    batch dims that differ (find_reduce_dim), keepdim, into `target`."""
+    product_batch = [max(x, y) for x, y in zip(*(_batch_dims(t.shape, 8) for t in (a, b)))]
+    if product_batch == _batch_dims(target.shape, 8):
+        return moreh_matmul(a, b, transpose_input=transpose_a, transpose_other=transpose_b, output=target,
+                            memory_config=memory_config, compute_kernel_config=compute_kernel_config)
+    temp = moreh_matmul(a, b, transpose_input=transpose_a, transpose_other=transpose_b, memory_config=memory_config,
+                        compute_kernel_config=compute_kernel_config)
+    rank = len(temp.shape)
+    dims = [i for i, (x, y) in enumerate(zip(_batch_dims(temp.shape, rank), _batch_dims(target.shape, rank)))
+            if x != y]
+    moreh_sum(temp, dims, keepdim=True, output=target, memory_config=memory_config,
+              compute_kernel_config=compute_kernel_config)
+    temp._free()  # the temporary goes out of scope in TT-NN's function, freeing its buffer
+    return target
+
+
+def _required(are_required_outputs, n: int, op_name: str) -> tuple:
+    required = tuple(bool(r) for r in are_required_outputs)
+    if len(required) != n:
+        raise tt_fatal(f"are_required_outputs.size() == {n}", f"{op_name}: are_required_outputs size must be {n}",
+                       _WHERE)
+    return required
+
+
+def _moreh_matmul_backward_golden(output_grad, input_a, input_b, *_, are_required_outputs=(True, True), **__):
+    a, b = input_a.float().requires_grad_(), input_b.float().requires_grad_()
+    torch.matmul(a, b).backward(output_grad.float())
+    return [g if r else None for g, r in zip((a.grad, b.grad), are_required_outputs)]
+
+
+@register_op("ttnn.moreh_matmul_backward", kind="matmul", golden=_moreh_matmul_backward_golden)
+def moreh_matmul_backward(output_grad: Tensor, input_a: Tensor, input_b: Tensor, *,
+                          are_required_outputs=(True, True), input_a_grad: Tensor | None = None,
+                          input_b_grad: Tensor | None = None, memory_config: MemoryConfig | None = None,
+                          compute_kernel_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> list:
+    """The gradients of input_a @ input_b, written into input_a_grad and input_b_grad (TT-NN takes them given)
+    as moreh_matmul_backward.cpp composes them: output_grad @ input_b^T and input_a^T @ output_grad (moreh_matmul,
+    recorded nested), summed over a broadcast operand's batch dims (moreh_sum). Returns [input_a_grad,
+    input_b_grad], None where not required.
+
+    >>> g = ttnn.from_torch(torch.ones(32, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> a = ttnn.from_torch(torch.ones(32, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.ones(64, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ga, gb = ttnn.zeros_like(a), ttnn.zeros_like(b)
+    >>> ttnn.moreh_matmul_backward(g, a, b, input_a_grad=ga, input_b_grad=gb)[1].to_torch()[0, :2]
+    tensor([32., 32.], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    required = _required(are_required_outputs, 2, op_name)
+    outputs = [None, None]
+    for i, (grad, name) in enumerate(((input_a_grad, "Input"), (input_b_grad, "Other"))):
+        if required[i] and grad is None:
+            raise tt_fatal(f"{name.lower()}_grad.has_value()",
+                           f"{name} gradient is marked required but not provided.", _WHERE)
+    if required[0]:
+        outputs[0] = _matmul_into(input_a_grad, output_grad, input_b, False, True, memory_config,
+                                  compute_kernel_config)
+    if required[1]:
+        outputs[1] = _matmul_into(input_b_grad, input_a, output_grad, True, False, memory_config,
+                                  compute_kernel_config)
+    return outputs
+
+
+def _moreh_linear_backward_golden(output_grad, input, weight, *_, are_required_outputs=(True, True, True),  # noqa: A002
+                                  bias=None, bias_grad=None, **__):
+    x, w = input.float().requires_grad_(), weight.float().requires_grad_()
+    torch.nn.functional.linear(x, w).backward(output_grad.float())
+    g = output_grad.float()
+    shape = bias_grad.shape if bias_grad is not None else bias.shape if bias is not None else (1, g.shape[-1])
+    b = g.sum() if shape[-1] == 1 else g.reshape(-1, g.shape[-1]).sum(0)
+    return [v if r else None for v, r in zip((x.grad, w.grad, b.reshape(shape)), are_required_outputs)]
+
+
+def _bias_add_backward(g: torch.Tensor, scalar: bool, bf16_acc: bool) -> torch.Tensor:
+    """MorehBiasAddBackwardOperation's kernels (moreh_bias_backward_{single_core_hw,multi_core_h}.cpp): each tile
+    of output_grad reduced whole (a scalar bias) or over its rows (a [1, N] one), and added into the running sum
+    in c_25, which holds bfloat16 without fp32_dest_acc_en: the sum rounds once a tile, batch and tile rows
+    in order. Exact float32 sums when `bf16_acc` is off."""
+    g = g.reshape(-1, *g.shape[-2:]) if g.dim() >= 2 else g.reshape(1, 1, -1)
+    if not bf16_acc:
+        return g.sum() if scalar else g.sum((0, 1))
+    B, H, W = g.shape
+    g = torch.nn.functional.pad(g, (0, -W % 32, 0, -H % 32))  # the masks zero the padding
+    tiles = g.reshape(B, g.shape[1] // 32, 32, g.shape[2] // 32, 32)
+    # scalar: each tile's sum, in b, ht, wt order; else each row of tiles' column sums, in b, ht order
+    parts = tiles.sum((2, 4)).reshape(-1) if scalar else tiles.sum(2).reshape(-1, tiles.shape[3] * 32)
+    acc = None
+    for p in parts:
+        acc = numerics.to_bf16(p if acc is None else acc + p)
+    return acc[..., :W] if not scalar else acc
+
+
+@register_op("ttnn.moreh_linear_backward", kind="matmul", golden=_moreh_linear_backward_golden)
+def moreh_linear_backward(output_grad: Tensor, input: Tensor, weight: Tensor, *,  # noqa: A002
+                          are_required_outputs=(True, True, True), bias: Tensor | None = None,
+                          input_grad: Tensor | None = None, weight_grad: Tensor | None = None,
+                          bias_grad: Tensor | None = None, input_grad_memory_config: MemoryConfig | None = None,
+                          weight_grad_memory_config: MemoryConfig | None = None,
+                          bias_grad_memory_config: MemoryConfig | None = None, compute_kernel_config=None,
+                          op_name: str = OWN_NAME, **tt_nn_only) -> list:
+    """The gradients of moreh_linear, written into the given input_grad, weight_grad and bias_grad, as
+    moreh_linear_backward.cpp composes them: output_grad @ weight and output_grad^T @ input (moreh_matmul, summed
+    over batch dims weight does not have), and MorehBiasAddBackwardOperation's sum of output_grad into a [1, N]
+    bias_grad (all but the last dim) or a [1, 1] one (everything). Returns [input_grad, weight_grad, bias_grad],
+    None where not required.
+
+    >>> g = ttnn.from_torch(torch.ones(2, 32, 16), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> x = ttnn.from_torch(torch.ones(2, 32, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> w = ttnn.from_torch(torch.ones(16, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> gb = ttnn.from_torch(torch.zeros(1, 16), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> grads = ttnn.moreh_linear_backward(g, x, w, are_required_outputs=(False, False, True), bias_grad=gb)
+    >>> grads[2].to_torch()[0, :2]
+    tensor([64., 64.], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    required = _required(are_required_outputs, 3, op_name)
+    for t in (output_grad, input, weight):
+        if t.device() is None:
+            raise tt_fatal("storage_type() == StorageType::DEVICE", "input and weight tensors need to be on device",
+                           _WHERE)
+    for given, like, name in ((input_grad, input, "input_grad"), (weight_grad, weight, "weight_grad")):
+        if given is not None and tuple(given.shape) != tuple(like.shape):
+            raise tt_fatal("is_same_shape", f"both tensors should be the same shape: {name} {list(given.shape)}, "
+                           f"expected {list(like.shape)}", _WHERE)
+    if bias_grad is not None and (len(bias_grad.shape) != 2 or bias_grad.shape[-2] != 1):
+        raise tt_fatal("is_scalar(bias_grad_tensor) || is_1d_tensor(bias_grad_tensor)",
+                       "bias_grad tensor should be 1d or scalar", _WHERE)
+    outputs = [None, None, None]
+    for i, (grad, name) in enumerate(((input_grad, "input_grad"), (weight_grad, "weight_grad"),
+                                      (bias_grad, "bias_grad"))):
+        if required[i] and grad is None:
+            raise tt_fatal(f"{name}.has_value()", f"{name} tensor should not be std::nullopt", _WHERE)
+    if required[0]:
+        outputs[0] = moreh_matmul(output_grad, weight, output=input_grad, memory_config=input_grad_memory_config,
+                                  compute_kernel_config=compute_kernel_config)
+    if required[1]:
+        outputs[1] = _matmul_into(weight_grad, output_grad, input, True, False, weight_grad_memory_config,
+                                  compute_kernel_config)
+    if required[2]:
+        n = _engine(op_name, compute_kernel_config)  # moreh_linear_backward.cpp's default: HiFi4, approx on
+        b = _bias_add_backward(values(output_grad, op_name).float(), bias_grad.shape[-1] == 1,
+                               n is not None and not n.fp32_dest_acc_en)
+        bias_grad._write(b.reshape(tuple(bias_grad.shape)))
+        fp32 = n is not None and n.fp32_dest_acc_en
+        device_work.launch_after(bias_grad, False, output_grad, moreh_programs.moreh_bias_add_backward_program(
+            output_grad, bias_grad, fp32_dest_acc_en=fp32))
+        outputs[2] = bias_grad
+    return outputs
+
+
 # ttnn.operations.moreh.<name>, as TT-NN's Python names them
 arange, dot, cumsum, cumsum_backward = moreh_arange, moreh_dot, moreh_cumsum, moreh_cumsum_backward
 sum, mean, sum_backward, mean_backward = moreh_sum, moreh_mean, moreh_sum_backward, moreh_mean_backward  # noqa: A001
+matmul, linear = moreh_matmul, moreh_linear
+matmul_backward, linear_backward = moreh_matmul_backward, moreh_linear_backward

@@ -207,3 +207,54 @@ def moreh_reduce_backward_program(grad, *, mean: bool):
         return make_program(name, factory, cbs, cores_col_major(tiles, *grid_of(dev)))
 
     return cached(key, build)
+
+
+def moreh_matmul_program(out, *, fp32_dest_acc_en: bool = False):
+    """MorehMatmulOperation (moreh_matmul_program_factory.cpp), in the output's format: c_0 / c_1 two tiles of
+    input and other, c_2 / c_3 three mask tiles each, c_4 two bias tiles, c_24 the running sum and c_27 the
+    bias add's (float32 with an fp32 destination), c_25 / c_26 two transposed tiles each, c_16 two output tiles;
+    split_work_to_cores over the output's tiles, column by column."""
+    dev = out.device()
+    key = ("MorehMatmulOperation", tuple(out.padded_shape), out.dtype, fp32_dest_acc_en, grid_of(dev))
+
+    def build():
+        page = TILE_BYTES[out.dtype]
+        im = TILE_BYTES[DataType.FLOAT32] if fp32_dest_acc_en else page
+        cbs = [CircularBuffer((i,), n, page) for i, n in ((0, 2), (1, 2), (2, 3), (3, 3), (4, 2))]
+        cbs += [CircularBuffer((24,), 1, im), CircularBuffer((25,), 2, page), CircularBuffer((26,), 2, page),
+                CircularBuffer((27,), 1, im), CircularBuffer((16,), 2, page)]
+        shape = tuple(out.padded_shape)
+        tiles = _outer(shape) * shape[-2] * shape[-1] // (TILE * TILE)
+        return make_program("MorehMatmulOperation", "MultiCoreProgramFactory", cbs,
+                            cores_col_major(tiles, *grid_of(dev)))
+
+    return cached(key, build)
+
+
+def moreh_bias_add_backward_program(output_grad, bias_grad, *, fp32_dest_acc_en: bool = False):
+    """MorehBiasAddBackwardOperation (moreh_linear_backward_{single,multi}_core_program_factory.cpp): a scalar
+    bias_grad sums output_grad on core (0, 0) (SingleCoreProgramFactory, c_2 the h/w mask only when output_grad
+    is not whole tiles), a [1, N] one column by column (MultiCoreProgramFactory, split_work_to_cores over N's
+    tiles); c_0 two output_grad tiles, c_1 the scaler, c_16 one output tile, c_24 and c_25 one each (c_25 float32
+    with an fp32 destination)."""
+    dev = output_grad.device()
+    scalar = bias_grad.shape[-1] == 1
+    logical = tuple(output_grad.shape)
+    masked = logical[-1] % TILE != 0 or (len(logical) > 1 and logical[-2] % TILE != 0)
+    key = ("MorehBiasAddBackwardOperation", scalar, masked, tuple(bias_grad.padded_shape), output_grad.dtype,
+           fp32_dest_acc_en, grid_of(dev))
+
+    def build():
+        page = TILE_BYTES[output_grad.dtype]
+        im = TILE_BYTES[DataType.FLOAT32] if fp32_dest_acc_en else page
+        cbs = [CircularBuffer((0,), 2, page), CircularBuffer((1,), 1, page)]
+        if not scalar or masked:
+            cbs.append(CircularBuffer((2,), 2, page))
+        cbs += [CircularBuffer((16,), 1, page), CircularBuffer((24,), 1, page), CircularBuffer((25,), 1, im)]
+        if scalar:
+            return make_program("MorehBiasAddBackwardOperation", "SingleCoreProgramFactory", cbs, ((0, 0, 0, 0),))
+        wt = tuple(bias_grad.padded_shape)[-1] // TILE
+        return make_program("MorehBiasAddBackwardOperation", "MultiCoreProgramFactory", cbs,
+                            cores_col_major(wt, *grid_of(dev)))
+
+    return cached(key, build)
