@@ -22,6 +22,7 @@ from device_sim.device_work import (
     TILE_BYTES,
     CircularBuffer,
     Program,
+    aligned_page,
     cached,
     cores_row_major,
     grid_of,
@@ -31,7 +32,7 @@ from device_sim.device_work import (
 )
 from device_sim.programs.conv import halo_cbs, max_out_sticks_per_core
 from device_sim.programs.data_movement import i2s_cbs
-from device_sim.types import BufferType, DataType, Layout
+from device_sim.types import DataType, Layout
 
 
 def upsample_program(x, out_dtype: DataType) -> Program:
@@ -75,12 +76,10 @@ def upsample_nearest_float_program(out) -> Program:
     key = ("UpsampleOperation", "float", shape_of(out), out.dtype, buf.page_size, buf.buffer_type, grid_of(dev))
 
     def build():
-        alignment = dev.config.l1_alignment if buf.buffer_type == BufferType.L1 else dev.config.dram_alignment
-        page = -(-buf.page_size // alignment) * alignment
         n, h, w, c = tuple(out.padded_shape)
         pages = n * h * w * (c * dtypes.ELEMENT_SIZE[out.dtype] // buf.page_size)
         return make_program("UpsampleOperation", "UpsampleNearestFloatProgramFactory",
-                            [CircularBuffer((0,), 4, page)], split_work(pages, *grid_of(dev)))
+                            [CircularBuffer((0,), 4, aligned_page(out))], split_work(pages, *grid_of(dev)))
 
     return cached(key, build)
 
