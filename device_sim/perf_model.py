@@ -166,9 +166,10 @@ _ACKED_WRITES = _DM_ONLY - {"interleaved_to_sharded", "reshard"}
 _SDPA = frozenset({"scaled_dot_product_attention", "chunked_scaled_dot_product_attention",
                    "windowed_scaled_dot_product_attention"})
 # Ops whose estimate needs the call's keywords, not only its tensors (estimate_op reads them): a matmul's fidelity
-# and program grid, a conv2d's kernel, stride and padding, an attention's causality and q chunk. A profiler that
-# estimates ops away from the live call (ttreport's writer process) hands these to estimate_op instead.
-NEEDS_CALL = _Kinds({"matmul"}, {"conv2d", *_SDPA})
+# and program grid, a conv's kernel, stride and padding (conv2d and conv3d, both of kind conv2d), an attention's
+# causality and q chunk. A profiler that estimates ops away from the live call (ttreport's writer process) hands
+# these to estimate_op instead.
+NEEDS_CALL = _Kinds({"matmul", "conv2d"}, _SDPA)
 # The fidelity an op family runs at when its call gives none (TT-NN's compute kernel config defaults).
 _DEFAULT_FIDELITY = {"norm": MathFidelity.HiFi4, "softmax": MathFidelity.HiFi4, "conv2d": MathFidelity.HiFi4}
 

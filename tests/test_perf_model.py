@@ -331,3 +331,21 @@ def test_a_captured_conv2d_and_attention_keep_the_estimate_their_keywords_give(t
         conv, attention = r.operations()
         assert device_time.of_op(r, conv.id).ideal_ns == _est(ttnn.conv2d, (), kw, y).ideal_ns
         assert device_time.of_op(r, attention.id).ideal_ns == _est(sdpa, (q, q, q), {"is_causal": False}, a).ideal_ns
+
+
+def test_every_op_of_a_kind_priced_from_its_keywords_is_estimated_from_its_call(tmp_path, device):
+    # conv3d is declared kind="conv2d", whose kernel is a keyword of the call: NEEDS_CALL reads the kind, so the
+    # capture estimates it on the model's thread as it does conv2d (by name alone, it was priced as a 1x1 kernel)
+    x = ttnn.from_torch(torch.randn(1, 4, 8, 8, 32), device=device, dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR_LAYOUT)
+    w = ttnn.experimental.prepare_conv3d_weights(weight_tensor=ttnn.from_torch(torch.randn(32, 32, 3, 3, 3),
+                                                                               dtype=ttnn.bfloat16),
+                                                 groups=1, C_in_block=32, alignment=32, device=device)
+    kw = dict(input_tensor=x, weight_tensor=w, device=device, dtype=ttnn.bfloat16, output_channels=32,
+              kernel_size=(3, 3, 3), padding=(1, 1, 1), config=ttnn.Conv3dConfig(C_in_block=32))
+    assert all(op.short_name in perf_model.NEEDS_CALL for op in ttnn.registered_ops()
+               if op.kind in ("matmul", "conv2d"))
+    with ttreport.capture(tmp_path / "r") as handle:
+        y = ttnn.experimental.conv3d(**kw)
+    with ttreport.open(handle.path) as r:
+        [conv] = r.operations()
+        assert device_time.of_op(r, conv.id).ideal_ns == _est(ttnn.experimental.conv3d, (), kw, y).ideal_ns
