@@ -513,6 +513,15 @@ CASES.update({
         weight_tensor=dev(rnd(8, 6, 1, 3, 3), None, layout=ttnn.ROW_MAJOR), groups=2, device=d)),
 })
 
+# ttnn.quantize / dequantize / requantize (issue 31: nightly eltwise/test_quantization.py): scalar tensors and numbers
+_Q = lambda d: dev(torch.tensor([[-9, 0, 7, 120]], dtype=torch.int32), d, dtype=ttnn.int32)  # noqa: E731
+CASES.update({
+    "ttnn.quantize": lambda d: ((x(d, 4, 64), dev(torch.tensor([0.02]), d, dtype=ttnn.float32), 3), {}),
+    "ttnn.dequantize": lambda d: ((_Q(d), 0.02, dev(torch.tensor([[3]], dtype=torch.int32), d, dtype=ttnn.int32)),
+                                  dict(dtype=ttnn.float32)),
+    "ttnn.requantize": lambda d: ((_Q(d), 0.02, 3, 0.05, -4), {}),
+})
+
 # ttnn.rotate (issue 31: tests/ttnn's pool/test_rotate.py): NHWC, about a custom centre, filled outside
 CASES.update({"ttnn.rotate": lambda d: ((dev(rnd(2, 9, 12, 32), d, layout=ttnn.ROW_MAJOR), 30.0), dict(
     center=(4.0, 3.0), fill=0.5, interpolation_mode="bilinear"))})

@@ -1143,3 +1143,31 @@ def test_rotate_is_torchvisions_rotate_of_an_nhwc_tensor_with_its_fill(device):
         ttnn.rotate(t, 30.0, expand=True)
     with pytest.raises(RuntimeError, match="ROW_MAJOR layout"):
         ttnn.rotate(ttnn.from_torch(x, layout=ttnn.TILE_LAYOUT, device=device), 30.0)
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")  # torch's deprecation of its reference
+def test_quantize_dequantize_and_requantize_match_torchs_per_tensor_and_per_channel_quantization(device):
+    # nightly eltwise/test_quantization.py (8800 cases): scale and zero-point as numbers, scalar tensors of any rank,
+    # or (axis=) 1D per-channel tensors; int32 out of quantize, bfloat16 (or dtype=) out of dequantize
+    torch.manual_seed(0)
+    x = torch.rand(5, 7, 11)
+    scale, zp = (x.max() - x.min()).item() / 255, -128 - int(x.min().item() / ((x.max() - x.min()).item() / 255))
+    tt_x = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE_LAYOUT, device=device)
+    s_t = ttnn.from_torch(torch.tensor([[scale]]), dtype=ttnn.float32, layout=ttnn.TILE_LAYOUT, device=device)
+    q = ttnn.quantize(tt_x, s_t, zp)
+    assert q.dtype == ttnn.int32
+    assert torch.equal(ttnn.to_torch(q), torch.quantize_per_tensor(x, scale, zp, torch.qint32).int_repr())
+    d = ttnn.dequantize(q, scale, zp, dtype=ttnn.float32)
+    assert torch.allclose(ttnn.to_torch(d), torch.quantize_per_tensor(x, scale, zp, torch.qint32).dequantize())
+    assert ttnn.dequantize(q, scale, zp).dtype == ttnn.bfloat16
+    scales, zps = torch.rand(7) * 0.01 + 0.001, torch.randint(-5, 5, (7,), dtype=torch.int32)
+    q = ttnn.quantize(tt_x, ttnn.from_torch(scales, dtype=ttnn.float32, layout=ttnn.TILE_LAYOUT, device=device),
+                      ttnn.from_torch(zps, dtype=ttnn.int32, layout=ttnn.TILE_LAYOUT, device=device), axis=-2)
+    want = torch.quantize_per_channel(x, scales, zps, axis=1, dtype=torch.qint32).int_repr()
+    assert (ttnn.to_torch(q) - want).abs().max() <= 1  # x / s in float32, as the device divides
+    r = ttnn.to_torch(ttnn.requantize(ttnn.quantize(tt_x, scale, zp), scale, zp, scale * 2, 3))
+    assert (r - torch.quantize_per_tensor(x, scale * 2, 3, torch.qint32).int_repr()).abs().max() <= 1
+    with pytest.raises(RuntimeError, match="Per-tensor quantization only takes scalar-tensor scales"):
+        ttnn.quantize(tt_x, ttnn.from_torch(torch.ones(2), dtype=ttnn.float32, device=device), zp)
+    with pytest.raises(RuntimeError, match="expects a 1D scale tensor of 7 values"):
+        ttnn.quantize(tt_x, ttnn.from_torch(torch.ones(5), dtype=ttnn.float32, device=device), 0, axis=1)

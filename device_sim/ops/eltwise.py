@@ -1216,3 +1216,155 @@ glu = _glu_family("glu", torch.sigmoid, lambda b, mc: sigmoid(b, memory_config=m
 reglu = _glu_family("reglu", F.relu, lambda b, mc: relu(b, memory_config=mc))
 geglu = _glu_family("geglu", F.gelu, lambda b, mc: gelu(b, fast_and_approximate_mode=True, memory_config=mc))
 swiglu = _glu_family("swiglu", F.silu, lambda b, mc: swish(b, memory_config=mc))
+
+
+# -- quantization: ttnn.quantize, dequantize, requantize (eltwise/quantization/quantization.cpp) ----------------------
+# A scale or zero-point is a number, a scalar tensor (volume 1, any rank: per-tensor) or, with axis=, a 1D tensor of
+# the input's size along that axis (per-channel). Values are computed in float32 and rounded to the nearest integer
+# (torch's quantize_per_tensor's rounding), as the QUANT/REQUANT LLKs convert; quantize's default output is int32,
+# dequantize's bfloat16.
+
+def _quant_arg(v, x_shape, axis, *, scale: bool, op_name: str):
+    """A scale or zero-point as a number or a torch tensor that broadcasts over the input, checked as
+    check_per_tensor_scale / check_scale_tensor_args check it."""
+    what = "scale" if scale else "zero-point"
+    if not isinstance(v, Tensor):
+        if axis is not None and scale:
+            raise tt_fatal("std::holds_alternative<Tensor>(scale)", f"{op_name}: Per-channel quantization expects 1D "
+                           f"scale tensors", where="device_sim/ops/eltwise.py")
+        return float(v) if scale else int(v)
+    if scale and (not v.dtype.is_float or v.dtype.is_block_float):
+        raise tt_fatal("is_floating_point(scale_dtype)", f"{op_name}: Quantization only takes floating-point number "
+                       f"scales (not {v.dtype.name})", where="device_sim/ops/eltwise.py")
+    if not scale and v.dtype != DataType.INT32:
+        raise tt_fatal("zero_point_dtype == DataType::INT32", f"{op_name}: Quantization only takes int32 zero-points "
+                       f"for now (got {v.dtype.name})", where="device_sim/ops/eltwise.py")
+    t = values(v, op_name)
+    if axis is None:
+        if t.numel() != 1:
+            raise tt_fatal("logical_volume() == 1", f"{op_name}: Per-tensor quantization only takes scalar-tensor "
+                           f"{what}s; got shape {list(v.shape)}", where="device_sim/ops/eltwise.py")
+        return t.reshape(())
+    rank = len(x_shape)
+    if not -rank <= axis < rank:
+        raise tt_fatal("axis >= -rank && axis < rank", f"{op_name}: Axis {axis} is outside the range "
+                       f"[{-rank}, {rank - 1}]", where="device_sim/ops/eltwise.py")
+    if t.dim() != 1 or t.numel() != x_shape[axis]:
+        raise tt_fatal("input_tensor.logical_shape()[axis] == logical_volume()", f"{op_name}: Per-channel "
+                       f"quantization expects a 1D {what} tensor of {x_shape[axis]} values (the input's size along "
+                       f"axis {axis}); got shape {list(v.shape)}", where="device_sim/ops/eltwise.py")
+    return t.reshape([-1 if d == axis % rank else 1 for d in range(rank)])
+
+
+def _to_int(y: torch.Tensor) -> torch.Tensor:
+    lo, hi = -(2**31), 2**31 - 1
+    return torch.round(y).clamp(lo, hi).to(torch.int32)
+
+
+def _quantize_golden(input_tensor, scale, zero_point, *_, **__):
+    return _to_int(input_tensor.float() / scale + zero_point)
+
+
+def _dequantize_golden(input_tensor, scale, zero_point, *_, **__):
+    return (input_tensor.float() - zero_point) * scale
+
+
+def _requantize_golden(input_tensor, in_scale, in_zero_point, out_scale, out_zero_point, *_, **__):
+    ratio = in_scale / out_scale
+    return _to_int(input_tensor.float() * ratio + (out_zero_point - in_zero_point * ratio))
+
+
+def _quant_output(y, x: Tensor, b, ins, op_name: str, dtype: DataType, memory_config) -> Tensor:
+    """The op's output and its BinaryNgDeviceOperation (b: the scale tensor, or None for a number); the reciprocal,
+    typecast and composite steps TT-NN adds for tensor arguments are not modelled."""
+    fresh = pending_output_target(op_name) is None
+    out = output(y, x, ins, op_name=op_name, dtype=dtype, memory_config=memory_config)
+    if x.device() is not None and x.layout == Layout.TILE and not x.is_sharded():
+        device_work.launch_for(out, fresh, x.device(), eltwise_programs.binary_program(
+            x, b.dtype if isinstance(b, Tensor) else None, out.dtype))
+    return out
+
+
+@register_op("ttnn.quantize", kind="binary", output_keyword=_OUT, golden=_quantize_golden)
+def quantize(input_tensor: Tensor, scale, zero_point, *, axis: int | None = None, dtype: DataType | None = None,
+             memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME) -> Tensor:
+    """input / scale + zero_point, rounded to the nearest integer: int32 (dtype= may name int32 only here).
+
+    >>> x = ttnn.from_torch(torch.tensor([[0.1, 0.2], [0.3, 0.4]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.quantize(x, 0.1, -2).to_torch().tolist()
+    [[-1, 0], [1, 2]]
+    """
+    out_dtype = DataType.INT32 if dtype is None else DataType(dtype)
+    if not input_tensor.dtype.is_float:
+        raise tt_fatal("is_floating_point(a_dtype)", f"{op_name}: Quantize only takes floating-point number inputs, "
+                       f"got {input_tensor.dtype.name}", where="device_sim/ops/eltwise.py")
+    if out_dtype != DataType.INT32:
+        raise tt_fatal("c_dtype == DataType::INT32", f"{op_name}: device_sim's quantize supports int32 outputs, got "
+                       f"{out_dtype.name}", where="device_sim/ops/eltwise.py")
+    shape = tuple(input_tensor.shape)
+    s = _quant_arg(scale, shape, axis, scale=True, op_name=op_name)
+    z = _quant_arg(zero_point, shape, axis, scale=False, op_name=op_name)
+    ins = device_inputs(op_name, *(t for t in (input_tensor, scale, zero_point) if isinstance(t, Tensor)))
+    y = _quantize_golden(values(input_tensor, op_name), s, z)
+    return _quant_output(y, input_tensor, scale, ins, op_name, out_dtype, memory_config)
+
+
+@register_op("ttnn.dequantize", kind="binary", output_keyword=_OUT, golden=_dequantize_golden)
+def dequantize(input_tensor: Tensor, scale, zero_point, *, axis: int | None = None, dtype: DataType | None = None,
+               memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME) -> Tensor:
+    """(input - zero_point) * scale of an int32 input, in bfloat16 unless dtype= says float32.
+
+    >>> q = ttnn.from_torch(torch.tensor([[-1, 0], [1, 2]], dtype=torch.int32), layout=ttnn.TILE, device=device)
+    >>> ttnn.dequantize(q, 0.5, -2, dtype=ttnn.float32).to_torch().tolist()
+    [[0.5, 1.0], [1.5, 2.0]]
+    """
+    out_dtype = DataType.BFLOAT16 if dtype is None else DataType(dtype)
+    if input_tensor.dtype != DataType.INT32:
+        raise tt_fatal("is_supported_quantized_dtype(a_dtype)", f"{op_name}: Dequantize only supports int32 inputs "
+                       f"here, got {input_tensor.dtype.name}", where="device_sim/ops/eltwise.py")
+    if out_dtype not in (DataType.FLOAT32, DataType.BFLOAT16):
+        raise tt_fatal("c_dtype == FLOAT32 || c_dtype == BFLOAT16", f"{op_name}: Dequantize only supports bf16/f32 "
+                       f"outputs for now, got {out_dtype.name}", where="device_sim/ops/eltwise.py")
+    shape = tuple(input_tensor.shape)
+    s = _quant_arg(scale, shape, axis, scale=True, op_name=op_name)
+    z = _quant_arg(zero_point, shape, axis, scale=False, op_name=op_name)
+    ins = device_inputs(op_name, *(t for t in (input_tensor, scale, zero_point) if isinstance(t, Tensor)))
+    y = _dequantize_golden(values(input_tensor, op_name), s, z)
+    return _quant_output(y, input_tensor, scale, ins, op_name, out_dtype, memory_config)
+
+
+@register_op("ttnn.requantize", kind="binary", output_keyword=_OUT, golden=_requantize_golden)
+def requantize(input_tensor: Tensor, in_scale, in_zero_point, out_scale, out_zero_point, *, axis: int | None = None,
+               dtype: DataType | None = None, memory_config: MemoryConfig | None = None,
+               op_name: str = OWN_NAME) -> Tensor:
+    """An int32 tensor quantized by (in_scale, in_zero_point) requantized by (out_scale, out_zero_point): with four
+    numbers, or four tensors and an axis, q * (s_in / s_out) + (z_out - z_in * s_in / s_out) in float32, rounded;
+    a mix of numbers and tensors is TT-NN's composite, a dequantize to bfloat16 then a quantize.
+
+    >>> q = ttnn.from_torch(torch.tensor([[-1, 0], [1, 2]], dtype=torch.int32), layout=ttnn.TILE, device=device)
+    >>> ttnn.requantize(q, 0.5, -2, 0.25, 0).to_torch().tolist()
+    [[2, 4], [6, 8]]
+    """
+    out_dtype = DataType.INT32 if dtype is None else DataType(dtype)
+    if input_tensor.dtype != DataType.INT32 or out_dtype != DataType.INT32:
+        raise tt_fatal("is_supported_quantized_dtype(a_dtype) && is_supported_quantized_dtype(c_dtype)",
+                       f"{op_name}: requantize takes and gives int32 here, got {input_tensor.dtype.name} -> "
+                       f"{out_dtype.name}", where="device_sim/ops/eltwise.py")
+    params = (in_scale, in_zero_point, out_scale, out_zero_point)
+    tensors = [isinstance(p, Tensor) for p in params]
+    shape = tuple(input_tensor.shape)
+    ins = device_inputs(op_name, input_tensor, *(p for p in params if isinstance(p, Tensor)))
+    x = values(input_tensor, op_name)
+    if not any(tensors) or (axis is not None and all(tensors)):
+        # quantization.cpp's fused paths; with an axis each of the four may be per-channel or a scalar tensor
+        args = [_quant_arg(p, shape, axis if isinstance(p, Tensor) and p.volume() > 1 else None,
+                           scale=i % 2 == 0, op_name=op_name) for i, p in enumerate(params)]
+        y = _requantize_golden(x, *args)
+    else:  # the composite: dequantize (bfloat16, its default) then quantize, each with its own arguments' axis
+        s_in = _quant_arg(in_scale, shape, axis if tensors[0] else None, scale=True, op_name=op_name)
+        z_in = _quant_arg(in_zero_point, shape, axis if tensors[0] else None, scale=False, op_name=op_name)
+        s_out = _quant_arg(out_scale, shape, axis if tensors[2] else None, scale=True, op_name=op_name)
+        z_out = _quant_arg(out_zero_point, shape, axis if tensors[2] else None, scale=False, op_name=op_name)
+        y = _quantize_golden(dtypes.to_device_values(_dequantize_golden(x, s_in, z_in), DataType.BFLOAT16).float(),
+                             s_out, z_out)
+    return _quant_output(y, input_tensor, out_scale, ins, op_name, out_dtype, memory_config)
