@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -262,3 +263,107 @@ def test_x():
     result = pytester.runpytest_subprocess(*plugin_args(), f"--ttreport-baseline={baseline}",
                                            f"--ttreport-root={tmp_path / 'r'}", "-p", "no:cacheprovider", timeout=120)
     assert "@pytest.mark.ttreport(pcc='high') takes a number >= 0" in result.stdout.str() + result.stderr.str()
+
+
+KILLED_SUITE = '''
+import os
+import signal
+
+import pytest
+import torch
+import device_sim as ttnn
+from ttreport.capturing.writer_process import KILL_STEP_VAR
+
+
+def adds():
+    dev = ttnn.open_device(0)
+    a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    for _ in range(40):
+        a = ttnn.add(a, a)
+    ttnn.close_device(dev)
+
+
+def test_finished_alone():
+    adds()
+
+
+@pytest.fixture
+def writer_killed(monkeypatch):
+    monkeypatch.setenv(KILL_STEP_VAR, "1")  # its writer process, forked from here, dies as it closes the db
+
+
+def test_writer_killed(writer_killed):
+    adds()
+
+
+def test_session_killed():
+    os.kill(os.getpid(), signal.SIGKILL)  # the session never reaches its end: no report above was waited for
+'''
+
+
+def wait_unlocked(report: Path, timeout_s: float = 120) -> None:
+    """Wait until no process holds the report's folder lock (its writer process, orphaned by the kill, has ended)."""
+    from ttreport.folder import hold_folder, unlock
+
+    deadline = time.monotonic() + timeout_s
+    while (fd := hold_folder(report)) is False:
+        assert time.monotonic() < deadline, f"{report} is still locked after {timeout_s} s"
+        time.sleep(0.1)
+    if fd is not None:
+        unlock(report, fd)
+
+
+def test_a_session_killed_before_its_end_loses_no_op_of_the_reports_it_did_not_wait_for(tmp_path):
+    # The tests' reports are finished behind them; the session dies (SIGKILL) before it waits for any. One
+    # writer process finishes its report alone; the other dies too, and `ttreport` rebuilds that one from its log.
+    (tmp_path / "test_killed.py").write_text(KILLED_SUITE)
+    root = tmp_path / "reports"
+    done = subprocess.run([sys.executable, "-m", "pytest", *plugin_args(), "-p", "no:cacheprovider", "-o", "addopts=",
+                           "test_killed.py", "--ttreport", f"--ttreport-root={root}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == -9, done.stdout + done.stderr
+    alone, killed = root / "test_killed.test_finished_alone", root / "test_killed.test_writer_killed"
+    for report in (alone, killed):
+        wait_unlocked(report)
+    assert not (alone / "oplog").exists() and (killed / "oplog").exists()  # only the killed writer's log is left
+
+    def cli(report, sql):
+        out = subprocess.run([sys.executable, "-m", "ttreport.cli", "query", "--json", str(report), sql],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    names = {r: [row["name"] for row in cli(r, "SELECT name FROM operations ORDER BY operation_id")]
+             for r in (alone, killed)}
+    assert names[alone].count("ttnn.add") == 40 and names[killed] == names[alone]
+    for report in (alone, killed):
+        meta = {row["key"]: row["value"] for row in cli(report, "SELECT key, value FROM report_metadata")}
+        assert meta["status"] == "complete", report
+    assert not (killed / "oplog").exists()  # the reader's rebuild holds every op, so the log went
+
+
+TWICE_SUITE = '''
+import pytest
+import torch
+import device_sim as ttnn
+
+
+@pytest.mark.parametrize("label", ["a b", "a_b"])  # two tests, one report name: test_twice.test_add[a_b]
+def test_add(label):
+    dev = ttnn.open_device(0)
+    x = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    ttnn.add(x, x)
+    ttnn.close_device(dev)
+'''
+
+
+def test_a_second_test_of_the_same_report_name_waits_for_the_first_report_before_replacing_it(pytester, tmp_path):
+    pytester.makepyfile(test_twice=TWICE_SUITE)
+    root = tmp_path / "reports"
+    result = pytester.runpytest_subprocess(*plugin_args(), "--ttreport", f"--ttreport-root={root}", "-p",
+                                           "no:cacheprovider", timeout=300)
+    result.assert_outcomes(passed=2)  # the second is not refused as a capture into a live report
+    assert "ttreport: 2 test report(s) under" in result.stdout.str()
+    assert [p.name for p in root.iterdir()] == ["test_twice.test_add[a_b]"]
+    with ttreport.open(root / "test_twice.test_add[a_b]") as r:
+        assert r.metadata["status"] == "complete"

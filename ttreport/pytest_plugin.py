@@ -17,6 +17,11 @@ marker each test is captured with Config(tensors="outputs"), the least a compari
 marker's config is used as given, with the root and overwrite set by the plugin. TTREPORT_CONFIG
 applies on top of either, as everywhere.
 
+A test does not wait for its report to be written: its capture ends once the op log holds everything it
+recorded (Capture(wait_on_close=False)), and the writer process finishes the report while the next tests run.
+The session waits for every report at its end, before the table, and says there which could not be finished;
+at most MAX_BEHIND reports are unfinished at once. A test checked against a baseline waits for its own.
+
 With --ttreport-baseline ROOT, each test's report is checked against ROOT/<same name>, and the test
 fails, naming the first op (in this run's order) that changed, when:
   - an op was added, removed or replaced (an op of one run with no partner in the other);
@@ -37,8 +42,11 @@ test too (a CI gate that passes what it cannot check would hide regressions), sa
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import re
+import sqlite3
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +56,9 @@ import ttreport
 from ttreport.errors import TTReportError
 
 MARKER = "ttreport"
+# Reports finished behind the tests at most at once: one more waits for the oldest. Each is a writer process
+# (a fork of the test process) with its folder lock and pipe: a suite of 10,000 quick tests must not fork 10,000.
+MAX_BEHIND = 4
 
 
 def pytest_addoption(parser) -> None:
@@ -123,11 +134,21 @@ class _Session:
     def __init__(self, root: Path, baseline: Path | None):
         self.root, self.baseline = root, baseline
         self.results: list[_Result] = []
+        # (name, folder, its result once read) of every test's report, in the tests' order: a folder, not the
+        # Capture, which is let go once its report is finished
+        self.reports: list[tuple[str, Path, _Result | None]] = []
+        self.behind: collections.deque = collections.deque()  # captures whose writer processes are still writing
+        self.warned: list[str] = []  # what finishing a report warned of (as a test's warnings): shown at the end
+        self.failed: list[str] = []  # reports that could not be finished or read: shown, and the session fails
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item):
         name = report_name(item.nodeid)
-        capture = ttreport.Capture(name, config=self._config(item))
+        for earlier in [entry for entry in self.behind if entry[0] == name]:  # a rerun: its folder is still locked
+            self.behind.remove(earlier)
+            self._finish(*earlier)
+        # Without a baseline nothing in the test's result reads its report: it is finished behind the next tests.
+        capture = ttreport.Capture(name, config=self._config(item), wait_on_close=self.baseline is not None)
         try:
             with capture:
                 outcome = yield
@@ -135,13 +156,42 @@ class _Session:
             # The test failed (or was skipped): its report is listed, with the error it recorded, and not
             # compared: the test has failed already.
             if capture.status is not None:
-                self.results.append(self._result(name, capture.path))
+                self._closed(name, capture)
             raise
-        result = self._result(name, capture.path)
-        self.results.append(result)
-        if self.baseline is not None:
+        self._closed(name, capture)
+        if self.baseline is not None:  # read now (the capture waited): the gate fails this test, not the session
+            result = self._result(name, capture.path)
+            self.reports[-1] = (name, capture.path, result)
             self._check_baseline(result, _gate(item))
         return outcome
+
+    def _closed(self, name: str, capture) -> None:
+        self.reports.append((name, capture.path, None))
+        self.behind.append((name, capture))
+        while len(self.behind) > MAX_BEHIND:
+            self._finish(*self.behind.popleft())
+
+    def _finish(self, name: str, capture) -> None:
+        """Wait for a report's writer; what its close says (a warning, an error) is kept for the session's end,
+        not raised in whichever test happens to be running then."""
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            try:
+                capture.wait()
+            except (OSError, sqlite3.Error, TTReportError) as e:
+                self.failed.append(f"{name}: its report {capture.path} was not finished: {e}")
+        self.warned += [f"{name}: {w.category.__name__}: {w.message}" for w in said]
+
+    def pytest_sessionfinish(self, session) -> None:
+        while self.behind:
+            self._finish(*self.behind.popleft())
+        for name, path, result in self.reports:
+            try:
+                self.results.append(result or self._result(name, path))
+            except (OSError, sqlite3.Error, TTReportError) as e:
+                self.failed.append(f"{name}: its report {path} cannot be read: {e}")
+        if self.failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a report a CI run was asked for is missing
 
     def _config(self, item):
         marker = item.get_closest_marker(MARKER)
@@ -208,12 +258,16 @@ class _Session:
         pytest.fail("\n".join(lines), pytrace=False)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        tr = terminalreporter
+        for line in self.warned:
+            tr.write_line(f"ttreport: {line}", yellow=True)
+        for line in self.failed:
+            tr.write_line(f"ttreport: {line}", red=True)
         if not self.results:
             return
         # deferred: this plugin loads in every pytest run; the reading side only under --ttreport
         from ttreport.read import terminal
 
-        tr = terminalreporter
         tr.write_sep("=", f"ttreport: {len(self.results)} test report(s) under {self.root}")
         columns = ["test", "ops", "device (est.)", "host time", "peak L1", "errors"] + (
             ["baseline", "device vs baseline"] if self.baseline else []) + ["report"]
