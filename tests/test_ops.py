@@ -497,6 +497,8 @@ CASES.update({
     # float32 (what the golden is given): 3 channels padded to 4, a 16 B alignment of float32
     "ttnn.experimental.convert_to_hwc": lambda d: ((dev(rnd(1, 2, 3, 64), d, dtype=ttnn.float32,
                                                         layout=ttnn.ROW_MAJOR, memory_config=_WIDTH_SHARDED_2),), {}),
+    # small integers, as tt-metal's test_fast_reduce_nc.py sums: exact at each step's bfloat16 output
+    "ttnn.experimental.fast_reduce_nc": lambda d: ((dev(indices(5, 2, 3, 32, 64).float() - 2, d),), dict(dims=[0, 1])),
 })
 
 

@@ -982,6 +982,28 @@ def test_convert_to_hwc_turns_width_sharded_chw_into_height_sharded_hwc_with_ali
         ttnn.experimental.convert_to_hwc(sharded(ttnn.BufferType.DRAM))
 
 
+def test_fast_reduce_nc_sums_outer_dims_one_program_a_dim_rounding_each_add_in_a_16_bit_destination(device):
+    # test_fast_reduce_nc.py (63 cases): ttnn.experimental.fast_reduce_nc(x, dims=, output=, compute_kernel_config=)
+    # sums dims 0 and 1 (kept as 1) in one FastReduceNC a dim; the kernel adds the dim's tiles into the destination
+    # one by one, so a 16-bit destination rounds every partial sum (256 + 1 + 1 stays 256) and an fp32 one does not
+    x = torch.ones(3, 1, 32, 32)
+    x[0] = 256.0
+    t = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    config = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=False)
+    out = ttnn.experimental.fast_reduce_nc(t, dims=[0], output=None, compute_kernel_config=config)
+    assert out.shape == (1, 1, 32, 32) and out.memory_config() == ttnn.DRAM_MEMORY_CONFIG
+    assert ttnn.to_torch(out).unique().tolist() == [256.0]
+    fp32 = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
+    assert ttnn.to_torch(ttnn.experimental.fast_reduce_nc(t, dims=[0], compute_kernel_config=fp32)).unique().tolist() \
+        == [258.0]
+    programs = launched(device, lambda: ttnn.experimental.fast_reduce_nc(
+        ttnn.from_torch(torch.ones(2, 4, 32, 64), dtype=ttnn.bfloat8_b, layout=ttnn.TILE, device=device), dims=[1, 0]))
+    assert [p.name for p in programs] == ["FastReduceNCDeviceOperation"] * 2
+    assert [cb.num_pages for cb in programs[0].cbs] == [8, 1, 1, 2]  # dim 1 first: 4 tiles deep, granularity 4
+    with pytest.raises(RuntimeError, match="fast_reduce_nc dims should not be empty"):
+        ttnn.experimental.fast_reduce_nc(t, dims=[])
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 

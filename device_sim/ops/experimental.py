@@ -17,8 +17,9 @@ The registered name is what a report records, what tests/test_ops.py keys its ca
 """
 
 # The modules that register ttnn.experimental.* ops: collectives' asynchronous forms (ccl), the older typecast
-# (core), the head splits (heads), the paged caches (kv_cache), the rotary embeddings (rotary).
-from device_sim.ops import ccl, core, heads, kv_cache, rotary  # noqa: F401
+# (core), the head splits (heads), the paged caches (kv_cache), fast_reduce_nc (reduction), the rotary embeddings
+# (rotary).
+from device_sim.ops import ccl, core, heads, kv_cache, reduction, rotary  # noqa: F401
 from device_sim.registry import public_functions as _public_functions
 
 _by_name = _public_functions("ttnn.experimental")

@@ -12,9 +12,10 @@ from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import accumulation, indexing, reduction, reduction_nd
 from device_sim.programs import prod as prod_programs
 from device_sim.programs import topk as topk_programs
+from device_sim.programs.intermediate import Intermediate
 from device_sim.registry import OWN_NAME, pending_output_target, register_op
 from device_sim.tensor import Tensor
-from device_sim.types import DataType, Layout, MemoryConfig
+from device_sim.types import DRAM_MEMORY_CONFIG, DataType, Layout, MemoryConfig
 
 
 def _dims(dim):
@@ -158,6 +159,68 @@ def _argmax(x, dim, keepdim):
 
 
 sum = _reduction("sum", torch.sum, _reduce_programs(fast_reduce_nc=True), fpu="sum", kind="rows")  # noqa: A001
+
+# -- ttnn.experimental.fast_reduce_nc: a sum over the outer dims, one FastReduceNC program a dim ---------------------
+
+def _fast_reduce_nc_golden(input, *_, dims=(), **__):  # noqa: A002  (TT-NN's name)
+    return torch.sum(input.float(), tuple(int(d) for d in dims), keepdim=True)
+
+
+@register_op("ttnn.experimental.fast_reduce_nc", kind="rows", output_keyword="output", golden=_fast_reduce_nc_golden)
+def fast_reduce_nc(input: Tensor, *, dims=(), memory_config: MemoryConfig | None = None,  # noqa: A002
+                   compute_kernel_config=None, op_name: str = OWN_NAME) -> Tensor:
+    """The sum over `dims` (outer dims, 0 to 6 and below the rank), kept as 1, of a bfloat16 or bfloat8_b TILE
+    tensor, as fast_reduce_nc.cpp runs it: one FastReduceNC a dim, the largest first, each output in the input's
+    dtype (DRAM interleaved unless `memory_config`). The kernel adds the dim's tiles one by one into the destination
+    register: rounded to bfloat16 at each add unless compute_kernel_config has fp32_dest_acc_en (HiFi4 otherwise,
+    init_device_compute_kernel_config's default); `output=` writes the last step into a tensor. Departure: the
+    output keeps the input's logical last two dims where TT-NN's compute_output_specs takes the padded ones.
+
+    >>> x = ttnn.from_torch(torch.ones(2, 4, 32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> y = ttnn.experimental.fast_reduce_nc(x, dims=[0, 1])
+    >>> y.shape, torch.equal(y.to_torch(), ttnn.experimental.fast_reduce_nc.golden_function(x.to_torch(), dims=[0, 1]))
+    (Shape([1, 1, 32, 32]), True)
+    """
+    where = "device_sim/ops/reduction.py"
+    if not isinstance(input, Tensor) or input.device() is None:
+        raise tt_fatal("input.storage_type() == StorageType::DEVICE",
+                       f"Input tensor storage type must be DEVICE but got {input!r}", where=where)
+    if not dims:
+        raise tt_fatal("!dims.empty()", "fast_reduce_nc dims should not be empty", where=where)
+    if input.dtype not in (DataType.BFLOAT16, DataType.BFLOAT8_B) or input.layout != Layout.TILE:
+        raise tt_fatal("check_tensor(input, \"FastReduceNC\", \"input\", {BFLOAT16, BFLOAT8_B})",
+                       f"FastReduceNC input must be a BFLOAT16 or BFLOAT8_B TILE tensor, got {input.dtype!r} "
+                       f"{input.layout!r}", where=where)
+    rank = len(input.shape)
+    ordered = sorted(int(d) for d in dims)
+    for d in ordered:
+        if not 0 <= d <= 6:
+            raise tt_fatal("args.dim >= 0 && args.dim <= MAX_NUM_DIMENSIONS - 2", "dim must be between 0 and 6.",
+                           where=where)
+        if d >= rank:
+            raise tt_fatal("args.dim < input_rank", f"dim must be smaller than input tensor rank {rank}.",
+                           where=where)
+    n = resolve(op_name, compute_kernel_config, math_fidelity=MathFidelity.HiFi4, math_approx_mode=False,
+                fp32_dest_acc_en=False)
+    fresh = pending_output_target(op_name) is None
+    memory_config = memory_config if memory_config is not None else DRAM_MEMORY_CONFIG
+    r, step_input, launched = values(input, op_name), input, []
+    for d in reversed(ordered):
+        if numerics.emulating(compute_kernel_config) and not n.fp32_dest_acc_en:
+            acc = torch.zeros_like(r.select(d, 0)).unsqueeze(d)
+            for k in range(r.shape[d]):  # the 16-bit destination rounds each add (add_tiles with acc_to_dest)
+                acc = numerics.to_bf16(acc + r.narrow(d, k, 1))
+            r = acc
+        else:
+            r = torch.sum(r, d, keepdim=True)
+        r = dtypes.to_device_values(r, input.dtype).float()  # each step's output, packed in the input's dtype
+        launched.append(reduction.fast_reduce_nc_program(step_input, input.dtype, d,
+                                                         fp32_dest_acc_en=n.fp32_dest_acc_en))
+        step_input = Intermediate(input, tuple(r.shape), input.dtype)
+    out = output(r, input, device_inputs(op_name, input), op_name=op_name, memory_config=memory_config)
+    device_work.launch_after(out, fresh, input, tuple(launched))
+    return out
+
 mean = _reduction("mean", torch.mean, _reduce_programs(), fpu="mean", kind="rows")
 max = _reduction("max", torch.amax, _reduce_programs(), kind="rows")  # noqa: A001
 min = _reduction("min", torch.amin, _reduce_programs(), kind="rows")  # noqa: A001

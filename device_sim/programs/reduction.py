@@ -66,3 +66,26 @@ def _build(dev, shape, in_dtype, out_dtype, dims) -> tuple[Program, ...]:
         cbs = (CircularBuffer((0,), 2, in_t), CircularBuffer((2,), 1, scaler), CircularBuffer((16,), 2, out_t))
         programs.append(make_program(NAME, "ReduceMultiCoreHProgramFactory", cbs, split_work(nc * wt, gx, gy)))
     return tuple(programs)
+
+
+def fast_reduce_nc_program(x, out_dtype: DataType, dim: int, *, fp32_dest_acc_en: bool) -> Program:
+    """FastReduceNCDeviceOperation over one outer dim of `x` (experimental/reduction/fast_reduce_nc/device/
+    fast_reduce_nc_program_factory.cpp): c_0 twice `granularity` input tiles (the largest divisor of the reduced
+    dim up to 8), c_1 one bfloat16 zero tile, c_24 the accumulator (a float32 tile with an fp32 destination), c_16
+    two output tiles; split_work_to_cores row by row over the output's tiles."""
+    shape = tuple(x.padded_shape)
+    key = ("FastReduceNCDeviceOperation", shape, dim, x.dtype, out_dtype, fp32_dest_acc_en, grid_of(x.device()))
+
+    def build():
+        page = TILE_BYTES[out_dtype]
+        granularity = next(g for g in range(8, 0, -1) if shape[dim] % g == 0)
+        out_tiles = 1
+        for i, d in enumerate(shape[:-2]):
+            out_tiles *= 1 if i == dim else d
+        out_tiles *= shape[-2] // TILE * (shape[-1] // TILE)
+        cbs = (CircularBuffer((0,), 2 * granularity, page), CircularBuffer((1,), 1, TILE_BYTES[_BF16]),
+               CircularBuffer((24,), 1, 2 * page if fp32_dest_acc_en else page), CircularBuffer((16,), 2, page))
+        return make_program("FastReduceNCDeviceOperation", "FastReduceNCProgramFactory", cbs,
+                            split_work(out_tiles, *grid_of(x.device()), row_wise=True))
+
+    return cached(key, build)
