@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ttreport.errors import MeasuredFileError
+from ttreport.read import device_time
 
 # The columns a file must have: which operation, and how long its kernels ran on the device.
 OP_CODE, KERNEL_NS = "OP CODE", "DEVICE KERNEL DURATION [ns]"
@@ -396,8 +397,7 @@ def summary(r, *, worst: int = 5) -> MeasuredSummary | None:
         return None
     total, matched = r.execute("SELECT COUNT(*), COUNT(operation_id) FROM measured_perf").fetchone()
     measured = of_ops(r)
-    modelled = {i: ns for i, ns in r.execute("SELECT operation_id, ideal_ns FROM device_perf")
-                if isinstance(ns, int)} if r._has_table("device_perf") else {}
+    modelled = device_time.of_ops(r) if r._has_table("device_perf") else {}
     names = dict(r.execute("SELECT operation_id, name FROM operations WHERE operation_id IN "
                            "(SELECT operation_id FROM measured_perf)"))
     both = [OpRatio(i, str(names.get(i)), modelled[i], ns) for i, ns in sorted(measured.items())
