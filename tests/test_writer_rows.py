@@ -1,4 +1,4 @@
-"""The writer's staging rows through a virtual table (ttreport/capturing/_rows.c) write the report executemany writes.
+"""The writer's rows through a virtual table (ttreport/capturing/_rows.c) make the report that executemany makes.
 
 writer.ROWS picks the route in the writer process (forked from the capture's: a test's setting reaches it);
 executemany, one INSERT a row, is the specification (TTREPORT_PURE=1 runs it).
@@ -62,7 +62,8 @@ def test_the_virtual_table_and_executemany_write_the_same_report(tmp_path):
     assert got.keys() == expected.keys()
     for table in expected:
         assert got[table] == expected[table], table
-    assert expected["errors"] and expected["buffer_pages"] and len(expected["operations"]) > 20
+    assert expected["errors"] and expected["buffer_pages"] and expected["device_perf"]
+    assert len(expected["operations"]) > 20
 
 
 def test_a_writer_stages_through_the_virtual_table_when_it_is_built(tmp_path, monkeypatch):
@@ -72,6 +73,12 @@ def test_a_writer_stages_through_the_virtual_table_when_it_is_built(tmp_path, mo
     w.con = writer.connect(path)
     try:
         assert type(w._start_feeder()) is writer._rows.Feeder
+        w._feeder = w._start_feeder()
+        w._make_row_tables([2, 3, 2])
+        w.con.execute("CREATE TABLE t (a, b)")
+        w._insert("INSERT INTO t (b, a)", [(1, "x"), (2, None)])
+        assert w.con.execute("SELECT * FROM t").fetchall() == [("x", 1), (None, 2)]
+        assert w._row_tables == {2, 3}
         monkeypatch.setattr(writer, "ROWS", False)
         assert w._start_feeder() is False  # TTREPORT_PURE=1: executemany
     finally:

@@ -105,7 +105,6 @@ _STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE, "inputs", "outputs",
                     *(f"t_{c}" for c in _TENSOR_OWN),
                     *(f"b_{f}" for f in Alloc._fields), *(f"f_{f}" for f in Free._fields), "g_id"]
 _STAGING = f"CREATE TEMP TABLE op_staging ({', '.join(_STAGING_COLUMNS)})"
-_STAGING_ROWS = f"CREATE VIRTUAL TABLE temp.op_rows USING ttreport_rows({', '.join(_STAGING_COLUMNS)})"
 _STAGING_WIDTH = len(_STAGING_COLUMNS)
 # Each distinct captured graph (a model repeats a few) is kept once in temp tables with its nodes and edges
 # rows less the op id; an op's staging row names it (g_id) and SQL copies the rows under the op's id. Binding
@@ -127,6 +126,10 @@ _SPREAD = [
     f"WHERE t_tensor_id IS NOT NULL",
     f"INSERT OR IGNORE INTO main.buffer_lifetimes ({_BUFFER_COLUMNS}) SELECT "
     f"{', '.join('b_' + c for c in _BUFFER_FIELDS)} FROM op_staging WHERE b_buffer_id IS NOT NULL",
+]
+# TT-NN's per-op graph tables, only with device_graphs=True (the temp tables are empty otherwise: 0.4 µs an op of
+# statements that found nothing).
+_PER_OP_GRAPHS = [
     "INSERT INTO main.captured_graph (operation_id, captured_graph) SELECT s.operation_id, g.captured_graph "
     "FROM op_staging s CROSS JOIN temp.graph_texts g ON g.graph_id = s.g_id WHERE s.g_id IS NOT NULL ORDER BY s.rowid",
     "INSERT INTO main.nodes (operation_id, unique_id, node_operation_id, name) SELECT s.operation_id, n.unique_id, "
@@ -345,7 +348,7 @@ class Writer:
         self._l1_allocs: dict[int, list] = {}  # op id -> the L1 buffers it allocated, until its row comes
         self._l1_owner: dict[int, int] = {}  # buffer id -> the op id whose _l1_allocs holds it
         self._graphs = config.device_graphs  # graphs wanted (their L1 buffers are gathered for them)
-        # TT-NN's per-op captured_graph, nodes and edges wanted too (device_graphs=True, not "distinct"): _SPREAD
+        # TT-NN's per-op captured_graph, nodes and edges wanted too (device_graphs=True, not "distinct"): _PER_OP_GRAPHS
         # copies them from the temp tables, which hold the graphs only then.
         self._per_op_graphs = config.device_graphs is True
         self._graph_ids: dict[str, int] = {}  # a captured graph's text -> its graph_id (device_graph.graph_id)
@@ -366,7 +369,8 @@ class Writer:
         # One dict per enum, keyed by number: BFLOAT16 and ROW_MAJOR are both 0.
         self._dtype_text = {int(e): repr(e) for e in DataType}
         self._layout_text = {int(e): repr(e) for e in Layout}
-        self._feeder = None  # the staging rows' _rows.Feeder on self.con (ROWS), made at the first batch
+        self._feeder = None  # the _rows.Feeder on self.con (ROWS), made at the first batch; False: executemany
+        self._row_tables: set[int] = set()  # the widths of the temp.rows_<width> virtual tables made on self.con
 
     # -- a batch ---------------------------------------------------------------------------
     def _write(self, batch: list) -> bool:
@@ -463,6 +467,8 @@ class Writer:
         con = self.con
         if self._feeder is None:
             self._feeder = self._start_feeder()
+        if self._feeder:
+            self._make_row_tables([_STAGING_WIDTH, *(len(cols) for _, cols in rows["other"])])
         con.execute("BEGIN")
         try:
             # Devices and specs first: the ROW records and tensor rows that follow may refer to them.
@@ -479,8 +485,8 @@ class Writer:
                 con.executemany("INSERT INTO temp.graph_nodes VALUES (?, ?, ?, ?)", rows["graph_nodes"])
                 con.executemany("INSERT INTO temp.graph_edges VALUES (?, ?, ?, ?)", rows["graph_edges"])
             if staging:
-                self._stage(staging)
-                for spread in _SPREAD:
+                self._insert("INSERT INTO op_staging", staging)
+                for spread in _SPREAD + _PER_OP_GRAPHS if self._per_op_graphs else _SPREAD:
                     con.execute(spread)
                 con.execute(_OPERATION_GRAPHS)
             for name, sql in _INSERT.items():  # in order: every insert before the updates that follow it
@@ -495,8 +501,7 @@ class Writer:
                 max_buffer_id = con.execute("SELECT MAX(buffer_id) FROM main.buffer_lifetimes").fetchone()[0] or 0
                 con.execute("DELETE FROM op_staging")
             for (table, cols), values in rows["other"].items():
-                con.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                                values)
+                self._insert(f"INSERT INTO {table} ({', '.join(cols)})", values)
             forget = len(self._graph_ids) > MAX_GRAPHS
             if forget:
                 for table in ("graph_texts", "graph_nodes", "graph_edges"):
@@ -511,32 +516,37 @@ class Writer:
             raise
 
     def _start_feeder(self):
-        """The staging rows' Feeder and virtual table on self.con (outside any transaction: a rolled-back batch
-        would drop the table with it), or False: the rows go one INSERT each."""
+        """The _rows.Feeder on self.con, or False: the rows go one INSERT each."""
         if not ROWS:
             return False
         try:
-            feeder = _rows.Feeder(self.con, str(self.db_path))
-            self.con.execute(_STAGING_ROWS)
+            return _rows.Feeder(self.con, str(self.db_path))
         except (RuntimeError, ValueError, TypeError, sqlite3.Error):
             # The sqlite3 module runs another SQLite than the one _rows links, or the connection is not to the file
             # (a db opened by URI): executemany writes the same rows, as without _rows.
             return False
-        return feeder
 
-    def _stage(self, staging: list) -> None:
-        """The batch's staging rows into op_staging: through the virtual table when _rows is there (one statement a
-        batch: 4.3-4.6 -> 1.4-1.6 µs of the writer process's CPU an op, 20,000 adds; bench/README.md issue 33), else
-        one INSERT a row."""
-        feeder = self._feeder
-        if not feeder:
-            self.con.executemany(f"INSERT INTO op_staging VALUES ({', '.join('?' * _STAGING_WIDTH)})", staging)
+    def _make_row_tables(self, widths) -> None:
+        """A temp.rows_<width> virtual table for each width not made yet: before the batch's BEGIN, since a
+        rolled-back batch would drop a table made inside it."""
+        for width in set(widths) - self._row_tables:
+            columns = ", ".join(f"c{i}" for i in range(width))
+            self.con.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.rows_{width} USING ttreport_rows({columns})")
+            self._row_tables.add(width)
+
+    def _insert(self, head: str, rows: list) -> None:
+        """`head` ("INSERT INTO t (a, b)") for each of `rows`: through the virtual table of their width when _rows is
+        there (one statement a batch: the staging rows' 4.3-4.6 -> 1.4-1.6 µs of the writer process's CPU an op,
+        20,000 adds; bench/README.md issue 33), else one INSERT a row (executemany, the specification)."""
+        width = len(rows[0])
+        if not self._feeder or width not in self._row_tables:
+            self.con.executemany(f"{head} VALUES ({', '.join('?' * width)})", rows)
             return
-        feeder.feed(staging)
+        self._feeder.feed(rows)
         try:
-            self.con.execute("INSERT INTO op_staging SELECT * FROM temp.op_rows")
+            self.con.execute(f"{head} SELECT * FROM temp.rows_{width}")
         finally:
-            feeder.feed(None)
+            self._feeder.feed(None)
 
     def _count_lost(self, batch: list) -> None:
         self.records_lost += len(batch)
