@@ -9,6 +9,7 @@ downloads (tests/graph_report_wheel.py); without the wheel they skip, naming the
 """
 
 import json
+import os
 import resource
 import sqlite3
 import subprocess
@@ -205,6 +206,16 @@ def test_an_import_that_fails_while_writing_leaves_no_report_and_says_so_in_one_
         assert (sorted(out.iterdir()) == []) if dest == "empty" else not out.exists()
     assert cli("import", path, out, "--overwrite").returncode == 0  # the same import with room for it
     assert rows(out / "db.sqlite", "SELECT count(*) FROM operations") == [(2000,)]
+
+
+def test_a_graph_file_whose_name_is_not_utf8_imports_with_its_name_escaped(tmp_path):
+    path = tmp_path / os.fsdecode(b"report-\xff.json")
+    path.write_text(json.dumps(report_with(graph=ops(1))))
+    done = subprocess.run([sys.executable, "-m", "ttreport.cli", "import", path, tmp_path / "out"], capture_output=True,
+                          timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    [(source,)] = rows(tmp_path / "out" / "db.sqlite", "SELECT value FROM report_metadata WHERE key = 'imported_from'")
+    assert source.endswith("report-\\xff.json")
 
 
 def test_the_yaml_a_report_carries_is_written_only_inside_dest_under_its_fixed_name(tmp_path):

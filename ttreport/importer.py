@@ -444,7 +444,9 @@ def import_graph_report(report_path, dest, *, overwrite: bool = False) -> Path:
     try:
         for path in written:  # a killed import's, in a report folder being overwritten
             path.unlink(missing_ok=True)
-        db.create(partial, metadata={**metadata, "imported_from": str(r.path.resolve()), "status": "complete"})
+        # a file name's bytes that are not UTF-8 (Python holds them as lone surrogates) as \xff: text SQLite stores
+        source = os.fsencode(r.path.resolve()).decode(errors="backslashreplace")
+        db.create(partial, metadata={**metadata, "imported_from": source, "status": "complete"})
         _write(partial, rows, device_rows)
         folder.remove_report_files(dest)  # the report being overwritten, if any: its replacement is whole
         for name, text in side.items():
