@@ -186,8 +186,8 @@ _START, _END, _COMPUTE, _BANDWIDTH, _IDEAL = (f"CASE WHEN typeof({c}) = 'integer
     "o.start_ns", "o.end_ns", "p.compute_ns", "p.bandwidth_ns", "p.ideal_ns"))
 _OPS_SQL = (f"SELECT o.operation_id, {_START}, {_END}, g.graph_id, {_COMPUTE}, {_BANDWIDTH}, {_IDEAL}, "
             "p.math_fidelity FROM operation_graphs g JOIN operations o USING (operation_id) "
-            "LEFT JOIN device_perf p USING (operation_id) WHERE g.operation_id > ? AND g.operation_id <= ? "
-            "ORDER BY g.operation_id")
+            "LEFT JOIN device_perf p USING (operation_id) WHERE o.operation_id > ? AND o.operation_id <= ? "
+            "ORDER BY o.operation_id")  # o's, not g's: SQLite walks o in id order, and sorted g's ids in a temp b-tree
 _LAST = (1 << 63) - 1  # past any op id: "to the end"
 
 
@@ -256,13 +256,14 @@ class _Rows:
         # row. A tensor's number is looked up by its key first: the method call per tensor was a tenth of the export.
         fields, by_key, number = self.fields, self.fields.numbers, self.number
         scan = "SELECT tensor_id, spec_id, buffer_type, device_id FROM tensors"
+        tid = None
         for tid, spec_id, buffer_type, device_id in (r.execute(scan) if self.max_tensor is None else
                                                      r.execute(f"{scan} WHERE tensor_id > ?", (self.max_tensor,))):
             n = by_key.get((spec_id, buffer_type, device_id)) if spec_id is not None else None
             number[tid] = n if n is not None else fields.number(r, tid, spec_id, buffer_type, device_id)
-            if self.max_tensor is None or tid > self.max_tensor:
-                self.max_tensor = tid
-        if self.max_tensor is None:
+        if tid is not None:  # the scan's last, in its primary key's order
+            self.max_tensor = tid
+        elif self.max_tensor is None:
             self.max_tensor = -_LAST  # read, and none there
         tensors: dict[int, tuple[list, list]] = {}  # op id -> (numbers of its inputs, of its outputs), in index order
         for table, index, side in (("input_tensors", "input_index", 0), ("output_tensors", "output_index", 1)):
