@@ -1193,3 +1193,23 @@ def test_quantize_dequantize_and_requantize_match_torchs_per_tensor_and_per_chan
         ttnn.quantize(tt_x, ttnn.from_torch(torch.ones(2), dtype=ttnn.float32, device=device), zp)
     with pytest.raises(RuntimeError, match="expects a 1D scale tensor of 7 values"):
         ttnn.quantize(tt_x, ttnn.from_torch(torch.ones(5), dtype=ttnn.float32, device=device), 0, axis=1)
+
+
+def test_a_row_major_transpose_is_a_permute_device_operation_with_its_dims_in_the_graph(device):
+    # test_graph_capture.py's test_graph_capture_with_all_parameters(_json_output): transpose.cpp runs an
+    # interleaved ROW_MAJOR transpose as prim::permute, whose node carries dims=SmallVector([0, 2, 1, 3])
+    x = torch.rand(1, 64, 4, 32)
+    t = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.ROW_MAJOR, device=device, memory_config=ttnn.L1)
+    ttnn.graph.begin_graph_capture(ttnn.graph.RunMode.NORMAL)
+    y = ttnn.transpose(t, 1, 2)
+    graph = ttnn.graph.end_graph_capture()
+    assert torch.equal(ttnn.to_torch(y), x.bfloat16().transpose(1, 2))
+    [node] = [n for n in graph if n["node_type"] == "function_start"
+              and n["params"]["name"] == "PermuteDeviceOperation"]
+    assert "SmallVector([0, 2, 1, 3])" in node["arguments"][0] and "BufferType::L1" in node["arguments"][0]
+    # permute_rm_program_factory.cpp, split over the 64 cores: the last dim kept, its 256 rows; the last dim moved,
+    # 32 x 32 blocks: 256 rows / X (the new last dim, 4) x ceil(4 / 32) x ceil(32 / 32) = 64
+    [p] = launched(device, lambda: ttnn.transpose(t, 1, 2))
+    assert (p.factory, p.cores.num_cores()) == ("MultiCoreRowInvariant", 64)
+    [p] = launched(device, lambda: ttnn.transpose(t, -1, -2))
+    assert (p.factory, p.cores.num_cores()) == ("MultiCoreBlockedGeneric", 64)

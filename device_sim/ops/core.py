@@ -464,6 +464,14 @@ def transpose(input_tensor: Tensor, dim1: int, dim2: int, *, memory_config: Memo
     except IndexError:
         raise IndexError(f"{op_name}: dims {dim1} and {dim2} do not both fit shape {list(v.shape)} "
                          f"(rank {v.dim()})") from None
+    if (input_tensor.device() is not None and input_tensor.layout == Layout.ROW_MAJOR
+            and not input_tensor.is_sharded() and dim1 % v.dim() != dim2 % v.dim()
+            and (v.shape[dim1], v.shape[dim2]) != (1, 1)):
+        # transpose.cpp: an interleaved ROW_MAJOR tensor's transpose is a permute (prim::permute for HC, CN and
+        # WH, ttnn::permute for the others), recorded nested with its dims, as TT-NN's graph shows it
+        dims = list(range(v.dim()))
+        dims[dim1], dims[dim2] = dims[dim2], dims[dim1]
+        return permute(input_tensor, dims, memory_config=memory_config)
     ins = device_inputs(op_name, input_tensor)
     out = output(r.contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
     if (input_tensor.device() is not None and input_tensor.layout == Layout.TILE and not input_tensor.is_sharded()

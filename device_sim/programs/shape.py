@@ -23,6 +23,7 @@ from device_sim.device_work import (
     TILE_BYTES,
     CircularBuffer,
     Program,
+    aligned_page,
     cached,
     grid_of,
     make_program,
@@ -307,22 +308,53 @@ def _transpose_hc(dev, shape4: list, dtype) -> Program:
                         split_work(max(tiles, padded_rows), *grid_of(dev)))
 
 
+def permute_rm_program(x, order: tuple) -> Program:
+    """PermuteDeviceOperation for an interleaved ROW_MAJOR tensor (permute_rm_program_factory.cpp; `order` the
+    permutation of its dims). The last dim kept, MultiCoreRowInvariant: c_0 two input rows (the logical width,
+    aligned to the input's memory), split_work_to_cores over the rows. Else MultiCoreBlockedGeneric, which
+    swaps W with the new last dim X in 32 x 32 blocks: c_0 two blocks of 32 input rows of 32 elements, c_2 two
+    of 32 output rows of 32, c_1 two whole blocks, split_work_to_cores over (rows / X) x ceil(X / 32) x
+    ceil(W / 32) blocks."""
+    dev = x.device()
+    shape = tuple(x._value.shape)
+    key = ("PermuteDeviceOperation", "rm", shape, x.dtype, order, x.memory_config().buffer_type, grid_of(dev))
+
+    def build():
+        size = dtypes.ELEMENT_SIZE[x.dtype]
+        rows = 1
+        for d in shape[:-1]:
+            rows *= d
+        if order[-1] == len(shape) - 1:
+            cbs = (CircularBuffer((0,), 2, aligned_page(x, shape[-1] * size)),)
+            return make_program("PermuteDeviceOperation", "MultiCoreRowInvariant", cbs, split_work(rows, *grid_of(dev)))
+        X, W = shape[order[-1]], shape[-1]
+        blocks = rows // X * -(-X // 32) * -(-W // 32)
+        cbs = (CircularBuffer((0,), 2 * 32, 32 * size), CircularBuffer((2,), 2 * 32, 32 * size),
+               CircularBuffer((1,), 2, 32 * 32 * size))
+        return make_program("PermuteDeviceOperation", "MultiCoreBlockedGeneric", cbs, split_work(blocks, *grid_of(dev)))
+
+    return cached(key, build)
+
+
 def permute_programs(x, out, dims) -> tuple[Program, ...] | None:
     """The programs TT-NN's permute (permute.cpp) runs for an interleaved TILE tensor of rank <= 4, on its 4-D
     view: none for a permutation that keeps the shape and moves only dims of one element (a no-op there), a
     WH transpose for (0, 1, 3, 2), HC for (0, 2, 1, 3), CN for (1, 0, 2, 3), else PermuteDeviceOperation; a
-    bfloat8_b input other than WH, CN or CN+WH is typecast to bfloat16 and back around it. None where not
-    modelled (ROW_MAJOR, sharded, rank > 4)."""
+    bfloat8_b input other than WH, CN or CN+WH is typecast to bfloat16 and back around it. An interleaved
+    ROW_MAJOR tensor's permute is one PermuteDeviceOperation whatever the order (permute.cpp's transposes are
+    transpose.cpp's prim::permute for ROW_MAJOR). None where not modelled (sharded, rank > 4)."""
     from device_sim.programs import data_movement  # the transposes: data_movement imports nothing of this
 
     rank = len(dims)
-    if x.device() is None or rank > 4 or x.layout != Layout.TILE or x.is_sharded() or out.is_sharded():
+    if x.device() is None or rank > 4 or x.is_sharded() or out.is_sharded():
         return None
     order = tuple(range(4 - rank)) + tuple(int(d) % rank + 4 - rank for d in dims)
     shape4 = [1] * (4 - rank) + list(x._value.shape)
-    if order[2:] == (2, 3) and [shape4[d] for d in order] == shape4 and all(
-            d == i or shape4[i] == 1 for i, d in enumerate(order)):
+    kept = order[2:] == (2, 3) if x.layout == Layout.TILE else order[3] == 3  # the dims the layout's pages span
+    if kept and [shape4[d] for d in order] == shape4 and all(d == i or shape4[i] == 1 for i, d in enumerate(order)):
         return ()  # permute.cpp's is_permute_nop: the shape stays and only dims of one element move
+    if x.layout == Layout.ROW_MAJOR:  # every order on an interleaved ROW_MAJOR tensor is one prim::permute
+        return (permute_rm_program(x, tuple(int(d) % rank for d in dims)),)
     if order == (0, 1, 3, 2):
         return (data_movement.transpose_wh_program(x, out.dtype),)
     bf8 = x.dtype == DataType.BFLOAT8_B and order not in ((1, 0, 2, 3), (1, 0, 3, 2))
