@@ -499,6 +499,9 @@ CASES.update({
                                                         layout=ttnn.ROW_MAJOR, memory_config=_WIDTH_SHARDED_2),), {}),
     # small integers, as tt-metal's test_fast_reduce_nc.py sums: exact at each step's bfloat16 output
     "ttnn.experimental.fast_reduce_nc": lambda d: ((dev(indices(5, 2, 3, 32, 64).float() - 2, d),), dict(dims=[0, 1])),
+    # a strided write into a TILE output (through ROW_MAJOR, as slice_write.cpp does)
+    "ttnn.experimental.slice_write": lambda d: ((x(d, 2, 16, 32), x(d, 2, 32, 64, seed=3), [0, 0, 0], [2, 32, 64],
+                                                [1, 2, 2]), {}),
 })
 
 

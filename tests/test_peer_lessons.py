@@ -1004,6 +1004,23 @@ def test_fast_reduce_nc_sums_outer_dims_one_program_a_dim_rounding_each_add_in_a
         ttnn.experimental.fast_reduce_nc(t, dims=[])
 
 
+def test_slice_write_writes_into_a_strided_slice_of_the_output_in_place(device):
+    # test_slice_write.py (16 cases, ranks 1 to 8, both layouts): slice_write(input, output, start, end, step)
+    # writes input into output[start:end:step] in place and returns output; a TILE tensor goes through ROW_MAJOR
+    # around SliceWriteDeviceOperation (slice_write.cpp); the slice's shape must be the input's
+    dst = torch.zeros(2, 32, 64)
+    out = ttnn.from_torch(dst, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    src = ttnn.from_torch(torch.ones(2, 11, 16), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    programs = launched(device, lambda: ttnn.experimental.slice_write(src, out, [0, 1, 3], [2, 32, 64], [1, 3, 4]))
+    dst[0:2, 1:32:3, 3:64:4] = 1
+    assert torch.equal(ttnn.to_torch(out).float(), dst)
+    assert [p.name for p in programs] == ["UntilizeDeviceOperation", "UntilizeDeviceOperation",
+                                          "SliceWriteDeviceOperation", "TilizeDeviceOperation"]
+    assert len(programs[2].cbs) == 2  # the strided last dim reads the output's rows too (c_1)
+    with pytest.raises(RuntimeError, match="Size of the slice being written"):
+        ttnn.experimental.slice_write(src, out, [0, 0, 0], [2, 32, 64], [1, 1, 1])
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 

@@ -984,3 +984,61 @@ def convert_to_hwc(input: Tensor, *, memory_config: MemoryConfig | None = None, 
     out = output(hwc, input, [input], op_name=op_name, dtype=dtype, memory_config=memory_config)
     device_work.launch_after(out, True, input, programs.convert_to_hwc_program(input, out))
     return out
+
+
+# -- writing into a slice of a tensor (tt-metal's experimental/slice_write) --------------------------------------------
+
+
+def _slice_write_golden(input_tensor, output_tensor, start, end, step, *_, **__):
+    out = output_tensor.clone()
+    out[tuple(builtins.slice(int(b), int(e), int(s)) for b, e, s in zip(start, end, step))] = input_tensor.to(out.dtype)
+    return out
+
+
+@register_op("ttnn.experimental.slice_write", kind="move", golden=_slice_write_golden)
+def slice_write(input_tensor: Tensor, output_tensor: Tensor, start, end, step, *, op_name: str = OWN_NAME) -> Tensor:
+    """Write `input_tensor` into output_tensor[start:end:step] (one python slice a dim), in place, and return
+    output_tensor: the slice's shape must be the input's. slice_write.cpp takes a TILE input or output through
+    ROW_MAJOR around its row-major SliceWriteDeviceOperation; an empty slice leaves the output as it is.
+
+    >>> dst = ttnn.from_torch(torch.zeros(4, 8), dtype=ttnn.bfloat16, device=device)
+    >>> src = ttnn.from_torch(torch.ones(2, 4), dtype=ttnn.bfloat16, device=device)
+    >>> ttnn.experimental.slice_write(src, dst, [0, 0], [4, 8], [2, 2]).to_torch()[:2]
+    tensor([[1., 0., 1., 0., 1., 0., 1., 0.],
+            [0., 0., 0., 0., 0., 0., 0., 0.]], dtype=torch.bfloat16)
+    """
+    where = _HERE
+    for name, t in (("input_tensor", input_tensor), ("output_tensor", output_tensor)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op_name}: {name} must be a ttnn tensor, got {type(t).__name__}")
+    if output_tensor.is_sharded():
+        raise tt_fatal("!output_tensor.is_sharded()", "Slice Write currently doesn't support sharded output tensors.",
+                       where=where)
+    if input_tensor.device() is None:
+        raise tt_fatal("input.storage_type() == StorageType::DEVICE", "Expects Input on Device", where=where)
+    begins, ends, steps = ([int(v) for v in a] for a in (start, end, step))
+    out_shape = tuple(output_tensor.shape)
+    if not len(begins) == len(ends) == len(steps) == len(out_shape) == len(input_tensor.shape):
+        raise tt_fatal("input_tensor.padded_shape().rank() == args.slice_start.rank()",
+                       f"Ranks of input {list(input_tensor.shape)}, output {list(out_shape)}, start {begins}, end "
+                       f"{ends} and step {steps} must all be equal", where=where)
+    size = []
+    for i, (b, e, s) in enumerate(zip(begins, ends, steps)):
+        if e < b:
+            raise tt_fatal("ends[i] >= begins[i]", f"End {e} must be greater than or equal to start {b}", where=where)
+        if s < 1 or e > out_shape[i]:
+            raise tt_fatal("args.slice_end[i] <= output_padded_shape[i]", f"Ends {e} must be less than or equal to "
+                           f"the shape of the tensor {out_shape[i]} (and step {s} at least 1)", where=where)
+        size.append((e - b + s - 1) // s)
+    if 0 in size:  # slice_write.cpp: an empty slice returns the output unchanged
+        return output_tensor
+    if tuple(size) != tuple(input_tensor.shape):
+        raise tt_fatal("actual_shape[i] == input.logical_shape()[i]", f"Size of the slice being written {size} should "
+                       f"match the size of the input tensor {list(input_tensor.shape)}", where=where)
+    device_inputs(op_name, input_tensor, output_tensor)
+    launched = shape_programs.slice_write_programs(input_tensor, output_tensor, tuple(steps))
+    for program in launched or ():  # before the write: a launch that fails leaves the output as it was
+        device_work.launch(input_tensor.device(), program)
+    output_tensor._write(_slice_write_golden(held(input_tensor, op_name), held(output_tensor, op_name), begins, ends,
+                                             steps))
+    return output_tensor

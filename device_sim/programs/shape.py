@@ -214,6 +214,50 @@ def slice_programs(x, out, index) -> tuple[Program, ...] | None:
     return untilize, rm, tilize
 
 
+def slice_write_programs(x, out, steps: tuple) -> tuple[Program, ...] | None:
+    """The programs ttnn.experimental.slice_write runs to write `x` into a strided slice of `out`, as slice_write.cpp
+    does for interleaved tensors: a TILE input or output goes through ROW_MAJOR (the input untilized, the output
+    untilized, written and tilized back), and SliceWriteDeviceOperation's row-major factory
+    (slice_write_rm_interleaved_program_factory.cpp) writes the input's rows: c_0 double-buffers its reads (each
+    core's row count padded to 32, merged into reads of at most 4 KiB, rows aligned to the larger of the buffers'
+    alignments), c_1 the same again when the last dim is strided, over the cores split_work_to_cores gives the
+    rows. None for a sharded tensor or a block float (their factories are not modelled)."""
+    if not _interleaved(x, out) or x.dtype not in dtypes.ELEMENT_SIZE or out.dtype not in dtypes.ELEMENT_SIZE:
+        return None
+    from device_sim.programs import data_movement  # the layout builders: data_movement imports nothing of this
+
+    dev = x.device()
+    key = ("SliceWriteDeviceOperation", shape_of(x), x.dtype, steps[-1] != 1, x.memory_config().buffer_type,
+           out.memory_config().buffer_type, grid_of(dev))
+
+    def build():
+        src_align = _DRAM_ALIGNMENT if x.memory_config().buffer_type.name == "DRAM" else _L1_ALIGNMENT
+        dst_align = _DRAM_ALIGNMENT if out.memory_config().buffer_type.name == "DRAM" else _L1_ALIGNMENT
+        shape = tuple(x._value.shape) or (1,)
+        rows = 1
+        for d in shape[:-1]:
+            rows *= d
+        gx, gy = grid_of(dev)
+        page = round_up(shape[-1] * dtypes.ELEMENT_SIZE[x.dtype], max(src_align, dst_align))
+        pad32 = round_up(-(-rows // min(max(rows, 1), gx * gy)), 32)
+        per_barrier = pad32 // _merge_sticks(pad32, page, 4096)
+        cbs = [CircularBuffer((0,), 2 * per_barrier, page)]
+        if steps[-1] != 1:
+            cbs.append(CircularBuffer((1,), 2 * per_barrier, page))
+        return make_program("SliceWriteDeviceOperation", "SliceWriteRMInterleavedProgramFactory", tuple(cbs),
+                            split_work(rows, gx, gy))
+
+    rm = cached(key, build)
+    if x.layout == Layout.ROW_MAJOR and out.layout == Layout.ROW_MAJOR:
+        return (rm,)
+    # slice_write.cpp: to_layout(ROW_MAJOR) of a TILE input, of the output, and to_layout back to the output's
+    steps_in = () if x.layout == Layout.ROW_MAJOR else (data_movement.untilize_program(x, x.dtype),)
+    if out.layout == Layout.ROW_MAJOR:
+        return (*steps_in, rm)
+    return (*steps_in, data_movement.untilize_program(out, out.dtype), rm,
+            data_movement.tilize_program(out, out.dtype, out=out))
+
+
 def transpose_cn_program(x) -> Program | None:
     """TransposeDeviceOperation's CN factory (transpose/device/transpose_cn_program_factory.cpp; ttnn.transpose of
     dims 0 and 1, and permute (1, 0, 2, 3)): one two-page buffer of the input's pages (tiles, or rows of a
