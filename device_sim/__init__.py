@@ -56,6 +56,7 @@ from device_sim.conv_config import (
     Op2DL1FullSliceConfig,
     Op2DSliceConfig,
     PaddingMode,
+    SlidingWindowParallelConfig,
     get_conv_output_dim,
 )
 from device_sim.core import (

@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from device_sim.types import DataType, Layout, TensorMemoryLayout
+from device_sim.types import DataType, Layout, ShardOrientation, TensorMemoryLayout
 
 
 class PaddingMode(enum.Enum):
@@ -130,6 +130,17 @@ def get_conv_output_dim(input, window, stride=1, pad=0, dilation=1) -> int:  # n
 
 # TT-NN's conv1d takes the same config (ttnn.Conv1dConfig is Conv2dConfig).
 Conv1dConfig = Conv2dConfig
+
+
+@dataclass(kw_only=True)
+class SlidingWindowParallelConfig:
+    """TT-NN's sliding-window ParallelConfig (ttnn.SlidingWindowParallelConfig, sliding_window_nanobind.cpp): the
+    cores, sharding and orientation a conv-style [1, 1, N*H*W, C] tensor is spread with (tt-metal's
+    test_slice_for_conv.py builds its padded_slice / slice_write memory configs from it)."""
+
+    grid: object  # a ttnn.CoreRangeSet
+    shard_scheme: TensorMemoryLayout
+    shard_orientation: ShardOrientation
 
 
 @dataclass(kw_only=True)

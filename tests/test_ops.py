@@ -527,6 +527,14 @@ CASES.update({
     "ttnn.requantize": lambda d: ((_Q(d), 0.02, 3, 0.05, -4), {}),
 })
 
+# ttnn.experimental.padded_slice (issue 31: nightly data_movement/test_slice_for_conv.py): into height shards of 3 cores
+_RM = dict(layout=ttnn.ROW_MAJOR)
+CASES.update({"ttnn.experimental.padded_slice": lambda d: (
+    (dev(rnd(2, 6, 5, 20), d, **_RM), [0, 2, 0, 0], [2, 5, 5, 20], [1, 1, 1, 1]), dict(
+        memory_config=ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, ttnn.ShardSpec(
+            ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(2, 0))]), (10, 32),
+            ttnn.ShardOrientation.ROW_MAJOR))))})
+
 # ttnn.rotate (issue 31: tests/ttnn's pool/test_rotate.py): NHWC, about a custom centre, filled outside
 CASES.update({"ttnn.rotate": lambda d: ((dev(rnd(2, 9, 12, 32), d, layout=ttnn.ROW_MAJOR), 30.0), dict(
     center=(4.0, 3.0), fill=0.5, interpolation_mode="bilinear"))})

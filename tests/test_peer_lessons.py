@@ -1230,3 +1230,25 @@ def test_a_row_major_transpose_is_a_permute_device_operation_with_its_dims_in_th
     assert (p.factory, p.cores.num_cores()) == ("MultiCoreRowInvariant", 64)
     [p] = launched(device, lambda: ttnn.transpose(t, -1, -2))
     assert (p.factory, p.cores.num_cores()) == ("MultiCoreBlockedGeneric", 64)
+
+
+def test_padded_slice_flattens_a_4d_slice_into_the_sharded_config_with_its_channels_padded(device):
+    # nightly data_movement/test_slice_for_conv.py (744 padded_slice cases): ttnn.SlidingWindowParallelConfig, and
+    # ttnn.experimental.padded_slice into a sharded [1, 1, N*H*W, C] output; a height-sharded output's width is its
+    # shard width, the channels past the input's zeros; bfloat8_b comes out bfloat16, ROW_MAJOR
+    cfg = ttnn.SlidingWindowParallelConfig(grid=ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0),
+                                                                                  ttnn.CoreCoord(3, 0))]),
+                                           shard_scheme=ttnn.TensorMemoryLayout.HEIGHT_SHARDED,
+                                           shard_orientation=ttnn.ShardOrientation.ROW_MAJOR)
+    x = torch.randint(-10, 10, (2, 8, 6, 9)).float()
+    t = ttnn.from_torch(x, dtype=ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT, device=device)
+    mem = ttnn.MemoryConfig(cfg.shard_scheme, ttnn.BufferType.L1,
+                            ttnn.ShardSpec(cfg.grid, (12, 16), cfg.shard_orientation))
+    out = ttnn.experimental.padded_slice(t, [0, 2, 0, 0], [2, 6, 6, 9], [1, 1, 1, 1], memory_config=mem)
+    assert (out.shape, out.dtype, out.layout) == ((1, 1, 48, 16), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
+    want = torch.nn.functional.pad(x[:, 2:6], (0, 7)).reshape(1, 1, 48, 16)
+    assert torch.equal(ttnn.to_torch(out).float(), want) and out.memory_config() == mem
+    with pytest.raises(RuntimeError, match="Output Memory Config must be sharded"):
+        ttnn.experimental.padded_slice(t, [0, 2, 0, 0], [2, 6, 6, 9], [1, 1, 1, 1], memory_config=ttnn.L1)
+    with pytest.raises(RuntimeError, match="Steps != 1"):
+        ttnn.experimental.padded_slice(t, [0, 2, 0, 0], [2, 6, 6, 9], [1, 2, 1, 1], memory_config=mem)

@@ -16,7 +16,7 @@ from device_sim.programs import shape as shape_programs
 from device_sim.registry import OWN_NAME, Trait, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.tile import as_tile
-from device_sim.types import DataType, Layout, MemoryConfig
+from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 
 
 def _identity(t, *_, **__):
@@ -604,6 +604,59 @@ def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # n
         # strided, unaligned or ROW_MAJOR: the row-major factories (a TILE input goes through ROW_MAJOR and back)
         device_work.launch_after(out, True, input_tensor, shape_programs.slice_programs(input_tensor, out, index))
     return out
+
+
+def _padded_slice_golden(t, padded_slice_start, padded_slice_end, padded_slice_step=None, *_, memory_config=None,
+                         **__):
+    """padded_slice_device_operation.cpp's compute_output_specs: the 4D slice flattened to [1, 1, N*H*W, C]; a
+    HEIGHT_SHARDED output's width is its shard width (channels past the slice's are zeros, as the padded writer
+    leaves them), a WIDTH_SHARDED output's height its shard height."""
+    index = _slice_args(t.shape, padded_slice_start, padded_slice_end, padded_slice_step, None, None, None)
+    x = t[tuple(index)]
+    y = x.reshape(1, 1, -1, x.shape[-1])
+    layout = memory_config.memory_layout if memory_config is not None else None
+    spec = memory_config.shard_spec if memory_config is not None else None
+    if layout == TensorMemoryLayout.HEIGHT_SHARDED and spec is not None:
+        y = torch.nn.functional.pad(y, (0, spec.shape[1] - y.shape[-1]))
+    elif layout == TensorMemoryLayout.WIDTH_SHARDED and spec is not None:
+        y = torch.nn.functional.pad(y, (0, 0, 0, spec.shape[0] - y.shape[-2]))
+    return y
+
+
+@register_op("ttnn.experimental.padded_slice", kind="move", golden=_padded_slice_golden)
+def padded_slice(input_tensor: Tensor, padded_slice_start, padded_slice_end, padded_slice_step=None, *,
+                 memory_config: MemoryConfig, pad_value: float | None = None, op_name: str = OWN_NAME) -> Tensor:
+    """A slice of a 4D [N, H, W, C] tensor as conv2d's DRAM slicing takes it: flattened to [1, 1, N*H*W, C] in
+    ROW_MAJOR (bfloat8_b comes out bfloat16), straight into the sharded `memory_config`, its channels padded with
+    zeros to a height-sharded output's shard width (padded_slice.cpp: unit steps only, a sharded output, an
+    interleaved input; TT-NN takes pad_value and ignores it). Its device program (the RM and tile factories, which
+    write into the output's shards) is not modelled.
+
+    >>> x = ttnn.from_torch(torch.arange(48.0).reshape(1, 4, 4, 3), device=device)
+    >>> grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0))])
+    >>> cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1,
+    ...                         ttnn.ShardSpec(grid, (4, 8), ttnn.ShardOrientation.ROW_MAJOR))
+    >>> y = ttnn.experimental.padded_slice(x, [0, 1, 0, 0], [1, 3, 4, 3], [1, 1, 1, 1], memory_config=cfg)
+    >>> y.shape, y.to_torch()[0, 0, 0].tolist()
+    (Shape([1, 1, 8, 8]), [12.0, 13.0, 14.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    """
+    shape = list(input_tensor.shape)
+    step = list(padded_slice_step) if padded_slice_step is not None else [1] * len(shape)
+    checks = ((len(shape) == 4, "input_rank == 4", "Only 4D tensors are supported for padded_slice"),
+              (all(int(s) == 1 for s in step), "no_step", "Steps != 1 are not supported for padded_slice."),
+              (memory_config is not None and memory_config.is_sharded(), "memory_config.is_sharded()",
+               "Output Memory Config must be sharded. Use slice for non-sharded outputs."),
+              (not input_tensor.is_sharded(), "!input_tensor.memory_config().is_sharded()",
+               "padded_slice does not support sharded inputs."))
+    for ok, condition, message in checks:
+        if not ok:
+            raise tt_fatal(condition, f"{op_name}: {message}", "device_sim/ops/core.py")
+    ins = device_inputs(op_name, input_tensor)
+    y = _padded_slice_golden(held(input_tensor), padded_slice_start, padded_slice_end, step,
+                             memory_config=memory_config)
+    dtype = DataType.BFLOAT16 if input_tensor.dtype == DataType.BFLOAT8_B else input_tensor.dtype
+    return output(y.contiguous(), input_tensor, ins, op_name=op_name, dtype=dtype, layout=Layout.ROW_MAJOR,
+                  memory_config=memory_config)
 
 
 # mesh_aware: a mesh tensor frees every shard
