@@ -6,15 +6,21 @@ commands', and `ttreport compare` against the API it wraps.
 A capture's start is timed warm (imports done, a capture made before) and cold (a fresh interpreter that has
 imported what the model imports, torch and device_sim: `import ttreport` and the first capture's start count),
 against torch.profiler(record_shapes, with_stack)'s start under the same two conditions, in the same run. The
-pytest plugin's cost per test: the same file of small device tests run with and without --ttreport.
+pytest plugin's cost per test: the same file of small device tests run with and without --ttreport. Its reports are
+finished behind the tests and waited for at the session's end, so that wait is shown too (the session's wall time
+added, per test), and, with --plugin-before COMMIT, the same figures for that commit's tree in the same minutes:
+
+    python -m bench.startup --plugin-before 4b2322e     # the plugin, this tree against 4b2322e's, alternating
 
 Each reading command (--version, ls, summary, ops, op, query on the sample report; history and runs on a throwaway
 PostgreSQL store holding it) runs in a fresh interpreter, as the `ttreport` script runs it, `repeats` times; the
 figure is the fastest run (the machine is shared: the fastest is the one least disturbed), beside issue 33's
 target of 0.3 s, and beside `python -c pass` measured in the same run. `compare A B` is then timed as a user sees
-it (a fresh `ttreport compare`, imports and all) against the API's own work in a process that has imported
-ttreport and torch already (ttreport.compare_reports(A, B), as issue 33 measured the API): target 1.2x; and
-against the API as a script runs it, in a fresh interpreter too (`import ttreport`, compare_reports(A, B)).
+it (a fresh `ttreport compare`, imports and all) against the API as a script runs it, in a fresh interpreter too
+(`import ttreport`, compare_reports(A, B)): target 1.2x, issue 33's "within 1.2x of the API", whose API figure
+(1.0-1.4 s) was a fresh process's. The API's own work in a process that has imported ttreport and torch already is
+shown beside it, as information: no fresh process is within 1.2x of a warm call (the interpreter and the CLI's
+imports alone are ~0.3 s, more than the sample report's whole comparison; bench/README.md).
 """
 
 from __future__ import annotations
@@ -102,9 +108,11 @@ def _compare(repeats: int) -> list[Figure]:
     cli = command_seconds(["compare", str(SAMPLE), str(SAMPLE)], repeats)
     script = fastest([sys.executable, "-c", f"import ttreport; ttreport.compare_reports({str(SAMPLE)!r}, "
                       f"{str(SAMPLE)!r})"], repeats)
-    return [info("compare: the API (compare_reports, torch imported)", min(api), "s"),
+    # The target row is the fresh interpreter's (issue 33 timed its API at 1.0-1.4 s: a fresh process); the warm
+    # ratio stays printed, as information, beside it (the module's docstring says why it cannot be a target).
+    return [info("compare: the API warm (compare_reports, torch imported)", min(api), "s"),
             info("compare: the CLI (`ttreport compare A B`, fresh)", cli, "s"),
-            at_most("compare: CLI / API", cli / min(api), "x", COMPARE_RATIO),
+            info("compare: CLI / the API warm (information)", cli / min(api), "x"),
             info("compare: the API in a fresh interpreter (import ttreport, compare_reports)", script, "s"),
             at_most("compare: CLI / the API in a fresh interpreter", cli / script, "x", COMPARE_RATIO)]
 
@@ -208,26 +216,73 @@ def test_add(device, i):
 """
 
 
-def plugin_per_test(tmp, n_tests: int) -> list[Figure]:
+def plugin_per_test(tmp, n_tests: int, before: str | None = None, rounds: int = 2) -> list[Figure]:
     """Milliseconds per test that --ttreport adds: a file of n_tests small device tests run with and without it (best
-    of 2 each, alternating), timed by pytest itself (its JUnit XML: each test's setup, call and teardown summed, to the
-    millisecond; --durations prints them to 10 ms, which read a plain test as 0; the interpreter's start and imports,
-    ~3 s and varying by a second on a loaded machine, are left out of both)."""
+    of `rounds` each, alternating), timed by pytest itself (its JUnit XML: each test's setup, call and teardown summed,
+    to the millisecond; --durations prints them to 10 ms, which read a plain test as 0; the interpreter's start and
+    imports, ~3 s and varying by a second on a loaded machine, are left out of both). The plugin finishes each report
+    behind the tests and waits for them all at the session's end, which no test's time holds: the session's own wall
+    time added, per test, is shown beside it (imports included, so it moves with the load). With `before` (a commit),
+    the same two figures for that commit's tree, run alternating with this one's."""
     folder = Path(tempfile.mkdtemp(prefix="plugin-", dir=tmp))  # its own: bench 11 runs it too, in the same tmp
     (folder / "test_small.py").write_text(_TESTS.replace("{n}", str(n_tests)))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    trees = {"": REPO, **({f" ({before})": _tree_of(before, folder / "before")} if before else {})}
 
-    def pytest(*flags) -> float:
+    def pytest(tree: Path, *flags) -> tuple[float, float]:
+        """(the tests' own seconds, the session's wall seconds) of one pytest run of the file, with `tree` imported."""
         xml = folder / "junit.xml"
+        started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
                         "-o", "junit_duration_report=total", f"--junitxml={xml}", "test_small.py", *flags],
-                       cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=True)
-        return sum(float(case.get("time")) for case in ElementTree.parse(xml).iter("testcase"))
+                       cwd=folder, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True,
+                       timeout=600, check=True)
+        wall = time.perf_counter() - started
+        return sum(float(case.get("time")) for case in ElementTree.parse(xml).iter("testcase")), wall
 
-    plain, captured = [], []
-    for _ in range(2):
-        plain.append(pytest())
-        captured.append(pytest("--ttreport", "--ttreport-root", str(folder / "reports")))
-    per_test = (min(captured) - min(plain)) / n_tests * 1e3
-    return [info(f"pytest: per test without the plugin ({n_tests} small tests)", min(plain) / n_tests * 1e3, "ms"),
-            at_most(f"pytest plugin: added per test (--ttreport, {n_tests} small tests)", per_test, "ms", PLUGIN_MS)]
+    plain, captured = [], {label: [] for label in trees}
+    for _ in range(rounds):
+        plain.append(pytest(REPO))
+        for label, tree in trees.items():
+            captured[label].append(pytest(tree, "--ttreport", "--ttreport-root", str(folder / "reports")))
+    tests, wall = min(t for t, _ in plain), min(w for _, w in plain)
+    figures = [info(f"pytest: per test without the plugin ({n_tests} small tests)", tests / n_tests * 1e3, "ms")]
+    for label, runs in captured.items():
+        per_test = (min(t for t, _ in runs) - tests) / n_tests * 1e3
+        figures += [at_most(f"pytest plugin{label}: added per test (--ttreport, {n_tests} small tests)", per_test, "ms",
+                            PLUGIN_MS),
+                    info(f"pytest plugin{label}: the session's wall time added, per test (its end's wait included)",
+                         (min(w for _, w in runs) - wall) / n_tests * 1e3, "ms")]
+    return figures
+
+
+def _tree_of(commit: str, where: Path) -> Path:
+    """`commit`'s tree in `where` (git archive), with this checkout's built extensions: only for a commit whose C
+    sources are this checkout's (else the extensions would not be that tree's; a newer extension it lacks is
+    copied too, and never imported by its code)."""
+    listed = subprocess.run(["git", "ls-tree", "-r", "--name-only", commit], cwd=REPO, capture_output=True,
+                            text=True, check=True).stdout.split()
+    for name in (n for n in listed if n.endswith((".c", ".h"))):
+        theirs = subprocess.run(["git", "show", f"{commit}:{name}"], cwd=REPO, capture_output=True, check=True).stdout
+        if not (REPO / name).is_file() or (REPO / name).read_bytes() != theirs:
+            raise SystemExit(f"--plugin-before {commit}: its {name} differs from this checkout's, whose built "
+                             f"extensions the tree would use; give a commit with the same C sources")
+    where.mkdir()
+    archive = subprocess.run(["git", "archive", commit], cwd=REPO, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+    for built in [*(REPO / "device_sim").rglob("*.so"), *(REPO / "ttreport").rglob("*.so")]:
+        (where / built.relative_to(REPO)).write_bytes(built.read_bytes())
+    return where
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.startup", description="The pytest plugin's figures of "
+                                     "bench 12, this tree against an older commit's, alternating in one run.")
+    parser.add_argument("--plugin-before", metavar="COMMIT", required=True, help="the commit to compare against")
+    parser.add_argument("--plugin-tests", type=int, default=20, help="small device tests in the file (20)")
+    parser.add_argument("--rounds", type=int, default=2, help="runs of each, alternating; the best is shown (2)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ttreport-bench-") as tmp:
+        for figure in plugin_per_test(Path(tmp), args.plugin_tests, args.plugin_before, args.rounds):
+            print(figure.line(), flush=True)
