@@ -38,6 +38,9 @@ FROM_TORCH = {
     torch.int32: DataType.INT32,
     torch.int64: DataType.INT32,
     torch.bool: DataType.UINT8,
+    # tt-metal's tests/ttnn/utils_for_testing.py pairs ttnn.uint16 / uint32 with torch's own uint16 / uint32
+    torch.uint16: DataType.UINT16,
+    torch.uint32: DataType.UINT32,
 }
 
 INT_RANGE = {

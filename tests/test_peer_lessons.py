@@ -1021,6 +1021,17 @@ def test_slice_write_writes_into_a_strided_slice_of_the_output_in_place(device):
         ttnn.experimental.slice_write(src, out, [0, 0, 0], [2, 32, 64], [1, 1, 1])
 
 
+def test_from_torch_takes_torchs_uint16_and_uint32_as_ttnn_uint16_and_uint32(device):
+    # test_to_dtype.py (44 cases) and test_unary.py's bitcast cases make their inputs with torch.uint16 / uint32,
+    # which tt-metal's utils_for_testing.py pairs with ttnn.uint16 / uint32, and read them back in those dtypes
+    x = torch.tensor([[0, 7, 65535]], dtype=torch.uint16)
+    t = ttnn.from_torch(x, device=device)
+    assert t.dtype == ttnn.uint16 and torch.equal(ttnn.to_torch(t, dtype=torch.uint16), x)
+    y = torch.tensor([[0, 7, 2**32 - 1]], dtype=torch.uint32)
+    t = ttnn.from_torch(y, layout=ttnn.TILE, device=device)
+    assert t.dtype == ttnn.uint32 and torch.equal(ttnn.to_torch(t, dtype=torch.uint32), y)
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 
