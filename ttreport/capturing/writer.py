@@ -160,9 +160,10 @@ _TENSOR_TEXT = ("'ttnn.Tensor(id=' || r.tensor_id || ', shape=' || COALESCE(s.sh
 _AFTER_OPS = [
     "INSERT INTO main.operation_arguments (operation_id, name, value) "
     "SELECT o.operation_id, CAST(j.key AS TEXT), CASE j.type WHEN 'integer' THEN COALESCE("
-    f"(SELECT {_TENSOR_TEXT} FROM main.tensors r LEFT JOIN main.tensor_specs s ON s.spec_id = r.spec_id "
-    "WHERE r.tensor_id = j.value), 'ttnn.Tensor(id=' || j.value || ')') ELSE j.value END "
-    "FROM op_staging o, json_each(o.arguments) j",
+    f"{_TENSOR_TEXT}, 'ttnn.Tensor(id=' || j.value || ')') ELSE j.value END "
+    "FROM op_staging o CROSS JOIN json_each(o.arguments) j "
+    "LEFT JOIN main.tensors r ON j.type = 'integer' AND r.tensor_id = j.value "
+    "LEFT JOIN main.tensor_specs s ON s.spec_id = r.spec_id",
     "INSERT INTO main.stack_traces (operation_id, stack_trace, source_file_id) "
     "SELECT o.operation_id, t.stack_trace, t.source_file_id FROM op_staging o "
     "CROSS JOIN main.stack_trace_texts t ON t.stack_trace_id = o.stack_trace_id ORDER BY o.rowid",
