@@ -1263,3 +1263,19 @@ def test_padded_slice_flattens_a_4d_slice_into_the_sharded_config_with_its_chann
         ttnn.experimental.padded_slice(t, [0, 2, 0, 0], [2, 6, 6, 9], [1, 1, 1, 1], memory_config=ttnn.L1)
     with pytest.raises(RuntimeError, match="Steps != 1"):
         ttnn.experimental.padded_slice(t, [0, 2, 0, 0], [2, 6, 6, 9], [1, 2, 1, 1], memory_config=mem)
+
+
+def test_max_pool2d_returns_each_maxs_flat_index_in_its_image_with_return_indices(device):
+    # pool/test_mpwi.py and nightly test_max_pool2d_sweeps_mpwi.py (143 cases): return_indices=True gives (output,
+    # indices), each index h * input_w + w of the max in the unpadded image (torch's), uint16 up to 65535 positions
+    torch.manual_seed(0)
+    n, h, w, c = 2, 9, 7, 16
+    x = torch.randn(n, c, h, w).bfloat16().float()
+    t = ttnn.from_torch(x.permute(0, 2, 3, 1).reshape(1, 1, n * h * w, c), ttnn.bfloat16, device=device)
+    out, at = ttnn.max_pool2d(t, n, h, w, c, [3, 3], [2, 2], [1, 1], [1, 1], return_indices=True)
+    want, want_at = torch.nn.functional.max_pool2d(x, 3, 2, 1, return_indices=True)
+    assert at.dtype == ttnn.uint16 and at.shape == out.shape
+    flat = lambda y: y.permute(0, 2, 3, 1).reshape(1, 1, -1, c)  # noqa: E731
+    assert torch.equal(ttnn.to_torch(out).float(), flat(want))
+    assert torch.equal(ttnn.to_torch(at).long(), flat(want_at))
+    assert not isinstance(ttnn.max_pool2d(t, n, h, w, c, [3, 3], [2, 2], [1, 1], [1, 1]), tuple)

@@ -84,12 +84,19 @@ def _make(value: torch.Tensor, device, inputs, *, op_name: str, dtype, layout, m
 # -- pooling and resizing --------------------------------------------------------------------
 
 def _max_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels, kernel_size, stride, padding,
-                       dilation=(1, 1), ceil_mode=False, **_):
+                       dilation=(1, 1), ceil_mode=False, *, return_indices=False, **_):
+    """The max of each window (padding is -inf); with return_indices, TT-NN's golden's second result too: each
+    max's flat h * input_w + w in its image (torch's max_pool2d indices), [1, 1, N*OH*OW, C] like the output."""
     op_name = "ttnn.max_pool2d"
-    x = F.pad(_nchw(input_tensor, batch_size, input_h, input_w, channels, op_name), _padding(padding, op_name),
+    left, right, top, bottom = _padding(padding, op_name)
+    x = F.pad(_nchw(input_tensor, batch_size, input_h, input_w, channels, op_name), (left, right, top, bottom),
               value=float("-inf"))
-    return _flat(F.max_pool2d(x, _pair(kernel_size, "kernel_size", op_name), _pair(stride, "stride", op_name), 0,
-                              _pair(dilation, "dilation", op_name), ceil_mode=ceil_mode))
+    y, at = F.max_pool2d(x, _pair(kernel_size, "kernel_size", op_name), _pair(stride, "stride", op_name), 0,
+                         _pair(dilation, "dilation", op_name), ceil_mode=ceil_mode, return_indices=True)
+    if not return_indices:
+        return _flat(y)
+    wide = input_w + left + right  # indices into the padded plane, back to the input's own
+    return _flat(y), _flat((at // wide - top) * input_w + at % wide - left)
 
 
 @register_op("ttnn.max_pool2d", golden=_max_pool2d_golden)
@@ -98,10 +105,12 @@ def max_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int
                dram_slice_config=None, applied_shard_scheme=None, deallocate_input: bool = False,
                reallocate_halo_output: bool = True, dtype: DataType = DataType.BFLOAT16,
                output_layout: Layout = Layout.ROW_MAJOR, config_tensor_in_dram: bool = False,
-               op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+               return_indices: bool = False, op_name: str = OWN_NAME, **tt_nn_only):
     """Max over each kernel window (padding counts as -inf); output [1, 1, N*OH*OW, C], ROW_MAJOR by default.
 
-    deallocate_input=True frees the input's buffer after the op, as TT-NN does.
+    deallocate_input=True frees the input's buffer after the op, as TT-NN does. return_indices=True returns
+    (output, indices): each max's flat h * input_w + w in its image, uint16 (uint32 when input_h * input_w passes
+    65535), in the output's layout. Its CBs (the index reader's) are not modelled: the pool's program is launched.
 
     >>> x = ttnn.from_torch(torch.arange(16.0).reshape(1, 1, 16, 1), ttnn.bfloat16, device=device)  # N*H*W, C
     >>> y = ttnn.max_pool2d(x, 1, 4, 4, 1, [2, 2], [2, 2], [0, 0], [1, 1])
@@ -112,7 +121,8 @@ def max_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor)
     y = _max_pool2d_golden(values(input_tensor, op_name), batch_size, input_h, input_w, channels, kernel_size,
-                           stride, padding, dilation, ceil_mode)
+                           stride, padding, dilation, ceil_mode, return_indices=return_indices)
+    y, at = y if return_indices else (y, None)
     out = _make(y, input_tensor.device(), ins, op_name=op_name, dtype=dtype, layout=output_layout,
                 memory_config=memory_config)
     _launch_pool(out, input_tensor, op_name, avg=False, batch=batch_size, height=input_h, width=input_w,
@@ -122,7 +132,11 @@ def max_pool2d(input_tensor: Tensor, batch_size: int, input_h: int, input_w: int
                  reallocate_halo_output=reallocate_halo_output)
     if deallocate_input:
         input_tensor._free()
-    return out
+    if not return_indices:
+        return out
+    index_dtype = DataType.UINT16 if input_h * input_w <= 0xFFFF else DataType.UINT32
+    return out, _make(at, out.device(), [out], op_name=op_name, dtype=index_dtype, layout=output_layout,
+                      memory_config=out.memory_config())
 
 
 def _avg_pool2d_golden(input_tensor, batch_size, input_h, input_w, channels, kernel_size, stride, padding,
