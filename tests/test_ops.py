@@ -502,6 +502,7 @@ CASES.update({
     # a strided write into a TILE output (through ROW_MAJOR, as slice_write.cpp does)
     "ttnn.experimental.slice_write": lambda d: ((x(d, 2, 16, 32), x(d, 2, 32, 64, seed=3), [0, 0, 0], [2, 32, 64],
                                                 [1, 2, 2]), {}),
+    "ttnn.bitcast": lambda d: ((dev(rnd(2, 32, 64), d, dtype=ttnn.float32), ttnn.uint32), {}),
 })
 
 

@@ -1032,6 +1032,20 @@ def test_from_torch_takes_torchs_uint16_and_uint32_as_ttnn_uint16_and_uint32(dev
     assert t.dtype == ttnn.uint32 and torch.equal(ttnn.to_torch(t, dtype=torch.uint32), y)
 
 
+def test_bitcast_reads_the_bits_as_a_dtype_of_the_same_width(device):
+    # test_unary.py / test_unary_shard.py's bitcast cases (34): uint16 <-> bfloat16, uint32 <-> float32,
+    # uint32 <-> int32, the bits kept (TT-NN's golden: torch.Tensor.view); other pairs are refused
+    x = torch.tensor([[1.0, -1.0, 3.140625]], dtype=torch.bfloat16)
+    t = ttnn.from_torch(x, layout=ttnn.TILE, device=device)
+    u16 = ttnn.bitcast(t, ttnn.uint16)
+    assert u16.dtype == ttnn.uint16 and torch.equal(ttnn.to_torch(u16, dtype=torch.uint16), x.view(torch.uint16))
+    assert torch.equal(ttnn.to_torch(ttnn.bitcast(u16, ttnn.bfloat16)), x)
+    i = ttnn.from_torch(torch.tensor([[-1, 0, 2**31 - 1]], dtype=torch.int32), dtype=ttnn.int32, device=device)
+    assert ttnn.to_torch(ttnn.bitcast(i, ttnn.uint32)).tolist() == [[2**32 - 1, 0, 2**31 - 1]]
+    with pytest.raises(RuntimeError, match="supported pairs: UINT16 <-> BFLOAT16"):
+        ttnn.bitcast(t, ttnn.float32)
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 

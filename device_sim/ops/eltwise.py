@@ -505,6 +505,55 @@ mish = _unary("mish", F.mish)
 # x * clamp(x / 2 + 1, 0, 1), in float32 (hardmish_tile; ttnn/operations/unary.py's golden)
 hardmish = _unary("hardmish", lambda x: x.float() * torch.clamp(x.float() * 0.5 + 1.0, min=0.0, max=1.0),
                   truncated=True)
+
+
+# bitcast's dtype pairs (unary_nanobind.cpp: "UINT16 <-> BFLOAT16, UINT32 <-> FLOAT32, UINT32 <-> INT32"), each with
+# the torch dtype of the same width the bits are read as (device_sim holds uint16 in int32, uint32 in int64)
+_BITS = {DataType.BFLOAT16: torch.int16, DataType.UINT16: torch.int16, DataType.FLOAT32: torch.int32,
+         DataType.INT32: torch.int32, DataType.UINT32: torch.int32}
+_BITCASTS = {(DataType.UINT16, DataType.BFLOAT16), (DataType.BFLOAT16, DataType.UINT16),
+             (DataType.UINT32, DataType.FLOAT32), (DataType.FLOAT32, DataType.UINT32),
+             (DataType.UINT32, DataType.INT32), (DataType.INT32, DataType.UINT32)}
+
+
+def _bitcast_values(v: torch.Tensor, from_dtype: DataType, to_dtype: DataType) -> torch.Tensor:
+    """`v` (held as `from_dtype` is: torch.bfloat16, float32, int32 or int64) with its bits read as `to_dtype`."""
+    bits = _BITS[from_dtype]
+    raw = v.view(bits) if v.is_floating_point() else v.to(bits)  # an integer narrows with wrap-around
+    if to_dtype.is_float:
+        return raw.view(torch.bfloat16 if bits is torch.int16 else torch.float32)
+    mask = (1 << (8 * raw.element_size())) - 1  # a uint16 / uint32 reading of the bits: unsigned
+    return raw.to(torch.int64) & mask if to_dtype in (DataType.UINT16, DataType.UINT32) else raw
+
+
+def _bitcast_golden(input_tensor, dtype, *_, **__):
+    """TT-NN's golden reads the bits of the torch tensor (torch.Tensor.view) in the dtype of the same width."""
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[input_tensor.element_size()]
+    target = {DataType.BFLOAT16: torch.bfloat16, DataType.FLOAT32: torch.float32, DataType.INT32: torch.int32}
+    out = input_tensor.view(bits)
+    return out.view(target[dtype]) if dtype in target else out.to(torch.int64) & ((1 << 8 * out.element_size()) - 1)
+
+
+@register_op("ttnn.bitcast", output_keyword=_OUT, golden=_bitcast_golden)
+def bitcast(input_tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None,
+            op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The input's bits read as `dtype` of the same width (uint16 <-> bfloat16, uint32 <-> float32, uint32 <->
+    int32), no value converted: UnaryDeviceOperation's identity kernel with the output's data format on both CBs.
+
+    >>> x = ttnn.from_torch(torch.tensor([[16256, 49152]], dtype=torch.uint16), layout=ttnn.TILE, device=device)
+    >>> ttnn.bitcast(x, ttnn.bfloat16).to_torch()
+    tensor([[ 1., -2.]], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor)
+    dtype = DataType(dtype)
+    if (input_tensor.dtype, dtype) not in _BITCASTS:
+        raise tt_fatal("bitcast dtypes of one width", f"bitcast from {input_tensor.dtype!r} to {dtype!r} is not "
+                       "supported; supported pairs: UINT16 <-> BFLOAT16, UINT32 <-> FLOAT32, UINT32 <-> INT32",
+                       where="device_sim/ops/eltwise.py")
+    y = _bitcast_values(input_tensor._value_or_raise(), input_tensor.dtype, dtype)
+    return _unary_output(y, input_tensor, ins, op_name, dtype, memory_config)
 hardswish = _unary("hardswish", F.hardswish)
 hardsigmoid = _unary("hardsigmoid", F.hardsigmoid)
 relu6 = _unary("relu6", F.relu6)
