@@ -57,8 +57,10 @@ from ttreport.errors import TTReportError
 
 MARKER = "ttreport"
 # Reports finished behind the tests at most at once: one more waits for the oldest. Each is a writer process
-# (a fork of the test process) with its folder lock and pipe: a suite of 10,000 quick tests must not fork 10,000.
-MAX_BEHIND = 4
+# (a fork of the test process, ~8 MB of its own) with its folder lock and pipe: 10,000 quick tests must not fork
+# 10,000. 8: 20 small device tests (load 6, best of 3, bench/README.md) added 81-84 ms a test with 8 behind, 115-118
+# with 4, 129 with 1 or 2, 90 with 16 (a small report's writer takes 0.1-0.5 s, most of it waiting on syncs).
+MAX_BEHIND = 8
 
 
 def pytest_addoption(parser) -> None:
