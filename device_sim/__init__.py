@@ -80,6 +80,8 @@ from device_sim.device import (  # TT-NN's older device spellings (CreateDevice,
     SetDefaultDevice,
     close_device,
     get_arch_name,
+    get_dram_alignment,
+    get_l1_alignment,
     manage_device,
     open_device,
     open_devices,
@@ -114,6 +116,7 @@ from device_sim.distributed import (
     shard_tensor_to_mesh_mapper,
     using_distributed_env,
 )
+from device_sim.dtypes import element_size, tile_size
 from device_sim.mesh import (
     MeshCoordinate,
     MeshCoordinateRange,
@@ -190,6 +193,7 @@ from device_sim.sharding import (
     corerange_to_cores,
     create_sharded_memory_config,
     create_sharded_memory_config_,
+    grid_to_cores,
     is_sharded,
     num_cores_to_corerangeset,
 )

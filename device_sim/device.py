@@ -186,6 +186,16 @@ def _warm_up_host_kernels() -> None:
     torch.nn.functional.gelu(x).exp().softmax(-1)
 
 
+def get_dram_alignment() -> int:
+    """ttnn.get_dram_alignment: bytes a DRAM buffer's pages align to on the emulated arch (Wormhole's HAL: 32)."""
+    return DeviceConfig.dram_alignment
+
+
+def get_l1_alignment() -> int:
+    """ttnn.get_l1_alignment: bytes an L1 buffer's pages align to on the emulated arch (Wormhole's HAL: 16)."""
+    return DeviceConfig.l1_alignment
+
+
 def get_arch_name() -> str:
     """`ttnn.get_arch_name()`: the emulated system's architecture as TT-NN names it ("wormhole_b0")."""
     return ARCH.name.lower()

@@ -71,6 +71,15 @@ def tile_size(dtype: DataType) -> int:
     return TILE_HW * ELEMENT_SIZE[dtype]
 
 
+def element_size(dtype: DataType) -> int:
+    """ttnn.element_size: bytes of one element; a block float has none (its exponent is shared by 16 values), a
+    RuntimeError as TT-NN's TT_FATAL."""
+    if DataType(dtype).is_block_float:
+        raise RuntimeError(f"TT_FATAL: element_size is undefined for block float dtype {DataType(dtype).name}: its "
+                           f"16 values share an exponent; use ttnn.tile_size(dtype) for a tile's bytes")
+    return ELEMENT_SIZE[DataType(dtype)]
+
+
 def page_size(dtype: DataType, layout: Layout, padded_shape) -> int:
     if layout == Layout.TILE:
         return tile_size(dtype)

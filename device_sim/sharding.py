@@ -119,8 +119,10 @@ def create_sharded_memory_config_(shape, core_grid, strategy, orientation,
 
 
 def num_cores_to_corerangeset(target_num_cores: int, grid_size, row_wise: bool = False) -> CoreRangeSet:
-    """The first `target_num_cores` cores of a `grid_size` grid: whole columns (or rows if row_wise), then the rest."""
-    gx, gy = (grid_size.x, grid_size.y)
+    """The first `target_num_cores` cores of a `grid_size` grid (a CoreCoord, or an (x, y) pair: TT-NN's binding
+    converts a tuple or list to CoreCoord): whole columns (or rows if row_wise), then the rest."""
+    grid = grid_size if isinstance(grid_size, CoreCoord) else CoreCoord(grid_size)
+    gx, gy = grid.x, grid.y
     if not 0 < target_num_cores <= gx * gy:
         raise ShardSpecError(
             f"num_cores_to_corerangeset: target_num_cores {target_num_cores} must be between 1 and the "
@@ -140,6 +142,20 @@ def num_cores_to_corerangeset(target_num_cores: int, grid_size, row_wise: bool =
         if rest:
             ranges.append(CoreRange(CoreCoord(full, 0), CoreCoord(full, rest - 1)))
     return CoreRangeSet(ranges)
+
+
+def grid_to_cores(num_cores_or_start, grid_x_or_end, grid_y: int | None = None, row_wise: bool = False) \
+        -> list[CoreCoord]:
+    """tt-metal's grid_to_cores (core_coord.cpp), both overloads: the first `num_cores` cores of a grid_x x grid_y
+    grid, row by row (row_wise) or column by column; or every core from `start` to `end` (CoreCoords, inclusive)."""
+    if isinstance(num_cores_or_start, CoreCoord) or isinstance(grid_x_or_end, CoreCoord):
+        start, end = (c if isinstance(c, CoreCoord) else CoreCoord(c) for c in (num_cores_or_start, grid_x_or_end))
+        xs, ys = range(start.x, end.x + 1), range(start.y, end.y + 1)
+        return ([CoreCoord(x, y) for y in ys for x in xs] if row_wise else [CoreCoord(x, y) for x in xs for y in ys])
+    n, gx, gy = num_cores_or_start, grid_x_or_end, grid_y
+    if n > gx * gy:
+        raise ShardSpecError(f"grid_to_cores: Number of cores {n} exceeds grid size {gx}x{gy}")
+    return [CoreCoord(i % gx, i // gx) if row_wise else CoreCoord(i // gy, i % gy) for i in range(n)]
 
 
 def corerange_to_cores(core_range_set, max_cores: int | None = None, row_wise: bool = False) -> list[CoreCoord]:

@@ -236,6 +236,36 @@ class Tensor:
 
     tolist = to_list
 
+    def to_numpy(self):
+        """The values as a numpy array in the logical shape (TT-NN's Tensor.to_numpy): an integer dtype in numpy's
+        integer of its width, a float one in float32 (numpy has no bfloat16 or block floats)."""
+        v = ops.to_torch(self)
+        name = _NUMPY_INTS.get(self.dtype)
+        return v.numpy().astype(name) if name is not None else v.float().numpy()
+
+    def element_size(self) -> int:
+        """Bytes of one element of the tensor's dtype (ttnn.element_size: none for a block float)."""
+        return dtypes.element_size(self.dtype)
+
+    def _buffer_or_raise(self):
+        if self.buffer is None:
+            raise RuntimeError(f"tensor {self.tensor_id} has no device buffer (on the host, or deallocated); move it "
+                               f"with ttnn.to_device(tensor, device) first")
+        return self.buffer
+
+    def buffer_page_size(self) -> int:
+        """Bytes of one page of the device buffer: a tile, or a row-major row."""
+        return self._buffer_or_raise().page_size
+
+    def buffer_num_pages(self) -> int:
+        return self._buffer_or_raise().num_pages
+
+    def buffer_aligned_page_size(self) -> int:
+        """The page size rounded up to the buffer's memory's alignment (DRAM 32 bytes, L1 16 on Wormhole)."""
+        b, c = self._buffer_or_raise(), self._device.config
+        align = c.dram_alignment if b.buffer_type == BufferType.DRAM else c.l1_alignment
+        return -(-b.page_size // align) * align
+
     def __len__(self) -> int:
         return self.shape[0]
 
@@ -496,6 +526,9 @@ class ShardShapeAlignment(enum.IntEnum):
 
 
 TensorSpec.ShardShapeAlignment = ShardShapeAlignment
+
+
+_NUMPY_INTS = {DataType.UINT8: "uint8", DataType.UINT16: "uint16", DataType.UINT32: "uint32", DataType.INT32: "int32"}
 
 
 def buffer_type_of(t: Tensor) -> BufferType | None:

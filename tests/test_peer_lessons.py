@@ -1293,3 +1293,46 @@ def test_max_pool2d_returns_each_maxs_flat_index_in_its_image_with_return_indice
     assert torch.equal(ttnn.to_torch(out).float(), flat(want))
     assert torch.equal(ttnn.to_torch(at).long(), flat(want_at))
     assert not isinstance(ttnn.max_pool2d(t, n, h, w, c, [3, 3], [2, 2], [1, 1], [1, 1]), tuple)
+
+
+def test_tensor_and_core_helpers_tt_metals_tensor_tests_call(device):
+    # unit_tests/tensor/test_tensor_utilities.py, test_tensor_serialization.py (which calls
+    # num_cores_to_corerangeset(56, [8, 7], True) at import), test_tensor_conversion.py's numpy half, and
+    # base_functionality/test_grid_to_cores.py
+    assert ttnn.num_cores_to_corerangeset(56, [8, 7], True) == ttnn.num_cores_to_corerangeset(
+        56, ttnn.CoreCoord(8, 7), True)
+    assert ttnn.grid_to_cores(3, 4, 4, row_wise=True) == [ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0),
+                                                          ttnn.CoreCoord(2, 0)]
+    assert ttnn.grid_to_cores(3, 4, 4)[1] == ttnn.CoreCoord(0, 1)
+    assert len(ttnn.grid_to_cores(ttnn.CoreCoord(1, 1), ttnn.CoreCoord(2, 3))) == 6
+    assert (ttnn.tile_size(ttnn.bfloat8_b), ttnn.element_size(ttnn.float32)) == (1088, 4)
+    with pytest.raises(RuntimeError, match="undefined for block float"):
+        ttnn.element_size(ttnn.bfloat4_b)
+    assert (ttnn.get_dram_alignment(), ttnn.get_l1_alignment()) == (32, 16)
+    t = ttnn.from_torch(torch.ones(1, 1, 16, 40), dtype=ttnn.bfloat16, device=device)  # ROW_MAJOR: a page a row
+    assert (t.buffer_page_size(), t.buffer_num_pages(), t.buffer_aligned_page_size(), t.element_size()) == \
+        (80, 16, 96, 2)
+    u = ttnn.from_torch(torch.arange(6, dtype=torch.int32).reshape(2, 3), dtype=ttnn.uint16)
+    assert str(u.to_numpy().dtype) == "uint16" and u.to_numpy().tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_moreh_norm_takes_an_empty_dim_list_sums_outer_dims_and_has_a_backward(device):
+    # nightly test_moreh_norm.py (466 cases): dim=[] is every dim (moreh_norm.cpp); a finite p over outer or several
+    # dims is |x|^p, moreh_sum a dim at a time, the 1/p-th power; norm_backward takes torch's keepdim=False shapes
+    def tt(v):
+        return ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+
+    x = torch.rand(5, 8, 40, 36) + 0.5
+    t = tt(x)
+    torch.testing.assert_close(ttnn.to_torch(ttnn.operations.moreh.norm(t, p=2.0, dim=[])).float().flatten(),
+                               torch.linalg.vector_norm(x.bfloat16().float()).reshape(1), rtol=2**-7, atol=0)
+    programs = launched(device, lambda: ttnn.operations.moreh.norm(t, p=2.5, dim=[0, 3], keepdim=True))
+    assert [p.factory for p in programs] == ["MorehAbsPowFactory", "MorehSumWFactory", "MorehSumNCFactory",
+                                             "MorehAbsPowFactory"]
+    xr = x.bfloat16().float().requires_grad_()
+    y = torch.linalg.vector_norm(xr, ord=2.0, dim=(0, 1))
+    g = torch.rand(y.shape)
+    y.backward(g)
+    got = ttnn.operations.moreh.norm_backward(t, tt(y.detach()), tt(g), p=2.0, dim=[0, 1],
+                                              input_grad=tt(torch.zeros(5, 8, 40, 36)))
+    torch.testing.assert_close(ttnn.to_torch(got).float(), xr.grad, rtol=0.02, atol=1e-3)
