@@ -27,7 +27,7 @@ from device_sim.tensor import padded
 from device_sim.tile import Tile
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
 from ttreport import db, schema_sql
-from ttreport.capturing import device_graph, records
+from ttreport.capturing import device_graph
 from ttreport.capturing.records import (
     ALLOC,
     DEVICE,
@@ -177,7 +177,9 @@ _AFTER_OPS = [
     "CROSS JOIN main.buffer_lifetimes b ON b.buffer_id = l.buffer_id WHERE b.freed_seq IS NOT NULL)",
 ]
 _ALLOC_WIDTH = len(Alloc._fields)
-_ALLOC_BUFFER_ID = int(AllocField.BUFFER_ID)
+_ALLOC_BUFFER_ID, _ALLOC_BUFFER = int(AllocField.BUFFER_ID), int(AllocField.BUFFER)
+_ALLOC_BUFFER_TYPE, _ALLOC_BY_OP = int(AllocField.BUFFER_TYPE), int(AllocField.ALLOCATED_BY_OPERATION_ID)
+_new_tuple = tuple.__new__
 _FREE_BUFFER_ID = int(FreeField.BUFFER_ID)
 _NO_TENSOR = (None,) * len(_TENSOR_OWN)
 _HOST_TENSOR = [None] * len(_TENSOR_DIRECT)  # a TENSOR record's row (Writer._host_tensor_row): id and producer
@@ -388,27 +390,27 @@ class Writer:
         new_specs: list[tuple] = []
         waiters = []
         op = self._op
-        live = self._live
+        live, graphs, programs, other_rows = self._live, self._graphs, self._programs, rows["other"]
         alloc = free = None  # the buffer events waiting for an op's row (one slot each)
         try:
             for item in batch:
                 tag = item[0]
                 if tag == OP:
-                    item = _as_op(item)
-                    graph = self._captured_graph(item, rows) if self._programs or self._l1_allocs else None
+                    item = _new_tuple(Op, item)  # its named view: no copy, C-speed attribute reads
+                    graph = self._captured_graph(item, rows) if programs or self._l1_allocs else None
                     # The slots take the latest alloc and free before the op's end, whichever op they belong to.
                     staging.append(op(item, rows, new_stacks, new_specs) + (alloc or _NO_ALLOC) + (free or _NO_FREE)
                                    + (graph,))
                     alloc = free = None
-                elif tag == ALLOC:
-                    a = records.view(item)
+                elif tag == ALLOC:  # records.Alloc's fields by position: no named view made for each
                     if live is not None:  # records.AllocPages: its Buffer for buffer_pages
-                        live[a.buffer_id] = a.buffer
+                        live[item[_ALLOC_BUFFER_ID]] = item[_ALLOC_BUFFER]
                         item = item[:_ALLOC_WIDTH]
-                    if a.buffer_type == 1 and a.allocated_by_operation_id is not None and self._graphs:
+                    by_op = item[_ALLOC_BY_OP]
+                    if graphs and item[_ALLOC_BUFFER_TYPE] == 1 and by_op is not None:
                         # in its op's graph, if it launches a program
-                        self._l1_allocs.setdefault(a.allocated_by_operation_id, []).append(item)
-                        self._l1_owner[a.buffer_id] = a.allocated_by_operation_id
+                        self._l1_allocs.setdefault(by_op, []).append(item)
+                        self._l1_owner[item[_ALLOC_BUFFER_ID]] = by_op
                     if alloc is not None:
                         allocs.append(alloc)
                     alloc = item
@@ -421,15 +423,15 @@ class Writer:
                     if free is not None:
                         frees.append(free)
                     free = item
+                elif tag == ROW:  # device_perf's row of every op: before the rarer tags
+                    other_rows.setdefault((item[1], tuple(item[2])), []).append(tuple(item[2].values()))
+                elif tag == PROGRAM:
+                    programs.setdefault(item[1], []).append(item[2])
                 elif tag == TENSOR:
                     rows["tensor_records"].append(self._host_tensor_row(item, rows, new_specs))
                 elif tag == DEVICE:
                     rows["devices"].append(item[1])
                     self._grid_x[item[1]["device_id"]] = item[1]["num_x_cores"]
-                elif tag == ROW:
-                    rows["other"].setdefault((item[1], tuple(item[2])), []).append(tuple(item[2].values()))
-                elif tag == PROGRAM:
-                    self._programs.setdefault(item[1], []).append(item[2])
                 elif tag == META:
                     rows["meta"].append((item[1], str(item[2])))
                 elif tag == FILE_LOST:
@@ -820,11 +822,6 @@ class Writer:
             rows["source_files"].append((file_id, path, "".join(lines)))
         self._source_files[path] = file_id
         return file_id
-
-
-def _as_op(rec: tuple) -> Op:
-    """An OP record as its named view: no copy, C-speed attribute reads."""
-    return tuple.__new__(Op, rec)
 
 
 def _halve(cache: dict) -> None:
