@@ -66,10 +66,25 @@ _FUNCTIONS = {
     T.SOFTPLUS: lambda x, p, a: F.softplus(x, beta=p[0], threshold=p[1]),
     T.HARDTANH: lambda x, p, a: torch.clamp(x, p[0], p[1]),
     T.MISH: lambda x, p, a: F.mish(x),
+    # the steps of a ttnn.unary_chain (tt-metal's test_binary_ng_typecast.py): x - p, x + p, x * p, a comparison
+    # with 0 as 1.0 / 0.0, and TYPECAST(from, to), whose values pass (the chain's output takes its dtype)
+    T.SUB_UNARY_SFPU: lambda x, p, a: x - p[0],
+    T.ADD_UNARY_SFPU: lambda x, p, a: x + p[0],
+    T.MUL_UNARY_SFPU: lambda x, p, a: x * p[0],
+    T.LTZ: lambda x, p, a: (x < 0).float(),
+    T.GTZ: lambda x, p, a: (x > 0).float(),
+    T.LEZ: lambda x, p, a: (x <= 0).float(),
+    T.GEZ: lambda x, p, a: (x >= 0).float(),
+    T.EQZ: lambda x, p, a: (x == 0).float(),
+    T.NEZ: lambda x, p, a: (x != 0).float(),
+    T.TYPECAST: lambda x, p, a: x,
 }
-_NEEDS = {T.LEAKY_RELU: 1, T.ELU: 1, T.RELU_MAX: 1, T.RELU_MIN: 1, T.POWER: 1, T.SOFTPLUS: 2, T.HARDTANH: 2}
+_NEEDS = {T.LEAKY_RELU: 1, T.ELU: 1, T.RELU_MAX: 1, T.RELU_MIN: 1, T.POWER: 1, T.SOFTPLUS: 2, T.HARDTANH: 2,
+          T.SUB_UNARY_SFPU: 1, T.ADD_UNARY_SFPU: 1, T.MUL_UNARY_SFPU: 1, T.TYPECAST: 2}
+# Taken in a list of UnaryWithParam only: string_to_unary_with_param (unary_op_utils.cpp) names none of them.
+_UNNAMED = {T.LTZ, T.GTZ, T.LEZ, T.GEZ, T.EQZ, T.NEZ}
 # The strings TT-NN's matmul/linear take for `activation=` (the op's name in lower case).
-NAMES = {t.name.lower(): t for t in _FUNCTIONS if t not in _NEEDS}
+NAMES = {t.name.lower(): t for t in _FUNCTIONS if t not in _NEEDS and t not in _UNNAMED}
 # Names string_to_unary_with_param (unary_op_utils.cpp) maps to an op with a parameter set
 _WITH_PARAMS = {"gelu_approx": (T.GELU, 1.0)}
 

@@ -503,6 +503,8 @@ CASES.update({
     "ttnn.experimental.slice_write": lambda d: ((x(d, 2, 16, 32), x(d, 2, 32, 64, seed=3), [0, 0, 0], [2, 32, 64],
                                                 [1, 2, 2]), {}),
     "ttnn.bitcast": lambda d: ((dev(rnd(2, 32, 64), d, dtype=ttnn.float32), ttnn.uint32), {}),
+    "ttnn.unary_chain": lambda d: ((x(d), [ttnn.UnaryWithParam(ttnn.UnaryOpType.SUB_UNARY_SFPU, 0.5),
+                                          ttnn.UnaryWithParam(ttnn.UnaryOpType.LTZ)]), {}),
 })
 
 

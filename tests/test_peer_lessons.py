@@ -1046,6 +1046,20 @@ def test_bitcast_reads_the_bits_as_a_dtype_of_the_same_width(device):
         ttnn.bitcast(t, ttnn.float32)
 
 
+def test_unary_chain_runs_the_chain_in_one_op_and_takes_a_final_typecasts_dtype(device):
+    # test_binary_ng_typecast.py::test_binary_ng_typecast_lt and docs_examples' test_unary_chain: x - 0.99, LTZ,
+    # TYPECAST(float32 -> bfloat16) is lt(x, 0.99) as 1.0 / 0.0 in bfloat16 (unary.cpp's unary_impl)
+    x = torch.tensor([[0.5, 0.99, 1.5]])
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    chain = [ttnn.UnaryWithParam(ttnn.UnaryOpType.SUB_UNARY_SFPU, 0.99), ttnn.UnaryWithParam(ttnn.UnaryOpType.LTZ),
+             ttnn.UnaryWithParam(ttnn.UnaryOpType.TYPECAST, ttnn.DataType.FLOAT32.value, ttnn.DataType.BFLOAT16.value)]
+    [program] = launched(device, lambda: ttnn.unary_chain(t, chain))
+    out = ttnn.unary_chain(t, chain)
+    assert program.name == "UnaryDeviceOperation" and out.dtype == ttnn.bfloat16
+    assert ttnn.to_torch(out).tolist() == [[1.0, 0.0, 0.0]]
+    assert "ltz" not in ttnn.activations.NAMES  # a chain's step, not a name matmul's activation= takes
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 

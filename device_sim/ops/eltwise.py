@@ -534,6 +534,38 @@ def _bitcast_golden(input_tensor, dtype, *_, **__):
     return out.view(target[dtype]) if dtype in target else out.to(torch.int64) & ((1 << 8 * out.element_size()) - 1)
 
 
+def _chain_dtype(ops_chain) -> DataType | None:
+    """unary_impl's output dtype: a chain that ends in TYPECAST (or BITCAST) gives its second parameter's dtype."""
+    last = ops_chain[-1] if isinstance(ops_chain, (list, tuple)) and ops_chain else None
+    if getattr(last, "op_type", None) in (_activations.T.TYPECAST, _activations.T.BITCAST) and len(last.params) > 1:
+        return DataType(int(last.params[1]))
+    return None
+
+
+def _unary_chain_golden(input_tensor, ops_chain, *_, **__):
+    return _activations.resolve_all("ttnn.unary_chain", ops_chain)(input_tensor.float())
+
+
+@register_op("ttnn.unary_chain", output_keyword=_OUT, golden=_unary_chain_golden)
+def unary_chain(input_tensor: Tensor, ops_chain, *, memory_config: MemoryConfig | None = None,
+                op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The unary ops of `ops_chain` (a list of ttnn.UnaryWithParam) one after another in one UnaryDeviceOperation,
+    as TT-NN fuses them; a chain ending in TYPECAST(from, to) writes dtype `to`.
+
+    >>> x = ttnn.from_torch(torch.tensor([[-1.0, 0.5, 2.0]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.unary_chain(x, [ttnn.UnaryWithParam(ttnn.UnaryOpType.RELU),
+    ...                      ttnn.UnaryWithParam(ttnn.UnaryOpType.POWER, 2)]).to_torch()
+    tensor([[0.0000, 0.2500, 4.0000]])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if not ops_chain:
+        raise tt_fatal("!op_chain.empty()", "Op chain cannot be empty", where="device_sim/ops/eltwise.py")
+    ins = device_inputs(op_name, input_tensor)
+    y = _activations.resolve_all(op_name, ops_chain)(values(input_tensor))
+    return _unary_output(y, input_tensor, ins, op_name, _chain_dtype(ops_chain), memory_config)
+
+
 @register_op("ttnn.bitcast", output_keyword=_OUT, golden=_bitcast_golden)
 def bitcast(input_tensor: Tensor, dtype: DataType, *, memory_config: MemoryConfig | None = None,
             op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
