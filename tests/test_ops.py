@@ -538,6 +538,12 @@ CASES.update({"ttnn.experimental.padded_slice": lambda d: (
             ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(2, 0))]), (10, 32),
             ttnn.ShardOrientation.ROW_MAJOR))))})
 
+# ttnn.experimental.convert_to_chw (issue 31: conv/data_movement/test_convert_to_chw.py): [1, 1, HW, C] height shards
+CASES.update({"ttnn.experimental.convert_to_chw": lambda d: ((dev(rnd(1, 1, 64, 3), d, memory_config=ttnn.MemoryConfig(
+    ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, ttnn.ShardSpec(ttnn.CoreRangeSet(
+        [ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0))]), (32, 32), ttnn.ShardOrientation.ROW_MAJOR))),),
+    {})})
+
 # ttnn.rotate (issue 31: tests/ttnn's pool/test_rotate.py): NHWC, about a custom centre, filled outside
 CASES.update({"ttnn.rotate": lambda d: ((dev(rnd(2, 9, 12, 32), d, layout=ttnn.ROW_MAJOR), 30.0), dict(
     center=(4.0, 3.0), fill=0.5, interpolation_mode="bilinear"))})

@@ -1328,3 +1328,24 @@ def test_tensor_and_core_helpers_tt_metals_tensor_tests_call(device):
         (80, 16, 96, 2)
     u = ttnn.from_torch(torch.arange(6, dtype=torch.int32).reshape(2, 3), dtype=ttnn.uint16)
     assert str(u.to_numpy().dtype) == "uint16" and u.to_numpy().tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_convert_to_chw_transposes_height_shards_into_width_shards_of_the_same_cores(device):
+    # conv/data_movement/test_convert_to_chw.py (111 cases): a TILE [1, 1, HW, C] tensor height-sharded in L1 becomes
+    # a ROW_MAJOR [1, 1, C, HW] one, width-sharded on the same cores with (C, the input's shard height) shards
+    x = torch.randn(1, 1, 96, 5).bfloat16()
+    grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0))})
+    cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1,
+                            ttnn.ShardSpec(grid, (64, 32), ttnn.ShardOrientation.ROW_MAJOR))  # padded: 2 x 64 >= 96
+    t = ttnn.from_torch(x, dtype=ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT, device=device, memory_config=cfg)
+    outs = []
+    [program] = launched(device, lambda: outs.append(ttnn.experimental.convert_to_chw(t, dtype=ttnn.bfloat16)))
+    assert program.name == "ConvertToCHWDeviceOperation"
+    y = outs[0]
+    assert (y.shape, y.layout, y.dtype) == ((1, 1, 5, 96), ttnn.ROW_MAJOR_LAYOUT, ttnn.bfloat16)
+    assert y.memory_config().memory_layout == ttnn.TensorMemoryLayout.WIDTH_SHARDED
+    assert y.memory_config().shard_spec.shape == (5, 64)
+    assert torch.equal(ttnn.to_torch(y), ttnn.to_torch(t).transpose(2, 3))
+    with pytest.raises(RuntimeError, match="must be height sharded"):
+        ttnn.experimental.convert_to_chw(ttnn.from_torch(x, layout=ttnn.TILE_LAYOUT, device=device,
+                                                         memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG))

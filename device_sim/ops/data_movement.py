@@ -986,6 +986,54 @@ def convert_to_hwc(input: Tensor, *, memory_config: MemoryConfig | None = None, 
     return out
 
 
+def _convert_to_chw_golden(t, *_, **__):
+    """[1, 1, HW, C] -> [1, 1, C, HW]."""
+    return t.transpose(2, 3)
+
+
+@register_op("ttnn.experimental.convert_to_chw", kind="move", golden=_convert_to_chw_golden)
+def convert_to_chw(input: Tensor, *, dtype: DataType | None = None, op_name: str = OWN_NAME) -> Tensor:  # noqa: A002
+    """An [1, 1, HW, C] TILE tensor height-sharded in L1 (C <= 32) as [1, 1, C, HW] in ROW_MAJOR, width-sharded on the
+    input's grid with shards (C, the input's shard height), in `dtype` (default the input's): convert_to_hwc's
+    inverse, as convert_to_chw_device_operation.cpp infers the output.
+
+    >>> grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0))})
+    >>> cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1,
+    ...                         ttnn.ShardSpec(grid, (32, 32), ttnn.ShardOrientation.ROW_MAJOR))
+    >>> x = ttnn.from_torch(torch.arange(128.0).reshape(1, 1, 64, 2), ttnn.bfloat16, layout=ttnn.TILE,
+    ...                     device=device, memory_config=cfg)
+    >>> y = ttnn.experimental.convert_to_chw(x)
+    >>> y.shape, y.to_torch()[0, 0, 1, :3]
+    (Shape([1, 1, 2, 64]), tensor([1., 3., 5.], dtype=torch.bfloat16))
+    """
+    where = _HERE
+    if not isinstance(input, Tensor) or input.device() is None:
+        raise TypeError(f"{op_name}: takes a ttnn tensor on a device, got {input!r}")
+    mc, shape = input.memory_config(), tuple(input.shape)
+    checks = ((mc.is_sharded() and mc.shard_spec is not None, "input.is_sharded()",
+               "Input tensor must be sharded to infer output memory config"),
+              (mc.memory_layout == TensorMemoryLayout.HEIGHT_SHARDED,
+               "input_memory_config.memory_layout() == TensorMemoryLayout::HEIGHT_SHARDED",
+               "Input tensor must be height sharded"),
+              (len(shape) == 4, "shape.size() == 4", f"Input shape must be rank 4 (was rank {len(shape)})"),
+              (len(shape) == 4 and shape[0] == 1 and shape[1] == 1, "shape[0] == 1 && shape[1] == 1",
+               "Expected input tensor to be shape [1, 1, HW, C]"),
+              (shape[-1] <= 32, "C <= TILE_HEIGHT", f"C must be less than or equal to 32 (was {shape[-1]})"),
+              (shape[-2] % 32 == 0, "HW % TILE_HEIGHT == 0", "HW must be divisible by tile size"),
+              (mc.shard_spec is None or mc.shard_spec.shape[0] % 32 == 0,
+               "input_shard_spec.shape[0] % TILE_HEIGHT == 0", "Shard height must be divisible by tile size"))
+    for ok, condition, message in checks:
+        if not ok:
+            raise tt_fatal(condition, message, where=where)
+    spec = mc.shard_spec
+    out_cfg = MemoryConfig(TensorMemoryLayout.WIDTH_SHARDED, mc.buffer_type,
+                           ShardSpec(spec.grid, (shape[-1], spec.shape[0]), spec.orientation))
+    out = output(_convert_to_chw_golden(held(input, op_name)), input, [input], op_name=op_name,
+                 dtype=dtype if dtype is not None else input.dtype, layout=Layout.ROW_MAJOR, memory_config=out_cfg)
+    device_work.launch_after(out, True, input, programs.convert_to_chw_program(input, out))
+    return out
+
+
 # -- writing into a slice of a tensor (tt-metal's experimental/slice_write) --------------------------------------------
 
 

@@ -372,6 +372,24 @@ def sharded_to_interleaved_program(x, out) -> Program | None:
 
 
 
+def convert_to_chw_program(x, out) -> Program:
+    """ConvertToCHWDeviceOperation (experimental/cnn/convert_to_chw/device/convert_to_chw_program_factory.cpp), on the
+    input's shard grid: c_0 the input shard (its own L1 buffer, HW / 32 / cores tiles), c_1 the output shard (its own
+    buffer, C rows of the shard's width), c_2 16 bfloat16 tiles for the transpose."""
+    in_spec, out_spec = x.memory_config().shard_spec, out.memory_config().shard_spec
+    key = ("ConvertToCHWDeviceOperation", x.dtype, out.dtype, tuple(x.shape), in_spec, out_spec)
+
+    def build():
+        cores = in_spec.grid.num_cores()
+        tiles = -(-(x.shape[-2] // TILE) // cores)
+        cbs = (CircularBuffer((0,), tiles, TILE_BYTES[x.dtype], True),
+               CircularBuffer((1,), out_spec.shape[0], out_spec.shape[1] * dtypes.ELEMENT_SIZE[out.dtype], True),
+               CircularBuffer((2,), 16, TILE_BYTES[DataType.BFLOAT16]))
+        return make_program("ConvertToCHWDeviceOperation", "ConvertToCHWProgramFactory", cbs, _shard_ranges(in_spec))
+
+    return cached(key, build)
+
+
 def convert_to_hwc_program(x, out) -> Program:
     """ConvertToHWCDeviceOperation (experimental/cnn/convert_to_hwc/device/convert_to_hwc_program_factory.cpp),
     on the output's shard grid: c_0 the input shard (its own L1 buffer; a C-row staging copy of a DRAM input's
