@@ -353,6 +353,10 @@ CASES.update({
 
 
 CASES.update({"ttnn.moreh_norm": lambda d: ((x(d), 2.0), dict(dim=1, keepdim=True))})  # ttnn.operations.moreh.norm
+# the norm of x(d) over dim 1 (keepdim), and its gradient: positive values keep the norm away from 0
+CASES.update({"ttnn.moreh_norm_backward": lambda d: ((x(d, low=0.5), ttnn.moreh_norm(x(d, low=0.5), 2.0, dim=1,
+                                                                                       keepdim=True),
+                                                      x(d, 2, 1, 64, seed=3), 2.0), dict(dim=1, keepdim=True))})
 
 # What tt-metal's own unit tests call (make peer; tests/test_peer_lessons.py).
 CASES.update({

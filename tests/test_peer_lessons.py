@@ -1330,6 +1330,28 @@ def test_tensor_and_core_helpers_tt_metals_tensor_tests_call(device):
     assert str(u.to_numpy().dtype) == "uint16" and u.to_numpy().tolist() == [[0, 1, 2], [3, 4, 5]]
 
 
+def test_moreh_norm_takes_an_empty_dim_list_sums_outer_dims_and_has_a_backward(device):
+    # nightly test_moreh_norm.py (466 cases): dim=[] is every dim (moreh_norm.cpp); a finite p over outer or several
+    # dims is |x|^p, moreh_sum a dim at a time, the 1/p-th power; norm_backward takes torch's keepdim=False shapes
+    def tt(v):
+        return ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+
+    x = torch.rand(5, 8, 40, 36) + 0.5
+    t = tt(x)
+    torch.testing.assert_close(ttnn.to_torch(ttnn.operations.moreh.norm(t, p=2.0, dim=[])).float().flatten(),
+                               torch.linalg.vector_norm(x.bfloat16().float()).reshape(1), rtol=2**-7, atol=0)
+    programs = launched(device, lambda: ttnn.operations.moreh.norm(t, p=2.5, dim=[0, 3], keepdim=True))
+    assert [p.factory for p in programs] == ["MorehAbsPowFactory", "MorehSumWFactory", "MorehSumNCFactory",
+                                             "MorehAbsPowFactory"]
+    xr = x.bfloat16().float().requires_grad_()
+    y = torch.linalg.vector_norm(xr, ord=2.0, dim=(0, 1))
+    g = torch.rand(y.shape)
+    y.backward(g)
+    got = ttnn.operations.moreh.norm_backward(t, tt(y.detach()), tt(g), p=2.0, dim=[0, 1],
+                                              input_grad=tt(torch.zeros(5, 8, 40, 36)))
+    torch.testing.assert_close(ttnn.to_torch(got).float(), xr.grad, rtol=0.02, atol=1e-3)
+
+
 def test_convert_to_chw_transposes_height_shards_into_width_shards_of_the_same_cores(device):
     # conv/data_movement/test_convert_to_chw.py (111 cases): a TILE [1, 1, HW, C] tensor height-sharded in L1 becomes
     # a ROW_MAJOR [1, 1, C, HW] one, width-sharded on the same cores with (C, the input's shard height) shards

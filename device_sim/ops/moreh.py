@@ -16,6 +16,7 @@ import torch
 
 from device_sim import device_work, dtypes, numerics, placement
 from device_sim.compute_config import MathFidelity, Numerics, resolve
+from device_sim.ops import common
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.reduction import cumsum as _ttnn_cumsum
 from device_sim.program_config_checks import tt_fatal
@@ -39,7 +40,8 @@ def _dims(dim, rank: int, op_name: str):
 
 def _golden(input, p, *_, dim=None, keepdim=False, **__):
     x = input.float()
-    return torch.linalg.vector_norm(x, ord=float(p), dim=_dims(dim, x.dim(), "ttnn.moreh_norm"), keepdim=keepdim)
+    return torch.linalg.vector_norm(x, ord=float(p), dim=_reduce_dims(dim, x.dim(), "ttnn.moreh_norm"),
+                                    keepdim=keepdim)
 
 
 @register_op("ttnn.moreh_norm", output_keyword="output", golden=_golden)
@@ -59,7 +61,7 @@ def moreh_norm(input: Tensor, p: float, *, dim=None, keepdim: bool = False, memo
         raise TypeError(f"{op_name}: p must be a number (2.0 for the L2 norm), got {p!r}")
     ins = device_inputs(op_name, input)
     x = values(input, op_name).float()
-    dims = _dims(dim, x.dim(), op_name)
+    dims = _reduce_dims(dim, x.dim(), op_name)  # moreh_norm.cpp: an empty list is every dim, as None is
     y = torch.linalg.vector_norm(x, ord=float(p), dim=dims, keepdim=keepdim)
     out = output(y, input, ins, op_name=op_name, memory_config=memory_config)
     device_work.launch_after(out, True, input, moreh_programs.moreh_norm_programs(
@@ -69,6 +71,54 @@ def moreh_norm(input: Tensor, p: float, *, dim=None, keepdim: bool = False, memo
 
 
 norm = moreh_norm  # ttnn.operations.moreh.norm, as TT-NN's Python names it
+
+
+def _moreh_norm_backward_golden(input, output, output_grad, p, *_, dim=None, **__):  # noqa: A002
+    dims = _reduce_dims(dim, input.dim(), "ttnn.moreh_norm_backward")
+    return _norm_grad(input.float(), output.float(), output_grad.float(), float(p), dims)
+
+
+def _norm_grad(x: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, p: float, dims: tuple) -> torch.Tensor:
+    """moreh_norm_backward's kernel, (x^(p - 1) * y * dy) / y^p: dy * sign(x) |x|^(p-1) / y^(p-1), the norm y and
+    its gradient dy broadcast back over the reduced dims."""
+    y, dy = _unreduce(y, x.dim(), dims), _unreduce(dy, x.dim(), dims)
+    return dy * torch.sign(x) * x.abs().pow(p - 1) / y.pow(p - 1)
+
+
+@register_op("ttnn.moreh_norm_backward", kind="binary", output_keyword="input_grad", golden=_moreh_norm_backward_golden)
+def moreh_norm_backward(input: Tensor, output: Tensor, output_grad: Tensor, p: float, *, dim=None,  # noqa: A002
+                        keepdim: bool = False, memory_config: MemoryConfig | None = None, compute_kernel_config=None,
+                        op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The gradient of moreh_norm's p-norm over `dim` at `input`, given its `output` and `output_grad` (either
+    keepdim form, torch's or TT-NN's); `input_grad=` receives it (register_op's output_keyword).
+
+    >>> x = ttnn.from_torch(torch.tensor([[3.0, 4.0]]), layout=ttnn.TILE, device=device)
+    >>> y = ttnn.moreh_norm(x, 2.0, dim=1, keepdim=True)
+    >>> g = ttnn.from_torch(torch.tensor([[1.0]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_norm_backward(x, y, g, 2.0, dim=1, keepdim=True).to_torch()
+    tensor([[0.6000, 0.8000]])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or math.isnan(p):
+        raise TypeError(f"{op_name}: p must be a number (2.0 for the L2 norm), got {p!r}")
+    ins = device_inputs(op_name, input, output, output_grad)
+    x = values(input, op_name).float()
+    dims = _reduce_dims(dim, x.dim(), op_name)
+    try:
+        dx = _norm_grad(x, values(output, op_name).float(), values(output_grad, op_name).float(), float(p), dims)
+    except RuntimeError:  # torch's broadcast: output or output_grad is not the norm's shape
+        raise ValueError(f"{op_name}: output {list(output.shape)} and output_grad {list(output_grad.shape)} must be "
+                         f"the norm of input {list(input.shape)} over dims {list(dims)} (keepdim={keepdim})") from None
+    fresh = pending_output_target(op_name) is None
+    # common.output: this op's `output` parameter (TT-NN's name for the norm) hides the helper
+    out = common.output(dx, input, ins, op_name=op_name, memory_config=memory_config)
+    fp32 = bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False))
+    device_work.launch_after(out, fresh, input, moreh_programs.moreh_norm_backward_program(out, fp32_dest_acc_en=fp32))
+    return out
+
+
+norm_backward = moreh_norm_backward  # ttnn.operations.moreh.norm_backward
 
 
 # -- moreh_full, moreh_full_like: FullDeviceOperation writes the value on the device ---------------------------------
@@ -329,18 +379,6 @@ def _reduce_dims(dim, rank: int, op_name: str) -> tuple[int, ...]:
     return tuple(sorted({d % rank for d in _dims(dim, rank, op_name)}))
 
 
-def _reduced_shape(shape: tuple, d: int, keepdim: bool) -> tuple:
-    """compute_output_specs of one MorehSum/MorehMeanOperation: dim d becomes 1 with keepdim or when it is one of
-    the last two (a tile dim, which stays as one padded tile), and is dropped otherwise."""
-    if keepdim or d >= len(shape) - 2:
-        return shape[:d] + (1,) + shape[d + 1:]
-    return shape[:d] + shape[d + 1:]
-
-
-def _padded(shape: tuple) -> tuple:
-    return shape[:-2] + tuple(-(-v // 32) * 32 for v in shape[-2:])
-
-
 def _engine(op_name: str, compute_kernel_config) -> Numerics | None:
     """The matrix engine's numerics for a moreh reduction given a compute_kernel_config (device_sim.numerics), None
     without one (exact float32 sums, device_sim's fast default): the prims' init_device_compute_kernel_config(arch,
@@ -360,9 +398,8 @@ def _reduce(op_name: str, input: Tensor, dim, keepdim: bool, mean: bool, memory_
     x = values(input, op_name)
     integer = input.dtype == DataType.INT32
     n = _engine(op_name, compute_kernel_config)
-    shape, steps = tuple(x.shape), []
-    for d in reversed(_reduce_dims(dim, x.dim(), op_name)):
-        steps.append((_padded(shape), d))
+    steps, shape = moreh_programs.reduce_steps(tuple(x.shape), _reduce_dims(dim, x.dim(), op_name), keepdim)
+    for _, d in steps:  # each reduced dim kept as 1 here; the shape left is taken at the end
         if integer:
             x = x.to(torch.int64).sum(d, keepdim=True)
         elif n is not None:
@@ -370,8 +407,7 @@ def _reduce(op_name: str, input: Tensor, dim, keepdim: bool, mean: bool, memory_
         else:
             x = dtypes.to_device_values(x.float().mean(d, keepdim=True) if mean else x.float().sum(d, keepdim=True),
                                         input.dtype)
-        shape = _reduced_shape(shape, d, keepdim)
-        x = x.reshape(shape)
+    x = x.reshape(shape)
     target = pending_output_target(op_name)
     if target is not None and keepdim and len(target.shape) != x.dim() and math.prod(target.shape) == x.numel():
         # validate_output_with_keepdim compares the dims right-aligned: a keepdim output of another rank is taken
@@ -380,7 +416,7 @@ def _reduce(op_name: str, input: Tensor, dim, keepdim: bool, mean: bool, memory_
     fresh = target is None
     out = output(x, input, ins, op_name=op_name, memory_config=memory_config)
     fp32 = bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False))
-    programs = moreh_programs.moreh_reduce_programs(input, tuple(steps), mean=mean, fp32_dest_acc_en=fp32)
+    programs = moreh_programs.moreh_reduce_programs(input, steps, mean=mean, fp32_dest_acc_en=fp32)
     if programs is not None:
         device_work.launch_after(out, fresh, input, programs)
     return out
@@ -452,15 +488,20 @@ def _moreh_sum_backward_golden(output_grad, *_, input=None, dim=None, keepdim=Fa
     return _grad(output_grad, shape, dims, keepdim, 1.0)
 
 
+def _unreduce(t: torch.Tensor, rank: int, dims: tuple) -> torch.Tensor:
+    """A reduction's result over `dims` back at `rank` dims: the dims it dropped put back as ones (every one of
+    `dims` in torch's keepdim=False form, the outer ones in TT-NN's, which keeps a reduced tile dim as 1)."""
+    if t.dim() < rank:
+        dropped = dims if rank - t.dim() == len(dims) else [d for d in dims if d < rank - 2]
+        for d in sorted(dropped):
+            t = t.unsqueeze(d)
+    return t
+
+
 def _grad(output_grad: torch.Tensor, shape: tuple, dims: tuple, keepdim: bool, scale: float) -> torch.Tensor:
-    """output_grad times `scale`, broadcast over the reduced `dims` of `shape` (the input's): a dim moreh_sum or
-    moreh_mean dropped (not keepdim, not a tile dim) is put back first."""
-    g = output_grad.float()
-    if not keepdim:
-        for d in dims:
-            if d < len(shape) - 2 and g.dim() < len(shape):
-                g = g.unsqueeze(d)
-    return (g * scale).expand(shape)
+    """output_grad times `scale`, broadcast over the reduced `dims` of `shape` (the input's), a dropped dim put
+    back first."""
+    return (_unreduce(output_grad.float(), len(shape), dims) * scale).expand(shape)
 
 
 @register_op("ttnn.moreh_sum_backward", kind="binary", output_keyword="input_grad", golden=_moreh_sum_backward_golden)

@@ -36,17 +36,21 @@ def moreh_norm_programs(x, p: float, dims: tuple, keepdim: bool, *, fp32_dest_ac
     - p of +-inf: MorehNormOperation per dim, the last dim first (a max of |x|);
     - p of 0: MorehNormOperation over the last dim asked (a count of non-zeros), then the sum over the other.
 
-    None for what is not modelled: an outer dim (moreh_sum's and moreh_norm's NC factories), or a finite p over
-    both tile dims (moreh_sum over a list of dims).
+    - p finite and not 0, several dims: |x|^p, moreh_sum over them (one MorehSumOperation a dim, as
+      moreh_reduce_programs), the 1/p-th power of what is left.
+
+    None for what is not modelled: p of 0 or +-inf over an outer dim (moreh_norm's NC factory).
     """
     if x.device() is None or x.is_sharded() or x.layout != Layout.TILE or x.dtype != _BF16:
         return None
     rank = x._value.dim()
     ds = tuple(sorted({d % rank for d in dims}, reverse=True))  # moreh_norm.cpp sorts them, largest first
-    if rank < 2 or ds[-1] < rank - 2 or (len(ds) > 1 and p != 0 and not math.isinf(p)):
+    finite = p != 0 and not math.isinf(p)
+    if rank < 2 or not ds or (ds[-1] < rank - 2 and not finite):
         return None
     shape = tuple(x.padded_shape)
-    key = ("moreh_norm", shape, ds, p == 0, math.isinf(p), fp32_dest_acc_en, grid_of(x.device()))
+    key = ("moreh_norm", tuple(x._value.shape), ds, keepdim, p == 0, math.isinf(p), fp32_dest_acc_en,
+           grid_of(x.device()))
 
     def build():
         grid = grid_of(x.device())
@@ -61,9 +65,9 @@ def moreh_norm_programs(x, p: float, dims: tuple, keepdim: bool, *, fp32_dest_ac
                     programs.append(_norm(s, d == rank - 1, fp32, grid))
                 s = s[:d] + (TILE,) + s[d + 1:]
             return tuple(programs)
-        d = ds[0]
-        reduced = shape[:d] + (TILE,) + shape[d + 1:]
-        return _abs_pow(shape, fp32, grid), _sum(shape, d == rank - 1, fp32, grid), _abs_pow(reduced, fp32, grid)
+        steps, left = reduce_steps(tuple(x._value.shape), ds, keepdim)
+        sums = tuple(_reduce_step(s, d, False, fp32, grid) for s, d in steps)
+        return (_abs_pow(shape, fp32, grid), *sums, _abs_pow(_padded(left), fp32, grid))
 
     return cached(key, build)
 
@@ -144,19 +148,36 @@ def moreh_reduce_programs(x, steps: tuple, *, mean: bool, fp32_dest_acc_en: bool
     key = ("moreh_reduce", steps, mean, fp32_dest_acc_en, grid_of(x.device()))
 
     def build():
-        grid, programs = grid_of(x.device()), []
-        for shape, d in steps:
-            rank = len(shape)
-            if d >= rank - 2:
-                over_w = d == rank - 1
-                programs.append(_mean(shape, over_w, fp32_dest_acc_en, grid) if mean else
-                                _sum(shape, over_w, fp32_dest_acc_en, grid))
-            else:
-                out_tiles = _outer(shape) // shape[d] * shape[-2] * shape[-1] // (TILE * TILE)
-                programs.append(_reduce_nc(out_tiles, mean, fp32_dest_acc_en, grid))
-        return tuple(programs)
+        grid = grid_of(x.device())
+        return tuple(_reduce_step(shape, d, mean, fp32_dest_acc_en, grid) for shape, d in steps)
 
     return cached(key, build)
+
+
+def reduce_steps(shape: tuple, dims, keepdim: bool) -> tuple[tuple, tuple]:
+    """moreh_sum.cpp's / moreh_mean.cpp's steps over `dims` of a logical `shape`: one device operation a dim, the
+    largest first, each as (its input's padded shape, dim), and the logical shape left. compute_output_specs: a
+    reduced dim becomes 1 with keepdim or when it is one of the last two (a tile dim, kept as one padded tile),
+    and is dropped otherwise."""
+    steps = []
+    for d in sorted(dims, reverse=True):
+        steps.append((_padded(shape), d))
+        shape = shape[:d] + (1,) + shape[d + 1:] if keepdim or d >= len(shape) - 2 else shape[:d] + shape[d + 1:]
+    return tuple(steps), shape
+
+
+def _padded(shape: tuple) -> tuple:
+    return shape[:-2] + tuple(-(-v // TILE) * TILE for v in shape[-2:])
+
+
+def _reduce_step(shape: tuple, d: int, mean: bool, fp32: bool, grid):
+    """One MorehSum/MorehMeanOperation over dim d of a padded shape: the W factory for the last dim, H for the one
+    before it, NC (over the output's tiles) for any other (select_program_factory)."""
+    rank = len(shape)
+    if d >= rank - 2:
+        over_w = d == rank - 1
+        return _mean(shape, over_w, fp32, grid) if mean else _sum(shape, over_w, fp32, grid)
+    return _reduce_nc(_outer(shape) // shape[d] * shape[-2] * shape[-1] // (TILE * TILE), mean, fp32, grid)
 
 
 def _mean(shape, over_w: bool, fp32: bool, grid):
@@ -256,5 +277,24 @@ def moreh_bias_add_backward_program(output_grad, bias_grad, *, fp32_dest_acc_en:
         wt = tuple(bias_grad.padded_shape)[-1] // TILE
         return make_program("MorehBiasAddBackwardOperation", "MultiCoreProgramFactory", cbs,
                             cores_col_major(wt, *grid_of(dev)))
+
+    return cached(key, build)
+
+
+def moreh_norm_backward_program(grad, *, fp32_dest_acc_en: bool = False):
+    """MorehNormBackwardOperation (moreh_norm_backward_program_factory.cpp), in input_grad's format: c_0..c_3 (x,
+    y, dy, the decimal) and c_16 one tile each, c_24..c_31 one intermediate tile each (float32 with an fp32
+    destination); split_work_to_cores over input_grad's tiles, column by column."""
+    dev = grad.device()
+    key = ("MorehNormBackwardOperation", tuple(grad.padded_shape), grad.dtype, fp32_dest_acc_en, grid_of(dev))
+
+    def build():
+        page = TILE_BYTES[grad.dtype]
+        im = TILE_BYTES[DataType.FLOAT32] if fp32_dest_acc_en else page
+        cbs = [CircularBuffer((i,), 1, page) for i in (0, 1, 2, 3, 16)]
+        cbs += [CircularBuffer((i,), 1, im) for i in range(24, 32)]
+        shape = tuple(grad.padded_shape)
+        tiles = _outer(shape) * shape[-2] * shape[-1] // (TILE * TILE)
+        return make_program("MorehNormBackwardOperation", "ProgramFactory", cbs, cores_col_major(tiles, *grid_of(dev)))
 
     return cached(key, build)
