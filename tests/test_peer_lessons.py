@@ -1060,6 +1060,17 @@ def test_unary_chain_runs_the_chain_in_one_op_and_takes_a_final_typecasts_dtype(
     assert "ltz" not in ttnn.activations.NAMES  # a chain's step, not a name matmul's activation= takes
 
 
+def test_typecast_to_uint8_keeps_the_low_byte_of_the_integer_part(device):
+    # test_eltwise_typecast.py's uint8 outputs (inputs -257..257, golden torch's .to(torch.uint8)): Wormhole's
+    # typecast kernels wrap modulo 256 (ckernel_sfpu_typecast.h's fp32_to_uint8 / uint_to_uint8), not clamp
+    x = torch.tensor([[-257.5, -1.0, 0.7, 255.0, 256.0, 300.9]])
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    assert ttnn.to_torch(ttnn.typecast(t, ttnn.uint8)).tolist() == [[255, 255, 0, 255, 0, 44]]
+    i = ttnn.from_torch(torch.tensor([[-257, 511]], dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.TILE,
+                        device=device)
+    assert ttnn.to_torch(ttnn.typecast(i, ttnn.int32, ttnn.uint8)).tolist() == [[255, 255]]
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 

@@ -262,12 +262,24 @@ def _typecast_golden(t, dtype, output_dtype=None, **_):
     return t.to(dtypes.TORCH_DTYPE[DataType(dtype if output_dtype is None else output_dtype)])
 
 
+def _wrapped_to_uint8(v: torch.Tensor) -> torch.Tensor:
+    """A typecast's uint8 values: the integer part modulo 256, as Wormhole's typecast kernels keep the low byte
+    (ckernel_sfpu_typecast.h: fp32_to_uint8 takes a negative's two's complement + 256, uint_to_uint8 adds 256, both
+    AND 0xFF), where the host's conversion would clamp; tt-metal's test_eltwise_typecast.py expects -257..257 so."""
+    if v.is_floating_point():
+        v = torch.nan_to_num(v.double().trunc(), nan=0.0)
+    return v.to(torch.int64).remainder(256)
+
+
 def _typecast(name: str, tensor: Tensor, dtype: DataType, memory_config: MemoryConfig | None, tt_nn_only) -> Tensor:
     if tt_nn_only:
         check_tt_nn_only(name, tt_nn_only)
     ins = device_inputs(name, tensor)
     fresh = pending_output_target(name) is None
-    out = output(held(tensor), tensor, ins, op_name=name, dtype=dtype, memory_config=memory_config)
+    v = held(tensor)
+    if DataType(dtype) is DataType.UINT8 and tensor.dtype is not DataType.UINT8:
+        v = _wrapped_to_uint8(v)
+    out = output(v, tensor, ins, op_name=name, dtype=dtype, memory_config=memory_config)
     if tensor.device() is not None and not tensor.is_sharded():
         device_work.launch_after(out, fresh, tensor, programs.typecast_program(tensor, out.dtype))
     return out
