@@ -115,7 +115,8 @@ def test_a_capture_whose_model_waits_for_its_writer_writes_the_chased_rows_as_on
         a = ttnn.from_torch(torch.randn(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
         for _ in range(3000):
             ttnn.add(a, a)
-    assert waits and cap._chase.rows.done > 0  # it waited, and the chase rendered rows the close kept or checked
+    assert waits and cap._chase.rows.done > 0  # it waited, and the chase rendered rows meanwhile
+    assert cap._chase.written == cap.path / ops_perf.PERF_FILE  # and wrote both once the writer had committed all
     with ttreport.open(cap.path) as r:
         ops_perf.export_ops_perf(r, tmp_path / "whole")
     for name in (ops_perf.PERF_FILE, ops_perf.DEVICE_LOG_FILE):

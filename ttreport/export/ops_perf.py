@@ -36,6 +36,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -153,13 +154,18 @@ class _Fields:
 def export_ops_perf(r, folder: str | os.PathLike, *, chased: Chase | None = None) -> Path:
     """Write ops_perf_results.csv and profile_log_device.csv for report `r` into `folder`; returns the CSV's path.
     `chased`: a Chase that rendered the rows of the ops committed while the writer process wrote the rest; those
-    are kept when nothing they read has changed since, and only the ops after them are rendered here."""
+    are kept when nothing they read has changed since, and only the ops after them are rendered here (none, when
+    the chase wrote the files itself into `folder`: Chase.written)."""
     # The cyclic collector paused while it runs: an op's two link lists are GC-tracked, and the full collections
     # their millions set off walked them all again and again (1.65-1.73 -> 1.44 s of CPU on a 200,000-op
     # report). Nothing made here holds a cycle; refcounting frees it all.
     collecting = gc.isenabled()
     gc.disable()
     try:
+        if chased is not None:
+            chased.stop()
+            if chased.written is not None and chased.written.parent == Path(folder):
+                return chased.written  # it wrote both, once the writer had committed the whole log
         rows = chased.rows_for(r) if chased is not None else None
         if rows is not None:
             rows.render(rows.read(r))
@@ -290,7 +296,7 @@ class _Rows:
         grid = r.execute("SELECT MAX(num_x_compute_cores * num_y_compute_cores) FROM devices").fetchone()[0] or 64
         counts = r.execute("SELECT (SELECT COUNT(*) FROM operation_graphs WHERE operation_id <= ?1), "
                            "(SELECT COUNT(*) FROM device_perf WHERE operation_id <= ?1)", (self.done,)).fetchone()
-        if grid != self.grid or counts != (self.ops, self.perf_rows):
+        if grid != (self.grid or grid) or counts != (self.ops, self.perf_rows):  # (None: nothing read yet)
             return False
         return not any(r.execute("SELECT 1 FROM tensors WHERE tensor_id = ?", (t,)).fetchone()
                        for t in self.unresolved)
@@ -352,11 +358,13 @@ class _Rows:
         return path
 
 
-# A Chase stops reading once the writer process has less than this of the log to write (1 MiB: ~3,000 small ops,
-# ~0.15 s of its work at 20k ops a second), so that its last read has ended before the writer's close needs the db
-# to itself: that close's final checkpoint waits only writer.CLOSE_WAIT_MS (200 ms) for a reader, then leaves the
-# report in WAL mode. The close renders the ops after the chase's.
+# At the close, a Chase stops reading ranges once the writer process has less than this of the log to write (1 MiB:
+# ~3,000 small ops, ~0.15 s of its work at 20k ops a second), waits for the writer to have committed all of it, and
+# reads the rest in one short transaction as the writer's own close begins (its late indexes: ~2.5 µs an op, ahead
+# of its final checkpoint, which waits writer.CLOSE_WAIT_MS, 200 ms, for a reader before it leaves the report in WAL
+# mode); then it writes both files while that close runs.
 CHASE_STOP_BYTES = 1 << 20
+CHASE_END_POLL_S = 0.002  # between looks at the writer's count, for the last ~0.15 s of its backlog
 CHASE_OPS = 20_000  # ops read in one read transaction (~20-60 ms here): the writer's WAL is not held back longer
 CHASE_POLL_S = 0.05  # between looks when the writer has committed nothing new (it commits a batch every ~50 ms)
 # Rendered between two looks at whether the model runs again (~1-3 ms of the GIL): a model that stops waiting for
@@ -369,9 +377,10 @@ class Chase(threading.Thread):
     capturing process while its model's thread waits: for the writer process (a loop past oplog.LAG_BYTES sleeps
     in its pacing: 6.7 s of a 100,000-add loop here), and at the close, for the writer's backlog (~30,000 small
     ops, ~3-5 s here). The model's core is idle then. Those rows took the close ~9 µs of CPU an op after the
-    writer was done (bench/README.md, issue 33, close). export_ops_perf(r, folder, chased=chase) keeps what was
-    rendered if nothing it read has changed since (_Rows.still_right), and renders the rest; any failure here
-    leaves it all to that call.
+    writer was done (bench/README.md, issue 33, close). Once the writer has committed the whole log, the chase
+    reads the rest and writes both files while the writer's own close runs (CHASE_STOP_BYTES).
+    export_ops_perf(r, folder, chased=chase) takes those files, or keeps what was rendered if nothing it read has
+    changed since (_Rows.still_right) and renders the rest; any failure here leaves it all to that call.
 
     An op is rendered once every op of a lower id is committed and so is a later op of the log (a higher
     end_seq): the rows a matmul's estimate adds to device_perf travel in the log with the op after it."""
@@ -384,13 +393,16 @@ class Chase(threading.Thread):
         self.alive = alive  # () -> whether the writer process may still commit (not yet reaped)
         self.rows = _Rows()
         self.error: Exception | None = None
+        self.written: Path | None = None  # the CSV's path, once the chase wrote both files (at the close)
         self._halt = threading.Event()
+        self._wake = threading.Event()  # set by closing() and stop(): a wait between looks ends at once
         self._closing = False
 
     def closing(self) -> None:
         """The capture is closing: the model's thread is done, so the chase works whenever there is something to
         read, until the writer process is CHASE_STOP_BYTES from the end of the log."""
         self._closing = True
+        self._wake.set()
 
     def _may_work(self) -> bool:
         return self._closing or self.idle()
@@ -403,9 +415,16 @@ class Chase(threading.Thread):
             rows = self.rows
             while not self._halt.is_set() and not rows.stale and self.alive():
                 if not self._may_work():
-                    self._halt.wait(CHASE_POLL_S)
+                    self._wake.wait(CHASE_POLL_S)
                     continue
                 if self._closing and self.left() <= CHASE_STOP_BYTES:
+                    read = self._last_read(con)
+                    con.close()
+                    con = None  # before the writer's switch out of WAL mode
+                    if read is not None:
+                        rows.render(read)
+                        if not rows.stale:
+                            self.written = rows.write(self.db_path.parent)
                     break
                 con.execute("BEGIN")  # one snapshot for the range's reads
                 try:
@@ -427,8 +446,22 @@ class Chase(threading.Thread):
             if con is not None:
                 con.close()
 
+    def _last_read(self, con) -> tuple | None:
+        """Once the writer has committed the whole log: the ops not rendered yet, if the rows so far are still
+        right (_Rows.still_right), in one snapshot; None when the writer stops short or the chase is stopped."""
+        while self.left() > 0 and not self._halt.is_set() and self.alive():
+            time.sleep(CHASE_END_POLL_S)
+        if self.left() > 0 or self._halt.is_set():
+            return None
+        con.execute("BEGIN")
+        try:
+            return self.rows.read(con) if self.rows.still_right(con) else None
+        finally:
+            con.execute("COMMIT")
+
     def stop(self) -> None:
         self._halt.set()
+        self._wake.set()
         self.join()
 
     def rows_for(self, r) -> _Rows | None:
