@@ -381,6 +381,12 @@ CASES.update({
                                              dict(input_a_grad=x(d, 32, 64, seed=3), input_b_grad=x(d, 64, 32))),
     "ttnn.moreh_linear_backward": lambda d: ((x(d, 32, 16), x(d, 32, 64, seed=1), x(d, 16, 64, seed=2)), dict(
         input_grad=x(d, 32, 64, seed=3), weight_grad=x(d, 16, 64, seed=4), bias_grad=x(d, 1, 16, seed=5))),
+    "ttnn.moreh_bmm": lambda d: ((x(d, 2, 32, 64), x(d, 2, 64, 32, seed=1)), {}),
+    "ttnn.moreh_bmm_backward": lambda d: ((x(d, 2, 32, 32), x(d, 2, 32, 64, seed=1), x(d, 2, 64, 32, seed=2)),
+                                          dict(input_grad=x(d, 2, 32, 64, seed=3), mat2_grad=x(d, 2, 64, 32))),
+    "ttnn.moreh_dot_backward": lambda d: ((x(d, 1, 1, 1, 1), x(d, 1, 1, 1, 64, seed=1), x(d, 1, 1, 1, 64, seed=2)),
+                                          dict(input_grad=x(d, 1, 1, 1, 64, seed=3),
+                                               other_grad=x(d, 1, 1, 1, 64, seed=4))),
     # float32: TT-NN's composite rounds after the matmul, the scaling and the add (a bfloat16 case differs by an ulp)
     "ttnn.addmm": lambda d: (tuple(dev(rnd(*s, seed=k), d, dtype=ttnn.float32) for s, k in
                                    (((32, 64), 0), ((32, 96), 3), ((96, 64), 4))), dict(alpha=0.5, beta=2.0)),

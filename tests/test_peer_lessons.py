@@ -1382,3 +1382,24 @@ def test_convert_to_chw_transposes_height_shards_into_width_shards_of_the_same_c
     with pytest.raises(RuntimeError, match="must be height sharded"):
         ttnn.experimental.convert_to_chw(ttnn.from_torch(x, layout=ttnn.TILE_LAYOUT, device=device,
                                                          memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG))
+
+
+def test_moreh_bmm_its_backward_and_dot_backward(device):
+    # nightly test_moreh_bmm.py and test_moreh_dot_backward.py (83 cases): bmm and its backward are moreh_matmul
+    # (moreh_bmm.cpp, moreh_bmm_backward.cpp); a dot's gradients are output_grad times the other operand, and
+    # moreh_matmul_backward of two [1, 1, 1, W] operands is that dot backward (is_dot_backward)
+    def tt(v):
+        return ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+
+    a, b = torch.randint(-2, 3, (3, 40, 20)).float(), torch.randint(-2, 3, (3, 20, 50)).float()
+    assert torch.equal(ttnn.to_torch(ttnn.operations.moreh.bmm(tt(a), tt(b))).float(), a @ b)
+    g = torch.randint(-2, 3, (3, 40, 50)).float()
+    ga, gb = ttnn.operations.moreh.bmm_backward(tt(g), tt(a), tt(b), input_grad=tt(torch.zeros(3, 40, 20)),
+                                                mat2_grad=tt(torch.zeros(3, 20, 50)))
+    assert torch.equal(ttnn.to_torch(ga).float(), g @ b.transpose(1, 2))
+    assert torch.equal(ttnn.to_torch(gb).float(), a.transpose(1, 2) @ g)
+    x, y = torch.randint(-2, 3, (1, 1, 1, 40)).float(), torch.randint(-2, 3, (1, 1, 1, 40)).float()
+    dx = tt(torch.zeros(1, 1, 1, 40))
+    [program] = launched(device, lambda: ttnn.operations.moreh.matmul_backward(
+        tt(torch.full((1, 1, 1, 1), 3.0)), tt(x), tt(y), input_a_grad=dx))
+    assert program.name == "MorehDotBackwardOperation" and torch.equal(ttnn.to_torch(dx).float(), 3 * y)

@@ -728,6 +728,9 @@ def moreh_matmul_backward(output_grad: Tensor, input_a: Tensor, input_b: Tensor,
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
+    if list(output_grad.shape) == [1, 1, 1, 1] and _is_dot(input_a, input_b, False, False):  # is_dot_backward
+        return moreh_dot_backward(output_grad, input_a, input_b, input_grad=input_a_grad, other_grad=input_b_grad,
+                                  memory_config=memory_config)
     required = _required(are_required_outputs, 2, op_name)
     outputs = [None, None]
     for i, (grad, name) in enumerate(((input_a_grad, "Input"), (input_b_grad, "Other"))):
@@ -831,8 +834,110 @@ def moreh_linear_backward(output_grad: Tensor, input: Tensor, weight: Tensor, *,
     return outputs
 
 
+def _moreh_bmm_golden(input, mat2, *_, **__):  # noqa: A002
+    return torch.bmm(input.float(), mat2.float())
+
+
+@register_op("ttnn.moreh_bmm", kind="matmul", output_keyword="output", golden=_moreh_bmm_golden)
+def moreh_bmm(input: Tensor, mat2: Tensor, *, memory_config: MemoryConfig | None = None,  # noqa: A002
+              compute_kernel_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """input @ mat2 of two [B, M, K] / [B, K, N] tensors (moreh_bmm.cpp: moreh_matmul, recorded nested); `output=`
+    receives it.
+
+    >>> a = ttnn.from_torch(torch.ones(2, 32, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_bmm(a, ttnn.from_torch(torch.ones(2, 64, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)).shape
+    Shape([2, 32, 32])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    return moreh_matmul(input, mat2, output=pending_output_target(op_name), memory_config=memory_config,
+                        compute_kernel_config=compute_kernel_config)
+
+
+def _moreh_bmm_backward_golden(output_grad, input, mat2, *_, are_required_outputs=(True, True), **__):  # noqa: A002
+    return _moreh_matmul_backward_golden(output_grad, input, mat2, are_required_outputs=are_required_outputs)
+
+
+@register_op("ttnn.moreh_bmm_backward", kind="matmul", golden=_moreh_bmm_backward_golden)
+def moreh_bmm_backward(output_grad: Tensor, input: Tensor, mat2: Tensor, *,  # noqa: A002
+                       are_required_outputs=(True, True), input_grad: Tensor | None = None,
+                       mat2_grad: Tensor | None = None, input_grad_memory_config: MemoryConfig | None = None,
+                       mat2_grad_memory_config: MemoryConfig | None = None, compute_kernel_config=None,
+                       op_name: str = OWN_NAME, **tt_nn_only) -> list:
+    """The gradients of moreh_bmm, written into the given input_grad and mat2_grad as moreh_bmm_backward.cpp
+    composes them: output_grad @ mat2^T and input^T @ output_grad (moreh_matmul, recorded nested). Returns
+    [input_grad, mat2_grad], None where not required.
+
+    >>> g = ttnn.from_torch(torch.ones(2, 32, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> a = ttnn.from_torch(torch.ones(2, 32, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.ones(2, 64, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_bmm_backward(g, a, b, are_required_outputs=(True, False), input_grad=ttnn.zeros_like(a))[0].shape
+    Shape([2, 32, 64])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    required = _required(are_required_outputs, 2, op_name)
+    outputs = [None, None]
+    for i, (grad, name) in enumerate(((input_grad, "input_grad"), (mat2_grad, "mat2_grad"))):
+        if required[i] and grad is None:
+            raise tt_fatal(f"{name}.has_value()", f"{name} needs to have a value when "
+                           f"{name.removesuffix('_grad')}_requires_grad is True.", _WHERE)
+    if required[0]:
+        outputs[0] = moreh_matmul(output_grad, mat2, transpose_other=True, output=input_grad,
+                                  memory_config=input_grad_memory_config, compute_kernel_config=compute_kernel_config)
+    if required[1]:
+        outputs[1] = moreh_matmul(input, output_grad, transpose_input=True, output=mat2_grad,
+                                  memory_config=mat2_grad_memory_config, compute_kernel_config=compute_kernel_config)
+    return outputs
+
+
+def _moreh_dot_backward_golden(output_grad, input, other, *_, input_grad=None, other_grad=None, **__):  # noqa: A002
+    g = output_grad.float().reshape(())
+    return [None if input_grad is None else g * other.float(), None if other_grad is None else g * input.float()]
+
+
+@register_op("ttnn.moreh_dot_backward", kind="binary", golden=_moreh_dot_backward_golden)
+def moreh_dot_backward(output_grad: Tensor, input: Tensor, other: Tensor, *,  # noqa: A002
+                       input_grad: Tensor | None = None, other_grad: Tensor | None = None,
+                       memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> list:
+    """The gradients of moreh_dot: output_grad (a [1, 1, 1, 1] scalar) times other into input_grad and times input
+    into other_grad, each when given (MorehDotBackwardOperation, on core (0, 0)). Returns [input_grad,
+    other_grad].
+
+    >>> g = ttnn.from_torch(torch.full((1, 1, 1, 1), 2.0), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> a = ttnn.from_torch(torch.tensor([[[[1.0, 2.0]]]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_dot_backward(g, a, a, input_grad=ttnn.zeros_like(a))[0].to_torch()
+    tensor([[[[2., 4.]]]], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if list(output_grad.shape) != [1, 1, 1, 1]:
+        raise tt_fatal("is_scalar(output_grad)", f"Invalid value type\n{op_name}: output_grad must be [1, 1, 1, 1], "
+                       f"got {list(output_grad.shape)}", _WHERE)
+    for t in (input, other):
+        if len(t.shape) != 4 or list(t.shape[:3]) != [1, 1, 1]:
+            raise tt_fatal("is_1d_tensor(input)", f"Invalid input tensor dimensions.\n{op_name}: give [1, 1, 1, W] "
+                           f"tensors, got {list(t.shape)}", _WHERE)
+    if list(input.shape) != list(other.shape):
+        raise tt_fatal("is_same_shape(input, other)", "Tensor A and B should have the same shape.", _WHERE)
+    for grad, like in ((input_grad, input), (other_grad, other)):
+        if grad is not None and list(grad.shape) != list(like.shape):
+            raise tt_fatal("tensor_shape == grad_tensor_shape", "Tensor shape and grad tensor shape should be the "
+                           "same.", _WHERE)
+    device_inputs(op_name, output_grad, input, other)
+    g = values(output_grad, op_name).float().reshape(())
+    for grad, v in ((input_grad, other), (other_grad, input)):
+        if grad is not None:
+            grad._write(g * values(v, op_name).float())
+    written = next((t for t in (input_grad, other_grad) if t is not None), None)
+    if written is not None:
+        device_work.launch_after(written, False, output_grad, moreh_programs.moreh_dot_backward_program(output_grad))
+    return [input_grad, other_grad]
+
+
 # ttnn.operations.moreh.<name>, as TT-NN's Python names them
 arange, dot, cumsum, cumsum_backward = moreh_arange, moreh_dot, moreh_cumsum, moreh_cumsum_backward
 sum, mean, sum_backward, mean_backward = moreh_sum, moreh_mean, moreh_sum_backward, moreh_mean_backward  # noqa: A001
 matmul, linear = moreh_matmul, moreh_linear
 matmul_backward, linear_backward = moreh_matmul_backward, moreh_linear_backward
+bmm, bmm_backward, dot_backward = moreh_bmm, moreh_bmm_backward, moreh_dot_backward

@@ -298,3 +298,12 @@ def moreh_norm_backward_program(grad, *, fp32_dest_acc_en: bool = False):
         return make_program("MorehNormBackwardOperation", "ProgramFactory", cbs, cores_col_major(tiles, *grid_of(dev)))
 
     return cached(key, build)
+
+
+def moreh_dot_backward_program(output_grad):
+    """MorehDotBackwardOperation (moreh_dot_backward_program_factory.cpp): on core (0, 0), in output_grad's format,
+    c_0 / c_1 / c_2 (output_grad, input, other) and c_16 / c_17 (the two gradients) of two tiles each."""
+    page = TILE_BYTES[output_grad.dtype]
+    return cached(("MorehDotBackwardOperation", output_grad.dtype), lambda: make_program(
+        "MorehDotBackwardOperation", "SingleCore", tuple(CircularBuffer((i,), 2, page) for i in (0, 1, 2, 16, 17)),
+        ((0, 0, 0, 0),)))
