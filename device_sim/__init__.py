@@ -199,6 +199,7 @@ from device_sim.sharding import (
 )
 from device_sim.sub_device import SubDevice, SubDeviceId, SubDeviceManagerId
 from device_sim.tensor import ShardShapeAlignment, StorageType, Tensor, TensorSpec
+from device_sim.tensor_text import set_printoptions
 from device_sim.tile import TILE_SIZE, Tile
 from device_sim.trace import (
     MeshEvent,

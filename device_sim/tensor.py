@@ -60,7 +60,7 @@ class Tensor:
     # _pad_fill: the one value a TILE tensor's tile padding holds when an op filled it
     # (ttnn.fill_implicit_tile_padding); unset (read as 0.0, what from_torch pads with) on every other tensor.
     __slots__ = ("_value", "dtype", "layout", "tile", "_device", "_memory_config", "memory_config_source",
-                 "buffer", "tensor_id", "_pad_fill", "__weakref__")
+                 "buffer", "tensor_id", "_pad_fill", "_freed_shape", "__weakref__")
 
     def __new__(cls, *args, **kwargs):
         """`ttnn.Tensor(...)` in TT-NN's forms (see ops/tensor_io.tensor):
@@ -191,6 +191,8 @@ class Tensor:
         return v
 
     def _free(self) -> None:
+        if self._value is not None:  # what print(tensor) still shows of it (TT-NN keeps a deallocated tensor's spec)
+            self._freed_shape = list(self._value.shape)
         buf, self.buffer, self._value = self.buffer, None, None
         if buf is not None and self._device is not None:
             if views.SHARED:  # a view shares it: every holder loses it (deallocate, force=True)
@@ -209,7 +211,7 @@ class Tensor:
         """TT-NN's text for a tensor: its values, then `shape=Shape([..]), dtype=DataType::X, layout=Layout::Y`."""
         from device_sim.tensor_text import tensor_text
 
-        return tensor_text(self._value, self.dtype, self.layout)
+        return tensor_text(self._value, self.dtype, self.layout, getattr(self, "_freed_shape", None))
 
     def is_sharded(self) -> bool:
         return self._memory_config is not None and self._memory_config.is_sharded()

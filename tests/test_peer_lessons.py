@@ -1403,3 +1403,21 @@ def test_moreh_bmm_its_backward_and_dot_backward(device):
     [program] = launched(device, lambda: ttnn.operations.moreh.matmul_backward(
         tt(torch.full((1, 1, 1, 1), 3.0)), tt(x), tt(y), input_a_grad=dx))
     assert program.name == "MorehDotBackwardOperation" and torch.equal(ttnn.to_torch(dx).float(), 3 * y)
+
+
+def test_set_printoptions_picks_the_profile_notation_and_precision_and_a_freed_tensor_keeps_its_shape(device):
+    # base_functionality/test_print_tensor.py (50 cases): ttnn.set_printoptions(profile=, sci_mode=, precision=), and
+    # a deallocated tensor's text names its shape
+    t = ttnn.from_torch(torch.tensor([[1.5, -2.25, 3.0, 4.0, 5.0]]), dtype=ttnn.bfloat16, device=device)
+    try:
+        ttnn.set_printoptions(profile="empty")
+        assert str(t) == "ttnn.Tensor(..., shape=Shape([1, 5]), dtype=DataType::BFLOAT16, layout=Layout::ROW_MAJOR)"
+        ttnn.set_printoptions(profile="full", sci_mode=True, precision=2)
+        assert str(t).startswith("ttnn.Tensor([[ 1.50e+00, -2.25e+00,  3.00e+00,  4.00e+00,  5.00e+00]]")
+        ttnn.set_printoptions(profile="short", sci_mode=False, precision=1)
+        assert str(t).startswith("ttnn.Tensor([[ 1.5, -2.2,  ...,  4.0,  5.0]]")
+    finally:
+        ttnn.set_printoptions(profile="short")
+    ttnn.deallocate(t)
+    assert str(t) == ("ttnn.Tensor(<buffer is not allocated>, shape=Shape([1, 5]), dtype=DataType::BFLOAT16, "
+                      "layout=Layout::ROW_MAJOR)")

@@ -40,7 +40,9 @@ def test_a_scalar_prints_without_brackets_and_a_freed_tensor_says_so(device):
     assert repr(scalar).startswith("ttnn.Tensor( 3.5000, shape=Shape([])")
     t = ttnn.from_torch(torch.ones(2, 2), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     t.deallocate()
-    assert repr(t) == "ttnn.Tensor(<buffer is not allocated>, dtype=DataType::BFLOAT16, layout=Layout::TILE)"
+    # the shape stays (tt-metal's base_functionality/test_print_tensor.py: TT-NN keeps a deallocated tensor's spec)
+    assert repr(t) == ("ttnn.Tensor(<buffer is not allocated>, shape=Shape([2, 2]), dtype=DataType::BFLOAT16, "
+                       "layout=Layout::TILE)")
 
 
 def test_block_float_values_print_as_the_device_holds_them(device):
