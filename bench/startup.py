@@ -112,9 +112,9 @@ def _compare(repeats: int) -> list[Figure]:
     # ratio stays printed, as information, beside it (the module's docstring says why it cannot be a target).
     return [info("compare: the API warm (compare_reports, torch imported)", min(api), "s"),
             info("compare: the CLI (`ttreport compare A B`, fresh)", cli, "s"),
-            info("compare: CLI / the API warm (information)", cli / min(api), "x"),
+            info("compare: CLI / API warm (information)", cli / min(api), "x"),
             info("compare: the API in a fresh interpreter (import ttreport, compare_reports)", script, "s"),
-            at_most("compare: CLI / the API in a fresh interpreter", cli / script, "x", COMPARE_RATIO)]
+            at_most("compare: CLI / API in a fresh interpreter", cli / script, "x", COMPARE_RATIO)]
 
 
 def run(tmp: Path, repeats: int, plugin_tests: int) -> list[Figure]:
