@@ -387,6 +387,10 @@ CASES.update({
     "ttnn.moreh_dot_backward": lambda d: ((x(d, 1, 1, 1, 1), x(d, 1, 1, 1, 64, seed=1), x(d, 1, 1, 1, 64, seed=2)),
                                           dict(input_grad=x(d, 1, 1, 1, 64, seed=3),
                                                other_grad=x(d, 1, 1, 1, 64, seed=4))),
+    # ROW_MAJOR: torch's shape (a TILE input keeps the indexed dims as ones)
+    "ttnn.moreh_getitem": lambda d: ((dev(rnd(2, 8, 64), d, layout=ttnn.ROW_MAJOR),
+                                      [dev(torch.tensor([3, -1, 0]), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)],
+                                      [1]), {}),
     # float32: TT-NN's composite rounds after the matmul, the scaling and the add (a bfloat16 case differs by an ulp)
     "ttnn.addmm": lambda d: (tuple(dev(rnd(*s, seed=k), d, dtype=ttnn.float32) for s, k in
                                    (((32, 64), 0), ((32, 96), 3), ((96, 64), 4))), dict(alpha=0.5, beta=2.0)),

@@ -1421,3 +1421,19 @@ def test_set_printoptions_picks_the_profile_notation_and_precision_and_a_freed_t
     ttnn.deallocate(t)
     assert str(t) == ("ttnn.Tensor(<buffer is not allocated>, shape=Shape([1, 5]), dtype=DataType::BFLOAT16, "
                       "layout=Layout::ROW_MAJOR)")
+
+
+def test_moreh_getitem_indexes_consecutive_dims_and_a_tile_input_keeps_its_rank(device):
+    # nightly test_moreh_getitem.py (338 cases): ttnn.operations.moreh.getitem(x, [idx, ...], dims), int32 indices
+    # (negative from the end); ROW_MAJOR gives torch's shape, TILE keeps the indexed dims as ones
+    # (compute_output_specs), and an index over W of a ROW_MAJOR input is refused as TT-NN refuses it
+    x = torch.randint(0, 10, (4, 5, 6, 7)).to(torch.bfloat16)
+    i, j = torch.tensor([0, -1, 2, 3, 1]), torch.tensor([5, 0, -2, 1, 1])
+    ti, tj = (ttnn.from_torch(v, dtype=ttnn.int32, device=device) for v in (i, j))
+    rm = ttnn.operations.moreh.getitem(ttnn.from_torch(x, device=device), [ti, tj], [1, 2])
+    assert rm.shape == (4, 5, 7) and torch.equal(ttnn.to_torch(rm), x[:, i, j])
+    tiled = ttnn.operations.moreh.getitem(ttnn.from_torch(x, layout=ttnn.TILE, device=device), [ti, tj], [1, 2])
+    assert tiled.shape == (4, 1, 5, 7) and torch.equal(ttnn.to_torch(tiled).reshape(4, 5, 7), x[:, i, j])
+    x5 = ttnn.from_torch(torch.zeros(2, 2, 2, 2, 8, dtype=torch.bfloat16), device=device)
+    with pytest.raises(RuntimeError, match="not support W index tensor"):
+        ttnn.operations.moreh.getitem(x5, [ti], [4])

@@ -935,9 +935,81 @@ def moreh_dot_backward(output_grad: Tensor, input: Tensor, other: Tensor, *,  # 
     return [input_grad, other_grad]
 
 
+# -- moreh_getitem: advanced indexing by int32 index tensors over consecutive dims ------------------------------------
+
+
+def _getitem(x: torch.Tensor, indices: list, dims: list) -> torch.Tensor:
+    """x indexed by 1-D `indices` over the consecutive `dims` (negative indices from the end, as torch's x[:, idx]):
+    the indexed dims become one dim of the indices' length where the first was."""
+    return x[(slice(None),) * dims[0] + tuple(i.reshape(-1).long() for i in indices)]
+
+
+def _moreh_getitem_golden(input, index_tensors, index_dims, *_, **__):  # noqa: A002
+    return _getitem(input, list(index_tensors), [int(d) for d in index_dims])
+
+
+@register_op("ttnn.moreh_getitem", kind="move", output_keyword="output", golden=_moreh_getitem_golden)
+def moreh_getitem(input: Tensor, index_tensors, index_dims, *,  # noqa: A002
+                  memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """input[..., idx_0, idx_1, ...] for int32 index tensors over consecutive `index_dims` (MorehGetItemOperation).
+    A ROW_MAJOR input gives torch's shape (the indexed dims become one of the indices' length); a TILE input
+    keeps its rank, the indexed dims 1 but the last, which takes the indices' length (compute_output_specs).
+    `output=` receives it.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(2, 3), ttnn.bfloat16, device=device)
+    >>> i = ttnn.from_torch(torch.tensor([2, -3]), ttnn.int32, device=device)
+    >>> ttnn.moreh_getitem(x, [i], [1]).to_torch()
+    tensor([[2., 0.],
+            [5., 3.]], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    indices, dims = list(index_tensors), [int(d) for d in index_dims]
+    where = "ttnn/cpp/ttnn/operations/moreh/moreh_getitem/device/moreh_getitem_device_operation.cpp"
+    if input.dtype not in (DataType.INT32, DataType.BFLOAT16):
+        raise tt_fatal("dtype == DataType::INT32 || dtype == DataType::BFLOAT16",
+                       "Input tensor must be of type INT32 or BFLOAT16!", where)
+    if not indices or len(indices) != len(dims):
+        raise ValueError(f"{op_name}: give one index tensor for each of index_dims {dims}, got {len(indices)}")
+    size = indices[0].shape[-1]
+    for idx in indices:
+        if idx.dtype != DataType.INT32:
+            raise tt_fatal("index_tensor.dtype() == DataType::INT32", "Index tensor must be of type INT32!", where)
+        if idx.layout == Layout.ROW_MAJOR and len(idx.shape) != 1:
+            raise tt_fatal("index_shape.rank() == 1", "Index tensor must be 1D for ROW_MAJOR layout!", where)
+        if input.layout == Layout.ROW_MAJOR and idx.layout == Layout.TILE:
+            raise tt_fatal("!(input_layout == Layout::ROW_MAJOR && index_layout == Layout::TILE)",
+                           "input layout ROW_MAJOR and index layout TILE not supported", where)
+        if idx.shape[-1] != size:
+            raise tt_fatal("index_size == index_shape[-1]", "The shapes of all index tensors must be identical!",
+                           where)
+    if input.layout == Layout.ROW_MAJOR and 4 in dims:
+        raise tt_fatal("dim != 4", "getitem for ROW_MAJOR layout not support W index tensor!", where)
+    if dims != list(range(dims[0], dims[0] + len(dims))):
+        raise tt_fatal("dim_start + i == dim", f"The value of index_dims={dims} must be consecutive integers.", where)
+    ins = device_inputs(op_name, input, *indices)
+    x = values(input, op_name)
+    try:
+        y = _getitem(x, [values(i, op_name) for i in indices], dims)
+    except IndexError as e:  # an index past its dim: torch's own words name it
+        raise ValueError(f"{op_name}: {e}") from None
+    if input.layout == Layout.TILE:  # the indexed dims kept as ones, the last one the indices' length
+        shape = list(x.shape)
+        for d in dims:
+            shape[d] = 1
+        shape[dims[-1]] = size
+        y = y.reshape(shape)
+    fresh = pending_output_target(op_name) is None
+    out = output(y, input, ins, op_name=op_name, memory_config=memory_config)
+    device_work.launch_after(out, fresh, input, moreh_programs.moreh_getitem_program(input, out, dims,
+                                                                                     indices[0].layout))
+    return out
+
+
 # ttnn.operations.moreh.<name>, as TT-NN's Python names them
 arange, dot, cumsum, cumsum_backward = moreh_arange, moreh_dot, moreh_cumsum, moreh_cumsum_backward
 sum, mean, sum_backward, mean_backward = moreh_sum, moreh_mean, moreh_sum_backward, moreh_mean_backward  # noqa: A001
 matmul, linear = moreh_matmul, moreh_linear
 matmul_backward, linear_backward = moreh_matmul_backward, moreh_linear_backward
 bmm, bmm_backward, dot_backward = moreh_bmm, moreh_bmm_backward, moreh_dot_backward
+getitem = moreh_getitem

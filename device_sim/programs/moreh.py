@@ -307,3 +307,35 @@ def moreh_dot_backward_program(output_grad):
     return cached(("MorehDotBackwardOperation", output_grad.dtype), lambda: make_program(
         "MorehDotBackwardOperation", "SingleCore", tuple(CircularBuffer((i,), 2, page) for i in (0, 1, 2, 16, 17)),
         ((0, 0, 0, 0),)))
+
+
+def moreh_getitem_program(x, out, dims: list, index_layout: Layout):
+    """MorehGetItemOperation, on the 5-D views of input and output (moreh_getitem_{rm,tilized}_factory.cpp), split
+    column by column over the grid. ROW_MAJOR (MorehGetItemRmFactory): c_0 and c_16 one row (W x element size,
+    rounded up to 32 B), one 32 B page per index tensor at c_(1 + its 5-D dim), the output's rows. TILE
+    (MorehGetItemTilizedFactory), index pages of 4 KiB: with a W index, c_0 / c_16 / c_17 one element (32 B) over
+    the output's 32 B units; else c_0 / c_16 16 elements (32 B) over its 16-element units."""
+    dev = x.device()
+    rank = len(x.shape)
+    key = ("MorehGetItemOperation", tuple(x.shape), tuple(out.shape), x.dtype, tuple(dims), x.layout, index_layout,
+           grid_of(dev))
+
+    def build():
+        size = TILE_BYTES[x.dtype] // (TILE * TILE)  # bfloat16 or int32: bytes an element
+        dims5 = [d + 5 - rank for d in dims]
+        out5 = [1] * (5 - rank) + list(out.shape)
+        if x.layout == Layout.ROW_MAJOR:
+            row = -(-x.shape[-1] * size // 32) * 32
+            cbs = ([CircularBuffer((0,), 1, row)] + [CircularBuffer((1 + d,), 1, 32) for d in dims5]
+                   + [CircularBuffer((16,), 1, row)])
+            return make_program("MorehGetItemOperation", "MorehGetItemRmFactory", cbs,
+                                cores_col_major(_outer(out5) * out5[-2], *grid_of(dev)))
+        per_unit = 32 // size if 4 in dims5 else 16
+        units = _outer(out5) * out5[-2] * -(-out5[-1] // per_unit)
+        page = -(-(size if 4 in dims5 else 16 * size) // 32) * 32
+        cbs = ([CircularBuffer((0,), 1, page)] + [CircularBuffer((1 + d,), 1, 4096) for d in dims5]
+               + [CircularBuffer((16,), 1, page)] + ([CircularBuffer((17,), 1, page)] if 4 in dims5 else []))
+        return make_program("MorehGetItemOperation", "MorehGetItemTilizedFactory", cbs,
+                            cores_col_major(units, *grid_of(dev)))
+
+    return cached(key, build)
