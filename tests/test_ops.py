@@ -387,6 +387,11 @@ CASES.update({
     "ttnn.moreh_dot_backward": lambda d: ((x(d, 1, 1, 1, 1), x(d, 1, 1, 1, 64, seed=1), x(d, 1, 1, 1, 64, seed=2)),
                                           dict(input_grad=x(d, 1, 1, 1, 64, seed=3),
                                                other_grad=x(d, 1, 1, 1, 64, seed=4))),
+    # an fp32 destination: the kernel's intermediates unrounded, as the golden's
+    "ttnn.moreh_sgd": lambda d: ((x(d), x(d, seed=1), x(d, seed=2)), dict(
+        lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01, momentum_initialized=True,
+        compute_kernel_config=ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4,
+                                                               fp32_dest_acc_en=True))),
     # ROW_MAJOR: torch's shape (a TILE input keeps the indexed dims as ones)
     "ttnn.moreh_getitem": lambda d: ((dev(rnd(2, 8, 64), d, layout=ttnn.ROW_MAJOR),
                                       [dev(torch.tensor([3, -1, 0]), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)],

@@ -1437,3 +1437,23 @@ def test_moreh_getitem_indexes_consecutive_dims_and_a_tile_input_keeps_its_rank(
     x5 = ttnn.from_torch(torch.zeros(2, 2, 2, 2, 8, dtype=torch.bfloat16), device=device)
     with pytest.raises(RuntimeError, match="not support W index tensor"):
         ttnn.operations.moreh.getitem(x5, [ti], [4])
+
+
+def test_moreh_sgd_is_torch_optim_sgds_step_with_momentum_dampening_and_nesterov(device):
+    # nightly test_moreh_sgd.py (164 cases): ttnn.operations.moreh.sgd(param, grad, buf_in, param_out, buf_out, lr,
+    # momentum, dampening, weight_decay, nesterov, momentum_initialized=...) returns [param_out, buf_out]
+    def tt(v):
+        return ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+
+    w = torch.nn.Parameter(torch.randn(32, 64).bfloat16().float())
+    opt = torch.optim.SGD([w], lr=0.5, momentum=0.9, dampening=0.25, weight_decay=0.1, nesterov=False)
+    w.grad = torch.randn(32, 64).bfloat16().float()
+    opt.step()  # the first step: the buffer is the gradient itself
+    buf_in, p_in = opt.state[w]["momentum_buffer"].clone(), w.detach().clone()
+    opt.step()  # the second, from an initialized buffer
+    fp32 = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
+    p_out, buf_out = ttnn.operations.moreh.sgd(tt(p_in), tt(w.grad), tt(buf_in), None, tt(buf_in), 0.5, 0.9, 0.25,
+                                               0.1, False, momentum_initialized=True, compute_kernel_config=fp32)
+    torch.testing.assert_close(ttnn.to_torch(p_out).float(), w.detach(), rtol=2**-7, atol=2e-2)
+    torch.testing.assert_close(ttnn.to_torch(buf_out).float(), opt.state[w]["momentum_buffer"], rtol=2**-7, atol=2e-2)
+    assert ttnn.operations.moreh.sgd(tt(p_in), tt(w.grad), momentum_initialized=False)[1] is None  # no momentum

@@ -1006,10 +1006,80 @@ def moreh_getitem(input: Tensor, index_tensors, index_dims, *,  # noqa: A002
     return out
 
 
+# -- moreh_sgd: one SGD step, torch.optim.SGD's update --------------------------------------------------------------
+
+
+def _sgd(param, grad, buf, lr, momentum, dampening, weight_decay, nesterov, rounded) -> tuple:
+    """moreh_sgd.cpp's kernel on float32 values (torch.optim.SGD's update): grad plus weight_decay * param; with
+    momentum, the buffer momentum * buf + (1 - dampening) * grad (grad itself on the first step, no buffer), and
+    the step along grad + momentum * buffer (nesterov) or the buffer. `rounded` is each intermediate's CB format
+    (bfloat16 without fp32_dest_acc_en), the scalars included."""
+    r = rounded
+    lr, momentum, dampening, weight_decay = (r(torch.tensor(float(v))) for v in (lr, momentum, dampening,
+                                                                                 weight_decay))
+    g = r(grad + r(param * weight_decay)) if weight_decay != 0 else grad
+    new_buf = None
+    if momentum != 0:
+        new_buf = g if buf is None else r(r(g * r(1 - dampening)) + r(buf * momentum))
+        g = r(g + r(new_buf * momentum)) if nesterov else new_buf
+    return param - r(lr * g), new_buf
+
+
+def _moreh_sgd_golden(param_in, grad, momentum_buffer_in=None, param_out=None, momentum_buffer_out=None, lr=1e-3,
+                      momentum=0, dampening=0, weight_decay=0, nesterov=False, *_, momentum_initialized=False, **__):
+    buf = momentum_buffer_in.float() if momentum_initialized and momentum_buffer_in is not None else None
+    return list(_sgd(param_in.float(), grad.float(), buf, lr, momentum, dampening, weight_decay, nesterov,
+                     lambda v: v))
+
+
+@register_op("ttnn.moreh_sgd", kind="binary", golden=_moreh_sgd_golden)
+def moreh_sgd(param_in: Tensor, grad: Tensor, momentum_buffer_in: Tensor | None = None, param_out: Tensor | None = None,
+              momentum_buffer_out: Tensor | None = None, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+              weight_decay: float = 0, nesterov: bool = False, *, momentum_initialized: bool,
+              param_out_memory_config: MemoryConfig | None = None,
+              momentum_buffer_out_memory_config: MemoryConfig | None = None, compute_kernel_config=None,
+              op_name: str = OWN_NAME, **tt_nn_only) -> list:
+    """One SGD step of a TILE bfloat16 parameter (MorehSgdOperation, torch.optim.SGD's update), into param_out and
+    momentum_buffer_out when given, else new tensors; the momentum buffer is read only when momentum_initialized.
+    Returns [param_out, momentum_buffer_out], the buffer None without momentum.
+
+    >>> p = ttnn.from_torch(torch.ones(32, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> g = ttnn.from_torch(torch.full((32, 32), 2.0), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_sgd(p, g, lr=0.25, momentum_initialized=False)[0].to_torch()[0, :2]
+    tensor([0.5000, 0.5000], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    for name, t in (("param_in", param_in), ("grad", grad), ("momentum_buffer_in", momentum_buffer_in),
+                    ("param_out", param_out), ("momentum_buffer_out", momentum_buffer_out)):
+        if t is not None:
+            _check_tensor(t, op_name, name, (DataType.BFLOAT16,))
+    ins = device_inputs(op_name, param_in, grad, momentum_buffer_in)
+    n = _engine(op_name, compute_kernel_config)
+    rounded = numerics.to_bf16 if n is None or not n.fp32_dest_acc_en else (lambda v: v)
+    buf = values(momentum_buffer_in, op_name).float() if momentum_initialized and momentum != 0 else None
+    new_param, new_buf = _sgd(values(param_in, op_name).float(), values(grad, op_name).float(), buf, lr, momentum,
+                              dampening, weight_decay, nesterov, rounded)
+    outs = []
+    for given, value, cfg in ((param_out, new_param, param_out_memory_config),
+                              (momentum_buffer_out, new_buf, momentum_buffer_out_memory_config)):
+        if value is None:
+            outs.append(given)  # no momentum: a given buffer is left as it is, none is made
+        elif given is not None:
+            given._write(value)
+            outs.append(given)
+        else:
+            outs.append(output(value, param_in, ins, op_name=op_name, memory_config=cfg or param_in.memory_config()))
+    fp32 = n is not None and n.fp32_dest_acc_en
+    device_work.launch_after(outs[0], param_out is None, param_in, moreh_programs.moreh_sgd_program(
+        param_in, fp32_dest_acc_en=fp32))
+    return outs if new_buf is not None else [outs[0], None]
+
+
 # ttnn.operations.moreh.<name>, as TT-NN's Python names them
 arange, dot, cumsum, cumsum_backward = moreh_arange, moreh_dot, moreh_cumsum, moreh_cumsum_backward
 sum, mean, sum_backward, mean_backward = moreh_sum, moreh_mean, moreh_sum_backward, moreh_mean_backward  # noqa: A001
 matmul, linear = moreh_matmul, moreh_linear
 matmul_backward, linear_backward = moreh_matmul_backward, moreh_linear_backward
 bmm, bmm_backward, dot_backward = moreh_bmm, moreh_bmm_backward, moreh_dot_backward
-getitem = moreh_getitem
+getitem, sgd = moreh_getitem, moreh_sgd

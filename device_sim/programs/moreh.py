@@ -339,3 +339,23 @@ def moreh_getitem_program(x, out, dims: list, index_layout: Layout):
                             cores_col_major(units, *grid_of(dev)))
 
     return cached(key, build)
+
+
+def moreh_sgd_program(param, *, fp32_dest_acc_en: bool = False):
+    """MorehSgdOperation (moreh_sgd_program_factory.cpp), in the parameter's format: c_0 / c_1 / c_2 (param_in, grad,
+    momentum_in) and c_16 / c_17 (param_out, momentum_out) of two tiles, c_24 five scalar tiles (lr, momentum,
+    dampening, weight_decay, one) and c_25..c_28 one each, the intermediates float32 with an fp32 destination;
+    split_work_to_cores over the parameter's tiles, column by column."""
+    dev = param.device()
+    key = ("MorehSgdOperation", tuple(param.padded_shape), param.dtype, fp32_dest_acc_en, grid_of(dev))
+
+    def build():
+        page = TILE_BYTES[param.dtype]
+        im = TILE_BYTES[DataType.FLOAT32] if fp32_dest_acc_en else page
+        cbs = [CircularBuffer((i,), 2, page) for i in (0, 1, 2, 16, 17)]
+        cbs += [CircularBuffer((24,), 5, im)] + [CircularBuffer((i,), 1, im) for i in (25, 26, 27, 28)]
+        shape = tuple(param.padded_shape)
+        tiles = _outer(shape) * shape[-2] * shape[-1] // (TILE * TILE)
+        return make_program("MorehSgdOperation", "ProgramFactory", cbs, cores_col_major(tiles, *grid_of(dev)))
+
+    return cached(key, build)
