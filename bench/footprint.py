@@ -50,6 +50,9 @@ b = ttnn.from_torch(torch.randn(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, 
 for _ in range(100):
     ttnn.add(a, b)
 n, path = int(sys.argv[1]), sys.argv[2]
+if sys.argv[3:] == ["executemany"]:  # the writer's executemany route, beside the one it takes (writer.ROWS)
+    from ttreport.capturing import writer
+    writer.ROWS = False  # read by the writer process, forked from this one
 cpu_s = []
 for name, ops in (("idle", 0), ("report", n)):  # the writer process's start-up and close alone, then the loop's
     cap = ttreport.capture(f"{path}-{name}", config=ttreport.Config())
@@ -72,18 +75,23 @@ print(json.dumps({"loop_s": loop_s, "close_s": close_s, "writer_cpu_s": cpu_s[1]
 """
 
 
+def _capture(tmp, n: int, name: str, *route: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", _LOOP, str(n), str(tmp / name), *route], cwd=REPO,
+                         capture_output=True, text=True, timeout=3600)
+    if out.returncode:
+        raise RuntimeError(f"the {n:,}-add capture failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.splitlines()[-1])
+
+
 def _report(tmp, n_ops: int, big_ops: int) -> list[Figure]:
     """A default capture of n_ops adds (a model script's loop, in its own interpreter): its bytes per op, the
-    writer's rate against SQLite's, its close; with big_ops, one more capture of that many, for its close."""
+    writer's rate against SQLite's (and again with the writer's rows bound by executemany, the route without
+    _rows.c), its close; with big_ops, one more capture of that many, for its close."""
     figures = []
     for n, name in ((n_ops, "report"), (big_ops, "big")):
         if not n:
             continue
-        out = subprocess.run([sys.executable, "-c", _LOOP, str(n), str(tmp / name)], cwd=REPO, capture_output=True,
-                             text=True, timeout=3600)
-        if out.returncode:
-            raise RuntimeError(f"the {n:,}-add capture failed: {out.stderr[-2000:]}")
-        got = json.loads(out.stdout.splitlines()[-1])
+        got = _capture(tmp, n, name)
         db = tmp / f"{name}-report" / "db.sqlite"
         per_op = db.stat().st_size / n
         label = f"{n:,} adds"
@@ -99,10 +107,13 @@ def _report(tmp, n_ops: int, big_ops: int) -> list[Figure]:
         figures += _by_table(db, n)
         if name == "report":
             writer_rate = n / max(got["writer_cpu_s"], 1e-9)
+            pure_rate = n / max(_capture(tmp, n, "executemany", "executemany")["writer_cpu_s"], 1e-9)
             sqlite_rate = _sqlite_alone_ops_per_s(db, tmp / "sqlite-alone.sqlite")
             figures += [
                 info("writer process: ops per second of its CPU", writer_rate, "ops/s"),
                 info("SQLite alone: INSERT ... SELECT of the same rows, per CPU s", sqlite_rate, "ops/s"),
+                info("writer process / SQLite alone, its rows by executemany (no _rows.c)",
+                     pure_rate / sqlite_rate, "x"),
                 at_least("writer process / SQLite alone", writer_rate / sqlite_rate, "x", WRITER_VS_SQLITE),
                 info(f"close after the {label} loop", got["close_s"], "s"),
                 info(f"loop per op ({label})", got["loop_s"] / n * 1e6, "µs/op"),
