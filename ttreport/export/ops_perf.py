@@ -410,13 +410,14 @@ class Chase(threading.Thread):
     def run(self) -> None:
         con = None
         try:
-            con = sqlite3.connect(f"{self.db_path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
-                                  check_same_thread=False)
             rows = self.rows
             while not self._halt.is_set() and not rows.stale and self.alive():
                 if not self._may_work():
                     self._wake.wait(CHASE_POLL_S)
                     continue
+                if con is None:  # at the model's first wait or the close: nothing at a capture's start
+                    con = sqlite3.connect(f"{self.db_path.resolve().as_uri()}?mode=ro", uri=True,
+                                          isolation_level=None, check_same_thread=False)
                 if self._closing and self.left() <= CHASE_STOP_BYTES:
                     read = self._last_read(con)
                     con.close()
