@@ -261,7 +261,30 @@ def log_approx(x: torch.Tensor) -> torch.Tensor:
     return torch.where(x == 0, float("-inf"), exponent * _LN2_F32 + series)
 
 
+# _init_sqrt_'s 23-bit constants (tt-llk ckernel_sfpu_sqrt.h, after Kokosinski et al. 2024): the 1/sqrt seed's magic
+# number and the first refinement's polynomial
+_SQRT_MAGIC, _SQRT_P1, _SQRT_P2 = 0x5F1110A0, 2.2825186, 2.2533049
+
+
+def _root_approx(x: torch.Tensor, reciprocal: bool) -> torch.Tensor:
+    """sqrt (or 1/sqrt) as _calculate_sqrt_body_<FAST_APPROX=true> computes it: the precise kernel without its
+    negative-input fix-up, so x >= 0 gives the precise value (torch's here) and x < 0 the seed and refinements run
+    on its bits: magic - (bits >> 1) as a float, y *= P1 + c (P2 + c) with c = -x y^2, then one Householder step,
+    a finite number where the precise mode gives NaN."""
+    x = x.float()
+    bits = x.view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # the unsigned word SFPSHFT shifts
+    y = ((_SQRT_MAGIC - (bits >> 1)) & 0xFFFFFFFF).to(torch.int64)
+    y = torch.where(y >= 2**31, y - 2**32, y).to(torch.int32).view(torch.float32)
+    c = -y * (x * y)
+    y = y * (_SQRT_P1 + c * (_SQRT_P2 + c))
+    xy = x * y
+    residual = 1.0 + (-y * xy)
+    refined = residual * (0.5 * y) + y if reciprocal else residual * (0.5 * xy) + xy
+    return torch.where(x < 0, refined, torch.rsqrt(x) if reciprocal else torch.sqrt(x))
+
+
 APPROX = {"exp": exp_approx, "sigmoid": sigmoid_approx, "tanh": tanh_approx, "gelu": gelu_approx,
+          "sqrt": lambda x: _root_approx(x, reciprocal=False), "rsqrt": lambda x: _root_approx(x, reciprocal=True),
           "reciprocal": reciprocal_approx, "log": log_approx,
           # log_with_base_tile: the same body times 1/ln 2 or 1/ln 10; log1p_tile: the log of 1 + x, whose fast
           # mode skips the same NaN fix-up for 1 + x < 0

@@ -188,11 +188,17 @@ def test_tt_nn_default_kernels_makes_ops_without_a_config_run_tt_nns_default(dev
 
 
 def test_divide_with_fast_and_approximate_mode_multiplies_by_the_approximate_reciprocal(device):
+    # bfloat16 operands: binary_ng's FPU path, a times RECIP(b); float32 ones keep the SFPU's precise division
+    # (is_binary_sfpu_op), fast mode or not
     g = torch.Generator().manual_seed(8)
-    a = ttnn.from_torch(torch.randn(32, 64, generator=g), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
-    b = ttnn.from_torch(torch.rand(32, 64, generator=g) + 0.5, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    x, y = torch.randn(32, 64, generator=g), torch.rand(32, 64, generator=g) + 0.5
+    a = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    b = ttnn.from_torch(y, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     fast = ttnn.divide(a, b, fast_and_approximate_mode=True).value
-    torch.testing.assert_close(fast, a.value * numerics.reciprocal_approx(b.value))
+    torch.testing.assert_close(fast, (a.value.float() * numerics.reciprocal_approx(b.value.float())).bfloat16())
+    a = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    b = ttnn.from_torch(y, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    assert torch.equal(ttnn.divide(a, b, fast_and_approximate_mode=True).value, a.value / b.value)
     assert torch.equal(ttnn.divide(a, b).value, a.value / b.value)
     assert torch.equal(ttnn.add(a, b, fast_and_approximate_mode=True).value, (a.value + b.value))  # exact anyway
 

@@ -1071,6 +1071,17 @@ def test_typecast_to_uint8_keeps_the_low_byte_of_the_integer_part(device):
     assert ttnn.to_torch(ttnn.typecast(i, ttnn.int32, ttnn.uint8)).tolist() == [[255, 255]]
 
 
+def test_sqrt_and_rsqrt_take_fast_and_approximate_mode_which_skips_the_negative_input_nan(device):
+    # test_unary.py::test_unary_root_ops_ttnn (8 fast-mode cases, ULP <= 2 on [1, 100]): _calculate_sqrt_body_'s
+    # FAST_APPROX runs the precise seed and refinements without the x < 0 -> NaN fix-up
+    x = torch.tensor([[1.0, 2.0, 99.0, -4.0]])
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    for op, ref in ((ttnn.sqrt, torch.sqrt), (ttnn.rsqrt, torch.rsqrt)):
+        fast = ttnn.to_torch(op(t, fast_and_approximate_mode=True))
+        assert torch.equal(fast[0, :3], ref(x[0, :3])) and not torch.isnan(fast[0, 3])
+        assert torch.isnan(ttnn.to_torch(op(t))[0, 3])
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 

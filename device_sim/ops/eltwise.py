@@ -413,8 +413,8 @@ def _approximable_unary(name: str, fn):
 
 exp = _approximable_unary("exp", torch.exp)
 log = _approximable_unary("log", torch.log)
-sqrt = _unary("sqrt", torch.sqrt)
-rsqrt = _unary("rsqrt", torch.rsqrt)
+sqrt = _approximable_unary("sqrt", torch.sqrt)
+rsqrt = _approximable_unary("rsqrt", torch.rsqrt)
 reciprocal = _unary("reciprocal", torch.reciprocal)
 neg = _unary("neg", torch.neg)
 abs = _unary("abs", torch.abs)  # noqa: A001
