@@ -120,8 +120,9 @@ def create_sharded_memory_config_(shape, core_grid, strategy, orientation,
 
 def num_cores_to_corerangeset(target_num_cores: int, grid_size, row_wise: bool = False) -> CoreRangeSet:
     """The first `target_num_cores` cores of a `grid_size` grid (a CoreCoord, or an (x, y) pair: TT-NN's binding
-    converts a tuple or list to CoreCoord): whole columns (or rows if row_wise), then the rest."""
-    grid = grid_size if isinstance(grid_size, CoreCoord) else CoreCoord(grid_size)
+    converts a tuple or list to CoreCoord; anything else with x and y, a CoreGrid too, is read as before): whole
+    columns (or rows if row_wise), then the rest."""
+    grid = grid_size if hasattr(grid_size, "x") else CoreCoord(grid_size)
     gx, gy = grid.x, grid.y
     if not 0 < target_num_cores <= gx * gy:
         raise ShardSpecError(

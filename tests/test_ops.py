@@ -567,6 +567,17 @@ CASES.update({"ttnn.experimental.convert_to_chw": lambda d: ((dev(rnd(1, 1, 64, 
 CASES.update({"ttnn.rotate": lambda d: ((dev(rnd(2, 9, 12, 32), d, layout=ttnn.ROW_MAJOR), 30.0), dict(
     center=(4.0, 3.0), fill=0.5, interpolation_mode="bilinear"))})
 
+# ttnn.experimental.deepseek_prefill.extract / insert (issue 31: unit_tests/operations/deepseek/): one expert's rows
+_IDX = lambda d, v: dev(torch.tensor(v, dtype=torch.int32), d, dtype=ttnn.uint32, layout=ttnn.ROW_MAJOR)  # noqa: E731
+CASES.update({
+    "ttnn.experimental.deepseek_prefill.extract": lambda d: (
+        (dev(rnd(96, 64), d, dtype=ttnn.bfloat8_b), _IDX(d, [0, 32, 64]), _IDX(d, [32, 20, 32])),
+        dict(global_expert_id=1, max_dispatched_tokens_per_expert=64)),
+    "ttnn.experimental.deepseek_prefill.insert": lambda d: (
+        (dev(rnd(96, 64), d, dtype=ttnn.bfloat8_b), dev(rnd(64, 64, seed=1), d, dtype=ttnn.bfloat8_b),
+         _IDX(d, [0, 32, 64]), _IDX(d, [32, 20, 32])), dict(global_expert_id=1)),
+})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

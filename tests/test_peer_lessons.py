@@ -1468,3 +1468,31 @@ def test_moreh_sgd_is_torch_optim_sgds_step_with_momentum_dampening_and_nesterov
     torch.testing.assert_close(ttnn.to_torch(p_out).float(), w.detach(), rtol=2**-7, atol=2e-2)
     torch.testing.assert_close(ttnn.to_torch(buf_out).float(), opt.state[w]["momentum_buffer"], rtol=2**-7, atol=2e-2)
     assert ttnn.operations.moreh.sgd(tt(p_in), tt(w.grad), momentum_initialized=False)[1] is None  # no momentum
+
+
+def test_deepseek_prefill_extract_and_insert_move_one_experts_tile_rounded_rows(device):
+    # unit_tests/operations/deepseek/test_deepseek_prefill_extract.py and _insert.py (57 cases): extract copies
+    # global[start[e] : start[e] + ceil_tile(counts[e])] into a [max_dispatched_tokens, hidden] tensor; insert writes a
+    # local tensor's first ceil_tile(counts[e]) rows back there, in place. Rows are bfloat8_b TILE, the tables UINT32.
+    def rows(v):
+        return ttnn.from_torch(v, dtype=ttnn.bfloat8_b, layout=ttnn.TILE, device=device)
+
+    def table(v):
+        return ttnn.from_torch(torch.tensor(v, dtype=torch.int32), dtype=ttnn.uint32, device=device)
+
+    g = torch.arange(128.0).repeat_interleave(64).reshape(128, 64)
+    start, counts = table([0, 64, 96]), table([64, 3, 32])
+    outs = []
+    [program] = launched(device, lambda: outs.append(ttnn.experimental.deepseek_prefill.extract(
+        rows(g), start, counts, global_expert_id=1, max_dispatched_tokens_per_expert=64)))
+    assert program.name == "ExtractDeviceOperation"
+    got = ttnn.to_torch(outs[0]).float()
+    assert got.shape == (64, 64)
+    assert torch.equal(got[:32], ttnn.to_torch(rows(g)).float()[64:96])  # 3 rows round up to one tile of 32
+    gt = rows(torch.zeros(128, 64))
+    assert ttnn.experimental.deepseek_prefill.insert(gt, rows(torch.ones(64, 64)), start, counts,
+                                                     global_expert_id=1) is gt
+    assert ttnn.to_torch(gt).float()[:, 0].tolist() == [0.0] * 64 + [1.0] * 32 + [0.0] * 32
+    with pytest.raises(RuntimeError, match="global_tensor must be BFLOAT8_B"):
+        ttnn.experimental.deepseek_prefill.extract(ttnn.from_torch(g, layout=ttnn.TILE, device=device), start, counts,
+                                                   global_expert_id=1, max_dispatched_tokens_per_expert=64)

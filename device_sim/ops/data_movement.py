@@ -1034,6 +1034,130 @@ def convert_to_chw(input: Tensor, *, dtype: DataType | None = None, op_name: str
     return out
 
 
+# -- DeepSeek prefill's MoE row moves (tt-metal's experimental/deepseek_prefill/extract and insert) --------------------
+
+
+def _prefill_checks(op_name: str, global_tensor: Tensor, start: Tensor, counts: Tensor, global_expert_id: int,
+                    local_tensor: Tensor | None = None) -> None:
+    """The device operations' host checks (extract_device_operation.cpp / insert's): the row tensors 2D bfloat8_b
+    TILE in interleaved DRAM, start and counts UINT32 ROW_MAJOR in interleaved DRAM, 1D or [1, E] with the same E,
+    and global_expert_id < E. TT_FATAL one-liners naming the tensor."""
+    def dram(t: Tensor) -> bool:
+        mc = t.memory_config()
+        return mc.buffer_type == BufferType.DRAM and mc.memory_layout == TensorMemoryLayout.INTERLEAVED
+
+    rows = (("global_tensor", global_tensor),) + ((("local_tensor", local_tensor),) if local_tensor is not None else ())
+    for name, t in rows:
+        for ok, what in ((t.device() is not None, "be on device"), (t.dtype == DataType.BFLOAT8_B, "be BFLOAT8_B"),
+                         (t.layout == Layout.TILE, "be TILE layout"), (dram(t), "be DRAM interleaved"),
+                         (len(t.shape) == 2, f"be 2D (got shape {list(t.shape)})")):
+            if not ok:
+                raise tt_fatal(f"{name} must {what}", f"{op_name}: {name} must {what}", where=_HERE)
+    if local_tensor is not None and local_tensor.shape[-1] != global_tensor.shape[-1]:
+        raise tt_fatal("local_tensor hidden_dim == global_tensor hidden_dim", f"{op_name}: local_tensor's hidden dim "
+                       f"{local_tensor.shape[-1]} must equal global_tensor's {global_tensor.shape[-1]}", where=_HERE)
+    for name, t in (("start", start), ("counts", counts)):
+        shape = tuple(t.shape)
+        for ok, what in ((t.dtype == DataType.UINT32, "be UINT32"), (t.layout == Layout.ROW_MAJOR, "be ROW_MAJOR"),
+                         (dram(t), "be DRAM interleaved"),
+                         (len(shape) == 1 or (len(shape) == 2 and shape[0] == 1),
+                          f"be 1D or 2D with first dimension == 1 (got shape {list(shape)})")):
+            if not ok:
+                raise tt_fatal(f"{name} must {what}", f"{op_name}: {name} must {what}", where=_HERE)
+    if start.shape[-1] != counts.shape[-1]:
+        raise tt_fatal("start_last_dim == counts_last_dim", f"{op_name}: start and counts must have the same last "
+                       f"dimension, got start={start.shape[-1]} and counts={counts.shape[-1]}", where=_HERE)
+    if not 0 <= global_expert_id < start.shape[-1]:
+        raise tt_fatal("global_expert_id < start_last_dim", f"{op_name}: global_expert_id ({global_expert_id}) must be "
+                       f"in the range [0, {start.shape[-1] - 1}]", where=_HERE)
+
+
+def _prefill_slice(start: Tensor, counts: Tensor, expert: int) -> tuple[int, int]:
+    """(the expert's first row, its rows rounded up to whole tiles), read from the device-resident tables."""
+    first = int(values(start).reshape(-1)[expert])
+    rows = -(-int(values(counts).reshape(-1)[expert]) // 32) * 32
+    return first, rows
+
+
+def _prefill_extract_golden(global_tensor, start, counts, *_, global_expert_id=0, max_dispatched_tokens_per_expert=32,
+                            **__):
+    first = int(start.reshape(-1)[global_expert_id])
+    rows = -(-int(counts.reshape(-1)[global_expert_id]) // 32) * 32
+    out = global_tensor.new_zeros(max_dispatched_tokens_per_expert, global_tensor.shape[-1])
+    out[:rows] = global_tensor[first:first + rows]
+    return out
+
+
+@register_op("ttnn.experimental.deepseek_prefill.extract", kind="move", golden=_prefill_extract_golden)
+def prefill_extract(global_tensor: Tensor, start: Tensor, counts: Tensor, *, global_expert_id: int,
+                    max_dispatched_tokens_per_expert: int, op_name: str = OWN_NAME) -> Tensor:
+    """One MoE expert's rows of the dispatch buffer: global_tensor[start[e] : start[e] + ceil_tile(counts[e]), :] into
+    the first rows of a [max_dispatched_tokens_per_expert, hidden] bfloat8_b TILE tensor in DRAM (the rows past them
+    are left as the device leaves them; device_sim's are 0).
+
+    >>> g = ttnn.from_torch(torch.arange(64.0).repeat_interleave(32).reshape(64, 32), ttnn.bfloat8_b,
+    ...                     layout=ttnn.TILE, device=device)
+    >>> idx = lambda v: ttnn.from_torch(torch.tensor(v, dtype=torch.int32), ttnn.uint32, device=device)
+    >>> out = ttnn.experimental.deepseek_prefill.extract(g, idx([0, 32]), idx([32, 5]), global_expert_id=1,
+    ...                                                  max_dispatched_tokens_per_expert=32)
+    >>> out.shape, out.to_torch()[0, 0].item()
+    (Shape([32, 32]), 32.0)
+    """
+    _prefill_checks(op_name, global_tensor, start, counts, global_expert_id)
+    m = int(max_dispatched_tokens_per_expert)
+    if m <= 0 or m % 32:
+        raise tt_fatal("max_dispatched_tokens_per_expert > 0 && % TILE_HEIGHT == 0", f"{op_name}: "
+                       f"max_dispatched_tokens_per_expert ({m}) must be a positive multiple of TILE_HEIGHT (32)",
+                       where=_HERE)
+    first, rows = _prefill_slice(start, counts, global_expert_id)
+    if first + rows > global_tensor.shape[0] or rows > m:  # the kernels' runtime asserts
+        raise tt_fatal("start + ceil_tile(counts) <= global_rows && ceil_tile(counts) <= max_dispatched_tokens",
+                       f"{op_name}: expert {global_expert_id}'s rows [{first}, {first + rows}) leave global_tensor "
+                       f"({global_tensor.shape[0]} rows) or the output ({m} rows)", where=_HERE)
+    ins = device_inputs(op_name, global_tensor, start, counts)
+    y = _prefill_extract_golden(held(global_tensor), values(start), values(counts), global_expert_id=global_expert_id,
+                                max_dispatched_tokens_per_expert=m)
+    out = output(y, global_tensor, ins, op_name=op_name, memory_config=MemoryConfig(TensorMemoryLayout.INTERLEAVED,
+                                                                                       BufferType.DRAM))
+    device_work.launch_after(out, True, global_tensor, programs.prefill_rows_program(global_tensor, start, "extract"))
+    return out
+
+
+def _prefill_insert_golden(global_tensor, local_tensor, start, counts, *_, global_expert_id=0, **__):
+    first = int(start.reshape(-1)[global_expert_id])
+    rows = -(-int(counts.reshape(-1)[global_expert_id]) // 32) * 32
+    out = global_tensor.clone()
+    out[first:first + rows] = local_tensor[:rows].to(out.dtype)
+    return out
+
+
+@register_op("ttnn.experimental.deepseek_prefill.insert", kind="move", golden=_prefill_insert_golden)
+def prefill_insert(global_tensor: Tensor, local_tensor: Tensor, start: Tensor, counts: Tensor, *,
+                   global_expert_id: int, op_name: str = OWN_NAME) -> Tensor:
+    """extract's inverse, in place: local_tensor's first ceil_tile(counts[e]) rows written over global_tensor's rows
+    from start[e]; returns global_tensor.
+
+    >>> g = ttnn.from_torch(torch.zeros(64, 32), ttnn.bfloat8_b, layout=ttnn.TILE, device=device)
+    >>> loc = ttnn.from_torch(torch.ones(32, 32), ttnn.bfloat8_b, layout=ttnn.TILE, device=device)
+    >>> idx = lambda v: ttnn.from_torch(torch.tensor(v, dtype=torch.int32), ttnn.uint32, device=device)
+    >>> out = ttnn.experimental.deepseek_prefill.insert(g, loc, idx([0, 32]), idx([32, 5]), global_expert_id=1)
+    >>> out is g, g.to_torch()[:, 0].sum().item()
+    (True, 32.0)
+    """
+    _prefill_checks(op_name, global_tensor, start, counts, global_expert_id, local_tensor)
+    first, rows = _prefill_slice(start, counts, global_expert_id)
+    if first + rows > global_tensor.shape[0] or rows > local_tensor.shape[0]:  # the kernels' runtime asserts
+        raise tt_fatal("start + ceil_tile(counts) <= global_rows && ceil_tile(counts) <= local_rows",
+                       f"{op_name}: expert {global_expert_id}'s rows [{first}, {first + rows}) leave global_tensor "
+                       f"({global_tensor.shape[0]} rows) or local_tensor ({local_tensor.shape[0]} rows)", where=_HERE)
+    device_inputs(op_name, global_tensor, local_tensor, start, counts)
+    y = _prefill_insert_golden(held(global_tensor), held(local_tensor), values(start), values(counts),
+                               global_expert_id=global_expert_id)
+    device_work.launch(global_tensor.device(), programs.prefill_rows_program(global_tensor, start, "insert"))
+    global_tensor._write(y)
+    return global_tensor
+
+
 # -- writing into a slice of a tensor (tt-metal's experimental/slice_write) --------------------------------------------
 
 

@@ -20,9 +20,13 @@ The registered name is what a report records, what tests/test_ops.py keys its ca
 # preparation (conv), the older typecast and padded_slice (core), view, broadcast_to, convert_to_hwc and
 # slice_write (data_movement), the head splits (heads), the paged caches (kv_cache), fast_reduce_nc (reduction), the
 # rotary embeddings (rotary).
+from types import SimpleNamespace as _SimpleNamespace
+
 from device_sim.ops import ccl, conv, core, data_movement, heads, kv_cache, reduction, rotary  # noqa: F401
 from device_sim.registry import public_functions as _public_functions
 
 _by_name = _public_functions("ttnn.experimental")
 globals().update(_by_name)
 __all__ = list(_by_name)
+# ttnn.experimental.deepseek_prefill: the MoE row moves (extract, insert), registered in data_movement
+deepseek_prefill = _SimpleNamespace(**_public_functions("ttnn.experimental.deepseek_prefill"))

@@ -372,6 +372,26 @@ def sharded_to_interleaved_program(x, out) -> Program | None:
 
 
 
+def prefill_rows_program(rows, start, which: str) -> Program:
+    """deepseek_prefill's Extract / Insert device operations (extract_program_factory.cpp and insert's) on every core
+    of the grid: c_0 32 tiles of the row tensor's format (a deep pipeline), then one aligned page each of the start
+    table (c_1) and of the counts table for the reader and the writer (c_2, c_3)."""
+    dev = rows.device()
+    key = ("DeepseekPrefill", which, rows.dtype, start.buffer.page_size, grid_of(dev))
+
+    def build():
+        align = dev.config.dram_alignment
+        page = -(-start.buffer.page_size // align) * align
+        cbs = (CircularBuffer((0,), 32, TILE_BYTES[rows.dtype]), CircularBuffer((1,), 1, page),
+               CircularBuffer((2,), 1, page), CircularBuffer((3,), 1, page))
+        gx, gy = grid_of(dev)
+        name = "ExtractDeviceOperation" if which == "extract" else "InsertDeviceOperation"
+        factory = "ExtractProgramFactory" if which == "extract" else "InsertProgramFactory"
+        return make_program(name, factory, cbs, ((0, 0, gx - 1, gy - 1),))
+
+    return cached(key, build)
+
+
 def convert_to_chw_program(x, out) -> Program:
     """ConvertToCHWDeviceOperation (experimental/cnn/convert_to_chw/device/convert_to_chw_program_factory.cpp), on the
     input's shard grid: c_0 the input shard (its own L1 buffer, HW / 32 / cores tiles), c_1 the output shard (its own
