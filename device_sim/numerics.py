@@ -283,7 +283,21 @@ def _root_approx(x: torch.Tensor, reciprocal: bool) -> torch.Tensor:
     return torch.where(x < 0, refined, torch.rsqrt(x) if reciprocal else torch.sqrt(x))
 
 
-APPROX = {"exp": exp_approx, "sigmoid": sigmoid_approx, "tanh": tanh_approx, "gelu": gelu_approx,
+def erf_approx(x: torch.Tensor) -> torch.Tensor:
+    """erf as Wormhole's calculate_erf_body computes it (ckernel_sfpu_erf_erfc.h): on |x| a degree-4 polynomial
+    over [0, 1) and another over [1, 3), 1 from 3 on, the sign put back; max absolute error 8e-4 (just below 3)."""
+    a = x.float().abs()
+
+    def poly(c4, c3, c2, c1, c0):  # POLYVAL5's Horner order
+        return (((c4 * a + c3) * a + c2) * a + c1) * a + c0
+
+    low = poly(0.166342190, -0.476685015, 0.0275416549, 1.12544048, 0.0000661338118)
+    high = poly(-0.03170029, 0.31310241, -1.1603072, 1.91684792, -0.19469693)
+    r = torch.where(a >= 3.0, 1.0, torch.where(a >= 1.0, high, low))
+    return torch.where(x < 0, -r, r)
+
+
+APPROX = {"exp": exp_approx, "sigmoid": sigmoid_approx, "tanh": tanh_approx, "gelu": gelu_approx, "erf": erf_approx,
           "sqrt": lambda x: _root_approx(x, reciprocal=False), "rsqrt": lambda x: _root_approx(x, reciprocal=True),
           "reciprocal": reciprocal_approx, "log": log_approx,
           # log_with_base_tile: the same body times 1/ln 2 or 1/ln 10; log1p_tile: the log of 1 + x, whose fast

@@ -1082,6 +1082,16 @@ def test_sqrt_and_rsqrt_take_fast_and_approximate_mode_which_skips_the_negative_
         assert torch.isnan(ttnn.to_torch(op(t))[0, 3])
 
 
+def test_erf_takes_fast_and_approximate_mode_as_the_sfpus_piecewise_polynomial(device):
+    # test_unary_ops_ttnn.py::test_unary_erf_ttnn (3 fast cases) and docs_examples' test_erf: erf_tile<true> is
+    # calculate_erf_body, a degree-4 polynomial on [0, 1) and on [1, 3), 1 beyond, odd in x
+    x = torch.tensor([[-3.5, -0.5, 0.0, 0.5, 2.0, 3.5]])
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    fast = ttnn.to_torch(ttnn.erf(t, fast_and_approximate_mode=True))
+    assert fast[0, 0] == -1.0 and fast[0, 5] == 1.0 and fast[0, 1] == -fast[0, 3]
+    assert (fast - torch.erf(x)).abs().max() < 1e-3 and not torch.equal(fast, ttnn.to_torch(ttnn.erf(t)))
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 

@@ -492,7 +492,7 @@ def _flag(fn):
 floor = _unary("floor", torch.floor)
 ceil = _unary("ceil", torch.ceil)
 trunc = _unary("trunc", torch.trunc)
-erf = _unary("erf", torch.erf)
+erf = _approximable_unary("erf", torch.erf)
 erfc = _unary("erfc", torch.erfc)
 exp2 = _unary("exp2", torch.exp2)
 expm1 = _unary("expm1", torch.expm1)
