@@ -392,6 +392,15 @@ CASES.update({
         lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01, momentum_initialized=True,
         compute_kernel_config=ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4,
                                                                fp32_dest_acc_en=True))),
+    # an fp32 destination: the intermediates unrounded, as the goldens'; amsgrad's running max for adam
+    "ttnn.moreh_adam": lambda d: ((x(d), x(d, seed=1), x(d, seed=2), x(d, low=0.1, seed=3)), dict(
+        lr=0.1, weight_decay=0.1, step=2, amsgrad=True, max_exp_avg_sq_in=x(d, low=0.1, seed=4),
+        compute_kernel_config=ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4,
+                                                               fp32_dest_acc_en=True))),
+    "ttnn.moreh_adamw": lambda d: ((x(d), x(d, seed=1), x(d, seed=2), x(d, low=0.1, seed=3), 0.1), dict(
+        step=3, amsgrad=True, max_exp_avg_sq_in=x(d, low=0.1, seed=4),
+        compute_kernel_config=ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4,
+                                                               fp32_dest_acc_en=True))),
     # ROW_MAJOR: torch's shape (a TILE input keeps the indexed dims as ones)
     "ttnn.moreh_getitem": lambda d: ((dev(rnd(2, 8, 64), d, layout=ttnn.ROW_MAJOR),
                                       [dev(torch.tensor([3, -1, 0]), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)],

@@ -1506,3 +1506,33 @@ def test_deepseek_prefill_extract_and_insert_move_one_experts_tile_rounded_rows(
     with pytest.raises(RuntimeError, match="global_tensor must be BFLOAT8_B"):
         ttnn.experimental.deepseek_prefill.extract(ttnn.from_torch(g, layout=ttnn.TILE, device=device), start, counts,
                                                    global_expert_id=1, max_dispatched_tokens_per_expert=64)
+
+
+def test_moreh_adam_and_adamw_step_as_torch_optim_and_from_torch_copies_its_values(device):
+    # nightly test_moreh_adam.py / test_moreh_adamw.py (151 cases): one step from zero moving averages as
+    # torch.optim.Adam / AdamW take it. The test makes the device parameter, then steps torch's optimizer on the same
+    # torch tensor in place: from_torch must have copied it (TT-NN does), or the device parameter moves too
+    p = torch.nn.Parameter(torch.randn(32, 64).bfloat16().float())
+    dev_p = ttnn.from_torch(p, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    p.grad = torch.randn(32, 64).bfloat16().float()
+    start = p.detach().clone()
+    opt = torch.optim.Adam([p], lr=0.1, betas=(0.5, 0.555), weight_decay=0.3)
+    opt.step()
+    assert torch.equal(ttnn.to_torch(dev_p).float(), start)
+
+    def tt(v):
+        return ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+
+    zero = torch.zeros(32, 64)
+    fp32 = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
+    for moreh_op, torch_opt in ((ttnn.operations.moreh.adam, torch.optim.Adam),
+                                (ttnn.operations.moreh.adamw, torch.optim.AdamW)):
+        q = torch.nn.Parameter(start.clone())
+        q.grad = p.grad.clone()
+        ref = torch_opt([q], lr=0.1, betas=(0.5, 0.555), weight_decay=0.3)
+        ref.step()
+        out = moreh_op(dev_p, tt(q.grad), tt(zero), tt(zero), lr=0.1, beta1=0.5, beta2=0.555, weight_decay=0.3, step=1,
+                       compute_kernel_config=fp32)  # float32 intermediates, as the float32 reference's
+        assert out[3] is None  # no amsgrad
+        torch.testing.assert_close(ttnn.to_torch(out[0]).float(), q.detach(), rtol=2**-7, atol=1e-2)
+        torch.testing.assert_close(ttnn.to_torch(out[2]).float(), ref.state[q]["exp_avg_sq"], rtol=2**-6, atol=1e-3)

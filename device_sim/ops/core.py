@@ -59,7 +59,12 @@ def place(t: torch.Tensor, dtype: DataType, layout, device, memory_config, tile,
     dtypes.check_layout(dtype, layout)
     tile = as_tile(tile)
     cfg, source = placement.resolve(memory_config, [], op_name) if device is not None else (None, None)
-    return Tensor._create(dtypes.to_device_values(t, dtype), dtype, layout, device, cfg, source, tile)
+    v = dtypes.to_device_values(t, dtype)
+    if v.data_ptr() == t.data_ptr() and v.numel():
+        # TT-NN copies the values (to the device, or into its host buffer): a torch tensor the caller updates in
+        # place afterwards (an optimizer's step on the parameter it was made from) must not change this one
+        v = v.clone()
+    return Tensor._create(v, dtype, layout, device, cfg, source, tile)
 
 
 @register_op("ttnn.from_torch", kind="host_move", traits={Trait.HOST}, golden=_identity, mesh_aware=True)

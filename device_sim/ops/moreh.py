@@ -1076,10 +1076,121 @@ def moreh_sgd(param_in: Tensor, grad: Tensor, momentum_buffer_in: Tensor | None 
     return outs if new_buf is not None else [outs[0], None]
 
 
+# -- moreh_adam, moreh_adamw: one Adam / AdamW step, torch.optim's update --------------------------------------------
+
+
+def _adam(param, grad, m, v, vmax, *, lr, beta1, beta2, eps, weight_decay, step, decoupled, rounded) -> tuple:
+    """moreh_adam.cpp's / moreh_adamw.cpp's update on float32 values (torch.optim.Adam / AdamW): the weight decay
+    added to the gradient (Adam) or taken off the parameter (AdamW), the moving averages, amsgrad's running max
+    when vmax is given, and the bias-corrected step. `rounded` is each intermediate tile's CB format (bfloat16
+    without fp32_dest_acc_en); the scalars stay exact (the reader fills their tiles in a form not modelled, and
+    rounding beta2 = 0.999 to bfloat16 first would make 1 - beta2 = 0)."""
+    r = rounded
+    if decoupled:
+        param = r(param * (1 - lr * weight_decay))
+    elif weight_decay != 0:
+        grad = r(grad + r(param * weight_decay))
+    m = r(r(m * beta1) + r(grad * (1 - beta1)))
+    v = r(r(v * beta2) + r(r(grad * grad) * (1 - beta2)))
+    vmax = None if vmax is None else torch.maximum(vmax, v)
+    denom = r(r(torch.sqrt(v if vmax is None else vmax)) / math.sqrt(1 - beta2 ** step) + eps)
+    return param - r(r(m / denom) * (lr / (1 - beta1 ** step))), m, v, vmax
+
+
+def _adam_op(op_name, param_in, grad, exp_avg_in, exp_avg_sq_in, max_exp_avg_sq_in, outs_given, memory_config,
+             compute_kernel_config, *, decoupled, amsgrad, **hyper) -> list:
+    for name, t in (("param_in", param_in), ("grad", grad), ("exp_avg_in", exp_avg_in),
+                    ("exp_avg_sq_in", exp_avg_sq_in)):
+        _check_tensor(t, op_name, name, (DataType.BFLOAT16, DataType.BFLOAT8_B))
+    if amsgrad and max_exp_avg_sq_in is None:
+        raise tt_fatal("max_exp_avg_sq_in.has_value()", f"{op_name}: amsgrad needs max_exp_avg_sq_in", _WHERE)
+    ins = device_inputs(op_name, param_in, grad, exp_avg_in, exp_avg_sq_in,
+                        *([max_exp_avg_sq_in] if amsgrad else []))
+    n = _engine(op_name, compute_kernel_config)
+    rounded = numerics.to_bf16 if n is None or not n.fp32_dest_acc_en else (lambda x: x)
+    f = [None if t is None else values(t, op_name).float()
+         for t in (param_in, grad, exp_avg_in, exp_avg_sq_in, max_exp_avg_sq_in if amsgrad else None)]
+    results = _adam(*f, decoupled=decoupled, rounded=rounded, **hyper)
+    outs = []
+    for given, value in zip(outs_given, results):
+        if value is None:
+            outs.append(None)
+        elif given is not None:
+            given._write(value)
+            outs.append(given)
+        else:
+            outs.append(output(value, param_in, ins, op_name=op_name, memory_config=memory_config))
+    fp32 = n is not None and n.fp32_dest_acc_en
+    device_work.launch_after(outs[0], outs_given[0] is None, param_in, moreh_programs.moreh_adam_program(
+        param_in, amsgrad, decoupled=decoupled, fp32_dest_acc_en=fp32))
+    return outs
+
+
+def _moreh_adam_golden(param_in, grad, exp_avg_in, exp_avg_sq_in, *_, lr=0.001, beta1=0.9, beta2=0.999, eps=1e-8,
+                       weight_decay=0.0, step=0, amsgrad=False, max_exp_avg_sq_in=None, **__):
+    return list(_adam(param_in.float(), grad.float(), exp_avg_in.float(), exp_avg_sq_in.float(),
+                      max_exp_avg_sq_in.float() if amsgrad else None, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                      weight_decay=weight_decay, step=step, decoupled=False, rounded=lambda x: x))
+
+
+@register_op("ttnn.moreh_adam", kind="binary", golden=_moreh_adam_golden)
+def moreh_adam(param_in: Tensor, grad: Tensor, exp_avg_in: Tensor, exp_avg_sq_in: Tensor, *, lr: float = 0.001,
+               beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0, step: int = 0,
+               amsgrad: bool = False, max_exp_avg_sq_in: Tensor | None = None, param_out: Tensor | None = None,
+               exp_avg_out: Tensor | None = None, exp_avg_sq_out: Tensor | None = None,
+               max_exp_avg_sq_out: Tensor | None = None, memory_config: MemoryConfig | None = None,
+               compute_kernel_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> list:
+    """One Adam step (torch.optim.Adam's update at `step`, MorehAdamOperation), into the *_out tensors when given,
+    else new ones. Returns [param_out, exp_avg_out, exp_avg_sq_out, max_exp_avg_sq_out], the last None without
+    amsgrad.
+
+    >>> t = lambda v: ttnn.from_torch(torch.full((32, 32), v), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> out = ttnn.moreh_adam(t(1.0), t(0.5), t(0.0), t(0.0), lr=0.1, step=1)
+    >>> out[0].to_torch()[0, 0]  # 1 - lr * sign(grad) on the first step
+    tensor(0.8984, dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    return _adam_op(op_name, param_in, grad, exp_avg_in, exp_avg_sq_in, max_exp_avg_sq_in,
+                    (param_out, exp_avg_out, exp_avg_sq_out, max_exp_avg_sq_out), memory_config,
+                    compute_kernel_config, decoupled=False, amsgrad=amsgrad, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                    weight_decay=weight_decay, step=step)
+
+
+def _moreh_adamw_golden(param_in, grad, exp_avg_in, exp_avg_sq_in, lr=0.001, beta1=0.9, beta2=0.999, eps=1e-8,
+                        weight_decay=1e-2, step=0, amsgrad=False, *_, max_exp_avg_sq_in=None, **__):
+    return list(_adam(param_in.float(), grad.float(), exp_avg_in.float(), exp_avg_sq_in.float(),
+                      max_exp_avg_sq_in.float() if amsgrad else None, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                      weight_decay=weight_decay, step=step, decoupled=True, rounded=lambda x: x))
+
+
+@register_op("ttnn.moreh_adamw", kind="binary", golden=_moreh_adamw_golden)
+def moreh_adamw(param_in: Tensor, grad: Tensor, exp_avg_in: Tensor, exp_avg_sq_in: Tensor, lr: float = 0.001,
+                beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8, weight_decay: float = 1e-2,
+                step: int = 0, amsgrad: bool = False, *, max_exp_avg_sq_in: Tensor | None = None,
+                param_out: Tensor | None = None, exp_avg_out: Tensor | None = None,
+                exp_avg_sq_out: Tensor | None = None, max_exp_avg_sq_out: Tensor | None = None,
+                memory_config: MemoryConfig | None = None, compute_kernel_config=None, op_name: str = OWN_NAME,
+                **tt_nn_only) -> list:
+    """One AdamW step (torch.optim.AdamW's update: the weight decay taken off the parameter, MorehAdamWDeviceOperation),
+    as moreh_adam otherwise; its hyperparameters may be positional, as TT-NN's binding takes them.
+
+    >>> t = lambda v: ttnn.from_torch(torch.full((32, 32), v), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_adamw(t(1.0), t(0.5), t(0.0), t(0.0), 0.1, step=1)[0].to_torch()[0, 0]
+    tensor(0.8984, dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    return _adam_op(op_name, param_in, grad, exp_avg_in, exp_avg_sq_in, max_exp_avg_sq_in,
+                    (param_out, exp_avg_out, exp_avg_sq_out, max_exp_avg_sq_out), memory_config,
+                    compute_kernel_config, decoupled=True, amsgrad=amsgrad, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                    weight_decay=weight_decay, step=step)
+
+
 # ttnn.operations.moreh.<name>, as TT-NN's Python names them
 arange, dot, cumsum, cumsum_backward = moreh_arange, moreh_dot, moreh_cumsum, moreh_cumsum_backward
 sum, mean, sum_backward, mean_backward = moreh_sum, moreh_mean, moreh_sum_backward, moreh_mean_backward  # noqa: A001
 matmul, linear = moreh_matmul, moreh_linear
 matmul_backward, linear_backward = moreh_matmul_backward, moreh_linear_backward
 bmm, bmm_backward, dot_backward = moreh_bmm, moreh_bmm_backward, moreh_dot_backward
-getitem, sgd = moreh_getitem, moreh_sgd
+getitem, sgd, adam, adamw = moreh_getitem, moreh_sgd, moreh_adam, moreh_adamw

@@ -359,3 +359,27 @@ def moreh_sgd_program(param, *, fp32_dest_acc_en: bool = False):
         return make_program("MorehSgdOperation", "ProgramFactory", cbs, cores_col_major(tiles, *grid_of(dev)))
 
     return cached(key, build)
+
+
+def moreh_adam_program(param, amsgrad: bool, *, decoupled: bool, fp32_dest_acc_en: bool = False):
+    """MorehAdamOperation's ProgramFactory / MorehAdamWDeviceOperation's MultiCore (moreh_adam_program_factory.cpp,
+    moreh_adamw/device/multi_core_program_factory.cpp), the same CBs: c_0..c_4 one input tile each (param, grad,
+    exp_avg, exp_avg_sq, max_exp_avg_sq), c_5 the five scalars, c_6 one, c_24..c_31 one intermediate each (float32
+    with an fp32 destination), c_16..c_19 one output tile each; split_work_to_cores over the parameter's tiles."""
+    dev = param.device()
+    key = ("MorehAdam", decoupled, tuple(param.padded_shape), param.dtype, amsgrad, fp32_dest_acc_en, grid_of(dev))
+
+    def build():
+        page = TILE_BYTES[param.dtype]
+        im = TILE_BYTES[DataType.FLOAT32] if fp32_dest_acc_en else page
+        cbs = [CircularBuffer((i,), 1, page) for i in range(5)] + [CircularBuffer((5,), 5, im),
+                                                                    CircularBuffer((6,), 1, im)]
+        cbs += [CircularBuffer((i,), 1, im) for i in range(24, 32)] + [CircularBuffer((i,), 1, page)
+                                                                        for i in range(16, 20)]
+        shape = tuple(param.padded_shape)
+        tiles = _outer(shape) * shape[-2] * shape[-1] // (TILE * TILE)
+        name, factory = (("MorehAdamWDeviceOperation", "MultiCore") if decoupled
+                         else ("MorehAdamOperation", "ProgramFactory"))
+        return make_program(name, factory, cbs, cores_col_major(tiles, *grid_of(dev)))
+
+    return cached(key, build)
