@@ -40,7 +40,7 @@ def chased(path, monkeypatch):
     """A Chase over the report at `path`, run until it has rendered every op it may (all but the log's last)."""
     monkeypatch.setattr(ops_perf, "CHASE_OPS", 7)  # many ranges of a few ops
     chase = ops_perf.Chase(path / "db.sqlite", lambda: 1 << 30)  # as if the writer had a long way to go
-    chase.start()
+    chase.begin()
     with ttreport.open(path) as r:
         last = r.execute("SELECT MAX(operation_id) FROM operation_graphs").fetchone()[0]
     deadline = time.monotonic() + 30

@@ -169,6 +169,7 @@ class LogSink:
         self.progress = mmap.mmap(-1, _COUNT.size)
         self._stalled_at = -1  # the writer's count when the model last stopped waiting for it (WRITER_STALL_S)
         self.waiting = False  # a thread waits for the writer process now (the perf rows' Chase works meanwhile)
+        self.on_wait = lambda: None  # called as a wait begins (the capture starts its Chase then, not at its start)
         self.writer_alive = lambda: False  # set by the capture: back-pressure waits only while it runs
         self.warner = LossWarner()  # the capture's, shared with the tensor thread: one warning a capture
         self.error: OSError | None = None  # why the log could not grow (a full disk)
@@ -399,6 +400,7 @@ class LogSink:
         moved = time.monotonic()
         self.waiting = True
         try:
+            self.on_wait()
             while count < until and count != self._stalled_at and self.writer_alive():
                 time.sleep(PACE_SLEEP_S)
                 now = self._count()

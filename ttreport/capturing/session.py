@@ -274,7 +274,7 @@ class Capture(contextlib.ContextDecorator):
             writer = self._writer  # (its returncode, not is_alive(), which would reap it under join's feet)
             self._chase = ops_perf.Chase(self.db_path, sink.unwritten, lambda: sink.waiting,
                                          lambda: writer.returncode is None)
-            self._chase.start()
+            sink.on_wait = self._chase.begin  # its thread starts at the model's first wait, or at the close
         device_sim.set_hook(recorder)
 
     def _install_signal_handlers(self) -> None:

@@ -397,12 +397,22 @@ class Chase(threading.Thread):
         self._halt = threading.Event()
         self._wake = threading.Event()  # set by closing() and stop(): a wait between looks ends at once
         self._closing = False
+        self._begun = False
+
+    def begin(self) -> None:
+        """Start the thread, once: at the model's first wait for the writer (oplog.LogSink.on_wait) or at the close,
+        never at the capture's start, where a thread's start waits for a core to run it (start-up median 38.3 ->
+        47.5 ms, 30 warm starts each way, load 6)."""
+        if not self._begun:
+            self._begun = True
+            self.start()
 
     def closing(self) -> None:
         """The capture is closing: the model's thread is done, so the chase works whenever there is something to
         read, until the writer process is CHASE_STOP_BYTES from the end of the log."""
         self._closing = True
         self._wake.set()
+        self.begin()
 
     def _may_work(self) -> bool:
         return self._closing or self.idle()
@@ -463,7 +473,8 @@ class Chase(threading.Thread):
     def stop(self) -> None:
         self._halt.set()
         self._wake.set()
-        self.join()
+        if self.ident is not None:  # started
+            self.join()
 
     def rows_for(self, r) -> _Rows | None:
         """Stop; the rows rendered so far if they are still right for report `r`, else None."""
