@@ -587,6 +587,10 @@ CASES.update({
          _IDX(d, [0, 32, 64]), _IDX(d, [32, 20, 32])), dict(global_expert_id=1)),
 })
 
+# ttnn.tosa_gather (issue 31: data_movement/test_tosa_gather.py): [N, K, C] rows picked by an [N, W] index
+CASES.update({"ttnn.tosa_gather": lambda d: ((x(d, 2, 40, 33), dev(torch.randint(0, 40, (2, 9)), d, dtype=ttnn.uint32)),
+                                             {})})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

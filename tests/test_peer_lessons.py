@@ -1536,3 +1536,15 @@ def test_moreh_adam_and_adamw_step_as_torch_optim_and_from_torch_copies_its_valu
         assert out[3] is None  # no amsgrad
         torch.testing.assert_close(ttnn.to_torch(out[0]).float(), q.detach(), rtol=2**-7, atol=1e-2)
         torch.testing.assert_close(ttnn.to_torch(out[2]).float(), ref.state[q]["exp_avg_sq"], rtol=2**-6, atol=1e-3)
+
+
+def test_tosa_gather_is_gather_along_dim_1_of_the_index_expanded_over_channels(device):
+    # unit_tests/operations/data_movement/test_tosa_gather.py (10 cases): output[n, w, c] = input[n, index[n, w], c],
+    # TT-NN's composite of unsqueeze, expand and gather (gather_tosa.cpp), with its rank TT_FATALs
+    x = torch.randn(3, 50, 7).bfloat16()
+    i = torch.randint(0, 50, (3, 11))
+    t = ttnn.from_torch(x, layout=ttnn.TILE, device=device)
+    got = ttnn.tosa_gather(t, ttnn.from_torch(i, dtype=ttnn.uint32, layout=ttnn.TILE, device=device))
+    assert torch.equal(ttnn.to_torch(got), torch.gather(x, 1, i.unsqueeze(-1).expand(-1, -1, 7)))
+    with pytest.raises(RuntimeError, match="Index tensor rank must be 2, got: 3"):
+        ttnn.tosa_gather(t, ttnn.from_torch(i.unsqueeze(0), dtype=ttnn.uint32, layout=ttnn.TILE, device=device))

@@ -674,6 +674,35 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
     return out
 
 
+def _tosa_gather_golden(input, index, *_, **__):  # noqa: A002  (TT-NN's name)
+    return torch.gather(input, 1, index.long().unsqueeze(-1).expand(-1, -1, input.shape[-1]))
+
+
+@register_op("ttnn.tosa_gather", golden=_tosa_gather_golden)
+def tosa_gather(input: Tensor, index: Tensor, *, memory_config: MemoryConfig | None = None,  # noqa: A002
+                op_name: str = OWN_NAME) -> Tensor:
+    """TOSA's gather: output[n, w, c] = input[n, index[n, w], c] for an [N, K, C] input and an [N, W] index. TT-NN's
+    composite (data_movement/gather/tosa/gather_tosa.cpp): the index unsqueezed and expanded to [N, W, C], then
+    ttnn.gather along dim 1, into the input's memory config unless one is given.
+
+    >>> x = ttnn.from_torch(torch.arange(6.0).reshape(1, 3, 2), layout=ttnn.TILE, device=device)
+    >>> i = ttnn.from_torch(torch.tensor([[2, 0]]), dtype=ttnn.uint32, layout=ttnn.TILE, device=device)
+    >>> ttnn.tosa_gather(x, i).to_torch()
+    tensor([[[4., 5.],
+             [0., 1.]]])
+    """
+    for name, t, rank in (("Input", input, 3), ("Index", index, 2)):
+        if len(t.shape) != rank:
+            raise tt_fatal(f"{name.lower()}_tensor_rank == {rank}", f"{op_name}: {name} tensor rank must be {rank}, "
+                           f"got: {len(t.shape)}", where=_HERE)
+    if index.shape[0] != input.shape[0]:
+        raise tt_fatal("N == index_lshape[0]", f"{op_name}: Index tensor first dimension must be equal to input "
+                       f"tensor first dimension (index {list(index.shape)}, input {list(input.shape)})", where=_HERE)
+    n, w, c = index.shape[0], index.shape[1], input.shape[-1]
+    wide = expand(unsqueeze(index, -1), [n, w, c], memory_config=index.memory_config())
+    return gather(input, 1, wide, memory_config=memory_config or input.memory_config())
+
+
 # -- moving buffers ------------------------------------------------------------------------------
 
 def _move(op_name: str, input_tensor: Tensor, memory_config, tt_nn_only) -> Tensor:
