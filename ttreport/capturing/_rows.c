@@ -314,10 +314,10 @@ static int sqlite3_library_matches(PyObject *con, sqlite3 *db) {
     Py_XDECREF(cur);
     sqlite3_create_function_v2(db, "ttreport_rows_probe", 0, SQLITE_UTF8, NULL, NULL, NULL, NULL, NULL);
     if (row == NULL) return 0;
-    int ok = PyTuple_Check(row) && PyTuple_GET_SIZE(row) == 2
-             && PyLong_AsLongLong(PyTuple_GET_ITEM(row, 0)) == sqlite3_libversion_number()
-             && PyUnicode_Check(PyTuple_GET_ITEM(row, 1))
-             && strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(row, 1)), sqlite3_libversion()) == 0;
+    const char *version = PyTuple_Check(row) && PyTuple_GET_SIZE(row) == 2 && PyUnicode_Check(PyTuple_GET_ITEM(row, 1))
+                              ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(row, 1)) : NULL;
+    int ok = version != NULL && strcmp(version, sqlite3_libversion()) == 0
+             && PyLong_AsLongLong(PyTuple_GET_ITEM(row, 0)) == sqlite3_libversion_number();
     Py_DECREF(row);
     if (PyErr_Occurred()) return 0;
     if (!ok) PyErr_SetString(PyExc_RuntimeError, "Feeder: the sqlite3 module runs another SQLite than this one");
