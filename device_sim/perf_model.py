@@ -138,8 +138,7 @@ _TILE_BYTES = frozenset({4096, 2048, 1088, 576, 1024})  # float32/uint32, bfloat
 # op is priced (registry.named: by short name as a report names ops, its aliases' too: "multiply" is ttnn.mul), so
 # an op registered after this module was imported is priced by its kind too. TT-NN ops a report may name that
 # device_sim does not register are priced as their kinds below.
-_UNREGISTERED_KINDS = {"bias_gelu": "binary", "argmin": "rows", "layer_norm_pre_all_gather": "norm",
-                       "cpu": "host_move"}
+_UNREGISTERED_KINDS = {"argmin": "rows", "cpu": "host_move"}
 
 
 class _Kinds:

@@ -67,6 +67,11 @@ def test_the_perf_model_prices_each_op_by_its_declared_kind():
             assert (short in perf_model._FREE) == (op.kind == "free"), op.name
 
 
+def test_the_perf_model_declares_kinds_only_for_ops_device_sim_does_not_register():
+    # a registered op's kind is its declaration's; a second one here would be dead (and could disagree)
+    assert not [name for name in perf_model._UNREGISTERED_KINDS if registry.named(name) is not None]
+
+
 def test_an_op_registered_after_the_perf_model_was_imported_is_priced_by_its_kind(registered):
     # perf_model is imported with this file: it reads each op's kind as it prices it, never a list made at its import
     registered("test.late_matmul", kind="matmul")(lambda a, b: a)
