@@ -35,6 +35,17 @@ def _approximable(name: str, exact):
     return lambda x, p, a: approx(x) if a else exact(x)
 
 
+def _power_iterative(x: torch.Tensor, exponent: float) -> torch.Tensor:
+    """x multiplied by itself `exponent` times (power_iterative_tile), which takes a non-negative integer only
+    (unary_op_utils.cpp's TT_FATAL; tt-metal's test_unary_pow.py xfails the others)."""
+    if exponent < 0 or exponent != int(exponent):
+        raise RuntimeError(f"TT_FATAL: POWER_ITERATIVE requires non-negative integer exponent, got {exponent}")
+    y = torch.ones_like(x)
+    for _ in range(int(exponent)):
+        y = y * x
+    return y
+
+
 # UnaryOpType -> f(x, params, approx). Parameters as TT-NN's kernels read them (params[0], ...).
 _FUNCTIONS = {
     T.RELU: lambda x, p, a: torch.relu(x),
@@ -63,6 +74,7 @@ _FUNCTIONS = {
     T.RELU_MAX: lambda x, p, a: torch.clamp(torch.relu(x), max=p[0]),
     T.RELU_MIN: lambda x, p, a: torch.clamp(x, min=p[0]),
     T.POWER: lambda x, p, a: torch.pow(x, p[0]),
+    T.POWER_ITERATIVE: lambda x, p, a: _power_iterative(x, p[0]),
     T.SOFTPLUS: lambda x, p, a: F.softplus(x, beta=p[0], threshold=p[1]),
     T.HARDTANH: lambda x, p, a: torch.clamp(x, p[0], p[1]),
     T.MISH: lambda x, p, a: F.mish(x),
@@ -79,8 +91,8 @@ _FUNCTIONS = {
     T.NEZ: lambda x, p, a: (x != 0).float(),
     T.TYPECAST: lambda x, p, a: x,
 }
-_NEEDS = {T.LEAKY_RELU: 1, T.ELU: 1, T.RELU_MAX: 1, T.RELU_MIN: 1, T.POWER: 1, T.SOFTPLUS: 2, T.HARDTANH: 2,
-          T.SUB_UNARY_SFPU: 1, T.ADD_UNARY_SFPU: 1, T.MUL_UNARY_SFPU: 1, T.TYPECAST: 2}
+_NEEDS = {T.LEAKY_RELU: 1, T.ELU: 1, T.RELU_MAX: 1, T.RELU_MIN: 1, T.POWER: 1, T.POWER_ITERATIVE: 1, T.SOFTPLUS: 2,
+          T.HARDTANH: 2, T.SUB_UNARY_SFPU: 1, T.ADD_UNARY_SFPU: 1, T.MUL_UNARY_SFPU: 1, T.TYPECAST: 2}
 # Taken in a list of UnaryWithParam only: string_to_unary_with_param (unary_op_utils.cpp) names none of them.
 _UNNAMED = {T.LTZ, T.GTZ, T.LEZ, T.GEZ, T.EQZ, T.NEZ}
 # The strings TT-NN's matmul/linear take for `activation=` (the op's name in lower case).

@@ -1092,6 +1092,17 @@ def test_erf_takes_fast_and_approximate_mode_as_the_sfpus_piecewise_polynomial(d
     assert (fast - torch.erf(x)).abs().max() < 1e-3 and not torch.equal(fast, ttnn.to_torch(ttnn.erf(t)))
 
 
+def test_a_fused_power_iterative_multiplies_a_non_negative_integer_times_and_refuses_other_exponents(device):
+    # test_unary_pow.py::test_power_as_activation (POWER_ITERATIVE 0, 2, 3 pass, -3, 3.65, -4.2 xfail on TT-NN):
+    # power_iterative_tile multiplies; unary_op_utils.cpp TT_FATALs on a negative or fractional exponent
+    x = ttnn.from_torch(torch.full((16, 16), 1.5), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    for n, want in ((0, 1.0), (2, 9.0), (3, 27.0)):
+        out = ttnn.add(x, x, activations=[ttnn.UnaryWithParam(ttnn.UnaryOpType.POWER_ITERATIVE, n)])
+        assert ttnn.to_torch(out).unique().tolist() == [want]
+    with pytest.raises(RuntimeError, match="POWER_ITERATIVE requires non-negative integer exponent"):
+        ttnn.add(x, x, activations=[ttnn.UnaryWithParam(ttnn.UnaryOpType.POWER_ITERATIVE, 3.65)])
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 
