@@ -384,7 +384,8 @@ def test_the_explicit_sharding_ops_launch_the_sharding_programs(device, tmp_path
         s = ttnn.interleaved_to_sharded(x, cfg)
         ttnn.sharded_to_interleaved(s, ttnn.DRAM_MEMORY_CONFIG)
     with ttreport.open(handle.path) as r:
-        graphs = [json.loads(row["captured_graph"]) for row in r.sql("SELECT captured_graph FROM captured_graph ORDER BY operation_id")]
+        graphs = [json.loads(row["captured_graph"])
+                  for row in r.sql("SELECT captured_graph FROM captured_graph ORDER BY operation_id")]
     assert [[n["params"]["name"] for n in g if n["node_type"] == "function_start"][1:] for g in graphs] == [
         ["InterleavedToShardedDeviceOperation"], ["ShardedToInterleavedDeviceOperation"]]
 
