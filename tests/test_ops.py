@@ -591,6 +591,11 @@ CASES.update({
 CASES.update({"ttnn.tosa_gather": lambda d: ((x(d, 2, 40, 33), dev(torch.randint(0, 40, (2, 9)), d, dtype=ttnn.uint32)),
                                              {})})
 
+# ttnn.experimental.isin (issue 31: nightly experimental/test_isin.py): a TILE int32 mask of the elements' shape
+CASES.update({"ttnn.experimental.isin": lambda d: (
+    (dev(torch.randint(0, 50, (3, 40)), d, dtype=ttnn.int32), dev(torch.randint(0, 50, (17,)), d, dtype=ttnn.int32)),
+    dict(invert=True))})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

@@ -1559,3 +1559,19 @@ def test_tosa_gather_is_gather_along_dim_1_of_the_index_expanded_over_channels(d
     assert torch.equal(ttnn.to_torch(got), torch.gather(x, 1, i.unsqueeze(-1).expand(-1, -1, 7)))
     with pytest.raises(RuntimeError, match="Index tensor rank must be 2, got: 3"):
         ttnn.tosa_gather(t, ttnn.from_torch(i.unsqueeze(0), dtype=ttnn.uint32, layout=ttnn.TILE, device=device))
+
+
+def test_isin_is_torch_isin_as_a_uint32_mask_laid_out_as_the_elements(device):
+    # nightly experimental/test_isin.py (15 cases): TT-NN's composite (isin.cpp) flattens both operands to ROW_MAJOR,
+    # runs IsInDeviceOperation and reshapes / re-tiles the UINT32 mask as the elements were; dtypes must match
+    a, b = torch.randint(0, 60, (2, 3, 45), dtype=torch.int32), torch.randint(0, 60, (5, 7), dtype=torch.int32)
+    ta = ttnn.from_torch(a, dtype=ttnn.int32, layout=ttnn.TILE, device=device)
+    tb = ttnn.from_torch(b, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR, device=device)
+    outs = []
+    programs = launched(device, lambda: outs.append(ttnn.experimental.isin(ta, tb, invert=True)))
+    assert "IsInDeviceOperation" in [p.name for p in programs]
+    got = outs[0]
+    assert (got.shape, got.dtype, got.layout) == ((2, 3, 45), ttnn.uint32, ttnn.TILE_LAYOUT)
+    assert torch.equal(ttnn.to_torch(got).bool(), torch.isin(a, b, invert=True))
+    with pytest.raises(RuntimeError, match="they must be equal"):
+        ttnn.experimental.isin(ta, ttnn.from_torch(b.float(), layout=ttnn.TILE, device=device))

@@ -1187,6 +1187,50 @@ def prefill_insert(global_tensor: Tensor, local_tensor: Tensor, start: Tensor, c
     return global_tensor
 
 
+# -- membership (tt-metal's experimental/isin) -------------------------------------------------------------------------
+
+
+def _isin_golden(elements, test_elements, *_, invert=False, **__):
+    return torch.isin(elements, test_elements, invert=invert).to(torch.int32)
+
+
+@register_op("ttnn.experimental.isin", kind="move", output_keyword="out", golden=_isin_golden)
+def isin(elements: Tensor, test_elements: Tensor, *, assume_unique: bool = False, invert: bool = False,
+         op_name: str = OWN_NAME) -> Tensor:
+    """A UINT32 mask of elements' shape and layout: 1 where the element is among test_elements (0 there if invert),
+    as torch.isin. TT-NN's composite (isin.cpp): both operands to ROW_MAJOR and flattened, IsInDeviceOperation, the
+    mask reshaped and laid out back as the elements were.
+
+    >>> a = ttnn.from_torch(torch.tensor([[1, 5, 2, 9]], dtype=torch.int32), layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.tensor([9, 1], dtype=torch.int32), layout=ttnn.TILE, device=device)
+    >>> ttnn.experimental.isin(a, b).to_torch()
+    tensor([[1, 0, 0, 1]])
+    """
+    if elements.dtype != test_elements.dtype:
+        raise tt_fatal("elements.dtype() == test_elements.dtype()", f"{op_name}: elements.dtype: "
+                       f"{elements.dtype.name}, test_elements.dtype: {test_elements.dtype.name}, they must be equal",
+                       where=_HERE)
+    for name, t in (("Elements", elements), ("Test elements", test_elements)):
+        if t.device() is None:
+            raise tt_fatal("storage_type() == StorageType::DEVICE", f"{op_name}: {name} tensor is not on a device",
+                           where=_HERE)
+        if t.memory_config().is_sharded():
+            raise tt_fatal("!is_sharded()", f"{op_name}: {name} tensor is sharded", where=_HERE)
+    flat = []
+    for t in (elements, test_elements):
+        if t.layout != Layout.ROW_MAJOR:
+            t = ops.core.to_layout(t, Layout.ROW_MAJOR)
+        flat.append(ops.core.reshape(t, [t.shape.volume()]) if len(t.shape) > 1 else t)
+    e, t = flat
+    ins = device_inputs(op_name, e, t)
+    mask = output(_isin_golden(values(e), values(t), invert=invert), e, ins, op_name=op_name, dtype=DataType.UINT32,
+                  layout=Layout.ROW_MAJOR, memory_config=elements.memory_config())
+    device_work.launch_after(mask, True, e, programs.isin_program(e, t))
+    if len(elements.shape) != 1:
+        mask = ops.core.reshape(mask, list(elements.shape))
+    return ops.core.to_layout(mask, elements.layout) if elements.layout != Layout.ROW_MAJOR else mask
+
+
 # -- writing into a slice of a tensor (tt-metal's experimental/slice_write) --------------------------------------------
 
 

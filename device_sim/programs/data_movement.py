@@ -392,6 +392,25 @@ def prefill_rows_program(rows, start, which: str) -> Program:
     return cached(key, build)
 
 
+def isin_program(elements, test_elements) -> Program:
+    """IsInDeviceOperation (experimental/isin/device/isin_program_factory.cpp) on its flat ROW_MAJOR operands: the
+    elements split into subchunks of the most values three buffers fit in 80 % of a core's L1 (rounded down to 64:
+    isin.cpp's calculate_max_fetch_size), a subchunk or more per core (split_work_to_cores); c_0 one subchunk of
+    elements, c_1 of test elements, c_2 of the UINT32 mask."""
+    dev = elements.device()
+    key = ("IsIn", elements.dtype, test_elements.dtype, int(elements.shape[0]), grid_of(dev))
+
+    def build():
+        e, t, o = (dtypes.element_size(d) for d in (elements.dtype, test_elements.dtype, DataType.UINT32))
+        fetch = int(dev.config.l1_size * 0.8 / (e + e + t)) & ~63  # TT-NN sizes the output buffer as the elements'
+        subchunks = -(-int(elements.shape[0]) // fetch)
+        cbs = (CircularBuffer((0,), 1, fetch * e), CircularBuffer((1,), 1, fetch * t),
+               CircularBuffer((2,), 1, fetch * o))
+        return make_program("IsInDeviceOperation", "IsInProgramFactory", cbs, split_work(subchunks, *grid_of(dev)))
+
+    return cached(key, build)
+
+
 def convert_to_chw_program(x, out) -> Program:
     """ConvertToCHWDeviceOperation (experimental/cnn/convert_to_chw/device/convert_to_chw_program_factory.cpp), on the
     input's shard grid: c_0 the input shard (its own L1 buffer, HW / 32 / cores tiles), c_1 the output shard (its own
