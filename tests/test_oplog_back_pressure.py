@@ -49,7 +49,9 @@ def wait_until_stalled(appended: list, thread: threading.Thread, sink: LogSink, 
     raise AssertionError(f"the appending thread never waited (alive: {thread.is_alive()}, {appended[0]} records)")
 
 
-def test_the_model_waits_while_the_writer_is_too_far_behind_and_loses_nothing(tmp_path):
+def test_the_model_waits_while_the_writer_is_too_far_behind_and_loses_nothing(tmp_path, monkeypatch):
+    # One segment for the whole run (~4 MiB; the first is 2 MiB otherwise): the looks fall at whole PACE_BYTES
+    monkeypatch.setattr(oplog, "FIRST_SEGMENT_BYTES", oplog.SEGMENT_BYTES)
     sink = LogSink(tmp_path / "log", lag_bytes=256 << 10)
     alive = [True]
     sink.writer_alive = lambda: alive[0]

@@ -121,6 +121,9 @@ PACE_BYTES = 1 << 20  # how often (bytes of log written) the writer's progress i
 # (bench/README.md, issue 14 round 7: ~0.5 µs an op less with 2 KiB stored outputs). Only what the next few
 # thousand ops write is made dirty, not the whole segment. Elsewhere (an older kernel: EINVAL) it is left off.
 PREFAULT_BYTES = 2 * PACE_BYTES
+# The first segment only as big as its prefault: a short capture's log (a test's: ~10-100 KB) paid for 32 MiB of
+# blocks and 2 MiB of pages, 9-22 ms of each start against ~1 ms for 2 MiB (load 6; bench/README.md, the plugin).
+FIRST_SEGMENT_BYTES = PREFAULT_BYTES
 _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23 if sys.platform == "linux" else None)
 PACE_SLEEP_S = 0.01  # between looks while the model waits (a 1 ms poll cost 3-5 µs an op of stored outputs)
 # The model waits for its writer process only while that process moves: once its count of bytes written has not
@@ -323,7 +326,8 @@ class LogSink:
         # On a small or nearly full disk, segments of an eighth of what is free (at least MIN_SEGMENT_BYTES):
         # the db the writer process makes from them needs room too.
         st = os.statvfs(self.folder)
-        size = max(min(SEGMENT_BYTES, st.f_bavail * st.f_frsize // 8), MIN_SEGMENT_BYTES, needed)
+        full = min(SEGMENT_BYTES, FIRST_SEGMENT_BYTES) if self._segment == 0 else SEGMENT_BYTES
+        size = max(min(full, st.f_bavail * st.f_frsize // 8), MIN_SEGMENT_BYTES, needed)
         path = segment_path(self.folder, self._segment + 1)
         tmp = path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
