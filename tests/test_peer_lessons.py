@@ -1103,6 +1103,21 @@ def test_a_fused_power_iterative_multiplies_a_non_negative_integer_times_and_ref
         ttnn.add(x, x, activations=[ttnn.UnaryWithParam(ttnn.UnaryOpType.POWER_ITERATIVE, 3.65)])
 
 
+def test_remainder_by_zero_is_minus_inf_in_bfloat16_and_its_golden_takes_a_number_in_float32(device):
+    # test_remainder.py (13 cases): TT-NN packs the NaN of x % 0 as -inf in bfloat16 (NaN in float32), and its golden
+    # takes a bfloat16 tensor with a number in float32 (5.0 % 0.002 is 0.0019989, not the bfloat16 number's 0.0007)
+    ones = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    zeros = ttnn.from_torch(torch.zeros(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert ttnn.to_torch(ttnn.remainder(ones, zeros)).unique().tolist() == [float("-inf")]
+    f32 = [ttnn.from_torch(torch.full((32, 32), float(v)), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+           for v in (1, 0)]
+    assert torch.isnan(ttnn.to_torch(ttnn.remainder(*f32))).all()
+    x = torch.tensor([[5.0]], dtype=torch.bfloat16)
+    golden = ttnn.get_golden_function(ttnn.remainder)(x, 0.002)
+    t = ttnn.from_torch(x, layout=ttnn.TILE, device=device)
+    assert torch.allclose(ttnn.to_torch(ttnn.remainder(t, 0.002)), golden, atol=1e-3, rtol=0) and golden > 0.0015
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 

@@ -115,19 +115,20 @@ _INT_BINARY_EXAMPLE = """
 
 
 def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bool = False, kind: str = "unary",
-            aliases: tuple[str, ...] = (), approx=None, native_bf16: str | None = None, division: bool = False):
+            aliases: tuple[str, ...] = (), approx=None, native_bf16: str | None = None, division: bool = False,
+            nan16: float | None = None, golden_fn=None):
     """Register ttnn.<name>; `rounding`: it also takes TT-NN div's rounding_mode (None, "trunc" or "floor");
     `approx`: what fast_and_approximate_mode=True computes instead of `fn`; `native_bf16`: "tensors" (or
     "numbers" too) when torch's bfloat16 kernel of `fn` gives the float32 result rounded once (below);
     `division`: TT-NN's DIV, whose float32 operands take the SFPU's precise kernel under fast_and_approximate_mode
-    too (binary_ng_device_operation.cpp's is_binary_sfpu_op) and whose 0/0 a 16-bit result stores as +inf
-    (_stored_nan)."""
+    too (binary_ng_device_operation.cpp's is_binary_sfpu_op); `nan16`: the infinity a NaN result is stored as in a
+    16-bit output (_stored_nan); `golden_fn`: TT-NN's golden where it is not `fn` on the golden's inputs."""
     def golden(a, b, *rest, activations=None, input_tensor_a_activations=None, input_tensor_b_activations=None,
                rounding_mode=None, **__):
         if rounding and rest:  # TT-NN's div golden takes rounding_mode third, by position (test_binary_fp32.py)
             rounding_mode = rest[0]
         a, b = _pre(name, input_tensor_a_activations, a), _pre(name, input_tensor_b_activations, b)
-        return _pre(name, activations, _rounded(name, getattr(fn, "golden", fn)(a, b), rounding_mode))
+        return _pre(name, activations, _rounded(name, (golden_fn or getattr(fn, "golden", fn))(a, b), rounding_mode))
 
     def run(input_tensor_a, input_tensor_b, memory_config, dtype, activations, input_tensor_a_activations,
             input_tensor_b_activations, fast_and_approximate_mode, rounding_mode, tt_nn_only) -> Tensor:
@@ -152,8 +153,8 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         fast = fast_and_approximate_mode and not (division and _float32(input_tensor_a) and _float32(input_tensor_b))
         y = broadcast(op_name, (approx or fn) if fast else fn, a, b)
         y = _rounded(op_name, y, rounding_mode)
-        if division:
-            y = _stored_nan(y, dtype if dtype is not None else like.dtype)
+        if nan16 is not None:
+            y = _stored_nan(y, dtype if dtype is not None else like.dtype, nan16)
         fresh = pending_output_target(op_name) is None
         out = output(y if post is None else post(y.float()), like, ins, op_name=op_name, dtype=dtype,
                      memory_config=memory_config)
@@ -204,8 +205,8 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
             y = fn(av, bv)  # bf16: torch's bfloat16 kernel, float32 math rounded once
         except RuntimeError:
             return None  # run() says what is wrong (shapes that do not broadcast)
-        if division:
-            y = _stored_nan(y, a.dtype)
+        if nan16 is not None:
+            y = _stored_nan(y, a.dtype, nan16)
         out = like_output(y, a, inputs) if memory_config is None else None
         if out is None:  # a broadcast result, a config the "inputs" rule does not give, or one asked for
             out = output(y, a, inputs, op_name=op_name, memory_config=memory_config)
@@ -277,13 +278,13 @@ def _float32(x) -> bool:
     return not isinstance(x, Tensor) or x.dtype is DataType.FLOAT32
 
 
-def _stored_nan(y: torch.Tensor, dtype: DataType) -> torch.Tensor:
-    """A quotient as a 16-bit result holds it: the SFPU's NaN (0/0) is stored as +inf in a bfloat16 destination
-    ("returns nan for fp32 and inf for bf16", ckernel_sfpu_log.h); tt-metal's test_binary_fp32.py
-    div edge cases expect inf where torch gives NaN for a bfloat16 div, NaN for a float32 one."""
+def _stored_nan(y: torch.Tensor, dtype: DataType, inf: float) -> torch.Tensor:
+    """A result as a 16-bit output holds it: a NaN is packed as an infinity in bfloat16 ("returns nan for fp32 and
+    inf for bf16", ckernel_sfpu_log.h; "NaN is packed as inf for ttnn.bfloat16", test_remainder.py). tt-metal's
+    tests pin the sign: div's 0/0 +inf (test_binary_fp32.py), remainder by 0 -inf (test_remainder.py)."""
     if dtypes.TORCH_DTYPE.get(dtype) is not torch.bfloat16 or not y.is_floating_point():
         return y
-    return torch.where(torch.isnan(y), torch.tensor(float("inf"), dtype=y.dtype), y)
+    return torch.where(torch.isnan(y), torch.tensor(inf, dtype=y.dtype), y)
 
 
 def _rounded(op_name: str, y, rounding_mode):
@@ -467,8 +468,9 @@ rsub = _binary("rsub", lambda a, b: torch.sub(b, a), kind="binary", native_bf16=
 mul = _binary("mul", torch.mul, kind="binary", aliases=("ttnn.multiply",), native_bf16="numbers")
 # TT-NN 0.81 registers both: ttnn.divide (binary.hpp, BinaryOpType DIV) and ttnn.div (binary_composite.hpp,
 # which adds rounding_mode); a report names the one the user called.
-div = _binary("div", torch.div, rounding=True, approx=_approx_div, native_bf16="numbers", division=True)
-divide = _binary("divide", torch.div, approx=_approx_div, native_bf16="numbers", division=True)
+div = _binary("div", torch.div, rounding=True, approx=_approx_div, native_bf16="numbers", division=True,
+              nan16=float("inf"))
+divide = _binary("divide", torch.div, approx=_approx_div, native_bf16="numbers", division=True, nan16=float("inf"))
 pow = _binary("pow", torch.pow)  # noqa: A001
 maximum = _binary("maximum", lambda a, b: torch.maximum(a, torch.as_tensor(b, dtype=a.dtype)), kind="binary")
 minimum = _binary("minimum", lambda a, b: torch.minimum(a, torch.as_tensor(b, dtype=a.dtype)), kind="binary")
@@ -784,7 +786,17 @@ logical_and = _binary("logical_and", _float_cmp(torch.logical_and), kind="binary
 logical_or = _binary("logical_or", _float_cmp(torch.logical_or), kind="binary")
 logical_xor = _binary("logical_xor", _float_cmp(torch.logical_xor))
 atan2 = _binary("atan2", lambda a, b: torch.atan2(a, torch.as_tensor(b, dtype=a.dtype)))
-remainder = _binary("remainder", torch.remainder)
+
+
+def _remainder_golden(a, b):
+    """TT-NN's golden (ttnn/operations/binary.py): a bfloat16 tensor and a number are taken in float32, the result
+    rounded back, so the number is not first rounded to bfloat16 (0.002, not 0.00200653)."""
+    if not isinstance(b, torch.Tensor) and a.dtype == torch.bfloat16:
+        return torch.remainder(a.float(), b).bfloat16()
+    return torch.remainder(a, b)
+
+
+remainder = _binary("remainder", torch.remainder, nan16=float("-inf"), golden_fn=_remainder_golden)
 fmod = _binary("fmod", torch.fmod)
 squared_difference = _binary("squared_difference", lambda a, b: torch.square(a - b), kind="binary")
 # BinaryOpType::BIAS_GELU: gelu(a + b), as TT-NN's golden (ttnn/operations/binary.py)
