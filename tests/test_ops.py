@@ -401,6 +401,8 @@ CASES.update({
         step=3, amsgrad=True, max_exp_avg_sq_in=x(d, low=0.1, seed=4),
         compute_kernel_config=ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4,
                                                                fp32_dest_acc_en=True))),
+    # a max_norm above the total: a coefficient of 1 leaves the gradients as they are, so a second call matches
+    "ttnn.moreh_clip_grad_norm": lambda d: (([x(d), x(d, 3, 40, seed=1)], 1e6, 2.0), {}),
     # ROW_MAJOR: torch's shape (a TILE input keeps the indexed dims as ones)
     "ttnn.moreh_getitem": lambda d: ((dev(rnd(2, 8, 64), d, layout=ttnn.ROW_MAJOR),
                                       [dev(torch.tensor([3, -1, 0]), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)],

@@ -1590,3 +1590,20 @@ def test_isin_is_torch_isin_as_a_uint32_mask_laid_out_as_the_elements(device):
     assert torch.equal(ttnn.to_torch(got).bool(), torch.isin(a, b, invert=True))
     with pytest.raises(RuntimeError, match="they must be equal"):
         ttnn.experimental.isin(ta, ttnn.from_torch(b.float(), layout=ttnn.TILE, device=device))
+
+
+def test_moreh_clip_grad_norm_returns_the_total_norm_and_scales_the_gradients_in_place(device):
+    # nightly test_moreh_clip_grad_norm.py (20 cases): torch.nn.utils.clip_grad_norm_ on a list of TILE gradients;
+    # a NaN norm_type with error_if_nonfinite is TT-NN's error, in torch's words
+    grads = [torch.rand(2, 3, 40, 50) * 2.5, torch.rand(1, 1, 20, 70) * 2.5]
+    params = [torch.nn.Parameter(torch.empty(g.shape)) for g in grads]
+    for p, g in zip(params, grads):
+        p.grad = g.bfloat16().float()
+    tt = [ttnn.from_torch(g, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device) for g in grads]
+    expected = torch.nn.utils.clip_grad_norm_(params, 2.0, -0.8)
+    total = ttnn.operations.moreh.clip_grad_norm(tt, 2.0, -0.8)
+    torch.testing.assert_close(ttnn.to_torch(total).float().reshape(1), expected.reshape(1), rtol=2**-7, atol=0)
+    for p, t in zip(params, tt):
+        torch.testing.assert_close(ttnn.to_torch(t).float(), p.grad, rtol=2**-7, atol=1e-3)
+    with pytest.raises(RuntimeError, match="is non-finite, so it cannot be clipped"):
+        ttnn.operations.moreh.clip_grad_norm(tt, 1.0, float("nan"), True)

@@ -1187,6 +1187,66 @@ def moreh_adamw(param_in: Tensor, grad: Tensor, exp_avg_in: Tensor, exp_avg_sq_i
                     weight_decay=weight_decay, step=step)
 
 
+# -- moreh_clip_grad_norm: torch.nn.utils.clip_grad_norm_ on a list of gradients, in place --------------------------
+
+
+def _nonfinite(norm_type) -> RuntimeError:
+    return tt_fatal("std::isfinite(fp32_total_norm)", f"The total norm of order {norm_type} for gradients from "
+                    f"`parameters` is non-finite, so it cannot be clipped. To disable this error and scale the "
+                    f"gradients by the non-finite norm anyway, set `error_if_nonfinite=False`", _WHERE)
+
+
+def _total_norm(grads: list, p: float) -> torch.Tensor:
+    """The p-norm of every gradient's elements together: (sum |g|^p)^(1/p), the largest |g| for p = inf."""
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    return torch.linalg.vector_norm(flat, ord=p)
+
+
+def _moreh_clip_grad_norm_golden(inputs, max_norm, norm_type=2.0, *_, **__):
+    return _total_norm([t.float() for t in inputs], float(norm_type)).reshape(1, 1)
+
+
+@register_op("ttnn.moreh_clip_grad_norm", kind="unary", golden=_moreh_clip_grad_norm_golden)
+def moreh_clip_grad_norm(inputs, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False, *,
+                         total_norm: Tensor | None = None, memory_config: MemoryConfig | None = None,
+                         compute_kernel_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """torch.nn.utils.clip_grad_norm_ on TILE gradients: their total norm_type-norm, returned as a [1, 1] tensor
+    (or into total_norm=), and each gradient scaled in place by min(max_norm / (total + 1e-6), 1), as
+    moreh_clip_grad_norm.cpp runs it: step 1 sums |g|^p per gradient, step 2 takes the total's 1/p-th power on
+    one core, step 3 scales the gradients. The clip coefficient's own ops (full, add, div, minimum on [1] tensors)
+    are computed here rather than recorded.
+
+    >>> g = ttnn.from_torch(torch.full((32, 32), 0.25), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_clip_grad_norm([g], 1.0).to_torch().item(), g.to_torch()[0, 0].item()
+    (8.0, 0.03125)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    inputs = list(inputs)
+    p = float(norm_type)
+    if error_if_nonfinite and math.isnan(p):
+        raise _nonfinite(norm_type)
+    if not inputs:
+        raise ValueError(f"{op_name}: give at least one gradient tensor")
+    for t in inputs:
+        _check_tensor(t, op_name, "input", (DataType.BFLOAT16, DataType.BFLOAT8_B, DataType.FLOAT32))
+    ins = device_inputs(op_name, *inputs)
+    total = dtypes.to_device_values(_total_norm([values(t, op_name).float() for t in inputs], p), inputs[0].dtype)
+    if error_if_nonfinite and not torch.isfinite(total):
+        raise _nonfinite(norm_type)
+    coef = torch.clamp(max_norm / (total.float() + 1e-6), max=1.0)
+    for t in inputs:
+        t._write(values(t, op_name).float() * coef)
+    fresh = total_norm is None
+    if total_norm is not None:
+        total_norm._write(total.float().reshape(tuple(total_norm.shape)))
+        out = total_norm
+    else:
+        out = output(total.float().reshape(1, 1), inputs[0], ins, op_name=op_name, memory_config=memory_config)
+    device_work.launch_after(out, fresh, inputs[0], moreh_programs.moreh_clip_grad_norm_programs(inputs))
+    return out
+
+
 # ttnn.operations.moreh.<name>, as TT-NN's Python names them
 arange, dot, cumsum, cumsum_backward = moreh_arange, moreh_dot, moreh_cumsum, moreh_cumsum_backward
 sum, mean, sum_backward, mean_backward = moreh_sum, moreh_mean, moreh_sum_backward, moreh_mean_backward  # noqa: A001
@@ -1194,3 +1254,4 @@ matmul, linear = moreh_matmul, moreh_linear
 matmul_backward, linear_backward = moreh_matmul_backward, moreh_linear_backward
 bmm, bmm_backward, dot_backward = moreh_bmm, moreh_bmm_backward, moreh_dot_backward
 getitem, sgd, adam, adamw = moreh_getitem, moreh_sgd, moreh_adam, moreh_adamw
+clip_grad_norm = moreh_clip_grad_norm

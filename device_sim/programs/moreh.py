@@ -383,3 +383,28 @@ def moreh_adam_program(param, amsgrad: bool, *, decoupled: bool, fp32_dest_acc_e
         return make_program(name, factory, cbs, cores_col_major(tiles, *grid_of(dev)))
 
     return cached(key, build)
+
+
+def moreh_clip_grad_norm_programs(inputs: list):
+    """moreh_clip_grad_norm.cpp's device operations, in the gradients' format, for as many groups of gradients as
+    the grid has cores (a gradient a core): MorehClipGradNormStep1Operation (c_0..c_2 one tile, c_3 two mask tiles,
+    c_16, c_24..c_29 one each), MorehClipGradNormStep2Operation once on core (0, 0) (c_0, c_1, c_16, c_24..c_27
+    one each), then MorehClipGradNormStep3Operation (c_0, c_1, c_16 one each)."""
+    dev = inputs[0].device()
+    gx, gy = grid_of(dev)
+    page = TILE_BYTES[inputs[0].dtype]
+    groups = [min(gx * gy, len(inputs) - i) for i in range(0, len(inputs), gx * gy)]
+
+    def step(n: int, k: int):
+        if k == 1:
+            cbs = [CircularBuffer((i,), 1, page) for i in (0, 1, 2)] + [CircularBuffer((3,), 2, page)]
+            cbs += [CircularBuffer((i,), 1, page) for i in (16, 24, 25, 26, 27, 28, 29)]
+        elif k == 2:
+            cbs = [CircularBuffer((i,), 1, page) for i in (0, 1, 16, 24, 25, 26, 27)]
+        else:
+            cbs = [CircularBuffer((i,), 1, page) for i in (0, 1, 16)]
+        ranges = ((0, 0, 0, 0),) if k == 2 else cores_col_major(n, gx, gy)
+        return cached(("MorehClipGradNormStep", k, n, inputs[0].dtype, (gx, gy)), lambda: make_program(
+            f"MorehClipGradNormStep{k}Operation", "ProgramFactory", cbs, ranges))
+
+    return (*(step(n, 1) for n in groups), step(1, 2), *(step(n, 3) for n in groups))
