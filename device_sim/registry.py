@@ -364,6 +364,10 @@ def _op_of(fn) -> Op:
 
 
 def get_golden_function(fn) -> Callable:
+    # TT-NN's decorators.get_golden_function reads operation.golden_function, so an object of the caller's own that
+    # has one passes too (tt-metal's test_math.py and test_unary.py wrap reciprocal and sigmoid in such classes)
+    if getattr(fn, "op", None) is None and not isinstance(fn, str) and getattr(fn, "golden_function", None) is not None:
+        return fn.golden_function
     op = _op_of(fn)
     if op.golden_function is None:
         raise RuntimeError(f"{op.name} has no golden function")

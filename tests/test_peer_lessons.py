@@ -1118,6 +1118,21 @@ def test_remainder_by_zero_is_minus_inf_in_bfloat16_and_its_golden_takes_a_numbe
     assert torch.allclose(ttnn.to_torch(ttnn.remainder(t, 0.002)), golden, atol=1e-3, rtol=0) and golden > 0.0015
 
 
+def test_get_golden_function_reads_the_golden_function_attribute_of_any_object(device):
+    # test_math.py::test_recip and test_unary.py::test_sigmoid wrap the op in a class of their own with a
+    # golden_function attribute; TT-NN's decorators.get_golden_function returns operation.golden_function
+    class Wrapper:
+        golden_function = staticmethod(torch.reciprocal)
+
+        def __call__(self, t):
+            return ttnn.reciprocal(t)
+
+    assert ttnn.get_golden_function(Wrapper()) is torch.reciprocal
+    assert ttnn.get_golden_function(ttnn.reciprocal) is ttnn.reciprocal.golden_function
+    with pytest.raises(ValueError, match="is not a registered op"):
+        ttnn.get_golden_function(object())
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 
