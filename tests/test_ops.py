@@ -535,6 +535,7 @@ CASES.update({
     "ttnn.bitcast": lambda d: ((dev(rnd(2, 32, 64), d, dtype=ttnn.float32), ttnn.uint32), {}),
     "ttnn.unary_chain": lambda d: ((x(d), [ttnn.UnaryWithParam(ttnn.UnaryOpType.SUB_UNARY_SFPU, 0.5),
                                           ttnn.UnaryWithParam(ttnn.UnaryOpType.LTZ)]), {}),
+    "ttnn.bitwise_not": lambda d: ((dev(indices(1000, 2, 32, 64).int() - 500, d, dtype=ttnn.int32),), {}),
 })
 
 

@@ -1133,6 +1133,15 @@ def test_get_golden_function_reads_the_golden_function_attribute_of_any_object(d
         ttnn.get_golden_function(object())
 
 
+def test_bitwise_not_inverts_every_bit_of_an_int32_tensor_and_refuses_a_float_one(device):
+    # test_unary.py / test_unary_ops_ttnn.py / docs_examples bitwise_not (11 cases): INT32 only (unary_nanobind.cpp)
+    x = torch.tensor([[0, 1, -1, 2**31 - 1, -(2**31)]], dtype=torch.int32)
+    t = ttnn.from_torch(x, dtype=ttnn.int32, layout=ttnn.TILE, device=device)
+    assert torch.equal(ttnn.to_torch(ttnn.bitwise_not(t)), torch.bitwise_not(x))
+    with pytest.raises(RuntimeError, match="takes an INT32 tensor"):
+        ttnn.bitwise_not(ttnn.from_torch(torch.ones(2, 2), layout=ttnn.TILE, device=device))
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 

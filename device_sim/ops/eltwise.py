@@ -64,6 +64,15 @@ _UNARY_EXAMPLE = """
 """
 
 
+_INT_UNARY_EXAMPLE = """
+
+    >>> x = ttnn.from_torch(torch.tensor([[0, 5, -7]], dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.TILE,
+    ...                     device=device)
+    >>> torch.equal({op}(x).to_torch(), {op}.golden_function(x.to_torch()))
+    True
+"""
+
+
 def _truncated_bf16(y: torch.Tensor) -> torch.Tensor:
     """float32 values cut to bfloat16 by dropping the low 16 bits (rounding toward zero), as SFPSTORE does."""
     return (y.float().view(torch.int32) >> 16).to(torch.int16).view(torch.bfloat16)
@@ -72,8 +81,10 @@ def _truncated_bf16(y: torch.Tensor) -> torch.Tensor:
 def _unary(name: str, fn, *, truncated: bool = False):
     """Register ttnn.<name> computing `fn`; truncated: a 16-bit result is stored by SFPSTORE, which truncates the
     float32 value to bfloat16 instead of rounding it (hardmish_tile; TT-NN's golden models the same), so it stays out
-    of UNARY, whose ops give the float32 result rounded (tests/test_fast_paths.py)."""
-    if not truncated:
+    of UNARY, whose ops give the float32 result rounded (tests/test_fast_paths.py); so does an op whose `fn` is marked
+    takes_integers (TT-NN binds it for INT32 only), which refuses a float input."""
+    integers = getattr(fn, "takes_integers", False)
+    if not truncated and not integers:
         UNARY[name] = fn
 
     def golden(x, *_, **__):
@@ -85,6 +96,10 @@ def _unary(name: str, fn, *, truncated: bool = False):
         if tt_nn_only:
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
         ins = device_inputs(f"ttnn.{name}", input_tensor)
+        if integers and input_tensor.dtype not in (DataType.INT32, DataType.UINT32, DataType.UINT16):
+            raise tt_fatal("input dtype is an integer type", f"ttnn.{name} takes an INT32 tensor, got "
+                           f"{input_tensor.dtype!r}; convert it with ttnn.typecast(t, ttnn.int32)",
+                           where="device_sim/ops/eltwise.py")
         y = None if truncated else _in_bfloat16(name, fn, input_tensor, dtype)
         if y is None:
             y = fn(values(input_tensor))
@@ -92,7 +107,8 @@ def _unary(name: str, fn, *, truncated: bool = False):
             y = _truncated_bf16(y)
         return _unary_output(y, input_tensor, ins, f"ttnn.{name}", dtype, memory_config)
 
-    op.__doc__ = f"Element-wise {name}." + _UNARY_EXAMPLE.format(op=f"ttnn.{name}")
+    example = _INT_UNARY_EXAMPLE if integers else _UNARY_EXAMPLE
+    op.__doc__ = f"Element-wise {name}." + example.format(op=f"ttnn.{name}")
     return register_op(f"ttnn.{name}", output_keyword=_OUT, golden=golden)(op)
 
 
@@ -503,6 +519,13 @@ log2 = _approximable_unary("log2", torch.log2)
 log10 = _approximable_unary("log10", torch.log10)
 sign = _unary("sign", torch.sign)
 mish = _unary("mish", F.mish)
+
+def _bitwise_not(x: torch.Tensor) -> torch.Tensor:
+    return torch.bitwise_not(x)
+
+
+_bitwise_not.takes_integers = True  # unary_nanobind.cpp binds bitwise_not for INT32
+bitwise_not = _unary("bitwise_not", _bitwise_not)
 
 # x * clamp(x / 2 + 1, 0, 1), in float32 (hardmish_tile; ttnn/operations/unary.py's golden)
 hardmish = _unary("hardmish", lambda x: x.float() * torch.clamp(x.float() * 0.5 + 1.0, min=0.0, max=1.0),
