@@ -401,6 +401,7 @@ CASES.update({
         step=3, amsgrad=True, max_exp_avg_sq_in=x(d, low=0.1, seed=4),
         compute_kernel_config=ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4,
                                                                fp32_dest_acc_en=True))),
+    "ttnn.moreh_fold": lambda d: ((dev(rnd(2, 12, 12), d, layout=ttnn.ROW_MAJOR), None, [4, 5], [2, 2]), {}),
     # a max_norm above the total: a coefficient of 1 leaves the gradients as they are, so a second call matches
     "ttnn.moreh_clip_grad_norm": lambda d: (([x(d), x(d, 3, 40, seed=1)], 1e6, 2.0), {}),
     # ROW_MAJOR: torch's shape (a TILE input keeps the indexed dims as ones)
@@ -536,6 +537,7 @@ CASES.update({
     "ttnn.unary_chain": lambda d: ((x(d), [ttnn.UnaryWithParam(ttnn.UnaryOpType.SUB_UNARY_SFPU, 0.5),
                                           ttnn.UnaryWithParam(ttnn.UnaryOpType.LTZ)]), {}),
     "ttnn.bitwise_not": lambda d: ((dev(indices(1000, 2, 32, 64).int() - 500, d, dtype=ttnn.int32),), {}),
+    "ttnn.alt_complex_rotate90": unary(),
 })
 
 

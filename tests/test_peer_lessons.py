@@ -1142,6 +1142,16 @@ def test_bitwise_not_inverts_every_bit_of_an_int32_tensor_and_refuses_a_float_on
         ttnn.bitwise_not(ttnn.from_torch(torch.ones(2, 2), layout=ttnn.TILE, device=device))
 
 
+def test_alt_complex_rotate90_turns_each_re_im_pair_into_minus_im_re(device):
+    # test_unary.py::test_alt_complex_rotate90 (4 dtypes, torch.equal with TT-NN's golden): multiply by i
+    x = torch.randn(32, 64)
+    for dtype in (ttnn.float32, ttnn.bfloat16, ttnn.bfloat8_b):
+        t = ttnn.from_torch(x, dtype=dtype, layout=ttnn.TILE, device=device)
+        held = ttnn.to_torch(t)
+        assert torch.equal(ttnn.to_torch(ttnn.alt_complex_rotate90(t)),
+                           ttnn.get_golden_function(ttnn.alt_complex_rotate90)(held))
+
+
 # -- sweep: tt-metal test files outside the sample (issue 31) ------------------------------------------------------
 
 
@@ -1631,3 +1641,14 @@ def test_moreh_clip_grad_norm_returns_the_total_norm_and_scales_the_gradients_in
         torch.testing.assert_close(ttnn.to_torch(t).float(), p.grad, rtol=2**-7, atol=1e-3)
     with pytest.raises(RuntimeError, match="is non-finite, so it cannot be clipped"):
         ttnn.operations.moreh.clip_grad_norm(tt, 1.0, float("nan"), True)
+
+
+def test_moreh_fold_is_torchs_col2im_of_a_row_major_input(device):
+    # nightly test_moreh_fold.py (24 cases): ttnn.operations.moreh.fold(input, None, output_size, kernel_size,
+    # dilation, padding, stride), the output the second positional argument; a TILE input is refused as TT-NN does
+    x = torch.randn(2, 3 * 2 * 3, 12)
+    args = ([5, 6], [2, 3], [1, 1], [1, 0], [2, 1])
+    got = ttnn.operations.moreh.fold(ttnn.from_torch(x, dtype=ttnn.float32, device=device), None, *args)
+    torch.testing.assert_close(ttnn.to_torch(got), torch.nn.functional.fold(x, *args))
+    with pytest.raises(RuntimeError, match="only support input in ROW_MAJOR"):
+        ttnn.operations.moreh.fold(ttnn.from_torch(x, layout=ttnn.TILE, device=device), None, *args)

@@ -1247,6 +1247,54 @@ def moreh_clip_grad_norm(inputs, max_norm: float, norm_type: float = 2.0, error_
     return out
 
 
+# -- moreh_fold: torch's nn.Fold (col2im) -----------------------------------------------------------------------------
+
+
+def _moreh_fold_golden(input, output=None, output_size=None, kernel_size=None, dilation=(1, 1),  # noqa: A002
+                       padding=(0, 0), stride=(1, 1), *_, **__):
+    return torch.nn.functional.fold(input.float(), tuple(output_size), tuple(kernel_size), tuple(dilation),
+                                    tuple(padding), tuple(stride))
+
+
+@register_op("ttnn.moreh_fold", kind="move", golden=_moreh_fold_golden)
+def moreh_fold(input: Tensor, output: Tensor | None = None, output_size=None, kernel_size=None,  # noqa: A002
+               dilation=(1, 1), padding=(0, 0), stride=(1, 1), *, memory_config: MemoryConfig | None = None,
+               op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """torch.nn.functional.fold (col2im) of a ROW_MAJOR [N, C*kh*kw, L] or [C*kh*kw, L] input into [N, C, H, W]
+    (MorehFoldOperation's row-major factory); `output` (TT-NN's second positional argument) receives it when
+    given.
+
+    >>> x = ttnn.from_torch(torch.ones(1, 4, 4), ttnn.bfloat16, device=device)
+    >>> ttnn.moreh_fold(x, None, [3, 3], [2, 2]).to_torch()[0, 0]
+    tensor([[1., 2., 1.],
+            [2., 4., 2.],
+            [1., 2., 1.]], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    where = "ttnn/cpp/ttnn/operations/moreh/moreh_fold/device/fold_device_operation.cpp"
+    if input.layout != Layout.ROW_MAJOR:
+        raise tt_fatal("input.layout() == Layout::ROW_MAJOR", "Fold: only support input in ROW_MAJOR", where)
+    for name, v in (("output_size", output_size), ("kernel_size", kernel_size), ("dilation", dilation),
+                    ("padding", padding), ("stride", stride)):
+        if v is None or len(v) != 2:
+            raise tt_fatal(f"operation_attributes.{name}.size() == 2", f"Fold: {name} takes 2 elements", where)
+    if len(input.shape) not in (2, 3):
+        raise tt_fatal("(input_rank == 3) || (input_rank == 2)", "Fold: Only support 3D or 2D input tensor", where)
+    ins = device_inputs(op_name, input)
+    try:
+        y = _moreh_fold_golden(values(input, op_name), None, output_size, kernel_size, dilation, padding, stride)
+    except RuntimeError as e:  # torch's own check names the block count or the channel size that does not fit
+        raise tt_fatal("input_shape[input_rank - 1] == l", f"Fold: Invalid input tensor size ({e})", where) from None
+    if output is not None:
+        output._write(y)
+        out = output
+    else:
+        out = common.output(y, input, ins, op_name=op_name, memory_config=memory_config)
+    device_work.launch_after(out, output is None, input, moreh_programs.moreh_fold_program(input, out))
+    return out
+
+
 # ttnn.operations.moreh.<name>, as TT-NN's Python names them
 arange, dot, cumsum, cumsum_backward = moreh_arange, moreh_dot, moreh_cumsum, moreh_cumsum_backward
 sum, mean, sum_backward, mean_backward = moreh_sum, moreh_mean, moreh_sum_backward, moreh_mean_backward  # noqa: A001
@@ -1254,4 +1302,4 @@ matmul, linear = moreh_matmul, moreh_linear
 matmul_backward, linear_backward = moreh_matmul_backward, moreh_linear_backward
 bmm, bmm_backward, dot_backward = moreh_bmm, moreh_bmm_backward, moreh_dot_backward
 getitem, sgd, adam, adamw = moreh_getitem, moreh_sgd, moreh_adam, moreh_adamw
-clip_grad_norm = moreh_clip_grad_norm
+clip_grad_norm, fold = moreh_clip_grad_norm, moreh_fold

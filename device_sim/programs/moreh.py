@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, cached, cores_col_major, grid_of, make_program
-from device_sim.types import DataType, Layout
+from device_sim.types import BufferType, DataType, Layout
 
 _BF16 = DataType.BFLOAT16
 
@@ -408,3 +408,27 @@ def moreh_clip_grad_norm_programs(inputs: list):
             f"MorehClipGradNormStep{k}Operation", "ProgramFactory", cbs, ranges))
 
     return (*(step(n, 1) for n in groups), step(1, 2), *(step(n, 3) for n in groups))
+
+
+def moreh_fold_program(x, out):
+    """MorehFoldOperation's row-major factory (moreh_fold/device/fold_program_factory_rm.cpp): c_0 two input rows and
+    c_16 two output rows (each rounded up to 32 B), c_1 four DRAM-aligned scratch rows when a DRAM input's row is
+    not DRAM-aligned; split_work_to_cores over the output's rows, column by column."""
+    dev = x.device()
+    key = ("MorehFoldOperation", tuple(x.shape), tuple(out.shape), x.dtype, x.memory_config().buffer_type,
+           grid_of(dev))
+
+    def build():
+        size = TILE_BYTES[x.dtype] // (TILE * TILE)
+        in_row, out_row = x.shape[-1] * size, out.shape[-1] * size
+        cbs = [CircularBuffer((0,), 2, -(-in_row // 32) * 32)]
+        dram = dev.config.dram_alignment
+        if x.memory_config().buffer_type == BufferType.DRAM and in_row % dram:
+            cbs.append(CircularBuffer((1,), 4, -(-in_row // dram) * dram))
+        cbs.append(CircularBuffer((16,), 2, -(-out_row // 32) * 32))
+        rows = 1
+        for d in out.shape[:-1]:
+            rows *= d
+        return make_program("MorehFoldOperation", "ProgramFactory", cbs, cores_col_major(rows, *grid_of(dev)))
+
+    return cached(key, build)
