@@ -527,6 +527,34 @@ def _bitwise_not(x: torch.Tensor) -> torch.Tensor:
 _bitwise_not.takes_integers = True  # unary_nanobind.cpp binds bitwise_not for INT32
 bitwise_not = _unary("bitwise_not", _bitwise_not)
 
+def _alt_complex_rotate90_golden(input_tensor, *_, **__):
+    """TT-NN's golden (ttnn/operations/unary.py): each (re, im) pair of the last dim becomes (-im, re)."""
+    x = input_tensor.reshape(*input_tensor.shape[:-1], -1, 2)
+    real, imag = x.chunk(2, dim=-1)
+    return torch.cat([-imag, real], dim=-1).flatten(-2)
+
+
+@register_op("ttnn.alt_complex_rotate90", output_keyword=_OUT, golden=_alt_complex_rotate90_golden)
+def alt_complex_rotate90(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
+                         op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """Multiply each complex number stored as an adjacent (re, im) pair of the last dim by i: (-im, re), in one
+    UnaryDeviceOperation. The kernel pairs the values of the padded tile row, so an odd last value pairs with the
+    padding (0): it becomes -0.0. Not one value in, one value out, so it is not in eltwise.UNARY.
+
+    >>> x = ttnn.from_torch(torch.tensor([[1.0, 2.0, 3.0, 4.0]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.alt_complex_rotate90(x).to_torch()
+    tensor([[-2.,  1., -4.,  3.]])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor)
+    v = values(input_tensor, op_name)
+    w = v.shape[-1] if v.dim() else 1
+    padded = torch.nn.functional.pad(v.reshape(*v.shape[:-1], w) if v.dim() else v.reshape(1), (0, w % 2))
+    y = _alt_complex_rotate90_golden(padded)[..., :w].reshape(v.shape)
+    return _unary_output(y, input_tensor, ins, op_name, None, memory_config)
+
+
 # x * clamp(x / 2 + 1, 0, 1), in float32 (hardmish_tile; ttnn/operations/unary.py's golden)
 hardmish = _unary("hardmish", lambda x: x.float() * torch.clamp(x.float() * 0.5 + 1.0, min=0.0, max=1.0),
                   truncated=True)
