@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from device_sim import device_work, placement
 from device_sim.conv_config import Conv2dConfig, Conv2dSliceConfig, Conv3dConfig, PaddingMode, activation_name
+from device_sim.ops import core, creation
 from device_sim.ops.common import check_tt_nn_only, device_inputs, values
 from device_sim.ops.vision import _flat, _make, _nchw, _padding, _pair
 from device_sim.program_config_checks import tt_fatal
@@ -470,19 +471,26 @@ def _triple(v, name: str, op_name: str) -> tuple[int, int, int]:
     return t
 
 
+def _conv3d_grouped(w: torch.Tensor, groups: int) -> torch.Tensor:
+    """convert_conv_weight_tensor_to_grouped_layout (on the host): C_in widened by the groups, zeros off each output
+    channel's group."""
+    if groups <= 1:
+        return w
+    c_out, per_group = w.shape[:2]
+    full = w.new_zeros(c_out, per_group * groups, *w.shape[2:])
+    size = c_out // groups
+    for o in range(c_out):
+        g = min(o // size, groups - 1)
+        full[o, g * per_group:(g + 1) * per_group] = w[o]
+    return full
+
+
 def _conv3d_prepared(w: torch.Tensor, groups: int, c_in_block: int, alignment: int, op_name: str) -> torch.Tensor:
     """prepare_conv3d_weights.cpp: [C_out, C_in/groups, kD, kH, kW] -> [kD*kH*kW*C_in_aligned, C_out], rows in
     (C_in block, kd, kh, kw, c within the block) order. Groups widen C_in with zeros off each output channel's group
     (convert_conv_weight_tensor_to_grouped_layout); C_in is padded with zeros to `alignment`."""
-    c_out, per_group, kd, kh, kw = w.shape
-    if groups > 1:
-        full = w.new_zeros(c_out, per_group * groups, kd, kh, kw)
-        size = c_out // groups
-        for o in range(c_out):
-            g = min(o // size, groups - 1)
-            full[o, g * per_group:(g + 1) * per_group] = w[o]
-        w = full
-    w = w.permute(2, 3, 4, 1, 0)  # kD, kH, kW, C_in, C_out
+    c_out, kd, kh, kw = w.shape[0], *w.shape[2:]
+    w = _conv3d_grouped(w, groups).permute(2, 3, 4, 1, 0)  # kD, kH, kW, C_in, C_out
     if w.shape[3] % alignment:
         w = F.pad(w, (0, 0, 0, alignment - w.shape[3] % alignment))
     c_in = w.shape[3]
@@ -630,8 +638,19 @@ def prepare_conv3d_weights(*, weight_tensor: Tensor, groups: int = 1, C_in_block
     >>> ttnn.experimental.prepare_conv3d_weights(weight_tensor=w, device=device).shape  # C_in 8 padded to 32
     Shape([32, 32])
     """
-    v = _prepare_conv3d_weights_golden(weight_tensor=values(weight_tensor, op_name), groups=groups,
-                                       C_in_block=C_in_block, alignment=alignment)
     device = device if device is not None else weight_tensor.device()
-    return _make(v, device, [], op_name=op_name, dtype=weight_tensor.dtype, layout=Layout.ROW_MAJOR,
-                 memory_config=None)
+    w = weight_tensor
+    if groups > 1 or w.device() is None:  # the grouped copy is made on the host, then written to the device
+        w = core.from_torch(_conv3d_grouped(values(weight_tensor, op_name), groups), weight_tensor.dtype,
+                            layout=weight_tensor.layout, device=device)
+    w = core.permute(w, (2, 3, 4, 1, 0))  # kD, kH, kW, C_in, C_out
+    c_in = w.shape[3]
+    if c_in % alignment:
+        w = creation.pad(w, [(0, 0), (0, 0), (0, 0), (0, alignment - c_in % alignment), (0, 0)], 0.0)
+    kd, kh, kw, c_in, c_out = w.shape
+    block = C_in_block or c_in
+    if c_in % block:
+        raise tt_fatal("num_C_in_blocks * C_in_block == C_in_aligned",
+                       f"{op_name}: C_in_aligned ({c_in}) must be divisible by C_in_block ({block})", _CONV_HERE)
+    w = core.reshape(w, (kd, kh, kw, c_in // block, block, c_out))
+    return core.reshape(core.permute(w, (3, 0, 1, 2, 4, 5)), (-1, c_out))

@@ -646,8 +646,8 @@ def padded_slice(input_tensor: Tensor, padded_slice_start, padded_slice_end, pad
     """A slice of a 4D [N, H, W, C] tensor as conv2d's DRAM slicing takes it: flattened to [1, 1, N*H*W, C] in
     ROW_MAJOR (bfloat8_b comes out bfloat16), straight into the sharded `memory_config`, its channels padded with
     zeros to a height-sharded output's shard width (padded_slice.cpp: unit steps only, a sharded output, an
-    interleaved input; TT-NN takes pad_value and ignores it). Its device program (the RM and tile factories, which
-    write into the output's shards) is not modelled.
+    interleaved input; TT-NN takes pad_value and ignores it). Its device program: the RM factory's (the tile
+    factory, for a TILE input, is not modelled).
 
     >>> x = ttnn.from_torch(torch.arange(48.0).reshape(1, 4, 4, 3), device=device)
     >>> grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0))])
@@ -672,8 +672,10 @@ def padded_slice(input_tensor: Tensor, padded_slice_start, padded_slice_end, pad
     y = _padded_slice_golden(held(input_tensor), padded_slice_start, padded_slice_end, step,
                              memory_config=memory_config)
     dtype = DataType.BFLOAT16 if input_tensor.dtype == DataType.BFLOAT8_B else input_tensor.dtype
-    return output(y.contiguous(), input_tensor, ins, op_name=op_name, dtype=dtype, layout=Layout.ROW_MAJOR,
-                  memory_config=memory_config)
+    out = output(y.contiguous(), input_tensor, ins, op_name=op_name, dtype=dtype, layout=Layout.ROW_MAJOR,
+                 memory_config=memory_config)
+    device_work.launch_after(out, True, input_tensor, programs.padded_slice_program(input_tensor, out))
+    return out
 
 
 # mesh_aware: a mesh tensor frees every shard

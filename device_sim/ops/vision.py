@@ -602,9 +602,8 @@ def rotate(input_tensor: Tensor, angle: float, *, center=None, fill: float = 0.0
     cfg = memory_config if memory_config is not None else input_tensor.memory_config()
     out = _make(y, input_tensor.device(), ins, op_name=op_name, dtype=input_tensor.dtype, layout=Layout.ROW_MAJOR,
                 memory_config=cfg)
-    if interpolation_mode == "nearest" and not input_tensor.is_sharded():
-        # the interleaved nearest factory; the bilinear and sharded ones are not modelled
+    if not input_tensor.is_sharded():  # the interleaved factories; the sharded ones are not modelled
         device_work.launch_after(out, True, input_tensor, pool_programs.rotate_program(
-            input_tensor.device(), shape, input_tensor.dtype,
+            input_tensor.device(), shape, input_tensor.dtype, bilinear=interpolation_mode == "bilinear",
             dram=input_tensor.memory_config().buffer_type == BufferType.DRAM))
     return out

@@ -411,6 +411,36 @@ def isin_program(elements, test_elements) -> Program:
     return cached(key, build)
 
 
+def padded_slice_program(x, out) -> Program | None:
+    """PaddedSliceDeviceOperation's RM factory (experimental/padded_slice/device/padded_slice_rm_program_factory.cpp)
+    on the output's shard grid: c_0 the output shard (its own L1 buffer; rows rounded up to the L1 alignment when
+    they are not aligned to max(source, destination) alignment), c_1 one padded output row when the output row is
+    wider than the input's per core, then the reader's scratch for unaligned rows: 2 input rows plus the source
+    alignment. None for a TILE input (the tile factory is not modelled)."""
+    if x.layout != Layout.ROW_MAJOR:
+        return None
+    dev, spec = x.device(), out.memory_config().shard_spec
+    key = ("PaddedSlice", tuple(x._value.shape), x.dtype, x.memory_config().buffer_type, out.memory_config())
+
+    def build():
+        size = dtypes.ELEMENT_SIZE[x.dtype]
+        src = dev.config.dram_alignment if x.memory_config().buffer_type == BufferType.DRAM else dev.config.l1_alignment
+        dst = dev.config.l1_alignment
+        channel_cores = 1 if out.memory_config().memory_layout == TensorMemoryLayout.HEIGHT_SHARDED \
+            else -(-out.padded_shape[-1] // spec.shape[1])  # get_num_cores_channels_from_sharded_tensor
+        out_row, in_row = spec.shape[1] * size, x._value.shape[-1] * size // channel_cores
+        unaligned = out_row % max(src, dst) != 0
+        cbs = [CircularBuffer((0,), spec.shape[0], -(-out_row // dst) * dst if unaligned else out_row, True)]
+        if out_row > in_row:
+            cbs.append(CircularBuffer((1,), 1, out_row))
+        if unaligned:
+            cbs.append(CircularBuffer((len(cbs),), 2, -(-(x._value.shape[-1] * size + src) // src) * src))
+        return make_program("PaddedSliceDeviceOperation", "PaddedSliceRMProgramFactory", tuple(cbs),
+                            _shard_ranges(spec))
+
+    return cached(key, build)
+
+
 def convert_to_chw_program(x, out) -> Program:
     """ConvertToCHWDeviceOperation (experimental/cnn/convert_to_chw/device/convert_to_chw_program_factory.cpp), on the
     input's shard grid: c_0 the input shard (its own L1 buffer, HW / 32 / cores tiles), c_1 the output shard (its own

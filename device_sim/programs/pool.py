@@ -198,17 +198,28 @@ def _pool_cbs(avg, batch, height, width, channels, kernel, stride, padding, coun
     return [CircularBuffer((i,), n, size, g) for i, (n, size, g) in enumerate(pages)]
 
 
-def rotate_program(dev, shape: tuple, dtype: DataType, *, dram: bool) -> Program:
+def rotate_program(dev, shape: tuple, dtype: DataType, *, dram: bool, bilinear: bool = False) -> Program:
     """RotateDeviceOperation's NearestProgramFactory (pool/rotate/device/rotate_nearest_program_factory.cpp) for an
     interleaved [N, H, W, C] ROW_MAJOR input: split_work_to_cores over the N*H*W output sticks; c_0 one fill stick,
     c_1 the output sticks, num_cb_pages x 2 (double buffered), num_cb_pages = min(the most sticks a core takes,
     (8 tiles of the input's elements / 2) / stick bytes) rounded down to the burst (at most 5). A stick is C elements
-    rounded up to the buffer's alignment (pool_utils' get_aligned_stick_size: DRAM 32 bytes, L1 16)."""
+    rounded up to the buffer's alignment (pool_utils' get_aligned_stick_size: DRAM 32 bytes, L1 16).
+
+    `bilinear`: its BilinearProgramFactory (rotate_bilinear_program_factory.cpp), interleaved, on the same cores:
+    c_0 one fill stick of C elements, c_1 2 pages of ceil(C / 32) tiles (the four neighbours), c_2 2 scalar tiles,
+    c_3 2 x ceil(C / 16) output pages of 16 elements."""
     gx, gy = dev.config.grid_x, dev.config.grid_y
-    key = ("RotateDeviceOperation", shape, dtype, dram, gx, gy, dev.config.dram_alignment, dev.config.l1_alignment)
+    key = ("RotateDeviceOperation", shape, dtype, dram, bilinear, gx, gy, dev.config.dram_alignment,
+           dev.config.l1_alignment)
 
     def build():
         esize = dtypes.ELEMENT_SIZE[dtype]
+        if bilinear:
+            c = shape[-1]
+            cbs = (CircularBuffer((0,), 1, c * esize), CircularBuffer((1,), 2, -(-c // TILE) * TILE * TILE * esize),
+                   CircularBuffer((2,), 2, dtypes.tile_size(dtype)), CircularBuffer((3,), 2 * -(-c // 16), 16 * esize))
+            return make_program("RotateDeviceOperation", "BilinearProgramFactory", cbs,
+                                split_work(shape[0] * shape[1] * shape[2], gx, gy))
         stick = round_up(shape[-1] * esize, dev.config.dram_alignment if dram else dev.config.l1_alignment)
         sticks = shape[0] * shape[1] * shape[2]
         ranges = split_work(sticks, gx, gy)

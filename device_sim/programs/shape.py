@@ -386,12 +386,20 @@ def permute_programs(x, out, dims) -> tuple[Program, ...] | None:
     WH transpose for (0, 1, 3, 2), HC for (0, 2, 1, 3), CN for (1, 0, 2, 3), else PermuteDeviceOperation; a
     bfloat8_b input other than WH, CN or CN+WH is typecast to bfloat16 and back around it. An interleaved
     ROW_MAJOR tensor's permute is one PermuteDeviceOperation whatever the order (permute.cpp's transposes are
-    transpose.cpp's prim::permute for ROW_MAJOR). None where not modelled (sharded, rank > 4)."""
+    transpose.cpp's prim::permute for ROW_MAJOR), of any rank. None where not modelled (sharded, TILE of rank > 4)."""
     from device_sim.programs import data_movement  # the transposes: data_movement imports nothing of this
 
     rank = len(dims)
-    if x.device() is None or rank > 4 or x.is_sharded() or out.is_sharded():
+    if x.device() is None or x.is_sharded() or out.is_sharded():
         return None
+    if rank > 4:  # permute.cpp: prim::permute straight away (after is_permute_nop); its tiled factories not modelled
+        if x.layout != Layout.ROW_MAJOR:
+            return None
+        order, shape = tuple(int(d) % rank for d in dims), list(x._value.shape)
+        if order[-1] == rank - 1 and all(d == i or shape[i] == 1 for i, d in enumerate(order)) \
+                and [shape[d] for d in order] == shape:
+            return ()
+        return (permute_rm_program(x, order),)
     order = tuple(range(4 - rank)) + tuple(int(d) % rank + 4 - rank for d in dims)
     shape4 = [1] * (4 - rank) + list(x._value.shape)
     kept = order[2:] == (2, 3) if x.layout == Layout.TILE else order[3] == 3  # the dims the layout's pages span
