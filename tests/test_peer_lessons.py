@@ -1652,3 +1652,23 @@ def test_moreh_fold_is_torchs_col2im_of_a_row_major_input(device):
     torch.testing.assert_close(ttnn.to_torch(got), torch.nn.functional.fold(x, *args))
     with pytest.raises(RuntimeError, match="only support input in ROW_MAJOR"):
         ttnn.operations.moreh.fold(ttnn.from_torch(x, layout=ttnn.TILE, device=device), None, *args)
+
+
+def test_randn_draws_standard_normal_tiles_and_refuses_what_its_binding_cannot_convert(device):
+    # nightly rand/test_randn.py (80 cases): RandnDeviceOperation fills a TILE tensor in DRAM by default, untilized
+    # for ROW_MAJOR (randn.cpp); a seed repeats the draws; nanobind's conversions raise TypeError
+    outs = []
+    [program] = launched(device, lambda: outs.append(ttnn.randn((256, 256), device, seed=5)))
+    x = outs[0]
+    assert program.name == "RandnDeviceOperation"
+    assert (x.dtype, x.layout, x.memory_config()) == (ttnn.bfloat16, ttnn.TILE_LAYOUT, ttnn.DRAM_MEMORY_CONFIG)
+    v = ttnn.to_torch(x).float()
+    assert abs(v.mean().item()) < 0.05 and abs(v.std().item() - 1) < 0.05
+    assert torch.equal(ttnn.to_torch(ttnn.randn((256, 256), device, seed=5)), ttnn.to_torch(x))
+    rm = ttnn.randn((32, 64), device, dtype=ttnn.float32, layout=ttnn.ROW_MAJOR_LAYOUT, seed=1)
+    assert (rm.dtype, rm.layout) == (ttnn.float32, ttnn.ROW_MAJOR_LAYOUT)
+    for bad in (dict(shape=[2, -1]), dict(shape=5), dict(layout="ROW_MAJOR"), dict(dtype="ttnn.bfloat16")):
+        with pytest.raises(TypeError, match="incompatible function arguments"):
+            ttnn.randn(**{"shape": [2, 2], "device": device, **bad})
+    with pytest.raises(RuntimeError, match="must be Float32 or Bfloat16"):
+        ttnn.randn([2, 2], device, dtype=ttnn.int32)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from device_sim import device_work, dtypes, placement
+from device_sim import device_work, dtypes, ops, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output, values
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import creation as creation_programs
@@ -18,7 +18,7 @@ from device_sim.programs import repeat as repeat_programs
 from device_sim.programs import shape as shape_programs
 from device_sim.registry import OWN_NAME, Trait, pending_output_target, register_op
 from device_sim.tensor import Tensor
-from device_sim.types import DataType, Layout, MemoryConfig
+from device_sim.types import DRAM_MEMORY_CONFIG, DataType, Layout, MemoryConfig
 
 
 def _torch_dtype(dtype) -> torch.dtype:
@@ -135,6 +135,40 @@ def rand(shape, *, dtype: DataType | None = None, layout: Layout | None = None, 
         check_tt_nn_only(op_name, tt_nn_only)
     out = _new(_uniform(shape, low, high, seed), op_name, dtype, layout, device, memory_config)
     device_work.launch_after(out, True, out, creation_programs.rand_program(out))  # RandDeviceOperation
+    return out
+
+
+@register_op("ttnn.randn", no_golden="no golden can draw the same random numbers")
+def randn(shape, device, *, dtype: DataType = DataType.BFLOAT16, layout: Layout = Layout.TILE,
+          memory_config: MemoryConfig | None = None, compute_kernel_config=None, seed: int | None = None,
+          op_name: str = OWN_NAME) -> Tensor:
+    """Standard normal values of `shape` on `device`, in DRAM unless `memory_config` says otherwise: from `seed`, or
+    without one from torch's global generator. As randn.cpp: RandnDeviceOperation makes a TILE tensor (bfloat16 or
+    float32), untilized afterwards for a ROW_MAJOR layout.
+
+    >>> x = ttnn.randn((64, 64), device, seed=3)
+    >>> x.shape, x.dtype, x.layout, abs(float(x.to_torch().float().mean())) < 0.3
+    (Shape([64, 64]), DataType.BFLOAT16, Layout.TILE, True)
+    """
+    # nanobind converts each argument or raises TypeError: shape to ttnn.Shape (unsigned dims), the enums and
+    # MemoryConfig only from themselves, device only from a device
+    bound = ((isinstance(shape, (list, tuple)) and all(isinstance(n, int) and n >= 0 for n in shape), "shape"),
+             (isinstance(dtype, DataType), "dtype"), (isinstance(layout, Layout), "layout"),
+             (memory_config is None or isinstance(memory_config, MemoryConfig), "memory_config"),
+             (hasattr(device, "compute_with_storage_grid_size"), "device"))
+    for ok, name in bound:
+        if not ok:
+            raise TypeError(f"{op_name}(): incompatible function arguments: {name}={locals()[name]!r}")
+    if DataType(dtype) not in (DataType.BFLOAT16, DataType.FLOAT32):
+        raise tt_fatal("dtype == DataType::FLOAT32 || dtype == DataType::BFLOAT16",
+                       f"{op_name}: Randn: Output tensor must be Float32 or Bfloat16, got {DataType(dtype).name}",
+                       where="device_sim/ops/creation.py")
+    generator = torch.Generator().manual_seed(seed) if seed is not None else None
+    cfg = memory_config if memory_config is not None else DRAM_MEMORY_CONFIG
+    out = _new(torch.randn(_shape(shape), generator=generator), op_name, dtype, Layout.TILE, device, cfg)
+    device_work.launch_after(out, True, out, creation_programs.randn_program(out))
+    if Layout(layout) == Layout.ROW_MAJOR:
+        out = ops.data_movement.untilize(out, memory_config=cfg)
     return out
 
 

@@ -46,6 +46,16 @@ def rand_program(out) -> Program | None:
         split_work(dtypes.num_pages(Layout.TILE, tuple(out.padded_shape)), *grid_of(dev))))
 
 
+def randn_program(out) -> Program:
+    """RandnDeviceOperation (randn/device/randn_program_factory.cpp) filling the TILE tensor `out`: c_0 two tiles in
+    its format, split_work_to_cores over its tiles."""
+    dev = out.device()
+    key = ("RandnDeviceOperation", shape_of(out), out.dtype, grid_of(dev))
+    return cached(key, lambda: make_program(
+        "RandnDeviceOperation", "ProgramFactory", (CircularBuffer((0,), 2, TILE_BYTES[out.dtype]),),
+        split_work(dtypes.num_pages(Layout.TILE, tuple(out.padded_shape)), *grid_of(dev))))
+
+
 def uniform_program(t) -> Program | None:
     """The UniformDeviceOperation that fills `t` in place (uniform/device/uniform_program_factory.cpp): c_24 of two
     float32 tiles (the draws) and c_0 of one tile in t's format, split_work_to_cores over the tiles."""
