@@ -135,3 +135,36 @@ def test_forked_children_can_capture_reports_of_their_own_while_the_parent_write
             assert wait_or_kill(pid) == 0
     with ttreport.open(cap.path) as r:
         assert r.count_operations() == 1 + 10 * 300
+
+
+def test_a_fork_waits_while_the_perf_rows_chase_is_inside_sqlite(tmp_path, device):
+    # The chase (export/ops_perf.Chase) reads the db on a thread of the capturing process; a fork taken while it
+    # is inside SQLite would hand the child SQLite's mutexes held by a thread it does not have. The at-fork handler
+    # takes the chase's busy lock: here the chase holds it for 0.4 s and the fork must wait that out.
+    import threading
+
+    import device_sim as ttnn
+
+    with ttreport.capture(tmp_path / "parent") as cap:
+        a = ttnn.ones((32, 32), device=device)
+        a = a + 1
+        chase = cap._chase
+        assert chase is not None
+        held = threading.Event()
+
+        def hold():
+            with chase.busy:
+                held.set()
+                time.sleep(0.4)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait()
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        waited = time.monotonic() - start
+        holder.join()
+        assert wait_or_kill(pid) == 0
+        assert waited >= 0.3, f"the fork took {waited:.3f} s: it did not wait for the chase's SQLite work"

@@ -116,7 +116,9 @@ def test_a_capture_whose_model_waits_for_its_writer_writes_the_chased_rows_as_on
         for _ in range(3000):
             ttnn.add(a, a)
     assert waits and cap._chase.rows.done > 0  # it waited, and the chase rendered rows meanwhile
-    assert cap._chase.written == cap.path / ops_perf.PERF_FILE  # and wrote both once the writer had committed all
+    # Whether the chase also wrote both files (once the writer had committed all) or the close rendered the rest
+    # depends on which thread a loaded machine runs first; either way the files are one export's.
+    assert cap._chase.written in (None, cap.path / ops_perf.PERF_FILE)
     with ttreport.open(cap.path) as r:
         ops_perf.export_ops_perf(r, tmp_path / "whole")
     for name in (ops_perf.PERF_FILE, ops_perf.DEVICE_LOG_FILE):

@@ -610,16 +610,17 @@ class _ForkedChildHook:
         pass
 
 
-# A fork while the writer thread is inside SQLite (or the tensor thread inside torch.save) would give the
-# child those libraries' mutexes held by a thread that does not exist there: its first SQLite call hangs.
-# So a fork waits until neither is (at most one batch's commit or one file), and they wait for the fork.
+# A fork while the perf-rows chase is inside SQLite (or a tensor thread inside torch.save) would give the child
+# those libraries' mutexes held by a thread that does not exist there: its first SQLite call hangs. So a fork
+# waits until none is (at most one range's read or one file), and they wait for the fork.
 _held_for_fork: list[threading.Lock] = []
 
 
 def _before_fork() -> None:
     active = _active
     if active is not None and active.recorder is not None and not active._stopped:
-        for busy in (active._writer.busy, active._storage.busy):
+        chase = active._chase
+        for busy in (active._writer.busy, active._storage.busy, *([chase.busy] if chase is not None else [])):
             busy.acquire()
             _held_for_fork.append(busy)
 

@@ -398,6 +398,9 @@ class Chase(threading.Thread):
         self._wake = threading.Event()  # set by closing() and stop(): a wait between looks ends at once
         self._closing = False
         self._begun = False
+        # held while this thread is inside SQLite: the capture's at-fork handler takes it (capturing/session.py), so a
+        # child forked by the model never gets SQLite's mutexes held by a thread it does not have
+        self.busy = threading.Lock()
 
     def begin(self) -> None:
         """Start the thread, once: at the model's first wait for the writer (oplog.LogSink.on_wait) or at the close,
@@ -426,23 +429,26 @@ class Chase(threading.Thread):
                     self._wake.wait(CHASE_POLL_S)
                     continue
                 if con is None:  # at the model's first wait or the close: nothing at a capture's start
-                    con = sqlite3.connect(f"{self.db_path.resolve().as_uri()}?mode=ro", uri=True,
-                                          isolation_level=None, check_same_thread=False)
+                    with self.busy:
+                        con = sqlite3.connect(f"{self.db_path.resolve().as_uri()}?mode=ro", uri=True,
+                                              isolation_level=None, check_same_thread=False)
                 if self._closing and self.left() <= CHASE_STOP_BYTES:
                     read = self._last_read(con)
-                    con.close()
+                    with self.busy:
+                        con.close()
                     con = None  # before the writer's switch out of WAL mode
                     if read is not None:
                         rows.render(read)
                         if not rows.stale:
                             self.written = rows.write(self.db_path.parent)
                     break
-                con.execute("BEGIN")  # one snapshot for the range's reads
-                try:
-                    upto = _settled(con, rows.done)
-                    read = rows.read(con, upto) if upto > rows.done else None
-                finally:
-                    con.execute("COMMIT")
+                with self.busy:
+                    con.execute("BEGIN")  # one snapshot for the range's reads
+                    try:
+                        upto = _settled(con, rows.done)
+                        read = rows.read(con, upto) if upto > rows.done else None
+                    finally:
+                        con.execute("COMMIT")
                 if read is None:
                     self._halt.wait(CHASE_POLL_S)
                     continue
@@ -455,7 +461,8 @@ class Chase(threading.Thread):
             self.error = e
         finally:
             if con is not None:
-                con.close()
+                with self.busy:
+                    con.close()
 
     def _last_read(self, con) -> tuple | None:
         """Once the writer has committed the whole log: the ops not rendered yet, if the rows so far are still
@@ -464,11 +471,12 @@ class Chase(threading.Thread):
             time.sleep(CHASE_END_POLL_S)
         if self.left() > 0 or self._halt.is_set():
             return None
-        con.execute("BEGIN")
-        try:
-            return self.rows.read(con) if self.rows.still_right(con) else None
-        finally:
-            con.execute("COMMIT")
+        with self.busy:
+            con.execute("BEGIN")
+            try:
+                return self.rows.read(con) if self.rows.still_right(con) else None
+            finally:
+                con.execute("COMMIT")
 
     def stop(self) -> None:
         self._halt.set()
