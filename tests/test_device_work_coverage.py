@@ -63,6 +63,7 @@ def _cases() -> dict:
     cases["ttnn.deallocate"] = lambda d: ((x(d),), {}, None)
     cases["ttnn.rand"] = lambda d: (((64, 64),), dict(device=d, layout=ttnn.TILE), None)
     cases["ttnn.randn"] = lambda d: (((64, 64), d), {}, None)
+    cases["ttnn.bernoulli"] = lambda d: ((x(d),), {}, None)
     cases["ttnn.rand_like"] = lambda d: ((x(d),), {}, None)
     cases["ttnn.uniform"] = lambda d: ((x(d), 2.0, 3.0), {}, None)
     # test_ops.py moves a host tensor (its harness reuses inputs that these ops free), which TT-NN returns as is

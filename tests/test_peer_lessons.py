@@ -1672,3 +1672,21 @@ def test_randn_draws_standard_normal_tiles_and_refuses_what_its_binding_cannot_c
             ttnn.randn(**{"shape": [2, 2], "device": device, **bad})
     with pytest.raises(RuntimeError, match="must be Float32 or Bfloat16"):
         ttnn.randn([2, 2], device, dtype=ttnn.int32)
+
+
+def test_bernoulli_draws_zeros_and_ones_as_float32_tiles_or_into_a_given_output(device):
+    # nightly rand/test_bernoulli.py (37 cases): BernoulliDeviceOperation, float32 TILE unless dtype= says otherwise,
+    # output= drawn into; p = 0 and p = 1 are exact; its TT_FATALs on the input's layout and dtype
+    p = torch.rand(64, 96)
+    p[0], p[1] = 0.0, 1.0
+    tp = ttnn.from_torch(p, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    outs = []
+    [program] = launched(device, lambda: outs.append(ttnn.bernoulli(tp, 11)))
+    y = ttnn.to_torch(outs[0])
+    assert program.name == "BernoulliDeviceOperation"
+    assert (outs[0].dtype, outs[0].layout, y.shape) == (ttnn.float32, ttnn.TILE_LAYOUT, (64, 96))
+    assert set(y.unique().tolist()) <= {0.0, 1.0} and not y[0].any() and y[1].all()
+    target = ttnn.empty([64, 96], device=device, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    assert ttnn.bernoulli(tp, 11, output=target) is target and target.dtype == ttnn.bfloat16
+    with pytest.raises(RuntimeError, match="Bernoulli: Input tensor must be tilized"):
+        ttnn.bernoulli(ttnn.from_torch(p, dtype=ttnn.bfloat16, device=device))

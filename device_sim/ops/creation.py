@@ -172,6 +172,39 @@ def randn(shape, device, *, dtype: DataType = DataType.BFLOAT16, layout: Layout 
     return out
 
 
+@register_op("ttnn.bernoulli", output_keyword="output", no_golden="no golden can draw the same random numbers")
+def bernoulli(input: Tensor, seed: int = 0, *, dtype: DataType | None = None,  # noqa: A002 (TT-NN's name)
+              memory_config: MemoryConfig | None = None, compute_kernel_config=None, op_name: str = OWN_NAME) -> Tensor:
+    """1 with probability input, else 0, in a TILE tensor of `dtype` (float32 unless given) and the input's memory
+    config; from `seed`, or with seed=0 from torch's global generator. `output=` draws into a tensor. As
+    BernoulliDeviceOperation checks: a TILE bfloat16 / float32 input on a device (and such an output, of the same
+    volume).
+
+    >>> p = ttnn.from_torch(torch.tensor([[0.0, 1.0, 0.0, 1.0]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.bernoulli(p, 7).to_torch()
+    tensor([[0., 1., 0., 1.]])
+    """
+    target = pending_output_target(op_name)
+    for name, t in (("Input", input),) + ((("Output", target),) if target is not None else ()):
+        for ok, what in ((isinstance(t, Tensor) and t.device() is not None, "need to be on device"),
+                         (t.layout == Layout.TILE, "must be tilized"),
+                         (t.dtype in (DataType.BFLOAT16, DataType.FLOAT32), "must be Float32 or Bfloat16")):
+            if not ok:
+                raise tt_fatal(what, f"{op_name}: Bernoulli: {name} tensor {what}", where="device_sim/ops/creation.py")
+    if target is not None and target.shape.volume() != input.shape.volume():
+        raise tt_fatal("input.logical_volume() == output.logical_volume()", f"{op_name}: Bernoulli: Output and input "
+                       f"tensor shape must be equal ({list(target.shape)} vs {list(input.shape)})",
+                       where="device_sim/ops/creation.py")
+    generator = torch.Generator().manual_seed(seed) if seed else None
+    ins = device_inputs(op_name, input)
+    draws = torch.bernoulli(values(input).float().clamp(0, 1), generator=generator)
+    out_dtype = target.dtype if target is not None else (dtype if dtype is not None else DataType.FLOAT32)
+    out = output(draws, input, ins, op_name=op_name, dtype=out_dtype, layout=Layout.TILE,
+                 memory_config=memory_config if memory_config is not None else input.memory_config())
+    device_work.launch_after(out, True, input, creation_programs.bernoulli_program(input, out))
+    return out
+
+
 @register_op("ttnn.uniform", no_golden="no golden can draw the same random numbers")
 def uniform(input: Tensor, from_: float = 0.0, to: float = 1.0, seed: int = 0, *,  # noqa: A002 (TT-NN's name)
             memory_config: MemoryConfig | None = None, compute_kernel_config=None, op_name: str = OWN_NAME,

@@ -56,6 +56,19 @@ def randn_program(out) -> Program:
         split_work(dtypes.num_pages(Layout.TILE, tuple(out.padded_shape)), *grid_of(dev))))
 
 
+def bernoulli_program(x, out) -> Program:
+    """BernoulliDeviceOperation (bernoulli/device/bernoulli_program_factory.cpp) drawing `out` from the
+    probabilities `x`: c_0 two tiles of x's format, c_24 two float32 tiles (the draws), c_25 one tile of out's
+    format, split_work_to_cores over out's tiles."""
+    dev = out.device()
+    key = ("BernoulliDeviceOperation", shape_of(out), x.dtype, out.dtype, grid_of(dev))
+    return cached(key, lambda: make_program(
+        "BernoulliDeviceOperation", "ProgramFactory",
+        (CircularBuffer((0,), 2, TILE_BYTES[x.dtype]), CircularBuffer((24,), 2, TILE_BYTES[DataType.FLOAT32]),
+         CircularBuffer((25,), 1, TILE_BYTES[out.dtype])),
+        split_work(dtypes.num_pages(Layout.TILE, tuple(out.padded_shape)), *grid_of(dev))))
+
+
 def uniform_program(t) -> Program | None:
     """The UniformDeviceOperation that fills `t` in place (uniform/device/uniform_program_factory.cpp): c_24 of two
     float32 tiles (the draws) and c_0 of one tile in t's format, split_work_to_cores over the tiles."""
