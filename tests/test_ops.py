@@ -601,6 +601,11 @@ CASES.update({"ttnn.experimental.isin": lambda d: (
     (dev(torch.randint(0, 50, (3, 40)), d, dtype=ttnn.int32), dev(torch.randint(0, 50, (17,)), d, dtype=ttnn.int32)),
     dict(invert=True))})
 
+# ttnn.experimental.repeat_and_interleave_eltwise_mul (issue 31: nightly ssm/test_ssm_repeat_and_interleave_...):
+# [1, 1, 32, 32] repeated 5120 times times [1, 1, 32, 5120] repeated 32 times each
+CASES.update({"ttnn.experimental.repeat_and_interleave_eltwise_mul": lambda d: (
+    (x(d, 1, 1, 32, 32), x(d, 1, 1, 32, 5120, seed=1)), {})})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

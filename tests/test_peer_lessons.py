@@ -1690,3 +1690,22 @@ def test_bernoulli_draws_zeros_and_ones_as_float32_tiles_or_into_a_given_output(
     assert ttnn.bernoulli(tp, 11, output=target) is target and target.dtype == ttnn.bfloat16
     with pytest.raises(RuntimeError, match="Bernoulli: Input tensor must be tilized"):
         ttnn.bernoulli(ttnn.from_torch(p, dtype=ttnn.bfloat16, device=device))
+
+
+def test_repeat_and_interleave_eltwise_mul_repeats_one_side_and_interleaves_the_other(device):
+    # nightly ssm/test_ssm_repeat_and_interleave_eltwise_mul.py (97 cases): Mamba's product of a [.., 32] (repeated
+    # 5120 times) or [.., 32 * 5120] tensor and a [.., 5120] (each value 32 times) or [.., 32 * 5120] one
+    a, b = torch.randn(1, 1, 64, 32).bfloat16(), torch.randn(1, 1, 64, 5120).bfloat16()
+
+    def tt(v):
+        return ttnn.from_torch(v, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+
+    outs = []
+    [program] = launched(device, lambda: outs.append(ttnn.experimental.repeat_and_interleave_eltwise_mul(
+        tt(a), tt(b), memory_config=ttnn.L1_MEMORY_CONFIG)))
+    assert program.name == "RepeatAndInterleaveEltwiseMulDeviceOperation"
+    want = (a.float().repeat(1, 1, 1, 5120) * b.float().repeat_interleave(32, dim=-1)).bfloat16()
+    assert outs[0].shape == (1, 1, 64, 163840) and outs[0].memory_config() == ttnn.L1_MEMORY_CONFIG
+    assert torch.equal(ttnn.to_torch(outs[0]), want)
+    with pytest.raises(RuntimeError, match="Input b width must be 32 or 32\\*5120"):
+        ttnn.experimental.repeat_and_interleave_eltwise_mul(tt(a), tt(b[..., :64]))

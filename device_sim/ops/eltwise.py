@@ -17,7 +17,7 @@ from device_sim.programs import eltwise as eltwise_programs
 from device_sim.programs import indexing as indexing_programs
 from device_sim.registry import OWN_NAME, _writes, pending_output_target, register_op
 from device_sim.tensor import Tensor
-from device_sim.types import DataType, Layout, MemoryConfig
+from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 
 _OUT = "output_tensor"  # every element-wise op takes it (TT-NN 0.81's unary and binary nanobind files)
 
@@ -1512,3 +1512,62 @@ def requantize(input_tensor: Tensor, in_scale, in_zero_point, out_scale, out_zer
         y = _quantize_golden(dtypes.to_device_values(_dequantize_golden(x, s_in, z_in), DataType.BFLOAT16).float(),
                              s_out, z_out)
     return _quant_output(y, input_tensor, out_scale, ins, op_name, out_dtype, memory_config)
+
+
+# -- Mamba's SSM product (tt-metal's experimental/ssm/repeat_and_interleave_eltwise_mul) -------------------------------
+
+_SSM_HIDDEN = 5120  # repeat_and_interleave_eltwise_mul_device_operation_types.hpp's HIDDEN_SIZE
+_SSM_HERE = "device_sim/ops/eltwise.py"
+
+
+def _repeat_interleave_mul_golden(a, b, *_, **__):
+    a = a.repeat(1, 1, 1, _SSM_HIDDEN) if a.shape[-1] == 32 else a
+    b = b.repeat_interleave(32, dim=-1) if b.shape[-1] == _SSM_HIDDEN else b
+    return a.float() * b.float()
+
+
+@register_op("ttnn.experimental.repeat_and_interleave_eltwise_mul", kind="binary",
+             golden=_repeat_interleave_mul_golden)
+def repeat_and_interleave_eltwise_mul(a: Tensor, b: Tensor, *, memory_config: MemoryConfig | None = None,
+                                      dtype: DataType | None = None, math_fidelity=None,
+                                      op_name: str = OWN_NAME) -> Tensor:
+    """Mamba's SSM product of [1, 1, users, 32] or [.., 32 * 5120] `a` and [1, 1, users, 5120] or [.., 32 * 5120]
+    `b`: a repeated 5120 times along the width times b's values each repeated 32 times (the side already 32 * 5120
+    wide is taken as is), a [1, 1, users, 32 * 5120] TILE result in `dtype` (a's unless given) and `memory_config`
+    (a's unless given), with RepeatAndInterleaveEltwiseMulDeviceOperation's checks.
+
+    >>> a = ttnn.from_torch(torch.full((1, 1, 32, 32), 2.0), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.ones(1, 1, 32, 5120), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> y = ttnn.experimental.repeat_and_interleave_eltwise_mul(a, b)
+    >>> y.shape, y.to_torch()[0, 0, 0, :3].tolist()
+    (Shape([1, 1, 32, 163840]), [2.0, 2.0, 2.0])
+    """
+    out_dtype = dtype if dtype is not None else a.dtype
+    cfg = memory_config if memory_config is not None else a.memory_config()
+    ashape, bshape = a.padded_shape, b.padded_shape
+    wide = 32 * _SSM_HIDDEN
+    checks = (
+        (a.layout == Layout.TILE and b.layout == Layout.TILE, "Inputs to ssm_eltwise_mul must be tilized"),
+        (a.device() is not None and b.device() is not None, "Operands to ssm_eltwise_mul need to be on device!"),
+        (a.memory_config().memory_layout == TensorMemoryLayout.INTERLEAVED, "Unsupported memory layout for input a!"),
+        (b.memory_config().memory_layout == TensorMemoryLayout.INTERLEAVED, "Unsupported memory layout for input b!"),
+        (a.dtype in (DataType.BFLOAT16, DataType.BFLOAT8_B), "Unsupported data format for input a!"),
+        (b.dtype in (DataType.BFLOAT16, DataType.BFLOAT8_B), "Unsupported data format for input b!"),
+        (cfg.memory_layout == TensorMemoryLayout.INTERLEAVED, "Unsupported memory layout for output!"),
+        (out_dtype in (DataType.BFLOAT16, DataType.BFLOAT8_B), "Unsupported data format for output!"),
+        (len(ashape) == 4 and ashape[0] == 1 and ashape[1] == 1, "Batch not supported for input a!"),
+        (len(bshape) == 4 and bshape[0] == 1 and bshape[1] == 1, "Batch not supported for input b!"),
+        (ashape[-2] % 32 == 0, "Num of users must be multiple of 32 for input a!"),
+        (bshape[-2] % 32 == 0, "Num of users must be multiple of 32 for input b!"),
+        (ashape[-2] == bshape[-2], "Num of users must match in both of the input!"),
+        (ashape[-1] != bshape[-1], "Use eltwise mul for same size inputs!"),
+        (ashape[-1] in (32, wide), "Input a width must be 32 or 32*5120!"),
+        (bshape[-1] in (_SSM_HIDDEN, wide), "Input b width must be 32 or 32*5120!"))
+    for ok, message in checks:
+        if not ok:
+            raise tt_fatal(message, f"{op_name}: {message}", where=_SSM_HERE)
+    ins = device_inputs(op_name, a, b)
+    y = _repeat_interleave_mul_golden(values(a, op_name), values(b, op_name))
+    out = output(y, a, ins, op_name=op_name, dtype=out_dtype, layout=Layout.TILE, memory_config=cfg)
+    device_work.launch_after(out, True, a, eltwise_programs.repeat_interleave_mul_program(a, b, out))
+    return out

@@ -31,6 +31,7 @@ from device_sim.device_work import (
     cores_col_major,
     grid_of,
     make_program,
+    split_work,
     tiles,
 )
 from device_sim.tensor import Tensor
@@ -191,3 +192,19 @@ def binary_program(a, b_dtype: DataType | None, out_dtype: DataType, *, lhs_acti
         program = _eltwise_programs[key] = make_program("BinaryNgDeviceOperation", "BinaryNgProgramFactory", cbs,
                                                         ((0, 0, gx - 1, gy - 1),))
     return program
+
+
+def repeat_interleave_mul_program(a, b, out) -> Program:
+    """RepeatAndInterleaveEltwiseMulDeviceOperation (experimental/ssm/repeat_and_interleave_eltwise_mul/device/
+    repeat_and_interleave_eltwise_mul_program_factory.cpp): split_work_to_cores (column by column) over b's width in
+    tiles; c_0, c_1 two tiles of a's and b's formats, c_16 two of the output's, c_24..c_27 (the transposed inputs, b's
+    broadcast row, the transposed output) two bfloat16 tiles each."""
+    dev = a.device()
+    key = ("RepeatAndInterleaveEltwiseMul", a.dtype, b.dtype, out.dtype, tuple(a.padded_shape), tuple(b.padded_shape),
+           grid_of(dev))
+    interm = TILE_BYTES[DataType.BFLOAT16]
+    return cached(key, lambda: make_program(
+        "RepeatAndInterleaveEltwiseMulDeviceOperation", "RepeatAndInterleaveEltwiseMulProgramFactory",
+        (CircularBuffer((0,), 2, TILE_BYTES[a.dtype]), CircularBuffer((1,), 2, TILE_BYTES[b.dtype]),
+         CircularBuffer((16,), 2, TILE_BYTES[out.dtype]), *(CircularBuffer((i,), 2, interm) for i in range(24, 28))),
+        split_work(int(b.padded_shape[-1]) // 32, *grid_of(dev))))
