@@ -606,6 +606,10 @@ CASES.update({"ttnn.experimental.isin": lambda d: (
 CASES.update({"ttnn.experimental.repeat_and_interleave_eltwise_mul": lambda d: (
     (x(d, 1, 1, 32, 32), x(d, 1, 1, 32, 5120, seed=1)), {})})
 
+# ttnn.tosa_scatter (issue 31: data_movement/test_tosa_scatter.py): [N, W, C] rows written at an [N, W] index
+CASES.update({"ttnn.tosa_scatter": lambda d: (
+    (x(d, 2, 40, 33), dev(torch.randperm(40)[:9].repeat(2, 1), d, dtype=ttnn.uint32), x(d, 2, 9, 33, seed=1)), {})})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

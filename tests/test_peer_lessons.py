@@ -1709,3 +1709,19 @@ def test_repeat_and_interleave_eltwise_mul_repeats_one_side_and_interleaves_the_
     assert torch.equal(ttnn.to_torch(outs[0]), want)
     with pytest.raises(RuntimeError, match="Input b width must be 32 or 32\\*5120"):
         ttnn.experimental.repeat_and_interleave_eltwise_mul(tt(a), tt(b[..., :64]))
+
+
+def test_tosa_scatter_writes_source_rows_at_the_index_along_dim_1_with_toas_shape_checks(device):
+    # unit_tests/operations/data_movement/test_tosa_scatter.py (5 cases): output[n, index[n, w], c] = src[n, w, c],
+    # TT-NN's composite (tosa_scatter.cpp) over the scatter; its TOSA rank and shape TT_FATALs
+    inp, src = torch.randn(3, 20, 6).bfloat16(), torch.randn(3, 4, 6).bfloat16()
+    idx = torch.stack([torch.randperm(20)[:4] for _ in range(3)])
+
+    def tt(v, dtype=ttnn.bfloat16):
+        return ttnn.from_torch(v, dtype=dtype, layout=ttnn.ROW_MAJOR_LAYOUT, device=device)
+
+    got = ttnn.tosa_scatter(tt(inp), tt(idx, ttnn.uint32), tt(src))
+    assert got.layout == ttnn.ROW_MAJOR_LAYOUT
+    assert torch.equal(ttnn.to_torch(got), torch.scatter(inp, 1, idx.unsqueeze(-1).expand(-1, -1, 6), src))
+    with pytest.raises(RuntimeError, match="Index shape has a different dimension W than source shape"):
+        ttnn.tosa_scatter(tt(inp), tt(idx[:, :3], ttnn.uint32), tt(src))

@@ -831,6 +831,48 @@ def scatter(input: Tensor, dim: int, index: Tensor, src, *, reduce: str | None =
     return out
 
 
+def _tosa_scatter_golden(input, index, src, *_, **__):  # noqa: A002  (TT-NN's name)
+    return torch.scatter(input, 1, index.long().unsqueeze(-1).expand(-1, -1, input.shape[-1]), src)
+
+
+@register_op("ttnn.tosa_scatter", golden=_tosa_scatter_golden)
+def tosa_scatter(input: Tensor, index: Tensor, src: Tensor, *, memory_config: MemoryConfig | None = None,  # noqa: A002
+                 op_name: str = OWN_NAME) -> Tensor:
+    """TOSA's scatter: a copy of the [N, K, C] input with output[n, index[n, w], c] = src[n, w, c] for an [N, W]
+    index and an [N, W, C] src, in the input's layout and memory config unless one is given. TT-NN's composite
+    (data_movement/scatter/tosa_scatter.cpp) with its TOSA shape TT_FATALs: the index unsqueezed and expanded over
+    the channels, then the scatter along dim 1 (TT-NN transposes dims 1 and 2 to scatter along the last; device_sim's
+    ttnn.scatter runs the same transposes around its ScatterDeviceOperation).
+
+    >>> x = ttnn.from_torch(torch.zeros(1, 3, 2), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> i = ttnn.from_torch(torch.tensor([[2]]), dtype=ttnn.uint32, layout=ttnn.TILE, device=device)
+    >>> s = ttnn.from_torch(torch.ones(1, 1, 2), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.tosa_scatter(x, i, s).to_torch()[0]
+    tensor([[0., 0.],
+            [0., 0.],
+            [1., 1.]], dtype=torch.bfloat16)
+    """
+    a, i, s = (list(t.shape) for t in (input, index, src))
+    checks = ((len(a) == 3, f"input tensor must be of rank 3, it is {len(a)} instead"),
+              (len(i) == 2, f"index tensor must be of rank 2, it is {len(i)} instead"),
+              (len(s) == 3, f"source tensor must be of rank 3, it is {len(s)} instead"))
+    for ok, message in checks:
+        if not ok:
+            raise tt_fatal("TOSA rank", f"{op_name}: According to TOSA specification, {message}.", where=_HERE)
+    for ok, message in ((a[0] == s[0], f"Input shape has a different dimension N than source shape (input shape: {a}, "
+                                       f"source shape: {s})."),
+                        (a[2] == s[2], f"Input shape has a different dimension C than source shape (input shape: {a}, "
+                                       f"source shape: {s})."),
+                        (a[0] == i[0], f"Input shape has a different dimension N than index shape (input shape: {a}, "
+                                       f"index shape: {i})."),
+                        (i[1] == s[1], f"Index shape has a different dimension W than source shape (index shape: {i}, "
+                                       f"source shape: {s}).")):
+        if not ok:
+            raise tt_fatal("TOSA shapes", f"{op_name}: {message}", where=_HERE)
+    wide = expand(unsqueeze(index, -1), [i[0], i[1], a[2]], memory_config=index.memory_config())
+    return scatter(input, 1, wide, src, memory_config=memory_config or input.memory_config())
+
+
 @register_op("ttnn.copy", kind="move", golden=lambda input_a, input_b, *_, **__: input_a.clone())
 def copy(input_a: Tensor, input_b: Tensor, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Write input_a's values into input_b (same buffer and tensor id), in input_b's dtype; returns input_b.
