@@ -64,6 +64,7 @@ def _cases() -> dict:
     cases["ttnn.rand"] = lambda d: (((64, 64),), dict(device=d, layout=ttnn.TILE), None)
     cases["ttnn.randn"] = lambda d: (((64, 64), d), {}, None)
     cases["ttnn.bernoulli"] = lambda d: ((x(d),), {}, None)
+    cases["ttnn.manual_seed"] = lambda d: ((42,), dict(device=d), None)
     cases["ttnn.rand_like"] = lambda d: ((x(d),), {}, None)
     cases["ttnn.uniform"] = lambda d: ((x(d), 2.0, 3.0), {}, None)
     # test_ops.py moves a host tensor (its harness reuses inputs that these ops free), which TT-NN returns as is

@@ -1711,7 +1711,7 @@ def test_repeat_and_interleave_eltwise_mul_repeats_one_side_and_interleaves_the_
         ttnn.experimental.repeat_and_interleave_eltwise_mul(tt(a), tt(b[..., :64]))
 
 
-def test_tosa_scatter_writes_source_rows_at_the_index_along_dim_1_with_toas_shape_checks(device):
+def test_tosa_scatter_writes_source_rows_at_the_index_along_dim_1_with_tosas_shape_checks(device):
     # unit_tests/operations/data_movement/test_tosa_scatter.py (5 cases): output[n, index[n, w], c] = src[n, w, c],
     # TT-NN's composite (tosa_scatter.cpp) over the scatter; its TOSA rank and shape TT_FATALs
     inp, src = torch.randn(3, 20, 6).bfloat16(), torch.randn(3, 4, 6).bfloat16()
@@ -1725,3 +1725,22 @@ def test_tosa_scatter_writes_source_rows_at_the_index_along_dim_1_with_toas_shap
     assert torch.equal(ttnn.to_torch(got), torch.scatter(inp, 1, idx.unsqueeze(-1).expand(-1, -1, 6), src))
     with pytest.raises(RuntimeError, match="Index shape has a different dimension W than source shape"):
         ttnn.tosa_scatter(tt(inp), tt(idx[:, :3], ttnn.uint32), tt(src))
+
+
+def test_manual_seed_picks_its_program_factory_by_what_is_a_tensor(device):
+    # unit_tests/operations/reduce/test_manual_seed.py (4 of 8 cases; the rest need ttnn.sampling):
+    # ManualSeedDeviceOperation's four factories, and its TT_FATALs on a scalar user_ids beside a seeds table
+    def table(v):
+        return ttnn.from_torch(torch.tensor(v), dtype=ttnn.uint32, layout=ttnn.ROW_MAJOR_LAYOUT, device=device)
+
+    calls = {"ManualSeedSingleSeedToAllCoresProgramFactory": dict(seeds=42),
+             "ManualSeedSingleSeedSingleCoreProgramFactory": dict(seeds=42, user_ids=7),
+             "ManualSeedSingleSeedSetCoresProgramFactory": dict(seeds=7, user_ids=table([0, 1, 2])),
+             "ManualSeedSetSeedsSetCoresProgramFactory": dict(seeds=table([42, 1, 4]), user_ids=table([0, 1, 2]))}
+    for factory, kwargs in calls.items():
+        [program] = launched(device, lambda kw=kwargs: ttnn.manual_seed(device=device, **kw))
+        assert (program.name, program.factory) == ("ManualSeedDeviceOperation", factory)
+    with pytest.raises(RuntimeError, match="Seeds were provided as a tensor, so user_ids must not be provided as a"):
+        ttnn.manual_seed(seeds=table([42]), device=device, user_ids=7)
+    with pytest.raises(RuntimeError, match=r"User IDs scalar must be in the range \[0, 31\]"):
+        ttnn.manual_seed(3, device=device, user_ids=40)

@@ -355,3 +355,60 @@ def topk(input_tensor: Tensor, k: int = 32, dim: int = -1, largest: bool = True,
         outs[1]._free()  # a clash: neither fresh output is kept
         raise
     return outs
+
+
+# -- the cores' random seeds (tt-metal's reduction/manual_seed) ------------------------------------------------------
+
+
+@register_op("ttnn.manual_seed", no_golden="it returns nothing: it sets the cores' random number generators' seeds")
+def manual_seed(seeds=0, *, device=None, user_ids=None, sub_core_grids=None, op_name: str = OWN_NAME) -> None:
+    """Seed the random number generators of the device's cores, as ttnn.sampling draws from them: one seed for every
+    core, or for core `user_ids` (0..31), or for each core a UINT32 ROW_MAJOR `user_ids` table names (with one seed
+    each from a `seeds` table of the same shape). ManualSeedDeviceOperation's program factory by what is a tensor;
+    its TT_FATALs. device_sim's ops draw from torch, so the seeds change no values here.
+
+    >>> ttnn.manual_seed(42, device=device)
+    """
+    here = "device_sim/ops/reduction.py"
+
+    def fatal(condition: str, message: str):
+        return tt_fatal(condition, f"{op_name}: {message}", where=here)
+
+    seed_table, id_table = isinstance(seeds, Tensor), isinstance(user_ids, Tensor)
+    if seed_table:
+        for name, t in (("Seeds", seeds),) + ((("User IDs", user_ids),) if id_table else ()):
+            if t.dtype != DataType.UINT32:
+                raise fatal("dtype == UINT32", f"{name} tensor must be of type UINT32.")
+            if t.layout != Layout.ROW_MAJOR:
+                raise fatal("layout == ROW_MAJOR", f"{name} tensor must have ROW_MAJOR layout.")
+        if id_table and tuple(seeds.shape) != tuple(user_ids.shape):
+            raise fatal("seeds_shape == user_ids_shape", "Seeds tensor and User IDs tensor must have the same shape.")
+        if user_ids is not None and not id_table:
+            raise fatal("!operation_attributes.user_ids.has_value()",
+                        "Seeds were provided as a tensor, so user_ids must not be provided as a scalar.")
+        if not id_table:
+            raise fatal("user_ids tensor", "A seeds tensor needs a user_ids tensor of the same shape.")
+        device = seeds.device()
+    elif id_table:
+        if user_ids.dtype != DataType.UINT32 or user_ids.layout != Layout.ROW_MAJOR:
+            raise fatal("dtype == UINT32 && layout == ROW_MAJOR",
+                        "User IDs tensor must be of type UINT32 with ROW_MAJOR layout.")
+        device = user_ids.device()
+    elif user_ids is not None and not 0 <= int(user_ids) <= 31:
+        raise fatal("user_ids >= 0 && user_ids <= 31", "User IDs scalar must be in the range [0, 31].")
+    if device is None:
+        raise fatal("device.has_value()", "Device must be provided when seeds is a uint32_t value.")
+    chips = device.get_devices() if hasattr(device, "get_devices") else [device]  # every chip of a mesh
+    if seed_table:
+        program = reduction.manual_seed_program(chips[0], "ManualSeedSetSeedsSetCoresProgramFactory",
+                                                (user_ids.dtype, seeds.dtype, seeds.dtype), None)
+    elif id_table:
+        program = reduction.manual_seed_program(chips[0], "ManualSeedSingleSeedSetCoresProgramFactory",
+                                                (user_ids.dtype, user_ids.dtype), None)
+    elif user_ids is not None:
+        program = reduction.manual_seed_program(chips[0], "ManualSeedSingleSeedSingleCoreProgramFactory", (),
+                                                int(user_ids))
+    else:
+        program = reduction.manual_seed_program(chips[0], "ManualSeedSingleSeedToAllCoresProgramFactory", (), None)
+    for chip in chips:
+        device_work.launch(chip, program)

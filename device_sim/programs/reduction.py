@@ -89,3 +89,21 @@ def fast_reduce_nc_program(x, out_dtype: DataType, dim: int, *, fp32_dest_acc_en
                             split_work(out_tiles, *grid_of(x.device()), row_wise=True))
 
     return cached(key, build)
+
+
+def manual_seed_program(dev, factory: str, cb_tensors: tuple, user_id: int | None) -> Program:
+    """ManualSeedDeviceOperation (reduction/manual_seed/device/manual_seed_program_factory.cpp) on the whole grid, row
+    by row (num_cores_to_corerangeset, row_wise): SingleSeedToAllCores a compute kernel and no CB; SingleSeedSingleCore
+    its kernel on core `user_id` alone; SingleSeedSetCores c_0 and c_1, SetSeedsSetCores c_0..c_2, each one tile of
+    the tables' format (`cb_tensors`: the user_ids table's dtype, then the seeds')."""
+    gx, gy = grid_of(dev)
+    key = ("ManualSeedDeviceOperation", factory, cb_tensors, user_id, gx, gy)
+
+    def build():
+        cbs = tuple(CircularBuffer((i,), 1, TILE_BYTES[dtype]) for i, dtype in enumerate(cb_tensors))
+        if user_id is not None:
+            x, y = user_id % gx, user_id // gx
+            return make_program("ManualSeedDeviceOperation", factory, cbs, ((x, y, x, y),))
+        return make_program("ManualSeedDeviceOperation", factory, cbs, ((0, 0, gx - 1, gy - 1),))
+
+    return cached(key, build)
