@@ -610,6 +610,10 @@ CASES.update({"ttnn.experimental.repeat_and_interleave_eltwise_mul": lambda d: (
 CASES.update({"ttnn.tosa_scatter": lambda d: (
     (x(d, 2, 40, 33), dev(torch.randperm(40)[:9].repeat(2, 1), d, dtype=ttnn.uint32), x(d, 2, 9, 33, seed=1)), {})})
 
+# ttnn.experimental.dit_rms_norm_unary_fused (issue 31: nightly experimental/test_dit_rms_norm_unary_fused.py)
+CASES.update({"ttnn.experimental.dit_rms_norm_unary_fused": lambda d: (
+    (x(d, 2, 32, 64),), dict(epsilon=1e-5, weight=x(d, 1, 64, seed=1), activation="silu"))})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

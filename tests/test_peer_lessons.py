@@ -1744,3 +1744,19 @@ def test_manual_seed_picks_its_program_factory_by_what_is_a_tensor(device):
         ttnn.manual_seed(seeds=table([42]), device=device, user_ids=7)
     with pytest.raises(RuntimeError, match=r"User IDs scalar must be in the range \[0, 31\]"):
         ttnn.manual_seed(3, device=device, user_ids=40)
+
+
+def test_dit_rms_norm_unary_fused_is_rms_norm_with_its_activation_in_the_same_program(device):
+    # nightly experimental/test_dit_rms_norm_unary_fused.py (28 cases): prim::layer_norm (RMSNORM) with a unary
+    # activation fused, named by string, UnaryOpType or UnaryWithParam; one LayerNormDeviceOperation
+    v, w = torch.randn(1, 64, 96).bfloat16(), torch.randn(96).bfloat16()
+    t = ttnn.from_torch(v, layout=ttnn.TILE, device=device)
+    tw = ttnn.from_torch(w.unsqueeze(0), layout=ttnn.TILE, device=device)
+    outs = []
+    [program] = launched(device, lambda: outs.append(ttnn.experimental.dit_rms_norm_unary_fused(
+        t, epsilon=1e-5, weight=tw, activation=ttnn.UnaryOpType.SILU)))
+    assert program.name == "LayerNormDeviceOperation"
+    plain = ttnn.to_torch(ttnn.rms_norm(t, epsilon=1e-5, weight=tw)).float()
+    torch.testing.assert_close(ttnn.to_torch(outs[0]).float(), torch.nn.functional.silu(plain), rtol=0.02, atol=0.02)
+    assert torch.equal(ttnn.to_torch(ttnn.experimental.dit_rms_norm_unary_fused(t, epsilon=1e-5, weight=tw)),
+                       ttnn.to_torch(ttnn.rms_norm(t, epsilon=1e-5, weight=tw)))

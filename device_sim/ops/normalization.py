@@ -7,7 +7,7 @@ import enum
 import torch
 import torch.nn.functional as F
 
-from device_sim import device_work, numerics
+from device_sim import activations, device_work, numerics
 from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.program_config_checks import tt_fatal, validate_layer_norm
@@ -136,26 +136,34 @@ def _norm(name: str, golden, *, rms: bool):
                                 memory_config, residual_input_tensor.memory_config() if residual_input_tensor else None)
         ins = device_inputs(op_name, input_tensor, weight, bias, residual_input_tensor)
         device_inputs(op_name, input_tensor, recip_tensor)
-        v = lambda t: values(t, op_name) if t is not None else None  # noqa: E731
         if residual_input_tensor is not None and residual_input_tensor.shape != input_tensor.shape:
             raise ValueError(f"{op_name}: residual_input_tensor has shape {residual_input_tensor.shape}, the input "
                              f"{input_tensor.shape}; they are added element by element and must match")
-        if numerics.emulating(compute_kernel_config):
-            r = _norm_on_the_engine(name, rms, v(input_tensor), v(weight), v(bias), epsilon,
-                                    v(residual_input_tensor), compute_kernel_config)
-        else:
-            r = golden(v(input_tensor), weight=v(weight), bias=v(bias), epsilon=epsilon,
-                       residual_input_tensor=v(residual_input_tensor))
-        out = output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
-        if input_tensor.device() is not None and input_tensor.layout == Layout.TILE:
-            _launch_norm(rms, out, input_tensor, weight, bias, residual_input_tensor, program_config,
-                         compute_kernel_config)
-        return out
+        return _normalized(name, golden, rms, op_name, ins, input_tensor, epsilon, weight, bias,
+                           residual_input_tensor, memory_config, program_config, compute_kernel_config)
 
     op.__doc__ = (f"{name} over the last dim: (input + residual_input_tensor, if given), normalized, "
                   f"times weight plus bias; with a compute_kernel_config, as TT-NN's kernel computes it."
                   + _NORM_EXAMPLE.format(op=f"ttnn.{name}"))
     return register_op(f"ttnn.{name}", kind="norm", golden=golden)(op)
+
+
+def _normalized(name: str, golden, rms: bool, op_name: str, ins, input_tensor: Tensor, epsilon: float, weight, bias,
+                residual, memory_config, program_config, compute_kernel_config, activation=None) -> Tensor:
+    """A norm's output and its LayerNormDeviceOperation: TT-NN's kernel's numerics under a compute config, else the
+    golden; `activation` (f(x, approx)) applied to the result in the same program (the kernel's fused unary)."""
+    v = lambda t: values(t, op_name) if t is not None else None  # noqa: E731
+    if numerics.emulating(compute_kernel_config):
+        r = _norm_on_the_engine(name, rms, v(input_tensor), v(weight), v(bias), epsilon, v(residual),
+                                compute_kernel_config)
+    else:
+        r = golden(v(input_tensor), weight=v(weight), bias=v(bias), epsilon=epsilon, residual_input_tensor=v(residual))
+    if activation is not None:
+        r = activation(r.float(), True)  # dit_rms_norm_unary_fused.cpp: math_approx_mode on
+    out = output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
+    if input_tensor.device() is not None and input_tensor.layout == Layout.TILE:
+        _launch_norm(rms, out, input_tensor, weight, bias, residual, program_config, compute_kernel_config)
+    return out
 
 
 def _launch_norm(rms: bool, out: Tensor, x: Tensor, weight, bias, residual, program_config, config) -> None:
@@ -195,6 +203,38 @@ def _norm_on_the_engine(name: str, rms: bool, x, weight, bias, epsilon: float, r
 
 layer_norm = _norm("layer_norm", _layer_norm_golden, rms=False)
 rms_norm = _norm("rms_norm", _rms_norm_golden, rms=True)
+
+
+def _dit_rms_norm_golden(t, *_, epsilon=1e-5, weight=None, bias=None, residual_input_tensor=None, activation=None,
+                         **__):
+    y = _rms_norm_golden(t, weight=weight, bias=bias, epsilon=epsilon, residual_input_tensor=residual_input_tensor)
+    f = activations.resolve("ttnn.experimental.dit_rms_norm_unary_fused", activation)
+    return f(y.float(), True) if f is not None else y
+
+
+@register_op("ttnn.experimental.dit_rms_norm_unary_fused", kind="norm", golden=_dit_rms_norm_golden)
+def dit_rms_norm_unary_fused(input_tensor: Tensor, *, epsilon: float = 1e-5, weight: Tensor | None = None,
+                             bias: Tensor | None = None, residual_input_tensor: Tensor | None = None,
+                             memory_config: MemoryConfig | None = None, program_config=None,
+                             compute_kernel_config=None, activation=None, op_name: str = OWN_NAME) -> Tensor:
+    """rms_norm with a unary activation (a name like "silu", a ttnn.UnaryOpType or a ttnn.UnaryWithParam) applied in
+    the same LayerNormDeviceOperation (dit_rms_norm_unary_fused.cpp: prim::layer_norm, RMSNORM, with the activation),
+    in the input's layout and memory config unless one is given.
+
+    >>> x = ttnn.from_torch(torch.tensor([[1.0, -2.0, 4.0, -8.0]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.experimental.dit_rms_norm_unary_fused(x, activation="relu").to_torch()
+    tensor([[0.2168, 0.0000, 0.8672, 0.0000]], dtype=torch.bfloat16)
+    """
+    if len(input_tensor.shape) == 0:
+        raise tt_fatal("rank > 0", f"{op_name}: Input tensor must have rank > 0 and logical volume >= 0",
+                       where="device_sim/ops/normalization.py")
+    if program_config is not None:
+        validate_layer_norm(program_config, op_name, tuple(input_tensor.padded_shape), input_tensor.memory_config(),
+                            memory_config, residual_input_tensor.memory_config() if residual_input_tensor else None)
+    ins = device_inputs(op_name, input_tensor, weight, bias, residual_input_tensor)
+    return _normalized("rms_norm", _rms_norm_golden, True, op_name, ins, input_tensor, epsilon, weight, bias,
+                       residual_input_tensor, memory_config, program_config, compute_kernel_config,
+                       activations.resolve(op_name, activation))
 
 
 def _embedding_golden(input_ids, weight, *_, **__):
