@@ -614,6 +614,10 @@ CASES.update({"ttnn.tosa_scatter": lambda d: (
 CASES.update({"ttnn.experimental.dit_rms_norm_unary_fused": lambda d: (
     (x(d, 2, 32, 64),), dict(epsilon=1e-5, weight=x(d, 1, 64, seed=1), activation="silu"))})
 
+# the in-place forms binary_nanobind.cpp binds besides add_ ... logical_xor_ (issue 31: docs_examples' logaddexp2_)
+CASES.update({f"ttnn.{n}_": binary(**pos) for n in ["squared_difference", "bias_gelu", "ldexp", "logaddexp",
+                                                    "logaddexp2", "rsub"]})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

@@ -1760,3 +1760,17 @@ def test_dit_rms_norm_unary_fused_is_rms_norm_with_its_activation_in_the_same_pr
     torch.testing.assert_close(ttnn.to_torch(outs[0]).float(), torch.nn.functional.silu(plain), rtol=0.02, atol=0.02)
     assert torch.equal(ttnn.to_torch(ttnn.experimental.dit_rms_norm_unary_fused(t, epsilon=1e-5, weight=tw)),
                        ttnn.to_torch(ttnn.rms_norm(t, epsilon=1e-5, weight=tw)))
+
+
+def test_the_binary_ops_in_place_forms_bound_beside_add_write_into_the_first_input(device):
+    # docs_examples/test_pointwise_binary_examples.py calls ttnn.logaddexp2_; binary_nanobind.cpp binds ldexp_,
+    # logaddexp_, logaddexp2_, squared_difference_, rsub_ and bias_gelu_ in place as it binds add_
+    a, b = torch.tensor([[2.0, 3.0], [4.0, 5.0]]), torch.tensor([[1.0, 1.0], [2.0, 0.5]])
+    want = {"logaddexp2_": torch.logaddexp2(a, b), "logaddexp_": torch.logaddexp(a, b), "ldexp_": torch.ldexp(a, b),
+            "squared_difference_": (a - b) ** 2, "rsub_": b - a,
+            "bias_gelu_": torch.nn.functional.gelu(a + b)}
+    tb = ttnn.from_torch(b, ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    for name, expected in want.items():
+        ta = ttnn.from_torch(a, ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        assert getattr(ttnn, name)(ta, tb) is ta
+        torch.testing.assert_close(ttnn.to_torch(ta).float(), expected, rtol=0.02, atol=0.02)

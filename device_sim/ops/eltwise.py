@@ -849,13 +849,20 @@ def _remainder_golden(a, b):
 
 remainder = _binary("remainder", torch.remainder, nan16=float("-inf"), golden_fn=_remainder_golden)
 fmod = _binary("fmod", torch.fmod)
-squared_difference = _binary("squared_difference", lambda a, b: torch.square(a - b), kind="binary")
-# BinaryOpType::BIAS_GELU: gelu(a + b), as TT-NN's golden (ttnn/operations/binary.py)
-bias_gelu = _binary("bias_gelu", lambda a, b: F.gelu(a + b), kind="binary")
-# binary_composite ops, with the torch functions TT-NN's goldens use (ttnn/operations/binary.py)
-ldexp = _binary("ldexp", lambda a, b: torch.ldexp(a, torch.as_tensor(b, dtype=a.dtype)))
-logaddexp = _binary("logaddexp", lambda a, b: torch.logaddexp(a, torch.as_tensor(b, dtype=a.dtype)))
-logaddexp2 = _binary("logaddexp2", lambda a, b: torch.logaddexp2(a, torch.as_tensor(b, dtype=a.dtype)))
+# The functions of the binary ops that also have an in-place form (bind_inplace_operation in binary_nanobind.cpp)
+_BINARY_FNS = {
+    "squared_difference": lambda a, b: torch.square(a - b),
+    "bias_gelu": lambda a, b: F.gelu(a + b),  # BinaryOpType::BIAS_GELU, as TT-NN's golden (ttnn/operations/binary.py)
+    # binary_composite ops, with the torch functions TT-NN's goldens use (ttnn/operations/binary.py)
+    "ldexp": lambda a, b: torch.ldexp(a, torch.as_tensor(b, dtype=a.dtype)),
+    "logaddexp": lambda a, b: torch.logaddexp(a, torch.as_tensor(b, dtype=a.dtype)),
+    "logaddexp2": lambda a, b: torch.logaddexp2(a, torch.as_tensor(b, dtype=a.dtype)),
+}
+squared_difference = _binary("squared_difference", _BINARY_FNS["squared_difference"], kind="binary")
+bias_gelu = _binary("bias_gelu", _BINARY_FNS["bias_gelu"], kind="binary")
+ldexp = _binary("ldexp", _BINARY_FNS["ldexp"])
+logaddexp = _binary("logaddexp", _BINARY_FNS["logaddexp"])
+logaddexp2 = _binary("logaddexp2", _BINARY_FNS["logaddexp2"])
 hypot = _binary("hypot", lambda a, b: torch.hypot(a, torch.as_tensor(b, dtype=a.dtype)))
 xlogy = _binary("xlogy", torch.xlogy)
 floor_div = _binary("floor_div", lambda a, b: torch.floor_divide(a, torch.as_tensor(b, dtype=a.dtype)))
@@ -1189,6 +1196,10 @@ eq_, ne_, gt_, ge_, lt_, le_ = (_inplace(f"{n}_", _float_cmp(getattr(torch, n)),
                                 for n in ("eq", "ne", "gt", "ge", "lt", "le"))
 logical_and_, logical_or_, logical_xor_ = (_inplace(f"{n}_", _float_cmp(getattr(torch, n)), kind="binary")
                                            for n in ("logical_and", "logical_or", "logical_xor"))
+squared_difference_, bias_gelu_ = (_inplace(f"{n}_", _BINARY_FNS[n], kind="binary")
+                                   for n in ("squared_difference", "bias_gelu"))
+ldexp_, logaddexp_, logaddexp2_ = (_inplace(f"{n}_", _BINARY_FNS[n]) for n in ("ldexp", "logaddexp", "logaddexp2"))
+rsub_ = _inplace("rsub_", lambda a, b: torch.sub(b, a), kind="binary")
 
 
 def _plus_one(x, *_, skip_negative_entries=False, **__):
