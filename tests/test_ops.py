@@ -618,6 +618,10 @@ CASES.update({"ttnn.experimental.dit_rms_norm_unary_fused": lambda d: (
 CASES.update({f"ttnn.{n}_": binary(**pos) for n in ["squared_difference", "bias_gelu", "ldexp", "logaddexp",
                                                     "logaddexp2", "rsub"]})
 
+# ttnn.mse_loss / l1_loss (issue 31: docs_examples/test_losses_examples.py): loss.cpp's subtract with a fused unary
+CASES.update({f"ttnn.{n}": lambda d: ((x(d), x(d, seed=3)), dict(reduction=ttnn.LossReductionMode.MEAN))
+              for n in ["mse_loss", "l1_loss"]})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

@@ -1774,3 +1774,15 @@ def test_the_binary_ops_in_place_forms_bound_beside_add_write_into_the_first_inp
         ta = ttnn.from_torch(a, ttnn.bfloat16, layout=ttnn.TILE, device=device)
         assert getattr(ttnn, name)(ta, tb) is ta
         torch.testing.assert_close(ttnn.to_torch(ta).float(), expected, rtol=0.02, atol=0.02)
+
+
+def test_mse_and_l1_loss_are_a_fused_subtract_then_the_reduction_mode(device):
+    # docs_examples/test_losses_examples.py: loss.cpp subtracts with SQUARE or ABS fused, then ttnn.mean / ttnn.sum
+    # over every element by ttnn.LossReductionMode (NONE keeps the per-element loss)
+    a, b = torch.tensor([[1.0, 2.0, -3.0]]), torch.tensor([[3.0, 1.0, 1.0]])
+    ta, tb = (ttnn.from_torch(v, ttnn.bfloat16, layout=ttnn.TILE, device=device) for v in (a, b))
+    assert ttnn.to_torch(ttnn.mse_loss(ta, tb)).float().tolist() == [[4.0, 1.0, 16.0]]
+    assert ttnn.to_torch(ttnn.l1_loss(ta, tb, reduction=ttnn.LossReductionMode.SUM)).item() == 7.0
+    assert ttnn.to_torch(ttnn.mse_loss(ta, tb, reduction=ttnn.LossReductionMode.MEAN)).item() == 7.0
+    with pytest.raises(TypeError, match="reduction must be a ttnn.LossReductionMode"):
+        ttnn.l1_loss(ta, tb, reduction="mean")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import enum
+
 import torch
 
 from device_sim import device_work, dtypes, numerics
 from device_sim.compute_config import MathFidelity, resolve
+from device_sim.ops import eltwise
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.data_movement import index_dtype
 from device_sim.program_config_checks import tt_fatal
+from device_sim.program_configs import UnaryOpType, UnaryWithParam
 from device_sim.programs import accumulation, indexing, reduction, reduction_nd
 from device_sim.programs import prod as prod_programs
 from device_sim.programs import topk as topk_programs
@@ -412,3 +416,58 @@ def manual_seed(seeds=0, *, device=None, user_ids=None, sub_core_grids=None, op_
         program = reduction.manual_seed_program(chips[0], "ManualSeedSingleSeedToAllCoresProgramFactory", (), None)
     for chip in chips:
         device_work.launch(chip, program)
+
+
+# -- losses (tt-metal's operations/loss: loss.cpp) ---------------------------------------------------------------------
+
+
+class LossReductionMode(enum.Enum):
+    """loss_types.hpp's LossReductionMode: the loss per element (NONE), or its MEAN or SUM over every element."""
+
+    NONE = 0
+    MEAN = 1
+    SUM = 2
+
+
+def _loss_golden(square: bool):
+    def golden(input_reference, input_prediction, *_, reduction=LossReductionMode.NONE, **__):
+        d = input_reference.float() - input_prediction.float()
+        y = d * d if square else d.abs()
+        return {LossReductionMode.SUM: y.sum, LossReductionMode.MEAN: y.mean}.get(reduction, lambda: y)()
+
+    return golden
+
+
+def _loss(name: str, square: bool):
+    activation = UnaryOpType.SQUARE if square else UnaryOpType.ABS
+
+    def op(input_reference: Tensor, input_prediction: Tensor, *, reduction=LossReductionMode.NONE,
+           memory_config: MemoryConfig | None = None, output_tensor: Tensor | None = None,
+           op_name: str = OWN_NAME) -> Tensor:
+        if not isinstance(reduction, LossReductionMode):
+            raise TypeError(f"{op_name}(): reduction must be a ttnn.LossReductionMode, got {reduction!r}")
+        # loss.cpp's composite: subtract with the loss's unary fused, then sum or mean over every element
+        result = eltwise.subtract(input_reference, input_prediction, memory_config=memory_config,
+                                  output_tensor=output_tensor, activations=[UnaryWithParam(activation)])
+        cfg = memory_config if memory_config is not None else input_reference.memory_config()
+        if reduction == LossReductionMode.SUM:
+            return sum(result, memory_config=cfg)
+        if reduction == LossReductionMode.MEAN:
+            return mean(result, memory_config=cfg)
+        return result
+
+    what = "squared" if square else "absolute"
+    op.__doc__ = f"""The {what} difference of the two tensors per element, or its mean or sum (reduction=
+    ttnn.LossReductionMode.MEAN / SUM): loss.cpp's subtract with {activation.name} fused, then ttnn.mean or
+    ttnn.sum over every element.
+
+    >>> a = ttnn.from_torch(torch.tensor([[1.0, 2.0]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.tensor([[3.0, 1.0]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.{name}(a, b).to_torch()
+    tensor([[{"4., 1." if square else "2., 1."}]], dtype=torch.bfloat16)
+    """
+    return register_op(f"ttnn.{name}", golden=_loss_golden(square))(op)
+
+
+mse_loss = _loss("mse_loss", square=True)
+l1_loss = _loss("l1_loss", square=False)
