@@ -622,6 +622,10 @@ CASES.update({f"ttnn.{n}_": binary(**pos) for n in ["squared_difference", "bias_
 CASES.update({f"ttnn.{n}": lambda d: ((x(d), x(d, seed=3)), dict(reduction=ttnn.LossReductionMode.MEAN))
               for n in ["mse_loss", "l1_loss"]})
 
+# ttnn.outer (issue 31: docs_examples' test_outer): binary_composite_op.cpp's reshape, tilize and matmul
+CASES.update({"ttnn.outer": lambda d: (
+    (x(d, 1, 1, 40, 1), dev(rnd(1, 1, 1, 24, seed=3), d, layout=ttnn.ROW_MAJOR)), {})})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

@@ -1786,3 +1786,17 @@ def test_mse_and_l1_loss_are_a_fused_subtract_then_the_reduction_mode(device):
     assert ttnn.to_torch(ttnn.mse_loss(ta, tb, reduction=ttnn.LossReductionMode.MEAN)).item() == 7.0
     with pytest.raises(TypeError, match="reduction must be a ttnn.LossReductionMode"):
         ttnn.l1_loss(ta, tb, reduction="mean")
+
+
+def test_outer_reshapes_both_sides_to_a_column_and_a_row_then_multiplies(device):
+    # docs_examples/test_pointwise_binary_examples.py's test_outer: binary_composite_op.cpp reshapes a 4-D tensor with
+    # one dim above 1 to [1, 1, M, 1] and the other to [1, 1, 1, N], tilizes them and runs ttnn.matmul
+    a, b = torch.arange(1.0, 4.0).reshape(1, 3, 1, 1), torch.arange(1.0, 6.0).reshape(5, 1, 1, 1)
+    ta = ttnn.from_torch(a, ttnn.bfloat16, layout=ttnn.ROW_MAJOR_LAYOUT, device=device)
+    tb = ttnn.from_torch(b, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    outs = []
+    programs = launched(device, lambda: outs.append(ttnn.outer(ta, tb)))
+    assert "MatmulDeviceOperation" in [p.name for p in programs]
+    assert torch.equal(ttnn.to_torch(outs[0]).float(), torch.outer(a.flatten(), b.flatten()).reshape(1, 1, 3, 5))
+    with pytest.raises(RuntimeError, match="3 dimensions are required to be 1"):
+        ttnn.outer(ttnn.from_torch(torch.ones(1, 2, 2, 1), layout=ttnn.TILE_LAYOUT, device=device), tb)

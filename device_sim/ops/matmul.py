@@ -22,6 +22,7 @@ import torch
 
 from device_sim import activations, device_work, matmul_kernel, numerics
 from device_sim.compute_config import MathFidelity, Numerics, resolve
+from device_sim.ops import core
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.eltwise import add_, mul, mul_
 from device_sim.program_config_checks import tt_fatal, validate_matmul, validate_matmul_sharding
@@ -30,7 +31,7 @@ from device_sim.programs import matmul as matmul_programs
 from device_sim.registry import OWN_NAME, pending_output_target, register_op
 from device_sim.sharding import num_cores_to_corerangeset
 from device_sim.tensor import Tensor
-from device_sim.types import DRAM_MEMORY_CONFIG, DataType, MemoryConfig, ShardOrientation, ShardSpec
+from device_sim.types import DRAM_MEMORY_CONFIG, DataType, Layout, MemoryConfig, ShardOrientation, ShardSpec
 
 _F32, _BF16 = DataType.FLOAT32, DataType.BFLOAT16
 # Operands of 256 KiB to 16 MiB as float32 are widened into a buffer kept per thread and operand (_float32):
@@ -338,3 +339,35 @@ def addmm(input_tensor: Tensor, mat1_tensor: Tensor, mat2_tensor: Tensor, *, alp
     if beta != 0.0:
         add_(out, mul(input_tensor, float(beta)) if beta != 1.0 else input_tensor)
     return out
+
+
+# -- the outer product (tt-metal's binary_composite_op.cpp: outer) -----------------------------------------------------
+
+
+def _outer_golden(input_a, input_b, *_, **__):
+    return torch.outer(input_a.reshape(-1).float(), input_b.reshape(-1).float()).reshape(1, 1, input_a.numel(), -1)
+
+
+@register_op("ttnn.outer", kind="matmul", golden=_outer_golden)
+def outer(input_a: Tensor, input_b: Tensor, *, memory_config: MemoryConfig | None = None,
+          op_name: str = OWN_NAME) -> Tensor:
+    """The outer product of two 4-D tensors with at most one dim above 1 each: a [1, 1, M, N] tensor. TT-NN's
+    composite (binary_composite_op.cpp): a reshaped to [1, 1, M, 1] and b to [1, 1, 1, N] unless already so, both
+    tilized, then ttnn.matmul (memory_config is taken and, as in TT-NN, not used).
+
+    >>> a = ttnn.from_torch(torch.tensor([[[[1.0], [2.0]]]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.tensor([[[[3.0, 4.0, 5.0]]]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.outer(a, b).to_torch()[0, 0]
+    tensor([[ 3.,  4.,  5.],
+            [ 6.,  8., 10.]], dtype=torch.bfloat16)
+    """
+    sa, sb = list(input_a.shape), list(input_b.shape)
+    for s in (sa, sb):
+        if len(s) != 4 or s.count(1) < 3:
+            raise tt_fatal("num_ones(shape) >= 3", f"{op_name}: 3 dimensions are required to be 1 for use with outer "
+                           f"product (got shapes {sa} and {sb})", where="device_sim/ops/matmul.py")
+    a = input_a if sa[:2] == [1, 1] and sa[3] == 1 else core.reshape(input_a, [1, 1, math.prod(sa), 1])
+    b = input_b if sb[:3] == [1, 1, 1] else core.reshape(input_b, [1, 1, 1, math.prod(sb)])
+    a = core.to_layout(a, Layout.TILE) if a.layout != Layout.TILE else a
+    b = core.to_layout(b, Layout.TILE) if b.layout != Layout.TILE else b
+    return matmul(a, b)
