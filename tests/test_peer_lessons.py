@@ -1800,3 +1800,14 @@ def test_outer_reshapes_both_sides_to_a_column_and_a_row_then_multiplies(device)
     assert torch.equal(ttnn.to_torch(outs[0]).float(), torch.outer(a.flatten(), b.flatten()).reshape(1, 1, 3, 5))
     with pytest.raises(RuntimeError, match="3 dimensions are required to be 1"):
         ttnn.outer(ttnn.from_torch(torch.ones(1, 2, 2, 1), layout=ttnn.TILE_LAYOUT, device=device), tb)
+
+
+def test_prod_takes_its_output_tensor_overload_by_keyword_too(device):
+    # docs_examples/test_reduction_examples.py: prod(input_tensor=..., output_tensor=..., dims=[0, 1]), the NC
+    # overload named by keyword (prod_nanobind.cpp), writes the products into output_tensor
+    x = torch.rand(2, 3, 4, 5) + 0.5
+    t = ttnn.from_torch(x, ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    out = ttnn.from_torch(torch.zeros(1, 1, 4, 5), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert ttnn.prod(input_tensor=t, output_tensor=out, dims=[0, 1]) is out
+    want = ttnn.to_torch(t).float().prod(0, keepdim=True).prod(1, keepdim=True)
+    torch.testing.assert_close(ttnn.to_torch(out).float(), want, rtol=0.05, atol=0.01)

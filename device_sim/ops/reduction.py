@@ -58,10 +58,11 @@ def _reduction(name: str, fn, programs, *, result_dtype: DataType | None = None,
     def op(input_tensor: Tensor, dim=None, keepdim: bool = False, *, correction: bool = True, scalar: float = 1.0,
            memory_config: MemoryConfig | None = None, compute_kernel_config=None, op_name: str = OWN_NAME,
            **tt_nn_only) -> Tensor:
-        if isinstance(dim, Tensor) and name == "prod":
+        if name == "prod" and (isinstance(dim, Tensor) or "output_tensor" in tt_nn_only):
             # prod's other overload, prod(input, output_tensor, *, dims): over dims (N or C), written into
-            # output_tensor (prod_nanobind.cpp; tt-metal's test_prod_nc.py)
-            return _prod_nc(op_name, input_tensor, dim, tt_nn_only.pop("dims", None), tt_nn_only)
+            # output_tensor, given by position or keyword (prod_nanobind.cpp; test_prod_nc.py, the docs examples)
+            target = dim if isinstance(dim, Tensor) else tt_nn_only.pop("output_tensor")
+            return _prod_nc(op_name, input_tensor, target, tt_nn_only.pop("dims", None), tt_nn_only)
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
         ins = device_inputs(op_name, input_tensor)
