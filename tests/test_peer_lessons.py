@@ -1811,3 +1811,12 @@ def test_prod_takes_its_output_tensor_overload_by_keyword_too(device):
     assert ttnn.prod(input_tensor=t, output_tensor=out, dims=[0, 1]) is out
     want = ttnn.to_torch(t).float().prod(0, keepdim=True).prod(1, keepdim=True)
     torch.testing.assert_close(ttnn.to_torch(out).float(), want, rtol=0.05, atol=0.01)
+
+
+def test_manual_seed_runs_on_the_sub_core_grids_given(device):
+    # manual_seed_program_factory.cpp's compute_core_grid: sub_core_grids replaces the whole grid, and a scalar
+    # user_ids picks that grid's user_ids-th core, row by row
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(1, 1), ttnn.CoreCoord(2, 2))])
+    [everywhere] = launched(device, lambda: ttnn.manual_seed(5, device=device, sub_core_grids=grid))
+    [one] = launched(device, lambda: ttnn.manual_seed(5, device=device, user_ids=3, sub_core_grids=grid))
+    assert (everywhere.ranges, one.ranges) == (((1, 1, 2, 2),), ((2, 2, 2, 2),))

@@ -404,17 +404,17 @@ def manual_seed(seeds=0, *, device=None, user_ids=None, sub_core_grids=None, op_
     if device is None:
         raise fatal("device.has_value()", "Device must be provided when seeds is a uint32_t value.")
     chips = device.get_devices() if hasattr(device, "get_devices") else [device]  # every chip of a mesh
+    ranges = tuple((r.start.x, r.start.y, r.end.x, r.end.y) for r in sub_core_grids.ranges()) if sub_core_grids else ()
     if seed_table:
-        program = reduction.manual_seed_program(chips[0], "ManualSeedSetSeedsSetCoresProgramFactory",
-                                                (user_ids.dtype, seeds.dtype, seeds.dtype), None)
+        factory, cb_tensors, core = ("ManualSeedSetSeedsSetCoresProgramFactory",
+                                     (user_ids.dtype, seeds.dtype, seeds.dtype), None)
     elif id_table:
-        program = reduction.manual_seed_program(chips[0], "ManualSeedSingleSeedSetCoresProgramFactory",
-                                                (user_ids.dtype, user_ids.dtype), None)
+        factory, cb_tensors, core = "ManualSeedSingleSeedSetCoresProgramFactory", (user_ids.dtype, user_ids.dtype), None
     elif user_ids is not None:
-        program = reduction.manual_seed_program(chips[0], "ManualSeedSingleSeedSingleCoreProgramFactory", (),
-                                                int(user_ids))
+        factory, cb_tensors, core = "ManualSeedSingleSeedSingleCoreProgramFactory", (), int(user_ids)
     else:
-        program = reduction.manual_seed_program(chips[0], "ManualSeedSingleSeedToAllCoresProgramFactory", (), None)
+        factory, cb_tensors, core = "ManualSeedSingleSeedToAllCoresProgramFactory", (), None
+    program = reduction.manual_seed_program(chips[0], factory, cb_tensors, core, ranges)
     for chip in chips:
         device_work.launch(chip, program)
 

@@ -91,19 +91,22 @@ def fast_reduce_nc_program(x, out_dtype: DataType, dim: int, *, fp32_dest_acc_en
     return cached(key, build)
 
 
-def manual_seed_program(dev, factory: str, cb_tensors: tuple, user_id: int | None) -> Program:
+def manual_seed_program(dev, factory: str, cb_tensors: tuple, user_id: int | None, ranges: tuple = ()) -> Program:
     """ManualSeedDeviceOperation (reduction/manual_seed/device/manual_seed_program_factory.cpp) on the whole grid, row
-    by row (num_cores_to_corerangeset, row_wise): SingleSeedToAllCores a compute kernel and no CB; SingleSeedSingleCore
-    its kernel on core `user_id` alone; SingleSeedSetCores c_0 and c_1, SetSeedsSetCores c_0..c_2, each one tile of
-    the tables' format (`cb_tensors`: the user_ids table's dtype, then the seeds')."""
+    by row (num_cores_to_corerangeset, row_wise), or on `ranges` ((x0, y0, x1, y1): sub_core_grids):
+    SingleSeedToAllCores a compute kernel and no CB; SingleSeedSingleCore its kernel on core `user_id` alone;
+    SingleSeedSetCores c_0 and c_1, SetSeedsSetCores c_0..c_2, each one tile of the tables' format (`cb_tensors`: the
+    user_ids table's dtype, then the seeds')."""
     gx, gy = grid_of(dev)
-    key = ("ManualSeedDeviceOperation", factory, cb_tensors, user_id, gx, gy)
+    key = ("ManualSeedDeviceOperation", factory, cb_tensors, user_id, ranges, gx, gy)
 
     def build():
         cbs = tuple(CircularBuffer((i,), 1, TILE_BYTES[dtype]) for i, dtype in enumerate(cb_tensors))
-        if user_id is not None:
-            x, y = user_id % gx, user_id // gx
+        grid = ranges or ((0, 0, gx - 1, gy - 1),)
+        if user_id is not None:  # the user_id-th core of the grid, row by row (corerange_to_cores, row_wise)
+            cores = [(x, y) for x0, y0, x1, y1 in grid for y in range(y0, y1 + 1) for x in range(x0, x1 + 1)]
+            x, y = cores[user_id]
             return make_program("ManualSeedDeviceOperation", factory, cbs, ((x, y, x, y),))
-        return make_program("ManualSeedDeviceOperation", factory, cbs, ((0, 0, gx - 1, gy - 1),))
+        return make_program("ManualSeedDeviceOperation", factory, cbs, grid)
 
     return cached(key, build)
