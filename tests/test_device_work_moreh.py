@@ -70,9 +70,21 @@ def test_an_infinity_norm_runs_moreh_norms_own_factory_per_dim_the_last_dim_firs
                                                              ("MorehSumOperation", "MorehSumHFactory")]
 
 
-def test_norms_tt_nn_runs_other_factories_for_launch_nothing_modelled(device):
+def test_a_finite_norm_over_outer_or_several_dims_sums_with_moreh_sums_factories_between_the_abs_pows(device):
     x = tt(device, 2, 32, 64)
-    assert heard(device, lambda: ttnn.moreh_norm(x, 2.0, dim=0)) == []  # moreh_sum's NC factory
+    names = lambda programs: [(p.name, p.factory) for p in programs]  # noqa: E731
+    pow_, sum_ = ("MorehAbsPowOperation", "MorehAbsPowFactory"), "MorehSumOperation"
+    # over the outer dim: |x|^p, moreh_sum's NC factory, then ^(1/p)
+    assert names(heard(device, lambda: ttnn.moreh_norm(x, 2.0, dim=0))) == [
+        pow_, (sum_, "MorehSumNCFactory"), pow_]
+    # over both tile dims: one sum a dim, W then H
+    assert names(heard(device, lambda: ttnn.moreh_norm(x, 2.0, dim=[1, 2]))) == [
+        pow_, (sum_, "MorehSumWFactory"), (sum_, "MorehSumHFactory"), pow_]
+    # every dim: W, H, then NC
+    assert names(heard(device, lambda: ttnn.moreh_norm(x, 2.0))) == [
+        pow_, (sum_, "MorehSumWFactory"), (sum_, "MorehSumHFactory"), (sum_, "MorehSumNCFactory"), pow_]
+
+
+def test_an_infinity_norm_over_an_outer_dim_runs_a_factory_launching_nothing_modelled(device):
+    x = tt(device, 2, 32, 64)
     assert heard(device, lambda: ttnn.moreh_norm(x, math.inf, dim=0)) == []  # moreh_norm's NC factory
-    assert heard(device, lambda: ttnn.moreh_norm(x, 2.0, dim=[1, 2])) == []  # moreh_sum over a list of dims
-    assert heard(device, lambda: ttnn.moreh_norm(x, 2.0)) == []  # every dim
