@@ -372,7 +372,7 @@ def ops(report, name, sort, limit, top_level, as_json):
     Nested ops are indented under the op that called them. A --name that matches no op is refused,
     naming the closest op names of the report.
 
-    Example: ttreport ops generated/ttreport/reports/demo --name matmul --sort duration --limit 10
+    Example: ttreport ops generated/ttreport/reports/demo --name matmul --sort device --limit 10
     """
     with _open(report) as r:
         total = r.count_operations(name)
@@ -918,7 +918,7 @@ def _demo(demo_module, root: Path | None) -> None:
     refused = summary.errors[0].operation_id if summary.errors else 1
     cli = demo_module.cli_name()
     click.echo(f"\nreport: {path}")
-    click.echo(f"next:   {cli} ops {path} --sort duration --limit 10   # the slowest ops")
+    click.echo(f"next:   {cli} ops {path} --sort device --limit 10   # the slowest ops on the device (estimated)")
     click.echo(f"        {cli} op {path} {refused}   # everything about the op strict mode refused")
     click.echo("        docs/queries.md   # more questions answered in SQL, for `ttreport query`")
     click.echo(f"        {cli} whatif {path} --tensor {norm_out} --memory L1   # the first layer norm's output in L1: "
