@@ -626,6 +626,10 @@ CASES.update({f"ttnn.{n}": lambda d: ((x(d), x(d, seed=3)), dict(reduction=ttnn.
 CASES.update({"ttnn.outer": lambda d: (
     (x(d, 1, 1, 40, 1), dev(rnd(1, 1, 1, 24, seed=3), d, layout=ttnn.ROW_MAJOR)), {})})
 
+# ttnn.fill_rm / fill_ones_rm (issue 31: docs_examples' data movement): a ROW_MAJOR [N, C, H, W] with a filled corner
+CASES.update({"ttnn.fill_rm": lambda d: ((2, 3, 40, 48, 33, 31, x(d), 1.5, -0.5), {}),
+              "ttnn.fill_ones_rm": lambda d: ((2, 3, 40, 48, 33, 31, x(d)), {})})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

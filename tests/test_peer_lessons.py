@@ -1820,3 +1820,17 @@ def test_manual_seed_runs_on_the_sub_core_grids_given(device):
     [everywhere] = launched(device, lambda: ttnn.manual_seed(5, device=device, sub_core_grids=grid))
     [one] = launched(device, lambda: ttnn.manual_seed(5, device=device, user_ids=3, sub_core_grids=grid))
     assert (everywhere.ranges, one.ranges) == (((1, 1, 2, 2),), ((2, 2, 2, 2),))
+
+
+def test_fill_rm_makes_a_row_major_tensor_with_val_hi_in_its_top_left_corner(device):
+    # docs_examples/test_data_movement_examples.py: fill_rm(N, C, H, W, hOnes, wOnes, any, val_hi, val_lo) and
+    # fill_ones_rm, FillRMDeviceOperation on core (0, 0), on any's device in its dtype; the fill must fit
+    t = ttnn.from_torch(torch.zeros(2, 3, 64, 96), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    outs = []
+    [program] = launched(device, lambda: outs.append(ttnn.fill_ones_rm(2, 3, 64, 96, 33, 31, t)))
+    assert (program.name, program.ranges) == ("FillRMDeviceOperation", ((0, 0, 0, 0),))
+    want = torch.zeros(2, 3, 64, 96)
+    want[:, :, :33, :31] = 1
+    assert outs[0].layout == ttnn.ROW_MAJOR_LAYOUT and torch.equal(ttnn.to_torch(outs[0]).float(), want)
+    with pytest.raises(RuntimeError, match="Fill dimensions must be <= tensor dimensions"):
+        ttnn.fill_rm(1, 1, 8, 8, 9, 1, t, 1.0, 0.0)

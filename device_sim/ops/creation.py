@@ -205,6 +205,67 @@ def bernoulli(input: Tensor, seed: int = 0, *, dtype: DataType | None = None,  #
     return out
 
 
+def _fill_rm_golden(N, C, H, W, hOnes, wOnes, any, val_hi=1.0, val_lo=0.0, *_, **__):  # noqa: N803, A002
+    out = torch.full((N, C, H, W), float(val_lo))
+    out[:, :, :hOnes, :wOnes] = float(val_hi)
+    return out
+
+
+@register_op("ttnn.fill_rm", golden=_fill_rm_golden)
+def fill_rm(N: int, C: int, H: int, W: int, hOnes: int, wOnes: int, any: Tensor, val_hi: float,  # noqa: N803, A002
+            val_lo: float, *, memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME) -> Tensor:
+    """A new ROW_MAJOR [N, C, H, W] tensor of val_lo with val_hi in each [:hOnes, :wOnes] corner, on `any`'s device
+    in its dtype (bfloat16) and memory config unless one is given: FillRMDeviceOperation on core (0, 0), with its
+    TT_FATALs (positive dims, the fill inside the tensor, bfloat16, interleaved, W < 16384).
+
+    >>> t = ttnn.from_torch(torch.zeros(1, 1, 32, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.fill_rm(1, 1, 2, 3, 1, 2, t, 5.0, 0.5).to_torch()[0, 0]
+    tensor([[5.0000, 5.0000, 0.5000],
+            [0.5000, 0.5000, 0.5000]], dtype=torch.bfloat16)
+    """
+    return _fill_rm(op_name, N, C, H, W, hOnes, wOnes, any, val_hi, val_lo, memory_config)
+
+
+def _fill_rm(op_name: str, N, C, H, W, hOnes, wOnes, any: Tensor, val_hi, val_lo, memory_config) -> Tensor:  # noqa: N803, A002
+    """prim::fill_rm, which fill_rm and fill_ones_rm call (fill_rm.cpp)."""
+    cfg = memory_config if memory_config is not None else any.memory_config()
+    for ok, condition, message in (
+            (min(N, C, H, W) > 0, "N > 0 && C > 0 && H > 0 && W > 0",
+             f"All dimensions must be positive: N={N}, C={C}, H={H}, W={W}"),
+            (hOnes <= H and wOnes <= W, "hFill <= H && wFill <= W",
+             f"Fill dimensions must be <= tensor dimensions: hFill={hOnes} <= H={H}, wFill={wOnes} <= W={W}"),
+            (any.dtype == DataType.BFLOAT16, "dtype == BFLOAT16",
+             f"Input tensor dtype must be BFLOAT16 but got {any.dtype.name}"),
+            (not any.memory_config().is_sharded() and not cfg.is_sharded(), "INTERLEAVED",
+             "FillRM does not currently support sharding"),
+            (W < 1024 * 16, "W < 1024 * num_cb_tiles", f"Width (W) must be less than 16384 for kernel "
+                                                       f"simplification. Got W={W}, num_cb_tiles=16")):
+        if not ok:
+            raise tt_fatal(condition, f"{op_name}: {message}", where="device_sim/ops/creation.py")
+    ins = device_inputs(op_name, any)
+    out = output(_fill_rm_golden(N, C, H, W, hOnes, wOnes, None, val_hi, val_lo), any, ins, op_name=op_name,
+                 layout=Layout.ROW_MAJOR, memory_config=cfg)
+    device_work.launch_after(out, True, any, creation_programs.fill_rm_program(out))
+    return out
+
+
+def _fill_ones_rm_golden(N, C, H, W, hOnes, wOnes, any, *_, **__):  # noqa: N803, A002
+    return _fill_rm_golden(N, C, H, W, hOnes, wOnes, any)
+
+
+@register_op("ttnn.fill_ones_rm", golden=_fill_ones_rm_golden)
+def fill_ones_rm(N: int, C: int, H: int, W: int, hOnes: int, wOnes: int, any: Tensor, *,  # noqa: N803, A002
+                 memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME) -> Tensor:
+    """fill_rm with val_hi 1 and val_lo 0 (fill_rm.cpp's fill_ones_rm).
+
+    >>> t = ttnn.from_torch(torch.zeros(1, 1, 32, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.fill_ones_rm(1, 1, 2, 2, 1, 1, t).to_torch()[0, 0]
+    tensor([[1., 0.],
+            [0., 0.]], dtype=torch.bfloat16)
+    """
+    return _fill_rm(op_name, N, C, H, W, hOnes, wOnes, any, 1.0, 0.0, memory_config)
+
+
 @register_op("ttnn.uniform", no_golden="no golden can draw the same random numbers")
 def uniform(input: Tensor, from_: float = 0.0, to: float = 1.0, seed: int = 0, *,  # noqa: A002 (TT-NN's name)
             memory_config: MemoryConfig | None = None, compute_kernel_config=None, op_name: str = OWN_NAME,

@@ -69,6 +69,16 @@ def bernoulli_program(x, out) -> Program:
         split_work(dtypes.num_pages(Layout.TILE, tuple(out.padded_shape)), *grid_of(dev))))
 
 
+def fill_rm_program(out) -> Program:
+    """FillRMDeviceOperation (data_movement/fill_rm/device/fill_rm_program_factory.cpp) on core (0, 0): c_0 (the
+    row of val_hi then val_lo) and c_1 (the row of val_lo), 16 tiles each of the output's format."""
+    key = ("FillRMDeviceOperation", out.dtype)
+    return cached(key, lambda: make_program(
+        "FillRMDeviceOperation", "FillRMProgramFactory",
+        (CircularBuffer((0,), 16, TILE_BYTES[out.dtype]), CircularBuffer((1,), 16, TILE_BYTES[out.dtype])),
+        ((0, 0, 0, 0),)))
+
+
 def uniform_program(t) -> Program | None:
     """The UniformDeviceOperation that fills `t` in place (uniform/device/uniform_program_factory.cpp): c_24 of two
     float32 tiles (the draws) and c_0 of one tile in t's format, split_work_to_cores over the tiles."""
