@@ -630,6 +630,11 @@ CASES.update({"ttnn.outer": lambda d: (
 CASES.update({"ttnn.fill_rm": lambda d: ((2, 3, 40, 48, 33, 31, x(d), 1.5, -0.5), {}),
               "ttnn.fill_ones_rm": lambda d: ((2, 3, 40, 48, 33, 31, x(d)), {})})
 
+# ttnn.indexed_fill (issue 31: docs_examples' data movement): b's batches written over a's at batch_id
+CASES.update({"ttnn.indexed_fill": lambda d: (
+    (dev(torch.tensor([[[[5, 0, 2]]]]), d, dtype=ttnn.uint32, layout=ttnn.ROW_MAJOR),
+     dev(rnd(8, 1, 2, 40), d, layout=ttnn.ROW_MAJOR), dev(rnd(3, 1, 2, 40, seed=1), d, layout=ttnn.ROW_MAJOR)), {})})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

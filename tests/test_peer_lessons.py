@@ -1834,3 +1834,22 @@ def test_fill_rm_makes_a_row_major_tensor_with_val_hi_in_its_top_left_corner(dev
     assert outs[0].layout == ttnn.ROW_MAJOR_LAYOUT and torch.equal(ttnn.to_torch(outs[0]).float(), want)
     with pytest.raises(RuntimeError, match="Fill dimensions must be <= tensor dimensions"):
         ttnn.fill_rm(1, 1, 8, 8, 9, 1, t, 1.0, 0.0)
+
+
+def test_indexed_fill_writes_b_batches_over_a_at_the_batch_ids(device):
+    # docs_examples/test_data_movement_examples.py: indexed_fill(batch_id, a, b), IndexedFillDeviceOperation; a
+    # repeated id takes the last of b's batches given it (the reader keeps the last match)
+    a, b = torch.zeros(6, 1, 1, 4), torch.arange(12.0).reshape(3, 1, 1, 4)
+    ids = torch.tensor([[[[4, 1, 4]]]], dtype=torch.int32)
+
+    def rm(v, dtype=ttnn.bfloat16):
+        return ttnn.from_torch(v, dtype, layout=ttnn.ROW_MAJOR_LAYOUT, device=device)
+
+    outs = []
+    [program] = launched(device, lambda: outs.append(ttnn.indexed_fill(rm(ids, ttnn.uint32), rm(a), rm(b))))
+    assert program.name == "IndexedFillDeviceOperation"
+    want = a.clone()
+    want[1], want[4] = b[1], b[2]
+    assert torch.equal(ttnn.to_torch(outs[0]).float(), want)
+    with pytest.raises(RuntimeError, match="Second input and batch ids must be same outer dim"):
+        ttnn.indexed_fill(rm(ids[..., :2], ttnn.uint32), rm(a), rm(b))

@@ -873,6 +873,48 @@ def tosa_scatter(input: Tensor, index: Tensor, src: Tensor, *, memory_config: Me
     return scatter(input, 1, wide, src, memory_config=memory_config or input.memory_config())
 
 
+def _indexed_fill_golden(batch_id, input_tensor_a, input_tensor_b, *_, **__):
+    out = input_tensor_a.clone()
+    for i, b in enumerate(batch_id.reshape(-1).tolist()):  # a repeated id: the last one's row, as the reader's loop
+        out[int(b)] = input_tensor_b[i]
+    return out
+
+
+@register_op("ttnn.indexed_fill", kind="move", golden=_indexed_fill_golden)
+def indexed_fill(batch_id: Tensor, input_tensor_a: Tensor, input_tensor_b: Tensor, *,
+                 memory_config: MemoryConfig | None = None, dim: int = 0, op_name: str = OWN_NAME) -> Tensor:
+    """A copy of input_tensor_a whose batch batch_id[i] is input_tensor_b's batch i, for each of b's batches
+    (IndexedFillDeviceOperation: ROW_MAJOR interleaved inputs of the same inner dims, batch ids ROW_MAJOR, dim 0).
+
+    >>> a = ttnn.from_torch(torch.zeros(4, 1, 1, 2), ttnn.bfloat16, device=device)
+    >>> b = ttnn.from_torch(torch.ones(2, 1, 1, 2), ttnn.bfloat16, device=device)
+    >>> ids = ttnn.from_torch(torch.tensor([[[[3, 1]]]], dtype=torch.int32), ttnn.uint32, device=device)
+    >>> ttnn.indexed_fill(ids, a, b).to_torch()[:, 0, 0, 0]
+    tensor([0., 1., 0., 1.], dtype=torch.bfloat16)
+    """
+    sa, sb = list(input_tensor_a.shape), list(input_tensor_b.shape)
+    for ok, condition, message in (
+            (input_tensor_a.layout == Layout.ROW_MAJOR, "layout == ROW_MAJOR",
+             "Currently only supporting row major layout"),
+            (input_tensor_b.layout == input_tensor_a.layout, "b.layout == a.layout", "Inputs must be same layout"),
+            (len(sa) == len(sb) == 4 and sa[1:] == sb[1:], "a_shape[1:] == b_shape[1:]",
+             "Dims except batch dim must be the same on inputs"),
+            (sb[0] == batch_id.padded_shape[-1], "b_shape[0] == batch_ids.padded_shape[-1]",
+             "Second input and batch ids must be same outer dim"),
+            (batch_id.layout == Layout.ROW_MAJOR, "batch_ids.layout == ROW_MAJOR", "Batch IDs must be ROW MAJOR"),
+            (dim == 0, "dim == 0", "Currently only supporting batch dimension"),
+            (input_tensor_a.device() is not None, "storage_type == DEVICE",
+             "Operands to Index Fill need to be on device!"),
+            (not input_tensor_a.is_sharded(), "INTERLEAVED", "Index Fill does not currently support sharding")):
+        if not ok:
+            raise tt_fatal(condition, f"{op_name}: {message}", where=_HERE)
+    ins = device_inputs(op_name, batch_id, input_tensor_a, input_tensor_b)
+    y = _indexed_fill_golden(values(batch_id), held(input_tensor_a), held(input_tensor_b))
+    out = output(y, input_tensor_a, ins, op_name=op_name, memory_config=memory_config)
+    device_work.launch_after(out, True, input_tensor_a, programs.indexed_fill_program(input_tensor_a, batch_id))
+    return out
+
+
 @register_op("ttnn.copy", kind="move", golden=lambda input_a, input_b, *_, **__: input_a.clone())
 def copy(input_a: Tensor, input_b: Tensor, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Write input_a's values into input_b (same buffer and tensor id), in input_b's dtype; returns input_b.

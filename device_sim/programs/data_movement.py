@@ -441,6 +441,20 @@ def padded_slice_program(x, out) -> Program | None:
     return cached(key, build)
 
 
+def indexed_fill_program(a, batch_ids) -> Program:
+    """IndexedFillDeviceOperation (data_movement/indexed_fill/device/indexed_fill_program_factory.cpp) on every core
+    of the grid: c_0 two rows of a (padded width, rounded up to 32 bytes), c_1 two pages of the batch ids (4 bytes
+    each, rounded up to 32)."""
+    dev = a.device()
+    row = -(-int(a.padded_shape[-1]) * dtypes.ELEMENT_SIZE[a.dtype] // 32) * 32
+    ids = -(-int(batch_ids.padded_shape[-1]) * 4 // 32) * 32
+    key = ("IndexedFill", row, ids, grid_of(dev))
+    gx, gy = grid_of(dev)
+    return cached(key, lambda: make_program("IndexedFillDeviceOperation", "IndexedFillProgramFactory",
+                                            (CircularBuffer((0,), 2, row), CircularBuffer((1,), 2, ids)),
+                                            ((0, 0, gx - 1, gy - 1),)))
+
+
 def convert_to_chw_program(x, out) -> Program:
     """ConvertToCHWDeviceOperation (experimental/cnn/convert_to_chw/device/convert_to_chw_program_factory.cpp), on the
     input's shard grid: c_0 the input shard (its own L1 buffer, HW / 32 / cores tiles), c_1 the output shard (its own
