@@ -635,6 +635,10 @@ CASES.update({"ttnn.indexed_fill": lambda d: (
     (dev(torch.tensor([[[[5, 0, 2]]]]), d, dtype=ttnn.uint32, layout=ttnn.ROW_MAJOR),
      dev(rnd(8, 1, 2, 40), d, layout=ttnn.ROW_MAJOR), dev(rnd(3, 1, 2, 40, seed=1), d, layout=ttnn.ROW_MAJOR)), {})})
 
+# ttnn.nonzero (issue 31: docs_examples' data movement): the count and positions of a [1, 1, 1, X] row's non-zeros
+CASES.update({"ttnn.nonzero": lambda d: (
+    (dev(torch.tensor([[[[0.0, 2, 0, 0, 3] * 8]]]), d, layout=ttnn.ROW_MAJOR),), {})})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

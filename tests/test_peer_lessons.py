@@ -1853,3 +1853,20 @@ def test_indexed_fill_writes_b_batches_over_a_at_the_batch_ids(device):
     assert torch.equal(ttnn.to_torch(outs[0]).float(), want)
     with pytest.raises(RuntimeError, match="Second input and batch ids must be same outer dim"):
         ttnn.indexed_fill(rm(ids[..., :2], ttnn.uint32), rm(a), rm(b))
+
+
+def test_nonzero_gives_the_count_and_the_positions_of_a_rows_non_zero_entries(device):
+    # docs_examples/test_data_movement_examples.py: nonzero of a [1, 1, 1, X] ROW_MAJOR tensor, two UINT32 tensors
+    # (the count first in a [1, 1, 1, 8] row, the positions first in a [1, 1, 1, X] row), one device operation
+    v = torch.zeros(1, 1, 1, 40)
+    v[..., [3, 17, 39]] = torch.tensor([1.0, -2.0, 0.5])
+    t = ttnn.from_torch(v, ttnn.bfloat16, layout=ttnn.ROW_MAJOR_LAYOUT, device=device)
+    outs = []
+    [program] = launched(device, lambda: outs.extend(ttnn.nonzero(t)))
+    assert program.name == "NonZeroIndicesDeviceOperation"
+    count, indices = outs
+    assert (count.dtype, count.shape, indices.shape) == (ttnn.uint32, (1, 1, 1, 8), (1, 1, 1, 40))
+    assert ttnn.to_torch(count)[0, 0, 0, 0].item() == 3
+    assert ttnn.to_torch(indices)[0, 0, 0, :3].tolist() == [3, 17, 39]
+    with pytest.raises(RuntimeError, match="The input shape must be 4D with the following form: 1, 1, 1, X"):
+        ttnn.nonzero(ttnn.from_torch(torch.ones(1, 1, 2, 4), ttnn.bfloat16, device=device))

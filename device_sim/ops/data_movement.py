@@ -915,6 +915,44 @@ def indexed_fill(batch_id: Tensor, input_tensor_a: Tensor, input_tensor_b: Tenso
     return out
 
 
+def _nonzero_golden(input_tensor, *_, **__):
+    found = torch.nonzero(input_tensor.reshape(-1)).reshape(-1)
+    count = torch.zeros(1, 1, 1, 8, dtype=torch.int64)
+    count[..., 0] = found.numel()
+    indices = torch.zeros(input_tensor.shape, dtype=torch.int64)
+    indices.view(-1)[:found.numel()] = found
+    return [count, indices]
+
+
+@register_op("ttnn.nonzero", kind="move", golden=_nonzero_golden)
+def nonzero(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME) -> list:
+    """[count, indices] of a [1, 1, 1, X] ROW_MAJOR tensor's non-zero entries, both UINT32 ROW_MAJOR: count [1, 1, 1, 8]
+    with the number in its first entry, indices [1, 1, 1, X] with the positions first (the entries past them are what
+    the device leaves; device_sim's are 0). NonZeroIndicesDeviceOperation's checks, on core (0, 0).
+
+    >>> x = ttnn.from_torch(torch.tensor([[[[0.0, 3.0, 0.0, 5.0]]]]), ttnn.bfloat16, device=device)
+    >>> count, indices = ttnn.nonzero(x)
+    >>> count.to_torch()[0, 0, 0, 0].item(), indices.to_torch()[0, 0, 0, :2].tolist()
+    (2, [1, 3])
+    """
+    shape = list(input_tensor.shape)
+    for ok, condition, message in (
+            (len(shape) == 4 and shape[:3] == [1, 1, 1], "shape == [1, 1, 1, X]",
+             "The input shape must be 4D with the following form: 1, 1, 1, X."),
+            (input_tensor.layout == Layout.ROW_MAJOR, "layout == ROW_MAJOR",
+             "Currently only supporting row major layout"),
+            (input_tensor.device() is not None, "storage_type == DEVICE", "Operands to Non-zero need to be on device!"),
+            (not input_tensor.is_sharded(), "INTERLEAVED", "Non-zero does not currently support sharding")):
+        if not ok:
+            raise tt_fatal(condition, f"{op_name}: {message}", where=_HERE)
+    ins = device_inputs(op_name, input_tensor)
+    cfg = memory_config if memory_config is not None else input_tensor.memory_config()
+    outs = [output(v, input_tensor, ins, op_name=op_name, dtype=DataType.UINT32, layout=Layout.ROW_MAJOR,
+                   memory_config=cfg) for v in _nonzero_golden(values(input_tensor, op_name))]
+    device_work.launch_after(outs[0], True, input_tensor, programs.nonzero_program(input_tensor))
+    return outs
+
+
 @register_op("ttnn.copy", kind="move", golden=lambda input_a, input_b, *_, **__: input_a.clone())
 def copy(input_a: Tensor, input_b: Tensor, *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Write input_a's values into input_b (same buffer and tensor id), in input_b's dtype; returns input_b.

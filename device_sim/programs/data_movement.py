@@ -455,6 +455,19 @@ def indexed_fill_program(a, batch_ids) -> Program:
                                             ((0, 0, gx - 1, gy - 1),)))
 
 
+def nonzero_program(x) -> Program:
+    """NonZeroIndicesDeviceOperation (data_movement/non_zero_indices/device/non_zero_indices_program_factory.cpp) on
+    core (0, 0): c_0 two pages of the [1, 1, 1, X] input's row, c_1 two 32-byte pages (the count), c_2 two pages of
+    X uint32 indices (each page rounded up to 32 bytes)."""
+    n = int(x.shape[-1])
+    row = -(-n * dtypes.ELEMENT_SIZE[x.dtype] // 32) * 32
+    key = ("NonZeroIndices", row, n)
+    return cached(key, lambda: make_program(
+        "NonZeroIndicesDeviceOperation", "NonZeroIndicesProgramFactory",
+        (CircularBuffer((0,), 2, row), CircularBuffer((1,), 2, 32), CircularBuffer((2,), 2, -(-n * 4 // 32) * 32)),
+        ((0, 0, 0, 0),)))
+
+
 def convert_to_chw_program(x, out) -> Program:
     """ConvertToCHWDeviceOperation (experimental/cnn/convert_to_chw/device/convert_to_chw_program_factory.cpp), on the
     input's shard grid: c_0 the input shard (its own L1 buffer, HW / 32 / cores tiles), c_1 the output shard (its own
