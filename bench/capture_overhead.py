@@ -133,11 +133,14 @@ def _run(tmp, device, n_ops, repeats, commit_ops, big_ops) -> list[Figure]:
     figures = [
         info("device_sim add 32x32 bf16, uncaptured", bare_us, "µs/op"),
         at_most("writer=process, metadata+stacks: added on model thread", proc_added, "µs/op", 10),
-        at_least("torch.profiler added / writer=process added", prof_added / max(proc_added, floor), "x", 3),
+        # issue 14's targets (torch.profiler's added >= 3x ours, 150,000 writer ops per CPU second) were withdrawn by
+        # issue 33 (beyond SQLite itself for ~34 rows an op): still printed, judged no more
+        info("torch.profiler added / writer=process added (issue 14's >= 3x, withdrawn)",
+             prof_added / max(proc_added, floor), "x"),
         # issue 33's form of it: the wall a capture adds, at most 1.5x torch.profiler's, at 20k, 100k and 1M ops
         at_most(f"writer=process added / torch.profiler added ({n_ops:,} ops)", proc_added / max(prof_added, floor),
                 "x", 1.5),
-        at_least("writer process: ops per second of its CPU", writer_rate, "ops/s", 150_000),
+        info("writer process: ops per second of its CPU (issue 14's >= 150,000, withdrawn)", writer_rate, "ops/s"),
         info("writer process: start-up and close CPU (no ops)", idle_cpu, "s"),
         info("SQLite alone: the same report's rows copied, ops per second of CPU", sqlite_rate, "ops/s"),
         info("writer process rate / SQLite alone", writer_rate / sqlite_rate, "x"),
@@ -242,7 +245,7 @@ def _big_capture(tmp, device_loop, n_ops: int, big_ops: int, bare_us: float, pro
                at_most(f"{name}: close after the loop", close, "s", 3),
                info(f"{name}: close: the writer's drain and close", cap.close_s.get("writer", 0.0), "s"),
                info(f"{name}: close: the perf files", cap.close_s.get("perf_files", 0.0), "s"),
-               at_least(f"{name}: writer ops per second of its CPU", rate, "ops/s", 150_000)]
+               info(f"{name}: writer ops per second of its CPU (issue 14's >= 150,000, withdrawn)", rate, "ops/s")]
     shutil.rmtree(tmp / "big", ignore_errors=True)  # ~0.5 GB with its op log
     return figures
 

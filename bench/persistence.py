@@ -13,7 +13,7 @@ import time
 
 import device_sim as ttnn
 import ttreport
-from bench.common import Figure, at_least, at_most, info, small_inputs
+from bench.common import Figure, at_most, info, small_inputs
 
 # A mix, so that "ops by name" and the cookbook have something to find; a 32x32 matmul costs
 # about 15 simple ops in device_sim, so one step in 25 has one.
@@ -63,7 +63,8 @@ def run(tmp, *, n_ops: int) -> tuple[list[Figure], object]:
     return [
         info(f"capture of {n:,} ops: model loop", loop, "s"),
         info(f"capture of {n:,} ops: close (drain, indexes)", close, "s"),
-        at_least("writer: op records per writer-CPU second", n / writer_cpu, "records/s", 150_000),
+        # issue 14's >= 150,000 was withdrawn by issue 33 (beyond SQLite itself for ~34 rows an op): printed, not judged
+        info("writer: op records per writer-CPU second", n / writer_cpu, "records/s"),
         info("capture end to end (loop + close)", n / (loop + close), "ops/s"),
         Figure(f"report opens, status {status!r}, ops counted", count, "ops", f"== {n:,}",
                count == n and status == "complete"),
