@@ -62,6 +62,9 @@ class LogPerf:
         # process's Python.
         self._operands: dict[tuple, perf_model.Operand | None] = {}
         self._estimates: dict[tuple, tuple] = {}  # key -> (the estimate's fields or None, the operands)
+        # op name -> whether its row is not this module's (estimated on the model's thread, or a free): an op's kind is
+        # fixed once registered (registry.register_op refuses a second), and this process registers no more ops
+        self._skip: dict[str, bool] = {}
 
     def add_device(self, device_id: int, fields: tuple) -> None:
         self.devices[device_id] = perf_model.PerfConfig(*fields)
@@ -105,8 +108,11 @@ class LogPerf:
         `rec`: an OP record (records.Op)."""
         rec = tuple.__new__(Op, rec)
         name, op_id, kwargs, inputs, outputs = rec.name, rec.operation_id, rec.kwargs, rec.inputs, rec.outputs
-        short = name.rsplit(".", 1)[-1]
-        if short in ON_MODEL_THREAD or short in perf_model._FREE:
+        skip = self._skip.get(name)
+        if skip is None:  # once a name: the registry's kinds cost ~0.35 µs a test (perf_model._Kinds)
+            short = name.rsplit(".", 1)[-1]
+            skip = self._skip[name] = short in ON_MODEL_THREAD or short in perf_model._FREE
+        if skip:
             return None
         tensors, mesh = self.tensors, self.mesh
         key = [name, None]
