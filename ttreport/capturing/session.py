@@ -620,7 +620,7 @@ def _before_fork() -> None:
     active = _active
     if active is not None and active.recorder is not None and not active._stopped:
         chase = active._chase
-        for busy in (active._writer.busy, active._storage.busy, *([chase.busy] if chase is not None else [])):
+        for busy in (active._storage.busy, *([chase.busy] if chase is not None else [])):
             busy.acquire()
             _held_for_fork.append(busy)
 

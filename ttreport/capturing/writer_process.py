@@ -53,7 +53,6 @@ class WriterProcess:
         self.folder = Path(folder)
         self.options = {k: getattr(config, k) for k in OPTIONS}
         self.lock_fd = lock_fd  # inherited by the fork: the folder stays locked until both have let go
-        self.busy = threading.Lock()  # the capture's at-fork handler takes it; nothing to wait for here
         self.error: Exception | None = None
         self.records_lost = self.ops_lost = self.records_written = 0
         self.pid: int | None = None
