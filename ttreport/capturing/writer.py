@@ -145,7 +145,8 @@ _OPERATION_GRAPHS = ("INSERT INTO main.operation_graphs (operation_id, graph_id)
 _FREES = ("UPDATE main.buffer_lifetimes SET freed_seq = s.f_freed_seq FROM op_staging s "
           "WHERE s.f_buffer_id IS NOT NULL AND buffer_lifetimes.buffer_id = s.f_buffer_id")
 
-# A tensor argument's text, as ttreport has always written it, rendered from the tensor's row.
+# A tensor argument's text, as ttreport has always written it, rendered from the tensor's row: for a tensor whose
+# spec the writer no longer holds (or a host tensor's); the others' the writer renders (_tensor_arg_text).
 _TENSOR_TEXT = ("'ttnn.Tensor(id=' || r.tensor_id || ', shape=' || COALESCE(s.shape, 'None') || ', dtype=' "
                 "|| s.dtype || ', layout=' || s.layout || ', ' "
                 "|| COALESCE(s.placement, s.memory_config, 'host') || ')'")
@@ -370,6 +371,7 @@ class Writer:
         self._specs: dict[tuple, tuple] = {}
         self._spec_ids = itertools.count(1)
         self._spec_of: dict[int, tuple] = {}  # tensor id -> its spec's texts, for tensors inside list arguments
+        self._arg_texts: dict[int, str] = {}  # tensor id -> its argument text as JSON (_spec_of's, rendered)
         self._texts: dict = {}  # (type, value) or id -> (JSON text of an argument value, the value held)
         # One dict per enum, keyed by number: BFLOAT16 and ROW_MAJOR are both 0.
         self._dtype_text = {int(e): repr(e) for e in DataType}
@@ -714,6 +716,7 @@ class Writer:
         if len(spec_of) >= MAX_SPEC_OF:
             _halve(spec_of)
         spec_of[tid] = hit[2]
+        self._arg_texts.pop(tid, None)  # a spec sent again (the recorder forgot the tensor): rendered again
         return _SPEC_FIELDS(spec) + (hit[0], file)
 
     def _new_spec(self, key, shape, dtype, layout, cfg, rows, new_specs) -> tuple:
@@ -766,15 +769,26 @@ class Writer:
             if row is None:
                 return f"ttnn.Tensor(id={tid})"
             texts = row
-        shape, dtype, layout, where = texts
-        return f"ttnn.Tensor(id={tid}, shape={shape}, dtype={dtype}, layout={layout}, {where})"
+        return _tensor_arg_text(tid, texts)
 
     # -- formatting -------------------------------------------------------------------------
     def _json_value(self, v) -> str:
         """An argument as JSON: a tensor as its id (a number), anything else as its text (a string)."""
         t = type(v)
         if t is TensorArg:
-            return int.__repr__(v)
+            # Its text from the spec this writer gave it (a tensor of the capture's), else its id: SQL renders the
+            # text from its row (_AFTER_OPS). Rendered in SQL, the two joins an argument were 3.0 of the writer's
+            # ~33 µs an op (20,000 adds: 1.2 this way; bench/README.md, issue 33 round 2).
+            hit = self._arg_texts.get(v)
+            if hit is None:
+                texts = self._spec_of.get(v)
+                if texts is None:
+                    return int.__repr__(v)
+                hit = _json_str(_tensor_arg_text(v, texts))
+                if len(self._arg_texts) >= MAX_SPEC_OF:
+                    _halve(self._arg_texts)
+                self._arg_texts[v] = hit
+            return hit
         # Immutable values are formatted once: by value for the common scalars, by id (the object held,
         # so the id stays unique) for the rest; lists are formatted each time (they may hold tensors).
         if t is float:  # 0.0 == -0.0 and nan != nan: never a cache key
@@ -837,6 +851,12 @@ class Writer:
             rows["source_files"].append((file_id, path, "".join(lines)))
         self._source_files[path] = file_id
         return file_id
+
+
+def _tensor_arg_text(tid: int, texts: tuple) -> str:
+    """A tensor argument's text from its spec's (shape, dtype, layout, placement) texts: _TENSOR_TEXT's, in Python."""
+    shape, dtype, layout, where = texts
+    return f"ttnn.Tensor(id={int.__repr__(tid)}, shape={shape}, dtype={dtype}, layout={layout}, {where})"
 
 
 def _halve(cache: dict) -> None:
