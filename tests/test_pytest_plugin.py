@@ -367,3 +367,53 @@ def test_a_second_test_of_the_same_report_name_waits_for_the_first_report_before
     assert [p.name for p in root.iterdir()] == ["test_twice.test_add[a_b]"]
     with ttreport.open(root / "test_twice.test_add[a_b]") as r:
         assert r.metadata["status"] == "complete"
+
+
+INTERRUPTED_SUITE = '''
+import torch
+import device_sim as ttnn
+
+
+def test_add():
+    dev = ttnn.open_device(0)
+    a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    for _ in range(40):
+        a = ttnn.add(a, a)
+    ttnn.close_device(dev)
+'''
+
+# Runs before the plugin's end of session: its writer process is stopped for a while, so that the Ctrl-C below
+# lands in the session's wait for it.
+INTERRUPTED_CONFTEST = '''
+import os
+import signal
+import threading
+
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    (_, capture), = session.config.pluginmanager.get_plugin("ttreport-session").behind
+    writer = capture._writer.pid
+    os.kill(writer, signal.SIGSTOP)
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    threading.Timer(2.0, os.kill, (writer, signal.SIGCONT)).start()
+'''
+
+
+def test_a_ctrl_c_during_the_sessions_wait_for_a_report_finishes_it_first_then_stops(tmp_path):
+    (tmp_path / "test_interrupted.py").write_text(INTERRUPTED_SUITE)
+    (tmp_path / "conftest.py").write_text(INTERRUPTED_CONFTEST)
+    root = tmp_path / "reports"
+    done = subprocess.run([sys.executable, "-m", "pytest", *plugin_args(), "-p", "no:cacheprovider", "-o", "addopts=",
+                           "test_interrupted.py", "--ttreport", f"--ttreport-root={root}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    said = done.stdout + done.stderr
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, said
+    assert f"SIGINT noted: finishing the report {root / 'test_interrupted.test_add'} first" in said
+    assert "interrupted: every report is finished (1)" in said and "Traceback" not in said
+    report = root / "test_interrupted.test_add"
+    assert (report / "ops_perf_results.csv").is_file() and (report / "profile_log_device.csv").is_file()
+    with ttreport.open(report) as r:
+        assert r.metadata["status"] == "complete" and r.count_operations() == 41  # from_torch and the adds

@@ -182,11 +182,24 @@ class _Session:
                 capture.wait()
             except (OSError, sqlite3.Error, TTReportError) as e:
                 self.failed.append(f"{name}: its report {capture.path} was not finished: {e}")
-        self.warned += [f"{name}: {w.category.__name__}: {w.message}" for w in said]
+            finally:  # (a Ctrl-C, raised once the report is whole, keeps what it warned of too)
+                self.warned += [f"{name}: {w.category.__name__}: {w.message}" for w in said]
 
     def pytest_sessionfinish(self, session) -> None:
+        interrupted = False
         while self.behind:
-            self._finish(*self.behind.popleft())
+            try:
+                self._finish(*self.behind.popleft())
+            except KeyboardInterrupt:
+                # A Ctrl-C while the session waits: Capture.wait finished that report first, and the rest are
+                # finished too (each close is whole, its perf files written); only reading them for the table is
+                # left out.
+                interrupted = True
+        if interrupted:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+            self.warned.append(f"interrupted: every report is finished ({len(self.reports)}); the table is left out "
+                               f"(`ttreport ls {self.root}` lists them)")
+            return
         for name, path, result in self.reports:
             try:
                 self.results.append(result or self._result(name, path))

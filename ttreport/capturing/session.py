@@ -410,10 +410,40 @@ class Capture(contextlib.ContextDecorator):
                 return
             self._unfinished = False
             atexit.unregister(self.wait)
-            try:
-                self._finish()
-            finally:
-                self._unlock()
+            with self._noting_signals() as noted:
+                try:
+                    self._finish()
+                finally:
+                    self._unlock()
+        for signum in dict.fromkeys(noted):  # acted on now the report is whole, once each
+            signal.raise_signal(signum)
+
+    @contextlib.contextmanager
+    def _noting_signals(self):
+        """While wait() finishes the report, a Ctrl-C or SIGTERM is noted and said in one line, then acted on once
+        the report is whole, as stop()'s own close does (_hold_signals). Raised in the writer's join, it left the
+        report without its perf files (the pytest plugin's end of session, which waits here); the wait is bounded:
+        join kills a writer that makes no progress for oplog.WRITER_STALL_S."""
+        noted: list[int] = []
+
+        def note(signum, frame):
+            if not noted:
+                sys.stderr.write(f"ttreport: {signal.Signals(signum).name} noted: finishing the report {self.path} "
+                                 f"first (its writer process's backlog), then stopping\n")
+            noted.append(signum)
+
+        swapped = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                current = signal.getsignal(signum)
+                if current not in (signal.SIG_IGN, None) and current != self._holder:  # (stop()'s close holds them)
+                    swapped[signum] = current
+                    signal.signal(signum, note)
+        try:
+            yield noted
+        finally:
+            for signum, previous in swapped.items():
+                signal.signal(signum, previous)
 
     def _hold_signals(self) -> list[int]:
         """While the report closes, a Ctrl-C or SIGTERM is noted (in the list returned), not acted on: raised in
