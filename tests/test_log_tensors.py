@@ -238,6 +238,22 @@ def test_a_log_without_the_note_has_its_files_written_as_they_come(tmp_path):
     assert [r[:2] for r in out] == [(ROW, "tensor_files"), (OP, "ttnn.add")] and (tmp_path / "tensors/5.pt").exists()
 
 
+
+def test_a_tensors_folder_removed_while_it_is_held_open_is_made_again_and_a_file_there_is_refused(tmp_path):
+    # The folder is held open (storage.TensorFolder); a cleanup job's rm -rf must not lose the files that follow.
+    import shutil
+
+    files = FileWriter(tmp_path)
+    assert [r[:2] for r in files.convert([_values(5)])] == [(ROW, "tensor_files")]
+    shutil.rmtree(tmp_path / "tensors")
+    assert [r[:2] for r in files.convert([_values(6)])] == [(ROW, "tensor_files")]
+    assert torch.equal(torch.load(tmp_path / "tensors" / "6.pt", weights_only=True), torch.arange(6.0))
+    shutil.rmtree(tmp_path / "tensors")
+    (tmp_path / "tensors").write_text("a file where the folder must be")
+    assert files.convert([_values(7)]) == [(FILE_LOST, 7)]
+    assert "tensors is not a folder of the report's but a file or a link" in files.error
+    assert files.files_written == 2 and files.files_lost == 1
+
 HELD_BACK = r"""
 import json, os, pathlib, signal, sys, threading
 import torch

@@ -47,7 +47,7 @@ import math
 import os
 import pickle
 import pickletools
-import secrets
+import random
 import struct
 import sys
 import zipfile
@@ -136,7 +136,7 @@ def save_values(data, dtype: torch.dtype, shape, path, *, archive: str | None = 
         dtype, shape: the tensor's torch dtype and shape.
         path, archive: as save_tensor's.
         new: the file is made here, never opened through a link or over a file (FileExistsError if anything is
-            at `path`): one open where mkstemp's and then this one's were two (storage.write_values).
+            at `path`).
     """
     import torch
 
@@ -147,47 +147,72 @@ def save_values(data, dtype: torch.dtype, shape, path, *, archive: str | None = 
                          f"({math.prod(shape) * dtype.itemsize} bytes); pass the tensor's own bytes")
     if nbytes >= ZIP64_BYTES:  # left to torch's writer, as save_tensor does
         if new:
-            os.close(_new_file(path, os.O_WRONLY))
+            os.close(os.open(path, os.O_WRONLY | NEW_FILE, 0o644))  # made new here; torch.save writes it
         value = torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
         return save_tensor(value, path, archive=archive)
-    key = (dtype, shape)
-    pickled = _PICKLES.get(key)
-    if pickled is None:
-        if len(_PICKLES) >= MAX_PICKLES:
-            _PICKLES.clear()
+    head, tail, written = values_file(data, dtype, shape, archive or path.stem or "archive")
+    _write_path(path, head, data, tail, written.file_bytes, NEW_FILE if new else 0)
+    return written
+
+
+# Flags of a file made new: O_EXCL (nothing there before it, a link neither) and O_NOFOLLOW.
+NEW_FILE = os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def values_file(data, dtype: torch.dtype, shape: tuple, archive: str) -> tuple[bytes, bytes, Written]:
+    """(head, tail, written): the .pt file of the tensor whose contiguous bytes are `data` is head + data + tail,
+    `written` its size and CRC-32. `shape` must be a tuple of ints whose product times the dtype's size is
+    len(data) (the caller checks: a template is made for it). The records around the data are the same for every
+    tensor of a dtype and shape, but for the archive's name, the data's CRC-32 and the serialization id: they are
+    made once (_template) and filled in (a %-format, one C call each), where building them was ~60 % of a 2 KiB
+    file's Python (bench/README.md, issue 33 round 2)."""
+    key = (dtype, shape, len(archive))
+    template = _TEMPLATES.get(key)
+    if template is None:
+        import torch
+
+        if len(_TEMPLATES) >= MAX_TEMPLATES:
+            _TEMPLATES.clear()
         # The pickle names the storage (its type and element count), never its bytes: an empty tensor of the
         # same dtype and shape pickles the same (torch.empty leaves the memory untouched).
-        pickled = _PICKLES[key] = _pickle(torch.empty(shape, dtype=dtype))
-    return _write(path, pickled, memoryview(data), nbytes, archive, _new_file if new else None)
+        template = _TEMPLATES[key] = _template(_pickle(torch.empty(shape, dtype=dtype)), len(data), len(archive))
+    return _fill(template, archive, isal_zlib.crc32(data))
 
 
-def _new_file(path, flags: int) -> int:
-    """open()'s opener for a file made new: O_EXCL (nothing there before it, a link neither) and O_NOFOLLOW."""
-    return os.open(path, flags | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+def write_file(fd: int, head: bytes, data, tail: bytes, file_bytes: int) -> None:
+    """head + data + tail into the open file `fd`: one writev, continued where a short one stopped."""
+    pieces = [head, data, tail]
+    done = os.writev(fd, pieces)
+    if done == file_bytes:
+        return
+    # A short write (a signal, a disk's last blocks; writev's 2 GiB cap): the rest, from where it stopped.
+    views = [memoryview(p).cast("B") for p in pieces]
+    while True:
+        while views and done >= len(views[0]):
+            done -= len(views.pop(0))
+        if not views:
+            return
+        views[0] = views[0][done:]
+        done = os.writev(fd, views)
 
 
-_PICKLES: dict[tuple, bytes] = {}  # (dtype, shape) -> data.pkl: a model stores the same shapes again and again
-MAX_PICKLES = 4096
+def _write_path(path, head: bytes, data, tail: bytes, file_bytes: int, flags: int = 0) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) | flags, 0o644)
+    try:
+        write_file(fd, head, data, tail, file_bytes)
+    finally:
+        os.close(fd)
 
 
-def _write(path: Path, pickled: bytes, data: memoryview, nbytes: int, archive: str | None, opener=None) -> Written:
-    data_crc = isal_zlib.crc32(data)
-    zip_ = _Zip(archive or path.stem or "archive")
-    for name, payload in ((b"data.pkl", pickled), (b".format_version", FORMAT_VERSION),
-                          (b".storage_alignment", str(ALIGNMENT).encode()),
-                          (b"byteorder", sys.byteorder.encode())):
-        zip_.add(name, payload)
-    zip_.add(b"data/0", None, size=nbytes, crc=data_crc)  # header now; the bytes go straight to write()
-    head = zip_.take()
-    zip_.add(b"version", FILE_VERSION)
-    zip_.add(b".data/serialization_id", b"%020d%020d" % (secrets.randbits(64), data_crc))
-    tail = zip_.finish()
-    with open(path, "wb", opener=opener) as f:
-        f.write(head)
-        f.write(data)  # BufferedWriter hands a large buffer to the OS directly, looping over short writes
-        f.write(tail)
-    crc = isal_zlib.crc32_combine(isal_zlib.crc32(head), data_crc, nbytes)
-    return Written(len(head) + nbytes + len(tail), isal_zlib.crc32(tail, crc))
+_TEMPLATES: dict[tuple, _Template] = {}  # (dtype, shape, name length) -> its records: a model stores the same shapes
+MAX_TEMPLATES = 4096
+
+
+def _write(path: Path, pickled: bytes, data: memoryview, nbytes: int, archive: str | None) -> Written:
+    archive = archive or path.stem or "archive"
+    head, tail, written = _fill(_template(pickled, nbytes, len(archive)), archive, isal_zlib.crc32(data))
+    _write_path(path, head, data, tail, written.file_bytes)
+    return written
 
 
 def checksum_file(path) -> Written:
@@ -218,50 +243,98 @@ def _pickle(value: torch.Tensor) -> bytes:
     return buf.getvalue()
 
 
+# What a template's holes take, in its tail (its head's are all _NAME): the archive's name and "/", the data's
+# CRC-32, the serialization id (40 digits) and its CRC-32.
+_NAME, _DATA_CRC, _ID, _ID_CRC = range(4)
+_DATA = -1  # where the data go, between head and tail
+_U32 = struct.Struct("<I")
+# The serialization id's random half: torch's reader takes it as an opaque id, so Python's generator (seeded from
+# os.urandom) serves, without secrets' system call a file.
+_ids = random.Random()
+
+
+class _Template(NamedTuple):
+    """A .pt file's bytes around its data, for one dtype, shape and length of archive name, as %-formats."""
+
+    head: bytes  # the records before the data; each %b the archive's name and "/"
+    names: int  # how many %b the head has
+    tail: bytes  # the data's descriptor, the last records, the central directory and the end records
+    holes: tuple[int, ...]  # what each %b of the tail takes (_NAME, _DATA_CRC, _ID, _ID_CRC)
+    size: int  # the whole file's bytes
+
+
+def _template(pickled: bytes, nbytes: int, name_len: int) -> _Template:
+    """The records as miniz lays them out for torch (_Zip), split at the data and made %-formats."""
+    zip_ = _Zip(name_len + 1)
+    for name, payload in ((b"data.pkl", pickled), (b".format_version", FORMAT_VERSION),
+                          (b".storage_alignment", str(ALIGNMENT).encode()),
+                          (b"byteorder", sys.byteorder.encode())):
+        zip_.add(name, payload)
+    zip_.add(b"data/0", _DATA, size=nbytes, crc=_DATA_CRC)
+    zip_.add(b"version", FILE_VERSION)
+    zip_.add(b".data/serialization_id", _ID, size=40, crc=_ID_CRC)
+    pieces = zip_.finish()
+    at = pieces.index(_DATA)
+    head, tail = pieces[:at], pieces[at + 1:]
+    assert set(p for p in head if type(p) is int) == {_NAME}
+
+    def fmt(part: list) -> bytes:
+        return b"".join(b"%b" if type(p) is int else p.replace(b"%", b"%%") for p in part)
+
+    return _Template(fmt(head), head.count(_NAME), fmt(tail), tuple(p for p in tail if type(p) is int),
+                     zip_.offset_end)
+
+
+def _fill(t: _Template, archive: str, data_crc: int) -> tuple[bytes, bytes, Written]:
+    prefix = archive.encode() + b"/"
+    serial = b"%020d%020d" % (_ids.getrandbits(64), data_crc)
+    values = (prefix, _U32.pack(data_crc), serial, _U32.pack(isal_zlib.crc32(serial)))
+    head = t.head % ((prefix,) * t.names)
+    tail = t.tail % tuple([values[k] for k in t.holes])
+    nbytes = t.size - len(head) - len(tail)
+    crc = isal_zlib.crc32(tail, isal_zlib.crc32_combine(isal_zlib.crc32(head), data_crc, nbytes))
+    return head, tail, Written(t.size, crc)
+
+
 class _Zip:
-    """Zip records laid out as miniz lays them out for torch; the bytes are built, not written."""
+    """Zip records laid out as miniz lays them out for torch, as pieces: bytes, and holes (ints) for what changes
+    from file to file (_NAME, _DATA, _DATA_CRC, _ID, _ID_CRC)."""
 
-    def __init__(self, archive: str):
-        self.prefix = archive.encode() + b"/"
+    def __init__(self, prefix_len: int):
+        self.prefix_len = prefix_len  # the archive's name and "/", before each record's name
         self.offset = 0  # of the next local header in the file
-        self.pending: list[bytes] = []
-        self.central: list[bytes] = []
-        self._after_data = b""  # the data descriptor of a record whose bytes the caller writes
+        self.pieces: list = []
+        self.central: list = []
+        self.offset_end = 0  # the file's size, once finished
 
-    def add(self, name: bytes, payload: bytes | None, *, size: int = 0, crc: int = 0) -> None:
-        """A record; with payload None only its header is added and `size` bytes must follow it."""
-        name = self.prefix + name
-        if payload is not None:
-            size, crc = len(payload), isal_zlib.crc32(payload)
-        start = self.offset + _LOCAL.size + len(name) + 4  # where the data would start with no padding
+    def add(self, name: bytes, payload, *, size: int = 0, crc: int | None = None) -> None:
+        """A record: its payload bytes, or a hole (_DATA, _ID) of `size` bytes whose CRC-32 is the hole `crc`."""
+        if type(payload) is bytes:
+            size, crc = len(payload), _U32.pack(isal_zlib.crc32(payload))
+        name_len = self.prefix_len + len(name)
+        start = self.offset + _LOCAL.size + name_len + 4  # where the data would start with no padding
         pad = -start % ALIGNMENT
         flags = _FLAGS if size else _UTF8  # miniz writes an empty record with no data descriptor
-        header = _LOCAL.pack(b"PK\x03\x04", 0, flags, 0, 0, 0, 0, 0, 0, len(name), 4 + pad)
-        self.pending += [header, name, b"FB", struct.pack("<H", pad), b"Z" * pad]
-        descriptor = _DESCRIPTOR.pack(b"PK\x07\x08", crc, size, size) if size else b""
-        if payload is not None:
-            self.pending += [payload, descriptor]
-        self.central.append(_CENTRAL.pack(b"PK\x01\x02", 0, 0, flags, 0, 0, 0, crc, size, size, len(name), 0, 0,
-                                          0, 0, 0, self.offset) + name)
-        self.offset = start + pad + size + len(descriptor)
-        self._after_data = b"" if payload is not None else descriptor
+        self.pieces += [_LOCAL.pack(b"PK\x03\x04", 0, flags, 0, 0, 0, 0, 0, 0, name_len, 4 + pad), _NAME,
+                        name + b"FB" + struct.pack("<H", pad) + b"Z" * pad, payload]
+        if size:
+            self.pieces += [b"PK\x07\x08", crc, struct.pack("<II", size, size)]  # the data descriptor
+        entry = _CENTRAL.pack(b"PK\x01\x02", 0, 0, flags, 0, 0, 0, 0, size, size, name_len, 0, 0, 0, 0, 0,
+                              self.offset)
+        self.central += [entry[:16], crc if size else b"\0\0\0\0", entry[20:], _NAME, name]
+        self.offset = start + pad + size + (_DESCRIPTOR.size if size else 0)
 
-    def take(self) -> bytes:
-        """The bytes added so far; the descriptor of a record added with no payload goes first in what follows."""
-        out = b"".join(self.pending)
-        self.pending, self._after_data = [self._after_data], b""
-        return out
-
-    def finish(self) -> bytes:
-        """The rest of the file: pending records, the central directory and the end records."""
-        cd = b"".join(self.central)
-        cd_at, n = self.offset, len(self.central)
-        end64_at = cd_at + len(cd)
+    def finish(self) -> list:
+        """Every piece of the file: the records, the central directory and the end records."""
+        cd_at, n = self.offset, len(self.central) // 5
+        cd_bytes = sum(len(p) if type(p) is bytes else self.prefix_len if p == _NAME else 4 for p in self.central)
+        end64_at = cd_at + cd_bytes
         # Fields as miniz writes them: "made by" 0x031e (Unix, 3.0), "needed" 45 (zip64).
-        end64 = _END64.pack(b"PK\x06\x06", _END64.size - 12, 0x031E, 45, 0, 0, n, n, len(cd), cd_at)
+        end64 = _END64.pack(b"PK\x06\x06", _END64.size - 12, 0x031E, 45, 0, 0, n, n, cd_bytes, cd_at)
         locator = _LOCATOR.pack(b"PK\x06\x07", 0, end64_at, 1)
-        end = _END.pack(b"PK\x05\x06", 0, 0, n, n, len(cd), cd_at, 0)
-        return self.take() + cd + end64 + locator + end
+        end = _END.pack(b"PK\x05\x06", 0, 0, n, n, cd_bytes, cd_at, 0)
+        self.offset_end = end64_at + len(end64) + len(locator) + len(end)
+        return self.pieces + self.central + [end64 + locator + end]
 
 
 

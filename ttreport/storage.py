@@ -18,13 +18,14 @@ this module imports torch only inside the functions that make or take a torch.Te
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
 import os
 import queue as queue_module
+import secrets
 import stat
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ MAX_PENDING_BYTES = 1 << 30  # values waiting for the disk before the model wait
 KEEP_FREE_BYTES = 64 << 20
 KEEP_FREE_FRACTION = 0.75
 POOL_THREADS = 2  # the tensor threads (TensorStore's docstring)
+CHECK_BYTES = 1 << 20  # files' bytes between two looks at the free space (DiskRoom: ~500 files of 2 KiB)
 
 if TYPE_CHECKING:
     import torch
@@ -74,6 +76,9 @@ class TensorStore(threading.Thread):
         self.write_values = None  # a value record -> its row (log_tensors.write_record), set by the op log's storage
         self.warner = warner or LossWarner()
         self.room = DiskRoom(self.report_dir)
+        self.folder = TensorFolder(self.report_dir)  # the value records' files are made in it
+        # A row of plain values into the log with the next op (an op log's queue: LogQueue.event)
+        self.row = writer_queue.event
         self._lock = threading.Lock()
         self.busy = threading.Lock()  # held while torch writes a file (a fork waits for it: capturing/session.py)
         self._helpers = [threading.Thread(target=self.run, name=f"ttreport-tensors-{i + 2}", daemon=True)
@@ -98,17 +103,19 @@ class TensorStore(threading.Thread):
         self.join()
         for thread in self._helpers:
             thread.join()
+        self.folder.close()
 
     def run(self) -> None:
         folder = self.report_dir / TENSORS_DIR
-        while (item := self.queue.get()) is not None:
+        get, lock = self.queue.get, self._lock
+        while (item := get()) is not None:
             started = time.thread_time()
             if type(item[2]) is str:  # a log's value record (its path where an item has its value)
                 self._write_record(item)
             else:
                 self._write_item(item, folder)
             spent = time.thread_time() - started
-            with self._lock:
+            with lock:
                 self.cpu_s += spent
 
     def _write_record(self, rec) -> None:
@@ -118,14 +125,17 @@ class TensorStore(threading.Thread):
             else:  # a .bin: device_sim's writer, through torch
                 with self.busy:
                     row = self.write_values(rec)
-            with self._lock:
-                self.files_written += 1
-            self.writer_queue.put(row)
         except Exception as e:  # a full disk must not stop the model; the loss is recorded
             self._lose(rec[1], rec[2], e, write=len(rec[6]) == 1)
-        finally:
             with self._lock:
                 self.values_done += len(rec[5])
+            return
+        with self._lock:
+            self.files_written += 1
+            self.values_done += len(rec[5])
+        # The row goes into the log with the next op's write, as a ROW record would (LogSink.append); it is plain
+        # values already, so without LogSink's walk over it (~4 µs a row).
+        self.row(row)
 
     def _write_item(self, item, folder: Path) -> None:
         tid, rel = item[0], item[1]
@@ -175,22 +185,193 @@ class DiskRoom:
 
     def __init__(self, report_dir):
         self.report_dir = Path(report_dir)
-        self.low: str | None = None  # why tensor files stopped, once the free space ran low
+        self.low: str | None = None  # why tensor files stop, once the free space runs low
+        self._budget = 0  # bytes the files may still take before the free space is looked at again
+        self._lock = threading.Lock()  # the tensor threads share one
 
     def check(self, nbytes: int) -> None:
-        """Raise ENOSPC (from now on) once writing `nbytes` would leave less than the margin free."""
+        """Raise ENOSPC (from now on) once writing `nbytes` would leave less than the margin free. The free space
+        is read again after CHECK_BYTES of files, or half of what is free beyond the margin where that is less (a
+        statvfs a file was one of a 2 KiB file's 15 system calls: bench/README.md, issue 33 round 2)."""
         if self.low is None:
-            free, keep = self.free_and_kept(nbytes)
-            if free - nbytes >= keep:
-                return
-            self.low = (f"{free} bytes free on the filesystem of {self.report_dir}, and {keep} are kept for "
-                        f"the database: tensor files stop here so that every op is still recorded")
+            with self._lock:
+                self._budget -= nbytes
+                if self._budget >= 0:
+                    return
+                free, keep = self.free_and_kept(nbytes)
+                if free - nbytes >= keep:
+                    self._budget = min((free - nbytes - keep) // 2, CHECK_BYTES)
+                    return
+                self.low = (f"{free} bytes free on the filesystem of {self.report_dir}, and {keep} are kept for "
+                            f"the database: tensor files stop here so that every op is still recorded")
         raise OSError(errno.ENOSPC, self.low)
 
     def free_and_kept(self, nbytes: int) -> tuple[int, int]:
         st = os.statvfs(self.report_dir)
         free, total = st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
         return free, min(max(KEEP_FREE_BYTES, 2 * nbytes), int(total * KEEP_FREE_FRACTION))
+
+
+class TensorFolder:
+    """A report's tensors/ folder, held open while value files are made in it: each file is made by its name in
+    the open folder (openat, renameat), so its path is not looked up again a file, and neither the folder nor a
+    file in it is ever a link followed out of the report. A value's file is made under a temporary name of the
+    thread's (O_EXCL|O_NOFOLLOW: made new by the write itself, never through a link planted there), then renamed
+    over its name: a live reader never finds half a file under the name its row gives.
+
+    4 system calls a 2 KiB file, where the path route made 15 (a mkdir, two stats and a statvfs for the folder,
+    open()'s own fstat, ioctl and lseek: bench/README.md, issue 33 round 2); torch.save makes 5."""
+
+    def __init__(self, report_dir):
+        self.report_dir = Path(report_dir)
+        self._fd: int | None = None
+        self._lock = threading.Lock()  # two tensor threads open it once
+        # Folders opened before tensors/ was removed and made again: closed only by close(), once no thread writes
+        # (another thread may still be in an openat on one; a number closed early could be another file's by then).
+        self._stale: list[int] = []
+
+    def close(self) -> None:
+        """Once no thread writes into it (the tensor threads joined, a log's end)."""
+        with self._lock:
+            fds, self._fd, self._stale = [self._fd, *self._stale], None, []
+        for fd in fds:
+            if fd is not None:
+                os.close(fd)
+
+    def write_values(self, name: str, data, torch_dtype: str, shape, device: tuple | None = None,
+                     sub: str | None = None) -> dict:
+        """write_tensor from a tensor's bytes (an op log's copy) into the file `name` (in the tensor's own folder
+        `sub`, a mesh shard's): `torch_dtype` is its text ("torch.bfloat16"); device: (device dtype, layout,
+        MemoryConfig or None) for a .bin file. Returns its tensor_files facts.
+
+        A log may come from elsewhere (a report folder rebuilt by a reader): the dtype must be one of torch's, and
+        the shape that of the bytes (nothing larger is allocated)."""
+        dtype = _TORCH_DTYPES.get(torch_dtype) if type(torch_dtype) is str else None
+        if dtype is None:
+            dtype = _torch_dtype(torch_dtype)
+        if type(shape) is not tuple or not all(type(d) is int and d >= 0 for d in shape) or \
+                math.prod(shape) * dtype.itemsize != len(data):
+            raise ValueError(f"{len(data)} bytes are not a {dtype} tensor of shape {list(shape)!r:.80}")
+        if device is not None or name.endswith(".bin") or len(data) >= ptfile.ZIP64_BYTES:
+            # device_sim's .bin, or a .pt past 4 GiB (torch's own writer): through a path, checked as this route is
+            return self._write_by_path(name, sub, data, dtype, shape, device)
+        head, tail, written = ptfile.values_file(data, dtype, shape, name[:-3])
+        folder = self._folder() if sub is None else self._sub(sub)
+        try:
+            _write_new(folder, name, (head, data, tail), written.file_bytes)
+        except FileNotFoundError:
+            if sub is not None:
+                raise
+            # tensors/ was removed since it was opened (a cleanup job): made again once, or its error is the loss
+            with self._lock:
+                if self._fd == folder:
+                    self._stale.append(folder)
+                    self._fd = None
+            _write_new(self._folder(), name, (head, data, tail), written.file_bytes)
+        finally:
+            if sub is not None:
+                os.close(folder)
+        return {"file_bytes": written.file_bytes, "crc32": written.crc32, "shape": json.dumps(list(shape)),
+                "dtype": torch_dtype}
+
+    def _write_by_path(self, name: str, sub: str | None, data, dtype, shape, device) -> dict:
+        import torch
+
+        if sub is not None:
+            os.close(self._sub(sub))  # made, and a folder
+        else:
+            self._folder()
+        path = self.report_dir / TENSORS_DIR / (f"{sub}/{name}" if sub is not None else name)
+        if device is None:
+            tmp = path.with_name(f".{name}.{_thread_suffix()}.tmp")
+            try:
+                written = ptfile.save_values(data, dtype, shape, tmp, archive=path.stem, new=True)
+                os.replace(tmp, path)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            return {"file_bytes": written.file_bytes, "crc32": written.crc32, "shape": json.dumps(list(shape)),
+                    "dtype": str(dtype)}
+        from device_sim.types import DataType, Layout
+
+        value = torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape) if len(data) else \
+            torch.empty(shape, dtype=dtype)
+        dt, layout, cfg = device
+        return write_tensor(path, value, DataType(dt), Layout(layout), cfg)
+
+    def _folder(self) -> int:
+        fd = self._fd
+        if fd is None:
+            with self._lock:
+                if self._fd is None:
+                    self._fd = _open_folder(str(self.report_dir / TENSORS_DIR))
+                fd = self._fd
+        return fd
+
+    def _sub(self, sub: str) -> int:
+        return _open_folder(sub, self._folder())
+
+
+def _open_folder(name: str, dir_fd: int | None = None) -> int:
+    """The folder `name` (in the folder dir_fd), made if missing, opened: FileExistsError if what is there is not
+    a folder but a file or a link (to somewhere out of the report)."""
+    try:
+        os.mkdir(name, dir_fd=dir_fd)
+    except FileExistsError:  # a file or a link there: the open below refuses it
+        pass
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            shown = name if dir_fd is None else f"{TENSORS_DIR}/{name}"
+            raise FileExistsError(errno.EEXIST, f"{shown} is not a folder of the report's but a file or a link; "
+                                                f"tensor files go only into the report's own folders") from None
+        raise
+
+
+def _write_new(folder: int, name: str, pieces: tuple, size: int) -> None:
+    """The file `name` in the open folder, made new under a temporary name of this thread's, then renamed over it.
+    One already there under that name (a killed writer's, or planted) gives way to a random name."""
+    tmp = f".{name}.{_thread_suffix()}.tmp"  # folder._TENSOR_TEMP
+    try:
+        fd = os.open(tmp, os.O_WRONLY | ptfile.NEW_FILE, 0o644, dir_fd=folder)
+    except FileExistsError:
+        tmp = f".{name}.{secrets.token_hex(8)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | ptfile.NEW_FILE, 0o644, dir_fd=folder)
+    try:
+        try:
+            ptfile.write_file(fd, *pieces, size)
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=folder)
+        raise
+
+
+_THREAD = threading.local()  # .suffix: this thread's part of a temporary file's name
+os.register_at_fork(after_in_child=lambda: _THREAD.__dict__.clear())  # a forked writer process is another writer
+
+
+def _thread_suffix() -> str:
+    suffix = getattr(_THREAD, "suffix", None)
+    if suffix is None:
+        suffix = _THREAD.suffix = f"{os.getpid()}_{threading.get_ident()}"
+    return suffix
+
+
+_TORCH_DTYPES: dict = {}  # a dtype's text ("torch.bfloat16") -> the torch.dtype, once checked
+
+
+def _torch_dtype(text) -> torch.dtype:
+    import torch
+
+    dtype = getattr(torch, text.removeprefix("torch."), None) if isinstance(text, str) else None
+    if not isinstance(dtype, torch.dtype) or str(dtype) != text:  # "torch.float" is no dtype's text
+        raise ValueError(f"{text!r:.80} is not a torch dtype's text (torch.float32, torch.bfloat16, ...)")
+    _TORCH_DTYPES[text] = dtype
+    return dtype
 
 
 def _nbytes(value: torch.Tensor) -> int:
@@ -216,47 +397,6 @@ def write_tensor(path: Path, value: torch.Tensor, dtype=None, layout=None, memor
         tmp.unlink(missing_ok=True)
         raise
     return _facts(written.file_bytes, written.crc32, value)
-
-
-def write_values(path: Path, data, torch_dtype: str, shape, device: tuple | None = None) -> dict:
-    """write_tensor from a tensor's bytes (an op log's copy): `torch_dtype` is its text ("torch.bfloat16");
-    device: (device dtype, layout, MemoryConfig or None) for a .bin file. Returns the same facts.
-
-    A log may come from elsewhere (a report folder rebuilt by a reader): the dtype must be one of torch's, the
-    shape that of the bytes (nothing larger is allocated), and the file is written under a name made new
-    beside it (O_EXCL: never through a link planted under the temporary name), then renamed over `path`."""
-    import torch
-
-    dtype = getattr(torch, torch_dtype.removeprefix("torch."), None) if isinstance(torch_dtype, str) else None
-    if not isinstance(dtype, torch.dtype) or str(dtype) != torch_dtype:  # "torch.float" is no dtype's text
-        raise ValueError(f"{torch_dtype!r:.80} is not a torch dtype's text (torch.float32, torch.bfloat16, ...)")
-    if not all(type(d) is int and d >= 0 for d in shape) or math.prod(shape) * dtype.itemsize != len(data):
-        raise ValueError(f"{len(data)} bytes are not a {dtype} tensor of shape {list(shape)!r:.80}")
-    if device is not None or path.suffix == ".bin":
-        from device_sim.types import DataType, Layout
-
-        value = torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape) if len(data) else \
-            torch.empty(shape, dtype=dtype)
-        dt, layout, cfg = device
-        return write_tensor(path, value, DataType(dt), Layout(layout), cfg)
-    # A name of this thread's, made new by the write itself (one open: mkstemp's and a second were two, and half the
-    # CPU of a 2 KiB file: bench/README.md, issue 33); one already there (a killed writer's, or planted) gives way to
-    # mkstemp's random name.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}_{threading.get_ident()}.tmp")  # folder._TENSOR_TEMP
-    try:
-        try:
-            written = ptfile.save_values(data, dtype, shape, tmp, archive=path.stem, new=True)
-        except FileExistsError:
-            fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            os.close(fd)
-            tmp = Path(name)
-            written = ptfile.save_values(data, dtype, shape, tmp, archive=path.stem)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return {"file_bytes": written.file_bytes, "crc32": written.crc32, "shape": json.dumps(list(shape)),
-            "dtype": torch_dtype}
 
 
 def _host_tensor(value, dtype, layout, memory_config):

@@ -37,15 +37,13 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
 import re
-import stat
 import time
 from pathlib import Path
 
 from ttreport.capturing.oplog import PACE_SLEEP_S, config_fields, memory_config
 from ttreport.capturing.records import FILE_LOST, META, ROW, STOP, VALUES, Values
-from ttreport.storage import TENSORS_DIR, DiskRoom, write_values
+from ttreport.storage import TENSORS_DIR, DiskRoom, TensorFolder
 
 # The largest value the model copies into the log; bigger ones go to the tensor thread (bench/README.md, issue 14
 # round 6: up to 64 KiB the log costs the model less than the thread's handoffs, from 256 KiB more).
@@ -75,7 +73,7 @@ class LogStorage:
         self._configs: dict[int, tuple] = {}  # id(MemoryConfig) -> (it, its fields): a .bin's header names it
         # The tensor threads write each value's file from its log record (the C hook hands them over too), and the
         # log says so first: the writer process then writes only the files no row follows (a killed model's).
-        store.write_values = functools.partial(write_record, Path(report_dir), store.room)
+        store.write_values = functools.partial(write_record, store.folder, store.room)
         self.handoff = store.queue.put
         sink.append((META, BY_MODEL, 1))
 
@@ -174,6 +172,7 @@ class FileWriter:
     def __init__(self, report_dir):
         self.report_dir = Path(report_dir)
         self.room = DiskRoom(self.report_dir)
+        self.folder = TensorFolder(self.report_dir)  # held open until the log's end (notes)
         self.files_written = self.files_lost = 0
         self.error: str | None = None  # the first failure, as the tensor thread words its warning
         self.cpu_s = 0.0  # this thread's CPU in writing the files: what bench/ calls the write time
@@ -225,6 +224,7 @@ class FileWriter:
         lost_before = self.files_lost
         for rec in waiting.values():  # after every op of the log: a lost file's FILE_LOST goes with its row
             self._convert(rec, out, out)
+        self.folder.close()  # opened again should more come
         if self._noted and self.files_lost > lost_before:
             self._noted = False  # said again, with these
         if not self.files_lost or self._noted:
@@ -249,7 +249,7 @@ class FileWriter:
     def _write(self, rec) -> tuple | None:
         started = time.thread_time()
         try:
-            row = write_record(self.report_dir, self.room, rec)
+            row = write_record(self.folder, self.room, rec)
             self.files_written += 1
             return row
         except Exception as e:  # a full disk must not stop the report, nor a record not of ttreport's making: counted
@@ -290,13 +290,14 @@ def _row_key(rec) -> tuple | None:
     return (("w" if table == "tensor_writes" else "d"), facts["tensor_id"], other) if type(other) is int else None
 
 
-def write_record(report_dir: Path, room: DiskRoom, rec) -> tuple:
-    """Write a VALUES record's file; its row (ROW, table, facts). Raises for a file that cannot be written, and
-    (ValueError) for a record of another form than the recorder's: a log may come from elsewhere."""
-    rec = tuple.__new__(Values, rec)
-    tid, rel, dtype, shape, data, extra, device = rec.tensor_id, rec.path, rec.dtype, rec.shape, rec.data, \
-        rec.extra, rec.device
-    path = _path(report_dir, tid, rel, extra)
+def write_record(folder: TensorFolder, room: DiskRoom, rec) -> tuple:
+    """Write a VALUES record's file into the report's tensors/ folder; its row (ROW, table, facts). Raises for a file
+    that cannot be written, and (ValueError) for a record of another form than the recorder's: a log may come from
+    elsewhere."""
+    if len(rec) != len(Values._fields):
+        raise ValueError(f"a VALUES record of {len(rec)} fields, not records.Values' {len(Values._fields)}")
+    _, tid, rel, dtype, shape, data, extra, device = rec
+    name, sub = _name(tid, rel, extra)
     if type(data) is not bytes or type(shape) is not tuple:
         raise ValueError(f"values of {type(data).__name__} in a shape of {type(shape).__name__}")
     if device is not None:  # a .bin: its config made again through MemoryConfig's own checks
@@ -304,18 +305,21 @@ def write_record(report_dir: Path, room: DiskRoom, rec) -> tuple:
             raise ValueError(f"device placement {device!r:.80} is not (dtype, layout, memory config)")
         device = device[:2] + (None if device[2] is None else memory_config(device[2]),)
     room.check(len(data))
-    facts = {"tensor_id": tid, **write_values(path, data, dtype, shape, device)}
+    facts = folder.write_values(name, data, dtype, shape, device, sub)
+    facts["tensor_id"] = tid
     if len(extra) == 2:
-        return ROW, "device_tensor_files", {**facts, "device_id": extra[1]}
+        facts["device_id"] = extra[1]
+        return ROW, "device_tensor_files", facts
     if len(extra) == 1:
-        return ROW, "tensor_writes", {**facts, "operation_id": extra[0], "file": rel}
+        facts["operation_id"], facts["file"] = extra[0], rel
+        return ROW, "tensor_writes", facts
     return ROW, "tensor_files", facts
 
 
-def _path(report_dir: Path, tid, rel, extra) -> Path:
-    """Where a VALUES record's file goes: a name the recorder gives tensor `tid`'s files, in the report's own
-    tensors/ (made here if missing; refused if it, or a mesh tensor's folder in it, is not a folder but a
-    link or a file). ValueError for any other path: an absolute one, a `..`, another tensor's."""
+def _name(tid, rel, extra) -> tuple[str, str | None]:
+    """A VALUES record's file: its name in the report's tensors/, and the mesh tensor's folder there it is in (None
+    for a tensor's own file), once it is a name the recorder gives tensor `tid`'s files. ValueError for any other
+    path: an absolute one, a `..`, another tensor's."""
     if type(extra) is not tuple or type(tid) is not int or type(rel) is not str:
         raise ValueError("a record of another form than the recorder's (tensor id, path, extra)")
     if len(extra) == 2:  # a mesh tensor's device shard: tensors/<id>/<device id>.pt
@@ -327,18 +331,7 @@ def _path(report_dir: Path, tid, rel, extra) -> Path:
     if m is None or not ok or int(m[1]) != tid:
         raise ValueError(f"not a name ttreport gives tensor {tid}'s file in {TENSORS_DIR}/ "
                          f"({TENSORS_DIR}/{tid}.pt, {TENSORS_DIR}/{tid}/<device id>.pt, ...)")
-    folder = _own_folder(report_dir / TENSORS_DIR)
-    if len(extra) == 2:
-        folder = _own_folder(folder / str(tid))
-    return folder / name
-
-
-def _own_folder(path: Path) -> Path:
-    """`path`, made if missing, once it is a folder itself: not a link (to somewhere out of the report)."""
-    path.mkdir(exist_ok=True)  # a file there raises; a link to a folder passes here, and not below
-    if not stat.S_ISDIR(os.lstat(path).st_mode):
-        raise NotADirectoryError(f"{path} is not a folder of the report's (a link, or a file)")
-    return path
+    return name, (m[1] if len(extra) == 2 else None)
 
 
 def _shown(rel) -> str:
