@@ -305,6 +305,11 @@ CASES.update({
                                                  layout=ttnn.ROW_MAJOR), device=d, in_channels=8, out_channels=4,
                                                  batch_size=1, input_height=5, input_width=6, kernel_size=(3, 3),
                                                  stride=(2, 2), padding=(1, 1), output_padding=(1, 1))),
+    "ttnn.prepare_conv_transpose2d_weights": lambda d: ((), dict(
+        weight_tensor=dev(rnd(16, 8, 3, 3), None, layout=ttnn.ROW_MAJOR), weights_format="IOHW", has_bias=True,
+        device=d, **_conv_geometry)),
+    "ttnn.prepare_conv_transpose2d_bias": lambda d: ((), dict(
+        bias_tensor=dev(rnd(1, 1, 1, 8), None, layout=ttnn.ROW_MAJOR), device=d, **_conv_geometry)),
     "ttnn.transformer.windowed_scaled_dot_product_attention": lambda d: (
         (x(d, 1, 2, 64, 32), x(d, 1, 2, 64, 32, seed=1), x(d, 1, 2, 64, 32, seed=2),
          dev(torch.tensor([0, 16, 40, 64]), d, dtype=ttnn.int32, layout=ttnn.ROW_MAJOR)), {}),

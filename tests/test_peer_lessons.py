@@ -1870,3 +1870,88 @@ def test_nonzero_gives_the_count_and_the_positions_of_a_rows_non_zero_entries(de
     assert ttnn.to_torch(indices)[0, 0, 0, :3].tolist() == [3, 17, 39]
     with pytest.raises(RuntimeError, match="The input shape must be 4D with the following form: 1, 1, 1, X"):
         ttnn.nonzero(ttnn.from_torch(torch.ones(1, 1, 2, 4), ttnn.bfloat16, device=device))
+
+
+def test_conv_transpose2d_returns_and_takes_back_the_weights_prepare_conv_transpose2d_weights_makes(device):
+    # unit_tests/operations/conv/test_conv_transpose2d.py: prepare_conv_transpose2d_weights / _bias (IOHW weights,
+    # mirrored and transposed into conv2d's [1, 1, KH*KW*in, out], groups spread over zeros) give exactly the
+    # tensors conv_transpose2d returns with return_weights_and_bias, and conv_transpose2d takes them back
+    torch.manual_seed(0)
+    x, w, b = torch.randn(1, 4, 5, 5), torch.randn(4, 3, 3, 3), torch.randn(1, 1, 1, 6)
+    geometry = dict(in_channels=4, out_channels=6, batch_size=1, input_height=5, input_width=5, kernel_size=(3, 3),
+                    stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=2, device=device)
+    want = torch.nn.functional.conv_transpose2d(x, w, b.reshape(-1), stride=2, padding=1, groups=2)
+    x_dev = ttnn.from_torch(x.permute(0, 2, 3, 1), ttnn.float32, device=device)
+    for mirror in (True, False):
+        w_given = w if mirror else w.flip(-2, -1)
+        y, [w_conv, b_conv] = ttnn.conv_transpose2d(
+            input_tensor=x_dev, weight_tensor=ttnn.from_torch(w_given, ttnn.float32),
+            bias_tensor=ttnn.from_torch(b, ttnn.float32), mirror_kernel=mirror, return_weights_and_bias=True,
+            **geometry)
+        common = dict(input_memory_config=ttnn.L1_MEMORY_CONFIG, input_layout=ttnn.ROW_MAJOR_LAYOUT,
+                      input_dtype=ttnn.float32, **geometry)
+        w_prep = ttnn.prepare_conv_transpose2d_weights(weight_tensor=ttnn.from_torch(w_given, ttnn.float32),
+                                                       weights_format="IOHW", has_bias=True, mirror_kernel=mirror,
+                                                       **common)
+        b_prep = ttnn.prepare_conv_transpose2d_bias(bias_tensor=ttnn.from_torch(b, ttnn.float32), **common)
+        assert w_prep.shape == (1, 1, 3 * 3 * 4, 6) and w_prep.layout == ttnn.TILE_LAYOUT
+        assert torch.equal(ttnn.to_torch(w_conv), ttnn.to_torch(w_prep))
+        assert torch.equal(ttnn.to_torch(b_conv), ttnn.to_torch(b_prep))
+        again = ttnn.conv_transpose2d(input_tensor=x_dev, weight_tensor=w_prep, bias_tensor=b_prep, **geometry)
+        for out in (y, again):
+            got = ttnn.to_torch(out).reshape(1, 9, 9, 6).permute(0, 3, 1, 2)
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="weights_format='OIHW'.*pass weights_format='IOHW'"):
+        ttnn.prepare_conv_transpose2d_weights(weight_tensor=ttnn.from_torch(w, ttnn.float32), weights_format="OIHW",
+                                              has_bias=False, **common)
+
+
+def test_an_auto_sharded_conv_whose_height_sharded_cbs_outgrow_l1_runs_as_tt_nn_picks_another_layout(device):
+    # unit_tests/operations/conv/test_prepare_conv_weights.py (8x7x7, 512 -> 512 channels, 3x3) and
+    # test_conv_transpose2d.py (Vanilla UNet's 512 -> 256): with no shard_layout TT-NN picks block sharding by
+    # estimated L1 use; height sharding would hold all 512 channels' 3x3 weights on each core (1.87 MB of 1.43 MB)
+    x = ttnn.from_torch(torch.randn(8, 7, 7, 512), ttnn.bfloat16, device=device)
+    w = ttnn.from_torch(torch.randn(512, 512, 3, 3), ttnn.bfloat16)
+    geometry = dict(input_tensor=x, weight_tensor=w, device=device, in_channels=512, out_channels=512, batch_size=8,
+                    input_height=7, input_width=7, kernel_size=(3, 3), padding=(1, 1))
+    assert ttnn.conv2d(**geometry).shape == (1, 1, 8 * 7 * 7, 512)
+    height = ttnn.Conv2dConfig(shard_layout=ttnn.TensorMemoryLayout.HEIGHT_SHARDED)
+    with pytest.raises(RuntimeError, match="Statically allocated circular buffers .* beyond max L1 size"):
+        ttnn.conv2d(conv_config=height, **geometry)  # asked for by name, it fails as TT-NN's would
+
+
+# -- nightly eltwise (round 14): binary_ng's fused activations and its output_tensor check -------------------------
+
+
+def test_binary_ng_fuses_any_unary_sfpu_op_and_takes_an_op_param_pair(device):
+    # nightly test_binary_bcast_ext.py: lhs FLOOR, rhs CEIL, post COS; post ISINF / SIGNBIT give 1.0 / 0.0; a post
+    # activation given as the pair (UnaryOpType.ADD_UNARY_SFPU, 7) converts as TT-NN's binding converts it
+    a = torch.tensor([[0.5, 1.5, -2.25, 3.75]])
+    b = torch.tensor([[1.25, -0.5, 2.5, 0.25]])
+    ta, tb = (ttnn.from_torch(x, layout=ttnn.TILE, device=device) for x in (a, b))
+    op = ttnn.UnaryOpType
+    got = ttnn.add(ta, tb, input_tensor_a_activations=[op.FLOOR], input_tensor_b_activations=[op.CEIL],
+                   activations=[op.COS])
+    torch.testing.assert_close(ttnn.to_torch(got).float(), torch.cos(a.floor() + b.ceil()), atol=1e-2, rtol=1e-2)
+    assert ttnn.to_torch(ttnn.sub(ta, tb, activations=[op.SIGNBIT])).tolist() == [[1.0, 0.0, 1.0, 0.0]]
+    assert ttnn.to_torch(ttnn.mul(ta, tb, activations=[(op.ADD_UNARY_SFPU, 7)])).float().tolist() == \
+        (a * b + 7).tolist()
+    assert ttnn.to_torch(ttnn.divide(ta, tb, activations=[(op.DIV_UNARY_SFPU, 2)])).float().tolist() == \
+        (a / b / 2).bfloat16().float().tolist()
+    with pytest.raises(ValueError, match="takes 1 parameter"):
+        ttnn.add(ta, tb, activations=[op.DIV_UNARY_SFPU])
+
+
+def test_a_binary_output_tensor_of_another_shape_fails_tt_nn_s_output_check_before_the_broadcast_check(device):
+    # nightly test_binary_bcast_ext.py test_binary_opt_output_invalid_bcast: binary_ng's compute_output_specs checks
+    # output_tensor= first, against compute_broadcasted_output, which keeps a's dim where neither is 1
+    def t(*shape):
+        return ttnn.from_torch(torch.rand(shape), layout=ttnn.TILE, device=device)
+
+    with pytest.raises(RuntimeError, match=r"Shape of Output tensor Shape\(\[5, 3, 1, 32\]\) provided does not match "
+                                           r"the broadcasted output shape Shape\(\[5, 3, 32, 32\]\)"):
+        ttnn.add(t(1, 1, 1, 1), t(5, 3, 32, 32), output_tensor=t(5, 3, 1, 32))
+    with pytest.raises(RuntimeError, match=r"Shape of Output tensor .* shape Shape\(\[5, 2, 64, 128\]\)"):
+        ttnn.gt(t(5, 2, 64, 1), t(1, 3, 1, 128), output_tensor=t(5, 3, 64, 128))
+    out = t(1, 3, 32, 32)  # the right shape is written, leading 1s and all
+    assert ttnn.mul(t(1, 1, 1, 1), t(3, 32, 32), output_tensor=out) is out

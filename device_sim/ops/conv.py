@@ -207,6 +207,18 @@ def _launch_conv2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor, conv_conf
         grid=(out.device().config.grid_x, out.device().config.grid_y), act_block_h_override=cfg.act_block_h_override,
         out_tile=out.layout == Layout.TILE, act_double_buffer=cfg.enable_act_double_buffer,
         weights_double_buffer=cfg.enable_weights_double_buffer)
+    _launch_height_sharded(out, programs, auto=shard_layout is None and not x.is_sharded())
+
+
+def _launch_height_sharded(out: Tensor, programs, *, auto: bool) -> None:
+    """Launch a height-sharded conv's programs (the last is Conv2dDeviceOperation). auto: no shard_layout was given
+    and the input is not sharded, so TT-NN picks height, block or width sharding by their estimated L1 use
+    (determine_conv_config_for_auto_shard). Height sharding holds every input channel and the whole weight width on
+    each core; when those CBs pass the end of L1 (512 channels of a 3x3 kernel: 1.87 MB of 1.43 MB), TT-NN's pick is
+    block or width sharding, which split the channels and which device_sim does not model, so none is launched."""
+    c = out.device().config
+    if auto and c.l1_unreserved_base + programs[-1].cb_region_end > c.l1_size:
+        return
     device_work.launch_after(out, True, out, programs)
 
 
@@ -247,7 +259,7 @@ def _launch_conv_transpose2d(out: Tensor, x: Tensor, weight_tensor, bias_tensor,
         grid=(out.device().config.grid_x, out.device().config.grid_y), act_block_h_override=cfg.act_block_h_override,
         out_tile=out.layout == Layout.TILE, act_double_buffer=cfg.enable_act_double_buffer,
         weights_double_buffer=cfg.enable_weights_double_buffer, input_hw=(h, w))
-    device_work.launch_after(out, True, out, programs)
+    _launch_height_sharded(out, programs, auto=shard_layout is None and not x.is_sharded())
 
 
 def _weights_on_device(weight_tensor, bias_tensor, args, device, conv_config, op_name):
@@ -391,21 +403,88 @@ def conv1d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None, in_chann
     return _returned(out, y.shape[2] // batch_size if return_output_dim else None, weights)
 
 
+def _transpose_weight(w: torch.Tensor, in_channels: int, out_channels: int, kernel, groups: int,
+                      mirror_kernel: bool, op_name: str) -> torch.Tensor:
+    """conv_transpose2d's weights as torch's conv_transpose2d takes them for one group: [in, out, KH, KW], the
+    groups' blocks spread over zeros as TT-NN runs a grouped one. From TT-NN's torch layout [in_channels,
+    out_channels/groups, KH, KW], or prepared: conv2d's [1, 1, KH*KW*in_channels, out_channels] of that kernel
+    transposed and mirrored (_prepared_transpose), so both run the same sums."""
+    kh, kw = kernel
+    if tuple(w.shape) == (in_channels, out_channels // groups, kh, kw):
+        # mirror_kernel=False says the caller's kernel is mirrored already; torch's formula takes it unmirrored.
+        return _grouped_full(w if mirror_kernel else w.flip(-2, -1), groups)
+    if tuple(w.shape) == (1, 1, kh * kw * in_channels, out_channels):
+        return _conv_weight(w, in_channels, out_channels, kernel, 1, op_name).flip(-2, -1).transpose(0, 1).contiguous()
+    raise ValueError(
+        f"{op_name}: weight shape {list(w.shape)} is neither [in_channels, out_channels/groups, KH, KW] = "
+        f"{[in_channels, out_channels // groups, kh, kw]} nor prepared [1, 1, KH*KW*in_channels, out_channels] = "
+        f"{[1, 1, kh * kw * in_channels, out_channels]}")
+
+
+def _grouped_full(w_iohw: torch.Tensor, groups: int) -> torch.Tensor:
+    """[in, out/groups, KH, KW] -> [in, out, KH, KW] with each group's block in place and zeros off them
+    (convert_conv_weight_tensor_to_grouped_layout_for_conv_transpose2d)."""
+    cin, og, kh, kw = w_iohw.shape
+    full = torch.zeros(cin, og * groups, kh, kw, dtype=torch.float32)
+    ig = cin // groups
+    for g in range(groups):
+        full[g * ig:(g + 1) * ig, g * og:(g + 1) * og] = w_iohw[g * ig:(g + 1) * ig].float()
+    return full
+
+
+def _prepared_transpose(w_iohw: torch.Tensor, groups: int, mirror_kernel: bool) -> torch.Tensor:
+    """prepare_conv_transpose2d_weights' math: the groups spread over zeros (_grouped_full), then [out, in, KH, KW]
+    with KH and KW reversed unless mirror_kernel=False (transform_weights_for_conv_transpose2d), then conv2d's
+    prepared form: the conv over the halo's full input that TT-NN runs with stride 1 and one group."""
+    oihw = _grouped_full(w_iohw, groups).transpose(0, 1)
+    return _prepared(oihw.flip(-2, -1) if mirror_kernel else oihw)
+
+
+def _prepare_conv_transpose2d_weights_golden(*_, weight_tensor, in_channels, out_channels, kernel_size, groups,
+                                             mirror_kernel=True, **__):
+    op_name = "ttnn.prepare_conv_transpose2d_weights"
+    (kh, kw), groups = _pair(kernel_size, "kernel_size", op_name), _groups(groups)
+    if tuple(weight_tensor.shape) != (in_channels, out_channels // groups, kh, kw):
+        raise ValueError(f"{op_name}: weight shape {list(weight_tensor.shape)} must be [in_channels, "
+                         f"out_channels/groups, KH, KW] = {[in_channels, out_channels // groups, kh, kw]} (IOHW)")
+    return _prepared_transpose(weight_tensor, groups, mirror_kernel)
+
+
+def _weights_dtype(conv_config, tensor: Tensor) -> DataType:
+    """The prepared weights' dtype: conv_config.weights_dtype, else the tensor's (prepare_conv2d_weights.cpp;
+    DataType.BFLOAT16 is 0, so `or` would skip it)."""
+    w_dtype = conv_config.weights_dtype if conv_config is not None else None
+    return w_dtype if w_dtype is not None else tensor.dtype
+
+
+def _transpose_weight_on_device(weight_tensor: Tensor, *, in_channels, out_channels, kernel_size, groups,
+                                mirror_kernel, device, conv_config, op_name) -> Tensor:
+    """prepare_conv_transpose2d_weights' tensor: TILE, in conv_config.weights_dtype or the weight's, on `device`."""
+    w = _prepare_conv_transpose2d_weights_golden(
+        weight_tensor=values(weight_tensor, op_name), in_channels=in_channels, out_channels=out_channels,
+        kernel_size=kernel_size, groups=groups, mirror_kernel=mirror_kernel)
+    return _make(w, device, [], op_name=op_name, dtype=_weights_dtype(conv_config, weight_tensor), layout=Layout.TILE,
+                 memory_config=placement.get_default_memory_config())
+
+
+def _bias_on_device(bias_tensor: Tensor, out_channels: int, device, conv_config, op_name: str) -> Tensor:
+    """prepare_conv_bias' tensor ([1, 1, 1, out_channels], TILE), for conv_transpose2d."""
+    b = _prepare_conv_bias_golden(bias_tensor=values(bias_tensor, op_name), out_channels=out_channels)
+    return _make(b, device, [], op_name=op_name, dtype=_weights_dtype(conv_config, bias_tensor), layout=Layout.TILE,
+                 memory_config=placement.get_default_memory_config())
+
+
 def _conv_transpose2d_golden(*_, input_tensor, weight_tensor, in_channels, out_channels, batch_size, input_height,
                              input_width, kernel_size, stride=(1, 1), padding=(0, 0), output_padding=(0, 0),
                              dilation=(1, 1), groups=1, bias_tensor=None, conv_config=None, mirror_kernel=True, **__):
     op_name = "ttnn.conv_transpose2d"
-    (kh, kw), groups = _pair(kernel_size, "kernel_size", op_name), _groups(groups)
-    if tuple(weight_tensor.shape) != (in_channels, out_channels // groups, kh, kw):
-        raise ValueError(f"{op_name}: weight shape {list(weight_tensor.shape)} must be [in_channels, "
-                         f"out_channels/groups, KH, KW] = {[in_channels, out_channels // groups, kh, kw]}")
+    kernel, groups = _pair(kernel_size, "kernel_size", op_name), _groups(groups)
     x = _nchw(input_tensor, batch_size, input_height, input_width, in_channels, op_name)
-    # mirror_kernel=False says the caller's kernel is mirrored already; torch's formula takes it unmirrored.
-    w = weight_tensor.float() if mirror_kernel else weight_tensor.float().flip(-2, -1)
+    w = _transpose_weight(weight_tensor, in_channels, out_channels, kernel, groups, mirror_kernel, op_name)
     b = bias_tensor.float().reshape(-1) if bias_tensor is not None else None
     left, right, top, bottom = _padding(padding, op_name)
     y = F.conv_transpose2d(x, w, b, _pair(stride, "stride", op_name), 0, _pair(output_padding, "output_padding",
-                           op_name), groups, _pair(dilation, "dilation", op_name))
+                           op_name), 1, _pair(dilation, "dilation", op_name))  # w spreads the groups out
     y = y[..., top: y.shape[-2] - bottom, left: y.shape[-1] - right]  # padding crops the full output
     act = activation_name(conv_config.activation) if conv_config is not None else None
     return _flat(_ACTIVATIONS[act](y) if act else y)
@@ -420,9 +499,10 @@ def conv_transpose2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None
                      memory_config: MemoryConfig | None = None, dram_slice_config: Conv2dSliceConfig | None = None,
                      mirror_kernel: bool = True, return_output_dim: bool = False,
                      return_weights_and_bias: bool = False, op_name: str = OWN_NAME, **tt_nn_only):
-    """Transposed convolution of an NHWC input with weights [in_channels, out_channels/groups, KH, KW], as
-    torch's conv_transpose2d: [1, 1, N*OH*OW, out_channels]. Returns like conv2d; the weights and bias
-    returned with return_weights_and_bias are the given ones on the device, in TILE, in the same layout.
+    """Transposed convolution of an NHWC input with weights [in_channels, out_channels/groups, KH, KW] (or
+    prepared by ttnn.prepare_conv_transpose2d_weights), as torch's conv_transpose2d: [1, 1, N*OH*OW, out_channels].
+    Returns like conv2d; the weights and bias returned with return_weights_and_bias are those
+    prepare_conv_transpose2d_weights / _bias make (given ones already on the device, as they are).
 
     >>> x = ttnn.from_torch(torch.ones(1, 2, 2, 4), ttnn.bfloat16, device=device)  # NHWC
     >>> w = ttnn.from_torch(torch.ones(4, 3, 2, 2), ttnn.bfloat16)  # [in, out, kh, kw], on the host
@@ -454,12 +534,68 @@ def conv_transpose2d(*, input_tensor: Tensor, weight_tensor: Tensor, device=None
         dims = ((input_height - 1) * sh - top - bottom + dh * (kh - 1) + oph + 1,
                 (input_width - 1) * sw - left - right + dw * (kw - 1) + opw + 1)
     if return_weights_and_bias:
-        w_dtype = conv_config.weights_dtype if conv_config is not None and conv_config.weights_dtype else None
-        weights = tuple(t if t is None or t.device() is not None else
-                        _make(values(t, op_name), device, [], op_name=op_name, dtype=w_dtype or t.dtype,
-                              layout=Layout.TILE, memory_config=placement.get_default_memory_config())
-                        for t in (weight_tensor, bias_tensor))
+        # host weights are prepared as prepare_conv_transpose2d_weights / _bias prepare them; device ones are already
+        weights = (weight_tensor if weight_tensor.device() is not None else _transpose_weight_on_device(
+            weight_tensor, in_channels=in_channels, out_channels=out_channels, kernel_size=kernel_size, groups=groups,
+            mirror_kernel=mirror_kernel, device=device, conv_config=conv_config, op_name=op_name),
+                   bias_tensor if bias_tensor is None or bias_tensor.device() is not None else
+                   _bias_on_device(bias_tensor, out_channels, device, conv_config, op_name))
     return _returned(out, dims, weights)
+
+
+@register_op("ttnn.prepare_conv_transpose2d_weights", traits={Trait.HOST},
+             golden=_prepare_conv_transpose2d_weights_golden)
+def prepare_conv_transpose2d_weights(*, weight_tensor: Tensor, input_memory_config: MemoryConfig,
+                                     input_layout: Layout, weights_format: str, in_channels: int, out_channels: int,
+                                     batch_size: int, input_height: int, input_width: int, kernel_size, stride,
+                                     padding, dilation, has_bias: bool, groups: int, device, input_dtype: DataType,
+                                     output_dtype: DataType | None = None, conv_config: Conv2dConfig | None = None,
+                                     compute_config=None, dram_slice_config: Conv2dSliceConfig | None = None,
+                                     mirror_kernel: bool = True, op_name: str = OWN_NAME) -> Tensor:
+    """The weights conv_transpose2d uses, on `device`: conv2d's prepared [1, 1, KH*KW*in_channels, out_channels]
+    (TILE, in conv_config.weights_dtype or the tensor's) of the kernel transposed to [out, in, KH, KW], its groups
+    spread over zeros and KH, KW reversed unless mirror_kernel=False. The same tensor conv_transpose2d returns with
+    return_weights_and_bias=True; conv_transpose2d takes it back. weights_format must be "IOHW" (torch's).
+
+    >>> w = ttnn.from_torch(torch.ones(2, 3, 2, 2), ttnn.bfloat16)  # [in, out, kh, kw], on the host
+    >>> p = ttnn.prepare_conv_transpose2d_weights(weight_tensor=w, input_memory_config=ttnn.L1,
+    ...     input_layout=ttnn.ROW_MAJOR, weights_format="IOHW", in_channels=2, out_channels=3, batch_size=1,
+    ...     input_height=4, input_width=4, kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), dilation=(1, 1),
+    ...     has_bias=False, groups=1, device=device, input_dtype=ttnn.bfloat16)
+    >>> p.shape, p.layout
+    (Shape([1, 1, 8, 3]), Layout.TILE)
+    """
+    if weights_format != "IOHW":  # prepare_conv_transpose2d_weights.cpp's TT_ASSERT
+        raise ValueError(f"{op_name}: weights_format={weights_format!r}; PyTorch's ConvTranspose2D weights are "
+                         f"'IOHW': pass weights_format='IOHW'")
+    _check_conv_args(in_channels, out_channels, groups, conv_config, dram_slice_config, op_name)
+    # a weight already on a device is read back and prepared the same (transform_weights_for_conv_transpose2d)
+    return _transpose_weight_on_device(weight_tensor, in_channels=in_channels, out_channels=out_channels,
+                                       kernel_size=kernel_size, groups=groups, mirror_kernel=mirror_kernel,
+                                       device=device, conv_config=conv_config, op_name=op_name)
+
+
+@register_op("ttnn.prepare_conv_transpose2d_bias", traits={Trait.HOST}, golden=_prepare_conv_bias_golden)
+def prepare_conv_transpose2d_bias(*, bias_tensor: Tensor, input_memory_config: MemoryConfig, input_layout: Layout,
+                                  in_channels: int, out_channels: int, batch_size: int, input_height: int,
+                                  input_width: int, kernel_size, stride, padding, dilation, groups: int, device,
+                                  input_dtype: DataType, output_dtype: DataType | None = None,
+                                  conv_config: Conv2dConfig | None = None, compute_config=None,
+                                  dram_slice_config: Conv2dSliceConfig | None = None,
+                                  op_name: str = OWN_NAME) -> Tensor:
+    """The bias conv_transpose2d uses, on `device`: prepare_conv_bias's [1, 1, 1, out_channels] in TILE (TT-NN
+    prepares it as the bias of the stride-1 conv2d it runs).
+
+    >>> b = ttnn.from_torch(torch.ones(1, 1, 1, 3), ttnn.bfloat16)
+    >>> p = ttnn.prepare_conv_transpose2d_bias(bias_tensor=b, input_memory_config=ttnn.L1,
+    ...     input_layout=ttnn.ROW_MAJOR, in_channels=2, out_channels=3, batch_size=1, input_height=4, input_width=4,
+    ...     kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), dilation=(1, 1), groups=1, device=device,
+    ...     input_dtype=ttnn.bfloat16)
+    >>> p.shape, p.layout
+    (Shape([1, 1, 1, 3]), Layout.TILE)
+    """
+    _check_conv_args(in_channels, out_channels, groups, conv_config, dram_slice_config, op_name)
+    return _bias_on_device(bias_tensor, out_channels, device, conv_config, op_name)
 
 
 # -- conv3d (ttnn.experimental) ---------------------------------------------------------------
