@@ -90,11 +90,35 @@ _FUNCTIONS = {
     T.EQZ: lambda x, p, a: (x == 0).float(),
     T.NEZ: lambda x, p, a: (x != 0).float(),
     T.TYPECAST: lambda x, p, a: x,
+    T.DIV_UNARY_SFPU: lambda x, p, a: x / p[0],
+    # binary_ng's own activation lists take any unary SFPU op (tt-metal's test_binary_bcast_ext.py fuses each of
+    # these); the predicates give 1.0 / 0.0 like the comparisons with 0 above
+    T.FLOOR: lambda x, p, a: torch.floor(x),
+    T.CEIL: lambda x, p, a: torch.ceil(x),
+    T.LOG2: lambda x, p, a: torch.log2(x),
+    T.LOG10: lambda x, p, a: torch.log10(x),
+    T.EXP2: lambda x, p, a: torch.exp2(x),
+    T.EXPM1: lambda x, p, a: torch.expm1(x),
+    T.TAN: lambda x, p, a: torch.tan(x),
+    T.ATAN: lambda x, p, a: torch.atan(x),
+    T.ERFC: lambda x, p, a: torch.erfc(x),
+    T.ERFINV: lambda x, p, a: torch.erfinv(x),
+    T.I0: lambda x, p, a: torch.i0(x),
+    T.SIGN: lambda x, p, a: torch.sign(x),
+    T.SIGNBIT: lambda x, p, a: torch.signbit(x).float(),
+    T.ISINF: lambda x, p, a: torch.isinf(x).float(),
+    T.ISPOSINF: lambda x, p, a: torch.isposinf(x).float(),
+    T.ISNEGINF: lambda x, p, a: torch.isneginf(x).float(),
+    T.ISNAN: lambda x, p, a: torch.isnan(x).float(),
+    T.ISFINITE: lambda x, p, a: torch.isfinite(x).float(),
+    T.LOGICAL_NOT_UNARY: lambda x, p, a: (x == 0).float(),
 }
 _NEEDS = {T.LEAKY_RELU: 1, T.ELU: 1, T.RELU_MAX: 1, T.RELU_MIN: 1, T.POWER: 1, T.POWER_ITERATIVE: 1, T.SOFTPLUS: 2,
-          T.HARDTANH: 2, T.SUB_UNARY_SFPU: 1, T.ADD_UNARY_SFPU: 1, T.MUL_UNARY_SFPU: 1, T.TYPECAST: 2}
+          T.HARDTANH: 2, T.SUB_UNARY_SFPU: 1, T.ADD_UNARY_SFPU: 1, T.MUL_UNARY_SFPU: 1, T.DIV_UNARY_SFPU: 1,
+          T.TYPECAST: 2}
 # Taken in a list of UnaryWithParam only: string_to_unary_with_param (unary_op_utils.cpp) names none of them.
-_UNNAMED = {T.LTZ, T.GTZ, T.LEZ, T.GEZ, T.EQZ, T.NEZ}
+_UNNAMED = {T.LTZ, T.GTZ, T.LEZ, T.GEZ, T.EQZ, T.NEZ, T.FLOOR, T.CEIL, T.EXP2, T.EXPM1, T.TAN, T.ATAN, T.ERFC,
+            T.ERFINV, T.I0, T.SIGNBIT, T.ISINF, T.ISPOSINF, T.ISNEGINF, T.ISNAN, T.ISFINITE, T.LOGICAL_NOT_UNARY}
 # The strings TT-NN's matmul/linear take for `activation=` (the op's name in lower case).
 NAMES = {t.name.lower(): t for t in _FUNCTIONS if t not in _NEEDS and t not in _UNNAMED}
 # Names string_to_unary_with_param (unary_op_utils.cpp) maps to an op with a parameter set
@@ -114,6 +138,10 @@ def resolve(op_name: str, activation):
                              f"or pass a ttnn.UnaryWithParam")
         else:
             activation = UnaryWithParam(NAMES[name])
+    if isinstance(activation, tuple) and activation and isinstance(activation[0], UnaryOpType):
+        # a (UnaryOpType, param, ...) pair converts as TT-NN's binding converts it (test_binary_bcast_ext.py
+        # passes activations=[(ttnn.UnaryOpType.ADD_UNARY_SFPU, 7)])
+        activation = UnaryWithParam(*activation)
     if isinstance(activation, UnaryOpType):
         # TT-NN's UnaryWithParam is built from a bare UnaryOpType where one is expected (its C++ constructor
         # from op_type alone); tt-metal's binary tests pass input_tensor_a_activations=[ttnn.UnaryOpType.SILU].

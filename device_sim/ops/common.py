@@ -251,3 +251,22 @@ def broadcast_error(op_name: str, shape_a, shape_b) -> RuntimeError:
                     f"Broadcasting rule violation for rank {i}, dim a: {dim_a}, dim b: {dim_b}\n{op_name}: shapes "
                     f"{list(shape_a)} and {list(shape_b)} do not broadcast; reshape one so that each dimension "
                     f"matches or is 1", where="device_sim/ops/common.py")
+
+
+def check_output_shape(op_name: str, shape_a, shape_b, out: Tensor) -> None:
+    """binary_ng's check of an interleaved output_tensor= (compute_output_specs), made before the inputs' own
+    broadcast check as TT-NN makes it: its shape, right-aligned with leading 1s, is compute_broadcasted_output's,
+    which takes a's dim where neither is 1 (so [5, 2, 64, 1] with [1, 3, 1, 128] is [5, 2, 64, 128])."""
+    if out._memory_config is None or out._memory_config.shard_spec is not None:
+        return
+    rank = max(len(shape_a), len(shape_b))
+    dims = [(shape_a[i] if i >= -len(shape_a) else 1, shape_b[i] if i >= -len(shape_b) else 1)
+            for i in range(-rank, 0)]
+    expected = [a if 1 not in (a, b) else a + b - 1 for a, b in dims]
+    shape = list(out.shape)
+    n = min(len(shape), rank)  # shapes_equal: the trailing dims, then the broadcast shape's extra ones are 1
+    if shape[len(shape) - n:] != expected[rank - n:] or any(d != 1 for d in expected[:rank - n]):
+        raise tt_fatal("shapes_equal(shape, output_shape)",
+                       f"Shape of Output tensor Shape({shape}) provided does not match the broadcasted output shape "
+                       f"Shape({expected})\n{op_name}: pass an output_tensor of shape {expected}, or none",
+                       where="device_sim/ops/common.py")

@@ -11,7 +11,15 @@ import torch.nn.functional as F
 
 from device_sim import activations as _activations
 from device_sim import device_work, dtypes, numerics
-from device_sim.ops.common import broadcast, check_tt_nn_only, device_inputs, like_output, output, values
+from device_sim.ops.common import (
+    broadcast,
+    check_output_shape,
+    check_tt_nn_only,
+    device_inputs,
+    like_output,
+    output,
+    values,
+)
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import eltwise as eltwise_programs
 from device_sim.programs import indexing as indexing_programs
@@ -158,6 +166,11 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
             raise TypeError(f"{op_name}: one of the first two arguments must be a ttnn tensor, got "
                             f"{type(input_tensor_a).__name__} and {type(input_tensor_b).__name__}")
         ins = device_inputs(op_name, input_tensor_a, input_tensor_b)
+        fresh = pending_output_target(op_name) is None
+        if not fresh and like is input_tensor_a:
+            check_output_shape(op_name, input_tensor_a.shape,
+                               input_tensor_b.shape if isinstance(input_tensor_b, Tensor) else (),
+                               pending_output_target(op_name))
         a, b = values(input_tensor_a, op_name), values(input_tensor_b, op_name)
         # Fused activations run in the same kernel, on the inputs as read and on the result before rounding.
         a, b = _pre(op_name, input_tensor_a_activations, a), _pre(op_name, input_tensor_b_activations, b)
@@ -171,7 +184,6 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         y = _rounded(op_name, y, rounding_mode)
         if nan16 is not None:
             y = _stored_nan(y, dtype if dtype is not None else like.dtype, nan16)
-        fresh = pending_output_target(op_name) is None
         out = output(y if post is None else post(y.float()), like, ins, op_name=op_name, dtype=dtype,
                      memory_config=memory_config)
         device = like.device()
