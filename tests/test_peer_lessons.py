@@ -1954,3 +1954,13 @@ def test_a_binary_output_tensor_of_another_shape_fails_tt_nn_s_output_check_befo
         ttnn.gt(t(5, 2, 64, 1), t(1, 3, 1, 128), output_tensor=t(5, 3, 64, 128))
     out = t(1, 3, 32, 32)  # the right shape is written, leading 1s and all
     assert ttnn.mul(t(1, 1, 1, 1), t(3, 32, 32), output_tensor=out) is out
+
+
+def test_the_loss_goldens_take_torch_s_reduction_names_as_tt_nn_s_goldens_do(device):
+    # nightly test_losses.py: get_golden_function(ttnn.mse_loss)(a, b, reduction="mean") is torch's MSELoss (TT-NN's
+    # losses.py); the golden read "mean" as no reduction and compared a whole tensor with the op's one value
+    a, b = torch.tensor([[1.0, 2.0, 6.0]]), torch.tensor([[3.0, 1.0, 2.0]])
+    assert ttnn.get_golden_function(ttnn.mse_loss)(a, b, reduction="mean").item() == 7.0
+    assert ttnn.get_golden_function(ttnn.l1_loss)(a, b, reduction="sum").item() == 7.0
+    assert ttnn.get_golden_function(ttnn.l1_loss)(a, b).tolist() == [[2.0, 1.0, 4.0]]
+    assert ttnn.get_golden_function(ttnn.mse_loss)(a, b, reduction=ttnn.LossReductionMode.SUM).item() == 21.0
