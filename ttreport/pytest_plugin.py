@@ -150,7 +150,9 @@ class _Session:
             self.behind.remove(earlier)
             self._finish(*earlier)
         # Without a baseline nothing in the test's result reads its report: it is finished behind the next tests.
-        capture = ttreport.Capture(name, config=self._config(item), wait_on_close=self.baseline is not None)
+        # Its writer process is one forked while an earlier test's report was waited for, when there is one.
+        capture = ttreport.Capture(name, config=self._config(item), wait_on_close=self.baseline is not None,
+                                   fork_ahead=True)
         try:
             with capture:
                 outcome = yield
@@ -187,6 +189,8 @@ class _Session:
 
     def pytest_sessionfinish(self, session) -> None:
         interrupted = False
+        for _, capture in self.behind:
+            capture.fork_ahead = False  # no test follows: a writer forked for the next would be of no use
         while self.behind:
             try:
                 self._finish(*self.behind.popleft())

@@ -170,9 +170,14 @@ class LogSink:
         self._behind = False  # a new segment found the writer lag_segments behind: the next op waits for it
         self._starts = [0]  # where each segment begins, in bytes of the whole log: segment n's is _starts[n - 1]
         self._pacing = threading.Lock()  # one thread at a time looks at the writer (is_alive reaps it)
-        # Anonymous shared memory: the forked writer process writes its count of log bytes written into it after
-        # each batch (writer_process.pump); no file, so a full disk cannot freeze it.
-        self.progress = mmap.mmap(-1, _COUNT.size)
+        # Shared memory: the writer process writes its count of log bytes written into it after each batch
+        # (writer_process.pump); in RAM, so a full disk cannot freeze it. A memfd, so that a writer process forked
+        # before this capture (writer_process.Spare) can be handed it; anonymous memory where there is none.
+        self.progress_fd = os.memfd_create("ttreport-progress", os.MFD_CLOEXEC) if hasattr(os, "memfd_create") \
+            else None
+        if self.progress_fd is not None:
+            os.ftruncate(self.progress_fd, _COUNT.size)
+        self.progress = mmap.mmap(-1 if self.progress_fd is None else self.progress_fd, _COUNT.size)
         self._stalled_at = -1  # the writer's count when the model last stopped waiting for it (WRITER_STALL_S)
         self.waiting = False  # a thread waits for the writer process now (the perf rows' Chase works meanwhile)
         self.on_wait = lambda: None  # called as a wait begins (the capture starts its Chase then, not at its start)
@@ -191,6 +196,9 @@ class LogSink:
             if self._mm is not None:
                 self._mm.close()
                 self._mm = None
+            if self.progress_fd is not None:
+                os.close(self.progress_fd)  # (the mapping stays: it holds the memory)
+                self.progress_fd = None
 
     # -- writing -------------------------------------------------------------------------
     def append(self, record) -> None:

@@ -27,6 +27,11 @@ process loses no op: the next reader rebuilds the report from it (ttreport.recov
     with run:
         model(x)
     run.wait()   # the report is complete (or its error said) from here on
+
+A run of captures (the pytest plugin's tests, profile's calls) passes `fork_ahead=True`: each close forks the next
+capture's writer process while it waits for its own (writer_process.Spare), and the next start takes it instead of
+forking (10-25 ms of a start of ~45 on 2 busy cores). The spare is this process as it was then; a capture takes it
+only while the ops registered, the performance model's constants and the environment are the same.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ import device_sim
 import device_sim.cluster
 from device_sim import perf_constants
 from ttreport import db
-from ttreport.capturing import golden, rank
+from ttreport.capturing import golden, rank, writer_process
 from ttreport.capturing.log_perf import estimate_on_model_thread
 from ttreport.capturing.log_tensors import LogStorage
 from ttreport.capturing.oplog import LogQueue, LogSink
@@ -102,7 +107,7 @@ class Capture(contextlib.ContextDecorator):
 
     def __init__(self, target: str | os.PathLike | None = None, *, config: Config | None = None,
                  schedule: Schedule | None = None, base_name: str = "report", number_from: int | None = None,
-                 wait_on_close: bool = True):
+                 wait_on_close: bool = True, fork_ahead: bool = False):
         if schedule is not None and not isinstance(schedule, Schedule):
             raise TypeError(f"schedule={schedule!r}: give ttreport.schedule(wait=..., warmup=..., active=...), or None")
         self._target = target
@@ -115,6 +120,10 @@ class Capture(contextlib.ContextDecorator):
         # False: the block's end (stop()) does not wait for the writer process; wait() does (the module's docstring)
         self.wait_on_close = wait_on_close
         self._unfinished = False  # stopped without waiting: wait() has the writer's end and the folder's lock to do
+        # True: the close's wait for the writer process forks the next capture's (writer_process.Spare), and this
+        # capture takes one forked so: for a run of captures (the pytest plugin's tests, profile's calls), whose
+        # start then does not fork. False on the way out (atexit, a signal), where no capture follows.
+        self.fork_ahead = fork_ahead
         self.config: Config | None = None
         self.path: Path | None = None
         self.db_path: Path | None = None
@@ -170,7 +179,7 @@ class Capture(contextlib.ContextDecorator):
     def _recreate_cm(self):
         # Used as a decorator, each call is a new capture (and must name a new report).
         return Capture(self._target, config=self._given, schedule=self.schedule, base_name=self._base_name,
-                       wait_on_close=self.wait_on_close)
+                       wait_on_close=self.wait_on_close, fork_ahead=self.fork_ahead)
 
     # -- starting ----------------------------------------------------------------------------
     def start(self) -> Capture:
@@ -249,7 +258,7 @@ class Capture(contextlib.ContextDecorator):
         # writer route (issue 32; a writer thread in this process cost the model ~3x the time an op, bench/README.md).
         sink = LogSink(path / OPLOG_DIR)
         self._queue = q = LogQueue(sink)
-        self._writer = WriterProcess(path, config, self._lock_fd)
+        self._writer = WriterProcess(path, config, self._lock_fd, ahead=self.fork_ahead)
         sink.writer_alive, sink.warner, self._writer.sink = self._writer.is_alive, self._warner, sink
         self._storage = TensorStore(path, q, self._warner)
         # A stored tensor's bytes go into the log and the writer process writes the file (log_tensors.py): no
@@ -321,11 +330,13 @@ class Capture(contextlib.ContextDecorator):
             previous(signum, frame)
             return
         # The default action ends the process: close the report first, then end as the signal would.
+        self.fork_ahead = False
         self.stop("interrupted", wait=True)
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
     def _at_exit(self) -> None:
+        self.fork_ahead = False
         self.stop("complete", wait=True)  # in a forked child that exits, stop() does nothing (see _after_fork_in_child)
 
     def _forked_child(self) -> None:
@@ -395,7 +406,7 @@ class Capture(contextlib.ContextDecorator):
                     gc.unfreeze()
                 self.status = status
                 if self._unfinished:
-                    atexit.register(self.wait)  # a script that never calls wait() still gets its report finished
+                    atexit.register(self._wait_at_exit)  # a script that never calls wait() still gets its report
             for signum in held:  # a Ctrl-C (or SIGTERM) that came while the report closed: acted on now it is closed
                 signal.raise_signal(signum)
 
@@ -409,7 +420,7 @@ class Capture(contextlib.ContextDecorator):
             if not self._unfinished:
                 return
             self._unfinished = False
-            atexit.unregister(self.wait)
+            atexit.unregister(self._wait_at_exit)
             with self._noting_signals() as noted:
                 try:
                     self._finish()
@@ -417,6 +428,10 @@ class Capture(contextlib.ContextDecorator):
                     self._unlock()
         for signum in dict.fromkeys(noted):  # acted on now the report is whole, once each
             signal.raise_signal(signum)
+
+    def _wait_at_exit(self) -> None:
+        self.fork_ahead = False
+        self.wait()
 
     @contextlib.contextmanager
     def _noting_signals(self):
@@ -489,6 +504,9 @@ class Capture(contextlib.ContextDecorator):
         notes = self._notes
         started = time.perf_counter()
         chase = self._chase
+        if self.fork_ahead and self._writer.is_alive():
+            # while this process would wait for its writer below anyway (a writer that has ended: the next start forks)
+            writer_process.fork_ahead(holding=[chase.busy] if chase is not None else [])  # (its chase not in SQLite)
         if chase is not None:
             chase.closing()  # the model is done: it renders while the writer writes the rest
         self._writer.join()
@@ -610,7 +628,7 @@ class profile(contextlib.ContextDecorator):  # noqa: N801 (lower-case, as torch.
         # The next call looks for a free name after the one the last call took (a loop never rescans them).
         taken = self.last.number if self.last is not None and self.last.number is not None else 0
         self.last = Capture(self.name, config=self.config, schedule=self.schedule, base_name=self._base,
-                            number_from=None if self.name is None else taken + 1)
+                            number_from=None if self.name is None else taken + 1, fork_ahead=True)
         return self.last
 
     def __enter__(self) -> Capture:

@@ -9,6 +9,11 @@ writer.Writer's own code (capture.log_writer). It shares the capture's folder lo
 is inherited), so no reader folds or rebuilds the report while it writes. It tells the capture through a pipe: a line
 `flushed <token>` per committed flush, then one JSON line of what it wrote and lost.
 
+A capture made with fork_ahead (the pytest plugin's) takes a Spare when one waits: a writer process forked while
+an earlier capture's close waited for its own writer (the model's thread idle then), handed the folder, the lock and
+the shared count over a socket. Its fork (10-25 ms of a start of ~45, bench/README.md) then leaves the start. It is
+this process as it was when forked: it is used only while what a writer reads of it is the same now (Spare.current).
+
 When the capturing process dies (SIGKILL), this process notices (its parent changes), writes
 what the log holds (every op appended before the kill) and closes the report, whose status stays
 "running": readers show that the run was killed. When this process is killed too, the log stays,
@@ -23,15 +28,18 @@ import contextlib
 import gc
 import itertools
 import json
+import mmap
 import os
 import select
 import signal
+import socket
 import sqlite3
 import threading
 import time
 import traceback
 from pathlib import Path
 
+from device_sim import perf_constants, perf_model, registry
 from ttreport.capturing import oplog
 from ttreport.capturing.log_tensors import FileWriter
 from ttreport.capturing.log_writer import OPTIONS, open_writer, pump, remove_finished_log
@@ -49,8 +57,9 @@ KILL_STEP_VAR = "TTREPORT_TEST_KILL_STEP"
 class WriterProcess:
     """Starts the writer process and waits for its flushes and its end; Writer's interface for session.py."""
 
-    def __init__(self, folder: Path, config, lock_fd: int):
+    def __init__(self, folder: Path, config, lock_fd: int, *, ahead: bool = False):
         self.folder = Path(folder)
+        self.ahead = ahead  # a Spare forked ahead may write this capture (Capture's fork_ahead)
         self.options = {k: getattr(config, k) for k in OPTIONS}
         self.lock_fd = lock_fd  # inherited by the fork: the folder stays locked until both have let go
         self.error: Exception | None = None
@@ -71,7 +80,13 @@ class WriterProcess:
         """Fork the writer process. A fork, not a new interpreter: it has ttreport, device_sim and torch
         imported already (a fresh `python -m` takes ~1.3 s of CPU to import them, which a short capture's
         close would wait for). It uses none of the parent's threads or locks: only the log, SQLite (its own
-        connection) and pure-Python row building, and it leaves by os._exit."""
+        connection) and pure-Python row building, and it leaves by os._exit. With `ahead`, a Spare waiting for a
+        capture is handed this one instead, when it is current."""
+        if self.ahead and (spare := take_spare()) is not None:
+            if spare.hand(self.folder, self.options, self.lock_fd, self.sink.progress_fd):
+                self.pid, self._fd = spare.pid, spare.fd
+                return
+            spare.close()  # it died: a writer is forked below
         parent = os.getpid()
         read_fd, write_fd = os.pipe()
         pid = os.fork()
@@ -79,10 +94,7 @@ class WriterProcess:
             code = 1
             try:
                 os.close(read_fd)
-                os.setsid()  # Ctrl-C in a terminal reaches the model, which closes the capture; not this
-                for signum in (signal.SIGINT, signal.SIGTERM):
-                    signal.signal(signum, signal.SIG_DFL)
-                gc.freeze()  # the model's objects, inherited: never walked by this process's collections
+                _on_its_own()
                 progress = self.sink.progress if self.sink is not None else None  # shared with the LogSink
                 code = main(self.folder, parent, self.options, write_fd, progress)
             except BaseException:  # noqa: BLE001 - said on stderr; the capture rebuilds from the log
@@ -181,6 +193,138 @@ class WriterProcess:
 
 
 JOIN_POLL_S = 0.5  # how often join looks at a writer process that says nothing
+
+
+def _on_its_own() -> None:
+    """In a writer process just forked: out of the model's session and signals, the model's objects frozen."""
+    os.setsid()  # Ctrl-C in a terminal reaches the model, which closes the capture; not this
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+    gc.freeze()  # the model's objects, inherited: never walked by this process's collections
+
+
+# -- a writer process forked ahead -----------------------------------------------------------------
+SPARE_POLL_S = 1.0  # how often a spare looks whether the capturing process still runs (its socket may be inherited)
+
+
+class Spare:
+    """A writer process forked before its capture starts, waiting on a socket for the capture's folder, options,
+    folder lock and shared count (LogSink.progress_fd), then main() as a writer forked at the start runs it.
+
+    Forked by fork_ahead() while an earlier capture's close waits for its writer. It ends unused when the capturing
+    process closes its socket (close(), or its exit) or ends (it looks every SPARE_POLL_S: a child forked beside it
+    may hold the socket too), so it never outlives it."""
+
+    def __init__(self):
+        parent = os.getpid()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        read_fd, write_fd = os.pipe()
+        self.state = _state_now()
+        pid = os.fork()
+        if pid == 0:  # the spare
+            code = 1
+            try:
+                ours.close()
+                os.close(read_fd)
+                _on_its_own()
+                code = _serve(theirs, parent, write_fd)
+            except BaseException:  # noqa: BLE001 - said on stderr; the capture rebuilds from the log
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        theirs.close()
+        os.close(write_fd)
+        self.pid, self.fd, self.socket = pid, read_fd, ours
+
+    def current(self) -> bool:
+        """Whether what a writer reads of this process is as it was at the fork: the ops registered, the performance
+        model's constants (perf_constants.use), the environment (TTREPORT_* and the test seams). ~0.15 ms."""
+        return self.state == _state_now()
+
+    def hand(self, folder: Path, options: dict, lock_fd: int, progress_fd: int | None) -> bool:
+        """Give it a capture to write (False: it is gone, or there is no shared count to give it)."""
+        job = json.dumps({"folder": str(folder), "options": options}).encode()
+        try:
+            if progress_fd is None:
+                raise OSError("no memfd for the shared count")
+            socket.send_fds(self.socket, [job], [lock_fd, progress_fd])
+        except OSError:
+            return False
+        self.socket.close()  # its work is given: it now ends as a writer does
+        return True
+
+    def close(self, reap: bool = True) -> None:
+        """Let it go unused: it sees its socket closed and ends (reaped later by _reap, never waited for here)."""
+        self.socket.close()
+        os.close(self.fd)
+        if reap:
+            _unreaped.append(self.pid)
+
+
+def _state_now() -> tuple:
+    return (tuple(map(id, registry.OPS.values())), perf_constants.settable(perf_model), dict(os.environ))
+
+
+def _serve(sock: socket.socket, parent: int, out_fd: int) -> int:
+    """The spare's wait for its capture, then its work as a writer process (0: let go unused)."""
+    while not select.select([sock], [], [], SPARE_POLL_S)[0]:
+        if os.getppid() != parent:
+            return 0  # the capturing process has ended
+    job, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
+    if not job:
+        return 0  # let go (close(), or the capturing process's exit)
+    sock.close()
+    lock_fd, progress_fd = fds  # the lock is held until this process ends, as a forked writer holds its inherited one
+    progress = mmap.mmap(progress_fd, oplog._COUNT.size)
+    os.close(progress_fd)
+    job = json.loads(job)
+    return main(Path(job["folder"]), parent, job["options"], out_fd, progress)
+
+
+_spare: Spare | None = None  # this process's one spare writer process, if any
+_unreaped: list[int] = []  # spares let go, not yet reaped (their exit is not waited for)
+
+
+def _reap() -> None:
+    for pid in list(_unreaped):
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                continue  # still ending
+        _unreaped.remove(pid)
+
+
+def fork_ahead(holding=()) -> None:
+    """Fork a Spare now, unless one waits: called while a capture's close waits for its writer process. `holding`:
+    the locks of threads that may be inside SQLite (a capture's perf-rows chase), held across the fork."""
+    global _spare
+    _reap()
+    if _spare is not None or not hasattr(os, "memfd_create") or not hasattr(socket, "send_fds"):
+        return
+    with contextlib.ExitStack() as held:
+        for lock in holding:
+            held.enter_context(lock)
+        _spare = Spare()
+
+
+def take_spare() -> Spare | None:
+    """The waiting Spare, if it is current (one that is not is let go); it is no longer this process's spare."""
+    global _spare
+    spare, _spare = _spare, None
+    if spare is not None and not spare.current():
+        spare.close()
+        return None
+    return spare
+
+
+def _forget_in_child() -> None:
+    global _spare
+    _unreaped.clear()  # the parent's children
+    if _spare is not None:  # the parent's: a child forked beside it neither uses nor keeps it
+        spare, _spare = _spare, None
+        spare.close(reap=False)
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _state(pid: int) -> tuple[str, int] | None:
