@@ -217,6 +217,16 @@ def grid_of(device) -> tuple[int, int]:
     return (device.config.grid_x, device.config.grid_y) if device is not None else (8, 8)
 
 
+def max_l1_space(device) -> int:
+    """TT-NN's get_max_l1_space (matmul_utilities.cpp, data_movement/common.cpp): the bytes from the L1 base to
+    the lowest L1 tensor, or to the top of L1; what a factory that sizes its CBs to fit may take."""
+    if device is None or getattr(device, "memory", None) is None:
+        return 1 << 62
+    c = device.config
+    lowest = device.memory.allocators[BufferType.L1].lowest_occupied_address()
+    return (lowest if lowest is not None else c.l1_size) - c.l1_unreserved_base
+
+
 def split_work(units: int, grid_x: int, grid_y: int, row_wise: bool = False) -> tuple:
     """The cores TT-Metal's split_work_to_cores gives `units` of work: one unit or more per core, the first
     min(units, cores) cores, column by column (its default) or row by row."""

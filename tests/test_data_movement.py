@@ -171,14 +171,17 @@ def test_tilize_and_untilize_change_only_the_layout_and_its_padding(device):
     assert back.buffer.size < ttnn.tilize(rm).buffer.size
 
 
-def test_tilize_with_padding_pads_the_shape_and_untilize_with_unpadding_takes_inclusive_ends(device):
+def test_tilize_with_padding_fills_the_tile_padding_and_untilize_with_unpadding_takes_inclusive_ends(device):
+    # TT-NN's tilize_with_val_padding keeps the input's logical shape (compute_output_specs): the pad value
+    # lives in the tile padding, which to_torch_with_padded_shape shows
     v = rnd(3, 40)
     rm = dev(v, device, layout=ttnn.ROW_MAJOR)
     padded = ttnn.tilize_with_val_padding(rm, [32, 64], 7.0)
-    assert (padded.shape, padded.layout) == ((32, 64), ttnn.TILE)
-    assert torch.equal(padded.value[:3, :40], held(v)) and bool((padded.value[3:] == 7).all())
+    assert (padded.shape, padded.padded_shape, padded.layout) == ((3, 40), (32, 64), ttnn.TILE)
+    full = padded.to_torch_with_padded_shape()
+    assert torch.equal(full[:3, :40], held(v)) and bool((full[3:] == 7).all()) and bool((full[:, 40:] == 7).all())
     zero = ttnn.tilize_with_zero_padding(rm)
-    assert zero.shape == (32, 64) and float(zero.value[3:].abs().sum()) == 0.0
+    assert zero.shape == (3, 40) and float(zero.to_torch_with_padded_shape()[3:].abs().sum()) == 0.0
     back = ttnn.untilize_with_unpadding(padded, output_tensor_end=[2, 39])
     assert (back.shape, back.layout) == ((3, 40), ttnn.ROW_MAJOR) and torch.equal(back.value, held(v))
     with pytest.raises(ValueError, match="no dim smaller"):

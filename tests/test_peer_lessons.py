@@ -1964,3 +1964,38 @@ def test_the_loss_goldens_take_torch_s_reduction_names_as_tt_nn_s_goldens_do(dev
     assert ttnn.get_golden_function(ttnn.l1_loss)(a, b, reduction="sum").item() == 7.0
     assert ttnn.get_golden_function(ttnn.l1_loss)(a, b).tolist() == [[2.0, 1.0, 4.0]]
     assert ttnn.get_golden_function(ttnn.mse_loss)(a, b, reduction=ttnn.LossReductionMode.SUM).item() == 21.0
+
+
+# -- round 14, base_functionality (basefn): tilize_with_*_padding as TT-NN's device operation has it ---------
+
+
+def test_tilize_with_val_padding_keeps_the_logical_shape_and_fills_the_tile_padding(device):
+    # test_tilize_untilize_2D.py and test_to_layout.py: TilizeWithValPaddingDeviceOperation::compute_output_specs
+    # gives the input's logical shape, so to_torch reads [43, 64] back; the pad value is in the tile padding
+    v = torch.rand(43, 64, dtype=torch.bfloat16)
+    x = ttnn.from_torch(v, device=device, layout=ttnn.ROW_MAJOR)
+    y = ttnn.tilize_with_val_padding(x, [64, 128], 2.0, use_multicore=False)
+    assert (y.shape, y.layout) == ((43, 64), ttnn.TILE) and torch.equal(ttnn.to_torch(y), v)
+    assert bool((y.to_torch_with_padded_shape()[43:] == 2).all())
+    z = ttnn.tilize_with_zero_padding(x, output_dtype=ttnn.float32)
+    assert (z.shape, z.dtype) == ((43, 64), ttnn.float32)
+    with pytest.raises(ValueError, match="whole 32x32 tiles"):
+        ttnn.tilize_with_val_padding(x, [64, 100], 0.0)
+
+
+def test_a_row_of_tiles_too_wide_for_l1_tilizes_by_the_block_factory(device):
+    # test_tilize_pad_cb.py: a [1, 1, 1, 50304] row is 1572 tiles, whose c_0 and c_16 (6.4 MB) pass L1
+    # (is_enough_space false), so select_program_factory picks the block factory with or without use_multicore:
+    # split_blocks_for_tilize_wh cuts it into 25-tile blocks, 63 cores, row by row
+    x = ttnn.from_torch(torch.rand(1, 1, 1, 50304), dtype=ttnn.bfloat16, device=device)
+    for multicore in (True, False):
+        (p,) = launched(device, lambda m=multicore: ttnn.tilize_with_zero_padding(x, use_multicore=m))
+        assert (p.factory, p.ranges) == ("TilizeWithValPaddingMultiCoreBlockInterleavedFactory",
+                                         ((0, 0, 7, 6), (0, 7, 6, 7)))
+        assert [(cb.indices, cb.num_pages) for cb in p.cbs] == [((0,), 25), ((16,), 25)]
+    narrow = ttnn.from_torch(torch.rand(43, 64), dtype=ttnn.bfloat16, device=device)
+    (p,) = launched(device, lambda: ttnn.tilize_with_val_padding(narrow, [64, 128], 2.0, use_multicore=False))
+    assert (p.factory, p.ranges) == ("TilizeWithValPaddingSingleCoreFactory", ((0, 0, 0, 0),))
+    wide = ttnn.from_torch(torch.rand(32, 15916), dtype=ttnn.bfloat16, device=device)  # 498 tiles: 8-tile blocks
+    (p,) = launched(device, lambda: ttnn.to_layout(wide, ttnn.TILE))
+    assert (p.factory, p.cbs[0].num_pages) == ("TilizeMultiCoreBlockProgramFactory", 8)

@@ -500,55 +500,78 @@ def untilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
                 dtype=untilized_dtype(input_tensor.dtype), layout=Layout.ROW_MAJOR)
 
 
+def _check_padded_shape(op_name: str, shape, output_padded_shape) -> list[int]:
+    """TilizeWithValPaddingDeviceOperation's checks of the padded shape (tilize_with_val_padding_device_operation.cpp):
+    the input's rank, no dim smaller than the input's, the last two whole tiles."""
+    out = [int(s) for s in output_padded_shape]
+    if len(out) != len(shape) or any(o < d for o, d in zip(out, shape)):
+        raise ValueError(f"{op_name}: output_tensor_shape {out} must have the input's rank {len(shape)} and no dim "
+                         f"smaller than the input's {list(shape)}")
+    if out[-1] % dtypes.TILE_WIDTH or out[-2] % dtypes.TILE_HEIGHT:
+        raise ValueError(f"{op_name}: output_tensor_shape {out} must end in whole {dtypes.TILE_HEIGHT}x"
+                         f"{dtypes.TILE_WIDTH} tiles to be tilizable")
+    return out
+
+
 def _tilize_padded_golden(t, output_tensor_shape, pad_value=0.0, *_, **__):
-    shape = [int(s) for s in output_tensor_shape]
-    if len(shape) != t.dim() or any(s < d for s, d in zip(shape, t.shape)):
-        raise ValueError(f"output_tensor_shape {shape} must have the input's rank {t.dim()} and no dim smaller "
-                         f"than the input's {list(t.shape)}")
-    pad = [p for s, d in zip(reversed(shape), reversed(t.shape)) for p in (0, s - d)]
-    return torch.nn.functional.pad(t, pad, value=float(pad_value))
+    _check_padded_shape("tilize_with_val_padding", t.shape, output_tensor_shape)
+    return t
+
+
+def _tilize_padded(op_name: str, input_tensor: Tensor, output_padded_shape: list[int], pad_value: float,
+                   memory_config, dtype, use_multicore: bool, tt_nn_only) -> Tensor:
+    """The tilize_with_*_padding ops' common tail. The output keeps the input's logical shape (the TensorSpec of
+    TilizeWithValPaddingDeviceOperation::compute_output_specs is the input's logical shape, in TILE); the padding
+    holds `pad_value` (to_torch_with_padded_shape shows it), and the program is the one TT-NN picks for
+    `output_padded_shape`."""
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor)
+    out = output(_vals(op_name, input_tensor).contiguous(), input_tensor, ins, op_name=op_name,
+                 memory_config=memory_config, dtype=dtype, layout=Layout.TILE)
+    out._pad_fill = float(pad_value)
+    program = programs.tilize_padded_program(input_tensor, out, tuple(output_padded_shape), use_multicore)
+    device_work.launch_after(out, True, input_tensor, program)
+    return out
 
 
 @register_op("ttnn.tilize_with_val_padding", kind="move", golden=_tilize_padded_golden)
 def tilize_with_val_padding(input_tensor: Tensor, output_tensor_shape, pad_value: float, *,
                             memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
-                            op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """TILE layout padded at the end of each dim to `output_tensor_shape` with `pad_value`.
+                            use_multicore: bool = True, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """TILE layout, its tile padding holding `pad_value`, tilized as a tensor padded to `output_tensor_shape`;
+    the logical shape stays the input's, as in TT-NN.
 
     >>> x = ttnn.from_torch(torch.ones(1, 1, 2, 3), dtype=ttnn.bfloat16, device=device)
     >>> y = ttnn.tilize_with_val_padding(x, (1, 1, 32, 32), 0.0)
-    >>> y.layout, y.shape
-    (Layout.TILE, Shape([1, 1, 32, 32]))
+    >>> y.layout, y.shape, y.padded_shape
+    (Layout.TILE, Shape([1, 1, 2, 3]), Shape([1, 1, 32, 32]))
     """
-    _vals(op_name, input_tensor)  # its type check
-    v = values(input_tensor, op_name)  # float32: pad_value rounds once, to the output dtype
-    try:
-        r = _tilize_padded_golden(v, output_tensor_shape, pad_value)
-    except ValueError as e:
-        raise ValueError(f"{op_name}: {e}") from None
-    return _out(op_name, input_tensor, r, memory_config, tt_nn_only, dtype=dtype, layout=Layout.TILE, padded=True)
+    shape = _check_padded_shape(op_name, _vals(op_name, input_tensor).shape, output_tensor_shape)
+    return _tilize_padded(op_name, input_tensor, shape, pad_value, memory_config, dtype, use_multicore, tt_nn_only)
 
 
 def _tile_padded_shape(shape) -> list[int]:
     return list(shape[:-2]) + [-(-int(s) // dtypes.TILE_HEIGHT) * dtypes.TILE_HEIGHT for s in shape[-2:]]
 
 
-@register_op("ttnn.tilize_with_zero_padding", kind="move",
-             golden=lambda t, *_, **__: _tilize_padded_golden(t, _tile_padded_shape(t.shape)))
+@register_op("ttnn.tilize_with_zero_padding", kind="move", golden=lambda t, *_, **__: t)
 def tilize_with_zero_padding(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
-                             dtype: DataType | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """TILE layout with the last two dims zero-padded to multiples of 32, the padding part of the shape.
+                             output_dtype: DataType | None = None, use_multicore: bool = True,
+                             op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """TILE layout with zeros in the tile padding (the last two dims padded to multiples of 32); the logical
+    shape stays the input's, as in TT-NN. `output_dtype`, not `dtype`, as TT-NN's binding names it.
 
     >>> x = ttnn.from_torch(torch.ones(1, 1, 2, 3), dtype=ttnn.bfloat16, device=device)
     >>> y = ttnn.tilize_with_zero_padding(x)
-    >>> y.layout, y.padded_shape
-    (Layout.TILE, Shape([1, 1, 32, 32]))
+    >>> y.layout, y.shape, y.padded_shape
+    (Layout.TILE, Shape([1, 1, 2, 3]), Shape([1, 1, 32, 32]))
     """
     v = _vals(op_name, input_tensor)
     if v.dim() < 2:
         raise ValueError(f"{op_name} needs rank >= 2, got shape {list(v.shape)}")
-    r = _tilize_padded_golden(v, _tile_padded_shape(v.shape))
-    return _out(op_name, input_tensor, r, memory_config, tt_nn_only, dtype=dtype, layout=Layout.TILE, padded=True)
+    return _tilize_padded(op_name, input_tensor, _tile_padded_shape(v.shape), 0.0, memory_config, output_dtype,
+                          use_multicore, tt_nn_only)
 
 
 def _unpad_golden(t, output_tensor_end, *_, **__):

@@ -24,12 +24,15 @@ from device_sim.device_work import (
     CircularBuffer,
     Program,
     cached,
+    cores_row_major,
     grid_of,
     make_program,
+    max_l1_space,
     shape_of,
     split_blocks,
     split_work,
 )
+from device_sim.program_config_checks import tt_fatal
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
 
 
@@ -114,13 +117,134 @@ def tilize_program(x, out_dtype: DataType, *, name: str = "TilizeDeviceOperation
     format) and in c_16 (the output's), on the cores split_blocks_for_tilize gives the rows of tiles.
 
     tilize_with_val_padding is modelled the same way on the padded shape (its interleaved factory reads a
-    row of tiles at a time too; `out`, the output, gives the padded shape). A row wider than 32 tiles may go to
-    the block factory in TT-NN; not modelled.
+    row of tiles at a time too; `out`, the output, gives the padded shape). A row of tiles whose two CBs do not
+    fit in L1 goes to the block factory (TilizeMultiCoreBlockProgramFactory, or val padding's
+    BlockInterleaved one), as both ops' select_program_factory send it (is_enough_space false).
     """
     dev = x.device()
+    room = max_l1_space(dev)
+    wt = -(-(out if out is not None else x)._value.shape[-1] // TILE) if x._value.dim() else 1
+    if room <= (TILE_BYTES[x.dtype] + TILE_BYTES[out_dtype]) * wt:
+        factory = _VAL_BLOCK if name.startswith("TilizeWithVal") else "TilizeMultiCoreBlockProgramFactory"
+        shape = tuple(out.padded_shape) if out is not None else _tile_padded(x.padded_shape)
+        return _tilize_block(dev, x.dtype, out_dtype, shape, room, name, factory)
     key = (name, shape_of(out if out is not None else x), x.dtype, out_dtype, grid_of(dev))
     return cached(key, lambda: _tilize(dev, tuple(out.padded_shape) if out is not None else _tile_padded(
         x.padded_shape), x.dtype, out_dtype, name))
+
+
+def tilize_padded_program(x, out, padded: tuple, use_multicore: bool) -> Program | None:
+    """TilizeWithValPaddingDeviceOperation for an interleaved input padded to `padded`, from the factory its
+    select_program_factory picks (tilize_with_val_padding_device_operation.cpp): the block factory when a row of
+    tiles in c_0 and c_16 does not fit in L1 (is_enough_space: the space below the lowest L1 tensor must exceed
+    the two CBs), the single-core one for use_multicore=False, else the block factory where it would use more
+    cores than the row split does (a row of more than 32 tiles), else the default one. None for a sharded
+    input, whose factories are not modelled."""
+    dev = x.device()
+    if dev is None or x.is_sharded():
+        return None
+    name, in_t, out_t = "TilizeWithValPaddingDeviceOperation", TILE_BYTES[x.dtype], TILE_BYTES[out.dtype]
+    wt, ht = padded[-1] // TILE, padded[-2] // TILE
+    room = max_l1_space(dev)
+    if room <= (in_t + out_t) * wt:
+        return _tilize_block(dev, x.dtype, out.dtype, padded, room, name, _VAL_BLOCK)
+    if not use_multicore:
+        key = (name, "single", tuple(padded), x.dtype, out.dtype, dev.config.l1_size)
+        return cached(key, lambda: _tilize_single(dev, padded, x.dtype, in_t, out_t))
+    gx, gy = grid_of(dev)
+    rows = _volume(padded) // padded[-1] // TILE
+    if wt > 32 and (ht > 32 or wt > ht):
+        blocks = x.padded_shape[-1] * x.padded_shape[-2] // (TILE * TILE)
+        if _ncores(gx * gy, rows) < _ncores_wh(gx * gy, blocks, wt, ht)[0]:
+            return _tilize_block(dev, x.dtype, out.dtype, padded, room, name, _VAL_BLOCK)
+    key = (name, "default", tuple(padded), x.dtype, out.dtype, gx, gy)
+    return cached(key, lambda: make_program(name, "TilizeWithValPaddingMultiCoreDefaultFactory",
+                                            (CircularBuffer((0,), wt, in_t), CircularBuffer((16,), wt, out_t)),
+                                            split_blocks(rows, gx, gy)))
+
+
+def _volume(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _tilize_single(dev, padded, dtype, in_t, out_t) -> Program:
+    """TilizeWithValPaddingSingleCoreFactory: c_0 and c_16 of the largest divisor of the row's tiles that fits
+    half of L1 (two CBs of 32 rows and a row of the input's elements: its max_X), on core (0, 0)."""
+    c, elem = dev.config, dtypes.ELEMENT_SIZE[dtype]
+    max_x = (c.l1_size // 2 - c.l1_unreserved_base - 32) // (elem * TILE * 2 + elem)
+    max_tiles, wt = max_x // TILE, padded[-1] // TILE
+    per_block = wt if wt <= max_tiles else next(n for n in range(max_tiles, 0, -1) if wt % n == 0)
+    return make_program("TilizeWithValPaddingDeviceOperation", "TilizeWithValPaddingSingleCoreFactory",
+                        (CircularBuffer((0,), per_block, in_t), CircularBuffer((16,), per_block, out_t)),
+                        ((0, 0, 0, 0),))
+
+
+_VAL_BLOCK = "TilizeWithValPaddingMultiCoreBlockInterleavedFactory"
+
+
+def _tilize_block(dev, in_dtype, out_dtype, padded, room, name, factory) -> Program:
+    """The block factories of tilize and tilize_with_val_padding (TilizeMultiCoreBlockProgramFactory,
+    TilizeWithValPaddingMultiCoreBlockInterleavedFactory: the same CBs): the last two dims' tiles cut into square
+    blocks (split_blocks_for_tilize_wh, the block side capped so that a block's row of tiles in c_0 and c_16 fits
+    in `room`), a core a block, row by row; c_0 and c_16 hold a row of a block (of a sub-block when capped; the
+    cliff column's shorter row on its cores). The CBs shown are the widest core's."""
+    gx, gy = grid_of(dev)
+    in_t, out_t = TILE_BYTES[in_dtype], TILE_BYTES[out_dtype]
+    wt, ht = padded[-1] // TILE, padded[-2] // TILE
+    limit = room // (in_t + out_t)
+    key = (name, "block", tuple(padded), in_dtype, out_dtype, gx, gy, limit)
+
+    def build():
+        ncores, side, sub = _ncores_wh(gx * gy, wt * ht, wt, ht)
+        if side > limit:
+            ncores, side, sub = _ncores_wh_capped(gx * gy, wt, ht, limit)
+        pages = max(sub, wt - (wt // side) * side)
+        return make_program(name, factory, (CircularBuffer((0,), pages, in_t), CircularBuffer((16,), pages, out_t)),
+                            cores_row_major(ncores, gx))
+
+    return cached(key, build)
+
+
+def _ncores(area: int, blocks: int) -> int:
+    """work_split_tilize.hpp's compute_ncores: ceil(blocks / area) blocks a core, so this many cores."""
+    per_core = -(-blocks // area)
+    return -(-blocks // per_core) if per_core else blocks
+
+
+def _ncores_wh(area: int, blocks: int, wt: int, ht: int) -> tuple[int, int, int]:
+    """compute_ncores_wh (work_split_tilize.hpp): (cores, block side, sub-block side). The block side is the
+    smallest whose square blocks over the wt x ht tiles number fewer than the cores (closest_square_larger_than_b,
+    starting from the square root of blocks per core); 1 when none does."""
+    per_core = -(-blocks // area)
+    root = int(per_core ** 0.5)
+    side = 1
+    if root * root == per_core and -(-wt // root) * -(-ht // root) < area:
+        side = root
+    else:
+        side = next((n for n in range(root + 1, wt * ht + 1) if -(-wt // n) * -(-ht // n) < area), 1)
+    return -(-wt // side) * -(-ht // side), side, side
+
+
+def _ncores_wh_capped(area: int, wt: int, ht: int, limit: int) -> tuple[int, int, int]:
+    """compute_ncores_wh_sb: a block side over the L1 limit is n sub-blocks of fewer than `limit` tiles, the
+    (sub-block, n) that gives the most blocks within the grid (then the smallest n), its row cliff under the
+    limit."""
+    if -(-wt // limit) * -(-ht // limit) < area:
+        return -(-wt // limit) * -(-ht // limit), limit, limit
+    best = None  # (blocks, -n, sub, side)
+    for sub in range(limit - 1, 0, -1):
+        for n in range(2, -(-wt // sub) + 1):
+            side = n * sub
+            blocks = -(-wt // side) * -(-ht // side)
+            fits = blocks <= area and wt - (wt // side) * side < limit
+            if fits and (best is None or (blocks, -n) > best[:2]):
+                best = (blocks, -n, sub, side)
+    if best is None:
+        raise tt_fatal("opt_n != 0", "No solution found for single_block_size", "device_sim/programs/data_movement.py")
+    return best[0], best[3], best[2]
 
 
 def tilize_shape_program(dev, shape: tuple, in_dtype: DataType, out_dtype: DataType, *,

@@ -17,8 +17,16 @@ Example:
 
 from __future__ import annotations
 
-from device_sim.device_work import TILE_BYTES, CircularBuffer, Program, cores_row_major, make_program, tiles
-from device_sim.types import BufferType, DataType
+from device_sim.device_work import (
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cores_row_major,
+    make_program,
+    max_l1_space,
+    tiles,
+)
+from device_sim.types import DataType
 
 _F32 = DataType.FLOAT32
 _BF16 = DataType.BFLOAT16
@@ -60,7 +68,7 @@ def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, shapes: t
         cached = _default_programs[key] = _matmul_program(a, b, bias, out_dtype, None, ashape, bshape,
                                                           fp32_dest_acc_en, packer_l1_acc, out_sharded)
     program, estimate = cached
-    room = _max_l1_space(dev)
+    room = max_l1_space(dev)
     if estimate < room:  # the whole per-core output fits: one block per core, the common case
         return program
     # TT-NN's get_multi_dim_per_core_factor shrinks the output blocks until its estimate fits below the
@@ -74,15 +82,6 @@ def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, shapes: t
 
 
 _default_programs: dict[tuple, tuple[Program, int]] = {}  # key -> (program, TT-NN's CB estimate of whole blocks)
-
-
-def _max_l1_space(device) -> int:
-    """TT-NN's get_max_l1_space (matmul_utilities.cpp): from the L1 base to the lowest L1 tensor, or to the top."""
-    if device is None or getattr(device, "memory", None) is None:
-        return 1 << 62
-    c = device.config
-    lowest = device.memory.allocators[BufferType.L1].lowest_occupied_address()
-    return (lowest if lowest is not None else c.l1_size) - c.l1_unreserved_base
 
 
 def _cb_estimate(m: int, n: int, k: int, in0_tile: int, in1_tile: int, interm_tile: int, bias_tile: int) -> int:
