@@ -1999,3 +1999,36 @@ def test_a_row_of_tiles_too_wide_for_l1_tilizes_by_the_block_factory(device):
     wide = ttnn.from_torch(torch.rand(32, 15916), dtype=ttnn.bfloat16, device=device)  # 498 tiles: 8-tile blocks
     (p,) = launched(device, lambda: ttnn.to_layout(wide, ttnn.TILE))
     assert (p.factory, p.cbs[0].num_pages) == ("TilizeMultiCoreBlockProgramFactory", 8)
+
+
+def test_a_reduction_golden_returns_the_inputs_dtype_as_tt_nn_s_torch_call_does(device):
+    # unit_tests/operations/reduce/test_reduction_h_interleaved.py: TT-NN's golden for sum (mean, max, min, var, std)
+    # is torch's on the tensor as given, a bfloat16 result for a bfloat16 input, which the device's bfloat16 sum
+    # (float32 sums rounded once) meets exactly; a float32 golden differs by that rounding (Frobenius 0.0016 > 0.001)
+    torch.manual_seed(0)
+    x = (torch.rand(1, 576, 64, 32) * 200 - 100).to(torch.bfloat16)
+    golden = ttnn.get_golden_function(ttnn.sum)(x, dim=-2)
+    assert golden.dtype == torch.bfloat16 and torch.equal(golden, torch.sum(x, dim=-2))
+    assert ttnn.get_golden_function(ttnn.mean)(x.float(), dim=-1).dtype == torch.float32
+    y = ttnn.sum(ttnn.from_torch(x, layout=ttnn.TILE_LAYOUT, device=device), dim=-2)
+    assert torch.equal(ttnn.to_torch(y).reshape(golden.shape), golden)
+
+
+def test_the_device_s_dispatch_modes_l1_size_cluster_type_text_and_view_s_tt_fatal(mesh_device):
+    # test_device.py: the worker L1 above the reserved base; the slow-dispatch flag survives a fast-dispatch block
+    assert ttnn.get_max_worker_l1_unreserved_size() == 1_499_136 - 98_304
+    ttnn.enable_asynchronous_slow_dispatch(mesh_device)
+    with ttnn.device.setup_fast_dispatch(mesh_device):
+        pass
+    assert ttnn.device.is_asynchronous_slow_dispatch_enabled(mesh_device)
+    ttnn.disable_asynchronous_slow_dispatch(mesh_device)
+    assert not ttnn.is_asynchronous_slow_dispatch_enabled(mesh_device)
+    # test_cluster.py: str() of the enum as TT-NN's binding prints it
+    assert str(ttnn.cluster.get_cluster_type()) == "ClusterType.T3K"
+    # test_view.py test_invalid_cases: view.cpp's TT_FATALs are RuntimeErrors (a changed volume, a changed tile row)
+    x = ttnn.from_torch(torch.rand(16, 8, 1, 32, 16), layout=ttnn.TILE, device=mesh_device.get_devices()[0])
+    with pytest.raises(RuntimeError, match="logical volumes are changing"):
+        ttnn.view(x, (8, 16, 31, 16))
+    with pytest.raises(RuntimeError, match="would scramble it"):
+        ttnn.view(ttnn.from_torch(torch.rand(16, 1, 1, 256, 16), layout=ttnn.TILE, device=x.device()),
+                  (8, 16, 32, 1, 16))
