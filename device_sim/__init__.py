@@ -31,6 +31,7 @@ from device_sim.activations import SigmoidMode
 from device_sim.allocator import Buffer, OutOfMemoryError
 from device_sim.comparison import pearson_correlation_coefficient
 from device_sim.compat import install_as_ttnn
+from device_sim.complex_tensor import ComplexTensor, complex_tensor
 from device_sim.compute_config import (
     BlackholeComputeKernelConfig,
     DeviceComputeKernelConfig,
@@ -79,9 +80,13 @@ from device_sim.device import (  # TT-NN's older device spellings (CreateDevice,
     ReadDeviceProfiler,
     SetDefaultDevice,
     close_device,
+    disable_asynchronous_slow_dispatch,
+    enable_asynchronous_slow_dispatch,
     get_arch_name,
     get_dram_alignment,
     get_l1_alignment,
+    get_max_worker_l1_unreserved_size,
+    is_asynchronous_slow_dispatch_enabled,
     manage_device,
     open_device,
     open_devices,

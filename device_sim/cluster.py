@@ -43,6 +43,9 @@ class ClusterType(enum.IntEnum):
     P300_X2 = 17
     CUSTOM = 18
 
+    def __str__(self) -> str:  # as TT-NN's binding prints it; IntEnum's str is the bare number ("3")
+        return f"ClusterType.{self.name}"
+
 
 _WORMHOLE_BY_CHIPS = {1: ClusterType.N150, 2: ClusterType.N300, 4: ClusterType.N300_2x2, 8: ClusterType.T3K,
                       32: ClusterType.GALAXY}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
+import weakref
 from dataclasses import asdict, dataclass
 
 import torch
@@ -299,3 +300,49 @@ def manage_device(device_id: int = 0, **kwargs):
 
 def synchronize_device(device: Device, *_, **__) -> None:
     """Ops run synchronously on the emulator; kept so TT-NN scripts run unchanged."""
+
+
+def get_max_worker_l1_unreserved_size() -> int:
+    """tt-metal's hal::get_max_worker_l1_unreserved_size: a worker core's L1 above its reserved base (firmware,
+    kernels, mailboxes), on the default chip 1,499,136 - 98,304 = 1,400,832 bytes."""
+    c = DeviceConfig()
+    return c.l1_size - c.l1_unreserved_base
+
+
+# The devices (or meshes) put in asynchronous slow dispatch. Only the flag: the emulator runs every op
+# synchronously whatever the dispatch mode, so a script that switches modes runs unchanged.
+_async_slow_dispatch: weakref.WeakSet = weakref.WeakSet()
+
+
+def enable_asynchronous_slow_dispatch(device) -> None:
+    """Put `device` in asynchronous slow dispatch (a flag; ops run as before)."""
+    _async_slow_dispatch.add(device)
+
+
+def disable_asynchronous_slow_dispatch(device) -> None:
+    """Take `device` out of asynchronous slow dispatch."""
+    _async_slow_dispatch.discard(device)
+
+
+def is_asynchronous_slow_dispatch_enabled(device) -> bool:
+    return device in _async_slow_dispatch
+
+
+def initialize_fast_dispatch(device) -> None:
+    """Start fast dispatch on a device opened in slow dispatch: nothing to start on the emulator, whose dispatch
+    is a Python call; the slow-dispatch flag stays, as TT-Metal keeps it across fast dispatch."""
+
+
+def terminate_fast_dispatch(device) -> None:
+    """End fast dispatch (see initialize_fast_dispatch)."""
+
+
+@contextlib.contextmanager
+def setup_fast_dispatch(device):
+    """`with ttnn.device.setup_fast_dispatch(device):` fast dispatch for the block, slow dispatch after it
+    (TT-NN's ttnn/device.py)."""
+    initialize_fast_dispatch(device)
+    try:
+        yield
+    finally:
+        terminate_fast_dispatch(device)

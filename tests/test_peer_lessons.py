@@ -2014,21 +2014,21 @@ def test_a_reduction_golden_returns_the_inputs_dtype_as_tt_nn_s_torch_call_does(
     assert torch.equal(ttnn.to_torch(y).reshape(golden.shape), golden)
 
 
-def test_the_device_s_dispatch_modes_l1_size_cluster_type_text_and_view_s_tt_fatal(mesh_device):
+def test_the_device_s_dispatch_modes_l1_size_cluster_type_text_and_view_s_tt_fatal(device):
     # test_device.py: the worker L1 above the reserved base; the slow-dispatch flag survives a fast-dispatch block
     assert ttnn.get_max_worker_l1_unreserved_size() == 1_499_136 - 98_304
-    ttnn.enable_asynchronous_slow_dispatch(mesh_device)
-    with ttnn.device.setup_fast_dispatch(mesh_device):
+    ttnn.enable_asynchronous_slow_dispatch(device)
+    with ttnn.device.setup_fast_dispatch(device):
         pass
-    assert ttnn.device.is_asynchronous_slow_dispatch_enabled(mesh_device)
-    ttnn.disable_asynchronous_slow_dispatch(mesh_device)
-    assert not ttnn.is_asynchronous_slow_dispatch_enabled(mesh_device)
+    assert ttnn.device.is_asynchronous_slow_dispatch_enabled(device)
+    ttnn.disable_asynchronous_slow_dispatch(device)
+    assert not ttnn.is_asynchronous_slow_dispatch_enabled(device)
     # test_cluster.py: str() of the enum as TT-NN's binding prints it
     assert str(ttnn.cluster.get_cluster_type()) == "ClusterType.T3K"
     # test_view.py test_invalid_cases: view.cpp's TT_FATALs are RuntimeErrors (a changed volume, a changed tile row)
-    x = ttnn.from_torch(torch.rand(16, 8, 1, 32, 16), layout=ttnn.TILE, device=mesh_device.get_devices()[0])
+    x = ttnn.from_torch(torch.rand(16, 8, 1, 32, 16), layout=ttnn.TILE, device=device)
     with pytest.raises(RuntimeError, match="logical volumes are changing"):
         ttnn.view(x, (8, 16, 31, 16))
     with pytest.raises(RuntimeError, match="would scramble it"):
-        ttnn.view(ttnn.from_torch(torch.rand(16, 1, 1, 256, 16), layout=ttnn.TILE, device=x.device()),
+        ttnn.view(ttnn.from_torch(torch.rand(16, 1, 1, 256, 16), layout=ttnn.TILE, device=device),
                   (8, 16, 32, 1, 16))

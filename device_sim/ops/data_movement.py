@@ -158,7 +158,8 @@ def view(input_tensor: Tensor, shape, *, op_name: str = OWN_NAME, **tt_nn_only) 
     """The same values in `shape` (one -1 allowed), over the input's own buffer: TT-NN's view never copies.
 
     TT-NN's doc names when a view keeps the data whole (the last dim unchanged; in TILE, the second-last
-    too or no padding in it); outside that it silently scrambles a device tensor, so device_sim raises.
+    too or no padding in it); outside that it would scramble a device tensor, and TT-NN's view.cpp refuses it
+    with a TT_FATAL (RuntimeError), as it refuses a change of volume.
 
     >>> x = ttnn.from_torch(torch.arange(64.0).reshape(2, 32), device=device)
     >>> ttnn.view(x, (1, 2, 32)).shape
@@ -170,15 +171,17 @@ def view(input_tensor: Tensor, shape, *, op_name: str = OWN_NAME, **tt_nn_only) 
     try:
         r = _view_golden(v, shape)
     except RuntimeError:
-        raise ValueError(f"{op_name}: cannot view shape {list(v.shape)} ({v.numel()} elements) as "
-                         f"{list(shape)}") from None
+        raise tt_fatal("shape.volume() == tensor.logical_volume()", f"{op_name}: invalid view, logical volumes are "
+                       f"changing from {v.numel()} (shape {list(v.shape)}) to {list(shape)}; use ttnn.reshape",
+                       "device_sim/ops/data_movement.py") from None
     if input_tensor.buffer is None:  # a host tensor: its values, in the new shape
         return _out(op_name, input_tensor, r, None, None)
     out = views.reshaped(input_tensor, r.shape, None)
     if out is None:
-        raise ValueError(f"{op_name}: viewing {input_tensor.layout!r} tensor {input_tensor.tensor_id} of shape "
-                         f"{list(v.shape)} as {list(r.shape)} would scramble it on the device (TT-NN's view keeps the "
-                         f"last dim, and in TILE the second-last or its lack of padding); use ttnn.reshape")
+        raise tt_fatal("the last dim, and in TILE the second-last or its lack of padding, are kept",
+                       f"{op_name}: viewing {input_tensor.layout!r} tensor {input_tensor.tensor_id} of shape "
+                       f"{list(v.shape)} as {list(r.shape)} would scramble it on the device; use ttnn.reshape",
+                       "device_sim/ops/data_movement.py")
     return out
 
 
