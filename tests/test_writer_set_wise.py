@@ -117,6 +117,12 @@ def test_a_tensor_arguments_text_is_the_one_sql_renders_from_its_row_whoever_ren
         pairs = rows(path, rendered)
         assert len(pairs) >= 30 and {"L1 INTERLEAVED)", "DRAM INTERLEAVED)"} <= {p[0].rsplit(", ", 1)[1] for p in pairs}
         assert [a for a, _ in pairs] == [sql for _, sql in pairs]
+        # operations.arguments keeps a tensor as its id (a JSON integer) whoever rendered its text
+        ids = rows(path, "SELECT a.value, j.value, j.type FROM operation_arguments a JOIN operations o USING "
+                         "(operation_id), json_each(o.arguments) j WHERE CAST(j.key AS TEXT) = a.name AND a.value "
+                         "LIKE 'ttnn.Tensor(id=%'")
+        assert len(ids) == len(pairs)
+        assert all(t == "integer" and a.startswith(f"ttnn.Tensor(id={v},") for a, v, t in ids)
     # the same texts but the ids (the second capture in this process numbers its tensors on)
     args = "SELECT name, value FROM operation_arguments ORDER BY rowid"
     assert [(n, re.sub(r"id=\d+", "id=", v)) for n, v in rows(held, args)] == \

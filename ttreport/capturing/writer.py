@@ -99,9 +99,10 @@ _TENSOR_COLUMNS = ", ".join([*_TENSOR_OWN, *_SPEC_TEXT_COLUMNS])
 _SPEC_ID_AT = _TENSOR_OWN.index("spec_id")
 _BUFFER_FIELDS = Alloc._fields[1:]  # buffer_lifetimes' columns of the same names
 _BUFFER_COLUMNS = ", ".join(_BUFFER_FIELDS)
-# An op's staging row: its op columns, its tensor ids, its one new tensor (Writer._tensor_row), the latest alloc
-# and free before its end (the records, tag included), its captured graph.
-_STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE, "inputs", "outputs",
+# An op's staging row: its op columns, its tensor ids, its arguments with the tensors' texts (Writer._op), its one new
+# tensor (Writer._tensor_row), the latest alloc and free before its end (the records, tag included), its captured
+# graph.
+_STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE, "inputs", "outputs", "argument_texts",
                     *(f"t_{c}" for c in _TENSOR_OWN),
                     *(f"b_{f}" for f in Alloc._fields), *(f"f_{f}" for f in Free._fields), "g_id"]
 _STAGING = f"CREATE TEMP TABLE op_staging ({', '.join(_STAGING_COLUMNS)})"
@@ -162,7 +163,7 @@ _AFTER_OPS = [
     "INSERT INTO main.operation_arguments (operation_id, name, value) "
     "SELECT o.operation_id, CAST(j.key AS TEXT), CASE j.type WHEN 'integer' THEN COALESCE("
     f"{_TENSOR_TEXT}, 'ttnn.Tensor(id=' || j.value || ')') ELSE j.value END "
-    "FROM op_staging o CROSS JOIN json_each(o.arguments) j "
+    "FROM op_staging o CROSS JOIN json_each(o.argument_texts) j "
     "LEFT JOIN main.tensors r ON j.type = 'integer' AND r.tensor_id = j.value "
     "LEFT JOIN main.tensor_specs s ON s.spec_id = r.spec_id",
     "INSERT INTO main.stack_traces (operation_id, stack_trace, source_file_id) "
@@ -666,15 +667,19 @@ class Writer:
         elif files:
             rows["files"].extend((f[1], f[0]) for f in files)
         # JSON of cached pieces (json.dumps costs 3x more): an array for positional arguments only, else an
-        # object of name -> value; a tensor is its id, anything else its text.
-        arguments = None
-        if kwargs:
-            value = self._json_value
-            parts = [f'"{i}":{value(a)}' for i, a in enumerate(args)]
-            parts.extend(f"{_json_str(k)}:{value(v)}" for k, v in kwargs.items())
-            arguments = "{" + ",".join(parts) + "}"
-        elif args:
-            arguments = "[" + ",".join(map(self._json_value, args)) + "]"
+        # object of name -> value; a tensor is its id, anything else its text (operations.arguments). The same with
+        # a tensor's text for its id where the writer holds its spec (_tensor_json): operation_arguments' values.
+        arguments = shown = None
+        if args or kwargs:
+            values = (*args, *kwargs.values()) if kwargs else args
+            ids = list(map(self._json_value, values))
+            texts = [self._tensor_json(v) if type(v) is TensorArg else j for v, j in zip(values, ids)]
+            if kwargs:
+                names = [*map('"{}":'.format, range(len(args))), *[_json_str(k) + ":" for k in kwargs]]
+                arguments = "{" + ",".join(map(str.__add__, names, ids)) + "}"
+                shown = "{" + ",".join(map(str.__add__, names, texts)) + "}"
+            else:
+                arguments, shown = "[" + ",".join(ids) + "]", "[" + ",".join(texts) + "]"
         if self._live is not None:
             for buf in self._live.values():
                 if buf.buffer_type == BufferType.L1:
@@ -689,7 +694,7 @@ class Writer:
             rows["errors"].append((op_id, rec.name, error_type, message, text, timestamp))
         # _STAGING_COLUMNS' order; str() of a list of ints is its JSON
         return (*_OP_FIELDS(rec), status, stack_id, arguments, str(list(inputs)) if inputs else None,
-                str(list(outputs)) if outputs else None, *tensor)
+                str(list(outputs)) if outputs else None, shown, *tensor)
 
     def _pages(self, op_id: int, buf):
         """Each page of an L1 buffer, where it lies: interleaved round-robin over the banks, or one shard
@@ -776,19 +781,7 @@ class Writer:
         """An argument as JSON: a tensor as its id (a number), anything else as its text (a string)."""
         t = type(v)
         if t is TensorArg:
-            # Its text from the spec this writer gave it (a tensor of the capture's), else its id: SQL renders the
-            # text from its row (_AFTER_OPS). Rendered in SQL, the two joins an argument were 3.0 of the writer's
-            # ~33 µs an op (20,000 adds: 1.2 this way; bench/README.md, issue 33 round 2).
-            hit = self._arg_texts.get(v)
-            if hit is None:
-                texts = self._spec_of.get(v)
-                if texts is None:
-                    return int.__repr__(v)
-                hit = _json_str(_tensor_arg_text(v, texts))
-                if len(self._arg_texts) >= MAX_SPEC_OF:
-                    _halve(self._arg_texts)
-                self._arg_texts[v] = hit
-            return hit
+            return int.__repr__(v)
         # Immutable values are formatted once: by value for the common scalars, by id (the object held,
         # so the id stays unique) for the rest; lists are formatted each time (they may hold tensors).
         if t is float:  # 0.0 == -0.0 and nan != nan: never a cache key
@@ -803,6 +796,21 @@ class Writer:
                 _halve(self._texts)
             self._texts[key] = (text, v)
         return text
+
+    def _tensor_json(self, v: TensorArg) -> str:
+        """A tensor argument's text as JSON, from the spec this writer gave the tensor; else its id, whose text SQL
+        renders from its row (_AFTER_OPS). Rendered in SQL, the two joins an argument were operation_arguments'
+        2.8-3.0 µs an op (20,000 adds; 1.2-1.3 this way: bench/README.md, issue 33, the writer, round 2)."""
+        hit = self._arg_texts.get(v)
+        if hit is None:
+            texts = self._spec_of.get(v)
+            if texts is None:
+                return int.__repr__(v)
+            hit = _json_str(_tensor_arg_text(v, texts))
+            if len(self._arg_texts) >= MAX_SPEC_OF:
+                _halve(self._arg_texts)
+            self._arg_texts[v] = hit
+        return hit
 
     def format_value(self, v) -> str:
         t = type(v)
