@@ -5,6 +5,11 @@ Each test names the TT-NN behaviour a tt-metal unit test relied on and device_si
     .venv/bin/python -m pytest tests/test_peer_lessons.py -q
 """
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from programs_heard import launched  # tests/programs_heard.py
@@ -2032,3 +2037,19 @@ def test_the_device_s_dispatch_modes_l1_size_cluster_type_text_and_view_s_tt_fat
     with pytest.raises(RuntimeError, match="would scramble it"):
         ttnn.view(ttnn.from_torch(torch.rand(16, 1, 1, 256, 16), layout=ttnn.TILE, device=device),
                   (8, 16, 32, 1, 16))
+
+
+def test_the_peer_plugin_skips_what_tests_ttnn_conftest_skips_in_fast_runtime_mode(tmp_path):
+    # tests/ttnn/conftest.py, which tt-metal's pytest runs load: in fast runtime mode (TT-NN's default) a case marked
+    # requires_fast_runtime_mode_off is skipped (unit_tests/operations/matmul/test_experimental.py's 34 tracing
+    # cases, whose ttnn.tracer raises in that mode in TT-NN as in device_sim). peer/plugin.py keeps that rule.
+    (tmp_path / "tests" / "ttnn").mkdir(parents=True)
+    (tmp_path / "tests" / "ttnn" / "test_marks.py").write_text(
+        "import pytest\n\n\n@pytest.mark.requires_fast_runtime_mode_off\ndef test_traces():\n"
+        "    raise AssertionError('ran')\n\n\ndef test_plain():\n    pass\n")
+    env = {**os.environ, "TT_METAL_HOME": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env.pop("TTNN_CONFIG_OVERRIDES", None)
+    cmd = [sys.executable, "-m", "pytest", "-p", "peer.plugin", "-p", "no:ttreport", "-p", "no:cacheprovider",
+           "--noconftest", "--rootdir", str(tmp_path), "-c", os.devnull, "-q", "tests/ttnn/test_marks.py"]
+    run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert "1 passed, 1 skipped" in run.stdout, run.stdout
