@@ -68,6 +68,8 @@ from device_sim.core import (
     num_cores_to_corerangeset_in_subcoregrids,
 )
 from device_sim.device import (  # TT-NN's older device spellings (CreateDevice, ...) too
+    NOC,
+    NOC_MODE,
     CloseDevice,
     CreateDevice,
     Device,
@@ -139,8 +141,6 @@ from device_sim.mesh import (
 
 # TT-Metal's custom-kernel API: present so scripts import, refusing with a reason where used.
 from device_sim.not_emulated import (
-    NOC,
-    NOC_MODE,
     NOT_EMULATED,
     CBDescriptor,
     CBFormatDescriptor,
@@ -199,6 +199,7 @@ from device_sim.sharding import (
     corerange_to_cores,
     create_sharded_memory_config,
     create_sharded_memory_config_,
+    get_optimal_worker_cores_for_sharded_tensor,
     grid_to_cores,
     is_sharded,
     num_cores_to_corerangeset,

@@ -29,6 +29,24 @@ class Arch(enum.IntEnum):
 ARCH = Arch.WORMHOLE_B0
 
 
+class NOC(enum.IntEnum):
+    """`ttnn.NOC`: which of a core's two networks on chip (tt-metalium's NOC, kernel_types.hpp); the RISC-V
+    defaults are aliases. Data movement kernels are not emulated; device queries (the DRAM banks' optimal worker
+    cores) take it."""
+
+    RISCV_0_default = 0
+    RISCV_1_default = 1
+    NOC_0 = 0
+    NOC_1 = 1
+
+
+class NOC_MODE(enum.IntEnum):  # noqa: N801 (TT-NN's name)
+    """`ttnn.NOC_MODE`: a data movement kernel's NOC use (tt-metalium's NOC_MODE, kernel_types.hpp)."""
+
+    DM_DEDICATED_NOC = 0
+    DM_DYNAMIC_NOC = 1
+
+
 @dataclass(frozen=True)
 class DeviceConfig:
     grid_y: int = 8  # worker (compute-with-storage) cores

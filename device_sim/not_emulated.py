@@ -42,13 +42,10 @@ WriterConfigDescriptor = _refusal("WriterConfigDescriptor")
 DataMovementConfigDescriptor = _refusal("DataMovementConfigDescriptor")
 TileDescriptor = _refusal("TileDescriptor")
 cb_descriptor_from_sharded_tensor = _refusal("cb_descriptor_from_sharded_tensor")
-NOC = _refusal("NOC")  # kernel-placement enums: only custom kernels read them
-NOC_MODE = _refusal("NOC_MODE")
 
 NOT_EMULATED: tuple[str, ...] = (
     "generic_op", "ProgramDescriptor", "MeshProgramDescriptor", "KernelDescriptor", "CBDescriptor",
     "CBFormatDescriptor", "SemaphoreDescriptor", "ComputeConfigDescriptor", "ReaderConfigDescriptor",
     "WriterConfigDescriptor", "DataMovementConfigDescriptor", "TileDescriptor", "cb_descriptor_from_sharded_tensor",
-    "NOC", "NOC_MODE",
 )
 __all__ = ["NOT_EMULATED", "NotEmulatedError", *NOT_EMULATED]

@@ -383,6 +383,22 @@ def is_sharded(tensor) -> bool:
     return tensor.is_sharded()
 
 
+def get_optimal_worker_cores_for_sharded_tensor(tensor) -> list[CoreCoord]:
+    """`ttnn.get_optimal_worker_cores_for_sharded_tensor(t)`: the cores that hold an L1-sharded tensor's shards,
+    each once, in shard order, where a kernel that reads the shards runs best: for a round-robin spread (height,
+    width and ND sharding) the first min(cores, shards) of the grid in its orientation's order, for block
+    sharding the grid cut to the shards' rows and columns (TT-NN's GRID_2D). A DRAM-sharded tensor's answer,
+    the worker next to each DRAM bank, depends on the chip's harvested rows, which device_sim does not model."""
+    if tensor.device() is None or tensor.buffer is None:
+        raise RuntimeError("Tensor must be on device to compute optimal worker cores")
+    if not tensor.is_sharded():
+        raise RuntimeError("Tensor must be sharded to compute optimal worker cores")
+    if tensor.buffer.buffer_type != BufferType.L1:
+        raise NotImplementedError("get_optimal_worker_cores_for_sharded_tensor: a DRAM-sharded tensor's worker cores "
+                                  "follow the chip's harvesting, which device_sim does not model; shard it in L1")
+    return [CoreCoord(x, y) for x, y in dict.fromkeys(tensor.buffer.cores)]
+
+
 def num_cores_to_corerangeset_in_subcoregrids(start_core, target_num_cores: int, sub_core_grids: CoreRangeSet,
                                               row_wise: bool = False) -> CoreRangeSet:
     """`target_num_cores` cores of `sub_core_grids`, taken in order from `start_core` (row by row if row_wise)."""

@@ -2053,3 +2053,29 @@ def test_the_peer_plugin_skips_what_tests_ttnn_conftest_skips_in_fast_runtime_mo
            "--noconftest", "--rootdir", str(tmp_path), "-c", os.devnull, "-q", "tests/ttnn/test_marks.py"]
     run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert "1 passed, 1 skipped" in run.stdout, run.stdout
+
+
+def test_the_optimal_worker_cores_of_a_sharded_tensor_are_its_shard_cores_each_once(device):
+    # test_get_optimal_worker_cores_for_sharded_tensor.py (its NOC.NOC_0 default needs ttnn.NOC to import)
+    assert (ttnn.NOC.NOC_0, ttnn.NOC.NOC_1, ttnn.NOC_MODE.DM_DYNAMIC_NOC) == (0, 1, 1)
+
+    def cores(cfg, shape):
+        t = ttnn.to_device(ttnn.from_torch(torch.rand(shape), layout=ttnn.ROW_MAJOR), device, memory_config=cfg)
+        return [(c.x, c.y) for c in ttnn.get_optimal_worker_cores_for_sharded_tensor(t)]
+
+    row = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 0))})
+    height = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1,
+                               ttnn.ShardSpec(row, [32, 64], ttnn.ShardOrientation.ROW_MAJOR))
+    assert cores(height, (1, 1, 128, 64)) == [(0, 0), (1, 0), (2, 0), (3, 0)]  # 4 shards on an 8-core row
+    square = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(3, 3))})
+    block = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.BLOCK_SHARDED, ttnn.BufferType.L1,
+                              ttnn.ShardSpec(square, [32, 32], ttnn.ShardOrientation.COL_MAJOR))
+    assert cores(block, (1, 1, 64, 64)) == [(0, 0), (0, 1), (1, 0), (1, 1)]  # GRID_2D: the 2x2 corner, by column
+    four = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(3, 0))})
+    nd = ttnn.MemoryConfig(buffer_type=ttnn.BufferType.L1, nd_shard_spec=ttnn.NdShardSpec(
+        shard_shape=[2, 1, 32, 64], grid=four, orientation=ttnn.ShardOrientation.ROW_MAJOR))
+    assert cores(nd, (2, 1, 256, 64)) == [(0, 0), (1, 0), (2, 0), (3, 0)]  # 8 shards round-robin: each core once
+    with pytest.raises(RuntimeError, match="Tensor must be on device"):
+        ttnn.get_optimal_worker_cores_for_sharded_tensor(ttnn.from_torch(torch.rand(32, 64)))
+    with pytest.raises(RuntimeError, match="Tensor must be sharded"):
+        ttnn.get_optimal_worker_cores_for_sharded_tensor(ttnn.from_torch(torch.rand(32, 64), device=device))
