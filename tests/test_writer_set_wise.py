@@ -10,7 +10,6 @@ indexes from the start, but db.LATE_INDEXES (built at close); a thread writer's 
 """
 
 import json
-import re
 import sqlite3
 from pathlib import Path
 
@@ -104,29 +103,18 @@ DEFINITION = f"""
     ORDER BY l.tensor_id"""
 
 
-def test_a_tensor_arguments_text_is_the_one_sql_renders_from_its_row_whoever_renders_it(tmp_path, monkeypatch):
-    # The writer renders a tensor argument's text from the spec it gave the tensor; SQL renders it from the tensor's
-    # row (writer._TENSOR_TEXT) once the writer no longer holds the spec (MAX_SPEC_OF: here nearly every one).
-    held = run(tmp_path / "held", device_graphs=False)
-    monkeypatch.setattr(writer, "MAX_SPEC_OF", 2)
-    forgotten = run(tmp_path / "forgotten", device_graphs=False)
-    rendered = (f"SELECT a.value, {writer._TENSOR_TEXT} FROM operation_arguments a "
-                f"JOIN tensors r ON r.tensor_id = CAST(substr(a.value, 16) AS INTEGER) "
-                f"LEFT JOIN tensor_specs s ON s.spec_id = r.spec_id WHERE a.value LIKE 'ttnn.Tensor(id=%'")
-    for path in (held, forgotten):
-        pairs = rows(path, rendered)
-        assert len(pairs) >= 30 and {"L1 INTERLEAVED)", "DRAM INTERLEAVED)"} <= {p[0].rsplit(", ", 1)[1] for p in pairs}
-        assert [a for a, _ in pairs] == [sql for _, sql in pairs]
-        # operations.arguments keeps a tensor as its id (a JSON integer) whoever rendered its text
-        ids = rows(path, "SELECT a.value, j.value, j.type FROM operation_arguments a JOIN operations o USING "
-                         "(operation_id), json_each(o.arguments) j WHERE CAST(j.key AS TEXT) = a.name AND a.value "
-                         "LIKE 'ttnn.Tensor(id=%'")
-        assert len(ids) == len(pairs)
-        assert all(t == "integer" and a.startswith(f"ttnn.Tensor(id={v},") for a, v, t in ids)
-    # the same texts but the ids (the second capture in this process numbers its tensors on)
-    args = "SELECT name, value FROM operation_arguments ORDER BY rowid"
-    assert [(n, re.sub(r"id=\d+", "id=", v)) for n, v in rows(held, args)] == \
-        [(n, re.sub(r"id=\d+", "id=", v)) for n, v in rows(forgotten, args)]
+def test_operations_arguments_keep_a_tensor_as_its_id_and_operation_arguments_its_rows_text(tmp_path):
+    path = run(tmp_path / "r", device_graphs=False)
+    pairs = rows(path, f"SELECT a.value, {writer._TENSOR_TEXT} FROM operation_arguments a "
+                       f"JOIN tensors r ON r.tensor_id = CAST(substr(a.value, 16) AS INTEGER) "
+                       f"LEFT JOIN tensor_specs s ON s.spec_id = r.spec_id WHERE a.value LIKE 'ttnn.Tensor(id=%'")
+    assert len(pairs) >= 30 and {"L1 INTERLEAVED)", "DRAM INTERLEAVED)"} <= {p[0].rsplit(", ", 1)[1] for p in pairs}
+    assert [a for a, _ in pairs] == [sql for _, sql in pairs]
+    ids = rows(path, "SELECT a.value, j.value, j.type FROM operation_arguments a JOIN operations o USING "
+                     "(operation_id), json_each(o.arguments) j WHERE CAST(j.key AS TEXT) = a.name AND a.value "
+                     "LIKE 'ttnn.Tensor(id=%'")
+    assert len(ids) == len(pairs)
+    assert all(t == "integer" and a.startswith(f"ttnn.Tensor(id={v},") for a, v, t in ids)
 
 
 @pytest.mark.parametrize("aside", ["in the writer", "aside", "aside fails"])

@@ -99,10 +99,9 @@ _TENSOR_COLUMNS = ", ".join([*_TENSOR_OWN, *_SPEC_TEXT_COLUMNS])
 _SPEC_ID_AT = _TENSOR_OWN.index("spec_id")
 _BUFFER_FIELDS = Alloc._fields[1:]  # buffer_lifetimes' columns of the same names
 _BUFFER_COLUMNS = ", ".join(_BUFFER_FIELDS)
-# An op's staging row: its op columns, its tensor ids, its arguments with the tensors' texts (Writer._op), its one new
-# tensor (Writer._tensor_row), the latest alloc and free before its end (the records, tag included), its captured
-# graph.
-_STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE, "inputs", "outputs", "argument_texts",
+# An op's staging row: its op columns, its tensor ids, its one new tensor (Writer._tensor_row), the latest alloc
+# and free before its end (the records, tag included), its captured graph.
+_STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE, "inputs", "outputs",
                     *(f"t_{c}" for c in _TENSOR_OWN),
                     *(f"b_{f}" for f in Alloc._fields), *(f"f_{f}" for f in Free._fields), "g_id"]
 _STAGING = f"CREATE TEMP TABLE op_staging ({', '.join(_STAGING_COLUMNS)})"
@@ -146,8 +145,7 @@ _OPERATION_GRAPHS = ("INSERT INTO main.operation_graphs (operation_id, graph_id)
 _FREES = ("UPDATE main.buffer_lifetimes SET freed_seq = s.f_freed_seq FROM op_staging s "
           "WHERE s.f_buffer_id IS NOT NULL AND buffer_lifetimes.buffer_id = s.f_buffer_id")
 
-# A tensor argument's text, as ttreport has always written it, rendered from the tensor's row: for a tensor whose
-# spec the writer no longer holds (or a host tensor's); the others' the writer renders (_tensor_arg_text).
+# A tensor argument's text, as ttreport has always written it, rendered from the tensor's row.
 _TENSOR_TEXT = ("'ttnn.Tensor(id=' || r.tensor_id || ', shape=' || COALESCE(s.shape, 'None') || ', dtype=' "
                 "|| s.dtype || ', layout=' || s.layout || ', ' "
                 "|| COALESCE(s.placement, s.memory_config, 'host') || ')'")
@@ -163,7 +161,7 @@ _AFTER_OPS = [
     "INSERT INTO main.operation_arguments (operation_id, name, value) "
     "SELECT o.operation_id, CAST(j.key AS TEXT), CASE j.type WHEN 'integer' THEN COALESCE("
     f"{_TENSOR_TEXT}, 'ttnn.Tensor(id=' || j.value || ')') ELSE j.value END "
-    "FROM op_staging o CROSS JOIN json_each(o.argument_texts) j "
+    "FROM op_staging o CROSS JOIN json_each(o.arguments) j "
     "LEFT JOIN main.tensors r ON j.type = 'integer' AND r.tensor_id = j.value "
     "LEFT JOIN main.tensor_specs s ON s.spec_id = r.spec_id",
     "INSERT INTO main.stack_traces (operation_id, stack_trace, source_file_id) "
@@ -372,7 +370,6 @@ class Writer:
         self._specs: dict[tuple, tuple] = {}
         self._spec_ids = itertools.count(1)
         self._spec_of: dict[int, tuple] = {}  # tensor id -> its spec's texts, for tensors inside list arguments
-        self._arg_texts: dict[int, str] = {}  # tensor id -> its argument text as JSON (_spec_of's, rendered)
         self._texts: dict = {}  # (type, value) or id -> (JSON text of an argument value, the value held)
         # One dict per enum, keyed by number: BFLOAT16 and ROW_MAJOR are both 0.
         self._dtype_text = {int(e): repr(e) for e in DataType}
@@ -667,19 +664,15 @@ class Writer:
         elif files:
             rows["files"].extend((f[1], f[0]) for f in files)
         # JSON of cached pieces (json.dumps costs 3x more): an array for positional arguments only, else an
-        # object of name -> value; a tensor is its id, anything else its text (operations.arguments). The same with
-        # a tensor's text for its id where the writer holds its spec (_tensor_json): operation_arguments' values.
-        arguments = shown = None
-        if args or kwargs:
-            values = (*args, *kwargs.values()) if kwargs else args
-            ids = list(map(self._json_value, values))
-            texts = [self._tensor_json(v) if type(v) is TensorArg else j for v, j in zip(values, ids)]
-            if kwargs:
-                names = [*map('"{}":'.format, range(len(args))), *[_json_str(k) + ":" for k in kwargs]]
-                arguments = "{" + ",".join(map(str.__add__, names, ids)) + "}"
-                shown = "{" + ",".join(map(str.__add__, names, texts)) + "}"
-            else:
-                arguments, shown = "[" + ",".join(ids) + "]", "[" + ",".join(texts) + "]"
+        # object of name -> value; a tensor is its id, anything else its text.
+        arguments = None
+        if kwargs:
+            value = self._json_value
+            parts = [f'"{i}":{value(a)}' for i, a in enumerate(args)]
+            parts.extend(f"{_json_str(k)}:{value(v)}" for k, v in kwargs.items())
+            arguments = "{" + ",".join(parts) + "}"
+        elif args:
+            arguments = "[" + ",".join(map(self._json_value, args)) + "]"
         if self._live is not None:
             for buf in self._live.values():
                 if buf.buffer_type == BufferType.L1:
@@ -694,7 +687,7 @@ class Writer:
             rows["errors"].append((op_id, rec.name, error_type, message, text, timestamp))
         # _STAGING_COLUMNS' order; str() of a list of ints is its JSON
         return (*_OP_FIELDS(rec), status, stack_id, arguments, str(list(inputs)) if inputs else None,
-                str(list(outputs)) if outputs else None, shown, *tensor)
+                str(list(outputs)) if outputs else None, *tensor)
 
     def _pages(self, op_id: int, buf):
         """Each page of an L1 buffer, where it lies: interleaved round-robin over the banks, or one shard
@@ -721,7 +714,6 @@ class Writer:
         if len(spec_of) >= MAX_SPEC_OF:
             _halve(spec_of)
         spec_of[tid] = hit[2]
-        self._arg_texts.pop(tid, None)  # a spec sent again (the recorder forgot the tensor): rendered again
         return _SPEC_FIELDS(spec) + (hit[0], file)
 
     def _new_spec(self, key, shape, dtype, layout, cfg, rows, new_specs) -> tuple:
@@ -774,7 +766,8 @@ class Writer:
             if row is None:
                 return f"ttnn.Tensor(id={tid})"
             texts = row
-        return _tensor_arg_text(tid, texts)
+        shape, dtype, layout, where = texts
+        return f"ttnn.Tensor(id={tid}, shape={shape}, dtype={dtype}, layout={layout}, {where})"
 
     # -- formatting -------------------------------------------------------------------------
     def _json_value(self, v) -> str:
@@ -796,21 +789,6 @@ class Writer:
                 _halve(self._texts)
             self._texts[key] = (text, v)
         return text
-
-    def _tensor_json(self, v: TensorArg) -> str:
-        """A tensor argument's text as JSON, from the spec this writer gave the tensor; else its id, whose text SQL
-        renders from its row (_AFTER_OPS). Rendered in SQL, the two joins an argument were operation_arguments'
-        2.8-3.0 µs an op (20,000 adds; 1.2-1.3 this way: bench/README.md, issue 33, the writer, round 2)."""
-        hit = self._arg_texts.get(v)
-        if hit is None:
-            texts = self._spec_of.get(v)
-            if texts is None:
-                return int.__repr__(v)
-            hit = _json_str(_tensor_arg_text(v, texts))
-            if len(self._arg_texts) >= MAX_SPEC_OF:
-                _halve(self._arg_texts)
-            self._arg_texts[v] = hit
-        return hit
 
     def format_value(self, v) -> str:
         t = type(v)
@@ -859,12 +837,6 @@ class Writer:
             rows["source_files"].append((file_id, path, "".join(lines)))
         self._source_files[path] = file_id
         return file_id
-
-
-def _tensor_arg_text(tid: int, texts: tuple) -> str:
-    """A tensor argument's text from its spec's (shape, dtype, layout, placement) texts: _TENSOR_TEXT's, in Python."""
-    shape, dtype, layout, where = texts
-    return f"ttnn.Tensor(id={int.__repr__(tid)}, shape={shape}, dtype={dtype}, layout={layout}, {where})"
 
 
 def _halve(cache: dict) -> None:
