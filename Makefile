@@ -57,8 +57,9 @@ peer: $(STAMP)
 	# tt-metal's own tests/ttnn sample (peer/files.txt), unchanged, against device_sim: a pass table per family and
 	# the failure causes ranked (peer/README.md). TT_METAL_HOME (default generated/tt-metal) holds tt-metal at
 	# peer/TT_METAL_COMMIT, laid out by peer/fetch_tt_metal.sh. PEER_ARGS="--family norms --json out.json" narrows it.
-	# loguru: tt-metal's helpers; IPython and transformers: tests/ttnn/python_api_testing/sweep_tests/ttnn_ops.py.
-	$(PY) -m pip install -q loguru ipython "transformers==4.53.0"
+	# loguru: tt-metal's helpers; IPython and transformers: tests/ttnn/python_api_testing/sweep_tests/ttnn_ops.py;
+	# seaborn: tt-metal's tracy package (tools/tracy), which tests import for its signpost.
+	$(PY) -m pip install -q loguru ipython "transformers==4.53.0" seaborn
 	$(PY) -m peer.run $(PEER_ARGS)
 
 peer-models: $(STAMP)

@@ -172,6 +172,7 @@ from device_sim.ops.ccl import (
 from device_sim.ops.core import TileReshapeMapMode
 from device_sim.ops.reduction import LossReductionMode
 from device_sim.placement import get_default_memory_config, memory, set_default_memory_config, set_strict, strict
+from device_sim.profiler import start_tracy_zone, stop_tracy_zone, tracy_frame, tracy_message
 from device_sim.program_configs import (
     LayerNormDefaultProgramConfig,
     LayerNormShardedMultiCoreProgramConfig,

@@ -36,8 +36,9 @@ TT_METAL_HOME = Path(os.environ.get("TT_METAL_HOME", "generated/tt-metal")).reso
 if not (TT_METAL_HOME / "tests" / "ttnn").is_dir():
     raise pytest.UsageError(f"TT_METAL_HOME={TT_METAL_HOME} holds no tests/ttnn; peer/README.md says how to get it")
 # tt-metal's install puts its ttnn/ folder on the path too (tt_lib lives there); the alias below still takes
-# `ttnn` itself, and so the checkout's own ttnn/ttnn is never imported.
-sys.path[:0] = [str(TT_METAL_HOME), str(TT_METAL_HOME / "ttnn")]
+# `ttnn` itself, and so the checkout's own ttnn/ttnn is never imported. Its setup.py also installs tools/tracy as
+# `tracy` (32 tests/ttnn files import its signpost).
+sys.path[:0] = [str(TT_METAL_HOME), str(TT_METAL_HOME / "ttnn"), str(TT_METAL_HOME / "tools")]
 
 import device_sim  # noqa: E402
 
