@@ -42,6 +42,8 @@ from device_sim.types import (
     DataType,
     Layout,
     MemoryConfig,
+    NdShardSpec,
+    ShardDistributionStrategy,
     ShardOrientation,
     ShardSpec,
     TensorMemoryLayout,
@@ -157,16 +159,25 @@ def _header(t: Tensor, value: torch.Tensor, nbytes: int) -> dict:
 def _memory_config_to_json(cfg: MemoryConfig | None):
     if cfg is None:
         return None
-    spec = cfg.shard_spec
-    return {
+    spec, nd = cfg.shard_spec, cfg.nd_shard_spec
+    out = {
         "memory_layout": cfg.memory_layout.name,
         "buffer_type": cfg.buffer_type.name,
         "shard_spec": None if spec is None else {
-            "grid": [{"start": [r.start.x, r.start.y], "end": [r.end.x, r.end.y]} for r in spec.grid.ranges()],
+            "grid": _grid_to_json(spec.grid),
             "shape": list(spec.shape),
             "orientation": spec.orientation.name,
         },
     }
+    if nd is not None:  # an ND-sharded config (TensorSpec.sharded..., MemoryConfig(buffer_type, nd_shard_spec))
+        out["nd_shard_spec"] = {"grid": _grid_to_json(nd.grid), "shard_shape": list(nd.shard_shape),
+                                "orientation": nd.orientation.name,
+                                "shard_distribution_strategy": nd.shard_distribution_strategy.name}
+    return out
+
+
+def _grid_to_json(grid: CoreRangeSet) -> list[dict]:
+    return [{"start": [r.start.x, r.start.y], "end": [r.end.x, r.end.y]} for r in grid.ranges()]
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -289,15 +300,27 @@ def _tile_from_json(j, layout: Layout) -> Tile | None:
 def _memory_config_from_json(j) -> MemoryConfig | None:
     if j is None:
         return None
-    spec = j["shard_spec"]
+    spec, nd = j["shard_spec"], j.get("nd_shard_spec")  # nd_shard_spec: absent in files before it was written
     if spec is not None:
-        ranges = [CoreRange(_coord(r["start"]), _coord(r["end"])) for r in spec["grid"]]
-        if not ranges:
-            raise ValueError("shard_spec grid has no core ranges")
-        spec = ShardSpec(CoreRangeSet(ranges), _pair(spec["shape"]), _by_name(ShardOrientation, spec["orientation"]))
-    elif j["memory_layout"] != "INTERLEAVED":  # a stored tensor was placed, so its sharded config was completed
+        spec = ShardSpec(_grid_from_json(spec["grid"], "shard_spec"), _pair(spec["shape"]),
+                         _by_name(ShardOrientation, spec["orientation"]))
+    if nd is not None:
+        shape = nd["shard_shape"]
+        if not isinstance(shape, list) or not 0 < len(shape) <= MAX_RANK or not all(_is_count(d) for d in shape):
+            raise ValueError(f"nd_shard_spec shard_shape {shape!r} must be a list of at most {MAX_RANK} ints")
+        nd = NdShardSpec(shape, _grid_from_json(nd["grid"], "nd_shard_spec"), _by_name(ShardOrientation,
+                         nd["orientation"]), _by_name(ShardDistributionStrategy, nd["shard_distribution_strategy"]))
+    if spec is None and nd is None and j["memory_layout"] != "INTERLEAVED":  # a stored tensor's config was completed
         raise ValueError(f"memory_config {j['memory_layout']} needs a shard_spec; this file has none")
-    return MemoryConfig(_by_name(TensorMemoryLayout, j["memory_layout"]), _by_name(BufferType, j["buffer_type"]), spec)
+    return MemoryConfig(_by_name(TensorMemoryLayout, j["memory_layout"]), _by_name(BufferType, j["buffer_type"]), spec,
+                        nd)
+
+
+def _grid_from_json(j, what: str) -> CoreRangeSet:
+    ranges = [CoreRange(_coord(r["start"]), _coord(r["end"])) for r in j] if isinstance(j, list) else []
+    if not ranges:
+        raise ValueError(f"{what} grid has no core ranges")
+    return CoreRangeSet(ranges)
 
 
 def _decode(raw: bytes, dtype: DataType, shape: list[int]) -> torch.Tensor:

@@ -2079,3 +2079,56 @@ def test_the_optimal_worker_cores_of_a_sharded_tensor_are_its_shard_cores_each_o
         ttnn.get_optimal_worker_cores_for_sharded_tensor(ttnn.from_torch(torch.rand(32, 64)))
     with pytest.raises(RuntimeError, match="Tensor must be sharded"):
         ttnn.get_optimal_worker_cores_for_sharded_tensor(ttnn.from_torch(torch.rand(32, 64), device=device))
+
+
+# -- ttnn.ComplexTensor and the complex ops (round 14: nightly eltwise/complex, backward/complex_ops) ------------------
+
+
+def test_complex_ops_take_a_complex_tensor_and_compose_element_wise_ops_as_tt_nn_does(device):
+    # nightly test_complex.py and backward/complex_ops/*: ttnn.complex_tensor(real, imag), the overloads of abs,
+    # reciprocal, multiply, divide, mul_bw, sub_bw (alpha), and ttnn.Tensor(t) of a tensor (pytensor.cpp's copy
+    # constructor) as the tests wrap a gradient
+    zt = torch.complex(torch.tensor([[3.0, -1.0, 0.5]]), torch.tensor([[4.0, 2.0, -0.25]]))
+    wt = torch.complex(torch.tensor([[1.0, 2.0, -3.0]]), torch.tensor([[-1.0, 0.5, 2.0]]))
+
+    def cplx(t):
+        parts = (ttnn.from_torch(p, dtype=ttnn.float32, layout=ttnn.TILE, device=device) for p in (t.real, t.imag))
+        return ttnn.complex_tensor(*parts)
+
+    def torch_of(c):
+        return torch.complex(ttnn.to_torch(c.real), ttnn.to_torch(c.imag))
+
+    z, w = cplx(zt), cplx(wt)
+    assert z[0] is z.real and ttnn.real(z) is z.real and ttnn.Tensor(z.imag) is z.imag
+    torch.testing.assert_close(ttnn.to_torch(ttnn.abs(z)), zt.abs())
+    torch.testing.assert_close(torch_of(ttnn.multiply(z, w)), zt * wt)
+    torch.testing.assert_close(torch_of(ttnn.divide(z, w)), zt / wt)
+    torch.testing.assert_close(torch_of(ttnn.reciprocal(z)), 1 / zt)
+    torch.testing.assert_close(torch_of(ttnn.conj(z)), zt.conj().resolve_conj())
+    torch.testing.assert_close(ttnn.to_torch(ttnn.angle(z)), zt.angle())
+    # backward: TT-NN's goldens give each gradient as [real | imag] in the last dim
+    for op, args, golden_args in ((ttnn.mul_bw, (z, w), (zt, wt)), (ttnn.sub_bw, (z, w, 3.5), (zt, wt, 3.5))):
+        got = op(cplx(wt), *args, memory_config=ttnn.DRAM_MEMORY_CONFIG)
+        want = ttnn.get_golden_function(op)(wt, *golden_args[:2], alpha=3.5) if op is ttnn.sub_bw else \
+            ttnn.get_golden_function(op)(wt, *golden_args)
+        for g, e in zip(got, want):
+            torch.testing.assert_close(torch.cat((ttnn.to_torch(g.real), ttnn.to_torch(g.imag)), -1), e)
+    [dz] = ttnn.angle_bw(z.real, z, memory_config=ttnn.DRAM_MEMORY_CONFIG)
+    [want] = ttnn.get_golden_function(ttnn.angle_bw)(zt.real, zt)
+    torch.testing.assert_close(torch.cat((ttnn.to_torch(dz.real), ttnn.to_torch(dz.imag)), -1), want)
+    with pytest.raises(TypeError, match="ttnn.neg takes no ttnn.ComplexTensor"):
+        ttnn.neg(z)
+    with pytest.raises(ValueError, match="real has shape \\[1, 3\\] and imag \\[40, 3\\]"):  # padded: 32 vs 64 rows
+        ttnn.complex_tensor(z.real, ttnn.from_torch(torch.ones(40, 3), layout=ttnn.TILE, device=device))
+
+
+def test_an_nd_sharded_tensor_round_trips_through_dump_and_load_with_its_spec(device, tmp_path):
+    # test_tensor_serialization.py: TensorSpec.block_sharded / sharded_across_dims_except give an ND shard spec
+    # (no 2D shard_spec); the file kept only the 2D one, so loading it failed ("needs a shard_spec")
+    grid = ttnn.num_cores_to_corerangeset(56, [8, 7], True)
+    spec = ttnn.TensorSpec((2, 3, 40, 50), ttnn.float32, ttnn.TILE_LAYOUT, buffer_type=ttnn.BufferType.L1
+                           ).block_sharded(grid)
+    v = torch.rand(2, 3, 40, 50)
+    ttnn.dump_tensor(str(tmp_path / "t.tensorbin"), ttnn.from_torch(v, spec=spec, device=device))
+    back = ttnn.load_tensor(str(tmp_path / "t.tensorbin"), device=device)
+    assert back.spec == spec and torch.equal(ttnn.to_torch(back), v)
