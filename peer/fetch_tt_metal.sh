@@ -12,6 +12,8 @@
 # models/experimental/functional_common are there because tests/ttnn/python_api_testing/sweep_tests/ttnn_ops.py
 # imports them (it imports IPython and transformers too), and 6 eltwise unit tests import it (test_eltwise_sqrt.py ...).
 # tools/tracy is the `tracy` package tt-metal's setup.py installs, whose signpost 32 tests/ttnn files import.
+# models/experimental/panoptic_deeplab (its tests/pcc/common.py and tt/common.py) and models/tt_cnn (which tt/
+# imports) are there because nightly conv/test_conv2d.py imports them, and unit conv/test_conv2d.py imports that.
 set -euo pipefail
 git_dir=${1:?usage: peer/fetch_tt_metal.sh GIT_DIR [DEST]}
 dest=${2:-generated/tt-metal}
@@ -22,7 +24,7 @@ for path in conftest.py pytest.ini tests/__init__.py tests/ttnn tests/scripts te
             tests/sweep_framework models/common models/perf models/demos/deepseek_v3/utils ttnn/ttnn ttnn/tt_lib \
             ttnn/cpp/ttnn/operations models/tt_transformers models/demos/audio/whisper/tt \
             models/demos/audio/whisper/tests models/demos/audio/whisper/demo/demo.py models/demos/utils models/demos/bert/tt \
-            models/experimental/functional_common tools/tracy \
+            models/experimental/functional_common tools/tracy models/experimental/panoptic_deeplab models/tt_cnn \
             models/sample_data/huggingface_imagenet_classes.py ttnn/tutorials; do
   git --git-dir="$git_dir" archive "$commit" "$path" | tar -x -C "$dest"
 done
