@@ -2132,3 +2132,12 @@ def test_an_nd_sharded_tensor_round_trips_through_dump_and_load_with_its_spec(de
     ttnn.dump_tensor(str(tmp_path / "t.tensorbin"), ttnn.from_torch(v, spec=spec, device=device))
     back = ttnn.load_tensor(str(tmp_path / "t.tensorbin"), device=device)
     assert back.spec == spec and torch.equal(ttnn.to_torch(back), v)
+
+
+def test_tracy_calls_run_as_in_a_tt_nn_build_without_tracy():
+    # tt-metal's tracy package (tools/tracy, installed as `tracy`): its signpost() calls ttnn.tracy_message, and
+    # unit_tests/operations/data_movement/test_tilize.py's trace-mode cases signpost; TT-NN built without Tracy (the
+    # default) compiles op_profiler's calls to nothing, and stop_tracy_zone reports no zone closed
+    assert ttnn.tracy_message("`TT_SIGNPOST: start`") is None
+    assert ttnn.start_tracy_zone("model.py", "forward", 12, color=3) is None and ttnn.stop_tracy_zone("f") is False
+    assert ttnn.tracy_frame() is None
