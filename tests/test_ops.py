@@ -493,6 +493,8 @@ def as_golden_input(v):
     """What a golden function gets: each ttnn tensor replaced by the values the device holds."""
     if isinstance(v, ttnn.Tensor):
         return v.value.float() if v.value.is_floating_point() else v.value
+    if isinstance(v, ttnn.ComplexTensor):  # TT-NN's complex goldens take a torch complex tensor
+        return torch.complex(v.real.value.float(), v.imag.value.float())
     if isinstance(v, (list, tuple)):
         return type(v)(as_golden_input(e) for e in v)
     return v
@@ -506,6 +508,13 @@ def assert_matches_golden(out, golden):
         return
     if isinstance(golden, list) and len(golden) == 1:  # ttnn.experimental.gelu_bw: a tensor; its golden, gelu_bw's
         golden = golden[0]
+    if isinstance(out, ttnn.ComplexTensor):  # against a complex golden, or a backward's [real | imag] in the last dim
+        if golden.is_complex():
+            assert_matches_golden(out.real, golden.real)
+            assert_matches_golden(out.imag, golden.imag)
+        else:
+            assert_matches_golden(ttnn.concat([out.real, out.imag], dim=-1), golden)
+        return
     dtype = out.dtype if isinstance(out, ttnn.Tensor) else dtypes.FROM_TORCH[out.dtype]
     got = out.value if isinstance(out, ttnn.Tensor) else out
     assert tuple(got.shape) == tuple(golden.shape)
@@ -643,6 +652,23 @@ CASES.update({"ttnn.indexed_fill": lambda d: (
 # ttnn.nonzero (issue 31: docs_examples' data movement): the count and positions of a [1, 1, 1, X] row's non-zeros
 CASES.update({"ttnn.nonzero": lambda d: (
     (dev(torch.tensor([[[[0.0, 2, 0, 0, 3] * 8]]]), d, layout=ttnn.ROW_MAJOR),), {})})
+
+
+# ttnn.ComplexTensor's ops (issue 31: nightly eltwise/complex and backward/complex_ops), TT-NN's composites of
+# element-wise ops: float32 parts, so the composite's few roundings stay within the golden's float32 tolerance
+def cx(d, seed=0):
+    return ttnn.complex_tensor(*(dev(rnd(2, 32, 64, seed=seed + i), d, dtype=ttnn.float32) for i in (0, 1)))
+
+
+def fx(d, seed=4):
+    return dev(rnd(2, 32, 64, seed=seed), d, dtype=ttnn.float32)
+
+
+CASES.update({f"ttnn.{n}": case(cx) for n in ("real", "imag", "angle", "is_real", "is_imag", "conj", "polar")})
+CASES.update({f"ttnn.{n}": case(fx, cx, memory_config=ttnn.DRAM_MEMORY_CONFIG) for n in ("real_bw", "imag_bw",
+                                                                                        "angle_bw")})
+CASES.update({f"ttnn.{n}": case(lambda d: cx(d, seed=6), cx, memory_config=ttnn.DRAM_MEMORY_CONFIG)
+              for n in ("conj_bw", "polar_bw")})
 
 
 def test_every_registered_op_has_a_golden_case():

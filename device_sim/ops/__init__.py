@@ -13,6 +13,7 @@ from device_sim.ops import (  # noqa: F401  (each registers its ops on import)
     backward,
     batch_norm,
     ccl,
+    complex,
     conv,
     core,
     creation,

@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 
 from device_sim import device_work
+from device_sim.complex_tensor import ComplexTensor
+from device_sim.complex_tensor import overload as complex_overload
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import eltwise as eltwise_programs
@@ -43,6 +45,12 @@ def _autograd(fn, grad: torch.Tensor, inputs: list, **params) -> list:
     it = iter(grads)
     return [(lambda g, x: torch.zeros_like(x) if g is None else g)(next(it), x) if isinstance(x, torch.Tensor)
             else None for x in leaves]
+
+
+def _as_compared(g: torch.Tensor) -> torch.Tensor:
+    """A golden's gradient as TT-NN's goldens give it: a complex one (of a complex input) as its real and imaginary
+    parts side by side in the last dim (ttnn/operations/complex_binary_backward.py, unary_backward.py)."""
+    return torch.cat((g.real, g.imag), dim=-1) if g.is_complex() else g
 
 
 def _grad_output(value: torch.Tensor, like: Tensor, grad: Tensor, target: Tensor | None, op_name: str,
@@ -89,13 +97,16 @@ def _binary_bw(name: str, fn, fourth: str | None = None, default=None, example: 
 
     def golden(grad_tensor, input_tensor_a, input_tensor_b, *rest, **kwargs):
         value = rest[0] if rest else kwargs.get(fourth) if fourth else None
-        return [g for g in _autograd(fn, grad_tensor, [input_tensor_a, input_tensor_b], **params_of(value))
-                if g is not None]
+        return [_as_compared(g) for g in _autograd(fn, grad_tensor, [input_tensor_a, input_tensor_b],
+                                                   **params_of(value)) if g is not None]
 
     def op(grad_tensor: Tensor, input_tensor_a: Tensor, input_tensor_b, *rest, are_required_outputs=(True, True),
            memory_config=None, input_grad=None, other_grad=None, input_a_grad=None, input_b_grad=None,
            **kwargs) -> list:
         # addalpha_bw, concat_bw and assign_bw name the targets input_a_grad / input_b_grad (binary_backward_nanobind)
+        if type(input_tensor_a) is ComplexTensor:  # TT-NN's overload (add_bw, sub_bw, mul_bw, div_bw)
+            return complex_overload(op_name)(grad_tensor, input_tensor_a, input_tensor_b, *rest,
+                                             memory_config=memory_config, **kwargs)
         input_grad = input_a_grad if input_grad is None else input_grad
         other_grad = input_b_grad if other_grad is None else other_grad
         value = kwargs.pop(fourth, None) if fourth else None
@@ -170,9 +181,11 @@ def _unary_bw(name: str, fn, positional=(), grad_fn=None, example="", listed=Tru
         kwargs = {k: v for k, v in kwargs.items() if k in names or k in defaults}
         kwargs.update(zip(defaults, args[len(positional):]))
         args = args[:len(positional)]
-        return [gradient(grad_tensor, input_tensor, params_of(args, kwargs))]
+        return [_as_compared(gradient(grad_tensor, input_tensor, params_of(args, kwargs)))]
 
     def op(grad_tensor: Tensor, input_tensor: Tensor, *args, memory_config=None, input_grad=None, **kwargs) -> list:
+        if type(input_tensor) is ComplexTensor:  # TT-NN's overload (abs_bw, reciprocal_bw)
+            return complex_overload(op_name)(grad_tensor, input_tensor, *args, memory_config=memory_config)
         params = params_of(args, kwargs)
         if kwargs:
             check_tt_nn_only(op_name, kwargs)
@@ -234,7 +247,9 @@ def _div(a, b, rounding_mode=None):
 
 
 add_bw = _binary_bw("add_bw", lambda a, b, alpha: a + alpha * b, "alpha", 1.0)  # add_bw(grad, a, b, alpha)
-sub_bw = _binary_bw("sub_bw", torch.sub)
+# sub_bw takes alpha as TT-NN's ComplexTensor overload does (sub_bw(grad, a, b, alpha), its golden too); the tensor
+# one is subalpha_bw at alpha 1.0 (binary_backward.cpp), so an alpha gives subalpha_bw's gradients
+sub_bw = _binary_bw("sub_bw", lambda a, b, alpha: a - alpha * b, "alpha", 1.0)
 subalpha_bw = _binary_bw("subalpha_bw", lambda a, b, alpha: a - alpha * b, "alpha", 1.0)
 rsub_bw = _binary_bw("rsub_bw", lambda a, b: b - a)
 mul_bw = _binary_bw("mul_bw", torch.mul)

@@ -11,6 +11,8 @@ import torch.nn.functional as F
 
 from device_sim import activations as _activations
 from device_sim import device_work, dtypes, numerics
+from device_sim.complex_tensor import ComplexTensor
+from device_sim.complex_tensor import overload as complex_overload
 from device_sim.ops.common import (
     broadcast,
     check_output_shape,
@@ -103,6 +105,8 @@ def _unary(name: str, fn, *, truncated: bool = False):
            **tt_nn_only) -> Tensor:
         if tt_nn_only:
             check_tt_nn_only(f"ttnn.{name}", tt_nn_only)
+        if type(input_tensor) is ComplexTensor:  # TT-NN's overload for one (abs, reciprocal)
+            return complex_overload(f"ttnn.{name}")(input_tensor, memory_config)
         ins = device_inputs(f"ttnn.{name}", input_tensor)
         if integers and input_tensor.dtype not in (DataType.INT32, DataType.UINT32, DataType.UINT16):
             raise tt_fatal("input dtype is an integer type", f"ttnn.{name} takes an INT32 tensor, got "
@@ -159,6 +163,8 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         op_name = f"ttnn.{name}"
         if tt_nn_only:
             check_tt_nn_only(op_name, tt_nn_only)
+        if type(input_tensor_a) is ComplexTensor:  # TT-NN's overload for two (add, subtract, multiply, divide)
+            return complex_overload(op_name)(input_tensor_a, input_tensor_b, memory_config)
         post = _activations.resolve_all(op_name, activations)
         # TT-NN takes a number on either side: ttnn.subtract(1.0, t) is 1 - t.
         like = input_tensor_a if isinstance(input_tensor_a, Tensor) else input_tensor_b
