@@ -670,6 +670,17 @@ CASES.update({f"ttnn.{n}": case(fx, cx, memory_config=ttnn.DRAM_MEMORY_CONFIG) f
 CASES.update({f"ttnn.{n}": case(lambda d: cx(d, seed=6), cx, memory_config=ttnn.DRAM_MEMORY_CONFIG)
               for n in ("conj_bw", "polar_bw")})
 
+# the decode-attention matmuls (issue 31: nightly matmul/test_attn_matmul.py): q [1, heads, 32 users, K] against each
+# user's keys [32, kv_heads, K, N]; from_cache reads 40 tokens (as 64) of a [32, 1, 96, 64] cache, transposed
+CASES.update({
+    "ttnn.experimental.attn_matmul": lambda d: ((x(d, 1, 3, 32, 64), x(d, 32, 1, 64, 96, seed=1)),
+                                                dict(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8))),
+    "ttnn.experimental.attn_matmul_from_cache": lambda d: (
+        (x(d, 1, 3, 32, 64), x(d, 32, 1, 96, 64, seed=1)),
+        dict(num_tokens=40, transpose_hw=True, compute_with_storage_grid_size=ttnn.CoreCoord(8, 8))),
+    "ttnn.experimental.group_attn_matmul": lambda d: ((x(d, 1, 4, 32, 64), x(d, 32, 2, 64, 96, seed=1)),
+                                                      dict(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8)))})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

@@ -2141,3 +2141,49 @@ def test_tracy_calls_run_as_in_a_tt_nn_build_without_tracy():
     assert ttnn.tracy_message("`TT_SIGNPOST: start`") is None
     assert ttnn.start_tracy_zone("model.py", "forward", 12, color=3) is None and ttnn.stop_tracy_zone("f") is False
     assert ttnn.tracy_frame() is None
+
+
+def test_the_attention_matmuls_multiply_each_users_q_heads_by_that_users_kv(device):
+    # nightly matmul/test_attn_matmul.py (603 cases, none ran: the three ops were missing): attn_matmul,
+    # attn_matmul_from_cache and group_attn_matmul give (a.transpose(0, 2) @ b).transpose(0, 2), each on the whole grid
+    grid = ttnn.CoreCoord(8, 8)
+    q, kv = torch.randn(1, 4, 32, 64), torch.randn(32, 2, 64, 96)
+
+    def tile(v):
+        return ttnn.from_torch(v, ttnn.float32, layout=ttnn.TILE_LAYOUT, device=device)
+
+    def want(a, b):
+        return (a.transpose(0, 2) @ b).transpose(0, 2)
+
+    outs = []
+    [program] = launched(device, lambda: outs.append(ttnn.experimental.group_attn_matmul(
+        tile(q), tile(kv), compute_with_storage_grid_size=grid, memory_config=ttnn.MemoryConfig(
+            ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1))))
+    assert program.name == "GroupAttnMatmulDeviceOperation" and program.ranges == ((0, 0, 7, 7),)
+    # a HEIGHT_SHARDED output without a spec: one q head a core, [batch, N] a shard, column by column by default
+    spec = outs[0].memory_config().shard_spec
+    assert spec.shape == (32, 96) and spec.num_cores() == 4 and spec.orientation == ttnn.ShardOrientation.COL_MAJOR
+    torch.testing.assert_close(ttnn.to_torch(outs[0]), want(q, kv.repeat_interleave(2, dim=1)))
+    one = kv[:, :1]
+    torch.testing.assert_close(ttnn.to_torch(ttnn.experimental.attn_matmul(
+        tile(q), tile(one), compute_with_storage_grid_size=grid)), want(q, one))
+    cache = torch.randn(32, 1, 128, 64)  # 40 tokens are read as 64, transposed for the pre-softmax product
+    got = ttnn.experimental.attn_matmul_from_cache(tile(q), tile(cache), num_tokens=40, transpose_hw=True,
+                                                   compute_with_storage_grid_size=grid)
+    torch.testing.assert_close(ttnn.to_torch(got), want(q, cache[:, :, :64].transpose(-2, -1)))
+    with pytest.raises(RuntimeError, match="Number of kv_heads must be 1"):
+        ttnn.experimental.attn_matmul(tile(q), tile(kv), compute_with_storage_grid_size=grid)
+    with pytest.raises(RuntimeError, match="Only batch 32 is supported"):
+        ttnn.experimental.group_attn_matmul(tile(q.repeat(1, 1, 2, 1)), tile(kv.repeat(2, 1, 1, 1)),
+                                            compute_with_storage_grid_size=grid)
+
+
+def test_interleaved_to_sharded_over_a_grid_size_takes_only_the_cores_its_shards_need(device):
+    # interleaved_to_sharded.cpp: given a grid size (compute_with_storage_grid_size()), num_cores_to_corerangeset of
+    # the padded shape's shard count; device_sim spread 4 shards over all 64 cores, so test_attn_matmul.py's
+    # 'Q heads must be sharded on number of q heads' failed (251 cases)
+    t = ttnn.from_torch(torch.rand(1, 4, 32, 64), layout=ttnn.TILE_LAYOUT, device=device)
+    s = ttnn.interleaved_to_sharded(t, device.compute_with_storage_grid_size(), [32, 64],
+                                    ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.ShardOrientation.COL_MAJOR)
+    assert s.memory_config().shard_spec.grid == ttnn.num_cores_to_corerangeset(4, ttnn.CoreCoord(8, 8), False)
+    assert torch.equal(ttnn.to_torch(s), ttnn.to_torch(t))

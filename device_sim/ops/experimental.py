@@ -16,14 +16,26 @@ The registered name is what a report records, what tests/test_ops.py keys its ca
 `ttnn.experimental.all_gather_async` resolve (tests/test_exports.py holds every op to its TT-NN path).
 """
 
-# The modules that register ttnn.experimental.* ops: collectives' asynchronous forms (ccl), conv3d and its weight
-# preparation (conv), the older typecast and padded_slice (core), view, broadcast_to, convert_to_hwc, slice_write,
-# isin and deepseek_prefill (data_movement), repeat_and_interleave_eltwise_mul (eltwise), the head splits (heads), the
-# paged caches (kv_cache), dit_rms_norm_unary_fused (normalization), fast_reduce_nc (reduction), the rotary
-# embeddings (rotary).
+# The modules that register ttnn.experimental.* ops: the decode-attention matmuls (attn_matmul), collectives'
+# asynchronous forms (ccl), conv3d and its weight preparation (conv), the older typecast and padded_slice (core), view,
+# broadcast_to, convert_to_hwc, slice_write, isin and deepseek_prefill (data_movement),
+# repeat_and_interleave_eltwise_mul (eltwise), the head splits (heads), the paged caches (kv_cache),
+# dit_rms_norm_unary_fused (normalization), fast_reduce_nc (reduction), the rotary embeddings (rotary).
 from types import SimpleNamespace as _SimpleNamespace
 
-from device_sim.ops import ccl, conv, core, data_movement, eltwise, heads, kv_cache, normalization, reduction, rotary  # noqa: F401
+from device_sim.ops import (  # noqa: F401
+    attn_matmul,
+    ccl,
+    conv,
+    core,
+    data_movement,
+    eltwise,
+    heads,
+    kv_cache,
+    normalization,
+    reduction,
+    rotary,
+)
 from device_sim.registry import public_functions as _public_functions
 
 _by_name = _public_functions("ttnn.experimental")

@@ -14,18 +14,20 @@ output_dtype rounds them). ttnn.to_memory_config moves between any two configs a
 
 from __future__ import annotations
 
+import math
+
 from device_sim import device_work
 from device_sim.ops.common import check_tt_nn_only, held, output, values
 from device_sim.programs import data_movement as programs
 from device_sim.programs import shape as shape_programs
 from device_sim.registry import OWN_NAME, register_op
+from device_sim.sharding import num_cores_to_corerangeset
 from device_sim.tensor import Tensor
 from device_sim.types import (
     DRAM_MEMORY_CONFIG,
     BufferType,
     CoreCoord,
     CoreGrid,
-    CoreRange,
     CoreRangeSet,
     DataType,
     MemoryConfig,
@@ -48,18 +50,34 @@ def _on_device(op_name: str, tensor) -> Tensor:
     return tensor
 
 
-def _grid(grid) -> CoreRangeSet:
-    """TT-NN's grid argument: a CoreCoord grid size (x by y from (0, 0)), a CoreGrid or a CoreRangeSet. An (x, y)
-    pair is a CoreCoord, as TT-NN's binding takes it (tt-metal's test_reduce.py and test_matmul_1d_2d.py pass one)."""
+def _grid(grid, t: Tensor, shard_shape, shard_scheme, row_wise: bool, slices: int = 1) -> CoreRangeSet:
+    """TT-NN's grid argument: a grid size (a CoreCoord, or the CoreGrid that device_sim's
+    compute_with_storage_grid_size() returns) or a CoreRangeSet. An (x, y) pair is a CoreCoord, as TT-NN's binding
+    takes it (tt-metal's test_reduce.py and test_matmul_1d_2d.py pass one). Within a grid size the shards take only
+    the cores they need, the first ones row by row (ROW_MAJOR) or column by column: interleaved_to_sharded.cpp's
+    (and _partial's, over one of `slices` slices of the rows) num_cores_to_corerangeset of the padded shape's
+    shard count."""
     if isinstance(grid, (tuple, list)) and len(grid) == 2 and all(isinstance(v, int) for v in grid):
         grid = CoreCoord(*grid)
-    if isinstance(grid, CoreCoord):
-        return CoreRangeSet([CoreRange(CoreCoord(0, 0), CoreCoord(grid.x - 1, grid.y - 1))])
-    if isinstance(grid, CoreGrid):
-        return grid.to_core_range_set()
     if isinstance(grid, CoreRangeSet):
         return grid
-    raise TypeError(f"grid must be a ttnn.CoreCoord (grid size), ttnn.CoreGrid or ttnn.CoreRangeSet, got {grid!r}")
+    if not isinstance(grid, (CoreCoord, CoreGrid)):
+        raise TypeError(f"grid must be a ttnn.CoreCoord (grid size), ttnn.CoreGrid or ttnn.CoreRangeSet, got {grid!r}")
+    padded = t.padded_shape
+    width = padded[-1]
+    height = math.prod(padded) // width // slices if width else 0
+    rows, cols = -(-height // shard_shape[0]), -(-width // shard_shape[1])
+    layout = TensorMemoryLayout(shard_scheme)
+    if layout == TensorMemoryLayout.HEIGHT_SHARDED:
+        n = rows
+    elif layout == TensorMemoryLayout.WIDTH_SHARDED:
+        n = cols
+    elif layout == TensorMemoryLayout.BLOCK_SHARDED:
+        n = rows * cols
+    else:
+        raise ShardSpecError(f"interleaved_to_sharded: shard_scheme {layout} is not a sharding scheme (Unsupported "
+                             f"sharding scheme); give HEIGHT_SHARDED, WIDTH_SHARDED or BLOCK_SHARDED")
+    return num_cores_to_corerangeset(n, CoreCoord(grid.x, grid.y), row_wise=row_wise)
 
 
 @register_op("ttnn.interleaved_to_sharded", kind="move", golden=_identity)
@@ -88,8 +106,8 @@ def interleaved_to_sharded(input_tensor: Tensor, grid=None, shard_shape=None, sh
             raise TypeError(f"{op_name} takes (tensor, sharded_memory_config) or "
                             "(tensor, grid, shard_shape, shard_scheme, shard_orientation)")
         orientation = ShardOrientation.ROW_MAJOR if shard_orientation is None else shard_orientation
-        sharded_memory_config = MemoryConfig(shard_scheme, BufferType.L1,
-                                             ShardSpec(_grid(grid), shard_shape, orientation))
+        cores = _grid(grid, t, shard_shape, shard_scheme, orientation == ShardOrientation.ROW_MAJOR)
+        sharded_memory_config = MemoryConfig(shard_scheme, BufferType.L1, ShardSpec(cores, shard_shape, orientation))
     if t.is_sharded():
         raise ShardSpecError(f"{op_name}: input tensor {t.tensor_id} must be interleaved, it is "
                              f"{t._memory_config!r}; use ttnn.reshard to move between sharded configs")
@@ -203,7 +221,8 @@ def interleaved_to_sharded_partial(input_tensor: Tensor, grid, shard_shape, num_
     per, first = _rows(op_name, t, num_slices, slice_index)
     v = values(t)
     part = v.reshape(-1, v.shape[-1])[first:first + per].reshape(*(1,) * (v.dim() - 2), per, v.shape[-1])
-    cfg = MemoryConfig(shard_scheme, BufferType.L1, ShardSpec(_grid(grid), shard_shape, shard_orientation))
+    cores = _grid(grid, t, shard_shape, shard_scheme, shard_orientation == ShardOrientation.ROW_MAJOR, num_slices)
+    cfg = MemoryConfig(shard_scheme, BufferType.L1, ShardSpec(cores, shard_shape, shard_orientation))
     out = output(part, t, [t], op_name=op_name, dtype=output_dtype, memory_config=cfg)
     device_work.launch_after(out, True, t, shape_programs.i2s_partial_program(t, out))
     return out
