@@ -2187,3 +2187,29 @@ def test_interleaved_to_sharded_over_a_grid_size_takes_only_the_cores_its_shards
                                     ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.ShardOrientation.COL_MAJOR)
     assert s.memory_config().shard_spec.grid == ttnn.num_cores_to_corerangeset(4, ttnn.CoreCoord(8, 8), False)
     assert torch.equal(ttnn.to_torch(s), ttnn.to_torch(t))
+
+
+def test_dram_group_norm_params_from_torch_lays_out_gamma_beta_and_the_mask_for_a_dram_group_norm(device):
+    # unit_tests/operations/fused/test_group_norm_DRAM.py (84 cases): TT-NN's Python helpers
+    # dram_group_norm_params_from_torch, dram_group_norm_virtual_columns (compute_num_virtual_cols: the most columns
+    # up to grid x and the groups that divide the groups and leave multiples of 32 channels) and
+    # create_group_norm_reciprocals (1/1 .. 1/n a core, one row a core)
+    grid = ttnn.CoreGrid(y=8, x=8)
+    assert ttnn.dram_group_norm_virtual_columns(grid, 768, 32) == 8
+    assert ttnn.dram_group_norm_virtual_columns(grid, 384, 6) == 6  # 64 channels a column
+    assert ttnn.dram_group_norm_virtual_columns(grid, 480, 8) == 1  # no other count leaves multiples of 32
+    with pytest.raises(ValueError, match="num_channels=48"):
+        ttnn.dram_group_norm_virtual_columns(grid, 48, 3)
+    recips = ttnn.create_group_norm_reciprocals(1, 128, 16, 16, 8, ttnn.CoreGrid(y=2, x=4))
+    # 16 channels x 8 height tiles a group, over the 2 virtual rows one image takes: 64 a core
+    assert recips.shape == (8, 64) and torch.equal(recips[3], 1 / torch.arange(1, 65.0))
+    torch.manual_seed(0)
+    n, c, hw, groups = 2, 256, 64, 8
+    x, w, b = torch.rand(n, 1, hw, c), torch.rand(c), torch.rand(c)
+    [gamma, beta], mask = ttnn.dram_group_norm_params_from_torch([w, b], c, groups, device, core_grid=grid)
+    assert gamma.layout == ttnn.ROW_MAJOR_LAYOUT and gamma.shape == (1, 1, c // 32, 32) and mask.device() is not None
+    x_dev = ttnn.from_torch(x, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    y = ttnn.group_norm(x_dev, num_groups=groups, input_mask=mask, weight=gamma, bias=beta, core_grid=grid,
+                        memory_config=ttnn.DRAM_MEMORY_CONFIG, inplace=False, num_out_blocks=1)
+    want = torch.nn.functional.group_norm(x.permute(0, 3, 1, 2), groups, w, b, eps=1e-12).permute(0, 2, 3, 1)
+    torch.testing.assert_close(ttnn.to_torch(y).float(), want, rtol=0.05, atol=0.05)

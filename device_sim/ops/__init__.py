@@ -37,7 +37,13 @@ from device_sim.ops import (  # noqa: F401  (each registers its ops on import)
 
 # The enums and helpers the ops' callers need: public beside the ops (__all__ below takes every name imported here).
 from device_sim.ops.eltwise import BcastOpDim, BcastOpMath  # noqa: F401
-from device_sim.ops.group_norm import create_group_norm_input_mask, create_group_norm_weight_bias_rm  # noqa: F401
+from device_sim.ops.group_norm import (  # noqa: F401
+    create_group_norm_input_mask,
+    create_group_norm_reciprocals,
+    create_group_norm_weight_bias_rm,
+    dram_group_norm_params_from_torch,
+    dram_group_norm_virtual_columns,
+)
 from device_sim.ops.normalization import EmbeddingsType, create_layer_norm_reciprocals  # noqa: F401
 from device_sim.registry import public_functions as _public_functions
 

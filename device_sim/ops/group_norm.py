@@ -20,7 +20,9 @@ import torch
 import torch.nn.functional as F
 
 from device_sim import device_work, dtypes
+from device_sim.distributed import ShardTensor2dMesh
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.core import from_torch, to_device
 from device_sim.programs import group_norm as group_norm_programs
 from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
@@ -62,6 +64,67 @@ def create_group_norm_input_mask(num_channel: int, num_groups: int, num_cores_ac
         mask[:, g, :, start:min(start + width, mask.shape[3])] = 1
     dtype = DataType(data_type)
     return Tensor._create(dtypes.to_device_values(mask, dtype), dtype, Layout.TILE, None, None, None)
+
+
+def dram_group_norm_virtual_columns(core_grid, num_channels: int, num_groups: int) -> int:
+    """How many columns of cores split the channels of a DRAM group_norm: the most, up to core_grid.x and
+    num_groups, that divide num_groups and leave each a multiple of 32 channels (groupnorm_grid_utils.cpp's
+    compute_num_virtual_cols, which TT-NN's Python asserts is > 0)."""
+    nvc = min(core_grid.x, num_groups)
+    while nvc > 0 and ((num_channels // nvc) % 32 or num_groups % nvc):
+        nvc -= 1
+    if nvc == 0:
+        raise ValueError(f"dram_group_norm_virtual_columns: no column count up to grid_x={core_grid.x} splits "
+                         f"num_channels={num_channels} into multiples of 32 and divides num_groups={num_groups}; "
+                         f"use a channel count with num_channels / num_groups groups of 32")
+    return nvc
+
+
+def dram_group_norm_params_from_torch(torch_params, channels_per_device: int, groups_per_device: int, device,
+                                      mesh_axis: int | None = None, core_grid=None, return_mask: bool = True,
+                                      dtype: DataType = DataType.BFLOAT16):
+    """group_norm's gamma and/or beta for a DRAM (interleaved) input, as TT-NN's Python helper makes them: each
+    torch tensor laid out by create_group_norm_weight_bias_rm over the virtual columns, as a ROW_MAJOR tensor on
+    `device` (sharded over mesh_axis when given), and the input mask if return_mask. Returns the params in
+    torch_params' form (one tensor or a list), then the mask if asked for."""
+    if core_grid is None and device is None:
+        raise ValueError("dram_group_norm_params_from_torch: give device or core_grid (the grid decides the "
+                         "virtual columns)")
+    if channels_per_device % 32 or channels_per_device % groups_per_device:
+        raise ValueError(f"dram_group_norm_params_from_torch: channels_per_device {channels_per_device} must be "
+                         f"divisible by 32 and groups_per_device {groups_per_device}")
+    num_devices, dims = 1, [None, None]
+    if mesh_axis is not None:
+        num_devices = tuple(device.shape)[mesh_axis]
+        dims[mesh_axis] = 0  # each device gets its channels
+    num_virtual_cols = dram_group_norm_virtual_columns(core_grid or device.core_grid, channels_per_device,
+                                                       groups_per_device)
+    params = []
+    for t in [torch_params] if isinstance(torch_params, torch.Tensor) else torch_params:
+        if t.numel() // num_devices != channels_per_device:
+            raise ValueError(f"dram_group_norm_params_from_torch: {t.numel()} values over {num_devices} devices "
+                             f"is not channels_per_device={channels_per_device} a device")
+        laid_out = torch.cat([create_group_norm_weight_bias_rm(chunk, channels_per_device, num_virtual_cols)
+                              for chunk in t.chunk(num_devices)], dim=0)
+        mapper = ShardTensor2dMesh(device, mesh_shape=tuple(device.shape), dims=dims) if device is not None else None
+        params.append(from_torch(laid_out, dtype=dtype, device=device, mesh_mapper=mapper))
+    params = params[0] if isinstance(torch_params, torch.Tensor) else params
+    if not return_mask:
+        return params
+    mask = create_group_norm_input_mask(channels_per_device, groups_per_device, num_virtual_cols, dtype)
+    return params, to_device(mask, device)
+
+
+def create_group_norm_reciprocals(N: int, C: int, H: int, W: int, num_groups: int, core_grid) -> torch.Tensor:  # noqa: N803
+    """The reciprocals group_norm's Welford kernel reads (use_welford=True, reciprocals=): 1/1, 1/2, ... 1/n for
+    the most values one core accumulates, one row a core of core_grid (so each core's L1 shard holds them all).
+    A float32 torch tensor, as TT-NN's Python helper returns it."""
+    num_virtual_cols = dram_group_norm_virtual_columns(core_grid, C, num_groups)
+    num_virtual_rows = (core_grid.x // num_virtual_cols) * core_grid.y
+    rows_per_group = 1 if num_virtual_rows <= N else num_virtual_rows // N
+    per_group = C // num_groups * -(-H * W // 32)
+    n = per_group // rows_per_group
+    return (1.0 / torch.arange(1, n + 1, dtype=torch.float32)).repeat(core_grid.x * core_grid.y, 1)
 
 
 def _affine(op_name: str, name: str, w, channels: int):
