@@ -118,6 +118,15 @@ RETRY_EVERY = 1000  # records lost between two tries to make a new segment on a 
 # 2-3.5 s of close. Without it, a writer slower than the model fell 4 segments (~400,000 ops) behind, and a
 # 1,000,000-op capture's close took 36-67 s. A 20,000-op loop's log (~6.6 MB) never waits.
 LAG_BYTES = 16 << 20
+# Past the first LAG_SHRINK_BYTES of log (~100,000 small ops) a capture waits for its writer whatever the bound: the
+# writer writes fewer ops a second than the model makes, so the bound decides only how much of the writer's work is
+# left for the close, not how much the loop waits in all. From there the model waits while LATE_LAG_BYTES (~12,000
+# small ops) is unwritten: 1,000,000 adds at load 8 ended 6,400 ops behind against 34,500, the close 15.8 s against
+# 20.1 (loop 126 s against 142); a bound of 4 MiB from the start took 100,000 adds' close 3.83 -> 1.63 s, loop and
+# close 13.0 -> 11.0 s, but a 20,000-add loop (~6 MB of log) slept 0.5-0.8 s of its 1.0-1.4 s (bench/README.md,
+# issue 33, start33).
+LAG_SHRINK_BYTES = 32 << 20
+LATE_LAG_BYTES = 4 << 20
 PACE_BYTES = 1 << 20  # how often (bytes of log written) the writer's progress is looked at: an int compare an op
 # The log's pages are faulted in ahead of the writes, PACE_BYTES at a time, up to PREFAULT_BYTES past the offset:
 # Linux 5.14's madvise(MADV_POPULATE_WRITE), one call where each 4 KiB page was a fault on the model's thread
@@ -383,10 +392,11 @@ class LogSink:
         with self._pacing:
             self._check_at = self._off + PACE_BYTES
             written = self._done + self._off
+            lag = self.lag_bytes if written < LAG_SHRINK_BYTES else min(self.lag_bytes, LATE_LAG_BYTES)
             # Once behind, until half as far behind, looking every PACE_SLEEP_S: each look costs the model's
             # thread ~25 µs of CPU on a loaded machine, and the writer moves its count once a batch (~50 ms).
-            if written - self._count() > self.lag_bytes:
-                self._wait_for_writer(written - self.lag_bytes // 2)
+            if written - self._count() > lag:
+                self._wait_for_writer(written - lag // 2)
 
     def _back_pressure(self) -> None:
         # Never loss: the model waits while the writer is more than lag_segments behind (a few ms per segment
