@@ -681,6 +681,14 @@ CASES.update({
     "ttnn.experimental.group_attn_matmul": lambda d: ((x(d, 1, 4, 32, 64), x(d, 32, 2, 64, 96, seed=1)),
                                                       dict(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8)))})
 
+# moreh_softmax / softmin / logsoftmax and their backwards (issue 31: nightly moreh/test_moreh_softmax.py and 3 more):
+# over W (SMALL_W), H and an outer dim (LARGE_C); the backwards from a softmax output and a gradient
+CASES.update({f"ttnn.moreh_{n}": lambda d, dim=dim: ((x(d, 2, 3, 32, 64), dim), {})
+              for n, dim in (("softmax", 3), ("softmin", 2), ("logsoftmax", 1))})
+CASES.update({f"ttnn.moreh_{n}_backward": lambda d, dim=dim: (
+    (dev(torch.softmax(rnd(2, 3, 32, 64), dim), d), x(d, 2, 3, 32, 64, seed=1), dim), {})
+    for n, dim in (("softmax", 3), ("softmin", 2), ("logsoftmax", 0))})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

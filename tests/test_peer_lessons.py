@@ -2213,3 +2213,29 @@ def test_dram_group_norm_params_from_torch_lays_out_gamma_beta_and_the_mask_for_
                         memory_config=ttnn.DRAM_MEMORY_CONFIG, inplace=False, num_out_blocks=1)
     want = torch.nn.functional.group_norm(x.permute(0, 3, 1, 2), groups, w, b, eps=1e-12).permute(0, 2, 3, 1)
     torch.testing.assert_close(ttnn.to_torch(y).float(), want, rtol=0.05, atol=0.05)
+
+def test_moreh_softmax_softmin_logsoftmax_and_backwards_pick_tt_nns_factories(device):
+    # nightly moreh/test_moreh_softmax.py, _softmin.py, _logsoftmax.py, _logsoftmax_ulp.py did not import:
+    # ttnn.operations.moreh.SoftmaxOpParallelizationStrategy and the six ops were missing
+    moreh = ttnn.operations.moreh
+    v = torch.rand(2, 3, 64, 96)
+    t = ttnn.from_torch(v, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    for op, want, dim, factory in ((moreh.softmax, torch.softmax(v, 3), 3, "MorehSoftmaxWSmallFactory"),
+                                   (moreh.softmin, torch.softmax(-v, 2), 2, "MorehSoftmaxHSmallFactory"),
+                                   (moreh.logsoftmax, torch.log_softmax(v, 1), 1, "MorehSoftmaxCLargeFactory")):
+        outs = []
+        [program] = launched(device, lambda op=op, dim=dim, outs=outs: outs.append(op(t, dim)))
+        assert program.factory == factory
+        torch.testing.assert_close(ttnn.to_torch(outs[0]).float(), want, atol=0.02, rtol=0.02)
+    y = torch.softmax(v, 3)
+    dy = torch.rand(2, 3, 64, 96)
+    yt, dyt = (ttnn.from_torch(a, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device) for a in (y, dy))
+    outs = []
+    strategy = moreh.SoftmaxBackwardOpParallelizationStrategy.LARGE_W
+    [program] = launched(device, lambda: outs.append(moreh.softmax_backward(yt, dyt, 3, strategy=strategy)))
+    assert program.factory == "MorehSoftmaxBackwardWLargeFactory"
+    want = y * (dy - (y * dy).sum(3, keepdim=True))
+    torch.testing.assert_close(ttnn.to_torch(outs[0]).float(), want, atol=0.02, rtol=0.05)
+    with pytest.raises(RuntimeError, match="SMALL_H is not for dim W"):
+        moreh.softmax(t, 3, strategy=moreh.SoftmaxOpParallelizationStrategy.SMALL_H)
+

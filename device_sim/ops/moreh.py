@@ -9,8 +9,10 @@ The norm is worked out in float32 (torch.linalg.vector_norm) and rounded once to
 
 from __future__ import annotations
 
+import enum
 import math
 import numbers
+from functools import partial
 
 import torch
 
@@ -1303,3 +1305,228 @@ matmul_backward, linear_backward = moreh_matmul_backward, moreh_linear_backward
 bmm, bmm_backward, dot_backward = moreh_bmm, moreh_bmm_backward, moreh_dot_backward
 getitem, sgd, adam, adamw = moreh_getitem, moreh_sgd, moreh_adam, moreh_adamw
 clip_grad_norm, fold = moreh_clip_grad_norm, moreh_fold
+
+
+# -- moreh_softmax / softmin / logsoftmax and their backwards (moreh_softmax/, moreh_softmax_backward/) ----------------
+
+
+class MorehSoftmaxOp(enum.IntEnum):
+    """Which of the three a moreh_softmax device operation computes (moreh_softmax_device_operation.hpp)."""
+    SOFTMAX = 0
+    SOFTMIN = 1
+    LOGSOFTMAX = 2
+
+
+class MorehSoftmaxOpParallelizationStrategy(enum.IntEnum):
+    """The program factory: the whole dim in L1 (SMALL_W / SMALL_H), streamed (LARGE_W / LARGE_H), or an outer dim
+    (LARGE_C); NONE picks it by the dim and what fits in L1."""
+    NONE = 0
+    SMALL_W = 1
+    SMALL_H = 2
+    LARGE_W = 3
+    LARGE_H = 4
+    LARGE_C = 5
+
+
+# The backward's own enums, the same members (moreh_softmax_backward_device_operation.hpp)
+MorehSoftmaxBackwardOp = enum.IntEnum("MorehSoftmaxBackwardOp", [(m.name, m.value) for m in MorehSoftmaxOp])
+MorehSoftmaxBackwardOp.__doc__ = "Which of the three a moreh_softmax_backward device operation differentiates."
+MorehSoftmaxBackwardOpParallelizationStrategy = enum.IntEnum(
+    "MorehSoftmaxBackwardOpParallelizationStrategy", [(m.name, m.value) for m in MorehSoftmaxOpParallelizationStrategy])
+MorehSoftmaxBackwardOpParallelizationStrategy.__doc__ = "moreh_softmax_backward's program factory, as the forward's."
+
+_SOFTMAX_FN = {MorehSoftmaxOp.SOFTMAX: lambda x, d: torch.softmax(x, d),
+               MorehSoftmaxOp.SOFTMIN: lambda x, d: torch.softmax(-x, d),
+               MorehSoftmaxOp.LOGSOFTMAX: lambda x, d: torch.log_softmax(x, d)}
+# The CBs a SMALL factory needs below TT-NN's 512 KiB of L1 (is_moreh_softmax_{w,h}_small_available): n tiles of the
+# dim times 3 (input, output, x - max or exp) plus 2 fixed tiles of the input's format and 4 of the intermediate's
+# for the forward; the backward counts n tiles times 3 and 5 fixed tiles, all of the input's format.
+_L1_512KB = 512 * 1024
+
+
+def _softmax_small_fits(x: Tensor, n: int, fp32: bool, backward: bool) -> bool:
+    page = device_work.TILE_BYTES[x.dtype]
+    if backward:
+        use = 3 * n * page + 5 * page
+    else:
+        inter = device_work.TILE_BYTES[DataType.FLOAT32] if fp32 else page
+        use = 2 * n * page + 3 * page + 2 * n * inter + 3 * inter
+    return x.device().config.l1_unreserved_base + use <= _L1_512KB
+
+
+def _softmax_strategy(op_name: str, x: Tensor, dim: int, strategy, fp32: bool, backward: bool) -> str:
+    """get_parallelization_strategy: NONE picks SMALL over the last two dims when it fits, else LARGE (LARGE_C for
+    an outer dim); a given one must suit the dim (and a SMALL one fit)."""
+    rank = len(x.shape)
+    strategy = MorehSoftmaxOpParallelizationStrategy(int(strategy)).name
+    which = "W" if dim == rank - 1 else "H" if dim == rank - 2 else None
+    n = (x.padded_shape[-1] if which == "W" else x.padded_shape[-2]) // 32
+    if strategy == "NONE":
+        if which is None:
+            return "LARGE_C"
+        return f"SMALL_{which}" if _softmax_small_fits(x, n, fp32, backward) else f"LARGE_{which}"
+    if which is None and strategy != "LARGE_C":
+        raise tt_fatal("strategy == LARGE_C", "Invalid parallelization strategy. large c is for dim 0 to (rank - 3)\n"
+                       f"{op_name}: dim {dim} of a rank-{rank} tensor takes LARGE_C (or NONE)", _MOREH_WHERE)
+    if which is not None and strategy not in (f"SMALL_{which}", f"LARGE_{which}"):
+        raise tt_fatal(f"strategy == SMALL_{which} || strategy == LARGE_{which}", f"Invalid parallelization strategy. "
+                       f"{strategy} is not for dim {which}\n{op_name}: give SMALL_{which}, LARGE_{which} or NONE",
+                       _MOREH_WHERE)
+    if strategy.startswith("SMALL") and not _softmax_small_fits(x, n, fp32, backward):
+        raise tt_fatal(f"is_moreh_softmax_{which.lower()}_small_available", f"not enough circular buffer memory for "
+                       f"{strategy}\n{op_name}: give LARGE_{which} (or NONE)", _MOREH_WHERE)
+    return strategy
+
+
+_MOREH_WHERE = "device_sim/ops/moreh.py"
+_SOFTMAX_DTYPES = (DataType.BFLOAT16, DataType.BFLOAT8_B, DataType.FLOAT32)
+
+
+def _softmax_dim(op_name: str, x: Tensor, dim) -> int:
+    rank = len(x.shape)
+    if not isinstance(dim, numbers.Integral) or not 0 <= dim < rank:
+        raise tt_fatal("dim >= 0 && dim < rank", f"dim {dim} should be less than output tensor rank {rank}\n"
+                       f"{op_name}: give a dim in [0, {rank - 1}]", _MOREH_WHERE)
+    return int(dim)
+
+
+def _moreh_softmax_golden(input_tensor, dim, *_, op=MorehSoftmaxOp.SOFTMAX, **__):
+    return _SOFTMAX_FN[MorehSoftmaxOp(int(op))](input_tensor.float(), dim)
+
+
+def _moreh_softmax_factory(default_op: MorehSoftmaxOp):
+    def op(input_tensor: Tensor, dim: int, *, output_tensor: Tensor | None = None, op=default_op,
+           strategy=MorehSoftmaxOpParallelizationStrategy.NONE, memory_config: MemoryConfig | None = None,
+           compute_kernel_config=None, op_name: str = OWN_NAME) -> Tensor:
+        x = input_tensor
+        device_inputs(op_name, x)
+        if x.device() is None:
+            raise tt_fatal("input.storage_type() == StorageType::DEVICE", f"Operands to softmax need to be on device!"
+                           f"\n{op_name}: move the input with ttnn.to_device(t, device)", _MOREH_WHERE)
+        if x.layout != Layout.TILE:
+            raise tt_fatal("input.layout() == Layout::TILE", f"Inputs to softmax must be tilized\n{op_name}: convert "
+                           f"it with ttnn.to_layout(t, ttnn.TILE)", _MOREH_WHERE)
+        if x.dtype not in _SOFTMAX_DTYPES:
+            raise tt_fatal("dtype in (BFLOAT16, BFLOAT8_B, FLOAT32)", f"Inputs must be of bfloat16, bfloat8_b or "
+                           f"float32 type. Received: {x.dtype}", _MOREH_WHERE)
+        d = _softmax_dim(op_name, x, dim)
+        # init_device_compute_kernel_config(..., HiFi4, approx, fp32 accumulation iff the input is float32)
+        fp32 = getattr(compute_kernel_config, "fp32_dest_acc_en", x.dtype == DataType.FLOAT32) \
+            if compute_kernel_config is not None else x.dtype == DataType.FLOAT32
+        chosen = _softmax_strategy(op_name, x, d, strategy, fp32, backward=False)
+        y = _SOFTMAX_FN[MorehSoftmaxOp(int(op))](values(x, op_name).float(), d)
+        fresh = output_tensor is None
+        if output_tensor is not None:
+            output_tensor._write(y)
+            out = output_tensor
+        else:
+            out = output(y, x, [x], op_name=op_name, memory_config=memory_config if memory_config is not None
+                         else x.memory_config())
+        device_work.launch_after(out, fresh, x, moreh_programs.moreh_softmax_program(
+            x, d, chosen, backward=False, fp32_dest_acc_en=fp32))
+        return out
+    return op
+
+
+_SOFTMAX_DOC = """ttnn.moreh_{name}(input_tensor, dim, *, output_tensor=None, op, strategy=NONE, memory_config=None,
+    compute_kernel_config=None): {what} over `dim` (0 <= dim < rank), worked out in float32 and rounded once to the
+    input's dtype; output_tensor= receives it. strategy picks TT-NN's program factory (MorehSoftmaxOpParallelization
+    Strategy), checked against the dim as TT-NN checks it; op (MorehSoftmaxOp) overrides which of the three it is.
+
+    >>> x = ttnn.from_torch(torch.tensor([[0.0, 2.0]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> round(ttnn.moreh_{name}(x, 1).to_torch()[0, 1].item(), 2)
+    {want}
+    """
+
+
+def _register_softmax(name: str, which: MorehSoftmaxOp, what: str, want: float):
+    body = _moreh_softmax_factory(which)
+    body.__doc__ = _SOFTMAX_DOC.format(name=name, what=what, want=want)
+    return register_op(f"ttnn.moreh_{name}", kind="softmax", output_keyword="output_tensor",
+                       golden=partial(_moreh_softmax_golden, op=which))(body)
+
+
+moreh_softmax = _register_softmax("softmax", MorehSoftmaxOp.SOFTMAX, "exp(x) / sum(exp(x))", 0.88)
+moreh_softmin = _register_softmax("softmin", MorehSoftmaxOp.SOFTMIN, "softmax of -x", 0.12)
+moreh_logsoftmax = _register_softmax("logsoftmax", MorehSoftmaxOp.LOGSOFTMAX, "log of softmax", -0.13)
+
+
+def _softmax_backward(which: MorehSoftmaxOp, y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
+    """The input's gradient from the forward's output y and its gradient dy (the kernels' formulas: softmax's
+    y * (dy - sum(y * dy)), softmin's negation of it, logsoftmax's dy - exp(y) * sum(dy))."""
+    if which == MorehSoftmaxOp.LOGSOFTMAX:
+        return dy - torch.exp(y) * dy.sum(dim, keepdim=True)
+    dx = y * (dy - (y * dy).sum(dim, keepdim=True))
+    return -dx if which == MorehSoftmaxOp.SOFTMIN else dx
+
+
+def _moreh_softmax_backward_golden(output_tensor, output_grad_tensor, dim, *_, op=MorehSoftmaxOp.SOFTMAX, **__):
+    return _softmax_backward(MorehSoftmaxOp(int(op)), output_tensor.float(), output_grad_tensor.float(), dim)
+
+
+def _moreh_softmax_backward_factory(default_op: MorehSoftmaxOp):
+    def op(output_tensor: Tensor, output_grad_tensor: Tensor, dim: int, *, input_grad_tensor: Tensor | None = None,
+           op=default_op, strategy=MorehSoftmaxBackwardOpParallelizationStrategy.NONE,
+           memory_config: MemoryConfig | None = None, compute_kernel_config=None, op_name: str = OWN_NAME) -> Tensor:
+        y, dy = output_tensor, output_grad_tensor
+        device_inputs(op_name, y, dy)
+        for name, t, what in (("output_tensor", y, "Output"), ("output_grad_tensor", dy, "Output_grad")):
+            if t.device() is None:
+                raise tt_fatal("storage_type() == StorageType::DEVICE", f"Operands to softmax need to be on device!\n"
+                               f"{op_name}: move {name} with ttnn.to_device(t, device)", _MOREH_WHERE)
+            if t.layout != Layout.TILE:
+                raise tt_fatal(f"{name}.layout() == Layout::TILE", f"{what} to softmax must be tilized",
+                               _MOREH_WHERE)
+            if t.dtype not in (DataType.BFLOAT16, DataType.BFLOAT8_B):
+                raise tt_fatal(f"{name}.dtype() in (BFLOAT16, BFLOAT8_B)", f"{name}'s dtype should be bfloat16 or "
+                               f"bfloat8_b, got {t.dtype}", _MOREH_WHERE)
+        d = _softmax_dim(op_name, y, dim)
+        fp32 = bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False))
+        chosen = _softmax_strategy(op_name, y, d, strategy, fp32, backward=True)
+        dx = _softmax_backward(MorehSoftmaxOp(int(op)), values(y, op_name).float(), values(dy, op_name).float(), d)
+        fresh = input_grad_tensor is None
+        if input_grad_tensor is not None:
+            input_grad_tensor._write(dx)
+            out = input_grad_tensor
+        else:
+            out = output(dx, y, [y, dy], op_name=op_name, memory_config=memory_config if memory_config is not None
+                         else y.memory_config())
+        device_work.launch_after(out, fresh, y, moreh_programs.moreh_softmax_program(
+            y, d, chosen, backward=True, fp32_dest_acc_en=fp32))
+        return out
+    return op
+
+
+_SOFTMAX_BACKWARD_DOC = """ttnn.moreh_{name}_backward(output_tensor, output_grad_tensor, dim, *, input_grad_tensor=None,
+    op, strategy=NONE, memory_config=None, compute_kernel_config=None): the gradient of moreh_{name}'s input from its
+    output y and that output's gradient dy ({what}), bfloat16 or bfloat8_b, worked out in float32 and rounded once;
+    input_grad_tensor= receives it. strategy and op as moreh_{name}'s (MorehSoftmaxBackward* enums).
+
+    >>> y = ttnn.from_torch(torch.tensor([[0.25, 0.75]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> dy = ttnn.from_torch(torch.tensor([[1.0, 0.0]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.moreh_{name}_backward(y, dy, 1).to_torch()[0].tolist()
+    {want}
+    """
+
+
+def _register_softmax_backward(name: str, which: MorehSoftmaxOp, what: str, want: list):
+    body = _moreh_softmax_backward_factory(which)
+    body.__doc__ = _SOFTMAX_BACKWARD_DOC.format(name=name, what=what, want=want)
+    return register_op(f"ttnn.moreh_{name}_backward", kind="softmax", output_keyword="input_grad_tensor",
+                       golden=partial(_moreh_softmax_backward_golden, op=which))(body)
+
+
+moreh_softmax_backward = _register_softmax_backward("softmax", MorehSoftmaxOp.SOFTMAX, "y * (dy - sum(y * dy))",
+                                                    [0.1875, -0.1875])
+moreh_softmin_backward = _register_softmax_backward("softmin", MorehSoftmaxOp.SOFTMIN, "-y * (dy - sum(y * dy))",
+                                                    [-0.1875, 0.1875])
+moreh_logsoftmax_backward = _register_softmax_backward("logsoftmax", MorehSoftmaxOp.LOGSOFTMAX,
+                                                       "dy - exp(y) * sum(dy)", [-0.283203125, -2.109375])
+
+# ttnn.operations.moreh's names for them (ttnn/operations/moreh.py; its SoftmaxOp names the strategy enum, as there)
+softmax, softmin, logsoftmax = moreh_softmax, moreh_softmin, moreh_logsoftmax
+softmax_backward, softmin_backward, logsoftmax_backward = (moreh_softmax_backward, moreh_softmin_backward,
+                                                           moreh_logsoftmax_backward)
+SoftmaxOp = SoftmaxOpParallelizationStrategy = MorehSoftmaxOpParallelizationStrategy
+SoftmaxBackwardOp, SoftmaxBackwardOpParallelizationStrategy = (MorehSoftmaxBackwardOp,
+                                                               MorehSoftmaxBackwardOpParallelizationStrategy)

@@ -432,3 +432,49 @@ def moreh_fold_program(x, out):
         return make_program("MorehFoldOperation", "ProgramFactory", cbs, cores_col_major(rows, *grid_of(dev)))
 
     return cached(key, build)
+
+
+# The CB lists of moreh_softmax's and moreh_softmax_backward's factories (moreh_softmax/device/softmax_*/ and
+# moreh_softmax_backward/device/softmax_backward_*/), as (index, tiles, intermediate): a SMALL factory holds the whole
+# dim (n tiles) where a LARGE one streams it two tiles at a time. An intermediate CB is float32 with an fp32
+# destination, the others in the input's format.
+_SOFTMAX_CBS = {
+    "SMALL": lambda n: ((0, n, False), (1, 1, False), (2, 1, False), (3, 1, False), (16, n, False), (24, n, True),
+                        (25, 1, True), (26, 1, True), (27, n, True), (28, 1, True)),
+    "LARGE": lambda n: ((0, 2, False), (1, 1, False), (2, 1, False), (3, 1, False), (16, 2, False), (24, 2, True),
+                        (25, 1, True), (26, 1, True), (27, 1, True), (28, 1, True)),
+    "LARGE_C": lambda n: ((0, 2, False), (16, 2, False), (24, 1, True), (25, 1, True), (26, 2, True), (27, 1, False),
+                          (28, 1, True)),
+}
+_SOFTMAX_BACKWARD_CBS = {
+    "SMALL": lambda n: ((0, n, False), (1, n, False), (2, 1, False), (3, 1, False), (16, 2, False), (24, n, True),
+                        (25, 1, True), (26, 1, True)),
+    "LARGE": lambda n: ((0, 2, False), (1, 2, False), (2, 1, False), (3, 1, False), (16, 2, False), (24, 1, True),
+                        (25, 1, True), (26, 1, True), (27, 2, True)),
+    "LARGE_C": lambda n: ((0, 2, False), (1, 2, False), (16, 2, False), (24, 1, True), (25, 2, True), (26, 1, True)),
+}
+_FACTORY = {"SMALL_W": "WSmall", "SMALL_H": "HSmall", "LARGE_W": "WLarge", "LARGE_H": "HLarge", "LARGE_C": "CLarge"}
+
+
+def moreh_softmax_program(x, dim: int, strategy: str, *, backward: bool, fp32_dest_acc_en: bool):
+    """MorehSoftmaxOperation's (or MorehSoftmaxBackwardOperation's) program for TILE input `x` over `dim` under
+    `strategy` ("SMALL_W", "LARGE_H", "LARGE_C", ...). The work, split_work_to_cores_wt_core_range's column by
+    column over the grid: the rows of tiles (W), the columns of tiles (H), or every tile of the other dims (C)."""
+    dev = x.device()
+    key = ("MorehSoftmax", backward, tuple(x.padded_shape), x.dtype, dim, strategy, fp32_dest_acc_en, grid_of(dev))
+
+    def build():
+        shape = tuple(x.padded_shape)
+        ht, wt = shape[-2] // TILE, shape[-1] // TILE
+        tiles = math.prod(shape) // (TILE * TILE)
+        kind = "LARGE_C" if strategy == "LARGE_C" else strategy.split("_")[0]
+        cbs_of = (_SOFTMAX_BACKWARD_CBS if backward else _SOFTMAX_CBS)[kind]
+        page, im = TILE_BYTES[x.dtype], TILE_BYTES[DataType.FLOAT32 if fp32_dest_acc_en else x.dtype]
+        cbs = [CircularBuffer((i,), n, im if inter else page) for i, n, inter in cbs_of(wt if "W" in strategy else ht)]
+        units = tiles // wt if strategy.endswith("W") else tiles // ht if strategy.endswith("H") else \
+            tiles // shape[dim]
+        name = "MorehSoftmaxBackwardOperation" if backward else "MorehSoftmaxOperation"
+        factory = f"MorehSoftmax{'Backward' if backward else ''}{_FACTORY[strategy]}Factory"
+        return make_program(name, factory, cbs, cores_col_major(units, *grid_of(dev)))
+
+    return cached(key, build)
