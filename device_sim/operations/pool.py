@@ -62,3 +62,15 @@ def golden_upsample(input_tensor, scale_factor, mode="nearest", **_):
 
 __all__ = ["golden_adaptive_avg_pool2d", "golden_adaptive_max_pool2d", "golden_avg_pool2d", "golden_global_avg_pool2d",
            "golden_maxpool2d", "golden_upsample"]
+
+
+def golden_grid_sample(input_tensor, grid, mode="bilinear", padding_mode="zeros", align_corners=False,
+                       batch_output_channels=False, grid_batching_factor=None, **_):
+    """torch's grid_sample of the NHWC input at the grid's K coordinate pairs a point, [N, H_out, W_out*K, C] (or
+    [N, H_out, W_out, C*K] with batch_output_channels), in the input's dtype; grid_batching_factor regroups the
+    samples K at a time when the grid comes unbatched (TT-NN's keyword)."""
+    out = vision._grid_sample_golden(input_tensor, grid, mode=mode, padding_mode=padding_mode,
+                                     align_corners=align_corners)
+    n, h_out, w, c = out.shape
+    k = grid_batching_factor if grid_batching_factor is not None else grid.shape[-1] // 2
+    return out.reshape(n, h_out, w // k, c * k) if batch_output_channels else out

@@ -607,3 +607,120 @@ def rotate(input_tensor: Tensor, angle: float, *, center=None, fill: float = 0.0
             input_tensor.device(), shape, input_tensor.dtype, bilinear=interpolation_mode == "bilinear",
             dram=input_tensor.memory_config().buffer_type == BufferType.DRAM))
     return out
+
+
+# -- grid_sample ----------------------------------------------------------------------------------
+
+def _grid_sample_golden(input_tensor, grid, *_, mode="bilinear", padding_mode="zeros", align_corners=False,
+                        batch_output_channels=False, **__):
+    """TT-NN's golden (ttnn/operations/pool.py's golden_grid_sample): torch's grid_sample of the NHWC input at the
+    grid's K coordinate pairs a point (its last dim, 2*K), laid along W ([N, H_out, W_out*K, C]) or, with
+    batch_output_channels, along C ([N, H_out, W_out, C*K]); in the input's dtype."""
+    n, h_out, w_out, last = grid.shape
+    k, c = last // 2, input_tensor.shape[-1]
+    y = F.grid_sample(input_tensor.permute(0, 3, 1, 2).float(), grid.reshape(n, h_out, w_out * k, 2).float(),
+                      mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    y = y.permute(0, 2, 3, 1).to(input_tensor.dtype)
+    return y.reshape(n, h_out, w_out, c * k) if batch_output_channels else y
+
+
+def _grid_sample_bilinear(x: torch.Tensor, grid: torch.Tensor, align_corners: bool, weight_dtype: DataType):
+    """The bilinear kernel: each grid pair (x, y) in [-1, 1] becomes image coordinates in float32 (grid_sample's
+    reader: (c + 1) * size / 2 - 0.5, or (c + 1) * (size - 1) / 2 with align_corners), its four neighbours' weights
+    (0 for a neighbour outside the image: zeros padding) go to the scalar tiles in the input's format, and the
+    compute kernel sums the four weighted sticks. x: [N, H, W, C]; grid: [N, H_out, W', 2]; -> [N, H_out, W', C]."""
+    n, h, w, c = x.shape
+    gxy = grid.float()
+    if align_corners:
+        iw = (gxy[..., 0] + 1) * ((w - 1) * 0.5)
+        ih = (gxy[..., 1] + 1) * ((h - 1) * 0.5)
+    else:
+        iw = (gxy[..., 0] + 1) * (w * 0.5) - 0.5
+        ih = (gxy[..., 1] + 1) * (h * 0.5) - 0.5
+    h0, w0 = ih.floor(), iw.floor()
+    hf, wf = ih - h0, iw - w0
+    batch = torch.arange(n).view(n, 1, 1)
+    out = torch.zeros(*grid.shape[:3], c)
+    for dh, dw, weight in ((0, 0, (1 - hf) * (1 - wf)), (0, 1, (1 - hf) * wf), (1, 0, hf * (1 - wf)), (1, 1, hf * wf)):
+        hh, ww = (h0 + dh).long(), (w0 + dw).long()
+        inside = (hh >= 0) & (hh < h) & (ww >= 0) & (ww < w)
+        weight = dtypes.to_device_values(torch.where(inside, weight, torch.zeros_like(weight)), weight_dtype)
+        out += weight.unsqueeze(-1) * x[batch, hh.clamp(0, h - 1), ww.clamp(0, w - 1)].float()
+    return out
+
+
+@register_op("ttnn.grid_sample", kind="move", golden=_grid_sample_golden)
+def grid_sample(input_tensor: Tensor, grid: Tensor, *, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool = False, use_precomputed_grid: bool = False, batch_output_channels: bool = False,
+                memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME) -> Tensor:
+    """Sample an [N, H, W, C] ROW_MAJOR input at a grid of normalised (x, y) points ([N, H_out, W_out, 2*K], -1 the
+    left or top edge, 1 the right or bottom), bilinearly, zeros outside: [N, H_out, W_out*K, C] (batch_output_channels:
+    [N, H_out, W_out, C*K]), ROW_MAJOR, in the input's dtype and the grid's memory config unless memory_config says.
+    As GridSampleOperation checks: both 4D, ROW_MAJOR, on a device, bfloat16 or float32; C a multiple of 32 and at
+    most 256; padding_mode "zeros"; "nearest" only with a precomputed grid. The weights are rounded to the input's
+    dtype, as the kernel's scalar tiles hold them. A grid precomputed by prepare_grid_sample_grid (use_precomputed_grid)
+    is not emulated.
+
+    >>> x = ttnn.from_torch(torch.arange(64.0).reshape(1, 2, 1, 32), layout=ttnn.ROW_MAJOR, device=device)
+    >>> g = ttnn.from_torch(torch.tensor([[[[0.0, 0.0]]]]), layout=ttnn.ROW_MAJOR, device=device)  # the centre
+    >>> ttnn.grid_sample(x, g).to_torch()[0, 0, 0, :3]  # halfway between the two rows
+    tensor([16., 17., 18.])
+    """
+    if use_precomputed_grid:
+        raise NotImplementedError(f"{op_name}: use_precomputed_grid=True (a grid from ttnn.prepare_grid_sample_grid) "
+                                  f"is not emulated; pass the normalised [N, H_out, W_out, 2] grid with "
+                                  f"use_precomputed_grid=False")
+    shape, gshape = tuple(input_tensor.shape), tuple(grid.shape)
+    checks = ((input_tensor.device() is not None and grid.device() is not None,
+               "input_tensor.storage_type() == StorageType::DEVICE", "Input and grid tensors must be on device!"),
+              (len(shape) == 4, "input_tensor.logical_shape().rank() == 4",
+               f"Input tensor must be 4D (N, H, W, C), but got shape {list(shape)}"),
+              (len(gshape) == 4, "grid_tensor.logical_shape().rank() == 4",
+               f"Grid tensor must be 4D (N, H_out, W_out, coords), but got shape {list(gshape)}"),
+              (len(gshape) == 4 and gshape[-1] % 2 == 0 and gshape[-1] >= 2, "grid_last_dim % 2 == 0",
+               f"Standard grid tensor last dimension must be a multiple of 2 (for x, y coordinates), but got shape "
+               f"{list(gshape)}"),
+              (shape[:1] == gshape[:1], "input_tensor.logical_shape()[0] == grid_tensor.logical_shape()[0]",
+               f"Batch size mismatch: input tensor shape {list(shape)}, grid tensor shape {list(gshape)}"),
+              (not batch_output_channels or gshape[-1] > 2, "grid_batching_factor > 1",
+               "batch_output_channels=True requires grid batching factor K > 1. Use a batched grid with multiple "
+               "coordinate sets per row of grid."),
+              (input_tensor.dtype in (DataType.BFLOAT16, DataType.FLOAT32),
+               "input_tensor.dtype() == BFLOAT16 || FLOAT32", "Input tensor must be BFLOAT16 or FLOAT32"),
+              (grid.dtype in (DataType.BFLOAT16, DataType.FLOAT32), "grid_tensor.dtype() == BFLOAT16 || FLOAT32",
+               "Grid tensor must be BFLOAT16 or FLOAT32"),
+              (input_tensor.layout == Layout.ROW_MAJOR, "input_tensor.layout() == Layout::ROW_MAJOR",
+               "Input tensor must be ROW_MAJOR layout"),
+              (grid.layout == Layout.ROW_MAJOR, "grid_tensor.layout() == Layout::ROW_MAJOR",
+               "Grid tensor must be ROW_MAJOR layout"),
+              (padding_mode == "zeros", "padding_mode == zeros", "Only zeros padding mode is currently supported"),
+              (mode == "bilinear", "!(mode == nearest && !use_precomputed_grid)",
+               "use_precomputed_grid = false is not supported with mode = 'nearest'. Please use precomputed grid with "
+               "nearest mode." if mode == "nearest" else f"mode {mode!r}: grid_sample takes 'bilinear' or 'nearest'"),
+              (shape[-1] % 32 == 0, "input_tensor.padded_shape()[-1] % TILE_WIDTH == 0",
+               f"Input tensor last dimension must be divisible by TILE_WIDTH (32), but got {shape[-1]}"),
+              (shape[-1] <= 256, "input_tensor.padded_shape()[-1] <= TILE_WIDTH * max_tiles_per_reduction",
+               f"Wide reduction not supported: input tensor width {shape[-1]} exceeds maximum 256"))
+    for ok, condition, message in checks:
+        if not ok:
+            raise tt_fatal(condition, message, "device_sim/ops/vision.py")
+    cfg = memory_config if memory_config is not None else grid.memory_config()
+    for t, what in ((input_tensor, "Input"), (grid, "Grid")):
+        if t.memory_config().memory_layout not in (TensorMemoryLayout.INTERLEAVED, TensorMemoryLayout.HEIGHT_SHARDED):
+            raise tt_fatal("memory_layout == INTERLEAVED || HEIGHT_SHARDED",
+                           f"{what} tensor must have INTERLEAVED or HEIGHT_SHARDED memory layout",
+                           "device_sim/ops/vision.py")
+    ins = device_inputs(op_name, input_tensor, grid)
+    n, h_out, w_out, last = gshape
+    k, c = last // 2, shape[-1]
+    y = _grid_sample_bilinear(values(input_tensor, op_name), values(grid, op_name).reshape(n, h_out, w_out * k, 2),
+                              align_corners, input_tensor.dtype)
+    if batch_output_channels:
+        y = y.reshape(n, h_out, w_out, c * k)
+    out = _make(y, input_tensor.device(), ins, op_name=op_name, dtype=input_tensor.dtype, layout=Layout.ROW_MAJOR,
+                memory_config=cfg)
+    if not (input_tensor.is_sharded() or grid.is_sharded() or out.is_sharded()):  # sharded factories: not modelled
+        device_work.launch_after(out, True, input_tensor, pool_programs.grid_sample_program(
+            input_tensor.device(), gshape, c, input_tensor.dtype, grid.dtype, out_channels=out.shape[-1],
+            grid_dram=grid.memory_config().buffer_type == BufferType.DRAM))
+    return out

@@ -235,3 +235,28 @@ def rotate_program(dev, shape: tuple, dtype: DataType, *, dram: bool, bilinear: 
         return make_program("RotateDeviceOperation", "NearestProgramFactory", cbs, ranges)
 
     return cached(key, build)
+
+
+def grid_sample_program(dev, grid_shape: tuple, channels: int, dtype: DataType, grid_dtype: DataType, *,
+                        grid_dram: bool, out_channels: int) -> Program:
+    """GridSampleOperation's bilinear factory (pool/grid_sample/device/grid_sample_bilinear_program_factory.cpp)
+    for interleaved tensors: split_work_to_cores over the grid's sticks (N*H_out*W_out); c_0 one grid stick (its
+    last dim, rounded up to the buffer's alignment: get_aligned_stick_size), c_1 2 pages of the four neighbours'
+    ceil(C / 32) tiles, c_2 2 scalar tiles (the weights, in the input's format), c_3 2 x ceil(C_out / 16) output
+    pages of 16 elements (BUFFERING_FACTOR = 2)."""
+    gx, gy = dev.config.grid_x, dev.config.grid_y
+    key = ("GridSampleOperation", grid_shape, channels, dtype, grid_dtype, grid_dram, out_channels, gx, gy,
+           dev.config.dram_alignment, dev.config.l1_alignment)
+
+    def build():
+        esize = dtypes.ELEMENT_SIZE[dtype]
+        alignment = dev.config.dram_alignment if grid_dram else dev.config.l1_alignment
+        sticks = grid_shape[0] * grid_shape[1] * grid_shape[2]
+        cbs = (CircularBuffer((0,), 1, round_up(grid_shape[-1] * dtypes.ELEMENT_SIZE[grid_dtype], alignment)),
+               CircularBuffer((1,), 2, -(-channels // TILE) * TILE * TILE * esize),
+               CircularBuffer((2,), 2, dtypes.tile_size(dtype)),
+               CircularBuffer((3,), 2 * -(-out_channels // FACE), FACE * esize))
+        return make_program("GridSampleOperation", "GridSampleBilinearProgramFactory", cbs,
+                            split_work(sticks, gx, gy))
+
+    return cached(key, build)
