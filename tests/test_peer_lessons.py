@@ -2214,6 +2214,7 @@ def test_dram_group_norm_params_from_torch_lays_out_gamma_beta_and_the_mask_for_
     want = torch.nn.functional.group_norm(x.permute(0, 3, 1, 2), groups, w, b, eps=1e-12).permute(0, 2, 3, 1)
     torch.testing.assert_close(ttnn.to_torch(y).float(), want, rtol=0.05, atol=0.05)
 
+
 def test_moreh_softmax_softmin_logsoftmax_and_backwards_pick_tt_nns_factories(device):
     # nightly moreh/test_moreh_softmax.py, _softmin.py, _logsoftmax.py, _logsoftmax_ulp.py did not import:
     # ttnn.operations.moreh.SoftmaxOpParallelizationStrategy and the six ops were missing
@@ -2239,3 +2240,31 @@ def test_moreh_softmax_softmin_logsoftmax_and_backwards_pick_tt_nns_factories(de
     with pytest.raises(RuntimeError, match="SMALL_H is not for dim W"):
         moreh.softmax(t, 3, strategy=moreh.SoftmaxOpParallelizationStrategy.SMALL_H)
 
+
+def test_tanh_bw_and_gelu_bw_keep_their_tails_as_tt_nn_s_derivative_kernels_do(device):
+    # unit eltwise test_tanh_bw_ulp.py / test_gelu_bw_ulp.py: within 2 bfloat16 ULPs of the exact derivative. tanh_bw's
+    # kernel computes sech^2 as 4 e^-2|x| / (1 + e^-2|x|)^2 (1 - tanh^2 is 0 in float32 at x = 10); gelu_bw's minimax
+    # polynomial keeps Phi(-6) = 9.9e-10 that float32's 1 + erf(x / sqrt 2) loses
+    x = ttnn.from_torch(torch.tensor([[10.0, -20.0, -6.0, 0.5]]), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    g = ttnn.from_torch(torch.ones(1, 4), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    x64 = torch.tensor([10.0, -20.0, -6.0, 0.5], dtype=torch.float64)
+    sech2 = 1 / torch.cosh(x64) ** 2
+    gelu_d = 0.5 * torch.special.erfc(-x64 / 2 ** 0.5) + x64 * torch.exp(-x64 * x64 / 2) / (2 * torch.pi) ** 0.5
+    [dt] = ttnn.tanh_bw(g, x)
+    [dg] = ttnn.gelu_bw(g, x)
+    torch.testing.assert_close(ttnn.to_torch(dt).double()[0], sech2, rtol=2 * 2 ** -8, atol=0)
+    torch.testing.assert_close(ttnn.to_torch(dg).double()[0], gelu_d, rtol=2 * 2 ** -8, atol=1e-37)  # -20: 1e-86, 0
+    assert ttnn.to_torch(ttnn.tanh_bw(g, ttnn.from_torch(torch.full((1, 4), 60.0), dtype=ttnn.bfloat16,
+                                                         layout=ttnn.TILE, device=device))[0]).abs().max() == 0
+
+
+def test_to_torch_gives_uint16_and_uint32_tensors_as_torch_s_own_unsigned_dtypes(device):
+    # test_tensor_nd_sharding.py: torch.allclose(torch.uint16 input, ttnn.to_torch(t)) needs the same dtype; TT-NN's
+    # Tensor.to_torch hands torch the host buffer in the device dtype (pytensor.cpp), device_sim gave int32 / int64
+    for dtype, torch_dtype in ((ttnn.uint16, torch.uint16), (ttnn.uint32, torch.uint32)):
+        v = torch.randint(0, 60000, (3, 4, 5), dtype=torch.int64).to(torch_dtype)
+        t = ttnn.from_torch(v, dtype=dtype, device=device)
+        assert ttnn.to_torch(t).dtype == torch_dtype and torch.allclose(ttnn.to_torch(t), v)
+        assert ttnn.to_torch(t, dtype=torch.int64).dtype == torch.int64  # an asked dtype still wins
+    indices = ttnn.argmax(ttnn.from_torch(torch.rand(1, 1, 32, 64), layout=ttnn.TILE, device=device), dim=-1)
+    assert ttnn.to_torch(indices).dtype == torch.uint32

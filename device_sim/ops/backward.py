@@ -288,16 +288,40 @@ square_bw = _unary_bw("square_bw", torch.square)
 reciprocal_bw = _unary_bw("reciprocal_bw", torch.reciprocal)
 relu_bw = _unary_bw("relu_bw", torch.relu)
 sigmoid_bw = _unary_bw("sigmoid_bw", torch.sigmoid)
-tanh_bw = _unary_bw("tanh_bw", torch.tanh)
+
+
+def _tanh_grad(g, x):
+    """g * sech^2(x) as tanh_bw's kernel computes it (tanh_derivative_tile: 4 exp(-2|x|) / (1 + exp(-2|x|))^2), which
+    keeps the tail that 1 - tanh(x)^2 loses: 0 in float32 from |x| ~ 9, where sech^2(10) is 8.2e-9 (tt-metal's
+    test_tanh_bw_ulp.py holds it to 2 bfloat16 ULPs of the exact value); the SFPU flushes denormals to zero."""
+    e = torch.exp(-2 * x.abs())
+    y = g * (4 * e / torch.square(1 + e))
+    return torch.where(y.abs() < torch.finfo(torch.float32).tiny, 0.0, y)
+
+
+def _gelu_grad(g, x, approximate="none"):
+    """gelu_bw: for approximate="none" the derivative its kernel gives (eltwise_bw_gelu_poly.cpp: minimax polynomials
+    within 1 ULP of the exact Phi(x) + x phi(x)), here in float64 with Phi from erfc, which keeps Phi's precision
+    where it is tiny (x = -6: 9.9e-10 beside x phi(x) = -3.6e-8; float32's 1 + erf(x / sqrt 2) is 5 bfloat16 ULPs
+    off, tt-metal's test_gelu_bw_ulp.py allows 2); "tanh" is TT-NN's composite, autograd of the tanh GELU."""
+    if approximate != "none":
+        return _autograd(lambda t: F.gelu(t, approximate=approximate), g, [x])[0]
+    x64 = x.double()
+    d = 0.5 * torch.special.erfc(-x64 / math.sqrt(2)) + x64 * torch.exp(-0.5 * x64 * x64) / math.sqrt(2 * math.pi)
+    return (g.double() * d).to(torch.promote_types(g.dtype, x.dtype))
+
+
+tanh_bw = _unary_bw("tanh_bw", torch.tanh, grad_fn=_tanh_grad)
 silu_bw = _unary_bw("silu_bw", F.silu)
 sin_bw = _unary_bw("sin_bw", torch.sin)
 cos_bw = _unary_bw("cos_bw", torch.cos)
 i0_bw = _unary_bw("i0_bw", torch.i0)
 lgamma_bw = _unary_bw("lgamma_bw", torch.lgamma)
-gelu_bw = _unary_bw("gelu_bw", lambda x, approximate="none": F.gelu(x, approximate=approximate), approximate="none")
+gelu_bw = _unary_bw("gelu_bw", lambda x, approximate="none": F.gelu(x, approximate=approximate), grad_fn=_gelu_grad,
+                    approximate="none")
 # ttnn.experimental.gelu_bw: the fused one-kernel gelu_bw (experimental/unary_backward/gelu_backward), same values
 experimental_gelu_bw = _unary_bw("experimental.gelu_bw", lambda x, approximate: F.gelu(x, approximate=approximate),
-                                 listed=False, approximate="none")
+                                 grad_fn=_gelu_grad, listed=False, approximate="none")
 
 acos_bw = _unary_bw("acos_bw", torch.acos)
 acosh_bw = _unary_bw("acosh_bw", torch.acosh)
