@@ -594,6 +594,10 @@ CASES.update({"ttnn.experimental.convert_to_chw": lambda d: ((dev(rnd(1, 1, 64, 
 # ttnn.rotate (issue 31: tests/ttnn's pool/test_rotate.py): NHWC, about a custom centre, filled outside
 CASES.update({"ttnn.rotate": lambda d: ((dev(rnd(2, 9, 12, 32), d, layout=ttnn.ROW_MAJOR), 30.0), dict(
     center=(4.0, 3.0), fill=0.5, interpolation_mode="bilinear"))})
+# a grid of 2 samples a point (K = 2), some past the edges (zeros there); float32, as the kernel's weights take the
+# input's dtype (bfloat16 weights are not the golden's)
+CASES.update({"ttnn.grid_sample": lambda d: ((dev(rnd(2, 9, 12, 32), d, ttnn.float32, layout=ttnn.ROW_MAJOR),
+                                              dev(rnd(2, 5, 7, 4, seed=1), d, layout=ttnn.ROW_MAJOR)), {})})
 
 # ttnn.experimental.deepseek_prefill.extract / insert (issue 31: unit_tests/operations/deepseek/): one expert's rows
 _IDX = lambda d, v: dev(torch.tensor(v, dtype=torch.int32), d, dtype=ttnn.uint32, layout=ttnn.ROW_MAJOR)  # noqa: E731
