@@ -132,6 +132,12 @@ def _squeeze_to_rank(v: torch.Tensor, torch_rank, op_name: str) -> torch.Tensor:
     return v
 
 
+# to_torch's dtype where it is not the one the values are held in: TT-NN's Tensor.to_torch hands torch the host
+# buffer as it is (pytensor.cpp, get_dtype_from_ttnn_datatype), so uint16 and uint32 come back as torch's own
+# unsigned dtypes, which device_sim holds as int32 / int64 for torch's kernels.
+_TO_TORCH = {DataType.UINT16: torch.uint16, DataType.UINT32: torch.uint32}
+
+
 @register_op("ttnn.to_torch", kind="host_move", traits={Trait.HOST}, golden=_to_torch_golden, mesh_aware=True)
 def to_torch(tensor: Tensor, dtype: torch.dtype | None = None, *, torch_rank: int | None = None,
              mesh_composer=None, device=None, cq_id=None, op_name: str = OWN_NAME, **tt_nn_only) -> torch.Tensor:
@@ -155,11 +161,11 @@ def to_torch(tensor: Tensor, dtype: torch.dtype | None = None, *, torch_rank: in
     if mesh_composer is not None or hasattr(tensor, "shards"):  # a mesh tensor: join its shards
         from device_sim.distributed import mesh_to_torch
         v = _squeeze_to_rank(mesh_to_torch(tensor, mesh_composer), torch_rank, op_name)
-        return v.to(dtype) if dtype is not None else v
+        return v.to(dtype if dtype is not None else _TO_TORCH.get(getattr(tensor, "dtype", None), v.dtype))
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{op_name} takes a ttnn tensor, got {type(tensor).__name__}")
     v = _squeeze_to_rank(tensor._value_or_raise().clone(), torch_rank, op_name)
-    return v.to(dtype) if dtype is not None else v
+    return v.to(dtype if dtype is not None else _TO_TORCH.get(tensor.dtype, v.dtype))
 
 
 @register_op("ttnn.to_device", kind="host_move", traits={Trait.HOST}, golden=_identity)

@@ -623,7 +623,7 @@ def sort(input_tensor: Tensor, dim: int = -1, descending: bool = False, stable: 
     >>> x = ttnn.from_torch(torch.tensor([[3.0, 1.0, 2.0]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
     >>> values, indices = ttnn.sort(x)
     >>> values.to_torch(), indices.to_torch()
-    (tensor([[1., 2., 3.]], dtype=torch.bfloat16), tensor([[1, 2, 0]], dtype=torch.int32))
+    (tensor([[1., 2., 3.]], dtype=torch.bfloat16), tensor([[1, 2, 0]], dtype=torch.uint16))
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
@@ -1352,7 +1352,7 @@ def isin(elements: Tensor, test_elements: Tensor, *, assume_unique: bool = False
     >>> a = ttnn.from_torch(torch.tensor([[1, 5, 2, 9]], dtype=torch.int32), layout=ttnn.TILE, device=device)
     >>> b = ttnn.from_torch(torch.tensor([9, 1], dtype=torch.int32), layout=ttnn.TILE, device=device)
     >>> ttnn.experimental.isin(a, b).to_torch()
-    tensor([[1, 0, 0, 1]])
+    tensor([[1, 0, 0, 1]], dtype=torch.uint32)
     """
     if elements.dtype != test_elements.dtype:
         raise tt_fatal("elements.dtype() == test_elements.dtype()", f"{op_name}: elements.dtype: "

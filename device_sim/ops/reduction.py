@@ -38,7 +38,7 @@ def _reduce(x: torch.Tensor, fn, dim, keepdim: bool, **kw) -> torch.Tensor:
 _REDUCE_EXAMPLE = """
 
     >>> x = ttnn.from_torch(torch.tensor([[1.0, 2.0, 4.0], [3.0, 0.5, 2.0]]), layout=ttnn.TILE, device=device)
-    >>> torch.allclose({op}(x, dim=-1).to_torch(), {op}.golden_function(x.to_torch(), -1))
+    >>> torch.allclose({op}(x, dim=-1).to_torch().float(), {op}.golden_function(x.to_torch(), -1).float())
     True
 """
 
@@ -338,7 +338,7 @@ def topk(input_tensor: Tensor, k: int = 32, dim: int = -1, largest: bool = True,
     ...                      device=device)
     >>> values, indices = ttnn.topk(x, k=2)
     >>> values.to_torch(), indices.to_torch()
-    (tensor([[5., 4.]], dtype=torch.bfloat16), tensor([[1, 3]], dtype=torch.int32))
+    (tensor([[5., 4.]], dtype=torch.bfloat16), tensor([[1, 3]], dtype=torch.uint16))
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
