@@ -2100,6 +2100,7 @@ def test_complex_ops_take_a_complex_tensor_and_compose_element_wise_ops_as_tt_nn
 
     z, w = cplx(zt), cplx(wt)
     assert z[0] is z.real and ttnn.real(z) is z.real and ttnn.Tensor(z.imag) is z.imag
+    assert repr(z) == f"ComplexTensor(real=tensor {z.real.tensor_id}, imag=tensor {z.imag.tensor_id})"
     torch.testing.assert_close(ttnn.to_torch(ttnn.abs(z)), zt.abs())
     torch.testing.assert_close(torch_of(ttnn.multiply(z, w)), zt * wt)
     torch.testing.assert_close(torch_of(ttnn.divide(z, w)), zt / wt)
