@@ -2269,3 +2269,26 @@ def test_to_torch_gives_uint16_and_uint32_tensors_as_torch_s_own_unsigned_dtypes
         assert ttnn.to_torch(t, dtype=torch.int64).dtype == torch.int64  # an asked dtype still wins
     indices = ttnn.argmax(ttnn.from_torch(torch.rand(1, 1, 32, 64), layout=ttnn.TILE, device=device), dim=-1)
     assert ttnn.to_torch(indices).dtype == torch.uint32
+
+
+def test_grid_sample_samples_an_nhwc_input_bilinearly_at_a_normalised_grid(device):
+    # unit_tests/operations/pool/test_grid_sample.py (42 cases; the file imported golden_grid_sample from
+    # ttnn.operations.pool): GridSampleOperation's bilinear kernel, zeros outside, the weights in the input's dtype;
+    # K coordinate pairs a point lay the samples along W, or along C with batch_output_channels
+    torch.manual_seed(0)
+    x = torch.randn(2, 16, 16, 64, dtype=torch.bfloat16)
+    grid = torch.rand(2, 6, 5, 4) * 2.4 - 1.2  # two points each, some past the edges
+    x_dev = ttnn.from_torch(x, layout=ttnn.ROW_MAJOR_LAYOUT, device=device)
+    g_dev = ttnn.from_torch(grid, ttnn.float32, layout=ttnn.ROW_MAJOR_LAYOUT, device=device)
+    outs = []
+    [program] = launched(device, lambda: outs.append(ttnn.grid_sample(x_dev, g_dev)))
+    assert (program.name, outs[0].shape, outs[0].layout) == ("GridSampleOperation", (2, 6, 10, 64),
+                                                              ttnn.ROW_MAJOR_LAYOUT)
+    want = ttnn.operations.pool.golden_grid_sample(x, grid)
+    assert torch.allclose(ttnn.to_torch(outs[0]).float(), want.float(), atol=0.02, rtol=1e-2)
+    wide = ttnn.grid_sample(x_dev, g_dev, batch_output_channels=True)
+    assert torch.equal(ttnn.to_torch(wide), ttnn.to_torch(outs[0]).reshape(2, 6, 5, 128))
+    with pytest.raises(RuntimeError, match="use_precomputed_grid = false is not supported with mode = 'nearest'"):
+        ttnn.grid_sample(x_dev, g_dev, mode="nearest")
+    with pytest.raises(RuntimeError, match="divisible by TILE_WIDTH"):
+        ttnn.grid_sample(ttnn.from_torch(x[..., :48], layout=ttnn.ROW_MAJOR_LAYOUT, device=device), g_dev)
