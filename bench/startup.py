@@ -133,8 +133,8 @@ def capture_start(tmp, repeats: int) -> list[Figure]:
     """Warm and cold start of a capture and of torch.profiler, side by side."""
     tmp = Path(tempfile.mkdtemp(prefix="start-", dir=tmp))  # its own: bench 11 runs it too, in the same tmp
 
-    def ours(i):
-        cap = ttreport.capture(tmp / f"start-{i}", config=ttreport.Config())
+    def ours(i, fork_ahead=False):
+        cap = ttreport.Capture(tmp / f"start-{i}", config=ttreport.Config(), fork_ahead=fork_ahead)
         t = time.perf_counter()
         cap.start()
         started = time.perf_counter() - t
@@ -151,6 +151,8 @@ def capture_start(tmp, repeats: int) -> list[Figure]:
 
     ours(-1), profiler()  # warm: what the first of each loads (modules, the writer's fork path) is loaded
     warm = [ours(i) for i in range(repeats)]
+    # A run of captures (the plugin's, profile's): each close forks the next one's writer while it waits for its own
+    ahead = [ours(f"ahead-{i}", fork_ahead=True) for i in range(-1, repeats)][1:]
     warm_prof = [profiler() for _ in range(repeats)]
     cold = [_cold("ttreport", tmp / f"cold-{i}") for i in range(max(1, repeats // 2))]
     cold_prof = [_cold("torch.profiler", None) for _ in range(max(1, repeats // 2))]
@@ -159,6 +161,8 @@ def capture_start(tmp, repeats: int) -> list[Figure]:
         at_most("capture start, warm", w, "ms", START_WARM_MS),
         info("torch.profiler(record_shapes, with_stack) start, warm", wp, "ms"),
         info("capture start / torch.profiler start, warm", w / max(wp, 1e-6), "x"),
+        info("capture start, warm, fork_ahead=True (its writer forked during the last close)", median(ahead) * 1e3,
+             "ms"),
         at_most("capture start, cold: import ttreport + first start", c, "s", START_COLD_S),
         info("torch.profiler start, cold: import torch.profiler + first start", cp, "s"),
         info("capture start / torch.profiler start, cold", c / max(cp, 1e-9), "x"),
