@@ -2292,3 +2292,14 @@ def test_grid_sample_samples_an_nhwc_input_bilinearly_at_a_normalised_grid(devic
         ttnn.grid_sample(x_dev, g_dev, mode="nearest")
     with pytest.raises(RuntimeError, match="divisible by TILE_WIDTH"):
         ttnn.grid_sample(ttnn.from_torch(x[..., :48], layout=ttnn.ROW_MAJOR_LAYOUT, device=device), g_dev)
+
+
+def test_fmod_golden_takes_a_bfloat16_tensor_and_a_number_in_float32_as_tt_nn_s(device):
+    # unit_tests/operations/eltwise/test_div_ops.py::test_unary_fmod: TT-NN's golden (ttnn/operations/binary.py)
+    # takes a bfloat16 tensor in float32 against a number, as for remainder: fmod(-0.75, -0.0029) is -0.0018, which
+    # the device gives; in bfloat16 the number rounds to -0.0028992 and the result to -0.0020 (atol 0.001 apart)
+    x = torch.tensor([[-0.75, 53.75, -82.5]], dtype=torch.bfloat16)
+    want = torch.fmod(x.float(), -0.0029).bfloat16()
+    assert torch.equal(ttnn.get_golden_function(ttnn.fmod)(x, -0.0029), want)
+    got = ttnn.fmod(ttnn.from_torch(x, layout=ttnn.TILE_LAYOUT, device=device), -0.0029)
+    assert torch.equal(ttnn.to_torch(got), want)

@@ -857,16 +857,19 @@ logical_xor = _binary("logical_xor", _float_cmp(torch.logical_xor))
 atan2 = _binary("atan2", lambda a, b: torch.atan2(a, torch.as_tensor(b, dtype=a.dtype)))
 
 
-def _remainder_golden(a, b):
-    """TT-NN's golden (ttnn/operations/binary.py): a bfloat16 tensor and a number are taken in float32, the result
-    rounded back, so the number is not first rounded to bfloat16 (0.002, not 0.00200653)."""
-    if not isinstance(b, torch.Tensor) and a.dtype == torch.bfloat16:
-        return torch.remainder(a.float(), b).bfloat16()
-    return torch.remainder(a, b)
+def _number_in_float32(fn):
+    """TT-NN's golden of remainder and fmod (ttnn/operations/binary.py): a bfloat16 tensor and a number are taken in
+    float32, the result rounded back, so the number is not first rounded to bfloat16 (remainder by 0.002, not
+    0.00200653; fmod(-0.75, -0.0029) is -0.0018, not -0.0020, which test_div_ops.py's atol of 0.001 tells apart)."""
+    def golden(a, b):
+        if not isinstance(b, torch.Tensor) and a.dtype == torch.bfloat16:
+            return fn(a.float(), b).bfloat16()
+        return fn(a, b)
+    return golden
 
 
-remainder = _binary("remainder", torch.remainder, nan16=float("-inf"), golden_fn=_remainder_golden)
-fmod = _binary("fmod", torch.fmod)
+remainder = _binary("remainder", torch.remainder, nan16=float("-inf"), golden_fn=_number_in_float32(torch.remainder))
+fmod = _binary("fmod", torch.fmod, golden_fn=_number_in_float32(torch.fmod))
 # The functions of the binary ops that also have an in-place form (bind_inplace_operation in binary_nanobind.cpp)
 _BINARY_FNS = {
     "squared_difference": lambda a, b: torch.square(a - b),
