@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 from device_sim import dtypes
 from device_sim.types import (
     BufferType,
@@ -397,6 +399,24 @@ def get_optimal_worker_cores_for_sharded_tensor(tensor) -> list[CoreCoord]:
         raise NotImplementedError("get_optimal_worker_cores_for_sharded_tensor: a DRAM-sharded tensor's worker cores "
                                   "follow the chip's harvesting, which device_sim does not model; shard it in L1")
     return [CoreCoord(x, y) for x, y in dict.fromkeys(tensor.buffer.cores)]
+
+
+def shards_on(tensor, core_filter: CoreRangeSet):
+    """A bool tensor of `tensor`'s logical shape: True where the element's shard lies on a core of `core_filter`
+    (a 2D shard spec: shards in row-major order over the padded [rows, width] view, as allocate places them)."""
+    spec, shape, cores = tensor.memory_config().shard_spec, list(tensor.shape), tensor.buffer.cores
+    if spec is None:
+        raise ShardSpecError("a partial copy by cores needs a 2D shard spec; this tensor's spec is ND")
+    padded = list(tensor.padded_shape)
+    h, w = spec.shape
+    rank_rows = [math.prod(shape[:-2]) if len(shape) > 1 else 1, shape[-2] if len(shape) > 1 else 1]
+    pad_h = padded[-2] if len(padded) > 1 else 1
+    rows = (torch.arange(rank_rows[0])[:, None] * pad_h + torch.arange(rank_rows[1])[None, :]).reshape(-1)
+    per_row = -(-padded[-1] // w)
+    shard = (rows // h)[:, None] * per_row + (torch.arange(shape[-1]) // w)[None, :]
+    wanted = {(c.x, c.y) for r in core_filter.ranges() for c in r.cores()}
+    on = torch.tensor([tuple(c) in wanted for c in cores], dtype=torch.bool)
+    return on[shard].reshape(shape)
 
 
 def num_cores_to_corerangeset_in_subcoregrids(start_core, target_num_cores: int, sub_core_grids: CoreRangeSet,

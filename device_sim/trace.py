@@ -41,6 +41,7 @@ from device_sim.registry import Op
 # Ops that move data between the host and the device; TT-NN refuses them inside a trace capture.
 _HOST_TRANSFERS = frozenset({
     "ttnn.to_torch", "ttnn.from_device", "ttnn.to_device", "ttnn.copy_host_to_device_tensor",
+    "ttnn.copy_host_to_device_tensor_partial",
     "ttnn.copy_device_to_host_tensor",
 })
 

@@ -72,6 +72,12 @@ def _cases() -> dict:
     cases["ttnn.copy_host_to_device_tensor"] = lambda d: (
         (ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE),
          ttnn.allocate_tensor_on_device(ttnn.Shape([32, 32]), ttnn.bfloat16, ttnn.TILE, d)), {}, None)
+    cases["ttnn.copy_host_to_device_tensor_partial"] = lambda d: (
+        (ttnn.from_torch(torch.ones(64, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE),
+         ttnn.allocate_tensor_on_device(ttnn.Shape([64, 32]), ttnn.bfloat16, ttnn.TILE, d, ttnn.MemoryConfig(
+             ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, ttnn.ShardSpec(
+                 ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 1))}), (32, 32)))),
+         ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0))})), {}, None)
     for op in ("ttnn.all_gather", "ttnn.reduce_scatter", "ttnn.all_reduce", "ttnn.point_to_point",
                "ttnn.mesh_partition", "ttnn.experimental.all_gather_async",
                "ttnn.experimental.reduce_scatter_minimal_async", "ttnn.experimental.all_reduce_async"):

@@ -2303,3 +2303,30 @@ def test_fmod_golden_takes_a_bfloat16_tensor_and_a_number_in_float32_as_tt_nn_s(
     assert torch.equal(ttnn.get_golden_function(ttnn.fmod)(x, -0.0029), want)
     got = ttnn.fmod(ttnn.from_torch(x, layout=ttnn.TILE_LAYOUT, device=device), -0.0029)
     assert torch.equal(ttnn.to_torch(got), want)
+
+
+def test_a_partial_host_to_device_copy_writes_only_the_shards_on_the_filter_s_cores(device):
+    # test_copy_host_to_device_tensor_partial.py: two complementary filters rebuild the full copy; an empty filter
+    # writes nothing; DRAM shards' cores are (bank, 0); TT-NN refuses an interleaved tensor (RuntimeError)
+    def sharded(buffer_type, end):
+        grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), end)})
+        cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, buffer_type, ttnn.ShardSpec(grid, (32, 32)))
+        return ttnn.allocate_tensor_on_device(ttnn.Shape([1, 1, 64, 32]), ttnn.uint32, ttnn.ROW_MAJOR, device, cfg)
+
+    ref = torch.randint(0, 2**16, (1, 1, 64, 32), dtype=torch.int64).to(torch.uint32)
+    host = ttnn.from_torch(ref, dtype=ttnn.uint32)
+    core = lambda x, y: ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(x, y), ttnn.CoreCoord(x, y))})  # noqa: E731
+    for buffer_type, end, second in ((ttnn.BufferType.L1, ttnn.CoreCoord(0, 1), core(0, 1)),
+                                     (ttnn.BufferType.DRAM, ttnn.CoreCoord(1, 0), core(1, 0))):
+        dev = sharded(buffer_type, end)
+        ttnn.copy_host_to_device_tensor_partial(host, dev, core(0, 0))
+        got = ttnn.to_torch(dev)
+        assert torch.equal(got[..., :32, :], ref[..., :32, :]) and not got[..., 32:, :].any()
+        ttnn.copy_host_to_device_tensor_partial(host, dev, second)
+        assert torch.equal(ttnn.to_torch(dev), ref)
+    dev = sharded(ttnn.BufferType.L1, ttnn.CoreCoord(0, 1))
+    ttnn.copy_host_to_device_tensor_partial(host, dev, ttnn.CoreRangeSet([]))
+    assert not ttnn.to_torch(dev).any()
+    with pytest.raises(RuntimeError, match="needs a sharded tensor"):
+        interleaved = ttnn.allocate_tensor_on_device(ttnn.Shape([1, 1, 64, 32]), ttnn.uint32, ttnn.ROW_MAJOR, device)
+        ttnn.copy_host_to_device_tensor_partial(host, interleaved, core(0, 0))

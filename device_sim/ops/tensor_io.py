@@ -19,7 +19,7 @@ import pathlib
 
 import torch
 
-from device_sim import placement, serialization
+from device_sim import placement, serialization, sharding
 from device_sim.device import Device
 from device_sim.ops.common import check_tt_nn_only
 from device_sim.ops.core import device_dtype, from_torch, place, torch_values
@@ -229,19 +229,9 @@ def allocate_tensor_on_device(shape_or_spec, dtype_or_device=None, layout: Layou
     return Tensor._create(zeros, spec.dtype, spec.layout, device, cfg, source, spec.tile)
 
 
-@register_op("ttnn.copy_host_to_device_tensor", traits={Trait.HOST},
-             no_golden="it writes into its second argument and returns None, as in TT-NN")
-def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id=None,
-                               *, op_name: str = OWN_NAME, **tt_nn_only) -> None:
-    """Write a host tensor's values into an allocated device tensor (same shape, dtype and layout), in place.
-
-    The device tensor keeps its buffer and id, as a trace's input tensor must. Returns None, as in TT-NN.
-
-    >>> dst = ttnn.allocate_tensor_on_device(ttnn.Shape([1, 3]), ttnn.float32, ttnn.ROW_MAJOR, device)
-    >>> ttnn.copy_host_to_device_tensor(ttnn.from_torch(torch.tensor([[1.0, 2.0, 3.0]])), dst)
-    >>> dst.to_torch()
-    tensor([[1., 2., 3.]])
-    """
+def _check_copy(op_name: str, host_tensor, device_tensor, tt_nn_only) -> None:
+    """A host-to-device copy's arguments: a host tensor and an allocated device tensor of its shape, dtype and
+    layout."""
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     for t, where in ((host_tensor, "host_tensor"), (device_tensor, "device_tensor")):
@@ -259,4 +249,44 @@ def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id
             f"{op_name}: host tensor is {list(h.shape)} {h.dtype!r} {h.layout!r} but the "
             f"device tensor is {list(d.shape)} {d.dtype!r} {d.layout!r}; they must match"
         )
-    d._write(h.value)
+
+
+@register_op("ttnn.copy_host_to_device_tensor", traits={Trait.HOST},
+             no_golden="it writes into its second argument and returns None, as in TT-NN")
+def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id=None,
+                               *, op_name: str = OWN_NAME, **tt_nn_only) -> None:
+    """Write a host tensor's values into an allocated device tensor (same shape, dtype and layout), in place.
+
+    The device tensor keeps its buffer and id, as a trace's input tensor must. Returns None, as in TT-NN.
+
+    >>> dst = ttnn.allocate_tensor_on_device(ttnn.Shape([1, 3]), ttnn.float32, ttnn.ROW_MAJOR, device)
+    >>> ttnn.copy_host_to_device_tensor(ttnn.from_torch(torch.tensor([[1.0, 2.0, 3.0]])), dst)
+    >>> dst.to_torch()
+    tensor([[1., 2., 3.]])
+    """
+    _check_copy(op_name, host_tensor, device_tensor, tt_nn_only)
+    device_tensor._write(host_tensor.value)
+
+
+@register_op("ttnn.copy_host_to_device_tensor_partial", traits={Trait.HOST},
+             no_golden="it writes into its second argument and returns None, as in TT-NN")
+def copy_host_to_device_tensor_partial(host_tensor: Tensor, device_tensor: Tensor, core_filter, cq_id=None,
+                                       *, op_name: str = OWN_NAME, **tt_nn_only) -> None:
+    """copy_host_to_device_tensor for the shards on the cores of `core_filter` (a CoreRangeSet; DRAM shards'
+    cores are (bank, 0)): those shards take the host tensor's values, the others keep theirs. A sharded device
+    tensor with a 2D shard spec only; TT-NN refuses an interleaved one.
+
+    >>> cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, ttnn.ShardSpec(
+    ...     ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 1))}), (2, 4)))
+    >>> dst = ttnn.allocate_tensor_on_device(ttnn.Shape([4, 4]), ttnn.float32, ttnn.ROW_MAJOR, device, cfg)
+    >>> first = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(0, 0))})
+    >>> ttnn.copy_host_to_device_tensor_partial(ttnn.from_torch(torch.ones(4, 4)), dst, first)
+    >>> dst.to_torch()[:, 0]
+    tensor([1., 1., 0., 0.])
+    """
+    _check_copy(op_name, host_tensor, device_tensor, tt_nn_only)
+    if not device_tensor.is_sharded():
+        raise RuntimeError(f"{op_name}: device_tensor {device_tensor.tensor_id} is interleaved; a partial copy "
+                           f"writes the shards on the filter's cores, so it needs a sharded tensor")
+    on = sharding.shards_on(device_tensor, core_filter)
+    device_tensor._write(torch.where(on, host_tensor.value, device_tensor.value))
