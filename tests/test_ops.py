@@ -693,6 +693,21 @@ CASES.update({f"ttnn.moreh_{n}_backward": lambda d, dim=dim: (
     (dev(torch.softmax(rnd(2, 3, 32, 64), dim), d), x(d, 2, 3, 32, 64, seed=1), dim), {})
     for n, dim in (("softmax", 3), ("softmin", 2), ("logsoftmax", 0))})
 
+# Mamba's SSM ops (issue 31: nightly ssm/test_ssm_1d_sum_reduce.py, test_ssm_prefix_scan.py): runs of 32 summed;
+# the scan over 64 rows of a width-sharded [1, 1, 64, 64] (2 cores) from a row-major bfloat16 state
+def _ssm_sharded(d, v, rows, layout=ttnn.TILE):
+    spec = ttnn.ShardSpec(ttnn.num_cores_to_corerangeset(2, ttnn.CoreCoord(8, 8), True), [rows, 32],
+                          ttnn.ShardOrientation.ROW_MAJOR)
+    return dev(v, d, layout=layout, memory_config=ttnn.MemoryConfig(ttnn.TensorMemoryLayout.WIDTH_SHARDED,
+                                                                     ttnn.BufferType.L1, spec))
+
+
+CASES.update({"ttnn.experimental.hc_sum_reduce": lambda d: ((x(d, 1, 1, 32, 2048),), {}),
+              "ttnn.experimental.prefix_scan": lambda d: (
+                  (_ssm_sharded(d, rnd(1, 1, 64, 64, low=-1.0, high=1.0), 64),
+                   _ssm_sharded(d, rnd(1, 1, 64, 64, seed=1), 64),
+                   _ssm_sharded(d, rnd(1, 1, 1, 64, seed=2), 1, layout=ttnn.ROW_MAJOR)), {})})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

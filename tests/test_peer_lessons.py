@@ -2330,3 +2330,33 @@ def test_a_partial_host_to_device_copy_writes_only_the_shards_on_the_filter_s_co
     with pytest.raises(RuntimeError, match="needs a sharded tensor"):
         interleaved = ttnn.allocate_tensor_on_device(ttnn.Shape([1, 1, 64, 32]), ttnn.uint32, ttnn.ROW_MAJOR, device)
         ttnn.copy_host_to_device_tensor_partial(host, interleaved, core(0, 0))
+
+
+def test_mambas_hc_sum_reduce_and_prefix_scan_run_as_tt_nns_ssm_ops(device):
+    # nightly ssm/test_ssm_1d_sum_reduce.py and test_ssm_prefix_scan.py: ttnn.experimental.hc_sum_reduce and
+    # prefix_scan were missing (0 of 51); prefix_scan also leaves the last hidden state in h_prev
+    v = torch.randn(1, 1, 32, 2048)
+    x = ttnn.from_torch(v, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    outs = []
+    [program] = launched(device, lambda: outs.append(ttnn.experimental.hc_sum_reduce(x)))
+    assert program.name == "HCSumReduceDeviceOperation" and outs[0].padded_shape == ttnn.Shape([1, 1, 32, 64])
+    torch.testing.assert_close(ttnn.to_torch(outs[0]).float(), v.bfloat16().float().reshape(1, 1, 32, 64, 32).sum(-1),
+                               atol=0.1, rtol=0.02)
+    grid = ttnn.num_cores_to_corerangeset(2, ttnn.CoreCoord(8, 8), True)
+
+    def sharded(t, rows, layout=ttnn.TILE_LAYOUT):
+        spec = ttnn.ShardSpec(grid, [rows, 32], ttnn.ShardOrientation.ROW_MAJOR)
+        cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.WIDTH_SHARDED, ttnn.BufferType.L1, spec)
+        return ttnn.from_torch(t, ttnn.bfloat16, layout=layout, device=device, memory_config=cfg)
+
+    a, bx, h0 = torch.rand(1, 1, 64, 64), torch.randn(1, 1, 64, 64), torch.randn(1, 1, 1, 64)
+    h_prev = sharded(h0, 1, ttnn.ROW_MAJOR_LAYOUT)
+    got = ttnn.experimental.prefix_scan(sharded(a, 64), sharded(bx, 64), h_prev)
+    h, want = h0[0, 0, 0].bfloat16().float(), []
+    for i in range(64):
+        h = a.bfloat16().float()[0, 0, i] * h + bx.bfloat16().float()[0, 0, i]
+        want.append(h)
+    torch.testing.assert_close(ttnn.to_torch(got).float()[0, 0], torch.stack(want), atol=0.05, rtol=0.02)
+    torch.testing.assert_close(ttnn.to_torch(h_prev).float()[0, 0, 0], want[-1], atol=0.05, rtol=0.02)
+    with pytest.raises(RuntimeError, match="Expected input tensors to be sharded"):
+        ttnn.experimental.prefix_scan(x, x, h_prev)
