@@ -625,7 +625,9 @@ class Writer:
                 nodes, edges = device_graph.graph_rows(text)
                 rows["graph_nodes"].extend((graph_id, *n) for n in nodes)
                 rows["graph_edges"].extend((graph_id, source, sink, i) for source, sink, i, _, _ in edges)
-        if len(self._graph_keys) >= MAX_CACHED:
+        # As many as device_graph keeps texts: each key holds its programs, and a log written before PROG records (a
+        # killed capture's, finished by this version) has new core-range tuples every op, so its keys never repeat.
+        if len(self._graph_keys) >= device_graph.MAX_TEXTS:
             self._graph_keys.clear()
         self._graph_keys[key] = (graph_id, programs)
         return graph_id
