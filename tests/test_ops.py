@@ -708,6 +708,9 @@ CASES.update({"ttnn.experimental.hc_sum_reduce": lambda d: ((x(d, 1, 1, 32, 2048
                    _ssm_sharded(d, rnd(1, 1, 64, 64, seed=1), 64),
                    _ssm_sharded(d, rnd(1, 1, 1, 64, seed=2), 1, layout=ttnn.ROW_MAJOR)), {})})
 
+# ttnn.from_buffer (issue 31: docs_examples' test_tensor_creation_examples.py): a flat list's values in a shape
+CASES.update({"ttnn.from_buffer": lambda d: (([1.5, -2.0, 3.25, 4.0, 5.0, 6.0], [2, 3], ttnn.bfloat16, d), {})})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

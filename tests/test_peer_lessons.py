@@ -2360,3 +2360,15 @@ def test_mambas_hc_sum_reduce_and_prefix_scan_run_as_tt_nns_ssm_ops(device):
     torch.testing.assert_close(ttnn.to_torch(h_prev).float()[0, 0, 0], want[-1], atol=0.05, rtol=0.02)
     with pytest.raises(RuntimeError, match="Expected input tensors to be sharded"):
         ttnn.experimental.prefix_scan(x, x, h_prev)
+
+
+def test_from_buffer_makes_a_tensor_of_a_flat_list_in_a_shape(device):
+    # docs_examples test_tensor_creation_examples.py: ttnn.from_buffer(buffer=, shape=, dtype=, layout=, device=)
+    # (creation_nanobind.cpp); a buffer of the wrong length is Tensor::from_vector's TT_FATAL
+    t = ttnn.from_buffer(buffer=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], shape=[2, 3], dtype=ttnn.bfloat16,
+                         layout=ttnn.ROW_MAJOR_LAYOUT, device=device)
+    assert t.device() is not None and t.layout == ttnn.ROW_MAJOR_LAYOUT
+    assert ttnn.to_torch(t).tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    assert ttnn.to_torch(ttnn.from_buffer([7, 8], [1, 2], ttnn.int32, device)).dtype == torch.int32
+    with pytest.raises(RuntimeError, match="the buffer holds 3 values but shape \\[2, 2\\] takes 4"):
+        ttnn.from_buffer([1.0, 2.0, 3.0], [2, 2], ttnn.float32, device)

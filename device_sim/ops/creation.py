@@ -61,6 +61,36 @@ def full(shape, fill_value: float, dtype: DataType | None = None, layout: Layout
     return _new(value, op_name, dtype, layout, device, memory_config)
 
 
+def _from_buffer_golden(buffer, shape, dtype, *_, **__):
+    return torch.tensor(list(buffer), dtype=_torch_dtype(dtype)).reshape(_shape(shape))
+
+
+@register_op("ttnn.from_buffer", traits={Trait.HOST}, golden=_from_buffer_golden)
+def from_buffer(buffer, shape, dtype: DataType, device, layout: Layout | None = None,
+                memory_config: MemoryConfig | None = None, *, op_name: str = OWN_NAME) -> Tensor:
+    """A tensor of `shape` holding a flat list's values (creation.cpp's from_buffer: Tensor::from_vector of the list,
+    in ROW_MAJOR unless `layout` says otherwise, written to `device`).
+
+    >>> ttnn.from_buffer(buffer=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], shape=[2, 3], dtype=ttnn.bfloat16,
+    ...                  layout=ttnn.ROW_MAJOR_LAYOUT, device=device).to_torch()
+    tensor([[1., 2., 3.],
+            [4., 5., 6.]], dtype=torch.bfloat16)
+    """
+    dtype = DataType(dtype)
+    if dtype.is_block_float:  # creation_nanobind.cpp's from_buffer_impl takes no block-float dtype (TT_THROW)
+        raise RuntimeError(f"{op_name}: dtype {dtype!r} is not taken; give ttnn.bfloat16 or ttnn.float32, then "
+                           f"ttnn.typecast the tensor")
+    values = list(buffer)
+    count = 1
+    for s in _shape(shape):
+        count *= s
+    if len(values) != count:  # Tensor::from_vector's TT_FATAL
+        raise RuntimeError(f"{op_name}: the buffer holds {len(values)} values but shape {list(shape)} takes {count}; "
+                           f"give a buffer of {count} values")
+    value = torch.tensor(values, dtype=torch.float64 if dtype.is_float else torch.int64).reshape(_shape(shape))
+    return _new(value, op_name, dtype, layout, device, memory_config)
+
+
 # The example each op's docstring ends with (tests/test_doctests.py runs it, with torch, ttnn and an open device
 # given): the op on a small tensor, against its own golden function.
 _CONSTANT_EXAMPLE = """
