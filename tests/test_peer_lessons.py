@@ -2362,6 +2362,19 @@ def test_mambas_hc_sum_reduce_and_prefix_scan_run_as_tt_nns_ssm_ops(device):
         ttnn.experimental.prefix_scan(x, x, h_prev)
 
 
+def test_narrowing_an_l1_sharded_tensor_within_its_shards_narrows_the_shard_spec(device):
+    # test_narrow.py l1_height_sharded_dim3_tile: TT-NN's narrow.cpp gives the view a shard cut to the narrowed
+    # width ([32, 32] of [32, 128]) on the cores holding the range; device_sim kept [32, 128], wider than the output
+    grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(3, 3))})
+    cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1,
+                            ttnn.ShardSpec(grid, (32, 128), ttnn.ShardOrientation.ROW_MAJOR))
+    v = torch.rand(1, 8, 64, 128)
+    out = ttnn.narrow(ttnn.from_torch(v, layout=ttnn.TILE, device=device, memory_config=cfg), 3, 32, 32)  # float32
+    spec = out.memory_config().shard_spec
+    assert out.memory_config().memory_layout == ttnn.TensorMemoryLayout.HEIGHT_SHARDED and spec.shape == (32, 32)
+    assert spec.grid.num_cores() == 16 and torch.equal(ttnn.to_torch(out), v[..., 32:64])
+
+
 def test_from_buffer_makes_a_tensor_of_a_flat_list_in_a_shape(device):
     # docs_examples test_tensor_creation_examples.py: ttnn.from_buffer(buffer=, shape=, dtype=, layout=, device=)
     # (creation_nanobind.cpp); a buffer of the wrong length is Tensor::from_vector's TT_FATAL

@@ -15,6 +15,7 @@ zero-cost view (squeeze, unsqueeze, view), device_sim still gives the output its
 from __future__ import annotations
 
 import builtins
+import math
 
 import torch
 
@@ -33,7 +34,18 @@ from device_sim.programs import shape as shape_programs
 from device_sim.programs import sort as sort_programs
 from device_sim.registry import OWN_NAME, Trait, pending_output_target, register_op
 from device_sim.tensor import Tensor
-from device_sim.types import BufferType, DataType, Layout, MemoryConfig, ShardSpec, TensorMemoryLayout
+from device_sim.types import (
+    BufferType,
+    CoreCoord,
+    CoreRange,
+    CoreRangeSet,
+    DataType,
+    Layout,
+    MemoryConfig,
+    ShardOrientation,
+    ShardSpec,
+    TensorMemoryLayout,
+)
 
 _HERE = "device_sim/ops/data_movement.py"  # where a TT_FATAL-worded error says it was checked
 
@@ -797,7 +809,46 @@ def narrow(input_tensor: Tensor, dim: int, start: int, length: int, *, op_name: 
     d = _dim(op_name, dim, v.dim())
     if not (start >= 0 and length >= 0 and start + length <= v.shape[d]):
         raise ValueError(f"{op_name}: [{start}, {start + length}) does not fit dim {dim} of shape {list(v.shape)}")
-    return _out(op_name, input_tensor, v.narrow(d, start, length), None, tt_nn_only)
+    cfg = _narrowed_config(op_name, input_tensor, d, start, length)
+    return _out(op_name, input_tensor, v.narrow(d, start, length), cfg, tt_nn_only)
+
+
+def _narrowed_config(op_name: str, t: Tensor, dim: int, start: int, length: int) -> MemoryConfig | None:
+    """An L1-sharded narrow's output config, as TT-NN's narrow.cpp makes its view's: the shard cut to `length`
+    when the narrowed range lies within one shard (a row of pages high, for the last dim), on the cores whose
+    shards hold the range, ROW_MAJOR; None (the input's config) otherwise."""
+    cfg = t.memory_config()
+    if cfg is None or cfg.buffer_type != BufferType.L1 or not t.is_sharded() or cfg.shard_spec is None:
+        return None
+    shape, (sh, sw) = list(t.padded_shape), cfg.shard_spec.shape
+    if start == 0 and length == shape[dim]:
+        return None
+    ph, pw = (dtypes.TILE_HEIGHT, dtypes.TILE_WIDTH) if t.layout == Layout.TILE else (1, sw)
+    per_row = math.prod(shape[dim + 1:-1])
+    width = dim == len(shape) - 1
+    offset, narrowed = 0, (sh, sw)
+    if width and sh == ph and start % sw + length <= sw:
+        narrowed, offset = (sh, length), start % sw // pw
+    elif not width and start * per_row % sh + length * per_row <= sh:
+        narrowed, offset = (length * per_row, sw), start * per_row % sh // ph * (sw // pw)
+    elif not ((start if width else start * per_row) % (sw if width else sh) == 0
+              and (length if width else length * per_row) % (sw if width else sh) == 0):
+        raise tt_fatal("full shards or a split within one shard", f"{op_name}: narrowing dim {dim} of an L1-sharded "
+                       f"tensor takes whole shards or a part of one shard; got start {start}, length {length} with "
+                       f"shard shape ({sh}, {sw})", "device_sim/ops/data_movement.py")
+    grid_width = -(-shape[-1] // pw) // (sw // pw)
+    cores = []
+    for i, core in enumerate(t.buffer.cores):
+        if width:
+            page = i % grid_width * sw // pw + offset
+            inside = start // pw <= page < (start + length) // pw
+        else:
+            page = (i // grid_width * sh // ph + offset // (sw // pw)) % (shape[dim] * per_row // ph)
+            inside = start * per_row // ph <= page < (start + length) * per_row // ph
+        if inside:
+            cores.append(core)
+    grid = CoreRangeSet([CoreRange(CoreCoord(*c), CoreCoord(*c)) for c in cores])
+    return MemoryConfig(cfg.memory_layout, BufferType.L1, ShardSpec(grid, narrowed, ShardOrientation.ROW_MAJOR))
 
 
 def _reshape_on_device_golden(t, W, Z, Y, X, *_, **__):  # noqa: N803  (TT-NN's names)
