@@ -151,7 +151,7 @@ CASES = {
        for n in ["bitwise_and", "bitwise_or", "bitwise_xor", "gcd", "lcm"]},
     **{f"ttnn.{n}": lambda d: ((dev(indices(1000, 2, 32, 64), d, dtype=ttnn.int32),
                                 dev(indices(8, 2, 32, 64), d, dtype=ttnn.int32)), {})
-       for n in ["bitwise_left_shift", "bitwise_right_shift"]},
+       for n in ["bitwise_left_shift", "bitwise_right_shift", "logical_left_shift", "logical_right_shift"]},
     "ttnn.where": lambda d: ((dev((rnd(2, 32, 64, seed=5) > 0).float(), d), x(d, seed=3), x(d, seed=4)), {}),
     "ttnn.lerp": lambda d: ((x(d), x(d, seed=3), 0.25), {}),
     "ttnn.addcmul": lambda d: ((x(d), x(d, seed=3), x(d, seed=4)), dict(value=0.5)),

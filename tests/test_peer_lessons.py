@@ -2385,3 +2385,21 @@ def test_from_buffer_makes_a_tensor_of_a_flat_list_in_a_shape(device):
     assert ttnn.to_torch(ttnn.from_buffer([7, 8], [1, 2], ttnn.int32, device)).dtype == torch.int32
     with pytest.raises(RuntimeError, match="the buffer holds 3 values but shape \\[2, 2\\] takes 4"):
         ttnn.from_buffer([1.0, 2.0, 3.0], [2, 2], ttnn.float32, device)
+
+
+def test_int32_division_gives_float32_and_the_logical_shifts_are_bound(device):
+    # unit_tests/operations/eltwise/test_binary_int32.py (855 cases; it failed to import without
+    # ttnn.logical_left_shift): binary_ng's DIV of INT32 by INT32 or a number is FLOAT32 ("Integer division results
+    # in FP32 outputs"; rounding_mode trunc / floor stay INT32, another output dtype is refused); logical_left_shift
+    # is LEFT_SHIFT, logical_right_shift shifts the 32 bits unsigned (TT-NN's golden: (a & 0xFFFFFFFF) >> b)
+    a = ttnn.from_torch(torch.tensor([[7, -7, 9, -1]], dtype=torch.int32), layout=ttnn.TILE_LAYOUT, device=device)
+    b = ttnn.from_torch(torch.tensor([[2, 2, -4, 28]], dtype=torch.int32), layout=ttnn.TILE_LAYOUT, device=device)
+    q = ttnn.div(a, b)
+    want = torch.tensor([[7, -7, 9, -1]]) / torch.tensor([[2, 2, -4, 28]])  # float32 true division
+    assert q.dtype == ttnn.float32 and torch.equal(ttnn.to_torch(q), want)
+    assert ttnn.divide(a, 2).dtype == ttnn.float32
+    assert ttnn.to_torch(ttnn.div(a, b, rounding_mode="floor")).tolist() == [[3, -4, -3, -1]]
+    with pytest.raises(RuntimeError, match="Incorrect output_dtype value for Integer Division"):
+        ttnn.div(a, b, dtype=ttnn.int32)
+    assert ttnn.to_torch(ttnn.logical_right_shift(a, b)).tolist() == [[1, 1073741822, 0, 15]]
+    assert torch.equal(ttnn.to_torch(ttnn.logical_left_shift(a, 3)), ttnn.to_torch(ttnn.bitwise_left_shift(a, 3)))

@@ -184,6 +184,14 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
             a = torch.as_tensor(a, dtype=torch.float32)  # torch's binary functions want a tensor first
         # DataType.BFLOAT16 is 0, so `dtype or result_dtype` would drop an explicit bfloat16.
         dtype = dtype if dtype is not None else result_dtype
+        if division and rounding_mode is None and _int32_division(input_tensor_a, input_tensor_b):
+            # binary_ng_device_operation.cpp: "Integer division results in FP32 outputs" (DIV of INT32 by INT32 or a
+            # number); binary_composite_op.cpp's div refuses another output dtype. trunc / floor stay INT32.
+            if dtype not in (None, DataType.FLOAT32):
+                raise tt_fatal("!output_dtype.has_value() || output_dtype == DataType::FLOAT32",
+                               "Incorrect output_dtype value for Integer Division(rounding_mode=None) ; valid input "
+                               "values are None or ttnn.float32", "device_sim/ops/eltwise.py")
+            dtype = DataType.FLOAT32
         # fast_and_approximate_mode changes only the ops the SFPU approximates (divide: a * approximate 1/b).
         fast = fast_and_approximate_mode and not (division and _float32(input_tensor_a) and _float32(input_tensor_b))
         y = broadcast(op_name, (approx or fn) if fast else fn, a, b)
@@ -221,8 +229,8 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         # The slots, as Tensor's own code reads them: device() costs 30 ns a call against the slot's 9, ~2 % of
         # this path's 4.3 us add (bench seams).
         av, device = a._value, a._device
-        if av is None or device is None or _writes.target is not None:
-            return None
+        if av is None or device is None or _writes.target is not None or (division and a.dtype is _INT32):
+            return None  # (an INT32 division's output is FLOAT32: run())
         bf16 = native and a.dtype is _BF16 and av.dtype is _TORCH_BF16
         if type(b) is Tensor:
             bv = b._value
@@ -336,7 +344,12 @@ def _rounded(op_name: str, y, rounding_mode):
 # denormals included); "numbers": also with a Python number (float32 in the kernel). Not pow and the
 # transcendental ones: their bfloat16 kernels need not match; not maximum/minimum: the sign of max(-0.0, 0.0)
 # differs between torch's vector and scalar loops.
-_BF16, _TORCH_BF16 = DataType.BFLOAT16, torch.bfloat16
+_BF16, _TORCH_BF16, _INT32 = DataType.BFLOAT16, torch.bfloat16, DataType.INT32
+
+
+def _int32_division(a, b) -> bool:
+    """Whether a DIV is binary_ng's integer division: an INT32 tensor by an INT32 tensor or a number."""
+    return isinstance(a, Tensor) and a.dtype is _INT32 and (not isinstance(b, Tensor) or b.dtype is _INT32)
 _TILE = Layout.TILE  # plain()'s test: an enum member read through its class costs 0.06 us a time
 _PLAIN = frozenset({Tensor, float, int})  # a binary op's second argument on its fast path (not bool: int's subclass)
 
@@ -990,6 +1003,17 @@ bitwise_or = _binary("bitwise_or", _int_binary(torch.bitwise_or))
 bitwise_xor = _binary("bitwise_xor", _int_binary(torch.bitwise_xor))
 bitwise_left_shift = _binary("bitwise_left_shift", _int_binary(torch.bitwise_left_shift))
 bitwise_right_shift = _binary("bitwise_right_shift", _int_binary(torch.bitwise_right_shift))
+# BinaryOpType::LEFT_SHIFT, bitwise_left_shift's (binary.cpp; TT-NN attaches bitwise_left_shift's golden to it)
+logical_left_shift = _binary("logical_left_shift", _int_binary(torch.bitwise_left_shift))
+
+
+def _logical_right_shift(a, b):
+    # LOGICAL_RIGHT_SHIFT: the 32 bits read unsigned, zeros shifted in; TT-NN's golden (ttnn/operations/binary.py):
+    # ((a & 0xFFFFFFFF) >> b) in int64, back to the tensor's dtype
+    return ((a.to(torch.int64) & 0xFFFFFFFF) >> torch.as_tensor(b).to(torch.int64)).to(a.dtype)
+
+
+logical_right_shift = _binary("logical_right_shift", _int_binary(_logical_right_shift))
 
 
 def _int32_only(name: str, fn):
