@@ -2403,3 +2403,13 @@ def test_int32_division_gives_float32_and_the_logical_shifts_are_bound(device):
         ttnn.div(a, b, dtype=ttnn.int32)
     assert ttnn.to_torch(ttnn.logical_right_shift(a, b)).tolist() == [[1, 1073741822, 0, 15]]
     assert torch.equal(ttnn.to_torch(ttnn.logical_left_shift(a, 3)), ttnn.to_torch(ttnn.bitwise_left_shift(a, 3)))
+
+
+def test_gather_writes_into_a_preallocated_out(device):
+    # unit_tests/operations/data_movement/test_gather.py::test_gather_preallocated_output: gather_nanobind.cpp binds
+    # out=, the tensor the result is written into
+    x = ttnn.from_torch(torch.tensor([[10.0, 20.0, 30.0]]), layout=ttnn.TILE_LAYOUT, device=device)
+    i = ttnn.from_torch(torch.tensor([[2, 0]]), dtype=ttnn.uint16, layout=ttnn.TILE_LAYOUT, device=device)
+    out = ttnn.from_torch(torch.zeros(1, 2), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    ttnn.gather(x, -1, index=i, out=out)
+    assert ttnn.to_torch(out).tolist() == [[30.0, 10.0]]

@@ -689,10 +689,11 @@ def _gather_golden(input, dim, index, *_, **__):  # noqa: A002  (TT-NN's name)
     return torch.gather(input, dim, index.long())
 
 
-@register_op("ttnn.gather", golden=_gather_golden)
+@register_op("ttnn.gather", golden=_gather_golden, output_keyword="out")
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,  # noqa: A002
            memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
-    """input's values picked along `dim` at `index` (UINT16/UINT32), as torch.gather; the result has index's shape.
+    """input's values picked along `dim` at `index` (UINT16/UINT32), as torch.gather; the result has index's shape,
+    or is written into `out=` (gather_nanobind.cpp's preallocated output).
 
     >>> x = ttnn.from_torch(torch.tensor([[10.0, 20.0, 30.0]]), layout=ttnn.TILE, device=device)
     >>> i = ttnn.from_torch(torch.tensor([[2, 0]]), dtype=ttnn.uint32, layout=ttnn.TILE, device=device)
@@ -706,9 +707,10 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
         raise ValueError(f"{op_name}: index of shape {list(idx.shape)} does not fit input of shape "
                          f"{list(v.shape)} along dim {dim}: {e}") from None
     ins = device_inputs(op_name, input, index)
+    fresh = pending_output_target(op_name) is None  # not written into out=
     out = output(r, input, ins, op_name=op_name, memory_config=memory_config)
     # GatherDeviceOperation, between transposes for the second-to-last dim (device_sim.programs.gather)
-    device_work.launch_after(out, True, input, gather_programs.gather_programs(input, index, d))
+    device_work.launch_after(out, fresh, input, gather_programs.gather_programs(input, index, d))
     return out
 
 
