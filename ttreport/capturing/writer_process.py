@@ -24,6 +24,7 @@ op).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import itertools
@@ -316,6 +317,14 @@ def take_spare() -> Spare | None:
     return spare
 
 
+def _let_go_at_exit() -> None:
+    # Exit would close its socket too (the spare then ends), but a socket object left open warns (ResourceWarning)
+    global _spare
+    if _spare is not None:
+        spare, _spare = _spare, None
+        spare.close(reap=False)
+
+
 def _forget_in_child() -> None:
     global _spare
     _unreaped.clear()  # the parent's children
@@ -324,6 +333,7 @@ def _forget_in_child() -> None:
         spare.close(reap=False)
 
 
+atexit.register(_let_go_at_exit)
 os.register_at_fork(after_in_child=_forget_in_child)
 
 
