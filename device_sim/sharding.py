@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from device_sim import dtypes
+from device_sim import dtypes, per_core
 from device_sim.types import (
     BufferType,
     CoreCoord,
@@ -246,6 +246,8 @@ def allocate(device, padded_shape, dtype, layout: Layout, cfg: MemoryConfig, til
         cores, pages_per_core, page = _nd_geometry(device, padded_shape, dtype, layout, cfg, tile_hw, tile_bytes)
     else:
         cores, pages_per_core, page = _geometry(device, padded_shape, dtype, layout, cfg, tile_hw, tile_bytes)
+    if cfg.per_core_allocation and cfg.buffer_type == BufferType.L1:
+        return per_core.allocate(device, cfg.memory_layout, page, pages_per_core, tuple((c.x, c.y) for c in cores))
     return device.memory.allocate(cfg.buffer_type, cfg.memory_layout, page_size=page,
                                   num_pages=pages_per_core * len(cores), num_banks=len(cores),
                                   pages_per_bank=pages_per_core, cores=tuple((c.x, c.y) for c in cores))

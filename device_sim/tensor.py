@@ -15,7 +15,7 @@ import warnings
 
 import torch
 
-from device_sim import dtypes, sharding, views
+from device_sim import dtypes, per_core, sharding, views
 from device_sim.device import Device
 from device_sim.tile import DEFAULT_TILE, Tile, as_tile
 from device_sim.types import (
@@ -119,6 +119,8 @@ class Tensor:
                 self._memory_config = memory_config = sharding.complete(
                     memory_config, padded(value.shape, layout, self.tile), layout, device, self.tile.tile_shape)
             self.buffer = _allocate(device, value.shape, dtype, layout, memory_config, self.tile)
+            if memory_config.per_core_allocation and self.buffer.buffer_id in per_core._addresses:
+                per_core.release_with(self, device, self.buffer)
 
     def _write(self, value: torch.Tensor) -> None:
         """Replace the values in place (an op's output_tensor=): same buffer, same tensor id."""
@@ -166,6 +168,12 @@ class Tensor:
 
     def is_allocated(self) -> bool:
         return self._value is not None
+
+    def experimental_per_core_buffer_address(self, core) -> int:
+        """The L1 address of this tensor's shard on `core`, for a per-core allocated tensor (device_sim/per_core.py)."""
+        if self.buffer is None:
+            raise RuntimeError(f"tensor {self.tensor_id} is on the host and has no buffer address")
+        return per_core.address(self.buffer, core)
 
     def buffer_address(self) -> int:
         if self.buffer is None:

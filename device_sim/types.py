@@ -347,6 +347,9 @@ class MemoryConfig:
     buffer_type: BufferType = BufferType.DRAM
     shard_spec: ShardSpec | None = field(default=None)
     nd_shard_spec: NdShardSpec | None = field(default=None, repr=False)
+    # TT-NN's experimental per-core L1 allocation (device_sim/per_core.py), set in place by
+    # experimental_set_per_core_allocation; where a buffer is placed, not what the config is, so left out of ==
+    per_core_allocation: bool = field(default=False, repr=False, compare=False)
 
     def __init__(self, memory_layout=None, buffer_type=BufferType.DRAM,
                  shard_spec: ShardSpec | None = None, nd_shard_spec: NdShardSpec | None = None):
@@ -385,6 +388,11 @@ class MemoryConfig:
 
     def is_dram(self) -> bool:
         return self.buffer_type == BufferType.DRAM
+
+    def experimental_set_per_core_allocation(self, enabled: bool) -> None:
+        """TT-NN's MemoryConfig.experimental_set_per_core_allocation: a sharded L1 tensor of this config takes an
+        address per core (device_sim/per_core.py). It changes this config in place, as TT-NN's does."""
+        object.__setattr__(self, "per_core_allocation", bool(enabled))
 
     def __repr__(self) -> str:  # TT-NN 0.81's text (C++ `::` enums), which reports store and the visualizer reads
         nd = self.nd_shard_spec

@@ -2413,3 +2413,30 @@ def test_gather_writes_into_a_preallocated_out(device):
     out = ttnn.from_torch(torch.zeros(1, 2), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
     ttnn.gather(x, -1, index=i, out=out)
     assert ttnn.to_torch(out).tolist() == [[30.0, 10.0]]
+
+
+def test_per_core_allocation_gives_each_core_its_own_top_down_free_list_clear_of_lock_step_buffers(device):
+    # per_core_allocation/test_per_core_allocation.py: MemoryConfig.experimental_set_per_core_allocation makes each
+    # shard take its own address; two cores can share one, lock-step buffers never overlap them, and a freed
+    # shard's space comes back
+    def tensor(core, size, per_core=True):
+        spec = ttnn.ShardSpec(ttnn.CoreRangeSet([ttnn.CoreRange(core, core)]), [1, size])
+        cfg = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec)
+        if per_core:
+            cfg.experimental_set_per_core_allocation(True)
+        return ttnn.from_torch(torch.zeros(1, size, dtype=torch.uint8), dtype=ttnn.uint8, device=device,
+                               memory_config=cfg)
+
+    c0, c1 = ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 0)
+    a, b = tensor(c0, 2048), tensor(c1, 2048)
+    top = a.experimental_per_core_buffer_address(c0)
+    assert b.experimental_per_core_buffer_address(c1) == top  # independent lists, the same top
+    below = tensor(c0, 1024)
+    assert below.experimental_per_core_buffer_address(c0) == top - 1024  # top-down under the first shard
+    lock = tensor(c1, 4096, per_core=False)  # lock-step: below every per-core shard on every core
+    assert lock.buffer_address() + 4096 <= top - 1024
+    del a
+    again = tensor(c0, 2048)
+    assert again.experimental_per_core_buffer_address(c0) == top  # the freed shard's space comes back
+    with pytest.raises(RuntimeError, match="holds no shard"):
+        again.experimental_per_core_buffer_address(c1)
