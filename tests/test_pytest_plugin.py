@@ -382,14 +382,23 @@ def test_add():
     ttnn.close_device(dev)
 '''
 
-# Runs before the plugin's end of session: its writer process is stopped for a while, so that the Ctrl-C below
-# lands in the session's wait for it.
+# Runs before the plugin's end of session: its writer process is stopped for a while, and the Ctrl-C is sent once
+# the session's wait for it has begun (the wait's own SIGINT handler is in place).
 INTERRUPTED_CONFTEST = '''
 import os
 import signal
 import threading
+import time
 
 import pytest
+
+
+def ctrl_c_in_the_wait(writer, before):
+    while signal.getsignal(signal.SIGINT) is before:
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(1.0)
+    os.kill(writer, signal.SIGCONT)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -397,8 +406,7 @@ def pytest_sessionfinish(session):
     (_, capture), = session.config.pluginmanager.get_plugin("ttreport-session").behind
     writer = capture._writer.pid
     os.kill(writer, signal.SIGSTOP)
-    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
-    threading.Timer(2.0, os.kill, (writer, signal.SIGCONT)).start()
+    threading.Thread(target=ctrl_c_in_the_wait, args=(writer, signal.getsignal(signal.SIGINT)), daemon=True).start()
 '''
 
 
