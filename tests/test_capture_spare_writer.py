@@ -16,6 +16,9 @@ import ttreport
 from ttreport.capturing import writer_process
 
 REPO = Path(__file__).resolve().parent.parent
+# Ops enough that the writer process is still writing when the close looks (a spare is forked only then): the loop
+# makes them faster than it writes them.
+BEHIND = 2000
 
 
 @pytest.fixture(autouse=True)
@@ -40,19 +43,19 @@ def ops(path) -> int:
 def test_the_next_capture_is_written_by_the_writer_forked_during_the_last_close(device, tmp_path):
     first = ttreport.Capture(tmp_path / "first", fork_ahead=True)
     with first:
-        adds(device, 20)
+        adds(device, BEHIND)
     spare = writer_process._spare
     assert spare is not None  # forked while the close waited for the first capture's writer
     with ttreport.Capture(tmp_path / "second", fork_ahead=True) as second:
         adds(device, 30)
         assert second._writer.pid == spare.pid
-    assert ops(first.path) == 21 and ops(second.path) == 31  # from_torch and the adds
+    assert ops(first.path) == BEHIND + 1 and ops(second.path) == 31  # from_torch and the adds
     assert (second.path / "ops_perf_results.csv").is_file()
 
 
 def test_a_spare_forked_before_the_environment_changed_is_let_go_and_a_writer_forked(device, tmp_path, monkeypatch):
     with ttreport.Capture(tmp_path / "first", fork_ahead=True):
-        adds(device, 2)
+        adds(device, BEHIND)
     spare = writer_process._spare
     assert spare is not None and spare.current()
     monkeypatch.setenv("TTREPORT_SPARE_TEST", "1")  # what a writer reads (a test seam's variable, say) changed
@@ -79,7 +82,9 @@ from ttreport.capturing import writer_process
 
 dev = ttnn.open_device(0)
 with ttreport.Capture(sys.argv[1], fork_ahead=True):
-    ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    a = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    for _ in range(int(sys.argv[3])):
+        a = ttnn.add(a, a)
 assert writer_process._spare is not None
 child = os.fork()
 if child == 0:  # a child forked beside the spare neither keeps nor uses it
@@ -100,7 +105,7 @@ def ended(pid: int) -> bool:
 
 def test_a_spare_left_at_exit_or_by_a_kill_does_not_outlive_its_process(tmp_path):
     for how in ("exit", "kill"):
-        done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / how), how], cwd=REPO,
+        done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / how), how, str(BEHIND)], cwd=REPO,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == (0 if how == "exit" else -signal.SIGKILL), done.stderr
         pid = int(done.stdout.split()[-1])
@@ -108,4 +113,4 @@ def test_a_spare_left_at_exit_or_by_a_kill_does_not_outlive_its_process(tmp_path
         while not ended(pid):
             assert time.monotonic() < deadline, f"the spare writer process {pid} outlived its process ({how})"
             time.sleep(0.05)
-        assert ops(tmp_path / how) == 1
+        assert ops(tmp_path / how) == BEHIND + 1
