@@ -329,9 +329,12 @@ def _decode_checks(op_name, q, k, v, is_causal, attn_mask, cur_pos, cur_pos_tens
             raise ValueError(f"{op_name}: give either is_causal=True or attn_mask, not both; pass is_causal=False")
         if (cur_pos_tensor is None) == (not cur_pos):
             raise ValueError(f"{op_name}: with is_causal=True give exactly one of cur_pos (a list) and cur_pos_tensor")
-    elif attn_mask is None or tuple(attn_mask.shape[-3:]) != (q.shape[1], q.shape[2], k.shape[2]):
+    elif (attn_mask is None or tuple(attn_mask.shape[-2:]) != (q.shape[2], k.shape[2])
+          or attn_mask.shape[-3] not in (1, q.shape[1])):
+        # sdpa_decode_device_operation.cpp checks the mask's heads and length only; a batch of 1 serves every user
+        # (test_sdpa_decode.py's broadcast_mask_batch)
         raise ValueError(f"{op_name}: with is_causal=False give attn_mask [1, B, H, S] = "
-                         f"{[1, q.shape[1], q.shape[2], k.shape[2]]}, got "
+                         f"{[1, q.shape[1], q.shape[2], k.shape[2]]} (or [1, 1, H, S] for every user), got "
                          f"{None if attn_mask is None else list(attn_mask.shape)}")
 
 
