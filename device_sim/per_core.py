@@ -118,10 +118,13 @@ def address(buffer: Buffer, core) -> int:
     return placed[key]
 
 
-def release_with(tensor, device, buffer: Buffer) -> None:
-    """Free `buffer`'s shards when `tensor` is gone (the lock-step free path never sees a per-core buffer)."""
-    def release(memory=device.memory, buffer_id=buffer.buffer_id):
-        _addresses.pop(buffer_id, None)
+def release(memory, buffer_id: int) -> None:
+    """Free a per-core buffer's shards (once: deallocate, then the tensor's finalizer, may both ask)."""
+    if _addresses.pop(buffer_id, None) is not None:
         memory.per_core.free(buffer_id)
 
-    weakref.finalize(tensor, release)
+
+def release_with(tensor, device, buffer: Buffer) -> None:
+    """Free `buffer`'s shards when `tensor` is gone, as ttnn.deallocate frees them sooner (the lock-step free path
+    never sees a per-core buffer)."""
+    weakref.finalize(tensor, release, device.memory, buffer.buffer_id)

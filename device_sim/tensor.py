@@ -210,6 +210,8 @@ class Tensor:
             if views.SHARED:  # a view shares it: every holder loses it (deallocate, force=True)
                 views.drop_all(self, buf)
             self._device.memory.free(buf)
+            if buf.buffer_id in per_core._addresses:  # a per-core buffer: its shards, which free() does not hold
+                per_core.release(self._device.memory, buf.buffer_id)
 
     def _python_del(self):
         buf = getattr(self, "buffer", None)
