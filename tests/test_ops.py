@@ -711,6 +711,16 @@ CASES.update({"ttnn.experimental.hc_sum_reduce": lambda d: ((x(d, 1, 1, 32, 2048
 # ttnn.from_buffer (issue 31: docs_examples' test_tensor_creation_examples.py): a flat list's values in a shape
 CASES.update({"ttnn.from_buffer": lambda d: (([1.5, -2.0, 3.25, 4.0, 5.0, 6.0], [2, 3], ttnn.bfloat16, d), {})})
 
+# the DiT LayerNorm's stages (issue 31: nightly transformers/test_distributed_dit_layernorm.py): a slice's Welford
+# [mean, var]; the post op with the stats of two equal slices and a per-batch TILE affine
+_RECIP = lambda d: ttnn.create_layer_norm_reciprocals(  # noqa: E731
+    d, ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 7))}), 64)
+CASES.update({"ttnn.experimental.dit_layernorm_pre_allgather": lambda d: ((x(d, 1, 2, 32, 64), _RECIP(d)), {}),
+              "ttnn.experimental.dit_layernorm_post_allgather": lambda d: (
+                  (x(d, 1, 2, 32, 64), dev(torch.cat([torch.zeros(1, 2, 32, 32), torch.ones(1, 2, 32, 32)] * 2, -1),
+                                           d)),
+                  dict(epsilon=1e-5, weight=x(d, 2, 32, 64, seed=1), bias=x(d, 2, 32, 64, seed=2)))})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

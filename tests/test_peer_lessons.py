@@ -2443,3 +2443,33 @@ def test_per_core_allocation_gives_each_core_its_own_top_down_free_list_clear_of
     ttnn.deallocate(again)  # frees its shard now, not when the tensor object dies
     assert tensor(c0, 2048).experimental_per_core_buffer_address(c0) == top
 
+
+def test_dit_layernorm_pre_and_post_allgather_pool_welford_stats_of_the_slices(device):
+    # nightly transformers/test_distributed_dit_layernorm.py: ttnn.experimental.dit_layernorm_pre_allgather /
+    # _post_allgather were missing. Two slices of one row, each [mean, var] in column 0 of its own tile; the post op
+    # pools them and applies an affine per batch element ([batch, 32, width] TILE weights, Motif's)
+    v = torch.randn(1, 2, 32, 128) * 3 + 1
+    recip = ttnn.create_layer_norm_reciprocals(
+        device, ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(7, 7))}), 64)
+
+    def tile(t):
+        return ttnn.from_torch(t, ttnn.float32, layout=ttnn.TILE_LAYOUT, device=device)
+
+    halves = [tile(h) for h in v.chunk(2, -1)]
+    outs = []
+    [program] = launched(device, lambda: outs.append(ttnn.experimental.dit_layernorm_pre_allgather(
+        halves[0], recip, dtype=ttnn.float32)))
+    assert program.factory == "PreAllGatherWelfordProgramFactory"
+    first = ttnn.to_torch(outs[0])
+    torch.testing.assert_close(first[..., 0], v[..., :64].mean(-1), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(first[..., 32], v[..., :64].var(-1, unbiased=False), atol=1e-3, rtol=1e-4)
+    stats = ttnn.concat([ttnn.experimental.dit_layernorm_pre_allgather(h, recip, dtype=ttnn.float32) for h in halves],
+                        -1)
+    w, b = torch.rand(2, 1, 128), torch.rand(2, 1, 128)
+    got = [ttnn.to_torch(ttnn.experimental.dit_layernorm_post_allgather(
+        halves[i], stats, weight=tile(w.expand(2, 32, 128).chunk(2, -1)[i]),
+        bias=tile(b.expand(2, 32, 128).chunk(2, -1)[i]))) for i in range(2)]
+    want = torch.nn.functional.layer_norm(v, (128,), eps=1e-5) * w + b
+    torch.testing.assert_close(torch.cat(got, -1), want, atol=1e-3, rtol=1e-3)
+    with pytest.raises(RuntimeError, match="Beta must be provided when gamma is provided"):
+        ttnn.experimental.dit_layernorm_post_allgather(halves[0], stats, weight=tile(w.expand(2, 32, 128)[..., :64]))

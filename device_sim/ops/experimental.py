@@ -16,10 +16,10 @@ The registered name is what a report records, what tests/test_ops.py keys its ca
 `ttnn.experimental.all_gather_async` resolve (tests/test_exports.py holds every op to its TT-NN path).
 """
 
-# The modules that register ttnn.experimental.* ops: the decode-attention matmuls (attn_matmul), collectives'
-# asynchronous forms (ccl), conv3d and its weight preparation (conv), the older typecast and padded_slice (core), view,
-# broadcast_to, convert_to_hwc, slice_write, isin and deepseek_prefill (data_movement),
-# repeat_and_interleave_eltwise_mul (eltwise), the head splits (heads), the paged caches (kv_cache),
+# The modules that register ttnn.experimental.* ops: the decode-attention matmuls (attn_matmul), the DiT LayerNorm's
+# stages (dit_layernorm), collectives' asynchronous forms (ccl), conv3d and its weight preparation (conv), the older
+# typecast and padded_slice (core), view, broadcast_to, convert_to_hwc, slice_write, isin and deepseek_prefill
+# (data_movement), repeat_and_interleave_eltwise_mul (eltwise), the head splits (heads), the paged caches (kv_cache),
 # dit_rms_norm_unary_fused (normalization), fast_reduce_nc (reduction), the rotary embeddings (rotary), Mamba's
 # hc_sum_reduce and prefix_scan (ssm).
 from types import SimpleNamespace as _SimpleNamespace
@@ -30,6 +30,7 @@ from device_sim.ops import (  # noqa: F401
     conv,
     core,
     data_movement,
+    dit_layernorm,
     eltwise,
     heads,
     kv_cache,
