@@ -23,9 +23,10 @@ def tt(device, shape, dtype=ttnn.bfloat16, **kw):
 def test_where_of_three_tensors_streams_each_through_two_tile_cbs_on_every_core(device):
     p, t, f = tt(device, (2, 32, 64)), tt(device, (2, 32, 64), ttnn.bfloat8_b), tt(device, (2, 32, 64))
     [prog] = launched(device, lambda: ttnn.where(p, t, f))
-    # predicate c_0, true c_1 (its own format), false c_2, output c_3 (the predicate's dtype)
+    # predicate c_0, true c_1 (its own format), false c_2, output c_3 (the true value's dtype: ternary.cpp's TTT
+    # passes t_true.dtype() as the output dtype)
     assert (prog.name, cbs(prog)) == ("TernaryDeviceOperation", [(0, 2, BF16), (1, 2, BF8), (2, 2, BF16),
-                                                                 (3, 2, BF16)])
+                                                                 (3, 2, BF8)])
     assert prog.ranges == ((0, 0, 7, 7),)
 
 

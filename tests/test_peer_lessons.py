@@ -2473,3 +2473,20 @@ def test_dit_layernorm_pre_and_post_allgather_pool_welford_stats_of_the_slices(d
     torch.testing.assert_close(torch.cat(got, -1), want, atol=1e-3, rtol=1e-3)
     with pytest.raises(RuntimeError, match="Beta must be provided when gamma is provided"):
         ttnn.experimental.dit_layernorm_post_allgather(halves[0], stats, weight=tile(w.expand(2, 32, 128)[..., :64]))
+
+
+def test_where_gives_tt_nn_s_output_dtype_and_keeps_integer_scalars_whole(device):
+    # unit test_where.py, every case: an INT32 / UINT32 predicate with float scalars is typecast to FLOAT32 first
+    # (unary.cpp's where_tss), so 31.2 stays 31.2; TTT gives the true value's dtype (ternary.cpp); integer scalars
+    # keep all 32 bits; a NaN scalar is stored as +inf in a bfloat16 output
+    c = torch.tensor([[1, 0, 1, 0]], dtype=torch.int32)
+    pred = ttnn.from_torch(c, dtype=ttnn.int32, layout=ttnn.TILE, device=device)
+    out = ttnn.where(pred, 15.5, 31.2)
+    assert out.dtype == ttnn.float32 and torch.equal(ttnn.to_torch(out), torch.where(c.bool(), 15.5, 31.2))
+    t = ttnn.from_torch(torch.rand(1, 4), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    f = ttnn.from_torch(torch.rand(1, 4), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert ttnn.where(pred, t, f).dtype == ttnn.float32
+    big = ttnn.where(pred, 2147483647, -2147483648)
+    assert big.dtype == ttnn.int32 and ttnn.to_torch(big).tolist() == [[2147483647, -2147483648] * 2]
+    fpred = ttnn.from_torch(c.bfloat16(), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert ttnn.to_torch(ttnn.where(fpred, float("nan"), 0.0)).float().tolist() == [[float("inf"), 0.0] * 2]

@@ -1043,10 +1043,13 @@ _TERNARY_EXAMPLE = """
 """
 
 
-def _ternary(name: str, fn, params: tuple[str, str, str], *, kind: str = "unary", programs=None, **scalars):
+def _ternary(name: str, fn, params: tuple[str, str, str], *, kind: str = "unary", programs=None, out_dtype=None,
+             nan16: float | None = None, **scalars):
     """An op of three tensors-or-numbers (where, lerp, addcmul, ...) with TT-NN's parameter names.
 
     `scalars` are its keyword-only numbers with defaults (addcmul's value=1.0), passed to `fn` by name.
+    `out_dtype(*xs)`: the output's dtype when no dtype= is given and it is not the first tensor's (None: it is).
+    `nan16`: the infinity a NaN result is stored as in a 16-bit output (_stored_nan).
     """
     op_name = f"ttnn.{name}"
     sig, bind = _binder(op_name, [(p, _REQUIRED) for p in params],
@@ -1075,7 +1078,10 @@ def _ternary(name: str, fn, params: tuple[str, str, str], *, kind: str = "unary"
                            f"{', '.join(params)} of shapes {shapes} do not broadcast together; reshape them so that "
                            f"each dimension matches or is 1", where="device_sim/ops/eltwise.py") from None
         fresh = pending_output_target(op_name) is None
-        out = output(r, like, ins, op_name=op_name, dtype=a["dtype"], memory_config=a["memory_config"])
+        dtype = a["dtype"] if a["dtype"] is not None or out_dtype is None else out_dtype(*xs)
+        if nan16 is not None:
+            r = _stored_nan(r, dtype if dtype is not None else like.dtype, nan16)
+        out = output(r, like, ins, op_name=op_name, dtype=dtype, memory_config=a["memory_config"])
         if like.device() is not None:
             device_work.launch_after(out, fresh, like, (programs or _one_ternary_program)(xs, out))
         return out
@@ -1105,14 +1111,35 @@ def _num(x, like):
     return x if isinstance(x, torch.Tensor) else torch.tensor(float(x), dtype=like.dtype)
 
 
+def _where_branch(x):
+    # float values as float32, as every op computes; integers as they are (int64), so that INT32 / UINT32 extremes
+    # (2147483647, 3294967295: test_where.py's TSS int cases) keep every bit that float32's 24 would drop
+    if isinstance(x, torch.Tensor):
+        return x.float() if x.is_floating_point() else x.long()
+    return x if isinstance(x, int) else float(x)
+
+
 def _where(p, t, f):
     cond = p != 0 if isinstance(p, torch.Tensor) else torch.tensor(bool(p))
-    # torch.where takes a number for either branch; tensors are computed on as float32, as every op is.
-    return torch.where(cond, t.float() if isinstance(t, torch.Tensor) else float(t),
-                       f.float() if isinstance(f, torch.Tensor) else float(f))
+    return torch.where(cond, _where_branch(t), _where_branch(f))
 
 
-where = _ternary("where", _where, ("predicate", "true_value", "false_value"), kind="binary")
+def _where_dtype(p, t, f):
+    """The dtype TT-NN's where gives (ternary.cpp's invoke_impl): an integer predicate meeting a float value is first
+    typecast to that value's dtype; then TTT gives the true value's dtype, TTS and TST the (typecast) predicate's, and
+    TSS (unary.cpp's where_tss) FLOAT32 for an INT32 / UINT32 predicate and a float scalar, else the predicate's."""
+    integer = not p.dtype.is_float
+    if isinstance(t, Tensor) and isinstance(f, Tensor):
+        return t.dtype
+    other = t if isinstance(t, Tensor) else f if isinstance(f, Tensor) else None
+    if other is not None:
+        return other.dtype if integer and other.dtype.is_float else p.dtype
+    return DataType.FLOAT32 if integer and (isinstance(t, float) or isinstance(f, float)) else p.dtype
+
+
+# a NaN value is stored as +inf in a bfloat16 output (test_where.py's TSS golden: torch.where(isnan, inf, ...))
+where = _ternary("where", _where, ("predicate", "true_value", "false_value"), kind="binary", out_dtype=_where_dtype,
+                 nan16=float("inf"))
 lerp = _ternary("lerp", lambda a, b, w: torch.lerp(a.float(), _num(b, a).float(), _num(w, a).float()),
                 ("input", "end", "weight"), kind="binary")
 
