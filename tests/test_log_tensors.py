@@ -254,6 +254,20 @@ def test_a_tensors_folder_removed_while_it_is_held_open_is_made_again_and_a_file
     assert "tensors is not a folder of the report's but a file or a link" in files.error
     assert files.files_written == 2 and files.files_lost == 1
 
+
+def test_a_file_planted_under_the_threads_temporary_name_is_left_alone_and_the_value_still_written(tmp_path):
+    # The temporary name is the thread's own (made new: O_EXCL|O_NOFOLLOW); one already there gives way to a random one.
+    import os
+    import threading
+
+    (tmp_path / "tensors").mkdir()
+    planted = tmp_path / "tensors" / f".5.pt.{os.getpid()}_{threading.get_ident()}.tmp"
+    planted.write_bytes(b"someone else's")
+    out = FileWriter(tmp_path).convert([_values(5)])
+    assert [r[:2] for r in out] == [(ROW, "tensor_files")] and planted.read_bytes() == b"someone else's"
+    assert torch.equal(torch.load(tmp_path / "tensors" / "5.pt", weights_only=True), torch.arange(6.0))
+    assert sorted(p.name for p in (tmp_path / "tensors").iterdir()) == sorted(["5.pt", planted.name])
+
 HELD_BACK = r"""
 import json, os, pathlib, signal, sys, threading
 import torch
