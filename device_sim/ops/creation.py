@@ -391,8 +391,11 @@ def fill(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor)
     fresh = pending_output_target(op_name) is None
-    out = output(torch.full(tuple(input_tensor.shape), float(fill_value)), input_tensor, ins, op_name=op_name,
-                 memory_config=memory_config)
+    # An integer tensor takes the value whole (in float64, truncated as TT-NN's golden casts it): float32 would round
+    # uint32's 4294967293 up to 2**32 and 2147483647 to 2**31 (test_fill.py's uint32 cases)
+    holder = torch.float32 if input_tensor.dtype.is_float else torch.float64
+    out = output(torch.full(tuple(input_tensor.shape), float(fill_value), dtype=holder), input_tensor, ins,
+                 op_name=op_name, memory_config=memory_config)
     if input_tensor.device() is not None and input_tensor.layout == Layout.TILE:  # TT-NN's FILL unary op type
         program = eltwise_programs.unary_program(input_tensor, out.dtype)
         device_work.launch_for(out, fresh, input_tensor.device(), program)
