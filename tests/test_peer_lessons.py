@@ -2490,3 +2490,16 @@ def test_where_gives_tt_nn_s_output_dtype_and_keeps_integer_scalars_whole(device
     assert big.dtype == ttnn.int32 and ttnn.to_torch(big).tolist() == [[2147483647, -2147483648] * 2]
     fpred = ttnn.from_torch(c.bfloat16(), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     assert ttnn.to_torch(ttnn.where(fpred, float("nan"), 0.0)).float().tolist() == [[float("inf"), 0.0] * 2]
+
+
+def test_layer_norm_takes_a_gamma_zero_padded_to_the_inputs_padded_width(device):
+    # nightly fused/test_layernorm.py's mix-precision cases: pad_by_zero makes a 42-wide input's gamma a [1, 1, 32, 64]
+    # TILE tensor; TT-NN reads each tile's first row up to the width, device_sim refused its 2048 values
+    x = torch.rand(1, 1, 24, 42)
+    gamma = torch.rand(42)
+    g = torch.nn.functional.pad(gamma.reshape(1, 1, 1, 42), (0, 22, 0, 31))
+    xt = ttnn.from_torch(x, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    gt = ttnn.from_torch(g, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    want = torch.nn.functional.layer_norm(x, (42,), gamma.bfloat16().float(), eps=1e-5)
+    torch.testing.assert_close(ttnn.to_torch(ttnn.layer_norm(xt, weight=gt, epsilon=1e-5)).float(), want,
+                               atol=0.05, rtol=0.02)

@@ -73,10 +73,12 @@ def _row(op_name: str, name: str, w, width: int):
     """A weight or bias as a [width] row; TT-NN passes them as [width], [1, width] or padded to [k, 32]."""
     if w is None:
         return None
-    if w.dim() >= 2 and tuple(w.shape[-2:]) == (32, width) and w.numel() == 32 * width:
-        # A TILE gamma one tile high ([1, 1, 32, W], tt-metal's pad_weight): the kernel reads each tile's first
-        # row (layernorm_device_operation.cpp checks padded_shape()[-2] == tile_height); the rest is padding.
-        w = w[..., 0, :]
+    padded = -(-width // 32) * 32
+    if w.dim() >= 2 and w.shape[-2] == 32 and w.shape[-1] in (width, padded) and w.numel() == 32 * w.shape[-1]:
+        # A TILE gamma one tile high ([1, 1, 32, W], tt-metal's pad_weight; or zero-padded to the input's padded
+        # width, as pad_by_zero makes it: [1, 1, 32, 64] for a 42-wide input): the kernel reads each tile's first
+        # row (layernorm_device_operation.cpp checks padded_shape()[-2] == tile_height) up to the input's width.
+        w = w[..., 0, :width]
     if w.numel() != width:
         raise ValueError(
             f"{op_name}: {name} has shape {list(w.shape)} ({w.numel()} values) but the input's last dim is "
