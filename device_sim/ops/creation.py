@@ -589,6 +589,9 @@ def pad(input_tensor: Tensor, *args, padding=None, value: float | None = None, o
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
+        if tt_nn_only.get("sub_core_grids") is not None and not use_multicore:  # pad_device_operation.cpp
+            raise tt_fatal("operation_attributes.use_multicore", "ttnn.pad: sub_core_grids is only supported when "
+                           "use_multicore is true", where="device_sim/ops/creation.py")
     v = values(input_tensor)
     pairs, shape, start, value = _pad_form(args, padding, value, output_padded_shape, input_tensor_start)
     if pairs is not None:
