@@ -2503,3 +2503,15 @@ def test_layer_norm_takes_a_gamma_zero_padded_to_the_inputs_padded_width(device)
     want = torch.nn.functional.layer_norm(x, (42,), gamma.bfloat16().float(), eps=1e-5)
     torch.testing.assert_close(ttnn.to_torch(ttnn.layer_norm(xt, weight=gt, epsilon=1e-5)).float(), want,
                                atol=0.05, rtol=0.02)
+
+
+def test_addcmul_and_addcdiv_goldens_keep_the_input_dtype_as_tt_nn_s_do(device):
+    # unit test_ternary.py: TT-NN's golden is torch.addcmul on the bfloat16 tensors (a bfloat16 result, the float32 one
+    # rounded once); device_sim's was float32, so a sum near -36600 (a bfloat16 step of 256) scored PCC 0.935
+    a = torch.full((1, 4), 100.0, dtype=torch.bfloat16) + torch.arange(4, dtype=torch.bfloat16)
+    b, c = torch.tensor([[81.5]], dtype=torch.bfloat16), torch.tensor([[-29.125]], dtype=torch.bfloat16)
+    for op, torch_op in ((ttnn.addcmul, torch.addcmul), (ttnn.addcdiv, torch.addcdiv)):
+        golden = ttnn.get_golden_function(op)(a, b, c, value=15.5)
+        assert golden.dtype == torch.bfloat16 and torch.equal(golden, torch_op(a, b, c, value=15.5))
+        got = op(*(ttnn.from_torch(t, layout=ttnn.TILE, device=device) for t in (a, b, c)), value=15.5)
+        assert torch.equal(ttnn.to_torch(got), golden)
