@@ -2515,3 +2515,15 @@ def test_addcmul_and_addcdiv_goldens_keep_the_input_dtype_as_tt_nn_s_do(device):
         assert golden.dtype == torch.bfloat16 and torch.equal(golden, torch_op(a, b, c, value=15.5))
         got = op(*(ttnn.from_torch(t, layout=ttnn.TILE, device=device) for t in (a, b, c)), value=15.5)
         assert torch.equal(ttnn.to_torch(got), golden)
+
+
+def test_untilize_with_unpadding_reads_into_the_tile_padding_which_to_layout_s_pad_value_fills(device):
+    # test_to_layout.py test_to_layout_pad_value_*: to_layout(t, TILE, pad_value=v) fills the tile padding with v, and
+    # untilize_with_unpadding(t, padded_shape - 1) reads it back (TT-NN's kernel reads the padded tiles as they are);
+    # device_sim ignored pad_value and refused an end past the logical shape
+    x = torch.rand(30, 62, dtype=torch.bfloat16)
+    tiled = ttnn.to_layout(ttnn.from_torch(x, dtype=ttnn.bfloat16, device=device), ttnn.TILE_LAYOUT, pad_value=1.5)
+    out = ttnn.to_torch(ttnn.untilize_with_unpadding(tiled, [31, 63]))
+    assert torch.equal(out, torch.nn.functional.pad(x, (0, 2, 0, 2), value=1.5))
+    with pytest.raises(ValueError, match="each below that dim's size"):
+        ttnn.untilize_with_unpadding(tiled, [32, 63])

@@ -243,6 +243,8 @@ def to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None = None,
     out = output(held(tensor), tensor, ins, op_name=op_name, dtype=dtype, layout=layout,
                  memory_config=memory_config)
     _keep_pad_fill(tensor, out)  # a padded row-major tensor tilizes with its pad value in the tile padding
+    if layout == Layout.TILE and tt_nn_only.get("pad_value") is not None:  # to_layout's own pad_value= fills it
+        out._pad_fill = float(tt_nn_only["pad_value"])
     device_work.launch_after(out, True, tensor, programs.layout_program(tensor, out))  # tilize / untilize
     return out
 

@@ -606,9 +606,13 @@ def untilize_with_unpadding(input_tensor: Tensor, output_tensor_end, *, memory_c
     """
     v = _vals(op_name, input_tensor)
     end = [int(e) for e in output_tensor_end]
-    if len(end) != v.dim() or any(not 0 <= e < d for e, d in zip(end, v.shape)):
+    limit = list(input_tensor.padded_shape)
+    if len(end) != v.dim() or any(not 0 <= e < d for e, d in zip(end, limit)):
         raise ValueError(f"{op_name}: output_tensor_end {end} must give one inclusive end per "
-                         f"dim of shape {list(v.shape)}, each below that dim's size")
+                         f"dim of padded shape {limit}, each below that dim's size")
+    if any(e >= d for e, d in zip(end, v.shape)):  # into the tile padding, which TT-NN's kernel reads as it is
+        fill = getattr(input_tensor, "_pad_fill", 0.0)
+        v = torch.nn.functional.pad(v, (0, limit[-1] - v.shape[-1], 0, limit[-2] - v.shape[-2]), value=fill)
     return _out(op_name, input_tensor, _unpad_golden(v, end), memory_config, tt_nn_only,
                 dtype=untilized_dtype(input_tensor.dtype), layout=Layout.ROW_MAJOR, padded=True)
 
