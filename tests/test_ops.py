@@ -92,7 +92,7 @@ CASES = {
     "ttnn.allocate_tensor_on_device": lambda d: ((ttnn.Shape([2, 32, 64]), ttnn.bfloat16, ttnn.TILE, d), {}),
     # unary
     **{f"ttnn.{n}": unary() for n in
-       ["neg", "abs", "square", "relu", "gelu", "silu", "sigmoid", "tanh", "sin", "cos", "exp"]},
+       ["neg", "abs", "square", "relu", "gelu", "silu", "sigmoid", "sigmoid_accurate", "tanh", "sin", "cos", "exp"]},
     **{f"ttnn.{n}": unary(**pos) for n in ["log", "sqrt", "rsqrt", "reciprocal"]},
     # binary
     **{f"ttnn.{n}": binary() for n in ["add", "sub", "rsub", "mul", "maximum", "minimum"]},

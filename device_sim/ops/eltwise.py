@@ -499,10 +499,30 @@ def sigmoid(input_tensor: Tensor, *, vector_mode: int = 4, mode=_activations.Sig
     mode = _activations.SigmoidMode(mode)
     ins = device_inputs(op_name, input_tensor)
     approx = fast_and_approximate_mode or mode != _activations.SigmoidMode.Accurate
+    return _unary_output(_sigmoid_values(input_tensor, approx, dtype), input_tensor, ins, op_name, dtype, memory_config)
+
+
+def _sigmoid_values(input_tensor: Tensor, approx: bool, dtype) -> torch.Tensor:
+    """The SFPU's sigmoid of the tensor: accurate, or its approximation (docs/numerics.md)."""
     y = None if approx else _in_bfloat16("sigmoid", torch.sigmoid, input_tensor, dtype)
-    if y is None:
-        y = (numerics.sigmoid_approx if approx else torch.sigmoid)(values(input_tensor))
-    return _unary_output(y, input_tensor, ins, op_name, dtype, memory_config)
+    return y if y is not None else (numerics.sigmoid_approx if approx else torch.sigmoid)(values(input_tensor))
+
+
+@register_op("ttnn.sigmoid_accurate", output_keyword=_OUT, golden=_sigmoid_golden)
+def sigmoid_accurate(input_tensor: Tensor, fast_and_approximate_mode: bool = False, *,
+                     memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """ttnn.sigmoid under its deprecated name (unary.cpp's sigmoid_accurate: the accurate SIGMOID, or with
+    fast_and_approximate_mode the approximate chain neg, exp, +1, recip); one UnaryDeviceOperation.
+
+    >>> x = ttnn.from_torch(torch.tensor([[-2.0, 0.0, 2.0]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.sigmoid_accurate(x).to_torch()
+    tensor([[0.1192, 0.5000, 0.8808]])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor)
+    return _unary_output(_sigmoid_values(input_tensor, fast_and_approximate_mode, None), input_tensor, ins, op_name,
+                         None, memory_config)
 
 
 tanh = _approximable_unary("tanh", torch.tanh)
