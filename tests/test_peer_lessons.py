@@ -2527,3 +2527,14 @@ def test_untilize_with_unpadding_reads_into_the_tile_padding_which_to_layout_s_p
     assert torch.equal(out, torch.nn.functional.pad(x, (0, 2, 0, 2), value=1.5))
     with pytest.raises(ValueError, match="each below that dim's size"):
         ttnn.untilize_with_unpadding(tiled, [32, 63])
+
+
+def test_softmax_reads_a_row_major_mask_as_tt_nns_batch_rows_of_32(device):
+    # nightly fused/test_softmax_sharded.py's test_scale_mask_softmax_rm: a ROW_MAJOR mask is [batch, 1, W / 32, 32]
+    # (softmax_device_operation.cpp's expected shape), one row of W per batch; device_sim refused [7, 1, 12, 32]
+    x = torch.rand(2, 3, 64, 128)
+    mask = (torch.rand(2, 1, 1, 128) > 0.5).float() * -1e4
+    xt = ttnn.from_torch(x, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    mt = ttnn.from_torch(mask.reshape(2, 1, 4, 32), ttnn.bfloat16, layout=ttnn.ROW_MAJOR_LAYOUT, device=device)
+    got = ttnn.to_torch(ttnn.scale_mask_softmax(xt, 0.5, mt)).float()
+    torch.testing.assert_close(got, torch.softmax(x.bfloat16().float() * 0.5 + mask, -1), atol=0.02, rtol=0.05)

@@ -350,7 +350,12 @@ def softmax_in_place(input_tensor: Tensor, dim: int = -1, *, op_name: str = OWN_
 def _mask_as_read(m, mask: Tensor | None, x, is_causal_mask: bool):
     """A TILE mask of another height as the interleaved softmax kernel reads it (softmax_program_factory_attention_
     optimized.cpp): without is_causal_mask one tile row per batch, whose first row each row of the input adds;
-    with it, mask_H rows that repeat down the input's height (mask tile row = input tile row % mask_Ht)."""
+    with it, mask_H rows that repeat down the input's height (mask tile row = input tile row % mask_Ht). A ROW_MAJOR
+    mask is TT-NN's [batch, 1, W / 32, 32] (softmax_device_operation.cpp's expected shape): one row of W per batch,
+    in rows of 32."""
+    if m is not None and mask.layout == Layout.ROW_MAJOR and m.dim() == 4 and m.shape[1] == 1 \
+            and m.shape[-1] == 32 and m.shape[-2] * 32 == x.shape[-1]:
+        return m.reshape(m.shape[0], 1, 1, x.shape[-1])
     if m is None or mask.layout != Layout.TILE or m.dim() < 2 or m.shape[-1] != x.shape[-1]:
         return m
     h, mask_h = x.shape[-2], m.shape[-2]
