@@ -2538,3 +2538,14 @@ def test_softmax_reads_a_row_major_mask_as_tt_nns_batch_rows_of_32(device):
     mt = ttnn.from_torch(mask.reshape(2, 1, 4, 32), ttnn.bfloat16, layout=ttnn.ROW_MAJOR_LAYOUT, device=device)
     got = ttnn.to_torch(ttnn.scale_mask_softmax(xt, 0.5, mt)).float()
     torch.testing.assert_close(got, torch.softmax(x.bfloat16().float() * 0.5 + mask, -1), atol=0.02, rtol=0.05)
+
+
+def test_tilize_use_low_perf_and_single_core_run_tt_nn_s_single_core_factory(device):
+    # test_to_layout.py: ttnn.tilize(x, use_low_perf=True) was refused as a keyword TT-NN's op lacks; it and
+    # use_multicore=False select TilizeSingleCoreProgramFactory (a one-tile block when low-perf)
+    x = ttnn.from_torch(torch.rand(64, 128), dtype=ttnn.bfloat16, device=device)
+    (p,) = launched(device, lambda: ttnn.tilize(x, use_low_perf=True))
+    assert (p.factory, p.ranges, p.cbs[0].num_pages) == ("TilizeSingleCoreProgramFactory", ((0, 0, 0, 0),), 1)
+    (p,) = launched(device, lambda: ttnn.tilize(x, use_multicore=False))
+    assert p.cbs[0].num_pages == 4  # the whole 4-tile row fits half of L1
+    assert torch.equal(ttnn.to_torch(ttnn.tilize(x, use_low_perf=True)), ttnn.to_torch(x))

@@ -491,15 +491,23 @@ def _identity(t, *_, **__):
 
 @register_op("ttnn.tilize", kind="move", golden=_identity)
 def tilize(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
-           op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+           use_multicore: bool = True, use_low_perf: bool = False, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """Row-major to TILE layout; the logical shape stays and the last two dims pad to whole tiles.
+    `use_multicore=False` or `use_low_perf=True` run TT-NN's single-core factory (a tile a block when low-perf).
 
     >>> x = ttnn.from_torch(torch.rand(32, 64), dtype=ttnn.bfloat16, device=device)
     >>> ttnn.tilize(x).layout
     Layout.TILE
     """
-    return _out(op_name, input_tensor, _vals(op_name, input_tensor), memory_config, tt_nn_only,
-                dtype=dtype, layout=Layout.TILE)
+    if use_multicore and not use_low_perf:
+        return _out(op_name, input_tensor, _vals(op_name, input_tensor), memory_config, tt_nn_only,
+                    dtype=dtype, layout=Layout.TILE)
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    out = output(_vals(op_name, input_tensor).contiguous(), input_tensor, device_inputs(op_name, input_tensor),
+                 op_name=op_name, memory_config=memory_config, dtype=dtype, layout=Layout.TILE)
+    device_work.launch_after(out, True, input_tensor, programs.tilize_single_program(input_tensor, out, use_low_perf))
+    return out
 
 
 @register_op("ttnn.untilize", kind="move", golden=_identity)

@@ -133,6 +133,29 @@ def tilize_program(x, out_dtype: DataType, *, name: str = "TilizeDeviceOperation
         x.padded_shape), x.dtype, out_dtype, name))
 
 
+def tilize_single_program(x, out, low_perf: bool) -> Program | None:
+    """TilizeSingleCoreProgramFactory (tilize_single_core_program_factory.cpp), for use_multicore=False or
+    use_low_perf: c_0 and c_16 of a block of tiles on core (0, 0); the block is one tile when low-perf, else the
+    largest divisor of the row's tiles whose two CBs fit in half of L1 above the reserved base."""
+    dev = x.device()
+    if dev is None or x.is_sharded():
+        return None
+    in_t, out_t = TILE_BYTES[x.dtype], TILE_BYTES[out.dtype]
+    wt = -(-(x._value.shape[-1] if x._value.dim() else 1) // TILE)
+    key = ("TilizeDeviceOperation", "single", wt, x.dtype, out.dtype, low_perf, dev.config.l1_size)
+
+    def build():
+        per_block = 1
+        if not low_perf:
+            max_tiles = (dev.config.l1_size // 2 - dev.config.l1_unreserved_base) // (in_t + out_t)
+            per_block = wt if wt <= max_tiles else next(n for n in range(max_tiles, 0, -1) if wt % n == 0)
+        return make_program("TilizeDeviceOperation", "TilizeSingleCoreProgramFactory",
+                            (CircularBuffer((0,), per_block, in_t), CircularBuffer((16,), per_block, out_t)),
+                            ((0, 0, 0, 0),))
+
+    return cached(key, build)
+
+
 def tilize_padded_program(x, out, padded: tuple, use_multicore: bool) -> Program | None:
     """TilizeWithValPaddingDeviceOperation for an interleaved input padded to `padded`, from the factory its
     select_program_factory picks (tilize_with_val_padding_device_operation.cpp): the block factory when a row of
