@@ -2549,3 +2549,23 @@ def test_tilize_use_low_perf_and_single_core_run_tt_nn_s_single_core_factory(dev
     (p,) = launched(device, lambda: ttnn.tilize(x, use_multicore=False))
     assert p.cbs[0].num_pages == 4  # the whole 4-tile row fits half of L1
     assert torch.equal(ttnn.to_torch(ttnn.tilize(x, use_low_perf=True)), ttnn.to_torch(x))
+
+
+def test_sdpa_decode_takes_tt_nns_attention_sink_tile_and_scales_it(device):
+    # nightly sdpa/test_sdpa_decode_sink.py: TT-NN's decode sink is a [padded heads, 32] tile with each head's logit in
+    # column 0, which the kernel scales as it scales the scores (the test passes sink / scale); device_sim refused it
+    B, H, S, D = 1, 4, 64, 32
+    q, k, v = torch.randn(1, B, H, D), torch.randn(B, H, S, D), torch.randn(B, H, S, D)
+    sink, scale = torch.randn(H) * 4, D ** -0.5
+    tile = torch.nn.functional.pad(sink.reshape(H, 1) / scale, (0, 31))
+
+    def dt(t):
+        return ttnn.from_torch(t, ttnn.float32, layout=ttnn.TILE_LAYOUT, device=device)
+
+    got = ttnn.transformer.scaled_dot_product_attention_decode(
+        dt(q), dt(k), dt(v), cur_pos=[S - 1], scale=scale,
+        attention_sink=ttnn.from_torch(tile, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device))
+    scores = torch.einsum("hd,hsd->hs", q[0, 0], k[0]) * scale
+    logits = torch.cat([scores, (tile[:, 0].bfloat16().float() * scale).reshape(H, 1)], -1)
+    want = torch.einsum("hs,hsd->hd", torch.softmax(logits, -1)[:, :-1], v[0])
+    torch.testing.assert_close(ttnn.to_torch(got)[0, 0], want, atol=1e-4, rtol=1e-4)

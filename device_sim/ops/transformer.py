@@ -279,6 +279,22 @@ def _sink(op_name: str, attention_sink, n_heads: int):
     return sink
 
 
+def _decode_sink(op_name: str, attention_sink, q: torch.Tensor, scale):
+    """A decode's sink logits, one per query head. TT-NN's form is a [padded heads, 32] bfloat16 tile whose column 0
+    holds each head's logit (sdpa_decode_device_operation.cpp's checks; nightly test_sdpa_decode_sink.py pads it so),
+    and the kernel applies the softmax scale to it as to the scores (sdpa_flash_decode.cpp's
+    sub_exp_block<scale_fp32>(cb_attention_sink, ...)): the logit that joins the softmax is sink * scale. Another
+    shape is read as the prefill's [1, H, 1, 1] logits, unscaled, as device_sim took it before."""
+    if attention_sink is None or len(attention_sink.shape) != 2 or attention_sink.shape[-1] != 32:
+        return _sink(op_name, attention_sink, q.shape[2])
+    sink = values(attention_sink, op_name)
+    heads = q.shape[2]
+    if attention_sink.padded_shape[0] != -(-heads // 32) * 32 and sink.shape[0] != heads:
+        raise ValueError(f"{op_name}: attention_sink {list(sink.shape)} must have the same padded num heads as Q "
+                         f"({heads}); give a [{heads}, 32] tensor with each head's logit in column 0")
+    return sink[:heads, 0].float() * (scale if scale is not None else 1 / math.sqrt(q.shape[-1]))
+
+
 def _check_window(op_name: str, window, is_causal: bool) -> None:
     if window is not None and (not is_causal or window < 1):
         raise ValueError(f"{op_name}: sliding_window_size={window} needs is_causal=True and a window >= 1")
@@ -362,7 +378,7 @@ def scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tensor_k: 
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, attn_mask, cur_pos_tensor,
                         attention_sink)
     q, k, v = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v))
-    sink = _sink(op_name, attention_sink, q.shape[2])
+    sink = _decode_sink(op_name, attention_sink, q, scale)
     mask = values(attn_mask, op_name) if attn_mask is not None else None
     pos_t = values(cur_pos_tensor, op_name) if cur_pos_tensor is not None else None
     _decode_checks(op_name, q, k, v, is_causal, mask, cur_pos, pos_t, sliding_window_size)
@@ -454,7 +470,7 @@ def paged_scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tens
     _decode_checks(op_name, q, k, v, is_causal, mask, (), pos_t, sliding_window_size)
     r = _sdpa_decode_golden(q, k, v, is_causal=is_causal, attn_mask=mask, cur_pos_tensor=pos_t, scale=scale,
                             sliding_window_size=sliding_window_size,
-                            attention_sink=_sink(op_name, attention_sink, q.shape[2]))
+                            attention_sink=_decode_sink(op_name, attention_sink, q, scale))
     out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
     _launch_decode(out, input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor, is_causal=is_causal,
                    attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
