@@ -2569,3 +2569,12 @@ def test_sdpa_decode_takes_tt_nns_attention_sink_tile_and_scales_it(device):
     logits = torch.cat([scores, (tile[:, 0].bfloat16().float() * scale).reshape(H, 1)], -1)
     want = torch.einsum("hs,hsd->hd", torch.softmax(logits, -1)[:, :-1], v[0])
     torch.testing.assert_close(ttnn.to_torch(got)[0, 0], want, atol=1e-4, rtol=1e-4)
+
+
+def test_tilize_with_zero_padding_takes_a_1d_tensor_over_2d_tiles(device):
+    # test_to_layout.py test_tilize_with_padding_for_1D: a [W] row-major input tilizes to a [W] tensor whose padded
+    # shape is [32, W rounded up] (TilizeWithValPaddingDeviceOperation's validate: 1-D logical, 2-D padded)
+    v = torch.rand(50)
+    out = ttnn.tilize_with_zero_padding(ttnn.from_torch(v, dtype=ttnn.float32, device=device))
+    assert (out.shape, out.padded_shape, out.layout) == ((50,), (32, 64), ttnn.TILE)
+    assert torch.equal(ttnn.to_torch(out), v)

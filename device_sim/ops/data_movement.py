@@ -591,10 +591,11 @@ def tilize_with_zero_padding(input_tensor: Tensor, *, memory_config: MemoryConfi
     (Layout.TILE, Shape([1, 1, 2, 3]), Shape([1, 1, 32, 32]))
     """
     v = _vals(op_name, input_tensor)
-    if v.dim() < 2:
-        raise ValueError(f"{op_name} needs rank >= 2, got shape {list(v.shape)}")
-    return _tilize_padded(op_name, input_tensor, _tile_padded_shape(v.shape), 0.0, memory_config, output_dtype,
-                          use_multicore, tt_nn_only)
+    if v.dim() < 1:
+        raise ValueError(f"{op_name} needs rank >= 1, got a scalar")
+    # a 1-D input keeps its 1-D logical shape over 2-D tiles (TilizeWithValPaddingDeviceOperation's validate)
+    padded = _tile_padded_shape(v.shape if v.dim() > 1 else (1, v.shape[0]))
+    return _tilize_padded(op_name, input_tensor, padded, 0.0, memory_config, output_dtype, use_multicore, tt_nn_only)
 
 
 def _unpad_golden(t, output_tensor_end, *_, **__):

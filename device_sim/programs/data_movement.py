@@ -177,7 +177,8 @@ def tilize_padded_program(x, out, padded: tuple, use_multicore: bool) -> Program
     gx, gy = grid_of(dev)
     rows = _volume(padded) // padded[-1] // TILE
     if wt > 32 and (ht > 32 or wt > ht):
-        blocks = x.padded_shape[-1] * x.padded_shape[-2] // (TILE * TILE)
+        in_shape = x.padded_shape
+        blocks = in_shape[-1] * (in_shape[-2] if len(in_shape) > 1 else 1) // (TILE * TILE)
         if _ncores(gx * gy, rows) < _ncores_wh(gx * gy, blocks, wt, ht)[0]:
             return _tilize_block(dev, x.dtype, out.dtype, padded, room, name, _VAL_BLOCK)
     key = (name, "default", tuple(padded), x.dtype, out.dtype, gx, gy)
