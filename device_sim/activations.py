@@ -162,8 +162,9 @@ def resolve(op_name: str, activation):
     return lambda x, approx=False: fn(x, params, approx)
 
 
-def resolve_all(op_name: str, activations):
-    """One function applying a list (or one) of activations in order; None for None or an empty list."""
+def resolve_all(op_name: str, activations, between=None):
+    """One function applying a list (or one) of activations in order; None for None or an empty list. `between(x)`:
+    what each step's result becomes before the next reads it (a 16-bit destination register's rounding)."""
     if activations is None:
         return None
     items = activations if isinstance(activations, (list, tuple)) else [activations]
@@ -174,6 +175,8 @@ def resolve_all(op_name: str, activations):
     def apply(x, approx=False):
         for f in fns:
             x = f(x, approx)
+            if between is not None:
+                x = between(x)
         return x
 
     return apply

@@ -2578,3 +2578,14 @@ def test_tilize_with_zero_padding_takes_a_1d_tensor_over_2d_tiles(device):
     out = ttnn.tilize_with_zero_padding(ttnn.from_torch(v, dtype=ttnn.float32, device=device))
     assert (out.shape, out.padded_shape, out.layout) == ((50,), (32, 64), ttnn.TILE)
     assert torch.equal(ttnn.to_torch(out), v)
+
+
+def test_a_fused_activation_reads_the_binary_result_as_the_16_bit_destination_holds_it(device):
+    # nightly test_binary_bcast_ext.py: add(..., activations=[ERFINV]) in bfloat16 (no fp32_dest_acc_en) applies ERFINV
+    # to a + b rounded to bfloat16, as the test's golden does; in float32 the destination holds a + b whole
+    a, b = torch.tensor([[0.5]]), torch.tensor([[0.400390625]])  # bfloat16-exact; a + b (0.900390625) is not
+    for dtype, want in ((ttnn.bfloat16, torch.erfinv((a + b).bfloat16().float()).bfloat16().float()),
+                        (ttnn.float32, torch.erfinv(a + b))):
+        ta, tb = (ttnn.from_torch(t, dtype=dtype, layout=ttnn.TILE, device=device) for t in (a, b))
+        got = ttnn.add(ta, tb, activations=[ttnn.UnaryOpType.ERFINV])
+        torch.testing.assert_close(ttnn.to_torch(got).float(), want, rtol=0, atol=0)
