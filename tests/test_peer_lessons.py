@@ -2589,3 +2589,14 @@ def test_a_fused_activation_reads_the_binary_result_as_the_16_bit_destination_ho
         ta, tb = (ttnn.from_torch(t, dtype=dtype, layout=ttnn.TILE, device=device) for t in (a, b))
         got = ttnn.add(ta, tb, activations=[ttnn.UnaryOpType.ERFINV])
         torch.testing.assert_close(ttnn.to_torch(got).float(), want, rtol=0, atol=0)
+
+
+def test_untilizing_a_row_of_tiles_too_wide_for_l1_runs_the_untilize_block_factory(device):
+    # test_tilize_with_val_padding.py test_run_tilize_large_row_input, test_to_layout.py: a [32, 15916] tensor's
+    # 498-tile row in two CBs passes L1 (untilize.cpp's is_enough_space), so UntilizeMultiCoreBlockProgramFactory
+    # splits it as tilize's block factory does (8-tile blocks); the row-wide CBs overflowed L1
+    v = torch.rand(32, 15916, dtype=torch.bfloat16)
+    tiled = ttnn.to_layout(ttnn.from_torch(v, dtype=ttnn.bfloat16, device=device), ttnn.TILE_LAYOUT)
+    programs = launched(device, lambda: ttnn.to_layout(tiled, ttnn.ROW_MAJOR_LAYOUT))
+    assert [(p.factory, p.cbs[0].num_pages) for p in programs] == [("UntilizeMultiCoreBlockProgramFactory", 8)]
+    assert torch.equal(ttnn.to_torch(ttnn.to_layout(tiled, ttnn.ROW_MAJOR_LAYOUT)), v)

@@ -289,9 +289,16 @@ def untilize_program(x, out_dtype: DataType, *, name: str = "UntilizeDeviceOpera
     """untilize_multi_core_program_factory.cpp: rows of tiles split as split_blocks_for_tilize splits them;
     c_0 (input format) and c_16 (output format) hold a row of tiles, doubled when a core takes two rows
     or more. A sharded input's c_0 is its shard (globally allocated) and c_16 a shard-wide row, on the
-    shard grid."""
+    shard grid. An interleaved untilize whose row of tiles in two CBs of the input's tile size does not fit in L1
+    (untilize.cpp's is_enough_space) runs UntilizeMultiCoreBlockProgramFactory, whose CBs and cores are tilize's
+    block factory's."""
     dev = x.device()
     spec = x.memory_config().shard_spec if x.is_sharded() else None
+    if spec is None and name == "UntilizeDeviceOperation":
+        room = max_l1_space(dev)
+        if room <= 2 * TILE_BYTES[x.dtype] * -(-(x._value.shape[-1] if x._value.dim() else 1) // TILE):
+            return _tilize_block(dev, x.dtype, out_dtype, tuple(x.padded_shape), room, name,
+                                 "UntilizeMultiCoreBlockProgramFactory")
     key = (name, shape_of(x), x.dtype, out_dtype, grid_of(dev), spec)
     return cached(key, lambda: _untilize(dev, tuple(x.padded_shape), x.dtype, out_dtype, spec, name))
 
