@@ -2444,6 +2444,23 @@ def test_per_core_allocation_gives_each_core_its_own_top_down_free_list_clear_of
     assert tensor(c0, 2048).experimental_per_core_buffer_address(c0) == top
 
 
+def test_where_gives_tt_nn_s_output_dtype_and_keeps_integer_scalars_whole(device):
+    # unit test_where.py, every case: an INT32 / UINT32 predicate with float scalars is typecast to FLOAT32 first
+    # (unary.cpp's where_tss), so 31.2 stays 31.2; TTT gives the true value's dtype (ternary.cpp); integer scalars
+    # keep all 32 bits; a NaN scalar is stored as +inf in a bfloat16 output
+    c = torch.tensor([[1, 0, 1, 0]], dtype=torch.int32)
+    pred = ttnn.from_torch(c, dtype=ttnn.int32, layout=ttnn.TILE, device=device)
+    out = ttnn.where(pred, 15.5, 31.2)
+    assert out.dtype == ttnn.float32 and torch.equal(ttnn.to_torch(out), torch.where(c.bool(), 15.5, 31.2))
+    t = ttnn.from_torch(torch.rand(1, 4), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
+    f = ttnn.from_torch(torch.rand(1, 4), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert ttnn.where(pred, t, f).dtype == ttnn.float32
+    big = ttnn.where(pred, 2147483647, -2147483648)
+    assert big.dtype == ttnn.int32 and ttnn.to_torch(big).tolist() == [[2147483647, -2147483648] * 2]
+    fpred = ttnn.from_torch(c.bfloat16(), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    assert ttnn.to_torch(ttnn.where(fpred, float("nan"), 0.0)).float().tolist() == [[float("inf"), 0.0] * 2]
+
+
 def test_dit_layernorm_pre_and_post_allgather_pool_welford_stats_of_the_slices(device):
     # nightly transformers/test_distributed_dit_layernorm.py: ttnn.experimental.dit_layernorm_pre_allgather /
     # _post_allgather were missing. Two slices of one row, each [mean, var] in column 0 of its own tile; the post op
@@ -2473,23 +2490,6 @@ def test_dit_layernorm_pre_and_post_allgather_pool_welford_stats_of_the_slices(d
     torch.testing.assert_close(torch.cat(got, -1), want, atol=1e-3, rtol=1e-3)
     with pytest.raises(RuntimeError, match="Beta must be provided when gamma is provided"):
         ttnn.experimental.dit_layernorm_post_allgather(halves[0], stats, weight=tile(w.expand(2, 32, 128)[..., :64]))
-
-
-def test_where_gives_tt_nn_s_output_dtype_and_keeps_integer_scalars_whole(device):
-    # unit test_where.py, every case: an INT32 / UINT32 predicate with float scalars is typecast to FLOAT32 first
-    # (unary.cpp's where_tss), so 31.2 stays 31.2; TTT gives the true value's dtype (ternary.cpp); integer scalars
-    # keep all 32 bits; a NaN scalar is stored as +inf in a bfloat16 output
-    c = torch.tensor([[1, 0, 1, 0]], dtype=torch.int32)
-    pred = ttnn.from_torch(c, dtype=ttnn.int32, layout=ttnn.TILE, device=device)
-    out = ttnn.where(pred, 15.5, 31.2)
-    assert out.dtype == ttnn.float32 and torch.equal(ttnn.to_torch(out), torch.where(c.bool(), 15.5, 31.2))
-    t = ttnn.from_torch(torch.rand(1, 4), dtype=ttnn.float32, layout=ttnn.TILE, device=device)
-    f = ttnn.from_torch(torch.rand(1, 4), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
-    assert ttnn.where(pred, t, f).dtype == ttnn.float32
-    big = ttnn.where(pred, 2147483647, -2147483648)
-    assert big.dtype == ttnn.int32 and ttnn.to_torch(big).tolist() == [[2147483647, -2147483648] * 2]
-    fpred = ttnn.from_torch(c.bfloat16(), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
-    assert ttnn.to_torch(ttnn.where(fpred, float("nan"), 0.0)).float().tolist() == [[float("inf"), 0.0] * 2]
 
 
 def test_layer_norm_takes_a_gamma_zero_padded_to_the_inputs_padded_width(device):
@@ -2600,3 +2600,53 @@ def test_untilizing_a_row_of_tiles_too_wide_for_l1_runs_the_untilize_block_facto
     programs = launched(device, lambda: ttnn.to_layout(tiled, ttnn.ROW_MAJOR_LAYOUT))
     assert [(p.factory, p.cbs[0].num_pages) for p in programs] == [("UntilizeMultiCoreBlockProgramFactory", 8)]
     assert torch.equal(ttnn.to_torch(ttnn.to_layout(tiled, ttnn.ROW_MAJOR_LAYOUT)), v)
+
+
+def test_sdpa_decode_takes_a_mask_of_one_batch_for_every_user(device):
+    # unit_tests/operations/sdpa/test_sdpa_decode.py::test_sdpa_decode_broadcast_mask_batch:
+    # sdpa_decode_device_operation.cpp checks the mask's heads and length, not its batch; [1, 1, H, S] serves all
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 2, 4, 32), torch.randn(2, 1, 64, 32), torch.randn(2, 1, 64, 32)
+    mask = torch.zeros(1, 1, 4, 64)
+    mask[..., 40:] = float("-inf")
+
+    def dev(t):
+        return ttnn.from_torch(t, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+
+    one = ttnn.transformer.scaled_dot_product_attention_decode(dev(q), dev(k), dev(v), is_causal=False,
+                                                               attn_mask=dev(mask))
+    every = ttnn.transformer.scaled_dot_product_attention_decode(dev(q), dev(k), dev(v), is_causal=False,
+                                                                 attn_mask=dev(mask.expand(1, 2, 4, 64).clone()))
+    assert torch.equal(ttnn.to_torch(one), ttnn.to_torch(every))
+    with pytest.raises(ValueError, match=r"give attn_mask \[1, B, H, S\]"):
+        ttnn.transformer.scaled_dot_product_attention_decode(dev(q), dev(k), dev(v), is_causal=False,
+                                                             attn_mask=dev(torch.zeros(1, 3, 4, 64)))
+
+
+def test_fill_gives_an_integer_tensor_the_value_whole(device):
+    # unit_tests/operations/eltwise/test_fill.py::test_fill_uint32: filled through float32, uint32's 4294967293 became
+    # 2**32 - 1 and 2147483647 became 2**31; TT-NN's golden (torch.full in the tensor's dtype) keeps them
+    x = ttnn.from_torch(torch.ones((1, 2), dtype=torch.uint32), dtype=ttnn.uint32, layout=ttnn.TILE_LAYOUT,
+                        device=device)
+    for value in (4294967293, 2147483647, 25.5):
+        want = ttnn.get_golden_function(ttnn.fill)(torch.ones((1, 2), dtype=torch.uint32), value)
+        assert torch.equal(ttnn.to_torch(ttnn.fill(x, value)), want)
+
+
+def test_pad_refuses_sub_core_grids_on_one_core(device):
+    # unit_tests/operations/data_movement/test_pad_subcoregrids.py: pad_device_operation.cpp's TT_FATAL, sub_core_grids
+    # only with use_multicore=True
+    t = ttnn.from_torch(torch.rand(1, 1, 32, 32), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    grid = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(3, 3))])
+    padding = ((0, 0), (0, 0), (0, 32), (0, 32))
+    assert ttnn.pad(t, padding=padding, value=0, sub_core_grids=grid).shape == (1, 1, 64, 64)
+    with pytest.raises(RuntimeError, match="sub_core_grids is only supported when use_multicore is true"):
+        ttnn.pad(t, padding=padding, value=0, use_multicore=False, sub_core_grids=grid)
+
+
+def test_sigmoid_accurate_is_sigmoid_under_tt_nn_s_deprecated_name(device):
+    # unit_tests/operations/eltwise/test_sigmoid_accurate_21f.py: ttnn.sigmoid_accurate (unary.cpp: SIGMOID, accurate)
+    x = ttnn.from_torch(torch.linspace(-8, 8, 64).reshape(2, 32), layout=ttnn.TILE_LAYOUT, device=device)
+    assert torch.equal(ttnn.to_torch(ttnn.sigmoid_accurate(x)), ttnn.to_torch(ttnn.sigmoid(x)))
+    assert torch.equal(ttnn.to_torch(ttnn.sigmoid_accurate(x, True)),
+                       ttnn.to_torch(ttnn.sigmoid(x, fast_and_approximate_mode=True)))
