@@ -2650,3 +2650,22 @@ def test_sigmoid_accurate_is_sigmoid_under_tt_nn_s_deprecated_name(device):
     assert torch.equal(ttnn.to_torch(ttnn.sigmoid_accurate(x)), ttnn.to_torch(ttnn.sigmoid(x)))
     assert torch.equal(ttnn.to_torch(ttnn.sigmoid_accurate(x, True)),
                        ttnn.to_torch(ttnn.sigmoid(x, fast_and_approximate_mode=True)))
+
+
+def test_matmul_refuses_a_block_sharded_output_on_one_column_with_a_batched_b(device):
+    # nightly matmul/test_matmul_block_sharded_1d_grid.py (issue #32306): create_simple_matmul_program_config refuses a
+    # BLOCK_SHARDED output on a single row or column of cores when B is batched; device_sim ran it (5 DID NOT RAISE)
+    a, b = (ttnn.from_torch(torch.randn(2, 64, 64), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+            for _ in range(2))
+
+    def block(end):
+        grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(*end))})
+        shard = (64, 64) if end == (0, 1) else (128, 32)
+        return ttnn.MemoryConfig(ttnn.TensorMemoryLayout.BLOCK_SHARDED, ttnn.BufferType.L1,
+                                 ttnn.ShardSpec(grid, shard, ttnn.ShardOrientation.ROW_MAJOR))
+
+    for end in ((0, 1), (1, 0)):
+        with pytest.raises(RuntimeError, match="BLOCK_SHARDED output on a 1D grid"):
+            ttnn.matmul(a, b, memory_config=block(end))
+    one_b = ttnn.from_torch(torch.randn(64, 64), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    assert ttnn.matmul(a, one_b, memory_config=block((0, 1))).shape == ttnn.Shape([2, 64, 64])  # B of batch 1 runs

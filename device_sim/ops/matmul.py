@@ -31,7 +31,15 @@ from device_sim.programs import matmul as matmul_programs
 from device_sim.registry import OWN_NAME, pending_output_target, register_op
 from device_sim.sharding import num_cores_to_corerangeset
 from device_sim.tensor import Tensor
-from device_sim.types import DRAM_MEMORY_CONFIG, DataType, Layout, MemoryConfig, ShardOrientation, ShardSpec
+from device_sim.types import (
+    DRAM_MEMORY_CONFIG,
+    DataType,
+    Layout,
+    MemoryConfig,
+    ShardOrientation,
+    ShardSpec,
+    TensorMemoryLayout,
+)
 
 _F32, _BF16 = DataType.FLOAT32, DataType.BFLOAT16
 # Operands of 256 KiB to 16 MiB as float32 are widened into a buffer kept per thread and operand (_float32):
@@ -109,6 +117,22 @@ def _check_shapes(op_name: str, a: torch.Tensor, b: torch.Tensor) -> None:
                        f"make the second's batch dims equal the first's, or 1", where=_WHERE)
 
 
+def _check_block_sharded_1d(b: Tensor, memory_config) -> None:
+    """create_simple_matmul_program_config's refusal (matmul_program_config.cpp, issue #32306): a BLOCK_SHARDED output
+    on one row or one column of cores (not a single core) with a batched B needs the 2D multicast program, which does
+    not handle such a grid."""
+    spec = memory_config.shard_spec if memory_config is not None and memory_config.is_sharded() else None
+    if spec is None or memory_config.memory_layout != TensorMemoryLayout.BLOCK_SHARDED:
+        return
+    box = spec.grid.bounding_box()
+    one_column, one_row = box.start.x == box.end.x, box.start.y == box.end.y
+    if (one_column != one_row) and math.prod(b.padded_shape[:-2]) > 1:
+        raise tt_fatal("!(block_sharded_on_1d_grid && b_is_batched)", "BLOCK_SHARDED output on a 1D grid (single row "
+                       "or column of cores) is not supported when both input tensors are batched. Either use "
+                       "HEIGHT_SHARDED/WIDTH_SHARDED explicitly, use a 2D core grid for BLOCK_SHARDED, or ensure the "
+                       "second input tensor (B) has batch size 1. See GitHub issue #32306 for details.", where=_WHERE)
+
+
 def kernel_numerics(op_name: str, in_a: Tensor, in_b: Tensor, out_dtype: DataType, compute_kernel_config,
                     program_config, core_grid) -> Numerics:
     """The numerics TT-NN's matmul runs with (create_matmul_attributes in matmul_device_operation.cpp).
@@ -144,6 +168,8 @@ def _run(op_name: str, input_tensor_a: Tensor, input_tensor_b: Tensor, bias, *, 
     n = kernel_numerics(op_name, input_tensor_a, input_tensor_b, out_dtype, compute_kernel_config, program_config,
                         core_grid) if emulate or program_config is not None else None
     fused = None
+    if program_config is None:
+        _check_block_sharded_1d(input_tensor_b, memory_config)
     if program_config is not None:
         dev = input_tensor_a.device()
         grid = (dev.config.grid_x, dev.config.grid_y) if dev is not None else None
