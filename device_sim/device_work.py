@@ -114,8 +114,12 @@ _new_tuple = tuple.__new__
 _L1 = BufferType.L1
 
 
-def launch(device, program: Program) -> None:
+def launch(device, program: Program, cache_key=None) -> None:
     """Run `program` on `device`: report it to the memory listener, then check its CBs against L1.
+
+    The program cache holds one entry per program built; `cache_key` (hashable) adds what the op's
+    compute_program_hash reads beyond the program's CBs and cores (its op type, attributes, memory configs),
+    so that two ops building the same CBs take two entries, as they do in TT-NN.
 
     Raises RuntimeError with TT-Metal's text when the CB region passes the end of L1 or reaches the
     lowest live L1 buffer. The listener hears the program first, as TT-NN's graph capture records the
@@ -128,7 +132,7 @@ def launch(device, program: Program) -> None:
         return
     cache = device.program_cache
     if cache is not None:
-        cache.add(program)
+        cache.add(program if cache_key is None else (program, cache_key))
     c = device.config
     base = c.l1_unreserved_base
     program_id = next(_program_ids)
@@ -152,26 +156,26 @@ def launch(device, program: Program) -> None:
                            f"L1 buffer allocated at {lowest} and static circular buffer region ends at {end}")
 
 
-def launch_for(out, fresh: bool, device, program: Program) -> None:
+def launch_for(out, fresh: bool, device, program: Program, cache_key=None) -> None:
     """launch(), for an op whose output `out` exists already (its L1 counts, as TT-NN allocates outputs
     before the program runs). If the program cannot launch, a `fresh` output (not an input written in
     place, not a given output_tensor) is freed before the error goes on."""
     try:
-        launch(device, program)
+        launch(device, program, cache_key)
     except RuntimeError:
         if fresh:
             out._free()
         raise
 
 
-def launch_after(out, fresh: bool, x, programs) -> None:
+def launch_after(out, fresh: bool, x, programs, cache_key=None) -> None:
     """launch_for() each of `programs` (a Program, a tuple of them, or None: nothing modelled) on the device of
     the op's input `x`; nothing for a host tensor."""
     device = getattr(x, "_device", None)
     if device is None or programs is None:
         return
     for program in (programs,) if isinstance(programs, Program) else programs:
-        launch_for(out, fresh, device, program)
+        launch_for(out, fresh, device, program, cache_key)
 
 
 def range_text(r: tuple[int, int, int, int]) -> str:

@@ -2669,3 +2669,22 @@ def test_matmul_refuses_a_block_sharded_output_on_one_column_with_a_batched_b(de
             ttnn.matmul(a, b, memory_config=block(end))
     one_b = ttnn.from_torch(torch.randn(64, 64), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
     assert ttnn.matmul(a, one_b, memory_config=block((0, 1))).shape == ttnn.Shape([2, 64, 64])  # B of batch 1 runs
+
+
+def test_reductions_and_softmax_take_a_program_cache_entry_per_op_and_memory_config(device):
+    # unit_tests/operations/{reduce/test_reduction,fused/test_softmax}_program_cache.py: TT-NN's compute_program_hash
+    # keys an entry by the op's attributes and memory configs beyond its CBs, so sum and max of one shape, or one
+    # softmax into DRAM and into L1, take two entries; the same call again takes none
+    x = ttnn.from_torch(torch.rand(1, 1, 64, 64), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+
+    def entries(*calls):
+        before = device.num_program_cache_entries()
+        for call in calls:
+            call()
+        return device.num_program_cache_entries() - before
+
+    assert entries(lambda: ttnn.sum(x, dim=-1), lambda: ttnn.max(x, dim=-1), lambda: ttnn.sum(x, dim=-1)) == 2
+    dram, l1 = ttnn.DRAM_MEMORY_CONFIG, ttnn.L1_MEMORY_CONFIG
+    assert entries(lambda: ttnn.softmax(x, dim=-1, memory_config=dram),
+                   lambda: ttnn.softmax(x, dim=-1, memory_config=l1),
+                   lambda: ttnn.softmax(x, dim=-1, memory_config=l1)) == 2

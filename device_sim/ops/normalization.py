@@ -65,7 +65,9 @@ def softmax(input_tensor: Tensor, dim: int = -1, *, memory_config: MemoryConfig 
         program = normalization.softmax_program(
             input_tensor, out.dtype, fp32_dest_acc_en=bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False)),
             numeric_stable=tt_nn_only.get("numeric_stable", True))
-        device_work.launch_for(out, True, input_tensor.device(), program)  # softmax takes no output_tensor
+        # compute_program_hash's fields beyond the CBs: dim, the input's shape and memory config, the output's
+        device_work.launch_for(out, True, input_tensor.device(), program,  # softmax takes no output_tensor
+                               (op_name, dim, tuple(x.shape), input_tensor.memory_config(), out.memory_config()))
     return out
 
 
@@ -473,7 +475,10 @@ def scale_mask_softmax(input_tensor: Tensor, scale: float | None = None, mask: T
         program = normalization.softmax_program(
             input_tensor, out.dtype, fp32_dest_acc_en=bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False)),
             numeric_stable=numeric_stable, mask_dtype=mask.dtype if mask is not None else None)
-        device_work.launch_for(out, True, input_tensor.device(), program)
+        # compute_program_hash's fields beyond the CBs: scale, shapes, the mask's and the outputs' memory configs
+        device_work.launch_for(out, True, input_tensor.device(), program, (
+            op_name, scale, is_causal_mask, tuple(x.shape), input_tensor.memory_config(), out.memory_config(),
+            mask.memory_config() if mask is not None else None))
     return out
 
 

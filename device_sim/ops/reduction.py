@@ -81,7 +81,11 @@ def _reduction(name: str, fn, programs, *, result_dtype: DataType | None = None,
         out = output(r, input_tensor, ins, op_name=op_name, dtype=result_dtype, memory_config=memory_config)
         launched = programs(input_tensor, out, dim, keepdim, scalar, compute_kernel_config)
         if launched is not None:
-            device_work.launch_after(out, fresh, input_tensor, launched)
+            # compute_program_hash's fields beyond the CBs: the math op (the op), dim, scaler, memory configs,
+            # sub_core_grids (taken, its cores not modelled)
+            device_work.launch_after(out, fresh, input_tensor, launched, (
+                op_name, dim if not isinstance(dim, list) else tuple(dim), scalar, input_tensor.memory_config(),
+                out.memory_config(), tt_nn_only.get("sub_core_grids")))
         return out
 
     op.__doc__ = (f"{name} over `dim` (None: every dim) of the input times `scalar`; var and std take TT-NN's "
