@@ -2688,3 +2688,15 @@ def test_reductions_and_softmax_take_a_program_cache_entry_per_op_and_memory_con
     assert entries(lambda: ttnn.softmax(x, dim=-1, memory_config=dram),
                    lambda: ttnn.softmax(x, dim=-1, memory_config=l1),
                    lambda: ttnn.softmax(x, dim=-1, memory_config=l1)) == 2
+
+
+def test_untilize_with_unpadding_of_a_height_sharded_tensor_cuts_the_shard_to_the_output(device):
+    # test_to_layout.py test_untilize_with_unpadding_W_16: the output's shard is [rows a core, output width]
+    # (UntilizeWithUnpaddingDeviceOperation::compute_output_specs); the input's [128, 32] shard was kept for 16 columns
+    x = torch.rand(1, 1, 256, 16, dtype=torch.bfloat16)
+    cfg = ttnn.create_sharded_memory_config([128, 32], core_grid=ttnn.CoreGrid(y=1, x=2),
+                                            strategy=ttnn.ShardStrategy.HEIGHT,
+                                            use_height_and_width_as_shard_shape=True)
+    t = ttnn.to_memory_config(ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device), cfg)
+    out = ttnn.untilize_with_unpadding(t, [0, 0, 255, 15])
+    assert out.memory_config().shard_spec.shape == (128, 16) and torch.equal(ttnn.to_torch(out), x)

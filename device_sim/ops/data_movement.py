@@ -603,6 +603,23 @@ def _unpad_golden(t, output_tensor_end, *_, **__):
     return t[tuple(slice(0, int(e) + 1) for e in output_tensor_end)]
 
 
+def _unpadded_shard_config(t: Tensor, cfg: MemoryConfig | None, out_shape: list[int]) -> MemoryConfig | None:
+    """untilize_with_unpadding's sharded output spec (UntilizeWithUnpaddingDeviceOperation::compute_output_specs):
+    from a 2D-sharded input to a sharded output, the input's grid with the shard cut to the output, a height-sharded
+    shard [rows per core rounded up to the tile, output width], others [all rows, the input's shard width]."""
+    out_cfg = cfg if cfg is not None else t.memory_config()
+    spec = t.memory_config().shard_spec if t.is_sharded() else None
+    if spec is None or out_cfg is None or not out_cfg.is_sharded():
+        return cfg
+    rows = math.prod(out_shape[:-1])
+    if t.memory_config().memory_layout == TensorMemoryLayout.HEIGHT_SHARDED:
+        th, per_core = t.tile.tile_shape[0], -(-rows // spec.num_cores())
+        shape = (-(-per_core // th) * th, out_shape[-1])
+    else:
+        shape = (rows, spec.shape[1])
+    return MemoryConfig(out_cfg.memory_layout, out_cfg.buffer_type, ShardSpec(spec.grid, shape, spec.orientation))
+
+
 @register_op("ttnn.untilize_with_unpadding", kind="move", golden=_unpad_golden)
 def untilize_with_unpadding(input_tensor: Tensor, output_tensor_end, *, memory_config: MemoryConfig | None = None,
                             op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
@@ -622,6 +639,7 @@ def untilize_with_unpadding(input_tensor: Tensor, output_tensor_end, *, memory_c
     if any(e >= d for e, d in zip(end, v.shape)):  # into the tile padding, which TT-NN's kernel reads as it is
         fill = getattr(input_tensor, "_pad_fill", 0.0)
         v = torch.nn.functional.pad(v, (0, limit[-1] - v.shape[-1], 0, limit[-2] - v.shape[-2]), value=fill)
+    memory_config = _unpadded_shard_config(input_tensor, memory_config, [e + 1 for e in end])
     return _out(op_name, input_tensor, _unpad_golden(v, end), memory_config, tt_nn_only,
                 dtype=untilized_dtype(input_tensor.dtype), layout=Layout.ROW_MAJOR, padded=True)
 
