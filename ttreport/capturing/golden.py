@@ -21,6 +21,11 @@ output, giving one row per device (tensor_comparisons.device_id; NULL for a one-
 that spreads a torch tensor over the mesh itself (from_torch, with its mesh_mapper) has its golden split
 by the same mapper. Global mode carries a mesh tensor's goldens per device.
 
+A ttnn.ComplexTensor argument reaches the golden as one torch complex tensor (torch.complex of its parts as
+float32, as device_sim's complex goldens take it). A ComplexTensor output is compared part by part, its real part
+against the golden's real part and its imaginary against the imaginary: one row for each part's tensor, as the op
+lists both parts among its output tensors, so `ttreport compare` pairs the same tensors.
+
 Each compared output gives a row in local_/global_tensor_comparison_records (TT-NN's
 columns; `matches` is ttreport's pass) and one in tensor_comparisons with every metric and a
 status: pass, fail, golden_error (the golden raised, or returned something that is not the
@@ -60,6 +65,7 @@ from collections import OrderedDict
 
 import torch
 
+from device_sim.complex_tensor import ComplexTensor
 from device_sim.distributed import MeshTensor
 from device_sim.tensor import Tensor
 from ttreport.capturing.records import META
@@ -111,6 +117,19 @@ class MeshSnapshot(Snapshot):
         return sum(s.value.numel() * s.value.element_size() for s in self.shards if s.value is not None)
 
 
+class ComplexSnapshot:
+    """A ttnn.ComplexTensor as the checker sees it: a Snapshot of its real part and one of its imaginary part.
+
+    Its golden reads it as one torch complex tensor (torch.complex of the parts as float32, as device_sim's
+    complex goldens take it, device_sim/ops/complex.py); as an output it is compared part by part.
+    """
+
+    __slots__ = ("real", "imag")
+
+    def __init__(self, real: Snapshot, imag: Snapshot):
+        self.real, self.imag = real, imag
+
+
 class GoldenChecker:
     def __init__(self, config, recorder, *, max_carried_bytes: int = MAX_CARRIED_BYTES,
                  max_pending_bytes: int = MAX_PENDING_BYTES):
@@ -148,7 +167,8 @@ class GoldenChecker:
         return tuple([_snapshot(a, nbytes) for a in args]), {k: _snapshot(v, nbytes) for k, v in kwargs.items()}
 
     def after_op(self, op, args, kwargs, output, operation_id: int) -> None:
-        outputs = [t for t in (output if isinstance(output, (list, tuple)) else (output,)) if isinstance(t, Tensor)]
+        outputs = [t for t in (output if isinstance(output, (list, tuple)) else (output,))
+                   if isinstance(t, (Tensor, ComplexTensor))]
         if op.name == "ttnn.deallocate":
             for t in _tensors_in(args, kwargs):
                 self._submit((_DROP, t.tensor_id))
@@ -156,7 +176,8 @@ class GoldenChecker:
             return
         if "global" in self.modes and op.golden_function is not None:
             for t in outputs:
-                self._watch(t)
+                for part in (t.real, t.imag) if isinstance(t, ComplexTensor) else (t,):
+                    self._watch(part)
         nbytes = [0]
         record = (_OP, op, tuple([_snapshot(a, nbytes) for a in args]),
                   {k: _snapshot(v, nbytes) for k, v in kwargs.items()},
@@ -267,7 +288,7 @@ class GoldenChecker:
     def _check(self, mode, op, args, kwargs, outputs, operation_id) -> list:
         golden = op.golden_function
         if golden is None:
-            for t in outputs:
+            for t in _parts(outputs):
                 self._record(mode, operation_id, t, None, "no_golden", f"{op.name} has no golden function")
                 if mode == "global":
                     self._carry(t, None)
@@ -281,12 +302,19 @@ class GoldenChecker:
                 per_device = _spread(whole, kwargs.get("mesh_mapper"), len(mesh.shards))
             else:  # it ran once per device on that device's shards: so does its golden
                 per_device = [self._golden(mode, op, args, kwargs, len(outputs), i) for i in range(len(mesh.shards))]
+            per_device = [_complex_goldens(values, outputs, op.name) for values in per_device]
         except Exception as exc:
             self._golden_error(mode, op, operation_id, outputs, exc)
             return []
         results = []
         for k, t in enumerate(outputs):
             goldens = [values[k] for values in per_device]
+            if isinstance(t, ComplexSnapshot):  # part by part: each part is an output tensor of the op's own
+                for part, g in zip((t.real, t.imag), goldens[0]):
+                    results.append((part, self._compare(mode, operation_id, part, g, None), None))
+                    if mode == "global":
+                        self._carry(part, g)
+                continue
             if not isinstance(t, MeshSnapshot):
                 results.append((t, self._compare(mode, operation_id, t, goldens[0], None), None))
                 if mode == "global":
@@ -325,7 +353,7 @@ class GoldenChecker:
             "stack_trace": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
             "timestamp": datetime.datetime.now().isoformat(timespec="milliseconds"),
         })
-        for t in outputs:
+        for t in _parts(outputs):
             self._record(mode, operation_id, t, None, "golden_error", reason)
             if mode == "global":
                 self._carry(t, None)
@@ -409,7 +437,10 @@ def _spread(whole: list[torch.Tensor], mapper, n: int) -> list[list[torch.Tensor
 
 
 def _snapshot(x, nbytes: list):
-    """What after_op queues for `x`: a Snapshot for a Tensor, a copy of a torch tensor, the rest as is."""
+    """What after_op queues for `x`: a Snapshot for a Tensor, a ComplexSnapshot for a ComplexTensor, a copy of a
+    torch tensor, the rest as is."""
+    if isinstance(x, (ComplexTensor, ComplexSnapshot)):  # before_op took it already when it is a ComplexSnapshot
+        return ComplexSnapshot(_snapshot(x.real, nbytes), _snapshot(x.imag, nbytes))
     if isinstance(x, (Tensor, Snapshot)):
         # before_op took it already when it is a Snapshot
         snap = x if isinstance(x, Snapshot) else MeshSnapshot(x) if type(x) is MeshTensor else Snapshot(x)
@@ -437,7 +468,9 @@ def _local_value(t: Snapshot, device: int | None = None) -> torch.Tensor:
 def _convert(x, convert, device: int | None = None):
     if isinstance(x, Snapshot):
         return convert(x, device)
-    if type(x) in (list, tuple) and any(isinstance(e, Snapshot) for e in x):
+    if isinstance(x, ComplexSnapshot):  # as device_sim's complex goldens take one: a complex64 torch tensor
+        return torch.complex(convert(x.real, device).float(), convert(x.imag, device).float())
+    if type(x) in (list, tuple) and any(isinstance(e, (Snapshot, ComplexSnapshot)) for e in x):
         return type(x)(_convert(e, convert, device) for e in x)
     return x
 
@@ -447,6 +480,31 @@ def _tensors_in(args, kwargs):
         for t in (a if type(a) in (list, tuple) else (a,)):
             if isinstance(t, (Tensor, Snapshot)):
                 yield t
+
+
+def _parts(outputs: list) -> list[Snapshot]:
+    """The outputs' tensors as the comparison rows name them: a ComplexSnapshot's real part, then its imaginary."""
+    return [p for t in outputs for p in ((t.real, t.imag) if isinstance(t, ComplexSnapshot) else (t,))]
+
+
+def _complex_goldens(values: list[torch.Tensor], outputs: list, op_name: str) -> list:
+    """The golden outputs, each of a ComplexTensor output as its (real, imag) pair: from a complex golden (abs,
+    reciprocal, multiply, ...), or from a real one holding [real | imag] along the last dim, as device_sim's complex
+    backward goldens give a gradient (device_sim/ops/complex.py, after TT-NN's complex_unary_backward tests)."""
+    pairs = list(values)
+    for k, t in enumerate(outputs):
+        if not isinstance(t, ComplexSnapshot):
+            continue
+        g, part = values[k], t.real.value
+        if g.is_complex():
+            pairs[k] = (g.real, g.imag)
+        elif part is not None and g.dim() and part.dim() and g.shape[-1] == 2 * part.shape[-1]:
+            pairs[k] = tuple(g.chunk(2, dim=-1))
+        else:
+            raise GoldenError(f"the golden function of {op_name} returned a real tensor of shape {list(g.shape)} "
+                              f"for ComplexTensor output {k}; it must return a complex tensor (or [real | imag] "
+                              f"along the last dim)")
+    return pairs
 
 
 def _golden_outputs(result, n: int, op_name: str) -> list[torch.Tensor]:

@@ -41,6 +41,7 @@ import device_sim
 import ttreport
 from device_sim import perf_model, views
 from device_sim.allocator import Buffer
+from device_sim.complex_tensor import ComplexTensor
 from device_sim.device import Device
 from device_sim.device_work import Program
 from device_sim.distributed import MeshTensor
@@ -245,8 +246,9 @@ class Recorder:
         if self._store_inputs:
             for a in itertools.chain(args, kwargs.values()):
                 for t in (a if isinstance(a, (list, tuple)) else (a,)):
-                    if isinstance(t, Tensor):
-                        self._plan_storage(t, files)
+                    for part in _parts(t):
+                        if isinstance(part, Tensor):
+                            self._plan_storage(part, files)
         # Snapshotted before the op runs: an in-place op (attention_softmax_, the KV-cache ops) changes its input.
         golden_args = self.golden.before_op(args, kwargs) if self.golden is not None else None
         # records.Token, as a plain tuple (the C begin makes the same)
@@ -306,17 +308,14 @@ class Recorder:
                 self.golden.after_op(op, golden_args[0], golden_args[1], output, op_id)
 
     def _see_outputs(self, output, op_id, outputs, specs, files, writes) -> None:
-        for t in output if isinstance(output, (list, tuple)) else (output,):
-            if isinstance(t, Tensor):
-                self._see(t, op_id, outputs, specs)
-                if self._store_outputs:
-                    self._plan_storage(t, files, op_id, writes)
-            elif type(t) in (list, tuple):  # one level down too: conv2d returns (out, (h, w), (weights, bias))
-                for u in t:
-                    if isinstance(u, Tensor):
-                        self._see(u, op_id, outputs, specs)
+        for item in output if isinstance(output, (list, tuple)) else (output,):
+            # one level down too: conv2d returns (out, (h, w), (weights, bias))
+            for u in item if type(item) in (list, tuple) else (item,):
+                for t in _parts(u):
+                    if isinstance(t, Tensor):
+                        self._see(t, op_id, outputs, specs)
                         if self._store_outputs:
-                            self._plan_storage(u, files, op_id, writes)
+                            self._plan_storage(t, files, op_id, writes)
 
     def _deliver_signal(self) -> None:
         handler, signum = self.deferred_signal
@@ -335,6 +334,12 @@ class Recorder:
             return b"t%d" % x.tensor_id
         if t is list or t is tuple:
             return t([self._strip(e, inputs, specs) for e in x])
+        if t is ComplexTensor:  # its parts are the op's input tensors, the real one first
+            self._see(x.real, None, inputs, specs)
+            self._see(x.imag, None, inputs, specs)
+            # by its text alone: the log keeps each object it wires (oplog's _objects, up to MAX_OBJECTS), and the
+            # ComplexTensor held there would keep both parts' buffers allocated after the model let them go
+            return self._wire(_Text(repr(x)))
         if isinstance(x, Device) and x not in self._devices:
             self.add_device(x, before_capture=False)
         return self._wire(x)
@@ -613,6 +618,23 @@ def host_ops_warning(con) -> str | None:
     return (f"ttreport: {name} (operation {op_id}) ran on host tensors, not on a device, and so did "
             f"{len(found) - 1} other op name(s): the report has no device time or L1 for them. Put the inputs on "
             f"the device: ttnn.from_torch(..., device=device), or ttnn.to_device(tensor, device)")
+
+
+class _Text:
+    """An argument recorded as a text made at the op (its repr is the text), in place of the object itself."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _parts(x) -> tuple:
+    """The tensors `x` stands for as an op's input or output: a ComplexTensor's real part, then its imaginary."""
+    return (x.real, x.imag) if type(x) is ComplexTensor else (x,)
 
 
 def _forget_older_half(ids: dict) -> None:
