@@ -85,14 +85,19 @@ def test_a_complex_backward_golden_in_real_and_imag_halves_is_compared_part_by_p
     assert rows(report.path, "SELECT * FROM errors") == []
 
 
-def test_a_wrong_complex_output_is_a_mismatch_not_an_error(tmp_path, device, monkeypatch):
+def _shift_reciprocals_imag(monkeypatch) -> None:
+    """ttnn.reciprocal of a ComplexTensor gives the device's result with its imaginary part shifted by 1."""
     right = complex_ops.OVERLOADS["ttnn.reciprocal"]
 
-    def off_in_imag(x, memory_config=None):  # the device's result with its imaginary part shifted by 1
+    def off_in_imag(x, memory_config=None):
         out = right(x, memory_config)
         return ttnn.complex_tensor(out.real, ttnn.add(out.imag, 1.0))
 
     monkeypatch.setitem(complex_ops.OVERLOADS, "ttnn.reciprocal", off_in_imag)
+
+
+def test_a_wrong_complex_output_is_a_mismatch_not_an_error(tmp_path, device, monkeypatch):
+    _shift_reciprocals_imag(monkeypatch)
     with ttreport.capture(tmp_path / "r", config=Config(comparison="local")) as report:
         out = ttnn.reciprocal(ttnn.complex_tensor(*_parts(device)))
     found = _comparisons(report, _op_id(report, "ttnn.reciprocal"))
@@ -100,6 +105,19 @@ def test_a_wrong_complex_output_is_a_mismatch_not_an_error(tmp_path, device, mon
                                                                (out.imag.tensor_id, "fail")]
     assert "outside atol" in found[1]["reason"]
     assert rows(report.path, "SELECT * FROM errors") == []
+
+
+def test_compare_names_the_complex_op_whose_part_differs(tmp_path, device, monkeypatch):
+    for name in ("a", "b"):
+        if name == "b":
+            _shift_reciprocals_imag(monkeypatch)
+        with ttreport.capture(tmp_path / name, config=Config(tensors="outputs")):
+            z = ttnn.complex_tensor(*_parts(device))
+            ttnn.abs(ttnn.reciprocal(z))
+    shown = subprocess.run([sys.executable, "-m", "ttreport.cli", "compare", str(tmp_path / "a"), str(tmp_path / "b")],
+                           cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 1, shown.stderr
+    assert "ROOT CAUSE: ttnn.reciprocal" in shown.stdout
 
 
 def test_a_golden_giving_a_real_tensor_for_a_complex_output_is_a_golden_error(tmp_path, device, monkeypatch):
