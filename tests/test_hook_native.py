@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Every case the C hook takes or hands back: positional and keyword tensors, lists of tensors, plain values and
 # objects as arguments, new and seen outputs, a tuple output, an op estimated on the model's thread (matmul),
-# a deallocation, a host tensor, an error, ops from a second thread (its first op sets up its stack in Python).
+# a deallocation, a host tensor, an error, ops from a second thread (its first op sets up its stack in Python),
+# a ComplexTensor argument and output (the C hook hands both to Python, which lists the real and imag tensors).
 MODEL = r"""
 import json, pathlib, sys, threading
 import torch
@@ -50,6 +51,7 @@ with ttreport.capture(pathlib.Path(job["report"]), config=cfg) as cap:
         s = ttnn.split(g, 1, dim=0)
         ttnn.deallocate(c)
     t = ttnn.to_device(host, dev)
+    ttnn.abs(ttnn.multiply(ttnn.complex_tensor(a, b), ttnn.complex_tensor(b, a)))
     worker = threading.Thread(target=lambda: [ttnn.relu(a) for _ in range(3)], name="worker")
     worker.start()
     worker.join()

@@ -293,7 +293,7 @@ class GoldenChecker:
                 if mode == "global":
                     self._carry(t, None)
             return []
-        mesh = next((t for t in outputs if isinstance(t, MeshSnapshot)), None)
+        mesh = next((t for t in _parts(outputs) if isinstance(t, MeshSnapshot)), None)
         try:
             if mesh is None:
                 per_device = [self._golden(mode, op, args, kwargs, len(outputs), None)]
@@ -310,20 +310,23 @@ class GoldenChecker:
         for k, t in enumerate(outputs):
             goldens = [values[k] for values in per_device]
             if isinstance(t, ComplexSnapshot):  # part by part: each part is an output tensor of the op's own
-                for part, g in zip((t.real, t.imag), goldens[0]):
-                    results.append((part, self._compare(mode, operation_id, part, g, None), None))
-                    if mode == "global":
-                        self._carry(part, g)
-                continue
-            if not isinstance(t, MeshSnapshot):
-                results.append((t, self._compare(mode, operation_id, t, goldens[0], None), None))
-                if mode == "global":
-                    self._carry(t, goldens[0])
-                continue
-            for i, (shard, device_id) in enumerate(zip(t.shards, t.device_ids)):
-                results.append((t, self._compare(mode, operation_id, shard, goldens[i], device_id), device_id))
+                for j, part in enumerate((t.real, t.imag)):
+                    results += self._compare_output(mode, operation_id, part, [pair[j] for pair in goldens])
+            else:
+                results += self._compare_output(mode, operation_id, t, goldens)
+        return results
+
+    def _compare_output(self, mode, operation_id, t: Snapshot, goldens: list[torch.Tensor]) -> list:
+        """One output tensor against its golden (one per device: a mesh tensor's shards, each against its own)."""
+        if not isinstance(t, MeshSnapshot):
+            results = [(t, self._compare(mode, operation_id, t, goldens[0], None), None)]
             if mode == "global":
-                self._carry(t, _DeviceGoldens(goldens))
+                self._carry(t, goldens[0])
+            return results
+        results = [(t, self._compare(mode, operation_id, shard, goldens[i], device_id), device_id)
+                   for i, (shard, device_id) in enumerate(zip(t.shards, t.device_ids))]
+        if mode == "global":
+            self._carry(t, _DeviceGoldens(goldens))
         return results
 
     def _golden(self, mode, op, args, kwargs, n: int, device: int | None) -> list[torch.Tensor]:
@@ -495,7 +498,7 @@ def _complex_goldens(values: list[torch.Tensor], outputs: list, op_name: str) ->
     for k, t in enumerate(outputs):
         if not isinstance(t, ComplexSnapshot):
             continue
-        g, part = values[k], t.real.value
+        g, part = values[k], (t.real.shards[0] if isinstance(t.real, MeshSnapshot) else t.real).value
         if g.is_complex():
             pairs[k] = (g.real, g.imag)
         elif part is not None and g.dim() and part.dim() and g.shape[-1] == 2 * part.shape[-1]:
