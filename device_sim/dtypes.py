@@ -147,9 +147,14 @@ def to_device_values(t: torch.Tensor, dtype: DataType) -> torch.Tensor:
         return t.to(target)
     lo, hi = INT_RANGE[dtype]
     if t.is_floating_point():
+        # torch's float -> int cast of an out-of-range value is undefined, so floats keep the saturating clamp
         t = torch.nan_to_num(t.double().trunc(), nan=0.0).clamp(lo, hi)
     elif t.dtype == torch.bool:
         t = t.to(torch.int64)
     else:
-        t = t.to(torch.int64).clamp(lo, hi)
+        # Integers keep their low bits (two's complement): TT-NN's host conversion is torch's wrapping
+        # .to(int32 / int16 / uint8) (pytensor.cpp, convert_py_tensor_to_host_buffer), so from_torch of -100 as
+        # uint32 holds 2**32 - 100, and the device's integer add/sub/mul wrap modulo 2**32 (tt-metal's
+        # test_binary_sub_uint32_underflow). int64 arithmetic stays right modulo 2**32 through its own wrap.
+        t = (t.to(torch.int64) - lo).remainder(hi - lo + 1) + lo
     return t.to(target)
