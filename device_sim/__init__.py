@@ -38,6 +38,7 @@ from device_sim.compute_config import (
     GrayskullComputeKernelConfig,
     MathFidelity,
     ThrottleLevel,
+    UnpackToDestMode,
     WormholeComputeKernelConfig,
     init_device_compute_kernel_config,
 )

@@ -28,6 +28,14 @@ class MathFidelity(_TTEnum):
     Invalid = 255
 
 
+class UnpackToDestMode(_TTEnum):
+    """Whether a compute kernel's unpacker writes a circular buffer's tiles straight into the FP32 destination
+    register (a kernel attribute, one per CB; TT-NN's numbering, tt_metal/api/tt-metalium/base_types.hpp)."""
+
+    UnpackToDestFp32 = 0
+    Default = 1
+
+
 class ThrottleLevel(_TTEnum):
     """NOPs inserted to limit di/dt on large grids; timing only, so values are unaffected."""
 

@@ -2700,3 +2700,12 @@ def test_untilize_with_unpadding_of_a_height_sharded_tensor_cuts_the_shard_to_th
     t = ttnn.to_memory_config(ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device), cfg)
     out = ttnn.untilize_with_unpadding(t, [0, 0, 255, 15])
     assert out.memory_config().shard_spec.shape == (128, 16) and torch.equal(ttnn.to_torch(out), x)
+
+
+def test_unpack_to_dest_mode_is_tt_metals_enum_for_the_fused_parallel_sequential_api():
+    # unit fused/parallel_sequential/*: models/experimental/ops' cb_allocator does `from ttnn import UnpackToDestMode`
+    # and fills a per-CB list with UnpackToDestMode.Default; every case of the 5 files stopped at that import.
+    # numbering: tt_metal/api/tt-metalium/base_types.hpp, `enum class UnpackToDestMode : uint8_t {UnpackToDestFp32,
+    # Default}`
+    assert [(m.name, int(m)) for m in ttnn.UnpackToDestMode] == [("UnpackToDestFp32", 0), ("Default", 1)]
+    assert repr([ttnn.UnpackToDestMode.Default] * 2) == "[UnpackToDestMode.Default, UnpackToDestMode.Default]"
