@@ -1044,7 +1044,16 @@ bitwise_and = _binary("bitwise_and", _int_binary(torch.bitwise_and))
 bitwise_or = _binary("bitwise_or", _int_binary(torch.bitwise_or))
 bitwise_xor = _binary("bitwise_xor", _int_binary(torch.bitwise_xor))
 bitwise_left_shift = _binary("bitwise_left_shift", _int_binary(torch.bitwise_left_shift))
-bitwise_right_shift = _binary("bitwise_right_shift", _int_binary(torch.bitwise_right_shift))
+
+
+def _arithmetic_right_shift(a, b):
+    # RIGHT_SHIFT: the 32 bits read signed, the sign shifted in, for uint32 too (held as int64 here; .to(int32)
+    # keeps the low 32 bits): tt-metal's test_binary_int32.py test_bitwise_right_shift wants uint32 4294967292 >> 1
+    # as int32 -4 >> 1, i.e. 4294967294
+    return torch.bitwise_right_shift(a.to(torch.int32) if a.dtype == torch.int64 else a, torch.as_tensor(b))
+
+
+bitwise_right_shift = _binary("bitwise_right_shift", _int_binary(_arithmetic_right_shift))
 # BinaryOpType::LEFT_SHIFT, bitwise_left_shift's (binary.cpp; TT-NN attaches bitwise_left_shift's golden to it)
 logical_left_shift = _binary("logical_left_shift", _int_binary(torch.bitwise_left_shift))
 
