@@ -13,6 +13,8 @@ the API coverage tool counts them apart from what works.
 
 from __future__ import annotations
 
+import enum
+
 _KERNELS = ("it describes or runs a custom C++ kernel program, and device_sim emulates TT-NN's ops from "
             "their semantics, not kernel code; run this part on hardware, or write it with TT-NN ops")
 
@@ -32,7 +34,21 @@ def _refusal(name: str):
 generic_op = _refusal("generic_op")
 ProgramDescriptor = _refusal("ProgramDescriptor")
 MeshProgramDescriptor = _refusal("MeshProgramDescriptor")
-KernelDescriptor = _refusal("KernelDescriptor")
+
+
+class KernelDescriptor:
+    """ttnn.KernelDescriptor: not emulated (building one refuses); its SourceType enum is data, which tt-metal's
+    fused Parallel/Sequential code generator (models/experimental/ops) compares without a device."""
+
+    class SourceType(enum.IntEnum):
+        # tt_metal/api/tt-metalium/program_descriptors.hpp: enum class SourceType { FILE_PATH, SOURCE_CODE }
+        FILE_PATH = 0
+        SOURCE_CODE = 1
+
+    def __init__(self, *args, **kwargs):
+        _refusal("KernelDescriptor")()
+
+
 CBDescriptor = _refusal("CBDescriptor")
 CBFormatDescriptor = _refusal("CBFormatDescriptor")
 SemaphoreDescriptor = _refusal("SemaphoreDescriptor")

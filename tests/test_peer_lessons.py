@@ -2722,10 +2722,15 @@ def test_sharded_layer_norm_takes_each_row_s_mean_per_core_then_across_cores(dev
     assert (ttnn.to_torch(out).float() - want).norm() / want.norm() < 0.016
 
 
-def test_unpack_to_dest_mode_is_tt_metals_enum_for_the_fused_parallel_sequential_api():
+def test_the_fused_parallel_sequential_api_finds_unpack_to_dest_mode_and_the_kernel_source_type():
     # unit fused/parallel_sequential/*: models/experimental/ops' cb_allocator does `from ttnn import UnpackToDestMode`
     # and fills a per-CB list with UnpackToDestMode.Default; every case of the 5 files stopped at that import.
     # numbering: tt_metal/api/tt-metalium/base_types.hpp, `enum class UnpackToDestMode : uint8_t {UnpackToDestFp32,
     # Default}`
     assert [(m.name, int(m)) for m in ttnn.UnpackToDestMode] == [("UnpackToDestFp32", 0), ("Default", 1)]
     assert repr([ttnn.UnpackToDestMode.Default] * 2) == "[UnpackToDestMode.Default, UnpackToDestMode.Default]"
+    # its code generator compares kernel.source_type with KernelDescriptor.SourceType.SOURCE_CODE without a device
+    # (test_parallel_sequential_infra.py, 3 cases); building a KernelDescriptor still refuses
+    assert [m.name for m in ttnn.KernelDescriptor.SourceType] == ["FILE_PATH", "SOURCE_CODE"]
+    with pytest.raises(ttnn.NotEmulatedError, match="ttnn.KernelDescriptor is not emulated"):
+        ttnn.KernelDescriptor(kernel_source="k.cpp", source_type=ttnn.KernelDescriptor.SourceType.FILE_PATH)
