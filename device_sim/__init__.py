@@ -181,6 +181,7 @@ from device_sim.program_configs import (
     MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig,
     MatmulMultiCoreReuseMultiCastProgramConfig,
     MatmulMultiCoreReuseProgramConfig,
+    MinimalMatmulConfig,
     SDPAProgramConfig,
     SoftmaxDefaultProgramConfig,
     SoftmaxShardedMultiCoreProgramConfig,

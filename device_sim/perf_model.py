@@ -734,7 +734,8 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
 
         fidelity = kernel_numerics("ttnn." + name, ins[0], ins[1], outs[0].dtype, kwargs.get("compute_kernel_config"),
                                    kwargs.get("program_config"), kwargs.get("core_grid")).math_fidelity
-        grid = getattr(kwargs.get("program_config"), "compute_with_storage_grid_size", None)
+        # a program config's grid, or a minimal_matmul's MinimalMatmulConfig (its `config`)
+        grid = getattr(kwargs.get("program_config") or kwargs.get("config"), "compute_with_storage_grid_size", None)
         if grid is not None:
             params = {"grid": (grid.x, grid.y) if hasattr(grid, "x") else tuple(grid)}
         core_grid = kwargs.get("core_grid")

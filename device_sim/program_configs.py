@@ -242,3 +242,18 @@ class SDPAProgramConfig:
     def __post_init__(self):
         self.compute_with_storage_grid_size = CoreCoord(*_grid_xy(self.compute_with_storage_grid_size))
         _positive_ints(self, ("q_chunk_size", "k_chunk_size", "max_cores_per_head_batch"))
+
+
+@dataclass(kw_only=True)
+class MinimalMatmulConfig:
+    """ttnn.experimental.minimal_matmul's blocking, in tiles (minimal_matmul_nanobind.cpp: every field defaults to 1,
+    the grid to (1, 1)); the op checks it as MinimalMatmulDeviceOperation::validate does."""
+    M_block_size: int = 1
+    K_block_size: int = 1
+    N_block_size: int = 1
+    subblock_h: int = 1
+    subblock_w: int = 1
+    compute_with_storage_grid_size: CoreCoord = field(default_factory=lambda: CoreCoord(1, 1))
+
+    def __post_init__(self):
+        self.compute_with_storage_grid_size = CoreCoord(*_grid_xy(self.compute_with_storage_grid_size))

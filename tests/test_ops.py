@@ -685,6 +685,17 @@ CASES.update({
     "ttnn.experimental.group_attn_matmul": lambda d: ((x(d, 1, 4, 32, 64), x(d, 32, 2, 64, 96, seed=1)),
                                                       dict(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8)))})
 
+# the minimal matmuls (issue 31: nightly experimental/test_minimal_matmul.py, test_minimal_matmul_split.py): a batched
+# input folded into M, a bias and a fused GELU, 1x1x1-tile blocks on a 2x2 grid; the split cuts N=96 into 3 outputs
+_MINIMAL = dict(config=ttnn.MinimalMatmulConfig(M_block_size=1, K_block_size=1, N_block_size=1, subblock_h=1,
+                                                subblock_w=1, compute_with_storage_grid_size=(2, 2)))
+CASES.update({
+    "ttnn.experimental.minimal_matmul": lambda d: ((x(d, 2, 64, 64), x(d, 64, 96, seed=1)),
+                                                   dict(bias_tensor=x(d, 1, 96, seed=2),
+                                                        fused_activation=(ttnn.UnaryOpType.GELU, False), **_MINIMAL)),
+    "ttnn.experimental.minimal_matmul_split": lambda d: ((x(d, 2, 64, 64), x(d, 64, 96, seed=1)),
+                                                         dict(chunks=3, bias_tensor=x(d, 1, 96, seed=2), **_MINIMAL))})
+
 # moreh_softmax / softmin / logsoftmax and their backwards (issue 31: nightly moreh/test_moreh_softmax.py and 3 more):
 # over W (SMALL_W), H and an outer dim (LARGE_C); the backwards from a softmax output and a gradient
 CASES.update({f"ttnn.moreh_{n}": lambda d, dim=dim: ((x(d, 2, 3, 32, 64), dim), {})

@@ -1,0 +1,42 @@
+"""MinimalMatmulDeviceOperation (ttnn.experimental.minimal_matmul and minimal_matmul_split) as TT-NN's
+minimal_matmul_program_factory.cpp builds it.
+
+Example:
+    >>> import torch, device_sim as ttnn
+    >>> from device_sim.programs.minimal_matmul import minimal_matmul_program
+    >>> dev = ttnn.open_device()
+    >>> a = ttnn.from_torch(torch.ones(64, 128), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> b = ttnn.from_torch(torch.ones(128, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=dev)
+    >>> p = minimal_matmul_program(a, b, None, ttnn.bfloat16, None, fp32_dest_acc_en=True)
+    >>> p.name, [(cb.indices, cb.num_pages, cb.page_size) for cb in p.cbs]
+    ('MinimalMatmulDeviceOperation', [((0,), 128, 2048), ((1,), 128, 2048), ((2,), 128, 2048), ((3,), 64, 4096)])
+    >>> ttnn.close_device(dev)
+"""
+
+from __future__ import annotations
+
+from device_sim.device_work import TILE_BYTES, CircularBuffer, Program, make_program
+from device_sim.types import DataType
+
+# determine_default_block_sizes (minimal_matmul_program_factory.cpp): 8x8x8-tile blocks whatever the shapes
+_DEFAULT_BLOCK_TILES = 8
+
+
+def minimal_matmul_program(a, b, bias, out_dtype: DataType, config, *, fp32_dest_acc_en: bool) -> Program:
+    """The factory's CBs, on the whole config grid (or the device's compute grid without a config):
+    c_0 in0 M_block x K_block tiles and c_1 in1 K_block x N_block, each double-buffered; c_2 the output
+    M_block x N_block, double-buffered; c_3 the intermediate, one output block in the destination's format
+    (Float32 with fp32_dest_acc_en, else Float16_b); c_4 the bias, N_block tiles, when there is one."""
+    if config is not None:
+        m, k, n = config.M_block_size, config.K_block_size, config.N_block_size
+        gx, gy = config.compute_with_storage_grid_size.x, config.compute_with_storage_grid_size.y
+    else:
+        m = k = n = _DEFAULT_BLOCK_TILES
+        dev = a.device()
+        gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
+    interm = DataType.FLOAT32 if fp32_dest_acc_en else DataType.BFLOAT16
+    cbs = [CircularBuffer((0,), m * k * 2, TILE_BYTES[a.dtype]), CircularBuffer((1,), k * n * 2, TILE_BYTES[b.dtype]),
+           CircularBuffer((2,), m * n * 2, TILE_BYTES[out_dtype]), CircularBuffer((3,), m * n, TILE_BYTES[interm])]
+    if bias is not None:
+        cbs.append(CircularBuffer((4,), n, TILE_BYTES[bias.dtype]))
+    return make_program("MinimalMatmulDeviceOperation", "MinimalMatmulProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
