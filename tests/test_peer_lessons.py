@@ -2734,3 +2734,40 @@ def test_the_fused_parallel_sequential_api_finds_unpack_to_dest_mode_and_the_ker
     assert [m.name for m in ttnn.KernelDescriptor.SourceType] == ["FILE_PATH", "SOURCE_CODE"]
     with pytest.raises(ttnn.NotEmulatedError, match="ttnn.KernelDescriptor is not emulated"):
         ttnn.KernelDescriptor(kernel_source="k.cpp", source_type=ttnn.KernelDescriptor.SourceType.FILE_PATH)
+
+
+# -- round 14, minmm: ttnn.experimental.minimal_matmul and minimal_matmul_split with a MinimalMatmulConfig -----------
+
+
+def test_minimal_matmul_folds_upper_dims_into_m_and_split_cuts_n_into_tile_aligned_outputs(device):
+    # nightly experimental/test_minimal_matmul.py and test_minimal_matmul_split.py stopped at ttnn.MinimalMatmulConfig:
+    # [..., M, K] @ [K, N] + bias, then the (UnaryOpType, approx) activation, at TT-NN's HiFi2 fp32-accumulating kernel
+    # (minimal_matmul_nanobind.cpp); the split is MinimalMatmulDeviceOperation with chunks outputs of N / chunks each
+    a, w, b = torch.randn(2, 64, 128), torch.randn(128, 192), torch.randn(1, 192)
+    ta, tw, tb = (ttnn.from_torch(t, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device) for t in (a, w, b))
+    cfg = ttnn.MinimalMatmulConfig(M_block_size=2, K_block_size=2, N_block_size=2, subblock_h=2, subblock_w=1,
+                                   compute_with_storage_grid_size=device.compute_with_storage_grid_size())
+    kernel = ttnn.init_device_compute_kernel_config(device.arch(), math_fidelity=ttnn.MathFidelity.HiFi2,
+                                                    math_approx_mode=False, fp32_dest_acc_en=True, packer_l1_acc=True)
+    want = torch.nn.functional.gelu(ttnn.to_torch(ta).float() @ ttnn.to_torch(tw).float() + ttnn.to_torch(tb).float())
+    out = ttnn.experimental.minimal_matmul(ta, tw, bias_tensor=tb, fused_activation=(ttnn.UnaryOpType.GELU, False),
+                                           config=cfg, compute_kernel_config=kernel)
+    assert out.shape == ttnn.Shape([2, 64, 192]) and out.dtype == ttnn.bfloat16
+    assert torch.corrcoef(torch.stack([ttnn.to_torch(out).float().flatten(), want.flatten()]))[0, 1] > 0.9995
+    parts = launched(device, lambda: ttnn.experimental.minimal_matmul_split(ta, tw, chunks=3, config=cfg))
+    assert [p.name for p in parts] == ["MinimalMatmulDeviceOperation"]  # one program for the three outputs
+    parts = ttnn.experimental.minimal_matmul_split(ta, tw, chunks=3, config=cfg)
+    assert [list(p.shape) for p in parts] == [[2, 64, 64]] * 3
+    whole = ttnn.to_torch(ttnn.experimental.minimal_matmul(ta, tw, config=cfg))
+    assert torch.equal(torch.cat([ttnn.to_torch(p) for p in parts], -1), whole)
+    # validate's refusals, TT_FATAL (RuntimeError) as the tests' pytest.raises((RuntimeError, ValueError)) expect;
+    # 192 / 2 = 96 is tile-aligned, so the last case takes N = 96 (48 a chunk)
+    w96 = ttnn.from_torch(torch.randn(128, 96), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    for weight, kwargs, words in ((tw, dict(chunks=0), "chunks >= 1"), (tw, dict(dim=0), "only supports dim=-1"),
+                                  (tw, dict(chunks=5), "divisible by chunks=5"), (w96, dict(chunks=2), "tile-aligned")):
+        with pytest.raises(RuntimeError, match=words):
+            ttnn.experimental.minimal_matmul_split(ta, weight, config=cfg, **kwargs)
+    with pytest.raises(RuntimeError, match="must be divisible by subblock_h"):
+        ttnn.experimental.minimal_matmul(ta, tw, config=ttnn.MinimalMatmulConfig(
+            M_block_size=3, K_block_size=1, N_block_size=1, subblock_h=2, subblock_w=1,
+            compute_with_storage_grid_size=(2, 2)))
