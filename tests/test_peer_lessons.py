@@ -2736,6 +2736,29 @@ def test_the_fused_parallel_sequential_api_finds_unpack_to_dest_mode_and_the_ker
         ttnn.KernelDescriptor(kernel_source="k.cpp", source_type=ttnn.KernelDescriptor.SourceType.FILE_PATH)
 
 
+# -- round 14, intwrap: integers keep their low bits, as TT-NN's host conversion and integer ALU do ----------------
+
+
+def test_integer_values_wrap_into_unsigned_dtypes_on_the_host_and_through_integer_ops(device):
+    # TT-NN converts with torch's wrapping .to(int32) / .to(int16) (pytensor.cpp convert_py_tensor_to_host_buffer):
+    # nightly experimental/test_isin.py's -100 (int64, no dtype= so uint32) must not become 0, which elements hold;
+    # unit eltwise/test_binary_uint32.py test_binary_sub_uint32_underflow wants a - b < 0 as its two's complement
+    tests = ttnn.from_torch(torch.tensor([-100, 200]), device=device, layout=ttnn.TILE)
+    assert tests.dtype == ttnn.uint32 and ttnn.to_torch(tests, dtype=torch.int64).tolist() == [2**32 - 100, 200]
+    assert ttnn.to_torch(ttnn.from_torch(torch.tensor([-100, 70000]), dtype=ttnn.uint16), dtype=torch.int32) \
+        .tolist() == [2**16 - 100, 70000 - 2**16]
+    a, b = torch.tensor([[5, 4294967295]], dtype=torch.int64), torch.tensor([[7, 3]], dtype=torch.int64)
+    ta, tb = (ttnn.from_torch(x, dtype=ttnn.uint32, layout=ttnn.TILE, device=device) for x in (a, b))
+    assert ttnn.to_torch(ttnn.sub(ta, tb), dtype=torch.int32).tolist() == [[-2, -4]]
+    assert ttnn.to_torch(ttnn.add(ta, tb), dtype=torch.int64).tolist() == [[12, 2]]
+    # unit eltwise/test_binary_int32.py test_bitwise_right_shift: uint32's 32 bits shift as int32 (the sign comes in)
+    shifted = ttnn.bitwise_right_shift(ttnn.from_torch(torch.tensor([[-4, 64]]), dtype=ttnn.uint32, device=device), 1)
+    assert ttnn.to_torch(shifted, dtype=torch.int64).tolist() == [[2**32 - 2, 32]]
+    # floats still truncate and saturate: torch's cast of an out-of-range float is undefined
+    assert ttnn.to_torch(ttnn.from_torch(torch.tensor([-1.5, 5e9]), dtype=ttnn.uint32), dtype=torch.int64) \
+        .tolist() == [0, 2**32 - 1]
+
+
 # -- round 14, minmm: ttnn.experimental.minimal_matmul and minimal_matmul_split with a MinimalMatmulConfig -----------
 
 
