@@ -694,7 +694,11 @@ CASES.update({
                                                    dict(bias_tensor=x(d, 1, 96, seed=2),
                                                         fused_activation=(ttnn.UnaryOpType.GELU, False), **_MINIMAL)),
     "ttnn.experimental.minimal_matmul_split": lambda d: ((x(d, 2, 64, 64), x(d, 64, 96, seed=1)),
-                                                         dict(chunks=3, bias_tensor=x(d, 1, 96, seed=2), **_MINIMAL))})
+                                                         dict(chunks=3, bias_tensor=x(d, 1, 96, seed=2), **_MINIMAL)),
+    # DiT's gated residual (nightly experimental/test_dit_minimal_matmul_addcmul_fused.py): a + 0.5 * (x @ w) * gate
+    "ttnn.experimental.dit_minimal_matmul_addcmul_fused": lambda d: (
+        (x(d, 64, 64), x(d, 64, 96, seed=1), 0.5, x(d, 64, 96, seed=3), x(d, 1, 96, seed=4)),
+        dict(bias_tensor=x(d, 1, 96, seed=2), **_MINIMAL))})
 
 # moreh_softmax / softmin / logsoftmax and their backwards (issue 31: nightly moreh/test_moreh_softmax.py and 3 more):
 # over W (SMALL_W), H and an outer dim (LARGE_C); the backwards from a softmax output and a gradient

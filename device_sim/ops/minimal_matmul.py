@@ -1,4 +1,5 @@
-"""TT-NN's minimal matmuls: ttnn.experimental.minimal_matmul and minimal_matmul_split, one program each.
+"""TT-NN's minimal matmuls: ttnn.experimental.minimal_matmul, minimal_matmul_split and
+dit_minimal_matmul_addcmul_fused, one program each.
 
     import device_sim as ttnn
     y = ttnn.experimental.minimal_matmul(x, w, bias_tensor=b, fused_activation=(ttnn.UnaryOpType.GELU, False),
@@ -6,10 +7,12 @@
                                                                          N_block_size=4, subblock_h=2, subblock_w=2,
                                                                          compute_with_storage_grid_size=(8, 8)))
     q, k, v = ttnn.experimental.minimal_matmul_split(x, w_qkv, chunks=3)
+    h = ttnn.experimental.dit_minimal_matmul_addcmul_fused(x, w, 0.5, residual, gate)  # residual + 0.5 * (x @ w) * gate
 
 A [..., M, K] input (its upper dims folded into M) times a [1.., K, N] weight, plus a [1.., N] bias, then the fused
 activation, rounded once to the output dtype (minimal_matmul_nanobind.cpp; MinimalMatmulDeviceOperation). The split
-form cuts the result into `chunks` equal tile-aligned slices of N, each its own output of the same one program.
+form cuts the result into `chunks` equal tile-aligned slices of N, each its own output of the same one program; the
+addcmul form (DiT's gated residual) computes a + scalar * (x @ w + bias) * gate in the same program, no activation.
 With a compute_kernel_config the values are the matrix engine's (device_sim.numerics) under TT-NN's defaults for
 this op (HiFi2, approx off, fp32 accumulation and packer L1 accumulation on: ttnn::prim::minimal_matmul).
 """
@@ -47,6 +50,36 @@ def _golden(a, b, *_, bias_tensor=None, fused_activation=None, **__):
 def _split_golden(a, b, *_, chunks=3, bias_tensor=None, fused_activation=None, **__):
     y = _product(a, b, bias_tensor, fused_activation, "ttnn.experimental.minimal_matmul_split")
     return list(torch.chunk(y, chunks, dim=-1))
+
+
+def _addcmul_golden(a, b, scalar, residual, gate, bias_tensor=None, *_, **__):
+    y = _product(a, b, bias_tensor, None, "ttnn.experimental.dit_minimal_matmul_addcmul_fused")
+    return residual.float() + scalar * y * gate.float()
+
+
+def _check_addcmul(a: Tensor, w: Tensor, residual, gate) -> None:
+    """validate's fused-ternary checks: a residual of the output's [M, N], a gate of [1, N] or [M, N], the residual
+    in the weight's data format (its CB is read with in1's tile size: minimal_matmul_program_factory.cpp)."""
+    for name, t in (("addcmul_input_tensor1", residual), ("addcmul_input_tensor2", gate)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"ttnn.experimental.dit_minimal_matmul_addcmul_fused: {name} must be a ttnn tensor, got "
+                            f"{type(t).__name__}")
+        if t.layout != Layout.TILE:
+            raise tt_fatal("layout() == Layout::TILE", f"fused_ternary_input must be TILE layout ({name})", _WHERE)
+        if t.dtype not in _DTYPES:
+            raise tt_fatal("dtype_supported(dtype())", "fused_ternary tensors must have supported dtypes", _WHERE)
+    M, N = a.shape[-2], w.shape[-1]
+    if list(residual.shape[-2:]) != [M, N]:
+        raise tt_fatal("ternary_a_logical[-2] == M && ternary_a_logical[-1] == N", f"fused_ternary_input_a shape must "
+                       f"match output [M={M}, N={N}], got {list(residual.shape[-2:])}", _WHERE)
+    if gate.shape[-2] not in (1, M) or gate.shape[-1] != N:
+        raise tt_fatal("(ternary_b_logical[-2] == 1 || == M) && ternary_b_logical[-1] == N", f"fused_ternary_input_b "
+                       f"shape must be [1, N={N}] (broadcast) or [M={M}, N={N}] (full), got {list(gate.shape[-2:])}",
+                       _WHERE)
+    if residual.dtype != w.dtype:
+        raise tt_fatal("ternary_a_data_format == in1_data_format", "ternary_a_data_format must be equal to "
+                       f"in1_data_format\nttnn.experimental.dit_minimal_matmul_addcmul_fused: give "
+                       f"addcmul_input_tensor1 the weight's dtype, {w.dtype}", _WHERE)
 
 
 def _validate(op_name: str, a, w, bias, config, n_dest_tiles: int) -> None:
@@ -110,7 +143,8 @@ def _validate(op_name: str, a, w, bias, config, n_dest_tiles: int) -> None:
 
 
 def _run(op_name: str, a: Tensor, w: Tensor, bias, fused_activation, config, memory_config, dtype,
-         compute_kernel_config, chunks: int = 1, dim: int = -1) -> list[Tensor]:
+         compute_kernel_config, chunks: int = 1, dim: int = -1, addcmul=None) -> list[Tensor]:
+    """The device operation; `addcmul` is (scalar, residual, gate) for the fused addcmul form."""
     # ttnn::prim::minimal_matmul's kernel defaults: HiFi2, approx off, fp32 accumulation, packer L1 accumulation
     n = resolve(op_name, compute_kernel_config, math_fidelity=MathFidelity.HiFi2, math_approx_mode=False,
                 fp32_dest_acc_en=True, packer_l1_acc=True)
@@ -128,15 +162,21 @@ def _run(op_name: str, a: Tensor, w: Tensor, bias, fused_activation, config, mem
     emulate = numerics.emulating(compute_kernel_config)
     if fused_activation is not None:
         activations.resolve(op_name, fused_activation)  # a bad activation is refused before any math
+    if addcmul is not None:
+        _check_addcmul(a, w, addcmul[1], addcmul[2])
     y = _product(a._value_or_raise(), w._value_or_raise(), None if bias is None else bias._value_or_raise(),
                  fused_activation, op_name, n if emulate else None, emulate and n.math_approx_mode)
+    if addcmul is not None:  # in the kernel, on the float32 product before the output's rounding
+        scalar, residual, gate = addcmul
+        y = residual._value_or_raise().float() + float(scalar) * y * gate._value_or_raise().float()
     out_dtype = output_dtype(op_name, dtype, a)
     fresh = pending_output_target(op_name) is None
     cfg = memory_config if memory_config is not None else a.memory_config()
-    ins = [a, w] + ([bias] if bias is not None else [])
+    ins = [t for t in (a, w, bias, *(addcmul or ())[1:]) if t is not None]
     outs = [output(part.contiguous(), a, ins, op_name=op_name, dtype=out_dtype, layout=Layout.TILE,
                    memory_config=cfg) for part in torch.chunk(y, chunks, dim=-1)]
-    program = minimal_matmul_program(a, w, bias, outs[0].dtype, config, fp32_dest_acc_en=n.fp32_dest_acc_en)
+    program = minimal_matmul_program(a, w, bias, outs[0].dtype, config, fp32_dest_acc_en=n.fp32_dest_acc_en,
+                                     addcmul=None if addcmul is None else addcmul[1:])
     device_work.launch_for(outs[0], fresh, a.device(), program)
     return outs
 
@@ -191,3 +231,26 @@ def minimal_matmul_split(input_tensor: Tensor, weight_tensor: Tensor, *, chunks:
         check_tt_nn_only(op_name, tt_nn_only)
     return _run(op_name, input_tensor, weight_tensor, bias_tensor, fused_activation, config, memory_config, dtype,
                 compute_kernel_config, int(chunks), int(dim))
+
+
+@register_op("ttnn.experimental.dit_minimal_matmul_addcmul_fused", kind="matmul", golden=_addcmul_golden)
+def dit_minimal_matmul_addcmul_fused(matmul_input_tensor: Tensor, matmul_weight_tensor: Tensor, scalar: float,
+                                     addcmul_input_tensor1: Tensor, addcmul_input_tensor2: Tensor,
+                                     bias_tensor: Tensor | None = None, *, config: MinimalMatmulConfig | None = None,
+                                     memory_config=None, dtype: DataType | None = None, compute_kernel_config=None,
+                                     op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """addcmul_input_tensor1 + scalar * (matmul_input_tensor @ matmul_weight_tensor + bias) * addcmul_input_tensor2,
+    in minimal_matmul's one program (dit_minimal_matmul_addcmul_fused.cpp): the residual is [M, N] in the weight's
+    dtype, the gate [1, N] (broadcast over rows) or [M, N]. Other arguments as ttnn.experimental.minimal_matmul.
+
+    >>> x = ttnn.from_torch(torch.ones(32, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> w = ttnn.from_torch(torch.full((64, 32), 0.5), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> res = ttnn.from_torch(torch.ones(32, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> gate = ttnn.from_torch(torch.full((1, 32), 2.0), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.experimental.dit_minimal_matmul_addcmul_fused(x, w, 0.5, res, gate).to_torch()[3, 0].item()
+    33.0
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    return _run(op_name, matmul_input_tensor, matmul_weight_tensor, bias_tensor, None, config, memory_config, dtype,
+                compute_kernel_config, addcmul=(scalar, addcmul_input_tensor1, addcmul_input_tensor2))[0]

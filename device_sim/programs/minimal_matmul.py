@@ -22,11 +22,14 @@ from device_sim.types import DataType
 _DEFAULT_BLOCK_TILES = 8
 
 
-def minimal_matmul_program(a, b, bias, out_dtype: DataType, config, *, fp32_dest_acc_en: bool) -> Program:
+def minimal_matmul_program(a, b, bias, out_dtype: DataType, config, *, fp32_dest_acc_en: bool,
+                           addcmul: tuple | None = None) -> Program:
     """The factory's CBs, on the whole config grid (or the device's compute grid without a config):
     c_0 in0 M_block x K_block tiles and c_1 in1 K_block x N_block, each double-buffered; c_2 the output
     M_block x N_block, double-buffered; c_3 the intermediate, one output block in the destination's format
-    (Float32 with fp32_dest_acc_en, else Float16_b); c_4 the bias, N_block tiles, when there is one."""
+    (Float32 with fp32_dest_acc_en, else Float16_b); c_4 the bias, N_block tiles, when there is one; with the fused
+    addcmul (`addcmul`: its residual and gate tensors), c_5 the residual, one output block, and c_6 the gate,
+    N_block tiles."""
     if config is not None:
         m, k, n = config.M_block_size, config.K_block_size, config.N_block_size
         gx, gy = config.compute_with_storage_grid_size.x, config.compute_with_storage_grid_size.y
@@ -39,4 +42,8 @@ def minimal_matmul_program(a, b, bias, out_dtype: DataType, config, *, fp32_dest
            CircularBuffer((2,), m * n * 2, TILE_BYTES[out_dtype]), CircularBuffer((3,), m * n, TILE_BYTES[interm])]
     if bias is not None:
         cbs.append(CircularBuffer((4,), n, TILE_BYTES[bias.dtype]))
+    if addcmul is not None:
+        residual, gate = addcmul
+        cbs += [CircularBuffer((5,), m * n, TILE_BYTES[residual.dtype]),
+                CircularBuffer((6,), n, TILE_BYTES[gate.dtype])]
     return make_program("MinimalMatmulDeviceOperation", "MinimalMatmulProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
