@@ -2722,6 +2722,23 @@ def test_sharded_layer_norm_takes_each_row_s_mean_per_core_then_across_cores(dev
     assert (ttnn.to_torch(out).float() - want).norm() / want.norm() < 0.016
 
 
+def test_sharded_layer_norm_s_output_takes_the_input_s_shard_spec_when_its_config_has_none(device):
+    # the same file's 2-D cases with a 992-wide input: LayerNormDeviceOperation::compute_output_specs gives an inplace
+    # output the input's spec and a shard-spec-less output config the input's shard spec; device_sim derived its own
+    # (here 3x2 cores of [32, 32]; there 8 cores of 1015808 B, whose CBs then clashed with L1)
+    grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(1, 1))})
+    sharded = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.BLOCK_SHARDED, ttnn.BufferType.L1,
+                                ttnn.ShardSpec(grid, [32, 64], ttnn.ShardOrientation.ROW_MAJOR))
+    x = ttnn.from_torch(torch.rand(1, 1, 64, 96), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    t = ttnn.to_memory_config(x, sharded)  # 96 wide on 2 columns of 64: the second holds 32 and padding
+    no_spec = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.BLOCK_SHARDED, ttnn.BufferType.L1)
+    for inplace in (True, False):
+        program = ttnn.LayerNormShardedMultiCoreProgramConfig(compute_with_storage_grid_size=(2, 2), subblock_w=2,
+                                                              block_h=1, block_w=2, inplace=inplace)
+        out = ttnn.layer_norm(t, epsilon=1e-5, memory_config=no_spec, program_config=program)
+        assert out.memory_config() == sharded
+
+
 def test_the_fused_parallel_sequential_api_finds_unpack_to_dest_mode_and_the_kernel_source_type():
     # unit fused/parallel_sequential/*: models/experimental/ops' cb_allocator does `from ttnn import UnpackToDestMode`
     # and fills a per-CB list with UnpackToDestMode.Default; every case of the 5 files stopped at that import.

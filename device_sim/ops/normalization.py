@@ -167,6 +167,14 @@ def _normalized(name: str, golden, rms: bool, op_name: str, ins, input_tensor: T
         r = golden(v(input_tensor), weight=v(weight), bias=v(bias), epsilon=epsilon, residual_input_tensor=v(residual))
     if activation is not None:
         r = activation(r.float(), True)  # dit_rms_norm_unary_fused.cpp: math_approx_mode on
+    if memory_config is not None and isinstance(program_config, LayerNormShardedMultiCoreProgramConfig) \
+            and input_tensor.is_sharded():
+        # LayerNormDeviceOperation::compute_output_specs: inplace gives the input's spec; an output config without a
+        # shard spec takes the input's (device_sim derived one of its own: 8 cores of 1015808 B for a 992-wide input).
+        # inplace still writes a fresh buffer here, where TT-NN's create_output_tensors returns the input itself.
+        spec = input_tensor.memory_config().shard_spec
+        memory_config = input_tensor.memory_config() if program_config.inplace else \
+            MemoryConfig(memory_config.memory_layout, memory_config.buffer_type, memory_config.shard_spec or spec)
     out = output(r, input_tensor, ins, op_name=op_name, memory_config=memory_config)
     if input_tensor.device() is not None and input_tensor.layout == Layout.TILE:
         _launch_norm(rms, out, input_tensor, weight, bias, residual, program_config, compute_kernel_config)
