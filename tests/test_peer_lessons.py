@@ -2811,3 +2811,14 @@ def test_minimal_matmul_folds_upper_dims_into_m_and_split_cuts_n_into_tile_align
         ttnn.experimental.minimal_matmul(ta, tw, config=ttnn.MinimalMatmulConfig(
             M_block_size=3, K_block_size=1, N_block_size=1, subblock_h=2, subblock_w=1,
             compute_with_storage_grid_size=(2, 2)))
+    # dit_minimal_matmul_addcmul_fused (nightly experimental/test_dit_minimal_matmul_addcmul_fused.py): the same program
+    # with a residual [M, N] and a gate [1, N]; the residual must be in the weight's format (the factory's TT_FATAL)
+    x2, res, gate = ta.reshape((128, 128)), torch.randn(128, 192), torch.randn(1, 192)
+    tres, tgate = (ttnn.from_torch(t, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device) for t in (res, gate))
+    got = ttnn.to_torch(ttnn.experimental.dit_minimal_matmul_addcmul_fused(x2, tw, 0.5, tres, tgate, config=cfg))
+    want = torch.addcmul(ttnn.to_torch(tres).float(), ttnn.to_torch(x2).float() @ ttnn.to_torch(tw).float(),
+                         ttnn.to_torch(tgate).float(), value=0.5)
+    assert torch.corrcoef(torch.stack([got.float().flatten(), want.flatten()]))[0, 1] > 0.9995
+    with pytest.raises(RuntimeError, match="ternary_a_data_format must be equal to in1_data_format"):
+        ttnn.experimental.dit_minimal_matmul_addcmul_fused(x2, tw, 0.5, ttnn.typecast(tres, ttnn.float32), tgate,
+                                                           config=cfg)
