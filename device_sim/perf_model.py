@@ -732,8 +732,12 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
     if family == "matmul" and len(ins) >= 2 and outs:
         from device_sim.ops.matmul import kernel_numerics
 
-        fidelity = kernel_numerics("ttnn." + name, ins[0], ins[1], outs[0].dtype, kwargs.get("compute_kernel_config"),
-                                   kwargs.get("program_config"), kwargs.get("core_grid")).math_fidelity
+        ckc = kwargs.get("compute_kernel_config")
+        if ckc is None and "minimal_matmul" in name:
+            fidelity = MathFidelity.HiFi2  # ttnn::prim::minimal_matmul's default, whatever the dtypes
+        else:
+            fidelity = kernel_numerics("ttnn." + name, ins[0], ins[1], outs[0].dtype, ckc,
+                                       kwargs.get("program_config"), kwargs.get("core_grid")).math_fidelity
         # a program config's grid, or a minimal_matmul's MinimalMatmulConfig (its `config`)
         grid = getattr(kwargs.get("program_config") or kwargs.get("config"), "compute_with_storage_grid_size", None)
         if grid is not None:

@@ -68,6 +68,18 @@ def test_the_unpacker_caps_a_bfloat16_matmul_so_lofi_saves_only_on_block_floats(
     assert lo8.compute_ns == math.ceil(16 * 32 * 2 * 1088 / 90)  # 24.2 cycles: two 1088 B tiles unpacked
 
 
+def test_minimal_matmul_is_priced_at_its_own_default_fidelity_not_matmuls(device):
+    # ttnn::prim::minimal_matmul runs HiFi2 unless a compute_kernel_config says otherwise; matmul's rule would give two
+    # block-float inputs LoFi
+    a8, b8 = _t(device, ttnn.L1, ttnn.bfloat8_b), _t(device, ttnn.L1, ttnn.bfloat8_b)
+    mm = ttnn.experimental.minimal_matmul
+    assert _est(mm, (a8, b8), {}, mm(a8, b8)).math_fidelity == "HiFi2"
+    assert _est(ttnn.matmul, (a8, b8), {}, ttnn.matmul(a8, b8)).math_fidelity == "LoFi"
+    lofi = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.LoFi)
+    given = _est(mm, (a8, b8), {"compute_kernel_config": lofi}, mm(a8, b8, compute_kernel_config=lofi))
+    assert given.math_fidelity == "LoFi"
+
+
 def test_bfloat8_b_weights_cut_the_bytes_read_by_their_tiles_size(device):
     a, w = _t(device, ttnn.DRAM), _t(device, ttnn.DRAM, ttnn.bfloat8_b)
     c = ttnn.matmul(a, w)
