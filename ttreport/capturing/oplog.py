@@ -85,6 +85,7 @@ from ttreport.capturing.records import (
     AllocField,
     OpField,
     TensorArg,
+    Text,
 )
 from ttreport.capturing.writer import MAX_VALUE_CHARS
 from ttreport.errors import LossWarner, ReportIncompleteWarning
@@ -601,19 +602,7 @@ def write_count(progress, tail: LogTail) -> None:
 
 
 # -- reading ------------------------------------------------------------------------------------
-class _Text:
-    """An argument value by its text: what the writer's format_value prints for it (its repr)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-class _Config(_Text):
+class _Config(Text):
     """A MemoryConfig as the writer reads it: its repr and the names of its buffer type and layout."""
 
     __slots__ = ("buffer_type", "memory_layout")
@@ -736,7 +725,7 @@ class Definitions:
     def __init__(self):
         self.codes: dict[int, SimpleNamespace] = {}
         self.configs: dict[int, _Config] = {}
-        self.objects: dict[int, _Text] = {}
+        self.objects: dict[int, Text] = {}
         self.stacks: dict[int, tuple] = {}  # number -> (code id, line, ...): the recorder's frames
         self.cbs: dict[int, tuple] = {}  # number -> a program's CircularBuffers
         self.programs: dict[int, tuple] = {}  # number -> a program's (name, factory, CBs, ranges, cb_bytes)
@@ -904,7 +893,7 @@ class LogTail:
                 elif type(d) is records.CfgText:
                     defs.configs[d.config_id] = _Config(*d[2:])
                 else:
-                    defs.objects[d.number] = _Text(d.text)
+                    defs.objects[d.number] = Text(d.text)
             elif tag == FLUSH:
                 out.append((FLUSH, _Waiter(self.on_flush, rec[1])))
             elif tag == STOP:

@@ -49,7 +49,7 @@ from device_sim.tensor import DEFAULT_TILE, Tensor
 from device_sim.types import BufferType, Layout
 from ttreport import schema_sql
 from ttreport.capturing import log_perf, log_tensors, stacks
-from ttreport.capturing.records import ALLOC, DEVICE, FREE, OP, ROW, TENSOR, Token
+from ttreport.capturing.records import ALLOC, DEVICE, FREE, OP, ROW, TENSOR, Text, Token
 from ttreport.errors import ReportIncompleteWarning
 
 try:
@@ -339,7 +339,7 @@ class Recorder:
             self._see(x.imag, None, inputs, specs)
             # by its text alone: the log keeps each object it wires (oplog's _objects, up to MAX_OBJECTS), and the
             # ComplexTensor held there would keep both parts' buffers allocated after the model let them go
-            return self._wire(_Text(repr(x)))
+            return self._wire(Text(repr(x)))
         if isinstance(x, Device) and x not in self._devices:
             self.add_device(x, before_capture=False)
         return self._wire(x)
@@ -618,18 +618,6 @@ def host_ops_warning(con) -> str | None:
     return (f"ttreport: {name} (operation {op_id}) ran on host tensors, not on a device, and so did "
             f"{len(found) - 1} other op name(s): the report has no device time or L1 for them. Put the inputs on "
             f"the device: ttnn.from_torch(..., device=device), or ttnn.to_device(tensor, device)")
-
-
-class _Text:
-    """An argument recorded as a text made at the op (its repr is the text), in place of the object itself."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
 
 
 def _parts(x) -> tuple:

@@ -251,6 +251,19 @@ class CfgText(NamedTuple):
     memory_layout: str
 
 
+class Text:
+    """A value by its text (its repr is the text): what the recorder wires in place of an object it must not hold,
+    and what the log's reader gives back for an object it recorded (an Obj)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 class Obj(NamedTuple):
     tag: int
     number: int
