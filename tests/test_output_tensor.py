@@ -69,9 +69,14 @@ def test_output_tensor_none_is_tt_nns_default_a_new_tensor(device, ab):
 def test_a_wrong_output_tensor_is_an_error_naming_it(device, ab):
     _, _, ta, tb = ab
     small = dev(torch.zeros(32, 64), device)
-    with pytest.raises(ValueError, match=rf"ttnn.add: output tensor {small.tensor_id} has shape \[32, 64\] but the "
-                                         r"op's result has shape \[2, 32, 64\]"):
+    # binary_ng's own check, worded as TT-NN's TT_FATAL, with the fix on its last line
+    with pytest.raises(RuntimeError, match=r"(?s)Shape of Output tensor Shape\(\[32, 64\]\) provided does not match "
+                                           r"the broadcasted output shape Shape\(\[2, 32, 64\]\).*ttnn.add: pass an "
+                                           r"output_tensor of shape \[2, 32, 64\], or none"):
         ttnn.add(ta, tb, output_tensor=small)
+    with pytest.raises(ValueError, match=rf"ttnn.exp: output tensor {small.tensor_id} has shape \[32, 64\] but the "
+                                         r"op's result has shape \[2, 32, 64\]"):
+        ttnn.exp(ta, output_tensor=small)
     host = ttnn.from_torch(torch.zeros(2, 32, 64), dtype=ttnn.bfloat16)
     with pytest.raises(ValueError, match=rf"output_tensor {host.tensor_id} is on the host but the inputs are on "):
         ttnn.add(ta, tb, output_tensor=host)
