@@ -28,8 +28,6 @@ from device_sim.device_work import cores_text
 from ttreport.capturing import records
 
 # TensorMemoryLayout numbers -> the names graph_processor.cpp writes
-# An ALLOC record's fields that place a buffer, device to size (records.Alloc): a graph's key
-_PLACE = slice(records.AllocField.DEVICE_ID, records.AllocField.SIZE + 1)
 _LAYOUTS = {0: "INTERLEAVED", 1: "SINGLE_BANK", 2: "HEIGHT_SHARDED", 3: "WIDTH_SHARDED", 4: "BLOCK_SHARDED"}
 
 
@@ -47,11 +45,6 @@ def cpp_name(op_name: str) -> str:
     return op_name.replace(".", "::")
 
 
-# A model repeats a few graphs (same op, programs and output placement): each text is built once.
-_texts: dict[tuple, str] = {}
-MAX_TEXTS = 4096
-
-
 def captured_graph(op_name: str, programs: list, l1_allocs=()) -> str:
     """The JSON text of one op's captured graph, its programs in launch order.
 
@@ -59,15 +52,7 @@ def captured_graph(op_name: str, programs: list, l1_allocs=()) -> str:
     allocates them inside the device operation before its program's CBs, so they appear there, as
     `buffer_allocate` nodes the visualizer adds (per core) to the CBs' load.
     """
-    # The program id is not in the text (TT-NN's graph has none), so it stays out of the key.
-    key = (op_name, tuple((p.name, p.cbs, p.ranges, p.device_id, p.cb_base) for p in programs),
-           tuple(a[_PLACE] for a in l1_allocs))
-    text = _texts.get(key)
-    if text is None:
-        if len(_texts) >= MAX_TEXTS:
-            _texts.clear()
-        text = _texts[key] = _build(op_name, programs, l1_allocs)
-    return text
+    return _build(op_name, programs, l1_allocs)
 
 
 def graph_id(text: str) -> int:

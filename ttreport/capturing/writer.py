@@ -179,6 +179,7 @@ _AFTER_OPS = [
 _ALLOC_WIDTH = len(Alloc._fields)
 _ALLOC_BUFFER_ID, _ALLOC_BUFFER = int(AllocField.BUFFER_ID), int(AllocField.BUFFER)
 _ALLOC_BUFFER_TYPE, _ALLOC_BY_OP = int(AllocField.BUFFER_TYPE), int(AllocField.ALLOCATED_BY_OPERATION_ID)
+MAX_GRAPH_KEYS = 4096  # the writer's captured graphs found by their programs' identity (_captured_graph)
 _ALLOC_PLACE = slice(AllocField.DEVICE_ID, AllocField.SIZE + 1)  # device to size: where a buffer is (its graph's)
 _new_tuple = tuple.__new__
 _FREE_BUFFER_ID = int(FreeField.BUFFER_ID)
@@ -608,9 +609,11 @@ class Writer:
                 self._l1_owner.pop(a[_ALLOC_BUFFER_ID], None)
         if programs is None:
             return None
-        # A program's CBs and core ranges by identity: the log's PROG definition made them once (LogTail._decode), and
-        # hashing them as nested tuples every op was half of this method (0.99 -> 0.59 µs an op for a key, timeit).
-        # The cache holds the programs, so no id in a key is reused while it is kept.
+        # A model repeats a few graphs (same op, programs and output placement): each is built once, found again by
+        # its programs' CBs and core ranges by identity: the log's PROG definition made them once (LogTail._decode),
+        # and hashing them as nested tuples every op was half of this method (0.99 -> 0.59 µs an op for a key,
+        # timeit). The cache holds the programs, so no id in a key is reused while it is kept. The program id is not
+        # in the text (TT-NN's graph has none), so it stays out of the key.
         key = (op.name, tuple([(id(p.cbs), id(p.ranges), p.name, p.device_id, p.cb_base) for p in programs]),
                tuple([a[_ALLOC_PLACE] for a in l1]))
         hit = self._graph_keys.get(key)
@@ -625,9 +628,9 @@ class Writer:
                 nodes, edges = device_graph.graph_rows(text)
                 rows["graph_nodes"].extend((graph_id, *n) for n in nodes)
                 rows["graph_edges"].extend((graph_id, source, sink, i) for source, sink, i, _, _ in edges)
-        # As many as device_graph keeps texts: each key holds its programs, and a log written before PROG records (a
-        # killed capture's, finished by this version) has new core-range tuples every op, so its keys never repeat.
-        if len(self._graph_keys) >= device_graph.MAX_TEXTS:
+        # Bounded: each key holds its programs, and a log written before PROG records (a killed capture's, finished by
+        # this version) has new core-range tuples every op, so its keys never repeat.
+        if len(self._graph_keys) >= MAX_GRAPH_KEYS:
             self._graph_keys.clear()
         self._graph_keys[key] = (graph_id, programs)
         return graph_id
