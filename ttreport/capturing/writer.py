@@ -96,7 +96,7 @@ assert set(schema_sql.COLUMNS["tensors"]) == {*_TENSOR_DIRECT, *_TENSOR_MADE, *_
 _TENSOR_OWN = (*_TENSOR_DIRECT, *_TENSOR_MADE)
 _SPEC_FIELDS = operator.itemgetter(*[Spec._fields.index(c) for c in _TENSOR_DIRECT])  # the record's, in that order
 _TENSOR_COLUMNS = ", ".join([*_TENSOR_OWN, *_SPEC_TEXT_COLUMNS])
-_SPEC_ID_AT = _TENSOR_OWN.index("spec_id")
+_SPEC_ID_AT, _TENSOR_ID_AT = _TENSOR_OWN.index("spec_id"), _TENSOR_OWN.index("tensor_id")
 _BUFFER_FIELDS = Alloc._fields[1:]  # buffer_lifetimes' columns of the same names
 _BUFFER_COLUMNS = ", ".join(_BUFFER_FIELDS)
 # An op's staging row: its op columns, its tensor ids, its one new tensor (Writer._tensor_row), the latest alloc
@@ -106,6 +106,8 @@ _STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE, "inputs", "outputs",
                     *(f"b_{f}" for f in Alloc._fields), *(f"f_{f}" for f in Free._fields), "g_id"]
 _STAGING = f"CREATE TEMP TABLE op_staging ({', '.join(_STAGING_COLUMNS)})"
 _STAGING_WIDTH = len(_STAGING_COLUMNS)
+_STAGING_TENSOR = slice(_STAGING_COLUMNS.index(f"t_{_TENSOR_OWN[0]}"),
+                        _STAGING_COLUMNS.index(f"t_{_TENSOR_OWN[-1]}") + 1)  # its new tensor's row (_TENSOR_OWN)
 # Each distinct captured graph (a model repeats a few) is kept once in temp tables with its nodes and edges
 # rows less the op id; an op's staging row names it (g_id) and SQL copies the rows under the op's id. Binding
 # ~20 narrow rows an op from Python took a third of the writer process's time.
@@ -371,6 +373,7 @@ class Writer:
         self._specs: dict[tuple, tuple] = {}
         self._spec_ids = itertools.count(1)
         self._spec_of: dict[int, tuple] = {}  # tensor id -> its spec's texts, for tensors inside list arguments
+        self._pending: tuple = ((), [])  # the batch's staging rows and other tensor rows, while it is made
         self._texts: dict = {}  # (type, value) or id -> (JSON text of an argument value, the value held)
         # One dict per enum, keyed by number: BFLOAT16 and ROW_MAJOR are both 0.
         self._dtype_text = {int(e): repr(e) for e in DataType}
@@ -389,6 +392,7 @@ class Writer:
         rows = {name: [] for name in _INSERT}
         rows.update(devices=[], other={}, graphs=[], graph_nodes=[], graph_edges=[])
         staging, allocs, frees = [], rows["allocs"], rows["frees"]
+        self._pending = (staging, rows["tensor_records"])
         new_stacks: list[tuple] = []
         new_specs: list[tuple] = []
         waiters = []
@@ -445,6 +449,7 @@ class Writer:
                 allocs.append(alloc)
             if free is not None:
                 frees.append(free)
+            self._pending = ((), [])
             self._commit(staging, rows)
             self.records_written += len(batch)
         except Exception as e:  # the disk, or a bug here: never the model's problem (see module docstring)
@@ -761,18 +766,27 @@ class Writer:
         return (*row, hit[0], file)
 
     def _tensor_text(self, tid: int) -> str:
-        """A tensor argument's text inside a list argument; the view renders the same for a plain one."""
+        """A tensor argument's text inside a list argument, as _TENSOR_TEXT renders a plain one in SQL: from its spec's
+        texts (self._spec_of; else this batch's rows, not in the db yet; else the db), or by its id alone when it has
+        no row or its spec no dtype or layout (a host tensor's: SQL's || of a NULL is NULL)."""
         tid = int(tid)
-        texts = self._spec_of.get(tid)
+        texts = self._spec_of.get(tid) or self._pending_texts(tid)
         if texts is None:
-            row = self.con.execute(
+            texts = self.con.execute(
                 "SELECT s.shape, s.dtype, s.layout, COALESCE(s.placement, s.memory_config, 'host') FROM tensors r "
                 "JOIN tensor_specs s ON s.spec_id = r.spec_id WHERE r.tensor_id = ?", (tid,)).fetchone()
-            if row is None:
-                return f"ttnn.Tensor(id={tid})"
-            texts = row
+        if texts is None or texts[1] is None or texts[2] is None:
+            return f"ttnn.Tensor(id={tid})"
         shape, dtype, layout, where = texts
         return f"ttnn.Tensor(id={tid}, shape={shape}, dtype={dtype}, layout={layout}, {where})"
+
+    def _pending_texts(self, tid: int) -> tuple | None:
+        """The spec texts of a tensor whose row this batch holds (self._pending: its staging rows and other tensor
+        rows), which the bounded _spec_of may have dropped already; None if it holds none. Rare: a scan."""
+        staging, others = self._pending
+        rows = [row[_STAGING_TENSOR] for row in staging] + others
+        spec_id = next((row[_SPEC_ID_AT] for row in reversed(rows) if row[_TENSOR_ID_AT] == tid), None)
+        return next((texts for number, _, texts in self._specs.values() if number == spec_id), None)
 
     # -- formatting -------------------------------------------------------------------------
     def _json_value(self, v) -> str:
