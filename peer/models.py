@@ -26,8 +26,8 @@ tt_transformers' reference wrapper's `result[0]` takes batch 0 only), `loguru`, 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -35,13 +35,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from peer.run import REPO, checked_home
 
 OUT = REPO / "generated" / "peer" / "models"
 TINY_LLAMA = OUT / "tiny-llama"
 HF_HOME = OUT / "hf_home"
-# The Whisper test imports models/demos/utils/common_demo_utils.py, which imports torchvision and never uses it on
-# Whisper's path; where no torchvision imports (no wheel matches this venv's torch), an import-only stand-in does.
+# Where no torchvision imports (no wheel matches this venv's torch), a stand-in holding what the runs call: the
+# MNIST/CIFAR-10 tutorials' datasets and transforms; Whisper only imports it (common_demo_utils.py).
 STAND_INS = Path(__file__).resolve().parent / "stand_ins"
 
 
@@ -71,7 +73,7 @@ RUNS = [
         ("test_decoder_layer", ""), ("test_decoder", " and not layer"))),
     *(Run(f"tutorial {name}", f"ttnn/tutorials/basic_python/{name}.py") for name in (
         "ttnn_add_tensors", "ttnn_basic_operations", "ttnn_basic_matrix_multiplication", "ttnn_basic_conv",
-        "ttnn_multihead_attention")),
+        "ttnn_multihead_attention", "ttnn_mlp_inference_mnist", "ttnn_simplecnn_inference")),
 ]
 
 
@@ -94,6 +96,59 @@ def make_whisper_config(hf_home: Path = HF_HOME) -> Path:
     (repo / "refs").mkdir(exist_ok=True)
     (repo / "refs" / "main").write_text("0" * 40)
     return hf_home
+
+
+# How many images each stand-in dataset file holds: the tutorials read the first 5 of the test set (the real files
+# hold 60,000/10,000 MNIST and 5x10,000 + 10,000 CIFAR-10 images; the formats take any count).
+IMAGES_A_FILE = 100
+
+
+def make_mnist(root: Path, seed: int = 0) -> None:
+    """MNIST as torchvision reads it, random pixels: root/MNIST/raw/{train,t10k}-images-idx3-ubyte (magic 2051,
+    count, 28, 28, big-endian int32s, then the uint8 pixels) and -labels-idx1-ubyte (magic 2049, count, uint8
+    labels 0..9). A folder already holding any of them (a real download) is left as it is."""
+    raw = root / "MNIST" / "raw"
+    if raw.exists() and any(raw.glob("*-ubyte")):
+        return
+    raw.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    n = IMAGES_A_FILE
+    for split in ("train", "t10k"):
+        header = b"".join(v.to_bytes(4, "big") for v in (2051, n, 28, 28))
+        (raw / f"{split}-images-idx3-ubyte").write_bytes(header + rng.integers(0, 256, (n, 28, 28), np.uint8).tobytes())
+        header = b"".join(v.to_bytes(4, "big") for v in (2049, n))
+        (raw / f"{split}-labels-idx1-ubyte").write_bytes(header + rng.integers(0, 10, n, np.uint8).tobytes())
+
+
+def make_cifar10(root: Path, seed: int = 0) -> None:
+    """CIFAR-10 as torchvision reads it, random pixels: root/cifar-10-batches-py/data_batch_1..5 and test_batch, each
+    a pickled dict as the real ones (`batch_label`, `labels`, `data`: N x 3072 uint8, the 32x32 R, G and B planes of
+    one image a row, `filenames`), and batches.meta (`label_names` as the real ten, `num_cases_per_batch`,
+    `num_vis`). They are pickles because that is the format; made here and read back by the stand-in's
+    arrays-only unpickler. A folder already holding any of them is left as it is."""
+    folder = root / "cifar-10-batches-py"
+    if folder.exists() and any(folder.iterdir()):
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    n = IMAGES_A_FILE
+    names = [(f"data_batch_{i}", f"training batch {i} of 5") for i in range(1, 6)]
+    for name, batch_label in [*names, ("test_batch", "testing batch 1 of 1")]:
+        batch = {"batch_label": batch_label, "labels": rng.integers(0, 10, n).tolist(),
+                 "data": rng.integers(0, 256, (n, 3 * 32 * 32), np.uint8),
+                 "filenames": [f"stand_in_{name}_{i}.png" for i in range(n)]}
+        (folder / name).write_bytes(pickle.dumps(batch, protocol=4))
+    meta = {"num_cases_per_batch": n, "num_vis": 3 * 32 * 32,
+            "label_names": ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]}
+    (folder / "batches.meta").write_bytes(pickle.dumps(meta, protocol=4))
+
+
+def real_torchvision_imports() -> bool:
+    """Whether `import torchvision` works: a wheel built for another torch is found, then fails at import
+    (`operator torchvision::nms does not exist`), so finding the module is not enough. A subprocess, so a failed
+    import leaves nothing registered in this one."""
+    done = subprocess.run([sys.executable, "-c", "import torchvision"], capture_output=True, timeout=120)
+    return done.returncode == 0
 
 
 # `python3 <script>` with `import ttnn` answered by device_sim, and nothing else changed (argv, __main__).
@@ -176,8 +231,12 @@ def main(argv=None) -> int:
            "HF_MODEL": str(make_tiny_llama()), "TT_CACHE_PATH": str(OUT / "cache"),
            "HF_HOME": str(make_whisper_config()),
            "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    if importlib.util.find_spec("torchvision") is None:
+    if not real_torchvision_imports():
         env["PYTHONPATH"] += os.pathsep + str(STAND_INS)
+    # The MNIST and CIFAR-10 tutorials read root="./data" in TT_METAL_HOME, as tt-metal's test_tutorials.py
+    # links it; their files are laid out there.
+    make_mnist(home / "data")
+    make_cifar10(home / "data")
     print(f"{'run':32} {'outcome':8} {'lowest PCC':>11} {'s':>5}  first failure")
     for run in runs:
         start = time.monotonic()
