@@ -1,4 +1,4 @@
-"""The per-row ops of a transformer layer: softmax, layer_norm, rms_norm, and embedding lookup."""
+"""The per-row ops of a transformer layer: softmax, layer_norm, rms_norm, and embedding lookup (and its backward)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import enum
 import torch
 import torch.nn.functional as F
 
-from device_sim import activations, device_work, numerics
+from device_sim import activations, device_work, dtypes, numerics
 from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.program_config_checks import tt_fatal, validate_layer_norm
 from device_sim.program_configs import LayerNormShardedMultiCoreProgramConfig
 from device_sim.programs import normalization
-from device_sim.programs.embedding import embedding_program
+from device_sim.programs.embedding import embedding_backward_program, embedding_program
 from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig
@@ -330,6 +330,86 @@ def embedding(input_tensor: Tensor, weight: Tensor, *, padding_idx: int | None =
             input_tensor, weight, out.dtype, out.layout, padded=padded, binary=kind == EmbeddingsType.BINARY))
     return out
 
+
+
+def _embedding_bw_golden(input_tensor, weight, output_gradient_tensor, *_, **__):
+    """torch's embedding weight gradient: each id's gradient row summed into its table row; [1, 1, rows, hidden]."""
+    rows, g = weight.shape[-2], output_gradient_tensor.reshape(-1, output_gradient_tensor.shape[-1]).float()
+    return torch.zeros(rows, g.shape[-1]).index_add_(0, input_tensor.reshape(-1).long(), g).reshape(1, 1, rows, -1)
+
+
+def _embedding_bw_kernel(ids: torch.Tensor, grad: torch.Tensor, rows: int, dtype: DataType) -> torch.Tensor:
+    """The weight gradient as TT-NN's kernel sums it: 32 ids (one gradient tile row) at a time, the rows they hit
+    read back from the output, their gradient rows added on the SFPU (reshuffle_rows), packed through the 16-bit
+    destination into the output's format before the next 32. bfloat8_b's shared exponents are 16 values of one row,
+    so rounding only the rows hit is the tile's rounding."""
+    out, g = torch.zeros(rows, grad.shape[-1]), grad.float()
+    for start in range(0, ids.numel(), _EMBEDDING_BW_BLOCK):
+        hit, where = ids[start:start + _EMBEDDING_BW_BLOCK].unique(return_inverse=True)
+        summed = torch.zeros(len(hit), g.shape[-1]).index_add_(0, where, g[start:start + _EMBEDDING_BW_BLOCK])
+        out[hit] = dtypes.to_device_values(numerics.to_bf16(out[hit] + summed), dtype).float()
+    return out.reshape(1, 1, rows, -1)
+
+
+_EMBEDDING_BW_BLOCK = 32  # ids a pass: the reader's INPUT_SIZE, one tile row of the gradient
+
+
+@register_op("ttnn.embedding_bw", kind="embedding", golden=_embedding_bw_golden, output_keyword="output_tensor")
+def embedding_bw(input_tensor: Tensor, weight_tensor: Tensor, output_gradient_tensor: Tensor, *,
+                 dtype: DataType | None = None, memory_config: MemoryConfig | None = None,
+                 op_name: str = OWN_NAME) -> Tensor:
+    """The gradient of ttnn.embedding's table: ids [batch, seq] (ROW_MAJOR, uint32 or bfloat16), the output's
+    gradient [1, 1, batch * seq, hidden] (TILE, bfloat16 or bfloat8_b, as `dtype`); [1, 1, rows, hidden] with
+    `weight_tensor`'s rows (only its shape is read), summed 32 ids at a time as the kernel sums them. The output takes
+    the gradient's dtype and memory config unless told. EmbeddingBackwardDeviceOperation's TT_FATALs.
+
+    >>> ids = ttnn.from_torch(torch.tensor([[1] * 16 + [2] * 16]), dtype=ttnn.uint32, device=device)
+    >>> w = ttnn.from_torch(torch.zeros(4, 32), layout=ttnn.TILE, device=device)
+    >>> g = ttnn.from_torch(torch.ones(1, 1, 32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.embedding_bw(ids, w, g).to_torch()[0, 0, :, 0]
+    tensor([ 0., 16., 16.,  0.], dtype=torch.bfloat16)
+    """
+    ins = device_inputs(op_name, input_tensor, weight_tensor, output_gradient_tensor)
+    grad, shape = output_gradient_tensor, tuple(input_tensor.shape)
+    out_dtype = DataType(dtype) if dtype is not None else grad.dtype
+    ids_shape = (shape[0], 1, 1, shape[-1]) if shape else ()  # embedding_bw reshapes the ids to [batch, 1, 1, seq]
+    g_shape = tuple(grad.padded_shape)
+    interleaved = [t.memory_config() for t in (input_tensor, grad)] + [memory_config or grad.memory_config()]
+    checks = ((input_tensor.layout == Layout.ROW_MAJOR, "index_tensor.layout() == Layout::ROW_MAJOR",
+               f"Index tensor layout must be ROW_MAJOR but got {input_tensor.layout}"),
+              (input_tensor.dtype in (DataType.UINT32, DataType.BFLOAT16),
+               "index_tensor.dtype() == DataType::UINT32 or index_tensor.dtype() == DataType::BFLOAT16",
+               "Index tensor must be UINT32 or BFLOAT16"),
+              (len(ids_shape) == 4 and ids_shape[-1] % 32 == 0, "index_tensor_shape[-1] % TILE_WIDTH == 0",
+               "Number of columns in the index tensor must be divisible by tile width"),
+              (grad.layout == Layout.TILE, "grad_tensor.layout() == Layout::TILE",
+               f"Gradient tensor layout must be TILE but got {grad.layout}"),
+              (grad.dtype in (DataType.BFLOAT16, DataType.BFLOAT8_B),
+               "grad_tensor.dtype() == DataType::BFLOAT16 or grad_tensor.dtype() == DataType::BFLOAT8_B",
+               "Output gradient tensor must be BFLOAT16 or BFLOAT8_B"),
+              (grad.dtype == out_dtype, "grad_tensor.dtype() == operation_attributes.output_dtype",
+               "Output and input gradient tensors must have the same dtype"),
+              (any(not c.is_sharded() for c in interleaved), "memory_layout() == TensorMemoryLayout::INTERLEAVED",
+               "Embedding b/w does not currently support sharding"),
+              (len(g_shape) == 4 and g_shape[:2] == (1, 1), "grad_tensor_shape[0] == 1 && grad_tensor_shape[1] == 1",
+               f"First two dimensions for the gradient tensor must be 1, but found {g_shape[:2]}."),
+              (g_shape[-2:-1] == (ids_shape[0] * ids_shape[-1],) if ids_shape else False,
+               "grad_tensor_shape[2] == index_tensor_shape[0] * index_tensor_shape[-1]",
+               "Number of rows in gradient tensor must be equal to number of indices in index tensor"))
+    for ok, condition, message in checks:
+        if not ok:
+            raise tt_fatal(condition, message, "device_sim/ops/normalization.py")
+    rows = weight_tensor.shape[-2]
+    ids = values(input_tensor, op_name).reshape(-1).long()
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= rows):
+        bad = int(ids.max()) if int(ids.max()) >= rows else int(ids.min())
+        raise IndexError(f"{op_name}: id {bad} is outside the table's {rows} rows (0..{rows - 1})")
+    y = _embedding_bw_kernel(ids, values(grad, op_name).reshape(-1, grad.shape[-1]), rows, out_dtype)
+    out = output(y, grad, ins, op_name=op_name, dtype=out_dtype, layout=Layout.TILE,
+                 memory_config=memory_config or grad.memory_config())
+    device_work.launch_after(out, True, grad, embedding_backward_program(
+        grad.device(), g_shape[-1], grad.dtype, input_tensor.dtype, out.dtype))
+    return out
 
 # -- in-place softmax: TT-NN's kernels write the result over the input and return it -------------
 

@@ -13,7 +13,7 @@ device_work.launch_for, which checks the CBs against L1 (TT-Metal's clash error)
 - group_norm: GroupNormDeviceOperation's DRAM-interleaved factories (multicast and not)
 - data_movement: tilize / untilize (+ padding), transpose, concat, copy, typecast, the sharding moves
 - reduction: sum / mean / max / min (ReduceDeviceOperation)
-- embedding: EmbeddingsDeviceOperation (row-major and tilized outputs)
+- embedding: EmbeddingsDeviceOperation (row-major and tilized outputs), EmbeddingBackwardDeviceOperation
 - conv: conv2d's input sharding, HaloDeviceOperation and Conv2dDeviceOperation (height sharding)
 - transformer: SDPAOperation (plain and chunked prefill), NlpCreateHeadsDeviceOperation, NLPConcatHeadsDeviceOperation
 - sdpa_windowed: WindowedScaledDotProductAttentionDeviceOperation

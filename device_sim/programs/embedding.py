@@ -1,7 +1,9 @@
-"""EmbeddingsDeviceOperation as TT-NN's two interleaved embedding factories build it.
+"""EmbeddingsDeviceOperation as TT-NN's two interleaved embedding factories build it, and embedding_bw's
+EmbeddingBackwardDeviceOperation.
 
 A ROW_MAJOR output is embeddings_rm_program_factory.cpp, a TILE output embeddings_fused_program_factory.cpp
-(tt-metal's ttnn/cpp/ttnn/operations/embedding/device/); sharded outputs are not modelled.
+(tt-metal's ttnn/cpp/ttnn/operations/embedding/device/); sharded outputs are not modelled. The backward op has one
+factory (embedding_backward/device/), interleaved only.
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -76,3 +78,31 @@ def _build(dev, rows, hidden, ids_dtype, w_dtype, out_dtype, out_layout, padded,
     cbs = [CircularBuffer((0,), 2 if per_core > 1 else 1, page),
            CircularBuffer((1,), 1, block_height * _round32(ids_size)), *cache]
     return make_program(NAME, "EmbeddingsRMProgramFactory", cbs, split_work(rows, gx, gy))
+
+
+BACKWARD_NAME = "EmbeddingBackwardDeviceOperation"
+_INDICES_A_BLOCK = 32  # the factory's INPUT_SIZE: the reader takes 32 ids (one grad tile row) at a time
+
+
+def embedding_backward_program(dev, hidden: int, grad_dtype: DataType, ids_dtype: DataType,
+                               out_dtype: DataType) -> Program:
+    """EmbeddingBackwardProgramFactory (embedding_backward/device/embedding_backward_program_factory.cpp):
+    split_work_to_cores over the gradient's `hidden` // 32 tile columns, every core walking all the ids; c_0 (grad),
+    c_2 (the output tiles read back) and c_16 (the output tiles written) hold a core's most tile columns, c_1 32 ids,
+    c_24 their 32-byte UInt8 row mask, c_25 the 16-byte chunk count the reader hands the compute kernel."""
+    gx, gy = grid_of(dev)
+    key = (BACKWARD_NAME, hidden, grad_dtype, ids_dtype, out_dtype, gx, gy)
+
+    def build():
+        columns = max(hidden // TILE, 1)
+        per_core = -(-columns // min(columns, gx * gy))
+        out_tile = TILE_BYTES[out_dtype]
+        cbs = (CircularBuffer((0,), per_core, TILE_BYTES[grad_dtype]),
+               CircularBuffer((1,), 1, _INDICES_A_BLOCK * dtypes.ELEMENT_SIZE[ids_dtype]),
+               CircularBuffer((2,), per_core, out_tile),
+               CircularBuffer((24,), 1, _INDICES_A_BLOCK),
+               CircularBuffer((25,), 1, 16),
+               CircularBuffer((16,), per_core, out_tile))
+        return make_program(BACKWARD_NAME, "EmbeddingBackwardProgramFactory", cbs, split_work(columns, gx, gy))
+
+    return cached(key, build)
