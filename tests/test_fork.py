@@ -168,3 +168,54 @@ def test_a_fork_waits_while_the_perf_rows_chase_is_inside_sqlite(tmp_path, devic
         holder.join()
         assert wait_or_kill(pid) == 0
         assert waited >= 0.3, f"the fork took {waited:.3f} s: it did not wait for the chase's SQLite work"
+
+
+STOPPED = r"""
+import json, os, pathlib, sqlite3, sys, threading, time
+import device_sim as ttnn
+import ttreport
+
+report = pathlib.Path(sys.argv[1])
+dev = ttnn.open_device(0)
+cap = ttreport.capture(report)
+cap.start()
+a = ttnn.ones((32, 32), device=dev)
+for _ in range(200):
+    a = a + 1
+cap.stop(wait=False)  # its writer process and its perf-rows chase go on until wait()
+chase = cap._chase
+held = threading.Event()
+
+def hold():  # the chase inside SQLite, for 0.4 s
+    with chase.busy:
+        held.set()
+        time.sleep(0.4)
+
+holder = threading.Thread(target=hold)
+holder.start()
+held.wait()
+start = time.monotonic()
+pid = os.fork()
+if pid == 0:  # the user's child uses SQLite at once
+    con = sqlite3.connect(":memory:")
+    con.execute("SELECT 1").fetchone()
+    os._exit(0)
+waited = time.monotonic() - start
+holder.join()
+_, status = os.waitpid(pid, 0)
+cap.wait()
+print(json.dumps({"waited": waited, "child_exit": os.waitstatus_to_exitcode(status), "status": cap.status}))
+"""
+
+
+def test_a_fork_after_stop_without_waiting_waits_while_its_chase_is_inside_sqlite(tmp_path):
+    # stop(wait=False) ends the capture for the model, but its chase renders through the writer's backlog until
+    # wait(): a user's fork meanwhile must wait for the chase to leave SQLite, as it does during the capture.
+    done = subprocess.run([sys.executable, "-c", STOPPED, str(tmp_path / "r")], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.splitlines()[-1])
+    assert said["child_exit"] == 0 and said["status"] == "complete", said
+    assert said["waited"] >= 0.3, f"the fork took {said['waited']:.3f} s: it did not wait for the chase's SQLite work"
+    with ttreport.open(tmp_path / "r") as r:
+        assert r.count_operations() == 201

@@ -283,6 +283,7 @@ class Capture(contextlib.ContextDecorator):
             writer = self._writer  # (its returncode, not is_alive(), which would reap it under join's feet)
             self._chase = ops_perf.Chase(self.db_path, sink.unwritten, lambda: sink.waiting,
                                          lambda: writer.returncode is None)
+            _chases.add(self._chase)  # guarded at a fork until the close is over (stop, wait)
             sink.on_wait = self._chase.begin  # its thread starts at the model's first wait, or at the close
         device_sim.set_hook(recorder)
 
@@ -506,7 +507,7 @@ class Capture(contextlib.ContextDecorator):
         chase = self._chase
         if self.fork_ahead and self._writer.is_alive():
             # while this process would wait for its writer below anyway (a writer that has ended: the next start forks)
-            writer_process.fork_ahead(holding=[chase.busy] if chase is not None else [])  # (its chase not in SQLite)
+            writer_process.fork_ahead()  # (_before_fork keeps its chase out of SQLite across the fork)
         if chase is not None:
             chase.closing()  # the model is done: it renders while the writer writes the rest
         self._writer.join()
@@ -535,6 +536,7 @@ class Capture(contextlib.ContextDecorator):
             self.close_s["perf_files"] = time.perf_counter() - started
         if chase is not None:
             chase.stop()
+            _chases.discard(chase)
 
     def _warn_host_ops(self) -> None:
         """Warn once when compute ops ran on host tensors (a forgotten device=): else the report just shows no
@@ -660,17 +662,21 @@ class _ForkedChildHook:
 
 # A fork while the perf-rows chase is inside SQLite (or a tensor thread inside torch.save) would give the child
 # those libraries' mutexes held by a thread that does not exist there: its first SQLite call hangs. So a fork
-# waits until none is (at most one range's read or one file), and they wait for the fork.
+# waits until none is (at most one range's read or one file), and they wait for the fork. A capture stopped with
+# wait=False keeps its chase until wait() (it renders through the writer's backlog): every chase not stopped yet is
+# in _chases, the active capture's and those still closing (the spare a waiting close forks, writer_process.Spare).
 _held_for_fork: list[threading.Lock] = []
+_chases: set[ops_perf.Chase] = set()
 
 
 def _before_fork() -> None:
     active = _active
+    busy = [chase.busy for chase in list(_chases)]  # (a copy: another thread's capture may add one meanwhile)
     if active is not None and active.recorder is not None and not active._stopped:
-        chase = active._chase
-        for busy in (active._storage.busy, *([chase.busy] if chase is not None else [])):
-            busy.acquire()
-            _held_for_fork.append(busy)
+        busy.append(active._storage.busy)
+    for lock in busy:
+        lock.acquire()
+        _held_for_fork.append(lock)
 
 
 def _after_fork_in_parent() -> None:
@@ -681,6 +687,7 @@ def _after_fork_in_parent() -> None:
 def _after_fork_in_child() -> None:
     global _lock, _active
     _after_fork_in_parent()
+    _chases.clear()  # the parent's threads: none runs here
     _lock = threading.Lock()  # another thread may have held it at the fork
     if _active is not None:
         active, _active = _active, None

@@ -294,17 +294,14 @@ def _reap() -> None:
         _unreaped.remove(pid)
 
 
-def fork_ahead(holding=()) -> None:
-    """Fork a Spare now, unless one waits: called while a capture's close waits for its writer process. `holding`:
-    the locks of threads that may be inside SQLite (a capture's perf-rows chase), held across the fork."""
+def fork_ahead() -> None:
+    """Fork a Spare now, unless one waits: called while a capture's close waits for its writer process (the fork
+    waits for any capture's perf-rows chase to be out of SQLite: session._before_fork)."""
     global _spare
     _reap()
     if _spare is not None or not hasattr(os, "memfd_create") or not hasattr(socket, "send_fds"):
         return
-    with contextlib.ExitStack() as held:
-        for lock in holding:
-            held.enter_context(lock)
-        _spare = Spare()
+    _spare = Spare()
 
 
 def take_spare() -> Spare | None:
