@@ -2822,3 +2822,27 @@ def test_minimal_matmul_folds_upper_dims_into_m_and_split_cuts_n_into_tile_align
     with pytest.raises(RuntimeError, match="ternary_a_data_format must be equal to in1_data_format"):
         ttnn.experimental.dit_minimal_matmul_addcmul_fused(x2, tw, 0.5, ttnn.typecast(tres, ttnn.float32), tgate,
                                                            config=cfg)
+
+
+def test_embedding_bw_sums_each_ids_gradient_row_32_ids_at_a_time(device):
+    # unit data_movement/test_backward_embedding.py: ttnn.embedding_bw gives torch's embedding weight gradient as
+    # [1, 1, rows, hidden] in the gradient's dtype; the kernel adds one gradient tile row (32 ids) at a time and
+    # packs the rows it hit to the output's format, so a row hit in two blocks is rounded twice
+    ids = torch.randint(0, 96, (2, 64), generator=torch.Generator().manual_seed(0))
+    table = torch.randn(96, 160, requires_grad=True)
+    grad = torch.randn(1, 1, 128, 160)
+    torch.nn.functional.embedding(ids, table).reshape(grad.shape).backward(grad)
+    t_ids = ttnn.from_torch(ids, dtype=ttnn.uint32, device=device)
+    t_table = ttnn.from_torch(table.detach(), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    t_grad = ttnn.from_torch(grad, dtype=ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT, device=device)
+    out = ttnn.embedding_bw(t_ids, t_table, t_grad, dtype=ttnn.bfloat8_b)
+    assert out.shape == ttnn.Shape([1, 1, 96, 160]) and out.dtype == ttnn.bfloat8_b
+    assert torch.corrcoef(torch.stack([ttnn.to_torch(out).float().flatten(), table.grad.flatten()]))[0, 1] > 0.99
+    one = ttnn.from_torch(torch.zeros(2, 32, dtype=torch.int32), dtype=ttnn.uint32, device=device)  # 64 ids of row 0
+    steps = torch.full((1, 1, 64, 32), 1.0)
+    steps[..., 32:, :] = 2.0**-8  # the second block adds 0.125 to 32, half a bfloat16 ulp there: a tie, to even
+    got = ttnn.embedding_bw(one, t_table, ttnn.from_torch(steps, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT,
+                                                          device=device))
+    assert ttnn.to_torch(got)[0, 0, 0, 0] == 32.0 and float(steps.sum(-2)[0, 0, 0]) == 32.125
+    with pytest.raises(RuntimeError, match="Output and input gradient tensors must have the same dtype"):
+        ttnn.embedding_bw(t_ids, t_table, t_grad, dtype=ttnn.bfloat16)
