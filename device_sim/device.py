@@ -11,9 +11,10 @@ from dataclasses import asdict, dataclass
 import torch
 
 from device_sim.allocator import device_memory
+from device_sim.core_assignment import dram_bank_workers
 from device_sim.dispatch_core import DispatchCoreAxis, DispatchCoreConfig, DispatchCoreType  # noqa: F401 (ttnn.device.*)
 from device_sim.sub_device import SubDevice, SubDeviceId, SubDeviceManagement, SubDeviceManagerId  # noqa: F401 (same)
-from device_sim.types import BufferType, CoreGrid
+from device_sim.types import BufferType, CoreCoord, CoreGrid
 
 
 class Arch(enum.IntEnum):
@@ -120,6 +121,12 @@ class Device(SubDeviceManagement):
         return CoreGrid(y=self.config.grid_y, x=self.config.grid_x)
 
     core_grid = property(compute_with_storage_grid_size)
+
+    def get_optimal_dram_bank_to_logical_worker_assignment(self, noc: NOC = NOC.NOC_0) -> list:
+        """The worker core next to each DRAM bank, in bank order (12 on a Wormhole): where a kernel that reads or
+        writes that bank runs best (device_sim/core_assignment.py; the same cores for NOC_0 and NOC_1 on Wormhole)."""
+        NOC(noc)  # a bad value is refused as TT-NN's enum refuses it
+        return [CoreCoord(x, y) for x, y in dram_bank_workers(self.config.grid_x, self.config.grid_y)]
 
     def facts(self) -> dict:
         """The columns of the report's `devices` table."""

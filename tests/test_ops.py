@@ -700,6 +700,11 @@ CASES.update({
         (x(d, 64, 64), x(d, 64, 96, seed=1), 0.5, x(d, 64, 96, seed=3), x(d, 1, 96, seed=4)),
         dict(bias_tensor=x(d, 1, 96, seed=2), **_MINIMAL))})
 
+# GPT-OSS's MoE router (issue 31: nightly experimental/test_topk_router_gpt.py): K=96 (3 tiles, one a core of each
+# group), the top 4 of 128 experts with their softmax weights
+CASES.update({"ttnn.experimental.topk_router_gpt": lambda d: (
+    (x(d, 32, 96),), dict(weight_tensor=x(d, 96, 128, seed=1), bias_tensor=x(d, 32, 128, seed=2), k=4))})
+
 # moreh_softmax / softmin / logsoftmax and their backwards (issue 31: nightly moreh/test_moreh_softmax.py and 3 more):
 # over W (SMALL_W), H and an outer dim (LARGE_C); the backwards from a softmax output and a gradient
 CASES.update({f"ttnn.moreh_{n}": lambda d, dim=dim: ((x(d, 2, 3, 32, 64), dim), {})

@@ -2846,3 +2846,29 @@ def test_embedding_bw_sums_each_ids_gradient_row_32_ids_at_a_time(device):
     assert ttnn.to_torch(got)[0, 0, 0, 0] == 32.0 and float(steps.sum(-2)[0, 0, 0]) == 32.125
     with pytest.raises(RuntimeError, match="Output and input gradient tensors must have the same dtype"):
         ttnn.embedding_bw(t_ids, t_table, t_grad, dtype=ttnn.bfloat16)
+
+
+def test_topk_router_gpt_routes_on_the_twelve_cores_next_to_the_dram_banks(device):
+    # nightly experimental/test_topk_router_gpt.py (and test_mla_wo.py / test_moe_mm.py's shard grids): the worker
+    # beside each of a Wormhole's 12 DRAM banks, core_assignment.cpp's placement on device_sim's chip (NOC0 rows 10
+    # and 11 harvested); the router's 4 groups of 3 of them each take a 32-expert tile
+    cores = device.get_optimal_dram_bank_to_logical_worker_assignment(ttnn.NOC.NOC_0)
+    assert [(c.x, c.y) for c in cores] == [(3, 7), (0, 0), (0, 4), (0, 5), (4, 0), (7, 3), (4, 1), (4, 7), (4, 6),
+                                           (4, 2), (4, 4), (4, 5)]
+    assert device.get_optimal_dram_bank_to_logical_worker_assignment(ttnn.NOC.NOC_1) == cores
+    x, w = (ttnn.from_torch(torch.zeros(s), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+            for s in ((32, 64), (64, 128)))
+    b = ttnn.from_torch(torch.arange(128.0).expand(32, 128), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    outs = []
+    programs = launched(device, lambda: outs.extend(ttnn.experimental.topk_router_gpt(x, weight_tensor=w,
+                                                                                      bias_tensor=b, k=5)))
+    idx, wgt = outs
+    assert {(r[0], r[1]) for p in programs for r in p.ranges} == {(c.x, c.y) for c in cores}
+    # [32, round_up(k, 8)] ROW_MAJOR in L1, uint16 indices largest first and their softmax, zero past k
+    assert (idx.dtype, wgt.dtype, idx.layout, idx.memory_config().buffer_type) == (
+        ttnn.uint16, ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT, ttnn.BufferType.L1)
+    assert ttnn.to_torch(idx)[0].tolist() == [127, 126, 125, 124, 123, 0, 0, 0]
+    want = torch.softmax(torch.arange(127.0, 122.0, -1), -1).bfloat16().float()
+    torch.testing.assert_close(ttnn.to_torch(wgt)[0].float(), torch.cat([want, torch.zeros(3)]))
+    with pytest.raises(RuntimeError, match="only supports num_experts=128"):
+        ttnn.experimental.topk_router_gpt(x, weight_tensor=w, bias_tensor=b, num_experts=64)

@@ -21,8 +21,8 @@ The registered name is what a report records, what tests/test_ops.py keys its ca
 # typecast and padded_slice (core), view, broadcast_to, convert_to_hwc, slice_write, isin and deepseek_prefill
 # (data_movement), repeat_and_interleave_eltwise_mul (eltwise), the head splits (heads), the paged caches (kv_cache),
 # minimal_matmul and minimal_matmul_split (minimal_matmul),
-# dit_rms_norm_unary_fused (normalization), fast_reduce_nc (reduction), the rotary embeddings (rotary), Mamba's
-# hc_sum_reduce and prefix_scan (ssm).
+# dit_rms_norm_unary_fused (normalization), fast_reduce_nc (reduction), the rotary embeddings (rotary), GPT-OSS's MoE
+# router topk_router_gpt (router), Mamba's hc_sum_reduce and prefix_scan (ssm).
 from types import SimpleNamespace as _SimpleNamespace
 
 from device_sim.ops import (  # noqa: F401
@@ -39,6 +39,7 @@ from device_sim.ops import (  # noqa: F401
     normalization,
     reduction,
     rotary,
+    router,
     ssm,
 )
 from device_sim.registry import public_functions as _public_functions
