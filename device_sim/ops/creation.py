@@ -456,7 +456,8 @@ def rand_like(input_tensor: Tensor, *, dtype: DataType | None = None, layout: La
 
 # -- movement --------------------------------------------------------------------------------
 
-def _concat_golden(tensors, dim=0, *_, groups=1, **__):
+def _concat_golden(tensors, dim=0, groups=1, *_, **__):
+    # groups third, as TT-NN's golden takes it (data_movement.py): test_concat.py calls golden_function(ts, dim, groups)
     if groups == 1:
         return torch.cat(list(tensors), dim)
     parts = [torch.tensor_split(t, groups, dim) for t in tensors]
