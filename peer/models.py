@@ -13,9 +13,12 @@ peer/fetch_tt_metal.sh. Each run is one subprocess, as tt-metal's CI starts it:
 - a tutorial as tests/ttnn/notebook_tests/test_tutorials.py runs one (`python3 <script>`, cwd TT_METAL_HOME),
   with `import ttnn` made device_sim first.
 
-The checkpoints are stand-ins made here, under generated/peer/models (nothing downloads): a 1-layer Llama of
-tiny dimensions with random weights in HF's format (`HF_MODEL` points at it, as tt_transformers reads it), and
-the Whisper config the Whisper test loads by name, in an offline HF cache (`HF_HOME`).
+The checkpoints and data are stand-ins made here (nothing downloads): under generated/peer/models, a 1-layer Llama
+of tiny dimensions with random weights in HF's format (`HF_MODEL` points at it, as tt_transformers reads it), and in
+an offline HF cache (`HF_HOME`) the Whisper config the Whisper test loads by name and a random-weight
+openai/clip-vit-base-patch32 for the CLIP tutorial; under TT_METAL_HOME/data, MNIST and CIFAR-10 files of random
+pixels in the real formats for the tutorials that read them (torchvision's datasets, from peer/stand_ins where no
+real torchvision imports).
 PCC is the lowest `PCC: x` the test logs (tt-metal's comp_pcc lines); the test's own assert decides the outcome.
 Logs: generated/peer/models/<run>.log. Needs in the venv, none of them a dependency of the project: `transformers`
 4.53.0 (tt-metal's tt_metal/python_env/requirements-dev.txt pin; from 4.54 a Llama decoder layer returns a tensor and
@@ -26,6 +29,7 @@ tt_transformers' reference wrapper's `result[0]` takes batch 0 only), `loguru`, 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pickle
 import re
@@ -73,7 +77,9 @@ RUNS = [
         ("test_decoder_layer", ""), ("test_decoder", " and not layer"))),
     *(Run(f"tutorial {name}", f"ttnn/tutorials/basic_python/{name}.py") for name in (
         "ttnn_add_tensors", "ttnn_basic_operations", "ttnn_basic_matrix_multiplication", "ttnn_basic_conv",
-        "ttnn_multihead_attention", "ttnn_mlp_inference_mnist", "ttnn_simplecnn_inference")),
+        "ttnn_multihead_attention", "ttnn_mlp_inference_mnist", "ttnn_simplecnn_inference",
+        # Stops at its image download (requests.get of a github URL; no network here): everything before it runs.
+        "ttnn_clip_zero_shot_classification")),
 ]
 
 
@@ -93,6 +99,39 @@ def make_whisper_config(hf_home: Path = HF_HOME) -> Path:
     WhisperConfig(d_model=1280, encoder_attention_heads=20, decoder_attention_heads=20, encoder_ffn_dim=5120,
                   decoder_ffn_dim=5120, encoder_layers=2, decoder_layers=2, num_mel_bins=128,
                   max_source_positions=1500, max_target_positions=448, vocab_size=51866).save_pretrained(snapshot)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    return hf_home
+
+
+def make_clip(hf_home: Path = HF_HOME) -> Path:
+    """HF_HOME also holding a stand-in for `openai/clip-vit-base-patch32`, which ttnn_clip_zero_shot_classification
+    loads by name (CLIPModel and CLIPTokenizer.from_pretrained).
+
+    The model: the real architecture (transformers' CLIPConfig defaults are "similar to openai/clip-vit-base-patch32":
+    vision 12 layers of 768 with 32x32 patches at 224, text 12 layers of 512 over 77 positions and 49,408 tokens,
+    projection 512; the real config.json differs only in text bos/eos ids 0/2, set here) with random weights (seed 0),
+    saved in bfloat16 (289 MB, half of float32; from_pretrained loads them as float32). The tutorial hard-codes 12
+    layers and 768 channels, so the widths cannot shrink. The tokenizer: CLIP's byte-level BPE with no merges (one
+    token a byte; the real vocab.json/merges.txt are not here) and the real special ids, <|startoftext|> 49406 and
+    <|endoftext|> 49407 (the tutorial finds each prompt's end with argmax over the ids)."""
+    repo = hf_home / "hub" / "models--openai--clip-vit-base-patch32"
+    snapshot = repo / "snapshots" / ("0" * 40)
+    if (snapshot / "model.safetensors").exists():
+        return hf_home
+    import torch
+    from transformers import CLIPConfig, CLIPModel
+    from transformers.models.clip.tokenization_clip import bytes_to_unicode
+
+    torch.manual_seed(0)
+    CLIPModel(CLIPConfig(text_config={"bos_token_id": 0, "eos_token_id": 2})).to(torch.bfloat16).save_pretrained(
+        snapshot)
+    chars = list(bytes_to_unicode().values())
+    vocab = {**{c: i for i, c in enumerate(chars)}, **{f"{c}</w>": 256 + i for i, c in enumerate(chars)},
+             "<|startoftext|>": 49406, "<|endoftext|>": 49407}
+    (snapshot / "vocab.json").write_text(json.dumps(vocab))
+    (snapshot / "merges.txt").write_text("#version: 0.2\n")
+    (snapshot / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 77}))
     (repo / "refs").mkdir(exist_ok=True)
     (repo / "refs" / "main").write_text("0" * 40)
     return hf_home
@@ -229,7 +268,7 @@ def main(argv=None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "TT_METAL_HOME": str(home), "CI": "true", "HF_HUB_OFFLINE": "1",
            "HF_MODEL": str(make_tiny_llama()), "TT_CACHE_PATH": str(OUT / "cache"),
-           "HF_HOME": str(make_whisper_config()),
+           "HF_HOME": str(make_clip(make_whisper_config())),
            "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
     if not real_torchvision_imports():
         env["PYTHONPATH"] += os.pathsep + str(STAND_INS)
