@@ -350,7 +350,7 @@ def test_metadata_and_config_json_describe_the_run(tmp_path):
     # closed: one plain file, checkpointed, every index in place
     assert not (report.path / "db.sqlite-wal").exists()
     names = {r["name"] for r in rows(report, "SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert {"ix_operations_name", "ix_input_tensors_tensor"} <= names
+    assert {"ix_operations_name_duration", "ix_input_tensors_tensor"} <= names
 
 
 def test_profile_decorator_makes_a_report_per_call(tmp_path, device, weight):
