@@ -121,20 +121,27 @@ def make_clip(hf_home: Path = HF_HOME) -> Path:
         return hf_home
     import torch
     from transformers import CLIPConfig, CLIPModel
-    from transformers.models.clip.tokenization_clip import bytes_to_unicode
 
     torch.manual_seed(0)
     CLIPModel(CLIPConfig(text_config={"bos_token_id": 0, "eos_token_id": 2})).to(torch.bfloat16).save_pretrained(
         snapshot)
-    chars = list(bytes_to_unicode().values())
-    vocab = {**{c: i for i, c in enumerate(chars)}, **{f"{c}</w>": 256 + i for i, c in enumerate(chars)},
-             "<|startoftext|>": 49406, "<|endoftext|>": 49407}
-    (snapshot / "vocab.json").write_text(json.dumps(vocab))
-    (snapshot / "merges.txt").write_text("#version: 0.2\n")
-    (snapshot / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 77}))
+    write_clip_tokenizer(snapshot)
     (repo / "refs").mkdir(exist_ok=True)
     (repo / "refs" / "main").write_text("0" * 40)
     return hf_home
+
+
+def write_clip_tokenizer(folder: Path) -> None:
+    """CLIPTokenizer's files with one token a byte: vocab.json holding the 256 byte characters (ids 0-255) and each
+    as a word end, `c</w>` (256-511), no merges, and the special tokens at their real ids."""
+    from transformers.models.clip.tokenization_clip import bytes_to_unicode
+
+    chars = list(bytes_to_unicode().values())
+    vocab = {**{c: i for i, c in enumerate(chars)}, **{f"{c}</w>": 256 + i for i, c in enumerate(chars)},
+             "<|startoftext|>": 49406, "<|endoftext|>": 49407}
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    (folder / "merges.txt").write_text("#version: 0.2\n")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 77}))
 
 
 # How many images each stand-in dataset file holds: the tutorials read the first 5 of the test set (the real files

@@ -168,3 +168,13 @@ def test_to_tensor_takes_numpy_arrays_and_normalize_refuses_integer_tensors():
 def test_anything_the_runs_do_not_call_is_an_attribute_error_naming_it():
     with pytest.raises(AttributeError, match=r"no torchvision\.ops"):
         torchvision.ops  # noqa: B018
+
+
+def test_the_clip_stand_in_tokenizer_gives_byte_tokens_between_the_real_special_ids(tmp_path):
+    transformers = pytest.importorskip("transformers")  # installed by make peer-models, not a project dependency
+    models.write_clip_tokenizer(tmp_path)
+    tokenizer = transformers.CLIPTokenizer.from_pretrained(tmp_path)
+    ids = tokenizer(["a dog"], padding="max_length", max_length=77, return_tensors="pt")["input_ids"]
+    # bytes_to_unicode lists "!".."~" first, so byte b is id b - 33 and the word-final "a</w>" is 256 + 97 - 33.
+    assert ids[0, :6].tolist() == [49406, 256 + 64, 100 - 33, 111 - 33, 256 + 103 - 33, 49407]
+    assert ids.shape == (1, 77) and int(ids[0].argmax()) == 5  # the tutorial's end-of-text index
