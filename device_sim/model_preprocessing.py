@@ -32,6 +32,7 @@ from pathlib import Path
 import torch
 
 from device_sim import config
+from device_sim.compute_config import MathFidelity
 from device_sim.ops.core import from_torch, to_device
 from device_sim.serialization import dump_tensor, load_tensor
 from device_sim.tensor import Tensor
@@ -236,18 +237,24 @@ def convert_torch_model_to_ttnn_model(model, *, convert_to_ttnn, custom_preproce
 
 
 def infer_ttnn_module_args(*, model, run_model, device):
-    """Conv2d / ConvTranspose2d / MaxPool2d args with the input shapes `run_model(model)` gives them, by module."""
+    """Conv2d / ConvTranspose2d / MaxPool2d args with the input shapes `run_model(model)` gives them, by module;
+    any other module `run_model` called holds its own modules' args (an empty dict for a Linear), as in TT-NN."""
     if run_model is None:
         return None
-    found: dict[str, ModuleArgs] = {}
+    found: dict[str, ModuleArgs | None] = {}
+    leaves = (torch.nn.Conv2d, torch.nn.ConvTranspose2d, torch.nn.MaxPool2d)
 
     def hook(name):
         def record(module, inputs):
-            found[name] = _module_args(module, tuple(inputs[0].shape), device)
+            # Any other module called gets an entry too (its own modules' args, or none), as TT-NN's tracer gives
+            # every module it saw run: openpdn_mnist's preprocessing sets conv_args[key].module for each of them.
+            if isinstance(module, leaves):
+                found[name] = _module_args(module, tuple(inputs[0].shape), device)
+            else:
+                found.setdefault(name, None)
         return record
 
-    handles = [m.register_forward_pre_hook(hook(n)) for n, m in model.named_modules()
-               if isinstance(m, (torch.nn.Conv2d, torch.nn.ConvTranspose2d, torch.nn.MaxPool2d))]
+    handles = [m.register_forward_pre_hook(hook(n)) for n, m in model.named_modules() if n]
     try:
         with torch.no_grad():
             run_model(model)
@@ -260,18 +267,22 @@ def infer_ttnn_module_args(*, model, run_model, device):
         *parents, leaf = [int(p) if p.isdigit() else p for p in path.split(".")]
         for p in parents:
             node = node.setdefault(p, ParameterDict())
-        node[leaf] = args
+        node[leaf] = args if args is not None else node.get(leaf, ParameterDict())
     return root
 
 
 def _module_args(m, shape, device) -> ModuleArgs:
+    # The keys and fixed values of TT-NN's infer_ttnn_module_args (tt-metal a8c5af0f model_preprocessing.py): model
+    # code reads them back, e.g. openpdn_mnist's conv reads conv_blocking_and_parallelization_config_override.
     common = dict(batch_size=shape[0], input_height=shape[-2], input_width=shape[-1], dtype=DataType.BFLOAT16)
     if isinstance(m, torch.nn.MaxPool2d):
         return MaxPool2dArgs(kernel_size=m.kernel_size, stride=m.stride, padding=m.padding, dilation=m.dilation,
-                             **common)
+                             input_channels=shape[1], **common)
     conv = dict(in_channels=m.in_channels, out_channels=m.out_channels, kernel_size=m.kernel_size, stride=m.stride,
                 padding=m.padding, dilation=m.dilation, groups=m.groups, padding_mode=m.padding_mode,
-                weights_dtype=DataType.BFLOAT16, device=device, **common)
+                math_fidelity=MathFidelity.HiFi4, weights_dtype=DataType.BFLOAT16, use_1d_systolic_array=True,
+                enable_auto_formatting=False, conv_blocking_and_parallelization_config_override={}, device=device,
+                **common)
     if isinstance(m, torch.nn.ConvTranspose2d):
         return ConvTranspose2dArgs(output_padding=m.output_padding, **conv)
     return Conv2dArgs(**conv)
@@ -418,7 +429,7 @@ def _dump_parameters(path: Path, parameters) -> None:
 
 
 def _jsonable(args: dict) -> dict:
-    return {k: (v.name if isinstance(v, DataType) else list(v) if isinstance(v, tuple) else v)
+    return {k: (v.name if isinstance(v, (DataType, MathFidelity)) else list(v) if isinstance(v, tuple) else v)
             for k, v in args.items() if k != "device"}
 
 
@@ -429,8 +440,8 @@ def _load_parameters(path: Path) -> ParameterDict:
             continue
         if p.name.endswith(_ARGS_SUFFIX):
             data = json.loads(p.read_text())
-            args = {k: (DataType[v] if k == "dtype" or k == "weights_dtype" else tuple(v) if isinstance(v, list)
-                        else v) for k, v in data["args"].items()}
+            args = {k: (DataType[v] if k == "dtype" or k == "weights_dtype" else MathFidelity[v] if k == "math_fidelity"
+                        else tuple(v) if isinstance(v, list) else v) for k, v in data["args"].items()}
             out[_key(p.name[: -len(_ARGS_SUFFIX)])] = _ARGS[data["type"]](args)
         elif p.is_dir():
             sub = _load_parameters(p)

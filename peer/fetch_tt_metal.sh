@@ -17,6 +17,9 @@
 # models/demos/deepseek_v3_d_p's reference/ and tt/ because unit deepseek/test_deepseek_moe_post_combine_reduce.py
 # and test_zero_cache_range.py import them; models/experimental/ops (tt-metal's fused Parallel/Sequential API, pure
 # Python that merges ops' C++ kernels into one program) because the 5 unit fused/parallel_sequential files import it.
+# models/experimental/openpdn_mnist (its reference and ttnn model, random weights) for integration_tests/openpdn_mnist;
+# models/demos/bert/reference for integration_tests/bert's 3 files that import it (their cases then skip on Wormhole,
+# as the tests say, instead of failing to import).
 set -euo pipefail
 git_dir=${1:?usage: peer/fetch_tt_metal.sh GIT_DIR [DEST]}
 dest=${2:-generated/tt-metal}
@@ -29,7 +32,8 @@ for path in conftest.py pytest.ini tests/__init__.py tests/ttnn tests/scripts te
             models/demos/audio/whisper/tests models/demos/audio/whisper/demo/demo.py models/demos/utils models/demos/bert/tt \
             models/experimental/functional_common tools/tracy models/experimental/panoptic_deeplab models/tt_cnn \
             models/demos/deepseek_v3_d_p/reference models/demos/deepseek_v3_d_p/tt \
-            models/experimental/ops models/sample_data/huggingface_imagenet_classes.py ttnn/tutorials; do
+            models/experimental/ops models/sample_data/huggingface_imagenet_classes.py ttnn/tutorials \
+            models/experimental/openpdn_mnist models/demos/bert/reference; do
   git --git-dir="$git_dir" archive "$commit" "$path" | tar -x -C "$dest"
 done
 echo "$commit" > "$dest/.tt_metal_commit"

@@ -2872,3 +2872,26 @@ def test_topk_router_gpt_routes_on_the_twelve_cores_next_to_the_dram_banks(devic
     torch.testing.assert_close(ttnn.to_torch(wgt)[0].float(), torch.cat([want, torch.zeros(3)]))
     with pytest.raises(RuntimeError, match="only supports num_experts=128"):
         ttnn.experimental.topk_router_gpt(x, weight_tensor=w, bias_tensor=b, num_experts=64)
+
+
+def test_infer_ttnn_module_args_gives_tt_nns_keys_and_an_entry_for_every_module_called():
+    # integration_tests/openpdn_mnist: the model reads conv.conv_blocking_and_parallelization_config_override from
+    # each Conv2dArgs, and its preprocessing sets conv_args[key].module for every key, the Linear's ("fc1") included
+    from device_sim.model_preprocessing import infer_ttnn_module_args
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.pool1 = torch.nn.Conv2d(3, 4, 3), torch.nn.MaxPool2d(2)
+            self.fc1 = torch.nn.Linear(4 * 3 * 3, 5)
+
+        def forward(self, x):
+            return self.fc1(self.pool1(self.conv1(x)).flatten(1))
+
+    args = infer_ttnn_module_args(model=Net(), run_model=lambda m: m(torch.randn(2, 3, 8, 8)), device=None)
+    assert list(args) == ["conv1", "pool1", "fc1"] and args.fc1 == {}
+    conv = args.conv1
+    assert conv.conv_blocking_and_parallelization_config_override == {}
+    assert conv.math_fidelity == ttnn.MathFidelity.HiFi4
+    assert (conv.use_1d_systolic_array, conv.enable_auto_formatting, conv.input_height) == (True, False, 8)
+    assert (args.pool1.input_channels, args.pool1.input_height) == (4, 6)
