@@ -2895,3 +2895,16 @@ def test_infer_ttnn_module_args_gives_tt_nns_keys_and_an_entry_for_every_module_
     assert conv.math_fidelity == ttnn.MathFidelity.HiFi4
     assert (conv.use_1d_systolic_array, conv.enable_auto_formatting, conv.input_height) == (True, False, 8)
     assert (args.pool1.input_channels, args.pool1.input_height) == (4, 6)
+
+
+def test_ttnn_dot_access_imports_by_tt_nns_path():
+    # integration_tests/bert/test_performance.py imports models/demos/bert/tt/ttnn_optimized_sharded_bert.py, which does
+    # `from ttnn.dot_access import DotAccessDict`: the file failed to import; its cases now skip on Wormhole as they say
+    code = ("import device_sim; device_sim.install_as_ttnn()\n"
+            "from ttnn.dot_access import DotAccessDict, make_dot_access_dict\n"
+            "d = make_dot_access_dict({'attention': {'heads': 12}, 'n': 1})\n"
+            "assert type(d.attention) is DotAccessDict and d.attention.heads == 12 and d.n == 1\n"
+            "try:\n    d.missing\nexcept KeyError:\n    print('KeyError')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "KeyError"
