@@ -246,6 +246,13 @@ def _big_capture(tmp, device_loop, n_ops: int, big_ops: int, bare_us: float, pro
                info(f"{name}: close: the writer's drain and close", cap.close_s.get("writer", 0.0), "s"),
                info(f"{name}: close: the perf files", cap.close_s.get("perf_files", 0.0), "s"),
                info(f"{name}: writer ops per second of its CPU (issue 14's >= 150,000, withdrawn)", rate, "ops/s")]
+    # The writer's db close by its steps (writer.Writer.close_parts): wall, and the CPU of the thread that ran each
+    result = cap._writer.result or {}
+    figures.append(info(f"{name}: close: the writer's backlog (its drain and close less its db's close)",
+                        cap.close_s.get("writer", 0.0) - result.get("db_close_s", 0.0), "s"))
+    for part, (wall, cpu) in result.get("db_close_parts", {}).items():
+        figures += [info(f"{name}: close: the writer's db close: {part}", wall, "s"),
+                    info(f"{name}: close: the writer's db close: {part}, CPU", cpu, "s")]
     shutil.rmtree(tmp / "big", ignore_errors=True)  # ~0.5 GB with its op log
     return figures
 

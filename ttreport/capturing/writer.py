@@ -289,6 +289,7 @@ class _LifetimesAside(threading.Thread):
         self.db_path = Path(db_path)
         self.scratch = self.db_path.with_name(LIFETIMES_FILE)
         self.error: Exception | None = None
+        self.wall_s = self.cpu_s = 0.0  # its run's (Writer.close_parts)
 
     @classmethod
     def start_for(cls, con: sqlite3.Connection, db_path) -> _LifetimesAside | None:
@@ -301,6 +302,7 @@ class _LifetimesAside(threading.Thread):
         return aside
 
     def run(self) -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
         try:
             self.scratch.unlink(missing_ok=True)  # a killed close's
             uri = self.db_path.resolve().as_uri() + "?mode=ro"
@@ -317,6 +319,7 @@ class _LifetimesAside(threading.Thread):
                 con.close()
         except Exception as e:  # noqa: BLE001 - a full disk, a bug: the writer works the rows out itself
             self.error = e
+        self.wall_s, self.cpu_s = time.perf_counter() - wall, time.thread_time() - cpu
 
     def copy_into(self, con: sqlite3.Connection) -> bool:
         """Wait for the rows; True once they are in tensor_lifetime (in `con`'s open transaction, if any)."""
@@ -365,6 +368,7 @@ class Writer:
         self.ops_lost = 0  # of records_lost, the ops: what ls and summary show beside the status
         self.records_written = 0
         self.close_s = 0.0  # wall time of _close: the late indexes, tensor_lifetime, the WAL's fold (bench/ shows it)
+        self.close_parts: dict[str, list[float]] = {}  # _close's steps: [wall s, CPU s of the thread that ran it]
         self._stacks: dict[tuple, int] = {}  # frames key -> stack_trace_id
         self._source_files: dict[str, int | None] = {}  # path -> source_files id (None: not readable)
         self._max_buffer_id = 0  # the highest buffer id committed: later ones join temp.live_buffers
@@ -573,9 +577,11 @@ class Writer:
 
     def _close(self) -> None:
         aside, started = None, time.perf_counter()
+        part = _Parts(self.close_parts)
         try:
             aside = _LifetimesAside.start_for(self.con, self.db_path)
             db.create_indexes(self.con)
+            part("indexes")
             with self.con:  # after the indexes, which their joins use
                 if aside is not None and aside.copy_into(self.con):
                     for sql in _AFTER_LIFETIMES:
@@ -583,12 +589,14 @@ class Writer:
                 else:
                     for sql in AT_CLOSE:
                         self.con.execute(sql)
+            part("lifetimes")  # (with an aside: the wait for it, and the copy)
             # A reader mid-query (ttreport query, a Report) is waited for briefly, not for SQLite's 5 s.
             self.con.execute(f"PRAGMA busy_timeout = {CLOSE_WAIT_MS}")
             if self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0:
                 # A closed report is one plain file: it can be copied alone and read from read-only media.
                 self.con.execute("PRAGMA journal_mode=DELETE")
             # else a reader still holds a snapshot: every batch is committed in the WAL, which stays (readable)
+            part("checkpoint")
         except sqlite3.Error as e:
             # Busy: a reader came in before the journal switch (WAL readers never block the index writes).
             if getattr(e, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY:
@@ -596,6 +604,7 @@ class Writer:
         finally:
             if aside is not None:
                 aside.discard()
+                self.close_parts["lifetimes aside"] = [aside.wall_s, aside.cpu_s]
             self.con.close()
             self.close_s = time.perf_counter() - started
 
@@ -856,6 +865,20 @@ class Writer:
             rows["source_files"].append((file_id, path, "".join(lines)))
         self._source_files[path] = file_id
         return file_id
+
+
+class _Parts:
+    """Each call notes the wall and this thread's CPU seconds since the one before under a name (Writer.close_parts:
+    bench/capture_overhead.py prints them beside the close they split)."""
+
+    def __init__(self, into: dict):
+        self.into = into
+        self.wall, self.cpu = time.perf_counter(), time.thread_time()
+
+    def __call__(self, name: str) -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        self.into[name] = [wall - self.wall, cpu - self.cpu]
+        self.wall, self.cpu = wall, cpu
 
 
 def _halve(cache: dict) -> None:

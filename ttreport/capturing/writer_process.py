@@ -417,6 +417,6 @@ def main(folder: Path, parent: int, options: dict, out_fd: int, progress=None) -
     say(json.dumps({"error": None if writer.error is None else repr(writer.error),
                     "records_lost": writer.records_lost, "ops_lost": writer.ops_lost,
                     "records_written": writer.records_written, "db_close_s": writer.close_s,
-                    **files.result()}))
+                    "db_close_parts": writer.close_parts, **files.result()}))
     return 0
 
