@@ -123,6 +123,7 @@ from device_sim.distributed import (
     replicate_tensor_to_mesh_mapper,
     shard_tensor_to_mesh_mapper,
     using_distributed_env,
+    visualize_tensor,
 )
 from device_sim.dtypes import element_size, tile_size
 from device_sim.mesh import (

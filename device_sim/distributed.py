@@ -349,6 +349,32 @@ def get_device_tensors(tensor: Tensor) -> list[Tensor]:
     return [tensor]
 
 
+def visualize_tensor(tensor: Tensor) -> None:
+    """Print how a tensor lies over its mesh, as TT-NN's ttnn.visualize_tensor (ttnn/distributed/distributed.py)
+    does: a box per chip with its device id and its shard's shape, and shards that hold the same values (replicas)
+    numbered alike. A host tensor made with a mesh_mapper shows where each shard will go."""
+    shards = get_device_tensors(tensor)
+    mesh = tensor.mesh if isinstance(tensor, MeshTensor) else None
+    shape = mesh.shape if mesh is not None else MeshShape(1, 1)
+    ids = mesh.get_device_ids() if mesh is not None else [getattr(tensor.device(), "device_id", 0)]
+    # Replica groups by value: TT-NN colours replicas alike from the tensor's placements; device_sim keeps no
+    # placements on a MeshTensor, so equal shards are what a replicated placement gives.
+    groups: list[int] = []
+    for i, s in enumerate(shards):
+        same = next((groups[j] for j in range(i) if torch.equal(shards[j]._value_or_raise(), s._value_or_raise())),
+                    None)
+        groups.append(same if same is not None else len(set(groups)))
+    where = "host" if tensor.device() is None else "device"
+    cols = mesh_module.rows_cols(shape)[1]
+
+    def cell(r: int, c: int) -> list[str]:
+        i = r * cols + c
+        return [f"Dev. ID: {ids[i]}", f"({r}, {c})", f"shard {list(shards[i].shape)}", f"replica group {groups[i]}"]
+
+    mesh_module.print_grid(f"Tensor {tensor.tensor_id} ({tensor.dtype!r}, {tensor.layout!r}) on {where}, "
+                           f"{len(shards)} shards", shape, cell)
+
+
 def aggregate_as_tensor(tensors: list[Tensor]) -> Tensor:
     """One mesh tensor from per-chip tensors (one per chip of their mesh, row-major)."""
     tensors = list(tensors)

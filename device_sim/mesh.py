@@ -379,12 +379,21 @@ def create_mesh_device(*args, **kwargs):
 def visualize_mesh_device(mesh_device: MeshDevice) -> None:
     """Print the mesh as a grid of its chips: coordinates and device ids."""
     rows, cols = rows_cols(mesh_device.shape)
-    cells = [[f"({r}, {c}) dev {mesh_device.get_device_ids()[r * cols + c]}" for c in range(cols)] for r in range(rows)]
-    width = max(len(x) for row in cells for x in row)
+    ids = mesh_device.get_device_ids()
+    print_grid(f"MeshDevice(rows={rows}, cols={cols})", mesh_device.shape,
+               lambda r, c: [f"({r}, {c}) dev {ids[r * cols + c]}"])
+
+
+def print_grid(title: str, shape, cell) -> None:
+    """Print `title`, then a box per chip of a mesh of `shape`, row-major, holding the lines `cell(row, col)`."""
+    rows, cols = rows_cols(shape)
+    cells = [[cell(r, c) for c in range(cols)] for r in range(rows)]
+    width = max(len(line) for row in cells for lines in row for line in lines)
     rule = "+" + "+".join("-" * (width + 2) for _ in range(cols)) + "+"
-    print(f"MeshDevice(rows={rows}, cols={cols})")
+    print(title)
     print(rule)
     for row in cells:
-        print("| " + " | ".join(x.ljust(width) for x in row) + " |")
+        for i in range(max(len(lines) for lines in row)):
+            print("| " + " | ".join((lines[i] if i < len(lines) else "").ljust(width) for lines in row) + " |")
         print(rule)
 

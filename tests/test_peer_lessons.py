@@ -2908,3 +2908,23 @@ def test_ttnn_dot_access_imports_by_tt_nns_path():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "KeyError"
+
+
+def test_visualize_tensor_prints_each_chips_shard_and_its_replicas(capsys):
+    # distributed/test_visualization_T3000.py: ttnn.visualize_tensor of a host tensor made with a mesh mapper and of
+    # the same tensor on the mesh (TT-NN's ttnn/distributed/distributed.py); each of its cases stopped at the name
+    mesh = ttnn.open_mesh_device(ttnn.MeshShape(2, 4))
+    try:
+        mapper = ttnn.create_mesh_mapper(mesh, ttnn.MeshMapperConfig(
+            placements=[ttnn.PlacementReplicate(), ttnn.PlacementShard(3)]))
+        host = ttnn.from_torch(torch.rand(1, 1, 64, 128), mesh_mapper=mapper, layout=ttnn.ROW_MAJOR_LAYOUT)
+        ttnn.visualize_tensor(host)
+        ttnn.visualize_tensor(host.to(mesh))
+    finally:
+        ttnn.close_mesh_device(mesh)
+    out = capsys.readouterr().out
+    assert out.count("shard [1, 1, 64, 32]") == 16 and "on host, 8 shards" in out and "on device, 8 shards" in out
+    # rows replicate, columns shard: chip (1, c) holds what chip (0, c) holds
+    lines = out.splitlines()
+    groups = [line.split("|")[1:-1] for line in lines if "replica group" in line]
+    assert [g.strip() for g in groups[0]] == [g.strip() for g in groups[1]] == [f"replica group {c}" for c in range(4)]
