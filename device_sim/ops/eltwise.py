@@ -32,14 +32,20 @@ from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 _OUT = "output_tensor"  # every element-wise op takes it (TT-NN 0.81's unary and binary nanobind files)
 
 
-def _unary_output(y: torch.Tensor, t: Tensor, ins: list, op_name: str, dtype, memory_config) -> Tensor:
+def _unary_output(y: torch.Tensor, t: Tensor, ins: list, op_name: str, dtype, memory_config, *,
+                  sub_core_grids=None) -> Tensor:
     """A unary op's output, then its UnaryDeviceOperation (a TILE tensor on a device: device_work)."""
     fresh = pending_output_target(op_name) is None  # a given output_tensor is the caller's, kept if the op fails
     out = output(y, t, ins, op_name=op_name, dtype=dtype, memory_config=memory_config)
     device = t.device()
     if device is not None and t.layout == Layout.TILE:
         if t._memory_config.shard_spec is None:
-            device_work.launch_for(out, fresh, device, eltwise_programs.unary_program(t, out.dtype))
+            # UnaryDeviceOperation::compute_program_hash reads the op chain and the memory configs beyond the CBs
+            # (interleaved: their buffer types), and sub_core_grids (its cores not modelled): relu and sqrt, or a
+            # DRAM and an L1 output, are two entries (tt-metal's test_unary_program_cache.py)
+            # (the buffer types by their _value_: an int hashes in C, an enum member's __hash__ is Python's, 0.1 us)
+            device_work.launch_for(out, fresh, device, eltwise_programs.unary_program(t, out.dtype), (
+                op_name, t._memory_config.buffer_type._value_, out._memory_config.buffer_type._value_, sub_core_grids))
         else:  # TT-NN's sharded unary factory: the shards themselves are its CBs
             device_work.launch_after(out, fresh, t, eltwise_programs.sharded_unary_program(t, out))
     return out
@@ -117,7 +123,8 @@ def _unary(name: str, fn, *, truncated: bool = False):
             y = fn(values(input_tensor))
         if truncated and dtypes.TORCH_DTYPE[dtype or input_tensor.dtype] is torch.bfloat16:
             y = _truncated_bf16(y)
-        return _unary_output(y, input_tensor, ins, f"ttnn.{name}", dtype, memory_config)
+        return _unary_output(y, input_tensor, ins, f"ttnn.{name}", dtype, memory_config,
+                             sub_core_grids=tt_nn_only.get("sub_core_grids"))
 
     example = _INT_UNARY_EXAMPLE if integers else _UNARY_EXAMPLE
     op.__doc__ = f"Element-wise {name}." + example.format(op=f"ttnn.{name}")
@@ -212,20 +219,23 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
             program = eltwise_programs.sharded_binary_program(  # operands sharded alike: the shards are the CBs
                 like, other, out, lhs_activations=bool(input_tensor_a_activations),
                 rhs_activations=bool(input_tensor_b_activations)) if like._memory_config.shard_spec else None
+            key = None
             if program is None:
                 program = eltwise_programs.binary_program(
                     like, other.dtype if isinstance(other, Tensor) else None, out.dtype,
                     lhs_activations=bool(input_tensor_a_activations),
                     rhs_activations=bool(input_tensor_b_activations))
-            device_work.launch_for(out, fresh, device, program)
+                bcast = _subtile_broadcast(like._value.shape, other._value.shape) if type(other) is Tensor else None
+                key = _ng_cache_key(op_name, like, other, out, bcast, tt_nn_only.get("sub_core_grids"))
+            device_work.launch_for(out, fresh, device, program, key)
         return out
 
     op_name = f"ttnn.{name}"
     native = native_bf16 is not None and result_dtype is None
     number_native = native and native_bf16 == "numbers"
-    # plain()'s BinaryNg programs by (a's dtype, b's or None, grid): binary_program's own key and lookup
-    # cost 0.25 us a call; the output's dtype is a's on this path.
-    programs: dict[tuple, device_work.Program] = {}
+    # plain()'s BinaryNg programs and program-cache keys by (a's dtype, b's or None, grid, the buffer types, the
+    # subtile broadcast): binary_program's own key and lookup cost 0.25 us a call; the output's dtype is a's here.
+    programs: dict[tuple, tuple[device_work.Program, str]] = {}
 
     def plain(a: Tensor, b, memory_config: MemoryConfig | None = None) -> Tensor | None:
         """The plain call (a tensor and a tensor or a Python number, no keywords but memory_config) with the
@@ -265,12 +275,18 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
                     return out
         if a.layout == _TILE:
             c = device.config
-            key = (a.dtype, b_dtype, c.grid_x, c.grid_y)
-            program = programs.get(key)
-            if program is None:
-                program = programs[key] = eltwise_programs.binary_program(a, b_dtype, out.dtype)
+            bcast = None if b_dtype is None or bv.shape == av.shape else _subtile_broadcast(av.shape, bv.shape)
+            # the buffer types as ints (see _unary_output); the subtile broadcast costs 0.4 us (two torch.Size)
+            key = (a.dtype, b_dtype, c.grid_x, c.grid_y, a._memory_config.buffer_type._value_,
+                   b._memory_config.buffer_type._value_ if b_dtype is not None else None,
+                   out._memory_config.buffer_type._value_, bcast)
+            entry = programs.get(key)
+            if entry is None:
+                entry = programs[key] = (eltwise_programs.binary_program(a, b_dtype, out.dtype),
+                                         _ng_cache_key(op_name, a, b, out, bcast))
+            program, cache_key = entry
             try:  # launch_for(), a call less
-                device_work.launch(device, program)
+                device_work.launch(device, program, cache_key)
             except RuntimeError:
                 out._free()
                 raise
@@ -358,6 +374,24 @@ def _int32_division(a, b) -> bool:
     return isinstance(a, Tensor) and a.dtype is _INT32 and (not isinstance(b, Tensor) or b.dtype is _INT32)
 _TILE = Layout.TILE  # plain()'s test: an enum member read through its class costs 0.06 us a time
 _PLAIN = frozenset({Tensor, float, int})  # a binary op's second argument on its fast path (not bool: int's subclass)
+
+
+def _subtile_broadcast(sa, sb) -> tuple | None:
+    """binary_ng's subtile broadcast of two logical shapes (get_subtile_broadcast_type of their [-2] and [-1]): None
+    when they agree, else which of the four are 1, which decides the type."""
+    ha, wa = (sa[-2] if len(sa) > 1 else 1), (sa[-1] if len(sa) else 1)
+    hb, wb = (sb[-2] if len(sb) > 1 else 1), (sb[-1] if len(sb) else 1)
+    return None if ha == hb and wa == wb else (ha == 1, wa == 1, hb == 1, wb == 1)
+
+
+def _ng_cache_key(op_name: str, a: Tensor, b, out: Tensor, bcast, sub_core_grids=None) -> str:
+    """What BinaryNgDeviceOperation::compute_program_hash reads beyond the program's CBs and cores: the op type, the
+    memory configs (interleaved: their buffer types), the subtile broadcast and sub_core_grids (its cores not
+    modelled), so add and mul of one shape, or a DRAM and an L1 output, are two entries (tt-metal's
+    test_binary_ng_program_cache.py). A string: Python keeps its hash, and the program cache hashes it every call."""
+    b_type = b._memory_config.buffer_type.name if type(b) is Tensor else None
+    return (f"{op_name}|{a._memory_config.buffer_type.name}|{b_type}|{out._memory_config.buffer_type.name}|{bcast}|"
+            f"{sub_core_grids!r}")
 
 # A unary op on a bfloat16 tensor computes in float32 and rounds the result to bfloat16 once. torch's bfloat16
 # kernel for most functions does just that inside (each value widened, the float32 function, rounded), without
