@@ -2928,3 +2928,23 @@ def test_visualize_tensor_prints_each_chips_shard_and_its_replicas(capsys):
     lines = out.splitlines()
     groups = [line.split("|")[1:-1] for line in lines if "replica group" in line]
     assert [g.strip() for g in groups[0]] == [g.strip() for g in groups[1]] == [f"replica group {c}" for c in range(4)]
+
+
+def test_concat_golden_takes_groups_third_and_element_wise_cache_entries_follow_tt_nn_s_hash(device):
+    # unit data_movement/test_concat.py calls ttnn.concat.golden_function(ts, dim, groups): groups is the golden's
+    # third positional parameter, as in TT-NN's (data_movement.py), so two groups interleave a0 b0 a1 b1
+    a, b = torch.arange(4.0).reshape(1, 4), 10 + torch.arange(4.0).reshape(1, 4)
+    assert ttnn.concat.golden_function([a, b], 1, 2).tolist() == [[0.0, 1.0, 10.0, 11.0, 2.0, 3.0, 12.0, 13.0]]
+    # unit eltwise/test_{unary,binary_ng}_program_cache.py: an entry is what compute_program_hash reads, so the op,
+    # the memory configs and binary_ng's subtile broadcast each make another entry; the same call again makes none
+    x = ttnn.from_torch(torch.rand(1, 1, 32, 64), layout=ttnn.TILE_LAYOUT, device=device)
+    row = ttnn.from_torch(torch.rand(1, 1, 1, 64), layout=ttnn.TILE_LAYOUT, device=device)
+    device.clear_program_cache()
+    counts = []
+    l1 = ttnn.L1_MEMORY_CONFIG
+    for call in (lambda: ttnn.relu(x), lambda: ttnn.sqrt(x), lambda: ttnn.relu(x, memory_config=l1),
+                 lambda: ttnn.add(x, x), lambda: ttnn.mul(x, x), lambda: ttnn.add(x, x, memory_config=l1),
+                 lambda: ttnn.add(x, row), lambda: ttnn.add(x, x), lambda: ttnn.relu(x)):
+        call()
+        counts.append(device.num_program_cache_entries())
+    assert counts == [1, 2, 3, 4, 5, 6, 7, 7, 7]
