@@ -2948,3 +2948,61 @@ def test_concat_golden_takes_groups_third_and_element_wise_cache_entries_follow_
         call()
         counts.append(device.num_program_cache_entries())
     assert counts == [1, 2, 3, 4, 5, 6, 7, 7, 7]
+
+
+# -- round 15: scaled dot-product attention (nightly sdpa/test_sdpa_joint.py, _decode_cache.py, _chunked.py) --------
+
+def _tile(t, device, dtype=ttnn.bfloat16):
+    return ttnn.from_torch(t, dtype=dtype, layout=ttnn.TILE_LAYOUT, device=device)
+
+
+def test_sdpa_decode_program_cache_keys_what_compute_program_hash_reads(device):
+    # sdpa_decode_device_operation.cpp's compute_program_hash reads the cur_pos list, share_cache (unset, False and
+    # True apart) and the cur_pos tensor's logical shape, none of which changes the program's CBs
+    g = torch.Generator().manual_seed(1)
+    q = _tile(torch.randn(1, 2, 8, 64, generator=g), device)
+    k, v = (_tile(torch.randn(2, 1, 256, 64, generator=g), device, ttnn.bfloat8_b) for _ in range(2))
+    decode = ttnn.transformer.scaled_dot_product_attention_decode
+    device.disable_and_clear_program_cache()
+    device.enable_program_cache()
+    entries = []
+    for kwargs in (dict(cur_pos=[100, 200]), dict(cur_pos=[100, 200]), dict(cur_pos=[101, 200]),
+                   dict(cur_pos=[101, 200], share_cache=False)):
+        decode(q, k, v, **kwargs)
+        entries.append(device.num_program_cache_entries())
+    for pos in (torch.tensor([7, 9]), torch.tensor([[7], [9]])):
+        decode(q, k, v, cur_pos_tensor=ttnn.from_torch(pos, dtype=ttnn.int32, device=device))
+        entries.append(device.num_program_cache_entries())
+    assert entries == [1, 1, 2, 3, 4, 5]
+    # share_cache=True: every user reads one cache [1, KVH, S, D]
+    shared = decode(q, *(ttnn.slice(t, [0, 0, 0, 0], [1, 1, 256, 64]) for t in (k, v)), cur_pos=[100, 200],
+                    share_cache=True)
+    both = decode(q, *(ttnn.concat([ttnn.slice(t, [0, 0, 0, 0], [1, 1, 256, 64])] * 2, dim=0) for t in (k, v)),
+                  cur_pos=[100, 200])
+    torch.testing.assert_close(ttnn.to_torch(shared), ttnn.to_torch(both))
+    with pytest.raises(RuntimeError, match="Share cache expects K to have batch size of 1, but got 2"):
+        decode(q, k, v, cur_pos=[100, 200], share_cache=True)
+
+
+def test_chunked_sdpa_takes_a_program_cache_entry_per_scalar_start_and_one_for_a_start_tensor(device):
+    # sdpa_device_operation.cpp hashes a scalar chunk_start_idx (it sets the keys' length the kernels are built
+    # for), not a start tensor's value; and each chunk is causal attention at its offset in the whole sequence
+    g = torch.Generator().manual_seed(2)
+    q_all, k_all, v_all = (torch.randn(1, 4 if i == 0 else 1, 256, 64, generator=g) for i in range(3))
+    k, v = (_tile(t.reshape(1, 1, 8, 32, 64).transpose(1, 2).reshape(8, 1, 32, 64), device) for t in (k_all, v_all))
+    table = ttnn.from_torch(torch.arange(8, dtype=torch.int32)[None], dtype=ttnn.int32, device=device)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q_all.bfloat16().float(), *(t.bfloat16().float().expand(1, 4, 256, 64) for t in (k_all, v_all)),
+        is_causal=True)
+    chunked = ttnn.transformer.chunked_scaled_dot_product_attention
+    for flexible in (False, True):
+        device.disable_and_clear_program_cache()
+        device.enable_program_cache()
+        for start in (0, 64, 128, 192):
+            q = _tile(q_all[:, :, start: start + 64], device)
+            out = chunked(q, k, v, table, chunk_start_idx_tensor=ttnn.from_torch(
+                torch.tensor([start], dtype=torch.int32), dtype=ttnn.int32, device=device)) if flexible else \
+                chunked(q, k, v, table, start)
+            torch.testing.assert_close(ttnn.to_torch(out).float(), want[:, :, start: start + 64], rtol=2**-7,
+                                       atol=2e-2)
+        assert device.num_program_cache_entries() == (1 if flexible else 4)

@@ -195,32 +195,46 @@ attention_softmax = _attention_softmax("attention_softmax", in_place=False)
 attention_softmax_ = _attention_softmax("attention_softmax_", in_place=True)
 
 
-def _softmax(scores: torch.Tensor, sink) -> torch.Tensor:
-    """softmax over the last dim; an attention sink (one logit per head, [1, H, 1, 1]) joins the
-    normalisation as an extra key whose weight is then dropped (gpt-oss's sinks)."""
+# torch's CPU flash attention, the kernel F.scaled_dot_product_attention runs, called for its log-sum-exp as well:
+# two key ranges' results then merge as the kernel's online softmax merges its k chunks, and a sink joins the
+# normalisation, with no [L, S] score matrix. A chunked prefill's last 2048 queries against 16K keys (8 heads,
+# D 128) took 12.7 s through the score matrix, 3.6 s so (bench/README.md, "sdpa").
+_flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+
+
+def _attend(q, k, v, scale, *, is_causal=False, mask=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q @ k^T * scale + mask) @ v and its log-sum-exp, q [B, H, L, D], k, v [B, KVH, S, D] in float32;
+    is_causal lets query i see keys 0..i. A query that sees no key gives 0."""
+    B, H, L, _ = q.shape
+    if not L or not k.shape[-2]:  # the flash kernel stops the process on an empty sequence
+        return q.new_zeros(B, H, L, v.shape[-1]), q.new_full((B, H, L), float("-inf"))
+    # Grouped-query attention: each key/value head serves H / KVH query heads (a view, no copy).
+    k = k[:, :, None].expand(-1, -1, H // k.shape[1], -1, -1).reshape(B, H, *k.shape[-2:])
+    v = v[:, :, None].expand(-1, -1, H // v.shape[1], -1, -1).reshape(B, H, *v.shape[-2:])
+    out, lse = _flash(q, k, v, is_causal=is_causal, attn_mask=mask, scale=scale)[:2]
+    return out, lse
+
+
+def _with_sink(out: torch.Tensor, lse: torch.Tensor, sink) -> torch.Tensor:
+    """An attention sink (one logit per query head) joins the normalisation as an extra key whose weight is then
+    dropped (gpt-oss's sinks): each row's weights shrink by Z / (Z + e^sink), Z = e^lse."""
     if sink is None:
-        return torch.softmax(scores, -1)
-    s = sink.float().reshape(-1, 1).expand(*scores.shape[:-1], 1) if scores.dim() == 3 else \
-        sink.float().reshape(1, -1, 1, 1).expand(*scores.shape[:-1], 1)
-    return torch.softmax(torch.cat([scores, s], -1), -1)[..., :-1]
+        return out
+    return out * torch.sigmoid(lse - sink.float().reshape(1, -1, 1))[..., None]
 
 
 def _sdpa_golden(q, k, v, *_, attn_mask=None, is_causal=True, scale=None, sliding_window_size=None,
                  attention_sink=None, **__):
     q, k, v = q.float(), k.float(), v.float()
-    # Grouped-query attention: each key/value head serves H / KVH query heads.
-    k = k.repeat_interleave(q.shape[-3] // k.shape[-3], -3)
-    v = v.repeat_interleave(q.shape[-3] // v.shape[-3], -3)
-    scores = q @ k.transpose(-2, -1) * (scale if scale is not None else 1 / math.sqrt(q.shape[-1]))
-    if is_causal:
-        L, S = scores.shape[-2:]
-        hidden = torch.ones(L, S, dtype=torch.bool).triu(1)
-        if sliding_window_size is not None:  # query i sees keys i - window + 1 .. i
-            hidden |= torch.ones(L, S, dtype=torch.bool).tril(-sliding_window_size)
-        scores = scores.masked_fill(hidden, float("-inf"))
-    if attn_mask is not None:
-        scores = scores + attn_mask.float()
-    return _softmax(scores, attention_sink) @ v
+    scale = scale if scale is not None else 1 / math.sqrt(q.shape[-1])
+    mask = attn_mask.float() if attn_mask is not None else None
+    if is_causal and sliding_window_size is not None:  # query i sees keys i - window + 1 .. i
+        L, S = q.shape[-2], k.shape[-2]
+        hidden = torch.ones(L, S, dtype=torch.bool)
+        hidden = hidden.triu(1) | hidden.tril(-sliding_window_size)
+        mask, is_causal = torch.zeros(L, S).masked_fill(hidden, float("-inf")), False
+    out, lse = _attend(q, k, v, scale, is_causal=is_causal, mask=mask)
+    return _with_sink(out, lse, attention_sink)
 
 
 @register_op("ttnn.transformer.scaled_dot_product_attention", golden=_sdpa_golden)
@@ -312,26 +326,25 @@ def _positions(cur_pos, cur_pos_tensor, B: int, op_name: str) -> torch.Tensor:
 
 
 def _sdpa_decode_golden(q, k, v, *_, is_causal=True, attn_mask=None, cur_pos=(), cur_pos_tensor=None, scale=None,
-                        sliding_window_size=None, attention_sink=None, **__):
-    # q [1, B, H, D]; k, v [B, KVH, S, D] -> [1, B, H, D]
-    q, k, v = q[0].float(), k.float(), v.float()
-    B, H, D = q.shape
-    k = k.repeat_interleave(H // k.shape[1], 1)
-    v = v.repeat_interleave(H // v.shape[1], 1)
-    scores = torch.einsum("bhd,bhsd->bhs", q, k) * (scale if scale is not None else 1 / math.sqrt(D))
-    skipped = torch.zeros(B, dtype=torch.bool)
+                        sliding_window_size=None, attention_sink=None, share_cache=None, **__):
+    # q [1, B, H, D]; k, v [B, KVH, S, D] (share_cache: [1, KVH, S, D]) -> [1, B, H, D]: each user's heads are
+    # one query row against its cache
+    q, k, v = q[0].float()[:, :, None], k.float(), v.float()
+    B, H, _, D = q.shape
+    if share_cache:
+        k, v = k.expand(B, *k.shape[1:]), v.expand(B, *v.shape[1:])
     if is_causal:
         pos = _positions(cur_pos, cur_pos_tensor, B, "ttnn.transformer.scaled_dot_product_attention_decode")
         s = torch.arange(k.shape[2])
         seen = s[None] <= pos[:, None]
         if sliding_window_size is not None:
             seen &= s[None] > pos[:, None] - sliding_window_size
-        scores = scores.masked_fill(~seen[:, None, :], float("-inf"))
-        skipped = pos < 0  # TT-NN skips a user at position -1; its output rows are left as zeros here
+        # TT-NN skips a user at position -1: it sees no key, and its output rows are left as zeros here
+        mask = torch.zeros(seen.shape).masked_fill(~seen, float("-inf"))[:, None, None]
     else:
-        scores = scores + attn_mask.float().reshape(-1, *attn_mask.shape[-2:])
-    p = _softmax(scores, attention_sink).masked_fill(skipped[:, None, None], 0.0)
-    return torch.einsum("bhs,bhsd->bhd", p, v).unsqueeze(0)
+        mask = attn_mask.float().reshape(-1, H, 1, attn_mask.shape[-1])
+    out, lse = _attend(q, k, v, scale if scale is not None else 1 / math.sqrt(D), mask=mask)
+    return _with_sink(out, lse, attention_sink)[:, :, 0].unsqueeze(0)
 
 
 def _decode_checks(op_name, q, k, v, is_causal, attn_mask, cur_pos, cur_pos_tensor, window):
@@ -359,9 +372,10 @@ def scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tensor_k: 
                                         is_causal: bool = True, attn_mask: Tensor | None = None, cur_pos=(),
                                         cur_pos_tensor: Tensor | None = None, scale: float | None = None,
                                         sliding_window_size: int | None = None, attention_sink: Tensor | None = None,
-                                        memory_config: MemoryConfig | None = None,
+                                        memory_config: MemoryConfig | None = None, share_cache: bool | None = None,
                                         op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """One query token per user, q [1, B, H, D], against caches k, v [B, KVH, S, D]: [1, B, H, D].
+    share_cache=True: every user reads one cache, k, v [1, KVH, S, D].
 
     Causal (the default): user b sees cache positions 0..cur_pos[b] (cur_pos a list, or cur_pos_tensor
     an int32 tensor [B]); -1 skips the user; sliding_window_size=W keeps the last W of them.
@@ -378,6 +392,13 @@ def scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tensor_k: 
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, attn_mask, cur_pos_tensor,
                         attention_sink)
     q, k, v = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v))
+    if share_cache:
+        for name, t in (("K", k), ("V", v)):
+            if t.shape[0] != 1:
+                raise tt_fatal(f"{name.lower()}_shape[0] == 1", f"Share cache expects {name} to have batch size of 1, "
+                               f"but got {t.shape[0]}\n{op_name}: give one cache [1, KVH, S, D] with share_cache=True",
+                               where="device_sim/ops/transformer.py")
+        k, v = (t.expand(q.shape[1], *t.shape[1:]) for t in (k, v))
     sink = _decode_sink(op_name, attention_sink, q, scale)
     mask = values(attn_mask, op_name) if attn_mask is not None else None
     pos_t = values(cur_pos_tensor, op_name) if cur_pos_tensor is not None else None
@@ -387,7 +408,8 @@ def scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tensor_k: 
     out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
     _launch_decode(out, input_tensor_q, input_tensor_k, input_tensor_v, None, is_causal=is_causal,
                    attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
-                   sliding_window_size=sliding_window_size, tt_nn_only=tt_nn_only)
+                   sliding_window_size=sliding_window_size, tt_nn_only=tt_nn_only,
+                   hashed=(scale, tuple(cur_pos), share_cache, None))
     return out
 
 
@@ -397,9 +419,11 @@ def _aligned_page(t: Tensor) -> int:
 
 
 def _launch_decode(out: Tensor, q: Tensor, k: Tensor, v: Tensor, page_table: Tensor | None, *, is_causal, attn_mask,
-                   cur_pos_tensor, attention_sink, sliding_window_size, tt_nn_only) -> None:
+                   cur_pos_tensor, attention_sink, sliding_window_size, tt_nn_only, hashed: tuple) -> None:
     """SdpaDecodeDeviceOperation (device_sim.programs.sdpa_decode) for TILE caches on a device; others launch none
-    (TT-NN refuses ROW_MAJOR caches)."""
+    (TT-NN refuses ROW_MAJOR caches). `hashed` is what its compute_program_hash reads beyond the program's CBs:
+    (scale, the cur_pos list, share_cache, head_dim_v), to which the cur_pos tensor's logical shape is added (a [B]
+    and a [B, 1] one take two entries); nightly test_sdpa_decode_cache.py holds each to a second entry."""
     if q.device() is None or k.layout != Layout.TILE or v.layout != Layout.TILE:
         return
     config = tt_nn_only.get("program_config")
@@ -423,7 +447,8 @@ def _launch_decode(out: Tensor, q: Tensor, k: Tensor, v: Tensor, page_table: Ten
         page_table_page=_aligned_page(page_table) if page_table is not None else 0,
         page_table_sharded=page_table is not None and page_table.is_sharded(),
         sliding_window=sliding_window_size or 0, out_sharded=out.is_sharded())
-    device_work.launch_after(out, True, q, program)
+    pos_shape = tuple(cur_pos_tensor.shape) if cur_pos_tensor is not None else None
+    device_work.launch_after(out, True, q, program, (*hashed, pos_shape))
 
 
 def _unpage(cache: torch.Tensor, page_table: torch.Tensor) -> torch.Tensor:
@@ -474,7 +499,7 @@ def paged_scaled_dot_product_attention_decode(input_tensor_q: Tensor, input_tens
     out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
     _launch_decode(out, input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor, is_causal=is_causal,
                    attn_mask=attn_mask, cur_pos_tensor=cur_pos_tensor, attention_sink=attention_sink,
-                   sliding_window_size=sliding_window_size, tt_nn_only=tt_nn_only)
+                   sliding_window_size=sliding_window_size, tt_nn_only=tt_nn_only, hashed=(scale, (), None, None))
     return out
 
 
@@ -484,11 +509,16 @@ def _chunked_sdpa_golden(q, k, v, page_table_tensor, chunk_start_idx=None, *_, c
                          scale=None, **__):
     start = int(chunk_start_idx_tensor.reshape(-1)[0]) if chunk_start_idx_tensor is not None else chunk_start_idx
     L = q.shape[-2]
-    k, v = _unpage(k, page_table_tensor)[..., : start + L, :], _unpage(v, page_table_tensor)[..., : start + L, :]
-    # Query i sits at position start + i and sees keys 0..start + i.
-    hidden = torch.ones(L, start + L, dtype=torch.bool).triu(start + 1)
-    mask = torch.zeros(L, start + L).masked_fill(hidden, float("-inf"))
-    return _sdpa_golden(q, k, v, attn_mask=mask, is_causal=False, scale=scale)
+    q, k, v = q.float(), _unpage(k, page_table_tensor).float(), _unpage(v, page_table_tensor).float()
+    scale = scale if scale is not None else 1 / math.sqrt(q.shape[-1])
+    # Query i sits at position start + i: it sees every key before the chunk, and the chunk's keys causally. The
+    # two ranges merge by their log-sum-exps, as the kernel's online softmax merges k chunks.
+    out, lse = _attend(q, k[..., start: start + L, :], v[..., start: start + L, :], scale, is_causal=True)
+    if start:
+        before, lse_before = _attend(q, k[..., :start, :], v[..., :start, :], scale)
+        total = torch.logaddexp(lse, lse_before)
+        out = out * (lse - total).exp()[..., None] + before * (lse_before - total).exp()[..., None]
+    return out
 
 
 @register_op("ttnn.transformer.chunked_scaled_dot_product_attention", golden=_chunked_sdpa_golden)
@@ -550,7 +580,10 @@ def chunked_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k:
         device_work.launch_after(out, True, input_tensor_q, transformer_programs.sdpa_program(
             input_tensor_q, input_tensor_k, input_tensor_v, out.dtype, is_causal=True, program_config=program_config,
             fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False)), page_table_page=page,
-            start_tensor=start_t is not None))
+            start_tensor=start_t is not None),
+            # compute_program_hash reads the scale, and a scalar chunk_start_idx (it sets the keys' length), not a
+            # start tensor's value: one entry for every start then (nightly test_sdpa_chunked.py)
+            (scale, start if start_t is None else None))
     return out
 
 
