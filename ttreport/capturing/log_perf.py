@@ -2,7 +2,7 @@
 
     perf = LogPerf()
     perf.add_device(0, (8, 8, 1.0, 288.0, 32.0))              # a (PERF_CONFIG, ...) definition of the log
-    row = perf.row(op_record, configs)                         # {"operation_id": ..., "compute_ns": ...} or None
+    row = perf.row(op_record)                                  # (operation_id, compute_ns, ...): COLUMNS; or None
 
 device_sim's estimate (perf_model.estimate_op) takes ~6 µs an op from live tensors; everything it
 reads of them is in the specs the recorder already sends (shape, dtype, layout, buffer bytes, memory
@@ -46,6 +46,8 @@ def _on_mesh(output, args, kwargs) -> bool:
 
 
 _here: dict[str, bool] = {}  # op name -> estimated on the model's thread (one dict lookup an op)
+# device_perf's columns, in the order of LogPerf.row's values (the writer takes them as a records.RowValues)
+COLUMNS = ("operation_id", "compute_ns", "bandwidth_ns", "ideal_ns", "bound", "math_fidelity")
 
 
 def device_fields(device) -> tuple:
@@ -103,9 +105,9 @@ class LogPerf:
                 del tensors[key]
         tensors[tid] = (operand, device_id, mesh)
 
-    def row(self, rec) -> dict | None:
-        """The op's device_perf row, as the recorder would have queued it; None when estimate_op gives none.
-        `rec`: an OP record (records.Op)."""
+    def row(self, rec) -> tuple | None:
+        """The op's device_perf row, as the recorder would have queued it, by COLUMNS; None when estimate_op gives
+        none. `rec`: an OP record (records.Op)."""
         rec = tuple.__new__(Op, rec)
         name, op_id, kwargs, inputs, outputs = rec.name, rec.operation_id, rec.kwargs, rec.inputs, rec.outputs
         skip = self._skip.get(name)
@@ -144,9 +146,9 @@ class LogPerf:
         est = hit[0]
         if est is None:
             return None
-        return {"operation_id": op_id, **est}
+        return (op_id, *est)
 
-    def _estimate(self, name, outputs, inputs, device_id, transpose_a) -> dict | None:
+    def _estimate(self, name, outputs, inputs, device_id, transpose_a) -> tuple | None:
         cfg = self.devices.get(device_id) if device_id is not None else None
         if cfg is None:
             return None
@@ -155,8 +157,7 @@ class LogPerf:
         est = perf_model.estimate(name, ins, outs, None, cfg, transpose_a=transpose_a)
         if est is None:
             return None
-        return {"compute_ns": est.compute_ns, "bandwidth_ns": est.bandwidth_ns, "ideal_ns": est.ideal_ns,
-                "bound": est.bound, "math_fidelity": est.math_fidelity}
+        return est.compute_ns, est.bandwidth_ns, est.ideal_ns, est.bound, est.math_fidelity  # COLUMNS[1:]
 
 
 _MISSING = object()

@@ -64,6 +64,7 @@ from device_sim.types import (
     TensorMemoryLayout,
 )
 from ttreport.capturing import records
+from ttreport.capturing.log_perf import COLUMNS as PERF_COLUMNS
 from ttreport.capturing.log_perf import LogPerf, device_fields
 from ttreport.capturing.records import (
     ALLOC,
@@ -699,8 +700,16 @@ def _check_records(recs) -> None:
         tag = rec[0]
         if tag == ROW:
             r = records.view(rec)
-            if type(r.table) is not str or not r.table.isidentifier() or not _columns(r.row):
-                raise ValueError(f"a row of table {_short(r.table)} with columns {_short(r.row)}")
+            if type(r) is records.RowValues:
+                columns = r.columns
+                # as a dict's keys are: names, each once (a second would fail the batch's insert, its ops with it)
+                ok = (type(columns) is tuple and type(r.values) is tuple
+                      and all(type(c) is str and c.isidentifier() for c in columns)
+                      and len(set(columns)) == len(columns) == len(r.values) > 0)
+            else:
+                columns, ok = r.row, _columns(r.row)
+            if type(r.table) is not str or not r.table.isidentifier() or not ok:
+                raise ValueError(f"a row of table {_short(r.table)} with columns {_short(columns)}")
         elif tag == DEVICE:
             if not _columns(records.view(rec).facts):
                 raise ValueError(f"a device's facts {_short(rec[1])} are not named by column")
@@ -867,12 +876,12 @@ class LogTail:
                 if rec[_ERROR] is None:
                     row = perf.row(rec)
                     if row is not None:
-                        out.append((ROW, "device_perf", row))
+                        out.append((ROW, "device_perf", PERF_COLUMNS, row))  # records.RowValues
             elif tag == FREE or (tag == ALLOC and len(rec) == _ALLOC_WIDTH):  # as they are: an op's, every op
                 out.append(rec)
             elif tag == PROGRAM and len(rec) == _LAUNCH_WIDTH:  # records.ProgramLaunch, by position: every op
                 out.append((PROGRAM, rec[1], _new_tuple(Program, (*defs.programs[rec[2]], *rec[3:]))))
-            elif tag == ROW and rec[1] == "device_tensors":  # records.Row: a mesh tensor's shard
+            elif tag == ROW and rec[1] == "device_tensors" and len(rec) == 3:  # records.Row: a mesh tensor's shard
                 self.perf.mesh.add(rec[2]["tensor_id"])
                 out.append(rec)
             elif tag >= CODE:

@@ -434,8 +434,11 @@ class Writer:
                     if free is not None:
                         frees.append(free)
                     free = item
-                elif tag == ROW:  # device_perf's row of every op: before the rarer tags
-                    other_rows.setdefault((item[1], tuple(item[2])), []).append(tuple(item[2].values()))
+                elif tag == ROW:  # device_perf's row of every op (a RowValues): before the rarer tags
+                    if len(item) == 4:
+                        other_rows.setdefault((item[1], item[2]), []).append(item[3])
+                    else:  # a Row: by its dict
+                        other_rows.setdefault((item[1], tuple(item[2])), []).append(tuple(item[2].values()))
                 elif tag == PROGRAM:
                     programs.setdefault(item[1], []).append(item[2])
                 elif tag == TENSOR:
