@@ -163,7 +163,7 @@ _ACKED_WRITES = _DM_ONLY - {"interleaved_to_sharded", "reshard"}
 # Flash attention over [B, H, S, D] q, k, v (_sdpa); the decode variants read a KV cache for one row of q each and
 # stay priced by their pages
 _SDPA = frozenset({"scaled_dot_product_attention", "chunked_scaled_dot_product_attention",
-                   "windowed_scaled_dot_product_attention"})
+                   "windowed_scaled_dot_product_attention", "joint_scaled_dot_product_attention"})
 # Ops whose estimate needs the call's keywords, not only its tensors (estimate_op reads them): a matmul's fidelity
 # and program grid, a conv's kernel, stride and padding (conv2d and conv3d, both of kind conv2d), an attention's
 # causality and q chunk. A profiler that estimates ops away from the live call (ttreport's writer process) hands
@@ -514,11 +514,19 @@ def _conv2d(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, params: dict) ->
                     LAUNCH_NS + halo.fixed_ns, mm.cores, mm.overlap_ns)
 
 
+def _joined(a: Operand, b: Operand) -> Operand:
+    """Two [.., S, D] operands as one of their sequences end to end."""
+    shape = (*a.shape[:-2], a.shape[-2] + b.shape[-2], a.shape[-1]) if len(a.shape) > 1 else a.shape
+    return Operand(a.bytes + b.bytes, a.location, shape, a.row_major, a.shard_cores)
+
+
 def _sdpa(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, params: dict) -> Estimate:
     """TT-NN's flash attention (sdpa_program_factory.cpp): the q chunks of every batch and head over the cores;
     each streams all of its head's K and V chunks (half of them, causal), running q @ k^T and p @ v on the matrix
-    engine and the softmax of each score tile, at HiFi2 unless told (sdpa.cpp's default)."""
-    q, k, v = ins[:3]
+    engine and the softmax of each score tile, at HiFi2 unless told (sdpa.cpp's default). The joint form (six
+    inputs) is one non-causal pass over each pair of sequences joined, as joint_sdpa_device_operation.cpp prices it."""
+    joint = len(ins) >= 6
+    q, k, v = (_joined(ins[0], ins[3]), _joined(ins[1], ins[4]), _joined(ins[2], ins[5])) if joint else ins[:3]
     d_t = math.ceil(q.shape[-1] / 32) if q.shape else 1
     sq_t = math.ceil(q.shape[-2] / 32) if len(q.shape) > 1 else 1
     skv_t = math.ceil(k.shape[-2] / 32) if len(k.shape) > 1 else 1
@@ -526,7 +534,8 @@ def _sdpa(ins, outs, fidelity: MathFidelity, cfg: PerfConfig, params: dict) -> E
     chunk_t = max(1, math.ceil((params.get("q_chunk_size") or 32) / 32))  # program_config's q_chunk_size, else 32
     units = heads * math.ceil(sq_t / chunk_t)
     cores = _cores_for(units, cfg)
-    share = 0.5 if params.get("is_causal", True) else 1.0  # causal: the chunks above the diagonal are skipped
+    # causal: the chunks above the diagonal are skipped
+    share = 0.5 if params.get("is_causal", True) and not joint else 1.0
     step = max(MATMUL_CYCLES_PER_PASS * FIDELITY_PASSES[fidelity] + MATMUL_STEP_OVERHEAD_CYCLES,
                (q.bytes / max(1, q.tiles) + k.bytes / max(1, k.tiles)) / UNPACK_BYTES_PER_CYCLE)
     per_unit = chunk_t * skv_t * share * (2 * d_t * step + SOFTMAX_CYCLES_PER_TILE)

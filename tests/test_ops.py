@@ -316,6 +316,11 @@ CASES.update({
     "ttnn.transformer.chunked_scaled_dot_product_attention": lambda d: (
         # chunk_start_idx a multiple of q_chunk_size (32), as TT-NN requires
         (x(d, 2, 4, 32, 32), x(d, 4, 2, 32, 32, seed=1), x(d, 4, 2, 32, 32, seed=2), _page_table(d), 32), {}),
+    # a joint sequence of 15, padded to a tile: its padding rows masked out of the keys
+    "ttnn.transformer.joint_scaled_dot_product_attention": lambda d: (
+        tuple(x(d, 1, 2, n, 32, seed=i) for i, n in enumerate((64, 64, 64, 15, 15, 15))),
+        dict(joint_strategy="rear", program_config=ttnn.SDPAProgramConfig(
+            compute_with_storage_grid_size=(8, 8), q_chunk_size=32, k_chunk_size=32))),
     # every input height-sharded, as TT-NN requires: q, k one user a core on rows 0 and 1; cos, sin q's users then
     # k's ([1, 16, 1, 64]) on rows 2-3, trans_mat one tile a core on rows 4-5
     "ttnn.experimental.rotary_embedding_llama_fused_qk": lambda d: (

@@ -3006,3 +3006,22 @@ def test_chunked_sdpa_takes_a_program_cache_entry_per_scalar_start_and_one_for_a
             torch.testing.assert_close(ttnn.to_torch(out).float(), want[:, :, start: start + 64], rtol=2**-7,
                                        atol=2e-2)
         assert device.num_program_cache_entries() == (1 if flexible else 4)
+
+
+def test_joint_sdpa_attends_over_both_sequences_joined_and_masks_their_tile_padding(device):
+    # ttnn.transformer.joint_scaled_dot_product_attention (joint_sdpa.cpp): q, k, v [b, nh, N, dh] and the joint ones
+    # [b, nh, L, dh] attend as one non-causal sequence of N + L; the output comes back split in two. N = 15 and
+    # L = 19 are padded to a tile each, and the padding rows must not be keys
+    g = torch.Generator().manual_seed(0)
+    a, j = (torch.randn(3, 1, 2, n, 64, generator=g) for n in (15, 19))
+    config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=32, k_chunk_size=32)
+    out, joint_out = ttnn.transformer.joint_scaled_dot_product_attention(
+        *(_tile(t, device) for t in (*a, *j)), joint_strategy="rear", program_config=config)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.cat([x.bfloat16().float(), y.bfloat16().float()], 2) for x, y in zip(a, j)))
+    assert (out.shape, joint_out.shape) == (ttnn.Shape([1, 2, 15, 64]), ttnn.Shape([1, 2, 19, 64]))
+    torch.testing.assert_close(ttnn.to_torch(out).float(), want[:, :, :15], rtol=2**-7, atol=1e-2)
+    torch.testing.assert_close(ttnn.to_torch(joint_out).float(), want[:, :, 15:], rtol=2**-7, atol=1e-2)
+    with pytest.raises(RuntimeError, match="Joint strategy must be 'rear'. Got: front"):
+        ttnn.transformer.joint_scaled_dot_product_attention(
+            *(_tile(t, device) for t in (*a, *j)), joint_strategy="front", program_config=config)

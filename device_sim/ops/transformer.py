@@ -31,7 +31,7 @@ from device_sim.programs import sdpa_windowed
 from device_sim.programs import transformer as transformer_programs
 from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
-from device_sim.types import Layout, MemoryConfig
+from device_sim.types import DRAM_MEMORY_CONFIG, DataType, Layout, MemoryConfig
 
 
 def _split_qkv_golden(t, kv=None, *_, num_heads, num_kv_heads=None, transpose_key=True, **__):
@@ -585,6 +585,92 @@ def chunked_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k:
             # start tensor's value: one entry for every start then (nightly test_sdpa_chunked.py)
             (scale, start if start_t is None else None))
     return out
+
+
+# -- joint: attention over two sequences joined (the image and text tokens of an MM-DiT) -----------------------
+
+def _joint_sdpa_golden(q, k, v, joint_q, joint_k, joint_v, *_, scale=None, **__):
+    n = q.shape[-2]
+    out = _sdpa_golden(*(torch.cat(pair, -2) for pair in ((q, joint_q), (k, joint_k), (v, joint_v))),
+                       is_causal=False, scale=scale)
+    return out[..., :n, :], out[..., n:, :]
+
+
+def _joint_checks(op_name: str, tensors: tuple, joint_strategy, program_config) -> None:
+    """joint_sdpa_device_operation.cpp's validate, in its words: "rear", one dtype, tilized bfloat16 / bfloat8_b
+    inputs in DRAM, matching batch, heads and head size, unpadded but for the sequence."""
+    def need(ok: bool, condition: str, message: str) -> None:
+        if not ok:
+            raise tt_fatal(condition, f"{message}\n{op_name}", where="device_sim/ops/transformer.py")
+
+    need(joint_strategy == "rear", 'args.joint_strategy == "rear"', f"Joint strategy must be 'rear'. Got: "
+         f"{joint_strategy}")
+    dtype = tensors[0].dtype
+    for t in tensors:
+        need(t.dtype == dtype, "tensor.dtype() == dtype", f"All tensors must have the same dtype. Expected {dtype}, "
+             f"got {t.dtype}")
+    for t in tensors:
+        need(t.device() is not None, "tensor.storage_type() == StorageType::DEVICE",
+             "Operands to Joint SDPA need to be on device")
+        need(t.layout == Layout.TILE, "tensor.layout() == Layout::TILE", "Inputs to Joint SDPA must be tilized")
+        need(t.dtype in (DataType.BFLOAT16, DataType.BFLOAT8_B), "tensor.dtype() == DataType::BFLOAT16 || ...",
+             "Inputs to Joint SDPA must be BF16 or BF8")
+        need(t.memory_config().buffer_type.name == "DRAM", "buffer_type == BufferType::DRAM",
+             "Operands to Joint SDPA need to be in DRAM")
+    shapes = [tuple(t.shape) for t in tensors]
+    need(all(len(s) == 4 for s in shapes), "rank == 4", f"Joint SDPA takes [b, nh, seq, dh] tensors, got {shapes}")
+    q, k, v, jq, jk, jv = shapes
+    need(k[0] == q[0] == v[0] and jk[0] == jq[0] == jv[0] and q[0] == jq[0], "k_shape[0] == q_shape[0] && ...",
+         f"Batch sizes must match. Got Q: {q[0]}, K: {k[0]}, V: {v[0]}, joint Q: {jq[0]}, K: {jk[0]}, V: {jv[0]}")
+    need(len({q[3], k[3], v[3], jq[3], jk[3], jv[3]}) == 1, "k_shape[3] == q_shape[3] && ...",
+         f"Head dimensions must match. Got Q: {q[3]}, K: {k[3]}, V: {v[3]}, joint Q: {jq[3]}, K: {jk[3]}, V: {jv[3]}")
+    need(q[1] == k[1] == v[1] == jq[1] == jk[1] == jv[1], "nqh == nkv && joint_nkv == nkv",
+         f"Q num_heads must be equal to K num_heads. Got Q: {q[1]}, K: {k[1]}, V: {v[1]}, joint Q: {jq[1]}, "
+         f"K: {jk[1]}, V: {jv[1]}")
+    need(k[2] == v[2] and jk[2] == jv[2], "k_shape[2] == v_shape[2]",
+         f"K and V must have the same sequence length. Got K: {k[2]}, V: {v[2]}, joint K: {jk[2]}, V: {jv[2]}")
+    for t in tensors:
+        need(tuple(t.padded_shape)[:2] == tuple(t.shape)[:2] and t.padded_shape[3] == t.shape[3],
+             "logical_shape[i] == padded_shape[i]", "Padding is not supported on the batch, num_heads or head_dim "
+             f"dimension (got {list(t.shape)}, padded {list(t.padded_shape)})")
+
+
+@register_op("ttnn.transformer.joint_scaled_dot_product_attention", golden=_joint_sdpa_golden)
+def joint_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k: Tensor, input_tensor_v: Tensor,
+                                       joint_tensor_q: Tensor, joint_tensor_k: Tensor, joint_tensor_v: Tensor, *,
+                                       joint_strategy: str, program_config, scale: float | None = None,
+                                       op_name: str = OWN_NAME, **tt_nn_only) -> tuple[Tensor, Tensor]:
+    """Non-causal attention over two sequences joined (joint_strategy="rear": the joint tokens after the others):
+    q, k, v [b, nh, N, dh] and joint_q, joint_k, joint_v [b, nh, L, dh] attend as one sequence of N + L, and the
+    output comes back split, [b, nh, N, dh] and [b, nh, L, dh], in DRAM. A sequence's tile padding is masked out.
+
+    >>> x, j = (ttnn.from_torch(torch.rand(1, 2, n, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    ...         for n in (64, 15))
+    >>> config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=32, k_chunk_size=32)
+    >>> out, joint_out = ttnn.transformer.joint_scaled_dot_product_attention(x, x, x, j, j, j, joint_strategy="rear",
+    ...                                                                      program_config=config)
+    >>> out.shape, joint_out.shape
+    (Shape([1, 2, 64, 32]), Shape([1, 2, 15, 32]))
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    tensors = (input_tensor_q, input_tensor_k, input_tensor_v, joint_tensor_q, joint_tensor_k, joint_tensor_v)
+    ins = device_inputs(op_name, *tensors)
+    _joint_checks(op_name, tensors, joint_strategy, program_config)
+    validate_sdpa(program_config, op_name)
+    r, joint_r = _joint_sdpa_golden(*(values(t, op_name) for t in tensors), scale=scale)
+    # both outputs take the op's DEFAULT_OUTPUT_MEMORY_CONFIG (DRAM interleaved), as joint_sdpa.cpp gives them
+    out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=DRAM_MEMORY_CONFIG)
+    joint_out = output(joint_r, joint_tensor_q, ins, op_name=op_name, memory_config=DRAM_MEMORY_CONFIG)
+    program = transformer_programs.joint_sdpa_program(input_tensor_q, joint_tensor_q, input_tensor_k,
+                                                      input_tensor_v, out.dtype, program_config=program_config)
+    try:
+        device_work.launch(input_tensor_q.device(), program, scale)
+    except RuntimeError:
+        out._free()
+        joint_out._free()
+        raise
+    return out, joint_out
 
 
 # -- windowed: block-diagonal attention inside windows (vision transformers' window attention) -------------

@@ -1,7 +1,8 @@
-"""Attention's device operations: SDPAOperation, NlpCreateHeads / NLPConcatHeads, RotaryEmbeddingLlama.
+"""Attention's device operations: SDPAOperation, JointSDPADeviceOperation, NlpCreateHeads / NLPConcatHeads,
+RotaryEmbeddingLlama.
 
 Interleaved TILE inputs only. Sources in tt-metal: ttnn/cpp/ttnn/operations/transformer/sdpa/device/
-sdpa_program_factory.cpp and ttnn/cpp/ttnn/operations/experimental/transformer/{nlp_create_qkv_heads,
+{sdpa,joint_sdpa}_program_factory.cpp and ttnn/cpp/ttnn/operations/experimental/transformer/{nlp_create_qkv_heads,
 nlp_concat_heads,rotary_embedding_llama}/device/*_program_factory.cpp.
 
 Example:
@@ -52,8 +53,7 @@ def sdpa_program(q, k, v, out_dtype: DataType, *, is_causal: bool, mask=None, si
     dev = q.device()
     q_chunk = program_config.q_chunk_size if program_config is not None else 32
     k_chunk = program_config.k_chunk_size if program_config is not None else 32
-    grid = getattr(program_config, "compute_with_storage_grid_size", None)
-    gx, gy = (grid.x, grid.y) if grid is not None and hasattr(grid, "x") else (tuple(grid) if grid else grid_of(dev))
+    gx, gy = _sdpa_grid(program_config, dev)
     key = ("SDPAOperation", q._value.shape, k._value.shape, q.dtype, k.dtype, v.dtype, out_dtype,
            is_causal, mask.dtype if mask is not None else None, sink.dtype if sink is not None else None, q_chunk,
            k_chunk, gx, gy, fp32_dest_acc_en, page_table_page, start_tensor)
@@ -63,6 +63,12 @@ def sdpa_program(q, k, v, out_dtype: DataType, *, is_causal: bool, mask=None, si
     return cached(key, lambda: _sdpa(tuple(q._value.shape), tuple(k._value.shape), q.dtype, k.dtype, v.dtype,
                                      out_dtype, is_causal, mask, sink, q_chunk, k_chunk, gx, gy, page_table_page,
                                      start_tensor))
+
+
+def _sdpa_grid(program_config, dev) -> tuple[int, int]:
+    """The program config's compute_with_storage_grid_size (a CoreCoord or an (x, y) pair), else the device's grid."""
+    grid = getattr(program_config, "compute_with_storage_grid_size", None)
+    return (grid.x, grid.y) if grid is not None and hasattr(grid, "x") else (tuple(grid) if grid else grid_of(dev))
 
 
 def _sdpa(q_shape, k_shape, q_dt, k_dt, v_dt, out_dt, is_causal, mask, sink, q_chunk, k_chunk, gx, gy,
@@ -97,6 +103,46 @@ def _sdpa(q_shape, k_shape, q_dt, k_dt, v_dt, out_dt, is_causal, mask, sink, q_c
     cbs += [CircularBuffer((i,), sq_t, im) for i in range(27, 32)]
     cbs.append(CircularBuffer((16,), sq_t * dht, TILE_BYTES[out_dt]))
     return make_program("SDPAOperation", "SDPAProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
+
+
+def joint_sdpa_program(q, joint_q, k, v, out_dtype: DataType, *, program_config=None) -> Program:
+    """JointSDPADeviceOperation (joint_sdpa_program_factory.cpp): non-causal attention over the sequences of q
+    [B, NH, N, D] and joint_q [B, NH, L, D], each padded to whole q chunks (and k chunks for the keys) and joined,
+    on every core of the grid. As _sdpa: c_0 Q (a chunk, doubled when a core takes two or more), c_1 K and c_2 V (a
+    chunk, doubled), c_3 the padding mask (Sq_chunk_t x Sk_chunk_t bfloat4_b tiles, single) only when N or L is not
+    a whole number of k chunks, c_5 and c_7 one bfloat16 scalar tile each, c_24 QK^T, c_25 and c_26 the output
+    accumulators, c_27..c_31 the statistics (Sq_chunk_t each), c_16 the output chunk; intermediates bfloat16."""
+    q_chunk = program_config.q_chunk_size if program_config is not None else 32
+    k_chunk = program_config.k_chunk_size if program_config is not None else 32
+    gx, gy = _sdpa_grid(program_config, q.device())
+    key = ("JointSDPADeviceOperation", tuple(q.shape), tuple(joint_q.shape), q.dtype, k.dtype, v.dtype, out_dtype,
+           q_chunk, k_chunk, gx, gy)
+
+    def build():
+        B, NH, N, DH = q.shape
+        L = joint_q.shape[2]
+        up = lambda n, c: -(-n // c) * c  # noqa: E731
+        q_chunks = (up(N, q_chunk) + up(L, q_chunk)) // q_chunk
+        sq_t, sk_t, dht = q_chunk // TILE, k_chunk // TILE, DH // TILE
+        cores = gx * gy
+        # parallelise over batch, then heads, then q chunks (ceiling shares)
+        batch_pf = min(B, cores)
+        nh_pf = min(cores // batch_pf, NH)
+        q_pf = min(cores // (batch_pf * nh_pf), q_chunks)
+        q_per_core = -(-q_chunks // q_pf)
+        im = TILE_BYTES[_BF16]
+        cbs = [CircularBuffer((0,), sq_t * dht * (2 if q_per_core > 1 else 1), TILE_BYTES[q.dtype]),
+               CircularBuffer((1,), sk_t * dht * 2, TILE_BYTES[k.dtype]),
+               CircularBuffer((2,), sk_t * dht * 2, TILE_BYTES[v.dtype])]
+        if up(N, k_chunk) != N or up(L, k_chunk) != L:
+            cbs.append(CircularBuffer((3,), sq_t * sk_t, TILE_BYTES[_BFP4]))
+        cbs += [CircularBuffer((5,), 1, im), CircularBuffer((7,), 1, im), CircularBuffer((24,), sq_t * sk_t, im),
+                CircularBuffer((25,), sq_t * dht, im), CircularBuffer((26,), sq_t * dht, im)]
+        cbs += [CircularBuffer((i,), sq_t, im) for i in range(27, 32)]
+        cbs.append(CircularBuffer((16,), sq_t * dht, TILE_BYTES[out_dtype]))
+        return make_program("JointSDPADeviceOperation", "JointSDPAProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))
+
+    return cached(key, build)
 
 
 def create_heads_program(x, *, transpose_k_heads: bool) -> Program:
