@@ -753,6 +753,11 @@ _EBW_IDS = lambda d: dev(torch.randint(0, 20, (2, 32), generator=torch.Generator
                          + torch.tensor([[0], [20]]), d, dtype=ttnn.uint32, layout=ttnn.ROW_MAJOR)
 CASES.update({"ttnn.embedding_bw": lambda d: ((_EBW_IDS(d), x(d, 40, 64), x(d, 1, 1, 64, 64)), {})})
 
+# ttnn.var_hw, std_hw, normalize_hw, normalize_global (issue 31: docs_examples' eltwise unary): the composites of
+# unary_composite_op.cpp (mean, a bcast subtract, square, a scaled sum, ...), in float32, where no step rounds
+CASES.update({f"ttnn.{n}": lambda d: ((dev(rnd(2, 2, 32, 64), d, dtype=ttnn.float32),), {})
+              for n in ["var_hw", "std_hw", "normalize_hw", "normalize_global"]})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

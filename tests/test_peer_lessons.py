@@ -3025,3 +3025,20 @@ def test_joint_sdpa_attends_over_both_sequences_joined_and_masks_their_tile_padd
     with pytest.raises(RuntimeError, match="Joint strategy must be 'rear'. Got: front"):
         ttnn.transformer.joint_scaled_dot_product_attention(
             *(_tile(t, device) for t in (*a, *j)), joint_strategy="front", program_config=config)
+
+
+def test_var_std_and_normalize_over_hw_are_tt_nns_population_composites(device):
+    # docs_examples/test_eltwise_unary_examples.py (var_hw, std_hw, normalize_hw, normalize_global) and
+    # profiling/test_host_overhead_ci.py (which names ttnn.var_hw at import): unary_composite_op.cpp divides by H * W
+    x = torch.randn(1, 2, 64, 64, dtype=torch.bfloat16)
+    t = ttnn.from_torch(x, layout=ttnn.TILE_LAYOUT, device=device)
+    var = ttnn.to_torch(ttnn.var_hw(t)).float()
+    assert var.shape == (1, 2, 1, 1)
+    torch.testing.assert_close(var, x.float().var((-2, -1), keepdim=True, correction=0), rtol=2**-6, atol=1e-3)
+    torch.testing.assert_close(ttnn.to_torch(ttnn.std_hw(t)).float(), var.sqrt(), rtol=2**-7, atol=1e-3)
+    z = ttnn.to_torch(ttnn.normalize_hw(t)).float()
+    assert z.shape == x.shape and z.mean((-2, -1)).abs().max() < 0.02 and (z.std((-2, -1)) - 1).abs().max() < 0.02
+    g = ttnn.to_torch(ttnn.normalize_global(t)).float()
+    assert g.mean().abs() < 0.02 and (g.std() - 1).abs() < 0.02
+    with pytest.raises(RuntimeError, match="Cannot support non-rank 4 Tensor"):
+        ttnn.normalize_global(ttnn.from_torch(x[0], layout=ttnn.TILE_LAYOUT, device=device))

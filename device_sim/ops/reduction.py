@@ -10,7 +10,8 @@ from device_sim import device_work, dtypes, numerics
 from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops import eltwise
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
-from device_sim.ops.data_movement import index_dtype
+from device_sim.ops.data_movement import index_dtype, reshape_on_device
+from device_sim.ops.sampling import seed_cores
 from device_sim.program_config_checks import tt_fatal
 from device_sim.program_configs import UnaryOpType, UnaryWithParam
 from device_sim.programs import accumulation, indexing, reduction, reduction_nd
@@ -423,8 +424,13 @@ def manual_seed(seeds=0, *, device=None, user_ids=None, sub_core_grids=None, op_
     else:
         factory, cb_tensors, core = "ManualSeedSingleSeedToAllCoresProgramFactory", (), None
     program = reduction.manual_seed_program(chips[0], factory, cb_tensors, core, ranges)
+    # the seeds each user's core takes, which ttnn.sampling's draws then follow
+    users = values(user_ids).reshape(-1).tolist() if id_table else [int(user_ids)] if user_ids is not None else \
+        range(32)
+    seeded = dict(zip(users, values(seeds).reshape(-1).tolist() if seed_table else [int(seeds)] * len(users)))
     for chip in chips:
         device_work.launch(chip, program)
+        seed_cores(chip, seeded)
 
 
 # -- losses (tt-metal's operations/loss: loss.cpp) ---------------------------------------------------------------------
@@ -483,3 +489,115 @@ def _loss(name: str, square: bool):
 
 mse_loss = _loss("mse_loss", square=True)
 l1_loss = _loss("l1_loss", square=False)
+
+
+# -- unary composites over H and W (tt-metal a8c5af0f unary_composite_op.cpp; bound with one keyword, memory_config)
+
+
+def _var_hw_golden(input_tensor, *_, **__):
+    return torch.var(input_tensor.float(), dim=(-2, -1), keepdim=True, correction=0)
+
+
+def _std_hw_golden(input_tensor, *_, **__):
+    return torch.sqrt(_var_hw_golden(input_tensor))
+
+
+def _normalize_golden(dims):
+    # The op's own arithmetic: divided by the population std (_std divides by H * W). TT-NN's goldens
+    # (ttnn/operations/unary.py) call torch.std, unbiased, which is 1 / (2 H W) larger (2.4e-4 for a 32x64 plane):
+    # tt-metal's tests compare by PCC, which that scale leaves at 1, while a golden comparison of the op against it
+    # would show the golden's difference as the op's error.
+    def golden(input_tensor, *_, **__):
+        x = input_tensor.float()
+        return (x - x.mean(dims, keepdim=True)) / x.std(dims, keepdim=True, correction=0)
+
+    return golden
+
+
+_normalize_hw_golden = _normalize_golden((-2, -1))
+_normalize_global_golden = _normalize_golden((0, 1, 2, 3))
+
+
+def _variance_hw(y: Tensor, y_minus_mean_y: Tensor, memory_config) -> Tensor:
+    """detail::_variance_impl: the squares of y - mean, summed over H and W and scaled by 1 / (H * W) of the padded
+    shape (correction 0: a population variance), in one reduce."""
+    padded = y.padded_shape
+    squares = eltwise.square(y_minus_mean_y, memory_config=memory_config)
+    return sum(squares, [2, 3], True, scalar=1.0 / (padded[-1] * padded[-2]))
+
+
+def _centered_hw(y: Tensor) -> Tensor:
+    """y minus its mean over H and W: ttnn::mean over dims {2, 3}, then a bcast SUB over HW."""
+    return eltwise.bcast(y, mean(y, [2, 3], True), eltwise.BcastOpMath.SUB, eltwise.BcastOpDim.HW)
+
+
+@register_op("ttnn.var_hw", kind="rows", golden=_var_hw_golden)
+def var_hw(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME) -> Tensor:
+    """The variance over H and W of each batch and channel, [N, C, 1, 1] (population: divided by H * W), as
+    unary_composite_op.cpp's var_hw: mean, a bcast subtract, square, then a sum scaled by 1 / (H * W).
+
+    >>> x = ttnn.from_torch(torch.arange(2048.0).reshape(1, 2, 32, 32), ttnn.float32, layout=ttnn.TILE,
+    ...                     device=device)
+    >>> torch.allclose(ttnn.var_hw(x).to_torch(), ttnn.var_hw.golden_function(x.to_torch()), rtol=1e-3)
+    True
+    """
+    device_inputs(op_name, input_tensor)
+    cfg = memory_config if memory_config is not None else input_tensor.memory_config()
+    return _variance_hw(input_tensor, _centered_hw(input_tensor), cfg)
+
+
+@register_op("ttnn.std_hw", kind="rows", golden=_std_hw_golden)
+def std_hw(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME) -> Tensor:
+    """The standard deviation over H and W of each batch and channel, [N, C, 1, 1]: the sqrt of var_hw.
+
+    >>> x = ttnn.from_torch(torch.arange(2048.0).reshape(1, 2, 32, 32), ttnn.float32, layout=ttnn.TILE,
+    ...                     device=device)
+    >>> torch.allclose(ttnn.std_hw(x).to_torch(), ttnn.std_hw.golden_function(x.to_torch()), rtol=1e-3)
+    True
+    """
+    return eltwise.sqrt(var_hw(input_tensor, memory_config=memory_config), memory_config=memory_config)
+
+
+@register_op("ttnn.normalize_hw", kind="rows", golden=_normalize_hw_golden)
+def normalize_hw(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
+                 op_name: str = OWN_NAME) -> Tensor:
+    """Each batch and channel minus its mean over H and W, divided by its standard deviation there (population), as
+    unary_composite_op.cpp's normalize_hw: mean, a bcast subtract, _std, reciprocal, multiply.
+
+    >>> x = ttnn.from_torch(torch.arange(2048.0).reshape(1, 2, 32, 32), ttnn.float32, layout=ttnn.TILE,
+    ...                     device=device)
+    >>> y = ttnn.normalize_hw(x).to_torch()
+    >>> torch.allclose(y, ttnn.normalize_hw.golden_function(x.to_torch()), rtol=1e-3, atol=2e-3)
+    True
+    """
+    device_inputs(op_name, input_tensor)
+    centered = _centered_hw(input_tensor)
+    std_y = eltwise.sqrt(_variance_hw(input_tensor, centered, memory_config), memory_config=memory_config)
+    return eltwise.multiply(centered, eltwise.reciprocal(std_y, memory_config=memory_config),
+                            memory_config=memory_config)
+
+
+@register_op("ttnn.normalize_global", kind="rows", golden=_normalize_global_golden)
+def normalize_global(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
+                     op_name: str = OWN_NAME) -> Tensor:
+    """The tensor minus its mean over every element, divided by its standard deviation (population), as
+    unary_composite_op.cpp's normalize_global: a rank-4 input reshaped on device to [1, 1, H, W * C * N],
+    normalize_hw, and reshaped back.
+
+    >>> x = ttnn.from_torch(torch.arange(2048.0).reshape(2, 1, 32, 32), ttnn.float32, layout=ttnn.TILE,
+    ...                     device=device)
+    >>> y = ttnn.normalize_global(x).to_torch()
+    >>> torch.allclose(y, ttnn.normalize_global.golden_function(x.to_torch()), rtol=1e-3, atol=2e-3)
+    True
+    """
+    device_inputs(op_name, input_tensor)
+    padded = input_tensor.padded_shape
+    if len(padded) != 4:
+        raise tt_fatal("y.padded_shape().rank() == 4", f"Cannot support non-rank 4 Tensor (got shape "
+                       f"{list(input_tensor.shape)}); reshape it to [N, C, H, W] first",
+                       where="device_sim/ops/reduction.py")
+    n, c, h, w = padded
+    # reshape_on_device folds N, C and W into W: [N, C, H, W] -> [1, 1, H, W * C * N] (its TILE form; the values of
+    # each H row are W * C * N wide, so a mean over H and W is a mean over every element)
+    y_hw = reshape_on_device(input_tensor, 1, 1, h, w * c * n)
+    return reshape_on_device(normalize_hw(y_hw, memory_config=memory_config), n, c, h, w)
