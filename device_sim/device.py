@@ -85,6 +85,9 @@ class Device(SubDeviceManagement):
         # TT-Metal's program cache, on by default: one entry per distinct program launched (device_work.launch
         # adds it), so running an op again with the same inputs' specs adds none. None while disabled.
         self.program_cache: set | None = set()
+        # Each core's random number generator, by user (the core's index in ttnn.sampling's grid): a torch.Generator
+        # that ttnn.manual_seed seeds and ttnn.sampling draws a tile from (device_sim/ops/sampling.py).
+        self.core_generators: dict = {}
 
     def id(self) -> int:
         return self.device_id

@@ -65,6 +65,11 @@ def _cases() -> dict:
     cases["ttnn.randn"] = lambda d: (((64, 64), d), {}, None)
     cases["ttnn.bernoulli"] = lambda d: ((x(d),), {}, None)
     cases["ttnn.manual_seed"] = lambda d: ((42,), dict(device=d), None)
+    cases["ttnn.sampling"] = lambda d: ((x(d, 1, 1, 32, 64), ttnn.from_torch(
+        torch.arange(64, dtype=torch.int32).expand(1, 1, 32, 64), dtype=ttnn.int32, device=d)), dict(
+        k=ttnn.from_torch(torch.full((32,), 5), dtype=ttnn.uint32, device=d),
+        p=ttnn.from_torch(torch.full((32,), 0.5), dtype=ttnn.bfloat16, device=d),
+        temp=ttnn.from_torch(torch.ones(32), dtype=ttnn.bfloat16, device=d), seed=3), None)
     cases["ttnn.rand_like"] = lambda d: ((x(d),), {}, None)
     cases["ttnn.uniform"] = lambda d: ((x(d), 2.0, 3.0), {}, None)
     # test_ops.py moves a host tensor (its harness reuses inputs that these ops free), which TT-NN returns as is

@@ -29,6 +29,7 @@ from device_sim.ops import (  # noqa: F401  (each registers its ops on import)
     normalization,
     reduction,
     rotary,
+    sampling,
     sharded,
     tensor_io,
     transformer,

@@ -16,12 +16,14 @@ Example:
 
 from __future__ import annotations
 
+from device_sim import dtypes
 from device_sim.device_work import (
     TILE,
     TILE_BYTES,
     CircularBuffer,
     Program,
     cached,
+    cores_row_major,
     grid_of,
     make_program,
     shape_of,
@@ -108,5 +110,34 @@ def manual_seed_program(dev, factory: str, cb_tensors: tuple, user_id: int | Non
             x, y = cores[user_id]
             return make_program("ManualSeedDeviceOperation", factory, cbs, ((x, y, x, y),))
         return make_program("ManualSeedDeviceOperation", factory, cbs, grid)
+
+    return cached(key, build)
+
+
+def sampling_program(dev, width: int, indices_dtype: DataType, out_dtype: DataType, ranges: tuple = ()) -> Program:
+    """SamplingProgramFactory (reduction/sampling/device/sampling_program_factory.cpp) for 32 users (one tile row,
+    Ht = 1) of `width` values (Wt = width / 32 tiles): one user a core, the first 32 cores row by row
+    (num_cores_to_corerangeset, row_wise) or `ranges` (sub_core_grids). Its CBs in creation order: c_0 the values and
+    c_2 their UInt16 indices, 4 tiles each (two tiles a local sort, doubled); c_3 / c_17 the MAX and SUM scalers; c_4
+    the top-k mask (4); c_5 / c_6 the transposed values and indices (Wt each); c_7, c_1 and c_8 the top-32 values,
+    probabilities and indices (2 each); c_9 / c_10 the row max and sum; c_11 the random tile; c_12 the indices'
+    rows (32 sticks of width * 4 B); c_13 the 32 outputs; c_14..c_16 the 32 k, p and temp values."""
+    gx, gy = grid_of(dev)
+    key = ("SamplingDeviceOperation", width, indices_dtype, out_dtype, ranges, gx, gy)
+
+    def build():
+        users = 32  # TT_FATAL'd: N * C * H == 32, so Ht = 1
+        wt = width // TILE
+        values, index = TILE_BYTES[DataType.BFLOAT16], TILE_BYTES[DataType.UINT16]
+        cbs = (CircularBuffer((0,), 4, values), CircularBuffer((2,), 4, index), CircularBuffer((3,), 1, values),
+               CircularBuffer((17,), 1, values), CircularBuffer((4,), 4, values), CircularBuffer((5,), wt, values),
+               CircularBuffer((6,), wt, index), CircularBuffer((7,), 2, values), CircularBuffer((1,), 2, values),
+               CircularBuffer((8,), 2, index), CircularBuffer((9,), 1, values), CircularBuffer((10,), 1, values),
+               CircularBuffer((11,), 1, values),
+               CircularBuffer((12,), users, wt * TILE * dtypes.ELEMENT_SIZE[indices_dtype]),
+               CircularBuffer((13,), 1, users * dtypes.ELEMENT_SIZE[out_dtype]), CircularBuffer((14,), 1, users * 4),
+               CircularBuffer((15,), 1, users * 2), CircularBuffer((16,), 1, users * 2))
+        return make_program("SamplingDeviceOperation", "SamplingProgramFactory", cbs,
+                            ranges or cores_row_major(users, gx))
 
     return cached(key, build)
