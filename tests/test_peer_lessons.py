@@ -3042,3 +3042,49 @@ def test_var_std_and_normalize_over_hw_are_tt_nns_population_composites(device):
     assert g.mean().abs() < 0.02 and (g.std() - 1).abs() < 0.02
     with pytest.raises(RuntimeError, match="Cannot support non-rank 4 Tensor"):
         ttnn.normalize_global(ttnn.from_torch(x[0], layout=ttnn.TILE_LAYOUT, device=device))
+
+
+def test_sampling_draws_within_top_k_and_top_p_and_follows_the_cores_seeds(device):
+    # unit eltwise/test_sampling.py, reduce/test_manual_seed.py: ttnn.sampling gives each of 32 users an index from its
+    # top-k, top-p set; seed= makes a draw repeat, no seed goes on from the cores' state, ttnn.manual_seed sets it
+    # (UINT32_MAX leaves it), and k = 32 with p = 0 is the top-1 (ties in bfloat16 to the lower index)
+    torch.manual_seed(0)
+    logits = torch.randn(1, 1, 32, 128)
+    v = ttnn.from_torch(logits, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    ids = ttnn.from_torch(torch.arange(128, dtype=torch.int32).expand(1, 1, 32, 128), dtype=ttnn.int32, device=device)
+
+    def per_user(values, dtype):
+        return ttnn.from_torch(torch.tensor(values), dtype=dtype, layout=ttnn.ROW_MAJOR_LAYOUT, device=device)
+
+    k, p = per_user([20] * 32, ttnn.uint32), per_user([0.9] * 32, ttnn.bfloat16)
+    temp = per_user([1.0] * 32, ttnn.bfloat16)
+
+    def draw(**kw):
+        return ttnn.to_torch(ttnn.sampling(v, ids, k=k, p=p, temp=temp, **kw)).reshape(32).long()
+
+    first = draw(seed=5)
+    assert torch.equal(first, draw(seed=5)) and not torch.equal(draw(), draw())
+    top20 = logits.reshape(32, 128).topk(20).indices
+    assert all(int(first[u]) in top20[u].tolist() for u in range(32))
+    ttnn.manual_seed(seeds=42, device=device)
+    again = draw()
+    ttnn.manual_seed(seeds=42, device=device)
+    ttnn.manual_seed(seeds=2**32 - 1, device=device)  # UINT32_MAX: the state stays as 42 left it
+    assert torch.equal(again, draw())
+    top1 = ttnn.sampling(v, ids, k=per_user([32] * 32, ttnn.uint32), p=per_user([0.0] * 32, ttnn.bfloat16), temp=temp)
+    assert ttnn.to_torch(top1).reshape(32).tolist() == logits.bfloat16().reshape(32, 128).float().argmax(-1).tolist()
+    with pytest.raises(RuntimeError, match="Input must have 32 users"):
+        ttnn.sampling(ttnn.from_torch(logits[:, :, :16], dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device),
+                      ttnn.from_torch(torch.zeros(1, 1, 16, 128, dtype=torch.int32), dtype=ttnn.int32, device=device),
+                      k=k, p=p, temp=temp)
+
+
+def test_selu_takes_scale_and_alpha_and_logical_not_writes_into_its_input(device):
+    # docs_examples/test_eltwise_unary_examples.py: ttnn.selu(t, scale=1.0507, alpha=1.67326) (unary_nanobind.cpp binds
+    # both, keyword-only) and ttnn.logical_not_(t), logical_not into t itself (unary_composite_op.cpp)
+    x = torch.tensor([[-1.0, 0.0, 2.0, -3.0]])
+    t = ttnn.from_torch(x, dtype=ttnn.float32, layout=ttnn.TILE_LAYOUT, device=device)
+    torch.testing.assert_close(ttnn.to_torch(ttnn.selu(t, scale=2.0, alpha=0.5)), 2.0 * torch.nn.functional.elu(x, 0.5))
+    torch.testing.assert_close(ttnn.to_torch(ttnn.selu(t)), torch.nn.functional.selu(x), rtol=1e-5, atol=1e-5)
+    assert ttnn.logical_not_(t) is t
+    assert ttnn.to_torch(t).tolist() == [[0.0, 1.0, 0.0, 0.0]]
