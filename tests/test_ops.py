@@ -758,6 +758,9 @@ CASES.update({"ttnn.embedding_bw": lambda d: ((_EBW_IDS(d), x(d, 40, 64), x(d, 1
 CASES.update({f"ttnn.{n}": lambda d: ((dev(rnd(2, 2, 32, 64), d, dtype=ttnn.float32),), {})
               for n in ["var_hw", "std_hw", "normalize_hw", "normalize_global"]})
 
+# ttnn.logical_not_ (issue 31: docs_examples' eltwise unary): logical_not written into its input (in place)
+CASES.update({"ttnn.logical_not_": lambda d: ((dev((rnd(2, 32, 64, seed=5) > 0).float(), d),), {})})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

@@ -760,6 +760,21 @@ isnan = _unary("isnan", _flag(torch.isnan))
 isinf = _unary("isinf", _flag(torch.isinf))
 
 
+def _logical_not_inplace_golden(input_tensor, *_, **__):
+    return torch.logical_not(input_tensor).to(input_tensor.dtype)  # TT-NN's: input_tensor_a.logical_not_()
+
+
+@register_op("ttnn.logical_not_", golden=_logical_not_inplace_golden)
+def logical_not_(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
+                 op_name: str = OWN_NAME) -> Tensor:
+    """logical_not written into the input itself (unary_composite_op.cpp: logical_not(x, memory_config, x)).
+
+    >>> x = ttnn.from_torch(torch.tensor([[0.0, 2.0, -1.0]]), layout=ttnn.TILE, device=device)
+    >>> ttnn.logical_not_(x) is x, x.to_torch()
+    (True, tensor([[1., 0., 0.]]))
+    """
+    return logical_not(input_tensor, memory_config=memory_config, output_tensor=input_tensor)
+
 
 # More of TT-NN's unary ops, with the torch functions its goldens use (ttnn/operations/unary.py).
 def _cbrt(x):
@@ -785,7 +800,6 @@ acosh = _unary("acosh", torch.acosh)
 atanh = _unary("atanh", torch.atanh)
 log_sigmoid = _unary("log_sigmoid", F.logsigmoid)
 softsign = _unary("softsign", F.softsign)
-selu = _unary("selu", F.selu)
 tanhshrink = _unary("tanhshrink", F.tanhshrink)
 multigammaln = _unary("multigammaln", _multigammaln)
 signbit = _unary("signbit", _flag(torch.signbit))
@@ -877,6 +891,10 @@ def _unary_with(name: str, fn, *params: tuple[str, float | None]):
 leaky_relu = _unary_with("leaky_relu", F.leaky_relu, ("negative_slope", 0.01))
 elu = _unary_with("elu", F.elu, ("alpha", 1.0))
 celu = _unary_with("celu", F.celu, ("alpha", 1.0))
+# scale * elu(x, alpha) with unary_nanobind.cpp's float defaults (TT-NN's SELU kernel takes both; its golden is torch's
+# F.selu, whose constants these round)
+selu = _unary_with("selu", lambda x, scale, alpha: scale * F.elu(x.float(), alpha), ("scale", 1.0507),
+                   ("alpha", 1.67326))
 softplus = _unary_with("softplus", lambda x, b, t: F.softplus(x, beta=b, threshold=t), ("beta", 1.0),
                        ("threshold", 20.0))
 hardtanh = _unary_with("hardtanh", torch.clamp, ("min_val", -1.0), ("max_val", 1.0))
