@@ -172,6 +172,25 @@ def test_reading_functions_still_answer(demo):
     assert [x["k"] for x in ranked] == [1, 2] and keys == [{"key": "x"}] and views[0]["n"] > 0
 
 
+# A view under a table's name runs SQL the folder brings on every reader's own statements: a recursive one read
+# forever (summary, ops, op and ls of its parent hung); another called load_extension() on every read.
+ENDLESS = ("ALTER TABLE {t} RENAME TO {t}_kept",
+           "CREATE VIEW {t} AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+           "SELECT k.* FROM {t}_kept k, n")
+
+
+@pytest.mark.parametrize("table", ["operations", "report_metadata", "alembic_version"])
+def test_a_view_in_place_of_a_table_is_refused_in_one_line_never_read(demo, table):
+    execute(demo, *(s.format(t=table) for s in ENDLESS))
+    for args in (["summary", demo], ["ops", demo], ["op", demo, 2], ["query", demo, "SELECT 1"]):
+        err = one_line_error(cli(*args, timeout=60))
+        assert f"{table} is a view" in err, err
+    done = cli("ls", demo.parent, timeout=60)
+    assert done.returncode == 0 and "unreadable" in done.stdout.decode(), done.stdout.decode()
+    done = cli("check", demo, timeout=60)
+    assert done.returncode == 1 and f"{table} is a view" in done.stdout.decode(), done.stdout.decode()
+
+
 # -- whatif ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("statement", [

@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ttreport import db, recovery
+from ttreport import db, recovery, schema_sql
 from ttreport.config import DEFAULT_ROOT, default_root
 from ttreport.errors import ReportError, TensorFileDamagedError
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
@@ -426,14 +426,26 @@ def _virtual_tables(conn: sqlite3.Connection) -> frozenset[str]:
                      if root == 0 or isinstance(sql, str) and _VIRTUAL.match(_SQL_COMMENT.sub(" ", sql)))
 
 
+# The tables readers read by name: the schema's, and alembic's revision (db.check_current).
+_READ_TABLES = frozenset(schema_sql.COLUMNS) | {"alembic_version"}
+
+
 def check_schema(conn: sqlite3.Connection, db_path: Path) -> None:
     """Raise ReportError unless the database is a ttreport report; NeedsUpgradeError if it is older."""
     try:
-        present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        rows = conn.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
     except sqlite3.DatabaseError as e:
         raise ReportError(f"{db_path} is not a SQLite database ({e})") from None
+    present = {name for name, _ in rows}
     if "operations" not in present:
         raise ReportError(f"{db_path} is not a ttreport report: it has no operations table")
+    # Every statement a reader runs on its own reads these tables; a view under one of their names would run SQL
+    # the folder brings (a recursive one reads forever: summary, ops and ls hung on one). Only `query`, whose SQL
+    # the user writes and whose --timeout bounds it, reaches the report's own views (op_tensors, ...).
+    views = sorted(str(name) for name, kind in rows if kind == "view" and str(name).lower() in _READ_TABLES)
+    if views:
+        raise ReportError(f"{db_path} is not a report ttreport wrote: {views[0]} is a view where a report holds a "
+                          f"table (a view runs SQL the folder brings); read the report its capture wrote")
     db.check_current(db_path)
 
 
