@@ -285,6 +285,11 @@ class Tensor:
     def __len__(self) -> int:
         return self.shape[0]
 
+    def __bool__(self) -> bool:
+        # TT-NN's Tensor binds neither __bool__ nor __len__, so every tensor is truthy; tt-metal's tests rely on it
+        # (test_cumsum.py's `assert preallocated_output_tensor == output_tensor`, an element-wise eq, of rank 0 too)
+        return True
+
     # -- torch-style methods (the concise API) ---------------------------------------------
     def to_torch(self, **kwargs) -> torch.Tensor:
         return ops.to_torch(self, **kwargs)
