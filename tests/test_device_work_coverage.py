@@ -77,6 +77,8 @@ def _cases() -> dict:
     cases["ttnn.copy_host_to_device_tensor"] = lambda d: (
         (ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE),
          ttnn.allocate_tensor_on_device(ttnn.Shape([32, 32]), ttnn.bfloat16, ttnn.TILE, d)), {}, None)
+    cases["ttnn.copy_device_to_host_tensor"] = lambda d: (
+        (x(d), ttnn.allocate_tensor_on_host(ttnn.Shape([2, 32, 64]), ttnn.bfloat16, ttnn.TILE, d)), {}, None)
     cases["ttnn.copy_host_to_device_tensor_partial"] = lambda d: (
         (ttnn.from_torch(torch.ones(64, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE),
          ttnn.allocate_tensor_on_device(ttnn.Shape([64, 32]), ttnn.bfloat16, ttnn.TILE, d, ttnn.MemoryConfig(

@@ -710,6 +710,19 @@ CASES.update({
 CASES.update({"ttnn.experimental.topk_router_gpt": lambda d: (
     (x(d, 32, 96),), dict(weight_tensor=x(d, 96, 128, seed=1), bias_tensor=x(d, 32, 128, seed=2), k=4))})
 
+# DeepSeek's multi-latent attention (issue 31: nightly and unit sdpa/test_mla_decode.py, test_mla_prefill.py): V the
+# first 32 of K's 64 columns; decode from a [B, 1, S, 64] cache and a paged one, prefill causal and chunked (tokens
+# 32..63 of a paged cache)
+CASES.update({
+    "ttnn.transformer.flash_multi_latent_attention_decode": lambda d: (
+        (x(d, 1, 2, 4, 64), x(d, 2, 1, 64, 64, seed=1)), dict(head_dim_v=32, cur_pos=[5, 40])),
+    "ttnn.transformer.paged_flash_multi_latent_attention_decode": lambda d: (
+        (x(d, 1, 2, 4, 64), x(d, 4, 1, 32, 64, seed=1), None, 32, _page_table(d)),
+        dict(cur_pos_tensor=_positions(d, [5, 40]))),
+    "ttnn.transformer.flash_mla_prefill": lambda d: ((x(d, 1, 4, 64, 64), x(d, 1, 1, 64, 64, seed=1), 32), {}),
+    "ttnn.transformer.chunked_flash_mla_prefill": lambda d: (
+        (x(d, 2, 4, 32, 64), x(d, 4, 1, 32, 64, seed=1), 32, _page_table(d), 32), {})})
+
 # moreh_softmax / softmin / logsoftmax and their backwards (issue 31: nightly moreh/test_moreh_softmax.py and 3 more):
 # over W (SMALL_W), H and an outer dim (LARGE_C); the backwards from a softmax output and a gradient
 CASES.update({f"ttnn.moreh_{n}": lambda d, dim=dim: ((x(d, 2, 3, 32, 64), dim), {})

@@ -3088,3 +3088,32 @@ def test_selu_takes_scale_and_alpha_and_logical_not_writes_into_its_input(device
     torch.testing.assert_close(ttnn.to_torch(ttnn.selu(t)), torch.nn.functional.selu(x), rtol=1e-5, atol=1e-5)
     assert ttnn.logical_not_(t) is t
     assert ttnn.to_torch(t).tolist() == [[0.0, 1.0, 0.0, 0.0]]
+
+
+def test_multi_latent_attention_reads_v_from_the_first_head_dim_v_columns_of_k(device):
+    # nightly and unit sdpa/test_mla_decode.py, test_mla_prefill.py: DeepSeek's MLA ops take no V tensor; V is K's first
+    # head_dim_v columns and the output has head_dim_v columns, in DRAM unless a memory_config is given
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 2, 8, 96), torch.randn(2, 1, 64, 96)
+    tq = ttnn.from_torch(q, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device, memory_config=ttnn.L1_MEMORY_CONFIG)
+    tk = ttnn.from_torch(k, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    out = ttnn.transformer.flash_multi_latent_attention_decode(tq, tk, head_dim_v=64, cur_pos=[10, 63], scale=0.1)
+    assert out.shape == ttnn.Shape([1, 2, 8, 64]) and out.memory_config() == ttnn.DRAM_MEMORY_CONFIG
+    qq, kk = ttnn.to_torch(tq).float(), ttnn.to_torch(tk).float()
+    for b, pos in enumerate((10, 63)):
+        want = torch.softmax(qq[0, b] @ kk[b, 0, : pos + 1].T * 0.1, -1) @ kk[b, 0, : pos + 1, :64]
+        torch.testing.assert_close(ttnn.to_torch(out)[0, b].float(), want, rtol=0.02, atol=0.02)
+    # a sharded Q's heads split by its shard height (the factory's q_heads_parallel_factor): 128 heads in 32-row
+    # shards are 4 groups of one tile each, whose CBs fit L1 where one 4-tile group's do not
+    spec = ttnn.create_sharded_memory_config(shape=(32, 576), core_grid=ttnn.num_cores_to_corerangeset(
+        8, device.compute_with_storage_grid_size(), row_wise=True), strategy=ttnn.ShardStrategy.HEIGHT,
+        use_height_and_width_as_shard_shape=True)
+    big_q = ttnn.from_torch(torch.randn(1, 2, 128, 576), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device,
+                            memory_config=spec)
+    big_k = ttnn.from_torch(torch.randn(2, 1, 128, 576), ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT, device=device)
+    big = ttnn.transformer.flash_multi_latent_attention_decode(big_q, big_k, head_dim_v=512, cur_pos=[5, 100])
+    assert big.shape == ttnn.Shape([1, 2, 128, 512])
+    with pytest.raises(RuntimeError, match="Multi-latent attention decode only tested for causal"):
+        ttnn.transformer.flash_multi_latent_attention_decode(tq, tk, head_dim_v=64, is_causal=False)
+    with pytest.raises(RuntimeError, match="Head dimension of V must be less than or equal to head dim of Q"):
+        ttnn.transformer.flash_mla_prefill(tq, tk, 128)

@@ -268,6 +268,55 @@ def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id
     device_tensor._write(host_tensor.value)
 
 
+@register_op("ttnn.allocate_tensor_on_host", traits={Trait.HOST}, golden=_allocate_golden)
+def allocate_tensor_on_host(shape_or_spec, dtype_or_device=None, layout: Layout | None = None, mesh_device=None,
+                            memory_config: MemoryConfig | None = None,
+                            *, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """A host tensor to copy a device tensor into (copy_device_to_host_tensor), in TT-NN's two forms:
+
+        allocate_tensor_on_host(tensor_spec, mesh_device)
+        allocate_tensor_on_host(shape, dtype, layout, mesh_device, memory_config=None)
+
+    Its values read as zeros until a copy fills them (tt-metal a8c5af0f's pytensor bindings).
+
+    >>> t = ttnn.allocate_tensor_on_host(ttnn.Shape([2, 32]), ttnn.bfloat16, ttnn.TILE, device)
+    >>> t.shape, t.storage_type() == ttnn.StorageType.HOST
+    (Shape([2, 32]), True)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    if isinstance(shape_or_spec, TensorSpec):
+        spec, mesh_device = shape_or_spec, dtype_or_device if mesh_device is None else mesh_device
+    else:
+        if dtype_or_device is None or layout is None:
+            raise TypeError(f"{op_name}(shape, dtype, layout, mesh_device, memory_config=None): "
+                            "dtype and layout are required; or pass (ttnn.TensorSpec, mesh_device)")
+        spec = TensorSpec(Shape(shape_or_spec), dtype_or_device, layout)
+    if mesh_device is None:
+        raise TypeError(f"{op_name}: needs the device the tensor will be copied from, got None")
+    from device_sim import dtypes
+
+    zeros = torch.zeros(tuple(spec.shape), dtype=dtypes.TORCH_DTYPE[spec.dtype])
+    return Tensor._create(zeros, spec.dtype, spec.layout, None, None, None, spec.tile)
+
+
+@register_op("ttnn.copy_device_to_host_tensor", traits={Trait.HOST},
+             no_golden="it writes into its second argument and returns None, as in TT-NN")
+def copy_device_to_host_tensor(device_tensor: Tensor, host_tensor: Tensor, blocking: bool = True, cq_id=None,
+                               *, op_name: str = OWN_NAME, **tt_nn_only) -> None:
+    """Read a device tensor's values into a host tensor of its shape, dtype and layout (allocate_tensor_on_host), in
+    place; blocking=False returns at once in TT-NN, and here too, as device_sim's reads finish before they return.
+
+    >>> src = ttnn.from_torch(torch.tensor([[1.0, 2.0]]), ttnn.float32, device=device)
+    >>> dst = ttnn.allocate_tensor_on_host(src.spec, device)
+    >>> ttnn.copy_device_to_host_tensor(src, dst)
+    >>> dst.to_torch()
+    tensor([[1., 2.]])
+    """
+    _check_copy(op_name, host_tensor, device_tensor, tt_nn_only)
+    host_tensor._write(device_tensor._value_or_raise())
+
+
 @register_op("ttnn.copy_host_to_device_tensor_partial", traits={Trait.HOST},
              no_golden="it writes into its second argument and returns None, as in TT-NN")
 def copy_host_to_device_tensor_partial(host_tensor: Tensor, device_tensor: Tensor, core_filter, cq_id=None,

@@ -419,11 +419,13 @@ def _aligned_page(t: Tensor) -> int:
 
 
 def _launch_decode(out: Tensor, q: Tensor, k: Tensor, v: Tensor, page_table: Tensor | None, *, is_causal, attn_mask,
-                   cur_pos_tensor, attention_sink, sliding_window_size, tt_nn_only, hashed: tuple) -> None:
+                   cur_pos_tensor, attention_sink, sliding_window_size, tt_nn_only, hashed: tuple,
+                   head_dim_v: int = 0) -> None:
     """SdpaDecodeDeviceOperation (device_sim.programs.sdpa_decode) for TILE caches on a device; others launch none
     (TT-NN refuses ROW_MAJOR caches). `hashed` is what its compute_program_hash reads beyond the program's CBs:
     (scale, the cur_pos list, share_cache, head_dim_v), to which the cur_pos tensor's logical shape is added (a [B]
-    and a [B, 1] one take two entries); nightly test_sdpa_decode_cache.py holds each to a second entry."""
+    and a [B, 1] one take two entries); nightly test_sdpa_decode_cache.py holds each to a second entry. head_dim_v:
+    multi-latent attention's V head size."""
     if q.device() is None or k.layout != Layout.TILE or v.layout != Layout.TILE:
         return
     config = tt_nn_only.get("program_config")
@@ -432,6 +434,9 @@ def _launch_decode(out: Tensor, q: Tensor, k: Tensor, v: Tensor, page_table: Ten
     grid = (grid.x, grid.y) if grid is not None else (q.device().config.grid_x, q.device().config.grid_y)
     _, batch, heads, head_dim = q.shape
     kv_heads, rows = k.padded_shape[1], k.padded_shape[2]
+    factor = 1
+    if head_dim_v and q.is_sharded():  # the factory splits a sharded Q's heads by its shard height (MLA only)
+        factor = max(1, -(-heads // q.memory_config().shard_spec.shape[0]))
     chunk = getattr(config, "k_chunk_size", 0) or None  # None: sdpa_decode.cpp's default
     if page_table is not None:
         rows *= page_table.padded_shape[-1]  # blocks a user x block_size
@@ -446,7 +451,8 @@ def _launch_decode(out: Tensor, q: Tensor, k: Tensor, v: Tensor, page_table: Ten
         cur_pos_sharded=cur_pos_tensor is not None and cur_pos_tensor.is_sharded(),
         page_table_page=_aligned_page(page_table) if page_table is not None else 0,
         page_table_sharded=page_table is not None and page_table.is_sharded(),
-        sliding_window=sliding_window_size or 0, out_sharded=out.is_sharded())
+        sliding_window=sliding_window_size or 0, out_sharded=out.is_sharded(), head_dim_v=head_dim_v,
+        q_heads_parallel_factor=factor)
     pos_shape = tuple(cur_pos_tensor.shape) if cur_pos_tensor is not None else None
     device_work.launch_after(out, True, q, program, (*hashed, pos_shape))
 
@@ -539,6 +545,13 @@ def chunked_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k:
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
+    return _chunked(op_name, input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor, chunk_start_idx,
+                    chunk_start_idx_tensor, scale, memory_config, program_config, tt_nn_only)
+
+
+def _chunked(op_name, input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor, chunk_start_idx,
+             chunk_start_idx_tensor, scale, memory_config, program_config, tt_nn_only, head_dim_v=None) -> Tensor:
+    """chunked_scaled_dot_product_attention's checks, math and program; head_dim_v keeps V's first columns (MLA)."""
     ins = device_inputs(op_name, input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor,
                         chunk_start_idx_tensor)
     q, k, v, table = (values(t, op_name) for t in (input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor))
@@ -573,7 +586,7 @@ def chunked_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k:
             raise tt_fatal("page_table_stick_size % 32 == 0", f"page table stick size must be a multiple of 32\n"
                            f"{op_name}: a page table of {table.shape[1]} int32 blocks a user is {page} B a row; pad "
                            f"it to a multiple of 8 blocks", where="device_sim/ops/transformer.py")
-    r = _chunked_sdpa_golden(q, k, v, table, start, scale=scale)
+    r = _chunked_sdpa_golden(q, k, v, table, start, scale=scale)[..., :head_dim_v]
     out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config)
     if launch:  # SDPAOperation's factory in chunked mode: causal over the cache's first start + L positions
         config = tt_nn_only.get("compute_kernel_config")
@@ -720,3 +733,198 @@ def windowed_scaled_dot_product_attention(input_tensor_q: Tensor, input_tensor_k
             input_tensor_q, input_tensor_k, input_tensor_v, cu_window_seqlens, out.dtype,
             program_config=program_config))
     return out
+
+
+# -- multi-latent attention (DeepSeek's MLA): V is the first head_dim_v columns of K ----------------------------
+# sdpa.cpp / sdpa_decode.cpp run the same device operations with use_mla and head_dim_v: with no V tensor the kernels
+# read V from K's buffer. softmax(q k^T) @ K's first head_dim_v columns is the first head_dim_v columns of
+# softmax(q k^T) @ K, so the attentions below run with V = K and keep those columns (torch's flash kernel, which
+# they call, wants Q, K and V of one head size). A V tensor of another width is padded with zero columns to K's.
+
+def _mla_v(op_name: str, k: torch.Tensor, v: torch.Tensor | None, head_dim_v: int) -> torch.Tensor:
+    if v is None:
+        return k
+    if v.shape[-1] != head_dim_v or v.shape[:-1] != k.shape[:-1]:
+        raise tt_fatal("v_shape[3] == head_dim_v", f"Head dimension of V must be equal to head_dim_v, got "
+                       f"{v.shape[-1]} and {head_dim_v}\n{op_name}: give V as K's shape with head_dim_v columns "
+                       f"(K {list(k.shape)}), or no V", where="device_sim/ops/transformer.py")
+    return torch.nn.functional.pad(v, (0, k.shape[-1] - head_dim_v))
+
+
+def _mla_checks(op_name: str, q: Tensor, k: Tensor, v: Tensor | None, head_dim_v, is_causal: bool, decode: bool):
+    """sdpa(_decode)_device_operation.cpp's use_mla TT_FATALs, in their words."""
+    def need(ok: bool, condition: str, message: str) -> None:
+        if not ok:
+            raise tt_fatal(condition, f"{message}\n{op_name}", where="device_sim/ops/transformer.py")
+
+    if head_dim_v is None:
+        raise TypeError(f"{op_name}() missing required argument 'head_dim_v' (V's head size, at most Q's)")
+    if decode:
+        need(is_causal, "operation_attributes.is_causal", "Multi-latent attention decode only tested for causal!")
+    for t in (q, k, v):
+        if t is not None:
+            need(t.dtype in (DataType.BFLOAT16, DataType.BFLOAT8_B, DataType.BFLOAT4_B),
+                 "input_tensor.dtype() == DataType::BFLOAT16 || ...", f"Unsupported data type {t.dtype}.")
+    for t in (k, v):
+        if t is not None:
+            need(t.layout == Layout.TILE, "input_tensor.layout() == Layout::TILE",
+                 "Inputs to SDPA must be tilized except for Q")
+    dq, dk = q.padded_shape[-1], k.padded_shape[-1]
+    need(dq == dk, "q_shape[3] == k_shape[3]", f"Head dimension of Q must be equal to head dim of K, got {dq} and {dk}")
+    need(int(head_dim_v) <= dq, "head_dim_v <= q_shape[3]",
+         f"Head dimension of V must be less than or equal to head dim of Q, got {head_dim_v} and {dq}")
+
+
+def _mla_decode_golden(q, k, v=None, head_dim_v=None, *_, **kwargs):
+    return _sdpa_decode_golden(q, k, _mla_v("ttnn.transformer.flash_multi_latent_attention_decode", k, v,
+                                            head_dim_v), **kwargs)[..., :head_dim_v]
+
+
+def _paged_mla_decode_golden(q, k, v=None, head_dim_v=None, page_table_tensor=None, *_, **kwargs):
+    k = _unpage(k, page_table_tensor)
+    return _mla_decode_golden(q, k, None if v is None else _unpage(v, page_table_tensor), head_dim_v, **kwargs)
+
+
+def _mla_decode(op_name, q_t, k_t, v_t, head_dim_v, table_t, is_causal, cur_pos, cur_pos_t, sink_t, scale, window,
+                memory_config, tt_nn_only) -> Tensor:
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    _mla_checks(op_name, q_t, k_t, v_t, head_dim_v, is_causal, decode=True)
+    head_dim_v = int(head_dim_v)
+    ins = device_inputs(op_name, q_t, k_t, v_t, table_t, cur_pos_t, sink_t)
+    q, k = values(q_t, op_name), values(k_t, op_name)
+    v = values(v_t, op_name) if v_t is not None else None
+    if table_t is not None:
+        table = values(table_t, op_name)
+        k, v = _unpage(k, table), None if v is None else _unpage(v, table)
+    v = _mla_v(op_name, k, v, head_dim_v)
+    pos_t = values(cur_pos_t, op_name) if cur_pos_t is not None else None
+    _decode_checks(op_name, q, k, v, is_causal, None, cur_pos, pos_t, window)
+    r = _sdpa_decode_golden(q, k, v, cur_pos=cur_pos, cur_pos_tensor=pos_t, scale=scale, sliding_window_size=window,
+                            attention_sink=_decode_sink(op_name, sink_t, q, scale))[..., :head_dim_v]
+    # the output spec's memory config: the given one, else DEFAULT_OUTPUT_MEMORY_CONFIG (DRAM interleaved)
+    out = output(r, q_t, ins, op_name=op_name, memory_config=memory_config or DRAM_MEMORY_CONFIG)
+    _launch_decode(out, q_t, k_t, v_t if v_t is not None else k_t, table_t, is_causal=is_causal, attn_mask=None,
+                   cur_pos_tensor=cur_pos_t, attention_sink=sink_t, sliding_window_size=window,
+                   tt_nn_only=tt_nn_only, hashed=(scale, tuple(cur_pos), None, head_dim_v), head_dim_v=head_dim_v)
+    return out
+
+
+@register_op("ttnn.transformer.flash_multi_latent_attention_decode", golden=_mla_decode_golden)
+def flash_multi_latent_attention_decode(input_tensor_q: Tensor, input_tensor_k: Tensor,
+                                        input_tensor_v: Tensor | None = None, head_dim_v: int | None = None, *,
+                                        is_causal: bool = True, cur_pos=(), cur_pos_tensor: Tensor | None = None,
+                                        attention_sink: Tensor | None = None, scale: float | None = None,
+                                        sliding_window_size: int | None = None,
+                                        memory_config: MemoryConfig | None = None,
+                                        op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """scaled_dot_product_attention_decode with V the first head_dim_v columns of K (no V tensor), or a V of
+    head_dim_v columns: q [1, B, H, D], k [B, KVH, S, D] -> [1, B, H, head_dim_v], causal only; in DRAM unless
+    memory_config says otherwise.
+
+    >>> q = ttnn.from_torch(torch.rand(1, 2, 4, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> k = ttnn.from_torch(torch.rand(2, 1, 64, 64), ttnn.bfloat8_b, layout=ttnn.TILE, device=device)
+    >>> ttnn.transformer.flash_multi_latent_attention_decode(q, k, head_dim_v=32, cur_pos=[10, 40]).shape
+    Shape([1, 2, 4, 32])
+    """
+    return _mla_decode(op_name, input_tensor_q, input_tensor_k, input_tensor_v, head_dim_v, None, is_causal, cur_pos,
+                       cur_pos_tensor, attention_sink, scale, sliding_window_size, memory_config, tt_nn_only)
+
+
+@register_op("ttnn.transformer.paged_flash_multi_latent_attention_decode", golden=_paged_mla_decode_golden)
+def paged_flash_multi_latent_attention_decode(input_tensor_q: Tensor, input_tensor_k: Tensor,
+                                              input_tensor_v: Tensor | None = None, head_dim_v: int | None = None,
+                                              page_table_tensor: Tensor | None = None, *, is_causal: bool = True,
+                                              cur_pos_tensor: Tensor | None = None,
+                                              attention_sink: Tensor | None = None, scale: float | None = None,
+                                              sliding_window_size: int | None = None,
+                                              memory_config: MemoryConfig | None = None,
+                                              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """flash_multi_latent_attention_decode over a paged cache k [num_blocks, KVH, block_size, D], as
+    paged_scaled_dot_product_attention_decode reads one.
+
+    >>> q = ttnn.from_torch(torch.rand(1, 2, 4, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> k = ttnn.from_torch(torch.rand(4, 1, 32, 64), ttnn.bfloat8_b, layout=ttnn.TILE, device=device)
+    >>> table = ttnn.from_torch(torch.tensor([[3, 0], [1, 2]], dtype=torch.int32), ttnn.int32, device=device)
+    >>> pos = ttnn.from_torch(torch.tensor([40, 7], dtype=torch.int32), ttnn.int32, device=device)
+    >>> ttnn.transformer.paged_flash_multi_latent_attention_decode(q, k, None, 32, table, cur_pos_tensor=pos).shape
+    Shape([1, 2, 4, 32])
+    """
+    if page_table_tensor is None:
+        raise TypeError(f"{op_name}() missing required argument 'page_table_tensor'")
+    return _mla_decode(op_name, input_tensor_q, input_tensor_k, input_tensor_v, head_dim_v, page_table_tensor,
+                       is_causal, (), cur_pos_tensor, attention_sink, scale, sliding_window_size, memory_config,
+                       tt_nn_only)
+
+
+def _mla_prefill_golden(q, k, head_dim_v, *_, attn_mask=None, is_causal=True, scale=None, **__):
+    v = None if isinstance(head_dim_v, (int, float)) else head_dim_v
+    width = int(head_dim_v) if v is None else v.shape[-1]
+    return _sdpa_golden(q, k, _mla_v("ttnn.transformer.flash_mla_prefill", k, v, width), attn_mask=attn_mask,
+                        is_causal=is_causal, scale=scale)[..., :width]
+
+
+@register_op("ttnn.transformer.flash_mla_prefill", golden=_mla_prefill_golden)
+def flash_mla_prefill(input_tensor_q: Tensor, input_tensor_k: Tensor, head_dim_v, *, attn_mask: Tensor | None = None,
+                      is_causal: bool = True, scale: float | None = None, memory_config: MemoryConfig | None = None,
+                      program_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """Causal MLA prefill: scaled_dot_product_attention with V the first head_dim_v columns of K, q [B, H, S, D],
+    k [B, KVH, S, D] -> [B, H, S, head_dim_v]. head_dim_v may be a V tensor instead (TT-NN's second overload, V in
+    embedding space), of K's shape with its own width. In DRAM unless memory_config says otherwise.
+
+    >>> q = ttnn.from_torch(torch.rand(1, 4, 64, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> k = ttnn.from_torch(torch.rand(1, 1, 64, 64), ttnn.bfloat8_b, layout=ttnn.TILE, device=device)
+    >>> ttnn.transformer.flash_mla_prefill(q, k, 32).shape
+    Shape([1, 4, 64, 32])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    v_t = head_dim_v if isinstance(head_dim_v, Tensor) else None
+    width = v_t.shape[-1] if v_t is not None else head_dim_v
+    _mla_checks(op_name, input_tensor_q, input_tensor_k, v_t, width, is_causal, decode=False)
+    if program_config is not None:
+        validate_sdpa(program_config, op_name)
+    if is_causal and attn_mask is not None:
+        raise ValueError(f"{op_name}: give either is_causal=True or attn_mask, not both; pass is_causal=False")
+    ins = device_inputs(op_name, input_tensor_q, input_tensor_k, v_t, attn_mask)
+    q, k = values(input_tensor_q, op_name), values(input_tensor_k, op_name)
+    if q.dim() != 4 or k.dim() != 4 or q.shape[0] != k.shape[0] or q.shape[1] % k.shape[1]:
+        raise ValueError(f"{op_name}: shapes q {list(q.shape)}, k {list(k.shape)} must be q [B, H, S, D] and "
+                         f"k [B, KVH, S, D] with H a multiple of KVH")
+    mask = values(attn_mask, op_name) if attn_mask is not None else None
+    r = _mla_prefill_golden(q, k, values(v_t, op_name) if v_t is not None else int(width), attn_mask=mask,
+                            is_causal=is_causal, scale=scale)
+    out = output(r, input_tensor_q, ins, op_name=op_name, memory_config=memory_config or DRAM_MEMORY_CONFIG)
+    if input_tensor_q.device() is not None and input_tensor_q.layout == Layout.TILE and not input_tensor_q.is_sharded():
+        config = tt_nn_only.get("compute_kernel_config")
+        device_work.launch_after(out, True, input_tensor_q, transformer_programs.sdpa_program(
+            input_tensor_q, input_tensor_k, v_t if v_t is not None else input_tensor_k, out.dtype, is_causal=is_causal,
+            mask=attn_mask, program_config=program_config,
+            fp32_dest_acc_en=bool(getattr(config, "fp32_dest_acc_en", False))))
+    return out
+
+
+def _chunked_mla_golden(q, k, head_dim_v, page_table_tensor, chunk_start_idx=0, *_, scale=None, **__):
+    return _chunked_sdpa_golden(q, k, k, page_table_tensor, chunk_start_idx, scale=scale)[..., :head_dim_v]
+
+
+@register_op("ttnn.transformer.chunked_flash_mla_prefill", golden=_chunked_mla_golden)
+def chunked_flash_mla_prefill(input_tensor_q: Tensor, input_tensor_k: Tensor, head_dim_v: int,
+                              page_table_tensor: Tensor, chunk_start_idx: int, *, scale: float | None = None,
+                              memory_config: MemoryConfig | None = None, program_config=None,
+                              op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """chunked_scaled_dot_product_attention with V the first head_dim_v columns of the paged K cache
+    [num_blocks, KVH, block_size, D]: a prompt chunk q [B, H, L, D] at positions chunk_start_idx.. ->
+    [B, H, L, head_dim_v]. In DRAM unless memory_config says otherwise.
+
+    >>> q = ttnn.from_torch(torch.rand(1, 2, 64, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> k = ttnn.from_torch(torch.rand(4, 1, 32, 64), ttnn.bfloat8_b, layout=ttnn.TILE, device=device)
+    >>> table = ttnn.from_torch(torch.arange(4, dtype=torch.int32)[None], ttnn.int32, device=device)
+    >>> ttnn.transformer.chunked_flash_mla_prefill(q, k, 32, table, 64).shape  # q is tokens 64..127
+    Shape([1, 2, 64, 32])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    _mla_checks(op_name, input_tensor_q, input_tensor_k, None, head_dim_v, True, decode=False)
+    return _chunked(op_name, input_tensor_q, input_tensor_k, input_tensor_k, page_table_tensor, chunk_start_idx, None,
+                    scale, memory_config or DRAM_MEMORY_CONFIG, program_config, tt_nn_only, int(head_dim_v))

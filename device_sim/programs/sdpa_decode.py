@@ -45,32 +45,35 @@ def sdpa_decode_program(*, batch: int, q_heads: int, head_dim: int, kv_heads: in
                         max_cores_per_head_batch: int | None = None, fp32_dest_acc_en: bool = False,
                         mask_dtype=None, sink: bool = False, cur_pos_page: int = 0, cur_pos_sharded: bool = False,
                         page_table_page: int = 0, page_table_sharded: bool = False, sliding_window: int = 0,
-                        out_sharded: bool = False) -> Program:
+                        out_sharded: bool = False, head_dim_v: int = 0, q_heads_parallel_factor: int = 1) -> Program:
     """The decode's one program. `seq_len` is S (paged: blocks a user x block_size); `k_chunk_size` None takes
     sdpa_decode.cpp's default, 0 the paged form's run-time chunks; `max_cores_per_head_batch` None means no program
     config (every core may take a head); `cur_pos_page` / `page_table_page` are those tensors' aligned page bytes (0:
-    not given)."""
+    not given). Multi-latent attention gives `head_dim_v`, V's (and the output's) head size (0: head_dim), and a
+    sharded Q's `q_heads_parallel_factor`: its heads split over that many core groups, each a user of its own."""
     key = ("SdpaDecodeDeviceOperation", batch, q_heads, head_dim, kv_heads, seq_len, q_dtype, k_dtype, v_dtype,
            out_dtype, grid, is_causal, k_chunk_size, max_cores_per_head_batch, fp32_dest_acc_en, mask_dtype, sink,
-           cur_pos_page, cur_pos_sharded, page_table_page, page_table_sharded, sliding_window, out_sharded)
+           cur_pos_page, cur_pos_sharded, page_table_page, page_table_sharded, sliding_window, out_sharded,
+           head_dim_v, q_heads_parallel_factor)
 
     def build():
         chunk = default_k_chunk_size(seq_len) if k_chunk_size is None else k_chunk_size
         cores = grid[0] * grid[1]
         # core allocation: the users split the grid, then each user's KV heads split its share
         per_head_cap = max_cores_per_head_batch if max_cores_per_head_batch is not None else cores
-        per_batch = min(cores, per_head_cap * batch * kv_heads) // batch
+        users = batch * q_heads_parallel_factor  # sdpa_decode_program_factory.cpp: B *= q_heads_parallel_factor
+        per_batch = min(cores, per_head_cap * users * kv_heads) // users
         per_head = max(1, per_batch // kv_heads)
-        pnht = -(-q_heads // TILE)  # query heads padded to a tile's rows
-        dht = head_dim // TILE
+        pnht = max(1, -(-q_heads // TILE) // q_heads_parallel_factor)  # query heads padded to a tile's rows, a group's
+        dht, vdht = head_dim // TILE, (head_dim_v or head_dim) // TILE
         dst = 4 if fp32_dest_acc_en else 8  # tiles the destination register holds
         sk = chunk // TILE or dst  # K / V chunk tiles; 0 (paged, no config): sized at run time, up to dst
         half = is_causal and q_heads <= 16 and q_dtype == _BF16
         f16 = TILE_BYTES[_BF16] // 2 if half else TILE_BYTES[_BF16]  # a Float16_b (half) tile
         q_tile = TILE_BYTES[q_dtype] // 2 if half else TILE_BYTES[q_dtype]
         mask_tile = (TILE_BYTES[mask_dtype] if mask_dtype is not None and not half else f16)
-        q_tiles, qk, out_tiles, stats = pnht * dht, pnht * sk, pnht * dht, pnht
-        cbs = [(0, q_tiles, q_tile), (1, sk * dht * 2, TILE_BYTES[k_dtype]), (2, sk * dht * 2, TILE_BYTES[v_dtype]),
+        q_tiles, qk, out_tiles, stats = pnht * dht, pnht * sk, pnht * vdht, pnht
+        cbs = [(0, q_tiles, q_tile), (1, sk * dht * 2, TILE_BYTES[k_dtype]), (2, sk * vdht * 2, TILE_BYTES[v_dtype]),
                (3, qk, mask_tile)]
         if sink:
             cbs.append((4, stats, f16))
