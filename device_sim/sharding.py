@@ -334,9 +334,8 @@ def _nd_geometry(device, pshape, dtype, layout, cfg: MemoryConfig, tile_hw, tile
         raise ShardSpecError(f"NdShardSpec shard_shape {list(shard)} has more dims than the tensor {list(pshape)}")
     shard = (1,) * (len(pshape) - len(shard)) + shard
     th, tw = tile_hw
-    if layout == Layout.TILE and (shard[-2] % th or shard[-1] % tw):
-        raise ShardSpecError(f"NdShardSpec shard_shape {list(spec.shard_shape)}: the last two dims must be whole "
-                             f"{th}x{tw} tiles in TILE layout")
+    if layout == Layout.TILE:  # TT-NN's TensorLayout aligns a shard's last two dims up to whole tiles (its pages)
+        shard = (*shard[:-2], -(-shard[-2] // th) * th, -(-shard[-1] // tw) * tw)
     n_shards = math.prod(-(-p // s) for p, s in zip(pshape, shard))
     cores = spec.grid.cores(spec.orientation)[:n_shards]
     per_core = -(-n_shards // len(cores))
