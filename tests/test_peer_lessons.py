@@ -3117,3 +3117,18 @@ def test_multi_latent_attention_reads_v_from_the_first_head_dim_v_columns_of_k(d
         ttnn.transformer.flash_multi_latent_attention_decode(tq, tk, head_dim_v=64, is_causal=False)
     with pytest.raises(RuntimeError, match="Head dimension of V must be less than or equal to head dim of Q"):
         ttnn.transformer.flash_mla_prefill(tq, tk, 128)
+
+
+def test_a_tensor_is_truthy_and_an_nd_shard_in_tile_layout_aligns_up_to_tiles(device):
+    # unit reduce/test_cumsum.py asserts `prealloc == out` (an element-wise eq tensor) for a rank-0 tensor: TT-NN's
+    # Tensor binds no __bool__ or __len__, so any tensor is truthy (device_sim's fell back to len(), shape[0])
+    zero_d = ttnn.from_torch(torch.tensor(3.0), layout=ttnn.TILE_LAYOUT, device=device)
+    empty = ttnn.from_torch(torch.zeros(0, 32), device=device)
+    assert bool(zero_d == zero_d) and bool(empty)
+    # unit data_movement/test_full.py: an NdShardSpec of [16, 16, 16] in TILE layout holds [16, 32, 32] shards
+    cfg = ttnn.MemoryConfig(ttnn.BufferType.DRAM, ttnn.NdShardSpec(
+        [16, 16, 16], ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(4, 0))}),
+        ttnn.ShardOrientation.COL_MAJOR))
+    t = ttnn.full([64, 64, 64], 2.0, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device, memory_config=cfg)
+    assert t.memory_config().nd_shard_spec is not None and torch.equal(ttnn.to_torch(t), torch.full((64, 64, 64), 2.0,
+                                                                                                    dtype=torch.bfloat16))
