@@ -774,6 +774,12 @@ CASES.update({f"ttnn.{n}": lambda d: ((dev(rnd(2, 2, 32, 64), d, dtype=ttnn.floa
 # ttnn.logical_not_ (issue 31: docs_examples' eltwise unary): logical_not written into its input (in place)
 CASES.update({"ttnn.logical_not_": lambda d: ((dev((rnd(2, 32, 64, seed=5) > 0).float(), d),), {})})
 
+# ttnn.allocate_tensor_on_host (issue 31: docs_examples' test_copy_device_to_host_tensor): zeros on the host
+CASES.update({"ttnn.allocate_tensor_on_host": lambda d: ((ttnn.Shape([2, 32, 64]), ttnn.bfloat16, ttnn.TILE, d), {})})
+
+# ttnn.experimental.rotate_half (issue 31: integration_tests/falcon7b/test_falcon_rotary_embeddings.py)
+CASES.update({"ttnn.experimental.rotate_half": lambda d: ((x(d, 1, 2, 32, 64),), {})})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

@@ -3090,6 +3090,19 @@ def test_selu_takes_scale_and_alpha_and_logical_not_writes_into_its_input(device
     assert ttnn.to_torch(t).tolist() == [[0.0, 1.0, 0.0, 0.0]]
 
 
+def test_a_device_tensor_copies_into_a_host_tensor_allocated_from_its_spec(device):
+    # docs_examples/test_core_examples.py's test_copy_device_to_host_tensor: ttnn.allocate_tensor_on_host(spec, device)
+    # then ttnn.copy_device_to_host_tensor(device_tensor, host_tensor), in place (tt-metal's pytensor bindings)
+    src = ttnn.from_torch(torch.randn(2, 3), dtype=ttnn.bfloat16, device=device)
+    dst = ttnn.allocate_tensor_on_host(src.spec, device)
+    assert dst.storage_type() == ttnn.StorageType.HOST and torch.count_nonzero(ttnn.to_torch(dst)) == 0
+    assert ttnn.copy_device_to_host_tensor(src, dst) is None
+    assert torch.equal(ttnn.to_torch(dst), ttnn.to_torch(src))
+    with pytest.raises(ValueError, match="must match"):
+        ttnn.copy_device_to_host_tensor(src, ttnn.allocate_tensor_on_host(ttnn.Shape([3, 2]), ttnn.bfloat16,
+                                                                          ttnn.ROW_MAJOR_LAYOUT, device))
+
+
 def test_multi_latent_attention_reads_v_from_the_first_head_dim_v_columns_of_k(device):
     # nightly and unit sdpa/test_mla_decode.py, test_mla_prefill.py: DeepSeek's MLA ops take no V tensor; V is K's first
     # head_dim_v columns and the output has head_dim_v columns, in DRAM unless a memory_config is given
@@ -3117,6 +3130,22 @@ def test_multi_latent_attention_reads_v_from_the_first_head_dim_v_columns_of_k(d
         ttnn.transformer.flash_multi_latent_attention_decode(tq, tk, head_dim_v=64, is_causal=False)
     with pytest.raises(RuntimeError, match="Head dimension of V must be less than or equal to head dim of Q"):
         ttnn.transformer.flash_mla_prefill(tq, tk, 128)
+
+
+def test_rotate_half_swaps_the_padded_widths_halves_on_one_core(device):
+    # integration_tests/falcon7b/test_falcon_rotary_embeddings.py: ttnn.experimental.rotate_half gives torch's
+    # cat(-x2, x1) exactly (RotateHalfDeviceOperation on core (0, 0)); a ROW_MAJOR input is tilized first, and a width
+    # that is not whole pairs of tiles is refused (rotate_half.cpp's TT_FATAL)
+    x = torch.randn(1, 3, 40, 64).bfloat16()
+    x1, x2 = x.chunk(2, -1)
+    for layout in (ttnn.TILE_LAYOUT, ttnn.ROW_MAJOR_LAYOUT):
+        t = ttnn.from_torch(x, dtype=ttnn.bfloat16, layout=layout, device=device)
+        programs = launched(device, lambda t=t: ttnn.experimental.rotate_half(t))
+        assert [(p.name, p.ranges) for p in programs][-1] == ("RotateHalfDeviceOperation", ((0, 0, 0, 0),))
+    y = ttnn.experimental.rotate_half(t)
+    assert y.layout == ttnn.TILE_LAYOUT and torch.equal(ttnn.to_torch(y), torch.cat([-x2, x1], -1))
+    with pytest.raises(RuntimeError, match="must be divisible by 64"):
+        ttnn.experimental.rotate_half(ttnn.from_torch(x[..., :32], layout=ttnn.TILE_LAYOUT, device=device))
 
 
 def test_a_tensor_is_truthy_and_an_nd_shard_in_tile_layout_aligns_up_to_tiles(device):

@@ -19,6 +19,7 @@ import torch
 
 from device_sim import device_work
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.data_movement import tilize_with_val_padding
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import rotary as rotary_programs
 from device_sim.programs import transformer as transformer_programs
@@ -153,6 +154,45 @@ def _neox_golden(x, cos, sin, token_index=None, *_, **__):
     x = x.float()
     rows = slice(0, x.shape[-2]) if token_index is None else slice(token_index, token_index + 1)
     return x * cos.float()[..., rows, :] + _rotate_half(x) * sin.float()[..., rows, :]
+
+
+def _rotate_half_golden(input, *_, **__):  # noqa: A002  (TT-NN's name)
+    return _rotate_half(input)
+
+
+@register_op("ttnn.experimental.rotate_half", golden=_rotate_half_golden)
+def rotate_half(input: Tensor, *, memory_config: MemoryConfig | None = None,  # noqa: A002  (TT-NN's name)
+                op_name: str = OWN_NAME) -> Tensor:
+    """The last dim's halves (a, b) as (-b, a), GPT-NeoX's rotate_half, over the padded width (rotate_half.cpp's
+    composite: a ROW_MAJOR input is tilized with zero padding first, then RotateHalfDeviceOperation on one core).
+
+    >>> x = ttnn.from_torch(torch.arange(64.0).reshape(1, 1, 1, 64), layout=ttnn.TILE, device=device)
+    >>> ttnn.experimental.rotate_half(x).to_torch()[0, 0, 0, [0, 31, 32, 63]]
+    tensor([-32., -63.,   0.,  31.])
+    """
+    if input.device() is None:
+        raise tt_fatal("input_tensor.storage_type() == StorageType::DEVICE", "Input tensor must be on device; "
+                       f"{op_name}: move it with ttnn.to_device first", where="device_sim/ops/rotary.py")
+    if input.padded_shape[-1] % 64:
+        raise tt_fatal("input_tensor.padded_shape()[-1] % (TILE_WIDTH * 2) == 0", f"Input X dimension "
+                       f"({input.padded_shape[-1]}) must be divisible by 64 for tiling",
+                       where="device_sim/ops/rotary.py")
+    if input.is_sharded() or (memory_config is not None and memory_config.memory_layout
+                              != TensorMemoryLayout.INTERLEAVED):
+        raise tt_fatal("memory_layout() == TensorMemoryLayout::INTERLEAVED",
+                       "RotateHalf does not currently support sharding", where="device_sim/ops/rotary.py")
+    if input.layout != Layout.TILE:  # rotate_half.cpp tilizes it first: tilize_with_val_padding to whole tiles, 0
+        shape = list(input.padded_shape)
+        shape[-2:] = [-(-d // 32) * 32 for d in shape[-2:]]
+        input = tilize_with_val_padding(input, shape, 0.0, memory_config=input.memory_config())  # noqa: A001
+    ins = device_inputs(op_name, input)
+    x = values(input, op_name)
+    width = input.padded_shape[-1]  # the halves of the padded width: padding (zeros) rotates with the values
+    padded = torch.nn.functional.pad(x, (0, width - x.shape[-1]))
+    out = output(_rotate_half(padded)[..., : x.shape[-1]], input, ins, op_name=op_name,
+                 memory_config=memory_config if memory_config is not None else input.memory_config())
+    device_work.launch_after(out, True, input, rotary_programs.rotate_half_program(input, out.dtype))
+    return out
 
 
 @register_op("ttnn.experimental.rotary_embedding", golden=_neox_golden)

@@ -138,3 +138,19 @@ def rotary_llama_fused_qk_program(q, k, cos, sin, trans_mat, out_dtype: DataType
                             cbs, ((box.start.x, box.start.y, box.end.x, box.end.y),))
 
     return cached(key, build)
+
+
+def rotate_half_program(x, out_dtype: DataType) -> Program:
+    """RotateHalfProgramFactory (experimental/transformer/rotate_half/device/rotate_half_program_factory.cpp) for a
+    TILE interleaved x: one core, (0, 0). c_0 the half multiplied by -1 and c_2 the half copied (2 tiles each, the
+    input's format; the copied half is written from c_2 itself), c_1 the -1 scalar (one tile, bfloat16-sized in the
+    input's format), c_16 the negated half (2 tiles)."""
+    key = ("RotateHalfDeviceOperation", shape_of(x), x.dtype, out_dtype)
+
+    def build():
+        tile = TILE_BYTES[x.dtype]
+        cbs = (CircularBuffer((0,), 2, tile), CircularBuffer((1,), 1, TILE_BYTES[_BF16]),
+               CircularBuffer((2,), 2, tile), CircularBuffer((16,), 2, TILE_BYTES[out_dtype]))
+        return make_program("RotateHalfDeviceOperation", "RotateHalfProgramFactory", cbs, ((0, 0, 0, 0),))
+
+    return cached(key, build)
