@@ -12,6 +12,8 @@ float32 path's (the products summed by torch's float32 matmul, rounded once: dev
 before issue 14's round 6), and both against float64-exact sums rounded once: elements that differ.
 The encoder layer (_layer_ops) is the op mix a model runs: linears, head splits by reshape and permute,
 attention matmuls, softmax, gelu, layer norms; torch's side is the same layer written in torch.
+The chunked prefill (_chunked_prefill) is nightly sdpa/test_sdpa_chunked.py's op, chunk after chunk over a paged
+KV cache; torch's side is the causal scaled_dot_product_attention of the whole sequence, that test's reference.
 """
 
 from __future__ import annotations
@@ -95,8 +97,32 @@ def _layer_ops(device, seq: int = 128, hidden: int = 768, heads: int = 12):
     return ours, theirs
 
 
+def _chunked_prefill(device, seq: int, chunk: int, heads: int = 8, head_dim: int = 128):
+    """A chunked prefill as nightly sdpa/test_sdpa_chunked.py runs it (Llama2-70B's 8 query heads on one KV head,
+    bfloat8_b paged KV in blocks of 64, chunk_start_idx a tensor), chunk after chunk over a sequence of `seq`; and
+    torch's causal scaled_dot_product_attention over the same sequence, the test's own reference."""
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(1, n, seq, head_dim, generator=g) for n in (heads, 1, 1))
+    blocks = seq // 64
+    paged = [ttnn.from_torch(t.reshape(1, blocks, 64, head_dim).transpose(0, 1), dtype=ttnn.bfloat8_b,
+                             layout=ttnn.TILE, device=device) for t in (k, v)]
+    table = ttnn.from_torch(torch.arange(blocks, dtype=torch.int32)[None], dtype=ttnn.int32, device=device)
+    chunks = [(ttnn.from_torch(q[:, :, i: i + chunk], dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device),
+               ttnn.from_torch(torch.tensor([i], dtype=torch.int32), dtype=ttnn.int32, device=device))
+              for i in range(0, seq, chunk)]
+    config = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=(8, 8), q_chunk_size=128, k_chunk_size=128)
+
+    def ours():
+        for q_chunk, start in chunks:
+            ttnn.transformer.chunked_scaled_dot_product_attention(q_chunk, *paged, table, chunk_start_idx_tensor=start,
+                                                                  program_config=config)
+
+    kk, vv = k.expand(1, heads, seq, head_dim), v.expand(1, heads, seq, head_dim)
+    return ours, lambda: torch.nn.functional.scaled_dot_product_attention(q, kk, vv, is_causal=True)
+
+
 def run(tmp, *, n_ops: int, repeats: int, big_ops: int = 40, matmul_ops: int = 8, big: int = 1024,
-        layers: int = 10, seq: int = 128) -> list[Figure]:
+        layers: int = 10, seq: int = 128, prefill: int = 4096, prefill_chunk: int = 1024) -> list[Figure]:
     device = ttnn.open_device(0)
     try:
         a, b = small_inputs(device)
@@ -118,6 +144,8 @@ def run(tmp, *, n_ops: int, repeats: int, big_ops: int = 40, matmul_ops: int = 8
         exact = torch.matmul(xa.double(), xb.double()).float().bfloat16()
         differ = [int((ours != float32_path).sum()), int((ours != exact).sum()), int((float32_path != exact).sum())]
         layer_ours, layer_torch, layer_ratio = _pairs(*_layer_ops(device, seq), layers, repeats)
+        prefill_ours, prefill_torch, prefill_ratio = _pairs(*_chunked_prefill(device, prefill, prefill_chunk), 1,
+                                                            repeats)
     finally:
         ttnn.close_device(device)
     us, ms = 1e6, 1e3
@@ -140,4 +168,7 @@ def run(tmp, *, n_ops: int, repeats: int, big_ops: int = 40, matmul_ops: int = 8
         info(f"an encoder layer's 25 ops, [1, {seq}, 768] bf16 (torch: {layer_torch * ms:.3g} ms)", layer_ours * ms,
              "ms"),
         info("... / the same layer in torch (median of pairs)", layer_ratio, "x"),
+        info(f"chunked prefill, {prefill // prefill_chunk} x {prefill_chunk} tokens (torch: "
+             f"{prefill_torch * ms:.3g} ms)", prefill_ours * ms, "ms"),
+        info("... / torch's causal SDPA of them (median of pairs)", prefill_ratio, "x"),
     ]
