@@ -723,6 +723,18 @@ CASES.update({
     "ttnn.transformer.chunked_flash_mla_prefill": lambda d: (
         (x(d, 2, 4, 32, 64), x(d, 4, 1, 32, 64, seed=1), 32, _page_table(d), 32), {})})
 
+# moreh's NLL loss (issue 31: nightly moreh/test_moreh_nll_loss.py, test_moreh_nll_loss_unreduced.py): 4 rows of 10
+# classes, one target ignored (ignore_index=9), per-class weights; the backwards write into an input_grad_tensor
+_NLL_TARGET = lambda d: dev(torch.tensor([1, 0, 9, 3]), d, dtype=ttnn.int32)  # noqa: E731
+CASES.update({
+    "ttnn.moreh_nll_loss": lambda d: ((x(d, 4, 10), _NLL_TARGET(d), "sum"),
+                                      dict(weight_tensor=x(d, 10, seed=1, low=0.5), ignore_index=9)),
+    "ttnn.moreh_nll_loss_backward": lambda d: ((_NLL_TARGET(d), x(d, 1, seed=2), True), dict(
+        weight_tensor=x(d, 10, seed=1, low=0.5), divisor_tensor=dev(torch.tensor([2.5]), d),
+        input_grad_tensor=x(d, 4, 10), ignore_index=9)),
+    "ttnn.moreh_nll_loss_unreduced_backward": lambda d: ((_NLL_TARGET(d), x(d, 4, seed=2)), dict(
+        weight_tensor=x(d, 10, seed=1, low=0.5), input_grad_tensor=x(d, 4, 10), ignore_index=9))})
+
 # moreh_softmax / softmin / logsoftmax and their backwards (issue 31: nightly moreh/test_moreh_softmax.py and 3 more):
 # over W (SMALL_W), H and an outer dim (LARGE_C); the backwards from a softmax output and a gradient
 CASES.update({f"ttnn.moreh_{n}": lambda d, dim=dim: ((x(d, 2, 3, 32, 64), dim), {})

@@ -3161,3 +3161,38 @@ def test_a_tensor_is_truthy_and_an_nd_shard_in_tile_layout_aligns_up_to_tiles(de
     t = ttnn.full([64, 64, 64], 2.0, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device, memory_config=cfg)
     assert t.memory_config().nd_shard_spec is not None and torch.equal(ttnn.to_torch(t), torch.full((64, 64, 64), 2.0,
                                                                                                     dtype=torch.bfloat16))
+
+
+def test_moreh_nll_loss_writes_the_weights_sum_into_the_divisor_and_its_backward_into_input_grad(device):
+    # nightly moreh/test_moreh_nll_loss.py, test_moreh_nll_loss_unreduced.py: ttnn.operations.moreh.nll_loss is
+    # torch's NLLLoss; a mean writes sum(weight[target]) into divisor_tensor (step 1 and a moreh_sum), which the
+    # backward then divides by; the backwards write into input_grad_tensor, as TT-NN cannot make one
+    torch.manual_seed(0)
+    x, target, weight = torch.randn(6, 5), torch.tensor([0, 4, 1, 1, 3, 2]), torch.rand(5) + 0.5
+    tx, tw = (ttnn.from_torch(t, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device) for t in (x, weight))
+    tt = ttnn.from_torch(target, ttnn.int32, layout=ttnn.TILE_LAYOUT, device=device)
+    div, out = (ttnn.from_torch(torch.zeros(1), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+                for _ in range(2))
+    xb, wb = ttnn.to_torch(tx).float(), ttnn.to_torch(tw).float()
+    loss = ttnn.operations.moreh.nll_loss(tx, tt, "mean", weight_tensor=tw, divisor_tensor=div, output_tensor=out,
+                                          ignore_index=1)
+    assert loss is out
+    kept = target != 1
+    assert ttnn.to_torch(div).item() == pytest.approx(wb[target][kept].sum().item(), rel=2**-7)
+    want = torch.nn.functional.nll_loss(xb, target, weight=wb, ignore_index=1)
+    assert ttnn.to_torch(loss).item() == pytest.approx(want.item(), rel=2**-6)
+    none = ttnn.operations.moreh.nll_loss(tx, tt, "none", ignore_index=1)
+    assert ttnn.to_torch(none).float().tolist() == pytest.approx((-xb[torch.arange(6), target] * kept).tolist(),
+                                                                 rel=2**-7)
+    grad = ttnn.from_torch(torch.zeros(6, 5), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    dy = ttnn.from_torch(torch.tensor([2.0]), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    got = ttnn.operations.moreh.nll_loss_backward(tt, dy, True, weight_tensor=tw, divisor_tensor=div,
+                                                  input_grad_tensor=grad, ignore_index=1)
+    xg = xb.clone().requires_grad_()
+    (torch.nn.functional.nll_loss(xg, target, weight=wb, ignore_index=1) * 2).backward()
+    assert got is grad
+    torch.testing.assert_close(ttnn.to_torch(got).float(), xg.grad, rtol=2**-6, atol=1e-3)
+    with pytest.raises(RuntimeError, match="not support creating output tensors"):
+        ttnn.operations.moreh.nll_loss_unreduced_backward(tt, dy)
+    with pytest.raises(RuntimeError, match="Divisor tensor must not be empty"):
+        ttnn.operations.moreh.nll_loss(tx, tt, "mean")

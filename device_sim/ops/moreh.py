@@ -19,6 +19,7 @@ import torch
 from device_sim import device_work, dtypes, numerics, placement
 from device_sim.compute_config import MathFidelity, Numerics, resolve
 from device_sim.ops import common
+from device_sim.ops import moreh_nll_loss as _nll_loss
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.reduction import cumsum as _ttnn_cumsum
 from device_sim.program_config_checks import tt_fatal
@@ -1530,3 +1531,7 @@ softmax_backward, softmin_backward, logsoftmax_backward = (moreh_softmax_backwar
 SoftmaxOp = SoftmaxOpParallelizationStrategy = MorehSoftmaxOpParallelizationStrategy
 SoftmaxBackwardOp, SoftmaxBackwardOpParallelizationStrategy = (MorehSoftmaxBackwardOp,
                                                                MorehSoftmaxBackwardOpParallelizationStrategy)
+
+# ttnn.operations.moreh.nll_loss, nll_loss_backward, nll_loss_unreduced_backward (registered in moreh_nll_loss)
+nll_loss, nll_loss_backward, nll_loss_unreduced_backward = (
+    _nll_loss.moreh_nll_loss, _nll_loss.moreh_nll_loss_backward, _nll_loss.moreh_nll_loss_unreduced_backward)
