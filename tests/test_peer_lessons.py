@@ -3196,3 +3196,21 @@ def test_moreh_nll_loss_writes_the_weights_sum_into_the_divisor_and_its_backward
         ttnn.operations.moreh.nll_loss_unreduced_backward(tt, dy)
     with pytest.raises(RuntimeError, match="Divisor tensor must not be empty"):
         ttnn.operations.moreh.nll_loss(tx, tt, "mean")
+
+
+def test_group_norm_sharded_config_and_grid_size_as_groupnorm_grid_utils_derives_them(device):
+    # nightly fused/test_group_norm.py, docs_examples/test_normalization_examples.py: the helpers that pick a sharded
+    # group_norm's L1 config and grid (groupnorm_grid_utils.cpp, ttnn/operations/normalization.py)
+    cfg, grid = ttnn.determine_expected_group_norm_sharded_config_and_grid_size(
+        device=device, num_channels=256, num_groups=32, input_nhw=1280 * 720, is_height_sharded=False)
+    assert (grid.x, grid.y) == (8, 8) and cfg.memory_layout == ttnn.TensorMemoryLayout.BLOCK_SHARDED
+    assert (tuple(cfg.shard_spec.shape), cfg.shard_spec.orientation) == ((32, 115200), ttnn.ShardOrientation.COL_MAJOR)
+    # 64 channels in 2 groups over 3 tile rows: 3 row cores (the largest divisor of 3 up to 8), height-sharded
+    cfg, grid = ttnn.determine_expected_group_norm_sharded_config_and_grid_size(
+        device=device, num_channels=64, num_groups=2, input_nhw=96, is_height_sharded=True, is_row_major=True)
+    assert (grid.x, grid.y, tuple(cfg.shard_spec.shape)) == (3, 1, (32, 64))
+    assert ttnn.get_group_norm_cores_across_channel(cfg.memory_layout, grid, ttnn.ShardOrientation.ROW_MAJOR) == 1
+    assert ttnn.get_group_norm_cores_across_channel(ttnn.TensorMemoryLayout.BLOCK_SHARDED, grid) == 1
+    with pytest.raises(RuntimeError, match="must be divisible by num_groups"):
+        ttnn.determine_expected_group_norm_sharded_config_and_grid_size(
+            device=device, num_channels=96, num_groups=5, input_nhw=96, is_height_sharded=True)

@@ -42,8 +42,10 @@ from device_sim.ops.group_norm import (  # noqa: F401
     create_group_norm_input_mask,
     create_group_norm_reciprocals,
     create_group_norm_weight_bias_rm,
+    determine_expected_group_norm_sharded_config_and_grid_size,
     dram_group_norm_params_from_torch,
     dram_group_norm_virtual_columns,
+    get_group_norm_cores_across_channel,
 )
 from device_sim.ops.normalization import EmbeddingsType, create_layer_norm_reciprocals  # noqa: F401
 from device_sim.registry import public_functions as _public_functions

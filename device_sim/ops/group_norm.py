@@ -26,7 +26,19 @@ from device_sim.ops.core import from_torch, to_device
 from device_sim.programs import group_norm as group_norm_programs
 from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
-from device_sim.types import DataType, Layout, MemoryConfig
+from device_sim.types import (
+    BufferType,
+    CoreCoord,
+    CoreGrid,
+    CoreRange,
+    CoreRangeSet,
+    DataType,
+    Layout,
+    MemoryConfig,
+    ShardOrientation,
+    ShardSpec,
+    TensorMemoryLayout,
+)
 
 
 def _ceil32(n: int) -> int:
@@ -64,6 +76,65 @@ def create_group_norm_input_mask(num_channel: int, num_groups: int, num_cores_ac
         mask[:, g, :, start:min(start + width, mask.shape[3])] = 1
     dtype = DataType(data_type)
     return Tensor._create(dtypes.to_device_values(mask, dtype), dtype, Layout.TILE, None, None, None)
+
+
+def determine_expected_group_norm_sharded_config_and_grid_size(*, device, num_channels: int, num_groups: int,
+                                                                input_nhw: int, is_height_sharded: bool,
+                                                                is_row_major: bool = False):
+    """`ttnn.determine_expected_group_norm_sharded_config_and_grid_size`: (the L1 sharded MemoryConfig, the
+    CoreGrid) for a [N, 1, H*W, C] group_norm input on `device`'s grid, as groupnorm_grid_utils.cpp derives them:
+    the rows split over the largest divisor of the tile rows up to the grid's x (every core when height-sharded),
+    the channels (block sharding) over the most grid rows that keep whole groups, 32 channels or more, and C / 8
+    divisible; is_row_major swaps the grid's axes and the shard orientation."""
+    def need(ok: bool, message: str) -> None:
+        if not ok:
+            raise RuntimeError(f"TT_FATAL @ device_sim/ops/group_norm.py: {message}")
+
+    need(num_groups > 0, "num_groups needs to be greater than 0")
+    need(num_channels > 0, "num_channels needs to be greater than 0")
+    need(num_channels % num_groups == 0, f"group_norm: num_channels ({num_channels}) must be divisible by num_groups "
+                                         f"({num_groups}).")
+    need(num_channels % 32 == 0, f"group_norm: num_channels ({num_channels}) must be divisible by tile width (32).")
+    group_size = num_channels // num_groups
+    grid = device.compute_with_storage_grid_size()
+    dg0, dg1 = (grid.y, grid.x) if is_row_major else (grid.x, grid.y)
+    ht = -(-input_nhw // 32)
+    cores_nhw = dg0 * dg1 if is_height_sharded else dg0
+    while cores_nhw > 0 and ht % cores_nhw:
+        cores_nhw -= 1
+    need(cores_nhw > 0, f"group_norm: Could not find num_cores_nhw for sharded config (Ht_padded={ht}).")
+    cores_channels = 1
+    if not is_height_sharded:
+        cores_channels = dg1
+        while cores_channels > 0 and ((num_channels // 8) % cores_channels or (num_channels // cores_channels)
+                                      % group_size or num_channels // cores_channels < 32):
+            cores_channels -= 1
+        need(cores_channels > 0, f"group_norm: Could not find num_cores_channels for block-sharded group norm "
+                                 f"(C={num_channels}, G={num_groups}).")
+    channels_per_core = num_channels // cores_channels
+    need(channels_per_core % 8 == 0, f"group_norm: gn_in_channels_per_core ({channels_per_core}) must be divisible "
+                                     f"by 8.")
+    nhw_per_core = -(-input_nhw // (cores_nhw * 32)) * 32
+    if is_height_sharded:
+        grid_x, grid_y = min(cores_nhw, dg0), -(-cores_nhw // dg0)
+    else:
+        grid_x, grid_y = (cores_channels, cores_nhw) if is_row_major else (cores_nhw, cores_channels)
+    row_major = is_height_sharded or is_row_major
+    spec = ShardSpec(CoreRangeSet({CoreRange(CoreCoord(0, 0), CoreCoord(grid_x - 1, grid_y - 1))}),
+                     [nhw_per_core, channels_per_core] if row_major else [channels_per_core, nhw_per_core],
+                     ShardOrientation.ROW_MAJOR if row_major else ShardOrientation.COL_MAJOR)
+    layout = TensorMemoryLayout.HEIGHT_SHARDED if is_height_sharded else TensorMemoryLayout.BLOCK_SHARDED
+    return MemoryConfig(layout, BufferType.L1, spec), CoreGrid(x=grid_x, y=grid_y)
+
+
+def get_group_norm_cores_across_channel(memory_layout, core_grid, shard_orientation=None) -> int:
+    """`ttnn.get_group_norm_cores_across_channel`: how many cores split the channels (ttnn/operations/
+    normalization.py): a block-sharded grid's y (its x when ROW_MAJOR), 1 height-sharded, every core otherwise."""
+    if memory_layout == TensorMemoryLayout.BLOCK_SHARDED:
+        return core_grid.x if shard_orientation == ShardOrientation.ROW_MAJOR else core_grid.y
+    if memory_layout == TensorMemoryLayout.HEIGHT_SHARDED:
+        return 1
+    return core_grid.x * core_grid.y
 
 
 def dram_group_norm_virtual_columns(core_grid, num_channels: int, num_groups: int) -> int:
