@@ -120,6 +120,27 @@ def test_a_feeder_refuses_what_sqlite3_would_not_bind_and_a_width_not_the_tables
         feeder.feed(None)
 
 
+def test_spread_pairs_read_back_as_their_rows_numbered_from_zero(tmp_path):
+    # An op's input_tensors and output_tensors rows: (operation_id, tensor ids) pairs, as executemany writes them.
+    path = tmp_path / "db.sqlite"
+    con = sqlite3.connect(path, isolation_level=None)
+    feeder = writer._rows.Feeder(con, str(path))
+    con.execute("CREATE VIRTUAL TABLE temp.fed USING ttreport_rows(a, b, c)")
+    feeder.feed_spread([(7, (3, 4)), (8, ()), (9, (5,)), ("k", (None, 2 ** 63 - 1, "x"))])
+    assert con.execute("SELECT * FROM temp.fed").fetchall() == [(7, 0, 3), (7, 1, 4), (9, 0, 5), ("k", 0, None),
+                                                                 ("k", 1, 2 ** 63 - 1), ("k", 2, "x")]
+    feeder.feed_spread([(1, ())])
+    assert con.execute("SELECT COUNT(*) FROM temp.fed").fetchone() == (0,)
+    for bad in ([(1, [2])], [(1,)], [[1, (2,)]]):
+        with pytest.raises(ValueError, match="is not a \\(key, tuple of values\\) pair"):
+            feeder.feed_spread(bad)
+    with pytest.raises(TypeError, match="a value of type object"):
+        feeder.feed_spread([(1, (2, object()))])
+    with pytest.raises(TypeError, match="a list of"):
+        feeder.feed_spread(((1, (2,)),))
+    con.close()
+
+
 def test_a_feeder_is_only_made_for_the_connection_to_the_file_named(tmp_path):
     path, other = tmp_path / "db.sqlite", tmp_path / "other.sqlite"
     other.touch()

@@ -9,6 +9,7 @@
  *   feeder.feed(rows)         # a list of tuples as wide as the table: int, float, str, bytes or None
  *   con.execute("INSERT INTO op_staging SELECT * FROM temp.op_rows")   # SQLite reads them in list order
  *   feeder.feed(None)         # let go of the rows
+ *   feeder.feed_spread([(7, (3, 4))])   # (key, values) pairs: the rows (7, 0, 3), (7, 1, 4) of a 3-column table
  *
  * Why C: executemany runs its INSERT once per row (a row of 38 values bound one by one from Python, then the
  * statement's cursors opened, stepped and reset), ~4.5 us an op of the writer process (bench/README.md, issue 33);
@@ -297,6 +298,51 @@ static PyObject *Feeder_feed(Feeder *self, PyObject *rows) {
     Py_RETURN_NONE;
 }
 
+/* feed_spread(pairs): (key, values) pairs as the rows (key, i, values[i]) of a 3-column table, i from 0: an op's
+ * input_tensors and output_tensors rows from its (operation_id, tensor ids) without a tuple made a row in Python
+ * (nor a JSON array spread by json_each in SQL: 1.9 us an op of both, bench/README.md issue 33, cwriter3). */
+static PyObject *Feeder_feed_spread(Feeder *self, PyObject *pairs) {
+    Batch *b = self->batch;
+    if (b->closed) {
+        PyErr_SetString(PyExc_ValueError, "Feeder.feed_spread: the connection is closed");
+        return NULL;
+    }
+    batch_clear(b);
+    if (!PyList_CheckExact(pairs)) {
+        PyErr_SetString(PyExc_TypeError, "Feeder.feed_spread: a list of (key, tuple of values) pairs");
+        return NULL;
+    }
+    Py_ssize_t n_pairs = PyList_GET_SIZE(pairs), n = 0;
+    for (Py_ssize_t p = 0; p < n_pairs; p++) {
+        PyObject *pair = PyList_GET_ITEM(pairs, p);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(pair, 1))) {
+            PyErr_Format(PyExc_ValueError, "Feeder.feed_spread: pair %zd is not a (key, tuple of values) pair", p);
+            return NULL;
+        }
+        n += PyTuple_GET_SIZE(PyTuple_GET_ITEM(pair, 1));
+    }
+    if (n == 0) Py_RETURN_NONE;
+    if (n > PY_SSIZE_T_MAX / 3 / (Py_ssize_t)sizeof(Cell)) return PyErr_NoMemory();
+    Cell *cells = malloc(n * 3 * sizeof(Cell)), *c = cells;
+    if (cells == NULL) return PyErr_NoMemory();
+    for (Py_ssize_t p = 0; p < n_pairs; p++) {
+        PyObject *pair = PyList_GET_ITEM(pairs, p), *values = PyTuple_GET_ITEM(pair, 1);
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(values); i++, c += 3) {
+            if (cell_of(PyTuple_GET_ITEM(pair, 0), &c[0]) < 0 || cell_of(PyTuple_GET_ITEM(values, i), &c[2]) < 0) {
+                free(cells);
+                return NULL;
+            }
+            c[1].kind = CELL_INT;
+            c[1].v.i = i;
+        }
+    }
+    b->rows = Py_NewRef(pairs); /* as feed's: the cells point into its items */
+    b->cells = cells;
+    b->n_rows = n;
+    b->width = 3;
+    Py_RETURN_NONE;
+}
+
 static void probe(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     (void)argv;
@@ -387,6 +433,8 @@ static void Feeder_dealloc(Feeder *self) {
 static PyMethodDef Feeder_methods[] = {
     {"feed", (PyCFunction)Feeder_feed, METH_O,
      "feed(rows): the rows the ttreport_rows tables read next (a list of equal-width tuples), or None."},
+    {"feed_spread", (PyCFunction)Feeder_feed_spread, METH_O,
+     "feed_spread(pairs): (key, values) pairs as the rows (key, i, values[i]) a 3-column table reads next."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -67,11 +67,11 @@ MAX_CACHED = 200_000  # entries kept in each per-value cache (tensor specs, argu
 MAX_SPEC_OF = 1 << 16
 MAX_GRAPHS = 4096  # distinct captured graphs kept in the temp tables (a model repeats a few; all are dropped past it)
 
-# One staging row per op holds its arguments and tensor ids as JSON, and, when there is just one
-# of each, the new tensor's row, the buffer allocated before the op ended and the buffer freed
-# before the next op. SQLite spreads it into operations, input_tensors, output_tensors,
-# tensors and buffer_lifetimes itself: binding one wide row costs far less Python (and
-# holds the GIL, which the model's thread needs, far less) than binding five narrow ones.
+# One staging row per op holds its arguments as JSON, and, when there is just one of each, the new tensor's row, the
+# buffer allocated before the op ended and the buffer freed before the next op. SQLite spreads it into operations,
+# tensors and buffer_lifetimes itself: binding one wide row costs far less Python (and holds the GIL, which the model's
+# thread needs, far less) than binding five narrow ones. input_tensors' and output_tensors' rows are fed set-wise from
+# an (operation_id, tensor ids) pair an op instead (_FED).
 # Its columns come from the schema and the records: an `operations` column that is a field of records.Op
 # of the same name is copied from the record as it is (_OP_FIELDS); the writer works out the others
 # (_OP_MADE; duration in SQL; rank keeps its default).
@@ -101,7 +101,7 @@ _BUFFER_FIELDS = Alloc._fields[1:]  # buffer_lifetimes' columns of the same name
 _BUFFER_COLUMNS = ", ".join(_BUFFER_FIELDS)
 # An op's staging row: its op columns, its tensor ids, its one new tensor (Writer._tensor_row), the latest alloc
 # and free before its end (the records, tag included), its captured graph.
-_STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE, "inputs", "outputs",
+_STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE,
                     *(f"t_{c}" for c in _TENSOR_OWN),
                     *(f"b_{f}" for f in Alloc._fields), *(f"f_{f}" for f in Free._fields), "g_id"]
 _STAGING = f"CREATE TEMP TABLE op_staging ({', '.join(_STAGING_COLUMNS)})"
@@ -119,16 +119,16 @@ _GRAPH_TABLES = [
 _SPREAD = [
     f"INSERT INTO main.operations ({_OP_COLUMNS}, duration) "
     f"SELECT {_OP_COLUMNS}, (end_ns - start_ns) * 1e-9 FROM op_staging",
-    "INSERT INTO main.input_tensors (operation_id, input_index, tensor_id) "
-    "SELECT s.operation_id, j.key, j.value FROM op_staging s, json_each(s.inputs) j",
-    "INSERT INTO main.output_tensors (operation_id, output_index, tensor_id) "
-    "SELECT s.operation_id, j.key, j.value FROM op_staging s, json_each(s.outputs) j",
     f"INSERT OR IGNORE INTO main.tensors ({_TENSOR_COLUMNS}) SELECT {', '.join('t_' + c for c in _TENSOR_OWN)}, "
     f"{_SPEC_TEXTS} FROM op_staging LEFT JOIN main.tensor_specs s ON s.spec_id = t_spec_id "
     f"WHERE t_tensor_id IS NOT NULL",
     f"INSERT OR IGNORE INTO main.buffer_lifetimes ({_BUFFER_COLUMNS}) SELECT "
     f"{', '.join('b_' + c for c in _BUFFER_FIELDS)} FROM op_staging WHERE b_buffer_id IS NOT NULL",
 ]
+# Final tables' rows of (key, index, value) made by Writer._op as (key, values) pairs, inserted after the spreads
+# (Writer._insert_spread).
+_FED = {"input_tensors": "INSERT INTO main.input_tensors (operation_id, input_index, tensor_id)",
+        "output_tensors": "INSERT INTO main.output_tensors (operation_id, output_index, tensor_id)"}
 # TT-NN's per-op graph tables, only with device_graphs=True (the temp tables are empty otherwise: 0.4 µs an op of
 # statements that found nothing).
 _PER_OP_GRAPHS = [
@@ -400,7 +400,7 @@ class Writer:
             self._count_lost(batch)
             return self._release([item for item in batch if item[0] in (FLUSH, STOP)])
         rows = {name: [] for name in _INSERT}
-        rows.update(devices=[], other={}, graphs=[], graph_nodes=[], graph_edges=[])
+        rows.update(devices=[], other={}, graphs=[], graph_nodes=[], graph_edges=[], **{name: [] for name in _FED})
         staging, allocs, frees = [], rows["allocs"], rows["frees"]
         self._pending = (staging, rows["tensor_records"])
         new_stacks: list[tuple] = []
@@ -493,7 +493,7 @@ class Writer:
         if self._feeder is None:
             self._feeder = self._start_feeder()
         if self._feeder:
-            self._make_row_tables([_STAGING_WIDTH, *(len(cols) for _, cols in rows["other"])])
+            self._make_row_tables([_STAGING_WIDTH, 3, *(len(cols) for _, cols in rows["other"])])
         con.execute("BEGIN")
         try:
             # Devices and specs first: the ROW records and tensor rows that follow may refer to them.
@@ -513,6 +513,9 @@ class Writer:
                 self._insert("INSERT INTO op_staging", staging)
                 for spread in _SPREAD + _PER_OP_GRAPHS if self._per_op_graphs else _SPREAD:
                     con.execute(spread)
+                for name, head in _FED.items():
+                    if rows[name]:
+                        self._insert_spread(head, rows[name])
                 con.execute(_OPERATION_GRAPHS)
             for name, sql in _INSERT.items():  # in order: every insert before the updates that follow it
                 if name == "frees" and staging:
@@ -571,6 +574,19 @@ class Writer:
         self._feeder.feed(rows)
         try:
             self.con.execute(f"{head} SELECT * FROM temp.rows_{width}")
+        finally:
+            self._feeder.feed(None)
+
+    def _insert_spread(self, head: str, pairs: list) -> None:
+        """`head` ("INSERT INTO t (key, index, value)") for each value of each (key, values) pair, indexed from 0:
+        through _rows' feed_spread (the rows made in C), else one INSERT a row (executemany, the specification)."""
+        if not self._feeder or 3 not in self._row_tables:
+            self.con.executemany(f"{head} VALUES (?, ?, ?)",
+                                 [(key, i, v) for key, values in pairs for i, v in enumerate(values)])
+            return
+        self._feeder.feed_spread(pairs)
+        try:
+            self.con.execute(f"{head} SELECT * FROM temp.rows_3")
         finally:
             self._feeder.feed(None)
 
@@ -669,8 +685,8 @@ class Writer:
             pending[:] = [a for a in pending if a[_ALLOC_BUFFER_ID] != buffer_id]
 
     def _op(self, rec: Op, rows, new_stacks, new_specs) -> tuple:
-        """The op's staging row up to its buffer slots; its other new tensors, stack text, files and error go
-        to `rows`."""
+        """The op's staging row up to its buffer slots; its tensor ids' rows, other new tensors, stack text, files
+        and error go to `rows`."""
         op_id, frames, specs, files = rec.operation_id, rec.stack, rec.specs, rec.files
         args, kwargs, inputs, outputs = rec.args, rec.kwargs, rec.inputs, rec.outputs
         stack_id = None
@@ -716,9 +732,14 @@ class Writer:
                     if frames else "")
             text += "".join(tb.format())
             rows["errors"].append((op_id, rec.name, error_type, message, text, timestamp))
-        # _STAGING_COLUMNS' order; str() of a list of ints is its JSON
-        return (*_OP_FIELDS(rec), status, stack_id, arguments, str(list(inputs)) if inputs else None,
-                str(list(outputs)) if outputs else None, *tensor)
+        # input_tensors' and output_tensors' rows, one (operation_id, tensor ids) pair each (_FED): JSON arrays in the
+        # staging row spread by json_each took 0.6 µs an op of Python and 1.9 of SQL (20,000 adds; bench/README.md,
+        # cwriter3).
+        if inputs:
+            rows["input_tensors"].append((op_id, inputs))
+        if outputs:
+            rows["output_tensors"].append((op_id, outputs))
+        return (*_OP_FIELDS(rec), status, stack_id, arguments, *tensor)  # _STAGING_COLUMNS' order
 
     def _pages(self, op_id: int, buf):
         """Each page of an L1 buffer, where it lies: interleaved round-robin over the banks, or one shard
