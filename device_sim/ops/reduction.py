@@ -347,6 +347,10 @@ def topk(input_tensor: Tensor, k: int = 32, dim: int = -1, largest: bool = True,
     """
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
+    if input_tensor.dtype not in (DataType.BFLOAT16, DataType.BFLOAT8_B):  # TopKDeviceOperation's validate
+        raise tt_fatal("input_tensor_dtype == DataType::BFLOAT16 || input_tensor_dtype == DataType::BFLOAT8_B",
+                       f"Input tensor must be BFLOAT16, or BFLOAT8_B, got: {input_tensor.dtype!r}",
+                       where="device_sim/ops/reduction.py")
     ins = device_inputs(op_name, input_tensor, indices_tensor)
     x = values(input_tensor, op_name)
     n = x.shape[dim] if -x.dim() <= dim < x.dim() else None
