@@ -191,6 +191,27 @@ def test_a_view_in_place_of_a_table_is_refused_in_one_line_never_read(demo, tabl
     assert done.returncode == 1 and f"{table} is a view" in done.stdout.decode(), done.stdout.decode()
 
 
+# Values of the wrong type or out of range, as `ttreport check` lists them: the exports and --json place what they
+# can (a time that is not a number is a time not recorded) and never end in a traceback.
+CRAFTED = {"types": ["UPDATE operations SET start_ns = 'x', end_ns = X'FF00' WHERE operation_id % 3 = 0",
+                     "UPDATE operations SET name = X'00FF' WHERE operation_id % 5 = 0",
+                     "UPDATE tensors SET dtype = X'FF', layout = 7, shape = 'x' WHERE tensor_id % 2 = 0",
+                     "UPDATE input_tensors SET tensor_id = 'q' WHERE rowid % 2 = 0"],
+           "huge": ["UPDATE operations SET duration = 1e308, end_ns = NULL WHERE operation_id % 3 = 1"]}
+
+
+@pytest.mark.parametrize("crafted", CRAFTED)
+@pytest.mark.parametrize("args", [["trace", "{r}", "-o", "{out}/t.json"], ["html", "{r}", "-o", "{out}/t.html"],
+                                  ["perf-csv", "{r}", "{out}"], ["summary", "{r}", "--json"],
+                                  ["ops", "{r}", "--json"], ["op", "{r}", "5", "--json"]])
+def test_values_of_the_wrong_type_are_placed_or_refused_in_one_line_never_a_traceback(demo, tmp_path, args, crafted):
+    execute(demo, *CRAFTED[crafted])
+    done = cli(*(a.format(r=demo, out=tmp_path) for a in args))
+    if done.returncode != 0:
+        one_line_error(done)
+    assert "Traceback" not in done.stderr.decode(), done.stderr.decode()[-3000:]
+
+
 # -- whatif ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("statement", [

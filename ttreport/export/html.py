@@ -35,6 +35,7 @@ from ttreport.export import memory
 from ttreport.export.golden import first_divergence, golden_checks
 from ttreport.memory_text import BUFFER_TYPES
 from ttreport.read import device_time, measured
+from ttreport.read.terminal import json_safe
 
 SUFFIXES = (".html", ".htm")
 SLOWEST = 20  # rows in the slowest-ops table
@@ -168,7 +169,8 @@ def export_html(report, path, *, limit: int | None = MAX_OPS, top_level: bool = 
 
 
 def _chart(w, div_id: str, spec: dict) -> None:
-    data = json.dumps(spec, default=str, allow_nan=False).replace("</", "<\\/")
+    # json_safe: a damaged row's 1e308 s adds up to inf, which JSON (and so plotly) cannot hold
+    data = json.dumps(json_safe(spec), default=str, allow_nan=False).replace("</", "<\\/")
     w(f"<div class='chart' id='{div_id}'></div><script type='application/json' id='{div_id}-data'>{data}</script>\n")
 
 
@@ -289,12 +291,12 @@ def _timeline(report, summary, limit, depth) -> dict:
     label = {n: _text(n, 100) for n in named} | {"other": "other"}  # a legend entry's text
     traces: dict = {}
     for op in report.iter_operations(sort="id", limit=limit, depth=depth):
-        if op.start_ns is None:
+        if not isinstance(op.start_ns, int):  # not recorded, or a damaged row's text (`ttreport check` names it)
             continue
         name = op.name if op.name in named else "other"
         t = traces.setdefault(name, {"type": "bar", "orientation": "h", "name": label[name], "base": [], "x": [],
                                      "y": [], "customdata": [], "hovertext": [], "hoverinfo": "text"})
-        end = op.end_ns if op.end_ns is not None else op.start_ns + (op.duration or 0) * 1e9
+        end = op.start_ns + (op.duration_ns or 0)  # duration_ns: end_ns - start_ns, else the duration
         t["base"].append(op.start_ns / 1e6)
         t["x"].append(max(end - op.start_ns, 1) / 1e6)
         t["y"].append(f"{_text(op.thread or 'main', 100)} depth {op.depth or 0}")
@@ -496,7 +498,7 @@ def _tensor_links(tensors) -> str:
 
 
 def _dims(t) -> str:
-    dtype = (t.dtype or "?").removeprefix("DataType.")
+    dtype = t.dtype.removeprefix("DataType.") if isinstance(t.dtype, str) else "?"  # a damaged row's BLOB: "?"
     where = t.buffer_type or "host"
     return f"{list(t.dims)} {dtype} {where}"
 
@@ -525,7 +527,8 @@ def _ops(w, report, checks: dict, limit, depth, device: dict, real: dict) -> int
         row = _op_row(op, checks.get(op.id, []), device.get(op.id), real.get(op.id))
         w(row)
         written += len(row)
-        top_tensor = max([top_tensor, *(t.id for t in op.input_tensors[:MAX_LISTED] + op.output_tensors[:MAX_LISTED])])
+        top_tensor = max([top_tensor, *(t.id for t in op.input_tensors[:MAX_LISTED] + op.output_tensors[:MAX_LISTED]
+                                        if isinstance(t.id, int))])  # not a damaged row's text id
     w("</tbody></table>\n")
     return top_tensor if shown < total else None
 

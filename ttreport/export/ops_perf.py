@@ -110,16 +110,19 @@ def _device_operations(text: str) -> list[DeviceOperation]:
 
 def _tensor_fields(shape, layout, dtype, buffer_type, memory_config, device_id) -> tuple:
     """A tensor's seven INPUT_i_*/OUTPUT_i_* values (TENSOR_FIELDS), from its `tensors` row's texts. A mesh
-    tensor's row names no chip: TT-NN writes DEV_0 for it on every chip (the deepseek file's rows of chip 5)."""
-    dims = [int(n) for n in re.findall(r"\d+", shape or "")]
+    tensor's row names no chip: TT-NN writes DEV_0 for it on every chip (the deepseek file's rows of chip 5).
+    A damaged row's number or BLOB where a text belongs is taken as its text (`ttreport check` names the row)."""
+    shape, layout, dtype, memory_config = (x if isinstance(x, str) else "" if x is None else str(x)
+                                           for x in (shape, layout, dtype, memory_config))
+    dims = [int(n) for n in re.findall(r"\d+", shape)]
     dims = ([1] * (4 - len(dims)) + dims)[-4:] if len(dims) <= 4 else [_prod(dims[:-3]), *dims[-3:]]
     if buffer_type is None:
         memory = "HOST"
     else:
-        kind = re.search(r"TensorMemoryLayout::(\w+)", memory_config or "")
+        kind = re.search(r"TensorMemoryLayout::(\w+)", memory_config)
         memory = (f"DEV_{device_id or 0}_{'L1' if buffer_type == 1 else 'DRAM'}_"
                   f"{kind.group(1) if kind else 'INTERLEAVED'}")
-    return (*dims, (layout or "").rsplit(".", 1)[-1], (dtype or "").rsplit(".", 1)[-1], memory)
+    return (*dims, layout.rsplit(".", 1)[-1], dtype.rsplit(".", 1)[-1], memory)
 
 
 def _prod(xs) -> int:

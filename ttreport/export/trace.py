@@ -82,7 +82,10 @@ def trace_events(report):
     golden = GoldenStream(report)
     clock_ns = 0  # where an op with no recorded start goes: right after the previous op
     for op in report.iter_operations(sort="id"):
-        start_ns = op.start_ns
+        # A start that is not a whole number (a damaged row's text, BLOB or float: `ttreport check` names it) is one
+        # not recorded: the op is placed as a TT-NN report's are.
+        recorded = isinstance(op.start_ns, int)
+        start_ns = op.start_ns if recorded else None
         if start_ns is None:
             # A TT-NN report records durations only (and no nesting): its ops are laid end to end, in call
             # order, as ttnn-visualizer lists them; the args say the times are placed, not measured.
@@ -94,12 +97,11 @@ def trace_events(report):
             tid = tids[op.thread] = len(tids) + 1
             yield {"ph": "M", "pid": PID, "tid": tid, "name": "thread_name", "args": {"name": op.thread or "main"}}
             yield {"ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}
-        dur_ns = (op.end_ns - start_ns) if op.end_ns is not None and op.start_ns is not None \
-            else round((op.duration or 0) * 1e9)
+        dur_ns = op.duration_ns or 0  # end_ns - start_ns, else the duration
         clock_ns = max(clock_ns, start_ns + max(dur_ns, 0))
         event = {"ph": "X", "pid": PID, "tid": tid, "name": op.name, "cat": "op",
                  "ts": start_ns / 1000, "dur": max(dur_ns, 0) / 1000, "args": _args(op, golden.get(op.id))}
-        if op.start_ns is None:
+        if not recorded:
             event["args"]["placed"] = "no start time recorded: placed after the previous op"
         if op.status == "error" or op.error is not None:
             event["cname"] = "terrible"

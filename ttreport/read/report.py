@@ -149,8 +149,8 @@ class Operation:
         same in float seconds, which cannot hold every nanosecond count exactly."""
         if isinstance(self.start_ns, int) and isinstance(self.end_ns, int):
             return self.end_ns - self.start_ns
-        return round(self.duration * 1e9) if isinstance(self.duration, (int, float)) and math.isfinite(self.duration) \
-            else None
+        ns = self.duration * 1e9 if isinstance(self.duration, (int, float)) else math.nan
+        return round(ns) if math.isfinite(ns) else None  # 1e308 s, a damaged row's, is no count of nanoseconds
 
 
 @dataclass(slots=True)

@@ -74,11 +74,11 @@ def cell(v, limit: int = VALUE_CHARS) -> str:
 
 
 def json_safe(x):
-    """NaN -> null and +-inf -> "inf"/"-inf": JSON has neither."""
+    """NaN -> null and +-inf -> "inf"/"-inf": JSON has neither; a BLOB key (a damaged row's op name) as hex."""
     if isinstance(x, float) and not math.isfinite(x):
         return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
     if isinstance(x, dict):
-        return {k: json_safe(v) for k, v in x.items()}
+        return {k.hex() if isinstance(k, bytes) else k: json_safe(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return [json_safe(v) for v in x]
     return x
