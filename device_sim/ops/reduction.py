@@ -75,7 +75,11 @@ def _reduction(name: str, fn, programs, *, result_dtype: DataType | None = None,
         try:
             r = golden(x, dim, keepdim, correction=correction, scalar=scalar)
         except (IndexError, RuntimeError) as e:
-            raise ValueError(f"{op_name}: cannot reduce shape {list(x.shape)} over dim {dim!r}: {e}") from None
+            text = f"{op_name}: cannot reduce shape {list(x.shape)} over dim {dim!r}: {e}"
+            if isinstance(dim, int) and -x.dim() <= dim < x.dim() and x.shape[dim] == 0:
+                # an empty dim has no max, min or arg: TT-NN's TT_FATAL (argmax_device_operation.cpp), a RuntimeError
+                raise tt_fatal("input_shape[d] != 0", text, where="device_sim/ops/reduction.py") from None
+            raise ValueError(text) from None
         if fpu is not None and numerics.emulating(compute_kernel_config):
             r = _on_the_fpu(op_name, x, dim, keepdim, compute_kernel_config, mean=fpu == "mean", scaler=scalar)
         fresh = pending_output_target(op_name) is None  # argmax may write into a given output_tensor
