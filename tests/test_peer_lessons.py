@@ -3214,3 +3214,15 @@ def test_group_norm_sharded_config_and_grid_size_as_groupnorm_grid_utils_derives
     with pytest.raises(RuntimeError, match="must be divisible by num_groups"):
         ttnn.determine_expected_group_norm_sharded_config_and_grid_size(
             device=device, num_channels=96, num_groups=5, input_nhw=96, is_height_sharded=True)
+
+
+def test_topk_takes_only_bfloat16_or_bfloat8_b_and_argmax_of_an_empty_dim_is_a_tt_fatal(device):
+    # unit reduce/test_topk.py: TopKDeviceOperation refuses float32, uint32 and int32 inputs (TT_FATAL); unit
+    # reduce/test_argmax.py catches RuntimeError only, as TT-NN's "Expected reduction dim 1 to have non-zero size" is
+    for dtype in (ttnn.float32, ttnn.uint32, ttnn.int32):
+        x = ttnn.from_torch(torch.randint(0, 100, (1, 1, 32, 64)), dtype, layout=ttnn.TILE_LAYOUT, device=device)
+        with pytest.raises(RuntimeError, match="Input tensor must be BFLOAT16, or BFLOAT8_B"):
+            ttnn.topk(x, k=32, dim=-1)
+    empty = ttnn.from_torch(torch.zeros(32, 0, dtype=torch.bfloat16), device=device)
+    with pytest.raises(RuntimeError, match="non-zero size"):
+        ttnn.argmax(empty, dim=1, keepdim=True)
