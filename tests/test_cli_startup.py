@@ -79,6 +79,26 @@ def test_compare_reads_the_tensor_files_with_numpy_alone():
     assert done.stderr.strip().splitlines()[-1] == "HEAVY ['numpy']", done.stderr
 
 
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_tensor_reads_its_stats_with_numpy_alone(json_flag):
+    # `ttreport tensor` took 5-8 s on a loaded 2-core machine, ~3 s of it importing torch for four figures.
+    import torch
+
+    want = torch.load(SAMPLE / "tensors" / "34.pt", weights_only=True).double()
+    done = subprocess.run([sys.executable, "-c", PROBE, "tensor", str(SAMPLE), "34", *json_flag], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "HEAVY ['numpy']", done.stderr
+    if json_flag:
+        got = json.loads(done.stdout)["stats"]
+        assert got["numel"] == want.numel() and got["non_finite"] == 0
+        assert got["min"] == want.min().item() and got["max"] == want.max().item()
+        assert got["mean"] == pytest.approx(want.mean().item(), rel=1e-12)
+        assert got["std"] == pytest.approx(want.std(unbiased=False).item(), rel=1e-12)
+    else:
+        assert f"numel {want.numel()}, min {want.min().item():.6g}, max {want.max().item():.6g}" in done.stdout
+
+
 def test_diff_tensor_reads_two_pt_files_with_numpy_alone():
     # Two float32 32x96 tensors of the sample that differ: the values numpy read are held to torch's reading of them.
     import torch
