@@ -6,6 +6,8 @@ tensor stays on the host; the *_like ops default each of those to the input tens
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from device_sim import device_work, dtypes, ops, placement
@@ -374,7 +376,11 @@ def full_like(tensor: Tensor, fill_value: float, dtype: DataType | None = None, 
 
 
 def _fill_golden(t, fill_value, *_, **__):
-    return torch.full(t.shape, float(fill_value), dtype=t.dtype)
+    if t.dtype.is_floating_point:
+        return torch.full(t.shape, float(fill_value), dtype=t.dtype)
+    # an integer tensor takes the value truncated and wrapped to its bits (-29 in uint32 is 2**32 - 29), as TT-NN's
+    # golden, torch.full_like, gives under tt-metal's torch (2.7); this torch refuses the overflow instead
+    return torch.full(t.shape, math.trunc(float(fill_value)), dtype=torch.int64).to(t.dtype)
 
 
 @register_op("ttnn.fill", output_keyword="output_tensor", golden=_fill_golden)
@@ -391,11 +397,11 @@ def fill(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig
         check_tt_nn_only(op_name, tt_nn_only)
     ins = device_inputs(op_name, input_tensor)
     fresh = pending_output_target(op_name) is None
-    # An integer tensor takes the value whole (in float64, truncated as TT-NN's golden casts it): float32 would round
-    # uint32's 4294967293 up to 2**32 and 2147483647 to 2**31 (test_fill.py's uint32 cases)
-    holder = torch.float32 if input_tensor.dtype.is_float else torch.float64
-    out = output(torch.full(tuple(input_tensor.shape), float(fill_value), dtype=holder), input_tensor, ins,
-                 op_name=op_name, memory_config=memory_config)
+    # An integer tensor takes the value whole, truncated, its bits wrapped to the dtype (the golden's): float32 would
+    # round uint32's 4294967293 up to 2**32 (test_fill.py), a float's clamp would make -29 in uint32 0, not 2**32 - 29
+    value = torch.full(tuple(input_tensor.shape), float(fill_value)) if input_tensor.dtype.is_float else \
+        torch.full(tuple(input_tensor.shape), math.trunc(float(fill_value)), dtype=torch.int64)
+    out = output(value, input_tensor, ins, op_name=op_name, memory_config=memory_config)
     if input_tensor.device() is not None and input_tensor.layout == Layout.TILE:  # TT-NN's FILL unary op type
         program = eltwise_programs.unary_program(input_tensor, out.dtype)
         device_work.launch_for(out, fresh, input_tensor.device(), program)
