@@ -20,6 +20,8 @@
 # models/experimental/openpdn_mnist (its reference and ttnn model, random weights) for integration_tests/openpdn_mnist;
 # models/demos/bert/reference for integration_tests/bert's 3 files that import it (their cases then skip on Wormhole,
 # as the tests say, instead of failing to import).
+# models/demos/metal_BERT_large_11/tt because tests/tt_eager's sweep_tests/tt_lib_ops.py imports its custom_matmuls
+# (nightly matmul/test_bert_matmuls.py imports tt_lib_ops).
 set -euo pipefail
 git_dir=${1:?usage: peer/fetch_tt_metal.sh GIT_DIR [DEST]}
 dest=${2:-generated/tt-metal}
@@ -33,7 +35,7 @@ for path in conftest.py pytest.ini tests/__init__.py tests/ttnn tests/scripts te
             models/experimental/functional_common tools/tracy models/experimental/panoptic_deeplab models/tt_cnn \
             models/demos/deepseek_v3_d_p/reference models/demos/deepseek_v3_d_p/tt \
             models/experimental/ops models/sample_data/huggingface_imagenet_classes.py ttnn/tutorials \
-            models/experimental/openpdn_mnist models/demos/bert/reference; do
+            models/experimental/openpdn_mnist models/demos/bert/reference models/demos/metal_BERT_large_11/tt; do
   git --git-dir="$git_dir" archive "$commit" "$path" | tar -x -C "$dest"
 done
 echo "$commit" > "$dest/.tt_metal_commit"

@@ -5,10 +5,11 @@
     from ttnn.operations.pool import golden_maxpool2d                   # under install_as_ttnn()
     from ttnn.operations.activations import get_golden_function_for_activation
 
-Only the modules tt-metal's tests import are here: activations, conv2d, pool, and moreh (device_sim.ops.moreh).
+Only the modules tt-metal's tests import are here: activations, conv2d, matmul, pool, reduction, and moreh
+(device_sim.ops.moreh).
 """
 
-from device_sim.operations import activations, conv2d, pool
+from device_sim.operations import activations, conv2d, matmul, pool, reduction
 from device_sim.ops import moreh
 
-__all__ = ["activations", "conv2d", "moreh", "pool"]
+__all__ = ["activations", "conv2d", "matmul", "moreh", "pool", "reduction"]
