@@ -3227,6 +3227,7 @@ def test_topk_takes_only_bfloat16_or_bfloat8_b_and_argmax_of_an_empty_dim_is_a_t
     with pytest.raises(RuntimeError, match="non-zero size"):
         ttnn.argmax(empty, dim=1, keepdim=True)
 
+
 def test_the_sweep_helpers_import_ttnn_operations_matmul_and_reduction():
     # nightly matmul/test_bert_matmuls.py imports tests/tt_eager's sweep_tests/tt_lib_ops.py, which does
     # `import ttnn.operations.matmul` and `import ttnn.operations.reduction` (TT-NN's ttnn/operations/*.py modules)
@@ -3234,4 +3235,3 @@ def test_the_sweep_helpers_import_ttnn_operations_matmul_and_reduction():
     assert ttnn.operations.reduction.ReduceType is ttnn.ReduceType
     code = "import device_sim; device_sim.install_as_ttnn(); import ttnn.operations.matmul, ttnn.operations.reduction"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
-
