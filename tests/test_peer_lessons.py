@@ -3235,3 +3235,17 @@ def test_the_sweep_helpers_import_ttnn_operations_matmul_and_reduction():
     assert ttnn.operations.reduction.ReduceType is ttnn.ReduceType
     code = "import device_sim; device_sim.install_as_ttnn(); import ttnn.operations.matmul, ttnn.operations.reduction"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_fill_of_an_integer_tensor_wraps_the_truncated_value_to_its_bits(device):
+    # unit eltwise/test_unary_ops_ttnn.py's test_fill: uint32 filled with -29 holds 2**32 - 29, as TT-NN's golden
+    # (torch.full_like under tt-metal's torch) gives; device_sim clamped it to 0. int32 truncates -29.5 to -29
+    u = ttnn.from_torch(torch.randint(0, 100, (64, 128), dtype=torch.int32), dtype=ttnn.uint32,
+                        layout=ttnn.TILE_LAYOUT, device=device)
+    got = ttnn.to_torch(ttnn.fill(u, -29), dtype=torch.int64)
+    assert got.unique().tolist() == [2**32 - 29]
+    assert ttnn.fill.golden_function(torch.zeros(2, 2, dtype=torch.uint32), -29).to(torch.int64).unique().tolist() == [
+        2**32 - 29]
+    i = ttnn.from_torch(torch.zeros(64, 128, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.TILE_LAYOUT,
+                        device=device)
+    assert ttnn.to_torch(ttnn.fill(i, -29.5)).unique().tolist() == [-29]
