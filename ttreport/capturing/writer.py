@@ -122,8 +122,11 @@ _SPREAD = [
     f"INSERT OR IGNORE INTO main.tensors ({_TENSOR_COLUMNS}) SELECT {', '.join('t_' + c for c in _TENSOR_OWN)}, "
     f"{_SPEC_TEXTS} FROM op_staging LEFT JOIN main.tensor_specs s ON s.spec_id = t_spec_id "
     f"WHERE t_tensor_id IS NOT NULL",
-    f"INSERT OR IGNORE INTO main.buffer_lifetimes ({_BUFFER_COLUMNS}) SELECT "
-    f"{', '.join('b_' + c for c in _BUFFER_FIELDS)} FROM op_staging WHERE b_buffer_id IS NOT NULL",
+    # A buffer freed in the same batch (the common case: an op's output dropped before the next op) is inserted freed,
+    # found by op_staging's f_buffer_id index; _FREES then rewrites only the rows of earlier batches.
+    f"INSERT OR IGNORE INTO main.buffer_lifetimes ({_BUFFER_COLUMNS}, freed_seq) SELECT "
+    f"{', '.join('s.b_' + c for c in _BUFFER_FIELDS)}, f.f_freed_seq FROM op_staging s "
+    f"LEFT JOIN op_staging f ON f.f_buffer_id = s.b_buffer_id WHERE s.b_buffer_id IS NOT NULL ORDER BY s.rowid",
 ]
 # Final tables' rows of (key, index, value) made by Writer._op as (key, values) pairs, inserted after the spreads
 # (Writer._insert_spread).
@@ -145,7 +148,8 @@ _PER_OP_GRAPHS = [
 _OPERATION_GRAPHS = ("INSERT INTO main.operation_graphs (operation_id, graph_id) SELECT operation_id, g_id "
                      "FROM op_staging WHERE g_id IS NOT NULL ORDER BY rowid")
 _FREES = ("UPDATE main.buffer_lifetimes SET freed_seq = s.f_freed_seq FROM op_staging s "
-          "WHERE s.f_buffer_id IS NOT NULL AND buffer_lifetimes.buffer_id = s.f_buffer_id")
+          "WHERE s.f_buffer_id IS NOT NULL AND buffer_lifetimes.buffer_id = s.f_buffer_id "
+          "AND buffer_lifetimes.freed_seq IS NULL")
 
 # A tensor argument's text, as ttreport has always written it, rendered from the tensor's row.
 _TENSOR_TEXT = ("'ttnn.Tensor(id=' || r.tensor_id || ', shape=' || COALESCE(s.shape, 'None') || ', dtype=' "
@@ -274,6 +278,7 @@ def connect(db_path) -> sqlite3.Connection:
     con.execute("PRAGMA temp_store=MEMORY")
     con.execute(_STAGING)
     con.execute("CREATE INDEX temp.op_staging_end_seq ON op_staging (end_seq)")
+    con.execute("CREATE INDEX temp.op_staging_freed ON op_staging (f_buffer_id) WHERE f_buffer_id IS NOT NULL")
     con.execute("CREATE TEMP TABLE live_buffers (buffer_id INTEGER PRIMARY KEY)")
     for ddl in _GRAPH_TABLES:
         con.execute(ddl)
