@@ -79,6 +79,14 @@ def test_compare_reads_the_tensor_files_with_numpy_alone():
     assert done.stderr.strip().splitlines()[-1] == "HEAVY ['numpy']", done.stderr
 
 
+def test_check_reads_the_tensor_files_with_numpy_alone():
+    # `ttreport check` took 4-7 s on a loaded 2-core machine, ~3 s of it importing torch to read 68 .pt files.
+    done = subprocess.run([sys.executable, "-c", PROBE, "check", str(SAMPLE)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout == "ok\n", (done.stdout, done.stderr)
+    assert done.stderr.strip().splitlines()[-1] == "HEAVY ['numpy']", done.stderr
+
+
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
 def test_tensor_reads_its_stats_with_numpy_alone(json_flag):
     # `ttreport tensor` took 5-8 s on a loaded 2-core machine, ~3 s of it importing torch for four figures.

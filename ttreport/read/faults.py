@@ -235,6 +235,8 @@ def _file_faults(con: sqlite3.Connection, folder: Path, files: list[tuple]) -> l
     """Faults of each (tensor_id, file) of `tensors`, and each (tensor_id, file, facts) of `tensor_writes`."""
     if not files:
         return []
+    from ttreport import storage  # numpy: only a report with tensor files pays for it
+
     faults = []
     root = folder.resolve()
     for tid, rel, *write in files:
@@ -247,12 +249,17 @@ def _file_faults(con: sqlite3.Connection, folder: Path, files: list[tuple]) -> l
         elif not path.exists():
             faults.append(f"tensor {tid}: file {folder / rel} is missing")
         else:
-            # Loaded as a reader would: checked against its CRC-32, shape and dtype, bounded, regular files only.
+            # Loaded as a reader would: checked against its CRC-32, shape and dtype, bounded, regular files only;
+            # as numpy arrays (load_array's form), so that a check imports no torch (~3 s of its ~4-7 s here). A mesh
+            # tensor's shards are joined by load_tensor, with torch.
             try:
                 if write:
-                    load_tensor(folder, tid, expected_file(con, tid, folder, write=write[0]), file=rel)
-                else:
+                    storage.load_tensor(folder, tid, expected_file(con, tid, folder, write=write[0]), file=rel,
+                                        as_array=True)
+                elif storage.is_mesh_tensor(folder, tid):
                     load_tensor(folder, tid, expected_file(con, tid, folder))
+                else:
+                    storage.load_tensor(folder, tid, expected_file(con, tid, folder), as_array=True)
             except TTReportError as e:
                 faults.append(f"tensor {tid}: {e}".replace(f"tensor {tid}: tensor {tid}: ", f"tensor {tid}: "))
             except _UNREADABLE as e:
