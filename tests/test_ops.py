@@ -792,6 +792,9 @@ CASES.update({"ttnn.allocate_tensor_on_host": lambda d: ((ttnn.Shape([2, 32, 64]
 # ttnn.experimental.rotate_half (issue 31: integration_tests/falcon7b/test_falcon_rotary_embeddings.py)
 CASES.update({"ttnn.experimental.rotate_half": lambda d: ((x(d, 1, 2, 32, 64),), {})})
 
+# ttnn.ema (issue 31: docs_examples' test_ema, unit reduce/test_ema.py): a running average along T in float32
+CASES.update({"ttnn.ema": lambda d: ((x(d, 1, 2, 64, 96), 0.75), {})})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

@@ -3249,3 +3249,20 @@ def test_fill_of_an_integer_tensor_wraps_the_truncated_value_to_its_bits(device)
     i = ttnn.from_torch(torch.zeros(64, 128, dtype=torch.int32), dtype=ttnn.int32, layout=ttnn.TILE_LAYOUT,
                         device=device)
     assert ttnn.to_torch(ttnn.fill(i, -29.5)).unique().tolist() == [-29]
+
+
+def test_ema_runs_along_t_in_float32_on_the_cores_that_divide_the_rows(device):
+    # docs_examples/test_reduction_examples.py's test_ema and unit reduce/test_ema.py: ttnn.ema(x, alpha) of a
+    # bfloat16 [1, B, C, T], y_t = alpha y_(t-1) + (1 - alpha) x_t from 0, the running value held in float32 (a
+    # bfloat16 running value drifts: 0.999 ** t rounds); EmaProgramFactory on the most cores dividing B * C/32 (6 -> 6)
+    x = torch.rand(1, 2, 96, 200, dtype=torch.bfloat16)
+    t = ttnn.from_torch(x, layout=ttnn.TILE_LAYOUT, device=device)
+    programs = launched(device, lambda: ttnn.ema(t, 0.999, core_grid=ttnn.CoreGrid(y=4, x=4)))
+    assert [(p.name, p.ranges) for p in programs] == [("EmaDeviceOperation", ((0, 0, 0, 3), (1, 0, 1, 1)))]
+    want, prev = torch.empty(1, 2, 96, 200), torch.zeros(1, 2, 96)
+    for i in range(200):
+        prev = x[..., i].float() * (1 - torch.tensor(0.999)) + prev * 0.999
+        want[..., i] = prev
+    assert torch.equal(ttnn.to_torch(ttnn.ema(t, 0.999)), want.bfloat16())
+    with pytest.raises(RuntimeError, match="Input tensor must be BFLOAT16"):
+        ttnn.ema(ttnn.typecast(t, ttnn.float32), 0.5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 
 import torch
 
@@ -325,6 +326,76 @@ def _accumulation(name: str, fn, **declared):
 
 cumsum = _accumulation("cumsum", torch.cumsum, kind="rows")
 cumprod = _accumulation("cumprod", torch.cumprod)
+
+
+def _ema_golden(input_tensor, alpha, *_, **__):
+    """y_t = alpha * y_(t-1) + (1 - alpha) * x_t along the last dim, y_(-1) = 0 (tt-metal's test_ema.py golden), in
+    float32 as the SFPU keeps the running value in its float32 destination (the output is rounded once, by the op)."""
+    x = input_tensor.float()
+    alpha = torch.tensor(float(alpha), dtype=torch.float32)
+    beta = 1.0 - alpha  # the factory's 1.0f - alpha, in float32
+    out, prev = torch.empty_like(x), torch.zeros_like(x[..., 0])
+    for t in range(x.shape[-1]):
+        prev = x[..., t] * beta + prev * alpha
+        out[..., t] = prev
+    return out
+
+
+def _ema_check(op_name: str, input_tensor: Tensor, target, alpha) -> None:
+    """EmaDeviceOperation::validate_on_program_cache_miss's TT_FATALs, in its order and words."""
+    where = "device_sim/ops/reduction.py"
+    if input_tensor.dtype != DataType.BFLOAT16:
+        raise tt_fatal("input_tensor.dtype() == DataType::BFLOAT16",
+                       f"Input tensor must be BFLOAT16, got: {input_tensor.dtype!r}", where=where)
+    if input_tensor.device() is None:
+        raise tt_fatal("input_tensor.storage_type() == StorageType::DEVICE", "Input tensor must be on device",
+                       where=where)
+    if input_tensor.layout != Layout.TILE:
+        raise tt_fatal("input_tensor.layout() == Layout::TILE",
+                       f"Input tensor must have TILE layout, got: {input_tensor.layout!r}", where=where)
+    shape = input_tensor.shape
+    if len(shape) != 4:
+        raise tt_fatal("input_shape.rank() == 4", f"EMA input must be 4D [1, B, C, T], got rank {len(shape)}",
+                       where=where)
+    if shape[0] != 1:
+        raise tt_fatal("input_shape[0] == 1", f"EMA expects leading dimension to be 1, got {shape[0]}", where=where)
+    if target is not None:
+        if target.dtype != DataType.BFLOAT16 or target.device() is None or target.layout != Layout.TILE:
+            raise tt_fatal("output_tensor: BFLOAT16, on device, TILE", f"Output tensor must be a BFLOAT16 TILE "
+                           f"tensor on device, got {target.dtype!r} {target.layout!r}", where=where)
+        if math.prod(target.padded_shape) != math.prod(input_tensor.padded_shape):
+            raise tt_fatal("input_tensor.padded_shape().volume() == output_tensor.padded_shape().volume()",
+                           f"Input and output must have the same volume, input: {math.prod(input_tensor.padded_shape)}"
+                           f", output: {math.prod(target.padded_shape)}", where=where)
+    if math.isnan(alpha):
+        raise tt_fatal("!std::isnan(operation_attributes.alpha)", "EMA alpha must be a valid number, got NaN",
+                       where=where)
+
+
+@register_op("ttnn.ema", kind="rows", golden=_ema_golden, output_keyword="out")
+def ema(input_tensor: Tensor, alpha: float, *, core_grid=None, memory_config: MemoryConfig | None = None,
+        compute_kernel_config=None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """The exponential moving average along the last dim of a bfloat16 TILE [1, B, C, T]: y_t = alpha * y_(t-1) +
+    (1 - alpha) * x_t from y_(-1) = 0, the running value in float32 (ema.cpp's fp32 destination by default), the
+    output bfloat16; EmaProgramFactory on the most cores of `core_grid` (default: the device's) that divide the
+    B * C/32 rows of tiles. `out=` takes a preallocated output.
+
+    >>> x = ttnn.from_torch(torch.ones(1, 1, 1, 4), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.ema(x, 0.5).to_torch()
+    tensor([[[[0.5000, 0.7500, 0.8750, 0.9375]]]], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    target = pending_output_target(op_name)
+    _ema_check(op_name, input_tensor, target, float(alpha))
+    ins = device_inputs(op_name, input_tensor)
+    fresh = target is None
+    out = output(_ema_golden(values(input_tensor, op_name), alpha), input_tensor, ins, op_name=op_name,
+                 dtype=DataType.BFLOAT16, memory_config=memory_config)
+    grid = input_tensor.device().compute_with_storage_grid_size()
+    gx, gy = (core_grid.x, core_grid.y) if core_grid is not None and core_grid.x and core_grid.y else (grid.x, grid.y)
+    device_work.launch_after(out, fresh, input_tensor, accumulation.ema_program(input_tensor, out.dtype, gx, gy))
+    return out
 
 
 def _topk_golden(input_tensor, k=32, dim=-1, largest=True, sorted=True, *_, indices_tensor=None, **__):  # noqa: A002

@@ -25,6 +25,7 @@ from device_sim.device_work import (
     CircularBuffer,
     Program,
     cached,
+    cores_col_major,
     grid_of,
     make_program,
     shape_of,
@@ -84,3 +85,27 @@ def _scan(dev, like, dims, in_dtype, out_dtype, axis: int) -> Program:
     cbs = (CircularBuffer((0,), 4, TILE_BYTES[in_dtype]), CircularBuffer((3,), 4, TILE_BYTES[out_dtype]),
            CircularBuffer((2,), 4, TILE_BYTES[out_dtype]), CircularBuffer((1,), 4, TILE_BYTES[out_dtype]))
     return make_program(NAME, "AccumulationProgramFactory", cbs, split_work(rows, *grid_of(dev)))
+
+
+def max_cores_dividing(num_tiles: int, num_cores_max: int) -> tuple[int, int]:
+    """get_max_cores_divisible_by_tiles_per_core_tiles (request_even=false): the most cores up to num_cores_max that
+    divide num_tiles evenly (1 when none does), and the tiles each then takes."""
+    cores = max((i for i in range(2, num_cores_max + 1) if num_tiles % i == 0), default=1)
+    return cores, -(-num_tiles // cores)
+
+
+def ema_program(x, out_dtype: DataType, grid_x: int, grid_y: int) -> Program:
+    """EmaProgramFactory (reduction/accumulation/ema/device/ema_program_factory.cpp) for a TILE [1, B, C, T]: the
+    B * C/32 rows of tiles over the most cores of the grid that divide them evenly, column by column
+    (grid_to_cores(..., row_wise=false)); c_0 the input and c_1 the output two tiles each (ema_buffer_depth), c_2 one
+    tile in the input's format (the transposed tile the SFPU reads)."""
+    key = ("EmaDeviceOperation", shape_of(x), x.dtype, out_dtype, grid_x, grid_y)
+
+    def build():
+        _, b, c, _ = x.padded_shape
+        cores, _ = max_cores_dividing(b * (c // 32), grid_x * grid_y)
+        cbs = (CircularBuffer((0,), 2, TILE_BYTES[x.dtype]), CircularBuffer((1,), 2, TILE_BYTES[out_dtype]),
+               CircularBuffer((2,), 1, TILE_BYTES[x.dtype]))
+        return make_program("EmaDeviceOperation", "EmaProgramFactory", cbs, cores_col_major(cores, grid_x, grid_y))
+
+    return cached(key, build)
