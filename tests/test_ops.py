@@ -795,6 +795,12 @@ CASES.update({"ttnn.experimental.rotate_half": lambda d: ((x(d, 1, 2, 32, 64),),
 # ttnn.ema (issue 31: docs_examples' test_ema, unit reduce/test_ema.py): a running average along T in float32
 CASES.update({"ttnn.ema": lambda d: ((x(d, 1, 2, 64, 96), 0.75), {})})
 
+# ttnn.moe (issue 31: docs_examples' test_moe, unit reduce/test_moe.py): expert 0's weight among the top 32 of 64,
+# the last 56 experts masked out (-inf) and 2 of the 32 used, as Mixtral's test does
+_MASK = lambda d, n, used: dev(torch.cat([torch.zeros(1, 1, 1, used), torch.full((1, 1, 1, n - used),  # noqa: E731
+                                                                                  float("-inf"))], -1), d)
+CASES.update({"ttnn.moe": lambda d: ((x(d, 1, 1, 32, 64), _MASK(d, 64, 8), _MASK(d, 32, 2), 32), {})})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

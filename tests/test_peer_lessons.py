@@ -3266,3 +3266,24 @@ def test_ema_runs_along_t_in_float32_on_the_cores_that_divide_the_rows(device):
     assert torch.equal(ttnn.to_torch(ttnn.ema(t, 0.999)), want.bfloat16())
     with pytest.raises(RuntimeError, match="Input tensor must be BFLOAT16"):
         ttnn.ema(ttnn.typecast(t, ttnn.float32), 0.5)
+
+
+def test_moe_gives_expert_zeros_routing_weight_per_row(device):
+    # docs_examples/test_reduction_examples.py's test_moe and unit reduce/test_moe.py (Mixtral 8x7B: 8 of 64 experts,
+    # 2 used): ttnn.moe's [N, C, H, 1] weight of expert 0 among the top 32, on one core; k must be 32 (TT_FATAL)
+    x = torch.randn(1, 1, 32, 64, dtype=torch.bfloat16)
+    x[..., 8:] = float("-inf")
+    top = torch.zeros(1, 1, 1, 32, dtype=torch.bfloat16)
+    top[..., 2:] = float("-inf")
+    t, em, tm = (ttnn.from_torch(v, layout=ttnn.TILE_LAYOUT, device=device)
+                 for v in (x, torch.zeros(1, 1, 1, 64, dtype=torch.bfloat16), top))
+    out = []
+    programs = launched(device, lambda: out.append(ttnn.moe(t, em, tm, 32)))
+    assert [(p.name, p.ranges) for p in programs] == [("MoeDeviceOperation", ((0, 0, 0, 0),))]
+    assert list(out[0].shape) == [1, 1, 32, 1] and list(out[0].padded_shape) == [1, 1, 32, 32]
+    values, indices = torch.topk(x.float(), 32)
+    want = (torch.softmax(values + top.float(), -1) * (indices == 0)).sum(-1, keepdim=True)
+    torch.testing.assert_close(ttnn.to_torch(out[0]).float(), want, rtol=2**-7, atol=1e-5)
+    assert (want > 0).any() and (want == 0).any()  # rows where expert 0 is in the top 2 and rows where it is not
+    with pytest.raises(RuntimeError, match="K must be equal to 32"):
+        ttnn.moe(t, em, tm, 16)

@@ -398,6 +398,65 @@ def ema(input_tensor: Tensor, alpha: float, *, core_grid=None, memory_config: Me
     return out
 
 
+def _moe_golden(input_tensor, expert_mask_tensor, topk_mask_tensor, k=32, *_, **__):
+    """Expert 0's routing weight per row (tt-metal's test_moe.py golden): the top k of input + expert_mask, softmaxed
+    with topk_mask added (-inf past the e experts used), summed where the index is 0; [..., 1]."""
+    values, indices = torch.topk(input_tensor.float() + expert_mask_tensor.float(), int(k), dim=-1)
+    weights = torch.softmax(values + topk_mask_tensor.float(), dim=-1)
+    return torch.sum(weights * (indices == 0), dim=-1, keepdim=True)
+
+
+@register_op("ttnn.moe", kind="rows", golden=_moe_golden, output_keyword="output_tensor")
+def moe(input_tensor: Tensor, expert_mask_tensor: Tensor, topk_mask_tensor: Tensor, k: int = 32, *,
+        memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """Mixtral's routing weight of expert 0 per row, [N, C, H, 1] in the input's dtype: topk's sort of input +
+    expert_mask over W, the top k softmaxed with topk_mask added, summed where the index is 0; MoeDeviceOperation's
+    TT_FATALs (rank 4, k 32, W a power of 2 of at least 64, N*C*H whole tiles, TILE, interleaved, the masks' shapes)
+    and MoeProgramFactory on core (0, 0).
+
+    >>> x = ttnn.from_torch(torch.arange(64.0).reshape(1, 1, 1, 64).flip(-1), ttnn.bfloat16, layout=ttnn.TILE,
+    ...                     device=device)
+    >>> em = ttnn.from_torch(torch.zeros(1, 1, 1, 64), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> tm = ttnn.from_torch(torch.zeros(1, 1, 1, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.moe(x, em, tm, 32).to_torch().shape  # expert 0 holds the largest score here
+    torch.Size([1, 1, 1, 1])
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor, expert_mask_tensor, topk_mask_tensor)
+    shape, top, expert = (t.padded_shape for t in (input_tensor, topk_mask_tensor, expert_mask_tensor))
+    cfg = memory_config if memory_config is not None else input_tensor.memory_config()
+    where = "device_sim/ops/reduction.py"
+    checks = (  # MoeDeviceOperation::validate_on_program_cache_miss, in its order and words
+        (len(shape) == 4, "input_shape.rank() == 4", f"Input shape must be 4D, got {len(shape)}"),
+        (k == 32, "args.k == 32", f"K must be equal to 32, pad with -infinity if necessary to get 32, got {k}"),
+        (len(shape) == 4 and shape[-1] >= 64, "input_shape[-1] >= 64",
+         f"Input shape inner dim {shape[-1]} must be a multiple of 64, pad with -infinity if necessary"),
+        (shape[-1] & (shape[-1] - 1) == 0, "(input_shape[-1] & (input_shape[-1] - 1)) == 0",
+         f"Input shape inner dim {shape[-1]} must be a power of 2, pad with -infinity if necessary"),
+        (math.prod(shape[:-1]) % 32 == 0, "(input_shape[0] * input_shape[1] * input_shape[2]) % 32 == 0",
+         f"Input height (combined input_shape[0-2]) {math.prod(shape[:-1])} must be a multiple of 32"),
+        (not cfg.is_sharded(), "args.output_memory_config.is_sharded() == false",
+         "Sharded implementation not supported yet"),
+        (input_tensor.layout == Layout.TILE, "input_tensor.layout() == Layout::TILE",
+         "The input must be in tiled format"),
+        (top[-1] == k, "topk_shape[-1] == args.k", f"Topk shape inner dim must be equal to k, got {top[-1]}"),
+        (expert[-1] == shape[-1], "expert_shape[-1] == input_shape[-1]",
+         f"Expert shape inner dim must be equal to input_shape[-1], got {expert[-1]}"),
+        (top[-2] == 32, "topk_shape[-2] == 32", f"Topk shape inner dim must be equal to 32, got {top[-2]}"),
+        (expert[-2] == 32, "expert_shape[-2] == 32", f"Expert shape inner dim must be equal to 32, got {expert[-2]}"),
+    )
+    for ok, condition, message in checks:
+        if not ok:
+            raise tt_fatal(condition, message, where=where)
+    fresh = pending_output_target(op_name) is None
+    x, em, tm = (values(t, op_name) for t in (input_tensor, expert_mask_tensor, topk_mask_tensor))
+    out = output(_moe_golden(x, em, tm, k), input_tensor, ins, op_name=op_name, memory_config=cfg)
+    device_work.launch_after(out, fresh, input_tensor, topk_programs.moe_program(
+        input_tensor, expert_mask_tensor, topk_mask_tensor, out))
+    return out
+
+
 def _topk_golden(input_tensor, k=32, dim=-1, largest=True, sorted=True, *_, indices_tensor=None, **__):  # noqa: A002
     # Ties keep input order (a stable sort), so the indices are the same every run.
     order = torch.sort(input_tensor, dim=dim, descending=largest, stable=True).indices.narrow(dim, 0, k)

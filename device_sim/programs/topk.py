@@ -31,7 +31,19 @@ Example:
 
 from __future__ import annotations
 
-from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, split_work
+import math
+
+from device_sim.device_work import (
+    TILE,
+    TILE_BYTES,
+    CircularBuffer,
+    Program,
+    cached,
+    grid_of,
+    make_program,
+    shape_of,
+    split_work,
+)
 from device_sim.programs import data_movement
 from device_sim.programs import shape as shape_programs
 from device_sim.programs.fill_pad import fill_pad_program, needs_fill
@@ -131,3 +143,26 @@ def _build(x, shape, k, last, grids=None) -> tuple[Program, ...] | None:
         programs += [data_movement.transpose_wh_shape_program(dev, result, dtype),
                      data_movement.transpose_wh_shape_program(dev, result, idx)]
     return tuple(programs)
+
+
+def moe_program(x, expert_mask, topk_mask, out) -> Program:
+    """MoeProgramFactory (reduction/moe/device/moe_program_factory.cpp) on core (0, 0), for x [N, C, H, W]: Ht rows
+    of Wt tiles sorted by topk's local sort and merge. c_0, c_1, c_2 the input, expert mask and top-k mask (4 tiles
+    each: two at a time, double-buffered), c_3 one scaler tile (float32 for a float32 input, else bfloat16), c_4 the
+    indices (4 uint16 tiles), c_5 / c_6 a row of transposed values (bfloat16) and indices (Wt each), c_7 / c_8 two
+    value and index tiles, c_9, c_10 and c_11 (max, sum, output) the output's tiles each."""
+    key = ("MoeDeviceOperation", shape_of(x), x.dtype, expert_mask.dtype, topk_mask.dtype, out.dtype)
+
+    def build():
+        wt = x.padded_shape[-1] // TILE
+        out_tiles = math.prod(out.padded_shape) // (TILE * TILE)
+        scalar = TILE_BYTES[DataType.FLOAT32 if x.dtype == DataType.FLOAT32 else DataType.BFLOAT16]
+        index, value = TILE_BYTES[DataType.UINT16], TILE_BYTES[DataType.BFLOAT16]
+        cbs = (CircularBuffer((0,), 4, TILE_BYTES[x.dtype]), CircularBuffer((1,), 4, TILE_BYTES[expert_mask.dtype]),
+               CircularBuffer((2,), 4, TILE_BYTES[topk_mask.dtype]), CircularBuffer((3,), 1, scalar),
+               CircularBuffer((4,), 4, index), CircularBuffer((5,), wt, value), CircularBuffer((6,), wt, index),
+               CircularBuffer((7,), 2, value), CircularBuffer((8,), 2, index),
+               *(CircularBuffer((i,), out_tiles, TILE_BYTES[out.dtype]) for i in (9, 10, 11)))
+        return make_program("MoeDeviceOperation", "MoeProgramFactory", cbs, ((0, 0, 0, 0),))
+
+    return cached(key, build)
