@@ -21,8 +21,12 @@ def test_the_close_sorts_on_sqlites_threads_and_leaves_every_index_and_lifetime(
     monkeypatch.setattr(writer, "ASIDE_MIN_OPS", 1 if aside else 10**9)
     with ttreport.capture(tmp_path / "r") as cap:
         a = ttnn.ones((32, 32), device=device)
-        for _ in range(300):
-            a = a + 1
+        for i in range(300):
+            b = a + 1
+            c = b * 2 if i % 2 else a - b
+            if i % 3 == 0:
+                ttnn.deallocate(b)  # a tensor's lifetime ends at its deallocate, its last use before
+            a = c if i % 5 == 0 else a
     result = cap._writer.result
     assert result["error"] is None and cap.status == "complete"
     parts = result["db_close_parts"]
@@ -34,10 +38,22 @@ def test_the_close_sorts_on_sqlites_threads_and_leaves_every_index_and_lifetime(
         assert set(schema_sql.INDEXES) <= indexes
         assert con.execute("PRAGMA journal_mode").fetchone() == ("delete",)
         # the rows the close wrote are those its query gives on the closed report
-        for sql in writer._STACK_LINES:
+        for sql in writer._LIFETIME_TEMPS:
             con.execute(sql)
         expected = con.execute(writer._LIFETIMES).fetchall()
         got = con.execute(f"SELECT {writer._LIFETIME_COLUMNS} FROM tensor_lifetime ORDER BY rowid").fetchall()
-        assert got == expected and len(got) == 301  # a and the 300 sums
+        assert got == expected
+        # and each tensor's producer, last use (not a deallocate) and first deallocate, worked out here by hand
+        name = dict(con.execute("SELECT operation_id, name FROM operations"))
+        uses: dict[int, list[int]] = {}
+        for op, tid in con.execute("SELECT operation_id, tensor_id FROM input_tensors"):
+            uses.setdefault(tid, []).append(op)
+        by_hand = []
+        for tid, producer in con.execute("SELECT tensor_id, producer_operation_id FROM tensors ORDER BY tensor_id"):
+            ops = uses.get(tid, [])
+            kept = [op for op in ops if name[op] != "ttnn.deallocate"]
+            freed = [op for op in ops if name[op] == "ttnn.deallocate"]
+            by_hand.append((tid, producer, max(kept, default=None), min(freed, default=None)))
+        assert [row[:4] for row in got] == by_hand and sum(row[3] is not None for row in got) == 100
     finally:
         con.close()
