@@ -191,6 +191,15 @@ def test_a_view_in_place_of_a_table_is_refused_in_one_line_never_read(demo, tabl
     assert done.returncode == 1 and f"{table} is a view" in done.stdout.decode(), done.stdout.decode()
 
 
+@pytest.mark.parametrize("table", ["device_perf", "devices", "input_tensors"])
+def test_check_names_a_table_the_report_lacks(demo, table):
+    # summary failed on a report without device_perf ("no such table") while check said "ok".
+    execute(demo, f"DROP TABLE {table}")
+    done = cli("check", demo)
+    out = done.stdout.decode()
+    assert done.returncode == 1 and f"the table {table} is missing" in out, (out, done.stderr.decode()[-2000:])
+
+
 # Values of the wrong type or out of range, as `ttreport check` lists them: the exports and --json place what they
 # can (a time that is not a number is a time not recorded) and never end in a traceback.
 CRAFTED = {"types": ["UPDATE operations SET start_ns = 'x', end_ns = X'FF00' WHERE operation_id % 3 = 0",

@@ -23,7 +23,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from ttreport import recovery
+from ttreport import recovery, schema_sql
 from ttreport.errors import TTReportError
 from ttreport.folder import CLOSED_STATUSES, OPLOG_DIR, OPLOG_DONE_DIR, capture_holds, closed
 from ttreport.read.report import check_schema, connect_readonly, expected_file, load_tensor, resolve
@@ -93,6 +93,12 @@ def _check(con: sqlite3.Connection, db_path: Path, folder: Path) -> list[str]:
         return [*faults, str(e), *_value_faults(con, db_path)]  # though its values may say why
     except _UNREADABLE as e:  # a damaged schema page or revision: the tables cannot be trusted
         return [*faults, f"{db_path}: cannot be read as a report ({e})", *_value_faults(con, db_path)]
+    # A table of the schema dropped from the report: readers that need it fail ("no such table: device_perf" from
+    # summary, ops, op, trace, html, whatif), so check must not say ok.
+    present = {str(r[0]).lower() for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    faults += [f"{db_path}: the table {t} is missing (every report of this schema has one): the commands that read "
+               f"it fail; the report was damaged or edited, copy it again from its source"
+               for t in sorted(set(schema_sql.COLUMNS) - present)]
     # Each step on its own: a damaged page under one table must not hide what the others show.
     meta, files = {}, []
     try:
