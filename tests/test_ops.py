@@ -735,6 +735,10 @@ CASES.update({
     "ttnn.moreh_nll_loss_unreduced_backward": lambda d: ((_NLL_TARGET(d), x(d, 4, seed=2)), dict(
         weight_tensor=x(d, 10, seed=1, low=0.5), input_grad_tensor=x(d, 4, 10), ignore_index=9))})
 
+# scatter_add (issue 31: nightly data_movement/test_scatter.py): scatter's 'add' reduction, 8 of 64 columns a row
+CASES.update({"ttnn.scatter_add": lambda d: (
+    (x(d), 2, dev(torch.argsort(rnd(2, 32, 64), -1)[..., :8], d, dtype=ttnn.uint32), x(d, 2, 32, 8, seed=1)), {})})
+
 # moreh_softmax / softmin / logsoftmax and their backwards (issue 31: nightly moreh/test_moreh_softmax.py and 3 more):
 # over W (SMALL_W), H and an outer dim (LARGE_C); the backwards from a softmax output and a gradient
 CASES.update({f"ttnn.moreh_{n}": lambda d, dim=dim: ((x(d, 2, 3, 32, 64), dim), {})
@@ -800,15 +804,6 @@ CASES.update({"ttnn.ema": lambda d: ((x(d, 1, 2, 64, 96), 0.75), {})})
 _MASK = lambda d, n, used: dev(torch.cat([torch.zeros(1, 1, 1, used), torch.full((1, 1, 1, n - used),  # noqa: E731
                                                                                   float("-inf"))], -1), d)
 CASES.update({"ttnn.moe": lambda d: ((x(d, 1, 1, 32, 64), _MASK(d, 64, 8), _MASK(d, 32, 2), 32), {})})
-
-# ttnn.sparse_matmul (issue 31: unit matmul/test_sparse_matmul.py, docs_examples' test_sparse_matmul): b sparse, 2 x 2
-# tokens by 4 experts, every other product kept, on the 1D multicast config of the tests
-_SPARSE_CFG = ttnn.MatmulMultiCoreReuseMultiCast1DProgramConfig(
-    compute_with_storage_grid_size=ttnn.CoreCoord(2, 2), in0_block_w=1, out_subblock_h=1, out_subblock_w=1,
-    out_block_h=1, out_block_w=1, per_core_M=1, per_core_N=1, fuse_batch=False, fused_activation=None, mcast_in0=True)
-CASES.update({"ttnn.sparse_matmul": lambda d: ((x(d, 2, 2, 32, 64), x(d, 1, 4, 64, 64, seed=1)), dict(
-    sparsity=dev(torch.tensor([1.0, 0.0] * 8).reshape(2, 2, 1, 4), d, layout=ttnn.ROW_MAJOR),
-    program_config=_SPARSE_CFG, nnz=8))})
 
 
 def test_every_registered_op_has_a_golden_case():

@@ -912,14 +912,44 @@ def _scatter_golden(input, dim, index, src, *_, reduce=None, **__):  # noqa: A00
     src = src if isinstance(src, torch.Tensor) else torch.full(index.shape, float(src), dtype=input.dtype)
     if reduce is None:
         return torch.scatter(input, dim, index.long(), src.to(input.dtype))
-    return torch.scatter_reduce(input, dim, index.long(), src.to(input.dtype), reduce=str(reduce))
+    # TT-NN's 'add' / 'multiply' (torch.scatter's reduce=, deprecated there) as scatter_reduce names them
+    return torch.scatter_reduce(input, dim, index.long(), src.to(input.dtype),
+                                reduce={"add": "sum", "multiply": "prod"}.get(reduce, str(reduce)))
+
+
+def _check_scatter(op_name: str, input: Tensor, index: Tensor, src, dim: int, reduce) -> None:  # noqa: A002
+    """scatter.cpp's validate_inputs TT_FATALs (and the device operation's integer index), in their words: equal
+    ranks, dim in range, reduce 'add' or 'multiply', index no longer than src anywhere nor than input off dim."""
+    a, i = list(input.shape), list(index.shape)
+    s = list(src.shape) if isinstance(src, Tensor) else i
+
+    def need(ok: bool, condition: str, message: str) -> None:
+        if not ok:
+            raise tt_fatal(condition, f"{op_name}: {message}", where=_HERE)
+
+    need(index.dtype in (DataType.UINT16, DataType.UINT32, DataType.INT32), "index dtype is an integer",
+         f"index must hold integers (UINT16, UINT32 or INT32), got {index.dtype}")
+    need(len(a) == len(i), "input_rank == index_rank", f"input_rank must be equal to index_rank (input_rank == "
+                                                       f"{len(a)}, index_rank == {len(i)})")
+    need(len(a) == len(s), "input_rank == source_rank", f"input_rank must be equal to source_rank (input_rank == "
+                                                        f"{len(a)}, source_rank == {len(s)})")
+    need(-len(a) <= dim < len(a), "-input_rank <= dim < input_rank", f"dim must follow the condition -input_rank <= "
+                                                                      f"dim < input_rank (dim: {dim}, rank: {len(a)}).")
+    need(reduce is None or reduce in ("add", "multiply"), "reduce in ALLOWED_REDUCTIONS",
+         f"reduce must be either 'add' or 'multiply' (case-sensitive), got {reduce}")
+    d = dim % len(a)
+    for k in range(len(a)):
+        need(i[k] <= s[k], f"index_shape[{k}] <= source_shape[{k}]", f"index_shape[{k}] <= source_shape[{k}] == false "
+                                                                    f"(index_shape: {i}, source_shape: {s})")
+        need(k == d or i[k] <= a[k], f"index_shape[{k}] <= input_shape[{k}]",
+             f"index_shape[{k}] <= input_shape[{k}] == false (index_shape: {i}, input_shape: {a})")
 
 
 @register_op("ttnn.scatter", golden=_scatter_golden)
 def scatter(input: Tensor, dim: int, index: Tensor, src, *, reduce: str | None = None,  # noqa: A002
             memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
     """A copy of `input` with `src` (a tensor or a number) written at `index` along `dim`, as torch.scatter;
-    reduce='sum', 'prod', 'amax', 'amin' or 'mean' combines instead of overwriting (torch.scatter_reduce).
+    reduce='add' or 'multiply' combines instead of overwriting (the two scatter.cpp allows, torch.scatter's reduce=).
 
     >>> x = ttnn.from_torch(torch.zeros(1, 4), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     >>> i = ttnn.from_torch(torch.tensor([[3, 0]]), dtype=ttnn.int32, layout=ttnn.TILE, device=device)
@@ -927,6 +957,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src, *, reduce: str | None =
     >>> ttnn.scatter(x, -1, i, src).to_torch()
     tensor([[7., 0., 0., 5.]], dtype=torch.bfloat16)
     """
+    _check_scatter(op_name, input, index, src, dim, reduce)
     v, idx, d = _indexed(op_name, input, index, dim, "ttnn.uint32 or ttnn.int32", tt_nn_only)
     s = values(src, op_name)
     try:
@@ -936,9 +967,31 @@ def scatter(input: Tensor, dim: int, index: Tensor, src, *, reduce: str | None =
                          f"fit input {list(v.shape)} along dim {dim}: {e}") from None
     ins = device_inputs(op_name, input, index, src)
     out = output(r, input, ins, op_name=op_name, memory_config=memory_config)
-    if reduce is None and isinstance(src, Tensor):  # ScatterDeviceOperation in ROW_MAJOR (programs.scatter)
-        device_work.launch_after(out, True, input, scatter_programs.scatter_programs(input, index, src, d, out))
+    if isinstance(src, Tensor):  # ScatterDeviceOperation in ROW_MAJOR (programs.scatter)
+        device_work.launch_after(out, True, input, scatter_programs.scatter_programs(input, index, src, d, out,
+                                                                                     reduce=reduce is not None))
     return out
+
+
+def _scatter_add_golden(input, dim, index, src, *_, **__):  # noqa: A002  (TT-NN's name)
+    return _scatter_golden(input, dim, index, src, reduce="add")
+
+
+@register_op("ttnn.scatter_add", golden=_scatter_add_golden)
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor, *,  # noqa: A002
+                memory_config: MemoryConfig | None = None, op_name: str = OWN_NAME, **tt_nn_only) -> Tensor:
+    """scatter with reduce='add': a copy of `input` with each of `src`'s values added at `index` along `dim`
+    (scatter.cpp's scatter_add, which calls scatter so).
+
+    >>> x = ttnn.from_torch(torch.ones(1, 4), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> i = ttnn.from_torch(torch.tensor([[3, 3]]), dtype=ttnn.int32, layout=ttnn.TILE, device=device)
+    >>> src = ttnn.from_torch(torch.tensor([[5.0, 7.0]]), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> ttnn.scatter_add(x, -1, i, src).to_torch()
+    tensor([[ 1.,  1.,  1., 13.]], dtype=torch.bfloat16)
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    return scatter(input, dim, index, src, reduce="add", memory_config=memory_config, **tt_nn_only)
 
 
 def _tosa_scatter_golden(input, index, src, *_, **__):  # noqa: A002  (TT-NN's name)

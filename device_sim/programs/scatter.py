@@ -9,8 +9,11 @@ c_1 (source) and c_3 (output), created in that order, a page being a row chunk r
 most calculate_optimal_chunk_size's ceil32(free L1 / 16 x 0.8 - 32) values of it (free L1: from the allocator's
 base to the lowest L1 buffer); split_work_to_cores (column by column) over the input's rows.
 
+A reduction ('add', 'multiply') of a bfloat16 input runs device/scatter_reduce_bfloat16_program_factory.cpp instead:
+the same four pages and c_4, a float32 page of the row chunk (the running value); of another dtype, the plain factory.
+
 Modelled: interleaved input, index and source tensors (TILE or ROW_MAJOR) of rank <= 4, scattered along the last
-dim without a reduction, the source of the index's shape. Anything else launches nothing (None).
+dim, the source of the index's shape. Anything else launches nothing (None).
 
 Example:
     >>> import torch, device_sim as ttnn
@@ -48,9 +51,9 @@ def chunk_values(device) -> int:
     return _ceil32(int((room // 4 // 4) * 0.8 - 32))
 
 
-def scatter_programs(x, index, src, dim: int, out) -> tuple[Program, ...] | None:
+def scatter_programs(x, index, src, dim: int, out, *, reduce: bool = False) -> tuple[Program, ...] | None:
     """The programs TT-NN's scatter runs to write `src` into `x` at `index` along `dim` (`out` the result, for the
-    tilize back), in order; None where not modelled (see the module docstring)."""
+    tilize back; `reduce`: a reduction was asked for), in order; None where not modelled (see the module docstring)."""
     tensors = (x, index, src)
     if any(getattr(t, "_device", None) is None or t.is_sharded() or t.dtype.is_block_float for t in tensors):
         return None  # a block-float tensor has no ROW_MAJOR form (TT-NN's to_layout changes its dtype)
@@ -63,14 +66,16 @@ def scatter_programs(x, index, src, dim: int, out) -> tuple[Program, ...] | None
         return None  # a row-major transpose, a source slice or a 5-D view first (not modelled)
     dev = x.device()
     chunk = chunk_values(dev)
+    reduce = reduce and x.dtype == DataType.BFLOAT16  # select_program_factory: the reduce factory for bfloat16 only
     key = (NAME, *(shape_of(t) for t in (*tensors, out)), x.dtype, index.dtype, src.dtype, out.dtype, chunk,
-           grid_of(dev))
-    return cached(key, lambda: _build(dev, tensors, out, chunk))
+           grid_of(dev), reduce)
+    return cached(key, lambda: _build(dev, tensors, out, chunk, reduce))
 
 
-def _build(dev, tensors, out, chunk) -> tuple[Program, ...]:
+def _build(dev, tensors, out, chunk, reduce: bool) -> tuple[Program, ...]:
     x, index, src = tensors
-    scatter = _scatter(dev, tuple(x._value.shape), tuple(index._value.shape), x.dtype, index.dtype, src.dtype, chunk)
+    scatter = _scatter(dev, tuple(x._value.shape), tuple(index._value.shape), x.dtype, index.dtype, src.dtype, chunk,
+                       reduce)
     before = tuple(data_movement.untilize_program(t, t.dtype, name="UntilizeWithUnpaddingDeviceOperation" if tuple(
         t._value.shape[-2:]) != tuple(t.padded_shape[-2:]) else "UntilizeDeviceOperation")
         for t in tensors if t.layout == Layout.TILE)
@@ -82,7 +87,7 @@ def _build(dev, tensors, out, chunk) -> tuple[Program, ...]:
     return (*before, scatter, tilize)
 
 
-def _scatter(dev, shape, ishape, dtype, idx_dtype, src_dtype, chunk) -> Program:
+def _scatter(dev, shape, ishape, dtype, idx_dtype, src_dtype, chunk, reduce: bool) -> Program:
     size = dtypes.ELEMENT_SIZE
     rows = 1
     for d in shape[:-1]:
@@ -92,4 +97,7 @@ def _scatter(dev, shape, ishape, dtype, idx_dtype, src_dtype, chunk) -> Program:
     page_src = _ceil32(min(ishape[-1], chunk) * size[src_dtype])
     cbs = (CircularBuffer((0,), 1, page_in), CircularBuffer((2,), 1, page_idx), CircularBuffer((1,), 1, page_src),
            CircularBuffer((3,), 1, page_in))
-    return make_program(NAME, "ScatterProgramFactory", cbs, split_work(rows, *grid_of(dev)))
+    if reduce:
+        cbs += (CircularBuffer((4,), 1, _ceil32(min(shape[-1], chunk) * 4)),)
+    factory = "ScatterReduceBfloat16ProgramFactory" if reduce else "ScatterProgramFactory"
+    return make_program(NAME, factory, cbs, split_work(rows, *grid_of(dev)))
