@@ -805,6 +805,15 @@ _MASK = lambda d, n, used: dev(torch.cat([torch.zeros(1, 1, 1, used), torch.full
                                                                                   float("-inf"))], -1), d)
 CASES.update({"ttnn.moe": lambda d: ((x(d, 1, 1, 32, 64), _MASK(d, 64, 8), _MASK(d, 32, 2), 32), {})})
 
+# ttnn.sparse_matmul (issue 31: unit matmul/test_sparse_matmul.py, docs_examples' test_sparse_matmul): b sparse, 2 x 2
+# tokens by 4 experts, every other product kept, on the 1D multicast config of the tests
+_SPARSE_CFG = ttnn.MatmulMultiCoreReuseMultiCast1DProgramConfig(
+    compute_with_storage_grid_size=ttnn.CoreCoord(2, 2), in0_block_w=1, out_subblock_h=1, out_subblock_w=1,
+    out_block_h=1, out_block_w=1, per_core_M=1, per_core_N=1, fuse_batch=False, fused_activation=None, mcast_in0=True)
+CASES.update({"ttnn.sparse_matmul": lambda d: ((x(d, 2, 2, 32, 64), x(d, 1, 4, 64, 64, seed=1)), dict(
+    sparsity=dev(torch.tensor([1.0, 0.0] * 8).reshape(2, 2, 1, 4), d, layout=ttnn.ROW_MAJOR),
+    program_config=_SPARSE_CFG, nnz=8))})
+
 
 def test_every_registered_op_has_a_golden_case():
     assert set(ttnn.OPS) == set(CASES) | NO_GOLDEN, "register each new op with a case in CASES (or no_golden='why')"

@@ -3309,3 +3309,36 @@ def test_scatter_reduces_by_add_or_multiply_and_refuses_bad_shapes_as_tt_fatal(d
             ttnn.scatter(x, bad.get("dim", -1), i, s, reduce=bad.get("reduce"))
     with pytest.raises(RuntimeError, match="input_rank must be equal to index_rank"):
         ttnn.scatter(x, -1, ttnn.reshape(i, (1, 4, 2)), s)
+
+
+def test_sparse_matmul_computes_only_the_blocks_its_sparsity_keeps(device):
+    # unit matmul/test_sparse_matmul.py (11 cases) and docs_examples' test_sparse_matmul: ttnn.sparse_matmul's three
+    # modes and their output shapes (compute_sparse_matmul_output_shape), on 16 x 32 tiles as the tests give them
+    cfg = ttnn.MatmulMultiCoreReuseMultiCast1DProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(2, 1), in0_block_w=1, out_subblock_h=1, out_subblock_w=1,
+        out_block_h=1, out_block_w=1, per_core_M=1, per_core_N=1, fuse_batch=False, fused_activation=None,
+        mcast_in0=True)
+    a, b = torch.randn(2, 3, 16, 32), torch.randn(1, 3, 32, 64)
+
+    def tt(t, dtype=ttnn.bfloat16, tile=(16, 32)):
+        return ttnn.from_torch(t, dtype=dtype, layout=ttnn.TILE_LAYOUT, device=device, tile=ttnn.Tile(tile))
+
+    ta, tb = tt(a), tt(b, tile=(32, 32))
+    keep = torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]])
+    s = ttnn.from_torch(keep.reshape(1, 1, 2, 3), dtype=ttnn.bfloat16, device=device)
+    out = []
+    programs = launched(device, lambda: out.append(ttnn.sparse_matmul(ta, tb, sparsity=s, program_config=cfg,
+                                                                      nnz=3, is_input_a_sparse=True,
+                                                                      is_input_b_sparse=False)))
+    assert [(p.name, p.ranges) for p in programs] == [("SparseMatmulDeviceOperation", ((0, 0, 1, 0),))]
+    y = ttnn.to_torch(out[0]).float()
+    assert y.shape == (2, 3, 16, 64)
+    for i in range(2):
+        for e in range(3):
+            want = a[i, e].bfloat16().float() @ b[0, e].bfloat16().float() if keep[i, e] else torch.zeros(16, 64)
+            torch.testing.assert_close(y[i, e], want.bfloat16().float(), rtol=2**-7, atol=1e-2)
+    # b sparse: [A, B, M, K] x [1, E, K, N] gives [A, B, 1, E, M, N]; sparsity [A, B, 1, E]
+    s2 = ttnn.from_torch(torch.ones(2, 3, 1, 3), dtype=ttnn.bfloat16, device=device)
+    assert list(ttnn.sparse_matmul(ta, tb, sparsity=s2, program_config=cfg).shape) == [2, 3, 1, 3, 16, 64]
+    with pytest.raises(RuntimeError, match=r"sparsity.logical_volume\(\) \(6\) must be equal .* \(18\)"):
+        ttnn.sparse_matmul(ta, tb, sparsity=s, program_config=cfg)

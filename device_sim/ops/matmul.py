@@ -26,7 +26,10 @@ from device_sim.ops import core
 from device_sim.ops.common import broadcasts, check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.eltwise import add_, mul, mul_
 from device_sim.program_config_checks import tt_fatal, validate_matmul, validate_matmul_sharding
-from device_sim.program_configs import MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig
+from device_sim.program_configs import (
+    MatmulMultiCoreReuseMultiCast1DProgramConfig,
+    MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig,
+)
 from device_sim.programs import matmul as matmul_programs
 from device_sim.registry import OWN_NAME, pending_output_target, register_op
 from device_sim.sharding import num_cores_to_corerangeset
@@ -368,6 +371,118 @@ def addmm(input_tensor: Tensor, mat1_tensor: Tensor, mat2_tensor: Tensor, *, alp
 
 
 # -- the outer product (tt-metal's binary_composite_op.cpp: outer) -----------------------------------------------------
+
+
+def _sparse_products(a: torch.Tensor, b: torch.Tensor, sparsity: torch.Tensor, a_sparse: bool, b_sparse: bool):
+    """compute_sparse_matmul_output_shape's output with the products whose sparsity entry is not 0 (zeros elsewhere:
+    TT-NN's kernel skips those blocks and writes nothing there, which the tests never read)."""
+    m, n = a.shape[-2], b.shape[-1]
+    a_batch, b_batch = tuple(a.shape[:-2]), tuple(b.shape[:-2])
+    aa, bb = a.float().reshape(-1, m, a.shape[-1]), b.float().reshape(-1, b.shape[-2], n)
+    keep = sparsity.reshape(-1) != 0
+    if a_sparse and b_sparse:  # [1, E, M, K] x [1, E, K, N], sparsity over E: [1, E, M, N]
+        pairs, shape = [(i, i) for i in range(bb.shape[0])], (*b_batch, m, n)
+    elif a_sparse:  # [A, E, M, K] x [1, E, K, N], sparsity over A x E: [A, E, M, N]
+        pairs, shape = [(i, i % bb.shape[0]) for i in range(aa.shape[0])], (*a_batch, m, n)
+    else:  # [A, B, M, K] x [1, E, K, N], sparsity over A x B x E: [A, B, 1, E, M, N]
+        pairs = [(i, j) for i in range(aa.shape[0]) for j in range(bb.shape[0])]
+        shape = (*a_batch, *b_batch, m, n)
+    out = torch.zeros(len(pairs), m, n)
+    for k, (i, j) in enumerate(pairs):
+        if keep[k]:
+            out[k] = aa[i] @ bb[j]
+    return out.reshape(shape)
+
+
+def _sparse_matmul_golden(input_tensor_a, input_tensor_b, *_, sparsity=None, is_input_a_sparse=False,
+                          is_input_b_sparse=True, **__):
+    return _sparse_products(input_tensor_a, input_tensor_b, sparsity, is_input_a_sparse, is_input_b_sparse)
+
+
+def _sparse_checks(op_name: str, a: Tensor, b: Tensor, sparsity: Tensor, program_config, nnz, a_sparse: bool,
+                   b_sparse: bool) -> tuple[int, int]:
+    """SparseMatmulDeviceOperation's validate_on_program_cache_miss and its factory's TT_FATALs, in their order and
+    words; (batchA, batchB) as the factory loops them."""
+    pa, pb = a.padded_shape, b.padded_shape
+    (th0, tw0), (th1, tw1) = a.tile.tile_shape, b.tile.tile_shape
+    batch_a, batch_b = math.prod(pa[:-2]), math.prod(pb[:-2])
+    batch = batch_b if a_sparse and b_sparse else batch_a if a_sparse else batch_a * batch_b
+    checks = (
+        (a_sparse or b_sparse, "is_input_a_sparse || is_input_b_sparse",
+         "sparse_matmul needs is_input_a_sparse, is_input_b_sparse or both (the modes table has no False, False)"),
+        (pa[-1] == pb[-2], "a_shape_padded[-1] == b_shape_padded[-2]",
+         f"Dimension K (A.shape[-1] {pa[-1]}) and B.shape[-2] ({pb[-2]}) must match for A and B"),
+        (pa[-2] % th0 == 0, "a_shape_padded[-2] % in0_tile.get_height() == 0",
+         f"a_shape_padded[-2] (A's rows: {pa[-2]}) must be divisible by in0_tile.get_height() ({th0})"),
+        (pa[-1] % tw0 == 0, "a_shape_padded[-1] % in0_tile.get_width() == 0",
+         f"a_shape_padded[-1] (A's cols: {pa[-1]}) must be divisible by in0_tile.get_width() ({tw0})"),
+        (pb[-2] % th1 == 0, "b_shape_padded[-2] % in1_tile.get_height() == 0",
+         f"b_shape_padded[-2] (B's rows: {pb[-2]}) must be divisible by in1_tile.get_height() ({th1})"),
+        (pb[-1] % tw1 == 0, "b_shape_padded[-1] % in1_tile.get_width() == 0",
+         f"b_shape_padded[-1] (B's cols: {pb[-1]}) must be divisible by in1_tile_shape[1] ({tw1})"),
+        ((nnz if nnz is not None else 1) > 0, "nnz.value_or(1) > 0", f"nnz ({nnz}) must be greater than 0"),
+        (math.prod(sparsity.shape) == batch, "sparsity.logical_volume() == batch_length",
+         f"sparsity.logical_volume() ({math.prod(sparsity.shape)}) must be equal to the product of all batch "
+         f"dimensions ({batch})"),
+        ((nnz if nnz is not None else 1) <= batch, "nnz.value_or(1) <= batch_length",
+         f"nnz ({nnz}) must be less than or equal to the length of all batch dimensions ({batch})"),
+        (isinstance(program_config, MatmulMultiCoreReuseMultiCast1DProgramConfig),
+         "MatmulMultiCoreReuseMultiCast1DProgramConfig", f"sparse_matmul runs the 1D multicast program config only, "
+         f"got {type(program_config).__name__}"),
+        (getattr(program_config, "mcast_in0", False), "mcast_in0", "Only mcast_in0 is supported for sparse matmul"),
+        ((pa[-1] // tw0) % program_config.in0_block_w == 0, "Kt % in0_block_w == 0",
+         f"Kt ({pa[-1] // tw0}) must be divisible by in0_block_w ({program_config.in0_block_w})"),
+    )
+    for ok, condition, message in checks:
+        if not ok:
+            raise tt_fatal(condition, f"{message}\n{op_name}", where=_WHERE)
+    return (1 if a_sparse and b_sparse else batch_a // batch_b if a_sparse else batch_a), batch_b
+
+
+@register_op("ttnn.sparse_matmul", kind="matmul", output_keyword="optional_output_tensor", golden=_sparse_matmul_golden)
+def sparse_matmul(input_tensor_a: Tensor, input_tensor_b: Tensor, *, sparsity: Tensor, program_config, nnz=None,
+                  is_input_a_sparse: bool = False, is_input_b_sparse: bool = True,
+                  memory_config: MemoryConfig | None = None, dtype: DataType | None = None,
+                  compute_kernel_config=None, core_grid=None, output_tile=None, op_name: str = OWN_NAME,
+                  **tt_nn_only) -> Tensor:
+    """The matmuls of a mixture of experts, only those whose `sparsity` entry is not 0 (matmul.cpp's sparse_matmul):
+    b sparse, a [A, B, M, K] by b [1, E, K, N] gives [A, B, 1, E, M, N]; a sparse, a [A, E, M, K] gives [A, E, M, N];
+    both, a [1, E, M, K] gives [1, E, M, N]. The skipped blocks are not computed (zeros here); `nnz` (how many are
+    not 0) is checked, not needed. Values are float32 sums rounded to the output dtype, as ttnn.matmul's without a
+    compute_kernel_config; SparseMatmulMultiCoreReuseMcast1DProgramFactory runs it.
+
+    >>> cfg = ttnn.MatmulMultiCoreReuseMultiCast1DProgramConfig(compute_with_storage_grid_size=(1, 2),
+    ...     in0_block_w=1, out_subblock_h=1, out_subblock_w=1, out_block_h=1, out_block_w=1, per_core_M=1,
+    ...     per_core_N=1, fuse_batch=False, fused_activation=None, mcast_in0=True)
+    >>> a = ttnn.from_torch(torch.ones(1, 2, 32, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> b = ttnn.from_torch(torch.ones(1, 2, 32, 32), ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    >>> s = ttnn.from_torch(torch.tensor([[[[1.0, 0.0]]]]), ttnn.bfloat16, device=device)
+    >>> y = ttnn.sparse_matmul(a, b, sparsity=s, program_config=cfg, is_input_a_sparse=True)
+    >>> y.shape, y.to_torch()[0, :, 0, 0]
+    (Shape([1, 2, 32, 32]), tensor([32.,  0.], dtype=torch.bfloat16))
+    """
+    if tt_nn_only:
+        check_tt_nn_only(op_name, tt_nn_only)
+    ins = device_inputs(op_name, input_tensor_a, input_tensor_b, sparsity)
+    batch_a, batch_b = _sparse_checks(op_name, input_tensor_a, input_tensor_b, sparsity, program_config, nnz,
+                                      is_input_a_sparse, is_input_b_sparse)
+    out_dtype = DataType(dtype) if dtype is not None else input_tensor_a.dtype
+    # get_output_tile: the given output_tile, else in0's height by in1's width; the output takes a's tile here
+    tile = output_tile.tile_shape if output_tile is not None else (input_tensor_a.tile.tile_shape[0],
+                                                                   input_tensor_b.tile.tile_shape[1])
+    if tuple(tile) != tuple(input_tensor_a.tile.tile_shape):
+        raise NotImplementedError(f"{op_name}: an output tile {list(tile)} other than input_tensor_a's "
+                                  f"{list(input_tensor_a.tile.tile_shape)} is not emulated; give tiles of one shape")
+    y = _sparse_products(values(input_tensor_a, op_name), values(input_tensor_b, op_name),
+                         values(sparsity, op_name), is_input_a_sparse, is_input_b_sparse)
+    fresh = pending_output_target(op_name) is None
+    out = output(y, input_tensor_a, ins, op_name=op_name, dtype=out_dtype, memory_config=memory_config)
+    n = kernel_numerics(op_name, input_tensor_a, input_tensor_b, out.dtype, compute_kernel_config, program_config,
+                        core_grid)
+    device_work.launch_for(out, fresh, input_tensor_a.device(), matmul_programs.sparse_matmul_program(
+        input_tensor_a, input_tensor_b, sparsity, out, program_config, batch_a=batch_a, batch_b=batch_b,
+        fp32_dest_acc_en=n.fp32_dest_acc_en, packer_l1_acc=n.packer_l1_acc))
+    return out
 
 
 def _outer_golden(input_a, input_b, *_, **__):

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from device_sim import dtypes
 from device_sim.device_work import (
     TILE_BYTES,
     CircularBuffer,
@@ -26,6 +27,7 @@ from device_sim.device_work import (
     max_l1_space,
     tiles,
 )
+from device_sim.tile import Tile
 from device_sim.types import DataType
 
 _F32 = DataType.FLOAT32
@@ -195,3 +197,43 @@ def _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_
         ranges = cores_row_major(min(blocks_y * blocks_x, gx * gy), gx)
     program = make_program("MatmulDeviceOperation", kind, cbs, ranges)
     return program if cfg is not None else (program, _cb_estimate(per_M, per_N, kw, *estimate_sizes))
+
+
+# tt-metal's matmul_utilities.hpp: an input CB is double-buffered when more than one block passes through it
+MCAST_INPUT_BUFFERING_DEPTH = 2
+
+
+def sparse_matmul_program(a, b, sparsity, out, cfg, *, batch_a: int, batch_b: int, fp32_dest_acc_en: bool,
+                          packer_l1_acc: bool) -> Program:
+    """SparseMatmulMultiCoreReuseMcast1DProgramFactory (matmul/device/sparse/factory/
+    sparse_matmul_multicore_reuse_mcast_1d_optimized.cpp) for a MatmulMultiCoreReuseMultiCast1DProgramConfig with
+    mcast_in0: one [per_core_M, per_core_N] block of tiles a core, the cores row by row from (0, 0). c_0 in0's
+    block (out_block_h x in0_block_w tiles of a's tile), c_1 in1's (out_block_w x in0_block_w), each double-buffered
+    when batch_a * batch_b * (Kt / in0_block_w) > 1; c_6 and c_7 one sparsity page each (its row, DRAM-aligned);
+    c_4 the output block in the output tile, c_5 the intermediate sharing it unless their formats differ (packer L1
+    accumulation over several K blocks, or a float32 destination). No intermediate read CBs: those are Blackhole's."""
+    th0, tw0 = a.tile.tile_shape
+    tw1 = b.tile.tile_shape[1]
+    kt = a.padded_shape[-1] // tw0
+    num_blocks = kt // cfg.in0_block_w
+    mt, nt = a.padded_shape[-2] // th0, b.padded_shape[-1] // tw1
+    cores = -(-mt // cfg.per_core_M) * -(-nt // cfg.per_core_N)
+    depth = MCAST_INPUT_BUFFERING_DEPTH if batch_a * batch_b * num_blocks > 1 else 1
+    out_tile = Tile((th0, tw1))
+    out_bytes = out_tile.get_tile_size(out.dtype)
+    l1_acc = packer_l1_acc and num_blocks > 1
+    interm = (DataType.FLOAT32 if fp32_dest_acc_en else DataType.BFLOAT16) if l1_acc else \
+        (DataType.FLOAT32 if fp32_dest_acc_en else out.dtype)
+    block = cfg.out_block_h * cfg.out_block_w
+    row = sparsity.padded_shape[-1] * dtypes.ELEMENT_SIZE[sparsity.dtype]
+    page = -(-row // sparsity.device().config.dram_alignment) * sparsity.device().config.dram_alignment
+    cbs = [CircularBuffer((0,), cfg.out_block_h * cfg.in0_block_w * depth, a.tile.get_tile_size(a.dtype)),
+           CircularBuffer((1,), cfg.out_block_w * cfg.in0_block_w * depth, b.tile.get_tile_size(b.dtype)),
+           CircularBuffer((6,), 1, page), CircularBuffer((7,), 1, page)]
+    if interm != out.dtype:
+        cbs += [CircularBuffer((5,), block, out_tile.get_tile_size(interm)), CircularBuffer((4,), block, out_bytes)]
+    else:
+        cbs.append(CircularBuffer((4, 5), block, out_bytes))
+    grid_x = a.device().config.grid_x
+    return make_program("SparseMatmulDeviceOperation", "SparseMatmulMultiCoreReuseMcast1DProgramFactory", cbs,
+                        cores_row_major(cores, grid_x))
