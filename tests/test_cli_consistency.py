@@ -102,6 +102,15 @@ def test_an_output_in_a_missing_folder_is_refused_in_one_line(captured, tmp_path
 # -- empty results say why ------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("args", [["ops", "{r}"], ["compare", "{r}", "{r}", "--timing"],
+                                  ["whatif", "{r}", "--tensor", "{t}", "--memory", "L1"]])
+def test_a_negative_limit_is_refused_as_htmls_is(captured, args):
+    # `ops --limit -5` listed every op and `whatif --limit -2` said "-2 of 1 changed ops": Python's slice of -N.
+    done = cli(*(a.format(r=captured["path"], t=captured["tensor"]) for a in args), "--limit", "-1")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "Invalid value for '--limit': -1 is not in the range x>=0" in done.stderr, done.stderr
+
+
 def test_ops_with_a_name_that_matches_nothing_names_the_closest(captured):
     result = invoke("ops", captured["path"], "--name", "matmull")
     assert result.exit_code == 2, result.output

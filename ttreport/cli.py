@@ -363,7 +363,8 @@ def ls_command(root: Path | None, as_json: bool):
 @click.option("--sort", type=click.Choice(["id", "duration", "start", "device"]), default="id", show_default=True,
               help="Call order, start time, slowest first on the host (duration: the emulator's time) or on the "
                    "device (device: the performance model's estimate).")
-@click.option("--limit", type=int, default=50, show_default=True, help="At most this many ops (0: all).")
+@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
+              help="At most this many ops (0: all).")
 @click.option("--top-level", is_flag=True, help="Only the ops the model called directly (depth 0).")
 @_json_flag
 def ops(report, name, sort, limit, top_level, as_json):
@@ -1139,7 +1140,8 @@ def _tolerance_options(f):
               "time (it moves with first-call warm-up and the machine's load).")
 @click.option("--measured", is_flag=True, help="With --timing: compare the device time a real hardware run measured "
               "(attached to both reports with `ttreport attach`) instead of the estimate.")
-@click.option("--limit", type=int, default=50, show_default=True, help="With --timing: at most this many ops "
+@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
+              help="With --timing: at most this many ops "
               "(0: all).")
 def compare(a, b, rtol, atol, pcc, pattern, json_file, csv_file, strict, all_depths, timing, host_time, measured,
             limit):
@@ -1311,7 +1313,8 @@ def diff_tensor(a, b, rtol, atol, pcc, as_json):
               help="Give it this dtype.")
 @click.option("--math-fidelity", type=click.Choice(["LoFi", "HiFi2", "HiFi3", "HiFi4"]),
               help="Run the matmuls (those reading --tensor, if given) at this fidelity.")
-@click.option("--limit", type=int, default=20, show_default=True, help="At most this many changed ops (0: all).")
+@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
+              help="At most this many changed ops (0: all).")
 @_json_flag
 def whatif(report, tensor_id, memory, dtype, math_fidelity, limit, as_json):
     """Re-estimate device time (and peak L1) with one change, without rerunning the model.
