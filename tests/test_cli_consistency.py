@@ -99,6 +99,17 @@ def test_an_output_in_a_missing_folder_is_refused_in_one_line(captured, tmp_path
     assert not (tmp_path / "no").exists(), f"`ttreport {name}` made the folder it was given"
 
 
+@pytest.mark.parametrize("name", list(output_commands("r", Path("m"))))
+def test_an_output_under_a_file_is_refused_without_offering_mkdir(captured, tmp_path, name):
+    # "the folder a.txt is not a folder; make it first (mkdir -p a.txt)": a fix that fails as well.
+    (tmp_path / "a.txt").write_text("mine\n")
+    result = invoke(*output_commands(captured["path"], tmp_path / "a.txt")[name])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert "a.txt is a file, not a folder" in lines[0] and "mkdir" not in lines[0], lines[0]
+    assert (tmp_path / "a.txt").read_text() == "mine\n"
+
+
 # -- empty results say why ------------------------------------------------------------------------------------
 
 

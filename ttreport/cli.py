@@ -286,10 +286,11 @@ def _output_folder(folder: Path, written: Path) -> None:
     """The one rule for every file a command writes (trace, html, perf-csv, merge, compare's --json/--csv): the
     folder it goes into must exist. A typo in a path (`-o reprots/x.html`) is refused, never made into a new
     tree of folders, as cp, gcc -o and curl -o (without --create-dirs) do."""
+    if folder.exists() and not folder.is_dir():  # `mkdir -p` of it would fail too: not the fix to offer
+        raise Failure(f"cannot write {written}: {folder} is a file, not a folder; give a path in a folder")
     if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise Failure(f"cannot write {written}: the folder {folder} {what}; make it first (mkdir -p {folder}) or "
-                      f"give a path in a folder that exists")
+        raise Failure(f"cannot write {written}: the folder {folder} does not exist; make it first "
+                      f"(mkdir -p {folder}) or give a path in a folder that exists")
 
 
 def _output_file(path: Path | None) -> Path | None:
