@@ -3342,3 +3342,16 @@ def test_sparse_matmul_computes_only_the_blocks_its_sparsity_keeps(device):
     assert list(ttnn.sparse_matmul(ta, tb, sparsity=s2, program_config=cfg).shape) == [2, 3, 1, 3, 16, 64]
     with pytest.raises(RuntimeError, match=r"sparsity.logical_volume\(\) \(6\) must be equal .* \(18\)"):
         ttnn.sparse_matmul(ta, tb, sparsity=s, program_config=cfg)
+
+
+def test_a_reduction_torch_refuses_raises_runtime_error_as_tt_nn(device):
+    # nightly reduction/test_reduction_ops.py requires ttnn to raise (IndexError, TypeError or RuntimeError) where
+    # torch does: the max of a tensor with an empty dim, a dim a 0-D tensor does not have. TT-NN's are TT_FATALs
+    empty = ttnn.from_torch(torch.zeros(6, 0, 32, dtype=torch.bfloat16), layout=ttnn.TILE_LAYOUT, device=device)
+    with pytest.raises(RuntimeError, match="cannot reduce shape"):
+        ttnn.max(empty)
+    scalar = ttnn.from_torch(torch.tensor(1.5, dtype=torch.bfloat16), layout=ttnn.TILE_LAYOUT, device=device)
+    with pytest.raises(RuntimeError, match="cannot reduce shape"):
+        ttnn.std(scalar, dim=(0, 2, 4))
+    with pytest.raises(ValueError):  # and still the ValueError device_sim raised before
+        ttnn.std(scalar, dim=(0, 2, 4))
