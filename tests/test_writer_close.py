@@ -57,3 +57,35 @@ def test_the_close_sorts_on_sqlites_threads_and_leaves_every_index_and_lifetime(
         assert [row[:4] for row in got] == by_hand and sum(row[3] is not None for row in got) == 100
     finally:
         con.close()
+
+
+def test_a_temp_folder_too_full_for_the_threaded_sorts_falls_back_to_the_sort_in_memory(tmp_path, device, monkeypatch):
+    """The threaded sorts spill to SQLite's temp folder; a full one ("database or disk is full", injected here where
+    the real close would meet it: in create_indexes with temp_store FILE) must not cost the report its indexes."""
+    import device_sim as ttnn
+
+    real, tries = writer.db.create_indexes, []
+
+    def create_indexes(con, **kw):
+        temp_store = con.execute("PRAGMA temp_store").fetchone()[0]  # 1 FILE, 2 MEMORY
+        tries.append(temp_store)
+        if temp_store == 1:
+            con.execute("BEGIN")  # as the real one fails: inside its transaction, rolled back
+            con.execute("ROLLBACK")
+            raise sqlite3.OperationalError("database or disk is full")
+        return real(con, **kw)
+
+    monkeypatch.setattr(writer, "SORT_THREADS", 2)
+    monkeypatch.setattr(writer.db, "create_indexes", create_indexes)  # the forked writer inherits it
+    with ttreport.capture(tmp_path / "r") as cap:
+        a = ttnn.ones((32, 32), device=device)
+        for _ in range(20):
+            a = a + 1
+    assert cap._writer.result["error"] is None and cap.status == "complete"
+    con = sqlite3.connect(cap.db_path)
+    try:
+        indexes = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert set(schema_sql.INDEXES) <= indexes
+        assert con.execute("SELECT count(*) FROM tensor_lifetime").fetchone()[0] > 0
+    finally:
+        con.close()

@@ -621,7 +621,16 @@ class Writer:
             if SORT_THREADS:
                 self.con.execute("PRAGMA temp_store=FILE")
                 self.con.execute(f"PRAGMA threads={SORT_THREADS}")
-            db.create_indexes(self.con)
+            try:
+                db.create_indexes(self.con)
+            except sqlite3.OperationalError:
+                if not SORT_THREADS:
+                    raise
+                # The threaded sorts spill to SQLite's temp folder (a full /tmp: "database or disk is full"); the
+                # one-thread sort in memory needs none of it, as before SORT_THREADS. create_indexes rolled back.
+                self.con.execute("PRAGMA threads=0")
+                self.con.execute("PRAGMA temp_store=MEMORY")
+                db.create_indexes(self.con)
             part("indexes")
             with self.con:  # after the indexes, which their joins use
                 if aside is not None and aside.copy_into(self.con):
