@@ -681,7 +681,7 @@ def _stats_figures(values) -> dict:
     (bfloat16 as its bits)."""
     import numpy as np  # only `tensor` needs it (~0.1 s): the other reading commands start without it
 
-    from ttreport.ptfile import BFloat16Bits
+    from ttreport.ptfile import BFloat16Bits  # numpy too
 
     v = (values.float32() if isinstance(values, BFloat16Bits) else np.asarray(values)).astype(np.float64).ravel()
     finite = v[np.isfinite(v)]
