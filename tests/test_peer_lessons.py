@@ -3355,3 +3355,16 @@ def test_a_reduction_torch_refuses_raises_runtime_error_as_tt_nn(device):
         ttnn.std(scalar, dim=(0, 2, 4))
     with pytest.raises(ValueError):  # and still the ValueError device_sim raised before
         ttnn.std(scalar, dim=(0, 2, 4))
+
+
+def test_reshape_to_a_ttnn_shape_moves_rows_into_the_tile_padding_as_a_list_does_not(device):
+    # nightly transformers/test_paged_update_cache.py: ttnn.reshape(xt, ttnn.Shape([1, 4, 8, 128])) of a [1, 4, 32, 128]
+    # TILE tensor. reshape.cpp's ttnn::Shape overload passes the shape as its own padded shape, with no volume check:
+    # each 32-row tile keeps its first 8 rows. A list goes through infer_dims_for_reshape, which refuses the volume
+    x = torch.randn(1, 4, 8, 128)
+    t = ttnn.Tensor(torch.nn.functional.pad(x, (0, 0, 0, 24)), ttnn.bfloat16).to(ttnn.TILE_LAYOUT)
+    r = ttnn.reshape(t, ttnn.Shape([1, 4, 8, 128]))
+    assert r.shape == ttnn.Shape([1, 4, 8, 128])
+    assert torch.equal(ttnn.to_torch(r).float(), x.bfloat16().float())
+    with pytest.raises(RuntimeError, match="new_volume == old_volume"):
+        ttnn.reshape(t, [1, 4, 8, 128])

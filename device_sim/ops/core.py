@@ -16,7 +16,7 @@ from device_sim.programs import shape as shape_programs
 from device_sim.registry import OWN_NAME, Trait, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.tile import as_tile
-from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
+from device_sim.types import DataType, Layout, MemoryConfig, Shape, TensorMemoryLayout
 
 
 def _identity(t, *_, **__):
@@ -350,6 +350,8 @@ def clone(tensor: Tensor, *, memory_config: MemoryConfig | None = None, dtype: D
 
 
 def _reshape_golden(t, shape, padded_shape=None, *_, **__):
+    if padded_shape is None and isinstance(shape, Shape):  # reshape's ttnn::Shape overload (its comment below)
+        padded_shape = tuple(shape[:-2]) + tuple(-(-int(n) // 32) * 32 for n in tuple(shape)[-2:])
     shape = tuple(int(s) for s in shape)
     if padded_shape is not None and math.prod(shape) != t.numel() and -1 not in shape:  # rows into tile padding
         have = tuple(t.shape[:-2]) + tuple(-(-n // 32) * 32 for n in t.shape[-2:])
@@ -409,6 +411,10 @@ def reshape(input_tensor: Tensor, shape, padded_shape=None, *, memory_config: Me
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
     v = held(input_tensor)
+    if padded_shape is None and isinstance(shape, Shape) and input_tensor.layout == Layout.TILE:
+        # reshape.cpp's ttnn::Shape overload passes the shape as its own padded shape (no volume check, unlike a
+        # list's infer_dims_for_reshape): in tiles, rows within the tile padding, as the two-shape form
+        padded_shape = tuple(shape[:-2]) + tuple(-(-int(n) // 32) * 32 for n in tuple(shape)[-2:])
     shape = tuple(int(s) for s in shape)
     try:
         r = v.reshape(shape)
