@@ -40,6 +40,7 @@ from device_sim.ops import (  # noqa: F401  (each registers its ops on import)
 from device_sim.ops.eltwise import BcastOpDim, BcastOpMath  # noqa: F401
 from device_sim.ops.group_norm import (  # noqa: F401
     create_group_norm_input_mask,
+    create_group_norm_input_negative_mask,
     create_group_norm_reciprocals,
     create_group_norm_weight_bias_rm,
     determine_expected_group_norm_sharded_config_and_grid_size,

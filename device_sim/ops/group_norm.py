@@ -58,10 +58,29 @@ def create_group_norm_weight_bias_rm(input_tensor: torch.Tensor, num_channels: i
 
 
 def create_group_norm_input_mask(num_channel: int, num_groups: int, num_cores_across_channel: int,
-                                 data_type: DataType = DataType.BFLOAT16) -> Tensor:
+                                 data_type: DataType = DataType.BFLOAT16, tile_height: int = 32,
+                                 tile_width: int = 32) -> Tensor:
     """TT-NN's group_norm input mask: [1, num_groups, 32, 32 * tiles a group can span], ones over each
     group's columns within the tiles it spans on its core. A host tensor in TILE layout, as TT-NN's
-    (move it with ttnn.to_device)."""
+    (move it with ttnn.to_device). tile_height / tile_width: TT-NN's binding takes them; only 32 x 32 is made."""
+    return _group_norm_mask(num_channel, num_groups, num_cores_across_channel, data_type, (tile_height, tile_width),
+                            negative=False)
+
+
+def create_group_norm_input_negative_mask(num_channel: int, num_groups: int, num_cores_across_channel: int,
+                                          data_type: DataType = DataType.BFLOAT16, tile_height: int = 32,
+                                          tile_width: int = 32) -> Tensor:
+    """create_group_norm_input_mask's complement (groupnorm_input_mask.cpp, is_negative_mask): zeros over each
+    group's columns, ones elsewhere; group_norm's negative_mask= (test_group_norm.py's negative-mask cases)."""
+    return _group_norm_mask(num_channel, num_groups, num_cores_across_channel, data_type, (tile_height, tile_width),
+                            negative=True)
+
+
+def _group_norm_mask(num_channel: int, num_groups: int, num_cores_across_channel: int, data_type, tile_hw: tuple,
+                     *, negative: bool) -> Tensor:
+    if tuple(tile_hw) != (32, 32):
+        raise ValueError(f"create_group_norm_input_mask: tile {list(tile_hw)} is not emulated; pass the default "
+                         f"tile_height=32, tile_width=32")
     if num_channel % num_groups or num_groups % num_cores_across_channel:
         raise ValueError(f"create_group_norm_input_mask: num_channel={num_channel} must divide into "
                          f"num_groups={num_groups}, and those over num_cores_across_channel="
@@ -75,7 +94,8 @@ def create_group_norm_input_mask(num_channel: int, num_groups: int, num_cores_ac
         start = (g % per_core) * width % 32  # where the group starts inside its first tile, on its core
         mask[:, g, :, start:min(start + width, mask.shape[3])] = 1
     dtype = DataType(data_type)
-    return Tensor._create(dtypes.to_device_values(mask, dtype), dtype, Layout.TILE, None, None, None)
+    return Tensor._create(dtypes.to_device_values(1 - mask if negative else mask, dtype), dtype, Layout.TILE, None,
+                          None, None)
 
 
 def determine_expected_group_norm_sharded_config_and_grid_size(*, device, num_channels: int, num_groups: int,
