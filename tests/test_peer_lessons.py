@@ -3368,3 +3368,12 @@ def test_reshape_to_a_ttnn_shape_moves_rows_into_the_tile_padding_as_a_list_does
     assert torch.equal(ttnn.to_torch(r).float(), x.bfloat16().float())
     with pytest.raises(RuntimeError, match="new_volume == old_volume"):
         ttnn.reshape(t, [1, 4, 8, 128])
+
+
+def test_group_norm_negative_mask_is_the_input_masks_complement():
+    # unit fused/test_group_norm.py's negative-mask cases: ttnn.create_group_norm_input_negative_mask is the input
+    # mask with 0 and 1 swapped (groupnorm_input_mask.cpp's is_negative_mask), a host TILE tensor of the same shape
+    mask = ttnn.create_group_norm_input_mask(640, 32, 4, ttnn.bfloat16)
+    negative = ttnn.create_group_norm_input_negative_mask(640, 32, 4, ttnn.bfloat16)
+    assert negative.shape == mask.shape and negative.layout == ttnn.TILE_LAYOUT
+    assert torch.equal(ttnn.to_torch(negative), 1 - ttnn.to_torch(mask))
