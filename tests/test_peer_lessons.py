@@ -3377,3 +3377,27 @@ def test_group_norm_negative_mask_is_the_input_masks_complement():
     negative = ttnn.create_group_norm_input_negative_mask(640, 32, 4, ttnn.bfloat16)
     assert negative.shape == mask.shape and negative.layout == ttnn.TILE_LAYOUT
     assert torch.equal(ttnn.to_torch(negative), 1 - ttnn.to_torch(mask))
+
+
+def test_paged_update_cache_with_mesh_coords_writes_only_on_those_chips_of_the_mesh():
+    # unit transformers/test_paged_cache_mask.py: an op on a mesh runs once per chip, and mesh_coords names the chips
+    # to write by their place in the mesh; every chip had taken itself for (0, 0)
+    mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2), physical_device_ids=[1, 2])
+    try:
+        shard = ttnn.ShardTensor2dMesh(mesh, dims=(None, 0), mesh_shape=[1, 2])
+        cache = ttnn.from_torch(torch.zeros(2, 1, 32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=mesh,
+                                mesh_mapper=shard)
+        token = ttnn.from_torch(torch.ones(1, 2, 1, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=mesh,
+                                mesh_mapper=ttnn.ShardTensor2dMesh(mesh, dims=(None, 1), mesh_shape=[1, 2]),
+                                memory_config=ttnn.create_sharded_memory_config(
+                                    (32, 32), ttnn.num_cores_to_corerangeset(1, mesh.compute_with_storage_grid_size(),
+                                                                             row_wise=True),
+                                    ttnn.ShardStrategy.HEIGHT, use_height_and_width_as_shard_shape=True))
+        idx = ttnn.from_torch(torch.tensor([3, 5], dtype=torch.int32), dtype=ttnn.int32, device=mesh,
+                              mesh_mapper=shard)
+        ttnn.experimental.paged_update_cache(cache, token, update_idxs_tensor=idx,
+                                             mesh_coords={ttnn.MeshCoordinate(0, 1)})
+        out = ttnn.to_torch(cache, mesh_composer=ttnn.ConcatMeshToTensor(mesh, dim=0))
+        assert out[0].abs().sum() == 0 and out[1, 0, 5].tolist() == [1.0] * 32 and out[1].sum() == 32
+    finally:
+        ttnn.close_mesh_device(mesh)

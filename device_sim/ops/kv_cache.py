@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 
 from device_sim import device_work, sharding
+from device_sim.mesh import mesh_holding
 from device_sim.ops import paged_cache_checks
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.programs import falcon_heads
@@ -195,11 +196,15 @@ def _runs_here(op_name: str, cache: Tensor, mesh_coords) -> bool:
     """Whether the chip holding `cache` is among `mesh_coords` (TT-NN: the mesh coordinates to run on)."""
     if mesh_coords is None:
         return True
-    chips = getattr(cache.device(), "_chips", None)
+    chip = cache.device()
+    chips = getattr(chip, "_chips", None)
     if chips is None or len(chips) != 1:
         raise NotImplementedError(f"{op_name}: mesh_coords= on a multi-chip mesh is not emulated; drop it to "
                                   f"update the cache on every chip")
-    return (0, 0) in {tuple(c) for c in mesh_coords}  # a single chip is coordinate (0, 0)
+    # an op on a mesh runs once per chip on its shard: the chip's place in its open mesh (a lone chip is (0, 0))
+    mesh = mesh_holding(chip.device_id)
+    here = (0, 0) if mesh is None else tuple(mesh.coordinate_of(mesh.get_device_ids().index(chip.device_id)))
+    return here in {tuple(c) for c in mesh_coords}
 
 
 @register_op("ttnn.experimental.paged_update_cache", golden=_paged_update_golden)
