@@ -9,6 +9,7 @@ they run and what they print stay safe whatever the folder holds.
 - `ttreport html` of a large report writes a page a browser opens.
 """
 
+import hashlib
 import json
 import os
 import pty
@@ -198,6 +199,27 @@ def test_check_names_a_table_the_report_lacks(demo, table):
     done = cli("check", demo)
     out = done.stdout.decode()
     assert done.returncode == 1 and f"the table {table} is missing" in out, (out, done.stderr.decode()[-2000:])
+
+
+def test_a_planted_wal_that_would_leave_fewer_ops_is_refused_and_the_db_kept(demo, tmp_path):
+    # `ttreport summary` folded a db.sqlite-wal from another copy (all but 3 ops deleted) into a complete 66-op
+    # report: db.sqlite held 3 ops after a reading command.
+    other = Path(shutil.copytree(demo, tmp_path / "other"))
+    code = ("import os, shutil, sqlite3, sys\n"
+            "con = sqlite3.connect(sys.argv[1] + '/db.sqlite', isolation_level=None)\n"
+            "con.execute('PRAGMA journal_mode=WAL'); con.execute('PRAGMA wal_autocheckpoint=0')\n"
+            "con.execute('DELETE FROM operations WHERE operation_id > 3')\n"
+            "shutil.copy(sys.argv[1] + '/db.sqlite-wal', sys.argv[2] + '/db.sqlite-wal')\n"
+            "os._exit(0)  # no close: the WAL is not checkpointed\n")
+    subprocess.run([sys.executable, "-c", code, str(other), str(demo)], check=True, timeout=60)
+    before = hashlib.sha256((demo / "db.sqlite").read_bytes()).hexdigest()
+    for args in (["summary", demo], ["ops", demo], ["tensor", demo, 34]):
+        err = one_line_error(cli(*args))
+        assert "would leave 3 ops of the 66" in err, err
+    done = cli("check", demo)
+    assert done.returncode == 1 and "would leave 3 ops of the 66" in done.stdout.decode(), done.stdout.decode()
+    assert hashlib.sha256((demo / "db.sqlite").read_bytes()).hexdigest() == before
+    assert (demo / "db.sqlite-wal").exists()
 
 
 # Values of the wrong type or out of range, as `ttreport check` lists them: the exports and --json place what they

@@ -23,6 +23,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+from ttreport.errors import ReportError
+
 FOLD_WAIT_MS = 200  # a reader mid-query keeps the fold from completing; it is not waited for longer
 
 
@@ -40,6 +42,14 @@ def fold(db_path: str | os.PathLike) -> bool:
     db_path = Path(db_path)
     if not os.path.lexists(wal_path(db_path)):
         return True
+    # A capture only adds ops, so a WAL that leaves fewer than db.sqlite holds alone is not its capture's: a planted
+    # one made `ttreport summary` rewrite a complete 66-op report to 3. Refused, nothing written (DESIGN.md: never
+    # replace a db with one holding fewer ops). A db.sqlite that cannot be read alone (a killed capture's) is folded.
+    uri = db_path.resolve().as_uri()
+    alone, folded = _operations(f"{uri}?immutable=1"), _operations(f"{uri}?mode=ro")
+    if alone is not None and folded is not None and folded < alone:
+        raise ReportError(f"{wal_path(db_path)} would leave {folded:,} ops of the {alone:,} that {db_path.name} holds: "
+                          f"it is not this report's (a capture only adds ops); move it out of the folder")
     try:
         con = sqlite3.connect(db_path, timeout=FOLD_WAIT_MS / 1000, isolation_level=None)
         try:
@@ -54,3 +64,15 @@ def fold(db_path: str | os.PathLike) -> bool:
     except sqlite3.Error:
         return False  # read-only folder or file, disk still full, a reader in the way: read the WAL as is
     return True
+
+
+def _operations(uri: str) -> int | None:
+    """How many ops the database at `uri` holds; None when it cannot be read so."""
+    try:
+        con = sqlite3.connect(uri, uri=True)
+        try:
+            return con.execute("SELECT COUNT(*) FROM operations").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None

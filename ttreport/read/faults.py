@@ -24,7 +24,7 @@ import sqlite3
 from pathlib import Path
 
 from ttreport import recovery, schema_sql
-from ttreport.errors import TTReportError
+from ttreport.errors import ReportError, TTReportError
 from ttreport.folder import CLOSED_STATUSES, OPLOG_DIR, OPLOG_DONE_DIR, capture_holds, closed
 from ttreport.read.report import check_schema, connect_readonly, expected_file, load_tensor, resolve
 
@@ -73,6 +73,8 @@ def check(path: str | os.PathLike) -> list[str]:
         con = connect_readonly(db_path)
     except (sqlite3.Error, UnicodeDecodeError) as e:
         return [f"{db_path}: cannot be opened ({e})"]
+    except ReportError as e:  # a left-over WAL that is not the report's (ttreport.wal.fold)
+        return [str(e)]
     try:
         return _check(con, db_path, folder)
     finally:
