@@ -315,3 +315,17 @@ def test_sigkill_while_the_tensor_threads_are_behind_loses_no_file(tmp_path):
         for tid in ids:
             assert torch.equal(r.load_tensor(tid), values[tid])  # checked against the row the writer made
     assert not list((report / "tensors").glob(".*"))
+
+
+def test_a_row_or_loss_in_a_later_batch_of_plain_records_still_ends_its_values_wait(tmp_path):
+    # convert passes a batch of none of the tags it acts on as it is; while values wait, a row and a loss are such
+    # tags: a batch of ops and the row of an earlier batch's values must still end the wait (no file written).
+    files = FileWriter(tmp_path)
+    row = (ROW, "tensor_files", {"tensor_id": 5, "file_bytes": 1, "crc32": 2, "shape": "[6]", "dtype": "torch.float32"})
+    op = (OP, "ttnn.add")
+    assert files.convert([(META, log_tensors.BY_MODEL, 1), _values(5), _values(6)]) == []
+    plain = [op, op]
+    assert files.convert(plain) is plain  # nothing to act on: the batch as it is
+    assert files.convert([op, row]) == [op, row]
+    assert files.convert([(FILE_LOST, 6), op]) == [(FILE_LOST, 6), op]
+    assert files.notes() == [] and files.files_written == 0 and not (tmp_path / "tensors").exists()
