@@ -228,6 +228,15 @@ def test_run_passes_on_the_scripts_failure(tmp_path):
     assert f"report: {tmp_path / 'b'}" in result.stderr
 
 
+def test_run_prints_the_message_a_script_exits_with_as_python_does(tmp_path):
+    script = tmp_path / "usage.py"
+    script.write_text("import ttnn\nimport sys\nsys.exit('usage: model.py --batch N')\n")
+    result = subprocess.run([sys.executable, "-m", "ttreport.cli", "run", "--name", str(tmp_path / "u"), str(script)],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == "usage: model.py --batch N", result.stderr
+
+
 def test_run_shows_the_scripts_traceback_and_keeps_its_error_in_the_report(tmp_path):
     script = tmp_path / "raises.py"
     script.write_text("import torch\nimport ttnn\nd = ttnn.open_device(0)\n"

@@ -865,6 +865,8 @@ def run(name, overwrite, script, args):
             runpy.run_path(str(script), run_name="__main__")
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if not isinstance(e.code, int) and e.code is not None:
+            click.echo(e.code, err=True)  # sys.exit("usage: ..."): Python prints the message, so does a run
     except KeyboardInterrupt:
         interrupted(handle.path if handle is not None else None)
     except Exception as e:
