@@ -115,7 +115,7 @@ class _Processor:
         shards = getattr(t, "shards", None)
         buf = shards[0].buffer if shards else t.buffer
         params = {"shape": str(t.shape), "tensor_id": t.tensor_id, "dtype": f"DataType::{t.dtype.name}",
-                  "layout": f"Layout::{t.layout.name}", "size": t.volume() * ELEMENT_SIZE.get(t.dtype, 1)}
+                  "layout": f"Layout::{t.layout.name}", "size": t.logical_volume() * ELEMENT_SIZE.get(t.dtype, 1)}
         if buf is not None and t.is_allocated():
             params["memory_config"] = str(t.memory_config())
             params.update(device_id=buf.device_id, address=self._address(buf.address),

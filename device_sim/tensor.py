@@ -187,6 +187,11 @@ class Tensor:
         return self.layout
 
     def volume(self) -> int:
+        """The physical volume, tile padding included: TT-NN's binding of volume is physical_volume (pytensor.cpp),
+        which tt-metal's tests divide into shard heights (nightly test_paged_update_cache.py)."""
+        return math.prod(self.padded_shape)
+
+    def logical_volume(self) -> int:
         return self._value_or_raise().numel()
 
     @property

@@ -3401,3 +3401,12 @@ def test_paged_update_cache_with_mesh_coords_writes_only_on_those_chips_of_the_m
         assert out[0].abs().sum() == 0 and out[1, 0, 5].tolist() == [1.0] * 32 and out[1].sum() == 32
     finally:
         ttnn.close_mesh_device(mesh)
+
+
+def test_tensor_volume_is_the_physical_volume_and_logical_volume_the_logical_one(device):
+    # nightly transformers/test_paged_update_cache.py sizes its shards as xt.volume() // padded_shape[-1] // cores:
+    # TT-NN binds Tensor.volume to physical_volume (pytensor.cpp), the tile-padded count
+    t = ttnn.from_torch(torch.zeros(1, 4, 8, 128), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    assert (t.volume(), t.logical_volume()) == (1 * 4 * 32 * 128, 1 * 4 * 8 * 128)
+    r = ttnn.from_torch(torch.zeros(3, 5), ttnn.bfloat16, layout=ttnn.ROW_MAJOR_LAYOUT)
+    assert r.volume() == r.logical_volume() == 15

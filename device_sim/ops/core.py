@@ -623,7 +623,7 @@ def slice(input_tensor: Tensor, starts=None, ends=None, slice_step=None, *,  # n
         index = _slice_args(v.shape, starts, ends, slice_step, steps, slice_start, slice_end)
     ins = device_inputs(op_name, input_tensor)
     out = output(v[tuple(index)].contiguous(), input_tensor, ins, op_name=op_name, memory_config=memory_config)
-    if out.volume() == 0:  # slice.cpp returns ttnn::empty for an empty result: no slice program runs
+    if out.logical_volume() == 0:  # slice.cpp returns ttnn::empty for an empty result: no slice program runs
         return out
     # TT-NN's tile factory takes a step-1 slice whose last two dims start and end on tile edges (or at the end)
     aligned = all(i.step == 1 for i in index) and all(

@@ -218,8 +218,9 @@ def _post(rms: bool):
                              f"the last dim; pass the gathered stats of this same input")
         v = lambda t: values(t, op_name) if t is not None else None  # noqa: E731
         for what, t in (("weight", weight), ("bias", bias)):
-            if t is not None and t.volume() != input_tensor.shape[-1]:
-                raise ValueError(f"{op_name}: {what} has {t.volume()} values for a slice {input_tensor.shape[-1]} wide")
+            if t is not None and t.logical_volume() != input_tensor.shape[-1]:
+                raise ValueError(f"{op_name}: {what} has {t.logical_volume()} values for a slice "
+                                 f"{input_tensor.shape[-1]} wide")
         y = golden(v(input_tensor), v(stats), epsilon=epsilon, weight=v(weight), bias=v(bias),
                    program_config=program_config)
         fp32 = bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False))

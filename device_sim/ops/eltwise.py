@@ -1690,7 +1690,7 @@ def requantize(input_tensor: Tensor, in_scale, in_zero_point, out_scale, out_zer
     x = values(input_tensor, op_name)
     if not any(tensors) or (axis is not None and all(tensors)):
         # quantization.cpp's fused paths; with an axis each of the four may be per-channel or a scalar tensor
-        args = [_quant_arg(p, shape, axis if isinstance(p, Tensor) and p.volume() > 1 else None,
+        args = [_quant_arg(p, shape, axis if isinstance(p, Tensor) and p.logical_volume() > 1 else None,
                            scale=i % 2 == 0, op_name=op_name) for i, p in enumerate(params)]
         y = _requantize_golden(x, *args)
     else:  # the composite: dequantize (bfloat16, its default) then quantize, each with its own arguments' axis
