@@ -222,6 +222,30 @@ def test_a_planted_wal_that_would_leave_fewer_ops_is_refused_and_the_db_kept(dem
     assert (demo / "db.sqlite-wal").exists()
 
 
+def test_a_planted_hot_journal_is_refused_by_readers_and_rolled_back_only_by_repair(demo, tmp_path):
+    # `ttreport summary` rolled a db.sqlite-journal from another copy into a complete report: its op names changed.
+    other = Path(shutil.copytree(demo, tmp_path / "other"))
+    code = ("import os, shutil, sqlite3, sys\n"
+            "con = sqlite3.connect(sys.argv[1] + '/db.sqlite', isolation_level=None)\n"
+            "con.execute('PRAGMA journal_mode=DELETE'); con.execute('PRAGMA cache_size=1')\n"
+            "con.execute(\"UPDATE operations SET name = 'EVIL'\")\n"
+            "con.execute('BEGIN'); con.execute('DELETE FROM operations WHERE operation_id > 3')\n"
+            "con.execute('UPDATE stack_traces SET stack_trace = hex(randomblob(2000))')  # spills: the journal is hot\n"
+            "shutil.copy(sys.argv[1] + '/db.sqlite-journal', sys.argv[2] + '/db.sqlite-journal')\n"
+            "os._exit(0)  # the transaction never ends: its journal stays hot\n")
+    subprocess.run([sys.executable, "-c", code, str(other), str(demo)], check=True, timeout=60)
+    before = hashlib.sha256((demo / "db.sqlite").read_bytes()).hexdigest()
+    for args in (["summary", demo], ["ops", demo], ["query", demo, "SELECT 1"]):
+        err = one_line_error(cli(*args))
+        assert "db.sqlite-journal holds a write" in err and "check --repair" in err, err
+    done = cli("check", demo)
+    assert done.returncode == 1 and "db.sqlite-journal holds a write" in done.stdout.decode(), done.stdout.decode()
+    assert hashlib.sha256((demo / "db.sqlite").read_bytes()).hexdigest() == before
+    done = cli("check", "--repair", demo)
+    assert "repaired: rolled back" in done.stdout.decode(), (done.stdout.decode(), done.stderr.decode())
+    assert not (demo / "db.sqlite-journal").exists()
+
+
 # Values of the wrong type or out of range, as `ttreport check` lists them: the exports and --json place what they
 # can (a time that is not a number is a time not recorded) and never end in a traceback.
 CRAFTED = {"types": ["UPDATE operations SET start_ns = 'x', end_ns = X'FF00' WHERE operation_id % 3 = 0",

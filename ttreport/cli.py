@@ -806,6 +806,14 @@ def _repair(report, *, err: bool = False) -> list[str]:
     """Finish REPORT's op log and fold its left-over WAL (ttreport.recovery); the fault when the WAL cannot be folded.
     An op log that stays is check's to name (read.faults: what it holds, and why it stays)."""
     db_path = resolve(report)
+    journal = db_path.with_name(db_path.name + "-journal")
+    if os.path.lexists(journal):  # a hot journal readers refuse (read.report.connect_readonly): SQLite rolls it back
+        try:
+            sqlite3.connect(db_path).execute("SELECT 1 FROM sqlite_master LIMIT 1").connection.close()
+        except sqlite3.Error as e:
+            return [f"{journal}: could not be rolled back into {db_path.name} ({e})"]
+        if not os.path.lexists(journal):
+            click.echo(f"repaired: rolled back the cut-short write in {journal.name}", err=err)
     log = wal.wal_path(db_path)
     had_wal = os.path.lexists(log)
     op_logs = [db_path.parent / name for name in (OPLOG_DIR, OPLOG_DONE_DIR)

@@ -318,10 +318,18 @@ def connect_readonly(db_path: Path) -> sqlite3.Connection:
         except sqlite3.OperationalError as e:
             if "readonly" not in str(e):
                 raise
-            # A capture killed mid-write leaves a WAL index or a hot journal that only a writer may
-            # recover: recover it (SQLite's own crash recovery: committed batches stay, the torn one is
-            # rolled back), then read as before.
             conn.close()
+            journal = db_path.with_name(db_path.name + "-journal")
+            if journal.exists():
+                # A hot rollback journal: rolling it back writes its pages into db.sqlite, and a journal planted
+                # beside a complete report rewrote its op names on `ttreport summary`. A capture writes in WAL mode;
+                # only a cut-short upgrade or attach leaves one, so a reader refuses and --repair rolls it back.
+                raise ReportError(f"{journal} holds a write to {db_path.name} that was cut short (a killed upgrade or "
+                                  f"attach), or is not this report's: reading would roll it into the report; "
+                                  f"`ttreport check --repair {db_path.parent}` rolls it back where the folder is "
+                                  f"trusted, else move it out of the folder") from None
+            # A capture killed mid-write leaves a WAL index that only a writer may recover: recover it (SQLite's own
+            # crash recovery: committed batches stay, the torn one is rolled back), then read as before.
             sqlite3.connect(db_path).execute("SELECT 1 FROM sqlite_master LIMIT 1").connection.close()
             conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
                                    isolation_level=None, factory=_Connection)
