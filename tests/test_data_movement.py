@@ -130,8 +130,8 @@ def test_squeeze_and_unsqueeze_match_torch(device):
     assert ttnn.squeeze(t, [0, 2]).shape == (32, 64)
     assert ttnn.squeeze(t, 1).shape == (1, 32, 1, 64)  # a dim of another size stays, as in TT-NN and torch
     assert torch.equal(ttnn.unsqueeze(t, -1).value, held(v).unsqueeze(-1))
-    with pytest.raises(IndexError, match="dim 5 is out of range for a tensor of rank 5"):
-        ttnn.unsqueeze(t, 5)
+    with pytest.raises(RuntimeError, match=r"expected to be in range of \[-5,4\], but got 5"):
+        ttnn.unsqueeze(t, 5)  # unsqueeze.cpp's TT_FATAL
 
 
 def test_unsqueeze_to_4D_prepends_ones_and_refuses_rank_5(device):

@@ -129,7 +129,11 @@ def unsqueeze(input_tensor: Tensor, dim: int, *, op_name: str = OWN_NAME, **tt_n
     Shape([1, 2, 3])
     """
     v = _vals(op_name, input_tensor)
-    d = _dim(op_name, dim, v.dim() + 1)
+    rank = v.dim()
+    if not -rank - 1 <= int(dim) <= rank:  # unsqueeze.cpp's TT_FATAL (a RuntimeError; test_unsqueeze.py expects one)
+        raise tt_fatal("(dim >= min_dim) && (dim <= max_dim)", f"Dimension out of range (expected to be in range of "
+                       f"[{-rank - 1},{rank}], but got {dim})", where="device_sim/ops/data_movement.py")
+    d = _dim(op_name, dim, rank + 1)
     return _reshape_like_tt_nn(op_name, input_tensor, v.unsqueeze(d), tt_nn_only)
 
 
