@@ -3410,3 +3410,13 @@ def test_tensor_volume_is_the_physical_volume_and_logical_volume_the_logical_one
     assert (t.volume(), t.logical_volume()) == (1 * 4 * 32 * 128, 1 * 4 * 8 * 128)
     r = ttnn.from_torch(torch.zeros(3, 5), ttnn.bfloat16, layout=ttnn.ROW_MAJOR_LAYOUT)
     assert r.volume() == r.logical_volume() == 15
+
+
+def test_unsqueeze_out_of_range_is_a_tt_fatal():
+    # unit base_functionality/test_unsqueeze.py's test_invalid_cases: unsqueeze.cpp refuses a dim outside
+    # [-rank - 1, rank] with TT_FATAL (a RuntimeError), where device_sim raised IndexError
+    t = ttnn.from_torch(torch.rand(1, 1, 253, dtype=torch.bfloat16))
+    for dim in (4, -5):
+        with pytest.raises(RuntimeError, match="Dimension out of range"):
+            ttnn.unsqueeze(t, dim)
+    assert ttnn.unsqueeze(t, 3).shape == ttnn.Shape([1, 1, 253, 1]) and ttnn.unsqueeze(t, -4).shape[0] == 1
