@@ -199,6 +199,9 @@ def test_check_names_a_table_the_report_lacks(demo, table):
     done = cli("check", demo)
     out = done.stdout.decode()
     assert done.returncode == 1 and f"the table {table} is missing" in out, (out, done.stderr.decode()[-2000:])
+    if table == "device_perf":  # and a reader that needs it says so, and where to look
+        err = one_line_error(cli("summary", demo))
+        assert f"no such table: {table}" in err and f"ttreport check {demo}" in err, err
 
 
 def test_a_planted_wal_that_would_leave_fewer_ops_is_refused_and_the_db_kept(demo, tmp_path):

@@ -529,6 +529,9 @@ class Report:
         if (isinstance(e, sqlite3.DatabaseError) and not isinstance(e, sqlite3.OperationalError)) \
                 or str(e).startswith("Could not decode to UTF-8"):
             return e  # a damaged page or text: the CLI names the report and `ttreport check`
+        if str(e).removeprefix("no such table: ").lower() in schema_sql.COLUMNS:  # dropped from a report: damage
+            return ReportError(f"SQL error: {e}: every report of this schema has it, so {self.path} was damaged or "
+                               f"edited; `ttreport check {self.path}` lists what it lacks")
         return ReportError(f"SQL error: {e}")
 
     def _tick(self) -> int:
