@@ -276,7 +276,8 @@ def pytest_collection_modifyitems(config, items):
     keep = set()
     for group in by_file.values():
         n = len(group)
-        keep.update(id(group[i * n // cap]) for i in range(min(cap, n)))
+        k = min(cap, n)  # spread k picks over the n cases (over cap, a file with fewer than cap kept only n**2 // cap)
+        keep.update(id(group[i * n // k]) for i in range(k))
     deselected = [item for item in items if id(item) not in keep]
     if deselected:
         config.hook.pytest_deselected(items=deselected)

@@ -3420,3 +3420,44 @@ def test_unsqueeze_out_of_range_is_a_tt_fatal():
         with pytest.raises(RuntimeError, match="Dimension out of range"):
             ttnn.unsqueeze(t, dim)
     assert ttnn.unsqueeze(t, 3).shape == ttnn.Shape([1, 1, 253, 1]) and ttnn.unsqueeze(t, -4).shape[0] == 1
+
+
+def test_the_peer_plugin_keeps_every_case_of_a_file_with_fewer_cases_than_its_cap(tmp_path):
+    # peer/plugin.py spread cap picks as group[i * n // cap]: a 7-case file at --peer-max-per-file 30 ran cases 0
+    # and 1 only (presid, round 15). Every case of a small file runs; a large one gets cap cases spread over it.
+    (tmp_path / "tests" / "ttnn").mkdir(parents=True)
+    (tmp_path / "tests" / "ttnn" / "test_small.py").write_text(
+        "import pytest\n\n\n@pytest.mark.parametrize('i', range(7))\ndef test_case(i):\n    pass\n")
+    (tmp_path / "tests" / "ttnn" / "test_large.py").write_text(
+        "import pytest\n\n\n@pytest.mark.parametrize('i', range(40))\ndef test_case(i):\n    pass\n")
+    env = {**os.environ, "TT_METAL_HOME": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env.pop("TTNN_CONFIG_OVERRIDES", None)
+    cmd = [sys.executable, "-m", "pytest", "-p", "peer.plugin", "-p", "no:ttreport", "-p", "no:cacheprovider",
+           "--noconftest", "--rootdir", str(tmp_path), "-c", os.devnull, "-q", "--peer-max-per-file", "30",
+           "tests/ttnn/test_small.py", "tests/ttnn/test_large.py"]
+    run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert "37 passed, 10 deselected" in run.stdout, run.stdout
+
+
+def test_moreh_group_norm_backward_gives_torchs_gradients_from_the_forwards_mean_and_rstd(device):
+    # nightly moreh/test_moreh_group_norm.py: ttnn.operations.moreh.group_norm_backward(dy, x, mean, rstd, groups,
+    # are_required_outputs=..., gamma=, input_grad=, gamma_grad=, beta_grad=) writes each asked-for gradient into
+    # its tensor and returns None for the others (moreh_group_norm_backward.cpp's two device operations)
+    torch.manual_seed(0)
+    x, dy, g = torch.randn(2, 4, 8, 8), torch.randn(2, 4, 8, 8), torch.randn(4)
+    xg = x.reshape(2, 2, -1)
+    mean, rstd = xg.mean(-1), (xg.var(-1, unbiased=False) + 1e-5).rsqrt()
+    xr, gr = x.clone().requires_grad_(), g.clone().requires_grad_()
+    torch.nn.functional.group_norm(xr, 2, gr, None, 1e-5).backward(dy)
+
+    def tt(t, **kw):
+        return ttnn.from_torch(t, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device, **kw)
+
+    dgamma = tt(torch.zeros(1, 1, 1, 4))
+    dx, got_g, db = ttnn.operations.moreh.group_norm_backward(
+        tt(dy), tt(x), tt(mean.reshape(1, 1, 2, 2)), tt(rstd.reshape(1, 1, 2, 2)), 2,
+        are_required_outputs=(True, True, False), gamma=tt(g.reshape(1, 1, 1, 4)), gamma_grad=dgamma)
+    assert got_g is dgamma and db is None
+    for got, want in ((dx, xr.grad), (got_g, gr.grad)):
+        pcc = torch.corrcoef(torch.stack([ttnn.to_torch(got).float().reshape(-1), want.reshape(-1)]))[0, 1]
+        assert pcc > 0.999
