@@ -739,6 +739,14 @@ CASES.update({
 CASES.update({"ttnn.scatter_add": lambda d: (
     (x(d), 2, dev(torch.argsort(rnd(2, 32, 64), -1)[..., :8], d, dtype=ttnn.uint32), x(d, 2, 32, 8, seed=1)), {})})
 
+# moreh group_norm's backward (issue 31: nightly moreh/test_moreh_group_norm.py): 2 x 4 x 32 x 32 in 2 groups, the
+# forward's mean and rstd as [1, 1, N, groups], every gradient asked for
+_GN_X = lambda d: x(d, 2, 4, 32, 32, seed=1)  # noqa: E731
+CASES.update({"ttnn.moreh_group_norm_backward": lambda d: (
+    (x(d, 2, 4, 32, 32), _GN_X(d), dev(_GN_X(d).value.float().reshape(2, 2, -1).mean(-1).reshape(1, 1, 2, 2), d),
+     dev(_GN_X(d).value.float().reshape(2, 2, -1).var(-1, unbiased=False).add(1e-5).rsqrt().reshape(1, 1, 2, 2), d),
+     2), dict(are_required_outputs=(True, True, True), gamma=x(d, 1, 1, 1, 4, seed=2)))})
+
 # moreh_softmax / softmin / logsoftmax and their backwards (issue 31: nightly moreh/test_moreh_softmax.py and 3 more):
 # over W (SMALL_W), H and an outer dim (LARGE_C); the backwards from a softmax output and a gradient
 CASES.update({f"ttnn.moreh_{n}": lambda d, dim=dim: ((x(d, 2, 3, 32, 64), dim), {})

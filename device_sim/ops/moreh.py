@@ -19,6 +19,7 @@ import torch
 from device_sim import device_work, dtypes, numerics, placement
 from device_sim.compute_config import MathFidelity, Numerics, resolve
 from device_sim.ops import common
+from device_sim.ops import moreh_group_norm as _group_norm
 from device_sim.ops import moreh_nll_loss as _nll_loss
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
 from device_sim.ops.reduction import cumsum as _ttnn_cumsum
@@ -1535,3 +1536,4 @@ SoftmaxBackwardOp, SoftmaxBackwardOpParallelizationStrategy = (MorehSoftmaxBackw
 # ttnn.operations.moreh.nll_loss, nll_loss_backward, nll_loss_unreduced_backward (registered in moreh_nll_loss)
 nll_loss, nll_loss_backward, nll_loss_unreduced_backward = (
     _nll_loss.moreh_nll_loss, _nll_loss.moreh_nll_loss_backward, _nll_loss.moreh_nll_loss_unreduced_backward)
+group_norm_backward = _group_norm.moreh_group_norm_backward  # ttnn.operations.moreh.group_norm_backward
