@@ -114,12 +114,18 @@ _new_tuple = tuple.__new__
 _L1 = BufferType.L1
 
 
+class ProgramHash(tuple):
+    """A cache_key that is an op's whole compute_program_hash, for an op whose hash reads no tensor shape
+    (group_attn_matmul_device_operation.cpp: attributes, memory layouts, dtypes): the entry is the key alone, so
+    two shapes share one entry as in TT-NN (nightly test_attn_matmul.py counts one over two shapes)."""
+
+
 def launch(device, program: Program, cache_key=None) -> None:
     """Run `program` on `device`: report it to the memory listener, then check its CBs against L1.
 
     The program cache holds one entry per program built; `cache_key` (hashable) adds what the op's
     compute_program_hash reads beyond the program's CBs and cores (its op type, attributes, memory configs),
-    so that two ops building the same CBs take two entries, as they do in TT-NN.
+    so that two ops building the same CBs take two entries, as they do in TT-NN; a ProgramHash is the whole entry.
 
     Raises RuntimeError with TT-Metal's text when the CB region passes the end of L1 or reaches the
     lowest live L1 buffer. The listener hears the program first, as TT-NN's graph capture records the
@@ -132,7 +138,8 @@ def launch(device, program: Program, cache_key=None) -> None:
         return
     cache = device.program_cache
     if cache is not None:
-        cache.add(program if cache_key is None else (program, cache_key))
+        cache.add(program if cache_key is None else cache_key if type(cache_key) is ProgramHash
+                  else (program, cache_key))
     c = device.config
     base = c.l1_unreserved_base
     program_id = next(_program_ids)

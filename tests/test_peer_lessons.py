@@ -3461,3 +3461,20 @@ def test_moreh_group_norm_backward_gives_torchs_gradients_from_the_forwards_mean
     for got, want in ((dx, xr.grad), (got_g, gr.grad)):
         pcc = torch.corrcoef(torch.stack([ttnn.to_torch(got).float().reshape(-1), want.reshape(-1)]))[0, 1]
         assert pcc > 0.999
+
+
+def test_group_attn_matmul_keeps_one_program_cache_entry_over_shapes_as_its_hash_reads_none(device):
+    # nightly matmul/test_attn_matmul.py's test_group_attn_matmul_with_program_cache: TT-NN's compute_program_hash
+    # for group_attn_matmul reads attributes, layouts and dtypes but no shape (and out_subblock_w, 8 for N >= 256), so
+    # K 96 / N 576 / 10 heads and K 64 / N 256 / 50 heads share one entry
+    grid = device.compute_with_storage_grid_size()
+    before = device.num_program_cache_entries()
+    for k, n, q, kv in ((96, 576, 10, 2), (64, 256, 50, 5)):
+        a = ttnn.from_torch(torch.randn(1, q, 32, k), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+        b = ttnn.from_torch(torch.randn(32, kv, k, n), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+        ttnn.experimental.group_attn_matmul(a, b, compute_with_storage_grid_size=grid)
+    assert device.num_program_cache_entries() - before == 1
+    a = ttnn.from_torch(torch.randn(1, 10, 32, 96), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    b = ttnn.from_torch(torch.randn(32, 2, 96, 128), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=device)
+    ttnn.experimental.group_attn_matmul(a, b, compute_with_storage_grid_size=grid)  # out_subblock_w 4: a new one
+    assert device.num_program_cache_entries() - before == 2

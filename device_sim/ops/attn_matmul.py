@@ -281,7 +281,13 @@ def group_attn_matmul(input_tensor_a: Tensor, input_tensor_b: Tensor, *, compute
     fresh = pending_output_target(op_name) is None
     out = output(y, a, [a, b], op_name=op_name, dtype=output_dtype(op_name, dtype, a),
                  memory_config=_group_output_config(mem, out_shape, (gx, gy), row_major))
-    program = programs.group_attn_matmul_program(a, b, out, n_tiles=bshape[3] // 32,
-                                                 fp32_dest_acc_en=n is not None and n.fp32_dest_acc_en)
-    device_work.launch_for(out, fresh, a.device(), program)
+    fp32 = n is not None and n.fp32_dest_acc_en
+    program = programs.group_attn_matmul_program(a, b, out, n_tiles=bshape[3] // 32, fp32_dest_acc_en=fp32)
+    # compute_program_hash reads no shape: on a hit TT-NN resizes the CBs (override_runtime_arguments)
+    am, bm = a.memory_config(), b.memory_config()
+    key = device_work.ProgramHash(("GroupAttnMatmulDeviceOperation", programs.out_subblock_w(bshape[3] // 32, fp32),
+                                   (gx, gy), mem.memory_layout, mem.buffer_type, out.dtype, row_major, n,
+                                   am.memory_layout, am.buffer_type, a.dtype, bm.memory_layout, bm.buffer_type,
+                                   b.dtype, a.device().device_id))
+    device_work.launch_for(out, fresh, a.device(), program, key)
     return out

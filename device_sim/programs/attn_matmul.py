@@ -27,6 +27,11 @@ _F32, _BF16 = DataType.FLOAT32, DataType.BFLOAT16
 _HALF_DST, _HALF_DST_FP32 = 8, 4
 
 
+def out_subblock_w(n_tiles: int, fp32_dest_acc_en: bool) -> int:
+    """group_attn_matmul's out_subblock_w: the smaller of Nt and half the destination register."""
+    return min(n_tiles, _HALF_DST_FP32 if fp32_dest_acc_en else _HALF_DST)
+
+
 def _interm_bytes(a_dtype: DataType, fp32_dest_acc_en: bool) -> int:
     # The untilize/tilize intermediates are Float16_b unless the kernel accumulates in float32 on float32 inputs.
     return TILE_BYTES[_F32 if fp32_dest_acc_en and a_dtype is _F32 else _BF16]
@@ -75,7 +80,7 @@ def group_attn_matmul_program(a, b, out, *, n_tiles: int, fp32_dest_acc_en: bool
     def build():
         kt, mt = a.padded_shape[-1] // TILE, a.padded_shape[-2] // TILE
         kv_heads = b.padded_shape[1]
-        w = min(n_tiles, _HALF_DST_FP32 if fp32_dest_acc_en else _HALF_DST)
+        w = out_subblock_w(n_tiles, fp32_dest_acc_en)
         interm = _interm_bytes(a.dtype, fp32_dest_acc_en)
         a_t, b_t, o_t = TILE_BYTES[a.dtype], TILE_BYTES[b.dtype], TILE_BYTES[out.dtype]
         cbs = [CircularBuffer((0,), _tiles(a_spec), a_t, True) if a_spec is not None
