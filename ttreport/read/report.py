@@ -450,11 +450,19 @@ def check_schema(conn: sqlite3.Connection, db_path: Path) -> None:
     # Every statement a reader runs on its own reads these tables; a view under one of their names would run SQL
     # the folder brings (a recursive one reads forever: summary, ops and ls hung on one). Only `query`, whose SQL
     # the user writes and whose --timeout bounds it, reaches the report's own views (op_tensors, ...).
+    # An older schema had views under some of these names (0004: tensors, buffers, ...): its readers are told to
+    # upgrade, reading only alembic_version (db.check_current), which is never a view.
     views = sorted(str(name) for name, kind in rows if kind == "view" and str(name).lower() in _READ_TABLES)
-    if views:
-        raise ReportError(f"{db_path} is not a report ttreport wrote: {views[0]} is a view where a report holds a "
-                          f"table (a view runs SQL the folder brings); read the report its capture wrote")
+    if "alembic_version" in (v.lower() for v in views):
+        _refuse_view(db_path, "alembic_version")
     db.check_current(db_path)
+    if views:
+        _refuse_view(db_path, views[0])
+
+
+def _refuse_view(db_path: Path, name: str) -> None:
+    raise ReportError(f"{db_path} is not a report ttreport wrote: {name} is a view where a report holds a table (a "
+                      f"view runs SQL the folder brings); read the report its capture wrote")
 
 
 class Report:
