@@ -67,10 +67,14 @@ def fold(db_path: str | os.PathLike) -> bool:
 
 
 def _operations(uri: str) -> int | None:
-    """How many ops the database at `uri` holds; None when it cannot be read so."""
+    """How many ops the database at `uri` holds; None when it cannot be read so, or its operations is no table (a
+    view under that name runs SQL the folder brings: a recursive one never ends; readers refuse it after the fold)."""
     try:
         con = sqlite3.connect(uri, uri=True)
         try:
+            kind = con.execute("SELECT type FROM sqlite_master WHERE name = 'operations'").fetchone()
+            if kind != ("table",):
+                return None
             return con.execute("SELECT COUNT(*) FROM operations").fetchone()[0]
         finally:
             con.close()
