@@ -850,6 +850,8 @@ class Writer:
         staging, others = self._pending
         rows = [row[_STAGING_TENSOR] for row in staging] + others
         spec_id = next((row[_SPEC_ID_AT] for row in reversed(rows) if row[_TENSOR_ID_AT] == tid), None)
+        if spec_id is None:  # not this batch's: the db has it (the specs' scan below would find nothing)
+            return None
         return next((texts for number, _, texts in self._specs.values() if number == spec_id), None)
 
     # -- formatting -------------------------------------------------------------------------
