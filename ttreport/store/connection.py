@@ -163,6 +163,7 @@ def talking_to(url: str):
 
 def connect(url: str):
     """A psycopg connection to the store at `url` (autocommit off: the caller commits)."""
+    _refuse_a_path(url)
     try:
         import psycopg
     except ImportError:
@@ -175,6 +176,22 @@ def connect(url: str):
         said = masked(str(e).strip(), url)
         raise StoreError(f"cannot connect to the store {shown(url)}: {said}; check the URL, and that the "
                          f"password is in the URL, PGPASSWORD or ~/.pgpass") from None
+
+
+def _refuse_a_path(url: str) -> None:
+    """Refuse what is neither a URL nor a key=value DSN (libpq reads every DSN pair with its `=`; "" is libpq's own
+    default connection, kept): a report folder or a file given where a store is expected. libpq said
+    `missing "=" after "sample_reports/demo" in connection info string`, which names no fix."""
+    if not url or is_store_url(url) or "=" in url:
+        return
+    if os.path.isdir(url):
+        hint = (f"it is a folder: to read one report, `ttreport summary {url}` (or `ttreport ops {url} --name OP` "
+                f"for one op's calls); a store's URL is {_URL_FORM}")
+    elif os.path.lexists(url):
+        hint = f"it is a file; a store's URL is {_URL_FORM}"
+    else:
+        hint = f"write it as {_URL_FORM}"
+    raise StoreError(f"{shown(url)!r} is not a store URL: {hint}")
 
 
 @contextlib.contextmanager
