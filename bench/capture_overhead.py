@@ -38,6 +38,7 @@ import torch.profiler
 import device_sim as ttnn
 import ttreport
 from bench.common import Figure, at_least, at_most, info, median, small_inputs, timed
+from ttreport.capturing import oplog
 
 
 def run(tmp, *, n_ops: int, repeats: int, commit_ops: int, big_ops: int = 0) -> list[Figure]:
@@ -162,7 +163,7 @@ def _run(tmp, device, n_ops, repeats, commit_ops, big_ops) -> list[Figure]:
     ]
     figures += _model_thread_cpu(tmp, device_loop, n_ops, repeats)
     if big_ops:
-        figures += _big_capture(tmp, device_loop, n_ops, big_ops, bare_us, prof_added)
+        figures += _big_capture(tmp, device_loop, n_ops, big_ops, bare_us, prof_added, sqlite_rate)
     return figures
 
 
@@ -210,7 +211,8 @@ def _model_thread_cpu(tmp, device_loop, n_ops: int, repeats: int) -> list[Figure
     ]
 
 
-def _big_capture(tmp, device_loop, n_ops: int, big_ops: int, bare_us: float, prof_added: float) -> list[Figure]:
+def _big_capture(tmp, device_loop, n_ops: int, big_ops: int, bare_us: float, prof_added: float,
+                 sqlite_rate: float) -> list[Figure]:
     """`--capture-ops N` (e.g. 1,000,000): one capture of N ops, default config; its close is judged (issue 33:
     <= 3 s), split into the writer's part (its backlog, indexes, derived tables) and the perf files
     (Capture.close_s); and its loop: the seconds the model waited for the writer process (oplog's pacing; issue 33:
@@ -246,6 +248,19 @@ def _big_capture(tmp, device_loop, n_ops: int, big_ops: int, bare_us: float, pro
                info(f"{name}: close: the writer's drain and close", cap.close_s.get("writer", 0.0), "s"),
                info(f"{name}: close: the perf files", cap.close_s.get("perf_files", 0.0), "s"),
                info(f"{name}: writer ops per second of its CPU (issue 14's >= 150,000, withdrawn)", rate, "ops/s")]
+    # What "no wait" asks of any writer: the ops past what the log's lag bound holds, written within the model's own
+    # time (its loop less its waits), on one core (the bound at the loop's end: a long loop's is the late one); set
+    # beside SQLite alone copying the same rows (bench 1's n_ops report, this run). Above 1x, a writer at SQLite's own
+    # speed still makes this loop wait.
+    own = loop - sum(w for _, w in waits)
+    logged = sink._done + sink._off
+    bound = sink.lag_bytes if logged < oplog.LAG_SHRINK_BYTES else min(sink.lag_bytes, oplog.LATE_LAG_BYTES)
+    bound_ops = bound / max(logged / done, 1.0)  # the bound in force at the loop's end (oplog.LogSink._pace)
+    budget_us = own * 1e6 / (done - bound_ops) if done > bound_ops else float("nan")  # nan: the bound holds it all
+    figures += [info(f"{name}: the model's own time an op (loop less its waits)", own / done * 1e6, "µs/op"),
+                info(f"{name}: writer CPU an op that never makes it wait (the ops past its lag bound's "
+                     f"{bound_ops:,.0f} in that time)", budget_us, "µs/op"),
+                info(f"{name}: SQLite alone's CPU an op, the same rows / that", 1e6 / sqlite_rate / budget_us, "x")]
     # The writer's db close by its steps (writer.Writer.close_parts): wall, and the CPU of the thread that ran each
     result = cap._writer.result or {}
     figures.append(info(f"{name}: close: the writer's backlog (its drain and close less its db's close)",
