@@ -5,8 +5,10 @@ never a traceback or a hang, and changes nothing in the folder it refuses.
 Each command runs as a user runs it: `python -m ttreport.cli` in a subprocess, with a timeout.
 """
 
+import hashlib
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -50,3 +52,62 @@ def test_a_folder_or_file_given_for_a_store_url_is_named_with_the_fix(demo, args
     # libpq's own words came out: `missing "=" after "<folder>" in connection info string`.
     err = one_line_error(cli(*(a.format(r=demo) for a in args)))
     assert "is not a store URL" in err and said.format(r=demo) in err and "connection info" not in err, err
+
+
+# -- a refused folder is left as it was ---------------------------------------------------------------------
+
+ENDLESS = ("ALTER TABLE operations RENAME TO operations_kept",
+           "CREATE VIEW operations AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+           "SELECT k.* FROM operations_kept k, n")
+
+
+def execute(folder: Path, *statements) -> None:
+    con = sqlite3.connect(folder / "db.sqlite")
+    with con:
+        for s in statements:
+            con.execute(s)
+    con.close()
+
+
+def plant(folder: Path, kind: str, scratch: Path) -> str:
+    """Put beside `folder`'s db what another copy of it left (`kind`: a WAL that deletes all but 3 ops, a hot journal
+    of the same), or make its operations an endless view beside a left-over WAL; the words of its refusal."""
+    if kind == "view beside a WAL":
+        execute(folder, *ENDLESS)
+        (folder / "db.sqlite-wal").write_bytes(bytes(100))  # any left-over WAL: the fold looks before it reads one
+        return "operations is a view"
+    other = Path(shutil.copytree(folder, scratch / "other"))
+    mode, writes = ("WAL", "") if kind == "WAL" else \
+        ("DELETE", "con.execute('UPDATE stack_traces SET stack_trace = hex(randomblob(2000))')\n")  # spills: hot
+    code = ("import os, shutil, sqlite3, sys\n"
+            "con = sqlite3.connect(sys.argv[1] + '/db.sqlite', isolation_level=None)\n"
+            f"con.execute('PRAGMA journal_mode={mode}'); con.execute('PRAGMA wal_autocheckpoint=0')\n"
+            "con.execute('PRAGMA cache_size=1'); con.execute('BEGIN')\n"
+            "con.execute('DELETE FROM operations WHERE operation_id > 3')\n" + writes +
+            ("con.execute('COMMIT')\n" if kind == "WAL" else "") +
+            f"shutil.copy(sys.argv[1] + '/db.sqlite-{kind.lower()}', sys.argv[2] + '/db.sqlite-{kind.lower()}')\n"
+            "os._exit(0)  # no close: the WAL is not checkpointed, the journal stays hot\n")
+    subprocess.run([sys.executable, "-c", code, str(other), str(folder)], check=True, timeout=60)
+    return "would leave 3 ops of the 66" if kind == "WAL" else "db.sqlite-journal holds a write"
+
+
+def files(folder: Path) -> dict[str, str]:
+    """Each file in `folder` (its subfolders too) with its bytes' hash."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("kind", ["WAL", "journal", "view beside a WAL"])
+def test_a_refused_folder_is_left_as_it_was_by_every_command_that_refuses_it(demo, tmp_path, kind):
+    # A refused planted WAL left a db.sqlite-shm behind (wal.fold's count of the ops with the WAL read it through
+    # one), and `ttreport upgrade` read past the planted WAL into its 3 ops ("already at schema") leaving one too;
+    # a view beside a left-over WAL had the WAL folded (removed) before the view was refused.
+    said = plant(demo, kind, tmp_path)
+    before = files(demo)
+    for args in (["summary", demo], ["ops", demo], ["query", demo, "SELECT 1"], ["upgrade", demo]):
+        err = one_line_error(cli(*args))
+        assert said in err, (args, err)
+        assert files(demo) == before, (args, sorted(set(files(demo)) ^ set(before)))
+    for args in (["check", demo], ["ls", demo.parent]):
+        done = cli(*args)
+        assert "Traceback" not in done.stderr and files(demo) == before, (args, done.stderr[-2000:])

@@ -33,7 +33,16 @@ from ttreport.folder import OPLOG_DIR, OPLOG_DONE_DIR
 from ttreport.importer import import_graph_report
 from ttreport.read import device_time, measured, terminal
 from ttreport.read.faults import check as check_report
-from ttreport.read.report import DEFAULT_ROOT, Report, Summary, default_roots, find_reports, resolve, sql_param
+from ttreport.read.report import (
+    DEFAULT_ROOT,
+    Report,
+    Summary,
+    connect_readonly,
+    default_roots,
+    find_reports,
+    resolve,
+    sql_param,
+)
 from ttreport.read.terminal import json_safe
 from ttreport.store import cli as store_cli
 from ttreport.store.connection import is_store_url, masked
@@ -726,6 +735,11 @@ def upgrade(report, device_graphs):
         raise Failure(f"{report} is a store: a store brings its own tables to this version when a command connects "
                       "to it, and its runs are read at this version's schema; upgrade a report folder")
     path = resolve(report)
+    # What readers refuse in a folder, upgrade refuses first, before it opens the db to write: a planted WAL or hot
+    # journal would be folded or rolled into it by SQLite itself (a planted WAL's 3 ops replaced the 66 the db held).
+    # A real killed capture's WAL is folded, as by a reader.
+    with contextlib.suppress(sqlite3.DatabaseError):  # not SQLite at all: check_is_report says so
+        connect_readonly(path).close()
     db.check_is_report(path)
     _upgrade(report, path)
     if device_graphs:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ttreport.errors import ReportError
 
+VIEW = "view"  # _operations: the database's operations is a view
 FOLD_WAIT_MS = 200  # a reader mid-query keeps the fold from completing; it is not waited for longer
 
 
@@ -46,10 +47,17 @@ def fold(db_path: str | os.PathLike) -> bool:
     # one made `ttreport summary` rewrite a complete 66-op report to 3. Refused, nothing written (DESIGN.md: never
     # replace a db with one holding fewer ops). A db.sqlite that cannot be read alone (a killed capture's) is folded.
     uri = db_path.resolve().as_uri()
-    alone, folded = _operations(f"{uri}?immutable=1"), _operations(f"{uri}?mode=ro")
-    if alone is not None and folded is not None and folded < alone:
-        raise ReportError(f"{wal_path(db_path)} would leave {folded:,} ops of the {alone:,} that {db_path.name} holds: "
-                          f"it is not this report's (a capture only adds ops); move it out of the folder")
+    alone = _operations(f"{uri}?immutable=1")
+    if alone == VIEW:  # counted, a recursive one never ends; folded, the WAL may change what readers then refuse
+        raise ReportError(f"{db_path} is not a report ttreport wrote: operations is a view where a report holds a "
+                          f"table (a view runs SQL the folder brings); read the report its capture wrote")
+    if alone is not None:
+        folded = _operations(f"{uri}?mode=ro&vfs=unix-none", exclusive=True)
+        if not isinstance(folded, int) or folded < alone:
+            left = f"{folded:,} ops of the {alone:,}" if isinstance(folded, int) else \
+                f"no operations table of the {alone:,} ops"
+            raise ReportError(f"{wal_path(db_path)} would leave {left} that {db_path.name} holds: it is not this "
+                              f"report's (a capture only adds ops); move it out of the folder")
     try:
         con = sqlite3.connect(db_path, timeout=FOLD_WAIT_MS / 1000, isolation_level=None)
         try:
@@ -66,15 +74,23 @@ def fold(db_path: str | os.PathLike) -> bool:
     return True
 
 
-def _operations(uri: str) -> int | None:
-    """How many ops the database at `uri` holds; None when it cannot be read so, or its operations is no table (a
-    view under that name runs SQL the folder brings: a recursive one never ends; readers refuse it after the fold)."""
+def _operations(uri: str, *, exclusive: bool = False) -> int | str | None:
+    """How many ops the database at `uri` holds; VIEW when its operations is a view (never read: a view under that
+    name runs SQL the folder brings, and a recursive one never ends); None when it cannot be read so, or holds no
+    operations.
+
+    exclusive: read the WAL through an index in this process's memory, never a db.sqlite-shm beside it. A mode=ro
+    read of a WAL makes that file, and a refused WAL left it in the folder a reading command refused to change.
+    SQLite keeps a WAL's index in memory in EXCLUSIVE locking mode, which a mode=ro file can take only on the
+    unix-none VFS (no file locks: the caller holds the folder's lock, so no capture writes the db meanwhile)."""
     try:
         con = sqlite3.connect(uri, uri=True)
         try:
+            if exclusive:
+                con.execute("PRAGMA locking_mode = EXCLUSIVE")
             kind = con.execute("SELECT type FROM sqlite_master WHERE name = 'operations'").fetchone()
             if kind != ("table",):
-                return None
+                return VIEW if kind == ("view",) else None
             return con.execute("SELECT COUNT(*) FROM operations").fetchone()[0]
         finally:
             con.close()
