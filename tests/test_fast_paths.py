@@ -366,7 +366,8 @@ def test_every_call_plain_takes_gives_run_s_output_and_device_work(device, name)
     """A binary op's plain() (the call with two operands and no keyword but memory_config=) is a second copy of
     its run(), kept for what bench 13 measures it saves; run() is its specification. The same call with the
     output's own dtype given takes run(): the same spec, memory rule, bits and programs, for each placement
-    plain() handles (inputs alike, a broadcast, a number, ROW_MAJOR, L1, inputs that disagree, sharded alike)."""
+    plain() handles (inputs alike, a broadcast, a number, ROW_MAJOR, L1, inputs that disagree, sharded alike), and
+    the same program-cache entry (TT-NN's compute_program_hash reads no path)."""
     integers = getattr(eltwise.PLAIN[name], "takes_integers", False)
     dtypes_ = [ttnn.int32] if integers else [ttnn.bfloat16, ttnn.float32]
     g = torch.Generator().manual_seed(sorted(eltwise.PLAIN).index(name))
@@ -382,6 +383,7 @@ def test_every_call_plain_takes_gives_run_s_output_and_device_work(device, name)
         number = 3 if integers else 2.5
         cases = [(tensor((64, 64), dtype), tensor((64, 64), dtype)),
                  (tensor((64, 64), dtype), tensor((1, 64), dtype)),
+                 (tensor((64, 1), dtype), tensor((1, 64), dtype)),  # as many elements, each broadcast
                  (tensor((64, 64), dtype), number),
                  (tensor((3, 40), dtype, layout=ttnn.ROW_MAJOR), tensor((3, 40), dtype, layout=ttnn.ROW_MAJOR)),
                  (tensor((64, 64), dtype, l1), tensor((64, 64), dtype, l1)),
@@ -389,13 +391,16 @@ def test_every_call_plain_takes_gives_run_s_output_and_device_work(device, name)
                  (tensor((64, 64), dtype, sharded), tensor((64, 64), dtype, sharded))]
         for i, (a, b) in enumerate(cases):
             what = f"ttnn.{name} {dtype!r}, case {i}"
+            device.clear_program_cache()
             try:
                 fast, heard = _programs(device, op, a, b)
             except Exception as e:  # the op refuses the operands (logical_and of a number): run() says the same
                 with pytest.raises(type(e), match=re.escape(str(e))):
                     op(a, b, dtype=a.dtype)
                 continue
+            entries = device.num_program_cache_entries()
             general, want = _programs(device, op, a, b, dtype=fast.dtype)
+            assert device.num_program_cache_entries() == entries, f"{what}: run()'s cache entry is not plain()'s"
             assert _spec(fast) == _spec(general) and fast.memory_config_source == general.memory_config_source, what
             assert_same_bits(fast.value, general.value, what)
             assert heard == want, what

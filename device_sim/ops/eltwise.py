@@ -226,16 +226,18 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
                     lhs_activations=bool(input_tensor_a_activations),
                     rhs_activations=bool(input_tensor_b_activations))
                 bcast = _subtile_broadcast(like._value.shape, other._value.shape) if type(other) is Tensor else None
-                key = _ng_cache_key(op_name, like, other, out, bcast, tt_nn_only.get("sub_core_grids"))
+                key = _ng_entry(op_name, like, other, out, bcast, tt_nn_only.get("sub_core_grids"),
+                                bool(input_tensor_a_activations), bool(input_tensor_b_activations))
             device_work.launch_for(out, fresh, device, program, key)
         return out
 
     op_name = f"ttnn.{name}"
     native = native_bf16 is not None and result_dtype is None
     number_native = native and native_bf16 == "numbers"
-    # plain()'s BinaryNg programs and program-cache keys by (a's dtype, b's or None, grid, the buffer types, the
-    # subtile broadcast): binary_program's own key and lookup cost 0.25 us a call; the output's dtype is a's here.
-    programs: dict[tuple, tuple[device_work.Program, str]] = {}
+    # plain()'s BinaryNg programs and program-cache entries by (a's dtype, b's or None, grid, the buffer types of a,
+    # b and the output, the subtile broadcast): binary_program's own key and lookup cost 0.25 us a call; the
+    # output's dtype is a's here.
+    programs: dict[tuple, tuple[device_work.Program, device_work.ProgramHash]] = {}
 
     def plain(a: Tensor, b, memory_config: MemoryConfig | None = None) -> Tensor | None:
         """The plain call (a tensor and a tensor or a Python number, no keywords but memory_config) with the
@@ -266,6 +268,7 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         if nan16 is not None:
             y = _stored_nan(y, a.dtype, nan16)
         out = like_output(y, a, inputs) if memory_config is None else None
+        alike = out is not None  # like_output's: y has a's shape; a, b and out are in one config object
         if out is None:  # a broadcast result, a config the "inputs" rule does not give, or one asked for
             out = output(y, a, inputs, op_name=op_name, memory_config=memory_config)
             if a._memory_config.shard_spec is not None and a.layout == _TILE:  # operands sharded alike: the shards
@@ -275,15 +278,24 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
                     return out
         if a.layout == _TILE:
             c = device.config
-            bcast = None if b_dtype is None or bv.shape == av.shape else _subtile_broadcast(av.shape, bv.shape)
-            # the buffer types as ints (see _unary_output); the subtile broadcast costs 0.4 us (two torch.Size)
-            key = (a.dtype, b_dtype, c.grid_x, c.grid_y, a._memory_config.buffer_type._value_,
-                   b._memory_config.buffer_type._value_ if b_dtype is not None else None,
-                   out._memory_config.buffer_type._value_, bcast)
+            bcast = None
+            if b_dtype is not None:
+                # No subtile broadcast when b, a and the result hold as many elements (not none): each broadcasts to
+                # the result, so their [-2] and [-1] agree. Two numel() cost 0.13 us of thread CPU where comparing
+                # the shapes costs 0.18 (each read builds a torch.Size)
+                n = av.numel()
+                if not (n and bv.numel() == n and (alike or y.numel() == n)):
+                    bcast = _subtile_broadcast(av.shape, bv.shape)
+            # the buffer types as ints (see _unary_output), one read when a, b and out share one config object
+            bt = a._memory_config.buffer_type._value_
+            key = ((a.dtype, b_dtype, c.grid_x, c.grid_y, bt, bt if b_dtype is not None else None, bt, bcast)
+                   if alike else (a.dtype, b_dtype, c.grid_x, c.grid_y, bt,
+                                  b._memory_config.buffer_type._value_ if b_dtype is not None else None,
+                                  out._memory_config.buffer_type._value_, bcast))
             entry = programs.get(key)
             if entry is None:
                 entry = programs[key] = (eltwise_programs.binary_program(a, b_dtype, out.dtype),
-                                         _ng_cache_key(op_name, a, b, out, bcast))
+                                         _ng_entry(op_name, a, b, out, bcast))
             program, cache_key = entry
             try:  # launch_for(), a call less
                 device_work.launch(device, program, cache_key)
@@ -384,14 +396,19 @@ def _subtile_broadcast(sa, sb) -> tuple | None:
     return None if ha == hb and wa == wb else (ha == 1, wa == 1, hb == 1, wb == 1)
 
 
-def _ng_cache_key(op_name: str, a: Tensor, b, out: Tensor, bcast, sub_core_grids=None) -> str:
-    """What BinaryNgDeviceOperation::compute_program_hash reads beyond the program's CBs and cores: the op type, the
-    memory configs (interleaved: their buffer types), the subtile broadcast and sub_core_grids (its cores not
-    modelled), so add and mul of one shape, or a DRAM and an L1 output, are two entries (tt-metal's
-    test_binary_ng_program_cache.py). A string: Python keeps its hash, and the program cache hashes it every call."""
-    b_type = b._memory_config.buffer_type.name if type(b) is Tensor else None
-    return (f"{op_name}|{a._memory_config.buffer_type.name}|{b_type}|{out._memory_config.buffer_type.name}|{bcast}|"
-            f"{sub_core_grids!r}")
+def _ng_entry(op_name: str, a: Tensor, b, out: Tensor, bcast, sub_core_grids=None, lhs_activations: bool = False,
+              rhs_activations: bool = False) -> device_work.ProgramHash:
+    """BinaryNgDeviceOperation's whole program-cache entry: what its compute_program_hash reads (binary_ng_device_
+    operation.cpp: the op type, the dtypes, the memory configs (interleaved: their buffer types), the fused input
+    activations, the subtile broadcast and sub_core_grids (its cores not modelled); no shape, as binary_program's
+    CBs read none), so add and mul of one shape, or a DRAM and an L1 output, are two entries (tt-metal's
+    test_binary_ng_program_cache.py). The device's grid, binary_program's other input, is the cache's own.
+    One string: Python keeps its hash, where a Program's (0.14 us) is worked out on every launch."""
+    b_dtype, b_type = (b.dtype, b._memory_config.buffer_type.name) if type(b) is Tensor else (None, None)
+    return device_work.ProgramHash((
+        f"{op_name}|{a.dtype!r}|{b_dtype!r}|{out.dtype!r}|{a._memory_config.buffer_type.name}|{b_type}|"
+        f"{out._memory_config.buffer_type.name}|{bcast}|{lhs_activations}|{rhs_activations}|{sub_core_grids!r}",))
+
 
 # A unary op on a bfloat16 tensor computes in float32 and rounds the result to bfloat16 once. torch's bfloat16
 # kernel for most functions does just that inside (each value widened, the float32 function, rounded), without
