@@ -27,6 +27,9 @@ setup(
         # the recorder's begin, end and memory listener for an op log (ttreport/capturing/_hook.c; recorder.NATIVE).
         Extension("ttreport.capturing._hook", ["ttreport/capturing/_hook.c"], depends=["ttreport/capturing/_records.h"],
                   optional=True, extra_compile_args=["-O2"]),
+        # the writer process's read of its own op log (ttreport/capturing/_logread.c; oplog.NATIVE).
+        Extension("ttreport.capturing._logread", ["ttreport/capturing/_logread.c"],
+                  depends=["ttreport/capturing/_records.h"], optional=True, extra_compile_args=["-O2"]),
         # the writer's staging rows as a SQLite virtual table (ttreport/capturing/_rows.c; writer.ROWS). Needs
         # SQLite's header (Debian's libsqlite3-dev); without it the build of this one is skipped, as any optional one.
         Extension("ttreport.capturing._rows", ["ttreport/capturing/_rows.c"], libraries=["sqlite3"], optional=True,
