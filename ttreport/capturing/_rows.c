@@ -1,8 +1,9 @@
-/* ttreport.capturing._rows: a batch's rows handed to SQLite as a table, in C.
+/* ttreport.capturing._rows: a batch's rows made, and handed to SQLite as a table, in C.
  *
- * The optional accelerator of the writer's staging insert (ttreport/capturing/writer.py; ROWS says which route
- * runs, and TTREPORT_PURE=1 picks executemany, the specification: tests/test_capture_process_writer.py holds the
- * two reports equal row for row). One type:
+ * The optional accelerator of the writer (ttreport/capturing/writer.py; ROWS says which route runs, and
+ * TTREPORT_PURE=1 picks the pure-Python one, the specification: tests/test_writer_rows.py and
+ * tests/test_writer_items.py hold the two reports equal table by table). Two types. Items runs Writer._write's loop
+ * over a batch's common records (below, at Items), handing every other record to Writer._item. Feeder:
  *
  *   feeder = Feeder(con)      # con: a sqlite3.Connection; registers the virtual table module "ttreport_rows"
  *   con.execute("CREATE VIRTUAL TABLE temp.op_rows USING ttreport_rows(a, b, c)")
@@ -29,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "_records.h"
 
 #if PY_VERSION_HEX < 0x03070000 || PY_VERSION_HEX >= 0x030E0000
 #error "pysqlite_Connection's layout is known for CPython 3.7 to 3.13 only"
@@ -450,15 +453,564 @@ static PyTypeObject FeederType = {
     .tp_methods = Feeder_methods,
 };
 
+/* -- a batch's common records, in C ------------------------------------------------------------------------ */
+/* Items.write(batch, b, fallback) runs Writer._write's loop over a batch (writer.py): the common OP, ALLOC, FREE,
+ * ROW and PROGRAM records go into b's rows here, exactly as Writer._item puts them, and every other record goes to
+ * fallback(item, b) (Writer._item itself), the specification of every case: a new stack, spec or graph, an argument
+ * whose text is not cached (a float, a list), files, an error, buffer pages, an L1 buffer kept for a graph, the
+ * rarer tags. An op is done here only once every lookup it needs has hit (nothing is changed before), so a miss
+ * leaves the whole op to Python. The caches are the writer's own dicts, read and written as Writer._op does. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *stacks, *specs, *spec_of, *texts, *programs, *l1_allocs, *l1_owner, *graph_keys; /* the writer's */
+    int live; /* buffer pages recorded (Writer._live): every OP, ALLOC and FREE goes to Python */
+    int graphs; /* device graphs wanted (Writer._graphs): an L1 buffer an op allocates goes to Python */
+    PyObject *tensor_arg; /* records.TensorArg */
+    PyObject *op_fields, *spec_fields; /* tuples of positions: writer._OP_FIELDS' and _SPEC_FIELDS' */
+    Py_ssize_t max_spec_of; /* writer.MAX_SPEC_OF: an op that could fill Writer._spec_of goes to Python */
+} Items;
+
+/* Interned names, made once by the module's init. */
+static PyObject *s_alloc, *s_free, *s_rows, *s_staging, *s_allocs, *s_frees, *s_other, *s_tensor_records,
+    *s_input_tensors, *s_output_tensors, *s_cbs, *s_ranges, *s_name, *s_device_id, *s_cb_base, *s_ok;
+
+typedef struct {
+    PyObject *alloc, *free; /* strong: b.alloc and b.free while the loop runs here */
+    PyObject *staging, *allocs, *frees, *other, *tensor_records, *input_tensors, *output_tensors; /* borrowed */
+} Slots;
+
+static void Items_dealloc(Items *self) {
+    Py_XDECREF(self->stacks);
+    Py_XDECREF(self->specs);
+    Py_XDECREF(self->spec_of);
+    Py_XDECREF(self->texts);
+    Py_XDECREF(self->programs);
+    Py_XDECREF(self->l1_allocs);
+    Py_XDECREF(self->l1_owner);
+    Py_XDECREF(self->graph_keys);
+    Py_XDECREF(self->tensor_arg);
+    Py_XDECREF(self->op_fields);
+    Py_XDECREF(self->spec_fields);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int positions(PyObject *t, const char *what, Py_ssize_t width) {
+    if (!PyTuple_CheckExact(t)) {
+        PyErr_Format(PyExc_TypeError, "Items: %s is a tuple of positions", what);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++) {
+        Py_ssize_t at = PyLong_Check(PyTuple_GET_ITEM(t, i)) ? PyLong_AsSsize_t(PyTuple_GET_ITEM(t, i)) : -1;
+        if (at < 0 || at >= width) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "Items: %s holds a position outside its record", what);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int Items_init(Items *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"stacks", "specs", "spec_of", "texts", "programs", "l1_allocs", "l1_owner", "graph_keys",
+                            "live", "graphs", "tensor_arg", "op_fields", "spec_fields", "max_spec_of",
+                            "staging_width", NULL};
+    PyObject *d[8], *tensor_arg, *op_fields, *spec_fields;
+    int live, graphs;
+    Py_ssize_t max_spec_of, staging_width;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$O!O!O!O!O!O!O!O!ppO!OOnn:Items", names, &PyDict_Type, &d[0],
+                                     &PyDict_Type, &d[1], &PyDict_Type, &d[2], &PyDict_Type, &d[3], &PyDict_Type,
+                                     &d[4], &PyDict_Type, &d[5], &PyDict_Type, &d[6], &PyDict_Type, &d[7], &live,
+                                     &graphs, &PyType_Type, &tensor_arg, &op_fields, &spec_fields, &max_spec_of,
+                                     &staging_width))
+        return -1;
+    if (self->stacks != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Items: already initialised");
+        return -1;
+    }
+    if (positions(op_fields, "op_fields", OP_WIDTH) < 0 || positions(spec_fields, "spec_fields", SPEC_WIDTH) < 0)
+        return -1;
+    /* The staging row (writer._STAGING_COLUMNS): the op's fields, status, stack id, arguments, the tensor's fields
+     * with its spec id and file, the alloc and free records, the graph id. */
+    Py_ssize_t width = PyTuple_GET_SIZE(op_fields) + 3 + PyTuple_GET_SIZE(spec_fields) + 2 + ALLOC_WIDTH
+                       + FREE_WIDTH + 1;
+    if (width != staging_width) {
+        PyErr_Format(PyExc_ValueError, "Items: a staging row of %zd values made for one of %zd", width, staging_width);
+        return -1;
+    }
+    self->stacks = Py_NewRef(d[0]);
+    self->specs = Py_NewRef(d[1]);
+    self->spec_of = Py_NewRef(d[2]);
+    self->texts = Py_NewRef(d[3]);
+    self->programs = Py_NewRef(d[4]);
+    self->l1_allocs = Py_NewRef(d[5]);
+    self->l1_owner = Py_NewRef(d[6]);
+    self->graph_keys = Py_NewRef(d[7]);
+    self->live = live;
+    self->graphs = graphs;
+    self->tensor_arg = Py_NewRef(tensor_arg);
+    self->op_fields = Py_NewRef(op_fields);
+    self->spec_fields = Py_NewRef(spec_fields);
+    self->max_spec_of = max_spec_of;
+    return 0;
+}
+
+/* A list in `rows` by its name (borrowed), or NULL with an error. */
+static PyObject *rows_list(PyObject *rows, PyObject *name, int dict) {
+    PyObject *v = PyDict_GetItemWithError(rows, name);
+    if (v != NULL && (dict ? PyDict_CheckExact(v) : PyList_CheckExact(v))) return v;
+    if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "Items.write: b.rows[%R] is not a %s", name,
+                                        dict ? "dict" : "list");
+    return NULL;
+}
+
+/* d.setdefault(key, []).append(value) */
+static int append_to(PyObject *d, PyObject *key, PyObject *value) {
+    PyObject *list = PyDict_GetItemWithError(d, key);
+    if (list == NULL) {
+        if (PyErr_Occurred()) return -1;
+        PyObject *fresh = PyList_New(0);
+        if (fresh == NULL || PyDict_SetItem(d, key, fresh) < 0) {
+            Py_XDECREF(fresh);
+            return -1;
+        }
+        Py_DECREF(fresh); /* the dict holds it */
+        list = fresh;
+    }
+    return PyList_Check(list) ? PyList_Append(list, value) : (PyErr_SetString(PyExc_TypeError, "not a list"), -1);
+}
+
+static int do_alloc(Items *self, PyObject *item, Slots *st) {
+    if (self->live || PyTuple_GET_SIZE(item) != ALLOC_WIDTH) return 0;
+    if (self->graphs && PyTuple_GET_ITEM(item, ALLOC_ALLOCATED_BY_OPERATION_ID) != Py_None) {
+        PyObject *type = PyTuple_GET_ITEM(item, ALLOC_BUFFER_TYPE);
+        int overflow;
+        if (!PyLong_CheckExact(type) || PyLong_AsLongAndOverflow(type, &overflow) == 1 || overflow) return 0;
+    }
+    if (st->alloc != Py_None && PyList_Append(st->allocs, st->alloc) < 0) return -1;
+    Py_SETREF(st->alloc, Py_NewRef(item));
+    return 1;
+}
+
+static int do_free(Items *self, PyObject *item, Slots *st) {
+    if (self->live || PyDict_GET_SIZE(self->l1_owner) != 0 || PyTuple_GET_SIZE(item) != FREE_WIDTH) return 0;
+    if (st->free != Py_None && PyList_Append(st->frees, st->free) < 0) return -1;
+    Py_SETREF(st->free, Py_NewRef(item));
+    return 1;
+}
+
+/* A small growing buffer of ASCII bytes: an op's arguments as JSON. */
+typedef struct {
+    char *p;
+    Py_ssize_t n, cap;
+    char local[256];
+} Text;
+
+static int text_put(Text *t, const char *s, Py_ssize_t n) {
+    if (t->n + n > t->cap) {
+        Py_ssize_t cap = (t->n + n) * 2;
+        char *p = t->p == t->local ? PyMem_Malloc(cap) : PyMem_Realloc(t->p, cap);
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (t->p == t->local) memcpy(p, t->local, t->n);
+        t->p = p;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->n, s, n);
+    t->n += n;
+    return 0;
+}
+
+static void text_free(Text *t) {
+    if (t->p != t->local) PyMem_Free(t->p);
+}
+
+/* An argument's JSON text (Writer._json_value) into t when Writer._texts holds it or it is a tensor: 1; 0 when
+ * Python must make it; -1 on an error. */
+static int put_value(Items *self, PyObject *v, Text *t) {
+    PyTypeObject *type = Py_TYPE(v);
+    if ((PyObject *)type == self->tensor_arg) { /* int.__repr__ */
+        int overflow;
+        long long id = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (id == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        char digits[32];
+        int n = snprintf(digits, sizeof(digits), "%lld", id);
+        return text_put(t, digits, n) < 0 ? -1 : 1;
+    }
+    if (type == &PyFloat_Type || type == &PyList_Type || type == &PyTuple_Type) return 0; /* never cached */
+    int by_value = type == &PyLong_Type || type == &PyBool_Type || type == &PyUnicode_Type || v == Py_None;
+    PyObject *key = by_value ? PyTuple_Pack(2, (PyObject *)type, v) : PyLong_FromVoidPtr(v);
+    if (key == NULL) return -1;
+    PyObject *hit = PyDict_GetItemWithError(self->texts, key);
+    Py_DECREF(key);
+    if (hit == NULL) return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) < 2 || (!by_value && PyTuple_GET_ITEM(hit, 1) != v))
+        return 0;
+    PyObject *text = PyTuple_GET_ITEM(hit, 0);
+    if (!PyUnicode_CheckExact(text) || !PyUnicode_IS_ASCII(text)) return 0;
+    return text_put(t, (const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text)) < 0 ? -1 : 1;
+}
+
+/* A keyword's JSON string (json's encode_basestring_ascii) when it needs no escape: 1; else 0. */
+static int put_key(PyObject *k, Text *t) {
+    if (!PyUnicode_CheckExact(k) || !PyUnicode_IS_ASCII(k)) return 0;
+    const char *s = (const char *)PyUnicode_1BYTE_DATA(k);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(k);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (s[i] < ' ' || s[i] > '~' || s[i] == '"' || s[i] == '\\') return 0;
+    if (text_put(t, "\"", 1) < 0 || text_put(t, s, n) < 0 || text_put(t, "\":", 2) < 0) return -1;
+    return 1;
+}
+
+/* The op's arguments as Writer._op writes them (*out: a new str, or None): 1; 0 when Python must; -1 on an error. */
+static int arguments(Items *self, PyObject *args, PyObject *kwargs, PyObject **out) {
+    int kw = PyObject_IsTrue(kwargs);
+    if (kw < 0) return -1;
+    if (!PyTuple_CheckExact(args) || (kw && !PyDict_CheckExact(kwargs))) return 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (!kw && n == 0) {
+        *out = Py_NewRef(Py_None);
+        return 1;
+    }
+    Text t = {.p = NULL, .n = 0, .cap = sizeof(t.local)};
+    t.p = t.local;
+    int ok = text_put(&t, kw ? "{" : "[", 1) < 0 ? -1 : 1;
+    for (Py_ssize_t i = 0; i < n && ok == 1; i++) {
+        if (i > 0) ok = text_put(&t, ",", 1) < 0 ? -1 : 1;
+        if (ok == 1 && kw) {
+            char name[32];
+            int len = snprintf(name, sizeof(name), "\"%zd\":", i);
+            ok = text_put(&t, name, len) < 0 ? -1 : 1;
+        }
+        if (ok == 1) ok = put_value(self, PyTuple_GET_ITEM(args, i), &t);
+    }
+    if (kw) {
+        Py_ssize_t pos = 0, i = n;
+        PyObject *k, *v;
+        while (ok == 1 && PyDict_Next(kwargs, &pos, &k, &v)) {
+            if (i++ > 0) ok = text_put(&t, ",", 1) < 0 ? -1 : 1;
+            if (ok == 1) ok = put_key(k, &t);
+            if (ok == 1) ok = put_value(self, v, &t);
+        }
+    }
+    if (ok == 1) ok = text_put(&t, kw ? "}" : "]", 1) < 0 ? -1 : 1;
+    if (ok == 1) {
+        *out = PyUnicode_New(t.n, 127);
+        if (*out == NULL) ok = -1;
+        else memcpy(PyUnicode_1BYTE_DATA(*out), t.p, t.n);
+    }
+    text_free(&t);
+    return ok;
+}
+
+/* The graph id of an op that launched `programs` and allocated no L1 buffer for its graph, when Writer._graph_keys
+ * holds its key (Writer._captured_graph's, made the same way): a new reference; NULL and no error on a miss. */
+static PyObject *graph_hit(Items *self, PyObject *name, PyObject *programs) {
+    if (!PyList_CheckExact(programs)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(programs);
+    PyObject *each = PyTuple_New(n), *key = NULL, *graph = NULL;
+    if (each == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *p = PyList_GET_ITEM(programs, i);
+        PyObject *cbs = PyObject_GetAttr(p, s_cbs), *ranges = PyObject_GetAttr(p, s_ranges);
+        PyObject *part = NULL;
+        if (cbs != NULL && ranges != NULL) {
+            part = PyTuple_New(5);
+            if (part != NULL) {
+                PyTuple_SET_ITEM(part, 0, PyLong_FromVoidPtr(cbs)); /* id(): the programs are held by the cache */
+                PyTuple_SET_ITEM(part, 1, PyLong_FromVoidPtr(ranges));
+                PyTuple_SET_ITEM(part, 2, PyObject_GetAttr(p, s_name));
+                PyTuple_SET_ITEM(part, 3, PyObject_GetAttr(p, s_device_id));
+                PyTuple_SET_ITEM(part, 4, PyObject_GetAttr(p, s_cb_base));
+                for (int j = 0; j < 5; j++)
+                    if (PyTuple_GET_ITEM(part, j) == NULL) Py_CLEAR(part);
+            }
+        }
+        Py_XDECREF(cbs);
+        Py_XDECREF(ranges);
+        if (part == NULL) goto done;
+        PyTuple_SET_ITEM(each, i, part);
+    }
+    PyObject *no_l1 = PyTuple_New(0);
+    key = no_l1 != NULL ? PyTuple_Pack(3, name, each, no_l1) : NULL;
+    Py_XDECREF(no_l1);
+    if (key == NULL) goto done;
+    PyObject *hit = PyDict_GetItemWithError(self->graph_keys, key);
+    if (hit != NULL && PyTuple_CheckExact(hit) && PyTuple_GET_SIZE(hit) >= 1) graph = Py_NewRef(PyTuple_GET_ITEM(hit, 0));
+done:
+    Py_DECREF(each);
+    Py_XDECREF(key);
+    return graph;
+}
+
+/* Fill `row` from `at` (a tuple) with rec's values at the positions `fields`; returns the next free index. */
+static Py_ssize_t put_fields(PyObject *row, Py_ssize_t at, PyObject *rec, PyObject *fields) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields); i++)
+        PyTuple_SET_ITEM(row, at++, Py_NewRef(PyTuple_GET_ITEM(rec, PyLong_AsSsize_t(PyTuple_GET_ITEM(fields, i)))));
+    return at;
+}
+
+static Py_ssize_t put_nones(PyObject *row, Py_ssize_t at, Py_ssize_t n) {
+    while (n-- > 0) PyTuple_SET_ITEM(row, at++, Py_NewRef(Py_None));
+    return at;
+}
+
+/* A tensor's row (Writer._tensor_row): its fields, its spec id (hit[0]) and no file. */
+static PyObject *tensor_row(Items *self, PyObject *spec, PyObject *hit) {
+    PyObject *row = PyTuple_New(PyTuple_GET_SIZE(self->spec_fields) + 2);
+    if (row == NULL) return NULL;
+    Py_ssize_t at = put_fields(row, 0, spec, self->spec_fields);
+    PyTuple_SET_ITEM(row, at, Py_NewRef(PyTuple_GET_ITEM(hit, 0)));
+    PyTuple_SET_ITEM(row, at + 1, Py_NewRef(Py_None));
+    return row;
+}
+
+/* An OP record (Writer._item's and Writer._op's) when each of its lookups hits: 1; 0: Python's; -1: an error. */
+static int do_op(Items *self, PyObject *item, Slots *st) {
+    if (self->live || PyTuple_GET_SIZE(item) != OP_WIDTH || PyTuple_GET_ITEM(item, OP_ERROR) != Py_None
+        || PyDict_GET_SIZE(self->l1_allocs) != 0)
+        return 0;
+    if ((st->alloc != Py_None && (!PyTuple_CheckExact(st->alloc) || PyTuple_GET_SIZE(st->alloc) != ALLOC_WIDTH))
+        || (st->free != Py_None && (!PyTuple_CheckExact(st->free) || PyTuple_GET_SIZE(st->free) != FREE_WIDTH)))
+        return 0;
+    PyObject *files = PyTuple_GET_ITEM(item, OP_FILES), *specs = PyTuple_GET_ITEM(item, OP_SPECS);
+    if (files != Py_None && !(PyTuple_CheckExact(files) && PyTuple_GET_SIZE(files) == 0)) return 0;
+    if (specs != Py_None && !PyTuple_CheckExact(specs)) return 0;
+    Py_ssize_t n_specs = specs == Py_None ? 0 : PyTuple_GET_SIZE(specs);
+    if (PyDict_GET_SIZE(self->spec_of) + n_specs > self->max_spec_of) return 0; /* Python halves it */
+    PyObject *op_id = PyTuple_GET_ITEM(item, OP_OPERATION_ID), *frames = PyTuple_GET_ITEM(item, OP_STACK);
+    PyObject *programs = NULL, *graph = NULL, *stack_id = Py_None, *hits = NULL, *text = NULL, *row = NULL;
+    int found = 0;
+    /* the lookups: nothing is changed until each has hit */
+    if (PyDict_GET_SIZE(self->programs) != 0) {
+        programs = PyDict_GetItemWithError(self->programs, op_id);
+        if (programs == NULL && PyErr_Occurred()) return -1;
+    }
+    if (programs != NULL) {
+        graph = graph_hit(self, PyTuple_GET_ITEM(item, OP_NAME), programs);
+        if (graph == NULL) return PyErr_Occurred() ? -1 : 0;
+    } else {
+        graph = Py_NewRef(Py_None);
+    }
+    int has_stack = PyObject_IsTrue(frames);
+    if (has_stack < 0) goto fail;
+    if (has_stack) {
+        stack_id = PyDict_GetItemWithError(self->stacks, frames);
+        if (stack_id == NULL) goto miss;
+    }
+    hits = PyTuple_New(n_specs);
+    if (hits == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n_specs; i++) {
+        PyObject *spec = PyTuple_GET_ITEM(specs, i);
+        if (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != SPEC_WIDTH) goto miss;
+        PyObject *key = PyTuple_GetSlice(spec, SPEC_SHAPE, SPEC_CONFIG_ID + 1); /* (shape, dtype, layout, cfg) */
+        if (key == NULL) goto fail;
+        PyObject *hit = PyDict_GetItemWithError(self->specs, key);
+        Py_DECREF(key);
+        if (hit == NULL || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) < 3) goto miss;
+        PyTuple_SET_ITEM(hits, i, Py_NewRef(hit));
+    }
+    found = arguments(self, PyTuple_GET_ITEM(item, OP_ARGS), PyTuple_GET_ITEM(item, OP_KWARGS), &text);
+    if (found != 1) goto end;
+    found = -1;
+    Py_INCREF(stack_id); /* a borrowed value of the stacks' dict, held by the row from here */
+    /* the changes, as Writer._op makes them */
+    if (programs != NULL && PyDict_DelItem(self->programs, op_id) < 0) goto end_stack;
+    PyObject *tensor = NULL;
+    for (Py_ssize_t i = 0; i < n_specs; i++) {
+        PyObject *spec = PyTuple_GET_ITEM(specs, i), *hit = PyTuple_GET_ITEM(hits, i);
+        if (PyDict_SetItem(self->spec_of, PyTuple_GET_ITEM(spec, SPEC_TENSOR_ID), PyTuple_GET_ITEM(hit, 2)) < 0)
+            goto end_stack;
+        PyObject *t = tensor_row(self, spec, hit);
+        if (t == NULL) goto end_stack;
+        if (tensor == NULL) { /* the op's row carries one; any others are bound on their own */
+            tensor = t;
+            continue;
+        }
+        int rc = PyList_Append(st->tensor_records, t);
+        Py_DECREF(t);
+        if (rc < 0) goto end_stack;
+    }
+    PyObject *inputs = PyTuple_GET_ITEM(item, OP_INPUTS), *outputs = PyTuple_GET_ITEM(item, OP_OUTPUTS);
+    PyObject *ends[2][2] = {{inputs, st->input_tensors}, {outputs, st->output_tensors}};
+    for (int e = 0; e < 2; e++) {
+        int any = PyObject_IsTrue(ends[e][0]);
+        PyObject *pair = any > 0 ? PyTuple_Pack(2, op_id, ends[e][0]) : NULL;
+        int rc = any > 0 ? (pair == NULL ? -1 : PyList_Append(ends[e][1], pair)) : any;
+        Py_XDECREF(pair);
+        if (rc < 0) {
+            Py_XDECREF(tensor);
+            goto end_stack;
+        }
+    }
+    row = PyTuple_New(PyTuple_GET_SIZE(self->op_fields) + 3 + PyTuple_GET_SIZE(self->spec_fields) + 2 + ALLOC_WIDTH
+                      + FREE_WIDTH + 1);
+    if (row == NULL) {
+        Py_XDECREF(tensor);
+        goto end_stack;
+    }
+    Py_ssize_t at = put_fields(row, 0, item, self->op_fields);
+    PyTuple_SET_ITEM(row, at++, Py_NewRef(s_ok));
+    PyTuple_SET_ITEM(row, at++, stack_id); /* its reference */
+    PyTuple_SET_ITEM(row, at++, text);
+    stack_id = text = NULL;
+    if (tensor != NULL) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tensor); i++)
+            PyTuple_SET_ITEM(row, at++, Py_NewRef(PyTuple_GET_ITEM(tensor, i)));
+        Py_DECREF(tensor);
+    } else {
+        at = put_nones(row, at, PyTuple_GET_SIZE(self->spec_fields) + 2);
+    }
+    PyObject *slots[2] = {st->alloc, st->free};
+    Py_ssize_t widths[2] = {ALLOC_WIDTH, FREE_WIDTH};
+    for (int k = 0; k < 2; k++) {
+        if (slots[k] == Py_None) {
+            at = put_nones(row, at, widths[k]);
+        } else {
+            for (Py_ssize_t i = 0; i < widths[k]; i++) PyTuple_SET_ITEM(row, at++, Py_NewRef(PyTuple_GET_ITEM(slots[k], i)));
+        }
+    }
+    PyTuple_SET_ITEM(row, at, graph);
+    graph = NULL;
+    found = PyList_Append(st->staging, row) < 0 ? -1 : 1;
+    Py_DECREF(row);
+    if (found == 1) {
+        Py_SETREF(st->alloc, Py_NewRef(Py_None));
+        Py_SETREF(st->free, Py_NewRef(Py_None));
+    }
+    goto end;
+end_stack:
+    Py_XDECREF(stack_id);
+    goto end;
+miss:
+    found = PyErr_Occurred() ? -1 : 0;
+    goto end;
+fail:
+    found = -1;
+end:
+    Py_XDECREF(graph);
+    Py_XDECREF(hits);
+    Py_XDECREF(text);
+    return found;
+}
+
+/* b.alloc and b.free from the loop's slots (to_b), or back. */
+static int sync_slots(PyObject *b, Slots *st, int to_b) {
+    if (to_b) return PyObject_SetAttr(b, s_alloc, st->alloc) < 0 || PyObject_SetAttr(b, s_free, st->free) < 0 ? -1 : 0;
+    PyObject *alloc = PyObject_GetAttr(b, s_alloc), *free_ = PyObject_GetAttr(b, s_free);
+    if (alloc == NULL || free_ == NULL) {
+        Py_XDECREF(alloc);
+        Py_XDECREF(free_);
+        return -1;
+    }
+    Py_XSETREF(st->alloc, alloc); /* NULL at the loop's start */
+    Py_XSETREF(st->free, free_);
+    return 0;
+}
+
+static PyObject *Items_write(Items *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "Items.write(batch, b, fallback)");
+        return NULL;
+    }
+    PyObject *batch = PySequence_Fast(args[0], "Items.write: a batch is a list of records"), *b = args[1];
+    if (batch == NULL) return NULL;
+    Slots st = {NULL};
+    PyObject *rows = PyObject_GetAttr(b, s_rows), *result = NULL;
+    st.staging = PyObject_GetAttr(b, s_staging); /* a strong reference, let go at the end */
+    if (rows == NULL || st.staging == NULL || !PyDict_CheckExact(rows) || !PyList_CheckExact(st.staging)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Items.write: b.rows is a dict, b.staging a list");
+        goto done;
+    }
+    if ((st.allocs = rows_list(rows, s_allocs, 0)) == NULL || (st.frees = rows_list(rows, s_frees, 0)) == NULL
+        || (st.other = rows_list(rows, s_other, 1)) == NULL
+        || (st.tensor_records = rows_list(rows, s_tensor_records, 0)) == NULL
+        || (st.input_tensors = rows_list(rows, s_input_tensors, 0)) == NULL
+        || (st.output_tensors = rows_list(rows, s_output_tensors, 0)) == NULL || sync_slots(b, &st, 0) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(batch); i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(batch, i);
+        int done = 0;
+        if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) > 0 && PyLong_CheckExact(PyTuple_GET_ITEM(item, 0))) {
+            int overflow;
+            long tag = PyLong_AsLongAndOverflow(PyTuple_GET_ITEM(item, 0), &overflow);
+            Py_ssize_t size = PyTuple_GET_SIZE(item);
+            if (overflow) tag = -1;
+            if (tag == TAG_OP) {
+                done = do_op(self, item, &st);
+            } else if (tag == TAG_ALLOC) {
+                done = do_alloc(self, item, &st);
+            } else if (tag == TAG_FREE) {
+                done = do_free(self, item, &st);
+            } else if (tag == TAG_ROW && size == 4) { /* a RowValues: its rows grouped by (table, columns) */
+                PyObject *key = PyTuple_Pack(2, PyTuple_GET_ITEM(item, 1), PyTuple_GET_ITEM(item, 2));
+                done = key == NULL || append_to(st.other, key, PyTuple_GET_ITEM(item, 3)) < 0 ? -1 : 1;
+                Py_XDECREF(key);
+            } else if (tag == TAG_PROGRAM && size >= 3) { /* records.ProgramRun: its program kept for its op */
+                done = append_to(self->programs, PyTuple_GET_ITEM(item, PROGRAM_OPERATION_ID),
+                                 PyTuple_GET_ITEM(item, 2)) < 0 ? -1 : 1;
+            }
+        }
+        if (done < 0) goto done;
+        if (done == 0) {
+            if (sync_slots(b, &st, 1) < 0) goto done;
+            PyObject *r = PyObject_CallFunctionObjArgs(args[2], item, b, NULL);
+            if (r == NULL) goto done;
+            Py_DECREF(r);
+            if (sync_slots(b, &st, 0) < 0) goto done;
+        }
+    }
+    if (sync_slots(b, &st, 1) == 0) result = Py_NewRef(Py_None);
+done:
+    Py_DECREF(batch);
+    Py_XDECREF(rows);
+    Py_XDECREF(st.staging);
+    Py_XDECREF(st.alloc);
+    Py_XDECREF(st.free);
+    return result;
+}
+
+static PyMethodDef Items_methods[] = {
+    {"write", (PyCFunction)(void (*)(void))Items_write, METH_FASTCALL,
+     "write(batch, b, fallback): the batch's records into b's rows, each record C does not do by fallback(item, b)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ItemsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ttreport.capturing._rows.Items",
+    .tp_basicsize = sizeof(Items),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Items(*, stacks, specs, ...): Writer._write's loop over a batch's common records (writer.py).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Items_init,
+    .tp_dealloc = (destructor)Items_dealloc,
+    .tp_methods = Items_methods,
+};
+
 static struct PyModuleDef rows_def = {
     PyModuleDef_HEAD_INIT, "_rows", "A batch's rows as a SQLite virtual table (see writer.py).", -1, NULL,
 };
 
 PyMODINIT_FUNC PyInit__rows(void) {
-    if (PyType_Ready(&FeederType) < 0) return NULL;
+    if (PyType_Ready(&FeederType) < 0 || PyType_Ready(&ItemsType) < 0) return NULL;
+    struct { PyObject **at; const char *text; } names[] = {
+        {&s_alloc, "alloc"}, {&s_free, "free"}, {&s_rows, "rows"}, {&s_staging, "staging"}, {&s_allocs, "allocs"},
+        {&s_frees, "frees"}, {&s_other, "other"}, {&s_tensor_records, "tensor_records"},
+        {&s_input_tensors, "input_tensors"}, {&s_output_tensors, "output_tensors"}, {&s_cbs, "cbs"},
+        {&s_ranges, "ranges"}, {&s_name, "name"}, {&s_device_id, "device_id"}, {&s_cb_base, "cb_base"},
+        {&s_ok, "ok"},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (*names[i].at == NULL && (*names[i].at = PyUnicode_InternFromString(names[i].text)) == NULL) return NULL;
     PyObject *m = PyModule_Create(&rows_def);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "Feeder", (PyObject *)&FeederType) < 0) {
+    if (PyModule_AddObjectRef(m, "Feeder", (PyObject *)&FeederType) < 0
+        || PyModule_AddObjectRef(m, "Items", (PyObject *)&ItemsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

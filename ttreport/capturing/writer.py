@@ -79,7 +79,8 @@ _OP_DIRECT = [c for c in schema_sql.COLUMNS["operations"] if c in Op._fields]
 _OP_MADE = ("status", "stack_trace_id", "arguments")
 assert set(schema_sql.COLUMNS["operations"]) == {*_OP_DIRECT, *_OP_MADE, "duration", "rank"}, \
     "an operations column that is neither a field of records.Op nor made by writer.py"
-_OP_FIELDS = operator.itemgetter(*[Op._fields.index(c) for c in _OP_DIRECT])  # the record's, in that order
+_OP_POSITIONS = tuple(Op._fields.index(c) for c in _OP_DIRECT)
+_OP_FIELDS = operator.itemgetter(*_OP_POSITIONS)  # the record's, in that order
 _OP_COLUMNS = ", ".join([*_OP_DIRECT, *_OP_MADE])
 # A tensors row is its own columns and its spec's texts (_SPEC_TEXT_COLUMNS, read from tensor_specs in SQL, inserted
 # before the tensors of its batch; NULL memory config: on the host); rank keeps its default. Its own columns come from
@@ -94,7 +95,8 @@ _TENSOR_MADE = ("spec_id", "file")
 assert set(schema_sql.COLUMNS["tensors"]) == {*_TENSOR_DIRECT, *_TENSOR_MADE, *_SPEC_TEXT_COLUMNS, "rank"}, \
     "a tensors column that is neither a field of records.Spec, nor a spec's text, nor made by writer.py"
 _TENSOR_OWN = (*_TENSOR_DIRECT, *_TENSOR_MADE)
-_SPEC_FIELDS = operator.itemgetter(*[Spec._fields.index(c) for c in _TENSOR_DIRECT])  # the record's, in that order
+_SPEC_POSITIONS = tuple(Spec._fields.index(c) for c in _TENSOR_DIRECT)
+_SPEC_FIELDS = operator.itemgetter(*_SPEC_POSITIONS)  # the record's, in that order
 _TENSOR_COLUMNS = ", ".join([*_TENSOR_OWN, *_SPEC_TEXT_COLUMNS])
 _SPEC_ID_AT, _TENSOR_ID_AT = _TENSOR_OWN.index("spec_id"), _TENSOR_OWN.index("tensor_id")
 _BUFFER_FIELDS = Alloc._fields[1:]  # buffer_lifetimes' columns of the same names
@@ -363,6 +365,19 @@ class _LifetimesAside(threading.Thread):
             self.scratch.unlink()
 
 
+class _Batch:
+    """A batch's rows while Writer._write makes them: the rows by table (Writer._commit's), the staging rows, the
+    stacks and specs it numbered (forgotten again if it is rolled back), the flush and stop records, and the latest
+    alloc and free not yet in an op's staging row (one slot each)."""
+
+    __slots__ = ("rows", "staging", "new_stacks", "new_specs", "waiters", "alloc", "free")
+
+    def __init__(self, rows: dict):
+        self.rows = rows
+        self.staging, self.new_stacks, self.new_specs, self.waiters = [], [], [], []
+        self.alloc = self.free = None
+
+
 class Writer:
     """Turns batches of records (records.py) into rows of the report at `db_path` (`con`, connected by its owner);
     `defs` answers what records name by id (oplog.Definitions: code(id), memory_config(id))."""
@@ -403,6 +418,12 @@ class Writer:
         self._layout_text = {int(e): repr(e) for e in Layout}
         self._feeder = None  # the _rows.Feeder on self.con (ROWS), made at the first batch; False: executemany
         self._row_tables: set[int] = set()  # the widths of the temp.rows_<width> virtual tables made on self.con
+        # Writer._write's loop in C over the common records, on these caches (ROWS; else self._item for each record).
+        self._items = None if _rows is None else _rows.Items(
+            stacks=self._stacks, specs=self._specs, spec_of=self._spec_of, texts=self._texts, programs=self._programs,
+            l1_allocs=self._l1_allocs, l1_owner=self._l1_owner, graph_keys=self._graph_keys,
+            live=self._live is not None, graphs=bool(self._graphs), tensor_arg=TensorArg, op_fields=_OP_POSITIONS,
+            spec_fields=_SPEC_POSITIONS, max_spec_of=MAX_SPEC_OF, staging_width=_STAGING_WIDTH)
 
     # -- a batch ---------------------------------------------------------------------------
     def _write(self, batch: list) -> bool:
@@ -414,74 +435,27 @@ class Writer:
             return self._release([item for item in batch if item[0] in (FLUSH, STOP)])
         rows = {name: [] for name in _INSERT}
         rows.update(devices=[], other={}, graphs=[], graph_nodes=[], graph_edges=[], **{name: [] for name in _FED})
-        staging, allocs, frees = [], rows["allocs"], rows["frees"]
-        self._pending = (staging, rows["tensor_records"])
-        new_stacks: list[tuple] = []
-        new_specs: list[tuple] = []
-        waiters = []
-        op = self._op
-        live, graphs, programs, other_rows = self._live, self._graphs, self._programs, rows["other"]
-        alloc = free = None  # the buffer events waiting for an op's row (one slot each)
+        b = _Batch(rows)
+        self._pending = (b.staging, rows["tensor_records"])
         try:
-            for item in batch:
-                tag = item[0]
-                if tag == OP:
-                    item = _new_tuple(Op, item)  # its named view: no copy, C-speed attribute reads
-                    graph = self._captured_graph(item, rows) if programs or self._l1_allocs else None
-                    # The slots take the latest alloc and free before the op's end, whichever op they belong to.
-                    staging.append(op(item, rows, new_stacks, new_specs) + (alloc or _NO_ALLOC) + (free or _NO_FREE)
-                                   + (graph,))
-                    alloc = free = None
-                elif tag == ALLOC:  # records.Alloc's fields by position: no named view made for each
-                    if live is not None:  # records.AllocPages: its Buffer for buffer_pages
-                        live[item[_ALLOC_BUFFER_ID]] = item[_ALLOC_BUFFER]
-                        item = item[:_ALLOC_WIDTH]
-                    by_op = item[_ALLOC_BY_OP]
-                    if graphs and item[_ALLOC_BUFFER_TYPE] == 1 and by_op is not None:
-                        # in its op's graph, if it launches a program
-                        self._l1_allocs.setdefault(by_op, []).append(item)
-                        self._l1_owner[item[_ALLOC_BUFFER_ID]] = by_op
-                    if alloc is not None:
-                        allocs.append(alloc)
-                    alloc = item
-                elif tag == FREE:
-                    buffer_id = item[_FREE_BUFFER_ID]
-                    if self._l1_owner:
-                        self._drop_l1_alloc(buffer_id)
-                    if live is not None:
-                        live.pop(buffer_id, None)
-                    if free is not None:
-                        frees.append(free)
-                    free = item
-                elif tag == ROW:  # device_perf's row of every op (a RowValues): before the rarer tags
-                    if len(item) == 4:
-                        other_rows.setdefault((item[1], item[2]), []).append(item[3])
-                    else:  # a Row: by its dict
-                        other_rows.setdefault((item[1], tuple(item[2])), []).append(tuple(item[2].values()))
-                elif tag == PROGRAM:
-                    programs.setdefault(item[1], []).append(item[2])
-                elif tag == TENSOR:
-                    rows["tensor_records"].append(self._host_tensor_row(item, rows, new_specs))
-                elif tag == DEVICE:
-                    rows["devices"].append(item[1])
-                    self._grid_x[item[1]["device_id"]] = item[1]["num_x_cores"]
-                elif tag == META:
-                    rows["meta"].append((item[1], str(item[2])))
-                elif tag == FILE_LOST:
-                    rows["lost"].append((item[1],))
-                else:
-                    waiters.append(item)  # FLUSH or STOP
-            if alloc is not None:
-                allocs.append(alloc)
-            if free is not None:
-                frees.append(free)
+            if ROWS:  # the common records in C (_rows.Items), each other one by self._item
+                self._items.write(batch, b, self._item)
+            else:
+                item_rows = self._item
+                for item in batch:
+                    item_rows(item, b)
+            if b.alloc is not None:
+                rows["allocs"].append(b.alloc)
+            if b.free is not None:
+                rows["frees"].append(b.free)
             self._pending = ((), [])
-            self._commit(staging, rows)
+            self._commit(b.staging, rows)
             self.records_written += len(batch)
+            waiters = b.waiters
         except Exception as e:  # the disk, or a bug here: never the model's problem (see module docstring)
-            for key in new_stacks:
+            for key in b.new_stacks:
                 self._stacks.pop(key, None)
-            for key in new_specs:
+            for key in b.new_specs:
                 self._specs.pop(key, None)
             for _, path, _ in rows["source_files"]:
                 self._source_files.pop(path, None)
@@ -492,6 +466,58 @@ class Writer:
             self._fail(e)
             waiters = [item for item in batch if item[0] in (FLUSH, STOP)]
         return self._release(waiters)
+
+    def _item(self, item, b: _Batch) -> None:
+        """One record of a batch into `b`'s rows. The specification of _rows.Items.write, which does the common
+        OP, ALLOC, FREE, ROW and PROGRAM records itself and hands this every other one (a new stack, spec or graph,
+        an argument text not cached, files, an error, buffer pages, L1 buffers for a graph, the rarer tags)."""
+        tag, rows = item[0], b.rows
+        if tag == OP:
+            item = _new_tuple(Op, item)  # its named view: no copy, C-speed attribute reads
+            graph = self._captured_graph(item, rows) if self._programs or self._l1_allocs else None
+            # The slots take the latest alloc and free before the op's end, whichever op they belong to.
+            b.staging.append(self._op(item, rows, b.new_stacks, b.new_specs) + (b.alloc or _NO_ALLOC)
+                             + (b.free or _NO_FREE) + (graph,))
+            b.alloc = b.free = None
+        elif tag == ALLOC:  # records.Alloc's fields by position: no named view made for each
+            if self._live is not None:  # records.AllocPages: its Buffer for buffer_pages
+                self._live[item[_ALLOC_BUFFER_ID]] = item[_ALLOC_BUFFER]
+                item = item[:_ALLOC_WIDTH]
+            by_op = item[_ALLOC_BY_OP]
+            if self._graphs and item[_ALLOC_BUFFER_TYPE] == 1 and by_op is not None:
+                # in its op's graph, if it launches a program
+                self._l1_allocs.setdefault(by_op, []).append(item)
+                self._l1_owner[item[_ALLOC_BUFFER_ID]] = by_op
+            if b.alloc is not None:
+                rows["allocs"].append(b.alloc)
+            b.alloc = item
+        elif tag == FREE:
+            buffer_id = item[_FREE_BUFFER_ID]
+            if self._l1_owner:
+                self._drop_l1_alloc(buffer_id)
+            if self._live is not None:
+                self._live.pop(buffer_id, None)
+            if b.free is not None:
+                rows["frees"].append(b.free)
+            b.free = item
+        elif tag == ROW:  # device_perf's row of every op (a RowValues): before the rarer tags
+            if len(item) == 4:
+                rows["other"].setdefault((item[1], item[2]), []).append(item[3])
+            else:  # a Row: by its dict
+                rows["other"].setdefault((item[1], tuple(item[2])), []).append(tuple(item[2].values()))
+        elif tag == PROGRAM:
+            self._programs.setdefault(item[1], []).append(item[2])
+        elif tag == TENSOR:
+            rows["tensor_records"].append(self._host_tensor_row(item, rows, b.new_specs))
+        elif tag == DEVICE:
+            rows["devices"].append(item[1])
+            self._grid_x[item[1]["device_id"]] = item[1]["num_x_cores"]
+        elif tag == META:
+            rows["meta"].append((item[1], str(item[2])))
+        elif tag == FILE_LOST:
+            rows["lost"].append((item[1],))
+        else:
+            b.waiters.append(item)  # FLUSH or STOP
 
     @staticmethod
     def _release(waiters: list) -> bool:

@@ -1,0 +1,211 @@
+"""A batch's common records made into rows in C (_rows.Items) give the rows the Python loop gives, record for record.
+
+Writer._write hands each batch to _rows.Items.write when writer.ROWS is on: it does the common OP, ALLOC, FREE, ROW
+and PROGRAM records itself, from the writer's caches, and hands every other record to Writer._item, the pure-Python
+loop's body and the specification (TTREPORT_PURE=1 runs only it). These tests hold the two equal on batches that hit
+every rare case (a new spec, stack or graph, a float, a list, an error, files, an L1 buffer kept for a graph), and
+on whole captures in every device_graphs mode, with buffer pages and with tensors="outputs".
+
+    .venv/bin/python -m pytest tests/test_writer_items.py -q
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from report_tables import tables
+
+from device_sim.device_work import CircularBuffer, Program
+from ttreport import db
+from ttreport.capturing import records, writer
+from ttreport.capturing.oplog import Definitions
+from ttreport.capturing.records import ALLOC, FLUSH, FREE, META, OP, PROGRAM, ROW, TENSOR, TensorArg, Text
+from ttreport.errors import ReportIncompleteWarning
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(writer._rows is None, reason="ttreport.capturing._rows is not built (no compiler "
+                                                             "or no sqlite3.h): the writer runs the Python loop")
+
+CBS = (CircularBuffer((0,), 2, 2048), CircularBuffer((16,), 2, 2048))  # one program's, held: the graph key's ids
+RANGES = ((0, 0, 7, 7),)
+DRAM = Text("MemoryConfig(DRAM)")  # an argument the log defined once (an OBJ): the same object each time
+
+
+def spec(tid: int, shape=(32, 32)) -> tuple:
+    """A bfloat16 TILE tensor's spec, on the host (no memory config)."""
+    return tuple(records.Spec(tid, shape, 0, 1, None, "default", None, None, None, None, tid - 1 or None))
+
+
+def op(op_id: int, args=(), kwargs=None, *, specs=(), stack=None, files=None, error=None, name="ttnn.add") -> tuple:
+    inputs = tuple(int(a) for a in args if type(a) is TensorArg)
+    outputs = tuple(s[0] for s in specs)
+    return tuple(records.Op(OP, name, op_id, op_id * 10, op_id * 10 + 5, None, 0, "MainThread", stack, args,
+                            kwargs, inputs, outputs, specs, files, op_id * 3, 0, 2048, error, 0))
+
+
+def program(op_id: int) -> tuple:
+    return (PROGRAM, op_id, Program("BinaryNgDeviceOperation", "BinaryNgProgramFactory", CBS, RANGES, program_id=op_id))
+
+
+def alloc(buffer_id: int, op_id: int, buffer_type: int = 0) -> tuple:
+    return tuple(records.Alloc(ALLOC, buffer_id, 0, 4096 * buffer_id, 2048, buffer_type, 0, 2048, op_id * 3 - 1,
+                               op_id))
+
+
+def device_perf(op_id: int) -> tuple:
+    return (ROW, "device_perf", ("operation_id", "compute_ns"), (op_id, 32))
+
+
+def add(op_id: int, *args, **kwargs) -> list:
+    """An op's records as a capture logs them: its output's alloc, its program, the op, its perf row, a free."""
+    return [alloc(op_id, op_id), program(op_id), op(op_id, args or (TensorArg(1), TensorArg(2)),
+                                                     specs=(spec(op_id + 2),), **kwargs),
+            device_perf(op_id), (FREE, op_id, op_id * 3 + 1)]
+
+
+def batches() -> list:
+    t1, t2 = TensorArg(1), TensorArg(2)
+    error = ("TypeError", "bad", "Traceback (most recent call last):\n", "2026-01-01T00:00:00")
+    first = [(META, "k", 1),
+             alloc(1, 1), program(1), op(1, (t1, t2), specs=(spec(1), spec(2), spec(3))), device_perf(1),
+             *add(2), *add(3),  # hits: spec, argument texts, graph
+             *add(4, t1, 1.5),  # a float: never cached
+             *add(5, t1, t2, kwargs={"memory_config": DRAM, "dim": -1}),  # new texts
+             *add(6, t1, t2, kwargs={"memory_config": DRAM, "dim": -1}),  # the same, cached
+             *add(7, [t1, t2], 0, name="ttnn.concat"),  # a list
+             *add(8, error=error),
+             *add(9, files=((11, "tensors/11.pt"),)),
+             *add(10, t1, t2, stack=(1, 10)), *add(11, t1, t2, stack=(1, 10)),  # a new stack, then its hit
+             *add(12, t1, 'a"b\\ü'), *add(13, t1, 'a"b\\ü'),  # a str to escape, then its cached text
+             (FLUSH, None)]
+    later = [*add(14), (TENSOR, 40, (2, 2), "torch.float32", None, None),
+             alloc(15, 15, buffer_type=1), program(15), op(15, (t1, t2), specs=(spec(17),)),  # an L1 buffer
+             device_perf(15), (FREE, 15, 46),
+             alloc(16, 16), program(16), op(16, (t1,), specs=(spec(18, (64, 32)),)),  # a new spec mid-run
+             alloc(17, 17), program(17), op(17, (t1,), specs=(spec(19, (64, 32)),)),
+             op(18, (t1, t2)), op(19, ()),  # no program, no output
+             *add(20, t2, t1, kwargs={"memory_config": DRAM, "dim": -1})]
+    return [first, later]
+
+
+def written(tmp_path: Path, monkeypatch, c_route: bool, graphs) -> tuple:
+    """Each batch's staging rows and rows by table as Writer._commit got them, the ids of the ops Python made, and the
+    report's tables."""
+    path = tmp_path / ("c" if c_route else "python") / "db.sqlite"
+    path.parent.mkdir()
+    db.create(path, skip=db.LATE_INDEXES)
+    defs = Definitions()
+    defs.codes[1] = SimpleNamespace(co_filename="model.py", co_name="main")
+    w = writer.Writer(path, defs, SimpleNamespace(buffer_pages=False, device_graphs=graphs))
+    w.con = writer.connect(path)
+    committed, by_python = [], []
+    commit, item = w._commit, w._item
+
+    def seen_commit(staging, rows):
+        committed.append((list(staging), {name: list(v) if type(v) is list else dict(v) for name, v in rows.items()}))
+        commit(staging, rows)
+
+    def seen_item(rec, b):
+        if rec[0] == OP:
+            by_python.append(rec[2])
+        item(rec, b)
+
+    w._commit, w._item = seen_commit, seen_item
+    monkeypatch.setattr(writer, "ROWS", c_route)
+    try:
+        for batch in batches():
+            assert w._write(batch) is False
+    finally:
+        w.con.close()
+    assert w.error is None
+    return committed, by_python, tables(path)
+
+
+@pytest.mark.parametrize("graphs", [True, "distinct", False])
+def test_the_c_loop_makes_the_rows_the_python_loop_makes(tmp_path, monkeypatch, graphs):
+    committed, by_python, report = written(tmp_path, monkeypatch, False, graphs)
+    got, c_by_python, c_report = written(tmp_path, monkeypatch, True, graphs)
+    assert len(got) == len(committed) == 2
+    for (staging, rows), (expected_staging, expected_rows) in zip(got, committed):
+        assert staging == expected_staging
+        assert rows.keys() == expected_rows.keys()
+        for name in expected_rows:
+            assert rows[name] == expected_rows[name], name
+    assert c_report == report
+    assert by_python == list(range(1, 21))
+    # Python makes the op only where a cache misses or the case is rare: the first op (its specs, texts and graph),
+    # the float, the new texts, the list, the error, the files, the new stack, the str, the L1 buffer's op (kept
+    # for a graph: only when graphs are wanted), the new spec.
+    rare = [1, 4, 5, 7, 8, 9, 10, 12, *([15] if graphs else []), 16]
+    assert c_by_python == rare
+    assert report["operation_arguments"] and report["errors"] and report["stack_traces"]
+
+
+def test_an_item_that_is_not_a_known_record_goes_to_python(tmp_path, monkeypatch):
+    # A record C does not know (a tag past the known ones, a short ALLOC) is Writer._item's to take or refuse: the
+    # batch is lost and counted as the Python loop would, never half-made by C.
+    for c_route in (False, True):
+        path = tmp_path / f"{c_route}.sqlite"
+        db.create(path, skip=db.LATE_INDEXES)
+        w = writer.Writer(path, Definitions(), SimpleNamespace(buffer_pages=False, device_graphs="distinct"))
+        w.con = writer.connect(path)
+        monkeypatch.setattr(writer, "ROWS", c_route)
+        try:
+            with pytest.warns(ReportIncompleteWarning, match="IndexError"):
+                assert w._write([(ALLOC, 1)]) is False
+        finally:
+            w.con.close()
+        assert w.records_lost == 1 and type(w.error) is IndexError
+
+
+# Whole captures, each route in a fresh interpreter (the same tensor ids and addresses): every device_graphs mode,
+# buffer pages, stored outputs, and ops that hit each rare case more than once.
+MODEL = r"""
+import sys
+import torch
+import device_sim as ttnn
+import ttreport
+from ttreport.capturing import writer
+
+writer.ROWS = sys.argv[2] == "c"  # read by the writer process, forked from this one
+configs = [dict(device_graphs=True, buffer_pages=True), dict(device_graphs="distinct", tensors="outputs"),
+           dict(device_graphs=False, stack_traces=False)]
+device = ttnn.open_device(0)
+for i, config in enumerate(configs):
+    torch.manual_seed(0)
+    with ttreport.capture(f"{sys.argv[1]}/{i}", config=ttreport.Config(perf_files=False, **config)):
+        a = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        b = ttnn.from_torch(torch.randn(64, 64), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        for step in range(4):
+            c = ttnn.add(a, b, memory_config=ttnn.L1_MEMORY_CONFIG)
+            d = ttnn.multiply(c, 0.5)
+            e = ttnn.softmax(d, dim=-1)
+            f = ttnn.concat([e, a], dim=0)
+            ttnn.deallocate(c)
+            g = ttnn.add(a, b)
+            if step == 2:
+                h = ttnn.from_torch(torch.randn(32, 96), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+                ttnn.relu(h)
+            try:
+                ttnn.add(a, torch.zeros(3))
+            except TypeError:
+                pass
+ttnn.close_device(device)
+"""
+
+
+def test_the_c_loop_and_the_python_loop_write_the_same_captures(tmp_path):
+    for route in ("python", "c"):
+        subprocess.run([sys.executable, "-c", MODEL, str(tmp_path / route), route], cwd=REPO, check=True,
+                       capture_output=True, timeout=180)
+    for i in range(3):
+        expected, got = (tables(tmp_path / route / str(i) / "db.sqlite") for route in ("python", "c"))
+        assert got.keys() == expected.keys()
+        for table in expected:
+            assert got[table] == expected[table], (i, table)
+        assert expected["errors"] and len(expected["operations"]) > 30
+    assert tables(tmp_path / "python" / "0" / "db.sqlite")["buffer_pages"]
+    assert tables(tmp_path / "python" / "1" / "db.sqlite")["tensor_files"]
