@@ -111,3 +111,48 @@ def test_a_refused_folder_is_left_as_it_was_by_every_command_that_refuses_it(dem
     for args in (["check", demo], ["ls", demo.parent]):
         done = cli(*args)
         assert "Traceback" not in done.stderr and files(demo) == before, (args, done.stderr[-2000:])
+
+
+# -- upgrade of an older report runs none of the folder's SQL ------------------------------------------------
+
+V0004 = REPO / "tests" / "data" / "report_v0004"  # 6 ops; its tensors, operation_arguments, ... are views
+LOOP = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)"
+OLD_CRAFTED = {
+    # 0005 reads this view to make the table: the upgrade never ended
+    "operation_arguments": ["CREATE TABLE args_kept AS SELECT * FROM operation_arguments",
+                            "DROP VIEW operation_arguments",
+                            f"CREATE VIEW operation_arguments AS {LOOP} SELECT a.* FROM args_kept a, n ORDER BY 1"],
+    # fired by the upgrade's stamp of its versions: the upgraded report held no op
+    "trigger": ["CREATE TRIGGER t AFTER INSERT ON report_metadata BEGIN DELETE FROM operations; END"],
+    "operations": ["ALTER TABLE operations RENAME TO operations_kept",
+                   f"CREATE VIEW operations AS {LOOP} SELECT k.* FROM operations_kept k, n"],
+    "alembic_version": ["ALTER TABLE alembic_version RENAME TO alembic_kept",
+                        f"CREATE VIEW alembic_version AS {LOOP} SELECT k.* FROM alembic_kept k, n ORDER BY 1"],
+}
+OLD_SAID = {"operation_arguments": "its view operation_arguments is not the one ttreport's migrations made",
+            "trigger": "t is a trigger that ttreport's migrations did not make",
+            "operations": "operations is a view where a report holds a table",
+            "alembic_version": "alembic_version is a view where a report holds a table"}
+
+
+@pytest.mark.parametrize("crafted", OLD_CRAFTED)
+def test_upgrade_of_an_older_report_refuses_sql_its_migrations_did_not_make(tmp_path, crafted):
+    folder = Path(shutil.copytree(V0004, tmp_path / "old"))
+    execute(folder, *OLD_CRAFTED[crafted])
+    before = files(folder)
+    err = one_line_error(cli("upgrade", folder, timeout=60))
+    assert OLD_SAID[crafted] in err, err
+    assert files(folder) == before
+
+
+def test_upgrade_of_the_older_reports_as_their_captures_wrote_them_goes_on(tmp_path):
+    # The check compares with what the migrations make; a report the old ttreport wrote is upgraded as before, and
+    # a user's own view under a name no migration uses stays.
+    folder = Path(shutil.copytree(V0004, tmp_path / "old"))
+    execute(folder, "CREATE VIEW my_matmuls AS SELECT * FROM operations WHERE name LIKE '%matmul%'")
+    done = cli("upgrade", folder)
+    assert done.returncode == 0 and "upgraded" in done.stdout, done.stderr[-2000:]
+    con = sqlite3.connect(folder / "db.sqlite")
+    assert con.execute("SELECT COUNT(*) FROM operations").fetchone()[0] == 6
+    assert con.execute("SELECT COUNT(*) FROM my_matmuls").fetchone()[0] == 1
+    con.close()

@@ -11,6 +11,7 @@ import functools
 import os
 import re
 import sqlite3
+import tempfile
 import time
 from pathlib import Path
 
@@ -269,8 +270,12 @@ def current_revision(path) -> str | None:
     """The alembic revision of the database at `path`; None for one made before alembic stamped it."""
     con = _connect_ro(path)
     try:
-        if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'alembic_version'").fetchone():
+        kind = con.execute("SELECT type FROM sqlite_master WHERE name = 'alembic_version'").fetchone()
+        if kind is None:
             return None
+        if kind != ("table",):  # a view runs SQL the folder brings: a recursive one never ends
+            raise NotAReportError(f"{path} is not a report ttreport wrote: alembic_version is a {kind[0]} where a "
+                                  f"report holds a table (a view runs SQL the folder brings); nothing to upgrade")
         row = con.execute("SELECT version_num FROM alembic_version").fetchone()
         if row is not None and not isinstance(row[0], str):
             raise NotAReportError(f"{path}: alembic_version holds {row[0]!r}, not a schema revision: the database "
@@ -332,6 +337,74 @@ def check_is_report(path) -> None:
                               f"{missing} table); ttreport upgrades only ttreport and TT-NN reports")
 
 
+def check_can_upgrade(path) -> None:
+    """Raise NotAReportError unless the database at `path` is a report (check_is_report) that an upgrade may run on:
+    it holds no view or trigger that its revision's migrations did not make, under a name they use."""
+    check_is_report(path)
+    rev = current_revision(path)
+    if rev is None or rev in known_revisions():  # a newer one is refused as newer (_refuse_newer)
+        _refuse_foreign_sql(Path(path), rev or revisions()[0])
+
+
+def _refuse_foreign_sql(path: Path, rev: str) -> None:
+    """Raise NotAReportError where the database at `path` holds a view or trigger that its revision's migrations did
+    not make, under a name they use. The folder is data from elsewhere, and an upgrade runs its SQL: a trigger fires
+    on the upgrade's writes (one on report_metadata deleted every op as the upgrade stamped its version), a view in
+    a table's place is read by a migration (0005 reads the operation_arguments and stack_traces views of a 0004
+    report: a recursive one never ends). A view of the user's own, under another name, no migration reads: kept."""
+    made = _made_by_migrations(rev)
+    con = _connect_ro(path)
+    try:
+        rows = con.execute("SELECT type, name, sql FROM sqlite_master WHERE type IN ('view', 'trigger')").fetchall()
+    finally:
+        con.close()
+    names = {name for _, name in made} | set(schema_sql.COLUMNS) | {"alembic_version"}
+    faults = []  # (rank, what): a view in a table's place first (renaming the table rewrote the views that read it)
+    for kind, name, sql in rows:
+        key = (kind, str(name).lower())
+        if key in made and _same_sql(sql, made[key]):
+            continue
+        if key not in made and key[1] in names:
+            faults.append((0, f"{name} is a view where a report holds a table"))
+        elif key in made:
+            faults.append((1, f"its {kind} {name} is not the one ttreport's migrations made"))
+        elif kind == "trigger":
+            faults.append((1, f"{name} is a trigger that ttreport's migrations did not make"))
+    if faults:
+        raise NotAReportError(f"{path} is not a report ttreport wrote: {min(faults)[1]} (upgrading would run SQL the "
+                              f"folder brings); upgrade the report its capture wrote")
+
+
+@functools.cache
+def _made_by_migrations(rev: str) -> dict[tuple[str, str], str]:
+    """{(type, lower-case name): SQL} of each table, view and trigger a report at revision `rev` holds: the schema's
+    statements at the head (ttreport.schema_sql), an empty database upgraded to `rev` before it (tests/
+    test_migrations.py holds the two routes equal at the head). ~0.05 s past alembic's import."""
+    if rev == head_revision():
+        con = sqlite3.connect(":memory:")
+        _create_schema(con, True, frozenset())
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            upgrade(Path(folder) / DB_FILE, rev)
+            con = sqlite3.connect(Path(folder) / DB_FILE)
+    try:
+        return {(kind, name.lower()): sql for kind, name, sql in
+                con.execute("SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'view', 'trigger')")}
+    finally:
+        con.close()
+
+
+def _same_sql(a, b: str) -> bool:
+    """Whether two CREATE statements are the same but for blanks and identifier quotes (an ALTER TABLE ... RENAME
+    quotes the names it rewrites in the views and triggers that read the table, and older schema.py texts differ
+    in indentation)."""
+    return isinstance(a, str) and _plain(a) == _plain(b)
+
+
+def _plain(sql: str) -> str:
+    return " ".join(sql.replace('"', " ").replace("`", " ").lower().split())
+
+
 def is_current(path) -> bool:
     """True when the database at `path` is at the head revision with every index and both version notes (_versions):
     upgrading would not change it. A report from before REVISION_KEY (its schema_version the alembic revision) is
@@ -358,7 +431,7 @@ def upgrade(path, revision: str = "head", *, progress=None) -> None:
     path = Path(path)
     tt_nn = False  # a report TT-NN wrote: its tables, and no alembic revision
     if path.exists() and path.stat().st_size:
-        check_is_report(path)
+        check_can_upgrade(path)
         rev = current_revision(path)
         _refuse_newer(path, rev)
         if revision == "head" and is_current(path):
