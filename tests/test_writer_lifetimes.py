@@ -1,0 +1,66 @@
+"""tensor_lifetime kept as a long capture goes (writer._LifetimesAside's passes in the writer process), then finished
+by the close's pass: the same rows as the close's whole query (writer._LIFETIMES) and as worked out here by hand.
+
+Real captures with a real writer process; the module constants are set before its fork, which inherits them.
+"""
+
+import sqlite3
+import time
+
+import torch
+
+import ttreport
+from ttreport.capturing import writer
+
+
+def test_passes_during_the_capture_leave_the_rows_the_close_would_work_out_whole(tmp_path, device, monkeypatch):
+    import device_sim as ttnn
+
+    monkeypatch.setattr(writer, "ASIDE_MIN_OPS", 1)
+    monkeypatch.setattr(writer, "PASS_OPS", 40)
+    monkeypatch.setattr(writer, "FOLLOW_S", 0.01)
+    early = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+    with ttreport.capture(tmp_path / "r") as cap:
+        a = ttnn.ones((32, 32), device=device)
+        kept = a * 3  # used in one pass's ops, deallocated in a later one's: its last use is the earlier pass's
+        for i in range(240):
+            if i == 50:
+                ttnn.relu(kept)
+            if i == 130:
+                ttnn.deallocate(kept)
+            b = a + 1
+            c = b * 2 if i % 2 else a - b
+            if i % 3 == 0:
+                ttnn.deallocate(b)  # a tensor's lifetime ends at its deallocate, its last use before
+            a = c if i % 5 == 0 else a
+            if i % 40 == 39:
+                cap.flush()  # committed: a pass follows
+                time.sleep(0.05)
+        late = early + a  # a tensor made before the capture, first seen at its end: its row after higher ids'
+        ttnn.deallocate(late)
+    result = cap._writer.result
+    assert result["error"] is None and cap.status == "complete"
+    parts = result["db_close_parts"]
+    assert parts["lifetimes passes during the capture"][1] > 0 and "lifetimes aside" in parts
+    con = sqlite3.connect(cap.db_path)
+    try:
+        for sql in writer._LIFETIME_TEMPS:
+            con.execute(sql)
+        expected = con.execute(writer._LIFETIMES).fetchall()
+        got = con.execute(f"SELECT {writer._LIFETIME_COLUMNS} FROM tensor_lifetime ORDER BY rowid").fetchall()
+        assert got == expected
+        name = dict(con.execute("SELECT operation_id, name FROM operations"))
+        uses: dict[int, list[int]] = {}
+        for op, tid in con.execute("SELECT operation_id, tensor_id FROM input_tensors"):
+            uses.setdefault(tid, []).append(op)
+        by_hand = []
+        for tid, producer in con.execute("SELECT tensor_id, producer_operation_id FROM tensors ORDER BY tensor_id"):
+            ops = uses.get(tid, [])
+            kept = [op for op in ops if name[op] != "ttnn.deallocate"]
+            freed = [op for op in ops if name[op] == "ttnn.deallocate"]
+            by_hand.append((tid, producer, max(kept, default=None), min(freed, default=None)))
+        assert [row[:4] for row in got] == by_hand and sum(row[3] is not None for row in got) == 82
+        assert all(row[4] and row[5] for row in got if row[1] is not None)  # each producer's file and line
+    finally:
+        con.close()
+    assert not (tmp_path / "r" / writer.LIFETIMES_FILE).exists()
