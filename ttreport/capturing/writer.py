@@ -15,7 +15,9 @@ import itertools
 import linecache
 import operator
 import os
+import re
 import sqlite3
+import sys
 import threading
 import time
 from json.encoder import encode_basestring_ascii as _json_str
@@ -248,9 +250,57 @@ AT_CLOSE = [
     "DROP TABLE temp.tensor_uses",
     *_AFTER_LIFETIMES,
 ]
-# A report of at least this many ops has its tensor_lifetime rows worked out beside the late indexes
-# (_LifetimesAside); below it, the second connection and the copy cost about what they save.
+# A report of at least this many ops has its tensor_lifetime rows kept by _LifetimesAside; below it, the second
+# connection and the copy cost about what they save.
 ASIDE_MIN_OPS = 50_000
+# _LifetimesAside looks at the report every FOLLOW_S during the capture, and makes a pass once PASS_OPS more ops are
+# committed (~1.3 µs of CPU an op, on a thread at the lowest priority: bench/README.md, issue 33, close1m).
+FOLLOW_S = 1.0
+PASS_OPS = 20_000
+# Its scratch tables (schema `aside`): each stack's file and line; each tensor's last use (not a deallocate) and first
+# deallocate so far; tensor_lifetime's rows so far (`lifetimes`, made by tensor_lifetime's own statement read from the
+# report, so that the writer's copy is SQLite's transfer of whole records: 0.075-0.083 -> 0.060-0.065 s of CPU for
+# 200,000 rows). `touched`: a pass's tensors used.
+_ASIDE_TABLES = [
+    "CREATE TABLE aside.lines (stack_trace_id INTEGER PRIMARY KEY, path, line)",
+    "CREATE TABLE aside.uses (tensor_id INTEGER PRIMARY KEY, last_use, dealloc)",
+    "CREATE TEMP TABLE touched (tensor_id INTEGER PRIMARY KEY, last_use, dealloc)",
+]
+# A pass, in one read snapshot, over what the writer committed since the last: the stacks after :stacks, the
+# input_tensors rows after :uses (the writer appends them; stack ids it gives in order) up to :uses_to, the tensors
+# after :tensors up to :tensors_to. A tensor's row that comes after a higher id's (a host tensor first seen late) is
+# added by the close's pass (_STRAGGLERS). Each the spec's (_LIFETIMES) for what it has seen: a last use is the
+# highest op id not a deallocate, a deallocate the lowest.
+_PASS = [
+    f"INSERT INTO aside.lines SELECT st.stack_trace_id, {_PATH}, {_LINE} FROM main.stack_trace_texts st "
+    f"WHERE st.stack_trace_id > :stacks",
+    "DELETE FROM temp.touched",
+    """INSERT INTO temp.touched
+        SELECT i.tensor_id, MAX(CASE WHEN o.name != 'ttnn.deallocate' THEN i.operation_id END),
+               MIN(CASE WHEN o.name = 'ttnn.deallocate' THEN i.operation_id END)
+        FROM main.input_tensors i CROSS JOIN main.operations o ON o.operation_id = i.operation_id
+        WHERE i.rowid > :uses AND i.rowid <= :uses_to AND i.tensor_id IS NOT NULL GROUP BY i.tensor_id""",
+    # max() and min() of two values are NULL if either is: each side stands in for the other's NULL
+    """INSERT INTO aside.uses SELECT * FROM temp.touched WHERE true ON CONFLICT (tensor_id) DO UPDATE SET
+        last_use = max(COALESCE(last_use, excluded.last_use), COALESCE(excluded.last_use, last_use)),
+        dealloc = min(COALESCE(dealloc, excluded.dealloc), COALESCE(excluded.dealloc, dealloc))""",
+    """UPDATE aside.lifetimes SET last_use_operation_id = u.last_use, deallocate_operation_id = u.dealloc,
+                                 last_use_source_file = l.path, last_use_source_line = l.line
+        FROM temp.touched b CROSS JOIN aside.uses u ON u.tensor_id = b.tensor_id
+        LEFT JOIN main.operations o ON o.operation_id = u.last_use
+        LEFT JOIN aside.lines l ON l.stack_trace_id = o.stack_trace_id
+        WHERE lifetimes.tensor_id = b.tensor_id""",
+]
+_NEW_LIFETIMES = """INSERT INTO aside.lifetimes
+        SELECT t.tensor_id, t.producer_operation_id, u.last_use, u.dealloc, pl.path, pl.line, ll.path, ll.line
+        FROM main.tensors t
+        LEFT JOIN aside.uses u ON u.tensor_id = t.tensor_id
+        LEFT JOIN main.operations po ON po.operation_id = t.producer_operation_id
+        LEFT JOIN aside.lines pl ON pl.stack_trace_id = po.stack_trace_id
+        LEFT JOIN main.operations lo ON lo.operation_id = u.last_use
+        LEFT JOIN aside.lines ll ON ll.stack_trace_id = lo.stack_trace_id"""
+_PASS.append(f"{_NEW_LIFETIMES} WHERE t.tensor_id > :tensors AND t.tensor_id <= :tensors_to ORDER BY t.tensor_id")
+_STRAGGLERS = f"{_NEW_LIFETIMES} WHERE t.tensor_id NOT IN (SELECT tensor_id FROM aside.lifetimes) ORDER BY t.tensor_id"
 # SQLite's sorter threads for the late indexes' sorts (PRAGMA threads): the model has ended by then, so the writer
 # may have a second core (a machine's cores less the writer's own, at most 4). The sorter uses none while temp_store
 # is MEMORY (vdbesort.c), so the close sets it to FILE, which drops the batches' temp tables (done with by then).
@@ -295,56 +345,148 @@ def connect(db_path) -> sqlite3.Connection:
     return con
 
 
-class _LifetimesAside(threading.Thread):
-    """tensor_lifetime's rows worked out by a second connection, from a read snapshot of the committed report,
-    into a scratch database beside it, while the writer's connection builds the late indexes: the two longest
-    steps of a long capture's close on two cores, the model's being idle by then (1,000,000 small ops: the
-    rows 1.5-1.9 s, the indexes 2.2-3 s; bench/README.md, issue 14 round 8). The writer then copies the rows
-    in one INSERT ... SELECT (~0.4 s), or, if anything failed here, works them out itself as before.
+class _LifetimesAside:
+    """tensor_lifetime's rows kept by a second connection, from read snapshots of what the writer has committed, in a
+    scratch database beside the report; the writer copies them in at its close (one INSERT ... SELECT, ~0.35 s for
+    1,000,000 rows), or, if anything failed here, works them out itself (AT_CLOSE).
+
+    With follow=True (the writer process's own capture: Writer.follow_lifetimes), a thread at the lowest priority
+    makes a pass over what was committed since the last once PASS_OPS more ops are in: it takes the model's core
+    while the model waits for the writer, never the writer's. At the close (start) a thread at the writer's
+    priority makes the last pass beside the late indexes. Worked out whole at the close, the rows took 0.9-1.05 s
+    of CPU for 1,000,000 adds on the core the index sorts share (bench/README.md, issue 33, close33 and close1m).
 
     Only for a report in WAL mode (a reader there never blocks the writer), with ASIDE_MIN_OPS ops or more.
     """
 
-    def __init__(self, db_path: Path):
-        super().__init__(name="ttreport-lifetimes", daemon=True)
+    def __init__(self, db_path, *, follow: bool):
         self.db_path = Path(db_path)
         self.scratch = self.db_path.with_name(LIFETIMES_FILE)
         self.error: Exception | None = None
-        self.wall_s = self.cpu_s = 0.0  # its run's (Writer.close_parts)
+        self.wall_s = self.cpu_s = 0.0  # the close's pass (Writer.close_parts)
+        self.follow_wall_s = self.follow_s = 0.0  # the passes' during the capture
+        self._con: sqlite3.Connection | None = None  # the report read-only, the scratch attached as `aside`
+        self._seen = {"ops": 0, "stacks": 0, "uses": 0, "tensors": 0}  # what the committed passes read up to
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if follow:
+            self._thread = threading.Thread(target=self._follow, name="ttreport-lifetimes", daemon=True)
+            self._thread.start()
 
-    @classmethod
-    def start_for(cls, con: sqlite3.Connection, db_path) -> _LifetimesAside | None:
-        if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            return None  # a rebuild from the log (rollback journal): a reader would block the index writes
-        if (con.execute("SELECT MAX(operation_id) FROM operations").fetchone()[0] or 0) < ASIDE_MIN_OPS:
-            return None
-        aside = cls(db_path)
-        aside.start()
-        return aside
-
-    def run(self) -> None:
-        wall, cpu = time.perf_counter(), time.thread_time()
+    def _follow(self) -> None:
+        if sys.platform.startswith("linux"):  # this thread's own nice value (Linux's setpriority of a thread id)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         try:
-            self.scratch.unlink(missing_ok=True)  # a killed close's
-            uri = self.db_path.resolve().as_uri() + "?mode=ro"
-            con = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-            try:
-                con.execute("PRAGMA temp_store=MEMORY")
-                con.execute("ATTACH DATABASE ? AS aside", (str(self.scratch),))
-                con.execute("PRAGMA aside.journal_mode=OFF")  # a scratch file: thrown away on any failure
-                con.execute("PRAGMA aside.synchronous=OFF")
+            while not self._stop.wait(FOLLOW_S):
+                wall, cpu = time.perf_counter(), time.thread_time()
+                if self._pass(PASS_OPS):
+                    self.follow_wall_s += time.perf_counter() - wall
+                    self.follow_s += time.thread_time() - cpu
+        except Exception as e:  # noqa: BLE001 - stopped by the close, a full disk, a bug: the close starts over
+            if not self._stop.is_set():
+                self.error = e
+
+    def _pass(self, min_ops: int) -> bool:
+        """A pass, if ASIDE_MIN_OPS ops and `min_ops` more than the last pass saw are committed (True once made);
+        min_ops=0: the close's, which also adds any tensor's row that came after a higher id's."""
+        con = self._connect()
+        ops = con.execute("SELECT MAX(operation_id) FROM main.operations").fetchone()[0] or 0
+        if ops < max(ASIDE_MIN_OPS, self._seen["ops"] + min_ops):
+            return False
+        self._attach(con)
+        con.execute("BEGIN")
+        try:
+            seen = {**self._seen,
+                    "ops": con.execute("SELECT MAX(operation_id) FROM main.operations").fetchone()[0] or 0,
+                    "uses_to": con.execute("SELECT MAX(rowid) FROM main.input_tensors").fetchone()[0] or 0,
+                    "tensors_to": con.execute("SELECT MAX(tensor_id) FROM main.tensors").fetchone()[0] or 0}
+            if not min_ops and seen["ops"] - self._seen["ops"] > seen["ops"] // 2:
+                # The passes fell behind (at the lowest priority, on a machine with no idle core): most of the rows
+                # by the close's whole query, 0.19 against 0.27-0.38 s of CPU for 200,000 adds by a pass.
+                con.execute("DELETE FROM aside.lifetimes")
                 for sql in _LIFETIME_TEMPS:
                     con.execute(sql)
-                con.execute(f"CREATE TABLE aside.lifetimes AS {_LIFETIMES}")
-            finally:
-                con.close()
+                con.execute(f"INSERT INTO aside.lifetimes {_LIFETIMES}")
+                con.execute(_PASS[0], seen)  # the stacks' lines, for the count below
+            else:
+                for sql in _PASS:
+                    if min_ops and self._stop.is_set():
+                        raise InterruptedError("the capture is closing")  # the close's pass takes over
+                    con.execute(sql, seen)
+            if not min_ops:
+                stacks = con.execute("SELECT COUNT(*) FROM main.stack_trace_texts").fetchone()[0]
+                if stacks != con.execute("SELECT COUNT(*) FROM aside.lines").fetchone()[0]:
+                    raise RuntimeError("a stack's row came after a higher id's")  # the writer works the rows out
+                if (con.execute("SELECT COUNT(*) FROM main.tensors").fetchone()[0]
+                        != con.execute("SELECT COUNT(*) FROM aside.lifetimes").fetchone()[0]):
+                    con.execute(_STRAGGLERS)
+            seen["stacks"] = con.execute("SELECT COALESCE(MAX(stack_trace_id), 0) FROM aside.lines").fetchone()[0]
+            seen["uses"], seen["tensors"] = seen["uses_to"], max(seen["tensors"], seen["tensors_to"])
+            con.execute("COMMIT")
+            self._seen = seen
+            return True
+        finally:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._con is None:
+            uri = self.db_path.resolve().as_uri() + "?mode=ro"
+            self._con = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            self._con.execute("PRAGMA temp_store=MEMORY")
+        return self._con
+
+    def _attach(self, con: sqlite3.Connection) -> None:
+        """The scratch database and its tables, at the first pass."""
+        if con.execute("SELECT 1 FROM pragma_database_list WHERE name = 'aside'").fetchone():
+            return
+        self.scratch.unlink(missing_ok=True)  # a killed capture's
+        ddl = con.execute("SELECT sql FROM main.sqlite_master WHERE name = 'tensor_lifetime'").fetchone()[0]
+        ddl, n = re.subn(r'^CREATE TABLE "?tensor_lifetime"?', "CREATE TABLE aside.lifetimes", ddl)
+        if n != 1:
+            raise ValueError(f"tensor_lifetime's statement not understood: {ddl[:80]!r}")
+        con.execute("ATTACH DATABASE ? AS aside", (str(self.scratch),))
+        con.execute("PRAGMA aside.journal_mode=MEMORY")  # a pass stopped by the close is rolled back
+        con.execute("PRAGMA aside.synchronous=OFF")  # a scratch file: thrown away on any failure
+        for sql in (*_ASIDE_TABLES, ddl):
+            con.execute(sql)
+
+    def _stop_following(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            if self._con is not None:
+                self._con.interrupt()  # a pass under way is rolled back
+            self._thread.join()
+            self._thread = None
+
+    def start(self, con: sqlite3.Connection) -> bool:
+        """At the close: stop the passes and start the last, beside the late indexes; False where the writer works
+        the rows out itself (fewer than ASIDE_MIN_OPS ops, or not in WAL mode)."""
+        self._stop_following()
+        if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            return False  # a rebuild from the log (rollback journal): a reader would block the index writes
+        if (con.execute("SELECT MAX(operation_id) FROM operations").fetchone()[0] or 0) < ASIDE_MIN_OPS:
+            return False
+        self._thread = threading.Thread(target=self._last, name="ttreport-lifetimes", daemon=True)
+        self._thread.start()
+        return True
+
+    def _last(self) -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            if self.error is None:
+                self._pass(0)
         except Exception as e:  # noqa: BLE001 - a full disk, a bug: the writer works the rows out itself
             self.error = e
+        finally:
+            if self._con is not None:
+                self._con.close()
+                self._con = None
         self.wall_s, self.cpu_s = time.perf_counter() - wall, time.thread_time() - cpu
 
     def copy_into(self, con: sqlite3.Connection) -> bool:
         """Wait for the rows; True once they are in tensor_lifetime (in `con`'s open transaction, if any)."""
-        self.join()
+        self._thread.join()
         if self.error is not None:
             return False
         try:
@@ -353,14 +495,16 @@ class _LifetimesAside(threading.Thread):
             return False
         try:
             con.execute("DELETE FROM tensor_lifetime")
-            con.execute(f"INSERT INTO tensor_lifetime ({_LIFETIME_COLUMNS}) SELECT * FROM aside.lifetimes "
-                        f"ORDER BY rowid")
+            con.execute("INSERT INTO tensor_lifetime SELECT * FROM aside.lifetimes")  # whole records, in id order
             return True
         finally:
             con.execute("DETACH DATABASE aside")
 
     def discard(self) -> None:
-        self.join()
+        self._stop_following()
+        if self._con is not None:
+            self._con.close()
+            self._con = None
         with contextlib.suppress(OSError):
             self.scratch.unlink()
 
@@ -403,6 +547,7 @@ class Writer:
         self.records_written = 0
         self.close_s = 0.0  # wall time of _close: the late indexes, tensor_lifetime, the WAL's fold (bench/ shows it)
         self.close_parts: dict[str, list[float]] = {}  # _close's steps: [wall s, CPU s of the thread that ran it]
+        self._lifetimes: _LifetimesAside | None = None  # following the capture (follow_lifetimes)
         self._stacks: dict[tuple, int] = {}  # frames key -> stack_trace_id
         self._source_files: dict[str, int | None] = {}  # path -> source_files id (None: not readable)
         self._max_buffer_id = 0  # the highest buffer id committed: later ones join temp.live_buffers
@@ -639,11 +784,19 @@ class Writer:
             self.warner.warn(f"ttreport: could not write to {self.db_path} ({type(e).__name__}: {e}); what was "
                              f"committed is kept")
 
+    def follow_lifetimes(self) -> None:
+        """Keep tensor_lifetime's rows as the capture goes, beside the report (_LifetimesAside): for the writer
+        process's own capture, whose db is in WAL mode, in a process that does not fork (a thread inside SQLite at a
+        fork would leave the child its locks)."""
+        if self.con is not None and self._lifetimes is None:
+            self._lifetimes = _LifetimesAside(self.db_path, follow=True)
+
     def _close(self) -> None:
-        aside, started = None, time.perf_counter()
+        aside, started = self._lifetimes or _LifetimesAside(self.db_path, follow=False), time.perf_counter()
         part = _Parts(self.close_parts)
+        beside = False
         try:
-            aside = _LifetimesAside.start_for(self.con, self.db_path)
+            beside = aside.start(self.con)
             if SORT_THREADS:
                 self.con.execute("PRAGMA temp_store=FILE")
                 self.con.execute(f"PRAGMA threads={SORT_THREADS}")
@@ -659,7 +812,7 @@ class Writer:
                 db.create_indexes(self.con)
             part("indexes")
             with self.con:  # after the indexes, which their joins use
-                if aside is not None and aside.copy_into(self.con):
+                if beside and aside.copy_into(self.con):
                     for sql in _AFTER_LIFETIMES:
                         self.con.execute(sql)
                 else:
@@ -678,9 +831,11 @@ class Writer:
             if getattr(e, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY:
                 self._fail(e)
         finally:
-            if aside is not None:
-                aside.discard()
+            aside.discard()
+            if beside:
                 self.close_parts["lifetimes aside"] = [aside.wall_s, aside.cpu_s]
+            if aside.follow_s:  # not the close's: the passes' CPU during the capture
+                self.close_parts["lifetimes passes during the capture"] = [aside.follow_wall_s, aside.follow_s]
             self.con.close()
             self.close_s = time.perf_counter() - started
 

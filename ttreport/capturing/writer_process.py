@@ -401,6 +401,7 @@ def main(folder: Path, parent: int, options: dict, out_fd: int, progress=None) -
 
     tail = LogTail(folder / OPLOG_DIR, on_flush=tell, trusted=True)  # its own capture's log, written just now
     writer = open_writer(folder / DB_FILE, tail, options)
+    writer.follow_lifetimes()
     files = FileWriter(folder)
     held: list = []
     stopped = pump(writer, tail, options, lambda: os.getppid() == parent, freeze=True, progress=progress,
