@@ -120,7 +120,7 @@ def _read(log: Path, native: bool, n: int) -> tuple[list, SimpleNamespace]:
         if not recs:
             break
     end = SimpleNamespace(segment=tail.segment, off=tail.off, done=tail.done, torn=tail.torn,
-                          tensors=list(tail.perf.tensors.items()), wired=len(tail._wired))
+                          tensors=list(tail.perf.tensors.items()), mesh=tail.perf.mesh, wired=len(tail._wired))
     tail.close()
     return batches, end
 

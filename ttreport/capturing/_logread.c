@@ -2,16 +2,17 @@
  *
  * The optional accelerator of oplog.LogTail for a trusted log (the writer process's own capture's). One type:
  *
- *   Reader(stacks, programs, configs, wired, tensors, mesh, operands, estimates, skip, max_tensors, Program, columns)
+ *   Reader(stacks, programs, configs, objects, wired, tensors, mesh, operands, estimates, skip, max_tensors,
+ *          max_objects, TensorArg, Program, columns)
  *   reader.writes(tail, mm, out, n) -> LogTail._writes' result, tail.off past the last write decoded
  *   reader.decode(tail, records, out)  -> LogTail._decode(records, out)
  *
  * writes() reads a segment's length-prefixed writes and unmarshals each from the mmap (no bytes copy); decode()
  * is LogTail._decode's loop over a write's records. Only the common case of each record is done here: an OP record
- * whose stack, tensor and object references are in the dicts already (LogTail._op), its specs' operands known
- * (LogPerf.note) and its estimate known (LogPerf.row, the same key), FREE and ALLOC records, a PROGRAM launch of a
- * program defined. Everything else, and each part of an op that misses (a reference not read yet, a list or tuple
- * argument, an error, a new operand, a new estimate, a tensor cache at its bound), is handed to the Python method
+ * that did not raise, with its references made into values as LogTail._op and _unwire make them, its specs' operands
+ * known (LogPerf.note) and its estimate known (LogPerf.row, the same key); the records _decode passes on as they are
+ * (FREE, ALLOC, rows, VALUES, ...); a PROGRAM launch of a program defined. Everything else, and each part of an op
+ * that misses (an error, a new operand, a new estimate, a tensor cache at its bound), is handed to the Python method
  * that does it (tail._op, tail.perf.note, tail.perf.row, or tail._decode for the whole record), so oplog.py and
  * log_perf.py stay the specification: TTREPORT_PURE=1 runs them alone, and tests/test_logread.py holds the two
  * routes' records equal. The dicts are LogTail's and LogPerf's own (never rebound, only cleared), read and, for
@@ -34,29 +35,75 @@ enum { FULL = 0, WAIT = 1, NEXT = 2 }; /* oplog._FULL, _WAIT, _NEXT */
 
 typedef struct {
     PyObject_HEAD
-    PyObject *stacks, *programs, *configs, *wired;                /* Definitions' and LogTail's dicts */
+    PyObject *stacks, *programs, *configs, *objects, *wired;      /* Definitions' and LogTail's dicts */
     PyObject *tensors, *mesh, *operands, *estimates, *skip;        /* LogPerf's */
-    Py_ssize_t max_tensors;                                        /* log_perf.MAX_TENSORS */
+    Py_ssize_t max_tensors, max_objects;                           /* log_perf.MAX_TENSORS, oplog.MAX_OBJECTS */
+    PyObject *tensor_arg;                                          /* records.TensorArg */
     PyTypeObject *program;                                         /* device_work.Program (a tuple) */
     PyObject *columns;                                             /* log_perf.COLUMNS */
 } Reader;
 
 static PyObject *s_op, *s_decode, *s_perf, *s_note, *s_row, *s_off, *s_device_perf, *s_transpose_a, *row_tag;
 
-/* A value of an op's args or kwargs as LogTail._op gives it: a reference (b"t<id>", b"o<n>") by the dict of those
- * read, anything else but a list or tuple as it is. NULL with no error: a miss (a reference not read yet, or a list
- * or tuple, which _unwire rebuilds and which may hold references). */
-static PyObject *unwired(Reader *self, PyObject *v) {
+/* LogTail._unwire(v): a reference (b"t<id>", b"o<n>") made into its value (a TensorArg, or the text an OBJ record
+ * defined) and remembered in the dict of those read (emptied first once it holds max_objects); a list or tuple made
+ * again of its items so; anything else as it is. NULL with no error set: the Python's to do (a reference not of the
+ * form the log writes, or an object it never defined: int() or the definitions raise there). */
+static PyObject *unwire(Reader *self, PyObject *v) {
     PyTypeObject *t = Py_TYPE(v);
     if (t == &PyBytes_Type) {
-        PyObject *w = PyDict_GetItemWithError(self->wired, v);
-        return w == NULL || w == Py_None ? NULL : Py_NewRef(w);
+        const char *s = PyBytes_AS_STRING(v);
+        Py_ssize_t n = PyBytes_GET_SIZE(v);
+        if (n < 2 || n > 19) return NULL; /* 18 digits fit a long long */
+        long long k = 0;
+        for (Py_ssize_t i = 1; i < n; i++) {
+            if (s[i] < '0' || s[i] > '9') return NULL;
+            k = k * 10 + (s[i] - '0');
+        }
+        PyObject *number = PyLong_FromLongLong(k), *value;
+        if (number == NULL) return NULL;
+        if (s[0] == 't') {
+            value = PyObject_CallOneArg(self->tensor_arg, number);
+        } else {
+            value = Py_XNewRef(PyDict_GetItemWithError(self->objects, number));
+        }
+        Py_DECREF(number);
+        if (value == NULL) return NULL;
+        if (PyDict_GET_SIZE(self->wired) >= self->max_objects) PyDict_Clear(self->wired);
+        if (PyDict_SetItem(self->wired, v, value) < 0) Py_CLEAR(value);
+        return value;
     }
-    if (t == &PyList_Type || t == &PyTuple_Type) return NULL;
+    if (t == &PyList_Type || t == &PyTuple_Type) {
+        Py_ssize_t n = Py_SIZE(v);
+        PyObject *out = t == &PyList_Type ? PyList_New(n) : PyTuple_New(n);
+        if (out == NULL) return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *w = unwire(self, t == &PyList_Type ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i));
+            if (w == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            if (t == &PyList_Type) PyList_SET_ITEM(out, i, w);
+            else PyTuple_SET_ITEM(out, i, w);
+        }
+        return out;
+    }
     return Py_NewRef(v);
 }
 
-/* LogTail._op(rec) for an op whose values all hit; NULL with no error set on a miss. */
+/* A value of an op's args or kwargs as LogTail._op gives it: a reference by the dict of those read, else _unwire's. */
+static PyObject *unwired(Reader *self, PyObject *v) {
+    if (Py_TYPE(v) == &PyBytes_Type) {
+        PyObject *w = PyDict_GetItemWithError(self->wired, v);
+        if (w != NULL && w != Py_None) return Py_NewRef(w);
+        if (w == NULL && PyErr_Occurred()) return NULL;
+    }
+    return unwire(self, v);
+}
+
+/* LogTail._op(rec), NULL with no error set where the Python makes it: an op that raised, a stack not defined (it
+ * raises), an args or kwargs of another type, a reference unwire() leaves to it (the Python raises there, so what
+ * this one remembered before it does not matter). */
 static PyObject *op_hit(Reader *self, PyObject *rec) {
     PyObject *stack = PyTuple_GET_ITEM(rec, OP_STACK), *args = PyTuple_GET_ITEM(rec, OP_ARGS);
     PyObject *kwargs = PyTuple_GET_ITEM(rec, OP_KWARGS);
@@ -274,6 +321,23 @@ static PyObject *launch(Reader *self, PyObject *rec) {
     return r;
 }
 
+/* Whether LogTail._decode passes the record on as it is: an op's FREE and ALLOC (every op), a row (a matmul's
+ * device_perf: most of a model's ops) but a mesh tensor's device_tensors row (its tensor noted), a stored tensor's
+ * VALUES, and the rarer tags that fall to its last branch. */
+static int as_it_is(long tag, Py_ssize_t width, PyObject *rec) {
+    switch (tag) {
+    case TAG_FREE: case TAG_TENSOR: case TAG_DEVICE: case TAG_META: case TAG_FILE_LOST: case TAG_VALUES:
+        return 1;
+    case TAG_ALLOC:
+        return width == ALLOC_WIDTH;
+    case TAG_ROW:
+        return width != 3 || (PyUnicode_CheckExact(PyTuple_GET_ITEM(rec, 1)) &&
+                              PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(rec, 1), "device_tensors") != 0);
+    default:
+        return 0;
+    }
+}
+
 static int decode(Reader *self, PyObject *tail, PyObject *recs, PyObject *out) {
     if (!PyList_CheckExact(recs)) { /* a write is a list (LogSink's); anything else as the Python reads it */
         PyObject *r = PyObject_CallMethodObjArgs(tail, s_decode, recs, out, NULL);
@@ -293,7 +357,7 @@ static int decode(Reader *self, PyObject *tail, PyObject *recs, PyObject *out) {
             if (decode_op(self, tail, rec, out) < 0) return -1;
             continue;
         }
-        if (tag == TAG_FREE || (tag == TAG_ALLOC && width == ALLOC_WIDTH)) { /* as they are: an op's, every op */
+        if (as_it_is(tag, width, rec)) {
             if (PyList_Append(out, rec) < 0) return -1;
             continue;
         }
@@ -398,12 +462,13 @@ done:
 }
 
 static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
-    PyObject *stacks, *programs, *configs, *wired, *tensors, *mesh, *operands, *estimates, *skip, *columns;
-    PyTypeObject *program;
-    Py_ssize_t max_tensors;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!nO!O!:Reader", &PyDict_Type, &stacks, &PyDict_Type, &programs,
-                          &PyDict_Type, &configs, &PyDict_Type, &wired, &PyDict_Type, &tensors, &PySet_Type, &mesh,
-                          &PyDict_Type, &operands, &PyDict_Type, &estimates, &PyDict_Type, &skip, &max_tensors,
+    PyObject *stacks, *programs, *configs, *objects, *wired, *tensors, *mesh, *operands, *estimates, *skip, *columns;
+    PyTypeObject *tensor_arg, *program;
+    Py_ssize_t max_tensors, max_objects;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!nnO!O!O!:Reader", &PyDict_Type, &stacks, &PyDict_Type,
+                          &programs, &PyDict_Type, &configs, &PyDict_Type, &objects, &PyDict_Type, &wired,
+                          &PyDict_Type, &tensors, &PySet_Type, &mesh, &PyDict_Type, &operands, &PyDict_Type,
+                          &estimates, &PyDict_Type, &skip, &max_tensors, &max_objects, &PyType_Type, &tensor_arg,
                           &PyType_Type, &program, &PyTuple_Type, &columns))
         return -1;
     if (!PyType_IsSubtype(program, &PyTuple_Type)) {
@@ -413,15 +478,18 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
     Py_XSETREF(self->stacks, Py_NewRef(stacks));
     Py_XSETREF(self->programs, Py_NewRef(programs));
     Py_XSETREF(self->configs, Py_NewRef(configs));
+    Py_XSETREF(self->objects, Py_NewRef(objects));
     Py_XSETREF(self->wired, Py_NewRef(wired));
     Py_XSETREF(self->tensors, Py_NewRef(tensors));
     Py_XSETREF(self->mesh, Py_NewRef(mesh));
     Py_XSETREF(self->operands, Py_NewRef(operands));
     Py_XSETREF(self->estimates, Py_NewRef(estimates));
     Py_XSETREF(self->skip, Py_NewRef(skip));
+    Py_XSETREF(self->tensor_arg, Py_NewRef(tensor_arg));
     Py_XSETREF(self->program, (PyTypeObject *)Py_NewRef(program));
     Py_XSETREF(self->columns, Py_NewRef(columns));
     self->max_tensors = max_tensors;
+    self->max_objects = max_objects;
     return 0;
 }
 
@@ -429,12 +497,14 @@ static void Reader_dealloc(Reader *self) {
     Py_XDECREF(self->stacks);
     Py_XDECREF(self->programs);
     Py_XDECREF(self->configs);
+    Py_XDECREF(self->objects);
     Py_XDECREF(self->wired);
     Py_XDECREF(self->tensors);
     Py_XDECREF(self->mesh);
     Py_XDECREF(self->operands);
     Py_XDECREF(self->estimates);
     Py_XDECREF(self->skip);
+    Py_XDECREF(self->tensor_arg);
     Py_XDECREF(self->program);
     Py_XDECREF(self->columns);
     Py_TYPE(self)->tp_free((PyObject *)self);

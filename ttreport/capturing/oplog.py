@@ -790,8 +790,9 @@ class LogTail:
         self._native = None  # _writes in C: it holds these dicts (never rebound, only cleared) and calls back on a miss
         if trusted and NATIVE:
             p = self.perf
-            self._native = _logread.Reader(self.defs.stacks, self.defs.programs, self.defs.configs, self._wired,
-                                           p.tensors, p.mesh, p._operands, p._estimates, p._skip, MAX_TENSORS,
+            d = self.defs
+            self._native = _logread.Reader(d.stacks, d.programs, d.configs, d.objects, self._wired, p.tensors, p.mesh,
+                                           p._operands, p._estimates, p._skip, MAX_TENSORS, MAX_OBJECTS, TensorArg,
                                            Program, PERF_COLUMNS)
 
     def close(self) -> None:
