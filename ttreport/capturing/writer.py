@@ -254,9 +254,14 @@ AT_CLOSE = [
 # connection and the copy cost about what they save.
 ASIDE_MIN_OPS = 50_000
 # _LifetimesAside looks at the report every FOLLOW_S during the capture, and makes a pass once PASS_OPS more ops are
-# committed (~1.3 µs of CPU an op, on a thread at the lowest priority: bench/README.md, issue 33, close1m).
+# committed (~1.3 µs of CPU an op, on a thread at a low priority: bench/README.md, issue 33, close1m).
 FOLLOW_S = 1.0
 PASS_OPS = 20_000
+# The passes' nice value, and when they stop: a pass that waited for a core more than STARVED times its CPU. A pass
+# holds a read snapshot, which keeps the writer's WAL from being reset: at nice 19 on a machine at load 6, passes of
+# 0.6 s of CPU in all took 48.6 s, and the WAL they held took the late indexes' CPU 1.2 -> 2.2 s (1,000,000 adds).
+FOLLOW_NICE = 10
+STARVED = 10
 # Its scratch tables (schema `aside`): each stack's file and line; each tensor's last use (not a deallocate) and first
 # deallocate so far; tensor_lifetime's rows so far (`lifetimes`, made by tensor_lifetime's own statement read from the
 # report, so that the writer's copy is SQLite's transfer of whole records: 0.075-0.083 -> 0.060-0.065 s of CPU for
@@ -350,9 +355,10 @@ class _LifetimesAside:
     scratch database beside the report; the writer copies them in at its close (one INSERT ... SELECT, ~0.35 s for
     1,000,000 rows), or, if anything failed here, works them out itself (AT_CLOSE).
 
-    With follow=True (the writer process's own capture: Writer.follow_lifetimes), a thread at the lowest priority
-    makes a pass over what was committed since the last once PASS_OPS more ops are in: it takes the model's core
-    while the model waits for the writer, never the writer's. At the close (start) a thread at the writer's
+    With follow=True (the writer process's own capture: Writer.follow_lifetimes), a thread at a low priority
+    makes a pass over what was committed since the last once PASS_OPS more ops are in: mostly on the model's core
+    while the model waits for the writer, and no more once a pass finds no idle core (STARVED). At the close (start) a
+    thread at the writer's
     priority makes the last pass beside the late indexes. Worked out whole at the close, the rows took 0.9-1.05 s
     of CPU for 1,000,000 adds on the core the index sorts share (bench/README.md, issue 33, close33 and close1m).
 
@@ -375,13 +381,16 @@ class _LifetimesAside:
 
     def _follow(self) -> None:
         if sys.platform.startswith("linux"):  # this thread's own nice value (Linux's setpriority of a thread id)
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), FOLLOW_NICE)
         try:
             while not self._stop.wait(FOLLOW_S):
                 wall, cpu = time.perf_counter(), time.thread_time()
                 if self._pass(PASS_OPS):
-                    self.follow_wall_s += time.perf_counter() - wall
-                    self.follow_s += time.thread_time() - cpu
+                    wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+                    self.follow_wall_s += wall
+                    self.follow_s += cpu
+                    if wall > STARVED * cpu + FOLLOW_S:
+                        return  # no idle core: the close works the rest out (its whole query past half)
         except Exception as e:  # noqa: BLE001 - stopped by the close, a full disk, a bug: the close starts over
             if not self._stop.is_set():
                 self.error = e
@@ -401,7 +410,7 @@ class _LifetimesAside:
                     "uses_to": con.execute("SELECT MAX(rowid) FROM main.input_tensors").fetchone()[0] or 0,
                     "tensors_to": con.execute("SELECT MAX(tensor_id) FROM main.tensors").fetchone()[0] or 0}
             if not min_ops and seen["ops"] - self._seen["ops"] > seen["ops"] // 2:
-                # The passes fell behind (at the lowest priority, on a machine with no idle core): most of the rows
+                # The passes fell behind (at a low priority, on a machine with no idle core): most of the rows
                 # by the close's whole query, 0.19 against 0.27-0.38 s of CPU for 200,000 adds by a pass.
                 con.execute("DELETE FROM aside.lifetimes")
                 for sql in _LIFETIME_TEMPS:
