@@ -144,6 +144,44 @@ def test_the_c_loop_makes_the_rows_the_python_loop_makes(tmp_path, monkeypatch, 
     assert report["operation_arguments"] and report["errors"] and report["stack_traces"]
 
 
+@pytest.mark.parametrize("kept", [4, 1 << 16])
+def test_a_tensor_arguments_text_is_the_one_sql_renders_from_its_row(tmp_path, monkeypatch, kept):
+    # The writer renders a tensor argument's text from the first spec it kept of the tensor (the one its row keeps:
+    # INSERT OR IGNORE), and leaves to SQL a tensor it may have forgotten (past MAX_SPEC_OF) or whose batch was lost.
+    monkeypatch.setattr(writer, "MAX_SPEC_OF", kept)
+    t = TensorArg
+    lost = [op(20, (t(1),), specs=(spec(20),)), (ALLOC, 1)]  # a short record: the whole batch is rolled back
+    again = (spec(1, None),)  # tensor 1 seen again, deallocated by then: its row keeps its first spec
+    first = [op(i, (t(1), t(i - 1)), specs=(spec(i + 1),)) for i in range(2, 9)]  # past `kept` specs
+    batches = [[op(1, (), specs=(spec(1), spec(2))), *first],
+               [op(30, (t(1), t(5)), specs=again), op(31, (t(1), t(9), t(3)), specs=again)],
+               lost,
+               [op(32, (t(1), t(20), t(40), [t(1), t(2)]))]]
+    reports = []
+    for c_route in (False, True):
+        path = tmp_path / f"{c_route}.sqlite"
+        db.create(path, skip=db.LATE_INDEXES)
+        w = writer.Writer(path, Definitions(), SimpleNamespace(buffer_pages=False, device_graphs="distinct"))
+        w.con = writer.connect(path)
+        monkeypatch.setattr(writer, "ROWS", c_route)
+        try:
+            with pytest.warns(ReportIncompleteWarning):
+                for batch in batches:
+                    w._write(batch)
+            shown = w.con.execute(
+                "SELECT a.value, COALESCE((SELECT " + writer._TENSOR_TEXT + " FROM tensors r LEFT JOIN tensor_specs s "
+                "ON s.spec_id = r.spec_id WHERE r.tensor_id = a.tid), 'ttnn.Tensor(id=' || a.tid || ')') FROM "
+                "(SELECT value, CAST(substr(value, 16) AS INTEGER) AS tid FROM operation_arguments "
+                "WHERE value LIKE 'ttnn.Tensor(id=%') a").fetchall()
+        finally:
+            w.con.close()
+        assert w.ops_lost == 1
+        assert len(shown) == 2 * 7 + 2 + 3 + 3 and all(got == rendered for got, rendered in shown), shown
+        assert "ttnn.Tensor(id=20)" in dict(shown) and "ttnn.Tensor(id=40)" in dict(shown)  # no row: lost, or never
+        reports.append(tables(path))
+    assert reports[0] == reports[1]
+
+
 def test_an_item_that_is_not_a_known_record_goes_to_python(tmp_path, monkeypatch):
     # A record C does not know (a tag past the known ones, a short ALLOC) is Writer._item's to take or refuse: the
     # batch is lost and counted as the Python loop would, never half-made by C.

@@ -463,6 +463,7 @@ static PyTypeObject FeederType = {
 typedef struct {
     PyObject_HEAD
     PyObject *stacks, *specs, *spec_of, *texts, *programs, *l1_allocs, *l1_owner, *graph_keys; /* the writer's */
+    PyObject *arg_texts, *arg_floor; /* Writer._arg_texts, and Writer._arg_floor: a list of one int */
     int live; /* buffer pages recorded (Writer._live): every OP, ALLOC and FREE goes to Python */
     int graphs; /* device graphs wanted (Writer._graphs): an L1 buffer an op allocates goes to Python */
     PyObject *tensor_arg; /* records.TensorArg */
@@ -472,11 +473,15 @@ typedef struct {
 
 /* Interned names, made once by the module's init. */
 static PyObject *s_alloc, *s_free, *s_rows, *s_staging, *s_allocs, *s_frees, *s_other, *s_tensor_records,
-    *s_input_tensors, *s_output_tensors, *s_cbs, *s_ranges, *s_name, *s_device_id, *s_cb_base, *s_ok;
+    *s_input_tensors, *s_output_tensors, *s_cbs, *s_ranges, *s_name, *s_device_id, *s_cb_base, *s_ok,
+    *s_operation_arguments;
+#define N_NAMES 16
+static PyObject *positional[N_NAMES]; /* "0", "1", ...: the names of an op's first positional arguments */
 
 typedef struct {
     PyObject *alloc, *free; /* strong: b.alloc and b.free while the loop runs here */
-    PyObject *staging, *allocs, *frees, *other, *tensor_records, *input_tensors, *output_tensors; /* borrowed */
+    PyObject *staging, *allocs, *frees, *other, *tensor_records, *input_tensors, *output_tensors,
+        *operation_arguments; /* borrowed */
 } Slots;
 
 static void Items_dealloc(Items *self) {
@@ -488,6 +493,8 @@ static void Items_dealloc(Items *self) {
     Py_XDECREF(self->l1_allocs);
     Py_XDECREF(self->l1_owner);
     Py_XDECREF(self->graph_keys);
+    Py_XDECREF(self->arg_texts);
+    Py_XDECREF(self->arg_floor);
     Py_XDECREF(self->tensor_arg);
     Py_XDECREF(self->op_fields);
     Py_XDECREF(self->spec_fields);
@@ -512,17 +519,22 @@ static int positions(PyObject *t, const char *what, Py_ssize_t width) {
 
 static int Items_init(Items *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"stacks", "specs", "spec_of", "texts", "programs", "l1_allocs", "l1_owner", "graph_keys",
-                            "live", "graphs", "tensor_arg", "op_fields", "spec_fields", "max_spec_of",
-                            "staging_width", NULL};
-    PyObject *d[8], *tensor_arg, *op_fields, *spec_fields;
+                            "arg_texts", "arg_floor", "live", "graphs", "tensor_arg", "op_fields", "spec_fields",
+                            "max_spec_of", "staging_width", NULL};
+    PyObject *d[9], *arg_floor, *tensor_arg, *op_fields, *spec_fields;
     int live, graphs;
     Py_ssize_t max_spec_of, staging_width;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$O!O!O!O!O!O!O!O!ppO!OOnn:Items", names, &PyDict_Type, &d[0],
-                                     &PyDict_Type, &d[1], &PyDict_Type, &d[2], &PyDict_Type, &d[3], &PyDict_Type,
-                                     &d[4], &PyDict_Type, &d[5], &PyDict_Type, &d[6], &PyDict_Type, &d[7], &live,
-                                     &graphs, &PyType_Type, &tensor_arg, &op_fields, &spec_fields, &max_spec_of,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$O!O!O!O!O!O!O!O!O!O!ppO!OOnn:Items", names, &PyDict_Type,
+                                     &d[0], &PyDict_Type, &d[1], &PyDict_Type, &d[2], &PyDict_Type, &d[3],
+                                     &PyDict_Type, &d[4], &PyDict_Type, &d[5], &PyDict_Type, &d[6], &PyDict_Type,
+                                     &d[7], &PyDict_Type, &d[8], &PyList_Type, &arg_floor, &live, &graphs,
+                                     &PyType_Type, &tensor_arg, &op_fields, &spec_fields, &max_spec_of,
                                      &staging_width))
         return -1;
+    if (PyList_GET_SIZE(arg_floor) != 1 || !PyLong_CheckExact(PyList_GET_ITEM(arg_floor, 0))) {
+        PyErr_SetString(PyExc_ValueError, "Items: arg_floor is a list of one int");
+        return -1;
+    }
     if (self->stacks != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Items: already initialised");
         return -1;
@@ -545,6 +557,8 @@ static int Items_init(Items *self, PyObject *args, PyObject *kwargs) {
     self->l1_allocs = Py_NewRef(d[5]);
     self->l1_owner = Py_NewRef(d[6]);
     self->graph_keys = Py_NewRef(d[7]);
+    self->arg_texts = Py_NewRef(d[8]);
+    self->arg_floor = Py_NewRef(arg_floor);
     self->live = live;
     self->graphs = graphs;
     self->tensor_arg = Py_NewRef(tensor_arg);
@@ -626,9 +640,10 @@ static void text_free(Text *t) {
     if (t->p != t->local) PyMem_Free(t->p);
 }
 
-/* An argument's JSON text (Writer._json_value) into t when Writer._texts holds it or it is a tensor: 1; 0 when
- * Python must make it; -1 on an error. */
-static int put_value(Items *self, PyObject *v, Text *t) {
+/* An argument's JSON text (Writer._argument's) into t when Writer._texts holds it or it is a tensor, and *row its
+ * operation_arguments text (a new str) or, for a tensor, its id (a new int): 1; 0 when Python must make them; -1 on
+ * an error. */
+static int put_value(Items *self, PyObject *v, Text *t, PyObject **row) {
     PyTypeObject *type = Py_TYPE(v);
     if ((PyObject *)type == self->tensor_arg) { /* int.__repr__ */
         int overflow;
@@ -639,7 +654,14 @@ static int put_value(Items *self, PyObject *v, Text *t) {
         }
         char digits[32];
         int n = snprintf(digits, sizeof(digits), "%lld", id);
-        return text_put(t, digits, n) < 0 ? -1 : 1;
+        if (text_put(t, digits, n) < 0 || (*row = PyLong_FromLongLong(id)) == NULL) return -1;
+        /* its text, made once the op's specs are kept (do_op): what Writer._arg_texts holds must be one */
+        PyObject *kept = PyDict_GetItemWithError(self->arg_texts, *row);
+        if (kept == NULL && PyErr_Occurred()) return -1;
+        if (kept == NULL || PyUnicode_CheckExact(kept) || (PyTuple_CheckExact(kept) && PyTuple_GET_SIZE(kept) == 4))
+            return 1;
+        Py_CLEAR(*row);
+        return 0;
     }
     if (type == &PyFloat_Type || type == &PyList_Type || type == &PyTuple_Type) return 0; /* never cached */
     int by_value = type == &PyLong_Type || type == &PyBool_Type || type == &PyUnicode_Type || v == Py_None;
@@ -648,11 +670,14 @@ static int put_value(Items *self, PyObject *v, Text *t) {
     PyObject *hit = PyDict_GetItemWithError(self->texts, key);
     Py_DECREF(key);
     if (hit == NULL) return PyErr_Occurred() ? -1 : 0;
-    if (!PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) < 2 || (!by_value && PyTuple_GET_ITEM(hit, 1) != v))
+    if (!PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) < 3 || (!by_value && PyTuple_GET_ITEM(hit, 1) != v))
         return 0;
     PyObject *text = PyTuple_GET_ITEM(hit, 0);
-    if (!PyUnicode_CheckExact(text) || !PyUnicode_IS_ASCII(text)) return 0;
-    return text_put(t, (const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text)) < 0 ? -1 : 1;
+    if (!PyUnicode_CheckExact(text) || !PyUnicode_IS_ASCII(text) || !PyUnicode_CheckExact(PyTuple_GET_ITEM(hit, 2)))
+        return 0;
+    if (text_put(t, (const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text)) < 0) return -1;
+    *row = Py_NewRef(PyTuple_GET_ITEM(hit, 2));
+    return 1;
 }
 
 /* A keyword's JSON string (json's encode_basestring_ascii) when it needs no escape: 1; else 0. */
@@ -666,8 +691,19 @@ static int put_key(PyObject *k, Text *t) {
     return 1;
 }
 
-/* The op's arguments as Writer._op writes them (*out: a new str, or None): 1; 0 when Python must; -1 on an error. */
-static int arguments(Items *self, PyObject *args, PyObject *kwargs, PyObject **out) {
+/* One (name, row value) pair of `named` (put_value's *row; the reference is taken). */
+static int add_named(PyObject *named, PyObject *name, PyObject *row) {
+    PyObject *pair = name != NULL ? PyTuple_Pack(2, name, row) : NULL;
+    Py_XDECREF(name);
+    Py_DECREF(row);
+    int rc = pair == NULL ? -1 : PyList_Append(named, pair);
+    Py_XDECREF(pair);
+    return rc;
+}
+
+/* The op's arguments as Writer._op writes them (*out: a new str, or None), and to `named` each one's name and its row
+ * value (put_value's): 1; 0 when Python must; -1 on an error. */
+static int arguments(Items *self, PyObject *args, PyObject *kwargs, PyObject **out, PyObject *named) {
     int kw = PyObject_IsTrue(kwargs);
     if (kw < 0) return -1;
     if (!PyTuple_CheckExact(args) || (kw && !PyDict_CheckExact(kwargs))) return 0;
@@ -686,15 +722,21 @@ static int arguments(Items *self, PyObject *args, PyObject *kwargs, PyObject **o
             int len = snprintf(name, sizeof(name), "\"%zd\":", i);
             ok = text_put(&t, name, len) < 0 ? -1 : 1;
         }
-        if (ok == 1) ok = put_value(self, PyTuple_GET_ITEM(args, i), &t);
+        PyObject *row = NULL;
+        if (ok == 1) ok = put_value(self, PyTuple_GET_ITEM(args, i), &t, &row);
+        if (ok == 1 && add_named(named, i < N_NAMES ? Py_NewRef(positional[i]) : PyUnicode_FromFormat("%zd", i), row)
+                           < 0)
+            ok = -1;
     }
     if (kw) {
         Py_ssize_t pos = 0, i = n;
         PyObject *k, *v;
         while (ok == 1 && PyDict_Next(kwargs, &pos, &k, &v)) {
             if (i++ > 0) ok = text_put(&t, ",", 1) < 0 ? -1 : 1;
+            PyObject *row = NULL;
             if (ok == 1) ok = put_key(k, &t);
-            if (ok == 1) ok = put_value(self, v, &t);
+            if (ok == 1) ok = put_value(self, v, &t, &row);
+            if (ok == 1 && add_named(named, Py_NewRef(k), row) < 0) ok = -1;
         }
     }
     if (ok == 1) ok = text_put(&t, kw ? "}" : "]", 1) < 0 ? -1 : 1;
@@ -769,6 +811,22 @@ static PyObject *tensor_row(Items *self, PyObject *spec, PyObject *hit) {
     return row;
 }
 
+/* The text of a tensor argument by its id (Writer._argument_text): a new reference to a str, or to None where SQL
+ * renders it; NULL on an error. A kept spec's texts (shape, dtype, layout, placement or 'host') are rendered once, as
+ * writer._render_tensor does, and kept in their place. */
+static PyObject *tensor_shown(Items *self, PyObject *tid) {
+    PyObject *kept = PyDict_GetItemWithError(self->arg_texts, tid);
+    if (kept == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    if (PyUnicode_CheckExact(kept)) return Py_NewRef(kept);
+    PyObject *dtype = PyTuple_GET_ITEM(kept, 1), *layout = PyTuple_GET_ITEM(kept, 2); /* a 4-tuple: put_value */
+    PyObject *shown = dtype == Py_None || layout == Py_None
+                          ? PyUnicode_FromFormat("ttnn.Tensor(id=%S)", tid)
+                          : PyUnicode_FromFormat("ttnn.Tensor(id=%S, shape=%S, dtype=%S, layout=%S, %S)", tid,
+                                                 PyTuple_GET_ITEM(kept, 0), dtype, layout, PyTuple_GET_ITEM(kept, 3));
+    if (shown != NULL && PyDict_SetItem(self->arg_texts, tid, shown) < 0) Py_CLEAR(shown);
+    return shown;
+}
+
 /* An OP record (Writer._item's and Writer._op's) when each of its lookups hits: 1; 0: Python's; -1: an error. */
 static int do_op(Items *self, PyObject *item, Slots *st) {
     if (self->live || PyTuple_GET_SIZE(item) != OP_WIDTH || PyTuple_GET_ITEM(item, OP_ERROR) != Py_None
@@ -781,9 +839,12 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
     if (files != Py_None && !(PyTuple_CheckExact(files) && PyTuple_GET_SIZE(files) == 0)) return 0;
     if (specs != Py_None && !PyTuple_CheckExact(specs)) return 0;
     Py_ssize_t n_specs = specs == Py_None ? 0 : PyTuple_GET_SIZE(specs);
-    if (PyDict_GET_SIZE(self->spec_of) + n_specs > self->max_spec_of) return 0; /* Python halves it */
+    if (PyDict_GET_SIZE(self->spec_of) + n_specs > self->max_spec_of
+        || PyDict_GET_SIZE(self->arg_texts) + n_specs > self->max_spec_of)
+        return 0; /* Python halves them */
     PyObject *op_id = PyTuple_GET_ITEM(item, OP_OPERATION_ID), *frames = PyTuple_GET_ITEM(item, OP_STACK);
     PyObject *programs = NULL, *graph = NULL, *stack_id = Py_None, *hits = NULL, *text = NULL, *row = NULL;
+    PyObject *named = NULL;
     int found = 0;
     /* the lookups: nothing is changed until each has hit */
     if (PyDict_GET_SIZE(self->programs) != 0) {
@@ -806,15 +867,21 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
     if (hits == NULL) goto fail;
     for (Py_ssize_t i = 0; i < n_specs; i++) {
         PyObject *spec = PyTuple_GET_ITEM(specs, i);
-        if (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != SPEC_WIDTH) goto miss;
+        if (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != SPEC_WIDTH
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(spec, SPEC_TENSOR_ID)))
+            goto miss;
         PyObject *key = PyTuple_GetSlice(spec, SPEC_SHAPE, SPEC_CONFIG_ID + 1); /* (shape, dtype, layout, cfg) */
         if (key == NULL) goto fail;
         PyObject *hit = PyDict_GetItemWithError(self->specs, key);
         Py_DECREF(key);
-        if (hit == NULL || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) < 3) goto miss;
+        if (hit == NULL || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) < 3
+            || !PyTuple_CheckExact(PyTuple_GET_ITEM(hit, 2)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(hit, 2)) != 4)
+            goto miss;
         PyTuple_SET_ITEM(hits, i, Py_NewRef(hit));
     }
-    found = arguments(self, PyTuple_GET_ITEM(item, OP_ARGS), PyTuple_GET_ITEM(item, OP_KWARGS), &text);
+    PyObject *floor = PyList_GET_ITEM(self->arg_floor, 0);
+    if (!PyLong_CheckExact(floor) || (named = PyList_New(0)) == NULL) goto miss;
+    found = arguments(self, PyTuple_GET_ITEM(item, OP_ARGS), PyTuple_GET_ITEM(item, OP_KWARGS), &text, named);
     if (found != 1) goto end;
     found = -1;
     Py_INCREF(stack_id); /* a borrowed value of the stacks' dict, held by the row from here */
@@ -823,8 +890,11 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
     PyObject *tensor = NULL;
     for (Py_ssize_t i = 0; i < n_specs; i++) {
         PyObject *spec = PyTuple_GET_ITEM(specs, i), *hit = PyTuple_GET_ITEM(hits, i);
-        if (PyDict_SetItem(self->spec_of, PyTuple_GET_ITEM(spec, SPEC_TENSOR_ID), PyTuple_GET_ITEM(hit, 2)) < 0)
-            goto end_stack;
+        PyObject *tid = PyTuple_GET_ITEM(spec, SPEC_TENSOR_ID), *texts = PyTuple_GET_ITEM(hit, 2);
+        if (PyDict_SetItem(self->spec_of, tid, texts) < 0) goto end_stack;
+        /* Writer._first_spec: kept if the tensor's first spec (none kept, above the floor) */
+        int kept = PyDict_Contains(self->arg_texts, tid), above = kept == 0 ? PyObject_RichCompareBool(tid, floor, Py_GT) : 0;
+        if (kept < 0 || above < 0 || (above && PyDict_SetItem(self->arg_texts, tid, texts) < 0)) goto end_stack;
         PyObject *t = tensor_row(self, spec, hit);
         if (t == NULL) goto end_stack;
         if (tensor == NULL) { /* the op's row carries one; any others are bound on their own */
@@ -842,6 +912,24 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
         PyObject *pair = any > 0 ? PyTuple_Pack(2, op_id, ends[e][0]) : NULL;
         int rc = any > 0 ? (pair == NULL ? -1 : PyList_Append(ends[e][1], pair)) : any;
         Py_XDECREF(pair);
+        if (rc < 0) {
+            Py_XDECREF(tensor);
+            goto end_stack;
+        }
+    }
+    /* operation_arguments' rows: (operation_id, name, text, tensor id), a tensor's text from its first spec's */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(named); i++) {
+        PyObject *name = PyTuple_GET_ITEM(PyList_GET_ITEM(named, i), 0), *v = PyTuple_GET_ITEM(PyList_GET_ITEM(named, i), 1);
+        PyObject *arg, *shown;
+        if (PyLong_CheckExact(v)) { /* a tensor's id */
+            shown = tensor_shown(self, v);
+            arg = shown != NULL ? PyTuple_Pack(4, op_id, name, shown, v) : NULL;
+            Py_XDECREF(shown);
+        } else { /* the value's text */
+            arg = PyTuple_Pack(4, op_id, name, v, Py_None);
+        }
+        int rc = arg == NULL ? -1 : PyList_Append(st->operation_arguments, arg);
+        Py_XDECREF(arg);
         if (rc < 0) {
             Py_XDECREF(tensor);
             goto end_stack;
@@ -894,6 +982,7 @@ fail:
 end:
     Py_XDECREF(graph);
     Py_XDECREF(hits);
+    Py_XDECREF(named);
     Py_XDECREF(text);
     return found;
 }
@@ -930,7 +1019,8 @@ static PyObject *Items_write(Items *self, PyObject *const *args, Py_ssize_t narg
         || (st.other = rows_list(rows, s_other, 1)) == NULL
         || (st.tensor_records = rows_list(rows, s_tensor_records, 0)) == NULL
         || (st.input_tensors = rows_list(rows, s_input_tensors, 0)) == NULL
-        || (st.output_tensors = rows_list(rows, s_output_tensors, 0)) == NULL || sync_slots(b, &st, 0) < 0)
+        || (st.output_tensors = rows_list(rows, s_output_tensors, 0)) == NULL
+        || (st.operation_arguments = rows_list(rows, s_operation_arguments, 0)) == NULL || sync_slots(b, &st, 0) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(batch); i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(batch, i);
@@ -1003,10 +1093,12 @@ PyMODINIT_FUNC PyInit__rows(void) {
         {&s_frees, "frees"}, {&s_other, "other"}, {&s_tensor_records, "tensor_records"},
         {&s_input_tensors, "input_tensors"}, {&s_output_tensors, "output_tensors"}, {&s_cbs, "cbs"},
         {&s_ranges, "ranges"}, {&s_name, "name"}, {&s_device_id, "device_id"}, {&s_cb_base, "cb_base"},
-        {&s_ok, "ok"},
+        {&s_ok, "ok"}, {&s_operation_arguments, "operation_arguments"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (*names[i].at == NULL && (*names[i].at = PyUnicode_InternFromString(names[i].text)) == NULL) return NULL;
+    for (int i = 0; i < N_NAMES; i++)
+        if (positional[i] == NULL && (positional[i] = PyUnicode_FromFormat("%d", i)) == NULL) return NULL;
     PyObject *m = PyModule_Create(&rows_def);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Feeder", (PyObject *)&FeederType) < 0

@@ -167,13 +167,15 @@ _TENSOR_TEXT = ("'ttnn.Tensor(id=' || r.tensor_id || ', shape=' || COALESCE(s.sh
 # scan all of it (every allocation of the capture) once per batch; each candidate then finds the ops it
 # outlived by a range of op_staging's end_seq index, not by testing every op of the batch (a batch
 # allocates about as many buffers as it has ops).
+# operation_arguments' rows, fed as (operation_id, name, text, tensor id) made by Writer._op, go in first: a tensor's
+# text is the writer's (Writer._argument_text) where it knows the tensor's first spec, else rendered here from its row.
+# Rendered here for every tensor, from json_each of the staging row's arguments, they took 2.5 µs an op of SQL
+# (bench/README.md, issue 33, cwriter4 and cwriter5). The select's {0}..{3} are the fed row's columns.
+_ARGUMENTS = "INSERT INTO main.operation_arguments (operation_id, name, value)"
+_ARGUMENT_ROW = ("{0}, {1}, COALESCE({2}, (SELECT " + _TENSOR_TEXT + " FROM main.tensors r "
+                 "LEFT JOIN main.tensor_specs s ON s.spec_id = r.spec_id WHERE r.tensor_id = {3}), "
+                 "'ttnn.Tensor(id=' || {3} || ')')")
 _AFTER_OPS = [
-    "INSERT INTO main.operation_arguments (operation_id, name, value) "
-    "SELECT o.operation_id, CAST(j.key AS TEXT), CASE j.type WHEN 'integer' THEN COALESCE("
-    f"{_TENSOR_TEXT}, 'ttnn.Tensor(id=' || j.value || ')') ELSE j.value END "
-    "FROM op_staging o CROSS JOIN json_each(o.arguments) j "
-    "LEFT JOIN main.tensors r ON j.type = 'integer' AND r.tensor_id = j.value "
-    "LEFT JOIN main.tensor_specs s ON s.spec_id = r.spec_id",
     "INSERT INTO main.stack_traces (operation_id, stack_trace, source_file_id) "
     "SELECT o.operation_id, t.stack_trace, t.source_file_id FROM op_staging o "
     "CROSS JOIN main.stack_trace_texts t ON t.stack_trace_id = o.stack_trace_id ORDER BY o.rowid",
@@ -566,7 +568,11 @@ class Writer:
         self._spec_ids = itertools.count(1)
         self._spec_of: dict[int, tuple] = {}  # tensor id -> its spec's texts, for tensors inside list arguments
         self._pending: tuple = ((), [])  # the batch's staging rows and other tensor rows, while it is made
-        self._texts: dict = {}  # (type, value) or id -> (JSON text of an argument value, the value held)
+        self._texts: dict = {}  # (type, value) or id -> (JSON text of an argument value, the value held, its text)
+        # Tensor id -> its first spec's texts, or its argument text once rendered (Writer._first_spec); a tensor id
+        # at or below the floor that is not kept may have been forgotten (SQL renders its text).
+        self._arg_texts: dict[int, tuple | str] = {}
+        self._arg_floor = [-1]  # a list: _rows.Items reads and moves it too
         # One dict per enum, keyed by number: BFLOAT16 and ROW_MAJOR are both 0.
         self._dtype_text = {int(e): repr(e) for e in DataType}
         self._layout_text = {int(e): repr(e) for e in Layout}
@@ -576,8 +582,9 @@ class Writer:
         self._items = None if _rows is None else _rows.Items(
             stacks=self._stacks, specs=self._specs, spec_of=self._spec_of, texts=self._texts, programs=self._programs,
             l1_allocs=self._l1_allocs, l1_owner=self._l1_owner, graph_keys=self._graph_keys,
-            live=self._live is not None, graphs=bool(self._graphs), tensor_arg=TensorArg, op_fields=_OP_POSITIONS,
-            spec_fields=_SPEC_POSITIONS, max_spec_of=MAX_SPEC_OF, staging_width=_STAGING_WIDTH)
+            arg_texts=self._arg_texts, arg_floor=self._arg_floor, live=self._live is not None,
+            graphs=bool(self._graphs), tensor_arg=TensorArg, op_fields=_OP_POSITIONS, spec_fields=_SPEC_POSITIONS,
+            max_spec_of=MAX_SPEC_OF, staging_width=_STAGING_WIDTH)
 
     # -- a batch ---------------------------------------------------------------------------
     def _write(self, batch: list) -> bool:
@@ -588,7 +595,8 @@ class Writer:
             self._count_lost(batch)
             return self._release([item for item in batch if item[0] in (FLUSH, STOP)])
         rows = {name: [] for name in _INSERT}
-        rows.update(devices=[], other={}, graphs=[], graph_nodes=[], graph_edges=[], **{name: [] for name in _FED})
+        rows.update(devices=[], other={}, graphs=[], graph_nodes=[], graph_edges=[], operation_arguments=[],
+                    **{name: [] for name in _FED})
         b = _Batch(rows)
         self._pending = (b.staging, rows["tensor_records"])
         try:
@@ -615,6 +623,9 @@ class Writer:
                 self._source_files.pop(path, None)
             for _, text in rows["graphs"]:  # rolled back with the batch: defined again when seen again
                 self._graph_ids.pop(text, None)
+            if self._arg_texts:  # which of them the rolled-back rows named is not kept: SQL renders them all
+                self._arg_floor[0] = max(self._arg_floor[0], *self._arg_texts)
+                self._arg_texts.clear()
             self._graph_keys.clear()  # which of them name the graphs just rolled back is not kept
             self._count_lost(batch)
             self._fail(e)
@@ -686,7 +697,7 @@ class Writer:
         if self._feeder is None:
             self._feeder = self._start_feeder()
         if self._feeder:
-            self._make_row_tables([_STAGING_WIDTH, 3, *(len(cols) for _, cols in rows["other"])])
+            self._make_row_tables([_STAGING_WIDTH, 3, 4, *(len(cols) for _, cols in rows["other"])])
         con.execute("BEGIN")
         try:
             # Devices and specs first: the ROW records and tensor rows that follow may refer to them.
@@ -717,6 +728,8 @@ class Writer:
                     con.executemany(sql, rows[name])
             max_buffer_id = self._max_buffer_id
             if staging:
+                if rows["operation_arguments"]:
+                    self._insert(_ARGUMENTS, rows["operation_arguments"], _ARGUMENT_ROW)
                 for sql in _AFTER_OPS:
                     con.execute(sql, (max_buffer_id,) if "?" in sql else ())
                 max_buffer_id = con.execute("SELECT MAX(buffer_id) FROM main.buffer_lifetimes").fetchone()[0] or 0
@@ -756,17 +769,22 @@ class Writer:
             self.con.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.rows_{width} USING ttreport_rows({columns})")
             self._row_tables.add(width)
 
-    def _insert(self, head: str, rows: list) -> None:
-        """`head` ("INSERT INTO t (a, b)") for each of `rows`: through the virtual table of their width when _rows is
-        there (one statement a batch: the staging rows' 4.3-4.6 -> 1.4-1.6 µs of the writer process's CPU an op,
-        20,000 adds; bench/README.md issue 33), else one INSERT a row (executemany, the specification)."""
+    def _insert(self, head: str, rows: list, select: str | None = None) -> None:
+        """`head` ("INSERT INTO t (a, b)") for each of `rows`, or of what `select` makes of each ("{1}, {0}": SQL over
+        the row's values by position): through the virtual table of their width when _rows is there (one statement a
+        batch: the staging rows' 4.3-4.6 -> 1.4-1.6 µs of the writer process's CPU an op, 20,000 adds; bench/README.md
+        issue 33), else one INSERT a row (executemany, the specification)."""
         width = len(rows[0])
-        if not self._feeder or width not in self._row_tables:
-            self.con.executemany(f"{head} VALUES ({', '.join('?' * width)})", rows)
+        fed = self._feeder and width in self._row_tables
+        if select is None:
+            select = ", ".join(f"{{{i}}}" for i in range(width))
+        values = select.format(*(f"c{i}" if fed else f"?{i + 1}" for i in range(width)))
+        if not fed:
+            self.con.executemany(f"{head} SELECT {values}", rows)
             return
         self._feeder.feed(rows)
         try:
-            self.con.execute(f"{head} SELECT * FROM temp.rows_{width}")
+            self.con.execute(f"{head} SELECT {values} FROM temp.rows_{width}")
         finally:
             self._feeder.feed(None)
 
@@ -923,15 +941,18 @@ class Writer:
         elif files:
             rows["files"].extend((f[1], f[0]) for f in files)
         # JSON of cached pieces (json.dumps costs 3x more): an array for positional arguments only, else an
-        # object of name -> value; a tensor is its id, anything else its text.
+        # object of name -> value; a tensor is its id, anything else its text. And each argument's row (_ARGUMENTS).
         arguments = None
-        if kwargs:
-            value = self._json_value
-            parts = [f'"{i}":{value(a)}' for i, a in enumerate(args)]
-            parts.extend(f"{_json_str(k)}:{value(v)}" for k, v in kwargs.items())
-            arguments = "{" + ",".join(parts) + "}"
-        elif args:
-            arguments = "[" + ",".join(map(self._json_value, args)) + "]"
+        if args or kwargs:
+            argument, argument_rows, parts = self._argument, rows["operation_arguments"], []
+            named = [(str(i), a) for i, a in enumerate(args)]
+            if kwargs:
+                named.extend(kwargs.items())
+            for name, v in named:
+                json, text, tid = argument(v)
+                parts.append(f"{_json_str(name)}:{json}" if kwargs else json)
+                argument_rows.append((op_id, name, text, tid))
+            arguments = "{" + ",".join(parts) + "}" if kwargs else "[" + ",".join(parts) + "]"
         if self._live is not None:
             for buf in self._live.values():
                 if buf.buffer_type == BufferType.L1:
@@ -978,7 +999,28 @@ class Writer:
         if len(spec_of) >= MAX_SPEC_OF:
             _halve(spec_of)
         spec_of[tid] = hit[2]
+        self._first_spec(tid, hit[2])
         return _SPEC_FIELDS(spec) + (hit[0], file)
+
+    def _first_spec(self, tid: int, texts: tuple) -> None:
+        """Keep a tensor's spec texts for its argument text (Writer._argument_text) if this is its first spec, the one
+        its tensors row keeps (INSERT OR IGNORE). A tensor not kept at or below self._arg_floor[0] may have been
+        forgotten (the older half past MAX_SPEC_OF) or rolled back: its arguments' texts are rendered in SQL."""
+        arg_texts = self._arg_texts
+        if tid in arg_texts or tid <= self._arg_floor[0]:
+            return
+        if len(arg_texts) >= MAX_SPEC_OF:
+            self._arg_floor[0] = max(self._arg_floor[0], *itertools.islice(arg_texts, len(arg_texts) // 2))
+            _halve(arg_texts)
+        arg_texts[tid] = texts
+
+    def _argument_text(self, tid: int) -> str | None:
+        """A tensor argument's text from its first spec (rendered once), or None: SQL renders it (_ARGUMENT_ROW)."""
+        texts = self._arg_texts.get(tid)
+        if texts is None or type(texts) is str:
+            return texts
+        text = self._arg_texts[tid] = _render_tensor(tid, texts)
+        return text
 
     def _new_spec(self, key, shape, dtype, layout, cfg, rows, new_specs) -> tuple:
         tile = None
@@ -1015,6 +1057,7 @@ class Writer:
         if hit is None:
             hit = self._add_spec(key, None, (f"Shape({list(shape)})", dtype_text, None, None, None, None), rows,
                                  new_specs)
+        self._first_spec(tid, hit[2])
         row = _HOST_TENSOR.copy()
         row[_HOST_TENSOR_AT[0]], row[_HOST_TENSOR_AT[1]] = tid, producer
         return (*row, hit[0], file)
@@ -1029,10 +1072,7 @@ class Writer:
             texts = self.con.execute(
                 "SELECT s.shape, s.dtype, s.layout, COALESCE(s.placement, s.memory_config, 'host') FROM tensors r "
                 "JOIN tensor_specs s ON s.spec_id = r.spec_id WHERE r.tensor_id = ?", (tid,)).fetchone()
-        if texts is None or texts[1] is None or texts[2] is None:
-            return f"ttnn.Tensor(id={tid})"
-        shape, dtype, layout, where = texts
-        return f"ttnn.Tensor(id={tid}, shape={shape}, dtype={dtype}, layout={layout}, {where})"
+        return _render_tensor(tid, texts)
 
     def _pending_texts(self, tid: int) -> tuple | None:
         """The spec texts of a tensor whose row this batch holds (self._pending: its staging rows and other tensor
@@ -1045,25 +1085,31 @@ class Writer:
         return next((texts for number, _, texts in self._specs.values() if number == spec_id), None)
 
     # -- formatting -------------------------------------------------------------------------
-    def _json_value(self, v) -> str:
-        """An argument as JSON: a tensor as its id (a number), anything else as its text (a string)."""
+    def _argument(self, v) -> tuple:
+        """An argument as (its JSON, its operation_arguments text, its tensor id): a tensor as its id (a number in the
+        JSON; its text None where SQL renders it), anything else as its text (a string in the JSON; no id)."""
         t = type(v)
         if t is TensorArg:
-            return int.__repr__(v)
+            tid = int(v)
+            return int.__repr__(v), self._argument_text(tid), tid
         # Immutable values are formatted once: by value for the common scalars, by id (the object held,
         # so the id stays unique) for the rest; lists are formatted each time (they may hold tensors).
         if t is float:  # 0.0 == -0.0 and nan != nan: never a cache key
-            return _json_str(repr(v))
+            text = repr(v)
+            return _json_str(text), text, None
         key = (t, v) if t is int or t is bool or t is str or v is None else id(v)
         hit = self._texts.get(key)
         if hit is not None and (type(key) is tuple or hit[1] is v):
-            return hit[0]
-        text = _json_str(self.format_value(v))
+            return hit[0], hit[2], None
+        text = self.format_value(v)
+        if not text.isascii():  # a lone surrogate (a repr's) has no UTF-8 for SQLite: '?', as json_each's read had
+            text = text.encode("utf-8", "replace").decode()
+        json = _json_str(text)
         if t is not list and t is not tuple:
             if len(self._texts) >= MAX_CACHED:
                 _halve(self._texts)
-            self._texts[key] = (text, v)
-        return text
+            self._texts[key] = (json, v, text)
+        return json, text, None
 
     def format_value(self, v) -> str:
         t = type(v)
@@ -1126,6 +1172,16 @@ class _Parts:
         wall, cpu = time.perf_counter(), time.thread_time()
         self.into[name] = [wall - self.wall, cpu - self.cpu]
         self.wall, self.cpu = wall, cpu
+
+
+def _render_tensor(tid: int, texts: tuple | None) -> str:
+    """A tensor argument's text from its spec's texts (shape, dtype, layout, placement or 'host'), as _TENSOR_TEXT
+    renders it from its row in SQL: by its id alone when it has no row or its spec no dtype or layout (a host tensor's:
+    SQL's || of a NULL is NULL)."""
+    if texts is None or texts[1] is None or texts[2] is None:
+        return f"ttnn.Tensor(id={tid})"
+    shape, dtype, layout, where = texts
+    return f"ttnn.Tensor(id={tid}, shape={shape}, dtype={dtype}, layout={layout}, {where})"
 
 
 def _halve(cache: dict) -> None:
