@@ -32,6 +32,7 @@ pytestmark = pytest.mark.skipif(writer._rows is None, reason="ttreport.capturing
 CBS = (CircularBuffer((0,), 2, 2048), CircularBuffer((16,), 2, 2048))  # one program's, held: the graph key's ids
 RANGES = ((0, 0, 7, 7),)
 DRAM = Text("MemoryConfig(DRAM)")  # an argument the log defined once (an OBJ): the same object each time
+ODD = Text("Odd(\ud800)")  # an object's repr with a lone surrogate: no UTF-8 for SQLite
 
 
 def spec(tid: int, shape=(32, 32)) -> tuple:
@@ -80,6 +81,7 @@ def batches() -> list:
              *add(9, files=((11, "tensors/11.pt"),)),
              *add(10, t1, t2, stack=(1, 10)), *add(11, t1, t2, stack=(1, 10)),  # a new stack, then its hit
              *add(12, t1, 'a"b\\ü'), *add(13, t1, 'a"b\\ü'),  # a str to escape, then its cached text
+             *add(21, t1, ODD), *add(22, t1, ODD),  # a text with no UTF-8
              (FLUSH, None)]
     later = [*add(14), (TENSOR, 40, (2, 2), "torch.float32", None, None),
              alloc(15, 15, buffer_type=1), program(15), op(15, (t1, t2), specs=(spec(17),)),  # an L1 buffer
@@ -135,13 +137,14 @@ def test_the_c_loop_makes_the_rows_the_python_loop_makes(tmp_path, monkeypatch, 
         for name in expected_rows:
             assert rows[name] == expected_rows[name], name
     assert c_report == report
-    assert by_python == list(range(1, 21))
+    assert by_python == [*range(1, 14), 21, 22, *range(14, 21)]
     # Python makes the op only where a cache misses or the case is rare: the first op (its specs, texts and graph),
     # the float, the new texts, the list, the error, the files, the new stack, the str, the L1 buffer's op (kept
     # for a graph: only when graphs are wanted), the new spec.
-    rare = [1, 4, 5, 7, 8, 9, 10, 12, *([15] if graphs else []), 16]
+    rare = [1, 4, 5, 7, 8, 9, 10, 12, 21, *([15] if graphs else []), 16]
     assert c_by_python == rare
     assert report["operation_arguments"] and report["errors"] and report["stack_traces"]
+    assert [v for _, name, v, *_ in report["operation_arguments"] if v.startswith("Odd")] == ["Odd(?)", "Odd(?)"]
 
 
 @pytest.mark.parametrize("kept", [4, 1 << 16])

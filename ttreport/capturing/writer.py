@@ -1102,7 +1102,8 @@ class Writer:
         if hit is not None and (type(key) is tuple or hit[1] is v):
             return hit[0], hit[2], None
         text = self.format_value(v)
-        if not text.isascii():  # a lone surrogate (a repr's) has no UTF-8 for SQLite: '?', as json_each's read had
+        if not text.isascii():  # a lone surrogate (an object's repr) has no UTF-8: '?' (json_each wrote its 3 bytes,
+            # which no reader decoded)
             text = text.encode("utf-8", "replace").decode()
         json = _json_str(text)
         if t is not list and t is not tuple:
