@@ -156,3 +156,48 @@ def test_upgrade_of_the_older_reports_as_their_captures_wrote_them_goes_on(tmp_p
     assert con.execute("SELECT COUNT(*) FROM operations").fetchone()[0] == 6
     assert con.execute("SELECT COUNT(*) FROM my_matmuls").fetchone()[0] == 1
     con.close()
+
+
+# -- links among SQLite's own files ---------------------------------------------------------------------------
+
+def leave_a_wal(folder: Path) -> None:
+    """A killed capture's WAL beside `folder`'s db: one op more, committed, never folded."""
+    code = ("import os, sqlite3, sys\n"
+            "con = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "con.execute('PRAGMA journal_mode=WAL'); con.execute('PRAGMA wal_autocheckpoint=0')\n"
+            "con.execute(\"INSERT INTO operations (operation_id, name) VALUES (1000, 'ttnn.extra')\")\n"
+            "os._exit(0)  # no close: the WAL is not folded\n")
+    subprocess.run([sys.executable, "-c", code, str(folder / "db.sqlite")], check=True, timeout=60)
+
+
+@pytest.mark.parametrize("sidecar", ["db.sqlite-wal", "db.sqlite-shm"])
+def test_a_wal_or_wal_index_that_is_a_link_is_refused_and_its_target_left(demo, tmp_path, sidecar):
+    # SQLite writes both in place (a fold truncates the WAL; the index is mapped and written): through a link, to a
+    # file outside the folder. A linked -shm said "unable to open database file", a linked -wal that its ops were gone.
+    leave_a_wal(demo)
+    victim = tmp_path / "victim"
+    if sidecar == "db.sqlite-wal":
+        os.replace(demo / sidecar, victim)
+    else:
+        victim.write_bytes(b"a file of the user's" * 2000)
+    (demo / "db.sqlite-shm").unlink(missing_ok=True)
+    (demo / sidecar).symlink_to(victim)
+    before, kept = files(demo), victim.read_bytes()
+    for args in (["summary", demo], ["upgrade", demo]):
+        err = one_line_error(cli(*args))
+        assert f"{sidecar} is a link (to {victim})" in err and "move it out of the folder" in err, err
+    done = cli("check", demo)
+    assert done.returncode == 1 and f"{sidecar} is a link" in done.stdout, done.stdout
+    assert files(demo) == before and victim.read_bytes() == kept
+
+
+def test_a_left_over_wal_beside_a_db_that_is_a_link_is_not_folded_into_the_links_target(demo, tmp_path):
+    # `ttreport ls` folded it: switching the journal mode back wrote the header of the file the link leads to.
+    leave_a_wal(demo)
+    os.replace(demo / "db.sqlite", tmp_path / "elsewhere.sqlite")
+    (demo / "db.sqlite").symlink_to(tmp_path / "elsewhere.sqlite")
+    kept = (tmp_path / "elsewhere.sqlite").read_bytes()
+    done = cli("ls", demo.parent)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert (tmp_path / "elsewhere.sqlite").read_bytes() == kept
+    assert (demo / "db.sqlite-wal").exists()  # the capture's last batch stays where it was

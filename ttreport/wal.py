@@ -43,6 +43,12 @@ def fold(db_path: str | os.PathLike) -> bool:
     db_path = Path(db_path)
     if not os.path.lexists(wal_path(db_path)):
         return True
+    if db_path.is_symlink():  # SQLite reads the WAL beside the link's target, and a fold would write the target
+        return False
+    for sidecar in (wal_path(db_path), db_path.with_name(db_path.name + "-shm")):
+        if sidecar.is_symlink():  # SQLite writes both in place: through the link, to a file outside the folder
+            raise ReportError(f"{sidecar} is a link (to {os.readlink(sidecar)}), never a file SQLite made: reading "
+                              f"the report would write through it; move it out of the folder")
     # A capture only adds ops, so a WAL that leaves fewer than db.sqlite holds alone is not its capture's: a planted
     # one made `ttreport summary` rewrite a complete 66-op report to 3. Refused, nothing written (DESIGN.md: never
     # replace a db with one holding fewer ops). A db.sqlite that cannot be read alone (a killed capture's) is folded.
