@@ -53,6 +53,9 @@ n, path = int(sys.argv[1]), sys.argv[2]
 if sys.argv[3:] == ["executemany"]:  # the writer's executemany route, beside the one it takes (writer.ROWS)
     from ttreport.capturing import writer
     writer.ROWS = False  # read by the writer process, forked from this one
+if sys.argv[3:] == ["pyread"]:  # its log read in Python, beside the C read it takes (oplog.NATIVE)
+    from ttreport.capturing import oplog
+    oplog.NATIVE = False
 cpu_s = []
 for name, ops in (("idle", 0), ("report", n)):  # the writer process's start-up and close alone, then the loop's
     cap = ttreport.capture(f"{path}-{name}", config=ttreport.Config())
@@ -86,7 +89,8 @@ def _capture(tmp, n: int, name: str, *route: str) -> dict:
 def _report(tmp, n_ops: int, big_ops: int) -> list[Figure]:
     """A default capture of n_ops adds (a model script's loop, in its own interpreter): its bytes per op, the
     writer's rate against SQLite's (and again with the writer's rows bound by executemany, the route without
-    _rows.c), its close; with big_ops, one more capture of that many, for its close."""
+    _rows.c, and with its log read in Python, the route without _logread.c), its close; with big_ops, one more
+    capture of that many, for its close."""
     figures = []
     for n, name in ((n_ops, "report"), (big_ops, "big")):
         if not n:
@@ -108,12 +112,15 @@ def _report(tmp, n_ops: int, big_ops: int) -> list[Figure]:
         if name == "report":
             writer_rate = n / max(got["writer_cpu_s"], 1e-9)
             pure_rate = n / max(_capture(tmp, n, "executemany", "executemany")["writer_cpu_s"], 1e-9)
+            pyread_rate = n / max(_capture(tmp, n, "pyread", "pyread")["writer_cpu_s"], 1e-9)
             sqlite_rate = _sqlite_alone_ops_per_s(db, tmp / "sqlite-alone.sqlite")
             figures += [
                 info("writer process: ops per second of its CPU", writer_rate, "ops/s"),
                 info("SQLite alone: INSERT ... SELECT of the same rows, per CPU s", sqlite_rate, "ops/s"),
                 info("writer process / SQLite alone, its rows by executemany (no _rows.c)",
                      pure_rate / sqlite_rate, "x"),
+                info("writer process / SQLite alone, its log read in Python (no _logread.c)",
+                     pyread_rate / sqlite_rate, "x"),
                 at_least("writer process / SQLite alone", writer_rate / sqlite_rate, "x", WRITER_VS_SQLITE),
                 info(f"close after the {label} loop", got["close_s"], "s"),
                 info(f"loop per op ({label})", got["loop_s"] / n * 1e6, "µs/op"),
