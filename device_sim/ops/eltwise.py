@@ -268,7 +268,7 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
         if nan16 is not None:
             y = _stored_nan(y, a.dtype, nan16)
         out = like_output(y, a, inputs) if memory_config is None else None
-        alike = out is not None  # like_output's: y has a's shape; a, b and out are in one config object
+        alike = out is not None  # like_output's: y has a's shape
         if out is None:  # a broadcast result, a config the "inputs" rule does not give, or one asked for
             out = output(y, a, inputs, op_name=op_name, memory_config=memory_config)
             if a._memory_config.shard_spec is not None and a.layout == _TILE:  # operands sharded alike: the shards
@@ -286,12 +286,15 @@ def _binary(name: str, fn, *, result_dtype: DataType | None = None, rounding: bo
                 n = av.numel()
                 if not (n and bv.numel() == n and (alike or y.numel() == n)):
                     bcast = _subtile_broadcast(av.shape, bv.shape)
-            # the buffer types as ints (see _unary_output), one read when a, b and out share one config object
-            bt = a._memory_config.buffer_type._value_
+            # the buffer types as ints (see _unary_output), one read when a, b and out share one config object (as
+            # like_output's do, and a DRAM tensor's with memory_config=ttnn.DRAM_MEMORY_CONFIG)
+            cfg = a._memory_config
+            bt = cfg.buffer_type._value_
             key = ((a.dtype, b_dtype, c.grid_x, c.grid_y, bt, bt if b_dtype is not None else None, bt, bcast)
-                   if alike else (a.dtype, b_dtype, c.grid_x, c.grid_y, bt,
-                                  b._memory_config.buffer_type._value_ if b_dtype is not None else None,
-                                  out._memory_config.buffer_type._value_, bcast))
+                   if out._memory_config is cfg and (b_dtype is None or b._memory_config is cfg)
+                   else (a.dtype, b_dtype, c.grid_x, c.grid_y, bt,
+                         b._memory_config.buffer_type._value_ if b_dtype is not None else None,
+                         out._memory_config.buffer_type._value_, bcast))
             entry = programs.get(key)
             if entry is None:
                 entry = programs[key] = (eltwise_programs.binary_program(a, b_dtype, out.dtype),
