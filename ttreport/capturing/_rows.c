@@ -782,7 +782,8 @@ static PyObject *graph_hit(Items *self, PyObject *name, PyObject *programs) {
     Py_XDECREF(no_l1);
     if (key == NULL) goto done;
     PyObject *hit = PyDict_GetItemWithError(self->graph_keys, key);
-    if (hit != NULL && PyTuple_CheckExact(hit) && PyTuple_GET_SIZE(hit) >= 1) graph = Py_NewRef(PyTuple_GET_ITEM(hit, 0));
+    if (hit != NULL && PyTuple_CheckExact(hit) && PyTuple_GET_SIZE(hit) >= 1)
+        graph = Py_NewRef(PyTuple_GET_ITEM(hit, 0));
 done:
     Py_DECREF(each);
     Py_XDECREF(key);
@@ -843,7 +844,7 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
         || PyDict_GET_SIZE(self->arg_texts) + n_specs > self->max_spec_of)
         return 0; /* Python halves them */
     PyObject *op_id = PyTuple_GET_ITEM(item, OP_OPERATION_ID), *frames = PyTuple_GET_ITEM(item, OP_STACK);
-    PyObject *programs = NULL, *graph = NULL, *stack_id = Py_None, *hits = NULL, *text = NULL, *row = NULL;
+    PyObject *programs = NULL, *graph = NULL, *stack_id = NULL, *hits = NULL, *text = NULL, *row = NULL;
     PyObject *named = NULL;
     int found = 0;
     /* the lookups: nothing is changed until each has hit */
@@ -859,10 +860,9 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
     }
     int has_stack = PyObject_IsTrue(frames);
     if (has_stack < 0) goto fail;
-    if (has_stack) {
-        stack_id = PyDict_GetItemWithError(self->stacks, frames);
-        if (stack_id == NULL) goto miss;
-    }
+    stack_id = has_stack ? PyDict_GetItemWithError(self->stacks, frames) : Py_None;
+    if (stack_id == NULL) goto miss;
+    Py_INCREF(stack_id); /* held by the row from here */
     hits = PyTuple_New(n_specs);
     if (hits == NULL) goto fail;
     for (Py_ssize_t i = 0; i < n_specs; i++) {
@@ -884,26 +884,26 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
     found = arguments(self, PyTuple_GET_ITEM(item, OP_ARGS), PyTuple_GET_ITEM(item, OP_KWARGS), &text, named);
     if (found != 1) goto end;
     found = -1;
-    Py_INCREF(stack_id); /* a borrowed value of the stacks' dict, held by the row from here */
     /* the changes, as Writer._op makes them */
-    if (programs != NULL && PyDict_DelItem(self->programs, op_id) < 0) goto end_stack;
+    if (programs != NULL && PyDict_DelItem(self->programs, op_id) < 0) goto end;
     PyObject *tensor = NULL;
     for (Py_ssize_t i = 0; i < n_specs; i++) {
         PyObject *spec = PyTuple_GET_ITEM(specs, i), *hit = PyTuple_GET_ITEM(hits, i);
         PyObject *tid = PyTuple_GET_ITEM(spec, SPEC_TENSOR_ID), *texts = PyTuple_GET_ITEM(hit, 2);
-        if (PyDict_SetItem(self->spec_of, tid, texts) < 0) goto end_stack;
+        if (PyDict_SetItem(self->spec_of, tid, texts) < 0) goto end;
         /* Writer._first_spec: kept if the tensor's first spec (none kept, above the floor) */
-        int kept = PyDict_Contains(self->arg_texts, tid), above = kept == 0 ? PyObject_RichCompareBool(tid, floor, Py_GT) : 0;
-        if (kept < 0 || above < 0 || (above && PyDict_SetItem(self->arg_texts, tid, texts) < 0)) goto end_stack;
+        int kept = PyDict_Contains(self->arg_texts, tid);
+        int above = kept == 0 ? PyObject_RichCompareBool(tid, floor, Py_GT) : 0;
+        if (kept < 0 || above < 0 || (above && PyDict_SetItem(self->arg_texts, tid, texts) < 0)) goto end;
         PyObject *t = tensor_row(self, spec, hit);
-        if (t == NULL) goto end_stack;
+        if (t == NULL) goto end;
         if (tensor == NULL) { /* the op's row carries one; any others are bound on their own */
             tensor = t;
             continue;
         }
         int rc = PyList_Append(st->tensor_records, t);
         Py_DECREF(t);
-        if (rc < 0) goto end_stack;
+        if (rc < 0) goto end;
     }
     PyObject *inputs = PyTuple_GET_ITEM(item, OP_INPUTS), *outputs = PyTuple_GET_ITEM(item, OP_OUTPUTS);
     PyObject *ends[2][2] = {{inputs, st->input_tensors}, {outputs, st->output_tensors}};
@@ -914,12 +914,12 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
         Py_XDECREF(pair);
         if (rc < 0) {
             Py_XDECREF(tensor);
-            goto end_stack;
+            goto end;
         }
     }
     /* operation_arguments' rows: (operation_id, name, text, tensor id), a tensor's text from its first spec's */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(named); i++) {
-        PyObject *name = PyTuple_GET_ITEM(PyList_GET_ITEM(named, i), 0), *v = PyTuple_GET_ITEM(PyList_GET_ITEM(named, i), 1);
+        PyObject *pair = PyList_GET_ITEM(named, i), *name = PyTuple_GET_ITEM(pair, 0), *v = PyTuple_GET_ITEM(pair, 1);
         PyObject *arg, *shown;
         if (PyLong_CheckExact(v)) { /* a tensor's id */
             shown = tensor_shown(self, v);
@@ -932,14 +932,14 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
         Py_XDECREF(arg);
         if (rc < 0) {
             Py_XDECREF(tensor);
-            goto end_stack;
+            goto end;
         }
     }
     row = PyTuple_New(PyTuple_GET_SIZE(self->op_fields) + 3 + PyTuple_GET_SIZE(self->spec_fields) + 2 + ALLOC_WIDTH
                       + FREE_WIDTH + 1);
     if (row == NULL) {
         Py_XDECREF(tensor);
-        goto end_stack;
+        goto end;
     }
     Py_ssize_t at = put_fields(row, 0, item, self->op_fields);
     PyTuple_SET_ITEM(row, at++, Py_NewRef(s_ok));
@@ -959,7 +959,8 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
         if (slots[k] == Py_None) {
             at = put_nones(row, at, widths[k]);
         } else {
-            for (Py_ssize_t i = 0; i < widths[k]; i++) PyTuple_SET_ITEM(row, at++, Py_NewRef(PyTuple_GET_ITEM(slots[k], i)));
+            for (Py_ssize_t i = 0; i < widths[k]; i++)
+                PyTuple_SET_ITEM(row, at++, Py_NewRef(PyTuple_GET_ITEM(slots[k], i)));
         }
     }
     PyTuple_SET_ITEM(row, at, graph);
@@ -971,15 +972,13 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
         Py_SETREF(st->free, Py_NewRef(Py_None));
     }
     goto end;
-end_stack:
-    Py_XDECREF(stack_id);
-    goto end;
 miss:
     found = PyErr_Occurred() ? -1 : 0;
     goto end;
 fail:
     found = -1;
 end:
+    Py_XDECREF(stack_id);
     Py_XDECREF(graph);
     Py_XDECREF(hits);
     Py_XDECREF(named);
