@@ -19,6 +19,7 @@ def test_passes_during_the_capture_leave_the_rows_the_close_would_work_out_whole
     monkeypatch.setattr(writer, "ASIDE_MIN_OPS", 1)
     monkeypatch.setattr(writer, "PASS_OPS", 40)
     monkeypatch.setattr(writer, "FOLLOW_S", 0.01)
+    monkeypatch.setattr(writer, "AT_CLOSE", ["SELECT no_such_function()"])  # the rows worked out inline: an error
     early = ttnn.from_torch(torch.ones(32, 32), dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
     with ttreport.capture(tmp_path / "r") as cap:
         a = ttnn.ones((32, 32), device=device)
@@ -64,3 +65,25 @@ def test_passes_during_the_capture_leave_the_rows_the_close_would_work_out_whole
     finally:
         con.close()
     assert not (tmp_path / "r" / writer.LIFETIMES_FILE).exists()
+
+
+def test_a_short_capture_followed_for_a_while_still_closes_to_one_plain_file(tmp_path, device, monkeypatch):
+    """Below ASIDE_MIN_OPS no pass is made, but the follower has looked at the report: its connection must be gone
+    before the close leaves WAL mode (another connection keeps the report in WAL, beside a -wal file)."""
+    import device_sim as ttnn
+
+    monkeypatch.setattr(writer, "FOLLOW_S", 0.01)
+    with ttreport.capture(tmp_path / "r") as cap:
+        a = ttnn.ones((32, 32), device=device)
+        for _ in range(5):
+            a = a + 1
+            cap.flush()
+            time.sleep(0.05)  # the follower looks at the report meanwhile
+    assert cap._writer.result["error"] is None and cap.status == "complete"
+    con = sqlite3.connect(cap.db_path)
+    try:
+        assert con.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+        assert "lifetimes aside" not in cap._writer.result["db_close_parts"]
+    finally:
+        con.close()
+    assert not (tmp_path / "r" / "db.sqlite-wal").exists()

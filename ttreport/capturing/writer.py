@@ -470,13 +470,20 @@ class _LifetimesAside:
             self._thread.join()
             self._thread = None
 
+    def _disconnect(self) -> None:
+        if self._con is not None:  # another connection would keep the closed report in WAL mode
+            self._con.close()
+            self._con = None
+
     def start(self, con: sqlite3.Connection) -> bool:
         """At the close: stop the passes and start the last, beside the late indexes; False where the writer works
         the rows out itself (fewer than ASIDE_MIN_OPS ops, or not in WAL mode)."""
         self._stop_following()
         if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self._disconnect()
             return False  # a rebuild from the log (rollback journal): a reader would block the index writes
         if (con.execute("SELECT MAX(operation_id) FROM operations").fetchone()[0] or 0) < ASIDE_MIN_OPS:
+            self._disconnect()
             return False
         self._thread = threading.Thread(target=self._last, name="ttreport-lifetimes", daemon=True)
         self._thread.start()
@@ -490,9 +497,7 @@ class _LifetimesAside:
         except Exception as e:  # noqa: BLE001 - a full disk, a bug: the writer works the rows out itself
             self.error = e
         finally:
-            if self._con is not None:
-                self._con.close()
-                self._con = None
+            self._disconnect()
         self.wall_s, self.cpu_s = time.perf_counter() - wall, time.thread_time() - cpu
 
     def copy_into(self, con: sqlite3.Connection) -> bool:
@@ -513,9 +518,7 @@ class _LifetimesAside:
 
     def discard(self) -> None:
         self._stop_following()
-        if self._con is not None:
-            self._con.close()
-            self._con = None
+        self._disconnect()
         with contextlib.suppress(OSError):
             self.scratch.unlink()
 
