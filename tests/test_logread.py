@@ -107,12 +107,20 @@ def _plain(x):
     return t.__name__, x
 
 
+def _tail(log: Path, native: bool) -> oplog.LogTail:
+    """A trusted LogTail of `log` that reads by the C reader or the Python (whatever TTREPORT_PURE says)."""
+    saved, oplog.NATIVE = oplog.NATIVE, native
+    try:
+        tail = oplog.LogTail(log, trusted=True)
+    finally:
+        oplog.NATIVE = saved
+    assert (tail._native is not None) is native
+    return tail
+
+
 def _read(log: Path, native: bool, n: int) -> tuple[list, SimpleNamespace]:
     """Every record of `log` read by LogTail(trusted=True), n at a time, by the C reader or the Python."""
-    tail = oplog.LogTail(log, trusted=True)
-    if not native:
-        tail._native = None
-    assert (tail._native is not None) is native
+    tail = _tail(log, native)
     batches = []
     while True:
         recs, more = tail.read(n)
@@ -154,8 +162,7 @@ def test_a_torn_write_ends_both_routes_reads_at_the_same_record(runs, tmp_path):
     shutil.copytree(runs["native"].log, log)
     segment = sorted(log.glob("*.seg"))[0]
     data = bytearray(segment.read_bytes())
-    tail = oplog.LogTail(log, trusted=True)
-    tail._native = None
+    tail = _tail(log, False)
     tail.read(40)
     off = tail.off  # a write in the middle of the log: its payload's first byte made one marshal does not know
     tail.close()
