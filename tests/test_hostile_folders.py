@@ -201,3 +201,32 @@ def test_a_left_over_wal_beside_a_db_that_is_a_link_is_not_folded_into_the_links
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert (tmp_path / "elsewhere.sqlite").read_bytes() == kept
     assert (demo / "db.sqlite-wal").exists()  # the capture's last batch stays where it was
+
+
+# -- damaged values a new user met -------------------------------------------------------------------------------
+
+def test_a_schedule_nested_past_pythons_stack_is_one_line_and_check_names_it(demo):
+    # summary, html and summary --json ended in a RecursionError traceback; check said ok.
+    execute(demo, "INSERT OR REPLACE INTO report_metadata (key, value) VALUES ('schedule', '" + "[" * 100_000 + "')")
+    for args in (["summary", demo], ["summary", demo, "--json"]):
+        err = one_line_error(cli(*args))
+        assert "report_metadata.schedule" in err and "is not JSON" in err, err
+    done = cli("check", demo)
+    assert done.returncode == 1 and "report_metadata.schedule" in done.stdout, (done.stdout, done.stderr[-2000:])
+
+
+def test_check_names_a_tensors_folder_that_links_to_itself(demo):
+    # check ended in "RuntimeError: Symlink loop" (pathlib's resolve), a traceback.
+    shutil.rmtree(demo / "tensors")
+    (demo / "tensors").symlink_to(demo / "tensors")
+    done = cli("check", demo)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "is reached through a loop of links" in done.stdout, done.stdout[-2000:]
+
+
+def test_a_device_estimate_that_is_not_a_number_shows_as_unknown(demo):
+    # ops ended in "TypeError: '>=' not supported between instances of 'str' and 'float'".
+    execute(demo, "UPDATE device_perf SET ideal_ns = 'x'")
+    done = cli("ops", demo, "--limit", "3")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "? bw" in done.stdout or "? cmp" in done.stdout, done.stdout

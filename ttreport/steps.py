@@ -69,7 +69,7 @@ class Schedule:
             return None
         try:
             fields = json.loads(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):  # RecursionError: arrays nested past Python's stack
             raise ValueError(f"report_metadata.schedule {str(text)[:80]!r} is not JSON: a damaged report") from None
         if not isinstance(fields, dict) or set(fields) - {f.name for f in dataclasses.fields(cls)}:
             raise ValueError(f"report_metadata.schedule {str(text)[:80]!r} is not a schedule's fields")

@@ -181,6 +181,8 @@ def text(p: DevicePerf | None) -> str:
 def human_ns(ns) -> str:
     if ns is None:
         return ""
+    if not isinstance(ns, (int, float)) or isinstance(ns, bool):
+        return "?"  # a damaged row's text or BLOB (`ttreport check` names it); never its bytes, which html would embed
     if ns >= 1e9:
         return f"{ns / 1e9:.2f} s"
     if ns >= 1e6:

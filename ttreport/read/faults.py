@@ -27,6 +27,7 @@ from ttreport import recovery, schema_sql
 from ttreport.errors import ReportError, TTReportError
 from ttreport.folder import CLOSED_STATUSES, OPLOG_DIR, OPLOG_DONE_DIR, capture_holds, closed
 from ttreport.read.report import check_schema, connect_readonly, expected_file, load_tensor, resolve
+from ttreport.steps import Schedule
 
 # What reading a damaged database raises: SQLite's errors, and a UnicodeDecodeError when SQLite's own
 # message quotes a damaged schema text that is not UTF-8.
@@ -195,6 +196,10 @@ def _metadata_faults(meta: dict, db_path: Path) -> list[str]:
     lost = {k: meta[k] for k in _LOSS_KEYS if k in meta}
     if lost:
         faults.append(f"{db_path}: the capture noted a loss: " + ", ".join(f"{k}={v}" for k, v in lost.items()))
+    try:  # summary and html refuse a schedule they cannot read, naming `ttreport check`: check names it too
+        Schedule.from_json(meta.get("schedule"))
+    except (TypeError, ValueError) as e:
+        faults.append(f"{db_path}: {e}")
     return faults
 
 
@@ -251,7 +256,11 @@ def _file_faults(con: sqlite3.Connection, folder: Path, files: list[tuple]) -> l
         if not isinstance(rel, str):
             faults.append(f"tensor {tid}: its file column holds {rel!r}, not a path")
             continue
-        path = (folder / rel).resolve()
+        try:
+            path = (folder / rel).resolve()
+        except (OSError, RuntimeError):  # Python 3.11 says RuntimeError for a loop of links (tensors/ -> tensors)
+            faults.append(f"tensor {tid}: file {folder / rel} is reached through a loop of links")
+            continue
         if not path.is_relative_to(root):
             faults.append(f"tensor {tid}: file {rel!r} points outside the report folder {folder}")
         elif not path.exists():
