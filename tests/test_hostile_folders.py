@@ -230,3 +230,17 @@ def test_a_device_estimate_that_is_not_a_number_shows_as_unknown(demo):
     done = cli("ops", demo, "--limit", "3")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "? bw" in done.stdout or "? cmp" in done.stdout, done.stdout
+
+
+def test_upgrade_never_writes_through_a_db_that_is_a_link(tmp_path):
+    # `ttreport upgrade FOLDER` upgraded the file FOLDER/db.sqlite leads to, outside the folder, in place.
+    elsewhere = tmp_path / "elsewhere.sqlite"
+    shutil.copy(V0004 / "db.sqlite", elsewhere)
+    folder = tmp_path / "received"
+    folder.mkdir()
+    (folder / "db.sqlite").symlink_to(elsewhere)
+    kept = elsewhere.read_bytes()
+    err = one_line_error(cli("upgrade", folder))
+    assert f"db.sqlite is a link (to {elsewhere})" in err, err
+    assert elsewhere.read_bytes() == kept and sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere.sqlite",
+                                                                                              "received"]

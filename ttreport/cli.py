@@ -735,6 +735,10 @@ def upgrade(report, device_graphs):
         raise Failure(f"{report} is a store: a store brings its own tables to this version when a command connects "
                       "to it, and its runs are read at this version's schema; upgrade a report folder")
     path = resolve(report)
+    if path.is_symlink():  # a report folder is data from elsewhere: its db.sqlite may lead out of it
+        raise Failure(one_line(f"{path} is a link (to {os.readlink(path)}): upgrade rewrites the db in place, which "
+                               f"would write the file it leads to; upgrade that file's own folder, or put a copy of "
+                               f"it in place of the link"))
     # What readers refuse in a folder, upgrade refuses first, before it opens the db to write: a planted WAL or hot
     # journal would be folded or rolled into it by SQLite itself (a planted WAL's 3 ops replaced the 66 the db held).
     # A real killed capture's WAL is folded, as by a reader.
