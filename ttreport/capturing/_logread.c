@@ -5,10 +5,9 @@
  *   Reader(stacks, programs, configs, objects, wired, tensors, mesh, operands, estimates, skip, max_tensors,
  *          max_objects, TensorArg, Program, columns)
  *   reader.writes(tail, mm, out, n) -> LogTail._writes' result, tail.off past the last write decoded
- *   reader.decode(tail, records, out)  -> LogTail._decode(records, out)
  *
- * writes() reads a segment's length-prefixed writes and unmarshals each from the mmap (no bytes copy); decode()
- * is LogTail._decode's loop over a write's records. Only the common case of each record is done here: an OP record
+ * writes() reads a segment's length-prefixed writes, unmarshals each from the mmap (no bytes copy) and runs
+ * LogTail._decode's loop over its records. Only the common case of each record is done here: an OP record
  * that did not raise, with its references made into values as LogTail._op and _unwire make them, its specs' operands
  * known (LogPerf.note) and its estimate known (LogPerf.row, the same key); the records _decode passes on as they are
  * (FREE, ALLOC, rows, VALUES, ...); a PROGRAM launch of a program defined. Everything else, and each part of an op
@@ -380,15 +379,6 @@ static int decode(Reader *self, PyObject *tail, PyObject *recs, PyObject *out) {
     return 0;
 }
 
-static PyObject *Reader_decode(Reader *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyList_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "decode(tail, records, out: list)");
-        return NULL;
-    }
-    if (decode(self, args[0], args[1], args[2]) < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
 /* LogTail._writes(mm, out, n) for a trusted log: tail.off is read at the start and set past each write decoded. */
 static PyObject *Reader_writes(Reader *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4 || !PyList_Check(args[2])) {
@@ -513,8 +503,6 @@ static void Reader_dealloc(Reader *self) {
 static PyMethodDef Reader_methods[] = {
     {"writes", (PyCFunction)(void (*)(void))Reader_writes, METH_FASTCALL,
      "writes(tail, mm, out, n): oplog.LogTail._writes for a trusted log (see ttreport/capturing/_logread.c)."},
-    {"decode", (PyCFunction)(void (*)(void))Reader_decode, METH_FASTCALL,
-     "decode(tail, records, out): oplog.LogTail._decode(records, out)."},
     {NULL, NULL, 0, NULL},
 };
 
