@@ -7,15 +7,20 @@ Real captures with a real writer process; the module constants are set before it
 import sqlite3
 import time
 
+import pytest
 import torch
 
 import ttreport
 from ttreport.capturing import writer
 
 
-def test_passes_during_the_capture_leave_the_rows_the_close_would_work_out_whole(tmp_path, device, monkeypatch):
+@pytest.mark.parametrize("starved", [False, True], ids=["followed", "stopped-after-one-pass"])
+def test_passes_during_the_capture_leave_the_rows_the_close_would_work_out_whole(tmp_path, device, monkeypatch,
+                                                                               starved):
     import device_sim as ttnn
 
+    if starved:  # every pass counts as one that waited for a core: the follower stops after its first
+        monkeypatch.setattr(writer, "STARVED", -10**9)
     monkeypatch.setattr(writer, "ASIDE_MIN_OPS", 1)
     monkeypatch.setattr(writer, "PASS_OPS", 40)
     monkeypatch.setattr(writer, "FOLLOW_S", 0.01)
