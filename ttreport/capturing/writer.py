@@ -359,10 +359,10 @@ class _LifetimesAside:
 
     With follow=True (the writer process's own capture: Writer.follow_lifetimes), a thread at a low priority
     makes a pass over what was committed since the last once PASS_OPS more ops are in: mostly on the model's core
-    while the model waits for the writer, and no more once a pass finds no idle core (STARVED). At the close (start) a
-    thread at the writer's
-    priority makes the last pass beside the late indexes. Worked out whole at the close, the rows took 0.9-1.05 s
-    of CPU for 1,000,000 adds on the core the index sorts share (bench/README.md, issue 33, close33 and close1m).
+    while the model waits for the writer, and no more once a pass finds no idle core (STARVED). At the close (start)
+    a thread at the writer's priority makes the last pass beside the late indexes. Worked out whole at the close,
+    the rows took 0.9-1.05 s of CPU for 1,000,000 adds on the core the index sorts share (bench/README.md, issue
+    33, close33 and close1m).
 
     Only for a report in WAL mode (a reader there never blocks the writer), with ASIDE_MIN_OPS ops or more.
     """
@@ -465,8 +465,10 @@ class _LifetimesAside:
     def _stop_following(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            if self._con is not None:
-                self._con.interrupt()  # a pass under way is rolled back
+            con = self._con
+            if con is not None:
+                with contextlib.suppress(sqlite3.ProgrammingError):  # closed by its thread meanwhile
+                    con.interrupt()  # a pass under way is rolled back
             self._thread.join()
             self._thread = None
 
