@@ -107,7 +107,8 @@ def written(tmp_path: Path, monkeypatch, c_route: bool, graphs) -> tuple:
     commit, item = w._commit, w._item
 
     def seen_commit(staging, rows):
-        committed.append((list(staging), {name: list(v) if type(v) is list else dict(v) for name, v in rows.items()}))
+        committed.append((list(staging), {name: v if v is None else list(v) if type(v) is list else dict(v)
+                                          for name, v in rows.items()}))
         commit(staging, rows)
 
     def seen_item(rec, b):
@@ -134,8 +135,11 @@ def test_the_c_loop_makes_the_rows_the_python_loop_makes(tmp_path, monkeypatch, 
     for (staging, rows), (expected_staging, expected_rows) in zip(got, committed):
         assert staging == expected_staging
         assert rows.keys() == expected_rows.keys()
-        for name in expected_rows:
+        for name in expected_rows.keys() - {"buffers"}:
             assert rows[name] == expected_rows[name], name
+        assert expected_rows["buffers"] is None  # buffers' rows: the join's
+    # made in C while the records come in seq order: the first batch (the second's start at op 14's seqs after op 22's)
+    assert got[0][1]["buffers"] and got[1][1]["buffers"] is None
     assert c_report == report
     assert by_python == [*range(1, 14), 21, 22, *range(14, 21)]
     # Python makes the op only where a cache misses or the case is rare: the first op (its specs, texts and graph),
@@ -183,6 +187,38 @@ def test_a_tensor_arguments_text_is_the_one_sql_renders_from_its_row(tmp_path, m
         assert "ttnn.Tensor(id=20)" in dict(shown) and "ttnn.Tensor(id=40)" in dict(shown)  # no row: lost, or never
         reports.append(tables(path))
     assert reports[0] == reports[1]
+
+
+def test_buffers_rows_are_the_joins_and_made_by_it_once_the_records_leave_seq_order(tmp_path, monkeypatch):
+    # An op's buffers rows list the buffers live after it: allocated before its end, freed after. The C loop keeps them
+    # while each record's seq is the next (threads can interleave a seq and its place in the log), and from the
+    # first that is not, the join over buffer_lifetimes makes them, for good.
+    t = TensorArg
+    start = [tuple(records.Alloc(ALLOC, i, 0, 4096 * i, 2048, 0, 0, 2048, 0, None)) for i in (3, 2)]  # seq 0
+    in_order = [alloc(11, 1), op(1, (), specs=(spec(1),)), alloc(12, 2), op(2, (t(1),), specs=(spec(2),)),
+                (FREE, 11, 7), alloc(13, 3), op(3, (t(2),), specs=(spec(3),))]
+    late = [alloc(14, 4), (FREE, 12, 10), op(4, (t(3),), specs=(spec(4),)),  # the free's seq 10 after the alloc's 11
+            alloc(15, 5), op(5, (t(4),), specs=(spec(5),)), (FREE, 15, 16)]
+    reports, fed = [], []
+    for c_route in (False, True):
+        path = tmp_path / f"{c_route}.sqlite"
+        db.create(path, skip=db.LATE_INDEXES)
+        w = writer.Writer(path, Definitions(), SimpleNamespace(buffer_pages=False, device_graphs="distinct"))
+        w.con = writer.connect(path)
+        w._commit = lambda staging, rows, commit=w._commit: (fed.append(rows["buffers"]), commit(staging, rows))
+        monkeypatch.setattr(writer, "ROWS", c_route)
+        try:
+            for batch in (start, in_order, late, [op(6, (t(5),))]):
+                w._write(batch)
+        finally:
+            w.con.close()
+        reports.append(tables(path))
+    assert reports[0] == reports[1]
+    assert [r is None for r in fed] == [True] * 4 + [False, False, True, True]  # made in C until the free came late
+    lives = {2: (0, 99), 3: (0, 99), 11: (2, 7), 12: (5, 10), 13: (8, 99), 14: (11, 99), 15: (14, 16)}  # seqs
+    ends = {1: 3, 2: 6, 3: 9, 4: 12, 5: 15, 6: 18}
+    assert [(op_id, address) for op_id, _, address, *_ in reports[0]["buffers"]] == [
+        (op_id, 4096 * i) for op_id, end in ends.items() for i in sorted(lives) if lives[i][0] < end < lives[i][1]]
 
 
 def test_an_item_that_is_not_a_known_record_goes_to_python(tmp_path, monkeypatch):

@@ -29,6 +29,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <structmember.h>
 #include <sys/stat.h>
 
 #include "_records.h"
@@ -469,12 +470,22 @@ typedef struct {
     PyObject *tensor_arg; /* records.TensorArg */
     PyObject *op_fields, *spec_fields; /* tuples of positions: writer._OP_FIELDS' and _SPEC_FIELDS' */
     Py_ssize_t max_spec_of; /* writer.MAX_SPEC_OF: an op that could fill Writer._spec_of goes to Python */
+    /* The buffers live after each op, kept here from every ALLOC, FREE and OP record (whoever makes its rows) while
+     * they come in the order of their seq numbers and buffer ids, each buffer allocated once and freed once: then an
+     * op's `buffers` rows are the buffers live when its record comes, exactly what writer._AFTER_OPS' join finds
+     * (allocated_seq < end_seq < freed_seq), and write() hands them over (b.rows["buffers"]). Once that order fails
+     * (threads interleaving a record's seq and its place in the log) or a batch is lost, `exact` is 0 for good and
+     * the join makes them, from the db. */
+    PyObject *live_rows; /* buffer id -> (device_id, address, max_size_per_bank, buffer_type, buffer_layout) */
+    long long last_seq, last_id;
+    int exact;
+    int unsorted; /* buffers listed at the capture's start (seq 0) came in another order than their ids' */
 } Items;
 
 /* Interned names, made once by the module's init. */
 static PyObject *s_alloc, *s_free, *s_rows, *s_staging, *s_allocs, *s_frees, *s_other, *s_tensor_records,
     *s_input_tensors, *s_output_tensors, *s_cbs, *s_ranges, *s_name, *s_device_id, *s_cb_base, *s_ok,
-    *s_operation_arguments;
+    *s_operation_arguments, *s_buffers;
 #define N_NAMES 16
 static PyObject *positional[N_NAMES]; /* "0", "1", ...: the names of an op's first positional arguments */
 
@@ -498,6 +509,7 @@ static void Items_dealloc(Items *self) {
     Py_XDECREF(self->tensor_arg);
     Py_XDECREF(self->op_fields);
     Py_XDECREF(self->spec_fields);
+    Py_XDECREF(self->live_rows);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -565,6 +577,9 @@ static int Items_init(Items *self, PyObject *args, PyObject *kwargs) {
     self->op_fields = Py_NewRef(op_fields);
     self->spec_fields = Py_NewRef(spec_fields);
     self->max_spec_of = max_spec_of;
+    if ((self->live_rows = PyDict_New()) == NULL) return -1;
+    self->exact = 1;
+    self->last_id = -1; /* buffer ids from 0 */
     return 0;
 }
 
@@ -1000,6 +1015,86 @@ static int sync_slots(PyObject *b, Slots *st, int to_b) {
     return 0;
 }
 
+/* A record's seq number (or buffer id) as a C integer; -1 if it is not an int in range. */
+static long long number_at(PyObject *item, Py_ssize_t at) {
+    PyObject *v = PyTuple_GET_ITEM(item, at);
+    int overflow;
+    long long n = PyLong_CheckExact(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : -1;
+    if (!PyLong_CheckExact(v) || overflow || n < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    return n;
+}
+
+/* Items.live_rows in buffer id order (the buffers listed at the capture's start came by allocator). */
+static int sort_live(Items *self) {
+    PyObject *ids = PyDict_Keys(self->live_rows), *sorted = PyDict_New();
+    int rc = ids == NULL || sorted == NULL || PyList_Sort(ids) < 0 ? -1 : 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(ids); i++) {
+        PyObject *id = PyList_GET_ITEM(ids, i), *where = PyDict_GetItemWithError(self->live_rows, id);
+        rc = where == NULL ? -1 : PyDict_SetItem(sorted, id, where);
+    }
+    Py_XDECREF(ids);
+    if (rc == 0) {
+        Py_SETREF(self->live_rows, sorted);
+        self->unsorted = 0;
+    } else {
+        Py_XDECREF(sorted);
+    }
+    return rc;
+}
+
+/* The live buffers after an ALLOC, FREE or OP record (Items.live_rows); an OP's `buffers` rows into `rows`. 0 when the
+ * order the rows rely on fails (then exact is 0), -1 on an error. */
+static int keep_live(Items *self, long tag, PyObject *item, PyObject *rows) {
+    Py_ssize_t size = PyTuple_GET_SIZE(item);
+    int start = tag == TAG_ALLOC && size >= ALLOC_WIDTH && number_at(item, ALLOC_ALLOCATED_SEQ) == 0;
+    if (!start && self->unsorted && sort_live(self) < 0) return -1;
+    if (tag == TAG_ALLOC && size >= ALLOC_WIDTH) {
+        long long seq = number_at(item, ALLOC_ALLOCATED_SEQ), id = number_at(item, ALLOC_BUFFER_ID);
+        PyObject *key = PyTuple_GET_ITEM(item, ALLOC_BUFFER_ID);
+        /* seq 0: allocated before the capture, listed at its start, each allocator's in turn (L1's, DRAM's) */
+        if (seq < 0 || id < 0 || (start ? self->last_seq != 0 : seq <= self->last_seq || id <= self->last_id)) return 0;
+        int live = PyDict_Contains(self->live_rows, key);
+        if (live != 0) return live < 0 ? -1 : 0; /* allocated twice */
+        PyObject *where = PyTuple_GetSlice(item, ALLOC_DEVICE_ID, ALLOC_BUFFER_LAYOUT + 1);
+        int rc = where == NULL ? -1 : PyDict_SetItem(self->live_rows, key, where);
+        Py_XDECREF(where);
+        self->last_seq = seq;
+        self->unsorted |= id < self->last_id;
+        if (id > self->last_id) self->last_id = id;
+        return rc < 0 ? -1 : 1;
+    }
+    if (tag == TAG_FREE && size == FREE_WIDTH) {
+        long long seq = number_at(item, FREE_FREED_SEQ);
+        PyObject *key = PyTuple_GET_ITEM(item, FREE_BUFFER_ID);
+        if (seq <= self->last_seq || !PyLong_CheckExact(key)) return 0;
+        int live = PyDict_Contains(self->live_rows, key);
+        if (live <= 0) return live; /* a buffer not live: freed twice, or never seen allocated */
+        self->last_seq = seq;
+        return PyDict_DelItem(self->live_rows, key) < 0 ? -1 : 1;
+    }
+    if (tag == TAG_OP && size == OP_WIDTH) {
+        long long seq = number_at(item, OP_END_SEQ);
+        if (seq <= self->last_seq) return 0;
+        self->last_seq = seq;
+        PyObject *op_id = PyTuple_GET_ITEM(item, OP_OPERATION_ID), *key, *where;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(self->live_rows, &pos, &key, &where)) { /* in buffer id order: each larger than the last */
+            PyObject *row = PyTuple_New(6);
+            if (row == NULL) return -1;
+            PyTuple_SET_ITEM(row, 0, Py_NewRef(op_id));
+            for (Py_ssize_t i = 0; i < 5; i++) PyTuple_SET_ITEM(row, i + 1, Py_NewRef(PyTuple_GET_ITEM(where, i)));
+            int rc = PyList_Append(rows, row);
+            Py_DECREF(row);
+            if (rc < 0) return -1;
+        }
+        return 1;
+    }
+    return tag == TAG_ALLOC || tag == TAG_FREE || tag == TAG_OP ? 0 : 1; /* a short record of one: Python's to judge */
+}
+
 static PyObject *Items_write(Items *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "Items.write(batch, b, fallback)");
@@ -1008,7 +1103,7 @@ static PyObject *Items_write(Items *self, PyObject *const *args, Py_ssize_t narg
     PyObject *batch = PySequence_Fast(args[0], "Items.write: a batch is a list of records"), *b = args[1];
     if (batch == NULL) return NULL;
     Slots st = {NULL};
-    PyObject *rows = PyObject_GetAttr(b, s_rows), *result = NULL;
+    PyObject *rows = PyObject_GetAttr(b, s_rows), *result = NULL, *buffers = NULL;
     st.staging = PyObject_GetAttr(b, s_staging); /* a strong reference, let go at the end */
     if (rows == NULL || st.staging == NULL || !PyDict_CheckExact(rows) || !PyList_CheckExact(st.staging)) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Items.write: b.rows is a dict, b.staging a list");
@@ -1021,6 +1116,7 @@ static PyObject *Items_write(Items *self, PyObject *const *args, Py_ssize_t narg
         || (st.output_tensors = rows_list(rows, s_output_tensors, 0)) == NULL
         || (st.operation_arguments = rows_list(rows, s_operation_arguments, 0)) == NULL || sync_slots(b, &st, 0) < 0)
         goto done;
+    if (self->exact && (buffers = PyList_New(0)) == NULL) goto done;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(batch); i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(batch, i);
         int done = 0;
@@ -1029,6 +1125,11 @@ static PyObject *Items_write(Items *self, PyObject *const *args, Py_ssize_t narg
             long tag = PyLong_AsLongAndOverflow(PyTuple_GET_ITEM(item, 0), &overflow);
             Py_ssize_t size = PyTuple_GET_SIZE(item);
             if (overflow) tag = -1;
+            if (self->exact && (tag == TAG_ALLOC || tag == TAG_FREE || tag == TAG_OP)) {
+                int kept = keep_live(self, tag, item, buffers);
+                if (kept < 0) goto done;
+                if (kept == 0) self->exact = 0;
+            }
             if (tag == TAG_OP) {
                 done = do_op(self, item, &st);
             } else if (tag == TAG_ALLOC) {
@@ -1053,8 +1154,10 @@ static PyObject *Items_write(Items *self, PyObject *const *args, Py_ssize_t narg
             if (sync_slots(b, &st, 0) < 0) goto done;
         }
     }
-    if (sync_slots(b, &st, 1) == 0) result = Py_NewRef(Py_None);
+    if (sync_slots(b, &st, 1) == 0 && (!self->exact || PyDict_SetItem(rows, s_buffers, buffers) == 0))
+        result = Py_NewRef(Py_None);
 done:
+    Py_XDECREF(buffers);
     Py_DECREF(batch);
     Py_XDECREF(rows);
     Py_XDECREF(st.staging);
@@ -1062,6 +1165,12 @@ done:
     Py_XDECREF(st.free);
     return result;
 }
+
+static PyMemberDef Items_members[] = {
+    {"exact", T_INT, offsetof(Items, exact), 0,
+     "1 while write() hands over each op's buffers rows (b.rows['buffers']); set to 0 for good when a batch is lost."},
+    {NULL, 0, 0, 0, NULL},
+};
 
 static PyMethodDef Items_methods[] = {
     {"write", (PyCFunction)(void (*)(void))Items_write, METH_FASTCALL,
@@ -1079,6 +1188,7 @@ static PyTypeObject ItemsType = {
     .tp_init = (initproc)Items_init,
     .tp_dealloc = (destructor)Items_dealloc,
     .tp_methods = Items_methods,
+    .tp_members = Items_members,
 };
 
 static struct PyModuleDef rows_def = {
@@ -1092,7 +1202,7 @@ PyMODINIT_FUNC PyInit__rows(void) {
         {&s_frees, "frees"}, {&s_other, "other"}, {&s_tensor_records, "tensor_records"},
         {&s_input_tensors, "input_tensors"}, {&s_output_tensors, "output_tensors"}, {&s_cbs, "cbs"},
         {&s_ranges, "ranges"}, {&s_name, "name"}, {&s_device_id, "device_id"}, {&s_cb_base, "cb_base"},
-        {&s_ok, "ok"}, {&s_operation_arguments, "operation_arguments"},
+        {&s_ok, "ok"}, {&s_operation_arguments, "operation_arguments"}, {&s_buffers, "buffers"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (*names[i].at == NULL && (*names[i].at = PyUnicode_InternFromString(names[i].text)) == NULL) return NULL;
