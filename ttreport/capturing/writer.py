@@ -159,14 +159,6 @@ _FREES = ("UPDATE main.buffer_lifetimes SET freed_seq = s.f_freed_seq FROM op_st
 _TENSOR_TEXT = ("'ttnn.Tensor(id=' || r.tensor_id || ', shape=' || COALESCE(s.shape, 'None') || ', dtype=' "
                 "|| s.dtype || ', layout=' || s.layout || ', ' "
                 "|| COALESCE(s.placement, s.memory_config, 'host') || ')'")
-# The TT-NN tables filled from this batch's ops once everything else is in (the tensors an argument
-# names, the stack texts, the allocations and frees), in op order. `buffers` lists what is live after
-# each op: the candidates are the buffers live after the last batch plus those allocated since
-# (temp.live_buffers, so no op scans every allocation of the capture), checked against the op's end_seq.
-# CROSS JOIN fixes the join order: buffer_lifetimes has no index until close, and SQLite would otherwise
-# scan all of it (every allocation of the capture) once per batch; each candidate then finds the ops it
-# outlived by a range of op_staging's end_seq index, not by testing every op of the batch (a batch
-# allocates about as many buffers as it has ops).
 # operation_arguments' rows, fed as (operation_id, name, text, tensor id) made by Writer._op, go in first: a tensor's
 # text is the writer's (Writer._argument_text) where it knows the tensor's first spec, else rendered here from its row.
 # Rendered here for every tensor, from json_each of the staging row's arguments, they took 2.5 µs an op of SQL
@@ -179,6 +171,15 @@ _ARGUMENT_ROW = ("{0}, {1}, COALESCE({2}, (SELECT " + _TENSOR_TEXT + " FROM main
 # µs an op of SQL where the join and its sort made them, 20,000 adds: bench/README.md issue 33, cwriter5), else by
 # _AFTER_OPS' join, the specification.
 _BUFFERS = "INSERT INTO main.buffers (operation_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout)"
+# The TT-NN tables filled from this batch's ops once everything else is in (the stack texts, the
+# allocations and frees), in op order, after operation_arguments'. `buffers` lists what is live after
+# each op (this join's rows where _rows.Items did not make them): the candidates are the buffers live
+# after the last batch plus those allocated since (temp.live_buffers, so no op scans every allocation of
+# the capture), checked against the op's end_seq.
+# CROSS JOIN fixes the join order: buffer_lifetimes has no index until close, and SQLite would otherwise
+# scan all of it (every allocation of the capture) once per batch; each candidate then finds the ops it
+# outlived by a range of op_staging's end_seq index, not by testing every op of the batch (a batch
+# allocates about as many buffers as it has ops).
 _AFTER_OPS = [
     "INSERT INTO main.stack_traces (operation_id, stack_trace, source_file_id) "
     "SELECT o.operation_id, t.stack_trace, t.source_file_id FROM op_staging o "
