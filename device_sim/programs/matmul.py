@@ -22,9 +22,11 @@ from device_sim.device_work import (
     TILE_BYTES,
     CircularBuffer,
     Program,
+    cached,
     cores_row_major,
     make_program,
     max_l1_space,
+    shape_of,
     tiles,
 )
 from device_sim.tile import Tile
@@ -55,35 +57,46 @@ def matmul_program(a, b, bias, out_dtype: DataType, program_config, *, shapes: t
     allocated, outside the static region.
     """
     ashape, bshape = shapes if shapes is not None else (a._value.shape, b._value.shape)
-    if program_config is not None:
-        return _matmul_program(a, b, bias, out_dtype, program_config, ashape, bshape, fp32_dest_acc_en,
-                               packer_l1_acc, out_sharded)
     # A model repeats a few shapes: the default program of each is worked out once (~10 us a time otherwise).
     dev = a.device()
     key = (tuple(ashape), tuple(bshape), a.dtype, b.dtype, bias.dtype if bias is not None else None, out_dtype,
            dev.config.grid_x if dev is not None else 8, dev.config.grid_y if dev is not None else 8,
            fp32_dest_acc_en, packer_l1_acc, out_sharded)
-    cached = _default_programs.get(key)
-    if cached is None:
+    if program_config is not None:
+        # So is a given config's, by what _matmul_program reads of it (configs are unhashable dataclasses, often
+        # made anew per call): a new program at every call was a new PROG definition in a capture's op log
+        return cached(("MatmulDeviceOperation", *key, *_config_facts(program_config)), lambda: _matmul_program(
+            a, b, bias, out_dtype, program_config, ashape, bshape, fp32_dest_acc_en, packer_l1_acc, out_sharded))
+    hit = _default_programs.get(key)
+    if hit is None:
         if len(_default_programs) >= 4096:
             _default_programs.clear()
-        cached = _default_programs[key] = _matmul_program(a, b, bias, out_dtype, None, ashape, bshape,
-                                                          fp32_dest_acc_en, packer_l1_acc, out_sharded)
-    program, estimate = cached
+        hit = _default_programs[key] = _matmul_program(a, b, bias, out_dtype, None, ashape, bshape,
+                                                       fp32_dest_acc_en, packer_l1_acc, out_sharded)
+    program, estimate = hit
     room = max_l1_space(dev)
     if estimate < room:  # the whole per-core output fits: one block per core, the common case
         return program
     # TT-NN's get_multi_dim_per_core_factor shrinks the output blocks until its estimate fits below the
     # lowest L1 tensor: the program depends on what L1 holds now, so it is cached by that room too.
     key += (room,)
-    cached = _default_programs.get(key)
-    if cached is None:
-        cached = _default_programs[key] = _matmul_program(a, b, bias, out_dtype, None, ashape, bshape,
-                                                          fp32_dest_acc_en, packer_l1_acc, out_sharded, room=room)
-    return cached[0]
+    hit = _default_programs.get(key)
+    if hit is None:
+        hit = _default_programs[key] = _matmul_program(a, b, bias, out_dtype, None, ashape, bshape,
+                                                       fp32_dest_acc_en, packer_l1_acc, out_sharded, room=room)
+    return hit[0]
 
 
 _default_programs: dict[tuple, tuple[Program, int]] = {}  # key -> (program, TT-NN's CB estimate of whole blocks)
+
+
+def _config_facts(cfg) -> tuple:
+    """What _matmul_program reads of a program config: its kind, blocking, grid and multicast transpose."""
+    grid = getattr(cfg, "compute_with_storage_grid_size", None)
+    return (type(cfg).__name__, getattr(cfg, "per_core_M", None), getattr(cfg, "per_core_N", None),
+            getattr(cfg, "in0_block_w", None), (grid.x, grid.y) if hasattr(grid, "x") else grid and tuple(grid),
+            bool(getattr(cfg, "transpose_mcast", False)), getattr(cfg, "out_block_h", None),
+            getattr(cfg, "out_block_w", None))
 
 
 def _cb_estimate(m: int, n: int, k: int, in0_tile: int, in1_tile: int, interm_tile: int, bias_tile: int) -> int:
@@ -212,6 +225,17 @@ def sparse_matmul_program(a, b, sparsity, out, cfg, *, batch_a: int, batch_b: in
     when batch_a * batch_b * (Kt / in0_block_w) > 1; c_6 and c_7 one sparsity page each (its row, DRAM-aligned);
     c_4 the output block in the output tile, c_5 the intermediate sharing it unless their formats differ (packer L1
     accumulation over several K blocks, or a float32 destination). No intermediate read CBs: those are Blackhole's."""
+    key = ("SparseMatmulDeviceOperation", shape_of(a), shape_of(b), shape_of(sparsity), a.dtype, b.dtype, out.dtype,
+           sparsity.dtype, batch_a, batch_b, fp32_dest_acc_en, packer_l1_acc, cfg.in0_block_w, cfg.per_core_M,
+           cfg.per_core_N, cfg.out_block_h, cfg.out_block_w, sparsity.device().config.dram_alignment,
+           a.device().config.grid_x)
+    # built once per what its CBs read (a new program at every call was a new PROG definition in a capture's op log)
+    return cached(key, lambda: _sparse_matmul(a, b, sparsity, out, cfg, batch_a, batch_b, fp32_dest_acc_en,
+                                              packer_l1_acc))
+
+
+def _sparse_matmul(a, b, sparsity, out, cfg, batch_a: int, batch_b: int, fp32_dest_acc_en: bool,
+                   packer_l1_acc: bool) -> Program:
     th0, tw0 = a.tile.tile_shape
     tw1 = b.tile.tile_shape[1]
     kt = a.padded_shape[-1] // tw0

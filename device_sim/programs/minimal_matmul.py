@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from device_sim.device_work import TILE_BYTES, CircularBuffer, Program, make_program
+from device_sim.device_work import TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program
 from device_sim.types import DataType
 
 # determine_default_block_sizes (minimal_matmul_program_factory.cpp): 8x8x8-tile blocks whatever the shapes
@@ -35,15 +35,22 @@ def minimal_matmul_program(a, b, bias, out_dtype: DataType, config, *, fp32_dest
         gx, gy = config.compute_with_storage_grid_size.x, config.compute_with_storage_grid_size.y
     else:
         m = k = n = _DEFAULT_BLOCK_TILES
-        dev = a.device()
-        gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
+        gx, gy = grid_of(a.device())
+    # Built once per what the CBs read (a new program at every call was a new PROG definition in a capture's op log)
+    formats = (a.dtype, b.dtype, out_dtype, bias.dtype if bias is not None else None,
+               tuple(t.dtype for t in addcmul) if addcmul is not None else None)
+    return cached(("MinimalMatmulDeviceOperation", m, k, n, gx, gy, fp32_dest_acc_en, formats),
+                  lambda: _build(m, k, n, gx, gy, fp32_dest_acc_en, *formats))
+
+
+def _build(m: int, k: int, n: int, gx: int, gy: int, fp32_dest_acc_en: bool, a_dtype: DataType, b_dtype: DataType,
+           out_dtype: DataType, bias_dtype: DataType | None, addcmul_dtypes: tuple | None) -> Program:
     interm = DataType.FLOAT32 if fp32_dest_acc_en else DataType.BFLOAT16
-    cbs = [CircularBuffer((0,), m * k * 2, TILE_BYTES[a.dtype]), CircularBuffer((1,), k * n * 2, TILE_BYTES[b.dtype]),
+    cbs = [CircularBuffer((0,), m * k * 2, TILE_BYTES[a_dtype]), CircularBuffer((1,), k * n * 2, TILE_BYTES[b_dtype]),
            CircularBuffer((2,), m * n * 2, TILE_BYTES[out_dtype]), CircularBuffer((3,), m * n, TILE_BYTES[interm])]
-    if bias is not None:
-        cbs.append(CircularBuffer((4,), n, TILE_BYTES[bias.dtype]))
-    if addcmul is not None:
-        residual, gate = addcmul
-        cbs += [CircularBuffer((5,), m * n, TILE_BYTES[residual.dtype]),
-                CircularBuffer((6,), n, TILE_BYTES[gate.dtype])]
+    if bias_dtype is not None:
+        cbs.append(CircularBuffer((4,), n, TILE_BYTES[bias_dtype]))
+    if addcmul_dtypes is not None:
+        residual, gate = addcmul_dtypes
+        cbs += [CircularBuffer((5,), m * n, TILE_BYTES[residual]), CircularBuffer((6,), n, TILE_BYTES[gate])]
     return make_program("MinimalMatmulDeviceOperation", "MinimalMatmulProgramFactory", cbs, ((0, 0, gx - 1, gy - 1),))

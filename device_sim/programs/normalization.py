@@ -235,9 +235,19 @@ def softmax_program(x, out_dtype: DataType, *, fp32_dest_acc_en: bool = False, n
     tiles, in the mask's format, as c_5 then is), and counts them in the 90% estimate.
     """
     Wt = tiles(x._value.shape[-1]) if x._value.dim() else 1
+    dev = x.device()
+    # Built once per what the CBs read: a model's softmaxes repeat one shape, and a new program at every call was
+    # a new PROG definition in a capture's op log at every launch (300 for 300 layers; oplog.LogSink.program)
+    key = ("SoftmaxDeviceOperation", "interleaved", Wt, x.dtype, out_dtype, fp32_dest_acc_en, numeric_stable,
+           mask_dtype, grid_of(dev), dev.config.l1_size if dev is not None else 0)
+    return cached(key, lambda: _softmax(dev, Wt, x.dtype, out_dtype, fp32_dest_acc_en, numeric_stable, mask_dtype))
+
+
+def _softmax(dev, Wt: int, in_dtype: DataType, out_dtype: DataType, fp32_dest_acc_en: bool, numeric_stable: bool,
+             mask_dtype: DataType | None) -> Program:
     block = max_divisor(Wt, 4 if fp32_dest_acc_en else 8)
     sizes = TILE_BYTES
-    in_tile, out_tile, im = sizes[x.dtype], sizes[out_dtype], sizes[_F32 if fp32_dest_acc_en else _BF16]
+    in_tile, out_tile, im = sizes[in_dtype], sizes[out_dtype], sizes[_F32 if fp32_dest_acc_en else _BF16]
     scalar = mask = sizes[_BF16]
     in0_t = Wt if numeric_stable else 2 * block
     im0_t = im4_t = Wt
@@ -246,7 +256,6 @@ def softmax_program(x, out_dtype: DataType, *, fp32_dest_acc_en: bool = False, n
     if mask_dtype is not None:
         mask = sizes[mask_dtype]
         estimate += im3_t * im + scalar + Wt * mask
-    dev = x.device()
     large = dev is not None and estimate > 0.9 * dev.config.l1_size
     if large:
         in0_t = im0_t = im4_t = im3_t = 80
@@ -262,6 +271,6 @@ def softmax_program(x, out_dtype: DataType, *, fp32_dest_acc_en: bool = False, n
         cbs.append(CircularBuffer((8,), 1, im))
     if numeric_stable or large:
         cbs.append(CircularBuffer((10,), im4_t, im))
-    gx, gy = (dev.config.grid_x, dev.config.grid_y) if dev is not None else (8, 8)
+    gx, gy = grid_of(dev)
     return make_program("SoftmaxDeviceOperation", "SoftmaxProgramFactoryAttentionOptimized", cbs,
-                   ((0, 0, gx - 1, gy - 1),))
+                        ((0, 0, gx - 1, gy - 1),))
