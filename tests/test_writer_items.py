@@ -9,6 +9,7 @@ on whole captures in every device_graphs mode, with buffer pages and with tensor
     .venv/bin/python -m pytest tests/test_writer_items.py -q
 """
 
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -200,25 +201,48 @@ def test_buffers_rows_are_the_joins_and_made_by_it_once_the_records_leave_seq_or
     late = [alloc(14, 4), (FREE, 12, 10), op(4, (t(3),), specs=(spec(4),)),  # the free's seq 10 after the alloc's 11
             alloc(15, 5), op(5, (t(4),), specs=(spec(5),)), (FREE, 15, 16)]
     reports, fed = [], []
-    for c_route in (False, True):
-        path = tmp_path / f"{c_route}.sqlite"
+    for route in ("python", "c", "c, executemany"):  # the last: no virtual table (the C's rows bound one by one)
+        path = tmp_path / f"{route}.sqlite"
         db.create(path, skip=db.LATE_INDEXES)
         w = writer.Writer(path, Definitions(), SimpleNamespace(buffer_pages=False, device_graphs="distinct"))
         w.con = writer.connect(path)
         w._commit = lambda staging, rows, commit=w._commit: (fed.append(rows["buffers"]), commit(staging, rows))
-        monkeypatch.setattr(writer, "ROWS", c_route)
+        if route == "c, executemany":
+            w._feeder = False
+        monkeypatch.setattr(writer, "ROWS", route != "python")
         try:
             for batch in (start, in_order, late, [op(6, (t(5),))]):
                 w._write(batch)
         finally:
             w.con.close()
         reports.append(tables(path))
-    assert reports[0] == reports[1]
-    assert [r is None for r in fed] == [True] * 4 + [False, False, True, True]  # made in C until the free came late
+    assert reports[0] == reports[1] == reports[2]
+    assert [r is None for r in fed] == [True] * 4 + [False, False, True, True] * 2  # made in C until a free came late
     lives = {2: (0, 99), 3: (0, 99), 11: (2, 7), 12: (5, 10), 13: (8, 99), 14: (11, 99), 15: (14, 16)}  # seqs
     ends = {1: 3, 2: 6, 3: 9, 4: 12, 5: 15, 6: 18}
     assert [(op_id, address) for op_id, _, address, *_ in reports[0]["buffers"]] == [
         (op_id, 4096 * i) for op_id, end in ends.items() for i in sorted(lives) if lives[i][0] < end < lives[i][1]]
+
+
+def test_joined_pairs_read_back_as_their_key_before_each_row(tmp_path):
+    # An op's buffers rows: (operation_id, the live buffers' tuples) pairs, the tuples shared by the ops they outlive.
+    path = tmp_path / "db.sqlite"
+    con = sqlite3.connect(path, isolation_level=None)
+    feeder = writer._rows.Feeder(con, str(path))
+    con.execute("CREATE VIRTUAL TABLE temp.fed USING ttreport_rows(a, b, c)")
+    live = ((1, "x"), (2, None))
+    feeder.feed_joined([(7, live), (8, ()), (9, live[1:])])
+    assert con.execute("SELECT * FROM temp.fed").fetchall() == [(7, 1, "x"), (7, 2, None), (9, 2, None)]
+    feeder.feed_joined([(1, ())])
+    assert con.execute("SELECT COUNT(*) FROM temp.fed").fetchone() == (0,)
+    for bad in ([(1, [(2, 3)])], [(1,)], [(1, ((2, 3), (4,)))], [(1, ((2, 3),)), (5, ((6,),))], [(1, (2,))]):
+        with pytest.raises(ValueError, match="is not a"):
+            feeder.feed_joined(bad)
+    with pytest.raises(TypeError, match="a value of type object"):
+        feeder.feed_joined([(1, ((2, object()),))])
+    with pytest.raises(TypeError, match="a list of"):
+        feeder.feed_joined(((1, ((2, 3),)),))
+    con.close()
 
 
 def test_an_item_that_is_not_a_known_record_goes_to_python(tmp_path, monkeypatch):

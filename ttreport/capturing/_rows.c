@@ -11,6 +11,7 @@
  *   con.execute("INSERT INTO op_staging SELECT * FROM temp.op_rows")   # SQLite reads them in list order
  *   feeder.feed(None)         # let go of the rows
  *   feeder.feed_spread([(7, (3, 4))])   # (key, values) pairs: the rows (7, 0, 3), (7, 1, 4) of a 3-column table
+ *   feeder.feed_joined([(7, ((1, 2), (3, 4)))])   # (key, rows) pairs: the rows (7, 1, 2), (7, 3, 4)
  *
  * Why C: executemany runs its INSERT once per row (a row of 38 values bound one by one from Python, then the
  * statement's cursors opened, stepped and reset), ~4.5 us an op of the writer process (bench/README.md, issue 33);
@@ -347,6 +348,61 @@ static PyObject *Feeder_feed_spread(Feeder *self, PyObject *pairs) {
     Py_RETURN_NONE;
 }
 
+/* feed_joined(pairs): (key, rows) pairs as the rows (key, *row) of each of its rows (tuples of one width): an op's
+ * buffers rows from its id and the live buffers' tuples (_rows.Items), which every op they outlive shares, without a
+ * tuple made a row. */
+static PyObject *Feeder_feed_joined(Feeder *self, PyObject *pairs) {
+    Batch *b = self->batch;
+    if (b->closed) {
+        PyErr_SetString(PyExc_ValueError, "Feeder.feed_joined: the connection is closed");
+        return NULL;
+    }
+    batch_clear(b);
+    if (!PyList_CheckExact(pairs)) {
+        PyErr_SetString(PyExc_TypeError, "Feeder.feed_joined: a list of (key, tuple of rows) pairs");
+        return NULL;
+    }
+    Py_ssize_t n_pairs = PyList_GET_SIZE(pairs), n = 0, width = -1;
+    for (Py_ssize_t p = 0; p < n_pairs; p++) {
+        PyObject *pair = PyList_GET_ITEM(pairs, p), *each;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyTuple_Check(each = PyTuple_GET_ITEM(pair, 1))) {
+            PyErr_Format(PyExc_ValueError, "Feeder.feed_joined: pair %zd is not a (key, tuple of rows) pair", p);
+            return NULL;
+        }
+        for (Py_ssize_t r = 0; r < PyTuple_GET_SIZE(each); r++, n++) {
+            PyObject *row = PyTuple_GET_ITEM(each, r);
+            if (!PyTuple_Check(row) || (width >= 0 && PyTuple_GET_SIZE(row) != width)) {
+                PyErr_Format(PyExc_ValueError, "Feeder.feed_joined: pair %zd's row %zd is not a tuple of %zd values", p,
+                             r, width);
+                return NULL;
+            }
+            width = PyTuple_GET_SIZE(row);
+        }
+    }
+    if (n == 0) Py_RETURN_NONE;
+    Py_ssize_t w = width + 1;
+    if (n > PY_SSIZE_T_MAX / w / (Py_ssize_t)sizeof(Cell)) return PyErr_NoMemory();
+    Cell *cells = malloc(n * w * sizeof(Cell)), *c = cells;
+    if (cells == NULL) return PyErr_NoMemory();
+    for (Py_ssize_t p = 0; p < n_pairs; p++) {
+        PyObject *pair = PyList_GET_ITEM(pairs, p), *each = PyTuple_GET_ITEM(pair, 1);
+        for (Py_ssize_t r = 0; r < PyTuple_GET_SIZE(each); r++, c += w) {
+            PyObject *row = PyTuple_GET_ITEM(each, r);
+            int bad = cell_of(PyTuple_GET_ITEM(pair, 0), &c[0]) < 0;
+            for (Py_ssize_t i = 0; !bad && i < width; i++) bad = cell_of(PyTuple_GET_ITEM(row, i), &c[1 + i]) < 0;
+            if (bad) {
+                free(cells);
+                return NULL;
+            }
+        }
+    }
+    b->rows = Py_NewRef(pairs); /* as feed's: the cells point into its items */
+    b->cells = cells;
+    b->n_rows = n;
+    b->width = w;
+    Py_RETURN_NONE;
+}
+
 static void probe(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     (void)argv;
@@ -439,6 +495,8 @@ static PyMethodDef Feeder_methods[] = {
      "feed(rows): the rows the ttreport_rows tables read next (a list of equal-width tuples), or None."},
     {"feed_spread", (PyCFunction)Feeder_feed_spread, METH_O,
      "feed_spread(pairs): (key, values) pairs as the rows (key, i, values[i]) a 3-column table reads next."},
+    {"feed_joined", (PyCFunction)Feeder_feed_joined, METH_O,
+     "feed_joined(pairs): (key, rows) pairs as the rows (key, *row) of each of its rows, read next."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -477,6 +535,7 @@ typedef struct {
      * (threads interleaving a record's seq and its place in the log) or a batch is lost, `exact` is 0 for good and
      * the join makes them, from the db. */
     PyObject *live_rows; /* buffer id -> (device_id, address, max_size_per_bank, buffer_type, buffer_layout) */
+    PyObject *live_now; /* a tuple of live_rows' values, or NULL: made again after a change */
     long long last_seq, last_id;
     int exact;
     int unsorted; /* buffers listed at the capture's start (seq 0) came in another order than their ids' */
@@ -510,6 +569,7 @@ static void Items_dealloc(Items *self) {
     Py_XDECREF(self->op_fields);
     Py_XDECREF(self->spec_fields);
     Py_XDECREF(self->live_rows);
+    Py_XDECREF(self->live_now);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1038,6 +1098,7 @@ static int sort_live(Items *self) {
     Py_XDECREF(ids);
     if (rc == 0) {
         Py_SETREF(self->live_rows, sorted);
+        Py_CLEAR(self->live_now);
         self->unsorted = 0;
     } else {
         Py_XDECREF(sorted);
@@ -1045,8 +1106,9 @@ static int sort_live(Items *self) {
     return rc;
 }
 
-/* The live buffers after an ALLOC, FREE or OP record (Items.live_rows); an OP's `buffers` rows into `rows`. 0 when the
- * order the rows rely on fails (then exact is 0), -1 on an error. */
+/* The live buffers after an ALLOC, FREE or OP record (Items.live_rows); an OP's `buffers` rows into `rows`, as its
+ * (operation_id, live buffers' tuples) pair (Feeder.feed_joined's). 0 when the order the rows rely on fails (then
+ * exact is 0), -1 on an error. */
 static int keep_live(Items *self, long tag, PyObject *item, PyObject *rows) {
     Py_ssize_t size = PyTuple_GET_SIZE(item);
     int start = tag == TAG_ALLOC && size >= ALLOC_WIDTH && number_at(item, ALLOC_ALLOCATED_SEQ) == 0;
@@ -1061,6 +1123,7 @@ static int keep_live(Items *self, long tag, PyObject *item, PyObject *rows) {
         PyObject *where = PyTuple_GetSlice(item, ALLOC_DEVICE_ID, ALLOC_BUFFER_LAYOUT + 1);
         int rc = where == NULL ? -1 : PyDict_SetItem(self->live_rows, key, where);
         Py_XDECREF(where);
+        Py_CLEAR(self->live_now);
         self->last_seq = seq;
         self->unsorted |= id < self->last_id;
         if (id > self->last_id) self->last_id = id;
@@ -1073,24 +1136,23 @@ static int keep_live(Items *self, long tag, PyObject *item, PyObject *rows) {
         int live = PyDict_Contains(self->live_rows, key);
         if (live <= 0) return live; /* a buffer not live: freed twice, or never seen allocated */
         self->last_seq = seq;
+        Py_CLEAR(self->live_now);
         return PyDict_DelItem(self->live_rows, key) < 0 ? -1 : 1;
     }
     if (tag == TAG_OP && size == OP_WIDTH) {
         long long seq = number_at(item, OP_END_SEQ);
         if (seq <= self->last_seq) return 0;
         self->last_seq = seq;
-        PyObject *op_id = PyTuple_GET_ITEM(item, OP_OPERATION_ID), *key, *where;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(self->live_rows, &pos, &key, &where)) { /* in buffer id order: each larger than the last */
-            PyObject *row = PyTuple_New(6);
-            if (row == NULL) return -1;
-            PyTuple_SET_ITEM(row, 0, Py_NewRef(op_id));
-            for (Py_ssize_t i = 0; i < 5; i++) PyTuple_SET_ITEM(row, i + 1, Py_NewRef(PyTuple_GET_ITEM(where, i)));
-            int rc = PyList_Append(rows, row);
-            Py_DECREF(row);
-            if (rc < 0) return -1;
+        if (self->live_now == NULL) { /* in buffer id order: each larger than the last */
+            PyObject *values = PyDict_Values(self->live_rows);
+            self->live_now = values != NULL ? PyList_AsTuple(values) : NULL;
+            Py_XDECREF(values);
+            if (self->live_now == NULL) return -1;
         }
-        return 1;
+        PyObject *pair = PyTuple_Pack(2, PyTuple_GET_ITEM(item, OP_OPERATION_ID), self->live_now);
+        int rc = pair == NULL ? -1 : PyList_Append(rows, pair);
+        Py_XDECREF(pair);
+        return rc < 0 ? -1 : 1;
     }
     return tag == TAG_ALLOC || tag == TAG_FREE || tag == TAG_OP ? 0 : 1; /* a short record of one: Python's to judge */
 }

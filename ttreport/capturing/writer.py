@@ -743,8 +743,7 @@ class Writer:
                     self._insert(_ARGUMENTS, rows["operation_arguments"], _ARGUMENT_ROW)
                 for sql in _AFTER_OPS:
                     if rows["buffers"] is not None and sql.startswith(_BUFFERS):
-                        if rows["buffers"]:
-                            self._insert(_BUFFERS, rows["buffers"])
+                        self._insert_joined(_BUFFERS, rows["buffers"])
                     else:
                         con.execute(sql, (max_buffer_id,) if "?" in sql else ())
                 max_buffer_id = con.execute("SELECT MAX(buffer_id) FROM main.buffer_lifetimes").fetchone()[0] or 0
@@ -813,6 +812,22 @@ class Writer:
         self._feeder.feed_spread(pairs)
         try:
             self.con.execute(f"{head} SELECT * FROM temp.rows_3")
+        finally:
+            self._feeder.feed(None)
+
+    def _insert_joined(self, head: str, pairs: list) -> None:
+        """`head` for the rows (key, *row) of each (key, rows) pair: through _rows' feed_joined (the rows made in C),
+        else one INSERT a row. The rows of a pair are one width (each op's live buffers: _rows.Items)."""
+        width = next((len(each[0]) + 1 for _, each in pairs if each), None)
+        if width is None:
+            return
+        if not self._feeder or width not in self._row_tables:
+            self.con.executemany(f"{head} VALUES ({', '.join('?' * width)})",
+                                 [(key, *row) for key, each in pairs for row in each])
+            return
+        self._feeder.feed_joined(pairs)
+        try:
+            self.con.execute(f"{head} SELECT * FROM temp.rows_{width}")
         finally:
             self._feeder.feed(None)
 
