@@ -244,3 +244,19 @@ def test_upgrade_never_writes_through_a_db_that_is_a_link(tmp_path):
     assert f"db.sqlite is a link (to {elsewhere})" in err, err
     assert elsewhere.read_bytes() == kept and sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere.sqlite",
                                                                                               "received"]
+
+
+@pytest.mark.parametrize("sidecar", ["db.sqlite-journal", "db.sqlite-wal", "db.sqlite-shm"])
+def test_a_fifo_beside_the_db_is_refused_never_waited_on(demo, sidecar):
+    # SQLite opens these with the db; a db.sqlite-journal that was a FIFO made every reading command, ls and check
+    # wait for ever (a -wal that was one, ls folded away).
+    os.mkfifo(demo / sidecar)
+    before = files(demo)
+    for args in (["summary", demo], ["upgrade", demo]):
+        err = one_line_error(cli(*args, timeout=30))
+        assert f"{sidecar} is not a regular file" in err, err
+    done = cli("check", demo, timeout=30)
+    assert done.returncode == 1 and f"{sidecar} is not a regular file" in done.stdout, done.stdout
+    done = cli("ls", demo.parent, timeout=30)
+    assert done.returncode == 0 and "unreadable" in done.stdout, done.stdout
+    assert files(demo) == before and os.path.lexists(demo / sidecar)

@@ -825,6 +825,10 @@ def _repair(report, *, err: bool = False) -> list[str]:
     An op log that stays is check's to name (read.faults: what it holds, and why it stays)."""
     db_path = resolve(report)
     journal = db_path.with_name(db_path.name + "-journal")
+    try:
+        wal.refuse_odd_sidecars(db_path)  # a journal that is a FIFO or a link is no write to roll back
+    except TTReportError as e:
+        return [str(e)]
     if os.path.lexists(journal):  # a hot journal readers refuse (read.report.connect_readonly): SQLite rolls it back
         try:
             sqlite3.connect(db_path).execute("SELECT 1 FROM sqlite_master LIMIT 1").connection.close()

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ttreport import migrations, schema_sql
+from ttreport import migrations, schema_sql, wal
 from ttreport.errors import NeedsUpgradeError, NewerSchemaError, NotAReportError
 from ttreport.folder import (
     DB_FILE,  # noqa: F401 (db.DB_FILE: the folder's name for the report's database)
@@ -262,6 +262,7 @@ def _index_names() -> frozenset[str]:
 
 
 def _connect_ro(path) -> sqlite3.Connection:
+    wal.refuse_odd_sidecars(Path(path))  # SQLite opens them with the db: a FIFO there never answers
     # as_uri() percent-encodes the path: a folder named "run?1" or "a#b" is a path, not a URI query or fragment.
     return sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
 

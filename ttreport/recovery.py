@@ -185,7 +185,7 @@ def finish_from_log(folder: str | os.PathLike, *, remove_unused: bool = False) -
     if writer.error is not None:
         _discard(tmp)  # the old db and the log stay as they were
         return False
-    for sidecar in _sidecars(db_path):  # the old WAL must not be replayed into the new file
+    for sidecar in wal.sidecars(db_path):  # the old WAL must not be replayed into the new file
         with contextlib.suppress(FileNotFoundError):
             sidecar.unlink()
     os.replace(tmp, db_path)
@@ -235,17 +235,13 @@ def _refuse(log: Path, why: str) -> bool:
 
 
 def _discard(tmp: Path) -> None:
-    for leftover in (tmp, *_sidecars(tmp)):
+    for leftover in (tmp, *wal.sidecars(tmp)):
         with contextlib.suppress(FileNotFoundError):
             leftover.unlink()
 
 
 def _ops(con: sqlite3.Connection) -> int:
     return con.execute("SELECT COUNT(*) FROM operations").fetchone()[0]
-
-
-def _sidecars(db_path: Path) -> list[Path]:
-    return [db_path.with_name(db_path.name + s) for s in ("-wal", "-shm", "-journal")]
 
 
 def _old_report(db_path: Path) -> tuple[dict, int]:

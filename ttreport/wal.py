@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from pathlib import Path
 
 from ttreport.errors import ReportError
@@ -31,6 +32,29 @@ FOLD_WAIT_MS = 200  # a reader mid-query keeps the fold from completing; it is n
 
 def wal_path(db_path: Path) -> Path:
     return db_path.with_name(db_path.name + "-wal")
+
+
+def sidecars(db_path: Path) -> list[Path]:
+    """The files SQLite opens beside `db_path`: its WAL, the WAL's index and its rollback journal."""
+    return [db_path.with_name(db_path.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
+
+
+def refuse_odd_sidecars(db_path: Path) -> None:
+    """Raise ReportError where a file SQLite opens beside `db_path` (sidecars) is a link or not a regular file: none
+    that SQLite made. It writes them in place (through a link: a file outside the folder), and the open of a FIFO
+    never returns: every reading command hung on a db.sqlite-journal that was one. Before any SQLite open of a
+    folder's db."""
+    for path in sidecars(db_path):
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(mode):
+            raise ReportError(f"{path} is a link (to {os.readlink(path)}), never a file SQLite made: reading the "
+                              f"report would write through it; move it out of the folder")
+        if not stat.S_ISREG(mode):
+            raise ReportError(f"{path} is not a regular file (a FIFO, a folder or a device), never a file SQLite made: "
+                              f"SQLite opens it with the report (a FIFO never answers); move it out of the folder")
 
 
 def fold(db_path: str | os.PathLike) -> bool:
@@ -45,10 +69,7 @@ def fold(db_path: str | os.PathLike) -> bool:
         return True
     if db_path.is_symlink():  # SQLite reads the WAL beside the link's target, and a fold would write the target
         return False
-    for sidecar in (wal_path(db_path), db_path.with_name(db_path.name + "-shm")):
-        if sidecar.is_symlink():  # SQLite writes both in place: through the link, to a file outside the folder
-            raise ReportError(f"{sidecar} is a link (to {os.readlink(sidecar)}), never a file SQLite made: reading "
-                              f"the report would write through it; move it out of the folder")
+    refuse_odd_sidecars(db_path)
     # A capture only adds ops, so a WAL that leaves fewer than db.sqlite holds alone is not its capture's: a planted
     # one made `ttreport summary` rewrite a complete 66-op report to 3. Refused, nothing written (DESIGN.md: never
     # replace a db with one holding fewer ops). A db.sqlite that cannot be read alone (a killed capture's) is folded.

@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ttreport import db, recovery, schema_sql
+from ttreport import db, recovery, schema_sql, wal
 from ttreport.config import DEFAULT_ROOT, default_root
 from ttreport.errors import ReportError, TensorFileDamagedError
 from ttreport.export.html import MAX_OPS as HTML_MAX_OPS
@@ -307,6 +307,7 @@ def connect_readonly(db_path: Path) -> sqlite3.Connection:
     # mode=ro makes the file itself unwritable to us; query_only also refuses temp-table writes. Neither
     # stops ATTACH or VACUUM INTO from creating a new file, nor `PRAGMA query_only = 0`: the limit and
     # the authorizer do.
+    wal.refuse_odd_sidecars(db_path)  # before SQLite opens them: a FIFO there hung every reader
     recovery.recover(db_path)  # what a killed or disk-full capture left (an op log, a WAL) goes into db.sqlite
     # isolation_level=None: no implicit BEGIN before a statement that writes (and is then refused), which
     # would leave the connection in a transaction, reading one frozen snapshot of a live report.
