@@ -57,8 +57,9 @@ try:  # the staging rows as a virtual table (_rows.c), built by `pip install` wh
     from ttreport.capturing import _rows
 except ImportError:
     _rows = None
-# The staging insert through _rows (one INSERT ... SELECT a batch) rather than executemany (one INSERT a row), which
-# stays the specification: TTREPORT_PURE=1 runs it, and tests/test_writer_rows.py holds the two reports equal.
+# The rows through _rows (one INSERT ... SELECT a table a batch) rather than executemany (one INSERT a row), and the
+# batch's common records made into rows in C (_rows.Items) rather than by Writer._item: the Python route stays the
+# specification (TTREPORT_PURE=1 runs it; tests/test_writer_rows.py and test_writer_items.py hold the reports equal).
 ROWS = _rows is not None and os.environ.get("TTREPORT_PURE", "") in ("", "0")
 
 CLOSE_WAIT_MS = 200  # how long closing waits for a reader before leaving the report in WAL mode
