@@ -30,10 +30,11 @@ setup(
         # the writer process's read of its own op log (ttreport/capturing/_logread.c; oplog.NATIVE).
         Extension("ttreport.capturing._logread", ["ttreport/capturing/_logread.c"],
                   depends=["ttreport/capturing/_records.h"], optional=True, extra_compile_args=["-O2"]),
-        # the writer's staging rows as a SQLite virtual table (ttreport/capturing/_rows.c; writer.ROWS). Needs
-        # SQLite's header (Debian's libsqlite3-dev); without it the build of this one is skipped, as any optional one.
-        Extension("ttreport.capturing._rows", ["ttreport/capturing/_rows.c"], libraries=["sqlite3"], optional=True,
-                  extra_compile_args=["-O2"]),
+        # the writer's batch loop and its rows as a SQLite virtual table (ttreport/capturing/_rows.c; writer.ROWS).
+        # Needs SQLite's header (Debian's libsqlite3-dev); without it the build of this one is skipped, as any optional
+        # one. It reads the records' field positions from _records.h too.
+        Extension("ttreport.capturing._rows", ["ttreport/capturing/_rows.c"], depends=["ttreport/capturing/_records.h"],
+                  libraries=["sqlite3"], optional=True, extra_compile_args=["-O2"]),
         # compare_tensors' one pass over a chunk of pairs (ttreport/_fold.c; metrics.NATIVE).
         Extension("ttreport._fold", ["ttreport/_fold.c"], optional=True,
                   extra_compile_args=["-O3", "-ffp-contract=off", "-Wno-psabi"]),
