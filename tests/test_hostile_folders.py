@@ -260,3 +260,14 @@ def test_a_fifo_beside_the_db_is_refused_never_waited_on(demo, sidecar):
     done = cli("ls", demo.parent, timeout=30)
     assert done.returncode == 0 and "unreadable" in done.stdout, done.stdout
     assert files(demo) == before and os.path.lexists(demo / sidecar)
+
+
+@pytest.mark.parametrize("args, said", [
+    (["diff-tensor", "{r}/tensors/no-such.pt", "{r}/tensors/3.pt"], "File '{r}/tensors/no-such.pt' does not exist"),
+    (["op", "{r}", "abc"], "'abc' is not a valid integer"),
+    (["no-such-command"], "No such command 'no-such-command'"),
+])
+def test_a_usage_error_is_one_line_naming_the_value_and_where_the_usage_is(demo, args, said):
+    # click printed the usage and a "Try ... --help" line above the error: three lines.
+    err = one_line_error(cli(*(a.format(r=demo) for a in args)))
+    assert said.format(r=demo) in err and "--help` shows its usage" in err, err
