@@ -215,13 +215,16 @@ def test_a_schedule_nested_past_pythons_stack_is_one_line_and_check_names_it(dem
     assert done.returncode == 1 and "report_metadata.schedule" in done.stdout, (done.stdout, done.stderr[-2000:])
 
 
-def test_check_names_a_tensors_folder_that_links_to_itself(demo):
-    # check ended in "RuntimeError: Symlink loop" (pathlib's resolve), a traceback.
+def test_check_and_tensor_name_a_tensors_folder_that_links_to_itself(demo):
+    # check ended in "RuntimeError: Symlink loop" (pathlib's resolve), a traceback; `tensor` said the tensor was not
+    # stored, and to capture with Config(tensors='outputs').
     shutil.rmtree(demo / "tensors")
     (demo / "tensors").symlink_to(demo / "tensors")
     done = cli("check", demo)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "is reached through a loop of links" in done.stdout, done.stdout[-2000:]
+    err = one_line_error(cli("tensor", demo, 3))
+    assert f"{demo / 'tensors'} is a link (to {demo / 'tensors'})" in err and "Config(" not in err, err
 
 
 def test_a_device_estimate_that_is_not_a_number_shows_as_unknown(demo):

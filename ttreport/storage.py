@@ -474,7 +474,11 @@ def load_tensor(report_dir, tensor_id: int, expected: Expected | None = None, *,
     expected = Expected() if expected is None else expected
     path = tensor_path(report_dir, tensor_id, device)
     if path is None:
-        where = Path(report_dir) / TENSORS_DIR / (f"{tensor_id}" if device is not None else "")
+        folder = Path(report_dir) / TENSORS_DIR
+        if folder.is_symlink():  # a loop (tensors -> tensors) finds no file; "not stored" would send the user astray
+            raise TensorFileError(f"tensor {tensor_id}: {folder} is a link (to {os.readlink(folder)}); ttreport reads "
+                                  f"tensor files only inside their report's own tensors folder")
+        where = folder / (f"{tensor_id}" if device is not None else "")
         raise TensorFileError(
             f"tensor {tensor_id} has no stored file" + (f" of device {device}'s shard" if device is not None else "")
             + f" in {where}; only tensors captured with Config(tensors='outputs' or 'all') and within "
