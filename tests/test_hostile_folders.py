@@ -274,3 +274,12 @@ def test_a_usage_error_is_one_line_naming_the_value_and_where_the_usage_is(demo,
     # click printed the usage and a "Try ... --help" line above the error: three lines.
     err = one_line_error(cli(*(a.format(r=demo) for a in args)))
     assert said.format(r=demo) in err and "--help` shows its usage" in err, err
+
+
+def test_attach_refuses_a_report_with_a_trigger_its_migrations_did_not_make(demo):
+    # attach's INSERT into measured_perf fired it: the report was left with no op, and attach said it had attached.
+    execute(demo, "CREATE TRIGGER t AFTER INSERT ON measured_perf BEGIN DELETE FROM operations; END")
+    before = files(demo)
+    err = one_line_error(cli("attach", demo, REPO / "tests" / "data" / "ops_perf" / "wh_clip_encoder_2_first40.csv"))
+    assert "t is a trigger that ttreport's migrations did not make" in err, err
+    assert files(demo) == before

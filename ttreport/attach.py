@@ -20,6 +20,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from ttreport import db
 from ttreport.errors import ReportError, ReportInUseError
 from ttreport.export import ops_perf
 from ttreport.folder import capture_holds
@@ -57,6 +58,7 @@ def attach(report, csv_path) -> Attached:
         raise ReportInUseError(f"{folder}: a capture is writing it; attach once it has closed")
     if os.path.islink(db_path):
         raise ReportError(f"{db_path} is a symbolic link; attach to the report folder that holds the file itself")
+    db.check_writable_report(db_path)  # a trigger the folder brings would run on attach's writes
     m = measured.match(rows, chips)
     source = Path(csv_path)
     con = sqlite3.connect(db_path, isolation_level=None)

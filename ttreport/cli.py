@@ -748,9 +748,9 @@ def upgrade(report, device_graphs):
     # What readers refuse in a folder, upgrade refuses first, before it opens the db to write: a planted WAL or hot
     # journal would be folded or rolled into it by SQLite itself (a planted WAL's 3 ops replaced the 66 the db held).
     # A real killed capture's WAL is folded, as by a reader.
-    with contextlib.suppress(sqlite3.DatabaseError):  # not SQLite at all: check_can_upgrade says so
+    with contextlib.suppress(sqlite3.DatabaseError):  # not SQLite at all: check_writable_report says so
         connect_readonly(path).close()
-    db.check_can_upgrade(path)
+    db.check_writable_report(path)
     _upgrade(report, path)
     if device_graphs:
         try:

@@ -338,9 +338,10 @@ def check_is_report(path) -> None:
                               f"{missing} table); ttreport upgrades only ttreport and TT-NN reports")
 
 
-def check_can_upgrade(path) -> None:
-    """Raise NotAReportError unless the database at `path` is a report (check_is_report) that an upgrade may run on:
-    it holds no view or trigger that its revision's migrations did not make, under a name they use."""
+def check_writable_report(path) -> None:
+    """Raise NotAReportError unless the database at `path` is a report (check_is_report) that ttreport may write
+    (upgrade, attach): it holds no view or trigger that its revision's migrations did not make, under a name they
+    use (a write would run them)."""
     check_is_report(path)
     rev = current_revision(path)
     if rev is None or rev in known_revisions():  # a newer one is refused as newer (_refuse_newer)
@@ -349,10 +350,11 @@ def check_can_upgrade(path) -> None:
 
 def _refuse_foreign_sql(path: Path, rev: str) -> None:
     """Raise NotAReportError where the database at `path` holds a view or trigger that its revision's migrations did
-    not make, under a name they use. The folder is data from elsewhere, and an upgrade runs its SQL: a trigger fires
-    on the upgrade's writes (one on report_metadata deleted every op as the upgrade stamped its version), a view in
-    a table's place is read by a migration (0005 reads the operation_arguments and stack_traces views of a 0004
-    report: a recursive one never ends). A view of the user's own, under another name, no migration reads: kept."""
+    not make, under a name they use. The folder is data from elsewhere, and a write runs its SQL: a trigger fires
+    on the upgrade's or attach's writes (one on report_metadata deleted every op as the upgrade stamped its version;
+    one on measured_perf, as attach stored a hardware run), a view in a table's place is read by a migration (0005
+    reads the operation_arguments and stack_traces views of a 0004 report: a recursive one never ends). A view of
+    the user's own, under another name, no migration reads: kept."""
     made = _made_by_migrations(rev)
     con = _connect_ro(path)
     try:
@@ -372,8 +374,8 @@ def _refuse_foreign_sql(path: Path, rev: str) -> None:
         elif kind == "trigger":
             faults.append((1, f"{name} is a trigger that ttreport's migrations did not make"))
     if faults:
-        raise NotAReportError(f"{path} is not a report ttreport wrote: {min(faults)[1]} (upgrading would run SQL the "
-                              f"folder brings); upgrade the report its capture wrote")
+        raise NotAReportError(f"{path} is not a report ttreport wrote: {min(faults)[1]} (writing to it would run SQL "
+                              f"the folder brings); use the report its capture wrote")
 
 
 @functools.cache
@@ -432,7 +434,7 @@ def upgrade(path, revision: str = "head", *, progress=None) -> None:
     path = Path(path)
     tt_nn = False  # a report TT-NN wrote: its tables, and no alembic revision
     if path.exists() and path.stat().st_size:
-        check_can_upgrade(path)
+        check_writable_report(path)
         rev = current_revision(path)
         _refuse_newer(path, rev)
         if revision == "head" and is_current(path):
