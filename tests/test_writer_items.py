@@ -3,8 +3,9 @@
 Writer._write hands each batch to _rows.Items.write when writer.ROWS is on: it does the common OP, ALLOC, FREE, ROW
 and PROGRAM records itself, from the writer's caches, and hands every other record to Writer._item, the pure-Python
 loop's body and the specification (TTREPORT_PURE=1 runs only it). These tests hold the two equal on batches that hit
-every rare case (a new spec, stack or graph, a float, a list, an error, files, an L1 buffer kept for a graph), and
-on whole captures in every device_graphs mode, with buffer pages and with tensors="outputs".
+every rare case (a new spec, stack or graph, a list holding a tensor or a str, an error, files, an L1 buffer kept for a
+graph; floats and lists of numbers, made each time, in C too), and on whole captures in every device_graphs mode, with
+buffer pages and with tensors="outputs".
 
     .venv/bin/python -m pytest tests/test_writer_items.py -q
 """
@@ -68,6 +69,10 @@ def add(op_id: int, *args, **kwargs) -> list:
             device_perf(op_id), (FREE, op_id, op_id * 3 + 1)]
 
 
+def deep(n: int) -> list:
+    return [1] if n == 1 else [deep(n - 1)]
+
+
 def batches() -> list:
     t1, t2 = TensorArg(1), TensorArg(2)
     error = ("TypeError", "bad", "Traceback (most recent call last):\n", "2026-01-01T00:00:00")
@@ -83,6 +88,11 @@ def batches() -> list:
              *add(10, t1, t2, stack=(1, 10)), *add(11, t1, t2, stack=(1, 10)),  # a new stack, then its hit
              *add(12, t1, 'a"b\\ü'), *add(13, t1, 'a"b\\ü'),  # a str to escape, then its cached text
              *add(21, t1, ODD), *add(22, t1, ODD),  # a text with no UTF-8
+             # numbers in lists and tuples (a reshape's shape, a slice's bounds), made each time: in C
+             *add(23, t1, (1, 32, 2, 32)), *add(24, t1, [0, -1, 0], kwargs={"ends": [1, 32, 64], "step": (1,)}),
+             *add(25, t1, ([1.5, -0.0, 1e-05], (None, True, False)), float("inf"), float("nan"), kwargs={"eps": 1e-12}),
+             # ... and in Python: an int past 64 bits, a text cut at MAX_VALUE_CHARS, a str inside, 10 lists deep
+             *add(26, t1, [2 ** 70]), *add(27, t1, [0] * 1000), *add(28, t1, (1, "a")), *add(29, t1, deep(10)),
              (FLUSH, None)]
     later = [*add(14), (TENSOR, 40, (2, 2), "torch.float32", None, None),
              alloc(15, 15, buffer_type=1), program(15), op(15, (t1, t2), specs=(spec(17),)),  # an L1 buffer
@@ -142,12 +152,15 @@ def test_the_c_loop_makes_the_rows_the_python_loop_makes(tmp_path, monkeypatch, 
     # made in C while the records come in seq order: the first batch (the second's start at op 14's seqs after op 22's)
     assert got[0][1]["buffers"] and got[1][1]["buffers"] is None
     assert c_report == report
-    assert by_python == [*range(1, 14), 21, 22, *range(14, 21)]
+    assert by_python == [*range(1, 14), *range(21, 30), *range(14, 21)]
     # Python makes the op only where a cache misses or the case is rare: the first op (its specs, texts and graph),
-    # the float, the new texts, the list, the error, the files, the new stack, the str, the L1 buffer's op (kept
-    # for a graph: only when graphs are wanted), the new spec.
-    rare = [1, 4, 5, 7, 8, 9, 10, 12, 21, *([15] if graphs else []), 16]
+    # the new texts, the list of tensors, the error, the files, the new stack, the str, the lists C leaves, the L1
+    # buffer's op (kept for a graph: only when graphs are wanted), the new spec.
+    rare = [1, 5, 7, 8, 9, 10, 12, 21, 26, 27, 28, 29, *([15] if graphs else []), 16]
     assert c_by_python == rare
+    shown = {(op_id, name): v for op_id, name, v, *_ in report["operation_arguments"] if op_id in (24, 25, 27)}
+    assert shown[24, "step"] == "(1,)" and shown[25, "1"] == "([1.5, -0.0, 1e-05], (None, True, False))"
+    assert shown[25, "2"] == "inf" and shown[27, "1"] == str([0] * 1000)[:writer.MAX_VALUE_CHARS] + "..."
     assert report["operation_arguments"] and report["errors"] and report["stack_traces"]
     assert [v for _, name, v, *_ in report["operation_arguments"] if v.startswith("Odd")] == ["Odd(?)", "Odd(?)"]
 

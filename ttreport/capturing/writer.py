@@ -594,7 +594,7 @@ class Writer:
             l1_allocs=self._l1_allocs, l1_owner=self._l1_owner, graph_keys=self._graph_keys,
             arg_texts=self._arg_texts, arg_floor=self._arg_floor, live=self._live is not None,
             graphs=bool(self._graphs), tensor_arg=TensorArg, op_fields=_OP_POSITIONS, spec_fields=_SPEC_POSITIONS,
-            max_spec_of=MAX_SPEC_OF, staging_width=_STAGING_WIDTH)
+            max_spec_of=MAX_SPEC_OF, staging_width=_STAGING_WIDTH, max_value_chars=MAX_VALUE_CHARS)
 
     # -- a batch ---------------------------------------------------------------------------
     def _write(self, batch: list) -> bool:
