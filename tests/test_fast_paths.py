@@ -142,6 +142,19 @@ def test_every_bfloat16_pair_adds_and_multiplies_as_float32_rounded(device):
             assert_same_bits(getattr(ttnn, name)(a, b).value, want, f"ttnn.{name}, roll {shift}")
 
 
+def test_every_bfloat16_value_with_a_number_is_the_float32_result_rounded(device):
+    # A number goes into the bfloat16 kernels as a 0-dim tensor made once (eltwise._scalar): in bfloat16 where that
+    # holds it exactly (add and sub read it so), else as torch wraps it (mul and div read it as float32). Every bit
+    # pattern, in vector lanes and in a scalar loop's tail (7 columns), against the float32 formula rounded once.
+    every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    for values in (every.reshape(256, 256), every[:-2].reshape(-1, 7)):
+        a = ttnn.from_torch(values, dtype=ttnn.bfloat16, layout=ttnn.TILE, device=device)
+        for number in (2.0, -0.375, 3, 2**40, float("inf"), 0.1, 1 / 3, 257, 1e-40):
+            for name in sorted(NATIVE):
+                want = NATIVE[name](a.value.float(), number).to(torch.bfloat16)
+                assert_same_bits(getattr(ttnn, name)(a, number).value, want, f"ttnn.{name}(a, {number!r})")
+
+
 def _spec(t):
     b = t.buffer
     return (t.dtype, t.layout, t.tile, t.memory_config(), tuple(t.shape), b.buffer_type, b.buffer_layout,
