@@ -100,6 +100,7 @@ def batches() -> list:
              alloc(16, 16), program(16), op(16, (t1,), specs=(spec(18, (64, 32)),)),  # a new spec mid-run
              alloc(17, 17), program(17), op(17, (t1,), specs=(spec(19, (64, 32)),)),
              op(18, (t1, t2)), op(19, ()),  # no program, no output
+             (ROW, "device_perf", {"operation_id": 18, "compute_ns": 64}),  # a Row by its dict (a matmul's)
              *add(20, t2, t1, kwargs={"memory_config": DRAM, "dim": -1})]
     return [first, later]
 
@@ -123,8 +124,8 @@ def written(tmp_path: Path, monkeypatch, c_route: bool, graphs) -> tuple:
         commit(staging, rows)
 
     def seen_item(rec, b):
-        if rec[0] == OP:
-            by_python.append(rec[2])
+        if rec[0] == OP or (rec[0] == ROW and len(rec) == 3):
+            by_python.append(rec[2] if rec[0] == OP else "row")
         item(rec, b)
 
     w._commit, w._item = seen_commit, seen_item
@@ -152,7 +153,7 @@ def test_the_c_loop_makes_the_rows_the_python_loop_makes(tmp_path, monkeypatch, 
     # made in C while the records come in seq order: the first batch (the second's start at op 14's seqs after op 22's)
     assert got[0][1]["buffers"] and got[1][1]["buffers"] is None
     assert c_report == report
-    assert by_python == [*range(1, 14), *range(21, 30), *range(14, 21)]
+    assert by_python == [*range(1, 14), *range(21, 30), *range(14, 20), "row", 20]
     # Python makes the op only where a cache misses or the case is rare: the first op (its specs, texts and graph),
     # the new texts, the list of tensors, the error, the files, the new stack, the str, the lists C leaves, the L1
     # buffer's op (kept for a graph: only when graphs are wanted), the new spec.

@@ -1260,6 +1260,19 @@ static PyObject *Items_write(Items *self, PyObject *const *args, Py_ssize_t narg
                 PyObject *key = PyTuple_Pack(2, PyTuple_GET_ITEM(item, 1), PyTuple_GET_ITEM(item, 2));
                 done = key == NULL || append_to(st.other, key, PyTuple_GET_ITEM(item, 3)) < 0 ? -1 : 1;
                 Py_XDECREF(key);
+            } else if (tag == TAG_ROW && size == 3 && PyDict_CheckExact(PyTuple_GET_ITEM(item, 2))) {
+                /* a Row, by its dict: a matmul's device_perf row, estimated on the model's thread (1,800 of a small
+                 * encoder layer log's 7,500 ops) */
+                PyObject *row = PyTuple_GET_ITEM(item, 2), *names = PyDict_Keys(row), *values = PyDict_Values(row);
+                PyObject *cols = names != NULL ? PyList_AsTuple(names) : NULL;
+                PyObject *vals = values != NULL ? PyList_AsTuple(values) : NULL;
+                PyObject *key = cols != NULL ? PyTuple_Pack(2, PyTuple_GET_ITEM(item, 1), cols) : NULL;
+                done = key == NULL || vals == NULL || append_to(st.other, key, vals) < 0 ? -1 : 1;
+                Py_XDECREF(names);
+                Py_XDECREF(values);
+                Py_XDECREF(cols);
+                Py_XDECREF(vals);
+                Py_XDECREF(key);
             } else if (tag == TAG_PROGRAM && size >= 3) { /* records.ProgramRun: its program kept for its op */
                 done = append_to(self->programs, PyTuple_GET_ITEM(item, PROGRAM_OPERATION_ID),
                                  PyTuple_GET_ITEM(item, 2)) < 0 ? -1 : 1;
