@@ -5,15 +5,19 @@ A capture's op log defines a program's static part once and names it by number a
 that makes a new program at every call (softmax's did) writes a new definition at every launch, which the writer
 process decodes and draws a captured graph for again. Each op a small encoder layer calls (BERT's, as
 tt-metal's ttnn_optimized_bert.py calls them, with a matmul program config made per call as model code makes it,
-and minimal_matmul) is held to one program object per what decides it, here and in a real capture's log.
+and minimal_matmul) is held to one program object per what decides it, here and in a real capture's log; so is
+every registered op's docstring example run twice.
 
     .venv/bin/python -m pytest tests/test_program_reuse.py -q
 """
+
+import doctest
 
 import torch
 
 import device_sim as ttnn
 import ttreport
+from device_sim import registry
 from ttreport.capturing.oplog import LogTail
 from ttreport.folder import OPLOG_DIR
 
@@ -64,7 +68,7 @@ def test_a_layer_run_again_launches_the_program_objects_it_launched_before(devic
     assert {p.name for p in first} >= {"SoftmaxDeviceOperation", "MatmulDeviceOperation",
                                        "MinimalMatmulDeviceOperation", "LayerNormDeviceOperation"}
     remade = [(p.name, p.factory) for p, q in zip(first, heard) if p.cbs is not q.cbs or p.ranges is not q.ranges]
-    assert remade == []
+    assert remade == [], remade
 
 
 def _definitions(tail: LogTail) -> int:
@@ -87,3 +91,35 @@ def test_a_captured_layer_run_again_defines_no_program_in_the_op_log(tmp_path, d
         ttnn.deallocate(ttnn.clone(spare))
         assert defined >= 8 and _definitions(tail) == defined
         tail.close()
+
+
+def test_every_ops_example_run_again_launches_the_program_objects_it_launched_before(device):
+    # Each op's docstring example (tests/test_doctests.py runs them) twice on one device, as a model calls an op again
+    # on tensors like its last call's: a program equal to one of the first run's is that same object. The 8 examples
+    # that open a mesh of their own (the collectives: programs/ccl.py builds through device_work.cached) need device
+    # 0, which this test holds.
+    heard = []
+    device.memory.listener = lambda event, obj: heard.append(obj) if event == "program" else None
+    parser, launched, remade = doctest.DocTestParser(), set(), []
+    for op in registry.registered_ops():
+        doc = op.function.__doc__ or ""
+        if ">>>" not in doc or "open_mesh_device" in doc:
+            continue
+        runs = []
+        for _ in range(2):
+            heard.clear()
+            names = {"torch": torch, "ttnn": ttnn, "device": device}
+            for example in parser.get_examples(doc):
+                exec(compile(example.source, op.name, "exec"), names)
+            runs.append(list(heard))
+        first: dict[tuple, list] = {}  # a composite op may build one value under two keys: two objects, both kept
+        for p in runs[0]:
+            first.setdefault((p.name, p.factory, p.cbs, p.ranges, p.cb_bytes), []).append(p)
+        for p in runs[1]:
+            same = first.get((p.name, p.factory, p.cbs, p.ranges, p.cb_bytes), [p])
+            if not any(q.cbs is p.cbs and q.ranges is p.ranges for q in same):
+                remade.append((op.name, p.name, p.factory))
+        if runs[0]:
+            launched.add(op.name)
+    assert len(launched) >= 400, len(launched)  # 478 when this test was written
+    assert remade == [], remade
