@@ -89,7 +89,7 @@ def batches() -> list:
              *add(12, t1, 'a"b\\ü'), *add(13, t1, 'a"b\\ü'),  # a str to escape, then its cached text
              *add(21, t1, ODD), *add(22, t1, ODD),  # a text with no UTF-8
              # numbers in lists and tuples (a reshape's shape, a slice's bounds), made each time: in C
-             *add(23, t1, (1, 32, 2, 32)), *add(24, t1, [0, -1, 0], kwargs={"ends": [1, 32, 64], "step": (1,)}),
+             *add(23, t1, (1, 32, 2, 32)), *add(24, t1, [0, -1, -2 ** 63], kwargs={"ends": [1, 32, 64], "step": (1,)}),
              *add(25, t1, ([1.5, -0.0, 1e-05], (None, True, False)), float("inf"), float("nan"), kwargs={"eps": 1e-12}),
              # ... and in Python: an int past 64 bits, a text cut at MAX_VALUE_CHARS, a str inside, 10 lists deep
              *add(26, t1, [2 ** 70]), *add(27, t1, [0] * 1000), *add(28, t1, (1, "a")), *add(29, t1, deep(10)),
