@@ -283,3 +283,13 @@ def test_attach_refuses_a_report_with_a_trigger_its_migrations_did_not_make(demo
     err = one_line_error(cli("attach", demo, REPO / "tests" / "data" / "ops_perf" / "wh_clip_encoder_2_first40.csv"))
     assert "t is a trigger that ttreport's migrations did not make" in err, err
     assert files(demo) == before
+
+
+def test_merge_refuses_a_rank_whose_table_is_a_view_never_reading_it(demo, tmp_path):
+    # merge read the view as it copied the rank's rows: a recursive one never ended (its half-made output stayed).
+    other = Path(shutil.copytree(demo, tmp_path / "rank1"))
+    execute(other, "ALTER TABLE input_tensors RENAME TO input_tensors_kept",
+            f"CREATE VIEW input_tensors AS {LOOP} SELECT k.* FROM input_tensors_kept k, n")
+    err = one_line_error(cli("merge", demo, other, "-o", tmp_path / "run", "--rank", f"{other}=1", timeout=60))
+    assert "input_tensors is a view where a report holds a table" in err, err
+    assert not (tmp_path / "run").exists()

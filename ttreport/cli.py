@@ -77,10 +77,13 @@ class _Group(click.Group):
             try:
                 return self._invoke(ctx)
             except click.UsageError as e:
-                # click prints the usage and a "Try --help" line above the error: three lines where every other
-                # error is one ("ttreport diff-tensor missing.pt b.pt", "ttreport op REPORT abc").
-                hint = f" (`{e.ctx.command_path} --help` shows its usage)" if e.ctx is not None else ""
-                raise Failure(one_line(e.format_message()) + hint) from None
+                # click prints the usage and a "Try --help" line above the error when it has the command's context:
+                # three lines where every other error is one ("ttreport diff-tensor missing.pt b.pt", "ttreport op
+                # REPORT abc"). The error keeps its class (BadParameter, ...) for main(standalone_mode=False) callers.
+                if e.ctx is not None:
+                    hint = f"(`{e.ctx.command_path} --help` shows its usage)"
+                    e.message, e.ctx = f"{one_line(e.message)} {hint}" if e.message else hint, None
+                raise
         except click.ClickException as e:
             # Any message may quote a store URL of the command line (click's "unexpected extra argument", a URL
             # given where a report folder belongs): its password is hidden, in whatever form it is quoted.

@@ -27,6 +27,7 @@ from pathlib import Path
 from ttreport import db, outfile, schema
 from ttreport.errors import MergeError
 from ttreport.folder import TENSORS_DIR
+from ttreport.read.report import Report
 
 # Which id each column holds: a merged rank's ids of one kind move past all earlier ranks' ids of it.
 _KINDS = {
@@ -86,6 +87,8 @@ def merge(reports, out, *, ranks: dict | None = None) -> Path:
         listed = ", ".join(f"{s}: {r}" for s, r in revisions.items())
         raise MergeError(f"the reports have different schemas ({listed}); run `ttreport upgrade` on each first")
     db.check_current(sources[0])  # all at one revision: this one's, an older one's or a newer one's error
+    for src in sources:  # each opened as a reader opens it: a view in a table's place (a recursive one never ended)
+        Report(src).close()
     for src in sources:
         con = sqlite3.connect(_read_only(src), uri=True)
         try:
