@@ -529,6 +529,8 @@ typedef struct {
     PyObject *op_fields, *spec_fields; /* tuples of positions: writer._OP_FIELDS' and _SPEC_FIELDS' */
     Py_ssize_t max_spec_of; /* writer.MAX_SPEC_OF: an op that could fill Writer._spec_of goes to Python */
     Py_ssize_t max_value_chars; /* writer.MAX_VALUE_CHARS: a longer argument text is cut, by Python */
+    PyObject *program; /* device_work.Program: a launched program of another type goes to Python */
+    Py_ssize_t program_at[5]; /* the positions in a Program of cbs, ranges, name, device_id and cb_base */
     /* The buffers live after each op, kept here from every ALLOC, FREE and OP record (whoever makes its rows) while
      * they come in the order of their seq numbers and buffer ids, each buffer allocated once and freed once: then an
      * op's `buffers` rows are the buffers live when its record comes, exactly what writer._AFTER_OPS' join finds
@@ -544,7 +546,7 @@ typedef struct {
 
 /* Interned names, made once by the module's init. */
 static PyObject *s_alloc, *s_free, *s_rows, *s_staging, *s_allocs, *s_frees, *s_other, *s_tensor_records,
-    *s_input_tensors, *s_output_tensors, *s_cbs, *s_ranges, *s_name, *s_device_id, *s_cb_base, *s_ok,
+    *s_input_tensors, *s_output_tensors, *s_ok,
     *s_operation_arguments, *s_buffers;
 #define N_NAMES 16
 static PyObject *positional[N_NAMES]; /* "0", "1", ...: the names of an op's first positional arguments */
@@ -569,6 +571,7 @@ static void Items_dealloc(Items *self) {
     Py_XDECREF(self->tensor_arg);
     Py_XDECREF(self->op_fields);
     Py_XDECREF(self->spec_fields);
+    Py_XDECREF(self->program);
     Py_XDECREF(self->live_rows);
     Py_XDECREF(self->live_now);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -593,16 +596,16 @@ static int positions(PyObject *t, const char *what, Py_ssize_t width) {
 static int Items_init(Items *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"stacks", "specs", "spec_of", "texts", "programs", "l1_allocs", "l1_owner", "graph_keys",
                             "arg_texts", "arg_floor", "live", "graphs", "tensor_arg", "op_fields", "spec_fields",
-                            "max_spec_of", "staging_width", "max_value_chars", NULL};
-    PyObject *d[9], *arg_floor, *tensor_arg, *op_fields, *spec_fields;
+                            "max_spec_of", "staging_width", "max_value_chars", "program", "program_fields", NULL};
+    PyObject *d[9], *arg_floor, *tensor_arg, *op_fields, *spec_fields, *program, *program_fields;
     int live, graphs;
     Py_ssize_t max_spec_of, staging_width, max_value_chars;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$O!O!O!O!O!O!O!O!O!O!ppO!OOnnn:Items", names, &PyDict_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$O!O!O!O!O!O!O!O!O!O!ppO!OOnnnO!O:Items", names, &PyDict_Type,
                                      &d[0], &PyDict_Type, &d[1], &PyDict_Type, &d[2], &PyDict_Type, &d[3],
                                      &PyDict_Type, &d[4], &PyDict_Type, &d[5], &PyDict_Type, &d[6], &PyDict_Type,
                                      &d[7], &PyDict_Type, &d[8], &PyList_Type, &arg_floor, &live, &graphs,
                                      &PyType_Type, &tensor_arg, &op_fields, &spec_fields, &max_spec_of,
-                                     &staging_width, &max_value_chars))
+                                     &staging_width, &max_value_chars, &PyType_Type, &program, &program_fields))
         return -1;
     if (PyList_GET_SIZE(arg_floor) != 1 || !PyLong_CheckExact(PyList_GET_ITEM(arg_floor, 0))) {
         PyErr_SetString(PyExc_ValueError, "Items: arg_floor is a list of one int");
@@ -612,8 +615,13 @@ static int Items_init(Items *self, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_RuntimeError, "Items: already initialised");
         return -1;
     }
-    if (positions(op_fields, "op_fields", OP_WIDTH) < 0 || positions(spec_fields, "spec_fields", SPEC_WIDTH) < 0)
+    if (positions(op_fields, "op_fields", OP_WIDTH) < 0 || positions(spec_fields, "spec_fields", SPEC_WIDTH) < 0
+        || positions(program_fields, "program_fields", PY_SSIZE_T_MAX) < 0)
         return -1;
+    if (PyTuple_GET_SIZE(program_fields) != 5 || !PyType_IsSubtype((PyTypeObject *)program, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_ValueError, "Items: program is a tuple type, program_fields 5 positions in it");
+        return -1;
+    }
     /* The staging row (writer._STAGING_COLUMNS): the op's fields, status, stack id, arguments, the tensor's fields
      * with its spec id and file, the alloc and free records, the graph id. */
     Py_ssize_t width = PyTuple_GET_SIZE(op_fields) + 3 + PyTuple_GET_SIZE(spec_fields) + 2 + ALLOC_WIDTH
@@ -639,6 +647,8 @@ static int Items_init(Items *self, PyObject *args, PyObject *kwargs) {
     self->spec_fields = Py_NewRef(spec_fields);
     self->max_spec_of = max_spec_of;
     self->max_value_chars = max_value_chars;
+    self->program = Py_NewRef(program);
+    for (int i = 0; i < 5; i++) self->program_at[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(program_fields, i));
     if ((self->live_rows = PyDict_New()) == NULL) return -1;
     self->exact = 1;
     self->last_id = -1; /* buffer ids from 0 */
@@ -898,24 +908,19 @@ static PyObject *graph_hit(Items *self, PyObject *name, PyObject *programs) {
     PyObject *each = PyTuple_New(n), *key = NULL, *graph = NULL;
     if (each == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *p = PyList_GET_ITEM(programs, i);
-        PyObject *cbs = PyObject_GetAttr(p, s_cbs), *ranges = PyObject_GetAttr(p, s_ranges);
-        PyObject *part = NULL;
-        if (cbs != NULL && ranges != NULL) {
-            part = PyTuple_New(5);
-            if (part != NULL) {
-                PyTuple_SET_ITEM(part, 0, PyLong_FromVoidPtr(cbs)); /* id(): the programs are held by the cache */
-                PyTuple_SET_ITEM(part, 1, PyLong_FromVoidPtr(ranges));
-                PyTuple_SET_ITEM(part, 2, PyObject_GetAttr(p, s_name));
-                PyTuple_SET_ITEM(part, 3, PyObject_GetAttr(p, s_device_id));
-                PyTuple_SET_ITEM(part, 4, PyObject_GetAttr(p, s_cb_base));
-                for (int j = 0; j < 5; j++)
-                    if (PyTuple_GET_ITEM(part, j) == NULL) Py_CLEAR(part);
-            }
+        /* its fields by position, where 5 attribute lookups a program were ~4 % of Items.write's perf samples */
+        PyObject *p = PyList_GET_ITEM(programs, i), *part = NULL;
+        if (Py_TYPE(p) != (PyTypeObject *)self->program || PyTuple_GET_SIZE(p) <= self->program_at[4]) goto done;
+        if ((part = PyTuple_New(5)) == NULL) goto done;
+        for (int j = 0; j < 5; j++) {
+            PyObject *v = PyTuple_GET_ITEM(p, self->program_at[j]);
+            /* id() of the CBs and ranges: the programs are held by the cache */
+            PyTuple_SET_ITEM(part, j, j < 2 ? PyLong_FromVoidPtr(v) : Py_NewRef(v));
         }
-        Py_XDECREF(cbs);
-        Py_XDECREF(ranges);
-        if (part == NULL) goto done;
+        if (PyTuple_GET_ITEM(part, 0) == NULL || PyTuple_GET_ITEM(part, 1) == NULL) {
+            Py_DECREF(part);
+            goto done;
+        }
         PyTuple_SET_ITEM(each, i, part);
     }
     PyObject *no_l1 = PyTuple_New(0);
@@ -1341,8 +1346,7 @@ PyMODINIT_FUNC PyInit__rows(void) {
     struct { PyObject **at; const char *text; } names[] = {
         {&s_alloc, "alloc"}, {&s_free, "free"}, {&s_rows, "rows"}, {&s_staging, "staging"}, {&s_allocs, "allocs"},
         {&s_frees, "frees"}, {&s_other, "other"}, {&s_tensor_records, "tensor_records"},
-        {&s_input_tensors, "input_tensors"}, {&s_output_tensors, "output_tensors"}, {&s_cbs, "cbs"},
-        {&s_ranges, "ranges"}, {&s_name, "name"}, {&s_device_id, "device_id"}, {&s_cb_base, "cb_base"},
+        {&s_input_tensors, "input_tensors"}, {&s_output_tensors, "output_tensors"},
         {&s_ok, "ok"}, {&s_operation_arguments, "operation_arguments"}, {&s_buffers, "buffers"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from device_sim.device_work import Program
 from device_sim.tensor import padded
 from device_sim.tile import Tile
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
@@ -594,7 +595,8 @@ class Writer:
             l1_allocs=self._l1_allocs, l1_owner=self._l1_owner, graph_keys=self._graph_keys,
             arg_texts=self._arg_texts, arg_floor=self._arg_floor, live=self._live is not None,
             graphs=bool(self._graphs), tensor_arg=TensorArg, op_fields=_OP_POSITIONS, spec_fields=_SPEC_POSITIONS,
-            max_spec_of=MAX_SPEC_OF, staging_width=_STAGING_WIDTH, max_value_chars=MAX_VALUE_CHARS)
+            max_spec_of=MAX_SPEC_OF, staging_width=_STAGING_WIDTH, max_value_chars=MAX_VALUE_CHARS, program=Program,
+            program_fields=tuple(Program._fields.index(f) for f in ("cbs", "ranges", "name", "device_id", "cb_base")))
 
     # -- a batch ---------------------------------------------------------------------------
     def _write(self, batch: list) -> bool:
