@@ -293,3 +293,12 @@ def test_merge_refuses_a_rank_whose_table_is_a_view_never_reading_it(demo, tmp_p
     err = one_line_error(cli("merge", demo, other, "-o", tmp_path / "run", "--rank", f"{other}=1", timeout=60))
     assert "input_tensors is a view where a report holds a table" in err, err
     assert not (tmp_path / "run").exists()
+
+
+def test_push_refuses_a_report_whose_table_is_a_view_before_reaching_any_store(demo):
+    # push read report_metadata with its own connection: a recursive view in its place never ended.
+    execute(demo, "ALTER TABLE report_metadata RENAME TO report_metadata_kept",
+            f"CREATE VIEW report_metadata AS {LOOP} SELECT k.* FROM report_metadata_kept k, n")
+    err = one_line_error(cli("push", demo, "--to", "postgresql://ci@/ttreport?host=/nonexistent-socket-dir",
+                             timeout=60))
+    assert "report_metadata is a view where a report holds a table" in err, err

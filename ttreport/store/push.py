@@ -18,20 +18,18 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sqlite3
 import uuid
 from pathlib import Path
 
-from ttreport import db
 from ttreport.folder import TENSORS_DIR, capture_holds
-from ttreport.read.report import active_steps, resolve
+from ttreport.read.report import active_steps, check_schema, connect_readonly, resolve
 from ttreport.store.connection import StoreError, connect, ensure_schema, split_url, talking_to
 
 # For a report captured before capture wrote report_id: an identity from what the capture did write.
 _LEGACY_NAMESPACE = uuid.UUID("6f1c2a4e-2d0b-4c55-9b0e-7d2f1e7c4a10")
 
 # Each file a reader may load: a tensor's first stored values, and each later write into it (an in-place op,
-# output_tensor=: tensor_writes, schema 0009; db.check_current has made sure the report has that table).
+# output_tensor=: tensor_writes, schema 0009; check_schema has made sure the report is at the head, with that table).
 _FILES_SQL = """SELECT file FROM tensors WHERE file IS NOT NULL
                 UNION SELECT file FROM tensor_writes WHERE file IS NOT NULL"""
 _STATS_SQL = """
@@ -62,10 +60,12 @@ def report_uuid(meta: dict) -> str:
 def push(report, url: str, *, name: str | None = None, model: str | None = None) -> tuple[int, bool]:
     """Push the report folder `report` into the store at `url`: (its run_id, True if this push added it)."""
     db_path = resolve(report)
-    db.check_current(db_path)  # NeedsUpgradeError names `ttreport upgrade`
     folder = db_path.parent
-    src = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    # Opened as a reader opens a folder (a killed capture's WAL folded; planted SQL and files refused): a view in
+    # report_metadata's place made push never end, a left-over WAL was read through a -shm it made.
+    src = connect_readonly(db_path)
     try:
+        check_schema(src, db_path)  # NeedsUpgradeError names `ttreport upgrade`
         meta = dict(src.execute("SELECT key, value FROM report_metadata"))
         if meta.get("status") == "running" and capture_holds(folder):
             raise StoreError(f"{folder} is still being captured; push it after its capture closes")
