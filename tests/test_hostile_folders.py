@@ -302,3 +302,13 @@ def test_push_refuses_a_report_whose_table_is_a_view_before_reaching_any_store(d
     err = one_line_error(cli("push", demo, "--to", "postgresql://ci@/ttreport?host=/nonexistent-socket-dir",
                              timeout=60))
     assert "report_metadata is a view where a report holds a table" in err, err
+
+
+def test_a_folder_name_with_terminal_escapes_reaches_no_terminal(demo, tmp_path):
+    # summary's "report" line and compare --timing's A:/B: printed the folder's name raw: an OSC sequence in it
+    # retitled the terminal (compare's value table, ls and every error escaped it already).
+    named = demo.rename(tmp_path / "evil\x1b]0;retitled\x07name")
+    for args in (["summary", named], ["compare", named, named, "--timing"]):
+        done = cli(*args)
+        assert done.returncode == 0 and "\x1b" not in done.stdout + done.stderr, (args, done.stderr[-2000:])
+        assert "evil\\x1b]0;retitled\\x07name" in done.stdout, done.stdout[:500]

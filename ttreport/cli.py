@@ -157,7 +157,8 @@ def _tensor_brief(t) -> str:
 
 def format_summary(s: Summary, path, *, table=format_table, device=None, device_by_name=None, slowest=(),
                    measured=None, constants=None) -> str:
-    out = [f"report  {path}", f"status  {_cell(s.status_text or s.status or 'unknown')}",
+    # The folder's name comes with the folder (an archive's): its control characters escaped, as compare's A: are.
+    out = [f"report  {terminal.printable(str(path))}", f"status  {_cell(s.status_text or s.status or 'unknown')}",
            f"ops     {s.operations} ({human_seconds(s.top_level_seconds)} of emulator host time in top-level ops)"]
     if device is not None:  # device_time.DeviceTotal: the performance model's estimate
         out.append(f"device  {device_time.human_ns(device.ideal_ns)} estimated on the device in top-level ops "
@@ -1242,7 +1243,7 @@ def _compare_timing(a, b, pattern, json_file, all_depths, limit, clock) -> None:
     if str(json_file) == "-":
         click.echo(t.to_json())
         return
-    click.echo(f"A: {t.a}\nB: {t.b}")
+    click.echo(f"A: {terminal.printable(str(t.a))}\nB: {terminal.printable(str(t.b))}")  # as read.compare's
     if t.unrelated:
         click.echo(f"warning: {t.unrelated}")  # before the table, as compare's value table says it
     if t.constants:
