@@ -3,9 +3,9 @@
 Writer._write hands each batch to _rows.Items.write when writer.ROWS is on: it does the common OP, ALLOC, FREE, ROW
 and PROGRAM records itself, from the writer's caches, and hands every other record to Writer._item, the pure-Python
 loop's body and the specification (TTREPORT_PURE=1 runs only it). These tests hold the two equal on batches that hit
-every rare case (a new spec, stack or graph, a list holding a tensor or a str, an error, files, an L1 buffer kept for a
-graph; floats and lists of numbers, made each time, in C too), and on whole captures in every device_graphs mode, with
-buffer pages and with tensors="outputs".
+every rare case (a new spec, stack or graph, a list holding a str or a tensor not kept, an error, files, an L1 buffer
+kept for a graph; floats and lists of numbers and kept tensors, made each time, in C too), and on whole captures in
+every device_graphs mode, with buffer pages and with tensors="outputs".
 
     .venv/bin/python -m pytest tests/test_writer_items.py -q
 """
@@ -93,6 +93,8 @@ def batches() -> list:
              *add(25, t1, ([1.5, -0.0, 1e-05], (None, True, False)), float("inf"), float("nan"), kwargs={"eps": 1e-12}),
              # ... and in Python: an int past 64 bits, a text cut at MAX_VALUE_CHARS, a str inside, 10 lists deep
              *add(26, t1, [2 ** 70]), *add(27, t1, [0] * 1000), *add(28, t1, (1, "a")), *add(29, t1, deep(10)),
+             # tensors in lists: the op's own output and a tensor with no spec kept in Python, a kept one in C
+             *add(30, [TensorArg(32)]), *add(31, [TensorArg(999)]), *add(32, (t1, [t2, 1.5])),
              (FLUSH, None)]
     later = [*add(14), (TENSOR, 40, (2, 2), "torch.float32", None, None),
              alloc(15, 15, buffer_type=1), program(15), op(15, (t1, t2), specs=(spec(17),)),  # an L1 buffer
@@ -101,7 +103,8 @@ def batches() -> list:
              alloc(17, 17), program(17), op(17, (t1,), specs=(spec(19, (64, 32)),)),
              op(18, (t1, t2)), op(19, ()),  # no program, no output
              (ROW, "device_perf", {"operation_id": 18, "compute_ns": 64}),  # a Row by its dict (a matmul's)
-             *add(20, t2, t1, kwargs={"memory_config": DRAM, "dim": -1})]
+             *add(20, t2, t1, kwargs={"memory_config": DRAM, "dim": -1}),
+             alloc(33, 33), program(33), op(33, ([t1],), specs=(spec(1, (64, 32)),))]  # t1 in a list, its spec anew
     return [first, later]
 
 
@@ -153,14 +156,16 @@ def test_the_c_loop_makes_the_rows_the_python_loop_makes(tmp_path, monkeypatch, 
     # made in C while the records come in seq order: the first batch (the second's start at op 14's seqs after op 22's)
     assert got[0][1]["buffers"] and got[1][1]["buffers"] is None
     assert c_report == report
-    assert by_python == [*range(1, 14), *range(21, 30), *range(14, 20), "row", 20]
+    assert by_python == [*range(1, 14), *range(21, 33), *range(14, 20), "row", 20, 33]
     # Python makes the op only where a cache misses or the case is rare: the first op (its specs, texts and graph),
-    # the new texts, the list of tensors, the error, the files, the new stack, the str, the lists C leaves, the L1
-    # buffer's op (kept for a graph: only when graphs are wanted), the new spec.
-    rare = [1, 5, 7, 8, 9, 10, 12, 21, 26, 27, 28, 29, *([15] if graphs else []), 16]
+    # the new texts, the concat (its new int's text), the error, the files, the new stack, the str, the lists C leaves,
+    # the L1 buffer's op (kept for a graph: only when graphs are wanted), the new spec.
+    rare = [1, 5, 7, 8, 9, 10, 12, 21, 26, 27, 28, 29, 30, 31, *([15] if graphs else []), 16, 33]
     assert c_by_python == rare
-    shown = {(op_id, name): v for op_id, name, v, *_ in report["operation_arguments"] if op_id in (24, 25, 27)}
+    shown = {(op_id, name): v for op_id, name, v, *_ in report["operation_arguments"] if op_id in (7, 24, 25, 27, 32)}
     assert shown[24, "step"] == "(1,)" and shown[25, "1"] == "([1.5, -0.0, 1e-05], (None, True, False))"
+    assert shown[7, "0"].startswith("[ttnn.Tensor(id=1, shape=Shape([32, 32]), dtype=DataType.BFLOAT16, layout=")
+    assert shown[32, "0"].startswith("(ttnn.Tensor(id=1, shape=") and shown[32, "0"].endswith(", 1.5])")
     assert shown[25, "2"] == "inf" and shown[27, "1"] == str([0] * 1000)[:writer.MAX_VALUE_CHARS] + "..."
     assert report["operation_arguments"] and report["errors"] and report["stack_traces"]
     assert [v for _, name, v, *_ in report["operation_arguments"] if v.startswith("Odd")] == ["Odd(?)", "Odd(?)"]

@@ -740,10 +740,59 @@ static void text_free(Text *t) {
     if (t->p != t->local) PyMem_Free(t->p);
 }
 
-/* Writer.format_value's text of a float, an int, a bool, None, or a list or tuple of them (nested up to `depth`) into
- * t: 1; 0 when anything else is in it (a tensor's text may need the db, another object its repr). */
-static int shown_text(PyObject *v, Text *t, int depth) {
+/* A str of a tensor's kept texts into t when it needs no JSON escape (json's encode_basestring_ascii): 1; else 0. */
+static int put_plain(Text *t, PyObject *s) {
+    if (s == Py_None) return text_put(t, "None", 4) < 0 ? -1 : 1;
+    if (!PyUnicode_CheckExact(s) || !PyUnicode_IS_ASCII(s)) return 0;
+    const char *p = (const char *)PyUnicode_1BYTE_DATA(s);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i] < ' ' || p[i] > '~' || p[i] == '"' || p[i] == '\\') return 0;
+    return text_put(t, p, n) < 0 ? -1 : 1;
+}
+
+/* A tensor's text inside a list (Writer._tensor_text, as writer._render_tensor renders it) from the spec texts
+ * Writer._spec_of keeps of it: 1; 0 when Python must make it (not kept: Python looks in the batch and the db; or one of
+ * the op's own specs, which Writer._op keeps before it makes its arguments' texts). */
+static int tensor_text(Items *self, PyObject *v, Text *t, PyObject *specs) {
+    int overflow;
+    long long id = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (id == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (Py_ssize_t i = 0; specs != Py_None && i < PyTuple_GET_SIZE(specs); i++) {
+        PyObject *tid = PyTuple_GET_ITEM(PyTuple_GET_ITEM(specs, i), SPEC_TENSOR_ID); /* checked by do_op */
+        long long other = PyLong_AsLongLongAndOverflow(tid, &overflow);
+        if (overflow || other == id) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    PyObject *key = PyLong_FromLongLong(id);
+    if (key == NULL) return -1;
+    PyObject *texts = PyDict_GetItemWithError(self->spec_of, key);
+    Py_DECREF(key);
+    if (texts == NULL) return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_CheckExact(texts) || PyTuple_GET_SIZE(texts) != 4) return 0;
+    if (text_put(t, "ttnn.Tensor(id=", 15) < 0 || text_int(t, id) < 0) return -1;
+    if (PyTuple_GET_ITEM(texts, 1) == Py_None || PyTuple_GET_ITEM(texts, 2) == Py_None)
+        return text_put(t, ")", 1) < 0 ? -1 : 1; /* a host tensor's: SQL's || of a NULL is NULL */
+    static const char *before[4] = {", shape=", ", dtype=", ", layout=", ", "};
+    for (int i = 0; i < 4; i++) {
+        if (text_put(t, before[i], (Py_ssize_t)strlen(before[i])) < 0) return -1;
+        int ok = put_plain(t, PyTuple_GET_ITEM(texts, i));
+        if (ok != 1) return ok;
+    }
+    return text_put(t, ")", 1) < 0 ? -1 : 1;
+}
+
+/* Writer.format_value's text of a float, an int, a bool, None, a tensor (tensor_text), or a list or tuple of them
+ * (nested up to `depth`) into t: 1; 0 when anything else is in it (another object's text is its repr). `specs`: the
+ * op's. */
+static int shown_text(Items *self, PyObject *v, Text *t, int depth, PyObject *specs) {
     PyTypeObject *type = Py_TYPE(v);
+    if ((PyObject *)type == self->tensor_arg) return tensor_text(self, v, t, specs);
     if (type == &PyLong_Type) {
         int overflow;
         long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
@@ -768,7 +817,7 @@ static int shown_text(PyObject *v, Text *t, int depth) {
     int ok = text_put(t, list ? "[" : "(", 1) < 0 ? -1 : 1;
     for (Py_ssize_t i = 0; i < n && ok == 1; i++) {
         if (i > 0 && text_put(t, ", ", 2) < 0) return -1;
-        ok = shown_text(PySequence_Fast_GET_ITEM(v, i), t, depth - 1);
+        ok = shown_text(self, PySequence_Fast_GET_ITEM(v, i), t, depth - 1, specs);
     }
     if (ok == 1 && !list && n == 1 && text_put(t, ",", 1) < 0) return -1;
     return ok == 1 && text_put(t, list ? "]" : ")", 1) < 0 ? -1 : ok;
@@ -778,10 +827,10 @@ static int shown_text(PyObject *v, Text *t, int depth) {
  * MAX_VALUE_CHARS: its JSON string into t (its characters need no escape) and *row its text (a new str): 1; 0 when
  * Python must make them; -1 on an error. 3,600 of a small encoder layer log's 7,500 ops passed one (a reshape's or
  * permute's shape, a slice's bounds, mul's scale), and each such op went whole to Python. */
-static int put_shown(Items *self, PyObject *v, Text *t, PyObject **row) {
+static int put_shown(Items *self, PyObject *v, Text *t, PyObject **row, PyObject *specs) {
     Text shown = {.p = NULL, .n = 0, .cap = sizeof(shown.local)};
     shown.p = shown.local;
-    int ok = shown_text(v, &shown, 8);
+    int ok = shown_text(self, v, &shown, 8, specs);
     if (ok == 1 && shown.n > self->max_value_chars) ok = 0;
     if (ok == 1 && (text_put(t, "\"", 1) < 0 || text_put(t, shown.p, shown.n) < 0 || text_put(t, "\"", 1) < 0))
         ok = -1;
@@ -797,7 +846,7 @@ static int put_shown(Items *self, PyObject *v, Text *t, PyObject **row) {
 /* An argument's JSON text (Writer._argument's) into t when Writer._texts holds it or it is a tensor, and *row its
  * operation_arguments text (a new str) or, for a tensor, its id (a new int): 1; 0 when Python must make them; -1 on
  * an error. */
-static int put_value(Items *self, PyObject *v, Text *t, PyObject **row) {
+static int put_value(Items *self, PyObject *v, Text *t, PyObject **row, PyObject *specs) {
     PyTypeObject *type = Py_TYPE(v);
     if ((PyObject *)type == self->tensor_arg) { /* int.__repr__ */
         int overflow;
@@ -816,7 +865,7 @@ static int put_value(Items *self, PyObject *v, Text *t, PyObject **row) {
         return 0;
     }
     if (type == &PyFloat_Type || type == &PyList_Type || type == &PyTuple_Type) /* never cached: made each time */
-        return put_shown(self, v, t, row);
+        return put_shown(self, v, t, row, specs);
     int by_value = type == &PyLong_Type || type == &PyBool_Type || type == &PyUnicode_Type || v == Py_None;
     PyObject *key = by_value ? PyTuple_Pack(2, (PyObject *)type, v) : PyLong_FromVoidPtr(v);
     if (key == NULL) return -1;
@@ -856,7 +905,7 @@ static int add_named(PyObject *named, PyObject *name, PyObject *row) {
 
 /* The op's arguments as Writer._op writes them (*out: a new str, or None), and to `named` each one's name and its row
  * value (put_value's): 1; 0 when Python must; -1 on an error. */
-static int arguments(Items *self, PyObject *args, PyObject *kwargs, PyObject **out, PyObject *named) {
+static int arguments(Items *self, PyObject *args, PyObject *kwargs, PyObject **out, PyObject *named, PyObject *specs) {
     int kw = PyObject_IsTrue(kwargs);
     if (kw < 0) return -1;
     if (!PyTuple_CheckExact(args) || (kw && !PyDict_CheckExact(kwargs))) return 0;
@@ -874,7 +923,7 @@ static int arguments(Items *self, PyObject *args, PyObject *kwargs, PyObject **o
             ok = text_put(&t, "\"", 1) < 0 || text_int(&t, i) < 0 || text_put(&t, "\":", 2) < 0 ? -1 : 1;
         }
         PyObject *row = NULL;
-        if (ok == 1) ok = put_value(self, PyTuple_GET_ITEM(args, i), &t, &row);
+        if (ok == 1) ok = put_value(self, PyTuple_GET_ITEM(args, i), &t, &row, specs);
         if (ok == 1 && add_named(named, i < N_NAMES ? Py_NewRef(positional[i]) : PyUnicode_FromFormat("%zd", i), row)
                            < 0)
             ok = -1;
@@ -886,7 +935,7 @@ static int arguments(Items *self, PyObject *args, PyObject *kwargs, PyObject **o
             if (i++ > 0) ok = text_put(&t, ",", 1) < 0 ? -1 : 1;
             PyObject *row = NULL;
             if (ok == 1) ok = put_key(k, &t);
-            if (ok == 1) ok = put_value(self, v, &t, &row);
+            if (ok == 1) ok = put_value(self, v, &t, &row, specs);
             if (ok == 1 && add_named(named, Py_NewRef(k), row) < 0) ok = -1;
         }
     }
@@ -1027,7 +1076,7 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
     }
     PyObject *floor = PyList_GET_ITEM(self->arg_floor, 0);
     if (!PyLong_CheckExact(floor) || (named = PyList_New(0)) == NULL) goto miss;
-    found = arguments(self, PyTuple_GET_ITEM(item, OP_ARGS), PyTuple_GET_ITEM(item, OP_KWARGS), &text, named);
+    found = arguments(self, PyTuple_GET_ITEM(item, OP_ARGS), PyTuple_GET_ITEM(item, OP_KWARGS), &text, named, specs);
     if (found != 1) goto end;
     found = -1;
     /* the changes, as Writer._op makes them */
