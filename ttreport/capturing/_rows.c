@@ -516,8 +516,8 @@ static PyTypeObject FeederType = {
 /* Items.write(batch, b, fallback) runs Writer._write's loop over a batch (writer.py): the common OP, ALLOC, FREE,
  * ROW and PROGRAM records go into b's rows here, exactly as Writer._item puts them, and every other record goes to
  * fallback(item, b) (Writer._item itself), the specification of every case: a new stack, spec or graph, an argument
- * whose text is not cached (a float, a list), files, an error, buffer pages, an L1 buffer kept for a graph, the
- * rarer tags. An op is done here only once every lookup it needs has hit (nothing is changed before), so a miss
+ * whose text is not cached (floats and lists of numbers and kept tensors are made here each time: put_shown), files,
+ * an error, buffer pages, an L1 buffer kept for a graph, the rarer tags. An op is done here only once every lookup it needs has hit (nothing is changed before), so a miss
  * leaves the whole op to Python. The caches are the writer's own dicts, read and written as Writer._op does. */
 typedef struct {
     PyObject_HEAD
