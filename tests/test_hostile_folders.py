@@ -312,3 +312,12 @@ def test_a_folder_name_with_terminal_escapes_reaches_no_terminal(demo, tmp_path)
         done = cli(*args)
         assert done.returncode == 0 and "\x1b" not in done.stdout + done.stderr, (args, done.stderr[-2000:])
         assert "evil\\x1b]0;retitled\\x07name" in done.stdout, done.stdout[:500]
+
+
+def test_check_quotes_a_huge_value_capped_with_its_length(demo):
+    # a 4 MB status and ops_lost made `ttreport check` print 8 MB.
+    execute(demo, "UPDATE report_metadata SET value = hex(zeroblob(2000000)) WHERE key = 'status'",
+            "INSERT OR REPLACE INTO report_metadata (key, value) VALUES ('ops_lost', hex(zeroblob(2000000)))")
+    done = cli("check", demo)
+    assert done.returncode == 1 and len(done.stdout) < 10_000, len(done.stdout)
+    assert "status is '000" in done.stdout and "(4,000,002 characters)" in done.stdout, done.stdout[:2000]

@@ -33,6 +33,7 @@ from ttreport.steps import Schedule
 # message quotes a damaged schema text that is not UTF-8.
 _UNREADABLE = (sqlite3.DatabaseError, UnicodeDecodeError)
 SHOWN_IDS = 10  # ids quoted per fault; the count says how many there are in all
+SHOWN_CHARS = 200  # of a value quoted in a fault (a status, a file column): its length says how long it is
 
 # (what is checked, SQL selecting the offending ids): each dangling reference in the schema.
 _DANGLING = [
@@ -192,10 +193,11 @@ def _metadata_faults(meta: dict, db_path: Path) -> list[str]:
         why = {"running": "the capture never closed (the process was killed, or is still running)",
                "error": "the model raised an exception", "interrupted": "the run was interrupted by a signal",
                None: "report_metadata has no status"}.get(status, "not a status ttreport writes")
-        faults.append(f"{db_path}: status is {status!r}, not 'complete': {why}")
+        faults.append(f"{db_path}: status is {_shown(status)}, not 'complete': {why}")
     lost = {k: meta[k] for k in _LOSS_KEYS if k in meta}
     if lost:
-        faults.append(f"{db_path}: the capture noted a loss: " + ", ".join(f"{k}={v}" for k, v in lost.items()))
+        noted = ", ".join(f"{k}={_capped(str(v))}" for k, v in lost.items())
+        faults.append(f"{db_path}: the capture noted a loss: {noted}")
     try:  # summary and html refuse a schedule they cannot read, naming `ttreport check`: check names it too
         Schedule.from_json(meta.get("schedule"))
     except (TypeError, ValueError) as e:
@@ -254,7 +256,7 @@ def _file_faults(con: sqlite3.Connection, folder: Path, files: list[tuple]) -> l
     root = folder.resolve()
     for tid, rel, *write in files:
         if not isinstance(rel, str):
-            faults.append(f"tensor {tid}: its file column holds {rel!r}, not a path")
+            faults.append(f"tensor {tid}: its file column holds {_shown(rel)}, not a path")
             continue
         try:
             path = (folder / rel).resolve()
@@ -262,7 +264,7 @@ def _file_faults(con: sqlite3.Connection, folder: Path, files: list[tuple]) -> l
             faults.append(f"tensor {tid}: file {folder / rel} is reached through a loop of links")
             continue
         if not path.is_relative_to(root):
-            faults.append(f"tensor {tid}: file {rel!r} points outside the report folder {folder}")
+            faults.append(f"tensor {tid}: file {_shown(rel)} points outside the report folder {folder}")
         elif not path.exists():
             faults.append(f"tensor {tid}: file {folder / rel} is missing")
         else:
@@ -282,6 +284,16 @@ def _file_faults(con: sqlite3.Connection, folder: Path, files: list[tuple]) -> l
             except _UNREADABLE as e:
                 faults.append(f"tensor {tid}: its rows cannot be read ({e})")
     return faults
+
+
+def _shown(value) -> str:
+    """A value from the report as a fault quotes it: its repr, _capped (a 4 MB status made `ttreport check` print
+    all of it)."""
+    return _capped(repr(value))
+
+
+def _capped(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}... ({len(text):,} characters)"
 
 
 def _ids(ids: list) -> str:
