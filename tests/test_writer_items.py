@@ -42,10 +42,11 @@ def spec(tid: int, shape=(32, 32)) -> tuple:
     return tuple(records.Spec(tid, shape, 0, 1, None, "default", None, None, None, None, tid - 1 or None))
 
 
-def op(op_id: int, args=(), kwargs=None, *, specs=(), stack=None, files=None, error=None, name="ttnn.add") -> tuple:
+def op(op_id: int, args=(), kwargs=None, *, specs=(), stack=None, files=None, error=None, name="ttnn.add",
+       parent=None) -> tuple:
     inputs = tuple(int(a) for a in args if type(a) is TensorArg)
     outputs = tuple(s[0] for s in specs)
-    return tuple(records.Op(OP, name, op_id, op_id * 10, op_id * 10 + 5, None, 0, "MainThread", stack, args,
+    return tuple(records.Op(OP, name, op_id, op_id * 10, op_id * 10 + 5, parent, 0, "MainThread", stack, args,
                             kwargs, inputs, outputs, specs, files, op_id * 3, 0, 2048, error, 0))
 
 
@@ -53,9 +54,9 @@ def program(op_id: int) -> tuple:
     return (PROGRAM, op_id, Program("BinaryNgDeviceOperation", "BinaryNgProgramFactory", CBS, RANGES, program_id=op_id))
 
 
-def alloc(buffer_id: int, op_id: int, buffer_type: int = 0) -> tuple:
-    return tuple(records.Alloc(ALLOC, buffer_id, 0, 4096 * buffer_id, 2048, buffer_type, 0, 2048, op_id * 3 - 1,
-                               op_id))
+def alloc(buffer_id: int, op_id: int, buffer_type: int = 0, address: int | None = None) -> tuple:
+    return tuple(records.Alloc(ALLOC, buffer_id, 0, 4096 * buffer_id if address is None else address, 2048,
+                               buffer_type, 0, 2048, op_id * 3 - 1, op_id))
 
 
 def device_perf(op_id: int) -> tuple:
@@ -104,7 +105,14 @@ def batches() -> list:
              op(18, (t1, t2)), op(19, ()),  # no program, no output
              (ROW, "device_perf", {"operation_id": 18, "compute_ns": 64}),  # a Row by its dict (a matmul's)
              *add(20, t2, t1, kwargs={"memory_config": DRAM, "dim": -1}),
-             alloc(33, 33), program(33), op(33, ([t1],), specs=(spec(1, (64, 32)),))]  # t1 in a list, its spec anew
+             alloc(33, 33), program(33), op(33, ([t1],), specs=(spec(1, (64, 32)),)),  # t1 in a list, its spec anew
+             # L1 buffers for a graph: op 15's placement again (its key hit), a nested op's with no program (moved to
+             # its caller, whose key is new), a host op's (no program), one freed before its op's end
+             alloc(34, 34, buffer_type=1, address=4096 * 15), program(34), op(34, (t1, t2), specs=(spec(36),)),
+             alloc(35, 35, buffer_type=1), op(35, (t1,), specs=(spec(37),), parent=36),
+             program(36), op(36, (t1, t2), specs=(spec(38),)),
+             alloc(37, 37, buffer_type=1), op(37, (t1,), specs=(spec(39),)), (FREE, 37, 200),
+             alloc(38, 38, buffer_type=1), program(38), (FREE, 38, 201), op(38, (t1, t2), specs=(spec(40),))]
     return [first, later]
 
 
@@ -139,6 +147,7 @@ def written(tmp_path: Path, monkeypatch, c_route: bool, graphs) -> tuple:
     finally:
         w.con.close()
     assert w.error is None
+    assert not w._l1_allocs and not w._l1_owner  # every op has ended: none of its L1 buffers is pending
     return committed, by_python, tables(path)
 
 
@@ -156,11 +165,13 @@ def test_the_c_loop_makes_the_rows_the_python_loop_makes(tmp_path, monkeypatch, 
     # made in C while the records come in seq order: the first batch (the second's start at op 14's seqs after op 22's)
     assert got[0][1]["buffers"] and got[1][1]["buffers"] is None
     assert c_report == report
-    assert by_python == [*range(1, 14), *range(21, 33), *range(14, 20), "row", 20, 33]
+    assert by_python == [*range(1, 14), *range(21, 33), *range(14, 20), "row", 20, *range(33, 39)]
     # Python makes the op only where a cache misses or the case is rare: the first op (its specs, texts and graph),
     # the new texts, the concat (its new int's text), the error, the files, the new stack, the str, the lists C leaves,
-    # the L1 buffer's op (kept for a graph: only when graphs are wanted), the new spec.
-    rare = [1, 5, 7, 8, 9, 10, 12, 21, 26, 27, 28, 29, 30, 31, *([15] if graphs else []), 16, 33]
+    # the L1 buffer's op (kept for a graph: only when graphs are wanted), the new spec, a tensor in a list whose spec
+    # the op sends again, the nested op with L1 buffers and its caller (its graph new).
+    rare = [1, 5, 7, 8, 9, 10, 12, 21, 26, 27, 28, 29, 30, 31, *([15] if graphs else []), 16, 33,
+            *([35, 36] if graphs else [])]
     assert c_by_python == rare
     shown = {(op_id, name): v for op_id, name, v, *_ in report["operation_arguments"] if op_id in (7, 24, 25, 27, 32)}
     assert shown[24, "step"] == "(1,)" and shown[25, "1"] == "([1.5, -0.0, 1e-05], (None, True, False))"

@@ -517,8 +517,9 @@ static PyTypeObject FeederType = {
  * ROW and PROGRAM records go into b's rows here, exactly as Writer._item puts them, and every other record goes to
  * fallback(item, b) (Writer._item itself), the specification of every case: a new stack, spec or graph, an argument
  * whose text is not cached (floats and lists of numbers and kept tensors are made here each time: put_shown), files,
- * an error, buffer pages, an L1 buffer kept for a graph, the rarer tags. An op is done here only once every lookup it needs has hit (nothing is changed before), so a miss
- * leaves the whole op to Python. The caches are the writer's own dicts, read and written as Writer._op does. */
+ * an error, buffer pages, a nested op's L1 buffers (its caller's) or one freed before its op's end, the rarer tags.
+ * An op is done here only once every lookup it needs has hit (nothing is changed before), so a miss leaves the whole
+ * op to Python. The caches are the writer's own dicts, read and written as Writer._op does. */
 typedef struct {
     PyObject_HEAD
     PyObject *stacks, *specs, *spec_of, *texts, *programs, *l1_allocs, *l1_owner, *graph_keys; /* the writer's */
@@ -682,10 +683,21 @@ static int append_to(PyObject *d, PyObject *key, PyObject *value) {
 
 static int do_alloc(Items *self, PyObject *item, Slots *st) {
     if (self->live || PyTuple_GET_SIZE(item) != ALLOC_WIDTH) return 0;
-    if (self->graphs && PyTuple_GET_ITEM(item, ALLOC_ALLOCATED_BY_OPERATION_ID) != Py_None) {
+    PyObject *by_op = PyTuple_GET_ITEM(item, ALLOC_ALLOCATED_BY_OPERATION_ID);
+    if (self->graphs && by_op != Py_None) {
         PyObject *type = PyTuple_GET_ITEM(item, ALLOC_BUFFER_TYPE);
         int overflow;
-        if (!PyLong_CheckExact(type) || PyLong_AsLongAndOverflow(type, &overflow) == 1 || overflow) return 0;
+        if (!PyLong_CheckExact(type)) return 0;
+        long number = PyLong_AsLongAndOverflow(type, &overflow);
+        if (overflow || (number == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        /* an L1 buffer, in its op's graph if it launches a program: Writer._l1_allocs and _l1_owner (3,900 of a
+         * small BERT log's 7,500 ops, its activations in L1, allocate one) */
+        if (number == 1 && (append_to(self->l1_allocs, by_op, item) < 0
+                            || PyDict_SetItem(self->l1_owner, PyTuple_GET_ITEM(item, ALLOC_BUFFER_ID), by_op) < 0))
+            return -1;
     }
     if (st->alloc != Py_None && PyList_Append(st->allocs, st->alloc) < 0) return -1;
     Py_SETREF(st->alloc, Py_NewRef(item));
@@ -949,9 +961,10 @@ static int arguments(Items *self, PyObject *args, PyObject *kwargs, PyObject **o
     return ok;
 }
 
-/* The graph id of an op that launched `programs` and allocated no L1 buffer for its graph, when Writer._graph_keys
- * holds its key (Writer._captured_graph's, made the same way): a new reference; NULL and no error on a miss. */
-static PyObject *graph_hit(Items *self, PyObject *name, PyObject *programs) {
+/* The graph id of an op that launched `programs` and allocated the L1 buffers `l1` for its graph (a list of ALLOC
+ * records, or NULL: none), when Writer._graph_keys holds its key (Writer._captured_graph's, made the same way): a new
+ * reference; NULL and no error on a miss. */
+static PyObject *graph_hit(Items *self, PyObject *name, PyObject *programs, PyObject *l1) {
     if (!PyList_CheckExact(programs)) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(programs);
     PyObject *each = PyTuple_New(n), *key = NULL, *graph = NULL;
@@ -972,9 +985,17 @@ static PyObject *graph_hit(Items *self, PyObject *name, PyObject *programs) {
         }
         PyTuple_SET_ITEM(each, i, part);
     }
-    PyObject *no_l1 = PyTuple_New(0);
-    key = no_l1 != NULL ? PyTuple_Pack(3, name, each, no_l1) : NULL;
-    Py_XDECREF(no_l1);
+    /* where each L1 buffer lies (writer._ALLOC_PLACE: its device to its size) */
+    Py_ssize_t n_l1 = l1 == NULL ? 0 : PyList_GET_SIZE(l1);
+    PyObject *places = PyTuple_New(n_l1);
+    for (Py_ssize_t i = 0; places != NULL && i < n_l1; i++) {
+        PyObject *a = PyList_GET_ITEM(l1, i);
+        PyObject *place = PyTuple_GetSlice(a, ALLOC_DEVICE_ID, ALLOC_SIZE + 1); /* an ALLOC record: do_op */
+        if (place == NULL) Py_CLEAR(places);
+        else PyTuple_SET_ITEM(places, i, place);
+    }
+    key = places != NULL ? PyTuple_Pack(3, name, each, places) : NULL;
+    Py_XDECREF(places);
     if (key == NULL) goto done;
     PyObject *hit = PyDict_GetItemWithError(self->graph_keys, key);
     if (hit != NULL && PyTuple_CheckExact(hit) && PyTuple_GET_SIZE(hit) >= 1)
@@ -1025,9 +1046,7 @@ static PyObject *tensor_shown(Items *self, PyObject *tid) {
 
 /* An OP record (Writer._item's and Writer._op's) when each of its lookups hits: 1; 0: Python's; -1: an error. */
 static int do_op(Items *self, PyObject *item, Slots *st) {
-    if (self->live || PyTuple_GET_SIZE(item) != OP_WIDTH || PyTuple_GET_ITEM(item, OP_ERROR) != Py_None
-        || PyDict_GET_SIZE(self->l1_allocs) != 0)
-        return 0;
+    if (self->live || PyTuple_GET_SIZE(item) != OP_WIDTH || PyTuple_GET_ITEM(item, OP_ERROR) != Py_None) return 0;
     if ((st->alloc != Py_None && (!PyTuple_CheckExact(st->alloc) || PyTuple_GET_SIZE(st->alloc) != ALLOC_WIDTH))
         || (st->free != Py_None && (!PyTuple_CheckExact(st->free) || PyTuple_GET_SIZE(st->free) != FREE_WIDTH)))
         return 0;
@@ -1039,7 +1058,7 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
         || PyDict_GET_SIZE(self->arg_texts) + n_specs > self->max_spec_of)
         return 0; /* Python halves them */
     PyObject *op_id = PyTuple_GET_ITEM(item, OP_OPERATION_ID), *frames = PyTuple_GET_ITEM(item, OP_STACK);
-    PyObject *programs = NULL, *graph = NULL, *stack_id = NULL, *hits = NULL, *text = NULL, *row = NULL;
+    PyObject *programs = NULL, *l1 = NULL, *graph = NULL, *stack_id = NULL, *hits = NULL, *text = NULL, *row = NULL;
     PyObject *named = NULL;
     int found = 0;
     /* the lookups: nothing is changed until each has hit */
@@ -1047,12 +1066,26 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
         programs = PyDict_GetItemWithError(self->programs, op_id);
         if (programs == NULL && PyErr_Occurred()) return -1;
     }
+    /* the L1 buffers it allocated for its graph (Writer._l1_allocs): a nested op's with no program are its caller's,
+     * Python's to move */
+    if (PyDict_GET_SIZE(self->l1_allocs) != 0) {
+        l1 = PyDict_GetItemWithError(self->l1_allocs, op_id);
+        if (l1 == NULL && PyErr_Occurred()) return -1;
+        if (l1 != NULL && (!PyList_CheckExact(l1)
+                           || (programs == NULL && PyTuple_GET_ITEM(item, OP_PARENT_OPERATION_ID) != Py_None)))
+            return 0;
+        for (Py_ssize_t i = 0; l1 != NULL && i < PyList_GET_SIZE(l1); i++) {
+            PyObject *a = PyList_GET_ITEM(l1, i);
+            if (!PyTuple_CheckExact(a) || PyTuple_GET_SIZE(a) != ALLOC_WIDTH) return 0;
+        }
+    }
     if (programs != NULL) {
-        graph = graph_hit(self, PyTuple_GET_ITEM(item, OP_NAME), programs);
+        graph = graph_hit(self, PyTuple_GET_ITEM(item, OP_NAME), programs, l1);
         if (graph == NULL) return PyErr_Occurred() ? -1 : 0;
     } else {
         graph = Py_NewRef(Py_None);
     }
+    Py_XINCREF(l1); /* held until the end: its entry is deleted below */
     int has_stack = PyObject_IsTrue(frames);
     if (has_stack < 0) goto fail;
     stack_id = has_stack ? PyDict_GetItemWithError(self->stacks, frames) : Py_None;
@@ -1081,6 +1114,14 @@ static int do_op(Items *self, PyObject *item, Slots *st) {
     found = -1;
     /* the changes, as Writer._op makes them */
     if (programs != NULL && PyDict_DelItem(self->programs, op_id) < 0) goto end;
+    if (l1 != NULL) { /* Writer._captured_graph: its L1 buffers leave the pending ones, and their owners */
+        if (PyDict_DelItem(self->l1_allocs, op_id) < 0) goto end;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(l1); i++) {
+            PyObject *id = PyTuple_GET_ITEM(PyList_GET_ITEM(l1, i), ALLOC_BUFFER_ID); /* checked above */
+            int owned = PyDict_Contains(self->l1_owner, id);
+            if (owned < 0 || (owned && PyDict_DelItem(self->l1_owner, id) < 0)) goto end;
+        }
+    }
     PyObject *tensor = NULL;
     for (Py_ssize_t i = 0; i < n_specs; i++) {
         PyObject *spec = PyTuple_GET_ITEM(specs, i), *hit = PyTuple_GET_ITEM(hits, i);
@@ -1173,6 +1214,7 @@ miss:
 fail:
     found = -1;
 end:
+    Py_XDECREF(l1);
     Py_XDECREF(stack_id);
     Py_XDECREF(graph);
     Py_XDECREF(hits);
