@@ -649,7 +649,8 @@ class Writer:
     def _item(self, item, b: _Batch) -> None:
         """One record of a batch into `b`'s rows. The specification of _rows.Items.write, which does the common
         OP, ALLOC, FREE, ROW and PROGRAM records itself and hands this every other one (a new stack, spec or graph,
-        an argument text not cached, files, an error, buffer pages, L1 buffers for a graph, the rarer tags)."""
+        an argument text not cached, files, an error, buffer pages, a nested op's L1 buffers or one freed before its
+        op's end, the rarer tags)."""
         tag, rows = item[0], b.rows
         if tag == OP:
             item = _new_tuple(Op, item)  # its named view: no copy, C-speed attribute reads
