@@ -215,7 +215,9 @@ def test_the_c_reader_and_the_python_make_the_same_report(runs, monkeypatch):
 
 def test_the_c_reader_keeps_no_object_once_its_records_are_gone(runs):
     # Every route of _logread.c at least once (hits, misses handed to the Python, rows, launches): a reference it
-    # failed to drop stays allocated, which tracemalloc sees.
+    # failed to drop stays allocated, once a read, which tracemalloc sees as growth from one read to the next. (Not
+    # "nothing traced after one read": in the whole suite a cache outside the reader, warmed by that read once,
+    # held 280 bytes.)
     def read_all():
         tail = _tail(runs["native"].log, True)
         while tail.read(50)[0]:
@@ -228,7 +230,11 @@ def test_the_c_reader_keeps_no_object_once_its_records_are_gone(runs):
     try:
         read_all()
         gc.collect()
-        assert tracemalloc.get_traced_memory()[0] == 0
+        after_one = tracemalloc.get_traced_memory()[0]
+        for _ in range(2):
+            read_all()
+        gc.collect()
+        assert tracemalloc.get_traced_memory()[0] == after_one
     finally:
         tracemalloc.stop()
 
