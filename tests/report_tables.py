@@ -9,6 +9,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from ttreport.capturing import writer
+
 # clocks, and torch zip files' random serialization ids (the .pt bytes of two equal tensors differ there)
 VOLATILE = {"operations": {"duration", "start_ns", "end_ns"}, "errors": {"timestamp"}, "tensor_files": {"crc32"},
             "tensor_writes": {"crc32"}}
@@ -31,3 +33,25 @@ def tables(db: str | Path) -> dict:
         return out
     finally:
         con.close()
+
+
+def tensor_lifetime_checked(con: sqlite3.Connection) -> list:
+    """A closed report's tensor_lifetime rows, once checked equal to the close's whole query run again on it and to
+    each tensor's producer, last use (not a deallocate) and first deallocate worked out here by hand."""
+    for sql in writer._LIFETIME_TEMPS:
+        con.execute(sql)
+    expected = con.execute(writer._LIFETIMES).fetchall()
+    got = con.execute(f"SELECT {writer._LIFETIME_COLUMNS} FROM tensor_lifetime ORDER BY rowid").fetchall()
+    assert got == expected
+    name = dict(con.execute("SELECT operation_id, name FROM operations"))
+    uses: dict[int, list[int]] = {}
+    for op, tid in con.execute("SELECT operation_id, tensor_id FROM input_tensors"):
+        uses.setdefault(tid, []).append(op)
+    by_hand = []
+    for tid, producer in con.execute("SELECT tensor_id, producer_operation_id FROM tensors ORDER BY tensor_id"):
+        ops = uses.get(tid, [])
+        kept = [op for op in ops if name[op] != "ttnn.deallocate"]
+        freed = [op for op in ops if name[op] == "ttnn.deallocate"]
+        by_hand.append((tid, producer, max(kept, default=None), min(freed, default=None)))
+    assert [row[:4] for row in got] == by_hand
+    return got

@@ -7,6 +7,7 @@ Real captures with a real writer process; the module constants are set before it
 import sqlite3
 
 import pytest
+from report_tables import tensor_lifetime_checked
 
 import ttreport
 from ttreport import schema_sql
@@ -37,24 +38,9 @@ def test_the_close_sorts_on_sqlites_threads_and_leaves_every_index_and_lifetime(
         indexes = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert set(schema_sql.INDEXES) <= indexes
         assert con.execute("PRAGMA journal_mode").fetchone() == ("delete",)
-        # the rows the close wrote are those its query gives on the closed report
-        for sql in writer._LIFETIME_TEMPS:
-            con.execute(sql)
-        expected = con.execute(writer._LIFETIMES).fetchall()
-        got = con.execute(f"SELECT {writer._LIFETIME_COLUMNS} FROM tensor_lifetime ORDER BY rowid").fetchall()
-        assert got == expected
-        # and each tensor's producer, last use (not a deallocate) and first deallocate, worked out here by hand
-        name = dict(con.execute("SELECT operation_id, name FROM operations"))
-        uses: dict[int, list[int]] = {}
-        for op, tid in con.execute("SELECT operation_id, tensor_id FROM input_tensors"):
-            uses.setdefault(tid, []).append(op)
-        by_hand = []
-        for tid, producer in con.execute("SELECT tensor_id, producer_operation_id FROM tensors ORDER BY tensor_id"):
-            ops = uses.get(tid, [])
-            kept = [op for op in ops if name[op] != "ttnn.deallocate"]
-            freed = [op for op in ops if name[op] == "ttnn.deallocate"]
-            by_hand.append((tid, producer, max(kept, default=None), min(freed, default=None)))
-        assert [row[:4] for row in got] == by_hand and sum(row[3] is not None for row in got) == 100
+        # the rows the close wrote are those its query gives on the closed report, and those worked out by hand
+        got = tensor_lifetime_checked(con)
+        assert sum(row[3] is not None for row in got) == 100
     finally:
         con.close()
 

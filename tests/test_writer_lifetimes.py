@@ -9,6 +9,7 @@ import time
 
 import pytest
 import torch
+from report_tables import tensor_lifetime_checked
 
 import ttreport
 from ttreport.capturing import writer
@@ -50,22 +51,8 @@ def test_passes_during_the_capture_leave_the_rows_the_close_would_work_out_whole
     assert parts["lifetimes passes during the capture"][1] > 0 and "lifetimes aside" in parts
     con = sqlite3.connect(cap.db_path)
     try:
-        for sql in writer._LIFETIME_TEMPS:
-            con.execute(sql)
-        expected = con.execute(writer._LIFETIMES).fetchall()
-        got = con.execute(f"SELECT {writer._LIFETIME_COLUMNS} FROM tensor_lifetime ORDER BY rowid").fetchall()
-        assert got == expected
-        name = dict(con.execute("SELECT operation_id, name FROM operations"))
-        uses: dict[int, list[int]] = {}
-        for op, tid in con.execute("SELECT operation_id, tensor_id FROM input_tensors"):
-            uses.setdefault(tid, []).append(op)
-        by_hand = []
-        for tid, producer in con.execute("SELECT tensor_id, producer_operation_id FROM tensors ORDER BY tensor_id"):
-            ops = uses.get(tid, [])
-            kept = [op for op in ops if name[op] != "ttnn.deallocate"]
-            freed = [op for op in ops if name[op] == "ttnn.deallocate"]
-            by_hand.append((tid, producer, max(kept, default=None), min(freed, default=None)))
-        assert [row[:4] for row in got] == by_hand and sum(row[3] is not None for row in got) == 82
+        got = tensor_lifetime_checked(con)
+        assert sum(row[3] is not None for row in got) == 82
         assert all(row[4] and row[5] for row in got if row[1] is not None)  # each producer's file and line
     finally:
         con.close()
