@@ -22,42 +22,18 @@ import time
 from pathlib import Path
 
 import pytest
+from received import cli, demo_copy, execute, one_line_error
 
 import ttreport
 from ttreport import db
 from ttreport.read.merge import _KINDS
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_reports" / "demo"
 MINE = "a file of the user's, not to be overwritten\n"
-
-
-def cli(*args, timeout=120, **kw) -> subprocess.CompletedProcess:
-    """`ttreport ARGS` in a fresh process (stdout a pipe: the plain-text views)."""
-    return subprocess.run([sys.executable, "-m", "ttreport.cli", *map(str, args)], capture_output=True,
-                          timeout=timeout, **kw)
-
-
-def one_line_error(done: subprocess.CompletedProcess) -> str:
-    """The CLI's refusal: exit 2, one line on stderr, no traceback."""
-    err = done.stderr.decode()
-    assert done.returncode == 2, (done.returncode, err[-2000:])
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err[-2000:]
-    return err
 
 
 @pytest.fixture
 def demo(tmp_path) -> Path:
-    folder = Path(shutil.copytree(SAMPLE, tmp_path / "demo"))
-    db.upgrade(folder / "db.sqlite")  # a no-op unless the schema moved on since the sample was made
-    return folder
-
-
-def execute(folder: Path, *statements, params=()) -> None:
-    con = sqlite3.connect(folder / "db.sqlite")
-    with con:
-        for s in statements:
-            con.execute(s, params)
-    con.close()
+    return demo_copy(tmp_path)
 
 
 def link_to_victim(path: Path, victim: Path) -> None:

@@ -14,30 +14,17 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from ttreport import db
-
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "sample_reports" / "demo"
+import received
+from received import REPO, demo_copy, execute, one_line_error
 
 
 def cli(*args, timeout=60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ttreport.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, timeout=timeout, env={**os.environ, "TTREPORT_PLAIN": "1"})
-
-
-def one_line_error(done: subprocess.CompletedProcess) -> str:
-    """The CLI's refusal: exit 2, one line on stderr, no traceback."""
-    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
-    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
-    return done.stderr
+    return received.cli(*args, timeout=timeout, text=True)
 
 
 @pytest.fixture
 def demo(tmp_path) -> Path:
-    folder = Path(shutil.copytree(SAMPLE, tmp_path / "demo"))
-    db.upgrade(folder / "db.sqlite")  # a no-op unless the schema moved on since the sample was made
-    return folder
+    return demo_copy(tmp_path)
 
 
 # -- the store's commands given a folder ------------------------------------------------------------------------
@@ -59,14 +46,6 @@ def test_a_folder_or_file_given_for_a_store_url_is_named_with_the_fix(demo, args
 ENDLESS = ("ALTER TABLE operations RENAME TO operations_kept",
            "CREATE VIEW operations AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
            "SELECT k.* FROM operations_kept k, n")
-
-
-def execute(folder: Path, *statements) -> None:
-    con = sqlite3.connect(folder / "db.sqlite")
-    with con:
-        for s in statements:
-            con.execute(s)
-    con.close()
 
 
 def plant(folder: Path, kind: str, scratch: Path) -> str:
