@@ -6,6 +6,7 @@ the reader's own objects out of its sight too).
 """
 
 import gc
+import os
 import sqlite3
 
 import torch
@@ -64,3 +65,24 @@ def test_a_rebuild_from_a_folders_log_reads_no_source_file_it_names(tmp_path, de
         assert con.execute(sql).fetchone() == (0, 0)
         assert con.execute("SELECT COUNT(*) FROM stack_traces WHERE stack_trace LIKE '%test_writer_process_gc.py%'"
                            ).fetchone()[0] == 1  # the frames themselves are the log's: kept
+
+
+def test_a_forked_writer_process_collects_young_objects_rarely():
+    # each young-generation pass walked a batch's live record tuples (a fifth of the log's read); a writer process,
+    # forked at a capture's start or ahead of it, sets its own threshold, the model's process keeps Python's
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            writer_process._on_its_own()
+            os.write(write, repr(gc.get_threshold()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        said = os.read(read, 100).decode()
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
+    assert said.startswith(f"({writer_process.GC_THRESHOLD}, ")
+    assert gc.get_threshold()[0] < writer_process.GC_THRESHOLD

@@ -194,6 +194,11 @@ class WriterProcess:
 
 
 JOIN_POLL_S = 0.5  # how often join looks at a writer process that says nothing
+# The writer process's young-generation collections, one each GC_THRESHOLD container allocations (Python's default:
+# 700): each walked the batch's live record tuples, and the collector was 0.65 of the log read's 3.2 µs an op (20,000
+# adds; bench/README.md, issue 33, session 17). Its rows and caches hold no cycles (pump freezes them after each
+# batch); a collection still comes now and then, for a cycle an exception's traceback makes.
+GC_THRESHOLD = 100_000
 
 
 def _on_its_own() -> None:
@@ -202,6 +207,7 @@ def _on_its_own() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_DFL)
     gc.freeze()  # the model's objects, inherited: never walked by this process's collections
+    gc.set_threshold(GC_THRESHOLD)
 
 
 # -- a writer process forked ahead -----------------------------------------------------------------
