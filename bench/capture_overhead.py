@@ -327,6 +327,26 @@ def _sqlite_alone_ops_per_s(report_db, out_db, batch_ops: int = 2000) -> float:
     return n_ops / max(cpu, 1e-9)
 
 
+def _sqlite_alone_close_s(out_db) -> float:
+    """CPU seconds of what the writer's close does to the rows that _sqlite_alone_ops_per_s copied into `out_db`:
+    the late indexes (db.create_indexes, with the close's sorter threads), then the WAL folded into the file. With
+    the copy, the same final file as the writer's (tensor_lifetime's rows, which the writer works out at its close, are
+    copied); the writer's CPU counts its close, the copy alone does not."""
+    from ttreport import db
+    from ttreport.capturing.writer import SORT_THREADS
+
+    con = sqlite3.connect(out_db, isolation_level=None)
+    start = time.process_time()
+    con.execute("PRAGMA temp_store=FILE")
+    con.execute(f"PRAGMA threads={SORT_THREADS}")
+    db.create_indexes(con)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.execute("PRAGMA journal_mode=DELETE")
+    cpu = time.process_time() - start
+    con.close()
+    return cpu
+
+
 def _commit_per_insert_us(report_db, out_db, n_ops: int) -> float:
     """µs per op to write the first `n_ops` ops' records of `report_db` with a commit per INSERT."""
     src = sqlite3.connect(f"file:{report_db}?mode=ro", uri=True)
