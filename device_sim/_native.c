@@ -12,7 +12,8 @@
  *   Dispatch a registered op's public function: a call goes straight to the body, between the hook's begin
  *           and end when one is installed (registry's Python wrapper for `memory=`, output keywords, meshes).
  *   bf16_min_magnitude  one pass over a bfloat16 buffer for device_sim/matmul_kernel.py's denormal guard.
- *   launch   device_work.launch's usual call: the program-cache entry and a program id, once the CBs fit.
+ *   launch   device_work.launch's usual call: the program-cache entry, a program id and the listener told, once
+ *            the CBs fit.
  *
  * Why no lock here, where the pure path holds DeviceMemory's RLock: the pure path's free-list edits take
  * several bytecodes, so another thread, or a Tensor.__del__ run by the garbage collector inside an
@@ -1043,24 +1044,53 @@ static PyTypeObject Dispatch_Type = {
     .tp_methods = Dispatch_methods,
 };
 
-/* device_work.launch for the usual call, in C: a chip whose memory is this module's Memory with no listener,
- * a Program whose CB region is worked out (cb_bytes >= 0) and ends below the lowest live L1 buffer. Its steps
- * are the Python launch's (device_work._launch), in its order: the program-cache entry, then a program id. Every
- * other call (ttreport's listener set, a mesh of several chips, the pure allocator, a region that does not fit)
- * goes to the Python launch before any step is taken, which does all it does, the errors included. The Python
- * launch cost a 32x32 add 0.33 us of thread CPU, this one 0.13 (issue 33). */
-static PyObject *LaunchSpec = NULL, *ProgramHash = NULL, *ProgramIds = NULL;
+/* device_work.launch for the usual call, in C: a chip whose memory is this module's Memory, a Program whose CB
+ * region is worked out (cb_bytes >= 0) and ends below the lowest live L1 buffer. Its steps are the Python launch's
+ * (device_work._launch), in its order: the program-cache entry, a program id, then the listener (ttreport's
+ * recorder during a capture) told ("program", Program) with the id, device id and CB base filled in, then the
+ * check of the CBs against L1 once more (the listener may have allocated L1: then device_work._refuse raises the
+ * Python launch's error). Every other call (a mesh of several chips, the pure allocator, a region that does not
+ * fit) goes to the Python launch before any step is taken, which does all it does, the errors included. The
+ * Python launch cost a 32x32 add 0.33 us of thread CPU, this one 0.13 (issue 33); a captured add's thread CPU is
+ * 1.2-1.5 us less with its listener's call made here than through the Python launch (20,000 adds, min of 3). */
+static PyObject *LaunchSpec = NULL, *ProgramHash = NULL, *ProgramIds = NULL, *Refuse = NULL;
 static PyTypeObject *ProgramType = NULL;
 static PyObject *S_config = NULL, *S_program_cache = NULL, *S_l1_unreserved_base = NULL, *S_l1_size = NULL;
+static PyObject *S_program = NULL, *S_device_id = NULL;
 
-/* obj.name as a long long; -1 with an error set when it is not an int. */
-static int long_attr(PyObject *obj, PyObject *name, long long *out) {
+/* obj.name as a long long; -1 with an error set when it is not an int. The attribute itself goes to *obj_out
+ * (a new reference) when obj_out is not NULL. */
+static int long_attr(PyObject *obj, PyObject *name, long long *out, PyObject **obj_out) {
     PyObject *v = PyObject_GetAttr(obj, name);
     if (v == NULL)
         return -1;
     *out = PyLong_AsLongLong(v);
-    Py_DECREF(v);
+    if (obj_out != NULL)
+        *obj_out = v;
+    else
+        Py_DECREF(v);
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* Whether a CB region ending at `end` reaches the lowest live buffer of L1 (Banks.lowest_occupied_address). */
+static int clashes(Banks *l1, long long end) {
+    if (PyDict_GET_SIZE(l1->live) == 0)
+        return 0;
+    long long lowest = l1->n > 0 && l1->blocks[0].start == l1->base ? l1->blocks[0].end : l1->base;
+    return lowest < end;
+}
+
+/* The program as the listener hears it: tuple.__new__(Program, (name, factory, cbs, ranges, cb_bytes, program_id,
+ * device_id, cb_base)), which is Program's tp_alloc filled item by item (tuple_subtype_new). New reference. */
+static PyObject *heard_program(PyObject *program, PyObject *id, PyObject *device_id, PyObject *base) {
+    PyObject *p = ProgramType->tp_alloc(ProgramType, 8);
+    if (p == NULL)
+        return NULL;
+    PyObject *items[8] = {PyTuple_GET_ITEM(program, 0), PyTuple_GET_ITEM(program, 1), PyTuple_GET_ITEM(program, 2),
+                          PyTuple_GET_ITEM(program, 3), PyTuple_GET_ITEM(program, 4), id, device_id, base};
+    for (int i = 0; i < 8; i++)
+        PyTuple_SET_ITEM(p, i, Py_NewRef(items[i]));
+    return p;
 }
 
 static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -1068,33 +1098,29 @@ static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t narg
         PyErr_SetString(PyExc_RuntimeError, "launch: configure_launch was not called");
         return NULL;
     }
-    if ((nargs != 2 && nargs != 3) || args[0] == Py_None || Py_TYPE(args[1]) != ProgramType)
+    if ((nargs != 2 && nargs != 3) || args[0] == Py_None || Py_TYPE(args[1]) != ProgramType ||
+        PyTuple_GET_SIZE(args[1]) != 8)
         return PyObject_Vectorcall(LaunchSpec, args, nargs, NULL);
     PyObject *device = args[0], *program = args[1], *key = nargs == 3 ? args[2] : Py_None;
-    PyObject *memory = NULL, *config = NULL, *cache = NULL, *element = NULL;
+    PyObject *memory = NULL, *config = NULL, *cache = NULL, *element = NULL, *base_obj = NULL;
+    PyObject *id = NULL, *listener = NULL, *device_id = NULL, *heard = NULL, *result = NULL;
     long long cb_bytes, base, l1_size;
     /* the reads, none of which changes anything: a failed one is the Python launch's to report */
     memory = PyObject_GetAttr(device, S_memory);
     if (memory == NULL || !PyObject_TypeCheck(memory, &Memory_Type))
         goto python;
     Memory *m = (Memory *)memory;
-    Banks *l1 = (Banks *)m->banks[1]; /* BufferType.L1 */
-    if ((m->listener != NULL && m->listener != Py_None) || l1 == NULL)
+    if (m->banks[1] == NULL) /* BufferType.L1 */
         goto python;
     cb_bytes = PyLong_AsLongLong(PyTuple_GET_ITEM(program, 4)); /* Program.cb_bytes */
     if ((cb_bytes == -1 && PyErr_Occurred()) || cb_bytes < 0)
         goto python;
     config = PyObject_GetAttr(device, S_config);
-    if (config == NULL || long_attr(config, S_l1_unreserved_base, &base) < 0 ||
-        long_attr(config, S_l1_size, &l1_size) < 0)
+    if (config == NULL || long_attr(config, S_l1_unreserved_base, &base, &base_obj) < 0 ||
+        long_attr(config, S_l1_size, &l1_size, NULL) < 0)
         goto python;
-    if (base + cb_bytes > l1_size)
+    if (base + cb_bytes > l1_size || clashes((Banks *)m->banks[1], base + cb_bytes))
         goto python;
-    if (PyDict_GET_SIZE(l1->live) != 0) { /* Banks.lowest_occupied_address */
-        long long lowest = l1->n > 0 && l1->blocks[0].start == l1->base ? l1->blocks[0].end : l1->base;
-        if (lowest < base + cb_bytes)
-            goto python;
-    }
     cache = PyObject_GetAttr(device, S_program_cache);
     if (cache == NULL || (cache != Py_None && !PySet_CheckExact(cache)))
         goto python;
@@ -1107,44 +1133,65 @@ static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t narg
         else
             element = PyTuple_Pack(2, program, key);
         if (element == NULL || PySet_Add(cache, element) < 0)
-            goto error;
+            goto done;
     }
-    PyObject *id = PyIter_Next(ProgramIds);
+    id = PyIter_Next(ProgramIds);
     if (id == NULL) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_RuntimeError, "the program id counter is exhausted");
-        goto error;
+        goto done;
     }
-    Py_DECREF(id);
-    Py_DECREF(memory);
-    Py_DECREF(config);
-    Py_DECREF(cache);
+    if (m->listener != NULL && m->listener != Py_None) { /* read now, as the Python launch reads it */
+        listener = Py_NewRef(m->listener);
+        device_id = PyObject_GetAttr(device, S_device_id);
+        heard = device_id ? heard_program(program, id, device_id, base_obj) : NULL;
+        PyObject *call[2] = {S_program, heard};
+        PyObject *r = heard ? PyObject_Vectorcall(listener, call, 2, NULL) : NULL;
+        if (r == NULL)
+            goto done;
+        Py_DECREF(r);
+    }
+    if (m->banks[1] != NULL && clashes((Banks *)m->banks[1], base + cb_bytes)) { /* L1 the listener took */
+        PyObject *end = PyLong_FromLongLong(base + cb_bytes);
+        PyObject *refuse[5] = {config, memory, program, id, end};
+        PyObject *r = end ? PyObject_Vectorcall(Refuse, refuse, 5, NULL) : NULL;
+        Py_XDECREF(end);
+        if (r == NULL)
+            goto done;
+        Py_DECREF(r);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(memory);
+    Py_XDECREF(config);
+    Py_XDECREF(base_obj);
+    Py_XDECREF(cache);
     Py_XDECREF(element); /* NULL: the cache is off */
-    Py_RETURN_NONE;
+    Py_XDECREF(id);
+    Py_XDECREF(listener);
+    Py_XDECREF(device_id);
+    Py_XDECREF(heard);
+    return result;
 python:
     PyErr_Clear();
     Py_XDECREF(memory);
     Py_XDECREF(config);
+    Py_XDECREF(base_obj);
     Py_XDECREF(cache);
     return PyObject_Vectorcall(LaunchSpec, args, nargs, NULL);
-error:
-    Py_XDECREF(memory);
-    Py_XDECREF(config);
-    Py_XDECREF(cache);
-    Py_XDECREF(element);
-    return NULL;
 }
 
 static PyObject *configure_launch(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4 || !PyCallable_Check(args[0]) || !PyType_Check(args[1]) || !PyType_Check(args[2]) ||
-        !PyType_IsSubtype((PyTypeObject *)args[1], &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "configure_launch(launch, Program, ProgramHash, program_ids)");
+    if (nargs != 5 || !PyCallable_Check(args[0]) || !PyType_Check(args[1]) || !PyType_Check(args[2]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[1], &PyTuple_Type) || !PyCallable_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "configure_launch(launch, Program, ProgramHash, program_ids, refuse)");
         return NULL;
     }
     Py_XSETREF(LaunchSpec, Py_NewRef(args[0]));
     Py_XSETREF(ProgramType, (PyTypeObject *)Py_NewRef(args[1]));
     Py_XSETREF(ProgramHash, Py_NewRef(args[2]));
     Py_XSETREF(ProgramIds, Py_NewRef(args[3]));
+    Py_XSETREF(Refuse, Py_NewRef(args[4]));
     Py_RETURN_NONE;
 }
 
@@ -1152,7 +1199,7 @@ static PyMethodDef module_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL,
      "launch(device, program, cache_key=None): device_work.launch, the usual call in C (configure_launch first)."},
     {"configure_launch", (PyCFunction)(void (*)(void))configure_launch, METH_FASTCALL,
-     "configure_launch(launch, Program, ProgramHash, program_ids): the Python launch and what it uses."},
+     "configure_launch(launch, Program, ProgramHash, program_ids, refuse): the Python launch and what it uses."},
     {"configure_tensor", (PyCFunction)(void (*)(void))configure_tensor, METH_FASTCALL,
      "configure_tensor(Tensor, DEFAULT_TILE, Layout.TILE, tensor_ids): what Memory.tensor_like builds."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
@@ -1185,7 +1232,9 @@ PyMODINIT_FUNC PyInit__native(void) {
     S_program_cache = PyUnicode_InternFromString("program_cache");
     S_l1_unreserved_base = PyUnicode_InternFromString("l1_unreserved_base");
     S_l1_size = PyUnicode_InternFromString("l1_size");
-    if (!S_config || !S_program_cache || !S_l1_unreserved_base || !S_l1_size)
+    S_program = PyUnicode_InternFromString("program");
+    S_device_id = PyUnicode_InternFromString("device_id");
+    if (!S_config || !S_program_cache || !S_l1_unreserved_base || !S_l1_size || !S_program || !S_device_id)
         return NULL;
     if (!S_hook || !S_per_device || !S_begin || !S_end || !S_memory || !S_output_keyword || PyType_Ready(&Dispatch_Type) < 0)
         return NULL;
