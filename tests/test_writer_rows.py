@@ -101,6 +101,32 @@ def test_fed_rows_read_back_as_each_value_was(tmp_path):
     con.close()
 
 
+def test_fed_rows_found_by_a_columns_value_are_those_a_scan_finds(tmp_path):
+    # The writer's staging rows joined to themselves (a buffer's alloc to its free): `column = value` looks the value
+    # up in the fed rows sorted by that column, once a feed; whatever is not an int is scanned (SQLite checks it).
+    path = tmp_path / "db.sqlite"
+    con = sqlite3.connect(path, isolation_level=None)
+    feeder = writer._rows.Feeder(con, str(path))
+    con.execute("CREATE VIRTUAL TABLE temp.fed USING ttreport_rows(a, b)")
+    con.execute("CREATE TABLE probe (v)")
+    con.executemany("INSERT INTO probe VALUES (?)", [(v,) for v in (5, 2, 7, 9, -1, 5.0, "5", None, 2 ** 63 - 1)])
+    looked_up = "SELECT p.rowid, f.rowid, f.a, f.b FROM probe p CROSS JOIN temp.fed f ON f.a = p.v ORDER BY p.rowid"
+    scanned = ("SELECT p.rowid, f.rowid, f.a, f.b FROM probe p CROSS JOIN temp.fed f ON +f.a = p.v "
+               "ORDER BY p.rowid, f.rowid")
+    assert "INDEX 1:" in " ".join(r[3] for r in con.execute(f"EXPLAIN QUERY PLAN {looked_up}"))
+    for rows in ([(5, "x"), (2, "y"), (5, "z"), (None, "n"), (7, "w"), (-1, "m"), (2 ** 63 - 1, "big")],
+                 [(5, "x"), (5.0, "f"), ("5", "t"), (2, "y")],  # not all ints: scanned
+                 [(None, "n")], []):
+        feeder.feed(rows)
+        expected = con.execute(scanned).fetchall()
+        assert con.execute(looked_up).fetchall() == expected
+        assert con.execute(looked_up).fetchall() == expected  # the lookup made once a feed, read again
+    feeder.feed([(5, "x"), (2, "y"), (5, "z")])
+    assert con.execute(looked_up).fetchall() == [(1, 1, 5, "x"), (1, 3, 5, "z"), (2, 2, 2, "y"), (6, 1, 5, "x"),
+                                                 (6, 3, 5, "z")]  # equal values in the rows' order
+    con.close()
+
+
 def test_a_feeder_refuses_what_sqlite3_would_not_bind_and_a_width_not_the_tables(tmp_path):
     path = tmp_path / "db.sqlite"
     con = sqlite3.connect(path, isolation_level=None)

@@ -55,6 +55,12 @@ typedef struct {
     } v;
 } Cell;
 
+/* A row by one column's integer value: a column's rows sorted by (value, row), for `col = ?` (rows_filter). */
+typedef struct {
+    sqlite3_int64 v;
+    Py_ssize_t row;
+} Key;
+
 /* The rows fed last, shared by the module (SQLite's) and the Feeder (Python's); freed when both let go. */
 typedef struct {
     int refs;
@@ -62,6 +68,10 @@ typedef struct {
     PyObject *rows; /* strong, or NULL */
     Cell *cells; /* n_rows * width */
     Py_ssize_t n_rows, width;
+    Key *keys; /* the rows whose cell in column key_col - 1 is an int, by (value, row); NULL: none made */
+    Py_ssize_t n_keys;
+    int key_col; /* 0: none */
+    int key_all; /* every cell of that column is an int or NULL: the keys find every match */
 } Batch;
 
 /* malloc, not PyMem: sqlite3_close may free the last holder without the GIL (the sqlite3 module lets it go there).
@@ -69,6 +79,9 @@ typedef struct {
 static void batch_clear(Batch *b) {
     free(b->cells);
     b->cells = NULL;
+    free(b->keys);
+    b->keys = NULL;
+    b->n_keys = b->key_col = 0;
     b->n_rows = b->width = 0;
     Py_CLEAR(b->rows);
 }
@@ -77,6 +90,7 @@ static void batch_release(void *p) {
     Batch *b = p;
     if (--b->refs == 0) {
         free(b->cells);
+        free(b->keys);
         free(b);
     }
 }
@@ -96,6 +110,8 @@ typedef struct {
 typedef struct {
     sqlite3_vtab_cursor base;
     Py_ssize_t row;
+    int keyed; /* the rows of one value of a column: keys[k] while k < k_end */
+    Py_ssize_t k, k_end;
 } RowsCursor;
 
 static int rows_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
@@ -129,11 +145,59 @@ static int rows_disconnect(sqlite3_vtab *vt) {
     return SQLITE_OK;
 }
 
+/* Every row in the list's order, which is the rowid's (rows_rowid), or, for `column = value`, the rows whose cell
+ * is that int (the rows fed joined to themselves: a buffer's alloc to its free in the writer's staging rows, where
+ * SQLite would otherwise copy them into a table and index it each batch). SQLite checks the constraint again
+ * (omit 0): a value or a column that is not all ints scans every row. */
 static int rows_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
     (void)vt;
-    (void)info; /* no constraint is used: every row, in the list's order */
+    for (int i = 0; i < info->nConstraint; i++) {
+        const struct sqlite3_index_constraint *c = &info->aConstraint[i];
+        if (c->usable && c->op == SQLITE_INDEX_CONSTRAINT_EQ && c->iColumn >= 0) {
+            info->aConstraintUsage[i].argvIndex = 1;
+            info->idxNum = c->iColumn + 1;
+            info->estimatedCost = 10;
+            info->estimatedRows = 2;
+            return SQLITE_OK;
+        }
+    }
+    if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == -1 && !info->aOrderBy[0].desc)
+        info->orderByConsumed = 1; /* ORDER BY rowid: no sort (the writer's staging rows, in op order) */
     info->estimatedCost = 1e6;
     info->estimatedRows = 1000;
+    return SQLITE_OK;
+}
+
+static int key_order(const void *a, const void *b) {
+    const Key *x = a, *y = b;
+    if (x->v != y->v) return x->v < y->v ? -1 : 1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* b->keys for column col (0-based), made once a feed. malloc, not PyMem: SQLite calls this without the GIL. */
+static int make_keys(Batch *b, int col) {
+    if (b->key_col == col + 1) return SQLITE_OK;
+    free(b->keys);
+    b->keys = NULL;
+    b->n_keys = b->key_col = 0;
+    Key *keys = malloc((b->n_rows ? b->n_rows : 1) * sizeof(Key));
+    if (keys == NULL) return SQLITE_NOMEM;
+    Py_ssize_t n = 0;
+    int all = 1;
+    for (Py_ssize_t r = 0; r < b->n_rows; r++) {
+        const Cell *c = &b->cells[r * b->width + col];
+        if (c->kind == CELL_INT) {
+            keys[n].v = c->v.i;
+            keys[n++].row = r;
+        } else if (c->kind != CELL_NULL) {
+            all = 0;
+        }
+    }
+    qsort(keys, n, sizeof(Key), key_order);
+    b->keys = keys;
+    b->n_keys = n;
+    b->key_col = col + 1;
+    b->key_all = all;
     return SQLITE_OK;
 }
 
@@ -157,22 +221,47 @@ static int rows_close(sqlite3_vtab_cursor *cur) {
 }
 
 static int rows_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc, sqlite3_value **argv) {
-    (void)idx;
     (void)idx_str;
-    (void)argc;
-    (void)argv;
-    ((RowsCursor *)cur)->row = 0;
+    RowsCursor *c = (RowsCursor *)cur;
+    Batch *b = ((RowsTable *)cur->pVtab)->batch;
+    c->row = 0;
+    c->keyed = 0;
+    if (idx > 0 && argc == 1 && sqlite3_value_type(argv[0]) == SQLITE_INTEGER && b->cells != NULL) {
+        int rc = make_keys(b, idx - 1);
+        if (rc != SQLITE_OK) return rc;
+        if (b->key_all) { /* the first key >= v, then those equal to it */
+            sqlite3_int64 v = sqlite3_value_int64(argv[0]);
+            Py_ssize_t lo = 0, hi = b->n_keys;
+            while (lo < hi) {
+                Py_ssize_t mid = lo + (hi - lo) / 2;
+                if (b->keys[mid].v < v) lo = mid + 1;
+                else hi = mid;
+            }
+            hi = lo;
+            while (hi < b->n_keys && b->keys[hi].v == v) hi++;
+            c->keyed = 1;
+            c->k = lo;
+            c->k_end = hi;
+            if (lo < hi) c->row = b->keys[lo].row;
+        }
+    }
     return SQLITE_OK;
 }
 
 static int rows_next(sqlite3_vtab_cursor *cur) {
-    ((RowsCursor *)cur)->row++;
+    RowsCursor *c = (RowsCursor *)cur;
+    if (c->keyed) {
+        if (++c->k < c->k_end) c->row = ((RowsTable *)cur->pVtab)->batch->keys[c->k].row;
+    } else {
+        c->row++;
+    }
     return SQLITE_OK;
 }
 
 static int rows_eof(sqlite3_vtab_cursor *cur) {
-    RowsTable *t = (RowsTable *)cur->pVtab;
-    return ((RowsCursor *)cur)->row >= t->batch->n_rows;
+    RowsCursor *c = (RowsCursor *)cur;
+    if (c->keyed) return c->k >= c->k_end;
+    return c->row >= ((RowsTable *)cur->pVtab)->batch->n_rows;
 }
 
 static int rows_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {

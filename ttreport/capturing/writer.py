@@ -110,7 +110,14 @@ _BUFFER_COLUMNS = ", ".join(_BUFFER_FIELDS)
 _STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE,
                     *(f"t_{c}" for c in _TENSOR_OWN),
                     *(f"b_{f}" for f in Alloc._fields), *(f"f_{f}" for f in Free._fields), "g_id"]
+# The batch's staging rows are read where they are, in the virtual table fed with them (temp.op_rows, _rows.Feeder):
+# inserted into a temp table with two indexes, joined to itself there and deleted, they cost ~1.2 µs an op of SQL more
+# (20,000 adds; bench/README.md, issue 33, staging). They go into temp.op_staging without the Feeder (executemany), and
+# only their operation_id and end_seq where _BUFFERS_JOIN makes `buffers` (by the end_seq index). Each statement below
+# reads {src}, either.
 _STAGING = f"CREATE TEMP TABLE op_staging ({', '.join(_STAGING_COLUMNS)})"
+_OP_ROWS = f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.op_rows USING ttreport_rows({', '.join(_STAGING_COLUMNS)})"
+_FED_STAGING, _STAGED = "temp.op_rows", "temp.op_staging"
 _STAGING_WIDTH = len(_STAGING_COLUMNS)
 _STAGING_TENSOR = slice(_STAGING_COLUMNS.index(f"t_{_TENSOR_OWN[0]}"),
                         _STAGING_COLUMNS.index(f"t_{_TENSOR_OWN[-1]}") + 1)  # its new tensor's row (_TENSOR_OWN)
@@ -124,15 +131,16 @@ _GRAPH_TABLES = [
 ]
 _SPREAD = [
     f"INSERT INTO main.operations ({_OP_COLUMNS}, duration) "
-    f"SELECT {_OP_COLUMNS}, (end_ns - start_ns) * 1e-9 FROM op_staging",
+    f"SELECT {_OP_COLUMNS}, (end_ns - start_ns) * 1e-9 FROM {{src}}",
     f"INSERT OR IGNORE INTO main.tensors ({_TENSOR_COLUMNS}) SELECT {', '.join('t_' + c for c in _TENSOR_OWN)}, "
-    f"{_SPEC_TEXTS} FROM op_staging LEFT JOIN main.tensor_specs s ON s.spec_id = t_spec_id "
+    f"{_SPEC_TEXTS} FROM {{src}} LEFT JOIN main.tensor_specs s ON s.spec_id = t_spec_id "
     f"WHERE t_tensor_id IS NOT NULL",
     # A buffer freed in the same batch (the common case: an op's output dropped before the next op) is inserted freed,
-    # found by op_staging's f_buffer_id index; _FREES then rewrites only the rows of earlier batches.
+    # found by the rows' f_buffer_id (op_rows' lookup of a column's value, op_staging's index); _FREES then rewrites
+    # only the rows of earlier batches (an UPDATE of each, with its index entry, cost 1.1 µs an op more: 20,000 adds).
     f"INSERT OR IGNORE INTO main.buffer_lifetimes ({_BUFFER_COLUMNS}, freed_seq) SELECT "
-    f"{', '.join('s.b_' + c for c in _BUFFER_FIELDS)}, f.f_freed_seq FROM op_staging s "
-    f"LEFT JOIN op_staging f ON f.f_buffer_id = s.b_buffer_id WHERE s.b_buffer_id IS NOT NULL ORDER BY s.rowid",
+    f"{', '.join('s.b_' + c for c in _BUFFER_FIELDS)}, f.f_freed_seq FROM {{src}} s "
+    f"LEFT JOIN {{src}} f ON f.f_buffer_id = s.b_buffer_id WHERE s.b_buffer_id IS NOT NULL ORDER BY s.rowid",
 ]
 # Final tables' rows of (key, index, value) made by Writer._op as (key, values) pairs, inserted after the spreads
 # (Writer._insert_spread).
@@ -142,20 +150,24 @@ _FED = {"input_tensors": "INSERT INTO main.input_tensors (operation_id, input_in
 # statements that found nothing).
 _PER_OP_GRAPHS = [
     "INSERT INTO main.captured_graph (operation_id, captured_graph) SELECT s.operation_id, g.captured_graph "
-    "FROM op_staging s CROSS JOIN temp.graph_texts g ON g.graph_id = s.g_id WHERE s.g_id IS NOT NULL ORDER BY s.rowid",
+    "FROM {src} s CROSS JOIN temp.graph_texts g ON g.graph_id = s.g_id WHERE s.g_id IS NOT NULL ORDER BY s.rowid",
     "INSERT INTO main.nodes (operation_id, unique_id, node_operation_id, name) SELECT s.operation_id, n.unique_id, "
-    "CASE WHEN n.fn THEN s.operation_id END, n.name FROM op_staging s CROSS JOIN temp.graph_nodes n "
+    "CASE WHEN n.fn THEN s.operation_id END, n.name FROM {src} s CROSS JOIN temp.graph_nodes n "
     "ON n.graph_id = s.g_id WHERE s.g_id IS NOT NULL ORDER BY s.rowid, n.unique_id",
     "INSERT INTO main.edges (operation_id, source_unique_id, sink_unique_id, source_output_index, sink_input_index, "
-    "key) SELECT s.operation_id, e.source, e.sink, e.i, 0, e.i FROM op_staging s CROSS JOIN temp.graph_edges e "
+    "key) SELECT s.operation_id, e.source, e.sink, e.i, 0, e.i FROM {src} s CROSS JOIN temp.graph_edges e "
     "ON e.graph_id = s.g_id WHERE s.g_id IS NOT NULL ORDER BY s.rowid, e.source, e.i",
 ]
 # Each op's graph by id: ~10 B an op where its text per op was 1.4-2 KB (distinct_graphs holds each text once).
 _OPERATION_GRAPHS = ("INSERT INTO main.operation_graphs (operation_id, graph_id) SELECT operation_id, g_id "
-                     "FROM op_staging WHERE g_id IS NOT NULL ORDER BY rowid")
-_FREES = ("UPDATE main.buffer_lifetimes SET freed_seq = s.f_freed_seq FROM op_staging s "
+                     "FROM {src} WHERE g_id IS NOT NULL ORDER BY rowid")
+_FREES = ("UPDATE main.buffer_lifetimes SET freed_seq = s.f_freed_seq FROM {src} s "
           "WHERE s.f_buffer_id IS NOT NULL AND buffer_lifetimes.buffer_id = s.f_buffer_id "
           "AND buffer_lifetimes.freed_seq IS NULL")
+# After the stack texts: each op's stack by its id.
+_STACK_TRACES = ("INSERT INTO main.stack_traces (operation_id, stack_trace, source_file_id) "
+                 "SELECT o.operation_id, t.stack_trace, t.source_file_id FROM {src} o "
+                 "CROSS JOIN main.stack_trace_texts t ON t.stack_trace_id = o.stack_trace_id ORDER BY o.rowid")
 
 # A tensor argument's text, as ttreport has always written it, rendered from the tensor's row.
 _TENSOR_TEXT = ("'ttnn.Tensor(id=' || r.tensor_id || ', shape=' || COALESCE(s.shape, 'None') || ', dtype=' "
@@ -171,29 +183,32 @@ _ARGUMENT_ROW = ("{0}, {1}, COALESCE({2}, (SELECT " + _TENSOR_TEXT + " FROM main
                  "'ttnn.Tensor(id=' || {3} || ')')")
 # `buffers`' rows: made by _rows.Items while the log's records come in seq order (b.rows["buffers"], fed: 1.98 -> 0.79
 # µs an op of SQL where the join and its sort made them, 20,000 adds: bench/README.md issue 33, cwriter5), else by
-# _AFTER_OPS' join, the specification.
+# _BUFFERS_JOIN, the specification.
 _BUFFERS = "INSERT INTO main.buffers (operation_id, device_id, address, max_size_per_bank, buffer_type, buffer_layout)"
-# The TT-NN tables filled from this batch's ops once everything else is in (the stack texts, the
-# allocations and frees), in op order, after operation_arguments'. `buffers` lists what is live after
-# each op (this join's rows where _rows.Items did not make them): the candidates are the buffers live
-# after the last batch plus those allocated since (temp.live_buffers, so no op scans every allocation of
-# the capture), checked against the op's end_seq.
+# `buffers` lists what is live after each op, once the allocations and frees are in: the candidates are the buffers
+# live after the last batch plus those allocated since (temp.live_buffers, so no op scans every allocation of the
+# capture), checked against the op's end_seq.
 # CROSS JOIN fixes the join order: buffer_lifetimes has no index until close, and SQLite would otherwise
 # scan all of it (every allocation of the capture) once per batch; each candidate then finds the ops it
 # outlived by a range of op_staging's end_seq index, not by testing every op of the batch (a batch
 # allocates about as many buffers as it has ops).
-_AFTER_OPS = [
-    "INSERT INTO main.stack_traces (operation_id, stack_trace, source_file_id) "
-    "SELECT o.operation_id, t.stack_trace, t.source_file_id FROM op_staging o "
-    "CROSS JOIN main.stack_trace_texts t ON t.stack_trace_id = o.stack_trace_id ORDER BY o.rowid",
-    "INSERT OR IGNORE INTO temp.live_buffers SELECT buffer_id FROM main.buffer_lifetimes WHERE buffer_id > ?",
+_BUFFERS_JOIN = (
     f"{_BUFFERS} SELECT o.operation_id, b.device_id, b.address, b.max_size_per_bank, b.buffer_type, b.buffer_layout "
     "FROM temp.live_buffers l CROSS JOIN main.buffer_lifetimes b ON b.buffer_id = l.buffer_id "
-    "CROSS JOIN op_staging o ON o.end_seq BETWEEN b.allocated_seq + 1 AND COALESCE(b.freed_seq - 1, 1 << 62) "
-    "ORDER BY o.rowid, b.buffer_id",
-    "DELETE FROM temp.live_buffers WHERE buffer_id IN (SELECT l.buffer_id FROM temp.live_buffers l "
-    "CROSS JOIN main.buffer_lifetimes b ON b.buffer_id = l.buffer_id WHERE b.freed_seq IS NOT NULL)",
-]
+    "CROSS JOIN temp.op_staging o ON o.end_seq BETWEEN b.allocated_seq + 1 AND COALESCE(b.freed_seq - 1, 1 << 62) "
+    "ORDER BY o.rowid, b.buffer_id")
+# temp.live_buffers, kept all along (the join may be needed from any batch on: _rows.Items.exact), as it was when the
+# live set was scanned each batch for the rows freed by then (0.49 µs an op, 20,000 adds; more with more live buffers, a
+# model's weights): a freed_seq is written by a FREE record, so the live set less the frees of each batch. Each batch
+# with ops adds the buffers allocated since the last (?1: the highest id then), where the join does not run (?2 false)
+# those not freed yet; after the join, the new ones freed already (_LIVE_FREED_NEW: they were candidates) and the
+# frees of the batch's ops ({src}'s) go, and every batch's other frees.
+_LIVE_NEW = ("INSERT OR IGNORE INTO temp.live_buffers SELECT buffer_id FROM main.buffer_lifetimes "
+             "WHERE buffer_id > ?1 AND (?2 OR freed_seq IS NULL)")
+_LIVE_FREED_NEW = ("DELETE FROM temp.live_buffers WHERE buffer_id IN (SELECT buffer_id FROM main.buffer_lifetimes "
+                   "WHERE buffer_id > ? AND freed_seq IS NOT NULL)")
+_LIVE_FREED = ("DELETE FROM temp.live_buffers WHERE buffer_id IN "
+               "(SELECT f_buffer_id FROM {src} WHERE f_buffer_id IS NOT NULL)")
 _ALLOC_WIDTH = len(Alloc._fields)
 _ALLOC_BUFFER_ID, _ALLOC_BUFFER = int(AllocField.BUFFER_ID), int(AllocField.BUFFER)
 _ALLOC_BUFFER_TYPE, _ALLOC_BY_OP = int(AllocField.BUFFER_TYPE), int(AllocField.ALLOCATED_BY_OPERATION_ID)
@@ -712,7 +727,7 @@ class Writer:
         if self._feeder is None:
             self._feeder = self._start_feeder()
         if self._feeder:
-            self._make_row_tables([_STAGING_WIDTH, 3, 4, 6, *(len(cols) for _, cols in rows["other"])])
+            self._make_row_tables([3, 4, 6, *(len(cols) for _, cols in rows["other"])])
         con.execute("BEGIN")
         try:
             # Devices and specs first: the ROW records and tensor rows that follow may refer to them.
@@ -728,30 +743,42 @@ class Writer:
                 con.executemany("INSERT INTO temp.graph_texts VALUES (?, ?)", rows["graphs"])
                 con.executemany("INSERT INTO temp.graph_nodes VALUES (?, ?, ?, ?)", rows["graph_nodes"])
                 con.executemany("INSERT INTO temp.graph_edges VALUES (?, ?, ?, ?)", rows["graph_edges"])
+            src = joined = None
             if staging:
-                self._insert("INSERT INTO op_staging", staging)
-                for spread in _SPREAD + _PER_OP_GRAPHS if self._per_op_graphs else _SPREAD:
-                    con.execute(spread)
-                for name, head in _FED.items():
-                    if rows[name]:
-                        self._insert_spread(head, rows[name])
-                con.execute(_OPERATION_GRAPHS)
+                joined = rows["buffers"] is None  # by _BUFFERS_JOIN
+                src = self._stage(staging, joined)
+                for sql in _SPREAD:
+                    con.execute(sql.format(src=src))
             for name, sql in _INSERT.items():  # in order: every insert before the updates that follow it
                 if name == "frees" and staging:
-                    con.execute(_FREES)
+                    con.execute(_FREES.format(src=src))
                 if rows[name] and name != "tensor_specs":
                     con.executemany(sql, rows[name])
             max_buffer_id = self._max_buffer_id
             if staging:
+                for sql in [_STACK_TRACES, _OPERATION_GRAPHS, *(_PER_OP_GRAPHS if self._per_op_graphs else ())]:
+                    con.execute(sql.format(src=src))
+                con.execute(_LIVE_NEW, (max_buffer_id, joined))
+                if joined:
+                    con.execute(_BUFFERS_JOIN)
+                    con.execute(_LIVE_FREED_NEW, (max_buffer_id,))
+                con.execute(_LIVE_FREED.format(src=src))
+            if rows["frees"]:
+                con.executemany("DELETE FROM temp.live_buffers WHERE buffer_id = ?",
+                                [(free[_FREE_BUFFER_ID],) for free in rows["frees"]])
+            if staging:
+                if src == _FED_STAGING:
+                    self._feeder.feed(None)  # read no more
+                if joined or src == _STAGED:
+                    con.execute("DELETE FROM temp.op_staging")
+                for name, head in _FED.items():
+                    if rows[name]:
+                        self._insert_spread(head, rows[name])
                 if rows["operation_arguments"]:
                     self._insert(_ARGUMENTS, rows["operation_arguments"], _ARGUMENT_ROW)
-                for sql in _AFTER_OPS:
-                    if rows["buffers"] is not None and sql.startswith(_BUFFERS):
-                        self._insert_joined(_BUFFERS, rows["buffers"])
-                    else:
-                        con.execute(sql, (max_buffer_id,) if "?" in sql else ())
+                if not joined:
+                    self._insert_joined(_BUFFERS, rows["buffers"])
                 max_buffer_id = con.execute("SELECT MAX(buffer_id) FROM main.buffer_lifetimes").fetchone()[0] or 0
-                con.execute("DELETE FROM op_staging")
             for (table, cols), values in rows["other"].items():
                 self._insert(f"INSERT INTO {table} ({', '.join(cols)})", values)
             forget = len(self._graph_ids) > MAX_GRAPHS
@@ -768,12 +795,27 @@ class Writer:
                 con.execute("ROLLBACK")
             raise
 
+    def _stage(self, staging: list, joined: bool) -> str:
+        """Where the batch's staging rows are read ({src} of _SPREAD and the rest): temp.op_rows fed with them, or,
+        without the Feeder, temp.op_staging with them inserted. `joined`: _BUFFERS_JOIN makes `buffers`, from each
+        op's end_seq in temp.op_staging (by its index)."""
+        if not self._feeder:
+            self._insert("INSERT INTO temp.op_staging", staging)
+            return _STAGED
+        self._feeder.feed(staging)
+        if joined:
+            self.con.execute("INSERT INTO temp.op_staging (operation_id, end_seq) SELECT operation_id, end_seq "
+                             f"FROM {_FED_STAGING}")
+        return _FED_STAGING
+
     def _start_feeder(self):
         """The _rows.Feeder on self.con, or False: the rows go one INSERT each."""
         if not ROWS:
             return False
         try:
-            return _rows.Feeder(self.con, str(self.db_path))
+            feeder = _rows.Feeder(self.con, str(self.db_path))
+            self.con.execute(_OP_ROWS)  # outside a batch: a rolled-back one would drop it
+            return feeder
         except (RuntimeError, ValueError, TypeError, sqlite3.Error):
             # The sqlite3 module runs another SQLite than the one _rows links, or the connection is not to the file
             # (a db opened by URI): executemany writes the same rows, as without _rows.
