@@ -6,6 +6,7 @@ executemany, one INSERT a row, is the specification (TTREPORT_PURE=1 runs it).
     .venv/bin/python -m pytest tests/test_writer_rows.py -q
 """
 
+import re
 import sqlite3
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from report_tables import tables
 
 import ttreport
+from ttreport import db
 from ttreport.capturing import writer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -125,6 +127,28 @@ def test_fed_rows_found_by_a_columns_value_are_those_a_scan_finds(tmp_path):
     assert con.execute(looked_up).fetchall() == [(1, 1, 5, "x"), (1, 3, 5, "z"), (2, 2, 2, "y"), (6, 1, 5, "x"),
                                                  (6, 3, 5, "z")]  # equal values in the rows' order
     con.close()
+
+
+def test_the_batchs_statements_over_its_staging_rows_sort_nothing_and_scan_them_once(tmp_path, monkeypatch):
+    # Each op's rows go in op order without a sort (ORDER BY rowid, consumed by the virtual table; the per-op graph
+    # tables' two-level order from temp.op_staging), and a buffer's alloc finds its free by a lookup, not a scan.
+    monkeypatch.setattr(writer, "ROWS", True)
+    path = tmp_path / "db.sqlite"
+    db.create(path, skip=db.LATE_INDEXES)
+    w = writer.Writer(path, None, ttreport.Config())
+    w.con = writer.connect(path)
+    try:
+        assert w._start_feeder()
+        plans = {sql: " / ".join(r[3] for r in w.con.execute(f"EXPLAIN QUERY PLAN {sql}")) for sql in [
+            *(sql.format(src=src) for src in (writer._FED_STAGING, writer._STAGED)
+              for sql in (*writer._SPREAD, writer._STACK_TRACES, writer._OPERATION_GRAPHS, writer._FREES)),
+            *writer._PER_OP_GRAPHS, writer._NARROW]}
+    finally:
+        w.con.close()
+    assert not [plan for plan in plans.values() if "TEMP B-TREE" in plan], plans
+    lifetimes = [plan for sql, plan in plans.items() if "buffer_lifetimes (" in sql]
+    assert len(lifetimes) == 2 and all("SEARCH f USING INDEX" in plan or re.search(r"SCAN f VIRTUAL TABLE INDEX [1-9]",
+                                                                                plan) for plan in lifetimes), lifetimes
 
 
 def test_a_feeder_refuses_what_sqlite3_would_not_bind_and_a_width_not_the_tables(tmp_path):

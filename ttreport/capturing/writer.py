@@ -113,11 +113,14 @@ _STAGING_COLUMNS = [*_OP_DIRECT, *_OP_MADE,
 # The batch's staging rows are read where they are, in the virtual table fed with them (temp.op_rows, _rows.Feeder):
 # inserted into a temp table with two indexes, joined to itself there and deleted, they cost ~1.2 µs an op of SQL more
 # (20,000 adds; bench/README.md, issue 33, staging). They go into temp.op_staging without the Feeder (executemany), and
-# only their operation_id and end_seq where _BUFFERS_JOIN makes `buffers` (by the end_seq index). Each statement below
-# reads {src}, either.
+# only their operation_id, end_seq and g_id where a join needs SQLite to see their order or an index (_NARROW): that of
+# `buffers` (_BUFFERS_JOIN, by the end_seq index) and the per-op graph tables' (_PER_OP_GRAPHS: each op's rows, in op
+# order, then in its graph's; from the virtual table SQLite sorted them all, 3.7 -> 7.2 µs an op for nodes' rows).
+# Every other statement below reads {src}, either.
 _STAGING = f"CREATE TEMP TABLE op_staging ({', '.join(_STAGING_COLUMNS)})"
 _OP_ROWS = f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.op_rows USING ttreport_rows({', '.join(_STAGING_COLUMNS)})"
 _FED_STAGING, _STAGED = "temp.op_rows", "temp.op_staging"
+_NARROW = f"INSERT INTO {_STAGED} (operation_id, end_seq, g_id) SELECT operation_id, end_seq, g_id FROM {_FED_STAGING}"
 _STAGING_WIDTH = len(_STAGING_COLUMNS)
 _STAGING_TENSOR = slice(_STAGING_COLUMNS.index(f"t_{_TENSOR_OWN[0]}"),
                         _STAGING_COLUMNS.index(f"t_{_TENSOR_OWN[-1]}") + 1)  # its new tensor's row (_TENSOR_OWN)
@@ -150,12 +153,13 @@ _FED = {"input_tensors": "INSERT INTO main.input_tensors (operation_id, input_in
 # statements that found nothing).
 _PER_OP_GRAPHS = [
     "INSERT INTO main.captured_graph (operation_id, captured_graph) SELECT s.operation_id, g.captured_graph "
-    "FROM {src} s CROSS JOIN temp.graph_texts g ON g.graph_id = s.g_id WHERE s.g_id IS NOT NULL ORDER BY s.rowid",
+    "FROM temp.op_staging s CROSS JOIN temp.graph_texts g ON g.graph_id = s.g_id WHERE s.g_id IS NOT NULL "
+    "ORDER BY s.rowid",
     "INSERT INTO main.nodes (operation_id, unique_id, node_operation_id, name) SELECT s.operation_id, n.unique_id, "
-    "CASE WHEN n.fn THEN s.operation_id END, n.name FROM {src} s CROSS JOIN temp.graph_nodes n "
+    "CASE WHEN n.fn THEN s.operation_id END, n.name FROM temp.op_staging s CROSS JOIN temp.graph_nodes n "
     "ON n.graph_id = s.g_id WHERE s.g_id IS NOT NULL ORDER BY s.rowid, n.unique_id",
     "INSERT INTO main.edges (operation_id, source_unique_id, sink_unique_id, source_output_index, sink_input_index, "
-    "key) SELECT s.operation_id, e.source, e.sink, e.i, 0, e.i FROM {src} s CROSS JOIN temp.graph_edges e "
+    "key) SELECT s.operation_id, e.source, e.sink, e.i, 0, e.i FROM temp.op_staging s CROSS JOIN temp.graph_edges e "
     "ON e.graph_id = s.g_id WHERE s.g_id IS NOT NULL ORDER BY s.rowid, e.source, e.i",
 ]
 # Each op's graph by id: ~10 B an op where its text per op was 1.4-2 KB (distinct_graphs holds each text once).
@@ -746,7 +750,7 @@ class Writer:
             src = joined = None
             if staging:
                 joined = rows["buffers"] is None  # by _BUFFERS_JOIN
-                src = self._stage(staging, joined)
+                src = self._stage(staging, joined or self._per_op_graphs)
                 for sql in _SPREAD:
                     con.execute(sql.format(src=src))
             for name, sql in _INSERT.items():  # in order: every insert before the updates that follow it
@@ -756,8 +760,10 @@ class Writer:
                     con.executemany(sql, rows[name])
             max_buffer_id = self._max_buffer_id
             if staging:
-                for sql in [_STACK_TRACES, _OPERATION_GRAPHS, *(_PER_OP_GRAPHS if self._per_op_graphs else ())]:
+                for sql in (_STACK_TRACES, _OPERATION_GRAPHS):
                     con.execute(sql.format(src=src))
+                for sql in _PER_OP_GRAPHS if self._per_op_graphs else ():
+                    con.execute(sql)
                 con.execute(_LIVE_NEW, (max_buffer_id, joined))
                 if joined:
                     con.execute(_BUFFERS_JOIN)
@@ -769,7 +775,7 @@ class Writer:
             if staging:
                 if src == _FED_STAGING:
                     self._feeder.feed(None)  # read no more
-                if joined or src == _STAGED:
+                if joined or self._per_op_graphs or src == _STAGED:
                     con.execute("DELETE FROM temp.op_staging")
                 for name, head in _FED.items():
                     if rows[name]:
@@ -795,17 +801,15 @@ class Writer:
                 con.execute("ROLLBACK")
             raise
 
-    def _stage(self, staging: list, joined: bool) -> str:
+    def _stage(self, staging: list, narrow: bool) -> str:
         """Where the batch's staging rows are read ({src} of _SPREAD and the rest): temp.op_rows fed with them, or,
-        without the Feeder, temp.op_staging with them inserted. `joined`: _BUFFERS_JOIN makes `buffers`, from each
-        op's end_seq in temp.op_staging (by its index)."""
+        without the Feeder, temp.op_staging with them inserted. `narrow`: a join reads temp.op_staging too (_NARROW)."""
         if not self._feeder:
-            self._insert("INSERT INTO temp.op_staging", staging)
+            self._insert(f"INSERT INTO {_STAGED}", staging)
             return _STAGED
         self._feeder.feed(staging)
-        if joined:
-            self.con.execute("INSERT INTO temp.op_staging (operation_id, end_seq) SELECT operation_id, end_seq "
-                             f"FROM {_FED_STAGING}")
+        if narrow:
+            self.con.execute(_NARROW)
         return _FED_STAGING
 
     def _start_feeder(self):
