@@ -87,6 +87,11 @@ def test_unsorted_selects_come_back_in_id_order(report):
     plan = " ".join(r[3] for r in rows(report.db_path, "EXPLAIN QUERY PLAN SELECT operation_id FROM operations "
                                                       "WHERE name = 'ttnn.relu' ORDER BY duration DESC LIMIT 10"))
     assert "ix_operations_name_duration" in plan
+    # and a page of a name's ops in id order reads one name's entries from the name index, unsorted (bench 4)
+    plan = [r[3] for r in rows(report.db_path, "EXPLAIN QUERY PLAN SELECT operation_id, duration FROM operations "
+                                               "WHERE name = 'ttnn.relu' AND operation_id > 3 ORDER BY operation_id "
+                                               "LIMIT 100")]
+    assert plan == ["SEARCH operations USING INDEX ix_operations_name (name=? AND rowid>?)"], plan
 
 
 def out_of_table_order(path) -> list:

@@ -358,8 +358,9 @@ def _set(column) -> dict:
 # db.SORT_INDEXES: whole, with a row-size hint in sqlite_stat1 instead). Those on operation_id rise with it
 # (rows are written in op order) and stay whole, so that ORDER BY operation_id reads them without a sort.
 INDEXES = [
-    # "The 10 slowest matmuls": one name's ops by duration without sorting all of them; every other lookup by name
-    # too (SQLite chose it over a name-only index, which migration 0015 dropped).
+    # A name's ops in id order (a page of them, `ttreport ops --name`) without sorting all of them (migration 0016).
+    Index("ix_operations_name", operations.c.name, **_set(operations.c.name)),
+    # "The 10 slowest matmuls": one name's ops by duration without sorting all of them.
     Index("ix_operations_name_duration", operations.c.name, operations.c.duration, **_set(operations.c.name)),
     Index("ix_operations_parent", operations.c.parent_operation_id, **_set(operations.c.parent_operation_id)),
     # Whole, not partial, so that a plain `ORDER BY duration DESC LIMIT 10` reads it (SQLite uses a partial

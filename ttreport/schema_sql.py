@@ -408,6 +408,9 @@ TABLES = [
 
 # schema.INDEXES by name, in their order (db.create_indexes adds IF NOT EXISTS).
 INDEXES = {
+    'ix_operations_name': (
+        'CREATE INDEX ix_operations_name ON operations (name) WHERE name IS NOT NULL'
+    ),
     'ix_operations_name_duration': (
         'CREATE INDEX ix_operations_name_duration ON operations (name, duration) WHERE name IS NOT NULL'
     ),
