@@ -26,6 +26,18 @@ and errors takes `op_name: str = OWN_NAME` and the registry fills in its registe
     @register_op("ttnn.view", kind="free", traits={Trait.VIEW}, golden=_view_golden)   # ops/data_movement.py
     def view(input_tensor, shape, *, op_name: str = OWN_NAME, **tt_nn_only):
         ...  raise ValueError(f"{op_name}: cannot view shape ...")   # "ttnn.view: cannot view shape ..."
+
+The registry is a floor under the tensor and the ops: it imports nothing of device_sim (the optional C extension
+`_native` aside). Tensor's methods and operators call registered ops (`a + b` is ttnn.add), and the ops are built on
+Tensor, so Tensor reaches them through the table here, TTNN, which register_op fills as each op registers (its
+public function under its short name and its aliases'): `TTNN.add(a, b)` costs one attribute lookup, as `ops.add`
+did. What the wrapper needs of a tensor (output_tensor=: write into it, free a result copied into it; a golden
+fallback: read tensors back) it knows by TensorBase, Tensor's base, and reaches ttnn.to_torch / ttnn.from_torch in
+TTNN. A multi-chip mesh's per-chip runner (device_sim.distributed, above) registers itself here as the ops do, and
+the device floor turns it on while a multi-chip mesh is open (set_per_device).
+
+    from device_sim.registry import TTNN
+    TTNN.add(a, b)   # ttnn.add(a, b), for a module below the ops
 """
 
 from __future__ import annotations
@@ -38,6 +50,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import torch
 
 
 class Trait(enum.Enum):
@@ -89,6 +103,29 @@ class Op:
     def short_names(self) -> tuple[str, ...]:
         """Its last name part and its aliases': what a report's short op names are matched against."""
         return (self.short_name, *(a.rsplit(".", 1)[-1] for a in self.aliases))
+
+
+class TensorBase:
+    """What the registry knows of a ttnn tensor: device_sim.tensor.Tensor derives from it (no state of its own).
+
+    The registry sits below Tensor (Tensor's methods call ops through TTNN), so it tells a ttnn tensor by this base:
+    the one it writes an op's result into (`_write`), a result it copied there and frees (`_free`), an argument a
+    golden fallback reads back.
+    """
+
+    __slots__ = ()
+
+
+class OpTable:
+    """TTNN: the public function of every op registered as `ttnn.<name>`, under <name> (and each alias's), set by
+    register_op as the op registers: what device_sim.ops exports, reachable from below the ops (Tensor's methods)."""
+
+    def __getattr__(self, name: str):  # only reached for a name not set: no cost on a registered op's lookup
+        raise AttributeError(f"ttnn.{name} is not a registered op; import device_sim (which registers every op) "
+                             f"before calling it, and ttnn.registered_ops() lists them")
+
+
+TTNN = OpTable()
 
 
 class Hook(Protocol):
@@ -162,7 +199,6 @@ def pending_output_target(op_name: str):
 
 def _write_body(op: Op, function: Callable) -> Callable:
     """`function` with its result written into the call's output keyword; returns that tensor."""
-    from device_sim.tensor import Tensor  # registry is imported before tensor
 
     def body(*args, **kwargs):
         target = kwargs.pop(op.output_keyword)
@@ -172,7 +208,7 @@ def _write_body(op: Op, function: Callable) -> Callable:
             if _writes.target is not None and result is not target:
                 # The op made its result without output() (a composite, or an early return): copy it in.
                 target._write(result.value)
-                if isinstance(result, Tensor) and not any(result is a for a in (*args, *kwargs.values())):
+                if isinstance(result, TensorBase) and not any(result is a for a in (*args, *kwargs.values())):
                     result._free()
         finally:
             _writes.target = previous
@@ -183,10 +219,8 @@ def _write_body(op: Op, function: Callable) -> Callable:
 
 def _call_writing_into(op: Op, function: Callable, args: tuple, kwargs: dict):
     """Run `op` with its output written into kwargs[op.output_keyword]; the hook sees that tensor as the output."""
-    from device_sim.tensor import Tensor  # registry is imported before tensor
-
     target = kwargs[op.output_keyword]
-    if not isinstance(target, Tensor):
+    if not isinstance(target, TensorBase):
         raise TypeError(f"{op.name}: {op.output_keyword}= must be a ttnn tensor to write into, "
                         f"got {type(target).__name__}")
     body = _write_body(op, function)
@@ -335,6 +369,10 @@ def register_op(name: str, *, kind: str = "unary", traits=(), golden: Callable |
         public = wrapper if _native is None else _native.Dispatch(function, wrapper, globals(), plain, op)
         op.wrapper = public
         OPS[name] = op
+        for public_name in (name, *op.aliases):
+            prefix, _, short = public_name.rpartition(".")
+            if prefix == "ttnn":
+                setattr(TTNN, short, public)
         for short in op.short_names:
             if named(short) is None:
                 _BY_SHORT[short] = op
@@ -388,17 +426,12 @@ def get_fallback_function(fn) -> Callable:
     golden = get_golden_function(op.wrapper)
 
     def fallback(*args, **kwargs):
-        import torch
-
-        from device_sim.ops import from_torch, to_torch  # the registry is imported before the ops
-        from device_sim.tensor import Tensor
-
         first = []
 
         def to_host(v):
-            if isinstance(v, Tensor):
+            if isinstance(v, TensorBase):
                 first.append(v)
-                return to_torch(v)
+                return TTNN.to_torch(v)
             return type(v)(to_host(e) for e in v) if isinstance(v, (list, tuple)) else v
 
         out = golden(*(to_host(a) for a in args), **{k: to_host(v) for k, v in kwargs.items()})
@@ -411,7 +444,7 @@ def get_fallback_function(fn) -> Callable:
             if not isinstance(v, torch.Tensor):
                 raise RuntimeError(f"{op.name}'s fallback: its golden returned a {type(v).__name__}, not a "
                                    f"torch tensor or a list of them")
-            return from_torch(v, **place)
+            return TTNN.from_torch(v, **place)
 
         return to_device(out)
 

@@ -4,6 +4,10 @@ A Tensor keeps its values as a torch tensor in the logical shape, already rounde
 device dtype (dtypes.to_device_values). Tile padding is not materialised: `padded_shape`
 and the buffer's size account for it, and reads never see it. Math in the ops runs in
 float32 on these values and the result is rounded to the output dtype.
+
+Tensor's methods and operators are calls of registered ops (`a + b` is ttnn.add(a, b)). The ops are built on Tensor,
+so Tensor reaches them through the registry's op table, registry.TTNN, filled as each op registers (importing
+device_sim registers them all), and never imports device_sim.ops.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import torch
 
 from device_sim import dtypes, per_core, sharding, views
 from device_sim.device import Device
+from device_sim.registry import TTNN, TensorBase
+from device_sim.tensor_text import tensor_text
 from device_sim.tile import DEFAULT_TILE, Tile, as_tile
 from device_sim.types import (
     BufferType,
@@ -56,7 +62,7 @@ def padded(shape, layout: Layout, tile: Tile | None = None) -> tuple[int, ...]:
     return tuple(s)
 
 
-class Tensor:
+class Tensor(TensorBase):
     # _pad_fill: the one value a TILE tensor's tile padding holds when an op filled it
     # (ttnn.fill_implicit_tile_padding); unset (read as 0.0, what from_torch pads with) on every other tensor.
     __slots__ = ("_value", "dtype", "layout", "tile", "_device", "_memory_config", "memory_config_source",
@@ -79,7 +85,7 @@ class Tensor:
             # TT-NN's copy constructor (pytensor.cpp's nb::init<ttnn::Tensor&>): the same tensor, no op (tt-metal's
             # nightly complex backward tests wrap a device tensor so: ttnn.Tensor(ttnn.Tensor(t, dtype).to(device)))
             return args[0]
-        return ops.tensor_io.tensor(*args, **kwargs)
+        return TTNN.Tensor(*args, **kwargs)
 
     def __init__(self, *args, **kwargs):
         pass  # __new__ built the tensor already; Python calls this on its result with the same arguments
@@ -228,8 +234,6 @@ class Tensor:
 
     def __repr__(self) -> str:
         """TT-NN's text for a tensor: its values, then `shape=Shape([..]), dtype=DataType::X, layout=Layout::Y`."""
-        from device_sim.tensor_text import tensor_text
-
         return tensor_text(self._value, self.dtype, self.layout, getattr(self, "_freed_shape", None))
 
     def is_sharded(self) -> bool:
@@ -260,7 +264,7 @@ class Tensor:
     def to_numpy(self):
         """The values as a numpy array in the logical shape (TT-NN's Tensor.to_numpy): an integer dtype in numpy's
         integer of its width, a float one in float32 (numpy has no bfloat16 or block floats)."""
-        v = ops.to_torch(self)
+        v = TTNN.to_torch(self)
         name = _NUMPY_INTS.get(self.dtype)
         return v.numpy().astype(name) if name is not None else v.float().numpy()
 
@@ -297,12 +301,12 @@ class Tensor:
 
     # -- torch-style methods (the concise API) ---------------------------------------------
     def to_torch(self, **kwargs) -> torch.Tensor:
-        return ops.to_torch(self, **kwargs)
+        return TTNN.to_torch(self, **kwargs)
 
     def to_torch_with_padded_shape(self) -> torch.Tensor:
         """The values in the padded shape, the tile padding included: 0 where from_torch padded, the fill value
         where ttnn.fill_implicit_tile_padding filled it (device_sim keeps one value for a tensor's padding)."""
-        v = ops.to_torch(self)
+        v = TTNN.to_torch(self)
         if self.layout != Layout.TILE:
             return v
         src = v.reshape(1, -1) if v.dim() < 2 else v
@@ -314,12 +318,12 @@ class Tensor:
 
     def cpu(self, blocking: bool = True, cq_id=None) -> Tensor:
         """The tensor read back to the host (TT-NN's blocking and cq_id change nothing: ops run synchronously)."""
-        return ops.from_device(self)
+        return TTNN.from_device(self)
 
     from_device = cpu
 
     def to_device(self, device: Device, memory_config: MemoryConfig | None = None, **kwargs) -> Tensor:
-        return ops.to_device(self, device, memory_config=memory_config, **kwargs)
+        return TTNN.to_device(self, device, memory_config=memory_config, **kwargs)
 
     def to(self, target, memory_config: MemoryConfig | None = None, **kwargs) -> Tensor:
         """`t.to(layout)` (to_layout) or `t.to(device, memory_config)` (to_device), as TT-NN's Tensor.to.
@@ -332,7 +336,7 @@ class Tensor:
                 warnings.warn(f"Tensor layout must be Layout::TILE for bfloat8_b or bfloat4_b! Conversion from "
                               f"{self.layout} to {Layout(target)} was not executed!", stacklevel=2)
                 return self
-            return ops.to_layout(self, target, **kwargs)
+            return TTNN.to_layout(self, target, **kwargs)
         return self.to_device(target, memory_config, **kwargs)
 
     def pad_to_tile(self, pad_value: float = 0.0) -> Tensor:
@@ -355,45 +359,94 @@ class Tensor:
         return Tensor._create(out, self.dtype, self.layout, None, None, None, self.tile)
 
     def to_layout(self, layout: Layout, **kwargs) -> Tensor:
-        return ops.to_layout(self, layout, **kwargs)
+        return TTNN.to_layout(self, layout, **kwargs)
 
     def reshape(self, *shape, **kwargs) -> Tensor:
-        return ops.reshape(self, shape[0] if len(shape) == 1 else shape, **kwargs)
+        return TTNN.reshape(self, shape[0] if len(shape) == 1 else shape, **kwargs)
 
     def permute(self, *dims, **kwargs) -> Tensor:
-        return ops.permute(self, dims[0] if len(dims) == 1 else dims, **kwargs)
+        return TTNN.permute(self, dims[0] if len(dims) == 1 else dims, **kwargs)
 
     def transpose(self, dim0: int, dim1: int, **kwargs) -> Tensor:
-        return ops.transpose(self, dim0, dim1, **kwargs)
+        return TTNN.transpose(self, dim0, dim1, **kwargs)
 
     def deallocate(self, force: bool = True) -> None:
-        ops.deallocate(self, force)
+        TTNN.deallocate(self, force)
 
     def __getitem__(self, index) -> Tensor:
-        return ops.data_movement.getitem(self, index)
+        """`tensor[index]` as TT-NN's Tensor.__getitem__ does it: ttnn.slice, then ttnn.squeeze for int indices.
+
+        Ints, slices with a positive step, and one Ellipsis are accepted; an int drops its dim, as in torch.
+        """
+        shape = tuple(self._value_or_raise().shape)
+        items = list(index) if isinstance(index, tuple) else [index]
+        if items.count(Ellipsis) > 1:
+            raise IndexError("ttnn.Tensor.__getitem__: only one ellipsis ('...') is allowed in an index")
+        if Ellipsis in items:
+            at = items.index(Ellipsis)
+            items[at:at + 1] = [slice(None)] * (len(shape) - len(items) + 1)
+        if len(items) > len(shape):
+            raise IndexError(f"ttnn.Tensor.__getitem__: {len(items)} indices for a tensor of rank {len(shape)}")
+        items += [slice(None)] * (len(shape) - len(items))
+        starts, ends, steps, dropped = [], [], [], []
+        for d, (item, n) in enumerate(zip(items, shape)):
+            if isinstance(item, int):
+                i = item + n * (item < 0)
+                if not 0 <= i < n:
+                    raise IndexError(f"ttnn.Tensor.__getitem__: index {item} is out of range for dim {d} of size {n}")
+                item, dropped = slice(i, i + 1), dropped + [d]
+            if not isinstance(item, slice):
+                raise TypeError(f"ttnn.Tensor.__getitem__: index {item!r} is neither an int, a slice nor '...'")
+            b, e, s = item.indices(n)
+            if s < 1:
+                raise IndexError(f"ttnn.Tensor.__getitem__: step {s} in dim {d}; only positive steps are supported")
+            starts, ends, steps = starts + [b], ends + [max(b, e)], steps + [s]
+        out = TTNN.slice(self, starts, ends, steps)
+        return TTNN.squeeze(out, dropped) if dropped else out
 
     # Operators are one-line calls to the registered ops, so a profiler sees them as ops.
-    def __add__(self, other): return ops.add(self, other)  # noqa: E704
-    def __radd__(self, other): return ops.add(self, other)  # noqa: E704
-    def __sub__(self, other): return ops.sub(self, other)  # noqa: E704
-    def __rsub__(self, other): return ops.rsub(self, other)  # noqa: E704
-    def __mul__(self, other): return ops.mul(self, other)  # noqa: E704
-    def __rmul__(self, other): return ops.mul(self, other)  # noqa: E704
-    def __truediv__(self, other): return ops.div(self, other)  # noqa: E704
-    def __rtruediv__(self, other): return ops.mul(ops.reciprocal(self), other)  # noqa: E704
-    def __matmul__(self, other): return ops.matmul(self, other)  # noqa: E704
-    def __pow__(self, other): return ops.pow(self, other)  # noqa: E704
-    def __neg__(self): return ops.neg(self)  # noqa: E704
-    def __abs__(self): return ops.abs(self)  # noqa: E704
-    def __eq__(self, other): return ops.eq(self, other)  # noqa: E704
-    def __ne__(self, other): return ops.ne(self, other)  # noqa: E704
-    def __gt__(self, other): return ops.gt(self, other)  # noqa: E704
-    def __ge__(self, other): return ops.ge(self, other)  # noqa: E704
-    def __lt__(self, other): return ops.lt(self, other)  # noqa: E704
-    def __le__(self, other): return ops.le(self, other)  # noqa: E704
+    def __add__(self, other): return TTNN.add(self, other)  # noqa: E704
+    def __radd__(self, other): return TTNN.add(self, other)  # noqa: E704
+    def __sub__(self, other): return TTNN.sub(self, other)  # noqa: E704
+    def __rsub__(self, other): return TTNN.rsub(self, other)  # noqa: E704
+    def __mul__(self, other): return TTNN.mul(self, other)  # noqa: E704
+    def __rmul__(self, other): return TTNN.mul(self, other)  # noqa: E704
+    def __truediv__(self, other): return TTNN.div(self, other)  # noqa: E704
+    def __rtruediv__(self, other): return TTNN.mul(TTNN.reciprocal(self), other)  # noqa: E704
+    def __matmul__(self, other): return TTNN.matmul(self, other)  # noqa: E704
+    def __pow__(self, other): return TTNN.pow(self, other)  # noqa: E704
+    def __neg__(self): return TTNN.neg(self)  # noqa: E704
+    def __abs__(self): return TTNN.abs(self)  # noqa: E704
+    def __eq__(self, other): return TTNN.eq(self, other)  # noqa: E704
+    def __ne__(self, other): return TTNN.ne(self, other)  # noqa: E704
+    def __gt__(self, other): return TTNN.gt(self, other)  # noqa: E704
+    def __ge__(self, other): return TTNN.ge(self, other)  # noqa: E704
+    def __lt__(self, other): return TTNN.lt(self, other)  # noqa: E704
+    def __le__(self, other): return TTNN.le(self, other)  # noqa: E704
     # `a += b` makes a new tensor and rebinds `a`, as TT-NN's ops are not in place.
     __iadd__, __isub__, __imul__, __itruediv__ = __add__, __sub__, __mul__, __truediv__
     __hash__ = object.__hash__
+
+
+def make_view(t: Tensor, value: torch.Tensor) -> Tensor:
+    """A new tensor over `t`'s buffer holding `value` (t's values in another shape): a view (device_sim.views)."""
+    v = object.__new__(Tensor)
+    v._value, v.dtype, v.layout, v.tile = value, t.dtype, t.layout, t.tile
+    v._device, v._memory_config, v.memory_config_source = t.device(), t._memory_config, "inputs"
+    v.buffer, v.tensor_id = t.buffer, next_tensor_id()
+    views.share(t, v)
+    return v
+
+
+def reshaped(t, shape, memory_config=None) -> Tensor | None:
+    """`t` reshaped as TT-NN's reshape does it without a copy: t itself for its own shape (reshape.cpp returns
+    the tensor when nothing changes), a view for a shape views.is_view allows; None when TT-NN copies instead."""
+    if type(t) is not Tensor or t.buffer is None or not views.is_view(t, shape, memory_config):
+        return None
+    shape = tuple(shape)
+    if shape == tuple(t._value.shape):
+        return t
+    return make_view(t, t._value.reshape(shape))
 
 
 def _allocate(device: Device, shape, dtype: DataType, layout: Layout, cfg: MemoryConfig, tile: Tile = DEFAULT_TILE):
@@ -560,6 +613,3 @@ _NUMPY_INTS = {DataType.UINT8: "uint8", DataType.UINT16: "uint16", DataType.UINT
 def buffer_type_of(t: Tensor) -> BufferType | None:
     return t._memory_config.buffer_type if t._memory_config is not None else None
 
-
-# Imported last: the ops modules build on Tensor, and Tensor's methods call the ops.
-from device_sim import ops  # noqa: E402

@@ -18,12 +18,17 @@ shares its DeviceStorage. The buffer is freed when the last tensor holding it is
 `ttnn.deallocate(t)` (force=True, the default) frees it at once for every holder; with force=False t
 lets go of it and it is freed only if t was its sole holder (TT-NN's Tensor::deallocate_impl). A write
 into one (an op's output_tensor=, an in-place op) is seen through every other.
+
+This module is the buffer-sharing bookkeeping under Tensor (which calls release, propagate, drop_all); the tensors
+a view is made of are made in device_sim.tensor (make_view, reshaped), above it.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
+
+import torch.nn.functional as F
 
 from device_sim.types import BufferType, Layout
 
@@ -48,14 +53,8 @@ def is_view(t, shape, memory_config=None) -> bool:
                                  or (second % 32 == 0 and new_second % 32 == 0))
 
 
-def make_view(t, value):
-    """A new tensor over `t`'s buffer holding `value` (t's values in another shape)."""
-    from device_sim.tensor import Tensor, next_tensor_id
-
-    v = object.__new__(Tensor)
-    v._value, v.dtype, v.layout, v.tile = value, t.dtype, t.layout, t.tile
-    v._device, v._memory_config, v.memory_config_source = t.device(), t._memory_config, "inputs"
-    v.buffer, v.tensor_id = t.buffer, next_tensor_id()
+def share(t, v) -> None:
+    """`v`, a new tensor over `t`'s buffer (tensor.make_view), holds that buffer too."""
     with _lock:
         entry = SHARED.get(t.buffer.buffer_id)
         if entry is None:
@@ -65,7 +64,6 @@ def make_view(t, value):
             entry[1] = [r for r in entry[1] if r() is not None]
         entry[1].append(weakref.ref(v))
         SHARED[t.buffer.buffer_id] = entry  # again: a release run by the collector just now may have dropped it
-    return v
 
 
 def release(buf) -> bool:
@@ -120,23 +118,8 @@ def through_padding(value, padded_from, padded_to, shape_to):
     """`value` laid out in its padded shape `padded_from` (zeros in the padding), read back as `padded_to` and
     cut to the logical `shape_to`: what a TILE view over the same pages holds when both padded shapes have the
     same last dim (tiles are stored row-major, so rows of tiles follow each other as rows of values do)."""
-    import torch.nn.functional as F
-
     pad = []
     for have, want in zip(reversed(value.shape), reversed(tuple(padded_from))):
         pad += [0, want - have]
     full = F.pad(value, pad).reshape(tuple(padded_to))
     return full[tuple(slice(0, n) for n in shape_to)].contiguous()
-
-
-def reshaped(t, shape, memory_config=None):
-    """`t` reshaped as TT-NN's reshape does it without a copy: t itself for its own shape (reshape.cpp returns
-    the tensor when nothing changes), a view for a shape is_view allows; None when TT-NN copies instead."""
-    from device_sim.tensor import Tensor
-
-    if type(t) is not Tensor or t.buffer is None or not is_view(t, shape, memory_config):
-        return None
-    shape = tuple(shape)
-    if shape == tuple(t._value.shape):
-        return t
-    return make_view(t, t._value.reshape(shape))

@@ -14,7 +14,7 @@ from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import data_movement as programs
 from device_sim.programs import shape as shape_programs
 from device_sim.registry import OWN_NAME, Trait, pending_output_target, register_op
-from device_sim.tensor import Tensor
+from device_sim.tensor import Tensor, make_view, reshaped
 from device_sim.tile import as_tile
 from device_sim.types import DataType, Layout, MemoryConfig, Shape, TensorMemoryLayout
 
@@ -381,7 +381,7 @@ def _reshape_into_padding(t: Tensor, shape, padded_shape, memory_config):
     value = views.through_padding(held(t), have, padded_shape, shape)
     if t.buffer is None:  # a host tensor: a new tensor with the values
         return output(value, t, [], op_name="ttnn.reshape")
-    return views.make_view(t, value)
+    return make_view(t, value)
 
 
 class TileReshapeMapMode(enum.IntEnum):
@@ -434,7 +434,7 @@ def reshape(input_tensor: Tensor, shape, padded_shape=None, *, memory_config: Me
             raise ValueError(f"{op_name}: padded_shape {ps} must have the rank of the logical shape "
                              f"{list(r.shape)} and no dim smaller than it")
     # Where TT-NN's reshape is a view (device_sim.views.is_view) the result shares the input's buffer.
-    view = views.reshaped(input_tensor, r.shape, memory_config)
+    view = reshaped(input_tensor, r.shape, memory_config)
     if view is not None:
         return view
     ins = device_inputs(op_name, input_tensor)

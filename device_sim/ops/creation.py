@@ -10,8 +10,9 @@ import math
 
 import torch
 
-from device_sim import device_work, dtypes, ops, placement
+from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output, values
+from device_sim.ops.data_movement import untilize
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import creation as creation_programs
 from device_sim.programs import data_movement as data_movement_programs
@@ -200,7 +201,7 @@ def randn(shape, device, *, dtype: DataType = DataType.BFLOAT16, layout: Layout 
     out = _new(torch.randn(_shape(shape), generator=generator), op_name, dtype, Layout.TILE, device, cfg)
     device_work.launch_after(out, True, out, creation_programs.randn_program(out))
     if Layout(layout) == Layout.ROW_MAJOR:
-        out = ops.data_movement.untilize(out, memory_config=cfg)
+        out = untilize(out, memory_config=cfg)
     return out
 
 

@@ -19,9 +19,9 @@ import math
 
 import torch
 
-from device_sim import device_work, dtypes, ops, placement, views
+from device_sim import device_work, dtypes, placement
 from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output, values
-from device_sim.ops.core import untilized_dtype
+from device_sim.ops.core import reshape, to_layout, untilized_dtype
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import bcast_to as bcast_to_programs
 from device_sim.programs import data_movement as programs
@@ -33,7 +33,7 @@ from device_sim.programs import scatter as scatter_programs
 from device_sim.programs import shape as shape_programs
 from device_sim.programs import sort as sort_programs
 from device_sim.registry import OWN_NAME, Trait, pending_output_target, register_op
-from device_sim.tensor import Tensor
+from device_sim.tensor import Tensor, reshaped
 from device_sim.types import (
     BufferType,
     CoreCoord,
@@ -141,7 +141,7 @@ def _reshape_like_tt_nn(op_name: str, input_tensor: Tensor, value: torch.Tensor,
     """squeeze and unsqueeze call ttnn::reshape in TT-NN (unsqueeze.cpp): a view where reshape makes one."""
     if tt_nn_only:
         check_tt_nn_only(op_name, tt_nn_only)
-    view = views.reshaped(input_tensor, value.shape)
+    view = reshaped(input_tensor, value.shape)
     return view if view is not None else _out(op_name, input_tensor, value, None, None)
 
 
@@ -192,7 +192,7 @@ def view(input_tensor: Tensor, shape, *, op_name: str = OWN_NAME, **tt_nn_only) 
                        "device_sim/ops/data_movement.py") from None
     if input_tensor.buffer is None:  # a host tensor: its values, in the new shape
         return _out(op_name, input_tensor, r, None, None)
-    out = views.reshaped(input_tensor, r.shape, None)
+    out = reshaped(input_tensor, r.shape, None)
     if out is None:
         raise tt_fatal("the last dim, and in TILE the second-last or its lack of padding, are kept",
                        f"{op_name}: viewing {input_tensor.layout!r} tensor {input_tensor.tensor_id} of shape "
@@ -211,38 +211,6 @@ def experimental_view(input_tensor: Tensor, *shape, op_name: str = OWN_NAME) -> 
     Shape([1, 1, 2, 32])
     """
     return view.op.function(input_tensor, shape[0] if len(shape) == 1 else shape, op_name=op_name)
-
-
-def getitem(input_tensor: Tensor, index) -> Tensor:
-    """`tensor[index]` as TT-NN's Tensor.__getitem__ does it: ttnn.slice, then ttnn.squeeze for int indices.
-
-    Ints, slices with a positive step, and one Ellipsis are accepted; an int drops its dim, as in torch.
-    """
-    shape = tuple(_vals("ttnn.Tensor.__getitem__", input_tensor).shape)
-    items = list(index) if isinstance(index, tuple) else [index]
-    if items.count(Ellipsis) > 1:
-        raise IndexError("ttnn.Tensor.__getitem__: only one ellipsis ('...') is allowed in an index")
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
-        items[at:at + 1] = [builtins.slice(None)] * (len(shape) - len(items) + 1)
-    if len(items) > len(shape):
-        raise IndexError(f"ttnn.Tensor.__getitem__: {len(items)} indices for a tensor of rank {len(shape)}")
-    items += [builtins.slice(None)] * (len(shape) - len(items))
-    starts, ends, steps, dropped = [], [], [], []
-    for d, (item, n) in enumerate(zip(items, shape)):
-        if isinstance(item, int):
-            i = item + n * (item < 0)
-            if not 0 <= i < n:
-                raise IndexError(f"ttnn.Tensor.__getitem__: index {item} is out of range for dim {d} of size {n}")
-            item, dropped = builtins.slice(i, i + 1), dropped + [d]
-        if not isinstance(item, builtins.slice):
-            raise TypeError(f"ttnn.Tensor.__getitem__: index {item!r} is neither an int, a slice nor '...'")
-        b, e, s = item.indices(n)
-        if s < 1:
-            raise IndexError(f"ttnn.Tensor.__getitem__: step {s} in dim {d}; only positive steps are supported")
-        starts, ends, steps = starts + [b], ends + [max(b, e)], steps + [s]
-    out = ops.slice(input_tensor, starts, ends, steps)
-    return ops.squeeze(out, dropped) if dropped else out
 
 
 # -- joining, repeating, broadcasting ------------------------------------------------------------
@@ -1508,16 +1476,16 @@ def isin(elements: Tensor, test_elements: Tensor, *, assume_unique: bool = False
     flat = []
     for t in (elements, test_elements):
         if t.layout != Layout.ROW_MAJOR:
-            t = ops.core.to_layout(t, Layout.ROW_MAJOR)
-        flat.append(ops.core.reshape(t, [t.shape.volume()]) if len(t.shape) > 1 else t)
+            t = to_layout(t, Layout.ROW_MAJOR)
+        flat.append(reshape(t, [t.shape.volume()]) if len(t.shape) > 1 else t)
     e, t = flat
     ins = device_inputs(op_name, e, t)
     mask = output(_isin_golden(values(e), values(t), invert=invert), e, ins, op_name=op_name, dtype=DataType.UINT32,
                   layout=Layout.ROW_MAJOR, memory_config=elements.memory_config())
     device_work.launch_after(mask, True, e, programs.isin_program(e, t))
     if len(elements.shape) != 1:
-        mask = ops.core.reshape(mask, list(elements.shape))
-    return ops.core.to_layout(mask, elements.layout) if elements.layout != Layout.ROW_MAJOR else mask
+        mask = reshape(mask, list(elements.shape))
+    return to_layout(mask, elements.layout) if elements.layout != Layout.ROW_MAJOR else mask
 
 
 # -- writing into a slice of a tensor (tt-metal's experimental/slice_write) --------------------------------------------
