@@ -5,8 +5,11 @@
     print(ttnn.cluster.cluster_descriptor_yaml())       # UMD's cluster_descriptor.yaml of that system
     print(ttnn.cluster.mesh_coordinate_mapping_yaml())  # chips: {0: [0, 0], 1: [0, 1], ...}
 
-The emulated system is DEVICE_SIM_SYSTEM_MESH's Wormhole B0 chips (device_sim.mesh); its type is the
-Wormhole product with that many chips: 1 an N150, 2 an N300, 4 two N300s as 2x2, 8 a T3K, 32 a Galaxy.
+The emulated system is DEVICE_SIM_SYSTEM_MESH's Wormhole B0 chips (rows x cols, default "2x4", a T3000); its type
+is the Wormhole product with that many chips: 1 an N150, 2 an N300, 4 two N300s as 2x2, 8 a T3K, 32 a Galaxy.
+The system's shape (system_mesh_shape, get_num_devices, MeshShape) is a fact of the system, so it is kept here, the
+floor under the device (a device's mesh, device.MeshDevice) and the meshes opened over it (device_sim.mesh, which
+exports these names as TT-NN's ttnn.MeshShape, ttnn.get_num_devices).
 Reports carry the two YAML files as TT-NN's do; ttnn-visualizer's topology dialog draws them.
 
 Chip ids are device_sim's own everywhere (a chip's row-major place in the system mesh), so a report's
@@ -18,6 +21,54 @@ T3K's 4 PCIe-attached chips first); the wiring below is UMD's, from tt-metal's o
 from __future__ import annotations
 
 import enum
+import os
+
+DEFAULT_SYSTEM_MESH = "2x4"
+
+
+class MeshShape(tuple):
+    """`ttnn.MeshShape(2, 4)` (or `MeshShape([2, 4])`): rows and columns of chips."""
+
+    def __new__(cls, *dims):
+        if len(dims) == 1 and not isinstance(dims[0], int):
+            dims = tuple(dims[0])
+        if not dims or any(not isinstance(d, int) or d < 1 for d in dims):
+            raise ValueError(f"MeshShape{dims!r}: give positive integer sizes, e.g. ttnn.MeshShape(2, 4)")
+        return super().__new__(cls, dims)
+
+    def dims(self) -> int:
+        return len(self)
+
+    def mesh_size(self) -> int:
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def __repr__(self) -> str:
+        return f"MeshShape([{', '.join(map(str, self))}])"
+
+
+def rows_cols(shape) -> tuple[int, int]:
+    """(rows, cols) of a mesh shape; a 1-D mesh of n chips is one row of n."""
+    return (1, shape[0]) if len(shape) == 1 else (shape[0], shape[1])
+
+
+def system_mesh_shape() -> MeshShape:
+    text = os.environ.get("DEVICE_SIM_SYSTEM_MESH", DEFAULT_SYSTEM_MESH)
+    try:
+        return MeshShape(*(int(d) for d in text.lower().split("x")))
+    except ValueError:
+        raise ValueError(f"DEVICE_SIM_SYSTEM_MESH={text!r}: give rows x cols, e.g. '2x4' or '4x8'") from None
+
+
+def get_num_devices() -> int:
+    """How many chips the emulated system has (DEVICE_SIM_SYSTEM_MESH)."""
+    return system_mesh_shape().mesh_size()
+
+
+def get_device_ids() -> list[int]:
+    return list(range(get_num_devices()))
 
 
 class ClusterType(enum.IntEnum):
@@ -53,8 +104,6 @@ _WORMHOLE_BY_CHIPS = {1: ClusterType.N150, 2: ClusterType.N300, 4: ClusterType.N
 
 def get_cluster_type() -> ClusterType:
     """The emulated system's cluster type; a chip count no Wormhole product has is CUSTOM."""
-    from device_sim.mesh import get_num_devices  # mesh builds on the device module, which imports this one
-
     return _WORMHOLE_BY_CHIPS.get(get_num_devices(), ClusterType.CUSTOM)
 
 
@@ -112,8 +161,6 @@ _GALAXY_UMD_FABRIC = {0: 0, 1: 31, 2: 28, 3: 3, 4: 4, 5: 27, 6: 24, 7: 7, 8: 8, 
 
 
 def _system() -> tuple[int, int]:
-    from device_sim.mesh import rows_cols, system_mesh_shape  # see get_cluster_type
-
     return rows_cols(system_mesh_shape())
 
 

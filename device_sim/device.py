@@ -1,4 +1,10 @@
-"""The emulated device: a Wormhole-class chip by default (8x8 workers, ~1.5 MB L1 each, 12 DRAM banks)."""
+"""The emulated device: a Wormhole-class chip by default (8x8 workers, ~1.5 MB L1 each, 12 DRAM banks).
+
+As in TT-NN 0.81, where `ttnn.Device` is `MeshDevice`, open_device returns a 1x1 MeshDevice that is its own only
+chip; so MeshDevice, MeshCoordinate and the bookkeeping of open multi-chip meshes (close_device closes a mesh too)
+are this module's, and device_sim.mesh, above it, opens meshes of several chips and exports them. The system's
+shape (how many chips, MeshShape) is device_sim.cluster's, below.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from device_sim import allocator, registry
 from device_sim.allocator import device_memory
+from device_sim.cluster import MeshShape, get_num_devices, rows_cols
 from device_sim.core_assignment import dram_bank_workers
 from device_sim.dispatch_core import DispatchCoreAxis, DispatchCoreConfig, DispatchCoreType  # noqa: F401 (ttnn.device.*)
 from device_sim.sub_device import SubDevice, SubDeviceId, SubDeviceManagement, SubDeviceManagerId  # noqa: F401 (same)
@@ -164,6 +172,214 @@ class Device(SubDeviceManagement):
         return asdict(self.config)
 
 
+class MeshCoordinate(tuple):
+    """`ttnn.MeshCoordinate(row, col)`: where a chip sits in its mesh."""
+
+    def __new__(cls, *coords):
+        if len(coords) == 1 and not isinstance(coords[0], int):
+            coords = tuple(coords[0])
+        if not coords or any(not isinstance(c, int) or c < 0 for c in coords):
+            raise ValueError(f"MeshCoordinate{coords!r}: give non-negative integers, e.g. ttnn.MeshCoordinate(0, 1)")
+        return super().__new__(cls, coords)
+
+    def dims(self) -> int:
+        return len(self)
+
+    def coords(self) -> list[int]:
+        return list(self)
+
+    def __repr__(self) -> str:
+        return f"MeshCoordinate([{', '.join(map(str, self))}])"
+
+
+
+
+def _as_2d(coord) -> tuple[int, int]:
+    """(row, col) of a coordinate; a 1-D one is in row 0."""
+    return (0, coord[0]) if len(coord) == 1 else (coord[0], coord[1])
+
+
+class _NoMemory(AttributeError):
+    """A multi-chip mesh has no allocator of its own (an AttributeError, so getattr(mesh, 'memory', None) works)."""
+
+
+class MeshDevice(Device):
+    """Chips in rows and columns. Built by open_mesh_device / open_device, not directly."""
+
+    def __init__(self, shape: MeshShape, chips: list[Device] | None, *, device_id: int = 0,
+                 config: DeviceConfig | None = None, parent: MeshDevice | None = None):
+        shape = MeshShape(shape)
+        if chips is None:  # a unit mesh: this object is the chip
+            Device.__init__(self, device_id, config)
+            chips = [self]
+        else:
+            self.device_id = None if len(chips) > 1 else chips[0].device_id
+            self.config = chips[0].config
+            self.is_open = True
+            # a mesh's programs launch on its chips, which count them (Device.num_program_cache_entries)
+            self.program_cache = chips[0].program_cache if len(chips) == 1 else None
+            if len(chips) == 1:
+                self.memory = chips[0].memory
+        if shape.mesh_size() != len(chips):
+            raise ValueError(f"a {shape!r} mesh needs {shape.mesh_size()} chips, got {len(chips)}")
+        self._shape = shape
+        self._chips = list(chips)
+        self._parent = parent
+        self._submeshes: list[MeshDevice] = []
+
+    def __getattr__(self, name):
+        # Only reached when normal lookup fails: the unit mesh's own `memory` costs nothing extra.
+        if name == "memory":
+            raise _NoMemory(
+                f"{self!r} has {len(self._chips)} chips and no memory of its own; each chip has its "
+                f"allocator: mesh.get_devices()[i].memory"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # -- what it is ------------------------------------------------------------------------
+    @property
+    def shape(self) -> MeshShape:
+        return self._shape
+
+    def get_num_devices(self) -> int:
+        return len(self._chips)
+
+    def get_device_ids(self) -> list[int]:
+        return [c.device_id for c in self._chips]
+
+    def get_devices(self) -> list[Device]:
+        """The chips, row-major: chip i holds shard i of a mesh tensor."""
+        return list(self._chips)
+
+    def get_device(self, device_id: int) -> Device:
+        for c in self._chips:
+            if c.device_id == device_id:
+                return c
+        raise ValueError(f"device {device_id} is not in this mesh; its devices are {self.get_device_ids()}")
+
+    def get_device_id(self, coord) -> int:
+        return self._chips[self.index_of(coord)].device_id
+
+    def index_of(self, coord) -> int:
+        """Row-major index of `coord` (its chip and its shard)."""
+        coord = MeshCoordinate(coord)
+        if len(coord) != len(self._shape) or any(c >= d for c, d in zip(coord, self._shape)):
+            raise ValueError(f"{coord!r} is outside this {self._shape!r} mesh")
+        index = 0
+        for c, d in zip(coord, self._shape):
+            index = index * d + c
+        return index
+
+    def coordinate_of(self, index: int) -> MeshCoordinate:
+        rows, cols = rows_cols(self._shape)
+        return MeshCoordinate(divmod(index, cols)) if len(self._shape) == 2 else MeshCoordinate(index)
+
+    @property
+    def num_rows(self) -> int:
+        return rows_cols(self._shape)[0]
+
+    @property
+    def num_cols(self) -> int:
+        return rows_cols(self._shape)[1]
+
+    def id(self) -> int:
+        return self._chips[0].device_id
+
+    def dram_grid_size(self):
+        return CoreCoord(self.config.dram_banks, 1)
+
+    # -- reshaping and submeshes -----------------------------------------------------------
+    def reshape(self, shape) -> None:
+        """Arrange the same chips as `shape` (row-major order kept)."""
+        shape = MeshShape(shape)
+        if shape.mesh_size() != len(self._chips):
+            raise ValueError(f"cannot reshape a {self._shape!r} mesh of {len(self._chips)} chips to {shape!r}")
+        self._shape = shape
+
+    def create_submesh(self, submesh_shape, offset=None) -> MeshDevice:
+        """The chips of `submesh_shape` starting at `offset` (default the origin), as a mesh of their own."""
+        shape = MeshShape(submesh_shape)
+        rows, cols = rows_cols(self._shape)
+        sr, sc = rows_cols(shape)
+        r0, c0 = _as_2d(MeshCoordinate(offset)) if offset is not None else (0, 0)
+        if len(shape) != len(self._shape) or r0 + sr > rows or c0 + sc > cols:
+            raise ValueError(f"a {shape!r} submesh at {offset!r} does not fit in this {self._shape!r} mesh")
+        chips = [self._chips[r * cols + c] for r in range(r0, r0 + sr) for c in range(c0, c0 + sc)]
+        sub = MeshDevice(shape, chips, parent=self)
+        self._submeshes.append(sub)
+        if len(chips) > 1:
+            _multi_chip_opened(sub)
+        return sub
+
+    def create_submeshes(self, submesh_shape) -> list[MeshDevice]:
+        """Tile the mesh with submeshes of `submesh_shape` (row-major); it must divide the mesh."""
+        shape = MeshShape(submesh_shape)
+        rows, cols = rows_cols(self._shape)
+        sr, sc = rows_cols(shape)
+        if rows % sr or cols % sc:
+            raise ValueError(f"{shape!r} does not tile this {self._shape!r} mesh evenly")
+        offsets = [(r, c) for r in range(0, rows, sr) for c in range(0, cols, sc)]
+        return [self.create_submesh(shape, MeshCoordinate(o) if len(self._shape) == 2 else MeshCoordinate(o[1]))
+                for o in offsets]
+
+    def get_submeshes(self) -> list[MeshDevice]:
+        return list(self._submeshes)
+
+    def lockstep(self):
+        """A block whose allocations on this mesh's chips are the mesh's: each buffer of a mesh tensor made in
+        it has one address on every chip, as TT-NN's mesh allocator gives it (allocator.LockStep). Every
+        mesh-wide action opens one: an op run per chip, a tensor sent to the mesh, a collective's outputs."""
+        return allocator.lockstep(c.memory for c in self._chips)
+
+    def __repr__(self) -> str:  # TT-NN's text, which reports store for a device argument
+        rows, cols = rows_cols(self._shape)
+        return f"MeshDevice({rows}x{cols} grid, {len(self._chips)} devices)"
+
+    __hash__ = object.__hash__
+
+
+
+
+# Open meshes of several chips. Ops run once per chip only while there is one: the registry
+# checks one global, installed here (registry.mesh_runner, device_sim.distributed's).
+open_meshes: list[MeshDevice] = []
+
+
+def mesh_holding(device_id: int) -> MeshDevice | None:
+    """The open multi-chip mesh that has chip `device_id`, if any."""
+    for mesh in open_meshes:
+        if any(c.device_id == device_id for c in mesh._chips):
+            return mesh
+    return None
+
+
+def _multi_chip_opened(mesh: MeshDevice) -> None:
+    open_meshes.append(mesh)
+    registry.set_per_device(registry.mesh_runner())
+
+
+def _multi_chip_closed(mesh: MeshDevice) -> None:
+    open_meshes.remove(mesh)
+    if not open_meshes:
+        registry.set_per_device(None)
+
+
+
+
+def close_mesh_device(mesh_device: MeshDevice) -> None:
+    """Close every chip of the mesh (and its submeshes)."""
+    if not mesh_device.is_open:
+        return
+    for sub in mesh_device._submeshes:
+        close_mesh_device(sub)
+    mesh_device.is_open = False
+    if len(mesh_device._chips) > 1:
+        _multi_chip_closed(mesh_device)
+    if mesh_device._parent is None:
+        for chip in mesh_device._chips:
+            close_device(chip)
+
+
 _open_devices: dict[int, Device] = {}
 
 
@@ -177,8 +393,6 @@ def open_device(device_id: int = 0, *, config: DeviceConfig | None = None, **ove
     known = {k: v for k, v in overrides.items() if k in fields}
     if known:
         config = DeviceConfig(**{**asdict(config or DeviceConfig()), **known})
-    from device_sim.mesh import MeshDevice, MeshShape, mesh_holding  # mesh builds on Device; imported at open
-
     holder = mesh_holding(device_id)
     if holder is not None:
         raise RuntimeError(f"device {device_id} is a chip of the open {holder!r}; use mesh.get_devices() to reach "
@@ -251,8 +465,6 @@ def is_blackhole(device=None) -> bool:
 
 def GetNumAvailableDevices() -> int:  # noqa: N802
     """How many chips the emulated system has (ttnn.get_num_devices(): DEVICE_SIM_SYSTEM_MESH)."""
-    from device_sim.mesh import get_num_devices
-
     return get_num_devices()
 
 
@@ -310,7 +522,6 @@ def open_devices() -> list[Device]:
 
 def close_device(device: Device) -> None:
     if len(getattr(device, "_chips", ())) > 1:  # TT-NN closes a whole mesh this way too
-        from device_sim.mesh import close_mesh_device
         close_mesh_device(device)
         return
     device.is_open = False

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import enum
 
+from device_sim.cluster import get_cluster_type
+
 
 class DispatchCoreType(enum.Enum):
     WORKER = 0
@@ -29,8 +31,6 @@ _ETH_DISPATCH_CLUSTERS = ("N300", "T3K", "N300_2x2")
 
 def default_type():
     """The dispatch core type TT-NN picks for this system: ETH on an N300, a T3K or two N300s, else WORKER."""
-    from device_sim.cluster import get_cluster_type
-
     return DispatchCoreType.ETH if get_cluster_type().name in _ETH_DISPATCH_CLUSTERS else DispatchCoreType.WORKER
 
 

@@ -163,6 +163,9 @@ def per_device_runner(op, function, args: tuple, kwargs: dict):
     return run
 
 
+registry.register_mesh_runner(per_device_runner)
+
+
 def _assemble_outputs(outs: list, mesh: MeshDevice):
     first = outs[0]
     if isinstance(first, Tensor):

@@ -259,6 +259,23 @@ def set_per_device(runner) -> None:
     _per_device = runner
 
 
+# The runner of an op on a multi-chip mesh, device_sim.distributed.per_device_runner: distributed registers it as it
+# is imported (it sits above the device floor that opens meshes, as the ops sit above this table), and
+# device_sim.device installs it with set_per_device while a multi-chip mesh is open.
+_mesh_runner = None
+
+
+def register_mesh_runner(runner) -> None:
+    global _mesh_runner
+    _mesh_runner = runner
+
+
+def mesh_runner():
+    """The registered mesh runner; importing device_sim registers it (device_sim.distributed)."""
+    assert _mesh_runner is not None, "device_sim.distributed registers the mesh runner as it is imported"
+    return _mesh_runner
+
+
 def set_hook(hook: Hook | None) -> Hook | None:
     """Install `hook` (or None) for all threads; returns the previous one so callers can restore it."""
     global _hook
