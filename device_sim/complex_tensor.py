@@ -10,10 +10,12 @@
 TT-NN's struct (ttnn/operations/eltwise/complex/complex.hpp) and its binding: built from a (real, imag) pair, with
 `real`, `imag`, `[0]` / `[1]` and `deallocate()`. The ops that take one are TT-NN's composites of element-wise ops,
 in device_sim.ops.complex; the ops TT-NN overloads for it (abs, reciprocal, add, subtract, multiply, divide and
-their backward ops) hand a ComplexTensor to `overload(op_name)`.
+their backward ops) hand a ComplexTensor to `overload(op_name)`, which finds the form ops.complex put in OVERLOADS.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from device_sim.tensor import Tensor
 
@@ -64,15 +66,17 @@ def complex_tensor(real: Tensor, imag: Tensor) -> ComplexTensor:
     return ComplexTensor((real, imag))
 
 
+# The ops registered for tensors whose bodies take a ComplexTensor (TT-NN's name -> its complex form): filled by
+# device_sim.ops.complex, which composes those forms of the element-wise ops that call overload(), as it is imported
+# (importing device_sim imports it), so that this floor under the ops imports none of them.
+OVERLOADS: dict[str, Callable] = {}
+
+
 def overload(op_name: str):
     """The ComplexTensor form of `op_name` (ttnn.abs, ttnn.add, ttnn.mul_bw, ...) that TT-NN binds beside the tensor
     one; a TypeError for an op TT-NN does not overload."""
-    # device_sim.ops.complex composes the element-wise ops that call this: imported at its first use, not at the
-    # import of eltwise (a ring: torch-heavy device_sim ops modules importing each other)
-    from device_sim.ops import complex as complex_ops
-
-    fn = complex_ops.OVERLOADS.get(op_name)
+    fn = OVERLOADS.get(op_name)
     if fn is None:
         raise TypeError(f"{op_name} takes no ttnn.ComplexTensor (TT-NN's complex forms: "
-                        f"{', '.join(sorted(complex_ops.OVERLOADS))}); call it on z.real and z.imag")
+                        f"{', '.join(sorted(OVERLOADS))}); call it on z.real and z.imag")
     return fn

@@ -87,10 +87,9 @@ def apply_environment(model: ModuleType) -> None:
 def environment() -> dict | None:
     """The file DEVICE_SIM_PERF_CONSTANTS named as perf_model was imported, as a capture records it beside its
     estimates: {"path": absolute, "sha256": of its bytes, "constants": what it set}; None when it named none (the
-    model's own constants). Kept from that import, not read again: the file or the variable changed since would
-    describe constants the estimates do not use."""
-    from device_sim import perf_model  # noqa: F401  (its import applies the file; it imports this module)
-
+    model's own constants), or before perf_model is imported (no estimate has used any: a capture imports the model
+    first, ttreport.capturing.log_perf). Kept from that import, not read again: the file or the variable changed
+    since would describe constants the estimates do not use. perf_model imports this module, not the reverse."""
     return _applied
 
 

@@ -29,7 +29,8 @@ are skipped rather than raising. visualize() without graphviz's `dot` returns th
 its DOT source (TT-NN warns and returns None). `codegen` is not provided, and a traced tensor has no
 `.graph` attribute (ask get_graph(tensor)).
 
-The graph's node types and walks are in tracer_graph.py; drawing is tracer_draw.py.
+The graph's node types and walks (and get_graph) are in tracer_graph.py; drawing is tracer_draw.py; this module
+builds the graph and exports all three's public names.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ from torch.overrides import TorchFunctionMode
 from device_sim import registry
 from device_sim.config import CONFIG
 from device_sim.core import get_memory_config
-from device_sim.graph import tensors_in as _tensors_in  # private here: ttnn.tracer's public names are TT-NN's
 from device_sim.tensor import Tensor
+from device_sim.tracer_draw import LEVEL_COLORS, duration_to_string, visualize
 from device_sim.tracer_graph import (
     InputTensorIndex,
     ModuleIOTensor,
@@ -63,7 +64,11 @@ from device_sim.tracer_graph import (
     TorchTensor,
     TTNNOperation,
     TTNNTensor,
+    _remember,
+    _tensors,
+    _where,
     flatten_graph,
+    get_graph,
 )
 
 # The torch factories TT-NN's torch_tracer wraps (TORCH_CREATION_OPERATION_NAMES): their results are sources.
@@ -74,33 +79,7 @@ _CREATION_NAMES = ("as_tensor", "from_numpy", "zeros", "zeros_like", "ones", "on
 _CREATION_IDS = frozenset(id(getattr(torch, name)) for name in _CREATION_NAMES if hasattr(torch, name))
 
 
-# -- which node made each tensor ---------------------------------------------------------------------------
-_made: dict[int, tuple] = {}  # id(tensor) -> (weakref to it, graph, node, output index)
 _unique = iter(range(1 << 62))
-
-
-def _remember(tensor, graph, node: Node, index: int) -> None:
-    key = id(tensor)
-
-    def forget(ref, key=key):  # only this tensor's entry: its id may be reused by a newer one
-        entry = _made.get(key)
-        if entry is not None and entry[0] is ref:
-            del _made[key]
-
-    _made[key] = (weakref.ref(tensor, forget), graph, node, index)
-
-
-def _where(tensor):
-    """(graph, node, output index) of the node that made `tensor`, or None if it was not traced."""
-    entry = _made.get(id(tensor))
-    if entry is None or entry[0]() is not tensor:
-        return None
-    return entry[1:]
-
-
-def _tensors(value) -> list:
-    """Every torch or ttnn tensor in `value` (lists, tuples, dicts and dataclasses opened), in order."""
-    return _tensors_in(value, (torch.Tensor, Tensor))
 
 
 def _any_traced(args, kwargs) -> bool:
@@ -410,35 +389,6 @@ def trace():
         disable_tracing()
 
 
-def get_graph(value, flatten: bool = False):
-    """The networkx.MultiDiGraph that made `value` (a traced tensor, or a list/tuple/dict of them, or a graph).
-
-    flatten=True inlines every module call, leaving torch functions and ttnn ops (TT-NN's flatten_graph).
-    """
-    import networkx as nx
-
-    if isinstance(value, nx.MultiDiGraph):
-        graph = value
-    else:
-        tensors = _tensors(value)
-        if not tensors:
-            raise RuntimeError(f"get_graph() takes a traced tensor (or tensors in a list, tuple or dict), got "
-                               f"{type(value).__name__}")
-        graphs = []
-        for tensor in tensors:
-            where = _where(tensor)
-            if where is None:
-                raise RuntimeError(
-                    f"this {type(tensor).__module__}.{type(tensor).__name__} of shape {tuple(tensor.shape)} was not "
-                    f"made inside a `with ttnn.tracer.trace():` block, so it has no graph; pass a tensor that the "
-                    f"traced code made")
-            if not any(g is where[0] for g in graphs):
-                graphs.append(where[0])
-        graph = nx.compose_all(graphs)
-    return flatten_graph(graph) if flatten else graph
-
-
-from device_sim.tracer_draw import LEVEL_COLORS, duration_to_string, visualize  # noqa: E402, I001
 
 __all__ = [
     "trace", "visualize", "get_graph", "flatten_graph", "enable_tracing", "disable_tracing", "is_tracing_enabled",

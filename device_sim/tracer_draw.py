@@ -21,8 +21,7 @@ import shutil
 import warnings
 from pathlib import Path
 
-from device_sim import tracer as _t
-from device_sim.tracer_graph import TorchModule, TorchModuleInput, module_sink, module_source
+from device_sim.tracer_graph import TorchModule, TorchModuleInput, get_graph, module_sink, module_source
 
 # TT-NN's colours for module clusters, one per nesting level.
 LEVEL_COLORS = ["#0000ff80", "#ee00ee80", "#ff000080", "#eeee0080", "#00ff0080", "#00eeee80"]
@@ -156,7 +155,7 @@ def visualize(output, *, show_modules: bool = True, max_depth: int | None = None
     if suffix is not None and suffix not in _DRAWN | _SOURCE:
         raise ValueError(f"file_name must have a .svg, .png or .pdf suffix (or .dot/.gv for the DOT source), "
                          f"not {suffix!r}: {file_name}")
-    graph = _t.get_graph(output, flatten=not show_modules)
+    graph = get_graph(output, flatten=not show_modules)
     drawing = graphviz.Digraph(
         engine="dot",
         graph_attr=graph_attr if graph_attr is not None else {"ordering": "in", "rankdir": "TB"},

@@ -12,15 +12,20 @@
 A graph is a networkx.MultiDiGraph whose nodes are `Node`s with an `operation` attribute (one of the
 types below), `shapes` and `dtypes` per output, and for ttnn tensors `layouts` and `memory_configs`;
 edges carry `source_output_index` and `sink_input_index`. A TorchModule holds the graph of what its
-call ran, entered through TorchModuleInput nodes. device_sim/tracer.py builds these graphs.
+call ran, entered through TorchModuleInput nodes. device_sim/tracer.py builds these graphs; which node made each
+traced tensor (_remember, _where) and get_graph, its reading, are here, under both tracer.py and tracer_draw.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from typing import Any
 
 import torch
+
+from device_sim.graph import tensors_in as _tensors_in  # private here: ttnn.tracer's public names are TT-NN's
+from device_sim.tensor import Tensor
 
 
 @dataclasses.dataclass
@@ -211,3 +216,59 @@ def flatten_graph(graph):
                               sink_input_index=use["sink_input_index"])
         flat.remove_node(node)
     return flat
+
+
+# -- which node made each tensor ---------------------------------------------------------------------------
+_made: dict[int, tuple] = {}  # id(tensor) -> (weakref to it, graph, node, output index)
+
+
+def _remember(tensor, graph, node: Node, index: int) -> None:
+    key = id(tensor)
+
+    def forget(ref, key=key):  # only this tensor's entry: its id may be reused by a newer one
+        entry = _made.get(key)
+        if entry is not None and entry[0] is ref:
+            del _made[key]
+
+    _made[key] = (weakref.ref(tensor, forget), graph, node, index)
+
+
+def _where(tensor):
+    """(graph, node, output index) of the node that made `tensor`, or None if it was not traced."""
+    entry = _made.get(id(tensor))
+    if entry is None or entry[0]() is not tensor:
+        return None
+    return entry[1:]
+
+
+def _tensors(value) -> list:
+    """Every torch or ttnn tensor in `value` (lists, tuples, dicts and dataclasses opened), in order."""
+    return _tensors_in(value, (torch.Tensor, Tensor))
+
+
+def get_graph(value, flatten: bool = False):
+    """The networkx.MultiDiGraph that made `value` (a traced tensor, or a list/tuple/dict of them, or a graph).
+
+    flatten=True inlines every module call, leaving torch functions and ttnn ops (TT-NN's flatten_graph).
+    """
+    import networkx as nx
+
+    if isinstance(value, nx.MultiDiGraph):
+        graph = value
+    else:
+        tensors = _tensors(value)
+        if not tensors:
+            raise RuntimeError(f"get_graph() takes a traced tensor (or tensors in a list, tuple or dict), got "
+                               f"{type(value).__name__}")
+        graphs = []
+        for tensor in tensors:
+            where = _where(tensor)
+            if where is None:
+                raise RuntimeError(
+                    f"this {type(tensor).__module__}.{type(tensor).__name__} of shape {tuple(tensor.shape)} was not "
+                    f"made inside a `with ttnn.tracer.trace():` block, so it has no graph; pass a tensor that the "
+                    f"traced code made")
+            if not any(g is where[0] for g in graphs):
+                graphs.append(where[0])
+        graph = nx.compose_all(graphs)
+    return flatten_graph(graph) if flatten else graph

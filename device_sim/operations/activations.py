@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from device_sim.program_configs import UnaryOpType
-from device_sim.registry import get_golden_function
+from device_sim.registry import TTNN, get_golden_function
 
 # TT-NN's _get_golden_map_for_unary_op: the UnaryOpTypes it maps, and to what.
 _BY_OP_TYPE = {
@@ -38,10 +38,8 @@ def get_golden_function_for_activation(activation):
     if activation is None:
         return None
     if isinstance(activation, str):
-        import device_sim  # the ops by name; this module is imported while device_sim is
-
         name = activation[:-7] if activation.endswith("_approx") else activation
-        op = getattr(device_sim, name, None) if name in getattr(device_sim, "__all__", ()) else None
+        op = getattr(TTNN, name, None)  # the op ttnn.<name> (the registry's table: this module sits below the ops)
         if op is None:
             raise RuntimeError(f"Unsupported activation: {activation}")
         return get_golden_function(op)

@@ -21,10 +21,11 @@ import torch
 from device_sim.distributed import MeshTensor
 from device_sim.mesh import MeshCoordinate, MeshDevice, rows_cols
 from device_sim.ops import ccl_work
+from device_sim.ops.ccl_work import GlobalSemaphore
 from device_sim.ops.common import check_tt_nn_only, output, values
 from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
-from device_sim.types import BufferType, MemoryConfig, TensorMemoryLayout, _TTEnum
+from device_sim.types import BufferType, MemoryConfig, _TTEnum
 
 # Why the collectives have no golden: a chip's result depends on the other chips' shards, which no golden of one
 # shard's values sees; tests/test_ccl.py checks them against torch on whole meshes.
@@ -73,34 +74,6 @@ def set_fabric_config(config, reliability_mode=None, num_planes=None, *_, **__) 
 
 def get_fabric_config() -> FabricConfig:
     return _fabric["config"]
-
-
-class GlobalSemaphore:
-    """A semaphore at one L1 address on every core of every chip; CCL ops take them to synchronise.
-
-    As in TT-NN it occupies L1: one aligned word per core (an interleaved page in each L1 bank) on
-    each chip, so it shows among the chips' buffers and its address is the same everywhere.
-    """
-
-    def __init__(self, mesh_device: MeshDevice, cores, initial_value: int, buffer_type: BufferType):
-        self.mesh_device, self.cores, self.initial_value = mesh_device, cores, int(initial_value)
-        self.value = self.initial_value
-        self.buffers = []
-        with mesh_device.lockstep():  # one address on every chip, as the mesh allocates it
-            for chip in mesh_device.get_devices():
-                banks = chip.memory.allocators[buffer_type].num_banks
-                self.buffers.append(chip.memory.allocate(buffer_type, TensorMemoryLayout.INTERLEAVED,
-                                                         page_size=chip.config.l1_alignment, num_pages=banks))
-
-    def address(self) -> int:
-        return self.buffers[0].address
-
-    def __del__(self):
-        for chip, buf in zip(self.mesh_device.get_devices(), getattr(self, "buffers", ())):
-            chip.memory.free(buf)
-
-    def __repr__(self) -> str:
-        return f"GlobalSemaphore(value={self.value}, address={self.address():#x})"
 
 
 def create_global_semaphore(mesh_device, cores, initial_value: int, buffer_type=BufferType.L1) -> GlobalSemaphore:

@@ -8,6 +8,7 @@ as a send program on the sender chip and a receive program on the receiver.
 ttnn.all_gather and ttnn.reduce_scatter make their own global semaphores (3 and 4) when TT-NN builds their
 program; TT-NN's program cache holds them, so they are made once per program and held by the mesh, and stay in
 every chip's L1 after the op. The async forms use the caller's semaphores, which are L1 buffers already.
+GlobalSemaphore is this module's (ops.ccl, above it, exports it as ttnn.GlobalSemaphore): the programs hold them.
 
     import device_sim as ttnn
     mesh = ttnn.open_mesh_device(mesh_shape=ttnn.MeshShape(1, 2))
@@ -22,14 +23,40 @@ from device_sim import device_work
 from device_sim.mesh import MeshDevice, rows_cols
 from device_sim.programs import ccl as ccl_programs
 from device_sim.programs import data_movement
-from device_sim.types import BufferType, CoreCoord, CoreRange, CoreRangeSet, DataType, Layout
+from device_sim.types import BufferType, CoreCoord, CoreRange, CoreRangeSet, DataType, Layout, TensorMemoryLayout
+
+
+class GlobalSemaphore:
+    """A semaphore at one L1 address on every core of every chip; CCL ops take them to synchronise.
+
+    As in TT-NN it occupies L1: one aligned word per core (an interleaved page in each L1 bank) on
+    each chip, so it shows among the chips' buffers and its address is the same everywhere.
+    """
+
+    def __init__(self, mesh_device: MeshDevice, cores, initial_value: int, buffer_type: BufferType):
+        self.mesh_device, self.cores, self.initial_value = mesh_device, cores, int(initial_value)
+        self.value = self.initial_value
+        self.buffers = []
+        with mesh_device.lockstep():  # one address on every chip, as the mesh allocates it
+            for chip in mesh_device.get_devices():
+                banks = chip.memory.allocators[buffer_type].num_banks
+                self.buffers.append(chip.memory.allocate(buffer_type, TensorMemoryLayout.INTERLEAVED,
+                                                         page_size=chip.config.l1_alignment, num_pages=banks))
+
+    def address(self) -> int:
+        return self.buffers[0].address
+
+    def __del__(self):
+        for chip, buf in zip(self.mesh_device.get_devices(), getattr(self, "buffers", ())):
+            chip.memory.free(buf)
+
+    def __repr__(self) -> str:
+        return f"GlobalSemaphore(value={self.value}, address={self.address():#x})"
 
 
 def program_semaphores(mesh: MeshDevice, key: tuple, count: int) -> list:
     """The `count` global semaphores a collective makes when TT-NN builds its program, made once per program and
     held by the mesh as TT-NN's program cache holds them (on every worker core of every chip)."""
-    from device_sim.ops.ccl import GlobalSemaphore  # ops.ccl imports this module: the class is read at call time
-
     held = vars(mesh).setdefault("_program_semaphores", {})
     if key not in held:
         cores = mesh.compute_with_storage_grid_size()

@@ -13,7 +13,7 @@ complex_unary_backward (real_bw, imag_bw, angle_bw, conj_bw, polar_bw, abs_bw), 
 sub_bw, mul_bw, div_bw) and unary_backward.cpp (reciprocal_bw). Each runs the same element-wise ops in the same
 order, so a capture shows them nested under the op and the device runs their programs. The ops TT-NN overloads for
 a ComplexTensor (ttnn.abs, ttnn.add, ttnn.mul_bw, ...) are registered once, with their tensor form; their bodies
-hand a ComplexTensor to OVERLOADS (device_sim.complex_tensor.overload).
+hand a ComplexTensor to OVERLOADS (device_sim.complex_tensor's, filled here; complex_tensor.overload).
 
 The golden functions take torch complex tensors, as TT-NN's (ttnn/operations/unary_complex.py,
 complex_unary_backward.py): a backward golden gives each gradient as TT-NN's tests compare it, the real and
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from device_sim.complex_tensor import ComplexTensor
+from device_sim.complex_tensor import OVERLOADS, ComplexTensor
 from device_sim.ops import creation, eltwise
 from device_sim.program_configs import UnaryOpType, UnaryWithParam
 from device_sim.registry import OWN_NAME, Trait, register_op
@@ -141,10 +141,13 @@ def div_bw(grad: ComplexTensor, a: ComplexTensor, b: ComplexTensor, memory_confi
     return [grad_a, _where_zero(zero, float("nan"), grad_b, mc)]
 
 
-# The ops registered for tensors whose bodies take a ComplexTensor here (complex_tensor.overload)
-OVERLOADS = {"ttnn.add": add, "ttnn.sub": subtract, "ttnn.mul": multiply, "ttnn.divide": divide, "ttnn.abs": abs,
-             "ttnn.reciprocal": reciprocal, "ttnn.abs_bw": abs_bw, "ttnn.reciprocal_bw": reciprocal_bw,
-             "ttnn.add_bw": add_bw, "ttnn.sub_bw": sub_bw, "ttnn.mul_bw": mul_bw, "ttnn.div_bw": div_bw}
+# The ops registered for tensors whose bodies take a ComplexTensor here (complex_tensor.overload reads OVERLOADS,
+# its table, which this module fills)
+OVERLOADS.update({
+    "ttnn.add": add, "ttnn.sub": subtract, "ttnn.mul": multiply, "ttnn.divide": divide, "ttnn.abs": abs,
+    "ttnn.reciprocal": reciprocal, "ttnn.abs_bw": abs_bw, "ttnn.reciprocal_bw": reciprocal_bw,
+    "ttnn.add_bw": add_bw, "ttnn.sub_bw": sub_bw, "ttnn.mul_bw": mul_bw, "ttnn.div_bw": div_bw,
+})
 
 
 # -- complex_unary: ops of a ComplexTensor ------------------------------------------------------------------------
