@@ -31,6 +31,7 @@ from device_sim.activations import SigmoidMode
 from device_sim.allocator import Buffer, OutOfMemoryError
 from device_sim.comparison import pearson_correlation_coefficient
 from device_sim.compat import install_as_ttnn
+from device_sim.compat import missing_attribute as _missing_attribute
 from device_sim.complex_tensor import ComplexTensor, complex_tensor
 from device_sim.compute_config import (
     BlackholeComputeKernelConfig,
@@ -271,9 +272,7 @@ __all__ = [name for name, value in globals().items()
 
 def __getattr__(name: str):
     # A name device_sim lacks: under install_as_ttnn() the error says `module 'ttnn'`, as the script wrote it.
-    from device_sim.compat import missing_attribute
-
-    raise missing_attribute(__name__, name)
+    raise _missing_attribute(__name__, name)
 
 
 # Last: reading TTNN_CONFIG_OVERRIDES may start a report, whose writer (found by entry point) imports device_sim

@@ -15,6 +15,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from device_sim.ops import to_torch
+from device_sim.tensor import Tensor
+
 
 def _finite_or_zero(t: torch.Tensor) -> torch.Tensor:
     t = t.clone()
@@ -23,9 +26,6 @@ def _finite_or_zero(t: torch.Tensor) -> torch.Tensor:
 
 
 def pearson_correlation_coefficient(expected, actual) -> float:
-    from device_sim.ops import to_torch  # ops import this module's package
-    from device_sim.tensor import Tensor
-
     if isinstance(actual, Tensor):
         actual = to_torch(actual)
     if not isinstance(expected, torch.Tensor):

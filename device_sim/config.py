@@ -28,6 +28,7 @@ import json
 import os
 import re
 import warnings
+from importlib.metadata import distributions
 from pathlib import Path
 
 from device_sim import registry
@@ -227,8 +228,6 @@ def active_reporter():
 
 
 def _load_reporter():
-    from importlib.metadata import distributions
-
     # Every distribution, not entry_points()'s one per name: a stale ttreport.egg-info in the working
     # directory (left by an older editable install) would otherwise hide the installed metadata.
     found = sorted({ep.value: ep for d in distributions() for ep in d.entry_points if ep.group == REPORTER_GROUP}

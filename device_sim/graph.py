@@ -49,6 +49,8 @@ import torch
 
 from device_sim import registry
 from device_sim.compute_config import MathFidelity, init_device_compute_kernel_config
+from device_sim.config import CONFIG
+from device_sim.device import open_devices
 from device_sim.device_work import cores_text
 from device_sim.dtypes import ELEMENT_SIZE
 from device_sim.tensor import StorageType, Tensor
@@ -516,7 +518,6 @@ def begin_graph_capture(run_mode: RunMode = RunMode.NORMAL) -> None:
         if _hook is None:
             _hook = _OpHook(registry.get_hook())
             registry.set_hook(_hook)
-        from device_sim.device import open_devices
 
         for device in open_devices():
             _follow(device)
@@ -668,8 +669,6 @@ def store_captured_graph(captured_graph_json) -> None:
 @contextlib.contextmanager
 def full_graph_capture(report_path, *, run_mode=None, slow_dispatch: bool = True):
     """Capture a block with stack traces and detailed buffer tracing on, written to `report_path` at its end."""
-    from device_sim.config import CONFIG
-
     prev_stack_traces, prev_buffers = _python_stack_traces_enabled, _detailed_buffer_tracing
     prev_fast = CONFIG.enable_fast_runtime_mode
     enable_python_stack_traces()

@@ -41,6 +41,7 @@ from device_sim import perf_constants, registry
 from device_sim.compute_config import MathFidelity
 from device_sim.distributed import MeshTensor
 from device_sim.dtypes import ELEMENT_SIZE, tile_size
+from device_sim.ops.matmul import kernel_numerics
 from device_sim.tensor import Tensor
 from device_sim.types import BufferType, DataType, Layout, TensorMemoryLayout
 
@@ -739,8 +740,6 @@ def estimate_op(op, args, kwargs, output, cfg: PerfConfig | None = None) -> Esti
     fidelity = None
     params = None
     if family == "matmul" and len(ins) >= 2 and outs:
-        from device_sim.ops.matmul import kernel_numerics
-
         ckc = kwargs.get("compute_kernel_config")
         if ckc is None and "minimal_matmul" in name:
             fidelity = MathFidelity.HiFi2  # ttnn::prim::minimal_matmul's default, whatever the dtypes

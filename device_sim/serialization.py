@@ -31,7 +31,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from device_sim import dtypes
+from device_sim import dtypes, placement
+from device_sim.distributed import MeshTensor
 from device_sim.tensor import Tensor, padded
 from device_sim.tile import DEFAULT_TILE, Tile
 from device_sim.types import (
@@ -195,8 +196,6 @@ def load_tensor(file_name, device=None) -> Tensor:
     if device is None:
         return Tensor._create(value, dtype, layout, None, None, None, tile)
     if cfg is None:
-        from device_sim import placement
-
         cfg, source = placement.resolve(None, [], "ttnn.load_tensor")
     else:
         source = "argument"  # the file names its memory config as a caller would
@@ -204,14 +203,11 @@ def load_tensor(file_name, device=None) -> Tensor:
 
 
 def _load_mesh_tensor(path, values: torch.Tensor, dtype, layout, cfg, mesh: dict, device, tile) -> Tensor:
-    from device_sim.distributed import MeshTensor
-    from device_sim.placement import resolve
-
     chips = getattr(device, "_chips", None)
     if chips is None or len(chips) != mesh["shards"]:
         raise ValueError(f"{path} holds a tensor of {mesh['shards']} shards from a {mesh['shape']} mesh; load it "
                          f"with device= an open mesh of {mesh['shards']} chips")
-    cfg, source = (cfg, "argument") if cfg is not None else resolve(None, [], "ttnn.load_tensor")
+    cfg, source = (cfg, "argument") if cfg is not None else placement.resolve(None, [], "ttnn.load_tensor")
     with device.lockstep():  # one mesh buffer: one address on every chip
         shards = [Tensor._create(v, dtype, layout, c, cfg, source, tile) for v, c in zip(values, chips)]
     return MeshTensor._assemble(shards, device)

@@ -13,6 +13,8 @@ computes sizes from the tile's element count.
 
 from __future__ import annotations
 
+from device_sim import dtypes
+
 TILE_SIZE = 32  # the default tile's height and width, as ttnn.TILE_SIZE
 
 # Tile shapes TT-NN's Tile accepts (TILE_FACE_HW_CHOICES in tt_metal/impl/data_format/tile.cpp): every
@@ -75,8 +77,6 @@ class Tile:
 
     def get_tile_size(self, dtype) -> int:
         """Bytes of one tile of `dtype`; block floats add one shared exponent byte per 16 values."""
-        from device_sim import dtypes
-
         hw = self.height * self.width
         if dtype.is_block_float:  # a byte (bfp8) or half a byte (bfp4) per value, plus the exponents
             per_value = 1 if dtype.name == "BFLOAT8_B" else 0.5

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from device_sim import registry
 from device_sim.registry import Op
+from device_sim.tensor import Tensor
 
 # Ops that move data between the host and the device; TT-NN refuses them inside a trace capture.
 _HOST_TRANSFERS = frozenset({
@@ -84,8 +85,6 @@ class _Trace:
 
     # Methods, not closures: a recursive closure is a reference cycle that would keep the tensors alive until gc.
     def _args(self, v, at: int):
-        from device_sim.tensor import Tensor
-
         if not isinstance(v, Tensor):
             return _map(v, self._args, at)
         slot = self._known(v)
@@ -95,8 +94,6 @@ class _Trace:
         return slot
 
     def _output(self, v, outside: list):
-        from device_sim.tensor import Tensor
-
         if not isinstance(v, Tensor):
             return _map(v, self._output, outside)
         known = self._known(v)
@@ -119,8 +116,6 @@ def _map(v, f, extra):
 
 
 def _tensors(v):
-    from device_sim.tensor import Tensor
-
     if isinstance(v, Tensor):
         yield v
     elif isinstance(v, (tuple, list)):
@@ -231,8 +226,6 @@ def execute_trace(device, trace_id, cq_id: int = 0, blocking: bool = True) -> No
 
 
 def _replay(trace: _Trace, hook) -> None:
-    from device_sim.tensor import Tensor
-
     live = {}  # slot index -> the tensor it stands for in this replay: the model's own, or a scratch one
     for index, ref in enumerate(trace.slots):
         t = ref()
@@ -276,8 +269,6 @@ def _resolve(v, live: dict):
 
 def _run_into(op: Op, args, kwargs, out):
     """Run `op`, writing into the output tensors the model holds; returns the outputs (scratch ones where none)."""
-    from device_sim.tensor import Tensor
-
     run = op.function
     if registry._per_device is not None and not op.mesh_aware:
         run = registry._per_device(op, run, args, kwargs) or run
@@ -308,8 +299,6 @@ def _run_into(op: Op, args, kwargs, out):
 
 
 def _adopt(old, new, args, kwargs):
-    from device_sim.tensor import Tensor
-
     if isinstance(old, Tensor) and isinstance(new, Tensor) and new is not old:
         old._value = new._value  # an output the traced code deallocated lives again until its deallocate
         _free_new(new, args, kwargs)
@@ -318,8 +307,6 @@ def _adopt(old, new, args, kwargs):
 
 
 def _free_new(result, args, kwargs) -> None:
-    from device_sim.tensor import Tensor
-
     if isinstance(result, Tensor) and not any(result is a for a in (*args, *kwargs.values())):
         result._free()
 

@@ -9,6 +9,7 @@ import math
 import torch
 
 from device_sim import device_work, dtypes, placement, views
+from device_sim.distributed import mesh_from_torch, mesh_to_torch
 from device_sim.ops.common import check_tt_nn_only, device_inputs, held, output, values
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import data_movement as programs
@@ -52,7 +53,6 @@ def place(t: torch.Tensor, dtype: DataType, layout, device, memory_config, tile,
     device (or the host) every mapper puts the whole tensor there, so it is accepted and changes nothing here.
     """
     if mesh_mapper is not None or len(getattr(device, "_chips", ())) > 1:  # several chips: a shard on each
-        from device_sim.distributed import mesh_from_torch
         return mesh_from_torch(lambda piece, chip: place(piece, dtype, layout, chip, memory_config, tile, None,
                                                          op_name), t, mesh_mapper, device)
     layout = Layout(layout) if layout is not None else (Layout.TILE if dtype.is_block_float else Layout.ROW_MAJOR)
@@ -159,7 +159,6 @@ def to_torch(tensor: Tensor, dtype: torch.dtype | None = None, *, torch_rank: in
     if isinstance(tensor, torch.Tensor):
         return tensor
     if mesh_composer is not None or hasattr(tensor, "shards"):  # a mesh tensor: join its shards
-        from device_sim.distributed import mesh_to_torch
         v = _squeeze_to_rank(mesh_to_torch(tensor, mesh_composer), torch_rank, op_name)
         return v.to(dtype if dtype is not None else _TO_TORCH.get(getattr(tensor, "dtype", None), v.dtype))
     if not isinstance(tensor, Tensor):

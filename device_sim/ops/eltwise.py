@@ -25,7 +25,7 @@ from device_sim.ops.common import (
 from device_sim.program_config_checks import tt_fatal
 from device_sim.programs import eltwise as eltwise_programs
 from device_sim.programs import indexing as indexing_programs
-from device_sim.registry import OWN_NAME, _writes, pending_output_target, register_op
+from device_sim.registry import OWN_NAME, TTNN, _writes, pending_output_target, register_op
 from device_sim.tensor import Tensor
 from device_sim.types import DataType, Layout, MemoryConfig, TensorMemoryLayout
 
@@ -1588,11 +1588,12 @@ def _glu_family(name: str, gate, activation):
             raise tt_fatal("((inshape[dim] / 2) % tt::constants::TILE_WIDTH == 0)", f"Split tensor dimension should "
                            f"be in full tile\n{op_name}: the last dim ({width} padded) must split into two halves of "
                            f"whole 32-wide tiles", where="device_sim/ops/eltwise.py")
-        from device_sim.ops.core import slice as ttnn_slice  # core imports this module's package
 
         half = width // 2
-        a = ttnn_slice(input_tensor, [0, 0, 0, 0], [*shape[:3], half], [1, 1, 1, 1], memory_config=memory_config)
-        b = ttnn_slice(input_tensor, [0, 0, 0, half], shape, [1, 1, 1, 1], memory_config=memory_config)
+        # ttnn.slice through the registry's table: importing ops.core here would register its ops before this
+        # module's, changing registered_ops()'s order
+        a = TTNN.slice(input_tensor, [0, 0, 0, 0], [*shape[:3], half], [1, 1, 1, 1], memory_config=memory_config)
+        b = TTNN.slice(input_tensor, [0, 0, 0, half], shape, [1, 1, 1, 1], memory_config=memory_config)
         return multiply(a, activation(b, memory_config), memory_config=memory_config)
 
     op.__doc__ = (f"The last dim's first half times {name[:-3] or 'sigmoid'}-gated second half (TT-NN's {name})."

@@ -10,13 +10,14 @@ import torch.nn.functional as F
 from device_sim import activations, device_work, dtypes, numerics
 from device_sim.compute_config import MathFidelity, resolve
 from device_sim.ops.common import check_tt_nn_only, device_inputs, output, values
+from device_sim.ops.core import from_torch
 from device_sim.program_config_checks import tt_fatal, validate_layer_norm
 from device_sim.program_configs import LayerNormShardedMultiCoreProgramConfig
 from device_sim.programs import normalization
 from device_sim.programs.embedding import embedding_backward_program, embedding_program
 from device_sim.registry import OWN_NAME, register_op
 from device_sim.tensor import Tensor
-from device_sim.types import DataType, Layout, MemoryConfig
+from device_sim.types import BufferType, DataType, Layout, MemoryConfig, ShardOrientation, ShardSpec, TensorMemoryLayout
 
 
 def _softmax_golden(t, dim=-1, *_, **__):
@@ -603,9 +604,6 @@ def scale_mask_softmax(input_tensor: Tensor, scale: float | None = None, mask: T
 def create_layer_norm_reciprocals(device, core_range_set, width: int) -> Tensor:
     """TT-NN's ttnn/operations/normalization.py helper for the Welford layer_norm: 1/1, 1/2, ..., 1/width in float32,
     one row per core of `core_range_set`, HEIGHT_SHARDED in L1 one row a core (ROW_MAJOR)."""
-    from device_sim.ops.core import from_torch  # core imports this module's package
-    from device_sim.types import BufferType, ShardOrientation, ShardSpec, TensorMemoryLayout
-
     n = core_range_set.num_cores()
     table = torch.tensor([1.0 / (i + 1) for i in range(width)] * n, dtype=torch.float32).reshape(n, width)
     cfg = MemoryConfig(TensorMemoryLayout.HEIGHT_SHARDED, BufferType.L1,

@@ -19,7 +19,7 @@ import pathlib
 
 import torch
 
-from device_sim import placement, serialization, sharding
+from device_sim import dtypes, placement, serialization, sharding
 from device_sim.device import Device
 from device_sim.ops.common import check_tt_nn_only
 from device_sim.ops.core import device_dtype, from_torch, place, torch_values
@@ -189,7 +189,6 @@ def as_tensor(tensor, dtype: DataType | None = None, *, layout: Layout | None = 
 def _allocate_golden(shape_or_spec, dtype=None, *_, **__):
     if isinstance(shape_or_spec, TensorSpec):
         shape_or_spec, dtype = shape_or_spec.shape, shape_or_spec.dtype
-    from device_sim import dtypes
 
     return torch.zeros(tuple(shape_or_spec), dtype=dtypes.TORCH_DTYPE[DataType(dtype or DataType.BFLOAT16)])
 
@@ -223,7 +222,6 @@ def allocate_tensor_on_device(shape_or_spec, dtype_or_device=None, layout: Layou
         raise TypeError(f"{op_name}: needs a device, got {device!r}")
     # Without a memory_config the usual rules choose one (a `with ttnn.memory(...)` block, then the default).
     cfg, source = placement.resolve(memory_config, [], op_name)
-    from device_sim import dtypes
 
     zeros = torch.zeros(tuple(spec.shape), dtype=dtypes.TORCH_DTYPE[spec.dtype])
     return Tensor._create(zeros, spec.dtype, spec.layout, device, cfg, source, spec.tile)
@@ -294,7 +292,6 @@ def allocate_tensor_on_host(shape_or_spec, dtype_or_device=None, layout: Layout 
         spec = TensorSpec(Shape(shape_or_spec), dtype_or_device, layout)
     if mesh_device is None:
         raise TypeError(f"{op_name}: needs the device the tensor will be copied from, got None")
-    from device_sim import dtypes
 
     zeros = torch.zeros(tuple(spec.shape), dtype=dtypes.TORCH_DTYPE[spec.dtype])
     return Tensor._create(zeros, spec.dtype, spec.layout, None, None, None, spec.tile)

@@ -43,7 +43,7 @@ from device_sim.device_work import (
     cores_row_major,
     make_program,
 )
-from device_sim.programs.data_movement import tilize_shape_program
+from device_sim.programs.data_movement import i2s_cbs, tilize_shape_program
 from device_sim.programs.matmul import matmul_program
 from device_sim.types import DataType, Layout
 
@@ -208,8 +208,6 @@ def halo_cbs(in_dtype, in_tile: bool, in_shard_h: int, channels: int, sticks: in
 
 def _interleaved_to_sharded(dtype, tile: bool, shard_h: int, channels: int, ranges) -> Program:
     """The input's to_memory_config into its height shards (programs.data_movement's model of the factory)."""
-    from device_sim.programs.data_movement import i2s_cbs
-
     return make_program("InterleavedToShardedDeviceOperation", "InterleavedToShardedProgramFactory",
                         i2s_cbs(dtype, dtype, tile, shard_h, channels), ranges)
 

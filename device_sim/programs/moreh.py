@@ -22,7 +22,16 @@ from __future__ import annotations
 
 import math
 
-from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, cached, cores_col_major, grid_of, make_program
+from device_sim.device_work import (
+    TILE,
+    TILE_BYTES,
+    CircularBuffer,
+    cached,
+    cores_col_major,
+    grid_of,
+    make_program,
+    split_work,
+)
 from device_sim.types import BufferType, DataType, Layout
 
 _BF16 = DataType.BFLOAT16
@@ -118,8 +127,6 @@ def _sum(shape, over_w: bool, fp32: bool, grid):
 def moreh_arange_program(out):
     """MorehArangeOperation (moreh_arange_program_factory.cpp): c_16 of one tile in the output's format on the cores
     split_work_to_cores gives the output's last-dim tiles; its writer fills each tile itself."""
-    from device_sim.device_work import split_work
-
     dev = out.device()
     wt = -(-int(out._value.shape[-1]) // TILE)
     return cached(("MorehArangeOperation", wt, out.dtype, out.layout, grid_of(dev)), lambda: make_program(

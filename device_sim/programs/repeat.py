@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from device_sim import dtypes
 from device_sim.device_work import TILE, TILE_BYTES, CircularBuffer, Program, cached, grid_of, make_program, shape_of
+from device_sim.programs import data_movement
 from device_sim.programs.intermediate import Intermediate
 from device_sim.types import BufferType, DataType, Layout
 
@@ -62,7 +63,6 @@ def _programs(x, reps, out) -> tuple[Program, ...] | None:
     rm = _build(grid_of(x.device()), shape, x.dtype, reps, tile_native)
     if tile_native or x.layout == Layout.ROW_MAJOR:
         return rm
-    from device_sim.programs import data_movement  # the layout builders (they import nothing of this)
 
     padded_in = tuple(x._value.shape[-2:]) != tuple(x.padded_shape[-2:])
     untilize = data_movement.untilize_program(
@@ -96,16 +96,12 @@ def repeat_interleave_programs(x, repeats: int, dim: int, out) -> tuple[Program,
     if repeats == 1:  # to_memory_config(input, the output's config): a copy when the buffer type changes
         if in_l1 == out_l1:
             return ()
-        from device_sim.programs import data_movement
-
         return (data_movement.copy_program(x, out.dtype),)
     key = ("repeat_interleave", shape_of(x), x.dtype, repeats, d, in_l1, out_l1, grid_of(x.device()))
     return cached(key, lambda: _interleave(x, repeats, d, in_l1, out_l1))
 
 
 def _interleave(x, repeats, d, in_l1, out_l1) -> tuple[Program, ...]:
-    from device_sim.programs import data_movement  # the layout and concat builders (they import nothing of this)
-
     def padded(s):
         return s[-1] % TILE or s[-2] % TILE
 

@@ -31,6 +31,7 @@ from device_sim.device_work import (
     shape_of,
     split_work,
 )
+from device_sim.programs import data_movement
 from device_sim.types import DataType, Layout
 
 _L1_ALIGNMENT, _DRAM_ALIGNMENT = 16, 32
@@ -172,7 +173,6 @@ def slice_programs(x, out, index) -> tuple[Program, ...] | None:
     """
     if not _interleaved(x, out) or x.dtype not in dtypes.ELEMENT_SIZE:
         return None
-    from device_sim.programs import data_movement  # the layout builders: data_movement imports nothing of this
 
     dev = x.device()
     steps = tuple(int(i.step or 1) for i in index)
@@ -224,7 +224,6 @@ def slice_write_programs(x, out, steps: tuple) -> tuple[Program, ...] | None:
     rows. None for a sharded tensor or a block float (their factories are not modelled)."""
     if not _interleaved(x, out) or x.dtype not in dtypes.ELEMENT_SIZE or out.dtype not in dtypes.ELEMENT_SIZE:
         return None
-    from device_sim.programs import data_movement  # the layout builders: data_movement imports nothing of this
 
     dev = x.device()
     key = ("SliceWriteDeviceOperation", shape_of(x), x.dtype, steps[-1] != 1, x.memory_config().buffer_type,
@@ -387,8 +386,6 @@ def permute_programs(x, out, dims) -> tuple[Program, ...] | None:
     bfloat8_b input other than WH, CN or CN+WH is typecast to bfloat16 and back around it. An interleaved
     ROW_MAJOR tensor's permute is one PermuteDeviceOperation whatever the order (permute.cpp's transposes are
     transpose.cpp's prim::permute for ROW_MAJOR), of any rank. None where not modelled (sharded, TILE of rank > 4)."""
-    from device_sim.programs import data_movement  # the transposes: data_movement imports nothing of this
-
     rank = len(dims)
     if x.device() is None or x.is_sharded() or out.is_sharded():
         return None
@@ -436,8 +433,6 @@ def permute_programs(x, out, dims) -> tuple[Program, ...] | None:
 def slice_piece_programs(x, out, index) -> tuple[Program, ...] | None:
     """The programs TT-NN's slice runs for x[index] (unit steps) into `out`: the tile factory for a tile-aligned
     slice of a TILE tensor, else slice_programs' row-major path."""
-    from device_sim.programs import data_movement
-
     shape = x._value.shape
     aligned = x.layout == Layout.TILE and len(shape) >= 2 and all(
         i.start % 32 == 0 and (i.stop % 32 == 0 or i.stop == n) for i, n in zip(index[-2:], shape[-2:]))
