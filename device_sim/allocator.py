@@ -347,7 +347,7 @@ def lockstep(memories):
 
 
 try:
-    from device_sim import _native
+    import device_sim._native as _native
 except ImportError:  # built without a C compiler (setup.py's extension is optional): the pure classes
     _native = None
 

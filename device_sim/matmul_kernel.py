@@ -40,7 +40,7 @@ import time
 import torch
 
 try:
-    from device_sim import _native
+    import device_sim._native as _native
 except ImportError:  # built without a C compiler: the torch guard below
     _native = None
 if os.environ.get("DEVICE_SIM_PURE", "") not in ("", "0"):

@@ -162,7 +162,7 @@ _hook: Hook | None = None
 # end when one is installed (the wrapper's own steps, in C), else the wrapper. Absent when the extension was not
 # built, or with DEVICE_SIM_PURE=1: the wrapper itself is then the public function.
 try:
-    from device_sim import _native
+    import device_sim._native as _native
 except ImportError:
     _native = None
 if os.environ.get("DEVICE_SIM_PURE", "") not in ("", "0"):
