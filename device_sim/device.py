@@ -192,8 +192,6 @@ class MeshCoordinate(tuple):
         return f"MeshCoordinate([{', '.join(map(str, self))}])"
 
 
-
-
 def _as_2d(coord) -> tuple[int, int]:
     """(row, col) of a coordinate; a 1-D one is in row 0."""
     return (0, coord[0]) if len(coord) == 1 else (coord[0], coord[1])
@@ -338,8 +336,6 @@ class MeshDevice(Device):
     __hash__ = object.__hash__
 
 
-
-
 # Open meshes of several chips. Ops run once per chip only while there is one: the registry
 # checks one global, installed here (registry.mesh_runner, device_sim.distributed's).
 open_meshes: list[MeshDevice] = []
@@ -362,8 +358,6 @@ def _multi_chip_closed(mesh: MeshDevice) -> None:
     open_meshes.remove(mesh)
     if not open_meshes:
         registry.set_per_device(None)
-
-
 
 
 def close_mesh_device(mesh_device: MeshDevice) -> None:

@@ -389,7 +389,6 @@ def trace():
         disable_tracing()
 
 
-
 __all__ = [
     "trace", "visualize", "get_graph", "flatten_graph", "enable_tracing", "disable_tracing", "is_tracing_enabled",
     "Node", "PositionalArgumentName", "InputTensorIndex", "TorchTensor", "TorchParameter", "TorchFunction",
