@@ -515,8 +515,12 @@ def test_a_wal_that_a_full_disk_kept_is_folded_once_there_is_room(device, disk_4
     (disk_4m / "filler").unlink()
     with ttreport.open(cap.path) as r:
         assert r.count_operations() == kept
-    assert not wal.exists() and sorted(f.name for f in cap.path.iterdir()) == ["cluster_descriptor.yaml", "config.json",
-                                                                                     "db.sqlite"]
+    # The perf files are written at the close if the disk had room for them at that moment (under load, one run of
+    # the full suite found the CSV there; the room left at close varies): both or neither.
+    perf = {"ops_perf_results.csv", "profile_log_device.csv"}
+    names = {f.name for f in cap.path.iterdir()}
+    assert not wal.exists() and names - perf == {"cluster_descriptor.yaml", "config.json", "db.sqlite"}
+    assert names & perf in (set(), perf), names
     alone = copied_alone(cap.db_path, tmp_path / "copy")
     with ttreport.open(alone) as r:
         assert r.count_operations() == kept and r.status_text == f"complete (lost {lost} ops)"

@@ -185,6 +185,20 @@ def test_perf_csv_writes_the_demo_reports_files_with_tt_nns_columns(tmp_path):
     assert matmul["MATH FIDELITY"] == "HiFi2" and matmul["INPUT_1_MEMORY"] == "DEV_0_DRAM_INTERLEAVED"
 
 
+def test_the_two_files_are_written_both_or_neither(tmp_path):
+    # the device log cannot be written (a folder stands at its name, as a full disk would fail it): the CSV, written
+    # first, must not stay alone (a run killed under load left it so: tests/test_crash.py's full disk)
+    demo = Path(shutil.copytree(SAMPLE, tmp_path / "demo"))
+    db.upgrade(demo / "db.sqlite")
+    for name in ("ops_perf_results.csv", "profile_log_device.csv"):
+        (demo / name).unlink(missing_ok=True)
+    (demo / "profile_log_device.csv").mkdir()
+    result = CliRunner().invoke(main, ["perf-csv", str(demo)])
+    assert result.exit_code != 0 and "profile_log_device.csv is a folder" in result.output, result.output
+    assert not (demo / "ops_perf_results.csv").exists()
+    assert sorted(p.name for p in demo.iterdir() if p.name.startswith(".")) == []  # no temporary file left
+
+
 def test_a_report_captured_without_device_graphs_gets_the_header_and_no_rows(tmp_path, device):
     # no record of the device operations, so nothing to name a row after (docs/perf_model.md)
     with ttreport.capture(tmp_path / "r", config=ttreport.Config(device_graphs=False)) as cap:

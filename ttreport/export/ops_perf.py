@@ -351,13 +351,17 @@ class _Rows:
         folder.mkdir(parents=True, exist_ok=True)
         # Often into the report's own folder, which came from elsewhere: a link there is replaced, never written
         # through (ttreport.outfile).
+        # Both files or neither: the device log is written (and renamed) inside the CSV's block, after the CSV's
+        # bytes are flushed, so a failure of either (a full disk) leaves no half of the pair (a visualizer reading
+        # the CSV expects its device log).
         path = folder / PERF_FILE
         with outfile.open(path, "w", newline="") as f:
             f.write(header_text(self.n_in, self.n_out))
             f.writelines(self.lines)
-        with outfile.open(folder / DEVICE_LOG_FILE, "w", newline="") as f:
-            f.write(DEVICE_LOG_START)
-            f.writelines(self.log)
+            f.flush()
+            with outfile.open(folder / DEVICE_LOG_FILE, "w", newline="") as log:
+                log.write(DEVICE_LOG_START)
+                log.writelines(self.log)
         return path
 
 
